@@ -1,0 +1,426 @@
+package dsl
+
+// Node is implemented by every AST node. Span covers the node's text, from
+// its first to just past its last byte, like go/ast's Pos()/End().
+type Node interface {
+	Span() Span
+}
+
+// File is one parsed .flex file.
+type File struct {
+	// Source is the text the file was parsed from.
+	Source *Source
+	// Decls are the top-level declarations in source order.
+	Decls []Decl
+	// Comments are all `# ...` comments in source order, kept so that the
+	// printer can put them back.
+	Comments []*Comment
+}
+
+// Span of a File covers the whole text.
+func (f *File) Span() Span { return Span{0, len(f.Source.Text)} }
+
+// Comment is a `#` comment running to the end of its line.
+type Comment struct {
+	// Sp covers '#' up to, not including, the newline.
+	Sp Span
+	// Text is the comment including the '#', e.g. "# window in tokens".
+	Text string
+}
+
+// Span implements Node.
+func (c *Comment) Span() Span { return c.Sp }
+
+// Ident is a name as written: a mod, param, buffer, mod parameter, let
+// binding, built-in or setting name. Dotted names such as `torch.tanh` are
+// one Ident whose Name contains the dot.
+type Ident struct {
+	// Sp covers the name.
+	Sp Span
+	// Name is the identifier text, e.g. "q_idx" or "torch.where".
+	Name string
+}
+
+// Span implements Node.
+func (x *Ident) Span() Span { return x.Sp }
+
+// ---------------------------------------------------------------------------
+// Declarations
+
+// Decl is a top-level declaration: *ParamDecl, *BufferDecl, *ModDecl or
+// *AttentionDecl.
+type Decl interface {
+	Node
+	// DeclName is the declared name, e.g. `WINDOW` in `param WINDOW = 1024`.
+	DeclName() *Ident
+	declNode()
+}
+
+// ParamDecl declares a compile-time constant that `-D NAME=VALUE` may
+// override with a value of the same type:
+//
+//	param WINDOW = 1024
+//	param CAP = 30.0
+type ParamDecl struct {
+	// Sp covers `param` through the end of Value.
+	Sp Span
+	// Name is the param's name, e.g. WINDOW.
+	Name *Ident
+	// Value is a constant expression, e.g. `1024`, `30.0`, `True` or `2 * W`.
+	Value Expr
+}
+
+// BufferDecl declares a captured tensor, an input of the kernel whose
+// contents may change without recompiling:
+//
+//	buffer doc: i32[KV] segments
+//	buffer bias: f32[H, 8191]
+type BufferDecl struct {
+	// Sp covers `buffer` through the property or the closing bracket.
+	Sp Span
+	// Name is the buffer's name, e.g. doc.
+	Name *Ident
+	// DType is the element type name: i32, i64, f16, bf16, f32, f64 or bool.
+	DType *Ident
+	// Dims are the extents, each a constant or an expression in the size
+	// symbols B H HKV Q KV, e.g. `KV` or `8191`.
+	Dims []Expr
+	// Property is an optional declared property, e.g. `segments` (the buffer
+	// holds non-decreasing document ids: documents are contiguous); nil when
+	// absent.
+	Property *Ident
+}
+
+// ModKind says whether a mod is a mask_mod or a score_mod.
+type ModKind int
+
+const (
+	// MaskMod is `mask name(b, h, q, kv) = <bool>`.
+	MaskMod ModKind = iota
+	// ScoreMod is `score name(score, b, h, q, kv) = <float>`.
+	ScoreMod
+)
+
+// String returns "mask" or "score", the declaring keyword.
+func (k ModKind) String() string {
+	if k == ScoreMod {
+		return "score"
+	}
+	return "mask"
+}
+
+// Arity is the number of index parameters a mod of this kind takes:
+// 4 for a mask (b, h, q, kv), 5 for a score (score, b, h, q, kv).
+func (k ModKind) Arity() int {
+	if k == ScoreMod {
+		return 5
+	}
+	return 4
+}
+
+// ModDecl declares a mask_mod or score_mod, optionally as a factory with
+// constant arguments (like attention-gym's generate_sliding_window(w)):
+//
+//	mask causal(b, h, q_idx, kv_idx) = q_idx >= kv_idx
+//	mask sliding(W)(b, h, q, kv) = q >= kv and q - kv <= W
+//	score softcap(score, b, h, q, kv) = CAP * tanh(score / CAP)
+//	mask dilated(b, h, q, kv) {
+//	    let d = abs(q - kv)
+//	    d <= 2048 and d % 2 == 0
+//	}
+type ModDecl struct {
+	// Sp covers the keyword through the end of the body.
+	Sp Span
+	// Kind is MaskMod or ScoreMod.
+	Kind ModKind
+	// Name is the mod's name, e.g. causal.
+	Name *Ident
+	// FactoryParams are the constant parameters of a factory, e.g. `W` in
+	// `mask sliding(W)(b, h, q, kv)`; nil for a plain mod.
+	FactoryParams []*Ident
+	// Params are the index parameters in order, names free: (b, h, q, kv)
+	// for a mask, (score, b, h, q, kv) for a score.
+	Params []*Ident
+	// Body is the mod's value.
+	Body *Body
+}
+
+// Body is a mod body: either `= expr` (Lets empty) or a block
+// `{ let x = ... ; result }`.
+type Body struct {
+	// Sp covers `= expr` or the braces.
+	Sp Span
+	// Block is true when the body was written with braces.
+	Block bool
+	// Lets are the local bindings, in order; each may use the previous ones.
+	Lets []*LetStmt
+	// Result is the expression the mod returns.
+	Result Expr
+}
+
+// Span implements Node.
+func (b *Body) Span() Span { return b.Sp }
+
+// LetStmt is a local binding in a block body: `let d = abs(q - kv)`.
+type LetStmt struct {
+	// Sp covers `let` through the end of Value.
+	Sp Span
+	// Name is the bound name, e.g. d.
+	Name *Ident
+	// Value is the bound expression.
+	Value Expr
+}
+
+// Span implements Node.
+func (s *LetStmt) Span() Span { return s.Sp }
+
+// AttentionDecl declares one attention layer configuration, the unit that
+// is classified and compiled:
+//
+//	attention doc_layer {
+//	    mask = and_masks(causal, same_doc)
+//	    score = softcap
+//	    layout = bshd
+//	}
+type AttentionDecl struct {
+	// Sp covers `attention` through the closing brace.
+	Sp Span
+	// Name is the block's name, e.g. doc_layer.
+	Name *Ident
+	// Settings are the `key = value` lines in source order.
+	Settings []*Setting
+}
+
+// Setting is one `key = value` line of an attention block, e.g.
+// `window = (1023, 0)` or `mask = and_masks(causal, same_doc)`.
+type Setting struct {
+	// Sp covers key through value.
+	Sp Span
+	// Key is the setting name, e.g. window.
+	Key *Ident
+	// Value is an expression: a mod reference or call, a literal, a tuple,
+	// or a bare word such as `bshd` or `bf16` (an *Ident).
+	Value Expr
+}
+
+// Span implements Node.
+func (s *Setting) Span() Span { return s.Sp }
+
+// Span implements Node.
+func (d *ParamDecl) Span() Span { return d.Sp }
+
+// Span implements Node.
+func (d *BufferDecl) Span() Span { return d.Sp }
+
+// Span implements Node.
+func (d *ModDecl) Span() Span { return d.Sp }
+
+// Span implements Node.
+func (d *AttentionDecl) Span() Span { return d.Sp }
+
+// DeclName implements Decl.
+func (d *ParamDecl) DeclName() *Ident { return d.Name }
+
+// DeclName implements Decl.
+func (d *BufferDecl) DeclName() *Ident { return d.Name }
+
+// DeclName implements Decl.
+func (d *ModDecl) DeclName() *Ident { return d.Name }
+
+// DeclName implements Decl.
+func (d *AttentionDecl) DeclName() *Ident { return d.Name }
+
+func (*ParamDecl) declNode()     {}
+func (*BufferDecl) declNode()    {}
+func (*ModDecl) declNode()       {}
+func (*AttentionDecl) declNode() {}
+
+// ---------------------------------------------------------------------------
+// Expressions
+
+// Expr is an expression node: *Ident, *IntLit, *FloatLit, *BoolLit,
+// *UnaryExpr, *BinaryExpr, *CompareExpr, *CondExpr, *CallExpr, *IndexExpr,
+// *ParenExpr or *TupleExpr.
+type Expr interface {
+	Node
+	exprNode()
+}
+
+// IntLit is an integer literal: `1024`, `0x7f`, `1_000`.
+type IntLit struct {
+	// Sp covers the literal.
+	Sp Span
+	// Raw is the literal as written, e.g. "1_000"; the printer keeps it.
+	Raw string
+	// Value is the parsed value, e.g. 1000.
+	Value int64
+}
+
+// FloatLit is a floating-point literal: `30.0`, `1e-4`, `.5`.
+type FloatLit struct {
+	// Sp covers the literal.
+	Sp Span
+	// Raw is the literal as written, e.g. "1e-4".
+	Raw string
+	// Value is the parsed value.
+	Value float64
+}
+
+// BoolLit is `True`, `true`, `False` or `false`.
+type BoolLit struct {
+	// Sp covers the literal.
+	Sp Span
+	// Raw is the spelling used, e.g. "True".
+	Raw string
+	// Value is the truth value.
+	Value bool
+}
+
+// UnaryExpr is a prefix operation: `-x`, `+x`, `~m`, `not m`.
+type UnaryExpr struct {
+	// Sp covers the operator and operand.
+	Sp Span
+	// Op is OpNeg, OpPos, OpInvert or OpNot.
+	Op Op
+	// X is the operand.
+	X Expr
+}
+
+// BinaryExpr is an infix arithmetic or logical operation: `q - kv`,
+// `a and b`, `m1 & m2`, `2 ** x`.
+type BinaryExpr struct {
+	// Sp covers both operands.
+	Sp Span
+	// Op is the operator, e.g. OpSub.
+	Op Op
+	// OpSp covers the operator token, e.g. the `//` in `q // 0`.
+	OpSp Span
+	// X is the left operand.
+	X Expr
+	// Y is the right operand.
+	Y Expr
+}
+
+// CompareExpr is a comparison, possibly chained as in Python:
+// `q >= kv` has Operands [q, kv] and Ops [OpGE]; `0 <= q - kv <= W` has
+// three operands and two ops and means `0 <= q - kv and q - kv <= W`.
+type CompareExpr struct {
+	// Sp covers the whole chain.
+	Sp Span
+	// Operands has len(Ops)+1 elements.
+	Operands []Expr
+	// Ops are comparison operators: OpEQ, OpNE, OpLT, OpLE, OpGT, OpGE.
+	Ops []Op
+}
+
+// CondExpr is Python's conditional `Then if Cond else Else`. The built-in
+// `where(c, x, y)` is a CallExpr, not a CondExpr.
+type CondExpr struct {
+	// Sp covers the whole expression.
+	Sp Span
+	// Then is the value when Cond holds.
+	Then Expr
+	// Cond is the condition.
+	Cond Expr
+	// Else is the value otherwise.
+	Else Expr
+}
+
+// CallExpr is a call: a built-in (`abs(q - kv)`, `torch.tanh(x)`), a mod
+// (`causal(b, h, q, kv)`), a mask combinator (`and_masks(a, b)`) or a
+// factory instantiation (`sliding(1024)`, whose result may itself be called:
+// `sliding(1024)(b, h, q, kv)`).
+type CallExpr struct {
+	// Sp covers the callee through the closing parenthesis.
+	Sp Span
+	// Fun is the callee, usually an *Ident, or a *CallExpr for a factory
+	// applied and then called.
+	Fun Expr
+	// Args are the arguments in order.
+	Args []Expr
+}
+
+// IndexExpr reads a captured buffer: `doc[q]`, `bias[h, q - kv + 4095]`.
+type IndexExpr struct {
+	// Sp covers the buffer name through the closing bracket.
+	Sp Span
+	// X is the indexed buffer, an *Ident.
+	X Expr
+	// Indices are the index expressions, one per buffer dimension.
+	Indices []Expr
+}
+
+// ParenExpr is a parenthesised expression, kept so that the printer writes
+// the parentheses the user wrote.
+type ParenExpr struct {
+	// Sp covers the parentheses.
+	Sp Span
+	// X is the inner expression.
+	X Expr
+}
+
+// TupleExpr is a parenthesised comma list, used by settings such as
+// `window = (1023, 0)`.
+type TupleExpr struct {
+	// Sp covers the parentheses.
+	Sp Span
+	// Elems are the elements (at least two, or one with a trailing comma).
+	Elems []Expr
+}
+
+// Span implements Node.
+func (x *IntLit) Span() Span { return x.Sp }
+
+// Span implements Node.
+func (x *FloatLit) Span() Span { return x.Sp }
+
+// Span implements Node.
+func (x *BoolLit) Span() Span { return x.Sp }
+
+// Span implements Node.
+func (x *UnaryExpr) Span() Span { return x.Sp }
+
+// Span implements Node.
+func (x *BinaryExpr) Span() Span { return x.Sp }
+
+// Span implements Node.
+func (x *CompareExpr) Span() Span { return x.Sp }
+
+// Span implements Node.
+func (x *CondExpr) Span() Span { return x.Sp }
+
+// Span implements Node.
+func (x *CallExpr) Span() Span { return x.Sp }
+
+// Span implements Node.
+func (x *IndexExpr) Span() Span { return x.Sp }
+
+// Span implements Node.
+func (x *ParenExpr) Span() Span { return x.Sp }
+
+// Span implements Node.
+func (x *TupleExpr) Span() Span { return x.Sp }
+
+func (*Ident) exprNode()       {}
+func (*IntLit) exprNode()      {}
+func (*FloatLit) exprNode()    {}
+func (*BoolLit) exprNode()     {}
+func (*UnaryExpr) exprNode()   {}
+func (*BinaryExpr) exprNode()  {}
+func (*CompareExpr) exprNode() {}
+func (*CondExpr) exprNode()    {}
+func (*CallExpr) exprNode()    {}
+func (*IndexExpr) exprNode()   {}
+func (*ParenExpr) exprNode()   {}
+func (*TupleExpr) exprNode()   {}
+
+// Unparen strips any number of enclosing parentheses.
+func Unparen(e Expr) Expr {
+	for {
+		p, ok := e.(*ParenExpr)
+		if !ok {
+			return e
+		}
+		e = p.X
+	}
+}

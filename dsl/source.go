@@ -1,0 +1,134 @@
+package dsl
+
+import (
+	"sort"
+	"unicode/utf8"
+)
+
+// Source is the text of one .flex file (or an in-memory string) and the
+// index needed to turn byte offsets into lines and columns.
+type Source struct {
+	// Name is what diagnostics print before the position, usually the path
+	// given on the command line, e.g. "examples/causal.flex".
+	Name string
+	// Text is the file content exactly as read.
+	Text []byte
+
+	lineStarts []int // byte offset at which each line begins
+}
+
+// NewSource indexes text under name.
+func NewSource(name string, text []byte) *Source {
+	s := &Source{Name: name, Text: text, lineStarts: []int{0}}
+	for i, c := range text {
+		if c == '\n' {
+			s.lineStarts = append(s.lineStarts, i+1)
+		}
+	}
+	return s
+}
+
+// Position is a human-oriented location: 1-based line, and a 1-based column
+// counted in characters (Unicode code points), as editors and compilers print
+// them. Offset is the byte offset it came from.
+type Position struct {
+	Offset int
+	Line   int
+	Column int
+}
+
+// Position converts a byte offset into a line and column. Offsets outside
+// the text are clamped to it.
+func (s *Source) Position(offset int) Position {
+	if offset < 0 {
+		offset = 0
+	}
+	if offset > len(s.Text) {
+		offset = len(s.Text)
+	}
+	line := sort.Search(len(s.lineStarts), func(i int) bool { return s.lineStarts[i] > offset }) - 1
+	start := s.lineStarts[line]
+	return Position{Offset: offset, Line: line + 1, Column: utf8.RuneCount(s.Text[start:offset]) + 1}
+}
+
+// LineCount is the number of lines; a final line without a newline counts.
+func (s *Source) LineCount() int { return len(s.lineStarts) }
+
+// LineStart is the byte offset of the first byte of 1-based line n.
+func (s *Source) LineStart(n int) int {
+	if n < 1 {
+		return 0
+	}
+	if n > len(s.lineStarts) {
+		return len(s.Text)
+	}
+	return s.lineStarts[n-1]
+}
+
+// Line returns the text of 1-based line n without its line terminator.
+func (s *Source) Line(n int) string {
+	if n < 1 || n > len(s.lineStarts) {
+		return ""
+	}
+	start := s.lineStarts[n-1]
+	end := len(s.Text)
+	if n < len(s.lineStarts) {
+		end = s.lineStarts[n] - 1
+	}
+	if end > start && s.Text[end-1] == '\r' {
+		end--
+	}
+	return string(s.Text[start:end])
+}
+
+// Slice returns the source text covered by sp.
+func (s *Source) Slice(sp Span) string {
+	a, b := sp.Start, sp.End
+	if a < 0 {
+		a = 0
+	}
+	if b > len(s.Text) {
+		b = len(s.Text)
+	}
+	if a > b {
+		return ""
+	}
+	return string(s.Text[a:b])
+}
+
+// Span is a half-open byte range [Start, End) in a Source. The zero Span is a
+// valid empty span at offset 0; NoSpan marks nodes synthesised by the
+// compiler rather than written by the user.
+type Span struct {
+	Start int
+	End   int
+}
+
+// NoSpan is the span of nodes that do not come from source text, such as the
+// mods of the standard library after inlining.
+var NoSpan = Span{Start: -1, End: -1}
+
+// IsValid reports whether sp points into source text.
+func (sp Span) IsValid() bool { return sp.Start >= 0 && sp.End >= sp.Start }
+
+// Join returns the smallest span covering both spans; an invalid span is
+// ignored.
+func (sp Span) Join(o Span) Span {
+	if !sp.IsValid() {
+		return o
+	}
+	if !o.IsValid() {
+		return sp
+	}
+	if o.Start < sp.Start {
+		sp.Start = o.Start
+	}
+	if o.End > sp.End {
+		sp.End = o.End
+	}
+	return sp
+}
+
+// Contains reports whether byte offset off lies in sp (End inclusive, so a
+// cursor just after a token still "touches" it, as editors expect).
+func (sp Span) Contains(off int) bool { return sp.IsValid() && off >= sp.Start && off <= sp.End }

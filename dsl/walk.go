@@ -1,0 +1,41 @@
+package dsl
+
+// Inspect walks the expression tree rooted at e in depth-first order, calling
+// f for each node before its children; if f returns false the children are
+// skipped. Nil expressions are ignored.
+func Inspect(e Expr, f func(Expr) bool) {
+	if e == nil || !f(e) {
+		return
+	}
+	switch x := e.(type) {
+	case *UnaryExpr:
+		Inspect(x.X, f)
+	case *BinaryExpr:
+		Inspect(x.X, f)
+		Inspect(x.Y, f)
+	case *CompareExpr:
+		for _, o := range x.Operands {
+			Inspect(o, f)
+		}
+	case *CondExpr:
+		Inspect(x.Then, f)
+		Inspect(x.Cond, f)
+		Inspect(x.Else, f)
+	case *CallExpr:
+		Inspect(x.Fun, f)
+		for _, a := range x.Args {
+			Inspect(a, f)
+		}
+	case *IndexExpr:
+		Inspect(x.X, f)
+		for _, i := range x.Indices {
+			Inspect(i, f)
+		}
+	case *ParenExpr:
+		Inspect(x.X, f)
+	case *TupleExpr:
+		for _, el := range x.Elems {
+			Inspect(el, f)
+		}
+	}
+}
