@@ -1,0 +1,66 @@
+package parser
+
+import "github.com/maskc/maskc/dsl"
+
+// Syntax diagnostic codes. Their meaning never changes once released.
+const (
+	// CodeInvalidChar is a character that cannot start any token.
+	CodeInvalidChar dsl.Code = "E001"
+	// CodeMalformedNumber is a number literal with bad syntax, e.g. `1e` or `12ab`.
+	CodeMalformedNumber dsl.Code = "E002"
+	// CodeNumberRange is a number literal too large to represent.
+	CodeNumberRange dsl.Code = "E003"
+	// CodeBinaryInput is a NUL byte or invalid UTF-8.
+	CodeBinaryInput dsl.Code = "E004"
+	// CodeFileTooLarge is a file over MaxFileSize bytes.
+	CodeFileTooLarge dsl.Code = "E005"
+	// CodeNestingTooDeep is more than MaxNesting nested brackets.
+	CodeNestingTooDeep dsl.Code = "E006"
+	// CodeOperatorChain is more than MaxPrefixRun prefix operators in a row.
+	CodeOperatorChain dsl.Code = "E007"
+	// CodeUnclosedBracket is an opening bracket that is never closed.
+	CodeUnclosedBracket dsl.Code = "E008"
+	// CodeUnmatchedBracket is a closing bracket that closes nothing, or the wrong kind.
+	CodeUnmatchedBracket dsl.Code = "E009"
+	// CodeExpectedDecl is a top-level line that does not start a declaration.
+	CodeExpectedDecl dsl.Code = "E010"
+	// CodeUnexpectedToken is a token where the grammar expects something else,
+	// most often a missing expression.
+	CodeUnexpectedToken dsl.Code = "E011"
+	// CodeMissingBody is a declaration or setting without its `=`, `:` or body.
+	CodeMissingBody dsl.Code = "E012"
+	// CodeExpectedEndOfLine is extra text after a complete declaration or statement.
+	CodeExpectedEndOfLine dsl.Code = "E013"
+	// CodeMissingResult is a block body that does not end with an expression.
+	CodeMissingResult dsl.Code = "E014"
+	// CodeKeywordAsName is a keyword written where a name is expected.
+	CodeKeywordAsName dsl.Code = "E015"
+	// CodeParamLists is a mod with more than two parameter lists.
+	CodeParamLists dsl.Code = "E016"
+	// CodeForeignOperator is an operator from C or JavaScript: `&&`, `||`, `!`.
+	CodeForeignOperator dsl.Code = "E017"
+	// CodeTooManyErrors ends parsing after MaxErrors syntax errors.
+	CodeTooManyErrors dsl.Code = "E018"
+)
+
+// Codes describes every diagnostic code the parser emits, one line each.
+var Codes = map[dsl.Code]string{
+	CodeInvalidChar:       "invalid character",
+	CodeMalformedNumber:   "malformed number literal",
+	CodeNumberRange:       "number literal out of range",
+	CodeBinaryInput:       "binary input: NUL byte or invalid UTF-8",
+	CodeFileTooLarge:      "file too large",
+	CodeNestingTooDeep:    "brackets nested too deeply",
+	CodeOperatorChain:     "too many prefix operators in a row",
+	CodeUnclosedBracket:   "unclosed bracket",
+	CodeUnmatchedBracket:  "closing bracket without a matching opening one",
+	CodeExpectedDecl:      "expected a declaration",
+	CodeUnexpectedToken:   "unexpected token",
+	CodeMissingBody:       "missing `=`, `:` or body",
+	CodeExpectedEndOfLine: "expected end of line",
+	CodeMissingResult:     "block body without a result expression",
+	CodeKeywordAsName:     "keyword used as a name",
+	CodeParamLists:        "too many parameter lists",
+	CodeForeignOperator:   "operator from another language",
+	CodeTooManyErrors:     "too many syntax errors; the rest of the file was not parsed",
+}

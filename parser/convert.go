@@ -1,0 +1,359 @@
+package parser
+
+import (
+	"fmt"
+
+	"github.com/alecthomas/participle/v2/lexer"
+
+	"github.com/maskc/maskc/dsl"
+)
+
+// converter turns grammar structs into dsl nodes. The grammar is looser than
+// the language in a few places (list elements, statement separators, the
+// number of parameter lists) so that those mistakes get precise messages;
+// converter reports the first such mistake of a declaration in err.
+type converter struct {
+	src *dsl.Source
+	err *dsl.Diagnostic
+}
+
+func (c *converter) fail(sp dsl.Span, code dsl.Code, format string, args ...any) *dsl.Diagnostic {
+	d := &dsl.Diagnostic{Source: c.src, Span: sp, Code: code, Severity: dsl.SeverityError, Message: fmt.Sprintf(format, args...)}
+	if c.err == nil {
+		c.err = d
+	}
+	return d
+}
+
+// span is the byte range of one token.
+func span(t lexer.Token) dsl.Span {
+	return dsl.Span{Start: t.Pos.Offset, End: t.Pos.Offset + len(t.Value)}
+}
+
+// ident makes an identifier from a name token.
+func ident(t lexer.Token) *dsl.Ident {
+	return &dsl.Ident{Sp: span(t), Name: t.Value}
+}
+
+// signature is the conventional parameter list of a mod of the kind that
+// keyword declares, for hints.
+func signature(keyword string) string {
+	if keyword == "score" {
+		return "score, b, h, q, kv"
+	}
+	return "b, h, q, kv"
+}
+
+func (c *converter) decl(g *declG) dsl.Decl {
+	switch {
+	case g.Param != nil:
+		v := c.expr(g.Param.Value)
+		return &dsl.ParamDecl{Sp: span(g.Param.Keyword).Join(v.Span()), Name: ident(g.Param.Name), Value: v}
+	case g.Buffer != nil:
+		return c.buffer(g.Buffer)
+	case g.Mod != nil:
+		return c.mod(g.Mod)
+	default:
+		return c.attention(g.Attention)
+	}
+}
+
+func (c *converter) buffer(g *bufferG) *dsl.BufferDecl {
+	d := &dsl.BufferDecl{Sp: span(g.Keyword).Join(span(g.Close)), Name: ident(g.Name), DType: ident(g.DType)}
+	for _, e := range g.Dims {
+		d.Dims = append(d.Dims, c.expr(e))
+	}
+	if g.Property != nil {
+		d.Property = ident(*g.Property)
+		d.Sp = d.Sp.Join(d.Property.Sp)
+	}
+	return d
+}
+
+func (c *converter) attention(g *attentionG) *dsl.AttentionDecl {
+	d := &dsl.AttentionDecl{Sp: span(g.Keyword).Join(span(g.Close)), Name: ident(g.Name)}
+	for i, sg := range g.Settings {
+		s := &dsl.Setting{Key: ident(sg.Key), Value: c.expr(sg.Value)}
+		s.Sp = s.Key.Sp.Join(s.Value.Span())
+		if i > 0 && !g.Settings[i-1].Ended {
+			c.fail(s.Key.Sp, CodeExpectedEndOfLine, "expected a new line or `;` before setting `%s`", s.Key.Name).
+				WithHint("put each setting on its own line")
+		}
+		d.Settings = append(d.Settings, s)
+	}
+	return d
+}
+
+func (c *converter) mod(g *modG) *dsl.ModDecl {
+	d := &dsl.ModDecl{Kind: dsl.MaskMod, Name: ident(g.Name)}
+	if g.Keyword.Value == "score" {
+		d.Kind = dsl.ScoreMod
+	}
+	names := func(l *paramListG) []*dsl.Ident {
+		out := make([]*dsl.Ident, 0, len(l.Names))
+		for _, n := range l.Names {
+			out = append(out, ident(n.Tok))
+		}
+		return out
+	}
+	switch len(g.Lists) {
+	case 1:
+		d.Params = names(g.Lists[0])
+	default:
+		d.FactoryParams = names(g.Lists[0])
+		d.Params = names(g.Lists[1])
+		if len(g.Lists) > 2 {
+			extra := dsl.Span{Start: g.Lists[2].Open.Pos.Offset, End: span(g.Lists[len(g.Lists)-1].Close).End}
+			c.fail(extra, CodeParamLists, "%s `%s` has %d parameter lists; at most two are allowed", d.Kind, d.Name.Name, len(g.Lists)).
+				WithHint("a factory is `%s %s(CONSTS)(%s)`", d.Kind, d.Name.Name, signature(g.Keyword.Value))
+		}
+	}
+	d.Body = c.body(g.Body, d)
+	d.Sp = span(g.Keyword).Join(d.Body.Sp)
+	return d
+}
+
+func (c *converter) body(g *bodyG, mod *dsl.ModDecl) *dsl.Body {
+	if g.Block == nil {
+		r := c.expr(g.Expr)
+		return &dsl.Body{Sp: span(*g.Eq).Join(r.Span()), Result: r}
+	}
+	b := &dsl.Body{Sp: span(g.Block.Open).Join(span(g.Block.Close)), Block: true}
+	stmts := g.Block.Stmts
+	for i, st := range stmts {
+		var n dsl.Node
+		if st.Let != nil {
+			v := c.expr(st.Let.Value)
+			l := &dsl.LetStmt{Sp: span(st.Let.Keyword).Join(v.Span()), Name: ident(st.Let.Name), Value: v}
+			b.Lets = append(b.Lets, l)
+			n = l
+		} else {
+			b.Result = c.expr(st.Expr)
+			n = b.Result
+			if i < len(stmts)-1 {
+				c.fail(n.Span(), CodeMissingResult, "only the last statement of a block may be an expression").
+					WithHint("bind it with `let NAME = ...`, or remove it")
+			}
+		}
+		if i > 0 && !stmts[i-1].Ended {
+			c.fail(n.Span(), CodeExpectedEndOfLine, "expected a new line or `;` between statements").
+				WithHint("put each `let` and the result on its own line")
+		}
+	}
+	if len(stmts) == 0 || stmts[len(stmts)-1].Let != nil {
+		b.Result = nil
+		c.fail(span(g.Block.Close), CodeMissingResult, "the body of %s `%s` has no result expression", mod.Kind, mod.Name.Name).
+			WithHint("end the block with the %s's value, e.g. `q >= kv`", mod.Kind)
+	}
+	return b
+}
+
+// Binding levels of the expression forms, Python's, lowest first.
+const (
+	levelCond   = iota + 1 // x if c else y
+	levelOr                // or
+	levelAnd               // and
+	levelNot               // not x
+	levelCmp               // == != < <= > >=
+	levelBitOr             // |
+	levelBitAnd            // &
+	levelAdd               // + -
+	levelMul               // * / // %
+	levelUnary             // -x +x ~x
+	levelPow               // **
+)
+
+var binaryLevel = map[string]int{
+	"if": levelCond, "else": levelCond, "or": levelOr, "and": levelAnd,
+	"==": levelCmp, "!=": levelCmp, "<": levelCmp, "<=": levelCmp, ">": levelCmp, ">=": levelCmp,
+	"|": levelBitOr, "&": levelBitAnd, "+": levelAdd, "-": levelAdd,
+	"*": levelMul, "/": levelMul, "//": levelMul, "%": levelMul, "**": levelPow,
+}
+
+var binaryOps = map[string]dsl.Op{
+	"or": dsl.OpOr, "and": dsl.OpAnd, "|": dsl.OpBitOr, "&": dsl.OpBitAnd,
+	"+": dsl.OpAdd, "-": dsl.OpSub, "*": dsl.OpMul, "/": dsl.OpDiv, "//": dsl.OpFloorDiv, "%": dsl.OpMod, "**": dsl.OpPow,
+	"==": dsl.OpEQ, "!=": dsl.OpNE, "<": dsl.OpLT, "<=": dsl.OpLE, ">": dsl.OpGT, ">=": dsl.OpGE,
+}
+
+var unaryOps = map[string]dsl.Op{"-": dsl.OpNeg, "+": dsl.OpPos, "~": dsl.OpInvert, "not": dsl.OpNot}
+
+// exprItem is one element of the flat form of an expression: a prefix
+// operator, an operand, or a binary operator.
+type exprItem struct {
+	tok lexer.Token // the operator; zero for an operand
+	x   dsl.Expr    // the operand; nil for an operator
+}
+
+// pratt builds an expression tree from its flat form, by precedence
+// climbing with Python's levels: left-associative binary operators, chained
+// comparisons, right-associative `**` and `x if c else y`, and prefix
+// operators that bind looser than `**` on their right (`-2 ** 2` is
+// -(2 ** 2)) and, for `not`, looser than comparisons.
+type pratt struct {
+	c     *converter
+	items []exprItem
+	pos   int
+}
+
+func (c *converter) expr(g *exprG) dsl.Expr {
+	p := &pratt{c: c, items: make([]exprItem, 0, 2+2*len(g.Tail))}
+	p.operand(g.Head)
+	for _, t := range g.Tail {
+		p.items = append(p.items, exprItem{tok: t.Op})
+		p.operand(t.Y)
+	}
+	e := p.parse(levelCond)
+	if p.pos < len(p.items) && c.err == nil {
+		// Only `else` stops the top level early.
+		c.fail(span(p.items[p.pos].tok), CodeUnexpectedToken, "`else` without a matching `if`").
+			WithHint("Python's conditional is `x if c else y`")
+	}
+	return e
+}
+
+func (p *pratt) operand(g *operandG) {
+	for i := range g.Prefix {
+		p.items = append(p.items, exprItem{tok: g.Tokens[i]})
+	}
+	p.items = append(p.items, exprItem{x: p.c.operand(g)})
+}
+
+// parse reads an expression whose binary operators all bind at least as
+// tightly as min.
+func (p *pratt) parse(min int) dsl.Expr {
+	it := p.items[p.pos]
+	p.pos++
+	lhs := it.x
+	if lhs == nil { // a prefix operator
+		level := levelUnary
+		if it.tok.Value == "not" {
+			level = levelNot
+		}
+		if level < min {
+			prev := p.items[p.pos-2].tok.Value
+			p.c.fail(span(it.tok), CodeUnexpectedToken, "expected an expression after `%s`, found keyword `not`", prev).
+				WithHint("`not` binds more loosely than `%s`: write `(not x)`", prev)
+		}
+		x := p.parse(level)
+		lhs = &dsl.UnaryExpr{Sp: span(it.tok).Join(x.Span()), Op: unaryOps[it.tok.Value], X: x}
+	}
+	for p.pos < len(p.items) {
+		op := p.items[p.pos].tok
+		level := binaryLevel[op.Value]
+		if level < min || op.Value == "else" {
+			break
+		}
+		p.pos++
+		switch {
+		case op.Value == "if":
+			cond := p.parse(levelOr)
+			if p.pos >= len(p.items) || p.items[p.pos].tok.Value != "else" {
+				end := cond.Span().End
+				p.c.fail(dsl.Span{Start: end, End: end}, CodeUnexpectedToken, "expected `else` to complete `x if c else y`").
+					WithHint("Python's conditional is `x if c else y`; or write `where(c, x, y)`")
+				p.pos = len(p.items)
+				return lhs
+			}
+			p.pos++
+			alt := p.parse(levelCond)
+			lhs = &dsl.CondExpr{Sp: lhs.Span().Join(alt.Span()), Then: lhs, Cond: cond, Else: alt}
+		case level == levelCmp:
+			ce := &dsl.CompareExpr{Operands: []dsl.Expr{lhs}, Ops: []dsl.Op{binaryOps[op.Value]}}
+			ce.Operands = append(ce.Operands, p.parse(levelCmp+1))
+			for p.pos < len(p.items) && binaryLevel[p.items[p.pos].tok.Value] == levelCmp {
+				ce.Ops = append(ce.Ops, binaryOps[p.items[p.pos].tok.Value])
+				p.pos++
+				ce.Operands = append(ce.Operands, p.parse(levelCmp+1))
+			}
+			ce.Sp = lhs.Span().Join(ce.Operands[len(ce.Operands)-1].Span())
+			lhs = ce
+		case level == levelPow:
+			// Right associative, and the exponent may be negated: `2 ** -1`.
+			y := p.parse(levelUnary)
+			lhs = &dsl.BinaryExpr{Sp: lhs.Span().Join(y.Span()), Op: dsl.OpPow, OpSp: span(op), X: lhs, Y: y}
+		default:
+			y := p.parse(level + 1)
+			lhs = &dsl.BinaryExpr{Sp: lhs.Span().Join(y.Span()), Op: binaryOps[op.Value], OpSp: span(op), X: lhs, Y: y}
+		}
+	}
+	return lhs
+}
+
+// operand converts an operand without its prefix operators: an atom or a
+// parenthesised group, then its calls and indexings.
+func (c *converter) operand(g *operandG) dsl.Expr {
+	var x dsl.Expr
+	if g.Atom != nil {
+		x = c.atom(*g.Atom)
+	} else {
+		x = c.group(g.Group)
+	}
+	for _, s := range g.Suffixes {
+		args := c.list(s.First, s.Rest, s.Open, s.Open.Value == "(")
+		if s.Open.Value == "(" {
+			x = &dsl.CallExpr{Sp: x.Span().Join(span(s.Close)), Fun: x, Args: args}
+		} else {
+			if s.First == nil {
+				c.fail(span(s.Close), CodeUnexpectedToken, "expected an expression after `[`, found `]`").
+					WithHint("index a buffer with one expression per dimension, e.g. `doc[q]`")
+			}
+			x = &dsl.IndexExpr{Sp: x.Span().Join(span(s.Close)), X: x, Indices: args}
+		}
+	}
+	return x
+}
+
+// list converts a comma list, reporting a missing element. A trailing comma
+// is allowed where Python allows it (calls and tuples).
+func (c *converter) list(first *exprG, rest []*listElemG, open lexer.Token, trailingOK bool) []dsl.Expr {
+	out := make([]dsl.Expr, 0, 1+len(rest))
+	if first != nil {
+		out = append(out, c.expr(first))
+	} else if len(rest) > 0 {
+		c.fail(span(rest[0].Comma), CodeUnexpectedToken, "expected an expression after `%s`, found `,`", open.Value).
+			WithHint("remove the `,`")
+	}
+	for i, el := range rest {
+		if el.X != nil {
+			out = append(out, c.expr(el.X))
+			continue
+		}
+		if i < len(rest)-1 {
+			c.fail(span(rest[i+1].Comma), CodeUnexpectedToken, "expected an expression after `,`, found `,`").
+				WithHint("remove the extra `,`")
+		} else if !trailingOK {
+			c.fail(span(el.Comma), CodeUnexpectedToken, "trailing `,` in an index").
+				WithHint("remove the `,`: write one index per buffer dimension")
+		}
+	}
+	return out
+}
+
+// atom converts a name or a literal.
+func (c *converter) atom(t lexer.Token) dsl.Expr {
+	if t.Type == tokIdent {
+		return ident(t)
+	}
+	switch t.Value {
+	case "True", "true":
+		return &dsl.BoolLit{Sp: span(t), Raw: t.Value, Value: true}
+	case "False", "false":
+		return &dsl.BoolLit{Sp: span(t), Raw: t.Value, Value: false}
+	}
+	// The lexer has validated the number.
+	isFloat, i, f, _ := parseNumber(t.Value)
+	if isFloat {
+		return &dsl.FloatLit{Sp: span(t), Raw: t.Value, Value: f}
+	}
+	return &dsl.IntLit{Sp: span(t), Raw: t.Value, Value: i}
+}
+
+// group converts `(x)` to a ParenExpr and `(x, y)` or `(x,)` to a TupleExpr.
+func (c *converter) group(g *groupG) dsl.Expr {
+	sp := span(g.Open).Join(span(g.Close))
+	if len(g.Rest) == 0 {
+		return &dsl.ParenExpr{Sp: sp, X: c.expr(g.First)}
+	}
+	return &dsl.TupleExpr{Sp: sp, Elems: c.list(g.First, g.Rest, g.Open, true)}
+}

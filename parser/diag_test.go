@@ -1,0 +1,488 @@
+package parser_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/maskc/maskc/dsl"
+	"github.com/maskc/maskc/parser"
+)
+
+// diagnosticCases pin the full rendered text (header, snippet, caret, hint)
+// of every syntax diagnostic the parser emits.
+var diagnosticCases = []struct {
+	src, want string
+}{
+	{
+		"mask m(b, h, q, kv) = q $ kv\n",
+		"t.flex:1:25: error[E001]: invalid character `$` (U+0024)\n" +
+			" 1 | mask m(b, h, q, kv) = q $ kv\n" +
+			"   |                         ^\n" +
+			"   = hint: expressions use Python operators: + - * / // % ** == != < <= > >= & | ~ and or not\n",
+	},
+	{
+		"param A = 1\\\n",
+		"t.flex:1:12: error[E001]: invalid character `\\` (U+005C)\n" +
+			" 1 | param A = 1\\\n" +
+			"   |            ^\n" +
+			"   = hint: there is no `\\` line continuation: break long expressions inside parentheses\n",
+	},
+	{
+		"param s = \"x\"\n",
+		"t.flex:1:11: error[E001]: invalid character `\"` (U+0022)\n" +
+			" 1 | param s = \"x\"\n" +
+			"   |           ^\n" +
+			"   = hint: there are no strings in .flex: settings take bare words such as `bshd`\n",
+	},
+	{
+		"param A = 12ab\n",
+		"t.flex:1:11: error[E002]: malformed number `12ab`\n" +
+			" 1 | param A = 12ab\n" +
+			"   |           ^^^^\n" +
+			"   = hint: write an integer such as `1024`, `1_000` or `0x7f`, or a float such as `30.0`, `1e-4` or `.5`\n",
+	},
+	{
+		"param A = 017\n",
+		"t.flex:1:11: error[E002]: malformed number `017`: leading zeros are not allowed\n" +
+			" 1 | param A = 017\n" +
+			"   |           ^^^\n" +
+			"   = hint: write `17`, or `0o17` for an octal number\n",
+	},
+	{
+		"param A = 99999999999999999999\n",
+		"t.flex:1:11: error[E003]: integer `99999999999999999999` does not fit in 64 bits\n" +
+			" 1 | param A = 99999999999999999999\n" +
+			"   |           ^^^^^^^^^^^^^^^^^^^^\n" +
+			"   = hint: integers are 64-bit signed: at most 9223372036854775807\n",
+	},
+	{
+		"param A = 1e999\n",
+		"t.flex:1:11: error[E003]: float `1e999` is out of range\n" +
+			" 1 | param A = 1e999\n" +
+			"   |           ^^^^^\n" +
+			"   = hint: floats are 64-bit: write `inf` for infinity\n",
+	},
+	{
+		"param A = 1\x00\n",
+		"t.flex:1:12: error[E004]: binary input: NUL byte\n" +
+			" 1 | param A = 1\x00\n" +
+			"   |            ^\n" +
+			"   = hint: a .flex file must be UTF-8 text; is this the right file?\n",
+	},
+	{
+		"param A = 1\n# caf\xe9\n",
+		"t.flex:2:6: error[E004]: binary input: invalid UTF-8 byte 0xE9\n" +
+			" 2 | # caf\xe9\n" +
+			"   |      ^\n" +
+			"   = hint: a .flex file must be UTF-8 text; is this the right file?\n",
+	},
+	{
+		"mask m(b, h, q, kv) = ((((q >= kv)\n",
+		"t.flex:1:25: error[E008]: unclosed `(`\n" +
+			" 1 | mask m(b, h, q, kv) = ((((q >= kv)\n" +
+			"   |                         ^\n" +
+			"   = hint: add the matching `)`\n",
+	},
+	{
+		"mask m(b, h, q, kv) = q >= kv)\n",
+		"t.flex:1:30: error[E009]: `)` closes nothing\n" +
+			" 1 | mask m(b, h, q, kv) = q >= kv)\n" +
+			"   |                              ^\n" +
+			"   = hint: remove it, or add the opening `(` before it\n",
+	},
+	{
+		"mask m(b, h, q, kv) = f(q]\n",
+		"t.flex:1:26: error[E009]: `]` does not match the `(` opened at 1:24\n" +
+			" 1 | mask m(b, h, q, kv) = f(q]\n" +
+			"   |                          ^\n" +
+			"   = hint: close the `(` with `)` first\n",
+	},
+	{
+		"mask m(b, h, q, kv) = doc[q)\n",
+		"t.flex:1:28: error[E009]: `)` does not match the `[` opened at 1:26\n" +
+			" 1 | mask m(b, h, q, kv) = doc[q)\n" +
+			"   |                            ^\n" +
+			"   = hint: close the `[` with `]` first\n",
+	},
+	{
+		"foo = 1\n",
+		"t.flex:1:1: error[E010]: expected a declaration, found `foo`\n" +
+			" 1 | foo = 1\n" +
+			"   | ^^^\n" +
+			"   = hint: a declaration starts with `param`, `buffer`, `mask`, `score` or `attention`\n",
+	},
+	{
+		"let x = 1\n",
+		"t.flex:1:1: error[E010]: expected a declaration, found keyword `let`\n" +
+			" 1 | let x = 1\n" +
+			"   | ^^^\n" +
+			"   = hint: `let` is only allowed in a block body: `mask m(b, h, q, kv) { let d = ... }`\n",
+	},
+	{
+		"param A = 1\n  + 2\n",
+		"t.flex:2:3: error[E010]: expected a declaration, found `+`\n" +
+			" 2 |   + 2\n" +
+			"   |   ^\n" +
+			"   = hint: to continue an expression on the next line, put it in parentheses\n",
+	},
+	{
+		"mask m(b, h, q, kv) = q ==\n",
+		"t.flex:1:27: error[E011]: expected an expression after `==`, found end of line\n" +
+			" 1 | mask m(b, h, q, kv) = q ==\n" +
+			"   |                           ^\n" +
+			"   = hint: complete the expression; to continue it on the next line, put it in parentheses\n",
+	},
+	{
+		"mask m(b, h, q, kv) = q == not kv\n",
+		"t.flex:1:28: error[E011]: expected an expression after `==`, found keyword `not`\n" +
+			" 1 | mask m(b, h, q, kv) = q == not kv\n" +
+			"   |                            ^^^\n" +
+			"   = hint: `not` binds more loosely than `==`: write `(not x)`\n",
+	},
+	{
+		"mask m(b, h, q, kv) = q if kv\n",
+		"t.flex:1:30: error[E011]: expected `else` to complete `x if c else y`\n" +
+			" 1 | mask m(b, h, q, kv) = q if kv\n" +
+			"   |                              ^\n" +
+			"   = hint: Python's conditional is `x if c else y`; or write `where(c, x, y)`\n",
+	},
+	{
+		"mask m(b, h, q, kv) = q else kv\n",
+		"t.flex:1:25: error[E011]: `else` without a matching `if`\n" +
+			" 1 | mask m(b, h, q, kv) = q else kv\n" +
+			"   |                         ^^^^\n" +
+			"   = hint: Python's conditional is `x if c else y`\n",
+	},
+	{
+		"score s(score, b, h, q, kv) = score * not q\n",
+		"t.flex:1:39: error[E011]: expected an expression after `*`, found keyword `not`\n" +
+			" 1 | score s(score, b, h, q, kv) = score * not q\n" +
+			"   |                                       ^^^\n" +
+			"   = hint: `not` binds more loosely than `*`: write `(not x)`\n",
+	},
+	{
+		"param A = * 3\n",
+		"t.flex:1:11: error[E011]: expected an expression after `=`, found `*`\n" +
+			" 1 | param A = * 3\n" +
+			"   |           ^\n" +
+			"   = hint: `*` joins two operands: one is missing before it\n",
+	},
+	{
+		"param A = if\n",
+		"t.flex:1:11: error[E011]: expected an expression after `=`, found keyword `if`\n" +
+			" 1 | param A = if\n" +
+			"   |           ^^\n" +
+			"   = hint: `if` is a keyword and cannot start an expression\n",
+	},
+	{
+		"mask m(b, h, q, kv) = q ~ kv\n",
+		"t.flex:1:25: error[E011]: `~` negates one operand; it cannot join two\n" +
+			" 1 | mask m(b, h, q, kv) = q ~ kv\n" +
+			"   |                         ^\n" +
+			"   = hint: to combine with a negation write `a & ~b`\n",
+	},
+	{
+		"mask m(b, h, q, kv) = f(q; kv)\n",
+		"t.flex:1:26: error[E011]: expected `,` or `)`, found `;`\n" +
+			" 1 | mask m(b, h, q, kv) = f(q; kv)\n" +
+			"   |                          ^\n" +
+			"   = hint: separate the elements of a list with `,`; is an operator missing?\n",
+	},
+	{
+		"param A = 1; param B = 2\n",
+		"t.flex:1:14: error[E010]: expected a declaration, found keyword `param`\n" +
+			" 1 | param A = 1; param B = 2\n" +
+			"   |              ^^^^^\n" +
+			"   = hint: declarations are separated by new lines, not `;`\n",
+	},
+	{
+		"mask m(b, h, q, kv) {}\n",
+		"t.flex:1:22: error[E014]: the body of mask `m` has no result expression\n" +
+			" 1 | mask m(b, h, q, kv) {}\n" +
+			"   |                      ^\n" +
+			"   = hint: end the block with the mask's value, e.g. `q >= kv`\n",
+	},
+	{
+		"mask m(b, h, q, kv) = f(a b)\n",
+		"t.flex:1:27: error[E011]: expected `,` or `)`, found `b`\n" +
+			" 1 | mask m(b, h, q, kv) = f(a b)\n" +
+			"   |                           ^\n" +
+			"   = hint: separate the elements of a list with `,`; is an operator missing?\n",
+	},
+	{
+		"mask m(b, h, q, kv) = f(a,, b)\n",
+		"t.flex:1:27: error[E011]: expected an expression after `,`, found `,`\n" +
+			" 1 | mask m(b, h, q, kv) = f(a,, b)\n" +
+			"   |                           ^\n" +
+			"   = hint: remove the extra `,`\n",
+	},
+	{
+		"mask m(b, h, q, kv) = doc[q,]\n",
+		"t.flex:1:28: error[E011]: trailing `,` in an index\n" +
+			" 1 | mask m(b, h, q, kv) = doc[q,]\n" +
+			"   |                            ^\n" +
+			"   = hint: remove the `,`: write one index per buffer dimension\n",
+	},
+	{
+		"mask m(b, h, q, kv) = ()\n",
+		"t.flex:1:24: error[E011]: expected an expression after `(`, found `)`\n" +
+			" 1 | mask m(b, h, q, kv) = ()\n" +
+			"   |                        ^\n" +
+			"   = hint: `()` is not a value: write an expression inside the parentheses\n",
+	},
+	{
+		"mask m(b, h, q, kv) = q = kv\n",
+		"t.flex:1:25: error[E011]: unexpected `=` in an expression\n" +
+			" 1 | mask m(b, h, q, kv) = q = kv\n" +
+			"   |                         ^\n" +
+			"   = hint: compare with `==`; `=` only introduces a value\n",
+	},
+	{
+		"mask m(b, h, q, kv) = {\n    q >= kv\n}\n",
+		"t.flex:1:23: error[E011]: expected an expression after `=`, found `{`\n" +
+			" 1 | mask m(b, h, q, kv) = {\n" +
+			"   |                       ^\n" +
+			"   = hint: a block body has no `=`: write `mask m(...) {`\n",
+	},
+	{
+		"param 1 = 2\n",
+		"t.flex:1:7: error[E011]: expected a name after `param`, found `1`\n" +
+			" 1 | param 1 = 2\n" +
+			"   |       ^\n" +
+			"   = hint: names are letters, digits and `_`, not starting with a digit\n",
+	},
+	{
+		"buffer d: [KV]\n",
+		"t.flex:1:11: error[E011]: expected an element type after `buffer d:`, found `[`\n" +
+			" 1 | buffer d: [KV]\n" +
+			"   |           ^\n" +
+			"   = hint: the element type is one of i32, i64, f16, bf16, f32, f64, bool\n",
+	},
+	{
+		"mask m(b, h, 1, kv) = q\n",
+		"t.flex:1:14: error[E011]: expected a parameter name, `,` or `)`, found `1`\n" +
+			" 1 | mask m(b, h, 1, kv) = q\n" +
+			"   |              ^\n" +
+			"   = hint: parameters are names: `mask m(b, h, q, kv)`\n",
+	},
+	{
+		"attention a {\n    = 1\n}\n",
+		"t.flex:2:5: error[E011]: expected a setting `key = value`, found `=`\n" +
+			" 2 |     = 1\n" +
+			"   |     ^\n" +
+			"   = hint: settings are lines such as `mask = causal` or `dtype = bf16`\n",
+	},
+	{
+		"param X 1024\n",
+		"t.flex:1:9: error[E012]: expected `=` after `param X`, found `1024`\n" +
+			" 1 | param X 1024\n" +
+			"   |         ^^^^\n" +
+			"   = hint: write `param X = VALUE` with an int, float or bool constant\n",
+	},
+	{
+		"buffer d i32[KV]\n",
+		"t.flex:1:10: error[E012]: expected `:` after `buffer d`, found `i32`\n" +
+			" 1 | buffer d i32[KV]\n" +
+			"   |          ^^^\n" +
+			"   = hint: write `buffer d: f32[H]`: element type, then dimensions\n",
+	},
+	{
+		"buffer d: i32 KV\n",
+		"t.flex:1:15: error[E012]: expected `[` and the dimensions after `i32`, found `KV`\n" +
+			" 1 | buffer d: i32 KV\n" +
+			"   |               ^^\n" +
+			"   = hint: write `buffer d: i32[KV]`, one extent per dimension\n",
+	},
+	{
+		"mask m b\n",
+		"t.flex:1:8: error[E012]: expected `(` and the parameters of mask `m`, found `b`\n" +
+			" 1 | mask m b\n" +
+			"   |        ^\n" +
+			"   = hint: write `mask m(b, h, q, kv) = ...`\n",
+	},
+	{
+		"mask m(b, h, q, kv) q >= kv\n",
+		"t.flex:1:21: error[E012]: expected `=` or `{` to start the body of mask `m`, found `q`\n" +
+			" 1 | mask m(b, h, q, kv) q >= kv\n" +
+			"   |                     ^\n" +
+			"   = hint: write `mask m(b, h, q, kv) = EXPR`, or a block `{ let ... ; EXPR }`\n",
+	},
+	{
+		"attention a causal = true\n",
+		"t.flex:1:13: error[E012]: expected `{` after `attention a`, found `causal`\n" +
+			" 1 | attention a causal = true\n" +
+			"   |             ^^^^^^\n" +
+			"   = hint: write `attention a {`, then one `key = value` setting per line, then `}`\n",
+	},
+	{
+		"attention a {\n    causal true\n}\n",
+		"t.flex:2:12: error[E012]: expected `=` after setting `causal`, found keyword `true`\n" +
+			" 2 |     causal true\n" +
+			"   |            ^^^^\n" +
+			"   = hint: write `causal = VALUE`\n",
+	},
+	{
+		"mask m(b, h, q, kv) {\n    let d\n    d\n}\n",
+		"t.flex:2:10: error[E012]: expected `=` after `let d`, found end of line\n" +
+			" 2 |     let d\n" +
+			"   |          ^\n" +
+			"   = hint: write `let d = VALUE`\n",
+	},
+	{
+		"buffer d: i32[KV] segments sorted\n",
+		"t.flex:1:28: error[E013]: expected end of line after the declaration of buffer `d`, found `sorted`\n" +
+			" 1 | buffer d: i32[KV] segments sorted\n" +
+			"   |                            ^^^^^^\n" +
+			"   = hint: after the dimensions only an optional property such as `segments` may follow\n",
+	},
+	{
+		"mask m(b, h, q, kv) = q >= kv kv\n",
+		"t.flex:1:31: error[E013]: expected end of line after the expression, found `kv`\n" +
+			" 1 | mask m(b, h, q, kv) = q >= kv kv\n" +
+			"   |                               ^^\n" +
+			"   = hint: is an operator missing? Each declaration, setting and `let` ends at the end of its line\n",
+	},
+	{
+		"attention a {\n    causal = true window = (1, 0)\n}\n",
+		"t.flex:2:19: error[E013]: expected a new line or `;` before setting `window`\n" +
+			" 2 |     causal = true window = (1, 0)\n" +
+			"   |                   ^^^^^^\n" +
+			"   = hint: put each setting on its own line\n",
+	},
+	{
+		"mask m(b, h, q, kv) {\n    let d = 1 d\n}\n",
+		"t.flex:2:15: error[E013]: expected a new line or `;` between statements\n" +
+			" 2 |     let d = 1 d\n" +
+			"   |               ^\n" +
+			"   = hint: put each `let` and the result on its own line\n",
+	},
+	{
+		"mask m(b, h, q, kv) {\n    let d = abs(q - kv)\n}\n",
+		"t.flex:3:1: error[E014]: the body of mask `m` has no result expression\n" +
+			" 3 | }\n" +
+			"   | ^\n" +
+			"   = hint: end the block with the mask's value, e.g. `q >= kv`\n",
+	},
+	{
+		"mask m(b, h, q, kv) {\n    q\n    let d = 1\n}\n",
+		"t.flex:2:5: error[E014]: only the last statement of a block may be an expression\n" +
+			" 2 |     q\n" +
+			"   |     ^\n" +
+			"   = hint: bind it with `let NAME = ...`, or remove it\n",
+	},
+	{
+		"param if = 1\n",
+		"t.flex:1:7: error[E015]: `if` is a keyword and cannot be used as a name\n" +
+			" 1 | param if = 1\n" +
+			"   |       ^^\n" +
+			"   = hint: choose another name, e.g. `if_`\n",
+	},
+	{
+		"mask m(b, if, q, kv) = q\n",
+		"t.flex:1:11: error[E015]: `if` is a keyword and cannot be used as a parameter name\n" +
+			" 1 | mask m(b, if, q, kv) = q\n" +
+			"   |           ^^\n" +
+			"   = hint: choose another name, e.g. `if_`\n",
+	},
+	{
+		"mask m(W)(X)(b, h, q, kv) = q\n",
+		"t.flex:1:13: error[E016]: mask `m` has 3 parameter lists; at most two are allowed\n" +
+			" 1 | mask m(W)(X)(b, h, q, kv) = q\n" +
+			"   |             ^^^^^^^^^^^^^\n" +
+			"   = hint: a factory is `mask m(CONSTS)(b, h, q, kv)`\n",
+	},
+	{
+		"mask m(b, h, q, kv) = q && kv\n",
+		"t.flex:1:25: error[E017]: `&&` is not an operator here\n" +
+			" 1 | mask m(b, h, q, kv) = q && kv\n" +
+			"   |                         ^^\n" +
+			"   = hint: write `and` (or `&` between masks)\n",
+	},
+	{
+		"mask m(b, h, q, kv) = !q\n",
+		"t.flex:1:23: error[E017]: `!` is not an operator here\n" +
+			" 1 | mask m(b, h, q, kv) = !q\n" +
+			"   |                       ^\n" +
+			"   = hint: write `not x` (or `~m` for a mask), and `!=` for inequality\n",
+	},
+}
+
+func TestDiagnosticsRendered(t *testing.T) {
+	for _, tt := range diagnosticCases {
+		_, diags := parser.ParseFile("t.flex", []byte(tt.src))
+		if got := diags.Render(); got != tt.want {
+			t.Errorf("ParseFile(%q):\n got:\n%s\nwant:\n%s", tt.src, got, tt.want)
+		}
+	}
+}
+
+// limitCases are the diagnostics whose snippet is too long to write out:
+// the header and the caret column are pinned instead.
+var limitCases = []struct {
+	name, src, header string
+	caretCol          int
+}{
+	{"nesting", "param A = " + strings.Repeat("(", 300) + "1" + strings.Repeat(")", 300) + "\n",
+		"t.flex:1:267: error[E006]: brackets nested more than 256 deep", 267},
+	{"prefix run", "param A = " + strings.Repeat("-", 300) + "1\n",
+		"t.flex:1:267: error[E007]: more than 256 prefix operators in a row", 267},
+	{"not run", "param A = " + strings.Repeat("not ", 300) + "x\n",
+		"t.flex:1:1035: error[E007]: more than 256 prefix operators in a row", 1035},
+	{"too many errors", strings.Repeat("param A =\n", parser.MaxErrors+5),
+		"t.flex:101:1: error[E018]: more than 100 syntax errors; the rest of the file was not parsed", 1},
+	{"file too large", "param A = 1\n" + strings.Repeat("#", parser.MaxFileSize) + "\n",
+		"t.flex: error[E005]: file is 1048589 bytes; at most 1048576 (1 MiB) are accepted", 0},
+}
+
+func TestDiagnosticsLimits(t *testing.T) {
+	for _, tt := range limitCases {
+		_, diags := parser.ParseFile("t.flex", []byte(tt.src))
+		if len(diags) == 0 {
+			t.Errorf("%s: no diagnostics", tt.name)
+			continue
+		}
+		d := diags[len(diags)-1]
+		if d.Error() != tt.header || d.Hint == "" {
+			t.Errorf("%s: got %q (hint %q), want %q", tt.name, d.Error(), d.Hint, tt.header)
+		}
+		if tt.caretCol > 0 {
+			lines := strings.Split(d.Render(), "\n")
+			caret := strings.Index(lines[2], "^") - (strings.Index(lines[2], "| ") + 2) + 1
+			if caret != tt.caretCol {
+				t.Errorf("%s: caret at column %d, want %d:\n%s", tt.name, caret, tt.caretCol, lines[2])
+			}
+		}
+	}
+}
+
+// TestEveryCodeCovered checks the code table against the tests: each code
+// has a description and a test, and no test produces an unlisted code.
+func TestEveryCodeCovered(t *testing.T) {
+	seen := map[dsl.Code]bool{}
+	check := func(src string) {
+		_, diags := parser.ParseFile("t.flex", []byte(src))
+		for _, d := range diags {
+			if _, ok := parser.Codes[d.Code]; !ok {
+				t.Errorf("%q: code %s is not in parser.Codes", src, d.Code)
+			}
+			if d.Severity != dsl.SeverityError || d.Message == "" || d.Hint == "" {
+				t.Errorf("%q: %s lacks severity, message or hint", src, d.Code)
+			}
+			seen[d.Code] = true
+		}
+	}
+	for _, tt := range diagnosticCases {
+		check(tt.src)
+	}
+	for _, tt := range limitCases {
+		check(tt.src)
+	}
+	for code, desc := range parser.Codes {
+		if !seen[code] {
+			t.Errorf("code %s (%s) has no test", code, desc)
+		}
+		if code < "E001" || code > "E019" || desc == "" {
+			t.Errorf("code %s outside the parser's range E001-E019, or undescribed", code)
+		}
+	}
+}

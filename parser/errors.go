@@ -1,0 +1,328 @@
+package parser
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/alecthomas/participle/v2"
+	"github.com/alecthomas/participle/v2/lexer"
+
+	"github.com/maskc/maskc/dsl"
+)
+
+// syntaxError turns a participle failure on tokens (one declaration, or one
+// expression) into a diagnostic that says in words what was expected.
+// Participle's own "expected" names grammar structs, so the message is
+// chosen from where the parse stopped instead: which declaration, which part
+// of it, and the token before the failure.
+func syntaxError(src *dsl.Source, tokens []lexer.Token, err error, exprOnly bool) *dsl.Diagnostic {
+	e := newErrorSite(src, tokens, err)
+	e.exprOnly = exprOnly
+	x := e.explain()
+	return &dsl.Diagnostic{Source: src, Span: e.span(), Code: x.code, Severity: dsl.SeverityError, Message: x.msg, Hint: x.hint}
+}
+
+// errorSite is where a parse failed and what surrounds it.
+type errorSite struct {
+	tokens []lexer.Token
+	i      int      // index of the unexpected token
+	first  int      // index of the first token of the declaration
+	stack  []string // brackets open before the unexpected token
+	// headerDone is true once a mod's parameters are complete and its
+	// body started (`=` or `{` outside brackets).
+	headerDone bool
+	// exprOnly is true when parsing a lone expression (ParseExpr).
+	exprOnly bool
+}
+
+func newErrorSite(src *dsl.Source, tokens []lexer.Token, err error) *errorSite {
+	e := &errorSite{tokens: tokens}
+	off := len(src.Text)
+	var perr participle.Error
+	if errors.As(err, &perr) {
+		off = perr.Position().Offset
+	}
+	e.i = sort.Search(len(tokens), func(k int) bool { return tokens[k].Pos.Offset >= off })
+	if e.i >= len(tokens) {
+		e.i = len(tokens) - 1
+	}
+	for e.first < e.i && tokens[e.first].Type == tokNewline {
+		e.first++
+	}
+	for _, t := range tokens[e.first:e.i] {
+		switch t.Value {
+		case "(", "[", "{":
+			if len(e.stack) == 0 && t.Value == "{" {
+				e.headerDone = true
+			}
+			e.stack = append(e.stack, t.Value)
+		case ")", "]", "}":
+			if len(e.stack) > 0 {
+				e.stack = e.stack[:len(e.stack)-1]
+			}
+		case "=":
+			if len(e.stack) == 0 {
+				e.headerDone = true
+			}
+		}
+	}
+	return e
+}
+
+func (e *errorSite) tok() lexer.Token { return e.tokens[e.i] }
+
+// before returns the token k places before the unexpected one (k >= 1), or a
+// newline token when there is none: the start of input is a line start.
+func (e *errorSite) before(k int) lexer.Token {
+	if e.i-k < 0 {
+		return lexer.Token{Type: tokNewline, Value: "\n"}
+	}
+	return e.tokens[e.i-k]
+}
+
+// span points at the unexpected token, or just after the previous token
+// when the unexpected thing is the end of a line or of the file.
+func (e *errorSite) span() dsl.Span {
+	t := e.tok()
+	if (t.Type == tokNewline || t.EOF()) && e.i > 0 && e.before(1).Type != tokNewline {
+		end := span(e.before(1)).End
+		return dsl.Span{Start: end, End: end}
+	}
+	sp := span(t)
+	if sp.End == sp.Start {
+		sp.End++
+	}
+	return sp
+}
+
+// describe names a token for a message: "`==`", "end of line", "end of file".
+func describe(t lexer.Token) string {
+	switch {
+	case t.EOF():
+		return "end of file"
+	case t.Value == ";":
+		return "`;`"
+	case t.Type == tokNewline:
+		return "end of line"
+	case keywords[t.Value]:
+		return fmt.Sprintf("keyword `%s`", t.Value)
+	}
+	return fmt.Sprintf("`%s`", t.Value)
+}
+
+// operandEnd reports whether t can end an expression.
+func operandEnd(t lexer.Token) bool {
+	switch t.Type {
+	case tokIdent, tokLiteral:
+		return true
+	}
+	return t.Value == ")" || t.Value == "]"
+}
+
+// statementStart reports whether t ends the previous line or statement.
+func statementStart(t lexer.Token) bool {
+	return t.Type == tokNewline || t.Value == ";" || t.Value == "{"
+}
+
+const declHint = "a declaration starts with `param`, `buffer`, `mask`, `score` or `attention`"
+
+// explanation is the code, message and hint of a syntax diagnostic; why
+// makes one.
+type explanation struct {
+	code      dsl.Code
+	msg, hint string
+}
+
+func why(code dsl.Code, msg, hint string) *explanation {
+	return &explanation{code: code, msg: msg, hint: hint}
+}
+
+// explain chooses the code, message and hint: the first of the specific
+// explanations that applies, else a generic one for expressions.
+func (e *errorSite) explain() *explanation {
+	if e.exprOnly {
+		if e.i == e.first {
+			return why(CodeUnexpectedToken, "expected an expression, found "+e.found(),
+				"write an expression such as `q - kv <= 1024`")
+		}
+		return e.explainExpr()
+	}
+	for _, f := range []func() *explanation{e.explainOutside, e.explainName, e.explainHeader} {
+		if x := f(); x != nil {
+			return x
+		}
+	}
+	return e.explainExpr()
+}
+
+// declKeyword is the keyword of the declaration being parsed, or "".
+func (e *errorSite) declKeyword() string {
+	if e.first < e.i && declKeywords[e.tokens[e.first].Value] {
+		return e.tokens[e.first].Value
+	}
+	return ""
+}
+
+// declName is the name of the declaration being parsed, or "".
+func (e *errorSite) declName() string {
+	if e.declKeyword() != "" && e.first+1 < e.i {
+		return e.tokens[e.first+1].Value
+	}
+	return ""
+}
+
+func (e *errorSite) found() string { return describe(e.tok()) }
+
+// explainOutside covers tokens outside any declaration, or on a new line
+// after a complete one.
+func (e *errorSite) explainOutside() *explanation {
+	t, prev, kw := e.tok(), e.before(1), e.declKeyword()
+	if kw != "" && (prev.Type != tokNewline || len(e.stack) > 0) {
+		return nil
+	}
+	hint := declHint
+	switch {
+	case prev.Value == ";" && declKeywords[t.Value]:
+		hint = "declarations are separated by new lines, not `;`"
+	case t.Value == "let":
+		hint = "`let` is only allowed in a block body: `mask m(b, h, q, kv) { let d = ... }`"
+	case (t.Type == tokOp || t.Type == tokPrefix) && kw != "":
+		hint = "to continue an expression on the next line, put it in parentheses"
+	}
+	return why(CodeExpectedDecl, "expected a declaration, found "+e.found(), hint)
+}
+
+// explainName covers the name after a declaration keyword or `let`, and
+// the `=` after a `let` name.
+func (e *errorSite) explainName() *explanation {
+	t, prev, kw := e.tok(), e.before(1), e.declKeyword()
+	if e.i-e.first == 1 || prev.Value == "let" {
+		what := kw
+		if prev.Value == "let" {
+			what = "let"
+		}
+		if keywords[t.Value] {
+			return why(CodeKeywordAsName, fmt.Sprintf("`%s` is a keyword and cannot be used as a name", t.Value),
+				"choose another name, e.g. `"+t.Value+"_`")
+		}
+		return why(CodeUnexpectedToken, fmt.Sprintf("expected a name after `%s`, found %s", what, e.found()),
+			"names are letters, digits and `_`, not starting with a digit")
+	}
+	if prev.Type == tokIdent && e.before(2).Value == "let" && t.Value != "=" {
+		return why(CodeMissingBody, fmt.Sprintf("expected `=` after `let %s`, found %s", prev.Value, e.found()),
+			fmt.Sprintf("write `let %s = VALUE`", prev.Value))
+	}
+	return nil
+}
+
+// explainHeader covers the parts of each declaration before its
+// expressions: `=`, `:`, brackets, parameter lists, setting keys.
+func (e *errorSite) explainHeader() *explanation {
+	t, prev := e.tok(), e.before(1)
+	kw, declName, found := e.declKeyword(), e.declName(), e.found()
+	pos := e.i - e.first // tokens since the declaration keyword
+	switch kw {
+	case "param":
+		if pos == 2 {
+			return why(CodeMissingBody, fmt.Sprintf("expected `=` after `param %s`, found %s", declName, found),
+				fmt.Sprintf("write `param %s = VALUE` with an int, float or bool constant", declName))
+		}
+	case "buffer":
+		switch {
+		case pos == 2:
+			return why(CodeMissingBody, fmt.Sprintf("expected `:` after `buffer %s`, found %s", declName, found),
+				fmt.Sprintf("write `buffer %s: f32[H]`: element type, then dimensions", declName))
+		case pos == 3:
+			return why(CodeUnexpectedToken, fmt.Sprintf("expected an element type after `buffer %s:`, found %s", declName, found),
+				"the element type is one of i32, i64, f16, bf16, f32, f64, bool")
+		case pos == 4:
+			return why(CodeMissingBody, fmt.Sprintf("expected `[` and the dimensions after `%s`, found %s", prev.Value, found),
+				fmt.Sprintf("write `buffer %s: %s[KV]`, one extent per dimension", declName, prev.Value))
+		case len(e.stack) == 0 && (prev.Value == "]" || prev.Type == tokIdent):
+			return why(CodeExpectedEndOfLine, fmt.Sprintf("expected end of line after the declaration of buffer `%s`, found %s", declName, found),
+				"after the dimensions only an optional property such as `segments` may follow")
+		}
+	case "mask", "score":
+		sig := signature(kw)
+		switch {
+		case pos == 2:
+			return why(CodeMissingBody, fmt.Sprintf("expected `(` and the parameters of %s `%s`, found %s", kw, declName, found),
+				fmt.Sprintf("write `%s %s(%s) = ...`", kw, declName, sig))
+		case !e.headerDone && len(e.stack) > 0:
+			if keywords[t.Value] {
+				return why(CodeKeywordAsName, fmt.Sprintf("`%s` is a keyword and cannot be used as a parameter name", t.Value),
+					"choose another name, e.g. `"+t.Value+"_`")
+			}
+			return why(CodeUnexpectedToken, fmt.Sprintf("expected a parameter name, `,` or `)`, found %s", found),
+				fmt.Sprintf("parameters are names: `%s %s(%s)`", kw, declName, sig))
+		case !e.headerDone && prev.Value == ")":
+			return why(CodeMissingBody, fmt.Sprintf("expected `=` or `{` to start the body of %s `%s`, found %s", kw, declName, found),
+				fmt.Sprintf("write `%s %s(%s) = EXPR`, or a block `{ let ... ; EXPR }`", kw, declName, sig))
+		}
+	case "attention":
+		if pos == 2 {
+			return why(CodeMissingBody, fmt.Sprintf("expected `{` after `attention %s`, found %s", declName, found),
+				fmt.Sprintf("write `attention %s {`, then one `key = value` setting per line, then `}`", declName))
+		}
+		if len(e.stack) == 1 && statementStart(prev) {
+			return why(CodeUnexpectedToken, "expected a setting `key = value`, found "+found,
+				"settings are lines such as `mask = causal` or `dtype = bf16`")
+		}
+		if len(e.stack) == 1 && statementStart(e.before(2)) && t.Value != "=" {
+			return why(CodeMissingBody, fmt.Sprintf("expected `=` after setting `%s`, found %s", prev.Value, found),
+				fmt.Sprintf("write `%s = VALUE`", prev.Value))
+		}
+	}
+
+	if t.Value == "{" && prev.Value == "=" && (kw == "mask" || kw == "score") {
+		return why(CodeUnexpectedToken, fmt.Sprintf("expected an expression after `=`, found %s", found),
+			fmt.Sprintf("a block body has no `=`: write `%s %s(...) {`", kw, declName))
+	}
+	return nil
+}
+
+// explainExpr explains a failure inside an expression.
+func (e *errorSite) explainExpr() *explanation {
+	t, prev, found := e.tok(), e.before(1), e.found()
+	if !operandEnd(prev) {
+		hint := fmt.Sprintf("complete the expression after `%s`", prev.Value)
+		switch {
+		case t.Value == "not":
+			hint = fmt.Sprintf("`not` binds more loosely than `%s`: write `(not x)`", prev.Value)
+		case t.Value == ")" && prev.Value == "(":
+			hint = "`()` is not a value: write an expression inside the parentheses"
+		case t.Value == "]" && prev.Value == "[":
+			hint = "index a buffer with one expression per dimension, e.g. `doc[q]`"
+		case t.Type == tokNewline || t.EOF():
+			hint = "complete the expression; to continue it on the next line, put it in parentheses"
+		case keywords[t.Value]:
+			hint = fmt.Sprintf("`%s` is a keyword and cannot start an expression", t.Value)
+		case t.Type == tokOp:
+			hint = fmt.Sprintf("`%s` joins two operands: one is missing before it", t.Value)
+		}
+		return why(CodeUnexpectedToken, fmt.Sprintf("expected an expression after `%s`, found %s", prev.Value, found), hint)
+	}
+	if t.Value == "=" {
+		return why(CodeUnexpectedToken, "unexpected `=` in an expression", "compare with `==`; `=` only introduces a value")
+	}
+	if t.Type == tokPrefix {
+		hint := "to combine with a negation write `a and not b`"
+		if t.Value == "~" {
+			hint = "to combine with a negation write `a & ~b`"
+		}
+		return why(CodeUnexpectedToken, fmt.Sprintf("`%s` negates one operand; it cannot join two", t.Value), hint)
+	}
+	if len(e.stack) > 0 {
+		if closer := map[string]string{"(": ")", "[": "]"}[e.stack[len(e.stack)-1]]; closer != "" {
+			return why(CodeUnexpectedToken, fmt.Sprintf("expected `,` or `%s`, found %s", closer, found),
+				"separate the elements of a list with `,`; is an operator missing?")
+		}
+	}
+	if e.exprOnly {
+		return why(CodeExpectedEndOfLine, "expected the end of the expression, found "+found,
+			"is an operator missing between the two?")
+	}
+	return why(CodeExpectedEndOfLine, "expected end of line after the expression, found "+found,
+		"is an operator missing? Each declaration, setting and `let` ends at the end of its line")
+}

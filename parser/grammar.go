@@ -1,0 +1,207 @@
+package parser
+
+import (
+	"io"
+
+	"github.com/alecthomas/participle/v2"
+	"github.com/alecthomas/participle/v2/lexer"
+)
+
+// The participle grammar. Each struct is one production; convert.go turns
+// the parse into dsl nodes. Parsing recurses only through brackets, whose
+// depth the lexer bounds.
+
+// declChunkG is one top-level piece of a file: at most one declaration.
+type declChunkG struct {
+	Decl *declG `parser:"Newline* ( @@ Newline* )?"`
+}
+
+// exprChunkG is the input of ParseExpr.
+type exprChunkG struct {
+	Expr *exprG `parser:"Newline* @@ Newline*"`
+}
+
+// declG is one of the four declarations.
+type declG struct {
+	Param     *paramG     `parser:"@@"`
+	Buffer    *bufferG    `parser:"| @@"`
+	Mod       *modG       `parser:"| @@"`
+	Attention *attentionG `parser:"| @@"`
+}
+
+// paramG: param NAME = expr
+type paramG struct {
+	Keyword lexer.Token `parser:"@'param'"`
+	Name    lexer.Token `parser:"@Ident '='"`
+	Value   *exprG      `parser:"@@"`
+}
+
+// bufferG: buffer NAME: DTYPE[dims] property?
+type bufferG struct {
+	Keyword  lexer.Token  `parser:"@'buffer'"`
+	Name     lexer.Token  `parser:"@Ident ':'"`
+	DType    lexer.Token  `parser:"@Ident '['"`
+	Dims     []*exprG     `parser:"@@ ( ',' @@ )*"`
+	Close    lexer.Token  `parser:"@']'"`
+	Property *lexer.Token `parser:"@Ident?"`
+}
+
+// modG: mask|score NAME (params) [(params)] body
+type modG struct {
+	Keyword lexer.Token   `parser:"@('mask' | 'score')"`
+	Name    lexer.Token   `parser:"@Ident"`
+	Lists   []*paramListG `parser:"@@+"`
+	Body    *bodyG        `parser:"@@"`
+}
+
+// paramListG is a parenthesised list of parameter names.
+type paramListG struct {
+	Open  lexer.Token `parser:"@'('"`
+	Names []*nameG    `parser:"( @@ ( ',' @@ )* )?"`
+	Close lexer.Token `parser:"@')'"`
+}
+
+// nameG is one parameter name.
+type nameG struct {
+	Tok lexer.Token `parser:"@Ident"`
+}
+
+// bodyG: `= expr` or a block.
+type bodyG struct {
+	Eq    *lexer.Token `parser:"( @'='"`
+	Expr  *exprG       `parser:"  @@ )"`
+	Block *blockG      `parser:"| @@"`
+}
+
+// blockG: { let ...; ... result }. Statements end with a separator
+// (a newline or `;`); a missing one is reported by the converter.
+type blockG struct {
+	Open  lexer.Token `parser:"@'{' Newline*"`
+	Stmts []*stmtG    `parser:"@@*"`
+	Close lexer.Token `parser:"@'}'"`
+}
+
+// stmtG is a `let` or the result expression, with the separators after it.
+type stmtG struct {
+	Let   *letG  `parser:"( @@"`
+	Expr  *exprG `parser:"| @@ )"`
+	Ended bool   `parser:"@Newline*"`
+}
+
+// letG: let NAME = expr
+type letG struct {
+	Keyword lexer.Token `parser:"@'let'"`
+	Name    lexer.Token `parser:"@Ident '='"`
+	Value   *exprG      `parser:"@@"`
+}
+
+// attentionG: attention NAME { key = value ... }
+type attentionG struct {
+	Keyword  lexer.Token `parser:"@'attention'"`
+	Name     lexer.Token `parser:"@Ident"`
+	Open     lexer.Token `parser:"@'{' Newline*"`
+	Settings []*settingG `parser:"@@*"`
+	Close    lexer.Token `parser:"@'}'"`
+}
+
+// settingG: KEY = expr, with the separators after it.
+type settingG struct {
+	Key   lexer.Token `parser:"@Ident '='"`
+	Value *exprG      `parser:"@@"`
+	Ended bool        `parser:"@Newline*"`
+}
+
+// exprG is an expression as participle sees it: a flat list of operands,
+// each with its prefix operators, joined by binary operators (`if` and
+// `else` included). convert.go builds the tree with Python's precedence and
+// associativity (a Pratt parser) and checks the operators' positions.
+// Keeping the grammar flat keeps parsing fast.
+type exprG struct {
+	Head *operandG     `parser:"@@"`
+	Tail []*binaryTail `parser:"@@*"`
+}
+
+// binaryTail is a binary operator and the operand after it.
+type binaryTail struct {
+	Op lexer.Token `parser:"@Op"`
+	Y  *operandG   `parser:"@@"`
+}
+
+// operandG is an operand with its prefix operators and its calls and
+// indexings: `not -f(x)[i]`. Tokens gives the prefix operators' positions.
+type operandG struct {
+	Tokens   []lexer.Token
+	Prefix   []string     `parser:"@Prefix*"`
+	Atom     *lexer.Token `parser:"( @(Ident | Literal)"`
+	Group    *groupG      `parser:"| @@ )"`
+	Suffixes []*suffixG   `parser:"@@*"`
+}
+
+// suffixG is a call `(args)` or an indexing `[indices]`; the lexer has
+// already checked that the brackets match.
+type suffixG struct {
+	Open  lexer.Token  `parser:"@('(' | '[')"`
+	First *exprG       `parser:"@@?"`
+	Rest  []*listElemG `parser:"@@*"`
+	Close lexer.Token  `parser:"@(')' | ']')"`
+}
+
+// listElemG is `, expr` in a list; the expression is optional so that a
+// trailing comma parses and a missing element gets a precise message.
+type listElemG struct {
+	Comma lexer.Token `parser:"@','"`
+	X     *exprG      `parser:"@@?"`
+}
+
+// groupG is `(x)` or a tuple `(x, y)` / `(x,)`.
+type groupG struct {
+	Open  lexer.Token  `parser:"@'('"`
+	First *exprG       `parser:"@@"`
+	Rest  []*listElemG `parser:"@@*"`
+	Close lexer.Token  `parser:"@')'"`
+}
+
+// tokenDefinition tells participle the token types; the tokens themselves
+// come from scanner (see lexer.go) through sliceLexer.
+type tokenDefinition struct{}
+
+// Symbols names the token types for participle. (It builds the map on each
+// call: package variables are not yet initialised when the parsers below are
+// built.)
+func (tokenDefinition) Symbols() map[string]lexer.TokenType {
+	return map[string]lexer.TokenType{
+		"EOF":     lexer.EOF,
+		"Ident":   tokIdent,
+		"Literal": tokLiteral,
+		"Keyword": tokKeyword,
+		"Op":      tokOp,
+		"Prefix":  tokPrefix,
+		"Punct":   tokPunct,
+		"Newline": tokNewline,
+	}
+}
+
+// Lex is required by lexer.Definition; the parser never calls it because it
+// hands participle pre-lexed tokens.
+func (tokenDefinition) Lex(filename string, r io.Reader) (lexer.Lexer, error) {
+	return nil, participle.Errorf(lexer.Position{Filename: filename}, "use the maskc scanner")
+}
+
+// sliceLexer replays a token slice to participle.
+type sliceLexer struct {
+	tokens []lexer.Token
+	i      int
+}
+
+func (l *sliceLexer) Next() (lexer.Token, error) {
+	t := l.tokens[l.i]
+	if l.i < len(l.tokens)-1 {
+		l.i++
+	}
+	return t, nil
+}
+
+var (
+	declParser = participle.MustBuild[declChunkG](participle.Lexer(tokenDefinition{}), participle.UseLookahead(0))
+	exprParser = participle.MustBuild[exprChunkG](participle.Lexer(tokenDefinition{}), participle.UseLookahead(0))
+)

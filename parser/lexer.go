@@ -1,0 +1,421 @@
+package parser
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/alecthomas/participle/v2/lexer"
+
+	"github.com/maskc/maskc/dsl"
+)
+
+// Token types produced by the lexer. The grammar matches punctuation by its
+// text and everything else by type: one type per role lets participle match
+// an operator, or a separator, with a single comparison.
+const (
+	tokIdent   lexer.TokenType = iota + 1
+	tokLiteral                 // numbers (1024, 0x7f, 30.0, .5) and True False true false
+	tokKeyword                 // param buffer attention let
+	tokOp                      // binary operators: * / // % ** comparisons | & and or if else, and + - after an operand
+	tokPrefix                  // prefix operators: ~ not, and + - where an operand is expected
+	tokPunct                   // = : , and brackets
+	tokNewline                 // a `;`, or the end of a line outside ( ) and [ ]
+)
+
+// keywords are the reserved words; they are never names. `mask` and
+// `score` are not reserved: they start declarations only at the start of a
+// line, and are ordinary names elsewhere (the score parameter is usually
+// called `score`, the attention setting `mask`).
+var keywords = map[string]bool{
+	"param": true, "buffer": true, "attention": true,
+	"let": true, "if": true, "else": true, "and": true, "or": true, "not": true,
+	"True": true, "False": true, "true": true, "false": true,
+}
+
+// declKeywords start a top-level declaration.
+var declKeywords = map[string]bool{"param": true, "buffer": true, "mask": true, "score": true, "attention": true}
+
+// twoCharPunct are the operators spelled with two characters.
+var twoCharPunct = map[string]bool{"**": true, "//": true, "==": true, "!=": true, "<=": true, ">=": true}
+
+// oneCharPunct are the single-character operators and delimiters.
+const oneCharPunct = "+-*/%&|~<>=:,;()[]{}"
+
+const (
+	// MaxNesting is the deepest bracket nesting accepted.
+	MaxNesting = 256
+	// MaxPrefixRun is the longest run of prefix operators (`-`, `+`, `~`,
+	// `not`) accepted in a row.
+	MaxPrefixRun = 256
+)
+
+// lexResult is the token stream of one piece of a file.
+type lexResult struct {
+	// tokens ends with an EOF token.
+	tokens []lexer.Token
+	// comments are the `#` comments met, in order.
+	comments []*dsl.Comment
+	// err is the first lexical problem, or nil; lexing stops there.
+	err *dsl.Diagnostic
+}
+
+// openBracket is an unclosed bracket on the lexer's stack.
+type openBracket struct {
+	ch  byte
+	off int
+}
+
+// scanner tokenizes src.Text[start:end]. Newlines end statements except
+// inside parentheses and square brackets (Python's implicit line joining);
+// inside braces they separate statements.
+type scanner struct {
+	src          *dsl.Source
+	text         string // src.Text as a string, so that tokens share its memory
+	pos, end     int
+	out          lexResult
+	stack        []openBracket
+	prefixRun    int
+	afterOperand bool // the last token ends an operand: a name, a literal, `)` or `]`
+}
+
+// lex tokenizes the byte range [start, end) of src, whose text is also
+// given as a string.
+func lex(src *dsl.Source, text string, start, end int) lexResult {
+	s := &scanner{src: src, text: text, pos: start, end: end}
+	s.run()
+	return s.out
+}
+
+func (s *scanner) fail(sp dsl.Span, code dsl.Code, format string, args ...any) *dsl.Diagnostic {
+	d := &dsl.Diagnostic{Source: s.src, Span: sp, Code: code, Severity: dsl.SeverityError, Message: fmt.Sprintf(format, args...)}
+	s.out.err = d
+	return d
+}
+
+func (s *scanner) emit(typ lexer.TokenType, start, end int) {
+	s.out.tokens = append(s.out.tokens, lexer.Token{
+		Type:  typ,
+		Value: s.text[start:end],
+		Pos:   lexer.Position{Filename: s.src.Name, Offset: start},
+	})
+}
+
+func (s *scanner) lastType() lexer.TokenType {
+	if n := len(s.out.tokens); n > 0 {
+		return s.out.tokens[n-1].Type
+	}
+	return tokNewline // the start of input behaves like the start of a line
+}
+
+func (s *scanner) run() {
+	for s.pos < s.end && s.out.err == nil {
+		c := s.text[s.pos]
+		switch {
+		case c == ' ' || c == '\t' || c == '\r' || c == '\f':
+			s.pos++
+		case c == '\n':
+			if (len(s.stack) == 0 || s.stack[len(s.stack)-1].ch == '{') && s.lastType() != tokNewline {
+				s.emit(tokNewline, s.pos, s.pos+1)
+			}
+			s.pos++
+		case c == '#':
+			s.comment()
+		case isIdentStart(c):
+			s.word()
+		case isDigit(c) || c == '.' && s.pos+1 < s.end && isDigit(s.text[s.pos+1]):
+			s.number()
+		default:
+			s.punct()
+		}
+	}
+	if s.out.err == nil && len(s.stack) > 0 {
+		b := s.stack[len(s.stack)-1]
+		s.fail(dsl.Span{Start: b.off, End: b.off + 1}, CodeUnclosedBracket, "unclosed `%c`", b.ch).
+			WithHint("add the matching `%c`", closerOf(b.ch))
+	}
+	s.out.tokens = append(s.out.tokens, lexer.EOFToken(lexer.Position{Filename: s.src.Name, Offset: s.end}))
+}
+
+func (s *scanner) comment() {
+	start := s.pos
+	for s.pos < s.end && s.text[s.pos] != '\n' {
+		s.pos++
+	}
+	end := s.pos
+	for end > start && (s.text[end-1] == '\r' || s.text[end-1] == ' ' || s.text[end-1] == '\t') {
+		end--
+	}
+	s.out.comments = append(s.out.comments, &dsl.Comment{Sp: dsl.Span{Start: start, End: end}, Text: s.text[start:end]})
+}
+
+func (s *scanner) word() {
+	start := s.pos
+	s.pos++
+	for s.pos < s.end {
+		c := s.text[s.pos]
+		if isIdentStart(c) || isDigit(c) {
+			s.pos++
+		} else if c == '.' && s.pos+1 < s.end && isIdentStart(s.text[s.pos+1]) {
+			s.pos += 2
+		} else {
+			break
+		}
+	}
+	w := s.text[start:s.pos]
+	if !keywords[w] {
+		s.emit(tokIdent, start, s.pos)
+		s.operand()
+		return
+	}
+	switch w {
+	case "not":
+		s.prefixOperator(start)
+		s.emit(tokPrefix, start, s.pos)
+		s.afterOperand = false
+		return
+	case "True", "False", "true", "false":
+		s.emit(tokLiteral, start, s.pos)
+		s.operand()
+		return
+	case "and", "or", "if", "else":
+		s.emit(tokOp, start, s.pos)
+	default:
+		s.emit(tokKeyword, start, s.pos)
+	}
+	s.afterOperand = false
+	s.prefixRun = 0
+}
+
+// operand records that the last token ended an operand.
+func (s *scanner) operand() {
+	s.afterOperand = true
+	s.prefixRun = 0
+}
+
+// prefixOperator counts a prefix operator starting at off and refuses an
+// unreasonably long run of them, which would nest the tree too deeply.
+func (s *scanner) prefixOperator(off int) {
+	s.prefixRun++
+	if s.prefixRun > MaxPrefixRun {
+		s.fail(dsl.Span{Start: off, End: s.pos}, CodeOperatorChain, "more than %d prefix operators in a row", MaxPrefixRun).
+			WithHint("simplify the expression: `- -x` is `x`, `not not x` is `x`")
+	}
+}
+
+func (s *scanner) number() {
+	start := s.pos
+	hex := s.pos+1 < s.end && s.text[s.pos] == '0' && (s.text[s.pos+1] == 'x' || s.text[s.pos+1] == 'X')
+	for s.pos < s.end {
+		c := s.text[s.pos]
+		switch {
+		case isDigit(c) || isIdentStart(c) || c == '.':
+			s.pos++
+		case (c == '+' || c == '-') && !hex && (s.text[s.pos-1] == 'e' || s.text[s.pos-1] == 'E'):
+			s.pos++
+		default:
+			goto done
+		}
+	}
+done:
+	raw := s.text[start:s.pos]
+	sp := dsl.Span{Start: start, End: s.pos}
+	if _, _, _, err := parseNumber(raw); err != nil {
+		s.fail(sp, err.code, "%s", err.msg).WithHint("%s", err.hint)
+		return
+	}
+	s.emit(tokLiteral, start, s.pos)
+	s.operand()
+}
+
+// numberError says why a literal was refused.
+type numberError struct {
+	code      dsl.Code
+	msg, hint string
+}
+
+const numberHint = "write an integer such as `1024`, `1_000` or `0x7f`, or a float such as `30.0`, `1e-4` or `.5`"
+
+// parseNumber validates a number literal with Python's rules and returns
+// whether it is a float, and its value.
+func parseNumber(raw string) (bool, int64, float64, *numberError) {
+	malformed := &numberError{CodeMalformedNumber, fmt.Sprintf("malformed number `%s`", raw), numberHint}
+	lower := strings.ToLower(raw)
+	if len(lower) > 1 && lower[0] == '0' && (lower[1] == 'x' || lower[1] == 'o' || lower[1] == 'b') {
+		v, err := strconv.ParseInt(raw, 0, 64)
+		if err != nil {
+			if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+				return false, 0, 0, &numberError{CodeNumberRange, fmt.Sprintf("integer `%s` does not fit in 64 bits", raw), "integers are 64-bit signed: at most 9223372036854775807"}
+			}
+			return false, 0, 0, malformed
+		}
+		return false, v, 0, nil
+	}
+	if strings.ContainsAny(lower, ".e") {
+		if strings.Contains(raw, "_.") || strings.Contains(raw, "._") || strings.HasSuffix(raw, "_") {
+			return false, 0, 0, malformed
+		}
+		f, err := strconv.ParseFloat(raw, 64)
+		if err != nil {
+			if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+				return false, 0, 0, &numberError{CodeNumberRange, fmt.Sprintf("float `%s` is out of range", raw), "floats are 64-bit: write `inf` for infinity"}
+			}
+			return false, 0, 0, malformed
+		}
+		return true, 0, f, nil
+	}
+	if len(raw) > 1 && raw[0] == '0' && strings.Trim(raw, "0_") != "" {
+		return false, 0, 0, &numberError{CodeMalformedNumber, fmt.Sprintf("malformed number `%s`: leading zeros are not allowed", raw),
+			fmt.Sprintf("write `%s`, or `0o%s` for an octal number", strings.TrimLeft(raw, "0_"), strings.TrimLeft(raw, "0_"))}
+	}
+	v, err := strconv.ParseInt(raw, 0, 64)
+	if err != nil {
+		if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+			return false, 0, 0, &numberError{CodeNumberRange, fmt.Sprintf("integer `%s` does not fit in 64 bits", raw), "integers are 64-bit signed: at most 9223372036854775807"}
+		}
+		return false, 0, 0, malformed
+	}
+	return false, v, 0, nil
+}
+
+func (s *scanner) punct() {
+	start := s.pos
+	c := s.text[s.pos]
+	if s.pos+1 < s.end {
+		two := s.text[s.pos : s.pos+2]
+		switch {
+		case two == "&&" || two == "||":
+			word := map[string]string{"&&": "and", "||": "or"}[two]
+			s.fail(dsl.Span{Start: start, End: start + 2}, CodeForeignOperator, "`%s` is not an operator here", two).
+				WithHint("write `%s` (or `%c` between masks)", word, c)
+			return
+		case twoCharPunct[two]:
+			s.pos += 2
+			s.emit(tokOp, start, s.pos)
+			s.afterOperand = false
+			s.prefixRun = 0
+			return
+		}
+	}
+	if c == '!' {
+		s.fail(dsl.Span{Start: start, End: start + 1}, CodeForeignOperator, "`!` is not an operator here").
+			WithHint("write `not x` (or `~m` for a mask), and `!=` for inequality")
+		return
+	}
+	if strings.IndexByte(oneCharPunct, c) < 0 {
+		s.invalidChar()
+		return
+	}
+	s.pos++
+	switch c {
+	case '(', '[', '{':
+		if len(s.stack) >= MaxNesting {
+			s.fail(dsl.Span{Start: start, End: s.pos}, CodeNestingTooDeep, "brackets nested more than %d deep", MaxNesting).
+				WithHint("split the expression with `let` bindings in a block body")
+			return
+		}
+		s.stack = append(s.stack, openBracket{c, start})
+	case ')', ']', '}':
+		if len(s.stack) == 0 {
+			s.fail(dsl.Span{Start: start, End: s.pos}, CodeUnmatchedBracket, "`%c` closes nothing", c).
+				WithHint("remove it, or add the opening `%c` before it", openerOf(c))
+			return
+		}
+		top := s.stack[len(s.stack)-1]
+		if closerOf(top.ch) != c && s.closesLower(c) {
+			// `f(x]` or `{ (a }`: the inner bracket is the one left open.
+			s.fail(dsl.Span{Start: top.off, End: top.off + 1}, CodeUnclosedBracket, "unclosed `%c`", top.ch).
+				WithHint("add the matching `%c` before the `%c`", closerOf(top.ch), c)
+			return
+		}
+		if closerOf(top.ch) != c {
+			openPos := s.src.Position(top.off)
+			s.fail(dsl.Span{Start: start, End: s.pos}, CodeUnmatchedBracket, "`%c` does not match the `%c` opened at %d:%d", c, top.ch, openPos.Line, openPos.Column).
+				WithHint("close the `%c` with `%c` first", top.ch, closerOf(top.ch))
+			return
+		}
+		s.stack = s.stack[:len(s.stack)-1]
+	}
+	typ := punctType(c)
+	if c == '~' || (c == '-' || c == '+') && !s.afterOperand {
+		// A sign where an operand is expected is a prefix operator.
+		typ = tokPrefix
+		s.prefixOperator(start)
+		if s.out.err != nil {
+			return
+		}
+	} else {
+		s.prefixRun = 0
+	}
+	s.emit(typ, start, s.pos)
+	s.afterOperand = c == ')' || c == ']'
+}
+
+// punctType is the token type of a one-character operator or delimiter.
+func punctType(c byte) lexer.TokenType {
+	switch c {
+	case '+', '-', '*', '/', '%', '<', '>', '|', '&':
+		return tokOp
+	case '~':
+		return tokPrefix
+	case ';':
+		return tokNewline
+	}
+	return tokPunct
+}
+
+// closesLower reports whether closer c matches a bracket below the top of
+// the stack.
+func (s *scanner) closesLower(c byte) bool {
+	for i := len(s.stack) - 2; i >= 0; i-- {
+		if closerOf(s.stack[i].ch) == c {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *scanner) invalidChar() {
+	r, size := utf8.DecodeRuneInString(s.text[s.pos:s.end])
+	sp := dsl.Span{Start: s.pos, End: s.pos + size}
+	var hint string
+	switch r {
+	case '\\':
+		hint = "there is no `\\` line continuation: break long expressions inside parentheses"
+	case '"', '\'':
+		hint = "there are no strings in .flex: settings take bare words such as `bshd`"
+	case '$', '@', '?', '`':
+		hint = "expressions use Python operators: + - * / // % ** == != < <= > >= & | ~ and or not"
+	default:
+		hint = "names are ASCII letters, digits and `_`; comments start with `#`"
+	}
+	if r < 0x20 || r == 0x7f {
+		s.fail(sp, CodeInvalidChar, "invalid control character U+%04X", r).WithHint("%s", hint)
+		return
+	}
+	s.fail(sp, CodeInvalidChar, "invalid character `%c` (U+%04X)", r, r).WithHint("%s", hint)
+}
+
+func closerOf(open byte) byte {
+	switch open {
+	case '(':
+		return ')'
+	case '[':
+		return ']'
+	}
+	return '}'
+}
+
+func openerOf(close byte) byte {
+	switch close {
+	case ')':
+		return '('
+	case ']':
+		return '['
+	}
+	return '{'
+}
+
+func isIdentStart(c byte) bool { return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+func isDigit(c byte) bool      { return c >= '0' && c <= '9' }

@@ -1,0 +1,45 @@
+package parser
+
+import "bytes"
+
+// splitDecls cuts text into pieces that each hold at most one top-level
+// declaration, so that a syntax error in one declaration cannot hide errors
+// in the next. A piece starts at every line whose first word is a
+// declaration keyword (`param`, `buffer`, `mask`, `score`, `attention`)
+// followed by a name (not a keyword) on the same line; such a line can never
+// continue a valid declaration (a setting `mask = ...` is followed by `=`, a
+// result `score if c else 0` by a keyword).
+// The first piece holds whatever precedes the first declaration (comments,
+// blank lines). It returns the start offsets of the pieces; the first is 0.
+func splitDecls(text []byte) []int {
+	starts := []int{0}
+	for line := 0; line < len(text); {
+		i := line
+		for i < len(text) && (text[i] == ' ' || text[i] == '\t') {
+			i++
+		}
+		j := i
+		for j < len(text) && isIdentStart(text[j]) {
+			j++
+		}
+		if j > i && declKeywords[string(text[i:j])] {
+			k := j
+			for k < len(text) && (text[k] == ' ' || text[k] == '\t') {
+				k++
+			}
+			n := k
+			for n < len(text) && (isIdentStart(text[n]) || isDigit(text[n])) {
+				n++
+			}
+			if k > j && n > k && !keywords[string(text[k:n])] && line > 0 {
+				starts = append(starts, line)
+			}
+		}
+		next := bytes.IndexByte(text[line:], '\n')
+		if next < 0 {
+			break
+		}
+		line += next + 1
+	}
+	return starts
+}
