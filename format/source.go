@@ -1,0 +1,212 @@
+package format
+
+import (
+	"bytes"
+	"strings"
+
+	"github.com/maskc/maskc/dsl"
+)
+
+// indentUnit is one level of block indentation.
+const indentUnit = "    "
+
+// Source prints f canonically, keeping every comment. It is idempotent:
+// printing the parse of Source(f) gives Source(f) again. An empty file
+// prints as nothing; anything else ends with exactly one newline.
+func Source(f *dsl.File) []byte {
+	var text []byte
+	if f.Source != nil {
+		text = f.Source.Text
+	}
+	p := &printer{text: text, comments: f.Comments, lastEnd: -1}
+	for _, d := range f.Decls {
+		p.lines = append(p.lines, declLines(d)...)
+	}
+	return p.print()
+}
+
+// line is one output line before comments are woven in.
+type line struct {
+	indent int
+	text   string
+	// sp is the source text the line came from; comments before its end go
+	// above it. Invalid for nodes the compiler made up.
+	sp dsl.Span
+	// opens is true for a line ending in `{`: no blank line follows it.
+	opens bool
+	// closes is true for a `}` line: no blank line precedes it, and comments
+	// just before it are indented as the block's contents.
+	closes bool
+}
+
+// declLines lays out one declaration as lines.
+func declLines(d dsl.Decl) []line {
+	switch d := d.(type) {
+	case *dsl.ParamDecl:
+		return []line{{text: "param " + name(d.Name) + " = " + Expr(d.Value), sp: d.Sp}}
+	case *dsl.BufferDecl:
+		var b strings.Builder
+		b.WriteString("buffer " + name(d.Name) + ": " + name(d.DType))
+		writeList(&b, "[", d.Dims, "]", false)
+		if d.Property != nil {
+			b.WriteString(" " + d.Property.Name)
+		}
+		return []line{{text: b.String(), sp: d.Sp}}
+	case *dsl.ModDecl:
+		return modLines(d)
+	case *dsl.AttentionDecl:
+		header := dsl.NoSpan
+		if d.Sp.IsValid() && d.Name != nil {
+			header = dsl.Span{Start: d.Sp.Start, End: d.Name.Sp.End}
+		}
+		out := []line{{text: "attention " + name(d.Name) + " {", sp: header, opens: true}}
+		for _, s := range d.Settings {
+			out = append(out, line{indent: 1, text: name(s.Key) + " = " + Expr(s.Value), sp: s.Sp})
+		}
+		return append(out, line{text: "}", sp: closingBrace(d.Sp), closes: true})
+	}
+	return nil
+}
+
+func modLines(d *dsl.ModDecl) []line {
+	var b strings.Builder
+	b.WriteString(d.Kind.String() + " " + name(d.Name))
+	if d.FactoryParams != nil {
+		writeNames(&b, d.FactoryParams)
+	}
+	writeNames(&b, d.Params)
+	body := d.Body
+	if body == nil {
+		return []line{{text: b.String(), sp: d.Sp}}
+	}
+	if !body.Block {
+		return []line{{text: b.String() + " = " + Expr(body.Result), sp: d.Sp}}
+	}
+	header := dsl.NoSpan
+	if d.Sp.IsValid() && body.Sp.IsValid() {
+		header = dsl.Span{Start: d.Sp.Start, End: body.Sp.Start + 1}
+	}
+	out := []line{{text: b.String() + " {", sp: header, opens: true}}
+	for _, l := range body.Lets {
+		out = append(out, line{indent: 1, text: "let " + name(l.Name) + " = " + Expr(l.Value), sp: l.Sp})
+	}
+	if body.Result != nil {
+		out = append(out, line{indent: 1, text: Expr(body.Result), sp: body.Result.Span()})
+	}
+	return append(out, line{text: "}", sp: closingBrace(body.Sp), closes: true})
+}
+
+// closingBrace is the span of the `}` that ends a block spanning sp.
+func closingBrace(sp dsl.Span) dsl.Span {
+	if !sp.IsValid() || sp.End == sp.Start {
+		return dsl.NoSpan
+	}
+	return dsl.Span{Start: sp.End - 1, End: sp.End}
+}
+
+func name(id *dsl.Ident) string {
+	if id == nil {
+		return "_"
+	}
+	return id.Name
+}
+
+func writeNames(b *strings.Builder, ids []*dsl.Ident) {
+	b.WriteByte('(')
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(name(id))
+	}
+	b.WriteByte(')')
+}
+
+// printer weaves comments and blank lines into the laid-out lines.
+type printer struct {
+	text     []byte
+	comments []*dsl.Comment
+	lines    []line
+	out      bytes.Buffer
+	next     int  // index of the next comment to print
+	lastEnd  int  // source end of the last printed item; -1 at the start
+	noBlank  bool // the last printed line opened a block
+}
+
+func (p *printer) print() []byte {
+	for k, ln := range p.lines {
+		if ln.sp.IsValid() {
+			indent := ln.indent
+			if ln.closes {
+				indent++
+			}
+			// Comments before the line, and comments inside it (in a
+			// multi-line call, say), go above it.
+			for p.next < len(p.comments) && p.comments[p.next].Sp.Start < ln.sp.End {
+				p.ownLineComment(p.comments[p.next], indent, min(p.comments[p.next].Sp.Start, ln.sp.Start))
+			}
+			p.blankBefore(ln.sp.Start, ln.closes)
+		}
+		p.out.WriteString(strings.Repeat(indentUnit, ln.indent))
+		p.out.WriteString(ln.text)
+		if ln.sp.IsValid() {
+			p.lastEnd = max(p.lastEnd, ln.sp.End)
+			nextStart := len(p.text)
+			if k+1 < len(p.lines) && p.lines[k+1].sp.IsValid() {
+				nextStart = p.lines[k+1].sp.Start
+			}
+			if c := p.trailingComment(ln.sp.End, nextStart); c != nil {
+				p.out.WriteString("  ")
+				p.out.WriteString(c.Text)
+				p.lastEnd = c.Sp.End
+				p.next++
+			}
+		}
+		p.out.WriteByte('\n')
+		p.noBlank = ln.opens
+	}
+	for p.next < len(p.comments) {
+		p.ownLineComment(p.comments[p.next], 0, p.comments[p.next].Sp.Start)
+	}
+	return p.out.Bytes()
+}
+
+// ownLineComment prints c on a line of its own, after a blank line if the
+// source has one before offset from (the comment, or the start of the code
+// line a comment inside it moves above).
+func (p *printer) ownLineComment(c *dsl.Comment, indent, from int) {
+	p.blankBefore(from, false)
+	p.out.WriteString(strings.Repeat(indentUnit, indent))
+	p.out.WriteString(c.Text)
+	p.out.WriteByte('\n')
+	p.lastEnd = c.Sp.End
+	p.noBlank = false
+	p.next++
+}
+
+// blankBefore writes one blank line when the source has at least one blank
+// line between the last printed item and an item starting at start.
+func (p *printer) blankBefore(start int, closes bool) {
+	if p.lastEnd < 0 || p.noBlank || closes || start <= p.lastEnd || start > len(p.text) {
+		return
+	}
+	if bytes.Count(p.text[p.lastEnd:start], []byte{'\n'}) >= 2 {
+		p.out.WriteByte('\n')
+	}
+}
+
+// trailingComment returns the next comment when it follows end on the same
+// source line, before the next line's code starts.
+func (p *printer) trailingComment(end, nextStart int) *dsl.Comment {
+	if p.next >= len(p.comments) {
+		return nil
+	}
+	c := p.comments[p.next]
+	if c.Sp.Start < end || c.Sp.Start > nextStart || c.Sp.Start > len(p.text) {
+		return nil
+	}
+	if bytes.IndexByte(p.text[end:c.Sp.Start], '\n') >= 0 {
+		return nil
+	}
+	return c
+}

@@ -1,0 +1,6 @@
+
+
+# just a comment
+
+
+# and another
