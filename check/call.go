@@ -1,0 +1,495 @@
+package check
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/maskc/maskc/dsl"
+)
+
+// call lowers a call: a built-in, a mod applied to index arguments, a
+// factory instantiation or a combination.
+func (l *lowering) call(f *frame, x *dsl.CallExpr) result {
+	callee := l.expr(f, x.Fun)
+	switch {
+	case callee.fn == "and_masks" || callee.fn == "or_masks":
+		return l.combine(f, x, callee.fn)
+	case callee.fn != "":
+		return l.builtin(f, x, dsl.Builtins[callee.fn])
+	case callee.mod != nil && callee.mod.unapplied:
+		return l.instantiate(f, x, callee.mod.mod)
+	case callee.mod != nil:
+		return l.applyCall(f, x, callee.mod)
+	case !callee.ok():
+		for _, a := range x.Args {
+			l.expr(f, a)
+		}
+		return result{}
+	}
+	what := article(callee.typ) + " " + callee.typ.String()
+	if id, ok := dsl.Unparen(x.Fun).(*dsl.Ident); ok {
+		what = l.c.describe(f, id.Name, callee)
+	}
+	l.errorf(f, x.Fun.Span(), CodeNotCallable, "%s is %s, not a function or mod; it cannot be called", sourceText(f, x.Fun), what).
+		WithHint("only built-in functions, mods and factories can be called")
+	return result{}
+}
+
+// builtin lowers a call to a built-in function.
+func (l *lowering) builtin(f *frame, x *dsl.CallExpr, b *dsl.Builtin) result {
+	args := make([]result, len(x.Args))
+	okAll := true
+	for i, a := range x.Args {
+		args[i] = l.value(f, a)
+		okAll = okAll && args[i].ok()
+	}
+	if len(args) < b.MinArgs || len(args) > b.MaxArgs {
+		l.errorf(f, x.Sp, CodeArgCount, "%s takes %d %s, got %d", b.Name, b.MinArgs,
+			plural(b.MinArgs, "argument", "arguments"), len(args)).WithHint("%s", b.Doc)
+		return result{}
+	}
+	if !okAll {
+		return result{}
+	}
+	var typ dsl.Type
+	switch b.Name {
+	case "where":
+		if args[0].typ != dsl.TypeBool {
+			l.errorf(f, x.Args[0].Span(), CodeConditionNotBool, "the condition of where must be bool, got %s", args[0].typ).
+				WithHint("compare it to get a bool, e.g. where(%s != 0, ...)", sourceText(f, x.Args[0]))
+			return result{}
+		}
+		typ = branchType(args[1].typ, args[2].typ)
+	case "min", "max", "clamp":
+		typ = dsl.TypeBool
+		for _, a := range args {
+			if a.typ != dsl.TypeBool {
+				typ = dsl.Promote(typ, a.typ)
+			}
+		}
+		if typ == dsl.TypeBool {
+			for _, a := range args {
+				if a.typ != dsl.TypeBool {
+					typ = dsl.TypeInt
+				}
+			}
+		}
+	case "abs", "floor", "ceil":
+		typ = dsl.Promote(args[0].typ, dsl.TypeInt)
+	default:
+		typ = dsl.TypeFloat
+	}
+	allConst := true
+	vals := make([]dsl.Value, len(args))
+	for i, a := range args {
+		allConst = allConst && a.isConst()
+		vals[i] = a.val
+	}
+	if allConst {
+		v, err := dsl.CallBuiltin(b.Name, vals)
+		if err != nil {
+			l.errorf(f, x.Sp, CodeFoldError, "constant %s: %v", sourceText(f, x), err)
+			return result{}
+		}
+		return l.constant(f, v, x.Sp)
+	}
+	nodes := make([]dsl.Expr, len(args))
+	size := 2
+	for i, a := range args {
+		nodes[i] = a.node
+		size += a.size
+	}
+	fun := &dsl.Ident{Sp: l.span(f, x.Fun.Span()), Name: b.Name}
+	node := &dsl.CallExpr{Sp: l.span(f, x.Sp), Fun: fun, Args: nodes}
+	l.types[fun] = typ
+	return l.add(f, node, typ, size)
+}
+
+// combine lowers and_masks(...)/or_masks(...) to a mod value.
+func (l *lowering) combine(f *frame, x *dsl.CallExpr, name string) result {
+	if len(x.Args) == 0 {
+		l.errorf(f, x.Sp, CodeArgCount, "%s needs at least one mask mod", name).
+			WithHint("e.g. %s(causal, same_doc)", name)
+		return result{}
+	}
+	op := dsl.OpAnd
+	if name == "or_masks" {
+		op = dsl.OpOr
+	}
+	mv := &modValue{kind: dsl.MaskMod, comb: op}
+	names := make([]string, 0, len(x.Args))
+	okAll := true
+	for _, a := range x.Args {
+		part := l.modValue(f, a, dsl.MaskMod, name)
+		if part == nil {
+			okAll = false
+			continue
+		}
+		mv.parts = append(mv.parts, part)
+		names = append(names, part.name)
+	}
+	if !okAll {
+		return result{}
+	}
+	mv.name = name + "(" + strings.Join(names, ", ") + ")"
+	return result{typ: dsl.TypeMask, mod: mv}
+}
+
+// modValue lowers e where a mod of kind want is expected (context names the
+// place, e.g. "and_masks" or "the mask setting"). It returns nil after
+// reporting an error.
+func (l *lowering) modValue(f *frame, e dsl.Expr, want dsl.ModKind, context string) *modValue {
+	r := l.expr(f, e)
+	if !r.ok() && r.fn == "" {
+		return nil
+	}
+	text := sourceText(f, e)
+	switch {
+	case r.mod == nil && r.fn != "":
+		l.errorf(f, e.Span(), CodeNotAMod, "%s needs a %s mod, got the function %s", context, want, text).
+			WithHint("declare a mod: %s", exampleDecl(want))
+		return nil
+	case r.mod == nil:
+		d := l.errorf(f, e.Span(), CodeNotAMod, "%s needs a %s mod, got %s %s", context, want, article(r.typ), r.typ)
+		if call, ok := dsl.Unparen(e).(*dsl.CallExpr); ok && (r.typ == dsl.TypeBool || r.typ == dsl.TypeFloat) {
+			d.WithHint("pass the mod itself, without index arguments: %s", sourceText(f, call.Fun))
+		} else {
+			d.WithHint("declare a mod: %s", exampleDecl(want))
+		}
+		return nil
+	case r.mod.unapplied:
+		l.errorf(f, e.Span(), CodeFactoryNoArgs, "factory %s is used without its arguments", r.mod.name).
+			WithHint("instantiate it: %s", factorySignature(r.mod.mod))
+		return nil
+	case r.mod.kind != want:
+		d := l.errorf(f, e.Span(), CodeModKindMismatch, "%s is a %s mod, but %s needs a %s mod", r.mod.name, r.mod.kind, context, want)
+		if want == dsl.ScoreMod {
+			d.WithHint("a mask goes in the mask setting; as a score write where(cond, score, -inf), e.g. causal_score")
+		} else {
+			d.WithHint("a score goes in the score setting; a mask returns a bool for each (q, kv) pair")
+		}
+		return nil
+	}
+	return r.mod
+}
+
+func article(t dsl.Type) string {
+	if t == dsl.TypeInt {
+		return "an"
+	}
+	return "a"
+}
+
+func exampleDecl(k dsl.ModKind) string {
+	if k == dsl.ScoreMod {
+		return "score s(score, b, h, q, kv) = ..."
+	}
+	return "mask m(b, h, q, kv) = ..."
+}
+
+// factorySignature shows how a factory is instantiated, e.g. sliding(W).
+func factorySignature(m *Mod) string {
+	names := make([]string, len(m.Decl.FactoryParams))
+	for i, p := range m.Decl.FactoryParams {
+		names[i] = p.Name
+	}
+	return m.Name + "(" + strings.Join(names, ", ") + ")"
+}
+
+// modSignature shows a mod's declared parameters, e.g.
+// mask causal(b, h, q_idx, kv_idx).
+func modSignature(m *Mod) string {
+	names := make([]string, len(m.Decl.Params))
+	for i, p := range m.Decl.Params {
+		names[i] = p.Name
+	}
+	head := m.Name
+	if m.Factory {
+		head = factorySignature(m)
+	}
+	return fmt.Sprintf("%s %s(%s)", m.Kind, head, strings.Join(names, ", "))
+}
+
+// instantiate binds a factory's constant (or buffer) arguments.
+func (l *lowering) instantiate(f *frame, x *dsl.CallExpr, m *Mod) result {
+	params := m.Decl.FactoryParams
+	if len(x.Args) != len(params) {
+		for _, a := range x.Args {
+			l.expr(f, a)
+		}
+		d := l.errorf(f, x.Sp, CodeArgCount, "factory %s takes %d %s, got %d", m.Name, len(params),
+			plural(len(params), "argument", "arguments"), len(x.Args))
+		if len(x.Args) == m.Kind.Arity() {
+			d.WithHint("instantiate it first, then call the mod: %s(%s)", factorySignature(m), strings.Join(kindParams(m.Kind), ", "))
+		} else {
+			d.WithHint("instantiate it as %s", factorySignature(m))
+		}
+		return result{}
+	}
+	mv := &modValue{kind: m.Kind, mod: m}
+	names := make([]string, len(params))
+	okAll := true
+	for i, a := range x.Args {
+		p := params[i]
+		sym := Symbol{Kind: SymFactoryParam, Name: p.Name, Decl: p}
+		r := l.expr(f, a)
+		switch {
+		case !r.ok() && r.fn == "":
+			// Unknown while a factory's own declaration is checked (or
+			// already reported): keep going, so recursion is still found.
+			mv.args = append(mv.args, &binding{kind: bindUnknown, sym: sym, ident: p})
+			names[i] = "?"
+		case m.bufParams[p.Name]:
+			if r.typ != dsl.TypeBuffer {
+				l.errorf(f, a.Span(), CodeFactoryArg, "argument %s of %s must be a buffer name, got %s", p.Name, m.Name, describeResult(r)).
+					WithHint("%s indexes %s, so pass a declared buffer, e.g. buffer doc: i32[KV]", m.Name, p.Name)
+				okAll = false
+				continue
+			}
+			mv.args = append(mv.args, &binding{kind: bindBuffer, buf: r.buf, sym: withType(sym, dsl.TypeBuffer), ident: p})
+			names[i] = r.buf.Name
+		case r.typ == dsl.TypeBuffer:
+			l.errorf(f, a.Span(), CodeFactoryArg, "argument %s of %s must be a constant, got buffer %s", p.Name, m.Name, r.buf.Name).
+				WithHint("%s uses %s as a number; pass a literal or a param", m.Name, p.Name)
+			okAll = false
+		case !r.scalar():
+			l.value(f, a) // reports what a is
+			okAll = false
+		case !r.isConst():
+			l.errorf(f, a.Span(), CodeFactoryArg, "argument %s of %s must be a compile-time constant, got a run-time %s", p.Name, m.Name, r.typ).
+				WithHint("factory arguments are literals or params; index variables and sizes change at run time")
+			okAll = false
+		default:
+			mv.args = append(mv.args, &binding{kind: bindValue, res: r, sym: withType(sym, r.typ), ident: p})
+			names[i] = r.val.String()
+		}
+	}
+	if !okAll {
+		return result{}
+	}
+	mv.name = m.Name + "(" + strings.Join(names, ", ") + ")"
+	return result{typ: kindType(m.Kind), mod: mv}
+}
+
+// applyCost is what inlining one mod body counts against the node budgets.
+const applyCost = 4
+
+// resultType is the type a mod of kind k gives: bool for a mask, float for
+// a score.
+func resultType(k dsl.ModKind) dsl.Type {
+	if k == dsl.ScoreMod {
+		return dsl.TypeFloat
+	}
+	return dsl.TypeBool
+}
+
+func withType(s Symbol, t dsl.Type) Symbol {
+	s.Type = t
+	return s
+}
+
+func describeResult(r result) string {
+	switch {
+	case r.fn != "":
+		return "the function " + r.fn
+	case r.mod != nil:
+		return r.mod.kind.String() + " " + r.mod.name
+	case r.isConst():
+		return r.typ.String() + " " + r.val.String()
+	}
+	return article(r.typ) + " " + r.typ.String()
+}
+
+// applyCall lowers a mod applied to index arguments: causal(b, h, q, kv).
+func (l *lowering) applyCall(f *frame, x *dsl.CallExpr, mv *modValue) result {
+	want := kindParams(mv.kind)
+	args := make([]result, len(x.Args))
+	okAll := true
+	for i, a := range x.Args {
+		args[i] = l.value(f, a)
+		okAll = okAll && args[i].ok()
+	}
+	if len(args) != len(want) {
+		d := l.errorf(f, x.Sp, CodeArgCount, "%s %s takes %d arguments (%s), got %d", mv.kind, mv.name, len(want),
+			strings.Join(want, ", "), len(args))
+		if mv.mod != nil {
+			d.WithHint("signature: %s", modSignature(mv.mod))
+		} else {
+			d.WithHint("call it as %s(%s)", mv.name, strings.Join(want, ", "))
+		}
+		return result{}
+	}
+	if !okAll {
+		return result{}
+	}
+	for i, a := range args {
+		isScore := mv.kind == dsl.ScoreMod && i == 0
+		if !isScore && a.typ == dsl.TypeFloat {
+			l.errorf(f, x.Args[i].Span(), CodeArgType, "argument %s of %s must be an int index, got float", want[i], mv.name).
+				WithHint("index arguments are ints such as b, h, q, kv or q - 1")
+			okAll = false
+		}
+	}
+	if !okAll {
+		return result{}
+	}
+	return l.apply(f, mv, args, x.Sp)
+}
+
+// apply inlines mod value mv applied to lowered arguments; site is the
+// span of the use, where recursion is reported.
+func (l *lowering) apply(f *frame, mv *modValue, args []result, site dsl.Span) result {
+	if l.aborted {
+		return result{}
+	}
+	if mv.mod == nil {
+		var acc result
+		for i, part := range mv.parts {
+			r := l.apply(f, part, args, site)
+			if !r.ok() {
+				return result{}
+			}
+			if i == 0 {
+				acc = r
+				continue
+			}
+			if acc.isConst() && r.isConst() {
+				v, _ := dsl.BinaryOp(mv.comb, acc.val, r.val)
+				acc = l.constant(f, v, site)
+			} else {
+				sp := l.span(f, site)
+				node := &dsl.BinaryExpr{Sp: sp, Op: mv.comb, OpSp: sp, X: acc.node, Y: r.node}
+				acc = l.add(f, node, dsl.TypeBool, acc.size+r.size+1)
+			}
+			if !acc.ok() {
+				return result{}
+			}
+		}
+		return acc
+	}
+	m := mv.mod
+	if !m.paramCount {
+		l.errorf(f, site, CodeModParamCount, "%s %s is declared with %d parameters instead of %d, so it cannot be used",
+			m.Kind, m.Name, len(m.Decl.Params), m.Kind.Arity()).
+			WithHint("declare it as %s %s(%s)", m.Kind, m.Name, strings.Join(kindParams(m.Kind), ", "))
+		return result{}
+	}
+	for i, s := range l.stack {
+		if s == m {
+			cycle := make([]string, 0, len(l.stack)-i+1)
+			for _, t := range l.stack[i:] {
+				cycle = append(cycle, t.Name)
+			}
+			cycle = append(cycle, m.Name)
+			l.errorf(f, site, CodeRecursion, "recursive mod: %s", strings.Join(cycle, " -> ")).
+				WithHint("mods are inlined at every use, so they cannot call themselves; write the condition without recursion")
+			return result{}
+		}
+	}
+	if size, known := l.c.modSize[m]; known && (size < 0 || l.work+size > maxLoweredNodes) {
+		if size < 0 && l.declPass {
+			l.aborted = true // the callee's own declaration already reports it
+		} else {
+			l.tooLarge()
+		}
+		return result{}
+	}
+	if size, known := l.c.modSize[m]; known && l.declPass && !m.Factory {
+		// While a declaration is checked only types and diagnostics matter,
+		// and m's own check is done: stand in for its body.
+		return result{typ: resultType(m.Kind), size: size}
+	}
+	// Inlining a body costs about as much as building a few nodes.
+	l.work += applyCost
+	l.c.work += applyCost
+	l.stack = append(l.stack, m)
+	defer func() { l.stack = l.stack[:len(l.stack)-1] }()
+	inner := &frame{src: m.src, names: map[string]*binding{}, std: m.std, site: f.site, stdName: f.stdName}
+	if m.std && inner.site == nil {
+		sp := site
+		inner.site, inner.stdName = &sp, m.Name
+	}
+	for i, p := range m.Decl.FactoryParams {
+		if i < len(mv.args) {
+			b := *mv.args[i]
+			inner.names[p.Name] = &b
+		}
+	}
+	for i, p := range m.Decl.Params {
+		typ := dsl.TypeInt
+		if m.Kind == dsl.ScoreMod && i == 0 {
+			typ = dsl.TypeFloat
+		}
+		inner.names[p.Name] = &binding{kind: bindValue, res: args[i], ident: p,
+			sym: Symbol{Kind: SymModParam, Name: p.Name, Decl: p, Type: typ}}
+	}
+	return l.body(inner, m)
+}
+
+// body lowers a mod's lets and result in frame f, whose parameters are
+// bound, and checks the result's type against the mod's kind.
+func (l *lowering) body(f *frame, m *Mod) result {
+	b := m.Decl.Body
+	if b == nil {
+		return result{}
+	}
+	var lets []*binding
+	for _, let := range b.Lets {
+		r := l.value(f, let.Value)
+		if let.Name == nil {
+			continue
+		}
+		if prev := f.names[let.Name.Name]; prev != nil {
+			l.errorf(f, let.Name.Sp, CodeDuplicate, "%s is already declared in %s", let.Name.Name, m.Name).
+				WithHint("%s", l.c.firstDeclared(f.src, prev.ident))
+		} else if f.record {
+			l.c.checkShadow(f, let.Name, "let")
+		}
+		bd := &binding{kind: bindValue, res: r, ident: let.Name,
+			sym: Symbol{Kind: SymLet, Name: let.Name.Name, Decl: let, Type: r.typ, Doc: "let " + strings.TrimPrefix(f.src.Slice(let.Sp), "let ")}}
+		if r.typ == dsl.TypeInvalid {
+			bd.kind = bindUnknown
+		}
+		f.names[let.Name.Name] = bd
+		lets = append(lets, bd)
+		if f.record {
+			l.c.info.Defs[let.Name] = bd.sym
+		}
+	}
+	r := l.value(f, b.Result)
+	if f.record {
+		for _, bd := range lets {
+			if bd.uses == 0 {
+				l.warnf(f, bd.ident.Sp, CodeUnusedLet, "let %s is never used", bd.ident.Name).
+					WithHint("remove it, or use it in the result")
+			}
+		}
+	}
+	if !r.ok() {
+		return result{}
+	}
+	switch m.Kind {
+	case dsl.MaskMod:
+		if r.typ != dsl.TypeBool {
+			l.errorf(f, b.Result.Span(), CodeMaskNotBool, "mask %s must give a bool, got %s", m.Name, r.typ).
+				WithHint("a mask keeps a (q, kv) pair when it gives True; compare, e.g. %s != 0", sourceText(f, b.Result))
+			return result{}
+		}
+	case dsl.ScoreMod:
+		switch r.typ {
+		case dsl.TypeBool:
+			l.errorf(f, b.Result.Span(), CodeScoreNotFloat, "score %s must give a number, got bool", m.Name).
+				WithHint("to drop pairs from a score, write where(cond, score, -inf); or make it a mask")
+			return result{}
+		case dsl.TypeInt:
+			// Python promotes an int score to float: make that explicit.
+			if r.isConst() {
+				return l.constant(f, dsl.Float(float64(r.val.I)), b.Result.Span())
+			}
+			zero := l.constant(f, dsl.Float(0), b.Result.Span())
+			sp := l.span(f, b.Result.Span())
+			return l.add(f, &dsl.BinaryExpr{Sp: sp, Op: dsl.OpAdd, OpSp: sp, X: r.node, Y: zero.node}, dsl.TypeFloat, r.size+2)
+		}
+	}
+	return r
+}

@@ -1,0 +1,399 @@
+package check
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/maskc/maskc/dsl"
+)
+
+// checker holds the state of one Check.
+type checker struct {
+	prog  *Program
+	src   *dsl.Source
+	lib   *library
+	info  *Info
+	diags dsl.Diagnostics
+	// decls maps each user name to its first declaration.
+	decls map[string]dsl.Decl
+	// modSize is the lowered size of each checked mod's body, -1 when it
+	// is too large.
+	modSize map[*Mod]int
+	// markUses records uses in the Program's Used flags; off when a
+	// checked Program lowers more expressions, so that Lower is read-only.
+	markUses bool
+	// work counts the nodes built by all lowerings; exhausted is set once
+	// it passes maxCheckNodes.
+	work      int
+	exhausted bool
+	// lowered caches the lowering of plain (non-factory) mods named by
+	// attention settings.
+	lowered map[*Mod]*dsl.Lowered
+}
+
+// Check resolves, types, folds and lowers a parsed file. It never stops at
+// the first error: it returns all diagnostics, sorted. The Program is
+// non-nil even with errors (partially filled), so editors can still hover.
+func Check(f *dsl.File, opts Options) (*Program, dsl.Diagnostics) {
+	c := newChecker(f, stdlib())
+	c.declare()
+	c.checkParams(opts.Defines)
+	c.checkBuffers()
+	c.checkMods()
+	c.checkAttentions()
+	c.warnUnused()
+	c.prog.modSize = c.modSize
+	c.diags.Sort()
+	return c.prog, c.diags
+}
+
+func newChecker(f *dsl.File, lib *library) *checker {
+	if f == nil {
+		f = &dsl.File{Source: dsl.NewSource("", nil)}
+	}
+	if f.Source == nil {
+		f.Source = dsl.NewSource("", nil)
+	}
+	info := &Info{
+		Types:  map[dsl.Expr]dsl.Type{},
+		Consts: map[dsl.Expr]dsl.Value{},
+		Uses:   map[*dsl.Ident]Symbol{},
+		Defs:   map[*dsl.Ident]Symbol{},
+	}
+	p := &Program{File: f, Info: info, params: map[string]*Param{}, buffers: map[string]*Buffer{},
+		mods: map[string]*Mod{}, attentions: map[string]*Attention{}, stdlib: lib}
+	return &checker{prog: p, src: f.Source, lib: lib, info: info, decls: map[string]dsl.Decl{}, modSize: map[*Mod]int{}, markUses: true,
+		lowered: map[*Mod]*dsl.Lowered{}}
+}
+
+// userFrame is a frame for the user's own top-level text.
+func (c *checker) userFrame() *frame {
+	return &frame{src: c.src, names: map[string]*binding{}, record: true}
+}
+
+// reserved are the names a declaration may not take.
+func reservedName(name string) string {
+	if _, ok := dsl.SizeVar(name); ok {
+		return "the size symbol " + name
+	}
+	switch name {
+	case "and_masks", "or_masks":
+		return "the combinator " + name
+	case "inf":
+		return "the constant inf"
+	}
+	return ""
+}
+
+// declare creates the Program's declarations and reports duplicates.
+func (c *checker) declare() {
+	for _, d := range c.prog.File.Decls {
+		id := d.DeclName()
+		if id == nil || id.Name == "" {
+			continue
+		}
+		if what := reservedName(id.Name); what != "" {
+			c.diags.Add(c.src, id.Sp, CodeReservedName, "%s cannot be declared: it is %s", id.Name, what).
+				WithHint("choose another name")
+			continue
+		}
+		if _, isAttn := d.(*dsl.AttentionDecl); !isAttn {
+			if first, dup := c.decls[id.Name]; dup {
+				c.diags.Add(c.src, id.Sp, CodeDuplicate, "%s is already declared", id.Name).
+					WithHint("%s", c.firstDeclared(c.src, first.DeclName()))
+				continue
+			}
+			c.decls[id.Name] = d
+		}
+		switch d := d.(type) {
+		case *dsl.ParamDecl:
+			p := &Param{Decl: d, Name: id.Name}
+			c.prog.Params = append(c.prog.Params, p)
+			c.prog.params[p.Name] = p
+		case *dsl.BufferDecl:
+			b := &Buffer{Decl: d, Name: id.Name, src: c.src}
+			c.prog.Buffers = append(c.prog.Buffers, b)
+			c.prog.buffers[b.Name] = b
+		case *dsl.ModDecl:
+			m := newMod(d, c.src, false, docComment(c.prog.File, d))
+			c.prog.Mods = append(c.prog.Mods, m)
+			c.prog.mods[m.Name] = m
+		case *dsl.AttentionDecl:
+			if prev := c.prog.attentions[id.Name]; prev != nil {
+				c.diags.Add(c.src, id.Sp, CodeDuplicate, "attention %s is already declared", id.Name).
+					WithHint("%s", c.firstDeclared(c.src, prev.Decl.Name))
+				continue
+			}
+			a := &Attention{Decl: d, Name: id.Name, Layout: "bshd", DType: "bf16", settings: map[string]*dsl.Setting{}}
+			c.prog.Attentions = append(c.prog.Attentions, a)
+			c.prog.attentions[a.Name] = a
+		}
+	}
+}
+
+// firstDeclared is the hint of a duplicate: where the first one is.
+func (c *checker) firstDeclared(src *dsl.Source, first *dsl.Ident) string {
+	if first == nil || src == nil || !first.Sp.IsValid() {
+		return "the first declaration is elsewhere; rename one of them"
+	}
+	return fmt.Sprintf("the first declaration is on line %d; rename one of them", src.Position(first.Sp.Start).Line)
+}
+
+func newMod(d *dsl.ModDecl, src *dsl.Source, std bool, doc string) *Mod {
+	m := &Mod{Decl: d, Name: d.Name.Name, Kind: d.Kind, Factory: d.FactoryParams != nil, src: src, std: std,
+		doc: doc, bufParams: map[string]bool{}, paramCount: len(d.Params) == d.Kind.Arity()}
+	factory := map[string]bool{}
+	for _, p := range d.FactoryParams {
+		factory[p.Name] = true
+	}
+	if d.Body != nil {
+		exprs := []dsl.Expr{d.Body.Result}
+		for _, l := range d.Body.Lets {
+			exprs = append(exprs, l.Value)
+		}
+		for _, e := range exprs {
+			dsl.Inspect(e, func(e dsl.Expr) bool {
+				if ix, ok := e.(*dsl.IndexExpr); ok {
+					if id, ok := dsl.Unparen(ix.X).(*dsl.Ident); ok && factory[id.Name] {
+						m.bufParams[id.Name] = true
+					}
+				}
+				return true
+			})
+		}
+	}
+	return m
+}
+
+// docComment returns the `#` comment lines directly above decl, without
+// the '#'.
+func docComment(f *dsl.File, d dsl.Decl) string {
+	if f == nil || f.Source == nil {
+		return ""
+	}
+	line := f.Source.Position(d.Span().Start).Line
+	var lines []string
+	for i := len(f.Comments) - 1; i >= 0; i-- {
+		cm := f.Comments[i]
+		cl := f.Source.Position(cm.Sp.Start).Line
+		if cl >= line {
+			continue
+		}
+		if cl != line-1-len(lines) || strings.TrimSpace(f.Source.Line(cl)) != strings.TrimSpace(cm.Text) {
+			break
+		}
+		lines = append(lines, strings.TrimSpace(strings.TrimPrefix(cm.Text, "#")))
+	}
+	for i, j := 0, len(lines)-1; i < j; i, j = i+1, j-1 {
+		lines[i], lines[j] = lines[j], lines[i]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// global is what a top-level name resolves to.
+type global struct {
+	kind    SymbolKind
+	name    string
+	param   *Param
+	buf     *Buffer
+	mod     *Mod
+	size    dsl.Var
+	builtin *dsl.Builtin
+	val     dsl.Value
+}
+
+var sizeDocs = map[dsl.Var]string{
+	dsl.SizeB: "B: batch size (run-time int)", dsl.SizeH: "H: number of query heads (run-time int)",
+	dsl.SizeHKV: "HKV: number of key/value heads (run-time int)", dsl.SizeQ: "Q: query length (run-time int)",
+	dsl.SizeKV: "KV: key/value length (run-time int)",
+}
+
+func (g global) symbol() Symbol {
+	s := Symbol{Kind: g.kind, Name: g.name}
+	switch g.kind {
+	case SymParam:
+		s.Decl, s.Type = g.param.Decl, g.param.Value.Type
+		s.Doc = "param " + g.param.Name
+		if g.param.Value.IsValid() {
+			s.Doc += " = " + g.param.Value.String()
+		}
+	case SymBuffer:
+		s.Decl, s.Type, s.Doc = g.buf.Decl, dsl.TypeBuffer, g.buf.String()
+	case SymMod, SymStdMod:
+		s.Decl, s.Type = g.mod.Decl, kindType(g.mod.Kind)
+		s.Doc = modSignature(g.mod)
+		if g.mod.doc != "" {
+			s.Doc += "\n" + g.mod.doc
+		}
+	case SymSize:
+		s.Type, s.Doc = dsl.TypeInt, sizeDocs[g.size]
+	case SymBuiltin:
+		s.Doc = g.builtin.Doc
+	case SymCombinator:
+		s.Type = dsl.TypeMask
+		s.Doc = g.name + "(m1, m2, ...): the mask that keeps a pair when all (and_masks) or any (or_masks) of the masks keep it"
+	case SymConstant:
+		s.Type, s.Doc = dsl.TypeFloat, "inf: positive infinity (float)"
+	}
+	return s
+}
+
+// lookup resolves a top-level name in f's world: the user's declarations
+// (unless f is a standard-library body), the standard library, the size
+// symbols, constants, built-ins and combinators.
+func (c *checker) lookup(f *frame, name string) (global, bool) {
+	if !f.std {
+		if p := c.prog.params[name]; p != nil {
+			return global{kind: SymParam, name: name, param: p}, true
+		}
+		if b := c.prog.buffers[name]; b != nil {
+			return global{kind: SymBuffer, name: name, buf: b}, true
+		}
+		if m := c.prog.mods[name]; m != nil {
+			return global{kind: SymMod, name: name, mod: m}, true
+		}
+	}
+	if c.lib != nil {
+		if m := c.lib.mods[name]; m != nil {
+			return global{kind: SymStdMod, name: name, mod: m}, true
+		}
+	}
+	if v, ok := dsl.SizeVar(name); ok {
+		return global{kind: SymSize, name: name, size: v}, true
+	}
+	switch name {
+	case "inf", "math.inf", "torch.inf":
+		return global{kind: SymConstant, name: name, val: dsl.Float(inf)}, true
+	case "and_masks", "or_masks":
+		return global{kind: SymCombinator, name: name}, true
+	}
+	if b := dsl.LookupBuiltin(name); b != nil {
+		return global{kind: SymBuiltin, name: name, builtin: b}, true
+	}
+	return global{}, false
+}
+
+// visibleNames lists the top-level names f can see, for did-you-mean hints.
+func (c *checker) visibleNames(f *frame) []string {
+	var out []string
+	if !f.std {
+		for n := range c.decls {
+			out = append(out, n)
+		}
+	}
+	if c.lib != nil {
+		for n := range c.lib.mods {
+			out = append(out, n)
+		}
+	}
+	out = append(out, "B", "H", "HKV", "Q", "KV", "inf", "and_masks", "or_masks")
+	for n := range dsl.Builtins {
+		out = append(out, n)
+	}
+	return out
+}
+
+// describe says what name is, for "q is a mod parameter, not a buffer".
+func (c *checker) describe(f *frame, name string, r result) string {
+	if b := f.names[name]; b != nil {
+		return "a " + b.sym.Kind.String()
+	}
+	if g, ok := c.lookup(f, name); ok {
+		switch g.kind {
+		case SymSize:
+			return "a size"
+		case SymMod, SymStdMod:
+			return "a " + g.mod.Kind.String() + " mod"
+		case SymBuiltin:
+			return "a built-in function"
+		}
+		return article(dsl.TypeBool) + " " + g.kind.String()
+	}
+	return article(r.typ) + " " + r.typ.String()
+}
+
+func (c *checker) recordUse(f *frame, id *dsl.Ident, s Symbol) {
+	if f.record {
+		c.info.Uses[id] = s
+	}
+}
+
+// checkShadow warns when a mod parameter or let named id hides a param,
+// buffer, mod or built-in.
+func (c *checker) checkShadow(f *frame, id *dsl.Ident, what string) {
+	var hidden string
+	switch {
+	case c.prog.params[id.Name] != nil:
+		hidden = "param " + id.Name
+	case c.prog.buffers[id.Name] != nil:
+		hidden = "buffer " + id.Name
+	case c.prog.mods[id.Name] != nil:
+		hidden = c.prog.mods[id.Name].Kind.String() + " " + id.Name
+	case dsl.Builtins[id.Name] != nil:
+		hidden = "built-in " + id.Name
+	default:
+		return
+	}
+	c.diags.Warn(f.src, id.Sp, CodeShadow, "%s %s shadows the %s", what, id.Name, hidden).
+		WithHint("rename the %s; inside this mod %s now means the %s", what, id.Name, what)
+}
+
+// checkParams folds every param in order and applies -D overrides.
+func (c *checker) checkParams(defines map[string]string) {
+	for _, p := range c.prog.Params {
+		f := c.userFrame()
+		f.paramPass = true
+		c.info.Defs[p.Decl.Name] = Symbol{Kind: SymParam, Name: p.Name, Decl: p.Decl}
+		l := c.newLowering()
+		r := l.expr(f, p.Decl.Value)
+		switch {
+		case !r.ok() && r.fn == "":
+		case !r.scalar():
+			what := describeResult(r)
+			if r.typ == dsl.TypeBuffer {
+				what = "buffer " + r.buf.Name
+			}
+			c.diags.Add(c.src, p.Decl.Value.Span(), CodeParamType, "param %s must be an int, float or bool, got %s", p.Name, what).
+				WithHint("params are constants such as 1024, 30.0 or True; declare mods with mask or score")
+		case !r.isConst():
+			c.diags.Add(c.src, p.Decl.Value.Span(), CodeParamNotConst, "param %s is not a compile-time constant", p.Name).
+				WithHint("params may use literals, params declared above and built-in functions; sizes (B H HKV Q KV) are run-time values")
+		default:
+			p.Value = r.val
+		}
+		if text, ok := defines[p.Name]; ok && p.Value.IsValid() {
+			v, err := parseDefineValue(text, p.Value.Type)
+			if err != nil {
+				c.diags.Add(c.src, p.Decl.Name.Sp, CodeDefineValue, "-D %s=%s does not fit %s param %s: %v", p.Name, text,
+					p.Value.Type, p.Name, err).WithHint("%s is declared as %s", p.Name, p.Value.String())
+			} else {
+				p.Value, p.Overridden = v, true
+			}
+		}
+		p.ready = true
+		c.info.Defs[p.Decl.Name] = global{kind: SymParam, name: p.Name, param: p}.symbol()
+	}
+	var unknown []string
+	for name := range defines {
+		if c.prog.params[name] == nil {
+			unknown = append(unknown, name)
+		}
+	}
+	sort.Strings(unknown)
+	names := make([]string, 0, len(c.prog.Params))
+	for _, p := range c.prog.Params {
+		names = append(names, p.Name)
+	}
+	for _, name := range unknown {
+		d := c.diags.Add(c.src, dsl.NoSpan, CodeDefineUnknown, "-D %s: no param %s is declared", name, name)
+		switch {
+		case didYouMean(name, names) != "":
+			d.WithHint("%s", didYouMean(name, names))
+		case len(names) == 0:
+			d.WithHint("the file declares no params")
+		default:
+			d.WithHint("declared params: %s", strings.Join(names, ", "))
+		}
+	}
+}

@@ -1,0 +1,150 @@
+package check
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/maskc/maskc/dsl"
+	"github.com/maskc/maskc/parser"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// checkSource parses and checks src, failing the test on syntax errors.
+func checkSource(t testing.TB, src string, defines map[string]string) (*Program, dsl.Diagnostics) {
+	t.Helper()
+	f, diags := parser.ParseFile("test.flex", []byte(src))
+	require.False(t, diags.HasErrors(), "syntax errors in test source:\n%s", diags.Render())
+	return Check(f, Options{Defines: defines})
+}
+
+// golden compares got with testdata/name, or rewrites it under -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+		return
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test ./check -update to create %s", path)
+	if string(want) == got {
+		return
+	}
+	wl, gl := strings.Split(string(want), "\n"), strings.Split(got, "\n")
+	for i := 0; i < max(len(wl), len(gl)); i++ {
+		var w, g string
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if w != g {
+			t.Errorf("golden file %s differs at line %d:\nwant: %q\ngot:  %q\ninspect, then run go test ./check -update", path, i+1, w, g)
+			return
+		}
+	}
+}
+
+// blowUp is a file whose mods double in size at each level.
+func blowUp(levels int) string {
+	var b strings.Builder
+	b.WriteString("mask m0(b, h, q, kv) = q >= kv\n")
+	for i := 1; i <= levels; i++ {
+		fmt.Fprintf(&b, "mask m%d(b, h, q, kv) = m%d(b, h, q, kv) and m%d(b, h, kv, q)\n", i, i-1, i-1)
+	}
+	fmt.Fprintf(&b, "attention big {\n    mask = m%d\n}\n", levels)
+	return b.String()
+}
+
+// diagnosticCases holds one small file per diagnostic code; the rendered
+// diagnostics of all of them are pinned in testdata/diagnostics.golden.
+var diagnosticCases = []struct {
+	code    dsl.Code
+	src     string
+	defines map[string]string
+}{
+	{CodeUnknownName, "mask m(b, h, q, kv) = q >= kvv\n", nil},
+	{CodeDuplicate, "param W = 1\nparam W = 2\nmask m(b, h, q, kv) = q - kv <= W\n", nil},
+	{CodeModParamCount, "mask m(b, h, q) = True\n", nil},
+	{CodeArgCount, "mask m(b, h, q, kv) = abs(q, kv) > 0\n", nil},
+	{CodeMaskNotBool, "mask m(b, h, q, kv) = q - kv\n", nil},
+	{CodeScoreNotFloat, "score s(score, b, h, q, kv) = q >= kv\n", nil},
+	{CodeLogicalNotBool, "mask m(b, h, q, kv) = q and kv\n", nil},
+	{CodeBitwiseOperand, "mask m(b, h, q, kv) = (q >= kv) & 1\n", nil},
+	{CodeNotAValue, "buffer doc: i32[KV]\nmask m(b, h, q, kv) = doc == 1\n", nil},
+	{CodeConditionNotBool, "mask m(b, h, q, kv) = where(q, True, False)\n", nil},
+	{CodeIndexCount, "buffer bias: f32[H, 8191]\nmask m(b, h, q, kv) = bias[h] > 0\n", nil},
+	{CodeIndexNotInt, "buffer doc: i32[KV]\nmask m(b, h, q, kv) = doc[kv / 2] == 0\n", nil},
+	{CodeNotABuffer, "mask m(b, h, q, kv) = q[0] == 1\n", nil},
+	{CodeBadDim, "buffer t: f32[KV * KV]\nscore s(score, b, h, q, kv) = score + t[kv]\n", nil},
+	{CodeUnknownDType, "buffer t: i16[KV]\nmask m(b, h, q, kv) = t[kv] == 0\n", nil},
+	{CodeUnknownProperty, "buffer t: i32[KV] sorted\nmask m(b, h, q, kv) = t[kv] == t[q]\n", nil},
+	{CodeBadSegments, "buffer t: f32[KV] segments\nmask m(b, h, q, kv) = t[kv] == t[q]\n", nil},
+	{CodeDivisionByZero, "mask m(b, h, q, kv) = q // 0 == 1\n", nil},
+	{CodeFoldError, "param BIG = 2 ** 63\nmask m(b, h, q, kv) = q < BIG\n", nil},
+	{CodeRecursion, "mask ping(b, h, q, kv) = pong(b, h, q, kv)\nmask pong(b, h, q, kv) = q > 0 and ping(b, h, q - 1, kv)\n", nil},
+	{CodeModKindMismatch, "attention a {\n    mask = softcap(30.0)\n}\n", nil},
+	{CodeParamNotConst, "param N = Q // 2\nmask m(b, h, q, kv) = q < N\n", nil},
+	{CodeParamType, "param M = causal\nmask m(b, h, q, kv) = M\n", nil},
+	{CodeDefineUnknown, "param WINDOW = 128\nmask m(b, h, q, kv) = q - kv <= WINDOW\n", map[string]string{"WINDOWS": "256"}},
+	{CodeDefineValue, "param WINDOW = 128\nmask m(b, h, q, kv) = q - kv <= WINDOW\n", map[string]string{"WINDOW": "1.5"}},
+	{CodeFactoryArg, "attention a {\n    mask = sliding_window(Q // 8)\n}\n", nil},
+	{CodeFactoryNoArgs, "attention a {\n    mask = sliding_window\n}\n", nil},
+	{CodeNotCallable, "param W = 4\nmask m(b, h, q, kv) = W(q) > 0\n", nil},
+	{CodeUnknownSetting, "attention a {\n    casual = true\n}\n", nil},
+	{CodeDuplicateSetting, "attention a {\n    causal = true\n    causal = false\n}\n", nil},
+	{CodeSettingType, "attention a {\n    causal = 1\n}\n", nil},
+	{CodeSettingRange, "attention a {\n    head_dim = 100\n}\n", nil},
+	{CodeUnknownWord, "attention a {\n    layout = bsdh\n}\n", nil},
+	{CodeReservedName, "param Q = 4\n", nil},
+	{CodeNotAMod, "attention a {\n    mask = causal(0, 0, 1, 2)\n}\n", nil},
+	{CodeTooLarge, blowUp(18), nil},
+	{CodeArgType, "mask m(b, h, q, kv) = causal(b, h, q / 2, kv)\n", nil},
+	{CodeSettingBuffer, "buffer s: f32[Q]\nattention a {\n    sink = s\n}\n", nil},
+	{CodeUnusedParam, "param W = 4\n", nil},
+	{CodeUnusedBuffer, "buffer doc: i32[KV]\n", nil},
+	{CodeUnusedMod, "mask m(b, h, q, kv) = q > kv\nattention a {\n    mask = causal\n}\n", nil},
+	{CodeUnusedLet, "mask m(b, h, q, kv) {\n    let d = q - kv\n    q >= kv\n}\n", nil},
+	{CodeShadow, "param W = 4\nmask m(b, h, q, kv) {\n    let W = 8\n    q - kv <= W\n}\nmask n(b, h, q, kv) = q < W\n", nil},
+	{CodeBitwisePrecedence, "mask m(b, h, q, kv) = q >= kv & q < 5\n", nil},
+}
+
+func TestDiagnosticsGolden(t *testing.T) {
+	var out strings.Builder
+	for _, tc := range diagnosticCases {
+		_, diags := checkSource(t, tc.src, tc.defines)
+		codes := make([]dsl.Code, 0, len(diags))
+		for _, d := range diags {
+			codes = append(codes, d.Code)
+		}
+		assert.Contains(t, codes, tc.code, "case %s reports %v:\n%s", tc.code, codes, diags.Render())
+		fmt.Fprintf(&out, "===== %s: %s\n%s\n", tc.code, Codes[tc.code], diags.Render())
+	}
+	golden(t, "diagnostics.golden", out.String())
+}
+
+func TestEveryCodeHasACase(t *testing.T) {
+	covered := map[dsl.Code]bool{}
+	for _, tc := range diagnosticCases {
+		covered[tc.code] = true
+	}
+	var missing []string
+	for code := range Codes {
+		if !covered[code] {
+			missing = append(missing, string(code))
+		}
+		assert.Regexp(t, `^(E0[2-9][0-9]|W0[0-4][0-9])$`, string(code), "code outside the checker's ranges")
+	}
+	sort.Strings(missing)
+	assert.Empty(t, missing, "codes without a case in diagnosticCases")
+}

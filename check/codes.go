@@ -1,0 +1,100 @@
+package check
+
+import "github.com/maskc/maskc/dsl"
+
+// Diagnostic codes reported by the checker (E020-E099, W001-W049).
+const (
+	CodeUnknownName       dsl.Code = "E020"
+	CodeDuplicate         dsl.Code = "E021"
+	CodeModParamCount     dsl.Code = "E022"
+	CodeArgCount          dsl.Code = "E023"
+	CodeMaskNotBool       dsl.Code = "E024"
+	CodeScoreNotFloat     dsl.Code = "E025"
+	CodeLogicalNotBool    dsl.Code = "E026"
+	CodeBitwiseOperand    dsl.Code = "E027"
+	CodeNotAValue         dsl.Code = "E028"
+	CodeConditionNotBool  dsl.Code = "E029"
+	CodeIndexCount        dsl.Code = "E030"
+	CodeIndexNotInt       dsl.Code = "E031"
+	CodeNotABuffer        dsl.Code = "E032"
+	CodeBadDim            dsl.Code = "E033"
+	CodeUnknownDType      dsl.Code = "E034"
+	CodeUnknownProperty   dsl.Code = "E035"
+	CodeBadSegments       dsl.Code = "E036"
+	CodeDivisionByZero    dsl.Code = "E037"
+	CodeFoldError         dsl.Code = "E038"
+	CodeRecursion         dsl.Code = "E039"
+	CodeModKindMismatch   dsl.Code = "E040"
+	CodeParamNotConst     dsl.Code = "E041"
+	CodeParamType         dsl.Code = "E042"
+	CodeDefineUnknown     dsl.Code = "E043"
+	CodeDefineValue       dsl.Code = "E044"
+	CodeFactoryArg        dsl.Code = "E045"
+	CodeFactoryNoArgs     dsl.Code = "E046"
+	CodeNotCallable       dsl.Code = "E047"
+	CodeUnknownSetting    dsl.Code = "E048"
+	CodeDuplicateSetting  dsl.Code = "E049"
+	CodeSettingType       dsl.Code = "E050"
+	CodeSettingRange      dsl.Code = "E051"
+	CodeUnknownWord       dsl.Code = "E052"
+	CodeReservedName      dsl.Code = "E053"
+	CodeNotAMod           dsl.Code = "E054"
+	CodeTooLarge          dsl.Code = "E055"
+	CodeArgType           dsl.Code = "E056"
+	CodeSettingBuffer     dsl.Code = "E057"
+	CodeUnusedParam       dsl.Code = "W001"
+	CodeUnusedBuffer      dsl.Code = "W002"
+	CodeUnusedMod         dsl.Code = "W003"
+	CodeUnusedLet         dsl.Code = "W004"
+	CodeShadow            dsl.Code = "W005"
+	CodeBitwisePrecedence dsl.Code = "W006"
+)
+
+// Codes describes every code the checker reports, one line each; tests
+// iterate it to make sure each code has a pinned example.
+var Codes = map[dsl.Code]string{
+	CodeUnknownName:       "a name that is not declared (with a did-you-mean hint)",
+	CodeDuplicate:         "a name declared twice in the same scope",
+	CodeModParamCount:     "a mod declared with the wrong number of index parameters",
+	CodeArgCount:          "a call with the wrong number of arguments (mod, factory, built-in or combinator)",
+	CodeMaskNotBool:       "a mask body that is not bool",
+	CodeScoreNotFloat:     "a score body that is not a number",
+	CodeLogicalNotBool:    "`and`, `or` or `not` applied to a non-bool",
+	CodeBitwiseOperand:    "`&`, `|` or `~` on floats, or mixing bool and int",
+	CodeNotAValue:         "a mod, buffer, function or tuple used where a scalar is needed, or arithmetic on a non-number",
+	CodeConditionNotBool:  "the condition of `where` or `if else` is not bool",
+	CodeIndexCount:        "a buffer read with a number of indices different from its dimensions",
+	CodeIndexNotInt:       "a buffer index that is not an int",
+	CodeNotABuffer:        "indexing something that is not a buffer",
+	CodeBadDim:            "a buffer dimension that is not a positive int constant or linear in B H HKV Q KV",
+	CodeUnknownDType:      "an unknown buffer element type",
+	CodeUnknownProperty:   "an unknown buffer property",
+	CodeBadSegments:       "`segments` on a buffer that is not a 1-D integer buffer over Q or KV",
+	CodeDivisionByZero:    "division or modulo by a constant zero",
+	CodeFoldError:         "constant folding failed (int64 overflow, domain error)",
+	CodeRecursion:         "a mod that calls itself, directly or through other mods",
+	CodeModKindMismatch:   "a score used where a mask is expected, or the reverse",
+	CodeParamNotConst:     "a param whose value is not a compile-time constant",
+	CodeParamType:         "a param whose value is not an int, float or bool",
+	CodeDefineUnknown:     "a -D override of a param that is not declared",
+	CodeDefineValue:       "a -D override whose value does not fit the param's type",
+	CodeFactoryArg:        "a factory argument that is not a constant (or a buffer where the factory indexes it)",
+	CodeFactoryNoArgs:     "a factory used without its arguments",
+	CodeNotCallable:       "calling something that is not a function or mod",
+	CodeUnknownSetting:    "an unknown attention setting",
+	CodeDuplicateSetting:  "an attention setting given twice",
+	CodeSettingType:       "an attention setting whose value has the wrong type",
+	CodeSettingRange:      "an attention setting whose value is out of range",
+	CodeUnknownWord:       "an unknown word for layout or dtype",
+	CodeReservedName:      "a declaration named like a size symbol or a combinator",
+	CodeNotAMod:           "a value where a mask or score mod is expected",
+	CodeTooLarge:          "an expression that grows too large when inlined",
+	CodeArgType:           "a mod or built-in argument of the wrong type",
+	CodeSettingBuffer:     "a sink/alibi/bias buffer with the wrong shape or element type",
+	CodeUnusedParam:       "a param that is never used",
+	CodeUnusedBuffer:      "a buffer that is never used",
+	CodeUnusedMod:         "a mod that is never used (files with attention blocks only)",
+	CodeUnusedLet:         "a let binding that is never used",
+	CodeShadow:            "a mod parameter or let that shadows a param, buffer, mod or built-in",
+	CodeBitwisePrecedence: "`&` or `|` between two comparisons of a chain, where Python makes it bitwise on ints",
+}

@@ -1,0 +1,368 @@
+package check
+
+import (
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/maskc/maskc/dsl"
+)
+
+var inf = math.Inf(1)
+
+// String formats the buffer's declaration, e.g. "buffer doc: i32[KV] segments".
+func (b *Buffer) String() string {
+	s := "buffer " + b.Name + ": " + b.shape()
+	if b.Segments {
+		s += " segments"
+	}
+	return s
+}
+
+// dimSource is dimension i as written.
+func (b *Buffer) dimSource(i int) string {
+	if b.src == nil || i >= len(b.Decl.Dims) {
+		return "?"
+	}
+	return b.src.Slice(b.Decl.Dims[i].Span())
+}
+
+// checkBuffers validates element types, dimensions and properties.
+func (c *checker) checkBuffers() {
+	for _, b := range c.prog.Buffers {
+		d := b.Decl
+		if d.DType != nil {
+			b.DType = d.DType.Name
+			if _, ok := dtypes[b.DType]; !ok {
+				names := make([]string, 0, len(dtypes))
+				for n := range dtypes {
+					names = append(names, n)
+				}
+				sort.Strings(names)
+				diag := c.diags.Add(c.src, d.DType.Sp, CodeUnknownDType, "unknown element type %s", b.DType)
+				if h := didYouMean(b.DType, names); h != "" {
+					diag.WithHint("%s (element types: %s)", h, strings.Join(names, ", "))
+				} else {
+					diag.WithHint("element types: %s", strings.Join(names, ", "))
+				}
+			}
+		}
+		okDims := true
+		for _, e := range d.Dims {
+			dim, ok := c.dim(e)
+			okDims = okDims && ok
+			b.Dims = append(b.Dims, dim)
+		}
+		if d.Property != nil {
+			switch d.Property.Name {
+			case "segments":
+				b.Segments = true
+				c.info.Uses[d.Property] = Symbol{Kind: SymWord, Name: "segments",
+					Doc: "segments: the buffer holds non-decreasing document ids (documents are contiguous)"}
+				intType := b.DType == "i32" || b.DType == "i64"
+				overSeq := len(b.Dims) == 1 && (b.Dims[0].IsSize(dsl.SizeQ) || b.Dims[0].IsSize(dsl.SizeKV))
+				if okDims && (!intType || !overSeq) {
+					c.diags.Add(c.src, d.Property.Sp, CodeBadSegments, "segments needs a 1-D integer buffer over Q or KV, got %s", b.shape()).
+						WithHint("declare document ids as buffer %s: i32[KV] segments", b.Name)
+				}
+			default:
+				c.diags.Add(c.src, d.Property.Sp, CodeUnknownProperty, "unknown buffer property %s", d.Property.Name).
+					WithHint("the only property is segments (non-decreasing document ids)")
+			}
+		}
+		c.info.Defs[d.Name] = global{kind: SymBuffer, name: b.Name, buf: b}.symbol()
+	}
+}
+
+// shape is the element type and extents as written, e.g. "f32[H, KV]".
+func (b *Buffer) shape() string { return b.DType + b.dimsText() }
+
+// dimsText is the extents as written, e.g. "[H, KV]".
+func (b *Buffer) dimsText() string {
+	parts := make([]string, len(b.Decl.Dims))
+	for i := range parts {
+		parts[i] = b.dimSource(i)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// dim types a buffer dimension and reduces it to Const + sum Coef*size.
+func (c *checker) dim(e dsl.Expr) (Dim, bool) {
+	d := Dim{Expr: e}
+	l := c.newLowering()
+	r := l.value(c.userFrame(), e)
+	if !r.ok() {
+		return d, false
+	}
+	if r.typ != dsl.TypeInt {
+		c.diags.Add(c.src, e.Span(), CodeBadDim, "buffer dimension must be an int, got %s", r.typ).
+			WithHint("write an int constant or an expression such as KV or 2 * KV - 1")
+		return d, false
+	}
+	lin, ok := c.linear(e)
+	if !ok {
+		c.diags.Add(c.src, e.Span(), CodeBadDim, "buffer dimension must be linear in the sizes B, H, HKV, Q, KV").
+			WithHint("write an int constant or an expression such as KV or 2 * KV - 1")
+		return d, false
+	}
+	d.Const, d.Coef = lin.Const, lin.Coef
+	if len(d.Coef) == 0 && d.Const <= 0 {
+		c.diags.Add(c.src, e.Span(), CodeBadDim, "buffer dimension must be positive, got %d", d.Const).
+			WithHint("a buffer needs at least one element along each dimension")
+		return d, false
+	}
+	return d, true
+}
+
+// linear reduces an int expression of constants, params and size symbols
+// to linear form; ok is false for anything else (or on overflow).
+func (c *checker) linear(e dsl.Expr) (Dim, bool) {
+	switch x := e.(type) {
+	case *dsl.IntLit:
+		return Dim{Const: x.Value}, true
+	case *dsl.ParenExpr:
+		return c.linear(x.X)
+	case *dsl.Ident:
+		if v, ok := dsl.SizeVar(x.Name); ok && c.prog.params[x.Name] == nil {
+			return Dim{Coef: map[dsl.Var]int64{v: 1}}, true
+		}
+		if p := c.prog.params[x.Name]; p != nil && p.Value.Type == dsl.TypeInt {
+			return Dim{Const: p.Value.I}, true
+		}
+	case *dsl.UnaryExpr:
+		a, ok := c.linear(x.X)
+		if !ok {
+			return a, false
+		}
+		switch x.Op {
+		case dsl.OpPos:
+			return a, true
+		case dsl.OpNeg:
+			return scaleDim(a, -1)
+		}
+	case *dsl.BinaryExpr:
+		a, okA := c.linear(x.X)
+		b, okB := c.linear(x.Y)
+		if !okA || !okB {
+			return Dim{}, false
+		}
+		switch x.Op {
+		case dsl.OpAdd:
+			return addDim(a, b, 1)
+		case dsl.OpSub:
+			return addDim(a, b, -1)
+		case dsl.OpMul:
+			if len(a.Coef) == 0 {
+				return scaleDim(b, a.Const)
+			}
+			if len(b.Coef) == 0 {
+				return scaleDim(a, b.Const)
+			}
+		case dsl.OpFloorDiv, dsl.OpMod, dsl.OpPow:
+			if len(a.Coef) == 0 && len(b.Coef) == 0 {
+				v, err := dsl.BinaryOp(x.Op, dsl.Int(a.Const), dsl.Int(b.Const))
+				if err == nil && v.Type == dsl.TypeInt {
+					return Dim{Const: v.I}, true
+				}
+			}
+		}
+	}
+	return Dim{}, false
+}
+
+func scaleDim(a Dim, k int64) (Dim, bool) {
+	out := Dim{Coef: map[dsl.Var]int64{}}
+	var err error
+	if out.Const, err = dsl.IntMul(a.Const, k); err != nil {
+		return out, false
+	}
+	for v, c := range a.Coef {
+		if out.Coef[v], err = dsl.IntMul(c, k); err != nil {
+			return out, false
+		}
+	}
+	return normDim(out), true
+}
+
+func addDim(a, b Dim, sign int64) (Dim, bool) {
+	b, ok := scaleDim(b, sign)
+	if !ok {
+		return b, false
+	}
+	out := Dim{Coef: map[dsl.Var]int64{}}
+	var err error
+	if out.Const, err = dsl.IntAdd(a.Const, b.Const); err != nil {
+		return out, false
+	}
+	for _, m := range []map[dsl.Var]int64{a.Coef, b.Coef} {
+		for v, c := range m {
+			if out.Coef[v], err = dsl.IntAdd(out.Coef[v], c); err != nil {
+				return out, false
+			}
+		}
+	}
+	return normDim(out), true
+}
+
+func normDim(d Dim) Dim {
+	for v, c := range d.Coef {
+		if c == 0 {
+			delete(d.Coef, v)
+		}
+	}
+	if len(d.Coef) == 0 {
+		d.Coef = nil
+	}
+	return d
+}
+
+// checkMods checks each user mod's declaration and body.
+// Callees are checked before their callers, so that a caller's lowering
+// knows the size of what it inlines.
+func (c *checker) checkMods() {
+	for _, m := range dependencyOrder(c.prog.Mods, func(name string) *Mod { return c.prog.mods[name] }) {
+		c.checkMod(m)
+	}
+}
+
+// dependencyOrder sorts mods so that each comes after the mods its body
+// names (cycles are broken arbitrarily; they are reported elsewhere).
+func dependencyOrder(mods []*Mod, byName func(string) *Mod) []*Mod {
+	out := make([]*Mod, 0, len(mods))
+	state := map[*Mod]int{} // 1 visiting, 2 done
+	var visit func(m *Mod)
+	visit = func(m *Mod) {
+		if state[m] != 0 {
+			return
+		}
+		state[m] = 1
+		for _, e := range bodyExprs(m.Decl) {
+			dsl.Inspect(e, func(e dsl.Expr) bool {
+				if id, ok := e.(*dsl.Ident); ok {
+					if callee := byName(id.Name); callee != nil {
+						visit(callee)
+					}
+				}
+				return true
+			})
+		}
+		state[m] = 2
+		out = append(out, m)
+	}
+	for _, m := range mods {
+		visit(m)
+	}
+	return out
+}
+
+// bodyExprs lists the expressions of a mod body: the lets' values and the
+// result.
+func bodyExprs(d *dsl.ModDecl) []dsl.Expr {
+	if d.Body == nil {
+		return nil
+	}
+	var out []dsl.Expr
+	for _, l := range d.Body.Lets {
+		out = append(out, l.Value)
+	}
+	return append(out, d.Body.Result)
+}
+
+func (c *checker) checkMod(m *Mod) {
+	d := m.Decl
+	f := &frame{src: m.src, names: map[string]*binding{}, record: !m.std, std: m.std}
+	c.info.Defs[d.Name] = Symbol{Kind: SymMod, Name: m.Name, Decl: d, Type: kindType(m.Kind), Doc: modSignature(m)}
+	if m.doc != "" {
+		s := c.info.Defs[d.Name]
+		s.Doc += "\n" + m.doc
+		c.info.Defs[d.Name] = s
+	}
+	if !m.paramCount {
+		sp := d.Name.Sp
+		if len(d.Params) > 0 {
+			sp = d.Params[0].Sp.Join(d.Params[len(d.Params)-1].Sp)
+		}
+		c.diags.Add(m.src, sp, CodeModParamCount, "%s %s takes %d parameters (%s), got %d", m.Kind, m.Name,
+			m.Kind.Arity(), strings.Join(kindParams(m.Kind), ", "), len(d.Params)).
+			WithHint("declare it as %s %s(%s)", m.Kind, m.Name, strings.Join(kindParams(m.Kind), ", "))
+	}
+	declare := func(id *dsl.Ident, b *binding, what string) {
+		if id == nil {
+			return
+		}
+		if prev := f.names[id.Name]; prev != nil {
+			c.diags.Add(m.src, id.Sp, CodeDuplicate, "%s %s is already declared in %s", what, id.Name, m.Name).
+				WithHint("%s", c.firstDeclared(m.src, prev.ident))
+			return
+		}
+		if !m.std {
+			c.checkShadow(f, id, what)
+			c.info.Defs[id] = b.sym
+		}
+		f.names[id.Name] = b
+	}
+	for _, p := range d.FactoryParams {
+		sym := Symbol{Kind: SymFactoryParam, Name: p.Name, Decl: p, Doc: "factory parameter " + p.Name + " of " + m.Name}
+		if m.bufParams[p.Name] {
+			sym.Type = dsl.TypeBuffer
+		}
+		declare(p, &binding{kind: bindUnknown, sym: sym, ident: p}, "factory parameter")
+	}
+	l := c.newLowering()
+	l.stack = []*Mod{m}
+	l.root, l.rootSpan, l.declPass = m.Kind.String()+" "+m.Name, d.Name.Sp, true
+	for i, p := range d.Params {
+		typ, v := dsl.TypeInt, dsl.Var(-1)
+		if m.Kind == dsl.ScoreMod {
+			if i == 0 {
+				typ, v = dsl.TypeFloat, dsl.VarScore
+			} else if i <= 4 {
+				v = dsl.Var(i - 1)
+			}
+		} else if i < 4 {
+			v = dsl.Var(i)
+		}
+		sym := Symbol{Kind: SymModParam, Name: p.Name, Decl: p, Type: typ, Doc: "mod parameter " + p.Name}
+		if v >= 0 {
+			sym.Doc += " (" + v.String() + ")"
+		}
+		b := &binding{kind: bindUnknown, sym: sym, ident: p}
+		if v >= 0 {
+			b.kind = bindValue
+			b.res = l.varRef(f, v, typ, p.Sp)
+		}
+		declare(p, b, "mod parameter")
+	}
+	r := l.body(f, m)
+	switch {
+	case l.aborted:
+		c.modSize[m] = -1
+	case r.ok():
+		c.modSize[m] = r.size
+	}
+}
+
+// warnUnused reports params, buffers and mods that nothing uses.
+func (c *checker) warnUnused() {
+	for _, p := range c.prog.Params {
+		if !p.used {
+			c.diags.Warn(c.src, p.Decl.Name.Sp, CodeUnusedParam, "param %s is never used", p.Name).
+				WithHint("remove it, or use it in a mod, a buffer dimension or a setting")
+		}
+	}
+	for _, b := range c.prog.Buffers {
+		if !b.used {
+			c.diags.Warn(c.src, b.Decl.Name.Sp, CodeUnusedBuffer, "buffer %s is never used", b.Name).
+				WithHint("remove it, or read it in a mod (%s[...]) or a setting", b.Name)
+		}
+	}
+	if len(c.prog.Attentions) == 0 {
+		return // a file of mods only is a library: its mods are its output
+	}
+	for _, m := range c.prog.Mods {
+		if !m.Used {
+			c.diags.Warn(c.src, m.Decl.Name.Sp, CodeUnusedMod, "%s %s is never used", m.Kind, m.Name).
+				WithHint("use it in an attention block (%s = %s), or remove it", m.Kind, m.Name)
+		}
+	}
+}

@@ -1,0 +1,704 @@
+package check
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/maskc/maskc/dsl"
+)
+
+// maxLoweredNodes bounds the size of one lowered expression (counting
+// shared subtrees once per use) and the work spent building it.
+const maxLoweredNodes = 100_000
+
+// maxCheckNodes bounds the nodes built by one whole Check, so that no file,
+// however large or hostile, takes more than about a second to check.
+const maxCheckNodes = 1_000_000
+
+// result is what lowering an expression gives: the lowered node and its
+// type, its value when it is a constant, or what else the expression
+// denotes (a mod value, a buffer, a function name).
+type result struct {
+	node dsl.Expr  // the lowered node; nil unless typ is bool, int or float
+	typ  dsl.Type  // dsl.TypeInvalid after an error (already reported)
+	val  dsl.Value // valid when the expression is a compile-time constant
+	size int       // node count of node's tree
+	mod  *modValue // when typ is TypeMask or TypeScore
+	buf  *Buffer   // when typ is TypeBuffer
+	fn   string    // a built-in's canonical name, "and_masks" or "or_masks"
+}
+
+func (r result) ok() bool      { return r.typ != dsl.TypeInvalid }
+func (r result) isConst() bool { return r.val.IsValid() }
+func (r result) scalar() bool {
+	return r.typ == dsl.TypeBool || r.typ == dsl.TypeInt || r.typ == dsl.TypeFloat
+}
+
+// modValue is a mask or score mod as a value: a declared mod, a factory
+// instantiation, or a combination by and_masks/or_masks.
+type modValue struct {
+	kind      dsl.ModKind
+	name      string      // for messages and dsl.Lowered.Name
+	mod       *Mod        // nil for a combination
+	unapplied bool        // a factory named without its arguments
+	args      []*binding  // factory arguments, one per factory parameter
+	comb      dsl.Op      // dsl.OpAnd or dsl.OpOr for a combination
+	parts     []*modValue // the combined mods
+}
+
+// bindKind says what a local name is bound to.
+type bindKind int
+
+const (
+	bindValue   bindKind = iota // a lowered value: an argument, a let, a factory constant
+	bindBuffer                  // a factory parameter bound to a buffer
+	bindUnknown                 // a factory parameter while its declaration is checked
+)
+
+// binding is a local name of a mod body.
+type binding struct {
+	kind  bindKind
+	res   result
+	buf   *Buffer
+	sym   Symbol
+	ident *dsl.Ident // the declaring identifier
+	uses  int
+}
+
+// frame is the context of one body being lowered: its source, its local
+// names, and whether it is the user's own text (recorded in Info) or an
+// inlined body.
+type frame struct {
+	src    *dsl.Source
+	names  map[string]*binding
+	std    bool      // a standard-library body: resolves only stdlib names
+	record bool      // record types, constants and uses in Info
+	site   *dsl.Span // inside a stdlib body: the user text that led there
+	// stdName names the outermost stdlib mod for messages.
+	stdName string
+	// paramPass is set while params are folded: later params are not ready.
+	paramPass bool
+}
+
+// lowering is the state of one lowering: the types of the nodes built, the
+// buffers read, the mods being inlined, and the node budget.
+type lowering struct {
+	c       *checker
+	types   map[dsl.Expr]dsl.Type
+	buffers []*dsl.BufferDecl
+	stack   []*Mod
+	work    int
+	aborted bool
+	// root names what is being lowered, for the too-large error, and
+	// rootSpan is where that error points.
+	root     string
+	rootSpan dsl.Span
+	// declPass is set while a mod's own declaration is checked.
+	declPass bool
+}
+
+func (c *checker) newLowering() *lowering {
+	return &lowering{c: c, types: map[dsl.Expr]dsl.Type{}}
+}
+
+// errorf reports an error at sp; inside a standard-library body it points
+// at the user text that used the library mod instead.
+func (l *lowering) errorf(f *frame, sp dsl.Span, code dsl.Code, format string, args ...any) *dsl.Diagnostic {
+	return l.report(f, sp, code, false, format, args...)
+}
+
+func (l *lowering) warnf(f *frame, sp dsl.Span, code dsl.Code, format string, args ...any) *dsl.Diagnostic {
+	return l.report(f, sp, code, true, format, args...)
+}
+
+func (l *lowering) report(f *frame, sp dsl.Span, code dsl.Code, warn bool, format string, args ...any) *dsl.Diagnostic {
+	src := f.src
+	msg := fmt.Sprintf(format, args...)
+	if f.site != nil {
+		src, sp = l.c.src, *f.site
+		msg = "in standard mod " + f.stdName + ": " + msg
+	}
+	if warn {
+		return l.c.diags.Warn(src, sp, code, "%s", msg)
+	}
+	return l.c.diags.Add(src, sp, code, "%s", msg)
+}
+
+// span is the span a new node built from source span sp gets.
+func (l *lowering) span(f *frame, sp dsl.Span) dsl.Span {
+	if f.site != nil {
+		return *f.site
+	}
+	return sp
+}
+
+// add records a newly built node.
+func (l *lowering) add(f *frame, node dsl.Expr, typ dsl.Type, size int) result {
+	l.work++
+	l.c.work++
+	if l.c.work > maxCheckNodes {
+		if !l.c.exhausted {
+			l.c.diags.Add(l.c.src, l.rootSpan, CodeTooLarge, "the file is too large to check: inlining its mods makes more than %d nodes in all", maxCheckNodes).
+				WithHint("split the file, or use fewer and smaller mods; checking stopped here")
+		}
+		l.c.exhausted, l.aborted = true, true
+		return result{}
+	}
+	if size > maxLoweredNodes || l.work > maxLoweredNodes {
+		l.tooLarge()
+		return result{}
+	}
+	l.types[node] = typ
+	return result{node: node, typ: typ, size: size}
+}
+
+// tooLarge reports that the lowering ran over its budget, once.
+func (l *lowering) tooLarge() {
+	if !l.aborted {
+		l.c.diags.Add(l.c.src, l.rootSpan, CodeTooLarge, "%s is too large once mods are inlined: more than %d nodes", l.root, maxLoweredNodes).
+			WithHint("mods are inlined at every use; bind a repeated subexpression with let, or simplify the mods")
+	}
+	l.aborted = true
+}
+
+// constant builds a literal for v at sp.
+func (l *lowering) constant(f *frame, v dsl.Value, sp dsl.Span) result {
+	sp = l.span(f, sp)
+	var node dsl.Expr
+	switch v.Type {
+	case dsl.TypeBool:
+		node = &dsl.BoolLit{Sp: sp, Raw: v.String(), Value: v.I != 0}
+	case dsl.TypeInt:
+		node = &dsl.IntLit{Sp: sp, Raw: strconv.FormatInt(v.I, 10), Value: v.I}
+	case dsl.TypeFloat:
+		node = &dsl.FloatLit{Sp: sp, Raw: v.String(), Value: v.F}
+	default:
+		return result{}
+	}
+	r := l.add(f, node, v.Type, 1)
+	if r.ok() {
+		r.val = v
+	}
+	return r
+}
+
+// varRef builds a reference to v at sp.
+func (l *lowering) varRef(f *frame, v dsl.Var, typ dsl.Type, sp dsl.Span) result {
+	return l.add(f, &dsl.VarRef{Sp: l.span(f, sp), Var: v}, typ, 1)
+}
+
+// expr lowers e, which may denote a scalar, a mod, a buffer or a function.
+func (l *lowering) expr(f *frame, e dsl.Expr) result {
+	if l.aborted || l.c.exhausted {
+		return result{}
+	}
+	r := l.exprNoRecord(f, e)
+	if f.record && r.typ != dsl.TypeInvalid {
+		l.c.info.Types[e] = r.typ
+		if r.isConst() {
+			l.c.info.Consts[e] = r.val
+		}
+	}
+	return r
+}
+
+func (l *lowering) exprNoRecord(f *frame, e dsl.Expr) result {
+	switch x := e.(type) {
+	case *dsl.IntLit:
+		return l.constant(f, dsl.Int(x.Value), x.Sp)
+	case *dsl.FloatLit:
+		return l.constant(f, dsl.Float(x.Value), x.Sp)
+	case *dsl.BoolLit:
+		return l.constant(f, dsl.Bool(x.Value), x.Sp)
+	case *dsl.Ident:
+		return l.ident(f, x)
+	case *dsl.ParenExpr:
+		return l.expr(f, x.X)
+	case *dsl.TupleExpr:
+		for _, el := range x.Elems {
+			l.expr(f, el)
+		}
+		l.errorf(f, x.Sp, CodeNotAValue, "a tuple is not a value").
+			WithHint("tuples are only written as setting values, e.g. window = (1023, 0)")
+		return result{}
+	case *dsl.UnaryExpr:
+		return l.unary(f, x)
+	case *dsl.BinaryExpr:
+		return l.binary(f, x)
+	case *dsl.CompareExpr:
+		return l.compare(f, x)
+	case *dsl.CondExpr:
+		return l.cond(f, x)
+	case *dsl.CallExpr:
+		return l.call(f, x)
+	case *dsl.IndexExpr:
+		return l.index(f, x)
+	case *dsl.VarRef:
+		// Already lowered (Program.Lower of a lowered expression).
+		typ := dsl.TypeInt
+		if x.Var == dsl.VarScore {
+			typ = dsl.TypeFloat
+		}
+		return l.varRef(f, x.Var, typ, x.Sp)
+	case nil:
+		return result{}
+	}
+	l.errorf(f, e.Span(), CodeNotAValue, "unsupported expression %T", e)
+	return result{}
+}
+
+// value lowers e where a scalar (bool, int or float) is needed.
+func (l *lowering) value(f *frame, e dsl.Expr) result {
+	r := l.expr(f, e)
+	if r.scalar() || (!r.ok() && r.fn == "") {
+		return r
+	}
+	name := sourceText(f, e)
+	switch {
+	case r.fn != "":
+		if r.fn == "and_masks" || r.fn == "or_masks" {
+			l.errorf(f, e.Span(), CodeNotAValue, "%s combines mask mods; it is not a value", r.fn).
+				WithHint("use it where a mask is expected: mask = %s(causal, other)", r.fn)
+		} else {
+			l.errorf(f, e.Span(), CodeNotAValue, "%s is a built-in function, not a value", name).
+				WithHint("call it: %s", dsl.Builtins[r.fn].Doc)
+		}
+	case r.typ == dsl.TypeBuffer:
+		l.errorf(f, e.Span(), CodeNotAValue, "buffer %s is used without an index", r.buf.Name).
+			WithHint("read an element: %s[%s]", r.buf.Name, strings.Join(indexNames(len(r.buf.Dims)), ", "))
+	case r.mod != nil && r.mod.unapplied:
+		l.errorf(f, e.Span(), CodeFactoryNoArgs, "factory %s is used without its arguments", r.mod.name).
+			WithHint("instantiate it: %s", factorySignature(r.mod.mod))
+	case r.mod != nil:
+		l.errorf(f, e.Span(), CodeNotAValue, "%s %s is a mod, not a value", r.mod.kind, name).
+			WithHint("call it with index arguments: %s(%s)", name, strings.Join(kindParams(r.mod.kind), ", "))
+	default:
+		l.errorf(f, e.Span(), CodeNotAValue, "%s is not a value", name)
+	}
+	return result{}
+}
+
+func indexNames(n int) []string {
+	names := []string{"i", "j", "k", "l", "m", "n"}
+	out := make([]string, 0, n)
+	for i := range n {
+		if i < len(names) {
+			out = append(out, names[i])
+		} else {
+			out = append(out, "i"+strconv.Itoa(i))
+		}
+	}
+	return out
+}
+
+// kindParams is the canonical parameter list of a mod kind.
+func kindParams(k dsl.ModKind) []string {
+	if k == dsl.ScoreMod {
+		return []string{"score", "b", "h", "q", "kv"}
+	}
+	return []string{"b", "h", "q", "kv"}
+}
+
+func sourceText(f *frame, e dsl.Expr) string {
+	if f.site != nil || e == nil || !e.Span().IsValid() {
+		if id, ok := e.(*dsl.Ident); ok {
+			return id.Name
+		}
+		return "expression"
+	}
+	return f.src.Slice(e.Span())
+}
+
+// ident resolves a name: local bindings first, then declarations.
+func (l *lowering) ident(f *frame, x *dsl.Ident) result {
+	if b := f.names[x.Name]; b != nil {
+		b.uses++
+		l.c.recordUse(f, x, b.sym)
+		switch b.kind {
+		case bindUnknown:
+			return result{}
+		case bindBuffer:
+			return result{typ: dsl.TypeBuffer, buf: b.buf}
+		}
+		r := b.res
+		switch {
+		case !r.ok():
+			return r
+		case r.isConst():
+			return l.constant(f, r.val, x.Sp)
+		}
+		if v, ok := r.node.(*dsl.VarRef); ok {
+			return l.varRef(f, v.Var, r.typ, x.Sp)
+		}
+		return r
+	}
+	g, ok := l.c.lookup(f, x.Name)
+	if !ok {
+		l.unknownName(f, x)
+		return result{}
+	}
+	if f.record {
+		l.c.recordUse(f, x, g.symbol())
+	}
+	switch g.kind {
+	case SymParam:
+		p := g.param
+		if l.c.markUses {
+			p.used = true
+		}
+		if f.paramPass && !p.ready {
+			l.errorf(f, x.Sp, CodeParamNotConst, "param %s is used before its declaration", p.Name).
+				WithHint("a param may only use params declared above it; move %s up", p.Name)
+			return result{}
+		}
+		if !p.Value.IsValid() {
+			if !l.c.markUses { // Check itself reports the declaration
+				l.errorf(f, x.Sp, CodeParamNotConst, "param %s has no value: its declaration has errors", p.Name).
+					WithHint("fix the declaration of %s", p.Name)
+			}
+			return result{}
+		}
+		return l.constant(f, p.Value, x.Sp)
+	case SymBuffer:
+		if l.c.markUses {
+			g.buf.used = true
+		}
+		return result{typ: dsl.TypeBuffer, buf: g.buf}
+	case SymMod, SymStdMod:
+		m := g.mod
+		if l.c.markUses && !m.std {
+			m.Used = true
+		}
+		mv := &modValue{kind: m.Kind, name: m.Name, mod: m, unapplied: m.Factory}
+		return result{typ: kindType(m.Kind), mod: mv}
+	case SymSize:
+		return l.varRef(f, g.size, dsl.TypeInt, x.Sp)
+	case SymConstant:
+		return l.constant(f, g.val, x.Sp)
+	case SymBuiltin:
+		return result{fn: g.builtin.Name}
+	case SymCombinator:
+		return result{fn: g.name}
+	}
+	return result{}
+}
+
+func kindType(k dsl.ModKind) dsl.Type {
+	if k == dsl.ScoreMod {
+		return dsl.TypeScore
+	}
+	return dsl.TypeMask
+}
+
+func (l *lowering) unknownName(f *frame, x *dsl.Ident) {
+	cands := l.c.visibleNames(f)
+	for n := range f.names {
+		cands = append(cands, n)
+	}
+	d := l.errorf(f, x.Sp, CodeUnknownName, "unknown name %s", x.Name)
+	if h := didYouMean(x.Name, cands); h != "" {
+		d.WithHint("%s", h)
+	} else if strings.Contains(x.Name, ".") {
+		d.WithHint("only torch. and math. prefixes of built-in functions are understood")
+	} else {
+		d.WithHint("declare it (param, buffer, mask or score), or use a mod parameter")
+	}
+}
+
+func (l *lowering) unary(f *frame, x *dsl.UnaryExpr) result {
+	a := l.value(f, x.X)
+	if !a.ok() {
+		return result{}
+	}
+	typ := a.typ
+	switch x.Op {
+	case dsl.OpNeg, dsl.OpPos:
+		if typ == dsl.TypeBool {
+			typ = dsl.TypeInt
+		}
+	case dsl.OpNot:
+		if a.typ != dsl.TypeBool {
+			l.errorf(f, x.X.Span(), CodeLogicalNotBool, "`not` needs a bool, got %s", a.typ).
+				WithHint("compare it to get a bool, e.g. not (%s != 0)", sourceText(f, x.X))
+			return result{}
+		}
+	case dsl.OpInvert:
+		if a.typ == dsl.TypeFloat {
+			l.errorf(f, x.X.Span(), CodeBitwiseOperand, "`~` needs a bool or an int, got float").
+				WithHint("use `not` on a comparison, or `-` to negate a number")
+			return result{}
+		}
+	}
+	if a.isConst() {
+		v, err := dsl.UnaryOp(x.Op, a.val)
+		if err != nil {
+			l.errorf(f, x.Sp, CodeFoldError, "constant %s: %v", sourceText(f, x), err)
+			return result{}
+		}
+		return l.constant(f, v, x.Sp)
+	}
+	return l.add(f, &dsl.UnaryExpr{Sp: l.span(f, x.Sp), Op: x.Op, X: a.node}, typ, a.size+1)
+}
+
+func (l *lowering) binary(f *frame, x *dsl.BinaryExpr) result {
+	a, b := l.value(f, x.X), l.value(f, x.Y)
+	if !a.ok() || !b.ok() {
+		return result{}
+	}
+	var typ dsl.Type
+	switch x.Op {
+	case dsl.OpAnd, dsl.OpOr:
+		bad := false
+		for _, o := range []struct {
+			e dsl.Expr
+			r result
+		}{{x.X, a}, {x.Y, b}} {
+			if o.r.typ != dsl.TypeBool {
+				l.errorf(f, o.e.Span(), CodeLogicalNotBool, "`%s` needs bool operands, got %s", x.Op, o.r.typ).
+					WithHint("compare it to get a bool, e.g. %s != 0; for bitwise arithmetic on ints use & or |", sourceText(f, o.e))
+				bad = true
+			}
+		}
+		if bad {
+			return result{}
+		}
+		typ = dsl.TypeBool
+	case dsl.OpBitAnd, dsl.OpBitOr:
+		for _, o := range []struct {
+			e dsl.Expr
+			r result
+		}{{x.X, a}, {x.Y, b}} {
+			if o.r.typ == dsl.TypeFloat {
+				l.errorf(f, o.e.Span(), CodeBitwiseOperand, "`%s` needs bool or int operands, got float", x.Op).
+					WithHint("`%s` is logical on bools and bitwise on ints; it has no meaning on floats", x.Op)
+				return result{}
+			}
+		}
+		if a.typ != b.typ {
+			l.errorf(f, x.OpSp, CodeBitwiseOperand, "`%s` mixes %s and %s", x.Op, a.typ, b.typ).
+				WithHint("`%s` is logical on bools and bitwise on ints; parenthesise comparisons, e.g. (q >= kv) %s (q - kv < W)", x.Op, x.Op)
+			return result{}
+		}
+		typ = a.typ
+	case dsl.OpDiv:
+		typ = dsl.TypeFloat
+	case dsl.OpPow:
+		typ = dsl.Promote(a.typ, b.typ)
+		if typ == dsl.TypeInt && b.isConst() && b.val.I < 0 {
+			typ = dsl.TypeFloat
+		}
+	default:
+		typ = dsl.Promote(a.typ, b.typ)
+	}
+	if (x.Op == dsl.OpDiv || x.Op == dsl.OpFloorDiv || x.Op == dsl.OpMod) && b.isConst() && b.val.AsFloat() == 0 {
+		what := "division"
+		if x.Op == dsl.OpMod {
+			what = "modulo"
+		}
+		l.errorf(f, x.Y.Span(), CodeDivisionByZero, "%s by constant zero", what).
+			WithHint("divide by a non-zero constant or a param")
+		return result{}
+	}
+	if a.isConst() && b.isConst() {
+		v, err := dsl.BinaryOp(x.Op, a.val, b.val)
+		if err != nil {
+			l.errorf(f, x.Sp, CodeFoldError, "constant %s: %v", sourceText(f, x), err).
+				WithHint("the value must fit a 64-bit int and be defined in Python")
+			return result{}
+		}
+		return l.constant(f, v, x.Sp)
+	}
+	node := &dsl.BinaryExpr{Sp: l.span(f, x.Sp), Op: x.Op, OpSp: l.span(f, x.OpSp), X: a.node, Y: b.node}
+	return l.add(f, node, typ, a.size+b.size+1)
+}
+
+func (l *lowering) compare(f *frame, x *dsl.CompareExpr) result {
+	if len(x.Operands) != len(x.Ops)+1 || len(x.Ops) == 0 {
+		l.errorf(f, x.Sp, CodeNotAValue, "malformed comparison")
+		return result{}
+	}
+	ops := make([]result, len(x.Operands))
+	okAll := true
+	for i, o := range x.Operands {
+		ops[i] = l.value(f, o)
+		okAll = okAll && ops[i].ok()
+	}
+	if f.record && f.site == nil {
+		l.bitwisePrecedence(f, x)
+	}
+	if !okAll {
+		return result{}
+	}
+	var acc result
+	for i, op := range x.Ops {
+		a, b := ops[i], ops[i+1]
+		sp := x.Operands[i].Span().Join(x.Operands[i+1].Span())
+		var link result
+		if a.isConst() && b.isConst() {
+			t, err := dsl.CompareOp(op, a.val, b.val)
+			if err != nil {
+				l.errorf(f, sp, CodeFoldError, "constant comparison: %v", err)
+				return result{}
+			}
+			link = l.constant(f, dsl.Bool(t), sp)
+		} else {
+			node := &dsl.CompareExpr{Sp: l.span(f, sp), Operands: []dsl.Expr{a.node, b.node}, Ops: []dsl.Op{op}}
+			link = l.add(f, node, dsl.TypeBool, a.size+b.size+1)
+		}
+		if !link.ok() {
+			return result{}
+		}
+		if i == 0 {
+			acc = link
+			continue
+		}
+		if acc.isConst() && link.isConst() {
+			acc = l.constant(f, dsl.Bool(acc.val.I != 0 && link.val.I != 0), x.Sp)
+		} else {
+			node := &dsl.BinaryExpr{Sp: l.span(f, x.Sp), Op: dsl.OpAnd, OpSp: l.span(f, x.Sp), X: acc.node, Y: link.node}
+			acc = l.add(f, node, dsl.TypeBool, acc.size+link.size+1)
+		}
+		if !acc.ok() {
+			return result{}
+		}
+	}
+	return acc
+}
+
+// bitwisePrecedence warns about `a >= b & c < d`, which Python reads as
+// `a >= (b & c) < d`: a `&` or `|` between two comparisons of a chain. At
+// either end of a chain (`q & 1 == 0`) the bitwise reading is usually meant.
+func (l *lowering) bitwisePrecedence(f *frame, x *dsl.CompareExpr) {
+	for i, o := range x.Operands {
+		if i == 0 || i == len(x.Operands)-1 {
+			continue
+		}
+		be, ok := o.(*dsl.BinaryExpr)
+		if !ok || (be.Op != dsl.OpBitAnd && be.Op != dsl.OpBitOr) {
+			continue
+		}
+		var reads strings.Builder
+		for j, oo := range x.Operands {
+			if j > 0 {
+				fmt.Fprintf(&reads, " %s ", x.Ops[j-1])
+			}
+			if j == i {
+				fmt.Fprintf(&reads, "(%s)", f.src.Slice(oo.Span()))
+			} else {
+				reads.WriteString(f.src.Slice(oo.Span()))
+			}
+		}
+		d := l.warnf(f, be.OpSp, CodeBitwisePrecedence, "`%s` binds tighter than comparisons: this reads %s", be.Op, reads.String())
+		if len(x.Operands) == 3 && i == 1 {
+			d.WithHint("parenthesise each comparison: (%s %s %s) %s (%s %s %s)",
+				f.src.Slice(x.Operands[0].Span()), x.Ops[0], f.src.Slice(be.X.Span()), be.Op,
+				f.src.Slice(be.Y.Span()), x.Ops[1], f.src.Slice(x.Operands[2].Span()))
+		} else {
+			d.WithHint("parenthesise each comparison on both sides of `%s`", be.Op)
+		}
+	}
+}
+
+// branchType is the common type of two branches: bool only when both are.
+func branchType(a, b dsl.Type) dsl.Type {
+	if a == dsl.TypeBool && b == dsl.TypeBool {
+		return dsl.TypeBool
+	}
+	return dsl.Promote(a, b)
+}
+
+func (l *lowering) cond(f *frame, x *dsl.CondExpr) result {
+	c := l.value(f, x.Cond)
+	t, e := l.value(f, x.Then), l.value(f, x.Else)
+	if c.ok() && c.typ != dsl.TypeBool {
+		l.errorf(f, x.Cond.Span(), CodeConditionNotBool, "the condition of `if else` must be bool, got %s", c.typ).
+			WithHint("compare it to get a bool, e.g. %s != 0", sourceText(f, x.Cond))
+		return result{}
+	}
+	if !c.ok() || !t.ok() || !e.ok() {
+		return result{}
+	}
+	if c.isConst() {
+		if c.val.I != 0 {
+			return t
+		}
+		return e
+	}
+	node := &dsl.CondExpr{Sp: l.span(f, x.Sp), Then: t.node, Cond: c.node, Else: e.node}
+	return l.add(f, node, branchType(t.typ, e.typ), c.size+t.size+e.size+1)
+}
+
+func (l *lowering) index(f *frame, x *dsl.IndexExpr) result {
+	target := l.expr(f, x.X)
+	idx := make([]result, len(x.Indices))
+	okAll := true
+	for i, e := range x.Indices {
+		idx[i] = l.value(f, e)
+		if idx[i].ok() && idx[i].typ != dsl.TypeInt {
+			l.errorf(f, e.Span(), CodeIndexNotInt, "buffer index must be an int, got %s", idx[i].typ).
+				WithHint("index with an int expression such as q, kv or h")
+			idx[i] = result{}
+		}
+		okAll = okAll && idx[i].ok()
+	}
+	if !target.ok() {
+		return result{}
+	}
+	if target.typ != dsl.TypeBuffer {
+		what := "a " + target.typ.String()
+		if target.fn != "" {
+			what = "a built-in function"
+		} else if id, ok := dsl.Unparen(x.X).(*dsl.Ident); ok {
+			what = l.c.describe(f, id.Name, target)
+		}
+		l.errorf(f, x.X.Span(), CodeNotABuffer, "%s is %s, not a buffer; only buffers can be indexed", sourceText(f, x.X), what).
+			WithHint("declare a buffer, e.g. buffer doc: i32[KV], and index it: doc[kv]")
+		return result{}
+	}
+	buf := target.buf
+	if len(x.Indices) != len(buf.Dims) {
+		l.errorf(f, x.Sp, CodeIndexCount, "buffer %s has %d %s %s, got %d %s", buf.Name, len(buf.Dims),
+			plural(len(buf.Dims), "dimension", "dimensions"), buf.dimsText(), len(x.Indices),
+			plural(len(x.Indices), "index", "indices")).
+			WithHint("write %s[%s]", buf.Name, strings.Join(indexNames(len(buf.Dims)), ", "))
+		return result{}
+	}
+	if buf.ElemType() == dsl.TypeInvalid {
+		if l.c.markUses {
+			return result{} // Check reports the declaration itself
+		}
+		l.errorf(f, x.X.Span(), CodeUnknownDType, "buffer %s cannot be read: its element type %s is unknown", buf.Name, buf.DType).
+			WithHint("fix the declaration of %s", buf.Name)
+		return result{}
+	}
+	if !okAll {
+		return result{}
+	}
+	l.useBuffer(buf)
+	nodes := make([]dsl.Expr, len(idx))
+	size := 2
+	for i, r := range idx {
+		nodes[i] = r.node
+		size += r.size
+	}
+	name := &dsl.Ident{Sp: l.span(f, x.X.Span()), Name: buf.Name}
+	node := &dsl.IndexExpr{Sp: l.span(f, x.Sp), X: name, Indices: nodes}
+	return l.add(f, node, buf.ElemType(), size)
+}
+
+func (l *lowering) useBuffer(b *Buffer) {
+	for _, d := range l.buffers {
+		if d == b.Decl {
+			return
+		}
+	}
+	l.buffers = append(l.buffers, b.Decl)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -1,0 +1,107 @@
+package check
+
+import "github.com/maskc/maskc/dsl"
+
+// lowerTop lowers mod value mv to a closed expression over the canonical
+// index variables; its diagnostics go to the checker.
+func (c *checker) lowerTop(mv *modValue, name string, site dsl.Span) (*dsl.Lowered, bool) {
+	if name == "" {
+		name = mv.name
+	}
+	// A user mod lowers the same everywhere; a library mod takes the span of
+	// each use, so it is not shared.
+	plain := mv.mod != nil && !mv.mod.Factory && !mv.mod.std && name == mv.name
+	if low := c.lowered[mv.mod]; plain && low != nil {
+		return low, true
+	}
+	l := c.newLowering()
+	l.root, l.rootSpan = "the "+mv.kind.String()+" "+name, site
+	f := &frame{src: c.src, names: map[string]*binding{}}
+	vars := []dsl.Var{dsl.VarB, dsl.VarH, dsl.VarQ, dsl.VarKV}
+	if mv.kind == dsl.ScoreMod {
+		vars = append([]dsl.Var{dsl.VarScore}, vars...)
+	}
+	args := make([]result, len(vars))
+	for i, v := range vars {
+		typ := dsl.TypeInt
+		if v == dsl.VarScore {
+			typ = dsl.TypeFloat
+		}
+		args[i] = l.varRef(f, v, typ, dsl.NoSpan)
+	}
+	r := l.apply(f, mv, args, site)
+	if !r.ok() {
+		return nil, false
+	}
+	low := &dsl.Lowered{Kind: mv.kind, Name: name, Expr: r.node, Types: l.types, Buffers: l.buffers}
+	if plain && c.lowered != nil {
+		c.lowered[mv.mod] = low
+	}
+	return low, true
+}
+
+// Lower lowers a mod-valued expression (a mod name, a factory
+// instantiation, and_masks(...)/or_masks(...)) in the context of the
+// program, to the dsl.Lowered form documented in dsl/lowered.go. The spans
+// of e are taken to be offsets into p.File.Source, which diagnostics use;
+// LowerIn lowers an expression parsed from other text.
+func (p *Program) Lower(e dsl.Expr) (*dsl.Lowered, dsl.Diagnostics) {
+	return p.LowerIn(nil, e)
+}
+
+// LowerIn is Lower for an expression whose spans point into src (e.g. text
+// given to parser.ParseExpr); a nil src means p.File.Source.
+func (p *Program) LowerIn(src *dsl.Source, e dsl.Expr) (*dsl.Lowered, dsl.Diagnostics) {
+	c := p.reopen()
+	if src != nil {
+		c.src = src
+	}
+	if e == nil {
+		c.diags.Add(c.src, dsl.NoSpan, CodeNotAMod, "nothing to lower: no expression")
+		return nil, c.diags
+	}
+	f := &frame{src: c.src, names: map[string]*binding{}}
+	l := c.newLowering()
+	r := l.expr(f, e)
+	var low *dsl.Lowered
+	switch {
+	case r.mod != nil && !r.mod.unapplied:
+		name := r.mod.name
+		low, _ = c.lowerTop(r.mod, name, e.Span())
+	case r.ok() || r.fn != "":
+		l.modValue(f, e, dsl.MaskMod, "Lower") // reports what e is instead
+	}
+	c.diags.Sort()
+	return low, c.diags
+}
+
+// LowerMod lowers a declared mod by name (user or standard library), e.g.
+// for `maskc eval --mask NAME`. A factory must be instantiated with Lower.
+func (p *Program) LowerMod(name string) (*dsl.Lowered, dsl.Diagnostics) {
+	return p.Lower(&dsl.Ident{Sp: dsl.NoSpan, Name: name})
+}
+
+// reopen makes a checker over an already checked program, for lowering
+// more expressions; it records nothing in Info.
+func (p *Program) reopen() *checker {
+	src := dsl.NewSource("", nil)
+	if p.File != nil && p.File.Source != nil {
+		src = p.File.Source
+	}
+	info := &Info{Types: map[dsl.Expr]dsl.Type{}, Consts: map[dsl.Expr]dsl.Value{},
+		Uses: map[*dsl.Ident]Symbol{}, Defs: map[*dsl.Ident]Symbol{}}
+	c := &checker{prog: p, src: src, lib: p.stdlib, info: info, decls: map[string]dsl.Decl{}, modSize: p.modSize}
+	if c.modSize == nil {
+		c.modSize = map[*Mod]int{}
+	}
+	for _, x := range p.Params {
+		c.decls[x.Name] = x.Decl
+	}
+	for _, x := range p.Buffers {
+		c.decls[x.Name] = x.Decl
+	}
+	for _, x := range p.Mods {
+		c.decls[x.Name] = x.Decl
+	}
+	return c
+}
