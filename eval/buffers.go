@@ -1,0 +1,213 @@
+package eval
+
+import (
+	"strings"
+
+	"github.com/maskc/maskc/dsl"
+)
+
+// index compiles a buffer read `buf[i, j]`. Every index is bounds-checked
+// against the bound tensor's extent: an index outside [0, extent) is an
+// ErrIndexOutOfRange error naming the buffer, the index and the dimension,
+// never a wrapped-around or out-of-bounds read.
+func (c *compiler) index(x *dsl.IndexExpr) (node, error) {
+	id, ok := x.X.(*dsl.Ident)
+	if !ok {
+		return node{}, c.errorf(x.Sp, "only a declared buffer can be indexed")
+	}
+	k, ok := c.slots[id.Name]
+	if !ok {
+		return node{}, c.errorf(id.Sp, "%s is not a buffer of this mod (missing from Lowered.Buffers)", id.Name)
+	}
+	slot := c.fn.buffers[k]
+	if len(x.Indices) != len(slot.decl.Dims) {
+		return node{}, c.errorf(x.Sp, "buffer %s has %d dimension(s), indexed with %d", id.Name, len(slot.decl.Dims), len(x.Indices))
+	}
+	idx := make([]func(*frame) int64, len(x.Indices))
+	var first node
+	for i, e := range x.Indices {
+		n, err := c.compile(e)
+		if err != nil {
+			return node{}, err
+		}
+		if n.t != dsl.TypeInt {
+			return node{}, c.errorf(e.Span(), "a buffer index must be int, not %s", n.t)
+		}
+		idx[i], first = n.i, n
+	}
+	name, sp := id.Name, x.Sp
+	switch slot.elem {
+	case dsl.TypeInt:
+		return intNode(readInt(name, k, sp, idx, first)), nil
+	case dsl.TypeBool:
+		read := readRaw(name, k, sp, idx)
+		return boolNode(func(f *frame) bool {
+			v := read(f)
+			if v != 0 && v != 1 {
+				f.fail(sp, ErrBadBuffer, "bool buffer %s holds %v, not 0 or 1", name, v)
+			}
+			return v == 1
+		}), nil
+	}
+	return floatNode(readRaw(name, k, sp, idx)), nil
+}
+
+// readInt returns the closure reading element idx of bound int buffer k.
+func readInt(name string, k int, sp dsl.Span, idx []func(*frame) int64, first node) func(*frame) int64 {
+	if len(idx) == 1 && first.isIndex {
+		v := first.index // doc[q]: one closure for the commonest read
+		return func(f *frame) int64 {
+			data := f.bufs[k].Data
+			i := f.ix[v]
+			if uint64(i) >= uint64(len(data)) {
+				outOfRange(f, sp, name, i, 0, len(data))
+				return 0
+			}
+			return elemInt(f, data[i], sp, name)
+		}
+	}
+	read := readRaw(name, k, sp, idx)
+	return func(f *frame) int64 { return elemInt(f, read(f), sp, name) }
+}
+
+// elemInt converts an element of an int buffer, failing on a value that is
+// not an integer of magnitude at most 2**53 (what float64 holds exactly).
+func elemInt(f *frame, v float64, sp dsl.Span, name string) int64 {
+	i := int64(v)
+	if float64(i) != v || i > 1<<53 || i < -1<<53 {
+		f.fail(sp, ErrBadBuffer, "buffer %s holds %v, not an integer", name, v)
+		return 0
+	}
+	return i
+}
+
+func outOfRange(f *frame, sp dsl.Span, name string, i int64, d, n int) {
+	f.fail(sp, ErrIndexOutOfRange, "buffer %s: index %d outside [0, %d) in dimension %d", name, i, n, d)
+}
+
+// offset returns the closure computing the row-major offset of element idx
+// of bound buffer k, bounds-checking every index.
+func offset(name string, k int, sp dsl.Span, idx []func(*frame) int64) func(*frame) (int, bool) {
+	if len(idx) == 1 {
+		ix := idx[0]
+		return func(f *frame) (int, bool) {
+			i, n := ix(f), f.bufs[k].Dims[0]
+			if uint64(i) >= uint64(n) {
+				outOfRange(f, sp, name, i, 0, n)
+				return 0, false
+			}
+			return int(i), true
+		}
+	}
+	return func(f *frame) (int, bool) {
+		dims := f.bufs[k].Dims
+		o := 0
+		for d, ix := range idx {
+			i, n := ix(f), dims[d]
+			if uint64(i) >= uint64(n) {
+				outOfRange(f, sp, name, i, d, n)
+				return 0, false
+			}
+			o = o*n + int(i)
+		}
+		return o, true
+	}
+}
+
+// readRaw returns the closure reading element idx of bound buffer k.
+func readRaw(name string, k int, sp dsl.Span, idx []func(*frame) int64) func(*frame) float64 {
+	off := offset(name, k, sp, idx)
+	return func(f *frame) float64 {
+		o, ok := off(f)
+		if !ok {
+			return 0
+		}
+		return f.bufs[k].Data[o]
+	}
+}
+
+// bindBuffers looks up every buffer fn reads in env and checks its shape:
+// present, as many dimensions as declared, each declared extent that is a
+// constant or an expression in the size symbols equal to the tensor's, and
+// exactly as many elements as the extents call for. It costs nothing per
+// element, so Func.Mask stays cheap; an element its dtype cannot hold (a
+// fraction in an i32 buffer, 2 in a bool buffer) is an error when read.
+func (fn *Func) bindBuffers(env *Env, fr *frame) error {
+	fr.bufs = make([]*Tensor, len(fn.buffers))
+	for k, s := range fn.buffers {
+		name := s.decl.Name.Name
+		t := env.Buffers[name]
+		if t == nil {
+			return fn.bufErr(s, "buffer %s is not given", name)
+		}
+		if err := t.Validate(); err != nil {
+			return fn.bufErr(s, "buffer %s: %v", name, err)
+		}
+		if len(t.Dims) != len(s.decl.Dims) {
+			return fn.bufErr(s, "buffer %s is declared with %d dimension(s), the tensor has %d", name, len(s.decl.Dims), len(t.Dims))
+		}
+		for d, e := range s.decl.Dims {
+			if want, ok := dimValue(e, fr.sizes); ok && want != int64(t.Dims[d]) {
+				return fn.bufErr(s, "buffer %s: dimension %d is declared %d for these sizes, the tensor has %d", name, d, want, t.Dims[d])
+			}
+		}
+		fr.bufs[k] = t
+	}
+	return nil
+}
+
+func (fn *Func) bufErr(s *bufferSlot, format string, args ...any) *Error {
+	f := &frame{}
+	f.fail(s.decl.Sp, ErrBadBuffer, format, args...)
+	f.err.Mod = fn.kind.String() + " " + fn.name
+	return f.err
+}
+
+// dimValue evaluates a declared extent written with integer literals, the
+// size symbols and + - * //; ok is false for anything else (a param name
+// the lowered form does not resolve), whose check is then left to the
+// element count.
+func dimValue(e dsl.Expr, sizes [5]int64) (int64, bool) {
+	switch x := e.(type) {
+	case *dsl.IntLit:
+		return x.Value, true
+	case *dsl.Ident:
+		if v, ok := dsl.SizeVar(strings.TrimSpace(x.Name)); ok {
+			return sizes[v-dsl.SizeB], true
+		}
+	case *dsl.VarRef:
+		if x.Var.IsSize() {
+			return sizes[x.Var-dsl.SizeB], true
+		}
+	case *dsl.ParenExpr:
+		return dimValue(x.X, sizes)
+	case *dsl.UnaryExpr:
+		if v, ok := dimValue(x.X, sizes); ok && x.Op == dsl.OpNeg {
+			return -v, true
+		}
+	case *dsl.BinaryExpr:
+		a, ok1 := dimValue(x.X, sizes)
+		b, ok2 := dimValue(x.Y, sizes)
+		if !ok1 || !ok2 {
+			return 0, false
+		}
+		var (
+			r   int64
+			err error
+		)
+		switch x.Op {
+		case dsl.OpAdd:
+			r, err = dsl.IntAdd(a, b)
+		case dsl.OpSub:
+			r, err = dsl.IntSub(a, b)
+		case dsl.OpMul:
+			r, err = dsl.IntMul(a, b)
+		case dsl.OpFloorDiv:
+			r, err = dsl.IntFloorDiv(a, b)
+		default:
+			return 0, false
+		}
+		return r, err == nil
+	}
+	return 0, false
+}
