@@ -1,0 +1,405 @@
+// maskc fused flash-attention forward template (FlashAttention-2 style).
+//
+// Compiled after prelude.h and the generated part, which defines
+//   MASKC_HEAD_DIM (64 or 128), MASKC_DTYPE_BF16 or MASKC_DTYPE_F16,
+//   optionally MASKC_HAS_MASK, MASKC_HAS_SCORE, MASKC_HAS_SINK,
+//   one of MASKC_SPARSITY_ANALYTIC / _PREPASS / _NONE,
+//   optionally MASKC_MASK_USES_B / MASKC_MASK_USES_H (0 when the mask does not
+//   depend on b / h: the pre-pass flags are then shared; default 1),
+//   struct MaskcBuffers, and maskc_mask / maskc_score / maskc_kv_range /
+//   maskc_tile_full as the configuration needs them.
+//
+// Entry points (C linkage, fixed signatures):
+//   maskc_attn_fwd    grid (ceil(Sq/MASKC_BLOCK_M), H, B), MASKC_NUM_THREADS
+//                     threads, MASKC_SMEM_BYTES dynamic shared memory.
+//   maskc_tile_flags  grid (ceil(Skv/MASKC_BLOCK_N), ceil(Sq/MASKC_BLOCK_M), 1),
+//                     MASKC_NUM_THREADS threads, no shared memory; writes
+//                     flags[b'][h'][q_tile][kv_tile] (0 empty, 1 partial,
+//                     2 full), with b' = b if MASKC_MASK_USES_B else 0 and h'
+//                     likewise, into a buffer of B*H*q_tiles*kv_tiles bytes.
+//
+// The kernel: each block owns MASKC_BLOCK_M query rows of one (b, h), split
+// into warp strips of MASKC_WARP_ROWS rows (prelude.h). K/V tiles of
+// MASKC_BLOCK_N keys are double-buffered in swizzled shared memory with one
+// barrier per tile (cp.async copies of the next tile overlap the current
+// one); blocks run q tiles in reverse so the long rows of causal-like masks
+// start first. Key tiles outside maskc_kv_range (analytic) or marked empty by
+// the pre-pass are never visited. Logits go through the score mod (on the
+// scaled logit), then the mask (skipped on tiles known to be full, and
+// always applied to keys past Skv), then an online softmax in base 2; P is
+// rounded to the element type in registers and fed to the P.V product.
+// A fully masked row stores O = 0 and LSE = -inf (natural log). With a sink,
+// LSE includes the sink term: LSE = log(sum_j exp(s_j) + exp(sink[h])).
+// Requirements on the launch: scale > 0 (the row max is taken before
+// scaling), Sq and Skv below 2^31 - 256, 16-byte aligned rows (seq strides
+// multiples of 8 elements), last dimension contiguous, H % HKV == 0.
+#ifndef MASKC_ATTN_FWD_H
+#define MASKC_ATTN_FWD_H
+
+#if !defined(MASKC_HEAD_DIM) || (MASKC_HEAD_DIM != 64 && MASKC_HEAD_DIM != 128)
+#error "maskc: MASKC_HEAD_DIM must be 64 or 128"
+#endif
+#if defined(MASKC_DTYPE_F16)
+#define MASKC_DT MASKC_F16
+#else
+#define MASKC_DT MASKC_BF16
+#endif
+#if !defined(MASKC_SPARSITY_ANALYTIC) && !defined(MASKC_SPARSITY_PREPASS) && !defined(MASKC_SPARSITY_NONE)
+#define MASKC_SPARSITY_NONE 1
+#endif
+#ifndef MASKC_MASK_USES_B
+#define MASKC_MASK_USES_B 1
+#endif
+#ifndef MASKC_MASK_USES_H
+#define MASKC_MASK_USES_H 1
+#endif
+
+// Tile shape: mirrored by the Go constants in hipsrc.go (a test keeps them equal).
+#define MASKC_BLOCK_M 128
+#define MASKC_BLOCK_N 32
+#define MASKC_NUM_THREADS (MASKC_NUM_WARPS * MASKC_WARP_SIZE)
+#define MASKC_S_ELEMS (MASKC_WARP_ROWS * MASKC_BLOCK_N / MASKC_WARP_SIZE)
+#define MASKC_O_ELEMS (MASKC_WARP_ROWS * MASKC_HEAD_DIM / MASKC_WARP_SIZE)
+#define MASKC_KV_TILE_ELEMS (MASKC_BLOCK_N * MASKC_HEAD_DIM)
+#define MASKC_STAGE_ELEMS (2 * MASKC_KV_TILE_ELEMS)
+#define MASKC_Q_TILE_ELEMS (MASKC_BLOCK_M * MASKC_HEAD_DIM)
+// Shared memory: stage 0 | stage 1 | Q, where a Q strip kept in registers
+// lets Q's tile overlap stage 1 (it is read before stage 1 is first written).
+#define MASKC_Q_OFFSET_ELEMS (MASKC_Q_IN_REGS ? MASKC_STAGE_ELEMS : 2 * MASKC_STAGE_ELEMS)
+#define MASKC_SMEM_BYTES                                                                                       \
+  (2 * (MASKC_Q_OFFSET_ELEMS + (MASKC_Q_IN_REGS && MASKC_STAGE_ELEMS > MASKC_Q_TILE_ELEMS ? MASKC_STAGE_ELEMS \
+                                                                                         : MASKC_Q_TILE_ELEMS)))
+
+static_assert(MASKC_BLOCK_M == MASKC_NUM_WARPS * MASKC_WARP_ROWS, "one warp per 16-row strip");
+static_assert(MASKC_BLOCK_N % 16 == 0, "key tile is a whole number of MMA k-steps");
+static_assert(MASKC_NUM_THREADS % MASKC_BLOCK_N == 0, "the pre-pass gives each thread one key column");
+
+// Shapes and strides of one launch; the host mirrors this layout exactly.
+struct MaskcShape {
+  int B, H, HKV, Sq, Skv;  // GQA: query head h reads kv head h / (H / HKV)
+  long long q_stride[3], k_stride[3], v_stride[3], o_stride[3];  // elements, for (batch, head, seq)
+  float scale;                      // softmax scale applied to q.k
+  const float* sink;                // nullptr or [H] fp32 sink logits
+  const unsigned char* tile_flags;  // nullptr unless MASKC_SPARSITY_PREPASS
+};
+
+// Copies rows [row0, row0 + ROWS) of a [rows][D] matrix (row stride `stride`
+// elements, rows contiguous) into a swizzled shared tile, zero-filling the
+// rows at or beyond nrows without reading them.
+template <int ROWS>
+__device__ __forceinline__ void maskc_load_tile(maskc_elem_t* dst, const maskc_elem_t* src, long long stride,
+                                                int row0, int nrows, int tid) {
+  constexpr int kChunks = MASKC_HEAD_DIM / 8;  // 16-byte chunks per row
+  constexpr int kRounds = (ROWS * kChunks + MASKC_NUM_THREADS - 1) / MASKC_NUM_THREADS;
+#pragma unroll
+  for (int it = 0; it < kRounds; ++it) {
+    const int c = tid + it * MASKC_NUM_THREADS;
+    if ((ROWS * kChunks) % MASKC_NUM_THREADS != 0 && c >= ROWS * kChunks) break;
+    const int r = c / kChunks, ch = c % kChunks;
+    const bool valid = row0 + r < nrows;
+    const maskc_elem_t* g = src + (long long)(valid ? row0 + r : 0) * stride + ch * 8;
+    maskc_copy16(dst + maskc_smem_index<MASKC_HEAD_DIM>(r, ch * 8), g, valid);
+  }
+}
+
+// Indices handed to the generated functions are never negative (and below
+// 2^31): telling the compiler lets it narrow their 64-bit arithmetic.
+__device__ __forceinline__ int maskc_nonneg(int x) {
+  __builtin_assume(x >= 0);
+  return x;
+}
+
+// Index of the first pre-pass flag of (b, h, q_tile).
+__device__ __forceinline__ long long maskc_flag_row(const MaskcShape& sh, int b, int h, int qt, int n_qt, int n_kt) {
+  const int hf = MASKC_MASK_USES_H ? sh.H : 1;
+  const int z = (MASKC_MASK_USES_B ? b : 0) * hf + (MASKC_MASK_USES_H ? h : 0);
+  return ((long long)z * n_qt + qt) * n_kt;
+}
+
+extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS)
+    maskc_attn_fwd(const maskc_elem_t* __restrict__ Q, const maskc_elem_t* __restrict__ K,
+                   const maskc_elem_t* __restrict__ V, maskc_elem_t* __restrict__ O, float* __restrict__ LSE,
+                   MaskcShape shape, MaskcBuffers buf) {
+  extern __shared__ __attribute__((aligned(16))) unsigned char maskc_smem_raw[];
+  maskc_elem_t* const sKV = (maskc_elem_t*)maskc_smem_raw;  // stage s: K at s*STAGE, V after it
+  maskc_elem_t* const sQ = sKV + MASKC_Q_OFFSET_ELEMS;
+
+  const int tid = threadIdx.x;
+  const int warp = tid / MASKC_WARP_SIZE, lane = tid % MASKC_WARP_SIZE;
+  const int n_qt = (shape.Sq + MASKC_BLOCK_M - 1) / MASKC_BLOCK_M;
+  const int n_kt = (shape.Skv + MASKC_BLOCK_N - 1) / MASKC_BLOCK_N;
+  const int qt = n_qt - 1 - (int)blockIdx.x;  // longest rows of causal-like masks first
+  const int h = maskc_nonneg(blockIdx.y), b = maskc_nonneg(blockIdx.z);
+  const int Sq = maskc_nonneg(shape.Sq), Skv = maskc_nonneg(shape.Skv);
+  const int q0 = qt * MASKC_BLOCK_M;
+  const int q_end = min(q0 + MASKC_BLOCK_M, Sq);
+  const int hkv = h / (shape.H / shape.HKV);
+  const maskc_elem_t* Qp = Q + b * shape.q_stride[0] + h * shape.q_stride[1];
+  const maskc_elem_t* Kp = K + b * shape.k_stride[0] + hkv * shape.k_stride[1];
+  const maskc_elem_t* Vp = V + b * shape.v_stride[0] + hkv * shape.v_stride[1];
+  maskc_elem_t* Op = O + b * shape.o_stride[0] + h * shape.o_stride[1];
+  const long long nB = shape.B, nH = shape.H, nHKV = shape.HKV, nQ = Sq, nKV = Skv;
+  (void)nB, (void)nH, (void)nHKV, (void)nQ, (void)nKV;
+
+  // Q's copy starts first: it does not depend on which key tiles are visited.
+  maskc_load_tile<MASKC_BLOCK_M>(sQ, Qp, shape.q_stride[2], q0, Sq, tid);
+
+  // Key tiles to visit: [kt_begin, kt_end), minus empty pre-pass tiles.
+  int kt_begin = 0, kt_end = n_kt;
+#if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
+  {
+    long long lo = 0, hi = Skv;
+    maskc_kv_range(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q_end, &lo, &hi);
+    lo = lo < 0 ? 0 : lo;
+    hi = hi > Skv ? Skv : hi;
+    if (hi <= lo) {
+      kt_end = 0;
+    } else {
+      kt_begin = (int)(lo / MASKC_BLOCK_N);
+      kt_end = (int)((hi + MASKC_BLOCK_N - 1) / MASKC_BLOCK_N);
+    }
+  }
+#endif
+#if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_PREPASS)
+  // Narrow [kt_begin, kt_end) to the first and last non-empty tiles (one
+  // coalesced pass over the flag row, reduced through stage 0's memory before
+  // any tile is loaded); empty tiles inside are skipped one by one.
+  const unsigned char* flags = shape.tile_flags + maskc_flag_row(shape, b, h, qt, n_qt, n_kt);
+  {
+    int lo = n_kt, hi = 0;
+    for (int t = tid; t < n_kt; t += MASKC_NUM_THREADS)
+      if (flags[t] != 0) {
+        lo = min(lo, t);
+        hi = t + 1;
+      }
+#pragma unroll
+    for (int w = 1; w < MASKC_WARP_SIZE; w *= 2) {
+      lo = min(lo, maskc_shfl_xor_int(lo, w));
+      hi = max(hi, maskc_shfl_xor_int(hi, w));
+    }
+    int* red = (int*)maskc_smem_raw;
+    if (lane == 0) {
+      red[2 * warp] = lo;
+      red[2 * warp + 1] = hi;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int w = 0; w < MASKC_NUM_WARPS; ++w) {
+      lo = min(lo, red[2 * w]);
+      hi = max(hi, red[2 * w + 1]);
+    }
+    __syncthreads();
+    kt_begin = lo;
+    kt_end = hi;
+  }
+  int next_flag = 0;  // flag of the tile next_tile returned
+  auto next_tile = [&](int t) {
+    while (t < kt_end && (next_flag = flags[t]) == 0) ++t;
+    return t;
+  };
+#else
+  auto next_tile = [](int t) { return t; };
+#endif
+
+  int kt = next_tile(kt_begin);
+#if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_PREPASS)
+  int cur_flag = next_flag;
+#endif
+  if (kt < kt_end) {
+    maskc_load_tile<MASKC_BLOCK_N>(sKV, Kp, shape.k_stride[2], kt * MASKC_BLOCK_N, Skv, tid);
+    maskc_load_tile<MASKC_BLOCK_N>(sKV + MASKC_KV_TILE_ELEMS, Vp, shape.v_stride[2], kt * MASKC_BLOCK_N, Skv, tid);
+  }
+  maskc_copy_commit();
+  maskc_copy_wait_all();
+  __syncthreads();
+  MaskcQFrag<MASKC_HEAD_DIM> qf;
+  maskc_load_q<MASKC_HEAD_DIM>(qf, sQ, warp * MASKC_WARP_ROWS, lane);
+  if (MASKC_Q_IN_REGS) __syncthreads();  // Q's tile is stage 1's memory
+
+  float o[MASKC_O_ELEMS];
+#pragma unroll
+  for (int i = 0; i < MASKC_O_ELEMS; ++i) o[i] = 0.f;
+  float m[MASKC_ROW_SLOTS], l[MASKC_ROW_SLOTS];
+#pragma unroll
+  for (int sl = 0; sl < MASKC_ROW_SLOTS; ++sl) {
+    m[sl] = maskc_neg_inf();
+    l[sl] = 0.f;
+  }
+  // Logits are kept in units of `unit` base-2 logits: raw q.k (unit
+  // scale*log2 e) without a score mod, score-mod results (log2 e) with one.
+#if defined(MASKC_HAS_SCORE)
+  const float unit = MASKC_LOG2E;
+#else
+  const float unit = shape.scale * MASKC_LOG2E;
+#endif
+  const int row_base = q0 + warp * MASKC_WARP_ROWS;
+  int stage = 0;
+  bool first = true;
+
+  while (kt < kt_end) {
+    if (!first) {
+      maskc_copy_wait_all();
+      __syncthreads();  // tile kt landed; every warp is done with the other stage
+    }
+    first = false;
+    const int kt_next = next_tile(kt + 1);
+    if (kt_next < kt_end) {
+      maskc_elem_t* dst = sKV + (stage ^ 1) * MASKC_STAGE_ELEMS;
+      maskc_load_tile<MASKC_BLOCK_N>(dst, Kp, shape.k_stride[2], kt_next * MASKC_BLOCK_N, Skv, tid);
+      maskc_load_tile<MASKC_BLOCK_N>(dst + MASKC_KV_TILE_ELEMS, Vp, shape.v_stride[2], kt_next * MASKC_BLOCK_N, Skv,
+                                     tid);
+    }
+    maskc_copy_commit();
+    const maskc_elem_t* sK = sKV + stage * MASKC_STAGE_ELEMS;
+    const maskc_elem_t* sV = sK + MASKC_KV_TILE_ELEMS;
+
+    float s[MASKC_S_ELEMS];
+#pragma unroll
+    for (int i = 0; i < MASKC_S_ELEMS; ++i) s[i] = 0.f;
+    maskc_mma_qk<MASKC_DT, MASKC_HEAD_DIM, MASKC_BLOCK_N>(s, qf, sK, lane);
+
+    // Is every (q, kv) of this tile visible? Then skip the mask.
+    const int kv0 = kt * MASKC_BLOCK_N;
+    bool full = kv0 + MASKC_BLOCK_N <= Skv;
+#if defined(MASKC_HAS_MASK)
+#if defined(MASKC_SPARSITY_PREPASS)
+    full = full && cur_flag == 2;
+    cur_flag = next_flag;
+#elif defined(MASKC_SPARSITY_ANALYTIC)
+    full = full && maskc_tile_full(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q_end, kv0, kv0 + MASKC_BLOCK_N);
+#else
+    full = false;
+#endif
+#endif
+
+    // Score mod on the scaled logit, then the mask.
+#define MASKC_S_ROW(i) maskc_nonneg(row_base + maskc_frag_row<MASKC_BLOCK_N>(lane, i))
+#define MASKC_S_COL(i) maskc_nonneg(kv0 + maskc_frag_col<MASKC_BLOCK_N>(lane, i))
+    if (full) {
+#if defined(MASKC_HAS_SCORE)
+#pragma unroll
+      for (int i = 0; i < MASKC_S_ELEMS; ++i)
+        s[i] = maskc_score(buf, nB, nH, nHKV, nQ, nKV, s[i] * shape.scale, b, h, MASKC_S_ROW(i), MASKC_S_COL(i));
+#endif
+    } else {
+#pragma unroll
+      for (int i = 0; i < MASKC_S_ELEMS; ++i) {
+        const int qi = MASKC_S_ROW(i), kvi = MASKC_S_COL(i);
+        (void)qi;
+#if defined(MASKC_HAS_SCORE)
+        const float x = maskc_score(buf, nB, nH, nHKV, nQ, nKV, s[i] * shape.scale, b, h, qi, kvi);
+#else
+        const float x = s[i];
+#endif
+        bool keep = kvi < Skv;
+#if defined(MASKC_HAS_MASK)
+        keep = keep && maskc_mask(buf, nB, nH, nHKV, nQ, nKV, b, h, qi, kvi);
+#endif
+        s[i] = keep ? x : maskc_neg_inf();
+      }
+    }
+#undef MASKC_S_ROW
+#undef MASKC_S_COL
+
+    // Online softmax in base 2 (m is in base-2 logits). A row with no visible
+    // key yet keeps m = -inf and uses 0 as its reference, so that no
+    // -inf - -inf is ever formed.
+    float mx[MASKC_ROW_SLOTS], mref[MASKC_ROW_SLOTS], alpha[MASKC_ROW_SLOTS];
+#pragma unroll
+    for (int sl = 0; sl < MASKC_ROW_SLOTS; ++sl) mx[sl] = maskc_neg_inf();
+#pragma unroll
+    for (int i = 0; i < MASKC_S_ELEMS; ++i)
+      mx[maskc_frag_slot<MASKC_BLOCK_N>(i)] = fmaxf(mx[maskc_frag_slot<MASKC_BLOCK_N>(i)], s[i]);
+    bool same_max = true;
+#pragma unroll
+    for (int sl = 0; sl < MASKC_ROW_SLOTS; ++sl) {
+      const float m_new = fmaxf(m[sl], maskc_row_max(mx[sl]) * unit);
+      mref[sl] = m_new == maskc_neg_inf() ? 0.f : m_new;
+      alpha[sl] = maskc_exp2(m[sl] - mref[sl]);
+      same_max = same_max && m_new == m[sl];
+      m[sl] = m_new;
+      l[sl] *= alpha[sl];
+    }
+#pragma unroll
+    for (int i = 0; i < MASKC_S_ELEMS; ++i) {
+      const int sl = maskc_frag_slot<MASKC_BLOCK_N>(i);
+      s[i] = maskc_exp2(fmaf(s[i], unit, -mref[sl]));
+      l[sl] += s[i];
+    }
+    if (!maskc_warp_all(same_max)) {  // rescale only when some row's max moved
+#pragma unroll
+      for (int i = 0; i < MASKC_O_ELEMS; ++i) o[i] *= alpha[maskc_frag_slot<MASKC_HEAD_DIM>(i)];
+    }
+
+    maskc_mma_pv<MASKC_DT, MASKC_HEAD_DIM, MASKC_BLOCK_N>(o, s, sV, lane);
+    kt = kt_next;
+    stage ^= 1;
+  }
+
+  // Normalise, fold in the sink, store O and the natural-log LSE.
+  float inv[MASKC_ROW_SLOTS], lse[MASKC_ROW_SLOTS];
+#pragma unroll
+  for (int sl = 0; sl < MASKC_ROW_SLOTS; ++sl) {
+    float mm = m[sl], ll = maskc_row_sum(l[sl]), corr = 1.f;
+#if defined(MASKC_HAS_SINK)
+    if (shape.sink != nullptr) {
+      const float s2 = shape.sink[h] * MASKC_LOG2E;
+      const float mf = fmaxf(mm, s2);
+      corr = maskc_exp2(mm - mf);
+      ll = ll * corr + maskc_exp2(s2 - mf);
+      mm = mf;
+    }
+#endif
+    inv[sl] = ll > 0.f ? corr / ll : 0.f;
+    lse[sl] = ll > 0.f ? (mm + maskc_log2(ll)) * MASKC_LN2 : maskc_neg_inf();
+  }
+#pragma unroll
+  for (int i = 0; i < MASKC_O_ELEMS; i += 2) {
+    const int q = row_base + maskc_frag_row<MASKC_HEAD_DIM>(lane, i);
+    if (q < Sq) {
+      const float f = inv[maskc_frag_slot<MASKC_HEAD_DIM>(i)];
+      *(maskc_u32*)(Op + (long long)q * shape.o_stride[2] + maskc_frag_col<MASKC_HEAD_DIM>(lane, i)) =
+          maskc_pack2<MASKC_DT>(o[i] * f, o[i + 1] * f);
+    }
+  }
+#pragma unroll
+  for (int sl = 0; sl < MASKC_ROW_SLOTS; ++sl) {
+    const int q = row_base + maskc_slot_row(lane, sl);
+    if (maskc_row_leader(lane) && q < Sq) LSE[((long long)b * shape.H + h) * Sq + q] = lse[sl];
+  }
+}
+
+// Pre-pass for masks without a closed-form block structure: one block per
+// (q tile, kv tile) evaluates the mask over the tile for every (b', h').
+extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS)
+    maskc_tile_flags(MaskcShape shape, MaskcBuffers buf, unsigned char* flags) {
+#if defined(MASKC_HAS_MASK)
+  const int n_qt = (shape.Sq + MASKC_BLOCK_M - 1) / MASKC_BLOCK_M;
+  const int n_kt = (shape.Skv + MASKC_BLOCK_N - 1) / MASKC_BLOCK_N;
+  const int kt = blockIdx.x, qt = blockIdx.y;
+  const int q0 = qt * MASKC_BLOCK_M, kv0 = kt * MASKC_BLOCK_N;
+  const long long nB = shape.B, nH = shape.H, nHKV = shape.HKV, nQ = shape.Sq, nKV = shape.Skv;
+  const int nb = MASKC_MASK_USES_B ? shape.B : 1, nh = MASKC_MASK_USES_H ? shape.H : 1;
+  for (int b = 0; b < nb; ++b) {
+    for (int h = 0; h < nh; ++h) {
+      bool any = false, all = true;
+      // Each thread keeps one column, so the column's part of the mask is
+      // loop-invariant; rows past Sq are never stored and do not count.
+      const int kv = maskc_nonneg(kv0 + (int)threadIdx.x % MASKC_BLOCK_N);
+      const int q_stop = min(q0 + MASKC_BLOCK_M, shape.Sq);
+      for (int q = q0 + (int)threadIdx.x / MASKC_BLOCK_N; q < q_stop; q += MASKC_NUM_THREADS / MASKC_BLOCK_N) {
+        const bool keep = kv < shape.Skv && maskc_mask(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q), kv);
+        any = any || keep;
+        all = all && keep;
+      }
+      any = maskc_block_any(any);
+      all = maskc_block_all(all);
+      if (threadIdx.x == 0) flags[maskc_flag_row(shape, b, h, qt, n_qt, n_kt) + kt] = any ? (all ? 2 : 1) : 0;
+    }
+  }
+#else
+  (void)shape, (void)buf, (void)flags;
+#endif
+}
+
+#endif  // MASKC_ATTN_FWD_H

@@ -1,0 +1,254 @@
+package hipsrc
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// define returns the integer value of `#define NAME value` in src.
+func define(t *testing.T, src, name string) int {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^#define ` + name + ` (\d+)\s*$`).FindStringSubmatch(src)
+	if m == nil {
+		t.Fatalf("no integer #define %s", name)
+	}
+	v, _ := strconv.Atoi(m[1])
+	return v
+}
+
+func TestConstantsMirrorSources(t *testing.T) {
+	if got := define(t, AttnFwd, "MASKC_BLOCK_M"); got != BlockM {
+		t.Errorf("MASKC_BLOCK_M = %d, BlockM = %d", got, BlockM)
+	}
+	if got := define(t, AttnFwd, "MASKC_BLOCK_N"); got != BlockN {
+		t.Errorf("MASKC_BLOCK_N = %d, BlockN = %d", got, BlockN)
+	}
+	mt := define(t, Prelude, "MASKC_NV_MTILES")
+	amd := Prelude[strings.Index(Prelude, "#define MASKC_NV_MTILES"):]
+	amd = amd[strings.Index(amd, "#else"):]
+	tests := []struct {
+		p                  Platform
+		warpRows, numWarps int
+		qInRegs            bool
+		wantThreads        int
+		wantRowsTimesWarps int
+	}{
+		{NVIDIA, 16 * mt, 8 / mt, mt == 1, 8 / mt * 32, BlockM},
+		{AMD, define(t, amd, "MASKC_WARP_ROWS"), define(t, amd, "MASKC_NUM_WARPS"), define(t, amd, "MASKC_Q_IN_REGS") == 1, 512, BlockM},
+	}
+	for _, tt := range tests {
+		if tt.p.WarpRows() != tt.warpRows || tt.p.NumWarps() != tt.numWarps || tt.p.QInRegisters() != tt.qInRegs {
+			t.Errorf("%s: Go (rows %d, warps %d, q regs %v), prelude (%d, %d, %v)", tt.p, tt.p.WarpRows(), tt.p.NumWarps(),
+				tt.p.QInRegisters(), tt.warpRows, tt.numWarps, tt.qInRegs)
+		}
+		if tt.p.NumThreads() != tt.wantThreads || tt.p.WarpRows()*tt.p.NumWarps() != tt.wantRowsTimesWarps {
+			t.Errorf("%s: %d threads, %d rows per block", tt.p, tt.p.NumThreads(), tt.p.WarpRows()*tt.p.NumWarps())
+		}
+	}
+}
+
+func TestSharedMemBytes(t *testing.T) {
+	tests := []struct {
+		p       Platform
+		headDim int
+		want    int
+		wantErr bool
+	}{
+		{NVIDIA, 128, 2 * (2*2*BlockN*128 + BlockM*128), false},
+		{NVIDIA, 64, 2 * (2*2*BlockN*64 + BlockM*64), false},
+		{AMD, 128, 2 * (2*BlockN*128 + BlockM*128), false},
+		{AMD, 64, 2 * (2*BlockN*64 + BlockM*64), false},
+		{NVIDIA, 96, 0, true},
+		{AMD, 256, 0, true},
+	}
+	for _, tt := range tests {
+		got, err := SharedMemBytes(tt.p, tt.headDim)
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("SharedMemBytes(%s, %d) = %d, %v; want %d (error %v)", tt.p, tt.headDim, got, err, tt.want, tt.wantErr)
+		}
+	}
+	// The limits the kernels are built for: AMD LDS is 64 KiB per workgroup;
+	// NVIDIA sm_90 gives 227 KiB per block and two blocks share an SM.
+	for _, d := range HeadDims {
+		if n, _ := SharedMemBytes(AMD, d); n > 64<<10 {
+			t.Errorf("AMD head dim %d needs %d bytes of LDS", d, n)
+		}
+		if n, _ := SharedMemBytes(NVIDIA, d); 2*n > 227<<10 {
+			t.Errorf("NVIDIA head dim %d: two blocks need %d bytes", d, 2*n)
+		}
+	}
+}
+
+func TestGrids(t *testing.T) {
+	tests := []struct {
+		b, h, sq, skv int
+		attn, flags   [3]int
+		flagBytes     int
+	}{
+		{2, 16, 8192, 8192, [3]int{64, 16, 2}, [3]int{256, 64, 1}, 2 * 16 * 64 * 256},
+		{1, 16, 1, 1, [3]int{1, 16, 1}, [3]int{1, 1, 1}, 16},
+		{1, 2, 127, 1000, [3]int{1, 2, 1}, [3]int{32, 1, 1}, 2 * 32},
+		{3, 1, 129, 33, [3]int{2, 1, 3}, [3]int{2, 2, 1}, 3 * 2 * 2},
+	}
+	for _, tt := range tests {
+		if got := AttnGrid(tt.b, tt.h, tt.sq); got != tt.attn {
+			t.Errorf("AttnGrid(%d, %d, %d) = %v, want %v", tt.b, tt.h, tt.sq, got, tt.attn)
+		}
+		if got := FlagsGrid(tt.sq, tt.skv); got != tt.flags {
+			t.Errorf("FlagsGrid(%d, %d) = %v, want %v", tt.sq, tt.skv, got, tt.flags)
+		}
+		if got := FlagsBytes(tt.b, tt.h, tt.sq, tt.skv); got != tt.flagBytes {
+			t.Errorf("FlagsBytes = %d, want %d", got, tt.flagBytes)
+		}
+	}
+}
+
+// NVRTC and hiprtc cannot read headers from disk: the only #include is
+// hip_runtime.h for hipcc, guarded against hiprtc, inside the AMD branch.
+func TestSourcesNeedNoHeaders(t *testing.T) {
+	if strings.Contains(AttnFwd, "#include") {
+		t.Error("attn_fwd.h includes a header")
+	}
+	lines := strings.Split(Prelude, "\n")
+	for i, l := range lines {
+		if !strings.HasPrefix(strings.TrimSpace(l), "#include") {
+			continue
+		}
+		if !strings.Contains(l, "<hip/hip_runtime.h>") || i == 0 || !strings.Contains(lines[i-1], "!defined(__HIPCC_RTC__)") {
+			t.Errorf("prelude line %d: unguarded include %q", i+1, l)
+		}
+		if before := strings.Join(lines[:i], "\n"); !strings.Contains(before, "#define MASKC_PLATFORM_AMD 1") ||
+			strings.Contains(before, "#define MASKC_PLATFORM_NVIDIA 1") {
+			t.Errorf("prelude line %d: include outside the AMD branch", i+1)
+		}
+	}
+}
+
+// assemble builds a full kernel source from a test generated part.
+func assemble(t *testing.T, part string, headDim int, dtype string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", part+".h"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%s\n#define MASKC_HEAD_DIM %d\n#define MASKC_DTYPE_%s 1\n%s\n%s", Prelude, headDim, dtype, b, AttnFwd)
+}
+
+// TestHIPCompilesWithMFMA compiles generated kernels for gfx90a and gfx940
+// with hipcc and checks the disassembly uses the matrix cores. Without
+// hipcc the test is skipped, except in CI (CI=true), where it fails.
+func TestHIPCompilesWithMFMA(t *testing.T) {
+	hipcc, err := exec.LookPath("hipcc")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("hipcc not found; CI must install it (apt-get install hipcc)")
+		}
+		t.Skip("hipcc not found")
+	}
+	objdump := ""
+	// Newest first: an objdump older than the compiler may not know the target.
+	for _, c := range []string{"llvm-objdump-19", "llvm-objdump-18", "llvm-objdump-17", "llvm-objdump-16", "llvm-objdump-15", "llvm-objdump"} {
+		if p, err := exec.LookPath(c); err == nil {
+			objdump = p
+			break
+		}
+	}
+	if objdump == "" {
+		t.Fatal("hipcc is installed but no llvm-objdump")
+	}
+	tests := []struct {
+		part    string
+		headDim int
+		dtype   string
+		arch    string
+	}{
+		{"causal", 128, "BF16", "gfx90a"},
+		{"document", 128, "BF16", "gfx940"},
+		{"full_sink", 64, "F16", "gfx90a"},
+		{"causal_alibi", 64, "BF16", "gfx940"},
+	}
+	dir := t.TempDir()
+	for _, tt := range tests {
+		name := fmt.Sprintf("%s_d%d_%s_%s", tt.part, tt.headDim, tt.dtype, tt.arch)
+		t.Run(name, func(t *testing.T) {
+			src := filepath.Join(dir, name+".hip")
+			obj := filepath.Join(dir, name+".co")
+			if err := os.WriteFile(src, []byte(assemble(t, tt.part, tt.headDim, tt.dtype)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, err := exec.Command(hipcc, "-std=c++17", "-O3", "--offload-arch="+tt.arch, "--cuda-device-only",
+				"--no-gpu-bundle-output", "-c", src, "-o", obj).CombinedOutput()
+			if err != nil {
+				t.Fatalf("hipcc: %v\n%s", err, out)
+			}
+			dis, err := exec.Command(objdump, "-d", obj).CombinedOutput()
+			if err != nil {
+				t.Fatalf("llvm-objdump: %v\n%s", err, dis)
+			}
+			text := string(dis)
+			for _, sym := range []string{"<maskc_attn_fwd>:", "<maskc_tile_flags>:"} {
+				if !strings.Contains(text, sym) {
+					t.Errorf("no %s in the code object", sym)
+				}
+			}
+			// gfx90a spells it v_mfma_f32_16x16x16bf16_1k, gfx940 v_mfma_f32_16x16x16_bf16.
+			mfma := regexp.MustCompile(`v_mfma_f32_16x16x16_?` + strings.ToLower(tt.dtype) + `(_1k)?\b`)
+			if len(mfma.FindAllString(text, -1)) == 0 {
+				t.Errorf("no %s in the disassembly", mfma)
+			}
+		})
+	}
+}
+
+// TestShapeLayout pins the host-visible layout of struct MaskcShape, which
+// launchers (gpu/maskc_gpu.py, the Go runtime) mirror byte for byte: it
+// compiles the struct as it appears in AttnFwd with the host C++ compiler
+// and prints its size and field offsets.
+func TestShapeLayout(t *testing.T) {
+	cxx := ""
+	for _, c := range []string{"c++", "g++", "clang++"} {
+		if p, err := exec.LookPath(c); err == nil {
+			cxx = p
+			break
+		}
+	}
+	if cxx == "" {
+		t.Skip("no host C++ compiler")
+	}
+	m := regexp.MustCompile(`(?s)struct MaskcShape \{.*?\n\};`).FindString(AttnFwd)
+	if m == "" {
+		t.Fatal("struct MaskcShape not found in attn_fwd.h")
+	}
+	prog := "#include <cstdio>\n#include <cstddef>\n" + m + `
+int main() {
+  std::printf("%zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu", sizeof(MaskcShape), offsetof(MaskcShape, B),
+              offsetof(MaskcShape, Skv), offsetof(MaskcShape, q_stride), offsetof(MaskcShape, k_stride),
+              offsetof(MaskcShape, v_stride), offsetof(MaskcShape, o_stride), offsetof(MaskcShape, scale),
+              offsetof(MaskcShape, sink), offsetof(MaskcShape, tile_flags), offsetof(MaskcShape, H),
+              offsetof(MaskcShape, Sq));
+}
+`
+	dir := t.TempDir()
+	src, bin := filepath.Join(dir, "layout.cc"), filepath.Join(dir, "layout")
+	if err := os.WriteFile(src, []byte(prog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(cxx, "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", cxx, err, out)
+	}
+	out, err := exec.Command(bin).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// size, B, Skv, q_stride, k_stride, v_stride, o_stride, scale, sink, tile_flags, H, Sq
+	const want = "144 0 16 24 48 72 96 120 128 136 4 12"
+	if got := string(out); got != want {
+		t.Errorf("MaskcShape layout = %q, want %q", got, want)
+	}
+}
