@@ -1,0 +1,174 @@
+package codegen
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/maskc/maskc/dsl"
+)
+
+// ABI limits of MaskcBuffers, the struct that carries captured tensors into
+// a generated kernel (see runtime.h).
+const (
+	// MaxBuffers is the number of captured tensors a kernel can take.
+	MaxBuffers = 8
+	// MaxBufferRank is the number of dimensions a captured tensor can have.
+	MaxBufferRank = 2
+)
+
+// BufferABI describes one entry of MaskcBuffers: which declared buffer goes
+// into ptr[Slot], its element type, and its extents.
+type BufferABI struct {
+	// Name is the buffer's name in the .flex file, e.g. "doc".
+	Name string
+	// Slot is the index into MaskcBuffers.ptr and .dim.
+	Slot int
+	// DType is the element type as declared: i32, i64, f16, bf16, f32, f64 or bool.
+	DType string
+	// Dims are the declared extents as .flex expressions, e.g. ["H", "8191"].
+	// The launcher passes the evaluated extents in MaskcBuffers.dim[Slot]
+	// (a 1-D buffer passes 1 as its second extent).
+	Dims []string
+	// Segments reports the `segments` property: non-decreasing document ids.
+	Segments bool
+	// Decl is the declaration.
+	Decl *dsl.BufferDecl
+}
+
+// elemInfo says how a buffer element type is stored and read.
+type elemInfo struct {
+	storage string // C type of one stored element
+	value   cType  // C type the accessor returns
+	read    string // format turning the element expression %s into value
+	zero    string // value returned for an out-of-range read
+}
+
+var elemTypes = map[string]elemInfo{
+	"i32":  {"int", cInt, "(long long)%s", "0"},
+	"i64":  {"long long", cInt, "%s", "0"},
+	"f16":  {"unsigned short", cFloat, "maskc_f16_to_f32(%s)", "0.0f"},
+	"bf16": {"unsigned short", cFloat, "maskc_bf16_to_f32(%s)", "0.0f"},
+	"f32":  {"float", cFloat, "%s", "0.0f"},
+	"f64":  {"double", cDouble, "%s", "0.0"},
+	"bool": {"unsigned char", cBool, "(%s != 0)", "false"},
+}
+
+// BufferTable builds the MaskcBuffers layout for the buffers that the given
+// lowered expressions read: declaration (source) order, at most MaxBuffers,
+// each of rank at most MaxBufferRank. Nil expressions are skipped.
+func BufferTable(src *dsl.Source, ls ...*dsl.Lowered) ([]BufferABI, dsl.Diagnostics) {
+	var diags dsl.Diagnostics
+	seen := map[*dsl.BufferDecl]bool{}
+	var decls []*dsl.BufferDecl
+	for _, l := range ls {
+		if l == nil {
+			continue
+		}
+		for _, d := range l.Buffers {
+			if !seen[d] {
+				seen[d] = true
+				decls = append(decls, d)
+			}
+		}
+	}
+	sort.SliceStable(decls, func(i, j int) bool { return decls[i].Sp.Start < decls[j].Sp.Start })
+	var out []BufferABI
+	for _, d := range decls {
+		if len(out) == MaxBuffers {
+			diags.Add(src, d.Name.Sp, CodeTooManyBuffers, "buffer %s is the %d-th captured buffer; a generated kernel takes at most %d", d.Name.Name, len(decls), MaxBuffers).
+				WithHint("pack small buffers into one (e.g. a [%d, N] table) or drop unused ones", MaxBuffers)
+			break
+		}
+		if len(d.Dims) == 0 || len(d.Dims) > MaxBufferRank {
+			diags.Add(src, d.Sp, CodeBufferRank, "buffer %s has %d dimensions; a generated kernel reads buffers of 1 or 2 dimensions", d.Name.Name, len(d.Dims)).
+				WithHint("flatten the buffer and compute the index in the mask, e.g. t[i * N + j]")
+			continue
+		}
+		dtype := ""
+		if d.DType != nil {
+			dtype = d.DType.Name
+		}
+		if _, ok := elemTypes[dtype]; !ok {
+			sp := d.Sp
+			if d.DType != nil {
+				sp = d.DType.Sp
+			}
+			diags.Add(src, sp, CodeBufferDType, "cannot read buffer %s of element type %q", d.Name.Name, dtype).
+				WithHint("declare it as one of i32, i64, f16, bf16, f32, f64, bool")
+			continue
+		}
+		dims := make([]string, len(d.Dims))
+		for i, e := range d.Dims {
+			dims[i] = exprText(e)
+		}
+		out = append(out, BufferABI{
+			Name: d.Name.Name, Slot: len(out), DType: dtype, Dims: dims,
+			Segments: d.Property != nil && d.Property.Name == "segments", Decl: d,
+		})
+	}
+	return out, diags
+}
+
+// cName turns a .flex name into a C identifier fragment.
+func cName(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+// readerName is the accessor function of a buffer.
+func readerName(b *BufferABI) string { return "maskc_read_" + cName(b.Name) }
+
+// writeReader emits the guarded accessor of one buffer. An index outside
+// the buffer's extents never reads memory: the accessor returns zero
+// (false for bool) instead. A read that the mask needs is in range for valid
+// inputs, so the zero is only ever seen in masked-out or padding lanes.
+func writeReader(w *strings.Builder, b *BufferABI) {
+	info := elemTypes[b.DType]
+	fmt.Fprintf(w, "// buffer %s: %s[%s] in buf.ptr[%d]; an out-of-range read yields %s and touches no memory\n",
+		b.Name, b.DType, strings.Join(b.Dims, ", "), b.Slot, info.zero)
+	var params []string
+	for i := range b.Dims {
+		params = append(params, fmt.Sprintf("long long i%d", i))
+	}
+	fmt.Fprintf(w, "__device__ __forceinline__ %s %s(const MaskcBuffers& buf, %s) {\n", info.value, readerName(b), strings.Join(params, ", "))
+	var conds []string
+	for i := range b.Dims {
+		fmt.Fprintf(w, "  const long long n%d = buf.dim[%d][%d];\n", i, b.Slot, i)
+		conds = append(conds, fmt.Sprintf("i%d >= 0 && i%d < n%d", i, i, i))
+	}
+	fmt.Fprintf(w, "  const bool ok = %s;\n", strings.Join(conds, " && "))
+	at := "i0"
+	if len(b.Dims) == 2 {
+		at = "i0 * n1 + i1"
+	}
+	fmt.Fprintf(w, "  const long long at = ok ? %s : 0;\n", at)
+	elem := fmt.Sprintf("((const %s*)buf.ptr[%d])[at]", info.storage, b.Slot)
+	fmt.Fprintf(w, "  return ok ? %s : %s;\n}\n\n", fmt.Sprintf(info.read, elem), info.zero)
+}
+
+// writeSegmentSearch emits binary searches over a `segments` buffer (its
+// values are non-decreasing): the first index whose value is >= v, and the
+// first index whose value is > v.
+func writeSegmentSearch(w *strings.Builder, b *BufferABI) {
+	name := cName(b.Name)
+	for _, s := range []struct{ fn, cmp, what string }{
+		{"maskc_seg_first_" + name, "<", "first index i with " + b.Name + "[i] >= v"},
+		{"maskc_seg_end_" + name, "<=", "first index i with " + b.Name + "[i] > v"},
+	} {
+		fmt.Fprintf(w, "// %s (%s is declared segments: non-decreasing)\n", s.what, b.Name)
+		fmt.Fprintf(w, "__device__ __forceinline__ long long %s(const MaskcBuffers& buf, long long v) {\n", s.fn)
+		fmt.Fprintf(w, "  long long lo = 0, hi = buf.dim[%d][0];\n", b.Slot)
+		fmt.Fprintf(w, "  while (lo < hi) {\n")
+		fmt.Fprintf(w, "    const long long mid = lo + (hi - lo) / 2;\n")
+		fmt.Fprintf(w, "    if (%s(buf, mid) %s v) lo = mid + 1; else hi = mid;\n", readerName(b), s.cmp)
+		fmt.Fprintf(w, "  }\n  return lo;\n}\n\n")
+	}
+}

@@ -1,0 +1,542 @@
+package codegen
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/maskc/maskc/dsl"
+)
+
+// cType is a C type that a generated expression can have.
+type cType string
+
+const (
+	cBool   cType = "bool"
+	cInt    cType = "long long"
+	cFloat  cType = "float"
+	cDouble cType = "double"
+)
+
+// cExpr is a C expression and its type.
+type cExpr struct {
+	code string
+	typ  cType
+}
+
+// funcWriter emits the body of one generated device function: statements,
+// one per line, each preceded by a #line directive naming the .flex line it
+// came from; shared subexpressions and buffer reads become named constants.
+type funcWriter struct {
+	src     *dsl.Source
+	l       *dsl.Lowered
+	float   cType // the C type of .flex floats in this function
+	buffers map[string]*BufferABI
+	diags   *dsl.Diagnostics
+
+	body     strings.Builder
+	indent   string
+	keys     map[dsl.Expr]string // structural key of each node
+	uses     map[string]int      // occurrences of each structural key
+	temps    map[string]string   // structural key -> named constant
+	ntemp    int
+	lastLine int
+	failed   bool
+}
+
+func newFuncWriter(src *dsl.Source, l *dsl.Lowered, float cType, bufs []BufferABI, diags *dsl.Diagnostics) *funcWriter {
+	w := &funcWriter{
+		src: src, l: l, float: float, buffers: map[string]*BufferABI{}, diags: diags,
+		indent: "  ", keys: map[dsl.Expr]string{}, uses: map[string]int{}, temps: map[string]string{},
+	}
+	for i := range bufs {
+		w.buffers[bufs[i].Name] = &bufs[i]
+	}
+	return w
+}
+
+// count records the structural keys of e's subtree so that repeated
+// subexpressions can be shared.
+func (w *funcWriter) count(e dsl.Expr) {
+	dsl.Inspect(e, func(x dsl.Expr) bool {
+		if _, ok := x.(*dsl.Ident); ok {
+			return false
+		}
+		w.uses[w.key(x)]++
+		return true
+	})
+}
+
+// key is a structural fingerprint of e: equal keys mean equal values.
+func (w *funcWriter) key(e dsl.Expr) string {
+	if k, ok := w.keys[e]; ok {
+		return k
+	}
+	var k string
+	switch x := e.(type) {
+	case *dsl.VarRef:
+		k = x.Var.String()
+	case *dsl.IntLit:
+		k = strconv.FormatInt(x.Value, 10)
+	case *dsl.FloatLit:
+		k = "f" + strconv.FormatFloat(x.Value, 'g', -1, 64)
+	case *dsl.BoolLit:
+		k = strconv.FormatBool(x.Value)
+	case *dsl.Ident:
+		k = "$" + x.Name
+	case *dsl.UnaryExpr:
+		k = "(" + x.Op.String() + " " + w.key(x.X) + ")"
+	case *dsl.BinaryExpr:
+		k = "(" + w.key(x.X) + " " + x.Op.String() + " " + w.key(x.Y) + ")"
+	case *dsl.CompareExpr:
+		parts := []string{}
+		for i, o := range x.Operands {
+			if i > 0 {
+				parts = append(parts, x.Ops[i-1].String())
+			}
+			parts = append(parts, w.key(o))
+		}
+		k = "(" + strings.Join(parts, " ") + ")"
+	case *dsl.CondExpr:
+		k = "(" + w.key(x.Then) + " if " + w.key(x.Cond) + " else " + w.key(x.Else) + ")"
+	case *dsl.CallExpr:
+		parts := []string{}
+		for _, a := range x.Args {
+			parts = append(parts, w.key(a))
+		}
+		k = w.key(x.Fun) + "(" + strings.Join(parts, ", ") + ")"
+	case *dsl.IndexExpr:
+		parts := []string{}
+		for _, a := range x.Indices {
+			parts = append(parts, w.key(a))
+		}
+		k = w.key(x.X) + "[" + strings.Join(parts, ", ") + "]"
+	case *dsl.ParenExpr:
+		k = w.key(x.X)
+	default:
+		k = fmt.Sprintf("%T@%p", e, e)
+	}
+	k += ":" + w.l.TypeOf(e).String()
+	w.keys[e] = k
+	return k
+}
+
+// fail reports a construct that cannot be generated.
+func (w *funcWriter) fail(e dsl.Node, code dsl.Code, hint, format string, args ...any) cExpr {
+	sp := dsl.NoSpan
+	if e != nil {
+		sp = e.Span()
+	}
+	d := w.diags.Add(w.src, sp, code, format, args...)
+	if hint != "" {
+		d.Hint = hint
+	}
+	w.failed = true
+	return cExpr{"0", cInt}
+}
+
+// line emits a #line directive for the .flex line of sp when it differs
+// from the last one emitted.
+func (w *funcWriter) line(sp dsl.Span) {
+	if w.src == nil || !sp.IsValid() {
+		return
+	}
+	n := w.src.Position(sp.Start).Line
+	if n == w.lastLine {
+		return
+	}
+	w.lastLine = n
+	fmt.Fprintf(&w.body, "#line %d %s\n", n, strconv.Quote(w.src.Name))
+}
+
+// stmt emits one statement that came from the .flex text at sp.
+func (w *funcWriter) stmt(sp dsl.Span, format string, args ...any) {
+	w.line(sp)
+	w.body.WriteString(w.indent)
+	fmt.Fprintf(&w.body, format, args...)
+	w.body.WriteByte('\n')
+}
+
+// bind emits `const T name = value;` and returns the name.
+func (w *funcWriter) bind(sp dsl.Span, prefix string, v cExpr) cExpr {
+	name := fmt.Sprintf("%s%d", prefix, w.ntemp)
+	w.ntemp++
+	w.stmt(sp, "const %s %s = %s;", v.typ, name, v.code)
+	return cExpr{name, v.typ}
+}
+
+// typeOf maps the recorded .flex type of e to its C type.
+func (w *funcWriter) typeOf(e dsl.Expr) (cType, bool) {
+	switch w.l.TypeOf(e) {
+	case dsl.TypeBool:
+		return cBool, true
+	case dsl.TypeInt:
+		return cInt, true
+	case dsl.TypeFloat:
+		return w.float, true
+	}
+	return "", false
+}
+
+// conv converts v to type t following Python's promotion (bool -> int -> float).
+func conv(v cExpr, t cType) cExpr {
+	if v.typ == t {
+		return v
+	}
+	if t == cBool {
+		return cExpr{"(" + v.code + " != 0)", cBool}
+	}
+	return cExpr{"(" + string(t) + ")" + v.code, t}
+}
+
+// truth is Python truthiness of v as a C bool.
+func truth(v cExpr) cExpr { return conv(v, cBool) }
+
+// expr returns the C expression for e, emitting any statements it needs.
+func (w *funcWriter) expr(e dsl.Expr) cExpr {
+	k := w.key(e)
+	if name, ok := w.temps[k]; ok {
+		t, _ := w.typeOf(e)
+		return cExpr{name, t}
+	}
+	v := w.node(e)
+	if w.failed {
+		return v
+	}
+	if _, isRead := e.(*dsl.IndexExpr); isRead || (w.uses[k] > 1 && !trivial(e)) {
+		prefix := "t"
+		if x, ok := e.(*dsl.IndexExpr); ok {
+			prefix = cName(x.X.(*dsl.Ident).Name) + "_"
+		}
+		v = w.bind(e.Span(), prefix, v)
+		w.temps[k] = v.code
+	}
+	return v
+}
+
+// part returns an operand of a logical connective as a named constant, so
+// that each condition is one statement on its own .flex line.
+func (w *funcWriter) part(e dsl.Expr) cExpr {
+	v := w.expr(e)
+	if w.failed || trivial(e) || isIdent(v.code) {
+		return v
+	}
+	prefix := "t"
+	if v.typ == cBool {
+		prefix = "c"
+	}
+	v = w.bind(e.Span(), prefix, v)
+	w.temps[w.key(e)] = v.code
+	return v
+}
+
+func isIdent(s string) bool {
+	for i, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// trivial reports whether e is a variable or literal, never worth a name.
+func trivial(e dsl.Expr) bool {
+	switch e.(type) {
+	case *dsl.VarRef, *dsl.IntLit, *dsl.FloatLit, *dsl.BoolLit:
+		return true
+	}
+	return false
+}
+
+// floatLit formats f as a literal of type t.
+func floatLit(f float64, t cType) string {
+	suffix, bits := "", 64
+	if t == cFloat {
+		suffix, bits = "f", 32
+	}
+	switch {
+	case math.IsInf(f, 1):
+		return "maskc_inf_f" + strconv.Itoa(bits) + "()"
+	case math.IsInf(f, -1):
+		return "(-maskc_inf_f" + strconv.Itoa(bits) + "())"
+	case math.IsNaN(f):
+		return "maskc_nan_f" + strconv.Itoa(bits) + "()"
+	}
+	s := strconv.FormatFloat(f, 'g', -1, bits)
+	if !strings.ContainsAny(s, ".en") {
+		s += ".0"
+	}
+	if f < 0 {
+		return "(" + s + suffix + ")"
+	}
+	return s + suffix
+}
+
+// intLit formats i as a long long literal.
+func intLit(i int64) string {
+	if i == math.MinInt64 {
+		return "(-9223372036854775807LL - 1)"
+	}
+	if i < 0 {
+		return "(" + strconv.FormatInt(i, 10) + "LL)"
+	}
+	return strconv.FormatInt(i, 10) + "LL"
+}
+
+var mathFuncs = map[string][2]string{ // builtin -> {fp32 name, fp64 name}
+	"exp": {"expf", "exp"}, "exp2": {"exp2f", "exp2"}, "log": {"logf", "log"}, "log2": {"log2f", "log2"},
+	"sqrt": {"sqrtf", "sqrt"}, "tanh": {"tanhf", "tanh"}, "floor": {"floorf", "floor"}, "ceil": {"ceilf", "ceil"},
+}
+
+func (w *funcWriter) mathName(name string) string {
+	if w.float == cFloat {
+		return mathFuncs[name][0]
+	}
+	return mathFuncs[name][1]
+}
+
+// node translates one node; its operands go through expr.
+func (w *funcWriter) node(e dsl.Expr) cExpr {
+	t, ok := w.typeOf(e)
+	if !ok {
+		return w.fail(e, CodeUnsupported, "", "internal error: expression has no recorded type")
+	}
+	switch x := e.(type) {
+	case *dsl.VarRef:
+		if x.Var == dsl.VarScore {
+			if w.l.Kind != dsl.ScoreMod {
+				return w.fail(e, CodeUnsupported, "", "a mask cannot read the score")
+			}
+			return conv(cExpr{"score", cFloat}, t)
+		}
+		return conv(cExpr{x.Var.String(), cInt}, t)
+	case *dsl.IntLit:
+		return conv(cExpr{intLit(x.Value), cInt}, t)
+	case *dsl.FloatLit:
+		return cExpr{floatLit(x.Value, t), t}
+	case *dsl.BoolLit:
+		return conv(cExpr{strconv.FormatBool(x.Value), cBool}, t)
+	case *dsl.ParenExpr:
+		return w.expr(x.X)
+	case *dsl.UnaryExpr:
+		return w.unary(x, t)
+	case *dsl.BinaryExpr:
+		return w.binary(x, t)
+	case *dsl.CompareExpr:
+		return w.compare(x)
+	case *dsl.CondExpr:
+		return w.cond(x.Cond, x.Then, x.Else, t)
+	case *dsl.CallExpr:
+		return w.call(x, t)
+	case *dsl.IndexExpr:
+		return w.read(x, t)
+	}
+	return w.fail(e, CodeUnsupported, "", "cannot generate code for %s", describe(e))
+}
+
+func describe(e dsl.Expr) string {
+	switch x := e.(type) {
+	case *dsl.Ident:
+		return "the name " + x.Name + " here"
+	case *dsl.TupleExpr:
+		return "a tuple"
+	}
+	return fmt.Sprintf("%T", e)
+}
+
+func (w *funcWriter) unary(x *dsl.UnaryExpr, t cType) cExpr {
+	v := w.expr(x.X)
+	switch x.Op {
+	case dsl.OpNeg:
+		return cExpr{"(-" + conv(v, t).code + ")", t}
+	case dsl.OpPos:
+		return conv(v, t)
+	case dsl.OpNot:
+		return conv(cExpr{"(!" + truth(v).code + ")", cBool}, t)
+	case dsl.OpInvert:
+		if v.typ == cBool {
+			return conv(cExpr{"(!" + v.code + ")", cBool}, t)
+		}
+		if v.typ == cInt {
+			return conv(cExpr{"(~" + v.code + ")", cInt}, t)
+		}
+	}
+	return w.fail(x, CodeUnsupported, "", "cannot generate %s on a %s", x.Op, v.typ)
+}
+
+func (w *funcWriter) binary(x *dsl.BinaryExpr, t cType) cExpr {
+	switch x.Op {
+	case dsl.OpAnd, dsl.OpOr, dsl.OpBitAnd, dsl.OpBitOr:
+		a, b := w.part(x.X), w.part(x.Y)
+		if t == cBool && a.typ == cBool && b.typ == cBool {
+			op := " && "
+			if x.Op == dsl.OpOr || x.Op == dsl.OpBitOr {
+				op = " || "
+			}
+			return cExpr{"(" + a.code + op + b.code + ")", cBool}
+		}
+		switch x.Op {
+		case dsl.OpAnd: // Python: a if not a else b
+			return cExpr{"(" + truth(a).code + " ? " + conv(b, t).code + " : " + conv(a, t).code + ")", t}
+		case dsl.OpOr: // Python: a if a else b
+			return cExpr{"(" + truth(a).code + " ? " + conv(a, t).code + " : " + conv(b, t).code + ")", t}
+		}
+		if t == cInt {
+			return cExpr{"(" + conv(a, cInt).code + " " + x.Op.String() + " " + conv(b, cInt).code + ")", cInt}
+		}
+		return w.fail(x, CodeUnsupported, "", "cannot generate %s on %s and %s", x.Op, a.typ, b.typ)
+	}
+	a, b := w.expr(x.X), w.expr(x.Y)
+	switch x.Op {
+	case dsl.OpAdd, dsl.OpSub, dsl.OpMul:
+		return cExpr{"(" + conv(a, t).code + " " + x.Op.String() + " " + conv(b, t).code + ")", t}
+	case dsl.OpDiv:
+		return cExpr{"(" + conv(a, w.float).code + " / " + conv(b, w.float).code + ")", w.float}
+	case dsl.OpFloorDiv, dsl.OpMod:
+		fn := "maskc_py_floordiv"
+		if x.Op == dsl.OpMod {
+			fn = "maskc_py_floormod"
+		}
+		return cExpr{fn + "(" + conv(a, t).code + ", " + conv(b, t).code + ")", t}
+	case dsl.OpPow:
+		if t == cInt {
+			n, ok := dsl.Unparen(x.Y).(*dsl.IntLit)
+			if !ok || n.Value < 0 || n.Value > 1<<20 {
+				return w.fail(x.Y, CodePowExponent, "write the power as a float (x ** 2.0) or as repeated multiplication",
+					"int power needs a non-negative constant exponent")
+			}
+			return cExpr{fmt.Sprintf("maskc_py_ipow(%s, %d)", conv(a, cInt).code, n.Value), cInt}
+		}
+		if lit, ok := constValue(x.X); ok && lit == 2 {
+			return cExpr{w.mathName("exp2") + "(" + conv(b, t).code + ")", t}
+		}
+		pow := "pow"
+		if t == cFloat {
+			pow = "powf"
+		}
+		return cExpr{pow + "(" + conv(a, t).code + ", " + conv(b, t).code + ")", t}
+	}
+	return w.fail(x, CodeUnsupported, "", "cannot generate the operator %s", x.Op)
+}
+
+// constValue returns the value of a numeric literal.
+func constValue(e dsl.Expr) (float64, bool) {
+	switch x := dsl.Unparen(e).(type) {
+	case *dsl.IntLit:
+		return float64(x.Value), true
+	case *dsl.FloatLit:
+		return x.Value, true
+	}
+	return 0, false
+}
+
+func (w *funcWriter) compare(x *dsl.CompareExpr) cExpr {
+	if len(x.Operands) != 2 || len(x.Ops) != 1 {
+		return w.fail(x, CodeUnsupported, "", "internal error: unexpanded comparison chain")
+	}
+	a, b := w.expr(x.Operands[0]), w.expr(x.Operands[1])
+	var ct cType
+	switch {
+	case a.typ == cBool && b.typ == cBool:
+		ct = cBool
+	case a.typ == cFloat || a.typ == cDouble || b.typ == cFloat || b.typ == cDouble:
+		ct = w.float
+	default:
+		ct = cInt
+	}
+	return cExpr{"(" + conv(a, ct).code + " " + x.Ops[0].String() + " " + conv(b, ct).code + ")", cBool}
+}
+
+// cond is `then if c else els` and where(c, then, els): both branches are
+// evaluated (they have no side effects and every read is guarded).
+func (w *funcWriter) cond(c, then, els dsl.Expr, t cType) cExpr {
+	cv := truth(w.part(c))
+	a, b := w.expr(then), w.expr(els)
+	return cExpr{"(" + cv.code + " ? " + conv(a, t).code + " : " + conv(b, t).code + ")", t}
+}
+
+func (w *funcWriter) call(x *dsl.CallExpr, t cType) cExpr {
+	id, ok := x.Fun.(*dsl.Ident)
+	if !ok {
+		return w.fail(x, CodeUnsupported, "", "cannot generate a call of a computed function")
+	}
+	bi := dsl.LookupBuiltin(id.Name)
+	if bi == nil || len(x.Args) < bi.MinArgs || len(x.Args) > bi.MaxArgs {
+		return w.fail(x, CodeUnsupported, "", "cannot generate a call of %s with %d arguments", id.Name, len(x.Args))
+	}
+	if bi.Name == "where" {
+		return w.cond(x.Args[0], x.Args[1], x.Args[2], t)
+	}
+	args := make([]cExpr, len(x.Args))
+	for i, a := range x.Args {
+		args[i] = w.expr(a)
+	}
+	switch bi.Name {
+	case "min", "max":
+		return cExpr{"maskc_py_" + bi.Name + "(" + conv(args[0], t).code + ", " + conv(args[1], t).code + ")", t}
+	case "clamp":
+		return cExpr{"maskc_py_min(maskc_py_max(" + conv(args[0], t).code + ", " + conv(args[1], t).code + "), " + conv(args[2], t).code + ")", t}
+	case "abs":
+		return cExpr{"maskc_py_abs(" + conv(args[0], t).code + ")", t}
+	case "sigmoid":
+		return cExpr{"maskc_py_sigmoid(" + conv(args[0], t).code + ")", t}
+	case "floor", "ceil":
+		if t == cInt {
+			return conv(args[0], cInt)
+		}
+		fallthrough
+	case "exp", "exp2", "log", "log2", "sqrt", "tanh":
+		return cExpr{w.mathName(bi.Name) + "(" + conv(args[0], t).code + ")", t}
+	}
+	return w.fail(x, CodeUnsupported, "", "cannot generate the built-in %s", bi.Name)
+}
+
+func (w *funcWriter) read(x *dsl.IndexExpr, t cType) cExpr {
+	id, ok := x.X.(*dsl.Ident)
+	var b *BufferABI
+	if ok {
+		b = w.buffers[id.Name]
+	}
+	if b == nil {
+		return w.fail(x, CodeBufferIndex, "", "internal error: read of a buffer that is not in the kernel's buffer table")
+	}
+	if len(x.Indices) != len(b.Dims) {
+		return w.fail(x, CodeBufferIndex, "", "buffer %s has %d dimensions but is read with %d indices", b.Name, len(b.Dims), len(x.Indices))
+	}
+	args := []string{"buf"}
+	for _, i := range x.Indices {
+		args = append(args, conv(w.expr(i), cInt).code)
+	}
+	v := cExpr{readerName(b) + "(" + strings.Join(args, ", ") + ")", elemTypes[b.DType].value}
+	return conv(v, t)
+}
+
+// sourceLines returns the distinct .flex lines that e's nodes came from, in
+// order, formatted as a comment block.
+func sourceLines(src *dsl.Source, es ...dsl.Expr) string {
+	if src == nil {
+		return ""
+	}
+	set := map[int]bool{}
+	for _, e := range es {
+		dsl.Inspect(e, func(x dsl.Expr) bool {
+			if sp := x.Span(); sp.IsValid() {
+				set[src.Position(sp.Start).Line] = true
+				set[src.Position(sp.End).Line] = true
+			}
+			return true
+		})
+	}
+	var lines []int
+	for n := range set {
+		lines = append(lines, n)
+	}
+	sort.Ints(lines)
+	var b strings.Builder
+	for _, n := range lines {
+		fmt.Fprintf(&b, "//   %s:%d | %s\n", src.Name, n, strings.TrimRight(src.Line(n), " \t"))
+	}
+	return b.String()
+}

@@ -1,0 +1,41 @@
+package codegen
+
+import "github.com/maskc/maskc/dsl"
+
+// Diagnostic codes reported by the code generator (range E300-E399).
+const (
+	// CodeHeadDim: the head dimension has no kernel configuration.
+	CodeHeadDim dsl.Code = "E300"
+	// CodeDType: the element type has no kernel configuration.
+	CodeDType dsl.Code = "E301"
+	// CodeLayout: the tensor layout is not bshd or bhsd.
+	CodeLayout dsl.Code = "E302"
+	// CodeTooManyBuffers: more captured buffers than MaskcBuffers holds.
+	CodeTooManyBuffers dsl.Code = "E303"
+	// CodeBufferRank: a captured buffer with more dimensions than the ABI carries.
+	CodeBufferRank dsl.Code = "E304"
+	// CodeUnsupported: an expression construct the generator cannot express.
+	CodeUnsupported dsl.Code = "E305"
+	// CodePowExponent: an int power whose exponent is not a non-negative constant.
+	CodePowExponent dsl.Code = "E306"
+	// CodeBufferIndex: a buffer read with the wrong number of indices or an unknown buffer.
+	CodeBufferIndex dsl.Code = "E307"
+	// CodeBufferDType: a captured buffer of an element type the generator cannot read.
+	CodeBufferDType dsl.Code = "E308"
+	// CodeSetting: an attention setting the generated kernel does not implement.
+	CodeSetting dsl.Code = "E309"
+)
+
+// Codes describes every diagnostic code of this package in one line.
+var Codes = map[dsl.Code]string{
+	CodeHeadDim:        "head dimension without a generated-kernel configuration (64 or 128)",
+	CodeDType:          "element type without a generated-kernel configuration (bf16 or fp16)",
+	CodeLayout:         "tensor layout other than bshd or bhsd",
+	CodeTooManyBuffers: "more captured buffers than a generated kernel takes (8)",
+	CodeBufferRank:     "captured buffer with more than 2 dimensions",
+	CodeUnsupported:    "expression construct the code generator cannot express",
+	CodePowExponent:    "int ** with an exponent that is not a non-negative constant",
+	CodeBufferIndex:    "buffer read with the wrong number of indices, or of an undeclared buffer",
+	CodeBufferDType:    "captured buffer element type the generator cannot read",
+	CodeSetting:        "attention setting (causal, window, alibi, bias, dropout, ...) a generated kernel does not implement",
+}

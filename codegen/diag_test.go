@@ -1,0 +1,117 @@
+package codegen
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/maskc/maskc/dsl"
+)
+
+// generateDiags runs Generate on every attention of a .flex text and
+// returns the rendered diagnostics.
+func generateDiags(t *testing.T, text string) dsl.Diagnostics {
+	t.Helper()
+	p := checkSource(t, "in.flex", text)
+	var all dsl.Diagnostics
+	for _, a := range p.Attentions {
+		k, diags := Generate(p, a, Options{})
+		if diags.HasErrors() != (k == nil) {
+			t.Errorf("Generate returned kernel %v with errors %v", k != nil, diags.HasErrors())
+		}
+		all = append(all, diags...)
+	}
+	return all
+}
+
+// lowered builds a hand-made lowered mask for the codes the checker makes
+// unreachable from source text.
+func lowered(e dsl.Expr, types map[dsl.Expr]dsl.Type, bufs ...*dsl.BufferDecl) *dsl.Lowered {
+	return &dsl.Lowered{Kind: dsl.MaskMod, Name: "test", Expr: e, Types: types, Buffers: bufs}
+}
+
+func TestDiagnostics(t *testing.T) {
+	nineBuffers := ""
+	var reads []string
+	for i := 0; i < 9; i++ {
+		nineBuffers += fmt.Sprintf("buffer t%d: i32[KV]\n", i)
+		reads = append(reads, fmt.Sprintf("t%d[kv]", i))
+	}
+	tests := []struct {
+		code  dsl.Code
+		text  string // a .flex file, or "" when lower builds the input
+		want  string // the first line of the rendered diagnostic
+		lower func() (*dsl.Source, *dsl.Lowered)
+	}{
+		{code: CodeHeadDim, text: "attention a {\n    mask = causal\n    head_dim = 96\n}\n",
+			want: "in.flex:3:16: error[E300]: a generated kernel has no configuration for head_dim 96"},
+		{code: CodeDType, text: "attention a {\n    mask = causal\n    dtype = fp8\n}\n",
+			want: "in.flex:3:13: error[E301]: a generated kernel has no configuration for dtype fp8"},
+		{code: CodeLayout, text: "attention a {\n    mask = causal\n    layout = thd\n}\n",
+			want: "in.flex:3:14: error[E302]: a generated kernel takes bshd or bhsd tensors, not thd"},
+		{code: CodeTooManyBuffers, text: nineBuffers + "mask m(b, h, q, kv) = " + strings.Join(reads, " + ") + " > 0\nattention a {\n    mask = m\n}\n",
+			want: "in.flex:9:8: error[E303]: buffer t8 is the 9-th captured buffer; a generated kernel takes at most 8"},
+		{code: CodeBufferRank, text: "buffer t: f32[H, 4, 4]\nscore s(score, b, h, q, kv) = score + t[h, 1, 2]\nattention a {\n    score = s\n}\n",
+			want: "in.flex:1:1: error[E304]: buffer t has 3 dimensions; a generated kernel reads buffers of 1 or 2 dimensions"},
+		{code: CodePowExponent, text: "mask m(b, h, q, kv) = q ** h >= kv\nattention a {\n    mask = m\n}\n",
+			want: "in.flex:1:28: error[E306]: int power needs a non-negative constant exponent"},
+		{code: CodeSetting, text: "attention a {\n    mask = causal\n    window = (16, 0)\n}\n",
+			want: "in.flex:3:5: error[E309]: a generated kernel does not implement the window setting"},
+		{code: CodeUnsupported, want: "t.flex:1:1: error[E305]: cannot generate code for a tuple", lower: func() (*dsl.Source, *dsl.Lowered) {
+			src := dsl.NewSource("t.flex", []byte("(q, kv)"))
+			tup := &dsl.TupleExpr{Sp: dsl.Span{Start: 0, End: 7}}
+			return src, lowered(tup, map[dsl.Expr]dsl.Type{tup: dsl.TypeBool})
+		}},
+		{code: CodeBufferIndex, want: "t.flex:1:1: error[E307]: buffer t has 1 dimensions but is read with 2 indices", lower: func() (*dsl.Source, *dsl.Lowered) {
+			src := dsl.NewSource("t.flex", []byte("t[q, kv]"))
+			decl := &dsl.BufferDecl{Name: &dsl.Ident{Name: "t"}, DType: &dsl.Ident{Name: "bool"}, Dims: []dsl.Expr{&dsl.VarRef{Var: dsl.SizeKV}}}
+			q, kv := &dsl.VarRef{Var: dsl.VarQ}, &dsl.VarRef{Var: dsl.VarKV}
+			x := &dsl.IndexExpr{Sp: dsl.Span{Start: 0, End: 8}, X: &dsl.Ident{Name: "t"}, Indices: []dsl.Expr{q, kv}}
+			return src, lowered(x, map[dsl.Expr]dsl.Type{x: dsl.TypeBool, q: dsl.TypeInt, kv: dsl.TypeInt}, decl)
+		}},
+		{code: CodeBufferDType, want: "t.flex:1:4: error[E308]: cannot read buffer t of element type \"u8\"", lower: func() (*dsl.Source, *dsl.Lowered) {
+			src := dsl.NewSource("t.flex", []byte("t: u8[KV]"))
+			decl := &dsl.BufferDecl{Sp: dsl.Span{Start: 0, End: 9}, Name: &dsl.Ident{Name: "t"}, DType: &dsl.Ident{Sp: dsl.Span{Start: 3, End: 5}, Name: "u8"}, Dims: []dsl.Expr{&dsl.VarRef{Var: dsl.SizeKV}}}
+			q := &dsl.VarRef{Var: dsl.VarQ}
+			x := &dsl.IndexExpr{X: &dsl.Ident{Name: "t"}, Indices: []dsl.Expr{q}}
+			return src, lowered(x, map[dsl.Expr]dsl.Type{x: dsl.TypeBool, q: dsl.TypeInt}, decl)
+		}},
+	}
+	covered := map[dsl.Code]bool{}
+	for _, tt := range tests {
+		t.Run(string(tt.code), func(t *testing.T) {
+			covered[tt.code] = true
+			var diags dsl.Diagnostics
+			if tt.lower != nil {
+				src, l := tt.lower()
+				bufs, d := BufferTable(src, l)
+				diags = append(diags, d...)
+				if !d.HasErrors() {
+					_, d = MaskFunc(src, l, bufs)
+					diags = append(diags, d...)
+				}
+			} else {
+				diags = generateDiags(t, tt.text)
+			}
+			var lines []string
+			for _, d := range diags {
+				lines = append(lines, d.Error())
+				if d.Code == tt.code && d.Error() == tt.want {
+					if d.Hint == "" && tt.lower == nil {
+						t.Errorf("%s has no hint", d.Code)
+					}
+					return
+				}
+			}
+			t.Errorf("want %q, got:\n%s", tt.want, strings.Join(lines, "\n"))
+		})
+	}
+	for code := range Codes {
+		if !covered[code] {
+			t.Errorf("code %s has no test", code)
+		}
+		if code < "E300" || code > "E399" {
+			t.Errorf("code %s is outside the code generator's range E300-E399", code)
+		}
+	}
+}

@@ -1,0 +1,37 @@
+// Package codegen turns checked masks and scores into HIP C++ source for
+// maskc's fused flash-attention forward kernel.
+//
+// It generates the per-attention part of a kernel: configuration #defines,
+// the device functions maskc_mask and maskc_score (the lowered .flex
+// expression with Python semantics: floor // and %, int64 index arithmetic,
+// guarded buffer reads), and the block-sparsity functions maskc_kv_range and
+// maskc_tile_full, derived in closed form from a disjunctive normal form of
+// the mask's linear constraints (or, where the mask cannot be bounded, a
+// request for the template's tile-flag pre-pass). Generate assembles that
+// part with the platform prelude and the attention template of package
+// hipsrc into one self-contained source text that hipcc, nvcc and NVRTC
+// accept.
+//
+// Semantics of the generated functions, where C and Python differ:
+//
+//   - ints are int64 (long long); // and % floor as in Python
+//     (maskc_py_floordiv, maskc_py_floormod in RuntimeSource). Python raises
+//     on a zero divisor and a kernel cannot, so an int x // 0 and x % 0 give
+//     0, a float x // 0.0 gives x / 0.0 (inf or nan, as torch). Int64
+//     overflow wraps where Python would grow the int.
+//   - a score is computed in fp32 like the kernel; a mask, whose result is
+//     an exact keep/drop decision, computes its (rare) float subexpressions
+//     in fp64 like the reference evaluator.
+//   - min and max are Python's (the first argument unless the second is
+//     strictly smaller / larger); int ** needs a constant exponent >= 0.
+//   - a buffer read goes through a generated accessor that checks every
+//     index against the extents the launcher passes in MaskcBuffers.dim and
+//     reads nothing when one is out of range, returning 0 (false) instead.
+//     A read the mask needs is in range for valid inputs; the guard makes
+//     reads in masked-out or padding lanes harmless.
+//   - `where` and `x if c else y` evaluate both branches (no side effects).
+//
+// Every statement of maskc_mask and maskc_score is preceded by a #line
+// directive naming the .flex line it came from, so compiler errors and
+// debuggers point at the mask source.
+package codegen

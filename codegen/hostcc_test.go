@@ -1,0 +1,430 @@
+package codegen
+
+import (
+	"bufio"
+	"fmt"
+	"math"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/maskc/maskc/check"
+	"github.com/maskc/maskc/dsl"
+	"github.com/maskc/maskc/eval"
+)
+
+// The tests in this file compile the generated device functions as host C++
+// (g++, with __device__ and __forceinline__ defined away) and run them on
+// random tiles, comparing against the float64 reference evaluator:
+//
+//   - maskc_mask equals eval's Mask wherever eval defines a value (eval
+//     refuses a division by zero or an out-of-range buffer read, where the
+//     kernel's documented answer is the guarded one);
+//   - no visible (q, kv) with q in [q_lo, q_hi) lies outside maskc_kv_range;
+//   - maskc_tile_full is true only for tiles whose every pair is visible;
+//   - maskc_score equals eval's Score to fp32 accuracy.
+
+// hostCase is one mask or score compiled into the host program.
+type hostCase struct {
+	name string
+	// exact is set for masks whose analysis is exact: maskc_kv_range must
+	// be the hull of the visible kv and maskc_tile_full must be true for
+	// every tile without a masked pair.
+	exact  bool
+	prog   *check.Program
+	attn   *check.Attention
+	kernel *Kernel
+}
+
+// hostPrelude makes the generated device code plain host C++.
+const hostPrelude = `#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vector>
+#define __device__
+#define __forceinline__ inline
+`
+
+// hostMain reads cases from stdin. Per case: the namespace index, B H HKV Q
+// KV b h q_lo q_hi kv_lo kv_hi score, the number of buffers, and per buffer
+// its slot, dtype code, two extents and the elements. It prints
+// "lo hi full", then one line of 0/1 per q in [q_lo, q_hi) over kv in
+// [0, KV), then one line of scores over the tile.
+const hostMain = `
+typedef bool (*mask_fn)(const MaskcBuffers&, long long, long long, long long, long long, long long, long long, long long, long long, long long);
+typedef float (*score_fn)(const MaskcBuffers&, long long, long long, long long, long long, long long, float, long long, long long, long long, long long);
+typedef void (*range_fn)(const MaskcBuffers&, long long, long long, long long, long long, long long, long long, long long, long long, long long, long long*, long long*);
+typedef bool (*full_fn)(const MaskcBuffers&, long long, long long, long long, long long, long long, long long, long long, long long, long long, long long, long long);
+struct Fns { mask_fn mask; score_fn score; range_fn range; full_fn full; };
+static const Fns fns[] = { FNS };
+
+int main() {
+  int ncases;
+  if (scanf("%d", &ncases) != 1) return 2;
+  for (int c = 0; c < ncases; ++c) {
+    int idx, nbuf;
+    long long B, H, HKV, Q, KV, b, h, qlo, qhi, klo, khi;
+    double score;
+    if (scanf("%d %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lf %d", &idx, &B, &H, &HKV, &Q, &KV, &b, &h, &qlo, &qhi, &klo, &khi, &score, &nbuf) != 14) return 3;
+    MaskcBuffers buf;
+    memset(&buf, 0, sizeof buf);
+    std::vector<std::vector<unsigned char> > store(nbuf);
+    for (int i = 0; i < nbuf; ++i) {
+      int slot, dt;
+      long long d0, d1;
+      if (scanf("%d %d %lld %lld", &slot, &dt, &d0, &d1) != 4) return 4;
+      const int size[] = {4, 8, 2, 2, 4, 8, 1};
+      store[i].resize((size_t)(d0 * d1 * size[dt]) + 8);
+      unsigned char* p = store[i].data();
+      for (long long j = 0; j < d0 * d1; ++j) {
+        double v;
+        if (scanf("%lf", &v) != 1) return 5;
+        switch (dt) {
+          case 0: ((int*)p)[j] = (int)v; break;
+          case 1: ((long long*)p)[j] = (long long)v; break;
+          case 2: case 3: ((unsigned short*)p)[j] = (unsigned short)v; break;
+          case 4: ((float*)p)[j] = (float)v; break;
+          case 5: ((double*)p)[j] = v; break;
+          case 6: p[j] = v != 0; break;
+        }
+      }
+      buf.ptr[slot] = p;
+      buf.dim[slot][0] = d0;
+      buf.dim[slot][1] = d1;
+    }
+    const Fns& f = fns[idx];
+    long long lo = -1, hi = -1;
+    f.range(buf, B, H, HKV, Q, KV, b, h, qlo, qhi, &lo, &hi);
+    printf("%lld %lld %d\n", lo, hi, f.full(buf, B, H, HKV, Q, KV, b, h, qlo, qhi, klo, khi) ? 1 : 0);
+    for (long long q = qlo; q < qhi; ++q) {
+      for (long long kv = 0; kv < KV; ++kv) putchar(f.mask(buf, B, H, HKV, Q, KV, b, h, q, kv) ? '1' : '0');
+      putchar('\n');
+    }
+    for (long long q = qlo; q < qhi; ++q)
+      for (long long kv = klo; kv < khi; ++kv) printf("%.9g ", (double)f.score(buf, B, H, HKV, Q, KV, (float)score, b, h, q, kv));
+    putchar('\n');
+  }
+  return 0;
+}
+`
+
+// buildHost compiles the cases into one host program and returns its path.
+func buildHost(t *testing.T, cases []hostCase) string {
+	t.Helper()
+	cxx, err := exec.LookPath("g++")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("g++ is required in CI to test the generated code on the host")
+		}
+		t.Skip("g++ not found: the host tests of the generated code need a C++ compiler")
+	}
+	var b strings.Builder
+	b.WriteString(hostPrelude)
+	b.WriteString(RuntimeSource)
+	var fns []string
+	for i, c := range cases {
+		fmt.Fprintf(&b, "\n// case %d: %s\nnamespace case%d {\n", i, c.name, i)
+		for _, ln := range strings.Split(c.kernel.Generated, "\n") {
+			if strings.HasPrefix(ln, "#define ") {
+				continue
+			}
+			b.WriteString(ln + "\n")
+		}
+		b.WriteString("}\n")
+		fns = append(fns, fmt.Sprintf("{case%[1]d::maskc_mask, case%[1]d::maskc_score, case%[1]d::maskc_kv_range, case%[1]d::maskc_tile_full}", i))
+	}
+	b.WriteString(strings.Replace(hostMain, "FNS", strings.Join(fns, ",\n  "), 1))
+	dir := t.TempDir()
+	srcPath, exe := filepath.Join(dir, "gen.cc"), filepath.Join(dir, "gen")
+	if err := os.WriteFile(srcPath, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(cxx, "-O0", "-std=c++14", "-Wall", "-Wno-unused-variable", "-Wno-unused-but-set-variable", "-Wno-tautological-compare", "-o", exe, srcPath).CombinedOutput()
+	if err != nil {
+		t.Fatalf("g++ failed: %v\n%s", err, out)
+	}
+	if len(out) > 0 {
+		t.Errorf("g++ warnings on generated code:\n%s", out)
+	}
+	return exe
+}
+
+// tileCase is one random tile of one hostCase, with its sizes and buffers.
+type tileCase struct {
+	idx                  int
+	env                  *eval.Env
+	bits                 map[string][]float64 // buffer elements as the host program stores them
+	b, h                 int64
+	qlo, qhi, kvlo, kvhi int64
+	score                float64
+}
+
+var dtypeCode = map[string]int{"i32": 0, "i64": 1, "f16": 2, "bf16": 3, "f32": 4, "f64": 5, "bool": 6}
+
+func sizeMap(env *eval.Env) map[dsl.Var]int64 {
+	return map[dsl.Var]int64{dsl.SizeB: env.B, dsl.SizeH: env.H, dsl.SizeHKV: env.HKV, dsl.SizeQ: env.Q, dsl.SizeKV: env.KV}
+}
+
+// f16ToFloat decodes IEEE half-precision bits.
+func f16ToFloat(u uint16) float64 {
+	sign := 1.0
+	if u&0x8000 != 0 {
+		sign = -1
+	}
+	e, m := int(u>>10)&0x1f, float64(u&0x3ff)
+	switch e {
+	case 0:
+		return sign * m * math.Pow(2, -24)
+	case 0x1f:
+		if m == 0 {
+			return sign * math.Inf(1)
+		}
+		return math.NaN()
+	}
+	return sign * (1 + m/1024) * math.Pow(2, float64(e-15))
+}
+
+// randomTile draws sizes, buffer contents and a tile for case idx.
+// Buffer extents follow the declarations; `segments` buffers hold
+// non-decreasing ids.
+func randomTile(r *rand.Rand, idx int, c hostCase) tileCase {
+	env := &eval.Env{B: 1 + r.Int63n(3), H: 1 + r.Int63n(4), Q: 1 + r.Int63n(70), KV: 1 + r.Int63n(70), Buffers: map[string]*eval.Tensor{}}
+	if r.Intn(3) == 0 {
+		env.KV = env.Q // equal lengths are the common case
+	}
+	env.HKV = env.H
+	tc := tileCase{idx: idx, env: env, bits: map[string][]float64{}, b: r.Int63n(env.B), h: r.Int63n(env.H), score: r.NormFloat64() * 8}
+	for _, bb := range c.kernel.Buffers {
+		var dims []int
+		for _, d := range c.prog.Buffer(bb.Name).Dims {
+			dims = append(dims, int(d.Eval(sizeMap(env))))
+		}
+		t := eval.NewTensor(dims...)
+		bits := make([]float64, len(t.Data))
+		id := float64(r.Intn(5) - 2)
+		for i := range t.Data {
+			var v, raw float64
+			switch bb.DType {
+			case "bool":
+				v = float64(r.Intn(2))
+				raw = v
+			case "i32", "i64":
+				v = float64(r.Intn(41) - 20)
+				if bb.Segments {
+					if r.Intn(6) == 0 {
+						id += float64(1 + r.Intn(2))
+					}
+					v = id
+				}
+				raw = v
+			case "f32", "f64":
+				v = float64(float32(r.NormFloat64() * 4))
+				raw = v
+			case "bf16":
+				u := math.Float32bits(float32(r.NormFloat64()*4)) >> 16
+				raw, v = float64(u), float64(math.Float32frombits(u<<16))
+			case "f16":
+				u := uint16(r.Intn(1 << 16))
+				if (u>>10)&0x1f == 0x1f { // keep values finite
+					u &^= 0x4000
+				}
+				raw, v = float64(u), f16ToFloat(u)
+			}
+			t.Data[i], bits[i] = v, raw
+		}
+		env.Buffers[bb.Name] = t
+		tc.bits[bb.Name] = bits
+	}
+	tc.qlo = r.Int63n(env.Q)
+	tc.qhi = tc.qlo + 1 + r.Int63n(env.Q-tc.qlo)
+	tc.kvlo = r.Int63n(env.KV)
+	tc.kvhi = tc.kvlo + 1 + r.Int63n(env.KV-tc.kvlo)
+	if r.Intn(4) == 0 { // small tiles are full more often
+		tc.qhi = min(tc.qhi, tc.qlo+1+r.Int63n(4))
+		tc.kvhi = min(tc.kvhi, tc.kvlo+1+r.Int63n(4))
+	}
+	return tc
+}
+
+// writeTile writes a tile in the host program's input format.
+func writeTile(w *bufio.Writer, c hostCase, tc tileCase) {
+	e := tc.env
+	fmt.Fprintf(w, "%d %d %d %d %d %d %d %d %d %d %d %d %.17g %d\n", tc.idx, e.B, e.H, e.HKV, e.Q, e.KV, tc.b, tc.h,
+		tc.qlo, tc.qhi, tc.kvlo, tc.kvhi, tc.score, len(c.kernel.Buffers))
+	for _, bb := range c.kernel.Buffers {
+		t := e.Buffers[bb.Name]
+		d0, d1 := t.Dims[0], 1
+		if len(t.Dims) == 2 {
+			d1 = t.Dims[1]
+		}
+		fmt.Fprintf(w, "%d %d %d %d", bb.Slot, dtypeCode[bb.DType], d0, d1)
+		for _, v := range tc.bits[bb.Name] {
+			fmt.Fprintf(w, " %.17g", v)
+		}
+		w.WriteString("\n")
+	}
+}
+
+// hostResult is what the host program printed for one tile.
+type hostResult struct {
+	lo, hi int64
+	full   bool
+	rows   []string // mask bits per q in [qlo, qhi) over kv in [0, KV)
+	scores []float64
+}
+
+// runHost runs the host program on the tiles and parses its output.
+func runHost(t *testing.T, exe string, cases []hostCase, tiles []tileCase) []hostResult {
+	t.Helper()
+	var in strings.Builder
+	w := bufio.NewWriter(&in)
+	fmt.Fprintf(w, "%d\n", len(tiles))
+	for _, tc := range tiles {
+		writeTile(w, cases[tc.idx], tc)
+	}
+	w.Flush()
+	cmd := exec.Command(exe)
+	cmd.Stdin = strings.NewReader(in.String())
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("host program: %v", err)
+	}
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	next := func() string {
+		if !sc.Scan() {
+			t.Fatalf("host program output ended early")
+		}
+		return sc.Text()
+	}
+	res := make([]hostResult, len(tiles))
+	for i, tc := range tiles {
+		var full int
+		if _, err := fmt.Sscan(next(), &res[i].lo, &res[i].hi, &full); err != nil {
+			t.Fatalf("tile %d: %v", i, err)
+		}
+		res[i].full = full == 1
+		for q := tc.qlo; q < tc.qhi; q++ {
+			res[i].rows = append(res[i].rows, next())
+		}
+		for _, f := range strings.Fields(next()) {
+			var v float64
+			fmt.Sscan(f, &v)
+			res[i].scores = append(res[i].scores, v)
+		}
+	}
+	return res
+}
+
+// checkTiles compares the host results with the reference evaluator and
+// checks the soundness of kv ranges and full-tile answers. It returns the
+// number of tiles found full (to show the test exercises that path).
+func checkTiles(t *testing.T, cases []hostCase, tiles []tileCase, res []hostResult) (fullTiles int) {
+	t.Helper()
+	errs := 0
+	report := func(format string, args ...any) {
+		errs++
+		if errs <= 20 {
+			t.Errorf(format, args...)
+		}
+	}
+	for i, tc := range tiles {
+		c, r := cases[tc.idx], res[i]
+		where := fmt.Sprintf("%s: B=%d H=%d Q=%d KV=%d b=%d h=%d tile q[%d,%d) kv[%d,%d)", c.name, tc.env.B, tc.env.H, tc.env.Q, tc.env.KV, tc.b, tc.h, tc.qlo, tc.qhi, tc.kvlo, tc.kvhi)
+		var mask, score *eval.Bound
+		if c.attn.Mask != nil {
+			fn, err := eval.Compile(c.attn.Mask)
+			if err != nil {
+				t.Fatalf("%s: eval.Compile: %v", c.name, err)
+			}
+			if mask, err = fn.Bind(tc.env); err != nil {
+				t.Fatalf("%s: bind: %v", where, err)
+			}
+		}
+		if c.attn.Score != nil {
+			fn, err := eval.Compile(c.attn.Score)
+			if err != nil {
+				t.Fatalf("%s: eval.Compile: %v", c.name, err)
+			}
+			if score, err = fn.Bind(tc.env); err != nil {
+				t.Fatalf("%s: bind: %v", where, err)
+			}
+		}
+		allFull := true
+		hullLo, hullHi := tc.env.KV, int64(0)
+		for qi, row := range r.rows {
+			q := tc.qlo + int64(qi)
+			if int64(len(row)) != tc.env.KV {
+				t.Fatalf("%s: row %d has %d entries", where, q, len(row))
+			}
+			for kv := int64(0); kv < tc.env.KV; kv++ {
+				got := row[kv] == '1'
+				if mask != nil {
+					if want, err := mask.Mask(tc.b, tc.h, q, kv); err == nil && want != got {
+						report("%s: maskc_mask(q=%d, kv=%d) = %v, reference %v", where, q, kv, got, want)
+					}
+				} else if !got {
+					report("%s: no mask, but maskc_mask(q=%d, kv=%d) is false", where, q, kv)
+				}
+				if got {
+					hullLo, hullHi = min(hullLo, kv), max(hullHi, kv+1)
+				}
+				if got && (kv < r.lo || kv >= r.hi) {
+					report("%s: (q=%d, kv=%d) is visible but maskc_kv_range gave [%d, %d)", where, q, kv, r.lo, r.hi)
+				}
+				if !got && kv >= tc.kvlo && kv < tc.kvhi {
+					allFull = false
+				}
+			}
+		}
+		if c.exact {
+			if hullLo >= hullHi && r.lo != r.hi || hullLo < hullHi && (r.lo != hullLo || r.hi != hullHi) {
+				report("%s: maskc_kv_range gave [%d, %d), the visible kv span [%d, %d)", where, r.lo, r.hi, hullLo, hullHi)
+			}
+			if allFull && !r.full {
+				report("%s: every pair of the tile is visible but maskc_tile_full is false", where)
+			}
+		}
+		if r.full {
+			fullTiles++
+			if !allFull {
+				report("%s: maskc_tile_full is true but the tile has masked pairs", where)
+			}
+		}
+		if score != nil {
+			n := 0
+			for q := tc.qlo; q < tc.qhi; q++ {
+				for kv := tc.kvlo; kv < tc.kvhi; kv++ {
+					got := r.scores[n]
+					n++
+					want, err := score.Score(float64(float32(tc.score)), tc.b, tc.h, q, kv)
+					if err != nil {
+						continue
+					}
+					if !closeF32(got, want) {
+						report("%s: maskc_score(q=%d, kv=%d) = %g, reference %g", where, q, kv, got, want)
+					}
+				}
+			}
+		}
+	}
+	if errs > 20 {
+		t.Errorf("... and %d more errors", errs-20)
+	}
+	return fullTiles
+}
+
+// closeF32 compares an fp32 kernel result with the float64 reference.
+func closeF32(got, want float64) bool {
+	if math.IsNaN(want) || math.IsNaN(got) {
+		return math.IsNaN(want) == math.IsNaN(got)
+	}
+	if math.IsInf(want, 0) || math.IsInf(got, 0) {
+		return got == want
+	}
+	return math.Abs(got-want) <= 1e-4*math.Max(1, math.Abs(want))
+}

@@ -1,0 +1,266 @@
+package codegen
+
+import (
+	"math"
+	"strings"
+
+	"github.com/maskc/maskc/dsl"
+)
+
+// exprText prints e in .flex (Python) syntax, parenthesising every compound
+// operand, e.g. `(q - kv) <= 1024`. It needs no source text, so it also
+// prints lowered expressions whose nodes were synthesised.
+func exprText(e dsl.Expr) string {
+	var b strings.Builder
+	printFlex(&b, e, true, false)
+	return b.String()
+}
+
+// printFlex prints e; py selects Python spellings of inf and nan.
+func printFlex(b *strings.Builder, e dsl.Expr, top, py bool) {
+	open := func() {
+		if !top {
+			b.WriteByte('(')
+		}
+	}
+	closeP := func() {
+		if !top {
+			b.WriteByte(')')
+		}
+	}
+	switch x := e.(type) {
+	case *dsl.VarRef:
+		b.WriteString(x.Var.String())
+	case *dsl.Ident:
+		b.WriteString(x.Name)
+	case *dsl.IntLit:
+		b.WriteString(dsl.Int(x.Value).String())
+	case *dsl.FloatLit:
+		v := dsl.Float(x.Value).String()
+		if py && (math.IsInf(x.Value, 0) || math.IsNaN(x.Value)) {
+			v = "float('" + v + "')"
+		}
+		b.WriteString(v)
+	case *dsl.BoolLit:
+		b.WriteString(dsl.Bool(x.Value).String())
+	case *dsl.ParenExpr:
+		printFlex(b, x.X, top, py)
+	case *dsl.UnaryExpr:
+		open()
+		b.WriteString(x.Op.String())
+		if x.Op == dsl.OpNot {
+			b.WriteByte(' ')
+		}
+		printFlex(b, x.X, false, py)
+		closeP()
+	case *dsl.BinaryExpr:
+		open()
+		printFlex(b, x.X, false, py)
+		b.WriteString(" " + x.Op.String() + " ")
+		printFlex(b, x.Y, false, py)
+		closeP()
+	case *dsl.CompareExpr:
+		open()
+		for i, o := range x.Operands {
+			if i > 0 {
+				b.WriteString(" " + x.Ops[i-1].String() + " ")
+			}
+			printFlex(b, o, false, py)
+		}
+		closeP()
+	case *dsl.CondExpr:
+		open()
+		printFlex(b, x.Then, false, py)
+		b.WriteString(" if ")
+		printFlex(b, x.Cond, false, py)
+		b.WriteString(" else ")
+		printFlex(b, x.Else, false, py)
+		closeP()
+	case *dsl.CallExpr:
+		printFlex(b, x.Fun, false, py)
+		b.WriteByte('(')
+		for i, a := range x.Args {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			printFlex(b, a, true, py)
+		}
+		b.WriteByte(')')
+	case *dsl.IndexExpr:
+		printFlex(b, x.X, false, py)
+		b.WriteByte('[')
+		for i, a := range x.Indices {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			printFlex(b, a, true, py)
+		}
+		b.WriteByte(']')
+	case *dsl.TupleExpr:
+		b.WriteByte('(')
+		for i, a := range x.Elems {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			printFlex(b, a, true, py)
+		}
+		b.WriteByte(')')
+	default:
+		b.WriteString("?")
+	}
+}
+
+// TorchExpr prints a lowered mask or score as a PyTorch expression with the
+// same meaning, for test harnesses that rebuild the mask with torch: the
+// index variables b, h, q, kv (and score) are tensors that broadcast,
+// B H HKV Q KV are Python ints and buffers are tensors named as in the
+// .flex file. Logical operators become & | ~, floor division
+// torch.div(..., rounding_mode='floor'), modulo torch.remainder, and
+// conditionals torch.where. Subexpressions over sizes and literals only stay
+// plain Python, whose // and % already floor.
+func TorchExpr(l *dsl.Lowered) string {
+	if l == nil || l.Expr == nil {
+		return ""
+	}
+	p := torchPrinter{l: l}
+	return p.print(l.Expr)
+}
+
+type torchPrinter struct{ l *dsl.Lowered }
+
+// scalar reports whether e involves no tensor: only literals and sizes.
+func (p torchPrinter) scalar(e dsl.Expr) bool {
+	ok := true
+	dsl.Inspect(e, func(x dsl.Expr) bool {
+		switch v := x.(type) {
+		case *dsl.VarRef:
+			if !v.Var.IsSize() {
+				ok = false
+			}
+		case *dsl.IndexExpr:
+			ok = false
+		}
+		return ok
+	})
+	return ok
+}
+
+func (p torchPrinter) print(e dsl.Expr) string {
+	t := p.l.TypeOf(e)
+	if p.scalar(e) {
+		if _, isCall := e.(*dsl.CallExpr); !isCall {
+			return pyScalar(e)
+		}
+	}
+	switch x := e.(type) {
+	case *dsl.VarRef:
+		return x.Var.String()
+	case *dsl.IntLit, *dsl.FloatLit, *dsl.BoolLit:
+		return pyScalar(e)
+	case *dsl.ParenExpr:
+		return p.print(x.X)
+	case *dsl.UnaryExpr:
+		a := p.print(x.X)
+		switch x.Op {
+		case dsl.OpNot:
+			if p.l.TypeOf(x.X) == dsl.TypeBool {
+				return "(~" + a + ")"
+			}
+			return "(" + a + " == 0)"
+		case dsl.OpInvert:
+			return "(~" + a + ")"
+		case dsl.OpPos:
+			return a
+		}
+		return "(-" + a + ")"
+	case *dsl.BinaryExpr:
+		a, b := p.print(x.X), p.print(x.Y)
+		switch x.Op {
+		case dsl.OpAnd, dsl.OpOr:
+			if t == dsl.TypeBool && p.l.TypeOf(x.X) == dsl.TypeBool && p.l.TypeOf(x.Y) == dsl.TypeBool {
+				op := " & "
+				if x.Op == dsl.OpOr {
+					op = " | "
+				}
+				return "(" + a + op + b + ")"
+			}
+			if x.Op == dsl.OpAnd {
+				return "torch.where(" + a + " != 0, " + b + ", " + a + ")"
+			}
+			return "torch.where(" + a + " != 0, " + a + ", " + b + ")"
+		case dsl.OpFloorDiv:
+			return "torch.div(" + a + ", " + b + ", rounding_mode='floor')"
+		case dsl.OpMod:
+			return "torch.remainder(" + a + ", " + b + ")"
+		}
+		return "(" + a + " " + x.Op.String() + " " + b + ")"
+	case *dsl.CompareExpr:
+		var s strings.Builder
+		s.WriteByte('(')
+		for i, o := range x.Operands {
+			if i > 0 {
+				s.WriteString(" " + x.Ops[i-1].String() + " ")
+			}
+			s.WriteString(p.print(o))
+		}
+		s.WriteByte(')')
+		return s.String()
+	case *dsl.CondExpr:
+		return "torch.where(" + p.print(x.Cond) + ", " + p.print(x.Then) + ", " + p.print(x.Else) + ")"
+	case *dsl.IndexExpr:
+		var s strings.Builder
+		s.WriteString(exprText(x.X) + "[")
+		for i, a := range x.Indices {
+			if i > 0 {
+				s.WriteString(", ")
+			}
+			s.WriteString(p.print(a))
+		}
+		s.WriteString("]")
+		return s.String()
+	case *dsl.CallExpr:
+		return p.call(x, t)
+	}
+	return exprText(e)
+}
+
+func (p torchPrinter) call(x *dsl.CallExpr, t dsl.Type) string {
+	name := ""
+	if id, ok := x.Fun.(*dsl.Ident); ok {
+		if bi := dsl.LookupBuiltin(id.Name); bi != nil {
+			name = bi.Name
+		}
+	}
+	args := make([]string, len(x.Args))
+	for i, a := range x.Args {
+		args[i] = p.print(a)
+		if p.scalar(a) {
+			args[i] = "torch.as_tensor(" + args[i] + ")"
+		}
+	}
+	switch name {
+	case "min":
+		return "torch.minimum(" + args[0] + ", " + args[1] + ")"
+	case "max":
+		return "torch.maximum(" + args[0] + ", " + args[1] + ")"
+	case "clamp":
+		return "torch.minimum(torch.maximum(" + args[0] + ", " + args[1] + "), " + args[2] + ")"
+	case "where": // torch.where takes Python scalars for its values
+		return "torch.where(" + p.print(x.Args[0]) + ", " + p.print(x.Args[1]) + ", " + p.print(x.Args[2]) + ")"
+	case "floor", "ceil":
+		if t == dsl.TypeInt {
+			return p.print(x.Args[0])
+		}
+	}
+	if name == "" {
+		return exprText(x)
+	}
+	return "torch." + name + "(" + strings.Join(args, ", ") + ")"
+}
+
+// pyScalar prints a tensor-free expression in Python syntax.
+func pyScalar(e dsl.Expr) string {
+	var b strings.Builder
+	printFlex(&b, e, false, true)
+	return b.String()
+}

@@ -1,0 +1,233 @@
+package codegen
+
+import (
+	"fmt"
+	"math/rand"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// casesOf generates every attention block of a checked .flex text.
+func casesOf(t *testing.T, name, text string) []hostCase {
+	t.Helper()
+	p := checkSource(t, name, text)
+	var out []hostCase
+	for _, a := range p.Attentions {
+		k, diags := Generate(p, a, Options{})
+		if diags.HasErrors() {
+			t.Fatalf("%s: %s", name, diags.Render())
+		}
+		out = append(out, hostCase{name: name + ":" + a.Name, prog: p, attn: a, kernel: k})
+	}
+	return out
+}
+
+// maskCases are masks and scores chosen for Python semantics and for the
+// block-sparsity analysis: negative floor division and modulo, promotion,
+// powers, min/max/abs/clamp, conditionals, every buffer element type, reads
+// out of range, bands, disjunctions, head- and batch-dependent masks.
+var maskCases = []struct{ name, decls, mask, score string }{
+	{"floor", "", "(q - kv) // 3 == (q - 2 * kv) % 5 - 2", ""},
+	{"floor_neg_divisor", "", "(kv - q) // -4 >= (q % -3) + 1", ""},
+	{"band", "", "kv - q <= 3 and q - kv <= 5", ""},
+	{"strict_band", "", "-7 < q - kv < 2", ""},
+	{"scaled", "", "2 * q - 3 * kv >= -4", ""},
+	{"abs_window", "", "abs(q - kv) <= 6", ""},
+	{"abs_outside", "", "abs(q - kv) > 6", ""},
+	{"min_max", "", "min(q, 40) >= kv and max(kv, 8) <= q + 3", ""},
+	{"clamp", "", "clamp(q - kv, -2, 9) == q - kv", ""},
+	{"not_equal", "", "q != kv", ""},
+	{"equal", "", "q == kv + 2 or kv == 0", ""},
+	{"negation", "", "not (kv > q) and ~(q - kv > 9)", ""},
+	{"where_mask", "", "where(q >= kv, True, False)", ""},
+	{"cond", "", "(q >= kv) if h % 2 == 0 else (kv >= q)", ""},
+	{"head_dep", "", "(h < 2 and q >= kv) or (h >= 2 and q - kv < 4)", ""},
+	{"batch_dep", "", "q + b >= kv", ""},
+	{"sizes", "", "kv <= q + KV - Q and kv < KV // 2 + 7", ""},
+	{"q_only", "", "q >= 10 and kv < 20 or q < 3", ""},
+	{"prefix_or", "", "kv < 5 or q >= kv or kv > 60", ""},
+	{"float_cmp", "", "q / 2 >= kv / 3", ""},
+	{"float_floor", "", "(q * 1.5) // 4.0 == kv % 2.5 + (q - kv) % 3", ""},
+	{"pow_int", "", "(q - kv) ** 2 <= 49", ""},
+	{"bool_arith", "", "(q >= kv) + (kv >= 3) == 2", ""},
+	{"bool_eq", "", "(q >= kv) == (kv % 2 == 0)", ""},
+	{"bitwise_int", "", "(q & 6) == (kv | 1) - 1", ""},
+	{"i32_lookup", "buffer t: i32[KV]\n", "t[kv] + q >= t[q] and t[q - kv] == 0", ""},
+	{"i64_2d", "buffer t: i64[H, 9]\n", "t[h, q - kv] >= 0", ""},
+	{"bool_table", "buffer allowed: bool[Q, KV]\n", "allowed[q, kv] or q == kv", ""},
+	{"batch_prefix", "buffer plen: i32[B]\n", "kv < plen[b] or q >= kv", ""},
+	{"segments", "buffer doc: i32[KV] segments\n", "doc[q] == doc[kv]", ""},
+	{"segments_causal", "buffer doc: i64[KV] segments\n", "doc[kv] == doc[q] and q >= kv and q - kv < 20", ""},
+	{"segments_or", "buffer doc: i32[KV] segments\n", "doc[q] == doc[kv] or kv < 3", ""},
+	{"not_segments", "buffer doc: i32[KV]\n", "doc[q] == doc[kv]", ""},
+	{"softcap", "", "q >= kv", "30.0 * tanh(score / 30.0)"},
+	{"alibi", "", "", "score + (kv - q) * 2 ** (-8 * (h + 1) / H)"},
+	{"slopes", "buffer s: f32[H]\n", "", "score + s[h] * (kv - q)"},
+	{"bias_f16", "buffer bias: f16[H, 2 * KV - 1]\n", "", "score + bias[h, q - kv + KV - 1]"},
+	{"bias_bf16_oob", "buffer bias: bf16[4, 5]\n", "", "score + bias[h, q - kv]"},
+	{"f64_table", "buffer w: f64[Q]\n", "w[q] > -1.0", "score * w[q] - sigmoid(score) + exp2(w[q] / 8.0)"},
+	{"score_math", "", "", "max(score, -3.0) + min(q, kv) + abs(q - kv) ** 0.5 + floor(score) - ceil(score / 3.0) + log(1.0 + exp(score / 9.0)) + sqrt(abs(score)) + log2(2.0 + q)"},
+	{"score_where", "", "", "where(q >= kv, score, -inf)"},
+	{"score_int", "", "", "(q - kv) // 2"},
+}
+
+// exactAnalysis names the maskCases whose kv ranges and full tiles the
+// analysis must get exactly, not just soundly: conjunctions of linear
+// constraints and of constraints on b and h.
+var exactAnalysis = map[string]bool{
+	"band": true, "strict_band": true, "scaled": true, "abs_window": true, "not_equal": false,
+	"negation": true, "where_mask": true, "head_dep": true, "batch_dep": true, "sizes": true,
+	"batch_prefix": true, "min_max": true, "softcap": true, "alibi": true,
+}
+
+// maskCaseSource renders one maskCases entry as a .flex file.
+func maskCaseSource(decls, mask, score string) string {
+	var b strings.Builder
+	b.WriteString(decls)
+	var settings []string
+	if mask != "" {
+		fmt.Fprintf(&b, "mask m(b, h, q, kv) = %s\n", mask)
+		settings = append(settings, "    mask = m")
+	}
+	if score != "" {
+		fmt.Fprintf(&b, "score s_mod(score, b, h, q, kv) = %s\n", score)
+		settings = append(settings, "    score = s_mod")
+	}
+	fmt.Fprintf(&b, "attention a {\n%s\n}\n", strings.Join(settings, "\n"))
+	return b.String()
+}
+
+// runProperty generates, compiles and checks cases on tilesPer random tiles
+// each; it returns the number of full tiles seen.
+func runProperty(t *testing.T, cases []hostCase, tilesPer int, seed int64) int {
+	t.Helper()
+	exe := buildHost(t, cases)
+	r := rand.New(rand.NewSource(seed))
+	var tiles []tileCase
+	for i, c := range cases {
+		for j := 0; j < tilesPer; j++ {
+			tiles = append(tiles, randomTile(r, i, c))
+		}
+	}
+	return checkTiles(t, cases, tiles, runHost(t, exe, cases, tiles))
+}
+
+// TestHostSemantics checks Python semantics of the generated functions and
+// the soundness of the sparsity functions on the hand-picked cases and on
+// every golden input.
+func TestHostSemantics(t *testing.T) {
+	var cases []hostCase
+	for _, mc := range maskCases {
+		cases = append(cases, casesOf(t, mc.name+".flex", maskCaseSource(mc.decls, mc.mask, mc.score))...)
+	}
+	for i := range cases {
+		cases[i].exact = exactAnalysis[strings.TrimSuffix(strings.SplitN(cases[i].name, ":", 2)[0], ".flex")]
+	}
+	files, _ := filepath.Glob("testdata/golden/*.flex")
+	for _, f := range files {
+		p := loadProgram(t, f)
+		for _, a := range p.Attentions {
+			k, diags := Generate(p, a, Options{})
+			if diags.HasErrors() {
+				t.Fatal(diags.Render())
+			}
+			cases = append(cases, hostCase{name: f + ":" + a.Name, prog: p, attn: a, kernel: k})
+		}
+	}
+	full := runProperty(t, cases, 40, 1)
+	if full == 0 {
+		t.Errorf("no tile was found full: the full-tile path is not exercised")
+	}
+	t.Logf("%d cases, %d full tiles", len(cases), full)
+}
+
+// exprGen draws random .flex mask expressions from the grammar, biased
+// towards the shapes the sparsity analysis interprets (linear comparisons,
+// abs/min/max, segments equality) mixed with ones it must treat as opaque.
+type exprGen struct{ r *rand.Rand }
+
+func (g exprGen) pick(xs ...string) string { return xs[g.r.Intn(len(xs))] }
+
+func (g exprGen) small() string { return fmt.Sprint(g.r.Intn(41) - 20) }
+
+func (g exprGen) intExpr(depth int) string {
+	if depth <= 0 || g.r.Intn(3) == 0 {
+		return g.pick("q", "kv", "q", "kv", "b", "h", "Q", "KV", g.small(), g.small())
+	}
+	d := depth - 1
+	switch g.r.Intn(12) {
+	case 0, 1:
+		return "(" + g.intExpr(d) + " + " + g.intExpr(d) + ")"
+	case 2, 3:
+		return "(" + g.intExpr(d) + " - " + g.intExpr(d) + ")"
+	case 4:
+		return g.pick("2", "3", "-1", "-2") + " * " + g.intExpr(d)
+	case 5:
+		return "(" + g.intExpr(d) + " // " + g.pick("2", "3", "-4", "7") + ")"
+	case 6:
+		return "(" + g.intExpr(d) + " % " + g.pick("2", "3", "-4", "5") + ")"
+	case 7:
+		return "abs(" + g.intExpr(d) + ")"
+	case 8:
+		return g.pick("min", "max") + "(" + g.intExpr(d) + ", " + g.intExpr(d) + ")"
+	case 9:
+		return "t[" + g.intExpr(d) + "]"
+	case 10:
+		return "(" + g.intExpr(d) + " * " + g.intExpr(d) + ")"
+	default:
+		return "-" + g.intExpr(d)
+	}
+}
+
+func (g exprGen) boolExpr(depth int) string {
+	if depth <= 0 || g.r.Intn(4) == 0 {
+		switch g.r.Intn(8) {
+		case 0:
+			return "doc[q] == doc[kv]"
+		case 1:
+			return g.pick("True", "False", "h % 2 == 0", "b < 1")
+		}
+		return g.intExpr(2) + " " + g.pick("<", "<=", ">", ">=", "==", "!=") + " " + g.intExpr(2)
+	}
+	d := depth - 1
+	switch g.r.Intn(7) {
+	case 0, 1:
+		return "(" + g.boolExpr(d) + " and " + g.boolExpr(d) + ")"
+	case 2, 3:
+		return "(" + g.boolExpr(d) + " or " + g.boolExpr(d) + ")"
+	case 4:
+		return "not " + g.boolExpr(d)
+	case 5:
+		return "where(" + g.boolExpr(d) + ", " + g.boolExpr(d) + ", " + g.boolExpr(d) + ")"
+	default:
+		return "(" + g.boolExpr(d) + " if " + g.boolExpr(d) + " else " + g.boolExpr(d) + ")"
+	}
+}
+
+// TestHostRandomMasks checks maskc_mask against the evaluator and the
+// soundness of maskc_kv_range and maskc_tile_full on random masks.
+func TestHostRandomMasks(t *testing.T) {
+	n := 150
+	if testing.Short() {
+		n = 40
+	}
+	g := exprGen{rand.New(rand.NewSource(7))}
+	var cases []hostCase
+	analytic := 0
+	for i := 0; i < n; i++ {
+		src := maskCaseSource("buffer doc: i32[KV] segments\nbuffer t: i32[KV]\n", g.boolExpr(3), "")
+		cs := casesOf(t, fmt.Sprintf("random%d.flex", i), src)
+		for _, c := range cs {
+			if c.kernel.Sparsity == SparsityAnalytic {
+				analytic++
+			}
+		}
+		cases = append(cases, cs...)
+	}
+	full := runProperty(t, cases, 15, 3)
+	t.Logf("%d random masks, %d analytic, %d full tiles", len(cases), analytic, full)
+	if analytic < n/4 || full == 0 {
+		t.Errorf("random masks too rarely analysable (%d of %d analytic, %d full tiles): the generator has drifted", analytic, n, full)
+	}
+}

@@ -1,0 +1,441 @@
+package codegen
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/maskc/maskc/dsl"
+)
+
+// Block-sparsity strategies recorded in Kernel.Sparsity.
+const (
+	// SparsityAnalytic: closed-form kv ranges and full-tile tests.
+	SparsityAnalytic = "analytic"
+	// SparsityPrepass: the template's maskc_tile_flags pre-pass classifies
+	// every tile as empty, partial or full by evaluating the mask.
+	SparsityPrepass = "prepass"
+	// SparsityNone: there is no mask; every tile is full.
+	SparsityNone = "none"
+)
+
+const kvRangeSig = `__device__ __forceinline__ void maskc_kv_range(const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q, long long KV,
+                                               long long b, long long h, long long q_lo, long long q_hi, long long* lo, long long* hi)`
+
+const tileFullSig = `__device__ __forceinline__ bool maskc_tile_full(const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q, long long KV,
+                                                long long b, long long h, long long q_lo, long long q_hi, long long kv_lo, long long kv_hi)`
+
+// sparsity is the block-sparsity plan of one mask and the generated
+// functions implementing it.
+type sparsity struct {
+	kind, reason string
+	code         string       // maskc_kv_range and maskc_tile_full
+	segments     []*BufferABI // segments buffers whose binary searches the code calls
+}
+
+// planSparsity analyses the mask (nil: no mask) and generates
+// maskc_kv_range and maskc_tile_full.
+//
+// The mask is put in disjunctive normal form (analysis.go). For each
+// disjunct, over q in [q_lo, q_hi): constraints free of q and kv are
+// evaluated; linear constraints in q alone narrow the q range; linear
+// constraints a*q + c*kv + e <= 0 bound kv from above (c > 0) or below
+// (c < 0) at the q end point where the bound is loosest; a `segments`
+// equality bounds kv to the documents of the first and last q, found by
+// binary search. The kv range is the hull of the disjuncts' ranges, clamped
+// to [0, KV). A tile is full when some disjunct has only such atoms and each
+// holds at the tile corner where it is tightest. Opaque atoms (non-linear
+// terms, other buffer lookups) are assumed true for ranges and make their
+// disjunct unusable for fullness, so both answers stay sound.
+func planSparsity(l *dsl.Lowered, bufs []BufferABI, diags *dsl.Diagnostics) sparsity {
+	if l == nil || l.Expr == nil {
+		return sparsity{
+			kind: SparsityNone, reason: "no mask: every kv tile is visited and full",
+			code: kvRangeSig + " {\n  *lo = 0;\n  *hi = KV;\n}\n\n" + tileFullSig + " {\n  return true;\n}\n",
+		}
+	}
+	d, ok := maskDNF(l, bufs)
+	if !ok {
+		return sparsity{
+			kind:   SparsityPrepass,
+			reason: fmt.Sprintf("the mask's normal form exceeds %d disjuncts of %d atoms; the pre-pass flags empty and full tiles", maxDisjuncts, maxAtoms),
+			code:   kvRangeSig + " {\n  // not analysed: the pre-pass decides\n  *lo = 0;\n  *hi = KV;\n}\n\n" + tileFullSig + " {\n  return false;\n}\n",
+		}
+	}
+	g := &sparsityWriter{w: newFuncWriter(nil, l, cDouble, bufs, diags)}
+	s := sparsity{code: g.kvRange(d) + "\n" + g.tileFull(d), segments: g.segmentList()}
+	s.kind, s.reason = choose(d)
+	return s
+}
+
+// choose picks analytic or prepass: the pre-pass pays off only when some
+// disjunct with an opaque atom has no kv bound at all, so that the analytic
+// range degenerates to every kv.
+func choose(d dnf) (string, string) {
+	var linearN, segN int
+	var opaque []string
+	for _, c := range d {
+		bounded, hasOpaque := false, false
+		for _, a := range c {
+			switch a.kind {
+			case atomLinear:
+				linearN++
+				if a.lin.kv != 0 {
+					bounded = true
+				}
+			case atomSegment:
+				segN++
+				bounded = true
+			case atomOpaque:
+				hasOpaque = true
+				opaque = append(opaque, atomText(a))
+			}
+		}
+		if hasOpaque && !bounded {
+			return SparsityPrepass, fmt.Sprintf("`%s` bounds no kv range (buffer lookup or non-linear term); the pre-pass flags empty and full tiles", atomText(lastOpaque(c)))
+		}
+	}
+	var parts []string
+	parts = append(parts, fmt.Sprintf("closed-form kv range and full-tile test from %d linear constraint(s) in %d disjunct(s)", linearN, len(d)))
+	if segN > 0 {
+		parts = append(parts, "segment ids bounded by binary search in the segments buffer")
+	}
+	if len(opaque) > 0 {
+		parts = append(parts, "evaluated per element: "+strings.Join(uniq(opaque), ", "))
+	}
+	return SparsityAnalytic, strings.Join(parts, "; ")
+}
+
+func lastOpaque(c conj) atom {
+	var last atom
+	for _, a := range c {
+		if a.kind == atomOpaque {
+			last = a
+		}
+	}
+	return last
+}
+
+func uniq(s []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, x := range s {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// atomText prints an atom for comments and reasons.
+func atomText(a atom) string {
+	switch a.kind {
+	case atomLinear:
+		return linText(a.lin)
+	case atomSegment:
+		return a.seg.Name + "[q] == " + a.seg.Name + "[kv]"
+	}
+	if a.neg {
+		return "not " + exprText(a.e)
+	}
+	return exprText(a.e)
+}
+
+// linText prints lin <= 0 with positive terms on the left and negative
+// ones on the right, e.g. `kv <= q` or `q - 1024 <= kv`.
+func linText(l linear) string {
+	all := []term{{l.q, "q"}, {l.kv, "kv"}}
+	for _, t := range l.terms {
+		all = append(all, term{t.coef, exprText(t.e)})
+	}
+	var left, right []term
+	for _, t := range all {
+		if t.coef > 0 {
+			left = append(left, t)
+		} else if t.coef < 0 {
+			right = append(right, term{-t.coef, t.code})
+		}
+	}
+	lc, rc := l.c, int64(0)
+	if len(right) == 0 { // kv - 2047 <= 0 reads better as kv <= 2047
+		lc, rc = 0, -l.c
+	}
+	str := func(c int64) string { return strconv.FormatInt(c, 10) }
+	return sumCode(left, lc, str) + " <= " + sumCode(right, rc, str)
+}
+
+// term is coef * code in a generated sum.
+type term struct {
+	coef int64
+	code string
+}
+
+// sumCode prints sum(terms) + c readably: `q - kv + 5`.
+func sumCode(ts []term, c int64, lit func(int64) string) string {
+	var b strings.Builder
+	for _, t := range ts {
+		if t.coef == 0 {
+			continue
+		}
+		coef := t.coef
+		if b.Len() > 0 {
+			if coef < 0 {
+				b.WriteString(" - ")
+				coef = -coef
+			} else {
+				b.WriteString(" + ")
+			}
+		} else if coef < 0 {
+			b.WriteString("-")
+			coef = -coef
+		}
+		if coef != 1 {
+			b.WriteString(lit(coef) + " * ")
+		}
+		b.WriteString(t.code)
+	}
+	switch {
+	case b.Len() == 0:
+		return lit(c)
+	case c > 0:
+		b.WriteString(" + " + lit(c))
+	case c < 0:
+		b.WriteString(" - " + lit(-c))
+	}
+	return b.String()
+}
+
+// sparsityWriter generates the two sparsity functions.
+type sparsityWriter struct {
+	w        *funcWriter
+	segments map[*BufferABI]bool
+	segOrder []*BufferABI
+}
+
+func (g *sparsityWriter) useSegment(b *BufferABI) {
+	if g.segments == nil {
+		g.segments = map[*BufferABI]bool{}
+	}
+	if !g.segments[b] {
+		g.segments[b] = true
+		g.segOrder = append(g.segOrder, b)
+	}
+}
+
+func (g *sparsityWriter) segmentList() []*BufferABI { return g.segOrder }
+
+// reset starts a new function body.
+func (g *sparsityWriter) reset() {
+	g.w.body.Reset()
+	g.w.temps = map[string]string{}
+	g.w.uses = map[string]int{}
+	g.w.ntemp = 0
+}
+
+func (g *sparsityWriter) line(format string, args ...any) {
+	g.w.body.WriteString("  ")
+	fmt.Fprintf(&g.w.body, format, args...)
+	g.w.body.WriteByte('\n')
+}
+
+// leCode prints l <= 0 as `left <= right` with positive coefficients on
+// both sides, e.g. `kb <= qa` for kv - q <= 0 at the corner (qa, kb).
+func (g *sparsityWriter) leCode(l linear, qv, kvv string) string {
+	all := []term{{l.q, qv}, {l.kv, kvv}}
+	for _, t := range l.terms {
+		all = append(all, term{t.coef, conv(g.w.expr(t.e), cInt).code})
+	}
+	var left, right []term
+	for _, t := range all {
+		if t.coef > 0 {
+			left = append(left, t)
+		} else if t.coef < 0 {
+			right = append(right, term{-t.coef, t.code})
+		}
+	}
+	lc, rc := l.c, int64(0)
+	if len(right) == 0 {
+		lc, rc = 0, -l.c
+	}
+	return sumCode(left, lc, intLit) + " <= " + sumCode(right, rc, intLit)
+}
+
+// linCode prints the value of l at q = qv and kv = kv (either may be ""
+// when its coefficient is zero) as a C int64 expression.
+func (g *sparsityWriter) linCode(l linear, qv, kvv string) string {
+	ts := []term{{l.q, qv}, {l.kv, kvv}}
+	for _, t := range l.terms {
+		ts = append(ts, term{t.coef, conv(g.w.expr(t.e), cInt).code})
+	}
+	return sumCode(ts, l.c, intLit)
+}
+
+// boolCode prints a free atom.
+func (g *sparsityWriter) boolCode(a atom) string {
+	v := truth(g.w.expr(a.e)).code
+	if a.neg {
+		return "!" + v
+	}
+	return v
+}
+
+// floorBound prints floor(-rest / d), rest evaluated at q = qv, for a
+// constant d > 0: the upper bound that rest + d*x <= 0 puts on x.
+func (g *sparsityWriter) floorBound(rest linear, qv string, d int64) string {
+	neg, _ := rest.scale(-1)
+	n := g.linCode(neg, qv, "")
+	if d == 1 {
+		return n
+	}
+	return fmt.Sprintf("maskc_py_floordiv(%s, %s)", n, intLit(d))
+}
+
+// ceilBound prints ceil(rest / d) = -floor(-rest / d), rest evaluated at
+// q = qv, for a constant d > 0: the lower bound that rest - d*x <= 0 puts
+// on x.
+func (g *sparsityWriter) ceilBound(rest linear, qv string, d int64) string {
+	if d == 1 {
+		return g.linCode(rest, qv, "")
+	}
+	neg, _ := rest.scale(-1)
+	return fmt.Sprintf("-maskc_py_floordiv(%s, %s)", g.linCode(neg, qv, ""), intLit(d))
+}
+
+func (g *sparsityWriter) kvRange(d dnf) string {
+	g.reset()
+	g.line("long long lo_all = KV;  // hull of the disjuncts' kv ranges, empty so far")
+	g.line("long long hi_all = 0;")
+	for i, c := range d {
+		g.w.body.WriteString("\n")
+		g.line("// disjunct %d: %s", i, conjText(c))
+		qa, qb, ka, kb, live := fmt.Sprintf("qa%d", i), fmt.Sprintf("qb%d", i), fmt.Sprintf("ka%d", i), fmt.Sprintf("kb%d", i), fmt.Sprintf("live%d", i)
+		g.line("long long %s = q_lo, %s = q_hi - 1, %s = 0, %s = KV - 1;", qa, qb, ka, kb)
+		g.line("bool %s = true;", live)
+		// Constraints on q alone first: they narrow the q range the kv
+		// bounds are evaluated over.
+		for _, a := range c {
+			switch {
+			case a.kind == atomFree:
+				g.line("%s = %s && %s;", live, live, g.boolCode(a))
+			case a.kind == atomLinear && a.lin.kv == 0 && a.lin.q == 0:
+				g.line("%s = %s && (%s);", live, live, g.leCode(a.lin, "", ""))
+			case a.kind == atomLinear && a.lin.kv == 0:
+				rest := a.lin
+				rest.q = 0
+				if a.lin.q > 0 { // q <= floor(-rest / a)
+					g.line("%s = maskc_py_min(%s, %s);  // %s", qb, qb, g.floorBound(rest, "", a.lin.q), atomText(a))
+				} else { // q >= ceil(rest / -a)
+					g.line("%s = maskc_py_max(%s, %s);  // %s", qa, qa, g.ceilBound(rest, "", -a.lin.q), atomText(a))
+				}
+			}
+		}
+		for _, a := range c {
+			switch {
+			case a.kind == atomLinear && a.lin.kv != 0:
+				qStar := qb
+				if a.lin.q > 0 {
+					qStar = qa
+				}
+				rest := a.lin
+				rest.kv = 0
+				if a.lin.kv > 0 { // kv <= floor((-a*q - e) / c), largest at qStar
+					g.line("%s = maskc_py_min(%s, %s);  // %s", kb, kb, g.floorBound(rest, qStar, a.lin.kv), atomText(a))
+				} else { // kv >= ceil((a*q + e) / -c), smallest at qStar
+					g.line("%s = maskc_py_max(%s, %s);  // %s", ka, ka, g.ceilBound(rest, qStar, -a.lin.kv), atomText(a))
+				}
+			case a.kind == atomSegment:
+				g.useSegment(a.seg)
+				rd, n := readerName(a.seg), fmt.Sprintf("buf.dim[%d][0]", a.seg.Slot)
+				g.line("if (%s >= 0 && %s <= %s && %s < %s && KV <= %s) {  // %s: documents of q_lo .. q_hi-1", qa, qa, qb, qb, n, n, atomText(a))
+				g.line("  %s = maskc_py_max(%s, maskc_seg_first_%s(buf, %s(buf, %s)));", ka, ka, cName(a.seg.Name), rd, qa)
+				g.line("  %s = maskc_py_min(%s, maskc_seg_end_%s(buf, %s(buf, %s)) - 1);", kb, kb, cName(a.seg.Name), rd, qb)
+				g.line("}")
+			case a.kind == atomOpaque:
+				g.line("// not bounded: %s", atomText(a))
+			}
+		}
+		g.line("if (%s && %s <= %s && %s <= %s) {", live, qa, qb, ka, kb)
+		g.line("  lo_all = maskc_py_min(lo_all, %s);", ka)
+		g.line("  hi_all = maskc_py_max(hi_all, %s + 1);", kb)
+		g.line("}")
+	}
+	g.w.body.WriteString("\n")
+	g.line("if (lo_all >= hi_all) {  // no kv is visible")
+	g.line("  lo_all = 0;")
+	g.line("  hi_all = 0;")
+	g.line("}")
+	g.line("*lo = lo_all;")
+	g.line("*hi = hi_all;")
+	return "// The kv indices outside [*lo, *hi) are masked for every q in [q_lo, q_hi).\n" +
+		kvRangeSig + " {\n" + g.w.body.String() + "}\n"
+}
+
+func (g *sparsityWriter) tileFull(d dnf) string {
+	g.reset()
+	g.line("const long long qa = q_lo, qb = q_hi - 1, ka = kv_lo, kb = kv_hi - 1;")
+	var fulls []string
+	for i, c := range d {
+		var conds []string
+		provable := true
+		for _, a := range c {
+			switch a.kind {
+			case atomFree:
+				conds = append(conds, g.boolCode(a))
+			case atomLinear: // the maximum of the linear form over the tile is at a corner
+				qv, kvv := qa(a.lin.q), ka(a.lin.kv)
+				conds = append(conds, "("+g.leCode(a.lin, qv, kvv)+")")
+			case atomSegment:
+				g.useSegment(a.seg)
+				rd, n := readerName(a.seg), fmt.Sprintf("buf.dim[%d][0]", a.seg.Slot)
+				conds = append(conds, fmt.Sprintf("(qa >= 0 && ka >= 0 && qb < %s && kb < %s && %s(buf, qa) == %s(buf, qb) && %s(buf, ka) == %s(buf, kb) && %s(buf, qa) == %s(buf, ka))",
+					n, n, rd, rd, rd, rd, rd, rd))
+			default:
+				provable = false
+			}
+		}
+		if !provable {
+			g.line("// disjunct %d (%s) cannot be proven full: it has an opaque term", i, conjText(c))
+			continue
+		}
+		if len(conds) == 0 {
+			conds = []string{"true"}
+		}
+		name := fmt.Sprintf("full%d", i)
+		g.line("// disjunct %d: %s", i, conjText(c))
+		g.line("const bool %s = %s;", name, strings.Join(conds, " && "))
+		fulls = append(fulls, name)
+	}
+	if len(fulls) == 0 {
+		fulls = []string{"false"}
+	}
+	g.line("return %s;", strings.Join(fulls, " || "))
+	return "// True only if every (q, kv) of [q_lo, q_hi) x [kv_lo, kv_hi) is kept by the mask.\n" +
+		tileFullSig + " {\n" + g.w.body.String() + "}\n"
+}
+
+// qa and ka pick the tile corner where a*q (c*kv) is largest.
+func qa(coef int64) string {
+	if coef > 0 {
+		return "qb"
+	}
+	return "qa"
+}
+
+func ka(coef int64) string {
+	if coef > 0 {
+		return "kb"
+	}
+	return "ka"
+}
+
+func conjText(c conj) string {
+	if len(c) == 0 {
+		return "true"
+	}
+	parts := make([]string, len(c))
+	for i, a := range c {
+		parts[i] = atomText(a)
+	}
+	return strings.Join(parts, " and ")
+}

@@ -1,0 +1,44 @@
+package codegen
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestSparsityChoice pins which block-sparsity strategy each kind of mask
+// gets and that the reason names what decided it.
+func TestSparsityChoice(t *testing.T) {
+	tests := []struct {
+		name, decls, mask, kind, reason string
+	}{
+		{"no mask", "", "", SparsityNone, "no mask"},
+		{"causal", "", "q >= kv", SparsityAnalytic, "1 linear constraint(s) in 1 disjunct(s)"},
+		{"prefix", "", "kv < 64 or q >= kv", SparsityAnalytic, "2 disjunct(s)"},
+		{"dilated", "", "q >= kv and q - kv < 64 and (q - kv) % 2 == 0", SparsityAnalytic, "evaluated per element: ((q - kv) % 2) == 0"},
+		{"document", "buffer doc: i32[KV] segments\n", "doc[q] == doc[kv]", SparsityAnalytic, "binary search in the segments buffer"},
+		{"undeclared segments", "buffer doc: i32[KV]\n", "doc[q] == doc[kv]", SparsityPrepass, "`doc[q] == doc[kv]` bounds no kv range"},
+		{"lookup", "buffer allow: bool[Q, KV]\n", "allow[q, kv]", SparsityPrepass, "`allow[q, kv]` bounds no kv range"},
+		{"bounded lookup", "buffer allow: bool[Q, KV]\n", "allow[q, kv] and kv <= q", SparsityAnalytic, "evaluated per element: allow[q, kv]"},
+		{"non-linear", "", "q * kv < 100", SparsityPrepass, "`(q * kv) < 100` bounds no kv range"},
+		{"head choice", "", "q >= kv if h < 4 else kv < 10", SparsityAnalytic, "2 disjunct(s)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			score := ""
+			if tt.mask == "" {
+				score = "score"
+			}
+			cs := casesOf(t, "s.flex", maskCaseSource(tt.decls, tt.mask, score))
+			k := cs[0].kernel
+			if k.Sparsity != tt.kind || !strings.Contains(k.SparsityReason, tt.reason) {
+				t.Errorf("got %s (%s), want %s with %q", k.Sparsity, k.SparsityReason, tt.kind, tt.reason)
+			}
+			if !strings.Contains(k.Generated, "#define MASKC_SPARSITY_"+strings.ToUpper(tt.kind)+" 1\n") {
+				t.Errorf("generated part does not define MASKC_SPARSITY_%s", strings.ToUpper(tt.kind))
+			}
+			if (k.FlagsEntry != "") != (tt.kind == SparsityPrepass) {
+				t.Errorf("FlagsEntry %q with sparsity %s", k.FlagsEntry, k.Sparsity)
+			}
+		})
+	}
+}

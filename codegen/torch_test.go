@@ -1,0 +1,34 @@
+package codegen
+
+import "testing"
+
+func TestTorchExpr(t *testing.T) {
+	tests := []struct{ name, decls, mask, score, want string }{
+		{"causal", "", "q >= kv", "", "(q >= kv)"},
+		{"window", "param W = 1024\n", "q >= kv and q - kv <= W", "", "((q >= kv) & ((q - kv) <= 1024))"},
+		{"prefix", "", "kv < 2048 or q >= kv", "", "((kv < 2048) | (q >= kv))"},
+		{"floor", "", "(q - kv) // 2 == q % 3", "", "(torch.div((q - kv), 2, rounding_mode='floor') == torch.remainder(q, 3))"},
+		{"sizes", "", "kv < KV // 2", "", "(kv < (KV // 2))"},
+		{"not", "", "not (q < kv)", "", "(~(q < kv))"},
+		{"document", "buffer doc: i32[KV] segments\n", "doc[q] == doc[kv]", "", "(doc[q] == doc[kv])"},
+		{"dilated", "", "abs(q - kv) <= 8 and abs(q - kv) % 2 == 0", "",
+			"((torch.abs((q - kv)) <= 8) & (torch.remainder(torch.abs((q - kv)), 2) == 0))"},
+		{"where", "", "", "where(q >= kv, score, -inf)", "torch.where((q >= kv), score, float('-inf'))"},
+		{"softcap", "", "", "30.0 * tanh(score / 30.0)", "(30.0 * torch.tanh((score / 30.0)))"},
+		{"min_scalar", "", "min(q, 40) >= kv", "", "(torch.minimum(q, torch.as_tensor(40)) >= kv)"},
+		{"bias", "buffer bias: f32[H, 2 * KV - 1]\n", "", "score + bias[h, q - kv + KV - 1]", "(score + bias[h, (((q - kv) + KV) - 1)])"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := checkSource(t, tt.name+".flex", maskCaseSource(tt.decls, tt.mask, tt.score))
+			a := p.Attentions[0]
+			l := a.Mask
+			if tt.score != "" {
+				l = a.Score
+			}
+			if got := TorchExpr(l); got != tt.want {
+				t.Errorf("TorchExpr = %s\n            want %s", got, tt.want)
+			}
+		})
+	}
+}
