@@ -1,0 +1,456 @@
+package runtime
+
+import (
+	"fmt"
+	"math"
+	goruntime "runtime"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/maskc/maskc/dsl"
+)
+
+// Sparsity says how a generated kernel skips masked-out tiles.
+type Sparsity int
+
+const (
+	// SparsityNone evaluates the mask on every tile.
+	SparsityNone Sparsity = iota
+	// SparsityAnalytic uses the generated maskc_kv_range/maskc_tile_full.
+	SparsityAnalytic
+	// SparsityPrepass runs maskc_tile_flags before every forward and the
+	// forward reads its per-tile flags.
+	SparsityPrepass
+)
+
+// Sizes are the run-time size symbols B, H, HKV, Q and KV.
+type Sizes struct {
+	// B, H, HKV, Q and KV are batch, query heads, kv heads, query length
+	// and kv length.
+	B, H, HKV, Q, KV int64
+}
+
+// BufferSpec describes one captured tensor of a kernel, in declaration
+// order (the order of MaskcBuffers.ptr).
+type BufferSpec struct {
+	// Name is the .flex buffer name, for messages.
+	Name string
+	// Dims returns the extents written to MaskcBuffers.dim for a shape
+	// (a 1-D buffer's second extent is 1). Called once per new shape.
+	Dims func(Sizes) [2]int64
+}
+
+// AttentionSpec is everything the launcher needs to know about a generated
+// attention kernel; codegen fills it from its Kernel.
+type AttentionSpec struct {
+	// Source is the complete kernel source (prelude, generated part,
+	// template).
+	Source string
+	// Name is the source's file name in compiler logs, e.g. "causal.cu".
+	Name string
+	// Flex is the .flex file named by the source's #line directives.
+	Flex *dsl.Source
+	// CompileOptions are extra compiler options.
+	CompileOptions []string
+	// BlockM and BlockN are MASKC_BLOCK_M and MASKC_BLOCK_N: query rows per
+	// block and kv columns per tile.
+	BlockM, BlockN int
+	// NumThreads is MASKC_NUM_THREADS, the block size.
+	NumThreads int
+	// SharedBytes is the dynamic shared memory per block.
+	SharedBytes int
+	// HeadDim is MASKC_HEAD_DIM, 64 or 128; it sets the default scale.
+	HeadDim int
+	// Sparsity is the kernel's tile-skipping scheme.
+	Sparsity Sparsity
+	// FlagsPerBatch and FlagsPerHead say whether PREPASS flags depend on
+	// the batch and head index (the mask reads b or h: MASKC_MASK_USES_B,
+	// MASKC_MASK_USES_H); otherwise one set of flags is shared.
+	FlagsPerBatch, FlagsPerHead bool
+	// Buffers are the captured tensors, at most MaxBuffers.
+	Buffers []BufferSpec
+}
+
+// Layout is the memory order of Q, K, V and O.
+type Layout int
+
+const (
+	// BSHD is [batch, seq, head, dim].
+	BSHD Layout = iota
+	// BHSD is [batch, head, seq, dim].
+	BHSD
+)
+
+// Shape is one forward call's problem size and memory layout. It is a
+// comparable value: the launcher caches per-shape work keyed by it.
+type Shape struct {
+	// B, H, HKV, Sq and Skv are batch, query heads, kv heads (H must be a
+	// multiple), query length and kv length.
+	B, H, HKV, Sq, Skv int
+	// QStride, KStride, VStride and OStride are element strides for
+	// (batch, head, seq); the head dimension is contiguous.
+	QStride, KStride, VStride, OStride [3]int64
+	// Scale is the softmax scale; 0 means 1/sqrt(HeadDim).
+	Scale float32
+	// Sink is 0 or a device pointer to H fp32 sink logits.
+	Sink DevicePtr
+}
+
+// ContiguousShape returns a Shape for dense tensors in layout with head
+// dimension d: Q and O are [B, Sq, H, d] or [B, H, Sq, d], K and V the same
+// with HKV heads and Skv positions.
+func ContiguousShape(layout Layout, b, h, hkv, sq, skv, d int) Shape {
+	strides := func(heads, seq int) [3]int64 {
+		hh, ss, dd := int64(heads), int64(seq), int64(d)
+		if layout == BHSD {
+			return [3]int64{hh * ss * dd, ss * dd, dd}
+		}
+		return [3]int64{ss * hh * dd, dd, hh * dd}
+	}
+	return Shape{
+		B: b, H: h, HKV: hkv, Sq: sq, Skv: skv,
+		QStride: strides(h, sq), KStride: strides(hkv, skv), VStride: strides(hkv, skv), OStride: strides(h, sq),
+	}
+}
+
+// attnArgs is one pinned argument block for both entry points.
+type attnArgs struct {
+	params          [7]unsafe.Pointer // Q, K, V, O, LSE, shape, buf
+	flagParams      [3]unsafe.Pointer // shape, buf, flags
+	q, k, v, o, lse uintptr
+	flags           uintptr
+	shape           cShape
+	buf             cBuffers
+}
+
+// argSlot is an argument block that one Forward call owns at a time.
+type argSlot struct {
+	busy atomic.Bool
+	args *attnArgs
+}
+
+func newAttnArgs(p *goruntime.Pinner) *attnArgs {
+	a := new(attnArgs)
+	a.params = [7]unsafe.Pointer{
+		unsafe.Pointer(&a.q), unsafe.Pointer(&a.k), unsafe.Pointer(&a.v), unsafe.Pointer(&a.o),
+		unsafe.Pointer(&a.lse), unsafe.Pointer(&a.shape), unsafe.Pointer(&a.buf),
+	}
+	a.flagParams = [3]unsafe.Pointer{unsafe.Pointer(&a.shape), unsafe.Pointer(&a.buf), unsafe.Pointer(&a.flags)}
+	p.Pin(a)
+	return a
+}
+
+// shapeKey identifies a cached shape entry.
+type shapeKey struct {
+	shape  Shape
+	stream Stream
+}
+
+// shapeEntry is the per-(shape, stream) work done once: validation, the
+// C shape struct, buffer extents, grids and the PREPASS flags buffer.
+type shapeEntry struct {
+	key       shapeKey
+	shape     cShape
+	dims      [MaxBuffers][2]int64
+	grid      Dim3
+	flagsGrid Dim3
+	flags     DevicePtr
+}
+
+// AttentionKernel launches a compiled generated attention kernel. Forward
+// is safe for concurrent use; after the first call for a (shape, stream) it
+// allocates nothing and takes no lock (unless more goroutines call it at
+// once than it has argument blocks, GOMAXPROCS at creation).
+type AttentionKernel struct {
+	d      *Device
+	spec   AttentionSpec
+	module *Module
+	fwd    *Kernel
+	flags  *Kernel // nil unless PREPASS
+	block  Dim3
+
+	pins  *goruntime.Pinner // separate object so a cleanup can unpin if Close is never called
+	slots []argSlot
+
+	closed  atomic.Bool
+	last    atomic.Pointer[shapeEntry]
+	entries atomic.Pointer[map[shapeKey]*shapeEntry] // copy on write under mu
+	mu      sync.Mutex
+}
+
+// NewAttention checks spec against the ABI and the device, compiles its
+// source (through the cache), loads both entry points and preallocates the
+// pinned argument blocks.
+func (d *Device) NewAttention(spec AttentionSpec) (*AttentionKernel, error) {
+	if err := checkSpec(spec, d.Info().SharedMemPerBlockOptin); err != nil {
+		return nil, err
+	}
+	m, err := d.Compile(spec.Source, CompileOptions{Name: spec.Name, Flex: spec.Flex, Options: spec.CompileOptions})
+	if err != nil {
+		return nil, err
+	}
+	k := &AttentionKernel{d: d, spec: spec, module: m, block: Dim3{X: uint32(spec.NumThreads), Y: 1, Z: 1}}
+	if err := k.loadEntries(); err != nil {
+		m.Close()
+		return nil, err
+	}
+	n := max(4, goruntime.GOMAXPROCS(0))
+	k.slots = make([]argSlot, n)
+	k.pins = new(goruntime.Pinner)
+	for i := range k.slots {
+		k.slots[i].args = newAttnArgs(k.pins)
+	}
+	goruntime.AddCleanup(k, unpin, k.pins)
+	empty := map[shapeKey]*shapeEntry{}
+	k.entries.Store(&empty)
+	return k, nil
+}
+
+// loadEntries looks up the entry points and opts in to the dynamic shared
+// memory the forward needs.
+func (k *AttentionKernel) loadEntries() error {
+	var err error
+	if k.fwd, err = k.module.Kernel(AttentionEntry); err != nil {
+		return err
+	}
+	if k.spec.Sparsity == SparsityPrepass {
+		if k.flags, err = k.module.Kernel(TileFlagsEntry); err != nil {
+			return err
+		}
+	}
+	const defaultSharedLimit = 48 << 10 // what NVIDIA allows without opting in
+	if k.spec.SharedBytes > defaultSharedLimit {
+		return k.fwd.SetMaxDynamicSharedMemory(k.spec.SharedBytes)
+	}
+	return nil
+}
+
+func checkSpec(s AttentionSpec, maxShared int) error {
+	bad := func(format string, args ...any) error { return errorf(CodeSpec, nil, format, args...) }
+	switch {
+	case s.Source == "":
+		return bad("attention kernel has no source")
+	case s.BlockM <= 0 || s.BlockN <= 0:
+		return bad("block sizes %dx%d must be positive", s.BlockM, s.BlockN)
+	case s.NumThreads <= 0 || s.NumThreads > 1024:
+		return bad("%d threads per block; want 1 to 1024", s.NumThreads)
+	case s.HeadDim != 64 && s.HeadDim != 128:
+		return bad("head dimension %d; generated kernels support 64 and 128", s.HeadDim)
+	case s.SharedBytes < 0 || s.SharedBytes > maxShared:
+		return bad("%d bytes of shared memory; the device allows %d per block", s.SharedBytes, maxShared)
+	case len(s.Buffers) > MaxBuffers:
+		return bad("%d captured buffers; the kernel ABI holds at most %d", len(s.Buffers), MaxBuffers)
+	case s.Sparsity < SparsityNone || s.Sparsity > SparsityPrepass:
+		return bad("unknown sparsity scheme %d", s.Sparsity)
+	}
+	for i, b := range s.Buffers {
+		if b.Dims == nil {
+			return bad("buffer %d (%s) has no extents", i, b.Name)
+		}
+	}
+	return nil
+}
+
+// Spec returns the kernel's description.
+func (k *AttentionKernel) Spec() AttentionSpec { return k.spec }
+
+// CompileStats says how the kernel was compiled or loaded from the cache.
+func (k *AttentionKernel) CompileStats() CompileStats { return k.module.Stats }
+
+// Forward enqueues the attention forward on stream s: O = softmax(mask and
+// score of Q·Kᵀ·scale)·V and LSE per row, for device tensors laid out as
+// shape says, with buffers the captured tensors in declaration order. With
+// PREPASS sparsity the tile-flags kernel runs first on the same stream.
+func (k *AttentionKernel) Forward(s Stream, q, kk, v, o, lse DevicePtr, shape Shape, buffers []DevicePtr) error {
+	if k.closed.Load() {
+		return errorf(CodeLaunch, nil, "attention kernel used after Close")
+	}
+	e, err := k.entry(shapeKey{shape: shape, stream: s})
+	if err != nil {
+		return err
+	}
+	if q == 0 || kk == 0 || v == 0 || o == 0 || lse == 0 {
+		return errorf(CodeShape, nil, "null tensor pointer (q=%#x k=%#x v=%#x o=%#x lse=%#x)", q, kk, v, o, lse)
+	}
+	if len(buffers) != len(k.spec.Buffers) {
+		return errorf(CodeBuffers, nil, "%d captured buffers passed, the kernel reads %d", len(buffers), len(k.spec.Buffers))
+	}
+	for i, b := range buffers {
+		if b == 0 {
+			return errorf(CodeBuffers, nil, "captured buffer %d (%s) is a null pointer", i, k.spec.Buffers[i].Name)
+		}
+	}
+	slot := k.acquire()
+	a := slot.args
+	a.q, a.k, a.v, a.o, a.lse = uintptr(q), uintptr(kk), uintptr(v), uintptr(o), uintptr(lse)
+	a.shape = e.shape
+	a.buf.Dim = e.dims
+	a.buf.Ptr = [MaxBuffers]uintptr{}
+	for i, b := range buffers {
+		a.buf.Ptr[i] = uintptr(b)
+	}
+	if k.flags != nil {
+		a.flags = uintptr(e.flags)
+		err = k.d.Launch(k.flags.fn, e.flagsGrid, k.block, 0, s, unsafe.Pointer(&a.flagParams[0]))
+		if err != nil {
+			k.release(slot)
+			return errorf(CodeLaunch, err, "launching %s with grid %v", TileFlagsEntry, e.flagsGrid)
+		}
+	}
+	err = k.d.Launch(k.fwd.fn, e.grid, k.block, uint32(k.spec.SharedBytes), s, unsafe.Pointer(&a.params[0]))
+	k.release(slot)
+	if err != nil {
+		return errorf(CodeLaunch, err, "launching %s with grid %v block %v", AttentionEntry, e.grid, k.block)
+	}
+	return nil
+}
+
+// acquire takes a free argument block without locking; if all are busy it
+// makes a temporary one (allocating).
+func (k *AttentionKernel) acquire() *argSlot {
+	for i := range k.slots {
+		if k.slots[i].busy.CompareAndSwap(false, true) {
+			return &k.slots[i]
+		}
+	}
+	s := &argSlot{}
+	s.busy.Store(true)
+	p := new(goruntime.Pinner)
+	s.args = newAttnArgs(p)
+	goruntime.AddCleanup(s, unpin, p)
+	return s
+}
+
+func (k *AttentionKernel) release(s *argSlot) { s.busy.Store(false) }
+
+// unpin is the cleanup that releases pinned argument memory.
+func unpin(p *goruntime.Pinner) { p.Unpin() }
+
+// entry returns the cached work for a shape and stream, computing it on
+// first use. Hits take no lock and allocate nothing.
+func (k *AttentionKernel) entry(key shapeKey) (*shapeEntry, error) {
+	if e := k.last.Load(); e != nil && e.key == key {
+		return e, nil
+	}
+	if e, ok := (*k.entries.Load())[key]; ok {
+		k.last.Store(e)
+		return e, nil
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	old := *k.entries.Load()
+	if e, ok := old[key]; ok {
+		return e, nil
+	}
+	e, err := k.newEntry(key)
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[shapeKey]*shapeEntry, len(old)+1)
+	for kk, vv := range old {
+		m[kk] = vv
+	}
+	m[key] = e
+	k.entries.Store(&m)
+	k.last.Store(e)
+	return e, nil
+}
+
+func (k *AttentionKernel) newEntry(key shapeKey) (*shapeEntry, error) {
+	sh := key.shape
+	bad := func(format string, args ...any) error { return errorf(CodeShape, nil, format, args...) }
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"B", sh.B}, {"H", sh.H}, {"HKV", sh.HKV}, {"Sq", sh.Sq}, {"Skv", sh.Skv}} {
+		if f.v < 1 || f.v > math.MaxInt32 {
+			return nil, bad("%s = %d; want 1 to %d", f.name, f.v, math.MaxInt32)
+		}
+	}
+	if sh.H%sh.HKV != 0 {
+		return nil, bad("H = %d is not a multiple of HKV = %d", sh.H, sh.HKV)
+	}
+	if sh.H > 65535 || sh.B > 65535 {
+		return nil, bad("grid (q tiles, H = %d, B = %d): H and B must be at most 65535", sh.H, sh.B)
+	}
+	for _, st := range []struct {
+		name string
+		s    [3]int64
+	}{{"Q", sh.QStride}, {"K", sh.KStride}, {"V", sh.VStride}, {"O", sh.OStride}} {
+		if st.s[0] < 0 || st.s[1] < 0 || st.s[2] < int64(k.spec.HeadDim) {
+			return nil, errorf(CodeShape, nil, "%s strides %v: batch and head strides must be >= 0 and the seq stride >= the head dimension %d (use ContiguousShape)", st.name, st.s, k.spec.HeadDim)
+		}
+	}
+	if math.IsNaN(float64(sh.Scale)) || math.IsInf(float64(sh.Scale), 0) {
+		return nil, bad("scale %v is not finite", sh.Scale)
+	}
+	e := &shapeEntry{key: key}
+	scale := sh.Scale
+	if scale == 0 {
+		scale = float32(1 / math.Sqrt(float64(k.spec.HeadDim)))
+	}
+	e.shape = cShape{
+		B: int32(sh.B), H: int32(sh.H), HKV: int32(sh.HKV), Sq: int32(sh.Sq), Skv: int32(sh.Skv),
+		QStride: sh.QStride, KStride: sh.KStride, VStride: sh.VStride, OStride: sh.OStride,
+		Scale: scale, Sink: uintptr(sh.Sink),
+	}
+	sizes := Sizes{B: int64(sh.B), H: int64(sh.H), HKV: int64(sh.HKV), Q: int64(sh.Sq), KV: int64(sh.Skv)}
+	for i, b := range k.spec.Buffers {
+		dims := b.Dims(sizes)
+		if dims[0] < 1 || dims[1] < 1 {
+			return nil, errorf(CodeBuffers, nil, "buffer %s has extents %v for shape B=%d H=%d Q=%d KV=%d; extents must be positive", b.Name, dims, sh.B, sh.H, sh.Sq, sh.Skv)
+		}
+		e.dims[i] = dims
+	}
+	qTiles := (sh.Sq + k.spec.BlockM - 1) / k.spec.BlockM
+	e.grid = Dim3{X: uint32(qTiles), Y: uint32(sh.H), Z: uint32(sh.B)}
+	if k.flags != nil {
+		kvTiles := (sh.Skv + k.spec.BlockN - 1) / k.spec.BlockN
+		fb, fh := 1, 1
+		if k.spec.FlagsPerBatch {
+			fb = sh.B
+		}
+		if k.spec.FlagsPerHead {
+			fh = sh.H
+		}
+		n := int64(fb) * int64(fh) * int64(qTiles) * int64(kvTiles)
+		flags, err := k.d.Alloc(n)
+		if err != nil {
+			return nil, errorf(CodeLaunch, err, "allocating %d bytes of tile flags", n)
+		}
+		e.flags = flags
+		e.shape.TileFlags = uintptr(flags)
+		e.flagsGrid = Dim3{X: uint32(kvTiles), Y: uint32(qTiles), Z: 1}
+	}
+	return e, nil
+}
+
+// Close frees the tile-flag buffers, unloads the module and unpins the
+// argument blocks. No Forward may be running or follow.
+func (k *AttentionKernel) Close() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.closed.Swap(true) {
+		return nil
+	}
+	var first error
+	for _, e := range *k.entries.Load() {
+		if e.flags != 0 {
+			if err := k.d.Free(e.flags); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	empty := map[shapeKey]*shapeEntry{}
+	k.entries.Store(&empty)
+	k.last.Store(nil)
+	k.pins.Unpin()
+	if err := k.module.Close(); err != nil && first == nil {
+		first = err
+	}
+	if first != nil {
+		return fmt.Errorf("closing attention kernel: %w", first)
+	}
+	return nil
+}

@@ -1,0 +1,18 @@
+// Package runtime runs maskc's generated attention kernels on a GPU from Go,
+// with no cgo: it opens a backend (CUDA through libcuda and NVRTC, or HIP
+// through libamdhip64 and hiprtc, loaded with purego; or a CPU fake in
+// tests), JIT-compiles kernel source for the device's architecture with an
+// on-disk cache, and launches kernels through a generic launcher or the
+// attention launcher, whose per-call path allocates nothing and takes no
+// lock once a shape has been seen.
+//
+// Typical use:
+//
+//	dev, err := runtime.Open(runtime.Options{})          // MASKC_BACKEND=cuda|hip or automatic
+//	attn, err := dev.NewAttention(spec)                   // compile (cached) + load
+//	err = attn.Forward(stream, q, k, v, o, lse, shape, buffers)
+//
+// Sub-packages: backend (the interface), cuda, hip, fake (implementations),
+// kcache (the on-disk cache), jitlog (compiler logs to diagnostics),
+// genkernel (AttentionSpec and Shape from a codegen.Kernel).
+package runtime

@@ -1,0 +1,86 @@
+// Package genkernel connects the code generator to the runtime: it turns a
+// *codegen.Kernel (and the checked program it came from) into the
+// runtime.AttentionSpec and runtime.Shape the attention launcher takes.
+package genkernel
+
+import (
+	"fmt"
+
+	"github.com/maskc/maskc/check"
+	"github.com/maskc/maskc/codegen"
+	"github.com/maskc/maskc/dsl"
+	"github.com/maskc/maskc/hipsrc"
+	"github.com/maskc/maskc/runtime"
+)
+
+// Spec describes kernel k of program p for a device of the given backend
+// ("cuda", "hip" or "fake"), which decides the block size (32-wide warps
+// or 64-wide wavefronts).
+func Spec(p *check.Program, k *codegen.Kernel, backend string) (runtime.AttentionSpec, error) {
+	platform := hipsrc.NVIDIA
+	if backend == "hip" {
+		platform = hipsrc.AMD
+	}
+	launch, ok := k.Launch[platform.String()]
+	if !ok {
+		return runtime.AttentionSpec{}, fmt.Errorf("genkernel: kernel %s has no launch configuration for %s", k.Name, platform)
+	}
+	spec := runtime.AttentionSpec{
+		Source: k.Source, Name: k.Name + ".cu", Flex: p.File.Source,
+		BlockM: k.BlockM, BlockN: k.BlockN, NumThreads: launch.Threads, SharedBytes: launch.SharedMemBytes,
+		HeadDim: k.HeadDim, FlagsPerBatch: k.MaskUsesB, FlagsPerHead: k.MaskUsesH,
+	}
+	switch k.Sparsity {
+	case codegen.SparsityAnalytic:
+		spec.Sparsity = runtime.SparsityAnalytic
+	case codegen.SparsityPrepass:
+		spec.Sparsity = runtime.SparsityPrepass
+	case codegen.SparsityNone:
+		spec.Sparsity = runtime.SparsityNone
+	default:
+		return spec, fmt.Errorf("genkernel: kernel %s has unknown sparsity %q", k.Name, k.Sparsity)
+	}
+	for _, b := range k.Buffers {
+		if b.Slot != len(spec.Buffers) {
+			return spec, fmt.Errorf("genkernel: buffer %s is in slot %d, expected %d", b.Name, b.Slot, len(spec.Buffers))
+		}
+		decl := findBuffer(p, b.Decl)
+		if decl == nil {
+			return spec, fmt.Errorf("genkernel: buffer %s is not declared in the program", b.Name)
+		}
+		if len(decl.Dims) < 1 || len(decl.Dims) > 2 {
+			return spec, fmt.Errorf("genkernel: buffer %s has %d dimensions; the kernel ABI takes 1 or 2", b.Name, len(decl.Dims))
+		}
+		dims := decl.Dims
+		spec.Buffers = append(spec.Buffers, runtime.BufferSpec{Name: b.Name, Dims: func(s runtime.Sizes) [2]int64 {
+			sizes := map[dsl.Var]int64{dsl.SizeB: s.B, dsl.SizeH: s.H, dsl.SizeHKV: s.HKV, dsl.SizeQ: s.Q, dsl.SizeKV: s.KV}
+			out := [2]int64{1, 1}
+			for i, d := range dims {
+				out[i] = d.Eval(sizes)
+			}
+			return out
+		}})
+	}
+	return spec, nil
+}
+
+func findBuffer(p *check.Program, decl *dsl.BufferDecl) *check.Buffer {
+	for _, b := range p.Buffers {
+		if b.Decl == decl {
+			return b
+		}
+	}
+	return nil
+}
+
+// Shape is the launch shape for dense tensors in the kernel's layout, with
+// the kernel's softmax scale.
+func Shape(k *codegen.Kernel, b, h, hkv, sq, skv int) runtime.Shape {
+	layout := runtime.BSHD
+	if k.Layout == "bhsd" {
+		layout = runtime.BHSD
+	}
+	s := runtime.ContiguousShape(layout, b, h, hkv, sq, skv, k.HeadDim)
+	s.Scale = float32(k.Scale)
+	return s
+}

@@ -1,0 +1,156 @@
+package genkernel
+
+import (
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/maskc/maskc/check"
+	"github.com/maskc/maskc/codegen"
+	"github.com/maskc/maskc/hipsrc"
+	"github.com/maskc/maskc/parser"
+	"github.com/maskc/maskc/runtime"
+	"github.com/maskc/maskc/runtime/fake"
+)
+
+func generate(t *testing.T, path string) (*check.Program, *codegen.Kernel) {
+	t.Helper()
+	text, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, diags := parser.ParseFile(path, text)
+	if diags.HasErrors() {
+		t.Fatal(diags.Render())
+	}
+	p, diags := check.Check(f, check.Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Render())
+	}
+	k, diags := codegen.Generate(p, p.Attentions[0], codegen.Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Render())
+	}
+	return p, k
+}
+
+// TestDocumentKernelLaunches builds the spec of a generated kernel with a
+// captured buffer and launches it on the fake device, checking what the
+// kernel receives.
+func TestDocumentKernelLaunches(t *testing.T) {
+	p, k := generate(t, "../../examples/document_causal.flex")
+	for backend, platform := range map[string]string{"cuda": "nvidia", "hip": "amd"} {
+		spec, err := Spec(p, k, backend)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := k.Launch[platform]
+		if spec.NumThreads != want.Threads || spec.SharedBytes != want.SharedMemBytes || spec.HeadDim != 128 ||
+			spec.Flex != p.File.Source || len(spec.Buffers) != 1 || spec.Sparsity != runtime.SparsityAnalytic {
+			t.Fatalf("%s: threads %d, shared %d, head dim %d, %d buffers, sparsity %d; want %+v",
+				backend, spec.NumThreads, spec.SharedBytes, spec.HeadDim, len(spec.Buffers), spec.Sparsity, want)
+		}
+	}
+	spec, err := Spec(p, k, "fake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb := fake.New()
+	var gotDims [2]int64
+	var gotGrid runtime.Dim3
+	fb.Register(runtime.AttentionEntry, func(mem *fake.Backend, l fake.Launch) error {
+		// MaskcBuffers is the 7th parameter: 8 pointers, then dim[8][2].
+		buf := fake.Param[[8 + 16]int64](l.Params, 6)
+		gotDims = [2]int64{buf[8], buf[9]}
+		gotGrid = l.Grid
+		return nil
+	})
+	fb.Register(runtime.TileFlagsEntry, func(*fake.Backend, fake.Launch) error { return nil })
+	d := runtime.NewDevice(fb, runtime.Options{DisableCache: true})
+	attn, err := d.NewAttention(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer attn.Close()
+	alloc := func() runtime.DevicePtr {
+		p, err := d.Alloc(64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	shape := Shape(k, 2, 4, 4, 1000, 1500)
+	if err := attn.Forward(0, alloc(), alloc(), alloc(), alloc(), alloc(), shape, []runtime.DevicePtr{alloc()}); err != nil {
+		t.Fatal(err)
+	}
+	if gotDims != [2]int64{1500, 1} {
+		t.Errorf("doc extents %v, want [KV 1]", gotDims)
+	}
+	if want := (runtime.Dim3{X: uint32((1000 + k.BlockM - 1) / k.BlockM), Y: 4, Z: 2}); gotGrid != want {
+		t.Errorf("grid %v, want %v", gotGrid, want)
+	}
+	if unsafe.Sizeof([8 + 16]int64{}) != 192 {
+		t.Fatal("MaskcBuffers size")
+	}
+}
+
+// structDecl returns `struct name { ... };` from C source with comments
+// removed and whitespace collapsed, or "".
+func structDecl(src, name string) string {
+	src = regexp.MustCompile(`//[^\n]*`).ReplaceAllString(src, "")
+	m := regexp.MustCompile(`struct ` + name + ` \{[^}]*\};`).FindString(strings.Join(strings.Fields(src), " "))
+	return m
+}
+
+// TestABIStructsMatchTheTemplate keeps the runtime's mirror of MaskcShape
+// and MaskcBuffers equal to the declarations the kernels are compiled with.
+func TestABIStructsMatchTheTemplate(t *testing.T) {
+	for _, tc := range []struct{ name, src string }{
+		{"MaskcShape", hipsrc.AttnFwd},
+		{"MaskcBuffers", codegen.RuntimeSource},
+	} {
+		want := structDecl(runtime.CDecls, tc.name)
+		got := structDecl(tc.src, tc.name)
+		if want == "" || got != want {
+			t.Errorf("struct %s differs:\n template: %s\n runtime:  %s", tc.name, got, want)
+		}
+	}
+}
+
+// TestLaunchGeometryMatchesTheTemplate checks the grids the launcher uses
+// against hipsrc's, for the forward and the PREPASS kernel.
+func TestLaunchGeometryMatchesTheTemplate(t *testing.T) {
+	p, k := generate(t, "../../examples/document_causal.flex")
+	spec, err := Spec(p, k, "cuda")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Sparsity = runtime.SparsityPrepass // the fake kernels stand in for the template's
+	fb := fake.New()
+	grids := map[string]runtime.Dim3{}
+	record := func(name string) fake.Kernel {
+		return func(_ *fake.Backend, l fake.Launch) error { grids[name] = l.Grid; return nil }
+	}
+	fb.Register(runtime.AttentionEntry, record(runtime.AttentionEntry))
+	fb.Register(runtime.TileFlagsEntry, record(runtime.TileFlagsEntry))
+	d := runtime.NewDevice(fb, runtime.Options{DisableCache: true})
+	attn, err := d.NewAttention(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer attn.Close()
+	ptr := func() runtime.DevicePtr { p, _ := d.Alloc(64); return p }
+	const B, H, Sq, Skv = 3, 5, 1000, 777
+	if err := attn.Forward(0, ptr(), ptr(), ptr(), ptr(), ptr(), Shape(k, B, H, H, Sq, Skv), []runtime.DevicePtr{ptr()}); err != nil {
+		t.Fatal(err)
+	}
+	dim := func(g [3]int) runtime.Dim3 { return runtime.Dim3{X: uint32(g[0]), Y: uint32(g[1]), Z: uint32(g[2])} }
+	if got, want := grids[runtime.AttentionEntry], dim(hipsrc.AttnGrid(B, H, Sq)); got != want {
+		t.Errorf("forward grid %v, hipsrc says %v", got, want)
+	}
+	if got, want := grids[runtime.TileFlagsEntry], dim(hipsrc.FlagsGrid(Sq, Skv)); got != want {
+		t.Errorf("pre-pass grid %v, hipsrc says %v", got, want)
+	}
+}

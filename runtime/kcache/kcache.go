@@ -1,0 +1,217 @@
+// Package kcache is maskc's on-disk cache of compiled kernels. An entry is
+// keyed by a hash of everything that determines the compiled code (source,
+// target architecture, compiler version, options), survives restarts, is
+// written atomically (temporary file and rename in the same directory, so
+// concurrent writers in one or several processes never expose a partial
+// entry), and carries a checksum so that a corrupt or truncated entry is
+// detected, deleted and reported as such rather than loaded.
+package kcache
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/maskc/maskc/runtime/backend"
+)
+
+// Key identifies a compiled kernel.
+type Key [sha256.Size]byte
+
+// NewKey hashes parts, each prefixed by its length so that different
+// splits of the same bytes give different keys.
+func NewKey(parts ...string) Key {
+	h := sha256.New()
+	var n [8]byte
+	for _, p := range parts {
+		binary.LittleEndian.PutUint64(n[:], uint64(len(p)))
+		h.Write(n[:])
+		h.Write([]byte(p))
+	}
+	var k Key
+	h.Sum(k[:0])
+	return k
+}
+
+// String is the key in hex.
+func (k Key) String() string { return hex.EncodeToString(k[:]) }
+
+// Status is the outcome of Get.
+type Status int
+
+const (
+	// Miss means no entry exists.
+	Miss Status = iota
+	// Hit means a valid entry was loaded.
+	Hit
+	// Corrupt means an entry existed but failed validation; it was
+	// deleted and the caller should recompile.
+	Corrupt
+)
+
+var statusNames = [...]string{"miss", "hit", "corrupt"}
+
+// String returns "miss", "hit" or "corrupt".
+func (s Status) String() string {
+	if s < 0 || int(s) >= len(statusNames) {
+		return "unknown"
+	}
+	return statusNames[s]
+}
+
+// DirEnv is the environment variable that overrides the cache directory.
+const DirEnv = "MASKC_CACHE_DIR"
+
+// DefaultDir is $MASKC_CACHE_DIR, else os.UserCacheDir()/maskc.
+func DefaultDir() (string, error) {
+	if d := os.Getenv(DirEnv); d != "" {
+		return d, nil
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("kernel cache: no cache directory (set %s): %w", DirEnv, err)
+	}
+	return filepath.Join(base, "maskc"), nil
+}
+
+// Cache is a directory of entries. It is safe for concurrent use by
+// goroutines and processes.
+type Cache struct {
+	dir string
+}
+
+// Open returns the cache in dir ("" means DefaultDir), creating the
+// directory with mode 0700 if needed.
+func Open(dir string) (*Cache, error) {
+	if dir == "" {
+		d, err := DefaultDir()
+		if err != nil {
+			return nil, err
+		}
+		dir = d
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("kernel cache: %w", err)
+	}
+	return &Cache{dir: dir}, nil
+}
+
+// Dir is the cache directory.
+func (c *Cache) Dir() string { return c.dir }
+
+// Path is the file that holds the entry for k.
+func (c *Cache) Path(k Key) string { return filepath.Join(c.dir, k.String()+".kernel") }
+
+// Get loads the entry for k. A missing entry is a Miss; an unreadable,
+// truncated or otherwise invalid one is deleted and reported as Corrupt
+// with the reason.
+func (c *Cache) Get(k Key) (backend.Image, Status, error) {
+	data, err := os.ReadFile(c.Path(k))
+	if errors.Is(err, fs.ErrNotExist) {
+		return backend.Image{}, Miss, nil
+	}
+	if err == nil {
+		var img backend.Image
+		if img, err = Decode(k, data); err == nil {
+			return img, Hit, nil
+		}
+	}
+	if rmErr := os.Remove(c.Path(k)); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) {
+		err = errors.Join(err, rmErr)
+	}
+	return backend.Image{}, Corrupt, fmt.Errorf("kernel cache: entry %s discarded: %w", k, err)
+}
+
+// Put stores img under k atomically: readers see either no entry, the
+// previous entry or the complete new one. Files are created with mode 0600.
+func (c *Cache) Put(k Key, img backend.Image) (err error) {
+	if err := os.MkdirAll(c.dir, 0o700); err != nil {
+		return fmt.Errorf("kernel cache: %w", err)
+	}
+	tmp, err := os.CreateTemp(c.dir, ".tmp-"+k.String()[:16]+"-*")
+	if err != nil {
+		return fmt.Errorf("kernel cache: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err = tmp.Chmod(0o600); err != nil {
+		return fmt.Errorf("kernel cache: %w", err)
+	}
+	if _, err = tmp.Write(Encode(k, img)); err != nil {
+		return fmt.Errorf("kernel cache: %w", err)
+	}
+	if err = tmp.Sync(); err != nil {
+		return fmt.Errorf("kernel cache: %w", err)
+	}
+	if err = tmp.Close(); err != nil {
+		return fmt.Errorf("kernel cache: %w", err)
+	}
+	if err = os.Rename(tmp.Name(), c.Path(k)); err != nil {
+		return fmt.Errorf("kernel cache: %w", err)
+	}
+	return nil
+}
+
+// Entry layout, all integers little endian:
+//
+//	magic   8 bytes  "MASKCKC1"
+//	key    32 bytes  the entry's Key (guards against renamed files)
+//	kind    1 byte   backend.ImageKind
+//	length  8 bytes  payload length
+//	sum    32 bytes  sha256 of the payload
+//	payload
+const (
+	magic      = "MASKCKC1"
+	headerSize = len(magic) + sha256.Size + 1 + 8 + sha256.Size
+)
+
+// Encode serialises an entry.
+func Encode(k Key, img backend.Image) []byte {
+	out := make([]byte, 0, headerSize+len(img.Code))
+	out = append(out, magic...)
+	out = append(out, k[:]...)
+	out = append(out, byte(img.Kind))
+	out = binary.LittleEndian.AppendUint64(out, uint64(len(img.Code)))
+	sum := sha256.Sum256(img.Code)
+	out = append(out, sum[:]...)
+	return append(out, img.Code...)
+}
+
+// Decode parses and validates an entry written by Encode for key k.
+func Decode(k Key, data []byte) (backend.Image, error) {
+	if len(data) < headerSize {
+		return backend.Image{}, fmt.Errorf("truncated header (%d bytes)", len(data))
+	}
+	if string(data[:len(magic)]) != magic {
+		return backend.Image{}, errors.New("bad magic")
+	}
+	p := data[len(magic):]
+	if !bytes.Equal(p[:sha256.Size], k[:]) {
+		return backend.Image{}, errors.New("entry is for another key")
+	}
+	p = p[sha256.Size:]
+	kind := backend.ImageKind(p[0])
+	n := binary.LittleEndian.Uint64(p[1:9])
+	sum := p[9 : 9+sha256.Size]
+	payload := p[9+sha256.Size:]
+	if uint64(len(payload)) != n {
+		return backend.Image{}, fmt.Errorf("payload is %d bytes, header says %d", len(payload), n)
+	}
+	if got := sha256.Sum256(payload); !bytes.Equal(got[:], sum) {
+		return backend.Image{}, errors.New("checksum mismatch")
+	}
+	if !kind.Valid() {
+		return backend.Image{}, fmt.Errorf("unknown image kind %d", uint8(kind))
+	}
+	return backend.Image{Kind: kind, Code: payload}, nil
+}

@@ -1,0 +1,235 @@
+package kcache
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/maskc/maskc/runtime/backend"
+)
+
+func testImage(n int) backend.Image {
+	code := make([]byte, n)
+	for i := range code {
+		code[i] = byte(i*7 + 3)
+	}
+	return backend.Image{Kind: backend.ImageCUBIN, Code: code}
+}
+
+func TestNewKeySeparatesParts(t *testing.T) {
+	if NewKey("ab", "c") == NewKey("a", "bc") {
+		t.Fatal("keys of different splits collide")
+	}
+	if NewKey("x", "sm_90") != NewKey("x", "sm_90") {
+		t.Fatal("key is not deterministic")
+	}
+}
+
+func TestRoundTripAndPermissions(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "nested", "cache")
+	c, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := NewKey("src", "sm_90", "nvrtc 13.0")
+	if _, st, err := c.Get(k); st != Miss || err != nil {
+		t.Fatalf("empty cache: status %v, err %v", st, err)
+	}
+	want := testImage(1000)
+	if err := c.Put(k, want); err != nil {
+		t.Fatal(err)
+	}
+	got, st, err := c.Get(k)
+	if st != Hit || err != nil || got.Kind != want.Kind || !bytes.Equal(got.Code, want.Code) {
+		t.Fatalf("got status %v err %v kind %v len %d", st, err, got.Kind, len(got.Code))
+	}
+	for path, mode := range map[string]os.FileMode{dir: 0o700, c.Path(k): 0o600} {
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if perm := st.Mode().Perm(); perm&^mode != 0 {
+			t.Errorf("%s has mode %v, want at most %v", path, perm, mode)
+		}
+	}
+	leftovers, _ := filepath.Glob(filepath.Join(dir, ".tmp-*"))
+	if len(leftovers) != 0 {
+		t.Errorf("temporary files left behind: %v", leftovers)
+	}
+}
+
+func TestCorruptEntriesAreDeleted(t *testing.T) {
+	k := NewKey("corrupt")
+	good := Encode(k, testImage(300))
+	tests := []struct {
+		name   string
+		mutate func([]byte) []byte
+	}{
+		{"empty file", func(b []byte) []byte { return nil }},
+		{"truncated header", func(b []byte) []byte { return b[:20] }},
+		{"truncated payload", func(b []byte) []byte { return b[:len(b)-1] }},
+		{"trailing garbage", func(b []byte) []byte { return append(b, 0) }},
+		{"flipped payload bit", func(b []byte) []byte { b[len(b)-5] ^= 1; return b }},
+		{"bad magic", func(b []byte) []byte { b[0] = 'X'; return b }},
+		{"other key", func(b []byte) []byte { b[len(magic)] ^= 0xff; return b }},
+		{"unknown kind", func(b []byte) []byte { b[len(magic)+32] = 99; return b }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Open(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			data := tc.mutate(append([]byte(nil), good...))
+			if err := os.WriteFile(c.Path(k), data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, st, err := c.Get(k)
+			if st != Corrupt || err == nil {
+				t.Fatalf("status %v, err %v; want corrupt with a reason", st, err)
+			}
+			if _, err := os.Stat(c.Path(k)); !os.IsNotExist(err) {
+				t.Errorf("corrupt entry still on disk (stat err %v)", err)
+			}
+			if _, st, _ := c.Get(k); st != Miss {
+				t.Errorf("after deletion: status %v, want miss", st)
+			}
+		})
+	}
+}
+
+// TestConcurrentWritersGoroutines asserts that every Get during concurrent
+// writes sees a miss or a complete entry, never a corrupt one.
+func TestConcurrentWritersGoroutines(t *testing.T) {
+	c, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := NewKey("concurrent")
+	img := testImage(256 << 10)
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for w := 0; w < 8; w++ {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 10; i++ {
+				if err := c.Put(k, img); err != nil {
+					errs <- err
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 20; i++ {
+				got, st, err := c.Get(k)
+				if st == Corrupt || (st == Hit && !bytes.Equal(got.Code, img.Code)) {
+					errs <- fmt.Errorf("reader saw status %v: %v", st, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// TestConcurrentWritersProcesses runs two writer processes (this test binary
+// re-executed) against one directory while this process reads.
+func TestConcurrentWritersProcesses(t *testing.T) {
+	dir := t.TempDir()
+	var cmds []*exec.Cmd
+	for i := 0; i < 2; i++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperWriter$")
+		cmd.Env = append(os.Environ(), "KCACHE_HELPER_DIR="+dir, "KCACHE_HELPER_ROUNDS=40")
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	c, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, img := helperEntry()
+	hits := 0
+	done := make(chan error, len(cmds))
+	for _, cmd := range cmds {
+		go func() { done <- cmd.Wait() }()
+	}
+	for finished := 0; finished < len(cmds); {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("writer process: %v", err)
+			}
+			finished++
+		default:
+			got, st, err := c.Get(k)
+			if st == Corrupt || (st == Hit && !bytes.Equal(got.Code, img.Code)) {
+				t.Fatalf("reader saw status %v: %v", st, err)
+			}
+			if st == Hit {
+				hits++
+			}
+		}
+	}
+	if _, st, err := c.Get(k); st != Hit {
+		t.Fatalf("final entry: status %v, err %v", st, err)
+	}
+	t.Logf("%d hits while two processes wrote", hits)
+}
+
+func helperEntry() (Key, backend.Image) { return NewKey("two processes"), testImage(512 << 10) }
+
+// TestHelperWriter is the writer process of TestConcurrentWritersProcesses;
+// it does nothing unless KCACHE_HELPER_DIR is set.
+func TestHelperWriter(t *testing.T) {
+	dir := os.Getenv("KCACHE_HELPER_DIR")
+	if dir == "" {
+		return
+	}
+	rounds, _ := strconv.Atoi(os.Getenv("KCACHE_HELPER_ROUNDS"))
+	c, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, img := helperEntry()
+	for i := 0; i < rounds; i++ {
+		if err := c.Put(k, img); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestDefaultDirHonoursEnv(t *testing.T) {
+	t.Setenv(DirEnv, "/tmp/maskc-cache-test")
+	if d, err := DefaultDir(); err != nil || d != "/tmp/maskc-cache-test" {
+		t.Fatalf("DefaultDir = %q, %v", d, err)
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	k := NewKey("fuzz")
+	f.Add(Encode(k, testImage(10)))
+	f.Add([]byte(magic))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		img, err := Decode(k, data)
+		if err != nil {
+			return
+		}
+		// Anything accepted must re-encode to the same bytes.
+		if !bytes.Equal(Encode(k, img), data) {
+			t.Fatalf("accepted entry does not round-trip")
+		}
+	})
+}
