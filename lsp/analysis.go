@@ -1,0 +1,270 @@
+package lsp
+
+import (
+	"fmt"
+	"runtime/debug"
+	"sort"
+
+	"go.lsp.dev/protocol"
+
+	"github.com/maskc/maskc/check"
+	"github.com/maskc/maskc/classify"
+	"github.com/maskc/maskc/dsl"
+	"github.com/maskc/maskc/parser"
+)
+
+// analysis is everything the server knows about one version of a
+// document: the parse, the check and the classification, their
+// diagnostics, and an index of the identifiers for position lookups.
+type analysis struct {
+	file  *dsl.File
+	lines lineMap
+	// syntaxOK is true when the parser reported no errors; only then is
+	// the file formatted and classified.
+	syntaxOK bool
+	// prog is the checked program, filled as far as checking got; nil only
+	// when the checker panicked.
+	prog *check.Program
+	// decisions are the classifications of the attention blocks, present
+	// only when the file checked without errors.
+	decisions map[*dsl.AttentionDecl]*classify.Decision
+	// diags are the diagnostics shown to the user, sorted.
+	diags dsl.Diagnostics
+	// idents are every identifier written in the file, sorted by offset.
+	idents []*dsl.Ident
+	// panics records internal errors recovered during analysis, for the
+	// server to log.
+	panics []string
+}
+
+// analyze parses, checks and classifies text, reusing the parse of
+// unchanged declarations from cache when it is not nil. It never panics: a
+// panic in a stage is recovered and recorded in panics; the later stages
+// then work on what is left (an empty file, no program, no plan).
+func analyze(name string, text []byte, cache *parseCache) *analysis {
+	a := &analysis{}
+	var parseDiags dsl.Diagnostics
+	a.guard("parse", func() {
+		if cache != nil {
+			a.file, parseDiags = cache.parse(name, text)
+		} else {
+			a.file, parseDiags = parser.ParseFile(name, text)
+		}
+	})
+	if a.file == nil {
+		a.file = &dsl.File{Source: dsl.NewSource(name, text)}
+	}
+	a.lines = lineMap{src: a.file.Source}
+	a.syntaxOK = !parseDiags.HasErrors() && len(a.panics) == 0
+	a.diags = append(a.diags, parseDiags...)
+
+	var checkDiags dsl.Diagnostics
+	a.guard("check", func() { a.prog, checkDiags = check.Check(a.file, check.Options{}) })
+	if a.syntaxOK {
+		a.diags = append(a.diags, checkDiags...)
+	} else {
+		a.diags = append(a.diags, withoutFollowOns(text, parseDiags, checkDiags)...)
+	}
+	if a.syntaxOK && a.prog != nil && !checkDiags.HasErrors() {
+		var plan *classify.Plan
+		var classifyDiags dsl.Diagnostics
+		a.guard("classify", func() { plan, classifyDiags = classify.Classify(a.prog, classify.Options{}) })
+		a.diags = append(a.diags, classifyDiags...)
+		if plan != nil {
+			a.decisions = decisionsByDecl(a.prog, plan)
+		}
+	}
+	a.diags.Sort()
+	a.idents = collectIdents(a.file)
+	return a
+}
+
+// withoutFollowOns drops the check diagnostics that a syntax error causes
+// rather than reveals: the parser leaves a broken declaration out, so uses
+// of its name are unknown names, and what only it used looks unused.
+func withoutFollowOns(text []byte, parseDiags, checkDiags dsl.Diagnostics) dsl.Diagnostics {
+	broken := brokenNames(text, parseDiags)
+	var out dsl.Diagnostics
+	for _, d := range checkDiags {
+		switch d.Code {
+		case check.CodeUnusedParam, check.CodeUnusedBuffer, check.CodeUnusedMod, check.CodeUnusedLet:
+			continue
+		case check.CodeUnknownName:
+			if d.Source != nil && broken[d.Source.Slice(d.Span)] {
+				continue
+			}
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// brokenNames returns the names declared by the declarations that have
+// syntax errors: the word after the keyword on the first line of each
+// piece (see splitPieces) that holds a parse error.
+func brokenNames(text []byte, parseDiags dsl.Diagnostics) map[string]bool {
+	starts := splitPieces(text)
+	names := make(map[string]bool)
+	for _, d := range parseDiags {
+		if !d.Span.IsValid() {
+			continue
+		}
+		i := sort.Search(len(starts), func(i int) bool { return starts[i] > d.Span.Start }) - 1
+		if i < 0 {
+			continue
+		}
+		j := scanWord(text, skipBlanks(text, starts[i]))
+		k := skipBlanks(text, j)
+		if n := scanWord(text, k); n > k {
+			names[string(text[k:n])] = true
+		}
+	}
+	return names
+}
+
+// guard runs one stage, turning a panic into an entry of a.panics.
+func (a *analysis) guard(stage string, f func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			a.panics = append(a.panics, fmt.Sprintf("%s: %v\n%s", stage, r, debug.Stack()))
+		}
+	}()
+	f()
+}
+
+// decisionsByDecl pairs each attention declaration with its decision, by
+// block name.
+func decisionsByDecl(p *check.Program, plan *classify.Plan) map[*dsl.AttentionDecl]*classify.Decision {
+	byName := make(map[string]*classify.Decision, len(plan.Attentions))
+	for _, d := range plan.Attentions {
+		byName[d.Name] = d
+	}
+	out := make(map[*dsl.AttentionDecl]*classify.Decision, len(p.Attentions))
+	for _, at := range p.Attentions {
+		if d := byName[at.Name]; d != nil {
+			out[at.Decl] = d
+		}
+	}
+	return out
+}
+
+// protocolDiagnostics converts the diagnostics of the document into LSP
+// diagnostics. The hint, when there is one, becomes a second line of the
+// message, since LSP has no field for it. Diagnostics about other sources
+// (the standard library) are placed at the start of the document.
+func (a *analysis) protocolDiagnostics() []protocol.Diagnostic {
+	out := make([]protocol.Diagnostic, 0, len(a.diags))
+	for _, d := range a.diags {
+		msg := d.Message
+		if d.Hint != "" {
+			msg += "\nhint: " + d.Hint
+		}
+		var rng protocol.Range
+		if d.Source == nil || d.Source == a.file.Source {
+			rng = a.lines.rangeOf(d.Span)
+		}
+		out = append(out, protocol.Diagnostic{
+			Range:    rng,
+			Severity: protocolSeverity(d.Severity),
+			Code:     string(d.Code),
+			Source:   ServerName,
+			Message:  msg,
+		})
+	}
+	return out
+}
+
+// protocolSeverity maps dsl severities onto LSP's: a note is information.
+func protocolSeverity(s dsl.Severity) protocol.DiagnosticSeverity {
+	switch s {
+	case dsl.SeverityError:
+		return protocol.DiagnosticSeverityError
+	case dsl.SeverityWarning:
+		return protocol.DiagnosticSeverityWarning
+	}
+	return protocol.DiagnosticSeverityInformation
+}
+
+// collectIdents lists every identifier of f sorted by position.
+func collectIdents(f *dsl.File) []*dsl.Ident {
+	var out []*dsl.Ident
+	add := func(ids ...*dsl.Ident) {
+		for _, id := range ids {
+			if id != nil && id.Sp.IsValid() {
+				out = append(out, id)
+			}
+		}
+	}
+	expr := func(e dsl.Expr) {
+		dsl.Inspect(e, func(e dsl.Expr) bool {
+			if id, ok := e.(*dsl.Ident); ok {
+				add(id)
+			}
+			return true
+		})
+	}
+	for _, d := range f.Decls {
+		switch d := d.(type) {
+		case *dsl.ParamDecl:
+			add(d.Name)
+			expr(d.Value)
+		case *dsl.BufferDecl:
+			add(d.Name, d.DType)
+			for _, e := range d.Dims {
+				expr(e)
+			}
+			add(d.Property)
+		case *dsl.ModDecl:
+			add(d.Name)
+			add(d.FactoryParams...)
+			add(d.Params...)
+			if d.Body != nil {
+				for _, l := range d.Body.Lets {
+					add(l.Name)
+					expr(l.Value)
+				}
+				expr(d.Body.Result)
+			}
+		case *dsl.AttentionDecl:
+			add(d.Name)
+			for _, st := range d.Settings {
+				add(st.Key)
+				expr(st.Value)
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Sp.Start < out[j].Sp.Start })
+	return out
+}
+
+// identAt returns the identifier under byte offset off (a cursor just after
+// an identifier still touches it), or nil.
+func (a *analysis) identAt(off int) *dsl.Ident {
+	i := sort.Search(len(a.idents), func(i int) bool { return a.idents[i].Sp.End >= off })
+	if i < len(a.idents) && a.idents[i].Sp.Contains(off) {
+		return a.idents[i]
+	}
+	return nil
+}
+
+// symbolOf says what id denotes, from the checker's side tables.
+func (a *analysis) symbolOf(id *dsl.Ident) (check.Symbol, bool) {
+	if a.prog == nil || a.prog.Info == nil {
+		return check.Symbol{}, false
+	}
+	if sym, ok := a.prog.Info.Defs[id]; ok {
+		return sym, true
+	}
+	sym, ok := a.prog.Info.Uses[id]
+	return sym, ok
+}
+
+// declAt returns the top-level declaration whose span contains off, or nil.
+func (a *analysis) declAt(off int) dsl.Decl {
+	for _, d := range a.file.Decls {
+		if d.Span().Contains(off) {
+			return d
+		}
+	}
+	return nil
+}

@@ -1,0 +1,116 @@
+package lsp
+
+import (
+	"testing"
+	"unicode/utf8"
+
+	"go.lsp.dev/protocol"
+
+	"github.com/maskc/maskc/dsl"
+)
+
+// multibyteText has a two-byte (é, one UTF-16 unit), a three-byte (中, one
+// unit) and a four-byte character (😀, two units: a surrogate pair) in
+// comments before code, and a CRLF line.
+const multibyteText = "# café\n" + // line 0
+	"param W = 1 # 中文 😀 x\r\n" + // line 1
+	"# 😀😀 y\n" + // line 2
+	"mask m(b, h, q, kv) = q >= kv" // line 3, no final newline
+
+func TestLineMapPosition(t *testing.T) {
+	m := lineMap{src: dsl.NewSource("t.flex", []byte(multibyteText))}
+	text := multibyteText
+	tests := []struct {
+		name   string
+		offset int
+		want   protocol.Position
+	}{
+		{"start", 0, protocol.Position{Line: 0, Character: 0}},
+		{"after é", len("# café"), protocol.Position{Line: 0, Character: 6}},
+		{"end of line 0 is its newline", len("# café"), protocol.Position{Line: 0, Character: 6}},
+		{"param", len("# café\n"), protocol.Position{Line: 1, Character: 0}},
+		{"after 中文", len("# café\nparam W = 1 # 中文"), protocol.Position{Line: 1, Character: 16}},
+		{"after 😀 (two units)", len("# café\nparam W = 1 # 中文 😀"), protocol.Position{Line: 1, Character: 19}},
+		{"x after 😀", len("# café\nparam W = 1 # 中文 😀 "), protocol.Position{Line: 1, Character: 20}},
+		{"between 😀😀", len("# café\nparam W = 1 # 中文 😀 x\r\n# 😀"), protocol.Position{Line: 2, Character: 4}},
+		{"y after 😀😀", len("# café\nparam W = 1 # 中文 😀 x\r\n# 😀😀 "), protocol.Position{Line: 2, Character: 7}},
+		{"kv on last line", len(text) - 2, protocol.Position{Line: 3, Character: 27}},
+		{"end of text", len(text), protocol.Position{Line: 3, Character: 29}},
+		{"past end clamps", len(text) + 10, protocol.Position{Line: 3, Character: 29}},
+		{"negative clamps", -3, protocol.Position{Line: 0, Character: 0}},
+		{"inside é moves back", len("# caf") + 1, protocol.Position{Line: 0, Character: 5}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := m.position(tt.offset); got != tt.want {
+				t.Errorf("position(%d) = %+v, want %+v", tt.offset, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestLineMapOffset(t *testing.T) {
+	m := lineMap{src: dsl.NewSource("t.flex", []byte(multibyteText))}
+	line1 := len("# café\n")
+	line2 := len("# café\nparam W = 1 # 中文 😀 x\r\n")
+	tests := []struct {
+		name string
+		pos  protocol.Position
+		want int
+	}{
+		{"start", protocol.Position{Line: 0, Character: 0}, 0},
+		{"after é", protocol.Position{Line: 0, Character: 6}, len("# café")},
+		{"past end of line 0 clamps before newline", protocol.Position{Line: 0, Character: 99}, len("# café")},
+		{"after 中", protocol.Position{Line: 1, Character: 15}, line1 + len("param W = 1 # 中")},
+		{"x after 😀", protocol.Position{Line: 1, Character: 20}, line1 + len("param W = 1 # 中文 😀 ")},
+		{"inside surrogate pair rounds down", protocol.Position{Line: 1, Character: 18}, line1 + len("param W = 1 # 中文 ")},
+		{"past end of CRLF line clamps before CR", protocol.Position{Line: 1, Character: 99}, line1 + len("param W = 1 # 中文 😀 x")},
+		{"y after 😀😀", protocol.Position{Line: 2, Character: 7}, line2 + len("# 😀😀 ")},
+		{"line past the end", protocol.Position{Line: 40, Character: 0}, len(multibyteText)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := m.offset(tt.pos); got != tt.want {
+				t.Errorf("offset(%+v) = %d, want %d", tt.pos, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestLineMapRoundTrip checks offset(position(o)) == o at every character
+// boundary of the text.
+func TestLineMapRoundTrip(t *testing.T) {
+	m := lineMap{src: dsl.NewSource("t.flex", []byte(multibyteText))}
+	for o := 0; o <= len(multibyteText); o++ {
+		if o < len(multibyteText) && !utf8.RuneStart(multibyteText[o]) {
+			continue
+		}
+		if o > 0 && multibyteText[o-1] == '\r' {
+			continue // between CR and LF is not a position LSP can name
+		}
+		if got := m.offset(m.position(o)); got != o {
+			t.Errorf("offset(position(%d)) = %d", o, got)
+		}
+	}
+}
+
+func FuzzLineMap(f *testing.F) {
+	f.Add([]byte(multibyteText), 7, uint32(1), uint32(19))
+	f.Add([]byte("\xff\xfe\n\x00"), 1, uint32(0), uint32(1))
+	f.Fuzz(func(t *testing.T, text []byte, off int, line, char uint32) {
+		m := lineMap{src: dsl.NewSource("f.flex", text)}
+		p := m.position(off)
+		if o := m.offset(p); o < 0 || o > len(text) {
+			t.Fatalf("offset(position(%d)) = %d out of range", off, o)
+		}
+		o := m.offset(protocol.Position{Line: line, Character: char})
+		if o < 0 || o > len(text) {
+			t.Fatalf("offset = %d out of range", o)
+		}
+		// Right after a "\r" is no LSP position (it belongs to the line
+		// terminator), so the round trip may stop before the "\r".
+		if q := m.position(o); m.offset(q) != o && !(o > 0 && text[o-1] == '\r') {
+			t.Fatalf("position/offset disagree at %d: %+v -> %d", o, q, m.offset(q))
+		}
+	})
+}
