@@ -14,5 +14,8 @@
 //
 // Sub-packages: backend (the interface), cuda, hip, fake (implementations),
 // kcache (the on-disk cache), jitlog (compiler logs to diagnostics),
-// genkernel (AttentionSpec and Shape from a codegen.Kernel).
+// genkernel (AttentionSpec and Shape from a codegen.Kernel), host (bf16 and
+// fp16 conversion and buffer encoding for host-side data). Package
+// github.com/maskc/maskc/compiler is the trainer-facing API on top: compile a
+// .flex file once, then Load, Bind and Forward per attention block.
 package runtime

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/maskc/maskc/check"
+)
+
+// defineFlags collects repeated `-D NAME=VALUE` param overrides.
+type defineFlags map[string]string
+
+func (d defineFlags) String() string {
+	var parts []string
+	for k, v := range d {
+		parts = append(parts, k+"="+v)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (d defineFlags) Set(s string) error {
+	name, value, err := check.ParseDefine(s)
+	if err != nil {
+		return err
+	}
+	if _, dup := d[name]; dup {
+		return fmt.Errorf("param %s defined twice", name)
+	}
+	d[name] = value
+	return nil
+}
+
+// newFlagSet returns a flag set that reports errors on e.stderr and never
+// exits the process.
+func newFlagSet(e *env, name, argsUsage string) *flag.FlagSet {
+	fs := flag.NewFlagSet("maskc "+name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(e.stderr, "usage: maskc %s %s\n", name, argsUsage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseInterleaved parses flags that may come before, between or after the
+// positional arguments (`maskc eval FILE --mask m`), returning the
+// positionals. A lone "--" ends flag parsing.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if len(args) > 0 && len(rest) < len(args) && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// parseArgs runs parseInterleaved and maps errors to exit codes: -h is a
+// success, anything else a usage error. ok is false when the caller should
+// return code.
+func parseArgs(fs *flag.FlagSet, args []string) (pos []string, code int, ok bool) {
+	pos, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil, exitOK, false
+	}
+	if err != nil {
+		return nil, exitUsage, false
+	}
+	return pos, 0, true
+}
+
+// usageError prints a one-line usage problem and returns exitUsage.
+func usageError(w io.Writer, format string, args ...any) int {
+	fmt.Fprintf(w, "maskc: "+format+"\n", args...)
+	return exitUsage
+}

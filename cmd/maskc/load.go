@@ -1,0 +1,95 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/maskc/maskc/check"
+	"github.com/maskc/maskc/dsl"
+	"github.com/maskc/maskc/parser"
+)
+
+// maxInput bounds what maskc reads from one file, so that a device or a
+// runaway pipe cannot make it hang or exhaust memory; the parser refuses
+// much smaller files with a positioned diagnostic.
+const maxInput = 64 << 20
+
+// readInput reads path ("-" is standard input) up to maxInput bytes.
+func readInput(e *env, path string) ([]byte, error) {
+	var r io.Reader
+	if path == "-" {
+		r = e.stdin
+	} else {
+		st, err := os.Stat(path)
+		if err != nil {
+			return nil, cleanPathError(err)
+		}
+		if st.IsDir() {
+			return nil, fmt.Errorf("%s: is a directory, not a .flex file", path)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, cleanPathError(err)
+		}
+		defer f.Close()
+		r = f
+	}
+	data, err := io.ReadAll(io.LimitReader(r, maxInput+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	if len(data) > maxInput {
+		return nil, fmt.Errorf("%s: file larger than %d MiB", path, maxInput>>20)
+	}
+	return data, nil
+}
+
+// cleanPathError turns *os.PathError into "path: reason" without the
+// operation name.
+func cleanPathError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %v", pe.Path, pe.Err)
+	}
+	return err
+}
+
+// unit is one file taken through the front end.
+type unit struct {
+	path  string
+	file  *dsl.File
+	prog  *check.Program // nil when the file has syntax errors
+	diags dsl.Diagnostics
+}
+
+// load parses and checks path. The error is for files that cannot be read;
+// problems in the text are diagnostics in unit.diags.
+func load(e *env, path string, defines map[string]string) (*unit, error) {
+	data, err := readInput(e, path)
+	if err != nil {
+		return nil, err
+	}
+	name := path
+	if path == "-" {
+		name = "<stdin>"
+	}
+	u := &unit{path: path}
+	u.file, u.diags = parser.ParseFile(name, data)
+	if u.diags.HasErrors() {
+		// Checking a file with holes in it only adds follow-on noise.
+		return u, nil
+	}
+	prog, cd := check.Check(u.file, check.Options{Defines: defines})
+	u.prog = prog
+	u.diags = append(u.diags, cd...)
+	u.diags.Sort()
+	return u, nil
+}
+
+// printDiags writes diagnostics in their full human form, a blank line
+// between two.
+func printDiags(w io.Writer, ds dsl.Diagnostics) {
+	fmt.Fprint(w, ds.Render())
+}

@@ -1,0 +1,289 @@
+package compiler
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/maskc/maskc/dsl"
+	"github.com/maskc/maskc/runtime"
+	"github.com/maskc/maskc/runtime/fake"
+)
+
+const examples = "../examples/"
+
+// TestCompileExamplesGeneratesNeededKernels compiles every example and
+// checks that exactly the blocks whose plan needs a generated kernel have
+// one after Compile.
+func TestCompileExamplesGeneratesNeededKernels(t *testing.T) {
+	files, err := filepath.Glob(examples + "*.flex")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no examples: %v", err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			u, err := CompileFile(f, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(u.Plan.Attentions) != len(u.Program.Attentions) || len(u.Names()) != len(u.Program.Attentions) {
+				t.Fatalf("plan has %d decisions for %d blocks", len(u.Plan.Attentions), len(u.Program.Attentions))
+			}
+			for _, d := range u.Plan.Attentions {
+				_, generated := u.kernels[d.Name]
+				if generated != NeedsKernel(d) {
+					t.Errorf("%s: pattern %s fallback %q: kernel generated = %v", d.Name, d.Pattern, d.Fallback, generated)
+				}
+				if u.Decision(d.Name) != d {
+					t.Errorf("Decision(%s) is not the plan's decision", d.Name)
+				}
+			}
+		})
+	}
+}
+
+func TestCompileReportsDiagnostics(t *testing.T) {
+	tests := []struct {
+		name, text string
+		opts       Options
+		code       dsl.Code
+	}{
+		{"syntax", "mask m(b, h, q, kv) = q >=\n", Options{}, "E0"},
+		{"unknown name", "attention a { mask = nope }\n", Options{}, "E02"},
+		{"bad define", "param W = 4\nmask m(b, h, q, kv) = q - kv < W\nattention a { mask = m }\n", Options{Defines: map[string]string{"W": "x"}}, "E0"},
+		{"codegen refusal", "mask m(b, h, q, kv) = q % 3 == kv % 3\nattention a { mask = m\n head_dim = 96 }\n", Options{}, "E300"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			u, err := Compile(tc.name+".flex", []byte(tc.text), tc.opts)
+			var diags dsl.Diagnostics
+			if u != nil || !errors.As(err, &diags) || !diags.HasErrors() {
+				t.Fatalf("want diagnostics, got unit %v, error %v", u, err)
+			}
+			if !strings.HasPrefix(string(diags[0].Code), string(tc.code)) && !containsCode(diags, tc.code) {
+				t.Fatalf("want a %s diagnostic, got:\n%s", tc.code, diags.Render())
+			}
+		})
+	}
+}
+
+func containsCode(ds dsl.Diagnostics, code dsl.Code) bool {
+	for _, d := range ds {
+		if strings.HasPrefix(string(d.Code), string(code)) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestCompileFileErrors(t *testing.T) {
+	if _, err := CompileFile(filepath.Join(t.TempDir(), "missing.flex"), Options{}); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("missing file: %v", err)
+	}
+}
+
+func TestDefinesReachTheKernel(t *testing.T) {
+	u, err := CompileFile(examples+"prefix_lm.flex", Options{Defines: map[string]string{"PREFIX": "77"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := u.Kernel("prefix_layer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(k.Generated, "76") || strings.Contains(k.Generated, "2047") {
+		t.Fatalf("PREFIX=77 not in the generated mask:\n%s", k.Generated)
+	}
+	if _, err := u.Kernel("nope"); err == nil || !strings.Contains(err.Error(), `no attention block named "nope"`) {
+		t.Fatalf("unknown block: %v", err)
+	}
+}
+
+// abiShape mirrors the head of struct MaskcShape.
+type abiShape struct {
+	B, H, HKV, Sq, Skv                 int32
+	_                                  int32
+	QStride, KStride, VStride, OStride [3]int64
+	Scale                              float32
+	_                                  int32
+	Sink, TileFlags                    uintptr
+}
+
+// launch is what the fake forward kernel saw.
+type launch struct {
+	shape abiShape
+	ptrs  [8]uintptr
+	grid  runtime.Dim3
+}
+
+// fakeDevice returns a device whose forward kernel records its launches.
+func fakeDevice(seen *[]launch) *runtime.Device {
+	fb := fake.New()
+	fb.Register(runtime.AttentionEntry, func(_ *fake.Backend, l fake.Launch) error {
+		if seen != nil {
+			*seen = append(*seen, launch{shape: fake.Param[abiShape](l.Params, 5), ptrs: fake.Param[[8]uintptr](l.Params, 6), grid: l.Grid})
+		}
+		return nil
+	})
+	fb.Register(runtime.TileFlagsEntry, func(*fake.Backend, fake.Launch) error { return nil })
+	return runtime.NewDevice(fb, runtime.Options{DisableCache: true})
+}
+
+func loadGPTOSS(t testing.TB, d *runtime.Device) *Attention {
+	t.Helper()
+	u, err := CompileFile(examples+"gpt_oss.flex", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := u.Load(d, "layer_0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func alloc(t testing.TB, d *runtime.Device) runtime.DevicePtr {
+	t.Helper()
+	p, err := d.Alloc(256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestForwardPassesShapeSinkAndBuffers launches a block with a sink and a
+// block with a captured buffer and checks what the kernel receives.
+func TestForwardPassesShapeSinkAndBuffers(t *testing.T) {
+	var seen []launch
+	d := fakeDevice(&seen)
+	a := loadGPTOSS(t, d)
+	defer a.Close()
+	if got := strings.Join(a.Buffers(), ","); got != "sinks" {
+		t.Fatalf("Buffers() = %s, want sinks", got)
+	}
+	q, k, v, o, lse := alloc(t, d), alloc(t, d), alloc(t, d), alloc(t, d), alloc(t, d)
+	sz := Sizes{B: 2, H: 8, HKV: 2, Sq: 300, Skv: 500}
+	err := a.Forward(0, q, k, v, o, lse, sz)
+	var re *runtime.Error
+	if !errors.As(err, &re) || re.Code != runtime.CodeBuffers || !strings.Contains(err.Error(), "[sinks] are not bound") {
+		t.Fatalf("Forward before Bind: %v", err)
+	}
+	sink := alloc(t, d)
+	if err := a.Bind("sinks", sink); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Forward(0, q, k, v, o, lse, sz); err != nil {
+		t.Fatal(err)
+	}
+	got := seen[len(seen)-1]
+	const D = 64
+	want := abiShape{B: 2, H: 8, HKV: 2, Sq: 300, Skv: 500,
+		QStride: [3]int64{300 * 8 * D, D, 8 * D}, KStride: [3]int64{500 * 2 * D, D, 2 * D},
+		VStride: [3]int64{500 * 2 * D, D, 2 * D}, OStride: [3]int64{300 * 8 * D, D, 8 * D},
+		Scale: 0.125, Sink: uintptr(sink)}
+	if got.shape != want {
+		t.Fatalf("kernel saw shape\n%+v\nwant\n%+v", got.shape, want)
+	}
+	if got.grid != (runtime.Dim3{X: (300 + uint32(a.Kernel.BlockM) - 1) / uint32(a.Kernel.BlockM), Y: 8, Z: 2}) {
+		t.Errorf("grid %v", got.grid)
+	}
+
+	u, err := CompileFile(examples+"document_causal.flex", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := u.Load(d, "packed_layer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer doc.Close()
+	docPtr := alloc(t, d)
+	for _, bad := range []struct {
+		name string
+		p    runtime.DevicePtr
+		want string
+	}{{"segments", docPtr, "reads no buffer segments"}, {"doc", 0, "null pointer"}} {
+		if err := doc.Bind(bad.name, bad.p); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("Bind(%s, %#x) = %v, want %q", bad.name, bad.p, err, bad.want)
+		}
+	}
+	if err := doc.Bind("doc", docPtr); err != nil {
+		t.Fatal(err)
+	}
+	if err := doc.Forward(0, q, k, v, o, lse, Sizes{B: 1, H: 4, Sq: 64, Skv: 64}); err != nil {
+		t.Fatal(err)
+	}
+	got = seen[len(seen)-1]
+	if got.ptrs[0] != uintptr(docPtr) || got.shape.HKV != 4 || got.shape.Sink != 0 {
+		t.Fatalf("doc kernel saw buffer %#x (want %#x), HKV %d (want H = 4), sink %#x", got.ptrs[0], docPtr, got.shape.HKV, got.shape.Sink)
+	}
+}
+
+// TestForwardSteadyStateDoesNotAllocate checks the per-call path after the
+// first call for a shape.
+func TestForwardSteadyStateDoesNotAllocate(t *testing.T) {
+	d := fakeDevice(nil)
+	a := loadGPTOSS(t, d)
+	defer a.Close()
+	q, k, v, o, lse, sink := alloc(t, d), alloc(t, d), alloc(t, d), alloc(t, d), alloc(t, d), alloc(t, d)
+	if err := a.Bind("sinks", sink); err != nil {
+		t.Fatal(err)
+	}
+	sz := Sizes{B: 4, H: 16, HKV: 2, Sq: 4096, Skv: 4096}
+	if err := a.Forward(0, q, k, v, o, lse, sz); err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(1000, func() {
+		if err := a.Forward(0, q, k, v, o, lse, sz); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("Forward allocates %v times per call", allocs)
+	}
+}
+
+// BenchmarkForward measures the host-side cost of one Forward on the fake
+// device (the launch itself does nothing).
+func BenchmarkForward(b *testing.B) {
+	d := fakeDevice(nil)
+	a := loadGPTOSS(b, d)
+	defer a.Close()
+	q, k, v, o, lse, sink := alloc(b, d), alloc(b, d), alloc(b, d), alloc(b, d), alloc(b, d), alloc(b, d)
+	if err := a.Bind("sinks", sink); err != nil {
+		b.Fatal(err)
+	}
+	sz := Sizes{B: 4, H: 16, HKV: 2, Sq: 4096, Skv: 4096}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := a.Forward(0, q, k, v, o, lse, sz); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// FuzzCompile checks that no input makes Compile panic or return neither a
+// unit nor an error.
+func FuzzCompile(f *testing.F) {
+	files, _ := filepath.Glob(examples + "*.flex")
+	for _, p := range files {
+		if data, err := os.ReadFile(p); err == nil {
+			f.Add(string(data))
+		}
+	}
+	f.Add("attention a { mask = q >= kv }")
+	f.Fuzz(func(t *testing.T, text string) {
+		u, err := Compile("fuzz.flex", []byte(text), Options{})
+		if (u == nil) == (err == nil) {
+			t.Fatalf("unit %v and error %v", u, err)
+		}
+		if err != nil {
+			var diags dsl.Diagnostics
+			if !errors.As(err, &diags) || !diags.HasErrors() {
+				t.Fatalf("error is not diagnostics with an error: %v", err)
+			}
+		}
+	})
+}
