@@ -1,7 +1,6 @@
 package check
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/maskc/maskc/dsl"
@@ -101,7 +100,7 @@ func (l *lowering) builtin(f *frame, x *dsl.CallExpr, b *dsl.Builtin) result {
 	}
 	fun := &dsl.Ident{Sp: l.span(f, x.Fun.Span()), Name: b.Name}
 	node := &dsl.CallExpr{Sp: l.span(f, x.Sp), Fun: fun, Args: nodes}
-	l.types[fun] = typ
+	l.setType(fun, typ)
 	return l.add(f, node, typ, size)
 }
 
@@ -207,7 +206,7 @@ func modSignature(m *Mod) string {
 	if m.Factory {
 		head = factorySignature(m)
 	}
-	return fmt.Sprintf("%s %s(%s)", m.Kind, head, strings.Join(names, ", "))
+	return m.Kind.String() + " " + head + "(" + strings.Join(names, ", ") + ")"
 }
 
 // instantiate binds a factory's constant (or buffer) arguments.
@@ -339,6 +338,7 @@ func (l *lowering) applyCall(f *frame, x *dsl.CallExpr, mv *modValue) result {
 // apply inlines mod value mv applied to lowered arguments; site is the
 // span of the use, where recursion is reported.
 func (l *lowering) apply(f *frame, mv *modValue, args []result, site dsl.Span) result {
+	l.applies++
 	if l.aborted {
 		return result{}
 	}
@@ -404,6 +404,9 @@ func (l *lowering) apply(f *frame, mv *modValue, args []result, site dsl.Span) r
 	l.c.work += applyCost
 	l.stack = append(l.stack, m)
 	defer func() { l.stack = l.stack[:len(l.stack)-1] }()
+	if r, ok := l.reuseBody(f, m, args); ok {
+		return r
+	}
 	inner := &frame{src: m.src, names: map[string]*binding{}, std: m.std, site: f.site, stdName: f.stdName}
 	if m.std && inner.site == nil {
 		sp := site
@@ -424,6 +427,52 @@ func (l *lowering) apply(f *frame, mv *modValue, args []result, site dsl.Span) r
 			sym: Symbol{Kind: SymModParam, Name: p.Name, Decl: p, Type: typ}}
 	}
 	return l.body(inner, m)
+}
+
+// loweredBody is the lowering of a plain user mod's body with its
+// parameters bound to the index variables (b, h, q, kv, and score for a
+// score mod), as the mod's own check built it.
+type loweredBody struct {
+	res     result
+	types   map[dsl.Expr]dsl.Type
+	buffers []*dsl.BufferDecl
+	work    int // what building it counted against the node budgets
+}
+
+// reuseBody returns the kept lowering of m's body when inlining it here
+// would build the very same nodes: m is a plain user mod, the use is not
+// inside a standard-library body (whose uses take the span of the user's
+// text), and the arguments are the index variables themselves (as for an
+// attention's mask = m, or and_masks(m, ...)). Lowered expressions may share
+// subtrees, as they already do for a let used twice.
+func (l *lowering) reuseBody(f *frame, m *Mod, args []result) (result, bool) {
+	body, ok := l.c.bodies[m]
+	if !ok || f.site != nil || l.declPass || l.aborted || l.c.exhausted {
+		return result{}, false
+	}
+	for i, a := range args {
+		v, typ, ok := paramVar(m.Kind, i)
+		ref, isRef := a.node.(*dsl.VarRef)
+		if !ok || !isRef || ref.Var != v || a.typ != typ || a.isConst() {
+			return result{}, false
+		}
+	}
+	// Where building the nodes again would run out of budget, build them,
+	// so that the error is reported exactly as before.
+	if l.work+body.work > maxLoweredNodes || l.c.work+body.work > maxCheckNodes {
+		return result{}, false
+	}
+	l.work += body.work
+	l.c.work += body.work
+	if l.types != nil {
+		for n, t := range body.types {
+			l.types[n] = t
+		}
+	}
+	for _, b := range body.buffers {
+		l.useBufferDecl(b)
+	}
+	return body.res, true
 }
 
 // body lowers a mod's lets and result in frame f, whose parameters are

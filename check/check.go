@@ -30,13 +30,27 @@ type checker struct {
 	// lowered caches the lowering of plain (non-factory) mods named by
 	// attention settings.
 	lowered map[*Mod]*dsl.Lowered
+	// bodies keeps the bodies of plain mods as their own check lowered
+	// them, for inlining them again without building anything.
+	bodies map[*Mod]*loweredBody
+	// modParamDocs interns the hover texts of mod parameters.
+	modParamDocs map[modParamKey]string
 }
 
 // Check resolves, types, folds and lowers a parsed file. It never stops at
 // the first error: it returns all diagnostics, sorted. The Program is
 // non-nil even with errors (partially filled), so editors can still hover.
 func Check(f *dsl.File, opts Options) (*Program, dsl.Diagnostics) {
+	return checkFile(f, opts, true)
+}
+
+// checkFile is Check; reuseBodies says whether plain mods' bodies are
+// lowered once and shared (see reuseBody), which tests turn off to compare.
+func checkFile(f *dsl.File, opts Options, reuseBodies bool) (*Program, dsl.Diagnostics) {
 	c := newChecker(f, stdlib())
+	if !reuseBodies {
+		c.bodies = nil
+	}
 	c.declare()
 	c.checkParams(opts.Defines)
 	c.checkBuffers()
@@ -55,16 +69,19 @@ func newChecker(f *dsl.File, lib *library) *checker {
 	if f.Source == nil {
 		f.Source = dsl.NewSource("", nil)
 	}
+	// Size the side tables for a typical file (a few entries of each per
+	// declaration), so that a large file does not rehash them as it grows.
+	n := len(f.Decls)
 	info := &Info{
-		Types:  map[dsl.Expr]dsl.Type{},
-		Consts: map[dsl.Expr]dsl.Value{},
-		Uses:   map[*dsl.Ident]Symbol{},
-		Defs:   map[*dsl.Ident]Symbol{},
+		Types:  make(map[dsl.Expr]dsl.Type, 4*n),
+		Consts: make(map[dsl.Expr]dsl.Value, n),
+		Uses:   make(map[*dsl.Ident]Symbol, 3*n),
+		Defs:   make(map[*dsl.Ident]Symbol, 3*n),
 	}
 	p := &Program{File: f, Info: info, params: map[string]*Param{}, buffers: map[string]*Buffer{},
 		mods: map[string]*Mod{}, attentions: map[string]*Attention{}, stdlib: lib}
-	return &checker{prog: p, src: f.Source, lib: lib, info: info, decls: map[string]dsl.Decl{}, modSize: map[*Mod]int{}, markUses: true,
-		lowered: map[*Mod]*dsl.Lowered{}}
+	return &checker{prog: p, src: f.Source, lib: lib, info: info, decls: map[string]dsl.Decl{}, modSize: make(map[*Mod]int, len(f.Decls)), markUses: true,
+		lowered: map[*Mod]*dsl.Lowered{}, bodies: map[*Mod]*loweredBody{}}
 }
 
 // userFrame is a frame for the user's own top-level text.
@@ -88,6 +105,7 @@ func reservedName(name string) string {
 
 // declare creates the Program's declarations and reports duplicates.
 func (c *checker) declare() {
+	comments := newCommentIndex(c.prog.File)
 	for _, d := range c.prog.File.Decls {
 		id := d.DeclName()
 		if id == nil || id.Name == "" {
@@ -116,7 +134,7 @@ func (c *checker) declare() {
 			c.prog.Buffers = append(c.prog.Buffers, b)
 			c.prog.buffers[b.Name] = b
 		case *dsl.ModDecl:
-			m := newMod(d, c.src, false, docComment(c.prog.File, d))
+			m := newMod(d, c.src, false, comments.docComment(d))
 			c.prog.Mods = append(c.prog.Mods, m)
 			c.prog.mods[m.Name] = m
 		case *dsl.AttentionDecl:
@@ -143,11 +161,15 @@ func (c *checker) firstDeclared(src *dsl.Source, first *dsl.Ident) string {
 func newMod(d *dsl.ModDecl, src *dsl.Source, std bool, doc string) *Mod {
 	m := &Mod{Decl: d, Name: d.Name.Name, Kind: d.Kind, Factory: d.FactoryParams != nil, src: src, std: std,
 		doc: doc, bufParams: map[string]bool{}, paramCount: len(d.Params) == d.Kind.Arity()}
+	m.hover = modSignature(m)
+	if doc != "" {
+		m.hover += "\n" + doc
+	}
 	factory := map[string]bool{}
 	for _, p := range d.FactoryParams {
 		factory[p.Name] = true
 	}
-	if d.Body != nil {
+	if d.Body != nil && len(factory) > 0 { // only factory parameters can be buffers
 		exprs := []dsl.Expr{d.Body.Result}
 		for _, l := range d.Body.Lets {
 			exprs = append(exprs, l.Value)
@@ -169,12 +191,52 @@ func newMod(d *dsl.ModDecl, src *dsl.Source, std bool, doc string) *Mod {
 // docComment returns the `#` comment lines directly above decl, without
 // the '#'.
 func docComment(f *dsl.File, d dsl.Decl) string {
+	return newCommentIndex(f).docComment(d)
+}
+
+// commentIndex finds declarations' doc comments. It is built once per file,
+// so that finding the comments above each declaration is a binary search
+// rather than a walk over every comment of the file.
+type commentIndex struct {
+	file *dsl.File
+	// sorted is true when file.Comments are in source order, as the
+	// parser makes them; otherwise docComment walks them all.
+	sorted bool
+}
+
+func newCommentIndex(f *dsl.File) commentIndex {
+	ix := commentIndex{file: f, sorted: true}
+	if f == nil {
+		return ix
+	}
+	for i := 1; i < len(f.Comments); i++ {
+		if f.Comments[i].Sp.Start < f.Comments[i-1].Sp.Start {
+			ix.sorted = false
+			break
+		}
+	}
+	return ix
+}
+
+// docComment returns the `#` comment lines directly above decl, without
+// the '#'.
+func (ix commentIndex) docComment(d dsl.Decl) string {
+	f := ix.file
 	if f == nil || f.Source == nil {
 		return ""
 	}
 	line := f.Source.Position(d.Span().Start).Line
+	// The comments that start on an earlier line than d are, in source
+	// order, a prefix of f.Comments; walk it backwards from its end.
+	below := len(f.Comments)
+	if ix.sorted {
+		lineStart := f.Source.LineStart(line)
+		below = sort.Search(len(f.Comments), func(i int) bool {
+			return clampOffset(f.Source, f.Comments[i].Sp.Start) >= lineStart
+		})
+	}
 	var lines []string
-	for i := len(f.Comments) - 1; i >= 0; i-- {
+	for i := below - 1; i >= 0; i-- {
 		cm := f.Comments[i]
 		cl := f.Source.Position(cm.Sp.Start).Line
 		if cl >= line {
@@ -189,6 +251,11 @@ func docComment(f *dsl.File, d dsl.Decl) string {
 		lines[i], lines[j] = lines[j], lines[i]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// clampOffset clamps a byte offset to src's text, as Source.Position does.
+func clampOffset(src *dsl.Source, off int) int {
+	return max(0, min(off, len(src.Text)))
 }
 
 // global is what a top-level name resolves to.
@@ -213,19 +280,14 @@ func (g global) symbol() Symbol {
 	s := Symbol{Kind: g.kind, Name: g.name}
 	switch g.kind {
 	case SymParam:
-		s.Decl, s.Type = g.param.Decl, g.param.Value.Type
-		s.Doc = "param " + g.param.Name
-		if g.param.Value.IsValid() {
-			s.Doc += " = " + g.param.Value.String()
+		s.Decl, s.Type, s.Doc = g.param.Decl, g.param.Value.Type, g.param.hover
+		if !g.param.ready {
+			s.Doc = paramDoc(g.param)
 		}
 	case SymBuffer:
 		s.Decl, s.Type, s.Doc = g.buf.Decl, dsl.TypeBuffer, g.buf.String()
 	case SymMod, SymStdMod:
-		s.Decl, s.Type = g.mod.Decl, kindType(g.mod.Kind)
-		s.Doc = modSignature(g.mod)
-		if g.mod.doc != "" {
-			s.Doc += "\n" + g.mod.doc
-		}
+		s.Decl, s.Type, s.Doc = g.mod.Decl, kindType(g.mod.Kind), g.mod.hover
 	case SymSize:
 		s.Type, s.Doc = dsl.TypeInt, sizeDocs[g.size]
 	case SymBuiltin:
@@ -237,6 +299,14 @@ func (g global) symbol() Symbol {
 		s.Type, s.Doc = dsl.TypeFloat, "inf: positive infinity (float)"
 	}
 	return s
+}
+
+// paramDoc is the hover text of a param, e.g. "param W = 1024".
+func paramDoc(p *Param) string {
+	if p.Value.IsValid() {
+		return "param " + p.Name + " = " + p.Value.String()
+	}
+	return "param " + p.Name
 }
 
 // lookup resolves a top-level name in f's world: the user's declarations
@@ -371,7 +441,7 @@ func (c *checker) checkParams(defines map[string]string) {
 				p.Value, p.Overridden = v, true
 			}
 		}
-		p.ready = true
+		p.ready, p.hover = true, paramDoc(p)
 		c.info.Defs[p.Decl.Name] = global{kind: SymParam, name: p.Name, param: p}.symbol()
 	}
 	var unknown []string

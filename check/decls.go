@@ -220,6 +220,9 @@ func normDim(d Dim) Dim {
 // Callees are checked before their callers, so that a caller's lowering
 // knows the size of what it inlines.
 func (c *checker) checkMods() {
+	if c.bodies != nil {
+		c.bodies = make(map[*Mod]*loweredBody, len(c.prog.Mods))
+	}
 	for _, m := range dependencyOrder(c.prog.Mods, func(name string) *Mod { return c.prog.mods[name] }) {
 		c.checkMod(m)
 	}
@@ -269,14 +272,10 @@ func bodyExprs(d *dsl.ModDecl) []dsl.Expr {
 }
 
 func (c *checker) checkMod(m *Mod) {
+	diagsBefore := len(c.diags)
 	d := m.Decl
 	f := &frame{src: m.src, names: map[string]*binding{}, record: !m.std, std: m.std}
-	c.info.Defs[d.Name] = Symbol{Kind: SymMod, Name: m.Name, Decl: d, Type: kindType(m.Kind), Doc: modSignature(m)}
-	if m.doc != "" {
-		s := c.info.Defs[d.Name]
-		s.Doc += "\n" + m.doc
-		c.info.Defs[d.Name] = s
-	}
+	c.info.Defs[d.Name] = Symbol{Kind: SymMod, Name: m.Name, Decl: d, Type: kindType(m.Kind), Doc: m.hover}
 	if !m.paramCount {
 		sp := d.Name.Sp
 		if len(d.Params) > 0 {
@@ -309,23 +308,14 @@ func (c *checker) checkMod(m *Mod) {
 		declare(p, &binding{kind: bindUnknown, sym: sym, ident: p}, "factory parameter")
 	}
 	l := c.newLowering()
-	l.stack = []*Mod{m}
-	l.root, l.rootSpan, l.declPass = m.Kind.String()+" "+m.Name, d.Name.Sp, true
+	l.stack = append(l.stackBuf[:0], m)
+	l.rootKind, l.rootName, l.rootSpan, l.declPass = m.Kind, m.Name, d.Name.Sp, true
 	for i, p := range d.Params {
-		typ, v := dsl.TypeInt, dsl.Var(-1)
-		if m.Kind == dsl.ScoreMod {
-			if i == 0 {
-				typ, v = dsl.TypeFloat, dsl.VarScore
-			} else if i <= 4 {
-				v = dsl.Var(i - 1)
-			}
-		} else if i < 4 {
-			v = dsl.Var(i)
+		v, typ, ok := paramVar(m.Kind, i)
+		if !ok {
+			v = -1
 		}
-		sym := Symbol{Kind: SymModParam, Name: p.Name, Decl: p, Type: typ, Doc: "mod parameter " + p.Name}
-		if v >= 0 {
-			sym.Doc += " (" + v.String() + ")"
-		}
+		sym := Symbol{Kind: SymModParam, Name: p.Name, Decl: p, Type: typ, Doc: c.modParamDoc(p.Name, v)}
 		b := &binding{kind: bindUnknown, sym: sym, ident: p}
 		if v >= 0 {
 			b.kind = bindValue
@@ -333,6 +323,13 @@ func (c *checker) checkMod(m *Mod) {
 		}
 		declare(p, b, "mod parameter")
 	}
+	// A plain user mod's body, lowered here with its parameters bound to
+	// the index variables, is kept for inlining it at such a use.
+	keep := c.bodies != nil && !m.std && !m.Factory && m.paramCount
+	if keep {
+		l.types = map[dsl.Expr]dsl.Type{}
+	}
+	work := l.work
 	r := l.body(f, m)
 	switch {
 	case l.aborted:
@@ -340,6 +337,52 @@ func (c *checker) checkMod(m *Mod) {
 	case r.ok():
 		c.modSize[m] = r.size
 	}
+	if keep && r.ok() && !l.aborted && !c.exhausted && l.applies == 0 && len(c.diags) == diagsBefore {
+		c.bodies[m] = &loweredBody{res: r, types: l.types, buffers: l.buffers, work: l.work - work}
+	}
+}
+
+// modParamDoc is the hover text of a mod parameter standing for index
+// variable v (none when v < 0), e.g. "mod parameter q_idx (q)". The texts
+// are shared: most files name their parameters alike.
+func (c *checker) modParamDoc(name string, v dsl.Var) string {
+	key := modParamKey{name, v}
+	if doc, ok := c.modParamDocs[key]; ok {
+		return doc
+	}
+	doc := "mod parameter " + name
+	if v >= 0 {
+		doc += " (" + v.String() + ")"
+	}
+	if c.modParamDocs == nil {
+		c.modParamDocs = map[modParamKey]string{}
+	}
+	c.modParamDocs[key] = doc
+	return doc
+}
+
+// modParamKey identifies the hover text of a mod parameter.
+type modParamKey struct {
+	name string
+	v    dsl.Var
+}
+
+// paramVar is the index variable that parameter i of a mod of kind k
+// stands for, and its type; ok is false past the kind's arity.
+func paramVar(k dsl.ModKind, i int) (v dsl.Var, typ dsl.Type, ok bool) {
+	if k == dsl.ScoreMod {
+		switch {
+		case i == 0:
+			return dsl.VarScore, dsl.TypeFloat, true
+		case i <= 4:
+			return dsl.Var(i - 1), dsl.TypeInt, true
+		}
+		return 0, dsl.TypeInt, false
+	}
+	if i < 4 {
+		return dsl.Var(i), dsl.TypeInt, true
+	}
+	return 0, dsl.TypeInt, false
 }
 
 // warnUnused reports params, buffers and mods that nothing uses.

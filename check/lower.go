@@ -84,22 +84,38 @@ type frame struct {
 // lowering is the state of one lowering: the types of the nodes built, the
 // buffers read, the mods being inlined, and the node budget.
 type lowering struct {
-	c       *checker
+	c *checker
+	// types records the type of each node built; nil (nothing recorded)
+	// unless the nodes are kept, as the Expr of a dsl.Lowered.
 	types   map[dsl.Expr]dsl.Type
 	buffers []*dsl.BufferDecl
 	stack   []*Mod
 	work    int
 	aborted bool
-	// root names what is being lowered, for the too-large error, and
-	// rootSpan is where that error points.
-	root     string
+	// root names what is being lowered, for the too-large error: the
+	// kind and name of a mod, "the " before them for an attention's mod
+	// value; rootSpan is where that error points.
+	rootThe  bool
+	rootKind dsl.ModKind
+	rootName string
 	rootSpan dsl.Span
+	// stackBuf holds the first entries of stack, saving an allocation.
+	stackBuf [4]*Mod
 	// declPass is set while a mod's own declaration is checked.
 	declPass bool
+	// applies counts the mod applications met (inlined or not).
+	applies int
 }
 
 func (c *checker) newLowering() *lowering {
-	return &lowering{c: c, types: map[dsl.Expr]dsl.Type{}}
+	return &lowering{c: c}
+}
+
+// setType records the type of a node built.
+func (l *lowering) setType(node dsl.Expr, typ dsl.Type) {
+	if l.types != nil {
+		l.types[node] = typ
+	}
 }
 
 // errorf reports an error at sp; inside a standard-library body it points
@@ -149,14 +165,23 @@ func (l *lowering) add(f *frame, node dsl.Expr, typ dsl.Type, size int) result {
 		l.tooLarge()
 		return result{}
 	}
-	l.types[node] = typ
+	l.setType(node, typ)
 	return result{node: node, typ: typ, size: size}
+}
+
+// root names what is being lowered, e.g. "mask causal" or "the mask w".
+func (l *lowering) root() string {
+	s := l.rootKind.String() + " " + l.rootName
+	if l.rootThe {
+		s = "the " + s
+	}
+	return s
 }
 
 // tooLarge reports that the lowering ran over its budget, once.
 func (l *lowering) tooLarge() {
 	if !l.aborted {
-		l.c.diags.Add(l.c.src, l.rootSpan, CodeTooLarge, "%s is too large once mods are inlined: more than %d nodes", l.root, maxLoweredNodes).
+		l.c.diags.Add(l.c.src, l.rootSpan, CodeTooLarge, "%s is too large once mods are inlined: more than %d nodes", l.root(), maxLoweredNodes).
 			WithHint("mods are inlined at every use; bind a repeated subexpression with let, or simplify the mods")
 	}
 	l.aborted = true
@@ -687,13 +712,15 @@ func (l *lowering) index(f *frame, x *dsl.IndexExpr) result {
 	return l.add(f, node, buf.ElemType(), size)
 }
 
-func (l *lowering) useBuffer(b *Buffer) {
+func (l *lowering) useBuffer(b *Buffer) { l.useBufferDecl(b.Decl) }
+
+func (l *lowering) useBufferDecl(b *dsl.BufferDecl) {
 	for _, d := range l.buffers {
-		if d == b.Decl {
+		if d == b {
 			return
 		}
 	}
-	l.buffers = append(l.buffers, b.Decl)
+	l.buffers = append(l.buffers, b)
 }
 
 func plural(n int, one, many string) string {

@@ -14,13 +14,16 @@ func (c *checker) lowerTop(mv *modValue, name string, site dsl.Span) (*dsl.Lower
 	if low := c.lowered[mv.mod]; plain && low != nil {
 		return low, true
 	}
-	l := c.newLowering()
-	l.root, l.rootSpan = "the "+mv.kind.String()+" "+name, site
-	f := &frame{src: c.src, names: map[string]*binding{}}
 	vars := []dsl.Var{dsl.VarB, dsl.VarH, dsl.VarQ, dsl.VarKV}
 	if mv.kind == dsl.ScoreMod {
 		vars = append([]dsl.Var{dsl.VarScore}, vars...)
 	}
+	l := c.newLowering()
+	// Size the types for the kept bodies it will likely reuse, and a few
+	// nodes more.
+	l.types = make(map[dsl.Expr]dsl.Type, c.keptTypes(mv)+len(vars)+8)
+	l.rootThe, l.rootKind, l.rootName, l.rootSpan = true, mv.kind, name, site
+	f := &frame{src: c.src, names: map[string]*binding{}}
 	args := make([]result, len(vars))
 	for i, v := range vars {
 		typ := dsl.TypeInt
@@ -104,4 +107,17 @@ func (p *Program) reopen() *checker {
 		c.decls[x.Name] = x.Decl
 	}
 	return c
+}
+
+// keptTypes counts the recorded types of the kept bodies of the plain mods
+// that mod value mv names directly or combines.
+func (c *checker) keptTypes(mv *modValue) int {
+	n := 0
+	if body := c.bodies[mv.mod]; mv.mod != nil && body != nil {
+		n += len(body.types)
+	}
+	for _, part := range mv.parts {
+		n += c.keptTypes(part)
+	}
+	return n
 }

@@ -47,7 +47,8 @@ type Param struct {
 	Overridden bool
 
 	used  bool
-	ready bool // folded (and overridden); later params may use it
+	ready bool   // folded (and overridden); later params may use it
+	hover string // paramDoc, once ready: Symbol.Doc of the param
 }
 
 // Buffer is a checked `buffer NAME: dtype[dims] property`.
@@ -112,6 +113,7 @@ type Mod struct {
 	Used bool
 
 	doc        string
+	hover      string // the signature and doc comment: Symbol.Doc of the mod
 	std        bool
 	src        *dsl.Source
 	bufParams  map[string]bool // factory params the body indexes (bound to buffers)

@@ -44,13 +44,14 @@ func loadLibrary(name string, text []byte) (*library, dsl.Diagnostics) {
 	if f == nil {
 		return lib, diags
 	}
+	comments := newCommentIndex(f)
 	for _, d := range f.Decls {
 		md, ok := d.(*dsl.ModDecl)
 		if !ok || md.Name == nil {
 			diags.Add(f.Source, d.Span(), CodeNotAMod, "a library holds only mods")
 			continue
 		}
-		m := newMod(md, f.Source, true, docComment(f, md))
+		m := newMod(md, f.Source, true, comments.docComment(md))
 		lib.mods[m.Name] = m
 		lib.names = append(lib.names, m.Name)
 	}

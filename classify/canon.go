@@ -2,6 +2,7 @@ package classify
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -898,29 +899,55 @@ func combineMinMax(isMin bool, pa, pb []piece) ([]piece, bool) {
 // Disjunctive normal form and simplification
 
 // conj is a conjunction under construction: one interval per direction and
-// a set of atoms.
+// a set of atoms. Both are short, so they are kept in slices and searched
+// linearly: building a DNF clones and merges many of them.
 type conj struct {
-	bounds map[string]Bound
-	atoms  map[string]*Atom
+	bounds []Bound // at most one per direction
+	atoms  []*Atom // at most one per key
 }
 
-func newConj() *conj { return &conj{bounds: map[string]Bound{}, atoms: map[string]*Atom{}} }
+func newConj() *conj { return &conj{} }
 
 func (t *conj) clone() *conj {
-	n := newConj()
-	for k, b := range t.bounds {
-		n.bounds[k] = b
-	}
-	for k, a := range t.atoms {
-		n.atoms[k] = a
+	return &conj{bounds: slices.Clone(t.bounds), atoms: slices.Clone(t.atoms)}
+}
+
+// cloneFor is clone with room to merge o in without growing.
+func (t *conj) cloneFor(o *conj) *conj {
+	n := &conj{bounds: make([]Bound, len(t.bounds), len(t.bounds)+len(o.bounds))}
+	copy(n.bounds, t.bounds)
+	if len(t.atoms)+len(o.atoms) > 0 {
+		n.atoms = make([]*Atom, len(t.atoms), len(t.atoms)+len(o.atoms))
+		copy(n.atoms, t.atoms)
 	}
 	return n
 }
 
+// boundOn returns the index of t's bound on direction d, or -1.
+func (t *conj) boundOn(d Linear) int {
+	for i := range t.bounds {
+		if t.bounds[i].Dir == d {
+			return i
+		}
+	}
+	return -1
+}
+
+// atomIndex returns the index of t's atom with key k, or -1.
+func (t *conj) atomIndex(k string) int {
+	for i, a := range t.atoms {
+		if a.key() == k {
+			return i
+		}
+	}
+	return -1
+}
+
 // addBound intersects b into t; false when t becomes unsatisfiable.
 func (t *conj) addBound(b Bound) bool {
-	k := b.Dir.String()
-	if old, ok := t.bounds[k]; ok {
+	i := t.boundOn(b.Dir)
+	if i >= 0 {
+		old := t.bounds[i]
 		if old.HasLo && (!b.HasLo || old.Lo > b.Lo) {
 			b.Lo, b.HasLo = old.Lo, true
 		}
@@ -933,19 +960,29 @@ func (t *conj) addBound(b Bound) bool {
 	case boundFalse:
 		return false
 	case boundTrue:
-		delete(t.bounds, k)
+		if i >= 0 {
+			t.bounds = slices.Delete(t.bounds, i, i+1)
+		}
 		return true
 	}
-	t.bounds[k] = b
+	if i >= 0 {
+		t.bounds[i] = b
+	} else {
+		t.bounds = append(t.bounds, b)
+	}
 	return true
 }
 
 // addAtom adds a; false when its negation is already there.
 func (t *conj) addAtom(a *Atom) bool {
-	if _, ok := t.atoms[a.negate().key()]; ok {
+	if t.atomIndex(a.negate().key()) >= 0 {
 		return false
 	}
-	t.atoms[a.key()] = a
+	if i := t.atomIndex(a.key()); i >= 0 {
+		t.atoms[i] = a
+	} else {
+		t.atoms = append(t.atoms, a)
+	}
 	return true
 }
 
@@ -998,6 +1035,9 @@ func dnf(f *formula) ([]*conj, bool) {
 	case fAnd:
 		out := []*conj{newConj()}
 		for _, k := range f.kids {
+			if k.kind == fConst && k.val {
+				continue // and-ing with true changes nothing
+			}
 			ts, ok := dnf(k)
 			if !ok {
 				return nil, false
@@ -1008,7 +1048,7 @@ func dnf(f *formula) ([]*conj, bool) {
 			var next []*conj
 			for _, a := range out {
 				for _, b := range ts {
-					n := a.clone()
+					n := a.cloneFor(b)
 					if n.merge(b) {
 						next = append(next, n)
 					}
@@ -1027,11 +1067,12 @@ func dnf(f *formula) ([]*conj, bool) {
 // syntactically: each bound of b is implied by a's bound on the same
 // direction and each atom of b is in a.
 func implies(a, b *conj) bool {
-	for k, bb := range b.bounds {
-		ab, ok := a.bounds[k]
-		if !ok {
+	for _, bb := range b.bounds {
+		i := a.boundOn(bb.Dir)
+		if i < 0 {
 			return false
 		}
+		ab := a.bounds[i]
 		if bb.HasLo && (!ab.HasLo || ab.Lo < bb.Lo) {
 			return false
 		}
@@ -1039,8 +1080,8 @@ func implies(a, b *conj) bool {
 			return false
 		}
 	}
-	for k := range b.atoms {
-		if _, ok := a.atoms[k]; !ok {
+	for _, at := range b.atoms {
+		if a.atomIndex(at.key()) < 0 {
 			return false
 		}
 	}
@@ -1054,35 +1095,31 @@ func unionAlong(a, b *conj) (*conj, bool) {
 	if len(a.atoms) != len(b.atoms) {
 		return nil, false
 	}
-	for k := range a.atoms {
-		if _, ok := b.atoms[k]; !ok {
+	for _, at := range a.atoms {
+		if b.atomIndex(at.key()) < 0 {
 			return nil, false
 		}
 	}
-	var diff []string
-	keys := map[string]bool{}
-	for k := range a.bounds {
-		keys[k] = true
+	// The directions whose bounds differ (or that only one side bounds).
+	var diff []Linear
+	for _, x := range a.bounds {
+		if i := b.boundOn(x.Dir); i < 0 || b.bounds[i] != x {
+			diff = append(diff, x.Dir)
+		}
 	}
-	for k := range b.bounds {
-		keys[k] = true
-	}
-	for k := range keys {
-		x, okx := a.bounds[k]
-		y, oky := b.bounds[k]
-		if okx != oky || x != y {
-			diff = append(diff, k)
+	for _, y := range b.bounds {
+		if a.boundOn(y.Dir) < 0 {
+			diff = append(diff, y.Dir)
 		}
 	}
 	if len(diff) != 1 {
 		return nil, false
 	}
-	k := diff[0]
-	x, okx := a.bounds[k]
-	y, oky := b.bounds[k]
-	if !okx || !oky {
+	i, j := a.boundOn(diff[0]), b.boundOn(diff[0])
+	if i < 0 || j < 0 {
 		return nil, false // one side is unbounded: implies() handles it
 	}
+	x, y := a.bounds[i], b.bounds[j]
 	// Order so that x starts first (an unbounded start is first).
 	if !(!x.HasLo || (y.HasLo && x.Lo <= y.Lo)) {
 		x, y = y, x
@@ -1096,10 +1133,11 @@ func unionAlong(a, b *conj) (*conj, bool) {
 		u.Hi, u.HasHi = max(x.Hi, y.Hi), true
 	}
 	n := a.clone()
-	delete(n.bounds, k)
 	u, state := domain(u)
 	if state == boundOpen {
-		n.bounds[k] = u
+		n.bounds[i] = u
+	} else {
+		n.bounds = slices.Delete(n.bounds, i, i+1)
 	}
 	return n, true
 }
@@ -1109,29 +1147,29 @@ func resolve(a, b *conj) (*conj, bool) {
 	if len(a.atoms) != len(b.atoms) || len(a.bounds) != len(b.bounds) {
 		return nil, false
 	}
-	for k, x := range a.bounds {
-		if y, ok := b.bounds[k]; !ok || x != y {
+	for _, x := range a.bounds {
+		if i := b.boundOn(x.Dir); i < 0 || b.bounds[i] != x {
 			return nil, false
 		}
 	}
-	var diff string
-	for k, at := range a.atoms {
-		if _, ok := b.atoms[k]; ok {
+	diff := -1
+	for i, at := range a.atoms {
+		if b.atomIndex(at.key()) >= 0 {
 			continue
 		}
-		if diff != "" {
+		if diff >= 0 {
 			return nil, false
 		}
-		if _, ok := b.atoms[at.negate().key()]; !ok {
+		if b.atomIndex(at.negate().key()) < 0 {
 			return nil, false
 		}
-		diff = k
+		diff = i
 	}
-	if diff == "" {
+	if diff < 0 {
 		return nil, false
 	}
 	n := a.clone()
-	delete(n.atoms, diff)
+	n.atoms = slices.Delete(n.atoms, diff, diff+1)
 	return n, true
 }
 
@@ -1175,13 +1213,9 @@ func finish(cs []*conj) *Form {
 	f := &Form{Terms: []*Term{}}
 	for _, c := range cs {
 		t := &Term{}
-		for _, b := range c.bounds {
-			t.Bounds = append(t.Bounds, b)
-		}
+		t.Bounds = append(t.Bounds, c.bounds...)
 		sort.Slice(t.Bounds, func(i, j int) bool { return dirLess(t.Bounds[i].Dir, t.Bounds[j].Dir) })
-		for _, a := range c.atoms {
-			t.Atoms = append(t.Atoms, a)
-		}
+		t.Atoms = append(t.Atoms, c.atoms...)
 		sort.Slice(t.Atoms, func(i, j int) bool { return t.Atoms[i].Text < t.Atoms[j].Text })
 		f.Terms = append(f.Terms, t)
 	}

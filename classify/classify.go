@@ -34,8 +34,11 @@ func Classify(p *check.Program, opts Options) (*Plan, dsl.Diagnostics) {
 	if p.File != nil {
 		src = p.File.Source
 	}
+	// Blocks that name the same plain mod share its *dsl.Lowered (the
+	// checker lowers such a mod once), so its form is computed once.
+	forms := map[*dsl.Lowered]*Form{}
 	for _, a := range p.Attentions {
-		b := &block{prog: p, att: a, target: target, src: src, diags: &diags}
+		b := &block{prog: p, att: a, target: target, src: src, diags: &diags, forms: forms}
 		plan.Attentions = append(plan.Attentions, b.decide())
 	}
 	diags.Sort()
@@ -49,6 +52,20 @@ type block struct {
 	target *Profile
 	src    *dsl.Source
 	diags  *dsl.Diagnostics
+	// forms memoizes Canon for the whole Classify call.
+	forms map[*dsl.Lowered]*Form
+}
+
+// canon is Canon(l), computed once per lowered mask of the program.
+func (b *block) canon(l *dsl.Lowered) *Form {
+	if f, ok := b.forms[l]; ok {
+		return f
+	}
+	f := Canon(l)
+	if b.forms != nil {
+		b.forms[l] = f
+	}
+	return f
 }
 
 // band is a window on d = q - kv (top-left) or on q - kv + KV - Q
@@ -103,7 +120,7 @@ func (b *block) errorf(key string, code dsl.Code, format string, args ...any) *d
 func (b *block) form() (*Form, bool) {
 	a := b.att
 	if a.Mask != nil {
-		return Canon(a.Mask), true
+		return b.canon(a.Mask), true
 	}
 	causal := a.Causal != nil && *a.Causal
 	// Trainer-style settings mean what the kernel computes: bottom-right.
@@ -675,7 +692,7 @@ func (b *block) fp8Rules() {
 		return
 	}
 	if a.Mask != nil {
-		mm := matchMask(Canon(a.Mask))
+		mm := matchMask(b.canon(a.Mask))
 		switch {
 		case mm.segments != nil:
 			conflict("mask", "documents")

@@ -53,7 +53,8 @@ type Decision struct {
 	// Canonical is the canonical form of the mask, printed.
 	Canonical string `json:"canonical,omitempty"`
 	// Form is the canonical form itself, for the code generator (tile
-	// ranges, block sparsity); not serialised.
+	// ranges, block sparsity); not serialised. Blocks with the same lowered
+	// mask share one Form: treat it as read-only.
 	Form *Form `json:"-"`
 	// ScoreShape is what the score mod was recognised as; not serialised.
 	ScoreShape ScoreShape `json:"-"`
@@ -83,7 +84,7 @@ func (p *Plan) Explain() string {
 			fmt.Fprintf(&b, " + %s score", d.Score)
 		}
 		b.WriteByte('\n')
-		fmt.Fprintf(&b, "  call:      %s(%s)\n", d.Entry, formatKwargs(d.Kwargs))
+		fmt.Fprintf(&b, "  call:      %s\n", d.Call())
 		if len(d.Preconditions) > 0 {
 			fmt.Fprintf(&b, "  requires:  %s (else %s)\n", strings.Join(d.Preconditions, ", "), d.Fallback)
 		}
@@ -98,20 +99,25 @@ func (p *Plan) Explain() string {
 	return b.String()
 }
 
-// formatKwargs prints kwargs sorted by name in Python call syntax.
-func formatKwargs(kw map[string]any) string {
-	keys := make([]string, 0, len(kw))
-	for k := range kw {
+// Call prints the decision's entry and keyword arguments as a Python call,
+// the arguments sorted by name, e.g.
+// `flash_attn_func(causal=True, window_size=(1023, 0))`; a generated block
+// prints as `maskc_generated(kernel=maskc_NAME, ...)`.
+func (d *Decision) Call() string {
+	keys := make([]string, 0, len(d.Kwargs))
+	for k := range d.Kwargs {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = k + "=" + pyValue(kw[k])
+		parts[i] = k + "=" + pyValue(d.Kwargs[k])
 	}
-	return strings.Join(parts, ", ")
+	return d.Entry + "(" + strings.Join(parts, ", ") + ")"
 }
 
+// pyValue prints a keyword argument's value as Python source: True/False,
+// a tuple for an int pair, a list of buffer names, a buffer name as is.
 func pyValue(v any) string {
 	switch x := v.(type) {
 	case bool:

@@ -142,3 +142,59 @@ func TestNoEvaluatorDependency(t *testing.T) {
 		}
 	}
 }
+
+// TestDecisionCall checks the Python call text of a decision, for every
+// kind of keyword value and for blocks classified from source.
+func TestDecisionCall(t *testing.T) {
+	cases := []struct {
+		name string
+		d    *Decision
+		want string
+	}{
+		{"no kwargs", &Decision{Entry: EntryDense, Kwargs: map[string]any{}}, "flash_attn_func()"},
+		{"bool and pair, sorted", &Decision{Entry: EntryDense, Kwargs: map[string]any{
+			"window_size": []int64{1023, 0}, "causal": true}},
+			"flash_attn_func(causal=True, window_size=(1023, 0))"},
+		{"false, float, name", &Decision{Entry: EntryVarlen, Kwargs: map[string]any{
+			"deterministic": false, "softmax_scale": 0.125, "sink": "sinks"}},
+			"flash_attn_varlen_func(deterministic=False, sink=sinks, softmax_scale=0.125)"},
+		{"buffer list", &Decision{Entry: EntryGenerated, Kwargs: map[string]any{
+			"kernel": "maskc_l0", "buffers": []string{"doc", "bias"}}},
+			"maskc_generated(buffers=[doc, bias], kernel=maskc_l0)"},
+		{"other values", &Decision{Entry: EntryDense, Kwargs: map[string]any{"n": 3}}, "flash_attn_func(n=3)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := c.d.Call(); got != c.want {
+				t.Errorf("Call() = %q, want %q", got, c.want)
+			}
+		})
+	}
+
+	src := `mask causal_m(b, h, q, kv) = q >= kv
+mask win(b, h, q, kv) = q - kv < 1024
+mask odd(b, h, q, kv) = (q + kv) % 2 == 0
+attention sw {
+    mask = and_masks(causal_m, win)
+}
+attention gen {
+    mask = odd
+}
+`
+	_, plan, diags := compileSrc(t, "call.flex", src, nil)
+	if diags.HasErrors() {
+		t.Fatal(diags.Render())
+	}
+	want := map[string]string{
+		"sw":  "flash_attn_func(causal=True, window_size=(1023, 0))",
+		"gen": "maskc_generated(kernel=maskc_gen)",
+	}
+	for _, d := range plan.Attentions {
+		if got := d.Call(); got != want[d.Name] {
+			t.Errorf("%s: Call() = %q, want %q", d.Name, got, want[d.Name])
+		}
+		if !strings.Contains(plan.Explain(), "  call:      "+want[d.Name]+"\n") {
+			t.Errorf("%s: Explain does not print the call %q", d.Name, want[d.Name])
+		}
+	}
+}

@@ -3,7 +3,6 @@ package lsp
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 
 	"go.lsp.dev/protocol"
@@ -47,7 +46,7 @@ func lensTitle(dec *classify.Decision) string {
 	if isGenerated(dec) {
 		return "generated: " + dec.Reason
 	}
-	title := turboCall(dec)
+	title := dec.Call()
 	if len(dec.Preconditions) > 0 {
 		title += " if " + strings.Join(dec.Preconditions, " and ") + ", else " + fallback(dec)
 	}
@@ -60,7 +59,7 @@ func decisionSummary(dec *classify.Decision) string {
 	if isGenerated(dec) {
 		return "generated: " + dec.Reason
 	}
-	return dec.Pattern + " → " + turboCall(dec)
+	return dec.Pattern + " → " + dec.Call()
 }
 
 // decisionSummaryMarkdown is decisionSummary in Markdown, with the
@@ -69,7 +68,7 @@ func decisionSummaryMarkdown(dec *classify.Decision) string {
 	if isGenerated(dec) {
 		return "**generated**: " + dec.Reason
 	}
-	s := fmt.Sprintf("**%s** → `%s`", dec.Pattern, turboCall(dec))
+	s := fmt.Sprintf("**%s** → `%s`", dec.Pattern, dec.Call())
 	if len(dec.Preconditions) > 0 {
 		s += ", precondition " + strings.Join(dec.Preconditions, ", ")
 	}
@@ -85,7 +84,7 @@ func decisionMarkdown(dec *classify.Decision) string {
 		fmt.Fprintf(&b, "\notherwise: %s kernel\n", fallback(dec))
 	}
 	if isGenerated(dec) {
-		fmt.Fprintf(&b, "\nkernel: `%s`\n", turboCall(dec))
+		fmt.Fprintf(&b, "\nkernel: `%s`\n", dec.Call())
 	} else if dec.Reason != "" {
 		fmt.Fprintf(&b, "\nwhy: %s\n", dec.Reason)
 	}
@@ -106,45 +105,4 @@ func fallback(dec *classify.Decision) string {
 		return dec.Fallback
 	}
 	return "generated"
-}
-
-// turboCall prints the entry and its keyword arguments in Python call
-// syntax, sorted by name, as `maskc classify` prints them:
-// `flash_attn_func(causal=True, window_size=(1023, 0))`.
-func turboCall(dec *classify.Decision) string {
-	keys := make([]string, 0, len(dec.Kwargs))
-	for k := range dec.Kwargs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	args := make([]string, len(keys))
-	for i, k := range keys {
-		args[i] = k + "=" + pythonValue(dec.Kwargs[k])
-	}
-	return dec.Entry + "(" + strings.Join(args, ", ") + ")"
-}
-
-// pythonValue prints a kwarg value as Python source: True/False, tuples
-// for int pairs, names for buffers.
-func pythonValue(v any) string {
-	switch x := v.(type) {
-	case bool:
-		if x {
-			return "True"
-		}
-		return "False"
-	case string:
-		return x
-	case []int64:
-		parts := make([]string, len(x))
-		for i, e := range x {
-			parts[i] = fmt.Sprint(e)
-		}
-		return "(" + strings.Join(parts, ", ") + ")"
-	case []string:
-		return "[" + strings.Join(x, ", ") + "]"
-	case float64:
-		return fmt.Sprintf("%g", x)
-	}
-	return fmt.Sprint(v)
 }

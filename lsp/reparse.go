@@ -43,6 +43,7 @@ func (c *parseCache) parse(name string, text []byte) (*dsl.File, dsl.Diagnostics
 	f := &dsl.File{Source: src}
 	var diags dsl.Diagnostics
 	next := make(map[string]*parsedPiece)
+	var seen spanSet
 	starts := splitPieces(text)
 	for i, start := range starts {
 		end := len(text)
@@ -53,9 +54,9 @@ func (c *parseCache) parse(name string, text []byte) (*dsl.File, dsl.Diagnostics
 		p, ok := c.pieces[key]
 		if ok {
 			delete(c.pieces, key) // a piece's nodes appear in one place only
-			p.moveTo(start)
+			p.moveTo(start, &seen)
 		} else {
-			p = parsePiece(name, text, start, end)
+			p = parsePiece(name, text, start, end, &seen)
 		}
 		if len(p.diags) == 0 {
 			// Diagnostics may print line numbers, so broken pieces are
@@ -80,8 +81,9 @@ func (c *parseCache) parse(name string, text []byte) (*dsl.File, dsl.Diagnostics
 
 // parsePiece parses the piece text[start:end]. A piece with syntax errors
 // is parsed again behind as many newlines as precede it, so that messages
-// that mention a position (`opened at 3:9`) name the right line.
-func parsePiece(name string, text []byte, start, end int) *parsedPiece {
+// that mention a position (`opened at 3:9`) name the right line. seen is
+// scratch space for moving the piece into place.
+func parsePiece(name string, text []byte, start, end int, seen *spanSet) *parsedPiece {
 	f, diags := parser.ParseFile(name, text[start:end])
 	offset := 0
 	if len(diags) > 0 {
@@ -99,22 +101,23 @@ func parsePiece(name string, text []byte, start, end int) *parsedPiece {
 		}
 		p.diags = append(p.diags, dd)
 	}
-	p.moveTo(start)
+	p.moveTo(start, seen)
 	return p
 }
 
-// moveTo shifts every span of the piece so that it starts at offset.
-func (p *parsedPiece) moveTo(offset int) {
+// moveTo shifts every span of the piece so that it starts at offset; seen
+// is scratch space, shared by the pieces of one parse.
+func (p *parsedPiece) moveTo(offset int, seen *spanSet) {
 	delta := offset - p.offset
 	if delta == 0 {
 		return
 	}
-	s := spanShifter{delta: delta, seen: make(map[any]bool)}
+	s := spanShifter{delta: delta, seen: seen.empty()}
 	for _, d := range p.decls {
 		s.decl(d)
 	}
 	for _, c := range p.comments {
-		s.span(c, &c.Sp)
+		s.span(&c.Sp)
 	}
 	p.offset = offset
 }
@@ -163,35 +166,54 @@ func scanWord(text []byte, i int) int {
 	return i
 }
 
+// spanSet is reusable scratch space for a set of spans. Emptying a map
+// costs as much as its largest size, so a set that a large piece has grown
+// is dropped rather than emptied.
+type spanSet struct {
+	m map[*dsl.Span]bool
+}
+
+// empty returns the set, empty.
+func (s *spanSet) empty() map[*dsl.Span]bool {
+	if s.m == nil || len(s.m) > 256 {
+		s.m = make(map[*dsl.Span]bool)
+	} else {
+		clear(s.m)
+	}
+	return s.m
+}
+
 // spanShifter moves the spans of an AST by delta bytes, each node once.
 type spanShifter struct {
 	delta int
-	seen  map[any]bool
+	// seen holds the main span (Sp) of every node moved.
+	seen map[*dsl.Span]bool
 }
 
-func (s *spanShifter) span(node any, sp *dsl.Span) {
-	if s.seen[node] || !sp.IsValid() {
+// span moves sp, the span of one node, unless it has been moved.
+func (s *spanShifter) span(sp *dsl.Span) {
+	if s.seen[sp] || !sp.IsValid() {
 		return
 	}
-	s.seen[node] = true
+	s.seen[sp] = true
 	sp.Start += s.delta
 	sp.End += s.delta
 }
 
 func (s *spanShifter) ident(id *dsl.Ident) {
 	if id != nil {
-		s.span(id, &id.Sp)
+		s.span(&id.Sp)
 	}
 }
 
 func (s *spanShifter) decl(d dsl.Decl) {
 	switch d := d.(type) {
 	case *dsl.ParamDecl:
-		s.span(d, &d.Sp)
+		s.span(&d.Sp)
 		s.ident(d.Name)
 		s.expr(d.Value)
 	case *dsl.BufferDecl:
-		s.span(d, &d.Sp)
+		s.span(&d.Sp)
 		s.ident(d.Name)
 		s.ident(d.DType)
 		for _, e := range d.Dims {
@@ -199,7 +221,7 @@ func (s *spanShifter) decl(d dsl.Decl) {
 		}
 		s.ident(d.Property)
 	case *dsl.ModDecl:
-		s.span(d, &d.Sp)
+		s.span(&d.Sp)
 		s.ident(d.Name)
 		for _, id := range d.FactoryParams {
 			s.ident(id)
@@ -208,19 +230,19 @@ func (s *spanShifter) decl(d dsl.Decl) {
 			s.ident(id)
 		}
 		if b := d.Body; b != nil {
-			s.span(b, &b.Sp)
+			s.span(&b.Sp)
 			for _, l := range b.Lets {
-				s.span(l, &l.Sp)
+				s.span(&l.Sp)
 				s.ident(l.Name)
 				s.expr(l.Value)
 			}
 			s.expr(b.Result)
 		}
 	case *dsl.AttentionDecl:
-		s.span(d, &d.Sp)
+		s.span(&d.Sp)
 		s.ident(d.Name)
 		for _, st := range d.Settings {
-			s.span(st, &st.Sp)
+			s.span(&st.Sp)
 			s.ident(st.Key)
 			s.expr(st.Value)
 		}
@@ -232,51 +254,51 @@ func (s *spanShifter) expr(e dsl.Expr) {
 	case *dsl.Ident:
 		s.ident(x)
 	case *dsl.IntLit:
-		s.span(x, &x.Sp)
+		s.span(&x.Sp)
 	case *dsl.FloatLit:
-		s.span(x, &x.Sp)
+		s.span(&x.Sp)
 	case *dsl.BoolLit:
-		s.span(x, &x.Sp)
+		s.span(&x.Sp)
 	case *dsl.VarRef:
-		s.span(x, &x.Sp)
+		s.span(&x.Sp)
 	case *dsl.UnaryExpr:
-		s.span(x, &x.Sp)
+		s.span(&x.Sp)
 		s.expr(x.X)
 	case *dsl.BinaryExpr:
-		if !s.seen[x] && x.OpSp.IsValid() {
+		if !s.seen[&x.Sp] && x.OpSp.IsValid() {
 			x.OpSp.Start += s.delta
 			x.OpSp.End += s.delta
 		}
-		s.span(x, &x.Sp)
+		s.span(&x.Sp)
 		s.expr(x.X)
 		s.expr(x.Y)
 	case *dsl.CompareExpr:
-		s.span(x, &x.Sp)
+		s.span(&x.Sp)
 		for _, o := range x.Operands {
 			s.expr(o)
 		}
 	case *dsl.CondExpr:
-		s.span(x, &x.Sp)
+		s.span(&x.Sp)
 		s.expr(x.Then)
 		s.expr(x.Cond)
 		s.expr(x.Else)
 	case *dsl.CallExpr:
-		s.span(x, &x.Sp)
+		s.span(&x.Sp)
 		s.expr(x.Fun)
 		for _, a := range x.Args {
 			s.expr(a)
 		}
 	case *dsl.IndexExpr:
-		s.span(x, &x.Sp)
+		s.span(&x.Sp)
 		s.expr(x.X)
 		for _, i := range x.Indices {
 			s.expr(i)
 		}
 	case *dsl.ParenExpr:
-		s.span(x, &x.Sp)
+		s.span(&x.Sp)
 		s.expr(x.X)
 	case *dsl.TupleExpr:
-		s.span(x, &x.Sp)
+		s.span(&x.Sp)
 		for _, el := range x.Elems {
 			s.expr(el)
 		}
