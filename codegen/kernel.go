@@ -105,26 +105,36 @@ func Generate(p *check.Program, a *check.Attention, opts Options) (*Kernel, dsl.
 		renamed.Name = opts.SourceName
 		src = &renamed
 	}
+	// Trainer-style settings (causal, window, alibi) are compiled as the
+	// mask and score they mean on Turbo's kernels, so a generated fallback
+	// computes exactly what the Turbo call would.
+	mask, score := a.Mask, a.Score
+	if mask == nil {
+		mask = settingsMask(a)
+	}
+	if score == nil {
+		score = settingsScore(a)
+	}
 	k := &Kernel{
-		Name: a.Name, Entry: "maskc_attn_fwd", HasMask: a.Mask != nil, HasScore: a.Score != nil, HasSink: a.Sink != nil,
+		Name: a.Name, Entry: "maskc_attn_fwd", HasMask: mask != nil, HasScore: score != nil, HasSink: a.Sink != nil,
 		KVHeads: a.KVHeads, BlockM: hipsrc.BlockM, BlockN: hipsrc.BlockN, Threads: hipsrc.AMD.NumThreads(),
 		Launch: map[string]LaunchConfig{},
 	}
 	k.configure(src, a, opts, &diags)
 	unsupportedSettings(src, a, &diags)
 
-	bufs, d := BufferTable(src, a.Mask, a.Score)
+	bufs, d := BufferTable(src, mask, score)
 	diags = append(diags, d...)
 	k.Buffers = bufs
-	maskFn, d := MaskFunc(src, a.Mask, bufs)
+	maskFn, d := MaskFunc(src, mask, bufs)
 	diags = append(diags, d...)
-	scoreFn, d := ScoreFunc(src, a.Score, bufs)
+	scoreFn, d := ScoreFunc(src, score, bufs)
 	diags = append(diags, d...)
 	if diags.HasErrors() {
 		diags.Sort()
 		return nil, diags
 	}
-	sp := planSparsity(a.Mask, bufs, &diags)
+	sp := planSparsity(mask, bufs, &diags)
 	if diags.HasErrors() {
 		diags.Sort()
 		return nil, diags
@@ -133,8 +143,8 @@ func Generate(p *check.Program, a *check.Attention, opts Options) (*Kernel, dsl.
 	if sp.kind == SparsityPrepass {
 		k.FlagsEntry = "maskc_tile_flags"
 	}
-	k.MaskUsesB, k.MaskUsesH = usesVar(a.Mask, dsl.VarB), usesVar(a.Mask, dsl.VarH)
-	k.MaskTorch, k.ScoreTorch = TorchExpr(a.Mask), TorchExpr(a.Score)
+	k.MaskUsesB, k.MaskUsesH = usesVar(mask, dsl.VarB), usesVar(mask, dsl.VarH)
+	k.MaskTorch, k.ScoreTorch = TorchExpr(mask), TorchExpr(score)
 
 	var g strings.Builder
 	k.writeHeader(&g, src)
@@ -211,13 +221,16 @@ func unsupportedSettings(src *dsl.Source, a *check.Attention, diags *dsl.Diagnos
 		}
 		diags.Add(src, sp, CodeSetting, "a generated kernel does not implement the %s setting", key).WithHint("%s", hint)
 	}
-	if a.Causal != nil && *a.Causal {
+	// causal, window and alibi alone become the kernel's mask and score
+	// (settingsMask, settingsScore); next to a mask or score mod there would
+	// be two sources for one quantity.
+	if a.Causal != nil && *a.Causal && a.Mask != nil {
 		refuse("causal", "write the causal constraint into the mask: q >= kv")
 	}
-	if a.Window != nil {
+	if a.Window != nil && a.Mask != nil {
 		refuse("window", "write the window into the mask, e.g. q >= kv and q - kv <= W")
 	}
-	if a.Alibi != nil {
+	if a.Alibi != nil && a.Score != nil {
 		refuse("alibi", "write ALiBi as a score: score + slopes[h] * (kv - q)")
 	}
 	if a.Bias != nil {

@@ -1,0 +1,97 @@
+package codegen
+
+import (
+	"github.com/maskc/maskc/check"
+	"github.com/maskc/maskc/dsl"
+)
+
+// settingsMask returns the mask that a block's trainer-style `causal` and
+// `window` settings mean, as a lowered expression, or nil when the block
+// has neither. The settings follow the Turbo kernels (turbo-contract.md):
+// aligned bottom-right, query row q sees keys
+//
+//	q + KV - Q - left <= kv <= q + KV - Q + right
+//
+// with -1 leaving a side unbounded and causal meaning right = 0. Written
+// over d = q - kv - Q + KV: d <= left (unless -1) and -d <= right (unless
+// -1). The generated fallback kernel then computes exactly what Turbo's call
+// computes, for every Sq and Skv.
+func settingsMask(a *check.Attention) *dsl.Lowered {
+	left, right := int64(-1), int64(-1)
+	if a.Window != nil {
+		left, right = a.Window[0], a.Window[1]
+	}
+	causal := a.Causal != nil && *a.Causal
+	if causal && (right < 0 || right > 0) {
+		right = 0
+	}
+	if left < 0 && right < 0 {
+		return nil
+	}
+	sp := a.Decl.Name.Sp
+	for _, key := range []string{"window", "causal"} {
+		if s := a.Setting(key); s != nil {
+			sp = s.Sp
+		}
+	}
+	l := &dsl.Lowered{Kind: dsl.MaskMod, Name: "settings of " + a.Name, Types: map[dsl.Expr]dsl.Type{}}
+	typed := func(e dsl.Expr, t dsl.Type) dsl.Expr { l.Types[e] = t; return e }
+	v := func(x dsl.Var) dsl.Expr { return typed(&dsl.VarRef{Sp: sp, Var: x}, dsl.TypeInt) }
+	bin := func(op dsl.Op, x, y dsl.Expr) dsl.Expr {
+		return typed(&dsl.BinaryExpr{Sp: sp, OpSp: sp, Op: op, X: x, Y: y}, dsl.TypeInt)
+	}
+	lit := func(n int64) dsl.Expr {
+		return typed(&dsl.IntLit{Sp: sp, Value: n, Raw: dsl.Int(n).String()}, dsl.TypeInt)
+	}
+	le := func(x, y dsl.Expr) dsl.Expr {
+		return typed(&dsl.CompareExpr{Sp: sp, Operands: []dsl.Expr{x, y}, Ops: []dsl.Op{dsl.OpLE}}, dsl.TypeBool)
+	}
+	// d = q - kv - Q + KV, built fresh for each use (lowered trees are
+	// read-only, but each node carries its own type entry).
+	d := func() dsl.Expr {
+		return bin(dsl.OpAdd, bin(dsl.OpSub, bin(dsl.OpSub, v(dsl.VarQ), v(dsl.VarKV)), v(dsl.SizeQ)), v(dsl.SizeKV))
+	}
+	var terms []dsl.Expr
+	if left >= 0 {
+		terms = append(terms, le(d(), lit(left)))
+	}
+	if right >= 0 {
+		terms = append(terms, le(typed(&dsl.UnaryExpr{Sp: sp, Op: dsl.OpNeg, X: d()}, dsl.TypeInt), lit(right)))
+	}
+	l.Expr = terms[0]
+	for _, t := range terms[1:] {
+		l.Expr = typed(&dsl.BinaryExpr{Sp: sp, OpSp: sp, Op: dsl.OpAnd, X: l.Expr, Y: t}, dsl.TypeBool)
+	}
+	return l
+}
+
+// settingsScore returns the score that a block's trainer-style `alibi =
+// slopes` setting means, or nil without one. The Turbo kernels add
+// -slope * |q + KV - Q - kv| (bottom-right aligned, both sides of the
+// diagonal), with slopes of shape [H] or [B, H].
+func settingsScore(a *check.Attention) *dsl.Lowered {
+	if a.Alibi == nil {
+		return nil
+	}
+	sp := a.Decl.Name.Sp
+	if s := a.Setting("alibi"); s != nil {
+		sp = s.Sp
+	}
+	l := &dsl.Lowered{Kind: dsl.ScoreMod, Name: "alibi setting of " + a.Name, Types: map[dsl.Expr]dsl.Type{},
+		Buffers: []*dsl.BufferDecl{a.Alibi.Decl}}
+	typed := func(e dsl.Expr, t dsl.Type) dsl.Expr { l.Types[e] = t; return e }
+	v := func(x dsl.Var, t dsl.Type) dsl.Expr { return typed(&dsl.VarRef{Sp: sp, Var: x}, t) }
+	bin := func(op dsl.Op, x, y dsl.Expr, t dsl.Type) dsl.Expr {
+		return typed(&dsl.BinaryExpr{Sp: sp, OpSp: sp, Op: op, X: x, Y: y}, t)
+	}
+	d := bin(dsl.OpAdd, bin(dsl.OpSub, bin(dsl.OpSub, v(dsl.VarQ, dsl.TypeInt), v(dsl.VarKV, dsl.TypeInt), dsl.TypeInt),
+		v(dsl.SizeQ, dsl.TypeInt), dsl.TypeInt), v(dsl.SizeKV, dsl.TypeInt), dsl.TypeInt)
+	dist := typed(&dsl.CallExpr{Sp: sp, Fun: &dsl.Ident{Sp: sp, Name: "abs"}, Args: []dsl.Expr{d}}, dsl.TypeInt)
+	idx := []dsl.Expr{v(dsl.VarH, dsl.TypeInt)}
+	if len(a.Alibi.Dims) == 2 {
+		idx = []dsl.Expr{v(dsl.VarB, dsl.TypeInt), v(dsl.VarH, dsl.TypeInt)}
+	}
+	slope := typed(&dsl.IndexExpr{Sp: sp, X: &dsl.Ident{Sp: a.Alibi.Decl.Name.Sp, Name: a.Alibi.Name}, Indices: idx}, dsl.TypeFloat)
+	l.Expr = bin(dsl.OpSub, v(dsl.VarScore, dsl.TypeFloat), bin(dsl.OpMul, slope, dist, dsl.TypeFloat), dsl.TypeFloat)
+	return l
+}
