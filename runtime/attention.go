@@ -363,9 +363,10 @@ func (k *AttentionKernel) newEntry(key shapeKey) (*shapeEntry, error) {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"B", sh.B}, {"H", sh.H}, {"HKV", sh.HKV}, {"Sq", sh.Sq}, {"Skv", sh.Skv}} {
-		if f.v < 1 || f.v > math.MaxInt32 {
-			return nil, bad("%s = %d; want 1 to %d", f.name, f.v, math.MaxInt32)
+		max  int
+	}{{"B", sh.B, math.MaxInt32}, {"H", sh.H, math.MaxInt32}, {"HKV", sh.HKV, math.MaxInt32}, {"Sq", sh.Sq, MaxSeqLen}, {"Skv", sh.Skv, MaxSeqLen}} {
+		if f.v < 1 || f.v > f.max {
+			return nil, bad("%s = %d; want 1 to %d", f.name, f.v, f.max)
 		}
 	}
 	if sh.H%sh.HKV != 0 {
@@ -454,3 +455,10 @@ func (k *AttentionKernel) Close() error {
 	}
 	return nil
 }
+
+// MaxSeqLen is the longest Sq and Skv a generated kernel may be launched
+// with: 2^31 - 257. The kernel's shape fields are C ints with 256 of
+// headroom for tile arithmetic, and the code generator narrows index
+// arithmetic to 32 bits under exactly this bound (codegen.MaxSeqLen; a test
+// in runtime/genkernel keeps the two equal).
+const MaxSeqLen = math.MaxInt32 - 256

@@ -433,6 +433,7 @@ func TestForwardRejectsBadCalls(t *testing.T) {
 		{"zero batch", mod(func(s *Shape) { s.B = 0 }), bufs, q, CodeShape},
 		{"GQA mismatch", mod(func(s *Shape) { s.HKV = 3 }), bufs, q, CodeShape},
 		{"too many heads for the grid", mod(func(s *Shape) { s.H, s.HKV = 70000, 70000 }), bufs, q, CodeShape},
+		{"sequence longer than the 32-bit index bound", mod(func(s *Shape) { s.Skv = MaxSeqLen + 1 }), bufs, q, CodeShape},
 		{"unset strides", Shape{B: 1, H: 1, HKV: 1, Sq: 8, Skv: 8}, bufs, q, CodeShape},
 		{"negative stride", mod(func(s *Shape) { s.VStride[0] = -1 }), bufs, q, CodeShape},
 		{"nan scale", mod(func(s *Shape) { s.Scale = float32(math.NaN()) }), bufs, q, CodeShape},
