@@ -45,7 +45,7 @@ type elemInfo struct {
 }
 
 var elemTypes = map[string]elemInfo{
-	"i32":  {"int", cInt, "(long long)%s", "0"},
+	"i32":  {"int", cInt32, "%s", "0"},
 	"i64":  {"long long", cInt, "%s", "0"},
 	"f16":  {"unsigned short", cFloat, "maskc_f16_to_f32(%s)", "0.0f"},
 	"bf16": {"unsigned short", cFloat, "maskc_bf16_to_f32(%s)", "0.0f"},
@@ -126,11 +126,44 @@ func cName(s string) string {
 // readerName is the accessor function of a buffer.
 func readerName(b *BufferABI) string { return "maskc_read_" + cName(b.Name) }
 
-// writeReader emits the guarded accessor of one buffer. An index outside
-// the buffer's extents never reads memory: the accessor returns zero
-// (false for bool) instead. A read that the mask needs is in range for valid
-// inputs, so the zero is only ever seen in masked-out or padding lanes.
+// writeReader emits the guarded accessors of one buffer: an overload on
+// long long indices and one on int indices (called when every index is
+// known to be an int32, see intrange.go). An index outside the buffer's
+// extents never reads memory: the accessor returns zero (false for bool)
+// instead. A read that the mask needs is in range for valid inputs, so the
+// zero is only ever seen in masked-out or padding lanes.
+//
+// The int overload checks i < n as (unsigned)i < m with m = min(n, 2^31):
+// a negative i becomes >= 2^31 >= m and fails; a non-negative i (< 2^31)
+// passes exactly when i < n, also when n >= 2^31.
 func writeReader(w *strings.Builder, b *BufferABI) {
+	writeReader64(w, b)
+	writeReader32(w, b)
+}
+
+func writeReader32(w *strings.Builder, b *BufferABI) {
+	info := elemTypes[b.DType]
+	var params, conds []string
+	for i := range b.Dims {
+		params = append(params, fmt.Sprintf("int i%d", i))
+	}
+	fmt.Fprintf(w, "__device__ __forceinline__ %s %s(const MaskcBuffers& buf, %s) {\n", info.value, readerName(b), strings.Join(params, ", "))
+	for i := range b.Dims {
+		fmt.Fprintf(w, "  const long long n%d = buf.dim[%d][%d];\n", i, b.Slot, i)
+		fmt.Fprintf(w, "  const unsigned m%d = n%d <= 0 ? 0u : n%d < 0x80000000LL ? (unsigned)n%d : 0x80000000u;\n", i, i, i, i)
+		conds = append(conds, fmt.Sprintf("(unsigned)i%d < m%d", i, i))
+	}
+	fmt.Fprintf(w, "  const bool ok = %s;\n", strings.Join(conds, " && "))
+	at := "(long long)i0"
+	if len(b.Dims) == 2 {
+		at = "(long long)i0 * n1 + i1"
+	}
+	fmt.Fprintf(w, "  const long long at = ok ? %s : 0;\n", at)
+	elem := fmt.Sprintf("((const %s*)buf.ptr[%d])[at]", info.storage, b.Slot)
+	fmt.Fprintf(w, "  return ok ? %s : %s;\n}\n\n", fmt.Sprintf(info.read, elem), info.zero)
+}
+
+func writeReader64(w *strings.Builder, b *BufferABI) {
 	info := elemTypes[b.DType]
 	fmt.Fprintf(w, "// buffer %s: %s[%s] in buf.ptr[%d]; an out-of-range read yields %s and touches no memory\n",
 		b.Name, b.DType, strings.Join(b.Dims, ", "), b.Slot, info.zero)

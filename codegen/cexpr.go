@@ -16,6 +16,7 @@ type cType string
 const (
 	cBool   cType = "bool"
 	cInt    cType = "long long"
+	cInt32  cType = "int" // an int whose every operation is exact in 32 bits (intrange.go)
 	cFloat  cType = "float"
 	cDouble cType = "double"
 )
@@ -40,7 +41,8 @@ type funcWriter struct {
 	indent   string
 	keys     map[dsl.Expr]string // structural key of each node
 	uses     map[string]int      // occurrences of each structural key
-	temps    map[string]string   // structural key -> named constant
+	temps    map[string]cExpr    // structural key -> named constant
+	ranges   *rangeAnalysis
 	ntemp    int
 	lastLine int
 	failed   bool
@@ -49,11 +51,12 @@ type funcWriter struct {
 func newFuncWriter(src *dsl.Source, l *dsl.Lowered, float cType, bufs []BufferABI, diags *dsl.Diagnostics) *funcWriter {
 	w := &funcWriter{
 		src: src, l: l, float: float, buffers: map[string]*BufferABI{}, diags: diags,
-		indent: "  ", keys: map[dsl.Expr]string{}, uses: map[string]int{}, temps: map[string]string{},
+		indent: "  ", keys: map[dsl.Expr]string{}, uses: map[string]int{}, temps: map[string]cExpr{},
 	}
 	for i := range bufs {
 		w.buffers[bufs[i].Name] = &bufs[i]
 	}
+	w.ranges = newRangeAnalysis(l, w.buffers)
 	return w
 }
 
@@ -173,6 +176,9 @@ func (w *funcWriter) typeOf(e dsl.Expr) (cType, bool) {
 	case dsl.TypeBool:
 		return cBool, true
 	case dsl.TypeInt:
+		if w.ranges.narrow(e) {
+			return cInt32, true
+		}
 		return cInt, true
 	case dsl.TypeFloat:
 		return w.float, true
@@ -197,9 +203,8 @@ func truth(v cExpr) cExpr { return conv(v, cBool) }
 // expr returns the C expression for e, emitting any statements it needs.
 func (w *funcWriter) expr(e dsl.Expr) cExpr {
 	k := w.key(e)
-	if name, ok := w.temps[k]; ok {
-		t, _ := w.typeOf(e)
-		return cExpr{name, t}
+	if v, ok := w.temps[k]; ok {
+		return v
 	}
 	v := w.node(e)
 	if w.failed {
@@ -211,7 +216,7 @@ func (w *funcWriter) expr(e dsl.Expr) cExpr {
 			prefix = cName(x.X.(*dsl.Ident).Name) + "_"
 		}
 		v = w.bind(e.Span(), prefix, v)
-		w.temps[k] = v.code
+		w.temps[k] = v
 	}
 	return v
 }
@@ -228,7 +233,7 @@ func (w *funcWriter) part(e dsl.Expr) cExpr {
 		prefix = "c"
 	}
 	v = w.bind(e.Span(), prefix, v)
-	w.temps[w.key(e)] = v.code
+	w.temps[w.key(e)] = v
 	return v
 }
 
@@ -274,6 +279,17 @@ func floatLit(f float64, t cType) string {
 	return s + suffix
 }
 
+// int32Lit formats an int32 value i as an int literal.
+func int32Lit(i int64) string {
+	switch {
+	case i == math.MinInt32:
+		return "(-2147483647 - 1)"
+	case i < 0:
+		return "(" + strconv.FormatInt(i, 10) + ")"
+	}
+	return strconv.FormatInt(i, 10)
+}
+
 // intLit formats i as a long long literal.
 func intLit(i int64) string {
 	if i == math.MinInt64 {
@@ -313,6 +329,9 @@ func (w *funcWriter) node(e dsl.Expr) cExpr {
 		}
 		return conv(cExpr{x.Var.String(), cInt}, t)
 	case *dsl.IntLit:
+		if t == cInt32 {
+			return cExpr{int32Lit(x.Value), cInt32}
+		}
 		return conv(cExpr{intLit(x.Value), cInt}, t)
 	case *dsl.FloatLit:
 		return cExpr{floatLit(x.Value, t), t}
@@ -383,8 +402,8 @@ func (w *funcWriter) binary(x *dsl.BinaryExpr, t cType) cExpr {
 		case dsl.OpOr: // Python: a if a else b
 			return cExpr{"(" + truth(a).code + " ? " + conv(a, t).code + " : " + conv(b, t).code + ")", t}
 		}
-		if t == cInt {
-			return cExpr{"(" + conv(a, cInt).code + " " + x.Op.String() + " " + conv(b, cInt).code + ")", cInt}
+		if t == cInt || t == cInt32 {
+			return cExpr{"(" + conv(a, t).code + " " + x.Op.String() + " " + conv(b, t).code + ")", t}
 		}
 		return w.fail(x, CodeUnsupported, "", "cannot generate %s on %s and %s", x.Op, a.typ, b.typ)
 	}
@@ -395,6 +414,11 @@ func (w *funcWriter) binary(x *dsl.BinaryExpr, t cType) cExpr {
 	case dsl.OpDiv:
 		return cExpr{"(" + conv(a, w.float).code + " / " + conv(b, w.float).code + ")", w.float}
 	case dsl.OpFloorDiv, dsl.OpMod:
+		if t == cInt32 || t == cInt {
+			if c, ok := dsl.Unparen(x.Y).(*dsl.IntLit); ok && c.Value > 0 {
+				return w.divByConst(x.Op, conv(a, t), c.Value, w.ranges.of(x.X), t)
+			}
+		}
 		fn := "maskc_py_floordiv"
 		if x.Op == dsl.OpMod {
 			fn = "maskc_py_floormod"
@@ -407,7 +431,7 @@ func (w *funcWriter) binary(x *dsl.BinaryExpr, t cType) cExpr {
 				return w.fail(x.Y, CodePowExponent, "write the power as a float (x ** 2.0) or as repeated multiplication",
 					"int power needs a non-negative constant exponent")
 			}
-			return cExpr{fmt.Sprintf("maskc_py_ipow(%s, %d)", conv(a, cInt).code, n.Value), cInt}
+			return conv(cExpr{fmt.Sprintf("maskc_py_ipow(%s, %d)", conv(a, cInt).code, n.Value), cInt}, t)
 		}
 		if lit, ok := constValue(x.X); ok && lit == 2 {
 			return cExpr{w.mathName("exp2") + "(" + conv(b, t).code + ")", t}
@@ -443,6 +467,8 @@ func (w *funcWriter) compare(x *dsl.CompareExpr) cExpr {
 		ct = cBool
 	case a.typ == cFloat || a.typ == cDouble || b.typ == cFloat || b.typ == cDouble:
 		ct = w.float
+	case (a.typ == cInt32 || a.typ == cBool) && (b.typ == cInt32 || b.typ == cBool):
+		ct = cInt32
 	default:
 		ct = cInt
 	}
@@ -483,8 +509,8 @@ func (w *funcWriter) call(x *dsl.CallExpr, t cType) cExpr {
 	case "sigmoid":
 		return cExpr{"maskc_py_sigmoid(" + conv(args[0], t).code + ")", t}
 	case "floor", "ceil":
-		if t == cInt {
-			return conv(args[0], cInt)
+		if t == cInt || t == cInt32 {
+			return conv(args[0], t)
 		}
 		fallthrough
 	case "exp", "exp2", "log", "log2", "sqrt", "tanh":
@@ -505,9 +531,17 @@ func (w *funcWriter) read(x *dsl.IndexExpr, t cType) cExpr {
 	if len(x.Indices) != len(b.Dims) {
 		return w.fail(x, CodeBufferIndex, "", "buffer %s has %d dimensions but is read with %d indices", b.Name, len(b.Dims), len(x.Indices))
 	}
+	// Indices that are all int32 call the accessor's int overload, whose
+	// bound check is one unsigned 32-bit compare per index.
+	it := cInt32
+	for _, i := range x.Indices {
+		if !w.ranges.of(i).fits32() {
+			it = cInt
+		}
+	}
 	args := []string{"buf"}
 	for _, i := range x.Indices {
-		args = append(args, conv(w.expr(i), cInt).code)
+		args = append(args, conv(w.expr(i), it).code)
 	}
 	v := cExpr{readerName(b) + "(" + strings.Join(args, ", ") + ")", elemTypes[b.DType].value}
 	return conv(v, t)
@@ -539,4 +573,50 @@ func sourceLines(src *dsl.Source, es ...dsl.Expr) string {
 		fmt.Fprintf(&b, "//   %s:%d | %s\n", src.Name, n, strings.TrimRight(src.Line(n), " \t"))
 	}
 	return b.String()
+}
+
+// divByConst is Python's a // c or a % c for a constant c > 0, on an int or
+// long long operand a whose range is ar.
+//
+// For c = 2^k the floor forms are a >> k and a & (c - 1). Proof: in two's
+// complement a = sum of its bits, where bits k and up weigh multiples of 2^k
+// and the low k bits weigh r = a & (2^k - 1) in [0, 2^k); so a = m*2^k + r
+// with 0 <= r < 2^k, which is exactly Python's (a // 2^k, a % 2^k), and m is
+// a's arithmetic right shift by k (signed >> is arithmetic in C++20 and in
+// every GPU compiler before it). TestPow2FloorForms checks it exhaustively
+// on 16-bit values and at the int32/int64 extremes.
+//
+// For other c: C's truncating / and % are floor for a >= 0; otherwise the
+// branch-free maskc_py_floordiv_pos / maskc_py_floormod_pos correct a
+// negative remainder.
+func (w *funcWriter) divByConst(op dsl.Op, a cExpr, c int64, ar interval, t cType) cExpr {
+	lit := intLit(c)
+	if t == cInt32 {
+		lit = int32Lit(c)
+	}
+	if k, ok := positivePow2(c); ok {
+		if op == dsl.OpFloorDiv {
+			if k == 0 {
+				return a
+			}
+			return cExpr{fmt.Sprintf("(%s >> %d)", a.code, k), t}
+		}
+		mask := intLit(c - 1)
+		if t == cInt32 {
+			mask = int32Lit(c - 1)
+		}
+		return cExpr{"(" + a.code + " & " + mask + ")", t}
+	}
+	if ar.lo >= 0 {
+		sym := " / "
+		if op == dsl.OpMod {
+			sym = " % "
+		}
+		return cExpr{"(" + a.code + sym + lit + ")", t}
+	}
+	fn := "maskc_py_floordiv_pos"
+	if op == dsl.OpMod {
+		fn = "maskc_py_floormod_pos"
+	}
+	return cExpr{fn + "(" + a.code + ", " + lit + ")", t}
 }

@@ -14,11 +14,17 @@
 //
 // Semantics of the generated functions, where C and Python differ:
 //
-//   - ints are int64 (long long); // and % floor as in Python
-//     (maskc_py_floordiv, maskc_py_floormod in RuntimeSource). Python raises
-//     on a zero divisor and a kernel cannot, so an int x // 0 and x % 0 give
-//     0, a float x // 0.0 gives x / 0.0 (inf or nan, as torch). Int64
-//     overflow wraps where Python would grow the int.
+//   - ints are int32 (int) where an interval analysis (intrange.go) proves
+//     every operation exact under the launch preconditions (MaxSeqLen,
+//     MaxHeadsOrBatch: 0 <= q < Q <= 2^31 - 257 and so on), else int64
+//     (long long): q - kv and (q - kv) % 2 are int, q + kv and q * kv are
+//     long long. // and % floor as in Python (maskc_py_floordiv,
+//     maskc_py_floormod in RuntimeSource); by a constant 2^k they are >> k
+//     and & (2^k - 1), by another positive constant C's / and % when the
+//     dividend is non-negative, else a branch-free correction. Python
+//     raises on a zero divisor and a kernel cannot, so an int x // 0 and
+//     x % 0 give 0, a float x // 0.0 gives x / 0.0 (inf or nan, as torch).
+//     Int64 overflow wraps where Python would grow the int.
 //   - a score is computed in fp32 like the kernel; a mask, whose result is
 //     an exact keep/drop decision, computes its (rare) float subexpressions
 //     in fp64 like the reference evaluator.
@@ -26,7 +32,8 @@
 //     strictly smaller / larger); int ** needs a constant exponent >= 0.
 //   - a buffer read goes through a generated accessor that checks every
 //     index against the extents the launcher passes in MaskcBuffers.dim and
-//     reads nothing when one is out of range, returning 0 (false) instead.
+//     reads nothing when one is out of range, returning 0 (false) instead;
+//     int32 indices take an overload whose check is one unsigned compare.
 //     A read the mask needs is in range for valid inputs; the guard makes
 //     reads in masked-out or padding lanes harmless.
 //   - `where` and `x if c else y` evaluate both branches (no side effects).

@@ -76,9 +76,9 @@ func modFunc(src *dsl.Source, l *dsl.Lowered, kind dsl.ModKind, bufs []BufferABI
 		b.WriteString("// from\n" + lines)
 	}
 	if kind == dsl.MaskMod {
-		b.WriteString("// ints are int64 with Python's floor // and %; floats (if any) are computed in fp64\n")
+		b.WriteString("// ints are int32 where intrange.go proves it exact, else int64, with Python's floor // and %; floats (if any) are computed in fp64\n")
 	} else {
-		b.WriteString("// ints are int64 with Python's floor // and %; floats are computed in fp32 like the kernel\n")
+		b.WriteString("// ints are int32 where intrange.go proves it exact, else int64, with Python's floor // and %; floats are computed in fp32 like the kernel\n")
 	}
 	b.WriteString(sig + " {\n")
 	b.WriteString(w.body.String())

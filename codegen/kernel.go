@@ -115,6 +115,9 @@ func Generate(p *check.Program, a *check.Attention, opts Options) (*Kernel, dsl.
 	if score == nil {
 		score = settingsScore(a)
 	}
+	if bufs, _ := BufferTable(src, mask); alwaysKept(mask, bufs) {
+		mask = nil // e.g. q >= 0 and kv >= 0 (intrange.go): the unmasked kernel computes the same
+	}
 	k := &Kernel{
 		Name: a.Name, Entry: "maskc_attn_fwd", HasMask: mask != nil, HasScore: score != nil, HasSink: a.Sink != nil,
 		KVHeads: a.KVHeads, BlockM: hipsrc.BlockM, BlockN: hipsrc.BlockN, Threads: hipsrc.AMD.NumThreads(),

@@ -27,6 +27,42 @@ __device__ __forceinline__ long long maskc_py_floordiv(long long a, long long b)
   return d;
 }
 
+// The same on ints whose operands and result are known to be int32
+// (codegen's interval analysis; INT_MIN // -1 is never narrowed).
+__device__ __forceinline__ int maskc_py_floordiv(int a, int b) {
+  if (b == 0) return 0;
+  if (b == -1) return (int)(0u - (unsigned)a);
+  int d = a / b;
+  if (a % b != 0 && ((a < 0) != (b < 0))) d -= 1;
+  return d;
+}
+__device__ __forceinline__ int maskc_py_floormod(int a, int b) {
+  if (b == 0 || b == -1) return 0;
+  int r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+
+// Python a // c and a % c for a constant c > 0, branch-free: C truncates
+// toward zero, so a negative remainder r (only when a < 0) means the floor
+// quotient is one lower and the floor remainder is r + c.
+__device__ __forceinline__ int maskc_py_floordiv_pos(int a, int c) {
+  const int r = a % c;
+  return a / c - (r < 0);
+}
+__device__ __forceinline__ int maskc_py_floormod_pos(int a, int c) {
+  const int r = a % c;
+  return r + (r < 0 ? c : 0);
+}
+__device__ __forceinline__ long long maskc_py_floordiv_pos(long long a, long long c) {
+  const long long r = a % c;
+  return a / c - (r < 0);
+}
+__device__ __forceinline__ long long maskc_py_floormod_pos(long long a, long long c) {
+  const long long r = a % c;
+  return r + (r < 0 ? c : 0);
+}
+
 // Python floor modulo on ints: the result has the divisor's sign; x % 0 is 0.
 __device__ __forceinline__ long long maskc_py_floormod(long long a, long long b) {
   if (b == 0 || b == -1) return 0;
@@ -93,12 +129,15 @@ __device__ __forceinline__ long long maskc_py_ipow(long long x, int e) {
 // Python's min(x, y) and max(x, y): x unless y is strictly smaller (larger).
 __device__ __forceinline__ long long maskc_py_min(long long x, long long y) { return y < x ? y : x; }
 __device__ __forceinline__ long long maskc_py_max(long long x, long long y) { return y > x ? y : x; }
+__device__ __forceinline__ int maskc_py_min(int x, int y) { return y < x ? y : x; }
+__device__ __forceinline__ int maskc_py_max(int x, int y) { return y > x ? y : x; }
 __device__ __forceinline__ float maskc_py_min(float x, float y) { return y < x ? y : x; }
 __device__ __forceinline__ float maskc_py_max(float x, float y) { return y > x ? y : x; }
 __device__ __forceinline__ double maskc_py_min(double x, double y) { return y < x ? y : x; }
 __device__ __forceinline__ double maskc_py_max(double x, double y) { return y > x ? y : x; }
 
 __device__ __forceinline__ long long maskc_py_abs(long long x) { return x < 0 ? (long long)(0ULL - (unsigned long long)x) : x; }
+__device__ __forceinline__ int maskc_py_abs(int x) { return x < 0 ? -x : x; }  // never INT_MIN (intrange.go)
 __device__ __forceinline__ float maskc_py_abs(float x) { return fabsf(x); }
 __device__ __forceinline__ double maskc_py_abs(double x) { return fabs(x); }
 

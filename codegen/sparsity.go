@@ -228,7 +228,7 @@ func (g *sparsityWriter) segmentList() []*BufferABI { return g.segOrder }
 // reset starts a new function body.
 func (g *sparsityWriter) reset() {
 	g.w.body.Reset()
-	g.w.temps = map[string]string{}
+	g.w.temps = map[string]cExpr{}
 	g.w.uses = map[string]int{}
 	g.w.ntemp = 0
 }

@@ -47,6 +47,17 @@
 #if !defined(MASKC_SPARSITY_ANALYTIC) && !defined(MASKC_SPARSITY_PREPASS) && !defined(MASKC_SPARSITY_NONE)
 #define MASKC_SPARSITY_NONE 1
 #endif
+// With analytic sparsity, a tile is classified per warp (over its
+// MASKC_WARP_ROWS rows) rather than per block: on a diagonal or at a band
+// or document edge, most of a block's partial tiles are full or empty for
+// some of its warps; a full one skips the per-element mask (level >= 1), an
+// empty one (outside the warp's maskc_kv_range) skips the tile's arithmetic
+// (level 2). 0 classifies per block, the default: on the H200 (run 8,
+// gpu/NOTES.md) levels 1 and 2 cost more in registers (spills at level 2)
+// than they save.
+#ifndef MASKC_WARP_TILE_CLASS
+#define MASKC_WARP_TILE_CLASS 0
+#endif
 #ifndef MASKC_MASK_USES_B
 #define MASKC_MASK_USES_B 1
 #endif
@@ -233,6 +244,20 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
   const float unit = shape.scale * MASKC_LOG2E;
 #endif
   const int row_base = q0 + warp * MASKC_WARP_ROWS;
+  // The rows whose tiles this warp classifies: its own, or the block's when
+  // it has none (a ragged last block; such rows are never stored).
+  const int wq0 = MASKC_WARP_TILE_CLASS && row_base < q_end ? row_base : q0;
+  const int wq1 = MASKC_WARP_TILE_CLASS && row_base < q_end ? min(row_base + MASKC_WARP_ROWS, q_end) : q_end;
+  (void)wq0, (void)wq1;
+#if MASKC_WARP_TILE_CLASS >= 2 && defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
+  int w_lo = 0, w_hi = Skv;  // keys outside [w_lo, w_hi) are masked for every row of this warp
+  {
+    long long lo = 0, hi = Skv;
+    maskc_kv_range(buf, nB, nH, nHKV, nQ, nKV, b, h, wq0, wq1, &lo, &hi);
+    w_lo = lo < 0 ? 0 : (int)(lo < Skv ? lo : Skv);
+    w_hi = hi > Skv ? Skv : (int)(hi > 0 ? hi : 0);
+  }
+#endif
   int stage = 0;
   bool first = true;
 
@@ -250,6 +275,15 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
                                      tid);
     }
     maskc_copy_commit();
+#if MASKC_WARP_TILE_CLASS >= 2 && defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
+    if (kt * MASKC_BLOCK_N >= w_hi || (kt + 1) * MASKC_BLOCK_N <= w_lo) {
+      // Every key of this tile is masked for this warp's rows: the tile would
+      // leave m, l and o unchanged. Loads and barriers stay block-wide.
+      kt = kt_next;
+      stage ^= 1;
+      continue;
+    }
+#endif
     const maskc_elem_t* sK = sKV + stage * MASKC_STAGE_ELEMS;
     const maskc_elem_t* sV = sK + MASKC_KV_TILE_ELEMS;
 
@@ -266,7 +300,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
     full = full && cur_flag == 2;
     cur_flag = next_flag;
 #elif defined(MASKC_SPARSITY_ANALYTIC)
-    full = full && maskc_tile_full(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q_end, kv0, kv0 + MASKC_BLOCK_N);
+    full = full && maskc_tile_full(buf, nB, nH, nHKV, nQ, nKV, b, h, wq0, wq1, kv0, kv0 + MASKC_BLOCK_N);
 #else
     full = false;
 #endif

@@ -1,0 +1,424 @@
+package codegen
+
+import (
+	"math"
+	"math/bits"
+
+	"github.com/maskc/maskc/dsl"
+)
+
+// This file decides where generated int arithmetic may run in 32 bits. An
+// interval analysis over the lowered expression bounds every int value from
+// the kernel's launch preconditions below; a node is computed in C `int`
+// when its value and all its int operands lie in int32, so that every C
+// operation on them is exact (no wrap, no undefined overflow), and in
+// `long long` otherwise. Products of indices, sums of two lengths and i64
+// buffer values therefore stay 64-bit.
+
+// Launch preconditions the interval analysis assumes. They are the only
+// assumptions behind the generated 32-bit arithmetic:
+//
+//   - B, H and HKV are C ints of MaskcShape, so 1 <= B, H, HKV <= 2^31 - 1,
+//     0 <= b < B and 0 <= h < H;
+//   - Q and KV are at most MaxSeqLen (MaskcShape's ints leave 256 of
+//     headroom for tile arithmetic), 0 <= q < Q and 0 <= kv < KV. The
+//     launcher checks this (gpu/maskc_gpu.py Kernel.prepare; the Go runtime
+//     must refuse longer sequences the same way).
+const (
+	// MaxSeqLen is the largest Q and KV a generated kernel accepts: 2^31 - 257.
+	MaxSeqLen = math.MaxInt32 - 256
+	// MaxHeadsOrBatch bounds B, H and HKV (they are C ints).
+	MaxHeadsOrBatch = math.MaxInt32
+)
+
+// interval is the closed range [lo, hi] of the values an int expression can
+// take. The full int64 range stands for "unknown".
+type interval struct{ lo, hi int64 }
+
+var (
+	fullRange  = interval{math.MinInt64, math.MaxInt64}
+	int32Range = interval{math.MinInt32, math.MaxInt32}
+	boolRange  = interval{0, 1}
+)
+
+// fits32 reports whether every value of r is an int32.
+func (r interval) fits32() bool { return r.lo >= math.MinInt32 && r.hi <= math.MaxInt32 }
+
+func point(v int64) interval { return interval{v, v} }
+
+func hull(a, b interval) interval { return interval{min(a.lo, b.lo), max(a.hi, b.hi)} }
+
+// add64 and mul64 return ok == false on int64 overflow.
+func add64(a, b int64) (int64, bool) {
+	s := a + b
+	return s, (s > a) == (b > 0)
+}
+
+func mul64(a, b int64) (int64, bool) {
+	if a == 0 || b == 0 {
+		return 0, true
+	}
+	hi, lo := bits.Mul64(uint64(abs64(a)), uint64(abs64(b)))
+	if hi != 0 || lo > math.MaxInt64 || a == math.MinInt64 || b == math.MinInt64 {
+		return 0, false
+	}
+	if (a < 0) != (b < 0) {
+		return -int64(lo), true
+	}
+	return int64(lo), true
+}
+
+func abs64(a int64) int64 {
+	if a < 0 {
+		return -a
+	}
+	return a
+}
+
+func neg(r interval) interval {
+	if r.lo == math.MinInt64 {
+		return fullRange
+	}
+	return interval{-r.hi, -r.lo}
+}
+
+func addRange(a, b interval) interval {
+	lo, ok1 := add64(a.lo, b.lo)
+	hi, ok2 := add64(a.hi, b.hi)
+	if !ok1 || !ok2 {
+		return fullRange
+	}
+	return interval{lo, hi}
+}
+
+func mulRange(a, b interval) interval {
+	r := interval{math.MaxInt64, math.MinInt64}
+	for _, x := range []int64{a.lo, a.hi} {
+		for _, y := range []int64{b.lo, b.hi} {
+			p, ok := mul64(x, y)
+			if !ok {
+				return fullRange
+			}
+			r = interval{min(r.lo, p), max(r.hi, p)}
+		}
+	}
+	return r
+}
+
+// floorDiv64 is Python's a // c for c != 0 (no overflow for c != -1).
+func floorDiv64(a, c int64) int64 {
+	d := a / c
+	if a%c != 0 && (a < 0) != (c < 0) {
+		d--
+	}
+	return d
+}
+
+// magnitude is max |v| over r, or false when it overflows int64.
+func magnitude(r interval) (int64, bool) {
+	if r.lo == math.MinInt64 {
+		return 0, false
+	}
+	return max(abs64(r.lo), abs64(r.hi)), true
+}
+
+// floorDivRange bounds Python a // d.
+func floorDivRange(a, d interval) interval {
+	if d.lo == d.hi && d.lo != 0 && d.lo != -1 {
+		x, y := floorDiv64(a.lo, d.lo), floorDiv64(a.hi, d.lo)
+		return interval{min(x, y), max(x, y)}
+	}
+	// |a // d| <= |a| for every int d (a // 0 is 0 in a kernel).
+	m, ok := magnitude(a)
+	if !ok {
+		return fullRange
+	}
+	return interval{-m, m}
+}
+
+// floorModRange bounds Python a % d: the result has d's sign and |r| < |d|
+// (a % 0 is 0 in a kernel).
+func floorModRange(a, d interval) interval {
+	if d.lo > 0 {
+		if a.lo >= 0 && a.hi < d.lo {
+			return a
+		}
+		return interval{0, d.hi - 1}
+	}
+	if d.hi < 0 {
+		if d.lo == math.MinInt64 {
+			return fullRange
+		}
+		return interval{d.lo + 1, 0}
+	}
+	m, ok := magnitude(d)
+	if !ok {
+		return fullRange
+	}
+	return interval{-max(m-1, 0), max(m-1, 0)}
+}
+
+// varRange is the range of an index variable or size symbol under the
+// launch preconditions.
+func varRange(v dsl.Var) interval {
+	switch v {
+	case dsl.VarB, dsl.VarH:
+		return interval{0, MaxHeadsOrBatch - 1}
+	case dsl.VarQ, dsl.VarKV:
+		return interval{0, MaxSeqLen - 1}
+	case dsl.SizeB, dsl.SizeH, dsl.SizeHKV:
+		return interval{1, MaxHeadsOrBatch}
+	case dsl.SizeQ, dsl.SizeKV:
+		return interval{0, MaxSeqLen}
+	}
+	return fullRange
+}
+
+// rangeAnalysis bounds the int and bool nodes of one lowered expression.
+type rangeAnalysis struct {
+	l       *dsl.Lowered
+	buffers map[string]*BufferABI
+	memo    map[dsl.Expr]interval
+}
+
+func newRangeAnalysis(l *dsl.Lowered, buffers map[string]*BufferABI) *rangeAnalysis {
+	return &rangeAnalysis{l: l, buffers: buffers, memo: map[dsl.Expr]interval{}}
+}
+
+// of returns the range of e's value; bools are 0 or 1, floats unknown.
+func (a *rangeAnalysis) of(e dsl.Expr) interval {
+	if r, ok := a.memo[e]; ok {
+		return r
+	}
+	r := a.compute(e)
+	switch a.l.TypeOf(e) {
+	case dsl.TypeBool:
+		r = boolRange
+	case dsl.TypeInt:
+	default:
+		r = fullRange
+	}
+	a.memo[e] = r
+	return r
+}
+
+func (a *rangeAnalysis) compute(e dsl.Expr) interval {
+	switch x := e.(type) {
+	case *dsl.VarRef:
+		return varRange(x.Var)
+	case *dsl.IntLit:
+		return point(x.Value)
+	case *dsl.BoolLit:
+		return boolRange
+	case *dsl.ParenExpr:
+		return a.of(x.X)
+	case *dsl.UnaryExpr:
+		v := a.of(x.X)
+		switch x.Op {
+		case dsl.OpNeg:
+			return neg(v)
+		case dsl.OpPos:
+			return v
+		case dsl.OpInvert: // ~v == -v - 1
+			return addRange(neg(v), point(-1))
+		}
+	case *dsl.BinaryExpr:
+		p, q := a.of(x.X), a.of(x.Y)
+		switch x.Op {
+		case dsl.OpAdd:
+			return addRange(p, q)
+		case dsl.OpSub:
+			return addRange(p, neg(q))
+		case dsl.OpMul:
+			return mulRange(p, q)
+		case dsl.OpFloorDiv:
+			return floorDivRange(p, q)
+		case dsl.OpMod:
+			return floorModRange(p, q)
+		case dsl.OpPow:
+			n, ok := x.Y.(*dsl.IntLit)
+			if !ok || n.Value < 0 || n.Value > 64 {
+				return fullRange
+			}
+			r := point(1)
+			for i := int64(0); i < n.Value; i++ {
+				r = mulRange(r, p)
+			}
+			return r
+		case dsl.OpAnd, dsl.OpOr: // Python's and/or yield one of the operands
+			return hull(p, q)
+		case dsl.OpBitAnd, dsl.OpBitOr:
+			if p.lo >= 0 && q.lo >= 0 {
+				if x.Op == dsl.OpBitAnd {
+					return interval{0, min(p.hi, q.hi)}
+				}
+				return interval{0, int64(1)<<bits.Len64(uint64(max(p.hi, q.hi))) - 1}
+			}
+			if p.fits32() && q.fits32() {
+				return int32Range
+			}
+		}
+	case *dsl.CondExpr:
+		return hull(a.of(x.Then), a.of(x.Else))
+	case *dsl.CallExpr:
+		return a.call(x)
+	case *dsl.IndexExpr:
+		if id, ok := x.X.(*dsl.Ident); ok && a.buffers[id.Name] != nil && a.buffers[id.Name].DType == "i32" {
+			return int32Range
+		}
+	}
+	return fullRange
+}
+
+func (a *rangeAnalysis) call(x *dsl.CallExpr) interval {
+	id, ok := x.Fun.(*dsl.Ident)
+	if !ok {
+		return fullRange
+	}
+	args := make([]interval, len(x.Args))
+	for i, e := range x.Args {
+		args[i] = a.of(e)
+	}
+	switch id.Name {
+	case "where":
+		if len(args) == 3 {
+			return hull(args[1], args[2])
+		}
+	case "min", "max", "clamp":
+		if len(args) < 2 {
+			break
+		}
+		lo, hi := args[0], args[1]
+		if id.Name == "min" {
+			return interval{min(lo.lo, hi.lo), min(lo.hi, hi.hi)}
+		}
+		r := interval{max(lo.lo, hi.lo), max(lo.hi, hi.hi)}
+		if id.Name == "clamp" && len(args) == 3 {
+			r = interval{min(r.lo, args[2].lo), min(r.hi, args[2].hi)}
+		}
+		return r
+	case "abs":
+		if len(args) == 1 {
+			v := args[0]
+			switch {
+			case v.lo >= 0:
+				return v
+			case v.hi <= 0:
+				return neg(v)
+			}
+			m, ok := magnitude(v)
+			if ok {
+				return interval{0, m}
+			}
+		}
+	case "floor", "ceil":
+		if len(args) == 1 && a.l.TypeOf(x.Args[0]) == dsl.TypeInt {
+			return args[0]
+		}
+	}
+	return fullRange
+}
+
+// narrow reports whether the int node e can be computed in C int: its value
+// and every int operand it combines lie in int32. A buffer read's indices
+// are not combined into its value, so only the value's range counts there.
+func (a *rangeAnalysis) narrow(e dsl.Expr) bool {
+	if a.l.TypeOf(e) != dsl.TypeInt || !a.of(e).fits32() {
+		return false
+	}
+	var ops []dsl.Expr
+	switch x := e.(type) {
+	case *dsl.UnaryExpr:
+		ops = []dsl.Expr{x.X}
+	case *dsl.BinaryExpr:
+		if x.Op == dsl.OpPow {
+			return true // computed in 64 bits by maskc_py_ipow, then narrowed exactly
+		}
+		ops = []dsl.Expr{x.X, x.Y}
+	case *dsl.CondExpr:
+		ops = []dsl.Expr{x.Then, x.Else}
+	case *dsl.CallExpr:
+		ops = x.Args
+		if id, ok := x.Fun.(*dsl.Ident); ok && id.Name == "where" && len(x.Args) == 3 {
+			ops = x.Args[1:]
+		}
+	case *dsl.ParenExpr:
+		ops = []dsl.Expr{x.X}
+	}
+	for _, o := range ops {
+		if a.l.TypeOf(o) == dsl.TypeInt && !a.of(o).fits32() {
+			return false
+		}
+		if t := a.l.TypeOf(o); t != dsl.TypeInt && t != dsl.TypeBool {
+			return false
+		}
+	}
+	return true
+}
+
+// positivePow2 returns k when c == 2^k > 0.
+func positivePow2(c int64) (uint, bool) {
+	if c <= 0 || c&(c-1) != 0 {
+		return 0, false
+	}
+	return uint(bits.TrailingZeros64(uint64(c))), true
+}
+
+// alwaysKept reports whether the interval analysis proves the lowered mask
+// l true for every index the launch preconditions allow, e.g. `q >= 0 and
+// kv >= 0`. Such a mask is compiled as no mask at all: same result, and the
+// kernel takes its unmasked path. Masks that read buffers are not folded,
+// so the kernel's buffer table stays the one the mask declares.
+func alwaysKept(l *dsl.Lowered, bufs []BufferABI) bool {
+	if l == nil || l.Expr == nil || l.Kind != dsl.MaskMod || len(l.Buffers) > 0 {
+		return false // a mask that reads buffers keeps them in the kernel's ABI
+	}
+	byName := map[string]*BufferABI{}
+	for i := range bufs {
+		byName[bufs[i].Name] = &bufs[i]
+	}
+	return newRangeAnalysis(l, byName).provedTrue(l.Expr)
+}
+
+// provedTrue reports whether the bool expression e is true for every value
+// in its operands' ranges (false means "not proved").
+func (a *rangeAnalysis) provedTrue(e dsl.Expr) bool {
+	switch x := e.(type) {
+	case *dsl.BoolLit:
+		return x.Value
+	case *dsl.ParenExpr:
+		return a.provedTrue(x.X)
+	case *dsl.BinaryExpr:
+		switch x.Op {
+		case dsl.OpAnd, dsl.OpBitAnd:
+			return a.provedTrue(x.X) && a.provedTrue(x.Y)
+		case dsl.OpOr, dsl.OpBitOr:
+			return a.provedTrue(x.X) || a.provedTrue(x.Y)
+		}
+	case *dsl.CompareExpr:
+		if len(x.Operands) != 2 || len(x.Ops) != 1 {
+			return false
+		}
+		for _, o := range x.Operands {
+			if t := a.l.TypeOf(o); t != dsl.TypeInt && t != dsl.TypeBool {
+				return false
+			}
+		}
+		p, q := a.of(x.Operands[0]), a.of(x.Operands[1])
+		switch x.Ops[0] {
+		case dsl.OpGE:
+			return p.lo >= q.hi
+		case dsl.OpGT:
+			return p.lo > q.hi
+		case dsl.OpLE:
+			return p.hi <= q.lo
+		case dsl.OpLT:
+			return p.hi < q.lo
+		case dsl.OpNE:
+			return p.hi < q.lo || q.hi < p.lo
+		case dsl.OpEQ:
+			return p.lo == p.hi && q.lo == q.hi && p.lo == q.lo
+		}
+	}
+	return false
+}
