@@ -1,0 +1,223 @@
+"""Correctness of maskc's generated attention kernels on an NVIDIA GPU.
+
+Usage: python3 gpu/check.py [--generated DIR] [--cases a,b] [--out FILE.jsonl]
+
+For every case and configuration: compile with NVRTC, draw fresh random
+inputs, poison O and LSE with NaN, launch, check every element was written,
+and compare O and LSE with a float64 reference (torch on the GPU, mask and
+score written in torch) on all query rows (a random sample of 256 rows, with
+the first and last, when Sq > 1024). Lengths 1, 127, 128, 1000 and 8192,
+Sq != Skv both ways, GQA 16 query / 2 kv heads, bshd and bhsd layouts.
+Passes when every relative error is below 1e-2; exits 1 otherwise.
+
+With --generated (genkernels output), every kernel is also compared with
+torch FlexAttention (eager flex_attention with a create_block_mask of the
+manifest's mask_torch and its score_torch; enable_gqa for HKV < H) on the
+same inputs: O and LSE (return_aux=AuxRequest(lse=True)), whose natural-log
+convention the float64 reference LSE confirms (flex_lse_vs_ref). Kernels
+with a sink have no FlexAttention counterpart and are compared with the
+reference only.
+"""
+import argparse
+import concurrent.futures
+import json
+import math
+import re
+import sys
+import time
+
+import torch
+
+import maskc_gpu as mg
+
+TOL = 1e-2
+# (B, H, HKV, Sq, Skv, layout)
+SHAPES = [
+    (1, 16, 2, 1, 1, "bhsd"),
+    (2, 16, 2, 127, 127, "bshd"),
+    (1, 16, 2, 128, 128, "bhsd"),
+    (2, 16, 2, 1000, 1000, "bshd"),
+    (1, 16, 2, 127, 1000, "bhsd"),
+    (1, 16, 2, 1000, 127, "bshd"),
+    (2, 16, 2, 8192, 8192, "bhsd"),
+]
+# Extra element types / head dims, run on the first five shapes.
+VARIANTS = [("bf16", 64), ("f16", 128), ("f16", 64)]
+VARIANT_CASES = {"causal", "document", "full+sink", "causal+alibi"}
+# The one-m16-block-per-warp NVIDIA layout (Q in registers), on these cases.
+MT1 = {"#define MASKC_NV_MTILES 2": "#define MASKC_NV_MTILES 1"}
+MT1_CASES = {"causal", "document", "full+sink", "rowholes"}
+
+
+def make_qkvo(B, H, HKV, Sq, Skv, D, dtype, layout, gen):
+    def t(heads, s):
+        if layout == "bshd":
+            x = torch.randn(B, s, heads, D, generator=gen, device="cuda", dtype=torch.float32).to(dtype)
+            return x.permute(0, 2, 1, 3)
+        return torch.randn(B, heads, s, D, generator=gen, device="cuda", dtype=torch.float32).to(dtype)
+    q, k, v = t(H, Sq), t(HKV, Skv), t(HKV, Skv)
+    o = (torch.empty(B, Sq, H, D, device="cuda", dtype=dtype).permute(0, 2, 1, 3) if layout == "bshd"
+         else torch.empty(B, H, Sq, D, device="cuda", dtype=dtype))
+    return q, k, v, o
+
+
+def flex_outputs(q, k, v, scale, mask, score, B, H, HKV, Sq, Skv):
+    """torch FlexAttention (eager) on the kernel's inputs: (O [B,H,Sq,D], LSE [B,H,Sq])."""
+    from torch.nn.attention import flex_attention as fa
+    bm = fa.create_block_mask(mask, B, H, Sq, Skv, device="cuda") if mask is not None else None
+    args = dict(score_mod=score, block_mask=bm, scale=scale, enable_gqa=HKV != H)
+    qc, kc, vc = q.contiguous(), k.contiguous(), v.contiguous()
+    if hasattr(fa, "AuxRequest"):
+        out, aux = fa.flex_attention(qc, kc, vc, return_aux=fa.AuxRequest(lse=True), **args)
+        return out, aux.lse
+    return fa.flex_attention(qc, kc, vc, return_lse=True, **args)
+
+
+def check_one(kern, case, shape, D, dtype, gen, flex=False):
+    B, H, HKV, Sq, Skv, layout = shape
+    tdt = torch.bfloat16 if dtype == "bf16" else torch.float16
+    q, k, v, o = make_qkvo(B, H, HKV, Sq, Skv, D, tdt, layout, gen)
+    lse = torch.empty(B, H, Sq, device="cuda", dtype=torch.float32)
+    o.fill_(float("nan"))
+    lse.fill_(float("nan"))
+    seed = int(torch.randint(1 << 30, (1,), generator=gen, device="cuda"))
+    bufs, mask, score = case.build(B, H, HKV, Sq, Skv, "cuda", torch.Generator().manual_seed(seed))
+    sink = torch.randn(H, generator=gen, device="cuda") * 2 if case.sink else None
+    scale = getattr(case, "entry", {}).get("scale") or 1.0 / math.sqrt(D)
+    run = kern.prepare(q, k, v, o, lse, scale, bufs, sink)
+    run()
+    torch.cuda.synchronize()
+    unwritten = int(torch.isnan(o).any(-1).sum().item() + torch.isnan(lse).sum().item())
+    if Sq > 1024:
+        rows = torch.cat([torch.tensor([0, Sq - 1]), torch.randperm(Sq - 2)[:254] + 1]).sort().values.cuda()
+    else:
+        rows = torch.arange(Sq, device="cuda")
+    ro, rl = mg.reference(q, k, v, scale, mask, score, rows, sink)
+    eo = mg.rel_err(o[:, :, rows], ro)
+    el = mg.lse_err(lse[:, :, rows], rl)
+    masked_rows = int(torch.isinf(rl).sum().item())
+    ok = unwritten == 0 and eo < TOL and el < TOL
+    r = dict(ok=ok, o_err=eo, lse_err=el, unwritten=unwritten, masked_rows=masked_rows,
+             flags=(run.flags.float().mean().item() if run.flags is not None else None))
+    if flex and sink is None:
+        try:
+            fo, fl = flex_outputs(q, k, v, scale, mask, score, B, H, HKV, Sq, Skv)
+        except Exception as e:  # reported as a failure of the comparison, not of the kernel
+            r.update(ok=False, flex_error=repr(e)[:300])
+            torch.cuda.empty_cache()
+            return r
+        fo, fl = fo[:, :, rows], fl[:, :, rows]
+        r.update(flex_o_err=mg.rel_err(o[:, :, rows], fo), flex_lse_err=mg.lse_err(lse[:, :, rows], fl),
+                 flex_o_vs_ref=mg.rel_err(fo, ro), flex_lse_vs_ref=mg.lse_err(fl, rl))
+        r["ok"] = ok and r["flex_o_err"] < TOL and r["flex_lse_err"] < TOL
+        del fo, fl
+        torch.cuda.empty_cache()
+    return r
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--generated", help="genkernels output directory (manifest.json + NAME.cu)")
+    ap.add_argument("--cases", help="comma-separated case names (default all)")
+    ap.add_argument("--out", default="check.jsonl")
+    ap.add_argument("--verbose", action="store_true", help="print every row of the table")
+    ap.add_argument("--no-flex", action="store_true", help="with --generated: skip the FlexAttention comparison")
+    ap.add_argument("--subst", action="append", default=[],
+                    help="OLD=NEW text substitution in every assembled source (tuning variants)")
+    a = ap.parse_args()
+    names = a.cases.split(",") if a.cases else [c.name for c in mg.CASES]
+    gen = torch.Generator(device="cuda").manual_seed(int(time.time()))
+    log = open(a.out, "w")
+
+    jobs = []  # (case, D, dtype, source, shapes)
+    subst = dict(x.split("=", 1) for x in a.subst)
+    asm = lambda header, d, dt, extra=None: mg.assemble(header, d, dt, dict(subst, **(extra or {})))
+    if a.generated:  # genkernels output: the manifest's torch expressions are the reference
+        for case, src in mg.generated_cases(a.generated):
+            if a.cases and case.name not in names:
+                continue
+            for old, new in subst.items():
+                src = src.replace(old, new)
+            cfg = mg.source_config(src)
+            # A buffer sized by KV may be indexed by q: a reference needs Sq <= Skv then.
+            shapes = [s for s in SHAPES if not case.entry.get("buffers") or s[3] <= s[4]]
+            jobs.append((case, cfg["head_dim"], cfg["dtype"], src, shapes))
+    for n in ([] if a.generated else names):
+        case = mg.CASE_BY_NAME[n]
+        jobs.append((case, 128, "bf16", asm(case.header, 128, "bf16"), SHAPES))
+        if n in VARIANT_CASES:
+            for dt, d in VARIANTS:
+                jobs.append((case, d, dt, asm(case.header, d, dt), SHAPES[:5]))
+        if n in MT1_CASES:
+            jobs.append((case, 128, "bf16", asm(case.header, 128, "bf16", MT1), SHAPES[:6]))
+    mg.libs()
+    torch.empty(1, device="cuda")
+    t0 = time.time()
+    with concurrent.futures.ThreadPoolExecutor(16) as ex:
+        futs = [ex.submit(mg.compile_source, src, "%s_%s_d%d" % (c.header, dt, d)) for c, d, dt, src, _ in jobs]
+    kernels = []
+    for (c, d, dt, src, _), f in zip(jobs, futs):
+        try:  # modules load on this thread, in torch's context
+            kernels.append(mg.Kernel(src, "%s_%s_d%d" % (c.header, dt, d), compiled=f.result()))
+        except Exception as e:  # keep going: report the failure per case
+            kernels.append(e)
+    print("compiled %d kernels in %.1fs" % (len(jobs), time.time() - t0), flush=True)
+
+    rows, fails = [], 0
+    for (case, d, dt, _, shapes), kern in zip(jobs, kernels):
+        if isinstance(kern, Exception):
+            print("COMPILE FAIL %s %s d%d: %s" % (case.name, dt, d, kern), flush=True)
+            fails += 1
+            continue
+        regs = re.findall(r"Used (\d+) registers", kern.log)
+        spill = re.findall(r"(\d+) bytes spill stores", kern.log)
+        print("kernel %-18s %-4s d%-3d mt%d regs=%d local_bytes=%d spill_stores=%s" % (case.name, dt, d,
+                                                                                        kern.cfg["mtiles"], kern.regs,
+                                                                                   kern.local_bytes, spill), flush=True)
+        for shape in shapes:
+            try:
+                r = check_one(kern, case, shape, d, dt, gen, flex=bool(a.generated) and not a.no_flex)
+            except Exception as e:
+                r = dict(ok=False, error=repr(e)[:400])
+            r.update(case=case.name + ("/mt%d" % kern.cfg["mtiles"] if kern.cfg["mtiles"] != 2 else ""), dtype=dt, D=d,
+                     shape=list(shape))
+            log.write(json.dumps(r) + "\n")
+            log.flush()  # a run cut short still leaves every finished row
+            rows.append(r)
+            fails += not r["ok"]
+    table = open(a.out.rsplit(".", 1)[0] + "_table.txt", "w")
+
+    def out(line, always=False):
+        table.write(line + "\n")
+        if always or a.verbose:
+            print(line)
+    out("%-18s %-4s %-4s %-26s %-10s %-10s %-6s %-8s %s" % ("case", "dt", "D", "B,H,HKV,Sq,Skv,layout", "O relerr",
+                                                            "LSE relerr", "unwr", "-infrows", "result"))
+    for r in rows:
+        if "error" in r:
+            out("%-18s %-4s %-4d %-26s ERROR %s" % (r["case"], r["dtype"], r["D"], r["shape"], r["error"]), True)
+            continue
+        if "flex_error" in r:
+            out("%-18s %-4s %-4d %-26s FLEX ERROR %s" % (r["case"], r["dtype"], r["D"], r["shape"], r["flex_error"]), True)
+        out("%-18s %-4s %-4d %-26s %-10.2e %-10.2e %-6d %-8d %s" % (
+            r["case"], r["dtype"], r["D"], ",".join(map(str, r["shape"])), r["o_err"], r["lse_err"], r["unwritten"],
+            r["masked_rows"], "ok" if r["ok"] else "FAIL"), not r["ok"])
+    # One line per kernel: shapes passed, worst errors.
+    print("\n%-24s %-4s %-4s %-7s %-10s %-10s %-10s %-10s %-10s %s" % (
+        "case", "dt", "D", "passed", "O vs ref", "LSE vs ref", "O vs flex", "LSE vsflex", "flexLSEref", "-inf rows"))
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["case"], r["dtype"], r["D"]), []).append(r)
+    for (c, dt, d), rs in groups.items():
+        good = [r for r in rs if "error" not in r]
+        worst = lambda key: max([r[key] for r in good if key in r] or [math.nan])
+        print("%-24s %-4s %-4d %-7s %-10.2e %-10.2e %-10.2e %-10.2e %-10.2e %d" % (
+            c, dt, d, "%d/%d" % (sum(r["ok"] for r in rs), len(rs)), worst("o_err"), worst("lse_err"),
+            worst("flex_o_err"), worst("flex_lse_err"), worst("flex_lse_vs_ref"),
+            sum(r["masked_rows"] for r in good)))
+    print("\ncheck: %d passed, %d failed" % (len(rows) - sum(not r["ok"] for r in rows), fails))
+    sys.exit(1 if fails else 0)
+
+
+if __name__ == "__main__":
+    main()

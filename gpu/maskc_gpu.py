@@ -1,0 +1,447 @@
+"""Shared GPU harness code for maskc's generated attention kernels (NVIDIA).
+
+Compiles a kernel source with NVRTC (the path maskc's Go runtime takes),
+loads it with the CUDA driver API through ctypes into PyTorch's context, and
+launches maskc_attn_fwd / maskc_tile_flags on torch tensors, with the
+MaskcShape / MaskcBuffers structs packed exactly as the C layout in
+hipsrc/attn_fwd.h. Every NVRTC and driver call is checked.
+
+Kernel sources come from either
+  * hand-written generated parts gpu/cases/NAME.h, assembled here as
+    hipsrc/prelude.h + config #defines + NAME.h + hipsrc/attn_fwd.h, or
+  * a directory written by `go run ./codegen/cmd/genkernels -o DIR ...`:
+    DIR/manifest.json and DIR/NAME.cu (complete sources).
+The torch definitions of the masks and scores (CASES) are the reference.
+"""
+import ctypes
+import glob
+import json
+import math
+import os
+import re
+
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HIPSRC = os.path.join(ROOT, "hipsrc")
+CASEDIR = os.path.join(ROOT, "gpu", "cases")
+
+
+# --------------------------------------------------------------------------- libraries
+def _load(names):
+    for n in names:
+        for path in sorted(glob.glob(n), reverse=True) if any(c in n for c in "*?[") else [n]:
+            try:
+                return ctypes.CDLL(path)
+            except OSError:
+                continue
+    raise OSError("none of %s could be loaded" % names)
+
+
+_nvrtc = None
+_cuda = None
+
+
+def libs():
+    global _nvrtc, _cuda
+    if _cuda is None:
+        _cuda = _load(["libcuda.so.1", "libcuda.so"])
+        _nvrtc = _load(["/usr/local/cuda/lib64/libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so.*",
+                        "/usr/local/cuda*/lib64/libnvrtc.so*", "libnvrtc.so",
+                        os.path.join(os.path.dirname(torch.__file__), "..", "nvidia", "*", "lib", "libnvrtc.so*")])
+        vp = ctypes.c_void_p
+        _nvrtc.nvrtcGetErrorString.restype = ctypes.c_char_p
+        _nvrtc.nvrtcCreateProgram.argtypes = [ctypes.POINTER(vp), ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int,
+                                              vp, vp]
+        _nvrtc.nvrtcCompileProgram.argtypes = [vp, ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+        _nvrtc.nvrtcGetProgramLogSize.argtypes = [vp, ctypes.POINTER(ctypes.c_size_t)]
+        _nvrtc.nvrtcGetProgramLog.argtypes = [vp, ctypes.c_char_p]
+        _nvrtc.nvrtcGetCUBINSize.argtypes = [vp, ctypes.POINTER(ctypes.c_size_t)]
+        _nvrtc.nvrtcGetCUBIN.argtypes = [vp, ctypes.c_char_p]
+        _nvrtc.nvrtcDestroyProgram.argtypes = [ctypes.POINTER(vp)]
+        _cuda.cuModuleLoadData.argtypes = [ctypes.POINTER(vp), ctypes.c_char_p]
+        _cuda.cuModuleGetFunction.argtypes = [ctypes.POINTER(vp), vp, ctypes.c_char_p]
+        _cuda.cuFuncSetAttribute.argtypes = [vp, ctypes.c_int, ctypes.c_int]
+        _cuda.cuFuncGetAttribute.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_int, vp]
+        _cuda.cuLaunchKernel.argtypes = [vp, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint,
+                                         ctypes.c_uint, ctypes.c_uint, vp, ctypes.POINTER(vp), vp]
+        _cuda.cuGetErrorString.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+        _cuda.cuCtxGetCurrent.argtypes = [ctypes.POINTER(vp)]
+    return _nvrtc, _cuda
+
+
+def _nvrtc_check(rc, what):
+    if rc != 0:
+        raise RuntimeError("%s: NVRTC error %d (%s)" % (what, rc, _nvrtc.nvrtcGetErrorString(rc).decode()))
+
+
+def _cu_check(rc, what):
+    if rc != 0:
+        s = ctypes.c_char_p()
+        _cuda.cuGetErrorString(rc, ctypes.byref(s))
+        raise RuntimeError("%s: CUDA error %d (%s)" % (what, rc, (s.value or b"?").decode()))
+
+
+# --------------------------------------------------------------------------- ABI structs
+MAX_SEQ_LEN = 2 ** 31 - 257  # codegen.MaxSeqLen
+
+
+class MaskcShape(ctypes.Structure):
+    """Mirror of struct MaskcShape (hipsrc/attn_fwd.h)."""
+    _fields_ = [("B", ctypes.c_int), ("H", ctypes.c_int), ("HKV", ctypes.c_int), ("Sq", ctypes.c_int),
+                ("Skv", ctypes.c_int), ("q_stride", ctypes.c_longlong * 3), ("k_stride", ctypes.c_longlong * 3),
+                ("v_stride", ctypes.c_longlong * 3), ("o_stride", ctypes.c_longlong * 3), ("scale", ctypes.c_float),
+                ("sink", ctypes.c_void_p), ("tile_flags", ctypes.c_void_p)]
+
+
+class MaskcBuffers(ctypes.Structure):
+    """Mirror of struct MaskcBuffers (the generated part)."""
+    _fields_ = [("ptr", ctypes.c_void_p * 8), ("dim", (ctypes.c_longlong * 2) * 8)]
+
+
+# --------------------------------------------------------------------------- sources
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def assemble(case, head_dim=128, dtype="bf16", subst=None):
+    """Prelude + configuration + hand-written generated part + template."""
+    cfg = "#define MASKC_HEAD_DIM %d\n#define MASKC_DTYPE_%s 1\n" % (head_dim, dtype.upper())
+    src = "\n".join([read(os.path.join(HIPSRC, "prelude.h")), cfg, read(os.path.join(CASEDIR, case + ".h")),
+                     read(os.path.join(HIPSRC, "attn_fwd.h"))])
+    for old, new in (subst or {}).items():
+        if old not in src:
+            raise ValueError("substitution target %r not in source" % old)
+        src = src.replace(old, new)
+    return src
+
+
+def source_config(src):
+    """Head dim, dtype, block shape and features read back from a full source."""
+    def num(name):
+        m = re.search(r"#define %s (\d+)" % name, src)
+        return int(m.group(1)) if m else None
+    mtiles = num("MASKC_NV_MTILES")
+    return dict(head_dim=num("MASKC_HEAD_DIM"), dtype="f16" if "#define MASKC_DTYPE_F16" in src else "bf16",
+                block_m=num("MASKC_BLOCK_M"), block_n=num("MASKC_BLOCK_N"), mtiles=mtiles,
+                num_warps=8 // mtiles if mtiles else None, q_in_regs=mtiles == 1,
+                prepass="#define MASKC_SPARSITY_PREPASS" in src, sink="#define MASKC_HAS_SINK" in src)
+
+
+def compile_source(src, name="kernel", arch=None):
+    """NVRTC-compiles a full kernel source to a cubin for this GPU (or arch):
+    returns (cubin bytes, compile log). Needs no CUDA context (thread-safe)."""
+    nvrtc, _ = libs()
+    if arch is None:
+        major, minor = torch.cuda.get_device_capability()
+        arch = "sm_%d%d" % (major, minor)
+    prog = ctypes.c_void_p()
+    _nvrtc_check(nvrtc.nvrtcCreateProgram(ctypes.byref(prog), src.encode(), (name + ".cu").encode(), 0, None, None),
+                 "nvrtcCreateProgram")
+    opts = [b"--gpu-architecture=" + arch.encode(), b"-std=c++17", b"--ptxas-options=--verbose", b"-lineinfo"]
+    rc = nvrtc.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
+    n = ctypes.c_size_t()
+    nvrtc.nvrtcGetProgramLogSize(prog, ctypes.byref(n))
+    log = ctypes.create_string_buffer(n.value + 1)
+    nvrtc.nvrtcGetProgramLog(prog, log)
+    log = log.value.decode(errors="replace")
+    if rc != 0:
+        nvrtc.nvrtcDestroyProgram(ctypes.byref(prog))
+        raise RuntimeError("NVRTC compile of %s failed (%d):\n%s" % (name, rc, log[-6000:]))
+    _nvrtc_check(nvrtc.nvrtcGetCUBINSize(prog, ctypes.byref(n)), "nvrtcGetCUBINSize")
+    cubin = ctypes.create_string_buffer(n.value)
+    _nvrtc_check(nvrtc.nvrtcGetCUBIN(prog, cubin), "nvrtcGetCUBIN")
+    nvrtc.nvrtcDestroyProgram(ctypes.byref(prog))
+    return cubin.raw, log
+
+
+class Kernel:
+    """One compiled generated kernel: maskc_attn_fwd (+ maskc_tile_flags),
+    loaded into the calling thread's current (PyTorch's) CUDA context."""
+
+    def __init__(self, src, name="kernel", compiled=None):
+        _, cuda = libs()
+        torch.empty(1, device="cuda")  # make torch's primary context current on this thread
+        self.cfg = source_config(src)
+        self.name = name
+        self.cubin, self.log = compiled if compiled is not None else compile_source(src, name)
+        self.module = ctypes.c_void_p()
+        _cu_check(cuda.cuModuleLoadData(ctypes.byref(self.module), self.cubin), "cuModuleLoadData")
+        self.fwd = self._func(b"maskc_attn_fwd")
+        self.flags_fn = self._func(b"maskc_tile_flags")
+        bm, bn, nw = self.cfg["block_m"], self.cfg["block_n"], self.cfg["num_warps"]
+        if None in (bm, bn, nw, self.cfg["head_dim"]):
+            raise ValueError("%s: source lacks MASKC_BLOCK_M/N, MASKC_NUM_WARPS or MASKC_HEAD_DIM" % name)
+        self.block_m, self.block_n, self.threads = bm, bn, nw * 32
+        d = self.cfg["head_dim"]
+        stage, qtile = 2 * bn * d, bm * d  # elements; mirrors MASKC_SMEM_BYTES
+        if self.cfg["q_in_regs"]:
+            self.smem = 2 * (stage + max(stage, qtile))
+        else:
+            self.smem = 2 * (2 * stage + qtile)
+        _cu_check(cuda.cuFuncSetAttribute(self.fwd, 8, self.smem), "cuFuncSetAttribute(max dynamic smem)")
+        self.regs = self._attr(self.fwd, 4)
+        self.local_bytes = self._attr(self.fwd, 3)
+
+    def _func(self, name):
+        f = ctypes.c_void_p()
+        _cu_check(_cuda.cuModuleGetFunction(ctypes.byref(f), self.module, name), "cuModuleGetFunction")
+        return f
+
+    def _attr(self, f, attr):
+        v = ctypes.c_int()
+        _cu_check(_cuda.cuFuncGetAttribute(ctypes.byref(v), attr, f), "cuFuncGetAttribute")
+        return v.value
+
+    @staticmethod
+    def _launch(f, grid, block, smem, args):
+        params = (ctypes.c_void_p * len(args))(*[ctypes.addressof(a) for a in args])
+        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+        _cu_check(_cuda.cuLaunchKernel(f, grid[0], grid[1], grid[2], block, 1, 1, smem, stream, params, None),
+                  "cuLaunchKernel")
+
+    def prepare(self, q, k, v, o, lse, scale, buffers=(), sink=None):
+        """Packs the launch of q, k, v, o as [B, H, S, D] views (any strides,
+        last dim contiguous) into a callable that runs the pre-pass (when the
+        kernel has one) and the forward."""
+        B, H, Sq, D = q.shape
+        HKV, Skv = k.shape[1], k.shape[2]
+        # codegen's int32 arithmetic assumes Q, KV <= 2^31 - 257 (codegen/intrange.go MaxSeqLen)
+        assert Sq <= MAX_SEQ_LEN and Skv <= MAX_SEQ_LEN, "sequence longer than a generated kernel accepts"
+        assert D == self.cfg["head_dim"] and H % HKV == 0 and v.shape == k.shape and o.shape == q.shape
+        for t in (q, k, v, o):
+            assert t.stride(3) == 1 and t.data_ptr() % 16 == 0 and all(s % 8 == 0 for s in t.stride()[:3])
+        assert lse.shape == (B, H, Sq) and lse.is_contiguous() and lse.dtype == torch.float32
+        sh = MaskcShape()
+        sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv = B, H, HKV, Sq, Skv
+        for name, t in (("q_stride", q), ("k_stride", k), ("v_stride", v), ("o_stride", o)):
+            getattr(sh, name)[:] = t.stride()[:3]
+        sh.scale = scale
+        sh.sink = sink.data_ptr() if sink is not None else None
+        keep = [q, k, v, o, lse, sink]
+        nkt, nqt = (Skv + self.block_n - 1) // self.block_n, (Sq + self.block_m - 1) // self.block_m
+        flags = None
+        if self.cfg["prepass"]:
+            flags = torch.empty(max(1, B * H * nqt * nkt), dtype=torch.uint8, device=q.device)
+            sh.tile_flags = flags.data_ptr()
+        bufs = MaskcBuffers()
+        for i, t in enumerate(buffers):
+            assert t.is_contiguous() and t.dim() in (1, 2)
+            bufs.ptr[i] = t.data_ptr()
+            bufs.dim[i][0] = t.shape[0]
+            bufs.dim[i][1] = t.shape[1] if t.dim() == 2 else 1
+            keep.append(t)
+        fwd_args = [ctypes.c_void_p(q.data_ptr()), ctypes.c_void_p(k.data_ptr()), ctypes.c_void_p(v.data_ptr()),
+                    ctypes.c_void_p(o.data_ptr()), ctypes.c_void_p(lse.data_ptr()), sh, bufs]
+        flag_args = [sh, bufs, ctypes.c_void_p(flags.data_ptr() if flags is not None else 0)]
+        keep.append(flags)
+
+        def run(prepass=True):
+            if Sq == 0:
+                return
+            if flags is not None and prepass:
+                self._launch(self.flags_fn, (nkt, nqt, 1), self.threads, 0, flag_args)
+            self._launch(self.fwd, (nqt, H, B), self.threads, self.smem, fwd_args)
+        run.keep = keep
+        run.flags = flags
+        return run
+
+
+# --------------------------------------------------------------------------- cases
+def doc_ids(n, gen):
+    lens, rem = [], n
+    while rem > 0:
+        l = min(rem, int(torch.randint(256, 2048, (1,), generator=gen)))
+        lens.append(l)
+        rem -= l
+    return torch.repeat_interleave(torch.arange(len(lens)), torch.tensor(lens))
+
+
+class Case:
+    """A mask/score with its torch definition (the reference), its captured
+    buffers, and the hand-written generated part gpu/cases/<header>.h."""
+
+    def __init__(self, name, header, make, bench=False, sink=False):
+        self.name, self.header, self.make, self.bench, self.sink = name, header, make, bench, sink
+
+    def build(self, B, H, HKV, Sq, Skv, device, gen):
+        """Returns (buffers in MaskcBuffers order, mask_mod or None, score_mod or None)."""
+        return self.make(B, H, HKV, Sq, Skv, device, gen)
+
+
+def _plain(mask=None, score=None):
+    return lambda B, H, HKV, Sq, Skv, dev, gen: ([], mask, score)
+
+
+def _document(B, H, HKV, Sq, Skv, dev, gen):
+    doc = doc_ids(max(Sq, Skv), gen).to(dev)
+    return [doc], (lambda b, h, q, kv: (doc[q] == doc[kv]) & (q >= kv)), None
+
+
+def _alibi(B, H, HKV, Sq, Skv, dev, gen):
+    slopes = torch.exp2(-8.0 * (torch.arange(H, device=dev) + 1) / H).float()
+    return [slopes], (lambda b, h, q, kv: q >= kv), (lambda s, b, h, q, kv: s + slopes[h] * (kv - q))
+
+
+CASES = [
+    Case("full", "full", _plain(None), bench=True),
+    Case("causal", "causal", _plain(lambda b, h, q, kv: q >= kv), bench=True),
+    Case("sliding1024", "sliding1024", _plain(lambda b, h, q, kv: (q >= kv) & (q - kv < 1024)), bench=True),
+    Case("prefix2048", "prefix2048", _plain(lambda b, h, q, kv: (kv < 2048) | (q >= kv)), bench=True),
+    Case("document", "document", _document, bench=True),
+    Case("dilated2048", "dilated2048",
+         _plain(lambda b, h, q, kv: (q >= kv) & (q - kv < 2048) & ((q - kv) % 2 == 0)), bench=True),
+    Case("causal+softcap", "causal_softcap",
+         _plain(lambda b, h, q, kv: q >= kv, lambda s, b, h, q, kv: 30.0 * torch.tanh(s / 30.0)), bench=True),
+    Case("causal+alibi", "causal_alibi", _alibi, bench=True),
+    Case("rowholes", "rowholes", _plain(lambda b, h, q, kv: (q % 7 != 3) & (kv <= q))),
+    Case("full+sink", "full_sink", _plain(None), sink=True),
+    Case("headmask_prepass", "headmask_prepass", _plain(lambda b, h, q, kv: kv <= q + 64 * h - 300 * b)),
+]
+CASE_BY_NAME = {c.name: c for c in CASES}
+
+TORCH_DTYPES = {"i32": torch.int32, "i64": torch.int64, "f16": torch.float16, "bf16": torch.bfloat16,
+                "f32": torch.float32, "f64": torch.float64, "bool": torch.bool}
+
+
+def _random_buffer(spec, sizes, dev, gen):
+    """Random contents for a captured buffer of a generated kernel: sorted
+    document ids for `segments` buffers, ints in [0, max(Q, KV)], normal
+    floats, random bools. Dims are .flex expressions over B H HKV Q KV."""
+    dims = [int(eval(d, {"__builtins__": {}}, dict(sizes))) for d in spec["dims"]]
+    n = 1
+    for d in dims:
+        n *= d
+    dt = TORCH_DTYPES[spec["dtype"]]
+    if spec.get("segments"):
+        lens, rem = [], n
+        while rem > 0:
+            l = min(rem, int(torch.randint(max(1, n // 16), max(2, n // 3) + 1, (1,), generator=gen)))
+            lens.append(l)
+            rem -= l
+        t = torch.repeat_interleave(torch.arange(len(lens)), torch.tensor(lens))
+    elif dt == torch.bool:
+        t = torch.randint(0, 2, (n,), generator=gen).bool()
+    elif dt.is_floating_point:
+        t = torch.randn(n, generator=gen)
+    else:
+        t = torch.randint(0, max(sizes["Q"], sizes["KV"]) + 1, (n,), generator=gen)
+    return t.to(dt).reshape(dims).contiguous().to(dev)
+
+
+class GeneratedCase(Case):
+    """A kernel from a genkernels manifest entry: the reference is the
+    manifest's mask_torch / score_torch expressions (over tensors b, h, q,
+    kv, score, ints B H HKV Q KV and the buffers by name), evaluated on
+    random buffer contents."""
+
+    def __init__(self, entry):
+        super().__init__(entry["name"], None, self._make, sink=bool(entry.get("sink")))
+        self.entry = entry
+
+    def _make(self, B, H, HKV, Sq, Skv, dev, gen):
+        sizes = {"B": B, "H": H, "HKV": HKV, "Q": Sq, "KV": Skv}
+        specs = sorted(self.entry.get("buffers") or [], key=lambda b: b["slot"])
+        bufs = [_random_buffer(b, sizes, dev, gen) for b in specs]
+        ns = dict(sizes, torch=torch)
+        ns.update({b["name"]: t for b, t in zip(specs, bufs)})
+        mask = score = None
+        if self.entry.get("mask_torch"):
+            mask = eval("lambda b, h, q, kv: " + self.entry["mask_torch"], ns)
+        if self.entry.get("score_torch"):
+            score = eval("lambda score, b, h, q, kv: " + self.entry["score_torch"], ns)
+        return bufs, mask, score
+
+
+def generated_cases(directory):
+    """[(GeneratedCase, source)] from a `go run ./codegen/cmd/genkernels -o
+    DIR ...` directory: DIR/manifest.json and the sources it lists."""
+    man = json.load(open(os.path.join(directory, "manifest.json")))
+    return [(GeneratedCase(k), read(os.path.join(directory, k["source"]))) for k in man["kernels"]]
+
+
+# --------------------------------------------------------------------------- reference
+def reference(q, k, v, scale, mask, score, rows, sink=None):
+    """float64 attention for query rows `rows` of q [B,H,Sq,D] against k, v
+    [B,HKV,Skv,D]: returns (O [B,H,R,D], LSE [B,H,R]) with fully masked rows
+    giving O = 0 and LSE = -inf (or the sink's logit)."""
+    B, H, Sq, D = q.shape
+    HKV, Skv = k.shape[1], k.shape[2]
+    dev = q.device
+    hh = torch.arange(H, device=dev)[:, None, None]
+    qi = rows[None, :, None]
+    ki = torch.arange(Skv, device=dev)[None, None, :]
+    os_, ls_ = [], []
+    for b in range(B):
+        bb = torch.tensor(b, device=dev)
+        qs = q[b][:, rows].double()
+        ks = k[b].double().repeat_interleave(H // HKV, 0)
+        vs = v[b].double().repeat_interleave(H // HKV, 0)
+        s = qs @ ks.transpose(1, 2) * scale
+        if score is not None:
+            s = score(s, bb, hh, qi, ki).double()
+        if mask is not None:
+            m = mask(bb, hh, qi, ki)
+            s = s.masked_fill(~m.expand_as(s), float("-inf"))
+        if sink is not None:
+            sk = sink.double()[:, None, None].expand(H, s.shape[1], 1)
+            lse = torch.logsumexp(torch.cat([s, sk], -1), -1)
+        else:
+            lse = torch.logsumexp(s, -1)
+        p = torch.exp(s - lse[..., None])
+        p = torch.nan_to_num(p, nan=0.0)
+        os_.append(p @ vs)
+        ls_.append(lse)
+    return torch.stack(os_), torch.stack(ls_)
+
+
+def rel_err(out, ref):
+    """||out - ref|| / ||ref|| in float64 (absolute when ref is all zero);
+    NaN anywhere gives inf."""
+    out, ref = out.double(), ref.double()
+    if torch.isnan(out).any():
+        return float("inf")
+    den = ref.norm().item()
+    num = (out - ref).norm().item()
+    return num / den if den > 0 else num
+
+
+def lse_err(out, ref):
+    """Relative error of the finite LSE entries; inf if the -inf pattern or NaNs differ."""
+    out, ref = out.double(), ref.double()
+    if torch.isnan(out).any() or not torch.equal(torch.isinf(out), torch.isinf(ref)):
+        return float("inf")
+    fin = torch.isfinite(ref)
+    if not fin.any():
+        return 0.0
+    return rel_err(out[fin], ref[fin])
+
+
+def density(mask, Sq, Skv, H, device, b=0):
+    """Exact fraction of kept pairs over all (h, q, kv) of batch b."""
+    if mask is None:
+        return 1.0
+    ki = torch.arange(Skv, device=device)[None, None, :]
+    hh = torch.arange(H, device=device)[:, None, None]
+    tot = 0
+    for s in range(0, Sq, 512):
+        qi = torch.arange(s, min(Sq, s + 512), device=device)[None, :, None]
+        tot += mask(torch.tensor(b, device=device), hh, qi, ki).expand(H, qi.shape[1], Skv).sum().item()
+    return tot / (H * Sq * Skv)
+
+
+def time_ms(fn, iters=20, warmup=3):
+    """Median milliseconds of fn over iters runs, CUDA events per run."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(iters):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        ts.append((a, b))
+    torch.cuda.synchronize()
+    return sorted(a.elapsed_time(b) for a, b in ts)[len(ts) // 2]
