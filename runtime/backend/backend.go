@@ -186,7 +186,9 @@ type Backend interface {
 	CopyDtoH(dst []byte, src DevicePtr) error
 	// CopyDtoD copies n bytes within the device.
 	CopyDtoD(dst, src DevicePtr, n int64) error
-	// Memset sets n bytes at p to value.
+	// Memset sets n bytes at p to value and returns once they are set,
+	// like the copies: work launched afterwards on any stream, a
+	// non-blocking one included, sees the new bytes.
 	Memset(p DevicePtr, value byte, n int64) error
 
 	// LoadModule loads a compiled image.

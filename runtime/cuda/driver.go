@@ -295,14 +295,19 @@ func (b *Backend) Free(p backend.DevicePtr) error {
 	return b.call("cuMemFree_v2", func() result { return b.d.cuMemFree(uintptr(p)) })
 }
 
-// CopyHtoD implements backend.Backend.
+// CopyHtoD implements backend.Backend. From pageable memory the copy may
+// return before the DMA to the device has finished, unordered against
+// non-blocking streams, so it synchronises like Memset.
 func (b *Backend) CopyHtoD(dst backend.DevicePtr, src []byte) error {
 	if len(src) == 0 {
 		return nil
 	}
-	return b.call("cuMemcpyHtoD_v2", func() result {
+	if err := b.call("cuMemcpyHtoD_v2", func() result {
 		return b.d.cuMemcpyHtoD(uintptr(dst), unsafe.Pointer(&src[0]), uint64(len(src)))
-	})
+	}); err != nil {
+		return err
+	}
+	return b.Synchronize()
 }
 
 // CopyDtoH implements backend.Backend.
@@ -321,8 +326,16 @@ func (b *Backend) CopyDtoD(dst, src backend.DevicePtr, n int64) error {
 }
 
 // Memset implements backend.Backend.
+//
+// cuMemsetD8 is asynchronous on the legacy default stream, which does not
+// order against the non-blocking streams kernels run on: without the
+// context synchronisation a NaN poison written before a launch could land
+// after the kernel's stores (seen on the H200 at 8192 tokens).
 func (b *Backend) Memset(p backend.DevicePtr, v byte, n int64) error {
-	return b.call("cuMemsetD8_v2", func() result { return b.d.cuMemsetD8(uintptr(p), v, uint64(n)) })
+	if err := b.call("cuMemsetD8_v2", func() result { return b.d.cuMemsetD8(uintptr(p), v, uint64(n)) }); err != nil {
+		return err
+	}
+	return b.Synchronize()
 }
 
 // LoadModule implements backend.Backend. PTX must be NUL-terminated for the

@@ -295,14 +295,19 @@ func (b *Backend) Free(p backend.DevicePtr) error {
 	return b.call("hipFree", func() hipError { return b.r.hipFree(uintptr(p)) })
 }
 
-// CopyHtoD implements backend.Backend.
+// CopyHtoD implements backend.Backend. From pageable memory the copy may
+// return before the DMA to the device has finished, unordered against
+// non-blocking streams, so it synchronises like Memset.
 func (b *Backend) CopyHtoD(dst backend.DevicePtr, src []byte) error {
 	if len(src) == 0 {
 		return nil
 	}
-	return b.call("hipMemcpyHtoD", func() hipError {
+	if err := b.call("hipMemcpyHtoD", func() hipError {
 		return b.r.hipMemcpyHtoD(uintptr(dst), unsafe.Pointer(&src[0]), uint64(len(src)))
-	})
+	}); err != nil {
+		return err
+	}
+	return b.Synchronize()
 }
 
 // CopyDtoH implements backend.Backend.
@@ -321,8 +326,15 @@ func (b *Backend) CopyDtoD(dst, src backend.DevicePtr, n int64) error {
 }
 
 // Memset implements backend.Backend.
+//
+// hipMemset may return before the bytes are set and does not order against
+// non-blocking streams, so the device is synchronised before returning (see
+// the CUDA backend).
 func (b *Backend) Memset(p backend.DevicePtr, v byte, n int64) error {
-	return b.call("hipMemset", func() hipError { return b.r.hipMemset(uintptr(p), int32(v), uint64(n)) })
+	if err := b.call("hipMemset", func() hipError { return b.r.hipMemset(uintptr(p), int32(v), uint64(n)) }); err != nil {
+		return err
+	}
+	return b.Synchronize()
 }
 
 // LoadModule implements backend.Backend for HSA code objects.
