@@ -79,6 +79,10 @@ type Kernel struct {
 	// Launch gives the block size and dynamic shared memory of
 	// maskc_attn_fwd per platform, by hipsrc.Platform name ("amd", "nvidia").
 	Launch map[string]LaunchConfig
+	// Mask and Score are the lowered mask and score compiled in: the
+	// block's mods, or what its causal/window/alibi settings mean on Turbo's
+	// kernels. A reference that checks the kernel must evaluate these.
+	Mask, Score *dsl.Lowered
 	// MaskTorch is the mask as a PyTorch expression (TorchExpr), empty
 	// when there is no mask.
 	MaskTorch string
@@ -119,7 +123,7 @@ func Generate(p *check.Program, a *check.Attention, opts Options) (*Kernel, dsl.
 		mask = nil // e.g. q >= 0 and kv >= 0 (intrange.go): the unmasked kernel computes the same
 	}
 	k := &Kernel{
-		Name: a.Name, Entry: "maskc_attn_fwd", HasMask: mask != nil, HasScore: score != nil, HasSink: a.Sink != nil,
+		Name: a.Name, Entry: "maskc_attn_fwd", Mask: mask, Score: score, HasMask: mask != nil, HasScore: score != nil, HasSink: a.Sink != nil,
 		KVHeads: a.KVHeads, BlockM: hipsrc.BlockM, BlockN: hipsrc.BlockN, Threads: hipsrc.AMD.NumThreads(),
 		Launch: map[string]LaunchConfig{},
 	}

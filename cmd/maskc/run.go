@@ -645,14 +645,14 @@ func countNaN(xs []float64) int {
 func (r *runner) reference(in *hostInputs) (out, lse *eval.Tensor, err error) {
 	spec := eval.AttentionSpec{Scale: r.kernel.Scale, Sink: in.sink, Env: in.env}
 	var fn *eval.Func
-	if r.attn.Mask != nil {
-		if fn, err = eval.Compile(r.attn.Mask); err != nil {
+	if r.kernel.Mask != nil {
+		if fn, err = eval.Compile(r.kernel.Mask); err != nil {
 			return nil, nil, r.locate(err)
 		}
 		spec.Mask = fn
 	}
-	if r.attn.Score != nil {
-		if fn, err = eval.Compile(r.attn.Score); err != nil {
+	if r.kernel.Score != nil {
+		if fn, err = eval.Compile(r.kernel.Score); err != nil {
 			return nil, nil, r.locate(err)
 		}
 		spec.Score = fn
@@ -792,7 +792,7 @@ func (r *runner) referenceRows(in *hostInputs, rows []int) (out, lse []float64, 
 	for _, m := range []struct {
 		l *dsl.Lowered
 		b **eval.Bound
-	}{{r.attn.Mask, &mask}, {r.attn.Score, &score}} {
+	}{{r.kernel.Mask, &mask}, {r.kernel.Score, &score}} {
 		if m.l == nil {
 			continue
 		}
@@ -933,13 +933,13 @@ func (r *runner) countPairs(in *hostInputs) (float64, string, error) {
 	cfg := r.cfg
 	per := int64(cfg.sq) * int64(cfg.skv)
 	total := float64(cfg.b) * float64(cfg.h) * float64(per)
-	if r.attn.Mask == nil {
+	if r.kernel.Mask == nil {
 		return total, "no mask", nil
 	}
 	if per > maxCountPairs {
 		return -1, fmt.Sprintf("TFLOP/s not reported: counting %d pairs per (b, h) on the host is over the limit", per), nil
 	}
-	fn, err := eval.Compile(r.attn.Mask)
+	fn, err := eval.Compile(r.kernel.Mask)
 	if err != nil {
 		return 0, "", r.locate(err)
 	}

@@ -346,7 +346,6 @@ func TestRunRefusesBadCommandLines(t *testing.T) {
 		{[]string{ex + "causal.flex", "--shape", "1,2,8,128", "--seed", "x"}, exitUsage, "--seed x"},
 		{[]string{ex + "gpt_oss.flex", "--shape", "1,2,8,64"}, exitUsage, "has 4 attention blocks; choose one with --attention (layer_0, layer_1, layer_2, layer_3)"},
 		{[]string{ex + "causal.flex", "--attention", "nope", "--shape", "1,2,8,128"}, exitUsage, `no attention block named "nope"`},
-		{[]string{ex + "swa_trainer.flex", "--shape", "1,2,8,128"}, exitError, "error[E309]: a generated kernel does not implement the causal setting"},
 		{[]string{ex + "causal.flex", "--shape", "1,2,8,128", "--buffer", "doc=1,2"}, exitError, "attention decoder reads no buffer doc"},
 		{[]string{ex + "document_causal.flex", "--shape", "1,2,8,128", "--buffer", "doc=1,2"}, exitError, "--buffer doc: 2 values given, its shape [8] holds 8"},
 		{[]string{ex + "document_causal.flex", "--shape", "1,2,4,128", "--buffer", "doc=0,0.5,1,1"}, exitError, "not an integer"},
