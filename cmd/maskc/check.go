@@ -14,9 +14,7 @@ import (
 func runCheck(e *env, args []string) int {
 	fs := newFlagSet(e, "check", "[--json] [--target T] [-D NAME=VALUE]... FILE...")
 	asJSON := fs.Bool("json", false, "print diagnostics as a JSON array on stdout")
-	target := fs.String("target", "", "Turbo target profile (see 'maskc targets'); default: "+classify.DefaultTarget.Name)
-	defines := defineFlags{}
-	fs.Var(defines, "D", "override a param: `NAME=VALUE` (repeatable)")
+	target, defines := targetFlag(fs), defineFlag(fs)
 	files, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code

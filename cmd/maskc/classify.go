@@ -12,9 +12,7 @@ import (
 func runClassify(e *env, args []string) int {
 	fs := newFlagSet(e, "classify", "FILE [--json] [--target T] [-D NAME=VALUE]...")
 	asJSON := fs.Bool("json", false, "print the plan as JSON (the plan.json schema)")
-	target := fs.String("target", "", "Turbo target profile (see 'maskc targets'); default: "+classify.DefaultTarget.Name)
-	defines := defineFlags{}
-	fs.Var(defines, "D", "override a param: `NAME=VALUE` (repeatable)")
+	target, defines := targetFlag(fs), defineFlag(fs)
 	files, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code

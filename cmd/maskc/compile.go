@@ -21,10 +21,8 @@ import (
 func runCompile(e *env, args []string) int {
 	fs := newFlagSet(e, "compile", "FILE -o DIR [--target T] [--offload-arch gfx90a,gfx940] [-D NAME=VALUE]...")
 	outDir := fs.String("o", "", "output directory (created if missing)")
-	target := fs.String("target", "", "Turbo target profile (see 'maskc targets'); default: "+classify.DefaultTarget.Name)
 	archs := fs.String("offload-arch", "", "comma-separated AMD architectures to build code objects for with hipcc")
-	defines := defineFlags{}
-	fs.Var(defines, "D", "override a param: `NAME=VALUE` (repeatable)")
+	target, defines := targetFlag(fs), defineFlag(fs)
 	files, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code

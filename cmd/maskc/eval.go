@@ -56,8 +56,7 @@ func runEval(e *env, args []string) int {
 	sizeB := fs.Int("B", 1, "batch size B")
 	sizeH := fs.Int("H", 1, "query heads H")
 	sizeHKV := fs.Int("HKV", 0, "key/value heads HKV (default H)")
-	defines := defineFlags{}
-	fs.Var(defines, "D", "override a param: `NAME=VALUE` (repeatable)")
+	defines := defineFlag(fs)
 	buffers := bufferFlags{}
 	fs.Var(buffers, "buffer", "contents of a captured buffer, row-major: `NAME=v0,v1,...` (repeatable)")
 	files, code, ok := parseArgs(fs, args)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/maskc/maskc/check"
+	"github.com/maskc/maskc/classify"
 )
 
 // defineFlags collects repeated `-D NAME=VALUE` param overrides.
@@ -31,6 +32,18 @@ func (d defineFlags) Set(s string) error {
 	}
 	d[name] = value
 	return nil
+}
+
+// defineFlag registers the repeatable -D NAME=VALUE param override.
+func defineFlag(fs *flag.FlagSet) defineFlags {
+	d := defineFlags{}
+	fs.Var(d, "D", "override a param: `NAME=VALUE` (repeatable)")
+	return d
+}
+
+// targetFlag registers --target, the Turbo target profile to classify for.
+func targetFlag(fs *flag.FlagSet) *string {
+	return fs.String("target", "", "Turbo target profile (see 'maskc targets'); default: "+classify.DefaultTarget.Name)
 }
 
 // newFlagSet returns a flag set that reports errors on e.stderr and never
