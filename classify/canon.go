@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/maskc/maskc/dsl"
+	"github.com/maskc/maskc/format"
 )
 
 // maxTerms bounds the disjunctive normal form; a mask whose DNF grows past it
@@ -117,7 +118,7 @@ func atomText(a *Atom) string {
 		}
 		return idx("q") + op + idx("kv")
 	}
-	s := exprString(a.Expr)
+	s := format.Expr(a.Expr)
 	if a.Neg {
 		return "not (" + s + ")"
 	}
@@ -669,7 +670,7 @@ func (c *canonizer) why(e dsl.Expr) string {
 		}
 		switch x := n.(type) {
 		case *dsl.IndexExpr:
-			reason, found = "reads buffer "+exprString(x.X), true
+			reason, found = "reads buffer "+format.Expr(x.X), true
 		case *dsl.BinaryExpr:
 			switch x.Op {
 			case dsl.OpMod, dsl.OpFloorDiv, dsl.OpPow, dsl.OpBitAnd, dsl.OpBitOr:

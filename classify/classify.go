@@ -7,6 +7,7 @@ import (
 
 	"github.com/maskc/maskc/check"
 	"github.com/maskc/maskc/dsl"
+	"github.com/maskc/maskc/format"
 )
 
 // Options configure Classify.
@@ -727,7 +728,7 @@ func biasRead(buf *check.Buffer) string {
 func dimsText(b *dsl.BufferDecl) string {
 	parts := make([]string, len(b.Dims))
 	for i, d := range b.Dims {
-		parts[i] = exprString(d)
+		parts[i] = format.Expr(d)
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
 }

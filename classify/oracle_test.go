@@ -9,6 +9,7 @@ import (
 	"github.com/maskc/maskc/check"
 	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/eval"
+	"github.com/maskc/maskc/format"
 	"github.com/maskc/maskc/parser"
 )
 
@@ -451,5 +452,5 @@ func (o *oracle) src(a *check.Attention) string {
 	if a.Mask == nil {
 		return ""
 	}
-	return fmt.Sprintf("mask: %s", exprString(a.Mask.Expr))
+	return fmt.Sprintf("mask: %s", format.Expr(a.Mask.Expr))
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/maskc/maskc/check"
 	"github.com/maskc/maskc/dsl"
+	"github.com/maskc/maskc/format"
 )
 
 // maxMonomials bounds the polynomial expansion of a score mod.
@@ -51,7 +52,7 @@ func shapeOfScore(l *dsl.Lowered, buffer func(string) *check.Buffer) ScoreShape 
 	}
 	p, ok := s.poly(l.Expr)
 	if !ok {
-		return ScoreShape{Kind: ScoreGeneratedMod, Reason: "score_mod is not ALiBi, softcap or a scale: `" + exprString(l.Expr) + "` has no Turbo kernel"}
+		return ScoreShape{Kind: ScoreGeneratedMod, Reason: "score_mod is not ALiBi, softcap or a scale: `" + format.Expr(l.Expr) + "` has no Turbo kernel"}
 	}
 	if len(p) == 1 && p["score"] == 1 {
 		return ScoreShape{Kind: ScoreNone}
@@ -62,7 +63,7 @@ func shapeOfScore(l *dsl.Lowered, buffer func(string) *check.Buffer) ScoreShape 
 	if sh, ok := s.alibi(p); ok {
 		return sh
 	}
-	return ScoreShape{Kind: ScoreGeneratedMod, Reason: "score_mod is not ALiBi, softcap or a scale: `" + exprString(l.Expr) + "` has no Turbo kernel"}
+	return ScoreShape{Kind: ScoreGeneratedMod, Reason: "score_mod is not ALiBi, softcap or a scale: `" + format.Expr(l.Expr) + "` has no Turbo kernel"}
 }
 
 // softcap matches `C * tanh(score / C)` and `tanh(score / C) * C`, C > 0.
@@ -117,7 +118,7 @@ func (s *scorer) alibi(p poly) (ScoreShape, bool) {
 		}
 		linear := poly{"score": 1, monomial(f, "kv"): 1, monomial(f, "q"): -1}
 		symmetric := poly{"score": 1, monomial(f, "abs(q - kv)"): -1}
-		name := exprString(read.X)
+		name := format.Expr(read.X)
 		if equalPoly(p, linear) {
 			return ScoreShape{Kind: ScoreAlibi, Slopes: name}, true
 		}
@@ -199,7 +200,7 @@ func (s *scorer) poly(e dsl.Expr) (poly, bool) {
 		if s.lowered.TypeOf(x) == dsl.TypeBool {
 			return nil, false
 		}
-		f := exprString(x)
+		f := format.Expr(x)
 		s.reads[f] = x
 		return poly{f: 1}, true
 	case *dsl.UnaryExpr:
