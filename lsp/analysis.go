@@ -101,9 +101,9 @@ func withoutFollowOns(text []byte, parseDiags, checkDiags dsl.Diagnostics) dsl.D
 
 // brokenNames returns the names declared by the declarations that have
 // syntax errors: the word after the keyword on the first line of each
-// piece (see splitPieces) that holds a parse error.
+// piece (see parser.DeclStarts) that holds a parse error.
 func brokenNames(text []byte, parseDiags dsl.Diagnostics) map[string]bool {
-	starts := splitPieces(text)
+	starts := parser.DeclStarts(text)
 	names := make(map[string]bool)
 	for _, d := range parseDiags {
 		if !d.Span.IsValid() {

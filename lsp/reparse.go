@@ -44,7 +44,7 @@ func (c *parseCache) parse(name string, text []byte) (*dsl.File, dsl.Diagnostics
 	var diags dsl.Diagnostics
 	next := make(map[string]*parsedPiece)
 	var seen spanSet
-	starts := splitPieces(text)
+	starts := parser.DeclStarts(text)
 	for i, start := range starts {
 		end := len(text)
 		if i+1 < len(starts) {
@@ -122,34 +122,8 @@ func (p *parsedPiece) moveTo(offset int, seen *spanSet) {
 	p.offset = offset
 }
 
-// splitPieces returns the offsets at which the parser starts a new piece:
-// 0, and every later line whose first word (after blanks) is a declaration
-// keyword followed, after blanks, by a name that is not a keyword. This is
-// the rule documented on the parser's splitter.
-func splitPieces(text []byte) []int {
-	starts := []int{0}
-	for line := 0; line < len(text); {
-		i := skipBlanks(text, line)
-		j := scanWord(text, i)
-		if line > 0 && j > i && declKeywords[string(text[i:j])] {
-			k := skipBlanks(text, j)
-			n := scanWord(text, k)
-			if k > j && n > k && !keywords[string(text[k:n])] {
-				starts = append(starts, line)
-			}
-		}
-		next := bytes.IndexByte(text[line:], '\n')
-		if next < 0 {
-			break
-		}
-		line += next + 1
-	}
-	return starts
-}
-
-// declKeywords are the keywords that start a top-level declaration.
-var declKeywords = map[string]bool{"param": true, "buffer": true, "mask": true, "score": true, "attention": true}
-
+// skipBlanks returns the offset of the first byte at or after i that is
+// not a space or a tab.
 func skipBlanks(text []byte, i int) int {
 	for i < len(text) && (text[i] == ' ' || text[i] == '\t') {
 		i++

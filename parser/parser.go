@@ -23,7 +23,7 @@ func ParseFile(name string, src []byte) (*dsl.File, dsl.Diagnostics) {
 		return f, append(diags, d)
 	}
 	text := string(src) // one copy; every token and comment shares it
-	starts := splitDecls(src)
+	starts := DeclStarts(src)
 	for i, start := range starts {
 		if len(diags) == MaxErrors {
 			diags = append(diags, &dsl.Diagnostic{Source: source, Span: dsl.Span{Start: start, End: start},
@@ -50,7 +50,7 @@ func ParseFile(name string, src []byte) (*dsl.File, dsl.Diagnostics) {
 
 // parsePiece parses the bytes [start, end) of source (whose text is also
 // given as a string), which hold at most
-// one declaration (see splitDecls). It returns the declaration, or nil for
+// one declaration (see DeclStarts). It returns the declaration, or nil for
 // a piece of comments and blank lines, the piece's comments, and its first
 // syntax error.
 func parsePiece(source *dsl.Source, text string, start, end int) (dsl.Decl, []*dsl.Comment, *dsl.Diagnostic) {

@@ -2,7 +2,7 @@ package parser
 
 import "bytes"
 
-// splitDecls cuts text into pieces that each hold at most one top-level
+// DeclStarts cuts text into pieces that each hold at most one top-level
 // declaration, so that a syntax error in one declaration cannot hide errors
 // in the next. A piece starts at every line whose first word is a
 // declaration keyword (`param`, `buffer`, `mask`, `score`, `attention`)
@@ -11,7 +11,9 @@ import "bytes"
 // result `score if c else 0` by a keyword).
 // The first piece holds whatever precedes the first declaration (comments,
 // blank lines). It returns the start offsets of the pieces; the first is 0.
-func splitDecls(text []byte) []int {
+// ParseFile parses the pieces separately; the language server re-parses
+// only the pieces an edit touched, so both must cut at the same places.
+func DeclStarts(text []byte) []int {
 	starts := []int{0}
 	for line := 0; line < len(text); {
 		i := line
