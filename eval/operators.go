@@ -238,37 +238,9 @@ func compare2(op dsl.Op, l, r node) func(*frame) bool {
 		if fast := compareIndexOrConst(op, l, r); fast != nil {
 			return fast
 		}
-		a, b := l.asInt(), r.asInt()
-		switch op {
-		case dsl.OpEQ:
-			return func(f *frame) bool { return a(f) == b(f) }
-		case dsl.OpNE:
-			return func(f *frame) bool { return a(f) != b(f) }
-		case dsl.OpLT:
-			return func(f *frame) bool { return a(f) < b(f) }
-		case dsl.OpLE:
-			return func(f *frame) bool { return a(f) <= b(f) }
-		case dsl.OpGT:
-			return func(f *frame) bool { return a(f) > b(f) }
-		default:
-			return func(f *frame) bool { return a(f) >= b(f) }
-		}
+		return compareSame(op, l.asInt(), r.asInt())
 	case l.t == dsl.TypeFloat && r.t == dsl.TypeFloat:
-		a, b := l.f, r.f
-		switch op {
-		case dsl.OpEQ:
-			return func(f *frame) bool { return a(f) == b(f) }
-		case dsl.OpNE:
-			return func(f *frame) bool { return a(f) != b(f) }
-		case dsl.OpLT:
-			return func(f *frame) bool { return a(f) < b(f) }
-		case dsl.OpLE:
-			return func(f *frame) bool { return a(f) <= b(f) }
-		case dsl.OpGT:
-			return func(f *frame) bool { return a(f) > b(f) }
-		default:
-			return func(f *frame) bool { return a(f) >= b(f) }
-		}
+		return compareSame(op, l.f, r.f)
 	}
 	// Mixed int and float: exact, as Python compares them. The left operand
 	// is still evaluated first, so the first error is Python's.
@@ -305,6 +277,26 @@ func compare2(op dsl.Op, l, r node) func(*frame) bool {
 		return func(f *frame) bool { c := cmpOf(f); return c > 0 && c != 2 }
 	}
 	return func(f *frame) bool { c := cmpOf(f); return c >= 0 && c != 2 }
+}
+
+// compareSame compiles a comparison of two operands of one Go type (both
+// ints, or both floats: NaN compares false except with !=, as in Go and
+// Python).
+func compareSame[T int64 | float64](op dsl.Op, a, b func(*frame) T) func(*frame) bool {
+	switch op {
+	case dsl.OpEQ:
+		return func(f *frame) bool { return a(f) == b(f) }
+	case dsl.OpNE:
+		return func(f *frame) bool { return a(f) != b(f) }
+	case dsl.OpLT:
+		return func(f *frame) bool { return a(f) < b(f) }
+	case dsl.OpLE:
+		return func(f *frame) bool { return a(f) <= b(f) }
+	case dsl.OpGT:
+		return func(f *frame) bool { return a(f) > b(f) }
+	default:
+		return func(f *frame) bool { return a(f) >= b(f) }
+	}
 }
 
 // compareIndexOrConst specialises the commonest comparisons, an index
