@@ -149,20 +149,26 @@ func linText(l linear) string {
 	for _, t := range l.terms {
 		all = append(all, term{t.coef, exprText(t.e)})
 	}
+	return inequality(all, l.c, func(c int64) string { return strconv.FormatInt(c, 10) })
+}
+
+// inequality prints sum(ts) + c <= 0 with the positive terms on the left
+// and the negative ones, negated, on the right; a constant goes to the
+// right when nothing else does (kv - 2047 <= 0 reads better as kv <= 2047).
+func inequality(ts []term, c int64, lit func(int64) string) string {
 	var left, right []term
-	for _, t := range all {
+	for _, t := range ts {
 		if t.coef > 0 {
 			left = append(left, t)
 		} else if t.coef < 0 {
 			right = append(right, term{-t.coef, t.code})
 		}
 	}
-	lc, rc := l.c, int64(0)
-	if len(right) == 0 { // kv - 2047 <= 0 reads better as kv <= 2047
-		lc, rc = 0, -l.c
+	lc, rc := c, int64(0)
+	if len(right) == 0 {
+		lc, rc = 0, -c
 	}
-	str := func(c int64) string { return strconv.FormatInt(c, 10) }
-	return sumCode(left, lc, str) + " <= " + sumCode(right, rc, str)
+	return sumCode(left, lc, lit) + " <= " + sumCode(right, rc, lit)
 }
 
 // term is coef * code in a generated sum.
@@ -246,19 +252,7 @@ func (g *sparsityWriter) leCode(l linear, qv, kvv string) string {
 	for _, t := range l.terms {
 		all = append(all, term{t.coef, conv(g.w.expr(t.e), cInt).code})
 	}
-	var left, right []term
-	for _, t := range all {
-		if t.coef > 0 {
-			left = append(left, t)
-		} else if t.coef < 0 {
-			right = append(right, term{-t.coef, t.code})
-		}
-	}
-	lc, rc := l.c, int64(0)
-	if len(right) == 0 {
-		lc, rc = 0, -l.c
-	}
-	return sumCode(left, lc, intLit) + " <= " + sumCode(right, rc, intLit)
+	return inequality(all, l.c, intLit)
 }
 
 // linCode prints the value of l at q = qv and kv = kv (either may be ""
