@@ -47,6 +47,14 @@ const hostPrelude = `#include <math.h>
 #include <vector>
 #define __device__
 #define __forceinline__ inline
+// A warp of 5 lanes, run one lane after another (warp-collective searches).
+#define MASKC_WARP_SIZE 5
+template <typename F>
+int maskc_warp_count(F probe) {
+  int n = 0;
+  for (int lane = 0; lane < MASKC_WARP_SIZE; ++lane) n += probe(lane) ? 1 : 0;
+  return n;
+}
 `
 
 // hostMain reads cases from stdin. Per case: the namespace index, B H HKV Q

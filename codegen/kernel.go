@@ -72,12 +72,14 @@ type Kernel struct {
 	KVHeads int
 	// BlockM is the number of query rows per block (grid x is ceil(Sq/BlockM)).
 	BlockM int
-	// BlockN is the number of keys per tile.
+	// BlockN is the number of keys per tile of the mma.sync and MFMA
+	// kernels; Launch has each platform's.
 	BlockN int
 	// Threads is the block size on AMD (64-wide wavefronts).
 	Threads int
 	// Launch gives the block size and dynamic shared memory of
-	// maskc_attn_fwd per platform, by hipsrc.Platform name ("amd", "nvidia").
+	// maskc_attn_fwd per platform, by hipsrc.Platform name ("amd", "nvidia",
+	// "nvidia-sm90a").
 	Launch map[string]LaunchConfig
 	// Mask and Score are the lowered mask and score compiled in: the
 	// block's mods, or what its causal/window/alibi settings mean on Turbo's
@@ -93,6 +95,8 @@ type Kernel struct {
 
 // LaunchConfig is how maskc_attn_fwd is launched on one platform.
 type LaunchConfig struct {
+	// BlockN is the number of keys per tile (MASKC_BLOCK_N) on the platform.
+	BlockN int `json:"block_n"`
 	// Threads is the block size.
 	Threads int `json:"threads"`
 	// SharedMemBytes is the dynamic shared memory per block.
@@ -190,14 +194,14 @@ func (k *Kernel) configure(src *dsl.Source, a *check.Attention, opts Options, di
 		return a.Decl.Name.Sp
 	}
 	k.HeadDim = firstNonZero(opts.HeadDim, a.HeadDim, 128)
-	for _, p := range []hipsrc.Platform{hipsrc.AMD, hipsrc.NVIDIA} {
+	for _, p := range hipsrc.Platforms {
 		smem, err := hipsrc.SharedMemBytes(p, k.HeadDim)
 		if err != nil {
 			diags.Add(src, at("head_dim"), CodeHeadDim, "a generated kernel has no configuration for head_dim %d", k.HeadDim).
 				WithHint("use head_dim = 64 or 128 (pad the head dimension on the Python side)")
 			break
 		}
-		k.Launch[p.String()] = LaunchConfig{Threads: p.NumThreads(), SharedMemBytes: smem}
+		k.Launch[p.String()] = LaunchConfig{BlockN: p.BlockN(), Threads: p.NumThreads(), SharedMemBytes: smem}
 	}
 	k.DType = firstNonEmpty(opts.DType, a.DType, "bf16")
 	if k.DType != "bf16" && k.DType != "fp16" {

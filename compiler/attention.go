@@ -44,7 +44,7 @@ func (u *Unit) Load(d *runtime.Device, name string) (*Attention, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec, err := genkernel.Spec(u.Program, k, d.Info().Backend)
+	spec, err := genkernel.Spec(u.Program, k, d.Info().Backend, d.Info().Arch)
 	if err != nil {
 		return nil, err
 	}

@@ -30,6 +30,7 @@ import maskc_gpu as mg
 
 B, H, S, D = 2, 16, 8192, 128
 
+PRELUDE_TOP = "// maskc generated-kernel prelude"
 # Kernel tuning variants: textual substitutions in the assembled source.
 VARIANTS = {
     "base": {},
@@ -39,6 +40,13 @@ VARIANTS = {
     "mt1": {"#define MASKC_NV_MTILES 2": "#define MASKC_NV_MTILES 1"},
     "g2": {"#define MASKC_NV_V_GROUP 4": "#define MASKC_NV_V_GROUP 2"},
     "bn64": {"#define MASKC_BLOCK_N 32": "#define MASKC_BLOCK_N 64"},
+    # sm_90a warpgroup MMA (prelude.h MASKC_NV_WGMMA): 2 blocks/SM, or 1 block/SM, or 128-key tiles
+    "wg": {PRELUDE_TOP: "#define MASKC_NV_WGMMA 1\n" + PRELUDE_TOP},
+    "wg1": {PRELUDE_TOP: "#define MASKC_NV_WGMMA 1\n#define MASKC_NV_WG_MIN_BLOCKS 1\n" + PRELUDE_TOP},
+    "wgswap": {PRELUDE_TOP: "#define MASKC_NV_WGMMA 1\n" + PRELUDE_TOP,
+               "maskc_wg_desc(sV + kk * 16 * 64, BN * 128, 1024)": "maskc_wg_desc(sV + kk * 16 * 64, 1024, BN * 128)"},
+    "wg128": {PRELUDE_TOP: "#define MASKC_NV_WGMMA 1\n#define MASKC_NV_WG_MIN_BLOCKS 1\n#define MASKC_BLOCK_N 128\n"
+              + PRELUDE_TOP},
     "bn64g12": {"#define MASKC_BLOCK_N 32": "#define MASKC_BLOCK_N 64", "#define MASKC_NV_K_GROUP 4": "#define MASKC_NV_K_GROUP 1",
                 "#define MASKC_NV_V_GROUP 4": "#define MASKC_NV_V_GROUP 2"},
     "bn64g22": {"#define MASKC_BLOCK_N 32": "#define MASKC_BLOCK_N 64", "#define MASKC_NV_K_GROUP 4": "#define MASKC_NV_K_GROUP 2",

@@ -122,11 +122,25 @@ def source_config(src):
     def num(name):
         m = re.search(r"#define %s (\d+)" % name, src)
         return int(m.group(1)) if m else None
-    mtiles = num("MASKC_NV_MTILES")
+    wgmma = is_wgmma(src)
+    # The prelude's mma.sync branch comes after its wgmma branch.
+    mts = [int(x) for x in re.findall(r"#define MASKC_NV_MTILES (\d+)", src)]
+    mtiles = mts[-1] if mts else None
+    # MASKC_BLOCK_N: the wgmma prelude's (or a definition above it) comes
+    # first; the template's default last.
+    bns = [int(x) for x in re.findall(r"#define MASKC_BLOCK_N (\d+)", src)]
+    block_n = (bns[0] if wgmma else bns[-1]) if bns else None
+    if wgmma:
+        mtiles = 1
     return dict(head_dim=num("MASKC_HEAD_DIM"), dtype="f16" if "#define MASKC_DTYPE_F16" in src else "bf16",
-                block_m=num("MASKC_BLOCK_M"), block_n=num("MASKC_BLOCK_N"), mtiles=mtiles,
-                num_warps=8 // mtiles if mtiles else None, q_in_regs=mtiles == 1,
+                block_m=num("MASKC_BLOCK_M"), block_n=block_n, mtiles=mtiles, wgmma=wgmma,
+                num_warps=8 // mtiles if mtiles else None, q_in_regs=mtiles == 1 and not wgmma,
                 prepass="#define MASKC_SPARSITY_PREPASS" in src, sink="#define MASKC_HAS_SINK" in src)
+
+
+def is_wgmma(src):
+    """Whether a source selects the sm_90a warpgroup-MMA kernel (prelude.h)."""
+    return re.search(r"^#define MASKC_NV_WGMMA 1$", src, re.M) is not None
 
 
 def compile_source(src, name="kernel", arch=None):
@@ -136,6 +150,8 @@ def compile_source(src, name="kernel", arch=None):
     if arch is None:
         major, minor = torch.cuda.get_device_capability()
         arch = "sm_%d%d" % (major, minor)
+        if is_wgmma(src):
+            arch = "sm_90a"
     prog = ctypes.c_void_p()
     _nvrtc_check(nvrtc.nvrtcCreateProgram(ctypes.byref(prog), src.encode(), (name + ".cu").encode(), 0, None, None),
                  "nvrtcCreateProgram")

@@ -58,6 +58,9 @@
 #ifndef MASKC_WARP_TILE_CLASS
 #define MASKC_WARP_TILE_CLASS 0
 #endif
+#if defined(MASKC_NV_WGMMA) && MASKC_NV_WGMMA && MASKC_WARP_TILE_CLASS >= 2
+#error "maskc: a warpgroup's MMAs need all of its warps; per-warp tile skipping (level 2) is not available with wgmma"
+#endif
 #ifndef MASKC_MASK_USES_B
 #define MASKC_MASK_USES_B 1
 #endif
@@ -67,7 +70,9 @@
 
 // Tile shape: mirrored by the Go constants in hipsrc.go (a test keeps them equal).
 #define MASKC_BLOCK_M 128
+#ifndef MASKC_BLOCK_N  // the prelude may set it for its platform
 #define MASKC_BLOCK_N 32
+#endif
 #define MASKC_NUM_THREADS (MASKC_NUM_WARPS * MASKC_WARP_SIZE)
 #define MASKC_S_ELEMS (MASKC_WARP_ROWS * MASKC_BLOCK_N / MASKC_WARP_SIZE)
 #define MASKC_O_ELEMS (MASKC_WARP_ROWS * MASKC_HEAD_DIM / MASKC_WARP_SIZE)
@@ -109,7 +114,7 @@ __device__ __forceinline__ void maskc_load_tile(maskc_elem_t* dst, const maskc_e
     const int r = c / kChunks, ch = c % kChunks;
     const bool valid = row0 + r < nrows;
     const maskc_elem_t* g = src + (long long)(valid ? row0 + r : 0) * stride + ch * 8;
-    maskc_copy16(dst + maskc_smem_index<MASKC_HEAD_DIM>(r, ch * 8), g, valid);
+    maskc_copy16(dst + maskc_tile_index<ROWS, MASKC_HEAD_DIM>(r, ch * 8), g, valid);
   }
 }
 
@@ -131,10 +136,13 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
     maskc_attn_fwd(const maskc_elem_t* __restrict__ Q, const maskc_elem_t* __restrict__ K,
                    const maskc_elem_t* __restrict__ V, maskc_elem_t* __restrict__ O, float* __restrict__ LSE,
                    MaskcShape shape, MaskcBuffers buf) {
-  extern __shared__ __attribute__((aligned(16))) unsigned char maskc_smem_raw[];
+  extern __shared__ __attribute__((aligned(MASKC_SMEM_ALIGN))) unsigned char maskc_smem_raw[];
   maskc_elem_t* const sKV = (maskc_elem_t*)maskc_smem_raw;  // stage s: K at s*STAGE, V after it
   maskc_elem_t* const sQ = sKV + MASKC_Q_OFFSET_ELEMS;
 
+#if MASKC_SMEM_ALIGN > 16
+  if ((maskc_smem_addr(maskc_smem_raw) & (MASKC_SMEM_ALIGN - 1)) != 0) __trap();  // descriptors need it
+#endif
   const int tid = threadIdx.x;
   const int warp = tid / MASKC_WARP_SIZE, lane = tid % MASKC_WARP_SIZE;
   const int n_qt = (shape.Sq + MASKC_BLOCK_M - 1) / MASKC_BLOCK_M;
@@ -224,7 +232,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
   maskc_copy_wait_all();
   __syncthreads();
   MaskcQFrag<MASKC_HEAD_DIM> qf;
-  maskc_load_q<MASKC_HEAD_DIM>(qf, sQ, warp * MASKC_WARP_ROWS, lane);
+  maskc_load_q<MASKC_HEAD_DIM, MASKC_BLOCK_M>(qf, sQ, warp * MASKC_WARP_ROWS, lane);
   if (MASKC_Q_IN_REGS) __syncthreads();  // Q's tile is stage 1's memory
 
   float o[MASKC_O_ELEMS];

@@ -34,18 +34,21 @@ var Prelude string
 //go:embed attn_fwd.h
 var AttnFwd string
 
-// Tile shape of maskc_attn_fwd, the same for every supported head dim and
-// platform; the warp layout below depends on the platform.
+// Tile shape of maskc_attn_fwd: BlockM for every head dim and platform;
+// the key tile and the warp layout below depend on the platform.
 const (
 	// BlockM is the number of query rows one block computes (MASKC_BLOCK_M).
 	BlockM = 128
-	// BlockN is the number of keys per shared-memory tile (MASKC_BLOCK_N).
+	// BlockN is the number of keys per shared-memory tile (MASKC_BLOCK_N)
+	// of the mma.sync and MFMA kernels; see Platform.BlockN.
 	BlockN = 32
+	// WGMMABlockN is the key tile of the sm_90a warpgroup-MMA kernel.
+	WGMMABlockN = 64
 	// ElemBytes is the size of one bf16 or fp16 element.
 	ElemBytes = 2
 )
 
-// Platform is a GPU vendor family; it decides the warp layout.
+// Platform is a GPU family and kernel variant; it decides the warp layout.
 type Platform int
 
 const (
@@ -53,14 +56,54 @@ const (
 	NVIDIA Platform = iota
 	// AMD: 64-wide wavefronts, MFMA matrix cores (gfx90a, gfx94x, gfx950).
 	AMD
+	// NVIDIAWGMMA: Hopper (sm_90a) warpgroup MMA: two warpgroups of 64
+	// rows, 64-key tiles, Q read from shared memory by the MMA. Built with
+	// WGMMAArch and WGMMAOptions.
+	NVIDIAWGMMA
 )
 
-// String returns "nvidia" or "amd".
+// Platforms are all platforms, in the order of the constants.
+var Platforms = []Platform{NVIDIA, AMD, NVIDIAWGMMA}
+
+// WGMMAArch is the architecture NVIDIAWGMMA kernels are compiled for
+// (wgmma needs the arch-specific sm_90a target; its code runs on sm_90).
+const WGMMAArch = "sm_90a"
+
+// WGMMAOptions are the compiler options that select the NVIDIAWGMMA kernel
+// in prelude.h.
+var WGMMAOptions = []string{"-DMASKC_NV_WGMMA=1"}
+
+// String returns "nvidia", "amd" or "nvidia-sm90a".
 func (p Platform) String() string {
-	if p == AMD {
+	switch p {
+	case AMD:
 		return "amd"
+	case NVIDIAWGMMA:
+		return "nvidia-sm90a"
 	}
 	return "nvidia"
+}
+
+// ForDevice returns the platform a kernel is built for on a device of the
+// given backend ("cuda" or "hip") and JIT architecture ("sm_90",
+// "gfx942"): the wgmma kernel on sm_90 (Hopper), mma.sync on other NVIDIA
+// GPUs, MFMA on AMD.
+func ForDevice(backend, arch string) Platform {
+	switch {
+	case backend == "hip":
+		return AMD
+	case arch == "sm_90" || arch == "sm_90a":
+		return NVIDIAWGMMA
+	}
+	return NVIDIA
+}
+
+// BlockN returns the keys per shared-memory tile on p (MASKC_BLOCK_N).
+func (p Platform) BlockN() int {
+	if p == NVIDIAWGMMA {
+		return WGMMABlockN
+	}
+	return BlockN
 }
 
 // WarpSize returns the threads per warp (wavefront) on p (MASKC_WARP_SIZE).
@@ -72,12 +115,13 @@ func (p Platform) WarpSize() int {
 }
 
 // WarpRows returns the query rows of one warp on p (MASKC_WARP_ROWS): two
-// m16 MMA blocks on NVIDIA, one 16-row MFMA block on AMD.
+// m16 MMA blocks with mma.sync, one 16-row MFMA block on AMD, a quarter of
+// a warpgroup's 64 rows with wgmma.
 func (p Platform) WarpRows() int {
-	if p == AMD {
-		return 16
+	if p == NVIDIA {
+		return 32
 	}
-	return 32
+	return 16
 }
 
 // NumWarps returns the warps per block on p (MASKC_NUM_WARPS).
@@ -101,7 +145,7 @@ func SharedMemBytes(p Platform, headDim int) (int, error) {
 	if headDim != 64 && headDim != 128 {
 		return 0, fmt.Errorf("hipsrc: head dim %d is not supported (64 or 128)", headDim)
 	}
-	stage := 2 * BlockN * headDim
+	stage := 2 * p.BlockN() * headDim
 	q := BlockM * headDim
 	if p.QInRegisters() {
 		return ElemBytes * (stage + max(q, stage)), nil
@@ -114,17 +158,17 @@ func AttnGrid(batch, heads, seqQ int) [3]int {
 	return [3]int{ceilDiv(seqQ, BlockM), heads, batch}
 }
 
-// FlagsGrid returns the launch grid of maskc_tile_flags:
-// (ceil(Skv/BlockN), ceil(Sq/BlockM), 1).
-func FlagsGrid(seqQ, seqKV int) [3]int {
-	return [3]int{ceilDiv(seqKV, BlockN), ceilDiv(seqQ, BlockM), 1}
+// FlagsGrid returns the launch grid of maskc_tile_flags for key tiles of
+// blockN keys: (ceil(Skv/blockN), ceil(Sq/BlockM), 1).
+func FlagsGrid(blockN, seqQ, seqKV int) [3]int {
+	return [3]int{ceilDiv(seqKV, blockN), ceilDiv(seqQ, BlockM), 1}
 }
 
 // FlagsBytes returns the size of the tile-flag buffer that maskc_tile_flags
-// writes and maskc_attn_fwd reads (MaskcShape.tile_flags):
-// one byte per (b, h, q tile, kv tile).
-func FlagsBytes(batch, heads, seqQ, seqKV int) int {
-	return batch * heads * ceilDiv(seqQ, BlockM) * ceilDiv(seqKV, BlockN)
+// writes and maskc_attn_fwd reads (MaskcShape.tile_flags) for key tiles of
+// blockN keys: one byte per (b, h, q tile, kv tile).
+func FlagsBytes(blockN, batch, heads, seqQ, seqKV int) int {
+	return batch * heads * ceilDiv(seqQ, BlockM) * ceilDiv(seqKV, blockN)
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }

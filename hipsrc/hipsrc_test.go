@@ -22,6 +22,20 @@ func define(t *testing.T, src, name string) int {
 	return v
 }
 
+// prelude sections: the wgmma and mma.sync branches of the NVIDIA block
+// configuration and the AMD one.
+func preludeSections(t *testing.T) (wgmma, mmaSync, amd string) {
+	t.Helper()
+	nv := Prelude[strings.Index(Prelude, "#if MASKC_NV_WGMMA\n"):]
+	wgmma = nv[:strings.Index(nv, "#else\n")]
+	mmaSync = nv[len(wgmma):]
+	mmaSync = mmaSync[:strings.Index(mmaSync, "#endif")]
+	amd = nv[strings.Index(nv, "#define MASKC_NV_V_GROUP"):]
+	amd = amd[strings.Index(amd, "#else"):]
+	amd = amd[:strings.Index(amd, "#endif")]
+	return wgmma, mmaSync, amd
+}
+
 func TestConstantsMirrorSources(t *testing.T) {
 	if got := define(t, AttnFwd, "MASKC_BLOCK_M"); got != BlockM {
 		t.Errorf("MASKC_BLOCK_M = %d, BlockM = %d", got, BlockM)
@@ -29,26 +43,46 @@ func TestConstantsMirrorSources(t *testing.T) {
 	if got := define(t, AttnFwd, "MASKC_BLOCK_N"); got != BlockN {
 		t.Errorf("MASKC_BLOCK_N = %d, BlockN = %d", got, BlockN)
 	}
-	mt := define(t, Prelude, "MASKC_NV_MTILES")
-	amd := Prelude[strings.Index(Prelude, "#define MASKC_NV_MTILES"):]
-	amd = amd[strings.Index(amd, "#else"):]
+	wg, nv, amd := preludeSections(t)
+	mt := define(t, nv, "MASKC_NV_MTILES")
 	tests := []struct {
 		p                  Platform
 		warpRows, numWarps int
 		qInRegs            bool
+		blockN             int
 		wantThreads        int
-		wantRowsTimesWarps int
 	}{
-		{NVIDIA, 16 * mt, 8 / mt, mt == 1, 8 / mt * 32, BlockM},
-		{AMD, define(t, amd, "MASKC_WARP_ROWS"), define(t, amd, "MASKC_NUM_WARPS"), define(t, amd, "MASKC_Q_IN_REGS") == 1, 512, BlockM},
+		{NVIDIA, 16 * mt, 8 / mt, mt == 1, define(t, AttnFwd, "MASKC_BLOCK_N"), 8 / mt * 32},
+		{AMD, define(t, amd, "MASKC_WARP_ROWS"), define(t, amd, "MASKC_NUM_WARPS"), define(t, amd, "MASKC_Q_IN_REGS") == 1,
+			define(t, AttnFwd, "MASKC_BLOCK_N"), 512},
+		{NVIDIAWGMMA, define(t, wg, "MASKC_WARP_ROWS"), define(t, wg, "MASKC_NUM_WARPS"), define(t, wg, "MASKC_Q_IN_REGS") == 1,
+			define(t, wg, "MASKC_BLOCK_N"), 256},
 	}
 	for _, tt := range tests {
-		if tt.p.WarpRows() != tt.warpRows || tt.p.NumWarps() != tt.numWarps || tt.p.QInRegisters() != tt.qInRegs {
-			t.Errorf("%s: Go (rows %d, warps %d, q regs %v), prelude (%d, %d, %v)", tt.p, tt.p.WarpRows(), tt.p.NumWarps(),
-				tt.p.QInRegisters(), tt.warpRows, tt.numWarps, tt.qInRegs)
+		if tt.p.WarpRows() != tt.warpRows || tt.p.NumWarps() != tt.numWarps || tt.p.QInRegisters() != tt.qInRegs ||
+			tt.p.BlockN() != tt.blockN {
+			t.Errorf("%s: Go (rows %d, warps %d, q regs %v, block n %d), prelude (%d, %d, %v, %d)", tt.p, tt.p.WarpRows(),
+				tt.p.NumWarps(), tt.p.QInRegisters(), tt.p.BlockN(), tt.warpRows, tt.numWarps, tt.qInRegs, tt.blockN)
 		}
-		if tt.p.NumThreads() != tt.wantThreads || tt.p.WarpRows()*tt.p.NumWarps() != tt.wantRowsTimesWarps {
+		if tt.p.NumThreads() != tt.wantThreads || tt.p.WarpRows()*tt.p.NumWarps() != BlockM {
 			t.Errorf("%s: %d threads, %d rows per block", tt.p, tt.p.NumThreads(), tt.p.WarpRows()*tt.p.NumWarps())
+		}
+	}
+	if !strings.Contains(Prelude, "#ifndef MASKC_NV_WGMMA") || WGMMAOptions[0] != "-DMASKC_NV_WGMMA=1" {
+		t.Error("WGMMAOptions does not select the prelude's MASKC_NV_WGMMA branch")
+	}
+}
+
+func TestForDevice(t *testing.T) {
+	for _, tt := range []struct {
+		backend, arch string
+		want          Platform
+	}{
+		{"cuda", "sm_90", NVIDIAWGMMA}, {"cuda", "sm_80", NVIDIA}, {"cuda", "sm_89", NVIDIA}, {"cuda", "sm_100", NVIDIA},
+		{"hip", "gfx942", AMD}, {"fake", "", NVIDIA},
+	} {
+		if got := ForDevice(tt.backend, tt.arch); got != tt.want {
+			t.Errorf("ForDevice(%q, %q) = %s, want %s", tt.backend, tt.arch, got, tt.want)
 		}
 	}
 }
@@ -64,6 +98,8 @@ func TestSharedMemBytes(t *testing.T) {
 		{NVIDIA, 64, 2 * (2*2*BlockN*64 + BlockM*64), false},
 		{AMD, 128, 2 * (2*BlockN*128 + BlockM*128), false},
 		{AMD, 64, 2 * (2*BlockN*64 + BlockM*64), false},
+		{NVIDIAWGMMA, 128, 2 * (2*2*WGMMABlockN*128 + BlockM*128), false},
+		{NVIDIAWGMMA, 64, 2 * (2*2*WGMMABlockN*64 + BlockM*64), false},
 		{NVIDIA, 96, 0, true},
 		{AMD, 256, 0, true},
 	}
@@ -79,8 +115,10 @@ func TestSharedMemBytes(t *testing.T) {
 		if n, _ := SharedMemBytes(AMD, d); n > 64<<10 {
 			t.Errorf("AMD head dim %d needs %d bytes of LDS", d, n)
 		}
-		if n, _ := SharedMemBytes(NVIDIA, d); 2*n > 227<<10 {
-			t.Errorf("NVIDIA head dim %d: two blocks need %d bytes", d, 2*n)
+		for _, p := range []Platform{NVIDIA, NVIDIAWGMMA} {
+			if n, _ := SharedMemBytes(p, d); 2*n > 227<<10 {
+				t.Errorf("%s head dim %d: two blocks need %d bytes", p, d, 2*n)
+			}
 		}
 	}
 }
@@ -100,10 +138,10 @@ func TestGrids(t *testing.T) {
 		if got := AttnGrid(tt.b, tt.h, tt.sq); got != tt.attn {
 			t.Errorf("AttnGrid(%d, %d, %d) = %v, want %v", tt.b, tt.h, tt.sq, got, tt.attn)
 		}
-		if got := FlagsGrid(tt.sq, tt.skv); got != tt.flags {
+		if got := FlagsGrid(BlockN, tt.sq, tt.skv); got != tt.flags {
 			t.Errorf("FlagsGrid(%d, %d) = %v, want %v", tt.sq, tt.skv, got, tt.flags)
 		}
-		if got := FlagsBytes(tt.b, tt.h, tt.sq, tt.skv); got != tt.flagBytes {
+		if got := FlagsBytes(BlockN, tt.b, tt.h, tt.sq, tt.skv); got != tt.flagBytes {
 			t.Errorf("FlagsBytes = %d, want %d", got, tt.flagBytes)
 		}
 	}

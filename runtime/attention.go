@@ -53,6 +53,9 @@ type AttentionSpec struct {
 	Flex *dsl.Source
 	// CompileOptions are extra compiler options.
 	CompileOptions []string
+	// Arch is the compile target when it is not the device's own
+	// architecture (e.g. "sm_90a"); empty: the device's.
+	Arch string
 	// BlockM and BlockN are MASKC_BLOCK_M and MASKC_BLOCK_N: query rows per
 	// block and kv columns per tile.
 	BlockM, BlockN int
@@ -186,7 +189,7 @@ func (d *Device) NewAttention(spec AttentionSpec) (*AttentionKernel, error) {
 	if err := checkSpec(spec, d.Info().SharedMemPerBlockOptin); err != nil {
 		return nil, err
 	}
-	m, err := d.Compile(spec.Source, CompileOptions{Name: spec.Name, Flex: spec.Flex, Options: spec.CompileOptions})
+	m, err := d.Compile(spec.Source, CompileOptions{Name: spec.Name, Flex: spec.Flex, Options: spec.CompileOptions, Arch: spec.Arch})
 	if err != nil {
 		return nil, err
 	}

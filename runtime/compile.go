@@ -26,6 +26,9 @@ type CompileOptions struct {
 	// Options are extra compiler options, e.g. "--use_fast_math" (off by
 	// default).
 	Options []string
+	// Arch overrides the device's architecture as the compile target, e.g.
+	// "sm_90a" for arch-specific instructions; empty: the device's.
+	Arch string
 }
 
 // CompileStats says how a Module was obtained.
@@ -68,6 +71,9 @@ func (d *Device) Compile(src string, opts CompileOptions) (*Module, error) {
 		name = "maskc_kernel.cu"
 	}
 	arch := d.Info().Arch
+	if opts.Arch != "" {
+		arch = opts.Arch
+	}
 	flags := append(comp.BaseOptions(arch), opts.Options...)
 	key := kcache.NewKey(cacheFormat, src, name, arch, comp.Version(), strings.Join(flags, "\x00"))
 	st := CompileStats{Key: key.String()}

@@ -14,21 +14,23 @@ import (
 )
 
 // Spec describes kernel k of program p for a device of the given backend
-// ("cuda", "hip" or "fake"), which decides the block size (32-wide warps
-// or 64-wide wavefronts).
-func Spec(p *check.Program, k *codegen.Kernel, backend string) (runtime.AttentionSpec, error) {
-	platform := hipsrc.NVIDIA
-	if backend == "hip" {
-		platform = hipsrc.AMD
-	}
+// ("cuda", "hip" or "fake") and architecture ("sm_90", "gfx942", ...),
+// which decide the kernel variant and its block shape (hipsrc.ForDevice):
+// on Hopper the sm_90a warpgroup-MMA kernel, compiled for sm_90a.
+func Spec(p *check.Program, k *codegen.Kernel, backend, arch string) (runtime.AttentionSpec, error) {
+	platform := hipsrc.ForDevice(backend, arch)
 	launch, ok := k.Launch[platform.String()]
 	if !ok {
 		return runtime.AttentionSpec{}, fmt.Errorf("genkernel: kernel %s has no launch configuration for %s", k.Name, platform)
 	}
 	spec := runtime.AttentionSpec{
 		Source: k.Source, Name: k.Name + ".cu", Flex: p.File.Source,
-		BlockM: k.BlockM, BlockN: k.BlockN, NumThreads: launch.Threads, SharedBytes: launch.SharedMemBytes,
+		BlockM: k.BlockM, BlockN: launch.BlockN, NumThreads: launch.Threads, SharedBytes: launch.SharedMemBytes,
 		HeadDim: k.HeadDim, FlagsPerBatch: k.MaskUsesB, FlagsPerHead: k.MaskUsesH,
+	}
+	if platform == hipsrc.NVIDIAWGMMA {
+		spec.Arch = hipsrc.WGMMAArch
+		spec.CompileOptions = append(spec.CompileOptions, hipsrc.WGMMAOptions...)
 	}
 	switch k.Sparsity {
 	case codegen.SparsityAnalytic:

@@ -41,19 +41,26 @@ func generate(t *testing.T, path string) (*check.Program, *codegen.Kernel) {
 // kernel receives.
 func TestDocumentKernelLaunches(t *testing.T) {
 	p, k := generate(t, "../../examples/document_causal.flex")
-	for backend, platform := range map[string]string{"cuda": "nvidia", "hip": "amd"} {
-		spec, err := Spec(p, k, backend)
+	for _, tt := range []struct{ backend, arch, platform string }{
+		{"cuda", "sm_80", "nvidia"}, {"hip", "gfx942", "amd"}, {"cuda", "sm_90", "nvidia-sm90a"},
+	} {
+		backend, platform := tt.backend, tt.platform
+		spec, err := Spec(p, k, backend, tt.arch)
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := k.Launch[platform]
+		wgmma := platform == "nvidia-sm90a"
+		if wgmma != (spec.Arch == "sm_90a") || wgmma != (len(spec.CompileOptions) == 1) || spec.BlockN != want.BlockN {
+			t.Errorf("%s: arch %q, options %q, block n %d", platform, spec.Arch, spec.CompileOptions, spec.BlockN)
+		}
 		if spec.NumThreads != want.Threads || spec.SharedBytes != want.SharedMemBytes || spec.HeadDim != 128 ||
 			spec.Flex != p.File.Source || len(spec.Buffers) != 1 || spec.Sparsity != runtime.SparsityAnalytic {
 			t.Fatalf("%s: threads %d, shared %d, head dim %d, %d buffers, sparsity %d; want %+v",
 				backend, spec.NumThreads, spec.SharedBytes, spec.HeadDim, len(spec.Buffers), spec.Sparsity, want)
 		}
 	}
-	spec, err := Spec(p, k, "fake")
+	spec, err := Spec(p, k, "fake", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +130,7 @@ func TestABIStructsMatchTheTemplate(t *testing.T) {
 // against hipsrc's, for the forward and the PREPASS kernel.
 func TestLaunchGeometryMatchesTheTemplate(t *testing.T) {
 	p, k := generate(t, "../../examples/document_causal.flex")
-	spec, err := Spec(p, k, "cuda")
+	spec, err := Spec(p, k, "cuda", "sm_80")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +157,7 @@ func TestLaunchGeometryMatchesTheTemplate(t *testing.T) {
 	if got, want := grids[runtime.AttentionEntry], dim(hipsrc.AttnGrid(B, H, Sq)); got != want {
 		t.Errorf("forward grid %v, hipsrc says %v", got, want)
 	}
-	if got, want := grids[runtime.TileFlagsEntry], dim(hipsrc.FlagsGrid(Sq, Skv)); got != want {
+	if got, want := grids[runtime.TileFlagsEntry], dim(hipsrc.FlagsGrid(hipsrc.BlockN, Sq, Skv)); got != want {
 		t.Errorf("pre-pass grid %v, hipsrc says %v", got, want)
 	}
 }

@@ -71,7 +71,8 @@ type ManifestKernel struct {
 	BlockM         int              `json:"block_m"`
 	BlockN         int              `json:"block_n"`
 	Threads        int              `json:"threads"`
-	// Launch is the block size and shared memory per platform ("amd", "nvidia").
+	// Launch is the key tile, block size and shared memory per platform
+	// ("amd", "nvidia", "nvidia-sm90a").
 	Launch     map[string]codegen.LaunchConfig `json:"launch"`
 	MaskTorch  string                          `json:"mask_torch"`
 	ScoreTorch string                          `json:"score_torch"`
