@@ -16,11 +16,18 @@ import (
 //go:embed runtime.h
 var RuntimeSource string
 
-const maskSig = `__device__ __forceinline__ bool maskc_mask(const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q, long long KV,
-                                           long long b, long long h, long long q, long long kv)`
-
-const scoreSig = `__device__ __forceinline__ float maskc_score(const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q, long long KV,
-                                             float score, long long b, long long h, long long q, long long kv)`
+// Signatures of the generated functions. maskc_mask and maskc_score are
+// what a (b, h, q, kv) evaluation calls; the kernel splits them: buffer
+// reads that depend on q but not kv (or on neither) are computed once per
+// row (maskc_mask_row -> MaskcMaskRow), those that depend on kv but not q
+// once per column of a tile (maskc_mask_col -> MaskcMaskCol), and
+// maskc_mask_rc combines them with the rest. maskc_mask is that
+// composition, so both paths compute the same function.
+const (
+	sizeParams = "const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q, long long KV"
+	maskSig    = "__device__ __forceinline__ bool maskc_mask(" + sizeParams + ",\n    long long b, long long h, long long q, long long kv)"
+	scoreSig   = "__device__ __forceinline__ float maskc_score(" + sizeParams + ",\n    float score, long long b, long long h, long long q, long long kv)"
+)
 
 // lineResetMarker stands where the generated text returns from .flex line
 // numbers to its own; resolveLineResets turns it into a #line directive
@@ -28,23 +35,121 @@ const scoreSig = `__device__ __forceinline__ float maskc_score(const MaskcBuffer
 const lineResetMarker = "// maskc: #line reset"
 
 // MaskFunc generates maskc_mask, true where the lowered mask l keeps
-// (q, kv). A nil l keeps every pair. bufs is the kernel's buffer table
-// (BufferTable); src, when not nil, is the .flex file l's spans point into,
-// named in #line directives and quoted in the leading comment.
+// (q, kv), and its row/column split (see maskSig). A nil l keeps every
+// pair. bufs is the kernel's buffer table (BufferTable); src, when not nil,
+// is the .flex file l's spans point into, named in #line directives and
+// quoted in the leading comment.
 func MaskFunc(src *dsl.Source, l *dsl.Lowered, bufs []BufferABI) (string, dsl.Diagnostics) {
 	if l == nil || l.Expr == nil {
-		return "// no mask: every (q, kv) pair is kept\n" + maskSig + " {\n  return true;\n}\n", nil
+		return "// no mask: every (q, kv) pair is kept\n" + splitFuncs(dsl.MaskMod, "", "", "", "", "  return true;\n"), nil
 	}
 	return modFunc(src, l, dsl.MaskMod, bufs)
 }
 
 // ScoreFunc generates maskc_score, the lowered score l applied to the
-// scaled logit, computed in fp32. A nil l returns the score unchanged.
+// scaled logit, computed in fp32, and its row/column split. A nil l
+// returns the score unchanged.
 func ScoreFunc(src *dsl.Source, l *dsl.Lowered, bufs []BufferABI) (string, dsl.Diagnostics) {
 	if l == nil || l.Expr == nil {
-		return "// no score: the scaled logit is used as is\n" + scoreSig + " {\n  return score;\n}\n", nil
+		return "// no score: the scaled logit is used as is\n" + splitFuncs(dsl.ScoreMod, "", "", "", "", "  return score;\n"), nil
 	}
 	return modFunc(src, l, dsl.ScoreMod, bufs)
+}
+
+// splitFuncs assembles the functions of one mod from the bodies of its row
+// part, column part and combination (with their structs' fields).
+func splitFuncs(kind dsl.ModKind, rowFields, rowBody, colFields, colBody, rcBody string) string {
+	n, ret, scoreParam, scoreArg := "Mask", "bool", "", ""
+	if kind == dsl.ScoreMod {
+		n, ret, scoreParam, scoreArg = "Score", "float", "float score, ", "score, "
+	}
+	lo := strings.ToLower(n)
+	var b strings.Builder
+	fmt.Fprintf(&b, "struct Maskc%sRow {%s};  // the %s's buffer reads that depend on q, not kv\n", n, rowFields, lo)
+	fmt.Fprintf(&b, "__device__ __forceinline__ Maskc%sRow maskc_%s_row(%s,\n    long long b, long long h, long long q) {\n", n, lo, sizeParams)
+	fmt.Fprintf(&b, "  Maskc%sRow r;\n%s  return r;\n}\n", n, rowBody)
+	fmt.Fprintf(&b, "struct Maskc%sCol {%s};  // the %s's buffer reads that depend on kv, not q\n", n, colFields, lo)
+	fmt.Fprintf(&b, "__device__ __forceinline__ Maskc%sCol maskc_%s_col(%s,\n    long long b, long long h, long long kv) {\n", n, lo, sizeParams)
+	fmt.Fprintf(&b, "  Maskc%sCol c;\n%s  return c;\n}\n", n, colBody)
+	fmt.Fprintf(&b, "__device__ __forceinline__ %s maskc_%s_rc(%s,\n    const Maskc%sRow& r, const Maskc%sCol& c, %slong long b, long long h, long long q, long long kv) {\n",
+		ret, lo, sizeParams, n, n, scoreParam)
+	b.WriteString(rcBody)
+	b.WriteString("}\n")
+	sig := maskSig
+	if kind == dsl.ScoreMod {
+		sig = scoreSig
+	}
+	fmt.Fprintf(&b, "%s {\n  return maskc_%s_rc(buf, B, H, HKV, Q, KV, maskc_%s_row(buf, B, H, HKV, Q, KV, b, h, q),\n", sig, lo, lo)
+	fmt.Fprintf(&b, "                       maskc_%s_col(buf, B, H, HKV, Q, KV, b, h, kv), %sb, h, q, kv);\n}\n", lo, scoreArg)
+	return b.String()
+}
+
+// hoistableReads returns the buffer reads of e that do not depend on both q
+// and kv (nor on the score): rows, those without kv; cols, those with kv
+// but not q. Each appears once, inner reads before the reads that use them.
+func hoistableReads(w *funcWriter, e dsl.Expr) (rows, cols []dsl.Expr) {
+	seen := map[string]bool{}
+	var visit func(x dsl.Expr)
+	visit = func(x dsl.Expr) {
+		dsl.Inspect(x, func(y dsl.Expr) bool {
+			r, ok := y.(*dsl.IndexExpr)
+			if !ok || y == x {
+				return true
+			}
+			visit(r)
+			return false
+		})
+		r, ok := x.(*dsl.IndexExpr)
+		if !ok || seen[w.key(r)] {
+			return
+		}
+		var q, kv, score bool
+		dsl.Inspect(r, func(y dsl.Expr) bool {
+			if v, ok := y.(*dsl.VarRef); ok {
+				q = q || v.Var == dsl.VarQ
+				kv = kv || v.Var == dsl.VarKV
+				score = score || v.Var == dsl.VarScore
+			}
+			return true
+		})
+		seen[w.key(r)] = true
+		switch {
+		case score || (q && kv):
+		case !kv:
+			rows = append(rows, r)
+		default:
+			cols = append(cols, r)
+		}
+	}
+	visit(e)
+	return rows, cols
+}
+
+// hoist emits the reads into a fresh writer's body as fields of variable
+// v ("r" or "c"), and seeds w so that it refers to them there.
+func hoist(src *dsl.Source, l *dsl.Lowered, float cType, bufs []BufferABI, diags *dsl.Diagnostics, w *funcWriter, reads []dsl.Expr, v string) (fields, body string) {
+	if len(reads) == 0 {
+		return "", ""
+	}
+	hw := newFuncWriter(src, l, float, bufs, diags)
+	for _, r := range reads {
+		hw.count(r)
+	}
+	var fs []string
+	for _, r := range reads {
+		val := hw.expr(r) // reads are always bound to a named constant
+		if hw.failed {
+			return "", ""
+		}
+		hw.stmt(r.Span(), "%s.%s = %s;", v, val.code, val.code)
+		fs = append(fs, fmt.Sprintf(" %s %s;", val.typ, val.code))
+		w.temps[w.key(r)] = cExpr{v + "." + val.code, val.typ}
+	}
+	body = hw.body.String()
+	if hw.lastLine != 0 {
+		body += lineResetMarker + "\n"
+	}
+	return strings.Join(fs, "") + " ", body
 }
 
 func modFunc(src *dsl.Source, l *dsl.Lowered, kind dsl.ModKind, bufs []BufferABI) (string, dsl.Diagnostics) {
@@ -53,22 +158,27 @@ func modFunc(src *dsl.Source, l *dsl.Lowered, kind dsl.ModKind, bufs []BufferABI
 		diags.Add(src, l.Expr.Span(), CodeUnsupported, "expected a %s, got a %s", kind, l.Kind)
 		return "", diags
 	}
-	float, sig, resultType := cDouble, maskSig, cBool
+	float, resultType := cDouble, cBool
 	if kind == dsl.ScoreMod {
-		float, sig, resultType = cFloat, scoreSig, cFloat
+		float, resultType = cFloat, cFloat
 	}
 	w := newFuncWriter(src, l, float, bufs, &diags)
 	w.count(l.Expr)
-	var root cExpr
-	if kind == dsl.MaskMod {
-		root = w.expr(l.Expr)
-	} else {
-		root = w.expr(l.Expr)
+	rows, cols := hoistableReads(w, l.Expr)
+	rowFields, rowBody := hoist(src, l, float, bufs, &diags, w, rows, "r")
+	colFields, colBody := hoist(src, l, float, bufs, &diags, w, cols, "c")
+	if len(diags) > 0 {
+		return "", diags
 	}
+	root := w.expr(l.Expr)
 	if w.failed {
 		return "", diags
 	}
 	w.stmt(l.Expr.Span(), "return %s;", conv(root, resultType).code)
+	rcBody := w.body.String()
+	if w.lastLine != 0 {
+		rcBody += lineResetMarker + "\n"
+	}
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "// %s %s\n", kind, l.Name)
@@ -80,12 +190,7 @@ func modFunc(src *dsl.Source, l *dsl.Lowered, kind dsl.ModKind, bufs []BufferABI
 	} else {
 		b.WriteString("// ints are int32 where intrange.go proves it exact, else int64, with Python's floor // and %; floats are computed in fp32 like the kernel\n")
 	}
-	b.WriteString(sig + " {\n")
-	b.WriteString(w.body.String())
-	b.WriteString("}\n")
-	if w.lastLine != 0 {
-		b.WriteString(lineResetMarker + "\n")
-	}
+	b.WriteString(splitFuncs(kind, rowFields, rowBody, colFields, colBody, rcBody))
 	return b.String(), diags
 }
 

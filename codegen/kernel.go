@@ -286,7 +286,9 @@ func (k *Kernel) writeHeader(w *strings.Builder, src *dsl.Source) {
 	}
 	fmt.Fprintf(w, "#define MASKC_SPARSITY_%s 1\n", strings.ToUpper(k.Sparsity))
 	fmt.Fprintf(w, "#define MASKC_MASK_USES_B %d\n", b2i(k.MaskUsesB))
-	fmt.Fprintf(w, "#define MASKC_MASK_USES_H %d\n\n", b2i(k.MaskUsesH))
+	fmt.Fprintf(w, "#define MASKC_MASK_USES_H %d\n", b2i(k.MaskUsesH))
+	// The mask and score come with row and column parts (funcs.go).
+	w.WriteString("#define MASKC_SPLIT_MODS 1\n\n")
 }
 
 func usesVar(l *dsl.Lowered, v dsl.Var) bool {

@@ -30,7 +30,7 @@ import maskc_gpu as mg
 
 B, H, S, D = 2, 16, 8192, 128
 
-PRELUDE_TOP = "// maskc generated-kernel prelude"
+PRELUDE_TOP = mg.PRELUDE_TOP
 # Kernel tuning variants: textual substitutions in the assembled source.
 VARIANTS = {
     "base": {},
@@ -40,17 +40,19 @@ VARIANTS = {
     "mt1": {"#define MASKC_NV_MTILES 2": "#define MASKC_NV_MTILES 1"},
     "g2": {"#define MASKC_NV_V_GROUP 4": "#define MASKC_NV_V_GROUP 2"},
     "bn64": {"#define MASKC_BLOCK_N 32": "#define MASKC_BLOCK_N 64"},
-    # sm_90a warpgroup MMA (prelude.h MASKC_NV_WGMMA): 2 blocks/SM, or 1 block/SM, or 128-key tiles
-    "wg": {PRELUDE_TOP: "#define MASKC_NV_WGMMA 1\n" + PRELUDE_TOP},
-    "wg1": {PRELUDE_TOP: "#define MASKC_NV_WGMMA 1\n#define MASKC_NV_WG_MIN_BLOCKS 1\n" + PRELUDE_TOP},
-    "wgswap": {PRELUDE_TOP: "#define MASKC_NV_WGMMA 1\n" + PRELUDE_TOP,
-               "maskc_wg_desc(sV + kk * 16 * 64, BN * 128, 1024)": "maskc_wg_desc(sV + kk * 16 * 64, 1024, BN * 128)"},
-    "wg128": {PRELUDE_TOP: "#define MASKC_NV_WGMMA 1\n#define MASKC_NV_WG_MIN_BLOCKS 1\n#define MASKC_BLOCK_N 128\n"
-              + PRELUDE_TOP},
-    "bn64g12": {"#define MASKC_BLOCK_N 32": "#define MASKC_BLOCK_N 64", "#define MASKC_NV_K_GROUP 4": "#define MASKC_NV_K_GROUP 1",
-                "#define MASKC_NV_V_GROUP 4": "#define MASKC_NV_V_GROUP 2"},
-    "bn64g22": {"#define MASKC_BLOCK_N 32": "#define MASKC_BLOCK_N 64", "#define MASKC_NV_K_GROUP 4": "#define MASKC_NV_K_GROUP 2",
-                "#define MASKC_NV_V_GROUP 4": "#define MASKC_NV_V_GROUP 2"},
+    # mma.sync instead of the sm_90a warpgroup MMA that the H200 gets by default (maskc_gpu.device_source)
+    "sync": {PRELUDE_TOP: "#define MASKC_NV_WGMMA 0\n" + PRELUDE_TOP},
+    # wgmma with 1 block per SM (no spills), or 1 block per SM and 128-key tiles
+    "wg1": {PRELUDE_TOP: "#define MASKC_NV_WG_MIN_BLOCKS 1\n" + PRELUDE_TOP},
+    # the mods' row/column parts read after the tile's MMA, or not used (hipsrc/attn_fwd.h)
+    "colate": {PRELUDE_TOP: "#define MASKC_COL_EARLY 0\n" + PRELUDE_TOP},
+    "nosplit": {"#define MASKC_SPLIT_MODS 1\n": ""},
+    # experiments on document (timing only: the output is wrong): no per-element mask at all; the mask
+    # without its two buffer reads
+    "docfull": {"  return full0;\n}": "  return true;\n}"},
+    "docnoread": {"const int doc_0 = maskc_read_doc(buf, (int)q);": "const int doc_0 = 0;",
+                  "const int doc_1 = maskc_read_doc(buf, (int)kv);": "const int doc_1 = 0;"},
+    "wg128": {PRELUDE_TOP: "#define MASKC_NV_WG_MIN_BLOCKS 1\n#define MASKC_BLOCK_N 128\n" + PRELUDE_TOP},
 }
 
 

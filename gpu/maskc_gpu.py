@@ -138,6 +138,22 @@ def source_config(src):
                 prepass="#define MASKC_SPARSITY_PREPASS" in src, sink="#define MASKC_HAS_SINK" in src)
 
 
+PRELUDE_TOP = "// maskc generated-kernel prelude"
+
+
+def device_source(src):
+    """The source as maskc's runtime builds it for this GPU (Go's
+    hipsrc.ForDevice): on sm_90 the sm_90a warpgroup-MMA kernel, unless the
+    text before the prelude already sets MASKC_NV_WGMMA (bench.py's "sync"
+    variant sets 0) or MASKC_PLATFORM=nvidia asks for mma.sync."""
+    head = src[:src.find(PRELUDE_TOP)] if PRELUDE_TOP in src else ""
+    if "MASKC_NV_WGMMA" in head or os.environ.get("MASKC_PLATFORM") == "nvidia":
+        return src
+    if torch.cuda.get_device_capability() == (9, 0):
+        return "#define MASKC_NV_WGMMA 1\n" + src
+    return src
+
+
 def is_wgmma(src):
     """Whether a source selects the sm_90a warpgroup-MMA kernel (prelude.h)."""
     return re.search(r"^#define MASKC_NV_WGMMA 1$", src, re.M) is not None
@@ -148,6 +164,7 @@ def compile_source(src, name="kernel", arch=None):
     returns (cubin bytes, compile log). Needs no CUDA context (thread-safe)."""
     nvrtc, _ = libs()
     if arch is None:
+        src = device_source(src)
         major, minor = torch.cuda.get_device_capability()
         arch = "sm_%d%d" % (major, minor)
         if is_wgmma(src):
@@ -179,6 +196,7 @@ class Kernel:
     def __init__(self, src, name="kernel", compiled=None):
         _, cuda = libs()
         torch.empty(1, device="cuda")  # make torch's primary context current on this thread
+        src = device_source(src)
         self.cfg = source_config(src)
         self.name = name
         self.cubin, self.log = compiled if compiled is not None else compile_source(src, name)

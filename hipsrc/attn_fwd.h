@@ -58,8 +58,20 @@
 #ifndef MASKC_WARP_TILE_CLASS
 #define MASKC_WARP_TILE_CLASS 0
 #endif
-#if defined(MASKC_NV_WGMMA) && MASKC_NV_WGMMA && MASKC_WARP_TILE_CLASS >= 2
-#error "maskc: a warpgroup's MMAs need all of its warps; per-warp tile skipping (level 2) is not available with wgmma"
+// The rows one classification covers: a warp's, or with wgmma a
+// warpgroup's (its MMAs need all four warps, so a skip must be theirs).
+#if defined(MASKC_NV_WGMMA) && MASKC_NV_WGMMA
+#define MASKC_CLASS_ROWS 64
+#else
+#define MASKC_CLASS_ROWS MASKC_WARP_ROWS
+#endif
+// With MASKC_SPLIT_MODS (the generated part's mods come with row and
+// column parts), a lane reads the mask's and score's q-only buffer values
+// once per block and the kv-only ones once per column of a tile, rather
+// than at every element. MASKC_COL_EARLY 1 reads the columns before the
+// tile's Q.K^T, so that the reads overlap the MMA.
+#ifndef MASKC_COL_EARLY
+#define MASKC_COL_EARLY 1
 #endif
 #ifndef MASKC_MASK_USES_B
 #define MASKC_MASK_USES_B 1
@@ -252,10 +264,12 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
   const float unit = shape.scale * MASKC_LOG2E;
 #endif
   const int row_base = q0 + warp * MASKC_WARP_ROWS;
-  // The rows whose tiles this warp classifies: its own, or the block's when
-  // it has none (a ragged last block; such rows are never stored).
-  const int wq0 = MASKC_WARP_TILE_CLASS && row_base < q_end ? row_base : q0;
-  const int wq1 = MASKC_WARP_TILE_CLASS && row_base < q_end ? min(row_base + MASKC_WARP_ROWS, q_end) : q_end;
+  // The rows whose tiles this warp classifies: its own (its warpgroup's
+  // with wgmma), or the block's when it has none (a ragged last block;
+  // such rows are never stored).
+  const int class_base = q0 + warp * MASKC_WARP_ROWS / MASKC_CLASS_ROWS * MASKC_CLASS_ROWS;
+  const int wq0 = MASKC_WARP_TILE_CLASS && class_base < q_end ? class_base : q0;
+  const int wq1 = MASKC_WARP_TILE_CLASS && class_base < q_end ? min(class_base + MASKC_CLASS_ROWS, q_end) : q_end;
   (void)wq0, (void)wq1;
 #if MASKC_WARP_TILE_CLASS >= 2 && defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
   int w_lo = 0, w_hi = Skv;  // keys outside [w_lo, w_hi) are masked for every row of this warp
@@ -265,6 +279,36 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
     w_lo = lo < 0 ? 0 : (int)(lo < Skv ? lo : Skv);
     w_hi = hi > Skv ? Skv : (int)(hi > 0 ? hi : 0);
   }
+#endif
+#if defined(MASKC_SPLIT_MODS)
+  MaskcMaskRow mrow[MASKC_ROW_SLOTS];
+  MaskcScoreRow srow[MASKC_ROW_SLOTS];
+#pragma unroll
+  for (int sl = 0; sl < MASKC_ROW_SLOTS; ++sl) {
+    const int qs = maskc_nonneg(row_base + maskc_slot_row(lane, sl));
+    mrow[sl] = maskc_mask_row(buf, nB, nH, nHKV, nQ, nKV, b, h, qs);
+    srow[sl] = maskc_score_row(buf, nB, nH, nHKV, nQ, nKV, b, h, qs);
+  }
+#define MASKC_COL_SLOTS (MASKC_BLOCK_N / 4)
+  // The column parts of a tile; the mask's only where it is not full.
+#define MASKC_READ_COLS()                                                                              \
+  MaskcMaskCol mcol[MASKC_COL_SLOTS];                                                                  \
+  MaskcScoreCol scol[MASKC_COL_SLOTS];                                                                 \
+  _Pragma("unroll") for (int cs = 0; cs < MASKC_COL_SLOTS; ++cs) {                                     \
+    const int kvs = maskc_nonneg(kv0 + maskc_colslot_col<MASKC_BLOCK_N>(lane, cs));                   \
+    if (!full) mcol[cs] = maskc_mask_col(buf, nB, nH, nHKV, nQ, nKV, b, h, kvs);                      \
+    scol[cs] = maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, h, kvs);                                 \
+  }
+#define MASKC_SCORE_AT(i, x, qi, kvi)                                                                         \
+  maskc_score_rc(buf, nB, nH, nHKV, nQ, nKV, srow[maskc_frag_slot<MASKC_BLOCK_N>(i)],                        \
+                 scol[maskc_frag_colslot<MASKC_BLOCK_N>(i)], x, b, h, qi, kvi)
+#define MASKC_MASK_AT(i, qi, kvi)                                                                             \
+  maskc_mask_rc(buf, nB, nH, nHKV, nQ, nKV, mrow[maskc_frag_slot<MASKC_BLOCK_N>(i)],                         \
+                mcol[maskc_frag_colslot<MASKC_BLOCK_N>(i)], b, h, qi, kvi)
+#else
+#define MASKC_READ_COLS()
+#define MASKC_SCORE_AT(i, x, qi, kvi) maskc_score(buf, nB, nH, nHKV, nQ, nKV, x, b, h, qi, kvi)
+#define MASKC_MASK_AT(i, qi, kvi) maskc_mask(buf, nB, nH, nHKV, nQ, nKV, b, h, qi, kvi)
 #endif
   int stage = 0;
   bool first = true;
@@ -295,12 +339,8 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
     const maskc_elem_t* sK = sKV + stage * MASKC_STAGE_ELEMS;
     const maskc_elem_t* sV = sK + MASKC_KV_TILE_ELEMS;
 
-    float s[MASKC_S_ELEMS];
-#pragma unroll
-    for (int i = 0; i < MASKC_S_ELEMS; ++i) s[i] = 0.f;
-    maskc_mma_qk<MASKC_DT, MASKC_HEAD_DIM, MASKC_BLOCK_N>(s, qf, sK, lane);
-
-    // Is every (q, kv) of this tile visible? Then skip the mask.
+    // Is every (q, kv) of this tile visible? Then skip the mask. Asked before
+    // the MMA, so that buffer reads it makes overlap it.
     const int kv0 = kt * MASKC_BLOCK_N;
     bool full = kv0 + MASKC_BLOCK_N <= Skv;
 #if defined(MASKC_HAS_MASK)
@@ -314,6 +354,18 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
 #endif
 #endif
 
+#if MASKC_COL_EARLY
+    MASKC_READ_COLS()
+#endif
+    float s[MASKC_S_ELEMS];
+#pragma unroll
+    for (int i = 0; i < MASKC_S_ELEMS; ++i) s[i] = 0.f;
+    maskc_mma_qk<MASKC_DT, MASKC_HEAD_DIM, MASKC_BLOCK_N>(s, qf, sK, lane);
+#if !MASKC_COL_EARLY
+    MASKC_READ_COLS()
+#endif
+
+
     // Score mod on the scaled logit, then the mask.
 #define MASKC_S_ROW(i) maskc_nonneg(row_base + maskc_frag_row<MASKC_BLOCK_N>(lane, i))
 #define MASKC_S_COL(i) maskc_nonneg(kv0 + maskc_frag_col<MASKC_BLOCK_N>(lane, i))
@@ -321,7 +373,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
 #if defined(MASKC_HAS_SCORE)
 #pragma unroll
       for (int i = 0; i < MASKC_S_ELEMS; ++i)
-        s[i] = maskc_score(buf, nB, nH, nHKV, nQ, nKV, s[i] * shape.scale, b, h, MASKC_S_ROW(i), MASKC_S_COL(i));
+        s[i] = MASKC_SCORE_AT(i, s[i] * shape.scale, MASKC_S_ROW(i), MASKC_S_COL(i));
 #endif
     } else {
 #pragma unroll
@@ -329,13 +381,13 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
         const int qi = MASKC_S_ROW(i), kvi = MASKC_S_COL(i);
         (void)qi;
 #if defined(MASKC_HAS_SCORE)
-        const float x = maskc_score(buf, nB, nH, nHKV, nQ, nKV, s[i] * shape.scale, b, h, qi, kvi);
+        const float x = MASKC_SCORE_AT(i, s[i] * shape.scale, qi, kvi);
 #else
         const float x = s[i];
 #endif
         bool keep = kvi < Skv;
 #if defined(MASKC_HAS_MASK)
-        keep = keep && maskc_mask(buf, nB, nH, nHKV, nQ, nKV, b, h, qi, kvi);
+        keep = keep && MASKC_MASK_AT(i, qi, kvi);
 #endif
         s[i] = keep ? x : maskc_neg_inf();
       }

@@ -19,7 +19,9 @@
 //     for a BN-key tile into MASKC_WARP_ROWS*BN/MASKC_WARP_SIZE floats per
 //     lane; maskc_mma_pv adds P.V into MASKC_WARP_ROWS*D/MASKC_WARP_SIZE
 //     floats. For a fragment of W columns (BN for logits, D for the output),
-//     maskc_frag_col<W>(lane, i) is element i's column and
+//     maskc_frag_col<W>(lane, i) is element i's column (one of the lane's
+//     W/4 distinct columns: slot maskc_frag_colslot<W>(i), whose column is
+//     maskc_colslot_col<W>(lane, slot)) and
 //     maskc_frag_slot<W>(i) which of the lane's MASKC_ROW_SLOTS rows it is in;
 //     maskc_slot_row(lane, slot) is that row in the warp's strip. Elements
 //     2k and 2k+1 share a row and have adjacent columns. maskc_row_max and
@@ -560,6 +562,12 @@ template <int W>
 __device__ __forceinline__ int maskc_frag_slot(int i) { return 2 * (i / (W / 2)) + ((i >> 1) & 1); }
 template <int W>
 __device__ __forceinline__ int maskc_frag_col(int lane, int i) { return ((i % (W / 2)) >> 2) * 8 + (lane & 3) * 2 + (i & 1); }
+// A lane's elements of a W-column fragment fall in W/4 distinct columns,
+// its column slots: element i's, and the column of slot cs.
+template <int W>
+__device__ __forceinline__ int maskc_frag_colslot(int i) { return ((i % (W / 2)) >> 2) * 2 + (i & 1); }
+template <int W>
+__device__ __forceinline__ int maskc_colslot_col(int lane, int cs) { return (cs >> 1) * 8 + (lane & 3) * 2 + (cs & 1); }
 __device__ __forceinline__ int maskc_slot_row(int lane, int slot) { return 16 * (slot >> 1) + (lane >> 2) + 8 * (slot & 1); }
 __device__ __forceinline__ float maskc_row_max(float x) {
   x = fmaxf(x, maskc_shfl_xor(x, 1));
@@ -649,6 +657,11 @@ template <int W>
 __device__ __forceinline__ int maskc_frag_slot(int) { return 0; }
 template <int W>
 __device__ __forceinline__ int maskc_frag_col(int lane, int i) { return (i >> 2) * 16 + (lane >> 4) * 4 + (i & 3); }
+// Every element of a lane is in its own column: W/4 column slots.
+template <int W>
+__device__ __forceinline__ int maskc_frag_colslot(int i) { return i; }
+template <int W>
+__device__ __forceinline__ int maskc_colslot_col(int lane, int cs) { return maskc_frag_col<W>(lane, cs); }
 __device__ __forceinline__ int maskc_slot_row(int lane, int) { return lane & 15; }
 __device__ __forceinline__ float maskc_row_max(float x) {
   x = fmaxf(x, maskc_shfl_xor(x, 16));
