@@ -47,6 +47,8 @@ type CompileStats struct {
 	Image backend.ImageKind
 	// ImageBytes is the size of the code loaded.
 	ImageBytes int
+	// Arch is the architecture the code was built for, e.g. "sm_90a".
+	Arch string
 }
 
 // Module is a loaded compiled source.
@@ -76,7 +78,7 @@ func (d *Device) Compile(src string, opts CompileOptions) (*Module, error) {
 	}
 	flags := append(comp.BaseOptions(arch), opts.Options...)
 	key := kcache.NewKey(cacheFormat, src, name, arch, comp.Version(), strings.Join(flags, "\x00"))
-	st := CompileStats{Key: key.String()}
+	st := CompileStats{Key: key.String(), Arch: arch}
 
 	var img backend.Image
 	if d.cache != nil {

@@ -211,13 +211,19 @@ func TestCompileUsesCache(t *testing.T) {
 	if err != nil || m3.Stats.Cache != kcache.Miss || m3.Stats.Key == m.Stats.Key {
 		t.Fatalf("options did not change the key: %+v, %v", m3.Stats, err)
 	}
+	// So does an architecture override, which is what the code is built for.
+	m6, err := d2.Compile(attnSource, CompileOptions{Name: "probe.cu", Arch: "sm_90a"})
+	if err != nil || m6.Stats.Cache != kcache.Miss || m6.Stats.Key == m.Stats.Key || m6.Stats.Arch != "sm_90a" ||
+		m.Stats.Arch != d2.Info().Arch {
+		t.Fatalf("arch override: %+v (default %q), %v", m6.Stats, m.Stats.Arch, err)
+	}
 	// A corrupt entry is reported, replaced and still compiles.
 	path := entryPath(dir, m.Stats.Key)
 	if err := os.WriteFile(path, []byte("garbage"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	m4, err := d2.Compile(attnSource, CompileOptions{Name: "probe.cu"})
-	if err != nil || m4.Stats.Cache != kcache.Corrupt || m4.Stats.CacheErr == nil || fb2.Compiles() != 2 {
+	if err != nil || m4.Stats.Cache != kcache.Corrupt || m4.Stats.CacheErr == nil || fb2.Compiles() != 3 {
 		t.Fatalf("corrupt entry: %+v, %v, %d compiles", m4.Stats, err, fb2.Compiles())
 	}
 	m5, err := d2.Compile(attnSource, CompileOptions{Name: "probe.cu"})

@@ -289,9 +289,9 @@ func (r *runner) run() int {
 	st := attn.CompileStats()
 	wall := time.Since(t1)
 	if st.Cache == kcache.Hit {
-		fmt.Fprintf(r.e.stdout, "compile: cache hit, loaded in %s (%s %d KiB from %s)\n", ms(wall), st.Image, st.ImageBytes>>10, r.dev.CacheDir())
+		fmt.Fprintf(r.e.stdout, "compile: cache hit, loaded in %s (%s %d KiB for %s from %s)\n", ms(wall), st.Image, st.ImageBytes>>10, st.Arch, r.dev.CacheDir())
 	} else {
-		fmt.Fprintf(r.e.stdout, "compile: cold, %s (compiler %s, load %s, %s %d KiB; cache %s)\n", ms(wall), ms(st.Compile), ms(st.Load), st.Image, st.ImageBytes>>10, st.Cache)
+		fmt.Fprintf(r.e.stdout, "compile: cold, %s (compiler %s, load %s, %s %d KiB for %s; cache %s)\n", ms(wall), ms(st.Compile), ms(st.Load), st.Image, st.ImageBytes>>10, st.Arch, st.Cache)
 	}
 	if st.CacheErr != nil {
 		fmt.Fprintf(r.e.stdout, "cache: %v\n", st.CacheErr)
