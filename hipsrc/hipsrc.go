@@ -4,14 +4,16 @@
 // A generated kernel is one self-contained source text (NVRTC and hiprtc
 // cannot read include files), assembled in this order:
 //
-//  1. Prelude: the only place with platform differences (NVIDIA mma.sync and
-//     cp.async, AMD MFMA; warp size; shuffles; element conversions).
+//  1. Prelude: the only place with platform differences (NVIDIA mma.sync, or
+//     wgmma on sm_90a, and cp.async; AMD MFMA; warp size; shuffles; element
+//     conversions).
 //  2. The generated part (package codegen): configuration #defines
 //     (MASKC_HEAD_DIM, MASKC_DTYPE_BF16 or MASKC_DTYPE_F16, MASKC_HAS_MASK,
 //     MASKC_HAS_SCORE, MASKC_HAS_SINK, MASKC_SPARSITY_ANALYTIC, _PREPASS or
 //     _NONE, optionally MASKC_MASK_USES_B / MASKC_MASK_USES_H set to 0 when
 //     the mask ignores b / h), struct MaskcBuffers, and the device functions
-//     maskc_mask, maskc_score, maskc_kv_range and maskc_tile_full.
+//     maskc_mask, maskc_score (with their row and column parts,
+//     MASKC_SPLIT_MODS), maskc_kv_range and maskc_tile_full.
 //  3. AttnFwd: the fused flash-attention forward, entry points
 //     maskc_attn_fwd and maskc_tile_flags with C linkage.
 //

@@ -28,7 +28,9 @@
 //     maskc_row_sum reduce over the lanes that share a row.
 //   NVIDIA: mma.sync.m16n8k16 (bf16/f16, fp32 accumulate) with ldmatrix;
 //   MASKC_NV_MTILES m16 row blocks per warp (2: 4 warps, Q re-read from
-//   shared memory, two blocks per SM; 1: 8 warps, Q in registers).
+//   shared memory, two blocks per SM; 1: 8 warps, Q in registers). With
+//   MASKC_NV_WGMMA (sm_90a, Hopper): wgmma.m64nNk16, two warpgroups of 64
+//   rows, 64-key tiles, both operands of Q.K^T and V from shared memory.
 //   AMD: MFMA 16x16x16 (bf16_1k / f16) computing S^T = K.Q^T and O^T = V^T.P^T
 //   so that the logits' accumulator layout is directly the P operand.
 #ifndef MASKC_PRELUDE_H
