@@ -98,7 +98,7 @@ func choose(d dnf) (string, string) {
 	var parts []string
 	parts = append(parts, fmt.Sprintf("closed-form kv range and full-tile test from %d linear constraint(s) in %d disjunct(s)", linearN, len(d)))
 	if segN > 0 {
-		parts = append(parts, "segment ids bounded by binary search in the segments buffer")
+		parts = append(parts, "segment ids bounded by a search of the segments buffer")
 	}
 	if len(opaque) > 0 {
 		parts = append(parts, "evaluated per element: "+strings.Join(uniq(opaque), ", "))
