@@ -34,7 +34,8 @@ type funcWriter struct {
 	src     *dsl.Source
 	l       *dsl.Lowered
 	float   cType // the C type of .flex floats in this function
-	buffers map[string]*BufferABI
+	bufs    []BufferABI
+	buffers map[string]*BufferABI // bufs by name
 	diags   *dsl.Diagnostics
 
 	body     strings.Builder
@@ -50,7 +51,7 @@ type funcWriter struct {
 
 func newFuncWriter(src *dsl.Source, l *dsl.Lowered, float cType, bufs []BufferABI, diags *dsl.Diagnostics) *funcWriter {
 	w := &funcWriter{
-		src: src, l: l, float: float, buffers: map[string]*BufferABI{}, diags: diags,
+		src: src, l: l, float: float, bufs: bufs, buffers: map[string]*BufferABI{}, diags: diags,
 		indent: "  ", keys: map[dsl.Expr]string{}, uses: map[string]int{}, temps: map[string]cExpr{},
 	}
 	for i := range bufs {

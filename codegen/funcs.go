@@ -125,13 +125,13 @@ func hoistableReads(w *funcWriter, e dsl.Expr) (rows, cols []dsl.Expr) {
 	return rows, cols
 }
 
-// hoist emits the reads into a fresh writer's body as fields of variable
-// v ("r" or "c"), and seeds w so that it refers to them there.
-func hoist(src *dsl.Source, l *dsl.Lowered, float cType, bufs []BufferABI, diags *dsl.Diagnostics, w *funcWriter, reads []dsl.Expr, v string) (fields, body string) {
+// hoist emits the reads into the body of a fresh writer like w as fields
+// of variable v ("r" or "c"), and seeds w so that it refers to them there.
+func hoist(w *funcWriter, reads []dsl.Expr, v string) (fields, body string) {
 	if len(reads) == 0 {
 		return "", ""
 	}
-	hw := newFuncWriter(src, l, float, bufs, diags)
+	hw := newFuncWriter(w.src, w.l, w.float, w.bufs, w.diags)
 	for _, r := range reads {
 		hw.count(r)
 	}
@@ -165,8 +165,8 @@ func modFunc(src *dsl.Source, l *dsl.Lowered, kind dsl.ModKind, bufs []BufferABI
 	w := newFuncWriter(src, l, float, bufs, &diags)
 	w.count(l.Expr)
 	rows, cols := hoistableReads(w, l.Expr)
-	rowFields, rowBody := hoist(src, l, float, bufs, &diags, w, rows, "r")
-	colFields, colBody := hoist(src, l, float, bufs, &diags, w, cols, "c")
+	rowFields, rowBody := hoist(w, rows, "r")
+	colFields, colBody := hoist(w, cols, "c")
 	if len(diags) > 0 {
 		return "", diags
 	}

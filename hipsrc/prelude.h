@@ -231,16 +231,6 @@ __device__ __forceinline__ int maskc_tile_index(int row, int col) {
 
 #if defined(MASKC_PLATFORM_NVIDIA)
 
-// The warp's Q strip: MASKC_NV_MTILES m16 x D A operands in registers when
-// MASKC_Q_IN_REGS, else the shared Q tile, re-read for every key tile.
-template <int D>
-struct MaskcQFrag {
-  maskc_u32 a[MASKC_Q_IN_REGS ? D / 16 : 1][4];
-  const maskc_elem_t* sQ;
-  int row0;
-  int dblock;  // wgmma: elements between the Q tile's 64-column blocks
-};
-
 __device__ __forceinline__ void maskc_ldmatrix_x4(maskc_u32 (&r)[4], const maskc_elem_t* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -270,30 +260,6 @@ __device__ __forceinline__ void maskc_mma16816(float* c, maskc_u32 a0, maskc_u32
 }
 
 
-// The lane's ldmatrix row address of A block (16 rows from row0, k-step kk).
-template <int D>
-__device__ __forceinline__ const maskc_elem_t* maskc_a_addr(const maskc_elem_t* sQ, int row0, int kk, int lane) {
-  return sQ + maskc_smem_index<D>(row0 + (lane & 7) + ((lane >> 3) & 1) * 8, kk * 16 + (lane >> 4) * 8);
-}
-
-// Prepares rows [row0, row0 + MASKC_WARP_ROWS) of the swizzled Q tile.
-template <int D, int ROWS>
-__device__ __forceinline__ void maskc_load_q(MaskcQFrag<D>& q, const maskc_elem_t* sQ, int row0, int lane) {
-#if MASKC_NV_WGMMA
-  q.sQ = sQ + (row0 & ~63) * 64;  // the warpgroup's 64 rows in the first column block
-  q.row0 = row0;
-  q.dblock = ROWS * 64;
-  return;
-#endif
-  q.sQ = sQ;
-  q.row0 = row0;
-  q.dblock = 0;
-  if (MASKC_Q_IN_REGS) {
-#pragma unroll
-    for (int kk = 0; kk < (MASKC_Q_IN_REGS ? D / 16 : 0); ++kk) maskc_ldmatrix_x4(q.a[kk], maskc_a_addr<D>(sQ, row0, kk, lane));
-  }
-}
-
 #if MASKC_NV_WGMMA
 // sm_90a warpgroup MMA. The 4 warps of a warpgroup own 64 consecutive rows
 // (warp w: rows 16 (w % 4) .. +15 of them), and the accumulators of
@@ -318,6 +284,19 @@ template <int N>
 __device__ __forceinline__ void maskc_wg_fence_regs(float* r) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
+}
+
+// The warpgroup's Q rows: the MMA reads them from the shared Q tile.
+template <int D>
+struct MaskcQFrag {
+  const maskc_elem_t* sQ;  // the warpgroup's first row in the first 64-column block
+  int dblock;              // elements between the tile's 64-column blocks
+};
+template <int D, int ROWS>
+__device__ __forceinline__ void maskc_load_q(MaskcQFrag<D>& q, const maskc_elem_t* sQ, int row0, int lane) {
+  (void)lane;
+  q.sQ = sQ + (row0 & ~63) * 64;
+  q.dblock = ROWS * 64;
 }
 
 // Accumulator operand lists of the inline assembly: N/2 floats per thread.
@@ -474,6 +453,32 @@ __device__ __forceinline__ void maskc_mma_pv(float* o, const float* p, const mas
 }
 
 #else  // mma.sync ---------------------------------------------------------------
+
+// The warp's Q strip: MASKC_NV_MTILES m16 x D A operands in registers when
+// MASKC_Q_IN_REGS, else the shared Q tile, re-read for every key tile.
+template <int D>
+struct MaskcQFrag {
+  maskc_u32 a[MASKC_Q_IN_REGS ? D / 16 : 1][4];
+  const maskc_elem_t* sQ;
+  int row0;
+};
+
+// The lane's ldmatrix row address of A block (16 rows from row0, k-step kk).
+template <int D>
+__device__ __forceinline__ const maskc_elem_t* maskc_a_addr(const maskc_elem_t* sQ, int row0, int kk, int lane) {
+  return sQ + maskc_smem_index<D>(row0 + (lane & 7) + ((lane >> 3) & 1) * 8, kk * 16 + (lane >> 4) * 8);
+}
+
+// Prepares rows [row0, row0 + MASKC_WARP_ROWS) of the swizzled Q tile.
+template <int D, int ROWS>
+__device__ __forceinline__ void maskc_load_q(MaskcQFrag<D>& q, const maskc_elem_t* sQ, int row0, int lane) {
+  q.sQ = sQ;
+  q.row0 = row0;
+  if (MASKC_Q_IN_REGS) {
+#pragma unroll
+    for (int kk = 0; kk < (MASKC_Q_IN_REGS ? D / 16 : 0); ++kk) maskc_ldmatrix_x4(q.a[kk], maskc_a_addr<D>(sQ, row0, kk, lane));
+  }
+}
 
 // s += Q_strip . K_tile^T, the K tile swizzled [BN][D]. Each K fragment
 // feeds MASKC_NV_MTILES MMAs.
