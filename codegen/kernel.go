@@ -91,6 +91,10 @@ type Kernel struct {
 	// ScoreTorch is the score as a PyTorch expression, empty when there is
 	// no score mod.
 	ScoreTorch string
+
+	// sparsity is the plan maskc_kv_range and maskc_tile_full were printed
+	// from; HostSparsity evaluates it.
+	sparsity sparsityPlan
 }
 
 // LaunchConfig is how maskc_attn_fwd is launched on one platform.
@@ -150,8 +154,9 @@ func Generate(p *check.Program, a *check.Attention, opts Options) (*Kernel, dsl.
 		diags.Sort()
 		return nil, diags
 	}
-	k.Sparsity, k.SparsityReason = sp.kind, sp.reason
-	if sp.kind == SparsityPrepass {
+	k.Sparsity, k.SparsityReason = sp.plan.kind, sp.plan.reason
+	k.sparsity = sp.plan
+	if sp.plan.kind == SparsityPrepass {
 		k.FlagsEntry = "maskc_tile_flags"
 	}
 	k.MaskUsesB, k.MaskUsesH = usesVar(mask, dsl.VarB), usesVar(mask, dsl.VarH)

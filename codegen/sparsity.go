@@ -28,13 +28,16 @@ const tileFullSig = `__device__ __forceinline__ bool maskc_tile_full(const Maskc
 // sparsity is the block-sparsity plan of one mask and the generated
 // functions implementing it.
 type sparsity struct {
-	kind, reason string
-	code         string       // maskc_kv_range and maskc_tile_full
-	segments     []*BufferABI // segments buffers whose binary searches the code calls
+	plan     sparsityPlan
+	code     string       // maskc_kv_range and maskc_tile_full
+	segments []*BufferABI // segments buffers whose binary searches the code calls
 }
 
+// tooBigReason is the plan's reason when the mask is not analysed.
+var tooBigReason = fmt.Sprintf("the mask's normal form exceeds %d disjuncts of %d atoms; the pre-pass flags empty and full tiles", maxDisjuncts, maxAtoms)
+
 // planSparsity analyses the mask (nil: no mask) and generates
-// maskc_kv_range and maskc_tile_full.
+// maskc_kv_range and maskc_tile_full from its plan (sparsityplan.go).
 //
 // The mask is put in disjunctive normal form (analysis.go). For each
 // disjunct, over q in [q_lo, q_hi): constraints free of q and kv are
@@ -48,24 +51,15 @@ type sparsity struct {
 // terms, other buffer lookups) are assumed true for ranges and make their
 // disjunct unusable for fullness, so both answers stay sound.
 func planSparsity(l *dsl.Lowered, bufs []BufferABI, diags *dsl.Diagnostics) sparsity {
-	if l == nil || l.Expr == nil {
-		return sparsity{
-			kind: SparsityNone, reason: "no mask: every kv tile is visited and full",
-			code: kvRangeSig + " {\n  *lo = 0;\n  *hi = KV;\n}\n\n" + tileFullSig + " {\n  return true;\n}\n",
-		}
-	}
-	d, ok := maskDNF(l, bufs)
-	if !ok {
-		return sparsity{
-			kind:   SparsityPrepass,
-			reason: fmt.Sprintf("the mask's normal form exceeds %d disjuncts of %d atoms; the pre-pass flags empty and full tiles", maxDisjuncts, maxAtoms),
-			code:   kvRangeSig + " {\n  // not analysed: the pre-pass decides\n  *lo = 0;\n  *hi = KV;\n}\n\n" + tileFullSig + " {\n  return false;\n}\n",
-		}
+	p := newSparsityPlan(l, bufs)
+	switch {
+	case p.kind == SparsityNone:
+		return sparsity{plan: p, code: kvRangeSig + " {\n  *lo = 0;\n  *hi = KV;\n}\n\n" + tileFullSig + " {\n  return true;\n}\n"}
+	case !p.analysed:
+		return sparsity{plan: p, code: kvRangeSig + " {\n  // not analysed: the pre-pass decides\n  *lo = 0;\n  *hi = KV;\n}\n\n" + tileFullSig + " {\n  return false;\n}\n"}
 	}
 	g := &sparsityWriter{w: newFuncWriter(nil, l, cDouble, bufs, diags)}
-	s := sparsity{code: g.kvRange(d) + "\n" + g.tileFull(d), segments: g.segmentList()}
-	s.kind, s.reason = choose(d)
-	return s
+	return sparsity{plan: p, code: g.kvRange(p) + "\n" + g.tileFull(p), segments: p.segments()}
 }
 
 // choose picks analytic or prepass: the pre-pass pays off only when some
@@ -212,24 +206,10 @@ func sumCode(ts []term, c int64, lit func(int64) string) string {
 	return b.String()
 }
 
-// sparsityWriter generates the two sparsity functions.
+// sparsityWriter prints the two sparsity functions of a plan.
 type sparsityWriter struct {
-	w        *funcWriter
-	segments map[*BufferABI]bool
-	segOrder []*BufferABI
+	w *funcWriter
 }
-
-func (g *sparsityWriter) useSegment(b *BufferABI) {
-	if g.segments == nil {
-		g.segments = map[*BufferABI]bool{}
-	}
-	if !g.segments[b] {
-		g.segments[b] = true
-		g.segOrder = append(g.segOrder, b)
-	}
-}
-
-func (g *sparsityWriter) segmentList() []*BufferABI { return g.segOrder }
 
 // reset starts a new function body.
 func (g *sparsityWriter) reset() {
@@ -296,57 +276,47 @@ func (g *sparsityWriter) ceilBound(rest linear, qv string, d int64) string {
 	return fmt.Sprintf("-maskc_py_floordiv(%s, %s)", g.linCode(neg, qv, ""), intLit(d))
 }
 
-func (g *sparsityWriter) kvRange(d dnf) string {
+func (g *sparsityWriter) kvRange(p sparsityPlan) string {
 	g.reset()
 	g.line("long long lo_all = KV;  // hull of the disjuncts' kv ranges, empty so far")
 	g.line("long long hi_all = 0;")
-	for i, c := range d {
+	for i, d := range p.disjuncts {
 		g.w.body.WriteString("\n")
-		g.line("// disjunct %d: %s", i, conjText(c))
+		g.line("// disjunct %d: %s", i, d.text)
 		qa, qb, ka, kb, live := fmt.Sprintf("qa%d", i), fmt.Sprintf("qb%d", i), fmt.Sprintf("ka%d", i), fmt.Sprintf("kb%d", i), fmt.Sprintf("live%d", i)
 		g.line("long long %s = q_lo, %s = q_hi - 1, %s = 0, %s = KV - 1;", qa, qb, ka, kb)
 		g.line("bool %s = true;", live)
-		// Constraints on q alone first: they narrow the q range the kv
-		// bounds are evaluated over.
-		for _, a := range c {
-			switch {
-			case a.kind == atomFree:
-				g.line("%s = %s && %s;", live, live, g.boolCode(a))
-			case a.kind == atomLinear && a.lin.kv == 0 && a.lin.q == 0:
-				g.line("%s = %s && (%s);", live, live, g.leCode(a.lin, "", ""))
-			case a.kind == atomLinear && a.lin.kv == 0:
-				rest := a.lin
-				rest.q = 0
-				if a.lin.q > 0 { // q <= floor(-rest / a)
-					g.line("%s = maskc_py_min(%s, %s);  // %s", qb, qb, g.floorBound(rest, "", a.lin.q), atomText(a))
-				} else { // q >= ceil(rest / -a)
-					g.line("%s = maskc_py_max(%s, %s);  // %s", qa, qa, g.ceilBound(rest, "", -a.lin.q), atomText(a))
-				}
+		for _, s := range d.rows {
+			switch s.kind {
+			case stepLive:
+				g.line("%s = %s && %s;", live, live, g.boolCode(s.at))
+			case stepLiveConst:
+				g.line("%s = %s && (%s);", live, live, g.leCode(s.at.lin, "", ""))
+			case stepQUpper:
+				g.line("%s = maskc_py_min(%s, %s);  // %s", qb, qb, g.floorBound(s.rest, "", s.coef), atomText(s.at))
+			case stepQLower:
+				g.line("%s = maskc_py_max(%s, %s);  // %s", qa, qa, g.ceilBound(s.rest, "", s.coef), atomText(s.at))
 			}
 		}
-		for _, a := range c {
-			switch {
-			case a.kind == atomLinear && a.lin.kv != 0:
-				qStar := qb
-				if a.lin.q > 0 {
-					qStar = qa
-				}
-				rest := a.lin
-				rest.kv = 0
-				if a.lin.kv > 0 { // kv <= floor((-a*q - e) / c), largest at qStar
-					g.line("%s = maskc_py_min(%s, %s);  // %s", kb, kb, g.floorBound(rest, qStar, a.lin.kv), atomText(a))
-				} else { // kv >= ceil((a*q + e) / -c), smallest at qStar
-					g.line("%s = maskc_py_max(%s, %s);  // %s", ka, ka, g.ceilBound(rest, qStar, -a.lin.kv), atomText(a))
-				}
-			case a.kind == atomSegment:
-				g.useSegment(a.seg)
-				rd, n := readerName(a.seg), fmt.Sprintf("buf.dim[%d][0]", a.seg.Slot)
-				g.line("if (%s >= 0 && %s <= %s && %s < %s && KV <= %s) {  // %s: documents of q_lo .. q_hi-1", qa, qa, qb, qb, n, n, atomText(a))
-				g.line("  %s = maskc_py_max(%s, maskc_seg_first_%s(buf, %s(buf, %s)));", ka, ka, cName(a.seg.Name), rd, qa)
-				g.line("  %s = maskc_py_min(%s, maskc_seg_end_%s(buf, %s(buf, %s)) - 1);", kb, kb, cName(a.seg.Name), rd, qb)
+		for _, s := range d.cols {
+			qStar := qb
+			if s.atQLo {
+				qStar = qa
+			}
+			switch s.kind {
+			case stepKVUpper:
+				g.line("%s = maskc_py_min(%s, %s);  // %s", kb, kb, g.floorBound(s.rest, qStar, s.coef), atomText(s.at))
+			case stepKVLower:
+				g.line("%s = maskc_py_max(%s, %s);  // %s", ka, ka, g.ceilBound(s.rest, qStar, s.coef), atomText(s.at))
+			case stepSegment:
+				seg := s.at.seg
+				rd, n := readerName(seg), fmt.Sprintf("buf.dim[%d][0]", seg.Slot)
+				g.line("if (%s >= 0 && %s <= %s && %s < %s && KV <= %s) {  // %s: documents of q_lo .. q_hi-1", qa, qa, qb, qb, n, n, atomText(s.at))
+				g.line("  %s = maskc_py_max(%s, maskc_seg_first_%s(buf, %s(buf, %s)));", ka, ka, cName(seg.Name), rd, qa)
+				g.line("  %s = maskc_py_min(%s, maskc_seg_end_%s(buf, %s(buf, %s)) - 1);", kb, kb, cName(seg.Name), rd, qb)
 				g.line("}")
-			case a.kind == atomOpaque:
-				g.line("// not bounded: %s", atomText(a))
+			case stepOpaque:
+				g.line("// not bounded: %s", atomText(s.at))
 			}
 		}
 		g.line("if (%s && %s <= %s && %s <= %s) {", live, qa, qb, ka, kb)
@@ -365,38 +335,34 @@ func (g *sparsityWriter) kvRange(d dnf) string {
 		kvRangeSig + " {\n" + g.w.body.String() + "}\n"
 }
 
-func (g *sparsityWriter) tileFull(d dnf) string {
+func (g *sparsityWriter) tileFull(p sparsityPlan) string {
 	g.reset()
 	g.line("const long long qa = q_lo, qb = q_hi - 1, ka = kv_lo, kb = kv_hi - 1;")
 	var fulls []string
-	for i, c := range d {
+	for i, d := range p.disjuncts {
+		if d.full == nil {
+			g.line("// disjunct %d (%s) cannot be proven full: it has an opaque term", i, d.text)
+			continue
+		}
 		var conds []string
-		provable := true
-		for _, a := range c {
-			switch a.kind {
-			case atomFree:
-				conds = append(conds, g.boolCode(a))
-			case atomLinear: // the maximum of the linear form over the tile is at a corner
-				qv, kvv := qa(a.lin.q), ka(a.lin.kv)
-				conds = append(conds, "("+g.leCode(a.lin, qv, kvv)+")")
-			case atomSegment:
-				g.useSegment(a.seg)
-				rd, n := readerName(a.seg), fmt.Sprintf("buf.dim[%d][0]", a.seg.Slot)
+		for _, f := range d.full {
+			switch f.kind {
+			case fullFree:
+				conds = append(conds, g.boolCode(f.at))
+			case fullLinear:
+				conds = append(conds, "("+g.leCode(f.at.lin, corner(f.qHi, "q"), corner(f.kvHi, "k"))+")")
+			case fullSegment:
+				seg := f.at.seg
+				rd, n := readerName(seg), fmt.Sprintf("buf.dim[%d][0]", seg.Slot)
 				conds = append(conds, fmt.Sprintf("(qa >= 0 && ka >= 0 && qb < %s && kb < %s && %s(buf, qa) == %s(buf, qb) && %s(buf, ka) == %s(buf, kb) && %s(buf, qa) == %s(buf, ka))",
 					n, n, rd, rd, rd, rd, rd, rd))
-			default:
-				provable = false
 			}
-		}
-		if !provable {
-			g.line("// disjunct %d (%s) cannot be proven full: it has an opaque term", i, conjText(c))
-			continue
 		}
 		if len(conds) == 0 {
 			conds = []string{"true"}
 		}
 		name := fmt.Sprintf("full%d", i)
-		g.line("// disjunct %d: %s", i, conjText(c))
+		g.line("// disjunct %d: %s", i, d.text)
 		g.line("const bool %s = %s;", name, strings.Join(conds, " && "))
 		fulls = append(fulls, name)
 	}
@@ -408,19 +374,12 @@ func (g *sparsityWriter) tileFull(d dnf) string {
 		tileFullSig + " {\n" + g.w.body.String() + "}\n"
 }
 
-// qa and ka pick the tile corner where a*q (c*kv) is largest.
-func qa(coef int64) string {
-	if coef > 0 {
-		return "qb"
+// corner names a tile corner variable: qb or qa (v "q"), kb or ka (v "k").
+func corner(hi bool, v string) string {
+	if hi {
+		return v + "b"
 	}
-	return "qa"
-}
-
-func ka(coef int64) string {
-	if coef > 0 {
-		return "kb"
-	}
-	return "ka"
+	return v + "a"
 }
 
 func conjText(c conj) string {
