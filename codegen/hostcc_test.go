@@ -330,8 +330,10 @@ func runHost(t *testing.T, exe string, cases []hostCase, tiles []tileCase) []hos
 
 // checkTiles compares the host results with the reference evaluator and
 // checks the soundness of kv ranges and full-tile answers. It returns the
-// number of tiles found full (to show the test exercises that path).
-func checkTiles(t *testing.T, cases []hostCase, tiles []tileCase, res []hostResult) (fullTiles int) {
+// number of tiles found full and the number on which the host evaluator of
+// the sparsity plan agreed with the compiled functions (to show the test
+// exercises those paths).
+func checkTiles(t *testing.T, cases []hostCase, tiles []tileCase, res []hostResult) (fullTiles, hostAgreed int) {
 	t.Helper()
 	errs := 0
 	report := func(format string, args ...any) {
@@ -360,6 +362,22 @@ func checkTiles(t *testing.T, cases []hostCase, tiles []tileCase, res []hostResu
 			}
 			if score, err = fn.Bind(tc.env); err != nil {
 				t.Fatalf("%s: bind: %v", where, err)
+			}
+		}
+		// The host evaluator runs the plan these functions were printed
+		// from: it must give the same answers (where the reference can
+		// evaluate the plan's terms; the kernel reads zero out of range).
+		if hs, err := c.kernel.HostSparsity(tc.env); err != nil {
+			report("%s: HostSparsity: %v", where, err)
+		} else {
+			lo, hi, err1 := hs.KVRange(tc.b, tc.h, tc.qlo, tc.qhi)
+			full, err2 := hs.TileFull(tc.b, tc.h, tc.qlo, tc.qhi, tc.kvlo, tc.kvhi)
+			switch {
+			case err1 != nil || err2 != nil:
+			case lo != r.lo || hi != r.hi || full != r.full:
+				report("%s: host plan gives range [%d, %d) full %v, maskc_kv_range [%d, %d) maskc_tile_full %v", where, lo, hi, full, r.lo, r.hi, r.full)
+			default:
+				hostAgreed++
 			}
 		}
 		allFull := true
@@ -423,7 +441,7 @@ func checkTiles(t *testing.T, cases []hostCase, tiles []tileCase, res []hostResu
 	if errs > 20 {
 		t.Errorf("... and %d more errors", errs-20)
 	}
-	return fullTiles
+	return fullTiles, hostAgreed
 }
 
 // closeF32 compares an fp32 kernel result with the float64 reference.
