@@ -229,8 +229,9 @@ func (s *HostSparsity) TileFull(b, h, qLo, qHi, kvLo, kvHi int64) (bool, error) 
 
 // PrepassFlag returns the flag maskc_tile_flags writes for (b, h) and the
 // tile of rows [qLo, min(qHi, Q)) and keys [kvLo, kvHi), where keys at or
-// past KV count as masked, and the number of kept pairs it saw.
-func (s *HostSparsity) PrepassFlag(b, h, qLo, qHi, kvLo, kvHi int64) (hipsrc.TileFlag, int64, error) {
+// past KV count as masked, and the number of kept pairs it saw; onKept,
+// when not nil, is called with each of them.
+func (s *HostSparsity) PrepassFlag(b, h, qLo, qHi, kvLo, kvHi int64, onKept func(q, kv int64)) (hipsrc.TileFlag, int64, error) {
 	anyKept, all := false, true
 	var kept int64
 	for q := qLo; q < min(qHi, s.env.Q); q++ {
@@ -244,6 +245,9 @@ func (s *HostSparsity) PrepassFlag(b, h, qLo, qHi, kvLo, kvHi int64) (hipsrc.Til
 			}
 			if keep {
 				kept++
+				if onKept != nil {
+					onKept(q, kv)
+				}
 			}
 			anyKept = anyKept || keep
 			all = all && keep
