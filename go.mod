@@ -9,6 +9,7 @@ require (
 	github.com/stretchr/testify v1.12.1
 	go.lsp.dev/jsonrpc2 v0.10.0
 	go.lsp.dev/protocol v0.12.0
+	golang.org/x/image v0.41.0
 )
 
 require (
