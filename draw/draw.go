@@ -116,6 +116,7 @@ func Layout(p Picture) (*Canvas, error) {
 		c.texts = append(c.texts, text{x + swatch + 6, y, label})
 		x += swatch + 6 + charW*len(label) + 18
 	}
+	c.frame(x, y-swatch+2, 2*swatch, swatch)
 	c.rects = append(c.rects, rect{x, y - swatch + 2, swatch, swatch, densityZero}, rect{x + swatch, y - swatch + 2, swatch, swatch, densityOne})
 	c.texts = append(c.texts, text{x + 2*swatch + 6, y, "density 0 .. 1"})
 	x += 2*swatch + 6 + charW*len("density 0 .. 1")

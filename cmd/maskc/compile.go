@@ -47,10 +47,19 @@ func runCompile(e *env, args []string) int {
 	}
 	kernels := map[string]map[string]any{}
 	var diags dsl.Diagnostics
+	var todo []string
+	for _, d := range plan.Attentions {
+		if d.Pattern == "generated" || d.Fallback == "generated" {
+			todo = append(todo, d.Name)
+		}
+	}
+	prog := newProgress(e, "compile")
+	defer prog.done()
 	for _, d := range plan.Attentions {
 		if d.Pattern != "generated" && d.Fallback != "generated" {
 			continue
 		}
+		prog.update(len(kernels), len(todo), d.Name)
 		a := u.prog.Attention(d.Name)
 		k, kd := codegen.Generate(u.prog, a, codegen.Options{SourceName: files[0]})
 		diags = append(diags, kd...)
@@ -75,6 +84,7 @@ func runCompile(e *env, args []string) int {
 				continue
 			}
 			obj := fmt.Sprintf("%s.%s.hsaco", d.Name, arch)
+			prog.update(len(kernels), len(todo), "hipcc "+obj)
 			cmd := exec.Command(hipcc, "--offload-arch="+arch, "--genco", "-O3", "-o", filepath.Join(*outDir, obj), filepath.Join(*outDir, name))
 			if out, err := cmd.CombinedOutput(); err != nil {
 				fmt.Fprintf(e.stderr, "maskc: hipcc for %s (%s) failed: %v\n%s", d.Name, arch, err, out)
@@ -89,6 +99,7 @@ func runCompile(e *env, args []string) int {
 		}
 		kernels[d.Name] = info
 	}
+	prog.done()
 	diags.Sort()
 	printDiags(e.stderr, diags)
 	if diags.HasErrors() {

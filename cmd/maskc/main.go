@@ -12,6 +12,7 @@
 //	maskc classify FILE [--json] [--target T] [-D ...]
 //	maskc compile FILE -o DIR [--target T] [--offload-arch gfx90a,...] [-D ...]
 //	maskc run FILE --attention NAME --shape B,H,S,D [--check] [--bench]
+//	maskc draw FILE --attention NAME --shape B,H,S,D -o OUT.svg|OUT.png
 //	maskc lsp
 //	maskc targets | version | help
 //
@@ -58,6 +59,7 @@ func commands() []command {
 		{"classify", "explain what each attention block becomes", runClassify},
 		{"compile", "write plan.json and generated kernel sources", runCompile},
 		{"run", "run a generated kernel on the GPU", runRun},
+		{"draw", "picture a mask and the tile map of its kernel", runDraw},
 		{"lsp", "serve the Language Server Protocol on stdio", runLSP},
 		{"targets", "list Turbo target profiles", runTargets},
 		{"version", "print the maskc version", func(e *env, _ []string) int {

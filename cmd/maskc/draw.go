@@ -1,0 +1,204 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/maskc/maskc/check"
+	"github.com/maskc/maskc/codegen"
+	"github.com/maskc/maskc/compiler"
+	"github.com/maskc/maskc/draw"
+	"github.com/maskc/maskc/dsl"
+	"github.com/maskc/maskc/eval"
+	"github.com/maskc/maskc/hipsrc"
+	"github.com/maskc/maskc/runtime/host"
+	"github.com/maskc/maskc/tilemap"
+)
+
+// maxDrawPairs bounds Sq * Skv for `maskc draw`: the mask is evaluated on
+// every pair of a partial tile (and of every tile with pre-pass sparsity).
+const maxDrawPairs = 1 << 36
+
+// runDraw implements `maskc draw FILE --attention NAME --shape B,H,S,D -o
+// out.svg|out.png`: the kept pairs of one (b, h) slice beside the tile map
+// the generated kernel uses for that shape on a platform, with the counts.
+func runDraw(e *env, args []string) int {
+	fs := newFlagSet(e, "draw", "FILE --attention NAME --shape B,H,S,D -o OUT.svg|OUT.png [--sq N] [--skv N] [--b B] [--h H] [--platform amd|nvidia|nvidia-sm90a] [--size 512] [--buffer NAME=v0,...]... [--seed N] [-D NAME=VALUE]...")
+	cfg := &runConfig{defines: defineFlags{}, buffers: bufferFlags{}}
+	fs.StringVar(&cfg.attention, "attention", "", "attention block to draw (may be left out when the file has one)")
+	shape := fs.String("shape", "", "problem size `B,H,S,D`: batch, query heads, sequence length, head dimension")
+	out := fs.String("o", "", "output file: .svg or .png")
+	fs.IntVar(&cfg.sq, "sq", 0, "query length (default S)")
+	fs.IntVar(&cfg.skv, "skv", 0, "key/value length (default S)")
+	sb := fs.Int("b", 0, "batch index of the slice drawn")
+	sh := fs.Int("h", 0, "head index of the slice drawn")
+	platform := fs.String("platform", hipsrc.AMD.String(), "platform whose kernel tiles are drawn: amd, nvidia or nvidia-sm90a")
+	size := fs.Int("size", draw.MaxCells, "longest side of a panel, in cells (pairs are summed into cells above it)")
+	seed := fs.Uint64("seed", 1, "random seed for buffers not given with --buffer")
+	fs.StringVar(&cfg.target, "target", "", "Turbo target profile for the plan (see 'maskc targets')")
+	fs.Var(cfg.defines, "D", "override a param: `NAME=VALUE` (repeatable)")
+	fs.Var(cfg.buffers, "buffer", "contents of a captured buffer, row-major: `NAME=v0,v1,...` (repeatable; default random)")
+	files, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
+	}
+	if len(files) != 1 || *out == "" || *shape == "" {
+		return usageError(e.stderr, "draw takes one FILE, --shape B,H,S,D and -o OUT.svg|OUT.png")
+	}
+	cfg.path = files[0]
+	ext := strings.ToLower(filepath.Ext(*out))
+	if ext != ".svg" && ext != ".png" {
+		return usageError(e.stderr, "-o %s: the picture is written as .svg or .png", *out)
+	}
+	p, ok := platformByName(*platform)
+	if !ok {
+		return usageError(e.stderr, "--platform %s: want amd, nvidia or nvidia-sm90a", *platform)
+	}
+	dims, err := parseShape(*shape)
+	if err != nil {
+		return usageError(e.stderr, "--shape %s: %v", *shape, err)
+	}
+	cfg.b, cfg.h, cfg.d = dims[0], dims[1], dims[3]
+	cfg.sq, cfg.skv = orDefault(cfg.sq, dims[2]), orDefault(cfg.skv, dims[2])
+	switch {
+	case cfg.d != 64 && cfg.d != 128:
+		return usageError(e.stderr, "head dimension D = %d: generated kernels support 64 and 128", cfg.d)
+	case cfg.sq < 1 || cfg.skv < 1:
+		return usageError(e.stderr, "--sq and --skv must be positive")
+	case int64(cfg.sq)*int64(cfg.skv) > maxDrawPairs:
+		return usageError(e.stderr, "Sq * Skv = %d is above the %d pairs maskc draw evaluates", int64(cfg.sq)*int64(cfg.skv), int64(maxDrawPairs))
+	case *sb < 0 || *sb >= cfg.b || *sh < 0 || *sh >= cfg.h:
+		return usageError(e.stderr, "--b %d --h %d: the slice must lie in B = %d, H = %d", *sb, *sh, cfg.b, cfg.h)
+	case *size < 8 || *size > 4096:
+		return usageError(e.stderr, "--size must be between 8 and 4096")
+	}
+	u, plan, status := buildPlan(e, cfg.path, cfg.target, cfg.defines)
+	if plan == nil {
+		return status
+	}
+	a, _, code, ok := pickAttention(e, cfg, u, plan)
+	if !ok {
+		return code
+	}
+	if a.HeadDim != 0 && a.HeadDim != cfg.d {
+		return usageError(e.stderr, "--shape gives D = %d, but attention %s declares head_dim = %d", cfg.d, a.Name, a.HeadDim)
+	}
+	cfg.hkv = orDefault(a.KVHeads, cfg.h)
+	unit := compiler.New(u.prog, plan, compiler.Options{Kernel: codegen.Options{HeadDim: cfg.d, SourceName: cfg.path}})
+	k, err := unit.Kernel(a.Name)
+	if err != nil {
+		return printRunError(e, err)
+	}
+	env, err := sliceEnv(e, cfg, u.prog, k, *seed)
+	if err != nil {
+		return printRunError(e, err)
+	}
+	grid, scale := draw.Grid(int64(cfg.sq), int64(cfg.skv), *size)
+	prog := newProgress(e, "draw "+a.Name)
+	t0 := time.Now()
+	m, err := tilemap.Build(k, env, tilemap.Options{Platform: p, B: int64(*sb), H: int64(*sh), Grid: &grid,
+		Progress: func(done, total int) { prog.update(done, total, "q tiles") }})
+	prog.done()
+	if err != nil {
+		return printEvalError(e, u, err)
+	}
+	title := fmt.Sprintf("%s: attention %s, B=%d H=%d Sq=%d Skv=%d D=%d", filepath.Base(cfg.path), a.Name, cfg.b, cfg.h, cfg.sq, cfg.skv, cfg.d)
+	c, err := draw.Layout(draw.Picture{Map: m, Scale: scale, Title: title})
+	if err != nil {
+		return printRunError(e, err)
+	}
+	var buf bytes.Buffer
+	if ext == ".svg" {
+		err = c.SVG(&buf)
+	} else {
+		err = c.PNG(&buf)
+	}
+	if err != nil {
+		return printRunError(e, err)
+	}
+	if err := writeAtomic(*out, buf.Bytes(), 0o644); err != nil {
+		fmt.Fprintf(e.stderr, "maskc: %v\n", err)
+		return exitUsage
+	}
+	ct := m.Counts
+	fmt.Fprintf(e.stdout, "attention %s: sparsity %s, %s tiles %dx%d, slice b=%d h=%d\n", a.Name, k.Sparsity, p, m.BlockM, m.BlockN, *sb, *sh)
+	fmt.Fprintf(e.stdout, "kept pairs %d of %d (density %.4f)\n", ct.KeptPairs, ct.Pairs, ct.Density)
+	fmt.Fprintf(e.stdout, "tiles %d: visited %d, with kept pairs %d, full %d\n", ct.Tiles, ct.Visited, ct.WithKept, ct.Full)
+	fmt.Fprintf(e.stdout, "wrote %s (%dx%d pixels, %s)\n", *out, c.W, c.H, ms(time.Since(t0)))
+	return exitOK
+}
+
+// platformByName finds a hipsrc platform by its String.
+func platformByName(name string) (hipsrc.Platform, bool) {
+	for _, p := range hipsrc.Platforms {
+		if p.String() == name {
+			return p, true
+		}
+	}
+	return 0, false
+}
+
+// sliceEnv returns the sizes and the buffers the kernel's mask reads:
+// given with --buffer, else drawn as `maskc run` draws them.
+func sliceEnv(e *env, cfg *runConfig, prog *check.Program, k *codegen.Kernel, seed uint64) (*eval.Env, error) {
+	env := &eval.Env{B: int64(cfg.b), H: int64(cfg.h), HKV: int64(cfg.hkv), Q: int64(cfg.sq), KV: int64(cfg.skv), Buffers: map[string]*eval.Tensor{}}
+	for name := range cfg.buffers {
+		if !slices.ContainsFunc(k.Buffers, func(b codegen.BufferABI) bool { return b.Name == name }) {
+			return nil, fmt.Errorf("--buffer %s: attention %s reads no buffer %s", name, k.Name, name)
+		}
+	}
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	sizes := map[dsl.Var]int64{dsl.SizeB: env.B, dsl.SizeH: env.H, dsl.SizeHKV: env.HKV, dsl.SizeQ: env.Q, dsl.SizeKV: env.KV}
+	for _, kb := range k.Buffers {
+		b := prog.Buffer(kb.Name)
+		if b == nil {
+			return nil, fmt.Errorf("buffer %s of the kernel is not declared in the program", kb.Name)
+		}
+		dims := make([]int, len(b.Dims))
+		n := 1
+		for i, d := range b.Dims {
+			x := d.Eval(sizes)
+			if x < 1 || x > maxTensorElems {
+				return nil, fmt.Errorf("buffer %s: extent %d is %d for these sizes", b.Name, i, x)
+			}
+			dims[i] = int(x)
+			n *= dims[i]
+			if n > maxTensorElems {
+				return nil, fmt.Errorf("buffer %s: more than %d elements for these sizes", b.Name, maxTensorElems)
+			}
+		}
+		vals, given := cfg.buffers[b.Name]
+		how := "given"
+		if given {
+			if len(vals) != n {
+				return nil, fmt.Errorf("--buffer %s: %d values given, its shape %v holds %d", b.Name, len(vals), dims, n)
+			}
+		} else {
+			vals, how = randomBuffer(rng, b, dims, cfg.skv)
+			how += ", --seed " + strconv.FormatUint(seed, 10)
+		}
+		_, seen, err := host.EncodeBuffer(b.DType, vals)
+		if err != nil {
+			return nil, fmt.Errorf("buffer %s: %v", b.Name, err)
+		}
+		env.Buffers[b.Name] = &eval.Tensor{Dims: dims, Data: seen}
+		fmt.Fprintf(e.stdout, "buffer %s %s%v: %s\n", b.Name, b.DType, dims, describeValues(seen, how, b.Segments, dims))
+	}
+	return env, nil
+}
+
+// printEvalError prints an evaluation error at its position in the file
+// when it has one.
+func printEvalError(e *env, u *unit, err error) int {
+	if ee, ok := err.(*eval.Error); ok && u.prog != nil && u.prog.File != nil {
+		fmt.Fprintf(e.stderr, "maskc: %s\n", ee.Locate(u.prog.File.Source))
+		return exitError
+	}
+	return printRunError(e, err)
+}
