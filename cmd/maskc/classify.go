@@ -2,17 +2,28 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/maskc/maskc/classify"
+	"github.com/maskc/maskc/codegen"
+	"github.com/maskc/maskc/compiler"
+	"github.com/maskc/maskc/hipsrc"
+	"github.com/maskc/maskc/tilemap"
 )
 
 // runClassify implements `maskc classify FILE [--json] [--target T] [-D
 // ...]`: per attention block, the Turbo call it becomes (or `generated`)
 // and why.
 func runClassify(e *env, args []string) int {
-	fs := newFlagSet(e, "classify", "FILE [--json] [--target T] [-D NAME=VALUE]...")
+	fs := newFlagSet(e, "classify", "FILE [--json [--shape B,H,S,D [--sq N] [--skv N] [--buffer NAME=v0,...]... [--seed N]]] [--target T] [-D NAME=VALUE]...")
 	asJSON := fs.Bool("json", false, "print the plan as JSON (the plan.json schema)")
 	target, defines := targetFlag(fs), defineFlag(fs)
+	shape := fs.String("shape", "", "with --json: add each generated block's tile counts for the launch `B,H,S,D` (classify/PLAN.md, tile_map)")
+	tc := &runConfig{buffers: bufferFlags{}}
+	fs.IntVar(&tc.sq, "sq", 0, "with --shape: query length (default S)")
+	fs.IntVar(&tc.skv, "skv", 0, "with --shape: key/value length (default S)")
+	fs.Var(tc.buffers, "buffer", "with --shape: contents of a captured buffer, row-major: `NAME=v0,v1,...` (default random)")
+	seed := fs.Uint64("seed", 1, "with --shape: random seed for buffers not given with --buffer")
 	files, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code
@@ -20,9 +31,43 @@ func runClassify(e *env, args []string) int {
 	if len(files) != 1 {
 		return usageError(e.stderr, "classify takes exactly one FILE")
 	}
-	_, plan, status := buildPlan(e, files[0], *target, defines)
+	if *shape != "" && !*asJSON {
+		return usageError(e.stderr, "--shape adds tile counts to the --json output; add --json")
+	}
+	if *shape == "" && (tc.sq != 0 || tc.skv != 0 || len(tc.buffers) > 0) {
+		return usageError(e.stderr, "--sq, --skv and --buffer need --shape")
+	}
+	if *shape != "" {
+		dims, err := parseShape(*shape)
+		if err != nil {
+			return usageError(e.stderr, "--shape %s: %v", *shape, err)
+		}
+		tc.b, tc.h, tc.d = dims[0], dims[1], dims[3]
+		tc.sq, tc.skv = orDefault(tc.sq, dims[2]), orDefault(tc.skv, dims[2])
+		if tc.sq < 1 || tc.skv < 1 {
+			return usageError(e.stderr, "--sq and --skv must be positive")
+		}
+		if int64(tc.b)*int64(tc.h)*int64(tc.sq)*int64(tc.skv) > maxDrawPairs {
+			return usageError(e.stderr, "B*H*Sq*Skv is above the %d pairs classify --shape evaluates", int64(maxDrawPairs))
+		}
+	}
+	u, plan, status := buildPlan(e, files[0], *target, defines)
 	if plan == nil {
 		return status
+	}
+	if *shape != "" {
+		tc.path = files[0]
+		tiles, status := tileCounts(e, u, plan, tc, *seed)
+		if tiles == nil {
+			return status
+		}
+		out, err := planWithFields(plan, "tile_map", tiles)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "maskc: %v\n", err)
+			return exitError
+		}
+		e.stdout.Write(out)
+		return exitOK
 	}
 	if *asJSON {
 		out, err := plan.JSON()
@@ -78,4 +123,69 @@ func runTargets(e *env, args []string) int {
 		fmt.Fprintf(e.stdout, "%s%s\n    %s\n", p.Name, def, p.Description)
 	}
 	return exitOK
+}
+
+// tileMapJSON is the tile_map object of a generated block (PLAN.md).
+type tileMapJSON struct {
+	Shape     map[string]int                 `json:"shape"`
+	Sparsity  string                         `json:"sparsity"`
+	Pairs     int64                          `json:"pairs"`
+	KeptPairs int64                          `json:"kept_pairs"`
+	Density   float64                        `json:"density"`
+	Platforms map[string]tileMapPlatformJSON `json:"platforms"`
+}
+
+// tileMapPlatformJSON is one platform's tiles in a tile_map.
+type tileMapPlatformJSON struct {
+	BlockM   int64 `json:"block_m"`
+	BlockN   int64 `json:"block_n"`
+	Tiles    int64 `json:"tiles"`
+	Visited  int64 `json:"tiles_visited"`
+	WithKept int64 `json:"tiles_with_kept_pairs"`
+	Full     int64 `json:"full_tiles"`
+}
+
+// tileCounts computes the tile_map of every block the plan runs (or may
+// run) as a generated kernel, for the launch cfg describes. It returns nil
+// and an exit status on errors.
+func tileCounts(e *env, u *unit, plan *classify.Plan, cfg *runConfig, seed uint64) (map[string]any, int) {
+	unit := compiler.New(u.prog, plan, compiler.Options{Kernel: codegen.Options{SourceName: cfg.path}})
+	out := map[string]any{}
+	var names []string
+	for _, d := range plan.Attentions {
+		if compiler.NeedsKernel(d) {
+			names = append(names, d.Name)
+		}
+	}
+	prog := newProgress(e, "tile counts")
+	defer prog.done()
+	for i, name := range names {
+		prog.update(i, len(names), name)
+		k, err := unit.Kernel(name)
+		if err != nil {
+			return nil, printRunError(e, err)
+		}
+		c := *cfg
+		c.hkv = orDefault(k.KVHeads, c.h)
+		env, err := sliceEnv(discardStdout(e), &c, u.prog, k, seed)
+		if err != nil {
+			return nil, printRunError(e, err)
+		}
+		tm := tileMapJSON{Shape: map[string]int{"B": c.b, "H": c.h, "Sq": c.sq, "Skv": c.skv}, Sparsity: k.Sparsity, Platforms: map[string]tileMapPlatformJSON{}}
+		for _, p := range hipsrc.Platforms {
+			ct, err := tilemap.Launch(k, env, p)
+			if err != nil {
+				return nil, printEvalError(e, u, err)
+			}
+			tm.Pairs, tm.KeptPairs, tm.Density = ct.Pairs, ct.KeptPairs, ct.Density
+			tm.Platforms[p.String()] = tileMapPlatformJSON{BlockM: hipsrc.BlockM, BlockN: int64(p.BlockN()), Tiles: ct.Tiles, Visited: ct.Visited, WithKept: ct.WithKept, Full: ct.Full}
+		}
+		out[name] = tm
+	}
+	return out, exitOK
+}
+
+// discardStdout returns e with stdout discarded (the JSON owns stdout).
+func discardStdout(e *env) *env {
+	return &env{stdin: e.stdin, stdout: io.Discard, stderr: e.stderr}
 }
