@@ -23,6 +23,7 @@ type testClient struct {
 	conn  jsonrpc2.Conn
 	diags chan *protocol.PublishDiagnosticsParams
 	logs  chan *protocol.LogMessageParams
+	shows chan *protocol.ShowMessageParams
 	// served receives Serve's result when it returns.
 	served chan error
 }
@@ -40,16 +41,23 @@ func (p pipeRW) Close() error { return errors.Join(p.ReadCloser.Close(), p.Write
 // unless the test already ended it.
 func startServer(t *testing.T) *testClient {
 	t.Helper()
+	return startServerWith(t, Options{})
+}
+
+// startServerWith is startServer with server options.
+func startServerWith(t *testing.T, opts Options) *testClient {
+	t.Helper()
 	serverIn, clientOut := io.Pipe()
 	clientIn, serverOut := io.Pipe()
 	c := &testClient{
 		t:      t,
 		diags:  make(chan *protocol.PublishDiagnosticsParams, 100),
 		logs:   make(chan *protocol.LogMessageParams, 100),
+		shows:  make(chan *protocol.ShowMessageParams, 100),
 		served: make(chan error, 1),
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { c.served <- Serve(ctx, serverIn, serverOut) }()
+	go func() { c.served <- ServeWith(ctx, serverIn, serverOut, opts) }()
 	c.conn = jsonrpc2.NewConn(jsonrpc2.NewStream(pipeRW{clientIn, clientOut}))
 	c.conn.Go(ctx, c.handle)
 	t.Cleanup(func() {
@@ -74,6 +82,12 @@ func (c *testClient) handle(ctx context.Context, reply jsonrpc2.Replier, req jso
 			c.t.Errorf("bad logMessage params: %v", err)
 		}
 		c.logs <- &p
+	case protocol.MethodWindowShowMessage:
+		var p protocol.ShowMessageParams
+		if err := json.Unmarshal(req.Params(), &p); err != nil {
+			c.t.Errorf("bad showMessage params: %v", err)
+		}
+		c.shows <- &p
 	default:
 		c.t.Errorf("unexpected message from server: %s", req.Method())
 	}

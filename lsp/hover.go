@@ -25,6 +25,11 @@ func (s *server) hover(_ context.Context, p *protocol.HoverParams) (*protocol.Ho
 	off := a.lines.offset(p.Position)
 	if id := a.identAt(off); id != nil {
 		if text := a.identHover(id); text != "" {
+			if d, ok := a.declNamed(id); ok {
+				if at, ok := d.(*dsl.AttentionDecl); ok {
+					text += s.pictureHover(a, at)
+				}
+			}
 			rng := a.lines.rangeOf(id.Sp)
 			return &protocol.Hover{Contents: markdown(text), Range: &rng}, nil
 		}
@@ -32,7 +37,7 @@ func (s *server) hover(_ context.Context, p *protocol.HoverParams) (*protocol.Ho
 	switch d := a.declAt(off).(type) {
 	case *dsl.AttentionDecl:
 		rng := a.lines.rangeOf(d.Sp)
-		return &protocol.Hover{Contents: markdown(a.attentionHover(d)), Range: &rng}, nil
+		return &protocol.Hover{Contents: markdown(a.attentionHover(d) + s.pictureHover(a, d)), Range: &rng}, nil
 	case *dsl.ModDecl:
 		rng := a.lines.rangeOf(d.Sp)
 		return &protocol.Hover{Contents: markdown(a.modHover(d, "")), Range: &rng}, nil

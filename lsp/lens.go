@@ -14,7 +14,8 @@ import (
 // codeLens answers textDocument/codeLens: one lens per classified
 // attention block, on its first line, whose title is the exact Turbo call
 // the block becomes (`flash_attn_func(causal=True, window_size=(1023, 0))`)
-// or `generated` and why. The lenses carry no command: they are labels.
+// or `generated` and why; these carry no command: they are labels. With
+// pictures on, a second lens runs drawCommand for the block.
 func (s *server) codeLens(_ context.Context, p *protocol.CodeLensParams) ([]protocol.CodeLens, error) {
 	a, err := s.analysisOf(p.TextDocument.URI)
 	if err != nil {
@@ -34,6 +35,13 @@ func (s *server) codeLens(_ context.Context, p *protocol.CodeLensParams) ([]prot
 			Range:   a.lines.rangeOf(at.Name.Sp),
 			Command: &protocol.Command{Title: lensTitle(dec)},
 		})
+		if s.pictures != "" {
+			out = append(out, protocol.CodeLens{
+				Range: a.lines.rangeOf(at.Name.Sp),
+				Command: &protocol.Command{Title: "tile map picture (" + pictureLaunch + ")", Command: drawCommand,
+					Arguments: []any{string(p.TextDocument.URI), at.Name.Name}},
+			})
+		}
 	}
 	return out, nil
 }

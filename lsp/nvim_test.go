@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -92,7 +93,19 @@ func TestNeovim(t *testing.T) {
 			if res.Hover == nil || res.Hover.Contents.Kind != protocol.Markdown {
 				t.Fatalf("hover = %+v, want markdown", res.Hover)
 			}
-			if got := res.Hover.Contents.Value; !strings.Contains(got, tt.wantHover) || got != a.attentionHover(first) {
+			// `maskc lsp` draws pictures under the user cache directory: the
+			// hover ends with a link to the block's picture, written there.
+			got := res.Hover.Contents.Value
+			m := regexp.MustCompile(`\n\n\[tile map picture\]\(file://([^)]+\.png)\) \([^)]*\)$`).FindStringSubmatchIndex(got)
+			if m == nil {
+				t.Errorf("hover = %q, want it to end with a tile map picture link", got)
+			} else {
+				if _, err := os.Stat(got[m[2]:m[3]]); err != nil {
+					t.Errorf("the hover's picture: %v", err)
+				}
+				got = got[:m[0]]
+			}
+			if !strings.Contains(got, tt.wantHover) || got != a.attentionHover(first) {
 				t.Errorf("hover = %q\nwant it to contain %q and equal the in-process %q", got, tt.wantHover, a.attentionHover(first))
 			}
 			// With a syntax error, only syntax diagnostics are shown.
@@ -123,7 +136,7 @@ func runNeovim(t *testing.T, nvim, dir, flex string, env map[string]string) *neo
 	cmd := exec.CommandContext(ctx, nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n",
 		"-c", "luafile testdata/nvim/client.lua")
 	cmd.Env = append(os.Environ(), "FLEX_FILE="+flex, "OUT_FILE="+outFile,
-		"XDG_CONFIG_HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_STATE_HOME="+dir, "XDG_CACHE_HOME="+dir)
+		"XDG_CONFIG_HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_STATE_HOME="+dir, "XDG_CACHE_HOME="+filepath.Join(dir, "cache"))
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}

@@ -33,9 +33,24 @@ var ErrExitWithoutShutdown = errors.New("lsp: exit notification without a shutdo
 // runs under a recover: a panic is logged to the client (window/logMessage)
 // and answered with an internal error, and the server keeps running.
 func Serve(ctx context.Context, in io.Reader, out io.Writer) error {
+	return ServeWith(ctx, in, out, Options{})
+}
+
+// Options configure ServeWith.
+type Options struct {
+	// PicturesDir, when not empty, turns on the tile-map pictures: a code
+	// lens per attention block that writes its picture there and shows it,
+	// and a link to it in the block's hover (DefaultPicturesDir is where
+	// `maskc lsp` puts them).
+	PicturesDir string
+}
+
+// ServeWith is Serve with options.
+func ServeWith(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s := newServer()
+	s.pictures = opts.PicturesDir
 	conn := jsonrpc2.NewConn(jsonrpc2.NewStream(&stdio{in: in, out: out}))
 	s.conn = conn
 	conn.Go(ctx, s.handle)
@@ -88,6 +103,9 @@ type server struct {
 	shutdownRequested atomic.Bool   // shutdown has been answered
 	exitRequested     atomic.Bool   // exit has arrived
 	exited            chan struct{} // closed on exit
+
+	pictures     string // where tile-map pictures go; "" turns them off
+	showDocument bool   // the client takes window/showDocument
 }
 
 func newServer() *server {
@@ -128,6 +146,7 @@ var methods = map[string]method{
 	protocol.MethodTextDocumentFormatting:     handles((*server).formatting),
 	protocol.MethodSemanticTokensFull:         handles((*server).semanticTokensFull),
 	protocol.MethodTextDocumentCodeLens:       handles((*server).codeLens),
+	protocol.MethodWorkspaceExecuteCommand:    handles((*server).executeCommand),
 }
 
 // handle is the jsonrpc2 handler: it dispatches one message, recovers a
@@ -181,11 +200,18 @@ func (s *server) logf(typ protocol.MessageType, format string, args ...any) {
 func (s *server) ignore(context.Context, *json.RawMessage) (any, error) { return nil, nil }
 
 // initialize answers the client's capabilities with the server's.
-func (s *server) initialize(_ context.Context, _ *protocol.InitializeParams) (*protocol.InitializeResult, error) {
+func (s *server) initialize(_ context.Context, p *protocol.InitializeParams) (*protocol.InitializeResult, error) {
 	if s.initialized {
 		return nil, jsonrpc2.Errorf(jsonrpc2.InvalidRequest, "initialize sent twice")
 	}
 	s.initialized = true
+	if w := p.Capabilities.Window; w != nil && w.ShowDocument != nil {
+		s.showDocument = w.ShowDocument.Support
+	}
+	var commands *protocol.ExecuteCommandOptions
+	if s.pictures != "" {
+		commands = &protocol.ExecuteCommandOptions{Commands: []string{drawCommand}}
+	}
 	return &protocol.InitializeResult{
 		Capabilities: protocol.ServerCapabilities{
 			TextDocumentSync: &protocol.TextDocumentSyncOptions{
@@ -198,6 +224,7 @@ func (s *server) initialize(_ context.Context, _ *protocol.InitializeParams) (*p
 			DocumentFormattingProvider: true,
 			CodeLensProvider:           &protocol.CodeLensOptions{},
 			SemanticTokensProvider:     semanticTokensOptions(),
+			ExecuteCommandProvider:     commands,
 		},
 		ServerInfo: &protocol.ServerInfo{Name: ServerName},
 	}, nil
