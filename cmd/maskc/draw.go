@@ -22,8 +22,12 @@ import (
 )
 
 // maxDrawPairs bounds Sq * Skv for `maskc draw`: the mask is evaluated on
-// every pair of a partial tile (and of every tile with pre-pass sparsity).
-const maxDrawPairs = 1 << 36
+// every pair of a partial tile; maxPrepassPairs bounds it for pre-pass
+// kernels, whose every pair is evaluated (minutes on a few cores there).
+const (
+	maxDrawPairs    = 1 << 36
+	maxPrepassPairs = 1 << 32
+)
 
 // runDraw implements `maskc draw FILE --attention NAME --shape B,H,S,D -o
 // out.svg|out.png`: the kept pairs of one (b, h) slice beside the tile map
@@ -94,6 +98,9 @@ func runDraw(e *env, args []string) int {
 	k, err := unit.Kernel(a.Name)
 	if err != nil {
 		return printRunError(e, err)
+	}
+	if pairs := int64(cfg.sq) * int64(cfg.skv); k.Sparsity == codegen.SparsityPrepass && pairs > maxPrepassPairs {
+		return usageError(e.stderr, "attention %s uses the pre-pass, which evaluates the mask on every pair: Sq * Skv = %d is above %d", a.Name, pairs, int64(maxPrepassPairs))
 	}
 	env, err := sliceEnv(e, cfg, u.prog, k, *seed)
 	if err != nil {
