@@ -7,7 +7,10 @@
 // guarded buffer reads), and the block-sparsity functions maskc_kv_range and
 // maskc_tile_full, derived in closed form from a disjunctive normal form of
 // the mask's linear constraints (or, where the mask cannot be bounded, a
-// request for the template's tile-flag pre-pass). Generate assembles that
+// request for the template's tile-flag pre-pass). The block sparsity is a
+// plan (sparsityplan.go) that the C printer turns into those functions and
+// that HostSparsity evaluates on the CPU, so that the tile maps maskc draws
+// (package tilemap) are the kernel's own. Generate assembles that
 // part with the platform prelude and the attention template of package
 // hipsrc into one self-contained source text that hipcc, nvcc and NVRTC
 // accept.
