@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 
@@ -188,4 +189,26 @@ func tileCounts(e *env, u *unit, plan *classify.Plan, cfg *runConfig, seed uint6
 // discardStdout returns e with stdout discarded (the JSON owns stdout).
 func discardStdout(e *env) *env {
 	return &env{stdin: e.stdin, stdout: io.Discard, stderr: e.stderr}
+}
+
+// planWithFields returns the plan's JSON with the field key added to the
+// decision of each block named in values.
+func planWithFields(plan *classify.Plan, key string, values map[string]any) ([]byte, error) {
+	raw, err := plan.JSON()
+	if err != nil {
+		return nil, err
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, err
+	}
+	atts, _ := doc["attentions"].([]any)
+	for _, a := range atts {
+		m, _ := a.(map[string]any)
+		if name, _ := m["name"].(string); values[name] != nil {
+			m[key] = values[name]
+		}
+	}
+	out, err := json.MarshalIndent(doc, "", "  ")
+	return append(out, '\n'), err
 }

@@ -130,16 +130,6 @@ func bufferNames(k *codegen.Kernel) []string {
 // planWithKernels adds to each generated decision of the plan a "kernel"
 // object describing the source written for it (PLAN.md documents it).
 func planWithKernels(plan *classify.Plan, kernels map[string]map[string]any) ([]byte, error) {
-	objs := map[string]any{}
-	for name, k := range kernels {
-		objs[name] = k
-	}
-	return planWithFields(plan, "kernel", objs)
-}
-
-// planWithFields adds to the decision of each block named in values the
-// field key with that block's value.
-func planWithFields(plan *classify.Plan, key string, values map[string]any) ([]byte, error) {
 	raw, err := plan.JSON()
 	if err != nil {
 		return nil, err
@@ -151,8 +141,8 @@ func planWithFields(plan *classify.Plan, key string, values map[string]any) ([]b
 	atts, _ := doc["attentions"].([]any)
 	for _, a := range atts {
 		m, _ := a.(map[string]any)
-		if name, _ := m["name"].(string); values[name] != nil {
-			m[key] = values[name]
+		if name, _ := m["name"].(string); kernels[name] != nil {
+			m["kernel"] = kernels[name]
 		}
 	}
 	out, err := json.MarshalIndent(doc, "", "  ")
