@@ -11,10 +11,12 @@ import (
 	"github.com/maskc/maskc/classify"
 	"github.com/maskc/maskc/codegen"
 	"github.com/maskc/maskc/dsl"
+	"github.com/maskc/maskc/hipsrc"
 )
 
 // runCompile implements `maskc compile FILE -o DIR`: DIR/plan.json (the
-// file a trainer reads) and, for every attention block that needs a
+// file a trainer reads), DIR/manifest.json (the kernels' ABI and launch,
+// hipsrc/MANIFEST.md) and, for every attention block that needs a
 // generated kernel (its pattern, or its fallback when a precondition fails),
 // DIR/<name>.hip; with --offload-arch, also the AMD code objects built with
 // hipcc.
@@ -46,6 +48,7 @@ func runCompile(e *env, args []string) int {
 		return exitUsage
 	}
 	kernels := map[string]map[string]any{}
+	manifest := hipsrc.NewManifest()
 	var diags dsl.Diagnostics
 	for _, d := range plan.Attentions {
 		if d.Pattern != "generated" && d.Fallback != "generated" {
@@ -70,6 +73,8 @@ func runCompile(e *env, args []string) int {
 		if k.FlagsEntry != "" {
 			info["flags_entry"] = k.FlagsEntry
 		}
+		mk := k.Manifest(name)
+		mk.Flex, mk.Pattern, mk.Fallback = filepath.ToSlash(files[0]), d.Pattern, d.Fallback
 		for _, arch := range strings.Split(*archs, ",") {
 			if arch = strings.TrimSpace(arch); arch == "" {
 				continue
@@ -86,8 +91,10 @@ func runCompile(e *env, args []string) int {
 			}
 			objs[arch] = obj
 			info["code_objects"] = objs
+			mk.CodeObjects = objs
 		}
 		kernels[d.Name] = info
+		manifest.Kernels = append(manifest.Kernels, mk)
 	}
 	diags.Sort()
 	printDiags(e.stderr, diags)
@@ -98,6 +105,15 @@ func runCompile(e *env, args []string) int {
 	if err != nil {
 		fmt.Fprintf(e.stderr, "maskc: %v\n", err)
 		return exitError
+	}
+	manifestJSON, err := manifest.Marshal()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "maskc: %v\n", err)
+		return exitError
+	}
+	if err := writeAtomic(filepath.Join(*outDir, hipsrc.ManifestFile), manifestJSON, 0o644); err != nil {
+		fmt.Fprintf(e.stderr, "maskc: %v\n", err)
+		return exitUsage
 	}
 	if err := writeAtomic(filepath.Join(*outDir, "plan.json"), planJSON, 0o644); err != nil {
 		fmt.Fprintf(e.stderr, "maskc: %v\n", err)

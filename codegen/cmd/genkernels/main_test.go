@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/maskc/maskc/hipsrc"
 )
 
 func TestRun(t *testing.T) {
@@ -49,7 +51,7 @@ func TestRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var m Manifest
+			var m hipsrc.Manifest
 			if err := json.Unmarshal(b, &m); err != nil {
 				t.Fatal(err)
 			}
@@ -76,7 +78,7 @@ func TestManifestContent(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, "manifest.json"))
-	var m Manifest
+	var m hipsrc.Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
 	}
