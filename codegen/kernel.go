@@ -2,7 +2,6 @@ package codegen
 
 import (
 	"fmt"
-	"math"
 	"path/filepath"
 	"strings"
 
@@ -85,8 +84,9 @@ type Kernel struct {
 	// "nvidia-sm90a").
 	Launch map[string]hipsrc.LaunchConfig
 	// Mask and Score are the lowered mask and score compiled in: the
-	// block's mods, or what its causal/window/alibi settings mean on Turbo's
-	// kernels. A reference that checks the kernel must evaluate these.
+	// block's (check.Attention.Mask and Score: its mods, or what its
+	// causal/window/alibi settings mean on Turbo's kernels), except that a
+	// mask keeping every pair is dropped.
 	Mask, Score *dsl.Lowered
 	// MaskTorch is the mask as a PyTorch expression (TorchExpr), empty
 	// when there is no mask.
@@ -106,16 +106,10 @@ func Generate(p *check.Program, a *check.Attention, opts Options) (*Kernel, dsl.
 		renamed.Name = opts.SourceName
 		src = &renamed
 	}
-	// Trainer-style settings (causal, window, alibi) are compiled as the
-	// mask and score they mean on Turbo's kernels, so a generated fallback
-	// computes exactly what the Turbo call would.
+	// check lowered trainer-style settings (causal, window, alibi) into
+	// the mask and score they mean on Turbo's kernels, so a generated
+	// fallback computes exactly what the Turbo call would.
 	mask, score := a.Mask, a.Score
-	if mask == nil {
-		mask = settingsMask(a)
-	}
-	if score == nil {
-		score = settingsScore(a)
-	}
 	if bufs, _ := BufferTable(src, mask); alwaysKept(mask, bufs) {
 		mask = nil // e.g. q >= 0 and kv >= 0 (intrange.go): the unmasked kernel computes the same
 	}
@@ -193,29 +187,24 @@ func (k *Kernel) configure(src *dsl.Source, a *check.Attention, opts Options, di
 		}
 		return a.Decl.Name.Sp
 	}
-	k.HeadDim = firstNonZero(opts.HeadDim, a.HeadDim, 128)
+	k.HeadDim = firstNonZero(opts.HeadDim, a.ResolvedHeadDim())
 	launch, err := hipsrc.Launches(k.HeadDim)
 	if err != nil {
 		diags.Add(src, at("head_dim"), CodeHeadDim, "a generated kernel has no configuration for head_dim %d", k.HeadDim).
 			WithHint("use head_dim = 64 or 128 (pad the head dimension on the Python side)")
 	}
 	k.Launch = launch
-	k.DType = firstNonEmpty(opts.DType, a.DType, "bf16")
+	k.DType = firstNonEmpty(opts.DType, a.ResolvedDType())
 	if k.DType != "bf16" && k.DType != "fp16" {
 		diags.Add(src, at("dtype"), CodeDType, "a generated kernel has no configuration for dtype %s", k.DType).
 			WithHint("use dtype = bf16 or fp16")
 	}
-	k.Layout = firstNonEmpty(opts.Layout, a.Layout, "bshd")
+	k.Layout = firstNonEmpty(opts.Layout, a.ResolvedLayout())
 	if k.Layout != "bshd" && k.Layout != "bhsd" {
 		diags.Add(src, at("layout"), CodeLayout, "a generated kernel takes bshd or bhsd tensors, not %s", k.Layout).
 			WithHint("unpack thd sequences to bshd, or express the packing as a document mask over a segments buffer")
 	}
-	k.Scale = 0
-	if a.Scale != nil {
-		k.Scale = *a.Scale
-	} else if k.HeadDim > 0 {
-		k.Scale = 1 / math.Sqrt(float64(k.HeadDim))
-	}
+	k.Scale = a.ScaleFor(k.HeadDim)
 }
 
 // unsupportedSettings refuses trainer-style settings that a generated kernel
@@ -229,16 +218,16 @@ func unsupportedSettings(src *dsl.Source, a *check.Attention, diags *dsl.Diagnos
 		}
 		diags.Add(src, sp, CodeSetting, "a generated kernel does not implement the %s setting", key).WithHint("%s", hint)
 	}
-	// causal, window and alibi alone become the kernel's mask and score
-	// (settingsMask, settingsScore); next to a mask or score mod there would
-	// be two sources for one quantity.
-	if a.Causal != nil && *a.Causal && a.Mask != nil {
+	// causal, window and alibi alone become the block's mask and score
+	// (check lowers them); next to a mask or score mod there would be two
+	// sources for one quantity.
+	if a.Causal != nil && *a.Causal && a.MaskOrigin == check.OriginMod {
 		refuse("causal", "write the causal constraint into the mask: q >= kv")
 	}
-	if a.Window != nil && a.Mask != nil {
+	if a.Window != nil && a.MaskOrigin == check.OriginMod {
 		refuse("window", "write the window into the mask, e.g. q >= kv and q - kv <= W")
 	}
-	if a.Alibi != nil && a.Score != nil {
+	if a.Alibi != nil && a.ScoreOrigin == check.OriginMod {
 		refuse("alibi", "write ALiBi as a score: score + slopes[h] * (kv - q)")
 	}
 	if a.Bias != nil {

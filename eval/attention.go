@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/maskc/maskc/dsl"
 )
 
 // ErrShape is an Attention input whose extents do not agree with each
@@ -63,7 +65,7 @@ func Attention(spec AttentionSpec, q, k, v *Tensor) (out, lse *Tensor, err error
 	}
 	scale := spec.Scale
 	if scale == 0 {
-		scale = 1 / math.Sqrt(float64(sh.D))
+		scale = dsl.DefaultScale(sh.D)
 	}
 	out = NewTensor(sh.B, sh.H, sh.Q, sh.Dv)
 	lse = NewTensor(sh.B, sh.H, sh.Q)

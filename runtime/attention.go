@@ -392,7 +392,7 @@ func (k *AttentionKernel) newEntry(key shapeKey) (*shapeEntry, error) {
 	e := &shapeEntry{key: key}
 	scale := sh.Scale
 	if scale == 0 {
-		scale = float32(1 / math.Sqrt(float64(k.spec.HeadDim)))
+		scale = float32(dsl.DefaultScale(k.spec.HeadDim))
 	}
 	e.shape = cShape{
 		B: int32(sh.B), H: int32(sh.H), HKV: int32(sh.HKV), Sq: int32(sh.Sq), Skv: int32(sh.Skv),
