@@ -50,9 +50,9 @@ type Kernel struct {
 	HeadDim int
 	// DType is the element type of q, k, v and o: "bf16" or "fp16".
 	DType string
-	// Layout is the tensor layout: "bshd" or "bhsd" (the launcher passes
-	// the matching strides).
-	Layout string
+	// Layout is the tensor layout: hipsrc.LayoutBSHD or LayoutBHSD (the
+	// launcher passes the matching strides).
+	Layout hipsrc.Layout
 	// HasMask says whether the kernel applies a mask.
 	HasMask bool
 	// HasScore says whether the kernel applies a score mod.
@@ -199,8 +199,8 @@ func (k *Kernel) configure(src *dsl.Source, a *check.Attention, opts Options, di
 		diags.Add(src, at("dtype"), CodeDType, "a generated kernel has no configuration for dtype %s", k.DType).
 			WithHint("use dtype = bf16 or fp16")
 	}
-	k.Layout = firstNonEmpty(opts.Layout, a.ResolvedLayout())
-	if k.Layout != "bshd" && k.Layout != "bhsd" {
+	k.Layout = hipsrc.Layout(firstNonEmpty(opts.Layout, a.ResolvedLayout()))
+	if k.Layout != hipsrc.LayoutBSHD && k.Layout != hipsrc.LayoutBHSD {
 		diags.Add(src, at("layout"), CodeLayout, "a generated kernel takes bshd or bhsd tensors, not %s", k.Layout).
 			WithHint("unpack thd sequences to bshd, or express the packing as a document mask over a segments buffer")
 	}
@@ -261,7 +261,7 @@ func (k *Kernel) writeHeader(w *strings.Builder, src *dsl.Source) {
 	} else {
 		w.WriteString("#define MASKC_DTYPE_BF16 1\n")
 	}
-	fmt.Fprintf(w, "#define MASKC_LAYOUT_%s 1\n", strings.ToUpper(k.Layout))
+	fmt.Fprintf(w, "#define MASKC_LAYOUT_%s 1\n", strings.ToUpper(string(k.Layout)))
 	for _, f := range []struct {
 		on   bool
 		name string

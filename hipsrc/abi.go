@@ -375,3 +375,15 @@ func ABIHeader() string {
 	b.WriteString("\n#endif  // MASKC_ABI_H\n")
 	return b.String()
 }
+
+// Layout is the dimension order of Q, K, V and O that a kernel is built
+// for (the launcher passes the strides in MaskcShape); the string is the
+// manifest's and the plan's spelling.
+type Layout string
+
+const (
+	// LayoutBSHD is [batch, seq, head, dim].
+	LayoutBSHD Layout = "bshd"
+	// LayoutBHSD is [batch, head, seq, dim].
+	LayoutBHSD Layout = "bhsd"
+)

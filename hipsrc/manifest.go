@@ -52,7 +52,7 @@ type KernelManifest struct {
 	DType string `json:"dtype"`
 	// Layout is "bshd" or "bhsd": the order of Q, K, V and O's dimensions
 	// (strides are passed in MaskcShape).
-	Layout string `json:"layout"`
+	Layout Layout `json:"layout"`
 	// Scale is the softmax scale to pass in MaskcShape.scale.
 	Scale float64 `json:"scale"`
 	// KVHeads is the block's kv_heads setting (0: as many as query heads).

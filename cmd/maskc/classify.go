@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/maskc/maskc/classify"
+	"github.com/maskc/maskc/compiler"
 )
 
 // runClassify implements `maskc classify FILE [--json] [--target T] [-D
@@ -54,7 +55,7 @@ func buildPlan(e *env, path, target string, defines map[string]string) (*unit, *
 		printDiags(e.stderr, u.diags)
 		return nil, nil, exitError
 	}
-	plan, cd := classify.Classify(u.prog, classify.Options{Target: profile})
+	plan, cd := compiler.Classify(u.prog, compiler.Options{Target: profile})
 	ds := append(u.diags, cd...)
 	ds.Sort()
 	printDiags(e.stderr, ds)

@@ -17,6 +17,7 @@ import (
 	"github.com/maskc/maskc/compiler"
 	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/eval"
+	"github.com/maskc/maskc/hipsrc"
 	"github.com/maskc/maskc/runtime"
 	"github.com/maskc/maskc/runtime/host"
 	"github.com/maskc/maskc/runtime/kcache"
@@ -96,9 +97,10 @@ func runRun(e *env, args []string) int {
 		return usageError(e.stderr, "--shape gives D = %d, but attention %s declares head_dim = %d", cfg.d, a.Name, a.HeadDim)
 	}
 	unit := compiler.New(u.prog, plan, compiler.Options{Kernel: codegen.Options{HeadDim: cfg.d, DType: cfg.dtype, SourceName: cfg.path}})
-	k, err := unit.Kernel(a.Name)
-	if err != nil {
-		return printRunError(e, err)
+	k, kd := unit.Kernel(a.Name)
+	if kd.HasErrors() {
+		printDiags(e.stderr, kd)
+		return exitError
 	}
 	fmt.Fprintf(e.stdout, "attention %s: %s\n", a.Name, planSummary(dec))
 	fmt.Fprintf(e.stdout, "kernel: %s %s head_dim %d %s, sparsity %s, scale %.6g\n", k.Name, k.DType, k.HeadDim, k.Layout, k.Sparsity, k.Scale)
@@ -427,7 +429,7 @@ func (r *runner) drawTensor(rng *rand.Rand, heads, n int) ([]uint16, *eval.Tenso
 	if r.cfg.check {
 		ref = eval.NewTensor(B, heads, n, D)
 	}
-	bshd := r.kernel.Layout == "bshd"
+	bshd := r.kernel.Layout == hipsrc.LayoutBSHD
 	i := 0
 	for b := 0; b < B; b++ {
 		for h := 0; h < heads; h++ {
@@ -769,7 +771,7 @@ func (r *runner) gatherRows(out, lse []float64, rows []int) (o, l []float64) {
 		for h := 0; h < cfg.h; h++ {
 			for _, i := range rows {
 				at := ((b*cfg.h+h)*cfg.sq + i) * D
-				if r.kernel.Layout == "bshd" {
+				if r.kernel.Layout == hipsrc.LayoutBSHD {
 					at = ((b*cfg.sq+i)*cfg.h + h) * D
 				}
 				o = append(o, out[at:at+D]...)

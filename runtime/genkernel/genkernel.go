@@ -79,7 +79,7 @@ func findBuffer(p *check.Program, decl *dsl.BufferDecl) *check.Buffer {
 // the kernel's softmax scale.
 func Shape(k *codegen.Kernel, b, h, hkv, sq, skv int) runtime.Shape {
 	layout := runtime.BSHD
-	if k.Layout == "bhsd" {
+	if k.Layout == hipsrc.LayoutBHSD {
 		layout = runtime.BHSD
 	}
 	s := runtime.ContiguousShape(layout, b, h, hkv, sq, skv, k.HeadDim)

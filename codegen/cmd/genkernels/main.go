@@ -24,11 +24,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/maskc/maskc/check"
-	"github.com/maskc/maskc/classify"
 	"github.com/maskc/maskc/codegen"
+	"github.com/maskc/maskc/compiler"
 	"github.com/maskc/maskc/hipsrc"
-	"github.com/maskc/maskc/parser"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -73,55 +71,51 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	type job struct {
 		path string
-		prog *check.Program
-		plan *classify.Plan
+		unit *compiler.Unit
 	}
 	var jobs []job
 	count := map[string]int{}
 	failed := false
+	copts := compiler.Options{Defines: defs, Kernel: opts}
 	for _, path := range fs.Args() {
-		text, err := os.ReadFile(path)
+		text, err := compiler.ReadFile(path)
 		if err != nil {
 			fmt.Fprintln(stderr, err)
 			return 1
 		}
-		f, diags := parser.ParseFile(path, text)
-		if !diags.HasErrors() {
-			var p *check.Program
-			p, diags = check.Check(f, check.Options{Defines: defs})
-			if !diags.HasErrors() {
-				plan, _ := classify.Classify(p, classify.Options{})
-				jobs = append(jobs, job{path, p, plan})
-				for _, a := range p.Attentions {
-					count[a.Name]++
-				}
-				continue
-			}
+		c, diags := compiler.ParseAndCheck(path, text, copts)
+		if diags.HasErrors() {
+			fmt.Fprint(stderr, diags.Errors().Render())
+			failed = true
+			continue
 		}
-		fmt.Fprint(stderr, diags.Errors().Render())
-		failed = true
+		plan, _ := compiler.Classify(c.Program, copts)
+		jobs = append(jobs, job{path, compiler.New(c.Program, plan, copts)})
+		for _, a := range c.Program.Attentions {
+			count[a.Name]++
+		}
 	}
 	m := hipsrc.NewManifest()
 	for _, j := range jobs {
-		for _, a := range j.prog.Attentions {
-			k, diags := codegen.Generate(j.prog, a, opts)
+		for _, name := range j.unit.Names() {
+			k, diags := j.unit.Kernel(name)
 			if diags.HasErrors() {
 				fmt.Fprint(stderr, diags.Errors().Render())
-				m.Skipped = append(m.Skipped, hipsrc.Skipped{Flex: j.path, Attention: a.Name, Diagnostics: diags.Errors().Render()})
+				m.Skipped = append(m.Skipped, hipsrc.Skipped{Flex: j.path, Attention: name, Diagnostics: diags.Errors().Render()})
 				if *strict {
 					failed = true
 				}
 				continue
 			}
-			file := a.Name + ".cu"
-			if count[a.Name] > 1 {
+			file := name + ".cu"
+			if count[name] > 1 {
 				file = strings.TrimSuffix(filepath.Base(j.path), ".flex") + "__" + file
 			}
 			if err := os.WriteFile(filepath.Join(*out, file), []byte(k.Source), 0o644); err != nil {
 				fmt.Fprintln(stderr, err)
 				return 1
 			}
-			m.Kernels = append(m.Kernels, manifestKernel(file, j.path, k, decision(j.plan, a.Name)))
+			m.Kernels = append(m.Kernels, compiler.KernelManifest(k, j.unit.Decision(name), file, j.path))
 		}
 	}
 	b, err := m.Marshal()
@@ -137,19 +131,4 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
-}
-
-func decision(plan *classify.Plan, name string) *classify.Decision {
-	for _, d := range plan.Attentions {
-		if d.Name == name {
-			return d
-		}
-	}
-	return &classify.Decision{Pattern: "generated"}
-}
-
-func manifestKernel(file, source string, k *codegen.Kernel, d *classify.Decision) hipsrc.KernelManifest {
-	mk := k.Manifest(file)
-	mk.Flex, mk.Pattern, mk.Fallback = filepath.ToSlash(source), d.Pattern, d.Fallback
-	return mk
 }
