@@ -7,7 +7,6 @@ import (
 	"github.com/maskc/maskc/codegen"
 	"github.com/maskc/maskc/hipsrc"
 	"github.com/maskc/maskc/runtime"
-	"github.com/maskc/maskc/runtime/genkernel"
 )
 
 // Sizes are one forward call's problem sizes.
@@ -46,7 +45,7 @@ func (u *Unit) Load(d *runtime.Device, name string) (*Attention, error) {
 	if kd.HasErrors() {
 		return nil, kd.Errors()
 	}
-	spec, err := genkernel.Spec(u.Program, k, d.Info().Backend, d.Info().Arch)
+	spec, err := KernelSpec(u.Program, k, d.Info().Backend, d.Info().Arch)
 	if err != nil {
 		return nil, err
 	}

@@ -79,7 +79,6 @@ def _cu_check(rc, what):
 
 
 # --------------------------------------------------------------------------- ABI (from the manifest)
-MAX_SEQ_LEN = 2 ** 31 - 257  # codegen.MaxSeqLen
 ABI_VERSION = 2  # hipsrc.ABIVersion: the manifest schema this harness reads
 
 _CTYPES = {"int": ctypes.c_int, "long long": ctypes.c_longlong, "float": ctypes.c_float}
@@ -115,6 +114,7 @@ class ABI:
         self.platforms = {p["name"]: p for p in abi["platforms"]}
         self.block_m = abi["block_m"]
         self.max_buffers = abi["max_buffers"]
+        self.max_seq_len = abi["max_seq_len"]
 
     def grid(self, entry, sizes, block_n):
         """The launch grid of an entry point: ceil(size / tile) per dimension."""
@@ -223,7 +223,7 @@ class Kernel:
         B, H, Sq, D = q.shape
         HKV, Skv = k.shape[1], k.shape[2]
         # codegen's int32 arithmetic assumes Q, KV <= 2^31 - 257 (codegen/intrange.go MaxSeqLen)
-        assert Sq <= MAX_SEQ_LEN and Skv <= MAX_SEQ_LEN, "sequence longer than a generated kernel accepts"
+        assert Sq <= self.abi.max_seq_len and Skv <= self.abi.max_seq_len, "sequence longer than a generated kernel accepts"
         assert D == self.head_dim and H % HKV == 0 and v.shape == k.shape and o.shape == q.shape
         for t in (q, k, v, o):
             assert t.stride(3) == 1 and t.data_ptr() % 16 == 0 and all(s % 8 == 0 for s in t.stride()[:3])

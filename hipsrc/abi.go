@@ -2,6 +2,7 @@ package hipsrc
 
 import (
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -16,6 +17,12 @@ import (
 // (MANIFEST.md); it changes whenever a struct, an entry point, the grid
 // rule or a manifest field changes meaning.
 const ABIVersion = 2
+
+// MaxSeqLen is the longest Sq and Skv a kernel may be launched with:
+// 2^31 - 257. MaskcShape's lengths are C ints with 256 of headroom for tile
+// arithmetic, and the code generator narrows index arithmetic to 32 bits
+// under exactly this bound; every launcher refuses longer sequences.
+const MaxSeqLen = math.MaxInt32 - 256
 
 // Entry point names (C linkage).
 const (
@@ -343,6 +350,8 @@ type ABIDesc struct {
 	Entries []Entry `json:"entries"`
 	// BlockM is the query rows per block on every platform.
 	BlockM int `json:"block_m"`
+	// MaxSeqLen is the longest Sq and Skv a launcher may pass.
+	MaxSeqLen int `json:"max_seq_len"`
 	// MaxBuffers and MaxBufferRank bound MaskcBuffers.
 	MaxBuffers    int `json:"max_buffers"`
 	MaxBufferRank int `json:"max_buffer_rank"`
@@ -354,7 +363,7 @@ type ABIDesc struct {
 
 // Describe returns the ABI description written into manifests.
 func Describe() ABIDesc {
-	d := ABIDesc{Structs: Structs, Entries: Entries, BlockM: BlockM, MaxBuffers: MaxBuffers, MaxBufferRank: MaxBufferRank, TileFlags: TileFlags}
+	d := ABIDesc{Structs: Structs, Entries: Entries, BlockM: BlockM, MaxSeqLen: MaxSeqLen, MaxBuffers: MaxBuffers, MaxBufferRank: MaxBufferRank, TileFlags: TileFlags}
 	for _, p := range Platforms {
 		d.Platforms = append(d.Platforms, p.ABI())
 	}

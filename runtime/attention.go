@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/maskc/maskc/dsl"
+	"github.com/maskc/maskc/hipsrc"
 )
 
 // Sparsity says how a generated kernel skips masked-out tiles.
@@ -460,8 +461,6 @@ func (k *AttentionKernel) Close() error {
 }
 
 // MaxSeqLen is the longest Sq and Skv a generated kernel may be launched
-// with: 2^31 - 257. The kernel's shape fields are C ints with 256 of
-// headroom for tile arithmetic, and the code generator narrows index
-// arithmetic to 32 bits under exactly this bound (codegen.MaxSeqLen; a test
-// in runtime/genkernel keeps the two equal).
-const MaxSeqLen = math.MaxInt32 - 256
+// with: hipsrc.MaxSeqLen, 2^31 - 257, the bound the code generator's 32-bit
+// index arithmetic assumes.
+const MaxSeqLen = hipsrc.MaxSeqLen

@@ -1,4 +1,4 @@
-package genkernel
+package compiler
 
 import (
 	"os"
@@ -13,7 +13,7 @@ import (
 	"github.com/maskc/maskc/runtime/fake"
 )
 
-func generate(t *testing.T, path string) (*check.Program, *codegen.Kernel) {
+func generateFirst(t *testing.T, path string) (*check.Program, *codegen.Kernel) {
 	t.Helper()
 	text, err := os.ReadFile(path)
 	if err != nil {
@@ -38,12 +38,12 @@ func generate(t *testing.T, path string) (*check.Program, *codegen.Kernel) {
 // captured buffer and launches it on the fake device, checking what the
 // kernel receives.
 func TestDocumentKernelLaunches(t *testing.T) {
-	p, k := generate(t, "../../examples/document_causal.flex")
+	p, k := generateFirst(t, "../examples/document_causal.flex")
 	for _, tt := range []struct{ backend, arch, platform string }{
 		{"cuda", "sm_80", "nvidia"}, {"hip", "gfx942", "amd"}, {"cuda", "sm_90", "nvidia-sm90a"},
 	} {
 		backend, platform := tt.backend, tt.platform
-		spec, err := Spec(p, k, backend, tt.arch)
+		spec, err := KernelSpec(p, k, backend, tt.arch)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +58,7 @@ func TestDocumentKernelLaunches(t *testing.T) {
 				backend, spec.NumThreads, spec.SharedBytes, spec.HeadDim, len(spec.Buffers), spec.Sparsity, want)
 		}
 	}
-	spec, err := Spec(p, k, "fake", "")
+	spec, err := KernelSpec(p, k, "fake", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestDocumentKernelLaunches(t *testing.T) {
 		}
 		return p
 	}
-	shape := Shape(k, 2, 4, 4, 1000, 1500)
+	shape := KernelShape(k, 2, 4, 4, 1000, 1500)
 	if err := attn.Forward(0, alloc(), alloc(), alloc(), alloc(), alloc(), shape, []runtime.DevicePtr{alloc()}); err != nil {
 		t.Fatal(err)
 	}
@@ -104,8 +104,8 @@ func TestDocumentKernelLaunches(t *testing.T) {
 // TestLaunchGeometryMatchesTheTemplate checks the grids the launcher uses
 // against hipsrc's, for the forward and the PREPASS kernel.
 func TestLaunchGeometryMatchesTheTemplate(t *testing.T) {
-	p, k := generate(t, "../../examples/document_causal.flex")
-	spec, err := Spec(p, k, "cuda", "sm_80")
+	p, k := generateFirst(t, "../examples/document_causal.flex")
+	spec, err := KernelSpec(p, k, "cuda", "sm_80")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestLaunchGeometryMatchesTheTemplate(t *testing.T) {
 	defer attn.Close()
 	ptr := func() runtime.DevicePtr { p, _ := d.Alloc(64); return p }
 	const B, H, Sq, Skv = 3, 5, 1000, 777
-	if err := attn.Forward(0, ptr(), ptr(), ptr(), ptr(), ptr(), Shape(k, B, H, H, Sq, Skv), []runtime.DevicePtr{ptr()}); err != nil {
+	if err := attn.Forward(0, ptr(), ptr(), ptr(), ptr(), ptr(), KernelShape(k, B, H, H, Sq, Skv), []runtime.DevicePtr{ptr()}); err != nil {
 		t.Fatal(err)
 	}
 	dim := func(g [3]int) runtime.Dim3 { return runtime.Dim3{X: uint32(g[0]), Y: uint32(g[1]), Z: uint32(g[2])} }
