@@ -126,10 +126,17 @@ type Attention struct {
 	Decl *dsl.AttentionDecl
 	// Name is the block's name.
 	Name string
-	// Mask is the lowered `mask` setting; nil when the block has none.
+	// Mask is the block's mask: the lowered `mask` setting, else what its
+	// `causal` and `window` settings mean on Turbo's kernels (bottom-right
+	// aligned); nil when the block has neither. MaskOrigin says which.
 	Mask *dsl.Lowered
-	// Score is the lowered `score` setting; nil when the block has none.
+	// Score is the block's score: the lowered `score` setting, else the
+	// ALiBi bias its `alibi` setting means; nil when it has neither.
+	// ScoreOrigin says which.
 	Score *dsl.Lowered
+	// MaskOrigin and ScoreOrigin say where Mask and Score came from, for
+	// messages and for the classifier's Turbo arguments.
+	MaskOrigin, ScoreOrigin Origin
 	// Causal is the `causal` setting; nil when not given.
 	Causal *bool
 	// Window is the `window = (left, right)` setting, -1 meaning unbounded;
@@ -147,7 +154,8 @@ type Attention struct {
 	DType string
 	// HeadDim is the head dimension; 0 when not given.
 	HeadDim int
-	// Scale is the softmax scale; nil means 1/sqrt(head_dim).
+	// Scale is the softmax scale; nil means dsl.DefaultScale(head_dim)
+	// (ScaleFor).
 	Scale *float64
 	// Dropout is the dropout probability in [0, 1).
 	Dropout float64

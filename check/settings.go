@@ -164,6 +164,7 @@ func (c *checker) checkAttentions() {
 			}
 			spec.apply(&settingCheck{c: c, l: c.newLowering(), f: c.userFrame(), a: a, key: key, e: st.Value})
 		}
+		lowerSettings(a)
 	}
 }
 

@@ -2,7 +2,6 @@ package classify
 
 import (
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/maskc/maskc/check"
@@ -116,31 +115,33 @@ func (b *block) errorf(key string, code dsl.Code, format string, args ...any) *d
 	return b.diags.Add(b.src, b.settingSpan(key), code, format, args...)
 }
 
-// form is the canonical form of the block's mask: the mask setting, or the
-// trainer-style causal/window settings, or always true.
-func (b *block) form() (*Form, bool) {
+// form is the canonical form of the block's mask (check.Attention.Mask:
+// the mask setting, or what the trainer-style causal/window settings mean,
+// which check lowered), or always true; fromMod says whether a mask mod
+// was written.
+func (b *block) form() (f *Form, fromMod bool) {
 	a := b.att
-	if a.Mask != nil {
-		return b.canon(a.Mask), true
-	}
-	causal := a.Causal != nil && *a.Causal
-	// Trainer-style settings mean what the kernel computes: bottom-right.
-	bd := Bound{Dir: dirBottomRight}
-	if causal {
-		bd.Lo, bd.HasLo = 0, true
-	}
-	if w := a.Window; w != nil {
-		if w[0] >= 0 {
-			bd.Hi, bd.HasHi = w[0], true
-		}
-		if w[1] >= 0 && !causal {
-			bd.Lo, bd.HasLo = -w[1], true
-		}
-	}
-	if !bd.HasLo && !bd.HasHi {
+	if a.Mask == nil {
 		return &Form{Terms: []*Term{{}}}, false
 	}
-	return &Form{Terms: []*Term{{Bounds: []Bound{bd}}}}, false
+	return b.canon(a.Mask), a.MaskOrigin == check.OriginMod
+}
+
+// maskMod is the block's mask mod, nil when its mask comes from settings.
+func (b *block) maskMod() *dsl.Lowered {
+	if b.att.MaskOrigin == check.OriginMod {
+		return b.att.Mask
+	}
+	return nil
+}
+
+// scoreMod is the block's score mod, nil when its score comes from the
+// alibi setting (the Turbo call's alibi_slopes).
+func (b *block) scoreMod() *dsl.Lowered {
+	if b.att.ScoreOrigin == check.OriginMod {
+		return b.att.Score
+	}
+	return nil
 }
 
 func (b *block) decide() *Decision {
@@ -153,7 +154,7 @@ func (b *block) decide() *Decision {
 	if fromMask {
 		b.maskDiagnostics(form, mm)
 	}
-	shape := shapeOfScore(a.Score, b.prog.Buffer)
+	shape := shapeOfScore(b.scoreMod(), b.prog.Buffer)
 	d.ScoreShape = shape
 	d.Score = shape.Kind
 	if a.Alibi != nil && shape.Kind == ScoreNone {
@@ -162,11 +163,11 @@ func (b *block) decide() *Decision {
 	b.scoreRules(shape)
 	if b.layout() == "thd" {
 		if fromMask && mm.segments == nil && mm.pattern != PatternFull {
-			b.errorf("layout", CodePackedMask, "layout = thd with mask %s, which is not a document pattern", a.Mask.Name).
+			b.errorf("layout", CodePackedMask, "layout = thd with mask %s, which is not a document pattern", b.maskMod().Name).
 				WithHint("packed sequences take only cu_seqlens: write the mask as a document mask, e.g. `mask = and_masks(causal, same_doc)` with `buffer doc: i32[KV] segments`, or use layout = bshd")
 		}
 		if shape.Kind == ScoreGeneratedMod {
-			b.errorf("layout", CodePackedMask, "layout = thd with score mod %s: the varlen entry takes no score mod", a.Score.Name).
+			b.errorf("layout", CodePackedMask, "layout = thd with score mod %s: the varlen entry takes no score mod", b.scoreMod().Name).
 				WithHint("use layout = bshd with a document mask for packed sequences")
 		}
 	}
@@ -224,7 +225,7 @@ func (b *block) generated(d *Decision, reason string) *Decision {
 	d.Kwargs = map[string]any{"kernel": "maskc_" + a.Name}
 	var bufs []string
 	seen := map[string]bool{}
-	for _, l := range []*dsl.Lowered{a.Mask, a.Score} {
+	for _, l := range []*dsl.Lowered{b.maskMod(), b.scoreMod()} {
 		if l == nil {
 			continue
 		}
@@ -324,13 +325,7 @@ func (b *block) turbo(d *Decision, mm maskMatch, shape ScoreShape, fromMask bool
 	}
 	b.commonKwargs(d)
 	if shape.Kind == ScoreScale {
-		base := 0.0
-		if a.Scale != nil {
-			base = *a.Scale
-		} else {
-			base = 1 / math.Sqrt(float64(a.HeadDim))
-		}
-		d.Kwargs["softmax_scale"] = base * shape.Factor
+		d.Kwargs["softmax_scale"] = a.ScaleFor(a.HeadDim) * shape.Factor
 	}
 	if len(d.Preconditions) > 0 {
 		d.Fallback = PatternGenerated
@@ -589,8 +584,8 @@ func (b *block) maskDiagnostics(f *Form, mm maskMatch) {
 // scoreRules checks the score against the alibi setting (rule 12).
 func (b *block) scoreRules(shape ScoreShape) {
 	a := b.att
-	if a.Alibi != nil && a.Score != nil && shape.Kind != ScoreNone {
-		b.errorf("alibi", CodeAlibiAndScore, "alibi slopes together with score mod %s: which bias applies is ambiguous", a.Score.Name).
+	if a.Alibi != nil && b.scoreMod() != nil && shape.Kind != ScoreNone {
+		b.errorf("alibi", CodeAlibiAndScore, "alibi slopes together with score mod %s: which bias applies is ambiguous", b.scoreMod().Name).
 			WithHint("drop `alibi = %s` and add the bias in the score mod: `score + %s[h] * (kv - q)` under a causal mask", a.Alibi.Name, a.Alibi.Name)
 	}
 }
@@ -600,28 +595,28 @@ func (b *block) rules() {
 	a := b.att
 	causal := a.Causal != nil && *a.Causal
 	maskName := ""
-	if a.Mask != nil {
-		maskName = a.Mask.Name
+	if b.maskMod() != nil {
+		maskName = b.maskMod().Name
 		if s := b.att.Setting("mask"); s != nil && s.Value != nil && b.src != nil {
 			maskName = b.src.Slice(s.Value.Span())
 		}
 	}
-	if a.Mask != nil && a.Window != nil {
+	if b.maskMod() != nil && a.Window != nil {
 		b.errorf("window", CodeMaskAndWindow, "window setting together with a mask: two sources for one window").
 			WithHint("fold the window into the mask and drop `window`: `mask = and_masks(%s, sliding_window(%d))`, where sliding_window(W) keeps q - kv <= W", maskName, a.Window[0])
 	}
-	if a.Mask != nil && causal {
+	if b.maskMod() != nil && causal {
 		b.errorf("causal", CodeMaskAndCausal, "causal = true together with a mask: two sources for one mask").
 			WithHint("fold it into the mask and drop `causal`: `mask = and_masks(causal, %s)`", maskName)
 	}
-	if a.Mask == nil && a.Window != nil && !causal {
+	if b.maskMod() == nil && a.Window != nil && !causal {
 		hint := "add `causal = true` for a causal window"
 		if w := a.Window; w[0] >= 0 && w[1] >= 0 {
 			hint += fmt.Sprintf(", or write the band as a mask: `mask = band(%d, %d)`", w[0], w[1])
 		}
 		b.errorf("window", CodeWindowNoCausal, "window without causal = true: the dense flex path has no non-causal window").WithHint("%s", hint)
 	}
-	if a.Mask == nil && a.Window != nil && causal && a.Window[1] > 0 {
+	if b.maskMod() == nil && a.Window != nil && causal && a.Window[1] > 0 {
 		b.errorf("window", CodeCausalRight, "window right bound %d with causal = true: causal already hides every key right of the diagonal", a.Window[1]).
 			WithHint("write window = (%d, 0)", a.Window[0])
 	}
@@ -692,18 +687,18 @@ func (b *block) fp8Rules() {
 			WithHint("drop fp8 for this layer")
 		return
 	}
-	if a.Mask != nil {
-		mm := matchMask(b.canon(a.Mask))
+	if b.maskMod() != nil {
+		mm := matchMask(b.canon(b.maskMod()))
 		switch {
 		case mm.segments != nil:
 			conflict("mask", "documents")
 		case mm.pattern != PatternFull && mm.pattern != PatternCausal:
-			b.errorf("mask", CodeFP8Entry, "fp8 attention with mask %s: %s runs only full or causal attention", a.Mask.Name, EntryFP8).
+			b.errorf("mask", CodeFP8Entry, "fp8 attention with mask %s: %s runs only full or causal attention", b.maskMod().Name, EntryFP8).
 				WithHint("use a causal or no mask for fp8 layers, or drop fp8")
 		}
 	}
-	if a.Score != nil && shapeOfScore(a.Score, b.prog.Buffer).Kind != ScoreNone {
-		b.errorf("score", CodeFP8Entry, "fp8 attention with score mod %s: %s takes no score mod", a.Score.Name, EntryFP8).
+	if b.scoreMod() != nil && shapeOfScore(b.scoreMod(), b.prog.Buffer).Kind != ScoreNone {
+		b.errorf("score", CodeFP8Entry, "fp8 attention with score mod %s: %s takes no score mod", b.scoreMod().Name, EntryFP8).
 			WithHint("drop the score mod, or drop fp8")
 	}
 }

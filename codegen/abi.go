@@ -6,15 +6,16 @@ import (
 	"strings"
 
 	"github.com/maskc/maskc/dsl"
+	"github.com/maskc/maskc/hipsrc"
 )
 
 // ABI limits of MaskcBuffers, the struct that carries captured tensors into
-// a generated kernel (see runtime.h).
+// a generated kernel (hipsrc.BuffersStruct).
 const (
 	// MaxBuffers is the number of captured tensors a kernel can take.
-	MaxBuffers = 8
+	MaxBuffers = hipsrc.MaxBuffers
 	// MaxBufferRank is the number of dimensions a captured tensor can have.
-	MaxBufferRank = 2
+	MaxBufferRank = hipsrc.MaxBufferRank
 )
 
 // BufferABI describes one entry of MaskcBuffers: which declared buffer goes
@@ -34,6 +35,11 @@ type BufferABI struct {
 	Segments bool
 	// Decl is the declaration.
 	Decl *dsl.BufferDecl
+}
+
+// Manifest returns the manifest's description of b.
+func (b *BufferABI) Manifest() hipsrc.BufferSlot {
+	return hipsrc.BufferSlot{Name: b.Name, Slot: b.Slot, DType: b.DType, ElemBytes: hipsrc.BufferElemBytes(b.DType), Dims: b.Dims, Segments: b.Segments}
 }
 
 // elemInfo says how a buffer element type is stored and read.

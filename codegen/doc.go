@@ -22,7 +22,7 @@
 //     MaxHeadsOrBatch: 0 <= q < Q <= 2^31 - 257 and so on), else int64
 //     (long long): q - kv and (q - kv) % 2 are int, q + kv and q * kv are
 //     long long. // and % floor as in Python (maskc_py_floordiv,
-//     maskc_py_floormod in RuntimeSource); by a constant 2^k they are >> k
+//     maskc_py_floormod in hipsrc/runtime.h); by a constant 2^k they are >> k
 //     and & (2^k - 1), by another positive constant C's / and % when the
 //     dividend is non-negative, else a branch-free correction. Python
 //     raises on a zero divisor and a kernel cannot, so an int x // 0 and

@@ -1,20 +1,12 @@
 package codegen
 
 import (
-	_ "embed"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/maskc/maskc/dsl"
 )
-
-// RuntimeSource is the C++ helper section every generated part starts
-// with: struct MaskcBuffers and Python-semantics helpers (maskc_floordiv,
-// maskc_floormod, maskc_min, ...). It needs no header.
-//
-//go:embed runtime.h
-var RuntimeSource string
 
 // Signatures of the generated functions. maskc_mask and maskc_score are
 // what a (b, h, q, kv) evaluation calls; the kernel splits them: buffer

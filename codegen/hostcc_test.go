@@ -14,6 +14,7 @@ import (
 	"github.com/maskc/maskc/check"
 	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/eval"
+	"github.com/maskc/maskc/hipsrc"
 )
 
 // The tests in this file compile the generated device functions as host C++
@@ -132,7 +133,7 @@ func buildHost(t *testing.T, cases []hostCase) string {
 	}
 	var b strings.Builder
 	b.WriteString(hostPrelude)
-	b.WriteString(RuntimeSource)
+	b.WriteString(hipsrc.ABIHeader() + hipsrc.Runtime)
 	var fns []string
 	for i, c := range cases {
 		fmt.Fprintf(&b, "\n// case %d: %s\nnamespace case%d {\n", i, c.name, i)

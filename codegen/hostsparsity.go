@@ -91,7 +91,7 @@ func (k *Kernel) HostSparsity(env *eval.Env) (*HostSparsity, error) {
 
 // Sparsity is the kernel's strategy: SparsityAnalytic, SparsityPrepass or
 // SparsityNone.
-func (s *HostSparsity) Sparsity() string { return s.k.sparsity.kind }
+func (s *HostSparsity) Sparsity() hipsrc.Sparsity { return s.k.sparsity.kind }
 
 // Mask evaluates the kernel's mask at (b, h, q, kv); true without a mask.
 func (s *HostSparsity) Mask(b, h, q, kv int64) (bool, error) {
@@ -227,11 +227,12 @@ func (s *HostSparsity) TileFull(b, h, qLo, qHi, kvLo, kvHi int64) (bool, error) 
 	return false, nil
 }
 
-// PrepassFlag returns the flag maskc_tile_flags writes for (b, h) and the
+// PrepassFlag returns the flag maskc_tile_flags writes (hipsrc.TileEmpty,
+// TilePartial or TileFull) for (b, h) and the
 // tile of rows [qLo, min(qHi, Q)) and keys [kvLo, kvHi), where keys at or
 // past KV count as masked, and the number of kept pairs it saw; onKept,
 // when not nil, is called with each of them.
-func (s *HostSparsity) PrepassFlag(b, h, qLo, qHi, kvLo, kvHi int64, onKept func(q, kv int64)) (hipsrc.TileFlag, int64, error) {
+func (s *HostSparsity) PrepassFlag(b, h, qLo, qHi, kvLo, kvHi int64, onKept func(q, kv int64)) (int, int64, error) {
 	anyKept, all := false, true
 	var kept int64
 	for q := qLo; q < min(qHi, s.env.Q); q++ {
@@ -255,11 +256,11 @@ func (s *HostSparsity) PrepassFlag(b, h, qLo, qHi, kvLo, kvHi int64, onKept func
 	}
 	switch {
 	case !anyKept:
-		return hipsrc.FlagEmpty, kept, nil
+		return hipsrc.TileEmpty, kept, nil
 	case all:
-		return hipsrc.FlagFull, kept, nil
+		return hipsrc.TileFull, kept, nil
 	}
-	return hipsrc.FlagPartial, kept, nil
+	return hipsrc.TilePartial, kept, nil
 }
 
 // free evaluates a free atom at (b, h).

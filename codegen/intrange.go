@@ -5,6 +5,7 @@ import (
 	"math/bits"
 
 	"github.com/maskc/maskc/dsl"
+	"github.com/maskc/maskc/hipsrc"
 )
 
 // This file decides where generated int arithmetic may run in 32 bits. An
@@ -25,8 +26,9 @@ import (
 //     launcher checks this (gpu/maskc_gpu.py Kernel.prepare; the Go runtime
 //     must refuse longer sequences the same way).
 const (
-	// MaxSeqLen is the largest Q and KV a generated kernel accepts: 2^31 - 257.
-	MaxSeqLen = math.MaxInt32 - 256
+	// MaxSeqLen is the largest Q and KV a generated kernel accepts: 2^31 - 257
+	// (hipsrc.MaxSeqLen, the ABI's one definition).
+	MaxSeqLen = hipsrc.MaxSeqLen
 	// MaxHeadsOrBatch bounds B, H and HKV (they are C ints).
 	MaxHeadsOrBatch = math.MaxInt32
 )

@@ -12,6 +12,7 @@ import (
 
 	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/eval"
+	"github.com/maskc/maskc/hipsrc"
 )
 
 // lowerInt checks `mask m(...) = (E) == 0` and returns the lowered mask and
@@ -95,7 +96,7 @@ func hostRun(t *testing.T, body string) string {
 	}
 	dir := t.TempDir()
 	srcPath, exe := filepath.Join(dir, "b.cc"), filepath.Join(dir, "b")
-	if err := os.WriteFile(srcPath, []byte(hostPrelude+RuntimeSource+body), 0o644); err != nil {
+	if err := os.WriteFile(srcPath, []byte(hostPrelude+hipsrc.ABIHeader()+hipsrc.Runtime+body), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := exec.Command(cxx, "-O2", "-std=c++14", "-Wall", "-Wno-unused-variable", "-Wno-unused-but-set-variable",

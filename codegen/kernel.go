@@ -2,7 +2,7 @@ package codegen
 
 import (
 	"fmt"
-	"math"
+	"path/filepath"
 	"strings"
 
 	"github.com/maskc/maskc/check"
@@ -29,8 +29,8 @@ type Options struct {
 type Kernel struct {
 	// Name is the attention block's name.
 	Name string
-	// Source is the full self-contained source: hipsrc.Prelude,
-	// RuntimeSource, Generated and hipsrc.AttnFwd.
+	// Source is the full self-contained source: Generated between
+	// hipsrc's sources (hipsrc.Assemble).
 	Source string
 	// Generated is the per-attention part: configuration #defines, buffer
 	// accessors, maskc_mask, maskc_score, maskc_kv_range, maskc_tile_full.
@@ -41,7 +41,7 @@ type Kernel struct {
 	// Sparsity is SparsityPrepass, else empty.
 	FlagsEntry string
 	// Sparsity is SparsityAnalytic, SparsityPrepass or SparsityNone.
-	Sparsity string
+	Sparsity hipsrc.Sparsity
 	// SparsityReason says why, for the plan.
 	SparsityReason string
 	// Buffers are the MaskcBuffers entries in slot order.
@@ -50,15 +50,17 @@ type Kernel struct {
 	HeadDim int
 	// DType is the element type of q, k, v and o: "bf16" or "fp16".
 	DType string
-	// Layout is the tensor layout: "bshd" or "bhsd" (the launcher passes
-	// the matching strides).
-	Layout string
+	// Layout is the tensor layout: hipsrc.LayoutBSHD or LayoutBHSD (the
+	// launcher passes the matching strides).
+	Layout hipsrc.Layout
 	// HasMask says whether the kernel applies a mask.
 	HasMask bool
 	// HasScore says whether the kernel applies a score mod.
 	HasScore bool
 	// HasSink says whether the kernel adds per-head sink logits.
 	HasSink bool
+	// Sink is the .flex name of the sink buffer (f32[H]), empty when none.
+	Sink string
 	// MaskUsesB says whether the mask reads b (when not, pre-pass flags are
 	// shared across the batch).
 	MaskUsesB bool
@@ -80,10 +82,11 @@ type Kernel struct {
 	// Launch gives the block size and dynamic shared memory of
 	// maskc_attn_fwd per platform, by hipsrc.Platform name ("amd", "nvidia",
 	// "nvidia-sm90a").
-	Launch map[string]LaunchConfig
+	Launch map[string]hipsrc.LaunchConfig
 	// Mask and Score are the lowered mask and score compiled in: the
-	// block's mods, or what its causal/window/alibi settings mean on Turbo's
-	// kernels. A reference that checks the kernel must evaluate these.
+	// block's (check.Attention.Mask and Score: its mods, or what its
+	// causal/window/alibi settings mean on Turbo's kernels), except that a
+	// mask keeping every pair is dropped.
 	Mask, Score *dsl.Lowered
 	// MaskTorch is the mask as a PyTorch expression (TorchExpr), empty
 	// when there is no mask.
@@ -97,16 +100,6 @@ type Kernel struct {
 	sparsity sparsityPlan
 }
 
-// LaunchConfig is how maskc_attn_fwd is launched on one platform.
-type LaunchConfig struct {
-	// BlockN is the number of keys per tile (MASKC_BLOCK_N) on the platform.
-	BlockN int `json:"block_n"`
-	// Threads is the block size.
-	Threads int `json:"threads"`
-	// SharedMemBytes is the dynamic shared memory per block.
-	SharedMemBytes int `json:"shared_mem_bytes"`
-}
-
 // Generate builds the kernel of attention block a of the checked program p.
 // It reports E300-E399 diagnostics for what a generated kernel cannot do.
 func Generate(p *check.Program, a *check.Attention, opts Options) (*Kernel, dsl.Diagnostics) {
@@ -117,23 +110,19 @@ func Generate(p *check.Program, a *check.Attention, opts Options) (*Kernel, dsl.
 		renamed.Name = opts.SourceName
 		src = &renamed
 	}
-	// Trainer-style settings (causal, window, alibi) are compiled as the
-	// mask and score they mean on Turbo's kernels, so a generated fallback
-	// computes exactly what the Turbo call would.
+	// check lowered trainer-style settings (causal, window, alibi) into
+	// the mask and score they mean on Turbo's kernels, so a generated
+	// fallback computes exactly what the Turbo call would.
 	mask, score := a.Mask, a.Score
-	if mask == nil {
-		mask = settingsMask(a)
-	}
-	if score == nil {
-		score = settingsScore(a)
-	}
 	if bufs, _ := BufferTable(src, mask); alwaysKept(mask, bufs) {
 		mask = nil // e.g. q >= 0 and kv >= 0 (intrange.go): the unmasked kernel computes the same
 	}
 	k := &Kernel{
-		Name: a.Name, Entry: "maskc_attn_fwd", Mask: mask, Score: score, HasMask: mask != nil, HasScore: score != nil, HasSink: a.Sink != nil,
+		Name: a.Name, Entry: hipsrc.AttentionEntry, Mask: mask, Score: score, HasMask: mask != nil, HasScore: score != nil, HasSink: a.Sink != nil,
 		KVHeads: a.KVHeads, BlockM: hipsrc.BlockM, BlockN: hipsrc.BlockN, Threads: hipsrc.AMD.NumThreads(),
-		Launch: map[string]LaunchConfig{},
+	}
+	if a.Sink != nil {
+		k.Sink = a.Sink.Name
 	}
 	k.configure(src, a, opts, &diags)
 	unsupportedSettings(src, a, &diags)
@@ -157,7 +146,7 @@ func Generate(p *check.Program, a *check.Attention, opts Options) (*Kernel, dsl.
 	k.Sparsity, k.SparsityReason = sp.plan.kind, sp.plan.reason
 	k.sparsity = sp.plan
 	if sp.plan.kind == SparsityPrepass {
-		k.FlagsEntry = "maskc_tile_flags"
+		k.FlagsEntry = hipsrc.TileFlagsEntry
 	}
 	k.MaskUsesB, k.MaskUsesH = usesVar(mask, dsl.VarB), usesVar(mask, dsl.VarH)
 	k.MaskTorch, k.ScoreTorch = TorchExpr(mask), TorchExpr(score)
@@ -173,21 +162,26 @@ func Generate(p *check.Program, a *check.Attention, opts Options) (*Kernel, dsl.
 	g.WriteString(maskFn + "\n" + scoreFn + "\n" + sp.code)
 	generated := g.String()
 	k.Generated = resolveLineResets(generated, a.Name+".generated.h")
-	k.Source = resolveLineResets(assemble(generated), a.Name+".cu")
+	k.Source = resolveLineResets(hipsrc.Assemble(generated), a.Name+".cu")
 	return k, diags
 }
 
-// assemble joins the parts of a full kernel source.
-func assemble(generated string) string {
-	parts := []string{hipsrc.Prelude, RuntimeSource, generated, hipsrc.AttnFwd}
-	var b strings.Builder
-	for _, p := range parts {
-		b.WriteString(p)
-		if !strings.HasSuffix(p, "\n") {
-			b.WriteByte('\n')
-		}
+// Manifest returns the manifest entry of k for its source file source
+// (relative to the manifest); the caller fills in Flex, Pattern and
+// Fallback.
+func (k *Kernel) Manifest(source string) hipsrc.KernelManifest {
+	m := hipsrc.KernelManifest{
+		Name: strings.TrimSuffix(source, filepath.Ext(source)), Source: source, Attention: k.Name,
+		Entry: k.Entry, FlagsEntry: k.FlagsEntry, HeadDim: k.HeadDim, DType: k.DType, Layout: k.Layout,
+		Scale: k.Scale, KVHeads: k.KVHeads, Sparsity: k.Sparsity, SparsityReason: k.SparsityReason,
+		HasMask: k.HasMask, HasScore: k.HasScore, HasSink: k.HasSink, Sink: k.Sink,
+		MaskUsesB: k.MaskUsesB, MaskUsesH: k.MaskUsesH, Buffers: []hipsrc.BufferSlot{},
+		Launch: k.Launch, MaskTorch: k.MaskTorch, ScoreTorch: k.ScoreTorch,
 	}
-	return b.String()
+	for i := range k.Buffers {
+		m.Buffers = append(m.Buffers, k.Buffers[i].Manifest())
+	}
+	return m
 }
 
 // configure resolves head dim, dtype, layout and scale.
@@ -198,32 +192,24 @@ func (k *Kernel) configure(src *dsl.Source, a *check.Attention, opts Options, di
 		}
 		return a.Decl.Name.Sp
 	}
-	k.HeadDim = firstNonZero(opts.HeadDim, a.HeadDim, 128)
-	for _, p := range hipsrc.Platforms {
-		smem, err := hipsrc.SharedMemBytes(p, k.HeadDim)
-		if err != nil {
-			diags.Add(src, at("head_dim"), CodeHeadDim, "a generated kernel has no configuration for head_dim %d", k.HeadDim).
-				WithHint("use head_dim = 64 or 128 (pad the head dimension on the Python side)")
-			break
-		}
-		k.Launch[p.String()] = LaunchConfig{BlockN: p.BlockN(), Threads: p.NumThreads(), SharedMemBytes: smem}
+	k.HeadDim = firstNonZero(opts.HeadDim, a.ResolvedHeadDim())
+	launch, err := hipsrc.Launches(k.HeadDim)
+	if err != nil {
+		diags.Add(src, at("head_dim"), CodeHeadDim, "a generated kernel has no configuration for head_dim %d", k.HeadDim).
+			WithHint("use head_dim = 64 or 128 (pad the head dimension on the Python side)")
 	}
-	k.DType = firstNonEmpty(opts.DType, a.DType, "bf16")
+	k.Launch = launch
+	k.DType = firstNonEmpty(opts.DType, a.ResolvedDType())
 	if k.DType != "bf16" && k.DType != "fp16" {
 		diags.Add(src, at("dtype"), CodeDType, "a generated kernel has no configuration for dtype %s", k.DType).
 			WithHint("use dtype = bf16 or fp16")
 	}
-	k.Layout = firstNonEmpty(opts.Layout, a.Layout, "bshd")
-	if k.Layout != "bshd" && k.Layout != "bhsd" {
+	k.Layout = hipsrc.Layout(firstNonEmpty(opts.Layout, a.ResolvedLayout()))
+	if k.Layout != hipsrc.LayoutBSHD && k.Layout != hipsrc.LayoutBHSD {
 		diags.Add(src, at("layout"), CodeLayout, "a generated kernel takes bshd or bhsd tensors, not %s", k.Layout).
 			WithHint("unpack thd sequences to bshd, or express the packing as a document mask over a segments buffer")
 	}
-	k.Scale = 0
-	if a.Scale != nil {
-		k.Scale = *a.Scale
-	} else if k.HeadDim > 0 {
-		k.Scale = 1 / math.Sqrt(float64(k.HeadDim))
-	}
+	k.Scale = a.ScaleFor(k.HeadDim)
 }
 
 // unsupportedSettings refuses trainer-style settings that a generated kernel
@@ -237,16 +223,16 @@ func unsupportedSettings(src *dsl.Source, a *check.Attention, diags *dsl.Diagnos
 		}
 		diags.Add(src, sp, CodeSetting, "a generated kernel does not implement the %s setting", key).WithHint("%s", hint)
 	}
-	// causal, window and alibi alone become the kernel's mask and score
-	// (settingsMask, settingsScore); next to a mask or score mod there would
-	// be two sources for one quantity.
-	if a.Causal != nil && *a.Causal && a.Mask != nil {
+	// causal, window and alibi alone become the block's mask and score
+	// (check lowers them); next to a mask or score mod there would be two
+	// sources for one quantity.
+	if a.Causal != nil && *a.Causal && a.MaskOrigin == check.OriginMod {
 		refuse("causal", "write the causal constraint into the mask: q >= kv")
 	}
-	if a.Window != nil && a.Mask != nil {
+	if a.Window != nil && a.MaskOrigin == check.OriginMod {
 		refuse("window", "write the window into the mask, e.g. q >= kv and q - kv <= W")
 	}
-	if a.Alibi != nil && a.Score != nil {
+	if a.Alibi != nil && a.ScoreOrigin == check.OriginMod {
 		refuse("alibi", "write ALiBi as a score: score + slopes[h] * (kv - q)")
 	}
 	if a.Bias != nil {
@@ -280,7 +266,7 @@ func (k *Kernel) writeHeader(w *strings.Builder, src *dsl.Source) {
 	} else {
 		w.WriteString("#define MASKC_DTYPE_BF16 1\n")
 	}
-	fmt.Fprintf(w, "#define MASKC_LAYOUT_%s 1\n", strings.ToUpper(k.Layout))
+	fmt.Fprintf(w, "#define MASKC_LAYOUT_%s 1\n", strings.ToUpper(string(k.Layout)))
 	for _, f := range []struct {
 		on   bool
 		name string
@@ -289,7 +275,7 @@ func (k *Kernel) writeHeader(w *strings.Builder, src *dsl.Source) {
 			fmt.Fprintf(w, "#define %s 1\n", f.name)
 		}
 	}
-	fmt.Fprintf(w, "#define MASKC_SPARSITY_%s 1\n", strings.ToUpper(k.Sparsity))
+	fmt.Fprintf(w, "#define MASKC_SPARSITY_%s 1\n", strings.ToUpper(string(k.Sparsity)))
 	fmt.Fprintf(w, "#define MASKC_MASK_USES_B %d\n", b2i(k.MaskUsesB))
 	fmt.Fprintf(w, "#define MASKC_MASK_USES_H %d\n", b2i(k.MaskUsesH))
 	// The mask and score come with row and column parts (funcs.go).

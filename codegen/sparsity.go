@@ -6,17 +6,19 @@ import (
 	"strings"
 
 	"github.com/maskc/maskc/dsl"
+	"github.com/maskc/maskc/hipsrc"
 )
 
-// Block-sparsity strategies recorded in Kernel.Sparsity.
+// Block-sparsity strategies recorded in Kernel.Sparsity (hipsrc.Sparsity
+// is the one definition).
 const (
 	// SparsityAnalytic: closed-form kv ranges and full-tile tests.
-	SparsityAnalytic = "analytic"
+	SparsityAnalytic = hipsrc.SparsityAnalytic
 	// SparsityPrepass: the template's maskc_tile_flags pre-pass classifies
 	// every tile as empty, partial or full by evaluating the mask.
-	SparsityPrepass = "prepass"
+	SparsityPrepass = hipsrc.SparsityPrepass
 	// SparsityNone: there is no mask; every tile is full.
-	SparsityNone = "none"
+	SparsityNone = hipsrc.SparsityNone
 )
 
 const kvRangeSig = `__device__ __forceinline__ void maskc_kv_range(const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q, long long KV,
@@ -65,7 +67,7 @@ func planSparsity(l *dsl.Lowered, bufs []BufferABI, diags *dsl.Diagnostics) spar
 // choose picks analytic or prepass: the pre-pass pays off only when some
 // disjunct with an opaque atom has no kv bound at all, so that the analytic
 // range degenerates to every kv.
-func choose(d dnf) (string, string) {
+func choose(d dnf) (hipsrc.Sparsity, string) {
 	var linearN, segN int
 	var opaque []string
 	for _, c := range d {

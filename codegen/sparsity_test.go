@@ -3,13 +3,17 @@ package codegen
 import (
 	"strings"
 	"testing"
+
+	"github.com/maskc/maskc/hipsrc"
 )
 
 // TestSparsityChoice pins which block-sparsity strategy each kind of mask
 // gets and that the reason names what decided it.
 func TestSparsityChoice(t *testing.T) {
 	tests := []struct {
-		name, decls, mask, kind, reason string
+		name, decls, mask string
+		kind              hipsrc.Sparsity
+		reason            string
 	}{
 		{"no mask", "", "", SparsityNone, "no mask"},
 		{"causal", "", "q >= kv", SparsityAnalytic, "1 linear constraint(s) in 1 disjunct(s)"},
@@ -33,8 +37,8 @@ func TestSparsityChoice(t *testing.T) {
 			if k.Sparsity != tt.kind || !strings.Contains(k.SparsityReason, tt.reason) {
 				t.Errorf("got %s (%s), want %s with %q", k.Sparsity, k.SparsityReason, tt.kind, tt.reason)
 			}
-			if !strings.Contains(k.Generated, "#define MASKC_SPARSITY_"+strings.ToUpper(tt.kind)+" 1\n") {
-				t.Errorf("generated part does not define MASKC_SPARSITY_%s", strings.ToUpper(tt.kind))
+			if !strings.Contains(k.Generated, "#define MASKC_SPARSITY_"+strings.ToUpper(string(tt.kind))+" 1\n") {
+				t.Errorf("generated part does not define MASKC_SPARSITY_%s", strings.ToUpper(string(tt.kind)))
 			}
 			if (k.FlagsEntry != "") != (tt.kind == SparsityPrepass) {
 				t.Errorf("FlagsEntry %q with sparsity %s", k.FlagsEntry, k.Sparsity)

@@ -1,6 +1,9 @@
 package codegen
 
-import "github.com/maskc/maskc/dsl"
+import (
+	"github.com/maskc/maskc/dsl"
+	"github.com/maskc/maskc/hipsrc"
+)
 
 // This file turns a mask's normal form (analysis.go) into the block-sparsity
 // plan: the steps that compute a tile row's kv range and decide whether a
@@ -11,7 +14,8 @@ import "github.com/maskc/maskc/dsl"
 
 // sparsityPlan is the block sparsity of one mask.
 type sparsityPlan struct {
-	kind, reason string
+	kind   hipsrc.Sparsity
+	reason string
 	// analysed is false when there is no mask or its normal form is too
 	// large; the kernel then visits every tile.
 	analysed bool

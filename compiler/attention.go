@@ -5,8 +5,8 @@ import (
 
 	"github.com/maskc/maskc/classify"
 	"github.com/maskc/maskc/codegen"
+	"github.com/maskc/maskc/hipsrc"
 	"github.com/maskc/maskc/runtime"
-	"github.com/maskc/maskc/runtime/genkernel"
 )
 
 // Sizes are one forward call's problem sizes.
@@ -38,13 +38,14 @@ type Attention struct {
 }
 
 // Load generates (if not yet done) the kernel of attention block name,
-// compiles it for d through d's kernel cache, and loads it.
+// compiles it for d through d's kernel cache, and loads it. The error is the
+// code generator's dsl.Diagnostics or a *runtime.Error.
 func (u *Unit) Load(d *runtime.Device, name string) (*Attention, error) {
-	k, err := u.Kernel(name)
-	if err != nil {
-		return nil, err
+	k, kd := u.Kernel(name)
+	if kd.HasErrors() {
+		return nil, kd.Errors()
 	}
-	spec, err := genkernel.Spec(u.Program, k, d.Info().Backend, d.Info().Arch)
+	spec, err := KernelSpec(u.Program, k, d.Info().Backend, d.Info().Arch)
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +54,7 @@ func (u *Unit) Load(d *runtime.Device, name string) (*Attention, error) {
 		return nil, err
 	}
 	a := &Attention{Name: name, Decision: u.Decision(name), Kernel: k, launcher: l, layout: runtime.BSHD}
-	if k.Layout == "bhsd" {
+	if k.Layout == hipsrc.LayoutBHSD {
 		a.layout = runtime.BHSD
 	}
 	for _, b := range k.Buffers {

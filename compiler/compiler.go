@@ -1,20 +1,23 @@
-// Package compiler is maskc's embedding API for trainers. At model build a
-// trainer compiles a .flex file or string once (parse, check with -D style
-// param overrides, classify, generate kernels), reads the Plan, which says
-// for every attention block which Primus-Turbo call is exact or that a
-// generated kernel is needed, and loads the generated kernels it will
-// launch on a runtime.Device. Every step it then calls Attention.Forward on
-// device pointers, which allocates nothing and takes no lock once a shape
-// has been seen.
+// Package compiler is maskc's one pipeline, used by the command line, the
+// language server, genkernels and trainers alike. Its stages follow
+// cel-go's Env -> Compile -> Program model:
 //
-//	u, err := compiler.CompileFile("model.flex", compiler.Options{Defines: map[string]string{"WINDOW": "256"}})
+//	ParseAndCheck  text -> *Checked (syntax tree and checked program) + diagnostics
+//	Classify       checked program -> *classify.Plan + diagnostics
+//	Compile        text -> *Unit (program, plan, generated kernels) + diagnostics
+//	Unit.Kernel    the generated kernel of one block (generated on first use)
+//	Unit.Load      the kernel compiled and loaded on a runtime.Device
+//
+// Problems in the .flex text are returned as dsl.Diagnostics (sorted,
+// positioned), never as a plain error; only I/O fails with an error.
+//
+//	u, diags, err := compiler.CompileFile("model.flex", compiler.Options{Defines: map[string]string{"WINDOW": "256"}})
 //	dev, err := runtime.Open(runtime.Options{})
 //	attn, err := u.Load(dev, "packed_layer")      // compile (cached on disk) and load
 //	err = attn.Bind("doc", docPtr)                 // captured buffers, by .flex name
 //	err = attn.Forward(stream, q, k, v, o, lse, compiler.Sizes{B: 8, H: 16, HKV: 2, Sq: 4096, Skv: 4096})
 //
-// Errors in the .flex text are returned as dsl.Diagnostics (sorted,
-// positioned); runtime failures as *runtime.Error.
+// Runtime failures are *runtime.Error.
 package compiler
 
 import (
@@ -33,10 +36,15 @@ import (
 // MaxFileSize bounds what CompileFile reads.
 const MaxFileSize = 64 << 20
 
-// Generated is the Decision pattern and fallback of a generated kernel.
-const Generated = "generated"
+// Generated is the Decision pattern and fallback of a generated kernel
+// (classify.PatternGenerated).
+const Generated = classify.PatternGenerated
 
-// Options configure Compile.
+// CodeNoAttention reports a request for an attention block the file does
+// not declare.
+const CodeNoAttention dsl.Code = "E500"
+
+// Options configure the pipeline.
 type Options struct {
 	// Defines override params: NAME -> value text, as `-D NAME=VALUE`.
 	Defines map[string]string
@@ -46,6 +54,43 @@ type Options struct {
 	// Kernel overrides the head dimension, dtype and layout of generated
 	// kernels; zero fields take each attention block's own settings.
 	Kernel codegen.Options
+}
+
+// Checked is a parsed and checked file.
+type Checked struct {
+	// File is the syntax tree, as far as the parser got.
+	File *dsl.File
+	// Program is the checked program; nil when the file has syntax errors
+	// (checking a file with holes in it only adds follow-on noise).
+	Program *check.Program
+}
+
+// ParseAndCheck parses text (named name in diagnostics) and checks it
+// with opts.Defines. The diagnostics are sorted; the result is never nil.
+func ParseAndCheck(name string, text []byte, opts Options) (*Checked, dsl.Diagnostics) {
+	file, diags := parser.ParseFile(name, text)
+	c := &Checked{File: file}
+	if diags.HasErrors() {
+		diags.Sort()
+		return c, diags
+	}
+	var cd dsl.Diagnostics
+	c.Program, cd = Check(file, opts)
+	diags = append(diags, cd...)
+	diags.Sort()
+	return c, diags
+}
+
+// Check checks a parsed file (also one with syntax errors, as the language
+// server does); the program is filled as far as checking got.
+func Check(file *dsl.File, opts Options) (*check.Program, dsl.Diagnostics) {
+	return check.Check(file, check.Options{Defines: opts.Defines})
+}
+
+// Classify plans every attention block of a program that checked without
+// errors for opts.Target.
+func Classify(p *check.Program, opts Options) (*classify.Plan, dsl.Diagnostics) {
+	return classify.Classify(p, classify.Options{Target: opts.Target})
 }
 
 // Unit is a compiled .flex file: the checked program, its plan, and the
@@ -63,8 +108,19 @@ type Unit struct {
 	kernels map[string]*codegen.Kernel
 }
 
-// CompileFile reads path and compiles it; see Compile.
-func CompileFile(path string, opts Options) (*Unit, error) {
+// CompileFile reads path and compiles it; see Compile. The error is for a
+// file that cannot be read; problems in its text are the diagnostics.
+func CompileFile(path string, opts Options) (*Unit, dsl.Diagnostics, error) {
+	text, err := ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	u, diags := Compile(path, text, opts)
+	return u, diags, nil
+}
+
+// ReadFile reads a .flex file of at most MaxFileSize bytes.
+func ReadFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -77,42 +133,30 @@ func CompileFile(path string, opts Options) (*Unit, error) {
 	if len(text) > MaxFileSize {
 		return nil, fmt.Errorf("%s: file larger than %d MiB", path, MaxFileSize>>20)
 	}
-	return Compile(path, text, opts)
+	return text, nil
 }
 
 // Compile parses, checks and classifies text (named name in diagnostics)
 // and generates the kernel of every attention block whose plan is a
-// generated kernel or has one as its fallback. When anything is an error
-// the returned error is the dsl.Diagnostics, every one sorted, and the Unit
-// is nil.
-func Compile(name string, text []byte, opts Options) (*Unit, error) {
-	file, diags := parser.ParseFile(name, text)
+// generated kernel or has one as its fallback. When any diagnostic is an
+// error the Unit is nil; the diagnostics are sorted either way (the
+// warnings are also in Unit.Warnings).
+func Compile(name string, text []byte, opts Options) (*Unit, dsl.Diagnostics) {
+	c, diags := ParseAndCheck(name, text, opts)
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	prog, cd := check.Check(file, check.Options{Defines: opts.Defines})
-	diags = append(diags, cd...)
-	if diags.HasErrors() {
-		diags.Sort()
-		return nil, diags
-	}
-	plan, pd := classify.Classify(prog, classify.Options{Target: opts.Target})
+	plan, pd := Classify(c.Program, opts)
 	diags = append(diags, pd...)
 	if diags.HasErrors() {
 		diags.Sort()
 		return nil, diags
 	}
-	u := New(prog, plan, opts)
+	u := New(c.Program, plan, opts)
 	for _, d := range plan.Attentions {
-		if !NeedsKernel(d) {
-			continue
-		}
-		if _, err := u.Kernel(d.Name); err != nil {
-			if kd, ok := err.(dsl.Diagnostics); ok {
-				diags = append(diags, kd...)
-				continue
-			}
-			return nil, err
+		if NeedsKernel(d) {
+			_, kd := u.Kernel(d.Name)
+			diags = append(diags, kd...)
 		}
 	}
 	diags.Sort()
@@ -120,7 +164,7 @@ func Compile(name string, text []byte, opts Options) (*Unit, error) {
 		return nil, diags
 	}
 	u.Warnings = diags
-	return u, nil
+	return u, diags
 }
 
 // New makes a Unit from a program and plan the caller has already checked
@@ -158,9 +202,10 @@ func (u *Unit) Names() []string {
 
 // Kernel returns the generated kernel of attention block name, generating
 // it on first use. It works for every block, also one the plan maps onto
-// Turbo (to test or benchmark maskc's kernel for it); the code generator's
-// refusals are returned as dsl.Diagnostics.
-func (u *Unit) Kernel(name string) (*codegen.Kernel, error) {
+// Turbo (to test or benchmark maskc's kernel for it). The diagnostics are
+// the code generator's (refusals are errors, with a nil kernel), or
+// CodeNoAttention.
+func (u *Unit) Kernel(name string) (*codegen.Kernel, dsl.Diagnostics) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if k, ok := u.kernels[name]; ok {
@@ -168,12 +213,14 @@ func (u *Unit) Kernel(name string) (*codegen.Kernel, error) {
 	}
 	a := u.Program.Attention(name)
 	if a == nil {
-		return nil, fmt.Errorf("no attention block named %q (have %v)", name, u.Names())
+		var diags dsl.Diagnostics
+		diags.Add(u.Program.File.Source, dsl.NoSpan, CodeNoAttention, "no attention block named %q (have %v)", name, u.Names())
+		return nil, diags
 	}
 	k, diags := codegen.Generate(u.Program, a, u.opts.Kernel)
 	if diags.HasErrors() {
 		return nil, diags
 	}
 	u.kernels[name] = k
-	return k, nil
+	return k, diags
 }

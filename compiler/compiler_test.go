@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -24,9 +25,9 @@ func TestCompileExamplesGeneratesNeededKernels(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			u, err := CompileFile(f, Options{})
-			if err != nil {
-				t.Fatal(err)
+			u, diags, err := CompileFile(f, Options{})
+			if err != nil || diags.HasErrors() {
+				t.Fatal(err, diags)
 			}
 			if len(u.Plan.Attentions) != len(u.Program.Attentions) || len(u.Names()) != len(u.Program.Attentions) {
 				t.Fatalf("plan has %d decisions for %d blocks", len(u.Plan.Attentions), len(u.Program.Attentions))
@@ -57,10 +58,9 @@ func TestCompileReportsDiagnostics(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			u, err := Compile(tc.name+".flex", []byte(tc.text), tc.opts)
-			var diags dsl.Diagnostics
-			if u != nil || !errors.As(err, &diags) || !diags.HasErrors() {
-				t.Fatalf("want diagnostics, got unit %v, error %v", u, err)
+			u, diags := Compile(tc.name+".flex", []byte(tc.text), tc.opts)
+			if u != nil || !diags.HasErrors() {
+				t.Fatalf("want diagnostics, got unit %v, diagnostics %v", u, diags)
 			}
 			if !strings.HasPrefix(string(diags[0].Code), string(tc.code)) && !containsCode(diags, tc.code) {
 				t.Fatalf("want a %s diagnostic, got:\n%s", tc.code, diags.Render())
@@ -79,25 +79,25 @@ func containsCode(ds dsl.Diagnostics, code dsl.Code) bool {
 }
 
 func TestCompileFileErrors(t *testing.T) {
-	if _, err := CompileFile(filepath.Join(t.TempDir(), "missing.flex"), Options{}); !errors.Is(err, os.ErrNotExist) {
+	if _, _, err := CompileFile(filepath.Join(t.TempDir(), "missing.flex"), Options{}); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("missing file: %v", err)
 	}
 }
 
 func TestDefinesReachTheKernel(t *testing.T) {
-	u, err := CompileFile(examples+"prefix_lm.flex", Options{Defines: map[string]string{"PREFIX": "77"}})
-	if err != nil {
-		t.Fatal(err)
+	u, diags, err := CompileFile(examples+"prefix_lm.flex", Options{Defines: map[string]string{"PREFIX": "77"}})
+	if err != nil || diags.HasErrors() {
+		t.Fatal(err, diags)
 	}
-	k, err := u.Kernel("prefix_layer")
-	if err != nil {
-		t.Fatal(err)
+	k, kd := u.Kernel("prefix_layer")
+	if kd.HasErrors() {
+		t.Fatal(kd)
 	}
 	if !strings.Contains(k.Generated, "76") || strings.Contains(k.Generated, "2047") {
 		t.Fatalf("PREFIX=77 not in the generated mask:\n%s", k.Generated)
 	}
-	if _, err := u.Kernel("nope"); err == nil || !strings.Contains(err.Error(), `no attention block named "nope"`) {
-		t.Fatalf("unknown block: %v", err)
+	if _, kd := u.Kernel("nope"); !kd.HasErrors() || kd[0].Code != CodeNoAttention || !strings.Contains(kd.Error(), `no attention block named "nope"`) {
+		t.Fatalf("unknown block: %v", kd)
 	}
 }
 
@@ -133,9 +133,9 @@ func fakeDevice(seen *[]launch) *runtime.Device {
 
 func loadGPTOSS(t testing.TB, d *runtime.Device) *Attention {
 	t.Helper()
-	u, err := CompileFile(examples+"gpt_oss.flex", Options{})
-	if err != nil {
-		t.Fatal(err)
+	u, diags, err := CompileFile(examples+"gpt_oss.flex", Options{})
+	if err != nil || diags.HasErrors() {
+		t.Fatal(err, diags)
 	}
 	a, err := u.Load(d, "layer_0")
 	if err != nil {
@@ -190,9 +190,9 @@ func TestForwardPassesShapeSinkAndBuffers(t *testing.T) {
 		t.Errorf("grid %v", got.grid)
 	}
 
-	u, err := CompileFile(examples+"document_causal.flex", Options{})
-	if err != nil {
-		t.Fatal(err)
+	u, diags, err := CompileFile(examples+"document_causal.flex", Options{})
+	if err != nil || diags.HasErrors() {
+		t.Fatal(err, diags)
 	}
 	doc, err := u.Load(d, "packed_layer")
 	if err != nil {
@@ -275,15 +275,87 @@ func FuzzCompile(f *testing.F) {
 	}
 	f.Add("attention a { mask = q >= kv }")
 	f.Fuzz(func(t *testing.T, text string) {
-		u, err := Compile("fuzz.flex", []byte(text), Options{})
-		if (u == nil) == (err == nil) {
-			t.Fatalf("unit %v and error %v", u, err)
-		}
-		if err != nil {
-			var diags dsl.Diagnostics
-			if !errors.As(err, &diags) || !diags.HasErrors() {
-				t.Fatalf("error is not diagnostics with an error: %v", err)
-			}
+		u, diags := Compile("fuzz.flex", []byte(text), Options{})
+		if (u == nil) != diags.HasErrors() {
+			t.Fatalf("unit %v and diagnostics %v", u, diags)
 		}
 	})
+}
+
+// TestStages runs the pipeline stage by stage and checks each stage's
+// result and diagnostics.
+func TestStages(t *testing.T) {
+	tests := []struct {
+		name, text  string
+		wantProgram bool
+		wantErrors  bool
+	}{
+		{"ok", "mask m(b, h, q, kv) = q >= kv\nattention a { mask = m }\n", true, false},
+		{"syntax", "mask m(b, h, q, kv) = q >=\n", false, true},
+		{"check", "attention a { mask = nope }\n", true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, diags := ParseAndCheck(tt.name+".flex", []byte(tt.text), Options{})
+			if c == nil || c.File == nil || (c.Program != nil) != tt.wantProgram || diags.HasErrors() != tt.wantErrors {
+				t.Fatalf("checked %+v, diagnostics %v", c, diags)
+			}
+			if tt.wantErrors {
+				return
+			}
+			plan, pd := Classify(c.Program, Options{})
+			if pd.HasErrors() || len(plan.Attentions) != 1 {
+				t.Fatalf("plan %+v, diagnostics %v", plan, pd)
+			}
+		})
+	}
+}
+
+// TestPlanFile checks that the typed plan carries a kernel object exactly
+// for the blocks that need one, and serialises it under "kernel".
+func TestPlanFile(t *testing.T) {
+	u, diags, err := CompileFile(examples+"prefix_lm.flex", Options{})
+	if err != nil || diags.HasErrors() {
+		t.Fatal(err, diags)
+	}
+	pf := u.NewPlanFile()
+	for _, pa := range pf.Attentions {
+		if !NeedsKernel(pa.Decision) {
+			continue
+		}
+		k, kd := u.Kernel(pa.Name)
+		if kd.HasErrors() {
+			t.Fatal(kd)
+		}
+		pa.Kernel = NewPlanKernel(k, pa.Name+".hip")
+	}
+	b, err := pf.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Version    int `json:"version"`
+		Attentions []struct {
+			Name    string `json:"name"`
+			Pattern string `json:"pattern"`
+			Kernel  *struct {
+				Source   string `json:"source"`
+				Sparsity string `json:"sparsity"`
+			} `json:"kernel"`
+		} `json:"attentions"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Version != 1 || len(doc.Attentions) == 0 {
+		t.Fatalf("plan: %s", b)
+	}
+	for _, a := range doc.Attentions {
+		if (a.Kernel != nil) != (a.Pattern == Generated || u.Decision(a.Name).Fallback == Generated) {
+			t.Errorf("%s: kernel %+v for pattern %s", a.Name, a.Kernel, a.Pattern)
+		}
+		if a.Kernel != nil && (a.Kernel.Source != a.Name+".hip" || a.Kernel.Sparsity == "") {
+			t.Errorf("%s: kernel %+v", a.Name, a.Kernel)
+		}
+	}
 }

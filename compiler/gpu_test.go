@@ -31,9 +31,9 @@ func TestGPUForwardThroughTheEmbeddingAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	u, err := CompileFile(examples+"gpt_oss.flex", Options{})
-	if err != nil {
-		t.Fatal(err)
+	u, diags, err := CompileFile(examples+"gpt_oss.flex", Options{})
+	if err != nil || diags.HasErrors() {
+		t.Fatal(err, diags)
 	}
 	a, err := u.Load(d, "layer_0")
 	if err != nil {

@@ -1,5 +1,7 @@
 package dsl
 
+import "math"
+
 // Var is an index variable of a mod, or a run-time size symbol, as it
 // appears in a lowered expression.
 type Var int
@@ -106,3 +108,7 @@ func (l *Lowered) TypeOf(e Expr) Type {
 	}
 	return l.Types[e]
 }
+
+// DefaultScale is the softmax scale of a block without a `scale` setting:
+// 1/sqrt(headDim). It is the one definition every package uses.
+func DefaultScale(headDim int) float64 { return 1 / math.Sqrt(float64(headDim)) }

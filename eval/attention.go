@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/maskc/maskc/dsl"
 )
 
 // ErrShape is an Attention input whose extents do not agree with each
@@ -24,6 +26,10 @@ type AttentionSpec struct {
 	// Env gives the sizes and buffers; its B, H, HKV, Q and KV must match
 	// the tensors. Nil means sizes taken from the tensors and no buffers.
 	Env *Env
+	// Rows, when not nil, are the query rows to compute (each in [0, Q));
+	// out and lse then hold those rows in this order, [B, H, len(Rows), Dv]
+	// and [B, H, len(Rows)]. Nil computes every row.
+	Rows []int
 }
 
 // Attention computes, in float64,
@@ -63,10 +69,18 @@ func Attention(spec AttentionSpec, q, k, v *Tensor) (out, lse *Tensor, err error
 	}
 	scale := spec.Scale
 	if scale == 0 {
-		scale = 1 / math.Sqrt(float64(sh.D))
+		scale = dsl.DefaultScale(sh.D)
 	}
-	out = NewTensor(sh.B, sh.H, sh.Q, sh.Dv)
-	lse = NewTensor(sh.B, sh.H, sh.Q)
+	rows := spec.Rows
+	if rows == nil {
+		rows = make([]int, sh.Q)
+		for i := range rows {
+			rows[i] = i
+		}
+	}
+	nr := len(rows)
+	out = NewTensor(sh.B, sh.H, nr, sh.Dv)
+	lse = NewTensor(sh.B, sh.H, nr)
 	s := make([]float64, sh.KV)
 	group := sh.H / sh.HKV
 	for b := 0; b < sh.B; b++ {
@@ -76,7 +90,7 @@ func Attention(spec AttentionSpec, q, k, v *Tensor) (out, lse *Tensor, err error
 			if len(spec.Sink) > 0 {
 				sink = spec.Sink[h]
 			}
-			for i := 0; i < sh.Q; i++ {
+			for ri, i := range rows {
 				qrow := q.Data[((b*sh.H+h)*sh.Q+i)*sh.D:][:sh.D]
 				m := sink // row maximum, sink included
 				for j := 0; j < sh.KV; j++ {
@@ -106,9 +120,9 @@ func Attention(spec AttentionSpec, q, k, v *Tensor) (out, lse *Tensor, err error
 						m = x
 					}
 				}
-				orow := out.Data[((b*sh.H+h)*sh.Q+i)*sh.Dv:][:sh.Dv]
+				orow := out.Data[((b*sh.H+h)*nr+ri)*sh.Dv:][:sh.Dv]
 				if math.IsInf(m, -1) { // nothing kept, no sink
-					lse.Data[(b*sh.H+h)*sh.Q+i] = math.Inf(-1)
+					lse.Data[(b*sh.H+h)*nr+ri] = math.Inf(-1)
 					continue
 				}
 				denom := math.Exp(sink - m) // 0 without a sink
@@ -126,7 +140,7 @@ func Attention(spec AttentionSpec, q, k, v *Tensor) (out, lse *Tensor, err error
 				for d := range orow {
 					orow[d] /= denom
 				}
-				lse.Data[(b*sh.H+h)*sh.Q+i] = m + math.Log(denom)
+				lse.Data[(b*sh.H+h)*nr+ri] = m + math.Log(denom)
 			}
 		}
 	}
@@ -172,6 +186,11 @@ func attentionShape(spec AttentionSpec, q, k, v *Tensor) (shape, error) {
 		return bad("D=0 leaves the default scale 1/sqrt(D) undefined")
 	case len(spec.Sink) != 0 && len(spec.Sink) != sh.H:
 		return bad("sink has %d logits, want one per query head (%d)", len(spec.Sink), sh.H)
+	}
+	for _, i := range spec.Rows {
+		if i < 0 || i >= sh.Q {
+			return bad("row %d is outside [0, %d)", i, sh.Q)
+		}
 	}
 	if e := spec.Env; e != nil {
 		if e.B != int64(sh.B) || e.H != int64(sh.H) || e.HKV != int64(sh.HKV) || e.Q != int64(sh.Q) || e.KV != int64(sh.KV) {

@@ -240,3 +240,37 @@ func TestAttentionShapeErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestAttentionRows checks that computing selected query rows gives those
+// rows of the full result, in the order asked, and that a row outside the
+// queries is a shape error.
+func TestAttentionRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 9))
+	B, H, HKV, Q, KV, D := 2, 4, 2, 7, 5, 4
+	qt, kt, vt := randomTensor(r, B, H, Q, D), randomTensor(r, B, HKV, KV, D), randomTensor(r, B, HKV, KV, D)
+	causal := mustCompile(mask(cmp(dsl.OpGE, q, kv)))
+	sink := []float64{0.5, -1, 2, 0}
+	full, fullLSE, err := Attention(AttentionSpec{Mask: causal, Sink: sink}, qt, kt, vt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := []int{6, 0, 3}
+	out, lse, err := Attention(AttentionSpec{Mask: causal, Sink: sink, Rows: rows}, qt, kt, vt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out.Dims; got[2] != len(rows) || lse.Dims[2] != len(rows) {
+		t.Fatalf("dims %v %v", out.Dims, lse.Dims)
+	}
+	for b := 0; b < B; b++ {
+		for h := 0; h < H; h++ {
+			for ri, i := range rows {
+				checkTensor(t, "row", tensor([]int{D}, out.Data[((b*H+h)*len(rows)+ri)*D:][:D]...), full.Data[((b*H+h)*Q+i)*D:][:D])
+				checkTensor(t, "lse", tensor([]int{1}, lse.Data[(b*H+h)*len(rows)+ri]), []float64{fullLSE.Data[(b*H+h)*Q+i]})
+			}
+		}
+	}
+	if _, _, err := Attention(AttentionSpec{Rows: []int{Q}}, qt, kt, vt); !errors.Is(err, ErrShape) {
+		t.Errorf("row %d: %v", Q, err)
+	}
+}

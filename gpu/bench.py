@@ -2,15 +2,18 @@
 side by side in one GPU run, on the cases and shapes of
 shared/bench/flex_baseline.py (bf16, B=2, H=16, S=8192, D=128).
 
-Usage: python3 gpu/bench.py [--generated DIR [--map KERNEL=CASE,...]] [--cases a,b] [--variants v1,v2]
+Usage: python3 gpu/bench.py --generated DIR [--map KERNEL=CASE,...] [--cases a,b] [--variants v1,v2]
                            [--out FILE.jsonl]
 
-With --generated, the genkernels kernels named in --map (e.g.
-decoder=causal,packed_layer=document; by default the kernels named like a
-case's header, as gpu/bench_cases/*.flex are) run instead of the hand-written
-ones, each under every --variants substitution ("base" is the source as is,
-reported as variant "gen"); the case's buffers are converted to the
-manifest's element types.
+The kernels of DIR (genkernels or maskc compile output, with manifest.json)
+named in --map (e.g. decoder=causal,packed_layer=document; by default the
+kernels named like a case's kernel, as gpu/bench_cases/*.flex are) run under
+every --variants substitution ("base" is the source as is, reported as
+variant "gen"); the case's buffers are converted to the manifest's element
+types. Launch geometry comes from the manifest, so variants only substitute
+text that keeps it (the ones that changed the block shape, mt1, bn64 and
+wg128, were measured and rejected: gpu/NOTES.md); "sync" builds the manifest's
+mma.sync platform instead of the sm_90a one.
 
 TFLOP/s count only unmasked (q, kv) pairs, 4*D flops per pair (density from
 the mask at b=0, h=0, as flex_baseline.py). The maskc time includes the tile
@@ -30,34 +33,32 @@ import maskc_gpu as mg
 
 B, H, S, D = 2, 16, 8192, 128
 
-PRELUDE_TOP = mg.PRELUDE_TOP
-# Kernel tuning variants: textual substitutions in the assembled source.
+PRELUDE_TOP = "// maskc generated-kernel prelude"
+# Kernel tuning variants: textual substitutions in the source, and the
+# manifest platform to build (None: as maskc's runtime picks).
 VARIANTS = {
-    "base": {},
+    "base": ({}, None),
     # per-warp tile classification (hipsrc/attn_fwd.h MASKC_WARP_TILE_CLASS)
-    "warpfull": {"#define MASKC_WARP_TILE_CLASS 0": "#define MASKC_WARP_TILE_CLASS 1"},
-    "warpskip": {"#define MASKC_WARP_TILE_CLASS 0": "#define MASKC_WARP_TILE_CLASS 2"},
-    "mt1": {"#define MASKC_NV_MTILES 2": "#define MASKC_NV_MTILES 1"},
-    "g2": {"#define MASKC_NV_V_GROUP 4": "#define MASKC_NV_V_GROUP 2"},
-    "bn64": {"#define MASKC_BLOCK_N 32": "#define MASKC_BLOCK_N 64"},
-    # mma.sync instead of the sm_90a warpgroup MMA that the H200 gets by default (maskc_gpu.device_source)
-    "sync": {PRELUDE_TOP: "#define MASKC_NV_WGMMA 0\n" + PRELUDE_TOP},
-    # wgmma with 1 block per SM (no spills), or 1 block per SM and 128-key tiles
-    "wg1": {PRELUDE_TOP: "#define MASKC_NV_WG_MIN_BLOCKS 1\n" + PRELUDE_TOP},
-    # the mods' row/column parts read after the tile's MMA, or not used (hipsrc/attn_fwd.h)
-    "colate": {PRELUDE_TOP: "#define MASKC_COL_EARLY 0\n" + PRELUDE_TOP},
-    "nosplit": {"#define MASKC_SPLIT_MODS 1\n": ""},
+    "warpfull": ({"#define MASKC_WARP_TILE_CLASS 0": "#define MASKC_WARP_TILE_CLASS 1"}, None),
+    "warpskip": ({"#define MASKC_WARP_TILE_CLASS 0": "#define MASKC_WARP_TILE_CLASS 2"}, None),
+    "g2": ({"#define MASKC_NV_V_GROUP 4": "#define MASKC_NV_V_GROUP 2"}, None),
+    # mma.sync instead of the sm_90a warpgroup MMA that the H200 gets by default
+    "sync": ({}, "nvidia"),
+    # wgmma with 1 block per SM (no spills)
+    "wg1": ({PRELUDE_TOP: "#define MASKC_NV_WG_MIN_BLOCKS 1\n" + PRELUDE_TOP}, None),
+    # the mods' row/column parts read after the tile's MMA (hipsrc/attn_fwd.h)
+    "colate": ({PRELUDE_TOP: "#define MASKC_COL_EARLY 0\n" + PRELUDE_TOP}, None),
     # experiments on document (timing only: the output is wrong): no per-element mask at all; the mask
     # without its two buffer reads
-    "docfull": {"  return full0;\n}": "  return true;\n}"},
-    "docnoread": {"const int doc_0 = maskc_read_doc(buf, (int)q);": "const int doc_0 = 0;",
-                  "const int doc_1 = maskc_read_doc(buf, (int)kv);": "const int doc_1 = 0;"},
-    "wg128": {PRELUDE_TOP: "#define MASKC_NV_WG_MIN_BLOCKS 1\n#define MASKC_BLOCK_N 128\n" + PRELUDE_TOP},
+    "docfull": ({"  return full0;\n}": "  return true;\n}"}, None),
+    "docnoread": ({"const int doc_0 = maskc_read_doc(buf, (int)q);": "const int doc_0 = 0;",
+                   "const int doc_1 = maskc_read_doc(buf, (int)kv);": "const int doc_1 = 0;"}, None),
 }
 
 
 def flex_cases(dev):
-    """The flex_baseline.py mods, buffers and hand-written kernel headers."""
+    """The flex_baseline.py mods and buffers, and the generated kernel named
+    like each case (gpu/bench_cases/*.flex)."""
     g = torch.Generator().manual_seed(1)
     doc = mg.doc_ids(S, g).to(dev)
     slopes = torch.exp2(-8.0 * (torch.arange(H, device=dev) + 1) / H)
@@ -77,11 +78,9 @@ def flex_cases(dev):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--generated", help="genkernels output directory")
+    ap.add_argument("--generated", required=True, help="genkernels output directory")
     ap.add_argument("--map", default="", help="KERNEL=CASE pairs naming which generated kernel runs which case "
-                                              "(default: the kernels named like a case header)")
-    ap.add_argument("--handwritten", action="store_true",
-                    help="with --generated: also time the hand-written gpu/cases header of each case (variant hand)")
+                                              "(default: the kernels named like a case's kernel)")
     ap.add_argument("--cases")
     ap.add_argument("--variants", default="base")
     ap.add_argument("--out", default="bench.jsonl")
@@ -100,44 +99,40 @@ def main():
         want = a.cases.split(",")
         cases = [c for c in cases if c[0] in want]
     variants = list(filter(None, a.variants.split(",")))  # --variants '' runs the generated kernels alone
-    generated, buffer_types = {}, {}
-    if a.generated:
-        by_kernel = {c.name: (c, src) for c, src in mg.generated_cases(a.generated)}
-        # Default: a generated kernel runs the case whose header it is named
-        # after (gpu/bench_cases/*.flex: full, causal, ..., causal_alibi).
-        pairs = list(filter(None, a.map.split(","))) or [
-            "%s=%s" % (c[1], c[0]) for c in flex_cases("cpu") if c[1] in by_kernel]
-        for pair in pairs:
-            kname, cname = pair.split("=")
-            c, src = by_kernel[kname]
-            generated[cname] = src
-            buffer_types[cname] = [mg.TORCH_DTYPES[b["dtype"]] for b in
-                                   sorted(c.entry.get("buffers") or [], key=lambda b: b["slot"])]
+    generated, buffer_types, entries = {}, {}, {}
+    abi, gcases = mg.generated_cases(a.generated)
+    by_kernel = {c.name: (c, src) for c, src in gcases}
+    pairs = list(filter(None, a.map.split(","))) or [
+        "%s=%s" % (c[1], c[0]) for c in flex_cases("cpu") if c[1] in by_kernel]
+    for pair in pairs:
+        kname, cname = pair.split("=")
+        c, src = by_kernel[kname]
+        generated[cname], entries[cname] = src, c.entry
+        buffer_types[cname] = [mg.TORCH_DTYPES[b["dtype"]] for b in
+                               sorted(c.entry.get("buffers") or [], key=lambda b: b["slot"])]
 
-    # Compile every maskc kernel first (NVRTC, in parallel threads).
+    # Compile every maskc kernel first (NVRTC, in parallel threads); variant
+    # "gen" is the generated kernel as is.
     import concurrent.futures
-    # With --generated, the variants apply to the generated sources (variant
-    # "gen" is the generated kernel as is); without, to the hand-written ones.
     jobs = []
-    for name, header, _, _, _ in cases:
+    for name, _, _, _, _ in cases:
+        if name not in generated:
+            continue
         for var in variants:
-            if not a.generated:
-                jobs.append((name, var, mg.assemble(header, D, "bf16", VARIANTS[var])))
-            elif name in generated:
-                if a.handwritten and var == "base":
-                    jobs.append((name, "hand", mg.assemble(header, D, "bf16")))
-                src = generated[name]
-                for old, new in VARIANTS[var].items():
-                    src = src.replace(old, new)
-                jobs.append((name, "gen" if var == "base" else "gen-" + var, src))
+            subst, platform = VARIANTS[var]
+            src = generated[name]
+            for old, new in subst.items():
+                src = src.replace(old, new)
+            jobs.append((name, "gen" if var == "base" else "gen-" + var, src, platform))
     mg.libs()
     torch.empty(1, device=dev)
     with concurrent.futures.ThreadPoolExecutor(16) as ex:
-        futs = {(n, v): (src, ex.submit(mg.compile_source, src, "%s_%s" % (n, v))) for n, v, src in jobs}
+        futs = {(n, v): (src, plat, ex.submit(mg.compile_source, src, "%s_%s" % (n, v), plat, abi))
+                for n, v, src, plat in jobs}
     kernels = {}
-    for key, (src, f) in futs.items():
+    for key, (src, plat, f) in futs.items():
         try:  # modules load on this thread, in torch's context
-            kernels[key] = k = mg.Kernel(src, "%s_%s" % key, compiled=f.result())
+            kernels[key] = k = mg.Kernel(src, entries[key[0]], abi, "%s_%s" % key, compiled=f.result(), platform=plat)
             emit(kind="kernel", case=key[0], variant=key[1], regs=k.regs, local_bytes=k.local_bytes,
                  ptxas=re.findall(r"ptxas info\s*: (Used .*|\d+ bytes stack.*)", k.log)[:4])
         except Exception as e:
@@ -152,7 +147,7 @@ def main():
     scale = 1.0 / math.sqrt(D)
     fa = torch.compile(flex_attention)
     results = []
-    for name, header, mm, sm, bufs in cases:
+    for name, _, mm, sm, bufs in cases:
         dens = mg.density(mm, S, S, 1, dev)
         flops = 4.0 * B * H * S * S * dens * D
         row = dict(kind="bench", case=name, density=round(dens, 4))
@@ -168,17 +163,13 @@ def main():
         except Exception as e:
             row["flex_error"] = repr(e)[:400]
             ref = None
-        run_vars = variants if not a.generated else ["gen" if v == "base" else "gen-" + v for v in variants]
-        if a.generated and a.handwritten:
-            run_vars = run_vars + ["hand"]
+        run_vars = ["gen" if v == "base" else "gen-" + v for v in variants]
         for var in run_vars:
             kern = kernels.get((name, var))
             if kern is None:
                 continue
             o.fill_(float("nan"))
-            args = bufs
-            if var.startswith("gen"):
-                args = [t.to(dt).contiguous() for t, dt in zip(bufs, buffer_types[name])]
+            args = [t.to(dt).contiguous() for t, dt in zip(bufs, buffer_types[name])]
             run = kern.prepare(q, k, v, o, lse, scale, args)
             run()
             torch.cuda.synchronize()

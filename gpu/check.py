@@ -1,6 +1,6 @@
 """Correctness of maskc's generated attention kernels on an NVIDIA GPU.
 
-Usage: python3 gpu/check.py [--generated DIR] [--cases a,b] [--out FILE.jsonl]
+Usage: python3 gpu/check.py --generated DIR [--cases a,b] [--out FILE.jsonl]
 
 For every case and configuration: compile with NVRTC, draw fresh random
 inputs, poison O and LSE with NaN, launch, check every element was written,
@@ -10,7 +10,9 @@ the first and last, when Sq > 1024). Lengths 1, 127, 128, 1000 and 8192,
 Sq != Skv both ways, GQA 16 query / 2 kv heads, bshd and bhsd layouts.
 Passes when every relative error is below 1e-2; exits 1 otherwise.
 
-With --generated (genkernels output), every kernel is also compared with
+DIR is genkernels' (or maskc compile's) output: manifest.json, whose ABI,
+launch geometry and torch expressions this script uses, and the sources.
+Every kernel is also compared with
 torch FlexAttention (eager flex_attention with a create_block_mask of the
 manifest's mask_torch and its score_torch; enable_gqa for HKV < H) on the
 same inputs: O and LSE (return_aux=AuxRequest(lse=True)), whose natural-log
@@ -41,14 +43,6 @@ SHAPES = [
     (1, 16, 2, 1000, 127, "bshd"),
     (2, 16, 2, 8192, 8192, "bhsd"),
 ]
-# Extra element types / head dims, run on the first five shapes.
-VARIANTS = [("bf16", 64), ("f16", 128), ("f16", 64)]
-VARIANT_CASES = {"causal", "document", "full+sink", "causal+alibi"}
-# The one-m16-block-per-warp NVIDIA layout (Q in registers), on these cases.
-MT1 = {"#define MASKC_NV_MTILES 2": "#define MASKC_NV_MTILES 1"}
-MT1_CASES = {"causal", "document", "full+sink", "rowholes"}
-
-
 def make_qkvo(B, H, HKV, Sq, Skv, D, dtype, layout, gen):
     def t(heads, s):
         if layout == "bshd":
@@ -75,7 +69,7 @@ def flex_outputs(q, k, v, scale, mask, score, B, H, HKV, Sq, Skv):
 
 def check_one(kern, case, shape, D, dtype, gen, flex=False):
     B, H, HKV, Sq, Skv, layout = shape
-    tdt = torch.bfloat16 if dtype == "bf16" else torch.float16
+    tdt = torch.float16 if dtype == "fp16" else torch.bfloat16
     q, k, v, o = make_qkvo(B, H, HKV, Sq, Skv, D, tdt, layout, gen)
     lse = torch.empty(B, H, Sq, device="cuda", dtype=torch.float32)
     o.fill_(float("nan"))
@@ -117,48 +111,41 @@ def check_one(kern, case, shape, D, dtype, gen, flex=False):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--generated", help="genkernels output directory (manifest.json + NAME.cu)")
-    ap.add_argument("--cases", help="comma-separated case names (default all)")
+    ap.add_argument("--generated", required=True, help="genkernels output directory (manifest.json + NAME.cu)")
+    ap.add_argument("--cases", help="comma-separated kernel names (default all)")
     ap.add_argument("--out", default="check.jsonl")
     ap.add_argument("--verbose", action="store_true", help="print every row of the table")
-    ap.add_argument("--no-flex", action="store_true", help="with --generated: skip the FlexAttention comparison")
+    ap.add_argument("--no-flex", action="store_true", help="skip the FlexAttention comparison")
+    ap.add_argument("--platform", help="manifest platform to build (default: as maskc's runtime picks for this GPU)")
     ap.add_argument("--subst", action="append", default=[],
-                    help="OLD=NEW text substitution in every assembled source (tuning variants)")
+                    help="OLD=NEW text substitution in every source (tuning variants that keep the launch geometry)")
     a = ap.parse_args()
-    names = a.cases.split(",") if a.cases else [c.name for c in mg.CASES]
+    names = a.cases.split(",") if a.cases else None
     gen = torch.Generator(device="cuda").manual_seed(int(time.time()))
     log = open(a.out, "w")
 
     jobs = []  # (case, D, dtype, source, shapes)
     subst = dict(x.split("=", 1) for x in a.subst)
-    asm = lambda header, d, dt, extra=None: mg.assemble(header, d, dt, dict(subst, **(extra or {})))
-    if a.generated:  # genkernels output: the manifest's torch expressions are the reference
-        for case, src in mg.generated_cases(a.generated):
-            if a.cases and case.name not in names:
-                continue
-            for old, new in subst.items():
-                src = src.replace(old, new)
-            cfg = mg.source_config(src)
-            # A buffer sized by KV may be indexed by q: a reference needs Sq <= Skv then.
-            shapes = [s for s in SHAPES if not case.entry.get("buffers") or s[3] <= s[4]]
-            jobs.append((case, cfg["head_dim"], cfg["dtype"], src, shapes))
-    for n in ([] if a.generated else names):
-        case = mg.CASE_BY_NAME[n]
-        jobs.append((case, 128, "bf16", asm(case.header, 128, "bf16"), SHAPES))
-        if n in VARIANT_CASES:
-            for dt, d in VARIANTS:
-                jobs.append((case, d, dt, asm(case.header, d, dt), SHAPES[:5]))
-        if n in MT1_CASES:
-            jobs.append((case, 128, "bf16", asm(case.header, 128, "bf16", MT1), SHAPES[:6]))
+    abi, cases = mg.generated_cases(a.generated)
+    for case, src in cases:  # the manifest's torch expressions are the reference
+        if names and case.name not in names:
+            continue
+        for old, new in subst.items():
+            src = src.replace(old, new)
+        # A buffer sized by KV may be indexed by q: a reference needs Sq <= Skv then.
+        shapes = [s for s in SHAPES if not case.entry.get("buffers") or s[3] <= s[4]]
+        jobs.append((case, case.entry["head_dim"], case.entry["dtype"], src, shapes))
     mg.libs()
     torch.empty(1, device="cuda")
     t0 = time.time()
     with concurrent.futures.ThreadPoolExecutor(16) as ex:
-        futs = [ex.submit(mg.compile_source, src, "%s_%s_d%d" % (c.header, dt, d)) for c, d, dt, src, _ in jobs]
+        futs = [ex.submit(mg.compile_source, src, "%s_%s_d%d" % (c.name, dt, d), a.platform, abi)
+                for c, d, dt, src, _ in jobs]
     kernels = []
     for (c, d, dt, src, _), f in zip(jobs, futs):
         try:  # modules load on this thread, in torch's context
-            kernels.append(mg.Kernel(src, "%s_%s_d%d" % (c.header, dt, d), compiled=f.result()))
+            kernels.append(mg.Kernel(src, c.entry, abi, "%s_%s_d%d" % (c.name, dt, d), compiled=f.result(),
+                                     platform=a.platform))
         except Exception as e:  # keep going: report the failure per case
             kernels.append(e)
     print("compiled %d kernels in %.1fs" % (len(jobs), time.time() - t0), flush=True)
@@ -172,14 +159,14 @@ def main():
         regs = re.findall(r"Used (\d+) registers", kern.log)
         spill = re.findall(r"(\d+) bytes spill stores", kern.log)
         print("kernel %-18s %-4s d%-3d mt%d regs=%d local_bytes=%d spill_stores=%s" % (case.name, dt, d,
-                                                                                        kern.cfg["mtiles"], kern.regs,
+                                                                                        kern.mtiles or 0, kern.regs,
                                                                                    kern.local_bytes, spill), flush=True)
         for shape in shapes:
             try:
-                r = check_one(kern, case, shape, d, dt, gen, flex=bool(a.generated) and not a.no_flex)
+                r = check_one(kern, case, shape, d, dt, gen, flex=not a.no_flex)
             except Exception as e:
                 r = dict(ok=False, error=repr(e)[:400])
-            r.update(case=case.name + ("/mt%d" % kern.cfg["mtiles"] if kern.cfg["mtiles"] != 2 else ""), dtype=dt, D=d,
+            r.update(case=case.name + ("/" + kern.platform if kern.platform != mg.device_platform() else ""), dtype=dt, D=d,
                      shape=list(shape))
             log.write(json.dumps(r) + "\n")
             log.flush()  # a run cut short still leaves every finished row

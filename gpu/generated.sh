@@ -8,8 +8,7 @@
 #   gpu/generated.sh run   (on the GPU machine, .devbin carried) runs
 #       gpu/bench.py on .devbin/genbench, then gpu/check.py on .devbin/gen,
 #       writing bench.* and check.* into $OUT (default /tmp/maskc-generated).
-#       Extra arguments go to bench.py (e.g. --variants base,blockfull
-#       --handwritten).
+#       Extra arguments go to bench.py (e.g. --variants base,sync).
 set -u
 cd "$(dirname "$0")/.."
 case "${1:-}" in

@@ -1,17 +1,15 @@
 """Shared GPU harness code for maskc's generated attention kernels (NVIDIA).
 
-Compiles a kernel source with NVRTC (the path maskc's Go runtime takes),
-loads it with the CUDA driver API through ctypes into PyTorch's context, and
-launches maskc_attn_fwd / maskc_tile_flags on torch tensors, with the
-MaskcShape / MaskcBuffers structs packed exactly as the C layout in
-hipsrc/attn_fwd.h. Every NVRTC and driver call is checked.
-
-Kernel sources come from either
-  * hand-written generated parts gpu/cases/NAME.h, assembled here as
-    hipsrc/prelude.h + config #defines + NAME.h + hipsrc/attn_fwd.h, or
-  * a directory written by `go run ./codegen/cmd/genkernels -o DIR ...`:
-    DIR/manifest.json and DIR/NAME.cu (complete sources).
-The torch definitions of the masks and scores (CASES) are the reference.
+Reads a directory written by `go run ./codegen/cmd/genkernels -o DIR ...` or
+`maskc compile FILE -o DIR`: DIR/manifest.json (hipsrc/MANIFEST.md) and the
+complete kernel sources it lists. Everything about the ABI comes from the
+manifest, not from copies here: the MaskcShape / MaskcBuffers layouts (built
+as ctypes structures from its "abi.structs"), the platform's compile target
+and options, threads, key tile and dynamic shared memory, the grid rule and
+the tile-flag buffer size. Compiles with NVRTC (the path maskc's Go runtime
+takes), loads with the CUDA driver API through ctypes into PyTorch's context
+and launches on torch tensors. Every NVRTC and driver call is checked. The
+manifest's mask_torch / score_torch expressions are the reference.
 """
 import ctypes
 import glob
@@ -23,8 +21,6 @@ import re
 import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HIPSRC = os.path.join(ROOT, "hipsrc")
-CASEDIR = os.path.join(ROOT, "gpu", "cases")
 
 
 # --------------------------------------------------------------------------- libraries
@@ -82,97 +78,85 @@ def _cu_check(rc, what):
         raise RuntimeError("%s: CUDA error %d (%s)" % (what, rc, (s.value or b"?").decode()))
 
 
-# --------------------------------------------------------------------------- ABI structs
-MAX_SEQ_LEN = 2 ** 31 - 257  # codegen.MaxSeqLen
+# --------------------------------------------------------------------------- ABI (from the manifest)
+ABI_VERSION = 2  # hipsrc.ABIVersion: the manifest schema this harness reads
+
+_CTYPES = {"int": ctypes.c_int, "long long": ctypes.c_longlong, "float": ctypes.c_float}
 
 
-class MaskcShape(ctypes.Structure):
-    """Mirror of struct MaskcShape (hipsrc/attn_fwd.h)."""
-    _fields_ = [("B", ctypes.c_int), ("H", ctypes.c_int), ("HKV", ctypes.c_int), ("Sq", ctypes.c_int),
-                ("Skv", ctypes.c_int), ("q_stride", ctypes.c_longlong * 3), ("k_stride", ctypes.c_longlong * 3),
-                ("v_stride", ctypes.c_longlong * 3), ("o_stride", ctypes.c_longlong * 3), ("scale", ctypes.c_float),
-                ("sink", ctypes.c_void_p), ("tile_flags", ctypes.c_void_p)]
+def struct_type(spec):
+    """A ctypes.Structure for one of the manifest's abi.structs, checked
+    against its published offsets and size."""
+    fields = []
+    for f in spec["fields"]:
+        t = ctypes.c_void_p if f["c_type"].endswith("*") else _CTYPES[f["c_type"]]
+        for d in reversed(f.get("dims") or []):
+            t = t * d
+        fields.append((f["name"], t))
+    cls = type(spec["name"], (ctypes.Structure,), {"_fields_": fields})
+    for f in spec["fields"]:
+        if getattr(cls, f["name"]).offset != f["offset"]:
+            raise ValueError("%s.%s: ctypes offset %d, manifest %d" % (spec["name"], f["name"],
+                                                                       getattr(cls, f["name"]).offset, f["offset"]))
+    if ctypes.sizeof(cls) != spec["size"]:
+        raise ValueError("sizeof(%s): ctypes %d, manifest %d" % (spec["name"], ctypes.sizeof(cls), spec["size"]))
+    return cls
 
 
-class MaskcBuffers(ctypes.Structure):
-    """Mirror of struct MaskcBuffers (the generated part)."""
-    _fields_ = [("ptr", ctypes.c_void_p * 8), ("dim", (ctypes.c_longlong * 2) * 8)]
+class ABI:
+    """The manifest's "abi" section: structs, entries, platforms."""
+
+    def __init__(self, abi):
+        self.raw = abi
+        structs = {s["name"]: struct_type(s) for s in abi["structs"]}
+        self.Shape, self.Buffers = structs["MaskcShape"], structs["MaskcBuffers"]
+        self.entries = {e["name"]: e for e in abi["entries"]}
+        self.platforms = {p["name"]: p for p in abi["platforms"]}
+        self.block_m = abi["block_m"]
+        self.max_buffers = abi["max_buffers"]
+        self.max_seq_len = abi["max_seq_len"]
+
+    def grid(self, entry, sizes, block_n):
+        """The launch grid of an entry point: ceil(size / tile) per dimension."""
+        tiles = {"block_m": self.block_m, "block_n": block_n}
+        return tuple(-(-(sizes.get(d["size"], 1)) // tiles.get(d.get("tile", ""), 1)) for d in self.entries[entry]["grid"])
 
 
-# --------------------------------------------------------------------------- sources
+def load_manifest(directory):
+    """(ABI, [kernel entries]) of DIR/manifest.json."""
+    man = json.load(open(os.path.join(directory, "manifest.json")))
+    if man.get("version") != ABI_VERSION:
+        raise ValueError("%s: manifest version %s, this harness reads %d" % (directory, man.get("version"), ABI_VERSION))
+    return ABI(man["abi"]), man["kernels"]
+
+
 def read(path):
     with open(path) as f:
         return f.read()
 
 
-def assemble(case, head_dim=128, dtype="bf16", subst=None):
-    """Prelude + configuration + hand-written generated part + template."""
-    cfg = "#define MASKC_HEAD_DIM %d\n#define MASKC_DTYPE_%s 1\n" % (head_dim, dtype.upper())
-    src = "\n".join([read(os.path.join(HIPSRC, "prelude.h")), cfg, read(os.path.join(CASEDIR, case + ".h")),
-                     read(os.path.join(HIPSRC, "attn_fwd.h"))])
-    for old, new in (subst or {}).items():
-        if old not in src:
-            raise ValueError("substitution target %r not in source" % old)
-        src = src.replace(old, new)
-    return src
+def device_platform():
+    """The platform maskc's runtime builds for this GPU (Go's
+    hipsrc.ForDevice): the sm_90a warpgroup-MMA kernel on sm_90, mma.sync
+    elsewhere; MASKC_PLATFORM=nvidia asks for mma.sync on sm_90 too."""
+    if os.environ.get("MASKC_PLATFORM") == "nvidia":
+        return "nvidia"
+    return "nvidia-sm90a" if torch.cuda.get_device_capability() == (9, 0) else "nvidia"
 
 
-def source_config(src):
-    """Head dim, dtype, block shape and features read back from a full source."""
-    def num(name):
-        m = re.search(r"#define %s (\d+)" % name, src)
-        return int(m.group(1)) if m else None
-    wgmma = is_wgmma(src)
-    # The prelude's mma.sync branch comes after its wgmma branch.
-    mts = [int(x) for x in re.findall(r"#define MASKC_NV_MTILES (\d+)", src)]
-    mtiles = mts[-1] if mts else None
-    # MASKC_BLOCK_N: the wgmma prelude's (or a definition above it) comes
-    # first; the template's default last.
-    bns = [int(x) for x in re.findall(r"#define MASKC_BLOCK_N (\d+)", src)]
-    block_n = (bns[0] if wgmma else bns[-1]) if bns else None
-    if wgmma:
-        mtiles = 1
-    return dict(head_dim=num("MASKC_HEAD_DIM"), dtype="f16" if "#define MASKC_DTYPE_F16" in src else "bf16",
-                block_m=num("MASKC_BLOCK_M"), block_n=block_n, mtiles=mtiles, wgmma=wgmma,
-                num_warps=8 // mtiles if mtiles else None, q_in_regs=mtiles == 1 and not wgmma,
-                prepass="#define MASKC_SPARSITY_PREPASS" in src, sink="#define MASKC_HAS_SINK" in src)
-
-
-PRELUDE_TOP = "// maskc generated-kernel prelude"
-
-
-def device_source(src):
-    """The source as maskc's runtime builds it for this GPU (Go's
-    hipsrc.ForDevice): on sm_90 the sm_90a warpgroup-MMA kernel, unless the
-    text before the prelude already sets MASKC_NV_WGMMA (bench.py's "sync"
-    variant sets 0) or MASKC_PLATFORM=nvidia asks for mma.sync."""
-    head = src[:src.find(PRELUDE_TOP)] if PRELUDE_TOP in src else ""
-    if "MASKC_NV_WGMMA" in head or os.environ.get("MASKC_PLATFORM") == "nvidia":
-        return src
-    if torch.cuda.get_device_capability() == (9, 0):
-        return "#define MASKC_NV_WGMMA 1\n" + src
-    return src
-
-
-def is_wgmma(src):
-    """Whether a source selects the sm_90a warpgroup-MMA kernel (prelude.h)."""
-    return re.search(r"^#define MASKC_NV_WGMMA 1$", src, re.M) is not None
-
-
-def compile_source(src, name="kernel", arch=None):
-    """NVRTC-compiles a full kernel source to a cubin for this GPU (or arch):
-    returns (cubin bytes, compile log). Needs no CUDA context (thread-safe)."""
+def compile_source(src, name="kernel", platform=None, abi=None):
+    """NVRTC-compiles a full kernel source for this GPU as the manifest's
+    platform (default device_platform()) says: returns (cubin bytes, compile
+    log). Needs no CUDA context (thread-safe)."""
     nvrtc, _ = libs()
-    if arch is None:
-        src = device_source(src)
-        major, minor = torch.cuda.get_device_capability()
-        arch = "sm_%d%d" % (major, minor)
-        if is_wgmma(src):
-            arch = "sm_90a"
+    plat = abi.platforms[platform or device_platform()]
+    major, minor = torch.cuda.get_device_capability()
+    arch = plat.get("arch") or "sm_%d%d" % (major, minor)
+    extra = [o.encode() for o in plat.get("compile_options") or []]
     prog = ctypes.c_void_p()
     _nvrtc_check(nvrtc.nvrtcCreateProgram(ctypes.byref(prog), src.encode(), (name + ".cu").encode(), 0, None, None),
                  "nvrtcCreateProgram")
-    opts = [b"--gpu-architecture=" + arch.encode(), b"-std=c++17", b"--ptxas-options=--verbose", b"-lineinfo"]
+    opts = [b"--gpu-architecture=" + arch.encode(), b"-std=c++17", b"--ptxas-options=--verbose", b"-lineinfo"] + extra
     rc = nvrtc.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
     n = ctypes.c_size_t()
     nvrtc.nvrtcGetProgramLogSize(prog, ctypes.byref(n))
@@ -191,29 +175,26 @@ def compile_source(src, name="kernel", arch=None):
 
 class Kernel:
     """One compiled generated kernel: maskc_attn_fwd (+ maskc_tile_flags),
-    loaded into the calling thread's current (PyTorch's) CUDA context."""
+    loaded into the calling thread's current (PyTorch's) CUDA context, with
+    its launch geometry from the manifest entry for the chosen platform."""
 
-    def __init__(self, src, name="kernel", compiled=None):
+    def __init__(self, src, entry, abi, name="kernel", compiled=None, platform=None):
         _, cuda = libs()
         torch.empty(1, device="cuda")  # make torch's primary context current on this thread
-        src = device_source(src)
-        self.cfg = source_config(src)
-        self.name = name
-        self.cubin, self.log = compiled if compiled is not None else compile_source(src, name)
+        self.entry, self.abi, self.name = entry, abi, name
+        self.platform = platform or device_platform()
+        launch = entry["launch"][self.platform]
+        self.block_m, self.block_n = abi.block_m, launch["block_n"]
+        self.threads, self.smem = launch["threads"], launch["shared_mem_bytes"]
+        self.head_dim, self.dtype = entry["head_dim"], entry["dtype"]
+        self.prepass = bool(entry.get("flags_entry"))
+        mts = re.findall(r"#define MASKC_NV_MTILES (\d+)", src)  # for reports only
+        self.mtiles = 1 if self.platform == "nvidia-sm90a" else (int(mts[-1]) if mts else None)
+        self.cubin, self.log = compiled if compiled is not None else compile_source(src, name, self.platform, abi)
         self.module = ctypes.c_void_p()
         _cu_check(cuda.cuModuleLoadData(ctypes.byref(self.module), self.cubin), "cuModuleLoadData")
-        self.fwd = self._func(b"maskc_attn_fwd")
-        self.flags_fn = self._func(b"maskc_tile_flags")
-        bm, bn, nw = self.cfg["block_m"], self.cfg["block_n"], self.cfg["num_warps"]
-        if None in (bm, bn, nw, self.cfg["head_dim"]):
-            raise ValueError("%s: source lacks MASKC_BLOCK_M/N, MASKC_NUM_WARPS or MASKC_HEAD_DIM" % name)
-        self.block_m, self.block_n, self.threads = bm, bn, nw * 32
-        d = self.cfg["head_dim"]
-        stage, qtile = 2 * bn * d, bm * d  # elements; mirrors MASKC_SMEM_BYTES
-        if self.cfg["q_in_regs"]:
-            self.smem = 2 * (stage + max(stage, qtile))
-        else:
-            self.smem = 2 * (2 * stage + qtile)
+        self.fwd = self._func(entry["entry"].encode())
+        self.flags_fn = self._func(entry["flags_entry"].encode()) if self.prepass else None
         _cu_check(cuda.cuFuncSetAttribute(self.fwd, 8, self.smem), "cuFuncSetAttribute(max dynamic smem)")
         self.regs = self._attr(self.fwd, 4)
         self.local_bytes = self._attr(self.fwd, 3)
@@ -242,24 +223,31 @@ class Kernel:
         B, H, Sq, D = q.shape
         HKV, Skv = k.shape[1], k.shape[2]
         # codegen's int32 arithmetic assumes Q, KV <= 2^31 - 257 (codegen/intrange.go MaxSeqLen)
-        assert Sq <= MAX_SEQ_LEN and Skv <= MAX_SEQ_LEN, "sequence longer than a generated kernel accepts"
-        assert D == self.cfg["head_dim"] and H % HKV == 0 and v.shape == k.shape and o.shape == q.shape
+        assert Sq <= self.abi.max_seq_len and Skv <= self.abi.max_seq_len, "sequence longer than a generated kernel accepts"
+        assert D == self.head_dim and H % HKV == 0 and v.shape == k.shape and o.shape == q.shape
         for t in (q, k, v, o):
             assert t.stride(3) == 1 and t.data_ptr() % 16 == 0 and all(s % 8 == 0 for s in t.stride()[:3])
         assert lse.shape == (B, H, Sq) and lse.is_contiguous() and lse.dtype == torch.float32
-        sh = MaskcShape()
+        sh = self.abi.Shape()
         sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv = B, H, HKV, Sq, Skv
         for name, t in (("q_stride", q), ("k_stride", k), ("v_stride", v), ("o_stride", o)):
             getattr(sh, name)[:] = t.stride()[:3]
         sh.scale = scale
         sh.sink = sink.data_ptr() if sink is not None else None
         keep = [q, k, v, o, lse, sink]
-        nkt, nqt = (Skv + self.block_n - 1) // self.block_n, (Sq + self.block_m - 1) // self.block_m
+        sizes = {"B": B, "H": H, "Sq": Sq, "Skv": Skv}
+        fwd_grid = self.abi.grid(self.entry["entry"], sizes, self.block_n)
         flags = None
-        if self.cfg["prepass"]:
-            flags = torch.empty(max(1, B * H * nqt * nkt), dtype=torch.uint8, device=q.device)
+        if self.prepass:
+            flags_grid = self.abi.grid(self.entry["flags_entry"], sizes, self.block_n)
+            # hipsrc.TileFlags: FB * FH * QTiles * KVTiles bytes
+            fb = B if self.entry["mask_uses_b"] else 1
+            fh = H if self.entry["mask_uses_h"] else 1
+            nqt, nkt = -(-Sq // self.block_m), -(-Skv // self.block_n)
+            flags = torch.empty(max(1, fb * fh * nqt * nkt), dtype=torch.uint8, device=q.device)
             sh.tile_flags = flags.data_ptr()
-        bufs = MaskcBuffers()
+        bufs = self.abi.Buffers()
+        assert len(buffers) <= self.abi.max_buffers
         for i, t in enumerate(buffers):
             assert t.is_contiguous() and t.dim() in (1, 2)
             bufs.ptr[i] = t.data_ptr()
@@ -275,8 +263,8 @@ class Kernel:
             if Sq == 0:
                 return
             if flags is not None and prepass:
-                self._launch(self.flags_fn, (nkt, nqt, 1), self.threads, 0, flag_args)
-            self._launch(self.fwd, (nqt, H, B), self.threads, self.smem, fwd_args)
+                self._launch(self.flags_fn, flags_grid, self.threads, 0, flag_args)
+            self._launch(self.fwd, fwd_grid, self.threads, self.smem, fwd_args)
         run.keep = keep
         run.flags = flags
         return run
@@ -293,47 +281,16 @@ def doc_ids(n, gen):
 
 
 class Case:
-    """A mask/score with its torch definition (the reference), its captured
-    buffers, and the hand-written generated part gpu/cases/<header>.h."""
+    """A mask/score with its torch definition (the reference) and its
+    captured buffers."""
 
-    def __init__(self, name, header, make, bench=False, sink=False):
-        self.name, self.header, self.make, self.bench, self.sink = name, header, make, bench, sink
+    def __init__(self, name, make, sink=False):
+        self.name, self.make, self.sink = name, make, sink
 
     def build(self, B, H, HKV, Sq, Skv, device, gen):
         """Returns (buffers in MaskcBuffers order, mask_mod or None, score_mod or None)."""
         return self.make(B, H, HKV, Sq, Skv, device, gen)
 
-
-def _plain(mask=None, score=None):
-    return lambda B, H, HKV, Sq, Skv, dev, gen: ([], mask, score)
-
-
-def _document(B, H, HKV, Sq, Skv, dev, gen):
-    doc = doc_ids(max(Sq, Skv), gen).to(dev)
-    return [doc], (lambda b, h, q, kv: (doc[q] == doc[kv]) & (q >= kv)), None
-
-
-def _alibi(B, H, HKV, Sq, Skv, dev, gen):
-    slopes = torch.exp2(-8.0 * (torch.arange(H, device=dev) + 1) / H).float()
-    return [slopes], (lambda b, h, q, kv: q >= kv), (lambda s, b, h, q, kv: s + slopes[h] * (kv - q))
-
-
-CASES = [
-    Case("full", "full", _plain(None), bench=True),
-    Case("causal", "causal", _plain(lambda b, h, q, kv: q >= kv), bench=True),
-    Case("sliding1024", "sliding1024", _plain(lambda b, h, q, kv: (q >= kv) & (q - kv < 1024)), bench=True),
-    Case("prefix2048", "prefix2048", _plain(lambda b, h, q, kv: (kv < 2048) | (q >= kv)), bench=True),
-    Case("document", "document", _document, bench=True),
-    Case("dilated2048", "dilated2048",
-         _plain(lambda b, h, q, kv: (q >= kv) & (q - kv < 2048) & ((q - kv) % 2 == 0)), bench=True),
-    Case("causal+softcap", "causal_softcap",
-         _plain(lambda b, h, q, kv: q >= kv, lambda s, b, h, q, kv: 30.0 * torch.tanh(s / 30.0)), bench=True),
-    Case("causal+alibi", "causal_alibi", _alibi, bench=True),
-    Case("rowholes", "rowholes", _plain(lambda b, h, q, kv: (q % 7 != 3) & (kv <= q))),
-    Case("full+sink", "full_sink", _plain(None), sink=True),
-    Case("headmask_prepass", "headmask_prepass", _plain(lambda b, h, q, kv: kv <= q + 64 * h - 300 * b)),
-]
-CASE_BY_NAME = {c.name: c for c in CASES}
 
 TORCH_DTYPES = {"i32": torch.int32, "i64": torch.int64, "f16": torch.float16, "bf16": torch.bfloat16,
                 "f32": torch.float32, "f64": torch.float64, "bool": torch.bool}
@@ -371,7 +328,7 @@ class GeneratedCase(Case):
     random buffer contents."""
 
     def __init__(self, entry):
-        super().__init__(entry["name"], None, self._make, sink=bool(entry.get("sink")))
+        super().__init__(entry["name"], self._make, sink=bool(entry.get("has_sink")))
         self.entry = entry
 
     def _make(self, B, H, HKV, Sq, Skv, dev, gen):
@@ -389,10 +346,10 @@ class GeneratedCase(Case):
 
 
 def generated_cases(directory):
-    """[(GeneratedCase, source)] from a `go run ./codegen/cmd/genkernels -o
-    DIR ...` directory: DIR/manifest.json and the sources it lists."""
-    man = json.load(open(os.path.join(directory, "manifest.json")))
-    return [(GeneratedCase(k), read(os.path.join(directory, k["source"]))) for k in man["kernels"]]
+    """(ABI, [(GeneratedCase, source)]) from a genkernels or maskc compile
+    output directory: DIR/manifest.json and the sources it lists."""
+    abi, kernels = load_manifest(directory)
+    return abi, [(GeneratedCase(k), read(os.path.join(directory, k["source"]))) for k in kernels]
 
 
 # --------------------------------------------------------------------------- reference

@@ -1,13 +1,14 @@
 // maskc fused flash-attention forward template (FlashAttention-2 style).
 //
-// Compiled after prelude.h and the generated part, which defines
+// Compiled after prelude.h, the back ends, abi.h (struct MaskcShape and
+// struct MaskcBuffers), runtime.h and the generated part, which defines
 //   MASKC_HEAD_DIM (64 or 128), MASKC_DTYPE_BF16 or MASKC_DTYPE_F16,
 //   optionally MASKC_HAS_MASK, MASKC_HAS_SCORE, MASKC_HAS_SINK,
 //   one of MASKC_SPARSITY_ANALYTIC / _PREPASS / _NONE,
 //   optionally MASKC_MASK_USES_B / MASKC_MASK_USES_H (0 when the mask does not
 //   depend on b / h: the pre-pass flags are then shared; default 1),
-//   struct MaskcBuffers, and maskc_mask / maskc_score / maskc_kv_range /
-//   maskc_tile_full as the configuration needs them.
+//   MASKC_SPLIT_MODS, and maskc_mask / maskc_score (with their row and
+//   column parts) / maskc_kv_range / maskc_tile_full.
 //
 // Entry points (C linkage, fixed signatures):
 //   maskc_attn_fwd    grid (ceil(Sq/MASKC_BLOCK_M), H, B), MASKC_NUM_THREADS
@@ -73,6 +74,9 @@
 #ifndef MASKC_COL_EARLY
 #define MASKC_COL_EARLY 1
 #endif
+#if !defined(MASKC_SPLIT_MODS)
+#error "maskc: the generated part must give the mods' row and column parts (MASKC_SPLIT_MODS)"
+#endif
 #ifndef MASKC_MASK_USES_B
 #define MASKC_MASK_USES_B 1
 #endif
@@ -102,14 +106,13 @@ static_assert(MASKC_BLOCK_M == MASKC_NUM_WARPS * MASKC_WARP_ROWS, "one warp per 
 static_assert(MASKC_BLOCK_N % 16 == 0, "key tile is a whole number of MMA k-steps");
 static_assert(MASKC_NUM_THREADS % MASKC_BLOCK_N == 0, "the pre-pass gives each thread one key column");
 
-// Shapes and strides of one launch; the host mirrors this layout exactly.
-struct MaskcShape {
-  int B, H, HKV, Sq, Skv;  // GQA: query head h reads kv head h / (H / HKV)
-  long long q_stride[3], k_stride[3], v_stride[3], o_stride[3];  // elements, for (batch, head, seq)
-  float scale;                      // softmax scale applied to q.k
-  const float* sink;                // nullptr or [H] fp32 sink logits
-  const unsigned char* tile_flags;  // nullptr unless MASKC_SPARSITY_PREPASS
-};
+// struct MaskcShape and struct MaskcBuffers come from abi.h (generated from
+// hipsrc/abi.go, the one definition of the kernel ABI).
+
+// Row in the warp's strip of element i of a W-column fragment (from the
+// back end's maskc_slot_row and maskc_frag_slot).
+template <int W>
+__device__ __forceinline__ int maskc_frag_row(int lane, int i) { return maskc_slot_row(lane, maskc_frag_slot<W>(i)); }
 
 // Copies rows [row0, row0 + ROWS) of a [rows][D] matrix (row stride `stride`
 // elements, rows contiguous) into a swizzled shared tile, zero-filling the
@@ -280,7 +283,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
     w_hi = hi > Skv ? Skv : (int)(hi > 0 ? hi : 0);
   }
 #endif
-#if defined(MASKC_SPLIT_MODS)
   MaskcMaskRow mrow[MASKC_ROW_SLOTS];
   MaskcScoreRow srow[MASKC_ROW_SLOTS];
 #pragma unroll
@@ -305,11 +307,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
 #define MASKC_MASK_AT(i, qi, kvi)                                                                             \
   maskc_mask_rc(buf, nB, nH, nHKV, nQ, nKV, mrow[maskc_frag_slot<MASKC_BLOCK_N>(i)],                         \
                 mcol[maskc_frag_colslot<MASKC_BLOCK_N>(i)], b, h, qi, kvi)
-#else
-#define MASKC_READ_COLS()
-#define MASKC_SCORE_AT(i, x, qi, kvi) maskc_score(buf, nB, nH, nHKV, nQ, nKV, x, b, h, qi, kvi)
-#define MASKC_MASK_AT(i, qi, kvi) maskc_mask(buf, nB, nH, nHKV, nQ, nKV, b, h, qi, kvi)
-#endif
   int stage = 0;
   bool first = true;
 

@@ -1,40 +1,87 @@
 // Package hipsrc holds the hand-written GPU sources of maskc's generated
-// attention kernels, embedded as text, and the tile shape they are built for.
+// attention kernels, embedded as text, and the kernel ABI (abi.go): the
+// argument structs, buffer slots, tile-flag layout and launch geometry that
+// every launcher reads, and the manifest that carries them (MANIFEST.md).
 //
 // A generated kernel is one self-contained source text (NVRTC and hiprtc
-// cannot read include files), assembled in this order:
+// cannot read include files); Assemble joins, in this order:
 //
-//  1. Prelude: the only place with platform differences (NVIDIA mma.sync, or
-//     wgmma on sm_90a, and cp.async; AMD MFMA; warp size; shuffles; element
-//     conversions).
-//  2. The generated part (package codegen): configuration #defines
+//  1. Prelude (prelude.h): platform detection, block shape, shuffles,
+//     copies, element conversions, the shared-memory tile layout.
+//  2. One file per matrix-core back end, each compiled in only on its
+//     platform: MMASync (mma_sync.h, NVIDIA mma.sync and the m16n8
+//     fragment layout), MMAWGMMA (mma_wgmma.h, sm_90a warpgroup MMA, with
+//     WGMMAOptions), MMAMFMA (mma_mfma.h, AMD MFMA).
+//  3. ABIHeader (abi.h): struct MaskcShape and struct MaskcBuffers,
+//     generated from abi.go.
+//  4. Runtime (runtime.h): helpers with Python's semantics for the
+//     generated mask and score functions.
+//  5. The generated part (package codegen): configuration #defines
 //     (MASKC_HEAD_DIM, MASKC_DTYPE_BF16 or MASKC_DTYPE_F16, MASKC_HAS_MASK,
 //     MASKC_HAS_SCORE, MASKC_HAS_SINK, MASKC_SPARSITY_ANALYTIC, _PREPASS or
-//     _NONE, optionally MASKC_MASK_USES_B / MASKC_MASK_USES_H set to 0 when
-//     the mask ignores b / h), struct MaskcBuffers, and the device functions
-//     maskc_mask, maskc_score (with their row and column parts,
-//     MASKC_SPLIT_MODS), maskc_kv_range and maskc_tile_full.
-//  3. AttnFwd: the fused flash-attention forward, entry points
+//     _NONE, MASKC_MASK_USES_B / MASKC_MASK_USES_H, MASKC_SPLIT_MODS) and the
+//     device functions maskc_mask, maskc_score (with their row and column
+//     parts), maskc_kv_range and maskc_tile_full.
+//  6. AttnFwd (attn_fwd.h): the fused flash-attention forward, entry points
 //     maskc_attn_fwd and maskc_tile_flags with C linkage.
 //
-// The constants below mirror the #defines of AttnFwd and Prelude; a test
-// keeps them equal. Launchers use them for grids, blocks and shared memory.
+// The constants below mirror the #defines of AttnFwd and the prelude; a
+// test keeps them equal. Launchers use them for grids, blocks and shared
+// memory.
 package hipsrc
+
+//go:generate go run ./internal/genabi
 
 import (
 	_ "embed"
 	"fmt"
+	"strings"
 )
 
-// Prelude is the platform prelude (hipsrc/prelude.h).
+// Prelude is the common platform prelude (hipsrc/prelude.h).
 //
 //go:embed prelude.h
 var Prelude string
+
+// MMASync is the NVIDIA mma.sync back end (hipsrc/mma_sync.h).
+//
+//go:embed mma_sync.h
+var MMASync string
+
+// MMAWGMMA is the NVIDIA sm_90a wgmma back end (hipsrc/mma_wgmma.h).
+//
+//go:embed mma_wgmma.h
+var MMAWGMMA string
+
+// MMAMFMA is the AMD MFMA back end (hipsrc/mma_mfma.h).
+//
+//go:embed mma_mfma.h
+var MMAMFMA string
+
+// Runtime is the Python-semantics helper section every generated part
+// uses (hipsrc/runtime.h; formerly codegen/runtime.h). It needs no header
+// but ABIHeader.
+//
+//go:embed runtime.h
+var Runtime string
 
 // AttnFwd is the fused attention forward template (hipsrc/attn_fwd.h).
 //
 //go:embed attn_fwd.h
 var AttnFwd string
+
+// Assemble returns the full self-contained source of a kernel whose
+// generated part is generated.
+func Assemble(generated string) string {
+	var b strings.Builder
+	for _, p := range []string{Prelude, MMASync, MMAWGMMA, MMAMFMA, ABIHeader(), Runtime, generated, AttnFwd} {
+		b.WriteString(p)
+		if !strings.HasSuffix(p, "\n") {
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
 
 // Tile shape of maskc_attn_fwd: BlockM for every head dim and platform;
 // the key tile and the warp layout below depend on the platform.
@@ -155,20 +202,22 @@ func SharedMemBytes(p Platform, headDim int) (int, error) {
 	return ElemBytes * (2*stage + q), nil
 }
 
-// AttnGrid returns the launch grid of maskc_attn_fwd: (ceil(Sq/BlockM), H, B).
+// AttnGrid returns the launch grid of maskc_attn_fwd (Entries[0]'s rule):
+// (ceil(Sq/BlockM), H, B).
 func AttnGrid(batch, heads, seqQ int) [3]int {
-	return [3]int{ceilDiv(seqQ, BlockM), heads, batch}
+	return Entries[0].Eval(LaunchSizes{B: batch, H: heads, Sq: seqQ}, 1)
 }
 
-// FlagsGrid returns the launch grid of maskc_tile_flags for key tiles of
-// blockN keys: (ceil(Skv/blockN), ceil(Sq/BlockM), 1).
+// FlagsGrid returns the launch grid of maskc_tile_flags (Entries[1]'s
+// rule) for key tiles of blockN keys: (ceil(Skv/blockN), ceil(Sq/BlockM), 1).
 func FlagsGrid(blockN, seqQ, seqKV int) [3]int {
-	return [3]int{ceilDiv(seqKV, blockN), ceilDiv(seqQ, BlockM), 1}
+	return Entries[1].Eval(LaunchSizes{Sq: seqQ, Skv: seqKV}, blockN)
 }
 
 // FlagsBytes returns the size of the tile-flag buffer that maskc_tile_flags
 // writes and maskc_attn_fwd reads (MaskcShape.tile_flags) for key tiles of
-// blockN keys: one byte per (b, h, q tile, kv tile).
+// blockN keys: one byte per (b', h', q tile, kv tile), where batch and heads
+// are 1 when the mask does not read b or h (TileFlags).
 func FlagsBytes(blockN, batch, heads, seqQ, seqKV int) int {
 	return batch * heads * ceilDiv(seqQ, BlockM) * ceilDiv(seqKV, blockN)
 }

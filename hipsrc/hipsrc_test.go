@@ -148,10 +148,14 @@ func TestGrids(t *testing.T) {
 }
 
 // NVRTC and hiprtc cannot read headers from disk: the only #include is
-// hip_runtime.h for hipcc, guarded against hiprtc, inside the AMD branch.
+// hip_runtime.h for hipcc, guarded against hiprtc, inside the AMD branch of
+// the prelude.
 func TestSourcesNeedNoHeaders(t *testing.T) {
-	if strings.Contains(AttnFwd, "#include") {
-		t.Error("attn_fwd.h includes a header")
+	for name, src := range map[string]string{"attn_fwd.h": AttnFwd, "mma_sync.h": MMASync, "mma_wgmma.h": MMAWGMMA,
+		"mma_mfma.h": MMAMFMA, "runtime.h": Runtime, "abi.h": ABIHeader()} {
+		if strings.Contains(src, "#include") {
+			t.Errorf("%s includes a header", name)
+		}
 	}
 	lines := strings.Split(Prelude, "\n")
 	for i, l := range lines {
@@ -168,89 +172,57 @@ func TestSourcesNeedNoHeaders(t *testing.T) {
 	}
 }
 
-// assemble builds a full kernel source from one of the hand-written
-// generated parts the GPU harness also runs (gpu/cases), so the template is
-// compiled here with exactly what was measured on the H200.
-func assemble(t *testing.T, part string, headDim int, dtype string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "gpu", "cases", part+".h"))
+// TestBackEndsAreGuarded checks that each matrix-core back end compiles in
+// only on its platform (the first directive after its include guard), and
+// that Assemble puts every source in the documented order.
+func TestBackEndsAreGuarded(t *testing.T) {
+	for _, tt := range []struct{ name, src, guard string }{
+		{"mma_sync.h", MMASync, "#if defined(MASKC_PLATFORM_NVIDIA)"},
+		{"mma_wgmma.h", MMAWGMMA, "#if defined(MASKC_PLATFORM_NVIDIA) && MASKC_NV_WGMMA"},
+		{"mma_mfma.h", MMAMFMA, "#if defined(MASKC_PLATFORM_AMD)"},
+	} {
+		var directives []string
+		for _, l := range strings.Split(tt.src, "\n") {
+			if strings.HasPrefix(l, "#") {
+				directives = append(directives, l)
+			}
+		}
+		if len(directives) < 3 || directives[2] != tt.guard {
+			t.Errorf("%s: first directives %q, want the include guard then %q", tt.name, directives[:min(3, len(directives))], tt.guard)
+		}
+	}
+	src := Assemble("// GENERATED PART\n")
+	last := -1
+	for i, part := range []string{Prelude, MMASync, MMAWGMMA, MMAMFMA, ABIHeader(), Runtime, "// GENERATED PART\n", AttnFwd} {
+		at := strings.Index(src, part)
+		if at <= last {
+			t.Errorf("part %d of the assembled source is missing or out of order", i)
+		}
+		last = at
+	}
+}
+
+// TestABIHeaderFile keeps hipsrc/abi.h (read by people and harnesses) equal
+// to the text generated from abi.go: run `go generate ./hipsrc` after
+// changing the ABI.
+func TestABIHeaderFile(t *testing.T) {
+	b, err := os.ReadFile("abi.h")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fmt.Sprintf("%s\n#define MASKC_HEAD_DIM %d\n#define MASKC_DTYPE_%s 1\n%s\n%s", Prelude, headDim, dtype, b, AttnFwd)
-}
-
-// TestHIPCompilesWithMFMA compiles generated kernels for gfx90a and gfx940
-// with hipcc and checks the disassembly uses the matrix cores. Without
-// hipcc the test is skipped, except in CI (CI=true), where it fails.
-func TestHIPCompilesWithMFMA(t *testing.T) {
-	hipcc, err := exec.LookPath("hipcc")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("hipcc not found; CI must install it (apt-get install hipcc)")
-		}
-		t.Skip("hipcc not found")
+	if string(b) != ABIHeader() {
+		t.Error("abi.h is stale: run go generate ./hipsrc")
 	}
-	objdump := ""
-	// Newest first: an objdump older than the compiler may not know the target.
-	for _, c := range []string{"llvm-objdump-19", "llvm-objdump-18", "llvm-objdump-17", "llvm-objdump-16", "llvm-objdump-15", "llvm-objdump"} {
-		if p, err := exec.LookPath(c); err == nil {
-			objdump = p
-			break
-		}
-	}
-	if objdump == "" {
-		t.Fatal("hipcc is installed but no llvm-objdump")
-	}
-	tests := []struct {
-		part    string
-		headDim int
-		dtype   string
-		arch    string
-	}{
-		{"causal", 128, "BF16", "gfx90a"},
-		{"document", 128, "BF16", "gfx940"},
-		{"full_sink", 64, "F16", "gfx90a"},
-		{"causal_alibi", 64, "BF16", "gfx940"},
-	}
-	dir := t.TempDir()
-	for _, tt := range tests {
-		name := fmt.Sprintf("%s_d%d_%s_%s", tt.part, tt.headDim, tt.dtype, tt.arch)
-		t.Run(name, func(t *testing.T) {
-			src := filepath.Join(dir, name+".hip")
-			obj := filepath.Join(dir, name+".co")
-			if err := os.WriteFile(src, []byte(assemble(t, tt.part, tt.headDim, tt.dtype)), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			out, err := exec.Command(hipcc, "-std=c++17", "-O3", "--offload-arch="+tt.arch, "--cuda-device-only",
-				"--no-gpu-bundle-output", "-c", src, "-o", obj).CombinedOutput()
-			if err != nil {
-				t.Fatalf("hipcc: %v\n%s", err, out)
-			}
-			dis, err := exec.Command(objdump, "-d", obj).CombinedOutput()
-			if err != nil {
-				t.Fatalf("llvm-objdump: %v\n%s", err, dis)
-			}
-			text := string(dis)
-			for _, sym := range []string{"<maskc_attn_fwd>:", "<maskc_tile_flags>:"} {
-				if !strings.Contains(text, sym) {
-					t.Errorf("no %s in the code object", sym)
-				}
-			}
-			// gfx90a spells it v_mfma_f32_16x16x16bf16_1k, gfx940 v_mfma_f32_16x16x16_bf16.
-			mfma := regexp.MustCompile(`v_mfma_f32_16x16x16_?` + strings.ToLower(tt.dtype) + `(_1k)?\b`)
-			if len(mfma.FindAllString(text, -1)) == 0 {
-				t.Errorf("no %s in the disassembly", mfma)
-			}
-		})
+	if !strings.Contains(AttnFwd, "abi.h") || strings.Contains(AttnFwd, "struct MaskcShape {") || strings.Contains(Runtime, "struct MaskcBuffers {") {
+		t.Error("the ABI structs must be declared only in abi.h")
 	}
 }
 
-// TestShapeLayout pins the host-visible layout of struct MaskcShape, which
-// launchers (gpu/maskc_gpu.py, the Go runtime) mirror byte for byte: it
-// compiles the struct as it appears in AttnFwd with the host C++ compiler
-// and prints its size and field offsets.
-func TestShapeLayout(t *testing.T) {
+// TestABILayout compiles abi.h with the host C++ compiler (LP64, the same
+// layout as amdgcn and nvptx64) and compares sizeof, alignof and every
+// member's offset with the layout abi.go computes, which the manifest
+// publishes and the launchers use.
+func TestABILayout(t *testing.T) {
 	cxx := ""
 	for _, c := range []string{"c++", "g++", "clang++"} {
 		if p, err := exec.LookPath(c); err == nil {
@@ -259,36 +231,73 @@ func TestShapeLayout(t *testing.T) {
 		}
 	}
 	if cxx == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no host C++ compiler")
+		}
 		t.Skip("no host C++ compiler")
 	}
-	m := regexp.MustCompile(`(?s)struct MaskcShape \{.*?\n\};`).FindString(AttnFwd)
-	if m == "" {
-		t.Fatal("struct MaskcShape not found in attn_fwd.h")
+	var prog, want strings.Builder
+	prog.WriteString("#include <cstdio>\n#include <cstddef>\n" + ABIHeader() + "int main() {\n")
+	for _, s := range Structs {
+		fmt.Fprintf(&prog, "  std::printf(\"%s %%zu %%zu\\n\", sizeof(%s), alignof(%s));\n", s.Name, s.Name, s.Name)
+		fmt.Fprintf(&want, "%s %d %d\n", s.Name, s.Size, s.Align)
+		for _, f := range s.Fields {
+			fmt.Fprintf(&prog, "  std::printf(\"%s.%s %%zu %%zu\\n\", offsetof(%s, %s), sizeof(((%s*)0)->%s));\n", s.Name, f.Name, s.Name, f.Name, s.Name, f.Name)
+			fmt.Fprintf(&want, "%s.%s %d %d\n", s.Name, f.Name, f.Offset, f.Size)
+		}
 	}
-	prog := "#include <cstdio>\n#include <cstddef>\n" + m + `
-int main() {
-  std::printf("%zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu", sizeof(MaskcShape), offsetof(MaskcShape, B),
-              offsetof(MaskcShape, Skv), offsetof(MaskcShape, q_stride), offsetof(MaskcShape, k_stride),
-              offsetof(MaskcShape, v_stride), offsetof(MaskcShape, o_stride), offsetof(MaskcShape, scale),
-              offsetof(MaskcShape, sink), offsetof(MaskcShape, tile_flags), offsetof(MaskcShape, H),
-              offsetof(MaskcShape, Sq));
-}
-`
+	prog.WriteString("}\n")
 	dir := t.TempDir()
 	src, bin := filepath.Join(dir, "layout.cc"), filepath.Join(dir, "layout")
-	if err := os.WriteFile(src, []byte(prog), 0o644); err != nil {
+	if err := os.WriteFile(src, []byte(prog.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command(cxx, "-o", bin, src).CombinedOutput(); err != nil {
+	if out, err := exec.Command(cxx, "-D__device__=", "-o", bin, src).CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", cxx, err, out)
 	}
 	out, err := exec.Command(bin).Output()
 	if err != nil {
 		t.Fatal(err)
 	}
-	// size, B, Skv, q_stride, k_stride, v_stride, o_stride, scale, sink, tile_flags, H, Sq
-	const want = "144 0 16 24 48 72 96 120 128 136 4 12"
-	if got := string(out); got != want {
-		t.Errorf("MaskcShape layout = %q, want %q", got, want)
+	if got := string(out); got != want.String() {
+		t.Errorf("C layout:\n%s\nabi.go layout:\n%s", got, want.String())
+	}
+	// The layout the launchers were first written against.
+	if ShapeStruct.Size != 144 || BuffersStruct.Size != 192 {
+		t.Errorf("MaskcShape %d bytes, MaskcBuffers %d", ShapeStruct.Size, BuffersStruct.Size)
+	}
+}
+
+// TestManifestRoundTrip writes a manifest and reads it back.
+func TestManifestRoundTrip(t *testing.T) {
+	m := NewManifest()
+	launch, err := Launches(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Kernels = append(m.Kernels, KernelManifest{Name: "k", Source: "k.cu", Sparsity: SparsityPrepass, Launch: launch,
+		Buffers: []BufferSlot{{Name: "doc", DType: "i32", ElemBytes: BufferElemBytes("i32"), Dims: []string{"KV"}}}})
+	b, err := m.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, ManifestFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := got.Kernels[0]
+	if k.Sparsity != SparsityPrepass || k.Launch["nvidia-sm90a"].BlockN != WGMMABlockN || k.Buffers[0].ElemBytes != 4 ||
+		len(got.ABI.Structs) != 2 || got.ABI.Structs[0].Fields[5].Offset != 24 || got.ABI.Entries[1].Grid[0].Tile != "block_n" {
+		t.Errorf("round trip: %+v", got)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ManifestFile), []byte(`{"version": 1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadManifest(dir); err == nil || !strings.Contains(err.Error(), "version 1") {
+		t.Errorf("an old manifest: %v", err)
 	}
 }

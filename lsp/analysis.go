@@ -9,6 +9,7 @@ import (
 
 	"github.com/maskc/maskc/check"
 	"github.com/maskc/maskc/classify"
+	"github.com/maskc/maskc/compiler"
 	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/parser"
 )
@@ -59,7 +60,7 @@ func analyze(name string, text []byte, cache *parseCache) *analysis {
 	a.diags = append(a.diags, parseDiags...)
 
 	var checkDiags dsl.Diagnostics
-	a.guard("check", func() { a.prog, checkDiags = check.Check(a.file, check.Options{}) })
+	a.guard("check", func() { a.prog, checkDiags = compiler.Check(a.file, compiler.Options{}) })
 	if a.syntaxOK {
 		a.diags = append(a.diags, checkDiags...)
 	} else {
@@ -68,7 +69,7 @@ func analyze(name string, text []byte, cache *parseCache) *analysis {
 	if a.syntaxOK && a.prog != nil && !checkDiags.HasErrors() {
 		var plan *classify.Plan
 		var classifyDiags dsl.Diagnostics
-		a.guard("classify", func() { plan, classifyDiags = classify.Classify(a.prog, classify.Options{}) })
+		a.guard("classify", func() { plan, classifyDiags = compiler.Classify(a.prog, compiler.Options{}) })
 		a.diags = append(a.diags, classifyDiags...)
 		if plan != nil {
 			a.decisions = decisionsByDecl(a.prog, plan)

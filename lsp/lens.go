@@ -47,7 +47,7 @@ func (s *server) codeLens(_ context.Context, p *protocol.CodeLensParams) ([]prot
 }
 
 // isGenerated reports whether the block runs a generated kernel.
-func isGenerated(dec *classify.Decision) bool { return dec.Pattern == "generated" }
+func isGenerated(dec *classify.Decision) bool { return dec.Pattern == classify.PatternGenerated }
 
 // lensTitle is the call, with its preconditions, or `generated: reason`.
 func lensTitle(dec *classify.Decision) string {

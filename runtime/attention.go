@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/maskc/maskc/dsl"
+	"github.com/maskc/maskc/hipsrc"
 )
 
 // Sparsity says how a generated kernel skips masked-out tiles.
@@ -57,7 +58,7 @@ type AttentionSpec struct {
 	// architecture (e.g. "sm_90a"); empty: the device's.
 	Arch string
 	// BlockM and BlockN are MASKC_BLOCK_M and MASKC_BLOCK_N: query rows per
-	// block and kv columns per tile.
+	// block (always hipsrc.BlockM) and kv columns per tile.
 	BlockM, BlockN int
 	// NumThreads is MASKC_NUM_THREADS, the block size.
 	NumThreads int
@@ -234,8 +235,8 @@ func checkSpec(s AttentionSpec, maxShared int) error {
 	switch {
 	case s.Source == "":
 		return bad("attention kernel has no source")
-	case s.BlockM <= 0 || s.BlockN <= 0:
-		return bad("block sizes %dx%d must be positive", s.BlockM, s.BlockN)
+	case s.BlockM != hipsrc.BlockM || s.BlockN <= 0:
+		return bad("block sizes %dx%d: the kernel ABI has %d query rows per block and a positive key tile", s.BlockM, s.BlockN, hipsrc.BlockM)
 	case s.NumThreads <= 0 || s.NumThreads > 1024:
 		return bad("%d threads per block; want 1 to 1024", s.NumThreads)
 	case s.HeadDim != 64 && s.HeadDim != 128:
@@ -392,7 +393,7 @@ func (k *AttentionKernel) newEntry(key shapeKey) (*shapeEntry, error) {
 	e := &shapeEntry{key: key}
 	scale := sh.Scale
 	if scale == 0 {
-		scale = float32(1 / math.Sqrt(float64(k.spec.HeadDim)))
+		scale = float32(dsl.DefaultScale(k.spec.HeadDim))
 	}
 	e.shape = cShape{
 		B: int32(sh.B), H: int32(sh.H), HKV: int32(sh.HKV), Sq: int32(sh.Sq), Skv: int32(sh.Skv),
@@ -407,10 +408,11 @@ func (k *AttentionKernel) newEntry(key shapeKey) (*shapeEntry, error) {
 		}
 		e.dims[i] = dims
 	}
-	qTiles := (sh.Sq + k.spec.BlockM - 1) / k.spec.BlockM
-	e.grid = Dim3{X: uint32(qTiles), Y: uint32(sh.H), Z: uint32(sh.B)}
+	// The grids and the flag buffer follow the ABI's rule (hipsrc.Entries,
+	// hipsrc.TileFlags).
+	dim3 := func(g [3]int) Dim3 { return Dim3{X: uint32(g[0]), Y: uint32(g[1]), Z: uint32(g[2])} }
+	e.grid = dim3(hipsrc.AttnGrid(sh.B, sh.H, sh.Sq))
 	if k.flags != nil {
-		kvTiles := (sh.Skv + k.spec.BlockN - 1) / k.spec.BlockN
 		fb, fh := 1, 1
 		if k.spec.FlagsPerBatch {
 			fb = sh.B
@@ -418,14 +420,14 @@ func (k *AttentionKernel) newEntry(key shapeKey) (*shapeEntry, error) {
 		if k.spec.FlagsPerHead {
 			fh = sh.H
 		}
-		n := int64(fb) * int64(fh) * int64(qTiles) * int64(kvTiles)
+		n := int64(hipsrc.FlagsBytes(k.spec.BlockN, fb, fh, sh.Sq, sh.Skv))
 		flags, err := k.d.Alloc(n)
 		if err != nil {
 			return nil, errorf(CodeLaunch, err, "allocating %d bytes of tile flags", n)
 		}
 		e.flags = flags
 		e.shape.TileFlags = uintptr(flags)
-		e.flagsGrid = Dim3{X: uint32(kvTiles), Y: uint32(qTiles), Z: 1}
+		e.flagsGrid = dim3(hipsrc.FlagsGrid(k.spec.BlockN, sh.Sq, sh.Skv))
 	}
 	return e, nil
 }
@@ -460,8 +462,6 @@ func (k *AttentionKernel) Close() error {
 }
 
 // MaxSeqLen is the longest Sq and Skv a generated kernel may be launched
-// with: 2^31 - 257. The kernel's shape fields are C ints with 256 of
-// headroom for tile arithmetic, and the code generator narrows index
-// arithmetic to 32 bits under exactly this bound (codegen.MaxSeqLen; a test
-// in runtime/genkernel keeps the two equal).
-const MaxSeqLen = math.MaxInt32 - 256
+// with: hipsrc.MaxSeqLen, 2^31 - 257, the bound the code generator's 32-bit
+// index arithmetic assumes.
+const MaxSeqLen = hipsrc.MaxSeqLen

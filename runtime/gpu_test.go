@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/maskc/maskc/dsl"
+	"github.com/maskc/maskc/hipsrc"
 	"github.com/maskc/maskc/runtime/backend"
 	"github.com/maskc/maskc/runtime/kcache"
 )
@@ -43,15 +44,7 @@ func openGPU(t *testing.T, cacheDir string) *Device {
 // abiProbe has the attention entry points' exact signatures; instead of
 // attention it writes back what it received, so that the Go mirror of the
 // ABI structs is checked against the device compiler's layout.
-const abiProbe = `
-struct MaskcShape {
-  int B, H, HKV, Sq, Skv;
-  long long q_stride[3], k_stride[3], v_stride[3], o_stride[3];
-  float scale;
-  const float* sink;
-  const unsigned char* tile_flags;
-};
-struct MaskcBuffers { const void* ptr[8]; long long dim[8][2]; };
+var abiProbe = hipsrc.ABIHeader() + `
 typedef unsigned short T;
 
 extern "C" __global__ void maskc_attn_fwd(const T* Q, const T* K, const T* V, T* O, float* LSE, MaskcShape shape, MaskcBuffers buf) {

@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/maskc/maskc/dsl"
+	"github.com/maskc/maskc/hipsrc"
 	"github.com/maskc/maskc/runtime/backend"
 	"github.com/maskc/maskc/runtime/fake"
 	"github.com/maskc/maskc/runtime/kcache"
@@ -110,29 +111,35 @@ func probeSpec(t testing.TB, sparsity Sparsity) AttentionSpec {
 	}
 }
 
+// TestCLayoutMatchesABI checks the Go mirror of the ABI structs against
+// their one definition, hipsrc.ShapeStruct and hipsrc.BuffersStruct.
 func TestCLayoutMatchesABI(t *testing.T) {
 	var s cShape
 	var b cBuffers
 	tests := []struct {
-		field       string
-		got, offset uintptr
+		st    hipsrc.Struct
+		size  uintptr
+		field map[string]uintptr
 	}{
-		{"MaskcShape.B", unsafe.Offsetof(s.B), 0},
-		{"MaskcShape.Skv", unsafe.Offsetof(s.Skv), 16},
-		{"MaskcShape.q_stride", unsafe.Offsetof(s.QStride), 24},
-		{"MaskcShape.k_stride", unsafe.Offsetof(s.KStride), 48},
-		{"MaskcShape.v_stride", unsafe.Offsetof(s.VStride), 72},
-		{"MaskcShape.o_stride", unsafe.Offsetof(s.OStride), 96},
-		{"MaskcShape.scale", unsafe.Offsetof(s.Scale), 120},
-		{"MaskcShape.sink", unsafe.Offsetof(s.Sink), 128},
-		{"MaskcShape.tile_flags", unsafe.Offsetof(s.TileFlags), 136},
-		{"sizeof(MaskcShape)", unsafe.Sizeof(s), 144},
-		{"MaskcBuffers.dim", unsafe.Offsetof(b.Dim), 64},
-		{"sizeof(MaskcBuffers)", unsafe.Sizeof(b), 192},
+		{hipsrc.ShapeStruct, unsafe.Sizeof(s), map[string]uintptr{
+			"B": unsafe.Offsetof(s.B), "H": unsafe.Offsetof(s.H), "HKV": unsafe.Offsetof(s.HKV), "Sq": unsafe.Offsetof(s.Sq),
+			"Skv": unsafe.Offsetof(s.Skv), "q_stride": unsafe.Offsetof(s.QStride), "k_stride": unsafe.Offsetof(s.KStride),
+			"v_stride": unsafe.Offsetof(s.VStride), "o_stride": unsafe.Offsetof(s.OStride), "scale": unsafe.Offsetof(s.Scale),
+			"sink": unsafe.Offsetof(s.Sink), "tile_flags": unsafe.Offsetof(s.TileFlags),
+		}},
+		{hipsrc.BuffersStruct, unsafe.Sizeof(b), map[string]uintptr{"ptr": unsafe.Offsetof(b.Ptr), "dim": unsafe.Offsetof(b.Dim)}},
 	}
 	for _, tc := range tests {
-		if tc.got != tc.offset {
-			t.Errorf("%s at %d, C puts it at %d", tc.field, tc.got, tc.offset)
+		if int(tc.size) != tc.st.Size {
+			t.Errorf("sizeof(%s): Go %d, ABI %d", tc.st.Name, tc.size, tc.st.Size)
+		}
+		if len(tc.field) != len(tc.st.Fields) {
+			t.Errorf("%s: Go mirrors %d fields, the ABI has %d", tc.st.Name, len(tc.field), len(tc.st.Fields))
+		}
+		for _, f := range tc.st.Fields {
+			if got, ok := tc.field[f.Name]; !ok || int(got) != f.Offset {
+				t.Errorf("%s.%s at %d (mirrored %v), the ABI puts it at %d", tc.st.Name, f.Name, got, ok, f.Offset)
+			}
 		}
 	}
 }

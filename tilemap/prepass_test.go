@@ -166,8 +166,8 @@ func buildPrepass(t *testing.T, runs []prepassRun) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "#define MASKC_BLOCK_M %d\n", hipsrc.BlockM)
 	b.WriteString(hostShim)
-	b.WriteString(codegen.RuntimeSource)
-	b.WriteString(attnFwdPiece(t, "struct MaskcShape {"))
+	b.WriteString(hipsrc.ABIHeader())
+	b.WriteString(hipsrc.Runtime)
 	pieces := attnFwdPiece(t, "__device__ __forceinline__ int maskc_nonneg(") +
 		attnFwdPiece(t, "__device__ __forceinline__ long long maskc_flag_row(") +
 		strings.Replace(attnFwdPiece(t, `extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS)`), `extern "C" `, "", 1)
@@ -279,17 +279,17 @@ func TestPrepassOnHost(t *testing.T) {
 				row := flags[(b*nh+h)*nqt*nkt:][:nqt*nkt]
 				for i := range m.States {
 					qt, kt := i/nkt, i%nkt
-					flag := hipsrc.TileFlag(row[i] - '0')
+					flag := int(row[i] - '0')
 					rows := min(m.BlockM, m.Sq-int64(qt)*m.BlockM)
 					allKept := m.Kept[i] == rows*m.BlockN
-					if (flag != hipsrc.FlagEmpty) != (m.Kept[i] > 0) || (flag == hipsrc.FlagFull) != allKept {
+					if (flag != hipsrc.TileEmpty) != (m.Kept[i] > 0) || (flag == hipsrc.TileFull) != allKept {
 						t.Errorf("%s: tile (%d, %d) keeps %d pairs, the pre-pass flags it %d", where, qt, kt, m.Kept[i], flag)
 					}
 					if k.Sparsity != codegen.SparsityPrepass {
 						continue
 					}
-					want := map[hipsrc.TileFlag]State{hipsrc.FlagEmpty: Skipped, hipsrc.FlagPartial: Partial, hipsrc.FlagFull: Full}[flag]
-					if flag == hipsrc.FlagFull && int64(kt+1)*m.BlockN > m.Skv {
+					want := map[int]State{hipsrc.TileEmpty: Skipped, hipsrc.TilePartial: Partial, hipsrc.TileFull: Full}[flag]
+					if flag == hipsrc.TileFull && int64(kt+1)*m.BlockN > m.Skv {
 						want = Partial
 					}
 					if m.States[i] != want {

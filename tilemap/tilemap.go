@@ -119,8 +119,8 @@ type Map struct {
 	BlockM, BlockN int64
 	// Platform is the platform whose tile sizes are used.
 	Platform hipsrc.Platform
-	// Sparsity is the kernel's strategy (codegen.SparsityAnalytic, ...).
-	Sparsity string
+	// Sparsity is the kernel's strategy.
+	Sparsity hipsrc.Sparsity
 	// B and H are the slice.
 	B, H int64
 	// QTiles and KVTiles are the numbers of query and key tiles.
@@ -262,7 +262,7 @@ func (r *rowWorker) row(qt int) error {
 	states, kept := m.States[qt*m.KVTiles:(qt+1)*m.KVTiles], m.Kept[qt*m.KVTiles:(qt+1)*m.KVTiles]
 	inKV := func(kt int) bool { return (int64(kt)+1)*m.BlockN <= m.Skv }
 	switch m.Sparsity {
-	case codegen.SparsityPrepass:
+	case hipsrc.SparsityPrepass:
 		for kt := range states {
 			kv0 := int64(kt) * m.BlockN
 			flag, n, err := r.hs.PrepassFlag(b, h, q0, q0+m.BlockM, kv0, kv0+m.BlockN, r.addPair)
@@ -271,14 +271,14 @@ func (r *rowWorker) row(qt int) error {
 			}
 			kept[kt] = n
 			switch {
-			case flag == hipsrc.FlagFull && inKV(kt):
+			case flag == hipsrc.TileFull && inKV(kt):
 				states[kt] = Full
-			case flag != hipsrc.FlagEmpty:
+			case flag != hipsrc.TileEmpty:
 				states[kt] = Partial
 			}
 		}
 		return nil
-	case codegen.SparsityAnalytic:
+	case hipsrc.SparsityAnalytic:
 		lo, hi, err := r.hs.KVRange(b, h, q0, qEnd)
 		if err != nil {
 			return err

@@ -23,7 +23,7 @@ type mapCase struct {
 	env             *eval.Env
 	// sparsity is the strategy the kernel must have, so that every one is
 	// covered.
-	sparsity string
+	sparsity hipsrc.Sparsity
 }
 
 // docIDs returns the segment ids of documents of the given lengths.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/maskc/maskc/classify"
+	"github.com/maskc/maskc/compiler"
 	"github.com/maskc/maskc/dsl"
 )
 
@@ -38,7 +39,7 @@ func runCheck(e *env, args []string) int {
 		}
 		ds := u.diags
 		if u.prog != nil && !ds.HasErrors() {
-			_, cd := classify.Classify(u.prog, classify.Options{Target: profile})
+			_, cd := compiler.Classify(u.prog, compiler.Options{Target: profile})
 			ds = append(ds, cd...)
 			ds.Sort()
 		}

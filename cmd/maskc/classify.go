@@ -100,7 +100,7 @@ func buildPlan(e *env, path, target string, defines map[string]string) (*unit, *
 		printDiags(e.stderr, u.diags)
 		return nil, nil, exitError
 	}
-	plan, cd := classify.Classify(u.prog, classify.Options{Target: profile})
+	plan, cd := compiler.Classify(u.prog, compiler.Options{Target: profile})
 	ds := append(u.diags, cd...)
 	ds.Sort()
 	printDiags(e.stderr, ds)
@@ -129,7 +129,7 @@ func runTargets(e *env, args []string) int {
 // tileMapJSON is the tile_map object of a generated block (PLAN.md).
 type tileMapJSON struct {
 	Shape     map[string]int                 `json:"shape"`
-	Sparsity  string                         `json:"sparsity"`
+	Sparsity  hipsrc.Sparsity                `json:"sparsity"`
 	Pairs     int64                          `json:"pairs"`
 	KeptPairs int64                          `json:"kept_pairs"`
 	Density   float64                        `json:"density"`
@@ -162,9 +162,10 @@ func tileCounts(e *env, u *unit, plan *classify.Plan, cfg *runConfig, seed uint6
 	defer prog.done()
 	for i, name := range names {
 		prog.update(i, len(names), name)
-		k, err := unit.Kernel(name)
-		if err != nil {
-			return nil, printRunError(e, err)
+		k, kd := unit.Kernel(name)
+		if kd.HasErrors() {
+			printDiags(e.stderr, kd)
+			return nil, exitError
 		}
 		c := *cfg
 		c.hkv = orDefault(k.KVHeads, c.h)

@@ -1,20 +1,21 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 
-	"github.com/maskc/maskc/classify"
 	"github.com/maskc/maskc/codegen"
+	"github.com/maskc/maskc/compiler"
 	"github.com/maskc/maskc/dsl"
+	"github.com/maskc/maskc/hipsrc"
 )
 
 // runCompile implements `maskc compile FILE -o DIR`: DIR/plan.json (the
-// file a trainer reads) and, for every attention block that needs a
+// file a trainer reads), DIR/manifest.json (the kernels' ABI and launch,
+// hipsrc/MANIFEST.md) and, for every attention block that needs a
 // generated kernel (its pattern, or its fallback when a precondition fails),
 // DIR/<name>.hip; with --offload-arch, also the AMD code objects built with
 // hipcc.
@@ -45,59 +46,54 @@ func runCompile(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "maskc: %v\n", cleanPathError(err))
 		return exitUsage
 	}
-	kernels := map[string]map[string]any{}
+	cu := compiler.New(u.prog, plan, compiler.Options{Kernel: codegen.Options{SourceName: files[0]}})
+	pf := cu.NewPlanFile()
+	manifest := hipsrc.NewManifest()
 	var diags dsl.Diagnostics
-	var todo []string
-	for _, d := range plan.Attentions {
-		if d.Pattern == "generated" || d.Fallback == "generated" {
-			todo = append(todo, d.Name)
+	var todo int
+	for _, pa := range pf.Attentions {
+		if compiler.NeedsKernel(pa.Decision) {
+			todo++
 		}
 	}
 	prog := newProgress(e, "compile")
 	defer prog.done()
-	for _, d := range plan.Attentions {
-		if d.Pattern != "generated" && d.Fallback != "generated" {
+	for _, pa := range pf.Attentions {
+		if !compiler.NeedsKernel(pa.Decision) {
 			continue
 		}
-		prog.update(len(kernels), len(todo), d.Name)
-		a := u.prog.Attention(d.Name)
-		k, kd := codegen.Generate(u.prog, a, codegen.Options{SourceName: files[0]})
+		prog.update(len(manifest.Kernels), todo, pa.Name)
+		k, kd := cu.Kernel(pa.Name)
 		diags = append(diags, kd...)
 		if kd.HasErrors() {
 			continue
 		}
-		name := d.Name + ".hip"
+		name := pa.Name + ".hip"
 		if err := writeAtomic(filepath.Join(*outDir, name), []byte(k.Source), 0o644); err != nil {
 			fmt.Fprintf(e.stderr, "maskc: %v\n", err)
 			return exitUsage
 		}
-		info := map[string]any{
-			"source": name, "entry": k.Entry, "sparsity": k.Sparsity, "sparsity_reason": k.SparsityReason,
-			"head_dim": k.HeadDim, "dtype": k.DType, "layout": k.Layout, "block_m": k.BlockM, "block_n": k.BlockN,
-			"launch": k.Launch, "scale": k.Scale, "buffers": bufferNames(k),
-		}
-		if k.FlagsEntry != "" {
-			info["flags_entry"] = k.FlagsEntry
-		}
+		pk := compiler.NewPlanKernel(k, name)
+		mk := compiler.KernelManifest(k, pa.Decision, name, files[0])
 		for _, arch := range strings.Split(*archs, ",") {
 			if arch = strings.TrimSpace(arch); arch == "" {
 				continue
 			}
-			obj := fmt.Sprintf("%s.%s.hsaco", d.Name, arch)
-			prog.update(len(kernels), len(todo), "hipcc "+obj)
+			obj := fmt.Sprintf("%s.%s.hsaco", pa.Name, arch)
+			prog.update(len(manifest.Kernels), todo, "hipcc "+obj)
 			cmd := exec.Command(hipcc, "--offload-arch="+arch, "--genco", "-O3", "-o", filepath.Join(*outDir, obj), filepath.Join(*outDir, name))
 			if out, err := cmd.CombinedOutput(); err != nil {
-				fmt.Fprintf(e.stderr, "maskc: hipcc for %s (%s) failed: %v\n%s", d.Name, arch, err, out)
+				fmt.Fprintf(e.stderr, "maskc: hipcc for %s (%s) failed: %v\n%s", pa.Name, arch, err, out)
 				return exitError
 			}
-			objs, _ := info["code_objects"].(map[string]string)
-			if objs == nil {
-				objs = map[string]string{}
+			if pk.CodeObjects == nil {
+				pk.CodeObjects = map[string]string{}
 			}
-			objs[arch] = obj
-			info["code_objects"] = objs
+			pk.CodeObjects[arch] = obj
 		}
-		kernels[d.Name] = info
+		mk.CodeObjects = pk.CodeObjects
+		pa.Kernel = pk
+		manifest.Kernels = append(manifest.Kernels, mk)
 	}
 	prog.done()
 	diags.Sort()
@@ -105,46 +101,24 @@ func runCompile(e *env, args []string) int {
 	if diags.HasErrors() {
 		return exitError
 	}
-	planJSON, err := planWithKernels(plan, kernels)
+	planJSON, err := pf.JSON()
 	if err != nil {
 		fmt.Fprintf(e.stderr, "maskc: %v\n", err)
 		return exitError
+	}
+	manifestJSON, err := manifest.Marshal()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "maskc: %v\n", err)
+		return exitError
+	}
+	if err := writeAtomic(filepath.Join(*outDir, hipsrc.ManifestFile), manifestJSON, 0o644); err != nil {
+		fmt.Fprintf(e.stderr, "maskc: %v\n", err)
+		return exitUsage
 	}
 	if err := writeAtomic(filepath.Join(*outDir, "plan.json"), planJSON, 0o644); err != nil {
 		fmt.Fprintf(e.stderr, "maskc: %v\n", err)
 		return exitUsage
 	}
-	fmt.Fprintf(e.stdout, "wrote %s (%d attention blocks, %d generated kernels)\n", filepath.Join(*outDir, "plan.json"), len(plan.Attentions), len(kernels))
+	fmt.Fprintf(e.stdout, "wrote %s (%d attention blocks, %d generated kernels)\n", filepath.Join(*outDir, "plan.json"), len(plan.Attentions), len(manifest.Kernels))
 	return exitOK
-}
-
-// bufferNames lists the captured buffers in MaskcBuffers slot order.
-func bufferNames(k *codegen.Kernel) []string {
-	names := make([]string, len(k.Buffers))
-	for i, b := range k.Buffers {
-		names[i] = b.Name
-	}
-	return names
-}
-
-// planWithKernels adds to each generated decision of the plan a "kernel"
-// object describing the source written for it (PLAN.md documents it).
-func planWithKernels(plan *classify.Plan, kernels map[string]map[string]any) ([]byte, error) {
-	raw, err := plan.JSON()
-	if err != nil {
-		return nil, err
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		return nil, err
-	}
-	atts, _ := doc["attentions"].([]any)
-	for _, a := range atts {
-		m, _ := a.(map[string]any)
-		if name, _ := m["name"].(string); kernels[name] != nil {
-			m["kernel"] = kernels[name]
-		}
-	}
-	out, err := json.MarshalIndent(doc, "", "  ")
-	return append(out, '\n'), err
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"github.com/maskc/maskc/draw"
 	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/eval"
+	"github.com/maskc/maskc/harness"
 	"github.com/maskc/maskc/hipsrc"
 	"github.com/maskc/maskc/runtime/host"
 	"github.com/maskc/maskc/tilemap"
@@ -95,9 +95,10 @@ func runDraw(e *env, args []string) int {
 	}
 	cfg.hkv = orDefault(a.KVHeads, cfg.h)
 	unit := compiler.New(u.prog, plan, compiler.Options{Kernel: codegen.Options{HeadDim: cfg.d, SourceName: cfg.path}})
-	k, err := unit.Kernel(a.Name)
-	if err != nil {
-		return printRunError(e, err)
+	k, kd := unit.Kernel(a.Name)
+	if kd.HasErrors() {
+		printDiags(e.stderr, kd)
+		return exitError
 	}
 	if pairs := int64(cfg.sq) * int64(cfg.skv); k.Sparsity == codegen.SparsityPrepass && pairs > maxPrepassPairs {
 		return usageError(e.stderr, "attention %s uses the pre-pass, which evaluates the mask on every pair: Sq * Skv = %d is above %d", a.Name, pairs, int64(maxPrepassPairs))
@@ -160,7 +161,7 @@ func sliceEnv(e *env, cfg *runConfig, prog *check.Program, k *codegen.Kernel, se
 			return nil, fmt.Errorf("--buffer %s: attention %s reads no buffer %s", name, k.Name, name)
 		}
 	}
-	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	rng := harness.NewRand(seed)
 	sizes := map[dsl.Var]int64{dsl.SizeB: env.B, dsl.SizeH: env.H, dsl.SizeHKV: env.HKV, dsl.SizeQ: env.Q, dsl.SizeKV: env.KV}
 	for _, kb := range k.Buffers {
 		b := prog.Buffer(kb.Name)
@@ -187,7 +188,7 @@ func sliceEnv(e *env, cfg *runConfig, prog *check.Program, k *codegen.Kernel, se
 				return nil, fmt.Errorf("--buffer %s: %d values given, its shape %v holds %d", b.Name, len(vals), dims, n)
 			}
 		} else {
-			vals, how = randomBuffer(rng, b, dims, cfg.skv)
+			vals, how = harness.Buffer(rng, b.DType, b.Segments, dims, cfg.skv)
 			how += ", --seed " + strconv.FormatUint(seed, 10)
 		}
 		_, seen, err := host.EncodeBuffer(b.DType, vals)
@@ -195,7 +196,7 @@ func sliceEnv(e *env, cfg *runConfig, prog *check.Program, k *codegen.Kernel, se
 			return nil, fmt.Errorf("buffer %s: %v", b.Name, err)
 		}
 		env.Buffers[b.Name] = &eval.Tensor{Dims: dims, Data: seen}
-		fmt.Fprintf(e.stdout, "buffer %s %s%v: %s\n", b.Name, b.DType, dims, describeValues(seen, how, b.Segments, dims))
+		fmt.Fprintf(e.stdout, "buffer %s %s%v: %s\n", b.Name, b.DType, dims, harness.Describe(seen, how, b.Segments, dims, maxShownValues))
 	}
 	return env, nil
 }

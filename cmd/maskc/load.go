@@ -7,8 +7,8 @@ import (
 	"os"
 
 	"github.com/maskc/maskc/check"
+	"github.com/maskc/maskc/compiler"
 	"github.com/maskc/maskc/dsl"
-	"github.com/maskc/maskc/parser"
 )
 
 // maxInput bounds what maskc reads from one file, so that a device or a
@@ -75,17 +75,8 @@ func load(e *env, path string, defines map[string]string) (*unit, error) {
 	if path == "-" {
 		name = "<stdin>"
 	}
-	u := &unit{path: path}
-	u.file, u.diags = parser.ParseFile(name, data)
-	if u.diags.HasErrors() {
-		// Checking a file with holes in it only adds follow-on noise.
-		return u, nil
-	}
-	prog, cd := check.Check(u.file, check.Options{Defines: defines})
-	u.prog = prog
-	u.diags = append(u.diags, cd...)
-	u.diags.Sort()
-	return u, nil
+	c, diags := compiler.ParseAndCheck(name, data, compiler.Options{Defines: defines})
+	return &unit{path: path, file: c.File, prog: c.Program, diags: diags}, nil
 }
 
 // printDiags writes diagnostics in their full human form, a blank line

@@ -17,6 +17,8 @@ import (
 	"github.com/maskc/maskc/compiler"
 	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/eval"
+	"github.com/maskc/maskc/harness"
+	"github.com/maskc/maskc/hipsrc"
 	"github.com/maskc/maskc/runtime"
 	"github.com/maskc/maskc/runtime/host"
 	"github.com/maskc/maskc/runtime/kcache"
@@ -96,9 +98,10 @@ func runRun(e *env, args []string) int {
 		return usageError(e.stderr, "--shape gives D = %d, but attention %s declares head_dim = %d", cfg.d, a.Name, a.HeadDim)
 	}
 	unit := compiler.New(u.prog, plan, compiler.Options{Kernel: codegen.Options{HeadDim: cfg.d, DType: cfg.dtype, SourceName: cfg.path}})
-	k, err := unit.Kernel(a.Name)
-	if err != nil {
-		return printRunError(e, err)
+	k, kd := unit.Kernel(a.Name)
+	if kd.HasErrors() {
+		printDiags(e.stderr, kd)
+		return exitError
 	}
 	fmt.Fprintf(e.stdout, "attention %s: %s\n", a.Name, planSummary(dec))
 	fmt.Fprintf(e.stdout, "kernel: %s %s head_dim %d %s, sparsity %s, scale %.6g\n", k.Name, k.DType, k.HeadDim, k.Layout, k.Sparsity, k.Scale)
@@ -356,12 +359,15 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/1e6) 
 // prints how the buffers were chosen.
 func (r *runner) drawInputs() (*hostInputs, error) {
 	cfg := r.cfg
-	rng := rand.New(rand.NewPCG(cfg.seed, cfg.seed^0x9e3779b97f4a7c15))
+	rng := harness.NewRand(cfg.seed)
 	in := &hostInputs{buffers: map[string][]byte{}}
 	in.env = &eval.Env{B: int64(cfg.b), H: int64(cfg.h), HKV: int64(cfg.hkv), Q: int64(cfg.sq), KV: int64(cfg.skv), Buffers: map[string]*eval.Tensor{}}
-	in.q, in.qRef = r.drawTensor(rng, cfg.h, cfg.sq)
-	in.k, in.kRef = r.drawTensor(rng, cfg.hkv, cfg.skv)
-	in.v, in.vRef = r.drawTensor(rng, cfg.hkv, cfg.skv)
+	draw := func(heads, n int) ([]uint16, *eval.Tensor) {
+		return harness.Tensor(rng, r.half, r.kernel.Layout, cfg.b, heads, n, cfg.d, cfg.check)
+	}
+	in.q, in.qRef = draw(cfg.h, cfg.sq)
+	in.k, in.kRef = draw(cfg.hkv, cfg.skv)
+	in.v, in.vRef = draw(cfg.hkv, cfg.skv)
 
 	var bufs []*check.Buffer
 	for _, b := range r.kernel.Buffers {
@@ -400,7 +406,7 @@ func (r *runner) drawInputs() (*hostInputs, error) {
 				return nil, fmt.Errorf("--buffer %s: %d values given, its shape %v holds %d", b.Name, len(vals), dims, n)
 			}
 		} else {
-			vals, how = randomBuffer(rng, b, dims, cfg.skv)
+			vals, how = harness.Buffer(rng, b.DType, b.Segments, dims, cfg.skv)
 		}
 		data, seen, err := host.EncodeBuffer(b.DType, vals)
 		if err != nil {
@@ -412,120 +418,9 @@ func (r *runner) drawInputs() (*hostInputs, error) {
 		} else {
 			in.env.Buffers[b.Name] = &eval.Tensor{Dims: dims, Data: seen}
 		}
-		fmt.Fprintf(r.e.stdout, "buffer %s %s%v: %s\n", b.Name, b.DType, dims, describeValues(seen, how, b.Segments, dims))
+		fmt.Fprintf(r.e.stdout, "buffer %s %s%v: %s\n", b.Name, b.DType, dims, harness.Describe(seen, how, b.Segments, dims, maxShownValues))
 	}
 	return in, nil
-}
-
-// drawTensor draws a [B, heads, n, D] tensor of normal values rounded to
-// the kernel's dtype: the device copy in the kernel's layout, and the
-// float64 bhsd copy for the reference (nil when --check is off).
-func (r *runner) drawTensor(rng *rand.Rand, heads, n int) ([]uint16, *eval.Tensor) {
-	B, D := r.cfg.b, r.cfg.d
-	dev := make([]uint16, B*heads*n*D)
-	var ref *eval.Tensor
-	if r.cfg.check {
-		ref = eval.NewTensor(B, heads, n, D)
-	}
-	bshd := r.kernel.Layout == "bshd"
-	i := 0
-	for b := 0; b < B; b++ {
-		for h := 0; h < heads; h++ {
-			for s := 0; s < n; s++ {
-				at := ((b*heads+h)*n + s) * D
-				if bshd {
-					at = ((b*n+s)*heads + h) * D
-				}
-				for d := 0; d < D; d++ {
-					v := r.half.Encode(rng.NormFloat64())
-					dev[at+d] = v
-					if ref != nil {
-						ref.Data[i] = float64(r.half.Decode(v))
-					}
-					i++
-				}
-			}
-		}
-	}
-	return dev, ref
-}
-
-// randomBuffer draws a default for a captured buffer and says how:
-// segments get random non-decreasing document ids per row, other ints
-// uniform values in [0, KV] (lengths and positions), bools fair coins and
-// floats standard normals.
-func randomBuffer(rng *rand.Rand, b *check.Buffer, dims []int, kv int) ([]float64, string) {
-	n := 1
-	for _, d := range dims {
-		n *= d
-	}
-	vals := make([]float64, n)
-	switch {
-	case b.Segments:
-		row := dims[len(dims)-1]
-		for start := 0; start < n; start += row {
-			docs := 1 + rng.IntN(min(row, 6))
-			cuts := rng.Perm(row - 1)[:docs-1] // document starts in 1..row-1
-			id := 0.0
-			starts := map[int]bool{}
-			for _, c := range cuts {
-				starts[c+1] = true
-			}
-			for i := 0; i < row; i++ {
-				if starts[i] {
-					id++
-				}
-				vals[start+i] = id
-			}
-		}
-		return vals, "random documents"
-	case host.IsInt(b.DType):
-		for i := range vals {
-			vals[i] = float64(rng.IntN(kv + 1))
-		}
-		return vals, fmt.Sprintf("random in [0, %d]", kv)
-	case b.DType == "bool":
-		for i := range vals {
-			vals[i] = float64(rng.IntN(2))
-		}
-		return vals, "random bools"
-	}
-	for i := range vals {
-		vals[i] = rng.NormFloat64()
-	}
-	return vals, "random normal"
-}
-
-// describeValues prints a buffer so that a run can be reproduced: short
-// ones in full (as --buffer takes them), segments as document lengths,
-// long ones summarised (--seed reproduces them).
-func describeValues(vals []float64, how string, segments bool, dims []int) string {
-	if len(vals) <= maxShownValues {
-		parts := make([]string, len(vals))
-		for i, v := range vals {
-			parts[i] = strconv.FormatFloat(v, 'g', -1, 64)
-		}
-		return how + ": " + strings.Join(parts, ",")
-	}
-	if segments {
-		row := dims[len(dims)-1]
-		var rows []string
-		for start := 0; start < len(vals); start += row {
-			var lens []string
-			run := 0
-			for i := start; i < start+row; i++ {
-				run++
-				if i == start+row-1 || vals[i+1] != vals[i] {
-					lens = append(lens, strconv.Itoa(run))
-					run = 0
-				}
-			}
-			rows = append(rows, strings.Join(lens, "+"))
-		}
-		return how + ", lengths " + strings.Join(rows, " | ")
-	}
-	lo, hi := slices.Min(vals), slices.Max(vals)
-	return fmt.Sprintf("%s, %d values in [%.4g, %.4g] (--seed reproduces them)", how, len(vals), lo, hi)
 }
 
 // deviceTensors are the device allocations of one run.
@@ -641,9 +536,11 @@ func countNaN(xs []float64) int {
 	return n
 }
 
-// reference computes the float64 reference attention of the inputs.
-func (r *runner) reference(in *hostInputs) (out, lse *eval.Tensor, err error) {
-	spec := eval.AttentionSpec{Scale: r.kernel.Scale, Sink: in.sink, Env: in.env}
+// reference computes the float64 reference attention of the inputs
+// (eval.Attention) on the given query rows, all when rows is nil: O as
+// [B, H, rows, D] and LSE as [B, H, rows].
+func (r *runner) reference(in *hostInputs, rows []int) (out, lse []float64, err error) {
+	spec := eval.AttentionSpec{Scale: r.kernel.Scale, Sink: in.sink, Env: in.env, Rows: rows}
 	var fn *eval.Func
 	if r.kernel.Mask != nil {
 		if fn, err = eval.Compile(r.kernel.Mask); err != nil {
@@ -657,11 +554,11 @@ func (r *runner) reference(in *hostInputs) (out, lse *eval.Tensor, err error) {
 		}
 		spec.Score = fn
 	}
-	out, lse, err = eval.Attention(spec, in.qRef, in.kRef, in.vRef)
+	o, l, err := eval.Attention(spec, in.qRef, in.kRef, in.vRef)
 	if err != nil {
 		return nil, nil, r.locate(err)
 	}
-	return out, lse, nil
+	return o.Data, l.Data, nil
 }
 
 // locate adds the .flex position to a reference evaluation error.
@@ -689,19 +586,18 @@ func (r *runner) check(in *hostInputs, out, lse []float64) (bool, error) {
 	var wantO, wantL []float64
 	what := "all rows"
 	if int64(cfg.b)*int64(cfg.h)*int64(cfg.sq)*int64(cfg.skv)*int64(cfg.d) <= checkWorkLimit {
-		refO, refL, err := r.reference(in)
-		if err != nil {
+		var err error
+		if wantO, wantL, err = r.reference(in, nil); err != nil {
 			return false, err
 		}
 		for i := 0; i < cfg.sq; i++ {
 			rows = append(rows, i)
 		}
-		wantO, wantL = refO.Data, refL.Data
 	} else {
 		budget := checkWorkLimit / (int64(cfg.b) * int64(cfg.h) * int64(cfg.skv) * int64(cfg.d))
-		rows = sampleRows(rand.New(rand.NewPCG(cfg.seed, 1)), cfg.sq, r.kernel.BlockM, int(min(budget, maxSampledRows)))
+		rows = harness.SampleRows(rand.New(rand.NewPCG(cfg.seed, 1)), cfg.sq, r.kernel.BlockM, int(min(budget, maxSampledRows)))
 		var err error
-		if wantO, wantL, err = r.referenceRows(in, rows); err != nil {
+		if wantO, wantL, err = r.reference(in, rows); err != nil {
 			return false, err
 		}
 		what = fmt.Sprintf("%d sampled rows", len(rows))
@@ -737,28 +633,6 @@ func (r *runner) check(in *hostInputs, out, lse []float64) (bool, error) {
 	return pass, nil
 }
 
-// sampleRows picks n query rows of sq (all when n >= sq): the first, the
-// last, the rows of the last (ragged) tile of blockM rows, and random ones,
-// in increasing order.
-func sampleRows(rng *rand.Rand, sq, blockM, n int) []int {
-	if n >= sq {
-		n = sq
-	}
-	pick := map[int]bool{0: true, sq - 1: true}
-	for i := (sq - 1) / blockM * blockM; i < sq && len(pick) < n; i++ {
-		pick[i] = true
-	}
-	for len(pick) < n {
-		pick[rng.IntN(sq)] = true
-	}
-	rows := make([]int, 0, len(pick))
-	for i := range pick {
-		rows = append(rows, i)
-	}
-	slices.Sort(rows)
-	return rows
-}
-
 // gatherRows picks the given query rows of O (from the kernel's layout) and
 // LSE, ordered [B, H, rows, D] and [B, H, rows].
 func (r *runner) gatherRows(out, lse []float64, rows []int) (o, l []float64) {
@@ -769,7 +643,7 @@ func (r *runner) gatherRows(out, lse []float64, rows []int) (o, l []float64) {
 		for h := 0; h < cfg.h; h++ {
 			for _, i := range rows {
 				at := ((b*cfg.h+h)*cfg.sq + i) * D
-				if r.kernel.Layout == "bshd" {
+				if r.kernel.Layout == hipsrc.LayoutBSHD {
 					at = ((b*cfg.sq+i)*cfg.h + h) * D
 				}
 				o = append(o, out[at:at+D]...)
@@ -778,99 +652,6 @@ func (r *runner) gatherRows(out, lse []float64, rows []int) (o, l []float64) {
 		}
 	}
 	return o, l
-}
-
-// referenceRows computes the float64 reference for the given query rows
-// only, with the semantics of eval.Attention (which computes every row):
-// masked pairs and -inf scores contribute nothing, the sink joins the
-// denominator, the row maximum (sink included) is subtracted, and a row
-// with nothing visible gives O = 0 and LSE = -inf (or the sink). The
-// results are ordered [B, H, rows, D] and [B, H, rows].
-func (r *runner) referenceRows(in *hostInputs, rows []int) (out, lse []float64, err error) {
-	cfg, D := r.cfg, r.cfg.d
-	var mask, score *eval.Bound
-	for _, m := range []struct {
-		l *dsl.Lowered
-		b **eval.Bound
-	}{{r.kernel.Mask, &mask}, {r.kernel.Score, &score}} {
-		if m.l == nil {
-			continue
-		}
-		fn, err := eval.Compile(m.l)
-		if err != nil {
-			return nil, nil, r.locate(err)
-		}
-		if *m.b, err = fn.Bind(in.env); err != nil {
-			return nil, nil, r.locate(err)
-		}
-	}
-	scale := r.kernel.Scale
-	group := cfg.h / cfg.hkv
-	s := make([]float64, cfg.skv)
-	acc := make([]float64, D)
-	for b := 0; b < cfg.b; b++ {
-		for h := 0; h < cfg.h; h++ {
-			kh := h / group
-			for _, i := range rows {
-				m := math.Inf(-1)
-				q := in.qRef.Data[((b*cfg.h+h)*cfg.sq+i)*D:][:D]
-				for j := 0; j < cfg.skv; j++ {
-					s[j] = math.Inf(-1)
-					if mask != nil {
-						ok, err := mask.Mask(int64(b), int64(h), int64(i), int64(j))
-						if err != nil {
-							return nil, nil, r.locate(err)
-						}
-						if !ok {
-							continue
-						}
-					}
-					k := in.kRef.Data[((b*cfg.hkv+kh)*cfg.skv+j)*D:][:D]
-					dot := 0.0
-					for d := range q {
-						dot += q[d] * k[d]
-					}
-					x := dot * scale
-					if score != nil {
-						if x, err = score.Score(x, int64(b), int64(h), int64(i), int64(j)); err != nil {
-							return nil, nil, r.locate(err)
-						}
-					}
-					s[j] = x
-					m = max(m, x)
-				}
-				if in.sink != nil {
-					m = max(m, in.sink[h])
-				}
-				clear(acc)
-				if math.IsInf(m, -1) {
-					out = append(out, acc...)
-					lse = append(lse, m)
-					continue
-				}
-				den := 0.0
-				if in.sink != nil {
-					den = math.Exp(in.sink[h] - m)
-				}
-				for j := 0; j < cfg.skv; j++ {
-					if math.IsInf(s[j], -1) {
-						continue
-					}
-					p := math.Exp(s[j] - m)
-					den += p
-					v := in.vRef.Data[((b*cfg.hkv+kh)*cfg.skv+j)*D:][:D]
-					for d := range acc {
-						acc[d] += p * v[d]
-					}
-				}
-				for d := range acc {
-					out = append(out, acc[d]/den)
-				}
-				lse = append(lse, m+math.Log(den))
-			}
-		}
-	}
-	return out, lse, nil
 }
 
 // compare returns ||got - want|| / ||want|| (the absolute norm when want

@@ -49,14 +49,14 @@ const (
 // device memory through the ABI exactly as a generated kernel does, so that
 // `maskc run` is tested end to end without a GPU.
 func cpuAttention(t *testing.T, file, name string, opts compiler.Options, fault faultKind) fake.Kernel {
-	u, err := compiler.CompileFile(file, opts)
-	if err != nil {
-		t.Fatal(err)
+	u, diags, err := compiler.CompileFile(file, opts)
+	if err != nil || diags.HasErrors() {
+		t.Fatal(err, diags)
 	}
 	a := u.Program.Attention(name)
-	k, err := u.Kernel(name)
-	if err != nil {
-		t.Fatal(err)
+	k, kd := u.Kernel(name)
+	if kd.HasErrors() {
+		t.Fatal(kd)
 	}
 	half, err := host.ParseHalf(k.DType)
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+
+	"github.com/maskc/maskc/hipsrc"
 )
 
 // BF16FromFloat32 rounds f to the nearest bf16 (ties to even); NaN stays a
@@ -135,20 +137,9 @@ func (h Half) Decode(v uint16) float32 {
 const NaN uint16 = 0xffff
 
 // ElemSize returns the bytes per element of a buffer element type (i32,
-// i64, f16, bf16, f32, f64, bool), or 0 for an unknown one.
-func ElemSize(dtype string) int {
-	switch dtype {
-	case "bool":
-		return 1
-	case "f16", "bf16":
-		return 2
-	case "i32", "f32":
-		return 4
-	case "i64", "f64":
-		return 8
-	}
-	return 0
-}
+// i64, f16, bf16, f32, f64, bool), or 0 for an unknown one: the kernel
+// ABI's hipsrc.BufferElemBytes.
+func ElemSize(dtype string) int { return hipsrc.BufferElemBytes(dtype) }
 
 // IsInt reports whether dtype is an integer type (i32 or i64).
 func IsInt(dtype string) bool { return dtype == "i32" || dtype == "i64" }

@@ -6,16 +6,16 @@
 //
 // DIR/<attention>.cu is the full self-contained source (prefixed with the
 // file's base name when two files declare the same attention name) and
-// DIR/manifest.json lists, per kernel, its name and source file, the
-// attention block and .flex file it came from, the configuration, the block
-// sparsity, the captured buffers in MaskcBuffers order and the mask and
-// score as PyTorch expressions. Attention blocks that cannot be generated
+// DIR/manifest.json (hipsrc/MANIFEST.md) the kernel ABI and, per kernel, its
+// name and source file, the attention block and .flex file it came from,
+// the configuration, the block sparsity, the captured buffers in
+// MaskcBuffers order, the launch per platform and the mask and score as
+// PyTorch expressions. Attention blocks that cannot be generated
 // are reported on stderr and listed under "skipped"; with -strict they make
 // the command fail.
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -24,75 +24,12 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/maskc/maskc/check"
-	"github.com/maskc/maskc/classify"
 	"github.com/maskc/maskc/codegen"
-	"github.com/maskc/maskc/parser"
+	"github.com/maskc/maskc/compiler"
+	"github.com/maskc/maskc/hipsrc"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
-
-// Manifest is the content of manifest.json.
-type Manifest struct {
-	// Version is the schema version, 1.
-	Version int `json:"version"`
-	// Kernels are the generated kernels in input order.
-	Kernels []ManifestKernel `json:"kernels"`
-	// Skipped are the attention blocks that could not be generated.
-	Skipped []Skipped `json:"skipped"`
-}
-
-// ManifestKernel describes one generated kernel.
-type ManifestKernel struct {
-	// Name identifies the kernel: the file name without .cu.
-	Name string `json:"name"`
-	// Source is the kernel's source file in the output directory.
-	Source string `json:"source"`
-	// Flex is the .flex file the attention block is declared in.
-	Flex           string           `json:"flex"`
-	Attention      string           `json:"attention"`
-	Pattern        string           `json:"pattern"`
-	Fallback       string           `json:"fallback,omitempty"`
-	Entry          string           `json:"entry"`
-	FlagsEntry     string           `json:"flags_entry,omitempty"`
-	HeadDim        int              `json:"head_dim"`
-	DType          string           `json:"dtype"`
-	Layout         string           `json:"layout"`
-	Scale          float64          `json:"scale"`
-	KVHeads        int              `json:"kv_heads"`
-	Sparsity       string           `json:"sparsity"`
-	SparsityReason string           `json:"sparsity_reason"`
-	HasMask        bool             `json:"has_mask"`
-	HasScore       bool             `json:"has_score"`
-	Sink           string           `json:"sink,omitempty"`
-	MaskUsesB      bool             `json:"mask_uses_b"`
-	MaskUsesH      bool             `json:"mask_uses_h"`
-	Buffers        []ManifestBuffer `json:"buffers"`
-	BlockM         int              `json:"block_m"`
-	BlockN         int              `json:"block_n"`
-	Threads        int              `json:"threads"`
-	// Launch is the key tile, block size and shared memory per platform
-	// ("amd", "nvidia", "nvidia-sm90a").
-	Launch     map[string]codegen.LaunchConfig `json:"launch"`
-	MaskTorch  string                          `json:"mask_torch"`
-	ScoreTorch string                          `json:"score_torch"`
-}
-
-// ManifestBuffer is one MaskcBuffers entry.
-type ManifestBuffer struct {
-	Name     string   `json:"name"`
-	Slot     int      `json:"slot"`
-	DType    string   `json:"dtype"`
-	Dims     []string `json:"dims"`
-	Segments bool     `json:"segments"`
-}
-
-// Skipped is an attention block that could not be generated.
-type Skipped struct {
-	Flex        string `json:"flex"`
-	Attention   string `json:"attention"`
-	Diagnostics string `json:"diagnostics"`
-}
 
 type defines map[string]string
 
@@ -134,64 +71,56 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	type job struct {
 		path string
-		prog *check.Program
-		plan *classify.Plan
+		unit *compiler.Unit
 	}
 	var jobs []job
 	count := map[string]int{}
 	failed := false
+	copts := compiler.Options{Defines: defs, Kernel: opts}
 	for _, path := range fs.Args() {
-		text, err := os.ReadFile(path)
+		text, err := compiler.ReadFile(path)
 		if err != nil {
 			fmt.Fprintln(stderr, err)
 			return 1
 		}
-		f, diags := parser.ParseFile(path, text)
-		if !diags.HasErrors() {
-			var p *check.Program
-			p, diags = check.Check(f, check.Options{Defines: defs})
-			if !diags.HasErrors() {
-				plan, _ := classify.Classify(p, classify.Options{})
-				jobs = append(jobs, job{path, p, plan})
-				for _, a := range p.Attentions {
-					count[a.Name]++
-				}
-				continue
-			}
+		c, diags := compiler.ParseAndCheck(path, text, copts)
+		if diags.HasErrors() {
+			fmt.Fprint(stderr, diags.Errors().Render())
+			failed = true
+			continue
 		}
-		fmt.Fprint(stderr, diags.Errors().Render())
-		failed = true
+		plan, _ := compiler.Classify(c.Program, copts)
+		jobs = append(jobs, job{path, compiler.New(c.Program, plan, copts)})
+		for _, a := range c.Program.Attentions {
+			count[a.Name]++
+		}
 	}
-	m := Manifest{Version: 1, Kernels: []ManifestKernel{}, Skipped: []Skipped{}}
+	m := hipsrc.NewManifest()
 	for _, j := range jobs {
-		for _, a := range j.prog.Attentions {
-			k, diags := codegen.Generate(j.prog, a, opts)
+		for _, name := range j.unit.Names() {
+			k, diags := j.unit.Kernel(name)
 			if diags.HasErrors() {
 				fmt.Fprint(stderr, diags.Errors().Render())
-				m.Skipped = append(m.Skipped, Skipped{Flex: j.path, Attention: a.Name, Diagnostics: diags.Errors().Render()})
+				m.Skipped = append(m.Skipped, hipsrc.Skipped{Flex: j.path, Attention: name, Diagnostics: diags.Errors().Render()})
 				if *strict {
 					failed = true
 				}
 				continue
 			}
-			file := a.Name + ".cu"
-			if count[a.Name] > 1 {
+			file := name + ".cu"
+			if count[name] > 1 {
 				file = strings.TrimSuffix(filepath.Base(j.path), ".flex") + "__" + file
 			}
 			if err := os.WriteFile(filepath.Join(*out, file), []byte(k.Source), 0o644); err != nil {
 				fmt.Fprintln(stderr, err)
 				return 1
 			}
-			m.Kernels = append(m.Kernels, manifestKernel(file, j.path, k, a, decision(j.plan, a.Name)))
+			m.Kernels = append(m.Kernels, compiler.KernelManifest(k, j.unit.Decision(name), file, j.path))
 		}
 	}
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false) // keep >= and & readable in the torch expressions
-	enc.SetIndent("", "  ")
-	err := enc.Encode(m)
+	b, err := m.Marshal()
 	if err == nil {
-		err = os.WriteFile(filepath.Join(*out, "manifest.json"), []byte(b.String()), 0o644)
+		err = os.WriteFile(filepath.Join(*out, hipsrc.ManifestFile), b, 0o644)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
@@ -202,31 +131,4 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
-}
-
-func decision(plan *classify.Plan, name string) *classify.Decision {
-	for _, d := range plan.Attentions {
-		if d.Name == name {
-			return d
-		}
-	}
-	return &classify.Decision{Pattern: "generated"}
-}
-
-func manifestKernel(file, source string, k *codegen.Kernel, a *check.Attention, d *classify.Decision) ManifestKernel {
-	mk := ManifestKernel{
-		Name: strings.TrimSuffix(file, ".cu"), Source: file, Flex: filepath.ToSlash(source), Attention: k.Name, Pattern: d.Pattern, Fallback: d.Fallback,
-		Entry: k.Entry, FlagsEntry: k.FlagsEntry, HeadDim: k.HeadDim, DType: k.DType, Layout: k.Layout,
-		Scale: k.Scale, KVHeads: k.KVHeads, Sparsity: k.Sparsity, SparsityReason: k.SparsityReason,
-		HasMask: k.HasMask, HasScore: k.HasScore, MaskUsesB: k.MaskUsesB, MaskUsesH: k.MaskUsesH,
-		Buffers: []ManifestBuffer{}, BlockM: k.BlockM, BlockN: k.BlockN, Threads: k.Threads,
-		Launch: k.Launch, MaskTorch: k.MaskTorch, ScoreTorch: k.ScoreTorch,
-	}
-	if a.Sink != nil {
-		mk.Sink = a.Sink.Name
-	}
-	for _, b := range k.Buffers {
-		mk.Buffers = append(mk.Buffers, ManifestBuffer{Name: b.Name, Slot: b.Slot, DType: b.DType, Dims: b.Dims, Segments: b.Segments})
-	}
-	return mk
 }

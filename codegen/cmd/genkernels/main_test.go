@@ -2,10 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/maskc/maskc/hipsrc"
 )
 
 func TestRun(t *testing.T) {
@@ -49,7 +53,7 @@ func TestRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var m Manifest
+			var m hipsrc.Manifest
 			if err := json.Unmarshal(b, &m); err != nil {
 				t.Fatal(err)
 			}
@@ -76,7 +80,7 @@ func TestManifestContent(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, "manifest.json"))
-	var m Manifest
+	var m hipsrc.Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
 	}
@@ -97,4 +101,87 @@ func TestManifestContent(t *testing.T) {
 func itoa(i int) string {
 	b, _ := json.Marshal(i)
 	return string(b)
+}
+
+// pythonReader loads gpu/maskc_gpu.py with a stand-in torch module (the
+// harness needs a GPU only to launch) and prints what it reads from the
+// manifest in DIR: struct sizes and offsets, the two grids for fixed
+// sizes, and each kernel's nvidia-sm90a launch.
+const pythonReader = `
+import sys, types, ctypes, json
+class _Torch(types.ModuleType):
+    def __getattr__(self, name):
+        return name
+sys.modules["torch"] = _Torch("torch")
+sys.path.insert(0, sys.argv[1])
+import maskc_gpu as mg
+abi, kernels = mg.load_manifest(sys.argv[2])
+sizes = {"B": 3, "H": 5, "Sq": 1000, "Skv": 777}
+out = {
+    "shape": [ctypes.sizeof(abi.Shape), abi.Shape.scale.offset, abi.Shape.tile_flags.offset],
+    "buffers": [ctypes.sizeof(abi.Buffers), abi.Buffers.dim.offset],
+    "fwd": list(abi.grid("maskc_attn_fwd", sizes, 64)),
+    "flags": list(abi.grid("maskc_tile_flags", sizes, 64)),
+    "launch": [k["launch"]["nvidia-sm90a"] for k in kernels],
+    "max_seq_len": abi.max_seq_len,
+}
+print(json.dumps(out))
+`
+
+// TestPythonHarnessReadsManifest checks that gpu/maskc_gpu.py, which
+// launches kernels from manifest.json alone, reads from it the layouts,
+// grids and launch configuration hipsrc defines.
+func TestPythonHarnessReadsManifest(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("python3 is required in CI")
+		}
+		t.Skip("python3 not found")
+	}
+	dir := t.TempDir()
+	var stdout, stderr strings.Builder
+	if code := run([]string{"-o", dir, "../../testdata/golden/lookup.flex"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	out, err := exec.Command(python, "-c", pythonReader, "../../../gpu", dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("python: %v\n%s", err, out)
+	}
+	var got struct {
+		Shape, Buffers, Fwd, Flags []int
+		Launch                     []hipsrc.LaunchConfig
+		MaxSeqLen                  int `json:"max_seq_len"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	scale, _ := hipsrc.ShapeStruct.Field("scale")
+	flags, _ := hipsrc.ShapeStruct.Field("tile_flags")
+	dim, _ := hipsrc.BuffersStruct.Field("dim")
+	fwd, fl := hipsrc.AttnGrid(3, 5, 1000), hipsrc.FlagsGrid(64, 1000, 777)
+	launch, _ := hipsrc.Launches(128)
+	want := []struct {
+		what      string
+		got, want any
+	}{
+		{"MaskcShape", got.Shape, []int{hipsrc.ShapeStruct.Size, scale.Offset, flags.Offset}},
+		{"MaskcBuffers", got.Buffers, []int{hipsrc.BuffersStruct.Size, dim.Offset}},
+		{"forward grid", got.Fwd, fwd[:]},
+		{"flags grid", got.Flags, fl[:]},
+		{"max_seq_len", got.MaxSeqLen, hipsrc.MaxSeqLen},
+	}
+	for _, w := range want {
+		if fmt.Sprint(w.got) != fmt.Sprint(w.want) {
+			t.Errorf("%s: python reads %v, hipsrc defines %v", w.what, w.got, w.want)
+		}
+	}
+	if len(got.Launch) == 0 {
+		t.Fatal("no kernels read")
+	}
+	for _, l := range got.Launch {
+		if l != launch["nvidia-sm90a"] {
+			t.Errorf("sm90a launch: python reads %+v, hipsrc defines %+v", l, launch["nvidia-sm90a"])
+		}
+	}
 }

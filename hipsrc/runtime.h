@@ -1,21 +1,13 @@
 // ---------------------------------------------------------------------------
-// maskc generated-code runtime: the ABI struct for captured buffers and the
-// helpers that give generated mask/score functions Python's semantics.
+// maskc generated-code runtime: the helpers that give generated mask/score
+// functions Python's semantics.
 // Self-contained (no headers) so that it compiles with hipcc, nvcc, NVRTC and,
 // for maskc's own tests, a host C++ compiler.
 // ---------------------------------------------------------------------------
 #ifndef MASKC_CODEGEN_RUNTIME
 #define MASKC_CODEGEN_RUNTIME
 
-#ifndef MASKC_BUFFERS_DEFINED
-#define MASKC_BUFFERS_DEFINED
-// Captured tensors in declaration order: ptr[i] is the data (row-major,
-// contiguous), dim[i] its extents (a 1-D buffer has dim[i][1] == 1).
-struct MaskcBuffers {
-  const void* ptr[8];
-  long long dim[8][2];
-};
-#endif
+// struct MaskcBuffers comes from abi.h, which precedes this file.
 
 // Python floor division on ints. Python raises on a zero divisor; a kernel
 // cannot, so x // 0 is 0. x // -1 is computed without the INT64_MIN trap.

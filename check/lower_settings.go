@@ -1,9 +1,93 @@
-package codegen
+package check
 
-import (
-	"github.com/maskc/maskc/check"
-	"github.com/maskc/maskc/dsl"
+import "github.com/maskc/maskc/dsl"
+
+// Origin says where an attention block's mask or score came from.
+type Origin int
+
+const (
+	// OriginNone: the block has none (every pair is kept; the scaled logit
+	// is used as is).
+	OriginNone Origin = iota
+	// OriginMod: the `mask` or `score` setting, a mod.
+	OriginMod
+	// OriginSettings: the trainer-style `causal` and `window` settings,
+	// lowered by settingsMask.
+	OriginSettings
+	// OriginAlibi: the `alibi = slopes` setting, lowered by settingsScore.
+	OriginAlibi
 )
+
+// String returns "none", "mod", "settings" or "alibi".
+func (o Origin) String() string {
+	return [...]string{"none", "mod", "settings", "alibi"}[o]
+}
+
+// Defaults of the settings that a block may leave out.
+const (
+	// DefaultHeadDim is the head dimension of a block without head_dim.
+	DefaultHeadDim = 128
+	// DefaultDType is the element type of a block without dtype.
+	DefaultDType = "bf16"
+	// DefaultLayout is the layout of a block without layout.
+	DefaultLayout = "bshd"
+)
+
+// lowerSettings makes the block's trainer-style settings its mask and score
+// (once, here, for every consumer: classifier, generator, evaluator) and
+// records where each came from. A mask or score mod takes precedence; the
+// classifier and the generator refuse a block that has both.
+func lowerSettings(a *Attention) {
+	switch {
+	case a.Mask != nil:
+		a.MaskOrigin = OriginMod
+	default:
+		if a.Mask = settingsMask(a); a.Mask != nil {
+			a.MaskOrigin = OriginSettings
+		}
+	}
+	switch {
+	case a.Score != nil:
+		a.ScoreOrigin = OriginMod
+	default:
+		if a.Score = settingsScore(a); a.Score != nil {
+			a.ScoreOrigin = OriginAlibi
+		}
+	}
+}
+
+// ResolvedHeadDim is the block's head_dim, else DefaultHeadDim.
+func (a *Attention) ResolvedHeadDim() int {
+	if a.HeadDim > 0 {
+		return a.HeadDim
+	}
+	return DefaultHeadDim
+}
+
+// ResolvedDType is the block's dtype, else DefaultDType.
+func (a *Attention) ResolvedDType() string {
+	if a.DType != "" {
+		return a.DType
+	}
+	return DefaultDType
+}
+
+// ResolvedLayout is the block's layout, else DefaultLayout.
+func (a *Attention) ResolvedLayout() string {
+	if a.Layout != "" {
+		return a.Layout
+	}
+	return DefaultLayout
+}
+
+// ScaleFor is the softmax scale of the block at head dimension headDim:
+// its scale setting, else dsl.DefaultScale(headDim).
+func (a *Attention) ScaleFor(headDim int) float64 {
+	if a.Scale != nil {
+		return *a.Scale
+	}
+	return dsl.DefaultScale(headDim)
+}
 
 // settingsMask returns the mask that a block's trainer-style `causal` and
 // `window` settings mean, as a lowered expression, or nil when the block
@@ -16,7 +100,7 @@ import (
 // over d = q - kv - Q + KV: d <= left (unless -1) and -d <= right (unless
 // -1). The generated fallback kernel then computes exactly what Turbo's call
 // computes, for every Sq and Skv.
-func settingsMask(a *check.Attention) *dsl.Lowered {
+func settingsMask(a *Attention) *dsl.Lowered {
 	left, right := int64(-1), int64(-1)
 	if a.Window != nil {
 		left, right = a.Window[0], a.Window[1]
@@ -69,7 +153,7 @@ func settingsMask(a *check.Attention) *dsl.Lowered {
 // slopes` setting means, or nil without one. The Turbo kernels add
 // -slope * |q + KV - Q - kv| (bottom-right aligned, both sides of the
 // diagonal), with slopes of shape [H] or [B, H].
-func settingsScore(a *check.Attention) *dsl.Lowered {
+func settingsScore(a *Attention) *dsl.Lowered {
 	if a.Alibi == nil {
 		return nil
 	}

@@ -1,9 +1,7 @@
-package genkernel
+package compiler
 
 import (
 	"os"
-	"regexp"
-	"strings"
 	"testing"
 	"unsafe"
 
@@ -15,7 +13,7 @@ import (
 	"github.com/maskc/maskc/runtime/fake"
 )
 
-func generate(t *testing.T, path string) (*check.Program, *codegen.Kernel) {
+func generateFirst(t *testing.T, path string) (*check.Program, *codegen.Kernel) {
 	t.Helper()
 	text, err := os.ReadFile(path)
 	if err != nil {
@@ -40,12 +38,12 @@ func generate(t *testing.T, path string) (*check.Program, *codegen.Kernel) {
 // captured buffer and launches it on the fake device, checking what the
 // kernel receives.
 func TestDocumentKernelLaunches(t *testing.T) {
-	p, k := generate(t, "../../examples/document_causal.flex")
+	p, k := generateFirst(t, "../examples/document_causal.flex")
 	for _, tt := range []struct{ backend, arch, platform string }{
 		{"cuda", "sm_80", "nvidia"}, {"hip", "gfx942", "amd"}, {"cuda", "sm_90", "nvidia-sm90a"},
 	} {
 		backend, platform := tt.backend, tt.platform
-		spec, err := Spec(p, k, backend, tt.arch)
+		spec, err := KernelSpec(p, k, backend, tt.arch)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +58,7 @@ func TestDocumentKernelLaunches(t *testing.T) {
 				backend, spec.NumThreads, spec.SharedBytes, spec.HeadDim, len(spec.Buffers), spec.Sparsity, want)
 		}
 	}
-	spec, err := Spec(p, k, "fake", "")
+	spec, err := KernelSpec(p, k, "fake", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +86,7 @@ func TestDocumentKernelLaunches(t *testing.T) {
 		}
 		return p
 	}
-	shape := Shape(k, 2, 4, 4, 1000, 1500)
+	shape := KernelShape(k, 2, 4, 4, 1000, 1500)
 	if err := attn.Forward(0, alloc(), alloc(), alloc(), alloc(), alloc(), shape, []runtime.DevicePtr{alloc()}); err != nil {
 		t.Fatal(err)
 	}
@@ -103,34 +101,11 @@ func TestDocumentKernelLaunches(t *testing.T) {
 	}
 }
 
-// structDecl returns `struct name { ... };` from C source with comments
-// removed and whitespace collapsed, or "".
-func structDecl(src, name string) string {
-	src = regexp.MustCompile(`//[^\n]*`).ReplaceAllString(src, "")
-	m := regexp.MustCompile(`struct ` + name + ` \{[^}]*\};`).FindString(strings.Join(strings.Fields(src), " "))
-	return m
-}
-
-// TestABIStructsMatchTheTemplate keeps the runtime's mirror of MaskcShape
-// and MaskcBuffers equal to the declarations the kernels are compiled with.
-func TestABIStructsMatchTheTemplate(t *testing.T) {
-	for _, tc := range []struct{ name, src string }{
-		{"MaskcShape", hipsrc.AttnFwd},
-		{"MaskcBuffers", codegen.RuntimeSource},
-	} {
-		want := structDecl(runtime.CDecls, tc.name)
-		got := structDecl(tc.src, tc.name)
-		if want == "" || got != want {
-			t.Errorf("struct %s differs:\n template: %s\n runtime:  %s", tc.name, got, want)
-		}
-	}
-}
-
 // TestLaunchGeometryMatchesTheTemplate checks the grids the launcher uses
 // against hipsrc's, for the forward and the PREPASS kernel.
 func TestLaunchGeometryMatchesTheTemplate(t *testing.T) {
-	p, k := generate(t, "../../examples/document_causal.flex")
-	spec, err := Spec(p, k, "cuda", "sm_80")
+	p, k := generateFirst(t, "../examples/document_causal.flex")
+	spec, err := KernelSpec(p, k, "cuda", "sm_80")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +125,7 @@ func TestLaunchGeometryMatchesTheTemplate(t *testing.T) {
 	defer attn.Close()
 	ptr := func() runtime.DevicePtr { p, _ := d.Alloc(64); return p }
 	const B, H, Sq, Skv = 3, 5, 1000, 777
-	if err := attn.Forward(0, ptr(), ptr(), ptr(), ptr(), ptr(), Shape(k, B, H, H, Sq, Skv), []runtime.DevicePtr{ptr()}); err != nil {
+	if err := attn.Forward(0, ptr(), ptr(), ptr(), ptr(), ptr(), KernelShape(k, B, H, H, Sq, Skv), []runtime.DevicePtr{ptr()}); err != nil {
 		t.Fatal(err)
 	}
 	dim := func(g [3]int) runtime.Dim3 { return runtime.Dim3{X: uint32(g[0]), Y: uint32(g[1]), Z: uint32(g[2])} }

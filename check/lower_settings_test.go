@@ -1,12 +1,14 @@
-package codegen
+package check_test
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/maskc/maskc/check"
+	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/eval"
 	"github.com/maskc/maskc/parser"
 )
@@ -31,7 +33,9 @@ func TestSettingsMaskMatchesContract(t *testing.T) {
 		require.False(t, pd.HasErrors(), pd.Render())
 		p, cd := check.Check(f, check.Options{})
 		require.False(t, cd.HasErrors(), cd.Render())
-		l := settingsMask(p.Attentions[0])
+		a := p.Attentions[0]
+		require.Equal(t, check.OriginSettings, a.MaskOrigin)
+		l := a.Mask
 		require.NotNil(t, l, tc.settings)
 		fn, err := eval.Compile(l)
 		require.NoError(t, err)
@@ -60,7 +64,9 @@ func TestSettingsScoreMatchesContract(t *testing.T) {
 	require.False(t, pd.HasErrors(), pd.Render())
 	p, cd := check.Check(f, check.Options{})
 	require.False(t, cd.HasErrors(), cd.Render())
-	l := settingsScore(p.Attentions[0])
+	a := p.Attentions[0]
+	require.Equal(t, check.OriginAlibi, a.ScoreOrigin)
+	l := a.Score
 	fn, err := eval.Compile(l)
 	require.NoError(t, err)
 	slopes := &eval.Tensor{Dims: []int{2}, Data: []float64{0.5, 0.25}}
@@ -78,4 +84,52 @@ func TestSettingsScoreMatchesContract(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestSettingsResolve pins where each block's mask and score come from
+// and the defaults check resolves (head_dim, dtype, layout, scale).
+func TestSettingsResolve(t *testing.T) {
+	src := `buffer slopes: f32[H]
+mask m(b, h, q, kv) = q >= kv
+attention plain {
+}
+attention swa {
+    causal = true
+    window = (7, 0)
+    alibi = slopes
+    head_dim = 64
+}
+attention modded {
+    mask = m
+    scale = 0.5
+    dtype = fp16
+    layout = bhsd
+}
+`
+	f, pd := parser.ParseFile("s.flex", []byte(src))
+	require.False(t, pd.HasErrors(), pd.Render())
+	p, cd := check.Check(f, check.Options{})
+	require.False(t, cd.HasErrors(), cd.Render())
+	tests := []struct {
+		name          string
+		mask, score   check.Origin
+		headDim       int
+		dtype, layout string
+		scale         float64
+	}{
+		{"plain", check.OriginNone, check.OriginNone, 128, "bf16", "bshd", 1 / math.Sqrt(128)},
+		{"swa", check.OriginSettings, check.OriginAlibi, 64, "bf16", "bshd", 0.125},
+		{"modded", check.OriginMod, check.OriginNone, 128, "fp16", "bhsd", 0.5},
+	}
+	for _, tt := range tests {
+		a := p.Attention(tt.name)
+		require.Equal(t, tt.mask, a.MaskOrigin, tt.name)
+		require.Equal(t, tt.score, a.ScoreOrigin, tt.name)
+		require.Equal(t, tt.mask == check.OriginNone, a.Mask == nil, tt.name)
+		require.Equal(t, tt.headDim, a.ResolvedHeadDim(), tt.name)
+		require.Equal(t, tt.dtype, a.ResolvedDType(), tt.name)
+		require.Equal(t, tt.layout, a.ResolvedLayout(), tt.name)
+		require.InDelta(t, tt.scale, a.ScaleFor(a.ResolvedHeadDim()), 1e-15, tt.name)
+	}
+	require.Equal(t, 1/math.Sqrt(64), dsl.DefaultScale(64))
 }

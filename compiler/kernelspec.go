@@ -1,7 +1,9 @@
-// Package genkernel connects the code generator to the runtime: it turns a
-// *codegen.Kernel (and the checked program it came from) into the
-// runtime.AttentionSpec and runtime.Shape the attention launcher takes.
-package genkernel
+package compiler
+
+// This file connects the code generator to the runtime (formerly package
+// runtime/genkernel): it turns a *codegen.Kernel and the checked program it
+// came from into the runtime.AttentionSpec and runtime.Shape the attention
+// launcher takes, so that runtime imports neither check nor codegen.
 
 import (
 	"fmt"
@@ -13,15 +15,15 @@ import (
 	"github.com/maskc/maskc/runtime"
 )
 
-// Spec describes kernel k of program p for a device of the given backend
+// KernelSpec describes kernel k of program p for a device of the given backend
 // ("cuda", "hip" or "fake") and architecture ("sm_90", "gfx942", ...),
 // which decide the kernel variant and its block shape (hipsrc.ForDevice):
 // on Hopper the sm_90a warpgroup-MMA kernel, compiled for sm_90a.
-func Spec(p *check.Program, k *codegen.Kernel, backend, arch string) (runtime.AttentionSpec, error) {
+func KernelSpec(p *check.Program, k *codegen.Kernel, backend, arch string) (runtime.AttentionSpec, error) {
 	platform := hipsrc.ForDevice(backend, arch)
 	launch, ok := k.Launch[platform.String()]
 	if !ok {
-		return runtime.AttentionSpec{}, fmt.Errorf("genkernel: kernel %s has no launch configuration for %s", k.Name, platform)
+		return runtime.AttentionSpec{}, fmt.Errorf("compiler: kernel %s has no launch configuration for %s", k.Name, platform)
 	}
 	spec := runtime.AttentionSpec{
 		Source: k.Source, Name: k.Name + ".cu", Flex: p.File.Source,
@@ -40,18 +42,18 @@ func Spec(p *check.Program, k *codegen.Kernel, backend, arch string) (runtime.At
 	case codegen.SparsityNone:
 		spec.Sparsity = runtime.SparsityNone
 	default:
-		return spec, fmt.Errorf("genkernel: kernel %s has unknown sparsity %q", k.Name, k.Sparsity)
+		return spec, fmt.Errorf("compiler: kernel %s has unknown sparsity %q", k.Name, k.Sparsity)
 	}
 	for _, b := range k.Buffers {
 		if b.Slot != len(spec.Buffers) {
-			return spec, fmt.Errorf("genkernel: buffer %s is in slot %d, expected %d", b.Name, b.Slot, len(spec.Buffers))
+			return spec, fmt.Errorf("compiler: buffer %s is in slot %d, expected %d", b.Name, b.Slot, len(spec.Buffers))
 		}
 		decl := findBuffer(p, b.Decl)
 		if decl == nil {
-			return spec, fmt.Errorf("genkernel: buffer %s is not declared in the program", b.Name)
+			return spec, fmt.Errorf("compiler: buffer %s is not declared in the program", b.Name)
 		}
 		if len(decl.Dims) < 1 || len(decl.Dims) > 2 {
-			return spec, fmt.Errorf("genkernel: buffer %s has %d dimensions; the kernel ABI takes 1 or 2", b.Name, len(decl.Dims))
+			return spec, fmt.Errorf("compiler: buffer %s has %d dimensions; the kernel ABI takes 1 or 2", b.Name, len(decl.Dims))
 		}
 		dims := decl.Dims
 		spec.Buffers = append(spec.Buffers, runtime.BufferSpec{Name: b.Name, Dims: func(s runtime.Sizes) [2]int64 {
@@ -75,11 +77,11 @@ func findBuffer(p *check.Program, decl *dsl.BufferDecl) *check.Buffer {
 	return nil
 }
 
-// Shape is the launch shape for dense tensors in the kernel's layout, with
+// KernelShape is the launch shape for dense tensors in the kernel's layout, with
 // the kernel's softmax scale.
-func Shape(k *codegen.Kernel, b, h, hkv, sq, skv int) runtime.Shape {
+func KernelShape(k *codegen.Kernel, b, h, hkv, sq, skv int) runtime.Shape {
 	layout := runtime.BSHD
-	if k.Layout == "bhsd" {
+	if k.Layout == hipsrc.LayoutBHSD {
 		layout = runtime.BHSD
 	}
 	s := runtime.ContiguousShape(layout, b, h, hkv, sq, skv, k.HeadDim)

@@ -1,0 +1,398 @@
+package hipsrc
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// The kernel ABI: the one definition of what a launcher passes to a
+// generated kernel and how it launches it. Everything else derives from it:
+// the C declarations compiled into every kernel (ABIHeader, abi.h), the Go
+// runtime's argument structs (checked against ShapeStruct and BuffersStruct
+// by its tests), and the "abi" section of manifest.json (MANIFEST.md), which
+// gpu/maskc_gpu.py and the Python package read.
+
+// ABIVersion is the version of the kernel ABI and of the manifest schema
+// (MANIFEST.md); it changes whenever a struct, an entry point, the grid
+// rule or a manifest field changes meaning.
+const ABIVersion = 2
+
+// MaxSeqLen is the longest Sq and Skv a kernel may be launched with:
+// 2^31 - 257. MaskcShape's lengths are C ints with 256 of headroom for tile
+// arithmetic, and the code generator narrows index arithmetic to 32 bits
+// under exactly this bound; every launcher refuses longer sequences.
+const MaxSeqLen = math.MaxInt32 - 256
+
+// Entry point names (C linkage).
+const (
+	// AttentionEntry is the forward kernel.
+	AttentionEntry = "maskc_attn_fwd"
+	// TileFlagsEntry is the pre-pass kernel of SparsityPrepass kernels.
+	TileFlagsEntry = "maskc_tile_flags"
+)
+
+// Limits of MaskcBuffers, the struct that carries captured tensors.
+const (
+	// MaxBuffers is the number of captured tensors a kernel can take.
+	MaxBuffers = 8
+	// MaxBufferRank is the number of dimensions a captured tensor can have.
+	MaxBufferRank = 2
+)
+
+// Tile flag values written by maskc_tile_flags, one byte per tile.
+const (
+	// TileEmpty: every (q, kv) of the tile is masked out; the forward skips it.
+	TileEmpty = 0
+	// TilePartial: some are kept; the forward applies the mask.
+	TilePartial = 1
+	// TileFull: all are kept; the forward skips the mask.
+	TileFull = 2
+)
+
+// Sparsity says how a generated kernel skips masked-out tiles; the string
+// is the manifest's and the plan's spelling.
+type Sparsity string
+
+const (
+	// SparsityAnalytic: closed-form maskc_kv_range and maskc_tile_full.
+	SparsityAnalytic Sparsity = "analytic"
+	// SparsityPrepass: maskc_tile_flags runs before every forward and
+	// writes per-tile flags that the forward reads.
+	SparsityPrepass Sparsity = "prepass"
+	// SparsityNone: the mask is evaluated on every tile.
+	SparsityNone Sparsity = "none"
+)
+
+// Field is one member of an ABI struct, with its LP64 layout.
+type Field struct {
+	// Name is the C member name.
+	Name string `json:"name"`
+	// CType is the element's C type: "int", "long long", "float" or a
+	// pointer ("const float*", "const unsigned char*", "const void*").
+	CType string `json:"c_type"`
+	// Dims are the array extents (none for a scalar).
+	Dims []int `json:"dims,omitempty"`
+	// Offset is the byte offset in the struct.
+	Offset int `json:"offset"`
+	// Size is the member's size in bytes (all elements).
+	Size int `json:"size"`
+	// Doc is the comment beside the member in abi.h.
+	Doc string `json:"doc,omitempty"`
+}
+
+// Struct is a C struct passed by value to the kernels, laid out as on every
+// LP64 host and device maskc targets (x86-64, aarch64, amdgcn, nvptx64).
+type Struct struct {
+	// Name is the C struct name.
+	Name string `json:"name"`
+	// Doc is the comment above the struct in abi.h.
+	Doc string `json:"doc,omitempty"`
+	// Fields are the members in order.
+	Fields []Field `json:"fields"`
+	// Size and Align are sizeof and alignof.
+	Size  int `json:"size"`
+	Align int `json:"align"`
+}
+
+// scalarSize is the LP64 size (and alignment) of a scalar C type.
+func scalarSize(ctype string) int {
+	switch {
+	case strings.HasSuffix(ctype, "*"), ctype == "long long":
+		return 8
+	case ctype == "int", ctype == "float":
+		return 4
+	}
+	panic("hipsrc: no layout for C type " + ctype)
+}
+
+// layout computes offsets, sizes and alignment.
+func layout(name, doc string, fields ...Field) Struct {
+	s := Struct{Name: name, Doc: doc, Align: 1}
+	off := 0
+	for _, f := range fields {
+		sz := scalarSize(f.CType)
+		off = (off + sz - 1) / sz * sz
+		f.Offset = off
+		f.Size = sz
+		for _, d := range f.Dims {
+			f.Size *= d
+		}
+		off += f.Size
+		s.Align = max(s.Align, sz)
+		s.Fields = append(s.Fields, f)
+	}
+	s.Size = (off + s.Align - 1) / s.Align * s.Align
+	return s
+}
+
+// Field returns the member called name, or false.
+func (s Struct) Field(name string) (Field, bool) {
+	for _, f := range s.Fields {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return Field{}, false
+}
+
+// ShapeStruct is struct MaskcShape: the sizes and strides of one launch.
+var ShapeStruct = layout("MaskcShape", "Shapes and strides of one launch (the same value for both entry points).",
+	Field{Name: "B", CType: "int", Doc: "batch"},
+	Field{Name: "H", CType: "int", Doc: "query heads"},
+	Field{Name: "HKV", CType: "int", Doc: "key/value heads; query head h reads kv head h / (H / HKV)"},
+	Field{Name: "Sq", CType: "int", Doc: "query length"},
+	Field{Name: "Skv", CType: "int", Doc: "key/value length"},
+	Field{Name: "q_stride", CType: "long long", Dims: []int{3}, Doc: "elements, for (batch, head, seq)"},
+	Field{Name: "k_stride", CType: "long long", Dims: []int{3}},
+	Field{Name: "v_stride", CType: "long long", Dims: []int{3}},
+	Field{Name: "o_stride", CType: "long long", Dims: []int{3}},
+	Field{Name: "scale", CType: "float", Doc: "softmax scale applied to q.k (> 0)"},
+	Field{Name: "sink", CType: "const float*", Doc: "nullptr or [H] fp32 sink logits"},
+	Field{Name: "tile_flags", CType: "const unsigned char*", Doc: "nullptr unless SparsityPrepass: maskc_tile_flags's output"},
+)
+
+// BuffersStruct is struct MaskcBuffers: the captured tensors, by slot.
+var BuffersStruct = layout("MaskcBuffers", "Captured tensors by slot (declaration order of the buffers the kernel reads): ptr[i] is\n"+
+	"the data (row-major, contiguous), dim[i] its extents (a 1-D buffer has dim[i][1] == 1).",
+	Field{Name: "ptr", CType: "const void*", Dims: []int{MaxBuffers}},
+	Field{Name: "dim", CType: "long long", Dims: []int{MaxBuffers, MaxBufferRank}},
+)
+
+// Structs are the ABI structs in declaration order.
+var Structs = []Struct{ShapeStruct, BuffersStruct}
+
+// CDecl returns the C declaration of s.
+func (s Struct) CDecl() string {
+	var b strings.Builder
+	for _, l := range strings.Split(s.Doc, "\n") {
+		b.WriteString("// " + l + "\n")
+	}
+	fmt.Fprintf(&b, "struct %s {\n", s.Name)
+	for _, f := range s.Fields {
+		decl := f.CType + " " + f.Name
+		for _, d := range f.Dims {
+			decl += fmt.Sprintf("[%d]", d)
+		}
+		decl += ";"
+		if f.Doc != "" {
+			decl = fmt.Sprintf("%-36s // %s", decl, f.Doc)
+		}
+		b.WriteString("  " + decl + "\n")
+	}
+	b.WriteString("};\n")
+	return b.String()
+}
+
+// Param is one parameter of an entry point.
+type Param struct {
+	// Name is the parameter name.
+	Name string `json:"name"`
+	// CType is its C type; "T" is the kernel's element type (the 16-bit
+	// storage of its dtype), passed as a device pointer.
+	CType string `json:"c_type"`
+	// Doc says what it holds.
+	Doc string `json:"doc,omitempty"`
+}
+
+// GridDim is one dimension of a launch grid: ceil(Size / Tile), where Size
+// is one of the launch sizes "B", "H", "Sq", "Skv" or "1" and Tile is
+// "block_m", "block_n" (the platform's key tile) or "" (1).
+type GridDim struct {
+	// Size is the launch size divided.
+	Size string `json:"size"`
+	// Tile is the divisor, empty for 1.
+	Tile string `json:"tile,omitempty"`
+}
+
+// Entry is one kernel entry point and how it is launched.
+type Entry struct {
+	// Name is the C symbol.
+	Name string `json:"name"`
+	// Params are the kernel parameters in order.
+	Params []Param `json:"params"`
+	// Grid is the launch grid (x, y, z).
+	Grid [3]GridDim `json:"grid"`
+	// SharedMem says whether the launch takes the kernel's dynamic shared
+	// memory (the platform's shared_mem_bytes) or none.
+	SharedMem bool `json:"shared_mem"`
+	// When says when it is launched: "always" or "prepass" (only kernels
+	// of sparsity prepass, before the forward, on the same stream).
+	When string `json:"when"`
+}
+
+// Entries are the entry points; every launch uses the platform's threads
+// per block (one dimension).
+var Entries = []Entry{
+	{
+		Name: AttentionEntry,
+		Params: []Param{
+			{Name: "Q", CType: "const T*", Doc: "[B, Sq, H, D] (bshd) or [B, H, Sq, D] (bhsd), strides in shape"},
+			{Name: "K", CType: "const T*", Doc: "like Q with HKV heads and Skv positions"},
+			{Name: "V", CType: "const T*", Doc: "like K"},
+			{Name: "O", CType: "T*", Doc: "like Q"},
+			{Name: "LSE", CType: "float*", Doc: "[B, H, Sq] natural-log logsumexp, contiguous"},
+			{Name: "shape", CType: "MaskcShape"},
+			{Name: "buf", CType: "MaskcBuffers"},
+		},
+		Grid:      [3]GridDim{{Size: "Sq", Tile: "block_m"}, {Size: "H"}, {Size: "B"}},
+		SharedMem: true,
+		When:      "always",
+	},
+	{
+		Name: TileFlagsEntry,
+		Params: []Param{
+			{Name: "shape", CType: "MaskcShape"},
+			{Name: "buf", CType: "MaskcBuffers"},
+			{Name: "flags", CType: "unsigned char*", Doc: "tile flags, the buffer shape.tile_flags points at"},
+		},
+		Grid:      [3]GridDim{{Size: "Skv", Tile: "block_n"}, {Size: "Sq", Tile: "block_m"}, {Size: "1"}},
+		SharedMem: false,
+		When:      "prepass",
+	},
+}
+
+// LaunchSizes are the sizes a grid rule reads.
+type LaunchSizes struct {
+	// B, H, Sq and Skv are batch, query heads, query and key/value length.
+	B, H, Sq, Skv int
+}
+
+// Eval returns the grid of e for sizes, on a platform whose key tile is
+// blockN keys.
+func (e Entry) Eval(sz LaunchSizes, blockN int) [3]int {
+	var g [3]int
+	for i, d := range e.Grid {
+		n := 1
+		switch d.Size {
+		case "B":
+			n = sz.B
+		case "H":
+			n = sz.H
+		case "Sq":
+			n = sz.Sq
+		case "Skv":
+			n = sz.Skv
+		}
+		switch d.Tile {
+		case "block_m":
+			n = ceilDiv(n, BlockM)
+		case "block_n":
+			n = ceilDiv(n, blockN)
+		}
+		g[i] = n
+	}
+	return g
+}
+
+// TileFlagLayout documents the tile-flag buffer of prepass kernels.
+type TileFlagLayout struct {
+	// Empty, Partial and Full are the flag values.
+	Empty   int `json:"empty"`
+	Partial int `json:"partial"`
+	Full    int `json:"full"`
+	// Index is where the flag of (b, h, q tile, kv tile) is.
+	Index string `json:"index"`
+	// Bytes is the buffer's size.
+	Bytes string `json:"bytes"`
+	// Where says what b', h', FB and FH are.
+	Where string `json:"where"`
+}
+
+// TileFlags is the tile-flag layout.
+var TileFlags = TileFlagLayout{
+	Empty: TileEmpty, Partial: TilePartial, Full: TileFull,
+	Index: "((b' * FH + h') * QTiles + q_tile) * KVTiles + kv_tile",
+	Bytes: "FB * FH * QTiles * KVTiles",
+	Where: "QTiles = ceil(Sq / block_m), KVTiles = ceil(Skv / block_n); b' = b and FB = B if mask_uses_b, else 0 and 1; h' = h and FH = H if mask_uses_h, else 0 and 1",
+}
+
+// PlatformABI is what the manifest says about one platform.
+type PlatformABI struct {
+	// Name is Platform.String().
+	Name string `json:"name"`
+	// Backend is "cuda" or "hip".
+	Backend string `json:"backend"`
+	// Arch is the architecture to compile for when it is not the device's
+	// own (e.g. "sm_90a"), else empty.
+	Arch string `json:"arch,omitempty"`
+	// CompileOptions are the extra compiler options that select the
+	// platform's kernel in the prelude.
+	CompileOptions []string `json:"compile_options,omitempty"`
+	// Selects says which devices get this platform (ForDevice).
+	Selects string `json:"selects"`
+	// WarpSize, Threads and BlockN are MASKC_WARP_SIZE, MASKC_NUM_THREADS
+	// and MASKC_BLOCK_N.
+	WarpSize int `json:"warp_size"`
+	Threads  int `json:"threads"`
+	BlockN   int `json:"block_n"`
+}
+
+// ABI returns the platform's ABI description.
+func (p Platform) ABI() PlatformABI {
+	a := PlatformABI{Name: p.String(), Backend: "cuda", WarpSize: p.WarpSize(), Threads: p.NumThreads(), BlockN: p.BlockN()}
+	switch p {
+	case AMD:
+		a.Backend, a.Selects = "hip", "every AMD GPU (gfx90a, gfx94x, gfx950)"
+	case NVIDIAWGMMA:
+		a.Arch, a.CompileOptions, a.Selects = WGMMAArch, WGMMAOptions, "NVIDIA sm_90 (Hopper)"
+	default:
+		a.Selects = "NVIDIA GPUs other than sm_90"
+	}
+	return a
+}
+
+// ABIDesc is the "abi" section of manifest.json.
+type ABIDesc struct {
+	// Structs are the argument structs with their layouts.
+	Structs []Struct `json:"structs"`
+	// Entries are the entry points and their grid rules.
+	Entries []Entry `json:"entries"`
+	// BlockM is the query rows per block on every platform.
+	BlockM int `json:"block_m"`
+	// MaxSeqLen is the longest Sq and Skv a launcher may pass.
+	MaxSeqLen int `json:"max_seq_len"`
+	// MaxBuffers and MaxBufferRank bound MaskcBuffers.
+	MaxBuffers    int `json:"max_buffers"`
+	MaxBufferRank int `json:"max_buffer_rank"`
+	// TileFlags is the pre-pass flag buffer's layout.
+	TileFlags TileFlagLayout `json:"tile_flags"`
+	// Platforms are the kernel variants by platform.
+	Platforms []PlatformABI `json:"platforms"`
+}
+
+// Describe returns the ABI description written into manifests.
+func Describe() ABIDesc {
+	d := ABIDesc{Structs: Structs, Entries: Entries, BlockM: BlockM, MaxSeqLen: MaxSeqLen, MaxBuffers: MaxBuffers, MaxBufferRank: MaxBufferRank, TileFlags: TileFlags}
+	for _, p := range Platforms {
+		d.Platforms = append(d.Platforms, p.ABI())
+	}
+	return d
+}
+
+// ABIHeader is the C text of abi.h: the ABI structs, generated from
+// Structs. Every kernel source contains it once, after the prelude.
+func ABIHeader() string {
+	var b strings.Builder
+	b.WriteString("// Code generated from hipsrc/abi.go by `go generate ./hipsrc`; DO NOT EDIT.\n")
+	b.WriteString("// The kernel ABI structs (hipsrc/MANIFEST.md documents them and their layout).\n")
+	b.WriteString("#ifndef MASKC_ABI_H\n#define MASKC_ABI_H\n")
+	fmt.Fprintf(&b, "#define MASKC_ABI_VERSION %d\n#define MASKC_MAX_BUFFERS %d\n", ABIVersion, MaxBuffers)
+	for _, s := range Structs {
+		b.WriteString("\n" + s.CDecl())
+	}
+	b.WriteString("\n#endif  // MASKC_ABI_H\n")
+	return b.String()
+}
+
+// Layout is the dimension order of Q, K, V and O that a kernel is built
+// for (the launcher passes the strides in MaskcShape); the string is the
+// manifest's and the plan's spelling.
+type Layout string
+
+const (
+	// LayoutBSHD is [batch, seq, head, dim].
+	LayoutBSHD Layout = "bshd"
+	// LayoutBHSD is [batch, head, seq, dim].
+	LayoutBHSD Layout = "bhsd"
+)

@@ -1,0 +1,189 @@
+package hipsrc
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ManifestFile is the manifest's file name in an output directory.
+const ManifestFile = "manifest.json"
+
+// Manifest is manifest.json: the kernel ABI and every kernel written beside
+// it, enough for a launcher that has only this file and the sources or code
+// objects. MANIFEST.md documents the schema.
+type Manifest struct {
+	// Version is ABIVersion.
+	Version int `json:"version"`
+	// ABI is the kernel ABI all kernels share.
+	ABI ABIDesc `json:"abi"`
+	// Kernels are the kernels in input order.
+	Kernels []KernelManifest `json:"kernels"`
+	// Skipped are the attention blocks that could not be generated.
+	Skipped []Skipped `json:"skipped"`
+}
+
+// KernelManifest describes one generated kernel.
+type KernelManifest struct {
+	// Name identifies the kernel: its source's file name without extension.
+	Name string `json:"name"`
+	// Source is the kernel's source file, relative to the manifest.
+	Source string `json:"source"`
+	// CodeObjects are prebuilt code objects by architecture (e.g.
+	// "gfx90a"), relative to the manifest.
+	CodeObjects map[string]string `json:"code_objects,omitempty"`
+	// Flex is the .flex file the attention block is declared in.
+	Flex string `json:"flex"`
+	// Attention is the attention block's name.
+	Attention string `json:"attention"`
+	// Pattern and Fallback are the block's plan: "generated", or the Turbo
+	// pattern with "generated" as the fallback when a precondition fails.
+	Pattern  string `json:"pattern"`
+	Fallback string `json:"fallback,omitempty"`
+	// Entry is AttentionEntry; FlagsEntry is TileFlagsEntry for prepass
+	// kernels, else empty.
+	Entry      string `json:"entry"`
+	FlagsEntry string `json:"flags_entry,omitempty"`
+	// HeadDim is D: 64 or 128.
+	HeadDim int `json:"head_dim"`
+	// DType is the element type of Q, K, V and O: "bf16" or "fp16".
+	DType string `json:"dtype"`
+	// Layout is "bshd" or "bhsd": the order of Q, K, V and O's dimensions
+	// (strides are passed in MaskcShape).
+	Layout Layout `json:"layout"`
+	// Scale is the softmax scale to pass in MaskcShape.scale.
+	Scale float64 `json:"scale"`
+	// KVHeads is the block's kv_heads setting (0: as many as query heads).
+	KVHeads int `json:"kv_heads"`
+	// Sparsity is how the kernel skips tiles.
+	Sparsity Sparsity `json:"sparsity"`
+	// SparsityReason says why, for people.
+	SparsityReason string `json:"sparsity_reason"`
+	// HasMask, HasScore and HasSink say what the kernel applies.
+	HasMask  bool `json:"has_mask"`
+	HasScore bool `json:"has_score"`
+	HasSink  bool `json:"has_sink"`
+	// Sink is the .flex name of the sink buffer (f32[H], passed in
+	// MaskcShape.sink), empty when none.
+	Sink string `json:"sink,omitempty"`
+	// MaskUsesB and MaskUsesH decide the tile-flag layout (TileFlags).
+	MaskUsesB bool `json:"mask_uses_b"`
+	MaskUsesH bool `json:"mask_uses_h"`
+	// Buffers are the MaskcBuffers slots in order.
+	Buffers []BufferSlot `json:"buffers"`
+	// Launch is the block size, key tile and dynamic shared memory of
+	// maskc_attn_fwd per platform name ("nvidia", "amd", "nvidia-sm90a").
+	Launch map[string]LaunchConfig `json:"launch"`
+	// MaskTorch and ScoreTorch are the mask and score as PyTorch
+	// expressions over tensors b, h, q_idx, kv_idx (and score), for
+	// references; empty when absent.
+	MaskTorch  string `json:"mask_torch"`
+	ScoreTorch string `json:"score_torch"`
+}
+
+// BufferSlot is one MaskcBuffers entry.
+type BufferSlot struct {
+	// Name is the buffer's name in the .flex file.
+	Name string `json:"name"`
+	// Slot is the index into MaskcBuffers.ptr and .dim.
+	Slot int `json:"slot"`
+	// DType is the element type as declared: i32, i64, f16, bf16, f32,
+	// f64 or bool (one byte).
+	DType string `json:"dtype"`
+	// ElemBytes is the size of one element.
+	ElemBytes int `json:"elem_bytes"`
+	// Dims are the declared extents as .flex expressions over the sizes B,
+	// H, HKV, Q and KV (Python syntax and semantics, e.g. "KV", "H", "Q //
+	// 64 + 1"); the launcher passes their values in MaskcBuffers.dim[Slot]
+	// (1 for a missing second extent).
+	Dims []string `json:"dims"`
+	// Segments reports the `segments` property: non-decreasing values,
+	// which the kernel searches.
+	Segments bool `json:"segments"`
+}
+
+// BufferElemBytes returns the size of one element of a buffer dtype, 0 if
+// unknown.
+func BufferElemBytes(dtype string) int {
+	switch dtype {
+	case "bool":
+		return 1
+	case "f16", "bf16":
+		return 2
+	case "i32", "f32":
+		return 4
+	case "i64", "f64":
+		return 8
+	}
+	return 0
+}
+
+// LaunchConfig is how maskc_attn_fwd is launched on one platform.
+type LaunchConfig struct {
+	// BlockN is the number of keys per tile (MASKC_BLOCK_N) on the platform.
+	BlockN int `json:"block_n"`
+	// Threads is the block size.
+	Threads int `json:"threads"`
+	// SharedMemBytes is the dynamic shared memory per block.
+	SharedMemBytes int `json:"shared_mem_bytes"`
+}
+
+// Launches returns the launch configuration of every platform for a head
+// dim.
+func Launches(headDim int) (map[string]LaunchConfig, error) {
+	m := map[string]LaunchConfig{}
+	for _, p := range Platforms {
+		smem, err := SharedMemBytes(p, headDim)
+		if err != nil {
+			return nil, err
+		}
+		m[p.String()] = LaunchConfig{BlockN: p.BlockN(), Threads: p.NumThreads(), SharedMemBytes: smem}
+	}
+	return m, nil
+}
+
+// Skipped is an attention block that could not be generated.
+type Skipped struct {
+	// Flex is the .flex file.
+	Flex string `json:"flex"`
+	// Attention is the block's name.
+	Attention string `json:"attention"`
+	// Diagnostics are the rendered errors.
+	Diagnostics string `json:"diagnostics"`
+}
+
+// NewManifest returns an empty manifest of the current version.
+func NewManifest() *Manifest {
+	return &Manifest{Version: ABIVersion, ABI: Describe(), Kernels: []KernelManifest{}, Skipped: []Skipped{}}
+}
+
+// Marshal returns the manifest as indented JSON with a final newline
+// (HTML escaping off, so that torch expressions stay readable).
+func (m *Manifest) Marshal() ([]byte, error) {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(m); err != nil {
+		return nil, err
+	}
+	return []byte(b.String()), nil
+}
+
+// ReadManifest reads DIR/manifest.json and checks its version.
+func ReadManifest(dir string) (*Manifest, error) {
+	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, ManifestFile), err)
+	}
+	if m.Version != ABIVersion {
+		return nil, fmt.Errorf("%s: manifest version %d, this maskc reads %d", filepath.Join(dir, ManifestFile), m.Version, ABIVersion)
+	}
+	return &m, nil
+}

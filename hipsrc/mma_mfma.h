@@ -1,0 +1,102 @@
+// maskc generated-kernel back end: AMD MFMA (gfx90a, gfx94x, gfx950).
+//
+// Follows prelude.h.
+#ifndef MASKC_MMA_MFMA_H
+#define MASKC_MMA_MFMA_H
+#if defined(MASKC_PLATFORM_AMD)
+
+
+typedef short maskc_short4 __attribute__((ext_vector_type(4)));
+typedef float maskc_float4 __attribute__((ext_vector_type(4)));
+typedef _Float16 maskc_half4 __attribute__((ext_vector_type(4)));
+
+// Q strip as the B operand of S^T = K.Q^T: lane holds Q[l%16][16kk + 4*(l/16) + e].
+template <int D>
+struct MaskcQFrag {
+  maskc_short4 b[D / 16];
+};
+
+template <int DT>
+__device__ __forceinline__ maskc_float4 maskc_mfma16(maskc_short4 a, maskc_short4 b, maskc_float4 c) {
+  if (DT == MASKC_F16)
+    return __builtin_amdgcn_mfma_f32_16x16x16f16(__builtin_bit_cast(maskc_half4, a),
+                                                 __builtin_bit_cast(maskc_half4, b), c, 0, 0, 0);
+  return __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(a, b, c, 0, 0, 0);
+}
+__device__ __forceinline__ maskc_short4 maskc_lds4(const maskc_elem_t* p) { return *(const maskc_short4*)p; }
+
+template <int D, int ROWS>
+__device__ __forceinline__ void maskc_load_q(MaskcQFrag<D>& q, const maskc_elem_t* sQ, int row0, int lane) {
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk)
+    q.b[kk] = maskc_lds4(sQ + maskc_smem_index<D>(row0 + (lane & 15), kk * 16 + (lane >> 4) * 4));
+}
+
+// S^T tile j (kv 16j..16j+15) += K_j . Q^T: lane holds S[q = l%16][kv = 16j + 4*(l/16) + e].
+template <int DT, int D, int BN>
+__device__ __forceinline__ void maskc_mma_qk(float* s, const MaskcQFrag<D>& q, const maskc_elem_t* sK, int lane) {
+#pragma unroll
+  for (int j = 0; j < BN / 16; ++j) {
+    maskc_float4 c = {s[4 * j], s[4 * j + 1], s[4 * j + 2], s[4 * j + 3]};
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+      c = maskc_mfma16<DT>(maskc_lds4(sK + maskc_smem_index<D>(j * 16 + (lane & 15), kk * 16 + (lane >> 4) * 4)),
+                           q.b[kk], c);
+    s[4 * j] = c[0];
+    s[4 * j + 1] = c[1];
+    s[4 * j + 2] = c[2];
+    s[4 * j + 3] = c[3];
+  }
+}
+
+// O^T tile jd (d 16jd..16jd+15) += V^T . P^T: A = V^T read transposed from
+// LDS, B = P^T straight from the logits' registers.
+template <int DT, int D, int BN>
+__device__ __forceinline__ void maskc_mma_pv(float* o, const float* p, const maskc_elem_t* sV, int lane) {
+#pragma unroll
+  for (int kk = 0; kk < BN / 16; ++kk) {
+    const maskc_u32 lo = maskc_pack2<DT>(p[4 * kk], p[4 * kk + 1]);
+    const maskc_u32 hi = maskc_pack2<DT>(p[4 * kk + 2], p[4 * kk + 3]);
+    const maskc_short4 pb = {(short)(lo & 0xffffu), (short)(lo >> 16), (short)(hi & 0xffffu), (short)(hi >> 16)};
+    const int kv = kk * 16 + (lane >> 4) * 4;
+#pragma unroll
+    for (int jd = 0; jd < D / 16; ++jd) {
+      const int d = jd * 16 + (lane & 15);
+      const maskc_short4 va = {(short)sV[maskc_smem_index<D>(kv, d)], (short)sV[maskc_smem_index<D>(kv + 1, d)],
+                               (short)sV[maskc_smem_index<D>(kv + 2, d)], (short)sV[maskc_smem_index<D>(kv + 3, d)]};
+      maskc_float4 c = {o[4 * jd], o[4 * jd + 1], o[4 * jd + 2], o[4 * jd + 3]};
+      c = maskc_mfma16<DT>(va, pb, c);
+      o[4 * jd] = c[0];
+      o[4 * jd + 1] = c[1];
+      o[4 * jd + 2] = c[2];
+      o[4 * jd + 3] = c[3];
+    }
+  }
+}
+
+// 16x16 MFMA accumulators of S^T / O^T: element e of tile j is
+// (row l%16, column 16j + 4*(l/16) + e); a lane holds one row.
+#define MASKC_ROW_SLOTS 1
+template <int W>
+__device__ __forceinline__ int maskc_frag_slot(int) { return 0; }
+template <int W>
+__device__ __forceinline__ int maskc_frag_col(int lane, int i) { return (i >> 2) * 16 + (lane >> 4) * 4 + (i & 3); }
+// Every element of a lane is in its own column: W/4 column slots.
+template <int W>
+__device__ __forceinline__ int maskc_frag_colslot(int i) { return i; }
+template <int W>
+__device__ __forceinline__ int maskc_colslot_col(int lane, int cs) { return maskc_frag_col<W>(lane, cs); }
+__device__ __forceinline__ int maskc_slot_row(int lane, int) { return lane & 15; }
+__device__ __forceinline__ float maskc_row_max(float x) {
+  x = fmaxf(x, maskc_shfl_xor(x, 16));
+  return fmaxf(x, maskc_shfl_xor(x, 32));
+}
+__device__ __forceinline__ float maskc_row_sum(float x) {
+  x += maskc_shfl_xor(x, 16);
+  return x + maskc_shfl_xor(x, 32);
+}
+// The one lane of each row group that stores per-row results.
+__device__ __forceinline__ bool maskc_row_leader(int lane) { return lane < 16; }
+
+#endif  // MASKC_PLATFORM_AMD
+#endif  // MASKC_MMA_MFMA_H
