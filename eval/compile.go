@@ -126,6 +126,11 @@ type compiler struct {
 	what  string // "mask NAME", for messages
 	slots map[string]int
 	fn    *Func
+	// ieee makes float /, //, % and ** follow torch's tensor arithmetic
+	// (IEEE 754: x / 0 is an infinity or NaN, a negative base to a
+	// fractional power is NaN) instead of raising as Python does; the
+	// derivatives of CompileGrad are evaluated so.
+	ieee bool
 }
 
 // Compile turns a lowered mod into a Func, or returns an *Error (wrapping
@@ -137,6 +142,27 @@ func Compile(l *dsl.Lowered) (*Func, error) {
 	if l == nil || l.Expr == nil {
 		return nil, &Error{Mod: "mod", Span: dsl.NoSpan, Err: ErrUnsupported, Detail: "no expression to compile"}
 	}
+	c, err := newCompiler(l)
+	if err != nil {
+		return nil, err
+	}
+	root, err := c.compile(l.Expr)
+	if err != nil {
+		return nil, err
+	}
+	if l.Kind == dsl.MaskMod {
+		if root.t != dsl.TypeBool {
+			return nil, c.errorf(l.Expr.Span(), "a mask must be bool, this body is %s", root.t)
+		}
+		c.fn.mask = root.b
+	} else {
+		c.fn.score = root.asFloat()
+	}
+	return c.fn, nil
+}
+
+// newCompiler starts the compilation of l: its Func and buffer slots.
+func newCompiler(l *dsl.Lowered) (*compiler, error) {
 	c := &compiler{
 		l:     l,
 		what:  l.Kind.String() + " " + l.Name,
@@ -154,19 +180,7 @@ func Compile(l *dsl.Lowered) (*Func, error) {
 		c.slots[d.Name.Name] = len(c.fn.buffers)
 		c.fn.buffers = append(c.fn.buffers, &bufferSlot{decl: d, elem: elem})
 	}
-	root, err := c.compile(l.Expr)
-	if err != nil {
-		return nil, err
-	}
-	if l.Kind == dsl.MaskMod {
-		if root.t != dsl.TypeBool {
-			return nil, c.errorf(l.Expr.Span(), "a mask must be bool, this body is %s", root.t)
-		}
-		c.fn.mask = root.b
-	} else {
-		c.fn.score = root.asFloat()
-	}
-	return c.fn, nil
+	return c, nil
 }
 
 // elemType maps a buffer dtype to the type a read of it gives.
