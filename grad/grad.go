@@ -184,7 +184,7 @@ func Differentiate(l *dsl.Lowered) (*Gradient, error) {
 	sizes := map[dsl.Expr]int{}
 	for _, e := range append([]dsl.Expr{g.DScore}, readExprs(g.Reads)...) {
 		if treeSize(e, sizes) > MaxNodes {
-			return nil, fmt.Errorf("grad: score %s: %w: more than %d nodes", l.Name, ErrTooLarge, MaxNodes)
+			return nil, fmt.Errorf("%w: more than %d nodes", ErrTooLarge, MaxNodes)
 		}
 	}
 	return g, nil

@@ -1,0 +1,222 @@
+package codegen
+
+import (
+	"bufio"
+	"fmt"
+	"math"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/maskc/maskc/check"
+	"github.com/maskc/maskc/dsl"
+	"github.com/maskc/maskc/eval"
+	"github.com/maskc/maskc/grad"
+)
+
+// gradMain reads cases from stdin. Per case: the namespace index, B H HKV
+// Q KV b h q kv score, the number of buffers, and the buffers as hostMain
+// takes them. It prints maskc_score_grad's return value, then slot, idx
+// and d of each of the case's reads.
+const gradMain = `
+typedef float (*grad_fn)(const MaskcBuffers&, long long, long long, long long, long long, long long, float, long long, long long, long long, long long, MaskcScoreGradRead*);
+static const grad_fn fns[] = { FNS };
+static const int nreads[] = { NREADS };
+
+int main() {
+  int ncases;
+  if (scanf("%d", &ncases) != 1) return 2;
+  for (int c = 0; c < ncases; ++c) {
+    int idx, nbuf;
+    long long B, H, HKV, Q, KV, b, h, q, kv;
+    double score;
+    if (scanf("%d %lld %lld %lld %lld %lld %lld %lld %lld %lld %lf %d", &idx, &B, &H, &HKV, &Q, &KV, &b, &h, &q, &kv, &score, &nbuf) != 12) return 3;
+    MaskcBuffers buf;
+    memset(&buf, 0, sizeof buf);
+    std::vector<std::vector<unsigned char> > store(nbuf);
+    for (int i = 0; i < nbuf; ++i) {
+      int slot, dt;
+      long long d0, d1;
+      if (scanf("%d %d %lld %lld", &slot, &dt, &d0, &d1) != 4) return 4;
+      const int size[] = {4, 8, 2, 2, 4, 8, 1};
+      store[i].resize((size_t)(d0 * d1 * size[dt]) + 8);
+      unsigned char* p = store[i].data();
+      for (long long j = 0; j < d0 * d1; ++j) {
+        double v;
+        if (scanf("%lf", &v) != 1) return 5;
+        switch (dt) {
+          case 0: ((int*)p)[j] = (int)v; break;
+          case 1: ((long long*)p)[j] = (long long)v; break;
+          case 2: case 3: ((unsigned short*)p)[j] = (unsigned short)v; break;
+          case 4: ((float*)p)[j] = (float)v; break;
+          case 5: ((double*)p)[j] = v; break;
+          case 6: p[j] = v != 0; break;
+        }
+      }
+      buf.ptr[slot] = p;
+      buf.dim[slot][0] = d0;
+      buf.dim[slot][1] = d1;
+    }
+    MaskcScoreGradRead reads[16];
+    for (int i = 0; i < 16; ++i) { reads[i].slot = -7; reads[i].idx = -7; reads[i].d = -7.0f; }
+    printf("%.9g\n", (double)fns[idx](buf, B, H, HKV, Q, KV, (float)score, b, h, q, kv, reads));
+    for (int i = 0; i < nreads[idx]; ++i) printf("%d %lld %.9g\n", reads[i].slot, reads[i].idx, (double)reads[i].d);
+  }
+  return 0;
+}
+`
+
+// TestScoreGradHost compiles maskc_score_grad of every rule score
+// (../grad/testdata/scores.flex) and every example score as host C++ and
+// compares it, at random points, with the float64 derivatives of eval
+// (to fp32 accuracy): d/d score, and for every read its slot, its element
+// offset and its partial derivative.
+func TestScoreGradHost(t *testing.T) {
+	text, err := os.ReadFile("../grad/testdata/scores.flex")
+	require.NoError(t, err)
+	src := string(text)
+	p := checkSource(t, "scores.flex", src)
+	for _, m := range p.Mods {
+		if m.Kind == dsl.ScoreMod {
+			src += fmt.Sprintf("attention a_%s {\n    score = %s\n}\n", m.Name, m.Name)
+		}
+	}
+	progs := []*check.Program{checkSource(t, "scores.flex", src)}
+	files, err := filepath.Glob("../examples/*.flex")
+	require.NoError(t, err)
+	for _, f := range files {
+		progs = append(progs, loadProgram(t, f))
+	}
+	var cases []hostCase
+	var grads []*grad.Gradient
+	for _, p := range progs {
+		for _, a := range p.Attentions {
+			k, diags := Generate(p, a, Options{})
+			require.False(t, diags.HasErrors(), diags.Render())
+			if k.Score == nil {
+				continue
+			}
+			g, err := grad.Differentiate(k.Score)
+			require.NoError(t, err)
+			require.Equal(t, len(g.Reads), k.ScoreGradReads)
+			cases = append(cases, hostCase{name: a.Name, prog: p, attn: a, kernel: k})
+			grads = append(grads, g)
+		}
+	}
+	require.Greater(t, len(cases), 20)
+	var nreads []string
+	for _, c := range cases {
+		nreads = append(nreads, fmt.Sprint(c.kernel.ScoreGradReads))
+	}
+	exe := buildHostMain(t, cases, strings.Replace(gradMain, "NREADS", strings.Join(nreads, ", "), 1),
+		func(i int) string { return fmt.Sprintf("case%d::maskc_score_grad", i) })
+
+	r := rand.New(rand.NewSource(7))
+	type point struct {
+		tc    tileCase
+		q, kv int64
+	}
+	var pts []point
+	var in strings.Builder
+	w := bufio.NewWriter(&in)
+	for i, c := range cases {
+		for range 20 {
+			tc := randomTile(r, i, c)
+			tc.score = r.NormFloat64() * 3
+			pts = append(pts, point{tc, tc.qlo, tc.kvlo})
+		}
+	}
+	fmt.Fprintf(w, "%d\n", len(pts))
+	for _, pt := range pts {
+		c, e := cases[pt.tc.idx], pt.tc.env
+		fmt.Fprintf(w, "%d %d %d %d %d %d %d %d %d %d %.17g %d\n", pt.tc.idx, e.B, e.H, e.HKV, e.Q, e.KV, pt.tc.b, pt.tc.h,
+			pt.q, pt.kv, float64(float32(pt.tc.score)), len(c.kernel.Buffers))
+		for _, bb := range c.kernel.Buffers {
+			t := e.Buffers[bb.Name]
+			d0, d1 := t.Dims[0], 1
+			if len(t.Dims) == 2 {
+				d1 = t.Dims[1]
+			}
+			fmt.Fprintf(w, "%d %d %d %d", bb.Slot, dtypeCode[bb.DType], d0, d1)
+			for _, v := range pt.tc.bits[bb.Name] {
+				fmt.Fprintf(w, " %.17g", v)
+			}
+			w.WriteString("\n")
+		}
+	}
+	w.Flush()
+	cmd := exec.Command(exe)
+	cmd.Stdin = strings.NewReader(in.String())
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	next := func() string {
+		require.True(t, sc.Scan(), "host output ended early")
+		return sc.Text()
+	}
+	compared, skipped := 0, 0
+	close := func(what string, want, got float64) {
+		if math.IsNaN(want) || math.IsInf(want, 0) || math.IsNaN(got) || math.IsInf(got, 0) || math.Abs(want) > 1e30 {
+			if math.IsNaN(want) != math.IsNaN(got) && !math.IsInf(got, 0) && math.Abs(want) < 1e30 {
+				t.Errorf("%s: eval %v, kernel %v", what, want, got)
+			}
+			skipped++
+			return
+		}
+		compared++
+		if math.Abs(want-got) > 2e-3*math.Max(1, math.Abs(want)) {
+			t.Errorf("%s: eval %.9g, kernel %.9g", what, want, got)
+		}
+	}
+	for _, pt := range pts {
+		c, g := cases[pt.tc.idx], grads[pt.tc.idx]
+		var ds float64
+		fmt.Sscan(next(), &ds)
+		hostReads := make([][3]float64, c.kernel.ScoreGradReads)
+		for i := range hostReads {
+			var slot, idx int64
+			var d float64
+			fmt.Sscan(next(), &slot, &idx, &d)
+			hostReads[i] = [3]float64{float64(slot), float64(idx), d}
+		}
+		bg, err := eval.BindGrad(g, pt.tc.env)
+		require.NoError(t, err)
+		wantDS, reads, err := bg.Grad(float64(float32(pt.tc.score)), pt.tc.b, pt.tc.h, pt.q, pt.kv)
+		if err != nil {
+			skipped++ // e.g. a read outside its buffer, which eval refuses
+			continue
+		}
+		where := fmt.Sprintf("%s at score=%v b=%d h=%d q=%d kv=%d", c.name, float32(pt.tc.score), pt.tc.b, pt.tc.h, pt.q, pt.kv)
+		close(where+": d/d score", wantDS, ds)
+		for i, rd := range reads {
+			hr := hostReads[i]
+			var slot int
+			for _, bb := range c.kernel.Buffers {
+				if bb.Name == rd.Buffer {
+					slot = bb.Slot
+				}
+			}
+			idx := make([]int, len(rd.Index))
+			for j, x := range rd.Index {
+				idx[j] = int(x)
+			}
+			off, ok := pt.tc.env.Buffers[rd.Buffer].Offset(idx...)
+			require.True(t, ok)
+			if hr[0] < 0 {
+				assert.Zero(t, rd.D, "%s: read %d (%s%v) skipped by the kernel", where, i, rd.Buffer, rd.Index)
+				continue
+			}
+			assert.Equal(t, slot, int(hr[0]), "%s: read %d slot", where, i)
+			assert.Equal(t, off, int(hr[1]), "%s: read %d offset", where, i)
+			close(fmt.Sprintf("%s: d/d %s%v", where, rd.Buffer, rd.Index), rd.D, hr[2])
+		}
+	}
+	t.Logf("%d derivatives compared, %d skipped (not finite, or eval undefined)", compared, skipped)
+	assert.Greater(t, compared, 10*skipped)
+}
