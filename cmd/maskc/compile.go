@@ -66,6 +66,9 @@ func runCompile(e *env, args []string) int {
 			"source": name, "entry": k.Entry, "sparsity": k.Sparsity, "sparsity_reason": k.SparsityReason,
 			"head_dim": k.HeadDim, "dtype": k.DType, "layout": k.Layout, "block_m": k.BlockM, "block_n": k.BlockN,
 			"launch": k.Launch, "scale": k.Scale, "buffers": bufferNames(k),
+			// The buffers maskc_score_grad differentiates (the others'
+			// gradient is zero) and its number of reads.
+			"grad_buffers": gradBufferNames(k), "score_grad_reads": k.ScoreGradReads,
 		}
 		if k.FlagsEntry != "" {
 			info["flags_entry"] = k.FlagsEntry
@@ -111,6 +114,16 @@ func runCompile(e *env, args []string) int {
 func bufferNames(k *codegen.Kernel) []string {
 	names := make([]string, len(k.Buffers))
 	for i, b := range k.Buffers {
+		names[i] = b.Name
+	}
+	return names
+}
+
+// gradBufferNames lists the buffers the score reads differentiably, in
+// slot order.
+func gradBufferNames(k *codegen.Kernel) []string {
+	names := make([]string, len(k.GradBuffers))
+	for i, b := range k.GradBuffers {
 		names[i] = b.Name
 	}
 	return names
