@@ -109,7 +109,7 @@ func gradientBlocks(l *dsl.Lowered) []gradBlock {
 				}
 				if ok {
 					out = append(out, gradBlock{x.Sp, "`//` of " + w,
-						"floor division is not differentiable (torch's floor_divide has no gradient), so the backward treats it as a constant",
+						"floor division is piecewise constant and torch.autograd refuses to differentiate it (floor_divide's derivative is not implemented); maskc's backward treats it as a constant, derivative 0",
 						"the forward is exact and this is only a warning; if " + w + " should be trained here, use `/` (and floor only what needs it)"})
 				}
 			}

@@ -6,7 +6,8 @@ package dsl
 // `where` and `x if c else y`, and the arguments of min, max, clamp, abs,
 // exp, exp2, log, log2, sqrt, tanh and sigmoid. Nothing flows through a
 // comparison, a logical or bitwise operator, a condition, a buffer index,
-// `//` (torch's floor_divide is not differentiable), or floor and ceil
+// `//` (piecewise constant; torch's backward raises for floor_divide, maskc
+// takes its derivative as 0 and the checker warns), or floor and ceil
 // (torch defines their derivative as zero). An operand used twice (x * x)
 // is listed twice. Whether a listed operand carries a gradient also
 // depends on its type: only floats do.
