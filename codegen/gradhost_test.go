@@ -18,6 +18,7 @@ import (
 	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/eval"
 	"github.com/maskc/maskc/grad"
+	"github.com/maskc/maskc/hipsrc"
 )
 
 // gradMain reads cases from stdin. Per case: the namespace index, B H HKV
@@ -219,4 +220,69 @@ func TestScoreGradHost(t *testing.T) {
 	}
 	t.Logf("%d derivatives compared, %d skipped (not finite, or eval undefined)", compared, skipped)
 	assert.Greater(t, compared, 10*skipped)
+}
+
+// TestScoreGradHipcc builds maskc_score_grad of every rule score and every
+// example score for the AMD targets with hipcc, each called from a probe
+// kernel so that its device code is generated, and checks that every
+// probe is in the code object.
+func TestScoreGradHipcc(t *testing.T) {
+	hipcc, err := exec.LookPath("hipcc")
+	objdump := findObjdump()
+	if err != nil || objdump == "" {
+		msg := "hipcc and llvm-objdump (LLVM 15) are needed: apt-get install hipcc (it depends on llvm-15)"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	text, err := os.ReadFile("../grad/testdata/scores.flex")
+	require.NoError(t, err)
+	src := string(text)
+	p := checkSource(t, "scores.flex", src)
+	for _, m := range p.Mods {
+		if m.Kind == dsl.ScoreMod {
+			src += fmt.Sprintf("attention a_%s {\n    score = %s\n}\n", m.Name, m.Name)
+		}
+	}
+	progs := []*check.Program{checkSource(t, "scores.flex", src)}
+	files, err := filepath.Glob("../examples/*.flex")
+	require.NoError(t, err)
+	for _, f := range files {
+		progs = append(progs, loadProgram(t, f))
+	}
+	var b strings.Builder
+	b.WriteString(hipsrc.Prelude + "\n" + RuntimeSource + "\n" + gradReadStruct + "\n")
+	n := 0
+	for _, p := range progs {
+		for _, a := range p.Attentions {
+			k, diags := Generate(p, a, Options{})
+			require.False(t, diags.HasErrors(), diags.Render())
+			fmt.Fprintf(&b, "namespace case%d {\n", n)
+			for _, ln := range strings.Split(k.Generated, "\n") {
+				if !strings.HasPrefix(ln, "#define ") && ln != gradReadStruct {
+					b.WriteString(ln + "\n")
+				}
+			}
+			fmt.Fprintf(&b, "}\nextern \"C\" __global__ void maskc_grad_probe%d(MaskcBuffers buf, long long n, float* out, MaskcScoreGradRead* reads) {\n", n)
+			fmt.Fprintf(&b, "  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n")
+			fmt.Fprintf(&b, "  out[i] = case%d::maskc_score_grad(buf, 1, n, n, n, n, out[i], 0, i %% n, i, n - 1 - i %% n, reads + i * %d);\n}\n", n, max(k.ScoreGradReads, 1))
+			n++
+		}
+	}
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "grad.cu"), []byte(b.String()), 0o644))
+	for _, arch := range hipTargets {
+		args := []string{"-x", "hip", "--cuda-device-only", "--no-gpu-bundle-output", "-O3", "-c", "--offload-arch=" + arch, "-o", "grad-" + arch + ".o", "grad.cu"}
+		cmd := exec.Command(hipcc, args...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "hipcc %s\n%s", strings.Join(args, " "), out)
+		dis, err := exec.Command(objdump, "-d", filepath.Join(dir, "grad-"+arch+".o")).CombinedOutput()
+		require.NoError(t, err, "%s", dis)
+		for i := range n {
+			assert.Contains(t, string(dis), fmt.Sprintf("<maskc_grad_probe%d>:", i), arch)
+		}
+	}
+	t.Logf("hipcc built maskc_score_grad of %d scores for %v", n, hipTargets)
 }
