@@ -68,9 +68,12 @@ type ManifestKernel struct {
 	MaskUsesB      bool             `json:"mask_uses_b"`
 	MaskUsesH      bool             `json:"mask_uses_h"`
 	Buffers        []ManifestBuffer `json:"buffers"`
-	BlockM         int              `json:"block_m"`
-	BlockN         int              `json:"block_n"`
-	Threads        int              `json:"threads"`
+	// ScoreGradReads is MASKC_SCORE_GRAD_READS, the number of buffer reads
+	// maskc_score_grad reports.
+	ScoreGradReads int `json:"score_grad_reads"`
+	BlockM         int `json:"block_m"`
+	BlockN         int `json:"block_n"`
+	Threads        int `json:"threads"`
 	// Launch is the key tile, block size and shared memory per platform
 	// ("amd", "nvidia", "nvidia-sm90a").
 	Launch     map[string]codegen.LaunchConfig `json:"launch"`
@@ -85,6 +88,10 @@ type ManifestBuffer struct {
 	DType    string   `json:"dtype"`
 	Dims     []string `json:"dims"`
 	Segments bool     `json:"segments"`
+	// Grad says that the score reads the buffer differentiably
+	// (Kernel.GradBuffers): its gradient comes from maskc_score_grad's
+	// reads; every other buffer's gradient is zero.
+	Grad bool `json:"grad"`
 }
 
 // Skipped is an attention block that could not be generated.
@@ -225,8 +232,13 @@ func manifestKernel(file, source string, k *codegen.Kernel, a *check.Attention, 
 	if a.Sink != nil {
 		mk.Sink = a.Sink.Name
 	}
-	for _, b := range k.Buffers {
-		mk.Buffers = append(mk.Buffers, ManifestBuffer{Name: b.Name, Slot: b.Slot, DType: b.DType, Dims: b.Dims, Segments: b.Segments})
+	grad := map[int]bool{}
+	for _, b := range k.GradBuffers {
+		grad[b.Slot] = true
 	}
+	for _, b := range k.Buffers {
+		mk.Buffers = append(mk.Buffers, ManifestBuffer{Name: b.Name, Slot: b.Slot, DType: b.DType, Dims: b.Dims, Segments: b.Segments, Grad: grad[b.Slot]})
+	}
+	mk.ScoreGradReads = k.ScoreGradReads
 	return mk
 }
