@@ -88,7 +88,10 @@ func TestScoreGradHost(t *testing.T) {
 			src += fmt.Sprintf("attention a_%s {\n    score = %s\n}\n", m.Name, m.Name)
 		}
 	}
-	progs := []*check.Program{checkSource(t, "scores.flex", src)}
+	// A read that leaves its buffer (t has 4 elements, q goes further): the
+	// forward reads 0 there, and the gradient read must be dropped.
+	outside := "buffer t: f32[4]\nscore s(score, b, h, q, kv) = score * t[q] + t[kv]\nattention outside {\n    score = s\n}\n"
+	progs := []*check.Program{checkSource(t, "scores.flex", src), checkSource(t, "outside.flex", outside)}
 	files, err := filepath.Glob("../examples/*.flex")
 	require.NoError(t, err)
 	for _, f := range files {
@@ -161,7 +164,7 @@ func TestScoreGradHost(t *testing.T) {
 		require.True(t, sc.Scan(), "host output ended early")
 		return sc.Text()
 	}
-	compared, skipped := 0, 0
+	compared, skipped, dropped := 0, 0, 0
 	close := func(what string, want, got float64) {
 		if math.IsNaN(want) || math.IsInf(want, 0) || math.IsNaN(got) || math.IsInf(got, 0) || math.Abs(want) > 1e30 {
 			if math.IsNaN(want) != math.IsNaN(got) && !math.IsInf(got, 0) && math.Abs(want) < 1e30 {
@@ -186,6 +189,16 @@ func TestScoreGradHost(t *testing.T) {
 			fmt.Sscan(next(), &slot, &idx, &d)
 			hostReads[i] = [3]float64{float64(slot), float64(idx), d}
 		}
+		for i, hr := range hostReads {
+			// A reported read lies inside its buffer; one outside is dropped
+			// with idx -1.
+			if hr[0] >= 0 {
+				n := len(pt.tc.env.Buffers[g.Reads[i].Buffer.Name.Name].Data)
+				assert.True(t, hr[1] >= 0 && int(hr[1]) < n, "%s: read %d at %v outside [0, %d)", c.name, i, hr[1], n)
+			} else if hr[1] == -1 {
+				dropped++
+			}
+		}
 		bg, err := eval.BindGrad(g, pt.tc.env)
 		require.NoError(t, err)
 		wantDS, reads, err := bg.Grad(float64(float32(pt.tc.score)), pt.tc.b, pt.tc.h, pt.q, pt.kv)
@@ -197,6 +210,10 @@ func TestScoreGradHost(t *testing.T) {
 		close(where+": d/d score", wantDS, ds)
 		for i, rd := range reads {
 			hr := hostReads[i]
+			if rd.Outside {
+				assert.Negative(t, int(hr[0]), "%s: read %d (%s%v) outside its buffer reported by the kernel", where, i, rd.Buffer, rd.Index)
+				continue
+			}
 			var slot int
 			for _, bb := range c.kernel.Buffers {
 				if bb.Name == rd.Buffer {
@@ -218,7 +235,8 @@ func TestScoreGradHost(t *testing.T) {
 			close(fmt.Sprintf("%s: d/d %s%v", where, rd.Buffer, rd.Index), rd.D, hr[2])
 		}
 	}
-	t.Logf("%d derivatives compared, %d skipped (not finite, or eval undefined)", compared, skipped)
+	t.Logf("%d derivatives compared, %d skipped (not finite, or eval undefined), %d reads outside their buffer dropped", compared, skipped, dropped)
+	assert.Positive(t, dropped, "no read outside its buffer was exercised")
 	assert.Greater(t, compared, 10*skipped)
 }
 

@@ -14,6 +14,10 @@ type frame struct {
 	sizes [5]int64 // B, H, HKV, Q, KV
 	bufs  []*Tensor
 	err   *Error
+	// guarded makes a buffer read outside the buffer yield 0 (false for a
+	// bool buffer) instead of failing, as the kernels' guarded reads do;
+	// derivatives are evaluated so (see BindGrad).
+	guarded bool
 }
 
 // A node is a compiled expression of static type t; exactly the closure

@@ -10,9 +10,12 @@ import (
 // GradFunc is a compiled score derivative (a grad.Gradient): it evaluates
 // d score_out / d score and d score_out / d buf[i] for every differentiable
 // read at one point, in float64. The derivative expressions are computed
-// with torch's tensor arithmetic (IEEE 754: log'(0) = 1/0 = inf, not a
-// Python ZeroDivisionError), so that they compare with torch.autograd and
-// with the kernels; buffer indices are still bounds-checked.
+// as torch and the kernels compute them: IEEE arithmetic (log'(0) = 1/0 =
+// inf, not a Python ZeroDivisionError), and buffer reads guarded (a read
+// outside its buffer yields 0, as in the kernels: a derivative evaluates
+// both branches of `x if c else y`, like torch.where, and the branch not
+// taken may index outside a buffer). It does not check that the score
+// itself is defined at the point: Func.Score does.
 type GradFunc struct {
 	fn     *Func // the buffers and the name
 	dscore func(*frame) float64
@@ -21,6 +24,7 @@ type GradFunc struct {
 
 type gradRead struct {
 	buffer string
+	slot   int // index into the frame's bound buffers
 	idx    []func(*frame) int64
 	d      func(*frame) float64
 }
@@ -33,6 +37,10 @@ type ReadGrad struct {
 	Index []int64
 	// D is d score_out / d Buffer[Index].
 	D float64
+	// Outside is set when Index lies outside the buffer's extents: a read
+	// in the branch of an `x if c else y` that was not taken, which the
+	// forward never made. D is then 0 (a kernel drops the read).
+	Outside bool
 }
 
 // CompileGrad compiles the derivatives of g, or returns an *Error as
@@ -50,7 +58,7 @@ func CompileGrad(g *grad.Gradient) (*GradFunc, error) {
 	}
 	gf.dscore = d.asFloat()
 	for _, r := range g.Reads {
-		gr := gradRead{buffer: r.Buffer.Name.Name}
+		gr := gradRead{buffer: r.Buffer.Name.Name, slot: c.slots[r.Buffer.Name.Name]}
 		for _, e := range r.Index.Indices {
 			n, err := c.compile(e)
 			if err != nil {
@@ -86,6 +94,7 @@ func (g *GradFunc) Bind(env *Env) (*BoundGrad, error) {
 		return nil, err
 	}
 	bg := &BoundGrad{bd: *bd, g: g, reads: make([]ReadGrad, len(g.reads))}
+	bg.bd.fr.guarded = true
 	for i, r := range g.reads {
 		bg.reads[i] = ReadGrad{Buffer: r.buffer, Index: make([]int64, len(r.idx))}
 	}
@@ -113,10 +122,19 @@ func (bg *BoundGrad) Grad(score float64, b, h, q, kv int64) (float64, []ReadGrad
 	fr.score = score
 	ds := bg.g.dscore(fr)
 	for i, r := range bg.g.reads {
+		rg := &bg.reads[i]
+		rg.Outside = false
+		dims := fr.bufs[r.slot].Dims
 		for j, ix := range r.idx {
-			bg.reads[i].Index[j] = ix(fr)
+			rg.Index[j] = ix(fr)
+			if rg.Index[j] < 0 || rg.Index[j] >= int64(dims[j]) {
+				rg.Outside = true
+			}
 		}
-		bg.reads[i].D = r.d(fr)
+		rg.D = 0
+		if !rg.Outside {
+			rg.D = r.d(fr)
+		}
 	}
 	if fr.err != nil {
 		return 0, nil, bg.bd.leave()
