@@ -91,38 +91,65 @@ func gradientBlocks(l *dsl.Lowered) []gradBlock {
 		if !reached[e] {
 			continue
 		}
-		switch x := e.(type) {
-		case *dsl.CallExpr:
-			id, _ := x.Fun.(*dsl.Ident)
-			if id != nil && (id.Name == "floor" || id.Name == "ceil") && len(x.Args) == 1 && l.TypeOf(x.Args[0]) == dsl.TypeFloat {
-				if w, ok := leaf[x.Args[0]]; ok {
-					out = append(out, gradBlock{x.Sp, id.Name + " of " + w,
-						"its derivative is 0 wherever it is defined (torch.autograd gives 0 too), so training learns nothing through it",
-						"the forward is exact and this is only a warning; if " + w + " should be trained here, write the term without " + id.Name})
-				}
-			}
-		case *dsl.BinaryExpr:
-			if x.Op == dsl.OpFloorDiv && l.TypeOf(e) == dsl.TypeFloat {
-				w, ok := leaf[x.X]
-				if !ok {
-					w, ok = leaf[x.Y]
-				}
-				if ok {
-					out = append(out, gradBlock{x.Sp, "`//` of " + w,
-						"floor division is piecewise constant and torch.autograd refuses to differentiate it (floor_divide's derivative is not implemented); maskc's backward treats it as a constant, derivative 0",
-						"the forward is exact and this is only a warning; if " + w + " should be trained here, use `/` (and floor only what needs it)"})
-				}
-			}
-		}
+		flows := map[dsl.Expr]bool{}
 		for _, o := range dsl.GradOperands(e) {
-			if l.TypeOf(o) != dsl.TypeBool {
+			flows[o] = true
+		}
+		for _, o := range dsl.Operands(e) {
+			w, dep := leaf[o]
+			if !dep {
 				continue
 			}
-			if w, ok := leaf[o]; ok {
+			switch {
+			case flows[o] && l.TypeOf(o) == dsl.TypeBool:
+				// A bool promoted to a number: (score > 0) * 2.
 				out = append(out, gradBlock{o.Span(), "a comparison of " + w + " used as a number",
 					"a bool carries no gradient (in torch too), so training learns nothing through it",
 					"the forward is exact and this is only a warning; to choose between values write where(cond, a, b), which passes the gradient to the branch taken"})
+			case !flows[o] && l.TypeOf(o) == dsl.TypeFloat && l.TypeOf(e) != dsl.TypeBool:
+				// A float turned into a number without a derivative: floor,
+				// ceil, //. (Comparisons give bools: reported where a bool
+				// becomes a number, if it does.)
+				out = append(out, stopBlock(e, w))
 			}
+		}
+	}
+	return dedupe(out)
+}
+
+// stopBlock describes the construct e that stops the gradient of w.
+func stopBlock(e dsl.Expr, w string) gradBlock {
+	b := gradBlock{span: e.Span(), what: "this expression's use of " + w,
+		why:  "it has no derivative, so maskc's backward treats it as a constant",
+		hint: "the forward is exact and this is only a warning; if " + w + " should be trained here, write the term differently"}
+	switch x := e.(type) {
+	case *dsl.CallExpr:
+		if id, ok := x.Fun.(*dsl.Ident); ok {
+			b.what = id.Name + " of " + w
+			if id.Name == "floor" || id.Name == "ceil" {
+				b.why = "its derivative is 0 wherever it is defined (torch.autograd gives 0 too), so training learns nothing through it"
+				b.hint = "the forward is exact and this is only a warning; if " + w + " should be trained here, write the term without " + id.Name
+			}
+		}
+	case *dsl.BinaryExpr:
+		b.what = "`" + x.Op.String() + "` of " + w
+		if x.Op == dsl.OpFloorDiv {
+			b.why = "floor division is piecewise constant and torch.autograd refuses to differentiate it (floor_divide's derivative is not implemented); maskc's backward treats it as a constant, derivative 0"
+			b.hint = "the forward is exact and this is only a warning; if " + w + " should be trained here, use `/` (and floor only what needs it)"
+		}
+	}
+	return b
+}
+
+// dedupe keeps the first block at each span (x // y with both operands
+// depending on the score is one block).
+func dedupe(bs []gradBlock) []gradBlock {
+	seen := map[dsl.Span]bool{}
+	out := bs[:0]
+	for _, b := range bs {
+		if !seen[b.span] {
+			seen[b.span] = true
+			out = append(out, b)
 		}
 	}
 	return out

@@ -111,9 +111,9 @@ func ScoreGradFunc(src *dsl.Source, l *dsl.Lowered, bufs []BufferABI) (ScoreGrad
 	}
 
 	fmt.Fprintf(&b, "// d score / d score and d score / d buffer reads of score %s (grad: torch.autograd's rules), in fp32 like maskc_score\n", l.Name)
-	fmt.Fprintf(&b, "//   d/d score = %s\n", format.Expr(g.DScore))
+	fmt.Fprintf(&b, "//   d/d score = %s\n", clip(format.Expr(g.DScore)))
 	for _, r := range g.Reads {
-		fmt.Fprintf(&b, "//   d/d %s = %s\n", format.Expr(r.Index), format.Expr(r.D))
+		fmt.Fprintf(&b, "//   d/d %s = %s\n", format.Expr(r.Index), clip(format.Expr(r.D)))
 	}
 	fmt.Fprintf(&b, "#define %s %d\n%s\n", gradReadsMacro, len(g.Reads), gradReadStruct)
 	for i := range gradBufs {
@@ -149,4 +149,13 @@ func writeAt(w *strings.Builder, b *BufferABI) {
 		at = "i0 * n1 + i1"
 	}
 	fmt.Fprintf(w, "  return %s ? %s : -1;\n}\n\n", strings.Join(conds, " && "), at)
+}
+
+// clip shortens a printed derivative for a one-line comment.
+func clip(s string) string {
+	const max = 160
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + " ..."
 }

@@ -146,3 +146,32 @@ func TestRefusesMasksAndHugeDerivatives(t *testing.T) {
 	_, err = grad.Differentiate(l)
 	assert.True(t, errors.Is(err, grad.ErrTooLarge), "%v", err)
 }
+
+// TestEveryBuiltinHasARule: a built-in added to dsl.Builtins without a
+// derivative rule (in dsl.GradOperands and here) would silently pass no
+// gradient; this test names it. floor and ceil pass none on purpose.
+func TestEveryBuiltinHasARule(t *testing.T) {
+	zero := map[string]bool{"floor": true, "ceil": true}
+	for name, bi := range dsl.Builtins {
+		args := make([]string, bi.MinArgs)
+		for i := range args {
+			args[i] = "score"
+		}
+		if name == "where" {
+			args = []string{"score > 0", "score", "0.0"}
+		}
+		src := "score s(score, b, h, q, kv) = " + name + "(" + strings.Join(args, ", ") + ") + 0.0\n"
+		f, diags := parser.ParseFile("b.flex", []byte(src))
+		require.False(t, diags.HasErrors(), diags.Render())
+		p, diags := check.Check(f, check.Options{})
+		require.False(t, diags.HasErrors(), diags.Render())
+		l, _ := p.LowerMod("s")
+		g, err := grad.Differentiate(l)
+		require.NoError(t, err)
+		if zero[name] {
+			assert.Equal(t, "0.0", format.Expr(g.DScore), name)
+		} else {
+			assert.NotEqual(t, "0.0", format.Expr(g.DScore), "%s has no derivative rule", name)
+		}
+	}
+}
