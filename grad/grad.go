@@ -543,8 +543,17 @@ func (b *builder) intLit(v int64, sp dsl.Span) dsl.Expr {
 	return b.record(&dsl.IntLit{Sp: sp, Value: v}, dsl.TypeInt)
 }
 
-// bin builds x op y, typed by Python's rules.
+// bin builds x op y, typed by Python's rules. A division of two float
+// literals whose quotient is exact in float32 (the tie's grad / 2 with
+// grad = 1) is folded.
 func (b *builder) bin(op dsl.Op, x, y dsl.Expr, sp dsl.Span) dsl.Expr {
+	if lx, ok := x.(*dsl.FloatLit); ok && op == dsl.OpDiv {
+		if ly, ok := y.(*dsl.FloatLit); ok && ly.Value != 0 {
+			if q := lx.Value / ly.Value; q*ly.Value == lx.Value && float64(float32(q)) == q {
+				return b.lit(q, sp)
+			}
+		}
+	}
 	var t dsl.Type
 	switch op {
 	case dsl.OpAnd, dsl.OpOr:
