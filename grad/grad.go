@@ -33,11 +33,10 @@ import (
 
 // MaxNodes bounds the size of one derivative expression counted as a tree
 // (shared subexpressions once per use), what a tree-walking evaluator
-// builds and about what the code generator's structural keys cost.
-// Derivatives of nested smooth functions grow quadratically with the
-// nesting depth: 175 nested tanh fit, 400 do not; real scores need a few
-// hundred nodes.
-const MaxNodes = 1 << 16
+// builds. Derivatives of nested smooth functions grow quadratically with
+// the nesting depth: 700 nested tanh fit (and generate in a third of a
+// second), 1500 do not; real scores need a few hundred nodes.
+const MaxNodes = 1 << 20
 
 // ErrTooLarge is returned for a score whose derivative is larger than
 // MaxNodes.

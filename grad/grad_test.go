@@ -130,14 +130,14 @@ func TestNoScoreDependence(t *testing.T) {
 func TestRefusesMasksAndHugeDerivatives(t *testing.T) {
 	_, err := grad.Differentiate(nil)
 	assert.ErrorIs(t, err, grad.ErrNotScore)
-	// tanh applied 400 times: the derivative holds every inner tanh once
+	// tanh applied 2000 times: the derivative holds every inner tanh once
 	// per level, more than MaxNodes nodes as a tree.
 	var src strings.Builder
 	src.WriteString("score deep(score, b, h, q, kv) {\n    let t0 = tanh(score)\n")
-	for i := 1; i < 400; i++ {
+	for i := 1; i < 2000; i++ {
 		fmt.Fprintf(&src, "    let t%d = tanh(t%d)\n", i, i-1)
 	}
-	src.WriteString("    t399\n}\n")
+	src.WriteString("    t1999\n}\n")
 	f, diags := parser.ParseFile("deep.flex", []byte(src.String()))
 	require.False(t, diags.HasErrors(), diags.Render())
 	p, diags := check.Check(f, check.Options{})
