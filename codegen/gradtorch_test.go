@@ -82,9 +82,10 @@ func TestTorchGradCases(t *testing.T) {
 		ls, progs = append(ls, l), append(progs, p)
 		texts = append(texts, p.File.Source.Slice(m.Decl.Sp))
 	}
-	files, err := filepath.Glob("../examples/*.flex")
-	require.NoError(t, err)
-	for _, f := range files {
+	// The examples with a score, by name, so that a new example does not
+	// change the case file.
+	for _, name := range []string{"alibi.flex", "relative_bias.flex", "softcap.flex"} {
+		f := filepath.Join("../examples", name)
 		ep := loadProgram(t, f)
 		for _, a := range ep.Attentions {
 			if a.Score != nil {

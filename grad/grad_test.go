@@ -62,11 +62,17 @@ func TestGoldenRules(t *testing.T) {
 	golden(t, "testdata/scores.golden", b.String())
 }
 
-// TestGoldenExamples pins the derivatives of every example's scores.
+// exampleScores are the examples with a score mod, pinned by name so that
+// a new example does not change the golden file (eval's finite-difference
+// tests cover every example).
+var exampleScores = []string{"alibi.flex", "relative_bias.flex", "softcap.flex"}
+
+// TestGoldenExamples pins the derivatives of the example scores.
 func TestGoldenExamples(t *testing.T) {
-	files, err := filepath.Glob("../examples/*.flex")
-	require.NoError(t, err)
-	require.NotEmpty(t, files)
+	var files []string
+	for _, f := range exampleScores {
+		files = append(files, filepath.Join("../examples", f))
+	}
 	var b strings.Builder
 	for _, path := range files {
 		p := load(t, path)
