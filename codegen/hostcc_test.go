@@ -142,10 +142,10 @@ func buildHostMain(t *testing.T, cases []hostCase, main string, fn func(i int) s
 	var b strings.Builder
 	b.WriteString(hostPrelude)
 	b.WriteString(RuntimeSource)
+	var fns []string
 	// One MaskcScoreGradRead for all cases, so that main can call any
 	// case's maskc_score_grad.
 	b.WriteString(gradReadStruct + "\n")
-	var fns []string
 	for i, c := range cases {
 		fmt.Fprintf(&b, "\n// case %d: %s\nnamespace case%d {\n", i, c.name, i)
 		for _, ln := range strings.Split(c.kernel.Generated, "\n") {
