@@ -56,6 +56,7 @@ func checkFile(f *dsl.File, opts Options, reuseBodies bool) (*Program, dsl.Diagn
 	c.checkBuffers()
 	c.checkMods()
 	c.checkAttentions()
+	c.gradientWarnings()
 	c.warnUnused()
 	c.prog.modSize = c.modSize
 	c.diags.Sort()

@@ -48,6 +48,7 @@ const (
 	CodeUnusedLet         dsl.Code = "W004"
 	CodeShadow            dsl.Code = "W005"
 	CodeBitwisePrecedence dsl.Code = "W006"
+	CodeNoGradient        dsl.Code = "W010"
 )
 
 // Codes describes every code the checker reports, one line each; tests
@@ -97,4 +98,5 @@ var Codes = map[dsl.Code]string{
 	CodeUnusedLet:         "a let binding that is never used",
 	CodeShadow:            "a mod parameter or let that shadows a param, buffer, mod or built-in",
 	CodeBitwisePrecedence: "`&` or `|` between two comparisons of a chain, where Python makes it bitwise on ints",
+	CodeNoGradient:        "an attention's score depends on the score or a float buffer only through floor, ceil, `//` or a comparison used as a number, where no gradient flows (the forward is exact: a warning)",
 }

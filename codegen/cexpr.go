@@ -41,6 +41,7 @@ type funcWriter struct {
 	body     strings.Builder
 	indent   string
 	keys     map[dsl.Expr]string // structural key of each node
+	ids      map[string]int      // a number per distinct key, for ref
 	uses     map[string]int      // occurrences of each structural key
 	temps    map[string]cExpr    // structural key -> named constant
 	ranges   *rangeAnalysis
@@ -52,7 +53,7 @@ type funcWriter struct {
 func newFuncWriter(src *dsl.Source, l *dsl.Lowered, float cType, bufs []BufferABI, diags *dsl.Diagnostics) *funcWriter {
 	w := &funcWriter{
 		src: src, l: l, float: float, bufs: bufs, buffers: map[string]*BufferABI{}, diags: diags,
-		indent: "  ", keys: map[dsl.Expr]string{}, uses: map[string]int{}, temps: map[string]cExpr{},
+		indent: "  ", keys: map[dsl.Expr]string{}, ids: map[string]int{}, uses: map[string]int{}, temps: map[string]cExpr{},
 	}
 	for i := range bufs {
 		w.buffers[bufs[i].Name] = &bufs[i]
@@ -73,7 +74,10 @@ func (w *funcWriter) count(e dsl.Expr) {
 	})
 }
 
-// key is a structural fingerprint of e: equal keys mean equal values.
+// key is a structural fingerprint of e: equal keys mean equal values. An
+// operand appears in it by the number its own key was given (ref), so a
+// key is short however large the tree below it (a score's derivative
+// shares big subtrees many times).
 func (w *funcWriter) key(e dsl.Expr) string {
 	if k, ok := w.keys[e]; ok {
 		return k
@@ -91,40 +95,51 @@ func (w *funcWriter) key(e dsl.Expr) string {
 	case *dsl.Ident:
 		k = "$" + x.Name
 	case *dsl.UnaryExpr:
-		k = "(" + x.Op.String() + " " + w.key(x.X) + ")"
+		k = "(" + x.Op.String() + " " + w.ref(x.X) + ")"
 	case *dsl.BinaryExpr:
-		k = "(" + w.key(x.X) + " " + x.Op.String() + " " + w.key(x.Y) + ")"
+		k = "(" + w.ref(x.X) + " " + x.Op.String() + " " + w.ref(x.Y) + ")"
 	case *dsl.CompareExpr:
 		parts := []string{}
 		for i, o := range x.Operands {
 			if i > 0 {
 				parts = append(parts, x.Ops[i-1].String())
 			}
-			parts = append(parts, w.key(o))
+			parts = append(parts, w.ref(o))
 		}
 		k = "(" + strings.Join(parts, " ") + ")"
 	case *dsl.CondExpr:
-		k = "(" + w.key(x.Then) + " if " + w.key(x.Cond) + " else " + w.key(x.Else) + ")"
+		k = "(" + w.ref(x.Then) + " if " + w.ref(x.Cond) + " else " + w.ref(x.Else) + ")"
 	case *dsl.CallExpr:
 		parts := []string{}
 		for _, a := range x.Args {
-			parts = append(parts, w.key(a))
+			parts = append(parts, w.ref(a))
 		}
-		k = w.key(x.Fun) + "(" + strings.Join(parts, ", ") + ")"
+		k = w.ref(x.Fun) + "(" + strings.Join(parts, ", ") + ")"
 	case *dsl.IndexExpr:
 		parts := []string{}
 		for _, a := range x.Indices {
-			parts = append(parts, w.key(a))
+			parts = append(parts, w.ref(a))
 		}
-		k = w.key(x.X) + "[" + strings.Join(parts, ", ") + "]"
+		k = w.ref(x.X) + "[" + strings.Join(parts, ", ") + "]"
 	case *dsl.ParenExpr:
-		k = w.key(x.X)
+		k = w.ref(x.X)
 	default:
 		k = fmt.Sprintf("%T@%p", e, e)
 	}
 	k += ":" + w.l.TypeOf(e).String()
 	w.keys[e] = k
 	return k
+}
+
+// ref names e's structural key by a number: equal numbers mean equal keys.
+func (w *funcWriter) ref(e dsl.Expr) string {
+	k := w.key(e)
+	id, ok := w.ids[k]
+	if !ok {
+		id = len(w.ids)
+		w.ids[k] = id
+	}
+	return "#" + strconv.Itoa(id)
 }
 
 // fail reports a construct that cannot be generated.

@@ -37,6 +37,12 @@ func TestDiagnostics(t *testing.T) {
 		nineBuffers += fmt.Sprintf("buffer t%d: i32[KV]\n", i)
 		reads = append(reads, fmt.Sprintf("t%d[kv]", i))
 	}
+	// tanh applied 1500 times: its derivative has more than grad.MaxNodes nodes.
+	deep := "score s(score, b, h, q, kv) {\n    let t0 = tanh(score)\n"
+	for i := 1; i < 1500; i++ {
+		deep += fmt.Sprintf("    let t%d = tanh(t%d)\n", i, i-1)
+	}
+	deep += "    t1499\n}\nattention a {\n    score = s\n}\n"
 	tests := []struct {
 		code  dsl.Code
 		text  string // a .flex file, or "" when lower builds the input
@@ -57,6 +63,8 @@ func TestDiagnostics(t *testing.T) {
 			want: "in.flex:1:28: error[E306]: int power needs a non-negative constant exponent"},
 		{code: CodeSetting, text: "attention a {\n    mask = causal\n    window = (16, 0)\n}\n",
 			want: "in.flex:3:5: error[E309]: a generated kernel does not implement the window setting"},
+		{code: CodeGradient, text: deep,
+			want: "in.flex:1501:17: error[E310]: cannot differentiate score s: derivative too large: more than 1048576 nodes"},
 		{code: CodeUnsupported, want: "t.flex:1:1: error[E305]: cannot generate code for a tuple", lower: func() (*dsl.Source, *dsl.Lowered) {
 			src := dsl.NewSource("t.flex", []byte("(q, kv)"))
 			tup := &dsl.TupleExpr{Sp: dsl.Span{Start: 0, End: 7}}

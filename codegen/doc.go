@@ -41,6 +41,15 @@
 //     reads in masked-out or padding lanes harmless.
 //   - `where` and `x if c else y` evaluate both branches (no side effects).
 //
+// Every part also carries the score-gradient interface backward kernels
+// call (gradfunc.go): MASKC_SCORE_GRAD_READS, struct MaskcScoreGradRead and
+// maskc_score_grad, which returns d score_out / d score_in and fills one
+// (slot, element offset, partial derivative) entry per differentiable
+// float-buffer read. The derivatives come from package grad (torch.autograd's
+// rules), computed in fp32 with the same guarded reads as maskc_score; a
+// read outside its buffer, or whose partial derivative is 0, has slot -1.
+// Kernel.GradBuffers names the buffers that have such reads.
+//
 // Every statement of maskc_mask and maskc_score is preceded by a #line
 // directive naming the .flex line it came from, so compiler errors and
 // debuggers point at the mask source.

@@ -124,6 +124,15 @@ int main() {
 // buildHost compiles the cases into one host program and returns its path.
 func buildHost(t *testing.T, cases []hostCase) string {
 	t.Helper()
+	return buildHostMain(t, cases, hostMain, func(i int) string {
+		return fmt.Sprintf("{case%[1]d::maskc_mask, case%[1]d::maskc_score, case%[1]d::maskc_kv_range, case%[1]d::maskc_tile_full}", i)
+	})
+}
+
+// buildHostMain compiles the cases, each in its namespace, with main
+// (whose FNS stands for the list of fn(i) over the cases).
+func buildHostMain(t *testing.T, cases []hostCase, main string, fn func(i int) string) string {
+	t.Helper()
 	cxx, err := exec.LookPath("g++")
 	if err != nil {
 		if os.Getenv("CI") == "true" {
@@ -135,18 +144,21 @@ func buildHost(t *testing.T, cases []hostCase) string {
 	b.WriteString(hostPrelude)
 	b.WriteString(hipsrc.ABIHeader() + hipsrc.Runtime)
 	var fns []string
+	// One MaskcScoreGradRead for all cases, so that main can call any
+	// case's maskc_score_grad.
+	b.WriteString(gradReadStruct + "\n")
 	for i, c := range cases {
 		fmt.Fprintf(&b, "\n// case %d: %s\nnamespace case%d {\n", i, c.name, i)
 		for _, ln := range strings.Split(c.kernel.Generated, "\n") {
-			if strings.HasPrefix(ln, "#define ") {
+			if strings.HasPrefix(ln, "#define ") || ln == gradReadStruct {
 				continue
 			}
 			b.WriteString(ln + "\n")
 		}
 		b.WriteString("}\n")
-		fns = append(fns, fmt.Sprintf("{case%[1]d::maskc_mask, case%[1]d::maskc_score, case%[1]d::maskc_kv_range, case%[1]d::maskc_tile_full}", i))
+		fns = append(fns, fn(i))
 	}
-	b.WriteString(strings.Replace(hostMain, "FNS", strings.Join(fns, ",\n  "), 1))
+	b.WriteString(strings.Replace(main, "FNS", strings.Join(fns, ",\n  "), 1))
 	dir := t.TempDir()
 	srcPath, exe := filepath.Join(dir, "gen.cc"), filepath.Join(dir, "gen")
 	if err := os.WriteFile(srcPath, []byte(b.String()), 0o644); err != nil {

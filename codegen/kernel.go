@@ -33,7 +33,9 @@ type Kernel struct {
 	// hipsrc's sources (hipsrc.Assemble).
 	Source string
 	// Generated is the per-attention part: configuration #defines, buffer
-	// accessors, maskc_mask, maskc_score, maskc_kv_range, maskc_tile_full.
+	// accessors, maskc_mask, maskc_score, the score-gradient interface
+	// (MASKC_SCORE_GRAD_READS, MaskcScoreGradRead, maskc_score_grad; see
+	// gradfunc.go), maskc_kv_range, maskc_tile_full.
 	Generated string
 	// Entry is the kernel entry point, "maskc_attn_fwd".
 	Entry string
@@ -46,6 +48,13 @@ type Kernel struct {
 	SparsityReason string
 	// Buffers are the MaskcBuffers entries in slot order.
 	Buffers []BufferABI
+	// GradBuffers are the entries of Buffers that the score reads
+	// differentiably (float buffers whose reads maskc_score_grad reports),
+	// in slot order; every other buffer's gradient is zero.
+	GradBuffers []BufferABI
+	// ScoreGradReads is MASKC_SCORE_GRAD_READS: the number of entries
+	// maskc_score_grad fills.
+	ScoreGradReads int
 	// HeadDim is the head dimension compiled in: 64 or 128.
 	HeadDim int
 	// DType is the element type of q, k, v and o: "bf16" or "fp16".
@@ -134,6 +143,9 @@ func Generate(p *check.Program, a *check.Attention, opts Options) (*Kernel, dsl.
 	diags = append(diags, d...)
 	scoreFn, d := ScoreFunc(src, score, bufs)
 	diags = append(diags, d...)
+	gradFn, d := ScoreGradFunc(src, score, bufs)
+	diags = append(diags, d...)
+	k.GradBuffers, k.ScoreGradReads = gradFn.Buffers, gradFn.Reads
 	if diags.HasErrors() {
 		diags.Sort()
 		return nil, diags
@@ -159,7 +171,7 @@ func Generate(p *check.Program, a *check.Attention, opts Options) (*Kernel, dsl.
 	for _, b := range sp.segments {
 		writeSegmentSearch(&g, b)
 	}
-	g.WriteString(maskFn + "\n" + scoreFn + "\n" + sp.code)
+	g.WriteString(maskFn + "\n" + scoreFn + "\n" + gradFn.Code + "\n" + sp.code)
 	generated := g.String()
 	k.Generated = resolveLineResets(generated, a.Name+".generated.h")
 	k.Source = resolveLineResets(hipsrc.Assemble(generated), a.Name+".cu")
@@ -178,9 +190,16 @@ func (k *Kernel) Manifest(source string) hipsrc.KernelManifest {
 		MaskUsesB: k.MaskUsesB, MaskUsesH: k.MaskUsesH, Buffers: []hipsrc.BufferSlot{},
 		Launch: k.Launch, MaskTorch: k.MaskTorch, ScoreTorch: k.ScoreTorch,
 	}
-	for i := range k.Buffers {
-		m.Buffers = append(m.Buffers, k.Buffers[i].Manifest())
+	grad := map[int]bool{}
+	for _, b := range k.GradBuffers {
+		grad[b.Slot] = true
 	}
+	for i := range k.Buffers {
+		s := k.Buffers[i].Manifest()
+		s.Grad = grad[s.Slot]
+		m.Buffers = append(m.Buffers, s)
+	}
+	m.ScoreGradReads = k.ScoreGradReads
 	return m
 }
 

@@ -244,7 +244,10 @@ func (p torchPrinter) call(x *dsl.CallExpr, t dsl.Type) string {
 	case "max":
 		return "torch.maximum(" + args[0] + ", " + args[1] + ")"
 	case "clamp":
-		return "torch.minimum(torch.maximum(" + args[0] + ", " + args[1] + "), " + args[2] + ")"
+		// torch.clamp rather than minimum(maximum(...)): the same values,
+		// and the gradient convention at the bounds that maskc's own
+		// derivative follows (the bounds pass it to x; no tie split).
+		return "torch.clamp(" + args[0] + ", " + args[1] + ", " + args[2] + ")"
 	case "where": // torch.where takes Python scalars for its values
 		return "torch.where(" + p.print(x.Args[0]) + ", " + p.print(x.Args[1]) + ", " + p.print(x.Args[2]) + ")"
 	case "floor", "ceil":

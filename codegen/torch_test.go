@@ -16,6 +16,7 @@ func TestTorchExpr(t *testing.T) {
 		{"where", "", "", "where(q >= kv, score, -inf)", "torch.where((q >= kv), score, float('-inf'))"},
 		{"softcap", "", "", "30.0 * tanh(score / 30.0)", "(30.0 * torch.tanh((score / 30.0)))"},
 		{"min_scalar", "", "min(q, 40) >= kv", "", "(torch.minimum(q, torch.as_tensor(40)) >= kv)"},
+		{"clamp", "", "", "clamp(score, -5.0, 5.0)", "torch.clamp(score, torch.as_tensor(-5.0), torch.as_tensor(5.0))"},
 		{"bias", "buffer bias: f32[H, 2 * KV - 1]\n", "", "score + bias[h, q - kv + KV - 1]", "(score + bias[h, (((q - kv) + KV) - 1)])"},
 	}
 	for _, tt := range tests {

@@ -58,6 +58,11 @@ type PlanKernel struct {
 	Scale float64 `json:"scale"`
 	// Buffers are the captured buffers in MaskcBuffers slot order.
 	Buffers []string `json:"buffers"`
+	// GradBuffers are the buffers maskc_score_grad differentiates (every
+	// other buffer's gradient is zero), in slot order.
+	GradBuffers []string `json:"grad_buffers"`
+	// ScoreGradReads is the number of reads maskc_score_grad reports.
+	ScoreGradReads int `json:"score_grad_reads"`
 }
 
 // NewPlanFile returns the plan of u without kernels.
@@ -101,6 +106,11 @@ func NewPlanKernel(k *codegen.Kernel, source string) *PlanKernel {
 	for _, b := range k.Buffers {
 		pk.Buffers = append(pk.Buffers, b.Name)
 	}
+	pk.GradBuffers = []string{}
+	for _, b := range k.GradBuffers {
+		pk.GradBuffers = append(pk.GradBuffers, b.Name)
+	}
+	pk.ScoreGradReads = k.ScoreGradReads
 	return pk
 }
 

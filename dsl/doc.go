@@ -7,6 +7,7 @@
 //	dsl       source, positions, AST, types, values, diagnostics
 //	parser    .flex text -> *dsl.File (participle grammar), and the printer
 //	check     name resolution, types, constant folding, -D overrides
+//	grad      symbolic derivatives of a lowered score
 //	eval      float64 reference evaluator and reference attention
 //	classify  canonical form, Turbo patterns, compile-time rules, plan
 //	codegen   HIP source for generated kernels

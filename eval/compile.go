@@ -14,6 +14,10 @@ type frame struct {
 	sizes [5]int64 // B, H, HKV, Q, KV
 	bufs  []*Tensor
 	err   *Error
+	// guarded makes a buffer read outside the buffer yield 0 (false for a
+	// bool buffer) instead of failing, as the kernels' guarded reads do;
+	// derivatives are evaluated so (see BindGrad).
+	guarded bool
 }
 
 // A node is a compiled expression of static type t; exactly the closure
@@ -126,6 +130,11 @@ type compiler struct {
 	what  string // "mask NAME", for messages
 	slots map[string]int
 	fn    *Func
+	// ieee makes float /, //, % and ** follow torch's tensor arithmetic
+	// (IEEE 754: x / 0 is an infinity or NaN, a negative base to a
+	// fractional power is NaN) instead of raising as Python does; the
+	// derivatives of CompileGrad are evaluated so.
+	ieee bool
 }
 
 // Compile turns a lowered mod into a Func, or returns an *Error (wrapping

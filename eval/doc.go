@@ -13,6 +13,11 @@
 // would wrap around), evaluation returns an *Error positioned at the source
 // span responsible; it never panics.
 //
+// CompileGrad and BindGrad evaluate the derivatives of a score
+// (grad.Differentiate) in float64, with torch's IEEE arithmetic instead of
+// Python's exceptions (a derivative such as 1/x is inf at 0, as in
+// torch.autograd).
+//
 // Attention computes softmax(score_mod(q.k*scale) masked) @ v with GQA,
 // an optional per-head sink, and the natural-log LSE, in float64 on small
 // shapes.

@@ -58,6 +58,9 @@ func (c *compiler) binary(x *dsl.BinaryExpr) (node, error) {
 			}), nil
 		}
 		a, b := l.asFloat(), r.asFloat()
+		if c.ieee {
+			return floatNode(func(f *frame) float64 { return a(f) / b(f) }), nil
+		}
 		return floatNode(func(f *frame) float64 {
 			u, v := a(f), b(f)
 			if v == 0 {
@@ -69,6 +72,9 @@ func (c *compiler) binary(x *dsl.BinaryExpr) (node, error) {
 	case dsl.OpPow:
 		return c.pow(x, l, r)
 	case dsl.OpAdd, dsl.OpSub, dsl.OpMul, dsl.OpFloorDiv, dsl.OpMod:
+		if anyFloat && c.ieee && (x.Op == dsl.OpFloorDiv || x.Op == dsl.OpMod) {
+			return ieeeDivMod(x.Op, l.asFloat(), r.asFloat()), nil
+		}
 		if anyFloat {
 			return floatArith(x.Op, sp, l.asFloat(), r.asFloat()), nil
 		}
@@ -160,6 +166,9 @@ func (c *compiler) pow(x *dsl.BinaryExpr, l, r node) (node, error) {
 	sp := x.Sp
 	if l.t == dsl.TypeFloat || r.t == dsl.TypeFloat || c.powIsFloat(x) {
 		a, b := l.asFloat(), r.asFloat()
+		if c.ieee {
+			return floatNode(func(f *frame) float64 { return IEEEPow(a(f), b(f)) }), nil
+		}
 		return floatNode(func(f *frame) float64 {
 			u, v := a(f), b(f)
 			p, err := dsl.FloatPow(u, v)

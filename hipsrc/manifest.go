@@ -73,6 +73,9 @@ type KernelManifest struct {
 	MaskUsesH bool `json:"mask_uses_h"`
 	// Buffers are the MaskcBuffers slots in order.
 	Buffers []BufferSlot `json:"buffers"`
+	// ScoreGradReads is MASKC_SCORE_GRAD_READS, the number of buffer reads
+	// maskc_score_grad reports.
+	ScoreGradReads int `json:"score_grad_reads"`
 	// Launch is the block size, key tile and dynamic shared memory of
 	// maskc_attn_fwd per platform name ("nvidia", "amd", "nvidia-sm90a").
 	Launch map[string]LaunchConfig `json:"launch"`
@@ -102,6 +105,10 @@ type BufferSlot struct {
 	// Segments reports the `segments` property: non-decreasing values,
 	// which the kernel searches.
 	Segments bool `json:"segments"`
+	// Grad says that the score reads the buffer differentiably: its
+	// gradient comes from maskc_score_grad's reads; every other buffer's
+	// gradient is zero.
+	Grad bool `json:"grad"`
 }
 
 // BufferElemBytes returns the size of one element of a buffer dtype, 0 if

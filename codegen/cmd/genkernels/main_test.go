@@ -98,6 +98,28 @@ func TestManifestContent(t *testing.T) {
 	}
 }
 
+// TestManifestGradBuffers: the manifest marks the buffers the score's
+// gradient covers.
+func TestManifestGradBuffers(t *testing.T) {
+	dir := t.TempDir()
+	var stdout, stderr strings.Builder
+	if code := run([]string{"-o", dir, "../../../examples/relative_bias.flex", "../../testdata/golden/document.flex"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	var m hipsrc.Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	rel, doc := m.Kernels[0], m.Kernels[1]
+	if rel.ScoreGradReads != 1 || len(rel.Buffers) != 1 || rel.Buffers[0].Name != "bias" || !rel.Buffers[0].Grad {
+		t.Errorf("relative bias kernel: %+v", rel)
+	}
+	if doc.ScoreGradReads != 0 || len(doc.Buffers) != 1 || doc.Buffers[0].Grad {
+		t.Errorf("document kernel (an int buffer in the mask): %+v", doc)
+	}
+}
+
 func itoa(i int) string {
 	b, _ := json.Marshal(i)
 	return string(b)
