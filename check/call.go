@@ -9,6 +9,9 @@ import (
 // call lowers a call: a built-in, a mod applied to index arguments, a
 // factory instantiation or a combination.
 func (l *lowering) call(f *frame, x *dsl.CallExpr) result {
+	if r, handled := l.torchCall(f, x); handled {
+		return r
+	}
 	callee := l.expr(f, x.Fun)
 	switch {
 	case callee.fn == "and_masks" || callee.fn == "or_masks":
@@ -37,10 +40,20 @@ func (l *lowering) call(f *frame, x *dsl.CallExpr) result {
 // builtin lowers a call to a built-in function.
 func (l *lowering) builtin(f *frame, x *dsl.CallExpr, b *dsl.Builtin) result {
 	args := make([]result, len(x.Args))
-	okAll := true
 	for i, a := range x.Args {
 		args[i] = l.value(f, a)
-		okAll = okAll && args[i].ok()
+	}
+	return l.builtinOf(f, x, b, x.Args, args)
+}
+
+// builtinOf lowers built-in b applied to the lowered arguments args, whose
+// source expressions are argExprs; x is the call as written, for spans and
+// messages (a method call such as `d.abs()` passes its receiver as the
+// first argument).
+func (l *lowering) builtinOf(f *frame, x *dsl.CallExpr, b *dsl.Builtin, argExprs []dsl.Expr, args []result) result {
+	okAll := true
+	for _, a := range args {
+		okAll = okAll && a.ok()
 	}
 	if len(args) < b.MinArgs || len(args) > b.MaxArgs {
 		l.errorf(f, x.Sp, CodeArgCount, "%s takes %d %s, got %d", b.Name, b.MinArgs,
@@ -54,8 +67,8 @@ func (l *lowering) builtin(f *frame, x *dsl.CallExpr, b *dsl.Builtin) result {
 	switch b.Name {
 	case "where":
 		if args[0].typ != dsl.TypeBool {
-			l.errorf(f, x.Args[0].Span(), CodeConditionNotBool, "the condition of where must be bool, got %s", args[0].typ).
-				WithHint("compare it to get a bool, e.g. where(%s != 0, ...)", sourceText(f, x.Args[0]))
+			l.errorf(f, argExprs[0].Span(), CodeConditionNotBool, "the condition of where must be bool, got %s", args[0].typ).
+				WithHint("compare it to get a bool, e.g. where(%s != 0, ...)", sourceText(f, argExprs[0]))
 			return result{}
 		}
 		typ = branchType(args[1].typ, args[2].typ)
@@ -75,6 +88,8 @@ func (l *lowering) builtin(f *frame, x *dsl.CallExpr, b *dsl.Builtin) result {
 		}
 	case "abs", "floor", "ceil":
 		typ = dsl.Promote(args[0].typ, dsl.TypeInt)
+	case "int":
+		typ = dsl.TypeInt
 	default:
 		typ = dsl.TypeFloat
 	}
@@ -488,14 +503,23 @@ func (l *lowering) body(f *frame, m *Mod) result {
 		if let.Name == nil {
 			continue
 		}
-		if prev := f.names[let.Name.Name]; prev != nil {
+		prev := f.names[let.Name.Name]
+		switch {
+		case prev != nil && b.Def:
+			// A def body rebinds: each assignment is a new value that the
+			// statements after it see (single static assignment).
+		case prev != nil:
 			l.errorf(f, let.Name.Sp, CodeDuplicate, "%s is already declared in %s", let.Name.Name, m.Name).
 				WithHint("%s", l.c.firstDeclared(f.src, prev.ident))
-		} else if f.record {
+		case f.record:
 			l.c.checkShadow(f, let.Name, "let")
 		}
+		doc := "let " + strings.TrimPrefix(f.src.Slice(let.Sp), "let ")
+		if let.Assign {
+			doc = f.src.Slice(let.Sp)
+		}
 		bd := &binding{kind: bindValue, res: r, ident: let.Name,
-			sym: Symbol{Kind: SymLet, Name: let.Name.Name, Decl: let, Type: r.typ, Doc: "let " + strings.TrimPrefix(f.src.Slice(let.Sp), "let ")}}
+			sym: Symbol{Kind: SymLet, Name: let.Name.Name, Decl: let, Type: r.typ, Doc: doc}}
 		if r.typ == dsl.TypeInvalid {
 			bd.kind = bindUnknown
 		}
@@ -509,7 +533,11 @@ func (l *lowering) body(f *frame, m *Mod) result {
 	if f.record {
 		for _, bd := range lets {
 			if bd.uses == 0 {
-				l.warnf(f, bd.ident.Sp, CodeUnusedLet, "let %s is never used", bd.ident.Name).
+				what := "let"
+				if b.Def {
+					what = "assignment to"
+				}
+				l.warnf(f, bd.ident.Sp, CodeUnusedLet, "%s %s is never used", what, bd.ident.Name).
 					WithHint("remove it, or use it in the result")
 			}
 		}

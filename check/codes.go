@@ -42,6 +42,10 @@ const (
 	CodeTooLarge          dsl.Code = "E055"
 	CodeArgType           dsl.Code = "E056"
 	CodeSettingBuffer     dsl.Code = "E057"
+	CodeStringValue       dsl.Code = "E073"
+	CodeMethod            dsl.Code = "E074"
+	CodeKeywordArg        dsl.Code = "E075"
+	CodeConversion        dsl.Code = "E076"
 	CodeUnusedParam       dsl.Code = "W001"
 	CodeUnusedBuffer      dsl.Code = "W002"
 	CodeUnusedMod         dsl.Code = "W003"
@@ -97,4 +101,8 @@ var Codes = map[dsl.Code]string{
 	CodeUnusedLet:         "a let binding that is never used",
 	CodeShadow:            "a mod parameter or let that shadows a param, buffer, mod or built-in",
 	CodeBitwisePrecedence: "`&` or `|` between two comparisons of a chain, where Python makes it bitwise on ints",
+	CodeStringValue:       "a string used as a value (strings appear only in float(\"inf\") and keyword values)",
+	CodeMethod:            "a tensor method that is unknown, not called, or called with the wrong arguments",
+	CodeKeywordArg:        "a keyword argument that the function does not take, or a bad keyword value",
+	CodeConversion:        "a conversion maskc cannot make exactly: a dtype other than int32/int64/float32/float64/bool, or float() of a bad string",
 }

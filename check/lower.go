@@ -259,6 +259,20 @@ func (l *lowering) exprNoRecord(f *frame, e dsl.Expr) result {
 		return l.call(f, x)
 	case *dsl.IndexExpr:
 		return l.index(f, x)
+	case *dsl.StringLit:
+		l.errorf(f, x.Sp, CodeStringValue, "a string is not a value").
+			WithHint("strings are written only in float(\"inf\") and keyword values such as rounding_mode=\"floor\"")
+		return result{}
+	case *dsl.KeywordArg:
+		l.expr(f, x.Value)
+		l.errorf(f, x.Name.Sp, CodeKeywordArg, "unexpected keyword argument %s=", x.Name.Name).
+			WithHint("keyword arguments are understood only where torch takes them: x.clamp(min=..., max=...), torch.div(..., rounding_mode=...)")
+		return result{}
+	case *dsl.SelectorExpr:
+		l.expr(f, x.X)
+		l.errorf(f, x.Sp, CodeMethod, "method .%s is used without calling it", x.Sel.Name).
+			WithHint("call it: %s()", sourceText(f, x))
+		return result{}
 	case *dsl.VarRef:
 		// Already lowered (Program.Lower of a lowered expression).
 		typ := dsl.TypeInt
@@ -432,7 +446,11 @@ func (l *lowering) unknownName(f *frame, x *dsl.Ident) {
 }
 
 func (l *lowering) unary(f *frame, x *dsl.UnaryExpr) result {
-	a := l.value(f, x.X)
+	return l.unaryOf(f, x, l.value(f, x.X))
+}
+
+// unaryOf lowers x with its operand already lowered to a.
+func (l *lowering) unaryOf(f *frame, x *dsl.UnaryExpr, a result) result {
 	if !a.ok() {
 		return result{}
 	}
@@ -467,7 +485,12 @@ func (l *lowering) unary(f *frame, x *dsl.UnaryExpr) result {
 }
 
 func (l *lowering) binary(f *frame, x *dsl.BinaryExpr) result {
-	a, b := l.value(f, x.X), l.value(f, x.Y)
+	a := l.value(f, x.X)
+	return l.binaryOf(f, x, a, l.value(f, x.Y))
+}
+
+// binaryOf lowers x with its operands already lowered to a and b.
+func (l *lowering) binaryOf(f *frame, x *dsl.BinaryExpr, a, b result) result {
 	if !a.ok() || !b.ok() {
 		return result{}
 	}
@@ -544,16 +567,21 @@ func (l *lowering) compare(f *frame, x *dsl.CompareExpr) result {
 		return result{}
 	}
 	ops := make([]result, len(x.Operands))
-	okAll := true
 	for i, o := range x.Operands {
 		ops[i] = l.value(f, o)
-		okAll = okAll && ops[i].ok()
 	}
 	if f.record && f.site == nil {
 		l.bitwisePrecedence(f, x)
 	}
-	if !okAll {
-		return result{}
+	return l.compareOf(f, x, ops)
+}
+
+// compareOf lowers the chain x with its operands already lowered to ops.
+func (l *lowering) compareOf(f *frame, x *dsl.CompareExpr, ops []result) result {
+	for _, o := range ops {
+		if !o.ok() {
+			return result{}
+		}
 	}
 	var acc result
 	for i, op := range x.Ops {

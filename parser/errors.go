@@ -114,7 +114,7 @@ func describe(t lexer.Token) string {
 // operandEnd reports whether t can end an expression.
 func operandEnd(t lexer.Token) bool {
 	switch t.Type {
-	case tokIdent, tokLiteral:
+	case tokIdent, tokLiteral, tokString:
 		return true
 	}
 	return t.Value == ")" || t.Value == "]"
@@ -125,7 +125,7 @@ func statementStart(t lexer.Token) bool {
 	return t.Type == tokNewline || t.Value == ";" || t.Value == "{"
 }
 
-const declHint = "a declaration starts with `param`, `buffer`, `mask`, `score` or `attention`"
+const declHint = "a declaration starts with `param`, `buffer`, `mask`, `score`, `def` or `attention`"
 
 // explanation is the code, message and hint of a syntax diagnostic; why
 // makes one.

@@ -22,6 +22,8 @@ const (
 	tokPrefix                  // prefix operators: ~ not, and + - where an operand is expected
 	tokPunct                   // = : , and brackets
 	tokNewline                 // a `;`, or the end of a line outside ( ) and [ ]
+	tokString                  // a string literal: "inf", 'floor', or a triple-quoted docstring
+	tokKwName                  // the name of a keyword argument: `min` in `x.clamp(min=0)`
 )
 
 // keywords are the reserved words; they are never names. `mask` and
@@ -31,11 +33,18 @@ const (
 var keywords = map[string]bool{
 	"param": true, "buffer": true, "attention": true,
 	"let": true, "if": true, "else": true, "and": true, "or": true, "not": true,
+	"def": true, "return": true,
 	"True": true, "False": true, "true": true, "false": true,
 }
 
-// declKeywords start a top-level declaration.
-var declKeywords = map[string]bool{"param": true, "buffer": true, "mask": true, "score": true, "attention": true}
+// declKeywords start a top-level declaration. `def` starts one only at the
+// start of a line (an indented `def` is the inner function of a factory).
+var declKeywords = map[string]bool{"param": true, "buffer": true, "mask": true, "score": true, "attention": true, "def": true}
+
+// moduleRoots are the module names whose dotted members lex as one name
+// (`torch.where`, `math.inf`, `torch.int64`); after any other operand a
+// `.` selects a method (`(q - kv).abs()`, `d.clamp(0, 15)`).
+var moduleRoots = map[string]bool{"torch": true, "math": true}
 
 // twoCharPunct are the operators spelled with two characters.
 var twoCharPunct = map[string]bool{"**": true, "//": true, "==": true, "!=": true, "<=": true, ">=": true}
@@ -126,6 +135,13 @@ func (s *scanner) run() {
 			s.word()
 		case isDigit(c) || c == '.' && s.pos+1 < s.end && isDigit(s.text[s.pos+1]):
 			s.number()
+		case c == '.' && s.afterOperand && s.pos+1 < s.end && isIdentStart(s.text[s.pos+1]):
+			// A method selector: `(q - kv).abs()`.
+			s.emit(tokPunct, s.pos, s.pos+1)
+			s.pos++
+			s.afterOperand = false
+		case c == '"' || c == '\'':
+			s.str()
 		default:
 			s.punct()
 		}
@@ -157,7 +173,7 @@ func (s *scanner) word() {
 		c := s.text[s.pos]
 		if isIdentStart(c) || isDigit(c) {
 			s.pos++
-		} else if c == '.' && s.pos+1 < s.end && isIdentStart(s.text[s.pos+1]) {
+		} else if c == '.' && s.pos+1 < s.end && isIdentStart(s.text[s.pos+1]) && moduleRoots[s.rootWord(start)] {
 			s.pos += 2
 		} else {
 			break
@@ -188,6 +204,15 @@ func (s *scanner) word() {
 	s.prefixRun = 0
 }
 
+// rootWord is the first dot-separated part of the word starting at start.
+func (s *scanner) rootWord(start int) string {
+	w := s.text[start:s.pos]
+	if i := strings.IndexByte(w, '.'); i >= 0 {
+		return w[:i]
+	}
+	return w
+}
+
 // operand records that the last token ended an operand.
 func (s *scanner) operand() {
 	s.afterOperand = true
@@ -202,6 +227,48 @@ func (s *scanner) prefixOperator(off int) {
 		s.fail(dsl.Span{Start: off, End: s.pos}, CodeOperatorChain, "more than %d prefix operators in a row", MaxPrefixRun).
 			WithHint("simplify the expression: `- -x` is `x`, `not not x` is `x`")
 	}
+}
+
+// str scans a string literal: '...' or "..." on one line, or a
+// triple-quoted docstring that may span lines. There are no escapes.
+func (s *scanner) str() {
+	start := s.pos
+	q := s.text[s.pos]
+	if s.pos+2 < s.end && s.text[s.pos+1] == q && s.text[s.pos+2] == q {
+		closer := s.text[s.pos : s.pos+3]
+		i := strings.Index(s.text[s.pos+3:s.end], closer)
+		if i < 0 {
+			s.fail(dsl.Span{Start: start, End: start + 3}, CodeBadString, "unterminated docstring").
+				WithHint("close it with %s", closer)
+			return
+		}
+		s.pos += 3 + i + 3
+		s.emit(tokString, start, s.pos)
+		s.operand()
+		return
+	}
+	s.pos++
+	for s.pos < s.end && s.text[s.pos] != q {
+		switch s.text[s.pos] {
+		case '\\':
+			s.fail(dsl.Span{Start: s.pos, End: s.pos + 1}, CodeBadString, "escapes are not supported in strings").
+				WithHint("strings are only `float(\"inf\")` and keyword values such as rounding_mode=\"floor\"")
+			return
+		case '\n':
+			s.fail(dsl.Span{Start: start, End: s.pos}, CodeBadString, "unterminated string").
+				WithHint("close it with %c on the same line", q)
+			return
+		}
+		s.pos++
+	}
+	if s.pos >= s.end {
+		s.fail(dsl.Span{Start: start, End: s.pos}, CodeBadString, "unterminated string").
+			WithHint("close it with %c on the same line", q)
+		return
+	}
+	s.pos++
+	s.emit(tokString, start, s.pos)
+	s.operand()
 }
 
 func (s *scanner) number() {
@@ -338,6 +405,12 @@ func (s *scanner) punct() {
 		s.stack = s.stack[:len(s.stack)-1]
 	}
 	typ := punctType(c)
+	if c == '=' && len(s.stack) > 0 && s.stack[len(s.stack)-1].ch == '(' {
+		// `name=` inside a call is a keyword argument: `clamp(min=0)`.
+		if n := len(s.out.tokens); n > 0 && s.out.tokens[n-1].Type == tokIdent {
+			s.out.tokens[n-1].Type = tokKwName
+		}
+	}
 	if c == '~' || (c == '-' || c == '+') && !s.afterOperand {
 		// A sign where an operand is expected is a prefix operator.
 		typ = tokPrefix
@@ -383,8 +456,8 @@ func (s *scanner) invalidChar() {
 	switch r {
 	case '\\':
 		hint = "there is no `\\` line continuation: break long expressions inside parentheses"
-	case '"', '\'':
-		hint = "there are no strings in .flex: settings take bare words such as `bshd`"
+	case '.':
+		hint = "a `.` selects a method after a value, as in `(q_idx - kv_idx).abs()`"
 	case '$', '@', '?', '`':
 		hint = "expressions use Python operators: + - * / // % ** == != < <= > >= & | ~ and or not"
 	default:

@@ -5,7 +5,8 @@ import "bytes"
 // DeclStarts cuts text into pieces that each hold at most one top-level
 // declaration, so that a syntax error in one declaration cannot hide errors
 // in the next. A piece starts at every line whose first word is a
-// declaration keyword (`param`, `buffer`, `mask`, `score`, `attention`)
+// declaration keyword (`param`, `buffer`, `mask`, `score`, `attention`, or
+// `def` at the start of the line)
 // followed by a name (not a keyword) on the same line; such a line can never
 // continue a valid declaration (a setting `mask = ...` is followed by `=`, a
 // result `score if c else 0` by a keyword).
@@ -33,7 +34,8 @@ func DeclStarts(text []byte) []int {
 			for n < len(text) && (isIdentStart(text[n]) || isDigit(text[n])) {
 				n++
 			}
-			if k > j && n > k && !keywords[string(text[k:n])] && line > 0 {
+			top := string(text[i:j]) != "def" || i == line // an indented def is a factory's inner function
+			if k > j && n > k && !keywords[string(text[k:n])] && line > 0 && top {
 				starts = append(starts, line)
 			}
 		}
