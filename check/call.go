@@ -39,6 +39,13 @@ func (l *lowering) call(f *frame, x *dsl.CallExpr) result {
 
 // builtin lowers a call to a built-in function.
 func (l *lowering) builtin(f *frame, x *dsl.CallExpr, b *dsl.Builtin) result {
+	for _, a := range x.Args {
+		if kw, ok := a.(*dsl.KeywordArg); ok {
+			l.errorf(f, kw.Name.Sp, CodeKeywordArg, "%s takes no keyword argument %s=", sourceText(f, x.Fun), kw.Name.Name).
+				WithHint("%s", b.Doc)
+			return result{}
+		}
+	}
 	args := make([]result, len(x.Args))
 	for i, a := range x.Args {
 		args[i] = l.value(f, a)
