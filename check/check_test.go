@@ -118,7 +118,7 @@ var diagnosticCases = []struct {
 	{CodeShadow, "param W = 4\nmask m(b, h, q, kv) {\n    let W = 8\n    q - kv <= W\n}\nmask n(b, h, q, kv) = q < W\n", nil},
 	{CodeBitwisePrecedence, "mask m(b, h, q, kv) = q >= kv & q < 5\n", nil},
 	{CodeStringValue, "def m(b, h, q_idx, kv_idx):\n    return q_idx >= \"kv_idx\"\n", nil},
-	{CodeMethod, "def m(b, h, q_idx, kv_idx):\n    d = (q_idx - kv_idx).absolute()\n    return d <= 4\n", nil},
+	{CodeMethod, "def m(b, h, q_idx, kv_idx):\n    d = (q_idx - kv_idx).sum()\n    return d <= 4\n", nil},
 	{CodeKeywordArg, "def s(score, b, h, q_idx, kv_idx):\n    return score + torch.div(q_idx, 2, rounding_mode=\"round\")\n", nil},
 	{CodeConversion, "def s(score, b, h, q_idx, kv_idx):\n    return score + (q_idx - kv_idx).to(torch.bfloat16)\n", nil},
 }

@@ -99,7 +99,15 @@ func (l *lowering) method(f *frame, x *dsl.CallExpr, sel *dsl.SelectorExpr) resu
 		}
 		sort.Strings(names)
 		d := l.errorf(f, sel.Sel.Sp, CodeMethod, "tensor method .%s is not supported", name)
-		if h := didYouMean(name, names); h != "" {
+		prefixed := ""
+		for _, n := range names {
+			if len(n) >= 3 && (strings.HasPrefix(name, n) || strings.HasPrefix(n, name)) {
+				prefixed = n
+			}
+		}
+		if prefixed != "" {
+			d.WithHint("did you mean .%s()? (%s)", prefixed, operationMeaning[prefixed])
+		} else if h := didYouMean(name, names); h != "" {
 			d.WithHint("%s", h)
 		} else {
 			d.WithHint("supported methods: .%s()", strings.Join(names, "(), ."))
