@@ -14,6 +14,48 @@ var diagnosticCases = []struct {
 	src, want string
 }{
 	{
+		"def A(A00):\n",
+		"t.flex:1:12: error[E014]: the body of def `A` ends without `return`\n" +
+			" 1 | def A(A00):\n" +
+			"   |            ^\n" +
+			"   = hint: end the body with `return EXPR` (a factory with `return INNER`)\n",
+	},
+	{
+		"def A(b, h, q, kv):\n    x = 1\n    return x > 0\n    y = 2\n",
+		"t.flex:4:5: error[E013]: expected the end of def `A` after its `return`, found `y`\n" +
+			" 4 |     y = 2\n" +
+			"   |     ^\n" +
+			"   = hint: a def ends with its `return`; statements after it would never run\n",
+	},
+	{
+		"def f(W):\n    def g(b, h, q, kv):\n        return q > W\n",
+		"t.flex:3:21: error[E014]: factory `f` ends without `return g`\n" +
+			" 3 |         return q > W\n" +
+			"   |                     ^\n" +
+			"   = hint: end the factory with `return g`, indented like the `def g` above it\n",
+	},
+	{
+		"def A(b, h, q, kv):\n    if q > kv:\n        return True\n",
+		"t.flex:2:5: error[E011]: expected an assignment `name = ...` or `return ...` in def `A`, found keyword `if`\n" +
+			" 2 |     if q > kv:\n" +
+			"   |     ^^\n" +
+			"   = hint: a def body is straight-line code: assignments, then `return`; write conditions with torch.where\n",
+	},
+	{
+		"def A(b, h, q, kv):\n    foo(q)\n    return q > 0\n",
+		"t.flex:2:8: error[E012]: expected `=` after `foo`, found `(`\n" +
+			" 2 |     foo(q)\n" +
+			"   |        ^\n" +
+			"   = hint: a def body holds assignments `name = ...` and a final `return ...`\n",
+	},
+	{
+		"def A(b, h, q, kv)\n    return q > kv\n",
+		"t.flex:1:19: error[E012]: expected `:` to start the body of def `A`, found end of line\n" +
+			" 1 | def A(b, h, q, kv)\n" +
+			"   |                   ^\n" +
+			"   = hint: write `def A(...):`, then the body indented on the lines below\n",
+	},
+	{
 		"mask m(b, h, q, kv) = q $ kv\n",
 		"t.flex:1:25: error[E001]: invalid character `$` (U+0024)\n" +
 			" 1 | mask m(b, h, q, kv) = q $ kv\n" +

@@ -89,6 +89,16 @@ func (e *errorSite) span() dsl.Span {
 		end := span(e.before(1)).End
 		return dsl.Span{Start: end, End: end}
 	}
+	if t.EOF() {
+		// The end of a def's body: point just after its last token.
+		for k := e.i - 1; k >= 0; k-- {
+			if e.tokens[k].Type != tokNewline {
+				end := span(e.tokens[k]).End
+				return dsl.Span{Start: end, End: end}
+			}
+		}
+		return dsl.Span{Start: t.Pos.Offset, End: t.Pos.Offset}
+	}
 	sp := span(t)
 	if sp.End == sp.Start {
 		sp.End++
@@ -148,7 +158,7 @@ func (e *errorSite) explain() *explanation {
 		}
 		return e.explainExpr()
 	}
-	for _, f := range []func() *explanation{e.explainOutside, e.explainName, e.explainHeader} {
+	for _, f := range []func() *explanation{e.explainDef, e.explainOutside, e.explainName, e.explainHeader} {
 		if x := f(); x != nil {
 			return x
 		}
@@ -173,6 +183,67 @@ func (e *errorSite) declName() string {
 }
 
 func (e *errorSite) found() string { return describe(e.tok()) }
+
+// explainDef covers the parts of a def that are not expressions: its
+// header, its statements, and its end.
+func (e *errorSite) explainDef() *explanation {
+	if e.declKeyword() != "def" {
+		return nil
+	}
+	t, prev, name, found := e.tok(), e.before(1), e.declName(), e.found()
+	pos := e.i - e.first
+	depth, colon, returns, defs, inner := 0, false, 0, 0, ""
+	for k, tk := range e.tokens[e.first:e.i] {
+		switch tk.Value {
+		case "def":
+			defs++
+			if defs == 2 && e.first+k+1 < e.i {
+				inner = e.tokens[e.first+k+1].Value
+			}
+		case "(", "[":
+			depth++
+		case ")", "]":
+			depth--
+		case ":":
+			colon = colon || depth == 0
+		case "return":
+			returns++
+		}
+	}
+	ended := t.EOF() || t.Type == tokNewline
+	switch {
+	case pos == 2:
+		return why(CodeMissingBody, fmt.Sprintf("expected `(` and the parameters of def `%s`, found %s", name, found),
+			fmt.Sprintf("write `def %s(b, h, q_idx, kv_idx):` for a mask, `def %s(score, b, h, q_idx, kv_idx):` for a score", name, name))
+	case !colon && depth > 0:
+		if keywords[t.Value] {
+			return why(CodeKeywordAsName, fmt.Sprintf("`%s` is a keyword and cannot be used as a parameter name", t.Value),
+				"choose another name, e.g. `"+t.Value+"_`")
+		}
+		return why(CodeUnexpectedToken, fmt.Sprintf("expected a parameter name, `,` or `)`, found %s", found),
+			fmt.Sprintf("parameters are names, optionally annotated: `def %s(window_size: int):`", name))
+	case !colon:
+		return why(CodeMissingBody, fmt.Sprintf("expected `:` to start the body of def `%s`, found %s", name, found),
+			fmt.Sprintf("write `def %s(...):`, then the body indented on the lines below", name))
+	case ended && defs == 2 && returns == 1:
+		return why(CodeMissingResult, fmt.Sprintf("factory `%s` ends without `return %s`", name, inner),
+			fmt.Sprintf("end the factory with `return %s`, indented like the `def %s` above it", inner, inner))
+	case ended && (returns < defs || prev.Type == tokNewline && e.before(2).Value == ":"):
+		return why(CodeMissingResult, fmt.Sprintf("the body of def `%s` ends without `return`", name),
+			"end the body with `return EXPR` (a factory with `return INNER`)")
+	case prev.Type == tokNewline && returns >= defs && depth == 0 && t.Value != "return" && t.Value != "def":
+		return why(CodeExpectedEndOfLine, fmt.Sprintf("expected the end of def `%s` after its `return`, found %s", name, found),
+			"a def ends with its `return`; statements after it would never run")
+	case prev.Type == tokNewline && depth == 0 && t.Value != "return" && t.Value != "def":
+		return why(CodeUnexpectedToken, fmt.Sprintf("expected an assignment `name = ...` or `return ...` in def `%s`, found %s", name, found),
+			"a def body is straight-line code: assignments, then `return`; write conditions with torch.where")
+	}
+	if prev.Type == tokIdent && e.before(2).Type == tokNewline && t.Value != "=" && depth == 0 {
+		return why(CodeMissingBody, fmt.Sprintf("expected `=` after `%s`, found %s", prev.Value, found),
+			"a def body holds assignments `name = ...` and a final `return ...`")
+	}
+	return nil
+}
 
 // explainOutside covers tokens outside any declaration, or on a new line
 // after a complete one.
