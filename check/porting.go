@@ -26,6 +26,7 @@ var torchFuncs = map[string]int{
 	"logical_and": 2, "logical_or": 2, "logical_xor": 2, "logical_not": 1,
 	"minimum": 2, "maximum": 2, "remainder": 2, "floor_divide": 2, "div": 2, "clamp": 1,
 	"eq": 2, "ne": 2, "lt": 2, "le": 2, "gt": 2, "ge": 2,
+	"full_like": 2, "zeros_like": 1, "ones_like": 1,
 }
 
 // tensorMethods are the tensor methods lowered here, with the number of
@@ -189,6 +190,8 @@ func (l *lowering) operation(f *frame, x *dsl.CallExpr, what, name string, a cal
 	case "eq", "ne", "lt", "le", "gt", "ge":
 		op := map[string]dsl.Op{"eq": dsl.OpEQ, "ne": dsl.OpNE, "lt": dsl.OpLT, "le": dsl.OpLE, "gt": dsl.OpGT, "ge": dsl.OpGE}[name]
 		return l.cmp(f, x, op, a.exprs[0], a.exprs[1], v[0], v[1])
+	case "full_like", "zeros_like", "ones_like":
+		return l.fullLike(f, x, name, a)
 	case "logical_not":
 		t := l.truth(f, x, a.exprs[0], v[0])
 		return l.unaryOf(f, &dsl.UnaryExpr{Sp: x.Sp, Op: dsl.OpNot, X: a.exprs[0]}, t)
@@ -217,6 +220,7 @@ var operationMeaning = map[string]string{
 	"logical_xor": "(x != 0) != (y != 0)", "logical_not": "not (x != 0)",
 	"minimum": "min(x, y)", "maximum": "max(x, y)", "remainder": "x % y (sign of y, as Python)",
 	"floor_divide": "x // y", "div": "x / y; rounding_mode=\"floor\": x // y; \"trunc\": toward zero",
+	"full_like": "the constant v in x's dtype", "zeros_like": "0 in x's dtype", "ones_like": "1 in x's dtype",
 	"eq": "x == y", "ne": "x != y", "lt": "x < y", "le": "x <= y", "gt": "x > y", "ge": "x >= y",
 }
 
@@ -247,6 +251,10 @@ func operationDoc(name string) string {
 		return "torch.div(x, y), torch.div(x, y, rounding_mode=\"floor\"), rounding_mode=\"trunc\""
 	case "logical_not":
 		return "torch.logical_not(x) or x.logical_not()"
+	case "full_like":
+		return "torch.full_like(x, v)"
+	case "zeros_like", "ones_like":
+		return "torch." + name + "(x)"
 	}
 	if n, ok := torchFuncs[name]; ok && n == 2 {
 		return "torch." + name + "(x, y) or x." + name + "(y)"
@@ -419,6 +427,41 @@ func (l *lowering) div(f *frame, x *dsl.CallExpr, a callArgs) result {
 	fix := l.binop(f, x, dsl.OpAnd, x, x, inexact, signs)
 	up := l.binop(f, x, dsl.OpAdd, x, x, fl, l.constAt(f, dsl.TypeInt, 1, x.Sp))
 	return l.where(f, x, fix, up, fl)
+}
+
+// fullLike lowers torch.full_like(x, v), zeros_like(x) and ones_like(x):
+// the constant v (0, 1) in x's dtype, which broadcasts like x. An int x
+// truncates a float fill value toward zero, as torch casts it.
+func (l *lowering) fullLike(f *frame, x *dsl.CallExpr, name string, a callArgs) result {
+	like := a.vals[0]
+	var fill dsl.Value
+	switch name {
+	case "zeros_like":
+		fill = dsl.Int(0)
+	case "ones_like":
+		fill = dsl.Int(1)
+	default:
+		if !a.vals[1].isConst() {
+			l.errorf(f, a.exprs[1].Span(), CodeConversion, "the fill value of torch.full_like must be a constant, got a run-time %s", a.vals[1].typ).
+				WithHint("write the value itself: where the fill varies, the tensor is the value, e.g. torch.minimum(x, y)")
+			return result{}
+		}
+		fill = a.vals[1].val
+	}
+	var v dsl.Value
+	switch like.typ {
+	case dsl.TypeFloat:
+		v = dsl.Float(fill.AsFloat())
+	case dsl.TypeBool:
+		v = dsl.Bool(fill.Truth())
+	default:
+		if fill.Type == dsl.TypeFloat {
+			v = dsl.Int(dsl.TruncInt(fill.F))
+		} else {
+			v = dsl.Int(fill.I)
+		}
+	}
+	return l.constant(f, v, x.Sp)
 }
 
 // where builds where(c, a, b) from lowered operands.

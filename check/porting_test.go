@@ -175,3 +175,73 @@ func TestPortingDiagnostics(t *testing.T) {
 		})
 	}
 }
+
+// TestPortingHuggingFaceT5 pastes the body of Hugging Face's
+// _relative_position_bucket (bidirectional branch, comments, augmented
+// assignments, torch.min with torch.full_like, a multi-line parenthesised
+// expression) and checks that it computes the same bucket as the corpus's
+// t5_buckets.flex form at every distance up to 600.
+func TestPortingHuggingFaceT5(t *testing.T) {
+	src := `def hf_bucket(score, b, h, q_idx, kv_idx):
+    relative_position = kv_idx - q_idx
+    num_buckets = 32
+    max_distance = 128
+    relative_buckets = 0
+    num_buckets //= 2
+    relative_buckets += (relative_position > 0).to(torch.long) * num_buckets
+    relative_position = torch.abs(relative_position)
+    # now relative_position is in the range [0, inf)
+
+    # half of the buckets are for exact increments in positions
+    max_exact = num_buckets // 2
+    is_small = relative_position < max_exact
+
+    # The other half of the buckets are for logarithmically bigger bins in positions up to max_distance
+    relative_position_if_large = max_exact + (
+        torch.log(relative_position.float() / max_exact)
+        / math.log(max_distance / max_exact)
+        * (num_buckets - max_exact)
+    ).to(torch.long)
+    relative_position_if_large = torch.min(
+        relative_position_if_large, torch.full_like(relative_position_if_large, num_buckets - 1)
+    )
+
+    relative_buckets += torch.where(is_small, relative_position, relative_position_if_large)
+    return score + relative_buckets.float()
+
+def generate_t5_bucket(num_buckets: int, max_distance: int):
+    def t5_bucket(score, b, h, q_idx, kv_idx):
+        relative_position = kv_idx - q_idx
+        num_buckets_half = num_buckets // 2
+        relative_buckets = (relative_position > 0).to(torch.long) * num_buckets_half
+        relative_position = torch.abs(relative_position)
+        max_exact = num_buckets_half // 2
+        is_small = relative_position < max_exact
+        relative_position_if_large = max_exact + (torch.log(relative_position.float() / max_exact) / math.log(max_distance / max_exact) * (num_buckets_half - max_exact)).to(torch.long)
+        relative_position_if_large = relative_position_if_large.clamp(max=num_buckets_half - 1)
+        relative_buckets = relative_buckets + torch.where(is_small, relative_position, relative_position_if_large)
+        return score + relative_buckets.float()
+    return t5_bucket
+
+attention hf {
+    score = hf_bucket
+}
+
+attention corpus {
+    score = generate_t5_bucket(32, 128)
+}
+`
+	p, diags := checkSource(t, src, nil)
+	require.False(t, diags.HasErrors(), diags.Render())
+	require.Empty(t, diags, diags.Render())
+	hf, corpus := p.Attention("hf").Score, p.Attention("corpus").Score
+	seen := map[float64]bool{}
+	for q := int64(0); q < 600; q += 7 {
+		for kv := int64(0); kv < 600; kv += 3 {
+			want := evalLowered(t, corpus, 0, q, kv)
+			require.Equal(t, want, evalLowered(t, hf, 0, q, kv), "q=%d kv=%d", q, kv)
+			seen[want] = true
+		}
+	}
+	assert.Len(t, seen, 31, "every bucket is reached but 16 (a positive distance of 0)")
+}

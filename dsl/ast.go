@@ -201,6 +201,10 @@ type LetStmt struct {
 	Sp Span
 	// Assign is true for a def body's assignment, written without `let`.
 	Assign bool
+	// AugOp is the operator of an augmented assignment, OpAdd for
+	// `x += e`, whose Value the parser builds as the BinaryExpr `x + e`
+	// (its X an Ident spanning the target name); OpInvalid otherwise.
+	AugOp Op
 	// Name is the bound name, e.g. d.
 	Name *Ident
 	// Value is the bound expression.

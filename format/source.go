@@ -147,7 +147,11 @@ func defLines(d *dsl.ModDecl) []line {
 			out = append(out, line{indent: indent + 1, text: body.Doc.Raw, sp: body.Doc.Sp})
 		}
 		for _, l := range body.Lets {
-			out = append(out, line{indent: indent + 1, text: name(l.Name) + " = " + Expr(l.Value), sp: l.Sp})
+			op, value := "=", l.Value
+			if be, ok := l.Value.(*dsl.BinaryExpr); ok && l.AugOp != dsl.OpInvalid {
+				op, value = l.AugOp.String()+"=", be.Y
+			}
+			out = append(out, line{indent: indent + 1, text: name(l.Name) + " " + op + " " + Expr(value), sp: l.Sp})
 		}
 		if body.Result != nil {
 			out = append(out, line{indent: indent + 1, text: "return " + Expr(body.Result), sp: body.Result.Span()})

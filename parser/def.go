@@ -114,7 +114,14 @@ func (c *converter) defBody(g *defG) *dsl.Body {
 	}
 	for _, a := range g.Body.Assigns {
 		v := c.expr(a.Value)
-		b.Lets = append(b.Lets, &dsl.LetStmt{Sp: span(a.Name).Join(v.Span()), Assign: true, Name: ident(a.Name), Value: v})
+		let := &dsl.LetStmt{Sp: span(a.Name).Join(v.Span()), Assign: true, Name: ident(a.Name), Value: v}
+		if a.Op.Value != "=" {
+			// `x += e` is `x = x + e`: the target, read, then the value.
+			let.AugOp = binaryOps[strings.TrimSuffix(a.Op.Value, "=")]
+			v = &dsl.BinaryExpr{Sp: let.Sp, Op: let.AugOp, OpSp: span(a.Op), X: ident(a.Name), Y: v}
+			let.Value = v
+		}
+		b.Lets = append(b.Lets, let)
 	}
 	if g.Body.Return == nil { // an inner factory, reported by def
 		b.Sp = span(g.Colon)

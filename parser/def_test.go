@@ -25,6 +25,8 @@ func TestDefForms(t *testing.T) {
 			"def score s(score b h q kv): return (+ (+ score (call (. (call (. q clamp) (kw min 0=0)) to) torch.int64)) (call torch.div q 2=2 (kw rounding_mode 'floor'=\"floor\")))"},
 		{"strings and module constants", "def s(score, b, h, q, kv):\n    return torch.where(q >= kv, score, float(\"-inf\")) + math.inf\n",
 			"def score s(score b h q kv): return (+ (call torch.where (cmp q >= kv) score (call float \"-inf\"=\"-inf\")) math.inf)"},
+		{"augmented assignment", "def s(score, b, h, q, kv):\n    d = q - kv\n    d //= 2\n    d += 1\n    return score + d\n",
+			"def score s(score b h q kv): d = (- q kv); d = (// d 2=2); d = (+ d 1=1); return (+ score d)"},
 		{"comments and blank lines in a body", "def m(b, h, q, kv):\n    # distance\n    d = q - kv\n\n    return d >= 0  # causal\n",
 			"def mask m(b h q kv): d = (- q kv); return (cmp d >= 0=0)"},
 	}

@@ -53,9 +53,10 @@ type defBodyG struct {
 	Ended    bool         `parser:"@Newline*"`
 }
 
-// assignG: NAME = expr
+// assignG: NAME = expr, or an augmented assignment NAME += expr.
 type assignG struct {
-	Name  lexer.Token `parser:"@Ident '='"`
+	Name  lexer.Token `parser:"@Ident"`
+	Op    lexer.Token `parser:"@('=' | '+=' | '-=' | '*=' | '/=' | '//=' | '%=')"`
 	Value *exprG      `parser:"@@"`
 }
 

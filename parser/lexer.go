@@ -49,6 +49,9 @@ var moduleRoots = map[string]bool{"torch": true, "math": true}
 // twoCharPunct are the operators spelled with two characters.
 var twoCharPunct = map[string]bool{"**": true, "//": true, "==": true, "!=": true, "<=": true, ">=": true}
 
+// augAssign are the augmented assignments of a def body, `x += e`.
+var augAssign = map[string]bool{"+=": true, "-=": true, "*=": true, "/=": true, "//=": true, "%=": true}
+
 // oneCharPunct are the single-character operators and delimiters.
 const oneCharPunct = "+-*/%&|~<>=:,;()[]{}"
 
@@ -349,6 +352,15 @@ func parseNumber(raw string) (bool, int64, float64, *numberError) {
 func (s *scanner) punct() {
 	start := s.pos
 	c := s.text[s.pos]
+	for _, n := range []int{3, 2} {
+		if s.pos+n <= s.end && augAssign[s.text[s.pos:s.pos+n]] {
+			s.pos += n
+			s.emit(tokPunct, start, s.pos)
+			s.afterOperand = false
+			s.prefixRun = 0
+			return
+		}
+	}
 	if s.pos+1 < s.end {
 		two := s.text[s.pos : s.pos+2]
 		switch {
