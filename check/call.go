@@ -505,12 +505,33 @@ func (l *lowering) body(f *frame, m *Mod) result {
 		return result{}
 	}
 	var lets []*binding
+	if b.Def {
+		// Python: a name assigned anywhere in the function is local to all
+		// of it; reading it before its first assignment raises
+		// UnboundLocalError, even where an outer name (a factory parameter,
+		// a param or buffer) has that name. Parameters are locals already.
+		params := map[string]bool{}
+		for _, p := range m.Decl.Params {
+			params[p.Name] = true
+		}
+		for _, let := range b.Lets {
+			if let.Name != nil && !params[let.Name.Name] {
+				f.names[let.Name.Name] = &binding{kind: bindUnbound, ident: let.Name,
+					sym: Symbol{Kind: SymLet, Name: let.Name.Name, Decl: let}}
+				params[let.Name.Name] = true // only the first assignment matters
+			}
+		}
+	}
 	for _, let := range b.Lets {
 		r := l.value(f, let.Value)
 		if let.Name == nil {
 			continue
 		}
 		prev := f.names[let.Name.Name]
+		if prev != nil && prev.kind == bindUnbound {
+			prev = nil // the first assignment of a def's local
+			delete(f.names, let.Name.Name)
+		}
 		switch {
 		case prev != nil && b.Def:
 			// A def body rebinds: each assignment is a new value that the

@@ -46,6 +46,7 @@ const (
 	CodeMethod            dsl.Code = "E074"
 	CodeKeywordArg        dsl.Code = "E075"
 	CodeConversion        dsl.Code = "E076"
+	CodeUnboundLocal      dsl.Code = "E077"
 	CodeUnusedParam       dsl.Code = "W001"
 	CodeUnusedBuffer      dsl.Code = "W002"
 	CodeUnusedMod         dsl.Code = "W003"
@@ -104,5 +105,6 @@ var Codes = map[dsl.Code]string{
 	CodeStringValue:       "a string used as a value (strings appear only in float(\"inf\") and keyword values)",
 	CodeMethod:            "a tensor method that is unknown, not called, or called with the wrong arguments",
 	CodeKeywordArg:        "a keyword argument that the function does not take, or a bad keyword value",
+	CodeUnboundLocal:      "a def's local read before its first assignment (Python's UnboundLocalError)",
 	CodeConversion:        "a conversion maskc cannot make exactly: a dtype other than int32/int64/float32/float64/bool, or float() of a bad string",
 }

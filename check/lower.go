@@ -54,6 +54,7 @@ const (
 	bindValue   bindKind = iota // a lowered value: an argument, a let, a factory constant
 	bindBuffer                  // a factory parameter bound to a buffer
 	bindUnknown                 // a factory parameter while its declaration is checked
+	bindUnbound                 // a def's local before its first assignment (Python's UnboundLocalError)
 )
 
 // binding is a local name of a mod body.
@@ -356,6 +357,10 @@ func (l *lowering) ident(f *frame, x *dsl.Ident) result {
 		l.c.recordUse(f, x, b.sym)
 		switch b.kind {
 		case bindUnknown:
+			return result{}
+		case bindUnbound:
+			l.errorf(f, x.Sp, CodeUnboundLocal, "%s is read before it is assigned in this def: Python makes a name assigned anywhere in a function local to all of it, and raises UnboundLocalError here", x.Name).
+				WithHint("assign to a new name, e.g. %s_local = %s ..., and use that below", x.Name, x.Name)
 			return result{}
 		case bindBuffer:
 			return result{typ: dsl.TypeBuffer, buf: b.buf}
