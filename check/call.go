@@ -505,6 +505,7 @@ func (l *lowering) body(f *frame, m *Mod) result {
 		return result{}
 	}
 	var lets []*binding
+	f.python = b.Def
 	if b.Def {
 		// Python: a name assigned anywhere in the function is local to all
 		// of it; reading it before its first assignment raises

@@ -120,6 +120,7 @@ var diagnosticCases = []struct {
 	{CodeStringValue, "def m(b, h, q_idx, kv_idx):\n    return q_idx >= \"kv_idx\"\n", nil},
 	{CodeMethod, "def m(b, h, q_idx, kv_idx):\n    d = (q_idx - kv_idx).sum()\n    return d <= 4\n", nil},
 	{CodeKeywordArg, "def s(score, b, h, q_idx, kv_idx):\n    return score + torch.div(q_idx, 2, rounding_mode=\"round\")\n", nil},
+	{CodeTorchBool, "def m(b, h, q_idx, kv_idx):\n    return q_idx >= kv_idx and q_idx - kv_idx < 4\n", nil},
 	{CodeUnboundLocal, "def generate(W: int):\n    def m(b, h, q_idx, kv_idx):\n        W = W * 2\n        return q_idx - kv_idx <= W\n    return m\n\nattention a {\n    mask = generate(4)\n}\n", nil},
 	{CodeConversion, "def s(score, b, h, q_idx, kv_idx):\n    return score + (q_idx - kv_idx).to(torch.bfloat16)\n", nil},
 }

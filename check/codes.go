@@ -53,6 +53,7 @@ const (
 	CodeUnusedLet         dsl.Code = "W004"
 	CodeShadow            dsl.Code = "W005"
 	CodeBitwisePrecedence dsl.Code = "W006"
+	CodeTorchBool         dsl.Code = "W030"
 )
 
 // Codes describes every code the checker reports, one line each; tests
@@ -102,6 +103,7 @@ var Codes = map[dsl.Code]string{
 	CodeUnusedLet:         "a let binding that is never used",
 	CodeShadow:            "a mod parameter or let that shadows a param, buffer, mod or built-in",
 	CodeBitwisePrecedence: "`&` or `|` between two comparisons of a chain, where Python makes it bitwise on ints",
+	CodeTorchBool:         "`and`, `or`, `not`, a chained comparison or `if else` on tensors in a def, where torch raises",
 	CodeStringValue:       "a string used as a value (strings appear only in float(\"inf\") and keyword values)",
 	CodeMethod:            "a tensor method that is unknown, not called, or called with the wrong arguments",
 	CodeKeywordArg:        "a keyword argument that the function does not take, or a bad keyword value",

@@ -80,6 +80,9 @@ type frame struct {
 	stdName string
 	// paramPass is set while params are folded: later params are not ready.
 	paramPass bool
+	// python is set in the body of a mod written as a Python def, which
+	// must also run under torch (see torchWarning).
+	python bool
 }
 
 // lowering is the state of one lowering: the types of the nodes built, the
@@ -451,7 +454,11 @@ func (l *lowering) unknownName(f *frame, x *dsl.Ident) {
 }
 
 func (l *lowering) unary(f *frame, x *dsl.UnaryExpr) result {
-	return l.unaryOf(f, x, l.value(f, x.X))
+	a := l.value(f, x.X)
+	if x.Op == dsl.OpNot && a.ok() && !a.isConst() {
+		l.torchWarning(f, x.Sp, "`not`", "~", "")
+	}
+	return l.unaryOf(f, x, a)
 }
 
 // unaryOf lowers x with its operand already lowered to a.
@@ -491,7 +498,11 @@ func (l *lowering) unaryOf(f *frame, x *dsl.UnaryExpr, a result) result {
 
 func (l *lowering) binary(f *frame, x *dsl.BinaryExpr) result {
 	a := l.value(f, x.X)
-	return l.binaryOf(f, x, a, l.value(f, x.Y))
+	b := l.value(f, x.Y)
+	if (x.Op == dsl.OpAnd || x.Op == dsl.OpOr) && a.ok() && b.ok() && (!a.isConst() || !b.isConst()) {
+		l.torchWarning(f, x.OpSp, "`"+x.Op.String()+"`", "&", "|")
+	}
+	return l.binaryOf(f, x, a, b)
 }
 
 // binaryOf lowers x with its operands already lowered to a and b.
@@ -578,6 +589,14 @@ func (l *lowering) compare(f *frame, x *dsl.CompareExpr) result {
 	if f.record && f.site == nil {
 		l.bitwisePrecedence(f, x)
 	}
+	if len(x.Operands) > 2 {
+		for _, o := range ops {
+			if o.ok() && !o.isConst() {
+				l.torchWarning(f, x.Sp, "a chained comparison", "(a <= b) & (b <= c)", "")
+				break
+			}
+		}
+	}
 	return l.compareOf(f, x, ops)
 }
 
@@ -624,6 +643,23 @@ func (l *lowering) compareOf(f *frame, x *dsl.CompareExpr, ops []result) result 
 	return acc
 }
 
+// torchWarning warns, in the user's own def body, about Python that needs
+// a bool of a tensor (`and`, `or`, `not`, a chained comparison, `x if c
+// else y` on run-time values): maskc gives it Python's meaning per element,
+// but torch raises on the very same text, so the def no longer runs as
+// FlexAttention code. use and alt name the torch spelling.
+func (l *lowering) torchWarning(f *frame, sp dsl.Span, what, use, alt string) {
+	if !f.python || !f.record || f.site != nil {
+		return
+	}
+	hint := "write " + use
+	if alt != "" {
+		hint += " (or " + alt + ")"
+	}
+	l.warnf(f, sp, CodeTorchBool, "%s needs the truth value of a tensor: torch raises on it, so this def no longer runs as Python", what).
+		WithHint("%s, which torch evaluates per element", hint)
+}
+
 // bitwisePrecedence warns about `a >= b & c < d`, which Python reads as
 // `a >= (b & c) < d`: a `&` or `|` between two comparisons of a chain. At
 // either end of a chain (`q & 1 == 0`) the bitwise reading is usually meant.
@@ -668,6 +704,9 @@ func branchType(a, b dsl.Type) dsl.Type {
 
 func (l *lowering) cond(f *frame, x *dsl.CondExpr) result {
 	c := l.value(f, x.Cond)
+	if !c.isConst() {
+		l.torchWarning(f, x.Sp, "`x if c else y`", "torch.where(c, x, y)", "")
+	}
 	t, e := l.value(f, x.Then), l.value(f, x.Else)
 	if c.ok() && c.typ != dsl.TypeBool {
 		l.errorf(f, x.Cond.Span(), CodeConditionNotBool, "the condition of `if else` must be bool, got %s", c.typ).
