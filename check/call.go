@@ -50,7 +50,39 @@ func (l *lowering) builtin(f *frame, x *dsl.CallExpr, b *dsl.Builtin) result {
 	for i, a := range x.Args {
 		args[i] = l.value(f, a)
 	}
+	l.pythonBuiltin(f, x, b, args)
 	return l.builtinOf(f, x, b, x.Args, args)
+}
+
+// pythonBuiltin warns, in a def body, about a built-in called by its bare
+// name where Python would not run it on tensors: a name Python lacks
+// (`tanh`, `where`, `clamp`, NameError under torch), and Python's min, max,
+// int and float on run-time values (which need one truth value or one
+// element of a tensor).
+func (l *lowering) pythonBuiltin(f *frame, x *dsl.CallExpr, b *dsl.Builtin, args []result) {
+	id, ok := x.Fun.(*dsl.Ident)
+	if !ok || strings.Contains(id.Name, ".") || b.Name == "abs" {
+		return
+	}
+	runtime := false
+	for _, a := range args {
+		runtime = runtime || a.ok() && !a.isConst()
+	}
+	switch b.Name {
+	case "min", "max":
+		if runtime {
+			l.torchWarning(f, id.Sp, "Python's "+b.Name+"() on tensors", "torch."+b.Name+"imum(x, y)", "x.clamp("+map[string]string{"min": "max", "max": "min"}[b.Name]+"=c)")
+		}
+	case "int", "float":
+		if runtime {
+			l.torchWarningNeeds(f, id.Sp, "Python's "+b.Name+"() of a tensor", "a tensor of one element", map[string]string{"int": "x.long()", "float": "x.float()"}[b.Name], "")
+		}
+	default:
+		if f.python && f.record && f.site == nil {
+			l.warnf(f, id.Sp, CodeTorchBool, "%s is not a Python built-in: under torch this def raises NameError", id.Name).
+				WithHint("write torch.%s", id.Name)
+		}
+	}
 }
 
 // builtinOf lowers built-in b applied to the lowered arguments args, whose

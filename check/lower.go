@@ -643,12 +643,17 @@ func (l *lowering) compareOf(f *frame, x *dsl.CompareExpr, ops []result) result 
 	return acc
 }
 
-// torchWarning warns, in the user's own def body, about Python that needs
-// a bool of a tensor (`and`, `or`, `not`, a chained comparison, `x if c
-// else y` on run-time values): maskc gives it Python's meaning per element,
-// but torch raises on the very same text, so the def no longer runs as
-// FlexAttention code. use and alt name the torch spelling.
+// torchWarning warns, in the user's own def body, about Python that torch
+// cannot run on tensors (`and`, `or`, `not`, a chained comparison, `x if c
+// else y`, Python's min/max/int/float of run-time values): maskc gives it
+// Python's meaning per element, but torch raises on the very same text, so
+// the def no longer runs as FlexAttention code. what names the construct,
+// need what torch lacks, use and alt the torch spellings.
 func (l *lowering) torchWarning(f *frame, sp dsl.Span, what, use, alt string) {
+	l.torchWarningNeeds(f, sp, what, "the truth value of a tensor", use, alt)
+}
+
+func (l *lowering) torchWarningNeeds(f *frame, sp dsl.Span, what, need, use, alt string) {
 	if !f.python || !f.record || f.site != nil {
 		return
 	}
@@ -656,7 +661,7 @@ func (l *lowering) torchWarning(f *frame, sp dsl.Span, what, use, alt string) {
 	if alt != "" {
 		hint += " (or " + alt + ")"
 	}
-	l.warnf(f, sp, CodeTorchBool, "%s needs the truth value of a tensor: torch raises on it, so this def no longer runs as Python", what).
+	l.warnf(f, sp, CodeTorchBool, "%s needs %s: torch raises on it, so this def no longer runs as Python", what, need).
 		WithHint("%s, which torch evaluates per element", hint)
 }
 

@@ -245,3 +245,33 @@ attention corpus {
 	}
 	assert.Len(t, seen, 31, "every bucket is reached but 16 (a positive distance of 0)")
 }
+
+// TestPortingWarnings pins W030: Python in a def that torch would not run
+// on tensors, while the torch spellings and constants pass silently.
+func TestPortingWarnings(t *testing.T) {
+	tests := []struct{ body, want string }{
+		{"return (q_idx >= kv_idx) and (kv_idx > 0)", "4:30: warning[W030]: `and` needs the truth value of a tensor"},
+		{"return not (q_idx >= kv_idx)", "4:12: warning[W030]: `not` needs the truth value of a tensor"},
+		{"return 0 <= q_idx - kv_idx <= 8", "4:12: warning[W030]: a chained comparison needs the truth value of a tensor"},
+		{"return (q_idx >= kv_idx) if h > 0 else (kv_idx >= q_idx)", "4:12: warning[W030]: `x if c else y` needs the truth value of a tensor"},
+		{"return min(q_idx, 40) >= kv_idx", "4:12: warning[W030]: Python's min() on tensors needs the truth value of a tensor"},
+		{"return int(q_idx * 0.5) >= kv_idx", "4:12: warning[W030]: Python's int() of a tensor needs a tensor of one element"},
+		{"return where(q_idx >= kv_idx, True, False)", "4:12: warning[W030]: where is not a Python built-in: under torch this def raises NameError"},
+		{"return (q_idx >= kv_idx) & (kv_idx > 0)", ""},
+		{"return torch.where(q_idx >= kv_idx, True, False) | (min(3, 4) > int(2.5))", ""},
+		{"return abs(q_idx - kv_idx) <= 8 if True and not False else q_idx >= kv_idx", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.body, func(t *testing.T) {
+			src := "# pasted\n\ndef m(b, h, q_idx, kv_idx):\n    " + tt.body + "\n"
+			_, diags := checkSource(t, src, nil)
+			require.False(t, diags.HasErrors(), diags.Render())
+			if tt.want == "" {
+				assert.Empty(t, diags, diags.Render())
+				return
+			}
+			require.NotEmpty(t, diags)
+			assert.Contains(t, diags[0].Render(), tt.want)
+		})
+	}
+}
