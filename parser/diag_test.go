@@ -14,6 +14,13 @@ var diagnosticCases = []struct {
 	src, want string
 }{
 	{
+		"def f(score, b, h, q, kv):\n    return score + float(\"in\u202ef\")\n",
+		"t.flex:2:29: error[E070]: invalid character U+202E in a string\n" +
+			" 2 |     return score + float(\"in\u202ef\")\n" +
+			"   |                             ^\n" +
+			"   = hint: remove it: control characters and bidirectional marks show text other than what tools read\n",
+	},
+	{
 		"def A(A00):\n",
 		"t.flex:1:12: error[E014]: the body of def `A` ends without `return`\n" +
 			" 1 | def A(A00):\n" +

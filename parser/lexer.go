@@ -245,6 +245,9 @@ func (s *scanner) str() {
 				WithHint("close it with %s", closer)
 			return
 		}
+		if s.unsafeInString(s.pos+3, s.pos+3+i, true) {
+			return
+		}
 		s.pos += 3 + i + 3
 		s.emit(tokString, start, s.pos)
 		s.operand()
@@ -252,6 +255,9 @@ func (s *scanner) str() {
 	}
 	s.pos++
 	for s.pos < s.end && s.text[s.pos] != q {
+		if s.unsafeInString(s.pos, s.pos+1, false) {
+			return
+		}
 		switch s.text[s.pos] {
 		case '\\':
 			s.fail(dsl.Span{Start: s.pos, End: s.pos + 1}, CodeBadString, "escapes are not supported in strings").
@@ -272,6 +278,34 @@ func (s *scanner) str() {
 	s.pos++
 	s.emit(tokString, start, s.pos)
 	s.operand()
+}
+
+// unsafeInString refuses, in the string text [from, to), a character that
+// some reader would take for a line end or that reorders the displayed
+// text: a control character (a docstring may hold its own line ends, "\n"
+// or "\r\n"), or a bidirectional mark. Strings, like comments, are copied
+// into generated code as its source lines.
+func (s *scanner) unsafeInString(from, to int, docstring bool) bool {
+	for i := from; i < to; {
+		r, size := utf8.DecodeRuneInString(s.text[i:s.end])
+		ok := true
+		switch {
+		case r == '\n' || r == '\r' && i+1 < s.end && s.text[i+1] == '\n':
+			ok = docstring || r == '\n' // a one-line string ends at '\n': reported by the caller
+		case r == '\t':
+		case r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0:
+			ok = false
+		case r == 0x061c || r == 0x200e || r == 0x200f || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || r == 0x2028 || r == 0x2029:
+			ok = false
+		}
+		if !ok {
+			s.fail(dsl.Span{Start: i, End: i + size}, CodeBadString, "invalid character U+%04X in a string", r).
+				WithHint("remove it: control characters and bidirectional marks show text other than what tools read")
+			return true
+		}
+		i += size
+	}
+	return false
 }
 
 func (s *scanner) number() {
