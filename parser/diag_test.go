@@ -14,6 +14,27 @@ var diagnosticCases = []struct {
 	src, want string
 }{
 	{
+		"def f(W=128):\n    def g(b, h, q, kv):\n        return q - kv < W\n    return g\n",
+		"t.flex:1:7: error[E072]: parameter `W` of def `f` has a default value\n" +
+			" 1 | def f(W=128):\n" +
+			"   |       ^\n" +
+			"   = hint: remove the default and pass the value where the factory is used, e.g. `mask = f(128)`\n",
+	},
+	{
+		"causal = lambda b, h, q, kv: q >= kv\n",
+		"t.flex:1:1: error[E010]: expected a declaration, found `causal`\n" +
+			" 1 | causal = lambda b, h, q, kv: q >= kv\n" +
+			"   | ^^^^^^\n" +
+			"   = hint: write the lambda as a def: `def causal(b, h, q_idx, kv_idx):` and `return ...` on the next line\n",
+	},
+	{
+		"import torch\n",
+		"t.flex:1:1: error[E010]: expected a declaration, found `import`\n" +
+			" 1 | import torch\n" +
+			"   | ^^^^^^\n" +
+			"   = hint: a Python import has no place in .flex: remove the line; torch and math are always available\n",
+	},
+	{
 		"def f(score, b, h, q, kv):\n    return score + float(\"in\u202ef\")\n",
 		"t.flex:2:29: error[E070]: invalid character U+202E in a string\n" +
 			" 2 |     return score + float(\"in\u202ef\")\n" +

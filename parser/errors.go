@@ -216,6 +216,10 @@ func (e *errorSite) explainDef() *explanation {
 		return why(CodeMissingBody, fmt.Sprintf("expected `(` and the parameters of def `%s`, found %s", name, found),
 			fmt.Sprintf("write `def %s(b, h, q_idx, kv_idx):` for a mask, `def %s(score, b, h, q_idx, kv_idx):` for a score", name, name))
 	case !colon && depth > 0:
+		if t.Type == tokKwName {
+			return why(CodeDefShape, fmt.Sprintf("parameter `%s` of def `%s` has a default value", t.Value, name),
+				fmt.Sprintf("remove the default and pass the value where the factory is used, e.g. `mask = %s(128)`", name))
+		}
 		if keywords[t.Value] {
 			return why(CodeKeywordAsName, fmt.Sprintf("`%s` is a keyword and cannot be used as a parameter name", t.Value),
 				"choose another name, e.g. `"+t.Value+"_`")
@@ -258,6 +262,10 @@ func (e *errorSite) explainOutside() *explanation {
 		hint = "declarations are separated by new lines, not `;`"
 	case t.Value == "let":
 		hint = "`let` is only allowed in a block body: `mask m(b, h, q, kv) { let d = ... }`"
+	case t.Value == "import" || t.Value == "from":
+		hint = "a Python import has no place in .flex: remove the line; torch and math are always available"
+	case t.Type == tokIdent && e.i+2 < len(e.tokens) && e.tokens[e.i+1].Value == "=" && e.tokens[e.i+2].Value == "lambda":
+		hint = fmt.Sprintf("write the lambda as a def: `def %s(b, h, q_idx, kv_idx):` and `return ...` on the next line", t.Value)
 	case (t.Type == tokOp || t.Type == tokPrefix) && kw != "":
 		hint = "to continue an expression on the next line, put it in parentheses"
 	}
