@@ -222,6 +222,9 @@ func (a *analysis) modHover(d *dsl.ModDecl, doc string) string {
 			what += fmt.Sprintf(" (factory %s returning %s)", d.Name.Name, d.Inner.Name)
 		}
 		text += "\n\n" + what
+		if d.Doc != nil {
+			text += docPara(strings.TrimSpace(d.Doc.Value))
+		}
 		if d.Body != nil && d.Body.Doc != nil {
 			text += docPara(strings.TrimSpace(d.Body.Doc.Value))
 		}
