@@ -1,6 +1,7 @@
 package check
 
 import (
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -54,6 +55,9 @@ func (l *lowering) torchCall(f *frame, x *dsl.CallExpr) (result, bool) {
 			if s, ok := x.Args[0].(*dsl.StringLit); ok {
 				return l.floatString(f, s), true
 			}
+		}
+		if (fun.Name == "math.floor" || fun.Name == "math.ceil") && len(x.Args) == 1 {
+			return l.mathRound(f, x, fun), true
 		}
 		name, ok := strings.CutPrefix(fun.Name, "torch.")
 		if _, known := torchFuncs[name]; !ok || !known {
@@ -462,6 +466,24 @@ func (l *lowering) fullLike(f *frame, x *dsl.CallExpr, name string, a callArgs) 
 		}
 	}
 	return l.constant(f, v, x.Sp)
+}
+
+// mathRound lowers math.floor(x) and math.ceil(x). Of a Python number they
+// give a Python int (and raise on infinity and NaN); of a tensor, torch's
+// __floor__ / __ceil__ give a tensor of its dtype, as floor and ceil do.
+func (l *lowering) mathRound(f *frame, x *dsl.CallExpr, fun *dsl.Ident) result {
+	name := strings.TrimPrefix(fun.Name, "math.")
+	v := l.value(f, x.Args[0])
+	r := l.builtinOf(f, x, dsl.Builtins[name], x.Args, []result{v})
+	if !r.isConst() || r.typ != dsl.TypeFloat {
+		return r
+	}
+	if math.IsInf(r.val.F, 0) || math.IsNaN(r.val.F) {
+		l.errorf(f, x.Sp, CodeFoldError, "constant %s: Python cannot convert %s to an int", sourceText(f, x), r.val).
+			WithHint("math.%s of a Python number is an int; use a finite value", name)
+		return result{}
+	}
+	return l.constant(f, dsl.Int(dsl.TruncInt(r.val.F)), x.Sp)
 }
 
 // where builds where(c, a, b) from lowered operands.

@@ -49,6 +49,9 @@ func TestPortingLowers(t *testing.T) {
 		{"q_idx.to(torch.bool).float()", "score + float(q != 0)"},
 		{"q_idx.ge(kv_idx).float() + q_idx.ne(1).float()", "score + float(q >= kv) + float(q != 1)"},
 		{"(score / 30.0).tanh() * 30.0", "score + tanh(score / 30.0) * 30.0"},
+		{"math.floor(7 / 2) + math.ceil(7 / 2)", "score + 3 + 4"},
+		{"math.floor(score)", "score + floor(score)"},
+		{"torch.ones_like(q_idx) + torch.full_like(score, 2) + torch.zeros_like(q_idx > 0)", "score + 1 + 2.0 + False"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {
