@@ -90,3 +90,20 @@ func TestMethodLexing(t *testing.T) {
 		}
 	}
 }
+
+// TestDeclStartsSkipDocstrings checks that a line inside a docstring never
+// starts a piece, whatever it looks like, while quotes in comments and in
+// one-line strings open no docstring.
+func TestDeclStartsSkipDocstrings(t *testing.T) {
+	src := "def f(b, h, q_idx, kv_idx):\n    \"\"\"Example:\ndef g(b, h, q_idx, kv_idx):\nmask m(b, h, q, kv) = q\n    \"\"\"\n    return q_idx >= kv_idx\n" +
+		"def g(b, h, q_idx, kv_idx):\n    return q_idx <= kv_idx  # '''\n" +
+		"def s(score, b, h, q_idx, kv_idx):\n    return score + float(\"'''\")\n" +
+		"mask z(b, h, q, kv) = q >= kv\n"
+	if got := parser.DeclStarts([]byte(src)); len(got) != 4 {
+		t.Errorf("DeclStarts = %v, want 4 pieces", got)
+	}
+	f, diags := parser.ParseFile("t.flex", []byte(src))
+	if len(diags) > 0 || len(f.Decls) != 4 {
+		t.Errorf("%d declarations, diagnostics:\n%s", len(f.Decls), diags.Render())
+	}
+}
