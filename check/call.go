@@ -9,6 +9,9 @@ import (
 // call lowers a call: a built-in, a mod applied to index arguments, a
 // factory instantiation or a combination.
 func (l *lowering) call(f *frame, x *dsl.CallExpr) result {
+	if r, handled := l.torchCall(f, x); handled {
+		return r
+	}
 	callee := l.expr(f, x.Fun)
 	switch {
 	case callee.fn == "and_masks" || callee.fn == "or_masks":
@@ -36,11 +39,60 @@ func (l *lowering) call(f *frame, x *dsl.CallExpr) result {
 
 // builtin lowers a call to a built-in function.
 func (l *lowering) builtin(f *frame, x *dsl.CallExpr, b *dsl.Builtin) result {
+	for _, a := range x.Args {
+		if kw, ok := a.(*dsl.KeywordArg); ok {
+			l.errorf(f, kw.Name.Sp, CodeKeywordArg, "%s takes no keyword argument %s=", sourceText(f, x.Fun), kw.Name.Name).
+				WithHint("%s", b.Doc)
+			return result{}
+		}
+	}
 	args := make([]result, len(x.Args))
-	okAll := true
 	for i, a := range x.Args {
 		args[i] = l.value(f, a)
-		okAll = okAll && args[i].ok()
+	}
+	l.pythonBuiltin(f, x, b, args)
+	return l.builtinOf(f, x, b, x.Args, args)
+}
+
+// pythonBuiltin warns, in a def body, about a built-in called by its bare
+// name where Python would not run it on tensors: a name Python lacks
+// (`tanh`, `where`, `clamp`, NameError under torch), and Python's min, max,
+// int and float on run-time values (which need one truth value or one
+// element of a tensor).
+func (l *lowering) pythonBuiltin(f *frame, x *dsl.CallExpr, b *dsl.Builtin, args []result) {
+	id, ok := x.Fun.(*dsl.Ident)
+	if !ok || strings.Contains(id.Name, ".") || b.Name == "abs" {
+		return
+	}
+	runtime := false
+	for _, a := range args {
+		runtime = runtime || a.ok() && !a.isConst()
+	}
+	switch b.Name {
+	case "min", "max":
+		if runtime {
+			l.torchWarning(f, id.Sp, "Python's "+b.Name+"() on tensors", "torch."+b.Name+"imum(x, y)", "x.clamp("+map[string]string{"min": "max", "max": "min"}[b.Name]+"=c)")
+		}
+	case "int", "float":
+		if runtime {
+			l.torchWarningNeeds(f, id.Sp, "Python's "+b.Name+"() of a tensor", "a tensor of one element", map[string]string{"int": "x.long()", "float": "x.float()"}[b.Name], "")
+		}
+	default:
+		if f.python && f.record && f.site == nil {
+			l.warnf(f, id.Sp, CodeTorchBool, "%s is not a Python built-in: under torch this def raises NameError", id.Name).
+				WithHint("write torch.%s", id.Name)
+		}
+	}
+}
+
+// builtinOf lowers built-in b applied to the lowered arguments args, whose
+// source expressions are argExprs; x is the call as written, for spans and
+// messages (a method call such as `d.abs()` passes its receiver as the
+// first argument).
+func (l *lowering) builtinOf(f *frame, x *dsl.CallExpr, b *dsl.Builtin, argExprs []dsl.Expr, args []result) result {
+	okAll := true
+	for _, a := range args {
+		okAll = okAll && a.ok()
 	}
 	if len(args) < b.MinArgs || len(args) > b.MaxArgs {
 		l.errorf(f, x.Sp, CodeArgCount, "%s takes %d %s, got %d", b.Name, b.MinArgs,
@@ -54,8 +106,8 @@ func (l *lowering) builtin(f *frame, x *dsl.CallExpr, b *dsl.Builtin) result {
 	switch b.Name {
 	case "where":
 		if args[0].typ != dsl.TypeBool {
-			l.errorf(f, x.Args[0].Span(), CodeConditionNotBool, "the condition of where must be bool, got %s", args[0].typ).
-				WithHint("compare it to get a bool, e.g. where(%s != 0, ...)", sourceText(f, x.Args[0]))
+			l.errorf(f, argExprs[0].Span(), CodeConditionNotBool, "the condition of where must be bool, got %s", args[0].typ).
+				WithHint("compare it to get a bool, e.g. where(%s != 0, ...)", sourceText(f, argExprs[0]))
 			return result{}
 		}
 		typ = branchType(args[1].typ, args[2].typ)
@@ -75,6 +127,8 @@ func (l *lowering) builtin(f *frame, x *dsl.CallExpr, b *dsl.Builtin) result {
 		}
 	case "abs", "floor", "ceil":
 		typ = dsl.Promote(args[0].typ, dsl.TypeInt)
+	case "int":
+		typ = dsl.TypeInt
 	default:
 		typ = dsl.TypeFloat
 	}
@@ -483,19 +537,50 @@ func (l *lowering) body(f *frame, m *Mod) result {
 		return result{}
 	}
 	var lets []*binding
+	f.python = b.Def
+	if b.Def {
+		// Python: a name assigned anywhere in the function is local to all
+		// of it; reading it before its first assignment raises
+		// UnboundLocalError, even where an outer name (a factory parameter,
+		// a param or buffer) has that name. Parameters are locals already.
+		params := map[string]bool{}
+		for _, p := range m.Decl.Params {
+			params[p.Name] = true
+		}
+		for _, let := range b.Lets {
+			if let.Name != nil && !params[let.Name.Name] {
+				f.names[let.Name.Name] = &binding{kind: bindUnbound, ident: let.Name,
+					sym: Symbol{Kind: SymLet, Name: let.Name.Name, Decl: let}}
+				params[let.Name.Name] = true // only the first assignment matters
+			}
+		}
+	}
 	for _, let := range b.Lets {
 		r := l.value(f, let.Value)
 		if let.Name == nil {
 			continue
 		}
-		if prev := f.names[let.Name.Name]; prev != nil {
+		prev := f.names[let.Name.Name]
+		if prev != nil && prev.kind == bindUnbound {
+			prev = nil // the first assignment of a def's local
+			delete(f.names, let.Name.Name)
+		}
+		switch {
+		case prev != nil && b.Def:
+			// A def body rebinds: each assignment is a new value that the
+			// statements after it see (single static assignment).
+		case prev != nil:
 			l.errorf(f, let.Name.Sp, CodeDuplicate, "%s is already declared in %s", let.Name.Name, m.Name).
 				WithHint("%s", l.c.firstDeclared(f.src, prev.ident))
-		} else if f.record {
+		case f.record:
 			l.c.checkShadow(f, let.Name, "let")
 		}
+		doc := "let " + strings.TrimPrefix(f.src.Slice(let.Sp), "let ")
+		if let.Assign {
+			doc = f.src.Slice(let.Sp)
+		}
 		bd := &binding{kind: bindValue, res: r, ident: let.Name,
-			sym: Symbol{Kind: SymLet, Name: let.Name.Name, Decl: let, Type: r.typ, Doc: "let " + strings.TrimPrefix(f.src.Slice(let.Sp), "let ")}}
+			sym: Symbol{Kind: SymLet, Name: let.Name.Name, Decl: let, Type: r.typ, Doc: doc}}
 		if r.typ == dsl.TypeInvalid {
 			bd.kind = bindUnknown
 		}
@@ -509,7 +594,11 @@ func (l *lowering) body(f *frame, m *Mod) result {
 	if f.record {
 		for _, bd := range lets {
 			if bd.uses == 0 {
-				l.warnf(f, bd.ident.Sp, CodeUnusedLet, "let %s is never used", bd.ident.Name).
+				what := "let"
+				if b.Def {
+					what = "assignment to"
+				}
+				l.warnf(f, bd.ident.Sp, CodeUnusedLet, "%s %s is never used", what, bd.ident.Name).
 					WithHint("remove it, or use it in the result")
 			}
 		}

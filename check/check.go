@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -336,6 +337,10 @@ func (c *checker) lookup(f *frame, name string) (global, bool) {
 	switch name {
 	case "inf", "math.inf", "torch.inf":
 		return global{kind: SymConstant, name: name, val: dsl.Float(inf)}, true
+	case "math.pi", "torch.pi":
+		return global{kind: SymConstant, name: name, val: dsl.Float(math.Pi)}, true
+	case "math.e", "torch.e":
+		return global{kind: SymConstant, name: name, val: dsl.Float(math.E)}, true
 	case "and_masks", "or_masks":
 		return global{kind: SymCombinator, name: name}, true
 	}

@@ -118,6 +118,12 @@ var diagnosticCases = []struct {
 	{CodeShadow, "param W = 4\nmask m(b, h, q, kv) {\n    let W = 8\n    q - kv <= W\n}\nmask n(b, h, q, kv) = q < W\n", nil},
 	{CodeBitwisePrecedence, "mask m(b, h, q, kv) = q >= kv & q < 5\n", nil},
 	{CodeNoGradient, "buffer t: f32[H]\nscore s(score, b, h, q, kv) = floor(score) + t[h] * (score > 0) + where(floor(score) > 1, score, 0.0)\nattention a {\n    score = s\n}\n", nil},
+	{CodeStringValue, "def m(b, h, q_idx, kv_idx):\n    return q_idx >= \"kv_idx\"\n", nil},
+	{CodeMethod, "def m(b, h, q_idx, kv_idx):\n    d = (q_idx - kv_idx).sum()\n    return d <= 4\n", nil},
+	{CodeKeywordArg, "def s(score, b, h, q_idx, kv_idx):\n    return score + torch.div(q_idx, 2, rounding_mode=\"round\")\n", nil},
+	{CodeTorchBool, "def m(b, h, q_idx, kv_idx):\n    return q_idx >= kv_idx and q_idx - kv_idx < 4\n", nil},
+	{CodeUnboundLocal, "def generate(W: int):\n    def m(b, h, q_idx, kv_idx):\n        W = W * 2\n        return q_idx - kv_idx <= W\n    return m\n\nattention a {\n    mask = generate(4)\n}\n", nil},
+	{CodeConversion, "def s(score, b, h, q_idx, kv_idx):\n    return score + (q_idx - kv_idx).to(torch.bfloat16)\n", nil},
 }
 
 func TestDiagnosticsGolden(t *testing.T) {

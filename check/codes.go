@@ -42,6 +42,11 @@ const (
 	CodeTooLarge          dsl.Code = "E055"
 	CodeArgType           dsl.Code = "E056"
 	CodeSettingBuffer     dsl.Code = "E057"
+	CodeStringValue       dsl.Code = "E073"
+	CodeMethod            dsl.Code = "E074"
+	CodeKeywordArg        dsl.Code = "E075"
+	CodeConversion        dsl.Code = "E076"
+	CodeUnboundLocal      dsl.Code = "E077"
 	CodeUnusedParam       dsl.Code = "W001"
 	CodeUnusedBuffer      dsl.Code = "W002"
 	CodeUnusedMod         dsl.Code = "W003"
@@ -49,6 +54,7 @@ const (
 	CodeShadow            dsl.Code = "W005"
 	CodeBitwisePrecedence dsl.Code = "W006"
 	CodeNoGradient        dsl.Code = "W010"
+	CodeTorchBool         dsl.Code = "W030"
 )
 
 // Codes describes every code the checker reports, one line each; tests
@@ -99,4 +105,10 @@ var Codes = map[dsl.Code]string{
 	CodeShadow:            "a mod parameter or let that shadows a param, buffer, mod or built-in",
 	CodeBitwisePrecedence: "`&` or `|` between two comparisons of a chain, where Python makes it bitwise on ints",
 	CodeNoGradient:        "an attention's score depends on the score or a float buffer only through floor, ceil, `//` or a comparison used as a number, where no gradient flows (the forward is exact: a warning)",
+	CodeTorchBool:         "`and`, `or`, `not`, a chained comparison or `if else` on tensors in a def, where torch raises",
+	CodeStringValue:       "a string used as a value (strings appear only in float(\"inf\") and keyword values)",
+	CodeMethod:            "a tensor method that is unknown, not called, or called with the wrong arguments",
+	CodeKeywordArg:        "a keyword argument that the function does not take, or a bad keyword value",
+	CodeUnboundLocal:      "a def's local read before its first assignment (Python's UnboundLocalError)",
+	CodeConversion:        "a conversion maskc cannot make exactly: a dtype other than int32/int64/float32/float64/bool, or float() of a bad string",
 }

@@ -23,6 +23,11 @@ func FuzzCheck(f *testing.F) {
 	if text, err := os.ReadFile("testdata/lower.flex"); err == nil {
 		f.Add(string(text))
 	}
+	for _, name := range []string{"t5_buckets", "natten", "casts", "logical_methods", "trunc_div", "clamp_kwargs"} {
+		if text, err := os.ReadFile("../testdata/ported/" + name + ".flex"); err == nil {
+			f.Add(string(text))
+		}
+	}
 	for _, tc := range diagnosticCases {
 		if len(tc.src) < 4096 {
 			f.Add(tc.src)
@@ -87,6 +92,8 @@ func FuzzCheckBody(f *testing.F) {
 		{"win(W * 2)(b, h, kv, q) if ON else abs(q - kv) % 2 == 0", "score + tb[h, q - kv + KV - 1] ** 2"},
 		{"not (q & 3 == 1) or min(q, kv) > clamp(h, 0, 4)", "score / (1 - 1)"},
 		{"and_masks(near, win(3))(b, h, q, kv)", "floor(score) // 2.0 + 2 ** -3"},
+		{"torch.logical_and(q.ge(kv), (q - kv).abs() <= 3)", "score + (score * 2.0).long() + torch.div(q, 3, rounding_mode=\"trunc\")"},
+		{"q.clamp(min=1).to(torch.int32) > kv.float()", "torch.where(q >= kv, score, float(\"-inf\")) + math.inf * 0"},
 	} {
 		f.Add(seed[0], seed[1])
 	}

@@ -126,6 +126,10 @@ func stopBlock(e dsl.Expr, w string) gradBlock {
 	case *dsl.CallExpr:
 		if id, ok := x.Fun.(*dsl.Ident); ok {
 			b.what = id.Name + " of " + w
+			if id.Name == "int" {
+				b.why = "an integer carries no gradient (torch's .long() and int() are not differentiable), so training learns nothing through it"
+				b.hint = "the forward is exact and this is only a warning; if " + w + " should be trained here, keep the term a float"
+			}
 			if id.Name == "floor" || id.Name == "ceil" {
 				b.why = "its derivative is 0 wherever it is defined (torch.autograd gives 0 too), so training learns nothing through it"
 				b.hint = "the forward is exact and this is only a warning; if " + w + " should be trained here, write the term without " + id.Name

@@ -54,6 +54,7 @@ const (
 	bindValue   bindKind = iota // a lowered value: an argument, a let, a factory constant
 	bindBuffer                  // a factory parameter bound to a buffer
 	bindUnknown                 // a factory parameter while its declaration is checked
+	bindUnbound                 // a def's local before its first assignment (Python's UnboundLocalError)
 )
 
 // binding is a local name of a mod body.
@@ -79,6 +80,9 @@ type frame struct {
 	stdName string
 	// paramPass is set while params are folded: later params are not ready.
 	paramPass bool
+	// python is set in the body of a mod written as a Python def, which
+	// must also run under torch (see torchWarning).
+	python bool
 }
 
 // lowering is the state of one lowering: the types of the nodes built, the
@@ -259,6 +263,20 @@ func (l *lowering) exprNoRecord(f *frame, e dsl.Expr) result {
 		return l.call(f, x)
 	case *dsl.IndexExpr:
 		return l.index(f, x)
+	case *dsl.StringLit:
+		l.errorf(f, x.Sp, CodeStringValue, "a string is not a value").
+			WithHint("strings are written only in float(\"inf\") and keyword values such as rounding_mode=\"floor\"")
+		return result{}
+	case *dsl.KeywordArg:
+		l.expr(f, x.Value)
+		l.errorf(f, x.Name.Sp, CodeKeywordArg, "unexpected keyword argument %s=", x.Name.Name).
+			WithHint("keyword arguments are understood only where torch takes them: x.clamp(min=..., max=...), torch.div(..., rounding_mode=...)")
+		return result{}
+	case *dsl.SelectorExpr:
+		l.expr(f, x.X)
+		l.errorf(f, x.Sp, CodeMethod, "method .%s is used without calling it", x.Sel.Name).
+			WithHint("call it: %s()", sourceText(f, x))
+		return result{}
 	case *dsl.VarRef:
 		// Already lowered (Program.Lower of a lowered expression).
 		typ := dsl.TypeInt
@@ -342,6 +360,10 @@ func (l *lowering) ident(f *frame, x *dsl.Ident) result {
 		l.c.recordUse(f, x, b.sym)
 		switch b.kind {
 		case bindUnknown:
+			return result{}
+		case bindUnbound:
+			l.errorf(f, x.Sp, CodeUnboundLocal, "%s is read before it is assigned in this def: Python makes a name assigned anywhere in a function local to all of it, and raises UnboundLocalError here", x.Name).
+				WithHint("assign to a new name, e.g. %s_local = %s ..., and use that below", x.Name, x.Name)
 			return result{}
 		case bindBuffer:
 			return result{typ: dsl.TypeBuffer, buf: b.buf}
@@ -433,6 +455,14 @@ func (l *lowering) unknownName(f *frame, x *dsl.Ident) {
 
 func (l *lowering) unary(f *frame, x *dsl.UnaryExpr) result {
 	a := l.value(f, x.X)
+	if x.Op == dsl.OpNot && a.ok() && !a.isConst() {
+		l.torchWarning(f, x.Sp, "`not`", "~", "")
+	}
+	return l.unaryOf(f, x, a)
+}
+
+// unaryOf lowers x with its operand already lowered to a.
+func (l *lowering) unaryOf(f *frame, x *dsl.UnaryExpr, a result) result {
 	if !a.ok() {
 		return result{}
 	}
@@ -467,7 +497,16 @@ func (l *lowering) unary(f *frame, x *dsl.UnaryExpr) result {
 }
 
 func (l *lowering) binary(f *frame, x *dsl.BinaryExpr) result {
-	a, b := l.value(f, x.X), l.value(f, x.Y)
+	a := l.value(f, x.X)
+	b := l.value(f, x.Y)
+	if (x.Op == dsl.OpAnd || x.Op == dsl.OpOr) && a.ok() && b.ok() && (!a.isConst() || !b.isConst()) {
+		l.torchWarning(f, x.OpSp, "`"+x.Op.String()+"`", "&", "|")
+	}
+	return l.binaryOf(f, x, a, b)
+}
+
+// binaryOf lowers x with its operands already lowered to a and b.
+func (l *lowering) binaryOf(f *frame, x *dsl.BinaryExpr, a, b result) result {
 	if !a.ok() || !b.ok() {
 		return result{}
 	}
@@ -544,16 +583,29 @@ func (l *lowering) compare(f *frame, x *dsl.CompareExpr) result {
 		return result{}
 	}
 	ops := make([]result, len(x.Operands))
-	okAll := true
 	for i, o := range x.Operands {
 		ops[i] = l.value(f, o)
-		okAll = okAll && ops[i].ok()
 	}
 	if f.record && f.site == nil {
 		l.bitwisePrecedence(f, x)
 	}
-	if !okAll {
-		return result{}
+	if len(x.Operands) > 2 {
+		for _, o := range ops {
+			if o.ok() && !o.isConst() {
+				l.torchWarning(f, x.Sp, "a chained comparison", "(a <= b) & (b <= c)", "")
+				break
+			}
+		}
+	}
+	return l.compareOf(f, x, ops)
+}
+
+// compareOf lowers the chain x with its operands already lowered to ops.
+func (l *lowering) compareOf(f *frame, x *dsl.CompareExpr, ops []result) result {
+	for _, o := range ops {
+		if !o.ok() {
+			return result{}
+		}
 	}
 	var acc result
 	for i, op := range x.Ops {
@@ -589,6 +641,28 @@ func (l *lowering) compare(f *frame, x *dsl.CompareExpr) result {
 		}
 	}
 	return acc
+}
+
+// torchWarning warns, in the user's own def body, about Python that torch
+// cannot run on tensors (`and`, `or`, `not`, a chained comparison, `x if c
+// else y`, Python's min/max/int/float of run-time values): maskc gives it
+// Python's meaning per element, but torch raises on the very same text, so
+// the def no longer runs as FlexAttention code. what names the construct,
+// need what torch lacks, use and alt the torch spellings.
+func (l *lowering) torchWarning(f *frame, sp dsl.Span, what, use, alt string) {
+	l.torchWarningNeeds(f, sp, what, "the truth value of a tensor", use, alt)
+}
+
+func (l *lowering) torchWarningNeeds(f *frame, sp dsl.Span, what, need, use, alt string) {
+	if !f.python || !f.record || f.site != nil {
+		return
+	}
+	hint := "write " + use
+	if alt != "" {
+		hint += " (or " + alt + ")"
+	}
+	l.warnf(f, sp, CodeTorchBool, "%s needs %s: torch raises on it, so this def no longer runs as Python", what, need).
+		WithHint("%s, which torch evaluates per element", hint)
 }
 
 // bitwisePrecedence warns about `a >= b & c < d`, which Python reads as
@@ -635,6 +709,9 @@ func branchType(a, b dsl.Type) dsl.Type {
 
 func (l *lowering) cond(f *frame, x *dsl.CondExpr) result {
 	c := l.value(f, x.Cond)
+	if !c.isConst() {
+		l.torchWarning(f, x.Sp, "`x if c else y`", "torch.where(c, x, y)", "")
+	}
 	t, e := l.value(f, x.Then), l.value(f, x.Else)
 	if c.ok() && c.typ != dsl.TypeBool {
 		l.errorf(f, x.Cond.Span(), CodeConditionNotBool, "the condition of `if else` must be bool, got %s", c.typ).

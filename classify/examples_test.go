@@ -24,6 +24,7 @@ var exampleDecisions = map[string]map[string]string{
 	"sliding_window.flex":      {"local_layer": "sliding_window_causal", "local_1024_layer": "sliding_window_causal", "local_512_layer": "sliding_window_causal"},
 	"softcap.flex":             {"capped_layer": "generated+softcap"},
 	"swa_trainer.flex":         {"swa_layer": "sliding_window_causal"},
+	"t5_bias.flex":             {"t5_encoder": "generated+generated"},
 }
 
 // TestExamples classifies every example and pins each block's pattern; the

@@ -524,6 +524,13 @@ func (w *funcWriter) call(x *dsl.CallExpr, t cType) cExpr {
 		return cExpr{"maskc_py_abs(" + conv(args[0], t).code + ")", t}
 	case "sigmoid":
 		return cExpr{"maskc_py_sigmoid(" + conv(args[0], t).code + ")", t}
+	case "int":
+		if a := args[0]; a.typ == cFloat || a.typ == cDouble {
+			return conv(cExpr{"maskc_py_int(" + a.code + ")", cInt}, t)
+		}
+		return conv(args[0], t)
+	case "float":
+		return conv(args[0], t)
 	case "floor", "ceil":
 		if t == cInt || t == cInt32 {
 			return conv(args[0], t)

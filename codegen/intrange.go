@@ -317,6 +317,12 @@ func (a *rangeAnalysis) call(x *dsl.CallExpr) interval {
 		if len(args) == 1 && a.l.TypeOf(x.Args[0]) == dsl.TypeInt {
 			return args[0]
 		}
+	case "int":
+		// Of a bool (0 or 1) or an int, the value itself; of a float,
+		// anything (maskc_py_int saturates at the int64 bounds).
+		if len(args) == 1 && a.l.TypeOf(x.Args[0]) != dsl.TypeFloat {
+			return args[0]
+		}
 	}
 	return fullRange
 }

@@ -66,6 +66,9 @@ func TestIntRanges(t *testing.T) {
 		{"buffer t: i32[KV]\n", "t[q] // 2", interval{math.MinInt32 / 2, math.MaxInt32 / 2}, true},
 		{"buffer t: i64[KV]\n", "t[q] % 5", interval{0, 4}, false},
 		{"buffer t: i64[KV]\n", "t[q]", full, false},
+		{"", "int(q >= kv) * 16", interval{0, 16}, true},
+		{"", "int(q - kv)", interval{-n, n}, true},
+		{"", "int(float(q) * 0.5)", full, false},
 	} {
 		l, e := lowerInt(t, tc.decls, tc.expr)
 		bufs, _ := BufferTable(nil, l)
@@ -293,6 +296,45 @@ func TestAlwaysKept(t *testing.T) {
 		}
 		if got := !k.HasMask; got != tc.want {
 			t.Errorf("%s: compiled as no mask = %v, want %v", tc.mask, got, tc.want)
+		}
+	}
+}
+
+// TestHostTruncInt runs the kernels' maskc_py_int, under UBSan, on the
+// values where a plain C cast is undefined, and compares it with
+// dsl.TruncInt, the evaluator's int().
+func TestHostTruncInt(t *testing.T) {
+	values := []float64{0, 3.9, -3.9, 0.5, -0.5, math.NaN(), math.Inf(1), math.Inf(-1), 1e19, -1e19,
+		9223372036854775807.0, -9223372036854775808.0, 9223372036854774784.0, -9223372036854774784.0, 4503599627370497.5}
+	var body strings.Builder
+	body.WriteString("int main() {\n")
+	for _, v := range values {
+		lit := strconv.FormatFloat(v, 'g', -1, 64)
+		switch {
+		case math.IsNaN(v):
+			lit = "(0.0 / 0.0)"
+		case math.IsInf(v, 1):
+			lit = "(1.0 / 0.0)"
+		case math.IsInf(v, -1):
+			lit = "(-1.0 / 0.0)"
+		}
+		fmt.Fprintf(&body, "  printf(\"%%lld %%lld\\n\", maskc_py_int((double)%s), maskc_py_int((float)%s));\n", lit, lit)
+	}
+	body.WriteString("  return 0;\n}\n")
+	lines := strings.Split(strings.TrimSpace(hostRun(t, body.String())), "\n")
+	if len(lines) != len(values) {
+		t.Fatalf("%d lines for %d values", len(lines), len(values))
+	}
+	for i, v := range values {
+		var d, f int64
+		if _, err := fmt.Sscanf(lines[i], "%d %d", &d, &f); err != nil {
+			t.Fatal(err)
+		}
+		if want := dsl.TruncInt(v); d != want {
+			t.Errorf("maskc_py_int(double %v) = %d, dsl.TruncInt = %d", v, d, want)
+		}
+		if want := dsl.TruncInt(float64(float32(v))); f != want {
+			t.Errorf("maskc_py_int(float %v) = %d, dsl.TruncInt = %d", float32(v), f, want)
 		}
 	}
 }

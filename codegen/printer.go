@@ -254,6 +254,10 @@ func (p torchPrinter) call(x *dsl.CallExpr, t dsl.Type) string {
 		if t == dsl.TypeInt {
 			return p.print(x.Args[0])
 		}
+	case "int": // toward zero, NaN to 0, saturating at the int64 bounds (dsl.TruncInt)
+		return "torch.nan_to_num(" + args[0] + ".double(), nan=0.0).clamp(-9223372036854775808.0, 9223372036854774784.0).long()"
+	case "float":
+		return args[0] + ".double()"
 	}
 	if name == "" {
 		return exprText(x)

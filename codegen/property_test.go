@@ -70,6 +70,10 @@ var maskCases = []struct{ name, decls, mask, score string }{
 	{"score_math", "", "", "max(score, -3.0) + min(q, kv) + abs(q - kv) ** 0.5 + floor(score) - ceil(score / 3.0) + log(1.0 + exp(score / 9.0)) + sqrt(abs(score)) + log2(2.0 + q)"},
 	{"score_where", "", "", "where(q >= kv, score, -inf)"},
 	{"score_int", "", "", "(q - kv) // 2"},
+	{"int_trunc", "", "int((q - kv) / 3) == (q - kv) // 3 or kv % 3 == 0", ""},
+	{"int_casts", "", "", "score + int((q - kv) * 0.75) + int(float(kv) / -3.0) + float(q >= kv)"},
+	{"t5_bucket", "buffer tb: f32[H, 16]\n", "", "score + tb[h, where(abs(q - kv) < 8, abs(q - kv), min(8 + int(log(float(abs(q - kv)) / 8) / log(16.0) * 8), 15))]"},
+	{"int_nonfinite", "", "", "score + where(q > kv, int(log(float(q - kv))), -1) + where(kv > q + 1, int(-log(float(q - kv + 1)) * 0.0), 0) + where(q == kv, int(log(float(q - kv))) // 2 ** 62, 0) + where(q == kv, int(-log(float(q - kv))) // 2 ** 62, 0)"},
 }
 
 // exactAnalysis names the maskCases whose kv ranges and full tiles the

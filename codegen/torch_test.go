@@ -17,6 +17,8 @@ func TestTorchExpr(t *testing.T) {
 		{"softcap", "", "", "30.0 * tanh(score / 30.0)", "(30.0 * torch.tanh((score / 30.0)))"},
 		{"min_scalar", "", "min(q, 40) >= kv", "", "(torch.minimum(q, torch.as_tensor(40)) >= kv)"},
 		{"clamp", "", "", "clamp(score, -5.0, 5.0)", "torch.clamp(score, torch.as_tensor(-5.0), torch.as_tensor(5.0))"},
+		{"int", "", "", "score + int(score * 4.0)", "(score + torch.nan_to_num((score * 4.0).double(), nan=0.0).clamp(-9223372036854775808.0, 9223372036854774784.0).long())"},
+		{"float", "", "", "score + float(q - kv)", "(score + (q - kv).double())"},
 		{"bias", "buffer bias: f32[H, 2 * KV - 1]\n", "", "score + bias[h, q - kv + KV - 1]", "(score + bias[h, (((q - kv) + KV) - 1)])"},
 	}
 	for _, tt := range tests {

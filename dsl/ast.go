@@ -143,15 +143,48 @@ type ModDecl struct {
 	Params []*Ident
 	// Body is the mod's value.
 	Body *Body
+	// Def is true when the mod was written as a Python function:
+	// `def causal(b, h, q_idx, kv_idx):` with an indented body ending in
+	// `return`. Its kind follows from its parameter count (4: a mask, 5: a
+	// score).
+	Def bool
+	// Inner names the inner function of a factory written as a Python
+	// closure, `def window(W): def inner(b, h, q, kv): ...; return inner`;
+	// nil otherwise.
+	Inner *Ident
+	// Annotations are a def's type annotations as written (`W: int`,
+	// `-> Tensor`), kept for the printer and otherwise ignored; nil when
+	// there are none.
+	Annotations *Annotations
+	// Doc is the docstring of a factory def's outer function, or nil (the
+	// docstring of the function that computes the value is Body.Doc).
+	Doc *StringLit
 }
 
-// Body is a mod body: either `= expr` (Lets empty) or a block
-// `{ let x = ... ; result }`.
+// Annotations are the type annotations of a def. Each slice is parallel to
+// the parameter list it annotates, nil where a parameter has none.
+type Annotations struct {
+	// FactoryParams annotate ModDecl.FactoryParams, Params ModDecl.Params.
+	FactoryParams, Params []*Ident
+	// Returns annotates the outer function (`-> Tensor`), InnerReturns a
+	// factory's inner function; nil when absent.
+	Returns, InnerReturns *Ident
+}
+
+// Body is a mod body: either `= expr` (Lets empty), a block
+// `{ let x = ... ; result }`, or a def's indented statements
+// `x = ...` ending in `return result`.
 type Body struct {
-	// Sp covers `= expr` or the braces.
+	// Sp covers `= expr`, the braces, or a def's `:` through its return.
 	Sp Span
 	// Block is true when the body was written with braces.
 	Block bool
+	// Def is true for a def's body: its Lets are assignments (LetStmt.Assign)
+	// that may rebind a name, each binding seen by the statements after
+	// it (single static assignment).
+	Def bool
+	// Doc is a def's docstring, or nil.
+	Doc *StringLit
 	// Lets are the local bindings, in order; each may use the previous ones.
 	Lets []*LetStmt
 	// Result is the expression the mod returns.
@@ -161,10 +194,17 @@ type Body struct {
 // Span implements Node.
 func (b *Body) Span() Span { return b.Sp }
 
-// LetStmt is a local binding in a block body: `let d = abs(q - kv)`.
+// LetStmt is a local binding in a block body, `let d = abs(q - kv)`, or an
+// assignment in a def body, `d = (q_idx - kv_idx).abs()`.
 type LetStmt struct {
-	// Sp covers `let` through the end of Value.
+	// Sp covers `let` (or the name of an assignment) through the end of Value.
 	Sp Span
+	// Assign is true for a def body's assignment, written without `let`.
+	Assign bool
+	// AugOp is the operator of an augmented assignment, OpAdd for
+	// `x += e`, whose Value the parser builds as the BinaryExpr `x + e`
+	// (its X an Ident spanning the target name); OpInvalid otherwise.
+	AugOp Op
 	// Name is the bound name, e.g. d.
 	Name *Ident
 	// Value is the bound expression.
@@ -239,8 +279,8 @@ func (*AttentionDecl) declNode() {}
 // Expressions
 
 // Expr is an expression node: *Ident, *IntLit, *FloatLit, *BoolLit,
-// *UnaryExpr, *BinaryExpr, *CompareExpr, *CondExpr, *CallExpr, *IndexExpr,
-// *ParenExpr or *TupleExpr.
+// *StringLit, *UnaryExpr, *BinaryExpr, *CompareExpr, *CondExpr, *CallExpr,
+// *SelectorExpr, *KeywordArg, *IndexExpr, *ParenExpr or *TupleExpr.
 type Expr interface {
 	Node
 	exprNode()
@@ -274,6 +314,41 @@ type BoolLit struct {
 	Raw string
 	// Value is the truth value.
 	Value bool
+}
+
+// StringLit is a string literal, `"inf"` or `'floor'`. Strings are only
+// meaningful as the argument of `float("inf")` and as a keyword value such
+// as `rounding_mode="floor"`; the checker refuses them elsewhere.
+type StringLit struct {
+	// Sp covers the literal with its quotes.
+	Sp Span
+	// Raw is the literal as written, quotes included.
+	Raw string
+	// Value is the text between the quotes.
+	Value string
+}
+
+// SelectorExpr is a method selected on a value, `(q_idx - kv_idx).abs`
+// in `(q_idx - kv_idx).abs()`. Dotted module names such as `torch.where`
+// are an *Ident instead.
+type SelectorExpr struct {
+	// Sp covers X through Sel.
+	Sp Span
+	// X is the receiver.
+	X Expr
+	// Sel is the method name, e.g. abs.
+	Sel *Ident
+}
+
+// KeywordArg is a keyword argument of a call, `min=0` in `x.clamp(min=0)`
+// or `rounding_mode="floor"` in `torch.div(a, b, rounding_mode="floor")`.
+type KeywordArg struct {
+	// Sp covers the name through the value.
+	Sp Span
+	// Name is the keyword, e.g. min.
+	Name *Ident
+	// Value is the argument's value.
+	Value Expr
 }
 
 // UnaryExpr is a prefix operation: `-x`, `+x`, `~m`, `not m`.
@@ -378,6 +453,15 @@ func (x *FloatLit) Span() Span { return x.Sp }
 func (x *BoolLit) Span() Span { return x.Sp }
 
 // Span implements Node.
+func (x *StringLit) Span() Span { return x.Sp }
+
+// Span implements Node.
+func (x *SelectorExpr) Span() Span { return x.Sp }
+
+// Span implements Node.
+func (x *KeywordArg) Span() Span { return x.Sp }
+
+// Span implements Node.
 func (x *UnaryExpr) Span() Span { return x.Sp }
 
 // Span implements Node.
@@ -401,18 +485,21 @@ func (x *ParenExpr) Span() Span { return x.Sp }
 // Span implements Node.
 func (x *TupleExpr) Span() Span { return x.Sp }
 
-func (*Ident) exprNode()       {}
-func (*IntLit) exprNode()      {}
-func (*FloatLit) exprNode()    {}
-func (*BoolLit) exprNode()     {}
-func (*UnaryExpr) exprNode()   {}
-func (*BinaryExpr) exprNode()  {}
-func (*CompareExpr) exprNode() {}
-func (*CondExpr) exprNode()    {}
-func (*CallExpr) exprNode()    {}
-func (*IndexExpr) exprNode()   {}
-func (*ParenExpr) exprNode()   {}
-func (*TupleExpr) exprNode()   {}
+func (*Ident) exprNode()        {}
+func (*IntLit) exprNode()       {}
+func (*FloatLit) exprNode()     {}
+func (*BoolLit) exprNode()      {}
+func (*StringLit) exprNode()    {}
+func (*SelectorExpr) exprNode() {}
+func (*KeywordArg) exprNode()   {}
+func (*UnaryExpr) exprNode()    {}
+func (*BinaryExpr) exprNode()   {}
+func (*CompareExpr) exprNode()  {}
+func (*CondExpr) exprNode()     {}
+func (*CallExpr) exprNode()     {}
+func (*IndexExpr) exprNode()    {}
+func (*ParenExpr) exprNode()    {}
+func (*TupleExpr) exprNode()    {}
 
 // Unparen strips any number of enclosing parentheses.
 func Unparen(e Expr) Expr {

@@ -29,6 +29,8 @@ var Builtins = map[string]*Builtin{
 	"sigmoid": {Name: "sigmoid", MinArgs: 1, MaxArgs: 1, Doc: "sigmoid(x): 1 / (1 + exp(-x)), float"},
 	"floor":   {Name: "floor", MinArgs: 1, MaxArgs: 1, Doc: "floor(x): round toward -inf; same type as x (as torch.floor)"},
 	"ceil":    {Name: "ceil", MinArgs: 1, MaxArgs: 1, Doc: "ceil(x): round toward +inf; same type as x (as torch.ceil)"},
+	"int":     {Name: "int", MinArgs: 1, MaxArgs: 1, Doc: "int(x): x as an int, a float truncated toward zero (Python's int(), torch's .long(), .int(), .to(torch.int64)); NaN gives 0 and a float outside the int64 range its nearest bound"},
+	"float":   {Name: "float", MinArgs: 1, MaxArgs: 1, Doc: "float(x): x as a float (Python's float(), torch's .float(), .to(torch.float32)); True is 1.0"},
 	"where":   {Name: "where", MinArgs: 3, MaxArgs: 3, Doc: "where(c, x, y): x where c holds, else y (as torch.where); both branches are evaluated"},
 }
 

@@ -4,11 +4,13 @@ package dsl
 // through which a derivative can flow, following torch.autograd: the
 // arithmetic operators (+ - * / % ** and unary - +), the branches of
 // `where` and `x if c else y`, and the arguments of min, max, clamp, abs,
-// exp, exp2, log, log2, sqrt, tanh and sigmoid. Nothing flows through a
+// exp, exp2, log, log2, sqrt, tanh, sigmoid and float (the identity on a
+// float). Nothing flows through a
 // comparison, a logical or bitwise operator, a condition, a buffer index,
 // `//` (piecewise constant; torch's backward raises for floor_divide, maskc
 // takes its derivative as 0 and the checker warns), or floor and ceil
-// (torch defines their derivative as zero). An operand used twice (x * x)
+// (torch defines their derivative as zero), or int (an integer tensor
+// carries no gradient in torch). An operand used twice (x * x)
 // is listed twice. Whether a listed operand carries a gradient also
 // depends on its type: only floats do.
 //
@@ -38,7 +40,7 @@ func GradOperands(e Expr) []Expr {
 			if len(x.Args) == 3 {
 				return []Expr{x.Args[1], x.Args[2]}
 			}
-		case "min", "max", "clamp", "abs", "exp", "exp2", "log", "log2", "sqrt", "tanh", "sigmoid":
+		case "min", "max", "clamp", "abs", "exp", "exp2", "log", "log2", "sqrt", "tanh", "sigmoid", "float":
 			return append([]Expr(nil), x.Args...)
 		}
 	}

@@ -248,6 +248,7 @@ func cmpFloat(a, b float64) int {
 //   - exp exp2 log log2 sqrt tanh sigmoid: float, with torch's values at
 //     the edges (log(0) == -inf, log(-1) and sqrt(-1) are NaN, exp of a
 //     large argument is +inf);
+//   - int: truncation toward zero (see TruncInt); float: conversion;
 //   - where(c, x, y): c must be a bool; the result is x or y promoted to
 //     their common type.
 func CallBuiltin(name string, args []Value) (Value, error) {
@@ -289,6 +290,13 @@ func CallBuiltin(name string, args []Value) (Value, error) {
 			return Float(math.Floor(x.F)), nil
 		}
 		return Float(math.Ceil(x.F)), nil
+	case "int":
+		if args[0].Type != TypeFloat {
+			return Int(args[0].I), nil
+		}
+		return Int(TruncInt(args[0].F)), nil
+	case "float":
+		return Float(args[0].AsFloat()), nil
 	case "where":
 		c, x, y := args[0], args[1], args[2]
 		if c.Type != TypeBool {
@@ -305,6 +313,22 @@ func CallBuiltin(name string, args []Value) (Value, error) {
 		return Value{}, fmt.Errorf("built-in %s has no evaluator", b.Name)
 	}
 	return Float(f(args[0].AsFloat())), nil
+}
+
+// TruncInt converts f to an int64 as the built-in int does: truncation
+// toward zero, NaN to 0, and values beyond the int64 range (infinities
+// included) to the nearest bound. The generated kernels convert the same
+// way (maskc_py_int in the kernel prelude).
+func TruncInt(f float64) int64 {
+	switch {
+	case f != f:
+		return 0
+	case f >= 9223372036854775807.0: // 2**63, the first float past the range
+		return math.MaxInt64
+	case f <= -9223372036854775808.0:
+		return math.MinInt64
+	}
+	return int64(f)
 }
 
 // whereType is the common type of where's branches: bool only when both are.

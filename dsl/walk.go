@@ -31,6 +31,10 @@ func Inspect(e Expr, f func(Expr) bool) {
 		for _, i := range x.Indices {
 			Inspect(i, f)
 		}
+	case *SelectorExpr:
+		Inspect(x.X, f)
+	case *KeywordArg:
+		Inspect(x.Value, f)
 	case *ParenExpr:
 		Inspect(x.X, f)
 	case *TupleExpr:

@@ -62,6 +62,15 @@ func (c *compiler) call(x *dsl.CallExpr) (node, error) {
 			round = math.Ceil
 		}
 		return floatNode(func(f *frame) float64 { return round(g(f)) }), nil
+	case "int":
+		a := args[0]
+		if a.t != dsl.TypeFloat {
+			return intNode(a.asInt()), nil
+		}
+		g := a.f
+		return intNode(func(f *frame) int64 { return dsl.TruncInt(g(f)) }), nil
+	case "float":
+		return floatNode(args[0].asFloat()), nil
 	case "where":
 		if args[0].t != dsl.TypeBool {
 			return node{}, c.errorf(x.Args[0].Span(), "the condition of where must be bool, not %s", args[0].t)

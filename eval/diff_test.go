@@ -133,7 +133,9 @@ func (g *exprGen) gen(t dsl.Type, depth int) dsl.Expr {
 	d := depth - 1
 	switch t {
 	case dsl.TypeInt:
-		switch g.pick(9) {
+		switch g.pick(10) {
+		case 8:
+			return call("int", g.gen([]dsl.Type{dsl.TypeFloat, dsl.TypeBool, dsl.TypeInt}[g.pick(3)], d))
 		case 0:
 			return bin(intOps[g.pick(len(intOps))], g.gen(dsl.TypeInt, d), g.gen([]dsl.Type{dsl.TypeInt, dsl.TypeBool}[g.pick(2)], d))
 		case 1:
@@ -163,7 +165,9 @@ func (g *exprGen) gen(t dsl.Type, depth int) dsl.Expr {
 			}
 			return g.gen(dsl.TypeFloat, d), g.gen(dsl.TypeFloat, d)
 		}
-		switch g.pick(7) {
+		switch g.pick(8) {
+		case 7:
+			return call("float", g.gen([]dsl.Type{dsl.TypeInt, dsl.TypeBool}[g.pick(2)], d))
 		case 0, 1:
 			x, y := mixed()
 			return bin(floatOps[g.pick(len(floatOps))], x, y)

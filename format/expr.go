@@ -154,6 +154,23 @@ func writeExpr(b *strings.Builder, e dsl.Expr, min int) {
 		b.WriteByte(')')
 	case *dsl.TupleExpr:
 		writeList(b, "(", x.Elems, ")", len(x.Elems) == 1)
+	case *dsl.StringLit:
+		b.WriteString(x.Raw)
+	case *dsl.SelectorExpr:
+		switch x.X.(type) {
+		case *dsl.IntLit, *dsl.FloatLit: // `(1).abs()`: `1.abs` would read as a number
+			b.WriteByte('(')
+			writeExpr(b, x.X, precCond)
+			b.WriteByte(')')
+		default:
+			writeExpr(b, x.X, precPostfix)
+		}
+		b.WriteByte('.')
+		b.WriteString(name(x.Sel))
+	case *dsl.KeywordArg:
+		b.WriteString(name(x.Name))
+		b.WriteByte('=')
+		writeExpr(b, x.Value, precCond)
 	default:
 		b.WriteString("<?>")
 	}

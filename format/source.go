@@ -69,6 +69,9 @@ func declLines(d dsl.Decl) []line {
 }
 
 func modLines(d *dsl.ModDecl) []line {
+	if d.Def {
+		return defLines(d)
+	}
 	var b strings.Builder
 	b.WriteString(d.Kind.String() + " " + name(d.Name))
 	if d.FactoryParams != nil {
@@ -94,6 +97,74 @@ func modLines(d *dsl.ModDecl) []line {
 		out = append(out, line{indent: 1, text: Expr(body.Result), sp: body.Result.Span()})
 	}
 	return append(out, line{text: "}", sp: closingBrace(body.Sp), closes: true})
+}
+
+// defLines lays out a mod written as a Python function, in that form:
+// `def NAME(params):`, the docstring, assignments and `return`, indented by
+// four spaces; a factory as its outer def, the inner def and `return INNER`.
+func defLines(d *dsl.ModDecl) []line {
+	an := d.Annotations
+	if an == nil {
+		an = &dsl.Annotations{}
+	}
+	head := func(fn *dsl.Ident, params, annots []*dsl.Ident, returns *dsl.Ident) string {
+		var b strings.Builder
+		b.WriteString("def " + name(fn) + "(")
+		for i, p := range params {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(name(p))
+			if i < len(annots) && annots[i] != nil {
+				b.WriteString(": " + annots[i].Name)
+			}
+		}
+		b.WriteString(")")
+		if returns != nil {
+			b.WriteString(" -> " + returns.Name)
+		}
+		return b.String() + ":"
+	}
+	spanOf := func(id *dsl.Ident) dsl.Span {
+		if id == nil {
+			return dsl.NoSpan
+		}
+		return id.Sp
+	}
+	var out []line
+	indent := 0
+	fn, returns := d.Name, an.Returns
+	if d.Inner != nil {
+		out = append(out, line{text: head(d.Name, d.FactoryParams, an.FactoryParams, an.Returns), sp: spanOf(d.Name)})
+		if d.Doc != nil {
+			out = append(out, line{indent: 1, text: d.Doc.Raw, sp: d.Doc.Sp})
+		}
+		indent, fn, returns = 1, d.Inner, an.InnerReturns
+	}
+	out = append(out, line{indent: indent, text: head(fn, d.Params, an.Params, returns), sp: spanOf(fn)})
+	if body := d.Body; body != nil {
+		if body.Doc != nil {
+			out = append(out, line{indent: indent + 1, text: body.Doc.Raw, sp: body.Doc.Sp})
+		}
+		for _, l := range body.Lets {
+			op, value := "=", l.Value
+			if be, ok := l.Value.(*dsl.BinaryExpr); ok && l.AugOp != dsl.OpInvalid {
+				op, value = l.AugOp.String()+"=", be.Y
+			}
+			out = append(out, line{indent: indent + 1, text: name(l.Name) + " " + op + " " + Expr(value), sp: l.Sp})
+		}
+		if body.Result != nil {
+			out = append(out, line{indent: indent + 1, text: "return " + Expr(body.Result), sp: body.Result.Span()})
+		}
+	}
+	if d.Inner != nil {
+		ret := dsl.NoSpan
+		if d.Sp.IsValid() {
+			ret = dsl.Span{Start: d.Sp.End - len(d.Inner.Name), End: d.Sp.End}
+		}
+		out = append(out, line{indent: 1, text: "return " + name(d.Inner), sp: ret})
+	}
+	return out
 }
 
 // closingBrace is the span of the `}` that ends a block spanning sp.

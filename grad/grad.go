@@ -496,6 +496,8 @@ func (b *builder) call(x *dsl.CallExpr, e, g dsl.Expr, sp dsl.Span) []contrib {
 				b.where1(b.cmp(dsl.OpLT, X, b.lit(0, sp), sp), b.lit(-1, sp), b.lit(0, sp), sp), sp)
 			return b.mul(g, sgn, sp)
 		})
+	case "float": // float(x) of a float is x (torch: .float()/.double() pass grad)
+		return one(func() dsl.Expr { return g })
 	case "exp": // exp: grad * result
 		return one(func() dsl.Expr { return b.mul(g, e, sp) })
 	case "exp2": // exp2: grad * result * M_LN2

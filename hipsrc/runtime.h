@@ -133,6 +133,17 @@ __device__ __forceinline__ int maskc_py_abs(int x) { return x < 0 ? -x : x; }  /
 __device__ __forceinline__ float maskc_py_abs(float x) { return fabsf(x); }
 __device__ __forceinline__ double maskc_py_abs(double x) { return fabs(x); }
 
+// Python's int() of a float, as dsl.TruncInt: toward zero, NaN to 0, and
+// beyond the int64 range (infinities included) the nearest bound, where a
+// plain C cast would be undefined.
+__device__ __forceinline__ long long maskc_py_int(double x) {
+  return x != x ? 0LL
+       : x >= 9223372036854775807.0 ? 9223372036854775807LL
+       : x <= -9223372036854775808.0 ? (-9223372036854775807LL - 1)
+       : (long long)x;
+}
+__device__ __forceinline__ long long maskc_py_int(float x) { return maskc_py_int((double)x); }
+
 __device__ __forceinline__ float maskc_py_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 __device__ __forceinline__ double maskc_py_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 

@@ -198,8 +198,13 @@ func collectIdents(f *dsl.File) []*dsl.Ident {
 	}
 	expr := func(e dsl.Expr) {
 		dsl.Inspect(e, func(e dsl.Expr) bool {
-			if id, ok := e.(*dsl.Ident); ok {
-				add(id)
+			switch x := e.(type) {
+			case *dsl.Ident:
+				add(x)
+			case *dsl.SelectorExpr:
+				add(x.Sel)
+			case *dsl.KeywordArg:
+				add(x.Name)
 			}
 			return true
 		})
@@ -216,7 +221,7 @@ func collectIdents(f *dsl.File) []*dsl.Ident {
 			}
 			add(d.Property)
 		case *dsl.ModDecl:
-			add(d.Name)
+			add(d.Name, d.Inner)
 			add(d.FactoryParams...)
 			add(d.Params...)
 			if d.Body != nil {
@@ -236,6 +241,16 @@ func collectIdents(f *dsl.File) []*dsl.Ident {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Sp.Start < out[j].Sp.Start })
 	return out
+}
+
+// bodyExprs lists the expressions of a mod body: the lets' values and the
+// result.
+func bodyExprs(b *dsl.Body) []dsl.Expr {
+	out := make([]dsl.Expr, 0, len(b.Lets)+1)
+	for _, l := range b.Lets {
+		out = append(out, l.Value)
+	}
+	return append(out, b.Result)
 }
 
 // identAt returns the identifier under byte offset off (a cursor just after

@@ -59,8 +59,21 @@ func (a *analysis) identHover(id *dsl.Ident) string {
 			return a.modHover(d, "")
 		}
 	}
+	if d := a.innerOf(id); d != nil {
+		return a.modHover(d, "")
+	}
 	sym, ok := a.symbolOf(id)
 	if !ok {
+		name := id.Name
+		switch a.syntaxRole(id) {
+		case "method":
+			name = "." + name
+		case "keyword":
+			return fmt.Sprintf("(keyword argument) `%s`", id.Name)
+		}
+		if usage, meaning, ok := check.PortingDoc(name); ok {
+			return codeBlock(usage) + "\ntorch operation, lowered to " + meaning
+		}
 		if b := dsl.LookupBuiltin(id.Name); b != nil {
 			return builtinHover(b)
 		}
@@ -95,6 +108,43 @@ func (a *analysis) identHover(id *dsl.Ident) string {
 		text += ": " + sym.Type.String()
 	}
 	return text + docPara(sym.Doc)
+}
+
+// innerOf returns the factory def whose inner function id names, or nil.
+func (a *analysis) innerOf(id *dsl.Ident) *dsl.ModDecl {
+	for _, d := range a.file.Decls {
+		if m, ok := d.(*dsl.ModDecl); ok && m.Inner == id {
+			return m
+		}
+	}
+	return nil
+}
+
+// syntaxRole says what a name the checker does not resolve is by its
+// place: "method" for the name of a `.name` selector, "keyword" for a
+// keyword argument's name, else "".
+func (a *analysis) syntaxRole(id *dsl.Ident) string {
+	m, ok := a.declAt(id.Sp.Start).(*dsl.ModDecl)
+	if !ok || m.Body == nil {
+		return ""
+	}
+	role := ""
+	for _, e := range bodyExprs(m.Body) {
+		dsl.Inspect(e, func(e dsl.Expr) bool {
+			switch x := e.(type) {
+			case *dsl.SelectorExpr:
+				if x.Sel == id {
+					role = "method"
+				}
+			case *dsl.KeywordArg:
+				if x.Name == id {
+					role = "keyword"
+				}
+			}
+			return role == ""
+		})
+	}
+	return role
 }
 
 // dtypeHover describes id if it is the element type of a buffer
@@ -170,6 +220,19 @@ func (a *analysis) modHover(d *dsl.ModDecl, doc string) string {
 	text := codeBlock(head)
 	if doc != head {
 		text += docPara(doc)
+	}
+	if d.Def {
+		what := "a " + d.Kind.String() + "_mod written as a Python function"
+		if d.Inner != nil {
+			what += fmt.Sprintf(" (factory %s returning %s)", d.Name.Name, d.Inner.Name)
+		}
+		text += "\n\n" + what
+		if d.Doc != nil {
+			text += docPara(strings.TrimSpace(d.Doc.Value))
+		}
+		if d.Body != nil && d.Body.Doc != nil {
+			text += docPara(strings.TrimSpace(d.Body.Doc.Value))
+		}
 	}
 	var uses []string
 	for _, at := range a.attentionsUsing(d) {

@@ -203,8 +203,25 @@ func (s *spanShifter) decl(d dsl.Decl) {
 		for _, id := range d.Params {
 			s.ident(id)
 		}
+		s.ident(d.Inner)
+		if an := d.Annotations; an != nil {
+			for _, id := range an.FactoryParams {
+				s.ident(id)
+			}
+			for _, id := range an.Params {
+				s.ident(id)
+			}
+			s.ident(an.Returns)
+			s.ident(an.InnerReturns)
+		}
+		if d.Doc != nil {
+			s.expr(d.Doc)
+		}
 		if b := d.Body; b != nil {
 			s.span(&b.Sp)
+			if b.Doc != nil {
+				s.expr(b.Doc)
+			}
 			for _, l := range b.Lets {
 				s.span(&l.Sp)
 				s.ident(l.Name)
@@ -233,6 +250,16 @@ func (s *spanShifter) expr(e dsl.Expr) {
 		s.span(&x.Sp)
 	case *dsl.BoolLit:
 		s.span(&x.Sp)
+	case *dsl.StringLit:
+		s.span(&x.Sp)
+	case *dsl.SelectorExpr:
+		s.span(&x.Sp)
+		s.expr(x.X)
+		s.ident(x.Sel)
+	case *dsl.KeywordArg:
+		s.span(&x.Sp)
+		s.ident(x.Name)
+		s.expr(x.Value)
 	case *dsl.VarRef:
 		s.span(&x.Sp)
 	case *dsl.UnaryExpr:

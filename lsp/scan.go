@@ -1,6 +1,11 @@
 package lsp
 
-import "github.com/maskc/maskc/dsl"
+import (
+	"bytes"
+	"strings"
+
+	"github.com/maskc/maskc/dsl"
+)
 
 // lexKind is the lexical class of a highlighting token.
 type lexKind int
@@ -12,6 +17,7 @@ const (
 	lexOperator
 	lexKeyword
 	lexIdent
+	lexString
 )
 
 // lexeme is one token of the highlighting scan.
@@ -25,6 +31,7 @@ type lexeme struct {
 var keywords = map[string]bool{
 	"param": true, "buffer": true, "mask": true, "score": true, "attention": true,
 	"let": true, "if": true, "else": true, "and": true, "or": true, "not": true,
+	"def": true, "return": true,
 	"True": true, "False": true, "true": true, "false": true,
 }
 
@@ -35,7 +42,8 @@ var operators = []string{"**", "//", "==", "!=", "<=", ">=", "+", "-", "*", "/",
 // scan splits text into highlighting tokens. Unlike the parser's lexer it
 // never fails: anything it does not recognise is skipped one character at
 // a time, so a half-typed or binary file still gets highlighted. Dotted
-// names (`torch.tanh`) are one identifier, as in the parser.
+// module names (`torch.tanh`) are one identifier, as in the parser; after
+// any other name a `.` selects a method, and the method is its own name.
 func scan(text []byte) []lexeme {
 	var out []lexeme
 	for i := 0; i < len(text); {
@@ -56,7 +64,7 @@ func scan(text []byte) []lexeme {
 			for i < len(text) {
 				if isIdentStart(text[i]) || isDigit(text[i]) {
 					i++
-				} else if text[i] == '.' && i+1 < len(text) && isIdentStart(text[i+1]) {
+				} else if text[i] == '.' && i+1 < len(text) && isIdentStart(text[i+1]) && moduleRoot(text[start:i]) {
 					i += 2
 				} else {
 					break
@@ -70,6 +78,9 @@ func scan(text []byte) []lexeme {
 		case isDigit(c) || c == '.' && i+1 < len(text) && isDigit(text[i+1]):
 			i = scanNumber(text, i)
 			out = append(out, lexeme{lexNumber, dsl.Span{Start: start, End: i}})
+		case c == '"' || c == '\'':
+			i = scanString(text, i)
+			out = append(out, lexeme{lexString, dsl.Span{Start: start, End: i}})
 		default:
 			kind, n := lexOther, 1
 			for _, op := range operators {
@@ -85,6 +96,33 @@ func scan(text []byte) []lexeme {
 		}
 	}
 	return out
+}
+
+// moduleRoot reports whether the dotted name so far starts with a module
+// whose members lex as one name (the parser's moduleRoots).
+func moduleRoot(name []byte) bool {
+	root, _, _ := strings.Cut(string(name), ".")
+	return root == "torch" || root == "math"
+}
+
+// scanString returns the end of the string literal starting at i: to the
+// closing quote on the same line, or past the closing triple quote of a
+// docstring (or the end of the text when it is not closed).
+func scanString(text []byte, i int) int {
+	q := text[i]
+	if i+2 < len(text) && text[i+1] == q && text[i+2] == q {
+		closer := []byte{q, q, q}
+		if j := bytes.Index(text[i+3:], closer); j >= 0 {
+			return i + 3 + j + 3
+		}
+		return len(text)
+	}
+	for i++; i < len(text) && text[i] != '\n'; i++ {
+		if text[i] == q {
+			return i + 1
+		}
+	}
+	return i
 }
 
 // scanNumber returns the end of the number literal starting at i: digits,

@@ -62,7 +62,7 @@ func TestInitializeCapabilities(t *testing.T) {
 			"semanticTokensProvider": {
 				"legend": {
 					"tokenTypes": ["keyword", "comment", "number", "operator", "function", "parameter",
-						"variable", "property", "type", "enumMember", "struct"],
+						"variable", "property", "type", "enumMember", "struct", "string"],
 					"tokenModifiers": ["declaration", "readonly", "defaultLibrary"]
 				},
 				"full": true

@@ -2,6 +2,7 @@ package lsp
 
 import (
 	"context"
+	"strings"
 
 	"go.lsp.dev/protocol"
 
@@ -24,6 +25,7 @@ const (
 	tokType      // buffer element types
 	tokEnumMember
 	tokStruct // attention blocks
+	tokString // string literals: float("inf"), rounding_mode="floor", docstrings
 )
 
 // tokenTypes is the semantic token legend, in tokenType order.
@@ -39,6 +41,7 @@ var tokenTypes = []protocol.SemanticTokenTypes{
 	protocol.SemanticTokenType,
 	protocol.SemanticTokenEnumMember,
 	protocol.SemanticTokenStruct,
+	protocol.SemanticTokenString,
 }
 
 // tokenModifier is a bit in the modifier set of a token.
@@ -105,6 +108,8 @@ func (a *analysis) semanticTokens() []semanticToken {
 			t.typ = tokNumber
 		case lexOperator:
 			t.typ = tokOperator
+		case lexString:
+			t.typ = tokString
 		case lexKeyword, lexIdent:
 			if r, ok := roles[lx.span.Start]; ok {
 				t.typ, t.mods = r.typ, r.mods
@@ -154,6 +159,7 @@ func (a *analysis) identRoles() map[int]semanticToken {
 			set(d.Property, tokEnumMember, 0)
 		case *dsl.ModDecl:
 			set(d.Name, tokFunction, modDeclaration)
+			set(d.Inner, tokFunction, modDeclaration)
 			for _, id := range d.FactoryParams {
 				set(id, tokParameter, modDeclaration|modReadonly)
 			}
@@ -163,6 +169,23 @@ func (a *analysis) identRoles() map[int]semanticToken {
 			if d.Body != nil {
 				for _, l := range d.Body.Lets {
 					set(l.Name, tokVariable, modDeclaration)
+				}
+				for _, e := range bodyExprs(d.Body) {
+					dsl.Inspect(e, func(e dsl.Expr) bool {
+						switch x := e.(type) {
+						case *dsl.SelectorExpr: // a tensor method, `.abs()`
+							set(x.Sel, tokFunction, modDefaultLibrary)
+						case *dsl.KeywordArg: // `min=` in `.clamp(min=0)`
+							set(x.Name, tokParameter, 0)
+						case *dsl.Ident: // torch.div, torch.int64
+							if _, _, ok := check.PortingDoc(x.Name); ok {
+								set(x, tokFunction, modDefaultLibrary)
+							} else if strings.HasPrefix(x.Name, "torch.") {
+								set(x, tokEnumMember, modDefaultLibrary)
+							}
+						}
+						return true
+					})
 				}
 			}
 		case *dsl.AttentionDecl:

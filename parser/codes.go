@@ -41,6 +41,15 @@ const (
 	CodeForeignOperator dsl.Code = "E017"
 	// CodeTooManyErrors ends parsing after MaxErrors syntax errors.
 	CodeTooManyErrors dsl.Code = "E018"
+	// CodeBadString is a string literal that is not closed or uses an escape.
+	CodeBadString dsl.Code = "E070"
+	// CodeDefIndent is a def body whose statements are not indented under
+	// the def, or not all alike.
+	CodeDefIndent dsl.Code = "E071"
+	// CodeDefShape is a def that is not a mask_mod, a score_mod or a factory
+	// returning one: wrong parameter count, a factory returning another name,
+	// or a keyword argument or annotation where Python has none.
+	CodeDefShape dsl.Code = "E072"
 )
 
 // Codes describes every diagnostic code the parser emits, one line each.
@@ -63,4 +72,7 @@ var Codes = map[dsl.Code]string{
 	CodeParamLists:        "too many parameter lists",
 	CodeForeignOperator:   "operator from another language",
 	CodeTooManyErrors:     "too many syntax errors; the rest of the file was not parsed",
+	CodeBadString:         "unterminated string, or a string with an escape",
+	CodeDefIndent:         "def body indented wrongly",
+	CodeDefShape:          "def that is not a mask_mod, score_mod or factory of one",
 }

@@ -53,6 +53,8 @@ func (c *converter) decl(g *declG) dsl.Decl {
 		return c.buffer(g.Buffer)
 	case g.Mod != nil:
 		return c.mod(g.Mod)
+	case g.Def != nil:
+		return c.def(g.Def)
 	default:
 		return c.attention(g.Attention)
 	}
@@ -92,6 +94,10 @@ func (c *converter) mod(g *modG) *dsl.ModDecl {
 	names := func(l *paramListG) []*dsl.Ident {
 		out := make([]*dsl.Ident, 0, len(l.Names))
 		for _, n := range l.Names {
+			if n.Annot != nil {
+				c.fail(span(*n.Annot), CodeDefShape, "type annotations are only written in a def").
+					WithHint("write the parameter name alone: %s", n.Tok.Value)
+			}
 			out = append(out, ident(n.Tok))
 		}
 		return out
@@ -290,33 +296,40 @@ func (c *converter) operand(g *operandG) dsl.Expr {
 		x = c.group(g.Group)
 	}
 	for _, s := range g.Suffixes {
-		args := c.list(s.First, s.Rest, s.Open, s.Open.Value == "(")
-		if s.Open.Value == "(" {
-			x = &dsl.CallExpr{Sp: x.Span().Join(span(s.Close)), Fun: x, Args: args}
+		if s.Dot != nil {
+			sel := ident(*s.Method)
+			x = &dsl.SelectorExpr{Sp: x.Span().Join(sel.Sp), X: x, Sel: sel}
+			continue
+		}
+		call := s.Open.Value == "("
+		args := c.list(s.First, s.Rest, *s.Open, call, call)
+		if call {
+			x = &dsl.CallExpr{Sp: x.Span().Join(span(*s.Close)), Fun: x, Args: args}
 		} else {
 			if s.First == nil {
-				c.fail(span(s.Close), CodeUnexpectedToken, "expected an expression after `[`, found `]`").
+				c.fail(span(*s.Close), CodeUnexpectedToken, "expected an expression after `[`, found `]`").
 					WithHint("index a buffer with one expression per dimension, e.g. `doc[q]`")
 			}
-			x = &dsl.IndexExpr{Sp: x.Span().Join(span(s.Close)), X: x, Indices: args}
+			x = &dsl.IndexExpr{Sp: x.Span().Join(span(*s.Close)), X: x, Indices: args}
 		}
 	}
 	return x
 }
 
 // list converts a comma list, reporting a missing element. A trailing comma
-// is allowed where Python allows it (calls and tuples).
-func (c *converter) list(first *exprG, rest []*listElemG, open lexer.Token, trailingOK bool) []dsl.Expr {
+// is allowed where Python allows it (calls and tuples), keyword arguments
+// only in calls.
+func (c *converter) list(first *argG, rest []*listElemG, open lexer.Token, trailingOK, kwOK bool) []dsl.Expr {
 	out := make([]dsl.Expr, 0, 1+len(rest))
 	if first != nil {
-		out = append(out, c.expr(first))
+		out = append(out, c.arg(first, kwOK))
 	} else if len(rest) > 0 {
 		c.fail(span(rest[0].Comma), CodeUnexpectedToken, "expected an expression after `%s`, found `,`", open.Value).
 			WithHint("remove the `,`")
 	}
 	for i, el := range rest {
 		if el.X != nil {
-			out = append(out, c.expr(el.X))
+			out = append(out, c.arg(el.X, kwOK))
 			continue
 		}
 		if i < len(rest)-1 {
@@ -330,10 +343,28 @@ func (c *converter) list(first *exprG, rest []*listElemG, open lexer.Token, trai
 	return out
 }
 
+// arg converts a list element: an expression or, where kwOK, a keyword
+// argument.
+func (c *converter) arg(g *argG, kwOK bool) dsl.Expr {
+	x := c.expr(g.X)
+	if g.Kw == nil {
+		return x
+	}
+	name := ident(*g.Kw)
+	if !kwOK {
+		c.fail(name.Sp, CodeDefShape, "keyword argument `%s=` outside a call", name.Name).
+			WithHint("keyword arguments are written in calls, e.g. x.clamp(min=0)")
+	}
+	return &dsl.KeywordArg{Sp: name.Sp.Join(x.Span()), Name: name, Value: x}
+}
+
 // atom converts a name or a literal.
 func (c *converter) atom(t lexer.Token) dsl.Expr {
 	if t.Type == tokIdent {
 		return ident(t)
+	}
+	if t.Type == tokString {
+		return stringLit(t)
 	}
 	switch t.Value {
 	case "True", "true":
@@ -353,7 +384,7 @@ func (c *converter) atom(t lexer.Token) dsl.Expr {
 func (c *converter) group(g *groupG) dsl.Expr {
 	sp := span(g.Open).Join(span(g.Close))
 	if len(g.Rest) == 0 {
-		return &dsl.ParenExpr{Sp: sp, X: c.expr(g.First)}
+		return &dsl.ParenExpr{Sp: sp, X: c.arg(g.First, false)}
 	}
-	return &dsl.TupleExpr{Sp: sp, Elems: c.list(g.First, g.Rest, g.Open, true)}
+	return &dsl.TupleExpr{Sp: sp, Elems: c.list(g.First, g.Rest, g.Open, true, false)}
 }

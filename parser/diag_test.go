@@ -14,6 +14,76 @@ var diagnosticCases = []struct {
 	src, want string
 }{
 	{
+		"def f(W=128):\n    def g(b, h, q, kv):\n        return q - kv < W\n    return g\n",
+		"t.flex:1:7: error[E072]: parameter `W` of def `f` has a default value\n" +
+			" 1 | def f(W=128):\n" +
+			"   |       ^\n" +
+			"   = hint: remove the default and pass the value where the factory is used, e.g. `mask = f(128)`\n",
+	},
+	{
+		"causal = lambda b, h, q, kv: q >= kv\n",
+		"t.flex:1:1: error[E010]: expected a declaration, found `causal`\n" +
+			" 1 | causal = lambda b, h, q, kv: q >= kv\n" +
+			"   | ^^^^^^\n" +
+			"   = hint: write the lambda as a def: `def causal(b, h, q_idx, kv_idx):` and `return ...` on the next line\n",
+	},
+	{
+		"import torch\n",
+		"t.flex:1:1: error[E010]: expected a declaration, found `import`\n" +
+			" 1 | import torch\n" +
+			"   | ^^^^^^\n" +
+			"   = hint: a Python import has no place in .flex: remove the line; torch and math are always available\n",
+	},
+	{
+		"def f(score, b, h, q, kv):\n    return score + float(\"in\u202ef\")\n",
+		"t.flex:2:29: error[E070]: invalid character U+202E in a string\n" +
+			" 2 |     return score + float(\"in\u202ef\")\n" +
+			"   |                             ^\n" +
+			"   = hint: remove it: control characters and bidirectional marks show text other than what tools read\n",
+	},
+	{
+		"def A(A00):\n",
+		"t.flex:1:12: error[E014]: the body of def `A` ends without `return`\n" +
+			" 1 | def A(A00):\n" +
+			"   |            ^\n" +
+			"   = hint: end the body with `return EXPR` (a factory with `return INNER`)\n",
+	},
+	{
+		"def A(b, h, q, kv):\n    x = 1\n    return x > 0\n    y = 2\n",
+		"t.flex:4:5: error[E013]: expected the end of def `A` after its `return`, found `y`\n" +
+			" 4 |     y = 2\n" +
+			"   |     ^\n" +
+			"   = hint: a def ends with its `return`; statements after it would never run\n",
+	},
+	{
+		"def f(W):\n    def g(b, h, q, kv):\n        return q > W\n",
+		"t.flex:3:21: error[E014]: factory `f` ends without `return g`\n" +
+			" 3 |         return q > W\n" +
+			"   |                     ^\n" +
+			"   = hint: end the factory with `return g`, indented like the `def g` above it\n",
+	},
+	{
+		"def A(b, h, q, kv):\n    if q > kv:\n        return True\n",
+		"t.flex:2:5: error[E011]: expected an assignment `name = ...` or `return ...` in def `A`, found keyword `if`\n" +
+			" 2 |     if q > kv:\n" +
+			"   |     ^^\n" +
+			"   = hint: a def body is straight-line code: assignments, then `return`; write conditions with torch.where\n",
+	},
+	{
+		"def A(b, h, q, kv):\n    foo(q)\n    return q > 0\n",
+		"t.flex:2:8: error[E012]: expected `=` after `foo`, found `(`\n" +
+			" 2 |     foo(q)\n" +
+			"   |        ^\n" +
+			"   = hint: a def body holds assignments `name = ...` and a final `return ...`\n",
+	},
+	{
+		"def A(b, h, q, kv)\n    return q > kv\n",
+		"t.flex:1:19: error[E012]: expected `:` to start the body of def `A`, found end of line\n" +
+			" 1 | def A(b, h, q, kv)\n" +
+			"   |                   ^\n" +
+			"   = hint: write `def A(...):`, then the body indented on the lines below\n",
+	},
+	{
 		"mask m(b, h, q, kv) = q $ kv\n",
 		"t.flex:1:25: error[E001]: invalid character `$` (U+0024)\n" +
 			" 1 | mask m(b, h, q, kv) = q $ kv\n" +
@@ -28,11 +98,74 @@ var diagnosticCases = []struct {
 			"   = hint: there is no `\\` line continuation: break long expressions inside parentheses\n",
 	},
 	{
-		"param s = \"x\"\n",
-		"t.flex:1:11: error[E001]: invalid character `\"` (U+0022)\n" +
-			" 1 | param s = \"x\"\n" +
-			"   |           ^\n" +
-			"   = hint: there are no strings in .flex: settings take bare words such as `bshd`\n",
+		"param s = \"x\n",
+		"t.flex:1:11: error[E070]: unterminated string\n" +
+			" 1 | param s = \"x\n" +
+			"   |           ^^\n" +
+			"   = hint: close it with \" on the same line\n",
+	},
+	{
+		"param s = \"a\\\\b\"\n",
+		"t.flex:1:13: error[E070]: escapes are not supported in strings\n" +
+			" 1 | param s = \"a\\\\b\"\n" +
+			"   |             ^\n" +
+			"   = hint: strings are only `float(\"inf\")` and keyword values such as rounding_mode=\"floor\"\n",
+	},
+	{
+		"def f(b, h, q, kv):\n    \"\"\"doc\n",
+		"t.flex:2:5: error[E070]: unterminated docstring\n" +
+			" 2 |     \"\"\"doc\n" +
+			"   |     ^^^\n" +
+			"   = hint: close it with \"\"\"\n",
+	},
+	{
+		"def f(b, h, q, kv):\nreturn q >= kv\n",
+		"t.flex:2:1: error[E071]: expected an indented statement of def f\n" +
+			" 2 | return q >= kv\n" +
+			"   | ^^^^^^\n" +
+			"   = hint: indent the body of def f past its `def`, e.g. by 4 spaces\n",
+	},
+	{
+		"def f(b, h, q, kv):\n    x = q - kv\n      return x >= 0\n",
+		"t.flex:3:7: error[E071]: unexpected indent in def f\n" +
+			" 3 |       return x >= 0\n" +
+			"   |       ^^^^^^\n" +
+			"   = hint: indent every statement of def f by the same amount (column 5)\n",
+	},
+	{
+		"def f(h, q, kv):\n    return q >= kv\n",
+		"t.flex:1:5: error[E072]: def f has 3 parameters: a mask_mod takes 4 and a score_mod 5\n" +
+			" 1 | def f(h, q, kv):\n" +
+			"   |     ^\n" +
+			"   = hint: write def f(b, h, q_idx, kv_idx) for a mask, def f(score, b, h, q_idx, kv_idx) for a score\n",
+	},
+	{
+		"def f(W):\n    def g(b, h, q, kv):\n        return q - kv <= W\n    return f\n",
+		"t.flex:4:12: error[E072]: factory f must return its inner function g\n" +
+			" 4 |     return f\n" +
+			"   |            ^\n" +
+			"   = hint: end the factory with `return g`\n",
+	},
+	{
+		"def f(W):\n    n = W + 1\n    def g(b, h, q, kv):\n        return q - kv <= n\n    return g\n",
+		"t.flex:2:5: error[E072]: factory f may hold only its inner def and `return g`\n" +
+			" 2 |     n = W + 1\n" +
+			"   |     ^\n" +
+			"   = hint: move the assignment into g\n",
+	},
+	{
+		"mask m(b, h, q: int, kv) = q >= kv\n",
+		"t.flex:1:17: error[E072]: type annotations are only written in a def\n" +
+			" 1 | mask m(b, h, q: int, kv) = q >= kv\n" +
+			"   |                 ^^^\n" +
+			"   = hint: write the parameter name alone: q\n",
+	},
+	{
+		"param P = (x=1)\n",
+		"t.flex:1:12: error[E072]: keyword argument `x=` outside a call\n" +
+			" 1 | param P = (x=1)\n" +
+			"   |            ^\n" +
+			"   = hint: keyword arguments are written in calls, e.g. x.clamp(min=0)\n",
 	},
 	{
 		"param A = 12ab\n",
@@ -109,7 +242,7 @@ var diagnosticCases = []struct {
 		"t.flex:1:1: error[E010]: expected a declaration, found `foo`\n" +
 			" 1 | foo = 1\n" +
 			"   | ^^^\n" +
-			"   = hint: a declaration starts with `param`, `buffer`, `mask`, `score` or `attention`\n",
+			"   = hint: a declaration starts with `param`, `buffer`, `mask`, `score`, `def` or `attention`\n",
 	},
 	{
 		"let x = 1\n",
@@ -481,8 +614,8 @@ func TestEveryCodeCovered(t *testing.T) {
 		if !seen[code] {
 			t.Errorf("code %s (%s) has no test", code, desc)
 		}
-		if code < "E001" || code > "E019" || desc == "" {
-			t.Errorf("code %s outside the parser's range E001-E019, or undescribed", code)
+		if (code < "E001" || code > "E019") && (code < "E070" || code > "E072") || desc == "" {
+			t.Errorf("code %s outside the parser's ranges E001-E019 and E070-E072, or undescribed", code)
 		}
 	}
 }

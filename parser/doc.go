@@ -11,10 +11,13 @@
 //	convert.go  grammar structs -> dsl nodes with exact byte spans, and
 //	            Python's operator precedence (a Pratt parser over the flat
 //	            operand/operator lists the grammar produces)
+//	def.go      Python `def` declarations: factories, annotations,
+//	            docstrings, and Python's indentation rules checked from the
+//	            tokens' columns
 //	errors.go   participle failures -> positioned diagnostics in words
 //
 // Every syntax problem is a dsl.Diagnostic with a code from Codes
-// (E001-E019), a message that says what was expected, and a hint. A broken
+// (E001-E019, and E070-E072 for strings and defs), a message that says what was expected, and a hint. A broken
 // declaration yields one diagnostic and does not hide problems in the
 // declarations after it. Bracket nesting is bounded by MaxNesting and runs
 // of prefix operators by MaxPrefixRun, and input by MaxFileSize, so hostile

@@ -45,6 +45,12 @@ func sexpr(e dsl.Expr) string {
 		return "(paren " + sexpr(x.X) + ")"
 	case *dsl.TupleExpr:
 		return "(tuple" + list(x.Elems) + ")"
+	case *dsl.StringLit:
+		return fmt.Sprintf("%s=%q", x.Raw, x.Value)
+	case *dsl.SelectorExpr:
+		return "(. " + sexpr(x.X) + " " + x.Sel.Name + ")"
+	case *dsl.KeywordArg:
+		return "(kw " + x.Name.Name + " " + sexpr(x.Value) + ")"
 	}
 	return fmt.Sprintf("<%T>", e)
 }
@@ -82,6 +88,17 @@ func declDump(d dsl.Decl) string {
 			s += "(" + names(d.FactoryParams) + ")"
 		}
 		s += "(" + names(d.Params) + ")"
+		if d.Def {
+			s = "def " + s
+			if d.Inner != nil {
+				s += " inner " + d.Inner.Name
+			}
+			s += ":"
+			for _, l := range d.Body.Lets {
+				s += " " + l.Name.Name + " = " + sexpr(l.Value) + ";"
+			}
+			return s + " return " + sexpr(d.Body.Result)
+		}
 		if !d.Body.Block {
 			return s + " = " + sexpr(d.Body.Result)
 		}

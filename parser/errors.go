@@ -89,6 +89,16 @@ func (e *errorSite) span() dsl.Span {
 		end := span(e.before(1)).End
 		return dsl.Span{Start: end, End: end}
 	}
+	if t.EOF() {
+		// The end of a def's body: point just after its last token.
+		for k := e.i - 1; k >= 0; k-- {
+			if e.tokens[k].Type != tokNewline {
+				end := span(e.tokens[k]).End
+				return dsl.Span{Start: end, End: end}
+			}
+		}
+		return dsl.Span{Start: t.Pos.Offset, End: t.Pos.Offset}
+	}
 	sp := span(t)
 	if sp.End == sp.Start {
 		sp.End++
@@ -114,7 +124,7 @@ func describe(t lexer.Token) string {
 // operandEnd reports whether t can end an expression.
 func operandEnd(t lexer.Token) bool {
 	switch t.Type {
-	case tokIdent, tokLiteral:
+	case tokIdent, tokLiteral, tokString:
 		return true
 	}
 	return t.Value == ")" || t.Value == "]"
@@ -125,7 +135,7 @@ func statementStart(t lexer.Token) bool {
 	return t.Type == tokNewline || t.Value == ";" || t.Value == "{"
 }
 
-const declHint = "a declaration starts with `param`, `buffer`, `mask`, `score` or `attention`"
+const declHint = "a declaration starts with `param`, `buffer`, `mask`, `score`, `def` or `attention`"
 
 // explanation is the code, message and hint of a syntax diagnostic; why
 // makes one.
@@ -148,7 +158,7 @@ func (e *errorSite) explain() *explanation {
 		}
 		return e.explainExpr()
 	}
-	for _, f := range []func() *explanation{e.explainOutside, e.explainName, e.explainHeader} {
+	for _, f := range []func() *explanation{e.explainDef, e.explainOutside, e.explainName, e.explainHeader} {
 		if x := f(); x != nil {
 			return x
 		}
@@ -174,6 +184,71 @@ func (e *errorSite) declName() string {
 
 func (e *errorSite) found() string { return describe(e.tok()) }
 
+// explainDef covers the parts of a def that are not expressions: its
+// header, its statements, and its end.
+func (e *errorSite) explainDef() *explanation {
+	if e.declKeyword() != "def" {
+		return nil
+	}
+	t, prev, name, found := e.tok(), e.before(1), e.declName(), e.found()
+	pos := e.i - e.first
+	depth, colon, returns, defs, inner := 0, false, 0, 0, ""
+	for k, tk := range e.tokens[e.first:e.i] {
+		switch tk.Value {
+		case "def":
+			defs++
+			if defs == 2 && e.first+k+1 < e.i {
+				inner = e.tokens[e.first+k+1].Value
+			}
+		case "(", "[":
+			depth++
+		case ")", "]":
+			depth--
+		case ":":
+			colon = colon || depth == 0
+		case "return":
+			returns++
+		}
+	}
+	ended := t.EOF() || t.Type == tokNewline
+	switch {
+	case pos == 2:
+		return why(CodeMissingBody, fmt.Sprintf("expected `(` and the parameters of def `%s`, found %s", name, found),
+			fmt.Sprintf("write `def %s(b, h, q_idx, kv_idx):` for a mask, `def %s(score, b, h, q_idx, kv_idx):` for a score", name, name))
+	case !colon && depth > 0:
+		if t.Type == tokKwName {
+			return why(CodeDefShape, fmt.Sprintf("parameter `%s` of def `%s` has a default value", t.Value, name),
+				fmt.Sprintf("remove the default and pass the value where the factory is used, e.g. `mask = %s(128)`", name))
+		}
+		if keywords[t.Value] {
+			return why(CodeKeywordAsName, fmt.Sprintf("`%s` is a keyword and cannot be used as a parameter name", t.Value),
+				"choose another name, e.g. `"+t.Value+"_`")
+		}
+		return why(CodeUnexpectedToken, fmt.Sprintf("expected a parameter name, `,` or `)`, found %s", found),
+			fmt.Sprintf("parameters are names, optionally annotated: `def %s(window_size: int):`", name))
+	case !colon:
+		return why(CodeMissingBody, fmt.Sprintf("expected `:` to start the body of def `%s`, found %s", name, found),
+			fmt.Sprintf("write `def %s(...):`, then the body indented on the lines below", name))
+	case ended && defs == 2 && returns == 1:
+		return why(CodeMissingResult, fmt.Sprintf("factory `%s` ends without `return %s`", name, inner),
+			fmt.Sprintf("end the factory with `return %s`, indented like the `def %s` above it", inner, inner))
+	case ended && (returns < defs || prev.Type == tokNewline && e.before(2).Value == ":"):
+		return why(CodeMissingResult, fmt.Sprintf("the body of def `%s` ends without `return`", name),
+			"end the body with `return EXPR` (a factory with `return INNER`)")
+	case prev.Type == tokNewline && returns >= defs && depth == 0 && t.Value != "return" && t.Value != "def":
+		return why(CodeExpectedEndOfLine, fmt.Sprintf("expected the end of def `%s` after its `return`, found %s", name, found),
+			"a def ends with its `return`; statements after it would never run")
+	case prev.Type == tokNewline && depth == 0 && t.Value != "return" && t.Value != "def":
+		return why(CodeUnexpectedToken, fmt.Sprintf("expected an assignment `name = ...` or `return ...` in def `%s`, found %s", name, found),
+			"a def body is straight-line code: assignments, then `return`; write conditions with torch.where")
+	}
+	if prev.Type == tokIdent && e.before(2).Type == tokNewline && t.Value != "=" && depth == 0 {
+		return why(CodeMissingBody, fmt.Sprintf("expected `=` after `%s`, found %s", prev.Value, found),
+			"a def body holds assignments `name = ...` and a final `return ...`")
+	}
+	return nil
+}
+
 // explainOutside covers tokens outside any declaration, or on a new line
 // after a complete one.
 func (e *errorSite) explainOutside() *explanation {
@@ -187,6 +262,10 @@ func (e *errorSite) explainOutside() *explanation {
 		hint = "declarations are separated by new lines, not `;`"
 	case t.Value == "let":
 		hint = "`let` is only allowed in a block body: `mask m(b, h, q, kv) { let d = ... }`"
+	case t.Value == "import" || t.Value == "from":
+		hint = "a Python import has no place in .flex: remove the line; torch and math are always available"
+	case t.Type == tokIdent && e.i+2 < len(e.tokens) && e.tokens[e.i+1].Value == "=" && e.tokens[e.i+2].Value == "lambda":
+		hint = fmt.Sprintf("write the lambda as a def: `def %s(b, h, q_idx, kv_idx):` and `return ...` on the next line", t.Value)
 	case (t.Type == tokOp || t.Type == tokPrefix) && kw != "":
 		hint = "to continue an expression on the next line, put it in parentheses"
 	}

@@ -3,6 +3,7 @@ package parser_test
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -22,6 +23,13 @@ func addSeeds(f *testing.F) {
 		f.Add(src)
 	}
 	f.Add([]byte(sample))
+	if ported, err := filepath.Glob("../testdata/ported/*.flex"); err == nil {
+		for _, path := range ported {
+			if src, err := os.ReadFile(path); err == nil {
+				f.Add(src)
+			}
+		}
+	}
 	for _, tt := range diagnosticCases {
 		f.Add([]byte(tt.src))
 	}

@@ -21,12 +21,49 @@ type exprChunkG struct {
 	Expr *exprG `parser:"Newline* @@ Newline*"`
 }
 
-// declG is one of the four declarations.
+// declG is one of the five declarations.
 type declG struct {
 	Param     *paramG     `parser:"@@"`
 	Buffer    *bufferG    `parser:"| @@"`
 	Mod       *modG       `parser:"| @@"`
+	Def       *defG       `parser:"| @@"`
 	Attention *attentionG `parser:"| @@"`
+}
+
+// defG: def NAME(params): body, a mod written as a Python function. The
+// grammar does not see indentation; the converter checks it from the
+// tokens' columns.
+type defG struct {
+	Keyword lexer.Token  `parser:"@'def'"`
+	Name    lexer.Token  `parser:"@Ident"`
+	Params  *paramListG  `parser:"@@"`
+	Returns *lexer.Token `parser:"( '-' '>' @Ident )?"`
+	Colon   lexer.Token  `parser:"@':' Newline*"`
+	Body    *defBodyG    `parser:"@@"`
+}
+
+// defBodyG is a def's body: an optional docstring, assignments, then either
+// `return expr` or, in a factory, an inner def and `return NAME`.
+type defBodyG struct {
+	Doc      *lexer.Token `parser:"( @String Newline+ )?"`
+	Assigns  []*assignG   `parser:"( @@ Newline+ )*"`
+	Inner    *defG        `parser:"( @@ Newline*"`
+	InnerRet *returnG     `parser:"  @@"`
+	Return   *returnG     `parser:"| @@ )"`
+	Ended    bool         `parser:"@Newline*"`
+}
+
+// assignG: NAME = expr, or an augmented assignment NAME += expr.
+type assignG struct {
+	Name  lexer.Token `parser:"@Ident"`
+	Op    lexer.Token `parser:"@('=' | '+=' | '-=' | '*=' | '/=' | '//=' | '%=')"`
+	Value *exprG      `parser:"@@"`
+}
+
+// returnG: return expr
+type returnG struct {
+	Keyword lexer.Token `parser:"@'return'"`
+	Value   *exprG      `parser:"@@"`
 }
 
 // paramG: param NAME = expr
@@ -61,9 +98,10 @@ type paramListG struct {
 	Close lexer.Token `parser:"@')'"`
 }
 
-// nameG is one parameter name.
+// nameG is one parameter name, with a def's optional annotation.
 type nameG struct {
-	Tok lexer.Token `parser:"@Ident"`
+	Tok   lexer.Token  `parser:"@Ident"`
+	Annot *lexer.Token `parser:"( ':' @Ident )?"`
 }
 
 // bodyG: `= expr` or a block.
@@ -132,31 +170,40 @@ type binaryTail struct {
 type operandG struct {
 	Tokens   []lexer.Token
 	Prefix   []string     `parser:"@Prefix*"`
-	Atom     *lexer.Token `parser:"( @(Ident | Literal)"`
+	Atom     *lexer.Token `parser:"( @(Ident | Literal | String)"`
 	Group    *groupG      `parser:"| @@ )"`
 	Suffixes []*suffixG   `parser:"@@*"`
 }
 
-// suffixG is a call `(args)` or an indexing `[indices]`; the lexer has
-// already checked that the brackets match.
+// suffixG is a call `(args)`, an indexing `[indices]` or a method
+// selector `.name`; the lexer has already checked that the brackets match.
 type suffixG struct {
-	Open  lexer.Token  `parser:"@('(' | '[')"`
-	First *exprG       `parser:"@@?"`
-	Rest  []*listElemG `parser:"@@*"`
-	Close lexer.Token  `parser:"@(')' | ']')"`
+	Dot    *lexer.Token `parser:"( @'.'"`
+	Method *lexer.Token `parser:"  @Ident"`
+	Open   *lexer.Token `parser:"| @('(' | '[')"`
+	First  *argG        `parser:"  @@?"`
+	Rest   []*listElemG `parser:"  @@*"`
+	Close  *lexer.Token `parser:"  @(')' | ']') )"`
+}
+
+// argG is a list element: an expression, or in a call a keyword argument
+// `name=expr` (the lexer marks the name).
+type argG struct {
+	Kw *lexer.Token `parser:"( @KwName '=' )?"`
+	X  *exprG       `parser:"@@"`
 }
 
 // listElemG is `, expr` in a list; the expression is optional so that a
 // trailing comma parses and a missing element gets a precise message.
 type listElemG struct {
 	Comma lexer.Token `parser:"@','"`
-	X     *exprG      `parser:"@@?"`
+	X     *argG       `parser:"@@?"`
 }
 
 // groupG is `(x)` or a tuple `(x, y)` / `(x,)`.
 type groupG struct {
 	Open  lexer.Token  `parser:"@'('"`
-	First *exprG       `parser:"@@"`
+	First *argG        `parser:"@@"`
 	Rest  []*listElemG `parser:"@@*"`
 	Close lexer.Token  `parser:"@')'"`
 }
@@ -178,6 +225,8 @@ func (tokenDefinition) Symbols() map[string]lexer.TokenType {
 		"Prefix":  tokPrefix,
 		"Punct":   tokPunct,
 		"Newline": tokNewline,
+		"String":  tokString,
+		"KwName":  tokKwName,
 	}
 }
 

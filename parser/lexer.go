@@ -22,6 +22,8 @@ const (
 	tokPrefix                  // prefix operators: ~ not, and + - where an operand is expected
 	tokPunct                   // = : , and brackets
 	tokNewline                 // a `;`, or the end of a line outside ( ) and [ ]
+	tokString                  // a string literal: "inf", 'floor', or a triple-quoted docstring
+	tokKwName                  // the name of a keyword argument: `min` in `x.clamp(min=0)`
 )
 
 // keywords are the reserved words; they are never names. `mask` and
@@ -31,14 +33,24 @@ const (
 var keywords = map[string]bool{
 	"param": true, "buffer": true, "attention": true,
 	"let": true, "if": true, "else": true, "and": true, "or": true, "not": true,
+	"def": true, "return": true,
 	"True": true, "False": true, "true": true, "false": true,
 }
 
-// declKeywords start a top-level declaration.
-var declKeywords = map[string]bool{"param": true, "buffer": true, "mask": true, "score": true, "attention": true}
+// declKeywords start a top-level declaration. `def` starts one only at the
+// start of a line (an indented `def` is the inner function of a factory).
+var declKeywords = map[string]bool{"param": true, "buffer": true, "mask": true, "score": true, "attention": true, "def": true}
+
+// moduleRoots are the module names whose dotted members lex as one name
+// (`torch.where`, `math.inf`, `torch.int64`); after any other operand a
+// `.` selects a method (`(q - kv).abs()`, `d.clamp(0, 15)`).
+var moduleRoots = map[string]bool{"torch": true, "math": true}
 
 // twoCharPunct are the operators spelled with two characters.
 var twoCharPunct = map[string]bool{"**": true, "//": true, "==": true, "!=": true, "<=": true, ">=": true}
+
+// augAssign are the augmented assignments of a def body, `x += e`.
+var augAssign = map[string]bool{"+=": true, "-=": true, "*=": true, "/=": true, "//=": true, "%=": true}
 
 // oneCharPunct are the single-character operators and delimiters.
 const oneCharPunct = "+-*/%&|~<>=:,;()[]{}"
@@ -126,6 +138,13 @@ func (s *scanner) run() {
 			s.word()
 		case isDigit(c) || c == '.' && s.pos+1 < s.end && isDigit(s.text[s.pos+1]):
 			s.number()
+		case c == '.' && s.afterOperand && s.pos+1 < s.end && isIdentStart(s.text[s.pos+1]):
+			// A method selector: `(q - kv).abs()`.
+			s.emit(tokPunct, s.pos, s.pos+1)
+			s.pos++
+			s.afterOperand = false
+		case c == '"' || c == '\'':
+			s.str()
 		default:
 			s.punct()
 		}
@@ -157,7 +176,7 @@ func (s *scanner) word() {
 		c := s.text[s.pos]
 		if isIdentStart(c) || isDigit(c) {
 			s.pos++
-		} else if c == '.' && s.pos+1 < s.end && isIdentStart(s.text[s.pos+1]) {
+		} else if c == '.' && s.pos+1 < s.end && isIdentStart(s.text[s.pos+1]) && moduleRoots[s.rootWord(start)] {
 			s.pos += 2
 		} else {
 			break
@@ -188,6 +207,15 @@ func (s *scanner) word() {
 	s.prefixRun = 0
 }
 
+// rootWord is the first dot-separated part of the word starting at start.
+func (s *scanner) rootWord(start int) string {
+	w := s.text[start:s.pos]
+	if i := strings.IndexByte(w, '.'); i >= 0 {
+		return w[:i]
+	}
+	return w
+}
+
 // operand records that the last token ended an operand.
 func (s *scanner) operand() {
 	s.afterOperand = true
@@ -202,6 +230,82 @@ func (s *scanner) prefixOperator(off int) {
 		s.fail(dsl.Span{Start: off, End: s.pos}, CodeOperatorChain, "more than %d prefix operators in a row", MaxPrefixRun).
 			WithHint("simplify the expression: `- -x` is `x`, `not not x` is `x`")
 	}
+}
+
+// str scans a string literal: '...' or "..." on one line, or a
+// triple-quoted docstring that may span lines. There are no escapes.
+func (s *scanner) str() {
+	start := s.pos
+	q := s.text[s.pos]
+	if s.pos+2 < s.end && s.text[s.pos+1] == q && s.text[s.pos+2] == q {
+		closer := s.text[s.pos : s.pos+3]
+		i := strings.Index(s.text[s.pos+3:s.end], closer)
+		if i < 0 {
+			s.fail(dsl.Span{Start: start, End: start + 3}, CodeBadString, "unterminated docstring").
+				WithHint("close it with %s", closer)
+			return
+		}
+		if s.unsafeInString(s.pos+3, s.pos+3+i, true) {
+			return
+		}
+		s.pos += 3 + i + 3
+		s.emit(tokString, start, s.pos)
+		s.operand()
+		return
+	}
+	s.pos++
+	for s.pos < s.end && s.text[s.pos] != q {
+		if s.unsafeInString(s.pos, s.pos+1, false) {
+			return
+		}
+		switch s.text[s.pos] {
+		case '\\':
+			s.fail(dsl.Span{Start: s.pos, End: s.pos + 1}, CodeBadString, "escapes are not supported in strings").
+				WithHint("strings are only `float(\"inf\")` and keyword values such as rounding_mode=\"floor\"")
+			return
+		case '\n':
+			s.fail(dsl.Span{Start: start, End: s.pos}, CodeBadString, "unterminated string").
+				WithHint("close it with %c on the same line", q)
+			return
+		}
+		s.pos++
+	}
+	if s.pos >= s.end {
+		s.fail(dsl.Span{Start: start, End: s.pos}, CodeBadString, "unterminated string").
+			WithHint("close it with %c on the same line", q)
+		return
+	}
+	s.pos++
+	s.emit(tokString, start, s.pos)
+	s.operand()
+}
+
+// unsafeInString refuses, in the string text [from, to), a character that
+// some reader would take for a line end or that reorders the displayed
+// text: a control character (a docstring may hold its own line ends, "\n"
+// or "\r\n"), or a bidirectional mark. Strings, like comments, are copied
+// into generated code as its source lines.
+func (s *scanner) unsafeInString(from, to int, docstring bool) bool {
+	for i := from; i < to; {
+		r, size := utf8.DecodeRuneInString(s.text[i:s.end])
+		ok := true
+		switch {
+		case r == '\n' || r == '\r' && i+1 < s.end && s.text[i+1] == '\n':
+			ok = docstring || r == '\n' // a one-line string ends at '\n': reported by the caller
+		case r == '\t':
+		case r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0:
+			ok = false
+		case r == 0x061c || r == 0x200e || r == 0x200f || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || r == 0x2028 || r == 0x2029:
+			ok = false
+		}
+		if !ok {
+			s.fail(dsl.Span{Start: i, End: i + size}, CodeBadString, "invalid character U+%04X in a string", r).
+				WithHint("remove it: control characters and bidirectional marks show text other than what tools read")
+			return true
+		}
+		i += size
+	}
+	return false
 }
 
 func (s *scanner) number() {
@@ -282,6 +386,15 @@ func parseNumber(raw string) (bool, int64, float64, *numberError) {
 func (s *scanner) punct() {
 	start := s.pos
 	c := s.text[s.pos]
+	for _, n := range []int{3, 2} {
+		if s.pos+n <= s.end && augAssign[s.text[s.pos:s.pos+n]] {
+			s.pos += n
+			s.emit(tokPunct, start, s.pos)
+			s.afterOperand = false
+			s.prefixRun = 0
+			return
+		}
+	}
 	if s.pos+1 < s.end {
 		two := s.text[s.pos : s.pos+2]
 		switch {
@@ -338,6 +451,12 @@ func (s *scanner) punct() {
 		s.stack = s.stack[:len(s.stack)-1]
 	}
 	typ := punctType(c)
+	if c == '=' && len(s.stack) > 0 && s.stack[len(s.stack)-1].ch == '(' {
+		// `name=` inside a call is a keyword argument: `clamp(min=0)`.
+		if n := len(s.out.tokens); n > 0 && s.out.tokens[n-1].Type == tokIdent {
+			s.out.tokens[n-1].Type = tokKwName
+		}
+	}
 	if c == '~' || (c == '-' || c == '+') && !s.afterOperand {
 		// A sign where an operand is expected is a prefix operator.
 		typ = tokPrefix
@@ -383,8 +502,8 @@ func (s *scanner) invalidChar() {
 	switch r {
 	case '\\':
 		hint = "there is no `\\` line continuation: break long expressions inside parentheses"
-	case '"', '\'':
-		hint = "there are no strings in .flex: settings take bare words such as `bshd`"
+	case '.':
+		hint = "a `.` selects a method after a value, as in `(q_idx - kv_idx).abs()`"
 	case '$', '@', '?', '`':
 		hint = "expressions use Python operators: + - * / // % ** == != < <= > >= & | ~ and or not"
 	default:

@@ -27,7 +27,7 @@ function M.is_maskc(bufnr)
       return false -- %%, %{, %option: a lexer specification
     end
     if line:match("^%s*param%s") or line:match("^%s*buffer%s") or line:match("^%s*mask%s")
-      or line:match("^%s*score%s") or line:match("^%s*attention%s") then
+      or line:match("^%s*score%s") or line:match("^%s*attention%s") or line:match("^def%s") then
       maskc = true
     end
   end

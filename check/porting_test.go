@@ -1,0 +1,280 @@
+package check
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/maskc/maskc/dsl"
+	"github.com/maskc/maskc/format"
+)
+
+// TestPortingLowers pins what each torch spelling lowers to: a def score
+// whose body is the expression, lowered and printed.
+func TestPortingLowers(t *testing.T) {
+	tests := []struct{ expr, want string }{
+		{"(q_idx - kv_idx).abs()", "score + abs(q - kv)"},
+		{"torch.abs(q_idx - kv_idx)", "score + abs(q - kv)"},
+		{"(q_idx - kv_idx).clamp(0, 15)", "score + min(max(q - kv, 0), 15)"},
+		{"(q_idx - kv_idx).clamp(min=0)", "score + max(q - kv, 0)"},
+		{"(q_idx - kv_idx).clamp(max=4)", "score + min(q - kv, 4)"},
+		{"torch.clamp(q_idx, min=1, max=9)", "score + min(max(q, 1), 9)"},
+		{"q_idx.clamp_min(3) + kv_idx.clamp_max(5)", "score + max(q, 3) + min(kv, 5)"},
+		{"q_idx.float()", "score + float(q)"},
+		{"(score * 2.0).long()", "score + int(score * 2.0)"},
+		{"(score * 2.0).int()", "score + int(score * 2.0)"},
+		{"score.to(torch.int64) + score.to(torch.int32)", "score + int(score) + int(score)"},
+		{"q_idx.to(torch.float32)", "score + float(q)"},
+		{"q_idx.long()", "score + q"},
+		{"int(3.9) + int(-3.9)", "score + 3 + -3"},
+		{"float(q_idx)", "score + float(q)"},
+		{"torch.where(q_idx >= kv_idx, 0.0, float(\"-inf\"))", "score + where(q >= kv, 0.0, -inf)"},
+		{"(-math.inf if q_idx < 0 else 1.0)", "score + (-inf if q < 0 else 1.0)"},
+		{"float(\"1e3\") + math.pi", "score + 1000.0 + 3.141592653589793"},
+		{"torch.remainder(q_idx, 7)", "score + q % 7"},
+		{"torch.floor_divide(q_idx, 7)", "score + q // 7"},
+		{"torch.div(q_idx, 7)", "score + q / 7"},
+		{"torch.div(q_idx, 7, rounding_mode=\"floor\")", "score + q // 7"},
+		{"torch.div(q_idx, 7, rounding_mode=None)", "score + q / 7"},
+		{"torch.minimum(q_idx, kv_idx) + torch.maximum(q_idx, kv_idx)", "score + min(q, kv) + max(q, kv)"},
+		{"q_idx.minimum(kv_idx)", "score + min(q, kv)"},
+		{"torch.logical_and(q_idx > 1, kv_idx).float()", "score + float(q > 1 and kv != 0)"},
+		{"torch.logical_or(q_idx, kv_idx).float()", "score + float(q != 0 or kv != 0)"},
+		{"torch.logical_xor(q_idx > 1, kv_idx > 2).float()", "score + float((q > 1) != (kv > 2))"},
+		{"torch.logical_not(q_idx).float()", "score + float(not q != 0)"},
+		{"(q_idx > 1).logical_and(kv_idx > 2).float()", "score + float(q > 1 and kv > 2)"},
+		{"q_idx.bool().float()", "score + float(q != 0)"},
+		{"q_idx.to(torch.bool).float()", "score + float(q != 0)"},
+		{"q_idx.ge(kv_idx).float() + q_idx.ne(1).float()", "score + float(q >= kv) + float(q != 1)"},
+		{"(score / 30.0).tanh() * 30.0", "score + tanh(score / 30.0) * 30.0"},
+		{"math.floor(7 / 2) + math.ceil(7 / 2)", "score + 3 + 4"},
+		{"math.floor(score)", "score + floor(score)"},
+		{"torch.ones_like(q_idx) + torch.full_like(score, 2) + torch.zeros_like(q_idx > 0)", "score + 1 + 2.0 + False"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.expr, func(t *testing.T) {
+			src := "def s(score, b, h, q_idx, kv_idx):\n    return score + " + tt.expr + "\n"
+			p, diags := checkSource(t, src, nil)
+			require.False(t, diags.HasErrors(), diags.Render())
+			low, diags := p.LowerMod("s")
+			require.False(t, diags.HasErrors(), diags.Render())
+			assert.Equal(t, tt.want, format.Expr(low.Expr))
+			assert.Empty(t, loweredInvariants(p, low))
+		})
+	}
+}
+
+// TestPortingTruncDiv checks torch.div(..., rounding_mode="trunc") against
+// truncation toward zero over every sign combination, ints and floats.
+func TestPortingTruncDiv(t *testing.T) {
+	src := "def s(score, b, h, q_idx, kv_idx):\n    return score + torch.div(q_idx - 7, kv_idx - 3, rounding_mode=\"trunc\").float()\n" +
+		"def f(score, b, h, q_idx, kv_idx):\n    return torch.div(score, kv_idx - 3.0, rounding_mode=\"trunc\")\n"
+	p, diags := checkSource(t, src, nil)
+	require.False(t, diags.HasErrors(), diags.Render())
+	for _, name := range []string{"s", "f"} {
+		low, diags := p.LowerMod(name)
+		require.False(t, diags.HasErrors(), diags.Render())
+		for q := int64(0); q < 15; q++ {
+			for kv := int64(0); kv < 7; kv++ {
+				if kv == 3 {
+					continue
+				}
+				score := float64(q) - 6.5
+				got := evalLowered(t, low, score, q, kv)
+				var want float64
+				if name == "s" {
+					want = score + float64((q-7)/(kv-3)) // Go's / truncates toward zero
+				} else {
+					want = math.Trunc(score / float64(kv-3))
+				}
+				assert.Equal(t, want, got, "%s at q=%d kv=%d", name, q, kv)
+			}
+		}
+	}
+}
+
+// evalLowered evaluates a lowered score with dsl's Python operations, at
+// score and (b, h) = (0, 0).
+func evalLowered(t *testing.T, low *dsl.Lowered, score float64, q, kv int64) float64 {
+	t.Helper()
+	var ev func(e dsl.Expr) dsl.Value
+	ev = func(e dsl.Expr) dsl.Value {
+		switch x := e.(type) {
+		case *dsl.IntLit:
+			return dsl.Int(x.Value)
+		case *dsl.FloatLit:
+			return dsl.Float(x.Value)
+		case *dsl.BoolLit:
+			return dsl.Bool(x.Value)
+		case *dsl.VarRef:
+			switch x.Var {
+			case dsl.VarQ:
+				return dsl.Int(q)
+			case dsl.VarKV:
+				return dsl.Int(kv)
+			case dsl.VarScore:
+				return dsl.Float(score)
+			}
+			return dsl.Int(0)
+		case *dsl.UnaryExpr:
+			v, err := dsl.UnaryOp(x.Op, ev(x.X))
+			require.NoError(t, err)
+			return v
+		case *dsl.BinaryExpr:
+			v, err := dsl.BinaryOp(x.Op, ev(x.X), ev(x.Y))
+			require.NoError(t, err)
+			return v
+		case *dsl.CompareExpr:
+			v, err := dsl.CompareOp(x.Ops[0], ev(x.Operands[0]), ev(x.Operands[1]))
+			require.NoError(t, err)
+			return dsl.Bool(v)
+		case *dsl.CondExpr:
+			if ev(x.Cond).Truth() {
+				return ev(x.Then)
+			}
+			return ev(x.Else)
+		case *dsl.CallExpr:
+			args := make([]dsl.Value, len(x.Args))
+			for i, a := range x.Args {
+				args[i] = ev(a)
+			}
+			v, err := dsl.CallBuiltin(x.Fun.(*dsl.Ident).Name, args)
+			require.NoError(t, err)
+			return v
+		}
+		t.Fatalf("unexpected %T", e)
+		return dsl.Value{}
+	}
+	return ev(low.Expr).AsFloat()
+}
+
+// TestPortingDiagnostics pins the messages of the porting mistakes, each
+// positioned in the pasted text.
+func TestPortingDiagnostics(t *testing.T) {
+	tests := []struct{ body, want string }{
+		{"return score + q_idx.absolute()", "4:26: error[E074]: tensor method .absolute is not supported"},
+		{"return score + q_idx.abs", "4:20: error[E074]: method .abs is used without calling it"},
+		{"return score + q_idx.abs(1)", "4:20: error[E023]: .abs takes 0 arguments, got 1"},
+		{"return score + q_idx.clamp(min=0, max=9, lo=1)", "4:46: error[E075]: .clamp takes no keyword argument lo="},
+		{"return score + q_idx.clamp(0, min=1)", "4:35: error[E075]: .clamp gets min both by position and as min="},
+		{"return score + q_idx.clamp()", "4:20: error[E023]: .clamp takes a value and at least one bound"},
+		{"return score + torch.div(q_idx, 2, rounding_mode=\"up\")", "4:54: error[E075]: rounding_mode must be \"floor\", \"trunc\" or None, got \"up\""},
+		{"return score + torch.minimum(q_idx, 2, key=3)", "4:44: error[E075]: torch.minimum takes no keyword argument key="},
+		{"return score + q_idx.to(torch.float16)", "4:29: error[E076]: .to(torch.float16) is not a conversion maskc makes exactly"},
+		{"return score + float(\"lots\")", "4:26: error[E076]: float(\"lots\") is not a number"},
+		{"return score + \"x\"", "4:20: error[E073]: a string is not a value"},
+		{"return score + abs(q_idx, base=2)", "4:31: error[E075]: abs takes no keyword argument base="},
+		{"return torch.logical_and(q_idx, score > 0)", "4:12: error[E025]: score s must give a number, got bool"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.body, func(t *testing.T) {
+			src := "# pasted\n\ndef s(score, b, h, q_idx, kv_idx):\n    " + tt.body + "\n"
+			_, diags := checkSource(t, src, nil)
+			require.True(t, diags.HasErrors())
+			first := diags[0].Render()
+			assert.Contains(t, first, tt.want)
+		})
+	}
+}
+
+// TestPortingHuggingFaceT5 pastes the body of Hugging Face's
+// _relative_position_bucket (bidirectional branch, comments, augmented
+// assignments, torch.min with torch.full_like, a multi-line parenthesised
+// expression) and checks that it computes the same bucket as the corpus's
+// t5_buckets.flex form at every distance up to 600.
+func TestPortingHuggingFaceT5(t *testing.T) {
+	src := `def hf_bucket(score, b, h, q_idx, kv_idx):
+    relative_position = kv_idx - q_idx
+    num_buckets = 32
+    max_distance = 128
+    relative_buckets = 0
+    num_buckets //= 2
+    relative_buckets += (relative_position > 0).to(torch.long) * num_buckets
+    relative_position = torch.abs(relative_position)
+    # now relative_position is in the range [0, inf)
+
+    # half of the buckets are for exact increments in positions
+    max_exact = num_buckets // 2
+    is_small = relative_position < max_exact
+
+    # The other half of the buckets are for logarithmically bigger bins in positions up to max_distance
+    relative_position_if_large = max_exact + (
+        torch.log(relative_position.float() / max_exact)
+        / math.log(max_distance / max_exact)
+        * (num_buckets - max_exact)
+    ).to(torch.long)
+    relative_position_if_large = torch.min(
+        relative_position_if_large, torch.full_like(relative_position_if_large, num_buckets - 1)
+    )
+
+    relative_buckets += torch.where(is_small, relative_position, relative_position_if_large)
+    return score + relative_buckets.float()
+
+def generate_t5_bucket(num_buckets: int, max_distance: int):
+    def t5_bucket(score, b, h, q_idx, kv_idx):
+        relative_position = kv_idx - q_idx
+        num_buckets_half = num_buckets // 2
+        relative_buckets = (relative_position > 0).to(torch.long) * num_buckets_half
+        relative_position = torch.abs(relative_position)
+        max_exact = num_buckets_half // 2
+        is_small = relative_position < max_exact
+        relative_position_if_large = max_exact + (torch.log(relative_position.float() / max_exact) / math.log(max_distance / max_exact) * (num_buckets_half - max_exact)).to(torch.long)
+        relative_position_if_large = relative_position_if_large.clamp(max=num_buckets_half - 1)
+        relative_buckets = relative_buckets + torch.where(is_small, relative_position, relative_position_if_large)
+        return score + relative_buckets.float()
+    return t5_bucket
+
+attention hf {
+    score = hf_bucket
+}
+
+attention corpus {
+    score = generate_t5_bucket(32, 128)
+}
+`
+	p, diags := checkSource(t, src, nil)
+	require.False(t, diags.HasErrors(), diags.Render())
+	require.Empty(t, diags, diags.Render())
+	hf, corpus := p.Attention("hf").Score, p.Attention("corpus").Score
+	seen := map[float64]bool{}
+	for q := int64(0); q < 600; q += 7 {
+		for kv := int64(0); kv < 600; kv += 3 {
+			want := evalLowered(t, corpus, 0, q, kv)
+			require.Equal(t, want, evalLowered(t, hf, 0, q, kv), "q=%d kv=%d", q, kv)
+			seen[want] = true
+		}
+	}
+	assert.Len(t, seen, 31, "every bucket is reached but 16 (a positive distance of 0)")
+}
+
+// TestPortingWarnings pins W030: Python in a def that torch would not run
+// on tensors, while the torch spellings and constants pass silently.
+func TestPortingWarnings(t *testing.T) {
+	tests := []struct{ body, want string }{
+		{"return (q_idx >= kv_idx) and (kv_idx > 0)", "4:30: warning[W030]: `and` needs the truth value of a tensor"},
+		{"return not (q_idx >= kv_idx)", "4:12: warning[W030]: `not` needs the truth value of a tensor"},
+		{"return 0 <= q_idx - kv_idx <= 8", "4:12: warning[W030]: a chained comparison needs the truth value of a tensor"},
+		{"return (q_idx >= kv_idx) if h > 0 else (kv_idx >= q_idx)", "4:12: warning[W030]: `x if c else y` needs the truth value of a tensor"},
+		{"return min(q_idx, 40) >= kv_idx", "4:12: warning[W030]: Python's min() on tensors needs the truth value of a tensor"},
+		{"return int(q_idx * 0.5) >= kv_idx", "4:12: warning[W030]: Python's int() of a tensor needs a tensor of one element"},
+		{"return where(q_idx >= kv_idx, True, False)", "4:12: warning[W030]: where is not a Python built-in: under torch this def raises NameError"},
+		{"return (q_idx >= kv_idx) & (kv_idx > 0)", ""},
+		{"return torch.where(q_idx >= kv_idx, True, False) | (min(3, 4) > int(2.5))", ""},
+		{"return abs(q_idx - kv_idx) <= 8 if True and not False else q_idx >= kv_idx", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.body, func(t *testing.T) {
+			src := "# pasted\n\ndef m(b, h, q_idx, kv_idx):\n    " + tt.body + "\n"
+			_, diags := checkSource(t, src, nil)
+			require.False(t, diags.HasErrors(), diags.Render())
+			if tt.want == "" {
+				assert.Empty(t, diags, diags.Render())
+				return
+			}
+			require.NotEmpty(t, diags)
+			assert.Contains(t, diags[0].Render(), tt.want)
+		})
+	}
+}

@@ -1,0 +1,114 @@
+"""Runs the Python text of a .flex file's `def` declarations as Python.
+
+A mod written in maskc's def form is Python: this module cuts a .flex file
+into its params, buffers, defs and attention blocks, executes the defs with
+torch and math in scope (buffers and params bound by name, as the globals a
+FlexAttention mod captures), and evaluates an attention block's `mask =` /
+`score =` setting to the Python callable it denotes. Used by
+gpu/ported_torch.py (golden files for the evaluator) and gpu/ported_check.py
+(a generated kernel against FlexAttention running the original score_mod).
+"""
+import math
+import re
+
+import torch
+
+DTYPES = {"i32": torch.int32, "i64": torch.int64, "f16": torch.float16, "bf16": torch.bfloat16,
+          "f32": torch.float32, "f64": torch.float64, "bool": torch.bool}
+
+_BUFFER = re.compile(r"^buffer\s+(\w+)\s*:\s*(\w+)\[([^\]]*)\]\s*(\w+)?")
+_PARAM = re.compile(r"^param\s+(\w+)\s*=\s*(.+?)\s*(#.*)?$")
+_SETTING = re.compile(r"^\s*(\w+)\s*=\s*(.+?)\s*(#.*)?$")
+
+
+class FlexFile:
+    """The pieces of one .flex file: params {name: text}, buffers [(name,
+    dtype, [dim texts], property)], defs (Python source) and attention
+    blocks [(name, {setting: text})]."""
+
+    def __init__(self, text):
+        self.params, self.buffers, self.attentions = {}, [], []
+        defs, lines, i = [], text.split("\n"), 0
+        while i < len(lines):
+            line = lines[i]
+            if line.startswith("def "):
+                j = i + 1
+                while j < len(lines) and (not lines[j].strip() or lines[j][0] in " \t"):
+                    j += 1
+                defs.append("\n".join(lines[i:j]))
+                i = j
+                continue
+            m = _BUFFER.match(line)
+            if m:
+                self.buffers.append((m.group(1), m.group(2), [d.strip() for d in m.group(3).split(",")], m.group(4)))
+            m = _PARAM.match(line)
+            if m:
+                self.params[m.group(1)] = m.group(2)
+            if line.startswith("attention "):
+                name, settings = line.split()[1], {}
+                i += 1
+                while i < len(lines) and lines[i].strip() != "}":
+                    m = _SETTING.match(lines[i])
+                    if m:
+                        settings[m.group(1)] = m.group(2)
+                    i += 1
+                self.attentions.append((name, settings))
+            i += 1
+        self.defs = "\n\n".join(defs) + "\n"
+
+
+def draw_buffer(dtype, dims, prop, sizes, gen):
+    """Random contents for a captured buffer: sorted document ids for a
+    `segments` buffer, ints in [0, 64), normal floats, random bools."""
+    shape = [int(eval(d, {"__builtins__": {}}, dict(sizes))) for d in dims]
+    n = math.prod(shape)
+    dt = DTYPES[dtype]
+    if prop == "segments":
+        lens, rem = [], n
+        while rem > 0:
+            k = min(rem, int(torch.randint(8, 96, (1,), generator=gen)))
+            lens.append(k)
+            rem -= k
+        t = torch.repeat_interleave(torch.arange(len(lens)), torch.tensor(lens))
+    elif dt == torch.bool:
+        t = torch.randint(0, 2, (n,), generator=gen).bool()
+    elif dt.is_floating_point:
+        t = torch.randn(n, generator=gen)
+    else:
+        t = torch.randint(0, 64, (n,), generator=gen)
+    return t.to(dt).reshape(shape).contiguous()
+
+
+def namespace(ff, buffers):
+    """Executes the file's defs with torch, math, FlexAttention's and_masks /
+    or_masks, its params and the given buffer tensors in scope."""
+    ns = {"torch": torch, "math": math, "__builtins__": __builtins__}
+    try:
+        from torch.nn.attention.flex_attention import and_masks, or_masks
+    except ImportError:  # older torch: the same combinators
+        def and_masks(*ms):
+            return lambda b, h, q, kv: _fold(ms, b, h, q, kv, torch.logical_and)
+
+        def or_masks(*ms):
+            return lambda b, h, q, kv: _fold(ms, b, h, q, kv, torch.logical_or)
+    ns.update(and_masks=and_masks, or_masks=or_masks)
+    for name, text in ff.params.items():
+        ns[name] = eval(text.replace("true", "True").replace("false", "False"), dict(ns))
+    ns.update(buffers)
+    exec(compile(ff.defs, "<defs>", "exec"), ns)
+    return ns
+
+
+def _fold(ms, b, h, q, kv, op):
+    out = ms[0](b, h, q, kv)
+    for m in ms[1:]:
+        out = op(out, m(b, h, q, kv))
+    return out
+
+
+def mods(ff, ns, settings):
+    """The (mask_mod, score_mod) an attention block's settings denote, each
+    None when absent."""
+    mask = eval(settings["mask"], ns) if "mask" in settings else None
+    score = eval(settings["score"], ns) if "score" in settings else None
+    return mask, score

@@ -1,0 +1,180 @@
+package parser
+
+import (
+	"strings"
+
+	"github.com/alecthomas/participle/v2/lexer"
+
+	"github.com/maskc/maskc/dsl"
+)
+
+// stringLit makes a string literal from a string token; the lexer has
+// checked its quotes.
+func stringLit(t lexer.Token) *dsl.StringLit {
+	raw, n := t.Value, 1
+	if len(raw) >= 6 && (strings.HasPrefix(raw, `"""`) || strings.HasPrefix(raw, `'''`)) {
+		n = 3
+	}
+	return &dsl.StringLit{Sp: span(t), Raw: raw, Value: raw[n : len(raw)-n]}
+}
+
+// def converts a Python function, `def NAME(b, h, q_idx, kv_idx): ...
+// return expr`, or a factory closure `def NAME(W): def inner(...): ...
+// return inner`, to a mod declaration.
+func (c *converter) def(g *defG) *dsl.ModDecl {
+	d := &dsl.ModDecl{Name: ident(g.Name), Def: true}
+	params, annots, returns := c.defParams(g)
+	var inAnnots []*dsl.Ident
+	var inReturns *dsl.Ident
+	c.checkIndent(g)
+	body := g.Body
+	fn := g // the function that computes the mod's value
+	end := body.Return
+	var retEnd dsl.Span // the factory's `return inner`
+	if body.Inner != nil {
+		inner := body.Inner
+		fn, end = inner, body.InnerRet
+		if len(body.Assigns) > 0 {
+			a := body.Assigns[0]
+			c.fail(span(a.Name), CodeDefShape, "factory %s may hold only its inner def and `return %s`", d.Name.Name, inner.Name.Value).
+				WithHint("move the assignment into %s", inner.Name.Value)
+		}
+		if inner.Body.Inner != nil {
+			c.fail(span(inner.Body.Inner.Keyword), CodeDefShape, "a factory's inner function cannot itself be a factory").
+				WithHint("give %s one list of constant parameters", d.Name.Name)
+		}
+		if body.Doc != nil {
+			d.Doc = stringLit(*body.Doc)
+		}
+		d.FactoryParams = params
+		d.Inner = ident(inner.Name)
+		d.Params, inAnnots, inReturns = c.defParams(inner)
+		ret := c.expr(end.Value)
+		retEnd = span(end.Keyword).Join(ret.Span())
+		if id, ok := ret.(*dsl.Ident); !ok || id.Name != inner.Name.Value {
+			c.fail(ret.Span(), CodeDefShape, "factory %s must return its inner function %s", d.Name.Name, inner.Name.Value).
+				WithHint("end the factory with `return %s`", inner.Name.Value)
+		}
+		if annots != nil || returns != nil || inAnnots != nil || inReturns != nil {
+			d.Annotations = &dsl.Annotations{FactoryParams: annots, Params: inAnnots, Returns: returns, InnerReturns: inReturns}
+		}
+	} else {
+		d.Params = params
+		if annots != nil || returns != nil {
+			d.Annotations = &dsl.Annotations{Params: annots, Returns: returns}
+		}
+	}
+	switch len(d.Params) {
+	case 4:
+		d.Kind = dsl.MaskMod
+	case 5:
+		d.Kind = dsl.ScoreMod
+	default:
+		sp := span(fn.Name)
+		c.fail(sp, CodeDefShape, "def %s has %d parameters: a mask_mod takes 4 and a score_mod 5", fn.Name.Value, len(d.Params)).
+			WithHint("write def %s(b, h, q_idx, kv_idx) for a mask, def %s(score, b, h, q_idx, kv_idx) for a score", fn.Name.Value, fn.Name.Value)
+	}
+	d.Body = c.defBody(fn)
+	d.Sp = span(g.Keyword).Join(d.Body.Sp)
+	if body.Inner != nil {
+		d.Sp = d.Sp.Join(retEnd)
+	}
+	return d
+}
+
+// defParams converts a def's parameter list and returns its annotations
+// (nil when there are none) and its return annotation.
+func (c *converter) defParams(g *defG) (params, annots []*dsl.Ident, returns *dsl.Ident) {
+	params = make([]*dsl.Ident, 0, len(g.Params.Names))
+	annotated := false
+	for _, n := range g.Params.Names {
+		params = append(params, ident(n.Tok))
+		annotated = annotated || n.Annot != nil
+	}
+	if annotated {
+		annots = make([]*dsl.Ident, len(g.Params.Names))
+		for i, n := range g.Params.Names {
+			if n.Annot != nil {
+				annots[i] = ident(*n.Annot)
+			}
+		}
+	}
+	if g.Returns != nil {
+		returns = ident(*g.Returns)
+	}
+	return params, annots, returns
+}
+
+// defBody converts the body of the function that computes a mod's value:
+// assignments, then `return expr`.
+func (c *converter) defBody(g *defG) *dsl.Body {
+	b := &dsl.Body{Def: true}
+	if g.Body.Doc != nil {
+		b.Doc = stringLit(*g.Body.Doc)
+	}
+	for _, a := range g.Body.Assigns {
+		v := c.expr(a.Value)
+		let := &dsl.LetStmt{Sp: span(a.Name).Join(v.Span()), Assign: true, Name: ident(a.Name), Value: v}
+		if a.Op.Value != "=" {
+			// `x += e` is `x = x + e`: the target, read, then the value.
+			let.AugOp = binaryOps[strings.TrimSuffix(a.Op.Value, "=")]
+			v = &dsl.BinaryExpr{Sp: let.Sp, Op: let.AugOp, OpSp: span(a.Op), X: ident(a.Name), Y: v}
+			let.Value = v
+		}
+		b.Lets = append(b.Lets, let)
+	}
+	if g.Body.Return == nil { // an inner factory, reported by def
+		b.Sp = span(g.Colon)
+		return b
+	}
+	b.Result = c.expr(g.Body.Return.Value)
+	b.Sp = span(g.Colon).Join(b.Result.Span())
+	return b
+}
+
+// checkIndent checks a def's indentation as Python does: the statements of
+// a body on lines of their own are indented past the def and all alike; an
+// inner def's body is indented past the inner def.
+func (c *converter) checkIndent(g *defG) {
+	defCol := c.src.Position(g.Keyword.Pos.Offset).Column
+	colonLine := c.src.Position(g.Colon.Pos.Offset).Line
+	var starts []lexer.Token
+	b := g.Body
+	if b.Doc != nil {
+		starts = append(starts, *b.Doc)
+	}
+	for _, a := range b.Assigns {
+		starts = append(starts, a.Name)
+	}
+	if b.Inner != nil {
+		starts = append(starts, b.Inner.Keyword, b.InnerRet.Keyword)
+	} else {
+		starts = append(starts, b.Return.Keyword)
+	}
+	col := -1
+	for _, t := range starts {
+		pos := c.src.Position(t.Pos.Offset)
+		if pos.Line == colonLine {
+			continue // `def f(b, h, q, kv): return q >= kv`
+		}
+		switch {
+		case pos.Column <= defCol:
+			c.fail(span(t), CodeDefIndent, "expected an indented statement of def %s", g.Name.Value).
+				WithHint("indent the body of def %s past its `def`, e.g. by 4 spaces", g.Name.Value)
+			return
+		case col < 0:
+			col = pos.Column
+		case pos.Column != col:
+			what := "unexpected indent"
+			if pos.Column < col {
+				what = "unindent does not match the statements above"
+			}
+			c.fail(span(t), CodeDefIndent, "%s in def %s", what, g.Name.Value).
+				WithHint("indent every statement of def %s by the same amount (column %d)", g.Name.Value, col)
+			return
+		}
+	}
+	if b.Inner != nil {
+		c.checkIndent(b.Inner)
+	}
+}

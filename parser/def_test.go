@@ -1,0 +1,109 @@
+package parser_test
+
+import (
+	"testing"
+
+	"github.com/maskc/maskc/dsl"
+	"github.com/maskc/maskc/parser"
+)
+
+// TestDefForms pins how Python function declarations and the torch
+// spellings of expressions parse.
+func TestDefForms(t *testing.T) {
+	tests := []struct {
+		name, src, want string
+	}{
+		{"mask", "def causal(b, h, q_idx, kv_idx):\n    return q_idx >= kv_idx\n",
+			"def mask causal(b h q_idx kv_idx): return (cmp q_idx >= kv_idx)"},
+		{"one line", "def causal(b, h, q, kv): return q >= kv\n",
+			"def mask causal(b h q kv): return (cmp q >= kv)"},
+		{"score with reassignment", "def cap(score, b, h, q, kv):\n    score = score / 30.0\n    score = torch.tanh(score)\n    return score * 30.0\n",
+			"def score cap(score b h q kv): score = (/ score 30.0=30); score = (call torch.tanh score); return (* score 30.0=30)"},
+		{"factory", "def window(W: int) -> Tensor:\n    \"\"\"doc\"\"\"\n    def inner(b, h, q, kv):\n        d = (q - kv).abs()\n        return d <= W\n    return inner\n",
+			"def mask window(W)(b h q kv) inner inner: d = (call (. (paren (- q kv)) abs)); return (cmp d <= W)"},
+		{"methods and keywords", "def s(score, b, h, q, kv):\n    return score + q.clamp(min=0).to(torch.int64) + torch.div(q, 2, rounding_mode='floor')\n",
+			"def score s(score b h q kv): return (+ (+ score (call (. (call (. q clamp) (kw min 0=0)) to) torch.int64)) (call torch.div q 2=2 (kw rounding_mode 'floor'=\"floor\")))"},
+		{"strings and module constants", "def s(score, b, h, q, kv):\n    return torch.where(q >= kv, score, float(\"-inf\")) + math.inf\n",
+			"def score s(score b h q kv): return (+ (call torch.where (cmp q >= kv) score (call float \"-inf\"=\"-inf\")) math.inf)"},
+		{"augmented assignment", "def s(score, b, h, q, kv):\n    d = q - kv\n    d //= 2\n    d += 1\n    return score + d\n",
+			"def score s(score b h q kv): d = (- q kv); d = (// d 2=2); d = (+ d 1=1); return (+ score d)"},
+		{"comments and blank lines in a body", "def m(b, h, q, kv):\n    # distance\n    d = q - kv\n\n    return d >= 0  # causal\n",
+			"def mask m(b h q kv): d = (- q kv); return (cmp d >= 0=0)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, diags := parser.ParseFile("t.flex", []byte(tt.src))
+			if len(diags) > 0 {
+				t.Fatal(diags.Render())
+			}
+			if len(f.Decls) != 1 {
+				t.Fatalf("%d declarations", len(f.Decls))
+			}
+			if got := declDump(f.Decls[0]); got != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+			m := f.Decls[0].(*dsl.ModDecl)
+			if !m.Def || !m.Body.Def {
+				t.Errorf("not marked as a def")
+			}
+			if m.Sp.End != len(tt.src)-1 && tt.name != "comments and blank lines in a body" {
+				t.Errorf("span ends at %d, text at %d", m.Sp.End, len(tt.src)-1)
+			}
+		})
+	}
+}
+
+// TestDefSplitsAtTopLevelOnly checks that a top-level def starts a new
+// piece (so an error in one def leaves the next one parsed) while a
+// factory's indented inner def does not.
+func TestDefSplitsAtTopLevelOnly(t *testing.T) {
+	src := "def f(W):\n    def g(b, h, q, kv):\n        return q - kv <= W\n    return g\ndef broken(b, h, q, kv):\n    return q >=\ndef ok(b, h, q, kv):\n    return q >= kv\n"
+	if got := parser.DeclStarts([]byte(src)); len(got) != 3 {
+		t.Errorf("DeclStarts = %v, want 3 pieces", got)
+	}
+	f, diags := parser.ParseFile("t.flex", []byte(src))
+	if len(diags) != 1 || len(f.Decls) != 2 {
+		t.Errorf("%d diagnostics, %d declarations; want 1 and 2:\n%s", len(diags), len(f.Decls), diags.Render())
+	}
+}
+
+// TestMethodLexing checks where a `.` selects a method and where it is part
+// of a module name.
+func TestMethodLexing(t *testing.T) {
+	for src, want := range map[string]string{
+		"d.abs()":           "(call (. d abs))",
+		"(q - kv).abs()":    "(call (. (paren (- q kv)) abs))",
+		"torch.abs(d)":      "(call torch.abs d)",
+		"x.to(torch.int32)": "(call (. x to) torch.int32)",
+		"a.b.c()":           "(call (. (. a b) c))",
+		"math.inf":          "math.inf",
+		"f(x).float()":      "(call (. (call f x) float))",
+		"1.5":               "1.5=1.5",
+	} {
+		e, diags := parser.ParseExpr("e", src)
+		if len(diags) > 0 {
+			t.Errorf("%s: %s", src, diags.Render())
+			continue
+		}
+		if got := sexpr(e); got != want {
+			t.Errorf("%s: got %s, want %s", src, got, want)
+		}
+	}
+}
+
+// TestDeclStartsSkipDocstrings checks that a line inside a docstring never
+// starts a piece, whatever it looks like, while quotes in comments and in
+// one-line strings open no docstring.
+func TestDeclStartsSkipDocstrings(t *testing.T) {
+	src := "def f(b, h, q_idx, kv_idx):\n    \"\"\"Example:\ndef g(b, h, q_idx, kv_idx):\nmask m(b, h, q, kv) = q\n    \"\"\"\n    return q_idx >= kv_idx\n" +
+		"def g(b, h, q_idx, kv_idx):\n    return q_idx <= kv_idx  # '''\n" +
+		"def s(score, b, h, q_idx, kv_idx):\n    return score + float(\"'''\")\n" +
+		"mask z(b, h, q, kv) = q >= kv\n"
+	if got := parser.DeclStarts([]byte(src)); len(got) != 4 {
+		t.Errorf("DeclStarts = %v, want 4 pieces", got)
+	}
+	f, diags := parser.ParseFile("t.flex", []byte(src))
+	if len(diags) > 0 || len(f.Decls) != 4 {
+		t.Errorf("%d declarations, diagnostics:\n%s", len(f.Decls), diags.Render())
+	}
+}
