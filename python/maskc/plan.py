@@ -161,6 +161,8 @@ def choose(dec, facts, backend="auto"):
     if backend in ("auto", "turbo") and dec.is_turbo:
         if not facts.turbo_available:
             notes.append("primus_turbo is not importable")
+        elif facts.return_lse:
+            notes.append("the LSE is requested, and the plan does not fix the layout of Turbo's")
         elif failed:
             notes.append("the plan's %s needs %s: %s" % (dec.entry, " and ".join(dec.preconditions), "; ".join(failed)))
         else:

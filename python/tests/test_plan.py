@@ -71,6 +71,7 @@ def test_failed_precondition_says_why(plans):
 @pytest.mark.parametrize("block, facts, backend, msg", [
     ("causal/decoder", CallFacts(100, 300, turbo_available=True), "turbo", "Sq=100 != Skv=300"),
     ("causal/decoder", CallFacts(128, 128), "turbo", "primus_turbo is not importable"),
+    ("causal/decoder", CallFacts(128, 128, True, turbo_available=True), "turbo", "LSE is requested"),
     ("dilated_window/dilated_layer", CallFacts(128, 128, turbo_available=True), "turbo", "plan for block"),
     ("alibi/alibi_layer", CallFacts(128, 128), "sdpa", "alibi"),
     ("causal/decoder", CallFacts(100, 300), "sdpa", "preconditions fail"),

@@ -1,0 +1,318 @@
+"""maskc in PyTorch: load a .flex file once, call its attention blocks in a training step.
+
+    import maskc.torch as mt
+    prog = mt.load("model.flex", defines={"WINDOW": 2048})   # runs maskc once, cached on disk
+    attn = prog.attention("doc_layer")
+    out = attn(q, k, v, layout="bshd", buffers={"doc": doc})
+
+Each call dispatches by the block's plan (maskc.plan.choose): the plan's
+Primus-Turbo entry when primus_turbo imports and the plan's preconditions
+hold for this call's shapes, torch's SDPA (cuDNN first) where that is exact,
+else maskc's generated kernel through the custom ops maskc::attn_fwd and
+maskc::attn_bwd (registered with fake and autograd implementations, so
+torch.compile(fullgraph=True) traces through them). When a better kernel
+cannot run a call exactly the generated kernel runs and a warning says why,
+once per reason; backend="turbo" or "sdpa" raises instead.
+"""
+import os
+import threading
+import warnings
+from typing import List, Optional, Tuple
+
+import torch
+
+from . import abi as _abi
+from . import cache as _cache
+from . import checks as _checks
+from . import plan as _plan
+from .diagnostics import MaskcError
+
+__all__ = ["load", "Program", "Attention", "MaskcError", "dtype_name", "cu_seqlens_from_segments"]
+
+_DTYPE_NAMES = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f32", torch.float64: "f64",
+                torch.int32: "i32", torch.int64: "i64", torch.bool: "bool"}
+
+
+def dtype_name(t):
+    """maskc's name of a tensor's element type (bf16, f16, f32, i32, ...)."""
+    return _DTYPE_NAMES.get(t.dtype, str(t.dtype).replace("torch.", ""))
+
+
+_turbo_mod = None
+_turbo_tried = False
+
+
+def _turbo():
+    """primus_turbo.pytorch.ops when it imports, else None (tried once)."""
+    global _turbo_mod, _turbo_tried
+    if not _turbo_tried:
+        _turbo_tried = True
+        try:
+            from primus_turbo.pytorch import ops
+            _turbo_mod = ops
+        except Exception:  # any import failure means: not available
+            _turbo_mod = None
+    return _turbo_mod
+
+
+def _platform():
+    return "hip" if getattr(torch.version, "hip", None) else "cuda"
+
+
+def load(path, defines=None, target=None):
+    """Compiles path (with -D defines, for a Turbo target profile) through
+    the on-disk cache and returns its Program. Errors in the file raise
+    MaskcError carrying maskc's positioned diagnostics."""
+    return Program(_cache.compile_flex(os.fspath(path), defines, target))
+
+
+class Program:
+    """A compiled .flex file: its plan and its attention blocks."""
+
+    def __init__(self, entry):
+        self.entry = entry
+        self.plan = _plan.Plan(entry.plan_json)
+        self._attns = {}
+
+    def attention(self, name):
+        """The callable for attention block name."""
+        if name not in self._attns:
+            self._attns[name] = Attention(self, self.plan.attention(name))
+        return self._attns[name]
+
+    @property
+    def names(self):
+        """The attention blocks, in file order."""
+        return list(self.plan.attentions)
+
+
+_warned = set()
+_warn_lock = threading.Lock()
+
+
+def _warn_once(msg):
+    if torch.compiler.is_compiling():
+        return
+    with _warn_lock:
+        if msg in _warned:
+            return
+        _warned.add(msg)
+    warnings.warn(msg, stacklevel=3)
+
+
+def _heads_seq(t, layout):
+    """(heads, seq) of a 4-D q/k/v in layout."""
+    return (t.shape[2], t.shape[1]) if layout == "bshd" else (t.shape[1], t.shape[2])
+
+
+class Attention:
+    """One attention block of a Program, called like a function."""
+
+    def __init__(self, program, decision):
+        self.program, self.decision = program, decision
+        self.name = decision.name
+        k = decision.kernel or {}
+        self.layout = k.get("layout", "bshd")
+        self.dtype = k.get("dtype")
+        self.head_dim = k.get("head_dim")
+        self._generated = None
+
+    def __repr__(self):
+        return "<maskc attention %s: %s via %s>" % (self.name, self.decision.pattern, self.decision.entry)
+
+    def choose(self, q, k, layout=None, return_lse=False, backend="auto"):
+        """The plan.Choice a call with these q and k would take."""
+        layout = layout or self.layout
+        _, sq = _heads_seq(q, layout)
+        _, skv = _heads_seq(k, layout)
+        facts = _plan.CallFacts(sq, skv, return_lse, _platform(), _turbo() is not None)
+        return _plan.choose(self.decision, facts, backend)
+
+    def __call__(self, q, k, v, layout=None, buffers=None, return_lse=False, deterministic=False, backend="auto"):
+        """Attention of q over k, v (4-D, layout "bshd" or "bhsd"; default the
+        block's) with the block's captured tensors in buffers ({name:
+        tensor}). Returns the output in q's layout, and with return_lse also
+        the log-sum-exp [B, H, Sq] (float32, natural log)."""
+        layout = layout or self.layout
+        if layout not in _checks.LAYOUTS:
+            raise MaskcError("layout=%r: want %s" % (layout, " or ".join(_checks.LAYOUTS)))
+        buffers = dict(buffers or {})
+        choice = self.choose(q, k, layout, return_lse, backend)
+        if choice.note:
+            _warn_once(choice.note)
+        if choice.kind == "sdpa":
+            return _sdpa(q, k, v, layout, choice, self.dtype, self.head_dim)
+        if choice.kind == "turbo":
+            return _turbo_call(self.decision, q, k, v, layout, buffers, deterministic)
+        gen = self.generated()
+        return gen(q, k, v, layout, buffers, return_lse, deterministic)
+
+    def generated(self):
+        """The block's generated-kernel launcher (built on first use)."""
+        if self._generated is None:
+            self._generated = _Generated(self.program.entry, self.decision)
+        return self._generated
+
+
+# --------------------------------------------------------------------------- SDPA
+
+def _sdpa(q, k, v, layout, choice, dtype, head_dim):
+    """torch SDPA for a full or causal block with no score (choice says
+    is_causal and the scale), cuDNN first; q, k, v in layout."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    if dtype is not None:  # the block's declared facts, when the plan has them
+        for name, t in (("q", q), ("k", k), ("v", v)):
+            if dtype_name(t) != dtype:
+                raise MaskcError("%s is %s; the block computes in %s" % (name, dtype_name(t), dtype))
+    if head_dim is not None and q.shape[-1] != head_dim:
+        raise MaskcError("head dimension %d; the block is built for head_dim = %d" % (q.shape[-1], head_dim))
+    h, _ = _heads_seq(q, layout)
+    hkv, _ = _heads_seq(k, layout)
+    if layout == "bshd":
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+    backends = [SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]
+    with sdpa_kernel(backends, set_priority=True):
+        o = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=choice.is_causal, scale=choice.scale,
+                                                             enable_gqa=h != hkv)
+    return o.transpose(1, 2) if layout == "bshd" else o
+
+
+# --------------------------------------------------------------------------- Turbo
+
+def cu_seqlens_from_segments(doc, B, S):
+    """(cu_seqlens int32 [n + 1], max_seqlen, non_decreasing) of a segments
+    buffer doc ([S], shared by every batch element, or [B, S]) as
+    classify/PLAN.md defines them: every run of equal ids is one document,
+    batches concatenated. Computed on doc's device; max_seqlen and the
+    property check read two scalars back (a host synchronisation)."""
+    d = doc.reshape(1, S).expand(B, S) if doc.dim() == 1 else doc
+    start = torch.ones((B, S), dtype=torch.bool, device=d.device)
+    start[:, 1:] = d[:, 1:] != d[:, :-1]
+    starts = torch.nonzero(start.reshape(-1)).reshape(-1)
+    cu = torch.cat([starts, torch.full((1,), B * S, dtype=starts.dtype, device=d.device)]).to(torch.int32)
+    ok = bool((d[:, 1:] >= d[:, :-1]).all())
+    return cu, int((cu[1:] - cu[:-1]).max()), ok
+
+
+def _turbo_call(dec, q, k, v, layout, buffers, deterministic):
+    """The plan's Primus-Turbo entry with exactly the plan's kwargs (buffer
+    names replaced by the tensors; cu_seqlens derived from the segments
+    buffer). Turbo takes bshd."""
+    ops = _turbo()
+    fn = getattr(ops, dec.entry, None)
+    if fn is None:
+        raise MaskcError("primus_turbo has no %s, which the plan for block %s names" % (dec.entry, dec.name))
+    if layout == "bhsd":
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+    kw = {}
+    for key, val in dec.kwargs.items():
+        if key.startswith(("cu_seqlens", "max_seqlen")):
+            continue
+        if key in ("alibi_slopes", "sink"):
+            if val not in buffers:
+                raise MaskcError("block %s: buffer %s (the plan's %s) is missing: pass buffers={%r: tensor}" %
+                                 (dec.name, val, key, val))
+            t = buffers[val]
+            kw[key] = t.float() if key == "sink" else t  # a bf16 sink is cast differentiably
+        elif key == "window_size":
+            kw[key] = tuple(val)
+        else:
+            kw[key] = val
+    if deterministic:
+        kw["deterministic"] = True
+    if dec.entry != "flash_attn_varlen_func":
+        return fn(q, k, v, **kw)
+    if dec.segments not in buffers:
+        raise MaskcError("block %s: segments buffer %s is missing: pass buffers={%r: tensor}" %
+                         (dec.name, dec.segments, dec.segments))
+    B, S, H, D = q.shape
+    cu, maxlen, ok = cu_seqlens_from_segments(buffers[dec.segments], B, S)
+    if not ok:
+        raise MaskcError("block %s: buffer %s is declared segments but is not non-decreasing; the plan's %s does "
+                         "not apply (pass backend='generated' to run the mask as written)" %
+                         (dec.name, dec.segments, dec.entry))
+    out = fn(q.reshape(B * S, H, D), k.reshape(B * S, k.shape[2], D), v.reshape(B * S, v.shape[2], D),
+             cu, cu, maxlen, maxlen, **kw)
+    out = out.reshape(B, S, H, D)
+    return out.transpose(1, 2) if layout == "bhsd" else out
+
+
+# --------------------------------------------------------------------------- generated kernels
+
+# Launchers by key, so that the custom ops (which take only tensors and
+# scalars) can find theirs: "<cache key>/<block>".
+_LAUNCHERS = {}
+
+
+def _launcher(key):
+    try:
+        return _LAUNCHERS[key]
+    except KeyError:
+        raise MaskcError("maskc kernel %r is not loaded in this process (load its program first)" % key)
+
+
+class _Generated:
+    """The generated kernel of one block: argument checks, the ABI read from
+    the compile output's manifest, the launch through maskc.cuda."""
+
+    def __init__(self, entry, decision):
+        if not decision.has_generated:
+            raise MaskcError("block %s has no generated kernel" % decision.name)
+        if not entry.has(_abi.MANIFEST_FILE):
+            raise _abi.manifest_missing(entry.directory)
+        raise NotImplementedError("reading %s: hipsrc/MANIFEST.md's schema is not on main yet" % _abi.MANIFEST_FILE)
+
+
+def _out_lse_like(q, layout):
+    """Empty output (q's shape, contiguous) and LSE [B, H, Sq] float32."""
+    h, sq = _heads_seq(q, layout)
+    return q.new_empty(q.shape), q.new_empty((q.shape[0], h, sq), dtype=torch.float32)
+
+
+@torch.library.custom_op("maskc::attn_fwd", mutates_args=())
+def attn_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, buffers: List[torch.Tensor],
+             sink: Optional[torch.Tensor], kernel: str, layout: str, deterministic: bool
+             ) -> Tuple[torch.Tensor, torch.Tensor]:
+    """maskc's generated attention forward: (out in q's layout, LSE [B, H, Sq]).
+    kernel names a launcher of this process; buffers are in slot order;
+    sink is the block's f32 [H] sink logits or None."""
+    return _launcher(kernel).forward(q, k, v, buffers, sink, layout)
+
+
+@attn_fwd.register_fake
+def _attn_fwd_fake(q, k, v, buffers, sink, kernel, layout, deterministic):
+    return _out_lse_like(q, layout)
+
+
+@torch.library.custom_op("maskc::attn_bwd", mutates_args=())
+def attn_bwd(dout: torch.Tensor, dlse: Optional[torch.Tensor], q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+             out: torch.Tensor, lse: torch.Tensor, buffers: List[torch.Tensor], sink: Optional[torch.Tensor],
+             kernel: str, layout: str, deterministic: bool
+             ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, List[torch.Tensor], Optional[torch.Tensor]]:
+    """maskc's generated attention backward: (dq, dk, dv, one gradient per
+    buffer (zeros for buffers that are not differentiable), dsink or None)."""
+    return _launcher(kernel).backward(dout, dlse, q, k, v, out, lse, buffers, sink, layout, deterministic)
+
+
+@attn_bwd.register_fake
+def _attn_bwd_fake(dout, dlse, q, k, v, out, lse, buffers, sink, kernel, layout, deterministic):
+    return (q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape), [b.new_empty(b.shape) for b in buffers],
+            None if sink is None else sink.new_empty(sink.shape))
+
+
+def _setup_context(ctx, inputs, output):
+    q, k, v, buffers, sink, kernel, layout, deterministic = inputs
+    out, lse = output
+    ctx.save_for_backward(q, k, v, out, lse, sink, *buffers)
+    ctx.kernel, ctx.layout, ctx.deterministic = kernel, layout, deterministic
+
+
+def _backward(ctx, dout, dlse):
+    q, k, v, out, lse, sink, *buffers = ctx.saved_tensors
+    dq, dk, dv, dbufs, dsink = attn_bwd(dout, dlse, q, k, v, out, lse, buffers, sink, ctx.kernel, ctx.layout,
+                                        ctx.deterministic)
+    dbufs = [g if b.dtype.is_floating_point else None for g, b in zip(dbufs, buffers)]
+    return dq, dk, dv, dbufs, dsink, None, None, None
+
+
+attn_fwd.register_autograd(_backward, setup_context=_setup_context)
