@@ -113,7 +113,7 @@ class Attention:
         self.name = decision.name
         k = decision.kernel or {}
         self.layout = k.get("layout", "bshd")
-        self.dtype = k.get("dtype")
+        self.dtype = {"fp16": "f16"}.get(k.get("dtype"), k.get("dtype"))  # maskc's tensor dtype names
         self.head_dim = k.get("head_dim")
         self._generated = None
 
@@ -160,6 +160,9 @@ def _sdpa(q, k, v, layout, choice, dtype, head_dim):
     """torch SDPA for a full or causal block with no score (choice says
     is_causal and the scale), cuDNN first; q, k, v in layout."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if t.device.type != "cuda" or t.device != q.device:
+            raise MaskcError("%s is on %s; want q's CUDA device" % (name, t.device))
     if dtype is not None:  # the block's declared facts, when the plan has them
         for name, t in (("q", q), ("k", k), ("v", v)):
             if dtype_name(t) != dtype:
@@ -251,17 +254,164 @@ def _launcher(key):
         raise MaskcError("maskc kernel %r is not loaded in this process (load its program first)" % key)
 
 
+_driver = None
+_nvrtc = None
+_lib_lock = threading.Lock()
+
+
+def _libs():
+    """The process's Driver and NVRTC wrappers (loaded once)."""
+    global _driver, _nvrtc
+    with _lib_lock:
+        if _driver is None:
+            from . import cuda
+            _driver = cuda.Driver()
+            _nvrtc = cuda.NVRTC()
+    return _driver, _nvrtc
+
+
 class _Generated:
     """The generated kernel of one block: argument checks, the ABI read from
-    the compile output's manifest, the launch through maskc.cuda."""
+    the compile output's manifest, the code object (prebuilt, cached, or
+    compiled with NVRTC for the running GPU), launches on the current stream."""
 
     def __init__(self, entry, decision):
         if not decision.has_generated:
             raise MaskcError("block %s has no generated kernel" % decision.name)
-        if not entry.has(_abi.MANIFEST_FILE):
+        man = _abi.read_manifest(entry.directory)
+        if man is None:
             raise _abi.manifest_missing(entry.directory)
-        raise NotImplementedError("reading %s: hipsrc/MANIFEST.md's schema is not on main yet" % _abi.MANIFEST_FILE)
+        self.entry, self.man, self.spec = entry, man, man.kernel(decision.name)
+        self.key = "%s/%s" % (entry.key, decision.name)
+        self._loaded = {}
+        self._flags = {}
+        self._lock = threading.Lock()
+        _LAUNCHERS[self.key] = self
 
+    def __call__(self, q, k, v, layout, buffers, return_lse, deterministic):
+        spec = self.spec
+        known = {b.name for b in spec.buffers} | ({spec.sink} if spec.sink else set())
+        unknown = sorted(set(buffers) - known)
+        if unknown:
+            raise MaskcError("block %s does not read %s (it reads: %s)" %
+                             (spec.attention, ", ".join(unknown), ", ".join(sorted(known)) or "no buffers"))
+        missing = sorted(known - set(buffers))
+        if missing:
+            raise MaskcError("block %s: buffer %s is missing: pass buffers={%r: tensor}" %
+                             (spec.attention, missing[0], missing[0]))
+        blist = [buffers[b.name] for b in spec.buffers]
+        sink = buffers[spec.sink] if spec.sink else None
+        if sink is not None and sink.dtype in (torch.bfloat16, torch.float16):
+            sink = sink.float()  # differentiably, as Turbo's contract casts it
+        tensors = [q, k, v] + blist + ([sink] if sink is not None else [])
+        if torch.compiler.is_compiling() or (torch.is_grad_enabled() and any(t.requires_grad for t in tensors)):
+            out, lse = torch.ops.maskc.attn_fwd(q, k, v, blist, sink, self.key, layout, deterministic)
+        else:  # plain eager inference: skip the dispatcher
+            out, lse = self.forward(q, k, v, blist, sink, layout)
+        return (out, lse) if return_lse else out
+
+    def _module(self, device):
+        """(platform, forward function, flags function or None) for device,
+        loading the code object into torch's context on first use."""
+        idx = device.index if device.index is not None else torch.cuda.current_device()
+        got = self._loaded.get(idx)
+        if got is not None:
+            return got
+        with self._lock:
+            if idx in self._loaded:
+                return self._loaded[idx]
+            if _platform() != "cuda":
+                raise NotImplementedError("maskc's generated-kernel launcher drives the CUDA driver only; on ROCm "
+                                          "the block's code objects (maskc compile --offload-arch) need a HIP "
+                                          "module loader, which this package does not have yet")
+            drv, _ = _libs()
+            with torch.cuda.device(idx):
+                drv.current_context()
+                major, minor = torch.cuda.get_device_capability(idx)
+                arch = "sm_%d%d" % (major, minor)
+                plat = _abi.pick_platform(self.man.platforms, "cuda", arch)
+                mod = drv.load_module(self._cubin(plat, plat.arch or arch))
+                fwd = drv.function(mod, self.spec.entry)
+                flags = drv.function(mod, self.spec.flags_entry) if self.spec.flags_entry else None
+                if plat.name not in self.spec.launch:
+                    raise MaskcError("the manifest has no launch configuration of %s for platform %s" %
+                                     (self.spec.name, plat.name))
+                smem = self.spec.launch[plat.name][2]
+                if smem:
+                    drv.set_max_dynamic_smem(fwd, smem)
+            self._loaded[idx] = (plat, fwd, flags)
+            return self._loaded[idx]
+
+    def _cubin(self, plat, target):
+        """The cubin for target: from the cache entry, else NVRTC-compiled
+        from the kernel's source and stored there."""
+        _, nvrtc = _libs()
+        name = "%s.%s.%s.%s.cubin" % (self.spec.name, plat.name, target, nvrtc.version())
+        path = self.entry.path(name)
+        if os.path.isfile(path):
+            with open(path, "rb") as f:
+                return f.read()
+        with open(self.entry.path(self.spec.source)) as f:
+            src = f.read()
+        cubin, _ = nvrtc.compile(src, self.spec.source, ["--gpu-architecture=" + target, "-std=c++17"] +
+                                 plat.compile_options)
+        _cache.write_atomic(path, cubin)
+        return cubin
+
+    def _flag_buffer(self, device, stream, sizes, block_n):
+        key = (device, stream, tuple(sorted(sizes.items())))
+        t = self._flags.get(key)
+        if t is None:
+            t = torch.empty(max(1, self.spec.flag_bytes(sizes, block_n)), dtype=torch.uint8, device=device)
+            self._flags[key] = t
+        return t
+
+    def forward(self, q, k, v, buffers, sink, layout):
+        """(out, lse) of the generated kernel: checks, then one or two
+        launches on the current stream; no synchronisation."""
+        spec, man = self.spec, self.man
+        sz = _checks.check_qkv(q, k, v, layout, spec.head_dim, spec.dtype, dtype_name)
+        checked = _checks.check_buffers(spec.buffers, {b.name: t for b, t in zip(spec.buffers, buffers)}, sz,
+                                        q.device, dtype_name)
+        if sink is not None:
+            if sink.dtype != torch.float32 or list(sink.shape) != [sz.H] or sink.device != q.device:
+                raise MaskcError("sink %s must be float32 [H] = [%d] on %s; got %s %s on %s" %
+                                 (spec.sink, sz.H, q.device, sink.dtype, list(sink.shape), sink.device))
+            sink = sink.contiguous()
+        out, lse = _out_lse_like(q, layout)
+        if sz.B == 0 or sz.H == 0 or sz.Q == 0:
+            return out, lse
+        if sz.KV == 0:
+            raise MaskcError("Skv = 0: a generated kernel needs at least one key")
+        plat, fwd, flagsfn = self._module(q.device)
+        block_n, threads, smem = spec.launch[plat.name]
+        sizes = dict(B=sz.B, H=sz.H, HKV=sz.HKV, Sq=sz.Q, Skv=sz.KV)
+        strides = {n: _checks.bhsd_strides(t, layout)[:3] for n, t in (("q", q), ("k", k), ("v", v), ("o", out))}
+        stream = torch.cuda.current_stream(q.device)
+        flags = self._flag_buffer(q.device, stream.cuda_stream, sizes, block_n) if flagsfn is not None else None
+        fptr = flags.data_ptr() if flags is not None else 0
+        sh, bf = man.pack(spec, sizes, strides, spec.scale, sink.data_ptr() if sink is not None else 0, fptr,
+                          [(t.data_ptr(), ext) for t, ext in checked])
+        drv, _ = _libs()
+        block = (threads, 1, 1)
+        with torch.cuda.device(q.device):
+            if flagsfn is not None:
+                e = man.entries[spec.flags_entry]
+                drv.launch(flagsfn, e.grid_dims(sizes, man.block_m, block_n), block, 0, stream.cuda_stream,
+                           e.args(dict(shape=sh, buf=bf, flags=fptr), man.structs), spec.flags_entry)
+            e = man.entries[spec.entry]
+            drv.launch(fwd, e.grid_dims(sizes, man.block_m, block_n), block, smem if e.shared_mem else 0,
+                       stream.cuda_stream, e.args(dict(Q=q.data_ptr(), K=k.data_ptr(), V=v.data_ptr(),
+                                                       O=out.data_ptr(), LSE=lse.data_ptr(), shape=sh, buf=bf),
+                                                  man.structs), spec.entry)
+        return out, lse
+
+    def backward(self, dout, dlse, q, k, v, out, lse, buffers, sink, layout, deterministic):
+        """The generated backward; not in this maskc yet."""
+        raise NotImplementedError(
+            "maskc::attn_bwd for block %s: the generated backward kernel (issue 12: hipsrc/attn_bwd.h, listed as "
+            "an entry of the ABI manifest) is not in this maskc; the forward runs, gradients through a generated "
+            "block do not yet (blocks that dispatch to SDPA or Turbo train)" % self.spec.attention)
 
 def _out_lse_like(q, layout):
     """Empty output (q's shape, contiguous) and LSE [B, H, Sq] float32."""
