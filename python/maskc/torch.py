@@ -115,7 +115,16 @@ class Attention:
         self.layout = k.get("layout", "bshd")
         self.dtype = {"fp16": "f16"}.get(k.get("dtype"), k.get("dtype"))  # maskc's tensor dtype names
         self.head_dim = k.get("head_dim")
+        # Everything that reads files or imports runs here, eagerly, so that
+        # a call traced by torch.compile(fullgraph=True) meets none of it.
+        _turbo()
         self._generated = None
+        if decision.has_generated and program.entry.has(_abi.MANIFEST_FILE):
+            self._generated = _Generated(program.entry, decision)
+        self.buffer_names = _plan_buffers(decision)
+        if self._generated is not None:
+            spec = self._generated.spec
+            self.buffer_names |= {b.name for b in spec.buffers} | ({spec.sink} if spec.sink else set())
 
     def __repr__(self):
         return "<maskc attention %s: %s via %s>" % (self.name, self.decision.pattern, self.decision.entry)
@@ -136,7 +145,15 @@ class Attention:
         layout = layout or self.layout
         if layout not in _checks.LAYOUTS:
             raise MaskcError("layout=%r: want %s" % (layout, " or ".join(_checks.LAYOUTS)))
+        for name, t in (("q", q), ("k", k), ("v", v)):
+            if t.dim() != 4:
+                raise MaskcError("%s has %d dimensions, shape %s; want 4 (%s)" % (name, t.dim(), tuple(t.shape),
+                                                                                 layout))
         buffers = dict(buffers or {})
+        unknown = sorted(set(buffers) - self.buffer_names)
+        if unknown:
+            raise MaskcError("block %s does not read %s (it reads: %s)" % (
+                self.name, ", ".join(unknown), ", ".join(sorted(self.buffer_names)) or "no buffers"))
         choice = self.choose(q, k, layout, return_lse, backend)
         if choice.note:
             _warn_once(choice.note)
@@ -148,10 +165,25 @@ class Attention:
         return gen(q, k, v, layout, buffers, return_lse, deterministic)
 
     def generated(self):
-        """The block's generated-kernel launcher (built on first use)."""
+        """The block's generated-kernel launcher."""
         if self._generated is None:
-            self._generated = _Generated(self.program.entry, self.decision)
+            if not self.decision.has_generated:
+                raise MaskcError("block %s has no generated kernel" % self.name)
+            raise _abi.manifest_missing(self.program.entry.directory)
         return self._generated
+
+
+def _plan_buffers(dec):
+    """The buffer names a block's calls may pass: those the plan's kwargs
+    name, its segments buffer, and its generated kernel's buffers."""
+    names = {v for v in dec.kwargs.values() if isinstance(v, str)} - {dec.kwargs.get("kernel")}
+    if dec.segments:
+        names.add(dec.segments)
+    names.update((dec.kernel or {}).get("buffers") or [])
+    names.update(b for b in dec.kwargs.get("buffers") or [] if isinstance(b, str))
+    if (dec.kernel or {}).get("sink"):
+        names.add(dec.kernel["sink"])
+    return names
 
 
 # --------------------------------------------------------------------------- SDPA
