@@ -216,8 +216,12 @@ def check_case(case, prog_cache, log, gen):
             torch._dynamo.reset()
             cfn = torch.compile(fn, fullgraph=True)
             c = cfn(q, k, v)
-            res["compile_equal"] = bool(torch.equal(c, eager))
-            ok = ok and res["compile_equal"]
+            if kind == "generated":  # the same kernel: bitwise
+                res["compile_equal"] = bool(torch.equal(c, eager))
+                ok = ok and res["compile_equal"]
+            else:  # the compiler may pick another fused SDPA kernel
+                res["compile_rel_err"] = rel(c, eager)
+                ok = ok and res["compile_rel_err"] < TOL
         except Exception as e:
             res["compile_equal"] = "FAIL: %s" % str(e)[:400]
             ok = False

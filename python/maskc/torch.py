@@ -205,10 +205,15 @@ def _sdpa(q, k, v, layout, choice, dtype, head_dim):
     hkv, _ = _heads_seq(k, layout)
     if layout == "bshd":
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
-    backends = [SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]
-    with sdpa_kernel(backends, set_priority=True):
-        o = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=choice.is_causal, scale=choice.scale,
-                                                             enable_gqa=h != hkv)
+    def sdpa():
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=choice.is_causal, scale=choice.scale,
+                                                                enable_gqa=h != hkv)
+    if torch.compiler.is_compiling():
+        o = sdpa()  # the compiler picks among its fused SDPA kernels; each computes the same function
+    else:
+        backends = [SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]
+        with sdpa_kernel(backends, set_priority=True):
+            o = sdpa()
     return o.transpose(1, 2) if layout == "bshd" else o
 
 
