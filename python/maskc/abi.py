@@ -102,6 +102,17 @@ class Platform:
     def __repr__(self):
         return "Platform(%s)" % self.name
 
+    def target(self, device_arch):
+        """The architecture to compile for on a device of device_arch: the
+        platform's own (sm_90a) or the device's."""
+        return self.arch or device_arch
+
+    def nvrtc_options(self, device_arch, extra=()):
+        """NVRTC options for this platform on a device of device_arch: the
+        target, C++17 (as maskc's Go runtime compiles), the platform's
+        compile options, then extra."""
+        return ["--gpu-architecture=" + self.target(device_arch), "-std=c++17"] + self.compile_options + list(extra)
+
 
 def pick_platform(platforms, backend, arch):
     """The platform a device of backend ("cuda"/"hip") and architecture
@@ -227,6 +238,13 @@ class Manifest:
         if ptr_dims != [[self.max_buffers]]:
             raise MaskcError("manifest: MaskcBuffers.ptr has extents %s, max_buffers is %d" %
                              (ptr_dims, self.max_buffers))
+
+    def platform(self, name):
+        """The platform of that name ("nvidia", "nvidia-sm90a", "amd")."""
+        for p in self.platforms:
+            if p.name == name:
+                return p
+        raise MaskcError("the manifest has no platform %r (has %s)" % (name, ", ".join(p.name for p in self.platforms)))
 
     def kernel(self, attention):
         """The kernel of an attention block; MaskcError when there is none."""

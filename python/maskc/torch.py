@@ -390,8 +390,7 @@ class _Generated:
                 return f.read()
         with open(self.entry.path(self.spec.source)) as f:
             src = f.read()
-        cubin, _ = nvrtc.compile(src, self.spec.source, ["--gpu-architecture=" + target, "-std=c++17"] +
-                                 plat.compile_options)
+        cubin, _ = nvrtc.compile(src, self.spec.source, plat.nvrtc_options(target))
         _cache.write_atomic(path, cubin)
         return cubin
 

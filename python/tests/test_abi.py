@@ -86,6 +86,16 @@ def test_pick_platform(doc, backend, arch, want):
     assert pick_platform(Manifest(doc).platforms, backend, arch).name == want
 
 
+def test_platform_options(doc):
+    m = Manifest(doc)
+    assert m.platform("nvidia-sm90a").nvrtc_options("sm_90") == [
+        "--gpu-architecture=sm_90a", "-std=c++17", "-DMASKC_NV_WGMMA=1"]
+    assert m.platform("nvidia").nvrtc_options("sm_80", ["-lineinfo"]) == [
+        "--gpu-architecture=sm_80", "-std=c++17", "-lineinfo"]
+    with pytest.raises(MaskcError, match="no platform 'tpu'"):
+        m.platform("tpu")
+
+
 def test_args_by_parameter_name(doc):
     m = Manifest(doc)
     fwd = m.entries["maskc_attn_fwd"]
