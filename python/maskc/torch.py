@@ -474,16 +474,17 @@ def _attn_fwd_fake(q, k, v, buffers, sink, kernel, layout, deterministic):
 def attn_bwd(dout: torch.Tensor, dlse: Optional[torch.Tensor], q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
              out: torch.Tensor, lse: torch.Tensor, buffers: List[torch.Tensor], sink: Optional[torch.Tensor],
              kernel: str, layout: str, deterministic: bool
-             ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, List[torch.Tensor], Optional[torch.Tensor]]:
-    """maskc's generated attention backward: (dq, dk, dv, one gradient per
-    buffer (zeros for buffers that are not differentiable), dsink or None)."""
+             ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, List[torch.Tensor]]:
+    """maskc's generated attention backward: (dq, dk, dv, grads) where grads
+    holds one gradient per buffer (zeros for buffers that are not
+    differentiable), then dsink when there is a sink."""
     return _launcher(kernel).backward(dout, dlse, q, k, v, out, lse, buffers, sink, layout, deterministic)
 
 
 @attn_bwd.register_fake
 def _attn_bwd_fake(dout, dlse, q, k, v, out, lse, buffers, sink, kernel, layout, deterministic):
-    return (q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape), [b.new_empty(b.shape) for b in buffers],
-            None if sink is None else sink.new_empty(sink.shape))
+    return (q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape),
+            [b.new_empty(b.shape) for b in buffers] + ([] if sink is None else [sink.new_empty(sink.shape)]))
 
 
 def _setup_context(ctx, inputs, output):
@@ -495,9 +496,10 @@ def _setup_context(ctx, inputs, output):
 
 def _backward(ctx, dout, dlse):
     q, k, v, out, lse, sink, *buffers = ctx.saved_tensors
-    dq, dk, dv, dbufs, dsink = attn_bwd(dout, dlse, q, k, v, out, lse, buffers, sink, ctx.kernel, ctx.layout,
-                                        ctx.deterministic)
-    dbufs = [g if b.dtype.is_floating_point else None for g, b in zip(dbufs, buffers)]
+    dq, dk, dv, grads = attn_bwd(dout, dlse, q, k, v, out, lse, buffers, sink, ctx.kernel, ctx.layout,
+                                 ctx.deterministic)
+    dbufs = [g if b.dtype.is_floating_point else None for g, b in zip(grads, buffers)]
+    dsink = grads[len(buffers)] if sink is not None else None
     return dq, dk, dv, dbufs, dsink, None, None, None
 
 
