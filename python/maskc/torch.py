@@ -20,6 +20,7 @@ import warnings
 from typing import List, Optional, Tuple
 
 import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from . import abi as _abi
 from . import cache as _cache
@@ -191,7 +192,6 @@ def _plan_buffers(dec):
 def _sdpa(q, k, v, layout, choice, dtype, head_dim):
     """torch SDPA for a full or causal block with no score (choice says
     is_causal and the scale), cuDNN first; q, k, v in layout."""
-    from torch.nn.attention import SDPBackend, sdpa_kernel
     for name, t in (("q", q), ("k", k), ("v", v)):
         if t.device.type != "cuda" or t.device != q.device:
             raise MaskcError("%s is on %s; want q's CUDA device" % (name, t.device))
