@@ -15,8 +15,10 @@ choose() turns a decision and one call's facts into the kernel that runs:
 - "generated": maskc's generated kernel, everywhere else.
 
 A failed precondition never silently runs something else: the choice carries
-a note saying why the generated kernel runs (the caller says it once), and a
-caller that insists on Turbo or SDPA gets a MaskcError instead.
+a note saying which precondition failed and that the generated kernel runs
+(the caller says it once), and a caller that insists on Turbo or SDPA gets a
+MaskcError instead. A Turbo that is merely not installed (every NVIDIA
+machine) is no surprise and carries no note.
 """
 from .diagnostics import MaskcError
 
@@ -118,8 +120,9 @@ def precondition_holds(cond, facts):
 
 class Choice:
     """The kernel that runs one call: kind ("turbo", "sdpa", "generated"),
-    the SDPA arguments (is_causal, scale) for "sdpa", and note: why a
-    better kernel did not run, or "" (the caller reports it once)."""
+    the SDPA arguments (is_causal, scale) for "sdpa", and note: the failed
+    precondition that sent a Turbo-planned block to the generated kernel,
+    or "" (the caller reports it once)."""
 
     def __init__(self, kind, note="", is_causal=False, scale=None):
         self.kind, self.note, self.is_causal, self.scale = kind, note, is_causal, scale
@@ -175,7 +178,7 @@ def choose(dec, facts, backend="auto"):
     if backend in ("auto", "sdpa") and facts.platform == "cuda" and not failed:
         why, causal = _sdpa_exact(dec, facts)
         if not why:
-            return Choice("sdpa", "; ".join(notes), is_causal=causal, scale=scale)
+            return Choice("sdpa", is_causal=causal, scale=scale)
         notes.append("SDPA is not exact: " + why)
     elif backend == "sdpa":
         notes.append("the plan's preconditions fail (%s)" % "; ".join(failed) if failed else
@@ -186,6 +189,7 @@ def choose(dec, facts, backend="auto"):
         raise MaskcError("block %s: no kernel can run this call exactly: %s; and maskc compile wrote no generated "
                          "kernel for it" % (dec.name, "; ".join(notes) or "the generated kernel was requested"))
     note = ""
-    if dec.is_turbo and notes:
-        note = "block %s runs maskc's generated kernel: %s" % (dec.name, "; ".join(notes))
+    if dec.is_turbo and failed:
+        note = "block %s runs maskc's generated kernel: the plan's %s needs %s, and %s" % (
+            dec.name, dec.entry, " and ".join(dec.preconditions), "; ".join(failed))
     return Choice("generated", note)

@@ -449,6 +449,7 @@ class _Generated:
             "an entry of the ABI manifest) is not in this maskc; the forward runs, gradients through a generated "
             "block do not yet (blocks that dispatch to SDPA or Turbo train)" % self.spec.attention)
 
+
 def _out_lse_like(q, layout):
     """Empty output (q's shape, contiguous) and LSE [B, H, Sq] float32."""
     h, sq = _heads_seq(q, layout)
