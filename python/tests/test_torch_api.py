@@ -78,3 +78,56 @@ def test_ops_are_registered_with_fake_and_autograd(mt):
     assert out.shape == q.shape and out.is_contiguous() and lse.shape == (2, 8, 100) and lse.dtype is ft.float32
     q2 = ft.Tensor((2, 8, 100, 128))
     assert fwd.fake(q2, k, k, [], None, "key", "bhsd", False)[1].shape == (2, 8, 100)
+
+
+@pytest.fixture
+def turbo(monkeypatch):
+    """A stand-in primus_turbo.pytorch.ops recording its calls."""
+    import sys
+    import types
+    calls = []
+
+    def flash_attn_func(q, k, v, **kw):
+        calls.append((q.shape, k.shape, kw))
+        return ft.Tensor(q.shape, q.dtype, q.device)
+    ops = types.ModuleType("primus_turbo.pytorch.ops")
+    ops.flash_attn_func = flash_attn_func
+    pt = types.ModuleType("primus_turbo.pytorch")
+    pt.ops = ops
+    top = types.ModuleType("primus_turbo")
+    top.pytorch = pt
+    for name, m in (("primus_turbo", top), ("primus_turbo.pytorch", pt), ("primus_turbo.pytorch.ops", ops)):
+        monkeypatch.setitem(sys.modules, name, m)
+    return calls
+
+
+def test_turbo_gets_the_plans_exact_kwargs(mt, turbo):
+    attn = mt.load(os.path.join(EXAMPLES, "alibi.flex")).attention("alibi_layer")
+    slopes = ft.Tensor((8,), ft.float32)
+    q = ft.Tensor((2, 8, 256, 128))  # bhsd: handed to Turbo as bshd views
+    attn(q, q, q, layout="bhsd", buffers={"slopes": slopes}, deterministic=True)
+    ((qs, ks, kw),) = turbo
+    assert qs == (2, 256, 8, 128)
+    assert kw == {"causal": True, "window_size": (-1, -1), "alibi_slopes": slopes, "deterministic": True}
+
+
+def test_turbo_sink_is_cast_to_float32(mt, turbo):
+    attn = mt.load(os.path.join(EXAMPLES, "gpt_oss.flex")).attention("layer_0")
+    sinks = ft.Tensor((4,), ft.bfloat16)
+    q = ft.Tensor((1, 64, 4, 64))
+    attn(q, q, q, buffers={"sinks": sinks})
+    ((_, _, kw),) = turbo
+    assert kw["sink"].dtype is ft.float32 and kw["window_size"] == (127, 0) and kw["causal"] is True
+
+
+def test_turbo_precondition_failure_is_not_silent(mt, turbo):
+    attn = mt.load(os.path.join(EXAMPLES, "alibi.flex")).attention("alibi_layer")
+    q, k = ft.Tensor((1, 100, 8, 128)), ft.Tensor((1, 300, 8, 128))
+    with pytest.raises(MaskcError, match="Sq=100 != Skv=300"):
+        attn(q, k, k, buffers={"slopes": ft.Tensor((8,), ft.float32)}, backend="turbo")
+    with pytest.warns(UserWarning, match="alibi_layer runs maskc's generated kernel: .* Sq=100 != Skv=300"):
+        try:
+            attn(q, k, k, buffers={"slopes": ft.Tensor((8,), ft.float32)})
+        except (NotImplementedError, MaskcError):
+            pass  # what the generated path does here is another test's business
+    assert not turbo
