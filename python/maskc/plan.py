@@ -160,7 +160,11 @@ def choose(dec, facts, backend="auto"):
     if backend not in BACKENDS:
         raise MaskcError("backend=%r: want one of %s" % (backend, ", ".join(BACKENDS)))
     notes = []
-    failed = [why for ok, why in (precondition_holds(c, facts) for c in dec.preconditions) if not ok]
+    failed = []  # plain loops: torch.compile traces this function
+    for cond in dec.preconditions:
+        ok, why = precondition_holds(cond, facts)
+        if not ok:
+            failed.append(why)
     if backend in ("auto", "turbo") and dec.is_turbo:
         if not facts.turbo_available:
             notes.append("primus_turbo is not importable")

@@ -125,7 +125,7 @@ class Attention:
         self.buffer_names = _plan_buffers(decision)
         if self._generated is not None:
             spec = self._generated.spec
-            self.buffer_names |= {b.name for b in spec.buffers} | ({spec.sink} if spec.sink else set())
+            self.buffer_names |= self._generated.known
 
     def __repr__(self):
         return "<maskc attention %s: %s via %s>" % (self.name, self.decision.pattern, self.decision.entry)
@@ -323,11 +323,11 @@ class _Generated:
         self._loaded = {}
         self._flags = {}
         self._lock = threading.Lock()
+        self.known = {b.name for b in self.spec.buffers} | ({self.spec.sink} if self.spec.sink else set())
         _LAUNCHERS[self.key] = self
 
     def __call__(self, q, k, v, layout, buffers, return_lse, deterministic):
-        spec = self.spec
-        known = {b.name for b in spec.buffers} | ({spec.sink} if spec.sink else set())
+        spec, known = self.spec, self.known
         unknown = sorted(set(buffers) - known)
         if unknown:
             raise MaskcError("block %s does not read %s (it reads: %s)" %
@@ -340,8 +340,11 @@ class _Generated:
         sink = buffers[spec.sink] if spec.sink else None
         if sink is not None and sink.dtype in (torch.bfloat16, torch.float16):
             sink = sink.float()  # differentiably, as Turbo's contract casts it
-        tensors = [q, k, v] + blist + ([sink] if sink is not None else [])
-        if torch.compiler.is_compiling() or (torch.is_grad_enabled() and any(t.requires_grad for t in tensors)):
+        grad = False
+        if torch.is_grad_enabled():
+            for t in [q, k, v] + blist + ([sink] if sink is not None else []):
+                grad = grad or t.requires_grad
+        if torch.compiler.is_compiling() or grad:
             out, lse = torch.ops.maskc.attn_fwd(q, k, v, blist, sink, self.key, layout, deterministic)
         else:  # plain eager inference: skip the dispatcher
             out, lse = self.forward(q, k, v, blist, sink, layout)
