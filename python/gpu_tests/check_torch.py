@@ -59,6 +59,12 @@ def _causal(B, H, Sq, Skv, gen, dev):
     return {}, (lambda b, h, q, kv: q >= kv), None, None
 
 
+def _alibi(B, H, Sq, Skv, gen, dev):
+    slopes = torch.exp2(-8.0 * (torch.arange(H) + 1) / H).float().to(dev)
+    return ({"slopes": slopes}, (lambda b, h, q, kv: q >= kv),
+            (lambda s, b, h, q, kv: s + slopes[h] * (kv - q)), None)
+
+
 def _dilated(B, H, Sq, Skv, gen, dev):
     return {}, (lambda b, h, q, kv: (q >= kv) & ((q - kv).abs() <= 2048) & ((q - kv) % 2 == 0)), None, None
 
@@ -90,9 +96,10 @@ def _odd(B, H, Sq, Skv, gen, dev):
 
 
 CASES = [
-    ("full", "full.flex", "encoder", 2, 8, 8, 300, 500, 64, torch.bfloat16, "bshd", _none),
+    ("full", "full.flex", "encoder", 2, 8, 8, 300, 500, 128, torch.bfloat16, "bshd", _none),
     ("causal", "causal.flex", "decoder", 2, 8, 2, 1000, 1000, 128, torch.bfloat16, "bshd", _causal),
     ("causal_sq!=skv", "causal.flex", "decoder", 2, 8, 2, 200, 1000, 128, torch.bfloat16, "bshd", _causal),
+    ("alibi", "alibi.flex", "alibi_layer", 2, 8, 2, 1000, 1000, 128, torch.bfloat16, "bshd", _alibi),
     ("dilated", "dilated_window.flex", "dilated_layer", 2, 8, 2, 1000, 1000, 128, torch.bfloat16, "bshd", _dilated),
     ("document", "document_causal.flex", "packed_layer", 2, 8, 2, 1000, 1000, 128, torch.bfloat16, "bshd",
      _document),
