@@ -14,6 +14,7 @@ torch.compile(fullgraph=True) traces through them). When a better kernel
 cannot run a call exactly the generated kernel runs and a warning says why,
 once per reason; backend="turbo" or "sdpa" raises instead.
 """
+import concurrent.futures
 import os
 import threading
 import warnings
@@ -80,6 +81,22 @@ class Program:
         if name not in self._attns:
             self._attns[name] = Attention(self, self.plan.attention(name))
         return self._attns[name]
+
+    def prepare(self, device=None, threads=8):
+        """Builds every generated kernel of the program for a CUDA device
+        (default: the current one), compiling in parallel threads, and
+        loads them into torch's context: model-build work that the first
+        training step would otherwise do."""
+        dev = torch.device(device if device is not None else "cuda")
+        idx = dev.index if dev.index is not None else torch.cuda.current_device()
+        gens = [a.generated() for a in (self.attention(n) for n in self.names) if a.decision.has_generated]
+        _libs()
+        with concurrent.futures.ThreadPoolExecutor(max(1, min(threads, len(gens)))) as ex:
+            for f in [ex.submit(g.compile_for, idx) for g in gens]:
+                f.result()
+        for g in gens:
+            g._module(torch.device("cuda", idx))
+        return self
 
     @property
     def names(self):
@@ -350,6 +367,22 @@ class _Generated:
             out, lse = self.forward(q, k, v, blist, sink, layout)
         return (out, lse) if return_lse else out
 
+    def _target(self, idx):
+        """(platform, compile target) for CUDA device idx."""
+        if _platform() != "cuda":
+            raise NotImplementedError("maskc's generated-kernel launcher drives the CUDA driver only; on ROCm "
+                                      "the block's code objects (maskc compile --offload-arch) need a HIP "
+                                      "module loader, which this package does not have yet")
+        major, minor = torch.cuda.get_device_capability(idx)
+        arch = "sm_%d%d" % (major, minor)
+        plat = _abi.pick_platform(self.man.platforms, "cuda", arch)
+        return plat, plat.target(arch)
+
+    def compile_for(self, idx):
+        """Builds (or finds in the cache) the code object for CUDA device idx,
+        without loading it: safe to call from several threads at once."""
+        return self._cubin(*self._target(idx))
+
     def _module(self, device):
         """(platform, forward function, flags function or None) for device,
         loading the code object into torch's context on first use."""
@@ -360,17 +393,11 @@ class _Generated:
         with self._lock:
             if idx in self._loaded:
                 return self._loaded[idx]
-            if _platform() != "cuda":
-                raise NotImplementedError("maskc's generated-kernel launcher drives the CUDA driver only; on ROCm "
-                                          "the block's code objects (maskc compile --offload-arch) need a HIP "
-                                          "module loader, which this package does not have yet")
             drv, _ = _libs()
             with torch.cuda.device(idx):
                 drv.current_context()
-                major, minor = torch.cuda.get_device_capability(idx)
-                arch = "sm_%d%d" % (major, minor)
-                plat = _abi.pick_platform(self.man.platforms, "cuda", arch)
-                mod = drv.load_module(self._cubin(plat, plat.arch or arch))
+                plat, target = self._target(idx)
+                mod = drv.load_module(self._cubin(plat, target))
                 fwd = drv.function(mod, self.spec.entry)
                 flags = drv.function(mod, self.spec.flags_entry) if self.spec.flags_entry else None
                 if plat.name not in self.spec.launch:

@@ -156,6 +156,7 @@ def install(monkeypatch):
     for n in ("bfloat16", "float16", "float32", "float64", "int32", "int64", "uint8", "Tensor", "empty"):
         setattr(torch, n, globals()[n])
     torch.bool = bool_
+    torch.device = Device
     torch.version = types.SimpleNamespace(hip=None, cuda="13.0")
     torch.compiler = types.SimpleNamespace(is_compiling=lambda: False)
     torch.is_grad_enabled = lambda: True
