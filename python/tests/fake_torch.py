@@ -25,9 +25,9 @@ int32, int64, bool_, uint8 = DType("int32", 4, False), DType("int64", 8, False),
 
 
 class Device:
-    def __init__(self, s):
+    def __init__(self, s, index=None):
         self.type, _, idx = str(s).partition(":")
-        self.index = int(idx) if idx else (0 if self.type == "cuda" else None)
+        self.index = index if index is not None else int(idx) if idx else (0 if self.type == "cuda" else None)
 
     def __str__(self):
         return self.type if self.index is None else "%s:%d" % (self.type, self.index)
