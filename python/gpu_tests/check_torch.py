@@ -95,6 +95,10 @@ def _odd(B, H, Sq, Skv, gen, dev):
     return {"tab": tab}, (lambda b, h, q, kv: ((q * kv + h + tab[b, kv]) % 7 != 3) & (q >= kv)), None, None
 
 
+# torch.compile and opcheck cost seconds each: run them on these cases (one
+# per dispatch path and kernel kind), the cheap checks on all.
+HEAVY = {"causal", "document", "gpt_oss_sink", "prepass_fp16_bhsd"}
+
 CASES = [
     ("full", "full.flex", "encoder", 2, 8, 8, 300, 500, 128, torch.bfloat16, "bshd", _none),
     ("causal", "causal.flex", "decoder", 2, 8, 2, 1000, 1000, 128, torch.bfloat16, "bshd", _causal),
@@ -173,12 +177,7 @@ def check_case(case, prog_cache, log, gen):
     name, f, block = case[0], case[1], case[2]
     layout = case[10]
     res = {"case": name}
-    if f is None:
-        path = "/tmp/maskc_odd.flex"
-        with open(path, "w") as fh:
-            fh.write(ODD_FLEX)
-    else:
-        path = os.path.join(EX, f)
+    path = os.path.join(EX, f) if f else "/tmp/maskc_odd.flex"
     t0 = time.time()
     prog = prog_cache.get(path) or mt.load(path)
     prog_cache[path] = prog
@@ -207,7 +206,7 @@ def check_case(case, prog_cache, log, gen):
     with torch.no_grad():
         eager = fn(q, k, v)
         # opcheck on the custom op (generated blocks)
-        if kind == "generated":
+        if kind == "generated" and name in HEAVY:
             gen_ = attn.generated()
             blist = [bufs[b.name] for b in gen_.spec.buffers]
             sk = bufs[gen_.spec.sink].float() if gen_.spec.sink else None
@@ -220,6 +219,8 @@ def check_case(case, prog_cache, log, gen):
                 ok = False
         # torch.compile(fullgraph=True)
         try:
+            if name not in HEAVY:
+                raise StopIteration
             torch._dynamo.reset()
             cfn = torch.compile(fn, fullgraph=True)
             c = cfn(q, k, v)
@@ -229,6 +230,8 @@ def check_case(case, prog_cache, log, gen):
             else:  # the compiler may pick another fused SDPA kernel
                 res["compile_rel_err"] = rel(c, eager)
                 ok = ok and res["compile_rel_err"] < TOL
+        except StopIteration:
+            pass
         except Exception as e:
             res["compile_equal"] = "FAIL: %s" % str(e)[:400]
             ok = False
@@ -318,6 +321,17 @@ def main():
     gen = torch.Generator().manual_seed(int(time.time()))
     fails = 0
     cache = {}
+    with open("/tmp/maskc_odd.flex", "w") as fh:
+        fh.write(ODD_FLEX)
+    t0 = time.time()
+    paths = sorted({os.path.join(EX, c[1]) if c[1] else "/tmp/maskc_odd.flex" for c in CASES})
+    for p in paths:
+        cache[p] = mt.load(p)
+    t1 = time.time()
+    import concurrent.futures
+    with concurrent.futures.ThreadPoolExecutor(len(paths)) as ex:
+        list(ex.map(lambda p: cache[p].prepare(), paths))
+    print(json.dumps({"load_s": round(t1 - t0, 2), "prepare_s": round(time.time() - t1, 2)}), flush=True)
     with open(a.out, "w") as log:
         for case in CASES:
             if a.cases and case[0] not in a.cases.split(","):
