@@ -58,6 +58,10 @@ class Driver:
             lib.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
             lib.cuGetErrorString.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
             lib.cuCtxGetCurrent.argtypes = [ctypes.POINTER(_vp)]
+            lib.cuCtxSetCurrent.argtypes = [_vp]
+            lib.cuCtxGetDevice.argtypes = [ctypes.POINTER(ctypes.c_int)]
+            lib.cuDeviceGet.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_int]
+            lib.cuDevicePrimaryCtxRetain.argtypes = [ctypes.POINTER(_vp), ctypes.c_int]
             lib.cuModuleLoadData.argtypes = [ctypes.POINTER(_vp), ctypes.c_char_p]
             lib.cuModuleUnload.argtypes = [_vp]
             lib.cuModuleGetFunction.argtypes = [ctypes.POINTER(_vp), _vp, ctypes.c_char_p]
@@ -83,6 +87,23 @@ class Driver:
         self.check(self.lib.cuCtxGetCurrent(ctypes.byref(ctx)), "cuCtxGetCurrent")
         if not ctx.value:
             raise CudaError("cuCtxGetCurrent", 0, "no current context: touch the device with torch first")
+        return ctx.value
+
+    def ensure_context(self, ordinal):
+        """Makes device ordinal's primary context (the one torch uses) current
+        on the calling thread when it is not already: a thread that has not
+        run a CUDA call yet has none. Returns the context."""
+        ctx = _vp()
+        self.check(self.lib.cuCtxGetCurrent(ctypes.byref(ctx)), "cuCtxGetCurrent")
+        if ctx.value:
+            dev = ctypes.c_int()
+            self.check(self.lib.cuCtxGetDevice(ctypes.byref(dev)), "cuCtxGetDevice")
+            if dev.value == ordinal:
+                return ctx.value
+        dev = ctypes.c_int()
+        self.check(self.lib.cuDeviceGet(ctypes.byref(dev), int(ordinal)), "cuDeviceGet(%d)" % ordinal)
+        self.check(self.lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev), "cuDevicePrimaryCtxRetain")
+        self.check(self.lib.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
         return ctx.value
 
     def load_module(self, image):

@@ -395,7 +395,7 @@ class _Generated:
                 return self._loaded[idx]
             drv, _ = _libs()
             with torch.cuda.device(idx):
-                drv.current_context()
+                drv.ensure_context(idx)
                 plat, target = self._target(idx)
                 mod = drv.load_module(self._cubin(plat, target))
                 fwd = drv.function(mod, self.spec.entry)
@@ -461,6 +461,7 @@ class _Generated:
         drv, _ = _libs()
         block = (threads, 1, 1)
         with torch.cuda.device(q.device):
+            drv.ensure_context(q.device.index if q.device.index is not None else torch.cuda.current_device())
             if flagsfn is not None:
                 e = man.entries[spec.flags_entry]
                 drv.launch(flagsfn, e.grid_dims(sizes, man.block_m, block_n), block, 0, stream.cuda_stream,

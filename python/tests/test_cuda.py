@@ -14,7 +14,7 @@ class FakeCuda:
     """Returns the code in fail[name] (0 by default) and records calls."""
 
     def __init__(self, fail=None, ctx=0x1000):
-        self.fail, self.ctx, self.calls = dict(fail or {}), ctx, []
+        self.fail, self.ctx, self.calls, self.ctx_dev = dict(fail or {}), ctx, [], 0
 
     def _rc(self, name, *args):
         self.calls.append((name, args))
@@ -31,6 +31,22 @@ class FakeCuda:
     def cuCtxGetCurrent(self, out):
         out._obj.value = self.ctx
         return self._rc("cuCtxGetCurrent")
+
+    def cuCtxGetDevice(self, out):
+        out._obj.value = self.ctx_dev
+        return self._rc("cuCtxGetDevice")
+
+    def cuDeviceGet(self, out, ordinal):
+        out._obj.value = ordinal
+        return self._rc("cuDeviceGet", ordinal)
+
+    def cuDevicePrimaryCtxRetain(self, out, dev):
+        out._obj.value = 0x7000 + dev.value
+        return self._rc("cuDevicePrimaryCtxRetain", dev.value)
+
+    def cuCtxSetCurrent(self, ctx):
+        self.ctx = ctx.value
+        return self._rc("cuCtxSetCurrent", ctx.value)
 
     def cuModuleLoadData(self, out, image):
         out._obj.value = 0x2000
@@ -130,3 +146,20 @@ def test_nvrtc_failure_carries_log():
         NVRTC(lib).compile("src", "k.cu", [])
     assert "nvrtcCompileProgram(k.cu) failed: error 6" in str(ei.value) and "x.flex(3): error: bad" in ei.value.output
     assert lib.destroyed == 1, "the program is destroyed on failure too"
+
+
+@pytest.mark.parametrize("ctx, ctx_dev, ordinal, want, retained", [
+    (0x1000, 0, 0, 0x1000, False),  # torch's context already current
+    (0, 0, 0, 0x7000, True),  # a fresh thread: bind the primary context
+    (0x1000, 0, 1, 0x7001, True),  # current context of another device
+])
+def test_ensure_context(ctx, ctx_dev, ordinal, want, retained):
+    lib = FakeCuda(ctx=ctx)
+    lib.ctx_dev = ctx_dev
+    assert Driver(lib).ensure_context(ordinal) == want
+    assert any(c[0] == "cuDevicePrimaryCtxRetain" for c in lib.calls) == retained
+
+
+def test_ensure_context_failure_raises():
+    with pytest.raises(CudaError, match="cuDevicePrimaryCtxRetain failed: error 201"):
+        Driver(FakeCuda(ctx=0, fail={"cuDevicePrimaryCtxRetain": 201})).ensure_context(0)
