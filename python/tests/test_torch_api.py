@@ -125,9 +125,7 @@ def test_turbo_precondition_failure_is_not_silent(mt, turbo):
     q, k = ft.Tensor((1, 100, 8, 128)), ft.Tensor((1, 300, 8, 128))
     with pytest.raises(MaskcError, match="Sq=100 != Skv=300"):
         attn(q, k, k, buffers={"slopes": ft.Tensor((8,), ft.float32)}, backend="turbo")
+    attn._generated = lambda *args: "generated ran"  # the launcher itself is tests_after_issue10's business
     with pytest.warns(UserWarning, match="alibi_layer runs maskc's generated kernel: .* Sq=100 != Skv=300"):
-        try:
-            attn(q, k, k, buffers={"slopes": ft.Tensor((8,), ft.float32)})
-        except (NotImplementedError, MaskcError):
-            pass  # what the generated path does here is another test's business
+        assert attn(q, k, k, buffers={"slopes": ft.Tensor((8,), ft.float32)}) == "generated ran"
     assert not turbo
