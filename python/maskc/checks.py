@@ -1,0 +1,186 @@
+"""Argument checks for one attention call, run before anything is launched.
+
+The checks read tensors through a small protocol (shape, stride(), device,
+data_ptr(), element_size()) and a dtype_name function mapping a tensor to
+maskc's element type names (bf16, f16, f32, i32, ...), so they are the same
+code for torch tensors and for the test suite's fakes. Every failure is a
+MaskcError naming the argument and what was expected.
+"""
+import ast
+
+from .diagnostics import MaskcError
+
+__all__ = ["LAYOUTS", "MAX_SEQ_LEN", "MAX_GRID_YZ", "Sizes", "eval_dims", "check_qkv", "check_buffers",
+           "bhsd_strides"]
+
+#: Memory orders of q, k, v and the output: [batch, seq, head, dim] or [batch, head, seq, dim].
+LAYOUTS = ("bshd", "bhsd")
+#: The longest Sq and Skv a generated kernel accepts (codegen.MaxSeqLen: its
+#: index arithmetic is 32-bit under this bound).
+MAX_SEQ_LEN = 2 ** 31 - 257
+#: B and H are grid dimensions y and z of the forward launch.
+MAX_GRID_YZ = 65535
+# Rows are read in 16-byte chunks (hipsrc/attn_fwd.h: 16-byte aligned rows).
+_ROW_ALIGN_BYTES = 16
+
+
+class Sizes:
+    """The size symbols of one call: B, H, HKV, Q (= Sq), KV (= Skv), D."""
+
+    __slots__ = ("B", "H", "HKV", "Q", "KV", "D")
+
+    def __init__(self, B, H, HKV, Q, KV, D):
+        self.B, self.H, self.HKV, self.Q, self.KV, self.D = B, H, HKV, Q, KV, D
+
+    def symbols(self):
+        """The names a buffer's declared extents may use."""
+        return {"B": self.B, "H": self.H, "HKV": self.HKV, "Q": self.Q, "KV": self.KV}
+
+    def __eq__(self, other):
+        return isinstance(other, Sizes) and all(getattr(self, a) == getattr(other, a) for a in self.__slots__)
+
+    def __repr__(self):
+        return "Sizes(%s)" % ", ".join("%s=%d" % (a, getattr(self, a)) for a in self.__slots__)
+
+
+_BINOPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+           ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b}
+
+
+def _eval_dim(node, env, text):
+    if isinstance(node, ast.Expression):
+        return _eval_dim(node.body, env, text)
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.Name):
+        if node.id not in env:
+            raise MaskcError("buffer extent %r names %s; extents may use only B, H, HKV, Q, KV and integers" %
+                             (text, node.id))
+        return env[node.id]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        v = _eval_dim(node.operand, env, text)
+        return -v if isinstance(node.op, ast.USub) else v
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+        a, b = _eval_dim(node.left, env, text), _eval_dim(node.right, env, text)
+        if isinstance(node.op, (ast.FloorDiv, ast.Mod)) and b == 0:
+            raise MaskcError("buffer extent %r divides by zero for %s" % (text, env))
+        return _BINOPS[type(node.op)](a, b)
+    raise MaskcError("buffer extent %r is not an integer expression of B, H, HKV, Q, KV" % text)
+
+
+def eval_dims(dims, sizes):
+    """The extents of a buffer declared with dims (.flex integer expressions,
+    Python semantics: // and % floor) for these sizes."""
+    env = sizes.symbols()
+    out = []
+    for text in dims:
+        try:
+            tree = ast.parse(text.strip(), mode="eval")
+        except SyntaxError:
+            raise MaskcError("buffer extent %r is not an expression" % text)
+        out.append(_eval_dim(tree, env, text))
+    return out
+
+
+def _dev(t):
+    return str(t.device)
+
+
+def bhsd_strides(t, layout):
+    """The element strides of a 4-D tensor in the order (batch, head, seq, dim)."""
+    s = tuple(t.stride())
+    return (s[0], s[2], s[1], s[3]) if layout == "bshd" else s
+
+
+def check_qkv(q, k, v, layout, head_dim, dtype, dtype_name, device_type="cuda"):
+    """Checks q, k, v for a block of element type dtype and head dimension
+    head_dim in layout; returns the call's Sizes. Raises MaskcError."""
+    if layout not in LAYOUTS:
+        raise MaskcError("layout=%r: want %s" % (layout, " or ".join(LAYOUTS)))
+    named = (("q", q), ("k", k), ("v", v))
+    for name, t in named:
+        if len(t.shape) != 4:
+            raise MaskcError("%s has %d dimensions, shape %s; want 4 (%s)" % (name, len(t.shape), tuple(t.shape),
+                                                                             layout))
+        if dtype_name(t) != dtype:
+            raise MaskcError("%s is %s; the block computes in %s (set dtype in the .flex file to change it)" %
+                             (name, dtype_name(t), dtype))
+        if not _dev(t).startswith(device_type):
+            raise MaskcError("%s is on %s; want a %s device" % (name, _dev(t), device_type))
+    if not (_dev(q) == _dev(k) == _dev(v)):
+        raise MaskcError("q, k, v are on different devices: %s, %s, %s" % (_dev(q), _dev(k), _dev(v)))
+
+    def dims(t):
+        b, x, y, d = tuple(t.shape)
+        return (b, y, x, d) if layout == "bshd" else (b, x, y, d)  # (B, heads, seq, D)
+
+    B, H, Sq, D = dims(q)
+    Bk, HKV, Skv, Dk = dims(k)
+    if tuple(k.shape) != tuple(v.shape):
+        raise MaskcError("k has shape %s and v %s; they must be equal" % (tuple(k.shape), tuple(v.shape)))
+    if D != head_dim or Dk != head_dim:
+        raise MaskcError("head dimension of q is %d and of k %d; the block is built for head_dim = %d" %
+                         (D, Dk, head_dim))
+    if Bk != B:
+        raise MaskcError("q has batch %d and k %d" % (B, Bk))
+    if H < 1 or HKV < 1 or H % HKV != 0:
+        raise MaskcError("q has %d heads and k %d; the query heads must be a positive multiple of the kv heads" %
+                         (H, HKV))
+    if B > MAX_GRID_YZ or H > MAX_GRID_YZ:
+        raise MaskcError("B = %d, H = %d: a launch takes at most %d of each" % (B, H, MAX_GRID_YZ))
+    if Sq > MAX_SEQ_LEN or Skv > MAX_SEQ_LEN:
+        raise MaskcError("Sq = %d, Skv = %d: a generated kernel takes at most %d" % (Sq, Skv, MAX_SEQ_LEN))
+    for name, t in named:
+        check_rows(name, t, layout)
+    return Sizes(B, H, HKV, Sq, Skv, D)
+
+
+def check_rows(name, t, layout):
+    """Checks that t's rows can be read as the kernels read them: last
+    dimension contiguous, 16-byte aligned start, every other stride a
+    multiple of 16 bytes and not negative."""
+    st = bhsd_strides(t, layout)
+    es = t.element_size()
+    per = _ROW_ALIGN_BYTES // es
+    if st[3] != 1:
+        raise MaskcError("%s has stride %d along the head dimension; it must be contiguous there (call "
+                         ".contiguous())" % (name, st[3]))
+    if any(s < 0 or s % per for s in st[:3]):
+        raise MaskcError("%s has strides %s (batch, head, seq); each must be a non-negative multiple of %d elements "
+                         "(16-byte rows)" % (name, st[:3], per))
+    if t.data_ptr() % _ROW_ALIGN_BYTES:
+        raise MaskcError("%s starts at an address that is not 16-byte aligned (a view at an odd offset?)" % name)
+
+
+def check_buffers(specs, buffers, sizes, device, dtype_name):
+    """Checks the captured tensors passed as buffers ({name: tensor})
+    against specs (abi.BufferSpec, in slot order) for this call's sizes:
+    none missing, none unknown, exact dtypes, extents and device,
+    contiguous. Returns the tensors in slot order with their extents."""
+    buffers = dict(buffers or {})
+    want = {s.name for s in specs}
+    unknown = sorted(set(buffers) - want)
+    if unknown:
+        raise MaskcError("buffers %s are not read by this block (it reads: %s)" %
+                         (", ".join(unknown), ", ".join(sorted(want)) or "none"))
+    out = []
+    for s in specs:
+        if s.name not in buffers:
+            raise MaskcError("buffer %s (%s%s) is missing: pass buffers={%r: tensor}" %
+                             (s.name, s.dtype, list(s.dims), s.name))
+        t = buffers[s.name]
+        ext = eval_dims(s.dims, sizes)
+        if any(e < 1 for e in ext):
+            raise MaskcError("buffer %s: declared [%s] is %s for %s; extents must be positive" %
+                             (s.name, ", ".join(s.dims), ext, sizes))
+        if dtype_name(t) != s.dtype:
+            raise MaskcError("buffer %s is %s; it is declared %s" % (s.name, dtype_name(t), s.dtype))
+        if list(t.shape) != ext:
+            raise MaskcError("buffer %s has shape %s; declared [%s] is %s for %s" %
+                             (s.name, list(t.shape), ", ".join(s.dims), ext, sizes))
+        if str(t.device) != str(device):
+            raise MaskcError("buffer %s is on %s; q is on %s" % (s.name, t.device, device))
+        if not t.is_contiguous():
+            raise MaskcError("buffer %s is not contiguous (call .contiguous())" % s.name)
+        out.append((t, ext))
+    return out

@@ -1,0 +1,538 @@
+"""maskc in PyTorch: load a .flex file once, call its attention blocks in a training step.
+
+    import maskc.torch as mt
+    prog = mt.load("model.flex", defines={"WINDOW": 2048})   # runs maskc once, cached on disk
+    attn = prog.attention("doc_layer")
+    out = attn(q, k, v, layout="bshd", buffers={"doc": doc})
+
+Each call dispatches by the block's plan (maskc.plan.choose): the plan's
+Primus-Turbo entry when primus_turbo imports and the plan's preconditions
+hold for this call's shapes, torch's SDPA (cuDNN first) where that is exact,
+else maskc's generated kernel through the custom ops maskc::attn_fwd and
+maskc::attn_bwd (registered with fake and autograd implementations, so
+torch.compile(fullgraph=True) traces through them). When a better kernel
+cannot run a call exactly the generated kernel runs and a warning says why,
+once per reason; backend="turbo" or "sdpa" raises instead.
+"""
+import concurrent.futures
+import os
+import threading
+import warnings
+from typing import List, Optional, Tuple
+
+import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from . import abi as _abi
+from . import cache as _cache
+from . import checks as _checks
+from . import plan as _plan
+from .diagnostics import MaskcError
+
+__all__ = ["load", "Program", "Attention", "MaskcError", "dtype_name", "cu_seqlens_from_segments"]
+
+_DTYPE_NAMES = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f32", torch.float64: "f64",
+                torch.int32: "i32", torch.int64: "i64", torch.bool: "bool"}
+
+
+def dtype_name(t):
+    """maskc's name of a tensor's element type (bf16, f16, f32, i32, ...)."""
+    return _DTYPE_NAMES.get(t.dtype, str(t.dtype).replace("torch.", ""))
+
+
+_turbo_mod = None
+_turbo_tried = False
+
+
+def _turbo():
+    """primus_turbo.pytorch.ops when it imports, else None (tried once)."""
+    global _turbo_mod, _turbo_tried
+    if not _turbo_tried:
+        _turbo_tried = True
+        try:
+            from primus_turbo.pytorch import ops
+            _turbo_mod = ops
+        except Exception:  # any import failure means: not available
+            _turbo_mod = None
+    return _turbo_mod
+
+
+def _platform():
+    return "hip" if getattr(torch.version, "hip", None) else "cuda"
+
+
+def load(path, defines=None, target=None):
+    """Compiles path (with -D defines, for a Turbo target profile) through
+    the on-disk cache and returns its Program. Errors in the file raise
+    MaskcError carrying maskc's positioned diagnostics."""
+    return Program(_cache.compile_flex(os.fspath(path), defines, target))
+
+
+class Program:
+    """A compiled .flex file: its plan and its attention blocks."""
+
+    def __init__(self, entry):
+        self.entry = entry
+        self.plan = _plan.Plan(entry.plan_json)
+        self._attns = {}
+
+    def attention(self, name):
+        """The callable for attention block name."""
+        if name not in self._attns:
+            self._attns[name] = Attention(self, self.plan.attention(name))
+        return self._attns[name]
+
+    def prepare(self, device=None, threads=8):
+        """Builds every generated kernel of the program for a CUDA device
+        (default: the current one), compiling in parallel threads, and
+        loads them into torch's context: model-build work that the first
+        training step would otherwise do."""
+        dev = torch.device(device if device is not None else "cuda")
+        idx = dev.index if dev.index is not None else torch.cuda.current_device()
+        gens = [a.generated() for a in (self.attention(n) for n in self.names) if a.decision.has_generated]
+        _libs()
+        with concurrent.futures.ThreadPoolExecutor(max(1, min(threads, len(gens)))) as ex:
+            for f in [ex.submit(g.compile_for, idx) for g in gens]:
+                f.result()
+        for g in gens:
+            g._module(torch.device("cuda", idx))
+        return self
+
+    @property
+    def names(self):
+        """The attention blocks, in file order."""
+        return list(self.plan.attentions)
+
+
+_warned = set()
+_warn_lock = threading.Lock()
+
+
+def _warn_once(msg):
+    if torch.compiler.is_compiling():
+        return
+    with _warn_lock:
+        if msg in _warned:
+            return
+        _warned.add(msg)
+    warnings.warn(msg, stacklevel=3)
+
+
+def _heads_seq(t, layout):
+    """(heads, seq) of a 4-D q/k/v in layout."""
+    return (t.shape[2], t.shape[1]) if layout == "bshd" else (t.shape[1], t.shape[2])
+
+
+class Attention:
+    """One attention block of a Program, called like a function."""
+
+    def __init__(self, program, decision):
+        self.program, self.decision = program, decision
+        self.name = decision.name
+        k = decision.kernel or {}
+        self.layout = k.get("layout", "bshd")
+        self.dtype = {"fp16": "f16"}.get(k.get("dtype"), k.get("dtype"))  # maskc's tensor dtype names
+        self.head_dim = k.get("head_dim")
+        # Everything that reads files or imports runs here, eagerly, so that
+        # a call traced by torch.compile(fullgraph=True) meets none of it.
+        _turbo()
+        self._generated = None
+        if decision.has_generated and program.entry.has(_abi.MANIFEST_FILE):
+            self._generated = _Generated(program.entry, decision)
+        self.buffer_names = _plan_buffers(decision)
+        if self._generated is not None:
+            spec = self._generated.spec
+            self.buffer_names |= self._generated.known
+
+    def __repr__(self):
+        return "<maskc attention %s: %s via %s>" % (self.name, self.decision.pattern, self.decision.entry)
+
+    def choose(self, q, k, layout=None, return_lse=False, backend="auto"):
+        """The plan.Choice a call with these q and k would take."""
+        layout = layout or self.layout
+        _, sq = _heads_seq(q, layout)
+        _, skv = _heads_seq(k, layout)
+        facts = _plan.CallFacts(sq, skv, return_lse, _platform(), _turbo() is not None)
+        return _plan.choose(self.decision, facts, backend)
+
+    def __call__(self, q, k, v, layout=None, buffers=None, return_lse=False, deterministic=False, backend="auto"):
+        """Attention of q over k, v (4-D, layout "bshd" or "bhsd"; default the
+        block's) with the block's captured tensors in buffers ({name:
+        tensor}). Returns the output in q's layout, and with return_lse also
+        the log-sum-exp [B, H, Sq] (float32, natural log)."""
+        layout = layout or self.layout
+        if layout not in _checks.LAYOUTS:
+            raise MaskcError("layout=%r: want %s" % (layout, " or ".join(_checks.LAYOUTS)))
+        for name, t in (("q", q), ("k", k), ("v", v)):
+            if t.dim() != 4:
+                raise MaskcError("%s has %d dimensions, shape %s; want 4 (%s)" % (name, t.dim(), tuple(t.shape),
+                                                                                 layout))
+        buffers = dict(buffers or {})
+        unknown = sorted(set(buffers) - self.buffer_names)
+        if unknown:
+            raise MaskcError("block %s does not read %s (it reads: %s)" % (
+                self.name, ", ".join(unknown), ", ".join(sorted(self.buffer_names)) or "no buffers"))
+        choice = self.choose(q, k, layout, return_lse, backend)
+        if choice.note:
+            _warn_once(choice.note)
+        if choice.kind == "sdpa":
+            return _sdpa(q, k, v, layout, choice, self.dtype, self.head_dim)
+        if choice.kind == "turbo":
+            return _turbo_call(self.decision, q, k, v, layout, buffers, deterministic)
+        gen = self.generated()
+        return gen(q, k, v, layout, buffers, return_lse, deterministic)
+
+    def generated(self):
+        """The block's generated-kernel launcher."""
+        if self._generated is None:
+            if not self.decision.has_generated:
+                raise MaskcError("block %s has no generated kernel" % self.name)
+            raise _abi.manifest_missing(self.program.entry.directory)
+        return self._generated
+
+
+def _plan_buffers(dec):
+    """The buffer names a block's calls may pass: those the plan's kwargs
+    name, its segments buffer, and its generated kernel's buffers."""
+    names = {v for v in dec.kwargs.values() if isinstance(v, str)} - {dec.kwargs.get("kernel")}
+    if dec.segments:
+        names.add(dec.segments)
+    names.update((dec.kernel or {}).get("buffers") or [])
+    names.update(b for b in dec.kwargs.get("buffers") or [] if isinstance(b, str))
+    if (dec.kernel or {}).get("sink"):
+        names.add(dec.kernel["sink"])
+    return names
+
+
+# --------------------------------------------------------------------------- SDPA
+
+def _sdpa(q, k, v, layout, choice, dtype, head_dim):
+    """torch SDPA for a full or causal block with no score (choice says
+    is_causal and the scale), cuDNN first; q, k, v in layout."""
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if t.device.type != "cuda" or t.device != q.device:
+            raise MaskcError("%s is on %s; want q's CUDA device" % (name, t.device))
+    if dtype is not None:  # the block's declared facts, when the plan has them
+        for name, t in (("q", q), ("k", k), ("v", v)):
+            if dtype_name(t) != dtype:
+                raise MaskcError("%s is %s; the block computes in %s" % (name, dtype_name(t), dtype))
+    if head_dim is not None and q.shape[-1] != head_dim:
+        raise MaskcError("head dimension %d; the block is built for head_dim = %d" % (q.shape[-1], head_dim))
+    h, _ = _heads_seq(q, layout)
+    hkv, _ = _heads_seq(k, layout)
+    if layout == "bshd":
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+    def sdpa():
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=choice.is_causal, scale=choice.scale,
+                                                                enable_gqa=h != hkv)
+    if torch.compiler.is_compiling():
+        o = sdpa()  # the compiler picks among its fused SDPA kernels; each computes the same function
+    else:
+        backends = [SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]
+        with sdpa_kernel(backends, set_priority=True):
+            o = sdpa()
+    return o.transpose(1, 2) if layout == "bshd" else o
+
+
+# --------------------------------------------------------------------------- Turbo
+
+def cu_seqlens_from_segments(doc, B, S):
+    """(cu_seqlens int32 [n + 1], max_seqlen, non_decreasing) of a segments
+    buffer doc ([S], shared by every batch element, or [B, S]) as
+    classify/PLAN.md defines them: every run of equal ids is one document,
+    batches concatenated. Computed on doc's device; max_seqlen and the
+    property check read two scalars back (a host synchronisation)."""
+    d = doc.reshape(1, S).expand(B, S) if doc.dim() == 1 else doc
+    start = torch.ones((B, S), dtype=torch.bool, device=d.device)
+    start[:, 1:] = d[:, 1:] != d[:, :-1]
+    starts = torch.nonzero(start.reshape(-1)).reshape(-1)
+    cu = torch.cat([starts, torch.full((1,), B * S, dtype=starts.dtype, device=d.device)]).to(torch.int32)
+    ok = bool((d[:, 1:] >= d[:, :-1]).all())
+    return cu, int((cu[1:] - cu[:-1]).max()), ok
+
+
+def _turbo_call(dec, q, k, v, layout, buffers, deterministic):
+    """The plan's Primus-Turbo entry with exactly the plan's kwargs (buffer
+    names replaced by the tensors; cu_seqlens derived from the segments
+    buffer). Turbo takes bshd."""
+    ops = _turbo()
+    fn = getattr(ops, dec.entry, None)
+    if fn is None:
+        raise MaskcError("primus_turbo has no %s, which the plan for block %s names" % (dec.entry, dec.name))
+    if layout == "bhsd":
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+    kw = {}
+    for key, val in dec.kwargs.items():
+        if key.startswith(("cu_seqlens", "max_seqlen")):
+            continue
+        if key in ("alibi_slopes", "sink"):
+            if val not in buffers:
+                raise MaskcError("block %s: buffer %s (the plan's %s) is missing: pass buffers={%r: tensor}" %
+                                 (dec.name, val, key, val))
+            t = buffers[val]
+            kw[key] = t.float() if key == "sink" else t  # a bf16 sink is cast differentiably
+        elif key == "window_size":
+            kw[key] = tuple(val)
+        else:
+            kw[key] = val
+    if deterministic:
+        kw["deterministic"] = True
+    if dec.entry != "flash_attn_varlen_func":
+        return fn(q, k, v, **kw)
+    if dec.segments not in buffers:
+        raise MaskcError("block %s: segments buffer %s is missing: pass buffers={%r: tensor}" %
+                         (dec.name, dec.segments, dec.segments))
+    B, S, H, D = q.shape
+    cu, maxlen, ok = cu_seqlens_from_segments(buffers[dec.segments], B, S)
+    if not ok:
+        raise MaskcError("block %s: buffer %s is declared segments but is not non-decreasing; the plan's %s does "
+                         "not apply (pass backend='generated' to run the mask as written)" %
+                         (dec.name, dec.segments, dec.entry))
+    out = fn(q.reshape(B * S, H, D), k.reshape(B * S, k.shape[2], D), v.reshape(B * S, v.shape[2], D),
+             cu, cu, maxlen, maxlen, **kw)
+    out = out.reshape(B, S, H, D)
+    return out.transpose(1, 2) if layout == "bhsd" else out
+
+
+# --------------------------------------------------------------------------- generated kernels
+
+# Launchers by key, so that the custom ops (which take only tensors and
+# scalars) can find theirs: "<cache key>/<block>".
+_LAUNCHERS = {}
+
+
+def _launcher(key):
+    try:
+        return _LAUNCHERS[key]
+    except KeyError:
+        raise MaskcError("maskc kernel %r is not loaded in this process (load its program first)" % key)
+
+
+_driver = None
+_nvrtc = None
+_lib_lock = threading.Lock()
+
+
+def _libs():
+    """The process's Driver and NVRTC wrappers (loaded once)."""
+    global _driver, _nvrtc
+    with _lib_lock:
+        if _driver is None:
+            from . import cuda
+            _driver = cuda.Driver()
+            _nvrtc = cuda.NVRTC()
+    return _driver, _nvrtc
+
+
+class _Generated:
+    """The generated kernel of one block: argument checks, the ABI read from
+    the compile output's manifest, the code object (prebuilt, cached, or
+    compiled with NVRTC for the running GPU), launches on the current stream."""
+
+    def __init__(self, entry, decision):
+        if not decision.has_generated:
+            raise MaskcError("block %s has no generated kernel" % decision.name)
+        man = _abi.read_manifest(entry.directory)
+        if man is None:
+            raise _abi.manifest_missing(entry.directory)
+        self.entry, self.man, self.spec = entry, man, man.kernel(decision.name)
+        self.key = "%s/%s" % (entry.key, decision.name)
+        self._loaded = {}
+        self._flags = {}
+        self._lock = threading.Lock()
+        self.known = {b.name for b in self.spec.buffers} | ({self.spec.sink} if self.spec.sink else set())
+        _LAUNCHERS[self.key] = self
+
+    def __call__(self, q, k, v, layout, buffers, return_lse, deterministic):
+        spec, known = self.spec, self.known
+        unknown = sorted(set(buffers) - known)
+        if unknown:
+            raise MaskcError("block %s does not read %s (it reads: %s)" %
+                             (spec.attention, ", ".join(unknown), ", ".join(sorted(known)) or "no buffers"))
+        missing = sorted(known - set(buffers))
+        if missing:
+            raise MaskcError("block %s: buffer %s is missing: pass buffers={%r: tensor}" %
+                             (spec.attention, missing[0], missing[0]))
+        blist = [buffers[b.name] for b in spec.buffers]
+        sink = buffers[spec.sink] if spec.sink else None
+        if sink is not None and sink.dtype in (torch.bfloat16, torch.float16):
+            sink = sink.float()  # differentiably, as Turbo's contract casts it
+        grad = False
+        if torch.is_grad_enabled():
+            for t in [q, k, v] + blist + ([sink] if sink is not None else []):
+                grad = grad or t.requires_grad
+        if torch.compiler.is_compiling() or grad:
+            out, lse = torch.ops.maskc.attn_fwd(q, k, v, blist, sink, self.key, layout, deterministic)
+        else:  # plain eager inference: skip the dispatcher
+            out, lse = self.forward(q, k, v, blist, sink, layout)
+        return (out, lse) if return_lse else out
+
+    def _target(self, idx):
+        """(platform, compile target) for CUDA device idx."""
+        if _platform() != "cuda":
+            raise NotImplementedError("maskc's generated-kernel launcher drives the CUDA driver only; on ROCm "
+                                      "the block's code objects (maskc compile --offload-arch) need a HIP "
+                                      "module loader, which this package does not have yet")
+        major, minor = torch.cuda.get_device_capability(idx)
+        arch = "sm_%d%d" % (major, minor)
+        plat = _abi.pick_platform(self.man.platforms, "cuda", arch)
+        return plat, plat.target(arch)
+
+    def compile_for(self, idx):
+        """Builds (or finds in the cache) the code object for CUDA device idx,
+        without loading it: safe to call from several threads at once."""
+        return self._cubin(*self._target(idx))
+
+    def _module(self, device):
+        """(platform, forward function, flags function or None) for device,
+        loading the code object into torch's context on first use."""
+        idx = device.index if device.index is not None else torch.cuda.current_device()
+        got = self._loaded.get(idx)
+        if got is not None:
+            return got
+        with self._lock:
+            if idx in self._loaded:
+                return self._loaded[idx]
+            drv, _ = _libs()
+            with torch.cuda.device(idx):
+                drv.ensure_context(idx)
+                plat, target = self._target(idx)
+                mod = drv.load_module(self._cubin(plat, target))
+                fwd = drv.function(mod, self.spec.entry)
+                flags = drv.function(mod, self.spec.flags_entry) if self.spec.flags_entry else None
+                if plat.name not in self.spec.launch:
+                    raise MaskcError("the manifest has no launch configuration of %s for platform %s" %
+                                     (self.spec.name, plat.name))
+                smem = self.spec.launch[plat.name][2]
+                if smem:
+                    drv.set_max_dynamic_smem(fwd, smem)
+            self._loaded[idx] = (plat, fwd, flags)
+            return self._loaded[idx]
+
+    def _cubin(self, plat, target):
+        """The cubin for target: from the cache entry, else NVRTC-compiled
+        from the kernel's source and stored there."""
+        _, nvrtc = _libs()
+        name = "%s.%s.%s.%s.cubin" % (self.spec.name, plat.name, target, nvrtc.version())
+        path = self.entry.path(name)
+        if os.path.isfile(path):
+            with open(path, "rb") as f:
+                return f.read()
+        with open(self.entry.path(self.spec.source)) as f:
+            src = f.read()
+        cubin, _ = nvrtc.compile(src, self.spec.source, plat.nvrtc_options(target))
+        _cache.write_atomic(path, cubin)
+        return cubin
+
+    def _flag_buffer(self, device, stream, sizes, block_n):
+        key = (device, stream, tuple(sorted(sizes.items())))
+        t = self._flags.get(key)
+        if t is None:
+            t = torch.empty(max(1, self.spec.flag_bytes(sizes, block_n)), dtype=torch.uint8, device=device)
+            self._flags[key] = t
+        return t
+
+    def forward(self, q, k, v, buffers, sink, layout):
+        """(out, lse) of the generated kernel: checks, then one or two
+        launches on the current stream; no synchronisation."""
+        spec, man = self.spec, self.man
+        sz = _checks.check_qkv(q, k, v, layout, spec.head_dim, spec.dtype, dtype_name)
+        checked = _checks.check_buffers(spec.buffers, {b.name: t for b, t in zip(spec.buffers, buffers)}, sz,
+                                        q.device, dtype_name)
+        if sink is not None:
+            if sink.dtype != torch.float32 or list(sink.shape) != [sz.H] or sink.device != q.device:
+                raise MaskcError("sink %s must be float32 [H] = [%d] on %s; got %s %s on %s" %
+                                 (spec.sink, sz.H, q.device, sink.dtype, list(sink.shape), sink.device))
+            sink = sink.contiguous()
+        out, lse = _out_lse_like(q, layout)
+        if sz.B == 0 or sz.H == 0 or sz.Q == 0:
+            return out, lse
+        if sz.KV == 0:
+            raise MaskcError("Skv = 0: a generated kernel needs at least one key")
+        plat, fwd, flagsfn = self._module(q.device)
+        block_n, threads, smem = spec.launch[plat.name]
+        sizes = dict(B=sz.B, H=sz.H, HKV=sz.HKV, Sq=sz.Q, Skv=sz.KV)
+        strides = {n: _checks.bhsd_strides(t, layout)[:3] for n, t in (("q", q), ("k", k), ("v", v), ("o", out))}
+        stream = torch.cuda.current_stream(q.device)
+        flags = self._flag_buffer(q.device, stream.cuda_stream, sizes, block_n) if flagsfn is not None else None
+        fptr = flags.data_ptr() if flags is not None else 0
+        sh, bf = man.pack(spec, sizes, strides, spec.scale, sink.data_ptr() if sink is not None else 0, fptr,
+                          [(t.data_ptr(), ext) for t, ext in checked])
+        drv, _ = _libs()
+        block = (threads, 1, 1)
+        with torch.cuda.device(q.device):
+            drv.ensure_context(q.device.index if q.device.index is not None else torch.cuda.current_device())
+            if flagsfn is not None:
+                e = man.entries[spec.flags_entry]
+                drv.launch(flagsfn, e.grid_dims(sizes, man.block_m, block_n), block, 0, stream.cuda_stream,
+                           e.args(dict(shape=sh, buf=bf, flags=fptr), man.structs), spec.flags_entry)
+            e = man.entries[spec.entry]
+            drv.launch(fwd, e.grid_dims(sizes, man.block_m, block_n), block, smem if e.shared_mem else 0,
+                       stream.cuda_stream, e.args(dict(Q=q.data_ptr(), K=k.data_ptr(), V=v.data_ptr(),
+                                                       O=out.data_ptr(), LSE=lse.data_ptr(), shape=sh, buf=bf),
+                                                  man.structs), spec.entry)
+        return out, lse
+
+    def backward(self, dout, dlse, q, k, v, out, lse, buffers, sink, layout, deterministic):
+        """The generated backward; not in this maskc yet."""
+        raise NotImplementedError(
+            "maskc::attn_bwd for block %s: the generated backward kernel (issue 12: hipsrc/attn_bwd.h, listed as "
+            "an entry of the ABI manifest) is not in this maskc; the forward runs, gradients through a generated "
+            "block do not yet (blocks that dispatch to SDPA or Turbo train)" % self.spec.attention)
+
+
+def _out_lse_like(q, layout):
+    """Empty output (q's shape, contiguous) and LSE [B, H, Sq] float32."""
+    h, sq = _heads_seq(q, layout)
+    return q.new_empty(q.shape), q.new_empty((q.shape[0], h, sq), dtype=torch.float32)
+
+
+@torch.library.custom_op("maskc::attn_fwd", mutates_args=())
+def attn_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, buffers: List[torch.Tensor],
+             sink: Optional[torch.Tensor], kernel: str, layout: str, deterministic: bool
+             ) -> Tuple[torch.Tensor, torch.Tensor]:
+    """maskc's generated attention forward: (out in q's layout, LSE [B, H, Sq]).
+    kernel names a launcher of this process; buffers are in slot order;
+    sink is the block's f32 [H] sink logits or None."""
+    return _launcher(kernel).forward(q, k, v, buffers, sink, layout)
+
+
+@attn_fwd.register_fake
+def _attn_fwd_fake(q, k, v, buffers, sink, kernel, layout, deterministic):
+    return _out_lse_like(q, layout)
+
+
+@torch.library.custom_op("maskc::attn_bwd", mutates_args=())
+def attn_bwd(dout: torch.Tensor, dlse: Optional[torch.Tensor], q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+             out: torch.Tensor, lse: torch.Tensor, buffers: List[torch.Tensor], sink: Optional[torch.Tensor],
+             kernel: str, layout: str, deterministic: bool
+             ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, List[torch.Tensor]]:
+    """maskc's generated attention backward: (dq, dk, dv, grads) where grads
+    holds one gradient per buffer (zeros for buffers that are not
+    differentiable), then dsink when there is a sink."""
+    return _launcher(kernel).backward(dout, dlse, q, k, v, out, lse, buffers, sink, layout, deterministic)
+
+
+@attn_bwd.register_fake
+def _attn_bwd_fake(dout, dlse, q, k, v, out, lse, buffers, sink, kernel, layout, deterministic):
+    return (q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape),
+            [b.new_empty(b.shape) for b in buffers] + ([] if sink is None else [sink.new_empty(sink.shape)]))
+
+
+def _setup_context(ctx, inputs, output):
+    q, k, v, buffers, sink, kernel, layout, deterministic = inputs
+    out, lse = output
+    ctx.save_for_backward(q, k, v, out, lse, sink, *buffers)
+    ctx.kernel, ctx.layout, ctx.deterministic = kernel, layout, deterministic
+
+
+def _backward(ctx, dout, dlse):
+    q, k, v, out, lse, sink, *buffers = ctx.saved_tensors
+    dq, dk, dv, grads = attn_bwd(dout, dlse, q, k, v, out, lse, buffers, sink, ctx.kernel, ctx.layout,
+                                 ctx.deterministic)
+    dbufs = [g if b.dtype.is_floating_point else None for g, b in zip(grads, buffers)]
+    dsink = grads[len(buffers)] if sink is not None else None
+    return dq, dk, dv, dbufs, dsink, None, None, None
+
+
+attn_fwd.register_autograd(_backward, setup_context=_setup_context)

@@ -1,0 +1,143 @@
+"""The ABI manifest read into ctypes structs, grids and argument lists.
+
+testdata/manifest_v2.json is a manifest written by the hipsrc package
+(genkernels over examples and a prepass mask); once maskc compile writes
+manifests on main, test_launch_plan reads the binary's own output too."""
+import copy
+import ctypes
+import json
+import os
+import struct
+
+import pytest
+
+from maskc.abi import Manifest, pick_platform
+from maskc.diagnostics import MaskcError
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.fixture
+def doc():
+    with open(os.path.join(HERE, "testdata", "manifest_v2.json")) as f:
+        return json.load(f)
+
+
+def test_structs_match_the_manifest_layout(doc):
+    m = Manifest(doc)
+    shape = {s["name"]: s for s in doc["abi"]["structs"]}["MaskcShape"]
+    assert ctypes.sizeof(m.Shape) == shape["size"] and ctypes.sizeof(m.Buffers) == 192
+    for f in shape["fields"]:
+        assert getattr(m.Shape, f["name"]).offset == f["offset"]
+
+
+def test_pack_puts_values_at_the_manifest_offsets(doc):
+    m = Manifest(doc)
+    spec = m.kernel("biased_layer")
+    sizes = dict(B=2, H=16, HKV=2, Sq=1000, Skv=700)
+    strides = dict(q=(1, 2, 3), k=(4, 5, 6), v=(7, 8, 9), o=(10, 11, 12))
+    sh, bufs = m.pack(spec, sizes, strides, 0.125, 0xdead0, 0, [(0xbeef00, [16, 1699])])
+    raw = bytes(sh)
+    off = {f["name"]: f["offset"] for s in doc["abi"]["structs"] if s["name"] == "MaskcShape" for f in s["fields"]}
+    assert struct.unpack_from("<5i", raw, off["B"]) == (2, 16, 2, 1000, 700)
+    assert struct.unpack_from("<3q", raw, off["k_stride"]) == (4, 5, 6)
+    assert struct.unpack_from("<3q", raw, off["o_stride"]) == (10, 11, 12)
+    assert struct.unpack_from("<f", raw, off["scale"]) == (0.125,)
+    assert struct.unpack_from("<QQ", raw, off["sink"]) == (0xdead0, 0)
+    rb = bytes(bufs)
+    assert struct.unpack_from("<Q", rb, 0) == (0xbeef00,)
+    assert struct.unpack_from("<2q", rb, 64) == (16, 1699)
+
+
+def test_pack_one_dim_buffer_second_extent_is_one(doc):
+    m = Manifest(doc)
+    spec = m.kernel("packed_layer")
+    _, bufs = m.pack(spec, dict(B=1, H=1, HKV=1, Sq=5, Skv=5), dict(q=(0,) * 3, k=(0,) * 3, v=(0,) * 3, o=(0,) * 3),
+                     1.0, 0, 0, [(64, [5])])
+    assert list(bufs.dim[0]) == [5, 1]
+    with pytest.raises(MaskcError, match="takes 1 buffers, got 0"):
+        m.pack(spec, dict(B=1, H=1, HKV=1, Sq=5, Skv=5), dict(q=(0,) * 3, k=(0,) * 3, v=(0,) * 3, o=(0,) * 3),
+               1.0, 0, 0, [])
+
+
+def test_grids_and_flags(doc):
+    m = Manifest(doc)
+    sizes = dict(B=2, H=16, HKV=2, Sq=1000, Skv=700)
+    assert m.entries["maskc_attn_fwd"].grid_dims(sizes, m.block_m, 64) == (8, 16, 2)
+    assert m.entries["maskc_tile_flags"].grid_dims(sizes, m.block_m, 64) == (11, 8, 1)
+    odd = m.kernel("odd_layer")
+    assert (odd.flags_entry, odd.dtype, odd.layout) == ("maskc_tile_flags", "f16", "bhsd")
+    assert odd.flag_bytes(sizes, 64) == 2 * 16 * 8 * 11  # the mask reads b and h
+    assert m.kernel("packed_layer").flag_bytes(sizes, 32) == 8 * 22
+
+
+def test_sink_and_buffers(doc):
+    m = Manifest(doc)
+    assert m.kernel("layer_0").sink == "sinks" and m.kernel("layer_0").buffers == []
+    (b,) = m.kernel("packed_layer").buffers
+    assert (b.name, b.slot, b.dtype, b.dims, b.segments) == ("doc", 0, "i32", ["KV"], True)
+
+
+@pytest.mark.parametrize("backend, arch, want", [
+    ("cuda", "sm_90", "nvidia-sm90a"), ("cuda", "sm_80", "nvidia"), ("cuda", "sm_100", "nvidia"),
+    ("hip", "gfx942", "amd"),
+])
+def test_pick_platform(doc, backend, arch, want):
+    assert pick_platform(Manifest(doc).platforms, backend, arch).name == want
+
+
+def test_platform_options(doc):
+    m = Manifest(doc)
+    assert m.platform("nvidia-sm90a").nvrtc_options("sm_90") == [
+        "--gpu-architecture=sm_90a", "-std=c++17", "-DMASKC_NV_WGMMA=1"]
+    assert m.platform("nvidia").nvrtc_options("sm_80", ["-lineinfo"]) == [
+        "--gpu-architecture=sm_80", "-std=c++17", "-lineinfo"]
+    with pytest.raises(MaskcError, match="no platform 'tpu'"):
+        m.platform("tpu")
+
+
+def test_args_by_parameter_name(doc):
+    m = Manifest(doc)
+    fwd = m.entries["maskc_attn_fwd"]
+    sh, bufs = m.Shape(), m.Buffers()
+    args = fwd.args(dict(Q=16, K=32, V=48, O=64, LSE=80, shape=sh, buf=bufs), m.structs)
+    assert [a.value for a in args[:5]] == [16, 32, 48, 64, 80] and args[5] is sh and args[6] is bufs
+    with pytest.raises(MaskcError, match="no value for parameter LSE"):
+        fwd.args(dict(Q=16, K=32, V=48, O=64, shape=sh, buf=bufs), m.structs)
+    with pytest.raises(MaskcError, match="wants a MaskcShape"):
+        fwd.args(dict(Q=16, K=32, V=48, O=64, LSE=80, shape=bufs, buf=bufs), m.structs)
+
+
+def edit(doc, what):
+    d = copy.deepcopy(doc)
+    shape = d["abi"]["structs"][0]
+    if what == "version":
+        d["version"] = 3
+    elif what == "offset":
+        shape["fields"][5]["offset"] += 8
+    elif what == "unknown field":
+        shape["fields"].append({"name": "window", "c_type": "int", "offset": 144, "size": 4})
+    elif what == "missing field":
+        del shape["fields"][-1]
+        shape["size"] = 136
+    elif what == "c_type":
+        shape["fields"][0]["c_type"] = "short"
+    elif what == "grid":
+        d["abi"]["entries"][0]["grid"][0]["size"] = "D"
+    elif what == "slots":
+        d["kernels"][0]["buffers"][0]["slot"] = 3
+    elif what == "entry":
+        d["kernels"][0]["entry"] = "maskc_attn_fwd2"
+    elif what == "key":
+        del d["abi"]["block_m"]
+    return d
+
+
+@pytest.mark.parametrize("what, msg", [
+    ("version", "version 3"), ("offset", "q_stride is at offset 32"), ("unknown field", "MaskcShape.window"),
+    ("missing field", "lacks tile_flags"), ("c_type", "'short'"), ("grid", "D/block_m"),
+    ("slots", "slots \\[3\\]"), ("entry", "maskc_attn_fwd2"), ("key", "malformed"),
+])
+def test_manifest_changes_are_refused(doc, what, msg):
+    with pytest.raises(MaskcError, match=msg):
+        Manifest(edit(doc, what))

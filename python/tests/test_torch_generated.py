@@ -1,0 +1,184 @@
+"""maskc.torch's generated-kernel launcher on a stand-in torch and driver:
+the code object compiled and cached once, the launches' grids, block,
+shared memory, stream and packed arguments, all read from maskc compile's
+manifest; bad calls raise before any launch."""
+import ctypes
+import os
+import struct
+
+import pytest
+
+import fake_torch as ft
+from conftest import EXAMPLES
+from maskc.diagnostics import MaskcError
+
+ODD = """buffer tab: i64[B, KV]
+mask odd(b, h, q, kv) = (q * kv + h + tab[b, kv]) % 7 != 3
+attention odd_layer {
+    mask = odd
+    layout = bhsd
+    dtype = fp16
+    head_dim = 128
+}
+"""
+
+
+class FakeDriver:
+    def __init__(self):
+        self.calls = []
+
+    def ensure_context(self, ordinal):
+        self.calls.append(("context", ordinal))
+        return 1
+
+    def load_module(self, image):
+        self.calls.append(("load", image))
+        return 7
+
+    def function(self, mod, name):
+        self.calls.append(("function", name))
+        return {"maskc_attn_fwd": 100, "maskc_tile_flags": 200}[name]
+
+    def set_max_dynamic_smem(self, f, n):
+        self.calls.append(("smem", f, n))
+
+    def launch(self, f, grid, block, smem, stream, args, what=""):
+        self.calls.append(("launch", f, grid, block, smem, stream, [bytes(a) for a in args]))
+
+
+class FakeNVRTC:
+    def __init__(self):
+        self.compiles = []
+
+    def version(self):
+        return "nvrtc-13.0"
+
+    def compile(self, src, name, options):
+        self.compiles.append((name, options))
+        return b"CUBIN:" + name.encode(), ""
+
+
+@pytest.fixture
+def env(monkeypatch, maskc_bin, cache_dir):
+    monkeypatch.setenv("MASKC_BIN", maskc_bin)
+    ft.install(monkeypatch)
+    import maskc.torch as mt
+    drv, nv = FakeDriver(), FakeNVRTC()
+    monkeypatch.setattr(mt, "_libs", lambda: (drv, nv))
+    return mt, drv, nv
+
+
+def launches(drv):
+    return [c for c in drv.calls if c[0] == "launch"]
+
+
+def ptr(b):
+    return struct.unpack("<Q", b)[0]
+
+
+def test_document_block_launch(env):
+    mt, drv, nv = env
+    prog = mt.load(os.path.join(EXAMPLES, "document_causal.flex"))
+    attn = prog.attention("packed_layer")
+    B, S, H, HKV, D = 2, 1000, 8, 2, 128
+    q, k, v = ft.Tensor((B, S, H, D)), ft.Tensor((B, S, HKV, D)), ft.Tensor((B, S, HKV, D))
+    doc = ft.Tensor((S,), ft.int32)
+    out = attn(q, k, v, buffers={"doc": doc})
+    assert out.shape == q.shape
+    ((name, opts),) = nv.compiles
+    assert name == "packed_layer.hip" and opts == ["--gpu-architecture=sm_90a", "-std=c++17", "-DMASKC_NV_WGMMA=1"]
+    assert os.path.isfile(os.path.join(prog.entry.directory, "packed_layer.nvidia-sm90a.sm_90a.nvrtc-13.0.cubin"))
+    man = attn.generated().man
+    block_n, threads, smem = man.kernel("packed_layer").launch["nvidia-sm90a"]
+    assert ("smem", 100, smem) in drv.calls
+    ((_, f, grid, block, got_smem, stream, args),) = launches(drv)
+    assert (f, grid, block, got_smem, stream) == (100, (8, H, B), (threads, 1, 1), smem, ft.Stream.cuda_stream)
+    assert [ptr(a) for a in args[:4]] == [q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr()]
+    sh = man.Shape.from_buffer_copy(args[5])
+    assert (sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv) == (B, H, HKV, S, S)
+    assert list(sh.q_stride) == [S * H * D, D, H * D] and list(sh.k_stride) == [S * HKV * D, D, HKV * D]
+    assert abs(sh.scale - 1 / D ** 0.5) < 1e-7 and not sh.sink and not sh.tile_flags
+    bufs = man.Buffers.from_buffer_copy(args[6])
+    assert bufs.ptr[0] == doc.data_ptr() and list(bufs.dim[0]) == [S, 1]
+    # A second call reuses the loaded module; a new program reuses the cubin.
+    attn(q, k, v, buffers={"doc": doc})
+    assert len([c for c in drv.calls if c[0] == "load"]) == 1 and len(launches(drv)) == 2
+    again = mt.load(os.path.join(EXAMPLES, "document_causal.flex")).attention("packed_layer")
+    again(q, k, v, buffers={"doc": doc})
+    assert len(nv.compiles) == 1
+
+
+def test_prepass_block_launches_flags_first(env, tmp_path):
+    mt, drv, nv = env
+    p = tmp_path / "odd.flex"
+    p.write_text(ODD)
+    attn = mt.load(str(p)).attention("odd_layer")
+    B, H, S, D = 2, 4, 300, 128
+    q = ft.Tensor((B, H, S, D), ft.float16)
+    tab = ft.Tensor((B, S), ft.int64)
+    attn(q, q, q, buffers={"tab": tab})
+    (_, ff, fgrid, fblock, fsmem, _, fargs), (_, f, grid, _, _, _, args) = launches(drv)
+    man = attn.generated().man
+    block_n, threads, _ = man.kernel("odd_layer").launch["nvidia-sm90a"]
+    nkt = -(-S // block_n)
+    assert (ff, fgrid, fblock, fsmem) == (200, (nkt, 3, 1), (threads, 1, 1), 0)
+    assert (f, grid) == (100, (3, H, B))
+    sh = man.Shape.from_buffer_copy(args[5])
+    assert sh.tile_flags and sh.tile_flags == ptr(fargs[2])
+    assert list(sh.q_stride) == [H * S * D, S * D, D]  # bhsd
+    flags = attn.generated()._flags
+    ((_, t),) = flags.items()
+    assert t.shape == (B * H * 3 * nkt,)  # the mask reads b and h
+
+
+def test_sink_is_cast_and_passed(env):
+    mt, drv, nv = env
+    attn = mt.load(os.path.join(EXAMPLES, "gpt_oss.flex")).attention("layer_1")
+    q = ft.Tensor((1, 64, 4, 64))
+    sinks = ft.Tensor((4,), ft.bfloat16)
+    attn(q, q, q, buffers={"sinks": sinks})
+    ((_, _, _, _, _, _, args),) = launches(drv)
+    sh = attn.generated().man.Shape.from_buffer_copy(args[5])
+    assert sh.sink and sh.sink != sinks.data_ptr()  # a float32 copy
+
+
+@pytest.mark.parametrize("bufs, msg", [
+    ({}, "buffer doc is missing"),
+    ({"doc": ft.Tensor((999,), ft.int32)}, r"doc has shape \[999\]"),
+    ({"doc": ft.Tensor((1000,), ft.int64)}, "doc is i64"),
+    ({"doc": ft.Tensor((1000,), ft.int32), "x": ft.Tensor((1,))}, "does not read x"),
+])
+def test_bad_buffers_raise_before_launch(env, bufs, msg):
+    mt, drv, nv = env
+    attn = mt.load(os.path.join(EXAMPLES, "document_causal.flex")).attention("packed_layer")
+    q = ft.Tensor((1, 1000, 2, 128))
+    with pytest.raises(MaskcError, match=msg):
+        attn(q, q, q, buffers=bufs)
+    assert not launches(drv) and not nv.compiles
+
+
+def test_grad_goes_through_the_op_and_backward_names_the_missing_kernel(env):
+    mt, drv, nv = env
+    attn = mt.load(os.path.join(EXAMPLES, "dilated_window.flex")).attention("dilated_layer")
+    q = ft.Tensor((1, 256, 2, 128), requires_grad=True)
+    out = attn(q, q, q)
+    assert [c[1] for c in ft.rec.calls if c[0] == "op"] == ["maskc::attn_fwd"]
+    op = ft.ops.maskc.attn_fwd
+    with pytest.raises(NotImplementedError, match="maskc::attn_bwd for block dilated_layer.*backward kernel"):
+        class Ctx:
+            def save_for_backward(self, *ts):
+                self.saved_tensors = ts
+        ctx = Ctx()
+        args = ft.rec.calls[-1][2]
+        op.setup(ctx, args, (out, ft.Tensor((1, 2, 256), ft.float32)))
+        op.backward(ctx, out, None)
+
+
+def test_prepare_builds_every_kernel_once(env):
+    mt, drv, nv = env
+    prog = mt.load(os.path.join(EXAMPLES, "gpt_oss.flex")).prepare()
+    assert sorted(n for n, _ in nv.compiles) == ["layer_0.hip", "layer_1.hip", "layer_2.hip", "layer_3.hip"]
+    assert len([c for c in drv.calls if c[0] == "load"]) == 4
+    q = ft.Tensor((1, 64, 4, 64))
+    prog.attention("layer_2")(q, q, q, buffers={"sinks": ft.Tensor((4,), ft.float32)})
+    assert len(nv.compiles) == 4 and len([c for c in drv.calls if c[0] == "load"]) == 4
