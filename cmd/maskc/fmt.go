@@ -53,7 +53,7 @@ func runFmt(e *env, args []string) int {
 			}
 		case *write:
 			if changed {
-				if err := writeFileAtomic(path, out); err != nil {
+				if err := replaceFile(path, src, out); err != nil {
 					fmt.Fprintf(e.stderr, "maskc: %v\n", err)
 					status = exitUsage
 				}
@@ -63,17 +63,6 @@ func runFmt(e *env, args []string) int {
 		}
 	}
 	return status
-}
-
-// writeFileAtomic replaces path with data through a temporary file in the
-// same directory, so an interrupted write never leaves a truncated file.
-// The file's permission bits are kept.
-func writeFileAtomic(path string, data []byte) error {
-	st, err := os.Stat(path)
-	if err != nil {
-		return cleanPathError(err)
-	}
-	return writeAtomic(path, data, st.Mode().Perm())
 }
 
 // writeAtomic writes data to path through a synced temporary file in the
