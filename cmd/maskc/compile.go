@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -41,10 +40,19 @@ func runCompile(e *env, args []string) int {
 	if plan == nil {
 		return status
 	}
-	if err := os.MkdirAll(*outDir, 0o755); err != nil {
-		fmt.Fprintf(e.stderr, "maskc: %v\n", cleanPathError(err))
+	// Everything is written to a sibling of DIR and put in place whole, so a
+	// failed run leaves DIR as it was.
+	out, err := stageDir(*outDir)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "maskc: %v\n", err)
 		return exitUsage
 	}
+	committed := false
+	defer func() {
+		if !committed {
+			out.Abort()
+		}
+	}()
 	kernels := map[string]map[string]any{}
 	var diags dsl.Diagnostics
 	for _, d := range plan.Attentions {
@@ -58,7 +66,7 @@ func runCompile(e *env, args []string) int {
 			continue
 		}
 		name := d.Name + ".hip"
-		if err := writeAtomic(filepath.Join(*outDir, name), []byte(k.Source), 0o644); err != nil {
+		if err := out.WriteFile(name, []byte(k.Source)); err != nil {
 			fmt.Fprintf(e.stderr, "maskc: %v\n", err)
 			return exitUsage
 		}
@@ -75,7 +83,7 @@ func runCompile(e *env, args []string) int {
 				continue
 			}
 			obj := fmt.Sprintf("%s.%s.hsaco", d.Name, arch)
-			cmd := exec.Command(hipcc, "--offload-arch="+arch, "--genco", "-O3", "-o", filepath.Join(*outDir, obj), filepath.Join(*outDir, name))
+			cmd := exec.Command(hipcc, "--offload-arch="+arch, "--genco", "-O3", "-o", out.Path(obj), out.Path(name))
 			if out, err := cmd.CombinedOutput(); err != nil {
 				fmt.Fprintf(e.stderr, "maskc: hipcc for %s (%s) failed: %v\n%s", d.Name, arch, err, out)
 				return exitError
@@ -99,7 +107,12 @@ func runCompile(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "maskc: %v\n", err)
 		return exitError
 	}
-	if err := writeAtomic(filepath.Join(*outDir, "plan.json"), planJSON, 0o644); err != nil {
+	if err := out.WriteFile("plan.json", planJSON); err != nil {
+		fmt.Fprintf(e.stderr, "maskc: %v\n", err)
+		return exitUsage
+	}
+	committed = true
+	if err := out.Commit(); err != nil {
 		fmt.Fprintf(e.stderr, "maskc: %v\n", err)
 		return exitUsage
 	}
