@@ -36,7 +36,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s := newServer()
-	conn := jsonrpc2.NewConn(jsonrpc2.NewStream(&stdio{in: in, out: out}))
+	conn := jsonrpc2.NewConn(newStream(&stdio{in: in, out: out}))
 	s.conn = conn
 	conn.Go(ctx, s.handle)
 	select {
