@@ -41,6 +41,7 @@ type funcWriter struct {
 	body     strings.Builder
 	indent   string
 	keys     map[dsl.Expr]string // structural key of each node
+	interned map[string]string   // a node's shape (children as keys) -> its key
 	uses     map[string]int      // occurrences of each structural key
 	temps    map[string]cExpr    // structural key -> named constant
 	ranges   *rangeAnalysis
@@ -52,7 +53,7 @@ type funcWriter struct {
 func newFuncWriter(src *dsl.Source, l *dsl.Lowered, float cType, bufs []BufferABI, diags *dsl.Diagnostics) *funcWriter {
 	w := &funcWriter{
 		src: src, l: l, float: float, bufs: bufs, buffers: map[string]*BufferABI{}, diags: diags,
-		indent: "  ", keys: map[dsl.Expr]string{}, uses: map[string]int{}, temps: map[string]cExpr{},
+		indent: "  ", keys: map[dsl.Expr]string{}, interned: map[string]string{}, uses: map[string]int{}, temps: map[string]cExpr{},
 	}
 	for i := range bufs {
 		w.buffers[bufs[i].Name] = &bufs[i]
@@ -73,7 +74,11 @@ func (w *funcWriter) count(e dsl.Expr) {
 	})
 }
 
-// key is a structural fingerprint of e: equal keys mean equal values.
+// key is a structural fingerprint of e: equal keys mean equal values. A
+// node's shape is written with its children's keys, which are short
+// interned ids, so keying a tree costs time and memory linear in its size
+// (spelling out each subtree would be quadratic in the depth of a long
+// `and` chain).
 func (w *funcWriter) key(e dsl.Expr) string {
 	if k, ok := w.keys[e]; ok {
 		return k
@@ -123,8 +128,13 @@ func (w *funcWriter) key(e dsl.Expr) string {
 		k = fmt.Sprintf("%T@%p", e, e)
 	}
 	k += ":" + w.l.TypeOf(e).String()
-	w.keys[e] = k
-	return k
+	id, ok := w.interned[k]
+	if !ok {
+		id = "#" + strconv.Itoa(len(w.interned))
+		w.interned[k] = id
+	}
+	w.keys[e] = id
+	return id
 }
 
 // fail reports a construct that cannot be generated.
