@@ -46,9 +46,16 @@ func (s *Source) Position(offset int) Position {
 	if offset > len(s.Text) {
 		offset = len(s.Text)
 	}
-	line := sort.Search(len(s.lineStarts), func(i int) bool { return s.lineStarts[i] > offset }) - 1
-	start := s.lineStarts[line]
-	return Position{Offset: offset, Line: line + 1, Column: utf8.RuneCount(s.Text[start:offset]) + 1}
+	line := s.LineOf(offset)
+	start := s.lineStarts[line-1]
+	return Position{Offset: offset, Line: line, Column: utf8.RuneCount(s.Text[start:offset]) + 1}
+}
+
+// LineOf is the 1-based line holding offset (clamped to the text), found
+// without counting columns: O(log lines).
+func (s *Source) LineOf(offset int) int {
+	offset = max(0, min(offset, len(s.Text)))
+	return sort.Search(len(s.lineStarts), func(i int) bool { return s.lineStarts[i] > offset })
 }
 
 // LineCount is the number of lines; a final line without a newline counts.
