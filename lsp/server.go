@@ -33,10 +33,16 @@ var ErrExitWithoutShutdown = errors.New("lsp: exit notification without a shutdo
 // runs under a recover: a panic is logged to the client (window/logMessage)
 // and answered with an internal error, and the server keeps running.
 func Serve(ctx context.Context, in io.Reader, out io.Writer) error {
+	return serve(ctx, newStream(&stdio{in: in, out: out}))
+}
+
+// serve is Serve on a framed stream.
+func serve(ctx context.Context, st *stream) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s := newServer()
-	conn := jsonrpc2.NewConn(newStream(&stdio{in: in, out: out}))
+	s.changeQueued = st.queuedChange
+	conn := jsonrpc2.NewConn(st)
 	s.conn = conn
 	conn.Go(ctx, s.handle)
 	select {
@@ -83,6 +89,11 @@ func (s *stdio) Close() error {
 type server struct {
 	conn jsonrpc2.Conn
 	docs map[protocol.DocumentURI]*document
+
+	// changeQueued reports whether a later didChange of a document has
+	// already arrived (nil: never), so the change before it need not be
+	// analysed.
+	changeQueued func(uri string) bool
 
 	initialized       bool          // initialize has been answered
 	shutdownRequested atomic.Bool   // shutdown has been answered

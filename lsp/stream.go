@@ -34,24 +34,147 @@ const (
 // -32600 for JSON that is not a request: batches, object ids, missing
 // method) with a null id, and reading goes on with the next message. Only
 // the end of the input or a failed write ends it.
+//
+// A goroutine reads ahead of the handler, up to maxQueued messages, so
+// that the server can see what is already waiting (queuedChange) and skip
+// work that a later message makes moot.
 type stream struct {
 	conn io.ReadWriteCloser
 	in   *bufio.Reader
 	mu   sync.Mutex // serialises writes: replies, notifications, protocol errors
+
+	start   sync.Once
+	qmu     sync.Mutex
+	queue   []queued      // read, not yet handed to the connection
+	readErr error         // why reading ahead stopped, once the queue drains
+	pushed  chan struct{} // signalled after a push or the end of reading
+	popped  chan struct{} // signalled after a pop
+	closed  chan struct{} // closed by Close
+	close   sync.Once
+	done    chan struct{} // closed when reading ahead stops
 }
+
+// queued is one message read ahead, with the document a didChange
+// notification replaces (found once, when it is read).
+type queued struct {
+	msg       jsonrpc2.Message
+	n         int64
+	changeURI string
+}
+
+// maxQueued bounds how many messages are read ahead.
+const maxQueued = 1024
 
 // newStream frames conn.
 func newStream(conn io.ReadWriteCloser) *stream {
-	return &stream{conn: conn, in: bufio.NewReaderSize(conn, MaxHeaderLine)}
+	return &stream{
+		conn: conn, in: bufio.NewReaderSize(conn, MaxHeaderLine),
+		pushed: make(chan struct{}, 1), popped: make(chan struct{}, 1),
+		closed: make(chan struct{}), done: make(chan struct{}),
+	}
 }
 
-// Read returns the next well-formed message, answering and skipping the
-// malformed ones before it.
-func (s *stream) Read(ctx context.Context) (jsonrpc2.Message, int64, error) {
+// readAhead starts the goroutine that reads messages into the queue.
+func (s *stream) readAhead() {
+	s.start.Do(func() { go s.readLoop() })
+}
+
+func (s *stream) readLoop() {
+	defer close(s.done)
 	for {
-		if err := ctx.Err(); err != nil {
+		msg, n, err := s.next()
+		s.qmu.Lock()
+		if err != nil {
+			s.readErr = err
+			s.qmu.Unlock()
+			signal(s.pushed)
+			return
+		}
+		s.queue = append(s.queue, queued{msg: msg, n: n, changeURI: changedDocument(msg)})
+		full := len(s.queue) >= maxQueued
+		s.qmu.Unlock()
+		signal(s.pushed)
+		for full {
+			select {
+			case <-s.popped:
+			case <-s.closed:
+				return
+			}
+			s.qmu.Lock()
+			full = len(s.queue) >= maxQueued
+			s.qmu.Unlock()
+		}
+	}
+}
+
+// signal wakes whoever waits on c, without blocking.
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// Read returns the next well-formed message.
+func (s *stream) Read(ctx context.Context) (jsonrpc2.Message, int64, error) {
+	s.readAhead()
+	for {
+		s.qmu.Lock()
+		if len(s.queue) > 0 {
+			q := s.queue[0]
+			s.queue[0] = queued{}
+			s.queue = s.queue[1:]
+			s.qmu.Unlock()
+			signal(s.popped)
+			return q.msg, q.n, nil
+		}
+		err := s.readErr
+		s.qmu.Unlock()
+		if err != nil {
 			return nil, 0, err
 		}
+		select {
+		case <-s.pushed:
+		case <-ctx.Done():
+			return nil, 0, ctx.Err()
+		}
+	}
+}
+
+// queuedChange reports whether a didChange notification for uri has been
+// read and waits to be handled.
+func (s *stream) queuedChange(uri string) bool {
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	for _, q := range s.queue {
+		if q.changeURI == uri {
+			return true
+		}
+	}
+	return false
+}
+
+// changedDocument is the URI a didChange notification replaces, else "".
+func changedDocument(msg jsonrpc2.Message) string {
+	n, ok := msg.(*jsonrpc2.Notification)
+	if !ok || n.Method() != "textDocument/didChange" {
+		return ""
+	}
+	var p struct {
+		TextDocument struct {
+			URI string `json:"uri"`
+		} `json:"textDocument"`
+	}
+	if json.Unmarshal(n.Params(), &p) != nil {
+		return ""
+	}
+	return p.TextDocument.URI
+}
+
+// next reads the next well-formed message, answering and skipping the
+// malformed ones before it.
+func (s *stream) next() (jsonrpc2.Message, int64, error) {
+	for {
 		body, n, perr, err := s.readFrame()
 		if err != nil {
 			return nil, n, err
@@ -232,5 +355,8 @@ func (s *stream) writeRaw(data []byte) error {
 	return nil
 }
 
-// Close closes the connection.
-func (s *stream) Close() error { return s.conn.Close() }
+// Close closes the connection, which ends reading ahead.
+func (s *stream) Close() error {
+	s.close.Do(func() { close(s.closed) })
+	return s.conn.Close()
+}

@@ -100,3 +100,77 @@ func TestMalformedMessagesAreAnsweredAndServingGoesOn(t *testing.T) {
 		t.Errorf("initialize after the bad messages: %v", init)
 	}
 }
+
+// TestQueuedChangesAreCoalesced: changes that a newer change of the same
+// document already follows are not analysed (no diagnostics published for
+// them), except where a request between them needs that text, which it
+// then sees. 200 quick edits of a 20 000-line file took 33 s before a
+// hover was answered.
+func TestQueuedChangesAreCoalesced(t *testing.T) {
+	const uri = "file:///w/c.flex"
+	doc := func(name string) string {
+		return fmt.Sprintf("mask %s(b, h, q, kv) = q >= kv\nattention a {\n    mask = %s\n}\n", name, name)
+	}
+	msg := func(id int, method string, params any) string {
+		m := map[string]any{"jsonrpc": "2.0", "method": method, "params": params}
+		if id > 0 {
+			m["id"] = id
+		}
+		b, _ := json.Marshal(m)
+		return frame(string(b))
+	}
+	change := func(v int, text string) string {
+		return msg(0, "textDocument/didChange", map[string]any{
+			"textDocument":   map[string]any{"uri": uri, "version": v},
+			"contentChanges": []any{map[string]any{"text": text}},
+		})
+	}
+	hover := func(id int) string {
+		return msg(id, "textDocument/hover", map[string]any{
+			"textDocument": map[string]any{"uri": uri}, "position": map[string]any{"line": 0, "character": 6},
+		})
+	}
+	var in strings.Builder
+	in.WriteString(msg(1, "initialize", map[string]any{"capabilities": map[string]any{}}))
+	in.WriteString(msg(0, "textDocument/didOpen", map[string]any{
+		"textDocument": map[string]any{"uri": uri, "languageId": "maskc", "version": 1, "text": doc("first")},
+	}))
+	v := 1
+	for i := 0; i < 50; i++ {
+		v++
+		in.WriteString(change(v, doc(fmt.Sprintf("typing%d", i))))
+	}
+	v++
+	in.WriteString(change(v, doc("alpha")))
+	in.WriteString(hover(2)) // must see alpha, though beta is queued
+	v++
+	in.WriteString(change(v, doc("beta")))
+	in.WriteString(hover(3))
+	in.WriteString(msg(4, "shutdown", nil))
+	in.WriteString(msg(0, "exit", nil))
+
+	var out lockedBuffer
+	st := newStream(&stdio{in: strings.NewReader(in.String()), out: &out})
+	st.readAhead()
+	<-st.done // everything is queued before the first message is handled
+	if err := serve(context.Background(), st); err != nil {
+		t.Fatalf("serve = %v", err)
+	}
+	var versions []float64
+	hovers := map[float64]string{}
+	for _, m := range readFrames(t, out.b.Bytes()) {
+		if m["method"] == "textDocument/publishDiagnostics" {
+			versions = append(versions, m["params"].(map[string]any)["version"].(float64))
+		}
+		if id, ok := m["id"].(float64); ok && (id == 2 || id == 3) {
+			b, _ := json.Marshal(m["result"])
+			hovers[id] = string(b)
+		}
+	}
+	if fmt.Sprint(versions) != fmt.Sprint([]float64{1, float64(v - 1), float64(v)}) {
+		t.Errorf("diagnostics published for versions %v, want only 1, %d (needed by a hover) and %d", versions, v-1, v)
+	}
+	if !strings.Contains(hovers[2], "alpha") || !strings.Contains(hovers[3], "beta") {
+		t.Errorf("hovers saw the wrong text: %q, %q", hovers[2], hovers[3])
+	}
+}

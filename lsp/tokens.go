@@ -94,6 +94,9 @@ type semanticToken struct {
 // half-typed files are highlighted too; identifiers are classified by what
 // the checker resolved them to, and by their syntactic role where it did not.
 func (a *analysis) semanticTokens() []semanticToken {
+	if a.refused {
+		return nil
+	}
 	roles := a.identRoles()
 	var out []semanticToken
 	for _, lx := range scan(a.file.Source.Text) {
