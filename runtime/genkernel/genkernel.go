@@ -54,7 +54,7 @@ func Spec(p *check.Program, k *codegen.Kernel, backend, arch string) (runtime.At
 			return spec, fmt.Errorf("genkernel: buffer %s has %d dimensions; the kernel ABI takes 1 or 2", b.Name, len(decl.Dims))
 		}
 		dims := decl.Dims
-		spec.Buffers = append(spec.Buffers, runtime.BufferSpec{Name: b.Name, Dims: func(s runtime.Sizes) [2]int64 {
+		spec.Buffers = append(spec.Buffers, runtime.BufferSpec{Name: b.Name, DType: decl.DType, Segments: decl.Segments, Dims: func(s runtime.Sizes) [2]int64 {
 			sizes := map[dsl.Var]int64{dsl.SizeB: s.B, dsl.SizeH: s.H, dsl.SizeHKV: s.HKV, dsl.SizeQ: s.Q, dsl.SizeKV: s.KV}
 			out := [2]int64{1, 1}
 			for i, d := range dims {
