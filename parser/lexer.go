@@ -37,6 +37,10 @@ var keywords = map[string]bool{
 // declKeywords start a top-level declaration.
 var declKeywords = map[string]bool{"param": true, "buffer": true, "mask": true, "score": true, "attention": true}
 
+// byteOrderMark is the UTF-8 byte order mark, skipped at the start of a
+// file.
+const byteOrderMark = "\uFEFF"
+
 // twoCharPunct are the operators spelled with two characters.
 var twoCharPunct = map[string]bool{"**": true, "//": true, "==": true, "!=": true, "<=": true, ">=": true}
 
@@ -113,6 +117,8 @@ func (s *scanner) run() {
 	for s.pos < s.end && s.out.err == nil {
 		c := s.text[s.pos]
 		switch {
+		case s.pos == 0 && strings.HasPrefix(s.text, byteOrderMark):
+			s.pos += len(byteOrderMark) // editors on Windows start UTF-8 files with it
 		case c == ' ' || c == '\t' || c == '\r' || c == '\f':
 			s.pos++
 		case c == '\n':
@@ -262,6 +268,9 @@ func parseNumber(raw string) (bool, int64, float64, *numberError) {
 				return false, 0, 0, &numberError{CodeNumberRange, fmt.Sprintf("float `%s` is out of range", raw), "floats are 64-bit: write `inf` for infinity"}
 			}
 			return false, 0, 0, malformed
+		}
+		if dsl.FloatUnderflows(raw, f) {
+			return false, 0, 0, &numberError{CodeNumberRange, fmt.Sprintf("float `%s` is too small for 64 bits: it would be 0", raw), "the smallest positive float is 5e-324; write 0 for zero"}
 		}
 		return true, 0, f, nil
 	}

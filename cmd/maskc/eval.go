@@ -100,7 +100,8 @@ func runEval(e *env, args []string) int {
 			return exitUsage
 		}
 		var ld dsl.Diagnostics
-		lowered, ld = u.prog.Lower(expr)
+		// Positions in the expression are --mask:1:N, not into the file.
+		lowered, ld = u.prog.LowerIn(dsl.NewSource("--mask", []byte(*maskExpr)), expr)
 		if ld.HasErrors() {
 			printDiags(e.stderr, ld)
 			return exitError
