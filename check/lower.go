@@ -182,7 +182,7 @@ func (l *lowering) root() string {
 func (l *lowering) tooLarge() {
 	if !l.aborted {
 		l.c.diags.Add(l.c.src, l.rootSpan, CodeTooLarge, "%s is too large once mods are inlined: more than %d nodes", l.root(), maxLoweredNodes).
-			WithHint("mods are inlined at every use; bind a repeated subexpression with let, or simplify the mods")
+			WithHint("mods and lets are inlined at every use, so each use copies the whole expression (a chain of lets that each use the previous one twice doubles at every step); use them fewer times, or simplify")
 	}
 	l.aborted = true
 }
