@@ -57,3 +57,19 @@ func TestRenderCutsLongLines(t *testing.T) {
 		t.Errorf("start of a long line:\n%s\n%s", lines[1], lines[2])
 	}
 }
+
+// TestSourceLineEnds: lines end at "\n", "\r\n" and a lone "\r", as the
+// Language Server Protocol counts them.
+func TestSourceLineEnds(t *testing.T) {
+	src := NewSource("t", []byte("a\r\nb\rc\nd\r"))
+	var lines []string
+	for n := 1; n <= src.LineCount(); n++ {
+		lines = append(lines, src.Line(n))
+	}
+	if got := strings.Join(lines, "|"); got != "a|b|c|d|" {
+		t.Errorf("lines %q, want a|b|c|d|", got)
+	}
+	if p := src.Position(strings.Index(string(src.Text), "c")); p.Line != 3 || p.Column != 1 {
+		t.Errorf("c at %d:%d, want 3:1", p.Line, p.Column)
+	}
+}

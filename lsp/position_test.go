@@ -153,3 +153,20 @@ func BenchmarkSemanticTokensLongLine(b *testing.B) {
 		_ = encodeTokens(a.lines, a.semanticTokens())
 	}
 }
+
+// TestLoneCRIsALineEnd: the server counts a lone "\r" as a line end, as
+// the protocol (and so the editor) does, so diagnostics after one land on
+// the line the editor shows.
+func TestLoneCRIsALineEnd(t *testing.T) {
+	text := "# a\rmask m(b, h, q, kv) = q >= kv\n"
+	a := analyze("cr.flex", []byte(text), nil)
+	if len(a.diags) == 0 {
+		t.Fatal("a lone CR is accepted")
+	}
+	if got := a.lines.position(strings.Index(text, "mask")); got != (protocol.Position{Line: 1, Character: 0}) {
+		t.Errorf("mask at %v, want line 1 character 0", got)
+	}
+	if r := a.lines.rangeOf(a.diags[0].Span); r.Start != (protocol.Position{Line: 0, Character: 3}) {
+		t.Errorf("diagnostic at %v, want 0:3", r.Start)
+	}
+}

@@ -34,3 +34,35 @@ func TestFloatUnderflowIsRefused(t *testing.T) {
 		t.Errorf("0.0e-400, 5e-324: %s", diags.Render())
 	}
 }
+
+// TestLineEndRule: "\n" and "\r\n" end lines; a lone "\r" (which the C
+// preprocessor and editors take for a line end) and any control character
+// or bidirectional mark in a comment (comments are copied into generated
+// code) are errors at their position, counted with the same line rule.
+func TestLineEndRule(t *testing.T) {
+	for _, tc := range []struct {
+		name, src, want string
+	}{
+		{"crlf", "# c\r\nmask m(b, h, q, kv) = q >= kv\r\n", ""},
+		{"lone cr in a comment", "# c\r#define x 0\nmask m(b, h, q, kv) = q >= kv\n",
+			"t.flex:1:4: error[E001]: carriage return (U+000D) without a newline"},
+		{"lone cr in code", "mask m(b, h, q, kv) = q >= kv\r\n\rparam A = 1\n",
+			"t.flex:2:1: error[E001]: carriage return (U+000D) without a newline"},
+		{"esc in a comment", "# \x1b[2J\nmask m(b, h, q, kv) = q >= kv\n",
+			"t.flex:1:3: error[E001]: invalid character \\x1b in a comment"},
+		{"bidi override in a comment", "# a \u202e b\nmask m(b, h, q, kv) = q >= kv\n",
+			"t.flex:1:5: error[E001]: invalid character \\u202e in a comment"},
+		{"form feed in a comment", "# a \f b\n", "t.flex:1:5: error[E001]: invalid character \\x0c in a comment"},
+		{"after a lone cr, lines count it", "# a\r\rmask m(b, h, q, kv) = q >= kv\n",
+			"t.flex:1:4: error[E001]: carriage return (U+000D) without a newline"},
+	} {
+		_, diags := parser.ParseFile("t.flex", []byte(tc.src))
+		got := ""
+		if len(diags) > 0 {
+			got = diags[0].Error()
+		}
+		if got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

@@ -119,8 +119,12 @@ func (s *scanner) run() {
 		switch {
 		case s.pos == 0 && strings.HasPrefix(s.text, byteOrderMark):
 			s.pos += len(byteOrderMark) // editors on Windows start UTF-8 files with it
-		case c == ' ' || c == '\t' || c == '\r' || c == '\f':
+		case c == ' ' || c == '\t' || c == '\f':
 			s.pos++
+		case c == '\r' && dsl.LineEndAt(s.text, s.pos) == 2:
+			s.pos++ // the "\r" of "\r\n"
+		case c == '\r':
+			s.loneCR()
 		case c == '\n':
 			if (len(s.stack) == 0 || s.stack[len(s.stack)-1].ch == '{') && s.lastType() != tokNewline {
 				s.emit(tokNewline, s.pos, s.pos+1)
@@ -144,10 +148,25 @@ func (s *scanner) run() {
 	s.out.tokens = append(s.out.tokens, lexer.EOFToken(lexer.Position{Filename: s.src.Name, Offset: s.end}))
 }
 
+// comment scans a `#` comment to the end of its line. Comments are copied
+// into generated code, so a character that some reader would take for a
+// line end or that reorders the displayed text (dsl.IsUnsafeRune) is an
+// error there too.
 func (s *scanner) comment() {
 	start := s.pos
-	for s.pos < s.end && s.text[s.pos] != '\n' {
-		s.pos++
+	for s.pos < s.end && dsl.LineEndAt(s.text, s.pos) == 0 {
+		r, size := utf8.DecodeRuneInString(s.text[s.pos:s.end])
+		if dsl.IsUnsafeRune(r) {
+			sp := dsl.Span{Start: s.pos, End: s.pos + size}
+			s.fail(sp, CodeInvalidChar, "invalid character %s in a comment", dsl.EscapeRune(r)).
+				WithHint("remove it: control characters and bidirectional marks show text other than what tools read")
+			return
+		}
+		s.pos += size
+	}
+	if s.pos < s.end && s.text[s.pos] == '\r' && dsl.LineEndAt(s.text, s.pos) == 1 {
+		s.loneCR()
+		return
 	}
 	end := s.pos
 	for end > start && (s.text[end-1] == '\r' || s.text[end-1] == ' ' || s.text[end-1] == '\t') {
@@ -383,6 +402,13 @@ func (s *scanner) closesLower(c byte) bool {
 		}
 	}
 	return false
+}
+
+// loneCR refuses a carriage return that no newline follows: the C
+// preprocessor and editors end a line there, the .flex language would not.
+func (s *scanner) loneCR() {
+	s.fail(dsl.Span{Start: s.pos, End: s.pos + 1}, CodeInvalidChar, "carriage return (U+000D) without a newline").
+		WithHint("end lines with \\n or \\r\\n; a lone \\r is a line end for some tools and not for others")
 }
 
 func (s *scanner) invalidChar() {
