@@ -117,6 +117,8 @@ var diagnosticCases = []struct {
 	{CodeUnusedLet, "mask m(b, h, q, kv) {\n    let d = q - kv\n    q >= kv\n}\n", nil},
 	{CodeShadow, "param W = 4\nmask m(b, h, q, kv) {\n    let W = 8\n    q - kv <= W\n}\nmask n(b, h, q, kv) = q < W\n", nil},
 	{CodeBitwisePrecedence, "mask m(b, h, q, kv) = q >= kv & q < 5\n", nil},
+	{CodeIntPower, "mask m(b, h, q, kv) = 2 ** -(kv % 3) < 0.5\n", nil},
+	{CodeFloat32Range, "param C = 30.0\nscore s(score, b, h, q, kv) = C * tanh(score / C)\nattention a {\n    score = s\n}\n", map[string]string{"C": "1e39"}},
 }
 
 func TestDiagnosticsGolden(t *testing.T) {

@@ -42,12 +42,14 @@ const (
 	CodeTooLarge          dsl.Code = "E055"
 	CodeArgType           dsl.Code = "E056"
 	CodeSettingBuffer     dsl.Code = "E057"
+	CodeIntPower          dsl.Code = "E090"
 	CodeUnusedParam       dsl.Code = "W001"
 	CodeUnusedBuffer      dsl.Code = "W002"
 	CodeUnusedMod         dsl.Code = "W003"
 	CodeUnusedLet         dsl.Code = "W004"
 	CodeShadow            dsl.Code = "W005"
 	CodeBitwisePrecedence dsl.Code = "W006"
+	CodeFloat32Range      dsl.Code = "W020"
 )
 
 // Codes describes every code the checker reports, one line each; tests
@@ -91,10 +93,12 @@ var Codes = map[dsl.Code]string{
 	CodeTooLarge:          "an expression that grows too large when inlined",
 	CodeArgType:           "a mod or built-in argument of the wrong type",
 	CodeSettingBuffer:     "a sink/alibi/bias buffer with the wrong shape or element type",
+	CodeIntPower:          "an int power whose exponent is not a constant in [0, 2**20] (a negative one makes it a float)",
 	CodeUnusedParam:       "a param that is never used",
 	CodeUnusedBuffer:      "a buffer that is never used",
 	CodeUnusedMod:         "a mod that is never used (files with attention blocks only)",
 	CodeUnusedLet:         "a let binding that is never used",
 	CodeShadow:            "a mod parameter or let that shadows a param, buffer, mod or built-in",
 	CodeBitwisePrecedence: "`&` or `|` between two comparisons of a chain, where Python makes it bitwise on ints",
+	CodeFloat32Range:      "a score constant that float32, in which kernels compute scores, rounds to inf or 0",
 }

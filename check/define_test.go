@@ -84,7 +84,7 @@ func TestDefines(t *testing.T) {
 		{"float Infinity", map[string]string{"CAP": "Infinity"}, nil,
 			"test.flex:3:7: error[E044]: -D CAP=Infinity does not fit float param CAP: write infinity as inf or -inf"},
 		{"float inf as the language spells it", map[string]string{"CAP": "-inf"}, map[string]dsl.Value{"CAP": dsl.Float(math.Inf(-1))}, ""},
-		{"float subnormal", map[string]string{"CAP": "5e-324"}, map[string]dsl.Value{"CAP": dsl.Float(5e-324)}, ""},
+		{"float tiny", map[string]string{"CAP": "1e-30"}, map[string]dsl.Value{"CAP": dsl.Float(1e-30)}, ""},
 		{"unknown", map[string]string{"WIDNOW": "3"}, nil,
 			"test.flex: error[E043]: -D WIDNOW: no param WIDNOW is declared"},
 	}

@@ -513,6 +513,22 @@ func (l *lowering) binary(f *frame, x *dsl.BinaryExpr) result {
 		if typ == dsl.TypeInt && b.isConst() && b.val.I < 0 {
 			typ = dsl.TypeFloat
 		}
+		// An int power's type depends on its exponent's sign (Python makes
+		// int ** negative int a float), so it must be known here, where
+		// every later stage (evaluator, classifier, generator) takes the
+		// type from.
+		if typ == dsl.TypeInt && !(a.isConst() && b.isConst()) {
+			switch {
+			case !b.isConst():
+				l.errorf(f, x.Y.Span(), CodeIntPower, "int power with the exponent %s, which is not a constant: its type would depend on its sign", sourceText(f, x.Y)).
+					WithHint("write a float base (2.0 ** e) for a float power, or the power as repeated multiplication")
+				return result{}
+			case b.val.I > dsl.MaxIntPowExponent:
+				l.errorf(f, x.Y.Span(), CodeIntPower, "int power with the exponent %d, more than %d", b.val.I, dsl.MaxIntPowExponent).
+					WithHint("an int power that large overflows int64 unless the base is -1, 0 or 1; write it as a float power")
+				return result{}
+			}
+		}
 	default:
 		typ = dsl.Promote(a.typ, b.typ)
 	}

@@ -266,11 +266,14 @@ func trivial(e dsl.Expr) bool {
 	return false
 }
 
-// floatLit formats f as a literal of type t.
+// floatLit formats f as a literal of type t. A float literal is f's real
+// float32 value: inf where f overflows float32, 0 where it underflows (check
+// warns, W020), never a spelling C++ does not have (`+Inff`).
 func floatLit(f float64, t cType) string {
 	suffix, bits := "", 64
 	if t == cFloat {
 		suffix, bits = "f", 32
+		f = float64(float32(f))
 	}
 	switch {
 	case math.IsInf(f, 1):
@@ -438,7 +441,7 @@ func (w *funcWriter) binary(x *dsl.BinaryExpr, t cType) cExpr {
 	case dsl.OpPow:
 		if t == cInt {
 			n, ok := dsl.Unparen(x.Y).(*dsl.IntLit)
-			if !ok || n.Value < 0 || n.Value > 1<<20 {
+			if !ok || n.Value < 0 || n.Value > dsl.MaxIntPowExponent { // check refuses these (E090)
 				return w.fail(x.Y, CodePowExponent, "write the power as a float (x ** 2.0) or as repeated multiplication",
 					"int power needs a non-negative constant exponent")
 			}

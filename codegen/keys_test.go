@@ -42,3 +42,24 @@ func BenchmarkGenerateLongAnd(b *testing.B) {
 		w.count(l.Expr)
 	}
 }
+
+// TestFloatLitIsTheFloat32Value: a float32 literal is the constant's real
+// float32 value, inf where it overflows, never `+Inff` (invalid C++).
+func TestFloatLitIsTheFloat32Value(t *testing.T) {
+	for _, tc := range []struct {
+		f    float64
+		t    cType
+		want string
+	}{
+		{1e39, cFloat, "maskc_inf_f32()"},
+		{-1e39, cFloat, "(-maskc_inf_f32())"},
+		{1e-50, cFloat, "0.0f"},
+		{1e39, cDouble, "1e+39"},
+		{30, cFloat, "30.0f"},
+		{0.1, cFloat, "0.1f"},
+	} {
+		if got := floatLit(tc.f, tc.t); got != tc.want {
+			t.Errorf("floatLit(%v, %s) = %q, want %q", tc.f, tc.t, got, tc.want)
+		}
+	}
+}
