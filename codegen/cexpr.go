@@ -217,6 +217,10 @@ func (w *funcWriter) expr(e dsl.Expr) cExpr {
 	if v, ok := w.temps[k]; ok {
 		return v
 	}
+	if w.ranges.overflows(e) {
+		return w.fail(e, CodeIntOverflow, "bound the operands (min, max, a smaller constant), or compute in float",
+			"int arithmetic %s may overflow int64 (undefined in C, exact in Python)", w.src.Slice(e.Span()))
+	}
 	v := w.node(e)
 	if w.failed {
 		return v

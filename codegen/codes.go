@@ -24,6 +24,8 @@ const (
 	CodeBufferDType dsl.Code = "E308"
 	// CodeSetting: an attention setting the generated kernel does not implement.
 	CodeSetting dsl.Code = "E309"
+	// CodeIntOverflow: int arithmetic the range analysis cannot prove stays in int64.
+	CodeIntOverflow dsl.Code = "E310"
 )
 
 // Codes describes every diagnostic code of this package in one line.
@@ -38,4 +40,5 @@ var Codes = map[dsl.Code]string{
 	CodeBufferIndex:    "buffer read with the wrong number of indices, or of an undeclared buffer",
 	CodeBufferDType:    "captured buffer element type the generator cannot read",
 	CodeSetting:        "attention setting (causal, window, alibi, bias, dropout, ...) a generated kernel does not implement",
+	CodeIntOverflow:    "int arithmetic the range analysis cannot prove stays within int64",
 }

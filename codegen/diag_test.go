@@ -61,6 +61,8 @@ func TestDiagnostics(t *testing.T) {
 			cmp := &dsl.CompareExpr{Sp: dsl.Span{Start: 0, End: 12}, Operands: []dsl.Expr{pow, kv}, Ops: []dsl.Op{dsl.OpGE}}
 			return src, lowered(cmp, map[dsl.Expr]dsl.Type{cmp: dsl.TypeBool, pow: dsl.TypeInt, q: dsl.TypeInt, h: dsl.TypeInt, kv: dsl.TypeInt})
 		}},
+		{code: CodeIntOverflow, text: "mask m(b, h, q, kv) = q * 4611686018427387904 // 4611686018427387904 == q\nattention a {\n    mask = m\n}\n",
+			want: "in.flex:1:23: error[E310]: int arithmetic q * 4611686018427387904 may overflow int64 (undefined in C, exact in Python)"},
 		{code: CodeSetting, text: "attention a {\n    mask = causal\n    window = (16, 0)\n}\n",
 			want: "in.flex:3:5: error[E309]: a generated kernel does not implement the window setting"},
 		{code: CodeUnsupported, want: "t.flex:1:1: error[E305]: cannot generate code for a tuple", lower: func() (*dsl.Source, *dsl.Lowered) {

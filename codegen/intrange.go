@@ -319,6 +319,73 @@ func (a *rangeAnalysis) call(x *dsl.CallExpr) interval {
 	return fullRange
 }
 
+// overflows reports whether the int operation at e can leave int64 for
+// some values its operands may take (an unknown operand, such as an i64
+// buffer value, may take any): C's signed overflow is undefined behaviour
+// where Python's ints are exact, so such an operation is refused (E310)
+// rather than generated.
+func (a *rangeAnalysis) overflows(e dsl.Expr) bool {
+	if a.l.TypeOf(e) != dsl.TypeInt {
+		return false
+	}
+	switch x := e.(type) {
+	case *dsl.UnaryExpr:
+		return x.Op == dsl.OpNeg && a.of(x.X).lo == math.MinInt64
+	case *dsl.BinaryExpr:
+		p, q := a.of(x.X), a.of(x.Y)
+		switch x.Op {
+		case dsl.OpAdd:
+			_, ok1 := add64(p.lo, q.lo)
+			_, ok2 := add64(p.hi, q.hi)
+			return !ok1 || !ok2
+		case dsl.OpSub:
+			if q.lo == math.MinInt64 {
+				return true
+			}
+			_, ok1 := add64(p.lo, -q.hi)
+			_, ok2 := add64(p.hi, -q.lo)
+			return !ok1 || !ok2
+		case dsl.OpMul:
+			for _, x := range []int64{p.lo, p.hi} {
+				for _, y := range []int64{q.lo, q.hi} {
+					if _, ok := mul64(x, y); !ok {
+						return true
+					}
+				}
+			}
+		case dsl.OpFloorDiv: // MinInt64 // -1
+			return p.lo == math.MinInt64 && q.lo <= -1 && q.hi >= -1
+		case dsl.OpPow:
+			n, ok := dsl.Unparen(x.Y).(*dsl.IntLit)
+			if !ok || n.Value < 0 {
+				return false // not an int power the generator writes (E306)
+			}
+			if p.lo >= -1 && p.hi <= 1 {
+				return false
+			}
+			if n.Value > 63 {
+				return true
+			}
+			r := point(1)
+			for i := int64(0); i < n.Value; i++ {
+				for _, x := range []int64{r.lo, r.hi} {
+					for _, y := range []int64{p.lo, p.hi} {
+						if _, ok := mul64(x, y); !ok {
+							return true
+						}
+					}
+				}
+				r = mulRange(r, p)
+			}
+		}
+	case *dsl.CallExpr:
+		if id, ok := x.Fun.(*dsl.Ident); ok && id.Name == "abs" && len(x.Args) == 1 {
+			return a.of(x.Args[0]).lo == math.MinInt64
+		}
+	}
+	return false
+}
+
 // narrow reports whether the int node e can be computed in C int: its value
 // and every int operand it combines lie in int32. A buffer read's indices
 // are not combined into its value, so only the value's range counts there.
