@@ -162,7 +162,7 @@ func (w *funcWriter) line(sp dsl.Span) {
 		return
 	}
 	w.lastLine = n
-	fmt.Fprintf(&w.body, "#line %d %s\n", n, strconv.Quote(w.src.Name))
+	fmt.Fprintf(&w.body, "#line %d %s\n", n, cString(w.src.Name))
 }
 
 // stmt emits one statement that came from the .flex text at sp.
@@ -588,7 +588,7 @@ func sourceLines(src *dsl.Source, es ...dsl.Expr) string {
 	sort.Ints(lines)
 	var b strings.Builder
 	for _, n := range lines {
-		fmt.Fprintf(&b, "//   %s:%d | %s\n", src.Name, n, strings.TrimRight(src.Line(n), " \t"))
+		fmt.Fprintf(&b, "//   %s:%d | %s\n", cComment(src.Name), n, cComment(strings.TrimRight(src.Line(n), " \t")))
 	}
 	return b.String()
 }

@@ -3,6 +3,7 @@ package dsl
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // IsUnsafeRune reports whether r must not reach a terminal or generated
@@ -35,22 +36,38 @@ func EscapeRune(r rune) string {
 	return fmt.Sprintf(`\u%04x`, r)
 }
 
-// Printable returns s with every unsafe rune (IsUnsafeRune) escaped, for
-// diagnostics and for text copied from sources or file names into
-// generated code and messages.
+// Printable returns s with every unsafe rune (IsUnsafeRune) and every
+// byte that is not valid UTF-8 escaped (\xff), for diagnostics and for text
+// copied from sources or file names into generated code and messages.
 func Printable(s string) string {
-	i := strings.IndexFunc(s, IsUnsafeRune)
-	if i < 0 {
+	unsafe := func(i int) (bool, int) {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		return (r == utf8.RuneError && size == 1) || IsUnsafeRune(r), size
+	}
+	i := 0
+	for i < len(s) {
+		bad, size := unsafe(i)
+		if bad {
+			break
+		}
+		i += size
+	}
+	if i == len(s) {
 		return s
 	}
 	var b strings.Builder
 	b.WriteString(s[:i])
-	for _, r := range s[i:] {
-		if IsUnsafeRune(r) {
+	for i < len(s) {
+		bad, size := unsafe(i)
+		if bad && size == 1 && s[i] >= 0x80 {
+			b.WriteString(EscapeRune(rune(s[i])))
+		} else if bad {
+			r, _ := utf8.DecodeRuneInString(s[i:])
 			b.WriteString(EscapeRune(r))
 		} else {
-			b.WriteRune(r)
+			b.WriteString(s[i : i+size])
 		}
+		i += size
 	}
 	return b.String()
 }
