@@ -245,9 +245,13 @@ func (s *stream) readFrame() (body []byte, n int64, perr *jsonrpc2.Error, err er
 		}
 		return nil, n, jsonrpc2.NewError(jsonrpc2.ParseError, fmt.Sprintf("message of %d bytes, more than %d", length, MaxMessage)), nil
 	}
-	body = make([]byte, length)
-	m, err := io.ReadFull(s.in, body)
-	n += int64(m)
+	// Read as the bytes arrive: a header cannot make the server allocate
+	// memory the client never sends.
+	body, err = io.ReadAll(io.LimitReader(s.in, length))
+	n += int64(len(body))
+	if err == nil && int64(len(body)) < length {
+		err = io.ErrUnexpectedEOF
+	}
 	if err != nil {
 		return nil, n, nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // lockedBuffer is a bytes.Buffer safe for the server's writers.
@@ -173,4 +174,27 @@ func TestQueuedChangesAreCoalesced(t *testing.T) {
 	if !strings.Contains(hovers[2], "alpha") || !strings.Contains(hovers[3], "beta") {
 		t.Errorf("hovers saw the wrong text: %q, %q", hovers[2], hovers[3])
 	}
+}
+
+// FuzzStream feeds arbitrary bytes to the server's framing: it never
+// panics or hangs, answers what it cannot read with JSON-RPC errors, and
+// ends when the input does.
+//
+//	go test ./lsp -run '^$' -fuzz FuzzStream -fuzztime 20s
+func FuzzStream(f *testing.F) {
+	f.Add([]byte(frame(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{}}}`)))
+	f.Add([]byte("garbage\r\n\r\n" + frame("hello")))
+	f.Add([]byte("Content-Length: -4\r\n\r\nContent-Length: 99999999999\r\n\r\n"))
+	f.Add([]byte(frame(`[1,2]`) + frame(`{"jsonrpc":"2.0","id":{"a":1},"method":"x"}`)))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var out lockedBuffer
+		done := make(chan error, 1)
+		go func() { done <- Serve(context.Background(), bytes.NewReader(in), &out) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatal("Serve did not end with its input")
+		}
+		_ = readFrames(t, out.b.Bytes())
+	})
 }
