@@ -53,7 +53,7 @@ func (s *stagedDir) Abort() { os.RemoveAll(s.tmp) }
 
 // isOutput says whether name is a file `maskc compile` writes.
 func isOutput(name string) bool {
-	return name == "plan.json" || strings.HasSuffix(name, ".hip") || strings.HasSuffix(name, ".hsaco")
+	return name == "plan.json" || name == "manifest.json" || strings.HasSuffix(name, ".hip") || strings.HasSuffix(name, ".hsaco")
 }
 
 // Commit puts the staged directory in place. A missing directory appears
