@@ -11,6 +11,9 @@ import (
 
 // checker holds the state of one Check.
 type checker struct {
+	// f32Warned are the float literals already reported by float32Range.
+	f32Warned map[dsl.Span]bool
+
 	prog  *Program
 	src   *dsl.Source
 	lib   *library

@@ -47,6 +47,7 @@ const (
 	CodeKeywordArg        dsl.Code = "E075"
 	CodeConversion        dsl.Code = "E076"
 	CodeUnboundLocal      dsl.Code = "E077"
+	CodeIntPower          dsl.Code = "E090"
 	CodeUnusedParam       dsl.Code = "W001"
 	CodeUnusedBuffer      dsl.Code = "W002"
 	CodeUnusedMod         dsl.Code = "W003"
@@ -55,6 +56,7 @@ const (
 	CodeBitwisePrecedence dsl.Code = "W006"
 	CodeNoGradient        dsl.Code = "W010"
 	CodeTorchBool         dsl.Code = "W030"
+	CodeFloat32Range      dsl.Code = "W020"
 )
 
 // Codes describes every code the checker reports, one line each; tests
@@ -98,6 +100,7 @@ var Codes = map[dsl.Code]string{
 	CodeTooLarge:          "an expression that grows too large when inlined",
 	CodeArgType:           "a mod or built-in argument of the wrong type",
 	CodeSettingBuffer:     "a sink/alibi/bias buffer with the wrong shape or element type",
+	CodeIntPower:          "an int power whose exponent is not a constant in [0, 2**20] (a negative one makes it a float)",
 	CodeUnusedParam:       "a param that is never used",
 	CodeUnusedBuffer:      "a buffer that is never used",
 	CodeUnusedMod:         "a mod that is never used (files with attention blocks only)",
@@ -111,4 +114,5 @@ var Codes = map[dsl.Code]string{
 	CodeKeywordArg:        "a keyword argument that the function does not take, or a bad keyword value",
 	CodeUnboundLocal:      "a def's local read before its first assignment (Python's UnboundLocalError)",
 	CodeConversion:        "a conversion maskc cannot make exactly: a dtype other than int32/int64/float32/float64/bool, or float() of a bad string",
+	CodeFloat32Range:      "a score constant that float32, in which kernels compute scores, rounds to inf or 0",
 }

@@ -62,12 +62,32 @@ func parseDefineValue(text string, t dsl.Type) (dsl.Value, error) {
 		if i, err := parseIntLiteral(text); err == nil {
 			return dsl.Float(float64(i)), nil
 		}
-		f, err := strconv.ParseFloat(strings.ReplaceAll(text, "_", ""), 64)
+		// What a float param's declaration accepts: a number literal, or
+		// the constant inf (Go's other spellings, Infinity, +Inf, NaN, are
+		// not the language's).
+		switch text {
+		case "inf", "+inf":
+			return dsl.Float(math.Inf(1)), nil
+		case "-inf":
+			return dsl.Float(math.Inf(-1)), nil
+		}
+		lower := strings.ToLower(strings.TrimLeft(text, "+-"))
+		if strings.HasPrefix(lower, "nan") {
+			return dsl.Value{}, fmt.Errorf("want a number, not nan")
+		}
+		if strings.HasPrefix(lower, "inf") {
+			return dsl.Value{}, fmt.Errorf("write infinity as inf or -inf")
+		}
+		digits := strings.ReplaceAll(text, "_", "")
+		f, err := strconv.ParseFloat(digits, 64)
+		if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange && !strings.ContainsAny(text, "xXpP") {
+			return dsl.Value{}, fmt.Errorf("%s is beyond the 64-bit float range (about 1.8e308); write inf for infinity", text)
+		}
 		if err != nil || strings.ContainsAny(text, "xXpP") {
 			return dsl.Value{}, fmt.Errorf("want a number such as 30.0")
 		}
-		if math.IsNaN(f) {
-			return dsl.Value{}, fmt.Errorf("want a number, not nan")
+		if dsl.FloatUnderflows(digits, f) {
+			return dsl.Value{}, fmt.Errorf("%s is too small for a 64-bit float: it would be 0 (the smallest is 5e-324); write 0 for zero", text)
 		}
 		return dsl.Float(f), nil
 	}

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -76,6 +77,14 @@ func TestDefines(t *testing.T) {
 			"test.flex:3:7: error[E044]: -D CAP=big does not fit float param CAP: want a number such as 30.0"},
 		{"float nan", map[string]string{"CAP": "nan"}, nil,
 			"test.flex:3:7: error[E044]: -D CAP=nan does not fit float param CAP: want a number, not nan"},
+		{"float underflow", map[string]string{"CAP": "1e-400"}, nil,
+			"test.flex:3:7: error[E044]: -D CAP=1e-400 does not fit float param CAP: 1e-400 is too small for a 64-bit float: it would be 0 (the smallest is 5e-324); write 0 for zero"},
+		{"float overflow", map[string]string{"CAP": "1e400"}, nil,
+			"test.flex:3:7: error[E044]: -D CAP=1e400 does not fit float param CAP: 1e400 is beyond the 64-bit float range (about 1.8e308); write inf for infinity"},
+		{"float Infinity", map[string]string{"CAP": "Infinity"}, nil,
+			"test.flex:3:7: error[E044]: -D CAP=Infinity does not fit float param CAP: write infinity as inf or -inf"},
+		{"float inf as the language spells it", map[string]string{"CAP": "-inf"}, map[string]dsl.Value{"CAP": dsl.Float(math.Inf(-1))}, ""},
+		{"float tiny", map[string]string{"CAP": "1e-30"}, map[string]dsl.Value{"CAP": dsl.Float(1e-30)}, ""},
 		{"unknown", map[string]string{"WIDNOW": "3"}, nil,
 			"test.flex: error[E043]: -D WIDNOW: no param WIDNOW is declared"},
 	}

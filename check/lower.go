@@ -186,7 +186,7 @@ func (l *lowering) root() string {
 func (l *lowering) tooLarge() {
 	if !l.aborted {
 		l.c.diags.Add(l.c.src, l.rootSpan, CodeTooLarge, "%s is too large once mods are inlined: more than %d nodes", l.root(), maxLoweredNodes).
-			WithHint("mods are inlined at every use; bind a repeated subexpression with let, or simplify the mods")
+			WithHint("mods and lets are inlined at every use, so each use copies the whole expression (a chain of lets that each use the previous one twice doubles at every step); use them fewer times, or simplify")
 	}
 	l.aborted = true
 }
@@ -551,6 +551,22 @@ func (l *lowering) binaryOf(f *frame, x *dsl.BinaryExpr, a, b result) result {
 		typ = dsl.Promote(a.typ, b.typ)
 		if typ == dsl.TypeInt && b.isConst() && b.val.I < 0 {
 			typ = dsl.TypeFloat
+		}
+		// An int power's type depends on its exponent's sign (Python makes
+		// int ** negative int a float), so it must be known here, where
+		// every later stage (evaluator, classifier, generator) takes the
+		// type from.
+		if typ == dsl.TypeInt && !(a.isConst() && b.isConst()) {
+			switch {
+			case !b.isConst():
+				l.errorf(f, x.Y.Span(), CodeIntPower, "int power with the exponent %s, which is not a constant: its type would depend on its sign", sourceText(f, x.Y)).
+					WithHint("write a float base (2.0 ** e) for a float power, or the power as repeated multiplication")
+				return result{}
+			case b.val.I > dsl.MaxIntPowExponent:
+				l.errorf(f, x.Y.Span(), CodeIntPower, "int power with the exponent %d, more than %d", b.val.I, dsl.MaxIntPowExponent).
+					WithHint("an int power that large overflows int64 unless the base is -1, 0 or 1; write it as a float power")
+				return result{}
+			}
 		}
 	default:
 		typ = dsl.Promote(a.typ, b.typ)

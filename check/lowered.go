@@ -1,6 +1,10 @@
 package check
 
-import "github.com/maskc/maskc/dsl"
+import (
+	"math"
+
+	"github.com/maskc/maskc/dsl"
+)
 
 // lowerTop lowers mod value mv to a closed expression over the canonical
 // index variables; its diagnostics go to the checker.
@@ -37,6 +41,9 @@ func (c *checker) lowerTop(mv *modValue, name string, site dsl.Span) (*dsl.Lower
 		return nil, false
 	}
 	low := &dsl.Lowered{Kind: mv.kind, Name: name, Expr: r.node, Types: l.types, Buffers: l.buffers}
+	if mv.kind == dsl.ScoreMod {
+		c.float32Range(low)
+	}
 	if plain && c.lowered != nil {
 		c.lowered[mv.mod] = low
 	}
@@ -120,4 +127,37 @@ func (c *checker) keptTypes(mv *modValue) int {
 		n += c.keptTypes(part)
 	}
 	return n
+}
+
+// float32Range warns (W020) about the float constants of a lowered score
+// that float32 cannot hold: generated kernels compute scores in float32,
+// where such a constant is inf (or 0), unlike in the float64 reference.
+// Each literal is reported once.
+func (c *checker) float32Range(low *dsl.Lowered) {
+	dsl.Inspect(low.Expr, func(e dsl.Expr) bool {
+		lit, ok := e.(*dsl.FloatLit)
+		if !ok || math.IsInf(lit.Value, 0) || math.IsNaN(lit.Value) || !lit.Sp.IsValid() {
+			return true
+		}
+		f32 := float32(lit.Value)
+		var what string
+		switch {
+		case math.IsInf(float64(f32), 0):
+			what = "inf"
+		case f32 == 0 && lit.Value != 0:
+			what = "0"
+		default:
+			return true
+		}
+		if c.f32Warned == nil {
+			c.f32Warned = map[dsl.Span]bool{}
+		}
+		if c.f32Warned[lit.Sp] {
+			return true
+		}
+		c.f32Warned[lit.Sp] = true
+		c.diags.Warn(c.src, lit.Sp, CodeFloat32Range, "the score constant %v is %s in float32, in which generated kernels compute scores", lit.Value, what).
+			WithHint("use a value float32 holds (magnitude from about 1.4e-45 to 3.4e38), or write inf or 0 if that is meant")
+		return true
+	})
 }

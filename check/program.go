@@ -94,6 +94,21 @@ func (d Dim) Eval(sizes map[dsl.Var]int64) int64 {
 	return n
 }
 
+// EvalExact is Eval, with ok false when the arithmetic overflows int64.
+func (d Dim) EvalExact(sizes map[dsl.Var]int64) (n int64, ok bool) {
+	n = d.Const
+	for v, c := range d.Coef {
+		t, err := dsl.IntMul(c, sizes[v])
+		if err != nil {
+			return 0, false
+		}
+		if n, err = dsl.IntAdd(n, t); err != nil {
+			return 0, false
+		}
+	}
+	return n, true
+}
+
 // IsSize reports whether the extent is exactly the size symbol v.
 func (d Dim) IsSize(v dsl.Var) bool {
 	return d.Const == 0 && len(d.Coef) == 1 && d.Coef[v] == 1

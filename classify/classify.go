@@ -2,6 +2,7 @@ package classify
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/maskc/maskc/check"
@@ -351,6 +352,9 @@ func (b *block) capability(entry string, left, right int64, causal, fromMask boo
 	var code dsl.Code
 	var key string
 	switch {
+	case left > math.MaxInt32 || right > math.MaxInt32:
+		reason = fmt.Sprintf("window_size=(%d, %d) does not fit the 32-bit int Turbo's window_size takes", left, right)
+		code, key = CodeWindowRange, "window"
 	case !t.Has(entry):
 		reason = fmt.Sprintf("target %s has no %s", t.Name, entry)
 	case right > 0 && !t.RightWindow || (!causal && right == -1 && left >= 0 && !t.RightWindow):
@@ -385,6 +389,8 @@ func (b *block) capability(entry string, left, right int64, causal, fromMask boo
 		diag.WithHint("use a causal window: causal = true and window = (%d, 0)", left)
 	case CodeSinkDeterminism:
 		diag.WithHint("drop `deterministic = true`, or drop the sink")
+	case CodeWindowRange:
+		diag.WithHint("a window of %d or more keeps every key of any sequence Turbo takes: drop the window", int64(math.MaxInt32))
 	}
 	return reason
 }
@@ -398,7 +404,7 @@ func (b *block) explain(mm maskMatch, shape ScoreShape) string {
 	case PatternCausal:
 		s = "the mask is " + boundText(mm.band)
 	case PatternSWCausal:
-		s = fmt.Sprintf("the mask is %s: window_size=(%d, 0) keeps %d keys including the diagonal", boundText(mm.band), mm.band.hi, mm.band.hi+1)
+		s = fmt.Sprintf("the mask is %s: window_size=(%d, 0) keeps %d keys including the diagonal", boundText(mm.band), mm.band.hi, uint64(mm.band.hi)+1)
 	case PatternSW:
 		s = "the mask is the band " + boundText(mm.band)
 	case PatternDoc, PatternDocCausal, PatternDocWindow:

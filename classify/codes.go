@@ -26,6 +26,7 @@ const (
 	CodeAlibiAndScore   dsl.Code = "E213"
 	CodeFP8Entry        dsl.Code = "E214"
 	CodeCausalRight     dsl.Code = "E215"
+	CodeWindowRange     dsl.Code = "E216"
 )
 
 // Codes describes every code Classify reports, one line each; the tests
@@ -51,4 +52,5 @@ var Codes = map[dsl.Code]string{
 	CodeAlibiAndScore:   "alibi slopes together with a non-trivial score mod: ambiguous (rule 12)",
 	CodeFP8Entry:        "fp8 on a target without the fp8 entry, or with a mask the fp8 entry cannot run",
 	CodeCausalRight:     "causal = true with a right window bound > 0: causal already hides every key right of the diagonal",
+	CodeWindowRange:     "a window bound beyond the 32-bit int Turbo's window_size takes",
 }

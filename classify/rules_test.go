@@ -77,6 +77,7 @@ var ruleCases = []struct {
 	{CodeAlibiAndScore, "alibi_and_score", "", "mask = cm\n    alibi = slopes\n    score = cap"},
 	{CodeFP8Entry, "fp8_entry", "", "mask = sw\n    fp8 = true"},
 	{CodeCausalRight, "causal_right", "", "causal = true\n    window = (128, 4)"},
+	{CodeWindowRange, "window_range", "", "causal = true\n    window = (3000000000, 0)"},
 }
 
 func TestRuleDiagnostics(t *testing.T) {

@@ -167,7 +167,7 @@ func (w *funcWriter) line(sp dsl.Span) {
 		return
 	}
 	w.lastLine = n
-	fmt.Fprintf(&w.body, "#line %d %s\n", n, strconv.Quote(w.src.Name))
+	fmt.Fprintf(&w.body, "#line %d %s\n", n, cString(w.src.Name))
 }
 
 // stmt emits one statement that came from the .flex text at sp.
@@ -222,6 +222,10 @@ func (w *funcWriter) expr(e dsl.Expr) cExpr {
 	if v, ok := w.temps[k]; ok {
 		return v
 	}
+	if w.ranges.overflows(e) {
+		return w.fail(e, CodeIntOverflow, "bound the operands (min, max, a smaller constant), or compute in float",
+			"int arithmetic %s may overflow int64 (undefined in C, exact in Python)", w.src.Slice(e.Span()))
+	}
 	v := w.node(e)
 	if w.failed {
 		return v
@@ -271,11 +275,14 @@ func trivial(e dsl.Expr) bool {
 	return false
 }
 
-// floatLit formats f as a literal of type t.
+// floatLit formats f as a literal of type t. A float literal is f's real
+// float32 value: inf where f overflows float32, 0 where it underflows (check
+// warns, W020), never a spelling C++ does not have (`+Inff`).
 func floatLit(f float64, t cType) string {
 	suffix, bits := "", 64
 	if t == cFloat {
 		suffix, bits = "f", 32
+		f = float64(float32(f))
 	}
 	switch {
 	case math.IsInf(f, 1):
@@ -443,7 +450,7 @@ func (w *funcWriter) binary(x *dsl.BinaryExpr, t cType) cExpr {
 	case dsl.OpPow:
 		if t == cInt {
 			n, ok := dsl.Unparen(x.Y).(*dsl.IntLit)
-			if !ok || n.Value < 0 || n.Value > 1<<20 {
+			if !ok || n.Value < 0 || n.Value > dsl.MaxIntPowExponent { // check refuses these (E090)
 				return w.fail(x.Y, CodePowExponent, "write the power as a float (x ** 2.0) or as repeated multiplication",
 					"int power needs a non-negative constant exponent")
 			}
@@ -593,7 +600,7 @@ func sourceLines(src *dsl.Source, es ...dsl.Expr) string {
 	sort.Ints(lines)
 	var b strings.Builder
 	for _, n := range lines {
-		fmt.Fprintf(&b, "//   %s:%d | %s\n", src.Name, n, strings.TrimRight(src.Line(n), " \t"))
+		fmt.Fprintf(&b, "//   %s:%d | %s\n", cComment(src.Name), n, cComment(strings.TrimRight(src.Line(n), " \t")))
 	}
 	return b.String()
 }

@@ -26,6 +26,8 @@ const (
 	CodeSetting dsl.Code = "E309"
 	// CodeGradient: a score whose derivative cannot be generated.
 	CodeGradient dsl.Code = "E310"
+	// CodeIntOverflow: int arithmetic the range analysis cannot prove stays in int64.
+	CodeIntOverflow dsl.Code = "E311"
 )
 
 // Codes describes every diagnostic code of this package in one line.
@@ -41,4 +43,5 @@ var Codes = map[dsl.Code]string{
 	CodeBufferDType:    "captured buffer element type the generator cannot read",
 	CodeSetting:        "attention setting (causal, window, alibi, bias, dropout, ...) a generated kernel does not implement",
 	CodeGradient:       "score whose derivative (maskc_score_grad) is too large to generate",
+	CodeIntOverflow:    "int arithmetic the range analysis cannot prove stays within int64",
 }

@@ -59,8 +59,16 @@ func TestDiagnostics(t *testing.T) {
 			want: "in.flex:9:8: error[E303]: buffer t8 is the 9-th captured buffer; a generated kernel takes at most 8"},
 		{code: CodeBufferRank, text: "buffer t: f32[H, 4, 4]\nscore s(score, b, h, q, kv) = score + t[h, 1, 2]\nattention a {\n    score = s\n}\n",
 			want: "in.flex:1:1: error[E304]: buffer t has 3 dimensions; a generated kernel reads buffers of 1 or 2 dimensions"},
-		{code: CodePowExponent, text: "mask m(b, h, q, kv) = q ** h >= kv\nattention a {\n    mask = m\n}\n",
-			want: "in.flex:1:28: error[E306]: int power needs a non-negative constant exponent"},
+		// check refuses this from source (E090); the generator keeps its guard.
+		{code: CodePowExponent, want: "t.flex:1:6: error[E306]: int power needs a non-negative constant exponent", lower: func() (*dsl.Source, *dsl.Lowered) {
+			src := dsl.NewSource("t.flex", []byte("q ** h >= kv"))
+			q, h, kv := &dsl.VarRef{Var: dsl.VarQ}, &dsl.VarRef{Sp: dsl.Span{Start: 5, End: 6}, Var: dsl.VarH}, &dsl.VarRef{Var: dsl.VarKV}
+			pow := &dsl.BinaryExpr{Sp: dsl.Span{Start: 0, End: 6}, Op: dsl.OpPow, X: q, Y: h}
+			cmp := &dsl.CompareExpr{Sp: dsl.Span{Start: 0, End: 12}, Operands: []dsl.Expr{pow, kv}, Ops: []dsl.Op{dsl.OpGE}}
+			return src, lowered(cmp, map[dsl.Expr]dsl.Type{cmp: dsl.TypeBool, pow: dsl.TypeInt, q: dsl.TypeInt, h: dsl.TypeInt, kv: dsl.TypeInt})
+		}},
+		{code: CodeIntOverflow, text: "mask m(b, h, q, kv) = q * 4611686018427387904 // 4611686018427387904 == q\nattention a {\n    mask = m\n}\n",
+			want: "in.flex:1:23: error[E311]: int arithmetic q * 4611686018427387904 may overflow int64 (undefined in C, exact in Python)"},
 		{code: CodeSetting, text: "attention a {\n    mask = causal\n    window = (16, 0)\n}\n",
 			want: "in.flex:3:5: error[E309]: a generated kernel does not implement the window setting"},
 		{code: CodeGradient, text: deep,

@@ -2,7 +2,6 @@ package codegen
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/maskc/maskc/dsl"
@@ -173,7 +172,7 @@ func modFunc(src *dsl.Source, l *dsl.Lowered, kind dsl.ModKind, bufs []BufferABI
 	}
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "// %s %s\n", kind, l.Name)
+	fmt.Fprintf(&b, "// %s %s\n", kind, cComment(l.Name))
 	if lines := sourceLines(src, l.Expr); lines != "" {
 		b.WriteString("// from\n" + lines)
 	}
@@ -196,7 +195,7 @@ func resolveLineResets(text, name string) string {
 	lines := strings.Split(text, "\n")
 	for i, ln := range lines {
 		if ln == lineResetMarker {
-			lines[i] = fmt.Sprintf("#line %d %s", i+2, strconv.Quote(name))
+			lines[i] = fmt.Sprintf("#line %d %s", i+2, cString(name))
 		}
 	}
 	return strings.Join(lines, "\n")

@@ -323,8 +323,177 @@ func (a *rangeAnalysis) call(x *dsl.CallExpr) interval {
 		if len(args) == 1 && a.l.TypeOf(x.Args[0]) != dsl.TypeFloat {
 			return args[0]
 		}
+		// Of a float, its range truncated and saturated as maskc_py_int
+		// does, widened for rounding (the kernel computes in fp32 where
+		// floatRange assumes exact arithmetic), with 0 for NaN.
+		if len(args) == 1 {
+			lo, hi := a.floatRange(x.Args[0])
+			return interval{min(saturateInt(math.Floor(lo-1e-3*math.Abs(lo)-2)), 0), max(saturateInt(math.Ceil(hi+1e-3*math.Abs(hi)+2)), 0)}
+		}
 	}
 	return fullRange
+}
+
+// saturateInt converts f to int64 as maskc_py_int does beyond the int64
+// bounds: saturating.
+func saturateInt(f float64) int64 {
+	switch {
+	case f >= math.MaxInt64:
+		return math.MaxInt64
+	case f <= math.MinInt64:
+		return math.MinInt64
+	}
+	return int64(f)
+}
+
+// floatRange bounds a float expression for int(): literals, ints converted
+// to float, + - * /, log, exp, abs, min, max and clamp; (-inf, +inf) where
+// it cannot (the score, float buffers, a divisor that may be 0, ...).
+func (a *rangeAnalysis) floatRange(e dsl.Expr) (lo, hi float64) {
+	unknown := func() (float64, float64) { return math.Inf(-1), math.Inf(1) }
+	if a.l.TypeOf(e) == dsl.TypeInt || a.l.TypeOf(e) == dsl.TypeBool {
+		r := a.of(e)
+		return float64(r.lo), float64(r.hi)
+	}
+	ext := func(vs ...float64) (float64, float64) {
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, v := range vs {
+			if math.IsNaN(v) {
+				return unknown()
+			}
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		return lo, hi
+	}
+	switch x := e.(type) {
+	case *dsl.FloatLit:
+		return x.Value, x.Value
+	case *dsl.IntLit:
+		return float64(x.Value), float64(x.Value)
+	case *dsl.ParenExpr:
+		return a.floatRange(x.X)
+	case *dsl.UnaryExpr:
+		l, h := a.floatRange(x.X)
+		switch x.Op {
+		case dsl.OpNeg:
+			return -h, -l
+		case dsl.OpPos:
+			return l, h
+		}
+	case *dsl.BinaryExpr:
+		pl, ph := a.floatRange(x.X)
+		ql, qh := a.floatRange(x.Y)
+		switch x.Op {
+		case dsl.OpAdd:
+			return ext(pl+ql, ph+qh)
+		case dsl.OpSub:
+			return ext(pl-qh, ph-ql)
+		case dsl.OpMul:
+			return ext(pl*ql, pl*qh, ph*ql, ph*qh)
+		case dsl.OpDiv:
+			if ql > 0 || qh < 0 {
+				return ext(pl/ql, pl/qh, ph/ql, ph/qh)
+			}
+		}
+	case *dsl.CallExpr:
+		id, ok := x.Fun.(*dsl.Ident)
+		if !ok {
+			break
+		}
+		var ls, hs []float64
+		for _, arg := range x.Args {
+			l, h := a.floatRange(arg)
+			ls, hs = append(ls, l), append(hs, h)
+		}
+		switch {
+		case id.Name == "float" && len(ls) == 1:
+			return ls[0], hs[0]
+		case id.Name == "log" && len(ls) == 1 && ls[0] >= 0:
+			return math.Log(ls[0]), math.Log(hs[0]) // log(0) = -inf
+		case id.Name == "exp" && len(ls) == 1:
+			return math.Exp(ls[0]), math.Exp(hs[0])
+		case id.Name == "abs" && len(ls) == 1:
+			if ls[0] >= 0 {
+				return ls[0], hs[0]
+			}
+			return 0, max(-ls[0], hs[0])
+		case (id.Name == "min" || id.Name == "max") && len(ls) == 2:
+			if id.Name == "min" {
+				return min(ls[0], ls[1]), min(hs[0], hs[1])
+			}
+			return max(ls[0], ls[1]), max(hs[0], hs[1])
+		case id.Name == "clamp" && len(ls) == 3:
+			return min(max(ls[0], ls[1]), hs[2]), min(max(hs[0], hs[1]), hs[2])
+		}
+	}
+	return unknown()
+}
+
+// overflows reports whether the int operation at e can leave int64 for
+// some values its operands may take (an unknown operand, such as an i64
+// buffer value, may take any): C's signed overflow is undefined behaviour
+// where Python's ints are exact, so such an operation is refused (E311)
+// rather than generated.
+func (a *rangeAnalysis) overflows(e dsl.Expr) bool {
+	if a.l.TypeOf(e) != dsl.TypeInt {
+		return false
+	}
+	switch x := e.(type) {
+	case *dsl.UnaryExpr:
+		return x.Op == dsl.OpNeg && a.of(x.X).lo == math.MinInt64
+	case *dsl.BinaryExpr:
+		p, q := a.of(x.X), a.of(x.Y)
+		switch x.Op {
+		case dsl.OpAdd:
+			_, ok1 := add64(p.lo, q.lo)
+			_, ok2 := add64(p.hi, q.hi)
+			return !ok1 || !ok2
+		case dsl.OpSub:
+			if q.lo == math.MinInt64 {
+				return true
+			}
+			_, ok1 := add64(p.lo, -q.hi)
+			_, ok2 := add64(p.hi, -q.lo)
+			return !ok1 || !ok2
+		case dsl.OpMul:
+			for _, x := range []int64{p.lo, p.hi} {
+				for _, y := range []int64{q.lo, q.hi} {
+					if _, ok := mul64(x, y); !ok {
+						return true
+					}
+				}
+			}
+		case dsl.OpFloorDiv: // MinInt64 // -1
+			return p.lo == math.MinInt64 && q.lo <= -1 && q.hi >= -1
+		case dsl.OpPow:
+			n, ok := dsl.Unparen(x.Y).(*dsl.IntLit)
+			if !ok || n.Value < 0 {
+				return false // not an int power the generator writes (E306)
+			}
+			if p.lo >= -1 && p.hi <= 1 {
+				return false
+			}
+			if n.Value > 63 {
+				return true
+			}
+			r := point(1)
+			for i := int64(0); i < n.Value; i++ {
+				for _, x := range []int64{r.lo, r.hi} {
+					for _, y := range []int64{p.lo, p.hi} {
+						if _, ok := mul64(x, y); !ok {
+							return true
+						}
+					}
+				}
+				r = mulRange(r, p)
+			}
+		}
+	case *dsl.CallExpr:
+		if id, ok := x.Fun.(*dsl.Ident); ok && id.Name == "abs" && len(x.Args) == 1 {
+			return a.of(x.Args[0]).lo == math.MinInt64
+		}
+	}
+	return false
 }
 
 // narrow reports whether the int node e can be computed in C int: its value

@@ -277,8 +277,8 @@ func (k *Kernel) writeHeader(w *strings.Builder, src *dsl.Source) {
 	if src != nil {
 		name = src.Name
 	}
-	fmt.Fprintf(w, "// maskc generated part of attention %s (%s)\n", k.Name, name)
-	fmt.Fprintf(w, "// block sparsity: %s: %s\n", k.Sparsity, k.SparsityReason)
+	fmt.Fprintf(w, "// maskc generated part of attention %s (%s)\n", k.Name, cComment(name))
+	fmt.Fprintf(w, "// block sparsity: %s: %s\n", k.Sparsity, cComment(k.SparsityReason))
 	fmt.Fprintf(w, "#define MASKC_HEAD_DIM %d\n", k.HeadDim)
 	if k.DType == "fp16" {
 		w.WriteString("#define MASKC_DTYPE_F16 1\n")

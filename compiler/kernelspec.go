@@ -56,7 +56,7 @@ func KernelSpec(p *check.Program, k *codegen.Kernel, backend, arch string) (runt
 			return spec, fmt.Errorf("compiler: buffer %s has %d dimensions; the kernel ABI takes 1 or 2", b.Name, len(decl.Dims))
 		}
 		dims := decl.Dims
-		spec.Buffers = append(spec.Buffers, runtime.BufferSpec{Name: b.Name, Dims: func(s runtime.Sizes) [2]int64 {
+		spec.Buffers = append(spec.Buffers, runtime.BufferSpec{Name: b.Name, DType: decl.DType, Segments: decl.Segments, Dims: func(s runtime.Sizes) [2]int64 {
 			sizes := map[dsl.Var]int64{dsl.SizeB: s.B, dsl.SizeH: s.H, dsl.SizeHKV: s.HKV, dsl.SizeQ: s.Q, dsl.SizeKV: s.KV}
 			out := [2]int64{1, 1}
 			for i, d := range dims {

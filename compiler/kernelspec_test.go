@@ -62,6 +62,9 @@ func TestDocumentKernelLaunches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if b := spec.Buffers[0]; b.DType != "i32" || !b.Segments {
+		t.Errorf("doc buffer spec: dtype %q, segments %v; want i32, true (CheckSegments reads it)", b.DType, b.Segments)
+	}
 	fb := fake.New()
 	var gotDims [2]int64
 	var gotGrid runtime.Dim3

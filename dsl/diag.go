@@ -86,19 +86,25 @@ func (d *Diagnostic) fileName() string {
 }
 
 // Error returns the one-line form "file:line:col: error[E021]: message".
+// Control characters and bidirectional overrides in the file name or the
+// message (which may quote source text) are escaped (Printable).
 func (d *Diagnostic) Error() string {
 	var b strings.Builder
 	if name := d.fileName(); name != "" {
-		b.WriteString(name)
+		b.WriteString(Printable(name))
 		if d.Source != nil && d.Span.IsValid() {
 			p := d.Position()
 			fmt.Fprintf(&b, ":%d:%d", p.Line, p.Column)
 		}
 		b.WriteString(": ")
 	}
-	fmt.Fprintf(&b, "%s[%s]: %s", d.Severity, d.Code, d.Message)
+	fmt.Fprintf(&b, "%s[%s]: %s", d.Severity, d.Code, Printable(d.Message))
 	return b.String()
 }
+
+// MaxSnippet is the most columns of a source line a rendered diagnostic
+// shows; a longer line is cut to a window around the span, marked "...".
+const MaxSnippet = 120
 
 // Render returns the full human form: the one-line header, the source line
 // with a caret line under the span, and the hint, e.g.
@@ -107,6 +113,10 @@ func (d *Diagnostic) Error() string {
 //	   3 | mask m(b, h, q, kv) = q // 0 == 1
 //	     |                            ^
 //	     = hint: divide by a non-zero constant or a param
+//
+// The source line is shown safely: tabs become spaces, control characters
+// and bidirectional overrides are escaped (the carets still line up under
+// their escapes), and a line longer than MaxSnippet columns is cut.
 func (d *Diagnostic) Render() string {
 	var b strings.Builder
 	b.WriteString(d.Error())
@@ -117,36 +127,85 @@ func (d *Diagnostic) Render() string {
 		line := d.Source.Line(start.Line)
 		gutter := fmt.Sprint(start.Line)
 		pad := strings.Repeat(" ", len(gutter))
-		fmt.Fprintf(&b, " %s | %s\n", gutter, expandTabs(line))
-		width := 1
+		first := start.Column - 1 // span in runes of line: [first, last)
+		last := first + 1
 		if end.Line == start.Line && end.Column > start.Column {
-			width = end.Column - start.Column
+			last = end.Column - 1
 		} else if end.Line > start.Line {
-			width = utf8.RuneCountInString(line) - start.Column + 1
-			if width < 1 {
-				width = 1
-			}
+			last = max(utf8.RuneCountInString(line), first+1)
 		}
-		prefix := caretPrefix(line, start.Column-1)
-		fmt.Fprintf(&b, " %s | %s%s\n", pad, prefix, strings.Repeat("^", width))
+		text, caretAt, caretLen := snippet(line, first, last)
+		fmt.Fprintf(&b, " %s | %s\n", gutter, text)
+		fmt.Fprintf(&b, " %s | %s%s\n", pad, strings.Repeat(" ", caretAt), strings.Repeat("^", caretLen))
 		if d.Hint != "" {
-			fmt.Fprintf(&b, " %s = hint: %s\n", pad, d.Hint)
+			fmt.Fprintf(&b, " %s = hint: %s\n", pad, Printable(d.Hint))
 		}
 	} else if d.Hint != "" {
-		fmt.Fprintf(&b, "  = hint: %s\n", d.Hint)
+		fmt.Fprintf(&b, "  = hint: %s\n", Printable(d.Hint))
 	}
 	return b.String()
 }
 
-// expandTabs turns tabs into single spaces so that carets line up.
-func expandTabs(s string) string { return strings.ReplaceAll(s, "\t", " ") }
-
-// caretPrefix is the run of spaces that puts a caret under character n of line.
-func caretPrefix(line string, n int) string {
-	if n < 0 {
-		n = 0
+// snippet renders line for display with the span of runes [first, last)
+// underlined: the displayed text, the column of the first caret and the
+// number of carets. Unsafe runes are escaped, tabs become one space, and a
+// display wider than MaxSnippet is cut to a window that starts a little
+// before the span.
+func snippet(line string, first, last int) (text string, caretAt, caretLen int) {
+	var cells []string // display of each rune (an invalid byte counts as one)
+	for i := 0; i < len(line); {
+		r, size := utf8.DecodeRuneInString(line[i:])
+		i += size
+		switch {
+		case r == utf8.RuneError && size == 1:
+			cells = append(cells, EscapeRune(rune(line[i-1])))
+		case r == '\t':
+			cells = append(cells, " ")
+		case IsUnsafeRune(r):
+			cells = append(cells, EscapeRune(r))
+		default:
+			cells = append(cells, string(r))
+		}
 	}
-	return strings.Repeat(" ", n)
+	col := make([]int, len(cells)+1) // display column where rune i starts
+	for i, c := range cells {
+		col[i+1] = col[i] + utf8.RuneCountInString(c)
+	}
+	first = max(0, min(first, len(cells)))
+	last = max(first+1, min(last, len(cells)+1))
+	colOf := func(i int) int {
+		if i > len(cells) {
+			return col[len(cells)] + i - len(cells)
+		}
+		return col[i]
+	}
+	caretAt, caretEnd := colOf(first), colOf(last)
+	if col[len(cells)] <= MaxSnippet {
+		return strings.Join(cells, ""), caretAt, caretEnd - caretAt
+	}
+	// A window of MaxSnippet columns from a little before the span.
+	const lead = 20
+	from := 0
+	for from < len(cells) && col[from] < caretAt-lead {
+		from++
+	}
+	to := from
+	for to < len(cells) && col[to+1]-col[from] <= MaxSnippet {
+		to++
+	}
+	var b strings.Builder
+	shift := col[from]
+	if from > 0 {
+		b.WriteString("...")
+		shift -= 3
+	}
+	b.WriteString(strings.Join(cells[from:to], ""))
+	if to < len(cells) {
+		b.WriteString("...")
+	}
+	caretAt -= shift
+	caretEnd = min(caretEnd, col[to]) - shift
+	return b.String(), caretAt, max(1, caretEnd-caretAt)
 }
 
 // JSONDiagnostic is the machine-readable form printed by `maskc check

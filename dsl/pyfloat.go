@@ -265,3 +265,26 @@ func FloatMax(a, b float64) float64 {
 	}
 	return math.Max(a, b)
 }
+
+// FloatUnderflows reports whether the decimal literal raw, which parsed as
+// f, is a non-zero number that float64 rounds to zero (`1e-400`): taking
+// it silently as 0 would turn a tiny divisor into a division by zero far
+// from its cause. The lexer and -D overrides both refuse it.
+func FloatUnderflows(raw string, f float64) bool {
+	if f != 0 {
+		return false
+	}
+	mant := raw
+	for i := 0; i < len(raw); i++ {
+		if raw[i] == 'e' || raw[i] == 'E' {
+			mant = raw[:i]
+			break
+		}
+	}
+	for i := 0; i < len(mant); i++ {
+		if mant[i] >= '1' && mant[i] <= '9' {
+			return true
+		}
+	}
+	return false
+}

@@ -87,6 +87,11 @@ func IntTrueDiv(a, b int64) (float64, error) {
 	return f, nil
 }
 
+// MaxIntPowExponent is the largest constant exponent of an int power with
+// a non-constant base (generated code unrolls it by squaring; past 62 only
+// bases -1, 0 and 1 stay in int64).
+const MaxIntPowExponent = 1 << 20
+
 // IntPow returns a ** e for e >= 0, or ErrIntegerOverflow. A negative e is
 // a float power in Python; IntPow refuses it with ErrOperandType.
 func IntPow(a, e int64) (int64, error) {

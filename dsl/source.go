@@ -17,13 +17,36 @@ type Source struct {
 	lineStarts []int // byte offset at which each line begins
 }
 
-// NewSource indexes text under name.
+// LineEndAt is the one rule for line ends, shared by positions, the lexer,
+// the language server and the generator: it returns the length of the line
+// terminator at text[i], 1 for "\n", 2 for "\r\n", 1 for a lone "\r"
+// (which the Language Server Protocol and the C preprocessor count as a
+// line end; the lexer refuses it, so that no tool sees a line where
+// another does not), and 0 elsewhere.
+func LineEndAt[T string | []byte](text T, i int) int {
+	switch {
+	case i >= len(text):
+		return 0
+	case text[i] == '\n':
+		return 1
+	case text[i] == '\r' && i+1 < len(text) && text[i+1] == '\n':
+		return 2
+	case text[i] == '\r':
+		return 1
+	}
+	return 0
+}
+
+// NewSource indexes text under name. Lines end as LineEndAt says.
 func NewSource(name string, text []byte) *Source {
 	s := &Source{Name: name, Text: text, lineStarts: []int{0}}
-	for i, c := range text {
-		if c == '\n' {
-			s.lineStarts = append(s.lineStarts, i+1)
+	for i := 0; i < len(text); i++ {
+		if text[i] != '\n' && text[i] != '\r' {
+			continue
 		}
+		n := LineEndAt(text, i)
+		s.lineStarts = append(s.lineStarts, i+n)
+		i += n - 1
 	}
 	return s
 }
@@ -46,9 +69,16 @@ func (s *Source) Position(offset int) Position {
 	if offset > len(s.Text) {
 		offset = len(s.Text)
 	}
-	line := sort.Search(len(s.lineStarts), func(i int) bool { return s.lineStarts[i] > offset }) - 1
-	start := s.lineStarts[line]
-	return Position{Offset: offset, Line: line + 1, Column: utf8.RuneCount(s.Text[start:offset]) + 1}
+	line := s.LineOf(offset)
+	start := s.lineStarts[line-1]
+	return Position{Offset: offset, Line: line, Column: utf8.RuneCount(s.Text[start:offset]) + 1}
+}
+
+// LineOf is the 1-based line holding offset (clamped to the text), found
+// without counting columns: O(log lines).
+func (s *Source) LineOf(offset int) int {
+	offset = max(0, min(offset, len(s.Text)))
+	return sort.Search(len(s.lineStarts), func(i int) bool { return s.lineStarts[i] > offset })
 }
 
 // LineCount is the number of lines; a final line without a newline counts.
@@ -73,10 +103,10 @@ func (s *Source) Line(n int) string {
 	start := s.lineStarts[n-1]
 	end := len(s.Text)
 	if n < len(s.lineStarts) {
-		end = s.lineStarts[n] - 1
-	}
-	if end > start && s.Text[end-1] == '\r' {
-		end--
+		end = s.lineStarts[n] - 1 // the "\n" or lone "\r"
+		if end > start && s.Text[end] == '\n' && s.Text[end-1] == '\r' {
+			end--
+		}
 	}
 	return string(s.Text[start:end])
 }

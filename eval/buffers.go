@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"math"
 	"strings"
 
 	"github.com/maskc/maskc/dsl"
@@ -38,7 +39,13 @@ func (c *compiler) index(x *dsl.IndexExpr) (node, error) {
 	name, sp := id.Name, x.Sp
 	switch slot.elem {
 	case dsl.TypeInt:
-		return intNode(readInt(name, k, sp, idx, first)), nil
+		r := intRange{lo: -1 << 53, hi: 1 << 53} // what float64 holds exactly
+		if slot.decl.DType != nil {
+			if lo, hi, ok := dsl.IntDTypeRange(slot.decl.DType.Name); ok && hi < r.hi {
+				r = intRange{lo, hi, slot.decl.DType.Name}
+			}
+		}
+		return intNode(readInt(name, k, sp, idx, first, r)), nil
 	case dsl.TypeBool:
 		read := readRaw(name, k, sp, idx)
 		return boolNode(func(f *frame) bool {
@@ -52,8 +59,15 @@ func (c *compiler) index(x *dsl.IndexExpr) (node, error) {
 	return floatNode(readRaw(name, k, sp, idx)), nil
 }
 
+// intRange is the values an int buffer's elements may take: its dtype's
+// range within what float64 holds exactly.
+type intRange struct {
+	lo, hi int64
+	dtype  string
+}
+
 // readInt returns the closure reading element idx of bound int buffer k.
-func readInt(name string, k int, sp dsl.Span, idx []func(*frame) int64, first node) func(*frame) int64 {
+func readInt(name string, k int, sp dsl.Span, idx []func(*frame) int64, first node, r intRange) func(*frame) int64 {
 	if len(idx) == 1 && first.isIndex {
 		v := first.index // doc[q]: one closure for the commonest read
 		return func(f *frame) int64 {
@@ -63,22 +77,25 @@ func readInt(name string, k int, sp dsl.Span, idx []func(*frame) int64, first no
 				outOfRange(f, sp, name, i, 0, len(data))
 				return 0
 			}
-			return elemInt(f, data[i], sp, name)
+			return elemInt(f, data[i], sp, name, r)
 		}
 	}
 	read := readRaw(name, k, sp, idx)
-	return func(f *frame) int64 { return elemInt(f, read(f), sp, name) }
+	return func(f *frame) int64 { return elemInt(f, read(f), sp, name, r) }
 }
 
 // elemInt converts an element of an int buffer, failing on a value that is
-// not an integer of magnitude at most 2**53 (what float64 holds exactly).
-func elemInt(f *frame, v float64, sp dsl.Span, name string) int64 {
-	i := int64(v)
-	if float64(i) != v || i > 1<<53 || i < -1<<53 {
-		f.fail(sp, ErrBadBuffer, "buffer %s holds %v, not an integer", name, v)
+// not an integer in r (an i32 buffer holding 2**31 would wrap in a kernel).
+func elemInt(f *frame, v float64, sp dsl.Span, name string, r intRange) int64 {
+	if v != math.Trunc(v) || v < float64(r.lo) || v > float64(r.hi) {
+		if v == math.Trunc(v) && r.dtype != "" {
+			f.fail(sp, ErrBadBuffer, "buffer %s holds %v, outside the range of %s", name, v, r.dtype)
+		} else {
+			f.fail(sp, ErrBadBuffer, "buffer %s holds %v, not an integer", name, v)
+		}
 		return 0
 	}
-	return i
+	return int64(v)
 }
 
 func outOfRange(f *frame, sp dsl.Span, name string, i int64, d, n int) {
@@ -145,6 +162,11 @@ func (fn *Func) bindBuffers(env *Env, fr *frame) error {
 		}
 		if err := t.Validate(); err != nil {
 			return fn.bufErr(s, "buffer %s: %v", name, err)
+		}
+		if s.decl.Property != nil && s.decl.Property.Name == "segments" && s.decl.DType != nil {
+			if err := dsl.CheckSegments(t.Data, s.decl.DType.Name); err != nil {
+				return fn.bufErr(s, "segments buffer %s: %v", name, err)
+			}
 		}
 		if len(t.Dims) != len(s.decl.Dims) {
 			return fn.bufErr(s, "buffer %s is declared with %d dimension(s), the tensor has %d", name, len(s.decl.Dims), len(t.Dims))

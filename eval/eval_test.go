@@ -296,8 +296,17 @@ func TestBindErrors(t *testing.T) {
 	if _, err := fn.Mask(&env, 0, 0, 0, 0); err != nil {
 		t.Errorf("reading doc[0] next to a bad element: %v", err)
 	}
-	if _, err := fn.Mask(&env, 0, 0, 0, 3); !errors.Is(err, ErrBadBuffer) || !strings.Contains(err.Error(), "buffer doc holds 1.8014398509481984e+16, not an integer") {
+	if _, err := fn.Mask(&env, 0, 0, 0, 3); !errors.Is(err, ErrBadBuffer) || !strings.Contains(err.Error(), "buffer doc holds 1.8014398509481984e+16, outside the range of i32") {
 		t.Errorf("int buffer holding 2**54: err = %v", err)
+	}
+	i32 := mustCompile(mask(cmp(dsl.OpEQ, index("w", kv), ilit(0)), buffer("w", "i32", ident("KV"))))
+	env.Buffers = map[string]*Tensor{"w": {Dims: []int{4}, Data: []float64{0, 1 << 31, 0, 0}}}
+	if _, err := i32.Mask(&env, 0, 0, 0, 1); !errors.Is(err, ErrBadBuffer) || !strings.Contains(err.Error(), "buffer w holds 2.147483648e+09, outside the range of i32") {
+		t.Errorf("i32 buffer holding 2**31: err = %v", err)
+	}
+	env.Buffers = map[string]*Tensor{"doc": {Dims: []int{1 << 62, 4}}}
+	if err := env.Buffers["doc"].Validate(); err == nil || !strings.Contains(err.Error(), "element count overflows") {
+		t.Errorf("dims [2**62, 4]: Validate = %v", err)
 	}
 }
 

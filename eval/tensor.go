@@ -1,6 +1,9 @@
 package eval
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Tensor is a dense row-major host tensor used for captured buffers and
 // reference inputs. Ints are stored exactly in float64 (|x| <= 2**53) and
@@ -41,13 +44,19 @@ func (t *Tensor) Len() int {
 	return n
 }
 
-// Validate checks that no extent is negative and that Data has exactly as
-// many elements as the extents call for.
+// Validate checks that no extent is negative, that the element count the
+// extents call for fits an int, and that Data has exactly that many
+// elements.
 func (t *Tensor) Validate() error {
+	n := 1
 	for i, d := range t.Dims {
 		if d < 0 {
 			return fmt.Errorf("dimension %d has negative extent %d", i, d)
 		}
+		if d != 0 && n > math.MaxInt/d {
+			return fmt.Errorf("dims %v: the element count overflows", t.Dims)
+		}
+		n *= d
 	}
 	if len(t.Data) != t.Len() {
 		return fmt.Errorf("dims %v need %d elements, data has %d", t.Dims, t.Len(), len(t.Data))

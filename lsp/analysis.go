@@ -36,6 +36,19 @@ type analysis struct {
 	// panics records internal errors recovered during analysis, for the
 	// server to log.
 	panics []string
+	// refused says the parser refused the text as a whole without reading
+	// it (E005, too large): the analysis holds only that diagnostic.
+	refused bool
+}
+
+// refusedWhole reports whether the parser refused the whole text unread.
+func refusedWhole(parseDiags dsl.Diagnostics) bool {
+	for _, d := range parseDiags {
+		if d.Code == parser.CodeFileTooLarge {
+			return true
+		}
+	}
+	return false
 }
 
 // analyze parses, checks and classifies text, reusing the parse of
@@ -58,6 +71,14 @@ func analyze(name string, text []byte, cache *parseCache) *analysis {
 	a.lines = lineMap{src: a.file.Source}
 	a.syntaxOK = !parseDiags.HasErrors() && len(a.panics) == 0
 	a.diags = append(a.diags, parseDiags...)
+	if refusedWhole(parseDiags) {
+		// The parser did not look at the text; neither does anything else
+		// (no declaration scan, no tokens), so a huge document costs no more
+		// than its refusal.
+		a.refused = true
+		a.prog, _ = check.Check(a.file, check.Options{})
+		return a
+	}
 
 	var checkDiags dsl.Diagnostics
 	a.guard("check", func() { a.prog, checkDiags = compiler.Check(a.file, compiler.Options{}) })

@@ -113,3 +113,40 @@ func BenchmarkRecheckStages5000Lines(b *testing.B) {
 		}
 	})
 }
+
+// tooLarge is a document of valid declarations over parser.MaxFileSize.
+func tooLarge() []byte {
+	return bigFile(2 * parser.MaxFileSize / 300 * 10)
+}
+
+// TestRefusedDocumentIsNotAnalysed: a document the parser refuses unread
+// (E005) gets that diagnostic and nothing else: no declaration scan, no
+// semantic tokens, no identifiers.
+func TestRefusedDocumentIsNotAnalysed(t *testing.T) {
+	text := tooLarge()
+	if len(text) <= parser.MaxFileSize {
+		t.Fatalf("test document is only %d bytes", len(text))
+	}
+	a := analyze("huge.flex", text, &parseCache{})
+	if len(a.diags) != 1 || a.diags[0].Code != parser.CodeFileTooLarge {
+		t.Fatalf("diagnostics %v, want E005 alone", a.diags)
+	}
+	if toks := a.semanticTokens(); len(toks) != 0 {
+		t.Errorf("%d semantic tokens for a refused document", len(toks))
+	}
+	if len(a.idents) != 0 || len(a.file.Decls) != 0 {
+		t.Errorf("refused document analysed: %d identifiers, %d declarations", len(a.idents), len(a.file.Decls))
+	}
+}
+
+// BenchmarkRefusedDocument reports what a change to a too-large document
+// costs: the analysis and a semantic-token request.
+func BenchmarkRefusedDocument(b *testing.B) {
+	text := tooLarge()
+	var cache parseCache
+	for b.Loop() {
+		a := analyze("huge.flex", text, &cache)
+		_ = a.protocolDiagnostics()
+		_ = encodeTokens(a.lines, a.semanticTokens())
+	}
+}

@@ -14,6 +14,10 @@ type document struct {
 	version int32
 	a       *analysis
 	parses  parseCache
+	// pending is text not analysed yet because a later change had already
+	// arrived (coalescing); stale says a is older than it.
+	pending string
+	stale   bool
 }
 
 // didOpen starts tracking a document, analyses it and publishes its
@@ -46,7 +50,15 @@ func (s *server) didChange(ctx context.Context, p *protocol.DidChangeTextDocumen
 		return nil, nil
 	}
 	d.version = version
-	s.update(ctx, d, p.ContentChanges[len(p.ContentChanges)-1].Text)
+	text := p.ContentChanges[len(p.ContentChanges)-1].Text
+	if s.changeQueued != nil && s.changeQueued(string(uri)) {
+		// Typing fast: a newer text is already waiting, so analysing this
+		// one would only be thrown away. A request before that change
+		// still sees this text (analysisOf analyses it first).
+		d.pending, d.stale = text, true
+		return nil, nil
+	}
+	s.update(ctx, d, text)
 	return nil, nil
 }
 
@@ -60,6 +72,7 @@ func (s *server) didClose(ctx context.Context, p *protocol.DidCloseTextDocumentP
 
 // update analyses text as the new content of d and publishes the result.
 func (s *server) update(ctx context.Context, d *document, text string) {
+	d.pending, d.stale = "", false
 	d.a = analyze(sourceName(d.uri), []byte(text), &d.parses)
 	for _, p := range d.a.panics {
 		s.logf(protocol.MessageTypeError, "maskc lsp: internal error analysing %s: %s", d.uri, p)
@@ -79,6 +92,9 @@ func (s *server) analysisOf(uri protocol.DocumentURI) (*analysis, error) {
 	d, ok := s.docs[uri]
 	if !ok {
 		return nil, jsonrpc2.Errorf(jsonrpc2.InvalidParams, "document not open: %s", uri)
+	}
+	if d.stale {
+		s.update(context.Background(), d, d.pending)
 	}
 	return d.a, nil
 }

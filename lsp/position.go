@@ -23,10 +23,39 @@ type lineMap struct {
 func (m lineMap) position(offset int) protocol.Position {
 	text := m.src.Text
 	offset = max(0, min(offset, len(text)))
-	line := m.src.Position(offset).Line
+	line := m.src.LineOf(offset)
 	start := m.src.LineStart(line)
 	offset = runeStart(text, start, offset)
 	return protocol.Position{Line: uint32(line - 1), Character: uint32(utf16Len(text[start:offset]))}
+}
+
+// A posCursor converts byte offsets into LSP positions like
+// lineMap.position, but remembers where it stopped: offsets given in
+// increasing order (semantic tokens, in text order) decode each byte of a
+// line once, instead of once per token from the line's start, which was
+// quadratic on a long line. An offset behind the cursor or on another line
+// restarts from its line's start.
+type posCursor struct {
+	m       lineMap
+	off     int               // byte offset of pos, a character start
+	pos     protocol.Position // position of off
+	scanned int               // bytes decoded so far
+}
+
+// position is lineMap.position(offset).
+func (c *posCursor) position(offset int) protocol.Position {
+	text := c.m.src.Text
+	offset = max(0, min(offset, len(text)))
+	line := c.m.src.LineOf(offset)
+	start := c.m.src.LineStart(line)
+	offset = runeStart(text, start, offset)
+	if c.pos.Line != uint32(line-1) || offset < c.off || c.off < start {
+		c.off, c.pos = start, protocol.Position{Line: uint32(line - 1)}
+	}
+	c.pos.Character += uint32(utf16Len(text[c.off:offset]))
+	c.scanned += offset - c.off
+	c.off = offset
+	return c.pos
 }
 
 // offset converts an LSP position into a byte offset. A line past the end

@@ -1,6 +1,7 @@
 package lsp
 
 import (
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -113,4 +114,59 @@ func FuzzLineMap(f *testing.F) {
 			t.Fatalf("position/offset disagree at %d: %+v -> %d", o, q, m.offset(q))
 		}
 	})
+}
+
+// TestPosCursorAgreesAndIsLinear: the cursor gives lineMap.position's
+// answer for every offset in increasing order (inside multi-byte characters
+// too), and decodes each byte once; on a 240 KB line, recounting from the
+// line's start per token took 23 s.
+func TestPosCursorAgreesAndIsLinear(t *testing.T) {
+	long := "mask m(b, h, q, kv) = q >= kv # " + strings.Repeat("é😀中 a ", 20000) + "\n"
+	for _, text := range []string{multibyteText, long + multibyteText + long} {
+		m := lineMap{src: dsl.NewSource("t.flex", []byte(text))}
+		c := posCursor{m: m}
+		for off := 0; off <= len(text)+1; off++ {
+			got := c.position(off)
+			if len(text) > 1000 && off%997 > 8 && off < len(text)-8 {
+				continue // lineMap.position is linear per call: sample it
+			}
+			if want := m.position(off); got != want {
+				t.Fatalf("offset %d: cursor %v, lineMap %v", off, got, want)
+			}
+		}
+		if c.scanned > len(text) {
+			t.Errorf("cursor decoded %d bytes of a %d-byte text", c.scanned, len(text))
+		}
+		// Going back restarts from the line's start and stays right.
+		if got, want := c.position(5), m.position(5); got != want {
+			t.Errorf("backwards: cursor %v, lineMap %v", got, want)
+		}
+	}
+}
+
+// BenchmarkSemanticTokensLongLine measures semantic tokens for a file
+// whose one line holds 240 KB of tokens.
+func BenchmarkSemanticTokensLongLine(b *testing.B) {
+	text := "mask m(b, h, q, kv) = q >= kv" + strings.Repeat(" and q >= kv", 20000) + "\n"
+	a := analyze("long.flex", []byte(text), nil)
+	for b.Loop() {
+		_ = encodeTokens(a.lines, a.semanticTokens())
+	}
+}
+
+// TestLoneCRIsALineEnd: the server counts a lone "\r" as a line end, as
+// the protocol (and so the editor) does, so diagnostics after one land on
+// the line the editor shows.
+func TestLoneCRIsALineEnd(t *testing.T) {
+	text := "# a\rmask m(b, h, q, kv) = q >= kv\n"
+	a := analyze("cr.flex", []byte(text), nil)
+	if len(a.diags) == 0 {
+		t.Fatal("a lone CR is accepted")
+	}
+	if got := a.lines.position(strings.Index(text, "mask")); got != (protocol.Position{Line: 1, Character: 0}) {
+		t.Errorf("mask at %v, want line 1 character 0", got)
+	}
+	if r := a.lines.rangeOf(a.diags[0].Span); r.Start != (protocol.Position{Line: 0, Character: 3}) {
+		t.Errorf("diagnostic at %v, want 0:3", r.Start)
+	}
 }

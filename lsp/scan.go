@@ -51,7 +51,7 @@ func scan(text []byte) []lexeme {
 		start := i
 		switch {
 		case c == '#':
-			for i < len(text) && text[i] != '\n' {
+			for i < len(text) && dsl.LineEndAt(text, i) == 0 {
 				i++
 			}
 			end := i

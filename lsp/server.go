@@ -47,11 +47,17 @@ type Options struct {
 
 // ServeWith is Serve with options.
 func ServeWith(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
+	return serve(ctx, newStream(&stdio{in: in, out: out}), opts)
+}
+
+// serve is ServeWith on a framed stream.
+func serve(ctx context.Context, st *stream, opts Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s := newServer()
 	s.pictures = opts.PicturesDir
-	conn := jsonrpc2.NewConn(jsonrpc2.NewStream(&stdio{in: in, out: out}))
+	s.changeQueued = st.queuedChange
+	conn := jsonrpc2.NewConn(st)
 	s.conn = conn
 	conn.Go(ctx, s.handle)
 	select {
@@ -98,6 +104,11 @@ func (s *stdio) Close() error {
 type server struct {
 	conn jsonrpc2.Conn
 	docs map[protocol.DocumentURI]*document
+
+	// changeQueued reports whether a later didChange of a document has
+	// already arrived (nil: never), so the change before it need not be
+	// analysed.
+	changeQueued func(uri string) bool
 
 	initialized       bool          // initialize has been answered
 	shutdownRequested atomic.Bool   // shutdown has been answered

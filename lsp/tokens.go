@@ -97,6 +97,9 @@ type semanticToken struct {
 // half-typed files are highlighted too; identifiers are classified by what
 // the checker resolved them to, and by their syntactic role where it did not.
 func (a *analysis) semanticTokens() []semanticToken {
+	if a.refused {
+		return nil
+	}
 	roles := a.identRoles()
 	var out []semanticToken
 	for _, lx := range scan(a.file.Source.Text) {
@@ -234,8 +237,9 @@ func symbolToken(sym check.Symbol) (tokenType, tokenModifier, bool) {
 func encodeTokens(m lineMap, toks []semanticToken) []uint32 {
 	data := make([]uint32, 0, 5*len(toks))
 	var prev protocol.Position
+	c := posCursor{m: m}
 	for _, t := range toks {
-		start, end := m.position(t.span.Start), m.position(t.span.End)
+		start, end := c.position(t.span.Start), c.position(t.span.End)
 		if end.Line != start.Line || end.Character <= start.Character {
 			continue // tokens never span lines; skip anything odd
 		}

@@ -198,15 +198,15 @@ var diagnosticCases = []struct {
 	{
 		"param A = 1\x00\n",
 		"t.flex:1:12: error[E004]: binary input: NUL byte\n" +
-			" 1 | param A = 1\x00\n" +
-			"   |            ^\n" +
+			" 1 | param A = 1\\x00\n" +
+			"   |            ^^^^\n" +
 			"   = hint: a .flex file must be UTF-8 text; is this the right file?\n",
 	},
 	{
 		"param A = 1\n# caf\xe9\n",
 		"t.flex:2:6: error[E004]: binary input: invalid UTF-8 byte 0xE9\n" +
-			" 2 | # caf\xe9\n" +
-			"   |      ^\n" +
+			" 2 | # caf\\xe9\n" +
+			"   |      ^^^^\n" +
 			"   = hint: a .flex file must be UTF-8 text; is this the right file?\n",
 	},
 	{
@@ -579,10 +579,18 @@ func TestDiagnosticsLimits(t *testing.T) {
 			t.Errorf("%s: got %q (hint %q), want %q", tt.name, d.Error(), d.Hint, tt.header)
 		}
 		if tt.caretCol > 0 {
+			// The caret stands under the character at caretCol, in a
+			// snippet cut to at most dsl.MaxSnippet columns (plus "...").
 			lines := strings.Split(d.Render(), "\n")
-			caret := strings.Index(lines[2], "^") - (strings.Index(lines[2], "| ") + 2) + 1
-			if caret != tt.caretCol {
-				t.Errorf("%s: caret at column %d, want %d:\n%s", tt.name, caret, tt.caretCol, lines[2])
+			bar := strings.Index(lines[2], "| ") + 2
+			caret := strings.Index(lines[2], "^") - bar
+			shown := []rune(lines[1][bar:])
+			srcLine := []rune(strings.SplitN(tt.src, "\n", 2)[0])
+			if tt.name == "too many errors" {
+				srcLine = []rune("param A =")
+			}
+			if len(shown) > dsl.MaxSnippet+6 || caret < 0 || caret >= len(shown) || shown[caret] != srcLine[tt.caretCol-1] {
+				t.Errorf("%s: caret at %d of a %d-column snippet, want it under %q:\n%s\n%s", tt.name, caret, len(shown), srcLine[tt.caretCol-1], lines[1], lines[2])
 			}
 		}
 	}

@@ -46,6 +46,10 @@ var declKeywords = map[string]bool{"param": true, "buffer": true, "mask": true, 
 // `.` selects a method (`(q - kv).abs()`, `d.clamp(0, 15)`).
 var moduleRoots = map[string]bool{"torch": true, "math": true}
 
+// byteOrderMark is the UTF-8 byte order mark, skipped at the start of a
+// file.
+const byteOrderMark = "\uFEFF"
+
 // twoCharPunct are the operators spelled with two characters.
 var twoCharPunct = map[string]bool{"**": true, "//": true, "==": true, "!=": true, "<=": true, ">=": true}
 
@@ -125,8 +129,14 @@ func (s *scanner) run() {
 	for s.pos < s.end && s.out.err == nil {
 		c := s.text[s.pos]
 		switch {
-		case c == ' ' || c == '\t' || c == '\r' || c == '\f':
+		case s.pos == 0 && strings.HasPrefix(s.text, byteOrderMark):
+			s.pos += len(byteOrderMark) // editors on Windows start UTF-8 files with it
+		case c == ' ' || c == '\t' || c == '\f':
 			s.pos++
+		case c == '\r' && dsl.LineEndAt(s.text, s.pos) == 2:
+			s.pos++ // the "\r" of "\r\n"
+		case c == '\r':
+			s.loneCR()
 		case c == '\n':
 			if (len(s.stack) == 0 || s.stack[len(s.stack)-1].ch == '{') && s.lastType() != tokNewline {
 				s.emit(tokNewline, s.pos, s.pos+1)
@@ -157,10 +167,25 @@ func (s *scanner) run() {
 	s.out.tokens = append(s.out.tokens, lexer.EOFToken(lexer.Position{Filename: s.src.Name, Offset: s.end}))
 }
 
+// comment scans a `#` comment to the end of its line. Comments are copied
+// into generated code, so a character that some reader would take for a
+// line end or that reorders the displayed text (dsl.IsUnsafeRune) is an
+// error there too.
 func (s *scanner) comment() {
 	start := s.pos
-	for s.pos < s.end && s.text[s.pos] != '\n' {
-		s.pos++
+	for s.pos < s.end && dsl.LineEndAt(s.text, s.pos) == 0 {
+		r, size := utf8.DecodeRuneInString(s.text[s.pos:s.end])
+		if dsl.IsUnsafeRune(r) {
+			sp := dsl.Span{Start: s.pos, End: s.pos + size}
+			s.fail(sp, CodeInvalidChar, "invalid character %s in a comment", dsl.EscapeRune(r)).
+				WithHint("remove it: control characters and bidirectional marks show text other than what tools read")
+			return
+		}
+		s.pos += size
+	}
+	if s.pos < s.end && s.text[s.pos] == '\r' && dsl.LineEndAt(s.text, s.pos) == 1 {
+		s.loneCR()
+		return
 	}
 	end := s.pos
 	for end > start && (s.text[end-1] == '\r' || s.text[end-1] == ' ' || s.text[end-1] == '\t') {
@@ -367,6 +392,9 @@ func parseNumber(raw string) (bool, int64, float64, *numberError) {
 			}
 			return false, 0, 0, malformed
 		}
+		if dsl.FloatUnderflows(raw, f) {
+			return false, 0, 0, &numberError{CodeNumberRange, fmt.Sprintf("float `%s` is too small for 64 bits: it would be 0", raw), "the smallest positive float is 5e-324; write 0 for zero"}
+		}
 		return true, 0, f, nil
 	}
 	if len(raw) > 1 && raw[0] == '0' && strings.Trim(raw, "0_") != "" {
@@ -493,6 +521,13 @@ func (s *scanner) closesLower(c byte) bool {
 		}
 	}
 	return false
+}
+
+// loneCR refuses a carriage return that no newline follows: the C
+// preprocessor and editors end a line there, the .flex language would not.
+func (s *scanner) loneCR() {
+	s.fail(dsl.Span{Start: s.pos, End: s.pos + 1}, CodeInvalidChar, "carriage return (U+000D) without a newline").
+		WithHint("end lines with \\n or \\r\\n; a lone \\r is a line end for some tools and not for others")
 }
 
 func (s *scanner) invalidChar() {

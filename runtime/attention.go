@@ -40,6 +40,13 @@ type BufferSpec struct {
 	// Dims returns the extents written to MaskcBuffers.dim for a shape
 	// (a 1-D buffer's second extent is 1). Called once per new shape.
 	Dims func(Sizes) [2]int64
+	// DType is the element type as declared, e.g. "i32".
+	DType string
+	// Segments says the buffer is declared `segments`: the kernel
+	// binary-searches its document ids, which must be non-decreasing
+	// integers the dtype holds (dsl.CheckSegments). Forward does not look
+	// at buffer contents; CheckSegments does, on request.
+	Segments bool
 }
 
 // AttentionSpec is everything the launcher needs to know about a generated
@@ -258,6 +265,53 @@ func checkSpec(s AttentionSpec, maxShared int) error {
 
 // Spec returns the kernel's description.
 func (k *AttentionKernel) Spec() AttentionSpec { return k.spec }
+
+// CheckSegments reads every `segments` buffer among buffers (the ones
+// Forward would take, for shape) back from the device and checks its
+// document ids with dsl.CheckSegments: integers the dtype holds, in
+// non-decreasing order. Forward never reads buffer contents (that would
+// cost a device-to-host copy per launch), so a kernel given unsorted ids
+// silently attends across documents; call CheckSegments once per new
+// buffer content, e.g. when a batch is packed, where that matters. It
+// costs one copy of each segments buffer (4 or 8 bytes per id).
+func (k *AttentionKernel) CheckSegments(shape Shape, buffers []DevicePtr) error {
+	if len(buffers) != len(k.spec.Buffers) {
+		return errorf(CodeBuffers, nil, "%d captured buffers passed, the kernel reads %d", len(buffers), len(k.spec.Buffers))
+	}
+	sizes := Sizes{B: int64(shape.B), H: int64(shape.H), HKV: int64(shape.HKV), Q: int64(shape.Sq), KV: int64(shape.Skv)}
+	for i, b := range k.spec.Buffers {
+		if !b.Segments {
+			continue
+		}
+		if buffers[i] == 0 {
+			return errorf(CodeBuffers, nil, "captured buffer %d (%s) is a null pointer", i, b.Name)
+		}
+		dims := b.Dims(sizes)
+		n := dims[0] * dims[1]
+		if dims[0] < 0 || dims[1] < 0 || n > 1<<31 {
+			return errorf(CodeBuffers, nil, "segments buffer %s has extents %v", b.Name, dims)
+		}
+		var err error
+		switch b.DType {
+		case "i32":
+			ids := make([]int32, n)
+			if err = k.d.CopyDtoH(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(ids))), 4*n), buffers[i]); err == nil {
+				err = dsl.CheckSegments(ids, b.DType)
+			}
+		case "i64":
+			ids := make([]int64, n)
+			if err = k.d.CopyDtoH(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(ids))), 8*n), buffers[i]); err == nil {
+				err = dsl.CheckSegments(ids, b.DType)
+			}
+		default:
+			err = fmt.Errorf("dtype %q is not an integer dtype", b.DType)
+		}
+		if err != nil {
+			return errorf(CodeBuffers, err, "segments buffer %s", b.Name)
+		}
+	}
+	return nil
+}
 
 // CompileStats says how the kernel was compiled or loaded from the cache.
 func (k *AttentionKernel) CompileStats() CompileStats { return k.module.Stats }

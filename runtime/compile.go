@@ -37,8 +37,8 @@ type CompileStats struct {
 	Key string
 	// Cache is the cache lookup's outcome (Miss when caching is off).
 	Cache kcache.Status
-	// CacheErr is why a corrupt entry was discarded or a store failed;
-	// neither fails the compilation.
+	// CacheErr is why an entry was discarded (corrupt) or not read
+	// (unreadable), or why a store failed; none fails the compilation.
 	CacheErr error
 	// Compile is the compiler's wall time (zero on a cache hit); Load the
 	// cache read plus module load; Total everything.

@@ -614,3 +614,37 @@ func BenchmarkForward(b *testing.B) {
 }
 
 func dim3(x, y, z uint32) Dim3 { return Dim3{X: x, Y: y, Z: z} }
+
+// TestCheckSegments: the opt-in check reads a segments buffer back and
+// applies dsl.CheckSegments; buffers not declared segments are not read.
+func TestCheckSegments(t *testing.T) {
+	d, _, _ := newFakeDevice(t, "")
+	spec := probeSpec(t, SparsityNone)
+	spec.Buffers[0].DType, spec.Buffers[0].Segments = "i32", true
+	k, err := d.NewAttention(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	_, _, _, _, _, bufs := tensors(t, d)
+	shape := ContiguousShape(BSHD, 1, 4, 4, 6, 6, 128)
+	for _, tc := range []struct {
+		ids  []int32
+		want string
+	}{
+		{[]int32{0, 0, 1, 1, 1, 7}, ""},
+		{[]int32{0, 1, 1, 0, 2, 2}, "element 3 (0) is smaller than element 2 (1)"},
+	} {
+		if err := d.CopyHtoD(bufs[0], unsafe.Slice((*byte)(unsafe.Pointer(&tc.ids[0])), 4*len(tc.ids))); err != nil {
+			t.Fatal(err)
+		}
+		err := k.CheckSegments(shape, bufs)
+		if tc.want == "" && err != nil {
+			t.Errorf("%v: %v", tc.ids, err)
+		}
+		var re *Error
+		if tc.want != "" && (!errors.As(err, &re) || re.Code != CodeBuffers || !strings.Contains(err.Error(), "segments buffer doc: "+tc.want)) {
+			t.Errorf("%v: %v, want %q", tc.ids, err, tc.want)
+		}
+	}
+}

@@ -11,7 +11,7 @@ import (
 
 // runCheck implements `maskc check [--json] [--target T] [-D NAME=VALUE]...
 // FILE...`: every diagnostic of every file, from parsing through the
-// attention configuration rules. Exit 1 if any file has an error.
+// attention configuration rules to the kernel generator's. Exit 1 if any file has an error.
 func runCheck(e *env, args []string) int {
 	fs := newFlagSet(e, "check", "[--json] [--target T] [-D NAME=VALUE]... FILE...")
 	asJSON := fs.Bool("json", false, "print diagnostics as a JSON array on stdout")
@@ -39,8 +39,11 @@ func runCheck(e *env, args []string) int {
 		}
 		ds := u.diags
 		if u.prog != nil && !ds.HasErrors() {
-			_, cd := compiler.Classify(u.prog, compiler.Options{Target: profile})
+			plan, cd := compiler.Classify(u.prog, compiler.Options{Target: profile})
 			ds = append(ds, cd...)
+			if !cd.HasErrors() {
+				ds = append(ds, kernelDiags(u.prog, plan)...)
+			}
 			ds.Sort()
 		}
 		if ds.HasErrors() && status == exitOK {

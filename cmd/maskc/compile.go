@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -42,10 +41,19 @@ func runCompile(e *env, args []string) int {
 	if plan == nil {
 		return status
 	}
-	if err := os.MkdirAll(*outDir, 0o755); err != nil {
-		fmt.Fprintf(e.stderr, "maskc: %v\n", cleanPathError(err))
+	// Everything is written to a sibling of DIR and put in place whole, so a
+	// failed run leaves DIR as it was.
+	out, err := stageDir(*outDir)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "maskc: %v\n", err)
 		return exitUsage
 	}
+	committed := false
+	defer func() {
+		if !committed {
+			out.Abort()
+		}
+	}()
 	cu := compiler.New(u.prog, plan, compiler.Options{Kernel: codegen.Options{SourceName: files[0]}})
 	pf := cu.NewPlanFile()
 	manifest := hipsrc.NewManifest()
@@ -69,7 +77,7 @@ func runCompile(e *env, args []string) int {
 			continue
 		}
 		name := pa.Name + ".hip"
-		if err := writeAtomic(filepath.Join(*outDir, name), []byte(k.Source), 0o644); err != nil {
+		if err := out.WriteFile(name, []byte(k.Source)); err != nil {
 			fmt.Fprintf(e.stderr, "maskc: %v\n", err)
 			return exitUsage
 		}
@@ -81,9 +89,9 @@ func runCompile(e *env, args []string) int {
 			}
 			obj := fmt.Sprintf("%s.%s.hsaco", pa.Name, arch)
 			prog.update(len(manifest.Kernels), todo, "hipcc "+obj)
-			cmd := exec.Command(hipcc, "--offload-arch="+arch, "--genco", "-O3", "-o", filepath.Join(*outDir, obj), filepath.Join(*outDir, name))
-			if out, err := cmd.CombinedOutput(); err != nil {
-				fmt.Fprintf(e.stderr, "maskc: hipcc for %s (%s) failed: %v\n%s", pa.Name, arch, err, out)
+			cmd := exec.Command(hipcc, "--offload-arch="+arch, "--genco", "-O3", "-o", out.Path(obj), out.Path(name))
+			if log, err := cmd.CombinedOutput(); err != nil {
+				fmt.Fprintf(e.stderr, "maskc: hipcc for %s (%s) failed: %v\n%s", pa.Name, arch, err, log)
 				return exitError
 			}
 			if pk.CodeObjects == nil {
@@ -111,11 +119,16 @@ func runCompile(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "maskc: %v\n", err)
 		return exitError
 	}
-	if err := writeAtomic(filepath.Join(*outDir, hipsrc.ManifestFile), manifestJSON, 0o644); err != nil {
+	if err := out.WriteFile(hipsrc.ManifestFile, manifestJSON); err != nil {
 		fmt.Fprintf(e.stderr, "maskc: %v\n", err)
 		return exitUsage
 	}
-	if err := writeAtomic(filepath.Join(*outDir, "plan.json"), planJSON, 0o644); err != nil {
+	if err := out.WriteFile("plan.json", planJSON); err != nil {
+		fmt.Fprintf(e.stderr, "maskc: %v\n", err)
+		return exitUsage
+	}
+	committed = true
+	if err := out.Commit(); err != nil {
 		fmt.Fprintf(e.stderr, "maskc: %v\n", err)
 		return exitUsage
 	}

@@ -130,7 +130,7 @@ func runDraw(e *env, args []string) int {
 	if err != nil {
 		return printRunError(e, err)
 	}
-	if err := writeAtomic(*out, buf.Bytes(), 0o644); err != nil {
+	if err := writeNew(*out, buf.Bytes()); err != nil {
 		fmt.Fprintf(e.stderr, "maskc: %v\n", err)
 		return exitUsage
 	}

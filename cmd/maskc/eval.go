@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -99,7 +100,8 @@ func runEval(e *env, args []string) int {
 			return exitUsage
 		}
 		var ld dsl.Diagnostics
-		lowered, ld = u.prog.Lower(expr)
+		// Positions in the expression are --mask:1:N, not into the file.
+		lowered, ld = u.prog.LowerIn(dsl.NewSource("--mask", []byte(*maskExpr)), expr)
 		if ld.HasErrors() {
 			printDiags(e.stderr, ld)
 			return exitError
@@ -119,14 +121,21 @@ func runEval(e *env, args []string) int {
 			return exitError
 		}
 	}
+	var bound *eval.Bound
+	if fn != nil {
+		if bound, err = fn.Bind(env); err != nil {
+			fmt.Fprintf(e.stderr, "maskc: %v\n", locate(err, u.file.Source))
+			return exitError
+		}
+	}
 	grid := make([][]bool, *q)
 	visible := 0
 	for i := range grid {
 		grid[i] = make([]bool, *kv)
 		for j := range grid[i] {
 			ok := true
-			if fn != nil {
-				if ok, err = fn.Mask(env, int64(*bIdx), int64(*hIdx), int64(i), int64(j)); err != nil {
+			if bound != nil {
+				if ok, err = bound.Mask(int64(*bIdx), int64(*hIdx), int64(i), int64(j)); err != nil {
 					fmt.Fprintf(e.stderr, "maskc: at q=%d kv=%d: %v\n", i, j, err)
 					return exitError
 				}
@@ -142,8 +151,13 @@ func runEval(e *env, args []string) int {
 	return exitOK
 }
 
+// maxEvalElems bounds the elements of one buffer `maskc eval` binds (the
+// values come from the command line).
+const maxEvalElems = 1 << 24
+
 // bindBuffers checks that every buffer the mask reads was given with the
-// size its declaration implies for the chosen sizes.
+// size its declaration implies for the chosen sizes; errors are positioned
+// at the buffer's declaration.
 func bindBuffers(p *check.Program, l *dsl.Lowered, env *eval.Env, given bufferFlags) error {
 	sizes := map[dsl.Var]int64{dsl.SizeB: env.B, dsl.SizeH: env.H, dsl.SizeHKV: env.HKV, dsl.SizeQ: env.Q, dsl.SizeKV: env.KV}
 	for _, decl := range l.Buffers {
@@ -151,16 +165,28 @@ func bindBuffers(p *check.Program, l *dsl.Lowered, env *eval.Env, given bufferFl
 		if buf == nil {
 			return fmt.Errorf("buffer %s is not declared", decl.Name.Name)
 		}
+		at := buf.Name
+		if src := p.File.Source; src != nil && buf.Decl != nil {
+			pos := src.Position(buf.Decl.Sp.Start)
+			at = fmt.Sprintf("%s:%d:%d: buffer %s", src.Name, pos.Line, pos.Column, buf.Name)
+		}
 		dims := make([]int, len(buf.Dims))
 		n := 1
 		var shape []string
 		for i, d := range buf.Dims {
-			dims[i] = int(d.Eval(sizes))
+			v, ok := d.EvalExact(sizes)
+			if !ok {
+				return fmt.Errorf("%s: dimension %d overflows int64 for these sizes", at, i)
+			}
+			dims[i] = int(v)
 			if dims[i] < 0 {
-				return fmt.Errorf("buffer %s: dimension %d is negative for these sizes", buf.Name, i)
+				return fmt.Errorf("%s: dimension %d is negative for these sizes", at, i)
+			}
+			shape = append(shape, strconv.Itoa(dims[i]))
+			if dims[i] != 0 && n > maxEvalElems/dims[i] {
+				return fmt.Errorf("%s: [%s...] has more than %d elements; eval draws small grids", at, strings.Join(shape, ", "), maxEvalElems)
 			}
 			n *= dims[i]
-			shape = append(shape, strconv.Itoa(dims[i]))
 		}
 		data, ok := given[buf.Name]
 		if !ok {
@@ -206,4 +232,13 @@ func drawGrid(w io.Writer, grid [][]bool) {
 		}
 		fmt.Fprintf(w, "%*d  %s\n", pad-2, i, b.String())
 	}
+}
+
+// locate gives an *eval.Error its position in src.
+func locate(err error, src *dsl.Source) string {
+	var ee *eval.Error
+	if errors.As(err, &ee) {
+		return ee.Locate(src)
+	}
+	return err.Error()
 }

@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/maskc/maskc/format"
 	"github.com/maskc/maskc/parser"
@@ -53,7 +51,7 @@ func runFmt(e *env, args []string) int {
 			}
 		case *write:
 			if changed {
-				if err := writeFileAtomic(path, out); err != nil {
+				if err := replaceFile(path, src, out); err != nil {
 					fmt.Fprintf(e.stderr, "maskc: %v\n", err)
 					status = exitUsage
 				}
@@ -63,41 +61,4 @@ func runFmt(e *env, args []string) int {
 		}
 	}
 	return status
-}
-
-// writeFileAtomic replaces path with data through a temporary file in the
-// same directory, so an interrupted write never leaves a truncated file.
-// The file's permission bits are kept.
-func writeFileAtomic(path string, data []byte) error {
-	st, err := os.Stat(path)
-	if err != nil {
-		return cleanPathError(err)
-	}
-	return writeAtomic(path, data, st.Mode().Perm())
-}
-
-// writeAtomic writes data to path through a synced temporary file in the
-// same directory and a rename, so readers see the old or the new content,
-// never a torn file.
-func writeAtomic(path string, data []byte, perm os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".maskc-*")
-	if err != nil {
-		return cleanPathError(err)
-	}
-	defer os.Remove(tmp.Name()) // no-op after a successful rename
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("%s: %v", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("%s: %v", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("%s: %v", path, err)
-	}
-	if err := os.Chmod(tmp.Name(), perm); err != nil {
-		return cleanPathError(err)
-	}
-	return cleanPathError(os.Rename(tmp.Name(), path))
 }

@@ -12,7 +12,7 @@ import fake_torch as ft
 from conftest import EXAMPLES
 from maskc.diagnostics import MaskcError
 
-ODD = """buffer tab: i64[B, KV]
+ODD = """buffer tab: i32[B, KV]
 mask odd(b, h, q, kv) = (q * kv + h + tab[b, kv]) % 7 != 3
 attention odd_layer {
     mask = odd
@@ -115,7 +115,7 @@ def test_prepass_block_launches_flags_first(env, tmp_path):
     attn = mt.load(str(p)).attention("odd_layer")
     B, H, S, D = 2, 4, 300, 128
     q = ft.Tensor((B, H, S, D), ft.float16)
-    tab = ft.Tensor((B, S), ft.int64)
+    tab = ft.Tensor((B, S), ft.int32)
     attn(q, q, q, buffers={"tab": tab})
     (_, ff, fgrid, fblock, fsmem, _, fargs), (_, f, grid, _, _, _, args) = launches(drv)
     man = attn.generated().man

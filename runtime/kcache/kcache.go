@@ -5,6 +5,12 @@
 // concurrent writers in one or several processes never expose a partial
 // entry), and carries a checksum so that a corrupt or truncated entry is
 // detected, deleted and reported as such rather than loaded.
+//
+// The cache trusts nothing it finds: Open refuses a directory that another
+// user owns or that group or others may write (either could plant a "hit"
+// that runs their code), and Get opens entries without following links,
+// accepts regular files only and reads at most MaxEntrySize bytes, so a
+// planted link, FIFO or device can neither redirect, hang nor exhaust it.
 package kcache
 
 import (
@@ -14,9 +20,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/maskc/maskc/runtime/backend"
 )
@@ -50,14 +58,19 @@ const (
 	Miss Status = iota
 	// Hit means a valid entry was loaded.
 	Hit
-	// Corrupt means an entry existed but failed validation; it was
-	// deleted and the caller should recompile.
+	// Corrupt means an entry existed but failed validation (or was a
+	// link, a FIFO, a device or too large); it was deleted and the caller
+	// should recompile.
 	Corrupt
+	// Unreadable means an entry exists but could not be read (e.g.
+	// permission denied); it is left alone and the caller should
+	// recompile.
+	Unreadable
 )
 
-var statusNames = [...]string{"miss", "hit", "corrupt"}
+var statusNames = [...]string{"miss", "hit", "corrupt", "unreadable"}
 
-// String returns "miss", "hit" or "corrupt".
+// String returns "miss", "hit", "corrupt" or "unreadable".
 func (s Status) String() string {
 	if s < 0 || int(s) >= len(statusNames) {
 		return "unknown"
@@ -86,8 +99,14 @@ type Cache struct {
 	dir string
 }
 
+// MaxEntrySize bounds the size of one entry; a larger file is not read.
+// Compiled attention kernels are a few MiB.
+const MaxEntrySize = 256 << 20
+
 // Open returns the cache in dir ("" means DefaultDir), creating the
-// directory with mode 0700 if needed.
+// directory with mode 0700 if needed. An existing directory must belong to
+// the caller (its effective user) and be writable by nobody else; Open
+// refuses it otherwise and says why.
 func Open(dir string) (*Cache, error) {
 	if dir == "" {
 		d, err := DefaultDir()
@@ -99,7 +118,31 @@ func Open(dir string) (*Cache, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("kernel cache: %w", err)
 	}
+	if err := trusted(dir); err != nil {
+		return nil, err
+	}
 	return &Cache{dir: dir}, nil
+}
+
+// trusted checks that dir (links followed) is a directory that only the
+// caller can change.
+func trusted(dir string) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("kernel cache: %w", err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("kernel cache: %s is not a directory", dir)
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Geteuid() {
+		return fmt.Errorf("kernel cache: refusing %s: it belongs to uid %d, not to you (uid %d), who could plant kernels in it; set %s to a directory of yours",
+			dir, sys.Uid, os.Geteuid(), DirEnv)
+	}
+	if perm := st.Mode().Perm(); perm&0o022 != 0 {
+		return fmt.Errorf("kernel cache: refusing %s: mode %#o lets other users plant kernels in it; run chmod go-w %s",
+			dir, uint32(perm), dir)
+	}
+	return nil
 }
 
 // Dir is the cache directory.
@@ -108,13 +151,17 @@ func (c *Cache) Dir() string { return c.dir }
 // Path is the file that holds the entry for k.
 func (c *Cache) Path(k Key) string { return filepath.Join(c.dir, k.String()+".kernel") }
 
-// Get loads the entry for k. A missing entry is a Miss; an unreadable,
-// truncated or otherwise invalid one is deleted and reported as Corrupt
-// with the reason.
+// Get loads the entry for k. A missing entry is a Miss; one the caller may
+// not read is Unreadable (left alone); a link, a non-regular file, one
+// larger than MaxEntrySize, a truncated or otherwise invalid one is deleted
+// and reported as Corrupt with the reason.
 func (c *Cache) Get(k Key) (backend.Image, Status, error) {
-	data, err := os.ReadFile(c.Path(k))
+	data, err := readEntry(c.Path(k))
 	if errors.Is(err, fs.ErrNotExist) {
 		return backend.Image{}, Miss, nil
+	}
+	if errors.Is(err, fs.ErrPermission) {
+		return backend.Image{}, Unreadable, fmt.Errorf("kernel cache: entry %s not readable: %w", k, err)
 	}
 	if err == nil {
 		var img backend.Image
@@ -126,6 +173,43 @@ func (c *Cache) Get(k Key) (backend.Image, Status, error) {
 		err = errors.Join(err, rmErr)
 	}
 	return backend.Image{}, Corrupt, fmt.Errorf("kernel cache: entry %s discarded: %w", k, err)
+}
+
+// openEntry opens an entry file for reading; tests replace it.
+var openEntry = func(path string) (*os.File, error) {
+	// O_NOFOLLOW: a planted link is refused, not followed; O_NONBLOCK: a
+	// FIFO does not block the open (the type check below refuses it).
+	return os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+}
+
+// readEntry reads the regular file at path, up to MaxEntrySize bytes.
+func readEntry(path string) ([]byte, error) {
+	f, err := openEntry(path)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, errors.New("entry is a symbolic link")
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("entry is not a regular file (%v)", st.Mode().Type())
+	}
+	if st.Size() > MaxEntrySize {
+		return nil, fmt.Errorf("entry is %d bytes, more than the %d an entry may have", st.Size(), MaxEntrySize)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxEntrySize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxEntrySize {
+		return nil, fmt.Errorf("entry grew past the %d bytes an entry may have", MaxEntrySize)
+	}
+	return data, nil
 }
 
 // Put stores img under k atomically: readers see either no entry, the

@@ -7,8 +7,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/maskc/maskc/runtime/backend"
 )
@@ -232,4 +235,151 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("accepted entry does not round-trip")
 		}
 	})
+}
+
+// TestOpenRefusesDirectoriesOthersControl: a cache directory writable by
+// group or others, or owned by another user, could hold planted kernels.
+func TestOpenRefusesDirectoriesOthersControl(t *testing.T) {
+	for _, mode := range []os.FileMode{0o777, 0o770, 0o702} {
+		dir := filepath.Join(t.TempDir(), "cache")
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Open(dir)
+		if err == nil || !strings.Contains(err.Error(), "refusing "+dir) || !strings.Contains(err.Error(), "chmod go-w") {
+			t.Errorf("mode %v: err %v, want a refusal saying why", mode, err)
+		}
+	}
+	// Through a link to such a directory, too.
+	base := t.TempDir()
+	open := filepath.Join(base, "open")
+	if err := os.Mkdir(open, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(open, 0o777)
+	if err := os.Symlink(open, filepath.Join(base, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(filepath.Join(base, "link")); err == nil {
+		t.Error("a link to a world-writable directory was accepted")
+	}
+	if os.Geteuid() == 0 {
+		dir := filepath.Join(t.TempDir(), "theirs")
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(dir, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), "belongs to uid 65534") {
+			t.Errorf("directory of another user: err %v", err)
+		}
+	}
+}
+
+// TestGetRefusesPlantedEntries: links are not followed, FIFOs and devices
+// neither block nor are read, oversized files are not read; each is deleted
+// and reported as corrupt, and what a link pointed to is untouched.
+func TestGetRefusesPlantedEntries(t *testing.T) {
+	k := NewKey("planted")
+	tests := []struct {
+		name  string
+		plant func(t *testing.T, path string)
+		why   string
+	}{
+		{"link to a valid entry", func(t *testing.T, path string) {
+			target := filepath.Join(t.TempDir(), "elsewhere")
+			if err := os.WriteFile(target, Encode(k, testImage(10)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(target, path); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				if _, err := os.Stat(target); err != nil {
+					t.Errorf("link target touched: %v", err)
+				}
+			})
+		}, "symbolic link"},
+		{"link to /dev/zero", func(t *testing.T, path string) {
+			if err := os.Symlink("/dev/zero", path); err != nil {
+				t.Fatal(err)
+			}
+		}, "symbolic link"},
+		{"fifo", func(t *testing.T, path string) {
+			if err := syscall.Mkfifo(path, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, "not a regular file"},
+		{"oversized", func(t *testing.T, path string) {
+			f, err := os.Create(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if err := f.Truncate(MaxEntrySize + 1); err != nil { // sparse: no disk used
+				t.Fatal(err)
+			}
+		}, "more than"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Open(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.plant(t, c.Path(k))
+			done := make(chan struct{})
+			var st Status
+			go func() {
+				defer close(done)
+				_, st, err = c.Get(k)
+			}()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("Get blocked on a planted entry")
+			}
+			if st != Corrupt || err == nil || !strings.Contains(err.Error(), tc.why) {
+				t.Fatalf("status %v, err %v; want corrupt, %q", st, err, tc.why)
+			}
+			if _, err := os.Lstat(c.Path(k)); !os.IsNotExist(err) {
+				t.Errorf("planted entry still there (lstat err %v)", err)
+			}
+		})
+	}
+}
+
+// TestGetPermissionErrorIsNotCorrupt: an entry the caller may not read is
+// reported as unreadable and left alone, not deleted as corrupt.
+func TestGetPermissionErrorIsNotCorrupt(t *testing.T) {
+	c, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := NewKey("not mine")
+	if err := c.Put(k, testImage(10)); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 {
+		// root reads anything: simulate the refusal an unprivileged caller
+		// gets from the kernel for a chmod 000 entry.
+		saved := openEntry
+		openEntry = func(path string) (*os.File, error) {
+			return nil, &os.PathError{Op: "open", Path: path, Err: syscall.EACCES}
+		}
+		defer func() { openEntry = saved }()
+	} else if err := os.Chmod(c.Path(k), 0); err != nil {
+		t.Fatal(err)
+	}
+	_, st, err := c.Get(k)
+	if st != Unreadable || err == nil || !strings.Contains(err.Error(), "permission denied") {
+		t.Fatalf("status %v, err %v; want unreadable, permission denied", st, err)
+	}
+	if _, err := os.Lstat(c.Path(k)); err != nil {
+		t.Errorf("unreadable entry deleted: %v", err)
+	}
 }
