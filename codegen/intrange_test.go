@@ -68,7 +68,10 @@ func TestIntRanges(t *testing.T) {
 		{"buffer t: i64[KV]\n", "t[q]", full, false},
 		{"", "int(q >= kv) * 16", interval{0, 16}, true},
 		{"", "int(q - kv)", interval{-n, n}, true},
-		{"", "int(float(q) * 0.5)", full, false},
+		// A float's range, truncated and widened by 0.1% + 2 for rounding.
+		{"", "int(float(q) * 0.5)", interval{-2, 1074815439}, false},
+		{"", "int(log(float(q) / 8) * 2.0) + 8", interval{math.MinInt64 + 8, 49}, false},
+		{"buffer f: f32[KV]\n", "int(f[kv])", full, false},
 	} {
 		l, e := lowerInt(t, tc.decls, tc.expr)
 		bufs, _ := BufferTable(nil, l)

@@ -37,8 +37,8 @@ var diagnosticCases = []struct {
 	{
 		"def f(score, b, h, q, kv):\n    return score + float(\"in\u202ef\")\n",
 		"t.flex:2:29: error[E070]: invalid character U+202E in a string\n" +
-			" 2 |     return score + float(\"in\u202ef\")\n" +
-			"   |                             ^\n" +
+			" 2 |     return score + float(\"in\\u202ef\")\n" +
+			"   |                             ^^^^^^\n" +
 			"   = hint: remove it: control characters and bidirectional marks show text other than what tools read\n",
 	},
 	{
