@@ -32,6 +32,10 @@ type Kernel struct {
 	// Source is the full self-contained source: hipsrc.Prelude,
 	// RuntimeSource, Generated and hipsrc.AttnFwd.
 	Source string
+	// BwdSource is the full source of the backward kernels: Source followed
+	// by hipsrc.AttnBwd (entry points BwdEntries; the forward's
+	// maskc_tile_flags serves both).
+	BwdSource string
 	// Generated is the per-attention part: configuration #defines, buffer
 	// accessors, maskc_mask, maskc_score, the score-gradient interface
 	// (MASKC_SCORE_GRAD_READS, MaskcScoreGradRead, maskc_score_grad; see
@@ -101,6 +105,11 @@ type Kernel struct {
 	// no score mod.
 	ScoreTorch string
 }
+
+// BwdEntries are the backward kernels' entry points in BwdSource, in the
+// order a backward pass launches them (attn_bwd.h says when each runs).
+var BwdEntries = []string{"maskc_attn_bwd_pre", "maskc_attn_bwd", "maskc_attn_bwd_dq", "maskc_attn_bwd_dq_convert",
+	"maskc_attn_bwd_sink", "maskc_attn_bwd_buf_convert"}
 
 // LaunchConfig is how maskc_attn_fwd is launched on one platform.
 type LaunchConfig struct {
@@ -181,12 +190,13 @@ func Generate(p *check.Program, a *check.Attention, opts Options) (*Kernel, dsl.
 	generated := g.String()
 	k.Generated = resolveLineResets(generated, a.Name+".generated.h")
 	k.Source = resolveLineResets(assemble(generated), a.Name+".cu")
+	k.BwdSource = resolveLineResets(assemble(generated, hipsrc.AttnBwd), a.Name+".bwd.cu")
 	return k, diags
 }
 
 // assemble joins the parts of a full kernel source.
-func assemble(generated string) string {
-	parts := []string{hipsrc.Prelude, RuntimeSource, generated, hipsrc.AttnFwd}
+func assemble(generated string, more ...string) string {
+	parts := append([]string{hipsrc.Prelude, RuntimeSource, generated, hipsrc.AttnFwd}, more...)
 	var b strings.Builder
 	for _, p := range parts {
 		b.WriteString(p)

@@ -36,6 +36,41 @@ var Prelude string
 //go:embed attn_fwd.h
 var AttnFwd string
 
+// AttnBwd is the attention backward templates (hipsrc/attn_bwd.h), compiled
+// after AttnFwd in the same source.
+//
+//go:embed attn_bwd.h
+var AttnBwd string
+
+// Tile shape of the backward kernels (attn_bwd.h), the same on every
+// platform: maskc_attn_bwd takes BwdBlockN keys per program and BwdBlockM
+// query rows per step, maskc_attn_bwd_dq BwdBlockM rows per program.
+const (
+	// BwdBlockM is MASKC_BWD_BLOCK_M.
+	BwdBlockM = 64
+	// BwdBlockN is MASKC_BWD_BLOCK_N.
+	BwdBlockN = 64
+	// BwdWarps is MASKC_BWD_WARPS, warps per block of every backward kernel.
+	BwdWarps = 4
+	// BwdPreLanes is the lanes per row of the row passes
+	// (maskc_attn_bwd_pre, maskc_attn_bwd_dq_convert): MASKC_BWD_PRE_ROWS
+	// rows per block is BwdThreads / BwdPreLanes.
+	BwdPreLanes = 16
+	// BwdFixOne is MASKC_BWD_FIX_ONE: buffer gradients are summed as
+	// round(x * BwdFixOne) in 64-bit integers.
+	BwdFixOne = 1 << 32
+)
+
+// BwdThreads returns the block size of every backward kernel on p.
+func (p Platform) BwdThreads() int { return BwdWarps * p.WarpSize() }
+
+// BwdSharedMemBytes returns the dynamic shared memory of maskc_attn_bwd and
+// maskc_attn_bwd_dq (MASKC_BWD_SMEM_BYTES): K, V, Q and dO tiles, P^T and
+// dS^T, and a row's LSE and delta.
+func BwdSharedMemBytes(headDim int) int {
+	return ElemBytes*(2*BwdBlockN*headDim+2*BwdBlockM*headDim+2*BwdBlockN*BwdBlockM) + 8*BwdBlockM
+}
+
 // Tile shape of maskc_attn_fwd: BlockM for every head dim and platform;
 // the key tile and the warp layout below depend on the platform.
 const (

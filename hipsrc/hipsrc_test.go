@@ -292,3 +292,31 @@ int main() {
 		t.Errorf("MaskcShape layout = %q, want %q", got, want)
 	}
 }
+
+func TestBwdConstantsMirrorSource(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		want int
+	}{
+		{"MASKC_BWD_BLOCK_M", BwdBlockM},
+		{"MASKC_BWD_BLOCK_N", BwdBlockN},
+		{"MASKC_BWD_WARPS", BwdWarps},
+	} {
+		if got := define(t, AttnBwd, tt.name); got != tt.want {
+			t.Errorf("%s = %d, Go has %d", tt.name, got, tt.want)
+		}
+	}
+	if !strings.Contains(AttnBwd, "#define MASKC_BWD_PRE_ROWS (MASKC_BWD_THREADS / 16)") || BwdPreLanes != 16 {
+		t.Error("MASKC_BWD_PRE_ROWS no longer gives 16 lanes per row (BwdPreLanes)")
+	}
+	if !strings.Contains(AttnBwd, "#define MASKC_BWD_FIX_ONE 4294967296.0f") || BwdFixOne != 4294967296 {
+		t.Error("MASKC_BWD_FIX_ONE and BwdFixOne differ")
+	}
+	// MASKC_BWD_SMEM_BYTES for D = 128: 2 * (2*64*128 + 2*64*128 + 2*64*64) + 8*64.
+	if got, want := BwdSharedMemBytes(128), 2*(2*64*128+2*64*128+2*64*64)+8*64; got != want {
+		t.Errorf("BwdSharedMemBytes(128) = %d, want %d", got, want)
+	}
+	if AMD.BwdThreads() != 256 || NVIDIA.BwdThreads() != 128 || NVIDIAWGMMA.BwdThreads() != 128 {
+		t.Errorf("BwdThreads: amd %d, nvidia %d", AMD.BwdThreads(), NVIDIA.BwdThreads())
+	}
+}

@@ -27,6 +27,7 @@ import (
 	"github.com/maskc/maskc/check"
 	"github.com/maskc/maskc/classify"
 	"github.com/maskc/maskc/codegen"
+	"github.com/maskc/maskc/hipsrc"
 	"github.com/maskc/maskc/parser"
 )
 
@@ -79,6 +80,16 @@ type ManifestKernel struct {
 	Launch     map[string]codegen.LaunchConfig `json:"launch"`
 	MaskTorch  string                          `json:"mask_torch"`
 	ScoreTorch string                          `json:"score_torch"`
+	// BwdSource is the backward kernels' source file (hipsrc/attn_bwd.h
+	// after the forward), BwdEntries their entry points in launch order.
+	BwdSource  string   `json:"bwd_source"`
+	BwdEntries []string `json:"bwd_entries"`
+	// BwdBlockM and BwdBlockN are the backward's q and kv tiles;
+	// BwdSharedMemBytes the dynamic shared memory of maskc_attn_bwd and
+	// maskc_attn_bwd_dq (4 warps per block on every platform).
+	BwdBlockM         int `json:"bwd_block_m"`
+	BwdBlockN         int `json:"bwd_block_n"`
+	BwdSharedMemBytes int `json:"bwd_shared_mem_bytes"`
 }
 
 // ManifestBuffer is one MaskcBuffers entry.
@@ -189,6 +200,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintln(stderr, err)
 				return 1
 			}
+			if err := os.WriteFile(filepath.Join(*out, bwdFile(file)), []byte(k.BwdSource), 0o644); err != nil {
+				fmt.Fprintln(stderr, err)
+				return 1
+			}
 			m.Kernels = append(m.Kernels, manifestKernel(file, j.path, k, a, decision(j.plan, a.Name)))
 		}
 	}
@@ -211,6 +226,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// bwdFile names the backward source beside a kernel's forward source.
+func bwdFile(file string) string { return strings.TrimSuffix(file, ".cu") + ".bwd.cu" }
+
 func decision(plan *classify.Plan, name string) *classify.Decision {
 	for _, d := range plan.Attentions {
 		if d.Name == name {
@@ -228,6 +246,8 @@ func manifestKernel(file, source string, k *codegen.Kernel, a *check.Attention, 
 		HasMask: k.HasMask, HasScore: k.HasScore, MaskUsesB: k.MaskUsesB, MaskUsesH: k.MaskUsesH,
 		Buffers: []ManifestBuffer{}, BlockM: k.BlockM, BlockN: k.BlockN, Threads: k.Threads,
 		Launch: k.Launch, MaskTorch: k.MaskTorch, ScoreTorch: k.ScoreTorch,
+		BwdSource: bwdFile(file), BwdEntries: codegen.BwdEntries, BwdBlockM: hipsrc.BwdBlockM, BwdBlockN: hipsrc.BwdBlockN,
+		BwdSharedMemBytes: hipsrc.BwdSharedMemBytes(k.HeadDim),
 	}
 	if a.Sink != nil {
 		mk.Sink = a.Sink.Name
