@@ -50,23 +50,22 @@ def empty_bshd(B, heads, S, D, dtype=torch.bfloat16):
 
 
 def ref_mods(case, B, H, HKV, Sq, Skv, bufs):
-    """The manifest's mask and score as torch functions; the score takes a
-    dict of float64 leaves that replace the differentiable buffers."""
+    """The manifest's mask and score as plain torch lambdas (traceable by
+    FlexAttention); the score takes a dict {slot: tensor} of float64 or
+    float32 leaves that replace the differentiable buffers."""
     e = case.entry
     specs = sorted(e.get("buffers") or [], key=lambda b: b["slot"])
     base = {"B": B, "H": H, "HKV": HKV, "Q": Sq, "KV": Skv, "torch": torch}
-    base.update({b["name"]: t for b, t in zip(specs, bufs)})
+    names = [b["name"] for b in specs]
     mask = score = None
     if e.get("mask_torch"):
-        mcode = compile(e["mask_torch"], "mask", "eval")
-        mask = lambda b, h, q, kv: eval(mcode, dict(base, b=b, h=h, q=q, kv=kv))
+        mfn = eval("lambda b, h, q, kv, %s: %s" % (", ".join(names + ["_unused=None"]), e["mask_torch"]), base)
+        mask = lambda b, h, q, kv: mfn(b, h, q, kv, *bufs)
     if e.get("score_torch"):
-        scode = compile(e["score_torch"], "score", "eval")
+        sfn = eval("lambda score, b, h, q, kv, %s: %s" % (", ".join(names + ["_unused=None"]), e["score_torch"]), base)
 
         def score(s, b, h, q, kv, leaves):
-            env = dict(base, score=s, b=b, h=h, q=q, kv=kv)
-            env.update({specs[slot]["name"]: t for slot, t in leaves.items()})
-            return eval(scode, env)
+            return sfn(s, b, h, q, kv, *[leaves.get(i, t) for i, t in enumerate(bufs)])
     return mask, score
 
 
@@ -168,6 +167,7 @@ def main():
     ap.add_argument("--out", default="bwd_check.jsonl")
     ap.add_argument("--no-flex", action="store_true")
     ap.add_argument("--max-len", type=int, default=1 << 30, help="skip shapes longer than this")
+    ap.add_argument("--shapes", help="comma-separated indices into SHAPES (default all)")
     a = ap.parse_args()
     man = json.load(open(a.generated + "/manifest.json"))
     names = a.cases.split(",") if a.cases else None
@@ -198,7 +198,9 @@ def main():
             continue
         print("kernel %-28s bwd regs=%d local=%d dq regs=%d wgmma_fwd=%s" % (
             case.name, kern.bwd_regs, kern.bwd_local_bytes, kern.bwd_dq_regs, kern.cfg["wgmma"]), flush=True)
-        for shape in SHAPES:
+        for si, shape in enumerate(SHAPES):
+            if a.shapes and str(si) not in a.shapes.split(","):
+                continue
             if max(shape[3], shape[4]) > a.max_len:
                 continue
             if case.entry.get("buffers") and shape[3] > shape[4]:
