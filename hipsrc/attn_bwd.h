@@ -4,7 +4,8 @@
 // MaskcShape layout conventions, tile-flag pre-pass and sparsity functions
 // it shares), from the same generated part: maskc_mask, maskc_score and
 // maskc_score_grad (d score / d logit and the partial derivatives of the
-// score's float-buffer reads), maskc_kv_range and maskc_tile_full.
+// score's float-buffer reads), maskc_kv_range, maskc_q_range (the q rows
+// that can see a kv range) and maskc_tile_full.
 //
 // Entry points (C linkage, fixed signatures), in launch order:
 //   maskc_attn_bwd_pre    grid (ceil(Sq/MASKC_BWD_PRE_ROWS), H, B),
@@ -227,7 +228,9 @@ __device__ __forceinline__ void maskc_bwd_load(maskc_elem_t* dst, const maskc_el
 // keep: 0 none, 1 some, 2 all (the mask need not be evaluated). The same
 // analysis as the forward's row ranges: its closed-form kv range and full
 // test over this q tile, or the pre-pass flags of the forward tiles that
-// cover this one, read transposed. Padding rows and keys are excluded by
+// cover this one, read transposed. The walks first narrow their tiles to
+// the closed-form ranges (maskc_q_range per kv tile, maskc_kv_range per q
+// tile), so a program visits O(its range) tiles, not all of them. Padding rows and keys are excluded by
 // the caller.
 __device__ __forceinline__ int maskc_bwd_tile_class(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int h,
                                                     int q0, int k0) {
@@ -404,7 +407,21 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
     const maskc_elem_t* Qp = Q + b * sh.q_stride[0] + h * sh.q_stride[1];
     const maskc_elem_t* dOp = dO + b * sh.do_stride[0] + h * sh.do_stride[1];
     const long long row0 = ((long long)b * sh.H + h) * Sq;
-    for (int qt = 0; qt < n_qt; ++qt) {
+    // The q tiles that may see this kv tile: the closed-form q range of its
+    // columns (the forward's kv-range analysis with q and kv exchanged), then
+    // each tile's own class.
+    int qt_begin = 0, qt_end = n_qt;
+#if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
+    {
+      long long lo = 0, hi = Sq;
+      maskc_q_range(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, h, k0, min(k0 + BN, Skv), &lo, &hi);
+      lo = lo < 0 ? 0 : lo;
+      hi = hi > Sq ? Sq : hi;
+      qt_begin = hi <= lo ? 0 : (int)(lo / BM);
+      qt_end = hi <= lo ? 0 : (int)((hi + BM - 1) / BM);
+    }
+#endif
+    for (int qt = qt_begin; qt < qt_end; ++qt) {
       const int q0 = qt * BM;
       const int cls = maskc_bwd_tile_class(sh, buf, b, h, q0, k0);
       if (cls == 0) continue;
@@ -511,7 +528,20 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
 #pragma unroll
   for (int i = 0; i < MASKC_BACC(D); ++i) dq[i] = 0.f;
 
-  for (int kt = 0; kt < n_kt; ++kt) {
+  // The kv tiles this q tile may see: the forward's closed-form kv range,
+  // then each tile's own class.
+  int kt_begin = 0, kt_end = n_kt;
+#if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
+  {
+    long long lo = 0, hi = Skv;
+    maskc_kv_range(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, h, q0, min(q0 + BM, Sq), &lo, &hi);
+    lo = lo < 0 ? 0 : lo;
+    hi = hi > Skv ? Skv : hi;
+    kt_begin = hi <= lo ? 0 : (int)(lo / BN);
+    kt_end = hi <= lo ? 0 : (int)((hi + BN - 1) / BN);
+  }
+#endif
+  for (int kt = kt_begin; kt < kt_end; ++kt) {
     const int k0 = kt * BN;
     const int cls = maskc_bwd_tile_class(sh, buf, b, h, q0, k0);
     if (cls == 0) continue;

@@ -13,9 +13,11 @@
 //     _NONE, optionally MASKC_MASK_USES_B / MASKC_MASK_USES_H set to 0 when
 //     the mask ignores b / h), struct MaskcBuffers, and the device functions
 //     maskc_mask, maskc_score (with their row and column parts,
-//     MASKC_SPLIT_MODS), maskc_kv_range and maskc_tile_full.
+//     MASKC_SPLIT_MODS), maskc_kv_range, maskc_q_range and maskc_tile_full.
 //  3. AttnFwd: the fused flash-attention forward, entry points
 //     maskc_attn_fwd and maskc_tile_flags with C linkage.
+//  4. For the backward source only, AttnBwd: the backward kernels
+//     (maskc_attn_bwd_pre, maskc_attn_bwd, maskc_attn_bwd_dq, ...).
 //
 // The constants below mirror the #defines of AttnFwd and Prelude; a test
 // keeps them equal. Launchers use them for grids, blocks and shared memory.
