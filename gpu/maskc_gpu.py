@@ -493,8 +493,19 @@ class MaskcBwdShape(ctypes.Structure):
         ("dbuf", ctypes.c_void_p * 8)]
 
 
-BWD_BLOCK_M, BWD_BLOCK_N, BWD_WARPS, BWD_PRE_LANES = 64, 64, 4, 16  # hipsrc.Bwd*
-BWD_FIX_ONE = 2.0 ** 32
+def bwd_config(src):
+    """The backward's tile shape read back from a backward source
+    (hipsrc/attn_bwd.h's #defines, mirrored by hipsrc.Bwd* in Go)."""
+    def num(name):
+        m = re.search(r"^#define %s (\d+)$" % name, src, re.M)
+        if not m:
+            raise ValueError("source lacks #define %s" % name)
+        return int(m.group(1))
+    lanes = re.search(r"^#define MASKC_BWD_PRE_ROWS \(MASKC_BWD_THREADS / (\d+)\)", src, re.M)
+    if not lanes:
+        raise ValueError("source lacks MASKC_BWD_PRE_ROWS")
+    return dict(block_m=num("MASKC_BWD_BLOCK_M"), block_n=num("MASKC_BWD_BLOCK_N"), warps=num("MASKC_BWD_WARPS"),
+                pre_lanes=int(lanes.group(1)))
 
 
 class BwdKernel(Kernel):
@@ -507,8 +518,11 @@ class BwdKernel(Kernel):
                   "maskc_attn_bwd_sink", "maskc_attn_bwd_buf_convert"):
             setattr(self, e[len("maskc_attn_"):], self._func(e.encode()))
         d = self.cfg["head_dim"]
-        self.bwd_threads = BWD_WARPS * 32
-        self.bwd_smem = 2 * (2 * BWD_BLOCK_N * d + 2 * BWD_BLOCK_M * d + 2 * BWD_BLOCK_N * BWD_BLOCK_M) + 8 * BWD_BLOCK_M
+        bc = self.bwd_cfg = bwd_config(src)
+        self.bwd_threads = bc["warps"] * 32
+        # MASKC_BWD_SMEM_BYTES: K, V tiles, Q, dO tiles, P^T and dS^T, LSE and delta
+        bm, bn = bc["block_m"], bc["block_n"]
+        self.bwd_smem = 2 * (2 * bn * d + 2 * bm * d + 2 * bn * bm) + 8 * bm
         for f in (self.bwd, self.bwd_dq):
             _cu_check(_cuda.cuFuncSetAttribute(f, 8, self.bwd_smem), "cuFuncSetAttribute(max dynamic smem)")
         self.bwd_regs = self._attr(self.bwd, 4)
@@ -553,7 +567,8 @@ class BwdKernel(Kernel):
             sh.dbuf[s] = accs[s].data_ptr()
         P = ctypes.c_void_p
         T = self.bwd_threads
-        pre_rows = T // BWD_PRE_LANES
+        BM, BN = self.bwd_cfg["block_m"], self.bwd_cfg["block_n"]
+        pre_rows = T // self.bwd_cfg["pre_lanes"]
         pre_args = [P(o.data_ptr()), P(do.data_ptr()), sh]
         main_args = [P(q.data_ptr()), P(k.data_ptr()), P(v.data_ptr()), P(do.data_ptr()), P(dk.data_ptr()),
                      P(dv.data_ptr()), sh, bufs]
@@ -569,9 +584,9 @@ class BwdKernel(Kernel):
             for a in accs.values():
                 a.zero_()
             self._launch(self.bwd_pre, ((Sq + pre_rows - 1) // pre_rows, H, B), T, 0, pre_args)
-            self._launch(self.bwd, ((Skv + BWD_BLOCK_N - 1) // BWD_BLOCK_N, HKV, B), T, self.bwd_smem, main_args)
+            self._launch(self.bwd, ((Skv + BN - 1) // BN, HKV, B), T, self.bwd_smem, main_args)
             if deterministic:
-                self._launch(self.bwd_dq, ((Sq + BWD_BLOCK_M - 1) // BWD_BLOCK_M, H, B), T, self.bwd_smem, dq_args)
+                self._launch(self.bwd_dq, ((Sq + BM - 1) // BM, H, B), T, self.bwd_smem, dq_args)
             else:
                 self._launch(self.bwd_dq_convert, ((Sq + pre_rows - 1) // pre_rows, H, B), T, 0, conv_args)
             if dsink is not None:
