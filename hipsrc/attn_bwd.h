@@ -182,7 +182,12 @@ __device__ __forceinline__ void maskc_atomic_add_f32(float* p, float x) { atomic
 __device__ __forceinline__ void maskc_atomic_add_i64(long long* p, long long x) {
   atomicAdd((unsigned long long*)p, (unsigned long long)x);
 }
-__device__ __forceinline__ void maskc_bwd_sync_warp() { __builtin_amdgcn_wave_barrier(); }
+// A wavefront's shared-memory writes visible to its own later reads.
+__device__ __forceinline__ void maskc_bwd_sync_warp() {
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront");
+  __builtin_amdgcn_wave_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
+}
 
 #endif  // platform
 
