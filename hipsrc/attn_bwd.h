@@ -42,6 +42,13 @@
 // dS.K, dK = scale * dS^T.Q, dV = P^T.dO, with P and dS rounded to the
 // element type before their products, as FlashAttention does.
 //
+// Requirements on the launch, beyond the forward's: O and LSE from this
+// kernel's forward on the same inputs; dbuf[slot] zeroed before
+// maskc_attn_bwd (its int64 sums hold |gradient| < 2^31); tile_flags from
+// maskc_tile_flags on the same shape; Sq, Skv >= 1 (the host writes zeros
+// itself when either is 0). On sm_90a the backward's products stay mma.sync
+// (the forward in the same module is wgmma).
+//
 // Warp GEMMs (below, per platform): C[16 x N] += A[16 x K] . B[K x N] with A
 // and B in swizzled shared tiles (maskc_smem_index), A stored [m][k] (ROW)
 // or [k][m] (COL) and B stored [n][k] (NK) or [k][n] (KN); the accumulator
