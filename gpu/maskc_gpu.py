@@ -579,7 +579,9 @@ class BwdKernel(Kernel):
         keep = [q, k, v, o, lse, do, dq, dk, dv, sink, dlse, flags, delta, dq_acc, dsink, accs, dbufs, list(buffers)]
 
         def run():
-            if Sq == 0 or Skv == 0:
+            if Sq == 0 or Skv == 0:  # nothing attends: every gradient is zero
+                for t in [dq, dk, dv] + list(dbufs.values()) + ([dsink] if dsink is not None else []):
+                    t.zero_()
                 return dbufs, dsink
             for a in accs.values():
                 a.zero_()
