@@ -4,8 +4,9 @@
 // It generates the per-attention part of a kernel: configuration #defines,
 // the device functions maskc_mask and maskc_score (the lowered .flex
 // expression with Python semantics: floor // and %, int64 index arithmetic,
-// guarded buffer reads), and the block-sparsity functions maskc_kv_range and
-// maskc_tile_full, derived in closed form from a disjunctive normal form of
+// guarded buffer reads), and the block-sparsity functions maskc_kv_range,
+// maskc_q_range (its mirror, for the backward's walk over the q tiles that
+// see a kv tile) and maskc_tile_full, derived in closed form from a disjunctive normal form of
 // the mask's linear constraints (or, where the mask cannot be bounded, a
 // request for the template's tile-flag pre-pass). The block sparsity is a
 // plan (sparsityplan.go) that the C printer turns into those functions and

@@ -32,11 +32,29 @@ func findObjdump() string {
 	return ""
 }
 
+// functionText is the disassembly of one function of an llvm-objdump -d
+// listing: from its label to the next label.
+func functionText(dis, name string) string {
+	i := strings.Index(dis, "<"+name+">:")
+	if i < 0 {
+		return ""
+	}
+	rest := dis[i+len(name)+3:]
+	if j := strings.Index(rest, ">:\n"); j >= 0 {
+		if k := strings.LastIndex(rest[:j], "\n"); k >= 0 {
+			return rest[:k]
+		}
+	}
+	return rest
+}
+
 // TestHipccMFMA builds the full source of every example attention that
 // classify sends to a generated kernel, plus a pre-pass kernel and an fp16 /
 // head-dim-64 kernel from testdata, for gfx90a and gfx940 with Debian's
 // hipcc, and checks that each code object's disassembly uses MFMA
-// instructions (v_mfma_*) and defines maskc_attn_fwd.
+// instructions (v_mfma_*) and defines maskc_attn_fwd; the same for each
+// kernel's backward source (BwdSource: every BwdEntries entry point, MFMA
+// in maskc_attn_bwd itself).
 //
 // How: one hipcc run per target, both in parallel, compiles every file
 // (`hipcc -x hip --offload-arch=gfx90a --cuda-device-only
@@ -71,7 +89,10 @@ func TestHipccMFMA(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, name+".cu"), []byte(k.Source), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		names = append(names, name)
+		if err := os.WriteFile(filepath.Join(dir, name+".bwd.cu"), []byte(k.BwdSource), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, name, name+".bwd")
 	}
 	examples, _ := filepath.Glob("../examples/*.flex")
 	for _, f := range examples {
@@ -124,7 +145,18 @@ func TestHipccMFMA(t *testing.T) {
 			if !strings.Contains(string(dis), "<maskc_attn_fwd>:") {
 				t.Errorf("%s %s: no maskc_attn_fwd in the code object", n, arch)
 			}
-			ops := mfma.FindAllString(string(dis), -1)
+			text := string(dis)
+			if strings.HasSuffix(n, ".bwd") {
+				// Every backward entry point is there, and the MFMA
+				// instructions counted are maskc_attn_bwd's own.
+				for _, e := range BwdEntries {
+					if !strings.Contains(text, "<"+e+">:") {
+						t.Errorf("%s %s: no %s in the code object", n, arch, e)
+					}
+				}
+				text = functionText(text, "maskc_attn_bwd")
+			}
+			ops := mfma.FindAllString(text, -1)
 			if len(ops) == 0 {
 				t.Errorf("%s %s: the disassembly has no MFMA instruction", n, arch)
 				continue

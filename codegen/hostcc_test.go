@@ -26,6 +26,8 @@ import (
 //     kernel's documented answer is the guarded one);
 //   - no visible (q, kv) with q in [q_lo, q_hi) lies outside maskc_kv_range;
 //   - maskc_tile_full is true only for tiles whose every pair is visible;
+//   - no visible (q, kv) with kv in [kv_lo, kv_hi) and q in [q_lo, q_hi)
+//     lies outside maskc_q_range;
 //   - maskc_score equals eval's Score to fp32 accuracy.
 
 // hostCase is one mask or score compiled into the host program.
@@ -61,14 +63,14 @@ int maskc_warp_count(F probe) {
 // hostMain reads cases from stdin. Per case: the namespace index, B H HKV Q
 // KV b h q_lo q_hi kv_lo kv_hi score, the number of buffers, and per buffer
 // its slot, dtype code, two extents and the elements. It prints
-// "lo hi full", then one line of 0/1 per q in [q_lo, q_hi) over kv in
+// "lo hi full qlo qhi" (qlo, qhi: maskc_q_range of [kv_lo, kv_hi)), then one line of 0/1 per q in [q_lo, q_hi) over kv in
 // [0, KV), then one line of scores over the tile.
 const hostMain = `
 typedef bool (*mask_fn)(const MaskcBuffers&, long long, long long, long long, long long, long long, long long, long long, long long, long long);
 typedef float (*score_fn)(const MaskcBuffers&, long long, long long, long long, long long, long long, float, long long, long long, long long, long long);
 typedef void (*range_fn)(const MaskcBuffers&, long long, long long, long long, long long, long long, long long, long long, long long, long long, long long*, long long*);
 typedef bool (*full_fn)(const MaskcBuffers&, long long, long long, long long, long long, long long, long long, long long, long long, long long, long long, long long);
-struct Fns { mask_fn mask; score_fn score; range_fn range; full_fn full; };
+struct Fns { mask_fn mask; score_fn score; range_fn range; full_fn full; range_fn qrange; };
 static const Fns fns[] = { FNS };
 
 int main() {
@@ -108,7 +110,9 @@ int main() {
     const Fns& f = fns[idx];
     long long lo = -1, hi = -1;
     f.range(buf, B, H, HKV, Q, KV, b, h, qlo, qhi, &lo, &hi);
-    printf("%lld %lld %d\n", lo, hi, f.full(buf, B, H, HKV, Q, KV, b, h, qlo, qhi, klo, khi) ? 1 : 0);
+    long long qlo_r = -1, qhi_r = -1;
+    f.qrange(buf, B, H, HKV, Q, KV, b, h, klo, khi, &qlo_r, &qhi_r);
+    printf("%lld %lld %d %lld %lld\n", lo, hi, f.full(buf, B, H, HKV, Q, KV, b, h, qlo, qhi, klo, khi) ? 1 : 0, qlo_r, qhi_r);
     for (long long q = qlo; q < qhi; ++q) {
       for (long long kv = 0; kv < KV; ++kv) putchar(f.mask(buf, B, H, HKV, Q, KV, b, h, q, kv) ? '1' : '0');
       putchar('\n');
@@ -125,7 +129,7 @@ int main() {
 func buildHost(t *testing.T, cases []hostCase) string {
 	t.Helper()
 	return buildHostMain(t, cases, hostMain, func(i int) string {
-		return fmt.Sprintf("{case%[1]d::maskc_mask, case%[1]d::maskc_score, case%[1]d::maskc_kv_range, case%[1]d::maskc_tile_full}", i)
+		return fmt.Sprintf("{case%[1]d::maskc_mask, case%[1]d::maskc_score, case%[1]d::maskc_kv_range, case%[1]d::maskc_tile_full, case%[1]d::maskc_q_range}", i)
 	})
 }
 
@@ -293,9 +297,11 @@ func writeTile(w *bufio.Writer, c hostCase, tc tileCase) {
 // hostResult is what the host program printed for one tile.
 type hostResult struct {
 	lo, hi int64
-	full   bool
-	rows   []string // mask bits per q in [qlo, qhi) over kv in [0, KV)
-	scores []float64
+	// qlo, qhi: maskc_q_range of the tile's kv columns
+	qlo, qhi int64
+	full     bool
+	rows     []string // mask bits per q in [qlo, qhi) over kv in [0, KV)
+	scores   []float64
 }
 
 // runHost runs the host program on the tiles and parses its output.
@@ -325,7 +331,7 @@ func runHost(t *testing.T, exe string, cases []hostCase, tiles []tileCase) []hos
 	res := make([]hostResult, len(tiles))
 	for i, tc := range tiles {
 		var full int
-		if _, err := fmt.Sscan(next(), &res[i].lo, &res[i].hi, &full); err != nil {
+		if _, err := fmt.Sscan(next(), &res[i].lo, &res[i].hi, &full, &res[i].qlo, &res[i].qhi); err != nil {
 			t.Fatalf("tile %d: %v", i, err)
 		}
 		res[i].full = full == 1
@@ -417,6 +423,9 @@ func checkTiles(t *testing.T, cases []hostCase, tiles []tileCase, res []hostResu
 				}
 				if !got && kv >= tc.kvlo && kv < tc.kvhi {
 					allFull = false
+				}
+				if got && kv >= tc.kvlo && kv < tc.kvhi && (q < r.qlo || q >= r.qhi) {
+					report("%s: (q=%d, kv=%d) is visible but maskc_q_range gave [%d, %d)", where, q, kv, r.qlo, r.qhi)
 				}
 			}
 		}

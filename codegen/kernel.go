@@ -32,10 +32,14 @@ type Kernel struct {
 	// Source is the full self-contained source: Generated between
 	// hipsrc's sources (hipsrc.Assemble).
 	Source string
+	// BwdSource is the full source of the backward kernels: Source followed
+	// by hipsrc.AttnBwd (entry points BwdEntries; the forward's
+	// maskc_tile_flags serves both).
+	BwdSource string
 	// Generated is the per-attention part: configuration #defines, buffer
 	// accessors, maskc_mask, maskc_score, the score-gradient interface
 	// (MASKC_SCORE_GRAD_READS, MaskcScoreGradRead, maskc_score_grad; see
-	// gradfunc.go), maskc_kv_range, maskc_tile_full.
+	// gradfunc.go), maskc_kv_range, maskc_q_range, maskc_tile_full.
 	Generated string
 	// Entry is the kernel entry point, "maskc_attn_fwd".
 	Entry string
@@ -109,6 +113,11 @@ type Kernel struct {
 	sparsity sparsityPlan
 }
 
+// BwdEntries are the backward kernels' entry points in BwdSource, in the
+// order a backward pass launches them (attn_bwd.h says when each runs).
+var BwdEntries = []string{"maskc_attn_bwd_pre", "maskc_attn_bwd", "maskc_attn_bwd_dq", "maskc_attn_bwd_dq_convert",
+	"maskc_attn_bwd_sink", "maskc_attn_bwd_buf_convert"}
+
 // Generate builds the kernel of attention block a of the checked program p.
 // It reports E300-E399 diagnostics for what a generated kernel cannot do.
 func Generate(p *check.Program, a *check.Attention, opts Options) (*Kernel, dsl.Diagnostics) {
@@ -175,6 +184,7 @@ func Generate(p *check.Program, a *check.Attention, opts Options) (*Kernel, dsl.
 	generated := g.String()
 	k.Generated = resolveLineResets(generated, a.Name+".generated.h")
 	k.Source = resolveLineResets(hipsrc.Assemble(generated), a.Name+".cu")
+	k.BwdSource = resolveLineResets(hipsrc.Assemble(generated, hipsrc.AttnBwd), a.Name+".bwd.cu")
 	return k, diags
 }
 

@@ -24,6 +24,9 @@ const (
 const kvRangeSig = `__device__ __forceinline__ void maskc_kv_range(const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q, long long KV,
                                                long long b, long long h, long long q_lo, long long q_hi, long long* lo, long long* hi)`
 
+const qRangeSig = `__device__ __forceinline__ void maskc_q_range(const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q, long long KV,
+                                              long long b, long long h, long long kv_lo, long long kv_hi, long long* lo, long long* hi)`
+
 const tileFullSig = `__device__ __forceinline__ bool maskc_tile_full(const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q, long long KV,
                                                 long long b, long long h, long long q_lo, long long q_hi, long long kv_lo, long long kv_hi)`
 
@@ -56,12 +59,14 @@ func planSparsity(l *dsl.Lowered, bufs []BufferABI, diags *dsl.Diagnostics) spar
 	p := newSparsityPlan(l, bufs)
 	switch {
 	case p.kind == SparsityNone:
-		return sparsity{plan: p, code: kvRangeSig + " {\n  *lo = 0;\n  *hi = KV;\n}\n\n" + tileFullSig + " {\n  return true;\n}\n"}
+		return sparsity{plan: p, code: kvRangeSig + " {\n  *lo = 0;\n  *hi = KV;\n}\n\n" + qRangeSig + " {\n  *lo = 0;\n  *hi = Q;\n}\n\n" +
+			tileFullSig + " {\n  return true;\n}\n"}
 	case !p.analysed:
-		return sparsity{plan: p, code: kvRangeSig + " {\n  // not analysed: the pre-pass decides\n  *lo = 0;\n  *hi = KV;\n}\n\n" + tileFullSig + " {\n  return false;\n}\n"}
+		return sparsity{plan: p, code: kvRangeSig + " {\n  // not analysed: the pre-pass decides\n  *lo = 0;\n  *hi = KV;\n}\n\n" +
+			qRangeSig + " {\n  // not analysed: the pre-pass decides\n  *lo = 0;\n  *hi = Q;\n}\n\n" + tileFullSig + " {\n  return false;\n}\n"}
 	}
 	g := &sparsityWriter{w: newFuncWriter(nil, l, cDouble, bufs, diags)}
-	return sparsity{plan: p, code: g.kvRange(p) + "\n" + g.tileFull(p), segments: p.segments()}
+	return sparsity{plan: p, code: g.kvRange(p) + "\n" + g.qRange(p.dnf) + "\n" + g.tileFull(p), segments: p.segments()}
 }
 
 // choose picks analytic or prepass: the pre-pass pays off only when some
@@ -335,6 +340,96 @@ func (g *sparsityWriter) kvRange(p sparsityPlan) string {
 	g.line("*hi = hi_all;")
 	return "// The kv indices outside [*lo, *hi) are masked for every q in [q_lo, q_hi).\n" +
 		kvRangeSig + " {\n" + g.w.body.String() + "}\n"
+}
+
+// qRange is kvRange with the roles of q and kv exchanged: the q rows that
+// can see some kv of [kv_lo, kv_hi), for the backward's column walk.
+// Constraints on kv alone narrow the kv range first; a linear constraint
+// a*q + c*kv + e <= 0 with a != 0 bounds q at the kv end point where the
+// bound is loosest; a `segments` equality bounds q to the documents of the
+// first and last kv.
+func (g *sparsityWriter) qRange(d dnf) string {
+	g.reset()
+	g.line("long long lo_all = Q;  // hull of the disjuncts' q ranges, empty so far")
+	g.line("long long hi_all = 0;")
+	for i, c := range d {
+		g.w.body.WriteString("\n")
+		g.line("// disjunct %d: %s", i, conjText(c))
+		qa, qb, ka, kb, live := fmt.Sprintf("qa%d", i), fmt.Sprintf("qb%d", i), fmt.Sprintf("ka%d", i), fmt.Sprintf("kb%d", i), fmt.Sprintf("live%d", i)
+		g.line("long long %s = 0, %s = Q - 1, %s = kv_lo, %s = kv_hi - 1;", qa, qb, ka, kb)
+		g.line("bool %s = true;", live)
+		for _, a := range c {
+			switch {
+			case a.kind == atomFree:
+				g.line("%s = %s && %s;", live, live, g.boolCode(a))
+			case a.kind == atomLinear && a.lin.kv == 0 && a.lin.q == 0:
+				g.line("%s = %s && (%s);", live, live, g.leCode(a.lin, "", ""))
+			case a.kind == atomLinear && a.lin.q == 0:
+				rest := a.lin
+				rest.kv = 0
+				if a.lin.kv > 0 { // kv <= floor(-rest / c)
+					g.line("%s = maskc_py_min(%s, %s);  // %s", kb, kb, g.boundAt(rest, "", "", a.lin.kv, true), atomText(a))
+				} else { // kv >= ceil(rest / -c)
+					g.line("%s = maskc_py_max(%s, %s);  // %s", ka, ka, g.boundAt(rest, "", "", -a.lin.kv, false), atomText(a))
+				}
+			}
+		}
+		for _, a := range c {
+			switch {
+			case a.kind == atomLinear && a.lin.q != 0:
+				kvStar := kb
+				if a.lin.kv > 0 {
+					kvStar = ka
+				}
+				rest := a.lin
+				rest.q = 0
+				if a.lin.q > 0 { // q <= floor((-c*kv - e) / a), largest at kvStar
+					g.line("%s = maskc_py_min(%s, %s);  // %s", qb, qb, g.boundAt(rest, "", kvStar, a.lin.q, true), atomText(a))
+				} else { // q >= ceil((c*kv + e) / -a), smallest at kvStar
+					g.line("%s = maskc_py_max(%s, %s);  // %s", qa, qa, g.boundAt(rest, "", kvStar, -a.lin.q, false), atomText(a))
+				}
+			case a.kind == atomSegment:
+				rd, n := readerName(a.seg), fmt.Sprintf("buf.dim[%d][0]", a.seg.Slot)
+				g.line("if (%s >= 0 && %s <= %s && %s < %s && Q <= %s) {  // %s: documents of kv_lo .. kv_hi-1", ka, ka, kb, kb, n, n, atomText(a))
+				g.line("  %s = maskc_py_max(%s, maskc_seg_first_%s(buf, %s(buf, %s)));", qa, qa, cName(a.seg.Name), rd, ka)
+				g.line("  %s = maskc_py_min(%s, maskc_seg_end_%s(buf, %s(buf, %s)) - 1);", qb, qb, cName(a.seg.Name), rd, kb)
+				g.line("}")
+			case a.kind == atomOpaque:
+				g.line("// not bounded: %s", atomText(a))
+			}
+		}
+		g.line("if (%s && %s <= %s && %s <= %s) {", live, qa, qb, ka, kb)
+		g.line("  lo_all = maskc_py_min(lo_all, %s);", qa)
+		g.line("  hi_all = maskc_py_max(hi_all, %s + 1);", qb)
+		g.line("}")
+	}
+	g.w.body.WriteString("\n")
+	g.line("if (lo_all >= hi_all) {  // no q sees these kv")
+	g.line("  lo_all = 0;")
+	g.line("  hi_all = 0;")
+	g.line("}")
+	g.line("*lo = lo_all;")
+	g.line("*hi = hi_all;")
+	return "// The q indices outside [*lo, *hi) are masked for every kv in [kv_lo, kv_hi).\n" +
+		qRangeSig + " {\n" + g.w.body.String() + "}\n"
+}
+
+// boundAt prints the bound that rest + d*x <= 0 (upper: floor(-rest / d))
+// or rest - d*x <= 0 (lower: ceil(rest / d)) puts on x, for a constant
+// d > 0, with rest evaluated at q = qv and kv = kvv.
+func (g *sparsityWriter) boundAt(rest linear, qv, kvv string, d int64, upper bool) string {
+	neg, _ := rest.scale(-1)
+	if upper {
+		n := g.linCode(neg, qv, kvv)
+		if d == 1 {
+			return n
+		}
+		return fmt.Sprintf("maskc_py_floordiv(%s, %s)", n, intLit(d))
+	}
+	if d == 1 {
+		return g.linCode(rest, qv, kvv)
+	}
+	return fmt.Sprintf("-maskc_py_floordiv(%s, %s)", g.linCode(neg, qv, kvv), intLit(d))
 }
 
 func (g *sparsityWriter) tileFull(p sparsityPlan) string {

@@ -23,6 +23,9 @@ type sparsityPlan struct {
 	// false everywhere). The kernel reads their ranges and full tests only
 	// when kind is SparsityAnalytic.
 	disjuncts []disjunctPlan
+	// dnf is the analysed normal form the disjuncts were planned from;
+	// maskc_q_range (the backward's column walk) is printed from it.
+	dnf dnf
 }
 
 // disjunctPlan computes one disjunct's kv range over q in [q_lo, q_hi)
@@ -101,7 +104,7 @@ func newSparsityPlan(l *dsl.Lowered, bufs []BufferABI) sparsityPlan {
 	if !ok {
 		return sparsityPlan{kind: SparsityPrepass, reason: tooBigReason}
 	}
-	p := sparsityPlan{analysed: true}
+	p := sparsityPlan{analysed: true, dnf: d}
 	p.kind, p.reason = choose(d)
 	for _, c := range d {
 		p.disjuncts = append(p.disjuncts, planDisjunct(c))

@@ -436,3 +436,179 @@ def time_ms(fn, iters=20, warmup=3):
         ts.append((a, b))
     torch.cuda.synchronize()
     return sorted(a.elapsed_time(b) for a, b in ts)[len(ts) // 2]
+
+
+# --------------------------------------------------------------------------- backward
+class MaskcBwdShape(ctypes.Structure):
+    """Mirror of struct MaskcBwdShape (hipsrc/attn_bwd.h)."""
+    _fields_ = [("B", ctypes.c_int), ("H", ctypes.c_int), ("HKV", ctypes.c_int), ("Sq", ctypes.c_int),
+                ("Skv", ctypes.c_int)] + [
+        (n, ctypes.c_longlong * 3) for n in ("q_stride", "k_stride", "v_stride", "o_stride", "do_stride",
+                                             "dq_stride", "dk_stride", "dv_stride")] + [
+        ("scale", ctypes.c_float), ("sink", ctypes.c_void_p), ("tile_flags", ctypes.c_void_p), ("lse", ctypes.c_void_p),
+        ("dlse", ctypes.c_void_p), ("delta", ctypes.c_void_p), ("dq_acc", ctypes.c_void_p), ("dsink", ctypes.c_void_p),
+        ("dbuf", ctypes.c_void_p * 8)]
+
+
+def bwd_config(src):
+    """The backward's tile shape read back from a backward source
+    (hipsrc/attn_bwd.h's #defines, mirrored by hipsrc.Bwd* in Go)."""
+    def num(name):
+        m = re.search(r"^#define %s (\d+)$" % name, src, re.M)
+        if not m:
+            raise ValueError("source lacks #define %s" % name)
+        return int(m.group(1))
+    lanes = re.search(r"^#define MASKC_BWD_PRE_ROWS \(MASKC_BWD_THREADS / (\d+)\)", src, re.M)
+    if not lanes:
+        raise ValueError("source lacks MASKC_BWD_PRE_ROWS")
+    return dict(block_m=num("MASKC_BWD_BLOCK_M"), block_n=num("MASKC_BWD_BLOCK_N"), warps=num("MASKC_BWD_WARPS"),
+                pre_lanes=int(lanes.group(1)))
+
+
+class BwdKernel(Kernel):
+    """A kernel compiled from a backward source (genkernels NAME.bwd.cu): the
+    forward's entry points plus hipsrc/attn_bwd.h's."""
+
+    def __init__(self, src, name="kernel", compiled=None):
+        super().__init__(src, name, compiled)
+        for e in ("maskc_attn_bwd_pre", "maskc_attn_bwd", "maskc_attn_bwd_dq", "maskc_attn_bwd_dq_convert",
+                  "maskc_attn_bwd_sink", "maskc_attn_bwd_buf_convert"):
+            setattr(self, e[len("maskc_attn_"):], self._func(e.encode()))
+        d = self.cfg["head_dim"]
+        bc = self.bwd_cfg = bwd_config(src)
+        self.bwd_threads = bc["warps"] * 32
+        # MASKC_BWD_SMEM_BYTES: K, V tiles, Q, dO tiles, P^T and dS^T, LSE and delta
+        bm, bn = bc["block_m"], bc["block_n"]
+        self.bwd_smem = 2 * (2 * bn * d + 2 * bm * d + 2 * bn * bm) + 8 * bm
+        for f in (self.bwd, self.bwd_dq):
+            _cu_check(_cuda.cuFuncSetAttribute(f, 8, self.bwd_smem), "cuFuncSetAttribute(max dynamic smem)")
+        self.bwd_regs = self._attr(self.bwd, 4)
+        self.bwd_local_bytes = self._attr(self.bwd, 3)
+        self.bwd_dq_regs = self._attr(self.bwd_dq, 4)
+
+    def prepare_bwd(self, q, k, v, o, lse, do, dq, dk, dv, scale, buffers=(), grad_slots=(), sink=None,
+                    dlse=None, flags=None, deterministic=False):
+        """A callable running the backward on [B, H, S, D] views: dq, dk, dv
+        written; returns (dbufs {slot: fp32 tensor}, dsink or None) tensors
+        that each call refills. flags: the forward's tile flags (prepass)."""
+        B, H, Sq, D = q.shape
+        HKV, Skv = k.shape[1], k.shape[2]
+        for t in (q, k, v, o, do, dq, dk, dv):
+            assert t.stride(3) == 1 and t.data_ptr() % 16 == 0 and all(s % 8 == 0 for s in t.stride()[:3])
+        sh = MaskcBwdShape()
+        sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv = B, H, HKV, Sq, Skv
+        for name, t in (("q_stride", q), ("k_stride", k), ("v_stride", v), ("o_stride", o), ("do_stride", do),
+                        ("dq_stride", dq), ("dk_stride", dk), ("dv_stride", dv)):
+            getattr(sh, name)[:] = t.stride()[:3]
+        sh.scale = scale
+        dev = q.device
+        delta = torch.empty(B, H, Sq, device=dev, dtype=torch.float32)
+        dq_acc = None if deterministic else torch.empty(B, H, Sq, D, device=dev, dtype=torch.float32)
+        dsink = torch.empty(H, device=dev, dtype=torch.float32) if sink is not None else None
+        sh.sink = sink.data_ptr() if sink is not None else None
+        sh.tile_flags = flags.data_ptr() if flags is not None else None
+        sh.lse = lse.data_ptr()
+        sh.dlse = dlse.data_ptr() if dlse is not None else None
+        sh.delta = delta.data_ptr()
+        sh.dq_acc = dq_acc.data_ptr() if dq_acc is not None else None
+        sh.dsink = dsink.data_ptr() if dsink is not None else None
+        bufs = MaskcBuffers()
+        for i, t in enumerate(buffers):
+            bufs.ptr[i] = t.data_ptr()
+            bufs.dim[i][0] = t.shape[0]
+            bufs.dim[i][1] = t.shape[1] if t.dim() == 2 else 1
+        accs, dbufs = {}, {}
+        for s in grad_slots:
+            accs[s] = torch.empty(buffers[s].numel(), device=dev, dtype=torch.int64)
+            dbufs[s] = torch.empty(buffers[s].shape, device=dev, dtype=torch.float32)
+            sh.dbuf[s] = accs[s].data_ptr()
+        P = ctypes.c_void_p
+        T = self.bwd_threads
+        BM, BN = self.bwd_cfg["block_m"], self.bwd_cfg["block_n"]
+        pre_rows = T // self.bwd_cfg["pre_lanes"]
+        pre_args = [P(o.data_ptr()), P(do.data_ptr()), sh]
+        main_args = [P(q.data_ptr()), P(k.data_ptr()), P(v.data_ptr()), P(do.data_ptr()), P(dk.data_ptr()),
+                     P(dv.data_ptr()), sh, bufs]
+        dq_args = [P(q.data_ptr()), P(k.data_ptr()), P(v.data_ptr()), P(do.data_ptr()), P(dq.data_ptr()), sh, bufs]
+        conv_args = [P(dq.data_ptr()), sh]
+        buf_args = {s: [P(accs[s].data_ptr()), P(dbufs[s].data_ptr()), ctypes.c_longlong(accs[s].numel())]
+                    for s in accs}
+        keep = [q, k, v, o, lse, do, dq, dk, dv, sink, dlse, flags, delta, dq_acc, dsink, accs, dbufs, list(buffers)]
+
+        def run():
+            if Sq == 0 or Skv == 0:  # nothing attends: every gradient is zero
+                for t in [dq, dk, dv] + list(dbufs.values()) + ([dsink] if dsink is not None else []):
+                    t.zero_()
+                return dbufs, dsink
+            for a in accs.values():
+                a.zero_()
+            self._launch(self.bwd_pre, ((Sq + pre_rows - 1) // pre_rows, H, B), T, 0, pre_args)
+            self._launch(self.bwd, ((Skv + BN - 1) // BN, HKV, B), T, self.bwd_smem, main_args)
+            if deterministic:
+                self._launch(self.bwd_dq, ((Sq + BM - 1) // BM, H, B), T, self.bwd_smem, dq_args)
+            else:
+                self._launch(self.bwd_dq_convert, ((Sq + pre_rows - 1) // pre_rows, H, B), T, 0, conv_args)
+            if dsink is not None:
+                self._launch(self.bwd_sink, (H, 1, 1), T, 0, [sh])
+            for s, a in buf_args.items():
+                self._launch(self.bwd_buf_convert, ((accs[s].numel() + T - 1) // T, 1, 1), T, 0, a)
+            return dbufs, dsink
+        run.keep = keep
+        run.dsink, run.dbufs = dsink, dbufs
+        return run
+
+
+def reference_grads(q, k, v, scale, mask, score, do, dlse=None, buffers=(), grad_slots=(), sink=None):
+    """float64 torch autograd of O and the natural-log LSE (with the sink,
+    fully masked rows O = 0, LSE = -inf) w.r.t. q, k, v, the float buffers in
+    grad_slots and the sink, for the loss sum(O * dO) + sum(LSE * dLSE) over
+    rows with a finite LSE. One (b, h) at a time. score and mask take the
+    buffers as closures; `buffers` must be the tensors they close over, so
+    they are swapped for float64 leaves here through make(bufs) when given
+    as (make, buffers). Returns (dq, dk, dv, {slot: dbuf}, dsink)."""
+    B, H, Sq, D = q.shape
+    HKV, Skv = k.shape[1], k.shape[2]
+    G = H // HKV
+    dev = q.device
+    dq = torch.zeros(B, H, Sq, D, dtype=torch.float64, device=dev)
+    dk = torch.zeros(B, HKV, Skv, D, dtype=torch.float64, device=dev)
+    dv = torch.zeros_like(dk)
+    leaves = {s: buffers[s].detach().double().requires_grad_(True) for s in grad_slots}
+    sink_leaf = sink.detach().double().requires_grad_(True) if sink is not None else None
+    qi = torch.arange(Sq, device=dev)[:, None]
+    ki = torch.arange(Skv, device=dev)[None, :]
+    for b in range(B):
+        bb = torch.tensor(b, device=dev)
+        for h in range(H):
+            hh = torch.tensor(h, device=dev)
+            qs = q[b, h].detach().double().requires_grad_(True)
+            ks = k[b, h // G].detach().double().requires_grad_(True)
+            vs = v[b, h // G].detach().double().requires_grad_(True)
+            s = qs @ ks.T * scale
+            if score is not None:
+                s = score(s, bb, hh, qi, ki, leaves).double()
+            keep = mask(bb, hh, qi, ki).expand(Sq, Skv) if mask is not None else torch.ones(Sq, Skv, dtype=torch.bool,
+                                                                                             device=dev)
+            s = s.masked_fill(~keep, float("-inf"))
+            m = s.amax(-1, keepdim=True)
+            if sink_leaf is not None:
+                m = torch.maximum(m, sink_leaf[h].detach().expand_as(m))
+            m = torch.where(torch.isinf(m), torch.zeros_like(m), m).detach()
+            e = torch.exp(s - m)
+            l = e.sum(-1, keepdim=True)
+            if sink_leaf is not None:
+                l = l + torch.exp(sink_leaf[h] - m)
+            empty = l == 0
+            lsafe = torch.where(empty, torch.ones_like(l), l)
+            p = e / lsafe
+            o = p @ vs
+            loss = (o * do[b, h].double()).sum()
+            if dlse is not None:
+                lse = (m + torch.log(lsafe)).squeeze(-1)
+                loss = loss + torch.where(empty.squeeze(-1), torch.zeros_like(lse), lse * dlse[b, h].double()).sum()
+            loss.backward()
+            dq[b, h] = qs.grad
+            dk[b, h // G] += ks.grad
+            dv[b, h // G] += vs.grad
+    return dq, dk, dv, {s: t.grad if t.grad is not None else torch.zeros_like(t) for s, t in leaves.items()}, \
+        (sink_leaf.grad if sink_leaf is not None else None)

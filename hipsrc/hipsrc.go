@@ -21,9 +21,11 @@
 //     MASKC_HAS_SCORE, MASKC_HAS_SINK, MASKC_SPARSITY_ANALYTIC, _PREPASS or
 //     _NONE, MASKC_MASK_USES_B / MASKC_MASK_USES_H, MASKC_SPLIT_MODS) and the
 //     device functions maskc_mask, maskc_score (with their row and column
-//     parts), maskc_kv_range and maskc_tile_full.
+//     parts), maskc_kv_range, maskc_q_range and maskc_tile_full.
 //  6. AttnFwd (attn_fwd.h): the fused flash-attention forward, entry points
 //     maskc_attn_fwd and maskc_tile_flags with C linkage.
+//  7. For the backward source only, AttnBwd: the backward kernels
+//     (maskc_attn_bwd_pre, maskc_attn_bwd, maskc_attn_bwd_dq, ...).
 //
 // The constants below mirror the #defines of AttnFwd and the prelude; a
 // test keeps them equal. Launchers use them for grids, blocks and shared
@@ -71,16 +73,52 @@ var Runtime string
 var AttnFwd string
 
 // Assemble returns the full self-contained source of a kernel whose
-// generated part is generated.
-func Assemble(generated string) string {
+// generated part is generated; more (AttnBwd for the backward source)
+// follow AttnFwd.
+func Assemble(generated string, more ...string) string {
 	var b strings.Builder
-	for _, p := range []string{Prelude, MMASync, MMAWGMMA, MMAMFMA, ABIHeader(), Runtime, generated, AttnFwd} {
+	for _, p := range append([]string{Prelude, MMASync, MMAWGMMA, MMAMFMA, ABIHeader(), Runtime, generated, AttnFwd}, more...) {
 		b.WriteString(p)
 		if !strings.HasSuffix(p, "\n") {
 			b.WriteByte('\n')
 		}
 	}
 	return b.String()
+}
+
+// AttnBwd is the attention backward templates (hipsrc/attn_bwd.h), compiled
+// after AttnFwd in the same source.
+//
+//go:embed attn_bwd.h
+var AttnBwd string
+
+// Tile shape of the backward kernels (attn_bwd.h), the same on every
+// platform: maskc_attn_bwd takes BwdBlockN keys per program and BwdBlockM
+// query rows per step, maskc_attn_bwd_dq BwdBlockM rows per program.
+const (
+	// BwdBlockM is MASKC_BWD_BLOCK_M.
+	BwdBlockM = 64
+	// BwdBlockN is MASKC_BWD_BLOCK_N.
+	BwdBlockN = 64
+	// BwdWarps is MASKC_BWD_WARPS, warps per block of every backward kernel.
+	BwdWarps = 4
+	// BwdPreLanes is the lanes per row of the row passes
+	// (maskc_attn_bwd_pre, maskc_attn_bwd_dq_convert): MASKC_BWD_PRE_ROWS
+	// rows per block is BwdThreads / BwdPreLanes.
+	BwdPreLanes = 16
+	// BwdFixOne is MASKC_BWD_FIX_ONE: buffer gradients are summed as
+	// round(x * BwdFixOne) in 64-bit integers.
+	BwdFixOne = 1 << 32
+)
+
+// BwdThreads returns the block size of every backward kernel on p.
+func (p Platform) BwdThreads() int { return BwdWarps * p.WarpSize() }
+
+// BwdSharedMemBytes returns the dynamic shared memory of maskc_attn_bwd and
+// maskc_attn_bwd_dq (MASKC_BWD_SMEM_BYTES): K, V, Q and dO tiles, P^T and
+// dS^T, and a row's LSE and delta.
+func BwdSharedMemBytes(headDim int) int {
+	return ElemBytes*(2*BwdBlockN*headDim+2*BwdBlockM*headDim+2*BwdBlockN*BwdBlockM) + 8*BwdBlockM
 }
 
 // Tile shape of maskc_attn_fwd: BlockM for every head dim and platform;

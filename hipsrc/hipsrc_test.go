@@ -301,3 +301,90 @@ func TestManifestRoundTrip(t *testing.T) {
 		t.Errorf("an old manifest: %v", err)
 	}
 }
+
+func TestBwdConstantsMirrorSource(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		want int
+	}{
+		{"MASKC_BWD_BLOCK_M", BwdBlockM},
+		{"MASKC_BWD_BLOCK_N", BwdBlockN},
+		{"MASKC_BWD_WARPS", BwdWarps},
+	} {
+		if got := define(t, AttnBwd, tt.name); got != tt.want {
+			t.Errorf("%s = %d, Go has %d", tt.name, got, tt.want)
+		}
+	}
+	if !strings.Contains(AttnBwd, "#define MASKC_BWD_PRE_ROWS (MASKC_BWD_THREADS / 16)") || BwdPreLanes != 16 {
+		t.Error("MASKC_BWD_PRE_ROWS no longer gives 16 lanes per row (BwdPreLanes)")
+	}
+	if !strings.Contains(AttnBwd, "#define MASKC_BWD_FIX_ONE 4294967296.0f") || BwdFixOne != 4294967296 {
+		t.Error("MASKC_BWD_FIX_ONE and BwdFixOne differ")
+	}
+	// MASKC_BWD_SMEM_BYTES for D = 128: 2 * (2*64*128 + 2*64*128 + 2*64*64) + 8*64.
+	if got, want := BwdSharedMemBytes(128), 2*(2*64*128+2*64*128+2*64*64)+8*64; got != want {
+		t.Errorf("BwdSharedMemBytes(128) = %d, want %d", got, want)
+	}
+	if AMD.BwdThreads() != 256 || NVIDIA.BwdThreads() != 128 || NVIDIAWGMMA.BwdThreads() != 128 {
+		t.Errorf("BwdThreads: amd %d, nvidia %d", AMD.BwdThreads(), NVIDIA.BwdThreads())
+	}
+}
+
+// TestBwdShapeMirroredInPython: gpu/maskc_gpu.py packs struct MaskcBwdShape
+// field by field; its ctypes mirror must list the C struct's fields in order.
+func TestBwdShapeMirroredInPython(t *testing.T) {
+	body := AttnBwd[strings.Index(AttnBwd, "struct MaskcBwdShape {"):]
+	body = body[:strings.Index(body, "\n};")]
+	var cFields []string
+	for _, line := range strings.Split(body, "\n")[1:] {
+		decl := strings.TrimSpace(line)
+		if i := strings.Index(decl, "//"); i >= 0 {
+			decl = strings.TrimSpace(decl[:i])
+		}
+		if decl == "" {
+			continue
+		}
+		// "int B, H, HKV, Sq, Skv;", "long long q_stride[3], ...," (a
+		// continuation line has no type), "const float* sink;": the type is
+		// what precedes the first name, up to its last space or '*'.
+		decl = strings.TrimSuffix(decl, ";")
+		first := strings.Split(decl, ",")[0]
+		if i := strings.LastIndexAny(first, " *"); i >= 0 {
+			decl = first[i+1:] + decl[len(first):]
+		}
+		for _, f := range strings.Split(decl, ",") {
+			f = strings.TrimSpace(f)
+			if f == "" {
+				continue
+			}
+			if i := strings.Index(f, "["); i >= 0 {
+				f = f[:i]
+			}
+			cFields = append(cFields, f)
+		}
+	}
+	py, err := os.ReadFile("../gpu/maskc_gpu.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := string(py)
+	cls := src[strings.Index(src, "class MaskcBwdShape"):]
+	cls = cls[:strings.Index(cls, "\n\n")]
+	var pyFields []string
+	for _, m := range regexp.MustCompile(`\("(\w+)", ctypes`).FindAllStringSubmatch(cls, -1) {
+		pyFields = append(pyFields, m[1])
+	}
+	if m := regexp.MustCompile(`\(n, ctypes.c_longlong \* 3\) for n in \(([^)]*)\)`).FindStringSubmatch(cls); m != nil {
+		var strides []string
+		for _, s := range regexp.MustCompile(`"(\w+)"`).FindAllStringSubmatch(m[1], -1) {
+			strides = append(strides, s[1])
+		}
+		// the stride fields follow the five ints
+		if len(pyFields) >= 5 {
+			pyFields = append(append(append([]string{}, pyFields[:5]...), strides...), pyFields[5:]...)
+		}
+	}
+	if strings.Join(cFields, ",") != strings.Join(pyFields, ",") {
+		t.Errorf("MaskcBwdShape fields differ:\n C:      %v\n Python: %v", cFields, pyFields)
+	}
+}

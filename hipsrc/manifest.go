@@ -76,6 +76,17 @@ type KernelManifest struct {
 	// ScoreGradReads is MASKC_SCORE_GRAD_READS, the number of buffer reads
 	// maskc_score_grad reports.
 	ScoreGradReads int `json:"score_grad_reads"`
+	// BwdSource is the backward kernels' source file (AttnBwd after the
+	// forward), BwdEntries their entry points in launch order; empty where
+	// no backward source was written.
+	BwdSource  string   `json:"bwd_source,omitempty"`
+	BwdEntries []string `json:"bwd_entries,omitempty"`
+	// BwdBlockM and BwdBlockN are the backward's q and kv tiles,
+	// BwdSharedMemBytes the dynamic shared memory of maskc_attn_bwd and
+	// maskc_attn_bwd_dq (BwdWarps warps per block on every platform).
+	BwdBlockM         int `json:"bwd_block_m,omitempty"`
+	BwdBlockN         int `json:"bwd_block_n,omitempty"`
+	BwdSharedMemBytes int `json:"bwd_shared_mem_bytes,omitempty"`
 	// Launch is the block size, key tile and dynamic shared memory of
 	// maskc_attn_fwd per platform name ("nvidia", "amd", "nvidia-sm90a").
 	Launch map[string]LaunchConfig `json:"launch"`

@@ -115,7 +115,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintln(stderr, err)
 				return 1
 			}
-			m.Kernels = append(m.Kernels, compiler.KernelManifest(k, j.unit.Decision(name), file, j.path))
+			if err := os.WriteFile(filepath.Join(*out, bwdFile(file)), []byte(k.BwdSource), 0o644); err != nil {
+				fmt.Fprintln(stderr, err)
+				return 1
+			}
+			mk := compiler.KernelManifest(k, j.unit.Decision(name), file, j.path)
+			mk.BwdSource, mk.BwdEntries = bwdFile(file), codegen.BwdEntries
+			mk.BwdBlockM, mk.BwdBlockN, mk.BwdSharedMemBytes = hipsrc.BwdBlockM, hipsrc.BwdBlockN, hipsrc.BwdSharedMemBytes(k.HeadDim)
+			m.Kernels = append(m.Kernels, mk)
 		}
 	}
 	b, err := m.Marshal()
@@ -132,3 +139,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	return 0
 }
+
+// bwdFile is the backward source's file name beside the forward's file.
+func bwdFile(file string) string { return strings.TrimSuffix(file, ".cu") + ".bwd.cu" }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/maskc/maskc/codegen"
 	"github.com/maskc/maskc/hipsrc"
 )
 
@@ -204,6 +205,44 @@ func TestPythonHarnessReadsManifest(t *testing.T) {
 	for _, l := range got.Launch {
 		if l != launch["nvidia-sm90a"] {
 			t.Errorf("sm90a launch: python reads %+v, hipsrc defines %+v", l, launch["nvidia-sm90a"])
+		}
+	}
+}
+
+// TestManifestBackward: every kernel's backward source is written beside
+// its forward and the manifest describes how to launch it.
+func TestManifestBackward(t *testing.T) {
+	dir := t.TempDir()
+	var stdout, stderr strings.Builder
+	if code := run([]string{"-o", dir, "../../testdata/golden/document.flex", "../../testdata/golden/lookup.flex"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	var m hipsrc.Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range m.Kernels {
+		if want := k.Name + ".bwd.cu"; k.BwdSource != want {
+			t.Errorf("%s: bwd_source %q, want %q", k.Name, k.BwdSource, want)
+		}
+		src, err := os.ReadFile(filepath.Join(dir, k.BwdSource))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := strings.TrimRight(string(src), "\n")
+		if !strings.HasSuffix(body, strings.TrimRight(hipsrc.AttnFwd, "\n")+"\n"+strings.TrimRight(hipsrc.AttnBwd, "\n")) ||
+			!strings.HasPrefix(body, hipsrc.Prelude[:200]) {
+			t.Errorf("%s: the backward source is not the prelude ... attn_fwd.h followed by attn_bwd.h", k.Name)
+		}
+		for _, e := range k.BwdEntries {
+			if !strings.Contains(string(src), "maskc_attn_bwd") || !strings.Contains(string(src), e+"(") {
+				t.Errorf("%s: backward source lacks entry point %s", k.Name, e)
+			}
+		}
+		if len(k.BwdEntries) != len(codegen.BwdEntries) || k.BwdBlockM != hipsrc.BwdBlockM || k.BwdBlockN != hipsrc.BwdBlockN ||
+			k.BwdSharedMemBytes != hipsrc.BwdSharedMemBytes(k.HeadDim) {
+			t.Errorf("%s: backward launch fields %+v", k.Name, k)
 		}
 	}
 }

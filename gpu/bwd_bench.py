@@ -1,0 +1,143 @@
+"""Forward + backward throughput of maskc's generated kernels against
+torch.compile(flex_attention) forward + backward, in one GPU run, on the
+eight cases of shared/bench/flex_baseline.py (bf16, B=2, H=16, S=8192, D=128).
+
+Usage: python3 gpu/bwd_bench.py --generated DIR [--cases a,b] [--out FILE.jsonl]
+
+DIR is genkernels output of gpu/bench_cases/*.flex (kernels named like the
+cases' headers, as bench.py). TFLOP/s count only unmasked (q, kv) pairs: 4*D
+flops per pair forward, the backward counted as 2.5x that (fwd+bwd 3.5x, as
+flex_baseline.py). maskc's time is its forward (with the tile pre-pass where
+the kernel has one) plus its backward (default mode: dQ atomics; and
+deterministic mode alongside); FlexAttention's is out = fa(q, k, v) then
+out.backward(dO) with the same BlockMask. Also prints how far maskc's dQ,
+dK, dV are from FlexAttention's on the same inputs.
+"""
+import argparse
+import concurrent.futures
+import json
+import math
+import time
+
+import torch
+from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+import maskc_gpu as mg
+from bench import B, H, S, D, flex_cases
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--generated", required=True)
+    ap.add_argument("--cases")
+    ap.add_argument("--out", default="bwd_bench.jsonl")
+    a = ap.parse_args()
+    log = open(a.out, "w")
+
+    def emit(**kw):
+        print(json.dumps(kw), flush=True)
+        log.write(json.dumps(kw) + "\n")
+        log.flush()
+
+    dev = "cuda"
+    emit(kind="env", torch=torch.__version__, gpu=torch.cuda.get_device_name(), triton=__import__("triton").__version__)
+    cases = flex_cases(dev)
+    if a.cases:
+        cases = [c for c in cases if c[0] in a.cases.split(",")]
+    man = json.load(open(a.generated + "/manifest.json"))
+    by_name = {e["name"]: e for e in man["kernels"]}
+    jobs = [(c[0], by_name[c[1]]) for c in cases if c[1] in by_name]
+    mg.libs()
+    torch.empty(1, device=dev)
+    with concurrent.futures.ThreadPoolExecutor(16) as ex:
+        futs = {n: ex.submit(mg.compile_source, mg.read(a.generated + "/" + e["bwd_source"]), n + "_bwd")
+                for n, e in jobs}
+    kernels = {}
+    for (n, e) in jobs:
+        try:
+            kernels[n] = kk = mg.BwdKernel(mg.read(a.generated + "/" + e["bwd_source"]), n, compiled=futs[n].result())
+            emit(kind="kernel", case=n, fwd_regs=kk.regs, bwd_regs=kk.bwd_regs, bwd_local_bytes=kk.bwd_local_bytes,
+                 dq_regs=kk.bwd_dq_regs, wgmma_fwd=kk.cfg["wgmma"])
+        except Exception as ex_:
+            emit(kind="kernel", case=n, error=repr(ex_)[-3000:])
+
+    torch.manual_seed(0)
+    q = torch.randn(B, H, S, D, device=dev, dtype=torch.bfloat16)
+    k = torch.randn(B, H, S, D, device=dev, dtype=torch.bfloat16)
+    v = torch.randn(B, H, S, D, device=dev, dtype=torch.bfloat16)
+    do = torch.randn(B, H, S, D, device=dev, dtype=torch.bfloat16)
+    o = torch.empty_like(q)
+    lse = torch.empty(B, H, S, device=dev, dtype=torch.float32)
+    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    scale = 1.0 / math.sqrt(D)
+    fa = torch.compile(flex_attention)
+    qf, kf, vf = [t.clone().requires_grad_(True) for t in (q, k, v)]
+    results = []
+    for name, header, mm, sm, bufs in cases:
+        dens = mg.density(mm, S, S, 1, dev)
+        flops = 3.5 * 4.0 * B * H * S * S * dens * D
+        row = dict(kind="bench", case=name, density=round(dens, 4))
+        fg = None
+        try:
+            bm = create_block_mask(mm, None, None, S, S, device=dev)
+
+            def fb():
+                qf.grad = kf.grad = vf.grad = None
+                out = fa(qf, kf, vf, score_mod=sm, block_mask=bm)
+                out.backward(do)
+            t0 = time.time()
+            fb()
+            torch.cuda.synchronize()
+            row["flex_compile_s"] = round(time.time() - t0, 1)
+            fg = (qf.grad.clone(), kf.grad.clone(), vf.grad.clone())
+            row["flex_ms"] = mg.time_ms(fb, iters=10)
+            row["flex_tflops"] = round(flops / row["flex_ms"] / 1e9, 1)
+        except Exception as e:
+            row["flex_error"] = repr(e)[:400]
+        kern = kernels.get(name)
+        if kern is not None:
+            e = by_name[header]
+            args = [t.to(mg.TORCH_DTYPES[b["dtype"]]).contiguous()
+                    for t, b in zip(bufs, sorted(e.get("buffers") or [], key=lambda b: b["slot"]))]
+            grad_slots = [b["slot"] for b in e.get("buffers") or [] if b.get("grad")]
+            fwd = kern.prepare(q, k, v, o, lse, scale, args)
+            for det in (False, True):
+                bwd = kern.prepare_bwd(q, k, v, o, lse, do, dq, dk, dv, scale, args, grad_slots, None, None,
+                                       fwd.flags, det)
+
+                def step():
+                    fwd()
+                    bwd()
+                for t in (dq, dk, dv):
+                    t.fill_(float("nan"))
+                step()
+                torch.cuda.synchronize()
+                ms = mg.time_ms(step, iters=10)
+                bwd_ms = mg.time_ms(bwd, iters=10)
+                r = dict(row, variant="det" if det else "atomic", maskc_ms=ms, maskc_bwd_ms=bwd_ms,
+                         maskc_tflops=round(flops / ms / 1e9, 1),
+                         nan_outputs=int(sum(torch.isnan(t).sum().item() for t in (dq, dk, dv))))
+                if "flex_ms" in row:
+                    r["ratio"] = round(row["flex_ms"] / ms, 3)
+                if fg is not None:
+                    r.update(dq_vs_flex=mg.rel_err(dq, fg[0]), dk_vs_flex=mg.rel_err(dk, fg[1]),
+                             dv_vs_flex=mg.rel_err(dv, fg[2]))
+                emit(**r)
+                results.append(r)
+        else:
+            emit(**row)
+        torch.cuda.empty_cache()
+
+    nan = float("nan")
+    print("\n%-15s %-6s %-7s %-8s %-7s %-8s %-8s %-8s %-7s %-9s %-9s %-9s" % (
+        "case", "mode", "density", "flex ms", "flex TF", "maskc ms", "bwd ms", "maskc TF", "ratio", "dQ~flex",
+        "dK~flex", "dV~flex"))
+    for r in results:
+        print("%-15s %-6s %-7.4f %-8.3f %-7.1f %-8.3f %-8.3f %-8.1f %-7.3f %-9.2e %-9.2e %-9.2e" % (
+            r["case"], r["variant"], r["density"], r.get("flex_ms", nan), r.get("flex_tflops", nan), r["maskc_ms"],
+            r["maskc_bwd_ms"], r["maskc_tflops"], r.get("ratio", nan), r.get("dq_vs_flex", nan),
+            r.get("dk_vs_flex", nan), r.get("dv_vs_flex", nan)))
+
+
+if __name__ == "__main__":
+    main()

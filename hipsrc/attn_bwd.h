@@ -1,0 +1,640 @@
+// maskc fused flash-attention backward templates (FlashAttention-2 style).
+//
+// Compiled after prelude.h, the generated part and attn_fwd.h (whose
+// MaskcShape layout conventions, tile-flag pre-pass and sparsity functions
+// it shares), from the same generated part: maskc_mask, maskc_score and
+// maskc_score_grad (d score / d logit and the partial derivatives of the
+// score's float-buffer reads), maskc_kv_range, maskc_q_range (the q rows
+// that can see a kv range) and maskc_tile_full.
+//
+// Entry points (C linkage, fixed signatures), in launch order:
+//   maskc_attn_bwd_pre    grid (ceil(Sq/MASKC_BWD_PRE_ROWS), H, B),
+//                         MASKC_BWD_THREADS threads: delta = rowsum(dO * O)
+//                         - dLSE (dLSE optional), and zeroes dq_acc's rows.
+//   maskc_tile_flags      (attn_fwd.h) when MASKC_SPARSITY_PREPASS.
+//   maskc_attn_bwd        grid (ceil(Skv/MASKC_BWD_BLOCK_N), HKV, B),
+//                         MASKC_BWD_THREADS threads, MASKC_BWD_SMEM_BYTES
+//                         dynamic shared memory: one program per kv tile of
+//                         one (b, kv head) walks the q tiles that can see it,
+//                         for every query head of the kv head's group; dK and
+//                         dV stay in registers and are stored once. dQ is
+//                         added with fp32 atomics into dq_acc when dq_acc is
+//                         set (default mode); buffer gradients are added in
+//                         64-bit fixed point (MASKC_BWD_FIX_ONE), which sums
+//                         the same bits in any order.
+//   maskc_attn_bwd_dq     deterministic mode only (dq_acc == nullptr): grid
+//                         (ceil(Sq/MASKC_BWD_BLOCK_M), H, B): one program per
+//                         q tile walks its kv tiles in order and stores dQ
+//                         directly: no atomics, bitwise reproducible.
+//   maskc_attn_bwd_dq_convert  default mode only: grid (ceil(Sq/
+//                         MASKC_BWD_PRE_ROWS), H, B): dQ = dq_acc in the
+//                         element type.
+//   maskc_attn_bwd_sink   when a sink is given: grid (H): dsink[h] =
+//                         -sum_{b,q} exp(sink[h] - LSE) * delta, in a fixed
+//                         order.
+//   maskc_attn_bwd_buf_convert  grid (ceil(n/MASKC_BWD_THREADS)): a buffer
+//                         gradient's fixed-point sums to fp32.
+//
+// Semantics: P = exp(score(scale * q.k) - LSE) on kept pairs (0 elsewhere
+// and on rows whose LSE is -inf, so fully masked rows and columns get exact
+// zeros); dS = P * (dP - delta); the score's chain rule gives d/d logit =
+// dS * maskc_score_grad(...) and one term per buffer read; dQ = scale *
+// dS.K, dK = scale * dS^T.Q, dV = P^T.dO, with P and dS rounded to the
+// element type before their products, as FlashAttention does.
+//
+// Requirements on the launch, beyond the forward's: O and LSE from this
+// kernel's forward on the same inputs; dbuf[slot] zeroed before
+// maskc_attn_bwd (its int64 sums hold |gradient| < 2^31); tile_flags from
+// maskc_tile_flags on the same shape; Sq, Skv >= 1 (the host writes zeros
+// itself when either is 0). On sm_90a the backward's products stay mma.sync
+// (the forward in the same module is wgmma).
+//
+// Warp GEMMs (below, per platform): C[16 x N] += A[16 x K] . B[K x N] with A
+// and B in swizzled shared tiles (maskc_smem_index), A stored [m][k] (ROW)
+// or [k][m] (COL) and B stored [n][k] (NK) or [k][n] (KN); the accumulator
+// layout is given by maskc_bacc_row / maskc_bacc_col.
+#ifndef MASKC_ATTN_BWD_H
+#define MASKC_ATTN_BWD_H
+
+#ifndef MASKC_SCORE_GRAD_READS
+#error "maskc: the generated part lacks maskc_score_grad (MASKC_SCORE_GRAD_READS)"
+#endif
+
+// Tile shape of the backward: mirrored by the Go constants in hipsrc.go.
+// Query rows per step, keys per program, and warps: each warp owns 16 keys
+// (16 query rows in the dQ products).
+#define MASKC_BWD_BLOCK_M 64
+#define MASKC_BWD_BLOCK_N 64
+#define MASKC_BWD_WARPS 4
+#define MASKC_BWD_THREADS (MASKC_BWD_WARPS * MASKC_WARP_SIZE)
+#define MASKC_BWD_PRE_ROWS (MASKC_BWD_THREADS / 16)  // 16 lanes per row in the row passes
+// Shared memory: K, V tiles [BN][D], Q, dO tiles [BM][D], P^T and dS^T
+// [BN][BM], LSE and delta [BM] floats.
+#define MASKC_BWD_SMEM_BYTES                                                                              \
+  (2 * (2 * MASKC_BWD_BLOCK_N * MASKC_HEAD_DIM + 2 * MASKC_BWD_BLOCK_M * MASKC_HEAD_DIM +                 \
+        2 * MASKC_BWD_BLOCK_N * MASKC_BWD_BLOCK_M) +                                                      \
+   8 * MASKC_BWD_BLOCK_M)
+// Buffer gradients are summed as round(x * 2^32) in 64-bit integers.
+#define MASKC_BWD_FIX_ONE 4294967296.0f
+
+static_assert(MASKC_BWD_BLOCK_N == 16 * MASKC_BWD_WARPS, "a warp owns 16 keys");
+static_assert(MASKC_BWD_BLOCK_M == 16 * MASKC_BWD_WARPS, "a warp owns 16 query rows of dQ");
+static_assert(MASKC_BLOCK_M % MASKC_BWD_BLOCK_M == 0, "a backward q tile lies in one pre-pass q tile");
+static_assert(MASKC_BWD_BLOCK_N % MASKC_BLOCK_N == 0, "a backward kv tile is whole pre-pass kv tiles");
+
+// Shapes, strides and the auxiliary tensors of one backward launch; the
+// host mirrors this layout exactly.
+struct MaskcBwdShape {
+  int B, H, HKV, Sq, Skv;  // GQA: query head h reads kv head h / (H / HKV)
+  // elements, for (batch, head, seq): q, k, v, o, dO, dQ, dK, dV
+  long long q_stride[3], k_stride[3], v_stride[3], o_stride[3], do_stride[3], dq_stride[3], dk_stride[3],
+      dv_stride[3];
+  float scale;                      // softmax scale applied to q.k
+  const float* sink;                // nullptr or [H] fp32 sink logits
+  const unsigned char* tile_flags;  // nullptr unless MASKC_SPARSITY_PREPASS (maskc_tile_flags of this shape)
+  const float* lse;                 // [B][H][Sq] natural-log LSE of the forward
+  const float* dlse;                // nullptr or [B][H][Sq] gradient of the LSE
+  float* delta;                     // [B][H][Sq] scratch: rowsum(dO * O) - dLSE
+  float* dq_acc;                    // [B][H][Sq][D] fp32 (default mode), nullptr: deterministic mode
+  float* dsink;                     // nullptr or [H]
+  long long* dbuf[8];               // per buffer slot: fixed-point gradient sums, or nullptr
+};
+
+// ---------------------------------------------------------------------------
+// Platform warp GEMMs. MASKC_BACC(W): accumulator floats per lane of a 16 x W
+// tile.
+enum { MASKC_A_ROW = 0, MASKC_A_COL = 1, MASKC_B_NK = 0, MASKC_B_KN = 1 };
+
+#if defined(MASKC_PLATFORM_NVIDIA)
+
+#define MASKC_BACC(W) ((W) / 2)
+template <int W>
+__device__ __forceinline__ int maskc_bacc_row(int lane, int i) { return (lane >> 2) + 8 * ((i >> 1) & 1); }
+template <int W>
+__device__ __forceinline__ int maskc_bacc_col(int lane, int i) { return (i >> 2) * 8 + (lane & 3) * 2 + (i & 1); }
+
+// mma.sync m16n8k16 with ldmatrix operands: A rows m0..m0+15.
+template <int DT, int N, int K, int AM, int BM, int LDA, int LDB>
+__device__ __forceinline__ void maskc_bwd_gemm(float* c, const maskc_elem_t* sA, int m0, const maskc_elem_t* sB,
+                                               int lane) {
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk) {
+    maskc_u32 a[4];
+    if (AM == MASKC_A_ROW)
+      maskc_ldmatrix_x4(a, sA + maskc_smem_index<LDA>(m0 + (lane & 7) + ((lane >> 3) & 1) * 8, kk * 16 + (lane >> 4) * 8));
+    else
+      maskc_ldmatrix_x4_trans(a, sA + maskc_smem_index<LDA>(kk * 16 + (lane & 7) + (lane >> 4) * 8,
+                                                            m0 + ((lane >> 3) & 1) * 8));
+#pragma unroll
+    for (int j = 0; j < N / 16; ++j) {
+      maskc_u32 b[4];
+      if (BM == MASKC_B_NK)
+        maskc_ldmatrix_x4(b, sB + maskc_smem_index<LDB>(j * 16 + (lane & 7) + (lane >> 4) * 8,
+                                                        kk * 16 + ((lane >> 3) & 1) * 8));
+      else
+        maskc_ldmatrix_x4_trans(b, sB + maskc_smem_index<LDB>(kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8,
+                                                              j * 16 + (lane >> 4) * 8));
+      maskc_mma16816<DT>(c + (2 * j) * 4, a[0], a[1], a[2], a[3], b[0], b[1]);
+      maskc_mma16816<DT>(c + (2 * j + 1) * 4, a[0], a[1], a[2], a[3], b[2], b[3]);
+    }
+  }
+}
+
+__device__ __forceinline__ void maskc_atomic_add_f32(float* p, float x) { atomicAdd(p, x); }
+__device__ __forceinline__ void maskc_atomic_add_i64(long long* p, long long x) {
+  atomicAdd((unsigned long long*)p, (unsigned long long)x);
+}
+__device__ __forceinline__ void maskc_bwd_sync_warp() { __syncwarp(); }
+
+#else  // AMD MFMA 16x16x16: lane l holds A[l%16][4(l/16)+e], B[4(l/16)+e][l%16], C[4(l/16)+e][l%16]
+
+#define MASKC_BACC(W) ((W) / 4)
+template <int W>
+__device__ __forceinline__ int maskc_bacc_row(int lane, int i) { return 4 * (lane >> 4) + (i & 3); }
+template <int W>
+__device__ __forceinline__ int maskc_bacc_col(int lane, int i) { return (i >> 2) * 16 + (lane & 15); }
+
+template <int DT, int N, int K, int AM, int BM, int LDA, int LDB>
+__device__ __forceinline__ void maskc_bwd_gemm(float* c, const maskc_elem_t* sA, int m0, const maskc_elem_t* sB,
+                                               int lane) {
+  const int r16 = lane & 15, k4 = (lane >> 4) * 4;
+#pragma unroll
+  for (int j = 0; j < N / 16; ++j) {
+    maskc_float4 acc = {c[4 * j], c[4 * j + 1], c[4 * j + 2], c[4 * j + 3]};
+#pragma unroll
+    for (int kk = 0; kk < K / 16; ++kk) {
+      maskc_short4 a, b;
+      if (AM == MASKC_A_ROW) {
+        a = maskc_lds4(sA + maskc_smem_index<LDA>(m0 + r16, kk * 16 + k4));
+      } else {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) a[e] = (short)sA[maskc_smem_index<LDA>(kk * 16 + k4 + e, m0 + r16)];
+      }
+      if (BM == MASKC_B_NK) {
+        b = maskc_lds4(sB + maskc_smem_index<LDB>(j * 16 + r16, kk * 16 + k4));
+      } else {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) b[e] = (short)sB[maskc_smem_index<LDB>(kk * 16 + k4 + e, j * 16 + r16)];
+      }
+      acc = maskc_mfma16<DT>(a, b, acc);
+    }
+    c[4 * j] = acc[0];
+    c[4 * j + 1] = acc[1];
+    c[4 * j + 2] = acc[2];
+    c[4 * j + 3] = acc[3];
+  }
+}
+
+__device__ __forceinline__ void maskc_atomic_add_f32(float* p, float x) { atomicAdd(p, x); }
+__device__ __forceinline__ void maskc_atomic_add_i64(long long* p, long long x) {
+  atomicAdd((unsigned long long*)p, (unsigned long long)x);
+}
+// A wavefront's shared-memory writes visible to its own later reads.
+__device__ __forceinline__ void maskc_bwd_sync_warp() {
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront");
+  __builtin_amdgcn_wave_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
+}
+
+#endif  // platform
+
+// One element in the element type.
+template <int DT>
+__device__ __forceinline__ maskc_elem_t maskc_to_elem(float x) {
+  return (maskc_elem_t)(maskc_pack2<DT>(x, 0.f) & 0xffffu);
+}
+
+// The value of an element (its 16 bits in the low half of x).
+__device__ __forceinline__ float maskc_elem_float(maskc_u32 x) {
+#if defined(MASKC_DTYPE_F16)
+#if defined(MASKC_PLATFORM_NVIDIA)
+  float f;
+  asm("{ .reg .f16 t; mov.b16 t, %1; cvt.f32.f16 %0, t; }" : "=f"(f) : "h"((unsigned short)x));
+  return f;
+#else
+  return (float)__builtin_bit_cast(_Float16, (unsigned short)x);
+#endif
+#else
+  return __uint_as_float(x << 16);
+#endif
+}
+
+// Rows [row0, row0 + ROWS) of a [rows][D] matrix into a swizzled [ROWS][D]
+// tile, rows at or past nrows zero-filled without reading them.
+template <int ROWS>
+__device__ __forceinline__ void maskc_bwd_load(maskc_elem_t* dst, const maskc_elem_t* src, long long stride, int row0,
+                                               int nrows, int tid) {
+  constexpr int kChunks = MASKC_HEAD_DIM / 8;
+  static_assert((ROWS * kChunks) % MASKC_BWD_THREADS == 0, "whole rounds");
+#pragma unroll
+  for (int it = 0; it < ROWS * kChunks / MASKC_BWD_THREADS; ++it) {
+    const int c = tid + it * MASKC_BWD_THREADS;
+    const int r = c / kChunks, ch = c % kChunks;
+    const bool valid = row0 + r < nrows;
+    const maskc_elem_t* g = src + (long long)(valid ? row0 + r : 0) * stride + ch * 8;
+    maskc_copy16(dst + maskc_smem_index<MASKC_HEAD_DIM>(r, ch * 8), g, valid);
+  }
+}
+
+// Which of the (q rows [q0, q0+BM), keys [k0, k0+BN)) pairs the mask may
+// keep: 0 none, 1 some, 2 all (the mask need not be evaluated). The same
+// analysis as the forward's row ranges: its closed-form kv range and full
+// test over this q tile, or the pre-pass flags of the forward tiles that
+// cover this one, read transposed. The walks first narrow their tiles to
+// the closed-form ranges (maskc_q_range per kv tile, maskc_kv_range per q
+// tile), so a program visits O(its range) tiles, not all of them. Padding rows and keys are excluded by
+// the caller.
+__device__ __forceinline__ int maskc_bwd_tile_class(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int h,
+                                                    int q0, int k0) {
+#if defined(MASKC_HAS_MASK)
+  const long long nB = sh.B, nH = sh.H, nHKV = sh.HKV, nQ = sh.Sq, nKV = sh.Skv;
+  const int q1 = min(q0 + MASKC_BWD_BLOCK_M, sh.Sq), k1 = k0 + MASKC_BWD_BLOCK_N;
+#if defined(MASKC_SPARSITY_ANALYTIC)
+  long long lo = 0, hi = sh.Skv;
+  maskc_kv_range(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q1, &lo, &hi);
+  if (hi <= lo || hi <= k0 || lo >= k1) return 0;
+  return maskc_tile_full(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q1, k0, k1) ? 2 : 1;
+#elif defined(MASKC_SPARSITY_PREPASS)
+  (void)nB, (void)nH, (void)nHKV, (void)nQ, (void)nKV, (void)q1, (void)buf;
+  const int n_qt = (sh.Sq + MASKC_BLOCK_M - 1) / MASKC_BLOCK_M;
+  const int n_kt = (sh.Skv + MASKC_BLOCK_N - 1) / MASKC_BLOCK_N;
+  const int hf = MASKC_MASK_USES_H ? sh.H : 1;
+  const int z = (MASKC_MASK_USES_B ? b : 0) * hf + (MASKC_MASK_USES_H ? h : 0);
+  const unsigned char* f = sh.tile_flags + ((long long)z * n_qt + q0 / MASKC_BLOCK_M) * n_kt;
+  bool any = false, all = true;
+  for (int t = k0 / MASKC_BLOCK_N; t < min(n_kt, k1 / MASKC_BLOCK_N); ++t) {
+    any = any || f[t] != 0;
+    all = all && f[t] == 2;
+  }
+  return any ? (all ? 2 : 1) : 0;
+#else
+  (void)nB, (void)nH, (void)nHKV, (void)nQ, (void)nKV, (void)q1, (void)k1, (void)buf, (void)b, (void)h;
+  return 1;
+#endif
+#else
+  (void)sh, (void)buf, (void)b, (void)h, (void)q0, (void)k0;
+  return 2;
+#endif
+}
+
+// A lane's running sums of buffer-gradient terms, one per read of the
+// score: consecutive terms into the same element are added in fp32 in the
+// lane's fixed order, and flushed into the fixed-point sums when the element
+// changes.
+struct MaskcBufGradRun {
+#if MASKC_SCORE_GRAD_READS > 0
+  int slot[MASKC_SCORE_GRAD_READS];
+  long long idx[MASKC_SCORE_GRAD_READS];
+  float sum[MASKC_SCORE_GRAD_READS];
+#endif
+};
+
+__device__ __forceinline__ void maskc_bufgrad_flush(const MaskcBwdShape& sh, MaskcBufGradRun& run, int r) {
+#if MASKC_SCORE_GRAD_READS > 0
+  if (run.slot[r] >= 0 && run.sum[r] != 0.f && sh.dbuf[run.slot[r]] != nullptr)
+    maskc_atomic_add_i64(sh.dbuf[run.slot[r]] + run.idx[r], __float2ll_rn(run.sum[r] * MASKC_BWD_FIX_ONE));
+  run.slot[r] = -1;
+  run.sum[r] = 0.f;
+#else
+  (void)sh, (void)run, (void)r;
+#endif
+}
+
+__device__ __forceinline__ void maskc_bufgrad_init(MaskcBufGradRun& run) {
+#if MASKC_SCORE_GRAD_READS > 0
+#pragma unroll
+  for (int r = 0; r < MASKC_SCORE_GRAD_READS; ++r) {
+    run.slot[r] = -1;
+    run.idx[r] = 0;
+    run.sum[r] = 0.f;
+  }
+#else
+  (void)run;
+#endif
+}
+
+// The gradient of one logit: given the raw q.k `qk` at (q, kv), dP and the
+// row's LSE and delta, returns P and stores d loss / d qk (including the
+// scale) in *ds. Buffer-gradient terms go into run when run != nullptr.
+__device__ __forceinline__ float maskc_bwd_elem(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int h,
+                                                int q, int kv, bool keep, float qk, float dp, float lse,
+                                                float delta, float* ds, MaskcBufGradRun* run) {
+  const long long nB = sh.B, nH = sh.H, nHKV = sh.HKV, nQ = sh.Sq, nKV = sh.Skv;
+  (void)nB, (void)nH, (void)nHKV, (void)nQ, (void)nKV, (void)run, (void)buf;
+  const float x = qk * sh.scale;
+#if defined(MASKC_HAS_SCORE)
+  const float y = maskc_score(buf, nB, nH, nHKV, nQ, nKV, x, b, h, q, kv);
+#else
+  const float y = x;
+#endif
+  // Rows with LSE = -inf (nothing kept, no sink) have P = 0 everywhere.
+  const float p = keep && lse != maskc_neg_inf() ? maskc_exp2((y - lse) * MASKC_LOG2E) : 0.f;
+  const float dy = p * (dp - delta);
+  float dx = dy;
+#if defined(MASKC_HAS_SCORE)
+  if (p != 0.f) {
+#if MASKC_SCORE_GRAD_READS > 0
+    MaskcScoreGradRead reads[MASKC_SCORE_GRAD_READS];
+    dx = dy * maskc_score_grad(buf, nB, nH, nHKV, nQ, nKV, x, b, h, q, kv, reads);
+    if (run != nullptr) {
+#pragma unroll
+      for (int r = 0; r < MASKC_SCORE_GRAD_READS; ++r) {
+        if (reads[r].slot < 0) continue;
+        if (reads[r].slot != run->slot[r] || reads[r].idx != run->idx[r]) {
+          maskc_bufgrad_flush(sh, *run, r);
+          run->slot[r] = reads[r].slot;
+          run->idx[r] = reads[r].idx;
+        }
+        run->sum[r] += dy * reads[r].d;
+      }
+    }
+#else
+    dx = dy * maskc_score_grad(buf, nB, nH, nHKV, nQ, nKV, x, b, h, q, kv, nullptr);
+#endif
+  }
+#endif
+  *ds = dx * sh.scale;
+  return p;
+}
+
+// ---------------------------------------------------------------------------
+// delta = rowsum(dO * O) - dLSE; zeroes dq_acc's rows. 16 lanes per row.
+extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
+    maskc_attn_bwd_pre(const maskc_elem_t* __restrict__ O, const maskc_elem_t* __restrict__ dO, MaskcBwdShape sh) {
+  const int h = blockIdx.y, b = blockIdx.z;
+  const int q = blockIdx.x * MASKC_BWD_PRE_ROWS + (int)threadIdx.x / 16, part = threadIdx.x % 16;
+  const bool valid = q < sh.Sq;
+  float acc = 0.f;
+  if (valid) {
+    const maskc_elem_t* o = O + b * sh.o_stride[0] + h * sh.o_stride[1] + (long long)q * sh.o_stride[2];
+    const maskc_elem_t* d = dO + b * sh.do_stride[0] + h * sh.do_stride[1] + (long long)q * sh.do_stride[2];
+    for (int c = part * 2; c < MASKC_HEAD_DIM; c += 32) {
+      const maskc_u32 ov = *(const maskc_u32*)(o + c), dv = *(const maskc_u32*)(d + c);
+      acc += maskc_elem_float(ov & 0xffffu) * maskc_elem_float(dv & 0xffffu) +
+             maskc_elem_float(ov >> 16) * maskc_elem_float(dv >> 16);
+    }
+  }
+#pragma unroll
+  for (int w = 1; w < 16; w *= 2) acc += maskc_shfl_xor(acc, w);
+  if (!valid) return;
+  const long long row = ((long long)b * sh.H + h) * sh.Sq + q;
+  if (part == 0) sh.delta[row] = acc - (sh.dlse != nullptr ? sh.dlse[row] : 0.f);
+  if (sh.dq_acc != nullptr)
+    for (int c = part; c < MASKC_HEAD_DIM; c += 16) sh.dq_acc[row * MASKC_HEAD_DIM + c] = 0.f;
+}
+
+// dK, dV (and dQ's atomics, buffer gradients) per kv tile.
+extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
+    maskc_attn_bwd(const maskc_elem_t* __restrict__ Q, const maskc_elem_t* __restrict__ K,
+                   const maskc_elem_t* __restrict__ V, const maskc_elem_t* __restrict__ dO,
+                   maskc_elem_t* __restrict__ dK, maskc_elem_t* __restrict__ dV, MaskcBwdShape sh, MaskcBuffers buf) {
+  extern __shared__ __attribute__((aligned(16))) unsigned char maskc_smem_raw[];
+  constexpr int D = MASKC_HEAD_DIM, BM = MASKC_BWD_BLOCK_M, BN = MASKC_BWD_BLOCK_N;
+  maskc_elem_t* const sK = (maskc_elem_t*)maskc_smem_raw;
+  maskc_elem_t* const sV = sK + BN * D;
+  maskc_elem_t* const sQ = sV + BN * D;
+  maskc_elem_t* const sdO = sQ + BM * D;
+  maskc_elem_t* const sP = sdO + BM * D;  // P^T [BN][BM]
+  maskc_elem_t* const sdS = sP + BN * BM;  // dS^T [BN][BM]
+  float* const sLse = (float*)(sdS + BN * BM);
+  float* const sDelta = sLse + BM;
+
+  const int tid = threadIdx.x, warp = tid / MASKC_WARP_SIZE, lane = tid % MASKC_WARP_SIZE;
+  const int kt = blockIdx.x, hkv = blockIdx.y, b = blockIdx.z;
+  const int Sq = sh.Sq, Skv = sh.Skv, k0 = kt * BN;
+  const int group = sh.H / sh.HKV;
+  const int n_qt = (Sq + BM - 1) / BM;
+
+  maskc_bwd_load<BN>(sK, K + b * sh.k_stride[0] + hkv * sh.k_stride[1], sh.k_stride[2], k0, Skv, tid);
+  maskc_bwd_load<BN>(sV, V + b * sh.v_stride[0] + hkv * sh.v_stride[1], sh.v_stride[2], k0, Skv, tid);
+  maskc_copy_commit();
+
+  float dk[MASKC_BACC(D)], dv[MASKC_BACC(D)];
+#pragma unroll
+  for (int i = 0; i < MASKC_BACC(D); ++i) dk[i] = dv[i] = 0.f;
+  MaskcBufGradRun run;
+  maskc_bufgrad_init(run);
+
+  for (int h = hkv * group; h < (hkv + 1) * group; ++h) {
+    const maskc_elem_t* Qp = Q + b * sh.q_stride[0] + h * sh.q_stride[1];
+    const maskc_elem_t* dOp = dO + b * sh.do_stride[0] + h * sh.do_stride[1];
+    const long long row0 = ((long long)b * sh.H + h) * Sq;
+    // The q tiles that may see this kv tile: the closed-form q range of its
+    // columns (the forward's kv-range analysis with q and kv exchanged), then
+    // each tile's own class.
+    int qt_begin = 0, qt_end = n_qt;
+#if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
+    {
+      long long lo = 0, hi = Sq;
+      maskc_q_range(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, h, k0, min(k0 + BN, Skv), &lo, &hi);
+      lo = lo < 0 ? 0 : lo;
+      hi = hi > Sq ? Sq : hi;
+      qt_begin = hi <= lo ? 0 : (int)(lo / BM);
+      qt_end = hi <= lo ? 0 : (int)((hi + BM - 1) / BM);
+    }
+#endif
+    for (int qt = qt_begin; qt < qt_end; ++qt) {
+      const int q0 = qt * BM;
+      const int cls = maskc_bwd_tile_class(sh, buf, b, h, q0, k0);
+      if (cls == 0) continue;
+      __syncthreads();  // every warp is done with the previous tile's Q, dO, P, dS
+      maskc_bwd_load<BM>(sQ, Qp, sh.q_stride[2], q0, Sq, tid);
+      maskc_bwd_load<BM>(sdO, dOp, sh.do_stride[2], q0, Sq, tid);
+      maskc_copy_commit();
+      if (tid < BM) {
+        const bool ok = q0 + tid < Sq;
+        sLse[tid] = ok ? sh.lse[row0 + q0 + tid] : maskc_neg_inf();
+        sDelta[tid] = ok ? sh.delta[row0 + q0 + tid] : 0.f;
+      }
+      maskc_copy_wait_all();
+      __syncthreads();
+
+      // S^T and dP^T for the warp's 16 keys against the BM rows.
+      float st[MASKC_BACC(BM)], dpt[MASKC_BACC(BM)];
+#pragma unroll
+      for (int i = 0; i < MASKC_BACC(BM); ++i) st[i] = dpt[i] = 0.f;
+      maskc_bwd_gemm<MASKC_DT, BM, D, MASKC_A_ROW, MASKC_B_NK, D, D>(st, sK, 16 * warp, sQ, lane);
+      maskc_bwd_gemm<MASKC_DT, BM, D, MASKC_A_ROW, MASKC_B_NK, D, D>(dpt, sV, 16 * warp, sdO, lane);
+#pragma unroll
+      for (int i = 0; i < MASKC_BACC(BM); ++i) {
+        const int kr = 16 * warp + maskc_bacc_row<BM>(lane, i), qc = maskc_bacc_col<BM>(lane, i);
+        const int q = q0 + qc, kv = k0 + kr;
+        bool keep = q < Sq && kv < Skv;
+#if defined(MASKC_HAS_MASK)
+        if (keep && cls != 2)
+          keep = maskc_mask(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, h, maskc_nonneg(q), maskc_nonneg(kv));
+#endif
+        float ds;
+        const float p = maskc_bwd_elem(sh, buf, b, h, q, kv, keep, st[i], dpt[i], sLse[qc], sDelta[qc], &ds, &run);
+        sP[maskc_smem_index<BM>(kr, qc)] = maskc_to_elem<MASKC_DT>(p);
+        sdS[maskc_smem_index<BM>(kr, qc)] = maskc_to_elem<MASKC_DT>(ds);
+      }
+      __syncthreads();
+      maskc_bwd_gemm<MASKC_DT, D, BM, MASKC_A_ROW, MASKC_B_KN, BM, D>(dv, sP, 16 * warp, sdO, lane);
+      maskc_bwd_gemm<MASKC_DT, D, BM, MASKC_A_ROW, MASKC_B_KN, BM, D>(dk, sdS, 16 * warp, sQ, lane);
+      if (sh.dq_acc != nullptr) {
+        // dQ rows 16 warp .. +15 of this q tile: dS . K, added atomically.
+        float dq[MASKC_BACC(D)];
+#pragma unroll
+        for (int i = 0; i < MASKC_BACC(D); ++i) dq[i] = 0.f;
+        maskc_bwd_gemm<MASKC_DT, D, BN, MASKC_A_COL, MASKC_B_KN, BM, D>(dq, sdS, 16 * warp, sK, lane);
+#pragma unroll
+        for (int i = 0; i < MASKC_BACC(D); ++i) {
+          const int q = q0 + 16 * warp + maskc_bacc_row<D>(lane, i);
+          if (q < Sq && dq[i] != 0.f)
+            maskc_atomic_add_f32(sh.dq_acc + (row0 + q) * D + maskc_bacc_col<D>(lane, i), dq[i]);
+        }
+      }
+    }
+  }
+#if MASKC_SCORE_GRAD_READS > 0
+#pragma unroll
+  for (int r = 0; r < MASKC_SCORE_GRAD_READS; ++r) maskc_bufgrad_flush(sh, run, r);
+#endif
+  maskc_copy_wait_all();  // an empty column never waited for its K, V copies
+  maskc_elem_t* dKp = dK + b * sh.dk_stride[0] + hkv * sh.dk_stride[1];
+  maskc_elem_t* dVp = dV + b * sh.dv_stride[0] + hkv * sh.dv_stride[1];
+#pragma unroll
+  for (int i = 0; i < MASKC_BACC(D); ++i) {
+    const int kv = k0 + 16 * warp + maskc_bacc_row<D>(lane, i), c = maskc_bacc_col<D>(lane, i);
+    if (kv < Skv) {
+      dKp[(long long)kv * sh.dk_stride[2] + c] = maskc_to_elem<MASKC_DT>(dk[i]);
+      dVp[(long long)kv * sh.dv_stride[2] + c] = maskc_to_elem<MASKC_DT>(dv[i]);
+    }
+  }
+}
+
+// Deterministic dQ: one program per q tile of one (b, h), kv tiles in order.
+extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
+    maskc_attn_bwd_dq(const maskc_elem_t* __restrict__ Q, const maskc_elem_t* __restrict__ K,
+                      const maskc_elem_t* __restrict__ V, const maskc_elem_t* __restrict__ dO,
+                      maskc_elem_t* __restrict__ dQ, MaskcBwdShape sh, MaskcBuffers buf) {
+  extern __shared__ __attribute__((aligned(16))) unsigned char maskc_smem_raw[];
+  constexpr int D = MASKC_HEAD_DIM, BM = MASKC_BWD_BLOCK_M, BN = MASKC_BWD_BLOCK_N;
+  maskc_elem_t* const sK = (maskc_elem_t*)maskc_smem_raw;
+  maskc_elem_t* const sV = sK + BN * D;
+  maskc_elem_t* const sQ = sV + BN * D;
+  maskc_elem_t* const sdO = sQ + BM * D;
+  maskc_elem_t* const sdS = sdO + BM * D;  // dS [BM][BN]
+  float* const sLse = (float*)(sdS + 2 * BN * BM);
+  float* const sDelta = sLse + BM;
+
+  const int tid = threadIdx.x, warp = tid / MASKC_WARP_SIZE, lane = tid % MASKC_WARP_SIZE;
+  const int qt = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+  const int Sq = sh.Sq, Skv = sh.Skv, q0 = qt * BM;
+  const int hkv = h / (sh.H / sh.HKV);
+  const int n_kt = (Skv + BN - 1) / BN;
+  const long long row0 = ((long long)b * sh.H + h) * Sq;
+  const maskc_elem_t* Kp = K + b * sh.k_stride[0] + hkv * sh.k_stride[1];
+  const maskc_elem_t* Vp = V + b * sh.v_stride[0] + hkv * sh.v_stride[1];
+
+  maskc_bwd_load<BM>(sQ, Q + b * sh.q_stride[0] + h * sh.q_stride[1], sh.q_stride[2], q0, Sq, tid);
+  maskc_bwd_load<BM>(sdO, dO + b * sh.do_stride[0] + h * sh.do_stride[1], sh.do_stride[2], q0, Sq, tid);
+  maskc_copy_commit();
+  if (tid < BM) {
+    const bool ok = q0 + tid < Sq;
+    sLse[tid] = ok ? sh.lse[row0 + q0 + tid] : maskc_neg_inf();
+    sDelta[tid] = ok ? sh.delta[row0 + q0 + tid] : 0.f;
+  }
+  float dq[MASKC_BACC(D)];
+#pragma unroll
+  for (int i = 0; i < MASKC_BACC(D); ++i) dq[i] = 0.f;
+
+  // The kv tiles this q tile may see: the forward's closed-form kv range,
+  // then each tile's own class.
+  int kt_begin = 0, kt_end = n_kt;
+#if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
+  {
+    long long lo = 0, hi = Skv;
+    maskc_kv_range(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, h, q0, min(q0 + BM, Sq), &lo, &hi);
+    lo = lo < 0 ? 0 : lo;
+    hi = hi > Skv ? Skv : hi;
+    kt_begin = hi <= lo ? 0 : (int)(lo / BN);
+    kt_end = hi <= lo ? 0 : (int)((hi + BN - 1) / BN);
+  }
+#endif
+  for (int kt = kt_begin; kt < kt_end; ++kt) {
+    const int k0 = kt * BN;
+    const int cls = maskc_bwd_tile_class(sh, buf, b, h, q0, k0);
+    if (cls == 0) continue;
+    __syncthreads();  // every warp is done with the previous K, V and dS
+    maskc_bwd_load<BN>(sK, Kp, sh.k_stride[2], k0, Skv, tid);
+    maskc_bwd_load<BN>(sV, Vp, sh.v_stride[2], k0, Skv, tid);
+    maskc_copy_commit();
+    maskc_copy_wait_all();
+    __syncthreads();
+    float s[MASKC_BACC(BN)], dp[MASKC_BACC(BN)];
+#pragma unroll
+    for (int i = 0; i < MASKC_BACC(BN); ++i) s[i] = dp[i] = 0.f;
+    maskc_bwd_gemm<MASKC_DT, BN, D, MASKC_A_ROW, MASKC_B_NK, D, D>(s, sQ, 16 * warp, sK, lane);
+    maskc_bwd_gemm<MASKC_DT, BN, D, MASKC_A_ROW, MASKC_B_NK, D, D>(dp, sdO, 16 * warp, sV, lane);
+#pragma unroll
+    for (int i = 0; i < MASKC_BACC(BN); ++i) {
+      const int qr = 16 * warp + maskc_bacc_row<BN>(lane, i), kc = maskc_bacc_col<BN>(lane, i);
+      const int q = q0 + qr, kv = k0 + kc;
+      bool keep = q < Sq && kv < Skv;
+#if defined(MASKC_HAS_MASK)
+      if (keep && cls != 2)
+        keep = maskc_mask(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, h, maskc_nonneg(q), maskc_nonneg(kv));
+#endif
+      float ds;
+      maskc_bwd_elem(sh, buf, b, h, q, kv, keep, s[i], dp[i], sLse[qr], sDelta[qr], &ds, nullptr);
+      sdS[maskc_smem_index<BN>(qr, kc)] = maskc_to_elem<MASKC_DT>(ds);
+    }
+    maskc_bwd_sync_warp();  // a warp reads back only its own rows of dS
+    maskc_bwd_gemm<MASKC_DT, D, BN, MASKC_A_ROW, MASKC_B_KN, BN, D>(dq, sdS, 16 * warp, sK, lane);
+  }
+  maskc_copy_wait_all();
+  maskc_elem_t* dQp = dQ + b * sh.dq_stride[0] + h * sh.dq_stride[1];
+#pragma unroll
+  for (int i = 0; i < MASKC_BACC(D); ++i) {
+    const int q = q0 + 16 * warp + maskc_bacc_row<D>(lane, i);
+    if (q < Sq) dQp[(long long)q * sh.dq_stride[2] + maskc_bacc_col<D>(lane, i)] = maskc_to_elem<MASKC_DT>(dq[i]);
+  }
+}
+
+// dQ = dq_acc in the element type (default mode).
+extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
+    maskc_attn_bwd_dq_convert(maskc_elem_t* __restrict__ dQ, MaskcBwdShape sh) {
+  const int h = blockIdx.y, b = blockIdx.z;
+  const int q = blockIdx.x * MASKC_BWD_PRE_ROWS + (int)threadIdx.x / 16, part = threadIdx.x % 16;
+  if (q >= sh.Sq) return;
+  const float* src = sh.dq_acc + (((long long)b * sh.H + h) * sh.Sq + q) * MASKC_HEAD_DIM;
+  maskc_elem_t* dst = dQ + b * sh.dq_stride[0] + h * sh.dq_stride[1] + (long long)q * sh.dq_stride[2];
+  for (int c = part * 2; c < MASKC_HEAD_DIM; c += 32)
+    *(maskc_u32*)(dst + c) = maskc_pack2<MASKC_DT>(src[c], src[c + 1]);
+}
+
+// dsink[h] = -sum_{b, q} exp(sink[h] - LSE[b][h][q]) * delta[b][h][q]: each
+// thread sums a fixed set of rows in order, then a fixed tree over threads.
+extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS) maskc_attn_bwd_sink(MaskcBwdShape sh) {
+  __shared__ float part[MASKC_BWD_THREADS];
+  const int h = blockIdx.x, tid = threadIdx.x;
+  float acc = 0.f;
+  if (sh.sink != nullptr) {
+    const float s = sh.sink[h];
+    for (int b = 0; b < sh.B; ++b) {
+      const long long row0 = ((long long)b * sh.H + h) * sh.Sq;
+      for (int q = tid; q < sh.Sq; q += MASKC_BWD_THREADS) {
+        const float lse = sh.lse[row0 + q];
+        if (lse != maskc_neg_inf()) acc += maskc_exp2((s - lse) * MASKC_LOG2E) * sh.delta[row0 + q];
+      }
+    }
+  }
+  part[tid] = acc;
+  __syncthreads();
+  for (int w = MASKC_BWD_THREADS / 2; w > 0; w /= 2) {
+    if (tid < w) part[tid] += part[tid + w];
+    __syncthreads();
+  }
+  if (tid == 0 && sh.dsink != nullptr) sh.dsink[h] = -part[0];
+}
+
+// out[i] = acc[i] / MASKC_BWD_FIX_ONE for a buffer gradient of n elements.
+extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
+    maskc_attn_bwd_buf_convert(const long long* __restrict__ acc, float* __restrict__ out, long long n) {
+  const long long i = (long long)blockIdx.x * MASKC_BWD_THREADS + threadIdx.x;
+  if (i < n) out[i] = (float)((double)acc[i] / (double)MASKC_BWD_FIX_ONE);
+}
+
+#endif  // MASKC_ATTN_BWD_H
