@@ -45,19 +45,20 @@ def main():
     if a.cases:
         cases = [c for c in cases if c[0] in a.cases.split(",")]
     man = json.load(open(a.generated + "/manifest.json"))
+    abi = mg.ABI(man["abi"])
     by_name = {e["name"]: e for e in man["kernels"]}
     jobs = [(c[0], by_name[c[1]]) for c in cases if c[1] in by_name]
     mg.libs()
     torch.empty(1, device=dev)
     with concurrent.futures.ThreadPoolExecutor(16) as ex:
-        futs = {n: ex.submit(mg.compile_source, mg.read(a.generated + "/" + e["bwd_source"]), n + "_bwd")
+        futs = {n: ex.submit(mg.compile_source, mg.read(a.generated + "/" + e["bwd_source"]), n + "_bwd", None, abi)
                 for n, e in jobs}
     kernels = {}
     for (n, e) in jobs:
         try:
-            kernels[n] = kk = mg.BwdKernel(mg.read(a.generated + "/" + e["bwd_source"]), n, compiled=futs[n].result())
+            kernels[n] = kk = mg.BwdKernel(mg.read(a.generated + "/" + e["bwd_source"]), e, abi, n, compiled=futs[n].result())
             emit(kind="kernel", case=n, fwd_regs=kk.regs, bwd_regs=kk.bwd_regs, bwd_local_bytes=kk.bwd_local_bytes,
-                 dq_regs=kk.bwd_dq_regs, wgmma_fwd=kk.cfg["wgmma"])
+                 dq_regs=kk.bwd_dq_regs, wgmma_fwd=kk.platform == "nvidia-sm90a")
         except Exception as ex_:
             emit(kind="kernel", case=n, error=repr(ex_)[-3000:])
 

@@ -89,7 +89,7 @@ def bits(t):
 
 def check_one(kern, case, shape, use_dlse, gen, flex):
     B, H, HKV, Sq, Skv, _ = shape
-    D = kern.cfg["head_dim"]
+    D = kern.head_dim
     scale = case.entry.get("scale") or 1.0 / math.sqrt(D)
     q, k, v = bshd(B, H, Sq, D, gen), bshd(B, HKV, Skv, D, gen), bshd(B, HKV, Skv, D, gen)
     do = bshd(B, H, Sq, D, gen)
@@ -170,6 +170,7 @@ def main():
     ap.add_argument("--shapes", help="comma-separated indices into SHAPES (default all)")
     a = ap.parse_args()
     man = json.load(open(a.generated + "/manifest.json"))
+    abi = mg.ABI(man["abi"])
     names = a.cases.split(",") if a.cases else None
     jobs = []
     for e in man["kernels"]:
@@ -180,11 +181,11 @@ def main():
     torch.empty(1, device="cuda")
     t0 = time.time()
     with concurrent.futures.ThreadPoolExecutor(16) as ex:
-        futs = [ex.submit(mg.compile_source, src, c.name + "_bwd") for c, src in jobs]
+        futs = [ex.submit(mg.compile_source, src, c.name + "_bwd", None, abi) for c, src in jobs]
     kernels = []
     for (c, src), f in zip(jobs, futs):
         try:
-            kernels.append(mg.BwdKernel(src, c.name, compiled=f.result()))
+            kernels.append(mg.BwdKernel(src, c.entry, abi, c.name, compiled=f.result()))
         except Exception as e:
             kernels.append(e)
     print("compiled %d backward sources in %.1fs" % (len(jobs), time.time() - t0), flush=True)
@@ -197,7 +198,7 @@ def main():
             fails += 1
             continue
         print("kernel %-28s bwd regs=%d local=%d dq regs=%d wgmma_fwd=%s" % (
-            case.name, kern.bwd_regs, kern.bwd_local_bytes, kern.bwd_dq_regs, kern.cfg["wgmma"]), flush=True)
+            case.name, kern.bwd_regs, kern.bwd_local_bytes, kern.bwd_dq_regs, kern.platform == "nvidia-sm90a"), flush=True)
         for si, shape in enumerate(SHAPES):
             if a.shapes and str(si) not in a.shapes.split(","):
                 continue

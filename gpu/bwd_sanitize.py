@@ -24,13 +24,14 @@ def main():
     a = ap.parse_args()
     B, H, HKV, Sq, Skv = map(int, a.shape.split(","))
     man = json.load(open(a.generated + "/manifest.json"))
+    abi = mg.ABI(man["abi"])
     gen = torch.Generator(device="cuda").manual_seed(0)
     for e in man["kernels"]:
         if e["name"] not in a.cases.split(","):
             continue
         case = mg.GeneratedCase(e)
-        kern = mg.BwdKernel(mg.read(a.generated + "/" + e["bwd_source"]), e["name"])
-        D = kern.cfg["head_dim"]
+        kern = mg.BwdKernel(mg.read(a.generated + "/" + e["bwd_source"]), e, abi, e["name"])
+        D = kern.head_dim
         t = lambda h, s: torch.randn(B, h, s, D, generator=gen, device="cuda").to(torch.bfloat16)
         q, k, v, do = t(H, Sq), t(HKV, Skv), t(HKV, Skv), t(H, Sq)
         o, lse = torch.empty_like(q), torch.empty(B, H, Sq, device="cuda")

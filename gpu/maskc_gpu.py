@@ -469,12 +469,12 @@ class BwdKernel(Kernel):
     """A kernel compiled from a backward source (genkernels NAME.bwd.cu): the
     forward's entry points plus hipsrc/attn_bwd.h's."""
 
-    def __init__(self, src, name="kernel", compiled=None):
-        super().__init__(src, name, compiled)
+    def __init__(self, src, entry, abi, name="kernel", compiled=None, platform=None):
+        super().__init__(src, entry, abi, name, compiled, platform)
         for e in ("maskc_attn_bwd_pre", "maskc_attn_bwd", "maskc_attn_bwd_dq", "maskc_attn_bwd_dq_convert",
                   "maskc_attn_bwd_sink", "maskc_attn_bwd_buf_convert"):
             setattr(self, e[len("maskc_attn_"):], self._func(e.encode()))
-        d = self.cfg["head_dim"]
+        d = self.head_dim
         bc = self.bwd_cfg = bwd_config(src)
         self.bwd_threads = bc["warps"] * 32
         # MASKC_BWD_SMEM_BYTES: K, V tiles, Q, dO tiles, P^T and dS^T, LSE and delta
@@ -512,7 +512,7 @@ class BwdKernel(Kernel):
         sh.delta = delta.data_ptr()
         sh.dq_acc = dq_acc.data_ptr() if dq_acc is not None else None
         sh.dsink = dsink.data_ptr() if dsink is not None else None
-        bufs = MaskcBuffers()
+        bufs = self.abi.Buffers()
         for i, t in enumerate(buffers):
             bufs.ptr[i] = t.data_ptr()
             bufs.dim[i][0] = t.shape[0]

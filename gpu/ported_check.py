@@ -62,9 +62,10 @@ def main():
     log = open(a.out, "w")
     fails = 0
     print("torch %s, %s" % (torch.__version__, torch.cuda.get_device_name()))
-    for entry_case, src in mg.generated_cases(a.generated):
+    abi, cases = mg.generated_cases(a.generated)
+    for entry_case, src in cases:
         case = PortedCase(entry_case.entry, ff)
-        kern = mg.Kernel(src, case.name)
+        kern = mg.Kernel(src, entry_case.entry, abi, case.name)
         D, dtype = entry_case.entry["head_dim"], entry_case.entry["dtype"]
         print("%s: %s score_mod from %s, D=%d %s, %d regs" % (case.name, case.settings.get("score"), a.flex, D, dtype,
                                                                kern.regs))
