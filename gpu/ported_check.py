@@ -37,7 +37,7 @@ class PortedCase(mg.Case):
     .flex file's defs, with its buffers drawn in MaskcBuffers order."""
 
     def __init__(self, entry, ff):
-        super().__init__(entry["name"], None, self._make)
+        super().__init__(entry["name"], self._make, sink=bool(entry.get("has_sink")))
         self.entry, self.ff = entry, ff
         self.settings = dict(ff.attentions)[entry["attention"]]
         self.specs = {name: (dt, dims, prop) for name, dt, dims, prop in ff.buffers}

@@ -168,27 +168,11 @@ func sliceEnv(e *env, cfg *runConfig, prog *check.Program, k *codegen.Kernel, se
 		if b == nil {
 			return nil, fmt.Errorf("buffer %s of the kernel is not declared in the program", kb.Name)
 		}
-		dims := make([]int, len(b.Dims))
-		n := 1
-		for i, d := range b.Dims {
-			x := d.Eval(sizes)
-			if x < 1 || x > maxTensorElems {
-				return nil, fmt.Errorf("buffer %s: extent %d is %d for these sizes", b.Name, i, x)
-			}
-			dims[i] = int(x)
-			n *= dims[i]
-			if n > maxTensorElems {
-				return nil, fmt.Errorf("buffer %s: more than %d elements for these sizes", b.Name, maxTensorElems)
-			}
+		dims, vals, how, err := bufferValues(cfg, b, sizes, rng)
+		if err != nil {
+			return nil, err
 		}
-		vals, given := cfg.buffers[b.Name]
-		how := "given"
-		if given {
-			if len(vals) != n {
-				return nil, fmt.Errorf("--buffer %s: %d values given, its shape %v holds %d", b.Name, len(vals), dims, n)
-			}
-		} else {
-			vals, how = harness.Buffer(rng, b.DType, b.Segments, dims, cfg.skv)
+		if _, given := cfg.buffers[b.Name]; !given {
 			how += ", --seed " + strconv.FormatUint(seed, 10)
 		}
 		_, seen, err := host.EncodeBuffer(b.DType, vals)

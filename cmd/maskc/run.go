@@ -386,27 +386,9 @@ func (r *runner) drawInputs() (*hostInputs, error) {
 		if b == nil {
 			return nil, errors.New("a buffer of the kernel is not declared in the program")
 		}
-		dims := make([]int, len(b.Dims))
-		n := 1
-		for i, d := range b.Dims {
-			x := d.Eval(sizes)
-			if x < 1 || x > maxTensorElems {
-				return nil, fmt.Errorf("buffer %s: extent %d is %d for these sizes", b.Name, i, x)
-			}
-			dims[i] = int(x)
-			n *= dims[i]
-			if n > maxTensorElems {
-				return nil, fmt.Errorf("buffer %s: more than %d elements for these sizes", b.Name, maxTensorElems)
-			}
-		}
-		vals, given := cfg.buffers[b.Name]
-		how := "given"
-		if given {
-			if len(vals) != n {
-				return nil, fmt.Errorf("--buffer %s: %d values given, its shape %v holds %d", b.Name, len(vals), dims, n)
-			}
-		} else {
-			vals, how = harness.Buffer(rng, b.DType, b.Segments, dims, cfg.skv)
+		dims, vals, how, err := bufferValues(cfg, b, sizes, rng)
+		if err != nil {
+			return nil, err
 		}
 		data, seen, err := host.EncodeBuffer(b.DType, vals)
 		if err != nil {
@@ -755,4 +737,32 @@ func (r *runner) countPairs(in *hostInputs) (float64, string, error) {
 		}
 	}
 	return count * float64(cfg.b*cfg.h) / float64(nb*nh), how, nil
+}
+
+// bufferValues returns buffer b's extents for sizes and its values: those
+// given with --buffer (how is "given"), else drawn from rng as harness
+// draws a buffer of its kind (how says so).
+func bufferValues(cfg *runConfig, b *check.Buffer, sizes map[dsl.Var]int64, rng *rand.Rand) (dims []int, vals []float64, how string, err error) {
+	dims = make([]int, len(b.Dims))
+	n := 1
+	for i, d := range b.Dims {
+		x := d.Eval(sizes)
+		if x < 1 || x > maxTensorElems {
+			return nil, nil, "", fmt.Errorf("buffer %s: extent %d is %d for these sizes", b.Name, i, x)
+		}
+		dims[i] = int(x)
+		n *= dims[i]
+		if n > maxTensorElems {
+			return nil, nil, "", fmt.Errorf("buffer %s: more than %d elements for these sizes", b.Name, maxTensorElems)
+		}
+	}
+	vals, given := cfg.buffers[b.Name]
+	if !given {
+		vals, how = harness.Buffer(rng, b.DType, b.Segments, dims, cfg.skv)
+		return dims, vals, how, nil
+	}
+	if len(vals) != n {
+		return nil, nil, "", fmt.Errorf("--buffer %s: %d values given, its shape %v holds %d", b.Name, len(vals), dims, n)
+	}
+	return dims, vals, "given", nil
 }
