@@ -27,7 +27,7 @@ const generatedMarker = "// maskc generated part of attention"
 // Q KV b h q kv score, the number of buffers, and the buffers as hostMain
 // takes them. It prints maskc_score_grad's return value, then slot, idx
 // and d of each of the case's reads.
-const gradMain = `
+const gradMain = readBuffers + `
 typedef float (*grad_fn)(const MaskcBuffers&, long long, long long, long long, long long, long long, float, long long, long long, long long, long long, MaskcScoreGradRead*);
 static const grad_fn fns[] = { FNS };
 static const int nreads[] = { NREADS };
@@ -41,31 +41,8 @@ int main() {
     double score;
     if (scanf("%d %lld %lld %lld %lld %lld %lld %lld %lld %lld %lf %d", &idx, &B, &H, &HKV, &Q, &KV, &b, &h, &q, &kv, &score, &nbuf) != 12) return 3;
     MaskcBuffers buf;
-    memset(&buf, 0, sizeof buf);
-    std::vector<std::vector<unsigned char> > store(nbuf);
-    for (int i = 0; i < nbuf; ++i) {
-      int slot, dt;
-      long long d0, d1;
-      if (scanf("%d %d %lld %lld", &slot, &dt, &d0, &d1) != 4) return 4;
-      const int size[] = {4, 8, 2, 2, 4, 8, 1};
-      store[i].resize((size_t)(d0 * d1 * size[dt]) + 8);
-      unsigned char* p = store[i].data();
-      for (long long j = 0; j < d0 * d1; ++j) {
-        double v;
-        if (scanf("%lf", &v) != 1) return 5;
-        switch (dt) {
-          case 0: ((int*)p)[j] = (int)v; break;
-          case 1: ((long long*)p)[j] = (long long)v; break;
-          case 2: case 3: ((unsigned short*)p)[j] = (unsigned short)v; break;
-          case 4: ((float*)p)[j] = (float)v; break;
-          case 5: ((double*)p)[j] = v; break;
-          case 6: p[j] = v != 0; break;
-        }
-      }
-      buf.ptr[slot] = p;
-      buf.dim[slot][0] = d0;
-      buf.dim[slot][1] = d1;
-    }
+    std::vector<std::vector<unsigned char> > store;
+    if (int rc = read_buffers(nbuf, &buf, &store)) return rc;
     MaskcScoreGradRead reads[16];
     for (int i = 0; i < 16; ++i) { reads[i].slot = -7; reads[i].idx = -7; reads[i].d = -7.0f; }
     printf("%.9g\n", (double)fns[idx](buf, B, H, HKV, Q, KV, (float)score, b, h, q, kv, reads));

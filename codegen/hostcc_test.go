@@ -60,12 +60,47 @@ int maskc_warp_count(F probe) {
 }
 `
 
+// readBuffers is the C++ both host mains read a case's buffers with: per
+// buffer its slot, dtype code (i32 i64 f16 bf16 f32 f64 bool), two extents
+// and the elements; store keeps them alive. It returns 0, or the exit code
+// of a malformed input.
+const readBuffers = `
+static int read_buffers(int nbuf, MaskcBuffers* buf, std::vector<std::vector<unsigned char> >* store) {
+  memset(buf, 0, sizeof *buf);
+  store->assign(nbuf, std::vector<unsigned char>());
+  for (int i = 0; i < nbuf; ++i) {
+    int slot, dt;
+    long long d0, d1;
+    if (scanf("%d %d %lld %lld", &slot, &dt, &d0, &d1) != 4) return 4;
+    const int size[] = {4, 8, 2, 2, 4, 8, 1};
+    (*store)[i].resize((size_t)(d0 * d1 * size[dt]) + 8);
+    unsigned char* p = (*store)[i].data();
+    for (long long j = 0; j < d0 * d1; ++j) {
+      double v;
+      if (scanf("%lf", &v) != 1) return 5;
+      switch (dt) {
+        case 0: ((int*)p)[j] = (int)v; break;
+        case 1: ((long long*)p)[j] = (long long)v; break;
+        case 2: case 3: ((unsigned short*)p)[j] = (unsigned short)v; break;
+        case 4: ((float*)p)[j] = (float)v; break;
+        case 5: ((double*)p)[j] = v; break;
+        case 6: p[j] = v != 0; break;
+      }
+    }
+    buf->ptr[slot] = p;
+    buf->dim[slot][0] = d0;
+    buf->dim[slot][1] = d1;
+  }
+  return 0;
+}
+`
+
 // hostMain reads cases from stdin. Per case: the namespace index, B H HKV Q
 // KV b h q_lo q_hi kv_lo kv_hi score, the number of buffers, and per buffer
 // its slot, dtype code, two extents and the elements. It prints
 // "lo hi full qlo qhi" (qlo, qhi: maskc_q_range of [kv_lo, kv_hi)), then one line of 0/1 per q in [q_lo, q_hi) over kv in
 // [0, KV), then one line of scores over the tile.
-const hostMain = `
+const hostMain = readBuffers + `
 typedef bool (*mask_fn)(const MaskcBuffers&, long long, long long, long long, long long, long long, long long, long long, long long, long long);
 typedef float (*score_fn)(const MaskcBuffers&, long long, long long, long long, long long, long long, float, long long, long long, long long, long long);
 typedef void (*range_fn)(const MaskcBuffers&, long long, long long, long long, long long, long long, long long, long long, long long, long long, long long*, long long*);
@@ -82,31 +117,8 @@ int main() {
     double score;
     if (scanf("%d %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lf %d", &idx, &B, &H, &HKV, &Q, &KV, &b, &h, &qlo, &qhi, &klo, &khi, &score, &nbuf) != 14) return 3;
     MaskcBuffers buf;
-    memset(&buf, 0, sizeof buf);
-    std::vector<std::vector<unsigned char> > store(nbuf);
-    for (int i = 0; i < nbuf; ++i) {
-      int slot, dt;
-      long long d0, d1;
-      if (scanf("%d %d %lld %lld", &slot, &dt, &d0, &d1) != 4) return 4;
-      const int size[] = {4, 8, 2, 2, 4, 8, 1};
-      store[i].resize((size_t)(d0 * d1 * size[dt]) + 8);
-      unsigned char* p = store[i].data();
-      for (long long j = 0; j < d0 * d1; ++j) {
-        double v;
-        if (scanf("%lf", &v) != 1) return 5;
-        switch (dt) {
-          case 0: ((int*)p)[j] = (int)v; break;
-          case 1: ((long long*)p)[j] = (long long)v; break;
-          case 2: case 3: ((unsigned short*)p)[j] = (unsigned short)v; break;
-          case 4: ((float*)p)[j] = (float)v; break;
-          case 5: ((double*)p)[j] = v; break;
-          case 6: p[j] = v != 0; break;
-        }
-      }
-      buf.ptr[slot] = p;
-      buf.dim[slot][0] = d0;
-      buf.dim[slot][1] = d1;
-    }
+    std::vector<std::vector<unsigned char> > store;
+    if (int rc = read_buffers(nbuf, &buf, &store)) return rc;
     const Fns& f = fns[idx];
     long long lo = -1, hi = -1;
     f.range(buf, B, H, HKV, Q, KV, b, h, qlo, qhi, &lo, &hi);
