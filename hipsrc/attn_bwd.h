@@ -77,6 +77,18 @@
 // Buffer gradients are summed as round(x * 2^32) in 64-bit integers.
 #define MASKC_BWD_FIX_ONE 4294967296.0f
 
+// On sm_90a (MASKC_NV_WGMMA) maskc_attn_bwd and maskc_attn_bwd_dq are
+// warpgroup-MMA kernels (MASKC_BWD_WG; the 4 warps are one warpgroup) with
+// the same tiles, grids and shared memory as the mma.sync and MFMA kernels,
+// so the host launches every platform alike. gpu/bwd_bench.py's variants
+// rewrite the switch line below to time the mma.sync kernels on sm_90a.
+#define MASKC_BWD_USE_WGMMA 1
+#if defined(MASKC_PLATFORM_NVIDIA) && MASKC_NV_WGMMA && MASKC_BWD_USE_WGMMA
+#define MASKC_BWD_WG 1
+#else
+#define MASKC_BWD_WG 0
+#endif
+
 static_assert(MASKC_BWD_BLOCK_N == 16 * MASKC_BWD_WARPS, "a warp owns 16 keys");
 static_assert(MASKC_BWD_BLOCK_M == 16 * MASKC_BWD_WARPS, "a warp owns 16 query rows of dQ");
 static_assert(MASKC_BLOCK_M % MASKC_BWD_BLOCK_M == 0, "a backward q tile lies in one pre-pass q tile");
@@ -383,6 +395,340 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
     for (int c = part; c < MASKC_HEAD_DIM; c += 16) sh.dq_acc[row * MASKC_HEAD_DIM + c] = 0.f;
 }
 
+#if MASKC_BWD_WG
+// ---------------------------------------------------------------------------
+// sm_90a warpgroup-MMA backward (FlashAttention-3's products on FA2's tiles).
+// The block's 4 warps are one warpgroup; a kv tile's 64 keys are the M rows
+// of S^T = K.Q^T and dP^T = V.dO^T (both operands from shared memory,
+// K-major), whose accumulators are directly the A operands of dV += P^T.dO
+// and dK += dS^T.Q (A from registers, dO and Q MN-major from shared memory,
+// as the forward's P.V). dS^T is stored once to shared memory for dQ = dS.K
+// (A = dS^T read transposed, B = K MN-major), in two 64-column halves of D.
+// The next q tile's Q and dO are copied while dQ is computed and added.
+// Shared tiles use the forward's 128-byte-swizzle layout (maskc_tile_index).
+static_assert(MASKC_BWD_BLOCK_M == 64 && MASKC_BWD_BLOCK_N == 64 && MASKC_BWD_THREADS == 128,
+              "the wgmma backward is one warpgroup on 64 keys x 64 query rows");
+static_assert(MASKC_HEAD_DIM % 64 == 0, "the wgmma backward takes whole 64-column blocks of the head dim");
+
+// d += A . B, one m64n64k16 step, A and B from descriptors, both MN-major
+// (A stored [k][m], B stored [k][n]; transposed by the MMA).
+template <int DT>
+__device__ __forceinline__ void maskc_bwd_wgmma_tt_n64(float* d, unsigned long long da, unsigned long long db) {
+#define MASKC_BWD_WG_TT(T)                                                                          \
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %34, 0;\n"                                                \
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32." T "." T " " MASKC_WG_REGS32                \
+               ", %32, %33, p, 1, 1, 1, 1; }"                                                           \
+               : MASKC_WG_ACC32(d)                                                                     \
+               : "l"(da), "l"(db), "r"(1))
+  if (DT == MASKC_F16)
+    MASKC_BWD_WG_TT("f16");
+  else
+    MASKC_BWD_WG_TT("bf16");
+#undef MASKC_BWD_WG_TT
+}
+
+// Shared-memory writes by ordinary stores made visible to the MMA's reads
+// (before the barrier that precedes them).
+__device__ __forceinline__ void maskc_bwd_fence_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
+// Rows [row0, row0 + ROWS) of a [rows][D] matrix into a [ROWS][D] tile in
+// the wgmma layout (maskc_tile_index), rows at or past nrows zero-filled.
+template <int ROWS>
+__device__ __forceinline__ void maskc_bwd_load_wg(maskc_elem_t* dst, const maskc_elem_t* src, long long stride,
+                                                  int row0, int nrows, int tid) {
+  constexpr int kChunks = MASKC_HEAD_DIM / 8;
+  static_assert((ROWS * kChunks) % MASKC_BWD_THREADS == 0, "whole rounds");
+#pragma unroll
+  for (int it = 0; it < ROWS * kChunks / MASKC_BWD_THREADS; ++it) {
+    const int c = tid + it * MASKC_BWD_THREADS;
+    const int r = c / kChunks, ch = c % kChunks;
+    const bool valid = row0 + r < nrows;
+    const maskc_elem_t* g = src + (long long)(valid ? row0 + r : 0) * stride + ch * 8;
+    maskc_copy16(dst + maskc_tile_index<ROWS, MASKC_HEAD_DIM>(r, ch * 8), g, valid);
+  }
+}
+
+// The walk of one kv tile: (query head, q tile) pairs of the kv head's
+// group in order, each head's q tiles narrowed to the closed-form q range
+// of the tile's columns, tiles of class 0 skipped.
+struct MaskcBwdWalk {
+  int h, qt, qt_end, cls;
+};
+
+// Advances w to the next pair of the walk; false when none is left. Every
+// thread of the block computes the same, so the walk is uniform.
+__device__ __forceinline__ bool maskc_bwd_walk_next(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int hkv,
+                                                    int k0, MaskcBwdWalk& w) {
+  constexpr int BM = MASKC_BWD_BLOCK_M, BN = MASKC_BWD_BLOCK_N;
+  const int group = sh.H / sh.HKV;
+  const int n_qt = (sh.Sq + BM - 1) / BM;
+  for (;;) {
+    ++w.qt;
+    while (w.qt >= w.qt_end) {
+      if (++w.h >= (hkv + 1) * group) return false;
+      w.qt = 0;
+      w.qt_end = n_qt;
+#if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
+      long long lo = 0, hi = sh.Sq;
+      maskc_q_range(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, w.h, k0, min(k0 + BN, sh.Skv), &lo, &hi);
+      lo = lo < 0 ? 0 : lo;
+      hi = hi > sh.Sq ? sh.Sq : hi;
+      w.qt = hi <= lo ? 0 : (int)(lo / BM);
+      w.qt_end = hi <= lo ? 0 : (int)((hi + BM - 1) / BM);
+#else
+      (void)BN;
+#endif
+    }
+    w.cls = maskc_bwd_tile_class(sh, buf, b, w.h, w.qt * BM, k0);
+    if (w.cls != 0) return true;
+  }
+}
+
+// Starts the copies of pair w's Q and dO tiles (one commit group) and reads
+// its rows' LSE and delta into *lse, *delta (threads below BM).
+__device__ __forceinline__ void maskc_bwd_issue_q(const MaskcBwdShape& sh, const maskc_elem_t* Q,
+                                                  const maskc_elem_t* dO, maskc_elem_t* sQ, maskc_elem_t* sdO,
+                                                  int b, const MaskcBwdWalk& w, int tid, float* lse, float* delta) {
+  constexpr int BM = MASKC_BWD_BLOCK_M;
+  const int q0 = w.qt * BM;
+  maskc_bwd_load_wg<BM>(sQ, Q + b * sh.q_stride[0] + w.h * sh.q_stride[1], sh.q_stride[2], q0, sh.Sq, tid);
+  maskc_bwd_load_wg<BM>(sdO, dO + b * sh.do_stride[0] + w.h * sh.do_stride[1], sh.do_stride[2], q0, sh.Sq, tid);
+  maskc_copy_commit();
+  if (tid < BM) {
+    const long long row = ((long long)b * sh.H + w.h) * sh.Sq + q0 + tid;
+    const bool ok = q0 + tid < sh.Sq;
+    *lse = ok ? sh.lse[row] : maskc_neg_inf();
+    *delta = ok ? sh.delta[row] : 0.f;
+  }
+}
+
+// dK, dV (and dQ's atomics, buffer gradients) per kv tile.
+extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
+    maskc_attn_bwd(const maskc_elem_t* __restrict__ Q, const maskc_elem_t* __restrict__ K,
+                   const maskc_elem_t* __restrict__ V, const maskc_elem_t* __restrict__ dO,
+                   maskc_elem_t* __restrict__ dK, maskc_elem_t* __restrict__ dV, MaskcBwdShape sh, MaskcBuffers buf) {
+  extern __shared__ __attribute__((aligned(1024))) unsigned char maskc_bwd_smem[];
+  constexpr int D = MASKC_HEAD_DIM, BM = MASKC_BWD_BLOCK_M, BN = MASKC_BWD_BLOCK_N;
+  maskc_elem_t* const sK = (maskc_elem_t*)maskc_bwd_smem;  // every tile 1024-byte aligned
+  maskc_elem_t* const sV = sK + BN * D;
+  maskc_elem_t* const sQ = sV + BN * D;
+  maskc_elem_t* const sdO = sQ + BM * D;
+  maskc_elem_t* const sdS = sdO + BM * D;  // dS^T [BN][BM]; the P^T half after it is unused here
+  float* const sLse = (float*)(sdS + 2 * BN * BM);
+  float* const sDelta = sLse + BM;
+  if ((maskc_smem_addr(maskc_bwd_smem) & 1023) != 0) __trap();  // descriptors need it
+
+  const int tid = threadIdx.x, warp = tid / MASKC_WARP_SIZE, lane = tid % MASKC_WARP_SIZE;
+  const int kt = blockIdx.x, hkv = blockIdx.y, b = blockIdx.z;
+  const int Sq = sh.Sq, Skv = sh.Skv, k0 = kt * BN;
+
+  maskc_bwd_load_wg<BN>(sK, K + b * sh.k_stride[0] + hkv * sh.k_stride[1], sh.k_stride[2], k0, Skv, tid);
+  maskc_bwd_load_wg<BN>(sV, V + b * sh.v_stride[0] + hkv * sh.v_stride[1], sh.v_stride[2], k0, Skv, tid);
+  maskc_copy_commit();
+
+  float dk[MASKC_BACC(D)], dv[MASKC_BACC(D)];
+#pragma unroll
+  for (int i = 0; i < MASKC_BACC(D); ++i) dk[i] = dv[i] = 0.f;
+  MaskcBufGradRun run;
+  maskc_bufgrad_init(run);
+  MaskcQFrag<D> kfrag, vfrag;  // the MMA's A rows: the whole K and V tiles
+  kfrag.sQ = sK;
+  kfrag.dblock = BN * 64;
+  vfrag.sQ = sV;
+  vfrag.dblock = BN * 64;
+
+  MaskcBwdWalk w;
+  w.h = hkv * (sh.H / sh.HKV) - 1;
+  w.qt = w.qt_end = w.cls = 0;
+  float lse_next = 0.f, delta_next = 0.f;
+  bool have = maskc_bwd_walk_next(sh, buf, b, hkv, k0, w);
+  if (have) maskc_bwd_issue_q(sh, Q, dO, sQ, sdO, b, w, tid, &lse_next, &delta_next);
+  while (have) {
+    const int h = w.h, q0 = w.qt * BM, cls = w.cls;
+    const long long row0 = ((long long)b * sh.H + h) * Sq;
+    maskc_copy_wait_all();  // this thread's copies of K, V, Q, dO landed, visible to the MMA after the barrier
+    if (tid < BM) {
+      sLse[tid] = lse_next;
+      sDelta[tid] = delta_next;
+    }
+    __syncthreads();
+
+    // S^T and dP^T: the 64 keys against the BM rows.
+    float st[MASKC_BACC(BM)], dpt[MASKC_BACC(BM)];
+#pragma unroll
+    for (int i = 0; i < MASKC_BACC(BM); ++i) st[i] = dpt[i] = 0.f;
+    maskc_mma_qk<MASKC_DT, D, BM>(st, kfrag, sQ, lane);
+    maskc_mma_qk<MASKC_DT, D, BM>(dpt, vfrag, sdO, lane);
+#pragma unroll
+    for (int i = 0; i < MASKC_BACC(BM); ++i) {
+      const int kr = 16 * warp + maskc_bacc_row<BM>(lane, i), qc = maskc_bacc_col<BM>(lane, i);
+      const int q = q0 + qc, kv = k0 + kr;
+      bool keep = q < Sq && kv < Skv;
+#if defined(MASKC_HAS_MASK)
+      if (keep && cls != 2)
+        keep = maskc_mask(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, h, maskc_nonneg(q), maskc_nonneg(kv));
+#endif
+      float ds;
+      st[i] = maskc_bwd_elem(sh, buf, b, h, q, kv, keep, st[i], dpt[i], sLse[qc], sDelta[qc], &ds, &run);
+      dpt[i] = ds;
+    }
+    // dS^T to shared memory for dQ (pairs of adjacent columns).
+#pragma unroll
+    for (int i = 0; i < MASKC_BACC(BM); i += 2) {
+      const int kr = 16 * warp + maskc_bacc_row<BM>(lane, i), qc = maskc_bacc_col<BM>(lane, i);
+      *(maskc_u32*)(sdS + maskc_tile_index<BN, BM>(kr, qc)) = maskc_pack2<MASKC_DT>(dpt[i], dpt[i + 1]);
+    }
+    maskc_bwd_fence_async();
+    maskc_mma_pv<MASKC_DT, D, BM>(dv, st, sdO, lane);   // dV += P^T . dO
+    maskc_mma_pv<MASKC_DT, D, BM>(dk, dpt, sQ, lane);   // dK += dS^T . Q
+    __syncthreads();  // Q and dO are free for the next tile; dS^T is complete
+
+    have = maskc_bwd_walk_next(sh, buf, b, hkv, k0, w);
+    if (have) maskc_bwd_issue_q(sh, Q, dO, sQ, sdO, b, w, tid, &lse_next, &delta_next);
+
+    if (sh.dq_acc != nullptr) {
+      // dQ rows q0 .. q0+63 = dS . K, one 64-column half of D at a time.
+#pragma unroll
+      for (int nb = 0; nb < D / 64; ++nb) {
+        float dq[MASKC_BACC(64)];
+#pragma unroll
+        for (int i = 0; i < MASKC_BACC(64); ++i) dq[i] = 0.f;
+        maskc_wg_fence_regs<MASKC_BACC(64)>(dq);
+        maskc_wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; ++kk) {
+          // keys kk*16 .. +15: 16 rows of 128 bytes in dS^T [BN][64] and in
+          // K's column block nb; 8-row groups at 1024 bytes.
+          const unsigned long long da = maskc_wg_desc(sdS + kk * 16 * 64, BN * 128, 1024);
+          const unsigned long long db = maskc_wg_desc(sK + nb * (BN * 64) + kk * 16 * 64, BN * 128, 1024);
+          maskc_bwd_wgmma_tt_n64<MASKC_DT>(dq, da, db);
+        }
+        maskc_wg_commit();
+        maskc_wg_wait();
+        maskc_wg_fence_regs<MASKC_BACC(64)>(dq);
+#pragma unroll
+        for (int i = 0; i < MASKC_BACC(64); ++i) {
+          const int q = q0 + 16 * warp + maskc_bacc_row<64>(lane, i);
+          if (q < Sq && dq[i] != 0.f)
+            maskc_atomic_add_f32(sh.dq_acc + (row0 + q) * D + nb * 64 + maskc_bacc_col<64>(lane, i), dq[i]);
+        }
+      }
+    }
+  }
+#if MASKC_SCORE_GRAD_READS > 0
+#pragma unroll
+  for (int r = 0; r < MASKC_SCORE_GRAD_READS; ++r) maskc_bufgrad_flush(sh, run, r);
+#endif
+  maskc_copy_wait_all();  // an empty column never waited for its K, V copies
+  maskc_elem_t* dKp = dK + b * sh.dk_stride[0] + hkv * sh.dk_stride[1];
+  maskc_elem_t* dVp = dV + b * sh.dv_stride[0] + hkv * sh.dv_stride[1];
+#pragma unroll
+  for (int i = 0; i < MASKC_BACC(D); i += 2) {
+    const int kv = k0 + 16 * warp + maskc_bacc_row<D>(lane, i), c = maskc_bacc_col<D>(lane, i);
+    if (kv < Skv) {
+      *(maskc_u32*)(dKp + (long long)kv * sh.dk_stride[2] + c) = maskc_pack2<MASKC_DT>(dk[i], dk[i + 1]);
+      *(maskc_u32*)(dVp + (long long)kv * sh.dv_stride[2] + c) = maskc_pack2<MASKC_DT>(dv[i], dv[i + 1]);
+    }
+  }
+}
+
+// Deterministic dQ: one program per q tile of one (b, h), kv tiles in order:
+// S = Q.K^T and dP = dO.V^T as the forward's logits, dQ += dS.K with dS
+// from registers (K read MN-major, as the forward's V). No atomics.
+extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
+    maskc_attn_bwd_dq(const maskc_elem_t* __restrict__ Q, const maskc_elem_t* __restrict__ K,
+                      const maskc_elem_t* __restrict__ V, const maskc_elem_t* __restrict__ dO,
+                      maskc_elem_t* __restrict__ dQ, MaskcBwdShape sh, MaskcBuffers buf) {
+  extern __shared__ __attribute__((aligned(1024))) unsigned char maskc_bwd_smem[];
+  constexpr int D = MASKC_HEAD_DIM, BM = MASKC_BWD_BLOCK_M, BN = MASKC_BWD_BLOCK_N;
+  maskc_elem_t* const sK = (maskc_elem_t*)maskc_bwd_smem;
+  maskc_elem_t* const sV = sK + BN * D;
+  maskc_elem_t* const sQ = sV + BN * D;
+  maskc_elem_t* const sdO = sQ + BM * D;
+  float* const sLse = (float*)(sdO + BM * D + 2 * BN * BM);
+  float* const sDelta = sLse + BM;
+  if ((maskc_smem_addr(maskc_bwd_smem) & 1023) != 0) __trap();
+
+  const int tid = threadIdx.x, warp = tid / MASKC_WARP_SIZE, lane = tid % MASKC_WARP_SIZE;
+  const int qt = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+  const int Sq = sh.Sq, Skv = sh.Skv, q0 = qt * BM;
+  const int hkv = h / (sh.H / sh.HKV);
+  const int n_kt = (Skv + BN - 1) / BN;
+  const long long row0 = ((long long)b * sh.H + h) * Sq;
+  const maskc_elem_t* Kp = K + b * sh.k_stride[0] + hkv * sh.k_stride[1];
+  const maskc_elem_t* Vp = V + b * sh.v_stride[0] + hkv * sh.v_stride[1];
+
+  maskc_bwd_load_wg<BM>(sQ, Q + b * sh.q_stride[0] + h * sh.q_stride[1], sh.q_stride[2], q0, Sq, tid);
+  maskc_bwd_load_wg<BM>(sdO, dO + b * sh.do_stride[0] + h * sh.do_stride[1], sh.do_stride[2], q0, Sq, tid);
+  maskc_copy_commit();
+  if (tid < BM) {
+    const bool ok = q0 + tid < Sq;
+    sLse[tid] = ok ? sh.lse[row0 + q0 + tid] : maskc_neg_inf();
+    sDelta[tid] = ok ? sh.delta[row0 + q0 + tid] : 0.f;
+  }
+  float dq[MASKC_BACC(D)];
+#pragma unroll
+  for (int i = 0; i < MASKC_BACC(D); ++i) dq[i] = 0.f;
+  MaskcQFrag<D> qfrag, dofrag;
+  qfrag.sQ = sQ;
+  qfrag.dblock = BM * 64;
+  dofrag.sQ = sdO;
+  dofrag.dblock = BM * 64;
+
+  int kt_begin = 0, kt_end = n_kt;
+#if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
+  {
+    long long lo = 0, hi = Skv;
+    maskc_kv_range(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, h, q0, min(q0 + BM, Sq), &lo, &hi);
+    lo = lo < 0 ? 0 : lo;
+    hi = hi > Skv ? Skv : hi;
+    kt_begin = hi <= lo ? 0 : (int)(lo / BN);
+    kt_end = hi <= lo ? 0 : (int)((hi + BN - 1) / BN);
+  }
+#endif
+  for (int kt = kt_begin; kt < kt_end; ++kt) {
+    const int k0 = kt * BN;
+    const int cls = maskc_bwd_tile_class(sh, buf, b, h, q0, k0);
+    if (cls == 0) continue;
+    __syncthreads();  // every warp's MMAs on the previous K, V are done
+    maskc_bwd_load_wg<BN>(sK, Kp, sh.k_stride[2], k0, Skv, tid);
+    maskc_bwd_load_wg<BN>(sV, Vp, sh.v_stride[2], k0, Skv, tid);
+    maskc_copy_commit();
+    maskc_copy_wait_all();
+    __syncthreads();
+    float s[MASKC_BACC(BN)], dp[MASKC_BACC(BN)];
+#pragma unroll
+    for (int i = 0; i < MASKC_BACC(BN); ++i) s[i] = dp[i] = 0.f;
+    maskc_mma_qk<MASKC_DT, D, BN>(s, qfrag, sK, lane);
+    maskc_mma_qk<MASKC_DT, D, BN>(dp, dofrag, sV, lane);
+#pragma unroll
+    for (int i = 0; i < MASKC_BACC(BN); ++i) {
+      const int qr = 16 * warp + maskc_bacc_row<BN>(lane, i), kc = maskc_bacc_col<BN>(lane, i);
+      const int q = q0 + qr, kv = k0 + kc;
+      bool keep = q < Sq && kv < Skv;
+#if defined(MASKC_HAS_MASK)
+      if (keep && cls != 2)
+        keep = maskc_mask(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, h, maskc_nonneg(q), maskc_nonneg(kv));
+#endif
+      float ds;
+      maskc_bwd_elem(sh, buf, b, h, q, kv, keep, s[i], dp[i], sLse[qr], sDelta[qr], &ds, nullptr);
+      s[i] = ds;
+    }
+    maskc_mma_pv<MASKC_DT, D, BN>(dq, s, sK, lane);  // dQ += dS . K
+  }
+  maskc_copy_wait_all();
+  maskc_elem_t* dQp = dQ + b * sh.dq_stride[0] + h * sh.dq_stride[1];
+#pragma unroll
+  for (int i = 0; i < MASKC_BACC(D); i += 2) {
+    const int q = q0 + 16 * warp + maskc_bacc_row<D>(lane, i);
+    if (q < Sq)
+      *(maskc_u32*)(dQp + (long long)q * sh.dq_stride[2] + maskc_bacc_col<D>(lane, i)) =
+          maskc_pack2<MASKC_DT>(dq[i], dq[i + 1]);
+  }
+}
+
+#else  // !MASKC_BWD_WG: mma.sync (NVIDIA before sm_90a) and MFMA (AMD)
+
 // dK, dV (and dQ's atomics, buffer gradients) per kv tile.
 extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
     maskc_attn_bwd(const maskc_elem_t* __restrict__ Q, const maskc_elem_t* __restrict__ K,
@@ -592,6 +938,8 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
     if (q < Sq) dQp[(long long)q * sh.dq_stride[2] + maskc_bacc_col<D>(lane, i)] = maskc_to_elem<MASKC_DT>(dq[i]);
   }
 }
+
+#endif  // MASKC_BWD_WG
 
 // dQ = dq_acc in the element type (default mode).
 extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
