@@ -83,7 +83,10 @@
 // so the host launches every platform alike. gpu/bwd_bench.py's variants
 // rewrite the switch line below to time the mma.sync kernels on sm_90a.
 #define MASKC_BWD_USE_WGMMA 1
-#if defined(MASKC_PLATFORM_NVIDIA) && MASKC_NV_WGMMA && MASKC_BWD_USE_WGMMA
+// MASKC_BWD_WG_BATCH: the wgmma kernel issues S^T with dP^T and dV with dK
+// as one commit group each (0: one wait per product).
+#define MASKC_BWD_WG_BATCH 1
+#if defined(MASKC_PLATFORM_NVIDIA) && MASKC_NV_WGMMA && MASKC_BWD_USE_WGMMA && MASKC_HEAD_DIM <= 128
 #define MASKC_BWD_WG 1
 #else
 #define MASKC_BWD_WG 0
@@ -531,11 +534,13 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
   for (int i = 0; i < MASKC_BACC(D); ++i) dk[i] = dv[i] = 0.f;
   MaskcBufGradRun run;
   maskc_bufgrad_init(run);
+#if !MASKC_BWD_WG_BATCH
   MaskcQFrag<D> kfrag, vfrag;  // the MMA's A rows: the whole K and V tiles
   kfrag.sQ = sK;
   kfrag.dblock = BN * 64;
   vfrag.sQ = sV;
   vfrag.dblock = BN * 64;
+#endif
 
   MaskcBwdWalk w;
   w.h = hkv * (sh.H / sh.HKV) - 1;
@@ -557,8 +562,27 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
     float st[MASKC_BACC(BM)], dpt[MASKC_BACC(BM)];
 #pragma unroll
     for (int i = 0; i < MASKC_BACC(BM); ++i) st[i] = dpt[i] = 0.f;
+#if MASKC_BWD_WG_BATCH
+    // Both products in one commit group: K-major descriptors as maskc_mma_qk.
+    maskc_wg_fence_regs<MASKC_BACC(BM)>(st);
+    maskc_wg_fence_regs<MASKC_BACC(BM)>(dpt);
+    maskc_wg_fence();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+      maskc_wgmma_ss<MASKC_DT, BM>(st, maskc_wg_desc(sK + (kk >> 2) * (BN * 64) + (kk & 3) * 16, 16, 1024),
+                                   maskc_wg_desc(sQ + (kk >> 2) * (BM * 64) + (kk & 3) * 16, 16, 1024));
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+      maskc_wgmma_ss<MASKC_DT, BM>(dpt, maskc_wg_desc(sV + (kk >> 2) * (BN * 64) + (kk & 3) * 16, 16, 1024),
+                                   maskc_wg_desc(sdO + (kk >> 2) * (BM * 64) + (kk & 3) * 16, 16, 1024));
+    maskc_wg_commit();
+    maskc_wg_wait();
+    maskc_wg_fence_regs<MASKC_BACC(BM)>(st);
+    maskc_wg_fence_regs<MASKC_BACC(BM)>(dpt);
+#else
     maskc_mma_qk<MASKC_DT, D, BM>(st, kfrag, sQ, lane);
     maskc_mma_qk<MASKC_DT, D, BM>(dpt, vfrag, sdO, lane);
+#endif
 #pragma unroll
     for (int i = 0; i < MASKC_BACC(BM); ++i) {
       const int kr = 16 * warp + maskc_bacc_row<BM>(lane, i), qc = maskc_bacc_col<BM>(lane, i);
@@ -579,8 +603,37 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
       *(maskc_u32*)(sdS + maskc_tile_index<BN, BM>(kr, qc)) = maskc_pack2<MASKC_DT>(dpt[i], dpt[i + 1]);
     }
     maskc_bwd_fence_async();
-    maskc_mma_pv<MASKC_DT, D, BM>(dv, st, sdO, lane);   // dV += P^T . dO
-    maskc_mma_pv<MASKC_DT, D, BM>(dk, dpt, sQ, lane);   // dK += dS^T . Q
+#if MASKC_BWD_WG_BATCH
+    {
+      // dV += P^T . dO and dK += dS^T . Q in one commit group, A from
+      // registers (as maskc_mma_pv), dO and Q MN-major.
+      maskc_u32 pa[BM / 16][4], sa[BM / 16][4];
+#pragma unroll
+      for (int kk = 0; kk < BM / 16; ++kk) {
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          pa[kk][r] = maskc_pack2<MASKC_DT>(st[8 * kk + 2 * r], st[8 * kk + 2 * r + 1]);
+          sa[kk][r] = maskc_pack2<MASKC_DT>(dpt[8 * kk + 2 * r], dpt[8 * kk + 2 * r + 1]);
+        }
+      }
+      maskc_wg_fence_regs<MASKC_BACC(D)>(dv);
+      maskc_wg_fence_regs<MASKC_BACC(D)>(dk);
+      maskc_wg_fence();
+#pragma unroll
+      for (int kk = 0; kk < BM / 16; ++kk)
+        maskc_wgmma_rs<MASKC_DT, D>(dv, pa[kk], maskc_wg_desc(sdO + kk * 16 * 64, BM * 128, 1024));
+#pragma unroll
+      for (int kk = 0; kk < BM / 16; ++kk)
+        maskc_wgmma_rs<MASKC_DT, D>(dk, sa[kk], maskc_wg_desc(sQ + kk * 16 * 64, BM * 128, 1024));
+      maskc_wg_commit();
+      maskc_wg_wait();
+      maskc_wg_fence_regs<MASKC_BACC(D)>(dv);
+      maskc_wg_fence_regs<MASKC_BACC(D)>(dk);
+    }
+#else
+    maskc_mma_pv<MASKC_DT, D, BM>(dv, st, sdO, lane);  // dV += P^T . dO
+    maskc_mma_pv<MASKC_DT, D, BM>(dk, dpt, sQ, lane);  // dK += dS^T . Q
+#endif
     __syncthreads();  // Q and dO are free for the next tile; dS^T is complete
 
     have = maskc_bwd_walk_next(sh, buf, b, hkv, k0, w);
