@@ -86,6 +86,9 @@
 // MASKC_BWD_WG_BATCH: the wgmma kernel issues S^T with dP^T and dV with dK
 // as one commit group each (0: one wait per product).
 #define MASKC_BWD_WG_BATCH 1
+// MASKC_BWD_DQ_RED: dQ's atomics as 4-float vector reductions (1, 2: two
+// PTX spellings of red.v4.f32) instead of one atomic per float (0).
+#define MASKC_BWD_DQ_RED 0
 #if defined(MASKC_PLATFORM_NVIDIA) && MASKC_NV_WGMMA && MASKC_BWD_USE_WGMMA && MASKC_HEAD_DIM <= 128
 #define MASKC_BWD_WG 1
 #else
@@ -330,15 +333,19 @@ __device__ __forceinline__ void maskc_bufgrad_init(MaskcBufGradRun& run) {
 
 // The gradient of one logit: given the raw q.k `qk` at (q, kv), dP and the
 // row's LSE and delta, returns P and stores d loss / d qk (including the
-// scale) in *ds. Buffer-gradient terms go into run when run != nullptr.
-__device__ __forceinline__ float maskc_bwd_elem(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int h,
-                                                int q, int kv, bool keep, float qk, float dp, float lse,
-                                                float delta, float* ds, MaskcBufGradRun* run) {
+// scale) in *ds. Buffer-gradient terms go into run when run != nullptr. sr
+// and sc are the score's row (q) and column (kv) buffer reads at (q, kv)
+// (maskc_score_row, maskc_score_col), which the kernels read once per row
+// or column of a tile.
+__device__ __forceinline__ float maskc_bwd_elem_rc(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int h,
+                                                   int q, int kv, bool keep, float qk, float dp, float lse,
+                                                   float delta, float* ds, MaskcBufGradRun* run,
+                                                   const MaskcScoreRow& sr, const MaskcScoreCol& sc) {
   const long long nB = sh.B, nH = sh.H, nHKV = sh.HKV, nQ = sh.Sq, nKV = sh.Skv;
-  (void)nB, (void)nH, (void)nHKV, (void)nQ, (void)nKV, (void)run, (void)buf;
+  (void)nB, (void)nH, (void)nHKV, (void)nQ, (void)nKV, (void)run, (void)buf, (void)sr, (void)sc;
   const float x = qk * sh.scale;
 #if defined(MASKC_HAS_SCORE)
-  const float y = maskc_score(buf, nB, nH, nHKV, nQ, nKV, x, b, h, q, kv);
+  const float y = maskc_score_rc(buf, nB, nH, nHKV, nQ, nKV, sr, sc, x, b, h, q, kv);
 #else
   const float y = x;
 #endif
@@ -370,6 +377,16 @@ __device__ __forceinline__ float maskc_bwd_elem(const MaskcBwdShape& sh, const M
 #endif
   *ds = dx * sh.scale;
   return p;
+}
+
+// maskc_bwd_elem_rc with the score's row and column reads made here.
+__device__ __forceinline__ float maskc_bwd_elem(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int h,
+                                                int q, int kv, bool keep, float qk, float dp, float lse,
+                                                float delta, float* ds, MaskcBufGradRun* run) {
+  const long long nB = sh.B, nH = sh.H, nHKV = sh.HKV, nQ = sh.Sq, nKV = sh.Skv;
+  return maskc_bwd_elem_rc(sh, buf, b, h, q, kv, keep, qk, dp, lse, delta, ds, run,
+                           maskc_score_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q)),
+                           maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(kv)));
 }
 
 // ---------------------------------------------------------------------------
@@ -428,6 +445,15 @@ __device__ __forceinline__ void maskc_bwd_wgmma_tt_n64(float* d, unsigned long l
   else
     MASKC_BWD_WG_TT("bf16");
 #undef MASKC_BWD_WG_TT
+}
+
+// p[0..3] += (a, b, c, d) in one vector reduction (sm_90; p 16-byte aligned).
+__device__ __forceinline__ void maskc_bwd_red4(float* p, float a, float b, float c, float d) {
+#if MASKC_BWD_DQ_RED == 1
+  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
+#else
+  asm volatile("red.global.v4.f32.add [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
+#endif
 }
 
 // Shared-memory writes by ordinary stores made visible to the MMA's reads
@@ -516,10 +542,15 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
   maskc_elem_t* const sV = sK + BN * D;
   maskc_elem_t* const sQ = sV + BN * D;
   maskc_elem_t* const sdO = sQ + BM * D;
-  maskc_elem_t* const sdS = sdO + BM * D;  // dS^T [BN][BM]; the P^T half after it is unused here
+  maskc_elem_t* const sdS = sdO + BM * D;  // dS^T [BN][BM]
+  // The mask's and score's row reads of the tile's BM rows, in the P^T area.
+  MaskcMaskRow* const sMrow = (MaskcMaskRow*)(sdS + BN * BM);
+  MaskcScoreRow* const sSrow = (MaskcScoreRow*)(sMrow + BM);
+  constexpr bool kRowsShared = BM * (sizeof(MaskcMaskRow) + sizeof(MaskcScoreRow)) <= 2 * BN * BM;
   float* const sLse = (float*)(sdS + 2 * BN * BM);
   float* const sDelta = sLse + BM;
   if ((maskc_smem_addr(maskc_bwd_smem) & 1023) != 0) __trap();  // descriptors need it
+  const long long nB = sh.B, nH = sh.H, nHKV = sh.HKV, nQ = sh.Sq, nKV = sh.Skv;
 
   const int tid = threadIdx.x, warp = tid / MASKC_WARP_SIZE, lane = tid % MASKC_WARP_SIZE;
   const int kt = blockIdx.x, hkv = blockIdx.y, b = blockIdx.z;
@@ -555,6 +586,19 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
     if (tid < BM) {
       sLse[tid] = lse_next;
       sDelta[tid] = delta_next;
+      if (kRowsShared) {
+        sMrow[tid] = maskc_mask_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q0 + tid));
+        sSrow[tid] = maskc_score_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q0 + tid));
+      }
+    }
+    // The column reads of the lane's two keys.
+    MaskcMaskCol mcol[2];
+    MaskcScoreCol scol[2];
+#pragma unroll
+    for (int sl = 0; sl < 2; ++sl) {
+      const int kv = maskc_nonneg(k0 + 16 * warp + (lane >> 2) + 8 * sl);
+      mcol[sl] = maskc_mask_col(buf, nB, nH, nHKV, nQ, nKV, b, h, kv);
+      scol[sl] = maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, h, kv);
     }
     __syncthreads();
 
@@ -586,14 +630,18 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
 #pragma unroll
     for (int i = 0; i < MASKC_BACC(BM); ++i) {
       const int kr = 16 * warp + maskc_bacc_row<BM>(lane, i), qc = maskc_bacc_col<BM>(lane, i);
-      const int q = q0 + qc, kv = k0 + kr;
+      const int q = q0 + qc, kv = k0 + kr, sl = (i >> 1) & 1;  // sl: the lane's key slot of element i
       bool keep = q < Sq && kv < Skv;
 #if defined(MASKC_HAS_MASK)
       if (keep && cls != 2)
-        keep = maskc_mask(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, h, maskc_nonneg(q), maskc_nonneg(kv));
+        keep = maskc_mask_rc(buf, nB, nH, nHKV, nQ, nKV,
+                             kRowsShared ? sMrow[qc] : maskc_mask_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q)),
+                             mcol[sl], b, h, maskc_nonneg(q), maskc_nonneg(kv));
 #endif
       float ds;
-      st[i] = maskc_bwd_elem(sh, buf, b, h, q, kv, keep, st[i], dpt[i], sLse[qc], sDelta[qc], &ds, &run);
+      st[i] = maskc_bwd_elem_rc(sh, buf, b, h, q, kv, keep, st[i], dpt[i], sLse[qc], sDelta[qc], &ds, &run,
+                                kRowsShared ? sSrow[qc] : maskc_score_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q)),
+                                scol[sl]);
       dpt[i] = ds;
     }
     // dS^T to shared memory for dQ (pairs of adjacent columns).
@@ -659,12 +707,27 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
         maskc_wg_commit();
         maskc_wg_wait();
         maskc_wg_fence_regs<MASKC_BACC(64)>(dq);
+#if MASKC_BWD_DQ_RED
+        // Four adjacent columns per lane: lane pairs swap the halves of an
+        // n8 block, the even lane taking row g, the odd one row g + 8.
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const float* c = dq + 4 * j;
+          const bool odd = (lane & 1) != 0;
+          const float r0 = maskc_shfl_xor(odd ? c[0] : c[2], 1), r1 = maskc_shfl_xor(odd ? c[1] : c[3], 1);
+          const int q = q0 + 16 * warp + (lane >> 2) + (odd ? 8 : 0);
+          if (q < Sq)
+            maskc_bwd_red4(sh.dq_acc + (row0 + q) * D + nb * 64 + 8 * j + 2 * (lane & 2), odd ? r0 : c[0],
+                           odd ? r1 : c[1], odd ? c[2] : r0, odd ? c[3] : r1);
+        }
+#else
 #pragma unroll
         for (int i = 0; i < MASKC_BACC(64); ++i) {
           const int q = q0 + 16 * warp + maskc_bacc_row<64>(lane, i);
           if (q < Sq && dq[i] != 0.f)
             maskc_atomic_add_f32(sh.dq_acc + (row0 + q) * D + nb * 64 + maskc_bacc_col<64>(lane, i), dq[i]);
         }
+#endif
       }
     }
   }
@@ -698,9 +761,14 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
   maskc_elem_t* const sV = sK + BN * D;
   maskc_elem_t* const sQ = sV + BN * D;
   maskc_elem_t* const sdO = sQ + BM * D;
+  // The mask's and score's column reads of the kv tile's BN keys.
+  MaskcMaskCol* const sMcol = (MaskcMaskCol*)(sdO + BM * D);
+  MaskcScoreCol* const sScol = (MaskcScoreCol*)(sMcol + BN);
+  constexpr bool kColsShared = BN * (sizeof(MaskcMaskCol) + sizeof(MaskcScoreCol)) <= 4 * BN * BM;
   float* const sLse = (float*)(sdO + BM * D + 2 * BN * BM);
   float* const sDelta = sLse + BM;
   if ((maskc_smem_addr(maskc_bwd_smem) & 1023) != 0) __trap();
+  const long long nB = sh.B, nH = sh.H, nHKV = sh.HKV, nQ = sh.Sq, nKV = sh.Skv;
 
   const int tid = threadIdx.x, warp = tid / MASKC_WARP_SIZE, lane = tid % MASKC_WARP_SIZE;
   const int qt = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
@@ -722,6 +790,15 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
   float dq[MASKC_BACC(D)];
 #pragma unroll
   for (int i = 0; i < MASKC_BACC(D); ++i) dq[i] = 0.f;
+  // The row reads of the lane's two rows, fixed for the program.
+  MaskcMaskRow mrow[2];
+  MaskcScoreRow srow[2];
+#pragma unroll
+  for (int sl = 0; sl < 2; ++sl) {
+    const int q = maskc_nonneg(q0 + 16 * warp + (lane >> 2) + 8 * sl);
+    mrow[sl] = maskc_mask_row(buf, nB, nH, nHKV, nQ, nKV, b, h, q);
+    srow[sl] = maskc_score_row(buf, nB, nH, nHKV, nQ, nKV, b, h, q);
+  }
   MaskcQFrag<D> qfrag, dofrag;
   qfrag.sQ = sQ;
   qfrag.dblock = BM * 64;
@@ -744,6 +821,10 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
     const int cls = maskc_bwd_tile_class(sh, buf, b, h, q0, k0);
     if (cls == 0) continue;
     __syncthreads();  // every warp's MMAs on the previous K, V are done
+    if (kColsShared && tid < BN) {
+      sMcol[tid] = maskc_mask_col(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(k0 + tid));
+      sScol[tid] = maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(k0 + tid));
+    }
     maskc_bwd_load_wg<BN>(sK, Kp, sh.k_stride[2], k0, Skv, tid);
     maskc_bwd_load_wg<BN>(sV, Vp, sh.v_stride[2], k0, Skv, tid);
     maskc_copy_commit();
@@ -757,14 +838,17 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
 #pragma unroll
     for (int i = 0; i < MASKC_BACC(BN); ++i) {
       const int qr = 16 * warp + maskc_bacc_row<BN>(lane, i), kc = maskc_bacc_col<BN>(lane, i);
-      const int q = q0 + qr, kv = k0 + kc;
+      const int q = q0 + qr, kv = k0 + kc, sl = (i >> 1) & 1;  // sl: the lane's row slot of element i
       bool keep = q < Sq && kv < Skv;
 #if defined(MASKC_HAS_MASK)
       if (keep && cls != 2)
-        keep = maskc_mask(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, h, maskc_nonneg(q), maskc_nonneg(kv));
+        keep = maskc_mask_rc(buf, nB, nH, nHKV, nQ, nKV, mrow[sl],
+                             kColsShared ? sMcol[kc] : maskc_mask_col(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(kv)),
+                             b, h, maskc_nonneg(q), maskc_nonneg(kv));
 #endif
       float ds;
-      maskc_bwd_elem(sh, buf, b, h, q, kv, keep, s[i], dp[i], sLse[qr], sDelta[qr], &ds, nullptr);
+      maskc_bwd_elem_rc(sh, buf, b, h, q, kv, keep, s[i], dp[i], sLse[qr], sDelta[qr], &ds, nullptr, srow[sl],
+                        kColsShared ? sScol[kc] : maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(kv)));
       s[i] = ds;
     }
     maskc_mma_pv<MASKC_DT, D, BN>(dq, s, sK, lane);  // dQ += dS . K
