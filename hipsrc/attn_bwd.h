@@ -89,6 +89,9 @@
 // MASKC_BWD_DQ_RED: dQ's atomics as 4-float vector reductions (1, 2: two
 // PTX spellings of red.v4.f32) instead of one atomic per float (0).
 #define MASKC_BWD_DQ_RED 0
+// MASKC_BWD_DQ_PREFETCH: the deterministic dQ kernel copies the next kv
+// tile's V while it computes dS and dQ, and its K after (0: both at the top).
+#define MASKC_BWD_DQ_PREFETCH 0
 #if defined(MASKC_PLATFORM_NVIDIA) && MASKC_NV_WGMMA && MASKC_BWD_USE_WGMMA && MASKC_HEAD_DIM <= 128
 #define MASKC_BWD_WG 1
 #else
@@ -748,6 +751,17 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
   }
 }
 
+// The first kv tile after kt, before kt_end, that q tile q0 may see (its
+// class in *cls); kt_end when none.
+__device__ __forceinline__ int maskc_bwd_next_kt(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int h,
+                                                 int q0, int kt, int kt_end, int* cls) {
+  for (++kt; kt < kt_end; ++kt) {
+    *cls = maskc_bwd_tile_class(sh, buf, b, h, q0, kt * MASKC_BWD_BLOCK_N);
+    if (*cls != 0) break;
+  }
+  return kt;
+}
+
 // Deterministic dQ: one program per q tile of one (b, h), kv tiles in order:
 // S = Q.K^T and dP = dO.V^T as the forward's logits, dQ += dS.K with dS
 // from registers (K read MN-major, as the forward's V). No atomics.
@@ -816,25 +830,50 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
     kt_end = hi <= lo ? 0 : (int)((hi + BN - 1) / BN);
   }
 #endif
-  for (int kt = kt_begin; kt < kt_end; ++kt) {
+  // The column reads of kv tile t into shared memory.
+#define MASKC_BWD_READ_COLS(t)                                                                      \
+  if (kColsShared && tid < BN) {                                                                    \
+    sMcol[tid] = maskc_mask_col(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg((t) * BN + tid));     \
+    sScol[tid] = maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg((t) * BN + tid));    \
+  }
+  int cls = 0;
+  int kt = maskc_bwd_next_kt(sh, buf, b, h, q0, kt_begin - 1, kt_end, &cls);
+#if MASKC_BWD_DQ_PREFETCH
+  if (kt < kt_end) {
+    MASKC_BWD_READ_COLS(kt)
+    maskc_bwd_load_wg<BN>(sK, Kp, sh.k_stride[2], kt * BN, Skv, tid);
+    maskc_bwd_load_wg<BN>(sV, Vp, sh.v_stride[2], kt * BN, Skv, tid);
+    maskc_copy_commit();
+  }
+#endif
+  while (kt < kt_end) {
     const int k0 = kt * BN;
-    const int cls = maskc_bwd_tile_class(sh, buf, b, h, q0, k0);
-    if (cls == 0) continue;
+#if MASKC_BWD_DQ_PREFETCH
+    maskc_copy_wait_all();
+    __syncthreads();
+#else
     __syncthreads();  // every warp's MMAs on the previous K, V are done
-    if (kColsShared && tid < BN) {
-      sMcol[tid] = maskc_mask_col(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(k0 + tid));
-      sScol[tid] = maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(k0 + tid));
-    }
+    MASKC_BWD_READ_COLS(kt)
     maskc_bwd_load_wg<BN>(sK, Kp, sh.k_stride[2], k0, Skv, tid);
     maskc_bwd_load_wg<BN>(sV, Vp, sh.v_stride[2], k0, Skv, tid);
     maskc_copy_commit();
     maskc_copy_wait_all();
     __syncthreads();
+#endif
     float s[MASKC_BACC(BN)], dp[MASKC_BACC(BN)];
 #pragma unroll
     for (int i = 0; i < MASKC_BACC(BN); ++i) s[i] = dp[i] = 0.f;
     maskc_mma_qk<MASKC_DT, D, BN>(s, qfrag, sK, lane);
     maskc_mma_qk<MASKC_DT, D, BN>(dp, dofrag, sV, lane);
+    int next_cls = 0;
+    const int next_kt = maskc_bwd_next_kt(sh, buf, b, h, q0, kt, kt_end, &next_cls);
+#if MASKC_BWD_DQ_PREFETCH
+    __syncthreads();  // every warp's S and dP MMAs are done: V is free
+    if (next_kt < kt_end) {
+      maskc_bwd_load_wg<BN>(sV, Vp, sh.v_stride[2], next_kt * BN, Skv, tid);
+      maskc_copy_commit();
+    }
+#endif
 #pragma unroll
     for (int i = 0; i < MASKC_BACC(BN); ++i) {
       const int qr = 16 * warp + maskc_bacc_row<BN>(lane, i), kc = maskc_bacc_col<BN>(lane, i);
@@ -852,7 +891,18 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
       s[i] = ds;
     }
     maskc_mma_pv<MASKC_DT, D, BN>(dq, s, sK, lane);  // dQ += dS . K
+#if MASKC_BWD_DQ_PREFETCH
+    __syncthreads();  // every warp's dQ MMAs and column reads are done: K is free
+    if (next_kt < kt_end) {
+      MASKC_BWD_READ_COLS(next_kt)
+      maskc_bwd_load_wg<BN>(sK, Kp, sh.k_stride[2], next_kt * BN, Skv, tid);
+      maskc_copy_commit();
+    }
+#endif
+    kt = next_kt;
+    cls = next_cls;
   }
+#undef MASKC_BWD_READ_COLS
   maskc_copy_wait_all();
   maskc_elem_t* dQp = dQ + b * sh.dq_stride[0] + h * sh.dq_stride[1];
 #pragma unroll
