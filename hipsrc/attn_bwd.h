@@ -46,8 +46,9 @@
 // kernel's forward on the same inputs; dbuf[slot] zeroed before
 // maskc_attn_bwd (its int64 sums hold |gradient| < 2^31); tile_flags from
 // maskc_tile_flags on the same shape; Sq, Skv >= 1 (the host writes zeros
-// itself when either is 0). On sm_90a the backward's products stay mma.sync
-// (the forward in the same module is wgmma).
+// itself when either is 0). On sm_90a (MASKC_NV_WGMMA) maskc_attn_bwd and
+// maskc_attn_bwd_dq are warpgroup-MMA kernels (MASKC_BWD_WG, below) with the
+// same tiles, grids and shared memory as the mma.sync and MFMA kernels.
 //
 // Warp GEMMs (below, per platform): C[16 x N] += A[16 x K] . B[K x N] with A
 // and B in swizzled shared tiles (maskc_smem_index), A stored [m][k] (ROW)
@@ -87,8 +88,9 @@
 // as one commit group each (0: one wait per product).
 #define MASKC_BWD_WG_BATCH 1
 // MASKC_BWD_DQ_RED: dQ's atomics as 4-float vector reductions (1, 2: two
-// PTX spellings of red.v4.f32) instead of one atomic per float (0).
-#define MASKC_BWD_DQ_RED 0
+// PTX spellings of red.v4.f32; the same speed on the H200) instead of one
+// atomic per float (0: 1.2-2x slower forward + backward, gpu/NOTES.md run 14).
+#define MASKC_BWD_DQ_RED 1
 // MASKC_BWD_DQ_PREFETCH: the deterministic dQ kernel copies the next kv
 // tile's V while it computes dS and dQ, and its K after (0: both at the top).
 #define MASKC_BWD_DQ_PREFETCH 0
