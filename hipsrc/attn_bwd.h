@@ -87,13 +87,10 @@
 // MASKC_BWD_WG_BATCH: the wgmma kernel issues S^T with dP^T and dV with dK
 // as one commit group each (0: one wait per product).
 #define MASKC_BWD_WG_BATCH 1
-// MASKC_BWD_DQ_RED: dQ's atomics as 4-float vector reductions (1, 2: two
-// PTX spellings of red.v4.f32; the same speed on the H200) instead of one
-// atomic per float (0: 1.2-2x slower forward + backward, gpu/NOTES.md run 14).
+// MASKC_BWD_DQ_RED: dQ's atomics as 4-float vector reductions
+// (red.global.add.v4.f32) instead of one atomic per float (0: 1.2-2x slower
+// forward + backward on the H200, gpu/NOTES.md run 14).
 #define MASKC_BWD_DQ_RED 1
-// MASKC_BWD_DQ_PREFETCH: the deterministic dQ kernel copies the next kv
-// tile's V while it computes dS and dQ, and its K after (0: both at the top).
-#define MASKC_BWD_DQ_PREFETCH 0
 #if defined(MASKC_PLATFORM_NVIDIA) && MASKC_NV_WGMMA && MASKC_BWD_USE_WGMMA && MASKC_HEAD_DIM <= 128
 #define MASKC_BWD_WG 1
 #else
@@ -454,11 +451,7 @@ __device__ __forceinline__ void maskc_bwd_wgmma_tt_n64(float* d, unsigned long l
 
 // p[0..3] += (a, b, c, d) in one vector reduction (sm_90; p 16-byte aligned).
 __device__ __forceinline__ void maskc_bwd_red4(float* p, float a, float b, float c, float d) {
-#if MASKC_BWD_DQ_RED == 1
   asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
-#else
-  asm volatile("red.global.v4.f32.add [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
-#endif
 }
 
 // Shared-memory writes by ordinary stores made visible to the MMA's reads
@@ -840,20 +833,8 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
   }
   int cls = 0;
   int kt = maskc_bwd_next_kt(sh, buf, b, h, q0, kt_begin - 1, kt_end, &cls);
-#if MASKC_BWD_DQ_PREFETCH
-  if (kt < kt_end) {
-    MASKC_BWD_READ_COLS(kt)
-    maskc_bwd_load_wg<BN>(sK, Kp, sh.k_stride[2], kt * BN, Skv, tid);
-    maskc_bwd_load_wg<BN>(sV, Vp, sh.v_stride[2], kt * BN, Skv, tid);
-    maskc_copy_commit();
-  }
-#endif
   while (kt < kt_end) {
     const int k0 = kt * BN;
-#if MASKC_BWD_DQ_PREFETCH
-    maskc_copy_wait_all();
-    __syncthreads();
-#else
     __syncthreads();  // every warp's MMAs on the previous K, V are done
     MASKC_BWD_READ_COLS(kt)
     maskc_bwd_load_wg<BN>(sK, Kp, sh.k_stride[2], k0, Skv, tid);
@@ -861,7 +842,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
     maskc_copy_commit();
     maskc_copy_wait_all();
     __syncthreads();
-#endif
     float s[MASKC_BACC(BN)], dp[MASKC_BACC(BN)];
 #pragma unroll
     for (int i = 0; i < MASKC_BACC(BN); ++i) s[i] = dp[i] = 0.f;
@@ -869,13 +849,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
     maskc_mma_qk<MASKC_DT, D, BN>(dp, dofrag, sV, lane);
     int next_cls = 0;
     const int next_kt = maskc_bwd_next_kt(sh, buf, b, h, q0, kt, kt_end, &next_cls);
-#if MASKC_BWD_DQ_PREFETCH
-    __syncthreads();  // every warp's S and dP MMAs are done: V is free
-    if (next_kt < kt_end) {
-      maskc_bwd_load_wg<BN>(sV, Vp, sh.v_stride[2], next_kt * BN, Skv, tid);
-      maskc_copy_commit();
-    }
-#endif
 #pragma unroll
     for (int i = 0; i < MASKC_BACC(BN); ++i) {
       const int qr = 16 * warp + maskc_bacc_row<BN>(lane, i), kc = maskc_bacc_col<BN>(lane, i);
@@ -893,14 +866,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
       s[i] = ds;
     }
     maskc_mma_pv<MASKC_DT, D, BN>(dq, s, sK, lane);  // dQ += dS . K
-#if MASKC_BWD_DQ_PREFETCH
-    __syncthreads();  // every warp's dQ MMAs and column reads are done: K is free
-    if (next_kt < kt_end) {
-      MASKC_BWD_READ_COLS(next_kt)
-      maskc_bwd_load_wg<BN>(sK, Kp, sh.k_stride[2], next_kt * BN, Skv, tid);
-      maskc_copy_commit();
-    }
-#endif
     kt = next_kt;
     cls = next_cls;
   }
