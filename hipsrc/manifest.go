@@ -97,6 +97,21 @@ type KernelManifest struct {
 	ScoreTorch string `json:"score_torch"`
 }
 
+// SetBackward records the backward source written beside the forward:
+// source (relative to the manifest), the entry points BwdEntries, the
+// backward tiles and shared memory for the kernel's head dim. It is the
+// one place that fills the bwd_* fields (maskc compile and genkernels).
+func (k *KernelManifest) SetBackward(source string) {
+	k.BwdSource, k.BwdEntries = source, BwdEntryNames()
+	k.BwdBlockM, k.BwdBlockN, k.BwdSharedMemBytes = BwdBlockM, BwdBlockN, BwdSharedMemBytes(k.HeadDim)
+}
+
+// BwdSourceName is the backward source's file name beside the forward's
+// source file (NAME.cu gives NAME.bwd.cu).
+func BwdSourceName(source string) string {
+	return strings.TrimSuffix(source, filepath.Ext(source)) + ".bwd" + filepath.Ext(source)
+}
+
 // BufferSlot is one MaskcBuffers entry.
 type BufferSlot struct {
 	// Name is the buffer's name in the .flex file.
