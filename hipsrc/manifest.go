@@ -81,6 +81,9 @@ type KernelManifest struct {
 	// no backward source was written.
 	BwdSource  string   `json:"bwd_source,omitempty"`
 	BwdEntries []string `json:"bwd_entries,omitempty"`
+	// BwdCodeObjects are prebuilt code objects of BwdSource by
+	// architecture, relative to the manifest.
+	BwdCodeObjects map[string]string `json:"bwd_code_objects,omitempty"`
 	// BwdBlockM and BwdBlockN are the backward's q and kv tiles,
 	// BwdSharedMemBytes the dynamic shared memory of maskc_attn_bwd and
 	// maskc_attn_bwd_dq (BwdWarps warps per block on every platform).
