@@ -17,6 +17,12 @@ type Grads struct {
 	DBufs map[string]*Tensor
 	// DSink is the sink gradient, one per query head; nil without a sink.
 	DSink []float64
+	// DBufsAbs and DSinkAbs are the sums of the magnitudes of the terms
+	// of each buffer and sink gradient element: the scale that rounding
+	// errors in the terms are relative to when they cancel (an ALiBi
+	// slope's dS * (kv - q) sums to almost nothing row by row).
+	DBufsAbs map[string]*Tensor
+	DSinkAbs []float64
 }
 
 // AttentionBackward computes, in float64, the gradients of Attention(spec,
@@ -78,9 +84,9 @@ func AttentionBackward(spec AttentionSpec, grad *GradFunc, q, k, v, dO, dLSE *Te
 	if scale == 0 {
 		scale = dsl.DefaultScale(sh.D)
 	}
-	g := &Grads{DQ: NewTensor(q.Dims...), DK: NewTensor(k.Dims...), DV: NewTensor(v.Dims...), DBufs: map[string]*Tensor{}}
+	g := &Grads{DQ: NewTensor(q.Dims...), DK: NewTensor(k.Dims...), DV: NewTensor(v.Dims...), DBufs: map[string]*Tensor{}, DBufsAbs: map[string]*Tensor{}}
 	if len(spec.Sink) > 0 {
-		g.DSink = make([]float64, sh.H)
+		g.DSink, g.DSinkAbs = make([]float64, sh.H), make([]float64, sh.H)
 	}
 	if grad != nil {
 		for _, r := range grad.reads {
@@ -89,7 +95,7 @@ func AttentionBackward(spec AttentionSpec, grad *GradFunc, q, k, v, dO, dLSE *Te
 				if t == nil {
 					return nil, fmt.Errorf("%w: buffer %s is not in the Env", ErrShape, r.buffer)
 				}
-				g.DBufs[r.buffer] = NewTensor(t.Dims...)
+				g.DBufs[r.buffer], g.DBufsAbs[r.buffer] = NewTensor(t.Dims...), NewTensor(t.Dims...)
 			}
 		}
 	}
@@ -166,6 +172,7 @@ func AttentionBackward(spec AttentionSpec, grad *GradFunc, q, k, v, dO, dLSE *Te
 				}
 				if g.DSink != nil {
 					g.DSink[h] -= math.Exp(sink-lse) * delta
+					g.DSinkAbs[h] += math.Abs(math.Exp(sink-lse) * delta)
 				}
 				dq := g.DQ.Data[row*sh.D:][:sh.D]
 				for j := 0; j < sh.KV; j++ {
@@ -199,6 +206,7 @@ func AttentionBackward(spec AttentionSpec, grad *GradFunc, q, k, v, dO, dLSE *Te
 								at = at*t.Dims[d] + int(ix)
 							}
 							t.Data[at] += dS * r.D
+							g.DBufsAbs[r.Buffer].Data[at] += math.Abs(dS * r.D)
 						}
 					}
 					krow := k.Data[kvRow*sh.D:][:sh.D]
