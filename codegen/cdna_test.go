@@ -150,7 +150,7 @@ type cdnaBuild struct {
 // code object:
 //   - its metadata note (llvm-readelf-21 --notes) lists every entry point,
 //     and no kernel spills vector registers or uses scratch memory;
-//   - maskc_attn_fwd and maskc_attn_bwd use MFMA instructions
+//   - maskc_attn_fwd, maskc_attn_bwd and maskc_attn_bwd_dq use MFMA instructions
 //     (llvm-objdump-21), maskc_attn_fwd gfx950's own 16x16x32 on gfx950;
 //   - the resource table (VGPR/AGPR/SGPR, spills, scratch, LDS with the
 //     launch's dynamic shared memory, occupancy) is logged and, when
@@ -270,7 +270,7 @@ func TestHipccMFMA(t *testing.T) {
 				return
 			}
 			notes[i] = string(out)
-			script = `for f in *-` + arch + `.out; do echo "=== $f"; for s in maskc_attn_fwd maskc_attn_bwd; do echo "--- $s"; llvm-objdump-21 -d --disassemble-symbols=$s "$f" | grep -o 'v_mfma_[a-z0-9_]*' | sort | uniq -c; done; done`
+			script = `for f in *-` + arch + `.out; do echo "=== $f"; for s in maskc_attn_fwd maskc_attn_bwd maskc_attn_bwd_dq; do echo "--- $s"; llvm-objdump-21 -d --disassemble-symbols=$s "$f" | grep -o 'v_mfma_[a-z0-9_]*' | sort | uniq -c; done; done`
 			out, err = sidrocm.Command(root, dir, "sh", "-c", script).CombinedOutput()
 			if err != nil {
 				errs[i] = fmt.Errorf("llvm-objdump %s: %v\n%s", arch, err, out)
@@ -315,7 +315,7 @@ func TestHipccMFMA(t *testing.T) {
 				}
 			}
 			ops := splitByObject(objMFMA[obj], "--- ")
-			for _, fn := range []string{"maskc_attn_fwd", "maskc_attn_bwd"} {
+			for _, fn := range []string{"maskc_attn_fwd", "maskc_attn_bwd", "maskc_attn_bwd_dq"} {
 				if !strings.Contains(ops[fn], "v_mfma_") {
 					t.Errorf("%s: %s has no MFMA instruction", obj, fn)
 				}
