@@ -150,8 +150,8 @@ type cdnaBuild struct {
 // code object:
 //   - its metadata note (llvm-readelf-21 --notes) lists every entry point,
 //     and no kernel spills vector registers or uses scratch memory;
-//   - maskc_attn_fwd, maskc_attn_bwd and maskc_attn_bwd_dq use MFMA instructions
-//     (llvm-objdump-21), maskc_attn_fwd gfx950's own 16x16x32 on gfx950;
+//   - maskc_attn_fwd, maskc_attn_bwd and maskc_attn_bwd_dq use MFMA
+//     instructions (llvm-objdump-21), gfx950's own 16x16x32 on gfx950;
 //   - the resource table (VGPR/AGPR/SGPR, spills, scratch, LDS with the
 //     launch's dynamic shared memory, occupancy) is logged and, when
 //     $MASKC_CDNA_TABLE names a file, written there (.ci/run prints it).
@@ -319,9 +319,9 @@ func TestHipccMFMA(t *testing.T) {
 				if !strings.Contains(ops[fn], "v_mfma_") {
 					t.Errorf("%s: %s has no MFMA instruction", obj, fn)
 				}
-			}
-			if arch == "gfx950" && !gfx950MFMA.MatchString(ops["maskc_attn_fwd"]) {
-				t.Errorf("%s: no gfx950 MFMA (16x16x32) in maskc_attn_fwd:\n%s", obj, ops["maskc_attn_fwd"])
+				if arch == "gfx950" && !gfx950MFMA.MatchString(ops[fn]) {
+					t.Errorf("%s: no gfx950 MFMA (16x16x32) in %s:\n%s", obj, fn, ops[fn])
+				}
 			}
 			for _, k := range ks {
 				lds := k.LDS + dynamicLDS(k.Name, b.headDim)

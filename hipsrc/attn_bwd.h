@@ -181,26 +181,39 @@ __device__ __forceinline__ void maskc_bwd_gemm(float* c, const maskc_elem_t* sA,
   // and hoisted out of the callers' loops they would stay live across them.
   asm volatile("" : "+v"(lane));
   const int r16 = lane & 15, k4 = (lane >> 4) * 4;
+  // A's and B's fragments of k-step kk.
+  auto frag_a = [&](int kk) {
+    maskc_short4 a;
+    if (AM == MASKC_A_ROW) {
+      a = maskc_lds4(sA + maskc_smem_index<LDA>(m0 + r16, kk * 16 + k4));
+    } else {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) a[e] = (short)sA[maskc_smem_index<LDA>(kk * 16 + k4 + e, m0 + r16)];
+    }
+    return a;
+  };
+  auto frag_b = [&](int j, int kk) {
+    maskc_short4 b;
+    if (BM == MASKC_B_NK) {
+      b = maskc_lds4(sB + maskc_smem_index<LDB>(j * 16 + r16, kk * 16 + k4));
+    } else {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) b[e] = (short)sB[maskc_smem_index<LDB>(kk * 16 + k4 + e, j * 16 + r16)];
+    }
+    return b;
+  };
 #pragma unroll
   for (int j = 0; j < N / 16; ++j) {
     maskc_float4 acc = {c[4 * j], c[4 * j + 1], c[4 * j + 2], c[4 * j + 3]};
+#if MASKC_MFMA_K32  // gfx950: two k-steps per 16x16x32 MFMA (mma_mfma.h)
+    static_assert(K % 32 == 0, "whole 16x16x32 k-steps");
 #pragma unroll
-    for (int kk = 0; kk < K / 16; ++kk) {
-      maskc_short4 a, b;
-      if (AM == MASKC_A_ROW) {
-        a = maskc_lds4(sA + maskc_smem_index<LDA>(m0 + r16, kk * 16 + k4));
-      } else {
+    for (int kk = 0; kk < K / 16; kk += 2)
+      acc = maskc_mfma16x2<DT>(frag_a(kk), frag_a(kk + 1), frag_b(j, kk), frag_b(j, kk + 1), acc);
+#else
 #pragma unroll
-        for (int e = 0; e < 4; ++e) a[e] = (short)sA[maskc_smem_index<LDA>(kk * 16 + k4 + e, m0 + r16)];
-      }
-      if (BM == MASKC_B_NK) {
-        b = maskc_lds4(sB + maskc_smem_index<LDB>(j * 16 + r16, kk * 16 + k4));
-      } else {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) b[e] = (short)sB[maskc_smem_index<LDB>(kk * 16 + k4 + e, j * 16 + r16)];
-      }
-      acc = maskc_mfma16<DT>(a, b, acc);
-    }
+    for (int kk = 0; kk < K / 16; ++kk) acc = maskc_mfma16<DT>(frag_a(kk), frag_b(j, kk), acc);
+#endif
     c[4 * j] = acc[0];
     c[4 * j + 1] = acc[1];
     c[4 * j + 2] = acc[2];

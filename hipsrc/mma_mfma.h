@@ -1,5 +1,5 @@
 // maskc generated-kernel back end: AMD MFMA (gfx90a, gfx94x, gfx950: 16x16x16,
-// and on gfx950 its own 16x16x32 in the forward's products).
+// and on gfx950 its own 16x16x32, forward and backward).
 //
 // Follows prelude.h.
 #ifndef MASKC_MMA_MFMA_H
