@@ -168,7 +168,19 @@ def check_one(kern, case, shape, use_dlse, gen, flex):
                 if fg[3][s] is not None:
                     r["flex_dbuf%d" % s] = mg.rel_err(got[3][s], fg[3][s])
                     r["flex_ref_dbuf%d" % s] = mg.rel_err(fg[3][s], ref[3][s])
-            ok = ok and all(r[x] < TOL for x in ("flex_dq", "flex_dk", "flex_dv"))
+            # A gradient that is exactly zero (one key: P = 1, dS = 0, so dQ
+            # = dK = 0) is rounding noise on both sides, and the relative
+            # error of one noise against the other means nothing: such a
+            # gradient (float64 norm under 1e-6 of dV's) is held to the
+            # float64 reference only (above), and marked flex_zero_*.
+            floor = 1e-6 * ref[2].norm().item()
+            gated = []
+            for x, t in (("flex_dq", ref[0]), ("flex_dk", ref[1]), ("flex_dv", ref[2])):
+                if t.norm().item() <= floor:
+                    r["flex_zero_" + x[len("flex_"):]] = True
+                else:
+                    gated.append(x)
+            ok = ok and all(r[x] < TOL for x in gated)
         except Exception as e:
             r["flex_error"] = repr(e)[:300]
     r["ok"] = ok
@@ -237,7 +249,7 @@ def main():
                             [math.nan])
                 fl = max([v for key, v in r.items() if key.startswith("flex_d") and isinstance(v, float)] or [math.nan])
                 bad = [key for key, v in r.items() if key.startswith(("d", "det_d", "flex_d")) and isinstance(v, float)
-                       and v >= TOL]
+                       and v >= TOL and not r.get("flex_zero_" + key[len("flex_"):])]
                 print("  %-22s dlse=%d worst_vs_ref=%.2e worst_vs_flex=%.2e buf_plain=%.2e det_bitwise=%s unwritten=%s "
                       "%s%s%s" % (
                     ",".join(map(str, shape[:5])), use_dlse, worst, fl, plain, r.get("det_bitwise"), r.get("unwritten"),
