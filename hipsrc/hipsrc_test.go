@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -467,5 +468,48 @@ func TestBwdGrids(t *testing.T) {
 		if !strings.Contains(AttnBwd, e.Name+"(") {
 			t.Errorf("attn_bwd.h defines no %s", e.Name)
 		}
+	}
+}
+
+// TestManifestDocumentsEveryField: every JSON field of manifest.json (the
+// types it is written from) is named in MANIFEST.md, which the Python
+// package and other launchers read as the schema.
+func TestManifestDocumentsEveryField(t *testing.T) {
+	doc, err := os.ReadFile("MANIFEST.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The names in code spans: `bwd_source`, `{name, slot, dtype}`, ...
+	named := map[string]bool{}
+	for _, span := range regexp.MustCompile("`[^`]+`").FindAllString(string(doc), -1) {
+		for _, w := range regexp.MustCompile(`\w+`).FindAllString(span, -1) {
+			named[w] = true
+		}
+	}
+	seen := map[reflect.Type]bool{}
+	var walk func(reflect.Type)
+	walk = func(ty reflect.Type) {
+		for ty.Kind() == reflect.Slice || ty.Kind() == reflect.Map || ty.Kind() == reflect.Array || ty.Kind() == reflect.Pointer {
+			ty = ty.Elem()
+		}
+		if ty.Kind() != reflect.Struct || seen[ty] {
+			return
+		}
+		seen[ty] = true
+		for i := 0; i < ty.NumField(); i++ {
+			f := ty.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "" || name == "-" {
+				continue
+			}
+			if !named[name] {
+				t.Errorf("MANIFEST.md does not document %s.%s (`%s`)", ty.Name(), f.Name, name)
+			}
+			walk(f.Type)
+		}
+	}
+	walk(reflect.TypeOf(Manifest{}))
+	if len(seen) < 8 {
+		t.Errorf("walked only %d types", len(seen))
 	}
 }
