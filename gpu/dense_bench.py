@@ -42,10 +42,13 @@ import maskc_gpu as mg
 PLATFORM = "nvidia-sm90a"
 VARIANTS = {
     "wg": "",
+    "ws-lag": "#define MASKC_NV_WS 1\n#define MASKC_WS_NOINC 0\n",
     "ws-seq": "#define MASKC_NV_WS 1\n#define MASKC_WS_OVERLAP 0\n#define MASKC_WS_PINGPONG 0\n",
     "ws-ov": "#define MASKC_NV_WS 1\n#define MASKC_WS_PINGPONG 0\n",
     "ws": "#define MASKC_NV_WS 1\n",
+    "ws3": "#define MASKC_NV_WS 1\n#define MASKC_WS_STAGES 3\n",
 }
+SMEM_MAX = 232448  # sm_90's opt-in dynamic shared memory per block
 HEADS = {64: 32, 128: 16, 256: 8}
 WS_THREADS = 384  # hipsrc.WSThreads
 
@@ -54,8 +57,13 @@ def ws_block_n(d):  # hipsrc.WSBlockN
     return 64 if d == 256 else 128
 
 
-def ws_smem(d):  # hipsrc.WSSharedMemBytes
-    return 2 * (128 * d + 2 * 2 * ws_block_n(d) * d) + 8 * (4 * 2 + 1)
+def ws_smem(d, stages=2):  # hipsrc.WSSharedMemBytes
+    return 2 * (128 * d + 2 * stages * ws_block_n(d) * d) + 8 * (4 * stages + 1)
+
+
+def stages_of(variant):
+    m = re.search(r"MASKC_WS_STAGES (\d+)", VARIANTS[variant])
+    return int(m.group(1)) if m else 2
 
 
 def source_for(src, d, variant):
@@ -67,10 +75,10 @@ class WSKernel(mg.Kernel):
     """A kernel built from attn_fwd_sm90.h: the forward takes WS_THREADS
     threads and ws_smem bytes; the pre-pass keeps the manifest's threads."""
 
-    def __init__(self, src, entry, abi, name, compiled, d):
+    def __init__(self, src, entry, abi, name, compiled, d, stages):
         super().__init__(src, entry, abi, name, compiled=compiled, platform=PLATFORM)
         self.flag_threads = self.threads
-        self.threads, self.smem = WS_THREADS, ws_smem(d)
+        self.threads, self.smem = WS_THREADS, ws_smem(d, stages)
         mg._cu_check(mg._cuda.cuFuncSetAttribute(self.fwd, 8, self.smem), "cuFuncSetAttribute(max dynamic smem)")
 
     def _launch(self, f, grid, block, smem, args):
@@ -86,7 +94,7 @@ def build(abi, case, src, d, variant, ex):
 
     def load():
         if variant.startswith("ws"):
-            k = WSKernel(s, entry, abi, name, fut.result(), d)
+            k = WSKernel(s, entry, abi, name, fut.result(), d, stages_of(variant))
         else:
             k = mg.Kernel(s, entry, abi, name, compiled=fut.result(), platform=PLATFORM)
             k.head_dim = d
@@ -98,7 +106,7 @@ def ptxas_summary(log):
     regs = re.findall(r"Used (\d+) registers", log)
     spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
     warns = sorted(set(re.findall(r"warning[^\n]*", log)))[:4]
-    return dict(regs=regs[:2], spills=spills[:2], warnings=warns)
+    return dict(ptxas_regs=regs[:2], ptxas_spills=spills[:2], ptxas_warnings=warns)
 
 
 def main():
@@ -135,7 +143,7 @@ def main():
             c, src = by_name[n]
             for d in dims:
                 for v in variants:
-                    if v == "wg" and d == 256:
+                    if v == "wg" and d == 256 or v.startswith("ws") and ws_smem(d, stages_of(v)) > SMEM_MAX:
                         continue
                     loads[(n, d, v)] = build(abi, c, src, d, v, ex)
     kernels = {}

@@ -48,7 +48,17 @@
 #define MASKC_WS_BLOCK_N 128
 #endif
 #endif
+#ifndef MASKC_WS_STAGES
 #define MASKC_WS_STAGES 2
+#endif
+// How a producer thread signals a stage's "full" barrier: 1, by
+// cp.async.mbarrier.arrive.noinc (the arrival happens when its copies land,
+// every stage's copies can be in flight; each consumer thread then fences
+// the async proxy after its wait); 0, by waiting for all but its newest
+// cp.async group, fencing and arriving (at most two groups in flight).
+#ifndef MASKC_WS_NOINC
+#define MASKC_WS_NOINC 1
+#endif
 #define MASKC_WS_THREADS 384
 #ifndef MASKC_WS_PRODUCER_REGS
 #define MASKC_WS_PRODUCER_REGS 40
@@ -87,6 +97,14 @@ __device__ __forceinline__ void maskc_mbar_wait(maskc_u32 bar, int parity) {
       "}" ::"r"(bar),
       "r"(parity)
       : "memory");
+}
+// A consumer's wait for a "full" barrier: with MASKC_WS_NOINC the copies
+// were written through the generic proxy and are read by wgmma.
+__device__ __forceinline__ void maskc_ws_wait_full(maskc_u32 bar, int parity) {
+  maskc_mbar_wait(bar, parity);
+#if MASKC_WS_NOINC
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
 }
 __device__ __forceinline__ void maskc_named_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
@@ -242,6 +260,14 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
     const maskc_elem_t* Qp = Q + b * shape.q_stride[0] + h * shape.q_stride[1];
     const maskc_elem_t* Kp = K + b * shape.k_stride[0] + hkv * shape.k_stride[1];
     const maskc_elem_t* Vp = V + b * shape.v_stride[0] + hkv * shape.v_stride[1];
+#if MASKC_WS_NOINC
+    // Each thread's arrival on a group's barrier fires when its copies land.
+    auto signal_pending = [&](maskc_u32 bar) {
+      asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
+    };
+    maskc_ws_load<MASKC_BLOCK_M>(sQ, Qp, shape.q_stride[2], q0, Sq, tid);
+    signal_pending(MASKC_BAR_Q);
+#else
     // Each group's barrier is signalled once the next group is issued (one
     // group stays in flight), the last one at the end.
     maskc_u32 pending = MASKC_BAR_Q;
@@ -252,6 +278,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
       pending = next;
     };
     maskc_ws_load<MASKC_BLOCK_M>(sQ, Qp, shape.q_stride[2], q0, Sq, tid);
+#endif
     int ik = 0, iv = 0;  // K and V tiles loaded so far
     int kt = tiles.next(tiles.begin);
     if (kt < tiles.end) {
@@ -275,9 +302,13 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
       ++iv;
       kt = kn;
     }
+#if MASKC_WS_NOINC
+    asm volatile("cp.async.wait_all;" ::: "memory");  // no copy outlives its thread
+#else
     asm volatile("cp.async.wait_group 0;" ::: "memory");
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     maskc_mbar_arrive(pending);
+#endif
   } else {
     // ------------------------------------------------------------ consumers
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(MASKC_WS_CONSUMER_REGS));
@@ -418,14 +449,14 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
   if (lane == 0) maskc_mbar_arrive(bar);
 #define MASKC_WS_ZERO_S() _Pragma("unroll") for (int i = 0; i < BN / 2; ++i) s[i] = 0.f;
 
-    maskc_mbar_wait(MASKC_BAR_Q, 0);
+    maskc_ws_wait_full(MASKC_BAR_Q, 0);
     int kt = tiles.next(tiles.begin);
 #if MASKC_WS_OVERLAP
     if (kt < tiles.end) {
       // First tile: Q.K^T and its softmax; its P.V waits for the next tile.
       {
         const int ks = ik % MASKC_WS_STAGES;
-        maskc_mbar_wait(MASKC_BAR_FULL_K(ks), (ik / MASKC_WS_STAGES) & 1);
+        maskc_ws_wait_full(MASKC_BAR_FULL_K(ks), (ik / MASKC_WS_STAGES) & 1);
 #if MASKC_WS_PINGPONG
         maskc_named_sync(1 + cw, 256);
 #endif
@@ -445,14 +476,14 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
       kt = tiles.next(kt + 1);
       while (kt < tiles.end) {
         const int ks = ik % MASKC_WS_STAGES, vs = iv % MASKC_WS_STAGES;
-        maskc_mbar_wait(MASKC_BAR_FULL_K(ks), (ik / MASKC_WS_STAGES) & 1);
+        maskc_ws_wait_full(MASKC_BAR_FULL_K(ks), (ik / MASKC_WS_STAGES) & 1);
 #if MASKC_WS_PINGPONG
         maskc_named_sync(1 + cw, 256);
 #endif
         MASKC_WS_ZERO_S()
         maskc_ws_issue_qk<MASKC_DT, D, BN>(s, qf, sK + ks * MASKC_WS_KV_ELEMS);
         MASKC_WS_RESCALE()
-        maskc_mbar_wait(MASKC_BAR_FULL_V(vs), (iv / MASKC_WS_STAGES) & 1);
+        maskc_ws_wait_full(MASKC_BAR_FULL_V(vs), (iv / MASKC_WS_STAGES) & 1);
         maskc_ws_issue_pv<MASKC_DT, D, BN>(o, a, sV + vs * MASKC_WS_KV_ELEMS);
 #if MASKC_WS_PINGPONG
         maskc_named_arrive(2 - cw, 256);
@@ -474,7 +505,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
       // The last tile's P.V.
       const int vs = iv % MASKC_WS_STAGES;
       MASKC_WS_RESCALE()
-      maskc_mbar_wait(MASKC_BAR_FULL_V(vs), (iv / MASKC_WS_STAGES) & 1);
+      maskc_ws_wait_full(MASKC_BAR_FULL_V(vs), (iv / MASKC_WS_STAGES) & 1);
       maskc_ws_issue_pv<MASKC_DT, D, BN>(o, a, sV + vs * MASKC_WS_KV_ELEMS);
       maskc_wg_wait_n<0>();
       maskc_wg_fence_regs<D / 2>(o);
@@ -485,7 +516,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
 #else
     while (kt < tiles.end) {
       const int ks = ik % MASKC_WS_STAGES, vs = iv % MASKC_WS_STAGES;
-      maskc_mbar_wait(MASKC_BAR_FULL_K(ks), (ik / MASKC_WS_STAGES) & 1);
+      maskc_ws_wait_full(MASKC_BAR_FULL_K(ks), (ik / MASKC_WS_STAGES) & 1);
       MASKC_WS_ZERO_S()
       maskc_ws_issue_qk<MASKC_DT, D, BN>(s, qf, sK + ks * MASKC_WS_KV_ELEMS);
       MASKC_WS_COLS(kt)
@@ -496,7 +527,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
       MASKC_WS_SOFTMAX()
       MASKC_WS_RESCALE()
       MASKC_WS_PACK_P()
-      maskc_mbar_wait(MASKC_BAR_FULL_V(vs), (iv / MASKC_WS_STAGES) & 1);
+      maskc_ws_wait_full(MASKC_BAR_FULL_V(vs), (iv / MASKC_WS_STAGES) & 1);
       maskc_ws_issue_pv<MASKC_DT, D, BN>(o, a, sV + vs * MASKC_WS_KV_ELEMS);
       maskc_wg_wait_n<0>();
       maskc_wg_fence_regs<D / 2>(o);
