@@ -47,6 +47,7 @@ VARIANTS = {
     "ws-ov": "#define MASKC_NV_WS 1\n#define MASKC_WS_PINGPONG 0\n",
     "ws": "#define MASKC_NV_WS 1\n",
     "ws3": "#define MASKC_NV_WS 1\n#define MASKC_WS_STAGES 3\n",
+    "ws-n64": "#define MASKC_NV_WS 1\n#define MASKC_WS_BLOCK_N 64\n",
 }
 SMEM_MAX = 232448  # sm_90's opt-in dynamic shared memory per block
 HEADS = {64: 32, 128: 16, 256: 8}
@@ -57,8 +58,13 @@ def ws_block_n(d):  # hipsrc.WSBlockN
     return 64 if d == 256 else 128
 
 
-def ws_smem(d, stages=2):  # hipsrc.WSSharedMemBytes
-    return 2 * (128 * d + 2 * stages * ws_block_n(d) * d) + 8 * (4 * stages + 1)
+def ws_smem(d, stages=2, bn=None):  # hipsrc.WSSharedMemBytes
+    return 2 * (128 * d + 2 * stages * (bn or ws_block_n(d)) * d) + 8 * (4 * stages + 1)
+
+
+def block_n_of(variant):
+    m = re.search(r"MASKC_WS_BLOCK_N (\d+)", VARIANTS[variant])
+    return int(m.group(1)) if m else None
 
 
 def stages_of(variant):
@@ -75,10 +81,10 @@ class WSKernel(mg.Kernel):
     """A kernel built from attn_fwd_sm90.h: the forward takes WS_THREADS
     threads and ws_smem bytes; the pre-pass keeps the manifest's threads."""
 
-    def __init__(self, src, entry, abi, name, compiled, d, stages):
+    def __init__(self, src, entry, abi, name, compiled, d, stages, bn):
         super().__init__(src, entry, abi, name, compiled=compiled, platform=PLATFORM)
         self.flag_threads = self.threads
-        self.threads, self.smem = WS_THREADS, ws_smem(d, stages)
+        self.threads, self.smem = WS_THREADS, ws_smem(d, stages, bn)
         mg._cu_check(mg._cuda.cuFuncSetAttribute(self.fwd, 8, self.smem), "cuFuncSetAttribute(max dynamic smem)")
 
     def _launch(self, f, grid, block, smem, args):
@@ -94,7 +100,7 @@ def build(abi, case, src, d, variant, ex):
 
     def load():
         if variant.startswith("ws"):
-            k = WSKernel(s, entry, abi, name, fut.result(), d, stages_of(variant))
+            k = WSKernel(s, entry, abi, name, fut.result(), d, stages_of(variant), block_n_of(variant))
         else:
             k = mg.Kernel(s, entry, abi, name, compiled=fut.result(), platform=PLATFORM)
             k.head_dim = d
@@ -143,7 +149,7 @@ def main():
             c, src = by_name[n]
             for d in dims:
                 for v in variants:
-                    if v == "wg" and d == 256 or v.startswith("ws") and ws_smem(d, stages_of(v)) > SMEM_MAX:
+                    if v == "wg" and d == 256 or v.startswith("ws") and ws_smem(d, stages_of(v), block_n_of(v)) > SMEM_MAX:
                         continue
                     loads[(n, d, v)] = build(abi, c, src, d, v, ex)
     kernels = {}
