@@ -147,43 +147,62 @@ struct MaskcWsTiles {
 template <int ROWS>
 __device__ __forceinline__ void maskc_ws_load(maskc_elem_t* dst, const maskc_elem_t* src, long long stride, int row0,
                                               int nrows, int ptid) {
+  // Thread ptid copies chunk ch of rows r0, r0 + kStep, ...: a running
+  // global pointer and a rolled loop keep the producer within its few
+  // registers (unrolled, the compiler keeps every address live and spills).
   constexpr int kChunks = MASKC_HEAD_DIM / 8;
-  static_assert((ROWS * kChunks) % 128 == 0, "whole rounds of 128 copies");
-#pragma unroll
-  for (int it = 0; it < ROWS * kChunks / 128; ++it) {
-    const int c = ptid + it * 128;
-    const int r = c / kChunks, ch = c % kChunks;
+  constexpr int kStep = 128 / kChunks;
+  static_assert((ROWS * kChunks) % 128 == 0 && 128 % kChunks == 0, "whole rounds of 128 copies");
+  const int r0 = ptid / kChunks, ch = ptid % kChunks;
+  const maskc_elem_t* g = src + (long long)(row0 + r0) * stride + ch * 8;
+  const long long gstep = (long long)kStep * stride;
+#pragma unroll 1
+  for (int r = r0; r < ROWS; r += kStep, g += gstep) {
     const bool valid = row0 + r < nrows;
-    const maskc_elem_t* g = src + (long long)(valid ? row0 + r : 0) * stride + ch * 8;
-    maskc_copy16(dst + maskc_tile_index<ROWS, MASKC_HEAD_DIM>(r, ch * 8), g, valid);
+    maskc_copy16(dst + maskc_tile_index<ROWS, MASKC_HEAD_DIM>(r, ch * 8), valid ? g : src, valid);
   }
   maskc_copy_commit();
 }
 
+// A 128-byte-swizzle descriptor (maskc_wg_desc's format) of the shared
+// address saddr. The address goes through a volatile move so that the
+// compiler rebuilds descriptors at each use (adding constant offsets to the
+// start-address field) instead of keeping a set of them live across the
+// key loop, which costs the consumers registers and spills.
+__device__ __forceinline__ unsigned long long maskc_ws_desc(maskc_u32 saddr, unsigned lbo, unsigned sbo) {
+  maskc_u32 a;
+  asm volatile("mov.b32 %0, %1;" : "=r"(a) : "r"(saddr));
+  return (unsigned long long)((a & 0x3FFFF) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |
+         ((unsigned long long)(sbo >> 4) << 32) | (1ull << 62);
+}
+
 // S = Q_wg . K_tile^T issued (not waited): s must be zeroed by the caller.
+// sq: the warpgroup's Q rows, sk: the K stage (shared addresses). Start
+// addresses stay below 2^18, so adding offsets/16 to the 14-bit field
+// never carries out of it.
 template <int DT, int D, int BN>
-__device__ __forceinline__ void maskc_ws_issue_qk(float* s, const MaskcQFrag<D>& q, const maskc_elem_t* sK) {
+__device__ __forceinline__ void maskc_ws_issue_qk(float* s, maskc_u32 sq, maskc_u32 sk) {
   maskc_wg_fence_regs<BN / 2>(s);
   maskc_wg_fence();
+  const unsigned long long dq = maskc_ws_desc(sq, 16, 1024), dk = maskc_ws_desc(sk, 16, 1024);
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk) {
-    const unsigned long long da = maskc_wg_desc(q.sQ + (kk >> 2) * q.dblock + (kk & 3) * 16, 16, 1024);
-    const unsigned long long db = maskc_wg_desc(sK + (kk >> 2) * (BN * 64) + (kk & 3) * 16, 16, 1024);
-    maskc_wgmma_ss<DT, BN>(s, da, db);
+    // k16 step kk: 64-column block kk / 4 (MASKC_BLOCK_M or BN rows of 128
+    // bytes), 32 bytes per step inside it.
+    maskc_wgmma_ss<DT, BN>(s, dq + (((kk >> 2) * MASKC_BLOCK_M * 128 + (kk & 3) * 32) >> 4),
+                           dk + (((kk >> 2) * BN * 128 + (kk & 3) * 32) >> 4));
   }
   maskc_wg_commit();
 }
 
-// O += P . V_tile issued (not waited), P packed in a.
+// O += P . V_tile issued (not waited), P packed in a; sv: the V stage.
 template <int DT, int D, int BN>
-__device__ __forceinline__ void maskc_ws_issue_pv(float* o, maskc_u32 (&a)[BN / 16][4], const maskc_elem_t* sV) {
+__device__ __forceinline__ void maskc_ws_issue_pv(float* o, maskc_u32 (&a)[BN / 16][4], maskc_u32 sv) {
   maskc_wg_fence_regs<D / 2>(o);
   maskc_wg_fence();
+  const unsigned long long dv = maskc_ws_desc(sv, BN * 128, 1024);
 #pragma unroll
-  for (int kk = 0; kk < BN / 16; ++kk) {
-    const unsigned long long db = maskc_wg_desc(sV + kk * 16 * 64, BN * 128, 1024);
-    maskc_wgmma_rs<DT, D>(o, a[kk], db);
-  }
+  for (int kk = 0; kk < BN / 16; ++kk) maskc_wgmma_rs<DT, D>(o, a[kk], dv + ((kk * 16 * 128) >> 4));
   maskc_wg_commit();
 }
 
@@ -316,8 +335,9 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
     const int lane = tid % 32;
     const int wl = (tid / 32) % 4;  // warp in the warpgroup: 16 rows
     maskc_elem_t* Op = O + b * shape.o_stride[0] + h * shape.o_stride[1];
-    MaskcQFrag<D> qf;
-    maskc_load_q<D, MASKC_BLOCK_M>(qf, sQ, cw * 64, lane);
+    // Shared addresses: the warpgroup's Q rows, K and V stage 0.
+    const maskc_u32 sq_wg = maskc_smem_addr(sQ) + cw * 64 * 128;
+    const maskc_u32 sk0 = maskc_smem_addr(sK), sv0 = maskc_smem_addr(sV);
 #if MASKC_WS_PINGPONG
     if (cw == 1) maskc_named_arrive(1, 256);  // warpgroup 1 issues first
 #endif
@@ -461,7 +481,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
         maskc_named_sync(1 + cw, 256);
 #endif
         MASKC_WS_ZERO_S()
-        maskc_ws_issue_qk<MASKC_DT, D, BN>(s, qf, sK + ks * MASKC_WS_KV_ELEMS);
+        maskc_ws_issue_qk<MASKC_DT, D, BN>(s, sq_wg, sk0 + ks * (2 * MASKC_WS_KV_ELEMS));
 #if MASKC_WS_PINGPONG
         maskc_named_arrive(2 - cw, 256);
 #endif
@@ -481,10 +501,10 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
         maskc_named_sync(1 + cw, 256);
 #endif
         MASKC_WS_ZERO_S()
-        maskc_ws_issue_qk<MASKC_DT, D, BN>(s, qf, sK + ks * MASKC_WS_KV_ELEMS);
+        maskc_ws_issue_qk<MASKC_DT, D, BN>(s, sq_wg, sk0 + ks * (2 * MASKC_WS_KV_ELEMS));
         MASKC_WS_RESCALE()
         maskc_ws_wait_full(MASKC_BAR_FULL_V(vs), (iv / MASKC_WS_STAGES) & 1);
-        maskc_ws_issue_pv<MASKC_DT, D, BN>(o, a, sV + vs * MASKC_WS_KV_ELEMS);
+        maskc_ws_issue_pv<MASKC_DT, D, BN>(o, a, sv0 + vs * (2 * MASKC_WS_KV_ELEMS));
 #if MASKC_WS_PINGPONG
         maskc_named_arrive(2 - cw, 256);
 #endif
@@ -506,7 +526,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
       const int vs = iv % MASKC_WS_STAGES;
       MASKC_WS_RESCALE()
       maskc_ws_wait_full(MASKC_BAR_FULL_V(vs), (iv / MASKC_WS_STAGES) & 1);
-      maskc_ws_issue_pv<MASKC_DT, D, BN>(o, a, sV + vs * MASKC_WS_KV_ELEMS);
+      maskc_ws_issue_pv<MASKC_DT, D, BN>(o, a, sv0 + vs * (2 * MASKC_WS_KV_ELEMS));
       maskc_wg_wait_n<0>();
       maskc_wg_fence_regs<D / 2>(o);
       maskc_wg_fence_u32<BN / 4>(&a[0][0]);
@@ -518,7 +538,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
       const int ks = ik % MASKC_WS_STAGES, vs = iv % MASKC_WS_STAGES;
       maskc_ws_wait_full(MASKC_BAR_FULL_K(ks), (ik / MASKC_WS_STAGES) & 1);
       MASKC_WS_ZERO_S()
-      maskc_ws_issue_qk<MASKC_DT, D, BN>(s, qf, sK + ks * MASKC_WS_KV_ELEMS);
+      maskc_ws_issue_qk<MASKC_DT, D, BN>(s, sq_wg, sk0 + ks * (2 * MASKC_WS_KV_ELEMS));
       MASKC_WS_COLS(kt)
       maskc_wg_wait_n<0>();
       maskc_wg_fence_regs<BN / 2>(s);
@@ -528,7 +548,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
       MASKC_WS_RESCALE()
       MASKC_WS_PACK_P()
       maskc_ws_wait_full(MASKC_BAR_FULL_V(vs), (iv / MASKC_WS_STAGES) & 1);
-      maskc_ws_issue_pv<MASKC_DT, D, BN>(o, a, sV + vs * MASKC_WS_KV_ELEMS);
+      maskc_ws_issue_pv<MASKC_DT, D, BN>(o, a, sv0 + vs * (2 * MASKC_WS_KV_ELEMS));
       maskc_wg_wait_n<0>();
       maskc_wg_fence_regs<D / 2>(o);
       maskc_wg_fence_u32<BN / 4>(&a[0][0]);
