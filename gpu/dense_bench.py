@@ -14,10 +14,13 @@ source's MASKC_HEAD_DIM (the scale stays the manifest's or 1/sqrt(D)).
 Variants: "wg" is the manifest's nvidia-sm90a kernel (attn_fwd.h, head dims
 64 and 128); the "ws*" ones compile attn_fwd_sm90.h (MASKC_NV_WS) and launch
 it with its own geometry (hipsrc.WSThreads threads, hipsrc.WSSharedMemBytes;
-the pre-pass keeps the manifest's threads): "ws-seq" one consumer step after
-the other (producer warpgroup, mbarrier ring, setmaxnreg), "ws-ov" with the
-softmax of one tile overlapped with the next tile's MMAs, "ws" (the file's
-default) with ping-pong between the two consumer warpgroups as well.
+the pre-pass keeps the manifest's threads): "ws" the file's defaults, "ws-seq"
+one consumer step after the other (producer warpgroup, mbarrier ring,
+setmaxnreg), "ws-ov" with the softmax of one tile overlapped with the next
+tile's MMAs, "ws-pp" with ping-pong between the two consumer warpgroups as
+well, "ws-lag" with the producer's stages signalled one cp.async group late
+(wait_group, fence, arrive) instead of by cp.async.mbarrier.arrive.noinc,
+"ws3" three stages, "ws-n64" 64-key tiles.
 
 --mode check: every selected kernel and variant on gpu/check.py's shapes
 (fresh random inputs, NaN-poisoned O and LSE, float64 reference), at each
@@ -44,7 +47,8 @@ VARIANTS = {
     "wg": "",
     "ws-lag": "#define MASKC_NV_WS 1\n#define MASKC_WS_NOINC 0\n",
     "ws-seq": "#define MASKC_NV_WS 1\n#define MASKC_WS_OVERLAP 0\n#define MASKC_WS_PINGPONG 0\n",
-    "ws-ov": "#define MASKC_NV_WS 1\n#define MASKC_WS_PINGPONG 0\n",
+    "ws-ov": "#define MASKC_NV_WS 1\n#define MASKC_WS_OVERLAP 1\n#define MASKC_WS_PINGPONG 0\n",
+    "ws-pp": "#define MASKC_NV_WS 1\n#define MASKC_WS_OVERLAP 1\n#define MASKC_WS_PINGPONG 1\n",
     "ws": "#define MASKC_NV_WS 1\n",
     "ws3": "#define MASKC_NV_WS 1\n#define MASKC_WS_STAGES 3\n",
     "ws-n64": "#define MASKC_NV_WS 1\n#define MASKC_WS_BLOCK_N 64\n",

@@ -30,11 +30,15 @@
 #define MASKC_ATTN_FWD_SM90_H
 #if defined(MASKC_PLATFORM_NVIDIA) && MASKC_NV_WGMMA && defined(MASKC_NV_WS) && MASKC_NV_WS
 
+// Both off by default: on the H200 (gpu/NOTES.md, run 14 (fwdfast)) the
+// sequential consumer step was the fastest of the three at D = 128 and 256
+// (full 469.5 TFLOP/s against 455.5 with the overlap and 440.0 with the
+// ping-pong as well).
 #ifndef MASKC_WS_OVERLAP
-#define MASKC_WS_OVERLAP 1
+#define MASKC_WS_OVERLAP 0
 #endif
 #ifndef MASKC_WS_PINGPONG
-#define MASKC_WS_PINGPONG 1
+#define MASKC_WS_PINGPONG 0
 #endif
 #if MASKC_WS_PINGPONG && !MASKC_WS_OVERLAP
 #error "maskc: MASKC_WS_PINGPONG needs MASKC_WS_OVERLAP"
