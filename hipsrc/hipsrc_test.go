@@ -152,7 +152,7 @@ func TestGrids(t *testing.T) {
 // hip_runtime.h for hipcc, guarded against hiprtc, inside the AMD branch of
 // the prelude.
 func TestSourcesNeedNoHeaders(t *testing.T) {
-	for name, src := range map[string]string{"attn_fwd.h": AttnFwd, "mma_sync.h": MMASync, "mma_wgmma.h": MMAWGMMA,
+	for name, src := range map[string]string{"attn_fwd.h": AttnFwd, "attn_fwd_sm90.h": AttnFwdSM90, "mma_sync.h": MMASync, "mma_wgmma.h": MMAWGMMA,
 		"mma_mfma.h": MMAMFMA, "runtime.h": Runtime, "abi.h": ABIHeader()} {
 		if strings.Contains(src, "#include") {
 			t.Errorf("%s includes a header", name)
@@ -194,7 +194,7 @@ func TestBackEndsAreGuarded(t *testing.T) {
 	}
 	src := Assemble("// GENERATED PART\n")
 	last := -1
-	for i, part := range []string{Prelude, MMASync, MMAWGMMA, MMAMFMA, ABIHeader(), Runtime, "// GENERATED PART\n", AttnFwd} {
+	for i, part := range []string{Prelude, MMASync, MMAWGMMA, MMAMFMA, ABIHeader(), Runtime, "// GENERATED PART\n", AttnFwd, AttnFwdSM90} {
 		at := strings.Index(src, part)
 		if at <= last {
 			t.Errorf("part %d of the assembled source is missing or out of order", i)
@@ -511,5 +511,38 @@ func TestManifestDocumentsEveryField(t *testing.T) {
 	walk(reflect.TypeOf(Manifest{}))
 	if len(seen) < 8 {
 		t.Errorf("walked only %d types", len(seen))
+	}
+}
+
+// TestWSConstantsMirrorSource keeps the warp-specialized forward's launch
+// constants equal to attn_fwd_sm90.h's #defines and the shared-memory
+// formula equal to the source's, per head dim.
+func TestWSConstantsMirrorSource(t *testing.T) {
+	if got := define(t, AttnFwdSM90, "MASKC_WS_THREADS"); got != WSThreads {
+		t.Errorf("MASKC_WS_THREADS %d, WSThreads %d", got, WSThreads)
+	}
+	if got := define(t, AttnFwdSM90, "MASKC_WS_STAGES"); got != WSStages {
+		t.Errorf("MASKC_WS_STAGES %d, WSStages %d", got, WSStages)
+	}
+	for _, tt := range []struct{ d, bn, smem int }{
+		{64, 128, 2*(128*64+2*2*128*64) + 72},
+		{128, 128, 2*(128*128+2*2*128*128) + 72},
+		{256, 64, 2*(128*256+2*2*64*256) + 72},
+	} {
+		if got := WSBlockN(tt.d); got != tt.bn {
+			t.Errorf("WSBlockN(%d) = %d, want %d", tt.d, got, tt.bn)
+		}
+		if got := WSSharedMemBytes(tt.d); got != tt.smem {
+			t.Errorf("WSSharedMemBytes(%d) = %d, want %d", tt.d, got, tt.smem)
+		}
+		if tt.smem > 227*1024 {
+			t.Errorf("head dim %d: %d bytes of shared memory exceed the sm_90 limit", tt.d, tt.smem)
+		}
+	}
+	for _, want := range []string{"#define MASKC_WS_BLOCK_N 64", "#define MASKC_WS_BLOCK_N 128",
+		"#define MASKC_WS_SMEM_BYTES (MASKC_WS_BAR_OFFSET + 8 * (4 * MASKC_WS_STAGES + 1))"} {
+		if !strings.Contains(AttnFwdSM90, want) {
+			t.Errorf("attn_fwd_sm90.h lacks %q", want)
+		}
 	}
 }

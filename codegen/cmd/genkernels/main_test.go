@@ -231,9 +231,10 @@ func TestManifestBackward(t *testing.T) {
 			t.Fatal(err)
 		}
 		body := strings.TrimRight(string(src), "\n")
-		if !strings.HasSuffix(body, strings.TrimRight(hipsrc.AttnFwd, "\n")+"\n"+strings.TrimRight(hipsrc.AttnBwd, "\n")) ||
+		if !strings.HasSuffix(body, strings.TrimRight(hipsrc.AttnFwd, "\n")+"\n"+strings.TrimRight(hipsrc.AttnFwdSM90, "\n")+"\n"+
+			strings.TrimRight(hipsrc.AttnBwd, "\n")) ||
 			!strings.HasPrefix(body, hipsrc.Prelude[:200]) {
-			t.Errorf("%s: the backward source is not the prelude ... attn_fwd.h followed by attn_bwd.h", k.Name)
+			t.Errorf("%s: the backward source is not the prelude ... attn_fwd.h, attn_fwd_sm90.h, attn_bwd.h", k.Name)
 		}
 		for _, e := range k.BwdEntries {
 			if !strings.Contains(string(src), "maskc_attn_bwd") || !strings.Contains(string(src), e+"(") {
