@@ -367,8 +367,9 @@ class Manifest:
                 # the forward's tile flags for this shape, rewritten before the kernels that read them
                 fe = self.entries[spec.flags_entry]
                 fv = dict(shape=ptrs["flags_shape"], buf=buf, flags=ptrs["flags"])
-                out.append((spec.flags_entry, fe.grid_dims(sizes, self.block_m, spec.launch[platform.name][0]),
-                            platform.threads, 0, fe.args(fv, self.structs)))
+                block_n, threads, _ = spec.launch[platform.name]
+                out.append((spec.flags_entry, fe.grid_dims(sizes, self.block_m, block_n), threads, 0,
+                            fe.args(fv, self.structs)))
         return out
 
     def bwd_tiles(self, platform):
