@@ -126,10 +126,11 @@ def build(seed):
 def train(model, impl, variant, steps, seed, dev):
     global DOC
     model = model.to(dev)
-    if hasattr(model, "set_attn_implementation"):
+    try:
         model.set_attn_implementation(impl)
-    else:
+    except AttributeError:  # transformers before set_attn_implementation
         model.config._attn_implementation = impl
+    assert model.config._attn_implementation == impl
     DOC = torch.zeros(S, dtype=torch.int32, device=dev)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01, betas=(0.9, 0.95))
     gen = torch.Generator().manual_seed(seed)

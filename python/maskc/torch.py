@@ -83,19 +83,23 @@ class Program:
         return self._attns[name]
 
     def prepare(self, device=None, threads=8):
-        """Builds every generated kernel of the program for a CUDA device
-        (default: the current one), compiling in parallel threads, and
+        """Builds every generated kernel of the program, forward and backward,
+        for a CUDA device (default: the current one), compiling in parallel
+        threads, and
         loads them into torch's context: model-build work that the first
         training step would otherwise do."""
         dev = torch.device(device if device is not None else "cuda")
         idx = dev.index if dev.index is not None else torch.cuda.current_device()
         gens = [a.generated() for a in (self.attention(n) for n in self.names) if a.decision.has_generated]
         _libs()
-        with concurrent.futures.ThreadPoolExecutor(max(1, min(threads, len(gens)))) as ex:
-            for f in [ex.submit(g.compile_for, idx) for g in gens]:
+        jobs = [(g.compile_for, g) for g in gens] + [(g.compile_bwd_for, g) for g in gens if g.spec.bwd_source]
+        with concurrent.futures.ThreadPoolExecutor(max(1, min(threads, len(jobs)))) as ex:
+            for f in [ex.submit(fn, idx) for fn, _ in jobs]:
                 f.result()
         for g in gens:
             g._module(torch.device("cuda", idx))
+            if g.spec.bwd_source:
+                g._bwd_module(torch.device("cuda", idx))
         return self
 
     @property
@@ -383,6 +387,12 @@ class _Generated:
         """Builds (or finds in the cache) the code object for CUDA device idx,
         without loading it: safe to call from several threads at once."""
         return self._cubin(*self._target(idx))
+
+    def compile_bwd_for(self, idx):
+        """Builds (or finds in the cache) the backward's code object for CUDA
+        device idx, without loading it (thread-safe)."""
+        plat, target = self._target(idx)
+        return self._cubin(plat, target, self.spec.bwd_source)
 
     def _module(self, device):
         """(platform, forward function, flags function or None) for device,
