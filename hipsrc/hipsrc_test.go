@@ -331,39 +331,6 @@ func TestBwdConstantsMirrorSource(t *testing.T) {
 	}
 }
 
-// TestBwdShapeMirroredInPython: gpu/maskc_gpu.py packs struct MaskcBwdShape
-// field by field; its ctypes mirror must list the C struct's fields in order.
-func TestBwdShapeMirroredInPython(t *testing.T) {
-	var cFields []string
-	for _, f := range cStructFields(t, AttnBwd, "MaskcBwdShape") {
-		cFields = append(cFields, f.Name)
-	}
-	py, err := os.ReadFile("../gpu/maskc_gpu.py")
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := string(py)
-	cls := src[strings.Index(src, "class MaskcBwdShape"):]
-	cls = cls[:strings.Index(cls, "\n\n")]
-	var pyFields []string
-	for _, m := range regexp.MustCompile(`\("(\w+)", ctypes`).FindAllStringSubmatch(cls, -1) {
-		pyFields = append(pyFields, m[1])
-	}
-	if m := regexp.MustCompile(`\(n, ctypes.c_longlong \* 3\) for n in \(([^)]*)\)`).FindStringSubmatch(cls); m != nil {
-		var strides []string
-		for _, s := range regexp.MustCompile(`"(\w+)"`).FindAllStringSubmatch(m[1], -1) {
-			strides = append(strides, s[1])
-		}
-		// the stride fields follow the five ints
-		if len(pyFields) >= 5 {
-			pyFields = append(append(append([]string{}, pyFields[:5]...), strides...), pyFields[5:]...)
-		}
-	}
-	if strings.Join(cFields, ",") != strings.Join(pyFields, ",") {
-		t.Errorf("MaskcBwdShape fields differ:\n C:      %v\n Python: %v", cFields, pyFields)
-	}
-}
-
 // cStructFields parses the declaration of struct name in src: its members
 // with their C types and array extents ("int B, H;" and continuation lines
 // without a type, as attn_bwd.h writes them).
