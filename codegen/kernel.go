@@ -114,9 +114,8 @@ type Kernel struct {
 }
 
 // BwdEntries are the backward kernels' entry points in BwdSource, in the
-// order a backward pass launches them (attn_bwd.h says when each runs).
-var BwdEntries = []string{"maskc_attn_bwd_pre", "maskc_attn_bwd", "maskc_attn_bwd_dq", "maskc_attn_bwd_dq_convert",
-	"maskc_attn_bwd_sink", "maskc_attn_bwd_buf_convert"}
+// order a backward pass launches them (hipsrc.BwdEntries: when each runs).
+var BwdEntries = hipsrc.BwdEntryNames()
 
 // Generate builds the kernel of attention block a of the checked program p.
 // It reports E300-E399 diagnostics for what a generated kernel cannot do.
