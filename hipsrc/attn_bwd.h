@@ -91,21 +91,22 @@
 // (red.global.add.v4.f32) instead of one atomic per float (0: 1.2-2x slower
 // forward + backward on the H200, gpu/NOTES.md run 14).
 #define MASKC_BWD_DQ_RED 1
-// MASKC_BWD_LPT: the wgmma kernels take their tiles longest first across
+// MASKC_BWD_LPT 1: the wgmma kernels take their tiles longest first across
 // every (batch, head): maskc_attn_bwd's kv tile index is the slowest-varying
 // part of the block's linear index (kv tile 0, seen by the most q tiles under
 // causal-like masks, of every head first), maskc_attn_bwd_dq's q tile the
-// slowest, in reverse. Same programs, other launch order (0: grid order).
-#define MASKC_BWD_LPT 1
-// MASKC_BWD_WALK_EARLY: maskc_attn_bwd computes the next (head, q tile)
-// pair's class while S^T and dP^T are in flight, so the class's buffer reads
-// (document masks: segment searches) overlap the MMA (0: after the barrier).
-#define MASKC_BWD_WALK_EARLY 1
+// slowest, in reverse. Same programs, other launch order. Off (grid order,
+// one head's tiles together) by measurement: fwd+bwd 0.60 against 0.76-0.81
+// on full (concurrent blocks of 32 heads share no Q, dO tiles in L2), -5% on
+// sliding1024 and prefix2048, +4-7% on causal+softcap and deterministic
+// causal and document (gpu/NOTES.md run 15).
+#define MASKC_BWD_LPT 0
 // MASKC_BWD_ELEM_SELECT: the score's derivative is computed on every element
 // and selected where P = 0, and the buffer-gradient run is kept with one
 // rarely taken branch per read (a new element), so that the per-element
 // loop has no data-dependent control flow in the common case (0: the
-// derivative and the run only under P != 0).
+// derivative and the run only under P != 0; +4-11% fwd+bwd on causal+softcap
+// and causal+alibi with 1, gpu/NOTES.md run 15).
 #define MASKC_BWD_ELEM_SELECT 1
 #if defined(MASKC_PLATFORM_NVIDIA) && MASKC_NV_WGMMA && MASKC_BWD_USE_WGMMA && MASKC_HEAD_DIM <= 128
 #define MASKC_BWD_WG 1
@@ -673,9 +674,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
       maskc_wgmma_ss<MASKC_DT, BM>(dpt, maskc_wg_desc(sV + (kk >> 2) * (BN * 64) + (kk & 3) * 16, 16, 1024),
                                    maskc_wg_desc(sdO + (kk >> 2) * (BM * 64) + (kk & 3) * 16, 16, 1024));
     maskc_wg_commit();
-#if MASKC_BWD_WALK_EARLY
-    have = maskc_bwd_walk_next(sh, buf, b, hkv, k0, w);  // w is next read after the barrier below
-#endif
     maskc_wg_wait();
     maskc_wg_fence_regs<MASKC_BACC(BM)>(st);
     maskc_wg_fence_regs<MASKC_BACC(BM)>(dpt);
@@ -740,9 +738,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
 #endif
     __syncthreads();  // Q and dO are free for the next tile; dS^T is complete
 
-#if !(MASKC_BWD_WALK_EARLY && MASKC_BWD_WG_BATCH)
     have = maskc_bwd_walk_next(sh, buf, b, hkv, k0, w);
-#endif
     if (have) maskc_bwd_issue_q(sh, Q, dO, sQ, sdO, b, w, tid, &lse_next, &delta_next);
 
     if (sh.dq_acc != nullptr) {
