@@ -194,6 +194,9 @@ __device__ __forceinline__ int maskc_bacc_col(int lane, int i) { return (i >> 2)
 template <int DT, int N, int K, int AM, int BM, int LDA, int LDB>
 __device__ __forceinline__ void maskc_bwd_gemm(float* c, const maskc_elem_t* sA, int m0, const maskc_elem_t* sB,
                                                int lane) {
+  // An opaque copy of the lane: the LDS addresses below depend only on it,
+  // and hoisted out of the callers' loops they would stay live across them.
+  asm volatile("" : "+v"(lane));
   const int r16 = lane & 15, k4 = (lane >> 4) * 4;
 #pragma unroll
   for (int j = 0; j < N / 16; ++j) {
