@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -105,7 +106,7 @@ typedef bool (*mask_fn)(const MaskcBuffers&, long long, long long, long long, lo
 typedef float (*score_fn)(const MaskcBuffers&, long long, long long, long long, long long, long long, float, long long, long long, long long, long long);
 typedef void (*range_fn)(const MaskcBuffers&, long long, long long, long long, long long, long long, long long, long long, long long, long long, long long*, long long*);
 typedef bool (*full_fn)(const MaskcBuffers&, long long, long long, long long, long long, long long, long long, long long, long long, long long, long long, long long);
-struct Fns { mask_fn mask; score_fn score; range_fn range; full_fn full; range_fn qrange; };
+struct Fns { mask_fn mask; score_fn score; range_fn range; full_fn full; range_fn qrange; range_fn intervals; int nint; };
 static const Fns fns[] = { FNS };
 
 int main() {
@@ -125,6 +126,11 @@ int main() {
     long long qlo_r = -1, qhi_r = -1;
     f.qrange(buf, B, H, HKV, Q, KV, b, h, klo, khi, &qlo_r, &qhi_r);
     printf("%lld %lld %d %lld %lld\n", lo, hi, f.full(buf, B, H, HKV, Q, KV, b, h, qlo, qhi, klo, khi) ? 1 : 0, qlo_r, qhi_r);
+    std::vector<long long> ilo(f.nint, -7), ihi(f.nint, -7);
+    f.intervals(buf, B, H, HKV, Q, KV, b, h, qlo, qhi, ilo.data(), ihi.data());
+    printf("%d", f.nint);
+    for (int i = 0; i < f.nint; ++i) printf(" %lld %lld", ilo[i], ihi[i]);
+    putchar('\n');
     for (long long q = qlo; q < qhi; ++q) {
       for (long long kv = 0; kv < KV; ++kv) putchar(f.mask(buf, B, H, HKV, Q, KV, b, h, q, kv) ? '1' : '0');
       putchar('\n');
@@ -141,7 +147,7 @@ int main() {
 func buildHost(t *testing.T, cases []hostCase) string {
 	t.Helper()
 	return buildHostMain(t, cases, hostMain, func(i int) string {
-		return fmt.Sprintf("{case%[1]d::maskc_mask, case%[1]d::maskc_score, case%[1]d::maskc_kv_range, case%[1]d::maskc_tile_full, case%[1]d::maskc_q_range}", i)
+		return fmt.Sprintf("{case%[1]d::maskc_mask, case%[1]d::maskc_score, case%[1]d::maskc_kv_range, case%[1]d::maskc_tile_full, case%[1]d::maskc_q_range, case%[1]d::maskc_kv_intervals, case%[1]d::maskc_kv_interval_count}", i)
 	})
 }
 
@@ -312,6 +318,8 @@ type hostResult struct {
 	// qlo, qhi: maskc_q_range of the tile's kv columns
 	qlo, qhi int64
 	full     bool
+	// ilo, ihi: maskc_kv_intervals of the tile's q rows
+	ilo, ihi []int64
 	rows     []string // mask bits per q in [qlo, qhi) over kv in [0, KV)
 	scores   []float64
 }
@@ -347,6 +355,18 @@ func runHost(t *testing.T, exe string, cases []hostCase, tiles []tileCase) []hos
 			t.Fatalf("tile %d: %v", i, err)
 		}
 		res[i].full = full == 1
+		f := strings.Fields(next())
+		var n int
+		fmt.Sscan(f[0], &n)
+		if len(f) != 1+2*n {
+			t.Fatalf("tile %d: interval line %q", i, f)
+		}
+		for j := 0; j < n; j++ {
+			var a, b int64
+			fmt.Sscan(f[1+2*j], &a)
+			fmt.Sscan(f[2+2*j], &b)
+			res[i].ilo, res[i].ihi = append(res[i].ilo, a), append(res[i].ihi, b)
+		}
 		for q := tc.qlo; q < tc.qhi; q++ {
 			res[i].rows = append(res[i].rows, next())
 		}
@@ -403,10 +423,13 @@ func checkTiles(t *testing.T, cases []hostCase, tiles []tileCase, res []hostResu
 		} else {
 			lo, hi, err1 := hs.KVRange(tc.b, tc.h, tc.qlo, tc.qhi)
 			full, err2 := hs.TileFull(tc.b, tc.h, tc.qlo, tc.qhi, tc.kvlo, tc.kvhi)
+			ilo, ihi, err3 := hs.KVIntervals(tc.b, tc.h, tc.qlo, tc.qhi)
 			switch {
-			case err1 != nil || err2 != nil:
+			case err1 != nil || err2 != nil || err3 != nil:
 			case lo != r.lo || hi != r.hi || full != r.full:
 				report("%s: host plan gives range [%d, %d) full %v, maskc_kv_range [%d, %d) maskc_tile_full %v", where, lo, hi, full, r.lo, r.hi, r.full)
+			case !slices.Equal(ilo, r.ilo) || !slices.Equal(ihi, r.ihi):
+				report("%s: host plan gives intervals %v %v, maskc_kv_intervals %v %v", where, ilo, ihi, r.ilo, r.ihi)
 			default:
 				hostAgreed++
 			}
@@ -432,6 +455,9 @@ func checkTiles(t *testing.T, cases []hostCase, tiles []tileCase, res []hostResu
 				}
 				if got && (kv < r.lo || kv >= r.hi) {
 					report("%s: (q=%d, kv=%d) is visible but maskc_kv_range gave [%d, %d)", where, q, kv, r.lo, r.hi)
+				}
+				if got && !inIntervals(kv, r.ilo, r.ihi) {
+					report("%s: (q=%d, kv=%d) is visible but outside every maskc_kv_intervals interval %v %v", where, q, kv, r.ilo, r.ihi)
 				}
 				if !got && kv >= tc.kvlo && kv < tc.kvhi {
 					allFull = false
@@ -487,4 +513,14 @@ func closeF32(got, want float64) bool {
 		return got == want
 	}
 	return math.Abs(got-want) <= 1e-4*math.Max(1, math.Abs(want))
+}
+
+// inIntervals reports whether x lies in some [lo[i], hi[i]).
+func inIntervals(x int64, lo, hi []int64) bool {
+	for i := range lo {
+		if lo[i] <= x && x < hi[i] {
+			return true
+		}
+	}
+	return false
 }
