@@ -75,9 +75,9 @@ const (
 type rangeStep struct {
 	kind  stepKind
 	at    atom
-	rest  linear // the atom's linear form without the bounded variable
-	coef  int64  // > 0: the magnitude of the bounded variable's coefficient
-	atQLo bool   // kv bounds: evaluate rest at qa (else qb)
+	rest  linear   // the atom's linear form without the bounded variable
+	coef  int64    // > 0: the magnitude of the bounded variable's coefficient
+	atQLo bool     // kv bounds: evaluate rest at qa (else qb)
 	blk   blockRel // stepKVBlock
 }
 
