@@ -21,10 +21,13 @@
 //     MASKC_HAS_SCORE, MASKC_HAS_SINK, MASKC_SPARSITY_ANALYTIC, _PREPASS or
 //     _NONE, MASKC_MASK_USES_B / MASKC_MASK_USES_H, MASKC_SPLIT_MODS) and the
 //     device functions maskc_mask, maskc_score (with their row and column
-//     parts), maskc_kv_range, maskc_q_range and maskc_tile_full.
-//  6. AttnFwd (attn_fwd.h): the fused flash-attention forward, entry points
+//     parts), maskc_kv_range, maskc_kv_intervals, maskc_q_range and
+//     maskc_tile_full.
+//  6. TileWalk (tile_walk.h): the key tiles a q tile visits (from the
+//     generated maskc_kv_intervals) and the order of the q tiles.
+//  7. AttnFwd (attn_fwd.h): the fused flash-attention forward, entry points
 //     maskc_attn_fwd and maskc_tile_flags with C linkage.
-//  7. For the backward source only, AttnBwd: the backward kernels
+//  8. For the backward source only, AttnBwd: the backward kernels
 //     (maskc_attn_bwd_pre, maskc_attn_bwd, maskc_attn_bwd_dq, ...).
 //
 // The constants below mirror the #defines of AttnFwd and the prelude; a
@@ -67,6 +70,13 @@ var MMAMFMA string
 //go:embed runtime.h
 var Runtime string
 
+// TileWalk is the forward's tile iteration and q-tile order
+// (hipsrc/tile_walk.h): the key-tile intervals a q tile visits, from the
+// generated maskc_kv_intervals, and the block-to-q-tile schedule.
+//
+//go:embed tile_walk.h
+var TileWalk string
+
 // AttnFwd is the fused attention forward template (hipsrc/attn_fwd.h).
 //
 //go:embed attn_fwd.h
@@ -77,7 +87,7 @@ var AttnFwd string
 // follow AttnFwd.
 func Assemble(generated string, more ...string) string {
 	var b strings.Builder
-	for _, p := range append([]string{Prelude, MMASync, MMAWGMMA, MMAMFMA, ABIHeader(), Runtime, generated, AttnFwd}, more...) {
+	for _, p := range append([]string{Prelude, MMASync, MMAWGMMA, MMAMFMA, ABIHeader(), Runtime, generated, TileWalk, AttnFwd}, more...) {
 		b.WriteString(p)
 		if !strings.HasSuffix(p, "\n") {
 			b.WriteByte('\n')

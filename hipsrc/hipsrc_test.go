@@ -151,7 +151,7 @@ func TestGrids(t *testing.T) {
 // hip_runtime.h for hipcc, guarded against hiprtc, inside the AMD branch of
 // the prelude.
 func TestSourcesNeedNoHeaders(t *testing.T) {
-	for name, src := range map[string]string{"attn_fwd.h": AttnFwd, "mma_sync.h": MMASync, "mma_wgmma.h": MMAWGMMA,
+	for name, src := range map[string]string{"attn_fwd.h": AttnFwd, "tile_walk.h": TileWalk, "mma_sync.h": MMASync, "mma_wgmma.h": MMAWGMMA,
 		"mma_mfma.h": MMAMFMA, "runtime.h": Runtime, "abi.h": ABIHeader()} {
 		if strings.Contains(src, "#include") {
 			t.Errorf("%s includes a header", name)
@@ -193,7 +193,7 @@ func TestBackEndsAreGuarded(t *testing.T) {
 	}
 	src := Assemble("// GENERATED PART\n")
 	last := -1
-	for i, part := range []string{Prelude, MMASync, MMAWGMMA, MMAMFMA, ABIHeader(), Runtime, "// GENERATED PART\n", AttnFwd} {
+	for i, part := range []string{Prelude, MMASync, MMAWGMMA, MMAMFMA, ABIHeader(), Runtime, "// GENERATED PART\n", TileWalk, AttnFwd} {
 		at := strings.Index(src, part)
 		if at <= last {
 			t.Errorf("part %d of the assembled source is missing or out of order", i)
