@@ -6,8 +6,9 @@
 //
 // Usage: tilecount -shape B,H,Sq,Skv [-platform nvidia-sm90a] [-buffers FILE.json] FILE.flex...
 //
-// FILE.json maps an attention's name to its buffers: {"doc": {"dims": [8192],
-// "data": [0, 0, ...]}}; a buffer left out is an error. One JSON object per
+// FILE.json maps FLEX:ATTENTION (FLEX the .flex file's base name) to the
+// attention's buffers: {"document:document": {"doc": {"dims": [8192],
+// "data": [0, 0, ...]}}}; a buffer left out is an error. One JSON object per
 // attention goes to stdout.
 package main
 
@@ -17,6 +18,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/maskc/maskc/compiler"
 	"github.com/maskc/maskc/eval"
@@ -99,9 +102,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 			env := &eval.Env{B: B, H: H, HKV: H, Q: Sq, KV: Skv, Buffers: map[string]*eval.Tensor{}}
 			for _, kb := range k.Buffers {
-				given, ok := bufs[name][kb.Name]
+				key := strings.TrimSuffix(filepath.Base(path), ".flex") + ":" + name
+				given, ok := bufs[key][kb.Name]
 				if !ok {
-					fmt.Fprintf(stderr, "tilecount: %s: no contents for buffer %s in %s\n", name, kb.Name, *bufPath)
+					fmt.Fprintf(stderr, "tilecount: %s: no contents for buffer %s in %s\n", key, kb.Name, *bufPath)
 					return 1
 				}
 				t := eval.NewTensor(given.Dims...)
