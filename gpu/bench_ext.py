@@ -5,7 +5,8 @@ style masks of gpu/bench_cases_ext and every example that generates a kernel
 (bf16, B=2, H=16, S=8192, D=128).
 
 Usage: python3 gpu/bench_ext.py --generated DIR --buffers BUF.json --tiles TILES.jsonl
-                               [--cases a,b] [--variants base,sched4] [--out FILE.jsonl]
+                               [--cases a,b] [--variants base,sched4] [--variant-cases a,b]
+                               [--out FILE.jsonl]
 
 DIR is genkernels' output over those .flex files; BUF.json the buffer
 contents (gpu/bench_ext_buffers.py, the same values the host counted tiles
@@ -52,6 +53,8 @@ def main():
     ap.add_argument("--tiles", required=True)
     ap.add_argument("--cases")
     ap.add_argument("--variants", default="base")
+    ap.add_argument("--variant-cases", help="cases (FLEX:ATTENTION, comma-separated) that run the variants other "
+                                            "than base (default all)")
     ap.add_argument("--out", default="bench_ext.jsonl")
     a = ap.parse_args()
     log = open(a.out, "w")
@@ -76,8 +79,11 @@ def main():
     mg.libs()
     torch.empty(1, device=dev)
     jobs = []
+    vcases = a.variant_cases.split(",") if a.variant_cases else None
     for c, src in cases:
         for var in variants:
+            if var != "base" and vcases and case_id(c.entry) not in vcases:
+                continue
             s = src
             for old, new in VARIANTS[var].items():
                 assert old in s, "variant %s does not apply" % var

@@ -26,8 +26,8 @@
 // one); blocks run q tiles in reverse so the long rows of causal-like masks
 // start first, across MASKC_SCHED_GROUP heads (tile_walk.h). Key tiles outside
 // every disjunct's kv interval (analytic, maskc_kv_intervals through
-// tile_walk.h) or marked empty by the pre-pass are never visited. Logits go through the score mod (on the
-// scaled logit), then the mask (skipped on tiles known to be full, and
+// tile_walk.h) or marked empty by the pre-pass are never visited. Logits go
+// through the score mod (on the scaled logit), then the mask (skipped on tiles known to be full, and
 // always applied to keys past Skv), then an online softmax in base 2; P is
 // rounded to the element type in registers and fed to the P.V product.
 // A fully masked row stores O = 0 and LSE = -inf (natural log). With a sink,
