@@ -222,8 +222,22 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
     kt_end = hi;
   }
   int next_flag = 0;  // flag of the tile next_tile returned
+  // Runs of empty tiles are skipped eight flags per load where the row is
+  // 8-byte aligned, so that a long row with few visited tiles does not wait
+  // on one dependent load per tile (flags are bytes, little-endian in a word).
   auto next_tile = [&](int t) {
-    while (t < kt_end && (next_flag = flags[t]) == 0) ++t;
+    while (t < kt_end) {
+      if (((unsigned long long)(flags + t) & 7) == 0 && t + 8 <= kt_end) {
+        const unsigned long long w = *(const unsigned long long*)(flags + t);
+        if (w == 0) {
+          t += 8;
+          continue;
+        }
+        t += (__ffsll((long long)w) - 1) >> 3;
+      }
+      if ((next_flag = flags[t]) != 0) break;
+      ++t;
+    }
     return t;
   };
 #elif defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
