@@ -366,30 +366,69 @@ func (g *sparsityWriter) blockKV(r blockRel, qa, qb, ka, kb string) {
 	g.line("  const long long fmin = %s, fmax = %s;", g.blockIndex(r.fq, r.cq, qa, ""), g.blockIndex(r.fq, r.cq, qb, ""))
 	rest := r.fk
 	rest.kv = 0
-	restCode := g.linCode(rest, "", "")
+	gLo, gHi := blockTargets(r.op, "fmin", "fmax", false)
+	g.blockBounds(rest, r.fk.kv, r.ck, gLo, gHi, ka, kb)
+	g.line("}")
+}
+
+// blockTargets names the bounds that G op F puts on G (other: false) or on
+// F (other: true) in terms of the other side's extreme block indices lo
+// and hi; "" where the relation puts none.
+func blockTargets(op dsl.Op, lo, hi string, other bool) (tLo, tHi string) {
+	if other { // the bounds on F: G <= F gives F >= gmin, and so on
+		switch op {
+		case dsl.OpLE:
+			return lo, ""
+		case dsl.OpLT:
+			return "(" + lo + " + 1)", ""
+		case dsl.OpGE:
+			return "", hi
+		case dsl.OpGT:
+			return "", "(" + hi + " - 1)"
+		}
+		return lo, hi
+	}
+	switch op {
+	case dsl.OpLE:
+		return "", hi
+	case dsl.OpLT:
+		return "", "(" + hi + " - 1)"
+	case dsl.OpGE:
+		return lo, ""
+	case dsl.OpGT:
+		return "(" + lo + " + 1)", ""
+	}
+	return lo, hi
+}
+
+// blockBounds narrows [xa, xb] for x with a*x + rest = f(x), given that
+// floor(f(x) / c) lies in [tLo, tHi] ("" for no bound): c*tLo <= f(x) <=
+// c*tHi + c - 1.
+func (g *sparsityWriter) blockBounds(rest linear, a, c int64, tLo, tHi, xa, xb string) {
+	restCode := ""
+	if !(rest.isConst() && rest.c == 0) {
+		restCode = g.linCode(rest, "", "")
+	}
 	div := func(n string) string {
-		if r.fk.kv == 1 {
+		if a == 1 {
 			return "(" + n + ")"
 		}
-		return fmt.Sprintf("maskc_py_floordiv(%s, %s)", n, intLit(r.fk.kv))
+		return fmt.Sprintf("maskc_py_floordiv(%s, %s)", n, intLit(a))
 	}
-	switch r.op {
-	case dsl.OpLE, dsl.OpLT, dsl.OpEQ: // G <= gHi: fk(kv) <= ck*gHi + ck - 1
-		gHi := "fmax"
-		if r.op == dsl.OpLT {
-			gHi = "(fmax - 1)"
+	if tHi != "" { // a*x <= c*tHi + c - 1 - rest
+		n := fmt.Sprintf("%s * %s + %s", intLit(c), tHi, intLit(c-1))
+		if restCode != "" {
+			n += " - (" + restCode + ")"
 		}
-		g.line("  %s = maskc_py_min(%s, %s);", kb, kb, div(fmt.Sprintf("%s * %s + %s - (%s)", intLit(r.ck), gHi, intLit(r.ck-1), restCode)))
+		g.line("  %s = maskc_py_min(%s, %s);", xb, xb, div(n))
 	}
-	switch r.op {
-	case dsl.OpGE, dsl.OpGT, dsl.OpEQ: // G >= gLo: fk(kv) >= ck*gLo
-		gLo := "fmin"
-		if r.op == dsl.OpGT {
-			gLo = "(fmin + 1)"
+	if tLo != "" { // a*x >= c*tLo - rest: x >= -floor((rest - c*tLo) / a)
+		n := fmt.Sprintf("-%s * %s", intLit(c), tLo)
+		if restCode != "" {
+			n = "(" + restCode + ") - " + intLit(c) + " * " + tLo
 		}
-		g.line("  %s = maskc_py_max(%s, -%s);", ka, ka, div(fmt.Sprintf("(%s) - %s * %s", restCode, intLit(r.ck), gLo)))
+		g.line("  %s = maskc_py_max(%s, -%s);", xa, xa, div(n))
 	}
-	g.line("}")
 }
 
 // blockQ narrows [qa, qb] by the block relation r over kv in [ka, kb]
@@ -399,20 +438,8 @@ func (g *sparsityWriter) blockQ(r blockRel, qa, qb, ka, kb string) {
 	g.line("  const long long gmin = %s, gmax = %s;", g.blockIndex(r.fk, r.ck, "", ka), g.blockIndex(r.fk, r.ck, "", kb))
 	rest := r.fq
 	rest.q = 0
-	restCode := g.linCode(rest, "", "")
-	div := func(n string) string {
-		if r.fq.q == 1 {
-			return "(" + n + ")"
-		}
-		return fmt.Sprintf("maskc_py_floordiv(%s, %s)", n, intLit(r.fq.q))
-	}
-	fLo, fHi := map[dsl.Op]string{dsl.OpLE: "gmin", dsl.OpLT: "(gmin + 1)", dsl.OpEQ: "gmin"}, map[dsl.Op]string{dsl.OpGE: "gmax", dsl.OpGT: "(gmax - 1)", dsl.OpEQ: "gmax"}
-	if hi, ok := fHi[r.op]; ok { // F <= hi: fq(q) <= cq*hi + cq - 1
-		g.line("  %s = maskc_py_min(%s, %s);", qb, qb, div(fmt.Sprintf("%s * %s + %s - (%s)", intLit(r.cq), hi, intLit(r.cq-1), restCode)))
-	}
-	if lo, ok := fLo[r.op]; ok { // F >= lo: fq(q) >= cq*lo
-		g.line("  %s = maskc_py_max(%s, -%s);", qa, qa, div(fmt.Sprintf("(%s) - %s * %s", restCode, intLit(r.cq), lo)))
-	}
+	fLo, fHi := blockTargets(r.op, "gmin", "gmax", true)
+	g.blockBounds(rest, r.fq.q, r.cq, fLo, fHi, qa, qb)
 	g.line("}")
 }
 
