@@ -34,6 +34,12 @@ const maxKVIntervals = 8
 // trivialIntervals is maskc_kv_intervals when every kv may be visible.
 const trivialIntervals = "constexpr int maskc_kv_interval_count = 1;\n" + kvIntervalsSig + " {\n  lo[0] = 0;\n  hi[0] = KV;\n}\n"
 
+const qIntervalsSig = `__device__ __forceinline__ void maskc_q_intervals(const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q, long long KV,
+                                                  long long b, long long h, long long kv_lo, long long kv_hi, long long* lo, long long* hi)`
+
+// trivialQIntervals is maskc_q_intervals when every q may see the keys.
+const trivialQIntervals = "constexpr int maskc_q_interval_count = 1;\n" + qIntervalsSig + " {\n  lo[0] = 0;\n  hi[0] = Q;\n}\n"
+
 const qRangeSig = `__device__ __forceinline__ void maskc_q_range(const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q, long long KV,
                                               long long b, long long h, long long kv_lo, long long kv_hi, long long* lo, long long* hi)`
 
@@ -69,11 +75,11 @@ func planSparsity(l *dsl.Lowered, bufs []BufferABI, diags *dsl.Diagnostics) spar
 	p := newSparsityPlan(l, bufs)
 	switch {
 	case p.kind == SparsityNone:
-		return sparsity{plan: p, code: kvRangeSig + " {\n  *lo = 0;\n  *hi = KV;\n}\n\n" + trivialIntervals + "\n" + qRangeSig + " {\n  *lo = 0;\n  *hi = Q;\n}\n\n" +
+		return sparsity{plan: p, code: kvRangeSig + " {\n  *lo = 0;\n  *hi = KV;\n}\n\n" + trivialIntervals + "\n" + qRangeSig + " {\n  *lo = 0;\n  *hi = Q;\n}\n\n" + trivialQIntervals + "\n" +
 			tileFullSig + " {\n  return true;\n}\n"}
 	case !p.analysed:
 		return sparsity{plan: p, code: kvRangeSig + " {\n  // not analysed: the pre-pass decides\n  *lo = 0;\n  *hi = KV;\n}\n\n" + trivialIntervals + "\n" +
-			qRangeSig + " {\n  // not analysed: the pre-pass decides\n  *lo = 0;\n  *hi = Q;\n}\n\n" + tileFullSig + " {\n  return false;\n}\n"}
+			qRangeSig + " {\n  // not analysed: the pre-pass decides\n  *lo = 0;\n  *hi = Q;\n}\n\n" + trivialQIntervals + "\n" + tileFullSig + " {\n  return false;\n}\n"}
 	}
 	g := &sparsityWriter{w: newFuncWriter(nil, l, cDouble, bufs, diags)}
 	return sparsity{plan: p, code: g.kvRange(p) + "\n" + g.qRange(p.dnf, p.an) + "\n" + g.tileFull(p), segments: p.segments()}
@@ -519,6 +525,44 @@ func (g *sparsityWriter) qRange(d dnf, an *analyzer) string {
 	g.reset()
 	g.line("long long lo_all = Q;  // hull of the disjuncts' q ranges, empty so far")
 	g.line("long long hi_all = 0;")
+	g.qDisjuncts(d, an, func(i int, live, qa, qb, ka, kb string) {
+		g.line("if (%s && %s <= %s && %s <= %s) {", live, qa, qb, ka, kb)
+		g.line("  lo_all = maskc_py_min(lo_all, %s);", qa)
+		g.line("  hi_all = maskc_py_max(hi_all, %s + 1);", qb)
+		g.line("}")
+	})
+	g.w.body.WriteString("\n")
+	g.line("if (lo_all >= hi_all) {  // no q sees these kv")
+	g.line("  lo_all = 0;")
+	g.line("  hi_all = 0;")
+	g.line("}")
+	g.line("*lo = lo_all;")
+	g.line("*hi = hi_all;")
+	hull := "// The q indices outside [*lo, *hi) are masked for every kv in [kv_lo, kv_hi).\n" +
+		qRangeSig + " {\n" + g.w.body.String() + "}\n"
+
+	g.reset()
+	n := len(d)
+	if n > maxKVIntervals || n == 0 {
+		n = 1
+		g.line("maskc_q_range(buf, B, H, HKV, Q, KV, b, h, kv_lo, kv_hi, &lo[0], &hi[0]);  // their hull")
+	} else {
+		g.qDisjuncts(d, an, func(i int, live, qa, qb, ka, kb string) {
+			g.line("const bool some%d = %s && %s <= %s && %s <= %s;", i, live, qa, qb, ka, kb)
+			g.line("lo[%d] = some%d ? %s : 0;", i, i, qa)
+			g.line("hi[%d] = some%d ? %s + 1 : 0;", i, i, qb)
+		})
+	}
+	intervals := fmt.Sprintf("// Every q index that sees some kv in [kv_lo, kv_hi) lies in one of the\n"+
+		"// intervals [lo[i], hi[i]) (empty when lo[i] >= hi[i]), i < maskc_q_interval_count:\n"+
+		"// the backward's column walk (maskc_walk_from in hipsrc/tile_walk.h takes them).\n"+
+		"constexpr int maskc_q_interval_count = %d;\n", n) + qIntervalsSig + " {\n" + g.w.body.String() + "}\n"
+	return hull + "\n" + intervals
+}
+
+// qDisjuncts prints, for each disjunct, the code computing its q range
+// [qa_i, qb_i] over kv in [kv_lo, kv_hi), followed by sink's lines.
+func (g *sparsityWriter) qDisjuncts(d dnf, an *analyzer, sink func(i int, live, qa, qb, ka, kb string)) {
 	for i, c := range d {
 		g.w.body.WriteString("\n")
 		g.line("// disjunct %d: %s", i, conjText(c))
@@ -569,20 +613,8 @@ func (g *sparsityWriter) qRange(d dnf, an *analyzer) string {
 				g.line("// not bounded: %s", atomText(a))
 			}
 		}
-		g.line("if (%s && %s <= %s && %s <= %s) {", live, qa, qb, ka, kb)
-		g.line("  lo_all = maskc_py_min(lo_all, %s);", qa)
-		g.line("  hi_all = maskc_py_max(hi_all, %s + 1);", qb)
-		g.line("}")
+		sink(i, live, qa, qb, ka, kb)
 	}
-	g.w.body.WriteString("\n")
-	g.line("if (lo_all >= hi_all) {  // no q sees these kv")
-	g.line("  lo_all = 0;")
-	g.line("  hi_all = 0;")
-	g.line("}")
-	g.line("*lo = lo_all;")
-	g.line("*hi = hi_all;")
-	return "// The q indices outside [*lo, *hi) are masked for every kv in [kv_lo, kv_hi).\n" +
-		qRangeSig + " {\n" + g.w.body.String() + "}\n"
 }
 
 // boundAt prints the bound that rest + d*x <= 0 (upper: floor(-rest / d))

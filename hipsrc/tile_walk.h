@@ -1,12 +1,17 @@
 // maskc tile walk: which key tiles a query tile visits, and in which order
 // the query tiles of a launch run. Shared by the forward kernels (attn_fwd.h
-// and the warp-specialized sm_90a forward): compiled after the generated
-// part, which defines maskc_kv_interval_count and maskc_kv_intervals (one
-// kv interval per disjunct of the mask, codegen/sparsity.go).
+// and the warp-specialized sm_90a forward), and open to the backward's
+// column walk: compiled after the generated part, which defines
+// maskc_kv_interval_count / maskc_kv_intervals and maskc_q_interval_count /
+// maskc_q_intervals (one interval per disjunct of the mask,
+// codegen/sparsity.go).
 //
 // Interface:
 //   MaskcTileWalk           sorted, disjoint key-tile intervals of one q tile.
 //   maskc_walk_build(w, ...)  the walk of the rows [q_lo, q_hi) of (b, h).
+//   maskc_q_walk_build(w, ...) the backward's column walk: the q tiles of
+//                           block_m rows that can see keys [kv_lo, kv_hi)
+//                           (maskc_q_intervals, one interval per disjunct).
 //   w.next(t)               the first visited tile >= t (w.end() when none);
 //                           calls must come with non-decreasing t.
 //   w.begin(), w.end()      the first visited tile and one past the last.
@@ -78,6 +83,17 @@ __device__ __forceinline__ void maskc_walk_build(MaskcTileWalk<maskc_kv_interval
   long long lo[maskc_kv_interval_count], hi[maskc_kv_interval_count];
   maskc_kv_intervals(buf, B, H, HKV, Q, KV, b, h, q_lo, q_hi, lo, hi);
   maskc_walk_from(w, lo, hi, (int)KV, block_n);
+}
+
+// The column walk of the keys [kv_lo, kv_hi) of (b, h): the q tiles of
+// block_m rows that meet some disjunct's q interval (maskc_q_intervals).
+__device__ __forceinline__ void maskc_q_walk_build(MaskcTileWalk<maskc_q_interval_count>& w, const MaskcBuffers& buf,
+                                                   long long B, long long H, long long HKV, long long Q, long long KV,
+                                                   long long b, long long h, long long kv_lo, long long kv_hi,
+                                                   int block_m) {
+  long long lo[maskc_q_interval_count], hi[maskc_q_interval_count];
+  maskc_q_intervals(buf, B, H, HKV, Q, KV, b, h, kv_lo, kv_hi, lo, hi);
+  maskc_walk_from(w, lo, hi, (int)Q, block_m);
 }
 
 // Scheduling. Blocks start in blockIdx order (x fastest); block
