@@ -326,8 +326,8 @@ type hostResult struct {
 	// ilo, ihi: maskc_kv_intervals of the tile's q rows; qilo, qihi:
 	// maskc_q_intervals of its kv columns
 	ilo, ihi, qilo, qihi []int64
-	rows     []string // mask bits per q in [qlo, qhi) over kv in [0, KV)
-	scores   []float64
+	rows                 []string // mask bits per q in [qlo, qhi) over kv in [0, KV)
+	scores               []float64
 }
 
 // runHost runs the host program on the tiles and parses its output.
