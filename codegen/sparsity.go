@@ -58,7 +58,8 @@ type sparsity struct {
 var tooBigReason = fmt.Sprintf("the mask's normal form exceeds %d disjuncts of %d atoms; the pre-pass flags empty and full tiles", maxDisjuncts, maxAtoms)
 
 // planSparsity analyses the mask (nil: no mask) and generates
-// maskc_kv_range and maskc_tile_full from its plan (sparsityplan.go).
+// maskc_kv_range, maskc_kv_intervals, maskc_q_range, maskc_q_intervals and
+// maskc_tile_full from its plan (sparsityplan.go).
 //
 // The mask is put in disjunctive normal form (analysis.go). For each
 // disjunct, over q in [q_lo, q_hi): constraints free of q and kv are
@@ -66,11 +67,16 @@ var tooBigReason = fmt.Sprintf("the mask's normal form exceeds %d disjuncts of %
 // constraints a*q + c*kv + e <= 0 bound kv from above (c > 0) or below
 // (c < 0) at the q end point where the bound is loosest; a `segments`
 // equality bounds kv to the documents of the first and last q, found by
-// binary search. The kv range is the hull of the disjuncts' ranges, clamped
-// to [0, KV). A tile is full when some disjunct has only such atoms and each
-// holds at the tile corner where it is tightest. Opaque atoms (non-linear
-// terms, other buffer lookups) are assumed true for ranges and make their
-// disjunct unusable for fullness, so both answers stay sound.
+// binary search; a relation between block indices (`kv // C <= q // C`,
+// blockrel.go) bounds kv through the floor-division facts. Each disjunct's
+// kv range, clamped to [0, KV), is one interval of maskc_kv_intervals (the
+// forward visits the tiles of their union, hipsrc/tile_walk.h);
+// maskc_kv_range is their hull. A tile is full when some disjunct has only
+// such atoms and each holds at the tile corner where it is tightest. Opaque
+// atoms (non-linear terms, other buffer lookups) are assumed true for
+// ranges and make their disjunct unusable for fullness, so both answers
+// stay sound. maskc_q_range and maskc_q_intervals are the same with the
+// roles of q and kv exchanged, for the backward's column walk.
 func planSparsity(l *dsl.Lowered, bufs []BufferABI, diags *dsl.Diagnostics) sparsity {
 	p := newSparsityPlan(l, bufs)
 	switch {
