@@ -233,7 +233,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
           t += 8;
           continue;
         }
-        t += (__ffsll((long long)w) - 1) >> 3;
+        for (unsigned long long x = w; (x & 0xff) == 0; x >>= 8) ++t;  // first non-zero byte, in registers
       }
       if ((next_flag = flags[t]) != 0) break;
       ++t;
