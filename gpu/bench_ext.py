@@ -160,6 +160,8 @@ def main():
                 r["o_vs_flex"] = mg.rel_err(o, ref)
             ms = mg.time_ms(run)
             r.update(maskc_ms=ms, maskc_tflops=round(flops / ms / 1e9, 1))
+            if run.flags is not None:  # the pre-pass's share: the flags are reusable like a BlockMask
+                r["maskc_fwd_only_ms"] = mg.time_ms(lambda: run(prepass=False))
             if ref is not None:
                 r["ratio"] = round(row["flex_ms"] / ms, 3)
             emit(**r)
