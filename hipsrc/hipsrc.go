@@ -21,12 +21,15 @@
 //     MASKC_HAS_SCORE, MASKC_HAS_SINK, MASKC_SPARSITY_ANALYTIC, _PREPASS or
 //     _NONE, MASKC_MASK_USES_B / MASKC_MASK_USES_H, MASKC_SPLIT_MODS) and the
 //     device functions maskc_mask, maskc_score (with their row and column
-//     parts), maskc_kv_range, maskc_q_range and maskc_tile_full.
-//  6. AttnFwd (attn_fwd.h): the fused flash-attention forward, entry points
+//     parts), maskc_kv_range, maskc_kv_intervals, maskc_q_range and
+//     maskc_tile_full.
+//  6. TileWalk (tile_walk.h): the key tiles a q tile visits (from the
+//     generated maskc_kv_intervals) and the order of the q tiles.
+//  7. AttnFwd (attn_fwd.h): the fused flash-attention forward, entry points
 //     maskc_attn_fwd and maskc_tile_flags with C linkage; then AttnFwdSM90
 //     (attn_fwd_sm90.h), the warp-specialized Hopper forward that replaces
 //     AttnFwd's maskc_attn_fwd when compiled with WSOptions.
-//  7. For the backward source only, AttnBwd: the backward kernels
+//  8. For the backward source only, AttnBwd: the backward kernels
 //     (maskc_attn_bwd_pre, maskc_attn_bwd, maskc_attn_bwd_dq, ...).
 //
 // The constants below mirror the #defines of AttnFwd and the prelude; a
@@ -69,6 +72,13 @@ var MMAMFMA string
 //go:embed runtime.h
 var Runtime string
 
+// TileWalk is the forward's tile iteration and q-tile order
+// (hipsrc/tile_walk.h): the key-tile intervals a q tile visits, from the
+// generated maskc_kv_intervals, and the block-to-q-tile schedule.
+//
+//go:embed tile_walk.h
+var TileWalk string
+
 // AttnFwd is the fused attention forward template (hipsrc/attn_fwd.h).
 //
 //go:embed attn_fwd.h
@@ -86,7 +96,7 @@ var AttnFwdSM90 string
 // follow AttnFwd.
 func Assemble(generated string, more ...string) string {
 	var b strings.Builder
-	for _, p := range append([]string{Prelude, MMASync, MMAWGMMA, MMAMFMA, ABIHeader(), Runtime, generated, AttnFwd, AttnFwdSM90}, more...) {
+	for _, p := range append([]string{Prelude, MMASync, MMAWGMMA, MMAMFMA, ABIHeader(), Runtime, generated, TileWalk, AttnFwd, AttnFwdSM90}, more...) {
 		b.WriteString(p)
 		if !strings.HasSuffix(p, "\n") {
 			b.WriteByte('\n')

@@ -152,7 +152,7 @@ func TestGrids(t *testing.T) {
 // hip_runtime.h for hipcc, guarded against hiprtc, inside the AMD branch of
 // the prelude.
 func TestSourcesNeedNoHeaders(t *testing.T) {
-	for name, src := range map[string]string{"attn_fwd.h": AttnFwd, "attn_fwd_sm90.h": AttnFwdSM90, "mma_sync.h": MMASync, "mma_wgmma.h": MMAWGMMA,
+	for name, src := range map[string]string{"attn_fwd.h": AttnFwd, "attn_fwd_sm90.h": AttnFwdSM90, "tile_walk.h": TileWalk, "mma_sync.h": MMASync, "mma_wgmma.h": MMAWGMMA,
 		"mma_mfma.h": MMAMFMA, "runtime.h": Runtime, "abi.h": ABIHeader()} {
 		if strings.Contains(src, "#include") {
 			t.Errorf("%s includes a header", name)
@@ -194,7 +194,7 @@ func TestBackEndsAreGuarded(t *testing.T) {
 	}
 	src := Assemble("// GENERATED PART\n")
 	last := -1
-	for i, part := range []string{Prelude, MMASync, MMAWGMMA, MMAMFMA, ABIHeader(), Runtime, "// GENERATED PART\n", AttnFwd, AttnFwdSM90} {
+	for i, part := range []string{Prelude, MMASync, MMAWGMMA, MMAMFMA, ABIHeader(), Runtime, "// GENERATED PART\n", TileWalk, AttnFwd, AttnFwdSM90} {
 		at := strings.Index(src, part)
 		if at <= last {
 			t.Errorf("part %d of the assembled source is missing or out of order", i)
