@@ -3,6 +3,7 @@ torch.compile(flex_attention) forward + backward, in one GPU run, on the
 eight cases of shared/bench/flex_baseline.py (bf16, B=2, H=16, S=8192, D=128).
 
 Usage: python3 gpu/bwd_bench.py --generated DIR [--cases a,b] [--out FILE.jsonl]
+                                [--variant NAME=DIR [--variant-cases a,b]] ...
 
 DIR is genkernels output of gpu/bench_cases/*.flex (kernels named like the
 cases' headers, as bench.py). TFLOP/s count only unmasked (q, kv) pairs: 4*D
@@ -11,7 +12,10 @@ flex_baseline.py). maskc's time is its forward (with the tile pre-pass where
 the kernel has one) plus its backward (default mode: dQ atomics; and
 deterministic mode alongside); FlexAttention's is out = fa(q, k, v) then
 out.backward(dO) with the same BlockMask. Also prints how far maskc's dQ,
-dK, dV are from FlexAttention's on the same inputs.
+dK, dV are from FlexAttention's on the same inputs. Each --variant is
+another genkernels output of the same cases (e.g. the same sources with a
+switch line rewritten) timed in the same run against the same FlexAttention
+figures, on --variant-cases only when given.
 """
 import argparse
 import concurrent.futures
@@ -31,6 +35,8 @@ def main():
     ap.add_argument("--generated", required=True)
     ap.add_argument("--cases")
     ap.add_argument("--out", default="bwd_bench.jsonl")
+    ap.add_argument("--variant", action="append", default=[], help="NAME=DIR: more kernels of the same cases")
+    ap.add_argument("--variant-cases", help="the cases the variants run (default all)")
     a = ap.parse_args()
     log = open(a.out, "w")
 
@@ -48,19 +54,28 @@ def main():
     abi = mg.ABI(man["abi"])
     by_name = {e["name"]: e for e in man["kernels"]}
     jobs = [(c[0], by_name[c[1]]) for c in cases if c[1] in by_name]
+    variants = [("main", a.generated, None)] + [
+        (v.split("=", 1)[0], v.split("=", 1)[1], a.variant_cases.split(",") if a.variant_cases else None)
+        for v in a.variant]
     mg.libs()
     torch.empty(1, device=dev)
     with concurrent.futures.ThreadPoolExecutor(16) as ex:
-        futs = {n: ex.submit(mg.compile_source, mg.read(a.generated + "/" + e["bwd_source"]), n + "_bwd", None, abi)
-                for n, e in jobs}
+        futs = {(vn, n): ex.submit(mg.compile_source, mg.read(vd + "/" + e["bwd_source"]), n + "_bwd", None, abi)
+                for vn, vd, vc in variants for n, e in jobs if vc is None or n in vc}
     kernels = {}
-    for (n, e) in jobs:
-        try:
-            kernels[n] = kk = mg.BwdKernel(mg.read(a.generated + "/" + e["bwd_source"]), e, abi, n, compiled=futs[n].result())
-            emit(kind="kernel", case=n, fwd_regs=kk.regs, bwd_regs=kk.bwd_regs, bwd_local_bytes=kk.bwd_local_bytes,
-                 dq_regs=kk.bwd_dq_regs, wgmma_fwd=kk.platform == "nvidia-sm90a")
-        except Exception as ex_:
-            emit(kind="kernel", case=n, error=repr(ex_)[-3000:])
+    for vn, vd, vc in variants:
+        for (n, e) in jobs:
+            if (vn, n) not in futs:
+                continue
+            try:
+                cub = futs[(vn, n)].result()
+                kernels[(vn, n)] = kk = mg.BwdKernel(mg.read(vd + "/" + e["bwd_source"]), e, abi, n, compiled=cub)
+                ptxas = [ln.strip() for ln in cub[1].splitlines() if "maskc_attn_bwd" in ln or "spill" in ln]
+                emit(kind="kernel", variant=vn, case=n, fwd_regs=kk.regs, bwd_regs=kk.bwd_regs,
+                     bwd_local_bytes=kk.bwd_local_bytes, dq_regs=kk.bwd_dq_regs,
+                     wgmma_fwd=kk.platform == "nvidia-sm90a", ptxas=ptxas[:16])
+            except Exception as ex_:
+                emit(kind="kernel", variant=vn, case=n, error=repr(ex_)[-3000:])
 
     torch.manual_seed(0)
     q = torch.randn(B, H, S, D, device=dev, dtype=torch.bfloat16)
@@ -95,8 +110,12 @@ def main():
             row["flex_tflops"] = round(flops / row["flex_ms"] / 1e9, 1)
         except Exception as e:
             row["flex_error"] = repr(e)[:400]
-        kern = kernels.get(name)
-        if kern is not None:
+        for vn, _, _ in variants:
+            kern = kernels.get((vn, name))
+            if kern is None:
+                if vn == "main":
+                    emit(**row)
+                continue
             e = by_name[header]
             args = [t.to(mg.TORCH_DTYPES[b["dtype"]]).contiguous()
                     for t, b in zip(bufs, sorted(e.get("buffers") or [], key=lambda b: b["slot"]))]
@@ -115,7 +134,8 @@ def main():
                 torch.cuda.synchronize()
                 ms = mg.time_ms(step, iters=10)
                 bwd_ms = mg.time_ms(bwd, iters=10)
-                r = dict(row, variant="det" if det else "atomic", maskc_ms=ms, maskc_bwd_ms=bwd_ms,
+                mode = "det" if det else "atomic"
+                r = dict(row, variant=mode if vn == "main" else vn + "/" + mode, maskc_ms=ms, maskc_bwd_ms=bwd_ms,
                          maskc_tflops=round(flops / ms / 1e9, 1),
                          nan_outputs=int(sum(torch.isnan(t).sum().item() for t in (dq, dk, dv))))
                 if "flex_ms" in row:
@@ -125,16 +145,14 @@ def main():
                              dv_vs_flex=mg.rel_err(dv, fg[2]))
                 emit(**r)
                 results.append(r)
-        else:
-            emit(**row)
         torch.cuda.empty_cache()
 
     nan = float("nan")
-    print("\n%-15s %-6s %-7s %-8s %-7s %-8s %-8s %-8s %-7s %-9s %-9s %-9s" % (
+    print("\n%-15s %-12s %-7s %-8s %-7s %-8s %-8s %-8s %-7s %-9s %-9s %-9s" % (
         "case", "mode", "density", "flex ms", "flex TF", "maskc ms", "bwd ms", "maskc TF", "ratio", "dQ~flex",
         "dK~flex", "dV~flex"))
     for r in results:
-        print("%-15s %-6s %-7.4f %-8.3f %-7.1f %-8.3f %-8.3f %-8.1f %-7.3f %-9.2e %-9.2e %-9.2e" % (
+        print("%-15s %-12s %-7.4f %-8.3f %-7.1f %-8.3f %-8.3f %-8.1f %-7.3f %-9.2e %-9.2e %-9.2e" % (
             r["case"], r["variant"], r["density"], r.get("flex_ms", nan), r.get("flex_tflops", nan), r["maskc_ms"],
             r["maskc_bwd_ms"], r["maskc_tflops"], r.get("ratio", nan), r.get("dq_vs_flex", nan),
             r.get("dk_vs_flex", nan), r.get("dv_vs_flex", nan)))

@@ -46,8 +46,9 @@
 // kernel's forward on the same inputs; dbuf[slot] zeroed before
 // maskc_attn_bwd (its int64 sums hold |gradient| < 2^31); tile_flags from
 // maskc_tile_flags on the same shape; Sq, Skv >= 1 (the host writes zeros
-// itself when either is 0). On sm_90a the backward's products stay mma.sync
-// (the forward in the same module is wgmma).
+// itself when either is 0). On sm_90a (MASKC_NV_WGMMA) maskc_attn_bwd and
+// maskc_attn_bwd_dq are warpgroup-MMA kernels (MASKC_BWD_WG, below) with the
+// same tiles, grids and shared memory as the mma.sync and MFMA kernels.
 //
 // Warp GEMMs (below, per platform): C[16 x N] += A[16 x K] . B[K x N] with A
 // and B in swizzled shared tiles (maskc_smem_index), A stored [m][k] (ROW)
@@ -76,6 +77,25 @@
    8 * MASKC_BWD_BLOCK_M)
 // Buffer gradients are summed as round(x * 2^32) in 64-bit integers.
 #define MASKC_BWD_FIX_ONE 4294967296.0f
+
+// On sm_90a (MASKC_NV_WGMMA) maskc_attn_bwd and maskc_attn_bwd_dq are
+// warpgroup-MMA kernels (MASKC_BWD_WG; the 4 warps are one warpgroup) with
+// the same tiles, grids and shared memory as the mma.sync and MFMA kernels,
+// so the host launches every platform alike. gpu/bwd_bench.py's variants
+// rewrite the switch line below to time the mma.sync kernels on sm_90a.
+#define MASKC_BWD_USE_WGMMA 1
+// MASKC_BWD_WG_BATCH: the wgmma kernel issues S^T with dP^T and dV with dK
+// as one commit group each (0: one wait per product).
+#define MASKC_BWD_WG_BATCH 1
+// MASKC_BWD_DQ_RED: dQ's atomics as 4-float vector reductions
+// (red.global.add.v4.f32) instead of one atomic per float (0: 1.2-2x slower
+// forward + backward on the H200, gpu/NOTES.md run 14).
+#define MASKC_BWD_DQ_RED 1
+#if defined(MASKC_PLATFORM_NVIDIA) && MASKC_NV_WGMMA && MASKC_BWD_USE_WGMMA && MASKC_HEAD_DIM <= 128
+#define MASKC_BWD_WG 1
+#else
+#define MASKC_BWD_WG 0
+#endif
 
 static_assert(MASKC_BWD_BLOCK_N == 16 * MASKC_BWD_WARPS, "a warp owns 16 keys");
 static_assert(MASKC_BWD_BLOCK_M == 16 * MASKC_BWD_WARPS, "a warp owns 16 query rows of dQ");
@@ -315,15 +335,19 @@ __device__ __forceinline__ void maskc_bufgrad_init(MaskcBufGradRun& run) {
 
 // The gradient of one logit: given the raw q.k `qk` at (q, kv), dP and the
 // row's LSE and delta, returns P and stores d loss / d qk (including the
-// scale) in *ds. Buffer-gradient terms go into run when run != nullptr.
-__device__ __forceinline__ float maskc_bwd_elem(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int h,
-                                                int q, int kv, bool keep, float qk, float dp, float lse,
-                                                float delta, float* ds, MaskcBufGradRun* run) {
+// scale) in *ds. Buffer-gradient terms go into run when run != nullptr. sr
+// and sc are the score's row (q) and column (kv) buffer reads at (q, kv)
+// (maskc_score_row, maskc_score_col), which the kernels read once per row
+// or column of a tile.
+__device__ __forceinline__ float maskc_bwd_elem_rc(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int h,
+                                                   int q, int kv, bool keep, float qk, float dp, float lse,
+                                                   float delta, float* ds, MaskcBufGradRun* run,
+                                                   const MaskcScoreRow& sr, const MaskcScoreCol& sc) {
   const long long nB = sh.B, nH = sh.H, nHKV = sh.HKV, nQ = sh.Sq, nKV = sh.Skv;
-  (void)nB, (void)nH, (void)nHKV, (void)nQ, (void)nKV, (void)run, (void)buf;
+  (void)nB, (void)nH, (void)nHKV, (void)nQ, (void)nKV, (void)run, (void)buf, (void)sr, (void)sc;
   const float x = qk * sh.scale;
 #if defined(MASKC_HAS_SCORE)
-  const float y = maskc_score(buf, nB, nH, nHKV, nQ, nKV, x, b, h, q, kv);
+  const float y = maskc_score_rc(buf, nB, nH, nHKV, nQ, nKV, sr, sc, x, b, h, q, kv);
 #else
   const float y = x;
 #endif
@@ -357,6 +381,16 @@ __device__ __forceinline__ float maskc_bwd_elem(const MaskcBwdShape& sh, const M
   return p;
 }
 
+// maskc_bwd_elem_rc with the score's row and column reads made here.
+__device__ __forceinline__ float maskc_bwd_elem(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int h,
+                                                int q, int kv, bool keep, float qk, float dp, float lse,
+                                                float delta, float* ds, MaskcBufGradRun* run) {
+  const long long nB = sh.B, nH = sh.H, nHKV = sh.HKV, nQ = sh.Sq, nKV = sh.Skv;
+  return maskc_bwd_elem_rc(sh, buf, b, h, q, kv, keep, qk, dp, lse, delta, ds, run,
+                           maskc_score_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q)),
+                           maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(kv)));
+}
+
 // ---------------------------------------------------------------------------
 // delta = rowsum(dO * O) - dLSE; zeroes dq_acc's rows. 16 lanes per row.
 extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
@@ -382,6 +416,472 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
   if (sh.dq_acc != nullptr)
     for (int c = part; c < MASKC_HEAD_DIM; c += 16) sh.dq_acc[row * MASKC_HEAD_DIM + c] = 0.f;
 }
+
+#if MASKC_BWD_WG
+// ---------------------------------------------------------------------------
+// sm_90a warpgroup-MMA backward (FlashAttention-3's products on FA2's tiles).
+// The block's 4 warps are one warpgroup; a kv tile's 64 keys are the M rows
+// of S^T = K.Q^T and dP^T = V.dO^T (both operands from shared memory,
+// K-major), whose accumulators are directly the A operands of dV += P^T.dO
+// and dK += dS^T.Q (A from registers, dO and Q MN-major from shared memory,
+// as the forward's P.V). dS^T is stored once to shared memory for dQ = dS.K
+// (A = dS^T read transposed, B = K MN-major), in two 64-column halves of D.
+// The next q tile's Q and dO are copied while dQ is computed and added.
+// Shared tiles use the forward's 128-byte-swizzle layout (maskc_tile_index).
+static_assert(MASKC_BWD_BLOCK_M == 64 && MASKC_BWD_BLOCK_N == 64 && MASKC_BWD_THREADS == 128,
+              "the wgmma backward is one warpgroup on 64 keys x 64 query rows");
+static_assert(MASKC_HEAD_DIM % 64 == 0, "the wgmma backward takes whole 64-column blocks of the head dim");
+
+// d += A . B, one m64n64k16 step, A and B from descriptors, both MN-major
+// (A stored [k][m], B stored [k][n]; transposed by the MMA).
+template <int DT>
+__device__ __forceinline__ void maskc_bwd_wgmma_tt_n64(float* d, unsigned long long da, unsigned long long db) {
+#define MASKC_BWD_WG_TT(T)                                                                          \
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %34, 0;\n"                                                \
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32." T "." T " " MASKC_WG_REGS32                \
+               ", %32, %33, p, 1, 1, 1, 1; }"                                                           \
+               : MASKC_WG_ACC32(d)                                                                     \
+               : "l"(da), "l"(db), "r"(1))
+  if (DT == MASKC_F16)
+    MASKC_BWD_WG_TT("f16");
+  else
+    MASKC_BWD_WG_TT("bf16");
+#undef MASKC_BWD_WG_TT
+}
+
+// p[0..3] += (a, b, c, d) in one vector reduction (sm_90; p 16-byte aligned).
+__device__ __forceinline__ void maskc_bwd_red4(float* p, float a, float b, float c, float d) {
+  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
+}
+
+// Shared-memory writes by ordinary stores made visible to the MMA's reads
+// (before the barrier that precedes them).
+__device__ __forceinline__ void maskc_bwd_fence_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
+// Rows [row0, row0 + ROWS) of a [rows][D] matrix into a [ROWS][D] tile in
+// the wgmma layout (maskc_tile_index), rows at or past nrows zero-filled.
+template <int ROWS>
+__device__ __forceinline__ void maskc_bwd_load_wg(maskc_elem_t* dst, const maskc_elem_t* src, long long stride,
+                                                  int row0, int nrows, int tid) {
+  constexpr int kChunks = MASKC_HEAD_DIM / 8;
+  static_assert((ROWS * kChunks) % MASKC_BWD_THREADS == 0, "whole rounds");
+#pragma unroll
+  for (int it = 0; it < ROWS * kChunks / MASKC_BWD_THREADS; ++it) {
+    const int c = tid + it * MASKC_BWD_THREADS;
+    const int r = c / kChunks, ch = c % kChunks;
+    const bool valid = row0 + r < nrows;
+    const maskc_elem_t* g = src + (long long)(valid ? row0 + r : 0) * stride + ch * 8;
+    maskc_copy16(dst + maskc_tile_index<ROWS, MASKC_HEAD_DIM>(r, ch * 8), g, valid);
+  }
+}
+
+// The walk of one kv tile: (query head, q tile) pairs of the kv head's
+// group in order, each head's q tiles narrowed to the closed-form q range
+// of the tile's columns, tiles of class 0 skipped.
+struct MaskcBwdWalk {
+  int h, qt, qt_end, cls;
+};
+
+// Advances w to the next pair of the walk; false when none is left. Every
+// thread of the block computes the same, so the walk is uniform.
+__device__ __forceinline__ bool maskc_bwd_walk_next(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int hkv,
+                                                    int k0, MaskcBwdWalk& w) {
+  constexpr int BM = MASKC_BWD_BLOCK_M, BN = MASKC_BWD_BLOCK_N;
+  const int group = sh.H / sh.HKV;
+  const int n_qt = (sh.Sq + BM - 1) / BM;
+  for (;;) {
+    ++w.qt;
+    while (w.qt >= w.qt_end) {
+      if (++w.h >= (hkv + 1) * group) return false;
+      w.qt = 0;
+      w.qt_end = n_qt;
+#if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
+      long long lo = 0, hi = sh.Sq;
+      maskc_q_range(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, w.h, k0, min(k0 + BN, sh.Skv), &lo, &hi);
+      lo = lo < 0 ? 0 : lo;
+      hi = hi > sh.Sq ? sh.Sq : hi;
+      w.qt = hi <= lo ? 0 : (int)(lo / BM);
+      w.qt_end = hi <= lo ? 0 : (int)((hi + BM - 1) / BM);
+#else
+      (void)BN;
+#endif
+    }
+    w.cls = maskc_bwd_tile_class(sh, buf, b, w.h, w.qt * BM, k0);
+    if (w.cls != 0) return true;
+  }
+}
+
+// Starts the copies of pair w's Q and dO tiles (one commit group) and reads
+// its rows' LSE and delta into *lse, *delta (threads below BM).
+__device__ __forceinline__ void maskc_bwd_issue_q(const MaskcBwdShape& sh, const maskc_elem_t* Q,
+                                                  const maskc_elem_t* dO, maskc_elem_t* sQ, maskc_elem_t* sdO,
+                                                  int b, const MaskcBwdWalk& w, int tid, float* lse, float* delta) {
+  constexpr int BM = MASKC_BWD_BLOCK_M;
+  const int q0 = w.qt * BM;
+  maskc_bwd_load_wg<BM>(sQ, Q + b * sh.q_stride[0] + w.h * sh.q_stride[1], sh.q_stride[2], q0, sh.Sq, tid);
+  maskc_bwd_load_wg<BM>(sdO, dO + b * sh.do_stride[0] + w.h * sh.do_stride[1], sh.do_stride[2], q0, sh.Sq, tid);
+  maskc_copy_commit();
+  if (tid < BM) {
+    const long long row = ((long long)b * sh.H + w.h) * sh.Sq + q0 + tid;
+    const bool ok = q0 + tid < sh.Sq;
+    *lse = ok ? sh.lse[row] : maskc_neg_inf();
+    *delta = ok ? sh.delta[row] : 0.f;
+  }
+}
+
+// dK, dV (and dQ's atomics, buffer gradients) per kv tile.
+extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
+    maskc_attn_bwd(const maskc_elem_t* __restrict__ Q, const maskc_elem_t* __restrict__ K,
+                   const maskc_elem_t* __restrict__ V, const maskc_elem_t* __restrict__ dO,
+                   maskc_elem_t* __restrict__ dK, maskc_elem_t* __restrict__ dV, MaskcBwdShape sh, MaskcBuffers buf) {
+  extern __shared__ __attribute__((aligned(1024))) unsigned char maskc_bwd_smem[];
+  constexpr int D = MASKC_HEAD_DIM, BM = MASKC_BWD_BLOCK_M, BN = MASKC_BWD_BLOCK_N;
+  maskc_elem_t* const sK = (maskc_elem_t*)maskc_bwd_smem;  // every tile 1024-byte aligned
+  maskc_elem_t* const sV = sK + BN * D;
+  maskc_elem_t* const sQ = sV + BN * D;
+  maskc_elem_t* const sdO = sQ + BM * D;
+  maskc_elem_t* const sdS = sdO + BM * D;  // dS^T [BN][BM]
+  // The mask's and score's row reads of the tile's BM rows, in the P^T area.
+  MaskcMaskRow* const sMrow = (MaskcMaskRow*)(sdS + BN * BM);
+  MaskcScoreRow* const sSrow = (MaskcScoreRow*)(sMrow + BM);
+  constexpr bool kRowsShared = BM * (sizeof(MaskcMaskRow) + sizeof(MaskcScoreRow)) <= 2 * BN * BM;
+  float* const sLse = (float*)(sdS + 2 * BN * BM);
+  float* const sDelta = sLse + BM;
+  if ((maskc_smem_addr(maskc_bwd_smem) & 1023) != 0) __trap();  // descriptors need it
+  const long long nB = sh.B, nH = sh.H, nHKV = sh.HKV, nQ = sh.Sq, nKV = sh.Skv;
+
+  const int tid = threadIdx.x, warp = tid / MASKC_WARP_SIZE, lane = tid % MASKC_WARP_SIZE;
+  const int kt = blockIdx.x, hkv = blockIdx.y, b = blockIdx.z;
+  const int Sq = sh.Sq, Skv = sh.Skv, k0 = kt * BN;
+
+  maskc_bwd_load_wg<BN>(sK, K + b * sh.k_stride[0] + hkv * sh.k_stride[1], sh.k_stride[2], k0, Skv, tid);
+  maskc_bwd_load_wg<BN>(sV, V + b * sh.v_stride[0] + hkv * sh.v_stride[1], sh.v_stride[2], k0, Skv, tid);
+  maskc_copy_commit();
+
+  float dk[MASKC_BACC(D)], dv[MASKC_BACC(D)];
+#pragma unroll
+  for (int i = 0; i < MASKC_BACC(D); ++i) dk[i] = dv[i] = 0.f;
+  MaskcBufGradRun run;
+  maskc_bufgrad_init(run);
+#if !MASKC_BWD_WG_BATCH
+  MaskcQFrag<D> kfrag, vfrag;  // the MMA's A rows: the whole K and V tiles
+  kfrag.sQ = sK;
+  kfrag.dblock = BN * 64;
+  vfrag.sQ = sV;
+  vfrag.dblock = BN * 64;
+#endif
+
+  MaskcBwdWalk w;
+  w.h = hkv * (sh.H / sh.HKV) - 1;
+  w.qt = w.qt_end = w.cls = 0;
+  float lse_next = 0.f, delta_next = 0.f;
+  bool have = maskc_bwd_walk_next(sh, buf, b, hkv, k0, w);
+  if (have) maskc_bwd_issue_q(sh, Q, dO, sQ, sdO, b, w, tid, &lse_next, &delta_next);
+  while (have) {
+    const int h = w.h, q0 = w.qt * BM, cls = w.cls;
+    const long long row0 = ((long long)b * sh.H + h) * Sq;
+    maskc_copy_wait_all();  // this thread's copies of K, V, Q, dO landed, visible to the MMA after the barrier
+    if (tid < BM) {
+      sLse[tid] = lse_next;
+      sDelta[tid] = delta_next;
+      if (kRowsShared) {
+        sMrow[tid] = maskc_mask_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q0 + tid));
+        sSrow[tid] = maskc_score_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q0 + tid));
+      }
+    }
+    // The column reads of the lane's two keys.
+    MaskcMaskCol mcol[2];
+    MaskcScoreCol scol[2];
+#pragma unroll
+    for (int sl = 0; sl < 2; ++sl) {
+      const int kv = maskc_nonneg(k0 + 16 * warp + (lane >> 2) + 8 * sl);
+      mcol[sl] = maskc_mask_col(buf, nB, nH, nHKV, nQ, nKV, b, h, kv);
+      scol[sl] = maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, h, kv);
+    }
+    __syncthreads();
+
+    // S^T and dP^T: the 64 keys against the BM rows.
+    float st[MASKC_BACC(BM)], dpt[MASKC_BACC(BM)];
+#pragma unroll
+    for (int i = 0; i < MASKC_BACC(BM); ++i) st[i] = dpt[i] = 0.f;
+#if MASKC_BWD_WG_BATCH
+    // Both products in one commit group: K-major descriptors as maskc_mma_qk.
+    maskc_wg_fence_regs<MASKC_BACC(BM)>(st);
+    maskc_wg_fence_regs<MASKC_BACC(BM)>(dpt);
+    maskc_wg_fence();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+      maskc_wgmma_ss<MASKC_DT, BM>(st, maskc_wg_desc(sK + (kk >> 2) * (BN * 64) + (kk & 3) * 16, 16, 1024),
+                                   maskc_wg_desc(sQ + (kk >> 2) * (BM * 64) + (kk & 3) * 16, 16, 1024));
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+      maskc_wgmma_ss<MASKC_DT, BM>(dpt, maskc_wg_desc(sV + (kk >> 2) * (BN * 64) + (kk & 3) * 16, 16, 1024),
+                                   maskc_wg_desc(sdO + (kk >> 2) * (BM * 64) + (kk & 3) * 16, 16, 1024));
+    maskc_wg_commit();
+    maskc_wg_wait();
+    maskc_wg_fence_regs<MASKC_BACC(BM)>(st);
+    maskc_wg_fence_regs<MASKC_BACC(BM)>(dpt);
+#else
+    maskc_mma_qk<MASKC_DT, D, BM>(st, kfrag, sQ, lane);
+    maskc_mma_qk<MASKC_DT, D, BM>(dpt, vfrag, sdO, lane);
+#endif
+#pragma unroll
+    for (int i = 0; i < MASKC_BACC(BM); ++i) {
+      const int kr = 16 * warp + maskc_bacc_row<BM>(lane, i), qc = maskc_bacc_col<BM>(lane, i);
+      const int q = q0 + qc, kv = k0 + kr, sl = (i >> 1) & 1;  // sl: the lane's key slot of element i
+      bool keep = q < Sq && kv < Skv;
+#if defined(MASKC_HAS_MASK)
+      if (keep && cls != 2)
+        keep = maskc_mask_rc(buf, nB, nH, nHKV, nQ, nKV,
+                             kRowsShared ? sMrow[qc] : maskc_mask_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q)),
+                             mcol[sl], b, h, maskc_nonneg(q), maskc_nonneg(kv));
+#endif
+      float ds;
+      st[i] = maskc_bwd_elem_rc(sh, buf, b, h, q, kv, keep, st[i], dpt[i], sLse[qc], sDelta[qc], &ds, &run,
+                                kRowsShared ? sSrow[qc] : maskc_score_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q)),
+                                scol[sl]);
+      dpt[i] = ds;
+    }
+    // dS^T to shared memory for dQ (pairs of adjacent columns).
+#pragma unroll
+    for (int i = 0; i < MASKC_BACC(BM); i += 2) {
+      const int kr = 16 * warp + maskc_bacc_row<BM>(lane, i), qc = maskc_bacc_col<BM>(lane, i);
+      *(maskc_u32*)(sdS + maskc_tile_index<BN, BM>(kr, qc)) = maskc_pack2<MASKC_DT>(dpt[i], dpt[i + 1]);
+    }
+    maskc_bwd_fence_async();
+#if MASKC_BWD_WG_BATCH
+    {
+      // dV += P^T . dO and dK += dS^T . Q in one commit group, A from
+      // registers (as maskc_mma_pv), dO and Q MN-major.
+      maskc_u32 pa[BM / 16][4], sa[BM / 16][4];
+#pragma unroll
+      for (int kk = 0; kk < BM / 16; ++kk) {
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          pa[kk][r] = maskc_pack2<MASKC_DT>(st[8 * kk + 2 * r], st[8 * kk + 2 * r + 1]);
+          sa[kk][r] = maskc_pack2<MASKC_DT>(dpt[8 * kk + 2 * r], dpt[8 * kk + 2 * r + 1]);
+        }
+      }
+      maskc_wg_fence_regs<MASKC_BACC(D)>(dv);
+      maskc_wg_fence_regs<MASKC_BACC(D)>(dk);
+      maskc_wg_fence();
+#pragma unroll
+      for (int kk = 0; kk < BM / 16; ++kk)
+        maskc_wgmma_rs<MASKC_DT, D>(dv, pa[kk], maskc_wg_desc(sdO + kk * 16 * 64, BM * 128, 1024));
+#pragma unroll
+      for (int kk = 0; kk < BM / 16; ++kk)
+        maskc_wgmma_rs<MASKC_DT, D>(dk, sa[kk], maskc_wg_desc(sQ + kk * 16 * 64, BM * 128, 1024));
+      maskc_wg_commit();
+      maskc_wg_wait();
+      maskc_wg_fence_regs<MASKC_BACC(D)>(dv);
+      maskc_wg_fence_regs<MASKC_BACC(D)>(dk);
+    }
+#else
+    maskc_mma_pv<MASKC_DT, D, BM>(dv, st, sdO, lane);  // dV += P^T . dO
+    maskc_mma_pv<MASKC_DT, D, BM>(dk, dpt, sQ, lane);  // dK += dS^T . Q
+#endif
+    __syncthreads();  // Q and dO are free for the next tile; dS^T is complete
+
+    have = maskc_bwd_walk_next(sh, buf, b, hkv, k0, w);
+    if (have) maskc_bwd_issue_q(sh, Q, dO, sQ, sdO, b, w, tid, &lse_next, &delta_next);
+
+    if (sh.dq_acc != nullptr) {
+      // dQ rows q0 .. q0+63 = dS . K, one 64-column half of D at a time.
+#pragma unroll
+      for (int nb = 0; nb < D / 64; ++nb) {
+        float dq[MASKC_BACC(64)];
+#pragma unroll
+        for (int i = 0; i < MASKC_BACC(64); ++i) dq[i] = 0.f;
+        maskc_wg_fence_regs<MASKC_BACC(64)>(dq);
+        maskc_wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; ++kk) {
+          // keys kk*16 .. +15: 16 rows of 128 bytes in dS^T [BN][64] and in
+          // K's column block nb; 8-row groups at 1024 bytes.
+          const unsigned long long da = maskc_wg_desc(sdS + kk * 16 * 64, BN * 128, 1024);
+          const unsigned long long db = maskc_wg_desc(sK + nb * (BN * 64) + kk * 16 * 64, BN * 128, 1024);
+          maskc_bwd_wgmma_tt_n64<MASKC_DT>(dq, da, db);
+        }
+        maskc_wg_commit();
+        maskc_wg_wait();
+        maskc_wg_fence_regs<MASKC_BACC(64)>(dq);
+#if MASKC_BWD_DQ_RED
+        // Four adjacent columns per lane: lane pairs swap the halves of an
+        // n8 block, the even lane taking row g, the odd one row g + 8.
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const float* c = dq + 4 * j;
+          const bool odd = (lane & 1) != 0;
+          const float r0 = maskc_shfl_xor(odd ? c[0] : c[2], 1), r1 = maskc_shfl_xor(odd ? c[1] : c[3], 1);
+          const int q = q0 + 16 * warp + (lane >> 2) + (odd ? 8 : 0);
+          if (q < Sq)
+            maskc_bwd_red4(sh.dq_acc + (row0 + q) * D + nb * 64 + 8 * j + 2 * (lane & 2), odd ? r0 : c[0],
+                           odd ? r1 : c[1], odd ? c[2] : r0, odd ? c[3] : r1);
+        }
+#else
+#pragma unroll
+        for (int i = 0; i < MASKC_BACC(64); ++i) {
+          const int q = q0 + 16 * warp + maskc_bacc_row<64>(lane, i);
+          if (q < Sq && dq[i] != 0.f)
+            maskc_atomic_add_f32(sh.dq_acc + (row0 + q) * D + nb * 64 + maskc_bacc_col<64>(lane, i), dq[i]);
+        }
+#endif
+      }
+    }
+  }
+#if MASKC_SCORE_GRAD_READS > 0
+#pragma unroll
+  for (int r = 0; r < MASKC_SCORE_GRAD_READS; ++r) maskc_bufgrad_flush(sh, run, r);
+#endif
+  maskc_copy_wait_all();  // an empty column never waited for its K, V copies
+  maskc_elem_t* dKp = dK + b * sh.dk_stride[0] + hkv * sh.dk_stride[1];
+  maskc_elem_t* dVp = dV + b * sh.dv_stride[0] + hkv * sh.dv_stride[1];
+#pragma unroll
+  for (int i = 0; i < MASKC_BACC(D); i += 2) {
+    const int kv = k0 + 16 * warp + maskc_bacc_row<D>(lane, i), c = maskc_bacc_col<D>(lane, i);
+    if (kv < Skv) {
+      *(maskc_u32*)(dKp + (long long)kv * sh.dk_stride[2] + c) = maskc_pack2<MASKC_DT>(dk[i], dk[i + 1]);
+      *(maskc_u32*)(dVp + (long long)kv * sh.dv_stride[2] + c) = maskc_pack2<MASKC_DT>(dv[i], dv[i + 1]);
+    }
+  }
+}
+
+// The first kv tile after kt, before kt_end, that q tile q0 may see (its
+// class in *cls); kt_end when none.
+__device__ __forceinline__ int maskc_bwd_next_kt(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int h,
+                                                 int q0, int kt, int kt_end, int* cls) {
+  for (++kt; kt < kt_end; ++kt) {
+    *cls = maskc_bwd_tile_class(sh, buf, b, h, q0, kt * MASKC_BWD_BLOCK_N);
+    if (*cls != 0) break;
+  }
+  return kt;
+}
+
+// Deterministic dQ: one program per q tile of one (b, h), kv tiles in order:
+// S = Q.K^T and dP = dO.V^T as the forward's logits, dQ += dS.K with dS
+// from registers (K read MN-major, as the forward's V). No atomics.
+extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
+    maskc_attn_bwd_dq(const maskc_elem_t* __restrict__ Q, const maskc_elem_t* __restrict__ K,
+                      const maskc_elem_t* __restrict__ V, const maskc_elem_t* __restrict__ dO,
+                      maskc_elem_t* __restrict__ dQ, MaskcBwdShape sh, MaskcBuffers buf) {
+  extern __shared__ __attribute__((aligned(1024))) unsigned char maskc_bwd_smem[];
+  constexpr int D = MASKC_HEAD_DIM, BM = MASKC_BWD_BLOCK_M, BN = MASKC_BWD_BLOCK_N;
+  maskc_elem_t* const sK = (maskc_elem_t*)maskc_bwd_smem;
+  maskc_elem_t* const sV = sK + BN * D;
+  maskc_elem_t* const sQ = sV + BN * D;
+  maskc_elem_t* const sdO = sQ + BM * D;
+  // The mask's and score's column reads of the kv tile's BN keys.
+  MaskcMaskCol* const sMcol = (MaskcMaskCol*)(sdO + BM * D);
+  MaskcScoreCol* const sScol = (MaskcScoreCol*)(sMcol + BN);
+  constexpr bool kColsShared = BN * (sizeof(MaskcMaskCol) + sizeof(MaskcScoreCol)) <= 4 * BN * BM;
+  float* const sLse = (float*)(sdO + BM * D + 2 * BN * BM);
+  float* const sDelta = sLse + BM;
+  if ((maskc_smem_addr(maskc_bwd_smem) & 1023) != 0) __trap();
+  const long long nB = sh.B, nH = sh.H, nHKV = sh.HKV, nQ = sh.Sq, nKV = sh.Skv;
+
+  const int tid = threadIdx.x, warp = tid / MASKC_WARP_SIZE, lane = tid % MASKC_WARP_SIZE;
+  const int qt = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+  const int Sq = sh.Sq, Skv = sh.Skv, q0 = qt * BM;
+  const int hkv = h / (sh.H / sh.HKV);
+  const int n_kt = (Skv + BN - 1) / BN;
+  const long long row0 = ((long long)b * sh.H + h) * Sq;
+  const maskc_elem_t* Kp = K + b * sh.k_stride[0] + hkv * sh.k_stride[1];
+  const maskc_elem_t* Vp = V + b * sh.v_stride[0] + hkv * sh.v_stride[1];
+
+  maskc_bwd_load_wg<BM>(sQ, Q + b * sh.q_stride[0] + h * sh.q_stride[1], sh.q_stride[2], q0, Sq, tid);
+  maskc_bwd_load_wg<BM>(sdO, dO + b * sh.do_stride[0] + h * sh.do_stride[1], sh.do_stride[2], q0, Sq, tid);
+  maskc_copy_commit();
+  if (tid < BM) {
+    const bool ok = q0 + tid < Sq;
+    sLse[tid] = ok ? sh.lse[row0 + q0 + tid] : maskc_neg_inf();
+    sDelta[tid] = ok ? sh.delta[row0 + q0 + tid] : 0.f;
+  }
+  float dq[MASKC_BACC(D)];
+#pragma unroll
+  for (int i = 0; i < MASKC_BACC(D); ++i) dq[i] = 0.f;
+  // The row reads of the lane's two rows, fixed for the program.
+  MaskcMaskRow mrow[2];
+  MaskcScoreRow srow[2];
+#pragma unroll
+  for (int sl = 0; sl < 2; ++sl) {
+    const int q = maskc_nonneg(q0 + 16 * warp + (lane >> 2) + 8 * sl);
+    mrow[sl] = maskc_mask_row(buf, nB, nH, nHKV, nQ, nKV, b, h, q);
+    srow[sl] = maskc_score_row(buf, nB, nH, nHKV, nQ, nKV, b, h, q);
+  }
+  MaskcQFrag<D> qfrag, dofrag;
+  qfrag.sQ = sQ;
+  qfrag.dblock = BM * 64;
+  dofrag.sQ = sdO;
+  dofrag.dblock = BM * 64;
+
+  int kt_begin = 0, kt_end = n_kt;
+#if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
+  {
+    long long lo = 0, hi = Skv;
+    maskc_kv_range(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, h, q0, min(q0 + BM, Sq), &lo, &hi);
+    lo = lo < 0 ? 0 : lo;
+    hi = hi > Skv ? Skv : hi;
+    kt_begin = hi <= lo ? 0 : (int)(lo / BN);
+    kt_end = hi <= lo ? 0 : (int)((hi + BN - 1) / BN);
+  }
+#endif
+  // The column reads of kv tile t into shared memory.
+#define MASKC_BWD_READ_COLS(t)                                                                      \
+  if (kColsShared && tid < BN) {                                                                    \
+    sMcol[tid] = maskc_mask_col(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg((t) * BN + tid));     \
+    sScol[tid] = maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg((t) * BN + tid));    \
+  }
+  int cls = 0;
+  int kt = maskc_bwd_next_kt(sh, buf, b, h, q0, kt_begin - 1, kt_end, &cls);
+  while (kt < kt_end) {
+    const int k0 = kt * BN;
+    __syncthreads();  // every warp's MMAs on the previous K, V are done
+    MASKC_BWD_READ_COLS(kt)
+    maskc_bwd_load_wg<BN>(sK, Kp, sh.k_stride[2], k0, Skv, tid);
+    maskc_bwd_load_wg<BN>(sV, Vp, sh.v_stride[2], k0, Skv, tid);
+    maskc_copy_commit();
+    maskc_copy_wait_all();
+    __syncthreads();
+    float s[MASKC_BACC(BN)], dp[MASKC_BACC(BN)];
+#pragma unroll
+    for (int i = 0; i < MASKC_BACC(BN); ++i) s[i] = dp[i] = 0.f;
+    maskc_mma_qk<MASKC_DT, D, BN>(s, qfrag, sK, lane);
+    maskc_mma_qk<MASKC_DT, D, BN>(dp, dofrag, sV, lane);
+    int next_cls = 0;
+    const int next_kt = maskc_bwd_next_kt(sh, buf, b, h, q0, kt, kt_end, &next_cls);
+#pragma unroll
+    for (int i = 0; i < MASKC_BACC(BN); ++i) {
+      const int qr = 16 * warp + maskc_bacc_row<BN>(lane, i), kc = maskc_bacc_col<BN>(lane, i);
+      const int q = q0 + qr, kv = k0 + kc, sl = (i >> 1) & 1;  // sl: the lane's row slot of element i
+      bool keep = q < Sq && kv < Skv;
+#if defined(MASKC_HAS_MASK)
+      if (keep && cls != 2)
+        keep = maskc_mask_rc(buf, nB, nH, nHKV, nQ, nKV, mrow[sl],
+                             kColsShared ? sMcol[kc] : maskc_mask_col(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(kv)),
+                             b, h, maskc_nonneg(q), maskc_nonneg(kv));
+#endif
+      float ds;
+      maskc_bwd_elem_rc(sh, buf, b, h, q, kv, keep, s[i], dp[i], sLse[qr], sDelta[qr], &ds, nullptr, srow[sl],
+                        kColsShared ? sScol[kc] : maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(kv)));
+      s[i] = ds;
+    }
+    maskc_mma_pv<MASKC_DT, D, BN>(dq, s, sK, lane);  // dQ += dS . K
+    kt = next_kt;
+    cls = next_cls;
+  }
+#undef MASKC_BWD_READ_COLS
+  maskc_copy_wait_all();
+  maskc_elem_t* dQp = dQ + b * sh.dq_stride[0] + h * sh.dq_stride[1];
+#pragma unroll
+  for (int i = 0; i < MASKC_BACC(D); i += 2) {
+    const int q = q0 + 16 * warp + maskc_bacc_row<D>(lane, i);
+    if (q < Sq)
+      *(maskc_u32*)(dQp + (long long)q * sh.dq_stride[2] + maskc_bacc_col<D>(lane, i)) =
+          maskc_pack2<MASKC_DT>(dq[i], dq[i + 1]);
+  }
+}
+
+#else  // !MASKC_BWD_WG: mma.sync (NVIDIA before sm_90a) and MFMA (AMD)
 
 // dK, dV (and dQ's atomics, buffer gradients) per kv tile.
 extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
@@ -592,6 +1092,8 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
     if (q < Sq) dQp[(long long)q * sh.dq_stride[2] + maskc_bacc_col<D>(lane, i)] = maskc_to_elem<MASKC_DT>(dq[i]);
   }
 }
+
+#endif  // MASKC_BWD_WG
 
 // dQ = dq_acc in the element type (default mode).
 extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
