@@ -108,6 +108,7 @@ func TestPropertyRandom(t *testing.T) {
 	const perFile = 40
 	shapes := [][2]int64{{1, 1}, {3, 5}, {5, 3}, {7, 7}, {9, 13}, {17, 17}}
 	var checked, extras, complex, bad int
+	var intervals intervalStats
 	for file := 0; file*perFile < total; file++ {
 		var src strings.Builder
 		src.WriteString(normaltest.Header)
@@ -156,6 +157,19 @@ func TestPropertyRandom(t *testing.T) {
 									continue
 								}
 								checked++
+								if xs, ok := fe.Extras(e, b, h, q, kv); ok {
+									p := normal.Point{b, h, q, kv, 0, e.B, e.H, e.HKV, e.Q, e.KV}
+									for _, term := range f.Terms {
+										for _, v := range []dsl.Var{dsl.VarQ, dsl.VarKV} {
+											if msg := checkInterval(f, term, v, p, xs, &intervals); msg != "" {
+												bad++
+												if bad <= 5 {
+													t.Errorf("%s: term %s at Q=%d KV=%d (b=%d h=%d q=%d kv=%d)", msg, term, e.Q, e.KV, b, h, q, kv)
+												}
+											}
+										}
+									}
+								}
 								if got != want {
 									bad++
 									if bad <= 5 {
@@ -174,8 +188,93 @@ func TestPropertyRandom(t *testing.T) {
 		}
 	}
 	t.Logf("%d masks, %d with extra variables, %d too complex, %d points compared", total, extras, complex, checked)
+	t.Logf("intervals: %d exact hits, %d loose, %d block sides", intervals.exactHits, intervals.looseTerms, intervals.block)
+	if intervals.block == 0 || intervals.exactHits == 0 {
+		t.Errorf("no exact or block interval was checked: %d, %d", intervals.exactHits, intervals.block)
+	}
 	if extras < total/4 {
 		t.Errorf("only %d of %d random masks kept an extra variable: the generator is not reaching // and %%", extras, total)
+	}
+}
+
+// intervalStats counts what checkInterval compared.
+type intervalStats struct {
+	exactHits, looseTerms, block int
+	memo                         map[*normal.Term][2]normal.Interval
+}
+
+// checkInterval checks Form.Interval for one term and variable at one
+// point: a point satisfying the term's bounds has v in the interval, and
+// with Exact, a point satisfying the Rest bounds with v in the interval
+// satisfies every bound. It returns a description of a failure, or "".
+func checkInterval(f *normal.Form, t *normal.Term, v dsl.Var, p normal.Point, xs []int64, st *intervalStats) string {
+	if st.memo == nil {
+		st.memo = map[*normal.Term][2]normal.Interval{}
+	}
+	ivs, ok := st.memo[t]
+	if !ok {
+		ivs = [2]normal.Interval{f.Interval(t, dsl.VarQ), f.Interval(t, dsl.VarKV)}
+		st.memo[t] = ivs
+	}
+	iv := ivs[0]
+	if v == dsl.VarKV {
+		iv = ivs[1]
+	}
+	holds := func(bs []normal.Bound) bool {
+		for _, b := range bs {
+			if !b.Contains(normal.Value(b.Dir, p, xs)) {
+				return false
+			}
+		}
+		return true
+	}
+	in := true
+	for _, s := range iv.Lo {
+		in = in && p[v] >= s.Eval(p, xs, false)
+		if s.Mul > 1 {
+			st.block++
+		}
+	}
+	for _, s := range iv.Hi {
+		in = in && p[v] <= s.Eval(p, xs, true)
+	}
+	all := holds(t.Bounds)
+	switch {
+	case all && !in:
+		return fmt.Sprintf("%s is outside the interval of %s though the bounds hold", v, t)
+	case all && !holds(iv.Rest):
+		return "Rest fails though the bounds hold"
+	case iv.Exact && in && holds(iv.Rest) && !all:
+		return fmt.Sprintf("exact interval on %s holds but a bound fails", v)
+	}
+	if iv.Exact && in && all {
+		st.exactHits++
+	}
+	if !iv.Exact {
+		st.looseTerms++
+	}
+	return ""
+}
+
+// TestIntervalBlocks: block-diagonal and block-causal masks give exact
+// kv intervals in closed form.
+func TestIntervalBlocks(t *testing.T) {
+	f := canonOf(t, "q // 64 == kv // 64")
+	iv := f.Interval(f.Terms[0], dsl.VarKV)
+	if !iv.Exact || len(iv.Lo) != 1 || len(iv.Hi) != 1 || iv.Lo[0].Mul != 64 {
+		t.Fatalf("%s: %+v", f, iv)
+	}
+	for _, q := range []int64{0, 63, 64, 200} {
+		p := normal.Point{2: q}
+		x := []int64{q / 64, 0}
+		lo, hi := iv.Lo[0].Eval(p, x, false), iv.Hi[0].Eval(p, x, true)
+		if lo != q/64*64 || hi != q/64*64+63 {
+			t.Errorf("q=%d: kv in [%d, %d], want [%d, %d]", q, lo, hi, q/64*64, q/64*64+63)
+		}
+	}
+	f = canonOf(t, "q >= kv and (q - kv) % 2 == 0")
+	if iv := f.Interval(f.Terms[0], dsl.VarKV); iv.Exact || len(iv.Loose) != 1 || len(iv.Hi) != 1 {
+		t.Errorf("%s: %+v, want the remainder loose and kv <= q", f, iv)
 	}
 }
 

@@ -113,13 +113,39 @@ func NewFormEval(t testing.TB, f *normal.Form, l *dsl.Lowered, e *eval.Env) *For
 	return fe
 }
 
+// Extras computes the form's extra variables at one point: a quotient by
+// Python's floor division of its dividend, a symbol by the evaluator; ok
+// is false where a symbol cannot be evaluated.
+func (fe *FormEval) Extras(e *eval.Env, b, h, q, kv int64) (xs []int64, ok bool) {
+	p := normal.Point{b, h, q, kv, 0, e.B, e.H, e.HKV, e.Q, e.KV}
+	xs = make([]int64, len(fe.form.Extras))
+	for i, x := range fe.form.Extras {
+		switch x.Kind {
+		case normal.ExtraDiv:
+			n := normal.Value(x.Num, p, xs)
+			xs[i] = n / x.Den
+			if n%x.Den != 0 && n < 0 {
+				xs[i]--
+			}
+		case normal.ExtraSymbol:
+			r, err := fe.syms[x].Score(0, b, h, q, kv)
+			if err != nil {
+				return nil, false
+			}
+			xs[i] = int64(r)
+		}
+	}
+	return xs, true
+}
+
 // At evaluates the form at one point; ok is false where an atom or a
 // symbol cannot be evaluated.
 func (fe *FormEval) At(e *eval.Env, b, h, q, kv int64) (value, ok bool) {
 	vals := [normal.NumVars]int64{b, h, q, kv, 0, e.B, e.H, e.HKV, e.Q, e.KV}
-	// The extra variables: a quotient by Python's floor division of its
-	// dividend, a symbol by the evaluator.
-	xs := make([]int64, len(fe.form.Extras))
+	xs, ok := fe.Extras(e, b, h, q, kv)
+	if !ok {
+		return false, false
+	}
 	lin := func(l normal.Linear) int64 {
 		x := l.K
 		for v, c := range l.Coef {
@@ -131,22 +157,6 @@ func (fe *FormEval) At(e *eval.Env, b, h, q, kv int64) (value, ok bool) {
 			}
 		}
 		return x
-	}
-	for i, x := range fe.form.Extras {
-		switch x.Kind {
-		case normal.ExtraDiv:
-			n := lin(x.Num)
-			xs[i] = n / x.Den
-			if n%x.Den != 0 && n < 0 {
-				xs[i]--
-			}
-		case normal.ExtraSymbol:
-			r, err := fe.syms[x].Score(0, b, h, q, kv)
-			if err != nil {
-				return false, false
-			}
-			xs[i] = int64(r)
-		}
 	}
 	for _, term := range fe.form.Terms {
 		holds := true
