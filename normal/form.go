@@ -324,25 +324,6 @@ func (b Bound) Contains(x int64) bool {
 // dsl.Var; the score entry is ignored).
 type Point [NumVars]int64
 
-// ExtraValues computes the extra variables of f at p: a floor quotient
-// from its dividend, a symbol by sym (the caller evaluates its expression).
-func (f *Form) ExtraValues(p Point, sym func(e *Extra) (int64, error)) ([]int64, error) {
-	vals := make([]int64, len(f.Extras))
-	for i, e := range f.Extras {
-		switch e.Kind {
-		case ExtraDiv:
-			vals[i] = floorDiv(Value(e.Num, p, vals), e.Den)
-		case ExtraSymbol:
-			v, err := sym(e)
-			if err != nil {
-				return nil, err
-			}
-			vals[i] = v
-		}
-	}
-	return vals, nil
-}
-
 // Value is l at point p with extra variables x (wrapping on overflow, as
 // no form built by Canon overflows on indices below 2^31).
 func Value(l Linear, p Point, x []int64) int64 {
@@ -358,35 +339,4 @@ func Value(l Linear, p Point, x []int64) int64 {
 		}
 	}
 	return v
-}
-
-// Holds reports whether the form is true at p, given the extra variables'
-// values x and atom, which evaluates a (non-negated) atom's condition.
-// It is the form's own semantics, for tests and host-side consumers.
-func (f *Form) Holds(p Point, x []int64, atom func(a *Atom) (bool, error)) (bool, error) {
-	for _, t := range f.Terms {
-		holds := true
-		for _, b := range t.Bounds {
-			if !b.Contains(Value(b.Dir, p, x)) {
-				holds = false
-				break
-			}
-		}
-		for _, a := range t.Atoms {
-			if !holds {
-				break
-			}
-			v, err := atom(a)
-			if err != nil {
-				return false, err
-			}
-			if v == a.Neg {
-				holds = false
-			}
-		}
-		if holds {
-			return true, nil
-		}
-	}
-	return false, nil
 }

@@ -97,8 +97,9 @@ func TestExtras(t *testing.T) {
 
 // TestPropertyRandom: the normal form of random masks (patterns, floor
 // divisions, remainders, symbols, and/or/not/where nesting) agrees with
-// the reference evaluator at every point of small shapes, the form
-// evaluated by arithmetic (normaltest.FormEval) and by Form.Holds.
+// the reference evaluator at every point of small shapes (the form
+// evaluated by normaltest.FormEval), and each term's Form.Interval on q
+// and kv is sound, and exact where it says so, at the same points.
 func TestPropertyRandom(t *testing.T) {
 	total := *propCount
 	if testing.Short() {
