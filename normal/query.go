@@ -127,30 +127,33 @@ func (iv *Interval) sides(b Bound, rest Linear, c, mul, offLo, offHi int64) bool
 		return false
 	}
 	var lo, hi []Side
-	// c*y >= lo - rest and c*y <= hi - rest.
-	if b.HasLo {
-		n, ok := Const(b.Lo).sub(rest)
-		if !ok {
-			return false
+	// add records c*y >= n (ge) or c*y <= n as a side on v.
+	add := func(n Linear, ge bool) bool {
+		den := c
+		if c < 0 {
+			var ok bool
+			if n, ok = n.scale(-1); !ok {
+				return false
+			}
+			den, ge = -c, !ge
 		}
-		if c > 0 {
-			lo = append(lo, Side{Num: n, Den: c, Mul: mul, Off: offLo})
-		} else if n, ok = n.scale(-1); ok {
-			hi = append(hi, Side{Num: n, Den: -c, Mul: mul, Off: offHi})
+		if ge {
+			lo = append(lo, Side{Num: n, Den: den, Mul: mul, Off: offLo})
 		} else {
-			return false
+			hi = append(hi, Side{Num: n, Den: den, Mul: mul, Off: offHi})
 		}
+		return true
 	}
-	if b.HasHi {
-		n, ok := Const(b.Hi).sub(rest)
-		if !ok {
-			return false
+	for _, side := range []struct {
+		has bool
+		at  int64
+		ge  bool
+	}{{b.HasLo, b.Lo, true}, {b.HasHi, b.Hi, false}} {
+		if !side.has {
+			continue
 		}
-		if c > 0 {
-			hi = append(hi, Side{Num: n, Den: c, Mul: mul, Off: offHi})
-		} else if n, ok = n.scale(-1); ok {
-			lo = append(lo, Side{Num: n, Den: -c, Mul: mul, Off: offLo})
-		} else {
+		n, ok := Const(side.at).sub(rest) // c*y against at - rest
+		if !ok || !add(n, side.ge) {
 			return false
 		}
 	}
