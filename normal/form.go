@@ -36,7 +36,9 @@ const (
 	ExtraDiv ExtraKind = iota
 	// ExtraSymbol is an integer expression that reads neither q nor kv
 	// (`prefix_len[b]`, `b * h`): its value is known once b, h and the
-	// sizes are.
+	// sizes are. A symbol from one branch of a conditional may be undefined
+	// (an out-of-range read) where the mask takes the other: a consumer
+	// evaluates it only where the bounds on b, h and sizes of its term hold.
 	ExtraSymbol
 )
 
