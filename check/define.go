@@ -2,7 +2,6 @@ package check
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
@@ -62,26 +61,22 @@ func parseDefineValue(text string, t dsl.Type) (dsl.Value, error) {
 		if i, err := parseIntLiteral(text); err == nil {
 			return dsl.Float(float64(i)), nil
 		}
-		// What a float param's declaration accepts: a number literal, or
-		// the constant inf (Go's other spellings, Infinity, +Inf, NaN, are
-		// not the language's).
-		switch text {
-		case "inf", "+inf":
-			return dsl.Float(math.Inf(1)), nil
-		case "-inf":
-			return dsl.Float(math.Inf(-1)), nil
-		}
+		// A -D value is a finite number literal. Infinity and nan are
+		// refused: on a command line they are most often a computed value
+		// gone wrong (Python prints an overflow as inf), and the Python
+		// package refuses them too; a file that means infinity says so in
+		// its declaration (param C = inf).
 		lower := strings.ToLower(strings.TrimLeft(text, "+-"))
 		if strings.HasPrefix(lower, "nan") {
-			return dsl.Value{}, fmt.Errorf("want a number, not nan")
+			return dsl.Value{}, fmt.Errorf("want a finite number, not %s", text)
 		}
 		if strings.HasPrefix(lower, "inf") {
-			return dsl.Value{}, fmt.Errorf("write infinity as inf or -inf")
+			return dsl.Value{}, fmt.Errorf("want a finite number, not %s (a param that means infinity is declared so: param NAME = inf)", text)
 		}
 		digits := strings.ReplaceAll(text, "_", "")
 		f, err := strconv.ParseFloat(digits, 64)
 		if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange && !strings.ContainsAny(text, "xXpP") {
-			return dsl.Value{}, fmt.Errorf("%s is beyond the 64-bit float range (about 1.8e308); write inf for infinity", text)
+			return dsl.Value{}, fmt.Errorf("%s is beyond the 64-bit float range (the largest is about 1.8e308)", text)
 		}
 		if err != nil || strings.ContainsAny(text, "xXpP") {
 			return dsl.Value{}, fmt.Errorf("want a number such as 30.0")

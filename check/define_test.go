@@ -1,7 +1,6 @@
 package check
 
 import (
-	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -76,14 +75,19 @@ func TestDefines(t *testing.T) {
 		{"float given word", map[string]string{"CAP": "big"}, nil,
 			"test.flex:3:7: error[E044]: -D CAP=big does not fit float param CAP: want a number such as 30.0"},
 		{"float nan", map[string]string{"CAP": "nan"}, nil,
-			"test.flex:3:7: error[E044]: -D CAP=nan does not fit float param CAP: want a number, not nan"},
+			"test.flex:3:7: error[E044]: -D CAP=nan does not fit float param CAP: want a finite number, not nan"},
+		{"float NaN", map[string]string{"CAP": "-NaN"}, nil,
+			"test.flex:3:7: error[E044]: -D CAP=-NaN does not fit float param CAP: want a finite number, not -NaN"},
 		{"float underflow", map[string]string{"CAP": "1e-400"}, nil,
 			"test.flex:3:7: error[E044]: -D CAP=1e-400 does not fit float param CAP: 1e-400 is too small for a 64-bit float: it would be 0 (the smallest is 5e-324); write 0 for zero"},
 		{"float overflow", map[string]string{"CAP": "1e400"}, nil,
-			"test.flex:3:7: error[E044]: -D CAP=1e400 does not fit float param CAP: 1e400 is beyond the 64-bit float range (about 1.8e308); write inf for infinity"},
+			"test.flex:3:7: error[E044]: -D CAP=1e400 does not fit float param CAP: 1e400 is beyond the 64-bit float range (the largest is about 1.8e308)"},
 		{"float Infinity", map[string]string{"CAP": "Infinity"}, nil,
-			"test.flex:3:7: error[E044]: -D CAP=Infinity does not fit float param CAP: write infinity as inf or -inf"},
-		{"float inf as the language spells it", map[string]string{"CAP": "-inf"}, map[string]dsl.Value{"CAP": dsl.Float(math.Inf(-1))}, ""},
+			"test.flex:3:7: error[E044]: -D CAP=Infinity does not fit float param CAP: want a finite number, not Infinity (a param that means infinity is declared so: param NAME = inf)"},
+		{"float inf", map[string]string{"CAP": "inf"}, nil,
+			"test.flex:3:7: error[E044]: -D CAP=inf does not fit float param CAP: want a finite number, not inf (a param that means infinity is declared so: param NAME = inf)"},
+		{"float -inf", map[string]string{"CAP": "-inf"}, nil,
+			"test.flex:3:7: error[E044]: -D CAP=-inf does not fit float param CAP: want a finite number, not -inf (a param that means infinity is declared so: param NAME = inf)"},
 		{"float tiny", map[string]string{"CAP": "1e-30"}, map[string]dsl.Value{"CAP": dsl.Float(1e-30)}, ""},
 		{"unknown", map[string]string{"WIDNOW": "3"}, nil,
 			"test.flex: error[E043]: -D WIDNOW: no param WIDNOW is declared"},

@@ -9,7 +9,7 @@ import (
 )
 
 // generateDiags runs Generate on every attention of a .flex text and
-// returns the rendered diagnostics.
+// returns the rendered diagnostics, checking that Diagnose gives the same.
 func generateDiags(t *testing.T, text string) dsl.Diagnostics {
 	t.Helper()
 	p := checkSource(t, "in.flex", text)
@@ -18,6 +18,9 @@ func generateDiags(t *testing.T, text string) dsl.Diagnostics {
 		k, diags := Generate(p, a, Options{})
 		if diags.HasErrors() != (k == nil) {
 			t.Errorf("Generate returned kernel %v with errors %v", k != nil, diags.HasErrors())
+		}
+		if d := Diagnose(p, a, Options{}); d.Render() != diags.Render() {
+			t.Errorf("Diagnose gives\n%s\nGenerate gives\n%s", d.Render(), diags.Render())
 		}
 		all = append(all, diags...)
 	}

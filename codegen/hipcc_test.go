@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/maskc/maskc/classify"
+	"github.com/maskc/maskc/hipsrc"
 )
 
 // hipTargets are the AMD architectures every generated example is built for.
@@ -54,7 +55,7 @@ func functionText(dis, name string) string {
 // hipcc, and checks that each code object's disassembly uses MFMA
 // instructions (v_mfma_*) and defines maskc_attn_fwd; the same for each
 // kernel's backward source (BwdSource: every BwdEntries entry point, MFMA
-// in maskc_attn_bwd itself).
+// in maskc_attn_bwd and maskc_attn_bwd_dq themselves).
 //
 // How: one hipcc run per target, both in parallel, compiles every file
 // (`hipcc -x hip --offload-arch=gfx90a --cuda-device-only
@@ -147,14 +148,18 @@ func TestHipccMFMA(t *testing.T) {
 			}
 			text := string(dis)
 			if strings.HasSuffix(n, ".bwd") {
-				// Every backward entry point is there, and the MFMA
-				// instructions counted are maskc_attn_bwd's own.
+				// Every backward entry point is there, and both matrix
+				// kernels (dK/dV and the deterministic dQ) use MFMA
+				// themselves.
 				for _, e := range BwdEntries {
 					if !strings.Contains(text, "<"+e+">:") {
 						t.Errorf("%s %s: no %s in the code object", n, arch, e)
 					}
 				}
-				text = functionText(text, "maskc_attn_bwd")
+				if ops := mfma.FindAllString(functionText(text, hipsrc.BwdDQEntry), -1); len(ops) == 0 {
+					t.Errorf("%s %s: %s has no MFMA instruction", n, arch, hipsrc.BwdDQEntry)
+				}
+				text = functionText(text, hipsrc.BwdMainEntry)
 			}
 			ops := mfma.FindAllString(text, -1)
 			if len(ops) == 0 {

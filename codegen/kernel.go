@@ -114,13 +114,26 @@ type Kernel struct {
 }
 
 // BwdEntries are the backward kernels' entry points in BwdSource, in the
-// order a backward pass launches them (attn_bwd.h says when each runs).
-var BwdEntries = []string{"maskc_attn_bwd_pre", "maskc_attn_bwd", "maskc_attn_bwd_dq", "maskc_attn_bwd_dq_convert",
-	"maskc_attn_bwd_sink", "maskc_attn_bwd_buf_convert"}
+// order a backward pass launches them (hipsrc.BwdEntries: when each runs).
+var BwdEntries = hipsrc.BwdEntryNames()
 
 // Generate builds the kernel of attention block a of the checked program p.
 // It reports E300-E399 diagnostics for what a generated kernel cannot do.
 func Generate(p *check.Program, a *check.Attention, opts Options) (*Kernel, dsl.Diagnostics) {
+	return generate(p, a, opts, true)
+}
+
+// Diagnose returns the diagnostics Generate would give for attention block
+// a of p, without writing the kernel's sources (what `maskc check` and the
+// language server need, at a fraction of the cost).
+func Diagnose(p *check.Program, a *check.Attention, opts Options) dsl.Diagnostics {
+	_, diags := generate(p, a, opts, false)
+	return diags
+}
+
+// generate is Generate; without write it stops once every diagnostic is
+// known, before the sources are written.
+func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*Kernel, dsl.Diagnostics) {
 	var diags dsl.Diagnostics
 	src := p.File.Source
 	if opts.SourceName != "" && src != nil {
@@ -168,6 +181,9 @@ func Generate(p *check.Program, a *check.Attention, opts Options) (*Kernel, dsl.
 	k.sparsity = sp.plan
 	if sp.plan.kind == SparsityPrepass {
 		k.FlagsEntry = hipsrc.TileFlagsEntry
+	}
+	if !write {
+		return k, diags
 	}
 	k.MaskUsesB, k.MaskUsesH = usesVar(mask, dsl.VarB), usesVar(mask, dsl.VarH)
 	k.MaskTorch, k.ScoreTorch = TorchExpr(mask), TorchExpr(score)

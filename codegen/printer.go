@@ -118,6 +118,13 @@ func printFlex(b *strings.Builder, e dsl.Expr, top, py bool) {
 // torch.div(..., rounding_mode='floor'), modulo torch.remainder, and
 // conditionals torch.where. Subexpressions over sizes and literals only stay
 // plain Python, whose // and % already floor.
+//
+// Float arithmetic is left to torch (a float64 reference gives float64
+// tensors), except where the result is cut to a step: the operand of
+// int(), floor() and ceil() and the operands of a comparison of floats are
+// computed in float32, as the kernel computes them, so that the reference
+// takes the same step where float64 and float32 round to different sides
+// of it (T5's log bucket: int(log(d / 8) / log(16) * 8) at d = 16).
 func TorchExpr(l *dsl.Lowered) string {
 	if l == nil || l.Expr == nil {
 		return ""
@@ -126,7 +133,22 @@ func TorchExpr(l *dsl.Lowered) string {
 	return p.print(l.Expr)
 }
 
-type torchPrinter struct{ l *dsl.Lowered }
+// torchPrinter prints TorchExpr. With f32 set, float values are float32
+// tensors (float(), score and buffer reads become .float(); Python float
+// constants then compute in float32 with them), as in the kernel.
+type torchPrinter struct {
+	l   *dsl.Lowered
+	f32 bool
+}
+
+// stepOperand prints e, an operand of a step function (int, floor, ceil, a
+// comparison): in float32 when e is a float, else as is.
+func (p torchPrinter) stepOperand(e dsl.Expr) string {
+	if p.l.TypeOf(e) == dsl.TypeFloat {
+		p.f32 = true
+	}
+	return p.print(e)
+}
 
 // scalar reports whether e involves no tensor: only literals and sizes.
 func (p torchPrinter) scalar(e dsl.Expr) bool {
@@ -154,6 +176,9 @@ func (p torchPrinter) print(e dsl.Expr) string {
 	}
 	switch x := e.(type) {
 	case *dsl.VarRef:
+		if p.f32 && t == dsl.TypeFloat {
+			return x.Var.String() + ".float()"
+		}
 		return x.Var.String()
 	case *dsl.IntLit, *dsl.FloatLit, *dsl.BoolLit:
 		return pyScalar(e)
@@ -201,7 +226,7 @@ func (p torchPrinter) print(e dsl.Expr) string {
 			if i > 0 {
 				s.WriteString(" " + x.Ops[i-1].String() + " ")
 			}
-			s.WriteString(p.print(o))
+			s.WriteString(p.stepOperand(o))
 		}
 		s.WriteByte(')')
 		return s.String()
@@ -217,6 +242,9 @@ func (p torchPrinter) print(e dsl.Expr) string {
 			s.WriteString(p.print(a))
 		}
 		s.WriteString("]")
+		if p.f32 && t == dsl.TypeFloat {
+			s.WriteString(".float()")
+		}
 		return s.String()
 	case *dsl.CallExpr:
 		return p.call(x, t)
@@ -231,9 +259,14 @@ func (p torchPrinter) call(x *dsl.CallExpr, t dsl.Type) string {
 			name = bi.Name
 		}
 	}
+	step := name == "int" || name == "floor" || name == "ceil"
 	args := make([]string, len(x.Args))
 	for i, a := range x.Args {
-		args[i] = p.print(a)
+		if step {
+			args[i] = p.stepOperand(a)
+		} else {
+			args[i] = p.print(a)
+		}
 		if p.scalar(a) {
 			args[i] = "torch.as_tensor(" + args[i] + ")"
 		}
@@ -257,6 +290,9 @@ func (p torchPrinter) call(x *dsl.CallExpr, t dsl.Type) string {
 	case "int": // toward zero, NaN to 0, saturating at the int64 bounds (dsl.TruncInt)
 		return "torch.nan_to_num(" + args[0] + ".double(), nan=0.0).clamp(-9223372036854775808.0, 9223372036854774784.0).long()"
 	case "float":
+		if p.f32 {
+			return args[0] + ".float()"
+		}
 		return args[0] + ".double()"
 	}
 	if name == "" {

@@ -17,7 +17,18 @@ func TestTorchExpr(t *testing.T) {
 		{"softcap", "", "", "30.0 * tanh(score / 30.0)", "(30.0 * torch.tanh((score / 30.0)))"},
 		{"min_scalar", "", "min(q, 40) >= kv", "", "(torch.minimum(q, torch.as_tensor(40)) >= kv)"},
 		{"clamp", "", "", "clamp(score, -5.0, 5.0)", "torch.clamp(score, torch.as_tensor(-5.0), torch.as_tensor(5.0))"},
-		{"int", "", "", "score + int(score * 4.0)", "(score + torch.nan_to_num((score * 4.0).double(), nan=0.0).clamp(-9223372036854775808.0, 9223372036854774784.0).long())"},
+		// A step (int, floor, ceil, a comparison) of a float is taken in
+		// float32, as the kernel takes it; the rest stays in the caller's
+		// precision.
+		{"int", "", "", "score + int(score * 4.0)", "(score + torch.nan_to_num((score.float() * 4.0).double(), nan=0.0).clamp(-9223372036854775808.0, 9223372036854774784.0).long())"},
+		{"int of int", "", "", "score + int(q - kv)", "(score + torch.nan_to_num((q - kv).double(), nan=0.0).clamp(-9223372036854775808.0, 9223372036854774784.0).long())"},
+		{"t5 bucket", "buffer bias: f32[H, 32]\n", "", "score + bias[h, min(8 + int(log(float(abs(kv - q)) / 8) / 2.772588722239781 * 8), 15)]",
+			"(score + bias[h, torch.minimum((8 + torch.nan_to_num(((torch.log((torch.abs((kv - q)).float() / 8)) / 2.772588722239781) * 8).double(), nan=0.0).clamp(-9223372036854775808.0, 9223372036854774784.0).long()), torch.as_tensor(15))])"},
+		{"int of buffer", "buffer w: f64[H]\n", "", "score * float(h) + int(w[h] * 2.0)",
+			"((score * h.double()) + torch.nan_to_num((w[h].float() * 2.0).double(), nan=0.0).clamp(-9223372036854775808.0, 9223372036854774784.0).long())"},
+		{"floor", "", "", "score + floor(score / 3.0)", "(score + torch.floor((score.float() / 3.0)))"},
+		{"float compare", "", "log(float(kv + 1)) < 3.0", "", "(torch.log((kv + 1).float()) < 3.0)"},
+		{"score compare", "", "", "where(score > 0.0, score, 0.0)", "torch.where((score.float() > 0.0), score, 0.0)"},
 		{"float", "", "", "score + float(q - kv)", "(score + (q - kv).double())"},
 		{"bias", "buffer bias: f32[H, 2 * KV - 1]\n", "", "score + bias[h, q - kv + KV - 1]", "(score + bias[h, (((q - kv) + KV) - 1)])"},
 	}

@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/maskc/maskc/classify"
 	"github.com/maskc/maskc/codegen"
@@ -19,7 +20,8 @@ type Sizes struct {
 
 // Attention is one attention block's generated kernel loaded on a device,
 // with its captured buffers bound by name. Bind before launching: Bind is
-// not safe concurrently with Forward; Forward is safe for concurrent use.
+// not safe concurrently with Forward and Backward; both are safe for
+// concurrent use.
 type Attention struct {
 	// Name is the attention block's name.
 	Name string
@@ -148,6 +150,67 @@ func (a *Attention) unboundError() error {
 		}
 	}
 	return &runtime.Error{Code: runtime.CodeBuffers, Msg: fmt.Sprintf("attention %s: buffers %v are not bound (use Bind)", a.Name, missing)}
+}
+
+// GradBuffers names the gradients Backward can write besides dQ, dK and
+// dV, in the order of its dbufs: the buffers the score reads
+// differentiably (float buffers whose reads carry a derivative), in slot
+// order, then the block's sink if it has one. Each gradient is fp32 with
+// its buffer's extents.
+func (a *Attention) GradBuffers() []string {
+	var out []string
+	for _, b := range a.Kernel.GradBuffers {
+		out = append(out, b.Name)
+	}
+	if a.sinkName != "" {
+		out = append(out, a.sinkName)
+	}
+	return out
+}
+
+// Backward enqueues the attention backward on stream s for dense tensors
+// in the kernel's layout (see Shape): q, k, v, o and lse are the inputs and
+// outputs of the Forward being differentiated (same sizes, same bound
+// buffers), dO the gradient of O (laid out like O) and dLSE, optional (0
+// for none), the gradient of the LSE (fp32 [B, H, Sq]); dq, dk and dv
+// receive the gradients of Q, K and V (laid out like them, in the element
+// type). dbufs, in the order of GradBuffers, receive the buffer and sink
+// gradients (fp32, 0 where one is not wanted); nil when none is wanted or
+// the block has none. With deterministic every output is bitwise
+// reproducible run to run (dQ without float atomics); otherwise dQ is
+// summed with fp32 atomics (faster). The first call compiles the backward
+// kernels.
+func (a *Attention) Backward(s runtime.Stream, dO, q, k, v, o, lse, dLSE, dq, dk, dv runtime.DevicePtr, dbufs []runtime.DevicePtr, sz Sizes, deterministic bool) error {
+	return a.BackwardShape(s, dO, q, k, v, o, lse, dLSE, dq, dk, dv, dbufs, a.Shape(sz), deterministic)
+}
+
+// BackwardShape is Backward for tensors with arbitrary strides (dO, dQ, dK
+// and dV take O's, Q's, K's and V's); shape.Sink is replaced by the bound
+// sink.
+func (a *Attention) BackwardShape(s runtime.Stream, dO, q, k, v, o, lse, dLSE, dq, dk, dv runtime.DevicePtr, dbufs []runtime.DevicePtr, shape runtime.Shape, deterministic bool) error {
+	if a.unbound != 0 {
+		return a.unboundError()
+	}
+	names := a.GradBuffers()
+	if len(dbufs) != 0 && len(dbufs) != len(names) {
+		want := "none: the score reads no buffer differentiably and there is no sink"
+		if len(names) > 0 {
+			want = fmt.Sprintf("%d (%s) or none", len(names), strings.Join(names, ", "))
+		}
+		return &runtime.Error{Code: runtime.CodeBuffers, Msg: fmt.Sprintf("attention %s: %d gradient buffers passed, want %s", a.Name, len(dbufs), want)}
+	}
+	g := runtime.Gradients{DO: dO, DLSE: dLSE, DQ: dq, DK: dk, DV: dv}
+	if len(dbufs) != 0 {
+		g.DBufs = make([]runtime.DevicePtr, len(a.buffers))
+		for i, b := range a.Kernel.GradBuffers {
+			g.DBufs[b.Slot] = dbufs[i]
+		}
+		if a.sinkName != "" {
+			g.DSink = dbufs[len(dbufs)-1]
+		}
+	}
+	shape.Sink = a.sink
+	return a.launcher.Backward(s, q, k, v, o, lse, shape, a.buffers, g, deterministic)
 }
 
 // CompileStats says whether the kernel was compiled or loaded from the

@@ -181,6 +181,25 @@ func NeedsKernel(d *classify.Decision) bool {
 	return d.Pattern == Generated || d.Fallback == Generated
 }
 
+// KernelDiagnostics returns the code generator's diagnostics for every block
+// of plan that needs a kernel (see NeedsKernel), without writing the
+// kernels' sources (E3xx: E303 for too many buffers, E311 for int
+// arithmetic that may overflow int64, ...). It is how `maskc check` and the language server
+// report every diagnostic Compile would, positioned in the source; plan
+// must come from a program that checked and classified without errors.
+func KernelDiagnostics(p *check.Program, plan *classify.Plan, opts Options) dsl.Diagnostics {
+	if p == nil || plan == nil {
+		return nil
+	}
+	var diags dsl.Diagnostics
+	for _, d := range plan.Attentions {
+		if a := p.Attention(d.Name); a != nil && NeedsKernel(d) {
+			diags = append(diags, codegen.Diagnose(p, a, opts.Kernel)...)
+		}
+	}
+	return diags
+}
+
 // Decision returns the plan of attention block name, or nil.
 func (u *Unit) Decision(name string) *classify.Decision {
 	for _, d := range u.Plan.Attentions {

@@ -30,6 +30,16 @@ func KernelSpec(p *check.Program, k *codegen.Kernel, backend, arch string) (runt
 		BlockM: k.BlockM, BlockN: launch.BlockN, NumThreads: launch.Threads, SharedBytes: launch.SharedMemBytes,
 		HeadDim: k.HeadDim, FlagsPerBatch: k.MaskUsesB, FlagsPerHead: k.MaskUsesH,
 	}
+	if k.BwdSource != "" {
+		spec.Backward = &runtime.BackwardSpec{
+			Source: k.BwdSource, Name: k.Name + ".bwd.cu", Threads: platform.BwdThreads(), PreRows: platform.BwdPreRows(),
+			BlockM: hipsrc.BwdBlockM, BlockN: hipsrc.BwdBlockN, SharedBytes: hipsrc.BwdSharedMemBytes(k.HeadDim),
+		}
+	}
+	grad := map[int]bool{}
+	for _, b := range k.GradBuffers {
+		grad[b.Slot] = true
+	}
 	if platform == hipsrc.NVIDIAWGMMA {
 		spec.Arch = hipsrc.WGMMAArch
 		spec.CompileOptions = append(spec.CompileOptions, hipsrc.WGMMAOptions...)
@@ -56,7 +66,7 @@ func KernelSpec(p *check.Program, k *codegen.Kernel, backend, arch string) (runt
 			return spec, fmt.Errorf("compiler: buffer %s has %d dimensions; the kernel ABI takes 1 or 2", b.Name, len(decl.Dims))
 		}
 		dims := decl.Dims
-		spec.Buffers = append(spec.Buffers, runtime.BufferSpec{Name: b.Name, DType: decl.DType, Segments: decl.Segments, Dims: func(s runtime.Sizes) [2]int64 {
+		spec.Buffers = append(spec.Buffers, runtime.BufferSpec{Name: b.Name, DType: decl.DType, Segments: decl.Segments, Grad: grad[b.Slot], Dims: func(s runtime.Sizes) [2]int64 {
 			sizes := map[dsl.Var]int64{dsl.SizeB: s.B, dsl.SizeH: s.H, dsl.SizeHKV: s.HKV, dsl.SizeQ: s.Q, dsl.SizeKV: s.KV}
 			out := [2]int64{1, 1}
 			for i, d := range dims {

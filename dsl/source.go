@@ -17,6 +17,10 @@ type Source struct {
 	lineStarts []int // byte offset at which each line begins
 }
 
+// ByteOrderMark is the UTF-8 byte order mark. At the start of a file the
+// parser skips it (editors on Windows write it) and the formatter keeps it.
+const ByteOrderMark = "\uFEFF"
+
 // LineEndAt is the one rule for line ends, shared by positions, the lexer,
 // the language server and the generator: it returns the length of the line
 // terminator at text[i], 1 for "\n", 2 for "\r\n", 1 for a lone "\r"

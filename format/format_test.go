@@ -211,3 +211,25 @@ func FuzzSourceIdempotent(f *testing.F) {
 		}
 	})
 }
+
+// TestByteOrderMarkKept checks that a UTF-8 byte order mark starting the
+// source, which the parser skips, starts the formatted text too, and that
+// one is not made up for a file without it.
+func TestByteOrderMarkKept(t *testing.T) {
+	tests := []struct{ name, src, want string }{
+		{"kept", "\uFEFFmask  m(b,h,q,kv)=q>=kv\n", "\uFEFFmask m(b, h, q, kv) = q >= kv\n"},
+		{"alone", "\uFEFF", "\uFEFF"},
+		{"none", "mask  m(b,h,q,kv)=q>=kv\n", "mask m(b, h, q, kv) = q >= kv\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := format.Source(parse(t, "b.flex", []byte(tt.src)))
+			if string(out) != tt.want {
+				t.Errorf("got %q, want %q", out, tt.want)
+			}
+			if again := format.Source(parse(t, "b.flex", out)); string(again) != string(out) {
+				t.Errorf("not idempotent: %q then %q", out, again)
+			}
+		})
+	}
+}

@@ -12,7 +12,10 @@ const indentUnit = "    "
 
 // Source prints f canonically, keeping every comment. It is idempotent:
 // printing the parse of Source(f) gives Source(f) again. An empty file
-// prints as nothing; anything else ends with exactly one newline.
+// prints as nothing; anything else ends with exactly one newline. A UTF-8
+// byte order mark that starts the source (which the parser skips) starts
+// the output too, so `maskc fmt -w` and the language server's formatting
+// keep it.
 func Source(f *dsl.File) []byte {
 	var text []byte
 	if f.Source != nil {
@@ -22,7 +25,11 @@ func Source(f *dsl.File) []byte {
 	for _, d := range f.Decls {
 		p.lines = append(p.lines, declLines(d)...)
 	}
-	return p.print()
+	out := p.print()
+	if bytes.HasPrefix(text, []byte(dsl.ByteOrderMark)) {
+		out = append([]byte(dsl.ByteOrderMark), out...)
+	}
+	return out
 }
 
 // line is one output line before comments are woven in.

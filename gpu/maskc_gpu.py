@@ -558,14 +558,21 @@ class BwdKernel(Kernel):
         return run
 
 
-def reference_grads(q, k, v, scale, mask, score, do, dlse=None, buffers=(), grad_slots=(), sink=None):
+def reference_grads(q, k, v, scale, mask, score, do, dlse=None, buffers=(), grad_slots=(), sink=None, o_delta=None):
     """float64 torch autograd of O and the natural-log LSE (with the sink,
     fully masked rows O = 0, LSE = -inf) w.r.t. q, k, v, the float buffers in
     grad_slots and the sink, for the loss sum(O * dO) + sum(LSE * dLSE) over
     rows with a finite LSE. One (b, h) at a time. score and mask take the
     buffers as closures; `buffers` must be the tensors they close over, so
     they are swapped for float64 leaves here through make(bufs) when given
-    as (make, buffers). Returns (dq, dk, dv, {slot: dbuf}, dsink)."""
+    as (make, buffers). Returns (dq, dk, dv, {slot: dbuf}, dsink).
+
+    o_delta, when given ([B, H, Sq, D], e.g. the kernel's bf16 O), replaces
+    the exact O in delta = rowsum(dO * O) - dLSE, as a backward kernel reads
+    it: the loss gets sum(c * LSE) with the constant c = rowsum(dO * (O -
+    o_delta)), which turns every dS = P (dP - delta) into P (dP - delta'),
+    everything else exact in float64. A gradient that cancels (an ALiBi
+    slope's) is as sensitive to O's rounding as that isolates."""
     B, H, Sq, D = q.shape
     HKV, Skv = k.shape[1], k.shape[2]
     G = H // HKV
@@ -603,9 +610,12 @@ def reference_grads(q, k, v, scale, mask, score, do, dlse=None, buffers=(), grad
             p = e / lsafe
             o = p @ vs
             loss = (o * do[b, h].double()).sum()
+            lse = (m + torch.log(lsafe)).squeeze(-1)
             if dlse is not None:
-                lse = (m + torch.log(lsafe)).squeeze(-1)
                 loss = loss + torch.where(empty.squeeze(-1), torch.zeros_like(lse), lse * dlse[b, h].double()).sum()
+            if o_delta is not None:
+                c = ((o.detach() - o_delta[b, h].double()) * do[b, h].double()).sum(-1)
+                loss = loss + torch.where(empty.squeeze(-1), torch.zeros_like(lse), lse * c).sum()
             loss.backward()
             dq[b, h] = qs.grad
             dk[b, h // G] += ks.grad

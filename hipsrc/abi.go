@@ -162,6 +162,140 @@ var BuffersStruct = layout("MaskcBuffers", "Captured tensors by slot (declaratio
 // Structs are the ABI structs in declaration order.
 var Structs = []Struct{ShapeStruct, BuffersStruct}
 
+// BwdShapeStruct is struct MaskcBwdShape, the backward kernels' sizes,
+// strides and auxiliary tensors (declared in attn_bwd.h, which the backward
+// source appends after the forward; TestBwdShapeMatchesHeader checks the
+// declaration against this one).
+var BwdShapeStruct = layout("MaskcBwdShape", "Shapes, strides and auxiliary tensors of one backward launch (every backward entry point).",
+	Field{Name: "B", CType: "int", Doc: "batch"},
+	Field{Name: "H", CType: "int", Doc: "query heads"},
+	Field{Name: "HKV", CType: "int", Doc: "key/value heads; query head h reads kv head h / (H / HKV)"},
+	Field{Name: "Sq", CType: "int", Doc: "query length"},
+	Field{Name: "Skv", CType: "int", Doc: "key/value length"},
+	Field{Name: "q_stride", CType: "long long", Dims: []int{3}, Doc: "elements, for (batch, head, seq)"},
+	Field{Name: "k_stride", CType: "long long", Dims: []int{3}},
+	Field{Name: "v_stride", CType: "long long", Dims: []int{3}},
+	Field{Name: "o_stride", CType: "long long", Dims: []int{3}},
+	Field{Name: "do_stride", CType: "long long", Dims: []int{3}, Doc: "dO, the gradient of O"},
+	Field{Name: "dq_stride", CType: "long long", Dims: []int{3}},
+	Field{Name: "dk_stride", CType: "long long", Dims: []int{3}},
+	Field{Name: "dv_stride", CType: "long long", Dims: []int{3}},
+	Field{Name: "scale", CType: "float", Doc: "softmax scale applied to q.k, as in the forward"},
+	Field{Name: "sink", CType: "const float*", Doc: "nullptr or [H] fp32 sink logits, as in the forward"},
+	Field{Name: "tile_flags", CType: "const unsigned char*", Doc: "nullptr unless SparsityPrepass: maskc_tile_flags's output for this shape"},
+	Field{Name: "lse", CType: "const float*", Doc: "[B, H, Sq] natural-log LSE of the forward"},
+	Field{Name: "dlse", CType: "const float*", Doc: "nullptr or [B, H, Sq]: the gradient of the LSE"},
+	Field{Name: "delta", CType: "float*", Doc: "[B, H, Sq] fp32 scratch: rowsum(dO * O) - dLSE"},
+	Field{Name: "dq_acc", CType: "float*", Doc: "[B, H, Sq, D] fp32 scratch (atomic mode); nullptr: deterministic mode"},
+	Field{Name: "dsink", CType: "float*", Doc: "nullptr or [H] fp32: the sink gradient"},
+	Field{Name: "dbuf", CType: "long long*", Dims: []int{MaxBuffers}, Doc: "per buffer slot: zeroed int64 fixed-point gradient sums (BwdFixOne), or nullptr"},
+)
+
+// Backward entry point names (C linkage, attn_bwd.h), in launch order.
+const (
+	// BwdPreEntry computes delta = rowsum(dO * O) - dLSE and zeroes dq_acc.
+	BwdPreEntry = "maskc_attn_bwd_pre"
+	// BwdMainEntry computes dK, dV (and dQ's atomics and the buffer
+	// gradients) per kv tile.
+	BwdMainEntry = "maskc_attn_bwd"
+	// BwdDQEntry is the deterministic dQ kernel.
+	BwdDQEntry = "maskc_attn_bwd_dq"
+	// BwdDQConvertEntry converts dq_acc to dQ's element type (atomic mode).
+	BwdDQConvertEntry = "maskc_attn_bwd_dq_convert"
+	// BwdSinkEntry computes the sink gradient.
+	BwdSinkEntry = "maskc_attn_bwd_sink"
+	// BwdBufConvertEntry converts one buffer gradient's fixed-point sums.
+	BwdBufConvertEntry = "maskc_attn_bwd_buf_convert"
+)
+
+// BwdEntries are the backward entry points in launch order; every launch
+// uses the platform's bwd_threads per block. Their When: "always";
+// "prepass" (maskc_tile_flags of the forward, from the same module, before
+// maskc_attn_bwd); "deterministic" or "atomic" (the dQ mode chosen); "sink"
+// (kernels with a sink, when its gradient is wanted); "grad" (once per
+// differentiable buffer whose gradient is wanted, size n its element
+// count).
+var BwdEntries = []Entry{
+	{
+		Name: BwdPreEntry,
+		Params: []Param{
+			{Name: "O", CType: "const T*", Doc: "the forward's output, strides shape.o_stride"},
+			{Name: "dO", CType: "const T*", Doc: "gradient of O, strides shape.do_stride"},
+			{Name: "shape", CType: "MaskcBwdShape"},
+		},
+		Grid: [3]GridDim{{Size: "Sq", Tile: "bwd_pre_rows"}, {Size: "H"}, {Size: "B"}},
+		When: "always",
+	},
+	{
+		Name: BwdMainEntry,
+		Params: []Param{
+			{Name: "Q", CType: "const T*"}, {Name: "K", CType: "const T*"}, {Name: "V", CType: "const T*"},
+			{Name: "dO", CType: "const T*"},
+			{Name: "dK", CType: "T*", Doc: "like K, strides shape.dk_stride"},
+			{Name: "dV", CType: "T*", Doc: "like V, strides shape.dv_stride"},
+			{Name: "shape", CType: "MaskcBwdShape"},
+			{Name: "buf", CType: "MaskcBuffers"},
+		},
+		Grid:      [3]GridDim{{Size: "Skv", Tile: "bwd_block_n"}, {Size: "HKV"}, {Size: "B"}},
+		SharedMem: true,
+		When:      "always",
+	},
+	{
+		Name: BwdDQEntry,
+		Params: []Param{
+			{Name: "Q", CType: "const T*"}, {Name: "K", CType: "const T*"}, {Name: "V", CType: "const T*"},
+			{Name: "dO", CType: "const T*"},
+			{Name: "dQ", CType: "T*", Doc: "like Q, strides shape.dq_stride"},
+			{Name: "shape", CType: "MaskcBwdShape"},
+			{Name: "buf", CType: "MaskcBuffers"},
+		},
+		Grid:      [3]GridDim{{Size: "Sq", Tile: "bwd_block_m"}, {Size: "H"}, {Size: "B"}},
+		SharedMem: true,
+		When:      "deterministic",
+	},
+	{
+		Name:   BwdDQConvertEntry,
+		Params: []Param{{Name: "dQ", CType: "T*", Doc: "like Q, strides shape.dq_stride"}, {Name: "shape", CType: "MaskcBwdShape"}},
+		Grid:   [3]GridDim{{Size: "Sq", Tile: "bwd_pre_rows"}, {Size: "H"}, {Size: "B"}},
+		When:   "atomic",
+	},
+	{
+		Name:   BwdSinkEntry,
+		Params: []Param{{Name: "shape", CType: "MaskcBwdShape"}},
+		Grid:   [3]GridDim{{Size: "H"}, {Size: "1"}, {Size: "1"}},
+		When:   "sink",
+	},
+	{
+		Name: BwdBufConvertEntry,
+		Params: []Param{
+			{Name: "acc", CType: "const long long*", Doc: "the slot's shape.dbuf sums"},
+			{Name: "out", CType: "float*", Doc: "the buffer's gradient, fp32, the buffer's extents"},
+			{Name: "n", CType: "long long", Doc: "the buffer's element count"},
+		},
+		Grid: [3]GridDim{{Size: "n", Tile: "bwd_threads"}, {Size: "1"}, {Size: "1"}},
+		When: "grad",
+	},
+}
+
+// BwdEntryNames returns the names of BwdEntries in launch order.
+func BwdEntryNames() []string {
+	var out []string
+	for _, e := range BwdEntries {
+		out = append(out, e.Name)
+	}
+	return out
+}
+
+// BwdEntry returns the backward entry point called name.
+func BwdEntry(name string) (Entry, bool) {
+	for _, e := range BwdEntries {
+		if e.Name == name {
+			return e, true
+		}
+	}
+	return Entry{}, false
+}
+
 // CDecl returns the C declaration of s.
 func (s Struct) CDecl() string {
 	var b strings.Builder
@@ -196,8 +330,10 @@ type Param struct {
 }
 
 // GridDim is one dimension of a launch grid: ceil(Size / Tile), where Size
-// is one of the launch sizes "B", "H", "Sq", "Skv" or "1" and Tile is
-// "block_m", "block_n" (the platform's key tile) or "" (1).
+// is one of the launch sizes "B", "H", "HKV", "Sq", "Skv", "n" (a buffer's
+// element count) or "1" and Tile is "block_m", "block_n" (the platform's
+// key tile), "bwd_block_m", "bwd_block_n", "bwd_pre_rows", "bwd_threads"
+// (the platform's backward tiles) or "" (1).
 type GridDim struct {
 	// Size is the launch size divided.
 	Size string `json:"size"`
@@ -254,13 +390,33 @@ var Entries = []Entry{
 
 // LaunchSizes are the sizes a grid rule reads.
 type LaunchSizes struct {
-	// B, H, Sq and Skv are batch, query heads, query and key/value length.
-	B, H, Sq, Skv int
+	// B, H, HKV, Sq and Skv are batch, query heads, key/value heads, query
+	// and key/value length; N is a buffer's element count.
+	B, H, HKV, Sq, Skv, N int
 }
 
 // Eval returns the grid of e for sizes, on a platform whose key tile is
-// blockN keys.
+// blockN keys (forward entries; EvalOn knows every tile).
 func (e Entry) Eval(sz LaunchSizes, blockN int) [3]int {
+	return e.EvalWith(sz, map[string]int{"block_m": BlockM, "block_n": blockN})
+}
+
+// EvalOn returns the grid of e for sizes on platform p.
+func (e Entry) EvalOn(sz LaunchSizes, p Platform) [3]int {
+	return e.EvalWith(sz, p.Tiles())
+}
+
+// Tiles returns the value of every grid tile name (GridDim.Tile) on p.
+func (p Platform) Tiles() map[string]int {
+	return map[string]int{
+		"block_m": BlockM, "block_n": p.BlockN(), "bwd_block_m": BwdBlockM, "bwd_block_n": BwdBlockN,
+		"bwd_pre_rows": p.BwdPreRows(), "bwd_threads": p.BwdThreads(),
+	}
+}
+
+// EvalWith returns the grid of e for sizes with the given tile values
+// (Tiles); a tile missing from tiles panics.
+func (e Entry) EvalWith(sz LaunchSizes, tiles map[string]int) [3]int {
 	var g [3]int
 	for i, d := range e.Grid {
 		n := 1
@@ -269,16 +425,21 @@ func (e Entry) Eval(sz LaunchSizes, blockN int) [3]int {
 			n = sz.B
 		case "H":
 			n = sz.H
+		case "HKV":
+			n = sz.HKV
 		case "Sq":
 			n = sz.Sq
 		case "Skv":
 			n = sz.Skv
+		case "n":
+			n = sz.N
 		}
-		switch d.Tile {
-		case "block_m":
-			n = ceilDiv(n, BlockM)
-		case "block_n":
-			n = ceilDiv(n, blockN)
+		if d.Tile != "" {
+			t, ok := tiles[d.Tile]
+			if !ok {
+				panic("hipsrc: grid tile " + d.Tile + " unknown here")
+			}
+			n = ceilDiv(n, t)
 		}
 		g[i] = n
 	}
@@ -326,11 +487,17 @@ type PlatformABI struct {
 	WarpSize int `json:"warp_size"`
 	Threads  int `json:"threads"`
 	BlockN   int `json:"block_n"`
+	// BwdThreads is the block size of every backward kernel
+	// (MASKC_BWD_THREADS), BwdPreRows the rows per block of its row passes
+	// (MASKC_BWD_PRE_ROWS).
+	BwdThreads int `json:"bwd_threads"`
+	BwdPreRows int `json:"bwd_pre_rows"`
 }
 
 // ABI returns the platform's ABI description.
 func (p Platform) ABI() PlatformABI {
-	a := PlatformABI{Name: p.String(), Backend: "cuda", WarpSize: p.WarpSize(), Threads: p.NumThreads(), BlockN: p.BlockN()}
+	a := PlatformABI{Name: p.String(), Backend: "cuda", WarpSize: p.WarpSize(), Threads: p.NumThreads(), BlockN: p.BlockN(),
+		BwdThreads: p.BwdThreads(), BwdPreRows: p.BwdPreRows()}
 	switch p {
 	case AMD:
 		a.Backend, a.Selects = "hip", "every AMD GPU (gfx90a, gfx94x, gfx950)"
@@ -359,11 +526,21 @@ type ABIDesc struct {
 	TileFlags TileFlagLayout `json:"tile_flags"`
 	// Platforms are the kernel variants by platform.
 	Platforms []PlatformABI `json:"platforms"`
+	// BwdStructs are the backward's own argument structs (MaskcBwdShape;
+	// it also takes MaskcBuffers), BwdEntries its entry points in launch
+	// order, BwdBlockM and BwdBlockN its tiles and BwdFixOne the scale of
+	// its fixed-point buffer-gradient sums.
+	BwdStructs []Struct `json:"bwd_structs"`
+	BwdEntries []Entry  `json:"bwd_entries"`
+	BwdBlockM  int      `json:"bwd_block_m"`
+	BwdBlockN  int      `json:"bwd_block_n"`
+	BwdFixOne  int64    `json:"bwd_fix_one"`
 }
 
 // Describe returns the ABI description written into manifests.
 func Describe() ABIDesc {
-	d := ABIDesc{Structs: Structs, Entries: Entries, BlockM: BlockM, MaxSeqLen: MaxSeqLen, MaxBuffers: MaxBuffers, MaxBufferRank: MaxBufferRank, TileFlags: TileFlags}
+	d := ABIDesc{Structs: Structs, Entries: Entries, BlockM: BlockM, MaxSeqLen: MaxSeqLen, MaxBuffers: MaxBuffers, MaxBufferRank: MaxBufferRank, TileFlags: TileFlags,
+		BwdStructs: []Struct{BwdShapeStruct}, BwdEntries: BwdEntries, BwdBlockM: BwdBlockM, BwdBlockN: BwdBlockN, BwdFixOne: BwdFixOne}
 	for _, p := range Platforms {
 		d.Platforms = append(d.Platforms, p.ABI())
 	}

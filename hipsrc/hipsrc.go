@@ -114,6 +114,10 @@ const (
 // BwdThreads returns the block size of every backward kernel on p.
 func (p Platform) BwdThreads() int { return BwdWarps * p.WarpSize() }
 
+// BwdPreRows returns MASKC_BWD_PRE_ROWS on p: the query rows one block of
+// maskc_attn_bwd_pre and maskc_attn_bwd_dq_convert covers.
+func (p Platform) BwdPreRows() int { return p.BwdThreads() / BwdPreLanes }
+
 // BwdSharedMemBytes returns the dynamic shared memory of maskc_attn_bwd and
 // maskc_attn_bwd_dq (MASKC_BWD_SMEM_BYTES): K, V, Q and dO tiles, P^T and
 // dS^T, and a row's LSE and delta.

@@ -333,35 +333,9 @@ func TestBwdConstantsMirrorSource(t *testing.T) {
 // TestBwdShapeMirroredInPython: gpu/maskc_gpu.py packs struct MaskcBwdShape
 // field by field; its ctypes mirror must list the C struct's fields in order.
 func TestBwdShapeMirroredInPython(t *testing.T) {
-	body := AttnBwd[strings.Index(AttnBwd, "struct MaskcBwdShape {"):]
-	body = body[:strings.Index(body, "\n};")]
 	var cFields []string
-	for _, line := range strings.Split(body, "\n")[1:] {
-		decl := strings.TrimSpace(line)
-		if i := strings.Index(decl, "//"); i >= 0 {
-			decl = strings.TrimSpace(decl[:i])
-		}
-		if decl == "" {
-			continue
-		}
-		// "int B, H, HKV, Sq, Skv;", "long long q_stride[3], ...," (a
-		// continuation line has no type), "const float* sink;": the type is
-		// what precedes the first name, up to its last space or '*'.
-		decl = strings.TrimSuffix(decl, ";")
-		first := strings.Split(decl, ",")[0]
-		if i := strings.LastIndexAny(first, " *"); i >= 0 {
-			decl = first[i+1:] + decl[len(first):]
-		}
-		for _, f := range strings.Split(decl, ",") {
-			f = strings.TrimSpace(f)
-			if f == "" {
-				continue
-			}
-			if i := strings.Index(f, "["); i >= 0 {
-				f = f[:i]
-			}
-			cFields = append(cFields, f)
-		}
+	for _, f := range cStructFields(t, AttnBwd, "MaskcBwdShape") {
+		cFields = append(cFields, f.Name)
 	}
 	py, err := os.ReadFile("../gpu/maskc_gpu.py")
 	if err != nil {
@@ -386,5 +360,112 @@ func TestBwdShapeMirroredInPython(t *testing.T) {
 	}
 	if strings.Join(cFields, ",") != strings.Join(pyFields, ",") {
 		t.Errorf("MaskcBwdShape fields differ:\n C:      %v\n Python: %v", cFields, pyFields)
+	}
+}
+
+// cStructFields parses the declaration of struct name in src: its members
+// with their C types and array extents ("int B, H;" and continuation lines
+// without a type, as attn_bwd.h writes them).
+func cStructFields(t *testing.T, src, name string) []Field {
+	t.Helper()
+	i := strings.Index(src, "struct "+name+" {")
+	if i < 0 {
+		t.Fatalf("no struct %s", name)
+	}
+	body := src[i:]
+	body = body[:strings.Index(body, "\n};")]
+	var out []Field
+	ctype := ""
+	for _, line := range strings.Split(body, "\n")[1:] {
+		decl := strings.TrimSpace(line)
+		if i := strings.Index(decl, "//"); i >= 0 {
+			decl = strings.TrimSpace(decl[:i])
+		}
+		if decl == "" {
+			continue
+		}
+		// "int B, H, HKV, Sq, Skv;", "long long q_stride[3], ...," (a
+		// continuation line has no type), "const float* sink;": the type is
+		// what precedes the first name, up to its last space or '*'.
+		decl = strings.TrimSuffix(decl, ";")
+		first := strings.Split(decl, ",")[0]
+		if i := strings.LastIndexAny(first, " *"); i >= 0 {
+			ctype = strings.TrimSpace(first[:i+1])
+			decl = first[i+1:] + decl[len(first):]
+		}
+		for _, f := range strings.Split(decl, ",") {
+			f = strings.TrimSpace(f)
+			if f == "" {
+				continue
+			}
+			fd := Field{CType: ctype}
+			if i := strings.Index(f, "["); i >= 0 {
+				for _, d := range strings.Split(strings.TrimSuffix(f[i+1:], "]"), "][") {
+					n, err := strconv.Atoi(d)
+					if err != nil {
+						t.Fatalf("struct %s: extent %q", name, d)
+					}
+					fd.Dims = append(fd.Dims, n)
+				}
+				f = f[:i]
+			}
+			fd.Name = f
+			out = append(out, fd)
+		}
+	}
+	return out
+}
+
+// TestBwdShapeMatchesHeader: BwdShapeStruct, which the Go runtime mirrors
+// and the manifest describes, is the struct attn_bwd.h declares, member by
+// member (name, C type, extents), and its layout is the LP64 one.
+func TestBwdShapeMatchesHeader(t *testing.T) {
+	c := cStructFields(t, AttnBwd, "MaskcBwdShape")
+	if len(c) != len(BwdShapeStruct.Fields) {
+		t.Fatalf("attn_bwd.h declares %d members, BwdShapeStruct has %d", len(c), len(BwdShapeStruct.Fields))
+	}
+	for i, f := range BwdShapeStruct.Fields {
+		if c[i].Name != f.Name || c[i].CType != f.CType || fmt.Sprint(c[i].Dims) != fmt.Sprint(f.Dims) {
+			t.Errorf("member %d: header %s %s%v, BwdShapeStruct %s %s%v", i, c[i].CType, c[i].Name, c[i].Dims, f.CType, f.Name, f.Dims)
+		}
+	}
+	if f, _ := BwdShapeStruct.Field("dbuf"); f.Offset != 280 || BwdShapeStruct.Size != 344 {
+		t.Errorf("dbuf at %d, size %d; want 280 and 344 (5 ints + pad, 8 stride triples, float + pad, 7 pointers, 8 pointers)", f.Offset, BwdShapeStruct.Size)
+	}
+}
+
+// TestBwdGrids: the backward grid rules give what attn_bwd.h's comment
+// says on each platform.
+func TestBwdGrids(t *testing.T) {
+	sz := LaunchSizes{B: 2, H: 16, HKV: 2, Sq: 1000, Skv: 129, N: 513}
+	for _, tc := range []struct {
+		p    Platform
+		name string
+		want [3]int
+	}{
+		{NVIDIA, BwdPreEntry, [3]int{125, 16, 2}}, // 8 rows per 128-thread block
+		{AMD, BwdPreEntry, [3]int{63, 16, 2}},     // 16 rows per 256-thread block
+		{NVIDIAWGMMA, BwdMainEntry, [3]int{3, 2, 2}},
+		{AMD, BwdDQEntry, [3]int{16, 16, 2}},
+		{NVIDIA, BwdDQConvertEntry, [3]int{125, 16, 2}},
+		{AMD, BwdSinkEntry, [3]int{16, 1, 1}},
+		{NVIDIA, BwdBufConvertEntry, [3]int{5, 1, 1}},
+		{AMD, BwdBufConvertEntry, [3]int{3, 1, 1}},
+	} {
+		e, ok := BwdEntry(tc.name)
+		if !ok {
+			t.Fatalf("no entry %s", tc.name)
+		}
+		if got := e.EvalOn(sz, tc.p); got != tc.want {
+			t.Errorf("%s on %s: grid %v, want %v", tc.name, tc.p, got, tc.want)
+		}
+	}
+	if got := BwdEntryNames(); strings.Join(got, " ") != "maskc_attn_bwd_pre maskc_attn_bwd maskc_attn_bwd_dq maskc_attn_bwd_dq_convert maskc_attn_bwd_sink maskc_attn_bwd_buf_convert" {
+		t.Errorf("BwdEntryNames() = %v", got)
+	}
+	for _, e := range BwdEntries {
+		if !strings.Contains(AttnBwd, e.Name+"(") {
+			t.Errorf("attn_bwd.h defines no %s", e.Name)
+		}
 	}
 }

@@ -81,6 +81,9 @@ type KernelManifest struct {
 	// no backward source was written.
 	BwdSource  string   `json:"bwd_source,omitempty"`
 	BwdEntries []string `json:"bwd_entries,omitempty"`
+	// BwdCodeObjects are prebuilt code objects of BwdSource by
+	// architecture, relative to the manifest.
+	BwdCodeObjects map[string]string `json:"bwd_code_objects,omitempty"`
 	// BwdBlockM and BwdBlockN are the backward's q and kv tiles,
 	// BwdSharedMemBytes the dynamic shared memory of maskc_attn_bwd and
 	// maskc_attn_bwd_dq (BwdWarps warps per block on every platform).
@@ -95,6 +98,21 @@ type KernelManifest struct {
 	// references; empty when absent.
 	MaskTorch  string `json:"mask_torch"`
 	ScoreTorch string `json:"score_torch"`
+}
+
+// SetBackward records the backward source written beside the forward:
+// source (relative to the manifest), the entry points BwdEntries, the
+// backward tiles and shared memory for the kernel's head dim. It is the
+// one place that fills the bwd_* fields (maskc compile and genkernels).
+func (k *KernelManifest) SetBackward(source string) {
+	k.BwdSource, k.BwdEntries = source, BwdEntryNames()
+	k.BwdBlockM, k.BwdBlockN, k.BwdSharedMemBytes = BwdBlockM, BwdBlockN, BwdSharedMemBytes(k.HeadDim)
+}
+
+// BwdSourceName is the backward source's file name beside the forward's
+// source file (NAME.cu gives NAME.bwd.cu).
+func BwdSourceName(source string) string {
+	return strings.TrimSuffix(source, filepath.Ext(source)) + ".bwd" + filepath.Ext(source)
 }
 
 // BufferSlot is one MaskcBuffers entry.

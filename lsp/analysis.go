@@ -51,7 +51,8 @@ func refusedWhole(parseDiags dsl.Diagnostics) bool {
 	return false
 }
 
-// analyze parses, checks and classifies text, reusing the parse of
+// analyze parses, checks and classifies text and generates the kernels
+// the plan needs (for their diagnostics), reusing the parse of
 // unchanged declarations from cache when it is not nil. It never panics: a
 // panic in a stage is recovered and recorded in panics; the later stages
 // then work on what is left (an empty file, no program, no plan).
@@ -94,6 +95,13 @@ func analyze(name string, text []byte, cache *parseCache) *analysis {
 		a.diags = append(a.diags, classifyDiags...)
 		if plan != nil {
 			a.decisions = decisionsByDecl(a.prog, plan)
+		}
+		if plan != nil && !classifyDiags.HasErrors() {
+			// The generator's refusals (E306, E311, ...) are diagnostics of
+			// the text like any other: show what `maskc check` shows.
+			var genDiags dsl.Diagnostics
+			a.guard("generate", func() { genDiags = compiler.KernelDiagnostics(a.prog, plan, compiler.Options{}) })
+			a.diags = append(a.diags, genDiags...)
 		}
 	}
 	a.diags.Sort()

@@ -46,10 +46,6 @@ var declKeywords = map[string]bool{"param": true, "buffer": true, "mask": true, 
 // `.` selects a method (`(q - kv).abs()`, `d.clamp(0, 15)`).
 var moduleRoots = map[string]bool{"torch": true, "math": true}
 
-// byteOrderMark is the UTF-8 byte order mark, skipped at the start of a
-// file.
-const byteOrderMark = "\uFEFF"
-
 // twoCharPunct are the operators spelled with two characters.
 var twoCharPunct = map[string]bool{"**": true, "//": true, "==": true, "!=": true, "<=": true, ">=": true}
 
@@ -129,8 +125,8 @@ func (s *scanner) run() {
 	for s.pos < s.end && s.out.err == nil {
 		c := s.text[s.pos]
 		switch {
-		case s.pos == 0 && strings.HasPrefix(s.text, byteOrderMark):
-			s.pos += len(byteOrderMark) // editors on Windows start UTF-8 files with it
+		case s.pos == 0 && strings.HasPrefix(s.text, dsl.ByteOrderMark):
+			s.pos += len(dsl.ByteOrderMark) // editors on Windows start UTF-8 files with it
 		case c == ' ' || c == '\t' || c == '\f':
 			s.pos++
 		case c == '\r' && dsl.LineEndAt(s.text, s.pos) == 2:

@@ -42,6 +42,9 @@ type BufferSpec struct {
 	Dims func(Sizes) [2]int64
 	// DType is the element type as declared, e.g. "i32".
 	DType string
+	// Grad says that the score reads the buffer differentiably: Backward
+	// can compute its gradient.
+	Grad bool
 	// Segments says the buffer is declared `segments`: the kernel
 	// binary-searches its document ids, which must be non-decreasing
 	// integers the dtype holds (dsl.CheckSegments). Forward does not look
@@ -81,6 +84,9 @@ type AttentionSpec struct {
 	FlagsPerBatch, FlagsPerHead bool
 	// Buffers are the captured tensors, at most MaxBuffers.
 	Buffers []BufferSpec
+	// Backward is the backward kernels' source and launch; nil: Backward
+	// fails. Its module is compiled on the first Backward.
+	Backward *BackwardSpec
 }
 
 // Layout is the memory order of Q, K, V and O.
@@ -188,6 +194,8 @@ type AttentionKernel struct {
 	last    atomic.Pointer[shapeEntry]
 	entries atomic.Pointer[map[shapeKey]*shapeEntry] // copy on write under mu
 	mu      sync.Mutex
+
+	bwd backwardState
 }
 
 // NewAttention checks spec against the ABI and the device, compiles its
@@ -258,6 +266,18 @@ func checkSpec(s AttentionSpec, maxShared int) error {
 	for i, b := range s.Buffers {
 		if b.Dims == nil {
 			return bad("buffer %d (%s) has no extents", i, b.Name)
+		}
+	}
+	if b := s.Backward; b != nil {
+		switch {
+		case b.Source == "":
+			return bad("the backward has no source")
+		case b.Threads <= 0 || b.Threads > 1024 || b.PreRows <= 0:
+			return bad("backward launch of %d threads and %d rows per row-pass block", b.Threads, b.PreRows)
+		case b.BlockM <= 0 || b.BlockN <= 0:
+			return bad("backward tiles %dx%d", b.BlockM, b.BlockN)
+		case b.SharedBytes < 0 || b.SharedBytes > maxShared:
+			return bad("the backward takes %d bytes of shared memory; the device allows %d per block", b.SharedBytes, maxShared)
 		}
 	}
 	return nil
@@ -494,7 +514,7 @@ func (k *AttentionKernel) Close() error {
 	if k.closed.Swap(true) {
 		return nil
 	}
-	var first error
+	first := k.closeBackward()
 	for _, e := range *k.entries.Load() {
 		if e.flags != 0 {
 			if err := k.d.Free(e.flags); err != nil && first == nil {

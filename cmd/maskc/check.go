@@ -42,7 +42,7 @@ func runCheck(e *env, args []string) int {
 			plan, cd := compiler.Classify(u.prog, compiler.Options{Target: profile})
 			ds = append(ds, cd...)
 			if !cd.HasErrors() {
-				ds = append(ds, kernelDiags(u.prog, plan)...)
+				ds = append(ds, compiler.KernelDiagnostics(u.prog, plan, compiler.Options{Target: profile})...)
 			}
 			ds.Sort()
 		}

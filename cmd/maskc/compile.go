@@ -16,8 +16,8 @@ import (
 // file a trainer reads), DIR/manifest.json (the kernels' ABI and launch,
 // hipsrc/MANIFEST.md) and, for every attention block that needs a
 // generated kernel (its pattern, or its fallback when a precondition fails),
-// DIR/<name>.hip; with --offload-arch, also the AMD code objects built with
-// hipcc.
+// DIR/<name>.hip and its backward DIR/<name>.bwd.hip; with --offload-arch,
+// also the AMD code objects of both built with hipcc.
 func runCompile(e *env, args []string) int {
 	fs := newFlagSet(e, "compile", "FILE -o DIR [--target T] [--offload-arch gfx90a,gfx940] [-D NAME=VALUE]...")
 	outDir := fs.String("o", "", "output directory (created if missing)")
@@ -81,23 +81,36 @@ func runCompile(e *env, args []string) int {
 			fmt.Fprintf(e.stderr, "maskc: %v\n", err)
 			return exitUsage
 		}
+		bwdName := hipsrc.BwdSourceName(name)
+		if err := out.WriteFile(bwdName, []byte(k.BwdSource)); err != nil {
+			fmt.Fprintf(e.stderr, "maskc: %v\n", err)
+			return exitUsage
+		}
 		pk := compiler.NewPlanKernel(k, name)
 		mk := compiler.KernelManifest(k, pa.Decision, name, files[0])
+		mk.SetBackward(bwdName)
 		for _, arch := range strings.Split(*archs, ",") {
 			if arch = strings.TrimSpace(arch); arch == "" {
 				continue
 			}
-			obj := fmt.Sprintf("%s.%s.hsaco", pa.Name, arch)
-			prog.update(len(manifest.Kernels), todo, "hipcc "+obj)
-			cmd := exec.Command(hipcc, "--offload-arch="+arch, "--genco", "-O3", "-o", out.Path(obj), out.Path(name))
-			if log, err := cmd.CombinedOutput(); err != nil {
-				fmt.Fprintf(e.stderr, "maskc: hipcc for %s (%s) failed: %v\n%s", pa.Name, arch, err, log)
-				return exitError
+			for _, src := range []struct {
+				file, obj, what string
+				objs            *map[string]string
+			}{
+				{name, fmt.Sprintf("%s.%s.hsaco", pa.Name, arch), pa.Name, &pk.CodeObjects},
+				{bwdName, fmt.Sprintf("%s.bwd.%s.hsaco", pa.Name, arch), pa.Name + "'s backward", &mk.BwdCodeObjects},
+			} {
+				prog.update(len(manifest.Kernels), todo, "hipcc "+src.obj)
+				cmd := exec.Command(hipcc, "--offload-arch="+arch, "--genco", "-O3", "-o", out.Path(src.obj), out.Path(src.file))
+				if log, err := cmd.CombinedOutput(); err != nil {
+					fmt.Fprintf(e.stderr, "maskc: hipcc for %s (%s) failed: %v\n%s", src.what, arch, err, log)
+					return exitError
+				}
+				if *src.objs == nil {
+					*src.objs = map[string]string{}
+				}
+				(*src.objs)[arch] = src.obj
 			}
-			if pk.CodeObjects == nil {
-				pk.CodeObjects = map[string]string{}
-			}
-			pk.CodeObjects[arch] = obj
 		}
 		mk.CodeObjects = pk.CodeObjects
 		pa.Kernel = pk

@@ -61,6 +61,8 @@ type runConfig struct {
 	d                  int
 	dtype              string
 	check, bench       bool
+	backward, dlse     bool
+	deterministic      bool
 	iters              int
 	seed               uint64
 	target             string
@@ -120,7 +122,7 @@ func orDefault(v, def int) int {
 
 // parseRunArgs reads and validates the command line.
 func parseRunArgs(e *env, args []string) (*runConfig, int, bool) {
-	fs := newFlagSet(e, "run", "FILE --attention NAME --shape B,H,S,D [--kv-heads N] [--dtype bf16|fp16] [--sq N] [--skv N] [--check] [--bench] [--seed N] [-D NAME=VALUE]... [--buffer NAME=v0,v1,...]...")
+	fs := newFlagSet(e, "run", "FILE --attention NAME --shape B,H,S,D [--kv-heads N] [--dtype bf16|fp16] [--sq N] [--skv N] [--check] [--bench] [--backward [--dlse] [--deterministic]] [--seed N] [-D NAME=VALUE]... [--buffer NAME=v0,v1,...]...")
 	cfg := &runConfig{defines: defineFlags{}, buffers: bufferFlags{}}
 	fs.StringVar(&cfg.attention, "attention", "", "attention block to run (may be left out when the file has one)")
 	shape := fs.String("shape", "", "problem size `B,H,S,D`: batch, query heads, sequence length, head dimension")
@@ -131,6 +133,9 @@ func parseRunArgs(e *env, args []string) (*runConfig, int, bool) {
 	fs.BoolVar(&cfg.check, "check", false, "compare O and LSE with the float64 CPU reference; exit 1 unless the relative errors are below 1e-2")
 	fs.BoolVar(&cfg.bench, "bench", false, "time the forward with device events and report TFLOP/s over unmasked pairs")
 	fs.IntVar(&cfg.iters, "iters", 20, "timed forward calls for --bench")
+	fs.BoolVar(&cfg.backward, "backward", false, "also run the backward for random dO: dQ, dK, dV and the buffer and sink gradients (with --check against the float64 reference, with --bench timed, backward counted 2.5x the forward's FLOPs)")
+	fs.BoolVar(&cfg.dlse, "dlse", false, "with --backward: pass a random gradient of the LSE too")
+	fs.BoolVar(&cfg.deterministic, "deterministic", false, "with --backward: deterministic mode (dQ without atomics), run 3 times and checked bitwise equal")
 	seed := fs.String("seed", "", "random seed for inputs and default buffers (default: from the clock)")
 	fs.StringVar(&cfg.target, "target", "", "Turbo target profile for the plan (see 'maskc targets')")
 	fs.Var(cfg.defines, "D", "override a param: `NAME=VALUE` (repeatable)")
@@ -163,6 +168,12 @@ func parseRunArgs(e *env, args []string) (*runConfig, int, bool) {
 		return nil, usageError(e.stderr, "--iters must be between 1 and 100000"), false
 	case int64(cfg.b)*int64(cfg.h)*int64(max(cfg.sq, cfg.skv))*int64(cfg.d) > maxTensorElems:
 		return nil, usageError(e.stderr, "shape too large: B*H*S*D must be at most %d elements per tensor", maxTensorElems), false
+	}
+	if (cfg.dlse || cfg.deterministic) && !cfg.backward {
+		return nil, usageError(e.stderr, "--dlse and --deterministic need --backward"), false
+	}
+	if work := int64(cfg.b) * int64(cfg.h) * int64(cfg.sq) * int64(cfg.skv) * int64(cfg.d); cfg.check && cfg.backward && work > checkWorkLimit {
+		return nil, usageError(e.stderr, "--backward --check computes every row's gradient on the CPU in float64: B*H*Sq*Skv*D = %d is above the limit %d; use a smaller shape", work, checkWorkLimit), false
 	}
 	if work := int64(cfg.b) * int64(cfg.h) * int64(min(cfg.sq, minSampledRows)) * int64(cfg.skv) * int64(cfg.d); cfg.check && work > checkWorkLimit {
 		return nil, usageError(e.stderr, "--check computes the reference on the CPU in float64: B*H*%d*Skv*D = %d (for %d sampled rows) is above the limit %d; use a smaller shape", min(cfg.sq, minSampledRows), work, min(cfg.sq, minSampledRows), checkWorkLimit), false
@@ -344,6 +355,13 @@ func (r *runner) run() int {
 		if err := r.bench(in, forward); err != nil {
 			return printRunError(r.e, err)
 		}
+	}
+	if cfg.backward {
+		pass, err := r.backward(attn, in, t, sizes, forward)
+		if err != nil {
+			return printRunError(r.e, err)
+		}
+		failed = failed || !pass
 	}
 	if failed {
 		return exitError

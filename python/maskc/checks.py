@@ -7,11 +7,12 @@ code for torch tensors and for the test suite's fakes. Every failure is a
 MaskcError naming the argument and what was expected.
 """
 import ast
+import os
 
 from .diagnostics import MaskcError
 
 __all__ = ["LAYOUTS", "MAX_SEQ_LEN", "MAX_GRID_YZ", "Sizes", "eval_dims", "check_qkv", "check_buffers",
-           "bhsd_strides"]
+           "bhsd_strides", "SEGMENTS_CHECK_ENV", "segments_check_enabled", "first_decrease", "check_segments"]
 
 #: Memory orders of q, k, v and the output: [batch, seq, head, dim] or [batch, head, seq, dim].
 LAYOUTS = ("bshd", "bhsd")
@@ -20,6 +21,10 @@ LAYOUTS = ("bshd", "bhsd")
 MAX_SEQ_LEN = 2 ** 31 - 257
 #: B and H are grid dimensions y and z of the forward launch.
 MAX_GRID_YZ = 65535
+#: Setting this environment variable to 1 makes every generated-kernel
+#: forward run check_segments on its buffers (one host synchronisation per
+#: segments buffer); unset, buffer contents are not read.
+SEGMENTS_CHECK_ENV = "MASKC_CHECK_SEGMENTS"
 # Rows are read in 16-byte chunks (hipsrc/attn_fwd.h: 16-byte aligned rows).
 _ROW_ALIGN_BYTES = 16
 
@@ -184,3 +189,45 @@ def check_buffers(specs, buffers, sizes, device, dtype_name):
             raise MaskcError("buffer %s is not contiguous (call .contiguous())" % s.name)
         out.append((t, ext))
     return out
+
+
+def segments_check_enabled(environ=None):
+    """Whether $MASKC_CHECK_SEGMENTS asks for check_segments on every call."""
+    return (os.environ if environ is None else environ).get(SEGMENTS_CHECK_ENV, "") == "1"
+
+
+def first_decrease(t):
+    """The index of the first element of t (flattened) that is smaller than
+    the one before it, or None. Computed on t's device; reads one scalar
+    back (a host synchronisation)."""
+    flat = t.reshape(-1)
+    if flat.numel() < 2:
+        return None
+    bad = (flat[1:] < flat[:-1]).nonzero()
+    if bad.numel() == 0:
+        return None
+    return int(bad[0]) + 1
+
+
+def check_segments(specs, checked):
+    """Checks the contents of every `segments` buffer among checked (what
+    check_buffers returned for specs) with the rule of dsl.CheckSegments,
+    which the Go runtime applies on request (AttentionKernel.CheckSegments)
+    and the reference evaluator on every bind: document ids non-decreasing.
+    (The other half of that rule, ids the dtype holds, check_buffers already
+    ensures: the tensor's dtype is the declared i32 or i64.) A generated
+    kernel binary-searches these ids; given unsorted ones it stays in
+    bounds but attends across documents. Launches never read buffer
+    contents (it would cost a synchronisation per call): call this once
+    per new buffer content, or set MASKC_CHECK_SEGMENTS=1 to have every
+    generated-kernel call do it. Raises MaskcError naming the element."""
+    for s, (t, _) in zip(specs, checked):
+        if not s.segments:
+            continue
+        if s.dtype not in ("i32", "i64"):
+            raise MaskcError("segments buffer %s is %s; document ids need i32 or i64" % (s.name, s.dtype))
+        i = first_decrease(t)
+        if i is not None:
+            flat = t.reshape(-1)
+            raise MaskcError("segments buffer %s: element %d (%d) is smaller than element %d (%d): document ids "
+                             "must not decrease" % (s.name, i, int(flat[i]), i - 1, int(flat[i - 1])))

@@ -439,6 +439,8 @@ class _Generated:
         sz = _checks.check_qkv(q, k, v, layout, spec.head_dim, spec.dtype, dtype_name)
         checked = _checks.check_buffers(spec.buffers, {b.name: t for b, t in zip(spec.buffers, buffers)}, sz,
                                         q.device, dtype_name)
+        if _checks.segments_check_enabled():  # opt-in: reads segments buffers back (checks.check_segments)
+            _checks.check_segments(spec.buffers, checked)
         if sink is not None:
             if sink.dtype != torch.float32 or list(sink.shape) != [sz.H] or sink.device != q.device:
                 raise MaskcError("sink %s must be float32 [H] = [%d] on %s; got %s %s on %s" %

@@ -126,3 +126,48 @@ def test_nonpositive_extent_raises(fake):
     spec = [BufferSpec("t", 0, "f32", ["Q - KV"])]
     with pytest.raises(MaskcError, match="extents must be positive"):
         check_buffers(spec, {"t": fake((0,), "f32")}, Sizes(1, 1, 1, 10, 10, 64), "cuda:0", dtype_name)
+
+
+class _Ids:
+    """A list-backed stand-in for an integer tensor: just what
+    first_decrease and check_segments use."""
+
+    def __init__(self, vals):
+        self.vals = list(vals)
+
+    def reshape(self, *shape):
+        return self
+
+    def numel(self):
+        return len(self.vals)
+
+    def __getitem__(self, i):
+        return _Ids(self.vals[i]) if isinstance(i, slice) else self.vals[i]
+
+    def __lt__(self, other):
+        return _Ids([a < b for a, b in zip(self.vals, other.vals)])
+
+    def nonzero(self):
+        return _Ids([i for i, x in enumerate(self.vals) if x])
+
+
+@pytest.mark.parametrize("ids,want", [([], None), ([7], None), ([0, 0, 1, 5, 5], None), ([0, 1, 0], 2),
+                                      ([3, 2, 1], 1), ([-5, -5, -6], 2)])
+def test_first_decrease(ids, want):
+    from maskc.checks import first_decrease
+    assert first_decrease(_Ids(ids)) == want
+
+
+def test_check_segments(monkeypatch):
+    from maskc.checks import check_segments, segments_check_enabled
+    doc = BufferSpec("doc", 0, "i32", ["KV"], segments=True)
+    bias = BufferSpec("bias", 1, "f32", ["H"])
+    check_segments([doc, bias], [(_Ids([0, 0, 1, 1]), [4]), (_Ids([3.0, 1.0]), [2])])  # bias is not looked at
+    with pytest.raises(MaskcError, match=r"segments buffer doc: element 2 \(0\) is smaller than element 1 \(1\): "
+                                         r"document ids must not decrease"):
+        check_segments([doc], [(_Ids([0, 1, 0, 1]), [4])])
+    with pytest.raises(MaskcError, match="document ids need i32 or i64"):
+        check_segments([BufferSpec("doc", 0, "f32", ["KV"], segments=True)], [(_Ids([0.0]), [1])])
+    assert not segments_check_enabled({})
+    assert segments_check_enabled({"MASKC_CHECK_SEGMENTS": "1"})
+    assert not segments_check_enabled({"MASKC_CHECK_SEGMENTS": "0"})

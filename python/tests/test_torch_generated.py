@@ -182,3 +182,25 @@ def test_prepare_builds_every_kernel_once(env):
     q = ft.Tensor((1, 64, 4, 64))
     prog.attention("layer_2")(q, q, q, buffers={"sinks": ft.Tensor((4,), ft.float32)})
     assert len(nv.compiles) == 4 and len([c for c in drv.calls if c[0] == "load"]) == 4
+
+
+def test_segments_check_is_opt_in(env, monkeypatch):
+    # MASKC_CHECK_SEGMENTS=1 runs checks.check_segments on the segments
+    # buffers before the launch; unset, contents are never read.
+    mt, drv, nv = env
+    import maskc.checks as checks
+    seen = []
+    monkeypatch.setattr(checks, "first_decrease", lambda t: seen.append(t) or 1)
+    attn = mt.load(os.path.join(EXAMPLES, "document_causal.flex")).attention("packed_layer")
+    q, doc = ft.Tensor((1, 1000, 2, 128)), ft.Tensor((1000,), ft.int32)
+    attn(q, q, q, buffers={"doc": doc})
+    assert not seen and len(launches(drv)) == 1
+    monkeypatch.setenv("MASKC_CHECK_SEGMENTS", "1")
+    monkeypatch.setattr(checks, "first_decrease", lambda t: seen.append(t))
+    attn(q, q, q, buffers={"doc": doc})
+    assert seen == [doc] and len(launches(drv)) == 2
+    monkeypatch.setattr(checks, "first_decrease", lambda t: 1)
+    monkeypatch.setattr(ft.Tensor, "reshape", lambda self, *s: [5, 4], raising=False)
+    with pytest.raises(MaskcError, match="segments buffer doc: element 1 \\(4\\) is smaller than element 0 \\(5\\)"):
+        attn(q, q, q, buffers={"doc": doc})
+    assert len(launches(drv)) == 2

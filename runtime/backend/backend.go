@@ -190,6 +190,10 @@ type Backend interface {
 	// like the copies: work launched afterwards on any stream, a
 	// non-blocking one included, sees the new bytes.
 	Memset(p DevicePtr, value byte, n int64) error
+	// MemsetAsync enqueues setting n bytes at p to value on stream s:
+	// ordered with the kernels of s, asynchronous to the host. It must not
+	// allocate.
+	MemsetAsync(p DevicePtr, value byte, n int64, s Stream) error
 
 	// LoadModule loads a compiled image.
 	LoadModule(img Image) (Module, error)

@@ -78,6 +78,7 @@ type driver struct {
 	cuMemcpyDtoH              func(dst unsafe.Pointer, src uintptr, n uint64) result
 	cuMemcpyDtoD              func(dst, src uintptr, n uint64) result
 	cuMemsetD8                func(p uintptr, v uint8, n uint64) result
+	cuMemsetD8Async           func(p uintptr, v uint8, n uint64, s uintptr) result
 	cuModuleLoadData          func(m *uintptr, image unsafe.Pointer) result
 	cuModuleUnload            func(m uintptr) result
 	cuModuleGetFunction       func(f *uintptr, m uintptr, name string) result
@@ -132,6 +133,7 @@ func loadDriver() (*driver, error) {
 		dl.Fn(&d.cuMemcpyDtoH, "cuMemcpyDtoH_v2"),
 		dl.Fn(&d.cuMemcpyDtoD, "cuMemcpyDtoD_v2"),
 		dl.Fn(&d.cuMemsetD8, "cuMemsetD8_v2"),
+		dl.Fn(&d.cuMemsetD8Async, "cuMemsetD8Async"),
 		dl.Fn(&d.cuModuleLoadData, "cuModuleLoadData"),
 		dl.Fn(&d.cuModuleUnload, "cuModuleUnload"),
 		dl.Fn(&d.cuModuleGetFunction, "cuModuleGetFunction"),
@@ -336,6 +338,11 @@ func (b *Backend) Memset(p backend.DevicePtr, v byte, n int64) error {
 		return err
 	}
 	return b.Synchronize()
+}
+
+// MemsetAsync implements backend.Backend with cuMemsetD8Async on s.
+func (b *Backend) MemsetAsync(p backend.DevicePtr, v byte, n int64, s backend.Stream) error {
+	return b.call("cuMemsetD8Async", func() result { return b.d.cuMemsetD8Async(uintptr(p), v, uint64(n), uintptr(s)) })
 }
 
 // LoadModule implements backend.Backend. PTX must be NUL-terminated for the

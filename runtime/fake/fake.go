@@ -201,6 +201,11 @@ func (b *Backend) Memset(p backend.DevicePtr, v byte, n int64) error {
 	return nil
 }
 
+// MemsetAsync implements backend.Backend: streams run work immediately.
+func (b *Backend) MemsetAsync(p backend.DevicePtr, v byte, n int64, s backend.Stream) error {
+	return b.Memset(p, v, n)
+}
+
 // LoadModule implements backend.Backend for images made by Compiler.
 func (b *Backend) LoadModule(img backend.Image) (backend.Module, error) {
 	names, err := parseImage(img)

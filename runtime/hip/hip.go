@@ -78,6 +78,7 @@ type runtimeLib struct {
 	hipMemcpyDtoH           func(dst unsafe.Pointer, src uintptr, n uint64) hipError
 	hipMemcpyDtoD           func(dst, src uintptr, n uint64) hipError
 	hipMemset               func(p uintptr, v int32, n uint64) hipError
+	hipMemsetAsync          func(p uintptr, v int32, n uint64, s uintptr) hipError
 	hipModuleLoadData       func(m *uintptr, image unsafe.Pointer) hipError
 	hipModuleUnload         func(m uintptr) hipError
 	hipModuleGetFunction    func(f *uintptr, m uintptr, name string) hipError
@@ -126,6 +127,7 @@ func loadRuntime() (*runtimeLib, error) {
 		dl.Fn(&r.hipMemcpyDtoH, "hipMemcpyDtoH"),
 		dl.Fn(&r.hipMemcpyDtoD, "hipMemcpyDtoD"),
 		dl.Fn(&r.hipMemset, "hipMemset"),
+		dl.Fn(&r.hipMemsetAsync, "hipMemsetAsync"),
 		dl.Fn(&r.hipModuleLoadData, "hipModuleLoadData"),
 		dl.Fn(&r.hipModuleUnload, "hipModuleUnload"),
 		dl.Fn(&r.hipModuleGetFunction, "hipModuleGetFunction"),
@@ -335,6 +337,11 @@ func (b *Backend) Memset(p backend.DevicePtr, v byte, n int64) error {
 		return err
 	}
 	return b.Synchronize()
+}
+
+// MemsetAsync implements backend.Backend with hipMemsetAsync on s.
+func (b *Backend) MemsetAsync(p backend.DevicePtr, v byte, n int64, s backend.Stream) error {
+	return b.call("hipMemsetAsync", func() hipError { return b.r.hipMemsetAsync(uintptr(p), int32(v), uint64(n), uintptr(s)) })
 }
 
 // LoadModule implements backend.Backend for HSA code objects.

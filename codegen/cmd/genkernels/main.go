@@ -115,13 +115,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintln(stderr, err)
 				return 1
 			}
-			if err := os.WriteFile(filepath.Join(*out, bwdFile(file)), []byte(k.BwdSource), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(*out, hipsrc.BwdSourceName(file)), []byte(k.BwdSource), 0o644); err != nil {
 				fmt.Fprintln(stderr, err)
 				return 1
 			}
 			mk := compiler.KernelManifest(k, j.unit.Decision(name), file, j.path)
-			mk.BwdSource, mk.BwdEntries = bwdFile(file), codegen.BwdEntries
-			mk.BwdBlockM, mk.BwdBlockN, mk.BwdSharedMemBytes = hipsrc.BwdBlockM, hipsrc.BwdBlockN, hipsrc.BwdSharedMemBytes(k.HeadDim)
+			mk.SetBackward(hipsrc.BwdSourceName(file))
 			m.Kernels = append(m.Kernels, mk)
 		}
 	}
@@ -139,6 +138,3 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	return 0
 }
-
-// bwdFile is the backward source's file name beside the forward's file.
-func bwdFile(file string) string { return strings.TrimSuffix(file, ".cu") + ".bwd.cu" }

@@ -1,0 +1,290 @@
+package runtime
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"github.com/maskc/maskc/dsl"
+	"github.com/maskc/maskc/hipsrc"
+	"github.com/maskc/maskc/runtime/backend"
+	"github.com/maskc/maskc/runtime/fake"
+)
+
+// TestBwdCLayoutMatchesABI checks cBwdShape against hipsrc.BwdShapeStruct.
+func TestBwdCLayoutMatchesABI(t *testing.T) {
+	var s cBwdShape
+	field := map[string]uintptr{
+		"B": unsafe.Offsetof(s.B), "H": unsafe.Offsetof(s.H), "HKV": unsafe.Offsetof(s.HKV), "Sq": unsafe.Offsetof(s.Sq),
+		"Skv": unsafe.Offsetof(s.Skv), "q_stride": unsafe.Offsetof(s.QStride), "k_stride": unsafe.Offsetof(s.KStride),
+		"v_stride": unsafe.Offsetof(s.VStride), "o_stride": unsafe.Offsetof(s.OStride), "do_stride": unsafe.Offsetof(s.DOStride),
+		"dq_stride": unsafe.Offsetof(s.DQStride), "dk_stride": unsafe.Offsetof(s.DKStride), "dv_stride": unsafe.Offsetof(s.DVStride),
+		"scale": unsafe.Offsetof(s.Scale), "sink": unsafe.Offsetof(s.Sink), "tile_flags": unsafe.Offsetof(s.TileFlags),
+		"lse": unsafe.Offsetof(s.LSE), "dlse": unsafe.Offsetof(s.DLSE), "delta": unsafe.Offsetof(s.Delta),
+		"dq_acc": unsafe.Offsetof(s.DQAcc), "dsink": unsafe.Offsetof(s.DSink), "dbuf": unsafe.Offsetof(s.DBuf),
+	}
+	st := hipsrc.BwdShapeStruct
+	if int(unsafe.Sizeof(s)) != st.Size {
+		t.Errorf("sizeof(MaskcBwdShape): Go %d, ABI %d", unsafe.Sizeof(s), st.Size)
+	}
+	if len(field) != len(st.Fields) {
+		t.Errorf("Go mirrors %d fields, the ABI has %d", len(field), len(st.Fields))
+	}
+	for _, f := range st.Fields {
+		if got, ok := field[f.Name]; !ok || int(got) != f.Offset {
+			t.Errorf("%s at %d (mirrored %v), the ABI puts it at %d", f.Name, got, ok, f.Offset)
+		}
+	}
+}
+
+// bwdSource adds the backward entry points to the fake module.
+var bwdSource = attnSource + `
+extern "C" __global__ void maskc_attn_bwd_pre(const T* O, const T* dO, MaskcBwdShape sh) {}
+extern "C" __global__ void maskc_attn_bwd(const T* Q, const T* K, const T* V, const T* dO, T* dK, T* dV, MaskcBwdShape sh, MaskcBuffers buf) {}
+extern "C" __global__ void maskc_attn_bwd_dq(const T* Q, const T* K, const T* V, const T* dO, T* dQ, MaskcBwdShape sh, MaskcBuffers buf) {}
+extern "C" __global__ void maskc_attn_bwd_dq_convert(T* dQ, MaskcBwdShape sh) {}
+extern "C" __global__ void maskc_attn_bwd_sink(MaskcBwdShape sh) {}
+extern "C" __global__ void maskc_attn_bwd_buf_convert(const long long* acc, float* out, long long n) {}
+`
+
+// bwdLaunch is one recorded backward launch.
+type bwdLaunch struct {
+	entry        string
+	grid, block  backend.Dim3
+	shared       uint32
+	sh           cBwdShape
+	ptrs         []uintptr
+	n            int64
+	accWasZeroed bool
+}
+
+// registerBwd records the backward launches; the buffer-convert kernel
+// checks that its sums were zeroed before the main kernel (which adds 5 to
+// the first sum of every gradient slot, as the device kernel adds into
+// them) and writes n as the first float of out.
+func registerBwd(fb *fake.Backend) *[]bwdLaunch {
+	var mu sync.Mutex
+	var recs []bwdLaunch
+	add := func(l bwdLaunch) { mu.Lock(); recs = append(recs, l); mu.Unlock() }
+	ptrs := func(l fake.Launch, n int) []uintptr {
+		var out []uintptr
+		for i := 0; i < n; i++ {
+			out = append(out, fake.Param[uintptr](l.Params, i))
+		}
+		return out
+	}
+	fb.Register(hipsrc.BwdPreEntry, func(mem *fake.Backend, l fake.Launch) error {
+		add(bwdLaunch{entry: hipsrc.BwdPreEntry, grid: l.Grid, block: l.Block, shared: l.SharedBytes, ptrs: ptrs(l, 2), sh: fake.Param[cBwdShape](l.Params, 2)})
+		return nil
+	})
+	fb.Register(hipsrc.BwdMainEntry, func(mem *fake.Backend, l fake.Launch) error {
+		sh := fake.Param[cBwdShape](l.Params, 6)
+		zeroed := true
+		for _, p := range sh.DBuf {
+			if p == 0 {
+				continue
+			}
+			b, err := mem.Bytes(backend.DevicePtr(p), 8)
+			if err != nil {
+				return err
+			}
+			if *(*int64)(unsafe.Pointer(&b[0])) != 0 {
+				zeroed = false
+			}
+			*(*int64)(unsafe.Pointer(&b[0])) += 5
+		}
+		add(bwdLaunch{entry: hipsrc.BwdMainEntry, grid: l.Grid, block: l.Block, shared: l.SharedBytes, ptrs: ptrs(l, 6), sh: sh, accWasZeroed: zeroed})
+		return nil
+	})
+	fb.Register(hipsrc.BwdDQEntry, func(mem *fake.Backend, l fake.Launch) error {
+		add(bwdLaunch{entry: hipsrc.BwdDQEntry, grid: l.Grid, block: l.Block, shared: l.SharedBytes, ptrs: ptrs(l, 5), sh: fake.Param[cBwdShape](l.Params, 5)})
+		return nil
+	})
+	fb.Register(hipsrc.BwdDQConvertEntry, func(mem *fake.Backend, l fake.Launch) error {
+		add(bwdLaunch{entry: hipsrc.BwdDQConvertEntry, grid: l.Grid, block: l.Block, ptrs: ptrs(l, 1), sh: fake.Param[cBwdShape](l.Params, 1)})
+		return nil
+	})
+	fb.Register(hipsrc.BwdSinkEntry, func(mem *fake.Backend, l fake.Launch) error {
+		add(bwdLaunch{entry: hipsrc.BwdSinkEntry, grid: l.Grid, block: l.Block, sh: fake.Param[cBwdShape](l.Params, 0)})
+		return nil
+	})
+	fb.Register(hipsrc.BwdBufConvertEntry, func(mem *fake.Backend, l fake.Launch) error {
+		n := fake.Param[int64](l.Params, 2)
+		out, err := mem.Bytes(backend.DevicePtr(fake.Param[uintptr](l.Params, 1)), 4*n)
+		if err != nil {
+			return err
+		}
+		acc, err := mem.Bytes(backend.DevicePtr(fake.Param[uintptr](l.Params, 0)), 8*n)
+		if err != nil {
+			return err
+		}
+		*(*float32)(unsafe.Pointer(&out[0])) = float32(*(*int64)(unsafe.Pointer(&acc[0])))
+		add(bwdLaunch{entry: hipsrc.BwdBufConvertEntry, grid: l.Grid, block: l.Block, ptrs: ptrs(l, 2), n: n})
+		return nil
+	})
+	return &recs
+}
+
+func bwdProbeSpec(t testing.TB, sparsity Sparsity) AttentionSpec {
+	s := probeSpec(t, sparsity)
+	s.Source = bwdSource
+	s.Buffers[1].Grad = true // bias[H, 64]
+	s.Backward = &BackwardSpec{Source: bwdSource, Name: "probe.bwd.cu", Threads: 128, PreRows: 8, BlockM: 64, BlockN: 64,
+		SharedBytes: hipsrc.BwdSharedMemBytes(128)}
+	return s
+}
+
+// TestBackwardMarshalsTheABI runs Backward on the fake device in both
+// modes and checks every launch: order, grids, shared memory, the
+// MaskcBwdShape fields and the scratch.
+func TestBackwardMarshalsTheABI(t *testing.T) {
+	for _, sparsity := range []Sparsity{SparsityAnalytic, SparsityPrepass} {
+		for _, det := range []bool{false, true} {
+			d, fb, rec := newFakeDevice(t, "")
+			recs := registerBwd(fb)
+			k, err := d.NewAttention(bwdProbeSpec(t, sparsity))
+			if err != nil {
+				t.Fatal(err)
+			}
+			q, kk, v, o, lse, bufs := tensors(t, d)
+			grads := func() backend.DevicePtr { p, _ := d.Alloc(1 << 16); return p }
+			g := Gradients{DO: grads(), DLSE: grads(), DQ: grads(), DK: grads(), DV: grads(), DBufs: []DevicePtr{0, grads()}, DSink: grads()}
+			shape := ContiguousShape(BSHD, 2, 8, 2, 300, 200, 128)
+			shape.Sink = bufs[0]
+			stream, _ := d.NewStream()
+			for call := 0; call < 2; call++ { // the second reuses the scratch: sums zeroed again
+				*recs = nil
+				rec.records = nil
+				if err := k.Backward(stream, q, kk, v, o, lse, shape, bufs, g, det); err != nil {
+					t.Fatal(err)
+				}
+				var names []string
+				for _, r := range *recs {
+					names = append(names, r.entry)
+				}
+				dq := hipsrc.BwdDQConvertEntry
+				if det {
+					dq = hipsrc.BwdDQEntry
+				}
+				want := strings.Join([]string{hipsrc.BwdPreEntry, hipsrc.BwdMainEntry, dq, hipsrc.BwdSinkEntry, hipsrc.BwdBufConvertEntry}, " ")
+				if got := strings.Join(names, " "); got != want {
+					t.Fatalf("sparsity %d det %v: launches %s, want %s", sparsity, det, got, want)
+				}
+				if sparsity == SparsityPrepass && (len(rec.records) != 1 || rec.records[0].entry != TileFlagsEntry) {
+					t.Errorf("prepass backward: forward-module launches %v, want the tile flags once", rec.records)
+				}
+				byName := map[string]bwdLaunch{}
+				for _, r := range *recs {
+					byName[r.entry] = r
+					if r.block != dim3(128, 1, 1) {
+						t.Errorf("%s: block %v", r.entry, r.block)
+					}
+				}
+				pre, main := byName[hipsrc.BwdPreEntry], byName[hipsrc.BwdMainEntry]
+				if pre.grid != dim3(38, 8, 2) || pre.shared != 0 || pre.ptrs[0] != uintptr(o) || pre.ptrs[1] != uintptr(g.DO) {
+					t.Errorf("pre launch %+v", pre)
+				}
+				if main.grid != dim3(4, 2, 2) || main.shared != uint32(hipsrc.BwdSharedMemBytes(128)) || !main.accWasZeroed {
+					t.Errorf("main launch grid %v shared %d zeroed sums %v", main.grid, main.shared, main.accWasZeroed)
+				}
+				if main.ptrs[4] != uintptr(g.DK) || main.ptrs[5] != uintptr(g.DV) || main.ptrs[0] != uintptr(q) {
+					t.Errorf("main pointers %v", main.ptrs)
+				}
+				sh := main.sh
+				if sh.B != 2 || sh.H != 8 || sh.HKV != 2 || sh.Sq != 300 || sh.Skv != 200 || sh.DQStride != sh.QStride || sh.DOStride != sh.OStride || sh.DKStride != sh.KStride {
+					t.Errorf("shape %+v", sh)
+				}
+				if sh.LSE != uintptr(lse) || sh.DLSE != uintptr(g.DLSE) || sh.Sink != uintptr(bufs[0]) || sh.DSink != uintptr(g.DSink) || sh.Delta == 0 {
+					t.Errorf("aux pointers %+v", sh)
+				}
+				if det != (sh.DQAcc == 0) {
+					t.Errorf("deterministic %v with dq_acc %#x", det, sh.DQAcc)
+				}
+				if sh.DBuf[0] != 0 || sh.DBuf[1] == 0 || sh.DBuf[1] == uintptr(g.DBufs[1]) {
+					t.Errorf("dbuf %v: slot 0 not wanted, slot 1 fixed-point sums", sh.DBuf[:2])
+				}
+				if (sparsity == SparsityPrepass) != (sh.TileFlags != 0) {
+					t.Errorf("tile_flags %#x", sh.TileFlags)
+				}
+				if det {
+					r := byName[hipsrc.BwdDQEntry]
+					if r.grid != dim3(5, 8, 2) || r.shared != main.shared || r.ptrs[4] != uintptr(g.DQ) {
+						t.Errorf("dq launch %+v", r)
+					}
+				} else if r := byName[hipsrc.BwdDQConvertEntry]; r.grid != pre.grid || r.ptrs[0] != uintptr(g.DQ) {
+					t.Errorf("dq convert launch %+v", r)
+				}
+				if r := byName[hipsrc.BwdSinkEntry]; r.grid != dim3(8, 1, 1) {
+					t.Errorf("sink launch %+v", r)
+				}
+				if r := byName[hipsrc.BwdBufConvertEntry]; r.n != 8*64 || r.grid != dim3(4, 1, 1) || r.ptrs[0] != sh.DBuf[1] || r.ptrs[1] != uintptr(g.DBufs[1]) {
+					t.Errorf("buffer convert launch %+v", r)
+				}
+				out, _ := fb.Bytes(g.DBufs[1], 4)
+				if got := *(*float32)(unsafe.Pointer(&out[0])); got != 5 {
+					t.Errorf("call %d: buffer gradient %v, want 5 (sums zeroed before every call)", call, got)
+				}
+			}
+			if err := k.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+func TestBackwardRejectsBadCalls(t *testing.T) {
+	d, fb, _ := newFakeDevice(t, "")
+	registerBwd(fb)
+	k, err := d.NewAttention(bwdProbeSpec(t, SparsityNone))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	q, kk, v, o, lse, bufs := tensors(t, d)
+	p := func() backend.DevicePtr { x, _ := d.Alloc(1 << 16); return x }
+	good := Gradients{DO: p(), DQ: p(), DK: p(), DV: p()}
+	shape := ContiguousShape(BHSD, 1, 4, 4, 64, 64, 128)
+	mod := func(f func(*Gradients)) Gradients { g := good; f(&g); return g }
+	tests := []struct {
+		name  string
+		g     Gradients
+		shape Shape
+		bufs  []DevicePtr
+		code  dsl.Code
+		msg   string
+	}{
+		{"null dO", mod(func(g *Gradients) { g.DO = 0 }), shape, bufs, CodeShape, "only dLSE"},
+		{"null dK", mod(func(g *Gradients) { g.DK = 0 }), shape, bufs, CodeShape, "dK=0x0"},
+		{"bad shape", good, Shape{B: 1, H: 3, HKV: 2, Sq: 8, Skv: 8}, bufs, CodeShape, "multiple"},
+		{"missing buffer", good, shape, bufs[:1], CodeBuffers, "kernel reads 2"},
+		{"one gradient for two slots", mod(func(g *Gradients) { g.DBufs = []DevicePtr{p()} }), shape, bufs, CodeBuffers, "one per buffer slot"},
+		{"gradient of an index buffer", mod(func(g *Gradients) { g.DBufs = []DevicePtr{p(), 0} }), shape, bufs, CodeBuffers, "buffer doc has no gradient"},
+		{"sink gradient without a sink", mod(func(g *Gradients) { g.DSink = p() }), shape, bufs, CodeBuffers, "no sink"},
+	}
+	for _, tc := range tests {
+		err := k.Backward(0, q, kk, v, o, lse, tc.shape, tc.bufs, tc.g, false)
+		var re *Error
+		if !errors.As(err, &re) || re.Code != tc.code || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%s: got %v, want %s mentioning %q", tc.name, err, tc.code, tc.msg)
+		}
+	}
+	if fb.Launches() != 0 {
+		t.Errorf("%d launches after only bad calls", fb.Launches())
+	}
+	if err := k.Backward(0, q, kk, v, o, lse, shape, bufs, good, true); err != nil {
+		t.Fatalf("good call after bad ones: %v", err)
+	}
+	// A kernel described without a backward refuses clearly.
+	fwdOnly, err := d.NewAttention(probeSpec(t, SparsityNone))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fwdOnly.Close()
+	err = fwdOnly.Backward(0, q, kk, v, o, lse, shape, bufs, good, false)
+	var re *Error
+	if !errors.As(err, &re) || re.Code != CodeSpec || !strings.Contains(err.Error(), "without a backward source") {
+		t.Errorf("forward-only kernel: %v", err)
+	}
+}
