@@ -254,8 +254,41 @@ func (b Bound) String() string {
 		if s, ok := b.modString(ex, name); ok {
 			return s
 		}
+		if s, ok := b.symbolString(ex, name); ok {
+			return s
+		}
 	}
 	return b.Format(b.Dir.Format(name))
+}
+
+// symbolString prints a bound whose direction subtracts symbols with the
+// symbols moved to the other side, e.g. "kv < prefix_len[b]" for
+// kv - prefix_len[b] <= -1.
+func (b Bound) symbolString(ex []*Extra, name func(int) string) (string, bool) {
+	left, right := b.Dir, Linear{}
+	for i, k := range b.Dir.X {
+		if k < 0 && ex[i].Kind == ExtraSymbol {
+			left.X[i], right.X[i] = 0, -k
+		}
+	}
+	if right == (Linear{}) || left.IsConst() {
+		return "", false
+	}
+	l := left.Format(name)
+	rhs := func(k int64) string { r := right; r.K = k; return r.Format(name) }
+	switch {
+	case b.HasLo && b.HasHi && b.Lo == b.Hi:
+		return l + " == " + rhs(b.Lo), true
+	case b.HasLo && b.HasHi:
+		return rhs(b.Lo) + " <= " + l + " <= " + rhs(b.Hi), true
+	case b.HasLo && b.Lo == 1:
+		return l + " > " + rhs(0), true
+	case b.HasLo:
+		return l + " >= " + rhs(b.Lo), true
+	case b.Hi == -1:
+		return l + " < " + rhs(0), true
+	}
+	return l + " <= " + rhs(b.Hi), true
 }
 
 // modString prints a bound on ±(n - d*(n // d)) as one on `n % d`, its

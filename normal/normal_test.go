@@ -21,7 +21,7 @@ var (
 	update     = flag.Bool("update", false, "rewrite testdata/*.golden")
 	propCount  = flag.Int("normal.props", 2000, "random masks TestPropertyRandom generates")
 	propSeed   = flag.Int64("normal.seed", 11, "seed of TestPropertyRandom")
-	spellingsH = "param W = 1024\nbuffer doc: i32[KV] segments\nbuffer prefix: i32[B]\nbuffer flag: bool[Q]\n"
+	spellingsH = "param W = 1024\nbuffer doc: i32[KV] segments\nbuffer prefix: i32[B]\nbuffer heads: i32[H]\nbuffer flag: bool[Q]\n"
 )
 
 // checkSrc parses and checks a .flex text.
@@ -62,8 +62,10 @@ func TestDivModSpellings(t *testing.T) {
 		{"(q - kv) % 2 == 0", []string{"(q - kv) % 2 == 0", "(q - kv) % 2 != 1", "not ((q - kv) % 2 == 1)"}},
 		{"q // 64 - kv // 64 == 0", []string{"q // 64 == kv // 64", "kv // 64 == q // 64", "(q - 0) // 64 == (kv + 0) // 64"}},
 		{"q // 4 - kv // 4 >= 0", []string{"kv // 4 <= q // 4", "q // 4 >= kv // 4", "not (kv // 4 > q // 4)"}},
-		{"kv - prefix[b] <= -1 or q - kv >= 0", []string{"kv < prefix[b] or q >= kv", "prefix[b] > kv or kv <= q"}},
+		{"kv < prefix[b] or q - kv >= 0", []string{"kv < prefix[b] or q >= kv", "prefix[b] > kv or kv <= q"}},
 		{"1024*h - q + kv >= 0", []string{"q - kv <= W * h", "q - kv <= h * 1024"}},
+		{"q - kv >= 0 and q - kv <= heads[h]", []string{"0 <= q - kv <= heads[h]", "kv >= q - heads[h] and q >= kv"}},
+		{"kv - prefix[b] // 2 == 3", []string{"kv - 3 == prefix[b] // 2", "kv - prefix[b] // 2 == 3"}},
 	}
 	for _, c := range classes {
 		for _, s := range c.spellings {
