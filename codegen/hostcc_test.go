@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -105,7 +106,7 @@ typedef bool (*mask_fn)(const MaskcBuffers&, long long, long long, long long, lo
 typedef float (*score_fn)(const MaskcBuffers&, long long, long long, long long, long long, long long, float, long long, long long, long long, long long);
 typedef void (*range_fn)(const MaskcBuffers&, long long, long long, long long, long long, long long, long long, long long, long long, long long, long long*, long long*);
 typedef bool (*full_fn)(const MaskcBuffers&, long long, long long, long long, long long, long long, long long, long long, long long, long long, long long, long long);
-struct Fns { mask_fn mask; score_fn score; range_fn range; full_fn full; range_fn qrange; };
+struct Fns { mask_fn mask; score_fn score; range_fn range; full_fn full; range_fn qrange; range_fn intervals; int nint; range_fn qintervals; int nqint; };
 static const Fns fns[] = { FNS };
 
 int main() {
@@ -125,6 +126,16 @@ int main() {
     long long qlo_r = -1, qhi_r = -1;
     f.qrange(buf, B, H, HKV, Q, KV, b, h, klo, khi, &qlo_r, &qhi_r);
     printf("%lld %lld %d %lld %lld\n", lo, hi, f.full(buf, B, H, HKV, Q, KV, b, h, qlo, qhi, klo, khi) ? 1 : 0, qlo_r, qhi_r);
+    std::vector<long long> ilo(f.nint, -7), ihi(f.nint, -7);
+    f.intervals(buf, B, H, HKV, Q, KV, b, h, qlo, qhi, ilo.data(), ihi.data());
+    printf("%d", f.nint);
+    for (int i = 0; i < f.nint; ++i) printf(" %lld %lld", ilo[i], ihi[i]);
+    putchar('\n');
+    std::vector<long long> qlo_i(f.nqint, -7), qhi_i(f.nqint, -7);
+    f.qintervals(buf, B, H, HKV, Q, KV, b, h, klo, khi, qlo_i.data(), qhi_i.data());
+    printf("%d", f.nqint);
+    for (int i = 0; i < f.nqint; ++i) printf(" %lld %lld", qlo_i[i], qhi_i[i]);
+    putchar('\n');
     for (long long q = qlo; q < qhi; ++q) {
       for (long long kv = 0; kv < KV; ++kv) putchar(f.mask(buf, B, H, HKV, Q, KV, b, h, q, kv) ? '1' : '0');
       putchar('\n');
@@ -141,7 +152,7 @@ int main() {
 func buildHost(t *testing.T, cases []hostCase) string {
 	t.Helper()
 	return buildHostMain(t, cases, hostMain, func(i int) string {
-		return fmt.Sprintf("{case%[1]d::maskc_mask, case%[1]d::maskc_score, case%[1]d::maskc_kv_range, case%[1]d::maskc_tile_full, case%[1]d::maskc_q_range}", i)
+		return fmt.Sprintf("{case%[1]d::maskc_mask, case%[1]d::maskc_score, case%[1]d::maskc_kv_range, case%[1]d::maskc_tile_full, case%[1]d::maskc_q_range, case%[1]d::maskc_kv_intervals, case%[1]d::maskc_kv_interval_count, case%[1]d::maskc_q_intervals, case%[1]d::maskc_q_interval_count}", i)
 	})
 }
 
@@ -312,8 +323,11 @@ type hostResult struct {
 	// qlo, qhi: maskc_q_range of the tile's kv columns
 	qlo, qhi int64
 	full     bool
-	rows     []string // mask bits per q in [qlo, qhi) over kv in [0, KV)
-	scores   []float64
+	// ilo, ihi: maskc_kv_intervals of the tile's q rows; qilo, qihi:
+	// maskc_q_intervals of its kv columns
+	ilo, ihi, qilo, qihi []int64
+	rows                 []string // mask bits per q in [qlo, qhi) over kv in [0, KV)
+	scores               []float64
 }
 
 // runHost runs the host program on the tiles and parses its output.
@@ -347,6 +361,8 @@ func runHost(t *testing.T, exe string, cases []hostCase, tiles []tileCase) []hos
 			t.Fatalf("tile %d: %v", i, err)
 		}
 		res[i].full = full == 1
+		res[i].ilo, res[i].ihi = parseIntervals(t, i, next())
+		res[i].qilo, res[i].qihi = parseIntervals(t, i, next())
 		for q := tc.qlo; q < tc.qhi; q++ {
 			res[i].rows = append(res[i].rows, next())
 		}
@@ -403,10 +419,13 @@ func checkTiles(t *testing.T, cases []hostCase, tiles []tileCase, res []hostResu
 		} else {
 			lo, hi, err1 := hs.KVRange(tc.b, tc.h, tc.qlo, tc.qhi)
 			full, err2 := hs.TileFull(tc.b, tc.h, tc.qlo, tc.qhi, tc.kvlo, tc.kvhi)
+			ilo, ihi, err3 := hs.KVIntervals(tc.b, tc.h, tc.qlo, tc.qhi)
 			switch {
-			case err1 != nil || err2 != nil:
+			case err1 != nil || err2 != nil || err3 != nil:
 			case lo != r.lo || hi != r.hi || full != r.full:
 				report("%s: host plan gives range [%d, %d) full %v, maskc_kv_range [%d, %d) maskc_tile_full %v", where, lo, hi, full, r.lo, r.hi, r.full)
+			case !slices.Equal(ilo, r.ilo) || !slices.Equal(ihi, r.ihi):
+				report("%s: host plan gives intervals %v %v, maskc_kv_intervals %v %v", where, ilo, ihi, r.ilo, r.ihi)
 			default:
 				hostAgreed++
 			}
@@ -433,8 +452,14 @@ func checkTiles(t *testing.T, cases []hostCase, tiles []tileCase, res []hostResu
 				if got && (kv < r.lo || kv >= r.hi) {
 					report("%s: (q=%d, kv=%d) is visible but maskc_kv_range gave [%d, %d)", where, q, kv, r.lo, r.hi)
 				}
+				if got && !inIntervals(kv, r.ilo, r.ihi) {
+					report("%s: (q=%d, kv=%d) is visible but outside every maskc_kv_intervals interval %v %v", where, q, kv, r.ilo, r.ihi)
+				}
 				if !got && kv >= tc.kvlo && kv < tc.kvhi {
 					allFull = false
+				}
+				if got && kv >= tc.kvlo && kv < tc.kvhi && !inIntervals(q, r.qilo, r.qihi) {
+					report("%s: (q=%d, kv=%d) is visible but outside every maskc_q_intervals interval %v %v", where, q, kv, r.qilo, r.qihi)
 				}
 				if got && kv >= tc.kvlo && kv < tc.kvhi && (q < r.qlo || q >= r.qhi) {
 					report("%s: (q=%d, kv=%d) is visible but maskc_q_range gave [%d, %d)", where, q, kv, r.qlo, r.qhi)
@@ -487,4 +512,34 @@ func closeF32(got, want float64) bool {
 		return got == want
 	}
 	return math.Abs(got-want) <= 1e-4*math.Max(1, math.Abs(want))
+}
+
+// inIntervals reports whether x lies in some [lo[i], hi[i]).
+func inIntervals(x int64, lo, hi []int64) bool {
+	for i := range lo {
+		if lo[i] <= x && x < hi[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// parseIntervals reads the host program's interval line "n lo0 hi0 ...".
+func parseIntervals(t *testing.T, tile int, line string) (lo, hi []int64) {
+	t.Helper()
+	f := strings.Fields(line)
+	var n int
+	if len(f) > 0 {
+		fmt.Sscan(f[0], &n)
+	}
+	if len(f) == 0 || len(f) != 1+2*n {
+		t.Fatalf("tile %d: interval line %q", tile, line)
+	}
+	for j := 0; j < n; j++ {
+		var a, b int64
+		fmt.Sscan(f[1+2*j], &a)
+		fmt.Sscan(f[2+2*j], &b)
+		lo, hi = append(lo, a), append(hi, b)
+	}
+	return lo, hi
 }

@@ -1,6 +1,7 @@
 package codegen
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 
@@ -84,6 +85,13 @@ func (k *Kernel) HostSparsity(env *eval.Env) (*HostSparsity, error) {
 			if err := bindAtom(st.at); err != nil {
 				return nil, err
 			}
+			if st.kind == stepKVBlock {
+				for _, t := range append(append([]freeTerm(nil), st.blk.fq.terms...), st.blk.fk.terms...) {
+					if err := bind(t.e); err != nil {
+						return nil, err
+					}
+				}
+			}
 		}
 	}
 	return s, nil
@@ -104,11 +112,49 @@ func (s *HostSparsity) Mask(b, h, q, kv int64) (bool, error) {
 // KVRange returns what maskc_kv_range returns for (b, h) and the query
 // rows [qLo, qHi): every kv outside [lo, hi) is masked for those rows.
 func (s *HostSparsity) KVRange(b, h, qLo, qHi int64) (lo, hi int64, err error) {
-	p, KV := s.k.sparsity, s.env.KV
-	if !p.analysed {
-		return 0, KV, nil
+	if !s.k.sparsity.analysed {
+		return 0, s.env.KV, nil
 	}
-	loAll, hiAll := KV, int64(0)
+	loAll, hiAll := s.env.KV, int64(0)
+	err = s.disjunctRanges(b, h, qLo, qHi, func(live bool, ka, kb int64) {
+		if live {
+			loAll, hiAll = min(loAll, ka), max(hiAll, kb+1)
+		}
+	})
+	if err != nil || loAll >= hiAll {
+		return 0, 0, err
+	}
+	return loAll, hiAll, nil
+}
+
+// KVIntervals returns what maskc_kv_intervals writes for (b, h) and the
+// query rows [qLo, qHi): maskc_kv_interval_count half-open kv intervals,
+// empty ones as lo >= hi, outside all of which every kv is masked for those
+// rows.
+func (s *HostSparsity) KVIntervals(b, h, qLo, qHi int64) (lo, hi []int64, err error) {
+	p := s.k.sparsity
+	if !p.analysed || len(p.disjuncts) > maxKVIntervals {
+		l, h, err := s.KVRange(b, h, qLo, qHi)
+		return []int64{l}, []int64{h}, err
+	}
+	if len(p.disjuncts) == 0 {
+		return []int64{0}, []int64{0}, nil
+	}
+	err = s.disjunctRanges(b, h, qLo, qHi, func(live bool, ka, kb int64) {
+		if live {
+			lo, hi = append(lo, ka), append(hi, kb+1)
+		} else {
+			lo, hi = append(lo, 0), append(hi, 0)
+		}
+	})
+	return lo, hi, err
+}
+
+// disjunctRanges runs each disjunct's range steps over the query rows
+// [qLo, qHi) and calls sink with its liveness (live, a non-empty q range
+// and a non-empty kv range) and kv range [ka, kb].
+func (s *HostSparsity) disjunctRanges(b, h, qLo, qHi int64, sink func(live bool, ka, kb int64)) error {
+	p, KV := s.k.sparsity, s.env.KV
 	for _, d := range p.disjuncts {
 		qa, qb, ka, kb := qLo, qHi-1, int64(0), KV-1
 		live := true
@@ -118,7 +164,7 @@ func (s *HostSparsity) KVRange(b, h, qLo, qHi int64) (lo, hi int64, err error) {
 				if live {
 					v, err := s.free(st.at, b, h)
 					if err != nil {
-						return 0, 0, err
+						return err
 					}
 					live = v
 				}
@@ -126,14 +172,14 @@ func (s *HostSparsity) KVRange(b, h, qLo, qHi int64) (lo, hi int64, err error) {
 				if live {
 					v, err := s.lin(st.at.lin, b, h, 0, 0)
 					if err != nil {
-						return 0, 0, err
+						return err
 					}
 					live = v <= 0
 				}
 			case stepQUpper, stepQLower:
 				r, err := s.lin(st.rest, b, h, 0, 0)
 				if err != nil {
-					return 0, 0, err
+					return err
 				}
 				if st.kind == stepQUpper {
 					qb = min(qb, floorDiv(-r, st.coef))
@@ -151,7 +197,7 @@ func (s *HostSparsity) KVRange(b, h, qLo, qHi int64) (lo, hi int64, err error) {
 			case stepKVUpper, stepKVLower:
 				r, err := s.lin(st.rest, b, h, qStar, 0)
 				if err != nil {
-					return 0, 0, err
+					return err
 				}
 				if st.kind == stepKVUpper {
 					kb = min(kb, floorDiv(-r, st.coef))
@@ -165,16 +211,34 @@ func (s *HostSparsity) KVRange(b, h, qLo, qHi int64) (lo, hi int64, err error) {
 					ka = max(ka, segSearch(seg, seg[qa], false))
 					kb = min(kb, segSearch(seg, seg[qb], true)-1)
 				}
+			case stepKVBlock:
+				r := st.blk
+				fmin, err1 := s.blockIndex(r.fq, r.cq, b, h, qa, 0)
+				fmax, err2 := s.blockIndex(r.fq, r.cq, b, h, qb, 0)
+				rest := r.fk
+				rest.kv = 0
+				rv, err3 := s.lin(rest, b, h, 0, 0)
+				if err := errors.Join(err1, err2, err3); err != nil {
+					return err
+				}
+				gLo, gHi, hasLo, hasHi := r.gBounds(fmin, fmax)
+				if hasHi { // fk(kv) <= ck*gHi + ck - 1
+					kb = min(kb, floorDiv(r.ck*gHi+r.ck-1-rv, r.fk.kv))
+				}
+				if hasLo { // fk(kv) >= ck*gLo
+					ka = max(ka, -floorDiv(rv-r.ck*gLo, r.fk.kv))
+				}
 			}
 		}
-		if live && qa <= qb && ka <= kb {
-			loAll, hiAll = min(loAll, ka), max(hiAll, kb+1)
-		}
+		sink(live && qa <= qb && ka <= kb, ka, kb)
 	}
-	if loAll >= hiAll {
-		return 0, 0, nil
-	}
-	return loAll, hiAll, nil
+	return nil
+}
+
+// blockIndex evaluates floor(l(q, kv) / c) as the generated code does.
+func (s *HostSparsity) blockIndex(l linear, c, b, h, q, kv int64) (int64, error) {
+	v, err := s.lin(l, b, h, q, kv)
+	return floorDiv(v, c), err
 }
 
 // TileFull returns what maskc_tile_full returns for (b, h) and the tile
@@ -214,6 +278,16 @@ func (s *HostSparsity) TileFull(b, h, qLo, qHi, kvLo, kvHi int64) (bool, error) 
 					return false, err
 				}
 				full = v <= 0
+			case fullBlock:
+				r := f.blk
+				gmin, err1 := s.blockIndex(r.fk, r.ck, b, h, 0, ka)
+				gmax, err2 := s.blockIndex(r.fk, r.ck, b, h, 0, kb)
+				fmin, err3 := s.blockIndex(r.fq, r.cq, b, h, qa, 0)
+				fmax, err4 := s.blockIndex(r.fq, r.cq, b, h, qb, 0)
+				if err := errors.Join(err1, err2, err3, err4); err != nil {
+					return false, err
+				}
+				full = r.holdsAll(gmin, gmax, fmin, fmax)
 			case fullSegment:
 				seg := s.segs[f.at.seg]
 				n := int64(len(seg))

@@ -204,6 +204,16 @@ func (g exprGen) intExpr(depth int) string {
 	}
 }
 
+// blockSide draws floor((a*v + c) / d) or a*v + c: one side of a block
+// relation (codegen/blockrel.go), sometimes one the analysis cannot read.
+func (g exprGen) blockSide(v string) string {
+	lin := g.pick("", "2 * ", "3 * ", "-1 * ") + v + g.pick("", " + 3", " - 5", " + h", " - Q // 2")
+	if g.r.Intn(4) == 0 {
+		return lin
+	}
+	return "(" + lin + ") // " + g.pick("2", "3", "4", "7", "16", "-4")
+}
+
 func (g exprGen) boolExpr(depth int) string {
 	if depth <= 0 || g.r.Intn(4) == 0 {
 		switch g.r.Intn(8) {
@@ -211,6 +221,8 @@ func (g exprGen) boolExpr(depth int) string {
 			return "doc[q] == doc[kv]"
 		case 1:
 			return g.pick("True", "False", "h % 2 == 0", "b < 1")
+		case 2: // block indices: chunks, block-causal, strided
+			return g.blockSide("q") + " " + g.pick("<", "<=", ">", ">=", "==", "!=") + " " + g.blockSide("kv")
 		}
 		return g.intExpr(2) + " " + g.pick("<", "<=", ">", ">=", "==", "!=") + " " + g.intExpr(2)
 	}
@@ -238,7 +250,7 @@ func TestHostRandomMasks(t *testing.T) {
 	}
 	g := exprGen{rand.New(rand.NewSource(7))}
 	var cases []hostCase
-	analytic := 0
+	analytic, blocks := 0, 0
 	for i := 0; i < n; i++ {
 		src := maskCaseSource("buffer doc: i32[KV] segments\nbuffer t: i32[KV]\n", g.boolExpr(3), "")
 		for overflows(t, src) { // refused (E311): products of lengths can leave int64
@@ -249,12 +261,29 @@ func TestHostRandomMasks(t *testing.T) {
 			if c.kernel.Sparsity == SparsityAnalytic {
 				analytic++
 			}
+			blocks += countBlockSteps(c.kernel.sparsity)
 		}
 		cases = append(cases, cs...)
 	}
 	full := runProperty(t, cases, 15, 3)
-	t.Logf("%d random masks, %d analytic, %d full tiles", len(cases), analytic, full)
+	t.Logf("%d random masks, %d analytic, %d block-relation bounds, %d full tiles", len(cases), analytic, blocks, full)
+	if blocks < n/20 {
+		t.Errorf("only %d block relations bounded a kv range: the generator no longer exercises blockrel.go", blocks)
+	}
 	if analytic < n/4 || full == 0 {
 		t.Errorf("random masks too rarely analysable (%d of %d analytic, %d full tiles): the generator has drifted", analytic, n, full)
 	}
+}
+
+// countBlockSteps counts the kv bounds a plan takes from block relations.
+func countBlockSteps(p sparsityPlan) int {
+	n := 0
+	for _, d := range p.disjuncts {
+		for _, s := range d.cols {
+			if s.kind == stepKVBlock {
+				n++
+			}
+		}
+	}
+	return n
 }

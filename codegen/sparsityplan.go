@@ -26,6 +26,8 @@ type sparsityPlan struct {
 	// dnf is the analysed normal form the disjuncts were planned from;
 	// maskc_q_range (the backward's column walk) is printed from it.
 	dnf dnf
+	// an reads block relations out of the normal form's opaque atoms.
+	an *analyzer
 }
 
 // disjunctPlan computes one disjunct's kv range over q in [q_lo, q_hi)
@@ -64,15 +66,19 @@ const (
 	stepSegment
 	// stepOpaque: an atom that bounds nothing (a comment in C).
 	stepOpaque
+	// stepKVBlock: [ka, kb] narrowed by a block relation (blockrel.go)
+	// over the block indices of qa .. qb.
+	stepKVBlock
 )
 
 // rangeStep is one step of a disjunct's range computation.
 type rangeStep struct {
 	kind  stepKind
 	at    atom
-	rest  linear // the atom's linear form without the bounded variable
-	coef  int64  // > 0: the magnitude of the bounded variable's coefficient
-	atQLo bool   // kv bounds: evaluate rest at qa (else qb)
+	rest  linear   // the atom's linear form without the bounded variable
+	coef  int64    // > 0: the magnitude of the bounded variable's coefficient
+	atQLo bool     // kv bounds: evaluate rest at qa (else qb)
+	blk   blockRel // stepKVBlock
 }
 
 // fullKind says what a fullTest checks.
@@ -85,6 +91,9 @@ const (
 	fullLinear
 	// fullSegment: the tile's first and last q and kv share one segment.
 	fullSegment
+	// fullBlock: the block relation holds between the tile's extreme
+	// block indices.
+	fullBlock
 )
 
 // fullTest is one conjunct of a disjunct's full-tile test.
@@ -93,6 +102,7 @@ type fullTest struct {
 	at   atom
 	// qHi, kvHi: the corner is qb (else qa) and kb (else ka).
 	qHi, kvHi bool
+	blk       blockRel // fullBlock
 }
 
 // newSparsityPlan analyses the mask (nil: no mask).
@@ -104,16 +114,16 @@ func newSparsityPlan(l *dsl.Lowered, bufs []BufferABI) sparsityPlan {
 	if !ok {
 		return sparsityPlan{kind: SparsityPrepass, reason: tooBigReason}
 	}
-	p := sparsityPlan{analysed: true, dnf: d}
-	p.kind, p.reason = choose(d)
+	p := sparsityPlan{analysed: true, dnf: d, an: newAnalyzer(l, bufs)}
+	p.kind, p.reason = choose(d, p.an)
 	for _, c := range d {
-		p.disjuncts = append(p.disjuncts, planDisjunct(c))
+		p.disjuncts = append(p.disjuncts, planDisjunct(c, p.an))
 	}
 	return p
 }
 
 // planDisjunct orders a conjunction's atoms into range steps and full tests.
-func planDisjunct(c conj) disjunctPlan {
+func planDisjunct(c conj, an *analyzer) disjunctPlan {
 	dp := disjunctPlan{text: conjText(c)}
 	// Constraints on q alone first: they narrow the q range the kv bounds
 	// are evaluated over.
@@ -150,6 +160,10 @@ func planDisjunct(c conj) disjunctPlan {
 		case a.kind == atomSegment:
 			dp.cols = append(dp.cols, rangeStep{kind: stepSegment, at: a})
 		case a.kind == atomOpaque:
+			if r, ok := an.blockOf(a); ok {
+				dp.cols = append(dp.cols, rangeStep{kind: stepKVBlock, at: a, blk: r})
+				continue
+			}
 			dp.cols = append(dp.cols, rangeStep{kind: stepOpaque, at: a})
 		}
 	}
@@ -163,7 +177,11 @@ func planDisjunct(c conj) disjunctPlan {
 		case atomSegment:
 			full = append(full, fullTest{kind: fullSegment, at: a})
 		default:
-			return dp
+			r, ok := an.blockOf(a)
+			if !ok {
+				return dp
+			}
+			full = append(full, fullTest{kind: fullBlock, at: a, blk: r})
 		}
 	}
 	dp.full = full

@@ -24,9 +24,10 @@
 // MASKC_BLOCK_N keys are double-buffered in swizzled shared memory with one
 // barrier per tile (cp.async copies of the next tile overlap the current
 // one); blocks run q tiles in reverse so the long rows of causal-like masks
-// start first. Key tiles outside maskc_kv_range (analytic) or marked empty by
-// the pre-pass are never visited. Logits go through the score mod (on the
-// scaled logit), then the mask (skipped on tiles known to be full, and
+// start first, across MASKC_SCHED_GROUP heads (tile_walk.h). Key tiles outside
+// every disjunct's kv interval (analytic, maskc_kv_intervals through
+// tile_walk.h) or marked empty by the pre-pass are never visited. Logits go
+// through the score mod (on the scaled logit), then the mask (skipped on tiles known to be full, and
 // always applied to keys past Skv), then an online softmax in base 2; P is
 // rounded to the element type in registers and fed to the P.V product.
 // A fully masked row stores O = 0 and LSE = -inf (natural log). With a sink,
@@ -37,8 +38,16 @@
 #ifndef MASKC_ATTN_FWD_H
 #define MASKC_ATTN_FWD_H
 
-#if !defined(MASKC_HEAD_DIM) || (MASKC_HEAD_DIM != 64 && MASKC_HEAD_DIM != 128)
-#error "maskc: MASKC_HEAD_DIM must be 64 or 128"
+// MASKC_FWD_WS: the forward is attn_fwd_sm90.h's warp-specialized kernel
+// (sm_90a with MASKC_NV_WS); this file then gives maskc_tile_flags and the
+// helpers only.
+#if defined(MASKC_PLATFORM_NVIDIA) && MASKC_NV_WGMMA && defined(MASKC_NV_WS) && MASKC_NV_WS
+#define MASKC_FWD_WS 1
+#else
+#define MASKC_FWD_WS 0
+#endif
+#if !defined(MASKC_HEAD_DIM) || (MASKC_HEAD_DIM != 64 && MASKC_HEAD_DIM != 128 && (!MASKC_FWD_WS || MASKC_HEAD_DIM != 256))
+#error "maskc: MASKC_HEAD_DIM must be 64 or 128 (or 256 with the sm_90a warp-specialized forward)"
 #endif
 #if defined(MASKC_DTYPE_F16)
 #define MASKC_DT MASKC_F16
@@ -147,6 +156,7 @@ __device__ __forceinline__ long long maskc_flag_row(const MaskcShape& sh, int b,
   return ((long long)z * n_qt + qt) * n_kt;
 }
 
+#if !MASKC_FWD_WS
 extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS)
     maskc_attn_fwd(const maskc_elem_t* __restrict__ Q, const maskc_elem_t* __restrict__ K,
                    const maskc_elem_t* __restrict__ V, maskc_elem_t* __restrict__ O, float* __restrict__ LSE,
@@ -162,8 +172,9 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
   const int warp = tid / MASKC_WARP_SIZE, lane = tid % MASKC_WARP_SIZE;
   const int n_qt = (shape.Sq + MASKC_BLOCK_M - 1) / MASKC_BLOCK_M;
   const int n_kt = (shape.Skv + MASKC_BLOCK_N - 1) / MASKC_BLOCK_N;
-  const int qt = n_qt - 1 - (int)blockIdx.x;  // longest rows of causal-like masks first
-  const int h = maskc_nonneg(blockIdx.y), b = maskc_nonneg(blockIdx.z);
+  int qt, h_, b_;  // longest rows of causal-like masks first (tile_walk.h)
+  maskc_q_tile_order(n_qt, shape.H, shape.B, &qt, &h_, &b_);
+  const int h = maskc_nonneg(h_), b = maskc_nonneg(b_);
   const int Sq = maskc_nonneg(shape.Sq), Skv = maskc_nonneg(shape.Skv);
   const int q0 = qt * MASKC_BLOCK_M;
   const int q_end = min(q0 + MASKC_BLOCK_M, Sq);
@@ -178,21 +189,14 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
   // Q's copy starts first: it does not depend on which key tiles are visited.
   maskc_load_tile<MASKC_BLOCK_M>(sQ, Qp, shape.q_stride[2], q0, Sq, tid);
 
-  // Key tiles to visit: [kt_begin, kt_end), minus empty pre-pass tiles.
+  // Key tiles to visit: [kt_begin, kt_end), minus the tiles between the
+  // disjuncts' kv intervals (analytic) or empty pre-pass tiles.
   int kt_begin = 0, kt_end = n_kt;
 #if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
-  {
-    long long lo = 0, hi = Skv;
-    maskc_kv_range(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q_end, &lo, &hi);
-    lo = lo < 0 ? 0 : lo;
-    hi = hi > Skv ? Skv : hi;
-    if (hi <= lo) {
-      kt_end = 0;
-    } else {
-      kt_begin = (int)(lo / MASKC_BLOCK_N);
-      kt_end = (int)((hi + MASKC_BLOCK_N - 1) / MASKC_BLOCK_N);
-    }
-  }
+  MaskcTileWalk<maskc_kv_interval_count> walk;
+  maskc_walk_build(walk, buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q_end, MASKC_BLOCK_N);
+  kt_begin = walk.begin();
+  kt_end = walk.end();
 #endif
 #if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_PREPASS)
   // Narrow [kt_begin, kt_end) to the first and last non-empty tiles (one
@@ -227,10 +231,26 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
     kt_end = hi;
   }
   int next_flag = 0;  // flag of the tile next_tile returned
+  // Runs of empty tiles are skipped eight flags per load where the row is
+  // 8-byte aligned, so that a long row with few visited tiles does not wait
+  // on one dependent load per tile (flags are bytes, little-endian in a word).
   auto next_tile = [&](int t) {
-    while (t < kt_end && (next_flag = flags[t]) == 0) ++t;
+    while (t < kt_end) {
+      if (((unsigned long long)(flags + t) & 7) == 0 && t + 8 <= kt_end) {
+        const unsigned long long w = *(const unsigned long long*)(flags + t);
+        if (w == 0) {
+          t += 8;
+          continue;
+        }
+        for (unsigned long long x = w; (x & 0xff) == 0; x >>= 8) ++t;  // first non-zero byte, in registers
+      }
+      if ((next_flag = flags[t]) != 0) break;
+      ++t;
+    }
     return t;
   };
+#elif defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
+  auto next_tile = [&](int t) { return walk.next(t); };
 #else
   auto next_tile = [](int t) { return t; };
 #endif
@@ -458,6 +478,8 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
     if (maskc_row_leader(lane) && q < Sq) LSE[((long long)b * shape.H + h) * Sq + q] = lse[sl];
   }
 }
+
+#endif  // !MASKC_FWD_WS
 
 // Pre-pass for masks without a closed-form block structure: one block per
 // (q tile, kv tile) evaluates the mask over the tile for every (b', h').

@@ -5,13 +5,13 @@
 // pairs the mask keeps.
 //
 // The tile states come from the kernel's own sparsity code evaluated on the
-// host (codegen.HostSparsity): the closed-form kv range and full-tile test
+// host (codegen.HostSparsity): the closed-form kv intervals and full-tile test
 // for analytic sparsity, the pre-pass's per-tile logic for pre-pass
 // sparsity. What this package adds is the kernel's tile loop around them
 // (hipsrc/attn_fwd.h, at its default per-block tile classification): the key
-// tiles [lo / BlockN, ceil(hi / BlockN)) of the kv range are visited; a tile
-// is full when it lies inside Skv and the full-tile test (or the pre-pass
-// flag) says so.
+// tiles meeting one of the disjuncts' kv intervals (hipsrc/tile_walk.h) are
+// visited; a tile is full when it lies inside Skv and the full-tile test (or
+// the pre-pass flag) says so.
 package tilemap
 
 import (
@@ -279,25 +279,28 @@ func (r *rowWorker) row(qt int) error {
 		}
 		return nil
 	case hipsrc.SparsityAnalytic:
-		lo, hi, err := r.hs.KVRange(b, h, q0, qEnd)
+		// The tiles meeting some disjunct's kv interval (hipsrc/tile_walk.h).
+		los, his, err := r.hs.KVIntervals(b, h, q0, qEnd)
 		if err != nil {
 			return err
 		}
-		lo, hi = max(lo, 0), min(hi, m.Skv)
-		if hi <= lo {
-			return nil
-		}
-		for kt := int(lo / m.BlockN); kt < int(ceilDiv(hi, m.BlockN)); kt++ {
-			kv0 := int64(kt) * m.BlockN
-			full := inKV(kt)
-			if full {
-				if full, err = r.hs.TileFull(b, h, q0, qEnd, kv0, kv0+m.BlockN); err != nil {
-					return err
+		for i := range los {
+			lo, hi := max(los[i], 0), min(his[i], m.Skv)
+			for kt := int(lo / m.BlockN); lo < hi && kt < int(ceilDiv(hi, m.BlockN)); kt++ {
+				if states[kt] != Skipped {
+					continue
 				}
-			}
-			states[kt] = Partial
-			if full {
-				states[kt] = Full
+				kv0 := int64(kt) * m.BlockN
+				full := inKV(kt)
+				if full {
+					if full, err = r.hs.TileFull(b, h, q0, qEnd, kv0, kv0+m.BlockN); err != nil {
+						return err
+					}
+				}
+				states[kt] = Partial
+				if full {
+					states[kt] = Full
+				}
 			}
 		}
 	default: // no mask: every tile is visited, full inside Skv

@@ -1,0 +1,185 @@
+"""Extended forward benchmark (issue 11): maskc's generated kernels against
+torch.compile(flex_attention) with create_block_mask, side by side in one GPU
+run, on the eight flex_baseline cases (gpu/bench_cases), the attention-gym
+style masks of gpu/bench_cases_ext and every example that generates a kernel
+(bf16, B=2, H=16, S=8192, D=128).
+
+Usage: python3 gpu/bench_ext.py --generated DIR --buffers BUF.json --tiles TILES.jsonl
+                               [--cases a,b] [--variants base,sched4] [--variant-cases a,b]
+                               [--out FILE.jsonl]
+
+DIR is genkernels' output over those .flex files; BUF.json the buffer
+contents (gpu/bench_ext_buffers.py, the same values the host counted tiles
+with); TILES.jsonl tilemap/cmd/tilecount's exact counts per kernel. A case is
+a manifest kernel, named FLEX:ATTENTION. The reference mask and score are
+the manifest's torch expressions; FlexAttention gets the same functions.
+TFLOP/s count kept pairs only (4*D flops each, the exact kept-pair count of
+the whole launch from TILES.jsonl). The maskc time includes the tile
+pre-pass where the kernel has one. Per case: TFLOP/s of both, ratio =
+flex ms / maskc ms, tiles visited / tiles holding a kept pair, and the
+relative difference of the outputs (NaN-poisoned before the timed launch).
+"""
+import argparse
+import concurrent.futures
+import json
+import math
+import os
+import re
+import time
+
+import torch
+from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+import maskc_gpu as mg
+
+B, H, S, D = 2, 16, 8192, 128
+
+VARIANTS = {
+    "base": {},
+    # q tiles rank-major over groups of heads (hipsrc/tile_walk.h MASKC_SCHED_GROUP, default 4)
+    "sched1": {"#define MASKC_SCHED_GROUP 4": "#define MASKC_SCHED_GROUP 1"},
+    "sched16": {"#define MASKC_SCHED_GROUP 4": "#define MASKC_SCHED_GROUP 16"},
+}
+
+
+def case_id(entry):
+    return os.path.basename(entry["flex"]).rsplit(".", 1)[0] + ":" + entry["attention"]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--generated", required=True)
+    ap.add_argument("--buffers", required=True)
+    ap.add_argument("--tiles", required=True)
+    ap.add_argument("--cases")
+    ap.add_argument("--variants", default="base")
+    ap.add_argument("--variant-cases", help="cases (FLEX:ATTENTION, comma-separated) that run the variants other "
+                                            "than base (default all)")
+    ap.add_argument("--out", default="bench_ext.jsonl")
+    a = ap.parse_args()
+    log = open(a.out, "w")
+
+    def emit(**kw):
+        print(json.dumps(kw), flush=True)
+        log.write(json.dumps(kw) + "\n")
+        log.flush()
+
+    dev = "cuda"
+    emit(kind="env", torch=torch.__version__, gpu=torch.cuda.get_device_name(), triton=__import__("triton").__version__)
+    abi, gcases = mg.generated_cases(a.generated)
+    bufvals = json.load(open(a.buffers))
+    tiles = {}
+    for line in open(a.tiles):
+        t = json.loads(line)
+        tiles[os.path.basename(t["flex"]).rsplit(".", 1)[0] + ":" + t["name"]] = t
+    want = a.cases.split(",") if a.cases else None
+    cases = [(c, src) for c, src in gcases if not c.entry.get("has_sink") and (not want or case_id(c.entry) in want)]
+    variants = a.variants.split(",")
+
+    mg.libs()
+    torch.empty(1, device=dev)
+    jobs = []
+    vcases = a.variant_cases.split(",") if a.variant_cases else None
+    for c, src in cases:
+        for var in variants:
+            if var != "base" and vcases and case_id(c.entry) not in vcases:
+                continue
+            s = src
+            for old, new in VARIANTS[var].items():
+                assert old in s, "variant %s does not apply" % var
+                s = s.replace(old, new)
+            jobs.append((case_id(c.entry), var, c, s))
+    t0 = time.time()
+    with concurrent.futures.ThreadPoolExecutor(16) as ex:
+        futs = [ex.submit(mg.compile_source, s, re.sub(r"\W", "_", "%s_%s" % (cid, var)), None, abi)
+                for cid, var, c, s in jobs]
+    kernels = {}
+    for (cid, var, c, s), f in zip(jobs, futs):
+        try:
+            kernels[(cid, var)] = k = mg.Kernel(s, c.entry, abi, re.sub(r"\W", "_", cid + "_" + var), compiled=f.result())
+            emit(kind="kernel", case=cid, variant=var, regs=k.regs, local_bytes=k.local_bytes)
+        except Exception as e:
+            emit(kind="kernel", case=cid, variant=var, error=repr(e)[:2000])
+    print("compiled %d kernels in %.1fs" % (len(jobs), time.time() - t0), flush=True)
+
+    torch.manual_seed(0)
+    q = torch.randn(B, H, S, D, device=dev, dtype=torch.bfloat16)
+    k = torch.randn(B, H, S, D, device=dev, dtype=torch.bfloat16)
+    v = torch.randn(B, H, S, D, device=dev, dtype=torch.bfloat16)
+    o = torch.empty_like(q)
+    lse = torch.empty(B, H, S, device=dev, dtype=torch.float32)
+    # Every case compiles flex_attention afresh: past dynamo's recompile limit
+    # (8) a shared torch.compile falls back to the unfused eager path.
+    torch._dynamo.config.recompile_limit = 1024
+    results = []
+    for c, _ in cases:
+        e, cid = c.entry, case_id(c.entry)
+        specs = sorted(e.get("buffers") or [], key=lambda b: b["slot"])
+        given = bufvals.get(cid, {})
+        bufs = [torch.tensor(given[b["name"]]["data"], dtype=mg.TORCH_DTYPES[b["dtype"]]).reshape(
+            given[b["name"]]["dims"]).contiguous().to(dev) for b in specs]
+        ns = dict(B=B, H=H, HKV=H, Q=S, KV=S, torch=torch)
+        ns.update({b["name"]: t for b, t in zip(specs, bufs)})
+        mask = eval("lambda b, h, q, kv: " + e["mask_torch"], ns) if e.get("mask_torch") else None
+        score = eval("lambda score, b, h, q, kv: " + e["score_torch"], ns) if e.get("score_torch") else None
+        t = tiles.get(cid, {})
+        kept = t.get("kept_pairs") or B * H * S * S * mg.density(mask, S, S, H, dev)
+        flops = 4.0 * D * kept
+        row = dict(kind="bench", case=cid, sparsity=e.get("sparsity"), density=round(kept / (B * H * S * S), 4),
+                   tiles_visited=t.get("tiles_visited"), tiles_kept=t.get("tiles_with_kept_pairs"))
+        if t:
+            row["visited_over_kept"] = round(t["tiles_visited"] / max(1, t["tiles_with_kept_pairs"]), 3)
+        scale = e.get("scale") or 1.0 / math.sqrt(D)
+        try:
+            torch._dynamo.reset()
+            fa = torch.compile(flex_attention)
+            # A kernel without a mask meets FlexAttention with flex_baseline.py's all-true block mask.
+            fmask = mask if mask is not None else (lambda b, h, q, kv: (q >= 0) & (kv >= 0))
+            bm = create_block_mask(fmask, B if e.get("mask_uses_b") else None, H if e.get("mask_uses_h") else None,
+                                   S, S, device=dev)
+            fwd = lambda: fa(q, k, v, score_mod=score, block_mask=bm, scale=scale)
+            t0 = time.time()
+            ref = fwd()
+            torch.cuda.synchronize()
+            row["flex_compile_s"] = round(time.time() - t0, 1)
+            row["flex_ms"] = mg.time_ms(fwd)
+            row["flex_tflops"] = round(flops / row["flex_ms"] / 1e9, 1)
+        except Exception as ex:
+            row["flex_error"] = repr(ex)[:400]
+            ref = None
+        for var in variants:
+            kern = kernels.get((cid, var))
+            if kern is None:
+                continue
+            o.fill_(float("nan"))
+            run = kern.prepare(q, k, v, o, lse, scale, bufs)
+            run()
+            torch.cuda.synchronize()
+            r = dict(row, variant=var, nan_outputs=int(torch.isnan(o).any(-1).sum().item()))
+            if ref is not None:
+                r["o_vs_flex"] = mg.rel_err(o, ref)
+            ms = mg.time_ms(run)
+            r.update(maskc_ms=ms, maskc_tflops=round(flops / ms / 1e9, 1))
+            if run.flags is not None:  # the pre-pass's share: the flags are reusable like a BlockMask
+                r["maskc_fwd_only_ms"] = mg.time_ms(lambda: run(prepass=False))
+            if ref is not None:
+                r["ratio"] = round(row["flex_ms"] / ms, 3)
+            emit(**r)
+            results.append(r)
+        if not any(r["case"] == cid for r in results):
+            emit(**row)
+        del ref
+        torch.cuda.empty_cache()
+
+    nan = float("nan")
+    print("\n%-42s %-7s %-9s %-7s %-8s %-7s %-8s %-7s %-6s %-8s %s" % (
+        "case", "var", "sparsity", "density", "vis/kept", "flex TF", "maskc TF", "ratio", "flexms", "O~flex", "nan"))
+    for r in results:
+        print("%-42s %-7s %-9s %-7.4f %-8s %-7.1f %-8.1f %-7.3f %-6.3f %-8.1e %d" % (
+            r["case"][:42], r["variant"], r.get("sparsity"), r["density"], r.get("visited_over_kept"),
+            r.get("flex_tflops", nan), r["maskc_tflops"], r.get("ratio", nan), r.get("flex_ms", nan),
+            r.get("o_vs_flex", nan), r["nan_outputs"]))
+
+
+if __name__ == "__main__":
+    main()

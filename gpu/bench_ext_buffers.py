@@ -1,0 +1,56 @@
+"""Buffer contents of the extended benchmark (gpu/bench_ext.py), in pure
+Python (no torch), so that the host's exact tile counts
+(tilemap/cmd/tilecount) and the GPU run read the same values.
+
+Usage (where Go is): python3 gpu/bench_ext_buffers.py B,H,S OUT.json FLEX:ATTENTION...
+writes {"FLEX:ATTENTION": {buffer: {"dims": [...], "data": [...]}}} for the
+cases named (FLEX the .flex file's base name; cases without buffers get {}).
+"""
+import json
+import random
+import sys
+
+
+def doc_ids(n, rnd):
+    """Document ids of n packed tokens, lengths drawn from [256, 2048) (as
+    flex_baseline.py's document case)."""
+    out, d = [], 0
+    while len(out) < n:
+        out += [d] * min(n - len(out), rnd.randrange(256, 2048))
+        d += 1
+    return out
+
+
+def buffers(case, B, H, S):
+    """The buffers of one benchmark case (FLEX:ATTENTION), by name: (dims,
+    flat values)."""
+    kernel = case.split(":")[-1]
+    rnd = random.Random(case)  # str seeds are deterministic across runs
+    if kernel in ("document", "document_sliding"):
+        return {"doc": ([S], doc_ids(S, random.Random(1)))}
+    if kernel == "longformer":  # 16 global tokens, the first one among them
+        g = [0] * S
+        for i in [0] + rnd.sample(range(1, S), 15):
+            g[i] = 1
+        return {"is_global": ([S], g)}
+    if kernel == "prefix_layer":  # prefix_lm_per_batch (prefix_lm.flex has none)
+        return {"prefix_len": ([B], [1024 + 2048 * (b % 3) for b in range(B)])}
+    if kernel == "biased_layer":  # relative_bias.flex
+        return {"bias": ([H, 2 * S - 1], [round(rnd.gauss(0, 1), 3) for _ in range(H * (2 * S - 1))])}
+    if kernel == "t5_encoder":
+        return {"relative_attention_bias": ([H, 32], [round(rnd.gauss(0, 1), 3) for _ in range(H * 32)])}
+    if kernel == "causal_alibi":  # flex_baseline.py's slopes
+        return {"slopes": ([H], [2.0 ** (-8.0 * (h + 1) / H) for h in range(H)])}
+    return {}
+
+
+def main():
+    B, H, S = map(int, sys.argv[1].split(","))
+    out = {}
+    for k in sys.argv[3:]:
+        out[k] = {name: {"dims": dims, "data": data} for name, (dims, data) in buffers(k, B, H, S).items()}
+    json.dump(out, open(sys.argv[2], "w"))
+
+
+if __name__ == "__main__":
+    main()
