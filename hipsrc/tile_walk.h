@@ -12,8 +12,7 @@
 //   maskc_q_walk_build(w, ...) the backward's column walk: the q tiles of
 //                           block_m rows that can see keys [kv_lo, kv_hi)
 //                           (maskc_q_intervals, one interval per disjunct).
-//   w.next(t)               the first visited tile >= t (w.end() when none);
-//                           calls must come with non-decreasing t.
+//   w.next(t)               the first visited tile >= t (w.end() when none).
 //   w.begin(), w.end()      the first visited tile and one past the last.
 //   maskc_q_tile_order(...) the (q tile, h, b) a block of the forward grid
 //                           runs: the longest rows of causal-like masks first,
@@ -22,56 +21,79 @@
 #define MASKC_TILE_WALK_H
 
 // At most this many tile intervals (maskc_kv_interval_count, one per disjunct).
+// Every array is indexed by compile-time constants only (unrolled loops,
+// merged intervals switched off in a bit mask rather than compacted), so the
+// walk lives in registers: a runtime index would put it in scratch memory
+// on AMD (codegen's TestHipccMFMA holds every kernel to zero scratch) and in
+// local memory on NVIDIA.
 template <int N>
 struct MaskcTileWalk {
-  int n;      // intervals in use
-  int cur;    // interval of the last tile next() returned
-  int lo[N];  // tile intervals [lo[i], hi[i]), sorted, disjoint, non-empty
-  int hi[N];
+  static_assert(N >= 1 && N <= 32, "one bit of live per interval");
+  unsigned live;  // bit i: interval i is in the walk
+  int first;      // the first visited tile (0 when none)
+  int last;       // one past the last visited tile (0 when none)
+  int lo[N];      // tile intervals [lo[i], hi[i]); the live ones sorted,
+  int hi[N];      // disjoint and non-empty
 
-  __device__ __forceinline__ int begin() const { return n > 0 ? lo[0] : 0; }
-  __device__ __forceinline__ int end() const { return n > 0 ? hi[n - 1] : 0; }
-  __device__ __forceinline__ int next(int t) {
-    if (N == 1) return n > 0 && t < hi[0] ? t : end();  // one interval: no search
-    while (cur < n && hi[cur] <= t) ++cur;
-    if (cur >= n) return end();
-    return t > lo[cur] ? t : lo[cur];
+  __device__ __forceinline__ int begin() const { return first; }
+  __device__ __forceinline__ int end() const { return last; }
+  // The first visited tile >= t, or end() when none.
+  __device__ __forceinline__ int next(int t) const {
+    int r = last;
+#pragma unroll
+    for (int i = N - 1; i >= 0; --i)  // the earliest live interval ending after t wins
+      if (((live >> i) & 1u) && hi[i] > t) r = t > lo[i] ? t : lo[i];
+    return r;
   }
 };
 
 // Tile intervals of the kv intervals [lo[i], hi[i]) clamped to [0, kv_len),
-// in tiles of block_n keys: sorted by start, empty ones dropped, and
-// overlapping or touching ones merged.
+// in tiles of block_n keys: empty ones dropped, the rest sorted by start
+// (an odd-even transposition network) and overlapping or touching ones
+// merged into the later one of each pair.
 template <int N>
 __device__ __forceinline__ void maskc_walk_from(MaskcTileWalk<N>& w, const long long* lo, const long long* hi,
                                                 int kv_len, int block_n) {
-  w.n = 0;
-  w.cur = 0;
+  constexpr int kEmpty = 0x7fffffff;  // sorts after every real start
 #pragma unroll
   for (int i = 0; i < N; ++i) {
     const long long a = lo[i] < 0 ? 0 : lo[i], b = hi[i] > kv_len ? kv_len : hi[i];
-    if (a >= b) continue;
-    const int ta = (int)(a / block_n), tb = (int)((b + block_n - 1) / block_n);
-    int j = w.n++;
-    while (j > 0 && w.lo[j - 1] > ta) {  // insertion sort by start
-      w.lo[j] = w.lo[j - 1];
-      w.hi[j] = w.hi[j - 1];
-      --j;
-    }
-    w.lo[j] = ta;
-    w.hi[j] = tb;
+    const bool empty = a >= b;
+    w.lo[i] = empty ? kEmpty : (int)(a / block_n);
+    w.hi[i] = empty ? kEmpty : (int)((b + block_n - 1) / block_n);
   }
-  int m = 0;
-  for (int i = 0; i < w.n; ++i) {
-    if (m > 0 && w.lo[i] <= w.hi[m - 1]) {
-      w.hi[m - 1] = w.hi[m - 1] > w.hi[i] ? w.hi[m - 1] : w.hi[i];
-    } else {
-      w.lo[m] = w.lo[i];
-      w.hi[m] = w.hi[i];
-      ++m;
+#pragma unroll
+  for (int round = 0; round < N; ++round) {
+#pragma unroll
+    for (int i = round & 1; i + 1 < N; i += 2) {
+      const bool swap = w.lo[i] > w.lo[i + 1];
+      const int la = w.lo[i], ha = w.hi[i], lb = w.lo[i + 1], hb = w.hi[i + 1];
+      w.lo[i] = swap ? lb : la;
+      w.hi[i] = swap ? hb : ha;
+      w.lo[i + 1] = swap ? la : lb;
+      w.hi[i + 1] = swap ? ha : hb;
     }
   }
-  w.n = m;
+  w.live = 0;
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    if (w.lo[i] != kEmpty) w.live |= 1u << i;
+#pragma unroll
+  for (int i = 1; i < N; ++i) {
+    if (((w.live >> i) & 1u) && ((w.live >> (i - 1)) & 1u) && w.lo[i] <= w.hi[i - 1]) {
+      w.lo[i] = w.lo[i - 1];
+      w.hi[i] = w.hi[i] > w.hi[i - 1] ? w.hi[i] : w.hi[i - 1];
+      w.live &= ~(1u << (i - 1));
+    }
+  }
+  w.first = 0;
+  w.last = 0;
+#pragma unroll
+  for (int i = N - 1; i >= 0; --i)
+    if ((w.live >> i) & 1u) w.first = w.lo[i];
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    if ((w.live >> i) & 1u) w.last = w.hi[i];
 }
 
 // The walk of the query rows [q_lo, q_hi) of (b, h): the key tiles that
