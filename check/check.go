@@ -230,7 +230,7 @@ func (ix commentIndex) docComment(d dsl.Decl) string {
 	if f == nil || f.Source == nil {
 		return ""
 	}
-	line := f.Source.Position(d.Span().Start).Line
+	line := f.Source.LineOf(d.Span().Start)
 	// The comments that start on an earlier line than d are, in source
 	// order, a prefix of f.Comments; walk it backwards from its end.
 	below := len(f.Comments)
@@ -243,7 +243,7 @@ func (ix commentIndex) docComment(d dsl.Decl) string {
 	var lines []string
 	for i := below - 1; i >= 0; i-- {
 		cm := f.Comments[i]
-		cl := f.Source.Position(cm.Sp.Start).Line
+		cl := f.Source.LineOf(cm.Sp.Start)
 		if cl >= line {
 			continue
 		}

@@ -162,7 +162,7 @@ func (w *funcWriter) line(sp dsl.Span) {
 	if w.src == nil || !sp.IsValid() {
 		return
 	}
-	n := w.src.Position(sp.Start).Line
+	n := w.src.LineOf(sp.Start)
 	if n == w.lastLine {
 		return
 	}
@@ -587,8 +587,8 @@ func sourceLines(src *dsl.Source, es ...dsl.Expr) string {
 	for _, e := range es {
 		dsl.Inspect(e, func(x dsl.Expr) bool {
 			if sp := x.Span(); sp.IsValid() {
-				set[src.Position(sp.Start).Line] = true
-				set[src.Position(sp.End).Line] = true
+				set[src.LineOf(sp.Start)] = true
+				set[src.LineOf(sp.End)] = true
 			}
 			return true
 		})

@@ -31,7 +31,9 @@ func findClang() string {
 // generated kernel, plus a pre-pass kernel and an fp16 / head-dim-64 kernel
 // from testdata, for the two NVIDIA back ends with clang's CUDA front end
 // (device only, to LLVM IR): mma.sync (MASKC_NV_WGMMA=0) and the sm_90a
-// warpgroup-MMA kernels (MASKC_NV_WGMMA=1). No NVIDIA compiler is needed:
+// warpgroup-MMA kernels (MASKC_NV_WGMMA=1), the latter also with the
+// warp-specialized forward (MASKC_NV_WS=1, attn_fwd_sm90.h), and that
+// forward at head dim 256. No NVIDIA compiler is needed:
 // testdata/nvrtc_shim.h declares what NVRTC builds in. It checks that every
 // source compiles and that every forward and backward entry point is
 // defined, with wgmma in the sm_90a build (the forward's and the
@@ -87,12 +89,15 @@ func TestClangCUDA(t *testing.T) {
 	write("testdata/golden/sliding_window.flex", "sliding") // fp16, head dim 64
 
 	entries := append([]string{"maskc_attn_fwd"}, BwdEntries...)
-	for _, wg := range []int{0, 1} {
+	// wg 2: the sm_90a build with the warp-specialized forward
+	// (hipsrc.WSOptions), whose IR must show its producer/consumer split.
+	for _, wg := range []int{0, 1, 2} {
 		for _, n := range names {
 			ll := filepath.Join(dir, fmt.Sprintf("%s.wg%d.ll", n, wg))
 			args := []string{"-x", "cuda", "--cuda-gpu-arch=sm_80", "-nocudainc", "-nocudalib", "--cuda-device-only",
 				"-std=c++17", "-Xclang", "-target-feature", "-Xclang", "+ptx75", "-O0", "-S", "-emit-llvm",
-				"-include", shim, fmt.Sprintf("-DMASKC_NV_WGMMA=%d", wg), "-o", ll, n + ".bwd.cu"}
+				"-include", shim, fmt.Sprintf("-DMASKC_NV_WGMMA=%d", min(wg, 1)), fmt.Sprintf("-DMASKC_NV_WS=%d", wg/2),
+				"-o", ll, n + ".bwd.cu"}
 			cmd := exec.Command(clang, args...)
 			cmd.Dir = dir
 			if out, err := cmd.CombinedOutput(); err != nil {
@@ -110,7 +115,11 @@ func TestClangCUDA(t *testing.T) {
 			}
 			hasWG := strings.Contains(ir, "wgmma.mma_async")
 			hasBwdWG := strings.Contains(ir, "p, 1, 1, 1, 1;")
-			if wg == 1 && (!hasWG || !hasBwdWG) {
+			ws := strings.Contains(ir, "setmaxnreg.inc") && strings.Contains(ir, "cp.async.mbarrier.arrive.noinc")
+			if ws != (wg == 2) {
+				t.Errorf("%s (build %d): warp-specialized forward %v", n, wg, ws)
+			}
+			if wg >= 1 && (!hasWG || !hasBwdWG) {
 				t.Errorf("%s: the sm_90a build lacks wgmma (any %v, the backward's dQ product %v)", n, hasWG, hasBwdWG)
 			}
 			if wg == 0 && hasWG {
@@ -118,5 +127,30 @@ func TestClangCUDA(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("clang built %d backward sources x 2 NVIDIA back ends", len(names))
+	// Head dim 256 has only the warp-specialized forward (hipsrc.WSHeadDims):
+	// the forward source of one kernel with MASKC_HEAD_DIM 256 must build
+	// with its m64n256 P.V products.
+	src, err := os.ReadFile(filepath.Join(dir, names[0]+".bwd.cu"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fwd := string(src)[:strings.Index(string(src), "// maskc fused flash-attention backward")]
+	fwd = strings.Replace(fwd, "#define MASKC_HEAD_DIM 128", "#define MASKC_HEAD_DIM 256", 1)
+	if !strings.Contains(fwd, "#define MASKC_HEAD_DIM 256") {
+		t.Fatalf("%s: no MASKC_HEAD_DIM 128 to change", names[0])
+	}
+	if err := os.WriteFile(filepath.Join(dir, "d256.cu"), []byte(fwd), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(clang, "-x", "cuda", "--cuda-gpu-arch=sm_80", "-nocudainc", "-nocudalib", "--cuda-device-only",
+		"-std=c++17", "-Xclang", "-target-feature", "-Xclang", "+ptx75", "-O0", "-S", "-emit-llvm", "-include", shim,
+		"-DMASKC_NV_WGMMA=1", "-DMASKC_NV_WS=1", "-o", "d256.ll", "d256.cu")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("head dim 256, warp-specialized: %v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "d256.ll")); !strings.Contains(string(b), "m64n256k16") {
+		t.Errorf("head dim 256: no m64n256k16 product in the warp-specialized forward")
+	}
+	t.Logf("clang built %d backward sources x 3 NVIDIA builds, and a head-dim-256 forward", len(names))
 }

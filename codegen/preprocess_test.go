@@ -22,28 +22,30 @@ var escapeSeeds = []struct{ comment, name string }{
 	{"ends in a backslash \\", "back\\slash.flex"},
 	{"trigraph ??/", "tri??/.flex"},
 	{"cr \r#define maskc_py_floormod_pos(a, b) 0", "f.flex"},
+	{"cr \r#define kv q", "g.flex"},
 	{"unicode é 中 😀", "new\nline\"quote.flex"},
 	{"esc \x1b[2J bidi \u202e", "bidi\u202e\r.flex"},
 }
 
 // preprocessed runs hipcc's preprocessor on the generated part of the
-// attention block of a file holding comment twice, named name, and
-// returns its tokens without line markers; ok is false when the front end
-// refuses the file (which is then safe: nothing is generated).
-func preprocessed(t *testing.T, hipcc, comment, name string) (out string, ok bool) {
+// attention block of a file with mask expression mask and holding comment
+// three times, named name, and returns its tokens without line markers; ok
+// is false when the front end or the generator refuses the file (which is
+// then safe: nothing is generated).
+func preprocessed(t *testing.T, hipcc, mask, comment, name string) (out string, ok bool) {
 	t.Helper()
-	text := "# " + comment + "\nmask m(b, h, q, kv) = q - 3 <= kv <= q  # " + comment + "\nattention a {\n    mask = m  # " + comment + "\n}\n"
+	text := "# " + comment + "\nmask m(b, h, q, kv) = " + mask + "  # " + comment + "\nattention a {\n    mask = m  # " + comment + "\n}\n"
 	file, diags := parser.ParseFile(name, []byte(text))
 	if diags.HasErrors() {
 		return "", false
 	}
 	p, diags := check.Check(file, check.Options{})
-	if diags.HasErrors() {
-		t.Fatalf("check: %s", diags.Render())
+	if diags.HasErrors() || len(p.Attentions) != 1 {
+		return "", false // a mask the checker refuses generates nothing
 	}
 	k, diags := Generate(p, p.Attentions[0], Options{SourceName: name})
 	if diags.HasErrors() {
-		t.Fatalf("generate: %s", diags.Render())
+		return "", false
 	}
 	path := filepath.Join(t.TempDir(), "part.cpp")
 	if err := os.WriteFile(path, []byte(k.Generated), 0o644); err != nil {
@@ -64,12 +66,12 @@ func preprocessed(t *testing.T, hipcc, comment, name string) (out string, ok boo
 	return strings.Join(lines, "\n"), true
 }
 
-// FuzzPreprocessedMask compiles a program whose comments and file name are
-// arbitrary through hipcc's preprocessor (hipcc -E): whatever they hold,
-// the preprocessed generated code is token for token the code generated
-// for a harmless comment and name, i.e. the intended mask; nothing copied
-// from the source or the name became code, and nothing of the code was
-// swallowed into a comment.
+// FuzzPreprocessedMask compiles a program (an arbitrary mask expression)
+// whose comments and file name are arbitrary through hipcc's preprocessor
+// (hipcc -E): whatever they hold, the preprocessed generated code is token
+// for token the code generated for the same mask with a harmless comment
+// and name, i.e. the intended mask; nothing copied from the source or the
+// name became code, and nothing of the code was swallowed into a comment.
 //
 //	go test ./codegen -run '^$' -fuzz FuzzPreprocessedMask -fuzztime 20s
 //
@@ -82,20 +84,27 @@ func FuzzPreprocessedMask(f *testing.F) {
 		}
 		f.Skip("hipcc is needed: apt-get install hipcc")
 	}
-	for _, s := range escapeSeeds {
-		f.Add(s.comment, s.name)
+	masks := []string{"q - 3 <= kv <= q", "kv < 16 or q // 8 == kv // 8", "abs(q - kv) <= 2 * (h + 1)",
+		"(q - kv) % 4 == 0 and q >= kv"}
+	for i, s := range escapeSeeds {
+		f.Add(masks[i%len(masks)], s.comment, s.name)
 	}
-	var want string
-	f.Fuzz(func(t *testing.T, comment, name string) {
-		if name == "" || strings.ContainsRune(name, 0) {
-			return // not a file name
+	want := map[string]string{} // by mask
+	f.Fuzz(func(t *testing.T, mask, comment, name string) {
+		if name == "" || strings.ContainsRune(name, 0) || strings.ContainsAny(mask, "#\r\n") {
+			return // not a file name, or a mask that is not one line of code
 		}
-		if want == "" {
-			want, _ = preprocessed(t, hipcc, "harmless", "ref.flex")
+		w, seen := want[mask]
+		if !seen {
+			w, _ = preprocessed(t, hipcc, mask, "harmless", "ref.flex")
+			want[mask] = w
 		}
-		got, ok := preprocessed(t, hipcc, comment, name)
-		if ok && got != want {
-			t.Fatalf("comment %q, file %q: the preprocessed code differs from the intended mask:\n%s\n---- want\n%s", comment, name, got, want)
+		if w == "" {
+			return // the mask is refused
+		}
+		got, ok := preprocessed(t, hipcc, mask, comment, name)
+		if ok && got != w {
+			t.Fatalf("mask %q, comment %q, file %q: the preprocessed code differs from the intended mask:\n%s\n---- want\n%s", mask, comment, name, got, w)
 		}
 	})
 }

@@ -18,6 +18,8 @@ switch line rewritten) timed in the same run against the same FlexAttention
 figures, on --variant-cases only when given.
 """
 import argparse
+import sys
+import os
 import concurrent.futures
 import json
 import math
@@ -26,7 +28,8 @@ import time
 import torch
 from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
-import maskc_gpu as mg
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
+from maskc import harness as mg  # noqa: E402  (the package's launcher: python/maskc)
 from bench import B, H, S, D, flex_cases
 
 

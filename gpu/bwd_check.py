@@ -9,9 +9,8 @@ run the kernel's own forward for O and LSE, poison dQ, dK, dV and the buffer
 and sink gradients with NaN, run the backward, check every element was
 written, and compare dQ, dK, dV, every differentiable float buffer's
 gradient and dsink with float64 torch autograd of the same attention
-(mg.reference_grads, the manifest's torch mask and score, int -> float
-conversions in float32 as the kernels compute them: fp32_conversions;
-buffer and sink gradients against the reference whose delta reads the
+(mg.reference_grads, the manifest's torch mask and score; buffer and sink
+gradients against the reference whose delta reads the
 kernel's O, their plain error kept as plain_*) and, without dLSE
 and sink, with torch FlexAttention's backward (eager, create_block_mask) on
 the same inputs. Lengths 1, 127, 128, 1000, 8192, Sq != Skv both ways, GQA 16
@@ -21,6 +20,7 @@ the reference too. Passes when every relative error (Frobenius norm) is
 below 1e-2; exits 1 otherwise.
 """
 import argparse
+import os
 import concurrent.futures
 import json
 import math
@@ -29,7 +29,8 @@ import time
 
 import torch
 
-import maskc_gpu as mg
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
+from maskc import harness as mg  # noqa: E402  (the package's launcher: python/maskc)
 
 TOL = 1e-2
 # (B, H, HKV, Sq, Skv, dlse variants)
@@ -52,26 +53,13 @@ def empty_bshd(B, heads, S, D, dtype=torch.bfloat16):
     return torch.empty(B, S, heads, D, device="cuda", dtype=dtype).permute(0, 2, 1, 3)
 
 
-def fp32_conversions(expr):
-    """The manifest's torch expression with its int -> float conversions in
-    float32 (`.double()` -> `.float()`): a float computed from indices, then
-    truncated to an index (T5's int(log(...)) bucket), is then computed as
-    the kernels and torch compute it, in float32, so that the reference
-    picks the same element at a tie (float64 can land on the other side of
-    an integer). The score itself stays float64: `score` is a float64
-    tensor and float32 operands are promoted when combined with it."""
-    return expr.replace(".double()", ".float()")
-
-
 def ref_mods(case, B, H, HKV, Sq, Skv, bufs):
     """The manifest's mask and score as plain torch lambdas (traceable by
-    FlexAttention), conversions in float32 (fp32_conversions); the score
-    takes a dict {slot: tensor} of float64 or float32 leaves that replace
-    the differentiable buffers."""
-    e = dict(case.entry)
-    for key in ("mask_torch", "score_torch"):
-        if e.get(key):
-            e[key] = fp32_conversions(e[key])
+    FlexAttention); the score takes a dict {slot: tensor} of float64 or
+    float32 leaves that replace the differentiable buffers. The manifest's
+    expressions take a truncated float (T5's int(log(...)) bucket) in
+    float32, as the kernels do (codegen.TorchExpr), the rest in float64."""
+    e = case.entry
     specs = sorted(e.get("buffers") or [], key=lambda b: b["slot"])
     base = {"B": B, "H": H, "HKV": HKV, "Q": Sq, "KV": Skv, "torch": torch}
     names = [b["name"] for b in specs]
@@ -182,7 +170,19 @@ def check_one(kern, case, shape, use_dlse, gen, flex):
                 if fg[3][s] is not None:
                     r["flex_dbuf%d" % s] = mg.rel_err(got[3][s], fg[3][s])
                     r["flex_ref_dbuf%d" % s] = mg.rel_err(fg[3][s], ref[3][s])
-            ok = ok and all(r[x] < TOL for x in ("flex_dq", "flex_dk", "flex_dv"))
+            # A gradient that is exactly zero (one key: P = 1, dS = 0, so dQ
+            # = dK = 0) is rounding noise on both sides, and the relative
+            # error of one noise against the other means nothing: such a
+            # gradient (float64 norm under 1e-6 of dV's) is held to the
+            # float64 reference only (above), and marked flex_zero_*.
+            floor = 1e-6 * ref[2].norm().item()
+            gated = []
+            for x, t in (("flex_dq", ref[0]), ("flex_dk", ref[1]), ("flex_dv", ref[2])):
+                if t.norm().item() <= floor:
+                    r["flex_zero_" + x[len("flex_"):]] = True
+                else:
+                    gated.append(x)
+            ok = ok and all(r[x] < TOL for x in gated)
         except Exception as e:
             r["flex_error"] = repr(e)[:300]
     r["ok"] = ok
@@ -251,7 +251,7 @@ def main():
                             [math.nan])
                 fl = max([v for key, v in r.items() if key.startswith("flex_d") and isinstance(v, float)] or [math.nan])
                 bad = [key for key, v in r.items() if key.startswith(("d", "det_d", "flex_d")) and isinstance(v, float)
-                       and v >= TOL]
+                       and v >= TOL and not r.get("flex_zero_" + key[len("flex_"):])]
                 print("  %-22s dlse=%d worst_vs_ref=%.2e worst_vs_flex=%.2e buf_plain=%.2e det_bitwise=%s unwritten=%s "
                       "%s%s%s" % (
                     ",".join(map(str, shape[:5])), use_dlse, worst, fl, plain, r.get("det_bitwise"), r.get("unwritten"),

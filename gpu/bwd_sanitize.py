@@ -29,7 +29,8 @@ import time
 
 import torch
 
-import maskc_gpu as mg
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
+from maskc import harness as mg  # noqa: E402  (the package's launcher: python/maskc)
 
 
 def child(a):

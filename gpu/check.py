@@ -23,6 +23,7 @@ with a sink have no FlexAttention counterpart and are compared with the
 reference only.
 """
 import argparse
+import os
 import concurrent.futures
 import json
 import math
@@ -32,7 +33,8 @@ import time
 
 import torch
 
-import maskc_gpu as mg
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
+from maskc import harness as mg  # noqa: E402  (the package's launcher: python/maskc)
 
 TOL = 1e-2
 # (B, H, HKV, Sq, Skv, layout)

@@ -11,7 +11,7 @@ import (
 // the C declarations compiled into every kernel (ABIHeader, abi.h), the Go
 // runtime's argument structs (checked against ShapeStruct and BuffersStruct
 // by its tests), and the "abi" section of manifest.json (MANIFEST.md), which
-// gpu/maskc_gpu.py and the Python package read.
+// the Python package (python/maskc/abi.py) reads.
 
 // ABIVersion is the version of the kernel ABI and of the manifest schema
 // (MANIFEST.md); it changes whenever a struct, an entry point, the grid

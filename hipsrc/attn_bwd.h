@@ -91,6 +91,23 @@
 // (red.global.add.v4.f32) instead of one atomic per float (0: 1.2-2x slower
 // forward + backward on the H200, gpu/NOTES.md run 14).
 #define MASKC_BWD_DQ_RED 1
+// MASKC_BWD_LPT 1: the wgmma kernels take their tiles longest first across
+// every (batch, head): maskc_attn_bwd's kv tile index is the slowest-varying
+// part of the block's linear index (kv tile 0, seen by the most q tiles under
+// causal-like masks, of every head first), maskc_attn_bwd_dq's q tile the
+// slowest, in reverse. Same programs, other launch order. Off (grid order,
+// one head's tiles together) by measurement: fwd+bwd 0.60 against 0.76-0.81
+// on full (concurrent blocks of 32 heads share no Q, dO tiles in L2), -5% on
+// sliding1024 and prefix2048, +4-7% on causal+softcap and deterministic
+// causal and document (gpu/NOTES.md run 15).
+#define MASKC_BWD_LPT 0
+// MASKC_BWD_ELEM_SELECT: the score's derivative is computed on every element
+// and selected where P = 0, and the buffer-gradient run is kept with one
+// rarely taken branch per read (a new element), so that the per-element
+// loop has no data-dependent control flow in the common case (0: the
+// derivative and the run only under P != 0; +4-11% fwd+bwd on causal+softcap
+// and causal+alibi with 1, gpu/NOTES.md run 15).
+#define MASKC_BWD_ELEM_SELECT 1
 #if defined(MASKC_PLATFORM_NVIDIA) && MASKC_NV_WGMMA && MASKC_BWD_USE_WGMMA && MASKC_HEAD_DIM <= 128
 #define MASKC_BWD_WG 1
 #else
@@ -177,6 +194,9 @@ __device__ __forceinline__ int maskc_bacc_col(int lane, int i) { return (i >> 2)
 template <int DT, int N, int K, int AM, int BM, int LDA, int LDB>
 __device__ __forceinline__ void maskc_bwd_gemm(float* c, const maskc_elem_t* sA, int m0, const maskc_elem_t* sB,
                                                int lane) {
+  // An opaque copy of the lane: the LDS addresses below depend only on it,
+  // and hoisted out of the callers' loops they would stay live across them.
+  asm volatile("" : "+v"(lane));
   const int r16 = lane & 15, k4 = (lane >> 4) * 4;
 #pragma unroll
   for (int j = 0; j < N / 16; ++j) {
@@ -311,8 +331,14 @@ struct MaskcBufGradRun {
 
 __device__ __forceinline__ void maskc_bufgrad_flush(const MaskcBwdShape& sh, MaskcBufGradRun& run, int r) {
 #if MASKC_SCORE_GRAD_READS > 0
-  if (run.slot[r] >= 0 && run.sum[r] != 0.f && sh.dbuf[run.slot[r]] != nullptr)
-    maskc_atomic_add_i64(sh.dbuf[run.slot[r]] + run.idx[r], __float2ll_rn(run.sum[r] * MASKC_BWD_FIX_ONE));
+  // The slot's sums chosen by constant indices (a run-time index into the
+  // kernel parameter would copy it to local memory).
+  long long* dst = nullptr;
+#pragma unroll
+  for (int s = 0; s < 8; ++s)
+    if (run.slot[r] == s) dst = sh.dbuf[s];
+  if (dst != nullptr && run.sum[r] != 0.f)
+    maskc_atomic_add_i64(dst + run.idx[r], __float2ll_rn(run.sum[r] * MASKC_BWD_FIX_ONE));
   run.slot[r] = -1;
   run.sum[r] = 0.f;
 #else
@@ -355,7 +381,33 @@ __device__ __forceinline__ float maskc_bwd_elem_rc(const MaskcBwdShape& sh, cons
   const float p = keep && lse != maskc_neg_inf() ? maskc_exp2((y - lse) * MASKC_LOG2E) : 0.f;
   const float dy = p * (dp - delta);
   float dx = dy;
-#if defined(MASKC_HAS_SCORE)
+#if defined(MASKC_HAS_SCORE) && MASKC_BWD_ELEM_SELECT
+  {
+    // Every element's derivative (the generated reads are guarded, as the
+    // score's own), kept where P != 0: dx = dy on the others, as below.
+    const bool on = p != 0.f;
+#if MASKC_SCORE_GRAD_READS > 0
+    MaskcScoreGradRead reads[MASKC_SCORE_GRAD_READS];
+    const float g = maskc_score_grad(buf, nB, nH, nHKV, nQ, nKV, x, b, h, q, kv, reads);
+    dx = on ? dy * g : dy;
+    if (run != nullptr) {
+#pragma unroll
+      for (int r = 0; r < MASKC_SCORE_GRAD_READS; ++r) {
+        const bool add = on && reads[r].slot >= 0;
+        if (__builtin_expect(add && (reads[r].slot != run->slot[r] || reads[r].idx != run->idx[r]), 0)) {
+          maskc_bufgrad_flush(sh, *run, r);
+          run->slot[r] = reads[r].slot;
+          run->idx[r] = reads[r].idx;
+        }
+        run->sum[r] += add ? dy * reads[r].d : 0.f;
+      }
+    }
+#else
+    const float g = maskc_score_grad(buf, nB, nH, nHKV, nQ, nKV, x, b, h, q, kv, nullptr);
+    dx = on ? dy * g : dy;
+#endif
+  }
+#elif defined(MASKC_HAS_SCORE)
   if (p != 0.f) {
 #if MASKC_SCORE_GRAD_READS > 0
     MaskcScoreGradRead reads[MASKC_SCORE_GRAD_READS];
@@ -551,7 +603,14 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
   const long long nB = sh.B, nH = sh.H, nHKV = sh.HKV, nQ = sh.Sq, nKV = sh.Skv;
 
   const int tid = threadIdx.x, warp = tid / MASKC_WARP_SIZE, lane = tid % MASKC_WARP_SIZE;
+#if MASKC_BWD_LPT
+  // Blocks start in linear order (x fastest): kv tile slowest, so kv tile 0
+  // of every (b, kv head) starts first.
+  const int lin = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z), nz = gridDim.y * gridDim.z;
+  const int kt = lin / nz, hkv = (lin % nz) % gridDim.y, b = (lin % nz) / gridDim.y;
+#else
   const int kt = blockIdx.x, hkv = blockIdx.y, b = blockIdx.z;
+#endif
   const int Sq = sh.Sq, Skv = sh.Skv, k0 = kt * BN;
 
   maskc_bwd_load_wg<BN>(sK, K + b * sh.k_stride[0] + hkv * sh.k_stride[1], sh.k_stride[2], k0, Skv, tid);
@@ -747,11 +806,26 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
 }
 
 // The first kv tile after kt, before kt_end, that q tile q0 may see (its
-// class in *cls); kt_end when none.
+// class in *cls); kt_end when none. kv_lo, kv_hi: maskc_kv_range of the q
+// tile (analytic sparsity), which maskc_bwd_tile_class would compute again
+// for every pair: the classes are the same.
 __device__ __forceinline__ int maskc_bwd_next_kt(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int h,
-                                                 int q0, int kt, int kt_end, int* cls) {
+                                                 int q0, int kt, int kt_end, long long kv_lo, long long kv_hi,
+                                                 int* cls) {
   for (++kt; kt < kt_end; ++kt) {
-    *cls = maskc_bwd_tile_class(sh, buf, b, h, q0, kt * MASKC_BWD_BLOCK_N);
+    const int k0 = kt * MASKC_BWD_BLOCK_N;
+#if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
+    const int k1 = k0 + MASKC_BWD_BLOCK_N;
+    *cls = kv_hi <= kv_lo || kv_hi <= k0 || kv_lo >= k1
+               ? 0
+               : (maskc_tile_full(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, h, q0,
+                                  min(q0 + MASKC_BWD_BLOCK_M, sh.Sq), k0, k1)
+                      ? 2
+                      : 1);
+#else
+    (void)kv_lo, (void)kv_hi;
+    *cls = maskc_bwd_tile_class(sh, buf, b, h, q0, k0);
+#endif
     if (*cls != 0) break;
   }
   return kt;
@@ -780,7 +854,15 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
   const long long nB = sh.B, nH = sh.H, nHKV = sh.HKV, nQ = sh.Sq, nKV = sh.Skv;
 
   const int tid = threadIdx.x, warp = tid / MASKC_WARP_SIZE, lane = tid % MASKC_WARP_SIZE;
+#if MASKC_BWD_LPT
+  // Blocks start in linear order (x fastest): q tile slowest and last first,
+  // so the last q tile (the most kv tiles under causal-like masks) of every
+  // (b, h) starts first.
+  const int lin = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z), nz = gridDim.y * gridDim.z;
+  const int qt = gridDim.x - 1 - lin / nz, h = (lin % nz) % gridDim.y, b = (lin % nz) / gridDim.y;
+#else
   const int qt = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+#endif
   const int Sq = sh.Sq, Skv = sh.Skv, q0 = qt * BM;
   const int hkv = h / (sh.H / sh.HKV);
   const int n_kt = (Skv + BN - 1) / BN;
@@ -815,12 +897,13 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
   dofrag.dblock = BM * 64;
 
   int kt_begin = 0, kt_end = n_kt;
+  // The q tile's kv range, as maskc_bwd_tile_class computes it for every
+  // pair (the same arguments): computed once, for every pair's class.
+  long long kv_lo = 0, kv_hi = Skv;
 #if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
   {
-    long long lo = 0, hi = Skv;
-    maskc_kv_range(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, h, q0, min(q0 + BM, Sq), &lo, &hi);
-    lo = lo < 0 ? 0 : lo;
-    hi = hi > Skv ? Skv : hi;
+    maskc_kv_range(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, h, q0, min(q0 + BM, Sq), &kv_lo, &kv_hi);
+    const long long lo = kv_lo < 0 ? 0 : kv_lo, hi = kv_hi > Skv ? Skv : kv_hi;
     kt_begin = hi <= lo ? 0 : (int)(lo / BN);
     kt_end = hi <= lo ? 0 : (int)((hi + BN - 1) / BN);
   }
@@ -832,7 +915,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
     sScol[tid] = maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg((t) * BN + tid));    \
   }
   int cls = 0;
-  int kt = maskc_bwd_next_kt(sh, buf, b, h, q0, kt_begin - 1, kt_end, &cls);
+  int kt = maskc_bwd_next_kt(sh, buf, b, h, q0, kt_begin - 1, kt_end, kv_lo, kv_hi, &cls);
   while (kt < kt_end) {
     const int k0 = kt * BN;
     __syncthreads();  // every warp's MMAs on the previous K, V are done
@@ -848,7 +931,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
     maskc_mma_qk<MASKC_DT, D, BN>(s, qfrag, sK, lane);
     maskc_mma_qk<MASKC_DT, D, BN>(dp, dofrag, sV, lane);
     int next_cls = 0;
-    const int next_kt = maskc_bwd_next_kt(sh, buf, b, h, q0, kt, kt_end, &next_cls);
+    const int next_kt = maskc_bwd_next_kt(sh, buf, b, h, q0, kt, kt_end, kv_lo, kv_hi, &next_cls);
 #pragma unroll
     for (int i = 0; i < MASKC_BACC(BN); ++i) {
       const int qr = 16 * warp + maskc_bacc_row<BN>(lane, i), kc = maskc_bacc_col<BN>(lane, i);

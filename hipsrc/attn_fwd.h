@@ -38,8 +38,16 @@
 #ifndef MASKC_ATTN_FWD_H
 #define MASKC_ATTN_FWD_H
 
-#if !defined(MASKC_HEAD_DIM) || (MASKC_HEAD_DIM != 64 && MASKC_HEAD_DIM != 128)
-#error "maskc: MASKC_HEAD_DIM must be 64 or 128"
+// MASKC_FWD_WS: the forward is attn_fwd_sm90.h's warp-specialized kernel
+// (sm_90a with MASKC_NV_WS); this file then gives maskc_tile_flags and the
+// helpers only.
+#if defined(MASKC_PLATFORM_NVIDIA) && MASKC_NV_WGMMA && defined(MASKC_NV_WS) && MASKC_NV_WS
+#define MASKC_FWD_WS 1
+#else
+#define MASKC_FWD_WS 0
+#endif
+#if !defined(MASKC_HEAD_DIM) || (MASKC_HEAD_DIM != 64 && MASKC_HEAD_DIM != 128 && (!MASKC_FWD_WS || MASKC_HEAD_DIM != 256))
+#error "maskc: MASKC_HEAD_DIM must be 64 or 128 (or 256 with the sm_90a warp-specialized forward)"
 #endif
 #if defined(MASKC_DTYPE_F16)
 #define MASKC_DT MASKC_F16
@@ -148,6 +156,7 @@ __device__ __forceinline__ long long maskc_flag_row(const MaskcShape& sh, int b,
   return ((long long)z * n_qt + qt) * n_kt;
 }
 
+#if !MASKC_FWD_WS
 extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS)
     maskc_attn_fwd(const maskc_elem_t* __restrict__ Q, const maskc_elem_t* __restrict__ K,
                    const maskc_elem_t* __restrict__ V, maskc_elem_t* __restrict__ O, float* __restrict__ LSE,
@@ -469,6 +478,8 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
     if (maskc_row_leader(lane) && q < Sq) LSE[((long long)b * shape.H + h) * Sq + q] = lse[sl];
   }
 }
+
+#endif  // !MASKC_FWD_WS
 
 // Pre-pass for masks without a closed-form block structure: one block per
 // (q tile, kv tile) evaluates the mask over the tile for every (b', h').

@@ -21,12 +21,15 @@
 //     MASKC_HAS_SCORE, MASKC_HAS_SINK, MASKC_SPARSITY_ANALYTIC, _PREPASS or
 //     _NONE, MASKC_MASK_USES_B / MASKC_MASK_USES_H, MASKC_SPLIT_MODS) and the
 //     device functions maskc_mask, maskc_score (with their row and column
-//     parts), maskc_kv_range, maskc_kv_intervals, maskc_q_range and
-//     maskc_tile_full.
+//     parts), maskc_kv_range, maskc_kv_intervals, maskc_q_range,
+//     maskc_q_intervals and maskc_tile_full.
 //  6. TileWalk (tile_walk.h): the key tiles a q tile visits (from the
-//     generated maskc_kv_intervals) and the order of the q tiles.
+//     generated maskc_kv_intervals), the q tiles a key tile's column walk
+//     visits, and the order of the q tiles.
 //  7. AttnFwd (attn_fwd.h): the fused flash-attention forward, entry points
-//     maskc_attn_fwd and maskc_tile_flags with C linkage.
+//     maskc_attn_fwd and maskc_tile_flags with C linkage; then AttnFwdSM90
+//     (attn_fwd_sm90.h), the warp-specialized Hopper forward that replaces
+//     AttnFwd's maskc_attn_fwd when compiled with WSOptions.
 //  8. For the backward source only, AttnBwd: the backward kernels
 //     (maskc_attn_bwd_pre, maskc_attn_bwd, maskc_attn_bwd_dq, ...).
 //
@@ -82,12 +85,19 @@ var TileWalk string
 //go:embed attn_fwd.h
 var AttnFwd string
 
+// AttnFwdSM90 is the warp-specialized sm_90a forward (hipsrc/attn_fwd_sm90.h),
+// compiled after AttnFwd; it is empty unless the source is compiled for
+// NVIDIAWGMMA with WSOptions, and then replaces AttnFwd's maskc_attn_fwd.
+//
+//go:embed attn_fwd_sm90.h
+var AttnFwdSM90 string
+
 // Assemble returns the full self-contained source of a kernel whose
 // generated part is generated; more (AttnBwd for the backward source)
 // follow AttnFwd.
 func Assemble(generated string, more ...string) string {
 	var b strings.Builder
-	for _, p := range append([]string{Prelude, MMASync, MMAWGMMA, MMAMFMA, ABIHeader(), Runtime, generated, TileWalk, AttnFwd}, more...) {
+	for _, p := range append([]string{Prelude, MMASync, MMAWGMMA, MMAMFMA, ABIHeader(), Runtime, generated, TileWalk, AttnFwd, AttnFwdSM90}, more...) {
 		b.WriteString(p)
 		if !strings.HasSuffix(p, "\n") {
 			b.WriteByte('\n')
@@ -173,6 +183,38 @@ const WGMMAArch = "sm_90a"
 // WGMMAOptions are the compiler options that select the NVIDIAWGMMA kernel
 // in prelude.h.
 var WGMMAOptions = []string{"-DMASKC_NV_WGMMA=1"}
+
+// WSOptions, added to WGMMAOptions, select the warp-specialized forward of
+// attn_fwd_sm90.h (a producer warpgroup and two consumer warpgroups,
+// WSThreads threads, WSSharedMemBytes of shared memory). Not yet the
+// default: the manifest's nvidia-sm90a platform launches attn_fwd.h's kernel.
+var WSOptions = []string{"-DMASKC_NV_WS=1"}
+
+// Launch shape of the warp-specialized forward (attn_fwd_sm90.h).
+const (
+	// WSThreads is MASKC_WS_THREADS: three warpgroups.
+	WSThreads = 384
+	// WSStages is MASKC_WS_STAGES, the K and V ring depth.
+	WSStages = 2
+)
+
+// WSHeadDims are the head dims the warp-specialized forward supports.
+var WSHeadDims = []int{64, 128, 256}
+
+// WSBlockN returns MASKC_WS_BLOCK_N, the warp-specialized forward's key
+// tile for a head dim.
+func WSBlockN(headDim int) int {
+	if headDim == 256 {
+		return 64
+	}
+	return 128
+}
+
+// WSSharedMemBytes returns MASKC_WS_SMEM_BYTES for a head dim: the Q tile,
+// WSStages K and V tiles, and 4*WSStages+1 mbarriers.
+func WSSharedMemBytes(headDim int) int {
+	return ElemBytes*(BlockM*headDim+2*WSStages*WSBlockN(headDim)*headDim) + 8*(4*WSStages+1)
+}
 
 // String returns "nvidia", "amd" or "nvidia-sm90a".
 func (p Platform) String() string {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -151,7 +152,7 @@ func TestGrids(t *testing.T) {
 // hip_runtime.h for hipcc, guarded against hiprtc, inside the AMD branch of
 // the prelude.
 func TestSourcesNeedNoHeaders(t *testing.T) {
-	for name, src := range map[string]string{"attn_fwd.h": AttnFwd, "tile_walk.h": TileWalk, "mma_sync.h": MMASync, "mma_wgmma.h": MMAWGMMA,
+	for name, src := range map[string]string{"attn_fwd.h": AttnFwd, "attn_fwd_sm90.h": AttnFwdSM90, "tile_walk.h": TileWalk, "mma_sync.h": MMASync, "mma_wgmma.h": MMAWGMMA,
 		"mma_mfma.h": MMAMFMA, "runtime.h": Runtime, "abi.h": ABIHeader()} {
 		if strings.Contains(src, "#include") {
 			t.Errorf("%s includes a header", name)
@@ -193,7 +194,7 @@ func TestBackEndsAreGuarded(t *testing.T) {
 	}
 	src := Assemble("// GENERATED PART\n")
 	last := -1
-	for i, part := range []string{Prelude, MMASync, MMAWGMMA, MMAMFMA, ABIHeader(), Runtime, "// GENERATED PART\n", TileWalk, AttnFwd} {
+	for i, part := range []string{Prelude, MMASync, MMAWGMMA, MMAMFMA, ABIHeader(), Runtime, "// GENERATED PART\n", TileWalk, AttnFwd, AttnFwdSM90} {
 		at := strings.Index(src, part)
 		if at <= last {
 			t.Errorf("part %d of the assembled source is missing or out of order", i)
@@ -330,39 +331,6 @@ func TestBwdConstantsMirrorSource(t *testing.T) {
 	}
 }
 
-// TestBwdShapeMirroredInPython: gpu/maskc_gpu.py packs struct MaskcBwdShape
-// field by field; its ctypes mirror must list the C struct's fields in order.
-func TestBwdShapeMirroredInPython(t *testing.T) {
-	var cFields []string
-	for _, f := range cStructFields(t, AttnBwd, "MaskcBwdShape") {
-		cFields = append(cFields, f.Name)
-	}
-	py, err := os.ReadFile("../gpu/maskc_gpu.py")
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := string(py)
-	cls := src[strings.Index(src, "class MaskcBwdShape"):]
-	cls = cls[:strings.Index(cls, "\n\n")]
-	var pyFields []string
-	for _, m := range regexp.MustCompile(`\("(\w+)", ctypes`).FindAllStringSubmatch(cls, -1) {
-		pyFields = append(pyFields, m[1])
-	}
-	if m := regexp.MustCompile(`\(n, ctypes.c_longlong \* 3\) for n in \(([^)]*)\)`).FindStringSubmatch(cls); m != nil {
-		var strides []string
-		for _, s := range regexp.MustCompile(`"(\w+)"`).FindAllStringSubmatch(m[1], -1) {
-			strides = append(strides, s[1])
-		}
-		// the stride fields follow the five ints
-		if len(pyFields) >= 5 {
-			pyFields = append(append(append([]string{}, pyFields[:5]...), strides...), pyFields[5:]...)
-		}
-	}
-	if strings.Join(cFields, ",") != strings.Join(pyFields, ",") {
-		t.Errorf("MaskcBwdShape fields differ:\n C:      %v\n Python: %v", cFields, pyFields)
-	}
-}
-
 // cStructFields parses the declaration of struct name in src: its members
 // with their C types and array extents ("int B, H;" and continuation lines
 // without a type, as attn_bwd.h writes them).
@@ -466,6 +434,82 @@ func TestBwdGrids(t *testing.T) {
 	for _, e := range BwdEntries {
 		if !strings.Contains(AttnBwd, e.Name+"(") {
 			t.Errorf("attn_bwd.h defines no %s", e.Name)
+		}
+	}
+}
+
+// TestManifestDocumentsEveryField: every JSON field of manifest.json (the
+// types it is written from) is named in MANIFEST.md, which the Python
+// package and other launchers read as the schema.
+func TestManifestDocumentsEveryField(t *testing.T) {
+	doc, err := os.ReadFile("MANIFEST.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The names in code spans: `bwd_source`, `{name, slot, dtype}`, ...
+	named := map[string]bool{}
+	for _, span := range regexp.MustCompile("`[^`]+`").FindAllString(string(doc), -1) {
+		for _, w := range regexp.MustCompile(`\w+`).FindAllString(span, -1) {
+			named[w] = true
+		}
+	}
+	seen := map[reflect.Type]bool{}
+	var walk func(reflect.Type)
+	walk = func(ty reflect.Type) {
+		for ty.Kind() == reflect.Slice || ty.Kind() == reflect.Map || ty.Kind() == reflect.Array || ty.Kind() == reflect.Pointer {
+			ty = ty.Elem()
+		}
+		if ty.Kind() != reflect.Struct || seen[ty] {
+			return
+		}
+		seen[ty] = true
+		for i := 0; i < ty.NumField(); i++ {
+			f := ty.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "" || name == "-" {
+				continue
+			}
+			if !named[name] {
+				t.Errorf("MANIFEST.md does not document %s.%s (`%s`)", ty.Name(), f.Name, name)
+			}
+			walk(f.Type)
+		}
+	}
+	walk(reflect.TypeOf(Manifest{}))
+	if len(seen) < 8 {
+		t.Errorf("walked only %d types", len(seen))
+	}
+}
+
+// TestWSConstantsMirrorSource keeps the warp-specialized forward's launch
+// constants equal to attn_fwd_sm90.h's #defines and the shared-memory
+// formula equal to the source's, per head dim.
+func TestWSConstantsMirrorSource(t *testing.T) {
+	if got := define(t, AttnFwdSM90, "MASKC_WS_THREADS"); got != WSThreads {
+		t.Errorf("MASKC_WS_THREADS %d, WSThreads %d", got, WSThreads)
+	}
+	if got := define(t, AttnFwdSM90, "MASKC_WS_STAGES"); got != WSStages {
+		t.Errorf("MASKC_WS_STAGES %d, WSStages %d", got, WSStages)
+	}
+	for _, tt := range []struct{ d, bn, smem int }{
+		{64, 128, 2*(128*64+2*2*128*64) + 72},
+		{128, 128, 2*(128*128+2*2*128*128) + 72},
+		{256, 64, 2*(128*256+2*2*64*256) + 72},
+	} {
+		if got := WSBlockN(tt.d); got != tt.bn {
+			t.Errorf("WSBlockN(%d) = %d, want %d", tt.d, got, tt.bn)
+		}
+		if got := WSSharedMemBytes(tt.d); got != tt.smem {
+			t.Errorf("WSSharedMemBytes(%d) = %d, want %d", tt.d, got, tt.smem)
+		}
+		if tt.smem > 227*1024 {
+			t.Errorf("head dim %d: %d bytes of shared memory exceed the sm_90 limit", tt.d, tt.smem)
+		}
+	}
+	for _, want := range []string{"#define MASKC_WS_BLOCK_N 64", "#define MASKC_WS_BLOCK_N 128",
+		"#define MASKC_WS_SMEM_BYTES (MASKC_WS_BAR_OFFSET + 8 * (4 * MASKC_WS_STAGES + 1))"} {
+		if !strings.Contains(AttnFwdSM90, want) {
+			t.Errorf("attn_fwd_sm90.h lacks %q", want)
 		}
 	}
 }

@@ -137,7 +137,7 @@ func (c *converter) defBody(g *defG) *dsl.Body {
 // inner def's body is indented past the inner def.
 func (c *converter) checkIndent(g *defG) {
 	defCol := c.src.Position(g.Keyword.Pos.Offset).Column
-	colonLine := c.src.Position(g.Colon.Pos.Offset).Line
+	colonLine := c.src.LineOf(g.Colon.Pos.Offset)
 	var starts []lexer.Token
 	b := g.Body
 	if b.Doc != nil {

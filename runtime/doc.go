@@ -11,11 +11,19 @@
 //	dev, err := runtime.Open(runtime.Options{})          // MASKC_BACKEND=cuda|hip or automatic
 //	attn, err := dev.NewAttention(spec)                   // compile (cached) + load
 //	err = attn.Forward(stream, q, k, v, o, lse, shape, buffers)
+//	err = attn.Backward(stream, q, k, v, o, lse, shape, buffers, grads, deterministic)
+//
+// Backward (when the spec carries a BackwardSpec) compiles the backward
+// kernels on first use and launches them as hipsrc.BwdEntries says:
+// delta, the tile flags (pre-pass kernels), dK/dV per kv tile, dQ by
+// atomics or the deterministic per-q-tile kernel, the sink and the buffer
+// gradients.
 //
 // Sub-packages: backend (the interface), cuda, hip, fake (implementations),
 // kcache (the on-disk cache), jitlog (compiler logs to diagnostics),
 // genkernel (AttentionSpec and Shape from a codegen.Kernel), host (bf16 and
 // fp16 conversion and buffer encoding for host-side data). Package
 // github.com/maskc/maskc/compiler is the trainer-facing API on top: compile a
-// .flex file once, then Load, Bind and Forward per attention block.
+// .flex file once, then Load, Bind, Forward and Backward per attention
+// block.
 package runtime

@@ -10,8 +10,12 @@ beforehand); torch.library.opcheck on maskc::attn_fwd; torch.compile(
 fullgraph=True) of a module calling the block vs eager (bitwise);
 CUDA-graph capture and replay vs eager (bitwise); and backward: against a
 float64 autograd reference where the block runs SDPA, and for generated
-blocks either against the reference (when the backward kernel exists) or
-the NotImplementedError naming the missing kernel. Exits 1 if any check fails.
+blocks against float64 autograd of q, k, v, every float buffer and the
+sink with a dLSE term (atomic and deterministic dQ; deterministic bitwise
+run to run); on the heavy cases also opcheck of maskc::attn_fwd with
+autograd and of maskc::attn_bwd, torch.compile(fullgraph=True) of forward +
+backward and CUDA-graph capture/replay of forward + backward, both bitwise
+against eager. Exits 1 if any check fails.
 """
 import argparse
 import json
@@ -30,8 +34,11 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 EX = os.path.join(REPO, "examples")
 TOL = 1e-2
 
-ODD_FLEX = """buffer tab: i64[B, KV]
-mask odd(b, h, q, kv) = (q * kv + h + tab[b, kv]) % 7 != 3 and q >= kv
+# A mask no closed form bounds: its tiles are classified by the pre-pass
+# (maskc_tile_flags), which the backward reruns. i32 tab: an i64 one could
+# overflow the sum (E311).
+ODD_FLEX = """buffer tab: i32[B, KV]
+mask odd(b, h, q, kv) = (q * kv + h + tab[b, kv]) % 7 != 3
 attention odd_layer {
     mask = odd
     layout = bhsd
@@ -56,43 +63,43 @@ def _none(B, H, Sq, Skv, gen, dev):
 
 
 def _causal(B, H, Sq, Skv, gen, dev):
-    return {}, (lambda b, h, q, kv: q >= kv), None, None
+    return {}, (lambda b, h, q, kv, d: q >= kv), None, None
 
 
 def _alibi(B, H, Sq, Skv, gen, dev):
     slopes = torch.exp2(-8.0 * (torch.arange(H) + 1) / H).float().to(dev)
-    return ({"slopes": slopes}, (lambda b, h, q, kv: q >= kv),
-            (lambda s, b, h, q, kv: s + slopes[h] * (kv - q)), None)
+    return ({"slopes": slopes}, (lambda b, h, q, kv, d: q >= kv),
+            (lambda s, b, h, q, kv, d: s + d["slopes"][h] * (kv - q)), None)
 
 
 def _dilated(B, H, Sq, Skv, gen, dev):
-    return {}, (lambda b, h, q, kv: (q >= kv) & ((q - kv).abs() <= 2048) & ((q - kv) % 2 == 0)), None, None
+    return {}, (lambda b, h, q, kv, d: (q >= kv) & ((q - kv).abs() <= 2048) & ((q - kv) % 2 == 0)), None, None
 
 
 def _document(B, H, Sq, Skv, gen, dev):
     doc = doc_ids(Skv, gen, dev)
-    return {"doc": doc}, (lambda b, h, q, kv: (doc[q] == doc[kv]) & (q >= kv)), None, None
+    return {"doc": doc}, (lambda b, h, q, kv, d: (doc[q] == doc[kv]) & (q >= kv)), None, None
 
 
 def _relbias(B, H, Sq, Skv, gen, dev):
     bias = torch.randn(H, Sq + Skv - 1, generator=gen).to(dev)
-    return ({"bias": bias}, (lambda b, h, q, kv: q >= kv),
-            (lambda s, b, h, q, kv: s + bias[h, q - kv + Skv - 1]), None)
+    return ({"bias": bias}, (lambda b, h, q, kv, d: q >= kv),
+            (lambda s, b, h, q, kv, d: s + d["bias"][h, q - kv + Skv - 1]), None)
 
 
 def _sink_window(B, H, Sq, Skv, gen, dev):
     sinks = torch.randn(H, generator=gen).to(dev)
-    return {"sinks": sinks}, (lambda b, h, q, kv: (q >= kv) & (q - kv < 128)), None, sinks
+    return {"sinks": sinks}, (lambda b, h, q, kv, d: (q >= kv) & (q - kv < 128)), None, "sinks"
 
 
 def _prefix(B, H, Sq, Skv, gen, dev):
     pl = torch.randint(0, Skv, (B,), generator=gen).to(torch.int32).to(dev)
-    return {"prefix_len": pl}, (lambda b, h, q, kv: (kv < pl[b]) | (q >= kv)), None, None
+    return {"prefix_len": pl}, (lambda b, h, q, kv, d: (kv < pl[b]) | (q >= kv)), None, None
 
 
 def _odd(B, H, Sq, Skv, gen, dev):
-    tab = torch.randint(0, 100, (B, Skv), generator=gen).to(dev)
-    return {"tab": tab}, (lambda b, h, q, kv: ((q * kv + h + tab[b, kv]) % 7 != 3) & (q >= kv)), None, None
+    tab = torch.randint(0, 100, (B, Skv), generator=gen).to(torch.int32).to(dev)
+    return {"tab": tab}, (lambda b, h, q, kv, d: (q * kv + h + tab[b, kv].long()) % 7 != 3), None, None
 
 
 # torch.compile and opcheck cost seconds each: run them on these cases (one
@@ -116,8 +123,12 @@ CASES = [
 ]
 
 
-def reference(q, k, v, scale, mask, score, sink, layout):
-    """float64 attention (out in q's layout, lse [B, H, Sq]); fully masked rows give 0 and -inf."""
+def reference(q, k, v, scale, mask, score, sink, layout, bufs=None):
+    """float64-able attention (out in q's layout, lse [B, H, Sq]) with the
+    buffers bufs ({name: tensor}) that mask and score read; fully masked rows
+    give 0 and -inf, with finite gradients (0) through them, so that autograd
+    of sum(out * dO) + sum(lse * dLSE) over finite rows is the reference
+    gradient of q, k, v, every float buffer and the sink."""
     if layout == "bshd":
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
     B, H, Sq, D = q.shape
@@ -131,15 +142,22 @@ def reference(q, k, v, scale, mask, score, sink, layout):
     qi = torch.arange(Sq, device=dev)[None, None, :, None]
     ki = torch.arange(Skv, device=dev)[None, None, None, :]
     if score is not None:
-        s = score(s, b, h, qi, ki).double()
+        s = score(s, b, h, qi, ki, bufs).double()
+    keep = torch.ones(s.shape, dtype=torch.bool, device=dev)
     if mask is not None:
-        s = s.masked_fill(~mask(b, h, qi, ki).expand(s.shape), float("-inf"))
+        keep = mask(b, h, qi, ki, bufs).expand(s.shape)
     if sink is not None:
-        lse = torch.logsumexp(torch.cat([s, sink.double()[None, :, None, None].expand(B, H, Sq, 1)], -1), -1)
-    else:
-        lse = torch.logsumexp(s, -1)
-    p = torch.nan_to_num(torch.exp(s - lse[..., None]), nan=0.0)
+        s = torch.cat([s, sink.double()[None, :, None, None].expand(B, H, Sq, 1)], -1)
+        keep = torch.cat([keep, torch.ones(B, H, Sq, 1, dtype=torch.bool, device=dev)], -1)
+    empty = ~keep.any(-1)
+    safe = torch.where(keep, s, torch.zeros_like(s))
+    safe = safe.masked_fill(~keep & ~empty[..., None], float("-inf"))
+    lse0 = torch.logsumexp(safe, -1)  # finite everywhere: empty rows see zeros
+    p = torch.exp(safe - lse0[..., None]) * keep
+    if sink is not None:
+        p = p[..., :-1]
     o = p @ v
+    lse = torch.where(empty, torch.full_like(lse0, float("-inf")), lse0)
     return (o.transpose(1, 2) if layout == "bshd" else o), lse
 
 
@@ -173,6 +191,30 @@ def poison(nbytes_list):
     del ts
 
 
+# Gradients whose bf16 error is known to exceed TOL in every implementation:
+# an ALiBi slope's gradient sums dS * (kv - q) whose terms cancel row by row,
+# so the bf16 rounding of O inside delta dominates it (gpu/NOTES.md runs
+# B1/B2: FlexAttention's own is as far from float64). Reported, not gated.
+KNOWN_CANCELLING = {("alibi", "slopes")}
+
+
+def grads_of(attn, q, k, v, bufs, layout, do, dlse, deterministic):
+    """(out, lse or None, {name: grad}) of one forward + backward through
+    the block with fresh leaves: q, k, v, every float buffer, the loss
+    sum(out * do) (+ sum(lse * dlse) over finite rows when dlse)."""
+    qg, kg, vg = (x.detach().clone().requires_grad_() for x in (q, k, v))
+    bg = {n: (t.detach().clone().requires_grad_() if t.dtype.is_floating_point else t) for n, t in bufs.items()}
+    got = attn(qg, kg, vg, layout=layout, buffers=bg, return_lse=dlse is not None, deterministic=deterministic)
+    out, lse = got if dlse is not None else (got, None)
+    loss = (out.float() * do.float()).sum()
+    if dlse is not None:
+        loss = loss + torch.where(torch.isfinite(lse), lse * dlse, torch.zeros_like(lse)).sum()
+    loss.backward()
+    g = {"q": qg.grad, "k": kg.grad, "v": vg.grad}
+    g.update({n: t.grad for n, t in bg.items() if t.dtype.is_floating_point})
+    return out, lse, g
+
+
 def check_case(case, prog_cache, log, gen):
     name, f, block = case[0], case[1], case[2]
     layout = case[10]
@@ -184,11 +226,12 @@ def check_case(case, prog_cache, log, gen):
     res["load_s"] = round(time.time() - t0, 3)
     attn = prog.attention(block)
     q, k, v, bufs, mask, score, sink = make(case, gen)
+    sink_t = bufs[sink] if sink else None
     D = q.shape[-1]
     kind = attn.choose(q, k, layout).kind
     res["dispatch"] = kind
     scale = 1 / math.sqrt(D)
-    ref_o, ref_lse = reference(q, k, v, scale, mask, score, sink, layout)
+    ref_o, ref_lse = reference(q, k, v, scale, mask, score, sink_t, layout, bufs)
     want_lse = kind == "generated"
     poison([q.numel() * 2, q.shape[0] * q.shape[1] * q.shape[2] * 4])
     got = attn(q, k, v, layout=layout, buffers=bufs, return_lse=want_lse)
@@ -205,7 +248,7 @@ def check_case(case, prog_cache, log, gen):
 
     with torch.no_grad():
         eager = fn(q, k, v)
-        # opcheck on the custom op (generated blocks)
+        # opcheck on the forward op without gradients (generated blocks)
         if kind == "generated" and name in HEAVY:
             gen_ = attn.generated()
             blist = [bufs[b.name] for b in gen_.spec.buffers]
@@ -258,23 +301,113 @@ def check_case(case, prog_cache, log, gen):
         except Exception as e:
             res["graph_equal"] = "FAIL: %s" % str(e)[:400]
             ok = False
-    # backward
-    qg, kg, vg = (x.detach().clone().requires_grad_() for x in (q, k, v))
+    # backward: against float64 autograd of the reference, with dLSE for
+    # generated blocks (their LSE output), every float buffer and the sink
+    do = torch.randn(q.shape, generator=gen).to(q.dtype).to(q.device)
+    dlse = torch.randn(ref_lse.shape, generator=gen).to(q.device) if want_lse else None
     try:
-        out = attn(qg, kg, vg, layout=layout, buffers=bufs)
-        do = torch.randn_like(out)
-        out.backward(do)
+        out, lse, g = grads_of(attn, q, k, v, bufs, layout, do, dlse, False)
         q64, k64, v64 = (x.detach().double().requires_grad_() for x in (q, k, v))
-        r, _ = reference(q64, k64, v64, scale, mask, score, sink, layout)
-        r.backward(do.double())
-        res["grad_rel_err"] = [rel(a.grad, b.grad) for a, b in ((qg, q64), (kg, k64), (vg, v64))]
-        ok = ok and all(e < TOL for e in res["grad_rel_err"])
-    except NotImplementedError as e:
-        res["backward"] = "NotImplementedError: %s" % str(e)[:200]
-        ok = ok and kind == "generated" and "attn_bwd" in str(e)
+        b64 = {n: (t.detach().double().requires_grad_() if t.dtype.is_floating_point else t) for n, t in bufs.items()}
+        r, rl = reference(q64, k64, v64, scale, mask, score, b64[sink] if sink else None, layout, b64)
+        loss = (r * do.double()).sum()
+        if dlse is not None:
+            loss = loss + torch.where(torch.isfinite(rl), rl * dlse.double(), torch.zeros_like(rl)).sum()
+        loss.backward()
+        ref = {"q": q64.grad, "k": k64.grad, "v": v64.grad}
+        ref.update({n: t.grad for n, t in b64.items() if t.dtype.is_floating_point})
+        res["grad_rel_err"] = {n: rel(g[n], ref[n]) for n in ref}
+        gate = [e for n, e in res["grad_rel_err"].items() if (name, n) not in KNOWN_CANCELLING]
+        ok = ok and all(e < TOL for e in gate)
+        if kind == "generated":
+            # deterministic mode: bitwise equal run to run, and as close to the reference
+            _, _, d1 = grads_of(attn, q, k, v, bufs, layout, do, dlse, True)
+            _, _, d2 = grads_of(attn, q, k, v, bufs, layout, do, dlse, True)
+            res["det_bitwise"] = all(torch.equal(d1[n], d2[n]) for n in d1)
+            res["det_grad_rel_err"] = {n: rel(d1[n], ref[n]) for n in ref}
+            ok = ok and res["det_bitwise"] and all(
+                e < TOL for n, e in res["det_grad_rel_err"].items() if (name, n) not in KNOWN_CANCELLING)
+        if kind == "generated" and name in HEAVY:
+            ok = check_training_paths(attn, q, k, v, bufs, layout, do, res) and ok
+    except Exception as e:
+        res["backward"] = "FAIL: %s" % traceback.format_exc()[-1500:]
+        ok = False
     res["ok"] = bool(ok)
     print(json.dumps(res), flush=True)
     log.write(json.dumps(res) + "\n")
+    return ok
+
+
+def check_training_paths(attn, q, k, v, bufs, layout, do, res):
+    """opcheck of both ops with gradients, torch.compile(fullgraph=True) of
+    forward + backward, CUDA-graph capture of forward + backward: each
+    against eager in deterministic mode, bitwise."""
+    ok = True
+    gen_ = attn.generated()
+    blist = [bufs[b.name] for b in gen_.spec.buffers]
+    fl = [t.detach().clone().requires_grad_() if t.dtype.is_floating_point else t for t in blist]
+    sk = bufs[gen_.spec.sink].float().detach().clone().requires_grad_() if gen_.spec.sink else None
+    qg, kg, vg = (x.detach().clone().requires_grad_() for x in (q, k, v))
+    try:  # the forward op with autograd (its registered backward runs under opcheck's aot dispatch test)
+        torch.library.opcheck(torch.ops.maskc.attn_fwd.default, (qg, kg, vg, fl, sk, gen_.key, layout, True))
+        with torch.no_grad():
+            o, lse = torch.ops.maskc.attn_fwd(q, k, v, blist, sk.detach() if sk is not None else None, gen_.key,
+                                              layout, True)
+        dlse = torch.randn_like(lse)
+        want = (1 << gen_.man.max_buffers) - 1 | (1 << gen_.man.max_buffers)
+        torch.library.opcheck(torch.ops.maskc.attn_bwd.default,
+                              (do, dlse, q, k, v, o, lse, blist, sk.detach() if sk is not None else None, gen_.key,
+                               layout, True, want))
+        res["opcheck_grad"] = "pass (attn_fwd with autograd, attn_bwd)"
+    except Exception as e:
+        res["opcheck_grad"] = "FAIL: %s" % str(e)[:600]
+        ok = False
+
+    def step(q, k, v, bl):
+        out = attn(q, k, v, layout=layout, buffers=bl, deterministic=True)
+        return (out.float() * do.float()).sum()
+
+    def leaves():
+        ls = [x.detach().clone().requires_grad_() for x in (q, k, v)]
+        bl = {n: (t.detach().clone().requires_grad_() if t.dtype.is_floating_point else t) for n, t in bufs.items()}
+        return ls, bl
+
+    def grads(ls, bl):
+        return [x.grad for x in ls] + [t.grad for t in bl.values() if t.dtype.is_floating_point]
+
+    ls, bl = leaves()
+    step(*ls, bl).backward()
+    eager = grads(ls, bl)
+    try:
+        torch._dynamo.reset()
+        cstep = torch.compile(step, fullgraph=True)
+        ls, bl = leaves()
+        cstep(*ls, bl).backward()
+        res["compile_fwd_bwd_equal"] = all(torch.equal(a, b) for a, b in zip(grads(ls, bl), eager))
+        ok = ok and res["compile_fwd_bwd_equal"]
+    except Exception as e:
+        res["compile_fwd_bwd_equal"] = "FAIL: %s" % str(e)[:600]
+        ok = False
+    try:
+        ls, bl = leaves()
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(2):
+                step(*ls, bl).backward()
+                for x in list(ls) + list(bl.values()):
+                    x.grad = None
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            step(*ls, bl).backward()
+        g.replay()
+        torch.cuda.synchronize()
+        res["graph_fwd_bwd_equal"] = all(torch.equal(a, b) for a, b in zip(grads(ls, bl), eager))
+        ok = ok and res["graph_fwd_bwd_equal"]
+    except Exception as e:
+        res["graph_fwd_bwd_equal"] = "FAIL: %s" % str(e)[:600]
+        ok = False
     return ok
 
 

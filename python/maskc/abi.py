@@ -32,7 +32,12 @@ _SCALARS = {"int": ctypes.c_int32, "long long": ctypes.c_int64, "float": ctypes.
 _SHAPE_FIELDS = {"B", "H", "HKV", "Sq", "Skv", "q_stride", "k_stride", "v_stride", "o_stride", "scale", "sink",
                  "tile_flags"}
 _BUFFERS_FIELDS = {"ptr", "dim"}
-_GRID_SIZES = {"B", "H", "HKV", "Sq", "Skv", "1"}
+_GRID_SIZES = {"B", "H", "HKV", "Sq", "Skv", "n", "1"}
+_GRID_TILES = ("", "block_m", "block_n", "bwd_block_m", "bwd_block_n", "bwd_pre_rows", "bwd_threads")
+# The backward's struct, filled by name through pack_bwd.
+_BWD_SHAPE_FIELDS = {"B", "H", "HKV", "Sq", "Skv", "q_stride", "k_stride", "v_stride", "o_stride", "do_stride",
+                     "dq_stride", "dk_stride", "dv_stride", "scale", "sink", "tile_flags", "lse", "dlse", "delta",
+                     "dq_acc", "dsink", "dbuf"}
 
 
 def _ctype(c_type, dims, where):
@@ -47,11 +52,15 @@ def _ctype(c_type, dims, where):
     return t
 
 
-def _struct(desc, known):
+def _struct(desc, known=None):
     """A ctypes.Structure for one manifest struct, its layout checked
-    against every offset and size the manifest states."""
+    against every offset and size the manifest states. known: the field
+    names the caller fills (every one must be there, and no other); None
+    takes the struct as it is."""
     name = desc["name"]
     fields = []
+    if known is None:
+        known = {f["name"] for f in desc["fields"]}
     for f in desc["fields"]:
         if f["name"] not in known:
             raise MaskcError("manifest: %s.%s is a field this package does not know how to fill (upgrade maskc's "
@@ -77,12 +86,13 @@ class BufferSpec:
     slot, element type, declared extents (.flex expressions over B, H, HKV,
     Q, KV) and whether it is a `segments` buffer."""
 
-    __slots__ = ("name", "slot", "dtype", "dims", "segments")
+    __slots__ = ("name", "slot", "dtype", "dims", "segments", "grad")
 
-    def __init__(self, name, slot, dtype, dims, segments=False):
+    def __init__(self, name, slot, dtype, dims, segments=False, grad=False):
         if not dims:
             raise MaskcError("buffer %s has no extents" % name)
         self.name, self.slot, self.dtype, self.dims, self.segments = name, int(slot), dtype, list(dims), bool(segments)
+        self.grad = bool(grad)  # the score reads it differentiably: the backward can give its gradient
 
     def __repr__(self):
         return "BufferSpec(%s: %s%s slot %d)" % (self.name, self.dtype, self.dims, self.slot)
@@ -98,6 +108,8 @@ class Platform:
         self.arch = d.get("arch", "")
         self.compile_options = list(d.get("compile_options") or [])
         self.threads, self.block_n = int(d["threads"]), int(d["block_n"])
+        # the backward's block size and query rows per block of its row passes (0: no backward)
+        self.bwd_threads, self.bwd_pre_rows = int(d.get("bwd_threads", 0)), int(d.get("bwd_pre_rows", 0))
 
     def __repr__(self):
         return "Platform(%s)" % self.name
@@ -138,19 +150,24 @@ class Entry:
         self.params = [(p["name"], p["c_type"]) for p in d["params"]]
         self.grid = [(g["size"], g.get("tile", "")) for g in d["grid"]]
         for size, tile in self.grid:
-            if size not in _GRID_SIZES or tile not in ("", "block_m", "block_n"):
+            if size not in _GRID_SIZES or tile not in _GRID_TILES:
                 raise MaskcError("manifest: %s has grid dimension %s/%s, which this package cannot compute" %
                                  (self.name, size, tile))
         self.shared_mem = bool(d["shared_mem"])
         self.when = d["when"]
 
-    def grid_dims(self, sizes, block_m, block_n):
-        """The launch grid for sizes ({B, H, HKV, Sq, Skv})."""
-        tiles = {"": 1, "block_m": block_m, "block_n": block_n}
+    def grid_dims(self, sizes, block_m=1, block_n=1, tiles=None):
+        """The launch grid for sizes ({B, H, HKV, Sq, Skv}, and n for an
+        entry over a buffer's elements); tiles gives the backward's tile
+        names ({bwd_block_m: 64, ...}) where the grid uses them."""
+        t = {"": 1, "block_m": block_m, "block_n": block_n}
+        t.update(tiles or {})
         out = []
         for size, tile in self.grid:
             n = 1 if size == "1" else sizes[size]
-            out.append(-(-n // tiles[tile]))
+            if tile not in t:
+                raise MaskcError("%s: grid tile %s has no value here" % (self.name, tile))
+            out.append(-(-n // t[tile]))
         return tuple(out)
 
     def args(self, values, structs):
@@ -167,6 +184,8 @@ class Entry:
                 if not isinstance(v, structs[c_type]):
                     raise MaskcError("%s: parameter %s wants a %s" % (self.name, name, c_type))
                 out.append(v)
+            elif c_type in _SCALARS:
+                out.append(_SCALARS[c_type](v))
             else:
                 raise MaskcError("manifest: %s parameter %s has type %r" % (self.name, name, c_type))
         return out
@@ -188,8 +207,19 @@ class KernelSpec:
         self.sparsity = d["sparsity"]
         self.sink = d.get("sink", "") if d.get("has_sink") else ""
         self.mask_uses_b, self.mask_uses_h = bool(d["mask_uses_b"]), bool(d["mask_uses_h"])
-        self.buffers = [BufferSpec(b["name"], b["slot"], b["dtype"], b["dims"], b.get("segments", False))
-                        for b in d["buffers"]]
+        self.buffers = [BufferSpec(b["name"], b["slot"], b["dtype"], b["dims"], b.get("segments", False),
+                                   b.get("grad", False)) for b in d["buffers"]]
+        # The backward (absent from a manifest of a maskc without one).
+        self.bwd_source = d.get("bwd_source", "")
+        self.bwd_entries = list(d.get("bwd_entries") or [])
+        self.bwd_block_m, self.bwd_block_n = int(d.get("bwd_block_m", 0)), int(d.get("bwd_block_n", 0))
+        self.bwd_shared_mem = int(d.get("bwd_shared_mem_bytes", 0))
+        self.bwd_code_objects = dict(d.get("bwd_code_objects") or {})
+        if self.bwd_source:
+            for e in self.bwd_entries:
+                if e not in manifest.bwd_entries:
+                    raise MaskcError("manifest: kernel %s names backward entry %s, which the ABI does not list" %
+                                     (self.name, e))
         if [b.slot for b in self.buffers] != list(range(len(self.buffers))):
             raise MaskcError("manifest: kernel %s lists buffer slots %s, not 0.." % (self.name,
                                                                                    [b.slot for b in self.buffers]))
@@ -228,6 +258,15 @@ class Manifest:
             self.block_m = int(a["block_m"])
             self.max_buffers, self.max_rank = int(a["max_buffers"]), int(a["max_buffer_rank"])
             self.platforms = [Platform(p) for p in a["platforms"]]
+            self.BwdShape = None
+            self.bwd_entries = {}
+            if a.get("bwd_structs"):
+                bs = {s["name"]: s for s in a["bwd_structs"]}
+                self.BwdShape = _struct(bs["MaskcBwdShape"], _BWD_SHAPE_FIELDS)
+                self.structs["MaskcBwdShape"] = self.BwdShape
+                self.bwd_entries = {e["name"]: Entry(e) for e in a["bwd_entries"]}
+            self.bwd_block_m, self.bwd_block_n = int(a.get("bwd_block_m", 0)), int(a.get("bwd_block_n", 0))
+            self.bwd_fix_one = int(a.get("bwd_fix_one", 0))
             self.kernels = {}
             for k in doc["kernels"]:
                 spec = KernelSpec(k, self)
@@ -273,6 +312,71 @@ class Manifest:
             bufs.ptr[i] = ptr
             bufs.dim[i][:] = list(ext) + [1] * (self.max_rank - len(ext))
         return sh, bufs
+
+
+    def pack_bwd(self, sizes, strides, scale, ptrs, dbufs):
+        """MaskcBwdShape for one backward launch: sizes {B, H, HKV, Sq, Skv},
+        strides {q, k, v, o, do, dq, dk, dv: (batch, head, seq)}, device
+        pointers ptrs {sink, tile_flags, lse, dlse, delta, dq_acc, dsink}
+        (0 for none), dbufs {slot: pointer of its zeroed int64 sums}."""
+        if self.BwdShape is None:
+            raise MaskcError("the manifest has no backward ABI (abi.bwd_structs): this maskc writes no backward")
+        sh = self.BwdShape()
+        sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv = (sizes[n] for n in ("B", "H", "HKV", "Sq", "Skv"))
+        for n in ("q", "k", "v", "o", "do", "dq", "dk", "dv"):
+            getattr(sh, n + "_stride")[:] = list(strides[n])
+        sh.scale = scale
+        for n in ("sink", "tile_flags", "lse", "dlse", "delta", "dq_acc", "dsink"):
+            setattr(sh, n, ptrs.get(n) or None)
+        for slot, p in dbufs.items():
+            sh.dbuf[slot] = p
+        return sh
+
+    def bwd_launches(self, spec, platform, sizes, ptrs, shape, buf, deterministic, dsink, dbufs):
+        """The backward's launches in order, as manifest entries say, each
+        (entry name, grid, threads, dynamic shared memory bytes, ctypes
+        argument list): the row pre-pass, the tile-flag pre-pass for
+        prepass kernels (flags_shape/flags_buf/flags pointer in ptrs), the
+        main kernel, dQ by the deterministic kernel or the atomic
+        accumulator's conversion, the sink gradient when dsink, and one
+        conversion per wanted buffer gradient (dbufs {slot: (int64 sums
+        pointer, fp32 output pointer, element count)}). ptrs holds the
+        device pointers O, dO, Q, K, V, dQ, dK, dV; shape is the filled
+        MaskcBwdShape, buf the forward's MaskcBuffers."""
+        if not spec.bwd_source:
+            raise MaskcError("kernel %s has no backward in this manifest" % spec.name)
+        tiles = self.bwd_tiles(platform)
+        out = []
+        for name in spec.bwd_entries:
+            e = self.bwd_entries[name]
+            if e.when == "deterministic" and not deterministic or e.when == "atomic" and deterministic:
+                continue
+            if e.when == "sink" and not dsink:
+                continue
+            smem = spec.bwd_shared_mem if e.shared_mem else 0
+            if e.when == "grad":
+                for slot in sorted(dbufs):
+                    acc, dst, n = dbufs[slot]
+                    vals = dict(acc=acc, out=dst, n=n)
+                    out.append((name, e.grid_dims(dict(sizes, n=n), tiles=tiles), platform.bwd_threads, smem,
+                                e.args(vals, self.structs)))
+                continue
+            vals = dict(ptrs, shape=shape, buf=buf)
+            out.append((name, e.grid_dims(sizes, tiles=tiles), platform.bwd_threads, smem, e.args(vals, self.structs)))
+            if name == "maskc_attn_bwd_pre" and spec.flags_entry and ptrs.get("flags"):
+                # the forward's tile flags for this shape, rewritten before the kernels that read them
+                fe = self.entries[spec.flags_entry]
+                fv = dict(shape=ptrs["flags_shape"], buf=buf, flags=ptrs["flags"])
+                block_n, threads, _ = spec.launch[platform.name]
+                out.append((spec.flags_entry, fe.grid_dims(sizes, self.block_m, block_n), threads, 0,
+                            fe.args(fv, self.structs)))
+        return out
+
+    def bwd_tiles(self, platform):
+        """The backward's grid tiles for a platform: {bwd_block_m, bwd_block_n,
+        bwd_pre_rows, bwd_threads}."""
+        return {"bwd_block_m": self.bwd_block_m, "bwd_block_n": self.bwd_block_n,
+                "bwd_pre_rows": platform.bwd_pre_rows, "bwd_threads": platform.bwd_threads}
 
 
 def read_manifest(directory):

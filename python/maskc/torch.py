@@ -83,19 +83,23 @@ class Program:
         return self._attns[name]
 
     def prepare(self, device=None, threads=8):
-        """Builds every generated kernel of the program for a CUDA device
-        (default: the current one), compiling in parallel threads, and
+        """Builds every generated kernel of the program, forward and backward,
+        for a CUDA device (default: the current one), compiling in parallel
+        threads, and
         loads them into torch's context: model-build work that the first
         training step would otherwise do."""
         dev = torch.device(device if device is not None else "cuda")
         idx = dev.index if dev.index is not None else torch.cuda.current_device()
         gens = [a.generated() for a in (self.attention(n) for n in self.names) if a.decision.has_generated]
         _libs()
-        with concurrent.futures.ThreadPoolExecutor(max(1, min(threads, len(gens)))) as ex:
-            for f in [ex.submit(g.compile_for, idx) for g in gens]:
+        jobs = [(g.compile_for, g) for g in gens] + [(g.compile_bwd_for, g) for g in gens if g.spec.bwd_source]
+        with concurrent.futures.ThreadPoolExecutor(max(1, min(threads, len(jobs)))) as ex:
+            for f in [ex.submit(fn, idx) for fn, _ in jobs]:
                 f.result()
         for g in gens:
             g._module(torch.device("cuda", idx))
+            if g.spec.bwd_source:
+                g._bwd_module(torch.device("cuda", idx))
         return self
 
     @property
@@ -338,6 +342,7 @@ class _Generated:
         self.entry, self.man, self.spec = entry, man, man.kernel(decision.name)
         self.key = "%s/%s" % (entry.key, decision.name)
         self._loaded = {}
+        self._bwd_loaded = {}
         self._flags = {}
         self._lock = threading.Lock()
         self.known = {b.name for b in self.spec.buffers} | ({self.spec.sink} if self.spec.sink else set())
@@ -383,6 +388,12 @@ class _Generated:
         without loading it: safe to call from several threads at once."""
         return self._cubin(*self._target(idx))
 
+    def compile_bwd_for(self, idx):
+        """Builds (or finds in the cache) the backward's code object for CUDA
+        device idx, without loading it (thread-safe)."""
+        plat, target = self._target(idx)
+        return self._cubin(plat, target, self.spec.bwd_source)
+
     def _module(self, device):
         """(platform, forward function, flags function or None) for device,
         loading the code object into torch's context on first use."""
@@ -409,18 +420,48 @@ class _Generated:
             self._loaded[idx] = (plat, fwd, flags)
             return self._loaded[idx]
 
-    def _cubin(self, plat, target):
-        """The cubin for target: from the cache entry, else NVRTC-compiled
-        from the kernel's source and stored there."""
+    def _bwd_module(self, device):
+        """(platform, {entry name: function}) of the backward source for
+        device: its bwd_entries and the tile-flag pre-pass, loaded into
+        torch's context on first use (from the cache, or NVRTC)."""
+        idx = device.index if device.index is not None else torch.cuda.current_device()
+        got = self._bwd_loaded.get(idx)
+        if got is not None:
+            return got
+        spec = self.spec
+        if not spec.bwd_source:
+            raise NotImplementedError("maskc::attn_bwd for block %s: this maskc wrote no backward kernel for it "
+                                      "(the manifest has no bwd_source)" % spec.attention)
+        with self._lock:
+            if idx in self._bwd_loaded:
+                return self._bwd_loaded[idx]
+            drv, _ = _libs()
+            with torch.cuda.device(idx):
+                drv.ensure_context(idx)
+                plat, target = self._target(idx)
+                mod = drv.load_module(self._cubin(plat, target, spec.bwd_source))
+                fns = {e: drv.function(mod, e) for e in spec.bwd_entries}
+                if spec.flags_entry:
+                    fns[spec.flags_entry] = drv.function(mod, spec.flags_entry)
+                for e in spec.bwd_entries:
+                    if self.man.bwd_entries[e].shared_mem and spec.bwd_shared_mem:
+                        drv.set_max_dynamic_smem(fns[e], spec.bwd_shared_mem)
+            self._bwd_loaded[idx] = (plat, fns)
+            return self._bwd_loaded[idx]
+
+    def _cubin(self, plat, target, source=None):
+        """The cubin of source (default the forward's) for target: from the
+        cache entry, else NVRTC-compiled and stored there."""
         _, nvrtc = _libs()
-        name = "%s.%s.%s.%s.cubin" % (self.spec.name, plat.name, target, nvrtc.version())
+        source = source or self.spec.source
+        name = "%s.%s.%s.%s.cubin" % (source.rsplit(".", 1)[0], plat.name, target, nvrtc.version())
         path = self.entry.path(name)
         if os.path.isfile(path):
             with open(path, "rb") as f:
                 return f.read()
-        with open(self.entry.path(self.spec.source)) as f:
+        with open(self.entry.path(source)) as f:
             src = f.read()
-        cubin, _ = nvrtc.compile(src, self.spec.source, plat.nvrtc_options(target))
+        cubin, _ = nvrtc.compile(src, source, plat.nvrtc_options(target))
         _cache.write_atomic(path, cubin)
         return cubin
 
@@ -475,12 +516,82 @@ class _Generated:
                                                   man.structs), spec.entry)
         return out, lse
 
-    def backward(self, dout, dlse, q, k, v, out, lse, buffers, sink, layout, deterministic):
-        """The generated backward; not in this maskc yet."""
-        raise NotImplementedError(
-            "maskc::attn_bwd for block %s: the generated backward kernel (issue 12: hipsrc/attn_bwd.h, listed as "
-            "an entry of the ABI manifest) is not in this maskc; the forward runs, gradients through a generated "
-            "block do not yet (blocks that dispatch to SDPA or Turbo train)" % self.spec.attention)
+    def grad_slots(self, buffers):
+        """The slots whose gradient the backward can give: buffers the score
+        reads differentiably (manifest grad) that are floating point."""
+        return [b.slot for b, t in zip(self.spec.buffers, buffers) if b.grad and t.dtype.is_floating_point]
+
+    def backward(self, dout, dlse, q, k, v, out, lse, buffers, sink, layout, deterministic, want=-1):
+        """(dq, dk, dv, grads) of the generated backward: dq, dk, dv in
+        q's, k's, v's layout (GQA-reduced), grads one per buffer (the
+        gradient of each differentiable float buffer whose bit is set in
+        want, in the buffer's dtype; zeros for the others) then dsink (f32
+        [H]) when there is a sink (bit max_buffers of want). dlse, the
+        gradient of the LSE output, may be None. Launches on the current
+        stream; no synchronisation; deterministic selects the dQ kernel
+        without atomics (bitwise-reproducible gradients)."""
+        spec, man = self.spec, self.man
+        sz = _checks.check_qkv(q, k, v, layout, spec.head_dim, spec.dtype, dtype_name)
+        checked = _checks.check_buffers(spec.buffers, {b.name: t for b, t in zip(spec.buffers, buffers)}, sz,
+                                        q.device, dtype_name)
+        dout = _kernel_operand(dout, layout)
+        out = _kernel_operand(out, layout)
+        if tuple(dout.shape) != tuple(q.shape) or dout.dtype != q.dtype:
+            raise MaskcError("the gradient of O is %s %s; want %s %s" % (dout.dtype, tuple(dout.shape), q.dtype,
+                                                                         tuple(q.shape)))
+        dq, dk, dv = q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+        slots = [s for s in self.grad_slots(buffers) if want >> s & 1]
+        with_sink = sink is not None and bool(want >> man.max_buffers & 1)
+        grads = [torch.zeros_like(t) for t in buffers]
+        dsink = torch.zeros(sz.H, dtype=torch.float32, device=q.device) if sink is not None else None
+        if sz.B == 0 or sz.H == 0 or sz.Q == 0 or sz.KV == 0:  # nothing attends: every gradient is zero
+            return dq.zero_(), dk.zero_(), dv.zero_(), grads + ([dsink] if dsink is not None else [])
+        plat, fns = self._bwd_module(q.device)
+        dev = q.device
+        delta = torch.empty((sz.B, sz.H, sz.Q), dtype=torch.float32, device=dev)
+        dq_acc = None if deterministic else torch.empty((sz.B, sz.H, sz.Q, sz.D), dtype=torch.float32, device=dev)
+        accs = {s: torch.zeros(buffers[s].numel(), dtype=torch.int64, device=dev) for s in slots}
+        dbufs = {s: torch.empty(buffers[s].shape, dtype=torch.float32, device=dev) for s in slots}
+        if dlse is not None:
+            dlse = dlse.to(torch.float32).contiguous()
+        sizes = dict(B=sz.B, H=sz.H, HKV=sz.HKV, Sq=sz.Q, Skv=sz.KV)
+        named = (("q", q), ("k", k), ("v", v), ("o", out), ("do", dout), ("dq", dq), ("dk", dk), ("dv", dv))
+        strides = {n: _checks.bhsd_strides(t, layout)[:3] for n, t in named}
+        ptr = lambda t: t.data_ptr() if t is not None else 0
+        block_n = spec.launch[plat.name][0]
+        flags = None
+        if spec.flags_entry:  # the tile flags of these buffers, recomputed for this backward
+            flags = torch.empty(max(1, spec.flag_bytes(sizes, block_n)), dtype=torch.uint8, device=dev)
+        fsh, bf = man.pack(spec, sizes, {n: strides[n] for n in "qkvo"}, spec.scale, ptr(sink), ptr(flags),
+                           [(t.data_ptr(), ext) for t, ext in checked])
+        sh = man.pack_bwd(sizes, strides, spec.scale,
+                          dict(sink=ptr(sink), tile_flags=ptr(flags), lse=lse.data_ptr(), dlse=ptr(dlse),
+                               delta=delta.data_ptr(), dq_acc=ptr(dq_acc), dsink=ptr(dsink) if with_sink else 0),
+                          {s: a.data_ptr() for s, a in accs.items()})
+        ptrs = dict(O=out.data_ptr(), dO=dout.data_ptr(), Q=q.data_ptr(), K=k.data_ptr(), V=v.data_ptr(),
+                    dQ=dq.data_ptr(), dK=dk.data_ptr(), dV=dv.data_ptr(), flags=ptr(flags), flags_shape=fsh)
+        launches = man.bwd_launches(spec, plat, sizes, ptrs, sh, bf, deterministic, with_sink,
+                                    {s: (accs[s].data_ptr(), dbufs[s].data_ptr(), accs[s].numel()) for s in slots})
+        drv, _ = _libs()
+        stream = torch.cuda.current_stream(dev).cuda_stream
+        with torch.cuda.device(dev):
+            drv.ensure_context(dev.index if dev.index is not None else torch.cuda.current_device())
+            for name, grid, threads, smem, args in launches:
+                drv.launch(fns[name], grid, (threads, 1, 1), smem, stream, args, name)
+        for s in slots:
+            grads[s] = dbufs[s].to(buffers[s].dtype)
+        return dq, dk, dv, grads + ([dsink] if dsink is not None else [])
+
+
+def _kernel_operand(t, layout):
+    """t itself when a kernel can read it through strides (contiguous last
+    dimension, 16-byte aligned, (batch, head, seq) strides multiples of 8
+    elements), else a contiguous copy (a gradient torch expanded from a
+    scalar, say)."""
+    s = _checks.bhsd_strides(t, layout)
+    if t.stride(-1) == 1 and t.data_ptr() % 16 == 0 and all(x % 8 == 0 and x > 0 for x in s[:3]):
+        return t
+    return t.contiguous()
 
 
 def _out_lse_like(q, layout):
@@ -507,16 +618,17 @@ def _attn_fwd_fake(q, k, v, buffers, sink, kernel, layout, deterministic):
 @torch.library.custom_op("maskc::attn_bwd", mutates_args=())
 def attn_bwd(dout: torch.Tensor, dlse: Optional[torch.Tensor], q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
              out: torch.Tensor, lse: torch.Tensor, buffers: List[torch.Tensor], sink: Optional[torch.Tensor],
-             kernel: str, layout: str, deterministic: bool
+             kernel: str, layout: str, deterministic: bool, want: int
              ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, List[torch.Tensor]]:
     """maskc's generated attention backward: (dq, dk, dv, grads) where grads
     holds one gradient per buffer (zeros for buffers that are not
-    differentiable), then dsink when there is a sink."""
-    return _launcher(kernel).backward(dout, dlse, q, k, v, out, lse, buffers, sink, layout, deterministic)
+    differentiable or not wanted), then dsink when there is a sink. want:
+    bit i asks for buffer slot i's gradient, bit max_buffers for dsink."""
+    return _launcher(kernel).backward(dout, dlse, q, k, v, out, lse, buffers, sink, layout, deterministic, want)
 
 
 @attn_bwd.register_fake
-def _attn_bwd_fake(dout, dlse, q, k, v, out, lse, buffers, sink, kernel, layout, deterministic):
+def _attn_bwd_fake(dout, dlse, q, k, v, out, lse, buffers, sink, kernel, layout, deterministic, want):
     return (q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape),
             [b.new_empty(b.shape) for b in buffers] + ([] if sink is None else [sink.new_empty(sink.shape)]))
 
@@ -526,13 +638,21 @@ def _setup_context(ctx, inputs, output):
     out, lse = output
     ctx.save_for_backward(q, k, v, out, lse, sink, *buffers)
     ctx.kernel, ctx.layout, ctx.deterministic = kernel, layout, deterministic
+    want = 0
+    for i, b in enumerate(buffers):
+        if b.requires_grad:
+            want |= 1 << i
+    if sink is not None and sink.requires_grad:
+        want |= 1 << _launcher(kernel).man.max_buffers
+    ctx.want = want
 
 
 def _backward(ctx, dout, dlse):
     q, k, v, out, lse, sink, *buffers = ctx.saved_tensors
     dq, dk, dv, grads = attn_bwd(dout, dlse, q, k, v, out, lse, buffers, sink, ctx.kernel, ctx.layout,
-                                 ctx.deterministic)
-    dbufs = [g if b.dtype.is_floating_point else None for g, b in zip(grads, buffers)]
+                                 ctx.deterministic, ctx.want)
+    dbufs = [g if b.dtype.is_floating_point and ctx.want >> i & 1 else None
+             for i, (g, b) in enumerate(zip(grads, buffers))]
     dsink = grads[len(buffers)] if sink is not None else None
     return dq, dk, dv, dbufs, dsink, None, None, None
 

@@ -83,6 +83,19 @@ class Tensor:
     def float(self):
         return Tensor(self.shape, float32, self.device, requires_grad=self.requires_grad)
 
+    def numel(self):
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def to(self, dtype):
+        return self if dtype is self.dtype else Tensor(self.shape, dtype, self.device)
+
+    def zero_(self):
+        rec.calls.append(("zero", self._ptr))
+        return self
+
     def transpose(self, a, b):
         s, st = list(self.shape), list(self._strides)
         s[a], s[b], st[a], st[b] = s[b], s[a], st[b], st[a]
@@ -91,6 +104,16 @@ class Tensor:
 
 def empty(n, dtype=float32, device="cuda:0"):
     return Tensor((n,) if isinstance(n, int) else n, dtype, device)
+
+
+def zeros(n, dtype=float32, device="cuda:0"):
+    rec.calls.append(("zeros", n))
+    return empty(n, dtype, device)
+
+
+def zeros_like(t):
+    rec.calls.append(("zeros", t.shape))
+    return Tensor(t.shape, t.dtype, t.device)
 
 
 class Recorder:
@@ -153,7 +176,8 @@ def install(monkeypatch):
     """Puts the fake torch (and its submodules) into sys.modules."""
     rec.calls.clear()
     torch = types.ModuleType("torch")
-    for n in ("bfloat16", "float16", "float32", "float64", "int32", "int64", "uint8", "Tensor", "empty"):
+    for n in ("bfloat16", "float16", "float32", "float64", "int32", "int64", "uint8", "Tensor", "empty", "zeros",
+              "zeros_like"):
         setattr(torch, n, globals()[n])
     torch.bool = bool_
     torch.device = Device

@@ -37,7 +37,9 @@ class FakeDriver:
 
     def function(self, mod, name):
         self.calls.append(("function", name))
-        return {"maskc_attn_fwd": 100, "maskc_tile_flags": 200}[name]
+        return {"maskc_attn_fwd": 100, "maskc_tile_flags": 200, "maskc_attn_bwd_pre": 300, "maskc_attn_bwd": 301,
+                "maskc_attn_bwd_dq": 302, "maskc_attn_bwd_dq_convert": 303, "maskc_attn_bwd_sink": 304,
+                "maskc_attn_bwd_buf_convert": 305}[name]
 
     def set_max_dynamic_smem(self, f, n):
         self.calls.append(("smem", f, n))
@@ -157,31 +159,110 @@ def test_bad_buffers_raise_before_launch(env, bufs, msg):
     assert not launches(drv) and not nv.compiles
 
 
-def test_grad_goes_through_the_op_and_backward_names_the_missing_kernel(env):
+class Ctx:
+    def save_for_backward(self, *ts):
+        self.saved_tensors = ts
+
+
+def backward_through_op(attn, q, k, v, buffers, dlse=None):
+    """Runs the op's registered setup_context and backward as autograd
+    would after the forward call that was just made; the backward's
+    launches are the driver calls after the forward's."""
+    out = ft.rec.calls[-1]
+    op = ft.ops.maskc.attn_fwd
+    ((_, _, args),) = [c for c in ft.rec.calls if c[0] == "op"][-1:]
+    o = ft.Tensor(q.shape, q.dtype)
+    lse = ft.Tensor((q.shape[0], q.shape[2], q.shape[1]), ft.float32)
+    ctx = Ctx()
+    op.setup(ctx, args, (o, lse))
+    return ctx, op.backward(ctx, ft.Tensor(q.shape, q.dtype), dlse), o, lse
+
+
+@pytest.mark.parametrize("deterministic", [False, True])
+def test_backward_launches_from_the_manifest(env, deterministic):
     mt, drv, nv = env
     attn = mt.load(os.path.join(EXAMPLES, "dilated_window.flex")).attention("dilated_layer")
-    q = ft.Tensor((1, 256, 2, 128), requires_grad=True)
-    out = attn(q, q, q)
+    B, S, H, HKV, D = 2, 1000, 8, 2, 128
+    q = ft.Tensor((B, S, H, D), requires_grad=True)
+    k, v = ft.Tensor((B, S, HKV, D), requires_grad=True), ft.Tensor((B, S, HKV, D), requires_grad=True)
+    attn(q, k, v, deterministic=deterministic)
     assert [c[1] for c in ft.rec.calls if c[0] == "op"] == ["maskc::attn_fwd"]
-    op = ft.ops.maskc.attn_fwd
-    with pytest.raises(NotImplementedError, match="maskc::attn_bwd for block dilated_layer.*backward kernel"):
-        class Ctx:
-            def save_for_backward(self, *ts):
-                self.saved_tensors = ts
-        ctx = Ctx()
-        args = ft.rec.calls[-1][2]
-        op.setup(ctx, args, (out, ft.Tensor((1, 2, 256), ft.float32)))
-        op.backward(ctx, out, None)
+    nfwd = len(launches(drv))
+    ctx, grads, o, lse = backward_through_op(attn, q, k, v, [])
+    dq, dk, dv, dbufs, dsink = grads[:5]
+    assert (dq.shape, dk.shape, dv.shape, dbufs, dsink) == (q.shape, k.shape, v.shape, [], None)
+    spec = attn.generated().spec
+    assert ("dilated_layer.bwd.hip", ["--gpu-architecture=sm_90a", "-std=c++17", "-DMASKC_NV_WGMMA=1"]) in nv.compiles
+    bw = launches(drv)[nfwd:]
+    dqf = (302, (-(-S // 64), H, B)) if deterministic else (303, (-(-S // 8), H, B))
+    assert [(c[1], c[2]) for c in bw] == [(300, (-(-S // 8), H, B)), (301, (-(-S // 64), HKV, B)), dqf]
+    assert all(c[3] == (128, 1, 1) for c in bw)
+    assert bw[1][4] == spec.bwd_shared_mem > 48 * 1024 and ("smem", 301, spec.bwd_shared_mem) in drv.calls
+    man = attn.generated().man
+    sh = man.BwdShape.from_buffer_copy(bw[1][6][6])
+    assert (sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv) == (B, H, HKV, S, S)
+    assert list(sh.dq_stride) == [S * H * D, D, H * D] and list(sh.dk_stride) == [S * HKV * D, D, HKV * D]
+    assert sh.lse == lse.data_ptr() and not sh.dlse and sh.delta and not sh.dsink and not any(sh.dbuf)
+    assert bool(sh.dq_acc) != deterministic
+    assert [ptr(a) for a in bw[1][6][:6]] == [q.data_ptr(), k.data_ptr(), v.data_ptr(), ptr(bw[0][6][1]),
+                                               dk.data_ptr(), dv.data_ptr()]
+    assert ptr(bw[0][6][0]) == o.data_ptr()
+
+
+def test_backward_buffer_gradient_and_dlse(env):
+    mt, drv, nv = env
+    attn = mt.load(os.path.join(EXAMPLES, "relative_bias.flex")).attention("biased_layer")
+    B, S, H, D = 1, 300, 4, 128
+    q = ft.Tensor((B, S, H, D), requires_grad=True)
+    bias = ft.Tensor((H, 2 * S - 1), ft.float32, requires_grad=True)
+    attn(q, q, q, buffers={"bias": bias})
+    nfwd = len(launches(drv))
+    dlse = ft.Tensor((B, H, S), ft.float32)
+    ctx, grads, _, _ = backward_through_op(attn, q, q, q, [bias], dlse)
+    assert ctx.want == 1
+    (dbias,) = grads[3]
+    assert dbias.shape == bias.shape and dbias.dtype is ft.float32
+    bw = launches(drv)[nfwd:]
+    assert [c[1] for c in bw] == [300, 301, 303, 305]
+    sh = attn.generated().man.BwdShape.from_buffer_copy(bw[1][6][6])
+    assert sh.dlse == dlse.data_ptr() and sh.dbuf[0] and not any(sh.dbuf[1:])
+    acc, out, n = bw[3][6]
+    assert (ptr(acc), ptr(n), bw[3][2]) == (sh.dbuf[0], H * (2 * S - 1), (-(-H * (2 * S - 1) // 128), 1, 1))
+    # int64 sums zeroed before the kernels add into them
+    assert ("zeros", H * (2 * S - 1)) in ft.rec.calls
+    # the bias not requiring grad: no conversion launched, no gradient returned
+    bias.requires_grad = False
+    attn(q, q, q, buffers={"bias": bias})
+    nfwd = len(launches(drv))
+    ctx, grads, _, _ = backward_through_op(attn, q, q, q, [bias])
+    assert ctx.want == 0 and grads[3] == [None] and [c[1] for c in launches(drv)[nfwd:]] == [300, 301, 303]
+
+
+def test_backward_sink_gradient(env):
+    mt, drv, nv = env
+    attn = mt.load(os.path.join(EXAMPLES, "gpt_oss.flex")).attention("layer_1")
+    q = ft.Tensor((1, 64, 4, 64), requires_grad=True)
+    sinks = ft.Tensor((4,), ft.float32, requires_grad=True)
+    attn(q, q, q, buffers={"sinks": sinks})
+    nfwd = len(launches(drv))
+    ctx, grads, _, _ = backward_through_op(attn, q, q, q, [])
+    assert ctx.want == 1 << 8 and grads[4].shape == (4,)
+    bw = launches(drv)[nfwd:]
+    assert [c[1] for c in bw] == [300, 301, 303, 304] and bw[3][2] == (4, 1, 1)
+    sh = attn.generated().man.BwdShape.from_buffer_copy(bw[3][6][0])
+    assert sh.dsink == grads[4].data_ptr() and sh.sink
 
 
 def test_prepare_builds_every_kernel_once(env):
     mt, drv, nv = env
     prog = mt.load(os.path.join(EXAMPLES, "gpt_oss.flex")).prepare()
-    assert sorted(n for n, _ in nv.compiles) == ["layer_0.hip", "layer_1.hip", "layer_2.hip", "layer_3.hip"]
-    assert len([c for c in drv.calls if c[0] == "load"]) == 4
+    # forward and backward of every block, so that neither the first step nor its backward compiles
+    want = sorted(["layer_%d.hip" % i for i in range(4)] + ["layer_%d.bwd.hip" % i for i in range(4)])
+    assert sorted(n for n, _ in nv.compiles) == want
+    assert len([c for c in drv.calls if c[0] == "load"]) == 8
     q = ft.Tensor((1, 64, 4, 64))
     prog.attention("layer_2")(q, q, q, buffers={"sinks": ft.Tensor((4,), ft.float32)})
-    assert len(nv.compiles) == 4 and len([c for c in drv.calls if c[0] == "load"]) == 4
+    assert len(nv.compiles) == 8 and len([c for c in drv.calls if c[0] == "load"]) == 8
 
 
 def test_segments_check_is_opt_in(env, monkeypatch):

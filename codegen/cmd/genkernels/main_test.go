@@ -126,7 +126,8 @@ func itoa(i int) string {
 	return string(b)
 }
 
-// pythonReader loads gpu/maskc_gpu.py with a stand-in torch module (the
+// pythonReader loads the package's GPU harness (python/maskc/harness.py,
+// on maskc.abi) with a stand-in torch module (the
 // harness needs a GPU only to launch) and prints what it reads from the
 // manifest in DIR: struct sizes and offsets, the two grids for fixed
 // sizes, and each kernel's nvidia-sm90a launch.
@@ -137,7 +138,7 @@ class _Torch(types.ModuleType):
         return name
 sys.modules["torch"] = _Torch("torch")
 sys.path.insert(0, sys.argv[1])
-import maskc_gpu as mg
+from maskc import harness as mg
 abi, kernels = mg.load_manifest(sys.argv[2])
 sizes = {"B": 3, "H": 5, "Sq": 1000, "Skv": 777}
 out = {
@@ -151,7 +152,7 @@ out = {
 print(json.dumps(out))
 `
 
-// TestPythonHarnessReadsManifest checks that gpu/maskc_gpu.py, which
+// TestPythonHarnessReadsManifest checks that maskc.harness, which
 // launches kernels from manifest.json alone, reads from it the layouts,
 // grids and launch configuration hipsrc defines.
 func TestPythonHarnessReadsManifest(t *testing.T) {
@@ -167,7 +168,7 @@ func TestPythonHarnessReadsManifest(t *testing.T) {
 	if code := run([]string{"-o", dir, "../../testdata/golden/lookup.flex"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	out, err := exec.Command(python, "-c", pythonReader, "../../../gpu", dir).CombinedOutput()
+	out, err := exec.Command(python, "-c", pythonReader, "../../../python", dir).CombinedOutput()
 	if err != nil {
 		t.Fatalf("python: %v\n%s", err, out)
 	}
@@ -231,9 +232,10 @@ func TestManifestBackward(t *testing.T) {
 			t.Fatal(err)
 		}
 		body := strings.TrimRight(string(src), "\n")
-		if !strings.HasSuffix(body, strings.TrimRight(hipsrc.AttnFwd, "\n")+"\n"+strings.TrimRight(hipsrc.AttnBwd, "\n")) ||
+		if !strings.HasSuffix(body, strings.TrimRight(hipsrc.AttnFwd, "\n")+"\n"+strings.TrimRight(hipsrc.AttnFwdSM90, "\n")+"\n"+
+			strings.TrimRight(hipsrc.AttnBwd, "\n")) ||
 			!strings.HasPrefix(body, hipsrc.Prelude[:200]) {
-			t.Errorf("%s: the backward source is not the prelude ... attn_fwd.h followed by attn_bwd.h", k.Name)
+			t.Errorf("%s: the backward source is not the prelude ... attn_fwd.h, attn_fwd_sm90.h, attn_bwd.h", k.Name)
 		}
 		for _, e := range k.BwdEntries {
 			if !strings.Contains(string(src), "maskc_attn_bwd") || !strings.Contains(string(src), e+"(") {

@@ -1,18 +1,19 @@
-"""Shared GPU harness code for maskc's generated attention kernels (NVIDIA).
+"""The GPU test harness of maskc's generated kernels (NVIDIA), on the package's launcher.
 
-Reads a directory written by `go run ./codegen/cmd/genkernels -o DIR ...` or
-`maskc compile FILE -o DIR`: DIR/manifest.json (hipsrc/MANIFEST.md) and the
-complete kernel sources it lists. Everything about the ABI comes from the
-manifest, not from copies here: the MaskcShape / MaskcBuffers layouts (built
-as ctypes structures from its "abi.structs"), the platform's compile target
-and options, threads, key tile and dynamic shared memory, the grid rule and
-the tile-flag buffer size. Compiles with NVRTC (the path maskc's Go runtime
-takes), loads with the CUDA driver API through ctypes into PyTorch's context
-and launches on torch tensors. Every NVRTC and driver call is checked. The
-manifest's mask_torch / score_torch expressions are the reference.
+gpu/check.py, bench.py, bwd_check.py, bwd_bench.py, bwd_sanitize.py and
+ported_check.py import this module (`sys.path` holding python/). It reads a
+directory written by `go run ./codegen/cmd/genkernels -o DIR ...` or
+`maskc compile FILE -o DIR`: DIR/manifest.json (hipsrc/MANIFEST.md), parsed
+by maskc.abi (the same reader maskc.torch launches through), and the kernel
+sources it lists. Struct layouts, grids, platforms, launch geometry and the
+backward's launch sequence (maskc.abi.Manifest.bwd_launches) come from the
+manifest; NVRTC and the CUDA driver are maskc.cuda's, every call checked;
+modules load into PyTorch's context and launch on torch tensors. What is
+harness-only here: kernels compiled from a source text (tuning variants),
+launches packed once and replayed, random cases from the manifest's
+mask_torch / score_torch expressions, and the float64 references.
 """
 import ctypes
-import glob
 import json
 import math
 import os
@@ -20,106 +21,50 @@ import re
 
 import torch
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from . import abi as _abi
+from . import cuda as _cuda_mod
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # --------------------------------------------------------------------------- libraries
-def _load(names):
-    for n in names:
-        for path in sorted(glob.glob(n), reverse=True) if any(c in n for c in "*?[") else [n]:
-            try:
-                return ctypes.CDLL(path)
-            except OSError:
-                continue
-    raise OSError("none of %s could be loaded" % names)
-
-
 _nvrtc = None
-_cuda = None
+_drv = None
 
 
 def libs():
-    global _nvrtc, _cuda
-    if _cuda is None:
-        _cuda = _load(["libcuda.so.1", "libcuda.so"])
-        _nvrtc = _load(["/usr/local/cuda/lib64/libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so.*",
-                        "/usr/local/cuda*/lib64/libnvrtc.so*", "libnvrtc.so",
-                        os.path.join(os.path.dirname(torch.__file__), "..", "nvidia", "*", "lib", "libnvrtc.so*")])
-        vp = ctypes.c_void_p
-        _nvrtc.nvrtcGetErrorString.restype = ctypes.c_char_p
-        _nvrtc.nvrtcCreateProgram.argtypes = [ctypes.POINTER(vp), ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int,
-                                              vp, vp]
-        _nvrtc.nvrtcCompileProgram.argtypes = [vp, ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
-        _nvrtc.nvrtcGetProgramLogSize.argtypes = [vp, ctypes.POINTER(ctypes.c_size_t)]
-        _nvrtc.nvrtcGetProgramLog.argtypes = [vp, ctypes.c_char_p]
-        _nvrtc.nvrtcGetCUBINSize.argtypes = [vp, ctypes.POINTER(ctypes.c_size_t)]
-        _nvrtc.nvrtcGetCUBIN.argtypes = [vp, ctypes.c_char_p]
-        _nvrtc.nvrtcDestroyProgram.argtypes = [ctypes.POINTER(vp)]
-        _cuda.cuModuleLoadData.argtypes = [ctypes.POINTER(vp), ctypes.c_char_p]
-        _cuda.cuModuleGetFunction.argtypes = [ctypes.POINTER(vp), vp, ctypes.c_char_p]
-        _cuda.cuFuncSetAttribute.argtypes = [vp, ctypes.c_int, ctypes.c_int]
-        _cuda.cuFuncGetAttribute.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_int, vp]
-        _cuda.cuLaunchKernel.argtypes = [vp, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint,
-                                         ctypes.c_uint, ctypes.c_uint, vp, ctypes.POINTER(vp), vp]
-        _cuda.cuGetErrorString.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
-        _cuda.cuCtxGetCurrent.argtypes = [ctypes.POINTER(vp)]
-    return _nvrtc, _cuda
-
-
-def _nvrtc_check(rc, what):
-    if rc != 0:
-        raise RuntimeError("%s: NVRTC error %d (%s)" % (what, rc, _nvrtc.nvrtcGetErrorString(rc).decode()))
-
-
-def _cu_check(rc, what):
-    if rc != 0:
-        s = ctypes.c_char_p()
-        _cuda.cuGetErrorString(rc, ctypes.byref(s))
-        raise RuntimeError("%s: CUDA error %d (%s)" % (what, rc, (s.value or b"?").decode()))
+    """(maskc.cuda.NVRTC, maskc.cuda.Driver) of this process, loaded once."""
+    global _nvrtc, _drv
+    if _drv is None:
+        _drv = _cuda_mod.Driver()
+        _nvrtc = _cuda_mod.NVRTC()
+    return _nvrtc, _drv
 
 
 # --------------------------------------------------------------------------- ABI (from the manifest)
-ABI_VERSION = 2  # hipsrc.ABIVersion: the manifest schema this harness reads
-
-_CTYPES = {"int": ctypes.c_int, "long long": ctypes.c_longlong, "float": ctypes.c_float}
-
-
-def struct_type(spec):
-    """A ctypes.Structure for one of the manifest's abi.structs, checked
-    against its published offsets and size."""
-    fields = []
-    for f in spec["fields"]:
-        t = ctypes.c_void_p if f["c_type"].endswith("*") else _CTYPES[f["c_type"]]
-        for d in reversed(f.get("dims") or []):
-            t = t * d
-        fields.append((f["name"], t))
-    cls = type(spec["name"], (ctypes.Structure,), {"_fields_": fields})
-    for f in spec["fields"]:
-        if getattr(cls, f["name"]).offset != f["offset"]:
-            raise ValueError("%s.%s: ctypes offset %d, manifest %d" % (spec["name"], f["name"],
-                                                                       getattr(cls, f["name"]).offset, f["offset"]))
-    if ctypes.sizeof(cls) != spec["size"]:
-        raise ValueError("sizeof(%s): ctypes %d, manifest %d" % (spec["name"], ctypes.sizeof(cls), spec["size"]))
-    return cls
+ABI_VERSION = _abi.ABI_VERSION  # hipsrc.ABIVersion: the manifest schema this harness reads
 
 
 class ABI:
-    """The manifest's "abi" section: structs, entries, platforms."""
+    """The manifest's "abi" section, read by maskc.abi.Manifest: structs,
+    entries (forward and backward), platforms by name."""
 
     def __init__(self, abi):
         self.raw = abi
-        structs = {s["name"]: struct_type(s) for s in abi["structs"]}
-        self.Shape, self.Buffers = structs["MaskcShape"], structs["MaskcBuffers"]
-        self.entries = {e["name"]: e for e in abi["entries"]}
-        self.platforms = {p["name"]: p for p in abi["platforms"]}
-        self.block_m = abi["block_m"]
-        self.max_buffers = abi["max_buffers"]
+        self.man = _abi.Manifest({"version": ABI_VERSION, "abi": abi, "kernels": []})
+        self.Shape, self.Buffers = self.man.Shape, self.man.Buffers
+        self.entries = dict(self.man.entries, **self.man.bwd_entries)
+        self.platforms = {p.name: p for p in self.man.platforms}
+        self.block_m = self.man.block_m
+        self.max_buffers = self.man.max_buffers
         self.max_seq_len = abi["max_seq_len"]
 
     def grid(self, entry, sizes, block_n):
-        """The launch grid of an entry point: ceil(size / tile) per dimension."""
-        tiles = {"block_m": self.block_m, "block_n": block_n}
-        return tuple(-(-(sizes.get(d["size"], 1)) // tiles.get(d.get("tile", ""), 1)) for d in self.entries[entry]["grid"])
+        """The launch grid of a forward entry point."""
+        return self.entries[entry].grid_dims(dict({"HKV": 1}, **sizes), self.block_m, block_n)
+
+    def spec(self, entry):
+        """maskc.abi.KernelSpec of one manifest kernel entry (a dict)."""
+        return _abi.KernelSpec(entry, self.man)
 
 
 def load_manifest(directory):
@@ -137,8 +82,9 @@ def read(path):
 
 def device_platform():
     """The platform maskc's runtime builds for this GPU (Go's
-    hipsrc.ForDevice): the sm_90a warpgroup-MMA kernel on sm_90, mma.sync
-    elsewhere; MASKC_PLATFORM=nvidia asks for mma.sync on sm_90 too."""
+    hipsrc.ForDevice, maskc.abi.pick_platform): the sm_90a warpgroup-MMA
+    kernel on sm_90, mma.sync elsewhere; MASKC_PLATFORM=nvidia asks for
+    mma.sync on sm_90 too."""
     if os.environ.get("MASKC_PLATFORM") == "nvidia":
         return "nvidia"
     return "nvidia-sm90a" if torch.cuda.get_device_capability() == (9, 0) else "nvidia"
@@ -146,31 +92,13 @@ def device_platform():
 
 def compile_source(src, name="kernel", platform=None, abi=None):
     """NVRTC-compiles a full kernel source for this GPU as the manifest's
-    platform (default device_platform()) says: returns (cubin bytes, compile
-    log). Needs no CUDA context (thread-safe)."""
+    platform (default device_platform()) says, with ptxas's verbose report:
+    returns (cubin bytes, compile log). Needs no CUDA context (thread-safe)."""
     nvrtc, _ = libs()
     plat = abi.platforms[platform or device_platform()]
     major, minor = torch.cuda.get_device_capability()
-    arch = plat.get("arch") or "sm_%d%d" % (major, minor)
-    extra = [o.encode() for o in plat.get("compile_options") or []]
-    prog = ctypes.c_void_p()
-    _nvrtc_check(nvrtc.nvrtcCreateProgram(ctypes.byref(prog), src.encode(), (name + ".cu").encode(), 0, None, None),
-                 "nvrtcCreateProgram")
-    opts = [b"--gpu-architecture=" + arch.encode(), b"-std=c++17", b"--ptxas-options=--verbose", b"-lineinfo"] + extra
-    rc = nvrtc.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
-    n = ctypes.c_size_t()
-    nvrtc.nvrtcGetProgramLogSize(prog, ctypes.byref(n))
-    log = ctypes.create_string_buffer(n.value + 1)
-    nvrtc.nvrtcGetProgramLog(prog, log)
-    log = log.value.decode(errors="replace")
-    if rc != 0:
-        nvrtc.nvrtcDestroyProgram(ctypes.byref(prog))
-        raise RuntimeError("NVRTC compile of %s failed (%d):\n%s" % (name, rc, log[-6000:]))
-    _nvrtc_check(nvrtc.nvrtcGetCUBINSize(prog, ctypes.byref(n)), "nvrtcGetCUBINSize")
-    cubin = ctypes.create_string_buffer(n.value)
-    _nvrtc_check(nvrtc.nvrtcGetCUBIN(prog, cubin), "nvrtcGetCUBIN")
-    nvrtc.nvrtcDestroyProgram(ctypes.byref(prog))
-    return cubin.raw, log
+    opts = plat.nvrtc_options("sm_%d%d" % (major, minor), ["--ptxas-options=--verbose", "-lineinfo"])
+    return nvrtc.compile(src, name + ".cu", opts)
 
 
 class Kernel:
@@ -179,10 +107,13 @@ class Kernel:
     its launch geometry from the manifest entry for the chosen platform."""
 
     def __init__(self, src, entry, abi, name="kernel", compiled=None, platform=None):
-        _, cuda = libs()
+        _, drv = libs()
         torch.empty(1, device="cuda")  # make torch's primary context current on this thread
+        drv.ensure_context(torch.cuda.current_device())
         self.entry, self.abi, self.name = entry, abi, name
+        self.spec = abi.spec(entry)
         self.platform = platform or device_platform()
+        self.plat = abi.platforms[self.platform]
         launch = entry["launch"][self.platform]
         self.block_m, self.block_n = abi.block_m, launch["block_n"]
         self.threads, self.smem = launch["threads"], launch["shared_mem_bytes"]
@@ -191,30 +122,22 @@ class Kernel:
         mts = re.findall(r"#define MASKC_NV_MTILES (\d+)", src)  # for reports only
         self.mtiles = 1 if self.platform == "nvidia-sm90a" else (int(mts[-1]) if mts else None)
         self.cubin, self.log = compiled if compiled is not None else compile_source(src, name, self.platform, abi)
-        self.module = ctypes.c_void_p()
-        _cu_check(cuda.cuModuleLoadData(ctypes.byref(self.module), self.cubin), "cuModuleLoadData")
-        self.fwd = self._func(entry["entry"].encode())
-        self.flags_fn = self._func(entry["flags_entry"].encode()) if self.prepass else None
-        _cu_check(cuda.cuFuncSetAttribute(self.fwd, 8, self.smem), "cuFuncSetAttribute(max dynamic smem)")
-        self.regs = self._attr(self.fwd, 4)
-        self.local_bytes = self._attr(self.fwd, 3)
+        self.module = drv.load_module(self.cubin)
+        self.fwd = drv.function(self.module, entry["entry"])
+        self.flags_fn = drv.function(self.module, entry["flags_entry"]) if self.prepass else None
+        drv.set_max_dynamic_smem(self.fwd, self.smem)
+        self.regs = drv.attribute(self.fwd, _cuda_mod.ATTR_NUM_REGS)
+        self.local_bytes = drv.attribute(self.fwd, _cuda_mod.ATTR_LOCAL_SIZE_BYTES)
 
     def _func(self, name):
-        f = ctypes.c_void_p()
-        _cu_check(_cuda.cuModuleGetFunction(ctypes.byref(f), self.module, name), "cuModuleGetFunction")
-        return f
+        return libs()[1].function(self.module, name)
 
     def _attr(self, f, attr):
-        v = ctypes.c_int()
-        _cu_check(_cuda.cuFuncGetAttribute(ctypes.byref(v), attr, f), "cuFuncGetAttribute")
-        return v.value
+        return libs()[1].attribute(f, attr)
 
     @staticmethod
-    def _launch(f, grid, block, smem, args):
-        params = (ctypes.c_void_p * len(args))(*[ctypes.addressof(a) for a in args])
-        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
-        _cu_check(_cuda.cuLaunchKernel(f, grid[0], grid[1], grid[2], block, 1, 1, smem, stream, params, None),
-                  "cuLaunchKernel")
+    def _launch(f, grid, block, smem, args, what="cuLaunchKernel"):
+        libs()[1].launch(f, grid, (block, 1, 1), smem, torch.cuda.current_stream().cuda_stream, args, what)
 
     def prepare(self, q, k, v, o, lse, scale, buffers=(), sink=None):
         """Packs the launch of q, k, v, o as [B, H, S, D] views (any strides,
@@ -228,45 +151,37 @@ class Kernel:
         for t in (q, k, v, o):
             assert t.stride(3) == 1 and t.data_ptr() % 16 == 0 and all(s % 8 == 0 for s in t.stride()[:3])
         assert lse.shape == (B, H, Sq) and lse.is_contiguous() and lse.dtype == torch.float32
-        sh = self.abi.Shape()
-        sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv = B, H, HKV, Sq, Skv
-        for name, t in (("q_stride", q), ("k_stride", k), ("v_stride", v), ("o_stride", o)):
-            getattr(sh, name)[:] = t.stride()[:3]
-        sh.scale = scale
-        sh.sink = sink.data_ptr() if sink is not None else None
-        keep = [q, k, v, o, lse, sink]
-        sizes = {"B": B, "H": H, "Sq": Sq, "Skv": Skv}
-        fwd_grid = self.abi.grid(self.entry["entry"], sizes, self.block_n)
+        sizes = {"B": B, "H": H, "HKV": HKV, "Sq": Sq, "Skv": Skv}
+        man = self.abi.man
         flags = None
         if self.prepass:
-            flags_grid = self.abi.grid(self.entry["flags_entry"], sizes, self.block_n)
-            # hipsrc.TileFlags: FB * FH * QTiles * KVTiles bytes
-            fb = B if self.entry["mask_uses_b"] else 1
-            fh = H if self.entry["mask_uses_h"] else 1
-            nqt, nkt = -(-Sq // self.block_m), -(-Skv // self.block_n)
-            flags = torch.empty(max(1, fb * fh * nqt * nkt), dtype=torch.uint8, device=q.device)
-            sh.tile_flags = flags.data_ptr()
-        bufs = self.abi.Buffers()
+            flags = torch.empty(max(1, self.spec.flag_bytes(sizes, self.block_n)), dtype=torch.uint8, device=q.device)
         assert len(buffers) <= self.abi.max_buffers
-        for i, t in enumerate(buffers):
+        for t in buffers:
             assert t.is_contiguous() and t.dim() in (1, 2)
-            bufs.ptr[i] = t.data_ptr()
-            bufs.dim[i][0] = t.shape[0]
-            bufs.dim[i][1] = t.shape[1] if t.dim() == 2 else 1
-            keep.append(t)
-        fwd_args = [ctypes.c_void_p(q.data_ptr()), ctypes.c_void_p(k.data_ptr()), ctypes.c_void_p(v.data_ptr()),
-                    ctypes.c_void_p(o.data_ptr()), ctypes.c_void_p(lse.data_ptr()), sh, bufs]
-        flag_args = [sh, bufs, ctypes.c_void_p(flags.data_ptr() if flags is not None else 0)]
-        keep.append(flags)
+        strides = {n: t.stride()[:3] for n, t in (("q", q), ("k", k), ("v", v), ("o", o))}
+        sh, bufs = man.pack(self.spec, sizes, strides, scale, sink.data_ptr() if sink is not None else 0,
+                            flags.data_ptr() if flags is not None else 0,
+                            [(t.data_ptr(), list(t.shape)) for t in buffers])
+        keep = [q, k, v, o, lse, sink, flags] + list(buffers)
+        e = man.entries[self.entry["entry"]]
+        fwd_grid = e.grid_dims(sizes, self.block_m, self.block_n)
+        fwd_args = e.args(dict(Q=q.data_ptr(), K=k.data_ptr(), V=v.data_ptr(), O=o.data_ptr(), LSE=lse.data_ptr(),
+                               shape=sh, buf=bufs), man.structs)
+        if flags is not None:
+            fe = man.entries[self.entry["flags_entry"]]
+            flags_grid = fe.grid_dims(sizes, self.block_m, self.block_n)
+            flag_args = fe.args(dict(shape=sh, buf=bufs, flags=flags.data_ptr()), man.structs)
 
         def run(prepass=True):
             if Sq == 0:
                 return
             if flags is not None and prepass:
-                self._launch(self.flags_fn, flags_grid, self.threads, 0, flag_args)
-            self._launch(self.fwd, fwd_grid, self.threads, self.smem, fwd_args)
+                self._launch(self.flags_fn, flags_grid, self.threads, 0, flag_args, "maskc_tile_flags")
+            self._launch(self.fwd, fwd_grid, self.threads, self.smem, fwd_args, "maskc_attn_fwd")
         run.keep = keep
         run.flags = flags
+        run.shape, run.bufs = sh, bufs
         return run
 
 
@@ -439,52 +354,25 @@ def time_ms(fn, iters=20, warmup=3):
 
 
 # --------------------------------------------------------------------------- backward
-class MaskcBwdShape(ctypes.Structure):
-    """Mirror of struct MaskcBwdShape (hipsrc/attn_bwd.h)."""
-    _fields_ = [("B", ctypes.c_int), ("H", ctypes.c_int), ("HKV", ctypes.c_int), ("Sq", ctypes.c_int),
-                ("Skv", ctypes.c_int)] + [
-        (n, ctypes.c_longlong * 3) for n in ("q_stride", "k_stride", "v_stride", "o_stride", "do_stride",
-                                             "dq_stride", "dk_stride", "dv_stride")] + [
-        ("scale", ctypes.c_float), ("sink", ctypes.c_void_p), ("tile_flags", ctypes.c_void_p), ("lse", ctypes.c_void_p),
-        ("dlse", ctypes.c_void_p), ("delta", ctypes.c_void_p), ("dq_acc", ctypes.c_void_p), ("dsink", ctypes.c_void_p),
-        ("dbuf", ctypes.c_void_p * 8)]
-
-
-def bwd_config(src):
-    """The backward's tile shape read back from a backward source
-    (hipsrc/attn_bwd.h's #defines, mirrored by hipsrc.Bwd* in Go)."""
-    def num(name):
-        m = re.search(r"^#define %s (\d+)$" % name, src, re.M)
-        if not m:
-            raise ValueError("source lacks #define %s" % name)
-        return int(m.group(1))
-    lanes = re.search(r"^#define MASKC_BWD_PRE_ROWS \(MASKC_BWD_THREADS / (\d+)\)", src, re.M)
-    if not lanes:
-        raise ValueError("source lacks MASKC_BWD_PRE_ROWS")
-    return dict(block_m=num("MASKC_BWD_BLOCK_M"), block_n=num("MASKC_BWD_BLOCK_N"), warps=num("MASKC_BWD_WARPS"),
-                pre_lanes=int(lanes.group(1)))
-
-
 class BwdKernel(Kernel):
-    """A kernel compiled from a backward source (genkernels NAME.bwd.cu): the
-    forward's entry points plus hipsrc/attn_bwd.h's."""
+    """A kernel compiled from a backward source (NAME.bwd.cu / .bwd.hip): the
+    forward's entry points plus the manifest's bwd_entries, launched in the
+    order maskc.abi.Manifest.bwd_launches gives (the package's own)."""
 
     def __init__(self, src, entry, abi, name="kernel", compiled=None, platform=None):
         super().__init__(src, entry, abi, name, compiled, platform)
-        for e in ("maskc_attn_bwd_pre", "maskc_attn_bwd", "maskc_attn_bwd_dq", "maskc_attn_bwd_dq_convert",
-                  "maskc_attn_bwd_sink", "maskc_attn_bwd_buf_convert"):
-            setattr(self, e[len("maskc_attn_"):], self._func(e.encode()))
-        d = self.head_dim
-        bc = self.bwd_cfg = bwd_config(src)
-        self.bwd_threads = bc["warps"] * 32
-        # MASKC_BWD_SMEM_BYTES: K, V tiles, Q, dO tiles, P^T and dS^T, LSE and delta
-        bm, bn = bc["block_m"], bc["block_n"]
-        self.bwd_smem = 2 * (2 * bn * d + 2 * bm * d + 2 * bn * bm) + 8 * bm
-        for f in (self.bwd, self.bwd_dq):
-            _cu_check(_cuda.cuFuncSetAttribute(f, 8, self.bwd_smem), "cuFuncSetAttribute(max dynamic smem)")
-        self.bwd_regs = self._attr(self.bwd, 4)
-        self.bwd_local_bytes = self._attr(self.bwd, 3)
-        self.bwd_dq_regs = self._attr(self.bwd_dq, 4)
+        self.bwd_fns = {e: self._func(e) for e in self.spec.bwd_entries}
+        for e in self.spec.bwd_entries:
+            setattr(self, e[len("maskc_attn_"):], self.bwd_fns[e])
+        self.bwd_threads = self.plat.bwd_threads
+        self.bwd_smem = self.spec.bwd_shared_mem
+        drv = libs()[1]
+        for e in self.spec.bwd_entries:
+            if abi.man.bwd_entries[e].shared_mem:
+                drv.set_max_dynamic_smem(self.bwd_fns[e], self.bwd_smem)
+        self.bwd_regs = self._attr(self.bwd, _cuda_mod.ATTR_NUM_REGS)
+        self.bwd_local_bytes = self._attr(self.bwd, _cuda_mod.ATTR_LOCAL_SIZE_BYTES)
+        self.bwd_dq_regs = self._attr(self.bwd_dq, _cuda_mod.ATTR_NUM_REGS)
 
     def prepare_bwd(self, q, k, v, o, lse, do, dq, dk, dv, scale, buffers=(), grad_slots=(), sink=None,
                     dlse=None, flags=None, deterministic=False):
@@ -495,44 +383,30 @@ class BwdKernel(Kernel):
         HKV, Skv = k.shape[1], k.shape[2]
         for t in (q, k, v, o, do, dq, dk, dv):
             assert t.stride(3) == 1 and t.data_ptr() % 16 == 0 and all(s % 8 == 0 for s in t.stride()[:3])
-        sh = MaskcBwdShape()
-        sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv = B, H, HKV, Sq, Skv
-        for name, t in (("q_stride", q), ("k_stride", k), ("v_stride", v), ("o_stride", o), ("do_stride", do),
-                        ("dq_stride", dq), ("dk_stride", dk), ("dv_stride", dv)):
-            getattr(sh, name)[:] = t.stride()[:3]
-        sh.scale = scale
+        man = self.abi.man
         dev = q.device
+        sizes = {"B": B, "H": H, "HKV": HKV, "Sq": Sq, "Skv": Skv}
         delta = torch.empty(B, H, Sq, device=dev, dtype=torch.float32)
         dq_acc = None if deterministic else torch.empty(B, H, Sq, D, device=dev, dtype=torch.float32)
         dsink = torch.empty(H, device=dev, dtype=torch.float32) if sink is not None else None
-        sh.sink = sink.data_ptr() if sink is not None else None
-        sh.tile_flags = flags.data_ptr() if flags is not None else None
-        sh.lse = lse.data_ptr()
-        sh.dlse = dlse.data_ptr() if dlse is not None else None
-        sh.delta = delta.data_ptr()
-        sh.dq_acc = dq_acc.data_ptr() if dq_acc is not None else None
-        sh.dsink = dsink.data_ptr() if dsink is not None else None
-        bufs = self.abi.Buffers()
-        for i, t in enumerate(buffers):
-            bufs.ptr[i] = t.data_ptr()
-            bufs.dim[i][0] = t.shape[0]
-            bufs.dim[i][1] = t.shape[1] if t.dim() == 2 else 1
         accs, dbufs = {}, {}
         for s in grad_slots:
             accs[s] = torch.empty(buffers[s].numel(), device=dev, dtype=torch.int64)
             dbufs[s] = torch.empty(buffers[s].shape, device=dev, dtype=torch.float32)
-            sh.dbuf[s] = accs[s].data_ptr()
-        P = ctypes.c_void_p
-        T = self.bwd_threads
-        BM, BN = self.bwd_cfg["block_m"], self.bwd_cfg["block_n"]
-        pre_rows = T // self.bwd_cfg["pre_lanes"]
-        pre_args = [P(o.data_ptr()), P(do.data_ptr()), sh]
-        main_args = [P(q.data_ptr()), P(k.data_ptr()), P(v.data_ptr()), P(do.data_ptr()), P(dk.data_ptr()),
-                     P(dv.data_ptr()), sh, bufs]
-        dq_args = [P(q.data_ptr()), P(k.data_ptr()), P(v.data_ptr()), P(do.data_ptr()), P(dq.data_ptr()), sh, bufs]
-        conv_args = [P(dq.data_ptr()), sh]
-        buf_args = {s: [P(accs[s].data_ptr()), P(dbufs[s].data_ptr()), ctypes.c_longlong(accs[s].numel())]
-                    for s in accs}
+        ptr = lambda t: t.data_ptr() if t is not None else 0
+        strides = {n: t.stride()[:3] for n, t in (("q", q), ("k", k), ("v", v), ("o", o), ("do", do), ("dq", dq),
+                                                   ("dk", dk), ("dv", dv))}
+        sh = man.pack_bwd(sizes, strides, scale, dict(sink=ptr(sink), tile_flags=ptr(flags), lse=ptr(lse),
+                                                        dlse=ptr(dlse), delta=ptr(delta), dq_acc=ptr(dq_acc),
+                                                        dsink=ptr(dsink)),
+                          {s: a.data_ptr() for s, a in accs.items()})
+        _, bufs = man.pack(self.spec, sizes, {n: (0, 0, 0) for n in "qkvo"}, scale, 0, 0,
+                           [(t.data_ptr(), list(t.shape)) for t in buffers])
+        launches = man.bwd_launches(self.spec, self.plat, sizes,
+                                    dict(O=o.data_ptr(), dO=do.data_ptr(), Q=q.data_ptr(), K=k.data_ptr(),
+                                         V=v.data_ptr(), dQ=dq.data_ptr(), dK=dk.data_ptr(), dV=dv.data_ptr()),
+                                    sh, bufs, deterministic, dsink is not None,
+                                    {s: (accs[s].data_ptr(), dbufs[s].data_ptr(), accs[s].numel()) for s in accs})
         keep = [q, k, v, o, lse, do, dq, dk, dv, sink, dlse, flags, delta, dq_acc, dsink, accs, dbufs, list(buffers)]
 
         def run():
@@ -542,16 +416,8 @@ class BwdKernel(Kernel):
                 return dbufs, dsink
             for a in accs.values():
                 a.zero_()
-            self._launch(self.bwd_pre, ((Sq + pre_rows - 1) // pre_rows, H, B), T, 0, pre_args)
-            self._launch(self.bwd, ((Skv + BN - 1) // BN, HKV, B), T, self.bwd_smem, main_args)
-            if deterministic:
-                self._launch(self.bwd_dq, ((Sq + BM - 1) // BM, H, B), T, self.bwd_smem, dq_args)
-            else:
-                self._launch(self.bwd_dq_convert, ((Sq + pre_rows - 1) // pre_rows, H, B), T, 0, conv_args)
-            if dsink is not None:
-                self._launch(self.bwd_sink, (H, 1, 1), T, 0, [sh])
-            for s, a in buf_args.items():
-                self._launch(self.bwd_buf_convert, ((accs[s].numel() + T - 1) // T, 1, 1), T, 0, a)
+            for name, grid, threads, smem, args in launches:
+                self._launch(self.bwd_fns[name], grid, threads, smem, args, name)
             return dbufs, dsink
         run.keep = keep
         run.dsink, run.dbufs = dsink, dbufs
