@@ -25,12 +25,14 @@ import json
 import math
 import os
 import re
+import sys
 import time
 
 import torch
 from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
-import maskc_gpu as mg
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
+from maskc import harness as mg  # noqa: E402  (the package's launcher: python/maskc)
 
 B, H, S, D = 2, 16, 8192, 128
 
