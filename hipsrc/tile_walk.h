@@ -7,13 +7,12 @@
 // codegen/sparsity.go).
 //
 // Interface:
-//   MaskcTileWalk           sorted, disjoint key-tile intervals of one q tile.
+//   MaskcTileWalk           the key-tile intervals of one q tile.
 //   maskc_walk_build(w, ...)  the walk of the rows [q_lo, q_hi) of (b, h).
 //   maskc_q_walk_build(w, ...) the backward's column walk: the q tiles of
 //                           block_m rows that can see keys [kv_lo, kv_hi)
 //                           (maskc_q_intervals, one interval per disjunct).
-//   w.next(t)               the first visited tile >= t (w.end() when none);
-//                           calls must come with non-decreasing t.
+//   w.next(t)               the first visited tile >= t (w.end() when none).
 //   w.begin(), w.end()      the first visited tile and one past the last.
 //   maskc_q_tile_order(...) the (q tile, h, b) a block of the forward grid
 //                           runs: the longest rows of causal-like masks first,
@@ -21,57 +20,44 @@
 #ifndef MASKC_TILE_WALK_H
 #define MASKC_TILE_WALK_H
 
-// At most this many tile intervals (maskc_kv_interval_count, one per disjunct).
+// At most N tile intervals (maskc_kv_interval_count, one per disjunct), in
+// any order and possibly overlapping: every loop runs over the constant N
+// with constant indices, so that the walk stays in registers (no scratch
+// memory, which the CDNA resource test forbids).
 template <int N>
 struct MaskcTileWalk {
-  int n;      // intervals in use
-  int cur;    // interval of the last tile next() returned
-  int lo[N];  // tile intervals [lo[i], hi[i]), sorted, disjoint, non-empty
+  int lo[N];  // tile intervals [lo[i], hi[i]); empty when lo[i] >= hi[i]
   int hi[N];
+  int last;   // one past the last visited tile (0: none)
 
-  __device__ __forceinline__ int begin() const { return n > 0 ? lo[0] : 0; }
-  __device__ __forceinline__ int end() const { return n > 0 ? hi[n - 1] : 0; }
-  __device__ __forceinline__ int next(int t) {
-    if (N == 1) return n > 0 && t < hi[0] ? t : end();  // one interval: no search
-    while (cur < n && hi[cur] <= t) ++cur;
-    if (cur >= n) return end();
-    return t > lo[cur] ? t : lo[cur];
+  __device__ __forceinline__ int end() const { return last; }
+  // The first tile >= t inside some interval, end() when none.
+  __device__ __forceinline__ int next(int t) const {
+    int best = last;
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      const int c = t > lo[i] ? t : lo[i];
+      if (c < hi[i] && c < best) best = c;
+    }
+    return best;
   }
+  __device__ __forceinline__ int begin() const { return next(0); }
 };
 
 // Tile intervals of the kv intervals [lo[i], hi[i]) clamped to [0, kv_len),
-// in tiles of block_n keys: sorted by start, empty ones dropped, and
-// overlapping or touching ones merged.
+// in tiles of block_n keys.
 template <int N>
 __device__ __forceinline__ void maskc_walk_from(MaskcTileWalk<N>& w, const long long* lo, const long long* hi,
                                                 int kv_len, int block_n) {
-  w.n = 0;
-  w.cur = 0;
+  w.last = 0;
 #pragma unroll
   for (int i = 0; i < N; ++i) {
     const long long a = lo[i] < 0 ? 0 : lo[i], b = hi[i] > kv_len ? kv_len : hi[i];
-    if (a >= b) continue;
-    const int ta = (int)(a / block_n), tb = (int)((b + block_n - 1) / block_n);
-    int j = w.n++;
-    while (j > 0 && w.lo[j - 1] > ta) {  // insertion sort by start
-      w.lo[j] = w.lo[j - 1];
-      w.hi[j] = w.hi[j - 1];
-      --j;
-    }
-    w.lo[j] = ta;
-    w.hi[j] = tb;
+    const bool some = a < b;
+    w.lo[i] = some ? (int)(a / block_n) : 0;
+    w.hi[i] = some ? (int)((b + block_n - 1) / block_n) : 0;
+    w.last = w.hi[i] > w.last ? w.hi[i] : w.last;
   }
-  int m = 0;
-  for (int i = 0; i < w.n; ++i) {
-    if (m > 0 && w.lo[i] <= w.hi[m - 1]) {
-      w.hi[m - 1] = w.hi[m - 1] > w.hi[i] ? w.hi[m - 1] : w.hi[i];
-    } else {
-      w.lo[m] = w.lo[i];
-      w.hi[m] = w.hi[i];
-      ++m;
-    }
-  }
-  w.n = m;
 }
 
 // The walk of the query rows [q_lo, q_hi) of (b, h): the key tiles that
