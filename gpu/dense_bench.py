@@ -33,6 +33,7 @@ import argparse
 import ctypes
 import json
 import math
+import os
 import re
 import sys
 import time
@@ -40,7 +41,8 @@ import time
 import torch
 import torch.nn.functional as F
 
-import maskc_gpu as mg
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
+from maskc import harness as mg  # noqa: E402  (the package's launcher: python/maskc)
 
 PLATFORM = "nvidia-sm90a"
 VARIANTS = {
@@ -89,10 +91,10 @@ class WSKernel(mg.Kernel):
         super().__init__(src, entry, abi, name, compiled=compiled, platform=PLATFORM)
         self.flag_threads = self.threads
         self.threads, self.smem = WS_THREADS, ws_smem(d, stages, bn)
-        mg._cu_check(mg._cuda.cuFuncSetAttribute(self.fwd, 8, self.smem), "cuFuncSetAttribute(max dynamic smem)")
+        mg.libs()[1].set_max_dynamic_smem(self.fwd, self.smem)
 
-    def _launch(self, f, grid, block, smem, args):
-        mg.Kernel._launch(f, grid, self.flag_threads if f is self.flags_fn else block, smem, args)
+    def _launch(self, f, grid, block, smem, args, what="cuLaunchKernel"):
+        mg.Kernel._launch(f, grid, self.flag_threads if f is self.flags_fn else block, smem, args, what)
 
 
 def build(abi, case, src, d, variant, ex):

@@ -7,7 +7,7 @@
 // codegen/sparsity.go).
 //
 // Interface:
-//   MaskcTileWalk           the key-tile intervals of one q tile.
+//   MaskcTileWalk           sorted, disjoint key-tile intervals of one q tile.
 //   maskc_walk_build(w, ...)  the walk of the rows [q_lo, q_hi) of (b, h).
 //   maskc_q_walk_build(w, ...) the backward's column walk: the q tiles of
 //                           block_m rows that can see keys [kv_lo, kv_hi)
@@ -20,44 +20,80 @@
 #ifndef MASKC_TILE_WALK_H
 #define MASKC_TILE_WALK_H
 
-// At most N tile intervals (maskc_kv_interval_count, one per disjunct), in
-// any order and possibly overlapping: every loop runs over the constant N
-// with constant indices, so that the walk stays in registers (no scratch
-// memory, which the CDNA resource test forbids).
+// At most this many tile intervals (maskc_kv_interval_count, one per disjunct).
+// Every array is indexed by compile-time constants only (unrolled loops,
+// merged intervals switched off in a bit mask rather than compacted), so the
+// walk lives in registers: a runtime index would put it in scratch memory
+// on AMD (codegen's TestHipccMFMA holds every kernel to zero scratch) and in
+// local memory on NVIDIA.
 template <int N>
 struct MaskcTileWalk {
-  int lo[N];  // tile intervals [lo[i], hi[i]); empty when lo[i] >= hi[i]
-  int hi[N];
-  int last;   // one past the last visited tile (0: none)
+  static_assert(N >= 1 && N <= 32, "one bit of live per interval");
+  unsigned live;  // bit i: interval i is in the walk
+  int first;      // the first visited tile (0 when none)
+  int last;       // one past the last visited tile (0 when none)
+  int lo[N];      // tile intervals [lo[i], hi[i]); the live ones sorted,
+  int hi[N];      // disjoint and non-empty
 
+  __device__ __forceinline__ int begin() const { return first; }
   __device__ __forceinline__ int end() const { return last; }
-  // The first tile >= t inside some interval, end() when none.
+  // The first visited tile >= t, or end() when none.
   __device__ __forceinline__ int next(int t) const {
-    int best = last;
+    int r = last;
 #pragma unroll
-    for (int i = 0; i < N; ++i) {
-      const int c = t > lo[i] ? t : lo[i];
-      if (c < hi[i] && c < best) best = c;
-    }
-    return best;
+    for (int i = N - 1; i >= 0; --i)  // the earliest live interval ending after t wins
+      if (((live >> i) & 1u) && hi[i] > t) r = t > lo[i] ? t : lo[i];
+    return r;
   }
-  __device__ __forceinline__ int begin() const { return next(0); }
 };
 
 // Tile intervals of the kv intervals [lo[i], hi[i]) clamped to [0, kv_len),
-// in tiles of block_n keys.
+// in tiles of block_n keys: empty ones dropped, the rest sorted by start
+// (an odd-even transposition network) and overlapping or touching ones
+// merged into the later one of each pair.
 template <int N>
 __device__ __forceinline__ void maskc_walk_from(MaskcTileWalk<N>& w, const long long* lo, const long long* hi,
                                                 int kv_len, int block_n) {
-  w.last = 0;
+  constexpr int kEmpty = 0x7fffffff;  // sorts after every real start
 #pragma unroll
   for (int i = 0; i < N; ++i) {
     const long long a = lo[i] < 0 ? 0 : lo[i], b = hi[i] > kv_len ? kv_len : hi[i];
-    const bool some = a < b;
-    w.lo[i] = some ? (int)(a / block_n) : 0;
-    w.hi[i] = some ? (int)((b + block_n - 1) / block_n) : 0;
-    w.last = w.hi[i] > w.last ? w.hi[i] : w.last;
+    const bool empty = a >= b;
+    w.lo[i] = empty ? kEmpty : (int)(a / block_n);
+    w.hi[i] = empty ? kEmpty : (int)((b + block_n - 1) / block_n);
   }
+#pragma unroll
+  for (int round = 0; round < N; ++round) {
+#pragma unroll
+    for (int i = round & 1; i + 1 < N; i += 2) {
+      const bool swap = w.lo[i] > w.lo[i + 1];
+      const int la = w.lo[i], ha = w.hi[i], lb = w.lo[i + 1], hb = w.hi[i + 1];
+      w.lo[i] = swap ? lb : la;
+      w.hi[i] = swap ? hb : ha;
+      w.lo[i + 1] = swap ? la : lb;
+      w.hi[i + 1] = swap ? ha : hb;
+    }
+  }
+  w.live = 0;
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    if (w.lo[i] != kEmpty) w.live |= 1u << i;
+#pragma unroll
+  for (int i = 1; i < N; ++i) {
+    if (((w.live >> i) & 1u) && ((w.live >> (i - 1)) & 1u) && w.lo[i] <= w.hi[i - 1]) {
+      w.lo[i] = w.lo[i - 1];
+      w.hi[i] = w.hi[i] > w.hi[i - 1] ? w.hi[i] : w.hi[i - 1];
+      w.live &= ~(1u << (i - 1));
+    }
+  }
+  w.first = 0;
+  w.last = 0;
+#pragma unroll
+  for (int i = N - 1; i >= 0; --i)
+    if ((w.live >> i) & 1u) w.first = w.lo[i];
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    if ((w.live >> i) & 1u) w.last = w.hi[i];
 }
 
 // The walk of the query rows [q_lo, q_hi) of (b, h): the key tiles that

@@ -457,7 +457,8 @@ def main():
     with open("/tmp/maskc_odd.flex", "w") as fh:
         fh.write(ODD_FLEX)
     t0 = time.time()
-    paths = sorted({os.path.join(EX, c[1]) if c[1] else "/tmp/maskc_odd.flex" for c in CASES})
+    wanted = [c for c in CASES if not a.cases or c[0] in a.cases.split(",")]
+    paths = sorted({os.path.join(EX, c[1]) if c[1] else "/tmp/maskc_odd.flex" for c in wanted})
     for p in paths:
         cache[p] = mt.load(p)
     t1 = time.time()

@@ -346,6 +346,8 @@ class Manifest:
         if not spec.bwd_source:
             raise MaskcError("kernel %s has no backward in this manifest" % spec.name)
         tiles = self.bwd_tiles(platform)
+        if spec.bwd_block_m and spec.bwd_block_n:  # the kernel's own tiles, where its entry states them
+            tiles.update(bwd_block_m=spec.bwd_block_m, bwd_block_n=spec.bwd_block_n)
         out = []
         for name in spec.bwd_entries:
             e = self.bwd_entries[name]
