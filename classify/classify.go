@@ -8,6 +8,7 @@ import (
 	"github.com/maskc/maskc/check"
 	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/format"
+	"github.com/maskc/maskc/normal"
 )
 
 // Options configure Classify.
@@ -442,7 +443,7 @@ func boundText(bd band) string {
 func matchMask(f *Form) maskMatch {
 	switch {
 	case f.TooComplex:
-		return maskMatch{reason: fmt.Sprintf("the mask is too complex to decide symbolically (its normal form exceeds %d terms)", maxTerms)}
+		return maskMatch{reason: fmt.Sprintf("the mask is too complex to decide symbolically (its normal form exceeds %d terms)", normal.MaxTerms)}
 	case f.IsFalse():
 		return maskMatch{reason: "the mask is never true"}
 	case f.IsTrue():
@@ -484,6 +485,9 @@ func matchMask(f *Form) maskMatch {
 			}
 			m.band = band{lo: bd.Lo, hi: bd.Hi, hasLo: bd.HasLo, hasHi: bd.HasHi, bottomRight: bd.Dir == dirBottomRight}
 		default:
+			if bd.Dir.UsesExtras() {
+				return maskMatch{reason: "`" + bd.String() + "` is a block or strided condition (from // or %): no Turbo kernel computes it"}
+			}
 			return maskMatch{reason: "`" + bd.String() + "` does not bound q - kv: Turbo windows bound only the distance q - kv"}
 		}
 	}
@@ -521,7 +525,7 @@ func matchMask(f *Form) maskMatch {
 func firstUse(f *Form, v dsl.Var, skipSegments bool) string {
 	for _, t := range f.Terms {
 		for _, bd := range t.Bounds {
-			if bd.Dir.Uses(v) {
+			if bd.Uses(v) {
 				return bd.String()
 			}
 		}
@@ -543,7 +547,7 @@ func firstUse(f *Form, v dsl.Var, skipSegments bool) string {
 // and a term bounding kv alone.
 func isPrefixLM(f *Form) bool {
 	var causal, prefix bool
-	kvOnly := varLinear(dsl.VarKV)
+	kvOnly := normal.Var(dsl.VarKV)
 	for _, t := range f.Terms {
 		if len(t.Atoms) == 0 && len(t.Bounds) == 1 {
 			bd := t.Bounds[0]

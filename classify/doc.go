@@ -6,11 +6,12 @@
 //
 // The decision is symbolic, never sampled:
 //
-//   - Canon rewrites a lowered mask into a canonical Form, a disjunction of
-//     conjunctions of integer bounds on linear forms (`0 <= q - kv <= 1023`),
-//     document equalities (`doc[q] == doc[kv]`) and opaque atoms. Every
-//     spelling of causal, a window, a band or a document mask reaches the
-//     same Form.
+//   - Canon (package normal) rewrites a lowered mask into a canonical Form,
+//     a disjunction of conjunctions of integer bounds on linear forms
+//     (`0 <= q - kv <= 1023`, also over floor quotients and symbols free of
+//     q and kv), document equalities (`doc[q] == doc[kv]`) and opaque
+//     atoms. Every spelling of causal, a window, a band or a document mask,
+//     `//` and `%` spellings included, reaches the same Form.
 //   - The patterns of turbo-contract.md (full, causal,
 //     sliding_window_causal, sliding_window, document, document_causal,
 //     document_windowed; ALiBi, softcap and scale scores) are read off the

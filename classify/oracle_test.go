@@ -10,6 +10,7 @@ import (
 	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/eval"
 	"github.com/maskc/maskc/format"
+	"github.com/maskc/maskc/normal/normaltest"
 	"github.com/maskc/maskc/parser"
 )
 
@@ -142,135 +143,6 @@ func compileSrc(t testing.TB, name, src string, target *Profile) (*check.Program
 	return p, plan, cd
 }
 
-// fillBuffers makes random contents for every buffer of p at these sizes:
-// segments buffers get non-decreasing ids (runs of 1..maxRun), other int
-// buffers small ids, float buffers values in [0.05, 1), bool buffers coins.
-func fillBuffers(p *check.Program, e *eval.Env, rng *rand.Rand, maxRun int) {
-	sizes := map[dsl.Var]int64{dsl.SizeB: e.B, dsl.SizeH: e.H, dsl.SizeHKV: e.HKV, dsl.SizeQ: e.Q, dsl.SizeKV: e.KV}
-	e.Buffers = map[string]*eval.Tensor{}
-	for _, b := range p.Buffers {
-		dims := make([]int, len(b.Dims))
-		for i, d := range b.Dims {
-			dims[i] = int(d.Eval(sizes))
-		}
-		t := eval.NewTensor(dims...)
-		switch {
-		case b.Segments:
-			row := dims[len(dims)-1]
-			for r := 0; r < len(t.Data)/max(row, 1); r++ {
-				id, left := int64(0), 1+rng.Intn(maxRun)
-				for u := 0; u < row; u++ {
-					if left == 0 {
-						id, left = id+1+int64(rng.Intn(2)), 1+rng.Intn(maxRun)
-					}
-					t.Data[r*row+u] = float64(id)
-					left--
-				}
-			}
-		case b.ElemType() == dsl.TypeInt:
-			for i := range t.Data {
-				t.Data[i] = float64(rng.Intn(3))
-			}
-		case b.ElemType() == dsl.TypeBool:
-			for i := range t.Data {
-				t.Data[i] = float64(rng.Intn(2))
-			}
-		default:
-			for i := range t.Data {
-				t.Data[i] = 0.05 + 0.95*rng.Float64()
-			}
-		}
-		e.Buffers[b.Name] = t
-	}
-}
-
-// formEval evaluates a canonical form at a point, independently of Canon:
-// bounds by arithmetic, segment atoms by reading the buffer, opaque atoms
-// with the reference evaluator. ok is false when an atom cannot be
-// evaluated at this point (an out-of-range read, a division by zero).
-type formEval struct {
-	form   *Form
-	opaque map[*Atom]*eval.Bound
-}
-
-func newFormEval(t *testing.T, f *Form, l *dsl.Lowered, e *eval.Env) *formEval {
-	t.Helper()
-	fe := &formEval{form: f, opaque: map[*Atom]*eval.Bound{}}
-	for _, term := range f.Terms {
-		for _, a := range term.Atoms {
-			if a.Kind != AtomOpaque {
-				continue
-			}
-			expr := a.Expr
-			types := l.Types
-			if l.TypeOf(expr) == dsl.TypeInt {
-				zero := &dsl.IntLit{Sp: dsl.NoSpan, Raw: "0"}
-				cmp := &dsl.CompareExpr{Sp: expr.Span(), Operands: []dsl.Expr{expr, zero}, Ops: []dsl.Op{dsl.OpNE}}
-				types = map[dsl.Expr]dsl.Type{zero: dsl.TypeInt, cmp: dsl.TypeBool}
-				for k, v := range l.Types {
-					types[k] = v
-				}
-				expr = cmp
-			}
-			fn, err := eval.Compile(&dsl.Lowered{Kind: dsl.MaskMod, Name: a.Text, Expr: expr, Types: types, Buffers: l.Buffers})
-			if err != nil {
-				t.Fatalf("compile atom %s: %v", a.Text, err)
-			}
-			bd, err := fn.Bind(e)
-			if err != nil {
-				t.Fatalf("bind atom %s: %v", a.Text, err)
-			}
-			fe.opaque[a] = bd
-		}
-	}
-	return fe
-}
-
-func (fe *formEval) at(e *eval.Env, b, h, q, kv int64) (value, ok bool) {
-	vals := [numVars]int64{b, h, q, kv, 0, e.B, e.H, e.HKV, e.Q, e.KV}
-	for _, term := range fe.form.Terms {
-		holds := true
-		for _, bd := range term.Bounds {
-			var x int64
-			for v, c := range bd.Dir.Coef {
-				x += c * vals[v]
-			}
-			if !bd.Contains(x) {
-				holds = false
-			}
-		}
-		for _, a := range term.Atoms {
-			var v bool
-			switch a.Kind {
-			case AtomSegment:
-				buf := e.Buffers[a.Buffer.Name.Name]
-				n := int64(buf.Dims[len(buf.Dims)-1])
-				if q >= n || kv >= n {
-					return false, false
-				}
-				if a.Batch {
-					v = buf.At(int(b), int(q)) == buf.At(int(b), int(kv))
-				} else {
-					v = buf.At(int(q)) == buf.At(int(kv))
-				}
-			case AtomOpaque:
-				r, err := fe.opaque[a].Mask(b, h, q, kv)
-				if err != nil {
-					return false, false
-				}
-				v = r
-			}
-			if v == a.Neg {
-				holds = false
-			}
-		}
-		if holds {
-			return true, true
-		}
-	}
-	return false, true
-}
-
 // checker compares one program's plan and diagnostics with the evaluator.
 type oracle struct {
 	t       *testing.T
@@ -308,7 +180,7 @@ func (o *oracle) diagFor(a *check.Attention, code dsl.Code) *dsl.Diagnostic {
 // every (b, h, q, kv).
 func (o *oracle) verifyShape(B, H, Q, KV int64) {
 	e := &eval.Env{B: B, H: H, HKV: H, Q: Q, KV: KV}
-	fillBuffers(o.prog, e, o.rng, o.maxRun)
+	normaltest.FillBuffers(o.prog, e, o.rng, o.maxRun)
 	for i, a := range o.prog.Attentions {
 		d := o.plan.Attentions[i]
 		var mask *eval.Bound
@@ -321,9 +193,9 @@ func (o *oracle) verifyShape(B, H, Q, KV int64) {
 				o.t.Fatalf("%s: %v", a.Name, err)
 			}
 		}
-		var fe *formEval
+		var fe *normaltest.FormEval
 		if !d.Form.TooComplex && (o.formLimit == 0 || (Q <= o.formLimit && KV <= o.formLimit)) {
-			fe = newFormEval(o.t, d.Form, a.Mask, e)
+			fe = normaltest.NewFormEval(o.t, d.Form, a.Mask, e)
 		}
 		var k *kernel
 		if d.Pattern != PatternGenerated && preconditionsHold(o.t, d, e) {
@@ -353,7 +225,7 @@ func (o *oracle) verifyShape(B, H, Q, KV int64) {
 							want = v
 						}
 						if fe != nil {
-							if got, ok := fe.at(e, b, h, q, kv); ok {
+							if got, ok := fe.At(e, b, h, q, kv); ok {
 								o.checked["form"]++
 								if got != want {
 									o.failf("%s: canonical form %q = %v, evaluator %v at B=%d H=%d Q=%d KV=%d (b=%d h=%d q=%d kv=%d)\n%s",

@@ -7,6 +7,7 @@ import (
 	"github.com/maskc/maskc/check"
 	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/format"
+	"github.com/maskc/maskc/normal"
 )
 
 // maxMonomials bounds the polynomial expansion of a score mod.
@@ -78,7 +79,7 @@ func (s *scorer) softcap(e dsl.Expr) (float64, bool) {
 			continue
 		}
 		call, ok := dsl.Unparen(pair[1]).(*dsl.CallExpr)
-		if !ok || callName(call) != "tanh" || len(call.Args) != 1 {
+		if !ok || normal.CallName(call) != "tanh" || len(call.Args) != 1 {
 			continue
 		}
 		div, ok := dsl.Unparen(call.Args[0]).(*dsl.BinaryExpr)
@@ -233,16 +234,14 @@ func (s *scorer) poly(e dsl.Expr) (poly, bool) {
 			}
 		}
 	case *dsl.CallExpr:
-		if callName(x) == "abs" && len(x.Args) == 1 {
-			c := &canonizer{lowered: s.lowered}
-			ps, ok := c.pieces(x.Args[0])
-			if !ok || len(ps) != 1 || !alwaysTrue(ps[0].cond) || ps[0].val.K != 0 {
+		if normal.CallName(x) == "abs" && len(x.Args) == 1 {
+			v, ok := normal.LinearOf(s.lowered, x.Args[0])
+			if !ok || v.K != 0 {
 				return nil, false
 			}
-			v := ps[0].val
 			for _, k := range v.Coef {
 				if k < 0 {
-					v, _ = v.scale(-1)
+					v, _ = v.Scale(-1)
 				}
 				if k != 0 {
 					break

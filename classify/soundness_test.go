@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/maskc/maskc/eval"
+	"github.com/maskc/maskc/normal/normaltest"
 )
 
 // soundnessHeader declares what the soundness cases use.
@@ -92,6 +93,23 @@ var soundnessCases = []soundnessCase{
 	{"alibi_setting", "causal = true; alibi = slopes", PatternCausal, map[string]any{"alibi_slopes": "slopes"}, nil},
 	{"scale", "mask = cm; score = twice; head_dim = 64", PatternCausal, map[string]any{"softmax_scale": 0.25}, sqEqSkv},
 	{"sink", "mask = cm; sink = sinks", PatternCausal, map[string]any{"sink": "sinks"}, sqEqSkv},
+	// Spellings with // and % by a constant, whose quotient or remainder the
+	// normal form reduces to bounds on q - kv.
+	{"swc_floordiv", "mask = (q - kv) // 4 == 0", PatternSWCausal, windowKw(true, 3, 0), sqEqSkv},
+	{"swc_floordiv_w", "mask = (q - kv) // (W + 1) == 0", PatternSWCausal, windowKw(true, 1023, 0), sqEqSkv},
+	{"swc_floordiv_lt", "mask = q >= kv and (q - kv) // 3 < 1", PatternSWCausal, windowKw(true, 2, 0), sqEqSkv},
+	{"swc_mod_eq", "mask = (q - kv) % 5 == q - kv", PatternSWCausal, windowKw(true, 4, 0), sqEqSkv},
+	{"swc_mod_big", "mask = (q - kv) % 1024 == q - kv", PatternSWCausal, windowKw(true, 1023, 0), sqEqSkv},
+	{"causal_floordiv", "mask = (q - kv) // 7 >= 0", PatternCausal, causalKw, sqEqSkv},
+	{"causal_scaled_div", "mask = (2 * q - 2 * kv) // 2 >= 0", PatternCausal, causalKw, sqEqSkv},
+	{"causal_div_br", "mask = (q - kv + KV - Q) // 64 >= 0", PatternCausal, causalKw, nil},
+	{"band_floordiv", "mask = (q - kv + 2) // 5 == 0", PatternSW, windowKw(false, 2, 2), sqEqSkv},
+	{"band_abs_div", "mask = abs(q - kv) // 3 == 0", PatternSW, windowKw(false, 2, 2), sqEqSkv},
+	{"band_neg_div", "mask = (kv - q) // -4 == 0", PatternSWCausal, windowKw(true, 3, 0), sqEqSkv},
+	{"doc_floordiv", "mask = doc[q] == doc[kv] and (q - kv) // 2 == 0", PatternDocWindow, windowKw(true, 1, 0), sqEqSkv},
+	{"gen_block_causal", "mask = kv // 4 <= q // 4", PatternGenerated, nil, nil},
+	{"gen_block_diag", "mask = q // 3 == kv // 3", PatternGenerated, nil, nil},
+	{"gen_stride", "mask = q >= kv and (q - kv) % 3 == 0", PatternGenerated, nil, nil},
 	{"gen_prefix", "mask = kv < 5 or q >= kv", PatternGenerated, nil, nil},
 	{"gen_head", "mask = q >= kv and h < 1", PatternGenerated, nil, nil},
 	{"gen_ids", "mask = ids[q] == ids[kv]", PatternGenerated, nil, nil},
@@ -202,7 +220,7 @@ func TestSoundnessLong(t *testing.T) {
 			L = 1 << 20
 		}
 		e := &eval.Env{B: 2, H: 2, HKV: 2, Q: L, KV: L}
-		fillBuffers(p, e, rng, 4096)
+		normaltest.FillBuffers(p, e, rng, 4096)
 		for i, a := range p.Attentions {
 			d := plan.Attentions[i]
 			if d.Pattern == PatternGenerated || a.Mask == nil {

@@ -8,6 +8,14 @@ import (
 // block-sparsity code understands. The DNF is exactly equivalent to the
 // mask: atoms it cannot interpret are kept as opaque literals, which only
 // make the derived bounds looser, never wrong.
+//
+// It is the second normal form issue 11 retires: package normal's Form
+// (what classify reads) carries the same facts and more (floor quotients
+// and remainders by constants as exact extra variables, q/kv-free symbols,
+// simplification), and Form.Interval gives each disjunct's kv (or q)
+// interval with block-index sides in closed form and an exactness flag.
+// The sparsity plan (sparsityplan.go) is to be built from those, and this
+// file deleted with it.
 
 // linear is the integer expression q*Q + kv*KV + C + sum(terms), where every
 // term is a constant multiple of an int expression that reads neither q nor

@@ -1,4 +1,4 @@
-package classify
+package normal
 
 import (
 	"fmt"
@@ -10,213 +10,13 @@ import (
 	"github.com/maskc/maskc/format"
 )
 
-// maxTerms bounds the disjunctive normal form; a mask whose DNF grows past it
+// MaxTerms bounds the disjunctive normal form; a mask whose DNF grows past it
 // is marked TooComplex and becomes a generated kernel.
-const maxTerms = 64
+const MaxTerms = 64
 
 // maxPieces bounds the piecewise-linear expansion of one integer operand
 // (abs, min, max, clamp and int conditionals split it into pieces).
 const maxPieces = 16
-
-// Form is the canonical form of a lowered mask: a disjunction of Terms
-// (disjunctive normal form), decided symbolically from the expression. Two
-// masks with the same Form are the same mask; the converse holds for the
-// patterns the classifier recognises (every spelling of causal, a window, a
-// band or a document mask reaches the same Form).
-type Form struct {
-	// Terms are the disjuncts in a canonical order. No terms means the mask
-	// is never true; one term with no constraints means it is always true.
-	Terms []*Term
-	// TooComplex is set when the normal form exceeded its size limit; Terms
-	// is then nil and the form says nothing about the mask.
-	TooComplex bool
-}
-
-// Term is a conjunction: every Bound and every Atom holds.
-type Term struct {
-	// Bounds are the linear constraints, one per direction, sorted by
-	// direction. Bounds on Dir `q - kv` are the band of a window.
-	Bounds []Bound
-	// Atoms are the non-linear conditions, sorted by text.
-	Atoms []*Atom
-}
-
-// Bound constrains an integer linear form: Lo <= Dir <= Hi. Dir has no
-// constant term, coefficients with gcd 1 and a positive first coefficient
-// (in dsl.Var order), e.g. `q - kv` or `kv`.
-type Bound struct {
-	// Dir is the constrained form.
-	Dir Linear
-	// Lo is the lower bound when HasLo.
-	Lo int64
-	// Hi is the upper bound when HasHi.
-	Hi int64
-	// HasLo and HasHi say which sides are bounded (at least one is).
-	HasLo, HasHi bool
-}
-
-// AtomKind tells the kinds of non-linear atom apart.
-type AtomKind int
-
-const (
-	// AtomSegment is `buf[q] == buf[kv]` (or `buf[b, q] == buf[b, kv]`):
-	// q and kv lie in the same segment of an integer buffer.
-	AtomSegment AtomKind = iota
-	// AtomOpaque is any other condition, kept as its expression.
-	AtomOpaque
-)
-
-// Atom is a non-linear condition of a Term.
-type Atom struct {
-	// Kind is AtomSegment or AtomOpaque.
-	Kind AtomKind
-	// Neg is set when the atom is negated (`doc[q] != doc[kv]`).
-	Neg bool
-	// Buffer is the segment buffer of an AtomSegment.
-	Buffer *dsl.BufferDecl
-	// Batch is set when the segment buffer is indexed by b first.
-	Batch bool
-	// Expr is the condition of an AtomOpaque (without the negation).
-	Expr dsl.Expr
-	// Text prints the atom, negation included, e.g. "doc[q] == doc[kv]".
-	Text string
-	// Why says why an opaque atom is not linear, e.g. "uses %".
-	Why string
-	// Vars are the index variables the atom reads (b, h, q, kv), directly
-	// or through buffer indices.
-	Vars []dsl.Var
-}
-
-// Segments reports whether a segment atom's buffer is declared `segments`
-// (non-decreasing ids: every document is one contiguous run).
-func (a *Atom) Segments() bool {
-	return a.Buffer != nil && a.Buffer.Property != nil && a.Buffer.Property.Name == "segments"
-}
-
-func (a *Atom) key() string {
-	return a.Text
-}
-
-func (a *Atom) negate() *Atom {
-	n := *a
-	n.Neg = !a.Neg
-	n.Text = atomText(&n)
-	return &n
-}
-
-func atomText(a *Atom) string {
-	if a.Kind == AtomSegment {
-		op := " == "
-		if a.Neg {
-			op = " != "
-		}
-		idx := func(v string) string {
-			if a.Batch {
-				return a.Buffer.Name.Name + "[b, " + v + "]"
-			}
-			return a.Buffer.Name.Name + "[" + v + "]"
-		}
-		return idx("q") + op + idx("kv")
-	}
-	s := format.Expr(a.Expr)
-	if a.Neg {
-		return "not (" + s + ")"
-	}
-	return s
-}
-
-// IsFalse reports whether the form is never true.
-func (f *Form) IsFalse() bool { return !f.TooComplex && len(f.Terms) == 0 }
-
-// IsTrue reports whether the form is always true.
-func (f *Form) IsTrue() bool {
-	return !f.TooComplex && len(f.Terms) == 1 && len(f.Terms[0].Bounds) == 0 && len(f.Terms[0].Atoms) == 0
-}
-
-// Depends reports whether the form reads index variable v (b, h, q or kv)
-// in any bound or atom. A TooComplex form depends on everything.
-func (f *Form) Depends(v dsl.Var) bool {
-	if f.TooComplex {
-		return true
-	}
-	for _, t := range f.Terms {
-		for _, b := range t.Bounds {
-			if b.Dir.Uses(v) {
-				return true
-			}
-		}
-		for _, a := range t.Atoms {
-			for _, w := range a.Vars {
-				if w == v {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
-
-// String prints the form, e.g. "0 <= q - kv <= 1023" or
-// "doc[q] == doc[kv] and q - kv >= 0 or kv <= 99".
-func (f *Form) String() string {
-	switch {
-	case f.TooComplex:
-		return "<too complex>"
-	case len(f.Terms) == 0:
-		return "False"
-	}
-	parts := make([]string, len(f.Terms))
-	for i, t := range f.Terms {
-		parts[i] = t.String()
-	}
-	return strings.Join(parts, " or ")
-}
-
-// String prints the conjunction, "True" when it is empty.
-func (t *Term) String() string {
-	var parts []string
-	for _, a := range t.Atoms {
-		if a.Kind == AtomSegment {
-			parts = append(parts, a.Text)
-		}
-	}
-	for _, b := range t.Bounds {
-		parts = append(parts, b.String())
-	}
-	for _, a := range t.Atoms {
-		if a.Kind != AtomSegment {
-			parts = append(parts, a.Text)
-		}
-	}
-	if len(parts) == 0 {
-		return "True"
-	}
-	return strings.Join(parts, " and ")
-}
-
-// String prints the bound as `lo <= dir <= hi`, `dir >= lo`, `dir <= hi` or
-// `dir == v`.
-func (b Bound) String() string { return b.Format(b.Dir.String()) }
-
-// Format prints the bound with its direction written as d, e.g. "0 <= q - kv <= 127".
-func (b Bound) Format(d string) string {
-	switch {
-	case b.HasLo && b.HasHi && b.Lo == b.Hi:
-		return fmt.Sprintf("%s == %d", d, b.Lo)
-	case b.HasLo && b.HasHi:
-		return fmt.Sprintf("%d <= %s <= %d", b.Lo, d, b.Hi)
-	case b.HasLo:
-		return fmt.Sprintf("%s >= %d", d, b.Lo)
-	case b.HasHi:
-		return fmt.Sprintf("%s <= %d", d, b.Hi)
-	}
-	return "True"
-}
-
-// Contains reports whether value x satisfies the bound.
-func (b Bound) Contains(x int64) bool {
-	return (!b.HasLo || x >= b.Lo) && (!b.HasHi || x <= b.Hi)
-}
 
 // Canon computes the canonical form of a lowered mask. A nil mask is the
 // always-true form. Canon never evaluates the mask: it rewrites the
@@ -230,11 +30,11 @@ func Canon(l *dsl.Lowered) *Form {
 		return &Form{Terms: []*Term{{}}}
 	}
 	c := &canonizer{lowered: l}
-	terms, ok := dnf(c.formula(l.Expr))
+	terms, ok := c.dnf(c.formula(l.Expr))
 	if !ok {
 		return &Form{TooComplex: true}
 	}
-	return finish(terms)
+	return c.finish(terms)
 }
 
 // ---------------------------------------------------------------------------
@@ -328,6 +128,125 @@ func not(f *formula) *formula {
 
 type canonizer struct {
 	lowered *dsl.Lowered
+	// extras are the form's extra variables, by index; divs and syms find
+	// an existing one again.
+	extras []*Extra
+	divs   map[divKey]int
+	syms   map[string]int
+}
+
+type divKey struct {
+	num Linear
+	den int64
+}
+
+// floorLinear is floor(num / den) for den >= 1: num itself, a constant, or
+// a constant plus a floor-quotient extra variable (whose dividend's
+// constant is reduced mod den). false when the extras are exhausted.
+func (c *canonizer) floorLinear(num Linear, den int64) (Linear, bool) {
+	if den == 1 {
+		return num, true
+	}
+	if num.IsConst() {
+		return Const(floorDiv(num.K, den)), true
+	}
+	// Common factors of the dividend and divisor cancel exactly.
+	g := uint64(den)
+	for _, k := range num.Coef {
+		g = gcd(g, uabs(k))
+	}
+	for _, k := range num.X {
+		g = gcd(g, uabs(k))
+	}
+	g = gcd(g, uabs(num.K))
+	if g > 1 {
+		for i := range num.Coef {
+			num.Coef[i] /= int64(g)
+		}
+		for i := range num.X {
+			num.X[i] /= int64(g)
+		}
+		num.K /= int64(g)
+		den /= int64(g)
+		if den == 1 {
+			return num, true
+		}
+	}
+	// floor((n + K) / d) = K // d + floor((n + K % d) / d).
+	whole := floorDiv(num.K, den)
+	num.K -= whole * den
+	key := divKey{num, den}
+	i, ok := c.divs[key]
+	if !ok {
+		if len(c.extras) >= MaxExtras {
+			return Linear{}, false
+		}
+		name := func(j int) string { return c.extras[j].Text }
+		text := num.Format(name)
+		if strings.Contains(text, " ") {
+			text = "(" + text + ")"
+		}
+		e := &Extra{Kind: ExtraDiv, Num: num, Den: den, Text: fmt.Sprintf("%s // %d", text, den)}
+		var seen [NumVars]bool
+		for v, k := range num.Coef {
+			if k != 0 && !dsl.Var(v).IsSize() {
+				seen[v] = true
+			}
+		}
+		for j, k := range num.X {
+			if k != 0 {
+				for _, v := range c.extras[j].Vars {
+					seen[v] = true
+				}
+			}
+		}
+		for v, s := range seen {
+			if s {
+				e.Vars = append(e.Vars, dsl.Var(v))
+			}
+		}
+		i = len(c.extras)
+		c.extras = append(c.extras, e)
+		if c.divs == nil {
+			c.divs = map[divKey]int{}
+		}
+		c.divs[key] = i
+	}
+	l := extraLinear(i)
+	l.K = whole
+	return l, true
+}
+
+// symbol is the extra variable for e, an int expression that reads
+// neither q nor kv; false when the extras are exhausted.
+func (c *canonizer) symbol(e dsl.Expr) (Linear, bool) {
+	e = dsl.Unparen(e)
+	text := format.Expr(e)
+	i, ok := c.syms[text]
+	if !ok {
+		if len(c.extras) >= MaxExtras {
+			return Linear{}, false
+		}
+		i = len(c.extras)
+		c.extras = append(c.extras, &Extra{Kind: ExtraSymbol, Expr: e, Text: text, Vars: exprVars(e)})
+		if c.syms == nil {
+			c.syms = map[string]int{}
+		}
+		c.syms[text] = i
+	}
+	return extraLinear(i), true
+}
+
+// freeOfQKV reports whether e reads neither q, kv nor the score.
+func freeOfQKV(e dsl.Expr) bool {
+	free := true
+	dsl.Inspect(e, func(n dsl.Expr) bool {
+		if r, ok := n.(*dsl.VarRef); ok && (r.Var == dsl.VarQ || r.Var == dsl.VarKV || r.Var == dsl.VarScore) {
+			free = false
+		}
+		return free
+	})
+	return free
 }
 
 func (c *canonizer) typeOf(e dsl.Expr) dsl.Type { return c.lowered.TypeOf(e) }
@@ -444,7 +363,7 @@ func (c *canonizer) compare(a dsl.Expr, op dsl.Op, b dsl.Expr, whole dsl.Expr) *
 			if !ok {
 				return c.opaque(whole)
 			}
-			cmp, ok := compareZero(diff, op)
+			cmp, ok := c.compareZero(diff, op)
 			if !ok {
 				return c.opaque(whole)
 			}
@@ -455,8 +374,8 @@ func (c *canonizer) compare(a dsl.Expr, op dsl.Op, b dsl.Expr, whole dsl.Expr) *
 }
 
 // compareZero converts `d op 0` into bounds.
-func compareZero(d Linear, op dsl.Op) (*formula, bool) {
-	le := func(l Linear) (*formula, bool) { return leZero(l) }
+func (c *canonizer) compareZero(d Linear, op dsl.Op) (*formula, bool) {
+	le := c.leZero
 	neg, ok := d.scale(-1)
 	if !ok {
 		return nil, false
@@ -465,7 +384,7 @@ func compareZero(d Linear, op dsl.Op) (*formula, bool) {
 	case dsl.OpLE:
 		return le(d)
 	case dsl.OpLT:
-		l, ok := d.add(constLinear(1))
+		l, ok := d.add(Const(1))
 		if !ok {
 			return nil, false
 		}
@@ -473,7 +392,7 @@ func compareZero(d Linear, op dsl.Op) (*formula, bool) {
 	case dsl.OpGE:
 		return le(neg)
 	case dsl.OpGT:
-		l, ok := neg.add(constLinear(1))
+		l, ok := neg.add(Const(1))
 		if !ok {
 			return nil, false
 		}
@@ -494,10 +413,13 @@ func compareZero(d Linear, op dsl.Op) (*formula, bool) {
 
 // leZero converts `l <= 0` into one bound on its normalised direction, or a
 // constant.
-func leZero(l Linear) (*formula, bool) {
+func (c *canonizer) leZero(l Linear) (*formula, bool) {
 	var g uint64
-	for _, c := range l.Coef {
-		g = gcd(g, uabs(c))
+	for _, k := range l.Coef {
+		g = gcd(g, uabs(k))
+	}
+	for _, k := range l.X {
+		g = gcd(g, uabs(k))
 	}
 	if g == 0 {
 		return constF(l.K <= 0), true
@@ -506,32 +428,40 @@ func leZero(l Linear) (*formula, bool) {
 		return nil, false
 	}
 	gi := int64(g)
-	var dir Linear
+	dir := l
+	dir.K = 0
 	sign := int64(0)
-	for i, c := range l.Coef {
-		dir.Coef[i] = c / gi
-		if sign == 0 && c != 0 {
+	for i, k := range l.Coef {
+		dir.Coef[i] = k / gi
+		if sign == 0 && k != 0 {
 			sign = 1
-			if c < 0 {
+			if k < 0 {
+				sign = -1
+			}
+		}
+	}
+	for i, k := range l.X {
+		dir.X[i] = k / gi
+		if sign == 0 && k != 0 {
+			sign = 1
+			if k < 0 {
 				sign = -1
 			}
 		}
 	}
 	if sign < 0 {
-		for i := range dir.Coef {
-			dir.Coef[i] = -dir.Coef[i]
-		}
+		dir, _ = dir.scale(-1) // no overflow: |k / g| < 2^63
 	}
 	// g*sign*dir + K <= 0.
 	if sign > 0 {
-		return boundF(Bound{Dir: dir, Hi: floorDiv(-l.K, gi), HasHi: true}), true
+		return c.boundF(Bound{Dir: dir, Hi: floorDiv(-l.K, gi), HasHi: true}), true
 	}
-	return boundF(Bound{Dir: dir, Lo: -floorDiv(-l.K, gi), HasLo: true}), true
+	return c.boundF(Bound{Dir: dir, Lo: -floorDiv(-l.K, gi), HasLo: true}), true
 }
 
 // boundF makes a bound formula, simplified by the domain facts.
-func boundF(b Bound) *formula {
-	b, state := domain(b)
+func (c *canonizer) boundF(b Bound) *formula {
+	b, state := c.domain(b)
 	switch state {
 	case boundTrue:
 		return fTrue
@@ -553,47 +483,150 @@ const (
 var sizeOf = map[dsl.Var]dsl.Var{dsl.VarB: dsl.SizeB, dsl.VarH: dsl.SizeH, dsl.VarQ: dsl.SizeQ, dsl.VarKV: dsl.SizeKV}
 
 // domain drops the sides of a bound that hold for every index in range and
-// every size, and reports a bound no index satisfies. It uses only
-// 0 <= x <= X-1 for an index x of size X, and X >= 1.
-func domain(b Bound) (Bound, boundState) {
+// every size, and reports a bound no index satisfies. It uses only facts
+// true for every length: 0 <= x <= X-1 for an index x of size X, X >= 1,
+// a floor quotient's range from its dividend's, and 0 <= n - d*(n // d) <= d-1.
+func (c *canonizer) domain(b Bound) (Bound, boundState) {
 	if b.HasLo && b.HasHi && b.Lo > b.Hi {
 		return b, boundFalse
 	}
-	nz := 0
-	for _, c := range b.Dir.Coef {
-		if c != 0 {
-			nz++
+	r := c.rangeOf(b.Dir)
+	if !b.Dir.UsesExtras() {
+		nz := 0
+		for _, k := range b.Dir.Coef {
+			if k != 0 {
+				nz++
+			}
+		}
+		for x, size := range sizeOf {
+			if nz == 2 && b.Dir.Coef[x] == 1 && b.Dir.Coef[size] == -1 { // x - X in [-inf, -1]
+				r = r.meet(ival{hi: -1, hasHi: true})
+			}
 		}
 	}
-	for x, size := range sizeOf {
-		switch {
-		case nz == 1 && b.Dir.Coef[x] == 1: // x in [0, inf)
-			if b.HasHi && b.Hi < 0 {
-				return b, boundFalse
-			}
-			if b.HasLo && b.Lo <= 0 {
-				b.HasLo = false
-			}
-		case nz == 1 && b.Dir.Coef[size] == 1: // X in [1, inf)
-			if b.HasHi && b.Hi < 1 {
-				return b, boundFalse
-			}
-			if b.HasLo && b.Lo <= 1 {
-				b.HasLo = false
-			}
-		case nz == 2 && b.Dir.Coef[x] == 1 && b.Dir.Coef[size] == -1: // x - X in [-inf, -1]
-			if b.HasLo && b.Lo > -1 {
-				return b, boundFalse
-			}
-			if b.HasHi && b.Hi >= -1 {
-				b.HasHi = false
-			}
-		}
+	if m, ok := c.modRange(b.Dir); ok {
+		r = r.meet(m)
+	}
+	if (r.hasHi && b.HasLo && b.Lo > r.hi) || (r.hasLo && b.HasHi && b.Hi < r.lo) {
+		return b, boundFalse
+	}
+	if b.HasLo && r.hasLo && r.lo >= b.Lo {
+		b.HasLo = false
+	}
+	if b.HasHi && r.hasHi && r.hi <= b.Hi {
+		b.HasHi = false
 	}
 	if !b.HasLo && !b.HasHi {
 		return b, boundTrue
 	}
 	return b, boundOpen
+}
+
+// ival is an integer interval, each side possibly unbounded.
+type ival struct {
+	lo, hi       int64
+	hasLo, hasHi bool
+}
+
+// meet intersects two intervals.
+func (r ival) meet(o ival) ival {
+	if o.hasLo && (!r.hasLo || o.lo > r.lo) {
+		r.lo, r.hasLo = o.lo, true
+	}
+	if o.hasHi && (!r.hasHi || o.hi < r.hi) {
+		r.hi, r.hasHi = o.hi, true
+	}
+	return r
+}
+
+// plus adds k*v for v in o to r (a side overflowing becomes unbounded).
+func (r ival) plus(k int64, o ival) ival {
+	if k < 0 {
+		o = ival{lo: -o.hi, hi: -o.lo, hasLo: o.hasHi && o.hi != -1<<63, hasHi: o.hasLo && o.lo != -1<<63}
+		if k == -1<<63 {
+			return ival{}
+		}
+		k = -k
+	}
+	side := func(has bool, a, b int64, hasB bool) (int64, bool) {
+		if !has || !hasB {
+			return 0, false
+		}
+		p, ok := mulInt(k, b)
+		if !ok {
+			return 0, false
+		}
+		return addInt(a, p)
+	}
+	lo, okLo := side(r.hasLo, r.lo, o.lo, o.hasLo)
+	hi, okHi := side(r.hasHi, r.hi, o.hi, o.hasHi)
+	return ival{lo: lo, hi: hi, hasLo: okLo, hasHi: okHi}
+}
+
+// rangeOf bounds l over every point: indices are at least 0, sizes at
+// least 1, a floor quotient lies in its dividend's range divided, a symbol
+// is unbounded.
+func (c *canonizer) rangeOf(l Linear) ival {
+	r := ival{lo: l.K, hi: l.K, hasLo: true, hasHi: true}
+	for v, k := range l.Coef {
+		if k == 0 {
+			continue
+		}
+		min := int64(0)
+		if dsl.Var(v).IsSize() {
+			min = 1
+		}
+		r = r.plus(k, ival{lo: min, hasLo: true})
+	}
+	for i, k := range l.X {
+		if k == 0 {
+			continue
+		}
+		var x ival
+		if e := c.extras[i]; e.Kind == ExtraDiv {
+			n := c.rangeOf(e.Num)
+			x = ival{lo: floorDiv(n.lo, e.Den), hi: floorDiv(n.hi, e.Den), hasLo: n.hasLo, hasHi: n.hasHi}
+		}
+		r = r.plus(k, x)
+	}
+	return r
+}
+
+// modRange bounds a direction that is a multiple of a remainder
+// n - d*(n // d) less its constant, from 0 <= n - d*(n // d) <= d - 1.
+func (c *canonizer) modRange(dir Linear) (ival, bool) {
+	for i, e := range c.extras {
+		if dir.X[i] == 0 || e.Kind != ExtraDiv {
+			continue
+		}
+		m, ok := e.Num.sub(extraScaled(i, e.Den))
+		if !ok {
+			continue
+		}
+		k := m.X[i] / dir.X[i] // m = k*dir + m.K when dir is proportional
+		if k == 0 || m.X[i]%dir.X[i] != 0 {
+			continue
+		}
+		kd, ok := dir.scale(k)
+		m0 := m
+		m0.K = 0
+		if !ok || kd != m0 || m.K == -1<<63 {
+			continue
+		}
+		// k*dir = v - m.K with v in [0, d-1].
+		a, b := -m.K, e.Den-1-m.K
+		if k > 0 {
+			return ival{lo: -floorDiv(-a, k), hi: floorDiv(b, k), hasLo: true, hasHi: true}, true
+		}
+		return ival{lo: -floorDiv(b, -k), hi: floorDiv(-a, -k), hasLo: true, hasHi: true}, true
+	}
+	return ival{}, false
+}
+
+func extraScaled(i int, k int64) Linear {
+	l := extraLinear(i)
+	l.X[i] = k
+	return l
 }
 
 // segment recognises `buf[q] == buf[kv]` (either order) and
@@ -695,7 +728,7 @@ func (c *canonizer) why(e dsl.Expr) string {
 
 // exprVars lists the index variables e reads, in dsl.Var order.
 func exprVars(e dsl.Expr) []dsl.Var {
-	var seen [numVars]bool
+	var seen [NumVars]bool
 	dsl.Inspect(e, func(n dsl.Expr) bool {
 		if r, ok := n.(*dsl.VarRef); ok && !r.Var.IsSize() && r.Var != dsl.VarScore {
 			seen[r.Var] = true
@@ -720,21 +753,35 @@ type piece struct {
 // pieces expands an integer expression into linear pieces whose conditions
 // partition the domain, or reports that it is not piecewise linear.
 func (c *canonizer) pieces(e dsl.Expr) ([]piece, bool) {
+	if p, ok := c.pieces1(e); ok {
+		return p, true
+	}
+	// An int the expansion cannot look into but that reads neither q nor
+	// kv is a symbol: its value is fixed for every (b, h).
+	if c.typeOf(e) == dsl.TypeInt && freeOfQKV(e) {
+		if l, ok := c.symbol(e); ok {
+			return []piece{{fTrue, l}}, true
+		}
+	}
+	return nil, false
+}
+
+func (c *canonizer) pieces1(e dsl.Expr) ([]piece, bool) {
 	switch x := e.(type) {
 	case *dsl.ParenExpr:
 		return c.pieces(x.X)
 	case *dsl.IntLit:
-		return []piece{{fTrue, constLinear(x.Value)}}, true
+		return []piece{{fTrue, Const(x.Value)}}, true
 	case *dsl.BoolLit:
 		if x.Value {
-			return []piece{{fTrue, constLinear(1)}}, true
+			return []piece{{fTrue, Const(1)}}, true
 		}
-		return []piece{{fTrue, constLinear(0)}}, true
+		return []piece{{fTrue, Const(0)}}, true
 	case *dsl.VarRef:
-		if x.Var == dsl.VarScore || x.Var < 0 || int(x.Var) >= numVars {
+		if x.Var == dsl.VarScore || x.Var < 0 || int(x.Var) >= NumVars {
 			return nil, false
 		}
-		return []piece{{fTrue, varLinear(x.Var)}}, true
+		return []piece{{fTrue, Var(x.Var)}}, true
 	}
 	if c.typeOf(e) != dsl.TypeInt {
 		return nil, false
@@ -781,6 +828,8 @@ func (c *canonizer) pieces(e dsl.Expr) ([]piece, bool) {
 				}
 			}
 			return out, true
+		case dsl.OpFloorDiv, dsl.OpMod:
+			return c.divMod(x)
 		}
 	case *dsl.CondExpr:
 		return c.choose(c.truth(x.Cond), x.Then, x.Else)
@@ -799,7 +848,7 @@ func (c *canonizer) pieces(e dsl.Expr) ([]piece, bool) {
 				var out []piece
 				for _, a := range p {
 					n, ok := a.val.scale(-1)
-					ge, ok2 := compareZero(a.val, dsl.OpGE)
+					ge, ok2 := c.compareZero(a.val, dsl.OpGE)
 					if !ok || !ok2 {
 						return nil, false
 					}
@@ -821,11 +870,56 @@ func (c *canonizer) pieces(e dsl.Expr) ([]piece, bool) {
 				if !ok {
 					return nil, false
 				}
-				return combineMinMax(true, lo, hi)
+				return c.combineMinMax(true, lo, hi)
 			}
 		}
 	}
 	return nil, false
+}
+
+// divMod expands `a // d` and `a % d` for a constant d != 0: the quotient
+// is an extra variable x with d*x <= a <= d*x + d - 1 (for d > 0), the
+// remainder a - d*x.
+func (c *canonizer) divMod(x *dsl.BinaryExpr) ([]piece, bool) {
+	pb, ok := c.pieces(x.Y)
+	if !ok || len(pb) != 1 || !pb[0].val.IsConst() || !alwaysTrue(pb[0].cond) {
+		return nil, false
+	}
+	d := pb[0].val.K
+	if d == 0 || d == -1<<63 {
+		return nil, false
+	}
+	pa, ok := c.pieces(x.X)
+	if !ok {
+		return nil, false
+	}
+	out := make([]piece, 0, len(pa))
+	for _, a := range pa {
+		num, den := a.val, d
+		if d < 0 {
+			// floor(a / d) = floor(-a / -d).
+			if num, ok = num.scale(-1); !ok {
+				return nil, false
+			}
+			den = -d
+		}
+		t, ok := c.floorLinear(num, den)
+		if !ok {
+			return nil, false
+		}
+		v := t
+		if x.Op == dsl.OpMod {
+			dt, ok := t.scale(d)
+			if !ok {
+				return nil, false
+			}
+			if v, ok = a.val.sub(dt); !ok {
+				return nil, false
+			}
+		}
+		out = append(out, piece{a.cond, v})
+	}
+	return out, true
 }
 
 func mapPieces(p []piece, f func(Linear) (Linear, bool)) ([]piece, bool) {
@@ -867,11 +961,11 @@ func (c *canonizer) minMaxPieces(isMin bool, a, b dsl.Expr) ([]piece, bool) {
 	if !ok1 || !ok2 {
 		return nil, false
 	}
-	return combineMinMax(isMin, pa, pb)
+	return c.combineMinMax(isMin, pa, pb)
 }
 
 // combineMinMax builds min(a, b) (or max) piecewise: a where a <= b, else b.
-func combineMinMax(isMin bool, pa, pb []piece) ([]piece, bool) {
+func (c *canonizer) combineMinMax(isMin bool, pa, pb []piece) ([]piece, bool) {
 	if 2*len(pa)*len(pb) > maxPieces {
 		return nil, false
 	}
@@ -886,7 +980,7 @@ func combineMinMax(isMin bool, pa, pb []piece) ([]piece, bool) {
 			if !isMin {
 				op = dsl.OpGE
 			}
-			first, ok := compareZero(diff, op)
+			first, ok := c.compareZero(diff, op)
 			if !ok {
 				return nil, false
 			}
@@ -905,17 +999,18 @@ func combineMinMax(isMin bool, pa, pb []piece) ([]piece, bool) {
 type conj struct {
 	bounds []Bound // at most one per direction
 	atoms  []*Atom // at most one per key
+	cx     *canonizer
 }
 
-func newConj() *conj { return &conj{} }
+func (c *canonizer) newConj() *conj { return &conj{cx: c} }
 
 func (t *conj) clone() *conj {
-	return &conj{bounds: slices.Clone(t.bounds), atoms: slices.Clone(t.atoms)}
+	return &conj{bounds: slices.Clone(t.bounds), atoms: slices.Clone(t.atoms), cx: t.cx}
 }
 
 // cloneFor is clone with room to merge o in without growing.
 func (t *conj) cloneFor(o *conj) *conj {
-	n := &conj{bounds: make([]Bound, len(t.bounds), len(t.bounds)+len(o.bounds))}
+	n := &conj{bounds: make([]Bound, len(t.bounds), len(t.bounds)+len(o.bounds)), cx: t.cx}
 	copy(n.bounds, t.bounds)
 	if len(t.atoms)+len(o.atoms) > 0 {
 		n.atoms = make([]*Atom, len(t.atoms), len(t.atoms)+len(o.atoms))
@@ -956,7 +1051,7 @@ func (t *conj) addBound(b Bound) bool {
 			b.Hi, b.HasHi = old.Hi, true
 		}
 	}
-	b, state := domain(b)
+	b, state := t.cx.domain(b)
 	switch state {
 	case boundFalse:
 		return false
@@ -1002,48 +1097,48 @@ func (t *conj) merge(o *conj) bool {
 }
 
 // dnf expands f into satisfiable-looking conjunctions, or reports that the
-// expansion grew past maxTerms.
-func dnf(f *formula) ([]*conj, bool) {
+// expansion grew past MaxTerms.
+func (c *canonizer) dnf(f *formula) ([]*conj, bool) {
 	switch f.kind {
 	case fConst:
 		if f.val {
-			return []*conj{newConj()}, true
+			return []*conj{c.newConj()}, true
 		}
 		return nil, true
 	case fBound:
-		t := newConj()
+		t := c.newConj()
 		if !t.addBound(f.bound) {
 			return nil, true
 		}
 		return []*conj{t}, true
 	case fAtom:
-		t := newConj()
+		t := c.newConj()
 		t.addAtom(f.atom)
 		return []*conj{t}, true
 	case fOr:
 		var out []*conj
 		for _, k := range f.kids {
-			ts, ok := dnf(k)
+			ts, ok := c.dnf(k)
 			if !ok {
 				return nil, false
 			}
 			out = append(out, ts...)
-			if out = reduce(out); len(out) > maxTerms {
+			if out = reduce(out); len(out) > MaxTerms {
 				return nil, false
 			}
 		}
 		return out, true
 	case fAnd:
-		out := []*conj{newConj()}
+		out := []*conj{c.newConj()}
 		for _, k := range f.kids {
 			if k.kind == fConst && k.val {
 				continue // and-ing with true changes nothing
 			}
-			ts, ok := dnf(k)
+			ts, ok := c.dnf(k)
 			if !ok {
 				return nil, false
 			}
-			if len(out)*len(ts) > maxTerms*maxTerms {
+			if len(out)*len(ts) > MaxTerms*MaxTerms {
 				return nil, false
 			}
 			var next []*conj
@@ -1055,7 +1150,7 @@ func dnf(f *formula) ([]*conj, bool) {
 					}
 				}
 			}
-			if out = reduce(next); len(out) > maxTerms {
+			if out = reduce(next); len(out) > MaxTerms {
 				return nil, false
 			}
 		}
@@ -1134,7 +1229,7 @@ func unionAlong(a, b *conj) (*conj, bool) {
 		u.Hi, u.HasHi = max(x.Hi, y.Hi), true
 	}
 	n := a.clone()
-	u, state := domain(u)
+	u, state := a.cx.domain(u)
 	if state == boundOpen {
 		n.bounds[i] = u
 	} else {
@@ -1208,20 +1303,208 @@ func reduce(ts []*conj) []*conj {
 	return ts
 }
 
-// finish sorts the conjunctions into the exported canonical form.
-func finish(cs []*conj) *Form {
-	cs = reduce(cs)
+// finish eliminates the floor quotients it can, then sorts the
+// conjunctions into the exported canonical form with only the extra
+// variables it still uses.
+func (c *canonizer) finish(cs []*conj) *Form {
+	var kept []*conj
+	for _, t := range cs {
+		if c.eliminate(t) {
+			kept = append(kept, t)
+		}
+	}
+	cs = reduce(kept)
 	f := &Form{Terms: []*Term{}}
-	for _, c := range cs {
+	remap := c.usedExtras(cs)
+	for old, e := range c.extras {
+		if remap[old] >= 0 {
+			if e.Kind == ExtraDiv {
+				e.Num = renumber(e.Num, remap)
+			}
+			if f.Extras == nil {
+				f.Extras = make([]*Extra, len(c.extras))
+			}
+			f.Extras[remap[old]] = e
+		}
+	}
+	for len(f.Extras) > 0 && f.Extras[len(f.Extras)-1] == nil {
+		f.Extras = f.Extras[:len(f.Extras)-1]
+	}
+	for _, cj := range cs {
 		t := &Term{}
-		t.Bounds = append(t.Bounds, c.bounds...)
+		for _, b := range cj.bounds {
+			b = orient(Bound{Dir: renumber(b.Dir, remap), Lo: b.Lo, Hi: b.Hi, HasLo: b.HasLo, HasHi: b.HasHi})
+			b.extras = &f.Extras
+			t.Bounds = append(t.Bounds, b)
+		}
 		sort.Slice(t.Bounds, func(i, j int) bool { return dirLess(t.Bounds[i].Dir, t.Bounds[j].Dir) })
-		t.Atoms = append(t.Atoms, c.atoms...)
+		t.Atoms = append(t.Atoms, cj.atoms...)
 		sort.Slice(t.Atoms, func(i, j int) bool { return t.Atoms[i].Text < t.Atoms[j].Text })
 		f.Terms = append(f.Terms, t)
 	}
 	sort.SliceStable(f.Terms, func(i, j int) bool { return f.Terms[i].String() < f.Terms[j].String() })
 	return f
+}
+
+// eliminate removes from t every floor quotient x = n // d that t bounds
+// only directly (lo <= x <= hi), replacing that bound by the exact bound
+// d*lo <= n <= d*hi + d - 1 on its dividend. It reports false when t
+// becomes unsatisfiable.
+func (c *canonizer) eliminate(t *conj) bool {
+	for i := len(c.extras) - 1; i >= 0; i-- {
+		e := c.extras[i]
+		if e.Kind != ExtraDiv {
+			continue
+		}
+		at, n := -1, 0
+		for j, b := range t.bounds {
+			if b.Dir.X[i] != 0 {
+				at, n = j, n+1
+			}
+		}
+		if n != 1 || t.bounds[at].Dir != extraLinear(i) {
+			continue
+		}
+		b := t.bounds[at]
+		var sides []*formula
+		if b.HasLo {
+			lo, ok := mulInt(b.Lo, e.Den)
+			l, ok2 := Const(lo).sub(e.Num) // d*lo - n <= 0
+			if !ok || !ok2 {
+				continue
+			}
+			f, ok := c.leZero(l)
+			if !ok {
+				continue
+			}
+			sides = append(sides, f)
+		}
+		if b.HasHi {
+			hi, ok := mulInt(b.Hi, e.Den)
+			hi, ok2 := addInt(hi, e.Den-1)
+			l, ok3 := e.Num.sub(Const(hi)) // n - (d*hi + d - 1) <= 0
+			if !ok || !ok2 || !ok3 {
+				continue
+			}
+			f, ok := c.leZero(l)
+			if !ok {
+				continue
+			}
+			sides = append(sides, f)
+		}
+		t.bounds = slices.Delete(t.bounds, at, at+1)
+		for _, f := range sides {
+			switch f.kind {
+			case fConst:
+				if !f.val {
+					return false
+				}
+			case fBound:
+				if !t.addBound(f.bound) {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// usedExtras maps each extra variable the conjunctions use (directly or
+// through a used quotient's dividend) to its new index, the others to -1.
+func (c *canonizer) usedExtras(cs []*conj) []int {
+	used := make([]bool, len(c.extras))
+	for _, t := range cs {
+		for _, b := range t.bounds {
+			for i, k := range b.Dir.X {
+				if k != 0 {
+					used[i] = true
+				}
+			}
+		}
+	}
+	for i := len(c.extras) - 1; i >= 0; i-- {
+		if used[i] && c.extras[i].Kind == ExtraDiv {
+			for j, k := range c.extras[i].Num.X {
+				if k != 0 {
+					used[j] = true
+				}
+			}
+		}
+	}
+	// The kept extras in a canonical order that does not depend on the
+	// order the expression mentioned them: by nesting depth (a dividend
+	// uses only earlier extras), kind, the variables read, then text.
+	depth := make([]int, len(c.extras))
+	var order []int
+	for i, e := range c.extras {
+		if e.Kind == ExtraDiv {
+			for j, k := range e.Num.X {
+				if k != 0 {
+					depth[i] = max(depth[i], depth[j]+1)
+				}
+			}
+		}
+		if used[i] {
+			order = append(order, i)
+		}
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		x, y := c.extras[order[a]], c.extras[order[b]]
+		if da, db := depth[order[a]], depth[order[b]]; da != db {
+			return da < db
+		}
+		if x.Kind != y.Kind {
+			return x.Kind < y.Kind
+		}
+		if c := slices.Compare(x.Vars, y.Vars); c != 0 {
+			return c < 0
+		}
+		return x.Text < y.Text
+	})
+	remap := make([]int, len(c.extras))
+	for i := range remap {
+		remap[i] = -1
+	}
+	for n, i := range order {
+		remap[i] = n
+	}
+	return remap
+}
+
+// orient makes the first non-zero coefficient of b's direction positive
+// (renumbering extras can change which one is first), negating the bounds.
+func orient(b Bound) Bound {
+	first := int64(0)
+	for _, k := range b.Dir.Coef {
+		if first == 0 {
+			first = k
+		}
+	}
+	for _, k := range b.Dir.X {
+		if first == 0 {
+			first = k
+		}
+	}
+	if first >= 0 || (b.HasLo && b.Lo == -1<<63) || (b.HasHi && b.Hi == -1<<63) {
+		return b
+	}
+	d, ok := b.Dir.scale(-1)
+	if !ok {
+		return b
+	}
+	return Bound{Dir: d, Lo: -b.Hi, Hi: -b.Lo, HasLo: b.HasHi, HasHi: b.HasLo}
+}
+
+// renumber moves l's extra coefficients to their new indices.
+func renumber(l Linear, remap []int) Linear {
+	var x [MaxExtras]int64
+	for i, k := range l.X {
+		if k != 0 {
+			x[remap[i]] = k
+		}
+	}
+	l.X = x
+	return l
 }
 
 // dirLess orders directions so that q - kv comes before q alone and kv alone.
@@ -1269,4 +1552,19 @@ func (f *Form) DistanceRange() (b Bound, ok bool) {
 }
 
 // distance is the direction q - kv.
-var distance = func() Linear { l := varLinear(dsl.VarQ); l.Coef[dsl.VarKV] = -1; return l }()
+var distance = func() Linear { l := Var(dsl.VarQ); l.Coef[dsl.VarKV] = -1; return l }()
+
+// LinearOf is e as one linear form over the index variables and sizes, when
+// it is one (no pieces, no extra variables): `q - kv`, `2 * (kv - q) + 1`.
+func LinearOf(l *dsl.Lowered, e dsl.Expr) (Linear, bool) {
+	c := &canonizer{lowered: l}
+	ps, ok := c.pieces(e)
+	if !ok || len(ps) != 1 || !alwaysTrue(ps[0].cond) || ps[0].val.UsesExtras() {
+		return Linear{}, false
+	}
+	return ps[0].val, true
+}
+
+// CallName is the built-in a call names (its canonical spelling), or the
+// called identifier, or "".
+func CallName(x *dsl.CallExpr) string { return callName(x) }

@@ -1,0 +1,335 @@
+package normal_test
+
+import (
+	"flag"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/maskc/maskc/check"
+	"github.com/maskc/maskc/dsl"
+	"github.com/maskc/maskc/eval"
+	"github.com/maskc/maskc/normal"
+	"github.com/maskc/maskc/normal/normaltest"
+	"github.com/maskc/maskc/parser"
+)
+
+var (
+	update     = flag.Bool("update", false, "rewrite testdata/*.golden")
+	propCount  = flag.Int("normal.props", 2000, "random masks TestPropertyRandom generates")
+	propSeed   = flag.Int64("normal.seed", 11, "seed of TestPropertyRandom")
+	spellingsH = "param W = 1024\nbuffer doc: i32[KV] segments\nbuffer prefix: i32[B]\nbuffer heads: i32[H]\nbuffer flag: bool[Q]\n"
+)
+
+// checkSrc parses and checks a .flex text.
+func checkSrc(t testing.TB, name, src string) *check.Program {
+	t.Helper()
+	f, diags := parser.ParseFile(name, []byte(src))
+	if diags.HasErrors() {
+		t.Fatalf("parse %s:\n%s\n%s", name, diags.Render(), src)
+	}
+	p, diags := check.Check(f, check.Options{})
+	if diags.HasErrors() {
+		t.Fatalf("check %s:\n%s\n%s", name, diags.Render(), src)
+	}
+	return p
+}
+
+// canonOf is the form of the mask body.
+func canonOf(t testing.TB, body string) *normal.Form {
+	t.Helper()
+	p := checkSrc(t, "m.flex", spellingsH+"mask m(b, h, q, kv) = "+body+"\nattention a {\n    mask = m\n}\n")
+	return normal.Canon(p.Attentions[0].Mask)
+}
+
+// TestDivModSpellings: floor quotients and remainders by constants become
+// bounds where a mask bounds them directly, and extra variables with exact
+// bounds otherwise; symbols free of q and kv are linear terms.
+func TestDivModSpellings(t *testing.T) {
+	classes := []struct {
+		want      string
+		spellings []string
+	}{
+		{"0 <= q - kv <= 1023", []string{"(q - kv) // 1024 == 0", "(q - kv) // (W) == 0", "(q - kv) % 1024 == q - kv",
+			"q >= kv and (q - kv) // 1024 < 1", "(kv - q) // -1024 == 0", "(2 * q - 2 * kv) // 2048 == 0"}},
+		{"-4 <= q - kv <= 4", []string{"(q - kv + 4) // 9 == 0", "abs(q - kv) // 5 == 0", "abs(q - kv) // 5 < 1"}},
+		{"q - kv >= 0", []string{"(q - kv) // 7 >= 0", "(q - kv) // 1 >= 0", "(3 * q - 3 * kv) // 3 >= 0"}},
+		{"True", []string{"q % 4 >= 0", "(q - kv) % 8 < 8", "q // 4 >= 0", "(q + kv) % 3 <= 2"}},
+		{"False", []string{"q % 4 == 4", "(q - kv) % 8 < 0", "q // 4 < 0"}},
+		{"(q - kv) % 2 == 0", []string{"(q - kv) % 2 == 0", "(q - kv) % 2 != 1", "not ((q - kv) % 2 == 1)"}},
+		{"q // 64 - kv // 64 == 0", []string{"q // 64 == kv // 64", "kv // 64 == q // 64", "(q - 0) // 64 == (kv + 0) // 64"}},
+		{"q // 4 - kv // 4 >= 0", []string{"kv // 4 <= q // 4", "q // 4 >= kv // 4", "not (kv // 4 > q // 4)"}},
+		{"kv < prefix[b] or q - kv >= 0", []string{"kv < prefix[b] or q >= kv", "prefix[b] > kv or kv <= q"}},
+		{"1024*h - q + kv >= 0", []string{"q - kv <= W * h", "q - kv <= h * 1024"}},
+		{"q - kv >= 0 and q - kv <= heads[h]", []string{"0 <= q - kv <= heads[h]", "kv >= q - heads[h] and q >= kv"}},
+		{"kv - prefix[b] // 2 == 3", []string{"kv - 3 == prefix[b] // 2", "kv - prefix[b] // 2 == 3"}},
+	}
+	for _, c := range classes {
+		for _, s := range c.spellings {
+			if got := canonOf(t, s).String(); got != c.want {
+				t.Errorf("Canon(%s) = %q, want %q", s, got, c.want)
+			}
+		}
+	}
+}
+
+// TestExtras: the extra variables a form keeps, with the index variables
+// they read.
+func TestExtras(t *testing.T) {
+	f := canonOf(t, "q // 64 == kv // 64 and kv < prefix[b]")
+	var got []string
+	for _, x := range f.Extras {
+		got = append(got, fmt.Sprintf("%s %v", x.Text, x.Vars))
+	}
+	want := "q // 64 [q]; kv // 64 [kv]; prefix[b] [b]"
+	if strings.Join(got, "; ") != want {
+		t.Errorf("extras %q, want %q", strings.Join(got, "; "), want)
+	}
+	if !f.Depends(dsl.VarB) || f.Depends(dsl.VarH) {
+		t.Errorf("Depends(b) = %v, Depends(h) = %v", f.Depends(dsl.VarB), f.Depends(dsl.VarH))
+	}
+	// Unused quotients are dropped: the bound on q // 8 became one on q.
+	if f := canonOf(t, "q // 8 == 2"); len(f.Extras) != 0 || f.String() != "16 <= q <= 23" {
+		t.Errorf("q // 8 == 2: %s with %d extras", f, len(f.Extras))
+	}
+}
+
+// TestPropertyRandom: the normal form of random masks (patterns, floor
+// divisions, remainders, symbols, and/or/not/where nesting) agrees with
+// the reference evaluator at every point of small shapes (the form
+// evaluated by normaltest.FormEval), and each term's Form.Interval on q
+// and kv is sound, and exact where it says so, at the same points.
+func TestPropertyRandom(t *testing.T) {
+	total := *propCount
+	if testing.Short() {
+		total = 200
+	}
+	g := &normaltest.Gen{Rng: rand.New(rand.NewSource(*propSeed)), DivMod: true}
+	const perFile = 40
+	shapes := [][2]int64{{1, 1}, {3, 5}, {5, 3}, {7, 7}, {9, 13}, {17, 17}}
+	var checked, extras, complex, bad int
+	var intervals intervalStats
+	for file := 0; file*perFile < total; file++ {
+		var src strings.Builder
+		src.WriteString(normaltest.Header)
+		for i := 0; i < perFile; i++ {
+			fmt.Fprintf(&src, "mask m%d(b, h, q, kv) = %s\n", i, g.BoolExpr(g.Rng.Intn(3)))
+			fmt.Fprintf(&src, "attention a%d {\n    mask = m%d\n}\n", i, i)
+		}
+		p := checkSrc(t, fmt.Sprintf("random%d.flex", file), src.String())
+		forms := make([]*normal.Form, len(p.Attentions))
+		for i, a := range p.Attentions {
+			forms[i] = normal.Canon(a.Mask)
+			if forms[i].TooComplex {
+				complex++
+			}
+			if len(forms[i].Extras) > 0 {
+				extras++
+			}
+		}
+		for _, s := range shapes {
+			e := &eval.Env{B: 2, H: 2, HKV: 2, Q: s[0], KV: s[1]}
+			normaltest.FillBuffers(p, e, g.Rng, 3)
+			for i, a := range p.Attentions {
+				f := forms[i]
+				if f.TooComplex {
+					continue
+				}
+				fn, err := eval.Compile(a.Mask)
+				if err != nil {
+					t.Fatal(err)
+				}
+				mask, err := fn.Bind(e)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fe := normaltest.NewFormEval(t, f, a.Mask, e)
+				for b := int64(0); b < e.B; b++ {
+					for h := int64(0); h < e.H; h++ {
+						for q := int64(0); q < e.Q; q++ {
+							for kv := int64(0); kv < e.KV; kv++ {
+								want, err := mask.Mask(b, h, q, kv)
+								if err != nil {
+									continue
+								}
+								got, ok := fe.At(e, b, h, q, kv)
+								if !ok {
+									continue
+								}
+								checked++
+								if xs, ok := fe.Extras(e, b, h, q, kv); ok {
+									p := normal.Point{b, h, q, kv, 0, e.B, e.H, e.HKV, e.Q, e.KV}
+									for _, term := range f.Terms {
+										for _, v := range []dsl.Var{dsl.VarQ, dsl.VarKV} {
+											if msg := checkInterval(f, term, v, p, xs, &intervals); msg != "" {
+												bad++
+												if bad <= 5 {
+													t.Errorf("%s: term %s at Q=%d KV=%d (b=%d h=%d q=%d kv=%d)", msg, term, e.Q, e.KV, b, h, q, kv)
+												}
+											}
+										}
+									}
+								}
+								if got != want {
+									bad++
+									if bad <= 5 {
+										t.Errorf("form %s = %v, evaluator %v at Q=%d KV=%d (b=%d h=%d q=%d kv=%d)\nmask: %s",
+											f, got, want, e.Q, e.KV, b, h, q, kv, a.Mask.Name)
+									}
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+		if bad > 0 {
+			t.Fatalf("%d disagreements in file %d:\n%s", bad, file, src.String())
+		}
+	}
+	t.Logf("%d masks, %d with extra variables, %d too complex, %d points compared", total, extras, complex, checked)
+	t.Logf("intervals: %d exact hits, %d loose, %d block sides", intervals.exactHits, intervals.looseTerms, intervals.block)
+	if intervals.block == 0 || intervals.exactHits == 0 {
+		t.Errorf("no exact or block interval was checked: %d, %d", intervals.exactHits, intervals.block)
+	}
+	if extras < total/4 {
+		t.Errorf("only %d of %d random masks kept an extra variable: the generator is not reaching // and %%", extras, total)
+	}
+}
+
+// intervalStats counts what checkInterval compared.
+type intervalStats struct {
+	exactHits, looseTerms, block int
+	memo                         map[*normal.Term][2]normal.Interval
+}
+
+// checkInterval checks Form.Interval for one term and variable at one
+// point: a point satisfying the term's bounds has v in the interval, and
+// with Exact, a point satisfying the Rest bounds with v in the interval
+// satisfies every bound. It returns a description of a failure, or "".
+func checkInterval(f *normal.Form, t *normal.Term, v dsl.Var, p normal.Point, xs []int64, st *intervalStats) string {
+	if st.memo == nil {
+		st.memo = map[*normal.Term][2]normal.Interval{}
+	}
+	ivs, ok := st.memo[t]
+	if !ok {
+		ivs = [2]normal.Interval{f.Interval(t, dsl.VarQ), f.Interval(t, dsl.VarKV)}
+		st.memo[t] = ivs
+	}
+	iv := ivs[0]
+	if v == dsl.VarKV {
+		iv = ivs[1]
+	}
+	holds := func(bs []normal.Bound) bool {
+		for _, b := range bs {
+			if !b.Contains(normal.Value(b.Dir, p, xs)) {
+				return false
+			}
+		}
+		return true
+	}
+	in := true
+	for _, s := range iv.Lo {
+		in = in && p[v] >= s.Eval(p, xs, false)
+		if s.Mul > 1 {
+			st.block++
+		}
+	}
+	for _, s := range iv.Hi {
+		in = in && p[v] <= s.Eval(p, xs, true)
+	}
+	all := holds(t.Bounds)
+	switch {
+	case all && !in:
+		return fmt.Sprintf("%s is outside the interval of %s though the bounds hold", v, t)
+	case all && !holds(iv.Rest):
+		return "Rest fails though the bounds hold"
+	case iv.Exact && in && holds(iv.Rest) && !all:
+		return fmt.Sprintf("exact interval on %s holds but a bound fails", v)
+	}
+	if iv.Exact && in && all {
+		st.exactHits++
+	}
+	if !iv.Exact {
+		st.looseTerms++
+	}
+	return ""
+}
+
+// TestIntervalBlocks: block-diagonal and block-causal masks give exact
+// kv intervals in closed form.
+func TestIntervalBlocks(t *testing.T) {
+	f := canonOf(t, "q // 64 == kv // 64")
+	iv := f.Interval(f.Terms[0], dsl.VarKV)
+	if !iv.Exact || len(iv.Lo) != 1 || len(iv.Hi) != 1 || iv.Lo[0].Mul != 64 {
+		t.Fatalf("%s: %+v", f, iv)
+	}
+	for _, q := range []int64{0, 63, 64, 200} {
+		p := normal.Point{2: q}
+		x := []int64{q / 64, 0}
+		lo, hi := iv.Lo[0].Eval(p, x, false), iv.Hi[0].Eval(p, x, true)
+		if lo != q/64*64 || hi != q/64*64+63 {
+			t.Errorf("q=%d: kv in [%d, %d], want [%d, %d]", q, lo, hi, q/64*64, q/64*64+63)
+		}
+	}
+	f = canonOf(t, "q >= kv and (q - kv) % 2 == 0")
+	if iv := f.Interval(f.Terms[0], dsl.VarKV); iv.Exact || len(iv.Loose) != 1 || len(iv.Hi) != 1 {
+		t.Errorf("%s: %+v, want the remainder loose and kv <= q", f, iv)
+	}
+}
+
+// TestExamplesGolden pins the normal form of every attention block of every
+// example (testdata/examples.golden; -update rewrites it).
+func TestExamplesGolden(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "examples", "*.flex"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no examples: %v", err)
+	}
+	var out strings.Builder
+	for _, path := range files {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := checkSrc(t, filepath.Base(path), string(src))
+		fmt.Fprintf(&out, "# %s\n", filepath.Base(path))
+		for _, a := range p.Attentions {
+			f := normal.Canon(a.Mask)
+			fmt.Fprintf(&out, "%s: %s\n", a.Name, f)
+			for i, x := range f.Extras {
+				kind := "quotient"
+				if x.Kind == normal.ExtraSymbol {
+					kind = "symbol"
+				}
+				fmt.Fprintf(&out, "    x%d = %s (%s of %v)\n", i, x.Text, kind, x.Vars)
+			}
+			for _, term := range f.Terms {
+				for _, at := range term.Atoms {
+					if at.Kind == normal.AtomOpaque {
+						fmt.Fprintf(&out, "    opaque %s: %s\n", at.Text, at.Why)
+					}
+				}
+			}
+		}
+		out.WriteString("\n")
+	}
+	golden := filepath.Join("testdata", "examples.golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, []byte(out.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -update)", err)
+	}
+	if string(want) != out.String() {
+		t.Errorf("%s differs (run go test -update after checking the change):\n--- got\n%s\n--- want\n%s", golden, out.String(), want)
+	}
+}
