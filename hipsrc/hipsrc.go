@@ -21,10 +21,11 @@
 //     MASKC_HAS_SCORE, MASKC_HAS_SINK, MASKC_SPARSITY_ANALYTIC, _PREPASS or
 //     _NONE, MASKC_MASK_USES_B / MASKC_MASK_USES_H, MASKC_SPLIT_MODS) and the
 //     device functions maskc_mask, maskc_score (with their row and column
-//     parts), maskc_kv_range, maskc_kv_intervals, maskc_q_range and
-//     maskc_tile_full.
+//     parts), maskc_kv_range, maskc_kv_intervals, maskc_q_range,
+//     maskc_q_intervals and maskc_tile_full.
 //  6. TileWalk (tile_walk.h): the key tiles a q tile visits (from the
-//     generated maskc_kv_intervals) and the order of the q tiles.
+//     generated maskc_kv_intervals), the q tiles a key tile's column walk
+//     visits, and the order of the q tiles.
 //  7. AttnFwd (attn_fwd.h): the fused flash-attention forward, entry points
 //     maskc_attn_fwd and maskc_tile_flags with C linkage; then AttnFwdSM90
 //     (attn_fwd_sm90.h), the warp-specialized Hopper forward that replaces
