@@ -33,6 +33,7 @@ from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
 from maskc import harness as mg  # noqa: E402  (the package's launcher: python/maskc)
+from maskc.runlog import JsonLog  # noqa: E402
 
 B, H, S, D = 2, 16, 8192, 128
 
@@ -59,12 +60,7 @@ def main():
                                             "than base (default all)")
     ap.add_argument("--out", default="bench_ext.jsonl")
     a = ap.parse_args()
-    log = open(a.out, "w")
-
-    def emit(**kw):
-        print(json.dumps(kw), flush=True)
-        log.write(json.dumps(kw) + "\n")
-        log.flush()
+    emit = JsonLog(a.out)
 
     dev = "cuda"
     emit(kind="env", torch=torch.__version__, gpu=torch.cuda.get_device_name(), triton=__import__("triton").__version__)

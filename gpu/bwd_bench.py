@@ -30,6 +30,7 @@ from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
 from maskc import harness as mg  # noqa: E402  (the package's launcher: python/maskc)
+from maskc.runlog import JsonLog  # noqa: E402
 from bench import B, H, S, D, flex_cases
 
 
@@ -41,12 +42,7 @@ def main():
     ap.add_argument("--variant", action="append", default=[], help="NAME=DIR: more kernels of the same cases")
     ap.add_argument("--variant-cases", help="the cases the variants run (default all)")
     a = ap.parse_args()
-    log = open(a.out, "w")
-
-    def emit(**kw):
-        print(json.dumps(kw), flush=True)
-        log.write(json.dumps(kw) + "\n")
-        log.flush()
+    emit = JsonLog(a.out)
 
     dev = "cuda"
     emit(kind="env", torch=torch.__version__, gpu=torch.cuda.get_device_name(), triton=__import__("triton").__version__)

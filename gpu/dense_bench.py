@@ -31,7 +31,6 @@ compared with cuDNN's.
 """
 import argparse
 import ctypes
-import json
 import math
 import os
 import re
@@ -43,6 +42,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
 from maskc import harness as mg  # noqa: E402  (the package's launcher: python/maskc)
+from maskc.runlog import JsonLog  # noqa: E402
 
 PLATFORM = "nvidia-sm90a"
 VARIANTS = {
@@ -132,12 +132,7 @@ def main():
     ap.add_argument("--big", action="store_true", help="check: also the 8192-token shape")
     ap.add_argument("--out", default="dense.jsonl")
     a = ap.parse_args()
-    log = open(a.out, "a")
-
-    def emit(**kw):
-        print(json.dumps(kw), flush=True)
-        log.write(json.dumps(kw) + "\n")
-        log.flush()
+    emit = JsonLog(a.out, "a")
 
     import concurrent.futures
     variants = a.variants.split(",")
