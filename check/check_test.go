@@ -1,9 +1,7 @@
 package check
 
 import (
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -13,10 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/maskc/maskc/dsl"
+	"github.com/maskc/maskc/internal/golden"
 	"github.com/maskc/maskc/parser"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // checkSource parses and checks src, failing the test on syntax errors.
 func checkSource(t testing.TB, src string, defines map[string]string) (*Program, dsl.Diagnostics) {
@@ -26,33 +23,10 @@ func checkSource(t testing.TB, src string, defines map[string]string) (*Program,
 	return Check(f, Options{Defines: defines})
 }
 
-// golden compares got with testdata/name, or rewrites it under -update.
-func golden(t *testing.T, name, got string) {
+// checkGolden compares got with testdata/name, or rewrites it under -update.
+func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
-		return
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "run go test ./check -update to create %s", path)
-	if string(want) == got {
-		return
-	}
-	wl, gl := strings.Split(string(want), "\n"), strings.Split(got, "\n")
-	for i := 0; i < max(len(wl), len(gl)); i++ {
-		var w, g string
-		if i < len(wl) {
-			w = wl[i]
-		}
-		if i < len(gl) {
-			g = gl[i]
-		}
-		if w != g {
-			t.Errorf("golden file %s differs at line %d:\nwant: %q\ngot:  %q\ninspect, then run go test ./check -update", path, i+1, w, g)
-			return
-		}
-	}
+	golden.CheckString(t, filepath.Join("testdata", name), got)
 }
 
 // blowUp is a file whose mods double in size at each level.
@@ -139,7 +113,7 @@ func TestDiagnosticsGolden(t *testing.T) {
 		assert.Contains(t, codes, tc.code, "case %s reports %v:\n%s", tc.code, codes, diags.Render())
 		fmt.Fprintf(&out, "===== %s: %s\n%s\n", tc.code, Codes[tc.code], diags.Render())
 	}
-	golden(t, "diagnostics.golden", out.String())
+	checkGolden(t, "diagnostics.golden", out.String())
 }
 
 func TestEveryCodeHasACase(t *testing.T) {

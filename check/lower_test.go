@@ -103,7 +103,7 @@ func TestLowerGolden(t *testing.T) {
 				format.Expr(low.Expr), strings.Join(bufs, ", "))
 		}
 	}
-	golden(t, "lower.golden", out.String())
+	checkGolden(t, "lower.golden", out.String())
 }
 
 // TestLowerStructure pins details the printed form does not show: shared

@@ -64,7 +64,7 @@ func TestExamples(t *testing.T) {
 					t.Errorf("%s: %s, want %s (%s)", d.Name, got, want[d.Name], d.Reason)
 				}
 			}
-			golden(t, filepath.Join("examples", name+".golden"), plan.Explain())
+			checkGolden(t, filepath.Join("examples", name+".golden"), plan.Explain())
 		})
 	}
 }

@@ -104,7 +104,7 @@ func TestPlanJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		golden(t, filepath.Join("plans", strings.TrimSuffix(name, ".flex")+".json"), string(out))
+		checkGolden(t, filepath.Join("plans", strings.TrimSuffix(name, ".flex")+".json"), string(out))
 		var doc struct {
 			Version    int    `json:"version"`
 			Target     string `json:"target"`

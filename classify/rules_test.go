@@ -1,38 +1,19 @@
 package classify
 
 import (
-	"flag"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/maskc/maskc/dsl"
+	"github.com/maskc/maskc/internal/golden"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
-
-// golden compares got with testdata/name, or rewrites it under -update.
-func golden(t *testing.T, name, got string) {
+// checkGolden compares got with testdata/name, or rewrites it under -update.
+func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs (run go test -update after checking the change):\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
+	golden.CheckString(t, filepath.Join("testdata", name), got)
 }
 
 const rulesHeader = `buffer sinks: f32[H]
@@ -103,7 +84,7 @@ func TestRuleDiagnostics(t *testing.T) {
 				t.Fatalf("no %s among:\n%s", c.code, diags.Render())
 			}
 			covered[c.code] = true
-			golden(t, filepath.Join("rules", c.name+".golden"), diags.Render()+"\n"+plan.Explain())
+			checkGolden(t, filepath.Join("rules", c.name+".golden"), diags.Render()+"\n"+plan.Explain())
 		})
 	}
 	var missing []string

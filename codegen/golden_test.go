@@ -1,18 +1,15 @@
 package codegen
 
 import (
-	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/maskc/maskc/check"
+	"github.com/maskc/maskc/internal/golden"
 	"github.com/maskc/maskc/parser"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
 
 // loadProgram parses and checks a .flex file, failing the test on errors.
 func loadProgram(t testing.TB, path string) *check.Program {
@@ -60,40 +57,9 @@ func TestGolden(t *testing.T) {
 				}
 				got.WriteString(k.Generated)
 			}
-			golden := strings.TrimSuffix(file, ".flex") + ".golden"
-			if *update {
-				if err := os.WriteFile(golden, []byte(got.String()), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if got.String() != string(want) {
-				t.Errorf("generated part differs from %s (run with -update and review the diff):\n%s", golden, firstDiff(string(want), got.String()))
-			}
+			golden.CheckString(t, strings.TrimSuffix(file, ".flex")+".golden", got.String())
 		})
 	}
-}
-
-// firstDiff shows the first differing line of two texts.
-func firstDiff(want, got string) string {
-	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < len(wl) || i < len(gl); i++ {
-		var w, g string
-		if i < len(wl) {
-			w = wl[i]
-		}
-		if i < len(gl) {
-			g = gl[i]
-		}
-		if w != g {
-			return fmt.Sprintf("line %d:\n  want: %s\n  got:  %s", i+1, w, g)
-		}
-	}
-	return "(texts equal)"
 }
 
 // BenchmarkGenerate measures generating the kernel of each golden input's

@@ -16,6 +16,7 @@ import (
 	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/eval"
 	"github.com/maskc/maskc/grad"
+	"github.com/maskc/maskc/internal/golden"
 )
 
 // The score-gradient cases gpu/grad_torch_check.py evaluates with
@@ -160,14 +161,5 @@ func TestTorchGradCases(t *testing.T) {
 	js, err := json.MarshalIndent(out, "", " ")
 	require.NoError(t, err)
 	js = append(js, '\n')
-	const path = "../gpu/grad_cases.json"
-	if *update {
-		require.NoError(t, os.WriteFile(path, js, 0o644))
-		return
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "run with -update to create it")
-	if string(want) != string(js) {
-		t.Errorf("%s is out of date (run go test ./codegen -run TestTorchGradCases -update): %s", path, firstDiff(string(want), string(js)))
-	}
+	golden.Check(t, "../gpu/grad_cases.json", js)
 }

@@ -1,7 +1,6 @@
 package compiler
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/format"
+	"github.com/maskc/maskc/internal/golden"
 	"github.com/maskc/maskc/parser"
 )
 
@@ -16,8 +16,6 @@ import (
 // code takes (attention-gym's catalog, the FlexAttention docs and blog):
 // Python defs with reassignment, tensor methods, torch calls and factories.
 const ported = "../testdata/ported/"
-
-var updatePorted = flag.Bool("update-ported", false, "rewrite testdata/ported/classify.golden")
 
 // TestPortedCorpus checks that every file of the corpus checks without a
 // diagnostic, is already in `maskc fmt` form (so fmt keeps the def form),
@@ -77,30 +75,5 @@ func TestPortedCorpus(t *testing.T) {
 		}
 		plans.WriteString("===== " + name + "\n" + u.Plan.Explain() + "\n")
 	}
-	golden := ported + "classify.golden"
-	if *updatePorted {
-		if err := os.WriteFile(golden, []byte(plans.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test ./compiler -run TestPortedCorpus -update-ported)", err)
-	}
-	if string(want) != plans.String() {
-		wl, gl := strings.Split(string(want), "\n"), strings.Split(plans.String(), "\n")
-		for i := range max(len(wl), len(gl)) {
-			var w, g string
-			if i < len(wl) {
-				w = wl[i]
-			}
-			if i < len(gl) {
-				g = gl[i]
-			}
-			if w != g {
-				t.Fatalf("%s differs at line %d:\nwant %q\ngot  %q\n(run with -update-ported if intended)", golden, i+1, w, g)
-			}
-		}
-	}
+	golden.CheckString(t, ported+"classify.golden", plans.String())
 }

@@ -2,7 +2,6 @@ package draw
 
 import (
 	"bytes"
-	"flag"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -13,11 +12,10 @@ import (
 	"github.com/maskc/maskc/codegen"
 	"github.com/maskc/maskc/eval"
 	"github.com/maskc/maskc/hipsrc"
+	"github.com/maskc/maskc/internal/golden"
 	"github.com/maskc/maskc/parser"
 	"github.com/maskc/maskc/tilemap"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // kernelOf generates one attention block of a .flex file of
 // tilemap/testdata.
@@ -89,20 +87,7 @@ func TestGoldenSVG(t *testing.T) {
 		if err := c.SVG(&b); err != nil {
 			t.Fatal(err)
 		}
-		path := filepath.Join("testdata", pc.name+".svg")
-		if *update {
-			if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("%v (run with -update to create it)", err)
-		}
-		if !bytes.Equal(b.Bytes(), want) {
-			t.Errorf("%s differs (run with -update and review the diff)", path)
-		}
+		golden.Check(t, filepath.Join("testdata", pc.name+".svg"), b.Bytes())
 	}
 }
 

@@ -2,7 +2,6 @@ package eval
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"math"
 	"os"
@@ -12,10 +11,9 @@ import (
 
 	"github.com/maskc/maskc/check"
 	"github.com/maskc/maskc/dsl"
+	"github.com/maskc/maskc/internal/golden"
 	"github.com/maskc/maskc/parser"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
 // checkFlex parses and checks src, failing the test on any error.
 func checkFlex(t testing.TB, src string, defines map[string]string) *check.Program {
@@ -223,22 +221,7 @@ func TestExamplesGolden(t *testing.T) {
 			}
 		}
 	}
-	golden := filepath.Join("testdata", "examples.golden")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(golden, []byte(out.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if out.String() != string(want) {
-		t.Errorf("mask pictures differ from %s (go test -update rewrites it):\n%s", golden, out.String())
-	}
+	golden.CheckString(t, filepath.Join("testdata", "examples.golden"), out.String())
 }
 
 // exampleEnv is B=2, H=2, Q=KV=8 with deterministic buffer contents: doc

@@ -2,7 +2,6 @@ package format_test
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,10 +10,9 @@ import (
 
 	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/format"
+	"github.com/maskc/maskc/internal/golden"
 	"github.com/maskc/maskc/parser"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 func parse(t testing.TB, name string, src []byte) *dsl.File {
 	t.Helper()
@@ -38,23 +36,18 @@ func TestGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := format.Source(parse(t, in, src))
-		golden := strings.TrimSuffix(in, ".flex") + ".golden"
-		if *update {
-			if err := os.WriteFile(golden, got, 0o644); err != nil {
-				t.Fatal(err)
-			}
+		path := strings.TrimSuffix(in, ".flex") + ".golden"
+		golden.Check(t, path, got)
+		if golden.Update() {
 			continue
 		}
-		want, err := os.ReadFile(golden)
-		if err != nil {
-			t.Fatalf("%v (run go test -update)", err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s: output differs from %s:\n%s", in, golden, got)
-		}
 		// Idempotence: the golden output is its own canonical form.
-		if again := format.Source(parse(t, golden, want)); !bytes.Equal(again, want) {
-			t.Errorf("%s is not a fixed point:\n%s", golden, again)
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again := format.Source(parse(t, path, want)); !bytes.Equal(again, want) {
+			t.Errorf("%s is not a fixed point:\n%s", path, again)
 		}
 		// Comments kept, in order.
 		assertCommentsKept(t, in, src, got)

@@ -2,7 +2,6 @@ package grad_test
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,10 +15,9 @@ import (
 	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/format"
 	"github.com/maskc/maskc/grad"
+	"github.com/maskc/maskc/internal/golden"
 	"github.com/maskc/maskc/parser"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
 // load parses and checks a .flex file, failing on errors.
 func load(t testing.TB, path string) *check.Program {
@@ -31,18 +29,6 @@ func load(t testing.TB, path string) *check.Program {
 	p, diags := check.Check(f, check.Options{})
 	require.False(t, diags.HasErrors(), diags.Render())
 	return p
-}
-
-// golden compares got with the file, or rewrites it under -update.
-func golden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
-		return
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "run with -update to create it")
-	assert.Equal(t, string(want), got, "derivatives differ from %s (run with -update and review the diff)", path)
 }
 
 // TestGoldenRules pins the printed derivative of one score per rule.
@@ -59,7 +45,7 @@ func TestGoldenRules(t *testing.T) {
 		require.NoError(t, err, m.Name)
 		b.WriteString(g.String() + "\n")
 	}
-	golden(t, "testdata/scores.golden", b.String())
+	golden.CheckString(t, "testdata/scores.golden", b.String())
 }
 
 // exampleScores are the examples with a score mod, pinned by name so that
@@ -85,7 +71,7 @@ func TestGoldenExamples(t *testing.T) {
 			b.WriteString("# " + filepath.Base(path) + ": attention " + a.Name + "\n" + g.String() + "\n")
 		}
 	}
-	golden(t, "testdata/examples.golden", b.String())
+	golden.CheckString(t, "testdata/examples.golden", b.String())
 }
 
 // TestReadsAndBuffers checks which reads are differentiable and that a

@@ -1,7 +1,6 @@
 package lsp
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,9 +8,9 @@ import (
 	"testing"
 
 	"go.lsp.dev/protocol"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+	"github.com/maskc/maskc/internal/golden"
+)
 
 // TestGolden runs every feature over each testdata/*.flex file and compares
 // a readable dump with testdata/golden/NAME.golden: diagnostics, document
@@ -31,20 +30,7 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := dumpFeatures(t, protocol.DocumentURI("file:///work/"+name+".flex"), string(text))
-			golden := filepath.Join("testdata", "golden", name+".golden")
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test ./lsp -run TestGolden -update)", err)
-			}
-			if got != string(want) {
-				t.Errorf("features of %s differ from %s (run with -update if intended):\n%s", path, golden, lineDiff(string(want), got))
-			}
+			golden.CheckString(t, filepath.Join("testdata", "golden", name+".golden"), got)
 		})
 	}
 }
@@ -181,25 +167,4 @@ func runesOfUnits(u []rune, from, to int) []rune {
 		}
 	}
 	return out
-}
-
-// lineDiff lists the first lines where want and got differ.
-func lineDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var b strings.Builder
-	shown := 0
-	for i := 0; i < max(len(w), len(g)) && shown < 10; i++ {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			fmt.Fprintf(&b, "line %d:\n  want %q\n   got %q\n", i+1, wl, gl)
-			shown++
-		}
-	}
-	return b.String()
 }

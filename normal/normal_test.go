@@ -12,13 +12,13 @@ import (
 	"github.com/maskc/maskc/check"
 	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/eval"
+	"github.com/maskc/maskc/internal/golden"
 	"github.com/maskc/maskc/normal"
 	"github.com/maskc/maskc/normal/normaltest"
 	"github.com/maskc/maskc/parser"
 )
 
 var (
-	update     = flag.Bool("update", false, "rewrite testdata/*.golden")
 	propCount  = flag.Int("normal.props", 2000, "random masks TestPropertyRandom generates")
 	propSeed   = flag.Int64("normal.seed", 11, "seed of TestPropertyRandom")
 	spellingsH = "param W = 1024\nbuffer doc: i32[KV] segments\nbuffer prefix: i32[B]\nbuffer heads: i32[H]\nbuffer flag: bool[Q]\n"
@@ -316,20 +316,5 @@ func TestExamplesGolden(t *testing.T) {
 		}
 		out.WriteString("\n")
 	}
-	golden := filepath.Join("testdata", "examples.golden")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(golden, []byte(out.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if string(want) != out.String() {
-		t.Errorf("%s differs (run go test -update after checking the change):\n--- got\n%s\n--- want\n%s", golden, out.String(), want)
-	}
+	golden.CheckString(t, filepath.Join("testdata", "examples.golden"), out.String())
 }

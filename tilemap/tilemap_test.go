@@ -1,7 +1,6 @@
 package tilemap
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,10 +11,9 @@ import (
 	"github.com/maskc/maskc/codegen"
 	"github.com/maskc/maskc/eval"
 	"github.com/maskc/maskc/hipsrc"
+	"github.com/maskc/maskc/internal/golden"
 	"github.com/maskc/maskc/parser"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // mapCase is one attention block of testdata/*.flex at one shape.
 type mapCase struct {
@@ -111,20 +109,7 @@ func TestGoldenCounts(t *testing.T) {
 			fmt.Fprintf(&b, "\n== %s %s\n%s", c.file, c.attention, render(m))
 		}
 	}
-	path := filepath.Join("testdata", "counts.golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if b.String() != string(want) {
-		t.Errorf("tile maps differ from %s (run with -update and review the diff):\n%s", path, b.String())
-	}
+	golden.CheckString(t, filepath.Join("testdata", "counts.golden"), b.String())
 }
 
 // TestAgainstBruteForce checks every tile's kept pairs and every raster

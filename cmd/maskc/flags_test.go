@@ -9,8 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var update = flag.Bool("update", false, "rewrite expected output in testdata/script")
-
 func TestParseInterleaved(t *testing.T) {
 	tests := []struct {
 		args     []string

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/maskc/maskc/internal/golden"
 )
 
 // TestMain lets the script tests run "maskc" in-process as a subcommand.
@@ -26,7 +28,7 @@ func TestScripts(t *testing.T) {
 	}
 	testscript.Run(t, testscript.Params{
 		Dir:           "testdata/script",
-		UpdateScripts: *update,
+		UpdateScripts: golden.Update(),
 		Setup: func(e *testscript.Env) error {
 			e.Setenv("EXAMPLES", wd+"/../../examples")
 			// Inputs a text archive cannot hold: binary bytes and the CRLF

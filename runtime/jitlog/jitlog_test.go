@@ -1,16 +1,14 @@
 package jitlog
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/maskc/maskc/dsl"
+	"github.com/maskc/maskc/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 func loadFlex(t testing.TB) *dsl.Source {
 	text, err := os.ReadFile("testdata/window.flex")
@@ -65,20 +63,7 @@ func TestDiagnosticsGolden(t *testing.T) {
 			if !diags.HasErrors() {
 				t.Fatal("a failed compilation produced no error diagnostic")
 			}
-			got := diags.Render()
-			golden := strings.TrimSuffix(path, ".log") + ".golden"
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update)", err)
-			}
-			if got != string(want) {
-				t.Errorf("diagnostics differ from %s:\n--- got\n%s\n--- want\n%s", golden, got, want)
-			}
+			golden.CheckString(t, strings.TrimSuffix(path, ".log")+".golden", diags.Render())
 		})
 	}
 }
