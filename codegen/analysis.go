@@ -172,6 +172,7 @@ type analyzer struct {
 	l       *dsl.Lowered
 	buffers map[string]*BufferABI
 	tooBig  bool
+	qkv     map[dsl.Expr]bool // mentionsQKV's answers, per node
 }
 
 func newAnalyzer(l *dsl.Lowered, bufs []BufferABI) *analyzer {
@@ -218,15 +219,30 @@ func (a *analyzer) or(x, y dnf) dnf {
 	return append(append(dnf(nil), x...), y...)
 }
 
-// mentionsQKV reports whether e reads q or kv.
-func mentionsQKV(e dsl.Expr) bool {
+// mentionsQKV reports whether e reads q, kv or the score. The answer for
+// every node of e's tree is kept, so the analysis, which asks at every node
+// of a long chain, stays linear in the tree's size.
+func (a *analyzer) mentionsQKV(e dsl.Expr) bool {
+	if v, ok := a.qkv[e]; ok {
+		return v
+	}
+	if a.qkv == nil {
+		a.qkv = map[dsl.Expr]bool{}
+	}
 	found := false
+	if v, ok := e.(*dsl.VarRef); ok && (v.Var == dsl.VarQ || v.Var == dsl.VarKV || v.Var == dsl.VarScore) {
+		found = true
+	}
 	dsl.Inspect(e, func(x dsl.Expr) bool {
-		if v, ok := x.(*dsl.VarRef); ok && (v.Var == dsl.VarQ || v.Var == dsl.VarKV || v.Var == dsl.VarScore) {
+		if x == e {
+			return true
+		}
+		if a.mentionsQKV(x) { // every child is answered and kept
 			found = true
 		}
-		return !found
+		return false
 	})
+	a.qkv[e] = found
 	return found
 }
 
@@ -244,7 +260,7 @@ func (a *analyzer) dnf(e dsl.Expr, neg bool) dnf {
 		}
 		return dnf{}
 	}
-	if !mentionsQKV(e) {
+	if !a.mentionsQKV(e) {
 		return dnf{{{kind: atomFree, e: e, neg: neg}}}
 	}
 	switch x := e.(type) {
@@ -421,7 +437,7 @@ func (a *analyzer) side1(e dsl.Expr) (*side, bool) {
 	case *dsl.ParenExpr:
 		return a.side(x.X)
 	}
-	if !mentionsQKV(e) {
+	if !a.mentionsQKV(e) {
 		return leaf(linear{terms: []freeTerm{{1, e}}}), true
 	}
 	switch x := e.(type) {
