@@ -129,7 +129,7 @@ func TorchExpr(l *dsl.Lowered) string {
 	if l == nil || l.Expr == nil {
 		return ""
 	}
-	p := torchPrinter{l: l}
+	p := torchPrinter{l: l, scalars: map[dsl.Expr]bool{}}
 	return p.print(l.Expr)
 }
 
@@ -137,8 +137,9 @@ func TorchExpr(l *dsl.Lowered) string {
 // tensors (float(), score and buffer reads become .float(); Python float
 // constants then compute in float32 with them), as in the kernel.
 type torchPrinter struct {
-	l   *dsl.Lowered
-	f32 bool
+	l       *dsl.Lowered
+	f32     bool
+	scalars map[dsl.Expr]bool // scalar's answers, per node (shared by the printer's copies)
 }
 
 // stepOperand prints e, an operand of a step function (int, floor, ceil, a
@@ -152,18 +153,26 @@ func (p torchPrinter) stepOperand(e dsl.Expr) string {
 
 // scalar reports whether e involves no tensor: only literals and sizes.
 func (p torchPrinter) scalar(e dsl.Expr) bool {
+	if v, ok := p.scalars[e]; ok {
+		return v
+	}
 	ok := true
+	switch v := e.(type) {
+	case *dsl.VarRef:
+		ok = v.Var.IsSize()
+	case *dsl.IndexExpr:
+		ok = false
+	}
 	dsl.Inspect(e, func(x dsl.Expr) bool {
-		switch v := x.(type) {
-		case *dsl.VarRef:
-			if !v.Var.IsSize() {
-				ok = false
-			}
-		case *dsl.IndexExpr:
+		if x == e {
+			return true
+		}
+		if !p.scalar(x) { // every child is answered and kept
 			ok = false
 		}
-		return ok
+		return false
 	})
+	p.scalars[e] = ok
 	return ok
 }
 
