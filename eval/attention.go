@@ -52,24 +52,9 @@ func Attention(spec AttentionSpec, q, k, v *Tensor) (out, lse *Tensor, err error
 	if err != nil {
 		return nil, nil, err
 	}
-	env := spec.Env
-	if env == nil {
-		env = &Env{B: int64(sh.B), H: int64(sh.H), HKV: int64(sh.HKV), Q: int64(sh.Q), KV: int64(sh.KV)}
-	}
-	var mask, score *Bound
-	if spec.Mask != nil {
-		if mask, err = spec.Mask.Bind(env); err != nil {
-			return nil, nil, err
-		}
-	}
-	if spec.Score != nil {
-		if score, err = spec.Score.Bind(env); err != nil {
-			return nil, nil, err
-		}
-	}
-	scale := spec.Scale
-	if scale == 0 {
-		scale = dsl.DefaultScale(sh.D)
+	rs, _, err := newRowScorer(spec, sh, q, k)
+	if err != nil {
+		return nil, nil, err
 	}
 	rows := spec.Rows
 	if rows == nil {
@@ -91,34 +76,9 @@ func Attention(spec AttentionSpec, q, k, v *Tensor) (out, lse *Tensor, err error
 				sink = spec.Sink[h]
 			}
 			for ri, i := range rows {
-				qrow := q.Data[((b*sh.H+h)*sh.Q+i)*sh.D:][:sh.D]
-				m := sink // row maximum, sink included
-				for j := 0; j < sh.KV; j++ {
-					s[j] = math.Inf(-1)
-					if mask != nil {
-						keep, err := mask.Mask(int64(b), int64(h), int64(i), int64(j))
-						if err != nil {
-							return nil, nil, err
-						}
-						if !keep {
-							continue
-						}
-					}
-					krow := k.Data[((b*sh.HKV+hk)*sh.KV+j)*sh.D:][:sh.D]
-					dot := 0.0
-					for d, x := range qrow {
-						dot += x * krow[d]
-					}
-					x := dot * scale
-					if score != nil {
-						if x, err = score.Score(x, int64(b), int64(h), int64(i), int64(j)); err != nil {
-							return nil, nil, err
-						}
-					}
-					s[j] = x
-					if x > m || math.IsNaN(x) {
-						m = x
-					}
+				m, err := rs.scores(b, h, hk, i, sink, nil, s)
+				if err != nil {
+					return nil, nil, err
 				}
 				orow := out.Data[((b*sh.H+h)*nr+ri)*sh.Dv:][:sh.Dv]
 				if math.IsInf(m, -1) { // nothing kept, no sink
@@ -145,6 +105,85 @@ func Attention(spec AttentionSpec, q, k, v *Tensor) (out, lse *Tensor, err error
 		}
 	}
 	return out, lse, nil
+}
+
+// rowScorer computes one query row's scores against every key: the part
+// of the softmax Attention and AttentionBackward share.
+type rowScorer struct {
+	sh          shape
+	q, k        *Tensor
+	mask, score *Bound // nil: keep every pair / the score is the logit
+	scale       float64
+}
+
+// newRowScorer binds spec's mask and score to spec.Env (or to an Env of the
+// shape alone, without buffers) and resolves the default scale. It returns
+// the Env it bound them to.
+func newRowScorer(spec AttentionSpec, sh shape, q, k *Tensor) (*rowScorer, *Env, error) {
+	env := spec.Env
+	if env == nil {
+		env = &Env{B: int64(sh.B), H: int64(sh.H), HKV: int64(sh.HKV), Q: int64(sh.Q), KV: int64(sh.KV)}
+	}
+	rs := &rowScorer{sh: sh, q: q, k: k, scale: spec.Scale}
+	var err error
+	if spec.Mask != nil {
+		if rs.mask, err = spec.Mask.Bind(env); err != nil {
+			return nil, nil, err
+		}
+	}
+	if spec.Score != nil {
+		if rs.score, err = spec.Score.Bind(env); err != nil {
+			return nil, nil, err
+		}
+	}
+	if rs.scale == 0 {
+		rs.scale = dsl.DefaultScale(sh.D)
+	}
+	return rs, env, nil
+}
+
+// scores fills s[j] with the score of query row i of (b, h) against key j
+// of kv head hk (-inf where the mask drops the pair; the score mod runs on
+// kept pairs only) and, when x is not nil, x[j] with the scaled logit the
+// score mod read. It returns the row's maximum, the sink included (sink
+// when nothing is kept; NaN when a score is NaN).
+func (r *rowScorer) scores(b, h, hk, i int, sink float64, x, s []float64) (float64, error) {
+	sh := r.sh
+	qrow := r.q.Data[((b*sh.H+h)*sh.Q+i)*sh.D:][:sh.D]
+	m := sink
+	for j := 0; j < sh.KV; j++ {
+		s[j] = math.Inf(-1)
+		if r.mask != nil {
+			keep, err := r.mask.Mask(int64(b), int64(h), int64(i), int64(j))
+			if err != nil {
+				return 0, err
+			}
+			if !keep {
+				continue
+			}
+		}
+		krow := r.k.Data[((b*sh.HKV+hk)*sh.KV+j)*sh.D:][:sh.D]
+		dot := 0.0
+		for d, xq := range qrow {
+			dot += xq * krow[d]
+		}
+		logit := dot * r.scale
+		if x != nil {
+			x[j] = logit
+		}
+		sc := logit
+		if r.score != nil {
+			var err error
+			if sc, err = r.score.Score(logit, int64(b), int64(h), int64(i), int64(j)); err != nil {
+				return 0, err
+			}
+		}
+		s[j] = sc
+		if sc > m || math.IsNaN(sc) {
+			m = sc
+		}
+	}
+	return m, nil
 }
 
 // shape holds the extents of one Attention call.

@@ -3,8 +3,6 @@ package eval
 import (
 	"fmt"
 	"math"
-
-	"github.com/maskc/maskc/dsl"
 )
 
 // Grads are the gradients AttentionBackward computes, for the loss
@@ -61,29 +59,17 @@ func AttentionBackward(spec AttentionSpec, grad *GradFunc, q, k, v, dO, dLSE *Te
 	if dLSE != nil && (!sameDims(dLSE.Dims, sh.B, sh.H, sh.Q) || dLSE.Validate() != nil) {
 		return nil, fmt.Errorf("%w: dLSE must be [B, H, Q] = [%d, %d, %d]", ErrShape, sh.B, sh.H, sh.Q)
 	}
-	env := spec.Env
-	if env == nil {
-		env = &Env{B: int64(sh.B), H: int64(sh.H), HKV: int64(sh.HKV), Q: int64(sh.Q), KV: int64(sh.KV)}
+	rs, env, err := newRowScorer(spec, sh, q, k)
+	if err != nil {
+		return nil, err
 	}
-	var mask, score *Bound
 	var bg *BoundGrad
-	if spec.Mask != nil {
-		if mask, err = spec.Mask.Bind(env); err != nil {
-			return nil, err
-		}
-	}
 	if spec.Score != nil {
-		if score, err = spec.Score.Bind(env); err != nil {
-			return nil, err
-		}
 		if bg, err = grad.Bind(env); err != nil {
 			return nil, err
 		}
 	}
-	scale := spec.Scale
-	if scale == 0 {
-		scale = dsl.DefaultScale(sh.D)
-	}
+	scale := rs.scale
 	g := &Grads{DQ: NewTensor(q.Dims...), DK: NewTensor(k.Dims...), DV: NewTensor(v.Dims...), DBufs: map[string]*Tensor{}, DBufsAbs: map[string]*Tensor{}}
 	if len(spec.Sink) > 0 {
 		g.DSink, g.DSinkAbs = make([]float64, sh.H), make([]float64, sh.H)
@@ -112,34 +98,9 @@ func AttentionBackward(spec AttentionSpec, grad *GradFunc, q, k, v, dO, dLSE *Te
 			}
 			for i := 0; i < sh.Q; i++ {
 				qrow := q.Data[((b*sh.H+h)*sh.Q+i)*sh.D:][:sh.D]
-				m := sink
-				for j := 0; j < sh.KV; j++ {
-					s[j] = math.Inf(-1)
-					if mask != nil {
-						keep, err := mask.Mask(int64(b), int64(h), int64(i), int64(j))
-						if err != nil {
-							return nil, err
-						}
-						if !keep {
-							continue
-						}
-					}
-					krow := k.Data[((b*sh.HKV+hk)*sh.KV+j)*sh.D:][:sh.D]
-					dot := 0.0
-					for d, xq := range qrow {
-						dot += xq * krow[d]
-					}
-					x[j] = dot * scale
-					sc := x[j]
-					if score != nil {
-						if sc, err = score.Score(x[j], int64(b), int64(h), int64(i), int64(j)); err != nil {
-							return nil, err
-						}
-					}
-					s[j] = sc
-					if sc > m || math.IsNaN(sc) {
-						m = sc
-					}
+				m, err := rs.scores(b, h, hk, i, sink, x, s)
+				if err != nil {
+					return nil, err
 				}
 				if math.IsInf(m, -1) {
 					continue // nothing kept, no sink: every gradient of the row is 0
