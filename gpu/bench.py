@@ -25,7 +25,6 @@ import sys
 import os
 import math
 import re
-import time
 
 import torch
 from torch.nn.attention.flex_attention import create_block_mask, flex_attention
@@ -152,12 +151,7 @@ def main():
         try:
             bm = create_block_mask(mm, None, None, S, S, device=dev)
             fwd = lambda: fa(q, k, v, score_mod=sm, block_mask=bm)
-            t0 = time.time()
-            ref = fwd()
-            torch.cuda.synchronize()
-            row["flex_compile_s"] = round(time.time() - t0, 1)
-            row["flex_ms"] = mg.time_ms(fwd)
-            row["flex_tflops"] = round(flops / row["flex_ms"] / 1e9, 1)
+            ref = mg.time_flex(row, fwd, flops)
         except Exception as e:
             row["flex_error"] = repr(e)[:400]
             ref = None

@@ -136,12 +136,7 @@ def main():
             bm = create_block_mask(fmask, B if e.get("mask_uses_b") else None, H if e.get("mask_uses_h") else None,
                                    S, S, device=dev)
             fwd = lambda: fa(q, k, v, score_mod=score, block_mask=bm, scale=scale)
-            t0 = time.time()
-            ref = fwd()
-            torch.cuda.synchronize()
-            row["flex_compile_s"] = round(time.time() - t0, 1)
-            row["flex_ms"] = mg.time_ms(fwd)
-            row["flex_tflops"] = round(flops / row["flex_ms"] / 1e9, 1)
+            ref = mg.time_flex(row, fwd, flops)
         except Exception as ex:
             row["flex_error"] = repr(ex)[:400]
             ref = None

@@ -18,6 +18,7 @@ import json
 import math
 import os
 import re
+import time
 
 import torch
 
@@ -351,6 +352,20 @@ def time_ms(fn, iters=20, warmup=3):
         ts.append((a, b))
     torch.cuda.synchronize()
     return sorted(a.elapsed_time(b) for a, b in ts)[len(ts) // 2]
+
+
+def time_flex(row, fwd, flops):
+    """Runs fwd (a compiled FlexAttention forward) once, then times it:
+    row gains flex_compile_s (the first call, compilation included), flex_ms
+    (time_ms) and flex_tflops (flops / ms / 1e9). Returns the first call's
+    output, the reference the benchmarks compare maskc's with."""
+    t0 = time.time()
+    ref = fwd()
+    torch.cuda.synchronize()
+    row["flex_compile_s"] = round(time.time() - t0, 1)
+    row["flex_ms"] = time_ms(fwd)
+    row["flex_tflops"] = round(flops / row["flex_ms"] / 1e9, 1)
+    return ref
 
 
 # --------------------------------------------------------------------------- backward
