@@ -509,16 +509,22 @@ func (g *sparsityWriter) kvRange(p sparsityPlan) string {
 		g.line("  hi_all = maskc_py_max(hi_all, %s + 1);", kb)
 		g.line("}")
 	})
+	g.hullEnd("no kv is visible")
+	hull := "// The kv indices outside [*lo, *hi) are masked for every q in [q_lo, q_hi).\n" +
+		kvRangeSig + " {\n" + g.w.body.String() + "}\n"
+	return hull + "\n" + intervals
+}
+
+// hullEnd closes a hull function body: an empty hull (lo_all >= hi_all,
+// commented with none) becomes [0, 0), and the hull is stored in *lo, *hi.
+func (g *sparsityWriter) hullEnd(none string) {
 	g.w.body.WriteString("\n")
-	g.line("if (lo_all >= hi_all) {  // no kv is visible")
+	g.line("if (lo_all >= hi_all) {  // %s", none)
 	g.line("  lo_all = 0;")
 	g.line("  hi_all = 0;")
 	g.line("}")
 	g.line("*lo = lo_all;")
 	g.line("*hi = hi_all;")
-	hull := "// The kv indices outside [*lo, *hi) are masked for every q in [q_lo, q_hi).\n" +
-		kvRangeSig + " {\n" + g.w.body.String() + "}\n"
-	return hull + "\n" + intervals
 }
 
 // qRange is kvRange with the roles of q and kv exchanged: the q rows that
@@ -537,13 +543,7 @@ func (g *sparsityWriter) qRange(d dnf, an *analyzer) string {
 		g.line("  hi_all = maskc_py_max(hi_all, %s + 1);", qb)
 		g.line("}")
 	})
-	g.w.body.WriteString("\n")
-	g.line("if (lo_all >= hi_all) {  // no q sees these kv")
-	g.line("  lo_all = 0;")
-	g.line("  hi_all = 0;")
-	g.line("}")
-	g.line("*lo = lo_all;")
-	g.line("*hi = hi_all;")
+	g.hullEnd("no q sees these kv")
 	hull := "// The q indices outside [*lo, *hi) are masked for every kv in [kv_lo, kv_hi).\n" +
 		qRangeSig + " {\n" + g.w.body.String() + "}\n"
 
