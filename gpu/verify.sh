@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# One device call that checks a build of main end to end: the regression run
+# a session makes before it calls a kernel-touching issue resolved.
+#
+#   gpu/verify.sh gen   (where Go is) builds maskc and its wheel into
+#       .devbin/v and generates the kernels of gpu/generated.sh,
+#       gpu/bwd.sh and gpu/bench_ext.sh (.devbin/gen, .devbin/bwd-gen,
+#       .devbin/bwd-genbench, .devbin/ext).
+#   gpu/verify.sh run [STEP ...]   (on the GPU machine, those carried) runs,
+#       in order, each under its own time limit, logs under $OUT:
+#         fwd    gpu/check.py on every example (float64 reference, Flex)
+#         bwd    gpu/bwd_check.py on every example up to 1000 tokens
+#         torch  python/gpu_tests/check_torch.py with the wheel installed
+#         ext    gpu/bench_ext.py (ratios against Flex, 2x16x8192)
+#         bwdb   gpu/bwd_bench.py on the eight baseline cases
+#       Default: all five. Exit status: the number of steps that failed.
+set -u
+cd "$(dirname "$0")/.."
+case "${1:-}" in
+gen)
+	set -e
+	bash gpu/generated.sh gen
+	bash gpu/bwd.sh gen
+	bash gpu/bench_ext.sh gen >/dev/null
+	rm -rf .devbin/v
+	mkdir -p .devbin/v
+	CGO_ENABLED=0 go build -o .devbin/v/maskc ./cmd/maskc
+	python3 python/build_wheel.py -o .devbin/v --binary .devbin/v/maskc
+	git rev-parse HEAD >.devbin/v/commit
+	;;
+run)
+	shift
+	steps=${*:-fwd bwd torch ext bwdb}
+	OUT=${OUT:-/tmp/maskc-verify}
+	mkdir -p "$OUT"
+	nvidia-smi -L
+	echo "commit $(cat .devbin/v/commit 2>/dev/null)"
+	failed=0
+	step() { # name limit command...
+		local name=$1 limit=$2
+		shift 2
+		local t0=$SECONDS
+		timeout "$limit" "$@" >"$OUT/$name.txt" 2>&1
+		local rc=$?
+		echo "== $name exit $rc ($((SECONDS - t0)) s)"
+		[ $rc -eq 0 ] || failed=$((failed + 1))
+	}
+	for s in $steps; do
+		case $s in
+		fwd)
+			step fwd "${FWD_TIMEOUT:-150}" python3 gpu/check.py --generated .devbin/gen --out "$OUT/check.jsonl"
+			tail -6 "$OUT/fwd.txt"
+			;;
+		bwd)
+			step bwd "${BWD_TIMEOUT:-150}" python3 gpu/bwd_check.py --generated .devbin/bwd-gen --max-len 1000 --out "$OUT/bwd_check.jsonl"
+			grep -E "FAIL|COMPILE|passed" "$OUT/bwd.txt" | tail -12
+			;;
+		torch)
+			rm -rf /tmp/site
+			pip install -q --no-index --no-deps --target /tmp/site .devbin/v/maskc-*.whl >"$OUT/pip.txt" 2>&1 || echo "pip failed"
+			step torch "${TORCH_TIMEOUT:-200}" env PYTHONPATH=/tmp/site python3 python/gpu_tests/check_torch.py --out "$OUT/check_torch.jsonl"
+			tail -4 "$OUT/torch.txt" | cut -c1-400
+			;;
+		ext)
+			step ext "${EXT_TIMEOUT:-150}" python3 gpu/bench_ext.py --generated .devbin/ext/gen --buffers .devbin/ext/buffers.json \
+				--tiles .devbin/ext/tiles.jsonl --out "$OUT/bench_ext.jsonl"
+			tail -32 "$OUT/ext.txt"
+			;;
+		bwdb)
+			step bwdb "${BWDB_TIMEOUT:-150}" python3 gpu/bwd_bench.py --generated .devbin/bwd-genbench --out "$OUT/bwd_bench.jsonl"
+			tail -14 "$OUT/bwdb.txt"
+			;;
+		*)
+			echo "unknown step $s" >&2
+			failed=$((failed + 1))
+			;;
+		esac
+	done
+	exit $failed
+	;;
+*)
+	echo "usage: gpu/verify.sh gen | run [fwd|bwd|torch|ext|bwdb ...]" >&2
+	exit 2
+	;;
+esac
