@@ -13,7 +13,9 @@
 #         torch  python/gpu_tests/check_torch.py with the wheel installed
 #         ext    gpu/bench_ext.py (ratios against Flex, 2x16x8192)
 #         bwdb   gpu/bwd_bench.py on the eight baseline cases
-#       Default: all five. Exit status: the number of steps that failed.
+#         hf     python/gpu_tests/train_hf.py (a Hugging Face Llama trained
+#                200 steps through the wheel against FlexAttention)
+#       Default: the first five. Exit status: the number of steps that failed.
 set -u
 cd "$(dirname "$0")/.."
 case "${1:-}" in
@@ -45,6 +47,11 @@ run)
 		echo "== $name exit $rc ($((SECONDS - t0)) s)"
 		[ $rc -eq 0 ] || failed=$((failed + 1))
 	}
+	install_wheel() {
+		[ -d /tmp/site/maskc ] && return
+		pip install -q --no-index --no-deps --target /tmp/site .devbin/v/maskc-*.whl >"$OUT/pip.txt" 2>&1 || echo "pip failed"
+	}
+	rm -rf /tmp/site
 	for s in $steps; do
 		case $s in
 		fwd)
@@ -56,8 +63,7 @@ run)
 			grep -E "FAIL|COMPILE|passed" "$OUT/bwd.txt" | tail -12
 			;;
 		torch)
-			rm -rf /tmp/site
-			pip install -q --no-index --no-deps --target /tmp/site .devbin/v/maskc-*.whl >"$OUT/pip.txt" 2>&1 || echo "pip failed"
+			install_wheel
 			step torch "${TORCH_TIMEOUT:-200}" env PYTHONPATH=/tmp/site python3 python/gpu_tests/check_torch.py --out "$OUT/check_torch.jsonl"
 			tail -4 "$OUT/torch.txt" | cut -c1-400
 			;;
@@ -65,6 +71,11 @@ run)
 			step ext "${EXT_TIMEOUT:-150}" python3 gpu/bench_ext.py --generated .devbin/ext/gen --buffers .devbin/ext/buffers.json \
 				--tiles .devbin/ext/tiles.jsonl --out "$OUT/bench_ext.jsonl"
 			tail -32 "$OUT/ext.txt"
+			;;
+		hf)
+			install_wheel
+			step hf "${HF_TIMEOUT:-200}" env PYTHONPATH=/tmp/site python3 python/gpu_tests/train_hf.py --out "$OUT"
+			tail -6 "$OUT/hf.txt" | cut -c1-400
 			;;
 		bwdb)
 			step bwdb "${BWDB_TIMEOUT:-150}" python3 gpu/bwd_bench.py --generated .devbin/bwd-genbench --out "$OUT/bwd_bench.jsonl"
@@ -79,7 +90,7 @@ run)
 	exit $failed
 	;;
 *)
-	echo "usage: gpu/verify.sh gen | run [fwd|bwd|torch|ext|bwdb ...]" >&2
+	echo "usage: gpu/verify.sh gen | run [fwd|bwd|torch|ext|bwdb|hf ...]" >&2
 	exit 2
 	;;
 esac
