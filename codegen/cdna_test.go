@@ -345,12 +345,8 @@ func TestHipccMFMA(t *testing.T) {
 				r.minV, r.maxV, r.maxA, r.maxS = min(r.minV, k.VGPRs), max(r.maxV, k.VGPRs), max(r.maxA, k.AGPRs), max(r.maxS, k.SGPRs)
 				r.vSpills, r.sSpills, r.scratch = max(r.vSpills, k.VGPRSpills), max(r.sSpills, k.SGPRSpills), max(r.scratch, k.Scratch)
 				r.lds, r.minBlocks, r.minWaves, r.n = max(r.lds, lds), min(r.minBlocks, blocks), min(r.minWaves, waves), r.n+1
-				known := cdnaKnownMisfit(k.Name, arch, b.headDim)
-				switch {
-				case blocks < 1 && !known:
+				if blocks < 1 {
 					t.Errorf("%s %s %s: no workgroup fits on a compute unit (%d VGPRs, %d bytes of LDS)", b.name, k.Name, arch, k.VGPRs, lds)
-				case blocks >= 1 && known:
-					t.Errorf("%s %s %s: fits now (%d blocks per CU): take it out of cdnaKnownMisfit", b.name, k.Name, arch, blocks)
 				}
 			}
 		}
@@ -386,18 +382,6 @@ func TestHipccMFMA(t *testing.T) {
 	}
 }
 
-// cdnaKnownMisfit reports the kernels known not to fit on a compute unit
-// of arch: at head dim 128 the backward's tiles (64 q rows, 64 keys) need
-// 82,432 bytes of LDS per workgroup (hipsrc.BwdSharedMemBytes), above the
-// 64 KiB of gfx90a and gfx942, so these kernels cannot launch there. The
-// fix is a per-platform q tile (32 rows: 57,600 bytes), which the host's
-// launch constants (hipsrc, the manifest, the launchers) must follow.
-// TestHipccMFMA fails on any other misfit and when one of these fits.
-func cdnaKnownMisfit(kernel, arch string, headDim int) bool {
-	return headDim == 128 && (arch == "gfx90a" || arch == "gfx942") &&
-		(kernel == "maskc_attn_bwd" || kernel == "maskc_attn_bwd_dq")
-}
-
 // dynamicLDS is the dynamic shared memory a launcher gives kernel (hipsrc's
 // launch constants); 0 for kernels launched without.
 func dynamicLDS(kernel string, headDim int) int {
@@ -406,7 +390,8 @@ func dynamicLDS(kernel string, headDim int) int {
 		n, _ := hipsrc.SharedMemBytes(hipsrc.AMD, headDim)
 		return n
 	case "maskc_attn_bwd", "maskc_attn_bwd_dq":
-		return hipsrc.BwdSharedMemBytes(headDim)
+		c, _ := hipsrc.BwdLaunchOn(hipsrc.AMD, headDim)
+		return c.SharedMemBytes
 	}
 	return 0
 }

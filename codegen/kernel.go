@@ -33,7 +33,8 @@ type Kernel struct {
 	// hipsrc's sources (hipsrc.Assemble).
 	Source string
 	// BwdSource is the full source of the backward kernels: Source followed
-	// by hipsrc.AttnBwd (entry points BwdEntries; the forward's
+	// by the backward's tiles for the head dim (hipsrc.BwdTileDefines) and
+	// hipsrc.AttnBwd (entry points BwdEntries; the forward's
 	// maskc_tile_flags serves both).
 	BwdSource string
 	// Generated is the per-attention part: configuration #defines, buffer
@@ -200,7 +201,11 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 	generated := g.String()
 	k.Generated = resolveLineResets(generated, a.Name+".generated.h")
 	k.Source = resolveLineResets(hipsrc.Assemble(generated), a.Name+".cu")
-	k.BwdSource = resolveLineResets(hipsrc.Assemble(generated, hipsrc.AttnBwd), a.Name+".bwd.cu")
+	bwdTiles, err := hipsrc.BwdTileDefines(k.HeadDim) // configure checked the head dim
+	if err != nil {
+		panic(err)
+	}
+	k.BwdSource = resolveLineResets(hipsrc.Assemble(generated, bwdTiles, hipsrc.AttnBwd), a.Name+".bwd.cu")
 	return k, diags
 }
 
@@ -239,6 +244,9 @@ func (k *Kernel) configure(src *dsl.Source, a *check.Attention, opts Options, di
 	}
 	k.HeadDim = firstNonZero(opts.HeadDim, a.ResolvedHeadDim())
 	launch, err := hipsrc.Launches(k.HeadDim)
+	if _, bwdErr := hipsrc.BwdLaunches(k.HeadDim); err == nil {
+		err = bwdErr
+	}
 	if err != nil {
 		diags.Add(src, at("head_dim"), CodeHeadDim, "a generated kernel has no configuration for head_dim %d", k.HeadDim).
 			WithHint("use head_dim = 64 or 128 (pad the head dimension on the Python side)")

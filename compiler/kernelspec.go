@@ -31,9 +31,13 @@ func KernelSpec(p *check.Program, k *codegen.Kernel, backend, arch string) (runt
 		HeadDim: k.HeadDim, FlagsPerBatch: k.MaskUsesB, FlagsPerHead: k.MaskUsesH,
 	}
 	if k.BwdSource != "" {
+		bl, err := hipsrc.BwdLaunchOn(platform, k.HeadDim)
+		if err != nil {
+			return runtime.AttentionSpec{}, fmt.Errorf("compiler: kernel %s: %w", k.Name, err)
+		}
 		spec.Backward = &runtime.BackwardSpec{
-			Source: k.BwdSource, Name: k.Name + ".bwd.cu", Threads: platform.BwdThreads(), PreRows: platform.BwdPreRows(),
-			BlockM: hipsrc.BwdBlockM, BlockN: hipsrc.BwdBlockN, SharedBytes: hipsrc.BwdSharedMemBytes(k.HeadDim),
+			Source: k.BwdSource, Name: k.Name + ".bwd.cu", Threads: bl.Threads, PreRows: platform.BwdPreRows(),
+			BlockM: bl.BlockM, BlockN: bl.BlockN, SharedBytes: bl.SharedMemBytes,
 		}
 	}
 	grad := map[int]bool{}

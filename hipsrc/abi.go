@@ -15,8 +15,9 @@ import (
 
 // ABIVersion is the version of the kernel ABI and of the manifest schema
 // (MANIFEST.md); it changes whenever a struct, an entry point, the grid
-// rule or a manifest field changes meaning.
-const ABIVersion = 2
+// rule or a manifest field changes meaning (3: the backward's tiles per
+// platform and head dim, kernels[].bwd_launch).
+const ABIVersion = 3
 
 // MaxSeqLen is the longest Sq and Skv a kernel may be launched with:
 // 2^31 - 257. MaskcShape's lengths are C ints with 256 of headroom for tile
@@ -401,17 +402,26 @@ func (e Entry) Eval(sz LaunchSizes, blockN int) [3]int {
 	return e.EvalWith(sz, map[string]int{"block_m": BlockM, "block_n": blockN})
 }
 
-// EvalOn returns the grid of e for sizes on platform p.
-func (e Entry) EvalOn(sz LaunchSizes, p Platform) [3]int {
-	return e.EvalWith(sz, p.Tiles())
+// EvalOn returns the grid of e for sizes on platform p at a head dim.
+func (e Entry) EvalOn(sz LaunchSizes, p Platform, headDim int) ([3]int, error) {
+	tiles, err := p.Tiles(headDim)
+	if err != nil {
+		return [3]int{}, err
+	}
+	return e.EvalWith(sz, tiles), nil
 }
 
-// Tiles returns the value of every grid tile name (GridDim.Tile) on p.
-func (p Platform) Tiles() map[string]int {
-	return map[string]int{
-		"block_m": BlockM, "block_n": p.BlockN(), "bwd_block_m": BwdBlockM, "bwd_block_n": BwdBlockN,
-		"bwd_pre_rows": p.BwdPreRows(), "bwd_threads": p.BwdThreads(),
+// Tiles returns the value of every grid tile name (GridDim.Tile) on p at a
+// head dim.
+func (p Platform) Tiles(headDim int) (map[string]int, error) {
+	t, err := p.BwdTileFor(headDim)
+	if err != nil {
+		return nil, err
 	}
+	return map[string]int{
+		"block_m": BlockM, "block_n": p.BlockN(), "bwd_block_m": t.BlockM, "bwd_block_n": t.BlockN,
+		"bwd_pre_rows": p.BwdPreRows(), "bwd_threads": p.BwdThreads(),
+	}, nil
 }
 
 // EvalWith returns the grid of e for sizes with the given tile values
@@ -528,19 +538,18 @@ type ABIDesc struct {
 	Platforms []PlatformABI `json:"platforms"`
 	// BwdStructs are the backward's own argument structs (MaskcBwdShape;
 	// it also takes MaskcBuffers), BwdEntries its entry points in launch
-	// order, BwdBlockM and BwdBlockN its tiles and BwdFixOne the scale of
-	// its fixed-point buffer-gradient sums.
+	// order and BwdFixOne the scale of its fixed-point buffer-gradient
+	// sums. Its tiles depend on the platform and head dim: each kernel's
+	// bwd_launch gives them.
 	BwdStructs []Struct `json:"bwd_structs"`
 	BwdEntries []Entry  `json:"bwd_entries"`
-	BwdBlockM  int      `json:"bwd_block_m"`
-	BwdBlockN  int      `json:"bwd_block_n"`
 	BwdFixOne  int64    `json:"bwd_fix_one"`
 }
 
 // Describe returns the ABI description written into manifests.
 func Describe() ABIDesc {
 	d := ABIDesc{Structs: Structs, Entries: Entries, BlockM: BlockM, MaxSeqLen: MaxSeqLen, MaxBuffers: MaxBuffers, MaxBufferRank: MaxBufferRank, TileFlags: TileFlags,
-		BwdStructs: []Struct{BwdShapeStruct}, BwdEntries: BwdEntries, BwdBlockM: BwdBlockM, BwdBlockN: BwdBlockN, BwdFixOne: BwdFixOne}
+		BwdStructs: []Struct{BwdShapeStruct}, BwdEntries: BwdEntries, BwdFixOne: BwdFixOne}
 	for _, p := range Platforms {
 		d.Platforms = append(d.Platforms, p.ABI())
 	}

@@ -2,7 +2,7 @@
 // The kernel ABI structs (hipsrc/MANIFEST.md documents them and their layout).
 #ifndef MASKC_ABI_H
 #define MASKC_ABI_H
-#define MASKC_ABI_VERSION 2
+#define MASKC_ABI_VERSION 3
 #define MASKC_MAX_BUFFERS 8
 
 // Shapes and strides of one launch (the same value for both entry points).

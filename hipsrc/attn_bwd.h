@@ -61,20 +61,32 @@
 #error "maskc: the generated part lacks maskc_score_grad (MASKC_SCORE_GRAD_READS)"
 #endif
 
-// Tile shape of the backward: mirrored by the Go constants in hipsrc.go.
-// Query rows per step, keys per program, and warps: each warp owns 16 keys
-// (16 query rows in the dQ products).
-#define MASKC_BWD_BLOCK_M 64
-#define MASKC_BWD_BLOCK_N 64
+// Tile shape of the backward: MASKC_BWD_BLOCK_M query rows per step,
+// MASKC_BWD_BLOCK_N keys per program and MASKC_BWD_AREGS (the operands only
+// a warp's own rows read kept in registers) depend on the platform and head
+// dim; the backward source defines them before this file, from hipsrc's one
+// table (hipsrc.BwdTileDefines). Warps: MASKC_BWD_WARPS on every platform.
+#if !defined(MASKC_BWD_BLOCK_M) || !defined(MASKC_BWD_BLOCK_N) || !defined(MASKC_BWD_AREGS)
+#error "maskc: the backward's tiles (MASKC_BWD_BLOCK_M, _N, _AREGS) are not defined (hipsrc.BwdTileDefines)"
+#endif
 #define MASKC_BWD_WARPS 4
 #define MASKC_BWD_THREADS (MASKC_BWD_WARPS * MASKC_WARP_SIZE)
 #define MASKC_BWD_PRE_ROWS (MASKC_BWD_THREADS / 16)  // 16 lanes per row in the row passes
-// Shared memory: K, V tiles [BN][D], Q, dO tiles [BM][D], P^T and dS^T
-// [BN][BM], LSE and delta [BM] floats.
+// Shared memory: K, V tiles [BN][D] (K alone with MASKC_BWD_AREGS), Q, dO
+// tiles [BM][D], P^T and dS^T [BN][BM], LSE and delta [BM] floats.
 #define MASKC_BWD_SMEM_BYTES                                                                              \
-  (2 * (2 * MASKC_BWD_BLOCK_N * MASKC_HEAD_DIM + 2 * MASKC_BWD_BLOCK_M * MASKC_HEAD_DIM +                 \
+  (2 * ((2 - MASKC_BWD_AREGS) * MASKC_BWD_BLOCK_N * MASKC_HEAD_DIM + 2 * MASKC_BWD_BLOCK_M * MASKC_HEAD_DIM + \
         2 * MASKC_BWD_BLOCK_N * MASKC_BWD_BLOCK_M) +                                                      \
    8 * MASKC_BWD_BLOCK_M)
+// How the warps share a tile (the mma.sync and MFMA kernels): a kv tile has
+// MASKC_BWD_KB blocks of 16 keys, each taken by MASKC_BWD_WK warps, which
+// split its S^T columns (query rows) and its dK, dV columns (the head dim);
+// a q tile has MASKC_BWD_QB blocks of 16 rows, each taken by MASKC_BWD_WQ
+// warps, which split the keys of S (maskc_attn_bwd_dq) and the columns of dQ.
+#define MASKC_BWD_KB (MASKC_BWD_BLOCK_N / 16)
+#define MASKC_BWD_QB (MASKC_BWD_BLOCK_M / 16)
+#define MASKC_BWD_WK (MASKC_BWD_WARPS / MASKC_BWD_KB)
+#define MASKC_BWD_WQ (MASKC_BWD_WARPS / MASKC_BWD_QB)
 // Buffer gradients are summed as round(x * 2^32) in 64-bit integers.
 #define MASKC_BWD_FIX_ONE 4294967296.0f
 
@@ -114,10 +126,20 @@
 #define MASKC_BWD_WG 0
 #endif
 
-static_assert(MASKC_BWD_BLOCK_N == 16 * MASKC_BWD_WARPS, "a warp owns 16 keys");
-static_assert(MASKC_BWD_BLOCK_M == 16 * MASKC_BWD_WARPS, "a warp owns 16 query rows of dQ");
+static_assert(MASKC_BWD_WARPS % MASKC_BWD_KB == 0 && MASKC_BWD_KB * MASKC_BWD_WK == MASKC_BWD_WARPS,
+              "the warps take whole 16-key blocks");
+static_assert(MASKC_BWD_WARPS % MASKC_BWD_QB == 0 && MASKC_BWD_QB * MASKC_BWD_WQ == MASKC_BWD_WARPS,
+              "the warps take whole 16-row blocks");
+static_assert((MASKC_BWD_BLOCK_M / MASKC_BWD_WK) % 16 == 0 && (MASKC_BWD_BLOCK_N / MASKC_BWD_WQ) % 16 == 0 &&
+                  (MASKC_HEAD_DIM / MASKC_BWD_WK) % 16 == 0 && (MASKC_HEAD_DIM / MASKC_BWD_WQ) % 16 == 0,
+              "a warp's share of a product is whole 16-column blocks");
 static_assert(MASKC_BLOCK_M % MASKC_BWD_BLOCK_M == 0, "a backward q tile lies in one pre-pass q tile");
-static_assert(MASKC_BWD_BLOCK_N % MASKC_BLOCK_N == 0, "a backward kv tile is whole pre-pass kv tiles");
+static_assert(MASKC_BWD_BLOCK_N % MASKC_BLOCK_N == 0 || MASKC_BLOCK_N % MASKC_BWD_BLOCK_N == 0,
+              "a backward kv tile is whole pre-pass kv tiles or lies in one");
+#if MASKC_BWD_AREGS && (!defined(MASKC_PLATFORM_AMD) || MASKC_BWD_BLOCK_M > MASKC_BWD_BLOCK_N || MASKC_BWD_WK != 2 || \
+                        MASKC_BWD_WQ != 2)
+#error "maskc: MASKC_BWD_AREGS is the MFMA kernels' layout for tiles of two warps per 16-key and 16-row block"
+#endif
 
 // Shapes, strides and the auxiliary tensors of one backward launch; the
 // host mirrors this layout exactly.
@@ -150,10 +172,11 @@ __device__ __forceinline__ int maskc_bacc_row(int lane, int i) { return (lane >>
 template <int W>
 __device__ __forceinline__ int maskc_bacc_col(int lane, int i) { return (i >> 2) * 8 + (lane & 3) * 2 + (i & 1); }
 
-// mma.sync m16n8k16 with ldmatrix operands: A rows m0..m0+15.
+// mma.sync m16n8k16 with ldmatrix operands: A rows m0..m0+15, B columns
+// n0..n0+N-1 (n0 a multiple of 16).
 template <int DT, int N, int K, int AM, int BM, int LDA, int LDB>
 __device__ __forceinline__ void maskc_bwd_gemm(float* c, const maskc_elem_t* sA, int m0, const maskc_elem_t* sB,
-                                               int lane) {
+                                               int lane, int n0 = 0) {
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk) {
     maskc_u32 a[4];
@@ -166,11 +189,11 @@ __device__ __forceinline__ void maskc_bwd_gemm(float* c, const maskc_elem_t* sA,
     for (int j = 0; j < N / 16; ++j) {
       maskc_u32 b[4];
       if (BM == MASKC_B_NK)
-        maskc_ldmatrix_x4(b, sB + maskc_smem_index<LDB>(j * 16 + (lane & 7) + (lane >> 4) * 8,
+        maskc_ldmatrix_x4(b, sB + maskc_smem_index<LDB>(n0 + j * 16 + (lane & 7) + (lane >> 4) * 8,
                                                         kk * 16 + ((lane >> 3) & 1) * 8));
       else
         maskc_ldmatrix_x4_trans(b, sB + maskc_smem_index<LDB>(kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8,
-                                                              j * 16 + (lane >> 4) * 8));
+                                                              n0 + j * 16 + (lane >> 4) * 8));
       maskc_mma16816<DT>(c + (2 * j) * 4, a[0], a[1], a[2], a[3], b[0], b[1]);
       maskc_mma16816<DT>(c + (2 * j + 1) * 4, a[0], a[1], a[2], a[3], b[2], b[3]);
     }
@@ -191,9 +214,26 @@ __device__ __forceinline__ int maskc_bacc_row(int lane, int i) { return 4 * (lan
 template <int W>
 __device__ __forceinline__ int maskc_bacc_col(int lane, int i) { return (i >> 2) * 16 + (lane & 15); }
 
+// B's fragment of output column n, k-steps at k..k+3: B stored [n][k] (NK)
+// or [k][n] (KN).
+template <int BM, int LDB>
+__device__ __forceinline__ maskc_short4 maskc_bwd_bfrag(const maskc_elem_t* sB, int n, int k) {
+  maskc_short4 b;
+  if (BM == MASKC_B_NK) {
+    b = maskc_lds4(sB + maskc_smem_index<LDB>(n, k));
+  } else {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) b[e] = (short)sB[maskc_smem_index<LDB>(k + e, n)];
+  }
+  return b;
+}
+
+// C[16 x N] += A . B[:, n0 .. n0+N-1] (n0 a multiple of 16); A from LDS
+// rows m0..m0+15 (maskc_bwd_gemm) or from registers (maskc_bwd_gemm_areg:
+// the fragments maskc_bwd_afrags read).
 template <int DT, int N, int K, int AM, int BM, int LDA, int LDB>
 __device__ __forceinline__ void maskc_bwd_gemm(float* c, const maskc_elem_t* sA, int m0, const maskc_elem_t* sB,
-                                               int lane) {
+                                               int lane, int n0 = 0) {
   // An opaque copy of the lane: the LDS addresses below depend only on it,
   // and hoisted out of the callers' loops they would stay live across them.
   asm volatile("" : "+v"(lane));
@@ -209,16 +249,7 @@ __device__ __forceinline__ void maskc_bwd_gemm(float* c, const maskc_elem_t* sA,
     }
     return a;
   };
-  auto frag_b = [&](int j, int kk) {
-    maskc_short4 b;
-    if (BM == MASKC_B_NK) {
-      b = maskc_lds4(sB + maskc_smem_index<LDB>(j * 16 + r16, kk * 16 + k4));
-    } else {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) b[e] = (short)sB[maskc_smem_index<LDB>(kk * 16 + k4 + e, j * 16 + r16)];
-    }
-    return b;
-  };
+  auto frag_b = [&](int j, int kk) { return maskc_bwd_bfrag<BM, LDB>(sB, n0 + j * 16 + r16, kk * 16 + k4); };
 #pragma unroll
   for (int j = 0; j < N / 16; ++j) {
     maskc_float4 acc = {c[4 * j], c[4 * j + 1], c[4 * j + 2], c[4 * j + 3]};
@@ -230,6 +261,40 @@ __device__ __forceinline__ void maskc_bwd_gemm(float* c, const maskc_elem_t* sA,
 #else
 #pragma unroll
     for (int kk = 0; kk < K / 16; ++kk) acc = maskc_mfma16<DT>(frag_a(kk), frag_b(j, kk), acc);
+#endif
+    c[4 * j] = acc[0];
+    c[4 * j + 1] = acc[1];
+    c[4 * j + 2] = acc[2];
+    c[4 * j + 3] = acc[3];
+  }
+}
+
+// The A fragments of rows m0..m0+15 of a [rows][LDA] tile stored [m][k],
+// k-steps 0..K/16-1: what maskc_bwd_gemm_areg takes from registers.
+template <int K, int LDA>
+__device__ __forceinline__ void maskc_bwd_afrags(maskc_short4 (&a)[K / 16], const maskc_elem_t* sA, int m0, int lane) {
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk) a[kk] = maskc_lds4(sA + maskc_smem_index<LDA>(m0 + (lane & 15), kk * 16 + (lane >> 4) * 4));
+}
+
+template <int DT, int N, int K, int BM, int LDB>
+__device__ __forceinline__ void maskc_bwd_gemm_areg(float* c, const maskc_short4 (&a)[K / 16], const maskc_elem_t* sB,
+                                                    int lane, int n0 = 0) {
+  asm volatile("" : "+v"(lane));
+  const int r16 = lane & 15, k4 = (lane >> 4) * 4;
+#pragma unroll
+  for (int j = 0; j < N / 16; ++j) {
+    maskc_float4 acc = {c[4 * j], c[4 * j + 1], c[4 * j + 2], c[4 * j + 3]};
+#if MASKC_MFMA_K32
+    static_assert(K % 32 == 0, "whole 16x16x32 k-steps");
+#pragma unroll
+    for (int kk = 0; kk < K / 16; kk += 2)
+      acc = maskc_mfma16x2<DT>(a[kk], a[kk + 1], maskc_bwd_bfrag<BM, LDB>(sB, n0 + j * 16 + r16, kk * 16 + k4),
+                               maskc_bwd_bfrag<BM, LDB>(sB, n0 + j * 16 + r16, kk * 16 + 16 + k4), acc);
+#else
+#pragma unroll
+    for (int kk = 0; kk < K / 16; ++kk)
+      acc = maskc_mfma16<DT>(a[kk], maskc_bwd_bfrag<BM, LDB>(sB, n0 + j * 16 + r16, kk * 16 + k4), acc);
 #endif
     c[4 * j] = acc[0];
     c[4 * j + 1] = acc[1];
@@ -315,7 +380,7 @@ __device__ __forceinline__ int maskc_bwd_tile_class(const MaskcBwdShape& sh, con
   const int z = (MASKC_MASK_USES_B ? b : 0) * hf + (MASKC_MASK_USES_H ? h : 0);
   const unsigned char* f = sh.tile_flags + ((long long)z * n_qt + q0 / MASKC_BLOCK_M) * n_kt;
   bool any = false, all = true;
-  for (int t = k0 / MASKC_BLOCK_N; t < min(n_kt, k1 / MASKC_BLOCK_N); ++t) {
+  for (int t = k0 / MASKC_BLOCK_N; t < min(n_kt, (k1 + MASKC_BLOCK_N - 1) / MASKC_BLOCK_N); ++t) {
     any = any || f[t] != 0;
     all = all && f[t] == 2;
   }
@@ -977,18 +1042,25 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
   }
 }
 
-#else  // !MASKC_BWD_WG: mma.sync (NVIDIA before sm_90a) and MFMA (AMD)
+#else  // !MASKC_BWD_WG: mma.sync (NVIDIA before sm_90a, and sm_90a at head dims above 128) and MFMA (AMD)
 
-// dK, dV (and dQ's atomics, buffer gradients) per kv tile.
+// dK, dV (and dQ's atomics, buffer gradients) per kv tile. Warp w takes the
+// keys of 16-key block w % KB and the part w / KB of its S^T columns (query
+// rows) and of its dK, dV columns; for dQ, 16-row block w % QB and the part
+// w / QB of its columns.
 extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
     maskc_attn_bwd(const maskc_elem_t* __restrict__ Q, const maskc_elem_t* __restrict__ K,
                    const maskc_elem_t* __restrict__ V, const maskc_elem_t* __restrict__ dO,
                    maskc_elem_t* __restrict__ dK, maskc_elem_t* __restrict__ dV, MaskcBwdShape sh, MaskcBuffers buf) {
   extern __shared__ __attribute__((aligned(16))) unsigned char maskc_smem_raw[];
   constexpr int D = MASKC_HEAD_DIM, BM = MASKC_BWD_BLOCK_M, BN = MASKC_BWD_BLOCK_N;
+  // A warp's S^T columns (SW query rows), dK and dV columns (DW), dQ
+  // columns (QW, in chunks of DQC).
+  constexpr int SW = BM / MASKC_BWD_WK, DW = D / MASKC_BWD_WK, QW = D / MASKC_BWD_WQ;
+  constexpr int DQC = D <= 128 ? QW : 64;
   maskc_elem_t* const sK = (maskc_elem_t*)maskc_smem_raw;
-  maskc_elem_t* const sV = sK + BN * D;
-  maskc_elem_t* const sQ = sV + BN * D;
+  maskc_elem_t* const sV = sK + BN * D;  // with MASKC_BWD_AREGS, V is in registers and this is sQ
+  maskc_elem_t* const sQ = sV + (MASKC_BWD_AREGS ? 0 : BN * D);
   maskc_elem_t* const sdO = sQ + BM * D;
   maskc_elem_t* const sP = sdO + BM * D;  // P^T [BN][BM]
   maskc_elem_t* const sdS = sP + BN * BM;  // dS^T [BN][BM]
@@ -996,6 +1068,8 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
   float* const sDelta = sLse + BM;
 
   const int tid = threadIdx.x, warp = tid / MASKC_WARP_SIZE, lane = tid % MASKC_WARP_SIZE;
+  const int kb = warp % MASKC_BWD_KB, part = warp / MASKC_BWD_KB;  // S^T, dK, dV
+  const int qb = warp % MASKC_BWD_QB, qpart = warp / MASKC_BWD_QB;  // dQ
   const int kt = blockIdx.x, hkv = blockIdx.y, b = blockIdx.z;
   const int Sq = sh.Sq, Skv = sh.Skv, k0 = kt * BN;
   const int group = sh.H / sh.HKV;
@@ -1004,10 +1078,18 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
   maskc_bwd_load<BN>(sK, K + b * sh.k_stride[0] + hkv * sh.k_stride[1], sh.k_stride[2], k0, Skv, tid);
   maskc_bwd_load<BN>(sV, V + b * sh.v_stride[0] + hkv * sh.v_stride[1], sh.v_stride[2], k0, Skv, tid);
   maskc_copy_commit();
+#if MASKC_BWD_AREGS
+  // V's rows of the warp's keys as A fragments, through the Q, dO tiles'
+  // memory (free until the first q tile).
+  maskc_short4 vfrag[D / 16];
+  maskc_copy_wait_all();
+  __syncthreads();
+  maskc_bwd_afrags<D, D>(vfrag, sV, 16 * kb, lane);
+#endif
 
-  float dk[MASKC_BACC(D)], dv[MASKC_BACC(D)];
+  float dk[MASKC_BACC(DW)], dv[MASKC_BACC(DW)];
 #pragma unroll
-  for (int i = 0; i < MASKC_BACC(D); ++i) dk[i] = dv[i] = 0.f;
+  for (int i = 0; i < MASKC_BACC(DW); ++i) dk[i] = dv[i] = 0.f;
   MaskcBufGradRun run;
   maskc_bufgrad_init(run);
 
@@ -1045,15 +1127,19 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
       maskc_copy_wait_all();
       __syncthreads();
 
-      // S^T and dP^T for the warp's 16 keys against the BM rows.
-      float st[MASKC_BACC(BM)], dpt[MASKC_BACC(BM)];
+      // S^T and dP^T for the warp's 16 keys against its SW rows.
+      float st[MASKC_BACC(SW)], dpt[MASKC_BACC(SW)];
 #pragma unroll
-      for (int i = 0; i < MASKC_BACC(BM); ++i) st[i] = dpt[i] = 0.f;
-      maskc_bwd_gemm<MASKC_DT, BM, D, MASKC_A_ROW, MASKC_B_NK, D, D>(st, sK, 16 * warp, sQ, lane);
-      maskc_bwd_gemm<MASKC_DT, BM, D, MASKC_A_ROW, MASKC_B_NK, D, D>(dpt, sV, 16 * warp, sdO, lane);
+      for (int i = 0; i < MASKC_BACC(SW); ++i) st[i] = dpt[i] = 0.f;
+      maskc_bwd_gemm<MASKC_DT, SW, D, MASKC_A_ROW, MASKC_B_NK, D, D>(st, sK, 16 * kb, sQ, lane, part * SW);
+#if MASKC_BWD_AREGS
+      maskc_bwd_gemm_areg<MASKC_DT, SW, D, MASKC_B_NK, D>(dpt, vfrag, sdO, lane, part * SW);
+#else
+      maskc_bwd_gemm<MASKC_DT, SW, D, MASKC_A_ROW, MASKC_B_NK, D, D>(dpt, sV, 16 * kb, sdO, lane, part * SW);
+#endif
 #pragma unroll
-      for (int i = 0; i < MASKC_BACC(BM); ++i) {
-        const int kr = 16 * warp + maskc_bacc_row<BM>(lane, i), qc = maskc_bacc_col<BM>(lane, i);
+      for (int i = 0; i < MASKC_BACC(SW); ++i) {
+        const int kr = 16 * kb + maskc_bacc_row<SW>(lane, i), qc = part * SW + maskc_bacc_col<SW>(lane, i);
         const int q = q0 + qc, kv = k0 + kr;
         bool keep = q < Sq && kv < Skv;
 #if defined(MASKC_HAS_MASK)
@@ -1066,19 +1152,24 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
         sdS[maskc_smem_index<BM>(kr, qc)] = maskc_to_elem<MASKC_DT>(ds);
       }
       __syncthreads();
-      maskc_bwd_gemm<MASKC_DT, D, BM, MASKC_A_ROW, MASKC_B_KN, BM, D>(dv, sP, 16 * warp, sdO, lane);
-      maskc_bwd_gemm<MASKC_DT, D, BM, MASKC_A_ROW, MASKC_B_KN, BM, D>(dk, sdS, 16 * warp, sQ, lane);
+      maskc_bwd_gemm<MASKC_DT, DW, BM, MASKC_A_ROW, MASKC_B_KN, BM, D>(dv, sP, 16 * kb, sdO, lane, part * DW);
+      maskc_bwd_gemm<MASKC_DT, DW, BM, MASKC_A_ROW, MASKC_B_KN, BM, D>(dk, sdS, 16 * kb, sQ, lane, part * DW);
       if (sh.dq_acc != nullptr) {
-        // dQ rows 16 warp .. +15 of this q tile: dS . K, added atomically.
-        float dq[MASKC_BACC(D)];
+        // dQ rows 16 qb .. +15 of this q tile, the warp's columns: dS . K,
+        // added atomically, DQC columns at a time.
 #pragma unroll
-        for (int i = 0; i < MASKC_BACC(D); ++i) dq[i] = 0.f;
-        maskc_bwd_gemm<MASKC_DT, D, BN, MASKC_A_COL, MASKC_B_KN, BM, D>(dq, sdS, 16 * warp, sK, lane);
+        for (int cc = 0; cc < QW / DQC; ++cc) {
+          const int c0 = qpart * QW + cc * DQC;
+          float dq[MASKC_BACC(DQC)];
 #pragma unroll
-        for (int i = 0; i < MASKC_BACC(D); ++i) {
-          const int q = q0 + 16 * warp + maskc_bacc_row<D>(lane, i);
-          if (q < Sq && dq[i] != 0.f)
-            maskc_atomic_add_f32(sh.dq_acc + (row0 + q) * D + maskc_bacc_col<D>(lane, i), dq[i]);
+          for (int i = 0; i < MASKC_BACC(DQC); ++i) dq[i] = 0.f;
+          maskc_bwd_gemm<MASKC_DT, DQC, BN, MASKC_A_COL, MASKC_B_KN, BM, D>(dq, sdS, 16 * qb, sK, lane, c0);
+#pragma unroll
+          for (int i = 0; i < MASKC_BACC(DQC); ++i) {
+            const int q = q0 + 16 * qb + maskc_bacc_row<DQC>(lane, i);
+            if (q < Sq && dq[i] != 0.f)
+              maskc_atomic_add_f32(sh.dq_acc + (row0 + q) * D + c0 + maskc_bacc_col<DQC>(lane, i), dq[i]);
+          }
         }
       }
     }
@@ -1091,8 +1182,8 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
   maskc_elem_t* dKp = dK + b * sh.dk_stride[0] + hkv * sh.dk_stride[1];
   maskc_elem_t* dVp = dV + b * sh.dv_stride[0] + hkv * sh.dv_stride[1];
 #pragma unroll
-  for (int i = 0; i < MASKC_BACC(D); ++i) {
-    const int kv = k0 + 16 * warp + maskc_bacc_row<D>(lane, i), c = maskc_bacc_col<D>(lane, i);
+  for (int i = 0; i < MASKC_BACC(DW); ++i) {
+    const int kv = k0 + 16 * kb + maskc_bacc_row<DW>(lane, i), c = part * DW + maskc_bacc_col<DW>(lane, i);
     if (kv < Skv) {
       dKp[(long long)kv * sh.dk_stride[2] + c] = maskc_to_elem<MASKC_DT>(dk[i]);
       dVp[(long long)kv * sh.dv_stride[2] + c] = maskc_to_elem<MASKC_DT>(dv[i]);
@@ -1101,21 +1192,27 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
 }
 
 // Deterministic dQ: one program per q tile of one (b, h), kv tiles in order.
+// Warp w takes 16-row block w % QB, the part w / QB of the keys of S and dP
+// and of dQ's columns.
 extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
     maskc_attn_bwd_dq(const maskc_elem_t* __restrict__ Q, const maskc_elem_t* __restrict__ K,
                       const maskc_elem_t* __restrict__ V, const maskc_elem_t* __restrict__ dO,
                       maskc_elem_t* __restrict__ dQ, MaskcBwdShape sh, MaskcBuffers buf) {
   extern __shared__ __attribute__((aligned(16))) unsigned char maskc_smem_raw[];
   constexpr int D = MASKC_HEAD_DIM, BM = MASKC_BWD_BLOCK_M, BN = MASKC_BWD_BLOCK_N;
+  constexpr int SW = BN / MASKC_BWD_WQ, QW = D / MASKC_BWD_WQ;  // the warp's keys of S, columns of dQ
   maskc_elem_t* const sK = (maskc_elem_t*)maskc_smem_raw;
   maskc_elem_t* const sV = sK + BN * D;
-  maskc_elem_t* const sQ = sV + BN * D;
+  // With MASKC_BWD_AREGS, Q and dO pass through the K, V tiles' memory into
+  // registers before the first kv tile.
+  maskc_elem_t* const sQ = MASKC_BWD_AREGS ? sK : sV + BN * D;
   maskc_elem_t* const sdO = sQ + BM * D;
-  maskc_elem_t* const sdS = sdO + BM * D;  // dS [BM][BN]
+  maskc_elem_t* const sdS = (MASKC_BWD_AREGS ? sV + BN * D : sdO + BM * D);  // dS [BM][BN]
   float* const sLse = (float*)(sdS + 2 * BN * BM);
   float* const sDelta = sLse + BM;
 
   const int tid = threadIdx.x, warp = tid / MASKC_WARP_SIZE, lane = tid % MASKC_WARP_SIZE;
+  const int qb = warp % MASKC_BWD_QB, part = warp / MASKC_BWD_QB;
   const int qt = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
   const int Sq = sh.Sq, Skv = sh.Skv, q0 = qt * BM;
   const int hkv = h / (sh.H / sh.HKV);
@@ -1132,9 +1229,16 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
     sLse[tid] = ok ? sh.lse[row0 + q0 + tid] : maskc_neg_inf();
     sDelta[tid] = ok ? sh.delta[row0 + q0 + tid] : 0.f;
   }
-  float dq[MASKC_BACC(D)];
+#if MASKC_BWD_AREGS
+  maskc_short4 qfrag[D / 16], dofrag[D / 16];
+  maskc_copy_wait_all();
+  __syncthreads();
+  maskc_bwd_afrags<D, D>(qfrag, sQ, 16 * qb, lane);
+  maskc_bwd_afrags<D, D>(dofrag, sdO, 16 * qb, lane);
+#endif
+  float dq[MASKC_BACC(QW)];
 #pragma unroll
-  for (int i = 0; i < MASKC_BACC(D); ++i) dq[i] = 0.f;
+  for (int i = 0; i < MASKC_BACC(QW); ++i) dq[i] = 0.f;
 
   // The kv tiles this q tile may see: the forward's closed-form kv range,
   // then each tile's own class.
@@ -1153,20 +1257,25 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
     const int k0 = kt * BN;
     const int cls = maskc_bwd_tile_class(sh, buf, b, h, q0, k0);
     if (cls == 0) continue;
-    __syncthreads();  // every warp is done with the previous K, V and dS
+    __syncthreads();  // every warp is done with the previous K, V and dS (and Q, dO's staging)
     maskc_bwd_load<BN>(sK, Kp, sh.k_stride[2], k0, Skv, tid);
     maskc_bwd_load<BN>(sV, Vp, sh.v_stride[2], k0, Skv, tid);
     maskc_copy_commit();
     maskc_copy_wait_all();
     __syncthreads();
-    float s[MASKC_BACC(BN)], dp[MASKC_BACC(BN)];
+    float s[MASKC_BACC(SW)], dp[MASKC_BACC(SW)];
 #pragma unroll
-    for (int i = 0; i < MASKC_BACC(BN); ++i) s[i] = dp[i] = 0.f;
-    maskc_bwd_gemm<MASKC_DT, BN, D, MASKC_A_ROW, MASKC_B_NK, D, D>(s, sQ, 16 * warp, sK, lane);
-    maskc_bwd_gemm<MASKC_DT, BN, D, MASKC_A_ROW, MASKC_B_NK, D, D>(dp, sdO, 16 * warp, sV, lane);
+    for (int i = 0; i < MASKC_BACC(SW); ++i) s[i] = dp[i] = 0.f;
+#if MASKC_BWD_AREGS
+    maskc_bwd_gemm_areg<MASKC_DT, SW, D, MASKC_B_NK, D>(s, qfrag, sK, lane, part * SW);
+    maskc_bwd_gemm_areg<MASKC_DT, SW, D, MASKC_B_NK, D>(dp, dofrag, sV, lane, part * SW);
+#else
+    maskc_bwd_gemm<MASKC_DT, SW, D, MASKC_A_ROW, MASKC_B_NK, D, D>(s, sQ, 16 * qb, sK, lane, part * SW);
+    maskc_bwd_gemm<MASKC_DT, SW, D, MASKC_A_ROW, MASKC_B_NK, D, D>(dp, sdO, 16 * qb, sV, lane, part * SW);
+#endif
 #pragma unroll
-    for (int i = 0; i < MASKC_BACC(BN); ++i) {
-      const int qr = 16 * warp + maskc_bacc_row<BN>(lane, i), kc = maskc_bacc_col<BN>(lane, i);
+    for (int i = 0; i < MASKC_BACC(SW); ++i) {
+      const int qr = 16 * qb + maskc_bacc_row<SW>(lane, i), kc = part * SW + maskc_bacc_col<SW>(lane, i);
       const int q = q0 + qr, kv = k0 + kc;
       bool keep = q < Sq && kv < Skv;
 #if defined(MASKC_HAS_MASK)
@@ -1177,15 +1286,19 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
       maskc_bwd_elem(sh, buf, b, h, q, kv, keep, s[i], dp[i], sLse[qr], sDelta[qr], &ds, nullptr);
       sdS[maskc_smem_index<BN>(qr, kc)] = maskc_to_elem<MASKC_DT>(ds);
     }
-    maskc_bwd_sync_warp();  // a warp reads back only its own rows of dS
-    maskc_bwd_gemm<MASKC_DT, D, BN, MASKC_A_ROW, MASKC_B_KN, BN, D>(dq, sdS, 16 * warp, sK, lane);
+    if (MASKC_BWD_WQ == 1)
+      maskc_bwd_sync_warp();  // a warp reads back only its own rows of dS
+    else
+      __syncthreads();  // the warps of a row block read each other's keys of dS
+    maskc_bwd_gemm<MASKC_DT, QW, BN, MASKC_A_ROW, MASKC_B_KN, BN, D>(dq, sdS, 16 * qb, sK, lane, part * QW);
   }
   maskc_copy_wait_all();
   maskc_elem_t* dQp = dQ + b * sh.dq_stride[0] + h * sh.dq_stride[1];
 #pragma unroll
-  for (int i = 0; i < MASKC_BACC(D); ++i) {
-    const int q = q0 + 16 * warp + maskc_bacc_row<D>(lane, i);
-    if (q < Sq) dQp[(long long)q * sh.dq_stride[2] + maskc_bacc_col<D>(lane, i)] = maskc_to_elem<MASKC_DT>(dq[i]);
+  for (int i = 0; i < MASKC_BACC(QW); ++i) {
+    const int q = q0 + 16 * qb + maskc_bacc_row<QW>(lane, i);
+    if (q < Sq)
+      dQp[(long long)q * sh.dq_stride[2] + part * QW + maskc_bacc_col<QW>(lane, i)] = maskc_to_elem<MASKC_DT>(dq[i]);
   }
 }
 

@@ -112,14 +112,9 @@ func Assemble(generated string, more ...string) string {
 //go:embed attn_bwd.h
 var AttnBwd string
 
-// Tile shape of the backward kernels (attn_bwd.h), the same on every
-// platform: maskc_attn_bwd takes BwdBlockN keys per program and BwdBlockM
-// query rows per step, maskc_attn_bwd_dq BwdBlockM rows per program.
+// Launch shape of the backward kernels (attn_bwd.h) on every platform and
+// head dim; the tiles depend on both (BwdTileFor).
 const (
-	// BwdBlockM is MASKC_BWD_BLOCK_M.
-	BwdBlockM = 64
-	// BwdBlockN is MASKC_BWD_BLOCK_N.
-	BwdBlockN = 64
 	// BwdWarps is MASKC_BWD_WARPS, warps per block of every backward kernel.
 	BwdWarps = 4
 	// BwdPreLanes is the lanes per row of the row passes
@@ -131,19 +126,89 @@ const (
 	BwdFixOne = 1 << 32
 )
 
+// BwdTile is the tile shape of maskc_attn_bwd and maskc_attn_bwd_dq on one
+// platform at one head dim: maskc_attn_bwd takes BlockN keys per program and
+// BlockM query rows per step, maskc_attn_bwd_dq BlockM rows per program.
+type BwdTile struct {
+	// BlockM is MASKC_BWD_BLOCK_M, BlockN MASKC_BWD_BLOCK_N.
+	BlockM, BlockN int
+	// ARegs is MASKC_BWD_AREGS: the operands that only a warp's own rows
+	// read (V in maskc_attn_bwd; Q and dO in maskc_attn_bwd_dq) are kept in
+	// registers rather than in shared memory, whose V tile is then left out.
+	ARegs bool
+}
+
+// bwdTiles is the one table of backward tiles, by platform and head dim,
+// chosen so that shared memory (LDS) and registers fit: 64 KiB of LDS on
+// gfx90a and gfx942 (the AMD kernels run on gfx950's 160 KiB as well), 99
+// KiB of shared memory on the smallest NVIDIA parts of the mma.sync
+// platform (sm_86, sm_89), 227 KiB on the H200. Four warps each own 16
+// keys of S^T and of dK, dV (16 query rows of dQ); where the tile has fewer
+// 16-key (16-row) blocks than warps, the warps of one block split its
+// columns (attn_bwd.h). The sm_90a warpgroup-MMA backward takes 64 x 64
+// tiles at head dims 64 and 128; at 256 the mma.sync kernel runs there.
+var bwdTiles = map[Platform]map[int]BwdTile{
+	NVIDIA:      {64: {64, 64, false}, 128: {64, 64, false}, 256: {32, 32, false}},
+	NVIDIAWGMMA: {64: {64, 64, false}, 128: {64, 64, false}, 256: {32, 32, false}},
+	AMD:         {64: {64, 64, false}, 128: {32, 64, false}, 256: {32, 32, true}},
+}
+
+// BwdTileFor returns the backward tile on p at a head dim (HeadDims).
+func (p Platform) BwdTileFor(headDim int) (BwdTile, error) {
+	t, ok := bwdTiles[p][headDim]
+	if !ok {
+		return BwdTile{}, fmt.Errorf("hipsrc: head dim %d has no backward tile (%v)", headDim, HeadDims)
+	}
+	return t, nil
+}
+
+// SharedMemBytes returns MASKC_BWD_SMEM_BYTES, the dynamic shared memory of
+// maskc_attn_bwd and maskc_attn_bwd_dq at a head dim: K and V tiles (K
+// alone with ARegs), Q and dO tiles, P^T and dS^T, and a row's LSE and
+// delta.
+func (t BwdTile) SharedMemBytes(headDim int) int {
+	kv := 2
+	if t.ARegs {
+		kv = 1
+	}
+	return ElemBytes*(kv*t.BlockN*headDim+2*t.BlockM*headDim+2*t.BlockN*t.BlockM) + 8*t.BlockM
+}
+
+// BwdTileDefines returns the C text that configures attn_bwd.h's tiles for
+// a head dim on every platform (the branch of the platform a source is
+// compiled for applies): the backward source has it right before AttnBwd,
+// so that bwdTiles is the one definition of the tiles.
+func BwdTileDefines(headDim int) (string, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "// Backward tiles at head dim %d per platform (hipsrc.BwdTileFor).\n", headDim)
+	for _, c := range []struct {
+		p    Platform
+		cond string
+	}{{AMD, "#if defined(MASKC_PLATFORM_AMD)"}, {NVIDIAWGMMA, "#elif MASKC_NV_WGMMA"}, {NVIDIA, "#else"}} {
+		t, err := c.p.BwdTileFor(headDim)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "%s  // %s\n#define MASKC_BWD_BLOCK_M %d\n#define MASKC_BWD_BLOCK_N %d\n#define MASKC_BWD_AREGS %d\n",
+			c.cond, c.p, t.BlockM, t.BlockN, b2i(t.ARegs))
+	}
+	b.WriteString("#endif\n")
+	return b.String(), nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // BwdThreads returns the block size of every backward kernel on p.
 func (p Platform) BwdThreads() int { return BwdWarps * p.WarpSize() }
 
 // BwdPreRows returns MASKC_BWD_PRE_ROWS on p: the query rows one block of
 // maskc_attn_bwd_pre and maskc_attn_bwd_dq_convert covers.
 func (p Platform) BwdPreRows() int { return p.BwdThreads() / BwdPreLanes }
-
-// BwdSharedMemBytes returns the dynamic shared memory of maskc_attn_bwd and
-// maskc_attn_bwd_dq (MASKC_BWD_SMEM_BYTES): K, V, Q and dO tiles, P^T and
-// dS^T, and a row's LSE and delta.
-func BwdSharedMemBytes(headDim int) int {
-	return ElemBytes*(2*BwdBlockN*headDim+2*BwdBlockM*headDim+2*BwdBlockN*BwdBlockM) + 8*BwdBlockM
-}
 
 // Tile shape of maskc_attn_fwd: BlockM for every head dim and platform;
 // the key tile and the warp layout below depend on the platform.

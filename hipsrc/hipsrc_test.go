@@ -304,17 +304,8 @@ func TestManifestRoundTrip(t *testing.T) {
 }
 
 func TestBwdConstantsMirrorSource(t *testing.T) {
-	for _, tt := range []struct {
-		name string
-		want int
-	}{
-		{"MASKC_BWD_BLOCK_M", BwdBlockM},
-		{"MASKC_BWD_BLOCK_N", BwdBlockN},
-		{"MASKC_BWD_WARPS", BwdWarps},
-	} {
-		if got := define(t, AttnBwd, tt.name); got != tt.want {
-			t.Errorf("%s = %d, Go has %d", tt.name, got, tt.want)
-		}
+	if got := define(t, AttnBwd, "MASKC_BWD_WARPS"); got != BwdWarps {
+		t.Errorf("MASKC_BWD_WARPS = %d, Go has %d", got, BwdWarps)
 	}
 	if !strings.Contains(AttnBwd, "#define MASKC_BWD_PRE_ROWS (MASKC_BWD_THREADS / 16)") || BwdPreLanes != 16 {
 		t.Error("MASKC_BWD_PRE_ROWS no longer gives 16 lanes per row (BwdPreLanes)")
@@ -322,12 +313,81 @@ func TestBwdConstantsMirrorSource(t *testing.T) {
 	if !strings.Contains(AttnBwd, "#define MASKC_BWD_FIX_ONE 4294967296.0f") || BwdFixOne != 4294967296 {
 		t.Error("MASKC_BWD_FIX_ONE and BwdFixOne differ")
 	}
-	// MASKC_BWD_SMEM_BYTES for D = 128: 2 * (2*64*128 + 2*64*128 + 2*64*64) + 8*64.
-	if got, want := BwdSharedMemBytes(128), 2*(2*64*128+2*64*128+2*64*64)+8*64; got != want {
-		t.Errorf("BwdSharedMemBytes(128) = %d, want %d", got, want)
+	// MASKC_BWD_SMEM_BYTES's formula, which SharedMemBytes mirrors.
+	if !strings.Contains(AttnBwd, "(2 * ((2 - MASKC_BWD_AREGS) * MASKC_BWD_BLOCK_N * MASKC_HEAD_DIM + 2 * MASKC_BWD_BLOCK_M * MASKC_HEAD_DIM + \\\n        2 * MASKC_BWD_BLOCK_N * MASKC_BWD_BLOCK_M) +") {
+		t.Error("MASKC_BWD_SMEM_BYTES changed: update BwdTile.SharedMemBytes")
 	}
 	if AMD.BwdThreads() != 256 || NVIDIA.BwdThreads() != 128 || NVIDIAWGMMA.BwdThreads() != 128 {
 		t.Errorf("BwdThreads: amd %d, nvidia %d", AMD.BwdThreads(), NVIDIA.BwdThreads())
+	}
+}
+
+// TestBwdTiles: the backward's tiles per platform and head dim, the shared
+// memory they take against each platform's limit, and the C text that
+// configures attn_bwd.h with them.
+func TestBwdTiles(t *testing.T) {
+	for _, tc := range []struct {
+		p                Platform
+		headDim          int
+		blockM, blockN   int
+		aregs            bool
+		smem, limitBytes int
+	}{
+		{NVIDIAWGMMA, 64, 64, 64, false, 2*(2*64*64+2*64*64+2*64*64) + 8*64, 227 << 10},
+		{NVIDIAWGMMA, 128, 64, 64, false, 2*(2*64*128+2*64*128+2*64*64) + 8*64, 227 << 10},
+		{NVIDIA, 128, 64, 64, false, 82432, 99 << 10},
+		// The MFMA backward at head dim 128 in gfx90a's and gfx942's 64 KiB.
+		{AMD, 64, 64, 64, false, 49664, 64 << 10},
+		{AMD, 128, 32, 64, false, 57600, 64 << 10},
+	} {
+		tile, err := tc.p.BwdTileFor(tc.headDim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tile.BlockM != tc.blockM || tile.BlockN != tc.blockN || tile.ARegs != tc.aregs {
+			t.Errorf("%s D=%d: tile %+v", tc.p, tc.headDim, tile)
+		}
+		if got := tile.SharedMemBytes(tc.headDim); got != tc.smem || got > tc.limitBytes {
+			t.Errorf("%s D=%d: %d bytes of shared memory, want %d (at most %d)", tc.p, tc.headDim, got, tc.smem, tc.limitBytes)
+		}
+		c, err := BwdLaunchOn(tc.p, tc.headDim)
+		if err != nil || c.BlockM != tc.blockM || c.BlockN != tc.blockN || c.Threads != tc.p.BwdThreads() || c.SharedMemBytes != tc.smem {
+			t.Errorf("BwdLaunchOn(%s, %d) = %+v, %v", tc.p, tc.headDim, c, err)
+		}
+	}
+	for _, d := range HeadDims {
+		for _, p := range Platforms {
+			tile, err := p.BwdTileFor(d)
+			if err != nil {
+				t.Fatalf("%s has no backward tile at head dim %d", p, d)
+			}
+			if p == AMD && tile.SharedMemBytes(d) > 64<<10 {
+				t.Errorf("AMD D=%d: the backward needs %d bytes of LDS", d, tile.SharedMemBytes(d))
+			}
+		}
+		// The C text gives each platform's branch its tile.
+		text, err := BwdTileDefines(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		branches := strings.Split(text, "\n#")
+		for _, p := range Platforms {
+			tile, _ := p.BwdTileFor(d)
+			want := fmt.Sprintf("  // %s\n#define MASKC_BWD_BLOCK_M %d\n#define MASKC_BWD_BLOCK_N %d\n#define MASKC_BWD_AREGS %d\n", p, tile.BlockM, tile.BlockN, b2i(tile.ARegs))
+			if !strings.Contains(text, want) {
+				t.Errorf("BwdTileDefines(%d) lacks %q:\n%s", d, want, text)
+			}
+		}
+		if len(branches) < 4 || !strings.HasPrefix(text, "// ") || !strings.Contains(text, "#if defined(MASKC_PLATFORM_AMD)  // amd\n") ||
+			!strings.Contains(text, "#elif MASKC_NV_WGMMA  // nvidia-sm90a\n") || !strings.HasSuffix(text, "#endif\n") {
+			t.Errorf("BwdTileDefines(%d):\n%s", d, text)
+		}
+	}
+	if _, err := NVIDIA.BwdTileFor(96); err == nil {
+		t.Error("head dim 96 has a backward tile")
+	}
+	if _, err := BwdTileDefines(96); err == nil {
+		t.Error("BwdTileDefines(96) gave no error")
 	}
 }
 
@@ -424,9 +484,17 @@ func TestBwdGrids(t *testing.T) {
 		if !ok {
 			t.Fatalf("no entry %s", tc.name)
 		}
-		if got := e.EvalOn(sz, tc.p); got != tc.want {
+		if got, err := e.EvalOn(sz, tc.p, 64); err != nil || got != tc.want {
 			t.Errorf("%s on %s: grid %v, want %v", tc.name, tc.p, got, tc.want)
 		}
+	}
+	// The MFMA backward's 32-row q tile at head dim 128.
+	dq, _ := BwdEntry(BwdDQEntry)
+	if got, err := dq.EvalOn(sz, AMD, 128); err != nil || got != [3]int{32, 16, 2} {
+		t.Errorf("%s on amd at D=128: grid %v, %v", BwdDQEntry, got, err)
+	}
+	if _, err := dq.EvalOn(sz, AMD, 96); err == nil {
+		t.Errorf("%s at D=96: no error", BwdDQEntry)
 	}
 	if got := BwdEntryNames(); strings.Join(got, " ") != "maskc_attn_bwd_pre maskc_attn_bwd maskc_attn_bwd_dq maskc_attn_bwd_dq_convert maskc_attn_bwd_sink maskc_attn_bwd_buf_convert" {
 		t.Errorf("BwdEntryNames() = %v", got)

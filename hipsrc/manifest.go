@@ -84,12 +84,9 @@ type KernelManifest struct {
 	// BwdCodeObjects are prebuilt code objects of BwdSource by
 	// architecture, relative to the manifest.
 	BwdCodeObjects map[string]string `json:"bwd_code_objects,omitempty"`
-	// BwdBlockM and BwdBlockN are the backward's q and kv tiles,
-	// BwdSharedMemBytes the dynamic shared memory of maskc_attn_bwd and
-	// maskc_attn_bwd_dq (BwdWarps warps per block on every platform).
-	BwdBlockM         int `json:"bwd_block_m,omitempty"`
-	BwdBlockN         int `json:"bwd_block_n,omitempty"`
-	BwdSharedMemBytes int `json:"bwd_shared_mem_bytes,omitempty"`
+	// BwdLaunch is the backward's tiles, block size and dynamic shared
+	// memory per platform name, for the kernel's head dim.
+	BwdLaunch map[string]BwdLaunchConfig `json:"bwd_launch,omitempty"`
 	// Launch is the block size, key tile and dynamic shared memory of
 	// maskc_attn_fwd per platform name ("nvidia", "amd", "nvidia-sm90a").
 	Launch map[string]LaunchConfig `json:"launch"`
@@ -102,11 +99,53 @@ type KernelManifest struct {
 
 // SetBackward records the backward source written beside the forward:
 // source (relative to the manifest), the entry points BwdEntries, the
-// backward tiles and shared memory for the kernel's head dim. It is the
-// one place that fills the bwd_* fields (maskc compile and genkernels).
-func (k *KernelManifest) SetBackward(source string) {
-	k.BwdSource, k.BwdEntries = source, BwdEntryNames()
-	k.BwdBlockM, k.BwdBlockN, k.BwdSharedMemBytes = BwdBlockM, BwdBlockN, BwdSharedMemBytes(k.HeadDim)
+// backward tiles and shared memory per platform for the kernel's head dim.
+// It is the one place that fills the bwd_* fields (maskc compile and
+// genkernels).
+func (k *KernelManifest) SetBackward(source string) error {
+	launch, err := BwdLaunches(k.HeadDim)
+	if err != nil {
+		return err
+	}
+	k.BwdSource, k.BwdEntries, k.BwdLaunch = source, BwdEntryNames(), launch
+	return nil
+}
+
+// BwdLaunchConfig is how the backward kernels are launched on one platform:
+// maskc_attn_bwd and maskc_attn_bwd_dq take SharedMemBytes of dynamic
+// shared memory, every backward kernel Threads threads.
+type BwdLaunchConfig struct {
+	// BlockM and BlockN are MASKC_BWD_BLOCK_M and MASKC_BWD_BLOCK_N.
+	BlockM int `json:"block_m"`
+	BlockN int `json:"block_n"`
+	// Threads is MASKC_BWD_THREADS.
+	Threads int `json:"threads"`
+	// SharedMemBytes is MASKC_BWD_SMEM_BYTES.
+	SharedMemBytes int `json:"shared_mem_bytes"`
+}
+
+// BwdLaunchOn returns the backward's launch configuration on p at a head
+// dim.
+func BwdLaunchOn(p Platform, headDim int) (BwdLaunchConfig, error) {
+	t, err := p.BwdTileFor(headDim)
+	if err != nil {
+		return BwdLaunchConfig{}, err
+	}
+	return BwdLaunchConfig{BlockM: t.BlockM, BlockN: t.BlockN, Threads: p.BwdThreads(), SharedMemBytes: t.SharedMemBytes(headDim)}, nil
+}
+
+// BwdLaunches returns the backward's launch configuration of every
+// platform for a head dim.
+func BwdLaunches(headDim int) (map[string]BwdLaunchConfig, error) {
+	m := map[string]BwdLaunchConfig{}
+	for _, p := range Platforms {
+		c, err := BwdLaunchOn(p, headDim)
+		if err != nil {
+			return nil, err
+		}
+		m[p.String()] = c
+	}
+	return m, nil
 }
 
 // BwdSourceName is the backward source's file name beside the forward's

@@ -26,9 +26,9 @@ type cBwdShape struct {
 }
 
 // BackwardSpec is the backward half of an AttentionSpec: its source and
-// launch. The tiles and shared memory are hipsrc's (BwdBlockM, BwdBlockN,
-// BwdSharedMemBytes); the block size and row-pass rows depend on the
-// platform (hipsrc.Platform.BwdThreads, BwdPreRows).
+// launch. The tiles and shared memory are hipsrc's for the platform and
+// head dim (hipsrc.BwdLaunchOn); the block size and row-pass rows depend on
+// the platform (hipsrc.Platform.BwdThreads, BwdPreRows).
 type BackwardSpec struct {
 	// Source is the complete backward source: the forward's source
 	// followed by the backward kernels (codegen.Kernel.BwdSource).

@@ -127,12 +127,21 @@ func registerBwd(fb *fake.Backend) *[]bwdLaunch {
 	return &recs
 }
 
+// bwdSmem128 is the backward's shared memory on NVIDIA at head dim 128.
+var bwdSmem128 = func() int {
+	c, err := hipsrc.BwdLaunchOn(hipsrc.NVIDIA, 128)
+	if err != nil {
+		panic(err)
+	}
+	return c.SharedMemBytes
+}()
+
 func bwdProbeSpec(t testing.TB, sparsity Sparsity) AttentionSpec {
 	s := probeSpec(t, sparsity)
 	s.Source = bwdSource
 	s.Buffers[1].Grad = true // bias[H, 64]
 	s.Backward = &BackwardSpec{Source: bwdSource, Name: "probe.bwd.cu", Threads: 128, PreRows: 8, BlockM: 64, BlockN: 64,
-		SharedBytes: hipsrc.BwdSharedMemBytes(128)}
+		SharedBytes: bwdSmem128}
 	return s
 }
 
@@ -186,7 +195,7 @@ func TestBackwardMarshalsTheABI(t *testing.T) {
 				if pre.grid != dim3(38, 8, 2) || pre.shared != 0 || pre.ptrs[0] != uintptr(o) || pre.ptrs[1] != uintptr(g.DO) {
 					t.Errorf("pre launch %+v", pre)
 				}
-				if main.grid != dim3(4, 2, 2) || main.shared != uint32(hipsrc.BwdSharedMemBytes(128)) || !main.accWasZeroed {
+				if main.grid != dim3(4, 2, 2) || main.shared != uint32(bwdSmem128) || !main.accWasZeroed {
 					t.Errorf("main launch grid %v shared %d zeroed sums %v", main.grid, main.shared, main.accWasZeroed)
 				}
 				if main.ptrs[4] != uintptr(g.DK) || main.ptrs[5] != uintptr(g.DV) || main.ptrs[0] != uintptr(q) {

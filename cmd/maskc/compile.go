@@ -88,7 +88,10 @@ func runCompile(e *env, args []string) int {
 		}
 		pk := compiler.NewPlanKernel(k, name)
 		mk := compiler.KernelManifest(k, pa.Decision, name, files[0])
-		mk.SetBackward(bwdName)
+		if err := mk.SetBackward(bwdName); err != nil {
+			fmt.Fprintf(e.stderr, "maskc: %v\n", err)
+			return exitUsage
+		}
 		for _, arch := range strings.Split(*archs, ",") {
 			if arch = strings.TrimSpace(arch); arch == "" {
 				continue

@@ -23,7 +23,7 @@ __all__ = ["ABI_VERSION", "MANIFEST_FILE", "BufferSpec", "Platform", "Entry", "K
            "read_manifest", "pick_platform"]
 
 #: The manifest schema and kernel ABI version this package reads (hipsrc.ABIVersion).
-ABI_VERSION = 2
+ABI_VERSION = 3
 #: The manifest's file name in a compile output directory.
 MANIFEST_FILE = "manifest.json"
 
@@ -212,8 +212,10 @@ class KernelSpec:
         # The backward (absent from a manifest of a maskc without one).
         self.bwd_source = d.get("bwd_source", "")
         self.bwd_entries = list(d.get("bwd_entries") or [])
-        self.bwd_block_m, self.bwd_block_n = int(d.get("bwd_block_m", 0)), int(d.get("bwd_block_n", 0))
-        self.bwd_shared_mem = int(d.get("bwd_shared_mem_bytes", 0))
+        # platform name -> (block_m, block_n, threads, shared_mem_bytes): the backward's tiles per platform
+        # at this kernel's head dim, its block size and the dynamic shared memory of its main kernels
+        self.bwd_launch = {p: (int(c["block_m"]), int(c["block_n"]), int(c["threads"]), int(c["shared_mem_bytes"]))
+                           for p, c in (d.get("bwd_launch") or {}).items()}
         self.bwd_code_objects = dict(d.get("bwd_code_objects") or {})
         if self.bwd_source:
             for e in self.bwd_entries:
@@ -265,7 +267,6 @@ class Manifest:
                 self.BwdShape = _struct(bs["MaskcBwdShape"], _BWD_SHAPE_FIELDS)
                 self.structs["MaskcBwdShape"] = self.BwdShape
                 self.bwd_entries = {e["name"]: Entry(e) for e in a["bwd_entries"]}
-            self.bwd_block_m, self.bwd_block_n = int(a.get("bwd_block_m", 0)), int(a.get("bwd_block_n", 0))
             self.bwd_fix_one = int(a.get("bwd_fix_one", 0))
             self.kernels = {}
             for k in doc["kernels"]:
@@ -345,9 +346,8 @@ class Manifest:
         MaskcBwdShape, buf the forward's MaskcBuffers."""
         if not spec.bwd_source:
             raise MaskcError("kernel %s has no backward in this manifest" % spec.name)
-        tiles = self.bwd_tiles(platform)
-        if spec.bwd_block_m and spec.bwd_block_n:  # the kernel's own tiles, where its entry states them
-            tiles.update(bwd_block_m=spec.bwd_block_m, bwd_block_n=spec.bwd_block_n)
+        tiles = self.bwd_tiles(spec, platform)
+        threads, bwd_smem = spec.bwd_launch[platform.name][2:]
         out = []
         for name in spec.bwd_entries:
             e = self.bwd_entries[name]
@@ -355,16 +355,16 @@ class Manifest:
                 continue
             if e.when == "sink" and not dsink:
                 continue
-            smem = spec.bwd_shared_mem if e.shared_mem else 0
+            smem = bwd_smem if e.shared_mem else 0
             if e.when == "grad":
                 for slot in sorted(dbufs):
                     acc, dst, n = dbufs[slot]
                     vals = dict(acc=acc, out=dst, n=n)
-                    out.append((name, e.grid_dims(dict(sizes, n=n), tiles=tiles), platform.bwd_threads, smem,
+                    out.append((name, e.grid_dims(dict(sizes, n=n), tiles=tiles), threads, smem,
                                 e.args(vals, self.structs)))
                 continue
             vals = dict(ptrs, shape=shape, buf=buf)
-            out.append((name, e.grid_dims(sizes, tiles=tiles), platform.bwd_threads, smem, e.args(vals, self.structs)))
+            out.append((name, e.grid_dims(sizes, tiles=tiles), threads, smem, e.args(vals, self.structs)))
             if name == "maskc_attn_bwd_pre" and spec.flags_entry and ptrs.get("flags"):
                 # the forward's tile flags for this shape, rewritten before the kernels that read them
                 fe = self.entries[spec.flags_entry]
@@ -374,11 +374,15 @@ class Manifest:
                             fe.args(fv, self.structs)))
         return out
 
-    def bwd_tiles(self, platform):
-        """The backward's grid tiles for a platform: {bwd_block_m, bwd_block_n,
-        bwd_pre_rows, bwd_threads}."""
-        return {"bwd_block_m": self.bwd_block_m, "bwd_block_n": self.bwd_block_n,
-                "bwd_pre_rows": platform.bwd_pre_rows, "bwd_threads": platform.bwd_threads}
+    def bwd_tiles(self, spec, platform):
+        """The backward's grid tiles of kernel spec on a platform: {bwd_block_m,
+        bwd_block_n, bwd_pre_rows, bwd_threads} (the tiles depend on the
+        platform and the kernel's head dim: its bwd_launch)."""
+        if platform.name not in spec.bwd_launch:
+            raise MaskcError("kernel %s has no backward launch for platform %s" % (spec.name, platform.name))
+        block_m, block_n, threads, _ = spec.bwd_launch[platform.name]
+        return {"bwd_block_m": block_m, "bwd_block_n": block_n,
+                "bwd_pre_rows": platform.bwd_pre_rows, "bwd_threads": threads}
 
 
 def read_manifest(directory):

@@ -380,7 +380,7 @@ class BwdKernel(Kernel):
         for e in self.spec.bwd_entries:
             setattr(self, e[len("maskc_attn_"):], self.bwd_fns[e])
         self.bwd_threads = self.plat.bwd_threads
-        self.bwd_smem = self.spec.bwd_shared_mem
+        self.bwd_smem = self.spec.bwd_launch[self.plat.name][3]
         drv = libs()[1]
         for e in self.spec.bwd_entries:
             if abi.man.bwd_entries[e].shared_mem:

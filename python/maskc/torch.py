@@ -443,9 +443,10 @@ class _Generated:
                 fns = {e: drv.function(mod, e) for e in spec.bwd_entries}
                 if spec.flags_entry:
                     fns[spec.flags_entry] = drv.function(mod, spec.flags_entry)
+                smem = spec.bwd_launch[plat.name][3]
                 for e in spec.bwd_entries:
-                    if self.man.bwd_entries[e].shared_mem and spec.bwd_shared_mem:
-                        drv.set_max_dynamic_smem(fns[e], spec.bwd_shared_mem)
+                    if self.man.bwd_entries[e].shared_mem and smem:
+                        drv.set_max_dynamic_smem(fns[e], smem)
             self._bwd_loaded[idx] = (plat, fns)
             return self._bwd_loaded[idx]
 

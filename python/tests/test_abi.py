@@ -1,6 +1,6 @@
 """The ABI manifest read into ctypes structs, grids and argument lists.
 
-testdata/manifest_v2.json is a manifest written by the hipsrc package
+testdata/manifest_v3.json is a manifest written by the hipsrc package
 (genkernels over examples and a prepass mask); once maskc compile writes
 manifests on main, test_launch_plan reads the binary's own output too."""
 import copy
@@ -19,7 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 @pytest.fixture
 def doc():
-    with open(os.path.join(HERE, "testdata", "manifest_v2.json")) as f:
+    with open(os.path.join(HERE, "testdata", "manifest_v3.json")) as f:
         return json.load(f)
 
 
@@ -112,7 +112,7 @@ def edit(doc, what):
     d = copy.deepcopy(doc)
     shape = d["abi"]["structs"][0]
     if what == "version":
-        d["version"] = 3
+        d["version"] = 4
     elif what == "offset":
         shape["fields"][5]["offset"] += 8
     elif what == "unknown field":
@@ -134,7 +134,7 @@ def edit(doc, what):
 
 
 @pytest.mark.parametrize("what, msg", [
-    ("version", "version 3"), ("offset", "q_stride is at offset 32"), ("unknown field", "MaskcShape.window"),
+    ("version", "version 4"), ("offset", "q_stride is at offset 32"), ("unknown field", "MaskcShape.window"),
     ("missing field", "lacks tile_flags"), ("c_type", "'short'"), ("grid", "D/block_m"),
     ("slots", "slots \\[3\\]"), ("entry", "maskc_attn_fwd2"), ("key", "malformed"),
 ])

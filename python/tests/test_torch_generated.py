@@ -197,7 +197,8 @@ def test_backward_launches_from_the_manifest(env, deterministic):
     dqf = (302, (-(-S // 64), H, B)) if deterministic else (303, (-(-S // 8), H, B))
     assert [(c[1], c[2]) for c in bw] == [(300, (-(-S // 8), H, B)), (301, (-(-S // 64), HKV, B)), dqf]
     assert all(c[3] == (128, 1, 1) for c in bw)
-    assert bw[1][4] == spec.bwd_shared_mem > 48 * 1024 and ("smem", 301, spec.bwd_shared_mem) in drv.calls
+    smem = spec.bwd_launch["nvidia-sm90a"][3]
+    assert bw[1][4] == smem > 48 * 1024 and ("smem", 301, smem) in drv.calls
     man = attn.generated().man
     sh = man.BwdShape.from_buffer_copy(bw[1][6][6])
     assert (sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv) == (B, H, HKV, S, S)
@@ -207,6 +208,26 @@ def test_backward_launches_from_the_manifest(env, deterministic):
     assert [ptr(a) for a in bw[1][6][:6]] == [q.data_ptr(), k.data_ptr(), v.data_ptr(), ptr(bw[0][6][1]),
                                                dk.data_ptr(), dv.data_ptr()]
     assert ptr(bw[0][6][0]) == o.data_ptr()
+
+
+def test_backward_tiles_per_platform(env):
+    """The backward's tiles come from the kernel's bwd_launch for the platform:
+    at head dim 128 the MFMA kernels take 32 query rows (gfx90a and gfx942's
+    64 KiB of LDS), the NVIDIA ones 64."""
+    mt, drv, nv = env
+    attn = mt.load(os.path.join(EXAMPLES, "dilated_window.flex")).attention("dilated_layer")
+    gen = attn.generated()
+    man, spec = gen.man, gen.spec
+    sizes = dict(B=2, H=8, HKV=2, Sq=1000, Skv=1000)
+    dq = man.bwd_entries["maskc_attn_bwd_dq"]
+    amd, sm90 = man.platform("amd"), man.platform("nvidia-sm90a")
+    assert man.bwd_tiles(spec, amd) == dict(bwd_block_m=32, bwd_block_n=64, bwd_pre_rows=16, bwd_threads=256)
+    assert dq.grid_dims(sizes, tiles=man.bwd_tiles(spec, amd)) == (32, 8, 2)
+    assert dq.grid_dims(sizes, tiles=man.bwd_tiles(spec, sm90)) == (16, 8, 2)
+    assert spec.bwd_launch["amd"] == (32, 64, 256, 57600) and spec.bwd_launch["nvidia-sm90a"][3] == 82432
+    del spec.bwd_launch["amd"]
+    with pytest.raises(MaskcError, match="no backward launch for platform amd"):
+        man.bwd_tiles(spec, amd)
 
 
 def test_backward_buffer_gradient_and_dlse(env):

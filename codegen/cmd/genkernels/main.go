@@ -120,7 +120,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 				return 1
 			}
 			mk := compiler.KernelManifest(k, j.unit.Decision(name), file, j.path)
-			mk.SetBackward(hipsrc.BwdSourceName(file))
+			if err := mk.SetBackward(hipsrc.BwdSourceName(file)); err != nil {
+				fmt.Fprintln(stderr, err)
+				return 1
+			}
 			m.Kernels = append(m.Kernels, mk)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -232,18 +233,25 @@ func TestManifestBackward(t *testing.T) {
 			t.Fatal(err)
 		}
 		body := strings.TrimRight(string(src), "\n")
+		tiles, err := hipsrc.BwdTileDefines(k.HeadDim)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if !strings.HasSuffix(body, strings.TrimRight(hipsrc.AttnFwd, "\n")+"\n"+strings.TrimRight(hipsrc.AttnFwdSM90, "\n")+"\n"+
-			strings.TrimRight(hipsrc.AttnBwd, "\n")) ||
+			tiles+strings.TrimRight(hipsrc.AttnBwd, "\n")) ||
 			!strings.HasPrefix(body, hipsrc.Prelude[:200]) {
-			t.Errorf("%s: the backward source is not the prelude ... attn_fwd.h, attn_fwd_sm90.h, attn_bwd.h", k.Name)
+			t.Errorf("%s: the backward source is not the prelude ... attn_fwd.h, attn_fwd_sm90.h, the tiles, attn_bwd.h", k.Name)
 		}
 		for _, e := range k.BwdEntries {
 			if !strings.Contains(string(src), "maskc_attn_bwd") || !strings.Contains(string(src), e+"(") {
 				t.Errorf("%s: backward source lacks entry point %s", k.Name, e)
 			}
 		}
-		if len(k.BwdEntries) != len(codegen.BwdEntries) || k.BwdBlockM != hipsrc.BwdBlockM || k.BwdBlockN != hipsrc.BwdBlockN ||
-			k.BwdSharedMemBytes != hipsrc.BwdSharedMemBytes(k.HeadDim) {
+		want, err := hipsrc.BwdLaunches(k.HeadDim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(k.BwdEntries) != len(codegen.BwdEntries) || !reflect.DeepEqual(k.BwdLaunch, want) {
 			t.Errorf("%s: backward launch fields %+v", k.Name, k)
 		}
 	}
