@@ -333,7 +333,10 @@ __device__ __forceinline__ int maskc_bwd_tile_class(const MaskcBwdShape& sh, con
 // A lane's running sums of buffer-gradient terms, one per read of the
 // score: consecutive terms into the same element are added in fp32 in the
 // lane's fixed order, and flushed into the fixed-point sums when the element
-// changes.
+// changes. A read whose element depends on neither q nor kv
+// (maskc_score_grad_read_axes 0, such as slopes[h]) names one element per
+// (b, h): maskc_bufgrad_open sets its element once per tile and the
+// elements only add their terms, with no per-element compare.
 struct MaskcBufGradRun {
 #if MASKC_SCORE_GRAD_READS > 0
   int slot[MASKC_SCORE_GRAD_READS];
@@ -359,6 +362,30 @@ __device__ __forceinline__ void maskc_bufgrad_flush(const MaskcBwdShape& sh, Mas
 #endif
 }
 
+// Before the elements of a tile of (b, h): the element of every read of
+// axes 0 (the same for every q and kv: taken at q = kv = 0), the previous
+// sum flushed when it changes.
+__device__ __forceinline__ void maskc_bufgrad_open(const MaskcBwdShape& sh, const MaskcBuffers& buf, MaskcBufGradRun& run,
+                                                   int b, int h) {
+#if MASKC_SCORE_GRAD_READS > 0
+  const long long nB = sh.B, nH = sh.H, nHKV = sh.HKV, nQ = sh.Sq, nKV = sh.Skv;
+  MaskcScoreGradRead reads[MASKC_SCORE_GRAD_READS];
+  (void)maskc_score_grad(buf, nB, nH, nHKV, nQ, nKV, 0.f, b, h, 0, 0, reads);
+#pragma unroll
+  for (int r = 0; r < MASKC_SCORE_GRAD_READS; ++r) {
+    if (maskc_score_grad_read_axes(r) != 0) continue;
+    const int slot = reads[r].idx >= 0 ? maskc_score_grad_read_slot(r) : -1;
+    if (slot != run.slot[r] || reads[r].idx != run.idx[r]) {
+      maskc_bufgrad_flush(sh, run, r);
+      run.slot[r] = slot;
+      run.idx[r] = reads[r].idx;
+    }
+  }
+#else
+  (void)sh, (void)buf, (void)run, (void)b, (void)h;
+#endif
+}
+
 __device__ __forceinline__ void maskc_bufgrad_init(MaskcBufGradRun& run) {
 #if MASKC_SCORE_GRAD_READS > 0
 #pragma unroll
@@ -374,7 +401,8 @@ __device__ __forceinline__ void maskc_bufgrad_init(MaskcBufGradRun& run) {
 
 // The gradient of one logit: given the raw q.k `qk` at (q, kv), dP and the
 // row's LSE and delta, returns P and stores d loss / d qk (including the
-// scale) in *ds. Buffer-gradient terms go into run when run != nullptr. sr
+// scale) in *ds. Buffer-gradient terms go into run when run != nullptr
+// (opened for (b, h) by maskc_bufgrad_open). sr
 // and sc are the score's row (q) and column (kv) buffer reads at (q, kv)
 // (maskc_score_row, maskc_score_col), which the kernels read once per row
 // or column of a tile.
@@ -407,7 +435,8 @@ __device__ __forceinline__ float maskc_bwd_elem_rc(const MaskcBwdShape& sh, cons
 #pragma unroll
       for (int r = 0; r < MASKC_SCORE_GRAD_READS; ++r) {
         const bool add = on && reads[r].slot >= 0;
-        if (__builtin_expect(add && (reads[r].slot != run->slot[r] || reads[r].idx != run->idx[r]), 0)) {
+        if (maskc_score_grad_read_axes(r) != 0 &&
+            __builtin_expect(add && (reads[r].slot != run->slot[r] || reads[r].idx != run->idx[r]), 0)) {
           maskc_bufgrad_flush(sh, *run, r);
           run->slot[r] = reads[r].slot;
           run->idx[r] = reads[r].idx;
@@ -429,7 +458,7 @@ __device__ __forceinline__ float maskc_bwd_elem_rc(const MaskcBwdShape& sh, cons
 #pragma unroll
       for (int r = 0; r < MASKC_SCORE_GRAD_READS; ++r) {
         if (reads[r].slot < 0) continue;
-        if (reads[r].slot != run->slot[r] || reads[r].idx != run->idx[r]) {
+        if (maskc_score_grad_read_axes(r) != 0 && (reads[r].slot != run->slot[r] || reads[r].idx != run->idx[r])) {
           maskc_bufgrad_flush(sh, *run, r);
           run->slot[r] = reads[r].slot;
           run->idx[r] = reads[r].idx;
@@ -652,6 +681,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
   while (have) {
     const int h = w.h, q0 = w.qt * BM, cls = w.cls;
     const long long row0 = ((long long)b * sh.H + h) * Sq;
+    maskc_bufgrad_open(sh, buf, run, b, h);
     maskc_copy_wait_all();  // this thread's copies of K, V, Q, dO landed, visible to the MMA after the barrier
     if (tid < BM) {
       sLse[tid] = lse_next;
@@ -1015,6 +1045,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
     const maskc_elem_t* Qp = Q + b * sh.q_stride[0] + h * sh.q_stride[1];
     const maskc_elem_t* dOp = dO + b * sh.do_stride[0] + h * sh.do_stride[1];
     const long long row0 = ((long long)b * sh.H + h) * Sq;
+    maskc_bufgrad_open(sh, buf, run, b, h);
     // The q tiles that may see this kv tile: the closed-form q range of its
     // columns (the forward's kv-range analysis with q and kv exchanged), then
     // each tile's own class.
