@@ -91,16 +91,26 @@
 // (red.global.add.v4.f32) instead of one atomic per float (0: 1.2-2x slower
 // forward + backward on the H200, gpu/NOTES.md run 14).
 #define MASKC_BWD_DQ_RED 1
-// MASKC_BWD_LPT 1: the wgmma kernels take their tiles longest first across
-// every (batch, head): maskc_attn_bwd's kv tile index is the slowest-varying
-// part of the block's linear index (kv tile 0, seen by the most q tiles under
-// causal-like masks, of every head first), maskc_attn_bwd_dq's q tile the
-// slowest, in reverse. Same programs, other launch order. Off (grid order,
-// one head's tiles together) by measurement: fwd+bwd 0.60 against 0.76-0.81
-// on full (concurrent blocks of 32 heads share no Q, dO tiles in L2), -5% on
-// sliding1024 and prefix2048, +4-7% on causal+softcap and deterministic
-// causal and document (gpu/NOTES.md run 15).
+// MASKC_BWD_LPT N > 0: the wgmma kernels take their tiles longest first
+// within groups of N (batch, head) pairs of consecutive blocks:
+// maskc_attn_bwd's kv tile index is the slowest-varying part of the block's
+// linear index inside a group (kv tile 0, seen by the most q tiles under
+// causal-like masks, of the group's heads first), maskc_attn_bwd_dq's q tile
+// the slowest, in reverse. Same programs, other launch order. 0: grid order,
+// one head's tiles together. Over all 32 pairs of the benchmark (run 15):
+// fwd+bwd 0.60 against 0.76-0.81 on full (concurrent blocks of 32 heads share
+// no Q, dO tiles in L2), -5% on sliding1024 and prefix2048, +4-7% on
+// causal+softcap and deterministic causal and document (gpu/NOTES.md).
 #define MASKC_BWD_LPT 0
+// MASKC_BWD_QSTAGES 2: the wgmma maskc_attn_bwd keeps two Q/dO stages (the
+// second in 32 KiB of static shared memory), and the next pair's Q, dO, LSE
+// and delta are copied during the whole of the current pair (1: during dQ
+// only, and not at all in deterministic mode).
+#define MASKC_BWD_QSTAGES 2
+// MASKC_BWD_KVSTAGES 2: the wgmma maskc_attn_bwd_dq keeps two K/V stages (the
+// second in 32 KiB of static shared memory) and copies the next kv tile
+// during the current one (1: one stage, each copy waited for at once).
+#define MASKC_BWD_KVSTAGES 2
 // MASKC_BWD_ELEM_SELECT: the score's derivative is computed on every element
 // and selected where P = 0, and the buffer-gradient run is kept with one
 // rarely taken branch per read (a new element), so that the per-element
@@ -569,6 +579,19 @@ __device__ __forceinline__ void maskc_bwd_load_wg(maskc_elem_t* dst, const maskc
   }
 }
 
+// The block's (tile, pair) under MASKC_BWD_LPT: blocks start in linear
+// order (x fastest); inside each group of MASKC_BWD_LPT (b, head) pairs the
+// tile index x is the slowest part, so tile 0 of every pair of the group
+// starts first. *t is the tile, *z the pair (y + gridDim.y * z).
+__device__ __forceinline__ void maskc_bwd_lpt_block(int* t, int* z) {
+  const int nx = gridDim.x, nz = gridDim.y * gridDim.z;
+  const int lin = blockIdx.x + nx * (blockIdx.y + gridDim.y * blockIdx.z);
+  const int g = lin / (nx * MASKC_BWD_LPT), r = lin % (nx * MASKC_BWD_LPT);
+  const int gsize = min(MASKC_BWD_LPT, nz - g * MASKC_BWD_LPT);
+  *t = r / gsize;
+  *z = g * MASKC_BWD_LPT + r % gsize;
+}
+
 // The walk of one kv tile: (query head, q tile) pairs of the kv head's
 // group in order, each head's q tiles narrowed to the closed-form q range
 // of the tile's columns, tiles of class 0 skipped.
@@ -605,6 +628,31 @@ __device__ __forceinline__ bool maskc_bwd_walk_next(const MaskcBwdShape& sh, con
   }
 }
 
+// 4-byte global->shared copy (zero-filled, src not read, when !valid).
+__device__ __forceinline__ void maskc_bwd_copy4(void* dst, const void* src, bool valid) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(maskc_smem_addr(dst)), "l"(src), "r"(valid ? 4 : 0)
+               : "memory");
+}
+
+// Starts the copies of pair w's Q and dO tiles and of its rows' LSE and
+// delta into sLse, sDelta (rows past Sq: 0, which their keep = false
+// ignores), as one commit group.
+__device__ __forceinline__ void maskc_bwd_issue_q2(const MaskcBwdShape& sh, const maskc_elem_t* Q,
+                                                   const maskc_elem_t* dO, maskc_elem_t* sQ, maskc_elem_t* sdO,
+                                                   float* sLse, float* sDelta, int b, const MaskcBwdWalk& w, int tid) {
+  constexpr int BM = MASKC_BWD_BLOCK_M;
+  const int q0 = w.qt * BM;
+  maskc_bwd_load_wg<BM>(sQ, Q + b * sh.q_stride[0] + w.h * sh.q_stride[1], sh.q_stride[2], q0, sh.Sq, tid);
+  maskc_bwd_load_wg<BM>(sdO, dO + b * sh.do_stride[0] + w.h * sh.do_stride[1], sh.do_stride[2], q0, sh.Sq, tid);
+  if (tid < BM) {
+    const bool ok = q0 + tid < sh.Sq;
+    const long long row = ((long long)b * sh.H + w.h) * sh.Sq + (ok ? q0 + tid : 0);
+    maskc_bwd_copy4(sLse + tid, sh.lse + row, ok);
+    maskc_bwd_copy4(sDelta + tid, sh.delta + row, ok);
+  }
+  maskc_copy_commit();
+}
+
 // Starts the copies of pair w's Q and dO tiles (one commit group) and reads
 // its rows' LSE and delta into *lse, *delta (threads below BM).
 __device__ __forceinline__ void maskc_bwd_issue_q(const MaskcBwdShape& sh, const maskc_elem_t* Q,
@@ -638,18 +686,27 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
   // The mask's and score's row reads of the tile's BM rows, in the P^T area.
   MaskcMaskRow* const sMrow = (MaskcMaskRow*)(sdS + BN * BM);
   MaskcScoreRow* const sSrow = (MaskcScoreRow*)(sMrow + BM);
-  constexpr bool kRowsShared = BM * (sizeof(MaskcMaskRow) + sizeof(MaskcScoreRow)) <= 2 * BN * BM;
   float* const sLse = (float*)(sdS + 2 * BN * BM);
   float* const sDelta = sLse + BM;
+#if MASKC_BWD_QSTAGES == 2
+  // Stage 1's Q and dO tiles; its LSE and delta at the end of the rows' area.
+  __shared__ __attribute__((aligned(1024))) maskc_elem_t maskc_bwd_q1[2 * BM * D];
+  float* const sLse1 = sLse - 2 * BM;
+  float* const sDelta1 = sLse1 + BM;
+  constexpr int kRowsBytes = 2 * BN * BM - 8 * BM;
+  if ((maskc_smem_addr(maskc_bwd_q1) & 1023) != 0) __trap();
+#else
+  constexpr int kRowsBytes = 2 * BN * BM;
+#endif
+  constexpr bool kRowsShared = BM * (sizeof(MaskcMaskRow) + sizeof(MaskcScoreRow)) <= kRowsBytes;
   if ((maskc_smem_addr(maskc_bwd_smem) & 1023) != 0) __trap();  // descriptors need it
   const long long nB = sh.B, nH = sh.H, nHKV = sh.HKV, nQ = sh.Sq, nKV = sh.Skv;
 
   const int tid = threadIdx.x, warp = tid / MASKC_WARP_SIZE, lane = tid % MASKC_WARP_SIZE;
 #if MASKC_BWD_LPT
-  // Blocks start in linear order (x fastest): kv tile slowest, so kv tile 0
-  // of every (b, kv head) starts first.
-  const int lin = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z), nz = gridDim.y * gridDim.z;
-  const int kt = lin / nz, hkv = (lin % nz) % gridDim.y, b = (lin % nz) / gridDim.y;
+  int kt, z;
+  maskc_bwd_lpt_block(&kt, &z);
+  const int hkv = z % gridDim.y, b = z / gridDim.y;
 #else
   const int kt = blockIdx.x, hkv = blockIdx.y, b = blockIdx.z;
 #endif
@@ -675,17 +732,35 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
   MaskcBwdWalk w;
   w.h = hkv * (sh.H / sh.HKV) - 1;
   w.qt = w.qt_end = w.cls = 0;
-  float lse_next = 0.f, delta_next = 0.f;
   bool have = maskc_bwd_walk_next(sh, buf, b, hkv, k0, w);
+#if MASKC_BWD_QSTAGES == 2
+  int stage = 0;
+  if (have) maskc_bwd_issue_q2(sh, Q, dO, sQ, sdO, sLse, sDelta, b, w, tid);
+#else
+  float lse_next = 0.f, delta_next = 0.f;
   if (have) maskc_bwd_issue_q(sh, Q, dO, sQ, sdO, b, w, tid, &lse_next, &delta_next);
+#endif
   while (have) {
     const int h = w.h, q0 = w.qt * BM, cls = w.cls;
     const long long row0 = ((long long)b * sh.H + h) * Sq;
+#if MASKC_BWD_QSTAGES == 2
+    maskc_elem_t* const cQ = stage ? maskc_bwd_q1 : sQ;
+    maskc_elem_t* const cdO = stage ? maskc_bwd_q1 + BM * D : sdO;
+    const float* const cLse = stage ? sLse1 : sLse;
+    const float* const cDelta = stage ? sDelta1 : sDelta;
+#else
+    maskc_elem_t* const cQ = sQ;
+    maskc_elem_t* const cdO = sdO;
+    const float* const cLse = sLse;
+    const float* const cDelta = sDelta;
+#endif
     maskc_bufgrad_open(sh, buf, run, b, h);
     maskc_copy_wait_all();  // this thread's copies of K, V, Q, dO landed, visible to the MMA after the barrier
     if (tid < BM) {
+#if MASKC_BWD_QSTAGES != 2
       sLse[tid] = lse_next;
       sDelta[tid] = delta_next;
+#endif
       if (kRowsShared) {
         sMrow[tid] = maskc_mask_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q0 + tid));
         sSrow[tid] = maskc_score_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q0 + tid));
@@ -701,6 +776,15 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
       scol[sl] = maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, h, kv);
     }
     __syncthreads();
+#if MASKC_BWD_QSTAGES == 2
+    // The next pair's copies into the other stage (free: its last readers,
+    // the previous pair's products, finished before the barrier above).
+    MaskcBwdWalk wn = w;
+    const bool have_next = maskc_bwd_walk_next(sh, buf, b, hkv, k0, wn);
+    if (have_next)
+      maskc_bwd_issue_q2(sh, Q, dO, stage ? sQ : maskc_bwd_q1, stage ? sdO : maskc_bwd_q1 + BM * D,
+                         stage ? sLse : sLse1, stage ? sDelta : sDelta1, b, wn, tid);
+#endif
 
     // S^T and dP^T: the 64 keys against the BM rows.
     float st[MASKC_BACC(BM)], dpt[MASKC_BACC(BM)];
@@ -714,18 +798,18 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
       maskc_wgmma_ss<MASKC_DT, BM>(st, maskc_wg_desc(sK + (kk >> 2) * (BN * 64) + (kk & 3) * 16, 16, 1024),
-                                   maskc_wg_desc(sQ + (kk >> 2) * (BM * 64) + (kk & 3) * 16, 16, 1024));
+                                   maskc_wg_desc(cQ + (kk >> 2) * (BM * 64) + (kk & 3) * 16, 16, 1024));
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
       maskc_wgmma_ss<MASKC_DT, BM>(dpt, maskc_wg_desc(sV + (kk >> 2) * (BN * 64) + (kk & 3) * 16, 16, 1024),
-                                   maskc_wg_desc(sdO + (kk >> 2) * (BM * 64) + (kk & 3) * 16, 16, 1024));
+                                   maskc_wg_desc(cdO + (kk >> 2) * (BM * 64) + (kk & 3) * 16, 16, 1024));
     maskc_wg_commit();
     maskc_wg_wait();
     maskc_wg_fence_regs<MASKC_BACC(BM)>(st);
     maskc_wg_fence_regs<MASKC_BACC(BM)>(dpt);
 #else
-    maskc_mma_qk<MASKC_DT, D, BM>(st, kfrag, sQ, lane);
-    maskc_mma_qk<MASKC_DT, D, BM>(dpt, vfrag, sdO, lane);
+    maskc_mma_qk<MASKC_DT, D, BM>(st, kfrag, cQ, lane);
+    maskc_mma_qk<MASKC_DT, D, BM>(dpt, vfrag, cdO, lane);
 #endif
 #pragma unroll
     for (int i = 0; i < MASKC_BACC(BM); ++i) {
@@ -739,7 +823,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
                              mcol[sl], b, h, maskc_nonneg(q), maskc_nonneg(kv));
 #endif
       float ds;
-      st[i] = maskc_bwd_elem_rc(sh, buf, b, h, q, kv, keep, st[i], dpt[i], sLse[qc], sDelta[qc], &ds, &run,
+      st[i] = maskc_bwd_elem_rc(sh, buf, b, h, q, kv, keep, st[i], dpt[i], cLse[qc], cDelta[qc], &ds, &run,
                                 kRowsShared ? sSrow[qc] : maskc_score_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q)),
                                 scol[sl]);
       dpt[i] = ds;
@@ -769,23 +853,29 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
       maskc_wg_fence();
 #pragma unroll
       for (int kk = 0; kk < BM / 16; ++kk)
-        maskc_wgmma_rs<MASKC_DT, D>(dv, pa[kk], maskc_wg_desc(sdO + kk * 16 * 64, BM * 128, 1024));
+        maskc_wgmma_rs<MASKC_DT, D>(dv, pa[kk], maskc_wg_desc(cdO + kk * 16 * 64, BM * 128, 1024));
 #pragma unroll
       for (int kk = 0; kk < BM / 16; ++kk)
-        maskc_wgmma_rs<MASKC_DT, D>(dk, sa[kk], maskc_wg_desc(sQ + kk * 16 * 64, BM * 128, 1024));
+        maskc_wgmma_rs<MASKC_DT, D>(dk, sa[kk], maskc_wg_desc(cQ + kk * 16 * 64, BM * 128, 1024));
       maskc_wg_commit();
       maskc_wg_wait();
       maskc_wg_fence_regs<MASKC_BACC(D)>(dv);
       maskc_wg_fence_regs<MASKC_BACC(D)>(dk);
     }
 #else
-    maskc_mma_pv<MASKC_DT, D, BM>(dv, st, sdO, lane);  // dV += P^T . dO
-    maskc_mma_pv<MASKC_DT, D, BM>(dk, dpt, sQ, lane);  // dK += dS^T . Q
+    maskc_mma_pv<MASKC_DT, D, BM>(dv, st, cdO, lane);  // dV += P^T . dO
+    maskc_mma_pv<MASKC_DT, D, BM>(dk, dpt, cQ, lane);  // dK += dS^T . Q
 #endif
     __syncthreads();  // Q and dO are free for the next tile; dS^T is complete
 
+#if MASKC_BWD_QSTAGES == 2
+    w = wn;
+    have = have_next;
+    stage ^= 1;
+#else
     have = maskc_bwd_walk_next(sh, buf, b, hkv, k0, w);
     if (have) maskc_bwd_issue_q(sh, Q, dO, sQ, sdO, b, w, tid, &lse_next, &delta_next);
+#endif
 
     if (sh.dq_acc != nullptr) {
       // dQ rows q0 .. q0+63 = dS . K, one 64-column half of D at a time.
@@ -898,11 +988,11 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
 
   const int tid = threadIdx.x, warp = tid / MASKC_WARP_SIZE, lane = tid % MASKC_WARP_SIZE;
 #if MASKC_BWD_LPT
-  // Blocks start in linear order (x fastest): q tile slowest and last first,
-  // so the last q tile (the most kv tiles under causal-like masks) of every
-  // (b, h) starts first.
-  const int lin = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z), nz = gridDim.y * gridDim.z;
-  const int qt = gridDim.x - 1 - lin / nz, h = (lin % nz) % gridDim.y, b = (lin % nz) / gridDim.y;
+  // q tiles last first: the last (the most kv tiles under causal-like
+  // masks) of every pair of the group starts first.
+  int t, z;
+  maskc_bwd_lpt_block(&t, &z);
+  const int qt = gridDim.x - 1 - t, h = z % gridDim.y, b = z / gridDim.y;
 #else
   const int qt = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
 #endif
@@ -959,22 +1049,53 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
   }
   int cls = 0;
   int kt = maskc_bwd_next_kt(sh, buf, b, h, q0, kt_begin - 1, kt_end, kv_lo, kv_hi, &cls);
+#if MASKC_BWD_KVSTAGES == 2
+  // Stage 1's K and V tiles.
+  __shared__ __attribute__((aligned(1024))) maskc_elem_t maskc_bwd_kv1[2 * BN * D];
+  if ((maskc_smem_addr(maskc_bwd_kv1) & 1023) != 0) __trap();
+  int stage = 0;
+  if (kt < kt_end) {
+    maskc_bwd_load_wg<BN>(sK, Kp, sh.k_stride[2], kt * BN, Skv, tid);
+    maskc_bwd_load_wg<BN>(sV, Vp, sh.v_stride[2], kt * BN, Skv, tid);
+    maskc_copy_commit();
+  }
+#endif
   while (kt < kt_end) {
     const int k0 = kt * BN;
     __syncthreads();  // every warp's MMAs on the previous K, V are done
     MASKC_BWD_READ_COLS(kt)
+    int next_cls = 0;
+#if MASKC_BWD_KVSTAGES == 2
+    maskc_elem_t* const cK = stage ? maskc_bwd_kv1 : sK;
+    maskc_elem_t* const cV = stage ? maskc_bwd_kv1 + BN * D : sV;
+    // The next tile's copies into the other stage (its last readers, the
+    // previous tile's products, finished before the barrier above), then
+    // this tile's wait: one group may stay in flight.
+    const int next_kt = maskc_bwd_next_kt(sh, buf, b, h, q0, kt, kt_end, kv_lo, kv_hi, &next_cls);
+    if (next_kt < kt_end) {
+      maskc_bwd_load_wg<BN>(stage ? sK : maskc_bwd_kv1, Kp, sh.k_stride[2], next_kt * BN, Skv, tid);
+      maskc_bwd_load_wg<BN>(stage ? sV : maskc_bwd_kv1 + BN * D, Vp, sh.v_stride[2], next_kt * BN, Skv, tid);
+    }
+    maskc_copy_commit();
+    asm volatile("cp.async.wait_group 1;" ::: "memory");
+    maskc_bwd_fence_async();
+#else
+    maskc_elem_t* const cK = sK;
+    maskc_elem_t* const cV = sV;
     maskc_bwd_load_wg<BN>(sK, Kp, sh.k_stride[2], k0, Skv, tid);
     maskc_bwd_load_wg<BN>(sV, Vp, sh.v_stride[2], k0, Skv, tid);
     maskc_copy_commit();
     maskc_copy_wait_all();
+#endif
     __syncthreads();
     float s[MASKC_BACC(BN)], dp[MASKC_BACC(BN)];
 #pragma unroll
     for (int i = 0; i < MASKC_BACC(BN); ++i) s[i] = dp[i] = 0.f;
-    maskc_mma_qk<MASKC_DT, D, BN>(s, qfrag, sK, lane);
-    maskc_mma_qk<MASKC_DT, D, BN>(dp, dofrag, sV, lane);
-    int next_cls = 0;
+    maskc_mma_qk<MASKC_DT, D, BN>(s, qfrag, cK, lane);
+    maskc_mma_qk<MASKC_DT, D, BN>(dp, dofrag, cV, lane);
+#if MASKC_BWD_KVSTAGES != 2
     const int next_kt = maskc_bwd_next_kt(sh, buf, b, h, q0, kt, kt_end, kv_lo, kv_hi, &next_cls);
+#endif
 #pragma unroll
     for (int i = 0; i < MASKC_BACC(BN); ++i) {
       const int qr = 16 * warp + maskc_bacc_row<BN>(lane, i), kc = maskc_bacc_col<BN>(lane, i);
@@ -991,9 +1112,12 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
                         kColsShared ? sScol[kc] : maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(kv)));
       s[i] = ds;
     }
-    maskc_mma_pv<MASKC_DT, D, BN>(dq, s, sK, lane);  // dQ += dS . K
+    maskc_mma_pv<MASKC_DT, D, BN>(dq, s, cK, lane);  // dQ += dS . K
     kt = next_kt;
     cls = next_cls;
+#if MASKC_BWD_KVSTAGES == 2
+    stage ^= 1;
+#endif
   }
 #undef MASKC_BWD_READ_COLS
   maskc_copy_wait_all();
