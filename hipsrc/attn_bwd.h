@@ -107,6 +107,11 @@
 // and delta are copied during the whole of the current pair (1: during dQ
 // only, and not at all in deterministic mode).
 #define MASKC_BWD_QSTAGES 2
+// MASKC_BWD_WALK_LATE 1 (with two Q stages): the next pair is found and its
+// copies started while S^T and dP^T are in flight (their accumulators live:
+// more registers), not before their MMAs are issued (0), so that the walk's
+// global reads (the tile classes) overlap the MMAs.
+#define MASKC_BWD_WALK_LATE 0
 // MASKC_BWD_KVSTAGES 2: the wgmma maskc_attn_bwd_dq keeps two K/V stages (the
 // second in 32 KiB of static shared memory) and copies the next kv tile
 // during the current one (1: one stage, each copy waited for at once).
@@ -780,10 +785,15 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
     // The next pair's copies into the other stage (free: its last readers,
     // the previous pair's products, finished before the barrier above).
     MaskcBwdWalk wn = w;
-    const bool have_next = maskc_bwd_walk_next(sh, buf, b, hkv, k0, wn);
-    if (have_next)
-      maskc_bwd_issue_q2(sh, Q, dO, stage ? sQ : maskc_bwd_q1, stage ? sdO : maskc_bwd_q1 + BM * D,
-                         stage ? sLse : sLse1, stage ? sDelta : sDelta1, b, wn, tid);
+    bool have_next = false;
+#define MASKC_BWD_NEXT_PAIR()                                                                         \
+  have_next = maskc_bwd_walk_next(sh, buf, b, hkv, k0, wn);                                          \
+  if (have_next)                                                                                      \
+    maskc_bwd_issue_q2(sh, Q, dO, stage ? sQ : maskc_bwd_q1, stage ? sdO : maskc_bwd_q1 + BM * D,   \
+                       stage ? sLse : sLse1, stage ? sDelta : sDelta1, b, wn, tid);
+#if !MASKC_BWD_WALK_LATE || !MASKC_BWD_WG_BATCH
+    MASKC_BWD_NEXT_PAIR()
+#endif
 #endif
 
     // S^T and dP^T: the 64 keys against the BM rows.
@@ -804,6 +814,9 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
       maskc_wgmma_ss<MASKC_DT, BM>(dpt, maskc_wg_desc(sV + (kk >> 2) * (BN * 64) + (kk & 3) * 16, 16, 1024),
                                    maskc_wg_desc(cdO + (kk >> 2) * (BM * 64) + (kk & 3) * 16, 16, 1024));
     maskc_wg_commit();
+#if MASKC_BWD_QSTAGES == 2 && MASKC_BWD_WALK_LATE
+    MASKC_BWD_NEXT_PAIR()
+#endif
     maskc_wg_wait();
     maskc_wg_fence_regs<MASKC_BACC(BM)>(st);
     maskc_wg_fence_regs<MASKC_BACC(BM)>(dpt);
@@ -828,13 +841,16 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
                                 scol[sl]);
       dpt[i] = ds;
     }
-    // dS^T to shared memory for dQ (pairs of adjacent columns).
+    // dS^T to shared memory for dQ (pairs of adjacent columns); the
+    // deterministic mode's dQ kernel computes its own.
+    if (sh.dq_acc != nullptr) {
 #pragma unroll
-    for (int i = 0; i < MASKC_BACC(BM); i += 2) {
-      const int kr = 16 * warp + maskc_bacc_row<BM>(lane, i), qc = maskc_bacc_col<BM>(lane, i);
-      *(maskc_u32*)(sdS + maskc_tile_index<BN, BM>(kr, qc)) = maskc_pack2<MASKC_DT>(dpt[i], dpt[i + 1]);
+      for (int i = 0; i < MASKC_BACC(BM); i += 2) {
+        const int kr = 16 * warp + maskc_bacc_row<BM>(lane, i), qc = maskc_bacc_col<BM>(lane, i);
+        *(maskc_u32*)(sdS + maskc_tile_index<BN, BM>(kr, qc)) = maskc_pack2<MASKC_DT>(dpt[i], dpt[i + 1]);
+      }
+      maskc_bwd_fence_async();
     }
-    maskc_bwd_fence_async();
 #if MASKC_BWD_WG_BATCH
     {
       // dV += P^T . dO and dK += dS^T . Q in one commit group, A from
@@ -869,6 +885,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
     __syncthreads();  // Q and dO are free for the next tile; dS^T is complete
 
 #if MASKC_BWD_QSTAGES == 2
+#undef MASKC_BWD_NEXT_PAIR
     w = wn;
     have = have_next;
     stage ^= 1;
