@@ -102,16 +102,6 @@
 // no Q, dO tiles in L2), -5% on sliding1024 and prefix2048, +4-7% on
 // causal+softcap and deterministic causal and document (gpu/NOTES.md).
 #define MASKC_BWD_LPT 0
-// MASKC_BWD_QSTAGES 2: the wgmma maskc_attn_bwd keeps two Q/dO stages (the
-// second in 32 KiB of static shared memory), and the next pair's Q, dO, LSE
-// and delta are copied during the whole of the current pair (1: during dQ
-// only, and not at all in deterministic mode).
-#define MASKC_BWD_QSTAGES 2
-// MASKC_BWD_WALK_LATE 1 (with two Q stages): the next pair is found and its
-// copies started while S^T and dP^T are in flight (their accumulators live:
-// more registers), not before their MMAs are issued (0), so that the walk's
-// global reads (the tile classes) overlap the MMAs.
-#define MASKC_BWD_WALK_LATE 0
 // MASKC_BWD_KVSTAGES 2: the wgmma maskc_attn_bwd_dq keeps two K/V stages (the
 // second in 32 KiB of static shared memory) and copies the next kv tile
 // during the current one (1: one stage, each copy waited for at once).
@@ -633,31 +623,6 @@ __device__ __forceinline__ bool maskc_bwd_walk_next(const MaskcBwdShape& sh, con
   }
 }
 
-// 4-byte global->shared copy (zero-filled, src not read, when !valid).
-__device__ __forceinline__ void maskc_bwd_copy4(void* dst, const void* src, bool valid) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(maskc_smem_addr(dst)), "l"(src), "r"(valid ? 4 : 0)
-               : "memory");
-}
-
-// Starts the copies of pair w's Q and dO tiles and of its rows' LSE and
-// delta into sLse, sDelta (rows past Sq: 0, which their keep = false
-// ignores), as one commit group.
-__device__ __forceinline__ void maskc_bwd_issue_q2(const MaskcBwdShape& sh, const maskc_elem_t* Q,
-                                                   const maskc_elem_t* dO, maskc_elem_t* sQ, maskc_elem_t* sdO,
-                                                   float* sLse, float* sDelta, int b, const MaskcBwdWalk& w, int tid) {
-  constexpr int BM = MASKC_BWD_BLOCK_M;
-  const int q0 = w.qt * BM;
-  maskc_bwd_load_wg<BM>(sQ, Q + b * sh.q_stride[0] + w.h * sh.q_stride[1], sh.q_stride[2], q0, sh.Sq, tid);
-  maskc_bwd_load_wg<BM>(sdO, dO + b * sh.do_stride[0] + w.h * sh.do_stride[1], sh.do_stride[2], q0, sh.Sq, tid);
-  if (tid < BM) {
-    const bool ok = q0 + tid < sh.Sq;
-    const long long row = ((long long)b * sh.H + w.h) * sh.Sq + (ok ? q0 + tid : 0);
-    maskc_bwd_copy4(sLse + tid, sh.lse + row, ok);
-    maskc_bwd_copy4(sDelta + tid, sh.delta + row, ok);
-  }
-  maskc_copy_commit();
-}
-
 // Starts the copies of pair w's Q and dO tiles (one commit group) and reads
 // its rows' LSE and delta into *lse, *delta (threads below BM).
 __device__ __forceinline__ void maskc_bwd_issue_q(const MaskcBwdShape& sh, const maskc_elem_t* Q,
@@ -691,19 +656,9 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
   // The mask's and score's row reads of the tile's BM rows, in the P^T area.
   MaskcMaskRow* const sMrow = (MaskcMaskRow*)(sdS + BN * BM);
   MaskcScoreRow* const sSrow = (MaskcScoreRow*)(sMrow + BM);
+  constexpr bool kRowsShared = BM * (sizeof(MaskcMaskRow) + sizeof(MaskcScoreRow)) <= 2 * BN * BM;
   float* const sLse = (float*)(sdS + 2 * BN * BM);
   float* const sDelta = sLse + BM;
-#if MASKC_BWD_QSTAGES == 2
-  // Stage 1's Q and dO tiles; its LSE and delta at the end of the rows' area.
-  __shared__ __attribute__((aligned(1024))) maskc_elem_t maskc_bwd_q1[2 * BM * D];
-  float* const sLse1 = sLse - 2 * BM;
-  float* const sDelta1 = sLse1 + BM;
-  constexpr int kRowsBytes = 2 * BN * BM - 8 * BM;
-  if ((maskc_smem_addr(maskc_bwd_q1) & 1023) != 0) __trap();
-#else
-  constexpr int kRowsBytes = 2 * BN * BM;
-#endif
-  constexpr bool kRowsShared = BM * (sizeof(MaskcMaskRow) + sizeof(MaskcScoreRow)) <= kRowsBytes;
   if ((maskc_smem_addr(maskc_bwd_smem) & 1023) != 0) __trap();  // descriptors need it
   const long long nB = sh.B, nH = sh.H, nHKV = sh.HKV, nQ = sh.Sq, nKV = sh.Skv;
 
@@ -737,35 +692,17 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
   MaskcBwdWalk w;
   w.h = hkv * (sh.H / sh.HKV) - 1;
   w.qt = w.qt_end = w.cls = 0;
-  bool have = maskc_bwd_walk_next(sh, buf, b, hkv, k0, w);
-#if MASKC_BWD_QSTAGES == 2
-  int stage = 0;
-  if (have) maskc_bwd_issue_q2(sh, Q, dO, sQ, sdO, sLse, sDelta, b, w, tid);
-#else
   float lse_next = 0.f, delta_next = 0.f;
+  bool have = maskc_bwd_walk_next(sh, buf, b, hkv, k0, w);
   if (have) maskc_bwd_issue_q(sh, Q, dO, sQ, sdO, b, w, tid, &lse_next, &delta_next);
-#endif
   while (have) {
     const int h = w.h, q0 = w.qt * BM, cls = w.cls;
     const long long row0 = ((long long)b * sh.H + h) * Sq;
-#if MASKC_BWD_QSTAGES == 2
-    maskc_elem_t* const cQ = stage ? maskc_bwd_q1 : sQ;
-    maskc_elem_t* const cdO = stage ? maskc_bwd_q1 + BM * D : sdO;
-    const float* const cLse = stage ? sLse1 : sLse;
-    const float* const cDelta = stage ? sDelta1 : sDelta;
-#else
-    maskc_elem_t* const cQ = sQ;
-    maskc_elem_t* const cdO = sdO;
-    const float* const cLse = sLse;
-    const float* const cDelta = sDelta;
-#endif
     maskc_bufgrad_open(sh, buf, run, b, h);
     maskc_copy_wait_all();  // this thread's copies of K, V, Q, dO landed, visible to the MMA after the barrier
     if (tid < BM) {
-#if MASKC_BWD_QSTAGES != 2
       sLse[tid] = lse_next;
       sDelta[tid] = delta_next;
-#endif
       if (kRowsShared) {
         sMrow[tid] = maskc_mask_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q0 + tid));
         sSrow[tid] = maskc_score_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q0 + tid));
@@ -781,20 +718,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
       scol[sl] = maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, h, kv);
     }
     __syncthreads();
-#if MASKC_BWD_QSTAGES == 2
-    // The next pair's copies into the other stage (free: its last readers,
-    // the previous pair's products, finished before the barrier above).
-    MaskcBwdWalk wn = w;
-    bool have_next = false;
-#define MASKC_BWD_NEXT_PAIR()                                                                         \
-  have_next = maskc_bwd_walk_next(sh, buf, b, hkv, k0, wn);                                          \
-  if (have_next)                                                                                      \
-    maskc_bwd_issue_q2(sh, Q, dO, stage ? sQ : maskc_bwd_q1, stage ? sdO : maskc_bwd_q1 + BM * D,   \
-                       stage ? sLse : sLse1, stage ? sDelta : sDelta1, b, wn, tid);
-#if !MASKC_BWD_WALK_LATE || !MASKC_BWD_WG_BATCH
-    MASKC_BWD_NEXT_PAIR()
-#endif
-#endif
 
     // S^T and dP^T: the 64 keys against the BM rows.
     float st[MASKC_BACC(BM)], dpt[MASKC_BACC(BM)];
@@ -808,21 +731,18 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
       maskc_wgmma_ss<MASKC_DT, BM>(st, maskc_wg_desc(sK + (kk >> 2) * (BN * 64) + (kk & 3) * 16, 16, 1024),
-                                   maskc_wg_desc(cQ + (kk >> 2) * (BM * 64) + (kk & 3) * 16, 16, 1024));
+                                   maskc_wg_desc(sQ + (kk >> 2) * (BM * 64) + (kk & 3) * 16, 16, 1024));
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
       maskc_wgmma_ss<MASKC_DT, BM>(dpt, maskc_wg_desc(sV + (kk >> 2) * (BN * 64) + (kk & 3) * 16, 16, 1024),
-                                   maskc_wg_desc(cdO + (kk >> 2) * (BM * 64) + (kk & 3) * 16, 16, 1024));
+                                   maskc_wg_desc(sdO + (kk >> 2) * (BM * 64) + (kk & 3) * 16, 16, 1024));
     maskc_wg_commit();
-#if MASKC_BWD_QSTAGES == 2 && MASKC_BWD_WALK_LATE
-    MASKC_BWD_NEXT_PAIR()
-#endif
     maskc_wg_wait();
     maskc_wg_fence_regs<MASKC_BACC(BM)>(st);
     maskc_wg_fence_regs<MASKC_BACC(BM)>(dpt);
 #else
-    maskc_mma_qk<MASKC_DT, D, BM>(st, kfrag, cQ, lane);
-    maskc_mma_qk<MASKC_DT, D, BM>(dpt, vfrag, cdO, lane);
+    maskc_mma_qk<MASKC_DT, D, BM>(st, kfrag, sQ, lane);
+    maskc_mma_qk<MASKC_DT, D, BM>(dpt, vfrag, sdO, lane);
 #endif
 #pragma unroll
     for (int i = 0; i < MASKC_BACC(BM); ++i) {
@@ -836,7 +756,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
                              mcol[sl], b, h, maskc_nonneg(q), maskc_nonneg(kv));
 #endif
       float ds;
-      st[i] = maskc_bwd_elem_rc(sh, buf, b, h, q, kv, keep, st[i], dpt[i], cLse[qc], cDelta[qc], &ds, &run,
+      st[i] = maskc_bwd_elem_rc(sh, buf, b, h, q, kv, keep, st[i], dpt[i], sLse[qc], sDelta[qc], &ds, &run,
                                 kRowsShared ? sSrow[qc] : maskc_score_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q)),
                                 scol[sl]);
       dpt[i] = ds;
@@ -869,30 +789,23 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
       maskc_wg_fence();
 #pragma unroll
       for (int kk = 0; kk < BM / 16; ++kk)
-        maskc_wgmma_rs<MASKC_DT, D>(dv, pa[kk], maskc_wg_desc(cdO + kk * 16 * 64, BM * 128, 1024));
+        maskc_wgmma_rs<MASKC_DT, D>(dv, pa[kk], maskc_wg_desc(sdO + kk * 16 * 64, BM * 128, 1024));
 #pragma unroll
       for (int kk = 0; kk < BM / 16; ++kk)
-        maskc_wgmma_rs<MASKC_DT, D>(dk, sa[kk], maskc_wg_desc(cQ + kk * 16 * 64, BM * 128, 1024));
+        maskc_wgmma_rs<MASKC_DT, D>(dk, sa[kk], maskc_wg_desc(sQ + kk * 16 * 64, BM * 128, 1024));
       maskc_wg_commit();
       maskc_wg_wait();
       maskc_wg_fence_regs<MASKC_BACC(D)>(dv);
       maskc_wg_fence_regs<MASKC_BACC(D)>(dk);
     }
 #else
-    maskc_mma_pv<MASKC_DT, D, BM>(dv, st, cdO, lane);  // dV += P^T . dO
-    maskc_mma_pv<MASKC_DT, D, BM>(dk, dpt, cQ, lane);  // dK += dS^T . Q
+    maskc_mma_pv<MASKC_DT, D, BM>(dv, st, sdO, lane);  // dV += P^T . dO
+    maskc_mma_pv<MASKC_DT, D, BM>(dk, dpt, sQ, lane);  // dK += dS^T . Q
 #endif
     __syncthreads();  // Q and dO are free for the next tile; dS^T is complete
 
-#if MASKC_BWD_QSTAGES == 2
-#undef MASKC_BWD_NEXT_PAIR
-    w = wn;
-    have = have_next;
-    stage ^= 1;
-#else
     have = maskc_bwd_walk_next(sh, buf, b, hkv, k0, w);
     if (have) maskc_bwd_issue_q(sh, Q, dO, sQ, sdO, b, w, tid, &lse_next, &delta_next);
-#endif
 
     if (sh.dq_acc != nullptr) {
       // dQ rows q0 .. q0+63 = dS . K, one 64-column half of D at a time.
