@@ -32,7 +32,7 @@ const (
 
 // Codes describes every diagnostic code of this package in one line.
 var Codes = map[dsl.Code]string{
-	CodeHeadDim:        "head dimension without a generated-kernel configuration (64 or 128)",
+	CodeHeadDim:        "head dimension without a generated-kernel configuration (64, 128 or 256)",
 	CodeDType:          "element type without a generated-kernel configuration (bf16 or fp16)",
 	CodeLayout:         "tensor layout other than bshd or bhsd",
 	CodeTooManyBuffers: "more captured buffers than a generated kernel takes (8)",

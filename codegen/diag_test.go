@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/maskc/maskc/dsl"
+	"github.com/maskc/maskc/hipsrc"
 )
 
 // generateDiags runs Generate on every attention of a .flex text and
@@ -132,5 +133,32 @@ func TestDiagnostics(t *testing.T) {
 		if code < "E300" || code > "E399" {
 			t.Errorf("code %s is outside the code generator's range E300-E399", code)
 		}
+	}
+}
+
+// TestHeadDims: every head dim hipsrc supports generates a kernel whose
+// launch, backward tiles and sources are that head dim's; the hint of the
+// refusal names them.
+func TestHeadDims(t *testing.T) {
+	for _, d := range hipsrc.HeadDims {
+		p := checkSource(t, "in.flex", fmt.Sprintf("attention a {\n    causal = true\n    head_dim = %d\n}\n", d))
+		k, diags := Generate(p, p.Attentions[0], Options{})
+		if diags.HasErrors() {
+			t.Fatalf("head dim %d: %s", d, diags.Render())
+		}
+		want, _ := hipsrc.Launches(d)
+		tiles, _ := hipsrc.BwdTileDefines(d)
+		define := fmt.Sprintf("#define MASKC_HEAD_DIM %d\n", d)
+		if k.HeadDim != d || k.Launch["amd"] != want["amd"] || k.Launch["nvidia"] != want["nvidia"] ||
+			!strings.HasPrefix(k.Source, define) || !strings.HasPrefix(k.BwdSource, define) || !strings.Contains(k.BwdSource, tiles) {
+			t.Errorf("head dim %d: kernel %d, launch %v, sources start %.40q", d, k.HeadDim, k.Launch, k.Source)
+		}
+		if n := k.Launch["amd"].SharedMemBytes; n > 64<<10 {
+			t.Errorf("head dim %d: %d bytes of LDS", d, n)
+		}
+	}
+	diags := generateDiags(t, "attention a {\n    causal = true\n    head_dim = 192\n}\n")
+	if r := diags.Render(); !strings.Contains(r, "head_dim 192") || !strings.Contains(r, "use head_dim = 64, 128 or 256") {
+		t.Errorf("head dim 192: %s", r)
 	}
 }

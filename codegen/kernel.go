@@ -14,7 +14,7 @@ import (
 // block's own settings (head_dim, dtype, layout), then the defaults 128,
 // bf16 and bshd.
 type Options struct {
-	// HeadDim is 64 or 128.
+	// HeadDim is one of hipsrc.HeadDims (64, 128, 256).
 	HeadDim int
 	// DType is "bf16" or "fp16".
 	DType string
@@ -61,7 +61,7 @@ type Kernel struct {
 	// ScoreGradReads is MASKC_SCORE_GRAD_READS: the number of entries
 	// maskc_score_grad fills.
 	ScoreGradReads int
-	// HeadDim is the head dimension compiled in: 64 or 128.
+	// HeadDim is the head dimension compiled in: one of hipsrc.HeadDims.
 	HeadDim int
 	// DType is the element type of q, k, v and o: "bf16" or "fp16".
 	DType string
@@ -250,7 +250,7 @@ func (k *Kernel) configure(src *dsl.Source, a *check.Attention, opts Options, di
 	}
 	if err != nil {
 		diags.Add(src, at("head_dim"), CodeHeadDim, "a generated kernel has no configuration for head_dim %d", k.HeadDim).
-			WithHint("use head_dim = 64 or 128 (pad the head dimension on the Python side)")
+			WithHint("use head_dim = %s (pad the head dimension on the Python side)", hipsrc.HeadDimList())
 	}
 	k.Launch = launch
 	k.DType = firstNonEmpty(opts.DType, a.ResolvedDType())

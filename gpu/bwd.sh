@@ -3,7 +3,8 @@
 #
 #   gpu/bwd.sh gen   (where Go is) generates the sources:
 #       .devbin/bwd-gen       every examples/*.flex attention, gpu/bwd_cases
-#                             (float buffers in the score, a pre-pass mask) and
+#                             (float buffers in the score, a pre-pass mask,
+#                             head dim 256) and
 #                             the eight flex_baseline cases (gpu/bench_cases)
 #       .devbin/bwd-genbench  the eight flex_baseline cases
 #   gpu/bwd.sh run   (on the GPU machine, .devbin carried) runs

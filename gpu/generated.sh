@@ -3,7 +3,8 @@
 #
 #   gpu/generated.sh gen   (where Go is) generates the sources:
 #       .devbin/gen       every examples/*.flex attention, plus the
-#                         flex_baseline causal and full (gpu/bench_cases)
+#                         flex_baseline causal and full (gpu/bench_cases) and
+#                         the head-dim-256 cases (gpu/bwd_cases/*_d256.flex)
 #       .devbin/genbench  the eight flex_baseline cases (gpu/bench_cases)
 #   gpu/generated.sh run   (on the GPU machine, .devbin carried) runs
 #       gpu/bench.py on .devbin/genbench, then gpu/check.py on .devbin/gen,
@@ -14,7 +15,8 @@ cd "$(dirname "$0")/.."
 case "${1:-}" in
 gen)
 	rm -rf .devbin/gen .devbin/genbench
-	go run ./codegen/cmd/genkernels -o .devbin/gen examples/*.flex gpu/bench_cases/causal.flex gpu/bench_cases/full.flex
+	go run ./codegen/cmd/genkernels -o .devbin/gen examples/*.flex gpu/bench_cases/causal.flex gpu/bench_cases/full.flex \
+		gpu/bwd_cases/*_d256.flex
 	go run ./codegen/cmd/genkernels -o .devbin/genbench gpu/bench_cases/*.flex
 	;;
 run)

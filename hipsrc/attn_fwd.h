@@ -2,7 +2,8 @@
 //
 // Compiled after prelude.h, the back ends, abi.h (struct MaskcShape and
 // struct MaskcBuffers), runtime.h and the generated part, which defines
-//   MASKC_HEAD_DIM (64 or 128), MASKC_DTYPE_BF16 or MASKC_DTYPE_F16,
+//   MASKC_HEAD_DIM (64, 128 or 256; also defined before the prelude, whose
+//   block shape depends on it), MASKC_DTYPE_BF16 or MASKC_DTYPE_F16,
 //   optionally MASKC_HAS_MASK, MASKC_HAS_SCORE, MASKC_HAS_SINK,
 //   one of MASKC_SPARSITY_ANALYTIC / _PREPASS / _NONE,
 //   optionally MASKC_MASK_USES_B / MASKC_MASK_USES_H (0 when the mask does not
@@ -46,8 +47,8 @@
 #else
 #define MASKC_FWD_WS 0
 #endif
-#if !defined(MASKC_HEAD_DIM) || (MASKC_HEAD_DIM != 64 && MASKC_HEAD_DIM != 128 && (!MASKC_FWD_WS || MASKC_HEAD_DIM != 256))
-#error "maskc: MASKC_HEAD_DIM must be 64 or 128 (or 256 with the sm_90a warp-specialized forward)"
+#if !defined(MASKC_HEAD_DIM) || (MASKC_HEAD_DIM != 64 && MASKC_HEAD_DIM != 128 && MASKC_HEAD_DIM != 256)
+#error "maskc: MASKC_HEAD_DIM must be 64, 128 or 256"
 #endif
 #if defined(MASKC_DTYPE_F16)
 #define MASKC_DT MASKC_F16
@@ -105,11 +106,17 @@
 #define MASKC_STAGE_ELEMS (2 * MASKC_KV_TILE_ELEMS)
 #define MASKC_Q_TILE_ELEMS (MASKC_BLOCK_M * MASKC_HEAD_DIM)
 // Shared memory: stage 0 | stage 1 | Q, where a Q strip kept in registers
-// lets Q's tile overlap stage 1 (it is read before stage 1 is first written).
-#define MASKC_Q_OFFSET_ELEMS (MASKC_Q_IN_REGS ? MASKC_STAGE_ELEMS : 2 * MASKC_STAGE_ELEMS)
-#define MASKC_SMEM_BYTES                                                                                       \
-  (2 * (MASKC_Q_OFFSET_ELEMS + (MASKC_Q_IN_REGS && MASKC_STAGE_ELEMS > MASKC_Q_TILE_ELEMS ? MASKC_STAGE_ELEMS \
-                                                                                         : MASKC_Q_TILE_ELEMS)))
+// lets Q's tile overlap stage 1 (it is read before stage 1 is first written),
+// or with MASKC_Q_FIRST (head dims above 128, so that AMD's 64 KiB of LDS
+// hold the tiles) both stages: Q is read into registers before the first K
+// and V tiles are copied.
+#define MASKC_Q_FIRST (MASKC_Q_IN_REGS && MASKC_HEAD_DIM > 128)
+#define MASKC_Q_OFFSET_ELEMS (MASKC_Q_FIRST ? 0 : MASKC_Q_IN_REGS ? MASKC_STAGE_ELEMS : 2 * MASKC_STAGE_ELEMS)
+#define MASKC_MAX_ELEMS(a, b) ((a) > (b) ? (a) : (b))
+#define MASKC_SMEM_BYTES                                                                                   \
+  (2 * (MASKC_Q_FIRST ? MASKC_MAX_ELEMS(2 * MASKC_STAGE_ELEMS, MASKC_Q_TILE_ELEMS)                         \
+                      : MASKC_Q_OFFSET_ELEMS + (MASKC_Q_IN_REGS ? MASKC_MAX_ELEMS(MASKC_STAGE_ELEMS, MASKC_Q_TILE_ELEMS) \
+                                                                : MASKC_Q_TILE_ELEMS)))
 
 static_assert(MASKC_BLOCK_M == MASKC_NUM_WARPS * MASKC_WARP_ROWS, "one warp per 16-row strip");
 static_assert(MASKC_BLOCK_N % 16 == 0, "key tile is a whole number of MMA k-steps");
@@ -188,6 +195,15 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
 
   // Q's copy starts first: it does not depend on which key tiles are visited.
   maskc_load_tile<MASKC_BLOCK_M>(sQ, Qp, shape.q_stride[2], q0, Sq, tid);
+  MaskcQFrag<MASKC_HEAD_DIM> qf;
+#if MASKC_Q_FIRST
+  // Q's tile covers both stages: into registers before anything else.
+  maskc_copy_commit();
+  maskc_copy_wait_all();
+  __syncthreads();
+  maskc_load_q<MASKC_HEAD_DIM, MASKC_BLOCK_M>(qf, sQ, warp * MASKC_WARP_ROWS, lane);
+  __syncthreads();
+#endif
 
   // Key tiles to visit: [kt_begin, kt_end), minus the tiles between the
   // disjuncts' kv intervals (analytic) or empty pre-pass tiles.
@@ -266,9 +282,10 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
   maskc_copy_commit();
   maskc_copy_wait_all();
   __syncthreads();
-  MaskcQFrag<MASKC_HEAD_DIM> qf;
+#if !MASKC_Q_FIRST
   maskc_load_q<MASKC_HEAD_DIM, MASKC_BLOCK_M>(qf, sQ, warp * MASKC_WARP_ROWS, lane);
   if (MASKC_Q_IN_REGS) __syncthreads();  // Q's tile is stage 1's memory
+#endif
 
   float o[MASKC_O_ELEMS];
 #pragma unroll

@@ -43,6 +43,9 @@ package hipsrc
 import (
 	_ "embed"
 	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -92,11 +95,16 @@ var AttnFwd string
 //go:embed attn_fwd_sm90.h
 var AttnFwdSM90 string
 
+// headDimDefine is the generated part's head dim.
+var headDimDefine = regexp.MustCompile(`(?m)^#define MASKC_HEAD_DIM \d+\n`)
+
 // Assemble returns the full self-contained source of a kernel whose
 // generated part is generated; more (AttnBwd for the backward source)
-// follow AttnFwd.
+// follow AttnFwd. The generated part's `#define MASKC_HEAD_DIM` is also the
+// source's first line: the prelude's block shape depends on the head dim.
 func Assemble(generated string, more ...string) string {
 	var b strings.Builder
+	b.WriteString(headDimDefine.FindString(generated))
 	for _, p := range append([]string{Prelude, MMASync, MMAWGMMA, MMAMFMA, ABIHeader(), Runtime, generated, TileWalk, AttnFwd, AttnFwdSM90}, more...) {
 		b.WriteString(p)
 		if !strings.HasSuffix(p, "\n") {
@@ -322,43 +330,73 @@ func (p Platform) WarpSize() int {
 	return 32
 }
 
-// WarpRows returns the query rows of one warp on p (MASKC_WARP_ROWS): two
-// m16 MMA blocks with mma.sync, one 16-row MFMA block on AMD, a quarter of
-// a warpgroup's 64 rows with wgmma.
-func (p Platform) WarpRows() int {
-	if p == NVIDIA {
+// WarpRows returns the query rows of one warp on p (MASKC_WARP_ROWS) at
+// head dims up to 128: two m16 MMA blocks with mma.sync, one 16-row MFMA
+// block on AMD, a quarter of a warpgroup's 64 rows with wgmma.
+func (p Platform) WarpRows() int { return p.WarpRowsAt(128) }
+
+// WarpRowsAt returns MASKC_WARP_ROWS on p at a head dim: above 128 the
+// mma.sync kernel has one m16 block per warp (two would need D floats of
+// output per lane), like the others.
+func (p Platform) WarpRowsAt(headDim int) int {
+	if p == NVIDIA && headDim <= 128 {
 		return 32
 	}
 	return 16
 }
 
-// NumWarps returns the warps per block on p (MASKC_NUM_WARPS).
-func (p Platform) NumWarps() int { return BlockM / p.WarpRows() }
+// NumWarps returns the warps per block on p (MASKC_NUM_WARPS) at head dims
+// up to 128.
+func (p Platform) NumWarps() int { return p.NumWarpsAt(128) }
+
+// NumWarpsAt returns MASKC_NUM_WARPS on p at a head dim.
+func (p Platform) NumWarpsAt(headDim int) int { return BlockM / p.WarpRowsAt(headDim) }
 
 // NumThreads returns the threads per block of maskc_attn_fwd and
-// maskc_tile_flags on p (MASKC_NUM_THREADS).
-func (p Platform) NumThreads() int { return p.NumWarps() * p.WarpSize() }
+// maskc_tile_flags on p (MASKC_NUM_THREADS) at head dims up to 128.
+func (p Platform) NumThreads() int { return p.NumThreadsAt(128) }
+
+// NumThreadsAt returns MASKC_NUM_THREADS on p at a head dim.
+func (p Platform) NumThreadsAt(headDim int) int { return p.NumWarpsAt(headDim) * p.WarpSize() }
 
 // QInRegisters reports whether a warp keeps its Q rows in registers for the
 // whole key loop (MASKC_Q_IN_REGS); otherwise Q stays in shared memory.
 func (p Platform) QInRegisters() bool { return p == AMD }
 
 // HeadDims are the supported head dims (MASKC_HEAD_DIM).
-var HeadDims = []int{64, 128}
+var HeadDims = []int{64, 128, 256}
+
+// HeadDimSupported reports whether d is one of HeadDims.
+func HeadDimSupported(d int) bool { return slices.Contains(HeadDims, d) }
 
 // SharedMemBytes returns the dynamic shared memory of maskc_attn_fwd on p
 // for a head dim (MASKC_SMEM_BYTES): two stages of a K and a V tile and the Q
-// tile, which overlaps the second stage when Q moves to registers.
+// tile. When Q moves to registers its tile overlaps the second stage, or
+// above head dim 128 both stages (MASKC_Q_FIRST: Q is read into registers
+// before the first K and V tiles are copied), so that 64 KiB of LDS hold
+// head dim 256's tiles.
 func SharedMemBytes(p Platform, headDim int) (int, error) {
-	if headDim != 64 && headDim != 128 {
-		return 0, fmt.Errorf("hipsrc: head dim %d is not supported (64 or 128)", headDim)
+	if !HeadDimSupported(headDim) {
+		return 0, fmt.Errorf("hipsrc: head dim %d is not supported (%s)", headDim, HeadDimList())
 	}
 	stage := 2 * p.BlockN() * headDim
 	q := BlockM * headDim
-	if p.QInRegisters() {
+	switch {
+	case p.QInRegisters() && headDim > 128:
+		return ElemBytes * max(2*stage, q), nil
+	case p.QInRegisters():
 		return ElemBytes * (stage + max(q, stage)), nil
 	}
 	return ElemBytes * (2*stage + q), nil
+}
+
+// HeadDimList returns HeadDims for people: "64, 128 or 256".
+func HeadDimList() string {
+	var parts []string
+	for _, d := range HeadDims {
+		parts = append(parts, strconv.Itoa(d))
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " or " + parts[len(parts)-1]
 }
 
 // AttnGrid returns the launch grid of maskc_attn_fwd (Entries[0]'s rule):

@@ -23,18 +23,28 @@ func define(t *testing.T, src, name string) int {
 	return v
 }
 
-// prelude sections: the wgmma and mma.sync branches of the NVIDIA block
-// configuration and the AMD one.
-func preludeSections(t *testing.T) (wgmma, mmaSync, amd string) {
+// prelude sections: the wgmma, mma.sync and wide-head-dim mma.sync
+// branches of the NVIDIA block configuration and the AMD one.
+func preludeSections(t *testing.T) (wgmma, mmaSync, wide, amd string) {
 	t.Helper()
-	nv := Prelude[strings.Index(Prelude, "#if MASKC_NV_WGMMA\n"):]
-	wgmma = nv[:strings.Index(nv, "#else\n")]
-	mmaSync = nv[len(wgmma):]
-	mmaSync = mmaSync[:strings.Index(mmaSync, "#endif")]
-	amd = nv[strings.Index(nv, "#define MASKC_NV_V_GROUP"):]
+	cut := func(s, from, to string) string {
+		i := strings.Index(s, from)
+		if i < 0 {
+			t.Fatalf("prelude: no %q", from)
+		}
+		s = s[i:]
+		j := strings.Index(s[len(from):], to)
+		if j < 0 {
+			t.Fatalf("prelude: no %q after %q", to, from)
+		}
+		return s[:len(from)+j]
+	}
+	wgmma = cut(Prelude, "#if MASKC_NV_WGMMA\n", "#elif MASKC_HEAD_DIM <= 128\n")
+	mmaSync = cut(Prelude, "#elif MASKC_HEAD_DIM <= 128\n", "\n#else\n")
+	wide = cut(Prelude, "// Head dims above 128: 8 warps", "#endif")
+	amd = cut(Prelude, "#define MASKC_NV_V_GROUP", "#endif")
 	amd = amd[strings.Index(amd, "#else"):]
-	amd = amd[:strings.Index(amd, "#endif")]
-	return wgmma, mmaSync, amd
+	return wgmma, mmaSync, wide, amd
 }
 
 func TestConstantsMirrorSources(t *testing.T) {
@@ -44,33 +54,49 @@ func TestConstantsMirrorSources(t *testing.T) {
 	if got := define(t, AttnFwd, "MASKC_BLOCK_N"); got != BlockN {
 		t.Errorf("MASKC_BLOCK_N = %d, BlockN = %d", got, BlockN)
 	}
-	wg, nv, amd := preludeSections(t)
+	wg, nv, wide, amd := preludeSections(t)
 	mt := define(t, nv, "MASKC_NV_MTILES")
 	tests := []struct {
 		p                  Platform
+		headDim            int
 		warpRows, numWarps int
 		qInRegs            bool
 		blockN             int
 		wantThreads        int
 	}{
-		{NVIDIA, 16 * mt, 8 / mt, mt == 1, define(t, AttnFwd, "MASKC_BLOCK_N"), 8 / mt * 32},
-		{AMD, define(t, amd, "MASKC_WARP_ROWS"), define(t, amd, "MASKC_NUM_WARPS"), define(t, amd, "MASKC_Q_IN_REGS") == 1,
+		{NVIDIA, 128, 16 * mt, 8 / mt, mt == 1, define(t, AttnFwd, "MASKC_BLOCK_N"), 8 / mt * 32},
+		{NVIDIA, 256, define(t, wide, "MASKC_WARP_ROWS"), define(t, wide, "MASKC_NUM_WARPS"), define(t, wide, "MASKC_Q_IN_REGS") == 1,
+			define(t, AttnFwd, "MASKC_BLOCK_N"), 256},
+		{AMD, 128, define(t, amd, "MASKC_WARP_ROWS"), define(t, amd, "MASKC_NUM_WARPS"), define(t, amd, "MASKC_Q_IN_REGS") == 1,
 			define(t, AttnFwd, "MASKC_BLOCK_N"), 512},
-		{NVIDIAWGMMA, define(t, wg, "MASKC_WARP_ROWS"), define(t, wg, "MASKC_NUM_WARPS"), define(t, wg, "MASKC_Q_IN_REGS") == 1,
+		{AMD, 256, define(t, amd, "MASKC_WARP_ROWS"), define(t, amd, "MASKC_NUM_WARPS"), define(t, amd, "MASKC_Q_IN_REGS") == 1,
+			define(t, AttnFwd, "MASKC_BLOCK_N"), 512},
+		{NVIDIAWGMMA, 128, define(t, wg, "MASKC_WARP_ROWS"), define(t, wg, "MASKC_NUM_WARPS"), define(t, wg, "MASKC_Q_IN_REGS") == 1,
+			define(t, wg, "MASKC_BLOCK_N"), 256},
+		{NVIDIAWGMMA, 256, define(t, wg, "MASKC_WARP_ROWS"), define(t, wg, "MASKC_NUM_WARPS"), define(t, wg, "MASKC_Q_IN_REGS") == 1,
 			define(t, wg, "MASKC_BLOCK_N"), 256},
 	}
 	for _, tt := range tests {
-		if tt.p.WarpRows() != tt.warpRows || tt.p.NumWarps() != tt.numWarps || tt.p.QInRegisters() != tt.qInRegs ||
+		d := tt.headDim
+		if tt.p.WarpRowsAt(d) != tt.warpRows || tt.p.NumWarpsAt(d) != tt.numWarps || tt.p.QInRegisters() != tt.qInRegs ||
 			tt.p.BlockN() != tt.blockN {
-			t.Errorf("%s: Go (rows %d, warps %d, q regs %v, block n %d), prelude (%d, %d, %v, %d)", tt.p, tt.p.WarpRows(),
-				tt.p.NumWarps(), tt.p.QInRegisters(), tt.p.BlockN(), tt.warpRows, tt.numWarps, tt.qInRegs, tt.blockN)
+			t.Errorf("%s D=%d: Go (rows %d, warps %d, q regs %v, block n %d), prelude (%d, %d, %v, %d)", tt.p, d, tt.p.WarpRowsAt(d),
+				tt.p.NumWarpsAt(d), tt.p.QInRegisters(), tt.p.BlockN(), tt.warpRows, tt.numWarps, tt.qInRegs, tt.blockN)
 		}
-		if tt.p.NumThreads() != tt.wantThreads || tt.p.WarpRows()*tt.p.NumWarps() != BlockM {
-			t.Errorf("%s: %d threads, %d rows per block", tt.p, tt.p.NumThreads(), tt.p.WarpRows()*tt.p.NumWarps())
+		if tt.p.NumThreadsAt(d) != tt.wantThreads || tt.p.WarpRowsAt(d)*tt.p.NumWarpsAt(d) != BlockM {
+			t.Errorf("%s D=%d: %d threads, %d rows per block", tt.p, d, tt.p.NumThreadsAt(d), tt.p.WarpRowsAt(d)*tt.p.NumWarpsAt(d))
 		}
+	}
+	if NVIDIA.NumThreads() != NVIDIA.NumThreadsAt(128) || NVIDIA.WarpRows() != 32 {
+		t.Error("NumThreads and WarpRows are not the head-dim-128 shape")
 	}
 	if !strings.Contains(Prelude, "#ifndef MASKC_NV_WGMMA") || WGMMAOptions[0] != "-DMASKC_NV_WGMMA=1" {
 		t.Error("WGMMAOptions does not select the prelude's MASKC_NV_WGMMA branch")
+	}
+	// The head dim is the source's first line (the prelude's block shape
+	// depends on it).
+	if src := Assemble("// generated\n#define MASKC_HEAD_DIM 256\n"); !strings.HasPrefix(src, "#define MASKC_HEAD_DIM 256\n"+Prelude) {
+		t.Errorf("Assemble does not put the head dim first: %.120q", src)
 	}
 }
 
@@ -101,8 +127,13 @@ func TestSharedMemBytes(t *testing.T) {
 		{AMD, 64, 2 * (2*BlockN*64 + BlockM*64), false},
 		{NVIDIAWGMMA, 128, 2 * (2*2*WGMMABlockN*128 + BlockM*128), false},
 		{NVIDIAWGMMA, 64, 2 * (2*2*WGMMABlockN*64 + BlockM*64), false},
+		// Above 128: Q over both stages on AMD (64 KiB of LDS), one block per
+		// SM on NVIDIA.
+		{AMD, 256, 2 * 128 * 256, false},
+		{NVIDIA, 256, 2 * (2*2*BlockN*256 + BlockM*256), false},
+		{NVIDIAWGMMA, 256, 2 * (2*2*WGMMABlockN*256 + BlockM*256), false},
 		{NVIDIA, 96, 0, true},
-		{AMD, 256, 0, true},
+		{AMD, 192, 0, true},
 	}
 	for _, tt := range tests {
 		got, err := SharedMemBytes(tt.p, tt.headDim)
@@ -117,8 +148,12 @@ func TestSharedMemBytes(t *testing.T) {
 			t.Errorf("AMD head dim %d needs %d bytes of LDS", d, n)
 		}
 		for _, p := range []Platform{NVIDIA, NVIDIAWGMMA} {
-			if n, _ := SharedMemBytes(p, d); 2*n > 227<<10 {
-				t.Errorf("%s head dim %d: two blocks need %d bytes", p, d, 2*n)
+			blocks := 2 // MASKC_MIN_BLOCKS
+			if d > 128 {
+				blocks = 1
+			}
+			if n, _ := SharedMemBytes(p, d); blocks*n > 227<<10 {
+				t.Errorf("%s head dim %d: %d blocks need %d bytes", p, d, blocks, blocks*n)
 			}
 		}
 	}
@@ -339,6 +374,10 @@ func TestBwdTiles(t *testing.T) {
 		// The MFMA backward at head dim 128 in gfx90a's and gfx942's 64 KiB.
 		{AMD, 64, 64, 64, false, 49664, 64 << 10},
 		{AMD, 128, 32, 64, false, 57600, 64 << 10},
+		// Head dim 256: V (and in the dQ kernel Q, dO) in registers on AMD.
+		{AMD, 256, 32, 32, true, 2*(32*256+2*32*256+2*32*32) + 8*32, 64 << 10},
+		{NVIDIA, 256, 32, 32, false, 69888, 99 << 10},
+		{NVIDIAWGMMA, 256, 32, 32, false, 69888, 227 << 10},
 	} {
 		tile, err := tc.p.BwdTileFor(tc.headDim)
 		if err != nil {
@@ -382,6 +421,9 @@ func TestBwdTiles(t *testing.T) {
 			!strings.Contains(text, "#elif MASKC_NV_WGMMA  // nvidia-sm90a\n") || !strings.HasSuffix(text, "#endif\n") {
 			t.Errorf("BwdTileDefines(%d):\n%s", d, text)
 		}
+	}
+	if got := HeadDimList(); got != "64, 128 or 256" {
+		t.Errorf("HeadDimList() = %q", got)
 	}
 	if _, err := NVIDIA.BwdTileFor(96); err == nil {
 		t.Error("head dim 96 has a backward tile")

@@ -46,7 +46,7 @@ type KernelManifest struct {
 	// kernels, else empty.
 	Entry      string `json:"entry"`
 	FlagsEntry string `json:"flags_entry,omitempty"`
-	// HeadDim is D: 64 or 128.
+	// HeadDim is D: one of HeadDims (64, 128 or 256).
 	HeadDim int `json:"head_dim"`
 	// DType is the element type of Q, K, V and O: "bf16" or "fp16".
 	DType string `json:"dtype"`
@@ -214,7 +214,7 @@ func Launches(headDim int) (map[string]LaunchConfig, error) {
 		if err != nil {
 			return nil, err
 		}
-		m[p.String()] = LaunchConfig{BlockN: p.BlockN(), Threads: p.NumThreads(), SharedMemBytes: smem}
+		m[p.String()] = LaunchConfig{BlockN: p.BlockN(), Threads: p.NumThreadsAt(headDim), SharedMemBytes: smem}
 	}
 	return m, nil
 }

@@ -50,6 +50,15 @@ __device__ __forceinline__ maskc_float4 maskc_mfma16x2(maskc_short4 a0, maskc_sh
 #endif
 __device__ __forceinline__ maskc_short4 maskc_lds4(const maskc_elem_t* p) { return *(const maskc_short4*)p; }
 
+// Above head dim 128, an opaque copy of the lane for the products: their LDS
+// addresses depend only on it, and hoisted out of the key loop they would
+// stay live across it, beyond the 256 registers of a 512-thread block's
+// waves (as in the backward's maskc_bwd_gemm).
+template <int D>
+__device__ __forceinline__ void maskc_mfma_hide_lane(int& lane) {
+  if constexpr (D > 128) asm volatile("" : "+v"(lane));
+}
+
 template <int D, int ROWS>
 __device__ __forceinline__ void maskc_load_q(MaskcQFrag<D>& q, const maskc_elem_t* sQ, int row0, int lane) {
 #pragma unroll
@@ -60,6 +69,7 @@ __device__ __forceinline__ void maskc_load_q(MaskcQFrag<D>& q, const maskc_elem_
 // S^T tile j (kv 16j..16j+15) += K_j . Q^T: lane holds S[q = l%16][kv = 16j + 4*(l/16) + e].
 template <int DT, int D, int BN>
 __device__ __forceinline__ void maskc_mma_qk(float* s, const MaskcQFrag<D>& q, const maskc_elem_t* sK, int lane) {
+  maskc_mfma_hide_lane<D>(lane);
 #pragma unroll
   for (int j = 0; j < BN / 16; ++j) {
     maskc_float4 c = {s[4 * j], s[4 * j + 1], s[4 * j + 2], s[4 * j + 3]};
@@ -103,6 +113,7 @@ __device__ __forceinline__ maskc_short4 maskc_v_frag(const maskc_elem_t* sV, int
 // LDS, B = P^T straight from the logits' registers.
 template <int DT, int D, int BN>
 __device__ __forceinline__ void maskc_mma_pv(float* o, const float* p, const maskc_elem_t* sV, int lane) {
+  maskc_mfma_hide_lane<D>(lane);
   constexpr int kStep = MASKC_MFMA_K32 ? 2 : 1;  // 16-key k-steps per MFMA
   static_assert(BN % (16 * kStep) == 0, "the key tile is a whole number of MFMA k-steps");
 #pragma unroll

@@ -51,6 +51,12 @@
 #define MASKC_WARP_SIZE 32
 #endif
 
+// The head dim comes first in a generated source (hipsrc.Assemble): the
+// block shape below depends on it.
+#ifndef MASKC_HEAD_DIM
+#error "maskc: MASKC_HEAD_DIM must be defined before the prelude (hipsrc.Assemble)"
+#endif
+
 #if defined(MASKC_PLATFORM_NVIDIA)
 // MASKC_NV_WGMMA 1 selects the sm_90a warpgroup-MMA kernel; the host defines
 // it (with -DMASKC_NV_WGMMA=1) exactly when it compiles for sm_90a, and
@@ -64,7 +70,11 @@
 #define MASKC_WARP_ROWS 16
 #define MASKC_NUM_WARPS 8
 #ifndef MASKC_NV_WG_MIN_BLOCKS
+#if MASKC_HEAD_DIM > 128  // 128 output floats per thread: one block per SM
+#define MASKC_NV_WG_MIN_BLOCKS 1
+#else
 #define MASKC_NV_WG_MIN_BLOCKS 2
+#endif
 #endif
 #define MASKC_MIN_BLOCKS MASKC_NV_WG_MIN_BLOCKS
 #define MASKC_Q_IN_REGS 0
@@ -72,12 +82,21 @@
 #define MASKC_BLOCK_N 64
 #endif
 #define MASKC_SMEM_ALIGN 1024
-#else
+#elif MASKC_HEAD_DIM <= 128
 #define MASKC_NV_MTILES 2
 #define MASKC_WARP_ROWS (16 * MASKC_NV_MTILES)
 #define MASKC_NUM_WARPS (8 / MASKC_NV_MTILES)
 #define MASKC_MIN_BLOCKS (MASKC_NV_MTILES == 2 ? 2 : 1)
 #define MASKC_Q_IN_REGS (MASKC_NV_MTILES == 1)
+#else
+// Head dims above 128: 8 warps of one m16 block (two would need D floats of
+// output per lane), Q re-read from shared memory (its fragments would take
+// D/4 more registers).
+#define MASKC_NV_MTILES 1
+#define MASKC_WARP_ROWS 16
+#define MASKC_NUM_WARPS 8
+#define MASKC_MIN_BLOCKS 1
+#define MASKC_Q_IN_REGS 0
 #endif
 // ldmatrix fragments in flight before their MMAs: K x4 loads per k-step
 // group (up to BN/16) and V x4 loads per group (divides D/16).

@@ -74,7 +74,7 @@ type AttentionSpec struct {
 	NumThreads int
 	// SharedBytes is the dynamic shared memory per block.
 	SharedBytes int
-	// HeadDim is MASKC_HEAD_DIM, 64 or 128; it sets the default scale.
+	// HeadDim is MASKC_HEAD_DIM (hipsrc.HeadDims); it sets the default scale.
 	HeadDim int
 	// Sparsity is the kernel's tile-skipping scheme.
 	Sparsity Sparsity
@@ -254,8 +254,8 @@ func checkSpec(s AttentionSpec, maxShared int) error {
 		return bad("block sizes %dx%d: the kernel ABI has %d query rows per block and a positive key tile", s.BlockM, s.BlockN, hipsrc.BlockM)
 	case s.NumThreads <= 0 || s.NumThreads > 1024:
 		return bad("%d threads per block; want 1 to 1024", s.NumThreads)
-	case s.HeadDim != 64 && s.HeadDim != 128:
-		return bad("head dimension %d; generated kernels support 64 and 128", s.HeadDim)
+	case !hipsrc.HeadDimSupported(s.HeadDim):
+		return bad("head dimension %d; generated kernels support %s", s.HeadDim, hipsrc.HeadDimList())
 	case s.SharedBytes < 0 || s.SharedBytes > maxShared:
 		return bad("%d bytes of shared memory; the device allows %d per block", s.SharedBytes, maxShared)
 	case len(s.Buffers) > MaxBuffers:

@@ -71,8 +71,8 @@ func runDraw(e *env, args []string) int {
 	cfg.b, cfg.h, cfg.d = dims[0], dims[1], dims[3]
 	cfg.sq, cfg.skv = orDefault(cfg.sq, dims[2]), orDefault(cfg.skv, dims[2])
 	switch {
-	case cfg.d != 64 && cfg.d != 128:
-		return usageError(e.stderr, "head dimension D = %d: generated kernels support 64 and 128", cfg.d)
+	case !hipsrc.HeadDimSupported(cfg.d):
+		return usageError(e.stderr, "head dimension D = %d: generated kernels support %s", cfg.d, hipsrc.HeadDimList())
 	case cfg.sq < 1 || cfg.skv < 1:
 		return usageError(e.stderr, "--sq and --skv must be positive")
 	case int64(cfg.sq)*int64(cfg.skv) > maxDrawPairs:

@@ -158,8 +158,8 @@ func parseRunArgs(e *env, args []string) (*runConfig, int, bool) {
 	cfg.b, cfg.h, cfg.d = dims[0], dims[1], dims[3]
 	cfg.sq, cfg.skv = orDefault(cfg.sq, dims[2]), orDefault(cfg.skv, dims[2])
 	switch {
-	case cfg.d != 64 && cfg.d != 128:
-		return nil, usageError(e.stderr, "head dimension D = %d: generated kernels support 64 and 128", cfg.d), false
+	case !hipsrc.HeadDimSupported(cfg.d):
+		return nil, usageError(e.stderr, "head dimension D = %d: generated kernels support %s", cfg.d, hipsrc.HeadDimList()), false
 	case cfg.sq < 1 || cfg.skv < 1 || cfg.hkv < 0:
 		return nil, usageError(e.stderr, "--sq, --skv must be positive and --kv-heads non-negative"), false
 	case cfg.dtype != "" && cfg.dtype != "bf16" && cfg.dtype != "fp16":

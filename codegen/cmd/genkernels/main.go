@@ -49,7 +49,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("o", "", "output directory (required)")
 	strict := fs.Bool("strict", false, "fail when an attention block cannot be generated")
 	var opts codegen.Options
-	fs.IntVar(&opts.HeadDim, "head-dim", 0, "head dimension, 64 or 128 (default: the block's head_dim, else 128)")
+	fs.IntVar(&opts.HeadDim, "head-dim", 0, "head dimension, 64, 128 or 256 (default: the block's head_dim, else 128)")
 	fs.StringVar(&opts.DType, "dtype", "", "bf16 or fp16 (default: the block's dtype, else bf16)")
 	fs.StringVar(&opts.Layout, "layout", "", "bshd or bhsd (default: the block's layout, else bshd)")
 	defs := defines{}
