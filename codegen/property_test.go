@@ -205,7 +205,8 @@ func (g exprGen) intExpr(depth int) string {
 }
 
 // blockSide draws floor((a*v + c) / d) or a*v + c: one side of a block
-// relation (codegen/blockrel.go), sometimes one the analysis cannot read.
+// relation (block indices in normal's form), sometimes one the analysis
+// cannot read.
 func (g exprGen) blockSide(v string) string {
 	lin := g.pick("", "2 * ", "3 * ", "-1 * ") + v + g.pick("", " + 3", " - 5", " + h", " - Q // 2")
 	if g.r.Intn(4) == 0 {
@@ -268,19 +269,20 @@ func TestHostRandomMasks(t *testing.T) {
 	full := runProperty(t, cases, 15, 3)
 	t.Logf("%d random masks, %d analytic, %d block-relation bounds, %d full tiles", len(cases), analytic, blocks, full)
 	if blocks < n/20 {
-		t.Errorf("only %d block relations bounded a kv range: the generator no longer exercises blockrel.go", blocks)
+		t.Errorf("only %d block relations bounded a kv range: the generator no longer exercises block-index bounds", blocks)
 	}
 	if analytic < n/4 || full == 0 {
 		t.Errorf("random masks too rarely analysable (%d of %d analytic, %d full tiles): the generator has drifted", analytic, n, full)
 	}
 }
 
-// countBlockSteps counts the kv bounds a plan takes from block relations.
+// countBlockSteps counts the kv bounds a plan takes from floor quotients
+// (block indices such as kv // 64, or q // 64 in a bound on kv).
 func countBlockSteps(p sparsityPlan) int {
 	n := 0
 	for _, d := range p.disjuncts {
-		for _, s := range d.cols {
-			if s.kind == stepKVBlock {
+		for _, s := range d.kv.innerSteps {
+			if s.side.Mul > 1 || readsDiv(p.form, s.side.Num) {
 				n++
 			}
 		}

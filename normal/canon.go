@@ -351,6 +351,11 @@ func (c *canonizer) compare(a dsl.Expr, op dsl.Op, b dsl.Expr, whole dsl.Expr) *
 			return eq
 		}
 	}
+	if c.isLattice(a) || c.isLattice(b) {
+		if f, ok := c.compareLattice(a, op, b); ok {
+			return f
+		}
+	}
 	pa, okA := c.pieces(a)
 	pb, okB := c.pieces(b)
 	if !okA || !okB || len(pa)*len(pb) > maxPieces {
