@@ -170,31 +170,31 @@ func (s *HostSparsity) disjunctRanges(b, h, qLo, qHi int64, sink func(live bool,
 			}
 			live = v
 		}
-		for _, st := range w.outerSteps {
-			v, err := s.side(st, b, h, 0, 0)
-			if err != nil {
-				return err
+		// narrow applies steps to [*lo, *hi], each side evaluated with q
+		// at qa or qb (q of the outer steps is never read).
+		narrow := func(steps []sideStep, lo, hi *int64) error {
+			for _, st := range steps {
+				q := qa
+				if st.atHi {
+					q = qb
+				}
+				v, err := s.side(st, b, h, q, 0)
+				if err != nil {
+					return err
+				}
+				if st.upper {
+					*hi = min(*hi, v)
+				} else {
+					*lo = max(*lo, v)
+				}
 			}
-			if st.upper {
-				qb = min(qb, v)
-			} else {
-				qa = max(qa, v)
-			}
+			return nil
 		}
-		for _, st := range w.innerSteps {
-			q := qa
-			if st.atHi {
-				q = qb
-			}
-			v, err := s.side(st, b, h, q, 0)
-			if err != nil {
-				return err
-			}
-			if st.upper {
-				kb = min(kb, v)
-			} else {
-				ka = max(ka, v)
-			}
+		if err := narrow(w.outerSteps, &qa, &qb); err != nil {
+			return err
+		}
+		if err := narrow(w.innerSteps, &ka, &kb); err != nil {
+			return err
 		}
 		for _, sb := range w.segs {
 			seg := s.segs[sb]

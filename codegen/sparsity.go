@@ -411,45 +411,82 @@ func (g *sparsityWriter) walkDisjuncts(p sparsityPlan, inner dsl.Var, sink func(
 	}
 }
 
-// kvRange prints maskc_kv_intervals (one kv interval per disjunct, for the
-// forward's tile walk, hipsrc/tile_walk.h) and maskc_kv_range (their hull,
-// for the backward and per-warp classification).
-func (g *sparsityWriter) kvRange(p sparsityPlan) string {
-	g.reset()
-	if len(p.disjuncts) > maxKVIntervals {
-		g.line("// %d disjuncts: one interval, their hull", len(p.disjuncts))
-		g.line("maskc_kv_range(buf, B, H, HKV, Q, KV, b, h, q_lo, q_hi, &lo[0], &hi[0]);")
-	} else {
-		g.walkDisjuncts(p, dsl.VarKV, func(i int, n walkNames) {
-			g.line("const bool some%d = %s && %s <= %s && %s <= %s;", i, n.live, n.qa, n.qb, n.ka, n.kb)
-			g.line("lo[%d] = some%d ? %s : 0;", i, i, n.ka)
-			g.line("hi[%d] = some%d ? %s + 1 : 0;", i, i, n.kb)
-		})
+// walkFuncs are what one walk direction's two functions are called and
+// say: the forward's row walk bounds kv over q rows, the backward's column
+// walk q over kv columns.
+type walkFuncs struct {
+	inner                  dsl.Var
+	size, hullSig, listSig string
+	hullName, count        string
+	args                   string // the walk's tile range arguments
+	hullDoc, listDoc, none string
+}
+
+var (
+	kvWalk = walkFuncs{
+		inner: dsl.VarKV, size: "KV", hullSig: kvRangeSig, listSig: kvIntervalsSig,
+		hullName: "maskc_kv_range", count: "maskc_kv_interval_count", args: "q_lo, q_hi",
+		hullDoc: "// The kv indices outside [*lo, *hi) are masked for every q in [q_lo, q_hi).\n",
+		listDoc: "// Every kv index a q in [q_lo, q_hi) can see lies in one of the intervals\n" +
+			"// [lo[i], hi[i]) (empty when lo[i] >= hi[i]), i < maskc_kv_interval_count.\n",
+		none: "no kv is visible",
 	}
+	qWalk = walkFuncs{
+		inner: dsl.VarQ, size: "Q", hullSig: qRangeSig, listSig: qIntervalsSig,
+		hullName: "maskc_q_range", count: "maskc_q_interval_count", args: "kv_lo, kv_hi",
+		hullDoc: "// The q indices outside [*lo, *hi) are masked for every kv in [kv_lo, kv_hi).\n",
+		listDoc: "// Every q index that sees some kv in [kv_lo, kv_hi) lies in one of the\n" +
+			"// intervals [lo[i], hi[i]) (empty when lo[i] >= hi[i]), i < maskc_q_interval_count:\n" +
+			"// the backward's column walk (maskc_walk_from in hipsrc/tile_walk.h takes them).\n",
+		none: "no q sees these kv",
+	}
+)
+
+// kvRange prints maskc_kv_range (the hull of the terms' kv ranges, for the
+// backward and per-warp classification) and maskc_kv_intervals (one kv
+// interval per term, for the forward's tile walk, hipsrc/tile_walk.h).
+func (g *sparsityWriter) kvRange(p sparsityPlan) string { return g.walkRange(p, kvWalk) }
+
+// qRange is kvRange with the roles of q and kv exchanged: maskc_q_range
+// and maskc_q_intervals, the q rows that can see some kv of [kv_lo,
+// kv_hi), for the backward's column walk.
+func (g *sparsityWriter) qRange(p sparsityPlan) string { return g.walkRange(p, qWalk) }
+
+// walkRange prints one walk direction's hull and interval-list functions.
+func (g *sparsityWriter) walkRange(p sparsityPlan, wf walkFuncs) string {
+	ends := func(n walkNames) (string, string) {
+		if wf.inner == dsl.VarKV {
+			return n.ka, n.kb
+		}
+		return n.qa, n.qb
+	}
+	g.reset()
+	g.line("long long lo_all = %s;  // hull of the disjuncts' %s ranges, empty so far", wf.size, wf.inner)
+	g.line("long long hi_all = 0;")
+	g.walkDisjuncts(p, wf.inner, func(i int, n walkNames) {
+		lo, hi := ends(n)
+		g.line("if (%s && %s <= %s && %s <= %s) {", n.live, n.qa, n.qb, n.ka, n.kb)
+		g.line("  lo_all = maskc_py_min(lo_all, %s);", lo)
+		g.line("  hi_all = maskc_py_max(hi_all, %s + 1);", hi)
+		g.line("}")
+	})
+	g.hullEnd(wf.none)
+	hull := wf.hullDoc + wf.hullSig + " {\n" + g.w.body.String() + "}\n"
+
+	g.reset()
 	n := len(p.disjuncts)
 	if n > maxKVIntervals || n == 0 {
 		n = 1
+		g.line("%s(buf, B, H, HKV, Q, KV, b, h, %s, &lo[0], &hi[0]);  // their hull", wf.hullName, wf.args)
+	} else {
+		g.walkDisjuncts(p, wf.inner, func(i int, n walkNames) {
+			lo, hi := ends(n)
+			g.line("const bool some%d = %s && %s <= %s && %s <= %s;", i, n.live, n.qa, n.qb, n.ka, n.kb)
+			g.line("lo[%d] = some%d ? %s : 0;", i, i, lo)
+			g.line("hi[%d] = some%d ? %s + 1 : 0;", i, i, hi)
+		})
 	}
-	if len(p.disjuncts) == 0 {
-		g.line("lo[0] = 0;  // the mask is false everywhere")
-		g.line("hi[0] = 0;")
-	}
-	intervals := fmt.Sprintf("// Every kv index a q in [q_lo, q_hi) can see lies in one of the intervals\n"+
-		"// [lo[i], hi[i]) (empty when lo[i] >= hi[i]), i < maskc_kv_interval_count.\n"+
-		"constexpr int maskc_kv_interval_count = %d;\n", n) + kvIntervalsSig + " {\n" + g.w.body.String() + "}\n"
-
-	g.reset()
-	g.line("long long lo_all = KV;  // hull of the disjuncts' kv ranges, empty so far")
-	g.line("long long hi_all = 0;")
-	g.walkDisjuncts(p, dsl.VarKV, func(i int, n walkNames) {
-		g.line("if (%s && %s <= %s && %s <= %s) {", n.live, n.qa, n.qb, n.ka, n.kb)
-		g.line("  lo_all = maskc_py_min(lo_all, %s);", n.ka)
-		g.line("  hi_all = maskc_py_max(hi_all, %s + 1);", n.kb)
-		g.line("}")
-	})
-	g.hullEnd("no kv is visible")
-	hull := "// The kv indices outside [*lo, *hi) are masked for every q in [q_lo, q_hi).\n" +
-		kvRangeSig + " {\n" + g.w.body.String() + "}\n"
+	intervals := wf.listDoc + fmt.Sprintf("constexpr int %s = %d;\n", wf.count, n) + wf.listSig + " {\n" + g.w.body.String() + "}\n"
 	return hull + "\n" + intervals
 }
 
@@ -463,41 +500,6 @@ func (g *sparsityWriter) hullEnd(none string) {
 	g.line("}")
 	g.line("*lo = lo_all;")
 	g.line("*hi = hi_all;")
-}
-
-// qRange is kvRange with the roles of q and kv exchanged: the q rows that
-// can see some kv of [kv_lo, kv_hi), for the backward's column walk.
-func (g *sparsityWriter) qRange(p sparsityPlan) string {
-	g.reset()
-	g.line("long long lo_all = Q;  // hull of the disjuncts' q ranges, empty so far")
-	g.line("long long hi_all = 0;")
-	g.walkDisjuncts(p, dsl.VarQ, func(i int, n walkNames) {
-		g.line("if (%s && %s <= %s && %s <= %s) {", n.live, n.qa, n.qb, n.ka, n.kb)
-		g.line("  lo_all = maskc_py_min(lo_all, %s);", n.qa)
-		g.line("  hi_all = maskc_py_max(hi_all, %s + 1);", n.qb)
-		g.line("}")
-	})
-	g.hullEnd("no q sees these kv")
-	hull := "// The q indices outside [*lo, *hi) are masked for every kv in [kv_lo, kv_hi).\n" +
-		qRangeSig + " {\n" + g.w.body.String() + "}\n"
-
-	g.reset()
-	n := len(p.disjuncts)
-	if n > maxKVIntervals || n == 0 {
-		n = 1
-		g.line("maskc_q_range(buf, B, H, HKV, Q, KV, b, h, kv_lo, kv_hi, &lo[0], &hi[0]);  // their hull")
-	} else {
-		g.walkDisjuncts(p, dsl.VarQ, func(i int, n walkNames) {
-			g.line("const bool some%d = %s && %s <= %s && %s <= %s;", i, n.live, n.qa, n.qb, n.ka, n.kb)
-			g.line("lo[%d] = some%d ? %s : 0;", i, i, n.qa)
-			g.line("hi[%d] = some%d ? %s + 1 : 0;", i, i, n.qb)
-		})
-	}
-	intervals := fmt.Sprintf("// Every q index that sees some kv in [kv_lo, kv_hi) lies in one of the\n"+
-		"// intervals [lo[i], hi[i]) (empty when lo[i] >= hi[i]), i < maskc_q_interval_count:\n"+
-		"// the backward's column walk (maskc_walk_from in hipsrc/tile_walk.h takes them).\n"+
-		"constexpr int maskc_q_interval_count = %d;\n", n) + qIntervalsSig + " {\n" + g.w.body.String() + "}\n"
-	return hull + "\n" + intervals
 }
 
 func (g *sparsityWriter) tileFull(p sparsityPlan) string {

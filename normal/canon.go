@@ -358,24 +358,37 @@ func (c *canonizer) compare(a dsl.Expr, op dsl.Op, b dsl.Expr, whole dsl.Expr) *
 	}
 	pa, okA := c.pieces(a)
 	pb, okB := c.pieces(b)
-	if !okA || !okB || len(pa)*len(pb) > maxPieces {
+	if !okA || !okB {
 		return c.opaque(whole)
+	}
+	f, ok := c.comparePieces(pa, op, pb)
+	if !ok {
+		return c.opaque(whole)
+	}
+	return f
+}
+
+// comparePieces is `a op b` for piecewise-linear a and b: for every pair
+// of pieces, both conditions and the comparison of their values.
+func (c *canonizer) comparePieces(pa []piece, op dsl.Op, pb []piece) (*formula, bool) {
+	if len(pa)*len(pb) > maxPieces {
+		return nil, false
 	}
 	var alts []*formula
 	for _, x := range pa {
 		for _, y := range pb {
 			diff, ok := x.val.sub(y.val)
 			if !ok {
-				return c.opaque(whole)
+				return nil, false
 			}
 			cmp, ok := c.compareZero(diff, op)
 			if !ok {
-				return c.opaque(whole)
+				return nil, false
 			}
 			alts = append(alts, and(x.cond, y.cond, cmp))
 		}
 	}
-	return or(alts...)
+	return or(alts...), true
 }
 
 // compareZero converts `d op 0` into bounds.

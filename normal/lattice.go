@@ -155,22 +155,5 @@ func (c *canonizer) latticeLE(l, r *lattice, strict bool) (*formula, bool) {
 	if strict {
 		op = dsl.OpLT
 	}
-	if len(l.leaf)*len(r.leaf) > maxPieces {
-		return nil, false
-	}
-	var alts []*formula
-	for _, x := range l.leaf {
-		for _, y := range r.leaf {
-			diff, ok := x.val.sub(y.val)
-			if !ok {
-				return nil, false
-			}
-			cmp, ok := c.compareZero(diff, op)
-			if !ok {
-				return nil, false
-			}
-			alts = append(alts, and(x.cond, y.cond, cmp))
-		}
-	}
-	return or(alts...), true
+	return c.comparePieces(l.leaf, op, r.leaf)
 }
