@@ -111,27 +111,7 @@ func (c *canonizer) compareLattice(a dsl.Expr, op dsl.Op, b dsl.Expr) (*formula,
 	if !ok1 || !ok2 {
 		return nil, false
 	}
-	switch op {
-	case dsl.OpLE:
-		return c.latticeLE(la, lb, false)
-	case dsl.OpLT:
-		return c.latticeLE(la, lb, true)
-	case dsl.OpGE:
-		return c.latticeLE(lb, la, false)
-	case dsl.OpGT:
-		return c.latticeLE(lb, la, true)
-	case dsl.OpEQ, dsl.OpNE:
-		x, ok1 := c.latticeLE(la, lb, false)
-		y, ok2 := c.latticeLE(lb, la, false)
-		if !ok1 || !ok2 {
-			return nil, false
-		}
-		if op == dsl.OpEQ {
-			return and(x, y), true
-		}
-		return not(and(x, y)), true
-	}
-	return nil, false
+	return byOrder(la, op, lb, c.latticeLE)
 }
 
 // latticeLE is l <= r (l < r when strict).
