@@ -282,39 +282,56 @@ func TestIntervalBlocks(t *testing.T) {
 }
 
 // TestExamplesGolden pins the normal form of every attention block of every
-// example (testdata/examples.golden; -update rewrites it).
+// example (testdata/examples.golden) and of every GPU benchmark mask
+// (testdata/bench.golden); -update rewrites them.
 func TestExamplesGolden(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("..", "examples", "*.flex"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no examples: %v", err)
-	}
-	var out strings.Builder
-	for _, path := range files {
-		src, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := checkSrc(t, filepath.Base(path), string(src))
-		fmt.Fprintf(&out, "# %s\n", filepath.Base(path))
-		for _, a := range p.Attentions {
-			f := normal.Canon(a.Mask)
-			fmt.Fprintf(&out, "%s: %s\n", a.Name, f)
-			for i, x := range f.Extras {
-				kind := "quotient"
-				if x.Kind == normal.ExtraSymbol {
-					kind = "symbol"
-				}
-				fmt.Fprintf(&out, "    x%d = %s (%s of %v)\n", i, x.Text, kind, x.Vars)
+	for _, tc := range []struct {
+		golden string
+		globs  []string
+	}{
+		{"examples.golden", []string{"../examples/*.flex"}},
+		{"bench.golden", []string{"../gpu/bench_cases/*.flex", "../gpu/bench_cases_ext/*.flex", "../gpu/bwd_cases/*.flex"}},
+	} {
+		var files []string
+		for _, g := range tc.globs {
+			m, err := filepath.Glob(filepath.FromSlash(g))
+			if err != nil || len(m) == 0 {
+				t.Fatalf("no files match %s: %v", g, err)
 			}
-			for _, term := range f.Terms {
-				for _, at := range term.Atoms {
-					if at.Kind == normal.AtomOpaque {
-						fmt.Fprintf(&out, "    opaque %s: %s\n", at.Text, at.Why)
+			files = append(files, m...)
+		}
+		var out strings.Builder
+		for _, path := range files {
+			src, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := checkSrc(t, filepath.Base(path), string(src))
+			name := filepath.Base(path)
+			if tc.golden != "examples.golden" {
+				name = filepath.ToSlash(strings.TrimPrefix(path, ".."+string(filepath.Separator)))
+			}
+			fmt.Fprintf(&out, "# %s\n", name)
+			for _, a := range p.Attentions {
+				f := normal.Canon(a.Mask)
+				fmt.Fprintf(&out, "%s: %s\n", a.Name, f)
+				for i, x := range f.Extras {
+					kind := "quotient"
+					if x.Kind == normal.ExtraSymbol {
+						kind = "symbol"
+					}
+					fmt.Fprintf(&out, "    x%d = %s (%s of %v)\n", i, x.Text, kind, x.Vars)
+				}
+				for _, term := range f.Terms {
+					for _, at := range term.Atoms {
+						if at.Kind == normal.AtomOpaque {
+							fmt.Fprintf(&out, "    opaque %s: %s\n", at.Text, at.Why)
+						}
 					}
 				}
 			}
+			out.WriteString("\n")
 		}
-		out.WriteString("\n")
+		golden.CheckString(t, filepath.Join("testdata", tc.golden), out.String())
 	}
-	golden.CheckString(t, filepath.Join("testdata", "examples.golden"), out.String())
 }
