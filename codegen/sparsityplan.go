@@ -143,8 +143,8 @@ func planTerm(f *normal.Form, t *normal.Term, byName map[string]*BufferABI) disj
 	d.q = planWalk(f, t, dsl.VarQ, dsl.VarKV, byName)
 	full := []fullTest{}
 	for _, b := range t.Bounds {
-		sq, ok1 := monotone(f, b.Dir, dsl.VarQ)
-		sk, ok2 := monotone(f, b.Dir, dsl.VarKV)
+		sq, ok1 := f.Monotone(b.Dir, dsl.VarQ)
+		sk, ok2 := f.Monotone(b.Dir, dsl.VarKV)
 		if !ok1 || !ok2 || !safeLinear(f, b.Dir) || !safeBound(b) {
 			return d
 		}
@@ -212,13 +212,13 @@ func planWalk(f *normal.Form, t *normal.Term, inner, outer dsl.Var, byName map[s
 		iv := f.Interval(&normal.Term{Bounds: []normal.Bound{b}}, inner)
 		first, second := iv.Lo, iv.Hi
 		firstUpper := false
-		if s, _ := monotone(f, b.Dir, inner); s < 0 {
+		if s, _ := f.Monotone(b.Dir, inner); s < 0 {
 			first, second, firstUpper = iv.Hi, iv.Lo, true
 		}
 		for k, ss := range [][]normal.Side{first, second} {
 			upper := firstUpper == (k == 0)
 			for _, s := range ss {
-				m, ok := monotone(f, s.Num, outer)
+				m, ok := f.Monotone(s.Num, outer)
 				if !ok || !safeSide(f, s) {
 					w.loose = append(w.loose, sideText(f, s, inner, upper))
 					continue
@@ -257,50 +257,6 @@ func (w *walkPlan) addOuter(f *normal.Form, s normal.Side, upper bool) {
 		return
 	}
 	w.outerSteps = append(w.outerSteps, sideStep{side: s, upper: upper, text: text})
-}
-
-// monotone returns how l moves as v grows, the other variables fixed: 1
-// (never falls), -1 (never rises) or 0 (constant); false when it may do
-// both (a remainder, a quotient of a difference). Floor quotients with a
-// dividend monotone in v are monotone in v the same way.
-func monotone(f *normal.Form, l normal.Linear, v dsl.Var) (int, bool) {
-	up, down := false, false
-	note := func(c int64, s int) {
-		switch {
-		case c == 0 || s == 0:
-		case (c > 0) == (s > 0):
-			up = true
-		default:
-			down = true
-		}
-	}
-	note(l.Coef[v], 1)
-	for i, c := range l.X {
-		if c == 0 {
-			continue
-		}
-		if i >= len(f.Extras) {
-			return 0, false
-		}
-		e := f.Extras[i]
-		if e.Kind != normal.ExtraDiv {
-			continue // a symbol reads neither q nor kv
-		}
-		s, ok := monotone(f, e.Num, v)
-		if !ok {
-			return 0, false
-		}
-		note(c, s)
-	}
-	switch {
-	case up && down:
-		return 0, false
-	case up:
-		return 1, true
-	case down:
-		return -1, true
-	}
-	return 0, true
 }
 
 // small reports whether |c| is below coefLimit.

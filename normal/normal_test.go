@@ -281,6 +281,37 @@ func TestIntervalBlocks(t *testing.T) {
 	}
 }
 
+// TestMonotone pins which directions move one way as q or kv grows: the
+// full-tile test of codegen checks their bounds at a tile's corners.
+func TestMonotone(t *testing.T) {
+	for _, tc := range []struct {
+		mask string
+		ok   bool
+		// opposite: q and kv move the direction opposite ways; qFixed: q
+		// does not move it at all.
+		opposite, qFixed bool
+	}{
+		{"q - kv >= 0", true, true, false},
+		{"kv // 64 <= q // 64", true, true, false},
+		{"(q - kv) // 4 >= h", true, true, false},
+		{"kv < prefix[b]", true, false, true},
+		{"(q - kv) % 2 == 0", false, false, false},
+		{"q % 8 < 4", false, false, false},
+	} {
+		f := canonOf(t, tc.mask)
+		if len(f.Terms) != 1 || len(f.Terms[0].Bounds) != 1 {
+			t.Fatalf("%s: %s, want one bound", tc.mask, f)
+		}
+		d := f.Terms[0].Bounds[0].Dir
+		q, qOK := f.Monotone(d, dsl.VarQ)
+		kv, kvOK := f.Monotone(d, dsl.VarKV)
+		ok := qOK && kvOK
+		if ok != tc.ok || ok && (tc.opposite != (q*kv == -1) || tc.qFixed != (q == 0 && kv != 0)) {
+			t.Errorf("%s (%s): q %d %v, kv %d %v", tc.mask, f, q, qOK, kv, kvOK)
+		}
+	}
+}
+
 // TestExamplesGolden pins the normal form of every attention block of every
 // example (testdata/examples.golden) and of every GPU benchmark mask
 // (testdata/bench.golden); -update rewrites them.
