@@ -59,6 +59,8 @@ var maskCases = []struct{ name, decls, mask, score string }{
 	{"batch_dep", "", "q + b >= kv", ""},
 	{"sizes", "", "kv <= q + KV - Q and kv < KV // 2 + 7", ""},
 	{"q_only", "", "q >= 10 and kv < 20 or q < 3", ""},
+	{"many_disjuncts", "", "kv == 0 or kv == 3 or kv == 6 or kv == 9 or q == kv + 12 or kv == 15 or kv == 18 or kv == 21 or q == 2 * kv", ""},
+	{"never", "", "q < kv and kv < q", ""},
 	{"prefix_or", "", "kv < 5 or q >= kv or kv > 60", ""},
 	{"float_cmp", "", "q / 2 >= kv / 3", ""},
 	{"float_floor", "", "(q * 1.5) // 4.0 == kv % 2.5 + (q - kv) % 3", ""},

@@ -417,15 +417,21 @@ func (g *sparsityWriter) walkDisjuncts(p sparsityPlan, inner dsl.Var, sink func(
 type walkFuncs struct {
 	inner                  dsl.Var
 	size, hullSig, listSig string
-	hullName, count        string
+	count                  string
 	args                   string // the walk's tile range arguments
 	hullDoc, listDoc, none string
+}
+
+// funcName is the name a signature declares.
+func funcName(sig string) string {
+	name, _, _ := strings.Cut(sig, "(")
+	return name[strings.LastIndexByte(name, ' ')+1:]
 }
 
 var (
 	kvWalk = walkFuncs{
 		inner: dsl.VarKV, size: "KV", hullSig: kvRangeSig, listSig: kvIntervalsSig,
-		hullName: "maskc_kv_range", count: "maskc_kv_interval_count", args: "q_lo, q_hi",
+		count: "maskc_kv_interval_count", args: "q_lo, q_hi",
 		hullDoc: "// The kv indices outside [*lo, *hi) are masked for every q in [q_lo, q_hi).\n",
 		listDoc: "// Every kv index a q in [q_lo, q_hi) can see lies in one of the intervals\n" +
 			"// [lo[i], hi[i]) (empty when lo[i] >= hi[i]), i < maskc_kv_interval_count.\n",
@@ -433,7 +439,7 @@ var (
 	}
 	qWalk = walkFuncs{
 		inner: dsl.VarQ, size: "Q", hullSig: qRangeSig, listSig: qIntervalsSig,
-		hullName: "maskc_q_range", count: "maskc_q_interval_count", args: "kv_lo, kv_hi",
+		count: "maskc_q_interval_count", args: "kv_lo, kv_hi",
 		hullDoc: "// The q indices outside [*lo, *hi) are masked for every kv in [kv_lo, kv_hi).\n",
 		listDoc: "// Every q index that sees some kv in [kv_lo, kv_hi) lies in one of the\n" +
 			"// intervals [lo[i], hi[i]) (empty when lo[i] >= hi[i]), i < maskc_q_interval_count:\n" +
@@ -477,7 +483,7 @@ func (g *sparsityWriter) walkRange(p sparsityPlan, wf walkFuncs) string {
 	n := len(p.disjuncts)
 	if n > maxKVIntervals || n == 0 {
 		n = 1
-		g.line("%s(buf, B, H, HKV, Q, KV, b, h, %s, &lo[0], &hi[0]);  // their hull", wf.hullName, wf.args)
+		g.line("%s(buf, B, H, HKV, Q, KV, b, h, %s, &lo[0], &hi[0]);  // their hull", funcName(wf.hullSig), wf.args)
 	} else {
 		g.walkDisjuncts(p, wf.inner, func(i int, n walkNames) {
 			lo, hi := ends(n)
