@@ -327,6 +327,20 @@ func (g *sparsityWriter) boundCodes(b normal.Bound, qLo, kvLo, qHi, kvHi string)
 // condCode prints a condition free of q and kv (a bound or an opaque
 // atom) as a C bool.
 func (g *sparsityWriter) condCode(c cond) string {
+	if num, den, r, ok := c.bound.Remainder(); c.atom == nil && ok {
+		// A remainder reads better as one: h % 2 == 0, not h <= 2 * (h // 2).
+		m := fmt.Sprintf("maskc_py_floormod_pos(%s, %s)", g.linCode(num, "", ""), intLit(den))
+		switch {
+		case r.HasLo && r.HasHi && r.Lo == r.Hi:
+			return fmt.Sprintf("(%s == %s)", m, intLit(r.Lo))
+		case r.HasLo && r.HasHi:
+			return fmt.Sprintf("(%s <= %s && %s <= %s)", intLit(r.Lo), m, m, intLit(r.Hi))
+		case r.HasLo:
+			return fmt.Sprintf("(%s >= %s)", m, intLit(r.Lo))
+		case r.HasHi:
+			return fmt.Sprintf("(%s <= %s)", m, intLit(r.Hi))
+		}
+	}
 	if c.atom == nil {
 		return "(" + strings.Join(g.boundCodes(c.bound, "", "", "", ""), " && ") + ")"
 	}

@@ -312,6 +312,42 @@ func TestMonotone(t *testing.T) {
 	}
 }
 
+// TestRemainder reads remainder bounds back as bounds on n % d.
+func TestRemainder(t *testing.T) {
+	for _, tc := range []struct {
+		mask, want string
+		ok         bool
+	}{
+		{"h % 2 == 0", "h % 2: 0..0", true},
+		{"(q - kv) % 4 >= 2", "q - kv % 4: 2..3", true},
+		{"h % 8 <= 5", "h % 8: 0..5", true},
+		{"q - kv >= 0", "", false},
+	} {
+		f := canonOf(t, tc.mask)
+		if len(f.Terms) != 1 || len(f.Terms[0].Bounds) != 1 {
+			t.Fatalf("%s: %s, want one bound", tc.mask, f)
+		}
+		num, den, r, ok := f.Terms[0].Bounds[0].Remainder()
+		if ok != tc.ok {
+			t.Errorf("%s: Remainder ok = %v", tc.mask, ok)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		lo, hi := r.Lo, r.Hi
+		if !r.HasLo {
+			lo = 0
+		}
+		if !r.HasHi {
+			hi = den - 1
+		}
+		if got := fmt.Sprintf("%s %% %d: %d..%d", num.Format(nil), den, lo, hi); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.mask, got, tc.want)
+		}
+	}
+}
+
 // TestExamplesGolden pins the normal form of every attention block of every
 // example (testdata/examples.golden) and of every GPU benchmark mask
 // (testdata/bench.golden); -update rewrites them.
