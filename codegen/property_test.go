@@ -98,6 +98,7 @@ var exactAnalysis = map[string]bool{
 	"band": true, "strict_band": true, "scaled": true, "abs_window": true, "not_equal": false,
 	"negation": true, "where_mask": true, "head_dep": true, "batch_dep": true, "sizes": true,
 	"batch_prefix": true, "min_max": true, "softcap": true, "alibi": true,
+	"clamp": true, "equal": true, "q_only": true, "prefix_or": true, "cond": true, "many_disjuncts": true, "never": true,
 }
 
 // maskCaseSource renders one maskCases entry as a .flex file.
