@@ -26,9 +26,13 @@
 // elimination of a quotient a term bounds only directly (`(q - kv) // 1024
 // == 0` is `0 <= q - kv <= 1023`).
 //
-// Form.Interval is the query side for code generators: per disjunct, the
-// interval an index variable lies in once the others are fixed, with
-// block-index sides in closed form and a flag saying whether it is exact.
+// Form.Interval is the query side for code generators (codegen's block
+// sparsity reads it): per disjunct, the interval an index variable lies in
+// once the others are fixed, with block-index sides in closed form and a
+// flag saying whether it is exact; Form.Monotone says how a linear form
+// moves as q or kv grows (a bound on a monotone form holds over a tile when
+// it holds at the tile's corners); Bound.Remainder reads a bound back as
+// one on n % d.
 //
 // Package normaltest holds the random-expression generator, buffer filler
 // and form evaluator that the property tests of normal and classify share;
