@@ -86,6 +86,13 @@
 #if !defined(MASKC_SPLIT_MODS)
 #error "maskc: the generated part must give the mods' row and column parts (MASKC_SPLIT_MODS)"
 #endif
+// The pre-pass flag row is walked from a per-warp register window (1,
+// MaskcFlagWalk in tile_walk.h) or, as before run 17, by a block-wide pass
+// narrowing [first, last] non-empty tile and then one load (or one 8-flag
+// word) per tile inside (0).
+#ifndef MASKC_FLAG_WALK
+#define MASKC_FLAG_WALK 1
+#endif
 #ifndef MASKC_MASK_USES_B
 #define MASKC_MASK_USES_B 1
 #endif
@@ -199,10 +206,22 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
   kt_end = walk.end();
 #endif
 #if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_PREPASS)
+  const unsigned char* flags = shape.tile_flags + maskc_flag_row(shape, b, h, qt, n_qt, n_kt);
+#if MASKC_FLAG_WALK
+  // Each warp walks the flag row from a register window (tile_walk.h): no
+  // dependent load per visited tile, no pass over the row before the loop.
+  MaskcFlagWalk fwalk;
+  fwalk.init(flags, n_kt);
+  int next_flag = 0;  // flag of the tile next_tile returned
+  auto next_tile = [&](int t) {
+    t = fwalk.next(t);
+    next_flag = fwalk.flag;
+    return t;
+  };
+#else
   // Narrow [kt_begin, kt_end) to the first and last non-empty tiles (one
   // coalesced pass over the flag row, reduced through stage 0's memory before
   // any tile is loaded); empty tiles inside are skipped one by one.
-  const unsigned char* flags = shape.tile_flags + maskc_flag_row(shape, b, h, qt, n_qt, n_kt);
   {
     int lo = n_kt, hi = 0;
     for (int t = tid; t < n_kt; t += MASKC_NUM_THREADS)
@@ -249,6 +268,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
     }
     return t;
   };
+#endif
 #elif defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
   auto next_tile = [&](int t) { return walk.next(t); };
 #else
@@ -495,14 +515,24 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS)
   for (int b = 0; b < nb; ++b) {
     for (int h = 0; h < nh; ++h) {
       bool any = false, all = true;
-      // Each thread keeps one column, so the column's part of the mask is
-      // loop-invariant; rows past Sq are never stored and do not count.
+      // Each thread keeps one column, so the column's part of the mask
+      // (its buffer reads) is read once; rows past Sq are never stored and do
+      // not count. A thread that has seen a kept and a masked pair knows the
+      // tile is partial and stops.
       const int kv = maskc_nonneg(kv0 + (int)threadIdx.x % MASKC_BLOCK_N);
       const int q_stop = min(q0 + MASKC_BLOCK_M, shape.Sq);
-      for (int q = q0 + (int)threadIdx.x / MASKC_BLOCK_N; q < q_stop; q += MASKC_NUM_THREADS / MASKC_BLOCK_N) {
-        const bool keep = kv < shape.Skv && maskc_mask(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q), kv);
-        any = any || keep;
-        all = all && keep;
+      if (kv < shape.Skv) {
+        const MaskcMaskCol mcol = maskc_mask_col(buf, nB, nH, nHKV, nQ, nKV, b, h, kv);
+        for (int q = q0 + (int)threadIdx.x / MASKC_BLOCK_N; q < q_stop; q += MASKC_NUM_THREADS / MASKC_BLOCK_N) {
+          const int qs = maskc_nonneg(q);
+          const bool keep = maskc_mask_rc(buf, nB, nH, nHKV, nQ, nKV,
+                                          maskc_mask_row(buf, nB, nH, nHKV, nQ, nKV, b, h, qs), mcol, b, h, qs, kv);
+          any = any || keep;
+          all = all && keep;
+          if (any && !all) break;
+        }
+      } else {
+        all = q0 + (int)threadIdx.x / MASKC_BLOCK_N >= q_stop;  // a key past Skv: no row of the tile keeps it
       }
       any = maskc_block_any(any);
       all = maskc_block_all(all);
