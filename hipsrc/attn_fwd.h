@@ -93,6 +93,24 @@
 #ifndef MASKC_FLAG_WALK
 #define MASKC_FLAG_WALK 1
 #endif
+// MASKC_MASK_BITS 1: on a partial tile, the mask (its column parts and
+// the per-element test, with keys past Skv) is evaluated before the tile's
+// Q.K^T into one bit per logit, so that only the bits, not the column
+// values, are live across the MMA; the logits then take -inf by bit.
+// 0: the column values are read before the MMA and the mask is evaluated
+// after it, per element (before run 17). The default is 1 where the mask
+// reads a buffer per key (the generated part's MASKC_MASK_COL_READS:
+// documents, Longformer's global tokens), whose column values otherwise
+// stay live across the MMA and spill: on the H200 (gpu/NOTES.md, run 17)
+// document +9%, document_sliding +12%, longformer +13%, and spills 144 ->
+// 72 bytes; on an arithmetic mask (neighbourhood_2d, pre-pass) 1 lost 4%.
+#ifndef MASKC_MASK_BITS
+#if defined(MASKC_MASK_COL_READS)
+#define MASKC_MASK_BITS 1
+#else
+#define MASKC_MASK_BITS 0
+#endif
+#endif
 #ifndef MASKC_MASK_USES_B
 #define MASKC_MASK_USES_B 1
 #endif
@@ -333,12 +351,19 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
   }
 #define MASKC_COL_SLOTS (MASKC_BLOCK_N / 4)
   // The column parts of a tile; the mask's only where it is not full.
+#if MASKC_MASK_BITS
+#define MASKC_READ_MASK_COL(cs, kvs)
+#else
+#define MASKC_READ_MASK_COL(cs, kvs) \
+  if (!full) mcol[cs] = maskc_mask_col(buf, nB, nH, nHKV, nQ, nKV, b, h, kvs);
+#endif
 #define MASKC_READ_COLS()                                                                              \
   MaskcMaskCol mcol[MASKC_COL_SLOTS];                                                                  \
   MaskcScoreCol scol[MASKC_COL_SLOTS];                                                                 \
+  (void)mcol;                                                                                          \
   _Pragma("unroll") for (int cs = 0; cs < MASKC_COL_SLOTS; ++cs) {                                     \
     const int kvs = maskc_nonneg(kv0 + maskc_colslot_col<MASKC_BLOCK_N>(lane, cs));                   \
-    if (!full) mcol[cs] = maskc_mask_col(buf, nB, nH, nHKV, nQ, nKV, b, h, kvs);                      \
+    MASKC_READ_MASK_COL(cs, kvs)                                                                       \
     scol[cs] = maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, h, kvs);                                 \
   }
 #define MASKC_SCORE_AT(i, x, qi, kvi)                                                                         \
@@ -391,6 +416,34 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
 #endif
 #endif
 
+#define MASKC_S_ROW(i) maskc_nonneg(row_base + maskc_frag_row<MASKC_BLOCK_N>(lane, i))
+#define MASKC_S_COL(i) maskc_nonneg(kv0 + maskc_frag_col<MASKC_BLOCK_N>(lane, i))
+#if MASKC_MASK_BITS
+    // The tile's keep bits (bit i % 32 of word i / 32: logit i kept).
+    unsigned kbits[(MASKC_S_ELEMS + 31) / 32];
+#pragma unroll
+    for (int w = 0; w < (MASKC_S_ELEMS + 31) / 32; ++w) kbits[w] = 0u;
+    if (!full) {
+#if defined(MASKC_HAS_MASK)
+      MaskcMaskCol bcol[MASKC_COL_SLOTS];
+#pragma unroll
+      for (int cs = 0; cs < MASKC_COL_SLOTS; ++cs)
+        bcol[cs] = maskc_mask_col(buf, nB, nH, nHKV, nQ, nKV, b, h,
+                                  maskc_nonneg(kv0 + maskc_colslot_col<MASKC_BLOCK_N>(lane, cs)));
+#endif
+#pragma unroll
+      for (int i = 0; i < MASKC_S_ELEMS; ++i) {
+        const int qi = MASKC_S_ROW(i), kvi = MASKC_S_COL(i);
+        (void)qi;
+        bool keep = kvi < Skv;
+#if defined(MASKC_HAS_MASK)
+        keep = keep && maskc_mask_rc(buf, nB, nH, nHKV, nQ, nKV, mrow[maskc_frag_slot<MASKC_BLOCK_N>(i)],
+                                     bcol[maskc_frag_colslot<MASKC_BLOCK_N>(i)], b, h, qi, kvi);
+#endif
+        kbits[i / 32] |= (unsigned)keep << (i % 32);
+      }
+    }
+#endif
 #if MASKC_COL_EARLY
     MASKC_READ_COLS()
 #endif
@@ -403,8 +456,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
 #endif
 
     // Score mod on the scaled logit, then the mask.
-#define MASKC_S_ROW(i) maskc_nonneg(row_base + maskc_frag_row<MASKC_BLOCK_N>(lane, i))
-#define MASKC_S_COL(i) maskc_nonneg(kv0 + maskc_frag_col<MASKC_BLOCK_N>(lane, i))
     if (full) {
 #if defined(MASKC_HAS_SCORE)
 #pragma unroll
@@ -415,15 +466,19 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
 #pragma unroll
       for (int i = 0; i < MASKC_S_ELEMS; ++i) {
         const int qi = MASKC_S_ROW(i), kvi = MASKC_S_COL(i);
-        (void)qi;
+        (void)qi, (void)kvi;
 #if defined(MASKC_HAS_SCORE)
         const float x = MASKC_SCORE_AT(i, s[i] * shape.scale, qi, kvi);
 #else
         const float x = s[i];
 #endif
+#if MASKC_MASK_BITS
+        const bool keep = (kbits[i / 32] >> (i % 32)) & 1u;
+#else
         bool keep = kvi < Skv;
 #if defined(MASKC_HAS_MASK)
         keep = keep && MASKC_MASK_AT(i, qi, kvi);
+#endif
 #endif
         s[i] = keep ? x : maskc_neg_inf();
       }
