@@ -493,7 +493,8 @@ type PlatformABI struct {
 	// Selects says which devices get this platform (ForDevice).
 	Selects string `json:"selects"`
 	// WarpSize, Threads and BlockN are MASKC_WARP_SIZE, MASKC_NUM_THREADS
-	// and MASKC_BLOCK_N.
+	// (at head dims up to 128; each kernel's launch gives its own) and
+	// MASKC_BLOCK_N.
 	WarpSize int `json:"warp_size"`
 	Threads  int `json:"threads"`
 	BlockN   int `json:"block_n"`

@@ -6,6 +6,8 @@
 // A generated kernel is one self-contained source text (NVRTC and hiprtc
 // cannot read include files); Assemble joins, in this order:
 //
+//  0. The generated part's `#define MASKC_HEAD_DIM`, on which the prelude's
+//     block shape depends.
 //  1. Prelude (prelude.h): platform detection, block shape, shuffles,
 //     copies, element conversions, the shared-memory tile layout.
 //  2. One file per matrix-core back end, each compiled in only on its
@@ -30,7 +32,8 @@
 //     maskc_attn_fwd and maskc_tile_flags with C linkage; then AttnFwdSM90
 //     (attn_fwd_sm90.h), the warp-specialized Hopper forward that replaces
 //     AttnFwd's maskc_attn_fwd when compiled with WSOptions.
-//  8. For the backward source only, AttnBwd: the backward kernels
+//  8. For the backward source only, the backward's tiles for the head dim
+//     (BwdTileDefines) and AttnBwd: the backward kernels
 //     (maskc_attn_bwd_pre, maskc_attn_bwd, maskc_attn_bwd_dq, ...).
 //
 // The constants below mirror the #defines of AttnFwd and the prelude; a
