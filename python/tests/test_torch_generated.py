@@ -9,7 +9,7 @@ import struct
 import pytest
 
 import fake_torch as ft
-from conftest import EXAMPLES
+from conftest import EXAMPLES, REPO
 from maskc.diagnostics import MaskcError
 
 ODD = """buffer tab: i32[B, KV]
@@ -228,6 +228,30 @@ def test_backward_tiles_per_platform(env):
     del spec.bwd_launch["amd"]
     with pytest.raises(MaskcError, match="no backward launch for platform amd"):
         man.bwd_tiles(spec, amd)
+
+
+def test_head_dim_256_forward_and_backward(env):
+    """Head dim 256 (Gemma's softcapped attention): the forward takes the
+    kernel's own launch (196,608 bytes of shared memory on sm_90a), the
+    backward its 32 x 32 tiles."""
+    mt, drv, nv = env
+    attn = mt.load(os.path.join(REPO, "gpu", "bwd_cases", "softcap_d256.flex")).attention("softcap_d256")
+    B, S, H, HKV, D = 1, 1000, 4, 4, 256
+    q = ft.Tensor((B, S, H, D), requires_grad=True)
+    k, v = ft.Tensor((B, S, HKV, D), requires_grad=True), ft.Tensor((B, S, HKV, D), requires_grad=True)
+    attn(q, k, v)
+    spec = attn.generated().spec
+    block_n, threads, smem = spec.launch["nvidia-sm90a"]
+    assert (spec.head_dim, block_n, threads, smem) == (256, 64, 256, 196608)
+    ((_, f, grid, block, got_smem, _, _),) = launches(drv)
+    assert (grid, block, got_smem) == ((8, H, B), (256, 1, 1), 196608)
+    with pytest.raises(MaskcError, match="built for head_dim = 256"):
+        attn(ft.Tensor((B, S, H, 128)), ft.Tensor((B, S, HKV, 128)), ft.Tensor((B, S, HKV, 128)))
+    nfwd = len(launches(drv))
+    backward_through_op(attn, q, k, v, [])
+    bw = launches(drv)[nfwd:]
+    assert [c[2] for c in bw][1] == (-(-S // 32), HKV, B) and bw[1][4] == 69888
+    assert spec.bwd_launch["amd"] == (32, 32, 256, 53504)
 
 
 def test_backward_buffer_gradient_and_dlse(env):
