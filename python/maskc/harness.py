@@ -120,8 +120,10 @@ class Kernel:
         self.threads, self.smem = launch["threads"], launch["shared_mem_bytes"]
         self.head_dim, self.dtype = entry["head_dim"], entry["dtype"]
         self.prepass = bool(entry.get("flags_entry"))
-        mts = re.findall(r"#define MASKC_NV_MTILES (\d+)", src)  # for reports only
-        self.mtiles = 1 if self.platform == "nvidia-sm90a" else (int(mts[-1]) if mts else None)
+        # for reports only: the prelude's wgmma, mma.sync and (above head dim 128) wide mma.sync shapes
+        mts = re.findall(r"#define MASKC_NV_MTILES (\d+)", src)
+        self.mtiles = (1 if self.platform == "nvidia-sm90a" or self.head_dim > 128 else
+                       int(mts[1]) if len(mts) > 1 else None)
         self.cubin, self.log = compiled if compiled is not None else compile_source(src, name, self.platform, abi)
         self.module = drv.load_module(self.cubin)
         self.fwd = drv.function(self.module, entry["entry"])
