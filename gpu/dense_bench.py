@@ -54,9 +54,9 @@ VARIANTS = {
     "ws": "#define MASKC_NV_WS 1\n",
     "ws3": "#define MASKC_NV_WS 1\n#define MASKC_WS_STAGES 3\n",
     "ws-n64": "#define MASKC_NV_WS 1\n#define MASKC_WS_BLOCK_N 64\n",
-    "ws-tma": "#define MASKC_NV_WS 1\n#define MASKC_WS_TMA 1\n#define MASKC_WS_WAIT_TRAP 1\n",
-    "ws-tma-ov": "#define MASKC_NV_WS 1\n#define MASKC_WS_TMA 1\n#define MASKC_WS_WAIT_TRAP 1\n#define MASKC_WS_OVERLAP 1\n",
-    "ws-tma-pp": "#define MASKC_NV_WS 1\n#define MASKC_WS_TMA 1\n#define MASKC_WS_WAIT_TRAP 1\n#define MASKC_WS_OVERLAP 1\n#define MASKC_WS_PINGPONG 1\n",
+    "ws-tma": "#define MASKC_NV_WS 1\n#define MASKC_WS_TMA 1\n",
+    "ws-tma-ov": "#define MASKC_NV_WS 1\n#define MASKC_WS_TMA 1\n#define MASKC_WS_OVERLAP 1\n",
+    "ws-tma-pp": "#define MASKC_NV_WS 1\n#define MASKC_WS_TMA 1\n#define MASKC_WS_OVERLAP 1\n#define MASKC_WS_PINGPONG 1\n",
 }
 SMEM_MAX = 232448  # sm_90's opt-in dynamic shared memory per block
 HEADS = {64: 32, 128: 16, 256: 8}

@@ -74,9 +74,10 @@
 // taken or its strides do not meet the engine's alignment (16-byte row
 // stride and base address).
 #ifndef MASKC_WS_TMA
-#define MASKC_WS_TMA 0
+#define MASKC_WS_TMA 1
 #endif
 #define MASKC_WS_THREADS 384
+static_assert(MASKC_WS_THREADS == MASKC_NUM_THREADS, "the pre-pass and the forward share the platform's block size");
 #ifndef MASKC_WS_PRODUCER_REGS
 #define MASKC_WS_PRODUCER_REGS 40
 #endif
