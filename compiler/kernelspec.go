@@ -42,7 +42,7 @@ func KernelSpec(p *check.Program, k *codegen.Kernel, backend, arch string) (runt
 	}
 	if platform == hipsrc.NVIDIAWGMMA {
 		spec.Arch = hipsrc.WGMMAArch
-		spec.CompileOptions = append(spec.CompileOptions, platform.CompileOptions()...)
+		spec.CompileOptions = append(spec.CompileOptions, hipsrc.WGMMAOptions...)
 	}
 	switch k.Sparsity {
 	case codegen.SparsityAnalytic:

@@ -502,7 +502,7 @@ func (p Platform) ABI() PlatformABI {
 	case AMD:
 		a.Backend, a.Selects = "hip", "every AMD GPU (gfx90a, gfx94x, gfx950)"
 	case NVIDIAWGMMA:
-		a.Arch, a.CompileOptions, a.Selects = WGMMAArch, p.CompileOptions(), "NVIDIA sm_90 (Hopper)"
+		a.Arch, a.CompileOptions, a.Selects = WGMMAArch, WGMMAOptions, "NVIDIA sm_90 (Hopper)"
 	default:
 		a.Selects = "NVIDIA GPUs other than sm_90"
 	}

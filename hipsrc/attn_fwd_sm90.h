@@ -2,19 +2,21 @@
 // the structure of FlashAttention-3 (arXiv 2407.08608; its hopper/ mainloop).
 //
 // Compiled after attn_fwd.h, and only with MASKC_NV_WGMMA and MASKC_NV_WS
-// both 1 (hipsrc.WSOptions): it then replaces attn_fwd.h's maskc_attn_fwd
-// (same entry point, parameters and grid, (ceil(Sq/128), H, B)), with
-// MASKC_WS_THREADS threads and MASKC_WS_SMEM_BYTES of dynamic shared memory;
-// maskc_tile_flags stays attn_fwd.h's (flags in its MASKC_BLOCK_N-key tiles).
+// both 1 (codegen writes #define MASKC_NV_WS 1 into the kernels it selects
+// it for; hipsrc.WSOptions for experiments): it then replaces attn_fwd.h's
+// maskc_attn_fwd (same entry point, parameters and grid, (ceil(Sq/128), H,
+// B)), with MASKC_WS_THREADS threads and MASKC_WS_SMEM_BYTES of dynamic
+// shared memory (the manifest's launch); maskc_tile_flags stays
+// attn_fwd.h's (flags in its MASKC_BLOCK_N-key tiles, same block size).
 //
 // A block of three warpgroups owns 128 query rows of one (b, h):
 //   - warpgroup 0, the producer, gives up registers (setmaxnreg.dec) and
 //     copies Q once, then K and V tiles of MASKC_WS_BLOCK_N keys into a ring
-//     of MASKC_WS_STAGES stages (cp.async, 16 bytes per thread and copy, in
-//     the swizzled layout of the wgmma descriptors). A stage's "full"
-//     mbarrier is signalled by each producer thread once its copies have
-//     landed (cp.async.wait_group one group behind the newest, then the
-//     proxy fence that makes them visible to the tensor cores); the
+//     of MASKC_WS_STAGES stages, in the swizzled layout of the wgmma
+//     descriptors: by default one thread drives the bulk tensor copy engine
+//     (MASKC_WS_TMA, tensor maps built by the block), else (or where the
+//     engine cannot take the strides) all 128 threads copy by cp.async. A
+//     stage's "full" mbarrier completes when its bytes have landed; the
 //     consumers' "empty" mbarrier hands the stage back.
 //   - warpgroups 1 and 2, the consumers, take the registers
 //     (setmaxnreg.inc) and own 64 rows each: S = Q.K^T and O += P.V by
@@ -157,6 +159,17 @@ __device__ __forceinline__ void maskc_named_arrive(int id, int threads) {
 __device__ __attribute__((aligned(128))) unsigned char maskc_ws_tmaps[MASKC_WS_TMAP_SLOTS][3][128];
 __device__ unsigned int maskc_ws_tmap_owner[MASKC_WS_TMAP_SLOTS];
 
+// Takes the slot (0 -> 1) and says whether it was free; gives it back.
+__device__ __forceinline__ bool maskc_ws_slot_take(unsigned* owner) {
+  unsigned old;
+  asm volatile("atom.cas.b32 %0, [%1], 0, 1;" : "=r"(old) : "l"(owner) : "memory");
+  return old == 0;
+}
+__device__ __forceinline__ void maskc_ws_slot_give(unsigned* owner) {
+  unsigned old;
+  asm volatile("atom.exch.b32 %0, [%1], 0;" : "=r"(old) : "l"(owner) : "memory");
+  (void)old;
+}
 __device__ __forceinline__ unsigned maskc_smid() {
   unsigned r;
   asm volatile("mov.u32 %0, %%smid;" : "=r"(r));
@@ -370,7 +383,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
                       shape.q_stride[2] % 8 == 0 && shape.k_stride[2] % 8 == 0 && shape.v_stride[2] % 8 == 0 &&
                       shape.q_stride[2] > 0 && shape.k_stride[2] > 0 && shape.v_stride[2] > 0 &&
                       shape.q_stride[2] < lim && shape.k_stride[2] < lim && shape.v_stride[2] < lim && Skv > 0;
-    tma = fits && slot < MASKC_WS_TMAP_SLOTS && atomicCAS(&maskc_ws_tmap_owner[slot], 0u, 1u) == 0u;
+    tma = fits && slot < MASKC_WS_TMAP_SLOTS && maskc_ws_slot_take(&maskc_ws_tmap_owner[slot]);
   }
 #endif
   if (tid == 0) {
@@ -741,7 +754,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
 #if MASKC_WS_TMA
     // Every copy of the block has landed (warpgroup 1 waited for each): the
     // tensor-map slot is free for the multiprocessor's next block.
-    if (tma && tid == 128) atomicExch(&maskc_ws_tmap_owner[slot], 0u);
+    if (tma && tid == 128) maskc_ws_slot_give(&maskc_ws_tmap_owner[slot]);
 #endif
     // Normalise, fold in the sink, store O and the natural-log LSE.
     float inv[MASKC_ROW_SLOTS], lse[MASKC_ROW_SLOTS];

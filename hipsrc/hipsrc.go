@@ -186,21 +186,10 @@ var WGMMAOptions = []string{"-DMASKC_NV_WGMMA=1"}
 
 // WSOptions, added to WGMMAOptions, select the warp-specialized forward of
 // attn_fwd_sm90.h (a producer warpgroup and two consumer warpgroups,
-// WSThreads threads, WSSharedMemBytes of shared memory). NVIDIAWGMMA
-// compiles with both (Platform.CompileOptions): on the H200 it runs at
-// 0.83x (full) and 0.81x (causal) of cuDNN at D = 128, S = 8192, where
-// attn_fwd.h's wgmma kernel reached 0.68x and 0.74x (gpu/NOTES.md, run 17).
+// WSThreads threads, WSSharedMemBytes of shared memory). A generated
+// kernel selects it in its source instead (#define MASKC_NV_WS 1, where
+// codegen finds that it wins: WSLaunch); WSOptions serve experiments.
 var WSOptions = []string{"-DMASKC_NV_WS=1"}
-
-// CompileOptions returns the compiler options that select p's kernels
-// (the manifest's compile_options): WGMMAOptions and WSOptions on
-// NVIDIAWGMMA, none elsewhere.
-func (p Platform) CompileOptions() []string {
-	if p == NVIDIAWGMMA {
-		return append(append([]string{}, WGMMAOptions...), WSOptions...)
-	}
-	return nil
-}
 
 // Launch shape of the warp-specialized forward (attn_fwd_sm90.h).
 const (
@@ -283,14 +272,9 @@ func (p Platform) WarpRows() int {
 func (p Platform) NumWarps() int { return BlockM / p.WarpRows() }
 
 // NumThreads returns the threads per block of maskc_attn_fwd and
-// maskc_tile_flags on p (MASKC_NUM_THREADS): WSThreads for the
-// warp-specialized forward of NVIDIAWGMMA, else NumWarps warps.
-func (p Platform) NumThreads() int {
-	if p == NVIDIAWGMMA {
-		return WSThreads
-	}
-	return p.NumWarps() * p.WarpSize()
-}
+// maskc_tile_flags on p (MASKC_NUM_THREADS), except for kernels with the
+// warp-specialized forward (WSThreads; the manifest's launch says which).
+func (p Platform) NumThreads() int { return p.NumWarps() * p.WarpSize() }
 
 // QInRegisters reports whether a warp keeps its Q rows in registers for the
 // whole key loop (MASKC_Q_IN_REGS); otherwise Q stays in shared memory.
@@ -299,17 +283,13 @@ func (p Platform) QInRegisters() bool { return p == AMD }
 // HeadDims are the supported head dims (MASKC_HEAD_DIM).
 var HeadDims = []int{64, 128}
 
-// SharedMemBytes returns the dynamic shared memory of maskc_attn_fwd on p
-// for a head dim: on NVIDIAWGMMA the warp-specialized forward's
-// WSSharedMemBytes, elsewhere attn_fwd.h's MASKC_SMEM_BYTES (two stages of a
-// K and a V tile and the Q tile, which overlaps the second stage when Q
-// moves to registers).
+// SharedMemBytes returns the dynamic shared memory of attn_fwd.h's
+// maskc_attn_fwd on p for a head dim (MASKC_SMEM_BYTES): two stages of a K
+// and a V tile and the Q tile, which overlaps the second stage when Q moves
+// to registers. The warp-specialized forward takes WSSharedMemBytes.
 func SharedMemBytes(p Platform, headDim int) (int, error) {
 	if headDim != 64 && headDim != 128 {
 		return 0, fmt.Errorf("hipsrc: head dim %d is not supported (64 or 128)", headDim)
-	}
-	if p == NVIDIAWGMMA {
-		return WSSharedMemBytes(headDim), nil
 	}
 	stage := 2 * p.BlockN() * headDim
 	q := BlockM * headDim

@@ -57,7 +57,7 @@ func TestConstantsMirrorSources(t *testing.T) {
 		{AMD, define(t, amd, "MASKC_WARP_ROWS"), define(t, amd, "MASKC_NUM_WARPS"), define(t, amd, "MASKC_Q_IN_REGS") == 1,
 			define(t, AttnFwd, "MASKC_BLOCK_N"), 512},
 		{NVIDIAWGMMA, define(t, wg, "MASKC_WARP_ROWS"), define(t, wg, "MASKC_NUM_WARPS"), define(t, wg, "MASKC_Q_IN_REGS") == 1,
-			define(t, wg, "MASKC_BLOCK_N"), WSThreads},
+			define(t, wg, "MASKC_BLOCK_N"), 256},
 	}
 	for _, tt := range tests {
 		if tt.p.WarpRows() != tt.warpRows || tt.p.NumWarps() != tt.numWarps || tt.p.QInRegisters() != tt.qInRegs ||
@@ -99,9 +99,8 @@ func TestSharedMemBytes(t *testing.T) {
 		{NVIDIA, 64, 2 * (2*2*BlockN*64 + BlockM*64), false},
 		{AMD, 128, 2 * (2*BlockN*128 + BlockM*128), false},
 		{AMD, 64, 2 * (2*BlockN*64 + BlockM*64), false},
-		// the warp-specialized forward: Q, two stages of 128-key K and V, 9 mbarriers
-		{NVIDIAWGMMA, 128, 2*(2*2*128*128+BlockM*128) + 72, false},
-		{NVIDIAWGMMA, 64, 2*(2*2*128*64+BlockM*64) + 72, false},
+		{NVIDIAWGMMA, 128, 2 * (2*2*WGMMABlockN*128 + BlockM*128), false},
+		{NVIDIAWGMMA, 64, 2 * (2*2*WGMMABlockN*64 + BlockM*64), false},
 		{NVIDIA, 96, 0, true},
 		{AMD, 256, 0, true},
 	}
@@ -112,17 +111,15 @@ func TestSharedMemBytes(t *testing.T) {
 		}
 	}
 	// The limits the kernels are built for: AMD LDS is 64 KiB per workgroup;
-	// NVIDIA sm_90 gives 227 KiB per block; two mma.sync blocks share an SM,
-	// the warp-specialized forward runs one block per SM.
+	// NVIDIA sm_90 gives 227 KiB per block and two blocks share an SM.
 	for _, d := range HeadDims {
 		if n, _ := SharedMemBytes(AMD, d); n > 64<<10 {
 			t.Errorf("AMD head dim %d needs %d bytes of LDS", d, n)
 		}
-		if n, _ := SharedMemBytes(NVIDIA, d); 2*n > 227<<10 {
-			t.Errorf("%s head dim %d: two blocks need %d bytes", NVIDIA, d, 2*n)
-		}
-		if n, _ := SharedMemBytes(NVIDIAWGMMA, d); n > 227<<10 {
-			t.Errorf("%s head dim %d: %d bytes", NVIDIAWGMMA, d, n)
+		for _, p := range []Platform{NVIDIA, NVIDIAWGMMA} {
+			if n, _ := SharedMemBytes(p, d); 2*n > 227<<10 {
+				t.Errorf("%s head dim %d: two blocks need %d bytes", p, d, 2*n)
+			}
 		}
 	}
 }
@@ -275,9 +272,17 @@ func TestABILayout(t *testing.T) {
 // TestManifestRoundTrip writes a manifest and reads it back.
 func TestManifestRoundTrip(t *testing.T) {
 	m := NewManifest()
-	launch, err := Launches(64)
+	launch, err := Launches(64, false)
 	if err != nil {
 		t.Fatal(err)
+	}
+	ws, err := Launches(128, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := ws["nvidia-sm90a"]; c.Threads != WSThreads || c.SharedMemBytes != WSSharedMemBytes(128) || c.BlockN != WGMMABlockN ||
+		ws["nvidia"] != launch["nvidia"] && ws["nvidia"].Threads != NVIDIA.NumThreads() {
+		t.Errorf("warp-specialized launches %+v", ws)
 	}
 	m.Kernels = append(m.Kernels, KernelManifest{Name: "k", Source: "k.cu", Sparsity: SparsityPrepass, Launch: launch,
 		Buffers: []BufferSlot{{Name: "doc", DType: "i32", ElemBytes: BufferElemBytes("i32"), Dims: []string{"KV"}}}})
