@@ -8,6 +8,7 @@ import (
 	"github.com/maskc/maskc/check"
 	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/hipsrc"
+	"github.com/maskc/maskc/normal"
 )
 
 // Options select the kernel configuration. Zero fields take the attention
@@ -38,8 +39,9 @@ type Kernel struct {
 	BwdSource string
 	// Generated is the per-attention part: configuration #defines, buffer
 	// accessors, maskc_mask, maskc_score, the score-gradient interface
-	// (MASKC_SCORE_GRAD_READS, MaskcScoreGradRead, maskc_score_grad; see
-	// gradfunc.go), maskc_kv_range, maskc_q_range, maskc_tile_full.
+	// (MASKC_SCORE_GRAD_READS, MaskcScoreGradRead, maskc_score_grad and its
+	// reads' axes and slots; see gradfunc.go), maskc_kv_range,
+	// maskc_q_range, maskc_tile_full.
 	Generated string
 	// Entry is the kernel entry point, "maskc_attn_fwd".
 	Entry string
@@ -402,8 +404,11 @@ func warpSpecialized(k *Kernel, p sparsityPlan) bool {
 				return false
 			}
 			for _, f := range d.full {
-				if f.kind != fullLinear && f.kind != fullSegment {
-					return false
+				if f.seg != nil {
+					continue
+				}
+				if f.atom != nil || f.bound.Dir.X != ([normal.MaxExtras]int64{}) {
+					return false // an opaque condition, or a bound through floor quotients (block relations)
 				}
 			}
 		}
