@@ -146,7 +146,7 @@ func TestHeadDims(t *testing.T) {
 		if diags.HasErrors() {
 			t.Fatalf("head dim %d: %s", d, diags.Render())
 		}
-		want, _ := hipsrc.Launches(d)
+		want, _ := hipsrc.Launches(d, false)
 		tiles, _ := hipsrc.BwdTileDefines(d)
 		define := fmt.Sprintf("#define MASKC_HEAD_DIM %d\n", d)
 		if k.HeadDim != d || k.Launch["amd"] != want["amd"] || k.Launch["nvidia"] != want["nvidia"] ||

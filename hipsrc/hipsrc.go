@@ -262,8 +262,9 @@ var WGMMAOptions = []string{"-DMASKC_NV_WGMMA=1"}
 
 // WSOptions, added to WGMMAOptions, select the warp-specialized forward of
 // attn_fwd_sm90.h (a producer warpgroup and two consumer warpgroups,
-// WSThreads threads, WSSharedMemBytes of shared memory). Not yet the
-// default: the manifest's nvidia-sm90a platform launches attn_fwd.h's kernel.
+// WSThreads threads, WSSharedMemBytes of shared memory). A generated
+// kernel selects it in its source instead (#define MASKC_NV_WS 1, where
+// codegen finds that it wins: WSLaunch); WSOptions serve experiments.
 var WSOptions = []string{"-DMASKC_NV_WS=1"}
 
 // Launch shape of the warp-specialized forward (attn_fwd_sm90.h).
@@ -356,10 +357,13 @@ func (p Platform) NumWarps() int { return p.NumWarpsAt(128) }
 func (p Platform) NumWarpsAt(headDim int) int { return BlockM / p.WarpRowsAt(headDim) }
 
 // NumThreads returns the threads per block of maskc_attn_fwd and
-// maskc_tile_flags on p (MASKC_NUM_THREADS) at head dims up to 128.
+// maskc_tile_flags on p (MASKC_NUM_THREADS) at head dims up to 128, except
+// for kernels with the warp-specialized forward (WSThreads; the manifest's
+// launch says which).
 func (p Platform) NumThreads() int { return p.NumThreadsAt(128) }
 
-// NumThreadsAt returns MASKC_NUM_THREADS on p at a head dim.
+// NumThreadsAt returns MASKC_NUM_THREADS on p at a head dim (attn_fwd.h's
+// forward).
 func (p Platform) NumThreadsAt(headDim int) int { return p.NumWarpsAt(headDim) * p.WarpSize() }
 
 // QInRegisters reports whether a warp keeps its Q rows in registers for the
@@ -372,12 +376,13 @@ var HeadDims = []int{64, 128, 256}
 // HeadDimSupported reports whether d is one of HeadDims.
 func HeadDimSupported(d int) bool { return slices.Contains(HeadDims, d) }
 
-// SharedMemBytes returns the dynamic shared memory of maskc_attn_fwd on p
-// for a head dim (MASKC_SMEM_BYTES): two stages of a K and a V tile and the Q
-// tile. When Q moves to registers its tile overlaps the second stage, or
-// above head dim 128 both stages (MASKC_Q_FIRST: Q is read into registers
-// before the first K and V tiles are copied), so that 64 KiB of LDS hold
-// head dim 256's tiles.
+// SharedMemBytes returns the dynamic shared memory of attn_fwd.h's
+// maskc_attn_fwd on p for a head dim (MASKC_SMEM_BYTES): two stages of a K
+// and a V tile and the Q tile. When Q moves to registers its tile overlaps
+// the second stage, or above head dim 128 both stages (MASKC_Q_FIRST: Q is
+// read into registers before the first K and V tiles are copied), so that
+// 64 KiB of LDS hold head dim 256's tiles. The warp-specialized forward
+// takes WSSharedMemBytes.
 func SharedMemBytes(p Platform, headDim int) (int, error) {
 	if !HeadDimSupported(headDim) {
 		return 0, fmt.Errorf("hipsrc: head dim %d is not supported (%s)", headDim, HeadDimList())
