@@ -145,8 +145,9 @@ type cdnaBuild struct {
 // TestHipccMFMA builds, with Debian sid's hipcc 7 (the chroot .ci/sid-rocm
 // makes, internal/sidrocm), the backward source (which holds the forward's
 // kernels too) of every example attention that classify sends to a
-// generated kernel, at head dims 64 and 128, plus a pre-pass kernel and an
-// fp16 kernel from testdata, for gfx90a, gfx942 and gfx950; then, for every
+// generated kernel, at every head dim of hipsrc.HeadDims (64, 128, 256),
+// plus a pre-pass kernel and an fp16 kernel from testdata, for gfx90a,
+// gfx942 and gfx950; then, for every
 // code object:
 //   - its metadata note (llvm-readelf-21 --notes) lists every entry point,
 //     and no kernel spills vector registers or uses scratch memory;
