@@ -49,6 +49,9 @@
 // float-buffer read. The derivatives come from package grad (torch.autograd's
 // rules), computed in fp32 with the same guarded reads as maskc_score; a
 // read outside its buffer, or whose partial derivative is 0, has slot -1.
+// maskc_score_grad_read_axes and maskc_score_grad_read_slot say which of q
+// and kv each read's element depends on and its buffer slot, so that a
+// kernel sums a read of one element per (b, h), such as slopes[h], per tile.
 // Kernel.GradBuffers names the buffers that have such reads.
 //
 // Every statement of maskc_mask and maskc_score is preceded by a #line

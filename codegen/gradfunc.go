@@ -23,6 +23,15 @@ import (
 // read outside the buffer's extents (where the forward's guarded read gave
 // 0 and touched no memory) or a partial derivative that is exactly 0 (for
 // instance a read in the branch of a where that was not taken).
+//
+// Two constant functions describe the reads for the kernels' bookkeeping:
+//
+//	int maskc_score_grad_read_axes(int r)  // which of q (1) and kv (2) read r's element depends on
+//	int maskc_score_grad_read_slot(int r)  // read r's buffer slot
+//
+// A read of axes 0 (such as slopes[h]) names one element per (b, h), so a
+// kernel sums its terms over a whole tile without comparing indices per
+// element.
 const (
 	gradReadsMacro = "MASKC_SCORE_GRAD_READS"
 	gradReadStruct = "struct MaskcScoreGradRead { int slot; long long idx; float d; };"
@@ -49,7 +58,9 @@ func ScoreGradFunc(src *dsl.Source, l *dsl.Lowered, bufs []BufferABI) (ScoreGrad
 	var b strings.Builder
 	if l == nil || l.Expr == nil {
 		b.WriteString("// no score: d score / d score = 1, and no buffer is read\n")
-		fmt.Fprintf(&b, "#define %s 0\n%s\n%s {\n  (void)buf; (void)score; (void)reads;\n  return 1.0f;\n}\n", gradReadsMacro, gradReadStruct, gradSig)
+		fmt.Fprintf(&b, "#define %s 0\n%s\n", gradReadsMacro, gradReadStruct)
+		writeReadTables(&b, nil, nil)
+		fmt.Fprintf(&b, "%s {\n  (void)buf; (void)score; (void)reads;\n  return 1.0f;\n}\n", gradSig)
 		return ScoreGrad{Code: b.String()}, nil
 	}
 	g, err := grad.Differentiate(l)
@@ -116,6 +127,12 @@ func ScoreGradFunc(src *dsl.Source, l *dsl.Lowered, bufs []BufferABI) (ScoreGrad
 		fmt.Fprintf(&b, "//   d/d %s = %s\n", format.Expr(r.Index), clip(format.Expr(r.D)))
 	}
 	fmt.Fprintf(&b, "#define %s %d\n%s\n", gradReadsMacro, len(g.Reads), gradReadStruct)
+	var axes, slots []int
+	for _, r := range g.Reads {
+		axes = append(axes, readAxes(r.Index))
+		slots = append(slots, byName[r.Buffer.Name.Name].Slot)
+	}
+	writeReadTables(&b, axes, slots)
 	for i := range gradBufs {
 		writeAt(&b, &gradBufs[i])
 	}
@@ -126,6 +143,43 @@ func ScoreGradFunc(src *dsl.Source, l *dsl.Lowered, bufs []BufferABI) (ScoreGrad
 	b.WriteString(body)
 	b.WriteString("}\n")
 	return ScoreGrad{Code: b.String(), Buffers: gradBufs, Reads: len(g.Reads)}, diags
+}
+
+// readAxes says which of q (1) and kv (2) the element read by x depends on
+// (3 when it depends on the score).
+func readAxes(x *dsl.IndexExpr) int {
+	axes := 0
+	for _, e := range x.Indices {
+		dsl.Inspect(e, func(y dsl.Expr) bool {
+			if v, ok := y.(*dsl.VarRef); ok {
+				switch v.Var {
+				case dsl.VarQ:
+					axes |= 1
+				case dsl.VarKV:
+					axes |= 2
+				case dsl.VarScore:
+					axes |= 3
+				}
+			}
+			return true
+		})
+	}
+	return axes
+}
+
+// writeReadTables emits maskc_score_grad_read_axes and
+// maskc_score_grad_read_slot (see the interface above) for reads with the
+// given axes and buffer slots.
+func writeReadTables(w *strings.Builder, axes, slots []int) {
+	table := func(name, what string, vals []int, other int) {
+		expr := fmt.Sprint(other)
+		for i := len(vals) - 1; i >= 0; i-- {
+			expr = fmt.Sprintf("r == %d ? %d : %s", i, vals[i], expr)
+		}
+		fmt.Fprintf(w, "// %s\n__device__ __forceinline__ constexpr int %s(int r) { return %s; }\n", what, name, expr)
+	}
+	table("maskc_score_grad_read_axes", "which of q (1) and kv (2) each read's element depends on", axes, 3)
+	table("maskc_score_grad_read_slot", "the buffer slot of each read", slots, -1)
 }
 
 // atName is the element-offset function of a buffer.

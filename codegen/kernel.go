@@ -38,8 +38,9 @@ type Kernel struct {
 	BwdSource string
 	// Generated is the per-attention part: configuration #defines, buffer
 	// accessors, maskc_mask, maskc_score, the score-gradient interface
-	// (MASKC_SCORE_GRAD_READS, MaskcScoreGradRead, maskc_score_grad; see
-	// gradfunc.go), maskc_kv_range, maskc_q_range, maskc_tile_full.
+	// (MASKC_SCORE_GRAD_READS, MaskcScoreGradRead, maskc_score_grad and its
+	// reads' axes and slots; see gradfunc.go), maskc_kv_range,
+	// maskc_q_range, maskc_tile_full.
 	Generated string
 	// Entry is the kernel entry point, "maskc_attn_fwd".
 	Entry string

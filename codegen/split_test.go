@@ -42,3 +42,32 @@ func TestSplitReads(t *testing.T) {
 		})
 	}
 }
+
+// TestScoreGradReadAxes pins which of q (1) and kv (2) each differentiable
+// read's element depends on (maskc_score_grad_read_axes) and its buffer
+// slot: the backward sums a read of axes 0 over whole tiles.
+func TestScoreGradReadAxes(t *testing.T) {
+	tests := []struct {
+		name, decls, score string
+		axes, slots        string // the bodies of the two constant functions
+	}{
+		{"per head", "buffer slopes: f32[H]\n", "score + slopes[h] * (kv - q)", "r == 0 ? 0 : 3", "r == 0 ? 0 : -1"},
+		{"per row", "buffer t: f32[Q]\n", "score * t[q]", "r == 0 ? 1 : 3", "r == 0 ? 0 : -1"},
+		{"per column", "buffer t: f32[KV]\n", "score + t[kv]", "r == 0 ? 2 : 3", "r == 0 ? 0 : -1"},
+		{"relative", "buffer t: f32[64]\n", "score + t[(q - kv) % 64]", "r == 0 ? 3 : 3", "r == 0 ? 0 : -1"},
+		{"two buffers", "buffer a: f32[H]\nbuffer t: f32[KV]\n", "score * a[h] + t[kv]",
+			"r == 0 ? 0 : r == 1 ? 2 : 3", "r == 0 ? 0 : r == 1 ? 1 : -1"},
+		{"no reads", "", "score * 2", "3", "-1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			k := casesOf(t, "s.flex", maskCaseSource(tt.decls, "", tt.score))[0].kernel
+			for fn, want := range map[string]string{"axes": tt.axes, "slot": tt.slots} {
+				decl := "constexpr int maskc_score_grad_read_" + fn + "(int r) { return " + want + "; }"
+				if !strings.Contains(k.Generated, decl) {
+					t.Errorf("no %q in\n%s", decl, k.Generated)
+				}
+			}
+		})
+	}
+}

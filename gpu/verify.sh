@@ -9,13 +9,14 @@
 #   gpu/verify.sh run [STEP ...]   (on the GPU machine, those carried) runs,
 #       in order, each under its own time limit, logs under $OUT:
 #         fwd    gpu/check.py on every example (float64 reference, Flex)
+#         extfwd gpu/check.py on the extended benchmark's masks (.devbin/ext)
 #         bwd    gpu/bwd_check.py on every example up to 1000 tokens
 #         torch  python/gpu_tests/check_torch.py with the wheel installed
 #         ext    gpu/bench_ext.py (ratios against Flex, 2x16x8192)
 #         bwdb   gpu/bwd_bench.py on the eight baseline cases
 #         hf     python/gpu_tests/train_hf.py (a Hugging Face Llama trained
 #                200 steps through the wheel against FlexAttention)
-#       Default: the first five. Exit status: the number of steps that failed.
+#       Default: the first six. Exit status: the number of steps that failed.
 set -u
 cd "$(dirname "$0")/.."
 case "${1:-}" in
@@ -32,7 +33,7 @@ gen)
 	;;
 run)
 	shift
-	steps=${*:-fwd bwd torch ext bwdb}
+	steps=${*:-fwd extfwd bwd torch ext bwdb}
 	OUT=${OUT:-/tmp/maskc-verify}
 	mkdir -p "$OUT"
 	nvidia-smi -L
@@ -57,6 +58,10 @@ run)
 		fwd)
 			step fwd "${FWD_TIMEOUT:-150}" python3 gpu/check.py --generated .devbin/gen --out "$OUT/check.jsonl"
 			tail -6 "$OUT/fwd.txt"
+			;;
+		extfwd)
+			step extfwd "${FWD_TIMEOUT:-150}" python3 gpu/check.py --generated .devbin/ext/gen --out "$OUT/check_ext.jsonl"
+			tail -3 "$OUT/extfwd.txt"
 			;;
 		bwd)
 			step bwd "${BWD_TIMEOUT:-150}" python3 gpu/bwd_check.py --generated .devbin/bwd-gen --max-len 1000 --out "$OUT/bwd_check.jsonl"
@@ -90,7 +95,7 @@ run)
 	exit $failed
 	;;
 *)
-	echo "usage: gpu/verify.sh gen | run [fwd|bwd|torch|ext|bwdb|hf ...]" >&2
+	echo "usage: gpu/verify.sh gen | run [fwd|extfwd|bwd|torch|ext|bwdb|hf ...]" >&2
 	exit 2
 	;;
 esac

@@ -91,16 +91,21 @@
 // (red.global.add.v4.f32) instead of one atomic per float (0: 1.2-2x slower
 // forward + backward on the H200, gpu/NOTES.md run 14).
 #define MASKC_BWD_DQ_RED 1
-// MASKC_BWD_LPT 1: the wgmma kernels take their tiles longest first across
-// every (batch, head): maskc_attn_bwd's kv tile index is the slowest-varying
-// part of the block's linear index (kv tile 0, seen by the most q tiles under
-// causal-like masks, of every head first), maskc_attn_bwd_dq's q tile the
-// slowest, in reverse. Same programs, other launch order. Off (grid order,
-// one head's tiles together) by measurement: fwd+bwd 0.60 against 0.76-0.81
-// on full (concurrent blocks of 32 heads share no Q, dO tiles in L2), -5% on
-// sliding1024 and prefix2048, +4-7% on causal+softcap and deterministic
-// causal and document (gpu/NOTES.md run 15).
+// MASKC_BWD_LPT N > 0: the wgmma kernels take their tiles longest first
+// within groups of N (batch, head) pairs of consecutive blocks:
+// maskc_attn_bwd's kv tile index is the slowest-varying part of the block's
+// linear index inside a group (kv tile 0, seen by the most q tiles under
+// causal-like masks, of the group's heads first), maskc_attn_bwd_dq's q tile
+// the slowest, in reverse. Same programs, other launch order. 0: grid order,
+// one head's tiles together. Over all 32 pairs of the benchmark (run 15):
+// fwd+bwd 0.60 against 0.76-0.81 on full (concurrent blocks of 32 heads share
+// no Q, dO tiles in L2), -5% on sliding1024 and prefix2048, +4-7% on
+// causal+softcap and deterministic causal and document (gpu/NOTES.md).
 #define MASKC_BWD_LPT 0
+// MASKC_BWD_KVSTAGES 2: the wgmma maskc_attn_bwd_dq keeps two K/V stages (the
+// second in 32 KiB of static shared memory) and copies the next kv tile
+// during the current one (1: one stage, each copy waited for at once).
+#define MASKC_BWD_KVSTAGES 2
 // MASKC_BWD_ELEM_SELECT: the score's derivative is computed on every element
 // and selected where P = 0, and the buffer-gradient run is kept with one
 // rarely taken branch per read (a new element), so that the per-element
@@ -333,7 +338,10 @@ __device__ __forceinline__ int maskc_bwd_tile_class(const MaskcBwdShape& sh, con
 // A lane's running sums of buffer-gradient terms, one per read of the
 // score: consecutive terms into the same element are added in fp32 in the
 // lane's fixed order, and flushed into the fixed-point sums when the element
-// changes.
+// changes. A read whose element depends on neither q nor kv
+// (maskc_score_grad_read_axes 0, such as slopes[h]) names one element per
+// (b, h): maskc_bufgrad_open sets its element once per tile and the
+// elements only add their terms, with no per-element compare.
 struct MaskcBufGradRun {
 #if MASKC_SCORE_GRAD_READS > 0
   int slot[MASKC_SCORE_GRAD_READS];
@@ -359,6 +367,30 @@ __device__ __forceinline__ void maskc_bufgrad_flush(const MaskcBwdShape& sh, Mas
 #endif
 }
 
+// Before the elements of a tile of (b, h): the element of every read of
+// axes 0 (the same for every q and kv: taken at q = kv = 0), the previous
+// sum flushed when it changes.
+__device__ __forceinline__ void maskc_bufgrad_open(const MaskcBwdShape& sh, const MaskcBuffers& buf, MaskcBufGradRun& run,
+                                                   int b, int h) {
+#if MASKC_SCORE_GRAD_READS > 0
+  const long long nB = sh.B, nH = sh.H, nHKV = sh.HKV, nQ = sh.Sq, nKV = sh.Skv;
+  MaskcScoreGradRead reads[MASKC_SCORE_GRAD_READS];
+  (void)maskc_score_grad(buf, nB, nH, nHKV, nQ, nKV, 0.f, b, h, 0, 0, reads);
+#pragma unroll
+  for (int r = 0; r < MASKC_SCORE_GRAD_READS; ++r) {
+    if (maskc_score_grad_read_axes(r) != 0) continue;
+    const int slot = reads[r].idx >= 0 ? maskc_score_grad_read_slot(r) : -1;
+    if (slot != run.slot[r] || reads[r].idx != run.idx[r]) {
+      maskc_bufgrad_flush(sh, run, r);
+      run.slot[r] = slot;
+      run.idx[r] = reads[r].idx;
+    }
+  }
+#else
+  (void)sh, (void)buf, (void)run, (void)b, (void)h;
+#endif
+}
+
 __device__ __forceinline__ void maskc_bufgrad_init(MaskcBufGradRun& run) {
 #if MASKC_SCORE_GRAD_READS > 0
 #pragma unroll
@@ -374,7 +406,8 @@ __device__ __forceinline__ void maskc_bufgrad_init(MaskcBufGradRun& run) {
 
 // The gradient of one logit: given the raw q.k `qk` at (q, kv), dP and the
 // row's LSE and delta, returns P and stores d loss / d qk (including the
-// scale) in *ds. Buffer-gradient terms go into run when run != nullptr. sr
+// scale) in *ds. Buffer-gradient terms go into run when run != nullptr
+// (opened for (b, h) by maskc_bufgrad_open). sr
 // and sc are the score's row (q) and column (kv) buffer reads at (q, kv)
 // (maskc_score_row, maskc_score_col), which the kernels read once per row
 // or column of a tile.
@@ -407,7 +440,8 @@ __device__ __forceinline__ float maskc_bwd_elem_rc(const MaskcBwdShape& sh, cons
 #pragma unroll
       for (int r = 0; r < MASKC_SCORE_GRAD_READS; ++r) {
         const bool add = on && reads[r].slot >= 0;
-        if (__builtin_expect(add && (reads[r].slot != run->slot[r] || reads[r].idx != run->idx[r]), 0)) {
+        if (maskc_score_grad_read_axes(r) != 0 &&
+            __builtin_expect(add && (reads[r].slot != run->slot[r] || reads[r].idx != run->idx[r]), 0)) {
           maskc_bufgrad_flush(sh, *run, r);
           run->slot[r] = reads[r].slot;
           run->idx[r] = reads[r].idx;
@@ -429,7 +463,7 @@ __device__ __forceinline__ float maskc_bwd_elem_rc(const MaskcBwdShape& sh, cons
 #pragma unroll
       for (int r = 0; r < MASKC_SCORE_GRAD_READS; ++r) {
         if (reads[r].slot < 0) continue;
-        if (reads[r].slot != run->slot[r] || reads[r].idx != run->idx[r]) {
+        if (maskc_score_grad_read_axes(r) != 0 && (reads[r].slot != run->slot[r] || reads[r].idx != run->idx[r])) {
           maskc_bufgrad_flush(sh, *run, r);
           run->slot[r] = reads[r].slot;
           run->idx[r] = reads[r].idx;
@@ -540,6 +574,19 @@ __device__ __forceinline__ void maskc_bwd_load_wg(maskc_elem_t* dst, const maskc
   }
 }
 
+// The block's (tile, pair) under MASKC_BWD_LPT: blocks start in linear
+// order (x fastest); inside each group of MASKC_BWD_LPT (b, head) pairs the
+// tile index x is the slowest part, so tile 0 of every pair of the group
+// starts first. *t is the tile, *z the pair (y + gridDim.y * z).
+__device__ __forceinline__ void maskc_bwd_lpt_block(int* t, int* z) {
+  const int nx = gridDim.x, nz = gridDim.y * gridDim.z;
+  const int lin = blockIdx.x + nx * (blockIdx.y + gridDim.y * blockIdx.z);
+  const int g = lin / (nx * MASKC_BWD_LPT), r = lin % (nx * MASKC_BWD_LPT);
+  const int gsize = min(MASKC_BWD_LPT, nz - g * MASKC_BWD_LPT);
+  *t = r / gsize;
+  *z = g * MASKC_BWD_LPT + r % gsize;
+}
+
 // The walk of one kv tile: (query head, q tile) pairs of the kv head's
 // group in order, each head's q tiles narrowed to the closed-form q range
 // of the tile's columns, tiles of class 0 skipped.
@@ -617,10 +664,9 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
 
   const int tid = threadIdx.x, warp = tid / MASKC_WARP_SIZE, lane = tid % MASKC_WARP_SIZE;
 #if MASKC_BWD_LPT
-  // Blocks start in linear order (x fastest): kv tile slowest, so kv tile 0
-  // of every (b, kv head) starts first.
-  const int lin = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z), nz = gridDim.y * gridDim.z;
-  const int kt = lin / nz, hkv = (lin % nz) % gridDim.y, b = (lin % nz) / gridDim.y;
+  int kt, z;
+  maskc_bwd_lpt_block(&kt, &z);
+  const int hkv = z % gridDim.y, b = z / gridDim.y;
 #else
   const int kt = blockIdx.x, hkv = blockIdx.y, b = blockIdx.z;
 #endif
@@ -652,6 +698,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
   while (have) {
     const int h = w.h, q0 = w.qt * BM, cls = w.cls;
     const long long row0 = ((long long)b * sh.H + h) * Sq;
+    maskc_bufgrad_open(sh, buf, run, b, h);
     maskc_copy_wait_all();  // this thread's copies of K, V, Q, dO landed, visible to the MMA after the barrier
     if (tid < BM) {
       sLse[tid] = lse_next;
@@ -714,13 +761,16 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
                                 scol[sl]);
       dpt[i] = ds;
     }
-    // dS^T to shared memory for dQ (pairs of adjacent columns).
+    // dS^T to shared memory for dQ (pairs of adjacent columns); the
+    // deterministic mode's dQ kernel computes its own.
+    if (sh.dq_acc != nullptr) {
 #pragma unroll
-    for (int i = 0; i < MASKC_BACC(BM); i += 2) {
-      const int kr = 16 * warp + maskc_bacc_row<BM>(lane, i), qc = maskc_bacc_col<BM>(lane, i);
-      *(maskc_u32*)(sdS + maskc_tile_index<BN, BM>(kr, qc)) = maskc_pack2<MASKC_DT>(dpt[i], dpt[i + 1]);
+      for (int i = 0; i < MASKC_BACC(BM); i += 2) {
+        const int kr = 16 * warp + maskc_bacc_row<BM>(lane, i), qc = maskc_bacc_col<BM>(lane, i);
+        *(maskc_u32*)(sdS + maskc_tile_index<BN, BM>(kr, qc)) = maskc_pack2<MASKC_DT>(dpt[i], dpt[i + 1]);
+      }
+      maskc_bwd_fence_async();
     }
-    maskc_bwd_fence_async();
 #if MASKC_BWD_WG_BATCH
     {
       // dV += P^T . dO and dK += dS^T . Q in one commit group, A from
@@ -868,11 +918,11 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
 
   const int tid = threadIdx.x, warp = tid / MASKC_WARP_SIZE, lane = tid % MASKC_WARP_SIZE;
 #if MASKC_BWD_LPT
-  // Blocks start in linear order (x fastest): q tile slowest and last first,
-  // so the last q tile (the most kv tiles under causal-like masks) of every
-  // (b, h) starts first.
-  const int lin = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z), nz = gridDim.y * gridDim.z;
-  const int qt = gridDim.x - 1 - lin / nz, h = (lin % nz) % gridDim.y, b = (lin % nz) / gridDim.y;
+  // q tiles last first: the last (the most kv tiles under causal-like
+  // masks) of every pair of the group starts first.
+  int t, z;
+  maskc_bwd_lpt_block(&t, &z);
+  const int qt = gridDim.x - 1 - t, h = z % gridDim.y, b = z / gridDim.y;
 #else
   const int qt = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
 #endif
@@ -929,22 +979,53 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
   }
   int cls = 0;
   int kt = maskc_bwd_next_kt(sh, buf, b, h, q0, kt_begin - 1, kt_end, kv_lo, kv_hi, &cls);
+#if MASKC_BWD_KVSTAGES == 2
+  // Stage 1's K and V tiles.
+  __shared__ __attribute__((aligned(1024))) maskc_elem_t maskc_bwd_kv1[2 * BN * D];
+  if ((maskc_smem_addr(maskc_bwd_kv1) & 1023) != 0) __trap();
+  int stage = 0;
+  if (kt < kt_end) {
+    maskc_bwd_load_wg<BN>(sK, Kp, sh.k_stride[2], kt * BN, Skv, tid);
+    maskc_bwd_load_wg<BN>(sV, Vp, sh.v_stride[2], kt * BN, Skv, tid);
+    maskc_copy_commit();
+  }
+#endif
   while (kt < kt_end) {
     const int k0 = kt * BN;
     __syncthreads();  // every warp's MMAs on the previous K, V are done
     MASKC_BWD_READ_COLS(kt)
+    int next_cls = 0;
+#if MASKC_BWD_KVSTAGES == 2
+    maskc_elem_t* const cK = stage ? maskc_bwd_kv1 : sK;
+    maskc_elem_t* const cV = stage ? maskc_bwd_kv1 + BN * D : sV;
+    // The next tile's copies into the other stage (its last readers, the
+    // previous tile's products, finished before the barrier above), then
+    // this tile's wait: one group may stay in flight.
+    const int next_kt = maskc_bwd_next_kt(sh, buf, b, h, q0, kt, kt_end, kv_lo, kv_hi, &next_cls);
+    if (next_kt < kt_end) {
+      maskc_bwd_load_wg<BN>(stage ? sK : maskc_bwd_kv1, Kp, sh.k_stride[2], next_kt * BN, Skv, tid);
+      maskc_bwd_load_wg<BN>(stage ? sV : maskc_bwd_kv1 + BN * D, Vp, sh.v_stride[2], next_kt * BN, Skv, tid);
+    }
+    maskc_copy_commit();
+    asm volatile("cp.async.wait_group 1;" ::: "memory");
+    maskc_bwd_fence_async();
+#else
+    maskc_elem_t* const cK = sK;
+    maskc_elem_t* const cV = sV;
     maskc_bwd_load_wg<BN>(sK, Kp, sh.k_stride[2], k0, Skv, tid);
     maskc_bwd_load_wg<BN>(sV, Vp, sh.v_stride[2], k0, Skv, tid);
     maskc_copy_commit();
     maskc_copy_wait_all();
+#endif
     __syncthreads();
     float s[MASKC_BACC(BN)], dp[MASKC_BACC(BN)];
 #pragma unroll
     for (int i = 0; i < MASKC_BACC(BN); ++i) s[i] = dp[i] = 0.f;
-    maskc_mma_qk<MASKC_DT, D, BN>(s, qfrag, sK, lane);
-    maskc_mma_qk<MASKC_DT, D, BN>(dp, dofrag, sV, lane);
-    int next_cls = 0;
+    maskc_mma_qk<MASKC_DT, D, BN>(s, qfrag, cK, lane);
+    maskc_mma_qk<MASKC_DT, D, BN>(dp, dofrag, cV, lane);
+#if MASKC_BWD_KVSTAGES != 2
     const int next_kt = maskc_bwd_next_kt(sh, buf, b, h, q0, kt, kt_end, kv_lo, kv_hi, &next_cls);
+#endif
 #pragma unroll
     for (int i = 0; i < MASKC_BACC(BN); ++i) {
       const int qr = 16 * warp + maskc_bacc_row<BN>(lane, i), kc = maskc_bacc_col<BN>(lane, i);
@@ -961,9 +1042,12 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
                         kColsShared ? sScol[kc] : maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(kv)));
       s[i] = ds;
     }
-    maskc_mma_pv<MASKC_DT, D, BN>(dq, s, sK, lane);  // dQ += dS . K
+    maskc_mma_pv<MASKC_DT, D, BN>(dq, s, cK, lane);  // dQ += dS . K
     kt = next_kt;
     cls = next_cls;
+#if MASKC_BWD_KVSTAGES == 2
+    stage ^= 1;
+#endif
   }
 #undef MASKC_BWD_READ_COLS
   maskc_copy_wait_all();
@@ -1015,6 +1099,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
     const maskc_elem_t* Qp = Q + b * sh.q_stride[0] + h * sh.q_stride[1];
     const maskc_elem_t* dOp = dO + b * sh.do_stride[0] + h * sh.do_stride[1];
     const long long row0 = ((long long)b * sh.H + h) * Sq;
+    maskc_bufgrad_open(sh, buf, run, b, h);
     // The q tiles that may see this kv tile: the closed-form q range of its
     // columns (the forward's kv-range analysis with q and kv exchanged), then
     // each tile's own class.
