@@ -107,16 +107,17 @@ def main():
     report = {"seed": seed, "steps": args.steps, "B": B, "S": S}
 
     local = build(get_gpt_layer_local_spec(), S, vocab)
-    init = {k: v.detach().clone() for k, v in local.state_dict().items()}
+    init = {n: p.detach().clone() for n, p in local.named_parameters()}
     runs = {"local": (local, True)}
     for name, sim in (("maskc", 1), ("maskc-cp2", 2)):
         m = build(maskc_gpt_layer_local_spec(MaskcAttentionConfig(FLEX, "doc_layer", cp_simulate=sim)), S, vocab)
-        missing, unexpected = m.load_state_dict(init, strict=False)
-        missing = [k for k in missing if not k.endswith("_extra_state")]
-        unexpected = [k for k in unexpected if not k.endswith("_extra_state")]
-        if missing or unexpected:
-            print("state dicts differ: missing %s unexpected %s" % (missing, unexpected))
+        params = dict(m.named_parameters())
+        if sorted(params) != sorted(init):
+            print("parameters differ: %s" % sorted(set(params) ^ set(init)))
             sys.exit(1)
+        with torch.no_grad():
+            for n, p in params.items():
+                p.copy_(init[n])
         runs[name] = (m, False)
     curves = {name: train(m, data, args.steps, use_mask) for name, (m, use_mask) in runs.items()}
     ok = True

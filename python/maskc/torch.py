@@ -696,6 +696,7 @@ def _setup_context(ctx, inputs, output):
     ctx.save_for_backward(q, k, v, out, lse, sink, *buffers)
     ctx.kernel, ctx.layout, ctx.deterministic = kernel, layout, deterministic
     ctx.frame = inputs[8] if len(inputs) > 8 else None
+    ctx.n_inputs = len(inputs)  # frame may be left out (its default): one gradient per input given
     want = 0
     for i, b in enumerate(buffers):
         if b.requires_grad:
@@ -712,7 +713,7 @@ def _backward(ctx, dout, dlse):
     dbufs = [g if b.dtype.is_floating_point and ctx.want >> i & 1 else None
              for i, (g, b) in enumerate(zip(grads, buffers))]
     dsink = grads[len(buffers)] if sink is not None else None
-    return dq, dk, dv, dbufs, dsink, None, None, None, None
+    return (dq, dk, dv, dbufs, dsink, None, None, None, None)[:ctx.n_inputs]
 
 
 attn_fwd.register_autograd(_backward, setup_context=_setup_context)

@@ -219,3 +219,23 @@ def test_a_frame_refuses_other_backends(env):
         attn(q, q, q, frame=fr, backend="sdpa")
     attn(q, q, q, frame=fr)  # auto: the generated kernel, never SDPA's local causal
     assert not [c for c in ft.rec.calls if c[0] == "sdpa"] and len(drv.calls) == 1
+
+
+def test_op_called_without_a_frame_gets_one_gradient_per_input(env):
+    """Callers that predate the frame (gpu_tests/check_torch.py) call the op
+    with eight arguments; torch wants exactly eight gradients back."""
+    mt, drv = env
+    attn = mt.load(os.path.join(EXAMPLES, "document_causal.flex")).attention("packed_layer")
+    q = ft.Tensor((1, 256, 4, 128), requires_grad=True)
+    doc = ft.Tensor((256,), ft.int32)
+    key = attn.generated().key
+    op = ft.ops.maskc.attn_fwd
+    for args in ((q, q, q, [doc], None, key, "bshd", False), (q, q, q, [doc], None, key, "bshd", False, None)):
+        o, lse = op(*args)
+
+        class Ctx:
+            def save_for_backward(self, *ts):
+                self.saved_tensors = ts
+        ctx = Ctx()
+        op.setup(ctx, args, (o, lse))
+        assert len(op.backward(ctx, ft.Tensor(q.shape, q.dtype), None)) == len(args)
