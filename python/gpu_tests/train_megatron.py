@@ -53,8 +53,9 @@ def config(**kw):
 def build(spec, seq, vocab, seed=1234):
     model_parallel_cuda_manual_seed(seed)
     torch.manual_seed(seed)
+    # .bfloat16(): what Megatron's Float16Module does to a bf16 model (its torch norms are built in fp32)
     return GPTModel(config=config(), transformer_layer_spec=spec, vocab_size=vocab, max_sequence_length=seq,
-                    position_embedding_type="rope").cuda()
+                    position_embedding_type="rope").cuda().bfloat16()
 
 
 def batches(n, B, S, vocab, g):

@@ -657,16 +657,19 @@ def _out_lse_like(q, layout):
 @torch.library.custom_op("maskc::attn_fwd", mutates_args=())
 def attn_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, buffers: List[torch.Tensor],
              sink: Optional[torch.Tensor], kernel: str, layout: str, deterministic: bool,
-             frame: Optional[List[int]] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+             frame: Optional[List[int]]) -> Tuple[torch.Tensor, torch.Tensor]:
     """maskc's generated attention forward: (out in q's layout, LSE [B, H, Sq]).
     kernel names a launcher of this process; buffers are in slot order;
     sink is the block's f32 [H] sink logits or None; frame the position
-    frame's six ints (abi.FRAME_FIELDS) or None for the whole attention."""
+    frame's six ints (abi.FRAME_FIELDS) or None for the whole attention.
+    frame has no default on purpose: torch's dispatcher drops an argument
+    equal to its default before autograd, and the backward must return one
+    gradient per argument it kept (device run 17 cp)."""
     return _launcher(kernel).forward(q, k, v, buffers, sink, layout, frame)
 
 
 @attn_fwd.register_fake
-def _attn_fwd_fake(q, k, v, buffers, sink, kernel, layout, deterministic, frame=None):
+def _attn_fwd_fake(q, k, v, buffers, sink, kernel, layout, deterministic, frame):
     return _out_lse_like(q, layout)
 
 
@@ -691,12 +694,10 @@ def _attn_bwd_fake(dout, dlse, q, k, v, out, lse, buffers, sink, kernel, layout,
 
 
 def _setup_context(ctx, inputs, output):
-    q, k, v, buffers, sink, kernel, layout, deterministic = inputs[:8]
+    q, k, v, buffers, sink, kernel, layout, deterministic, frame = inputs
     out, lse = output
     ctx.save_for_backward(q, k, v, out, lse, sink, *buffers)
-    ctx.kernel, ctx.layout, ctx.deterministic = kernel, layout, deterministic
-    ctx.frame = inputs[8] if len(inputs) > 8 else None
-    ctx.n_inputs = len(inputs)  # frame may be left out (its default): one gradient per input given
+    ctx.kernel, ctx.layout, ctx.deterministic, ctx.frame = kernel, layout, deterministic, frame
     want = 0
     for i, b in enumerate(buffers):
         if b.requires_grad:
@@ -713,7 +714,7 @@ def _backward(ctx, dout, dlse):
     dbufs = [g if b.dtype.is_floating_point and ctx.want >> i & 1 else None
              for i, (g, b) in enumerate(zip(grads, buffers))]
     dsink = grads[len(buffers)] if sink is not None else None
-    return (dq, dk, dv, dbufs, dsink, None, None, None, None)[:ctx.n_inputs]
+    return dq, dk, dv, dbufs, dsink, None, None, None, None
 
 
 attn_fwd.register_autograd(_backward, setup_context=_setup_context)

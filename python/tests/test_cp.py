@@ -221,21 +221,24 @@ def test_a_frame_refuses_other_backends(env):
     assert not [c for c in ft.rec.calls if c[0] == "sdpa"] and len(drv.calls) == 1
 
 
-def test_op_called_without_a_frame_gets_one_gradient_per_input(env):
-    """Callers that predate the frame (gpu_tests/check_torch.py) call the op
-    with eight arguments; torch wants exactly eight gradients back."""
+def test_the_ops_frame_has_no_default(env):
+    """torch's dispatcher drops an argument equal to its default before
+    autograd sees it, and the registered backward must return one gradient
+    per argument kept: a defaulted frame=None made the backward's count
+    wrong whenever no frame was passed. The frame is a required argument,
+    and the op's backward returns one gradient per argument."""
+    import inspect
     mt, drv = env
+    for op in (mt.attn_fwd,):
+        assert inspect.signature(op.fn).parameters["frame"].default is inspect.Parameter.empty
     attn = mt.load(os.path.join(EXAMPLES, "document_causal.flex")).attention("packed_layer")
     q = ft.Tensor((1, 256, 4, 128), requires_grad=True)
-    doc = ft.Tensor((256,), ft.int32)
-    key = attn.generated().key
-    op = ft.ops.maskc.attn_fwd
-    for args in ((q, q, q, [doc], None, key, "bshd", False), (q, q, q, [doc], None, key, "bshd", False, None)):
-        o, lse = op(*args)
+    args = (q, q, q, [ft.Tensor((256,), ft.int32)], None, attn.generated().key, "bshd", False, None)
+    o, lse = ft.ops.maskc.attn_fwd(*args)
 
-        class Ctx:
-            def save_for_backward(self, *ts):
-                self.saved_tensors = ts
-        ctx = Ctx()
-        op.setup(ctx, args, (o, lse))
-        assert len(op.backward(ctx, ft.Tensor(q.shape, q.dtype), None)) == len(args)
+    class Ctx:
+        def save_for_backward(self, *ts):
+            self.saved_tensors = ts
+    ctx = Ctx()
+    ft.ops.maskc.attn_fwd.setup(ctx, args, (o, lse))
+    assert len(ft.ops.maskc.attn_fwd.backward(ctx, ft.Tensor(q.shape, q.dtype), None)) == len(args)
