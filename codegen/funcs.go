@@ -62,6 +62,10 @@ func splitFuncs(kind dsl.ModKind, rowFields, rowBody, colFields, colBody, rcBody
 	fmt.Fprintf(&b, "__device__ __forceinline__ Maskc%sRow maskc_g_%s_row(%s,\n    long long b, long long h, long long q) {\n", n, lo, sizeParams)
 	fmt.Fprintf(&b, "  Maskc%sRow r;\n%s  return r;\n}\n", n, rowBody)
 	fmt.Fprintf(&b, "struct Maskc%sCol {%s};  // the %s's buffer reads that depend on kv, not q\n", n, colFields, lo)
+	if kind == dsl.MaskMod && colFields != "" {
+		// attn_fwd.h's MASKC_MASK_BITS default: per-key reads make a partial tile's mask worth evaluating before its MMA
+		b.WriteString("#define MASKC_MASK_COL_READS 1\n")
+	}
 	fmt.Fprintf(&b, "__device__ __forceinline__ Maskc%sCol maskc_g_%s_col(%s,\n    long long b, long long h, long long kv) {\n", n, lo, sizeParams)
 	fmt.Fprintf(&b, "  Maskc%sCol c;\n%s  return c;\n}\n", n, colBody)
 	fmt.Fprintf(&b, "__device__ __forceinline__ %s maskc_g_%s_rc(%s,\n    const Maskc%sRow& r, const Maskc%sCol& c, %slong long b, long long h, long long q, long long kv) {\n",

@@ -42,6 +42,12 @@ VARIANTS = {
     # q tiles rank-major over groups of heads (hipsrc/tile_walk.h MASKC_SCHED_GROUP, default 4)
     "sched1": {"#define MASKC_SCHED_GROUP 4": "#define MASKC_SCHED_GROUP 1"},
     "sched16": {"#define MASKC_SCHED_GROUP 4": "#define MASKC_SCHED_GROUP 16"},
+    # the pre-pass flag row walked block-wide with a load per tile (before run 17)
+    "walk0": {"#define MASKC_FLAG_WALK 1": "#define MASKC_FLAG_WALK 0"},
+    # the mask evaluated after the tile's MMA, per element (before run 17)
+    "bits0": {"#define MASKC_MASK_BITS 1": "#define MASKC_MASK_BITS 0"},
+    # timing only, wrong outputs by design: every visited tile skips the per-element mask
+    "nomask": {"    if (full) {\n#if defined(MASKC_HAS_SCORE)": "    if (true) {\n#if defined(MASKC_HAS_SCORE)"},
 }
 
 

@@ -86,6 +86,31 @@
 #if !defined(MASKC_SPLIT_MODS)
 #error "maskc: the generated part must give the mods' row and column parts (MASKC_SPLIT_MODS)"
 #endif
+// The pre-pass flag row is walked from a per-warp register window (1,
+// MaskcFlagWalk in tile_walk.h) or, as before run 17, by a block-wide pass
+// narrowing [first, last] non-empty tile and then one load (or one 8-flag
+// word) per tile inside (0).
+#ifndef MASKC_FLAG_WALK
+#define MASKC_FLAG_WALK 1
+#endif
+// MASKC_MASK_BITS 1: on a partial tile, the mask (its column parts and
+// the per-element test, with keys past Skv) is evaluated before the tile's
+// Q.K^T into one bit per logit, so that only the bits, not the column
+// values, are live across the MMA; the logits then take -inf by bit.
+// 0: the column values are read before the MMA and the mask is evaluated
+// after it, per element (before run 17). The default is 1 where the mask
+// reads a buffer per key (the generated part's MASKC_MASK_COL_READS:
+// documents, Longformer's global tokens), whose column values otherwise
+// stay live across the MMA and spill: on the H200 (gpu/NOTES.md, run 17)
+// document +9%, document_sliding +12%, longformer +13%, and spills 144 ->
+// 72 bytes; on an arithmetic mask (neighbourhood_2d, pre-pass) 1 lost 4%.
+#ifndef MASKC_MASK_BITS
+#if defined(MASKC_MASK_COL_READS)
+#define MASKC_MASK_BITS 1
+#else
+#define MASKC_MASK_BITS 0
+#endif
+#endif
 #ifndef MASKC_MASK_USES_B
 #define MASKC_MASK_USES_B 1
 #endif
@@ -199,10 +224,22 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
   kt_end = walk.end();
 #endif
 #if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_PREPASS)
+  const unsigned char* flags = shape.tile_flags + maskc_flag_row(shape, b, h, qt, n_qt, n_kt);
+#if MASKC_FLAG_WALK
+  // Each warp walks the flag row from a register window (tile_walk.h): no
+  // dependent load per visited tile, no pass over the row before the loop.
+  MaskcFlagWalk fwalk;
+  fwalk.init(flags, n_kt);
+  int next_flag = 0;  // flag of the tile next_tile returned
+  auto next_tile = [&](int t) {
+    t = fwalk.next(t);
+    next_flag = fwalk.flag;
+    return t;
+  };
+#else
   // Narrow [kt_begin, kt_end) to the first and last non-empty tiles (one
   // coalesced pass over the flag row, reduced through stage 0's memory before
   // any tile is loaded); empty tiles inside are skipped one by one.
-  const unsigned char* flags = shape.tile_flags + maskc_flag_row(shape, b, h, qt, n_qt, n_kt);
   {
     int lo = n_kt, hi = 0;
     for (int t = tid; t < n_kt; t += MASKC_NUM_THREADS)
@@ -249,6 +286,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
     }
     return t;
   };
+#endif
 #elif defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
   auto next_tile = [&](int t) { return walk.next(t); };
 #else
@@ -313,12 +351,19 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
   }
 #define MASKC_COL_SLOTS (MASKC_BLOCK_N / 4)
   // The column parts of a tile; the mask's only where it is not full.
+#if MASKC_MASK_BITS
+#define MASKC_READ_MASK_COL(cs, kvs)
+#else
+#define MASKC_READ_MASK_COL(cs, kvs) \
+  if (!full) mcol[cs] = maskc_mask_col(buf, nB, nH, nHKV, nQ, nKV, b, h, kvs);
+#endif
 #define MASKC_READ_COLS()                                                                              \
   MaskcMaskCol mcol[MASKC_COL_SLOTS];                                                                  \
   MaskcScoreCol scol[MASKC_COL_SLOTS];                                                                 \
+  (void)mcol;                                                                                          \
   _Pragma("unroll") for (int cs = 0; cs < MASKC_COL_SLOTS; ++cs) {                                     \
     const int kvs = maskc_nonneg(kv0 + maskc_colslot_col<MASKC_BLOCK_N>(lane, cs));                   \
-    if (!full) mcol[cs] = maskc_mask_col(buf, nB, nH, nHKV, nQ, nKV, b, h, kvs);                      \
+    MASKC_READ_MASK_COL(cs, kvs)                                                                       \
     scol[cs] = maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, h, kvs);                                 \
   }
 #define MASKC_SCORE_AT(i, x, qi, kvi)                                                                         \
@@ -371,6 +416,34 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
 #endif
 #endif
 
+#define MASKC_S_ROW(i) maskc_nonneg(row_base + maskc_frag_row<MASKC_BLOCK_N>(lane, i))
+#define MASKC_S_COL(i) maskc_nonneg(kv0 + maskc_frag_col<MASKC_BLOCK_N>(lane, i))
+#if MASKC_MASK_BITS
+    // The tile's keep bits (bit i % 32 of word i / 32: logit i kept).
+    unsigned kbits[(MASKC_S_ELEMS + 31) / 32];
+#pragma unroll
+    for (int w = 0; w < (MASKC_S_ELEMS + 31) / 32; ++w) kbits[w] = 0u;
+    if (!full) {
+#if defined(MASKC_HAS_MASK)
+      MaskcMaskCol bcol[MASKC_COL_SLOTS];
+#pragma unroll
+      for (int cs = 0; cs < MASKC_COL_SLOTS; ++cs)
+        bcol[cs] = maskc_mask_col(buf, nB, nH, nHKV, nQ, nKV, b, h,
+                                  maskc_nonneg(kv0 + maskc_colslot_col<MASKC_BLOCK_N>(lane, cs)));
+#endif
+#pragma unroll
+      for (int i = 0; i < MASKC_S_ELEMS; ++i) {
+        const int qi = MASKC_S_ROW(i), kvi = MASKC_S_COL(i);
+        (void)qi;
+        bool keep = kvi < Skv;
+#if defined(MASKC_HAS_MASK)
+        keep = keep && maskc_mask_rc(buf, nB, nH, nHKV, nQ, nKV, mrow[maskc_frag_slot<MASKC_BLOCK_N>(i)],
+                                     bcol[maskc_frag_colslot<MASKC_BLOCK_N>(i)], b, h, qi, kvi);
+#endif
+        kbits[i / 32] |= (unsigned)keep << (i % 32);
+      }
+    }
+#endif
 #if MASKC_COL_EARLY
     MASKC_READ_COLS()
 #endif
@@ -383,8 +456,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
 #endif
 
     // Score mod on the scaled logit, then the mask.
-#define MASKC_S_ROW(i) maskc_nonneg(row_base + maskc_frag_row<MASKC_BLOCK_N>(lane, i))
-#define MASKC_S_COL(i) maskc_nonneg(kv0 + maskc_frag_col<MASKC_BLOCK_N>(lane, i))
     if (full) {
 #if defined(MASKC_HAS_SCORE)
 #pragma unroll
@@ -395,15 +466,19 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
 #pragma unroll
       for (int i = 0; i < MASKC_S_ELEMS; ++i) {
         const int qi = MASKC_S_ROW(i), kvi = MASKC_S_COL(i);
-        (void)qi;
+        (void)qi, (void)kvi;
 #if defined(MASKC_HAS_SCORE)
         const float x = MASKC_SCORE_AT(i, s[i] * shape.scale, qi, kvi);
 #else
         const float x = s[i];
 #endif
+#if MASKC_MASK_BITS
+        const bool keep = (kbits[i / 32] >> (i % 32)) & 1u;
+#else
         bool keep = kvi < Skv;
 #if defined(MASKC_HAS_MASK)
         keep = keep && MASKC_MASK_AT(i, qi, kvi);
+#endif
 #endif
         s[i] = keep ? x : maskc_neg_inf();
       }
@@ -495,14 +570,24 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS)
   for (int b = 0; b < nb; ++b) {
     for (int h = 0; h < nh; ++h) {
       bool any = false, all = true;
-      // Each thread keeps one column, so the column's part of the mask is
-      // loop-invariant; rows past Sq are never stored and do not count.
+      // Each thread keeps one column, so the column's part of the mask
+      // (its buffer reads) is read once; rows past Sq are never stored and do
+      // not count. A thread that has seen a kept and a masked pair knows the
+      // tile is partial and stops.
       const int kv = maskc_nonneg(kv0 + (int)threadIdx.x % MASKC_BLOCK_N);
       const int q_stop = min(q0 + MASKC_BLOCK_M, shape.Sq);
-      for (int q = q0 + (int)threadIdx.x / MASKC_BLOCK_N; q < q_stop; q += MASKC_NUM_THREADS / MASKC_BLOCK_N) {
-        const bool keep = kv < shape.Skv && maskc_mask(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q), kv);
-        any = any || keep;
-        all = all && keep;
+      if (kv < shape.Skv) {
+        const MaskcMaskCol mcol = maskc_mask_col(buf, nB, nH, nHKV, nQ, nKV, b, h, kv);
+        for (int q = q0 + (int)threadIdx.x / MASKC_BLOCK_N; q < q_stop; q += MASKC_NUM_THREADS / MASKC_BLOCK_N) {
+          const int qs = maskc_nonneg(q);
+          const bool keep = maskc_mask_rc(buf, nB, nH, nHKV, nQ, nKV,
+                                          maskc_mask_row(buf, nB, nH, nHKV, nQ, nKV, b, h, qs), mcol, b, h, qs, kv);
+          any = any || keep;
+          all = all && keep;
+          if (any && !all) break;
+        }
+      } else {
+        all = q0 + (int)threadIdx.x / MASKC_BLOCK_N >= q_stop;  // a key past Skv: no row of the tile keeps it
       }
       any = maskc_block_any(any);
       all = maskc_block_all(all);

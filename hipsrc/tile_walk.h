@@ -14,11 +14,38 @@
 //                           (maskc_q_intervals, one interval per disjunct).
 //   w.next(t)               the first visited tile >= t (w.end() when none).
 //   w.begin(), w.end()      the first visited tile and one past the last.
+//   MaskcFlagWalk           the non-empty tiles of a pre-pass flag row, a
+//                           warp at a time (ballot + shuffle, no load per tile).
 //   maskc_q_tile_order(...) the (q tile, h, b) a block of the forward grid
 //                           runs: the longest rows of causal-like masks first,
 //                           across heads (MASKC_SCHED_GROUP at a time).
 #ifndef MASKC_TILE_WALK_H
 #define MASKC_TILE_WALK_H
+
+// Warp primitives of the flag walk (MaskcFlagWalk): a ballot as a 64-bit
+// lane mask, a 64-bit shuffle from one lane, and the index of the lowest set
+// bit of a non-zero word (from 32-bit __ffs, which both platforms have).
+// Without a platform (the host test, tilewalk_test.go) the includer gives
+// the first two.
+#if defined(MASKC_PLATFORM_NVIDIA)
+__device__ __forceinline__ unsigned long long maskc_walk_ballot(bool p) { return __ballot_sync(0xffffffffu, p); }
+__device__ __forceinline__ unsigned long long maskc_walk_shfl64(unsigned long long x, int src) {
+  const unsigned lo = __shfl_sync(0xffffffffu, (unsigned)x, src);
+  const unsigned hi = __shfl_sync(0xffffffffu, (unsigned)(x >> 32), src);
+  return (unsigned long long)hi << 32 | lo;
+}
+#elif defined(MASKC_PLATFORM_AMD)
+__device__ __forceinline__ unsigned long long maskc_walk_ballot(bool p) { return __ballot(p); }
+__device__ __forceinline__ unsigned long long maskc_walk_shfl64(unsigned long long x, int src) {
+  const unsigned lo = __shfl((unsigned)x, src, 64);
+  const unsigned hi = __shfl((unsigned)(x >> 32), src, 64);
+  return (unsigned long long)hi << 32 | lo;
+}
+#endif
+__device__ __forceinline__ int maskc_walk_ctz64(unsigned long long x) {
+  const unsigned lo = (unsigned)x;
+  return lo != 0 ? __ffs(lo) - 1 : 31 + __ffs((unsigned)(x >> 32));
+}
 
 // At most this many tile intervals (maskc_kv_interval_count, one per disjunct).
 // Every array is indexed by compile-time constants only (unrolled loops,
@@ -117,6 +144,61 @@ __device__ __forceinline__ void maskc_q_walk_build(MaskcTileWalk<maskc_q_interva
   maskc_q_intervals(buf, B, H, HKV, Q, KV, b, h, kv_lo, kv_hi, lo, hi);
   maskc_walk_from(w, lo, hi, (int)Q, block_m);
 }
+
+// The non-empty tiles of one pre-pass flag row (0 empty, 1 partial, 2
+// full), found a warp at a time without a memory access per visited tile:
+// each lane keeps 8 flags of a window of 8 * MASKC_WARP_SIZE tiles in a
+// register, and next(t) is a ballot and a shuffle inside the window; the
+// window moves (one coalesced load, 8 bytes per lane) only when the walk
+// leaves it. Every lane of the warp gets the same answers, so the main
+// loop's control stays uniform. The main loop's cost is O(visited tiles +
+// n / (8 * MASKC_WARP_SIZE)): the role of FlexAttention's compact
+// kv_indices / full_kv_indices lists, read from the flags in place.
+struct MaskcFlagWalk {
+  const unsigned char* row;  // the flag row
+  int n;                     // flags in the row (key tiles)
+  int base;                  // first tile of the window (a multiple of 8)
+  unsigned long long word;   // this lane's flags [base + 8 lane, + 8), byte k = tile + k, 0 past n
+  int flag;                  // the flag of the tile next() returned last
+
+  __device__ __forceinline__ void init(const unsigned char* r, int tiles) {
+    row = r;
+    n = tiles;
+    base = -(8 * MASKC_WARP_SIZE);  // no window yet
+    word = 0;
+    flag = 0;
+  }
+  __device__ __forceinline__ void load(int b) {
+    base = b;
+    word = 0;
+    const int t0 = b + 8 * (int)(threadIdx.x % MASKC_WARP_SIZE);
+#pragma unroll
+    for (int k = 0; k < 8; ++k)
+      if (t0 + k < n) word |= (unsigned long long)row[t0 + k] << (8 * k);
+  }
+  // The first tile >= t whose flag is not 0 (its flag in `flag`), or n.
+  __device__ __forceinline__ int next(int t) {
+    const int lane = (int)(threadIdx.x % MASKC_WARP_SIZE);
+    while (t < n) {
+      if (t < base || t >= base + 8 * MASKC_WARP_SIZE) load(t & ~7);
+      const int rel = t - base, at = rel >> 3;
+      unsigned long long w = lane < at ? 0ull : word;
+      if (lane == at) w &= ~0ull << (8 * (rel & 7));
+      const unsigned long long lanes = maskc_walk_ballot(w != 0);
+      if (lanes == 0) {  // nothing left in this window
+        t = base + 8 * MASKC_WARP_SIZE;
+        continue;
+      }
+      const int f = maskc_walk_ctz64(lanes);
+      const unsigned long long fw = maskc_walk_shfl64(w, f);
+      const int byte = maskc_walk_ctz64(fw) >> 3;
+      flag = (int)((fw >> (8 * byte)) & 0xff);
+      return base + 8 * f + byte;
+    }
+    flag = 0;
+    return n;
+  }
+};
 
 // Scheduling. Blocks start in blockIdx order (x fastest); block
 // (x, y, z) of the (n_qt, H, B) grid runs the q tile of rank r (0: the

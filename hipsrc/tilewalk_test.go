@@ -11,15 +11,39 @@ import (
 // tileWalkMain exercises tile_walk.h on the host: random interval sets
 // against a brute-force union of tiles, and the q-tile order over every
 // block of small grids against a permutation with each (b, h)'s q tiles in
-// decreasing order. It prints "ok" or the first failure.
+// decreasing order, and the flag walk (MaskcFlagWalk) run by a simulated
+// warp of MASKC_WARP_SIZE threads in lock step (ballot and shuffle through a
+// barrier) over random flag rows against the list of non-zero flags. It
+// prints "ok" or the first failure.
 const tileWalkMain = `
 #include <stdio.h>
 #include <stdlib.h>
 #include <vector>
+#include <pthread.h>
 #define __device__
 #define __forceinline__ inline
+#define MASKC_WARP_SIZE 8
 struct MaskcDim { unsigned x, y, z; };
 static MaskcDim blockIdx, gridDim;
+static thread_local MaskcDim threadIdx;
+static pthread_barrier_t warp_bar;
+static unsigned long long warp_vals[MASKC_WARP_SIZE];
+static unsigned long long maskc_walk_ballot(bool p) {
+  warp_vals[threadIdx.x] = p;
+  pthread_barrier_wait(&warp_bar);
+  unsigned long long m = 0;
+  for (int i = 0; i < MASKC_WARP_SIZE; ++i) m |= warp_vals[i] << i;
+  pthread_barrier_wait(&warp_bar);
+  return m;
+}
+static unsigned long long maskc_walk_shfl64(unsigned long long x, int src) {
+  warp_vals[threadIdx.x] = x;
+  pthread_barrier_wait(&warp_bar);
+  const unsigned long long r = warp_vals[src];
+  pthread_barrier_wait(&warp_bar);
+  return r;
+}
+static int __ffs(unsigned x) { return __builtin_ffs((int)x); }
 struct MaskcBuffers {};
 constexpr int maskc_kv_interval_count = 3;
 inline void maskc_kv_intervals(const MaskcBuffers&, long long, long long, long long, long long, long long, long long, long long,
@@ -86,8 +110,58 @@ static int check_order() {
   return 0;
 }
 
+// One flag row per round: every lane walks it (from tile 0 and from a
+// random start) and records what it visits; lane 0's list must equal the
+// brute-force one, and every lane's must equal lane 0's.
+static std::vector<unsigned char> flag_row;
+static int flag_start;
+static std::vector<int> lane_got[MASKC_WARP_SIZE];
+static void* flag_lane(void* arg) {
+  threadIdx.x = (unsigned)(long)arg;
+  std::vector<int>& got = lane_got[threadIdx.x];
+  got.clear();
+  MaskcFlagWalk w;
+  w.init(flag_row.data(), (int)flag_row.size());
+  for (int t = w.next(flag_start); t < (int)flag_row.size() && got.size() <= 2 * flag_row.size(); t = w.next(t + 1)) {
+    got.push_back(t);
+    got.push_back(w.flag);
+  }
+  got.push_back(w.next((int)flag_row.size()));  // past the end: n
+  return nullptr;
+}
+
+static int check_flag_walk() {
+  srand(7);
+  pthread_barrier_init(&warp_bar, nullptr, MASKC_WARP_SIZE);
+  for (int it = 0; it < 800; ++it) {
+    const int n = 1 + rand() % 300, dens = rand() % 4;
+    flag_row.assign(n, 0);
+    for (int t = 0; t < n; ++t)
+      if (dens == 3 || rand() % (dens == 0 ? 40 : 4) == 0) flag_row[t] = (unsigned char)(1 + rand() % 2);
+    flag_start = it % 2 ? rand() % (n + 1) : 0;
+    pthread_t th[MASKC_WARP_SIZE];
+    for (long i = 0; i < MASKC_WARP_SIZE; ++i) pthread_create(&th[i], nullptr, flag_lane, (void*)i);
+    for (int i = 0; i < MASKC_WARP_SIZE; ++i) pthread_join(th[i], nullptr);
+    std::vector<int> want;
+    for (int t = flag_start; t < n; ++t)
+      if (flag_row[t] != 0) {
+        want.push_back(t);
+        want.push_back(flag_row[t]);
+      }
+    want.push_back(n);
+    for (int i = 0; i < MASKC_WARP_SIZE; ++i)
+      if (lane_got[i] != want) {
+        printf("flag walk n=%d start=%d lane %d: %zu values, want %zu\n", n, flag_start, i, lane_got[i].size(), want.size());
+        return 1;
+      }
+  }
+  return 0;
+}
+
 int main() {
-  if (check_walk<1>(1) || check_walk<2>(2) || check_walk<3>(3) || check_walk<8>(4) || check_order()) return 1;
+  if (check_walk<1>(1) || check_walk<2>(2) || check_walk<3>(3) || check_walk<8>(4) || check_order() ||
+      check_flag_walk())
+    return 1;
   printf("ok\n");
   return 0;
 }
@@ -95,7 +169,8 @@ int main() {
 
 // TestTileWalkHost compiles tile_walk.h for the host and checks the walk
 // against a brute-force union of the intervals' tiles, and that the q-tile
-// order runs every (q tile, h, b) once, each (b, h)'s longest-first.
+// order runs every (q tile, h, b) once, each (b, h)'s longest-first, and
+// the flag walk against the list of a flag row's non-zero tiles.
 func TestTileWalkHost(t *testing.T) {
 	cxx, err := exec.LookPath("g++")
 	if err != nil {
@@ -109,7 +184,7 @@ func TestTileWalkHost(t *testing.T) {
 	if err := os.WriteFile(src, []byte(strings.Replace(tileWalkMain, "TILE_WALK", TileWalk, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command(cxx, "-O1", "-std=c++14", "-Wall", "-Wno-unused-variable", "-o", exe, src).CombinedOutput(); err != nil {
+	if out, err := exec.Command(cxx, "-O1", "-std=c++14", "-Wall", "-Wno-unused-variable", "-pthread", "-o", exe, src).CombinedOutput(); err != nil {
 		t.Fatalf("g++: %v\n%s", err, out)
 	}
 	out, err := exec.Command(exe).CombinedOutput()

@@ -20,6 +20,8 @@ __device__ int __syncthreads_and(int p) { return __nvvm_bar0_and(p); }
 __device__ void __syncwarp(unsigned m = 0xffffffffu) { __nvvm_bar_warp_sync(m); }
 __device__ float __shfl_xor_sync(unsigned m, float x, int l) { return __nvvm_shfl_sync_bfly_f32(m, x, l, 0x1f); }
 __device__ int __shfl_xor_sync(unsigned m, int x, int l) { return __nvvm_shfl_sync_bfly_i32(m, x, l, 0x1f); }
+__device__ unsigned __shfl_sync(unsigned m, unsigned x, int l) { return (unsigned)__nvvm_shfl_sync_idx_i32(m, (int)x, l, 0x1f); }
+__device__ int __ffs(unsigned x) { return __builtin_ffs((int)x); }
 __device__ unsigned __ballot_sync(unsigned m, int p) { return __nvvm_vote_ballot_sync(m, p); }
 __device__ int __all_sync(unsigned m, int p) { return __nvvm_vote_all_sync(m, p); }
 __device__ int __any_sync(unsigned m, int p) { return __nvvm_vote_any_sync(m, p); }
