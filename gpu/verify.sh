@@ -16,6 +16,12 @@
 #         bwdb   gpu/bwd_bench.py on the eight baseline cases
 #         hf     python/gpu_tests/train_hf.py (a Hugging Face Llama trained
 #                200 steps through the wheel against FlexAttention)
+#         cp     python/gpu_tests/check_cp.py (maskc.cp's ring over 2 and 4
+#                simulated ranks against the unsplit call; issue 16)
+#         meg    python/gpu_tests/train_megatron.py (a tiny Megatron-core GPT,
+#                local attention vs maskc's core attention vs CP=2 simulated);
+#                needs Megatron-LM's megatron/ package carried (never
+#                committed) under $MEGATRON_SRC, default .devbin/megatron_src
 #       Default: the first six. Exit status: the number of steps that failed.
 set -u
 cd "$(dirname "$0")/.."
@@ -82,6 +88,17 @@ run)
 			step hf "${HF_TIMEOUT:-200}" env PYTHONPATH=/tmp/site python3 python/gpu_tests/train_hf.py --out "$OUT"
 			tail -6 "$OUT/hf.txt" | cut -c1-400
 			;;
+		cp)
+			install_wheel
+			step cp "${CP_TIMEOUT:-120}" env PYTHONPATH=/tmp/site python3 python/gpu_tests/check_cp.py --seq 1024 --out "$OUT"
+			tail -19 "$OUT/cp.txt" | cut -c1-300
+			;;
+		meg)
+			install_wheel
+			step meg "${MEG_TIMEOUT:-150}" env PYTHONPATH="/tmp/site:${MEGATRON_SRC:-.devbin/megatron_src}" \
+				python3 python/gpu_tests/train_megatron.py --out "$OUT"
+			grep -v -i warn "$OUT/meg.txt" | tail -8 | cut -c1-300
+			;;
 		bwdb)
 			step bwdb "${BWDB_TIMEOUT:-150}" python3 gpu/bwd_bench.py --generated .devbin/bwd-genbench --out "$OUT/bwd_bench.jsonl"
 			tail -14 "$OUT/bwdb.txt"
@@ -95,7 +112,7 @@ run)
 	exit $failed
 	;;
 *)
-	echo "usage: gpu/verify.sh gen | run [fwd|extfwd|bwd|torch|ext|bwdb|hf ...]" >&2
+	echo "usage: gpu/verify.sh gen | run [fwd|extfwd|bwd|torch|ext|bwdb|hf|cp|meg ...]" >&2
 	exit 2
 	;;
 esac
