@@ -5,9 +5,9 @@ backward: the flash formulas with the given, possibly merged, O and LSE and
 dLSE) in float64 for four masks/scores with the position frame's semantics
 (global positions, heads and buffers). The script runs
 ring_attention_simulated (N = 2, 4; contiguous, zigzag) against the unsplit
-reference with autograd, and ring_attention over torch.distributed with
-gloo, one CPU process per rank, against the same: O, LSE, dQ, dK, dV and
-the slope gradient. It checks the schedule, merge, backward accumulation and
+reference with autograd, and ring_attention and ulysses_attention (the
+all-to-all over heads) over torch.distributed with gloo, one CPU process
+per rank, against the same: O, LSE, dQ, dK, dV and the slope gradient. It checks the schedule, merge, backward accumulation and
 p2p rotation, not the GPU kernels (check_cp.py does that). Exits 1 on an
 error above 1e-4.
 
@@ -124,12 +124,12 @@ def simulated():
     return worst
 
 
-def worker(rank, world, layout, kind, port, q):
+def worker(rank, world, layout, kind, port, q, mode="ring"):
     os.environ["MASTER_ADDR"] = "127.0.0.1"; os.environ["MASTER_PORT"] = str(port)
     dist.init_process_group("gloo", rank=rank, world_size=world)
     attn = Attn(kind)
     g = torch.Generator().manual_seed(7)
-    B, S, H, HKV, D = 1, 64, 4, 2, 8
+    B, S, H, HKV, D = 1, 64, 8, 4, 8
     Q = torch.randn(B, S, H, D, dtype=torch.float64, generator=g)
     K = torch.randn(B, S, HKV, D, dtype=torch.float64, generator=g)
     V = torch.randn(B, S, HKV, D, dtype=torch.float64, generator=g)
@@ -138,10 +138,13 @@ def worker(rank, world, layout, kind, port, q):
     if kind == "doc": bufs["doc"] = torch.tensor([i // 13 for i in range(S)], dtype=torch.int32)
     if kind == "alibi": bufs["slopes"] = (torch.rand(H, dtype=torch.float64, generator=g) * 0.1).requires_grad_()
     qs, ks, vs = (cp.split_sequence(t, world, layout, "bshd")[rank].clone().requires_grad_() for t in (Q, K, V))
-    o, l = cp.ring_attention(attn, qs, ks, vs, group=None, layout=layout, buffers=bufs, tensor_layout="bshd")
+    run = cp.ring_attention if mode == "ring" else cp.ulysses_attention
+    o, l = run(attn, qs, ks, vs, group=None, layout=layout, buffers=bufs, tensor_layout="bshd")
     gos, gls = cp.split_sequence(go, world, layout, "bshd")[rank], cp.split_sequence(gl, world, layout, dim=2)[rank]
     loss = (o * gos).sum() + (l.double() * gls).sum()
     loss.backward()
+    if kind == "alibi":  # each rank's share, summed as a data-parallel gradient all-reduce would
+        dist.all_reduce(bufs["slopes"].grad)
     res = [o.detach(), l.detach(), qs.grad, ks.grad, vs.grad] + ([bufs["slopes"].grad] if kind == "alibi" else [])
     outs = [[torch.zeros_like(t) for _ in range(world)] for t in res]
     for t, o_ in zip(res, outs): dist.all_gather(o_, t.contiguous())
@@ -163,19 +166,18 @@ def worker(rank, world, layout, kind, port, q):
 def distributed():
     ctx = mp.get_context("spawn")
     port, worst = 29600, 0.0
-    for kind in ("causal", "doc", "alibi"):
-        for world in (2, 4):
-            for layout in ("contiguous", "zigzag"):
-                q = ctx.Queue()
-                port += 1
-                ps = [ctx.Process(target=worker, args=(r, world, layout, kind, port, q)) for r in range(world)]
-                for p in ps:
-                    p.start()
-                res = q.get(timeout=120)
-                for p in ps:
-                    p.join(60)
-                print("dist", res[0], res[1], res[2], ["%.1e" % e for e in res[3]])
-                worst = max(worst, max(res[3]))
+    for mode, kind, world, layout in [(m, kd, w, lay) for m in ("ring", "a2a") for kd in ("causal", "doc", "alibi")
+                                      for w in (2, 4) for lay in ("contiguous", "zigzag")]:
+        q = ctx.Queue()
+        port += 1
+        ps = [ctx.Process(target=worker, args=(r, world, layout, kind, port, q, mode)) for r in range(world)]
+        for p in ps:
+            p.start()
+        res = q.get(timeout=120)
+        for p in ps:
+            p.join(60)
+        print("dist", mode, res[0], res[1], res[2], ["%.1e" % e for e in res[3]])
+        worst = max(worst, max(res[3]))
     return worst
 
 

@@ -28,7 +28,7 @@ from .diagnostics import MaskcError
 
 __all__ = ["Frame", "LAYOUTS", "chunk_layout", "ring_schedule", "pair_frames", "merge_math", "PyScalarOps",
            "merge_partials", "split_sequence", "gather_sequence", "ring_attention_simulated", "ring_attention",
-           "SimulatedRing", "DistributedRing"]
+           "SimulatedRing", "DistributedRing", "ulysses_attention"]
 
 #: How a sequence is laid out over the ranks.
 LAYOUTS = ("contiguous", "zigzag")
@@ -464,8 +464,10 @@ def ring_attention(attn, q, k, v, group=None, layout="zigzag", buffers=None, ten
     layout) over the torch.distributed group: returns (out, lse) for its
     rows, differentiable. The backward rotates the keys/values again and
     sends each chunk's dK/dV contributions around the ring with it, so
-    every rank ends with the gradients of its own chunk. Not run on
-    several GPUs here (README_CP.md)."""
+    every rank ends with the gradients of its own chunk. A float buffer's
+    gradient (a slope table) is this rank's share: sum it over the group,
+    as for any parameter replicated over it. Not yet run on several GPUs
+    (README_CP.md); checked on the CPU with gloo."""
     import torch
     buffers = dict(buffers or {})
     gen = _check_ring_call(attn, buffers)
@@ -519,14 +521,60 @@ def ring_attention(attn, q, k, v, group=None, layout="zigzag", buffers=None, ten
                     gf = [g.float() for g in grads]
                     gsum = gf if gsum is None else [a + b for a, b in zip(gsum, gf)]
             dk, dv = ring.rotate([acc["dk"], acc["dv"]])  # home: world rotations in all
-            dbufs = []
-            for i, b in enumerate(bl):
-                if ctx.want >> i & 1:
-                    g = gsum[i].contiguous()
-                    ring.dist.all_reduce(g, group=ring.group)
-                    dbufs.append(g.to(b.dtype))
-                else:
-                    dbufs.append(None)
+            # this rank's share of a buffer's gradient (its rows against every key): the
+            # shares add up over the group, as a replicated parameter's do (Megatron's
+            # gradient all-reduce over data x context parallel ranks sums them)
+            dbufs = [gsum[i].to(b.dtype) if ctx.want >> i & 1 else None for i, b in enumerate(bl)]
             return (dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), *dbufs)
 
     return DistFn.apply(q, k, v, *blist)
+
+
+def _all_to_all(group, outs, ins):
+    """torch.distributed's all_to_all with autograd (its backward is the
+    reverse exchange)."""
+    from torch.distributed.nn.functional import all_to_all
+    return all_to_all(outs, ins, group=group)
+
+
+def ulysses_attention(attn, q, k, v, group=None, layout="contiguous", buffers=None, tensor_layout=None,
+                      deterministic=False):
+    """All-to-all context parallelism over heads (DeepSpeed Ulysses,
+    Megatron's cp_comm_type "a2a"): this rank holds its chunks of the
+    sequence (layout) for every head; one all-to-all gives it the whole
+    sequence for H / n query heads (and HKV / n kv heads), the attention runs
+    there with a head frame (h_offset = rank * H / n into the global head
+    table: slopes[h] reads the global head's slope), and one all-to-all
+    brings the output back. Returns (out, lse) for this rank's rows,
+    differentiable; a float buffer's gradient is this rank's share (its
+    heads), summed over the group as in ring_attention. H and HKV must
+    divide by the group's size. Checked on
+    the CPU with gloo (python/gpu_tests/check_cp_reference.py), not yet on
+    several GPUs."""
+    import torch
+    import torch.distributed as dist
+    buffers = dict(buffers or {})
+    _check_ring_call(attn, buffers)
+    tensor_layout = tensor_layout or attn.layout
+    if tensor_layout != "bshd":
+        raise MaskcError("ulysses_attention takes bshd tensors; got %r" % (tensor_layout,))
+    world, rank = dist.get_world_size(group), dist.get_rank(group)
+    H, HKV = q.shape[2], k.shape[2]
+    if H % world or HKV % world:
+        raise MaskcError("all-to-all over %d ranks needs query heads (%d) and kv heads (%d) divisible by %d; "
+                         "use the ring" % (world, H, HKV, world))
+
+    def seq_to_heads(x):  # [B, s, Hx, D] (my chunks, all heads) -> [B, S, Hx / n, D] (all positions, my heads)
+        ins = [c.contiguous() for c in x.chunk(world, dim=2)]
+        outs = [torch.empty_like(ins[0]) for _ in range(world)]
+        return gather_sequence(list(_all_to_all(group, outs, ins)), layout, "bshd")
+
+    def heads_to_seq(y, dim_seq, dim_head):  # the inverse, for out (1, 2) and lse [B, H/n, S] (2, 1)
+        ins = [p.contiguous() for p in split_sequence(y, world, layout, dim=dim_seq)]
+        outs = [torch.empty_like(ins[0]) for _ in range(world)]
+        return torch.cat(list(_all_to_all(group, outs, ins)), dim=dim_head)
+
+    qh, kh, vh = seq_to_heads(q), seq_to_heads(k), seq_to_heads(v)
+    (o,), (l,) = ring_attention_simulated(attn, [qh], [kh], [vh], "contiguous", buffers, "bshd", deterministic,
+                                          heads=(rank * (H // world), H))
+    return heads_to_seq(o, 1, 2), heads_to_seq(l, 2, 1)

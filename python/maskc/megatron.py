@@ -130,8 +130,9 @@ def check_layer(cfg, facts):
         why.append("the block has a sink, which the context-parallel ring does not merge yet")
     if facts.context_parallel_size > 1:
         kind = _cp_comm_type(facts.cp_comm_type, facts.layer_number)
-        if kind not in (None, "p2p"):
-            why.append("cp_comm_type %r: maskc runs context parallelism as the p2p ring only" % (kind,))
+        if kind not in (None, "p2p", "a2a"):
+            why.append("cp_comm_type %r: maskc runs context parallelism as the p2p ring or the a2a exchange over "
+                       "heads" % (kind,))
         if cfg.cp_simulate > 1:
             why.append("cp_simulate = %d with context_parallel_size = %d: simulate on one rank, or run the "
                        "real ring, not both" % (cfg.cp_simulate, facts.context_parallel_size))
