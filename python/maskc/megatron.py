@@ -17,13 +17,14 @@ Megatron setting the block cannot compute exactly: a layer with no block,
 dropout on the attention probabilities, a softmax variant, Megatron's own
 sliding window, a softmax scale other than the block's, a head dimension or
 dtype other than the block's, a context-parallel communication other than
-the p2p ring. The .flex block is the attention's definition: Megatron's
+the p2p ring (maskc.cp.ring_attention) or the all-to-all over heads (a2a,
+maskc.cp.ulysses_attention). The .flex block is the attention's definition: Megatron's
 attn_mask_type is not consulted, and an attention_mask tensor passed at run
 time is refused (it would be ignored otherwise).
 """
 from .diagnostics import MaskcError
 
-__all__ = ["MaskcAttentionConfig", "LayerFacts", "check_layer", "CP_LAYOUTS"]
+__all__ = ["MaskcAttentionConfig", "LayerFacts", "check_layer", "cp_comm_type_of", "CP_LAYOUTS"]
 
 #: Layouts of a context-parallel rank's sequence chunks (maskc.cp.LAYOUTS):
 #: Megatron's get_batch_on_this_cp_rank gives rank r chunks r and 2cp-1-r,
@@ -92,6 +93,11 @@ class LayerFacts:
         self.context_parallel_size, self.cp_comm_type = context_parallel_size, cp_comm_type
         self.block_head_dim, self.block_dtype, self.block_scale = block_head_dim, block_dtype, block_scale
         self.block_has_sink, self.block_generated = block_has_sink, block_generated
+
+
+def cp_comm_type_of(kind, layer_number):
+    """The layer's cp_comm_type (Megatron's setting is one string or one per layer)."""
+    return _cp_comm_type(kind, layer_number)
 
 
 def _cp_comm_type(kind, layer_number):

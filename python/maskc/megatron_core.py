@@ -14,8 +14,9 @@ come from attention_buffers(...), a context around the model's forward:
 Context parallelism: with cp_simulate = N each call splits its sequence over N
 simulated ranks (cp_layout) and runs maskc.cp's ring, merging through the
 LSEs; with Megatron's context_parallel_size > 1 the layer holds its rank's
-chunks (Megatron's zigzag batch split) and runs maskc.cp.ring_attention over
-the context-parallel group (written, not yet run on several GPUs).
+chunks (Megatron's zigzag batch split) and runs maskc.cp.ring_attention (p2p)
+or maskc.cp.ulysses_attention (a2a) over the context-parallel group (checked
+on the CPU with gloo, not yet on several GPUs).
 """
 import contextlib
 import functools
@@ -29,7 +30,7 @@ from megatron.core.transformer.module import MegatronModule
 from . import cp as _cp
 from . import torch as _mt
 from .diagnostics import MaskcError
-from .megatron import LayerFacts, check_layer
+from .megatron import LayerFacts, check_layer, cp_comm_type_of
 
 __all__ = ["MaskcDotProductAttention", "attention_buffers", "maskc_core_attention", "maskc_gpt_layer_local_spec"]
 
@@ -103,6 +104,10 @@ class MaskcDotProductAttention(MegatronModule):
         self.block = check_layer(maskc_config, facts)
         self.attn = attn
         self.cp_size = getattr(config, "context_parallel_size", 1)
+        self.cp_kind = cp_comm_type_of(cp_comm_type, self.layer_number) or "p2p"
+        if self.cp_size > 1 and self.cp_kind == "a2a" and tp > 1:
+            raise MaskcError("layer %d: cp_comm_type a2a with tensor parallelism %d: the head frame of both is not "
+                             "composed yet; use p2p" % (self.layer_number, tp))
 
     def forward(self, query, key, value, attention_mask, attn_mask_type=None, attention_bias=None,
                 packed_seq_params=None, **extra):
@@ -125,7 +130,10 @@ class MaskcDotProductAttention(MegatronModule):
         q, k, v = (t.transpose(0, 1).contiguous() for t in (query, key, value))
         cfg = self.maskc_config
         heads = (self.h_offset, self.h_total)
-        if self.cp_size > 1:
+        if self.cp_size > 1 and self.cp_kind == "a2a":
+            out, _ = _cp.ulysses_attention(self.attn, q, k, v, group=self.pg_collection.cp, layout=cfg.cp_layout,
+                                           buffers=buffers, tensor_layout="bshd", deterministic=cfg.deterministic)
+        elif self.cp_size > 1:
             out, _ = _cp.ring_attention(self.attn, q, k, v, group=self.pg_collection.cp, layout=cfg.cp_layout,
                                         buffers=buffers, tensor_layout="bshd", deterministic=cfg.deterministic,
                                         heads=heads)

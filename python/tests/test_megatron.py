@@ -33,7 +33,7 @@ def test_blocks_per_layer():
     (dict(head_dim=128), "head dimension 128; the block is built for head_dim = 64"),
     (dict(dtype="f16"), "computes in f16; the block in bf16"),
     (dict(softmax_scale=0.1), "softmax scale 0.1; the block's is 0.125"),
-    (dict(context_parallel_size=2, cp_comm_type="a2a"), "cp_comm_type 'a2a'"),
+    (dict(context_parallel_size=2, cp_comm_type="a2a+p2p"), r"cp_comm_type 'a2a\+p2p'"),
     (dict(context_parallel_size=2, cp_comm_type=["p2p", "all_gather"], layer_number=2), "'all_gather'"),
     (dict(block_generated=False), "no generated kernel"),
 ])
@@ -46,6 +46,7 @@ def test_exact_settings_pass_and_cp_rules():
     cfg = MaskcAttentionConfig("m.flex", "doc")
     assert check_layer(cfg, facts(context_parallel_size=4, cp_comm_type="p2p")) == "doc"
     assert check_layer(cfg, facts(context_parallel_size=2, cp_comm_type=["p2p"])) == "doc"
+    assert check_layer(cfg, facts(context_parallel_size=2, cp_comm_type="a2a")) == "doc"
     sim = MaskcAttentionConfig("m.flex", "doc", cp_simulate=2)
     with pytest.raises(MaskcError, match="simulate on one rank, or run the real ring"):
         check_layer(sim, facts(context_parallel_size=2))
