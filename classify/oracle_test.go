@@ -2,6 +2,7 @@ package classify
 
 import (
 	"fmt"
+	"github.com/maskc/maskc/codegen"
 	"math"
 	"math/rand"
 	"testing"
@@ -157,6 +158,10 @@ type oracle struct {
 	// formLimit, when > 0, checks canonical forms only at shapes with
 	// Q, KV <= formLimit (the pattern claims are checked at every shape).
 	formLimit int64
+	// kernels, when set, are codegen's kernels of the attention blocks
+	// (nil where it refuses one), whose block sparsity is checked too
+	// (consumers_test.go).
+	kernels []*codegen.Kernel
 }
 
 func (o *oracle) failf(format string, args ...any) {
@@ -192,6 +197,9 @@ func (o *oracle) verifyShape(B, H, Q, KV int64) {
 			if mask, err = fn.Bind(e); err != nil {
 				o.t.Fatalf("%s: %v", a.Name, err)
 			}
+		}
+		if o.kernels != nil && o.kernels[i] != nil && mask != nil {
+			o.verifySparsity(a, o.kernels[i], e, mask)
 		}
 		var fe *normaltest.FormEval
 		if !d.Form.TooComplex && (o.formLimit == 0 || (Q <= o.formLimit && KV <= o.formLimit)) {

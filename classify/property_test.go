@@ -20,7 +20,10 @@ var (
 // compiles them through the parser and checker, classifies them, and
 // checks every claim (canonical form, pattern and kwargs under their
 // preconditions, scores, never-true, empty rows) against the evaluator at
-// every point of many small shapes. Zero disagreements are allowed.
+// every point of many small shapes. It checks the normal form's other
+// consumer on the same masks: codegen's block sparsity (kv ranges,
+// intervals and full tiles, consumers_test.go). Zero disagreements are
+// allowed.
 func TestPropertyRandomMasks(t *testing.T) {
 	total := *propertyCount
 	if testing.Short() {
@@ -70,7 +73,13 @@ func TestPropertyRandomMasks(t *testing.T) {
 		for _, dg := range diags {
 			hits[string(dg.Code)]++
 		}
-		o := &oracle{t: t, prog: p, plan: plan, diags: diags, rng: g.Rng, maxRun: 3, checked: map[string]int{}, maxBad: 5}
+		kernels := generateAll(p)
+		for _, k := range kernels {
+			if k != nil {
+				hits["kernel "+string(k.Sparsity)]++
+			}
+		}
+		o := &oracle{t: t, prog: p, plan: plan, diags: diags, rng: g.Rng, maxRun: 3, checked: map[string]int{}, maxBad: 5, kernels: kernels}
 		for _, s := range shapes {
 			o.verifyShape(2, 2, s[0], s[1])
 		}

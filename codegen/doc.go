@@ -6,9 +6,12 @@
 // expression with Python semantics: floor // and %, int64 index arithmetic,
 // guarded buffer reads), and the block-sparsity functions maskc_kv_range,
 // maskc_q_range (its mirror, for the backward's walk over the q tiles that
-// see a kv tile) and maskc_tile_full, derived in closed form from a disjunctive normal form of
-// the mask's linear constraints (or, where the mask cannot be bounded, a
-// request for the template's tile-flag pre-pass). The block sparsity is a
+// see a kv tile) and maskc_tile_full, derived in closed form from the
+// mask's normal form (package normal, the one classify reads too: bounds on
+// linear forms over the indices, sizes, floor quotients by constants and
+// q/kv-free symbols such as prefix_len[b]; segment equalities; opaque
+// atoms), or, where the mask cannot be bounded, a request for the
+// template's tile-flag pre-pass. The block sparsity is a
 // plan (sparsityplan.go) that the C printer turns into those functions and
 // that HostSparsity evaluates on the CPU, so that the tile maps maskc draws
 // (package tilemap) are the kernel's own. Generate assembles that

@@ -1,13 +1,13 @@
 package codegen
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 
 	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/eval"
 	"github.com/maskc/maskc/hipsrc"
+	"github.com/maskc/maskc/normal"
 )
 
 // HostSparsity evaluates a kernel's block sparsity on the CPU: the same
@@ -53,46 +53,46 @@ func (k *Kernel) HostSparsity(env *eval.Env) (*HostSparsity, error) {
 		s.exprs[e], err = x.Bind(env)
 		return err
 	}
-	bindAtom := func(a atom) error {
-		switch a.kind {
-		case atomFree:
-			return bind(a.e)
-		case atomLinear:
-			for _, t := range a.lin.terms {
-				if err := bind(t.e); err != nil {
-					return err
-				}
-			}
-		case atomSegment:
-			if s.segs[a.seg] != nil {
-				return nil
-			}
-			t := env.Buffers[a.seg.Name]
-			if t == nil || len(t.Dims) != 1 {
-				return fmt.Errorf("codegen: segments buffer %s is not given as a 1-D tensor", a.seg.Name)
-			}
-			for i := 1; i < len(t.Data); i++ {
-				if t.Data[i] < t.Data[i-1] {
-					return fmt.Errorf("buffer %s is declared segments but decreases at index %d (%g after %g)", a.seg.Name, i, t.Data[i], t.Data[i-1])
-				}
-			}
-			s.segs[a.seg] = t.Data
-		}
-		return nil
+	p := k.sparsity
+	if !p.analysed {
+		return s, nil
 	}
-	for _, d := range k.sparsity.disjuncts {
-		for _, st := range append(append([]rangeStep(nil), d.rows...), d.cols...) {
-			if err := bindAtom(st.at); err != nil {
+	for _, e := range p.form.Extras {
+		if e.Kind == normal.ExtraSymbol {
+			if err := bind(e.Expr); err != nil {
 				return nil, err
 			}
-			if st.kind == stepKVBlock {
-				for _, t := range append(append([]freeTerm(nil), st.blk.fq.terms...), st.blk.fk.terms...) {
-					if err := bind(t.e); err != nil {
-						return nil, err
-					}
+		}
+	}
+	var segs []*BufferABI
+	for _, d := range p.disjuncts {
+		conds := append([]cond(nil), d.kv.live...)
+		for _, f := range d.full {
+			conds = append(conds, f.cond)
+		}
+		for _, c := range conds {
+			if c.atom != nil && c.seg == nil {
+				if err := bind(c.atom.Expr); err != nil {
+					return nil, err
 				}
 			}
 		}
+		segs = append(segs, d.kv.segs...)
+	}
+	for _, b := range append(segs, p.segments()...) {
+		if s.segs[b] != nil {
+			continue
+		}
+		t := env.Buffers[b.Name]
+		if t == nil || len(t.Dims) != 1 {
+			return nil, fmt.Errorf("codegen: segments buffer %s is not given as a 1-D tensor", b.Name)
+		}
+		for i := 1; i < len(t.Data); i++ {
+			if t.Data[i] < t.Data[i-1] {
+				return nil, fmt.Errorf("buffer %s is declared segments but decreases at index %d (%g after %g)", b.Name, i, t.Data[i], t.Data[i-1])
+			}
+		}
+		s.segs[b] = t.Data
 	}
 	return s, nil
 }
@@ -150,84 +150,58 @@ func (s *HostSparsity) KVIntervals(b, h, qLo, qHi int64) (lo, hi []int64, err er
 	return lo, hi, err
 }
 
-// disjunctRanges runs each disjunct's range steps over the query rows
-// [qLo, qHi) and calls sink with its liveness (live, a non-empty q range
-// and a non-empty kv range) and kv range [ka, kb].
+// disjunctRanges runs each term's row walk over the query rows [qLo,
+// qHi) and calls sink with its liveness (live, a non-empty q range and a
+// non-empty kv range) and kv range [ka, kb], as the code walkDisjuncts
+// prints does.
 func (s *HostSparsity) disjunctRanges(b, h, qLo, qHi int64, sink func(live bool, ka, kb int64)) error {
 	p, KV := s.k.sparsity, s.env.KV
 	for _, d := range p.disjuncts {
+		w := d.kv
 		qa, qb, ka, kb := qLo, qHi-1, int64(0), KV-1
 		live := true
-		for _, st := range d.rows {
-			switch st.kind {
-			case stepLive:
-				if live {
-					v, err := s.free(st.at, b, h)
-					if err != nil {
-						return err
-					}
-					live = v
-				}
-			case stepLiveConst:
-				if live {
-					v, err := s.lin(st.at.lin, b, h, 0, 0)
-					if err != nil {
-						return err
-					}
-					live = v <= 0
-				}
-			case stepQUpper, stepQLower:
-				r, err := s.lin(st.rest, b, h, 0, 0)
-				if err != nil {
-					return err
-				}
-				if st.kind == stepQUpper {
-					qb = min(qb, floorDiv(-r, st.coef))
-				} else {
-					qa = max(qa, -floorDiv(-r, st.coef))
-				}
+		for _, c := range w.live {
+			if !live {
+				break
 			}
+			v, err := s.cond(c, b, h, 0, 0, 0, 0)
+			if err != nil {
+				return err
+			}
+			live = v
 		}
-		for _, st := range d.cols {
-			qStar := qb
-			if st.atQLo {
-				qStar = qa
-			}
-			switch st.kind {
-			case stepKVUpper, stepKVLower:
-				r, err := s.lin(st.rest, b, h, qStar, 0)
+		// narrow applies steps to [*lo, *hi], each side evaluated with q
+		// at qa or qb (q of the outer steps is never read).
+		narrow := func(steps []sideStep, lo, hi *int64) error {
+			for _, st := range steps {
+				q := qa
+				if st.atHi {
+					q = qb
+				}
+				v, err := s.side(st, b, h, q, 0)
 				if err != nil {
 					return err
 				}
-				if st.kind == stepKVUpper {
-					kb = min(kb, floorDiv(-r, st.coef))
+				if st.upper {
+					*hi = min(*hi, v)
 				} else {
-					ka = max(ka, -floorDiv(-r, st.coef))
+					*lo = max(*lo, v)
 				}
-			case stepSegment:
-				seg := s.segs[st.at.seg]
-				n := int64(len(seg))
-				if qa >= 0 && qa <= qb && qb < n && KV <= n {
-					ka = max(ka, segSearch(seg, seg[qa], false))
-					kb = min(kb, segSearch(seg, seg[qb], true)-1)
-				}
-			case stepKVBlock:
-				r := st.blk
-				fmin, err1 := s.blockIndex(r.fq, r.cq, b, h, qa, 0)
-				fmax, err2 := s.blockIndex(r.fq, r.cq, b, h, qb, 0)
-				rest := r.fk
-				rest.kv = 0
-				rv, err3 := s.lin(rest, b, h, 0, 0)
-				if err := errors.Join(err1, err2, err3); err != nil {
-					return err
-				}
-				gLo, gHi, hasLo, hasHi := r.gBounds(fmin, fmax)
-				if hasHi { // fk(kv) <= ck*gHi + ck - 1
-					kb = min(kb, floorDiv(r.ck*gHi+r.ck-1-rv, r.fk.kv))
-				}
-				if hasLo { // fk(kv) >= ck*gLo
-					ka = max(ka, -floorDiv(rv-r.ck*gLo, r.fk.kv))
-				}
+			}
+			return nil
+		}
+		if err := narrow(w.outerSteps, &qa, &qb); err != nil {
+			return err
+		}
+		if err := narrow(w.innerSteps, &ka, &kb); err != nil {
+			return err
+		}
+		for _, sb := range w.segs {
+			seg := s.segs[sb]
+			n := int64(len(seg))
+			if qa >= 0 && qa <= qb && qb < n && KV <= n {
+				ka = max(ka, segSearch(seg, seg[qa], false))
+				kb = min(kb, segSearch(seg, seg[qb], true)-1)
 			}
 		}
 		sink(live && qa <= qb && ka <= kb, ka, kb)
@@ -235,10 +209,18 @@ func (s *HostSparsity) disjunctRanges(b, h, qLo, qHi int64, sink func(live bool,
 	return nil
 }
 
-// blockIndex evaluates floor(l(q, kv) / c) as the generated code does.
-func (s *HostSparsity) blockIndex(l linear, c, b, h, q, kv int64) (int64, error) {
-	v, err := s.lin(l, b, h, q, kv)
-	return floorDiv(v, c), err
+// side evaluates a side step at (b, h, q, kv) as the generated code does.
+func (s *HostSparsity) side(st sideStep, b, h, q, kv int64) (int64, error) {
+	sd := st.side
+	n, err := s.lin(sd.Num, b, h, q, kv)
+	if err != nil {
+		return 0, err
+	}
+	r := floorDiv(n, sd.Den)
+	if !st.upper && r*sd.Den != n {
+		r++
+	}
+	return sd.Mul*r + sd.Off, nil
 }
 
 // TileFull returns what maskc_tile_full returns for (b, h) and the tile
@@ -249,6 +231,12 @@ func (s *HostSparsity) TileFull(b, h, qLo, qHi, kvLo, kvHi int64) (bool, error) 
 		return p.kind == SparsityNone, nil
 	}
 	qa, qb, ka, kb := qLo, qHi-1, kvLo, kvHi-1
+	pick := func(hi bool, a, b int64) int64 {
+		if hi {
+			return b
+		}
+		return a
+	}
 	for _, d := range p.disjuncts {
 		if d.full == nil {
 			continue
@@ -258,40 +246,17 @@ func (s *HostSparsity) TileFull(b, h, qLo, qHi, kvLo, kvHi int64) (bool, error) 
 			if !full {
 				break
 			}
-			switch f.kind {
-			case fullFree:
-				v, err := s.free(f.at, b, h)
+			switch {
+			case f.seg != nil:
+				seg := s.segs[f.seg]
+				n := int64(len(seg))
+				full = qa >= 0 && ka >= 0 && qb < n && kb < n && seg[qa] == seg[qb] && seg[ka] == seg[kb] && seg[qa] == seg[ka]
+			default:
+				v, err := s.cond(f.cond, b, h, pick(!f.qMax, qa, qb), pick(!f.kvMax, ka, kb), pick(f.qMax, qa, qb), pick(f.kvMax, ka, kb))
 				if err != nil {
 					return false, err
 				}
 				full = v
-			case fullLinear:
-				q, kv := qa, ka
-				if f.qHi {
-					q = qb
-				}
-				if f.kvHi {
-					kv = kb
-				}
-				v, err := s.lin(f.at.lin, b, h, q, kv)
-				if err != nil {
-					return false, err
-				}
-				full = v <= 0
-			case fullBlock:
-				r := f.blk
-				gmin, err1 := s.blockIndex(r.fk, r.ck, b, h, 0, ka)
-				gmax, err2 := s.blockIndex(r.fk, r.ck, b, h, 0, kb)
-				fmin, err3 := s.blockIndex(r.fq, r.cq, b, h, qa, 0)
-				fmax, err4 := s.blockIndex(r.fq, r.cq, b, h, qb, 0)
-				if err := errors.Join(err1, err2, err3, err4); err != nil {
-					return false, err
-				}
-				full = r.holdsAll(gmin, gmax, fmin, fmax)
-			case fullSegment:
-				seg := s.segs[f.at.seg]
-				n := int64(len(seg))
-				full = qa >= 0 && ka >= 0 && qb < n && kb < n && seg[qa] == seg[qb] && seg[ka] == seg[kb] && seg[qa] == seg[ka]
 			}
 		}
 		if full {
@@ -337,24 +302,65 @@ func (s *HostSparsity) PrepassFlag(b, h, qLo, qHi, kvLo, kvHi int64, onKept func
 	return hipsrc.TilePartial, kept, nil
 }
 
-// free evaluates a free atom at (b, h).
-func (s *HostSparsity) free(a atom, b, h int64) (bool, error) {
-	v, err := s.exprs[a.e].Bool(b, h, 0, 0)
-	return v != a.neg, err
+// cond evaluates a bound (its lower side with the direction at (qLo,
+// kvLo), its upper side at (qHi, kvHi)) or an atom free of q and kv.
+func (s *HostSparsity) cond(c cond, b, h, qLo, kvLo, qHi, kvHi int64) (bool, error) {
+	if c.atom != nil {
+		v, err := s.exprs[c.atom.Expr].Bool(b, h, 0, 0)
+		return v != c.atom.Neg, err
+	}
+	bd := c.bound
+	if bd.HasLo {
+		v, err := s.lin(bd.Dir, b, h, qLo, kvLo)
+		if err != nil || v < bd.Lo {
+			return false, err
+		}
+	}
+	if bd.HasHi {
+		v, err := s.lin(bd.Dir, b, h, qHi, kvHi)
+		if err != nil || v > bd.Hi {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
-// lin evaluates a linear form at (b, h, q, kv) with int64 arithmetic, as
-// the generated code does.
-func (s *HostSparsity) lin(l linear, b, h, q, kv int64) (int64, error) {
-	v := l.q*q + l.kv*kv + l.c
-	for _, t := range l.terms {
-		x, err := s.exprs[t.e].Int(b, h, 0, 0)
+// lin evaluates a linear form of the plan's normal form at (b, h, q, kv)
+// with int64 arithmetic, as the generated code does.
+func (s *HostSparsity) lin(l normal.Linear, b, h, q, kv int64) (int64, error) {
+	var pt normal.Point
+	pt[dsl.VarB], pt[dsl.VarH], pt[dsl.VarQ], pt[dsl.VarKV] = b, h, q, kv
+	pt[dsl.SizeB], pt[dsl.SizeH], pt[dsl.SizeHKV], pt[dsl.SizeQ], pt[dsl.SizeKV] = s.env.B, s.env.H, s.env.HKV, s.env.Q, s.env.KV
+	ex := s.k.sparsity.form.Extras
+	// Only the extras l reads, directly or through a quotient's dividend,
+	// are evaluated: the generated code reads no other symbol.
+	need := make([]bool, len(ex))
+	for i := len(ex) - 1; i >= 0; i-- {
+		need[i] = need[i] || l.X[i] != 0
+		if need[i] && ex[i].Kind == normal.ExtraDiv {
+			for j, c := range ex[i].Num.X {
+				if c != 0 {
+					need[j] = true
+				}
+			}
+		}
+	}
+	x := make([]int64, len(ex))
+	for i, e := range ex {
+		if !need[i] {
+			continue
+		}
+		if e.Kind == normal.ExtraDiv {
+			x[i] = floorDiv(normal.Value(e.Num, pt, x), e.Den)
+			continue
+		}
+		v, err := s.exprs[e.Expr].Int(b, h, 0, 0)
 		if err != nil {
 			return 0, err
 		}
-		v += t.coef * x
+		x[i] = v
 	}
-	return v, nil
+	return normal.Value(l, pt, x), nil
 }
 
 // floorDiv is maskc_py_floordiv for d > 0.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/hipsrc"
+	"github.com/maskc/maskc/normal"
 )
 
 // This file decides where generated int arithmetic may run in 32 bits. An
@@ -541,11 +542,14 @@ func positivePow2(c int64) (uint, bool) {
 	return uint(bits.TrailingZeros64(uint64(c))), true
 }
 
-// alwaysKept reports whether the interval analysis proves the lowered mask
-// l true for every index the launch preconditions allow, e.g. `q >= 0 and
-// kv >= 0`. Such a mask is compiled as no mask at all: same result, and the
-// kernel takes its unmasked path. Masks that read buffers are not folded,
-// so the kernel's buffer table stays the one the mask declares.
+// alwaysKept reports whether the lowered mask l is true for every index
+// the launch preconditions allow: its normal form is True (package normal,
+// as classify decides a full mask: `q < Q`, `q >= 0 and kv >= 0`), or the
+// interval analysis proves it from the preconditions' bounds (`q <
+// 2147483391`, below MaxSeqLen). Such a mask is compiled as no mask at
+// all: same result, and the kernel takes its unmasked path. Masks that
+// read buffers are not folded, so the kernel's buffer table stays the one
+// the mask declares.
 func alwaysKept(l *dsl.Lowered, bufs []BufferABI) bool {
 	if l == nil || l.Expr == nil || l.Kind != dsl.MaskMod || len(l.Buffers) > 0 {
 		return false // a mask that reads buffers keeps them in the kernel's ABI
@@ -554,7 +558,7 @@ func alwaysKept(l *dsl.Lowered, bufs []BufferABI) bool {
 	for i := range bufs {
 		byName[bufs[i].Name] = &bufs[i]
 	}
-	return newRangeAnalysis(l, byName).provedTrue(l.Expr)
+	return normal.Canon(l).IsTrue() || newRangeAnalysis(l, byName).provedTrue(l.Expr)
 }
 
 // provedTrue reports whether the bool expression e is true for every value

@@ -275,8 +275,9 @@ func TestHostIntBoundary(t *testing.T) {
 	}
 }
 
-// TestAlwaysKept checks which masks the interval analysis proves true for
-// every launchable index (and so compiles as no mask).
+// TestAlwaysKept checks which masks the normal form or the interval
+// analysis proves true for every launchable index (and so compiles as no
+// mask).
 func TestAlwaysKept(t *testing.T) {
 	for _, tc := range []struct {
 		mask string
@@ -285,7 +286,9 @@ func TestAlwaysKept(t *testing.T) {
 		{"q >= 0 and kv >= 0", true},
 		{"q < 2147483391 or kv > q", true},
 		{"h < 2147483647", true},
-		{"q < Q", false}, // true, but not from independent intervals
+		{"q < Q", true},                 // the normal form's domain facts
+		{"kv <= q or kv > q - 1", true}, // normal merges the two halves
+		{"kv < KV - 1", false},
 		{"q >= kv", false},
 		{"q >= 1 and kv >= 0", false},
 		{"q + kv >= 0", true},

@@ -8,6 +8,7 @@ import (
 	"github.com/maskc/maskc/check"
 	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/hipsrc"
+	"github.com/maskc/maskc/normal"
 )
 
 // Options select the kernel configuration. Zero fields take the attention
@@ -49,6 +50,10 @@ type Kernel struct {
 	FlagsEntry string
 	// Sparsity is SparsityAnalytic, SparsityPrepass or SparsityNone.
 	Sparsity hipsrc.Sparsity
+	// WarpSpecialized says that the source selects the warp-specialized
+	// sm_90a forward (#define MASKC_NV_WS 1, hipsrc/attn_fwd_sm90.h) for
+	// NVIDIAWGMMA, and Launch launches it (warpSpecialized gives the rule).
+	WarpSpecialized bool
 	// SparsityReason says why, for the plan.
 	SparsityReason string
 	// Buffers are the MaskcBuffers entries in slot order.
@@ -180,6 +185,9 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 	}
 	k.Sparsity, k.SparsityReason = sp.plan.kind, sp.plan.reason
 	k.sparsity = sp.plan
+	if k.WarpSpecialized = warpSpecialized(k, sp.plan); k.WarpSpecialized {
+		k.Launch, _ = hipsrc.Launches(k.HeadDim, true) // head dim 64 or 128: no error
+	}
 	if sp.plan.kind == SparsityPrepass {
 		k.FlagsEntry = hipsrc.TileFlagsEntry
 	}
@@ -239,7 +247,7 @@ func (k *Kernel) configure(src *dsl.Source, a *check.Attention, opts Options, di
 		return a.Decl.Name.Sp
 	}
 	k.HeadDim = firstNonZero(opts.HeadDim, a.ResolvedHeadDim())
-	launch, err := hipsrc.Launches(k.HeadDim)
+	launch, err := hipsrc.Launches(k.HeadDim, false)
 	if err != nil {
 		diags.Add(src, at("head_dim"), CodeHeadDim, "a generated kernel has no configuration for head_dim %d", k.HeadDim).
 			WithHint("use head_dim = 64 or 128 (pad the head dimension on the Python side)")
@@ -322,6 +330,9 @@ func (k *Kernel) writeHeader(w *strings.Builder, src *dsl.Source) {
 		}
 	}
 	fmt.Fprintf(w, "#define MASKC_SPARSITY_%s 1\n", strings.ToUpper(string(k.Sparsity)))
+	if k.WarpSpecialized { // -DMASKC_NV_WS=0 still builds attn_fwd.h's forward (experiments)
+		w.WriteString("#ifndef MASKC_NV_WS\n#define MASKC_NV_WS 1\n#endif\n")
+	}
 	fmt.Fprintf(w, "#define MASKC_MASK_USES_B %d\n", b2i(k.MaskUsesB))
 	fmt.Fprintf(w, "#define MASKC_MASK_USES_H %d\n", b2i(k.MaskUsesH))
 	// The mask and score come with row and column parts (funcs.go).
@@ -365,4 +376,43 @@ func firstNonEmpty(xs ...string) string {
 		}
 	}
 	return ""
+}
+
+// warpSpecialized is the rule that gives a kernel the warp-specialized
+// sm_90a forward: where the H200 measured it ahead of attn_fwd.h's kernel
+// (gpu/NOTES.md, run 17: full, causal, sliding, prefix and document masks,
+// 1.10-1.25x), that is kernels with no score modification whose key tiles
+// are either all full (no mask) or mostly provably full (analytic
+// sparsity, every disjunct with a closed-form full-tile test), so that the
+// per-element mask stays off most tiles; of the analytic masks, only those
+// whose full-tile tests are of the measured kinds (linear bounds, segment
+// equality). Elsewhere it measured behind:
+// opaque terms (dilated2048, 0.79x), pre-pass flags (neighbourhood_2d,
+// 0.79x) and heavy scores (t5_bias, 0.69x).
+func warpSpecialized(k *Kernel, p sparsityPlan) bool {
+	if k.HasScore || (k.HeadDim != 64 && k.HeadDim != 128) {
+		return false
+	}
+	switch p.kind {
+	case SparsityNone:
+		return !k.HasMask
+	case SparsityAnalytic:
+		// Only the full-tile tests of the measured masks: linear bounds
+		// (causal, sliding, prefix) and segment equality (document).
+		for _, d := range p.disjuncts {
+			if d.full == nil {
+				return false
+			}
+			for _, f := range d.full {
+				if f.seg != nil {
+					continue
+				}
+				if f.atom != nil || f.bound.Dir.X != ([normal.MaxExtras]int64{}) {
+					return false // an opaque condition, or a bound through floor quotients (block relations)
+				}
+			}
+		}
+		return len(p.disjuncts) > 0
+	}
+	return false
 }

@@ -59,6 +59,8 @@ var maskCases = []struct{ name, decls, mask, score string }{
 	{"batch_dep", "", "q + b >= kv", ""},
 	{"sizes", "", "kv <= q + KV - Q and kv < KV // 2 + 7", ""},
 	{"q_only", "", "q >= 10 and kv < 20 or q < 3", ""},
+	{"many_disjuncts", "", "kv == 0 or kv == 3 or kv == 6 or kv == 9 or q == kv + 12 or kv == 15 or kv == 18 or kv == 21 or q == 2 * kv", ""},
+	{"never", "", "q < kv and kv < q", ""},
 	{"prefix_or", "", "kv < 5 or q >= kv or kv > 60", ""},
 	{"float_cmp", "", "q / 2 >= kv / 3", ""},
 	{"float_floor", "", "(q * 1.5) // 4.0 == kv % 2.5 + (q - kv) % 3", ""},
@@ -96,6 +98,7 @@ var exactAnalysis = map[string]bool{
 	"band": true, "strict_band": true, "scaled": true, "abs_window": true, "not_equal": false,
 	"negation": true, "where_mask": true, "head_dep": true, "batch_dep": true, "sizes": true,
 	"batch_prefix": true, "min_max": true, "softcap": true, "alibi": true,
+	"clamp": true, "equal": true, "q_only": true, "prefix_or": true, "cond": true, "many_disjuncts": true, "never": true,
 }
 
 // maskCaseSource renders one maskCases entry as a .flex file.
@@ -205,7 +208,8 @@ func (g exprGen) intExpr(depth int) string {
 }
 
 // blockSide draws floor((a*v + c) / d) or a*v + c: one side of a block
-// relation (codegen/blockrel.go), sometimes one the analysis cannot read.
+// relation (block indices in normal's form), sometimes one the analysis
+// cannot read.
 func (g exprGen) blockSide(v string) string {
 	lin := g.pick("", "2 * ", "3 * ", "-1 * ") + v + g.pick("", " + 3", " - 5", " + h", " - Q // 2")
 	if g.r.Intn(4) == 0 {
@@ -268,19 +272,20 @@ func TestHostRandomMasks(t *testing.T) {
 	full := runProperty(t, cases, 15, 3)
 	t.Logf("%d random masks, %d analytic, %d block-relation bounds, %d full tiles", len(cases), analytic, blocks, full)
 	if blocks < n/20 {
-		t.Errorf("only %d block relations bounded a kv range: the generator no longer exercises blockrel.go", blocks)
+		t.Errorf("only %d block relations bounded a kv range: the generator no longer exercises block-index bounds", blocks)
 	}
 	if analytic < n/4 || full == 0 {
 		t.Errorf("random masks too rarely analysable (%d of %d analytic, %d full tiles): the generator has drifted", analytic, n, full)
 	}
 }
 
-// countBlockSteps counts the kv bounds a plan takes from block relations.
+// countBlockSteps counts the kv bounds a plan takes from floor quotients
+// (block indices such as kv // 64, or q // 64 in a bound on kv).
 func countBlockSteps(p sparsityPlan) int {
 	n := 0
 	for _, d := range p.disjuncts {
-		for _, s := range d.cols {
-			if s.kind == stepKVBlock {
+		for _, s := range d.kv.innerSteps {
+			if s.side.Mul > 1 || readsDiv(p.form, s.side.Num) {
 				n++
 			}
 		}

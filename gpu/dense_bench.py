@@ -20,7 +20,11 @@ setmaxnreg), "ws-ov" with the softmax of one tile overlapped with the next
 tile's MMAs, "ws-pp" with ping-pong between the two consumer warpgroups as
 well, "ws-lag" with the producer's stages signalled one cp.async group late
 (wait_group, fence, arrive) instead of by cp.async.mbarrier.arrive.noinc,
-"ws3" three stages, "ws-n64" 64-key tiles.
+"ws3" three stages, "ws-n64" 64-key tiles, "ws-cpasync" the producer's
+cp.async copies instead of the copy engine (MASKC_WS_TMA 0; run 17 measured
+the copy engine's as "ws-tma", then the file's default). "wg" launches the
+manifest's choice: the warp-specialized forward where codegen selected it
+(#define MASKC_NV_WS 1 in the source), else attn_fwd.h's.
 
 --mode check: every selected kernel and variant on gpu/check.py's shapes
 (fresh random inputs, NaN-poisoned O and LSE, float64 reference), at each
@@ -54,6 +58,7 @@ VARIANTS = {
     "ws": "#define MASKC_NV_WS 1\n",
     "ws3": "#define MASKC_NV_WS 1\n#define MASKC_WS_STAGES 3\n",
     "ws-n64": "#define MASKC_NV_WS 1\n#define MASKC_WS_BLOCK_N 64\n",
+    "ws-cpasync": "#define MASKC_NV_WS 1\n#define MASKC_WS_TMA 0\n",
 }
 SMEM_MAX = 232448  # sm_90's opt-in dynamic shared memory per block
 HEADS = {64: 32, 128: 16, 256: 8}

@@ -123,7 +123,14 @@
 #ifndef MASKC_BLOCK_N  // the prelude may set it for its platform
 #define MASKC_BLOCK_N 32
 #endif
+// Block size of maskc_attn_fwd and maskc_tile_flags (hipsrc Platform.NumThreads):
+// the warp-specialized forward's three warpgroups (MASKC_WS_THREADS), else
+// one thread per lane of the MASKC_NUM_WARPS warps.
+#if MASKC_FWD_WS
+#define MASKC_NUM_THREADS 384
+#else
 #define MASKC_NUM_THREADS (MASKC_NUM_WARPS * MASKC_WARP_SIZE)
+#endif
 #define MASKC_S_ELEMS (MASKC_WARP_ROWS * MASKC_BLOCK_N / MASKC_WARP_SIZE)
 #define MASKC_O_ELEMS (MASKC_WARP_ROWS * MASKC_HEAD_DIM / MASKC_WARP_SIZE)
 #define MASKC_KV_TILE_ELEMS (MASKC_BLOCK_N * MASKC_HEAD_DIM)

@@ -2,19 +2,21 @@
 // the structure of FlashAttention-3 (arXiv 2407.08608; its hopper/ mainloop).
 //
 // Compiled after attn_fwd.h, and only with MASKC_NV_WGMMA and MASKC_NV_WS
-// both 1 (hipsrc.WSOptions): it then replaces attn_fwd.h's maskc_attn_fwd
-// (same entry point, parameters and grid, (ceil(Sq/128), H, B)), with
-// MASKC_WS_THREADS threads and MASKC_WS_SMEM_BYTES of dynamic shared memory;
-// maskc_tile_flags stays attn_fwd.h's (flags in its MASKC_BLOCK_N-key tiles).
+// both 1 (codegen writes #define MASKC_NV_WS 1 into the kernels it selects
+// it for; hipsrc.WSOptions for experiments): it then replaces attn_fwd.h's
+// maskc_attn_fwd (same entry point, parameters and grid, (ceil(Sq/128), H,
+// B)), with MASKC_WS_THREADS threads and MASKC_WS_SMEM_BYTES of dynamic
+// shared memory (the manifest's launch); maskc_tile_flags stays
+// attn_fwd.h's (flags in its MASKC_BLOCK_N-key tiles, same block size).
 //
 // A block of three warpgroups owns 128 query rows of one (b, h):
 //   - warpgroup 0, the producer, gives up registers (setmaxnreg.dec) and
 //     copies Q once, then K and V tiles of MASKC_WS_BLOCK_N keys into a ring
-//     of MASKC_WS_STAGES stages (cp.async, 16 bytes per thread and copy, in
-//     the swizzled layout of the wgmma descriptors). A stage's "full"
-//     mbarrier is signalled by each producer thread once its copies have
-//     landed (cp.async.wait_group one group behind the newest, then the
-//     proxy fence that makes them visible to the tensor cores); the
+//     of MASKC_WS_STAGES stages, in the swizzled layout of the wgmma
+//     descriptors: by default one thread drives the bulk tensor copy engine
+//     (MASKC_WS_TMA, tensor maps built by the block), else (or where the
+//     engine cannot take the strides) all 128 threads copy by cp.async. A
+//     stage's "full" mbarrier completes when its bytes have landed; the
 //     consumers' "empty" mbarrier hands the stage back.
 //   - warpgroups 1 and 2, the consumers, take the registers
 //     (setmaxnreg.inc) and own 64 rows each: S = Q.K^T and O += P.V by
@@ -63,7 +65,21 @@
 #ifndef MASKC_WS_NOINC
 #define MASKC_WS_NOINC 1
 #endif
+// 1: K, V and Q tiles are copied by the bulk tensor copy engine (TMA): one
+// producer thread issues cp.async.bulk.tensor per 64-column block of a tile,
+// completing on the stage's "full" mbarrier by transaction count, and the
+// consumers need no proxy fence. The tensor maps (2-D: D columns, the
+// sequence's rows, at the block's (b, h) base) are built by the block
+// itself (tensormap.replace on a zero-filled object in shared memory, then
+// copied to a per-multiprocessor slot of maskc_ws_tmaps), so launchers pass
+// nothing new. A block falls back to the cp.async copies when its slot is
+// taken or its strides do not meet the engine's alignment (16-byte row
+// stride and base address).
+#ifndef MASKC_WS_TMA
+#define MASKC_WS_TMA 1
+#endif
 #define MASKC_WS_THREADS 384
+static_assert(MASKC_WS_THREADS == MASKC_NUM_THREADS, "the pre-pass and the forward share the platform's block size");
 #ifndef MASKC_WS_PRODUCER_REGS
 #define MASKC_WS_PRODUCER_REGS 40
 #endif
@@ -90,7 +106,22 @@ __device__ __forceinline__ void maskc_mbar_arrive(maskc_u32 bar) {
   asm volatile("{ .reg .b64 st; mbarrier.arrive.shared::cta.b64 st, [%0]; }" ::"r"(bar) : "memory");
 }
 // Waits for the completion of the barrier's phase of the given parity.
+// MASKC_WS_WAIT_TRAP (experiments): trap after about 2^33 cycles instead of
+// waiting forever, so that a copy that never lands fails the launch.
 __device__ __forceinline__ void maskc_mbar_wait(maskc_u32 bar, int parity) {
+#if defined(MASKC_WS_WAIT_TRAP) && MASKC_WS_WAIT_TRAP
+  const long long t0 = clock64();
+  for (;;) {
+    maskc_u32 done;
+    asm volatile(
+        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+    if (done) return;
+    if (clock64() - t0 > (1ll << 33)) __trap();
+  }
+#endif
   asm volatile(
       "{ .reg .pred p;\n"
       "MASKC_WAIT:\n"
@@ -102,12 +133,15 @@ __device__ __forceinline__ void maskc_mbar_wait(maskc_u32 bar, int parity) {
       "r"(parity)
       : "memory");
 }
-// A consumer's wait for a "full" barrier: with MASKC_WS_NOINC the copies
-// were written through the generic proxy and are read by wgmma.
-__device__ __forceinline__ void maskc_ws_wait_full(maskc_u32 bar, int parity) {
+// A consumer's wait for a "full" barrier: with MASKC_WS_NOINC, copies by
+// cp.async were written through the generic proxy and are read by wgmma
+// (fence true); the copy engine's need no fence.
+__device__ __forceinline__ void maskc_ws_wait_full(maskc_u32 bar, int parity, bool fence) {
   maskc_mbar_wait(bar, parity);
 #if MASKC_WS_NOINC
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  if (fence) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#else
+  (void)fence;
 #endif
 }
 __device__ __forceinline__ void maskc_named_sync(int id, int threads) {
@@ -116,6 +150,76 @@ __device__ __forceinline__ void maskc_named_sync(int id, int threads) {
 __device__ __forceinline__ void maskc_named_arrive(int id, int threads) {
   asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
+
+#if MASKC_WS_TMA
+// Tensor-map slots: one block of this kernel per multiprocessor at a time
+// (its 384 threads hold the whole register file); maskc_ws_tmap_owner
+// enforces it, a block that finds its slot taken copies by cp.async.
+#define MASKC_WS_TMAP_SLOTS 256
+__device__ __attribute__((aligned(128))) unsigned char maskc_ws_tmaps[MASKC_WS_TMAP_SLOTS][3][128];
+__device__ unsigned int maskc_ws_tmap_owner[MASKC_WS_TMAP_SLOTS];
+
+// Takes the slot (0 -> 1) and says whether it was free; gives it back.
+__device__ __forceinline__ bool maskc_ws_slot_take(unsigned* owner) {
+  unsigned old;
+  asm volatile("atom.cas.b32 %0, [%1], 0, 1;" : "=r"(old) : "l"(owner) : "memory");
+  return old == 0;
+}
+__device__ __forceinline__ void maskc_ws_slot_give(unsigned* owner) {
+  unsigned old;
+  asm volatile("atom.exch.b32 %0, [%1], 0;" : "=r"(old) : "l"(owner) : "memory");
+  (void)old;
+}
+__device__ __forceinline__ unsigned maskc_smid() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(r));
+  return r;
+}
+// Fills the zeroed 128-byte tensor map at shared address tm (one thread):
+// a [rows][D] bf16/f16 matrix at gaddr, rows stride_bytes apart, read in
+// boxes of 64 columns x box_rows rows, 128-byte swizzle, zero fill out of
+// bounds. ptxas of PTX ISA 8.5 and older read the stride field in 16-byte
+// units (as Triton's device-side tensor maps work around).
+__device__ __forceinline__ void maskc_tmap_fill(maskc_u32 tm, const void* gaddr, int cols, int rows,
+                                                unsigned long long stride_bytes, int box_rows) {
+#if defined(__CUDACC_VER_MAJOR__) && (__CUDACC_VER_MAJOR__ < 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ < 7))
+  stride_bytes >>= 4;
+#endif
+  asm volatile("tensormap.replace.tile.global_address.shared::cta.b1024.b64 [%0], %1;" ::"r"(tm), "l"(gaddr) : "memory");
+  asm volatile("tensormap.replace.tile.rank.shared::cta.b1024.b32 [%0], 1;" ::"r"(tm) : "memory");
+  asm volatile("tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%0], 0, 64;" ::"r"(tm) : "memory");
+  asm volatile("tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%0], 1, %1;" ::"r"(tm), "r"(box_rows) : "memory");
+  asm volatile("tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%0], 0, %1;" ::"r"(tm), "r"(cols) : "memory");
+  asm volatile("tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%0], 1, %1;" ::"r"(tm), "r"(rows) : "memory");
+  asm volatile("tensormap.replace.tile.global_stride.shared::cta.b1024.b64 [%0], 0, %1;" ::"r"(tm), "l"(stride_bytes)
+               : "memory");
+  asm volatile("tensormap.replace.tile.element_stride.shared::cta.b1024.b32 [%0], 0, 1;" ::"r"(tm) : "memory");
+  asm volatile("tensormap.replace.tile.element_stride.shared::cta.b1024.b32 [%0], 1, 1;" ::"r"(tm) : "memory");
+  // elemtype: 6 f16, 10 bf16 (PTX ISA, tensormap.replace); swizzle 3: 128 bytes.
+  if (MASKC_DT == MASKC_F16)
+    asm volatile("tensormap.replace.tile.elemtype.shared::cta.b1024.b32 [%0], 6;" ::"r"(tm) : "memory");
+  else
+    asm volatile("tensormap.replace.tile.elemtype.shared::cta.b1024.b32 [%0], 10;" ::"r"(tm) : "memory");
+  asm volatile("tensormap.replace.tile.swizzle_mode.shared::cta.b1024.b32 [%0], 3;" ::"r"(tm) : "memory");
+}
+// Copies tile rows [row0, row0 + ROWS) of the map's matrix into the swizzled
+// layout at dst (D / 64 boxes) on mbarrier bar, whose transaction count the
+// caller raised by ROWS * D * 2 bytes. Rows past the matrix arrive as zeros.
+template <int ROWS>
+__device__ __forceinline__ void maskc_ws_tma_load(maskc_elem_t* dst, const void* tmap, int row0, maskc_u32 bar) {
+#pragma unroll
+  for (int c = 0; c < MASKC_HEAD_DIM / 64; ++c) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(
+            maskc_smem_addr(dst + c * ROWS * 64)),
+        "l"(tmap), "r"(c * 64), "r"(row0), "r"(bar)
+        : "memory");
+  }
+}
+__device__ __forceinline__ void maskc_mbar_expect_tx(maskc_u32 bar, int bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+#endif
 
 // The key tiles a block visits, in MASKC_WS_BLOCK_N-key units: [begin, end)
 // minus the tiles the pre-pass marked empty. Producer and consumers walk
@@ -265,24 +369,107 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
   tiles.flags = shape.tile_flags + maskc_flag_row(shape, b, h, qt, n_qt, tiles.n_fkt);
 #endif
 
+  const maskc_elem_t* Qp = Q + b * shape.q_stride[0] + h * shape.q_stride[1];
+  const maskc_elem_t* Kp = K + b * shape.k_stride[0] + hkv * shape.k_stride[1];
+  const maskc_elem_t* Vp = V + b * shape.v_stride[0] + hkv * shape.v_stride[1];
+  bool tma = false;  // this block's copies by the copy engine (else cp.async)
+#if MASKC_WS_TMA
+  const unsigned slot = maskc_smid();
   if (tid == 0) {
+    // The engine's limits: 16-byte aligned base and row stride (below 2^40
+    // bytes), at least one row.
+    const long long lim = 1ll << 39;
+    const bool fits = (((unsigned long long)Qp | (unsigned long long)Kp | (unsigned long long)Vp) & 15) == 0 &&
+                      shape.q_stride[2] % 8 == 0 && shape.k_stride[2] % 8 == 0 && shape.v_stride[2] % 8 == 0 &&
+                      shape.q_stride[2] > 0 && shape.k_stride[2] > 0 && shape.v_stride[2] > 0 &&
+                      shape.q_stride[2] < lim && shape.k_stride[2] < lim && shape.v_stride[2] < lim && Skv > 0;
+    tma = fits && slot < MASKC_WS_TMAP_SLOTS && maskc_ws_slot_take(&maskc_ws_tmap_owner[slot]);
+  }
+#endif
+  if (tid == 0) {
+    // Full barriers: one arrival (with the transaction count) per copy-engine
+    // stage, one per producer thread with cp.async.
+    const int nfull = tma ? 1 : 128;
 #pragma unroll
     for (int s = 0; s < MASKC_WS_STAGES; ++s) {
-      maskc_mbar_init(MASKC_BAR_FULL_K(s), 128);
-      maskc_mbar_init(MASKC_BAR_FULL_V(s), 128);
+      maskc_mbar_init(MASKC_BAR_FULL_K(s), nfull);
+      maskc_mbar_init(MASKC_BAR_FULL_V(s), nfull);
       maskc_mbar_init(MASKC_BAR_EMPTY_K(s), 8);  // lane 0 of each consumer warp
       maskc_mbar_init(MASKC_BAR_EMPTY_V(s), 8);
     }
-    maskc_mbar_init(MASKC_BAR_Q, 128);
+    maskc_mbar_init(MASKC_BAR_Q, nfull);
   }
-  __syncthreads();
+  tma = __syncthreads_or(tma) != 0;
 
   if (wg == 0) {
     // ------------------------------------------------------------ producer
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(MASKC_WS_PRODUCER_REGS));
-    const maskc_elem_t* Qp = Q + b * shape.q_stride[0] + h * shape.q_stride[1];
-    const maskc_elem_t* Kp = K + b * shape.k_stride[0] + hkv * shape.k_stride[1];
-    const maskc_elem_t* Vp = V + b * shape.v_stride[0] + hkv * shape.v_stride[1];
+#if MASKC_WS_TMA
+    if (tma) {
+      if (tid < 32) {
+        // Warp 0 builds the Q, K and V maps in the last V stage (free until
+        // its first copy, issued below by this warp) and publishes them.
+        const maskc_u32 scratch = maskc_smem_addr(sV + (MASKC_WS_STAGES - 1) * MASKC_WS_KV_ELEMS);
+#pragma unroll
+        for (int i = 0; i < 3; ++i)
+          asm volatile("st.shared.b32 [%0], %1;" ::"r"(scratch + 4 * (32 * i + tid)), "r"(0) : "memory");
+        __syncwarp();
+        if (tid == 0) {
+          maskc_tmap_fill(scratch, Qp, MASKC_HEAD_DIM, Sq, 2ull * shape.q_stride[2], MASKC_BLOCK_M);
+          maskc_tmap_fill(scratch + 128, Kp, MASKC_HEAD_DIM, Skv, 2ull * shape.k_stride[2], BN);
+          maskc_tmap_fill(scratch + 256, Vp, MASKC_HEAD_DIM, Skv, 2ull * shape.v_stride[2], BN);
+        }
+        __syncwarp();
+        unsigned long long tm;  // the slot's global address
+        asm("cvta.to.global.u64 %0, %1;" : "=l"(tm) : "l"(&maskc_ws_tmaps[slot][0][0]));
+#pragma unroll
+        for (int m = 0; m < 3; ++m)
+          asm volatile(
+              "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned [%0], [%1], 128;" ::"l"(
+                  tm + 128 * m),
+              "r"(scratch + 128 * m)
+              : "memory");
+#pragma unroll
+        for (int m = 0; m < 3; ++m)
+          asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(tm + 128 * m) : "memory");
+        // (Triton's workaround for a fence ptxas may leave out after the acquire.)
+        asm volatile("cp.async.bulk.commit_group;\n\tcp.async.bulk.wait_group.read 0;" ::: "memory");
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the scratch's stores before the engine's
+        if (tid == 0) {
+          const void* tmQ = &maskc_ws_tmaps[slot][0][0];
+          const void* tmK = &maskc_ws_tmaps[slot][1][0];
+          const void* tmV = &maskc_ws_tmaps[slot][2][0];
+          constexpr int kTileBytes = BN * MASKC_HEAD_DIM * 2;
+          maskc_mbar_expect_tx(MASKC_BAR_Q, MASKC_BLOCK_M * MASKC_HEAD_DIM * 2);
+          maskc_ws_tma_load<MASKC_BLOCK_M>(sQ, tmQ, q0, MASKC_BAR_Q);
+          int ik = 0, iv = 0;
+          int kt = tiles.next(tiles.begin);
+          if (kt < tiles.end) {
+            maskc_mbar_expect_tx(MASKC_BAR_FULL_K(0), kTileBytes);
+            maskc_ws_tma_load<BN>(sK, tmK, kt * BN, MASKC_BAR_FULL_K(0));
+            ik = 1;
+          }
+          while (kt < tiles.end) {
+            const int kn = tiles.next(kt + 1);
+            if (kn < tiles.end) {
+              const int s = ik % MASKC_WS_STAGES;
+              maskc_mbar_wait(MASKC_BAR_EMPTY_K(s), ((ik / MASKC_WS_STAGES) & 1) ^ 1);
+              maskc_mbar_expect_tx(MASKC_BAR_FULL_K(s), kTileBytes);
+              maskc_ws_tma_load<BN>(sK + s * MASKC_WS_KV_ELEMS, tmK, kn * BN, MASKC_BAR_FULL_K(s));
+              ++ik;
+            }
+            const int s = iv % MASKC_WS_STAGES;
+            maskc_mbar_wait(MASKC_BAR_EMPTY_V(s), ((iv / MASKC_WS_STAGES) & 1) ^ 1);
+            maskc_mbar_expect_tx(MASKC_BAR_FULL_V(s), kTileBytes);
+            maskc_ws_tma_load<BN>(sV + s * MASKC_WS_KV_ELEMS, tmV, kt * BN, MASKC_BAR_FULL_V(s));
+            ++iv;
+            kt = kn;
+          }
+        }
+      }
+    } else
+#endif
+    {
 #if MASKC_WS_NOINC
     // Each thread's arrival on a group's barrier fires when its copies land.
     auto signal_pending = [&](maskc_u32 bar) {
@@ -332,9 +519,11 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     maskc_mbar_arrive(pending);
 #endif
+    }
   } else {
     // ------------------------------------------------------------ consumers
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(MASKC_WS_CONSUMER_REGS));
+    const bool ws_fence = !tma;
     const int cw = wg - 1;  // consumer warpgroup: rows q0 + 64 cw ..
     const int lane = tid % 32;
     const int wl = (tid / 32) % 4;  // warp in the warpgroup: 16 rows
@@ -473,14 +662,14 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
   if (lane == 0) maskc_mbar_arrive(bar);
 #define MASKC_WS_ZERO_S() _Pragma("unroll") for (int i = 0; i < BN / 2; ++i) s[i] = 0.f;
 
-    maskc_ws_wait_full(MASKC_BAR_Q, 0);
+    maskc_ws_wait_full(MASKC_BAR_Q, 0, ws_fence);
     int kt = tiles.next(tiles.begin);
 #if MASKC_WS_OVERLAP
     if (kt < tiles.end) {
       // First tile: Q.K^T and its softmax; its P.V waits for the next tile.
       {
         const int ks = ik % MASKC_WS_STAGES;
-        maskc_ws_wait_full(MASKC_BAR_FULL_K(ks), (ik / MASKC_WS_STAGES) & 1);
+        maskc_ws_wait_full(MASKC_BAR_FULL_K(ks), (ik / MASKC_WS_STAGES) & 1, ws_fence);
 #if MASKC_WS_PINGPONG
         maskc_named_sync(1 + cw, 256);
 #endif
@@ -500,14 +689,14 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
       kt = tiles.next(kt + 1);
       while (kt < tiles.end) {
         const int ks = ik % MASKC_WS_STAGES, vs = iv % MASKC_WS_STAGES;
-        maskc_ws_wait_full(MASKC_BAR_FULL_K(ks), (ik / MASKC_WS_STAGES) & 1);
+        maskc_ws_wait_full(MASKC_BAR_FULL_K(ks), (ik / MASKC_WS_STAGES) & 1, ws_fence);
 #if MASKC_WS_PINGPONG
         maskc_named_sync(1 + cw, 256);
 #endif
         MASKC_WS_ZERO_S()
         maskc_ws_issue_qk<MASKC_DT, D, BN>(s, sq_wg, sk0 + ks * (2 * MASKC_WS_KV_ELEMS));
         MASKC_WS_RESCALE()
-        maskc_ws_wait_full(MASKC_BAR_FULL_V(vs), (iv / MASKC_WS_STAGES) & 1);
+        maskc_ws_wait_full(MASKC_BAR_FULL_V(vs), (iv / MASKC_WS_STAGES) & 1, ws_fence);
         maskc_ws_issue_pv<MASKC_DT, D, BN>(o, a, sv0 + vs * (2 * MASKC_WS_KV_ELEMS));
 #if MASKC_WS_PINGPONG
         maskc_named_arrive(2 - cw, 256);
@@ -529,7 +718,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
       // The last tile's P.V.
       const int vs = iv % MASKC_WS_STAGES;
       MASKC_WS_RESCALE()
-      maskc_ws_wait_full(MASKC_BAR_FULL_V(vs), (iv / MASKC_WS_STAGES) & 1);
+      maskc_ws_wait_full(MASKC_BAR_FULL_V(vs), (iv / MASKC_WS_STAGES) & 1, ws_fence);
       maskc_ws_issue_pv<MASKC_DT, D, BN>(o, a, sv0 + vs * (2 * MASKC_WS_KV_ELEMS));
       maskc_wg_wait_n<0>();
       maskc_wg_fence_regs<D / 2>(o);
@@ -540,7 +729,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
 #else
     while (kt < tiles.end) {
       const int ks = ik % MASKC_WS_STAGES, vs = iv % MASKC_WS_STAGES;
-      maskc_ws_wait_full(MASKC_BAR_FULL_K(ks), (ik / MASKC_WS_STAGES) & 1);
+      maskc_ws_wait_full(MASKC_BAR_FULL_K(ks), (ik / MASKC_WS_STAGES) & 1, ws_fence);
       MASKC_WS_ZERO_S()
       maskc_ws_issue_qk<MASKC_DT, D, BN>(s, sq_wg, sk0 + ks * (2 * MASKC_WS_KV_ELEMS));
       MASKC_WS_COLS(kt)
@@ -551,7 +740,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
       MASKC_WS_SOFTMAX()
       MASKC_WS_RESCALE()
       MASKC_WS_PACK_P()
-      maskc_ws_wait_full(MASKC_BAR_FULL_V(vs), (iv / MASKC_WS_STAGES) & 1);
+      maskc_ws_wait_full(MASKC_BAR_FULL_V(vs), (iv / MASKC_WS_STAGES) & 1, ws_fence);
       maskc_ws_issue_pv<MASKC_DT, D, BN>(o, a, sv0 + vs * (2 * MASKC_WS_KV_ELEMS));
       maskc_wg_wait_n<0>();
       maskc_wg_fence_regs<D / 2>(o);
@@ -562,6 +751,11 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
     }
 #endif
 
+#if MASKC_WS_TMA
+    // Every copy of the block has landed (warpgroup 1 waited for each): the
+    // tensor-map slot is free for the multiprocessor's next block.
+    if (tma && tid == 128) maskc_ws_slot_give(&maskc_ws_tmap_owner[slot]);
+#endif
     // Normalise, fold in the sink, store O and the natural-log LSE.
     float inv[MASKC_ROW_SLOTS], lse[MASKC_ROW_SLOTS];
 #pragma unroll

@@ -198,8 +198,9 @@ var WGMMAOptions = []string{"-DMASKC_NV_WGMMA=1"}
 
 // WSOptions, added to WGMMAOptions, select the warp-specialized forward of
 // attn_fwd_sm90.h (a producer warpgroup and two consumer warpgroups,
-// WSThreads threads, WSSharedMemBytes of shared memory). Not yet the
-// default: the manifest's nvidia-sm90a platform launches attn_fwd.h's kernel.
+// WSThreads threads, WSSharedMemBytes of shared memory). A generated
+// kernel selects it in its source instead (#define MASKC_NV_WS 1, where
+// codegen finds that it wins: WSLaunch); WSOptions serve experiments.
 var WSOptions = []string{"-DMASKC_NV_WS=1"}
 
 // Launch shape of the warp-specialized forward (attn_fwd_sm90.h).
@@ -283,7 +284,8 @@ func (p Platform) WarpRows() int {
 func (p Platform) NumWarps() int { return BlockM / p.WarpRows() }
 
 // NumThreads returns the threads per block of maskc_attn_fwd and
-// maskc_tile_flags on p (MASKC_NUM_THREADS).
+// maskc_tile_flags on p (MASKC_NUM_THREADS), except for kernels with the
+// warp-specialized forward (WSThreads; the manifest's launch says which).
 func (p Platform) NumThreads() int { return p.NumWarps() * p.WarpSize() }
 
 // QInRegisters reports whether a warp keeps its Q rows in registers for the
@@ -293,9 +295,10 @@ func (p Platform) QInRegisters() bool { return p == AMD }
 // HeadDims are the supported head dims (MASKC_HEAD_DIM).
 var HeadDims = []int{64, 128}
 
-// SharedMemBytes returns the dynamic shared memory of maskc_attn_fwd on p
-// for a head dim (MASKC_SMEM_BYTES): two stages of a K and a V tile and the Q
-// tile, which overlaps the second stage when Q moves to registers.
+// SharedMemBytes returns the dynamic shared memory of attn_fwd.h's
+// maskc_attn_fwd on p for a head dim (MASKC_SMEM_BYTES): two stages of a K
+// and a V tile and the Q tile, which overlaps the second stage when Q moves
+// to registers. The warp-specialized forward takes WSSharedMemBytes.
 func SharedMemBytes(p Platform, headDim int) (int, error) {
 	if headDim != 64 && headDim != 128 {
 		return 0, fmt.Errorf("hipsrc: head dim %d is not supported (64 or 128)", headDim)

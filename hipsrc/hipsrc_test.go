@@ -273,9 +273,17 @@ func TestABILayout(t *testing.T) {
 // TestManifestRoundTrip writes a manifest and reads it back.
 func TestManifestRoundTrip(t *testing.T) {
 	m := NewManifest()
-	launch, err := Launches(64)
+	launch, err := Launches(64, false)
 	if err != nil {
 		t.Fatal(err)
+	}
+	ws, err := Launches(128, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := ws["nvidia-sm90a"]; c.Threads != WSThreads || c.SharedMemBytes != WSSharedMemBytes(128) || c.BlockN != WGMMABlockN ||
+		ws["nvidia"] != launch["nvidia"] && ws["nvidia"].Threads != NVIDIA.NumThreads() {
+		t.Errorf("warp-specialized launches %+v", ws)
 	}
 	m.Kernels = append(m.Kernels, KernelManifest{Name: "k", Source: "k.cu", Sparsity: SparsityPrepass, Launch: launch,
 		Buffers: []BufferSlot{{Name: "doc", DType: "i32", ElemBytes: BufferElemBytes("i32"), Dims: []string{"KV"}}}})

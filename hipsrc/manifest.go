@@ -167,15 +167,21 @@ type LaunchConfig struct {
 }
 
 // Launches returns the launch configuration of every platform for a head
-// dim.
-func Launches(headDim int) (map[string]LaunchConfig, error) {
+// dim; ws says that the kernel's source selects the warp-specialized
+// forward (#define MASKC_NV_WS 1), which NVIDIAWGMMA then launches with
+// WSThreads threads (the pre-pass too) and WSSharedMemBytes.
+func Launches(headDim int, ws bool) (map[string]LaunchConfig, error) {
 	m := map[string]LaunchConfig{}
 	for _, p := range Platforms {
 		smem, err := SharedMemBytes(p, headDim)
 		if err != nil {
 			return nil, err
 		}
-		m[p.String()] = LaunchConfig{BlockN: p.BlockN(), Threads: p.NumThreads(), SharedMemBytes: smem}
+		c := LaunchConfig{BlockN: p.BlockN(), Threads: p.NumThreads(), SharedMemBytes: smem}
+		if ws && p == NVIDIAWGMMA {
+			c.Threads, c.SharedMemBytes = WSThreads, WSSharedMemBytes(headDim)
+		}
+		m[p.String()] = c
 	}
 	return m, nil
 }

@@ -351,55 +351,76 @@ func (c *canonizer) compare(a dsl.Expr, op dsl.Op, b dsl.Expr, whole dsl.Expr) *
 			return eq
 		}
 	}
+	if c.isLattice(a) || c.isLattice(b) {
+		if f, ok := c.compareLattice(a, op, b); ok {
+			return f
+		}
+	}
 	pa, okA := c.pieces(a)
 	pb, okB := c.pieces(b)
-	if !okA || !okB || len(pa)*len(pb) > maxPieces {
+	if !okA || !okB {
 		return c.opaque(whole)
+	}
+	f, ok := c.comparePieces(pa, op, pb)
+	if !ok {
+		return c.opaque(whole)
+	}
+	return f
+}
+
+// comparePieces is `a op b` for piecewise-linear a and b: for every pair
+// of pieces, both conditions and the comparison of their values.
+func (c *canonizer) comparePieces(pa []piece, op dsl.Op, pb []piece) (*formula, bool) {
+	if len(pa)*len(pb) > maxPieces {
+		return nil, false
 	}
 	var alts []*formula
 	for _, x := range pa {
 		for _, y := range pb {
 			diff, ok := x.val.sub(y.val)
 			if !ok {
-				return c.opaque(whole)
+				return nil, false
 			}
 			cmp, ok := c.compareZero(diff, op)
 			if !ok {
-				return c.opaque(whole)
+				return nil, false
 			}
 			alts = append(alts, and(x.cond, y.cond, cmp))
 		}
 	}
-	return or(alts...)
+	return or(alts...), true
 }
 
 // compareZero converts `d op 0` into bounds.
 func (c *canonizer) compareZero(d Linear, op dsl.Op) (*formula, bool) {
-	le := c.leZero
-	neg, ok := d.scale(-1)
-	if !ok {
-		return nil, false
-	}
+	return byOrder(d, op, Const(0), func(x, y Linear, strict bool) (*formula, bool) {
+		l, ok := x.sub(y)
+		if ok && strict {
+			l, ok = l.add(Const(1))
+		}
+		if !ok {
+			return nil, false
+		}
+		return c.leZero(l)
+	})
+}
+
+// byOrder converts `a op b` for an ordering op given le, which converts
+// x <= y (x < y when strict): a >= b is b <= a, a == b is a <= b and
+// b <= a, a != b its negation.
+func byOrder[T any](a T, op dsl.Op, b T, le func(x, y T, strict bool) (*formula, bool)) (*formula, bool) {
 	switch op {
 	case dsl.OpLE:
-		return le(d)
+		return le(a, b, false)
 	case dsl.OpLT:
-		l, ok := d.add(Const(1))
-		if !ok {
-			return nil, false
-		}
-		return le(l)
+		return le(a, b, true)
 	case dsl.OpGE:
-		return le(neg)
+		return le(b, a, false)
 	case dsl.OpGT:
-		l, ok := neg.add(Const(1))
-		if !ok {
-			return nil, false
-		}
-		return le(l)
+		return le(b, a, true)
 	case dsl.OpEQ, dsl.OpNE:
-		x, ok1 := le(d)
-		y, ok2 := le(neg)
+		x, ok1 := le(a, b, false)
+		y, ok2 := le(b, a, false)
 		if !ok1 || !ok2 {
 			return nil, false
 		}

@@ -294,6 +294,30 @@ func (b Bound) symbolString(ex []*Extra, name func(int) string) (string, bool) {
 // modString prints a bound on ±(n - d*(n // d)) as one on `n % d`, its
 // sides cut to the remainder's range 0..d-1, e.g. "(q - kv) % 2 == 0".
 func (b Bound) modString(ex []*Extra, name func(int) string) (string, bool) {
+	num, den, r, ok := b.remainder(ex)
+	if !ok {
+		return "", false
+	}
+	text := num.Format(name)
+	if strings.Contains(text, " ") {
+		text = "(" + text + ")"
+	}
+	return r.Format(fmt.Sprintf("%s %% %d", text, den)), true
+}
+
+// Remainder reads a bound on ±(n - d*(n // d)) as the bound r on the
+// remainder n % d (r's Dir is unset; a side no remainder in 0..d-1 can
+// violate is dropped, and a single value has both sides), e.g. "(q - kv)
+// % 2 == 0" is n = q - kv, d = 2, r = [0, 0]. ok is false when b is not
+// such a bound.
+func (b Bound) Remainder() (num Linear, den int64, r Bound, ok bool) {
+	if b.extras == nil {
+		return Linear{}, 0, Bound{}, false
+	}
+	return b.remainder(*b.extras)
+}
+
+func (b Bound) remainder(ex []*Extra) (Linear, int64, Bound, bool) {
 	for i, e := range ex {
 		if b.Dir.X[i] == 0 || e.Kind != ExtraDiv {
 			continue
@@ -326,13 +350,9 @@ func (b Bound) modString(ex []*Extra, name func(int) string) (string, bool) {
 		if r.Lo == r.Hi {
 			r.HasLo, r.HasHi = true, true
 		}
-		text := e.Num.Format(name)
-		if strings.Contains(text, " ") {
-			text = "(" + text + ")"
-		}
-		return r.Format(fmt.Sprintf("%s %% %d", text, e.Den)), true
+		return e.Num, e.Den, r, true
 	}
-	return "", false
+	return Linear{}, 0, Bound{}, false
 }
 
 // Format prints the bound with its direction written as d, e.g. "0 <= q - kv <= 127".

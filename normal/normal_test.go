@@ -281,40 +281,124 @@ func TestIntervalBlocks(t *testing.T) {
 	}
 }
 
-// TestExamplesGolden pins the normal form of every attention block of every
-// example (testdata/examples.golden; -update rewrites it).
-func TestExamplesGolden(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("..", "examples", "*.flex"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no examples: %v", err)
-	}
-	var out strings.Builder
-	for _, path := range files {
-		src, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
+// TestMonotone pins which directions move one way as q or kv grows: the
+// full-tile test of codegen checks their bounds at a tile's corners.
+func TestMonotone(t *testing.T) {
+	for _, tc := range []struct {
+		mask string
+		ok   bool
+		// opposite: q and kv move the direction opposite ways; qFixed: q
+		// does not move it at all.
+		opposite, qFixed bool
+	}{
+		{"q - kv >= 0", true, true, false},
+		{"kv // 64 <= q // 64", true, true, false},
+		{"(q - kv) // 4 >= h", true, true, false},
+		{"kv < prefix[b]", true, false, true},
+		{"(q - kv) % 2 == 0", false, false, false},
+		{"q % 8 < 4", false, false, false},
+	} {
+		f := canonOf(t, tc.mask)
+		if len(f.Terms) != 1 || len(f.Terms[0].Bounds) != 1 {
+			t.Fatalf("%s: %s, want one bound", tc.mask, f)
 		}
-		p := checkSrc(t, filepath.Base(path), string(src))
-		fmt.Fprintf(&out, "# %s\n", filepath.Base(path))
-		for _, a := range p.Attentions {
-			f := normal.Canon(a.Mask)
-			fmt.Fprintf(&out, "%s: %s\n", a.Name, f)
-			for i, x := range f.Extras {
-				kind := "quotient"
-				if x.Kind == normal.ExtraSymbol {
-					kind = "symbol"
-				}
-				fmt.Fprintf(&out, "    x%d = %s (%s of %v)\n", i, x.Text, kind, x.Vars)
+		d := f.Terms[0].Bounds[0].Dir
+		q, qOK := f.Monotone(d, dsl.VarQ)
+		kv, kvOK := f.Monotone(d, dsl.VarKV)
+		ok := qOK && kvOK
+		if ok != tc.ok || ok && (tc.opposite != (q*kv == -1) || tc.qFixed != (q == 0 && kv != 0)) {
+			t.Errorf("%s (%s): q %d %v, kv %d %v", tc.mask, f, q, qOK, kv, kvOK)
+		}
+	}
+}
+
+// TestRemainder reads remainder bounds back as bounds on n % d.
+func TestRemainder(t *testing.T) {
+	for _, tc := range []struct {
+		mask, want string
+		ok         bool
+	}{
+		{"h % 2 == 0", "h % 2: 0..0", true},
+		{"(q - kv) % 4 >= 2", "q - kv % 4: 2..3", true},
+		{"h % 8 <= 5", "h % 8: 0..5", true},
+		{"q - kv >= 0", "", false},
+	} {
+		f := canonOf(t, tc.mask)
+		if len(f.Terms) != 1 || len(f.Terms[0].Bounds) != 1 {
+			t.Fatalf("%s: %s, want one bound", tc.mask, f)
+		}
+		num, den, r, ok := f.Terms[0].Bounds[0].Remainder()
+		if ok != tc.ok {
+			t.Errorf("%s: Remainder ok = %v", tc.mask, ok)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		lo, hi := r.Lo, r.Hi
+		if !r.HasLo {
+			lo = 0
+		}
+		if !r.HasHi {
+			hi = den - 1
+		}
+		if got := fmt.Sprintf("%s %% %d: %d..%d", num.Format(nil), den, lo, hi); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.mask, got, tc.want)
+		}
+	}
+}
+
+// TestExamplesGolden pins the normal form of every attention block of every
+// example (testdata/examples.golden) and of every GPU benchmark mask
+// (testdata/bench.golden); -update rewrites them.
+func TestExamplesGolden(t *testing.T) {
+	for _, tc := range []struct {
+		golden string
+		globs  []string
+	}{
+		{"examples.golden", []string{"../examples/*.flex"}},
+		{"bench.golden", []string{"../gpu/bench_cases/*.flex", "../gpu/bench_cases_ext/*.flex", "../gpu/bwd_cases/*.flex"}},
+	} {
+		var files []string
+		for _, g := range tc.globs {
+			m, err := filepath.Glob(filepath.FromSlash(g))
+			if err != nil || len(m) == 0 {
+				t.Fatalf("no files match %s: %v", g, err)
 			}
-			for _, term := range f.Terms {
-				for _, at := range term.Atoms {
-					if at.Kind == normal.AtomOpaque {
-						fmt.Fprintf(&out, "    opaque %s: %s\n", at.Text, at.Why)
+			files = append(files, m...)
+		}
+		var out strings.Builder
+		for _, path := range files {
+			src, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := checkSrc(t, filepath.Base(path), string(src))
+			name := filepath.Base(path)
+			if tc.golden != "examples.golden" {
+				name = filepath.ToSlash(strings.TrimPrefix(path, ".."+string(filepath.Separator)))
+			}
+			fmt.Fprintf(&out, "# %s\n", name)
+			for _, a := range p.Attentions {
+				f := normal.Canon(a.Mask)
+				fmt.Fprintf(&out, "%s: %s\n", a.Name, f)
+				for i, x := range f.Extras {
+					kind := "quotient"
+					if x.Kind == normal.ExtraSymbol {
+						kind = "symbol"
+					}
+					fmt.Fprintf(&out, "    x%d = %s (%s of %v)\n", i, x.Text, kind, x.Vars)
+				}
+				for _, term := range f.Terms {
+					for _, at := range term.Atoms {
+						if at.Kind == normal.AtomOpaque {
+							fmt.Fprintf(&out, "    opaque %s: %s\n", at.Text, at.Why)
+						}
 					}
 				}
 			}
+			out.WriteString("\n")
 		}
-		out.WriteString("\n")
+		golden.CheckString(t, filepath.Join("testdata", tc.golden), out.String())
 	}
-	golden.CheckString(t, filepath.Join("testdata", "examples.golden"), out.String())
 }

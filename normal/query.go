@@ -1,6 +1,10 @@
 package normal
 
-import "github.com/maskc/maskc/dsl"
+import (
+	"slices"
+
+	"github.com/maskc/maskc/dsl"
+)
 
 // This file is the query side of a Form for code generators: what one
 // disjunct says about one index variable (kv for the forward's row walk,
@@ -160,4 +164,54 @@ func (iv *Interval) sides(b Bound, rest Linear, c, mul, offLo, offHi int64) bool
 	iv.Lo = append(iv.Lo, lo...)
 	iv.Hi = append(iv.Hi, hi...)
 	return true
+}
+
+// Monotone returns how l moves as index variable v grows with the other
+// variables fixed: 1 (never falls), -1 (never rises) or 0 (constant);
+// false when it may do both (a remainder such as q - 2*(q // 2), a
+// quotient of a difference against its dividend). A floor quotient whose
+// dividend is monotone in v is monotone in v the same way; a symbol reads
+// neither q nor kv, so for those it is constant. A bound on a monotone
+// form holds over a box of q and kv when it holds at the box's corners.
+func (f *Form) Monotone(l Linear, v dsl.Var) (int, bool) {
+	up, down := false, false
+	note := func(c int64, s int) {
+		switch {
+		case c == 0 || s == 0:
+		case (c > 0) == (s > 0):
+			up = true
+		default:
+			down = true
+		}
+	}
+	note(l.Coef[v], 1)
+	for i, c := range l.X {
+		if c == 0 {
+			continue
+		}
+		if i >= len(f.Extras) {
+			return 0, false
+		}
+		e := f.Extras[i]
+		if e.Kind != ExtraDiv {
+			if slices.Contains(e.Vars, v) {
+				return 0, false
+			}
+			continue
+		}
+		s, ok := f.Monotone(e.Num, v)
+		if !ok {
+			return 0, false
+		}
+		note(c, s)
+	}
+	switch {
+	case up && down:
+		return 0, false
+	case up:
+		return 1, true
+	case down:
+		return -1, true
+	}
+	return 0, true
 }

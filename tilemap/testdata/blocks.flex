@@ -6,3 +6,13 @@ mask strided(b, h, q, kv) = (q // 192) % 3 == (kv // 192) % 3
 attention strided_layer {
     mask = strided
 }
+
+# 2-D neighbourhood over a 160-wide image: a pixel sees the pixels within 1
+# row and 40 columns of it. The row bound is a block index (kv // 160 within
+# q // 160 +- 1), which normal's floor quotients turn into a kv range; the
+# column bound is a remainder, evaluated per element.
+mask nat(b, h, q, kv) = abs(q // 160 - kv // 160) <= 1 and abs(q % 160 - kv % 160) <= 40
+
+attention neighbourhood_layer {
+    mask = nat
+}

@@ -184,7 +184,7 @@ func TestPythonHarnessReadsManifest(t *testing.T) {
 	flags, _ := hipsrc.ShapeStruct.Field("tile_flags")
 	dim, _ := hipsrc.BuffersStruct.Field("dim")
 	fwd, fl := hipsrc.AttnGrid(3, 5, 1000), hipsrc.FlagsGrid(64, 1000, 777)
-	launch, _ := hipsrc.Launches(128)
+	launch, _ := hipsrc.Launches(128, false)
 	want := []struct {
 		what      string
 		got, want any
