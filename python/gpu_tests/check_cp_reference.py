@@ -26,60 +26,80 @@ import maskc.cp as cp
 
 
 class Spec:
-    def __init__(self, bufs): self.buffers = [types.SimpleNamespace(name=b) for b in bufs]; self.sink = None
+    """The part of a kernel's manifest entry that maskc.cp reads."""
+
+    def __init__(self, bufs):
+        self.buffers = [types.SimpleNamespace(name=b) for b in bufs]
+        self.sink = None
+
 
 class Gen:
-    """float64 reference of a generated kernel with the position frame."""
-    def __init__(self, kind): 
+    """A float64 reference of a generated kernel's launcher (forward and
+    backward) for one of four masks/scores, with the position frame."""
+
+    def __init__(self, kind):
         self.kind = kind
         self.spec = Spec({"doc": ["doc"], "alibi": ["slopes"]}.get(kind, []))
         self.known = {b.name for b in self.spec.buffers}
+
     def scores(self, q, k, buffers, frame):
-        q0, k0, h0, qt, kt, ht = frame or [0]*6
-        B, Sq, H, D = q.shape; Skv, HKV = k.shape[1], k.shape[2]
+        q0, k0, h0, _, _, _ = frame or [0] * 6
+        B, Sq, H, D = q.shape
+        Skv, HKV = k.shape[1], k.shape[2]
         kk = k.repeat_interleave(H // HKV, dim=2)
         s = torch.einsum("bqhd,bkhd->bhqk", q.double(), kk.double()) / math.sqrt(D)
-        qi = torch.arange(Sq)[:, None] + q0; ki = torch.arange(Skv)[None, :] + k0
-        if self.kind == "causal": keep = qi >= ki
+        qi = torch.arange(Sq)[:, None] + q0  # global positions
+        ki = torch.arange(Skv)[None, :] + k0
+        if self.kind == "causal":
+            keep = qi >= ki
         elif self.kind == "doc":
-            d = buffers[0]; keep = (qi >= ki) & (d[qi] == d[ki])
-        elif self.kind == "window": keep = (qi - ki >= 0) & (qi - ki <= 300)
+            d = buffers[0]  # the global document ids
+            keep = (qi >= ki) & (d[qi] == d[ki])
+        elif self.kind == "window":
+            keep = (qi - ki >= 0) & (qi - ki <= 300)
         elif self.kind == "alibi":
             keep = qi >= ki
             sl = buffers[0].double()[h0:h0 + H]
             s = s + sl[None, :, None, None] * (ki - qi).double()[None, None]
         keep = keep[None, None].expand_as(s)
         return s, keep, (ki - qi).double()
+
     def forward(self, q, k, v, buffers, sink, layout, frame=None):
         s, keep, _ = self.scores(q, k, buffers, frame)
         s = s.masked_fill(~keep, float("-inf"))
         lse = torch.logsumexp(s, -1)
         p = torch.exp(s - lse[..., None]).nan_to_num(0.0)
-        H = q.shape[2]; vv = v.repeat_interleave(H // v.shape[2], dim=2).double()
+        H = q.shape[2]
+        vv = v.repeat_interleave(H // v.shape[2], dim=2).double()
         o = torch.einsum("bhqk,bkhd->bqhd", p, vv)
         return o.to(q.dtype), lse.float()
+
     def backward(self, dout, dlse, q, k, v, out, lse, buffers, sink, layout, det, want, frame=None):
         s, keep, rel = self.scores(q, k, buffers, frame)
         H, HKV, D = q.shape[2], k.shape[2], q.shape[3]
         p = torch.where(keep, torch.exp(s - lse.double()[..., None]), torch.zeros_like(s))
-        vv = v.repeat_interleave(H // HKV, dim=2).double(); kk = k.repeat_interleave(H // HKV, dim=2).double()
+        vv = v.repeat_interleave(H // HKV, dim=2).double()
+        kk = k.repeat_interleave(H // HKV, dim=2).double()
         do = dout.double()
         dp = torch.einsum("bqhd,bkhd->bhqk", do, vv)
         delta = (do * out.double()).sum(-1).transpose(1, 2)
-        if dlse is not None: delta = delta - dlse.double()
+        if dlse is not None:
+            delta = delta - dlse.double()
         ds = p * (dp - delta[..., None])
         dq = torch.einsum("bhqk,bkhd->bqhd", ds, kk) / math.sqrt(D)
         dk = torch.einsum("bhqk,bqhd->bkhd", ds, q.double()) / math.sqrt(D)
         dv = torch.einsum("bhqk,bqhd->bkhd", p, do)
         B, Skv = k.shape[0], k.shape[1]
-        dk = dk.reshape(B, Skv, HKV, H // HKV, D).sum(3); dv = dv.reshape(B, Skv, HKV, H // HKV, D).sum(3)
+        dk = dk.reshape(B, Skv, HKV, H // HKV, D).sum(3)  # GQA: summed over the heads sharing a kv head
+        dv = dv.reshape(B, Skv, HKV, H // HKV, D).sum(3)
         grads = [torch.zeros_like(b) for b in buffers]
         if self.kind == "alibi" and want & 1:
-            h0 = (frame or [0]*6)[2]
+            h0 = (frame or [0] * 6)[2]
             g = torch.zeros(buffers[0].shape, dtype=torch.float64)
             g[h0:h0 + H] = (ds * rel[None, None]).sum((0, 2, 3))
             grads[0] = g.to(buffers[0].dtype)
         return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), grads
+
 
 class Attn:
     """The part of maskc.torch's Attention that maskc.cp reads."""
@@ -89,7 +109,6 @@ class Attn:
 
     def generated(self):
         return self.g
-
 
 
 def simulated():
