@@ -22,6 +22,10 @@
 #                local attention vs maskc's core attention vs CP=2 simulated);
 #                needs Megatron-LM's megatron/ package carried (never
 #                committed) under $MEGATRON_SRC, default .devbin/megatron_src
+#       Steps joined by + (fwd+bwd+torch) run at the same time, each with
+#       its own maskc cache directory, their summaries printed in order
+#       when all have ended: for correctness checks only, never for the
+#       benchmarks, whose timings need the GPU to themselves.
 #       Default: the first six. Exit status: the number of steps that failed.
 set -u
 cd "$(dirname "$0")/.."
@@ -59,7 +63,9 @@ run)
 		pip install -q --no-index --no-deps --target /tmp/site .devbin/v/maskc-*.whl >"$OUT/pip.txt" 2>&1 || echo "pip failed"
 	}
 	rm -rf /tmp/site
-	for s in $steps; do
+	one() { # step name; prints its summary, returns 1 if it failed
+		local s=$1 failed=0
+		export MASKC_CACHE_DIR=/tmp/maskc-cache-$s
 		case $s in
 		fwd)
 			step fwd "${FWD_TIMEOUT:-150}" python3 gpu/check.py --generated .devbin/gen --out "$OUT/check.jsonl"
@@ -108,6 +114,26 @@ run)
 			failed=$((failed + 1))
 			;;
 		esac
+		return $failed
+	}
+	failed=0
+	for group in $steps; do
+		if [ "${group#*+}" = "$group" ]; then
+			one "$group" || failed=$((failed + 1))
+			continue
+		fi
+		install_wheel # once, before the steps that share it start
+		pids=()
+		for s in ${group//+/ }; do
+			one "$s" >"$OUT/summary-$s.txt" 2>&1 &
+			pids+=("$!")
+		done
+		i=0
+		for s in ${group//+/ }; do
+			wait "${pids[$i]}" || failed=$((failed + 1))
+			cat "$OUT/summary-$s.txt"
+			i=$((i + 1))
+		done
 	done
 	exit $failed
 	;;
