@@ -7,7 +7,9 @@ import (
 	"github.com/maskc/maskc/dsl"
 )
 
-// Signatures of the generated functions. maskc_mask and maskc_score are
+// Signatures of the generated functions, in the global frame (the kernels
+// call their local twins in hipsrc/frame.h, maskc_mask for maskc_g_mask
+// and so on). maskc_g_mask and maskc_g_score are
 // what a (b, h, q, kv) evaluation calls; the kernel splits them: buffer
 // reads that depend on q but not kv (or on neither) are computed once per
 // row (maskc_mask_row -> MaskcMaskRow), those that depend on kv but not q
@@ -16,8 +18,8 @@ import (
 // composition, so both paths compute the same function.
 const (
 	sizeParams = "const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q, long long KV"
-	maskSig    = "__device__ __forceinline__ bool maskc_mask(" + sizeParams + ",\n    long long b, long long h, long long q, long long kv)"
-	scoreSig   = "__device__ __forceinline__ float maskc_score(" + sizeParams + ",\n    float score, long long b, long long h, long long q, long long kv)"
+	maskSig    = "__device__ __forceinline__ bool maskc_g_mask(" + sizeParams + ",\n    long long b, long long h, long long q, long long kv)"
+	scoreSig   = "__device__ __forceinline__ float maskc_g_score(" + sizeParams + ",\n    float score, long long b, long long h, long long q, long long kv)"
 )
 
 // lineResetMarker stands where the generated text returns from .flex line
@@ -57,16 +59,16 @@ func splitFuncs(kind dsl.ModKind, rowFields, rowBody, colFields, colBody, rcBody
 	lo := strings.ToLower(n)
 	var b strings.Builder
 	fmt.Fprintf(&b, "struct Maskc%sRow {%s};  // the %s's buffer reads that depend on q, not kv\n", n, rowFields, lo)
-	fmt.Fprintf(&b, "__device__ __forceinline__ Maskc%sRow maskc_%s_row(%s,\n    long long b, long long h, long long q) {\n", n, lo, sizeParams)
+	fmt.Fprintf(&b, "__device__ __forceinline__ Maskc%sRow maskc_g_%s_row(%s,\n    long long b, long long h, long long q) {\n", n, lo, sizeParams)
 	fmt.Fprintf(&b, "  Maskc%sRow r;\n%s  return r;\n}\n", n, rowBody)
 	fmt.Fprintf(&b, "struct Maskc%sCol {%s};  // the %s's buffer reads that depend on kv, not q\n", n, colFields, lo)
 	if kind == dsl.MaskMod && colFields != "" {
 		// attn_fwd.h's MASKC_MASK_BITS default: per-key reads make a partial tile's mask worth evaluating before its MMA
 		b.WriteString("#define MASKC_MASK_COL_READS 1\n")
 	}
-	fmt.Fprintf(&b, "__device__ __forceinline__ Maskc%sCol maskc_%s_col(%s,\n    long long b, long long h, long long kv) {\n", n, lo, sizeParams)
+	fmt.Fprintf(&b, "__device__ __forceinline__ Maskc%sCol maskc_g_%s_col(%s,\n    long long b, long long h, long long kv) {\n", n, lo, sizeParams)
 	fmt.Fprintf(&b, "  Maskc%sCol c;\n%s  return c;\n}\n", n, colBody)
-	fmt.Fprintf(&b, "__device__ __forceinline__ %s maskc_%s_rc(%s,\n    const Maskc%sRow& r, const Maskc%sCol& c, %slong long b, long long h, long long q, long long kv) {\n",
+	fmt.Fprintf(&b, "__device__ __forceinline__ %s maskc_g_%s_rc(%s,\n    const Maskc%sRow& r, const Maskc%sCol& c, %slong long b, long long h, long long q, long long kv) {\n",
 		ret, lo, sizeParams, n, n, scoreParam)
 	b.WriteString(rcBody)
 	b.WriteString("}\n")
@@ -74,8 +76,8 @@ func splitFuncs(kind dsl.ModKind, rowFields, rowBody, colFields, colBody, rcBody
 	if kind == dsl.ScoreMod {
 		sig = scoreSig
 	}
-	fmt.Fprintf(&b, "%s {\n  return maskc_%s_rc(buf, B, H, HKV, Q, KV, maskc_%s_row(buf, B, H, HKV, Q, KV, b, h, q),\n", sig, lo, lo)
-	fmt.Fprintf(&b, "                       maskc_%s_col(buf, B, H, HKV, Q, KV, b, h, kv), %sb, h, q, kv);\n}\n", lo, scoreArg)
+	fmt.Fprintf(&b, "%s {\n  return maskc_g_%s_rc(buf, B, H, HKV, Q, KV, maskc_g_%s_row(buf, B, H, HKV, Q, KV, b, h, q),\n", sig, lo, lo)
+	fmt.Fprintf(&b, "                         maskc_g_%s_col(buf, B, H, HKV, Q, KV, b, h, kv), %sb, h, q, kv);\n}\n", lo, scoreArg)
 	return b.String()
 }
 

@@ -42,7 +42,7 @@ func FuzzGenerate(f *testing.F) {
 				}
 				continue
 			}
-			for _, fn := range []string{"maskc_mask(", "maskc_score(", "maskc_kv_range(", "maskc_tile_full("} {
+			for _, fn := range []string{"maskc_g_mask(", "maskc_g_score(", "maskc_g_kv_range(", "maskc_g_tile_full("} {
 				if !strings.Contains(k.Generated, fn) {
 					t.Fatalf("generated part lacks %s", fn)
 				}

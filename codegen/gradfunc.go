@@ -35,7 +35,7 @@ import (
 const (
 	gradReadsMacro = "MASKC_SCORE_GRAD_READS"
 	gradReadStruct = "struct MaskcScoreGradRead { int slot; long long idx; float d; };"
-	gradSig        = "__device__ __forceinline__ float maskc_score_grad(" + sizeParams + ",\n    float score, long long b, long long h, long long q, long long kv, MaskcScoreGradRead* reads)"
+	gradSig        = "__device__ __forceinline__ float maskc_g_score_grad(" + sizeParams + ",\n    float score, long long b, long long h, long long q, long long kv, MaskcScoreGradRead* reads)"
 )
 
 // ScoreGrad is the generated score-gradient interface of one score.

@@ -18,6 +18,7 @@ import (
 	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/eval"
 	"github.com/maskc/maskc/grad"
+	"github.com/maskc/maskc/hipsrc"
 )
 
 // generatedMarker starts the generated part of a kernel source.
@@ -267,7 +268,7 @@ func TestScoreGradHipcc(t *testing.T) {
 					b.WriteString(ln + "\n")
 				}
 			}
-			fmt.Fprintf(&b, "}\nextern \"C\" __global__ void maskc_grad_probe%d(MaskcBuffers buf, long long n, float* out, MaskcScoreGradRead* reads) {\n", n)
+			fmt.Fprintf(&b, "%s}\nextern \"C\" __global__ void maskc_grad_probe%d(MaskcBuffers buf, long long n, float* out, MaskcScoreGradRead* reads) {\n", hipsrc.Frame, n)
 			fmt.Fprintf(&b, "  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n")
 			fmt.Fprintf(&b, "  out[i] = case%d::maskc_score_grad(buf, 1, n, n, n, n, out[i], 0, i %% n, i, n - 1 - i %% n, reads + i * %d);\n}\n", n, max(k.ScoreGradReads, 1))
 			n++

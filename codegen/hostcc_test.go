@@ -182,7 +182,7 @@ func buildHostMain(t *testing.T, cases []hostCase, main string, fn func(i int) s
 			}
 			b.WriteString(ln + "\n")
 		}
-		b.WriteString("}\n")
+		b.WriteString(hipsrc.Frame + "}\n")
 		fns = append(fns, fn(i))
 	}
 	b.WriteString(strings.Replace(main, "FNS", strings.Join(fns, ",\n  "), 1))

@@ -215,7 +215,7 @@ func TestHostIntBoundary(t *testing.T) {
 				b.WriteString(ln + "\n")
 			}
 		}
-		b.WriteString("}\n")
+		b.WriteString(hipsrc.Frame + "}\n")
 		bound := &struct{ mask, score *eval.Bound }{}
 		for _, m := range []struct {
 			l   *dsl.Lowered

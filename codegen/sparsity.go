@@ -21,11 +21,11 @@ const (
 	SparsityNone = hipsrc.SparsityNone
 )
 
-const kvRangeSig = `__device__ __forceinline__ void maskc_kv_range(const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q, long long KV,
-                                               long long b, long long h, long long q_lo, long long q_hi, long long* lo, long long* hi)`
+const kvRangeSig = `__device__ __forceinline__ void maskc_g_kv_range(const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q, long long KV,
+                                                 long long b, long long h, long long q_lo, long long q_hi, long long* lo, long long* hi)`
 
-const kvIntervalsSig = `__device__ __forceinline__ void maskc_kv_intervals(const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q, long long KV,
-                                                   long long b, long long h, long long q_lo, long long q_hi, long long* lo, long long* hi)`
+const kvIntervalsSig = `__device__ __forceinline__ void maskc_g_kv_intervals(const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q, long long KV,
+                                                     long long b, long long h, long long q_lo, long long q_hi, long long* lo, long long* hi)`
 
 // maxKVIntervals bounds maskc_kv_interval_count: masks with more disjuncts
 // get their hull as one interval.
@@ -34,17 +34,17 @@ const maxKVIntervals = 8
 // trivialIntervals is maskc_kv_intervals when every kv may be visible.
 const trivialIntervals = "constexpr int maskc_kv_interval_count = 1;\n" + kvIntervalsSig + " {\n  lo[0] = 0;\n  hi[0] = KV;\n}\n"
 
-const qIntervalsSig = `__device__ __forceinline__ void maskc_q_intervals(const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q, long long KV,
-                                                  long long b, long long h, long long kv_lo, long long kv_hi, long long* lo, long long* hi)`
+const qIntervalsSig = `__device__ __forceinline__ void maskc_g_q_intervals(const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q, long long KV,
+                                                    long long b, long long h, long long kv_lo, long long kv_hi, long long* lo, long long* hi)`
 
 // trivialQIntervals is maskc_q_intervals when every q may see the keys.
 const trivialQIntervals = "constexpr int maskc_q_interval_count = 1;\n" + qIntervalsSig + " {\n  lo[0] = 0;\n  hi[0] = Q;\n}\n"
 
-const qRangeSig = `__device__ __forceinline__ void maskc_q_range(const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q, long long KV,
-                                              long long b, long long h, long long kv_lo, long long kv_hi, long long* lo, long long* hi)`
+const qRangeSig = `__device__ __forceinline__ void maskc_g_q_range(const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q, long long KV,
+                                                long long b, long long h, long long kv_lo, long long kv_hi, long long* lo, long long* hi)`
 
-const tileFullSig = `__device__ __forceinline__ bool maskc_tile_full(const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q, long long KV,
-                                                long long b, long long h, long long q_lo, long long q_hi, long long kv_lo, long long kv_hi)`
+const tileFullSig = `__device__ __forceinline__ bool maskc_g_tile_full(const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q, long long KV,
+                                                  long long b, long long h, long long q_lo, long long q_hi, long long kv_lo, long long kv_hi)`
 
 // sparsity is the block-sparsity plan of one mask and the generated
 // functions implementing it.

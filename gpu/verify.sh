@@ -16,6 +16,16 @@
 #         bwdb   gpu/bwd_bench.py on the eight baseline cases
 #         hf     python/gpu_tests/train_hf.py (a Hugging Face Llama trained
 #                200 steps through the wheel against FlexAttention)
+#         cp     python/gpu_tests/check_cp.py (maskc.cp's ring over 2 and 4
+#                simulated ranks against the unsplit call; issue 16)
+#         meg    python/gpu_tests/train_megatron.py (a tiny Megatron-core GPT,
+#                local attention vs maskc's core attention vs CP=2 simulated);
+#                needs Megatron-LM's megatron/ package carried (never
+#                committed) under $MEGATRON_SRC, default .devbin/megatron_src
+#       Steps joined by + (fwd+bwd+torch) run at the same time, each with
+#       its own maskc cache directory, their summaries printed in order
+#       when all have ended: for correctness checks only, never for the
+#       benchmarks, whose timings need the GPU to themselves.
 #       Default: the first six. Exit status: the number of steps that failed.
 set -u
 cd "$(dirname "$0")/.."
@@ -53,7 +63,9 @@ run)
 		pip install -q --no-index --no-deps --target /tmp/site .devbin/v/maskc-*.whl >"$OUT/pip.txt" 2>&1 || echo "pip failed"
 	}
 	rm -rf /tmp/site
-	for s in $steps; do
+	one() { # step name; prints its summary, returns 1 if it failed
+		local s=$1 failed=0
+		export MASKC_CACHE_DIR=/tmp/maskc-cache-$s
 		case $s in
 		fwd)
 			step fwd "${FWD_TIMEOUT:-150}" python3 gpu/check.py --generated .devbin/gen --out "$OUT/check.jsonl"
@@ -82,6 +94,17 @@ run)
 			step hf "${HF_TIMEOUT:-200}" env PYTHONPATH=/tmp/site python3 python/gpu_tests/train_hf.py --out "$OUT"
 			tail -6 "$OUT/hf.txt" | cut -c1-400
 			;;
+		cp)
+			install_wheel
+			step cp "${CP_TIMEOUT:-120}" env PYTHONPATH=/tmp/site python3 python/gpu_tests/check_cp.py --seq 1024 --out "$OUT"
+			tail -19 "$OUT/cp.txt" | cut -c1-300
+			;;
+		meg)
+			install_wheel
+			step meg "${MEG_TIMEOUT:-150}" env PYTHONPATH="/tmp/site:${MEGATRON_SRC:-.devbin/megatron_src}" \
+				python3 python/gpu_tests/train_megatron.py --out "$OUT"
+			grep -v -i warn "$OUT/meg.txt" | tail -8 | cut -c1-300
+			;;
 		bwdb)
 			step bwdb "${BWDB_TIMEOUT:-150}" python3 gpu/bwd_bench.py --generated .devbin/bwd-genbench --out "$OUT/bwd_bench.jsonl"
 			tail -14 "$OUT/bwdb.txt"
@@ -91,11 +114,31 @@ run)
 			failed=$((failed + 1))
 			;;
 		esac
+		return $failed
+	}
+	failed=0
+	for group in $steps; do
+		if [ "${group#*+}" = "$group" ]; then
+			one "$group" || failed=$((failed + 1))
+			continue
+		fi
+		install_wheel # once, before the steps that share it start
+		pids=()
+		for s in ${group//+/ }; do
+			one "$s" >"$OUT/summary-$s.txt" 2>&1 &
+			pids+=("$!")
+		done
+		i=0
+		for s in ${group//+/ }; do
+			wait "${pids[$i]}" || failed=$((failed + 1))
+			cat "$OUT/summary-$s.txt"
+			i=$((i + 1))
+		done
 	done
 	exit $failed
 	;;
 *)
-	echo "usage: gpu/verify.sh gen | run [fwd|extfwd|bwd|torch|ext|bwdb|hf ...]" >&2
+	echo "usage: gpu/verify.sh gen | run [fwd|extfwd|bwd|torch|ext|bwdb|hf|cp|meg ...]" >&2
 	exit 2
 	;;
 esac

@@ -15,8 +15,9 @@ import (
 
 // ABIVersion is the version of the kernel ABI and of the manifest schema
 // (MANIFEST.md); it changes whenever a struct, an entry point, the grid
-// rule or a manifest field changes meaning (3: the backward's tiles per
-// platform and head dim, kernels[].bwd_launch).
+// rule or a manifest field changes meaning (3: the position frame in
+// MaskcBuffers; the backward's tiles per platform and head dim,
+// kernels[].bwd_launch).
 const ABIVersion = 3
 
 // MaxSeqLen is the longest Sq and Skv a kernel may be launched with:
@@ -154,11 +155,26 @@ var ShapeStruct = layout("MaskcShape", "Shapes and strides of one launch (the sa
 )
 
 // BuffersStruct is struct MaskcBuffers: the captured tensors, by slot.
-var BuffersStruct = layout("MaskcBuffers", "Captured tensors by slot (declaration order of the buffers the kernel reads): ptr[i] is\n"+
-	"the data (row-major, contiguous), dim[i] its extents (a 1-D buffer has dim[i][1] == 1).",
+var BuffersStruct = layout("MaskcBuffers", "What the mask and score read: captured tensors by slot (declaration order of the buffers the\n"+
+	"kernel reads): ptr[i] is the data (row-major, contiguous), dim[i] its extents (a 1-D buffer has\n"+
+	"dim[i][1] == 1); and the position frame (hipsrc/frame.h): the launch computes the rows\n"+
+	"q_offset .. q_offset+Sq-1 against the keys kv_offset .. kv_offset+Skv-1 and the heads\n"+
+	"h_offset .. h_offset+H-1 of an attention of q_total x kv_total positions and h_total heads,\n"+
+	"which is what the mask and score see (all zero: the launch is the whole attention).",
 	Field{Name: "ptr", CType: "const void*", Dims: []int{MaxBuffers}},
 	Field{Name: "dim", CType: "long long", Dims: []int{MaxBuffers, MaxBufferRank}},
+	Field{Name: "q_offset", CType: "long long", Doc: "global position of local query row 0 (>= 0)"},
+	Field{Name: "kv_offset", CType: "long long", Doc: "global position of local key 0 (>= 0)"},
+	Field{Name: "h_offset", CType: "long long", Doc: "global index of local query head 0 (>= 0, a multiple of H / HKV)"},
+	Field{Name: "q_total", CType: "long long", Doc: "global query length Q the mask sees; 0: q_offset + Sq"},
+	Field{Name: "kv_total", CType: "long long", Doc: "global key length KV the mask sees; 0: kv_offset + Skv"},
+	Field{Name: "h_total", CType: "long long", Doc: "global query heads H the mask sees (HKV scales alike); 0: h_offset + H"},
 )
+
+// FrameFields are the position-frame members of MaskcBuffers in order
+// (hipsrc/frame.h reads them; every launcher fills them, zero for a
+// launch that is the whole attention).
+var FrameFields = []string{"q_offset", "kv_offset", "h_offset", "q_total", "kv_total", "h_total"}
 
 // Structs are the ABI structs in declaration order.
 var Structs = []Struct{ShapeStruct, BuffersStruct}

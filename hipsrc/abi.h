@@ -21,11 +21,21 @@ struct MaskcShape {
   const unsigned char* tile_flags;     // nullptr unless SparsityPrepass: maskc_tile_flags's output
 };
 
-// Captured tensors by slot (declaration order of the buffers the kernel reads): ptr[i] is
-// the data (row-major, contiguous), dim[i] its extents (a 1-D buffer has dim[i][1] == 1).
+// What the mask and score read: captured tensors by slot (declaration order of the buffers the
+// kernel reads): ptr[i] is the data (row-major, contiguous), dim[i] its extents (a 1-D buffer has
+// dim[i][1] == 1); and the position frame (hipsrc/frame.h): the launch computes the rows
+// q_offset .. q_offset+Sq-1 against the keys kv_offset .. kv_offset+Skv-1 and the heads
+// h_offset .. h_offset+H-1 of an attention of q_total x kv_total positions and h_total heads,
+// which is what the mask and score see (all zero: the launch is the whole attention).
 struct MaskcBuffers {
   const void* ptr[8];
   long long dim[8][2];
+  long long q_offset;                  // global position of local query row 0 (>= 0)
+  long long kv_offset;                 // global position of local key 0 (>= 0)
+  long long h_offset;                  // global index of local query head 0 (>= 0, a multiple of H / HKV)
+  long long q_total;                   // global query length Q the mask sees; 0: q_offset + Sq
+  long long kv_total;                  // global key length KV the mask sees; 0: kv_offset + Skv
+  long long h_total;                   // global query heads H the mask sees (HKV scales alike); 0: h_offset + H
 };
 
 #endif  // MASKC_ABI_H

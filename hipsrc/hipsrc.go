@@ -22,17 +22,22 @@
 //     (MASKC_HEAD_DIM, MASKC_DTYPE_BF16 or MASKC_DTYPE_F16, MASKC_HAS_MASK,
 //     MASKC_HAS_SCORE, MASKC_HAS_SINK, MASKC_SPARSITY_ANALYTIC, _PREPASS or
 //     _NONE, MASKC_MASK_USES_B / MASKC_MASK_USES_H, MASKC_SPLIT_MODS) and the
-//     device functions maskc_mask, maskc_score (with their row and column
-//     parts), maskc_kv_range, maskc_kv_intervals, maskc_q_range,
-//     maskc_q_intervals and maskc_tile_full.
-//  6. TileWalk (tile_walk.h): the key tiles a q tile visits (from the
+//     device functions maskc_g_mask, maskc_g_score (with their row and
+//     column parts), maskc_g_score_grad, maskc_g_kv_range,
+//     maskc_g_kv_intervals, maskc_g_q_range, maskc_g_q_intervals and
+//     maskc_g_tile_full, in the global frame.
+//  6. Frame (frame.h): the mask, score and sparsity functions in the
+//     launch's local indices, each evaluating the generated part's global
+//     one (maskc_g_mask, ...) through MaskcBuffers' position frame (a
+//     context-parallel slice of a larger attention).
+//  7. TileWalk (tile_walk.h): the key tiles a q tile visits (from the
 //     generated maskc_kv_intervals), the q tiles a key tile's column walk
 //     visits, and the order of the q tiles.
-//  7. AttnFwd (attn_fwd.h): the fused flash-attention forward, entry points
+//  8. AttnFwd (attn_fwd.h): the fused flash-attention forward, entry points
 //     maskc_attn_fwd and maskc_tile_flags with C linkage; then AttnFwdSM90
 //     (attn_fwd_sm90.h), the warp-specialized Hopper forward that replaces
 //     AttnFwd's maskc_attn_fwd when compiled with WSOptions.
-//  8. For the backward source only, the backward's tiles for the head dim
+//  9. For the backward source only, the backward's tiles for the head dim
 //     (BwdTileDefines) and AttnBwd: the backward kernels
 //     (maskc_attn_bwd_pre, maskc_attn_bwd, maskc_attn_bwd_dq, ...).
 //
@@ -79,6 +84,13 @@ var MMAMFMA string
 //go:embed runtime.h
 var Runtime string
 
+// Frame is the position frame (hipsrc/frame.h): maskc_mask, maskc_score,
+// maskc_kv_range, ... in a launch's local indices, from the generated
+// part's maskc_g_ functions and MaskcBuffers' frame members.
+//
+//go:embed frame.h
+var Frame string
+
 // TileWalk is the forward's tile iteration and q-tile order
 // (hipsrc/tile_walk.h): the key-tile intervals a q tile visits, from the
 // generated maskc_kv_intervals, and the block-to-q-tile schedule.
@@ -108,7 +120,7 @@ var headDimDefine = regexp.MustCompile(`(?m)^#define MASKC_HEAD_DIM \d+\n`)
 func Assemble(generated string, more ...string) string {
 	var b strings.Builder
 	b.WriteString(headDimDefine.FindString(generated))
-	for _, p := range append([]string{Prelude, MMASync, MMAWGMMA, MMAMFMA, ABIHeader(), Runtime, generated, TileWalk, AttnFwd, AttnFwdSM90}, more...) {
+	for _, p := range append([]string{Prelude, MMASync, MMAWGMMA, MMAMFMA, ABIHeader(), Runtime, generated, Frame, TileWalk, AttnFwd, AttnFwdSM90}, more...) {
 		b.WriteString(p)
 		if !strings.HasSuffix(p, "\n") {
 			b.WriteByte('\n')

@@ -298,8 +298,9 @@ func TestABILayout(t *testing.T) {
 	if got := string(out); got != want.String() {
 		t.Errorf("C layout:\n%s\nabi.go layout:\n%s", got, want.String())
 	}
-	// The layout the launchers were first written against.
-	if ShapeStruct.Size != 144 || BuffersStruct.Size != 192 {
+	// The layout the launchers were first written against (ABI 3 added the
+	// six position-frame members at the end of MaskcBuffers).
+	if ShapeStruct.Size != 144 || BuffersStruct.Size != 192+8*len(FrameFields) {
 		t.Errorf("MaskcShape %d bytes, MaskcBuffers %d", ShapeStruct.Size, BuffersStruct.Size)
 	}
 }

@@ -45,4 +45,7 @@ type cBuffers struct {
 	_   structs.HostLayout
 	Ptr [MaxBuffers]uintptr
 	Dim [MaxBuffers][hipsrc.MaxBufferRank]int64
+	// The position frame (hipsrc.FrameFields); this runtime launches whole
+	// attentions, so it leaves them zero.
+	QOffset, KVOffset, HOffset, QTotal, KVTotal, HTotal int64
 }

@@ -127,7 +127,9 @@ func TestCLayoutMatchesABI(t *testing.T) {
 			"v_stride": unsafe.Offsetof(s.VStride), "o_stride": unsafe.Offsetof(s.OStride), "scale": unsafe.Offsetof(s.Scale),
 			"sink": unsafe.Offsetof(s.Sink), "tile_flags": unsafe.Offsetof(s.TileFlags),
 		}},
-		{hipsrc.BuffersStruct, unsafe.Sizeof(b), map[string]uintptr{"ptr": unsafe.Offsetof(b.Ptr), "dim": unsafe.Offsetof(b.Dim)}},
+		{hipsrc.BuffersStruct, unsafe.Sizeof(b), map[string]uintptr{"ptr": unsafe.Offsetof(b.Ptr), "dim": unsafe.Offsetof(b.Dim),
+			"q_offset": unsafe.Offsetof(b.QOffset), "kv_offset": unsafe.Offsetof(b.KVOffset), "h_offset": unsafe.Offsetof(b.HOffset),
+			"q_total": unsafe.Offsetof(b.QTotal), "kv_total": unsafe.Offsetof(b.KVTotal), "h_total": unsafe.Offsetof(b.HTotal)}},
 	}
 	for _, tc := range tests {
 		if int(tc.size) != tc.st.Size {

@@ -188,7 +188,7 @@ func buildPrepass(t *testing.T, runs []prepassRun) string {
 				b.WriteString(ln + "\n")
 			}
 		}
-		b.WriteString(pieces + hostPrepassRun + "}\n")
+		b.WriteString(hipsrc.Frame + pieces + hostPrepassRun + "}\n")
 		names = append(names, fmt.Sprintf("run%d::run", i))
 	}
 	b.WriteString(strings.Replace(hostPrepassMain, "RUNS", strings.Join(names, ", "), 1))

@@ -349,10 +349,10 @@ def check_training_paths(attn, q, k, v, bufs, layout, do, res):
     sk = bufs[gen_.spec.sink].float().detach().clone().requires_grad_() if gen_.spec.sink else None
     qg, kg, vg = (x.detach().clone().requires_grad_() for x in (q, k, v))
     try:  # the forward op with autograd (its registered backward runs under opcheck's aot dispatch test)
-        torch.library.opcheck(torch.ops.maskc.attn_fwd.default, (qg, kg, vg, fl, sk, gen_.key, layout, True))
+        torch.library.opcheck(torch.ops.maskc.attn_fwd.default, (qg, kg, vg, fl, sk, gen_.key, layout, True, None))
         with torch.no_grad():
             o, lse = torch.ops.maskc.attn_fwd(q, k, v, blist, sk.detach() if sk is not None else None, gen_.key,
-                                              layout, True)
+                                              layout, True, None)
         dlse = torch.randn_like(lse)
         want = (1 << gen_.man.max_buffers) - 1 | (1 << gen_.man.max_buffers)
         torch.library.opcheck(torch.ops.maskc.attn_bwd.default,

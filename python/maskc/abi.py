@@ -19,7 +19,7 @@ import os
 
 from .diagnostics import MaskcError
 
-__all__ = ["ABI_VERSION", "MANIFEST_FILE", "BufferSpec", "Platform", "Entry", "KernelSpec", "Manifest",
+__all__ = ["ABI_VERSION", "MANIFEST_FILE", "FRAME_FIELDS", "BufferSpec", "Platform", "Entry", "KernelSpec", "Manifest",
            "read_manifest", "pick_platform"]
 
 #: The manifest schema and kernel ABI version this package reads (hipsrc.ABIVersion).
@@ -31,7 +31,9 @@ _SCALARS = {"int": ctypes.c_int32, "long long": ctypes.c_int64, "float": ctypes.
 # The values this package knows how to fill, by struct and field name.
 _SHAPE_FIELDS = {"B", "H", "HKV", "Sq", "Skv", "q_stride", "k_stride", "v_stride", "o_stride", "scale", "sink",
                  "tile_flags"}
-_BUFFERS_FIELDS = {"ptr", "dim"}
+#: The position frame's members of MaskcBuffers (hipsrc.FrameFields, hipsrc/frame.h), in order.
+FRAME_FIELDS = ("q_offset", "kv_offset", "h_offset", "q_total", "kv_total", "h_total")
+_BUFFERS_FIELDS = {"ptr", "dim"} | set(FRAME_FIELDS)
 _GRID_SIZES = {"B", "H", "HKV", "Sq", "Skv", "n", "1"}
 _GRID_TILES = ("", "block_m", "block_n", "bwd_block_m", "bwd_block_n", "bwd_pre_rows", "bwd_threads")
 # The backward's struct, filled by name through pack_bwd.
@@ -292,11 +294,13 @@ class Manifest:
             raise MaskcError("the manifest has no generated kernel for block %s" % attention)
         return self.kernels[attention]
 
-    def pack(self, spec, sizes, strides, scale, sink, tile_flags, buffers):
+    def pack(self, spec, sizes, strides, scale, sink, tile_flags, buffers, frame=None):
         """(MaskcShape, MaskcBuffers) for one launch: sizes {B, H, HKV, Sq,
         Skv}, strides {q, k, v, o: (batch, head, seq) element strides},
-        device pointers sink and tile_flags (0 for none), and buffers, a list
-        of (pointer, extents) in slot order."""
+        device pointers sink and tile_flags (0 for none), buffers, a list
+        of (pointer, extents) in slot order, and frame, the position frame's
+        six values in FRAME_FIELDS order (None: all zero, the launch is the
+        whole attention)."""
         sh = self.Shape()
         sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv = (sizes[n] for n in ("B", "H", "HKV", "Sq", "Skv"))
         for n in "qkvo":
@@ -312,6 +316,12 @@ class Manifest:
                                  (spec.buffers[i].name, len(ext), self.max_rank))
             bufs.ptr[i] = ptr
             bufs.dim[i][:] = list(ext) + [1] * (self.max_rank - len(ext))
+        if frame is not None:
+            if len(frame) != len(FRAME_FIELDS):
+                raise MaskcError("a position frame has %d values (%s); got %r" %
+                                 (len(FRAME_FIELDS), ", ".join(FRAME_FIELDS), frame))
+            for name, v in zip(FRAME_FIELDS, frame):
+                setattr(bufs, name, int(v))
         return sh, bufs
 
 

@@ -159,12 +159,27 @@ class Attention:
         facts = _plan.CallFacts(sq, skv, return_lse, _platform(), _turbo() is not None)
         return _plan.choose(self.decision, facts, backend)
 
-    def __call__(self, q, k, v, layout=None, buffers=None, return_lse=False, deterministic=False, backend="auto"):
+    def __call__(self, q, k, v, layout=None, buffers=None, return_lse=False, deterministic=False, backend="auto",
+                 frame=None):
         """Attention of q over k, v (4-D, layout "bshd" or "bhsd"; default the
         block's) with the block's captured tensors in buffers ({name:
         tensor}). Returns the output in q's layout, and with return_lse also
-        the log-sum-exp [B, H, Sq] (float32, natural log)."""
+        the log-sum-exp [B, H, Sq] (float32, natural log).
+
+        frame (a maskc.cp.Frame, or None for the whole attention) places
+        this call in a larger attention: q and k, v are its rows q_offset..
+        and keys kv_offset.. (and heads h_offset..), the mask and score see
+        those global positions and sizes, and buffers are the global ones
+        (python/maskc/README_CP.md). Only the generated kernel runs a
+        framed call; backend="turbo" or "sdpa" with a frame is refused."""
         layout = layout or self.layout
+        frame = _frame_values(frame)
+        if frame is not None:
+            if backend not in ("auto", "generated"):
+                raise MaskcError("block %s: backend=%r cannot run a slice of an attention (frame=%s); only the "
+                                 "generated kernel applies the mask at global positions" % (self.name, backend,
+                                                                                            frame))
+            backend = "generated"
         if layout not in _checks.LAYOUTS:
             raise MaskcError("layout=%r: want %s" % (layout, " or ".join(_checks.LAYOUTS)))
         for name, t in (("q", q), ("k", k), ("v", v)):
@@ -184,7 +199,7 @@ class Attention:
         if choice.kind == "turbo":
             return _turbo_call(self.decision, q, k, v, layout, buffers, deterministic)
         gen = self.generated()
-        return gen(q, k, v, layout, buffers, return_lse, deterministic)
+        return gen(q, k, v, layout, buffers, return_lse, deterministic, frame)
 
     def generated(self):
         """The block's generated-kernel launcher."""
@@ -193,6 +208,40 @@ class Attention:
                 raise MaskcError("block %s has no generated kernel" % self.name)
             raise _abi.manifest_missing(self.program.entry.directory)
         return self._generated
+
+
+def _frame_values(frame):
+    """The six position-frame ints (abi.FRAME_FIELDS) of frame (a
+    maskc.cp.Frame, a sequence of six ints, or None), or None for an
+    all-zero frame (the whole attention)."""
+    if frame is None:
+        return None
+    vals = list(frame.values()) if hasattr(frame, "values") else list(frame)
+    if len(vals) != len(_abi.FRAME_FIELDS) or not all(isinstance(x, int) and x >= 0 for x in vals):
+        raise MaskcError("frame=%r: want a maskc.cp.Frame or %d non-negative ints (%s)" %
+                         (frame, len(_abi.FRAME_FIELDS), ", ".join(_abi.FRAME_FIELDS)))
+    return None if not any(vals) else vals
+
+
+def _global_sizes(sz, frame):
+    """The sizes the mask sees (and buffer extents are evaluated with) for a
+    call of local sizes sz in frame (six ints or None); MaskcError when the
+    slice does not lie inside them."""
+    if frame is None:
+        return sz
+    q0, kv0, h0, qt, kvt, ht = frame
+    Q, KV, H = qt or q0 + sz.Q, kvt or kv0 + sz.KV, ht or h0 + sz.H
+    group = sz.H // sz.HKV
+    if q0 + sz.Q > Q or kv0 + sz.KV > KV or h0 + sz.H > H:
+        raise MaskcError("frame %s: the call's rows %d..%d, keys %d..%d or heads %d..%d lie outside the attention "
+                         "of %d x %d positions and %d heads" % (frame, q0, q0 + sz.Q, kv0, kv0 + sz.KV, h0, h0 + sz.H,
+                                                               Q, KV, H))
+    if h0 % group or H % group:
+        raise MaskcError("frame %s: h_offset %d and h_total %d must be multiples of the group size H / HKV = %d" %
+                         (frame, h0, H, group))
+    if Q > _checks.MAX_SEQ_LEN or KV > _checks.MAX_SEQ_LEN:
+        raise MaskcError("frame %s: a generated kernel takes at most %d positions" % (frame, _checks.MAX_SEQ_LEN))
+    return _checks.Sizes(sz.B, H, H // group, Q, KV, sz.D)
 
 
 def _plan_buffers(dec):
@@ -348,7 +397,7 @@ class _Generated:
         self.known = {b.name for b in self.spec.buffers} | ({self.spec.sink} if self.spec.sink else set())
         _LAUNCHERS[self.key] = self
 
-    def __call__(self, q, k, v, layout, buffers, return_lse, deterministic):
+    def __call__(self, q, k, v, layout, buffers, return_lse, deterministic, frame=None):
         spec, known = self.spec, self.known
         unknown = sorted(set(buffers) - known)
         if unknown:
@@ -367,9 +416,9 @@ class _Generated:
             for t in [q, k, v] + blist + ([sink] if sink is not None else []):
                 grad = grad or t.requires_grad
         if torch.compiler.is_compiling() or grad:
-            out, lse = torch.ops.maskc.attn_fwd(q, k, v, blist, sink, self.key, layout, deterministic)
+            out, lse = torch.ops.maskc.attn_fwd(q, k, v, blist, sink, self.key, layout, deterministic, frame)
         else:  # plain eager inference: skip the dispatcher
-            out, lse = self.forward(q, k, v, blist, sink, layout)
+            out, lse = self.forward(q, k, v, blist, sink, layout, frame)
         return (out, lse) if return_lse else out
 
     def _target(self, idx):
@@ -474,13 +523,15 @@ class _Generated:
             self._flags[key] = t
         return t
 
-    def forward(self, q, k, v, buffers, sink, layout):
+    def forward(self, q, k, v, buffers, sink, layout, frame=None):
         """(out, lse) of the generated kernel: checks, then one or two
-        launches on the current stream; no synchronisation."""
+        launches on the current stream; no synchronisation. frame: six
+        position-frame ints or None (Attention.__call__)."""
         spec, man = self.spec, self.man
+        frame = _frame_values(frame)
         sz = _checks.check_qkv(q, k, v, layout, spec.head_dim, spec.dtype, dtype_name)
-        checked = _checks.check_buffers(spec.buffers, {b.name: t for b, t in zip(spec.buffers, buffers)}, sz,
-                                        q.device, dtype_name)
+        checked = _checks.check_buffers(spec.buffers, {b.name: t for b, t in zip(spec.buffers, buffers)},
+                                        _global_sizes(sz, frame), q.device, dtype_name)
         if _checks.segments_check_enabled():  # opt-in: reads segments buffers back (checks.check_segments)
             _checks.check_segments(spec.buffers, checked)
         if sink is not None:
@@ -501,7 +552,7 @@ class _Generated:
         flags = self._flag_buffer(q.device, stream.cuda_stream, sizes, block_n) if flagsfn is not None else None
         fptr = flags.data_ptr() if flags is not None else 0
         sh, bf = man.pack(spec, sizes, strides, spec.scale, sink.data_ptr() if sink is not None else 0, fptr,
-                          [(t.data_ptr(), ext) for t, ext in checked])
+                          [(t.data_ptr(), ext) for t, ext in checked], frame)
         drv, _ = _libs()
         block = (threads, 1, 1)
         with torch.cuda.device(q.device):
@@ -522,7 +573,7 @@ class _Generated:
         reads differentiably (manifest grad) that are floating point."""
         return [b.slot for b, t in zip(self.spec.buffers, buffers) if b.grad and t.dtype.is_floating_point]
 
-    def backward(self, dout, dlse, q, k, v, out, lse, buffers, sink, layout, deterministic, want=-1):
+    def backward(self, dout, dlse, q, k, v, out, lse, buffers, sink, layout, deterministic, want=-1, frame=None):
         """(dq, dk, dv, grads) of the generated backward: dq, dk, dv in
         q's, k's, v's layout (GQA-reduced), grads one per buffer (the
         gradient of each differentiable float buffer whose bit is set in
@@ -530,11 +581,14 @@ class _Generated:
         [H]) when there is a sink (bit max_buffers of want). dlse, the
         gradient of the LSE output, may be None. Launches on the current
         stream; no synchronisation; deterministic selects the dQ kernel
-        without atomics (bitwise-reproducible gradients)."""
+        without atomics (bitwise-reproducible gradients). frame: the
+        forward's position frame (six ints or None); out and lse may be a
+        merged output and LSE of several framed calls (maskc.cp's ring)."""
         spec, man = self.spec, self.man
+        frame = _frame_values(frame)
         sz = _checks.check_qkv(q, k, v, layout, spec.head_dim, spec.dtype, dtype_name)
-        checked = _checks.check_buffers(spec.buffers, {b.name: t for b, t in zip(spec.buffers, buffers)}, sz,
-                                        q.device, dtype_name)
+        checked = _checks.check_buffers(spec.buffers, {b.name: t for b, t in zip(spec.buffers, buffers)},
+                                        _global_sizes(sz, frame), q.device, dtype_name)
         dout = _kernel_operand(dout, layout)
         out = _kernel_operand(out, layout)
         if tuple(dout.shape) != tuple(q.shape) or dout.dtype != q.dtype:
@@ -564,7 +618,7 @@ class _Generated:
         if spec.flags_entry:  # the tile flags of these buffers, recomputed for this backward
             flags = torch.empty(max(1, spec.flag_bytes(sizes, block_n)), dtype=torch.uint8, device=dev)
         fsh, bf = man.pack(spec, sizes, {n: strides[n] for n in "qkvo"}, spec.scale, ptr(sink), ptr(flags),
-                           [(t.data_ptr(), ext) for t, ext in checked])
+                           [(t.data_ptr(), ext) for t, ext in checked], frame)
         sh = man.pack_bwd(sizes, strides, spec.scale,
                           dict(sink=ptr(sink), tile_flags=ptr(flags), lse=lse.data_ptr(), dlse=ptr(dlse),
                                delta=delta.data_ptr(), dq_acc=ptr(dq_acc), dsink=ptr(dsink) if with_sink else 0),
@@ -603,42 +657,48 @@ def _out_lse_like(q, layout):
 
 @torch.library.custom_op("maskc::attn_fwd", mutates_args=())
 def attn_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, buffers: List[torch.Tensor],
-             sink: Optional[torch.Tensor], kernel: str, layout: str, deterministic: bool
-             ) -> Tuple[torch.Tensor, torch.Tensor]:
+             sink: Optional[torch.Tensor], kernel: str, layout: str, deterministic: bool,
+             frame: Optional[List[int]]) -> Tuple[torch.Tensor, torch.Tensor]:
     """maskc's generated attention forward: (out in q's layout, LSE [B, H, Sq]).
     kernel names a launcher of this process; buffers are in slot order;
-    sink is the block's f32 [H] sink logits or None."""
-    return _launcher(kernel).forward(q, k, v, buffers, sink, layout)
+    sink is the block's f32 [H] sink logits or None; frame the position
+    frame's six ints (abi.FRAME_FIELDS) or None for the whole attention.
+    frame has no default on purpose: torch's dispatcher drops an argument
+    equal to its default before autograd, and the backward must return one
+    gradient per argument it kept (device run 17 cp)."""
+    return _launcher(kernel).forward(q, k, v, buffers, sink, layout, frame)
 
 
 @attn_fwd.register_fake
-def _attn_fwd_fake(q, k, v, buffers, sink, kernel, layout, deterministic):
+def _attn_fwd_fake(q, k, v, buffers, sink, kernel, layout, deterministic, frame):
     return _out_lse_like(q, layout)
 
 
 @torch.library.custom_op("maskc::attn_bwd", mutates_args=())
 def attn_bwd(dout: torch.Tensor, dlse: Optional[torch.Tensor], q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
              out: torch.Tensor, lse: torch.Tensor, buffers: List[torch.Tensor], sink: Optional[torch.Tensor],
-             kernel: str, layout: str, deterministic: bool, want: int
+             kernel: str, layout: str, deterministic: bool, want: int, frame: Optional[List[int]] = None
              ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, List[torch.Tensor]]:
     """maskc's generated attention backward: (dq, dk, dv, grads) where grads
     holds one gradient per buffer (zeros for buffers that are not
     differentiable or not wanted), then dsink when there is a sink. want:
-    bit i asks for buffer slot i's gradient, bit max_buffers for dsink."""
-    return _launcher(kernel).backward(dout, dlse, q, k, v, out, lse, buffers, sink, layout, deterministic, want)
+    bit i asks for buffer slot i's gradient, bit max_buffers for dsink;
+    frame as in attn_fwd."""
+    return _launcher(kernel).backward(dout, dlse, q, k, v, out, lse, buffers, sink, layout, deterministic, want,
+                                      frame)
 
 
 @attn_bwd.register_fake
-def _attn_bwd_fake(dout, dlse, q, k, v, out, lse, buffers, sink, kernel, layout, deterministic, want):
+def _attn_bwd_fake(dout, dlse, q, k, v, out, lse, buffers, sink, kernel, layout, deterministic, want, frame=None):
     return (q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape),
             [b.new_empty(b.shape) for b in buffers] + ([] if sink is None else [sink.new_empty(sink.shape)]))
 
 
 def _setup_context(ctx, inputs, output):
-    q, k, v, buffers, sink, kernel, layout, deterministic = inputs
+    q, k, v, buffers, sink, kernel, layout, deterministic, frame = inputs
     out, lse = output
     ctx.save_for_backward(q, k, v, out, lse, sink, *buffers)
-    ctx.kernel, ctx.layout, ctx.deterministic = kernel, layout, deterministic
+    ctx.kernel, ctx.layout, ctx.deterministic, ctx.frame = kernel, layout, deterministic, frame
     want = 0
     for i, b in enumerate(buffers):
         if b.requires_grad:
@@ -651,11 +711,11 @@ def _setup_context(ctx, inputs, output):
 def _backward(ctx, dout, dlse):
     q, k, v, out, lse, sink, *buffers = ctx.saved_tensors
     dq, dk, dv, grads = attn_bwd(dout, dlse, q, k, v, out, lse, buffers, sink, ctx.kernel, ctx.layout,
-                                 ctx.deterministic, ctx.want)
+                                 ctx.deterministic, ctx.want, ctx.frame)
     dbufs = [g if b.dtype.is_floating_point and ctx.want >> i & 1 else None
              for i, (g, b) in enumerate(zip(grads, buffers))]
     dsink = grads[len(buffers)] if sink is not None else None
-    return dq, dk, dv, dbufs, dsink, None, None, None
+    return dq, dk, dv, dbufs, dsink, None, None, None, None
 
 
 attn_fwd.register_autograd(_backward, setup_context=_setup_context)

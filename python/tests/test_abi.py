@@ -26,7 +26,7 @@ def doc():
 def test_structs_match_the_manifest_layout(doc):
     m = Manifest(doc)
     shape = {s["name"]: s for s in doc["abi"]["structs"]}["MaskcShape"]
-    assert ctypes.sizeof(m.Shape) == shape["size"] and ctypes.sizeof(m.Buffers) == 192
+    assert ctypes.sizeof(m.Shape) == shape["size"] and ctypes.sizeof(m.Buffers) == 240
     for f in shape["fields"]:
         assert getattr(m.Shape, f["name"]).offset == f["offset"]
 
@@ -47,6 +47,22 @@ def test_pack_puts_values_at_the_manifest_offsets(doc):
     rb = bytes(bufs)
     assert struct.unpack_from("<Q", rb, 0) == (0xbeef00,)
     assert struct.unpack_from("<2q", rb, 64) == (16, 1699)
+    boff = {f["name"]: f["offset"] for s in doc["abi"]["structs"] if s["name"] == "MaskcBuffers" for f in s["fields"]}
+    assert struct.unpack_from("<6q", rb, boff["q_offset"]) == (0,) * 6  # no frame: the whole attention
+
+
+def test_pack_writes_the_position_frame(doc):
+    m = Manifest(doc)
+    spec = m.kernel("packed_layer")
+    z = dict(q=(0,) * 3, k=(0,) * 3, v=(0,) * 3, o=(0,) * 3)
+    _, bufs = m.pack(spec, dict(B=1, H=2, HKV=2, Sq=5, Skv=5), z, 1.0, 0, 0, [(64, [20])],
+                     frame=(10, 5, 2, 20, 20, 8))
+    boff = {f["name"]: f["offset"] for s in doc["abi"]["structs"] if s["name"] == "MaskcBuffers" for f in s["fields"]}
+    got = [struct.unpack_from("<q", bytes(bufs), boff[n])[0] for n in
+           ("q_offset", "kv_offset", "h_offset", "q_total", "kv_total", "h_total")]
+    assert got == [10, 5, 2, 20, 20, 8]
+    with pytest.raises(MaskcError, match="six|has 6 values"):
+        m.pack(spec, dict(B=1, H=2, HKV=2, Sq=5, Skv=5), z, 1.0, 0, 0, [(64, [20])], frame=(1, 2))
 
 
 def test_pack_one_dim_buffer_second_extent_is_one(doc):

@@ -74,10 +74,10 @@ def test_ops_are_registered_with_fake_and_autograd(mt):
     fwd, bwd = ft.ops.maskc.attn_fwd, ft.ops.maskc.attn_bwd
     assert fwd.fake is not None and fwd.backward is not None and bwd.fake is not None
     q, k = bshd(2, 100, 8), bshd(2, 300, 2)
-    out, lse = fwd.fake(q, k, k, [], None, "key", "bshd", False)
+    out, lse = fwd.fake(q, k, k, [], None, "key", "bshd", False, None)
     assert out.shape == q.shape and out.is_contiguous() and lse.shape == (2, 8, 100) and lse.dtype is ft.float32
     q2 = ft.Tensor((2, 8, 100, 128))
-    assert fwd.fake(q2, k, k, [], None, "key", "bhsd", False)[1].shape == (2, 8, 100)
+    assert fwd.fake(q2, k, k, [], None, "key", "bhsd", False, None)[1].shape == (2, 8, 100)
 
 
 @pytest.fixture

@@ -1,0 +1,137 @@
+// maskc position frame: what the kernels call to evaluate the mask and the
+// score and to bound the tiles they visit, in the launch's local indices.
+//
+// The generated part (package codegen) defines every mask, score and
+// sparsity function in the global frame, named maskc_g_*: the positions,
+// heads and sizes that the .flex file's mask and score see. A launch may
+// compute only a slice of that attention (a context-parallel rank's query
+// chunk against one key chunk, a rank's share of the heads): MaskcBuffers'
+// frame members (abi.h) say where the slice lies. Each function below takes
+// local indices, as the kernels use them, evaluates its maskc_g_ twin at
+// global q = q + q_offset, kv = kv + kv_offset, h = h + h_offset with the
+// global sizes, and maps ranges back to local indices clamped to the
+// launch's own rows and keys, so a slice still skips every tile that is
+// masked in it. With every frame member zero each is its twin.
+//
+// Buffers are read with global indices: a buffer whose extents name Q, KV
+// or H covers the whole attention (python/maskc/README_CP.md).
+
+// The frame of one launch: global sizes and offsets.
+struct MaskcFrame {
+  long long H, HKV, Q, KV;  // global sizes the mask sees
+  long long h0, q0, kv0;    // global index of local head, row and key 0
+};
+
+__device__ __forceinline__ MaskcFrame maskc_frame(const MaskcBuffers& buf, long long H, long long HKV, long long Q,
+                                                  long long KV) {
+  MaskcFrame f;
+  f.h0 = buf.h_offset;
+  f.q0 = buf.q_offset;
+  f.kv0 = buf.kv_offset;
+  f.Q = buf.q_total > 0 ? buf.q_total : Q + f.q0;
+  f.KV = buf.kv_total > 0 ? buf.kv_total : KV + f.kv0;
+  f.H = buf.h_total > 0 ? buf.h_total : H + f.h0;
+  f.HKV = H == HKV ? f.H : f.H / (H / HKV);  // the group size H / HKV is the same globally
+  return f;
+}
+
+// [*lo, *hi) in global indices to local ones: shifted by off and clamped to
+// [0, n); an empty range becomes [0, 0).
+__device__ __forceinline__ void maskc_frame_local(long long* lo, long long* hi, long long off, long long n) {
+  long long l = *lo - off, u = *hi - off;
+  l = l < 0 ? 0 : l;
+  u = u > n ? n : u;
+  if (l >= u) l = u = 0;
+  *lo = l;
+  *hi = u;
+}
+
+__device__ __forceinline__ MaskcMaskRow maskc_mask_row(const MaskcBuffers& buf, long long B, long long H, long long HKV,
+                                                       long long Q, long long KV, long long b, long long h, long long q) {
+  const MaskcFrame f = maskc_frame(buf, H, HKV, Q, KV);
+  return maskc_g_mask_row(buf, B, f.H, f.HKV, f.Q, f.KV, b, h + f.h0, q + f.q0);
+}
+__device__ __forceinline__ MaskcMaskCol maskc_mask_col(const MaskcBuffers& buf, long long B, long long H, long long HKV,
+                                                       long long Q, long long KV, long long b, long long h, long long kv) {
+  const MaskcFrame f = maskc_frame(buf, H, HKV, Q, KV);
+  return maskc_g_mask_col(buf, B, f.H, f.HKV, f.Q, f.KV, b, h + f.h0, kv + f.kv0);
+}
+__device__ __forceinline__ bool maskc_mask_rc(const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q,
+                                              long long KV, const MaskcMaskRow& r, const MaskcMaskCol& c, long long b,
+                                              long long h, long long q, long long kv) {
+  const MaskcFrame f = maskc_frame(buf, H, HKV, Q, KV);
+  return maskc_g_mask_rc(buf, B, f.H, f.HKV, f.Q, f.KV, r, c, b, h + f.h0, q + f.q0, kv + f.kv0);
+}
+__device__ __forceinline__ bool maskc_mask(const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q,
+                                           long long KV, long long b, long long h, long long q, long long kv) {
+  const MaskcFrame f = maskc_frame(buf, H, HKV, Q, KV);
+  return maskc_g_mask(buf, B, f.H, f.HKV, f.Q, f.KV, b, h + f.h0, q + f.q0, kv + f.kv0);
+}
+
+__device__ __forceinline__ MaskcScoreRow maskc_score_row(const MaskcBuffers& buf, long long B, long long H, long long HKV,
+                                                         long long Q, long long KV, long long b, long long h, long long q) {
+  const MaskcFrame f = maskc_frame(buf, H, HKV, Q, KV);
+  return maskc_g_score_row(buf, B, f.H, f.HKV, f.Q, f.KV, b, h + f.h0, q + f.q0);
+}
+__device__ __forceinline__ MaskcScoreCol maskc_score_col(const MaskcBuffers& buf, long long B, long long H, long long HKV,
+                                                         long long Q, long long KV, long long b, long long h, long long kv) {
+  const MaskcFrame f = maskc_frame(buf, H, HKV, Q, KV);
+  return maskc_g_score_col(buf, B, f.H, f.HKV, f.Q, f.KV, b, h + f.h0, kv + f.kv0);
+}
+__device__ __forceinline__ float maskc_score_rc(const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q,
+                                                long long KV, const MaskcScoreRow& r, const MaskcScoreCol& c, float score,
+                                                long long b, long long h, long long q, long long kv) {
+  const MaskcFrame f = maskc_frame(buf, H, HKV, Q, KV);
+  return maskc_g_score_rc(buf, B, f.H, f.HKV, f.Q, f.KV, r, c, score, b, h + f.h0, q + f.q0, kv + f.kv0);
+}
+__device__ __forceinline__ float maskc_score(const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q,
+                                             long long KV, float score, long long b, long long h, long long q, long long kv) {
+  const MaskcFrame f = maskc_frame(buf, H, HKV, Q, KV);
+  return maskc_g_score(buf, B, f.H, f.HKV, f.Q, f.KV, score, b, h + f.h0, q + f.q0, kv + f.kv0);
+}
+// The buffer-gradient reads it reports index the global buffers.
+__device__ __forceinline__ float maskc_score_grad(const MaskcBuffers& buf, long long B, long long H, long long HKV,
+                                                  long long Q, long long KV, float score, long long b, long long h,
+                                                  long long q, long long kv, MaskcScoreGradRead* reads) {
+  const MaskcFrame f = maskc_frame(buf, H, HKV, Q, KV);
+  return maskc_g_score_grad(buf, B, f.H, f.HKV, f.Q, f.KV, score, b, h + f.h0, q + f.q0, kv + f.kv0, reads);
+}
+
+// The local kv indices outside [*lo, *hi) are masked for every local q in [q_lo, q_hi).
+__device__ __forceinline__ void maskc_kv_range(const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q,
+                                               long long KV, long long b, long long h, long long q_lo, long long q_hi,
+                                               long long* lo, long long* hi) {
+  const MaskcFrame f = maskc_frame(buf, H, HKV, Q, KV);
+  maskc_g_kv_range(buf, B, f.H, f.HKV, f.Q, f.KV, b, h + f.h0, q_lo + f.q0, q_hi + f.q0, lo, hi);
+  maskc_frame_local(lo, hi, f.kv0, KV);
+}
+__device__ __forceinline__ void maskc_kv_intervals(const MaskcBuffers& buf, long long B, long long H, long long HKV,
+                                                   long long Q, long long KV, long long b, long long h, long long q_lo,
+                                                   long long q_hi, long long* lo, long long* hi) {
+  const MaskcFrame f = maskc_frame(buf, H, HKV, Q, KV);
+  maskc_g_kv_intervals(buf, B, f.H, f.HKV, f.Q, f.KV, b, h + f.h0, q_lo + f.q0, q_hi + f.q0, lo, hi);
+  for (int i = 0; i < maskc_kv_interval_count; ++i) maskc_frame_local(&lo[i], &hi[i], f.kv0, KV);
+}
+// The local q indices outside [*lo, *hi) are masked for every local kv in [kv_lo, kv_hi).
+__device__ __forceinline__ void maskc_q_range(const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q,
+                                              long long KV, long long b, long long h, long long kv_lo, long long kv_hi,
+                                              long long* lo, long long* hi) {
+  const MaskcFrame f = maskc_frame(buf, H, HKV, Q, KV);
+  maskc_g_q_range(buf, B, f.H, f.HKV, f.Q, f.KV, b, h + f.h0, kv_lo + f.kv0, kv_hi + f.kv0, lo, hi);
+  maskc_frame_local(lo, hi, f.q0, Q);
+}
+__device__ __forceinline__ void maskc_q_intervals(const MaskcBuffers& buf, long long B, long long H, long long HKV,
+                                                  long long Q, long long KV, long long b, long long h, long long kv_lo,
+                                                  long long kv_hi, long long* lo, long long* hi) {
+  const MaskcFrame f = maskc_frame(buf, H, HKV, Q, KV);
+  maskc_g_q_intervals(buf, B, f.H, f.HKV, f.Q, f.KV, b, h + f.h0, kv_lo + f.kv0, kv_hi + f.kv0, lo, hi);
+  for (int i = 0; i < maskc_q_interval_count; ++i) maskc_frame_local(&lo[i], &hi[i], f.q0, Q);
+}
+// True only if every local (q, kv) of [q_lo, q_hi) x [kv_lo, kv_hi) is kept by the mask.
+__device__ __forceinline__ bool maskc_tile_full(const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q,
+                                                long long KV, long long b, long long h, long long q_lo, long long q_hi,
+                                                long long kv_lo, long long kv_hi) {
+  const MaskcFrame f = maskc_frame(buf, H, HKV, Q, KV);
+  return maskc_g_tile_full(buf, B, f.H, f.HKV, f.Q, f.KV, b, h + f.h0, q_lo + f.q0, q_hi + f.q0, kv_lo + f.kv0,
+                           kv_hi + f.kv0);
+}
