@@ -221,11 +221,18 @@ __device__ __forceinline__ void maskc_copy_wait_all() {}
 
 // ---------------------------------------------------------------------------
 // Shared-memory tiles: row-major [rows][D] with the 16-byte chunk index
-// XOR-swizzled by (row % 8), so that 8 consecutive rows read at the same
+// XOR-swizzled by the row, so that 8 consecutive rows read at the same
 // column hit distinct banks (ldmatrix and the copy stores are conflict-free).
+// The XOR takes as many bits of the row as a row has chunks (MASKC_SWZ_MASK:
+// 7 from 64 elements up, 3 for the backward's 32-wide P^T and dS^T tiles), so
+// that every element stays in its own row: XOR-ing a 4-chunk row by row % 8
+// wrote into the next row (run 18: the 32 x 32 backward tiles' gradients).
+#define MASKC_SWZ_MASK(D) (((D) >= 64 ? 64 : (D)) / 8 - 1)
 template <int D>
 __device__ __forceinline__ int maskc_smem_index(int row, int col) {
-  return row * D + (((col >> 3) ^ (row & 7)) << 3) + (col & 7);
+  static_assert(D % 8 == 0 && (MASKC_SWZ_MASK(D) & (MASKC_SWZ_MASK(D) + 1)) == 0,
+                "maskc: swizzled rows have a power-of-two number of 16-byte chunks below 8");
+  return row * D + (((col >> 3) ^ (row & MASKC_SWZ_MASK(D))) << 3) + (col & 7);
 }
 
 // Where the tile loader puts element (row, col) of a ROWS x D tile. With

@@ -1,0 +1,81 @@
+package hipsrc
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// swizzleMain checks maskc_smem_index (prelude.h) on the host for every row
+// width a tile uses (head dims, the backward's P^T and dS^T tiles of 32 and
+// 64): each element of a [64][D] tile lands in its own row, and no two
+// elements share a slot. It prints "ok" or the first failure.
+const swizzleMain = `
+#include <stdio.h>
+#include <vector>
+#define __device__
+#define __forceinline__ inline
+SMEM_INDEX
+template <int D>
+static int check() {
+  const int rows = 64;
+  std::vector<int> seen(rows * D, 0);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < D; ++c) {
+      const int i = maskc_smem_index<D>(r, c);
+      if (i < r * D || i >= (r + 1) * D) { printf("D=%d (%d,%d) -> %d leaves its row\n", D, r, c, i); return 1; }
+      if (seen[i]++) { printf("D=%d (%d,%d) -> %d twice\n", D, r, c, i); return 1; }
+    }
+  return 0;
+}
+int main() {
+  if (check<16>() || check<32>() || check<64>() || check<128>() || check<256>()) return 1;
+  printf("ok\n");
+  return 0;
+}
+`
+
+// TestSmemIndexHost pins the swizzled shared-memory layout: a bijection
+// within each row at every width. The backward's 32 x 32 tiles (head dim
+// 256, and AMD's 32-row tiles at 128) store P^T and dS^T with rows of 32
+// elements, which the old row % 8 swizzle pushed into the next row.
+func TestSmemIndexHost(t *testing.T) {
+	cxx, err := exec.LookPath("g++")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("g++ is required in CI to test prelude.h on the host")
+		}
+		t.Skip("g++ not found")
+	}
+	start := strings.Index(Prelude, "#define MASKC_SWZ_MASK")
+	end := strings.Index(Prelude[max(start, 0):], "\n}\n")
+	if start < 0 || end < 0 {
+		t.Fatal("prelude.h: maskc_smem_index and MASKC_SWZ_MASK not found")
+	}
+	src := filepath.Join(t.TempDir(), "swizzle.cc")
+	if err := os.WriteFile(src, []byte(strings.Replace(swizzleMain, "SMEM_INDEX", Prelude[start:start+end+3], 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(t.TempDir(), "swizzle")
+	if out, err := exec.Command(cxx, "-std=c++14", "-Wall", "-o", exe, src).CombinedOutput(); err != nil {
+		t.Fatalf("g++: %v\n%s", err, out)
+	}
+	out, err := exec.Command(exe).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "ok" {
+		t.Fatalf("maskc_smem_index: %v\n%s", err, out)
+	}
+}
+
+// TestAllowUnverifiedEnvPython pins the Python launcher's copy of
+// AllowUnverifiedEnv (python/maskc/abi.py reads no Go).
+func TestAllowUnverifiedEnvPython(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "python", "maskc", "abi.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `ALLOW_UNVERIFIED_ENV = "` + AllowUnverifiedEnv + `"`; !strings.Contains(string(src), want) {
+		t.Errorf("python/maskc/abi.py lacks %s", want)
+	}
+}
