@@ -7,6 +7,7 @@ package compiler
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/maskc/maskc/check"
 	"github.com/maskc/maskc/codegen"
@@ -30,7 +31,9 @@ func KernelSpec(p *check.Program, k *codegen.Kernel, backend, arch string) (runt
 		BlockM: k.BlockM, BlockN: launch.BlockN, NumThreads: launch.Threads, SharedBytes: launch.SharedMemBytes,
 		HeadDim: k.HeadDim, FlagsPerBatch: k.MaskUsesB, FlagsPerHead: k.MaskUsesH,
 	}
-	if k.BwdSource != "" {
+	if tile, err := platform.BwdTileFor(k.HeadDim); k.BwdSource != "" && err == nil && tile.Refused != "" && os.Getenv(hipsrc.AllowUnverifiedEnv) != "1" {
+		spec.BackwardRefused = fmt.Sprintf("head dim %d on %s: %s", k.HeadDim, platform, tile.Refused)
+	} else if k.BwdSource != "" {
 		bl, err := hipsrc.BwdLaunchOn(platform, k.HeadDim)
 		if err != nil {
 			return runtime.AttentionSpec{}, fmt.Errorf("compiler: kernel %s: %w", k.Name, err)

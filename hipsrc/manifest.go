@@ -79,8 +79,12 @@ type KernelManifest struct {
 	// BwdSource is the backward kernels' source file (AttnBwd after the
 	// forward), BwdEntries their entry points in launch order; empty where
 	// no backward source was written.
-	BwdSource  string   `json:"bwd_source,omitempty"`
-	BwdEntries []string `json:"bwd_entries,omitempty"`
+	BwdSource string `json:"bwd_source,omitempty"`
+	// BwdRefused maps a platform to why its backward is not launched at
+	// this head dim (hipsrc.BwdTile.Refused); launchers refuse those
+	// unless AllowUnverifiedEnv is 1.
+	BwdRefused map[string]string `json:"bwd_refused,omitempty"`
+	BwdEntries []string          `json:"bwd_entries,omitempty"`
 	// BwdCodeObjects are prebuilt code objects of BwdSource by
 	// architecture, relative to the manifest.
 	BwdCodeObjects map[string]string `json:"bwd_code_objects,omitempty"`
@@ -107,7 +111,15 @@ func (k *KernelManifest) SetBackward(source string) error {
 	if err != nil {
 		return err
 	}
-	k.BwdSource, k.BwdEntries, k.BwdLaunch = source, BwdEntryNames(), launch
+	k.BwdSource, k.BwdEntries, k.BwdLaunch, k.BwdRefused = source, BwdEntryNames(), launch, nil
+	for _, p := range Platforms {
+		if t, _ := p.BwdTileFor(k.HeadDim); t.Refused != "" {
+			if k.BwdRefused == nil {
+				k.BwdRefused = map[string]string{}
+			}
+			k.BwdRefused[p.String()] = t.Refused
+		}
+	}
 	return nil
 }
 
@@ -131,19 +143,28 @@ func BwdLaunchOn(p Platform, headDim int) (BwdLaunchConfig, error) {
 	if err != nil {
 		return BwdLaunchConfig{}, err
 	}
-	return BwdLaunchConfig{BlockM: t.BlockM, BlockN: t.BlockN, Threads: p.BwdThreads(), SharedMemBytes: t.SharedMemBytes(headDim)}, nil
+	if t.Refused != "" && os.Getenv(AllowUnverifiedEnv) != "1" {
+		return BwdLaunchConfig{}, fmt.Errorf("hipsrc: no backward at head dim %d on %s: %s", headDim, p, t.Refused)
+	}
+	return t.launchOn(p, headDim), nil
+}
+
+// launchOn is t's launch configuration on p at a head dim.
+func (t BwdTile) launchOn(p Platform, headDim int) BwdLaunchConfig {
+	return BwdLaunchConfig{BlockM: t.BlockM, BlockN: t.BlockN, Threads: p.BwdThreads(), SharedMemBytes: t.SharedMemBytes(headDim)}
 }
 
 // BwdLaunches returns the backward's launch configuration of every
-// platform for a head dim.
+// platform for a head dim, refused tiles included (SetBackward names those
+// in bwd_refused; BwdLaunchOn refuses them).
 func BwdLaunches(headDim int) (map[string]BwdLaunchConfig, error) {
 	m := map[string]BwdLaunchConfig{}
 	for _, p := range Platforms {
-		c, err := BwdLaunchOn(p, headDim)
+		t, err := p.BwdTileFor(headDim)
 		if err != nil {
 			return nil, err
 		}
-		m[p.String()] = c
+		m[p.String()] = t.launchOn(p, headDim)
 	}
 	return m, nil
 }

@@ -252,6 +252,9 @@ func (k *AttentionKernel) Backward(s Stream, q, kk, v, o, lse DevicePtr, shape S
 		return errorf(CodeLaunch, nil, "attention kernel used after Close")
 	}
 	if k.spec.Backward == nil {
+		if k.spec.BackwardRefused != "" {
+			return errorf(CodeSpec, nil, "attention kernel %s has no backward here: %s", k.spec.Name, k.spec.BackwardRefused)
+		}
 		return errorf(CodeSpec, nil, "attention kernel %s was loaded without a backward source", k.spec.Name)
 	}
 	e, err := k.entry(shapeKey{shape: shape, stream: s})
