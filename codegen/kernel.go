@@ -393,10 +393,13 @@ func firstNonEmpty(xs ...string) string {
 // are either all full (no mask) or mostly provably full (analytic
 // sparsity, every disjunct with a closed-form full-tile test), so that the
 // per-element mask stays off most tiles; of the analytic masks, only those
-// whose full-tile tests are of the measured kinds (linear bounds, segment
-// equality). Elsewhere it measured behind:
+// whose full-tile tests are linear bounds. Elsewhere it measured behind:
 // opaque terms (dilated2048, 0.79x), pre-pass flags (neighbourhood_2d,
-// 0.79x) and heavy scores (t5_bias, 0.69x).
+// 0.79x), heavy scores (t5_bias, 0.69x), segment equalities
+// (document_sliding 0.675x against attn_fwd.h's 0.848x, whose mask bits it
+// lacks; document even) and, since it visits the hull of a row's kv range
+// rather than the union of its intervals (hullExact), terms whose union is
+// not one interval (sliding_global_prefix, 0.225x against 1.05x): run 18.
 func warpSpecialized(k *Kernel, p sparsityPlan) bool {
 	if k.HasScore || (k.HeadDim != 64 && k.HeadDim != 128) {
 		return false
@@ -412,15 +415,34 @@ func warpSpecialized(k *Kernel, p sparsityPlan) bool {
 				return false
 			}
 			for _, f := range d.full {
-				if f.seg != nil {
-					continue
-				}
-				if f.atom != nil || f.bound.Dir.X != ([normal.MaxExtras]int64{}) {
-					return false // an opaque condition, or a bound through floor quotients (block relations)
+				if f.seg != nil || f.atom != nil || f.bound.Dir.X != ([normal.MaxExtras]int64{}) {
+					return false // a segment equality, an opaque condition, or a bound through floor quotients (block relations)
 				}
 			}
 		}
-		return len(p.disjuncts) > 0
+		return len(p.disjuncts) > 0 && hullExact(p)
 	}
 	return false
+}
+
+// hullExact reports whether every row's kv set is the hull of its terms'
+// kv ranges, which is what the warp-specialized forward walks: one term, or
+// terms that all start at kv = 0 (no lower bound on kv, no segment search),
+// whose union is then the one interval from 0 to the largest end (causal
+// or a prefix: kv <= q or kv < P).
+func hullExact(p sparsityPlan) bool {
+	if len(p.disjuncts) == 1 {
+		return true
+	}
+	for _, d := range p.disjuncts {
+		if len(d.kv.segs) > 0 {
+			return false
+		}
+		for _, st := range d.kv.innerSteps {
+			if !st.upper {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -1,0 +1,44 @@
+package codegen
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestWarpSpecializedRule pins which benchmark masks get the
+// warp-specialized sm_90a forward (warpSpecialized): those the H200
+// measured ahead, and not the ones it measured behind (run 18), among them
+// masks whose rows are not one interval (the kernel walks the hull).
+func TestWarpSpecializedRule(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		want bool
+	}{
+		{"bench_cases/full.flex", true},
+		{"bench_cases/causal.flex", true},
+		{"bench_cases/sliding1024.flex", true},
+		{"bench_cases/prefix2048.flex", true}, // kv <= q or kv < 2048: both start at 0
+		{"bench_cases_ext/head_windows.flex", true},
+		{"bench_cases_ext/sliding_global_prefix.flex", false}, // [q-W, q] and [0, G): a gap
+		{"bench_cases/document.flex", false},                  // segments
+		{"bench_cases_ext/document_sliding.flex", false},
+		{"bench_cases/dilated2048.flex", false},    // opaque
+		{"bench_cases/causal_softcap.flex", false}, // a score
+		{"bench_cases_ext/longformer.flex", false}, // pre-pass
+	} {
+		path := filepath.Join("..", "gpu", tc.file)
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := checkSource(t, path, string(src))
+		k, diags := Generate(p, p.Attentions[0], Options{})
+		if diags.HasErrors() {
+			t.Fatalf("%s:\n%s", tc.file, diags.Render())
+		}
+		if k.WarpSpecialized != tc.want {
+			t.Errorf("%s: warp-specialized %v, want %v (sparsity %s: %s)", tc.file, k.WarpSpecialized, tc.want, k.Sparsity, k.SparsityReason)
+		}
+	}
+}
