@@ -255,7 +255,7 @@ def check_case(case, prog_cache, log, gen):
             sk = bufs[gen_.spec.sink].float() if gen_.spec.sink else None
             try:
                 torch.library.opcheck(torch.ops.maskc.attn_fwd.default,
-                                      (q, k, v, blist, sk, gen_.key, layout, False))
+                                      (q, k, v, blist, sk, gen_.key, layout, False, None))
                 res["opcheck"] = "pass"
             except Exception as e:
                 res["opcheck"] = "FAIL: %s" % str(e)[:400]
