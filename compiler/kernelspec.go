@@ -6,8 +6,8 @@ package compiler
 // launcher takes, so that runtime imports neither check nor codegen.
 
 import (
+	"errors"
 	"fmt"
-	"os"
 
 	"github.com/maskc/maskc/check"
 	"github.com/maskc/maskc/codegen"
@@ -31,16 +31,18 @@ func KernelSpec(p *check.Program, k *codegen.Kernel, backend, arch string) (runt
 		BlockM: k.BlockM, BlockN: launch.BlockN, NumThreads: launch.Threads, SharedBytes: launch.SharedMemBytes,
 		HeadDim: k.HeadDim, FlagsPerBatch: k.MaskUsesB, FlagsPerHead: k.MaskUsesH,
 	}
-	if tile, err := platform.BwdTileFor(k.HeadDim); k.BwdSource != "" && err == nil && tile.Refused != "" && os.Getenv(hipsrc.AllowUnverifiedEnv) != "1" {
-		spec.BackwardRefused = fmt.Sprintf("head dim %d on %s: %s", k.HeadDim, platform, tile.Refused)
-	} else if k.BwdSource != "" {
+	if k.BwdSource != "" {
 		bl, err := hipsrc.BwdLaunchOn(platform, k.HeadDim)
-		if err != nil {
+		switch {
+		case errors.Is(err, hipsrc.ErrBwdRefused):
+			spec.BackwardRefused = err.Error() // the forward still runs
+		case err != nil:
 			return runtime.AttentionSpec{}, fmt.Errorf("compiler: kernel %s: %w", k.Name, err)
-		}
-		spec.Backward = &runtime.BackwardSpec{
-			Source: k.BwdSource, Name: k.Name + ".bwd.cu", Threads: bl.Threads, PreRows: platform.BwdPreRows(),
-			BlockM: bl.BlockM, BlockN: bl.BlockN, SharedBytes: bl.SharedMemBytes,
+		default:
+			spec.Backward = &runtime.BackwardSpec{
+				Source: k.BwdSource, Name: k.Name + ".bwd.cu", Threads: bl.Threads, PreRows: platform.BwdPreRows(),
+				BlockM: bl.BlockM, BlockN: bl.BlockN, SharedBytes: bl.SharedMemBytes,
+			}
 		}
 	}
 	grad := map[int]bool{}

@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"os"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -137,5 +138,28 @@ func TestLaunchGeometryMatchesTheTemplate(t *testing.T) {
 	}
 	if got, want := grids[runtime.TileFlagsEntry], dim(hipsrc.FlagsGrid(hipsrc.BlockN, Sq, Skv)); got != want {
 		t.Errorf("pre-pass grid %v, hipsrc says %v", got, want)
+	}
+}
+
+// TestRefusedBackwardKeepsForward: a kernel whose backward tile is refused
+// on a platform (hipsrc.BwdTile.Refused) still gets its forward there, with
+// no backward spec and the reason; the gradient check's environment
+// (hipsrc.AllowUnverifiedEnv) gets the backward.
+func TestRefusedBackwardKeepsForward(t *testing.T) {
+	p, k := generateFirst(t, "../gpu/bwd_cases/softcap_d256.flex")
+	spec, err := KernelSpec(p, k, "cuda", "sm_90")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Source == "" || spec.Backward != nil || !strings.Contains(spec.BackwardRefused, "no backward at head dim 256 on nvidia-sm90a") {
+		t.Errorf("refused backward: forward %v, backward %v, reason %q", spec.Source != "", spec.Backward != nil, spec.BackwardRefused)
+	}
+	p2, k2 := generateFirst(t, "../examples/document_causal.flex")
+	if spec, err := KernelSpec(p2, k2, "cuda", "sm_90"); err != nil || spec.Backward == nil || spec.BackwardRefused != "" {
+		t.Errorf("head dim 128 on sm_90: backward %v, reason %q, %v", spec.Backward != nil, spec.BackwardRefused, err)
+	}
+	t.Setenv(hipsrc.AllowUnverifiedEnv, "1")
+	if spec, err := KernelSpec(p, k, "cuda", "sm_90"); err != nil || spec.Backward == nil || spec.BackwardRefused != "" {
+		t.Errorf("with %s=1: backward %v, reason %q, %v", hipsrc.AllowUnverifiedEnv, spec.Backward != nil, spec.BackwardRefused, err)
 	}
 }

@@ -2,6 +2,7 @@ package hipsrc
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -136,15 +137,22 @@ type BwdLaunchConfig struct {
 	SharedMemBytes int `json:"shared_mem_bytes"`
 }
 
+// ErrBwdRefused is what BwdLaunchOn's error wraps for a refused tile
+// (BwdTile.Refused): the kernel has no backward on that platform, which a
+// launcher reports when the backward is called, not when the forward is
+// loaded.
+var ErrBwdRefused = errors.New("no backward")
+
 // BwdLaunchOn returns the backward's launch configuration on p at a head
-// dim.
+// dim; for a refused tile (unless AllowUnverifiedEnv is 1) an error
+// wrapping ErrBwdRefused with the reason.
 func BwdLaunchOn(p Platform, headDim int) (BwdLaunchConfig, error) {
 	t, err := p.BwdTileFor(headDim)
 	if err != nil {
 		return BwdLaunchConfig{}, err
 	}
 	if t.Refused != "" && os.Getenv(AllowUnverifiedEnv) != "1" {
-		return BwdLaunchConfig{}, fmt.Errorf("hipsrc: no backward at head dim %d on %s: %s", headDim, p, t.Refused)
+		return BwdLaunchConfig{}, fmt.Errorf("hipsrc: %w at head dim %d on %s: %s", ErrBwdRefused, headDim, p, t.Refused)
 	}
 	return t.launchOn(p, headDim), nil
 }

@@ -253,7 +253,7 @@ func (k *AttentionKernel) Backward(s Stream, q, kk, v, o, lse DevicePtr, shape S
 	}
 	if k.spec.Backward == nil {
 		if k.spec.BackwardRefused != "" {
-			return errorf(CodeSpec, nil, "attention kernel %s has no backward here: %s", k.spec.Name, k.spec.BackwardRefused)
+			return errorf(CodeSpec, nil, "attention kernel %s: %s", k.spec.Name, k.spec.BackwardRefused)
 		}
 		return errorf(CodeSpec, nil, "attention kernel %s was loaded without a backward source", k.spec.Name)
 	}
