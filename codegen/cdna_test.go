@@ -174,15 +174,7 @@ func TestHipccMFMA(t *testing.T) {
 	dir := t.TempDir()
 	var builds []cdnaBuild
 	write := func(file, attention string, headDim int) {
-		p := loadProgram(t, file)
-		a := p.Attention(attention)
-		if a == nil {
-			t.Fatalf("%s has no attention %s", file, attention)
-		}
-		k, diags := Generate(p, a, Options{HeadDim: headDim})
-		if diags.HasErrors() {
-			t.Fatalf("%s: %s", file, diags.Render())
-		}
+		k := generateAttention(t, file, attention, Options{HeadDim: headDim})
 		name := fmt.Sprintf("%s_%s_d%d", strings.TrimSuffix(filepath.Base(file), ".flex"), k.Name, k.HeadDim)
 		// The backward source holds the forward's kernels too (the same
 		// generated part and attn_fwd.h): one build gives both.

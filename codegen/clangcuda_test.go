@@ -59,15 +59,7 @@ func TestClangCUDA(t *testing.T) {
 	var names []string
 	headDims := map[string]int{}
 	write := func(file, attention string, headDim int) {
-		p := loadProgram(t, file)
-		a := p.Attention(attention)
-		if a == nil {
-			t.Fatalf("%s has no attention %s", file, attention)
-		}
-		k, diags := Generate(p, a, Options{HeadDim: headDim})
-		if diags.HasErrors() {
-			t.Fatalf("%s: %s", file, diags.Render())
-		}
+		k := generateAttention(t, file, attention, Options{HeadDim: headDim})
 		name := strings.TrimSuffix(filepath.Base(file), ".flex") + "_" + k.Name
 		if headDim != 0 {
 			name += fmt.Sprintf("_d%d", headDim)

@@ -21,6 +21,25 @@ func loadProgram(t testing.TB, path string) *check.Program {
 	return checkSource(t, filepath.ToSlash(path), string(text))
 }
 
+// generateAttention generates the kernel of attention block name (the
+// file's first block when name is empty) of the .flex file at path,
+// failing the test on errors.
+func generateAttention(t testing.TB, path, name string, opts Options) *Kernel {
+	t.Helper()
+	p := loadProgram(t, path)
+	a := p.Attentions[0]
+	if name != "" {
+		if a = p.Attention(name); a == nil {
+			t.Fatalf("%s has no attention %s", path, name)
+		}
+	}
+	k, diags := Generate(p, a, opts)
+	if diags.HasErrors() {
+		t.Fatalf("%s: %s", path, diags.Render())
+	}
+	return k
+}
+
 // checkSource parses and checks .flex text, failing the test on errors.
 func checkSource(t testing.TB, name, text string) *check.Program {
 	t.Helper()

@@ -1,7 +1,6 @@
 package codegen
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 )
@@ -27,16 +26,7 @@ func TestWarpSpecializedRule(t *testing.T) {
 		{"bench_cases/causal_softcap.flex", false}, // a score
 		{"bench_cases_ext/longformer.flex", false}, // pre-pass
 	} {
-		path := filepath.Join("..", "gpu", tc.file)
-		src, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := checkSource(t, path, string(src))
-		k, diags := Generate(p, p.Attentions[0], Options{})
-		if diags.HasErrors() {
-			t.Fatalf("%s:\n%s", tc.file, diags.Render())
-		}
+		k := generateAttention(t, filepath.Join("..", "gpu", tc.file), "", Options{})
 		if k.WarpSpecialized != tc.want {
 			t.Errorf("%s: warp-specialized %v, want %v (sparsity %s: %s)", tc.file, k.WarpSpecialized, tc.want, k.Sparsity, k.SparsityReason)
 		}
