@@ -32,6 +32,14 @@ type AttentionSpec struct {
 	Rows []int
 }
 
+// sinkOf is head h's sink logit, -inf without a sink.
+func (spec AttentionSpec) sinkOf(h int) float64 {
+	if len(spec.Sink) == 0 {
+		return math.Inf(-1)
+	}
+	return spec.Sink[h]
+}
+
 // Attention computes, in float64,
 //
 //	out[b,h,i,:] = sum_j p_ij v[b,h/(H/HKV),j,:]
@@ -71,10 +79,7 @@ func Attention(spec AttentionSpec, q, k, v *Tensor) (out, lse *Tensor, err error
 	for b := 0; b < sh.B; b++ {
 		for h := 0; h < sh.H; h++ {
 			hk := h / group
-			sink := math.Inf(-1)
-			if len(spec.Sink) > 0 {
-				sink = spec.Sink[h]
-			}
+			sink := spec.sinkOf(h)
 			for ri, i := range rows {
 				m, err := rs.scores(b, h, hk, i, sink, nil, s)
 				if err != nil {

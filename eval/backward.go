@@ -92,10 +92,7 @@ func AttentionBackward(spec AttentionSpec, grad *GradFunc, q, k, v, dO, dLSE *Te
 	for b := 0; b < sh.B; b++ {
 		for h := 0; h < sh.H; h++ {
 			hk := h / group
-			sink := math.Inf(-1)
-			if len(spec.Sink) > 0 {
-				sink = spec.Sink[h]
-			}
+			sink := spec.sinkOf(h)
 			for i := 0; i < sh.Q; i++ {
 				qrow := q.Data[((b*sh.H+h)*sh.Q+i)*sh.D:][:sh.D]
 				m, err := rs.scores(b, h, hk, i, sink, x, s)
