@@ -48,7 +48,6 @@ run)
 	mkdir -p "$OUT"
 	nvidia-smi -L
 	echo "commit $(cat .devbin/v/commit 2>/dev/null)"
-	failed=0
 	step() { # name limit command...
 		local name=$1 limit=$2
 		shift 2
