@@ -385,8 +385,11 @@ class Manifest:
                 # the forward's tile flags for this shape, rewritten before the kernels that read them
                 fe = self.entries[spec.flags_entry]
                 fv = dict(shape=ptrs["flags_shape"], buf=buf, flags=ptrs["flags"])
-                block_n, threads, _ = spec.launch[platform.name]
-                out.append((spec.flags_entry, fe.grid_dims(sizes, self.block_m, block_n), threads, 0,
+                # the forward's block size and key tile, not the backward's
+                # (names of their own: the launches after this one keep the
+                # backward's threads)
+                fwd_block_n, fwd_threads, _ = spec.launch[platform.name]
+                out.append((spec.flags_entry, fe.grid_dims(sizes, self.block_m, fwd_block_n), fwd_threads, 0,
                             fe.args(fv, self.structs)))
         return out
 

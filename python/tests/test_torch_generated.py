@@ -133,6 +133,32 @@ def test_prepass_block_launches_flags_first(env, tmp_path):
     assert t.shape == (B * H * 3 * nkt,)  # the mask reads b and h
 
 
+def test_prepass_backward_keeps_its_own_block_size(env, tmp_path):
+    """The backward of a pre-pass block rewrites the tile flags with the
+    forward's block size (256 threads on sm_90a) between its row pre-pass and
+    its main kernel, which take the backward's (128): the H200 run found
+    the main kernel launched with the flag kernel's 256 threads
+    (CUDA_ERROR_INVALID_VALUE)."""
+    mt, drv, nv = env
+    p = tmp_path / "odd.flex"
+    p.write_text(ODD)
+    attn = mt.load(str(p)).attention("odd_layer")
+    B, H, S, D = 2, 4, 300, 128
+    q = ft.Tensor((B, H, S, D), ft.float16, requires_grad=True)
+    tab = ft.Tensor((B, S), ft.int32)
+    attn(q, q, q, buffers={"tab": tab})
+    nfwd = len(launches(drv))
+    backward_through_op(attn, q, q, q, [tab])
+    bw = launches(drv)[nfwd:]
+    spec = attn.generated().spec
+    fwd_block_n, fwd_threads, _ = spec.launch["nvidia-sm90a"]
+    bwd_threads = spec.bwd_launch["nvidia-sm90a"][2]
+    assert fwd_threads != bwd_threads  # else this test shows nothing
+    assert [(c[1], c[3][0]) for c in bw] == [(300, bwd_threads), (200, fwd_threads), (301, bwd_threads),
+                                            (303, bwd_threads)]
+    assert bw[1][2] == (-(-S // fwd_block_n), 3, 1)
+
+
 def test_sink_is_cast_and_passed(env):
     mt, drv, nv = env
     attn = mt.load(os.path.join(EXAMPLES, "gpt_oss.flex")).attention("layer_1")
