@@ -6,7 +6,6 @@ package compiler
 // launcher takes, so that runtime imports neither check nor codegen.
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/maskc/maskc/check"
@@ -33,16 +32,12 @@ func KernelSpec(p *check.Program, k *codegen.Kernel, backend, arch string) (runt
 	}
 	if k.BwdSource != "" {
 		bl, err := hipsrc.BwdLaunchOn(platform, k.HeadDim)
-		switch {
-		case errors.Is(err, hipsrc.ErrBwdRefused):
-			spec.BackwardRefused = err.Error() // the forward still runs
-		case err != nil:
+		if err != nil {
 			return runtime.AttentionSpec{}, fmt.Errorf("compiler: kernel %s: %w", k.Name, err)
-		default:
-			spec.Backward = &runtime.BackwardSpec{
-				Source: k.BwdSource, Name: k.Name + ".bwd.cu", Threads: bl.Threads, PreRows: platform.BwdPreRows(),
-				BlockM: bl.BlockM, BlockN: bl.BlockN, SharedBytes: bl.SharedMemBytes,
-			}
+		}
+		spec.Backward = &runtime.BackwardSpec{
+			Source: k.BwdSource, Name: k.Name + ".bwd.cu", Threads: bl.Threads, PreRows: platform.BwdPreRows(),
+			BlockM: bl.BlockM, BlockN: bl.BlockN, SharedBytes: bl.SharedMemBytes,
 		}
 	}
 	grad := map[int]bool{}

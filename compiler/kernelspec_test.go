@@ -2,7 +2,6 @@ package compiler
 
 import (
 	"os"
-	"strings"
 	"testing"
 	"unsafe"
 
@@ -141,25 +140,26 @@ func TestLaunchGeometryMatchesTheTemplate(t *testing.T) {
 	}
 }
 
-// TestRefusedBackwardKeepsForward: a kernel whose backward tile is refused
-// on a platform (hipsrc.BwdTile.Refused) still gets its forward there, with
-// no backward spec and the reason; the gradient check's environment
-// (hipsrc.AllowUnverifiedEnv) gets the backward.
-func TestRefusedBackwardKeepsForward(t *testing.T) {
-	p, k := generateFirst(t, "../gpu/bwd_cases/softcap_d256.flex")
-	spec, err := KernelSpec(p, k, "cuda", "sm_90")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if spec.Source == "" || spec.Backward != nil || !strings.Contains(spec.BackwardRefused, "no backward at head dim 256 on nvidia-sm90a") {
-		t.Errorf("refused backward: forward %v, backward %v, reason %q", spec.Source != "", spec.Backward != nil, spec.BackwardRefused)
-	}
-	p2, k2 := generateFirst(t, "../examples/document_causal.flex")
-	if spec, err := KernelSpec(p2, k2, "cuda", "sm_90"); err != nil || spec.Backward == nil || spec.BackwardRefused != "" {
-		t.Errorf("head dim 128 on sm_90: backward %v, reason %q, %v", spec.Backward != nil, spec.BackwardRefused, err)
-	}
-	t.Setenv(hipsrc.AllowUnverifiedEnv, "1")
-	if spec, err := KernelSpec(p, k, "cuda", "sm_90"); err != nil || spec.Backward == nil || spec.BackwardRefused != "" {
-		t.Errorf("with %s=1: backward %v, reason %q, %v", hipsrc.AllowUnverifiedEnv, spec.Backward != nil, spec.BackwardRefused, err)
+// TestBackwardSpecPerHeadDim: the runtime spec's backward takes the
+// platform's tile for the kernel's head dim (hipsrc.BwdTileFor): the
+// column-split 32 x 32 tile at 256, 64 x 64 at 128 on the H200.
+func TestBackwardSpecPerHeadDim(t *testing.T) {
+	for _, tc := range []struct {
+		file           string
+		blockM, blockN int
+	}{
+		{"../gpu/bwd_cases/softcap_d256.flex", 32, 32},
+		{"../examples/document_causal.flex", 64, 64},
+	} {
+		p, k := generateFirst(t, tc.file)
+		spec, err := KernelSpec(p, k, "cuda", "sm_90")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := hipsrc.BwdLaunchOn(hipsrc.NVIDIAWGMMA, k.HeadDim)
+		if spec.Source == "" || spec.Backward == nil || spec.Backward.BlockM != tc.blockM || spec.Backward.BlockN != tc.blockN ||
+			spec.Backward.SharedBytes != want.SharedMemBytes {
+			t.Errorf("%s: forward %v, backward %+v, want %dx%d", tc.file, spec.Source != "", spec.Backward, tc.blockM, tc.blockN)
+		}
 	}
 }

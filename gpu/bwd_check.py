@@ -29,11 +29,6 @@ import time
 
 import torch
 
-# This check is what verifies the backward tiles the manifest refuses
-# (bwd_refused: generated, statically checked, not yet passed here), so it
-# launches them; users' launchers refuse them.
-os.environ.setdefault("MASKC_ALLOW_UNVERIFIED_BWD", "1")
-
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
 from maskc import harness as mg  # noqa: E402  (the package's launcher: python/maskc)
 

@@ -159,24 +159,7 @@ type BwdTile struct {
 	// read (V in maskc_attn_bwd; Q and dO in maskc_attn_bwd_dq) are kept in
 	// registers rather than in shared memory, whose V tile is then left out.
 	ARegs bool
-	// Refused, when set, says why the backward is not launched with this
-	// tile (BwdLaunchOn fails, the manifest lists it under bwd_refused):
-	// its kernels are generated and statically checked, but have not
-	// passed the GPU gradient check. AllowUnverifiedEnv lifts it for that check.
-	Refused string
 }
-
-// AllowUnverifiedEnv is the environment variable that lets a launcher run a
-// refused backward tile (BwdTile.Refused) anyway: set to 1 by the GPU
-// gradient check (gpu/bwd_check.py) that is to verify it, never by default.
-const AllowUnverifiedEnv = "MASKC_ALLOW_UNVERIFIED_BWD"
-
-// unverifiedSplit is why the tiles whose warps split columns (fewer 16-row
-// or 16-key blocks than warps) are refused: on the H200 at head dim 256
-// (gpu/NOTES.md run 18) their gradients were wrong, from maskc_smem_index's
-// swizzle leaving 32-wide rows; fixed and pinned by TestSmemIndexHost, but
-// not yet run on a GPU again.
-const unverifiedSplit = "the column-split backward tile failed the H200 gradient check (run 18); its fix has not run on a GPU yet"
 
 // bwdTiles is the one table of backward tiles, by platform and head dim,
 // chosen so that shared memory (LDS) and registers fit: 64 KiB of LDS on
@@ -185,12 +168,15 @@ const unverifiedSplit = "the column-split backward tile failed the H200 gradient
 // platform (sm_86, sm_89), 227 KiB on the H200. Four warps each own 16
 // keys of S^T and of dK, dV (16 query rows of dQ); where the tile has fewer
 // 16-key (16-row) blocks than warps, the warps of one block split its
-// columns (attn_bwd.h). The sm_90a warpgroup-MMA backward takes 64 x 64
-// tiles at head dims 64 and 128; at 256 the mma.sync kernel runs there.
+// columns (attn_bwd.h; on the H200 at head dim 256 these column-split
+// tiles passed the float64 gradient check in gpu/NOTES.md run 19, after
+// run 18 had caught maskc_smem_index's swizzle leaving 32-wide rows). The
+// sm_90a warpgroup-MMA backward takes 64 x 64 tiles at head dims 64 and
+// 128; at 256 the mma.sync kernel runs there.
 var bwdTiles = map[Platform]map[int]BwdTile{
-	NVIDIA:      {64: {64, 64, false, ""}, 128: {64, 64, false, ""}, 256: {32, 32, false, unverifiedSplit}},
-	NVIDIAWGMMA: {64: {64, 64, false, ""}, 128: {64, 64, false, ""}, 256: {32, 32, false, unverifiedSplit}},
-	AMD:         {64: {64, 64, false, ""}, 128: {32, 64, false, unverifiedSplit}, 256: {32, 32, true, unverifiedSplit}},
+	NVIDIA:      {64: {64, 64, false}, 128: {64, 64, false}, 256: {32, 32, false}},
+	NVIDIAWGMMA: {64: {64, 64, false}, 128: {64, 64, false}, 256: {32, 32, false}},
+	AMD:         {64: {64, 64, false}, 128: {32, 64, false}, 256: {32, 32, true}},
 }
 
 // BwdTileFor returns the backward tile on p at a head dim (HeadDims).

@@ -2,7 +2,6 @@ package hipsrc
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -80,12 +79,8 @@ type KernelManifest struct {
 	// BwdSource is the backward kernels' source file (AttnBwd after the
 	// forward), BwdEntries their entry points in launch order; empty where
 	// no backward source was written.
-	BwdSource string `json:"bwd_source,omitempty"`
-	// BwdRefused maps a platform to why its backward is not launched at
-	// this head dim (hipsrc.BwdTile.Refused); launchers refuse those
-	// unless AllowUnverifiedEnv is 1.
-	BwdRefused map[string]string `json:"bwd_refused,omitempty"`
-	BwdEntries []string          `json:"bwd_entries,omitempty"`
+	BwdSource  string   `json:"bwd_source,omitempty"`
+	BwdEntries []string `json:"bwd_entries,omitempty"`
 	// BwdCodeObjects are prebuilt code objects of BwdSource by
 	// architecture, relative to the manifest.
 	BwdCodeObjects map[string]string `json:"bwd_code_objects,omitempty"`
@@ -112,15 +107,7 @@ func (k *KernelManifest) SetBackward(source string) error {
 	if err != nil {
 		return err
 	}
-	k.BwdSource, k.BwdEntries, k.BwdLaunch, k.BwdRefused = source, BwdEntryNames(), launch, nil
-	for _, p := range Platforms {
-		if t, _ := p.BwdTileFor(k.HeadDim); t.Refused != "" {
-			if k.BwdRefused == nil {
-				k.BwdRefused = map[string]string{}
-			}
-			k.BwdRefused[p.String()] = t.Refused
-		}
-	}
+	k.BwdSource, k.BwdEntries, k.BwdLaunch = source, BwdEntryNames(), launch
 	return nil
 }
 
@@ -137,22 +124,12 @@ type BwdLaunchConfig struct {
 	SharedMemBytes int `json:"shared_mem_bytes"`
 }
 
-// ErrBwdRefused is what BwdLaunchOn's error wraps for a refused tile
-// (BwdTile.Refused): the kernel has no backward on that platform, which a
-// launcher reports when the backward is called, not when the forward is
-// loaded.
-var ErrBwdRefused = errors.New("no backward")
-
 // BwdLaunchOn returns the backward's launch configuration on p at a head
-// dim; for a refused tile (unless AllowUnverifiedEnv is 1) an error
-// wrapping ErrBwdRefused with the reason.
+// dim.
 func BwdLaunchOn(p Platform, headDim int) (BwdLaunchConfig, error) {
 	t, err := p.BwdTileFor(headDim)
 	if err != nil {
 		return BwdLaunchConfig{}, err
-	}
-	if t.Refused != "" && os.Getenv(AllowUnverifiedEnv) != "1" {
-		return BwdLaunchConfig{}, fmt.Errorf("hipsrc: %w at head dim %d on %s: %s", ErrBwdRefused, headDim, p, t.Refused)
 	}
 	return t.launchOn(p, headDim), nil
 }
@@ -163,8 +140,7 @@ func (t BwdTile) launchOn(p Platform, headDim int) BwdLaunchConfig {
 }
 
 // BwdLaunches returns the backward's launch configuration of every
-// platform for a head dim, refused tiles included (SetBackward names those
-// in bwd_refused; BwdLaunchOn refuses them).
+// platform for a head dim.
 func BwdLaunches(headDim int) (map[string]BwdLaunchConfig, error) {
 	m := map[string]BwdLaunchConfig{}
 	for _, p := range Platforms {

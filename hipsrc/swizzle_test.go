@@ -67,15 +67,3 @@ func TestSmemIndexHost(t *testing.T) {
 		t.Fatalf("maskc_smem_index: %v\n%s", err, out)
 	}
 }
-
-// TestAllowUnverifiedEnvPython pins the Python launcher's copy of
-// AllowUnverifiedEnv (python/maskc/abi.py reads no Go).
-func TestAllowUnverifiedEnvPython(t *testing.T) {
-	src, err := os.ReadFile(filepath.Join("..", "python", "maskc", "abi.py"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := `ALLOW_UNVERIFIED_ENV = "` + AllowUnverifiedEnv + `"`; !strings.Contains(string(src), want) {
-		t.Errorf("python/maskc/abi.py lacks %s", want)
-	}
-}

@@ -87,9 +87,6 @@ type AttentionSpec struct {
 	// Backward is the backward kernels' source and launch; nil: Backward
 	// fails. Its module is compiled on the first Backward.
 	Backward *BackwardSpec
-	// BackwardRefused, with Backward nil, says why there is no backward on
-	// this platform (hipsrc.BwdTile.Refused); Backward's error carries it.
-	BackwardRefused string
 }
 
 // Layout is the memory order of Q, K, V and O.

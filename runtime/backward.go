@@ -252,9 +252,6 @@ func (k *AttentionKernel) Backward(s Stream, q, kk, v, o, lse DevicePtr, shape S
 		return errorf(CodeLaunch, nil, "attention kernel used after Close")
 	}
 	if k.spec.Backward == nil {
-		if k.spec.BackwardRefused != "" {
-			return errorf(CodeSpec, nil, "attention kernel %s: %s", k.spec.Name, k.spec.BackwardRefused)
-		}
 		return errorf(CodeSpec, nil, "attention kernel %s was loaded without a backward source", k.spec.Name)
 	}
 	e, err := k.entry(shapeKey{shape: shape, stream: s})

@@ -26,10 +26,6 @@ __all__ = ["ABI_VERSION", "MANIFEST_FILE", "FRAME_FIELDS", "BufferSpec", "Platfo
 ABI_VERSION = 3
 #: The manifest's file name in a compile output directory.
 MANIFEST_FILE = "manifest.json"
-# The environment variable that lets a launcher run a backward tile the
-# manifest lists under bwd_refused (hipsrc.AllowUnverifiedEnv; pinned by
-# hipsrc's TestAllowUnverifiedEnvPython): set only by gpu/bwd_check.py.
-ALLOW_UNVERIFIED_ENV = "MASKC_ALLOW_UNVERIFIED_BWD"
 
 _SCALARS = {"int": ctypes.c_int32, "long long": ctypes.c_int64, "float": ctypes.c_float}
 # The values this package knows how to fill, by struct and field name.
@@ -222,8 +218,6 @@ class KernelSpec:
         # at this kernel's head dim, its block size and the dynamic shared memory of its main kernels
         self.bwd_launch = {p: (int(c["block_m"]), int(c["block_n"]), int(c["threads"]), int(c["shared_mem_bytes"]))
                            for p, c in (d.get("bwd_launch") or {}).items()}
-        # platform name -> why the backward is not launched there (hipsrc.BwdTile.Refused)
-        self.bwd_refused = dict(d.get("bwd_refused") or {})
         self.bwd_code_objects = dict(d.get("bwd_code_objects") or {})
         if self.bwd_source:
             for e in self.bwd_entries:
@@ -399,10 +393,6 @@ class Manifest:
         platform and the kernel's head dim: its bwd_launch)."""
         if platform.name not in spec.bwd_launch:
             raise MaskcError("kernel %s has no backward launch for platform %s" % (spec.name, platform.name))
-        why = spec.bwd_refused.get(platform.name)
-        if why and os.environ.get(ALLOW_UNVERIFIED_ENV) != "1":
-            raise MaskcError("kernel %s has no backward at head dim %d on %s: %s" %
-                             (spec.name, spec.head_dim, platform.name, why))
         block_m, block_n, threads, _ = spec.bwd_launch[platform.name]
         return {"bwd_block_m": block_m, "bwd_block_n": block_n,
                 "bwd_pre_rows": platform.bwd_pre_rows, "bwd_threads": threads}

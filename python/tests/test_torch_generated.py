@@ -249,16 +249,7 @@ def test_backward_tiles_per_platform(env):
     sizes = dict(B=2, H=8, HKV=2, Sq=1000, Skv=1000)
     dq = man.bwd_entries["maskc_attn_bwd_dq"]
     amd, sm90 = man.platform("amd"), man.platform("nvidia-sm90a")
-    # The MFMA 32-row tile is refused until it passes the GPU gradient check
-    # (bwd_refused); the check's environment launches it.
-    assert set(spec.bwd_refused) == {"amd"}
-    with pytest.raises(MaskcError, match="no backward at head dim 128 on amd: the column-split"):
-        man.bwd_tiles(spec, amd)
-    os.environ["MASKC_ALLOW_UNVERIFIED_BWD"] = "1"
-    try:
-        tiles_amd = man.bwd_tiles(spec, amd)
-    finally:
-        del os.environ["MASKC_ALLOW_UNVERIFIED_BWD"]
+    tiles_amd = man.bwd_tiles(spec, amd)
     assert tiles_amd == dict(bwd_block_m=32, bwd_block_n=64, bwd_pre_rows=16, bwd_threads=256)
     assert dq.grid_dims(sizes, tiles=tiles_amd) == (32, 8, 2)
     assert dq.grid_dims(sizes, tiles=man.bwd_tiles(spec, sm90)) == (16, 8, 2)
@@ -286,19 +277,7 @@ def test_head_dim_256_forward_and_backward(env):
     with pytest.raises(MaskcError, match="built for head_dim = 256"):
         attn(ft.Tensor((B, S, H, 128)), ft.Tensor((B, S, HKV, 128)), ft.Tensor((B, S, HKV, 128)))
     nfwd = len(launches(drv))
-    # Its column-split backward tiles are refused on every platform until
-    # they pass the GPU gradient check (run 18 found them wrong).
-    assert set(spec.bwd_refused) == {"amd", "nvidia", "nvidia-sm90a"}
-    with pytest.raises(MaskcError, match="no backward at head dim 256 on nvidia-sm90a"):
-        backward_through_op(attn, q, k, v, [])
-    assert len(launches(drv)) == nfwd
-    os.environ["MASKC_ALLOW_UNVERIFIED_BWD"] = "1"
-    try:
-        attn(q, k, v)
-        nfwd = len(launches(drv))
-        backward_through_op(attn, q, k, v, [])
-    finally:
-        del os.environ["MASKC_ALLOW_UNVERIFIED_BWD"]
+    backward_through_op(attn, q, k, v, [])
     bw = launches(drv)[nfwd:]
     assert [c[2] for c in bw][1] == (-(-S // 32), HKV, B) and bw[1][4] == 69888
     assert spec.bwd_launch["amd"] == (32, 32, 256, 53504)
