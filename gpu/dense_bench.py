@@ -1,40 +1,55 @@
-"""Dense forward (issue 15): maskc's generated full and causal kernels against
-torch SDPA's cuDNN backend and torch.compile(flex_attention), side by side in
-one GPU run, and the variants of the warp-specialized sm_90a forward
-(hipsrc/attn_fwd_sm90.h).
+"""Dense attention on the H200 (issue 15): maskc's generated full and causal
+kernels at head dims 64, 128 and 256 against torch SDPA's cuDNN backend and
+torch.compile(flex_attention), forward and forward + backward side by side in
+one GPU run, plus forward variants of the warp-specialized sm_90a kernel
+(hipsrc/attn_fwd_sm90.h) and their correctness.
 
 Usage:
-  python3 gpu/dense_bench.py --generated DIR --mode check [--variants ws] [--dims 64,128,256] [--cases a,b]
-  python3 gpu/dense_bench.py --generated DIR --mode bench [--variants wg,ws] [--dims ...] [--seqs ...]
+  go run ./codegen/cmd/genkernels -o DIR gpu/dense_cases/*.flex      (where Go is)
+  python3 gpu/dense_bench.py --generated DIR --mode bench [--dims 128,64,256] [--seqs 2048,8192,32768]
+                             [--variants ws-r240,...] [--variant-dims 128] [--check-variants]
+  python3 gpu/dense_bench.py --generated DIR --mode check [--variants ...] [--dims ...] [--big]
 
-DIR is genkernels' output with at least full.cu and causal.cu
-(gpu/bench_cases); a head dim other than the kernel's is made by changing the
-source's MASKC_HEAD_DIM (the scale stays the manifest's or 1/sqrt(D)).
+DIR holds gpu/dense_cases' kernels, named MASK_dD (full_d64 ... causal_d256);
+each is launched through the package's launcher (python/maskc/harness.py) with
+the manifest's geometry, its forward and backward from NAME.bwd.cu (which
+holds the forward's entry points too), as gpu/bwd_bench.py does.
 
-Variants: "wg" is the manifest's nvidia-sm90a kernel (attn_fwd.h, head dims
-64 and 128); the "ws*" ones compile attn_fwd_sm90.h (MASKC_NV_WS) and launch
-it with its own geometry (hipsrc.WSThreads threads, hipsrc.WSSharedMemBytes;
-the pre-pass keeps the manifest's threads): "ws" the file's defaults, "ws-seq"
-one consumer step after the other (producer warpgroup, mbarrier ring,
-setmaxnreg), "ws-ov" with the softmax of one tile overlapped with the next
-tile's MMAs, "ws-pp" with ping-pong between the two consumer warpgroups as
-well, "ws-lag" with the producer's stages signalled one cp.async group late
-(wait_group, fence, arrive) instead of by cp.async.mbarrier.arrive.noinc,
-"ws3" three stages, "ws-n64" 64-key tiles, "ws-cpasync" the producer's
-cp.async copies instead of the copy engine (MASKC_WS_TMA 0; run 17 measured
-the copy engine's as "ws-tma", then the file's default). "wg" launches the
-manifest's choice: the warp-specialized forward where codegen selected it
-(#define MASKC_NV_WS 1 in the source), else attn_fwd.h's.
+--mode bench: for each head dim D and length S, B = max(1, 16384 / S) and
+H = 32, 16, 8 for D = 64, 128, 256 (bf16, bhsd, scale 1/sqrt(D)), fresh
+random q, k, v, dO per (D, S); per mask: cuDNN (sdpa_kernel(CUDNN_ATTENTION)),
+FlexAttention (torch.compile(flex_attention), create_block_mask for causal)
+and maskc, forward and forward + backward (maskc: forward then the backward's
+launches, dQ atomics, as the package's default). Every forward is timed on
+inputs that require grad (the training forward: output and LSE), forward +
+backward as out.backward(dO). TFLOP/s count 4*D flops per kept (q, kv) pair
+forward (causal S(S+1)/2 pairs, as flex_baseline.py's density) and 3.5x that
+forward + backward. Before maskc's first launch of a row, O, LSE, dQ, dK, dV
+are NaN-poisoned; O is then compared with cuDNN's, dQ/dK/dV with cuDNN's
+gradients (relative error), and unwritten (NaN) elements counted. Every
+launch's return code is checked by the launcher, and each timing ends with a
+synchronize that raises a kernel's fault.
 
---mode check: every selected kernel and variant on gpu/check.py's shapes
-(fresh random inputs, NaN-poisoned O and LSE, float64 reference), at each
-head dim. --mode bench: the issue's table, full and causal at each head dim
-and length S with B = max(1, 16384 / S) and H = 32, 16, 8 for D = 64, 128,
-256; TFLOP/s count 4*D flops per kept (q, kv) pair; each maskc output is also
-compared with cuDNN's.
+Variants (forward only, extra columns; --variant-dims picks where they are
+timed): the kernel's forward source with switch lines in front; "ws*"
+compile attn_fwd_sm90.h (MASKC_NV_WS 1) and launch it with its own geometry
+(WS_THREADS threads, ws_smem bytes). "ws": the file's defaults (the
+manifest's own kernel at D = 64, 128; at D = 256, where codegen keeps
+attn_fwd.h, the warp-specialized one instead); "ws-seq" / "ws-ov" / "ws-pp":
+one consumer step after the other / softmax overlapped with the next tile's
+MMAs / ping-pong of the two consumer warpgroups as well; "*-r240": the
+consumers' register budget of FA3's two-consumer kernels (240; the producer
+32, instead of 232 / 40); "ws-reuse*": 4-D tensor maps built once per
+multiprocessor and launch (MASKC_WS_TMAP_REUSE) instead of per block; "ws-lag", "ws3", "ws-n64", "ws-cpasync" as run 14/17
+measured them (gpu/NOTES.md). --check-variants LIST (bench mode) then checks those
+variants (compiled for it at every one of --dims) on gpu/check.py's shapes (without the
+8192-token one): fresh random inputs, NaN-poisoned O and LSE, float64
+reference, check.py's tolerance.
+
+--mode check: the manifest kernels (and --variants) on gpu/check.py's shapes.
 """
 import argparse
-import ctypes
+import concurrent.futures
 import math
 import os
 import re
@@ -49,20 +64,32 @@ from maskc import harness as mg  # noqa: E402  (the package's launcher: python/m
 from maskc.runlog import JsonLog  # noqa: E402
 
 PLATFORM = "nvidia-sm90a"
+WS = "#define MASKC_NV_WS 1\n"
+R240 = "#define MASKC_WS_PRODUCER_REGS 32\n#define MASKC_WS_CONSUMER_REGS 240\n"
+REUSE = "#define MASKC_WS_TMAP_REUSE 1\n"
+SEQ = "#define MASKC_WS_OVERLAP 0\n#define MASKC_WS_PINGPONG 0\n"
+OV = "#define MASKC_WS_OVERLAP 1\n#define MASKC_WS_PINGPONG 0\n"
+PP = "#define MASKC_WS_OVERLAP 1\n#define MASKC_WS_PINGPONG 1\n"
 VARIANTS = {
-    "wg": "",
-    "ws-lag": "#define MASKC_NV_WS 1\n#define MASKC_WS_NOINC 0\n",
-    "ws-seq": "#define MASKC_NV_WS 1\n#define MASKC_WS_OVERLAP 0\n#define MASKC_WS_PINGPONG 0\n",
-    "ws-ov": "#define MASKC_NV_WS 1\n#define MASKC_WS_OVERLAP 1\n#define MASKC_WS_PINGPONG 0\n",
-    "ws-pp": "#define MASKC_NV_WS 1\n#define MASKC_WS_OVERLAP 1\n#define MASKC_WS_PINGPONG 1\n",
-    "ws": "#define MASKC_NV_WS 1\n",
-    "ws3": "#define MASKC_NV_WS 1\n#define MASKC_WS_STAGES 3\n",
-    "ws-n64": "#define MASKC_NV_WS 1\n#define MASKC_WS_BLOCK_N 64\n",
-    "ws-cpasync": "#define MASKC_NV_WS 1\n#define MASKC_WS_TMA 0\n",
+    "ws": WS,
+    "ws-seq": WS + SEQ,
+    "ws-ov": WS + OV,
+    "ws-pp": WS + PP,
+    "ws-r240": WS + SEQ + R240,
+    "ws-ov-r240": WS + OV + R240,
+    "ws-pp-r240": WS + PP + R240,
+    "ws-reuse": WS + REUSE,
+    "ws-reuse-r240": WS + REUSE + SEQ + R240,
+    "ws-reuse-pp-r240": WS + REUSE + PP + R240,
+    "ws-lag": WS + "#define MASKC_WS_NOINC 0\n",
+    "ws3": WS + "#define MASKC_WS_STAGES 3\n",
+    "ws-n64": WS + "#define MASKC_WS_BLOCK_N 64\n",
+    "ws-cpasync": WS + "#define MASKC_WS_TMA 0\n",
 }
 SMEM_MAX = 232448  # sm_90's opt-in dynamic shared memory per block
 HEADS = {64: 32, 128: 16, 256: 8}
 WS_THREADS = 384  # hipsrc.WSThreads
+MASKS = ("full", "causal")
 
 
 def ws_block_n(d):  # hipsrc.WSBlockN
@@ -83,168 +110,410 @@ def stages_of(variant):
     return int(m.group(1)) if m else 2
 
 
-def source_for(src, d, variant):
-    src = re.sub(r"#define MASKC_HEAD_DIM \d+", "#define MASKC_HEAD_DIM %d" % d, src)
-    return VARIANTS[variant] + src
+def is_ws_source(src):
+    """Whether codegen selected the warp-specialized forward for this kernel."""
+    return re.search(r"^#define MASKC_NV_WS 1$", src, re.M) is not None
 
 
 class WSKernel(mg.Kernel):
-    """A kernel built from attn_fwd_sm90.h: the forward takes WS_THREADS
-    threads and ws_smem bytes; the pre-pass keeps the manifest's threads."""
+    """A kernel built from attn_fwd_sm90.h: the forward (and the pre-pass,
+    MASKC_NUM_THREADS being WS_THREADS in such builds) take WS_THREADS
+    threads, the forward ws_smem bytes."""
 
     def __init__(self, src, entry, abi, name, compiled, d, stages, bn):
         super().__init__(src, entry, abi, name, compiled=compiled, platform=PLATFORM)
-        self.flag_threads = self.threads
         self.threads, self.smem = WS_THREADS, ws_smem(d, stages, bn)
         mg.libs()[1].set_max_dynamic_smem(self.fwd, self.smem)
-
-    def _launch(self, f, grid, block, smem, args, what="cuLaunchKernel"):
-        mg.Kernel._launch(f, grid, self.flag_threads if f is self.flags_fn else block, smem, args, what)
-
-
-def build(abi, case, src, d, variant, ex):
-    """Compiles (in the executor) and returns a thunk that loads the kernel."""
-    s = source_for(src, d, variant)
-    name = "%s_d%d_%s" % (case.name, d, variant)
-    fut = ex.submit(mg.compile_source, s, name, PLATFORM, abi)
-    entry = dict(case.entry, head_dim=d)
-
-    def load():
-        if variant.startswith("ws"):
-            k = WSKernel(s, entry, abi, name, fut.result(), d, stages_of(variant), block_n_of(variant))
-        else:
-            k = mg.Kernel(s, entry, abi, name, compiled=fut.result(), platform=PLATFORM)
-            k.head_dim = d
-        return k
-    return name, load
 
 
 def ptxas_summary(log):
     regs = re.findall(r"Used (\d+) registers", log)
     spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
     warns = sorted(set(re.findall(r"warning[^\n]*", log)))[:4]
-    return dict(ptxas_regs=regs[:2], ptxas_spills=spills[:2], ptxas_warnings=warns)
+    return dict(ptxas_regs=regs[:4], ptxas_spills=spills[:4], ptxas_warnings=warns)
+
+
+def pairs_of(mask, S):
+    return S * (S + 1) / 2 if mask == "causal" else float(S) * S
+
+
+class Timer:
+    """Seconds since start, for the phase lines of the log."""
+
+    def __init__(self):
+        self.t0 = time.time()
+
+    def __call__(self):
+        return round(time.time() - self.t0, 1)
+
+
+def load_kernels(a, emit, clock):
+    """Compiles (NVRTC, 12 threads, started at once) the manifest kernels'
+    backward sources and the variants' forward sources; returns
+    (abi, cases {name: GeneratedCase}, get(name, variant) -> kernel or None,
+    variant keys [(name, d, variant)])."""
+    abi, gcases = mg.generated_cases(a.generated)
+    cases = {c.name: c for c, _ in gcases}
+    dims = [int(x) for x in a.dims.split(",")]
+    vdims = [int(x) for x in (a.variant_dims or a.dims).split(",")]
+    variants = [v for v in a.variants.split(",") if v]
+    for v in variants:
+        if v not in VARIANTS:
+            sys.exit("unknown variant %s (known: %s)" % (v, ", ".join(VARIANTS)))
+    ex = concurrent.futures.ThreadPoolExecutor(12)  # leave cores to inductor's compile workers
+    futs, vkeys = {}, []
+    for d in dims:  # head dim order = the bench's order, so the first rows' kernels come first
+        for mname in MASKS:
+            name = "%s_d%d" % (mname, d)
+            if name not in cases:
+                sys.exit("%s: no kernel %s (generate gpu/dense_cases/*.flex)" % (a.generated, name))
+            e = cases[name].entry
+            bsrc = mg.read(os.path.join(a.generated, e["bwd_source"]))
+            futs[(name, "")] = (bsrc, ex.submit(mg.compile_source, bsrc, name + "_bwd", PLATFORM, abi))
+            fsrc = mg.read(os.path.join(a.generated, e["source"]))
+            for v in variants:
+                check_dim = v in a.check_variants.split(",") or a.mode == "check"
+                if d not in vdims and not check_dim:
+                    continue
+                if v == "ws" and is_ws_source(fsrc):
+                    continue  # the manifest's own kernel
+                if ws_smem(d, stages_of(v), block_n_of(v)) > SMEM_MAX:
+                    continue
+                s = VARIANTS[v] + fsrc
+                futs[(name, v)] = (s, ex.submit(mg.compile_source, s, "%s_%s" % (name, v), PLATFORM, abi))
+                vkeys.append((name, d, v))
+    ex.shutdown(wait=False)
+    loaded = {}
+
+    def get(name, v=""):
+        """The loaded kernel (compiled on first use, loaded on this thread) or None."""
+        if (name, v) in loaded:
+            return loaded[(name, v)]
+        if (name, v) not in futs:
+            return None
+        src, fut = futs[(name, v)]
+        e = cases[name].entry
+        label = name + ("/" + v if v else "")
+        try:
+            compiled = fut.result()
+            if not v:
+                k = mg.BwdKernel(src, e, abi, name, compiled=compiled, platform=PLATFORM)
+                emit(kind="kernel", name=label, t=clock(), fwd_regs=k.regs, fwd_local_bytes=k.local_bytes,
+                     bwd_regs=k.bwd_regs, bwd_local_bytes=k.bwd_local_bytes, dq_regs=k.bwd_dq_regs,
+                     threads=k.threads, smem=k.smem, bwd_smem=k.bwd_smem, **ptxas_summary(k.log))
+            else:
+                k = WSKernel(src, e, abi, label, compiled, e["head_dim"], stages_of(v), block_n_of(v))
+                emit(kind="kernel", name=label, t=clock(), regs=k.regs, local_bytes=k.local_bytes, smem=k.smem,
+                     **ptxas_summary(k.log))
+        except Exception as ex_:
+            emit(kind="kernel", name=label, t=clock(), error=repr(ex_)[-3000:])
+            k = None
+        loaded[(name, v)] = k
+        return k
+    return abi, cases, get, vkeys
+
+
+def check_kernels(keys, cases, get, emit, big, clock=None, deadline=1e9):
+    """gpu/check.py's shapes (all with big, else without the 8192-token
+    one) on each (name, d, variant) kernel, none started past deadline
+    seconds of clock; returns (passed, failed, [keys not checked])."""
+    import check
+    gen = torch.Generator(device="cuda").manual_seed(int(time.time()))
+    shapes = [s for s in check.SHAPES if big or max(s[3], s[4]) <= 4096]
+    fails = total = 0
+    skipped = []
+    for name, d, v in keys:
+        if clock is not None and clock() > deadline:
+            skipped.append((name, d, v))
+            continue
+        kern = get(name, v)
+        if kern is None:
+            fails += 1
+            total += 1
+            emit(kind="check", case=name, D=d, variant=v, ok=False, error="not compiled")
+            continue
+        case = cases[name]
+        worst = 0.0
+        for shape in shapes:
+            try:
+                r = check.check_one(kern, case, shape, d, case.entry["dtype"], gen, flex=False)
+            except Exception as e:
+                r = dict(ok=False, error=repr(e)[:400])
+            total += 1
+            fails += not r["ok"]
+            worst = max(worst, r.get("o_err", math.inf), r.get("lse_err", math.inf))
+            if not r["ok"]:
+                emit(kind="check", case=name, D=d, variant=v or "manifest", shape=list(shape), **r)
+        emit(kind="checked", case=name, D=d, variant=v or "manifest", shapes=len(shapes), worst_err=worst)
+    return total - fails, fails, skipped
+
+
+def raise_recompile_limits():
+    """Every (D, S, mask) of the table is a new guard set for dynamo: past
+    its default limit (8) torch.compile(flex_attention) falls back to the
+    eager flex_attention, which materialises the scores (run 17b's flex
+    figures at D = 256 and its 128-GiB OOM at D = 64, S = 32768)."""
+    cfg = torch._dynamo.config
+    for k in ("recompile_limit", "cache_size_limit"):
+        if hasattr(cfg, k):
+            setattr(cfg, k, 256)
+    for k in ("accumulated_recompile_limit", "accumulated_cache_size_limit"):
+        if hasattr(cfg, k):
+            setattr(cfg, k, 4096)
+
+
+def flex_fns(fa, qg, kg, vg, do, bm, scale):
+    """FlexAttention's forward and forward + backward on the grad leaves."""
+    def fx():
+        return fa(qg, kg, vg, block_mask=bm, scale=scale)
+
+    def fx_fb():
+        qg.grad = kg.grad = vg.grad = None
+        fx().backward(do)
+    return fx, fx_fb
+
+
+def bench(a, emit, clock, cases, get, vkeys):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    raise_recompile_limits()
+    fa = torch.compile(flex_attention)
+    dims = [int(x) for x in a.dims.split(",")]
+    seqs = [int(x) for x in a.seqs.split(",")]
+    vdims = [int(x) for x in (a.variant_dims or a.dims).split(",")]
+    variants = [v for v in a.variants.split(",") if v]
+    dev = "cuda"
+    block_masks = {}
+
+    def block_mask(mname, S):
+        if mname != "causal":
+            return None
+        if S not in block_masks:
+            block_masks[S] = create_block_mask(lambda b, h, qi, ki: qi >= ki, None, None, S, S, device=dev)
+        return block_masks[S]
+
+    # Pass 1, while NVRTC builds maskc's kernels on other threads: compile
+    # FlexAttention's forward and backward for every row (nothing timed).
+    flex_warm = {}
+    if not a.no_flex:
+        for d in dims:
+            for S in seqs:
+                B, H = max(1, 16384 // S), HEADS[d]
+                qg, kg, vg = (torch.randn(B, H, S, d, device=dev, dtype=torch.bfloat16).requires_grad_(True)
+                              for _ in range(3))
+                do = torch.randn(B, H, S, d, device=dev, dtype=torch.bfloat16)
+                for mname in MASKS:
+                    if clock() > a.flex_budget_s:
+                        flex_warm[(d, S, mname)] = dict(flex_error="not compiled: past --flex-budget-s")
+                        continue
+                    t0 = time.time()
+                    try:
+                        _, fx_fb = flex_fns(fa, qg, kg, vg, do, block_mask(mname, S), 1.0 / math.sqrt(d))
+                        fx_fb()
+                        torch.cuda.synchronize()
+                        flex_warm[(d, S, mname)] = dict(flex_compile_s=round(time.time() - t0, 1))
+                    except Exception as e:
+                        flex_warm[(d, S, mname)] = dict(flex_error=repr(e)[:300])
+                        torch.cuda.empty_cache()
+                del qg, kg, vg, do
+        torch.cuda.empty_cache()
+        emit(kind="flex_compiled", t=clock())
+
+    # Pass 2: fresh inputs per (D, S), every column timed.
+    rows = []
+    for d in dims:
+        for S in seqs:
+            B, H = max(1, 16384 // S), HEADS[d]
+            iters = max(5, min(20, int(a.iters * 8192 / S)))
+            q, k, v, do = (torch.randn(B, H, S, d, device=dev, dtype=torch.bfloat16) for _ in range(4))
+            qg, kg, vg = (t.clone().requires_grad_(True) for t in (q, k, v))
+            o = torch.empty_like(q)
+            lse = torch.empty(B, H, S, device=dev, dtype=torch.float32)
+            dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+            scale = 1.0 / math.sqrt(d)
+            for mname in MASKS:
+                causal = mname == "causal"
+                name = "%s_d%d" % (mname, d)
+                fl = 4.0 * B * H * pairs_of(mname, S) * d
+                row = dict(kind="bench", mask=mname, D=d, S=S, B=B, H=H, iters=iters)
+                t_row = time.time()
+
+                def timed(key, fn, flops):
+                    ms = mg.time_ms(fn, iters=iters, warmup=2)
+                    torch.cuda.synchronize()
+                    row[key + "_ms"] = round(ms, 4)
+                    row[key + "_tflops"] = round(flops / ms / 1e9, 1)
+
+                ref = ref_g = None
+
+                def sd():
+                    return F.scaled_dot_product_attention(qg, kg, vg, is_causal=causal, scale=scale)
+
+                def sd_fb():
+                    qg.grad = kg.grad = vg.grad = None
+                    sd().backward(do)
+                with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                    try:
+                        ref = sd().detach()
+                        timed("cudnn_fwd", sd, fl)
+                    except Exception as e:
+                        row["cudnn_fwd_error"] = repr(e)[:300]
+                    try:
+                        sd_fb()
+                        torch.cuda.synchronize()
+                        ref_g = (qg.grad.clone(), kg.grad.clone(), vg.grad.clone())
+                        timed("cudnn_fb", sd_fb, 3.5 * fl)
+                    except Exception as e:
+                        row["cudnn_fb_error"] = repr(e)[:300]
+                qg.grad = kg.grad = vg.grad = None
+                if not a.no_flex:
+                    row.update(flex_warm.get((d, S, mname), {}))
+                    if "flex_error" not in row:
+                        try:
+                            fx, fx_fb = flex_fns(fa, qg, kg, vg, do, block_mask(mname, S), scale)
+                            timed("flex_fwd", fx, fl)
+                            timed("flex_fb", fx_fb, 3.5 * fl)
+                        except Exception as e:
+                            row["flex_error"] = repr(e)[:300]
+                    qg.grad = kg.grad = vg.grad = None
+                kern = get(name)
+                if kern is None:
+                    row["maskc_error"] = "not compiled (see the kernel line)"
+                else:
+                    try:
+                        for t in (o, lse, dq, dk, dv):
+                            t.fill_(float("nan"))
+                        fwd = kern.prepare(q, k, v, o, lse, scale)
+                        bwd = kern.prepare_bwd(q, k, v, o, lse, do, dq, dk, dv, scale, (), (), None, None,
+                                               fwd.flags, False)
+
+                        def step():
+                            fwd()
+                            bwd()
+                        fwd()
+                        torch.cuda.synchronize()
+                        row["maskc_o_nan_rows"] = int(torch.isnan(o).any(-1).sum().item())
+                        row["maskc_lse_nan"] = int(torch.isnan(lse).sum().item())
+                        if ref is not None:
+                            row["maskc_o_vs_cudnn"] = mg.rel_err(o, ref)
+                        bwd()
+                        torch.cuda.synchronize()
+                        row["maskc_grad_nan"] = int(sum(torch.isnan(t).sum().item() for t in (dq, dk, dv)))
+                        if ref_g is not None:
+                            for gname, got, want in zip(("dq", "dk", "dv"), (dq, dk, dv), ref_g):
+                                row["maskc_%s_vs_cudnn" % gname] = mg.rel_err(got, want)
+                        timed("maskc_fwd", fwd, fl)
+                        timed("maskc_fb", step, 3.5 * fl)
+                    except Exception as e:
+                        row["maskc_error"] = repr(e)[:400]
+                if d in vdims:
+                    for var in variants:
+                        vk = get(name, var)
+                        if vk is None:
+                            continue
+                        try:
+                            o.fill_(float("nan"))
+                            run = vk.prepare(q, k, v, o, lse, scale)
+                            run()
+                            torch.cuda.synchronize()
+                            row[var + "_o_nan_rows"] = int(torch.isnan(o).any(-1).sum().item())
+                            if ref is not None:
+                                row[var + "_o_vs_cudnn"] = mg.rel_err(o, ref)
+                            timed(var + "_fwd", run, fl)
+                        except Exception as e:
+                            row[var + "_error"] = repr(e)[:400]
+                for kind in ("fwd", "fb"):
+                    c = row.get("cudnn_%s_tflops" % kind)
+                    for who in ["maskc", "flex"] + variants:
+                        t = row.get("%s_%s_tflops" % (who, kind))
+                        if c and t:
+                            row["%s_%s_vs_cudnn" % (who, kind)] = round(t / c, 3)
+                row["seconds"], row["t"] = round(time.time() - t_row, 1), clock()
+                emit(**row)
+                rows.append(row)
+                del ref, ref_g
+            del q, k, v, do, qg, kg, vg, o, lse, dq, dk, dv
+            torch.cuda.empty_cache()
+    return rows
+
+
+def print_table(rows, variants):
+    def f(r, key):
+        x = r.get(key)
+        return "-" if x is None else ("%.1f" % x if isinstance(x, float) and x >= 10 else str(x))
+    head = ("%-6s %-3s %-5s %-4s" % ("mask", "D", "S", "B/H") +
+            " | fwd: %-6s %-6s %-6s %-5s %-5s" % ("cuDNN", "flex", "maskc", "m/cu", "f/cu") +
+            "".join(" %-12s" % (v + "/cu") for v in variants) +
+            " | fwd+bwd: %-6s %-6s %-6s %-5s %-5s" % ("cuDNN", "flex", "maskc", "m/cu", "f/cu"))
+    print("\nTFLOP/s (4*D flops per kept pair forward, 3.5x forward+backward); m/cu, f/cu: maskc, flex over cuDNN")
+    print(head)
+    for r in rows:
+        line = "%-6s %-3d %-5d %-4s" % (r["mask"], r["D"], r["S"], "%d/%d" % (r["B"], r["H"]))
+        line += " | fwd: %-6s %-6s %-6s %-5s %-5s" % tuple(f(r, k) for k in (
+            "cudnn_fwd_tflops", "flex_fwd_tflops", "maskc_fwd_tflops", "maskc_fwd_vs_cudnn", "flex_fwd_vs_cudnn"))
+        line += "".join(" %-12s" % ("%s %s" % (f(r, v + "_fwd_tflops"), f(r, v + "_fwd_vs_cudnn")))
+                        for v in variants)
+        line += " | fwd+bwd: %-6s %-6s %-6s %-5s %-5s" % tuple(f(r, k) for k in (
+            "cudnn_fb_tflops", "flex_fb_tflops", "maskc_fb_tflops", "maskc_fb_vs_cudnn", "flex_fb_vs_cudnn"))
+        print(line)
+    print("\nmaskc vs cuDNN (relative error of O; dQ, dK, dV) and unwritten outputs:")
+    for r in rows:
+        print("%-6s D=%-3d S=%-5d O %s  dQ %s dK %s dV %s  nan rows/grads %s/%s %s" % (
+            r["mask"], r["D"], r["S"], *("%.1e" % r[k] if k in r else "-" for k in (
+                "maskc_o_vs_cudnn", "maskc_dq_vs_cudnn", "maskc_dk_vs_cudnn", "maskc_dv_vs_cudnn")),
+            r.get("maskc_o_nan_rows", "-"), r.get("maskc_grad_nan", "-"),
+            " ".join("%s=%s" % (k, r[k]) for k in r if k.endswith("_error"))))
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--generated", required=True)
+    ap.add_argument("--generated", required=True, help="genkernels output of gpu/dense_cases/*.flex")
     ap.add_argument("--mode", choices=["check", "bench"], required=True)
-    ap.add_argument("--variants", default="ws")
-    ap.add_argument("--dims", default="128")
-    ap.add_argument("--seqs", default="8192")
-    ap.add_argument("--cases", default="full,causal")
+    ap.add_argument("--variants", default="", help="forward variants (comma-separated, see the module doc)")
+    ap.add_argument("--variant-dims", help="head dims the variants are timed at (default --dims)")
+    ap.add_argument("--check-variants", default="",
+                    help="bench: then check.py's shapes on these variants (comma-separated, in this order)")
+    ap.add_argument("--flex-budget-s", type=float, default=1e9,
+                    help="bench: compile FlexAttention for no further row once this many seconds have passed")
+    ap.add_argument("--deadline-s", type=float, default=1e9,
+                    help="bench: check no further variant kernel once this many seconds have passed")
+    ap.add_argument("--dims", default="128,64,256")
+    ap.add_argument("--seqs", default="2048,8192,32768")
+    ap.add_argument("--iters", type=int, default=10, help="timed runs at S = 8192 (scaled by 8192 / S, 3..20)")
+    ap.add_argument("--no-flex", action="store_true")
     ap.add_argument("--big", action="store_true", help="check: also the 8192-token shape")
     ap.add_argument("--out", default="dense.jsonl")
     a = ap.parse_args()
     emit = JsonLog(a.out, "a")
-
-    import concurrent.futures
-    variants = a.variants.split(",")
-    dims = [int(x) for x in a.dims.split(",")]
-    abi, gcases = mg.generated_cases(a.generated)
-    by_name = {c.name: (c, src) for c, src in gcases}
-    names = a.cases.split(",") if a.mode == "check" else ["full", "causal"]
+    clock = Timer()
     mg.libs()
     torch.empty(1, device="cuda")
-    emit(kind="env", torch=torch.__version__, gpu=torch.cuda.get_device_name(), mode=a.mode)
-    t0 = time.time()
-    loads = {}
-    with concurrent.futures.ThreadPoolExecutor(16) as ex:
-        for n in names:
-            c, src = by_name[n]
-            for d in dims:
-                for v in variants:
-                    if v == "wg" and d == 256 or v.startswith("ws") and ws_smem(d, stages_of(v), block_n_of(v)) > SMEM_MAX:
-                        continue
-                    loads[(n, d, v)] = build(abi, c, src, d, v, ex)
-    kernels = {}
-    for key, (name, load) in loads.items():
-        try:
-            k = kernels[key] = load()
-            emit(kind="kernel", name=name, regs=k.regs, local_bytes=k.local_bytes, **ptxas_summary(k.log))
-        except Exception as e:
-            emit(kind="kernel", name=name, error=repr(e)[-3000:])
-    emit(kind="compiled", n=len(kernels), seconds=round(time.time() - t0, 1))
+    emit(kind="env", torch=torch.__version__, gpu=torch.cuda.get_device_name(), mode=a.mode,
+         cudnn=torch.backends.cudnn.version(), args=vars(a))
+    abi, cases, get, vkeys = load_kernels(a, emit, clock)
+    variants = [v for v in a.variants.split(",") if v]
 
     if a.mode == "check":
-        import check
-        gen = torch.Generator(device="cuda").manual_seed(int(time.time()))
-        shapes = check.SHAPES if a.big else check.SHAPES[:-1]
-        fails = total = 0
-        for (n, d, v), k in kernels.items():
-            case = by_name[n][0]
-            for shape in shapes:
-                if case.entry.get("buffers") and shape[3] > shape[4]:
-                    continue
-                try:
-                    r = check.check_one(k, case, shape, d, case.entry["dtype"], gen, flex=False)
-                except Exception as e:
-                    r = dict(ok=False, error=repr(e)[:400])
-                total += 1
-                fails += not r["ok"]
-                if not r["ok"]:
-                    emit(kind="check", case=n, D=d, variant=v, shape=list(shape), **r)
-            emit(kind="checked", case=n, D=d, variant=v)
-        print("dense check: %d passed, %d failed" % (total - fails, fails))
-        sys.exit(1 if fails else 0)
+        keys = [("%s_d%d" % (m, d), d, "") for d in map(int, a.dims.split(",")) for m in MASKS] + vkeys
+        passed, failed, _ = check_kernels(keys, cases, get, emit, a.big)
+        print("dense check: %d passed, %d failed (%.0f s)" % (passed, failed, clock()))
+        sys.exit(1 if failed else 0)
 
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
-    fa = torch.compile(flex_attention)
-    rows = []
-    for d in dims:
-        for S in [int(x) for x in a.seqs.split(",")]:
-            B, H = max(1, 16384 // S), HEADS[d]
-            q, k, v = (torch.randn(B, H, S, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-            o = torch.empty_like(q)
-            lse = torch.empty(B, H, S, device="cuda", dtype=torch.float32)
-            scale = 1.0 / math.sqrt(d)
-            for mname in ["full", "causal"]:
-                causal = mname == "causal"
-                pairs = S * (S + 1) / 2 if causal else S * S
-                flops = 4.0 * B * H * pairs * d
-                row = dict(kind="bench", mask=mname, D=d, S=S, B=B, H=H)
-                ref = None
-                try:
-                    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-                        ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
-                        row["cudnn_ms"] = mg.time_ms(lambda: F.scaled_dot_product_attention(
-                            q, k, v, is_causal=causal, scale=scale))
-                except Exception as e:
-                    row["cudnn_error"] = repr(e)[:300]
-                try:
-                    bm = create_block_mask(lambda b, h, qi, ki: qi >= ki, None, None, S, S) if causal else None
-                    fa(q, k, v, block_mask=bm, scale=scale)
-                    row["flex_ms"] = mg.time_ms(lambda: fa(q, k, v, block_mask=bm, scale=scale))
-                except Exception as e:
-                    row["flex_error"] = repr(e)[:300]
-                for var in variants:
-                    kern = kernels.get((mname, d, var))
-                    if kern is None:
-                        continue
-                    o.fill_(float("nan"))
-                    run = kern.prepare(q, k, v, o, lse, scale)
-                    run()
-                    torch.cuda.synchronize()
-                    row[var + "_ms"] = mg.time_ms(run)
-                    if ref is not None:
-                        row[var + "_vs_cudnn"] = mg.rel_err(o, ref)
-                    row[var + "_nan_rows"] = int(torch.isnan(o).any(-1).sum().item())
-                for key in list(row):
-                    if key.endswith("_ms"):
-                        row[key[:-3] + "_tflops"] = round(flops / row[key] / 1e9, 1)
-                emit(**row)
-                rows.append(row)
-                torch.cuda.empty_cache()
-    cols = ["cudnn", "flex"] + variants
-    print("\n%-6s %-4s %-6s %-3s %-3s " % ("mask", "D", "S", "B", "H") + " ".join("%-9s" % c for c in cols) +
-          "  (TFLOP/s)  best-maskc/cudnn")
-    for r in rows:
-        best = max([r.get(v + "_tflops", 0) for v in variants] or [0])
-        print("%-6s %-4d %-6d %-3d %-3d " % (r["mask"], r["D"], r["S"], r["B"], r["H"]) +
-              " ".join("%-9s" % r.get(c + "_tflops", "-") for c in cols) +
-              "  %.3f" % (best / r.get("cudnn_tflops", math.nan)))
+    rows = bench(a, emit, clock, cases, get, vkeys)
+    emit(kind="benched", rows=len(rows), t=clock())
+    print_table(rows, variants)
+    failed = 0
+    order = [v for v in a.check_variants.split(",") if v]
+    ckeys = sorted((k for k in vkeys if k[2] in order), key=lambda k: (order.index(k[2]), k[1], k[0]))
+    if ckeys:
+        passed, failed, skipped = check_kernels(ckeys, cases, get, emit, a.big, clock, a.deadline_s)
+        print("variant check: %d passed, %d failed (%.0f s); not checked (out of time): %s" % (
+            passed, failed, clock(), ", ".join("%s/%s" % (n, v) for n, _, v in skipped) or "none"))
+    bad = [r for r in rows if r.get("maskc_error") or r.get("maskc_o_nan_rows") or r.get("maskc_grad_nan")
+           or r.get("maskc_o_vs_cudnn", 0) > 2e-2]
+    for r in bad:
+        print("BAD ROW", r)
+    sys.exit(1 if failed or bad else 0)
 
 
 if __name__ == "__main__":

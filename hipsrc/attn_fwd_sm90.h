@@ -78,6 +78,16 @@
 #ifndef MASKC_WS_TMA
 #define MASKC_WS_TMA 1
 #endif
+// 1 (with MASKC_WS_TMA): the tensor maps are 4-D over the whole of Q, K
+// and V (D columns, the sequence's rows, heads, batch) instead of 2-D at a
+// block's (b, h) base, so they are the same for every block of a launch: a
+// block whose multiprocessor slot already holds the maps of the same
+// pointers, strides and sizes (maskc_ws_tmap_key) uses them as they are,
+// and only the first block on each multiprocessor builds and publishes them
+// (tensormap.replace, then a release at GPU scope per map).
+#ifndef MASKC_WS_TMAP_REUSE
+#define MASKC_WS_TMAP_REUSE 0
+#endif
 #define MASKC_WS_THREADS 384
 static_assert(MASKC_WS_THREADS == MASKC_NUM_THREADS, "the pre-pass and the forward share the platform's block size");
 #ifndef MASKC_WS_PRODUCER_REGS
@@ -158,6 +168,13 @@ __device__ __forceinline__ void maskc_named_arrive(int id, int threads) {
 #define MASKC_WS_TMAP_SLOTS 256
 __device__ __attribute__((aligned(128))) unsigned char maskc_ws_tmaps[MASKC_WS_TMAP_SLOTS][3][128];
 __device__ unsigned int maskc_ws_tmap_owner[MASKC_WS_TMAP_SLOTS];
+#if MASKC_WS_TMAP_REUSE
+// What a slot's maps were built from: pointers, strides, sizes (kWsKeyWords
+// words; all zero before the first build, which no launch matches: Q is
+// never null where a block copies by the engine).
+#define MASKC_WS_KEY_WORDS 15
+__device__ unsigned long long maskc_ws_tmap_key[MASKC_WS_TMAP_SLOTS][MASKC_WS_KEY_WORDS];
+#endif
 
 // Takes the slot (0 -> 1) and says whether it was free; gives it back.
 __device__ __forceinline__ bool maskc_ws_slot_take(unsigned* owner) {
@@ -202,18 +219,72 @@ __device__ __forceinline__ void maskc_tmap_fill(maskc_u32 tm, const void* gaddr,
     asm volatile("tensormap.replace.tile.elemtype.shared::cta.b1024.b32 [%0], 10;" ::"r"(tm) : "memory");
   asm volatile("tensormap.replace.tile.swizzle_mode.shared::cta.b1024.b32 [%0], 3;" ::"r"(tm) : "memory");
 }
+#if MASKC_WS_TMAP_REUSE
+// Fills the zeroed 128-byte tensor map at shared address tm (one thread): a
+// [nb][nh][rows][D] bf16/f16 tensor at gaddr with the given element
+// strides (row, head, batch), read in boxes of 64 columns x box_rows rows
+// of one head, 128-byte swizzle, zero fill out of bounds (rows past `rows`
+// read as zeros; a box never crosses into the next head).
+__device__ __forceinline__ void maskc_tmap_fill4(maskc_u32 tm, const void* gaddr, int rows, int nh, int nb,
+                                                 long long batch_stride, long long head_stride, long long row_stride,
+                                                 int box_rows) {
+  asm volatile("tensormap.replace.tile.global_address.shared::cta.b1024.b64 [%0], %1;" ::"r"(tm), "l"(gaddr) : "memory");
+  asm volatile("tensormap.replace.tile.rank.shared::cta.b1024.b32 [%0], 3;" ::"r"(tm) : "memory");
+  asm volatile("tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%0], 0, 64;" ::"r"(tm) : "memory");
+  asm volatile("tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%0], 1, %1;" ::"r"(tm), "r"(box_rows) : "memory");
+  asm volatile("tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%0], 2, 1;" ::"r"(tm) : "memory");
+  asm volatile("tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%0], 3, 1;" ::"r"(tm) : "memory");
+  asm volatile("tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%0], 0, %1;" ::"r"(tm), "r"(MASKC_HEAD_DIM)
+               : "memory");
+  asm volatile("tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%0], 1, %1;" ::"r"(tm), "r"(rows) : "memory");
+  asm volatile("tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%0], 2, %1;" ::"r"(tm), "r"(nh) : "memory");
+  asm volatile("tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%0], 3, %1;" ::"r"(tm), "r"(nb) : "memory");
+  // Strides of dims 1..3 in bytes (row, head, batch); see maskc_tmap_fill for the 16-byte units.
+  unsigned long long sb[3] = {2ull * row_stride, 2ull * head_stride, 2ull * batch_stride};
+#pragma unroll
+  for (int i = 0; i < 3; ++i) {
+#if defined(__CUDACC_VER_MAJOR__) && (__CUDACC_VER_MAJOR__ < 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ < 7))
+    sb[i] >>= 4;
+#endif
+  }
+  asm volatile("tensormap.replace.tile.global_stride.shared::cta.b1024.b64 [%0], 0, %1;" ::"r"(tm), "l"(sb[0]) : "memory");
+  asm volatile("tensormap.replace.tile.global_stride.shared::cta.b1024.b64 [%0], 1, %1;" ::"r"(tm), "l"(sb[1]) : "memory");
+  asm volatile("tensormap.replace.tile.global_stride.shared::cta.b1024.b64 [%0], 2, %1;" ::"r"(tm), "l"(sb[2]) : "memory");
+  asm volatile("tensormap.replace.tile.element_stride.shared::cta.b1024.b32 [%0], 0, 1;" ::"r"(tm) : "memory");
+  asm volatile("tensormap.replace.tile.element_stride.shared::cta.b1024.b32 [%0], 1, 1;" ::"r"(tm) : "memory");
+  asm volatile("tensormap.replace.tile.element_stride.shared::cta.b1024.b32 [%0], 2, 1;" ::"r"(tm) : "memory");
+  asm volatile("tensormap.replace.tile.element_stride.shared::cta.b1024.b32 [%0], 3, 1;" ::"r"(tm) : "memory");
+  if (MASKC_DT == MASKC_F16)
+    asm volatile("tensormap.replace.tile.elemtype.shared::cta.b1024.b32 [%0], 6;" ::"r"(tm) : "memory");
+  else
+    asm volatile("tensormap.replace.tile.elemtype.shared::cta.b1024.b32 [%0], 10;" ::"r"(tm) : "memory");
+  asm volatile("tensormap.replace.tile.swizzle_mode.shared::cta.b1024.b32 [%0], 3;" ::"r"(tm) : "memory");
+}
+#endif
 // Copies tile rows [row0, row0 + ROWS) of the map's matrix into the swizzled
 // layout at dst (D / 64 boxes) on mbarrier bar, whose transaction count the
 // caller raised by ROWS * D * 2 bytes. Rows past the matrix arrive as zeros.
+// With MASKC_WS_TMAP_REUSE the maps are 4-D and (hh, bb) pick the head and
+// batch (unused otherwise).
 template <int ROWS>
-__device__ __forceinline__ void maskc_ws_tma_load(maskc_elem_t* dst, const void* tmap, int row0, maskc_u32 bar) {
+__device__ __forceinline__ void maskc_ws_tma_load(maskc_elem_t* dst, const void* tmap, int row0, maskc_u32 bar,
+                                                  int hh, int bb) {
 #pragma unroll
   for (int c = 0; c < MASKC_HEAD_DIM / 64; ++c) {
+#if MASKC_WS_TMAP_REUSE
+    asm volatile(
+        "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], "
+        "[%6];" ::"r"(maskc_smem_addr(dst + c * ROWS * 64)),
+        "l"(tmap), "r"(c * 64), "r"(row0), "r"(hh), "r"(bb), "r"(bar)
+        : "memory");
+#else
+    (void)hh, (void)bb;
     asm volatile(
         "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(
             maskc_smem_addr(dst + c * ROWS * 64)),
         "l"(tmap), "r"(c * 64), "r"(row0), "r"(bar)
         : "memory");
+#endif
   }
 }
 __device__ __forceinline__ void maskc_mbar_expect_tx(maskc_u32 bar, int bytes) {
@@ -373,6 +444,9 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
   const maskc_elem_t* Kp = K + b * shape.k_stride[0] + hkv * shape.k_stride[1];
   const maskc_elem_t* Vp = V + b * shape.v_stride[0] + hkv * shape.v_stride[1];
   bool tma = false;  // this block's copies by the copy engine (else cp.async)
+#if MASKC_WS_TMA && MASKC_WS_TMAP_REUSE
+  bool build = false;  // the slot's maps must be (re)built (thread 0 finds out)
+#endif
 #if MASKC_WS_TMA
   const unsigned slot = maskc_smid();
   if (tid == 0) {
@@ -383,7 +457,43 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
                       shape.q_stride[2] % 8 == 0 && shape.k_stride[2] % 8 == 0 && shape.v_stride[2] % 8 == 0 &&
                       shape.q_stride[2] > 0 && shape.k_stride[2] > 0 && shape.v_stride[2] > 0 &&
                       shape.q_stride[2] < lim && shape.k_stride[2] < lim && shape.v_stride[2] < lim && Skv > 0;
+#if MASKC_WS_TMAP_REUSE
+    // The 4-D maps start at Q, K, V and step by every stride.
+    const bool fits4 = (((unsigned long long)Q | (unsigned long long)K | (unsigned long long)V) & 15) == 0 &&
+                       shape.q_stride[0] % 8 == 0 && shape.q_stride[1] % 8 == 0 && shape.k_stride[0] % 8 == 0 &&
+                       shape.k_stride[1] % 8 == 0 && shape.v_stride[0] % 8 == 0 && shape.v_stride[1] % 8 == 0 &&
+                       shape.q_stride[0] >= 0 && shape.q_stride[1] >= 0 && shape.k_stride[0] >= 0 &&
+                       shape.k_stride[1] >= 0 && shape.v_stride[0] >= 0 && shape.v_stride[1] >= 0 &&
+                       shape.q_stride[0] < lim && shape.q_stride[1] < lim && shape.k_stride[0] < lim &&
+                       shape.k_stride[1] < lim && shape.v_stride[0] < lim && shape.v_stride[1] < lim;
+    tma = fits && fits4 && slot < MASKC_WS_TMAP_SLOTS && maskc_ws_slot_take(&maskc_ws_tmap_owner[slot]);
+    if (tma) {
+      // Compare the slot's key (written by the last block that built its
+      // maps, before it gave the slot back) with this launch's.
+      __threadfence();
+      const unsigned long long key[MASKC_WS_KEY_WORDS] = {
+          (unsigned long long)Q, (unsigned long long)K, (unsigned long long)V,
+          (unsigned long long)shape.q_stride[0], (unsigned long long)shape.q_stride[1],
+          (unsigned long long)shape.q_stride[2], (unsigned long long)shape.k_stride[0],
+          (unsigned long long)shape.k_stride[1], (unsigned long long)shape.k_stride[2],
+          (unsigned long long)shape.v_stride[0], (unsigned long long)shape.v_stride[1],
+          (unsigned long long)shape.v_stride[2], ((unsigned long long)(unsigned)Sq << 32) | (unsigned)Skv,
+          ((unsigned long long)(unsigned)shape.B << 32) | (unsigned)shape.H, (unsigned long long)(unsigned)shape.HKV};
+      volatile unsigned long long* const stored = maskc_ws_tmap_key[slot];
+      bool same = true;
+#pragma unroll
+      for (int i = 0; i < MASKC_WS_KEY_WORDS; ++i) same = same && stored[i] == key[i];
+      build = !same;
+      if (!same) {
+        // The maps are rebuilt below, before any copy; the key is written now
+        // and published with them (the release that publishes the maps orders it).
+#pragma unroll
+        for (int i = 0; i < MASKC_WS_KEY_WORDS; ++i) stored[i] = key[i];
+      }
+    }
+#else
     tma = fits && slot < MASKC_WS_TMAP_SLOTS && maskc_ws_slot_take(&maskc_ws_tmap_owner[slot]);
+#endif
   }
 #endif
   if (tid == 0) {
@@ -400,6 +510,9 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
     maskc_mbar_init(MASKC_BAR_Q, nfull);
   }
   tma = __syncthreads_or(tma) != 0;
+#if MASKC_WS_TMA && MASKC_WS_TMAP_REUSE
+  build = __syncthreads_or(build) != 0;
+#endif
 
   if (wg == 0) {
     // ------------------------------------------------------------ producer
@@ -410,18 +523,30 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
         // Warp 0 builds the Q, K and V maps in the last V stage (free until
         // its first copy, issued below by this warp) and publishes them.
         const maskc_u32 scratch = maskc_smem_addr(sV + (MASKC_WS_STAGES - 1) * MASKC_WS_KV_ELEMS);
+        unsigned long long tm;  // the slot's global address
+        asm("cvta.to.global.u64 %0, %1;" : "=l"(tm) : "l"(&maskc_ws_tmaps[slot][0][0]));
+#if MASKC_WS_TMAP_REUSE
+        if (build) {
+#endif
 #pragma unroll
         for (int i = 0; i < 3; ++i)
           asm volatile("st.shared.b32 [%0], %1;" ::"r"(scratch + 4 * (32 * i + tid)), "r"(0) : "memory");
         __syncwarp();
         if (tid == 0) {
+#if MASKC_WS_TMAP_REUSE
+          maskc_tmap_fill4(scratch, Q, Sq, shape.H, shape.B, shape.q_stride[0], shape.q_stride[1], shape.q_stride[2],
+                           MASKC_BLOCK_M);
+          maskc_tmap_fill4(scratch + 128, K, Skv, shape.HKV, shape.B, shape.k_stride[0], shape.k_stride[1],
+                           shape.k_stride[2], BN);
+          maskc_tmap_fill4(scratch + 256, V, Skv, shape.HKV, shape.B, shape.v_stride[0], shape.v_stride[1],
+                           shape.v_stride[2], BN);
+#else
           maskc_tmap_fill(scratch, Qp, MASKC_HEAD_DIM, Sq, 2ull * shape.q_stride[2], MASKC_BLOCK_M);
           maskc_tmap_fill(scratch + 128, Kp, MASKC_HEAD_DIM, Skv, 2ull * shape.k_stride[2], BN);
           maskc_tmap_fill(scratch + 256, Vp, MASKC_HEAD_DIM, Skv, 2ull * shape.v_stride[2], BN);
+#endif
         }
         __syncwarp();
-        unsigned long long tm;  // the slot's global address
-        asm("cvta.to.global.u64 %0, %1;" : "=l"(tm) : "l"(&maskc_ws_tmaps[slot][0][0]));
 #pragma unroll
         for (int m = 0; m < 3; ++m)
           asm volatile(
@@ -429,6 +554,9 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
                   tm + 128 * m),
               "r"(scratch + 128 * m)
               : "memory");
+#if MASKC_WS_TMAP_REUSE
+        }
+#endif
 #pragma unroll
         for (int m = 0; m < 3; ++m)
           asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(tm + 128 * m) : "memory");
@@ -441,12 +569,12 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
           const void* tmV = &maskc_ws_tmaps[slot][2][0];
           constexpr int kTileBytes = BN * MASKC_HEAD_DIM * 2;
           maskc_mbar_expect_tx(MASKC_BAR_Q, MASKC_BLOCK_M * MASKC_HEAD_DIM * 2);
-          maskc_ws_tma_load<MASKC_BLOCK_M>(sQ, tmQ, q0, MASKC_BAR_Q);
+          maskc_ws_tma_load<MASKC_BLOCK_M>(sQ, tmQ, q0, MASKC_BAR_Q, h, b);
           int ik = 0, iv = 0;
           int kt = tiles.next(tiles.begin);
           if (kt < tiles.end) {
             maskc_mbar_expect_tx(MASKC_BAR_FULL_K(0), kTileBytes);
-            maskc_ws_tma_load<BN>(sK, tmK, kt * BN, MASKC_BAR_FULL_K(0));
+            maskc_ws_tma_load<BN>(sK, tmK, kt * BN, MASKC_BAR_FULL_K(0), hkv, b);
             ik = 1;
           }
           while (kt < tiles.end) {
@@ -455,13 +583,13 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
               const int s = ik % MASKC_WS_STAGES;
               maskc_mbar_wait(MASKC_BAR_EMPTY_K(s), ((ik / MASKC_WS_STAGES) & 1) ^ 1);
               maskc_mbar_expect_tx(MASKC_BAR_FULL_K(s), kTileBytes);
-              maskc_ws_tma_load<BN>(sK + s * MASKC_WS_KV_ELEMS, tmK, kn * BN, MASKC_BAR_FULL_K(s));
+              maskc_ws_tma_load<BN>(sK + s * MASKC_WS_KV_ELEMS, tmK, kn * BN, MASKC_BAR_FULL_K(s), hkv, b);
               ++ik;
             }
             const int s = iv % MASKC_WS_STAGES;
             maskc_mbar_wait(MASKC_BAR_EMPTY_V(s), ((iv / MASKC_WS_STAGES) & 1) ^ 1);
             maskc_mbar_expect_tx(MASKC_BAR_FULL_V(s), kTileBytes);
-            maskc_ws_tma_load<BN>(sV + s * MASKC_WS_KV_ELEMS, tmV, kt * BN, MASKC_BAR_FULL_V(s));
+            maskc_ws_tma_load<BN>(sV + s * MASKC_WS_KV_ELEMS, tmV, kt * BN, MASKC_BAR_FULL_V(s), hkv, b);
             ++iv;
             kt = kn;
           }
@@ -754,7 +882,12 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
 #if MASKC_WS_TMA
     // Every copy of the block has landed (warpgroup 1 waited for each): the
     // tensor-map slot is free for the multiprocessor's next block.
-    if (tma && tid == 128) maskc_ws_slot_give(&maskc_ws_tmap_owner[slot]);
+    if (tma && tid == 128) {
+#if MASKC_WS_TMAP_REUSE
+      __threadfence();  // the slot's key and maps before the slot is free
+#endif
+      maskc_ws_slot_give(&maskc_ws_tmap_owner[slot]);
+    }
 #endif
     // Normalise, fold in the sink, store O and the natural-log LSE.
     float inv[MASKC_ROW_SLOTS], lse[MASKC_ROW_SLOTS];

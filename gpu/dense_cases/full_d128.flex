@@ -1,0 +1,10 @@
+# gpu/dense_bench.py (issue 15): flex_baseline.py's "full" at head dim 128.
+
+mask full_d128(b, h, q, kv) = q >= 0 and kv >= 0
+
+attention full_d128 {
+    mask = full_d128
+    layout = bhsd
+    dtype = bf16
+    head_dim = 128
+}
