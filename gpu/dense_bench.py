@@ -38,8 +38,9 @@ manifest's own kernel at D = 64, 128; at D = 256, where codegen keeps
 attn_fwd.h, the warp-specialized one instead); "ws-seq" / "ws-ov" / "ws-pp":
 one consumer step after the other / softmax overlapped with the next tile's
 MMAs / ping-pong of the two consumer warpgroups as well; "*-r240": the
-consumers' register budget of FA3's two-consumer kernels (240; the producer
-32, instead of 232 / 40); "ws-reuse*": 4-D tensor maps built once per
+register split of FA3's two-consumer kernels (producer 24, consumers 240,
+instead of 40 / 232: what the producer gives back is all the consumers can
+take, attn_fwd_sm90.h's static_assert); "ws-reuse*": 4-D tensor maps built once per
 multiprocessor and launch (MASKC_WS_TMAP_REUSE) instead of per block; "ws-lag", "ws3", "ws-n64", "ws-cpasync" as run 14/17
 measured them (gpu/NOTES.md). --check-variants LIST (bench mode) then checks those
 variants (compiled for it at every one of --dims) on gpu/check.py's shapes (without the
@@ -65,7 +66,7 @@ from maskc.runlog import JsonLog  # noqa: E402
 
 PLATFORM = "nvidia-sm90a"
 WS = "#define MASKC_NV_WS 1\n"
-R240 = "#define MASKC_WS_PRODUCER_REGS 32\n#define MASKC_WS_CONSUMER_REGS 240\n"
+R240 = "#define MASKC_WS_PRODUCER_REGS 24\n#define MASKC_WS_CONSUMER_REGS 240\n"
 REUSE = "#define MASKC_WS_TMAP_REUSE 1\n"
 SEQ = "#define MASKC_WS_OVERLAP 0\n#define MASKC_WS_PINGPONG 0\n"
 OV = "#define MASKC_WS_OVERLAP 1\n#define MASKC_WS_PINGPONG 0\n"
@@ -406,35 +407,76 @@ def bench(a, emit, clock, cases, get, vkeys):
                         timed("maskc_fb", step, 3.5 * fl)
                     except Exception as e:
                         row["maskc_error"] = repr(e)[:400]
-                if d in vdims:
-                    for var in variants:
-                        vk = get(name, var)
-                        if vk is None:
-                            continue
-                        try:
-                            o.fill_(float("nan"))
-                            run = vk.prepare(q, k, v, o, lse, scale)
-                            run()
-                            torch.cuda.synchronize()
-                            row[var + "_o_nan_rows"] = int(torch.isnan(o).any(-1).sum().item())
-                            if ref is not None:
-                                row[var + "_o_vs_cudnn"] = mg.rel_err(o, ref)
-                            timed(var + "_fwd", run, fl)
-                        except Exception as e:
-                            row[var + "_error"] = repr(e)[:400]
-                for kind in ("fwd", "fb"):
-                    c = row.get("cudnn_%s_tflops" % kind)
-                    for who in ["maskc", "flex"] + variants:
-                        t = row.get("%s_%s_tflops" % (who, kind))
-                        if c and t:
-                            row["%s_%s_vs_cudnn" % (who, kind)] = round(t / c, 3)
+                ratios(row, ["maskc", "flex"])
                 row["seconds"], row["t"] = round(time.time() - t_row, 1), clock()
                 emit(**row)
                 rows.append(row)
                 del ref, ref_g
             del q, k, v, do, qg, kg, vg, o, lse, dq, dk, dv
             torch.cuda.empty_cache()
+    emit(kind="benched", rows=len(rows), t=clock())
+    print_table(rows, [])
+
+    # Pass 3: the forward variants, after the table (a variant that faults or
+    # hangs takes no column of it along), on fresh inputs, against cuDNN's
+    # output on the same inputs; their ratios use the row's cuDNN time.
+    if not variants:
+        return rows
+    for row in rows:
+        d, S, B, H = row["D"], row["S"], row["B"], row["H"]
+        if d not in vdims:
+            continue
+        name = "%s_d%d" % (row["mask"], d)
+        q, k, v = (torch.randn(B, H, S, d, device=dev, dtype=torch.bfloat16) for _ in range(3))
+        o = torch.empty_like(q)
+        lse = torch.empty(B, H, S, device=dev, dtype=torch.float32)
+        scale = 1.0 / math.sqrt(d)
+        fl = 4.0 * B * H * pairs_of(row["mask"], S) * d
+        ref = None
+        try:
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                ref = F.scaled_dot_product_attention(q, k, v, is_causal=row["mask"] == "causal", scale=scale)
+        except Exception as e:
+            row["variants_ref_error"] = repr(e)[:300]
+        vrow = dict(kind="variants", mask=row["mask"], D=d, S=S)
+        for var in variants:
+            vk = get(name, var)
+            if vk is None:
+                continue
+            try:
+                o.fill_(float("nan"))
+                lse.fill_(float("nan"))
+                run = vk.prepare(q, k, v, o, lse, scale)
+                run()
+                torch.cuda.synchronize()
+                vrow[var + "_o_nan_rows"] = int(torch.isnan(o).any(-1).sum().item())
+                vrow[var + "_lse_nan"] = int(torch.isnan(lse).sum().item())
+                if ref is not None:
+                    vrow[var + "_o_vs_cudnn"] = mg.rel_err(o, ref)
+                ms = mg.time_ms(run, iters=row["iters"], warmup=2)
+                torch.cuda.synchronize()
+                vrow[var + "_fwd_ms"] = round(ms, 4)
+                vrow[var + "_fwd_tflops"] = round(fl / ms / 1e9, 1)
+            except Exception as e:
+                vrow[var + "_error"] = repr(e)[:400]
+        row.update({k_: x for k_, x in vrow.items() if k_ not in ("kind", "mask", "D", "S")})
+        ratios(row, variants)
+        vrow.update({k_: row[k_] for k_ in row if k_.endswith("_fwd_vs_cudnn") and k_[:-len("_fwd_vs_cudnn")] in variants})
+        vrow["t"] = clock()
+        emit(**vrow)
+        del q, k, v, o, lse, ref
+        torch.cuda.empty_cache()
     return rows
+
+
+def ratios(row, who):
+    """row[W_fwd_vs_cudnn], row[W_fb_vs_cudnn]: W's TFLOP/s over cuDNN's."""
+    for kind in ("fwd", "fb"):
+        c = row.get("cudnn_%s_tflops" % kind)
+        for w in who:
+            t = row.get("%s_%s_tflops" % (w, kind))
+            if c and t:
+                row["%s_%s_vs_cudnn" % (w, kind)] = round(t / c, 3)
 
 
 def print_table(rows, variants):
@@ -479,7 +521,7 @@ def main():
                     help="bench: check no further variant kernel once this many seconds have passed")
     ap.add_argument("--dims", default="128,64,256")
     ap.add_argument("--seqs", default="2048,8192,32768")
-    ap.add_argument("--iters", type=int, default=10, help="timed runs at S = 8192 (scaled by 8192 / S, 3..20)")
+    ap.add_argument("--iters", type=int, default=10, help="timed runs at S = 8192 (scaled by 8192 / S, kept in 5..20)")
     ap.add_argument("--no-flex", action="store_true")
     ap.add_argument("--big", action="store_true", help="check: also the 8192-token shape")
     ap.add_argument("--out", default="dense.jsonl")
@@ -500,8 +542,8 @@ def main():
         sys.exit(1 if failed else 0)
 
     rows = bench(a, emit, clock, cases, get, vkeys)
-    emit(kind="benched", rows=len(rows), t=clock())
-    print_table(rows, variants)
+    if variants:
+        print_table(rows, variants)
     failed = 0
     order = [v for v in a.check_variants.split(",") if v]
     ckeys = sorted((k for k in vkeys if k[2] in order), key=lambda k: (order.index(k[2]), k[1], k[0]))
@@ -512,7 +554,8 @@ def main():
     bad = [r for r in rows if r.get("maskc_error") or r.get("maskc_o_nan_rows") or r.get("maskc_grad_nan")
            or r.get("maskc_o_vs_cudnn", 0) > 2e-2]
     for r in bad:
-        print("BAD ROW", r)
+        print("BAD ROW %s D=%d S=%d: %s" % (r["mask"], r["D"], r["S"], {k: r[k] for k in r if k.startswith("maskc_") and (
+            "error" in k or "nan" in k or "vs_cudnn" in k and "fwd" not in k and "fb" not in k)}))
     sys.exit(1 if failed or bad else 0)
 
 
