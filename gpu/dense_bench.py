@@ -31,21 +31,24 @@ launch's return code is checked by the launcher, and each timing ends with a
 synchronize that raises a kernel's fault.
 
 Variants (forward only, extra columns; --variant-dims picks where they are
-timed): the kernel's forward source with switch lines in front; "ws*"
-compile attn_fwd_sm90.h (MASKC_NV_WS 1) and launch it with its own geometry
-(WS_THREADS threads, ws_smem bytes). "ws": the file's defaults (the
-manifest's own kernel at D = 64, 128; at D = 256, where codegen keeps
-attn_fwd.h, the warp-specialized one instead); "ws-seq" / "ws-ov" / "ws-pp":
-one consumer step after the other / softmax overlapped with the next tile's
-MMAs / ping-pong of the two consumer warpgroups as well; "*-r240": the
-register split of FA3's two-consumer kernels (producer 24, consumers 240,
-instead of 40 / 232: what the producer gives back is all the consumers can
-take, attn_fwd_sm90.h's static_assert); "ws-reuse*": 4-D tensor maps built once per
-multiprocessor and launch (MASKC_WS_TMAP_REUSE) instead of per block; "ws-lag", "ws3", "ws-n64", "ws-cpasync" as run 14/17
-measured them (gpu/NOTES.md). --check-variants LIST (bench mode) then checks those
-variants (compiled for it at every one of --dims) on gpu/check.py's shapes (without the
-8192-token one): fresh random inputs, NaN-poisoned O and LSE, float64
-reference, check.py's tolerance.
+timed; timed after the whole table, so that a variant that faults or hangs
+takes no column of it along): the kernel's forward source with switch lines
+in front; "ws*" compile attn_fwd_sm90.h (MASKC_NV_WS 1) and launch it with
+its own geometry (WS_THREADS threads, ws_smem bytes). "ws": the file's
+defaults (the manifest's own kernel at D = 64, 128; at D = 256, where
+codegen keeps attn_fwd.h, the warp-specialized one instead); "ws-seq" /
+"ws-ov" / "ws-pp": one consumer step after the other / softmax overlapped
+with the next tile's MMAs / ping-pong of the two consumer warpgroups as
+well; "*-r240": the register split of FA3's two-consumer kernels (producer
+24, consumers 240, instead of 40 / 232: what the producer gives back is all
+the consumers can take, attn_fwd_sm90.h's static_assert); "ws-reuse*": 4-D
+tensor maps built once per multiprocessor and launch (MASKC_WS_TMAP_REUSE)
+instead of per block, with the mbarrier wait's trap (MASKC_WS_WAIT_TRAP);
+"ws-lag", "ws3", "ws-n64", "ws-cpasync" as runs 14 and 17 measured them
+(gpu/NOTES.md). --check-variants LIST (bench mode) then checks those
+variants (compiled for it at every one of --dims) on gpu/check.py's shapes
+(without the 8192-token one): fresh random inputs, NaN-poisoned O and LSE,
+float64 reference, check.py's tolerance.
 
 --mode check: the manifest kernels (and --variants) on gpu/check.py's shapes.
 """
@@ -67,7 +70,10 @@ from maskc.runlog import JsonLog  # noqa: E402
 PLATFORM = "nvidia-sm90a"
 WS = "#define MASKC_NV_WS 1\n"
 R240 = "#define MASKC_WS_PRODUCER_REGS 24\n#define MASKC_WS_CONSUMER_REGS 240\n"
-REUSE = "#define MASKC_WS_TMAP_REUSE 1\n"
+# The reuse variants wait with MASKC_WS_WAIT_TRAP (a copy that never lands
+# traps after about 2^33 cycles instead of hanging the call; run 17a timed
+# the copy-engine loads with it).
+REUSE = "#define MASKC_WS_TMAP_REUSE 1\n#define MASKC_WS_WAIT_TRAP 1\n"
 SEQ = "#define MASKC_WS_OVERLAP 0\n#define MASKC_WS_PINGPONG 0\n"
 OV = "#define MASKC_WS_OVERLAP 1\n#define MASKC_WS_PINGPONG 0\n"
 PP = "#define MASKC_WS_OVERLAP 1\n#define MASKC_WS_PINGPONG 1\n"
