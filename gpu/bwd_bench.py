@@ -11,7 +11,10 @@ flops per pair forward, the backward counted as 2.5x that (fwd+bwd 3.5x, as
 flex_baseline.py). maskc's time is its forward (with the tile pre-pass where
 the kernel has one) plus its backward (default mode: dQ atomics; and
 deterministic mode alongside); FlexAttention's is out = fa(q, k, v) then
-out.backward(dO) with the same BlockMask. Also prints how far maskc's dQ,
+out.backward(dO) with the same BlockMask; where maskc's kernel computes a float
+buffer's gradient (causal+alibi's slopes), FlexAttention is timed a second
+time with that buffer requiring grad, so that both compute the same set of
+gradients (ratio_bufgrad). Also prints how far maskc's dQ,
 dK, dV are from FlexAttention's on the same inputs. Each --variant is
 another genkernels output of the same cases (e.g. the same sources with a
 switch line rewritten) timed in the same run against the same FlexAttention
@@ -109,6 +112,36 @@ def main():
             row["flex_tflops"] = round(flops / row["flex_ms"] / 1e9, 1)
         except Exception as e:
             row["flex_error"] = repr(e)[:400]
+        # maskc computes the gradient of every float buffer its manifest marks
+        # "grad" (causal+alibi's slopes); FlexAttention computes one only for
+        # a captured tensor that requires grad. The same set of gradients on
+        # both sides: FlexAttention timed again with those buffers requiring
+        # grad (the case's buffer tensors are the ones its score_mod captures:
+        # .float() of a float32 tensor is the tensor itself).
+        spec = by_name.get(header) or {}
+        gbufs = [bufs[i] for i, b in enumerate(sorted(spec.get("buffers") or [], key=lambda b: b["slot"]))
+                 if b.get("grad") and bufs[i].is_floating_point()]
+        if gbufs and "flex_ms" in row:
+            try:
+                for t in gbufs:
+                    t.requires_grad_(True)
+
+                def fbg():
+                    qf.grad = kf.grad = vf.grad = None
+                    for t in gbufs:
+                        t.grad = None
+                    out = fa(qf, kf, vf, score_mod=sm, block_mask=bm)
+                    out.backward(do)
+                fbg()
+                torch.cuda.synchronize()
+                row["flex_bufgrad_ms"] = mg.time_ms(fbg, iters=10)
+                row["flex_bufgrad_tflops"] = round(flops / row["flex_bufgrad_ms"] / 1e9, 1)
+            except Exception as ex_:
+                row["flex_bufgrad_error"] = repr(ex_)[:400]
+            finally:
+                for t in gbufs:
+                    t.requires_grad_(False)
+                    t.grad = None
         for vn, _, _ in variants:
             kern = kernels.get((vn, name))
             if kern is None:
@@ -139,6 +172,8 @@ def main():
                          nan_outputs=int(sum(torch.isnan(t).sum().item() for t in (dq, dk, dv))))
                 if "flex_ms" in row:
                     r["ratio"] = round(row["flex_ms"] / ms, 3)
+                if "flex_bufgrad_ms" in row:
+                    r["ratio_bufgrad"] = round(row["flex_bufgrad_ms"] / ms, 3)
                 if fg is not None:
                     r.update(dq_vs_flex=mg.rel_err(dq, fg[0]), dk_vs_flex=mg.rel_err(dk, fg[1]),
                              dv_vs_flex=mg.rel_err(dv, fg[2]))
@@ -155,6 +190,13 @@ def main():
             r["case"], r["variant"], r["density"], r.get("flex_ms", nan), r.get("flex_tflops", nan), r["maskc_ms"],
             r["maskc_bwd_ms"], r["maskc_tflops"], r.get("ratio", nan), r.get("dq_vs_flex", nan),
             r.get("dk_vs_flex", nan), r.get("dv_vs_flex", nan)))
+    for r in results:
+        if "ratio_bufgrad" in r:
+            print("%s %s: FlexAttention also computing the float buffers' gradients (as maskc does): %.3f ms, "
+                  "ratio %.3f" % (r["case"], r["variant"], r["flex_bufgrad_ms"], r["ratio_bufgrad"]))
+        elif "flex_bufgrad_error" in r:
+            print("%s %s: FlexAttention with buffer gradients failed: %s" % (r["case"], r["variant"],
+                                                                            r["flex_bufgrad_error"]))
 
 
 if __name__ == "__main__":

@@ -654,24 +654,50 @@ __device__ __forceinline__ void maskc_bwd_lpt_block(int* t, int* z) {
 
 // The walk of one kv tile: (query head, q tile) pairs of the kv head's
 // group in order, each head's q tiles narrowed to the closed-form q range
-// of the tile's columns, tiles of class 0 skipped.
+// of the tile's columns, tiles of class 0 skipped. With
+// MASKC_BWD_CLS_AHEAD the classes of up to MASKC_BWD_CLS_CAP q tiles are
+// computed before the walk reaches them, the four warps taking every fourth
+// tile, into cls (shared memory): a class costs dependent global reads
+// where the mask reads a buffer (document's segment searches), which the
+// warps then overlap with one another instead of paying them one walk step
+// at a time on the critical path. The classes are the same.
+#ifndef MASKC_BWD_CLS_AHEAD
+#define MASKC_BWD_CLS_AHEAD 0
+#endif
+#define MASKC_BWD_CLS_CAP 1024
 struct MaskcBwdWalk {
   int h, qt, qt_end, cls;
+  int c0, c1;  // cls holds the classes of q tiles [c0, c1) of head h
 };
+
+// The classes of q tiles [t0, t1) of head h against kv tile k0 into
+// cls[0 .. t1 - t0). Every thread of the block calls it.
+__device__ __forceinline__ void maskc_bwd_classify(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int h,
+                                                   int k0, int t0, int t1, unsigned char* cls) {
+  const int warp = (int)threadIdx.x / MASKC_WARP_SIZE, lane = (int)threadIdx.x % MASKC_WARP_SIZE;
+  __syncthreads();  // every thread is done with the previous classes
+  for (int t = t0 + warp; t < t1; t += MASKC_BWD_WARPS) {  // warp-uniform: the segment searches are warp-collective
+    const int c = maskc_bwd_tile_class(sh, buf, b, h, t * MASKC_BWD_BLOCK_M, k0);
+    if (lane == 0) cls[t - t0] = (unsigned char)c;
+  }
+  __syncthreads();
+}
 
 // Advances w to the next pair of the walk; false when none is left. Every
 // thread of the block computes the same, so the walk is uniform.
 __device__ __forceinline__ bool maskc_bwd_walk_next(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int hkv,
-                                                    int k0, MaskcBwdWalk& w) {
+                                                    int k0, MaskcBwdWalk& w, unsigned char* cls) {
   constexpr int BM = MASKC_BWD_BLOCK_M, BN = MASKC_BWD_BLOCK_N;
   const int group = sh.H / sh.HKV;
   const int n_qt = (sh.Sq + BM - 1) / BM;
+  (void)cls;
   for (;;) {
     ++w.qt;
     while (w.qt >= w.qt_end) {
       if (++w.h >= (hkv + 1) * group) return false;
       w.qt = 0;
       w.qt_end = n_qt;
+      w.c0 = w.c1 = 0;
 #if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
       long long lo = 0, hi = sh.Sq;
       maskc_q_range(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, w.h, k0, min(k0 + BN, sh.Skv), &lo, &hi);
@@ -683,7 +709,16 @@ __device__ __forceinline__ bool maskc_bwd_walk_next(const MaskcBwdShape& sh, con
       (void)BN;
 #endif
     }
+#if defined(MASKC_HAS_MASK) && MASKC_BWD_CLS_AHEAD
+    if (w.qt >= w.c1) {
+      w.c0 = w.qt;
+      w.c1 = min(w.qt + MASKC_BWD_CLS_CAP, w.qt_end);
+      maskc_bwd_classify(sh, buf, b, w.h, k0, w.c0, w.c1, cls);
+    }
+    w.cls = cls[w.qt - w.c0];
+#else
     w.cls = maskc_bwd_tile_class(sh, buf, b, w.h, w.qt * BM, k0);
+#endif
     if (w.cls != 0) return true;
   }
 }
@@ -721,7 +756,11 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
   // The mask's and score's row reads of the tile's BM rows, in the P^T area.
   MaskcMaskRow* const sMrow = (MaskcMaskRow*)(sdS + BN * BM);
   MaskcScoreRow* const sSrow = (MaskcScoreRow*)(sMrow + BM);
-  constexpr bool kRowsShared = BM * (sizeof(MaskcMaskRow) + sizeof(MaskcScoreRow)) <= 2 * BN * BM;
+  // The walk's tile classes in the area's last MASKC_BWD_CLS_CAP bytes.
+  unsigned char* const sCls = (unsigned char*)(sdS + 2 * BN * BM) - MASKC_BWD_CLS_CAP;
+  static_assert(2 * BN * BM >= MASKC_BWD_CLS_CAP, "the tile classes fit in the P^T area");
+  constexpr bool kRowsShared =
+      BM * (sizeof(MaskcMaskRow) + sizeof(MaskcScoreRow)) <= 2 * BN * BM - MASKC_BWD_CLS_CAP;
   float* const sLse = (float*)(sdS + 2 * BN * BM);
   float* const sDelta = sLse + BM;
   if ((maskc_smem_addr(maskc_bwd_smem) & 1023) != 0) __trap();  // descriptors need it
@@ -756,9 +795,9 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
 
   MaskcBwdWalk w;
   w.h = hkv * (sh.H / sh.HKV) - 1;
-  w.qt = w.qt_end = w.cls = 0;
+  w.qt = w.qt_end = w.cls = w.c0 = w.c1 = 0;
   float lse_next = 0.f, delta_next = 0.f;
-  bool have = maskc_bwd_walk_next(sh, buf, b, hkv, k0, w);
+  bool have = maskc_bwd_walk_next(sh, buf, b, hkv, k0, w, sCls);
   if (have) maskc_bwd_issue_q(sh, Q, dO, sQ, sdO, b, w, tid, &lse_next, &delta_next);
   while (have) {
     const int h = w.h, q0 = w.qt * BM, cls = w.cls;
@@ -869,7 +908,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
 #endif
     __syncthreads();  // Q and dO are free for the next tile; dS^T is complete
 
-    have = maskc_bwd_walk_next(sh, buf, b, hkv, k0, w);
+    have = maskc_bwd_walk_next(sh, buf, b, hkv, k0, w, sCls);
     if (have) maskc_bwd_issue_q(sh, Q, dO, sQ, sdO, b, w, tid, &lse_next, &delta_next);
 
     if (sh.dq_acc != nullptr) {
