@@ -2,10 +2,10 @@
 # One device call that checks a build of main end to end: the regression run
 # a session makes before it calls a kernel-touching issue resolved.
 #
-#   gpu/verify.sh gen   (where Go is) builds maskc and its wheel into
+#   gpu/verify.sh gen   (where Go is) builds maskc's wheel into
 #       .devbin/v and generates the kernels of gpu/generated.sh,
-#       gpu/bwd.sh and gpu/bench_ext.sh (.devbin/gen, .devbin/bwd-gen,
-#       .devbin/bwd-genbench, .devbin/ext).
+#       gpu/bwd.sh, gpu/bench_ext.sh and gpu/dense.sh (.devbin/gen,
+#       .devbin/bwd-gen, .devbin/bwd-genbench, .devbin/ext, .devbin/dense).
 #   gpu/verify.sh run [STEP ...]   (on the GPU machine, those carried) runs,
 #       in order, each under its own time limit, logs under $OUT:
 #         fwd    gpu/check.py on every example (float64 reference, Flex)
@@ -14,6 +14,9 @@
 #         torch  python/gpu_tests/check_torch.py with the wheel installed
 #         ext    gpu/bench_ext.py (ratios against Flex, 2x16x8192)
 #         bwdb   gpu/bwd_bench.py on the eight baseline cases
+#         dense  gpu/dense.sh run: issue 15's dense table (full and causal,
+#                head dims 64/128/256, S 2048/8192/32768, forward and
+#                forward + backward against cuDNN and Flex; .devbin/dense)
 #         san    gpu/bwd_sanitize.py: compute-sanitizer memcheck and racecheck
 #                on the backward of three masks with buffers
 #         hf     python/gpu_tests/train_hf.py (a Hugging Face Llama trained
@@ -39,8 +42,13 @@ gen)
 	bash gpu/bench_ext.sh gen >/dev/null
 	rm -rf .devbin/v
 	mkdir -p .devbin/v
-	CGO_ENABLED=0 go build -o .devbin/v/maskc ./cmd/maskc
-	python3 python/build_wheel.py -o .devbin/v --binary .devbin/v/maskc
+	bash gpu/dense.sh gen
+	# The binary travels inside the wheel only: the carried folders must
+	# stay under the device's 64 MiB.
+	bin=$(mktemp -d)
+	CGO_ENABLED=0 go build -o "$bin/maskc" ./cmd/maskc
+	python3 python/build_wheel.py -o .devbin/v --binary "$bin/maskc"
+	rm -rf "$bin"
 	git rev-parse HEAD >.devbin/v/commit
 	;;
 run)
@@ -106,6 +114,10 @@ run)
 				python3 python/gpu_tests/train_megatron.py --out "$OUT"
 			grep -v -i warn "$OUT/meg.txt" | tail -8 | cut -c1-300
 			;;
+		dense)
+			step dense "${DENSE_TIMEOUT:-160}" env OUT="$OUT/dense" bash gpu/dense.sh run
+			tail -40 "$OUT/dense.txt"
+			;;
 		san)
 			step san "${SAN_TIMEOUT:-120}" python3 gpu/bwd_sanitize.py --generated .devbin/bwd-gen \
 				--cases head_scaled,biased_layer,bias_window --out "$OUT"
@@ -144,7 +156,7 @@ run)
 	exit $failed
 	;;
 *)
-	echo "usage: gpu/verify.sh gen | run [fwd|extfwd|bwd|torch|ext|bwdb|hf|cp|meg|san ...]" >&2
+	echo "usage: gpu/verify.sh gen | run [fwd|extfwd|bwd|torch|ext|bwdb|hf|cp|meg|san|dense ...]" >&2
 	exit 2
 	;;
 esac
