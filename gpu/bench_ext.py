@@ -58,6 +58,8 @@ VARIANTS = {
     "old": {"#define MASKC_QK_OVERLAP 1": "#define MASKC_QK_OVERLAP 0"},
     "bitsnoovl": {"#define MASKC_QK_OVERLAP 1": "#define MASKC_QK_OVERLAP 0",
                   "#define MASKC_MASK_BITS 0": "#define MASKC_MASK_BITS 1"},
+    # partial tiles of masks whose rows are exact intervals evaluate the mask, not the intervals (attn_fwd.h)
+    "rowbits0": {"#define MASKC_ROW_BITS 1": "#define MASKC_ROW_BITS 0"},
     # one block of attn_fwd.h per SM on sm_90a (255 registers a thread, no spills; prelude.h)
     "minb1": {"#define MASKC_NV_WG_MIN_BLOCKS 2": "#define MASKC_NV_WG_MIN_BLOCKS 1"},
     # tiles classified full / partial per warpgroup (1), and skipped where empty for it (2) (attn_fwd.h)

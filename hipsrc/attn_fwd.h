@@ -133,6 +133,27 @@
 #define MASKC_MASK_BITS 0
 #endif
 #endif
+// MASKC_ROW_BITS 1: where the generated part proves that a row's kept keys
+// are exactly its own maskc_kv_intervals (MASKC_KV_ROWS_EXACT: bounds
+// linear in kv and segment equalities, nothing evaluated per element), each
+// lane computes its rows' intervals once (maskc_kv_intervals_lane) and a
+// partial tile's keep bits test the keys against them (a subtraction and
+// an unsigned compare per logit and interval) instead of reading the
+// mask's columns and evaluating it. Used with MASKC_MASK_BITS, where
+// maskc_kv_rows_exact holds at run time. NVIDIA by default (measured on the
+// H200, gpu/NOTES.md run 19x).
+#if defined(MASKC_KV_ROWS_EXACT) && defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC) && MASKC_MASK_BITS
+#ifndef MASKC_ROW_BITS
+#if defined(MASKC_PLATFORM_NVIDIA)
+#define MASKC_ROW_BITS 1
+#else
+#define MASKC_ROW_BITS 0
+#endif
+#endif
+#else
+#undef MASKC_ROW_BITS
+#define MASKC_ROW_BITS 0
+#endif
 // MASKC_SCHED_LPT 1: with a mask whose rows differ in length in ways the
 // reverse q-tile order does not follow (documents, pre-pass masks), each
 // block first measures the rows of its (b, h) (the tiles each q tile's walk
@@ -468,6 +489,23 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
     mrow[sl] = maskc_mask_row(buf, nB, nH, nHKV, nQ, nKV, b, h, qs);
     srow[sl] = maskc_score_row(buf, nB, nH, nHKV, nQ, nKV, b, h, qs);
   }
+#if MASKC_ROW_BITS
+  // Each row's kept keys: [rlo, rlo + rlen) per interval of the mask
+  // (MASKC_ROW_BITS); rows past Sq keep none (they are never stored).
+  const bool rows_exact = maskc_kv_rows_exact(buf, nB, nH, nHKV, nQ, nKV);
+  int rlo[MASKC_ROW_SLOTS][maskc_kv_interval_count], rlen[MASKC_ROW_SLOTS][maskc_kv_interval_count];
+#pragma unroll
+  for (int sl = 0; sl < MASKC_ROW_SLOTS; ++sl) {
+    const int qs = maskc_nonneg(row_base + maskc_slot_row(lane, sl));
+    long long lo[maskc_kv_interval_count], hi[maskc_kv_interval_count];
+    maskc_kv_intervals_lane(buf, nB, nH, nHKV, nQ, nKV, b, h, qs, (long long)qs + 1, lo, hi);
+#pragma unroll
+    for (int i = 0; i < maskc_kv_interval_count; ++i) {
+      rlo[sl][i] = (int)lo[i];
+      rlen[sl][i] = qs < Sq ? (int)(hi[i] - lo[i]) : 0;
+    }
+  }
+#endif
 #define MASKC_COL_SLOTS (MASKC_BLOCK_N / 4)
   // The column parts of a tile; the mask's only where it is not full.
 #if MASKC_MASK_BITS
@@ -549,6 +587,20 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
 #pragma unroll
     for (int w = 0; w < (MASKC_S_ELEMS + 31) / 32; ++w) kbits[w] = 0u;
     if (!full) {
+#if MASKC_ROW_BITS
+      if (rows_exact) {
+#pragma unroll
+        for (int i = 0; i < MASKC_S_ELEMS; ++i) {
+          const int sl = maskc_frag_slot<MASKC_BLOCK_N>(i), kvi = MASKC_S_COL(i);
+          bool keep = false;
+#pragma unroll
+          for (int j = 0; j < maskc_kv_interval_count; ++j)
+            keep = keep || (unsigned)(kvi - rlo[sl][j]) < (unsigned)rlen[sl][j];
+          kbits[i / 32] |= (unsigned)keep << (i % 32);
+        }
+      } else
+#endif
+      {
 #if defined(MASKC_HAS_MASK)
       MaskcMaskCol bcol[MASKC_COL_SLOTS];
 #pragma unroll
@@ -566,6 +618,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
                                      bcol[maskc_frag_colslot<MASKC_BLOCK_N>(i)], b, h, qi, kvi);
 #endif
         kbits[i / 32] |= (unsigned)keep << (i % 32);
+      }
       }
     }
 #endif
