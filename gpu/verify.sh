@@ -14,6 +14,8 @@
 #         torch  python/gpu_tests/check_torch.py with the wheel installed
 #         ext    gpu/bench_ext.py (ratios against Flex, 2x16x8192)
 #         bwdb   gpu/bwd_bench.py on the eight baseline cases
+#         san    gpu/bwd_sanitize.py: compute-sanitizer memcheck and racecheck
+#                on the backward of three masks with buffers
 #         hf     python/gpu_tests/train_hf.py (a Hugging Face Llama trained
 #                200 steps through the wheel against FlexAttention)
 #         cp     python/gpu_tests/check_cp.py (maskc.cp's ring over 2 and 4
@@ -104,6 +106,11 @@ run)
 				python3 python/gpu_tests/train_megatron.py --out "$OUT"
 			grep -v -i warn "$OUT/meg.txt" | tail -8 | cut -c1-300
 			;;
+		san)
+			step san "${SAN_TIMEOUT:-120}" python3 gpu/bwd_sanitize.py --generated .devbin/bwd-gen \
+				--cases head_scaled,biased_layer,bias_window --out "$OUT"
+			tail -4 "$OUT/san.txt"
+			;;
 		bwdb)
 			step bwdb "${BWDB_TIMEOUT:-150}" python3 gpu/bwd_bench.py --generated .devbin/bwd-genbench --out "$OUT/bwd_bench.jsonl"
 			tail -14 "$OUT/bwdb.txt"
@@ -137,7 +144,7 @@ run)
 	exit $failed
 	;;
 *)
-	echo "usage: gpu/verify.sh gen | run [fwd|extfwd|bwd|torch|ext|bwdb|hf|cp|meg ...]" >&2
+	echo "usage: gpu/verify.sh gen | run [fwd|extfwd|bwd|torch|ext|bwdb|hf|cp|meg|san ...]" >&2
 	exit 2
 	;;
 esac
