@@ -92,7 +92,41 @@ func planSparsity(l *dsl.Lowered, bufs []BufferABI, diags *dsl.Diagnostics) spar
 			qRangeSig + " {\n  // not analysed: the pre-pass decides\n  *lo = 0;\n  *hi = Q;\n}\n\n" + trivialQIntervals + "\n" + tileFullSig + " {\n  return false;\n}\n"}
 	}
 	g := &sparsityWriter{w: newFuncWriter(nil, l, cDouble, bufs, diags), f: p.form}
-	return sparsity{plan: p, code: g.kvRange(p) + "\n" + g.rowIntervals(p) + g.qRange(p) + "\n" + g.tileFull(p), segments: p.segments()}
+	return sparsity{plan: p, code: g.kvRange(p) + "\n" + g.rowIntervals(p) + perElementFact(p) + g.qRange(p) + "\n" + g.tileFull(p), segments: p.segments()}
+}
+
+// perElement reports whether no tile of an analytic mask can be proven
+// full (every term has a condition evaluated per element), while its kv
+// walk takes no bound through floor division: a dilated window, not a 2-D
+// neighbourhood. attn_fwd.h then evaluates the mask into keep bits before
+// the MMA on sm_90a (MASKC_MASK_BITS): on the H200 (gpu/NOTES.md, run 19x)
+// dilated2048 and examples/dilated_window gained 4%, where
+// neighbourhood_2d (block-index bounds) lost 9% and masks with full tiles
+// lost up to 5%.
+func perElement(p sparsityPlan) bool {
+	if p.kind != SparsityAnalytic || len(p.disjuncts) == 0 {
+		return false
+	}
+	for _, d := range p.disjuncts {
+		if d.full != nil || len(d.kv.loose) == 0 {
+			return false
+		}
+		for _, s := range d.kv.innerSteps {
+			if s.side.Mul > 1 || s.side.Num.UsesExtras() && readsDiv(p.form, s.side.Num) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// perElementFact is MASKC_MASK_PER_ELEMENT's definition where perElement
+// holds, else "".
+func perElementFact(p sparsityPlan) string {
+	if !perElement(p) {
+		return ""
+	}
+	return "// No tile can be proven full: every visited tile evaluates the mask per element.\n#define MASKC_MASK_PER_ELEMENT 1\n\n"
 }
 
 const kvIntervalsLaneSig = `__device__ __forceinline__ void maskc_g_kv_intervals_lane(const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q, long long KV,

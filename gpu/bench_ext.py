@@ -51,13 +51,10 @@ VARIANTS = {
     "sched8": {"#define MASKC_SCHED_GROUP 4": "#define MASKC_SCHED_GROUP 8"},
     "sched32": {"#define MASKC_SCHED_GROUP 4": "#define MASKC_SCHED_GROUP 32"},
     # sm_90a: the tile's Q.K^T issued before the keep bits and column reads, waited for after (attn_fwd.h
-    # MASKC_QK_OVERLAP); "ovl1" turns it on where the mask reads a buffer per key (off there by default),
-    # "old" off everywhere (with it the keep bits of arithmetic masks: the code of run 19),
-    # "bitsnoovl" the keep bits of arithmetic masks without the overlap
+    # MASKC_QK_OVERLAP, off by default)
     "ovl1": {"#define MASKC_QK_OVERLAP 0": "#define MASKC_QK_OVERLAP 1"},
-    "old": {"#define MASKC_QK_OVERLAP 1": "#define MASKC_QK_OVERLAP 0"},
-    "bitsnoovl": {"#define MASKC_QK_OVERLAP 1": "#define MASKC_QK_OVERLAP 0",
-                  "#define MASKC_MASK_BITS 0": "#define MASKC_MASK_BITS 1"},
+    # keep bits before the MMA on every masked kernel (their default: reads per key, dilated masks)
+    "bits1": {"#define MASKC_MASK_BITS 0": "#define MASKC_MASK_BITS 1"},
     # partial tiles of masks whose rows are exact intervals evaluate the mask, not the intervals (attn_fwd.h)
     "rowbits0": {"#define MASKC_ROW_BITS 1": "#define MASKC_ROW_BITS 0"},
     # one block of attn_fwd.h per SM on sm_90a (255 registers a thread, no spills; prelude.h)

@@ -97,16 +97,11 @@
 // MASKC_QK_OVERLAP 1 (sm_90a warpgroup MMA, the back end's
 // MASKC_HAS_QK_SPLIT): the tile's Q.K^T is issued first and waited for
 // after the keep bits and the column reads, which then run while the tensor
-// cores work (0: bits, reads, then the MMA). The default is 1 where the mask
-// reads no buffer per key: on the H200 (gpu/NOTES.md, run 19x) with the keep
-// bits below, dilated2048 +4%, examples/dilated_window +4%; where it reads
-// one (documents, Longformer) it lost 1-2%.
+// cores work (0: bits, reads, then the MMA). Off by default: on the H200
+// (gpu/NOTES.md, run 19x) it changed nothing on the dilated masks and
+// lost 1-2% on documents and Longformer.
 #ifndef MASKC_QK_OVERLAP
-#if defined(MASKC_MASK_COL_READS)
 #define MASKC_QK_OVERLAP 0
-#else
-#define MASKC_QK_OVERLAP 1
-#endif
 #endif
 #if MASKC_QK_OVERLAP && defined(MASKC_HAS_QK_SPLIT)
 #define MASKC_QK_SPLIT 1
@@ -123,11 +118,14 @@
 // documents, Longformer's global tokens), whose column values otherwise
 // stay live across the MMA and spill: on the H200 (gpu/NOTES.md, run 17)
 // document +9%, document_sliding +12%, longformer +13%, and spills 144 ->
-// 72 bytes; on an arithmetic mask (neighbourhood_2d, pre-pass) 1 lost 4%
-// when the bits were computed before the MMA was issued, so an arithmetic
-// mask takes them only where they overlap the MMA (MASKC_QK_SPLIT).
+// 72 bytes; on an arithmetic mask (neighbourhood_2d, pre-pass) 1 lost 4%.
+// It is also 1 on sm_90a where no tile can be proven full and no kv bound
+// goes through floor division (MASKC_MASK_PER_ELEMENT, codegen: dilated
+// windows): run 19x, dilated2048 0.901 -> 0.940, dilated_window 0.891 ->
+// 0.926 of Flex, where neighbourhood_2d lost 9% and masks with full tiles
+// (block_causal, spec_decode, prefix_lm_per_batch) 3-5%.
 #ifndef MASKC_MASK_BITS
-#if defined(MASKC_MASK_COL_READS) || MASKC_QK_SPLIT
+#if defined(MASKC_MASK_COL_READS) || (defined(MASKC_MASK_PER_ELEMENT) && defined(MASKC_NV_WGMMA) && MASKC_NV_WGMMA)
 #define MASKC_MASK_BITS 1
 #else
 #define MASKC_MASK_BITS 0
