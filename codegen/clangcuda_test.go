@@ -137,3 +137,64 @@ func TestClangCUDA(t *testing.T) {
 	}
 	t.Logf("clang built %d backward sources x 3 NVIDIA builds", len(names))
 }
+
+// TestBwdSwitchesResolve checks, through clang's preprocessor on the sm_90a
+// build, which backward switches of hipsrc/attn_bwd.h the generated sources
+// turn on: the warpgroup-MMA backward at head dim 128, and the tile classes
+// computed ahead (MASKC_BWD_CLS_AHEAD_ON) exactly where a class reads memory,
+// a mask with per-key buffer reads (document's segment ids, codegen's
+// MASKC_MASK_COL_READS) or the pre-pass flags. A renamed generated define
+// would silently turn the walk back to one class per step (device run 19x:
+// document's fwd+bwd 0.698x of FlexAttention with it, 0.630x without).
+func TestBwdSwitchesResolve(t *testing.T) {
+	clang := findClang()
+	if clang == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("clang (LLVM 15, with NVPTX) is needed: apt-get install hipcc (it depends on clang-15)")
+		}
+		t.Skip("no clang")
+	}
+	shim, err := filepath.Abs("testdata/nvrtc_shim.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		file, attention string
+		ahead           bool
+	}{
+		{"../gpu/bench_cases/document.flex", "document", true},
+		{"testdata/golden/lookup.flex", "per_head", true}, // pre-pass flags
+		{"../gpu/bench_cases/causal.flex", "causal", false},
+		{"../gpu/bench_cases/causal_alibi.flex", "causal_alibi", false},
+		{"../gpu/bench_cases/full.flex", "full", false},
+	} {
+		k := generateAttention(t, tc.file, tc.attention, Options{})
+		src := filepath.Join(dir, tc.attention+".bwd.cu")
+		if err := os.WriteFile(src, []byte(k.BwdSource), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(clang, "-x", "cuda", "--cuda-gpu-arch=sm_80", "-nocudainc", "-nocudalib", "--cuda-device-only",
+			"-std=c++17", "-E", "-dM", "-include", shim, "-DMASKC_NV_WGMMA=1", src)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", tc.attention, err, out)
+		}
+		defs := map[string]string{}
+		for _, line := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(line); len(f) == 3 && f[0] == "#define" {
+				defs[f[1]] = f[2]
+			}
+		}
+		want := map[string]string{"MASKC_BWD_WG": "1", "MASKC_BWD_CLS_AHEAD_ON": "0", "MASKC_BWD_GLOBAL_POS": "1",
+			"MASKC_BWD_READS_EARLY": "1"}
+		if tc.ahead {
+			want["MASKC_BWD_CLS_AHEAD_ON"] = "1"
+		}
+		for name, v := range want {
+			if defs[name] != v {
+				t.Errorf("%s: %s = %q, want %s", tc.attention, name, defs[name], v)
+			}
+		}
+	}
+}

@@ -11,7 +11,12 @@ flops per pair forward, the backward counted as 2.5x that (fwd+bwd 3.5x, as
 flex_baseline.py). maskc's time is its forward (with the tile pre-pass where
 the kernel has one) plus its backward (default mode: dQ atomics; and
 deterministic mode alongside); FlexAttention's is out = fa(q, k, v) then
-out.backward(dO) with the same BlockMask. Also prints how far maskc's dQ,
+out.backward(dO) with the same BlockMask; where maskc's kernel computes a float
+buffer's gradient (causal+alibi's slopes) and FlexAttention does not (its
+captured tensors do not require grad), --flex-bufgrad times FlexAttention a
+second time with that buffer requiring grad, so that both compute the same
+set of gradients (ratio_bufgrad; device run 19x: 1877 ms for causal+alibi,
+torch 2.11's unfused path, against 5.3 ms without). Also prints how far maskc's dQ,
 dK, dV are from FlexAttention's on the same inputs. Each --variant is
 another genkernels output of the same cases (e.g. the same sources with a
 switch line rewritten) timed in the same run against the same FlexAttention
@@ -41,14 +46,17 @@ def main():
     ap.add_argument("--out", default="bwd_bench.jsonl")
     ap.add_argument("--variant", action="append", default=[], help="NAME=DIR: more kernels of the same cases")
     ap.add_argument("--variant-cases", help="the cases the variants run (default all)")
+    ap.add_argument("--flex-bufgrad", action="store_true",
+                    help="also time FlexAttention with maskc's differentiated float buffers requiring grad")
     a = ap.parse_args()
     emit = JsonLog(a.out)
 
     dev = "cuda"
     emit(kind="env", torch=torch.__version__, gpu=torch.cuda.get_device_name(), triton=__import__("triton").__version__)
     cases = flex_cases(dev)
-    if a.cases:
-        cases = [c for c in cases if c[0] in a.cases.split(",")]
+    if a.cases:  # in the order given
+        order = a.cases.split(",")
+        cases = sorted((c for c in cases if c[0] in order), key=lambda c: order.index(c[0]))
     man = json.load(open(a.generated + "/manifest.json"))
     abi = mg.ABI(man["abi"])
     by_name = {e["name"]: e for e in man["kernels"]}
@@ -85,6 +93,10 @@ def main():
     lse = torch.empty(B, H, S, device=dev, dtype=torch.float32)
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     scale = 1.0 / math.sqrt(D)
+    # One compilation per case (each has its own mods), more with
+    # --flex-bufgrad: past dynamo's recompile limit (8) FlexAttention would
+    # silently run its unfused eager path and time 20x slower.
+    torch._dynamo.config.recompile_limit = 64
     fa = torch.compile(flex_attention)
     qf, kf, vf = [t.clone().requires_grad_(True) for t in (q, k, v)]
     results = []
@@ -109,6 +121,36 @@ def main():
             row["flex_tflops"] = round(flops / row["flex_ms"] / 1e9, 1)
         except Exception as e:
             row["flex_error"] = repr(e)[:400]
+        # maskc computes the gradient of every float buffer its manifest marks
+        # "grad" (causal+alibi's slopes); FlexAttention computes one only for
+        # a captured tensor that requires grad. The same set of gradients on
+        # both sides: FlexAttention timed again with those buffers requiring
+        # grad (the case's buffer tensors are the ones its score_mod captures:
+        # .float() of a float32 tensor is the tensor itself).
+        spec = by_name.get(header) or {}
+        gbufs = [bufs[i] for i, b in enumerate(sorted(spec.get("buffers") or [], key=lambda b: b["slot"]))
+                 if b.get("grad") and bufs[i].is_floating_point()]
+        if a.flex_bufgrad and gbufs and "flex_ms" in row:
+            try:
+                for t in gbufs:
+                    t.requires_grad_(True)
+
+                def fbg():
+                    qf.grad = kf.grad = vf.grad = None
+                    for t in gbufs:
+                        t.grad = None
+                    out = fa(qf, kf, vf, score_mod=sm, block_mask=bm)
+                    out.backward(do)
+                fbg()
+                torch.cuda.synchronize()
+                row["flex_bufgrad_ms"] = mg.time_ms(fbg, iters=10)
+                row["flex_bufgrad_tflops"] = round(flops / row["flex_bufgrad_ms"] / 1e9, 1)
+            except Exception as ex_:
+                row["flex_bufgrad_error"] = repr(ex_)[:400]
+            finally:
+                for t in gbufs:
+                    t.requires_grad_(False)
+                    t.grad = None
         for vn, _, _ in variants:
             kern = kernels.get((vn, name))
             if kern is None:
@@ -139,6 +181,8 @@ def main():
                          nan_outputs=int(sum(torch.isnan(t).sum().item() for t in (dq, dk, dv))))
                 if "flex_ms" in row:
                     r["ratio"] = round(row["flex_ms"] / ms, 3)
+                if "flex_bufgrad_ms" in row:
+                    r["ratio_bufgrad"] = round(row["flex_bufgrad_ms"] / ms, 3)
                 if fg is not None:
                     r.update(dq_vs_flex=mg.rel_err(dq, fg[0]), dk_vs_flex=mg.rel_err(dk, fg[1]),
                              dv_vs_flex=mg.rel_err(dv, fg[2]))
@@ -155,6 +199,13 @@ def main():
             r["case"], r["variant"], r["density"], r.get("flex_ms", nan), r.get("flex_tflops", nan), r["maskc_ms"],
             r["maskc_bwd_ms"], r["maskc_tflops"], r.get("ratio", nan), r.get("dq_vs_flex", nan),
             r.get("dk_vs_flex", nan), r.get("dv_vs_flex", nan)))
+    for r in results:
+        if "ratio_bufgrad" in r:
+            print("%s %s: FlexAttention also computing the float buffers' gradients (as maskc does): %.3f ms, "
+                  "ratio %.3f" % (r["case"], r["variant"], r["flex_bufgrad_ms"], r["ratio_bufgrad"]))
+        elif "flex_bufgrad_error" in r:
+            print("%s %s: FlexAttention with buffer gradients failed: %s" % (r["case"], r["variant"],
+                                                                            r["flex_bufgrad_error"]))
 
 
 if __name__ == "__main__":

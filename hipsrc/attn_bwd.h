@@ -469,22 +469,48 @@ __device__ __forceinline__ void maskc_bufgrad_init(MaskcBufGradRun& run) {
 #endif
 }
 
-// The gradient of one logit: given the raw q.k `qk` at (q, kv), dP and the
-// row's LSE and delta, returns P and stores d loss / d qk (including the
-// scale) in *ds. Buffer-gradient terms go into run when run != nullptr
-// (opened for (b, h) by maskc_bufgrad_open). sr
-// and sc are the score's row (q) and column (kv) buffer reads at (q, kv)
-// (maskc_score_row, maskc_score_col), which the kernels read once per row
-// or column of a tile.
-__device__ __forceinline__ float maskc_bwd_elem_rc(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int h,
-                                                   int q, int kv, bool keep, float qk, float dp, float lse,
-                                                   float delta, float* ds, MaskcBufGradRun* run,
-                                                   const MaskcScoreRow& sr, const MaskcScoreCol& sc) {
-  const long long nB = sh.B, nH = sh.H, nHKV = sh.HKV, nQ = sh.Sq, nKV = sh.Skv;
-  (void)nB, (void)nH, (void)nHKV, (void)nQ, (void)nKV, (void)run, (void)buf, (void)sr, (void)sc;
+// Where the sm_90a kernels evaluate the mask and the score of an element
+// (MASKC_BWD_GLOBAL_POS 1): the generated maskc_g_ twins at int global
+// positions, the local ones plus the position frame's offsets taken once
+// per program, instead of frame.h's wrappers, which add the 64-bit offsets
+// on every element (and so keep 64-bit compares in the mask). The same
+// values: the generated int arithmetic already assumes every global
+// position below MaxSeqLen (codegen/intrange.go), so the int sums are exact.
+#ifndef MASKC_BWD_GLOBAL_POS
+#define MASKC_BWD_GLOBAL_POS 1
+#endif
+struct MaskcBwdPos {
+  long long H, HKV, Q, KV;  // the frame's global sizes, as the mask sees them
+  int h0, q0, kv0;          // global index of local head, row and key 0
+};
+
+__device__ __forceinline__ MaskcBwdPos maskc_bwd_pos(const MaskcBwdShape& sh, const MaskcBuffers& buf) {
+  const MaskcFrame f = maskc_frame(buf, sh.H, sh.HKV, sh.Sq, sh.Skv);
+  MaskcBwdPos p;
+  p.H = f.H;
+  p.HKV = f.HKV;
+  p.Q = f.Q;
+  p.KV = f.KV;
+  p.h0 = (int)f.h0;
+  p.q0 = (int)f.q0;
+  p.kv0 = (int)f.kv0;
+  return p;
+}
+
+// The gradient of one logit: given the raw q.k `qk`, dP and the row's LSE
+// and delta, returns P and stores d loss / d qk (including the scale) in
+// *ds. score(x) is the score at the element, grad(x, reads) its derivative
+// (maskc_score_grad, reads nullptr or the buffer reads to fill).
+// Buffer-gradient terms go into run when run != nullptr (opened for (b, h)
+// by maskc_bufgrad_open).
+template <class ScoreFn, class GradFn>
+__device__ __forceinline__ float maskc_bwd_elem_core(const MaskcBwdShape& sh, bool keep, float qk, float dp, float lse,
+                                                     float delta, float* ds, MaskcBufGradRun* run, ScoreFn score,
+                                                     GradFn grad) {
+  (void)run, (void)score, (void)grad;
   const float x = qk * sh.scale;
 #if defined(MASKC_HAS_SCORE)
-  const float y = maskc_score_rc(buf, nB, nH, nHKV, nQ, nKV, sr, sc, x, b, h, q, kv);
+  const float y = score(x);
 #else
   const float y = x;
 #endif
@@ -499,7 +525,7 @@ __device__ __forceinline__ float maskc_bwd_elem_rc(const MaskcBwdShape& sh, cons
     const bool on = p != 0.f;
 #if MASKC_SCORE_GRAD_READS > 0
     MaskcScoreGradRead reads[MASKC_SCORE_GRAD_READS];
-    const float g = maskc_score_grad(buf, nB, nH, nHKV, nQ, nKV, x, b, h, q, kv, reads);
+    const float g = grad(x, reads);
     dx = on ? dy * g : dy;
     if (run != nullptr) {
 #pragma unroll
@@ -515,7 +541,7 @@ __device__ __forceinline__ float maskc_bwd_elem_rc(const MaskcBwdShape& sh, cons
       }
     }
 #else
-    const float g = maskc_score_grad(buf, nB, nH, nHKV, nQ, nKV, x, b, h, q, kv, nullptr);
+    const float g = grad(x, nullptr);
     dx = on ? dy * g : dy;
 #endif
   }
@@ -523,7 +549,7 @@ __device__ __forceinline__ float maskc_bwd_elem_rc(const MaskcBwdShape& sh, cons
   if (p != 0.f) {
 #if MASKC_SCORE_GRAD_READS > 0
     MaskcScoreGradRead reads[MASKC_SCORE_GRAD_READS];
-    dx = dy * maskc_score_grad(buf, nB, nH, nHKV, nQ, nKV, x, b, h, q, kv, reads);
+    dx = dy * grad(x, reads);
     if (run != nullptr) {
 #pragma unroll
       for (int r = 0; r < MASKC_SCORE_GRAD_READS; ++r) {
@@ -537,13 +563,66 @@ __device__ __forceinline__ float maskc_bwd_elem_rc(const MaskcBwdShape& sh, cons
       }
     }
 #else
-    dx = dy * maskc_score_grad(buf, nB, nH, nHKV, nQ, nKV, x, b, h, q, kv, nullptr);
+    dx = dy * grad(x, nullptr);
 #endif
   }
 #endif
   *ds = dx * sh.scale;
   return p;
 }
+
+// maskc_bwd_elem_core at local (h, q, kv) through frame.h. sr and sc are
+// the score's row (q) and column (kv) buffer reads at (q, kv)
+// (maskc_score_row, maskc_score_col), which the kernels read once per row
+// or column of a tile.
+__device__ __forceinline__ float maskc_bwd_elem_rc(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int h,
+                                                   int q, int kv, bool keep, float qk, float dp, float lse,
+                                                   float delta, float* ds, MaskcBufGradRun* run,
+                                                   const MaskcScoreRow& sr, const MaskcScoreCol& sc) {
+  const long long nB = sh.B, nH = sh.H, nHKV = sh.HKV, nQ = sh.Sq, nKV = sh.Skv;
+  (void)nB, (void)nH, (void)nHKV, (void)nQ, (void)nKV, (void)buf, (void)sr, (void)sc;
+  return maskc_bwd_elem_core(
+      sh, keep, qk, dp, lse, delta, ds, run,
+      [&](float x) { return maskc_score_rc(buf, nB, nH, nHKV, nQ, nKV, sr, sc, x, b, h, q, kv); },
+      [&](float x, MaskcScoreGradRead* reads) {
+        return maskc_score_grad(buf, nB, nH, nHKV, nQ, nKV, x, b, h, q, kv, reads);
+      });
+}
+
+// maskc_bwd_elem_rc with the generated twins at the global positions of
+// local (h, q, kv) (MASKC_BWD_GLOBAL_POS).
+__device__ __forceinline__ float maskc_bwd_elem_pos(const MaskcBwdShape& sh, const MaskcBuffers& buf,
+                                                    const MaskcBwdPos& pos, int b, int h, int q, int kv, bool keep,
+                                                    float qk, float dp, float lse, float delta, float* ds,
+                                                    MaskcBufGradRun* run, const MaskcScoreRow& sr,
+                                                    const MaskcScoreCol& sc) {
+  const long long nB = sh.B;
+  const int hg = h + pos.h0, qg = q + pos.q0, kvg = kv + pos.kv0;
+  (void)nB, (void)buf, (void)sr, (void)sc, (void)hg, (void)qg, (void)kvg;
+  return maskc_bwd_elem_core(
+      sh, keep, qk, dp, lse, delta, ds, run,
+      [&](float x) { return maskc_g_score_rc(buf, nB, pos.H, pos.HKV, pos.Q, pos.KV, sr, sc, x, b, hg, qg, kvg); },
+      [&](float x, MaskcScoreGradRead* reads) {
+        return maskc_g_score_grad(buf, nB, pos.H, pos.HKV, pos.Q, pos.KV, x, b, hg, qg, kvg, reads);
+      });
+}
+
+#if defined(MASKC_HAS_MASK)
+// The mask at local (h, q, kv), q and kv non-negative, from the row and
+// column reads: through frame.h, or at global positions with
+// MASKC_BWD_GLOBAL_POS.
+__device__ __forceinline__ bool maskc_bwd_mask_rc(const MaskcBwdShape& sh, const MaskcBuffers& buf,
+                                                  const MaskcBwdPos& pos, const MaskcMaskRow& r, const MaskcMaskCol& c,
+                                                  int b, int h, int q, int kv) {
+#if MASKC_BWD_GLOBAL_POS
+  return maskc_g_mask_rc(buf, sh.B, pos.H, pos.HKV, pos.Q, pos.KV, r, c, b, maskc_nonneg(h + pos.h0),
+                         maskc_nonneg(q + pos.q0), maskc_nonneg(kv + pos.kv0));
+#else
+  (void)pos;
+  return maskc_mask_rc(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, r, c, b, h, q, kv);
+#endif
+}
+#endif
 
 // maskc_bwd_elem_rc with the score's row and column reads made here.
 __device__ __forceinline__ float maskc_bwd_elem(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int h,
@@ -654,24 +733,67 @@ __device__ __forceinline__ void maskc_bwd_lpt_block(int* t, int* z) {
 
 // The walk of one kv tile: (query head, q tile) pairs of the kv head's
 // group in order, each head's q tiles narrowed to the closed-form q range
-// of the tile's columns, tiles of class 0 skipped.
+// of the tile's columns, tiles of class 0 skipped. With
+// MASKC_BWD_CLS_AHEAD the classes of up to MASKC_BWD_CLS_CAP q tiles are
+// computed before the walk reaches them, the four warps taking every fourth
+// tile, into cls (shared memory): a class costs dependent global reads
+// where the mask reads a buffer (document's segment searches), which the
+// warps then overlap with one another instead of paying them one walk step
+// at a time on the critical path. The classes are the same.
+// 1: where a class costs reads of memory (a mask reading a buffer per key,
+// such as document's segment ids, or the pre-pass flags), 2: every masked
+// kernel, 0: never.
+#ifndef MASKC_BWD_CLS_AHEAD
+#define MASKC_BWD_CLS_AHEAD 1
+#endif
+#if defined(MASKC_HAS_MASK) && \
+    (MASKC_BWD_CLS_AHEAD == 2 ||  \
+     (MASKC_BWD_CLS_AHEAD == 1 && (defined(MASKC_MASK_COL_READS) || defined(MASKC_SPARSITY_PREPASS))))
+#define MASKC_BWD_CLS_AHEAD_ON 1
+#else
+#define MASKC_BWD_CLS_AHEAD_ON 0
+#endif
+#define MASKC_BWD_CLS_CAP 1024
+// MASKC_BWD_READS_EARLY: the next pair's mask and score row reads (its BM
+// rows, threads below BM) and the lane's column reads are made when its
+// Q and dO copies are issued, so their global latency passes during the
+// current pair's dQ product instead of before the next pair's S^T.
+#ifndef MASKC_BWD_READS_EARLY
+#define MASKC_BWD_READS_EARLY 1
+#endif
 struct MaskcBwdWalk {
   int h, qt, qt_end, cls;
+  int c0, c1;  // cls holds the classes of q tiles [c0, c1) of head h
 };
+
+// The classes of q tiles [t0, t1) of head h against kv tile k0 into
+// cls[0 .. t1 - t0). Every thread of the block calls it.
+__device__ __forceinline__ void maskc_bwd_classify(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int h,
+                                                   int k0, int t0, int t1, unsigned char* cls) {
+  const int warp = (int)threadIdx.x / MASKC_WARP_SIZE, lane = (int)threadIdx.x % MASKC_WARP_SIZE;
+  __syncthreads();  // every thread is done with the previous classes
+  for (int t = t0 + warp; t < t1; t += MASKC_BWD_WARPS) {  // warp-uniform: the segment searches are warp-collective
+    const int c = maskc_bwd_tile_class(sh, buf, b, h, t * MASKC_BWD_BLOCK_M, k0);
+    if (lane == 0) cls[t - t0] = (unsigned char)c;
+  }
+  __syncthreads();
+}
 
 // Advances w to the next pair of the walk; false when none is left. Every
 // thread of the block computes the same, so the walk is uniform.
 __device__ __forceinline__ bool maskc_bwd_walk_next(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int hkv,
-                                                    int k0, MaskcBwdWalk& w) {
+                                                    int k0, MaskcBwdWalk& w, unsigned char* cls) {
   constexpr int BM = MASKC_BWD_BLOCK_M, BN = MASKC_BWD_BLOCK_N;
   const int group = sh.H / sh.HKV;
   const int n_qt = (sh.Sq + BM - 1) / BM;
+  (void)cls;
   for (;;) {
     ++w.qt;
     while (w.qt >= w.qt_end) {
       if (++w.h >= (hkv + 1) * group) return false;
       w.qt = 0;
       w.qt_end = n_qt;
+      w.c0 = w.c1 = 0;
 #if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
       long long lo = 0, hi = sh.Sq;
       maskc_q_range(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, w.h, k0, min(k0 + BN, sh.Skv), &lo, &hi);
@@ -683,7 +805,16 @@ __device__ __forceinline__ bool maskc_bwd_walk_next(const MaskcBwdShape& sh, con
       (void)BN;
 #endif
     }
+#if MASKC_BWD_CLS_AHEAD_ON
+    if (w.qt >= w.c1) {
+      w.c0 = w.qt;
+      w.c1 = min(w.qt + MASKC_BWD_CLS_CAP, w.qt_end);
+      maskc_bwd_classify(sh, buf, b, w.h, k0, w.c0, w.c1, cls);
+    }
+    w.cls = cls[w.qt - w.c0];
+#else
     w.cls = maskc_bwd_tile_class(sh, buf, b, w.h, w.qt * BM, k0);
+#endif
     if (w.cls != 0) return true;
   }
 }
@@ -721,11 +852,17 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
   // The mask's and score's row reads of the tile's BM rows, in the P^T area.
   MaskcMaskRow* const sMrow = (MaskcMaskRow*)(sdS + BN * BM);
   MaskcScoreRow* const sSrow = (MaskcScoreRow*)(sMrow + BM);
-  constexpr bool kRowsShared = BM * (sizeof(MaskcMaskRow) + sizeof(MaskcScoreRow)) <= 2 * BN * BM;
+  // The walk's tile classes in the area's last MASKC_BWD_CLS_CAP bytes.
+  unsigned char* const sCls = (unsigned char*)(sdS + 2 * BN * BM) - MASKC_BWD_CLS_CAP;
+  static_assert(2 * BN * BM >= MASKC_BWD_CLS_CAP, "the tile classes fit in the P^T area");
+  constexpr bool kRowsShared =
+      BM * (sizeof(MaskcMaskRow) + sizeof(MaskcScoreRow)) <= 2 * BN * BM - MASKC_BWD_CLS_CAP;
   float* const sLse = (float*)(sdS + 2 * BN * BM);
   float* const sDelta = sLse + BM;
   if ((maskc_smem_addr(maskc_bwd_smem) & 1023) != 0) __trap();  // descriptors need it
   const long long nB = sh.B, nH = sh.H, nHKV = sh.HKV, nQ = sh.Sq, nKV = sh.Skv;
+  const MaskcBwdPos pos = maskc_bwd_pos(sh, buf);
+  (void)pos;
 
   const int tid = threadIdx.x, warp = tid / MASKC_WARP_SIZE, lane = tid % MASKC_WARP_SIZE;
 #if MASKC_BWD_LPT
@@ -756,10 +893,34 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
 
   MaskcBwdWalk w;
   w.h = hkv * (sh.H / sh.HKV) - 1;
-  w.qt = w.qt_end = w.cls = 0;
+  w.qt = w.qt_end = w.cls = w.c0 = w.c1 = 0;
   float lse_next = 0.f, delta_next = 0.f;
-  bool have = maskc_bwd_walk_next(sh, buf, b, hkv, k0, w);
-  if (have) maskc_bwd_issue_q(sh, Q, dO, sQ, sdO, b, w, tid, &lse_next, &delta_next);
+  // The row and column reads of pair w (MASKC_BWD_READS_EARLY).
+  MaskcMaskRow mrow_next;
+  MaskcScoreRow srow_next;
+  MaskcMaskCol mcol_next[2];
+  MaskcScoreCol scol_next[2];
+  auto read_next = [&](const MaskcBwdWalk& nw) {
+#if MASKC_BWD_READS_EARLY
+    if (kRowsShared && tid < BM) {
+      mrow_next = maskc_mask_row(buf, nB, nH, nHKV, nQ, nKV, b, nw.h, maskc_nonneg(nw.qt * BM + tid));
+      srow_next = maskc_score_row(buf, nB, nH, nHKV, nQ, nKV, b, nw.h, maskc_nonneg(nw.qt * BM + tid));
+    }
+#pragma unroll
+    for (int sl = 0; sl < 2; ++sl) {
+      const int kv = maskc_nonneg(k0 + 16 * warp + (lane >> 2) + 8 * sl);
+      mcol_next[sl] = maskc_mask_col(buf, nB, nH, nHKV, nQ, nKV, b, nw.h, kv);
+      scol_next[sl] = maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, nw.h, kv);
+    }
+#else
+    (void)nw;
+#endif
+  };
+  bool have = maskc_bwd_walk_next(sh, buf, b, hkv, k0, w, sCls);
+  if (have) {
+    maskc_bwd_issue_q(sh, Q, dO, sQ, sdO, b, w, tid, &lse_next, &delta_next);
+    read_next(w);
+  }
   while (have) {
     const int h = w.h, q0 = w.qt * BM, cls = w.cls;
     const long long row0 = ((long long)b * sh.H + h) * Sq;
@@ -769,8 +930,13 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
       sLse[tid] = lse_next;
       sDelta[tid] = delta_next;
       if (kRowsShared) {
+#if MASKC_BWD_READS_EARLY
+        sMrow[tid] = mrow_next;
+        sSrow[tid] = srow_next;
+#else
         sMrow[tid] = maskc_mask_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q0 + tid));
         sSrow[tid] = maskc_score_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q0 + tid));
+#endif
       }
     }
     // The column reads of the lane's two keys.
@@ -778,9 +944,14 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
     MaskcScoreCol scol[2];
 #pragma unroll
     for (int sl = 0; sl < 2; ++sl) {
+#if MASKC_BWD_READS_EARLY
+      mcol[sl] = mcol_next[sl];
+      scol[sl] = scol_next[sl];
+#else
       const int kv = maskc_nonneg(k0 + 16 * warp + (lane >> 2) + 8 * sl);
       mcol[sl] = maskc_mask_col(buf, nB, nH, nHKV, nQ, nKV, b, h, kv);
       scol[sl] = maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, h, kv);
+#endif
     }
     __syncthreads();
 
@@ -816,14 +987,19 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
       bool keep = q < Sq && kv < Skv;
 #if defined(MASKC_HAS_MASK)
       if (keep && cls != 2)
-        keep = maskc_mask_rc(buf, nB, nH, nHKV, nQ, nKV,
-                             kRowsShared ? sMrow[qc] : maskc_mask_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q)),
-                             mcol[sl], b, h, maskc_nonneg(q), maskc_nonneg(kv));
+        keep = maskc_bwd_mask_rc(sh, buf, pos,
+                                 kRowsShared ? sMrow[qc] : maskc_mask_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q)),
+                                 mcol[sl], b, h, maskc_nonneg(q), maskc_nonneg(kv));
 #endif
       float ds;
-      st[i] = maskc_bwd_elem_rc(sh, buf, b, h, q, kv, keep, st[i], dpt[i], sLse[qc], sDelta[qc], &ds, &run,
-                                kRowsShared ? sSrow[qc] : maskc_score_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q)),
+      const MaskcScoreRow& srow = kRowsShared ? sSrow[qc] : maskc_score_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q));
+#if MASKC_BWD_GLOBAL_POS
+      st[i] = maskc_bwd_elem_pos(sh, buf, pos, b, h, q, kv, keep, st[i], dpt[i], sLse[qc], sDelta[qc], &ds, &run, srow,
+                                 scol[sl]);
+#else
+      st[i] = maskc_bwd_elem_rc(sh, buf, b, h, q, kv, keep, st[i], dpt[i], sLse[qc], sDelta[qc], &ds, &run, srow,
                                 scol[sl]);
+#endif
       dpt[i] = ds;
     }
     // dS^T to shared memory for dQ (pairs of adjacent columns); the
@@ -869,8 +1045,11 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
 #endif
     __syncthreads();  // Q and dO are free for the next tile; dS^T is complete
 
-    have = maskc_bwd_walk_next(sh, buf, b, hkv, k0, w);
-    if (have) maskc_bwd_issue_q(sh, Q, dO, sQ, sdO, b, w, tid, &lse_next, &delta_next);
+    have = maskc_bwd_walk_next(sh, buf, b, hkv, k0, w, sCls);
+    if (have) {
+      maskc_bwd_issue_q(sh, Q, dO, sQ, sdO, b, w, tid, &lse_next, &delta_next);
+      read_next(w);
+    }
 
     if (sh.dq_acc != nullptr) {
       // dQ rows q0 .. q0+63 = dS . K, one 64-column half of D at a time.
@@ -980,6 +1159,8 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
   float* const sDelta = sLse + BM;
   if ((maskc_smem_addr(maskc_bwd_smem) & 1023) != 0) __trap();
   const long long nB = sh.B, nH = sh.H, nHKV = sh.HKV, nQ = sh.Sq, nKV = sh.Skv;
+  const MaskcBwdPos pos = maskc_bwd_pos(sh, buf);
+  (void)pos;
 
   const int tid = threadIdx.x, warp = tid / MASKC_WARP_SIZE, lane = tid % MASKC_WARP_SIZE;
 #if MASKC_BWD_LPT
@@ -1098,13 +1279,17 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
       bool keep = q < Sq && kv < Skv;
 #if defined(MASKC_HAS_MASK)
       if (keep && cls != 2)
-        keep = maskc_mask_rc(buf, nB, nH, nHKV, nQ, nKV, mrow[sl],
-                             kColsShared ? sMcol[kc] : maskc_mask_col(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(kv)),
-                             b, h, maskc_nonneg(q), maskc_nonneg(kv));
+        keep = maskc_bwd_mask_rc(sh, buf, pos, mrow[sl],
+                                 kColsShared ? sMcol[kc] : maskc_mask_col(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(kv)),
+                                 b, h, maskc_nonneg(q), maskc_nonneg(kv));
 #endif
       float ds;
-      maskc_bwd_elem_rc(sh, buf, b, h, q, kv, keep, s[i], dp[i], sLse[qr], sDelta[qr], &ds, nullptr, srow[sl],
-                        kColsShared ? sScol[kc] : maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(kv)));
+      const MaskcScoreCol& scol = kColsShared ? sScol[kc] : maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(kv));
+#if MASKC_BWD_GLOBAL_POS
+      maskc_bwd_elem_pos(sh, buf, pos, b, h, q, kv, keep, s[i], dp[i], sLse[qr], sDelta[qr], &ds, nullptr, srow[sl], scol);
+#else
+      maskc_bwd_elem_rc(sh, buf, b, h, q, kv, keep, s[i], dp[i], sLse[qr], sDelta[qr], &ds, nullptr, srow[sl], scol);
+#endif
       s[i] = ds;
     }
     maskc_mma_pv<MASKC_DT, D, BN>(dq, s, cK, lane);  // dQ += dS . K
