@@ -222,4 +222,18 @@ func writeSegmentSearch(w *strings.Builder, b *BufferABI) {
 		fmt.Fprintf(w, "    lo = last + 1;\n")
 		fmt.Fprintf(w, "  }\n  return lo;\n}\n\n")
 	}
+	// The same searches for one lane alone (a binary search: lanes may ask
+	// for different values), for maskc_kv_intervals_lane's per-row walks.
+	for _, s := range []struct{ fn, cmp, what string }{
+		{"maskc_seg_first_" + name + "_lane", "<", "first index i with " + b.Name + "[i] >= v"},
+		{"maskc_seg_end_" + name + "_lane", "<=", "first index i with " + b.Name + "[i] > v"},
+	} {
+		fmt.Fprintf(w, "// %s (%s is declared segments: non-decreasing); per lane\n", s.what, b.Name)
+		fmt.Fprintf(w, "__device__ __forceinline__ long long %s(const MaskcBuffers& buf, long long v) {\n", s.fn)
+		fmt.Fprintf(w, "  long long lo = 0, hi = buf.dim[%d][0];  // the answer is in [lo, hi]\n", b.Slot)
+		fmt.Fprintf(w, "  while (lo < hi) {\n")
+		fmt.Fprintf(w, "    const long long mid = lo + (hi - lo) / 2;\n")
+		fmt.Fprintf(w, "    if (%s(buf, mid) %s v) lo = mid + 1; else hi = mid;\n", readerName(b), s.cmp)
+		fmt.Fprintf(w, "  }\n  return lo;\n}\n\n")
+	}
 }

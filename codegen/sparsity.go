@@ -92,7 +92,103 @@ func planSparsity(l *dsl.Lowered, bufs []BufferABI, diags *dsl.Diagnostics) spar
 			qRangeSig + " {\n  // not analysed: the pre-pass decides\n  *lo = 0;\n  *hi = Q;\n}\n\n" + trivialQIntervals + "\n" + tileFullSig + " {\n  return false;\n}\n"}
 	}
 	g := &sparsityWriter{w: newFuncWriter(nil, l, cDouble, bufs, diags), f: p.form}
-	return sparsity{plan: p, code: g.kvRange(p) + "\n" + g.qRange(p) + "\n" + g.tileFull(p), segments: p.segments()}
+	return sparsity{plan: p, code: g.kvRange(p) + "\n" + g.rowIntervals(p) + perElementFact(p) + g.qRange(p) + "\n" + g.tileFull(p), segments: p.segments()}
+}
+
+// perElement reports whether no tile of an analytic mask can be proven
+// full (every term has a condition evaluated per element), while its kv
+// walk takes no bound through floor division: a dilated window, not a 2-D
+// neighbourhood. attn_fwd.h then evaluates the mask into keep bits before
+// the MMA on sm_90a (MASKC_MASK_BITS): on the H200 (gpu/NOTES.md, run 19x)
+// dilated2048 and examples/dilated_window gained 4%, where
+// neighbourhood_2d (block-index bounds) lost 9% and masks with full tiles
+// lost up to 5%.
+func perElement(p sparsityPlan) bool {
+	if p.kind != SparsityAnalytic || len(p.disjuncts) == 0 {
+		return false
+	}
+	for _, d := range p.disjuncts {
+		if d.full != nil || len(d.kv.loose) == 0 {
+			return false
+		}
+		for _, s := range d.kv.innerSteps {
+			if s.side.Mul > 1 || s.side.Num.UsesExtras() && readsDiv(p.form, s.side.Num) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// perElementFact is MASKC_MASK_PER_ELEMENT's definition where perElement
+// holds, else "".
+func perElementFact(p sparsityPlan) string {
+	if !perElement(p) {
+		return ""
+	}
+	return "// No tile can be proven full: every visited tile evaluates the mask per element.\n#define MASKC_MASK_PER_ELEMENT 1\n\n"
+}
+
+const kvIntervalsLaneSig = `__device__ __forceinline__ void maskc_g_kv_intervals_lane(const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q, long long KV,
+                                                          long long b, long long h, long long q_lo, long long q_hi, long long* lo, long long* hi)`
+
+const kvRowsExactSig = `__device__ __forceinline__ bool maskc_g_kv_rows_exact(const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q, long long KV)`
+
+// rowsExact reports whether maskc_kv_intervals of a single row q is the
+// row's kept set exactly (where maskc_kv_rows_exact holds at run time):
+// every term bounds kv by sides that normal.Interval proves exact, segment
+// equalities and conditions free of q and kv, with nothing left to evaluate
+// per element, and there are at most maxKVIntervals terms (so that none is
+// merged into a hull).
+func rowsExact(p sparsityPlan) bool {
+	if p.kind != SparsityAnalytic || len(p.disjuncts) == 0 || len(p.disjuncts) > maxKVIntervals {
+		return false
+	}
+	for _, d := range p.disjuncts {
+		if len(d.kv.loose) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// rowIntervals prints, for a mask whose single-row intervals are exact
+// (rowsExact), MASKC_KV_ROWS_EXACT, maskc_kv_intervals_lane (the
+// intervals with per-lane segment searches, so that each lane may ask for
+// its own row) and maskc_kv_rows_exact, the run-time condition: every
+// segments buffer covers Q and KV (else the searches are skipped and an
+// interval only bounds its row). attn_fwd.h's MASKC_ROW_BITS tests a
+// partial tile's keys against the rows' intervals instead of the mask.
+func (g *sparsityWriter) rowIntervals(p sparsityPlan) string {
+	if !rowsExact(p) {
+		return ""
+	}
+	g.lane = "_lane"
+	defer func() { g.lane = "" }()
+	g.reset()
+	g.walkDisjuncts(p, dsl.VarKV, func(i int, n walkNames) {
+		g.line("const bool some%d = %s && %s <= %s && %s <= %s;", i, n.live, n.qa, n.qb, n.ka, n.kb)
+		g.line("lo[%d] = some%d ? %s : 0;", i, i, n.ka)
+		g.line("hi[%d] = some%d ? %s + 1 : 0;", i, i, n.kb)
+	})
+	var b strings.Builder
+	b.WriteString("// The mask keeps exactly the kv of maskc_kv_intervals(q, q + 1) for every row q\n")
+	b.WriteString("// where maskc_kv_rows_exact holds (its terms are exact bounds and segment equalities).\n")
+	b.WriteString("#define MASKC_KV_ROWS_EXACT 1\n")
+	b.WriteString("// maskc_kv_intervals with per-lane segment searches (lanes may pass different rows).\n")
+	b.WriteString(kvIntervalsLaneSig + " {\n" + g.w.body.String() + "}\n")
+	var conds []string
+	for _, seg := range p.segments() {
+		dim := fmt.Sprintf("buf.dim[%d][0]", seg.Slot)
+		conds = append(conds, fmt.Sprintf("Q <= %s && KV <= %s", dim, dim))
+	}
+	exact := "true"
+	if len(conds) > 0 {
+		exact = strings.Join(conds, " && ")
+	}
+	b.WriteString("// Whether the single-row intervals are exact for this launch: the segment searches apply to every row.\n")
+	b.WriteString(kvRowsExactSig + " {\n  return " + exact + ";\n}\n\n")
+	return b.String()
 }
 
 // choose picks analytic or prepass: the pre-pass pays off only when some
@@ -221,6 +317,9 @@ func sumCode(ts []term, c int64, lit func(int64) string) string {
 type sparsityWriter struct {
 	w *funcWriter
 	f *normal.Form // the plan's normal form
+	// lane is appended to the segment searches' names: "" for the
+	// warp-collective ones, "_lane" for per-lane binary searches.
+	lane string
 }
 
 // reset starts a new function body.
@@ -414,8 +513,8 @@ func (g *sparsityWriter) walkDisjuncts(p sparsityPlan, inner dsl.Var, sink func(
 		for _, seg := range w.segs {
 			rd, dim := readerName(seg), fmt.Sprintf("buf.dim[%d][0]", seg.Slot)
 			g.line("if (%s >= 0 && %s <= %s && %s < %s && %s <= %s) {  // %s[q] == %s[kv]: documents of %s", oa, oa, ob, ob, dim, size, dim, seg.Name, seg.Name, tileRange)
-			g.line("  %s = maskc_py_max(%s, maskc_seg_first_%s(buf, %s(buf, %s)));", ia, ia, cName(seg.Name), rd, oa)
-			g.line("  %s = maskc_py_min(%s, maskc_seg_end_%s(buf, %s(buf, %s)) - 1);", ib, ib, cName(seg.Name), rd, ob)
+			g.line("  %s = maskc_py_max(%s, maskc_seg_first_%s%s(buf, %s(buf, %s)));", ia, ia, cName(seg.Name), g.lane, rd, oa)
+			g.line("  %s = maskc_py_min(%s, maskc_seg_end_%s%s(buf, %s(buf, %s)) - 1);", ib, ib, cName(seg.Name), g.lane, rd, ob)
 			g.line("}")
 		}
 		for _, s := range w.loose {

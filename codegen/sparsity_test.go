@@ -1,6 +1,7 @@
 package codegen
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -44,5 +45,37 @@ func TestSparsityChoice(t *testing.T) {
 				t.Errorf("FlagsEntry %q with sparsity %s", k.FlagsEntry, k.Sparsity)
 			}
 		})
+	}
+}
+
+// TestPartialTileFacts pins the facts codegen gives attn_fwd.h about a
+// mask's partial tiles on the extended benchmark's masks (gpu/NOTES.md run
+// 19x measured the choices they drive): MASKC_KV_ROWS_EXACT (a row's kept
+// keys are its intervals: the forward's MASKC_ROW_BITS) and
+// MASKC_MASK_PER_ELEMENT (no tile full, no floor-division bound: keep bits
+// before the MMA on sm_90a).
+func TestPartialTileFacts(t *testing.T) {
+	for _, tc := range []struct {
+		file             string
+		rows, perElement bool
+	}{
+		{"bench_cases/document.flex", true, false},
+		{"bench_cases_ext/document_sliding.flex", true, false},
+		{"bench_cases/causal.flex", true, false},
+		{"bench_cases_ext/spec_decode.flex", true, false},       // three intervals, block relations
+		{"bench_cases/dilated2048.flex", false, true},           // (q - kv) % 2 per element
+		{"bench_cases_ext/neighbourhood_2d.flex", false, false}, // per element, but block-index bounds
+		{"bench_cases_ext/longformer.flex", false, false},       // pre-pass
+		{"bench_cases/full.flex", false, false},                 // no mask
+	} {
+		k := generateAttention(t, filepath.Join("..", "gpu", tc.file), "", Options{})
+		rows := strings.Contains(k.Generated, "#define MASKC_KV_ROWS_EXACT 1\n")
+		pe := strings.Contains(k.Generated, "#define MASKC_MASK_PER_ELEMENT 1\n")
+		if rows != tc.rows || pe != tc.perElement {
+			t.Errorf("%s: MASKC_KV_ROWS_EXACT %v (want %v), MASKC_MASK_PER_ELEMENT %v (want %v); %s", tc.file, rows, tc.rows, pe, tc.perElement, k.SparsityReason)
+		}
+		if rows && !strings.Contains(k.Generated, "maskc_g_kv_intervals_lane(") {
+			t.Errorf("%s: exact rows without maskc_g_kv_intervals_lane", tc.file)
+		}
 	}
 }

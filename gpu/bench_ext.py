@@ -5,7 +5,7 @@ style masks of gpu/bench_cases_ext and every example that generates a kernel
 (bf16, B=2, H=16, S=8192, D=128).
 
 Usage: python3 gpu/bench_ext.py --generated DIR --buffers BUF.json --tiles TILES.jsonl
-                               [--cases a,b] [--variants base,sched4] [--variant-cases a,b]
+                               [--cases a,b] [--variants base,sched4[@CASE+CASE]] [--variant-cases a,b]
                                [--out FILE.jsonl]
 
 DIR is genkernels' output over those .flex files; BUF.json the buffer
@@ -46,6 +46,22 @@ VARIANTS = {
     "walk0": {"#define MASKC_FLAG_WALK 1": "#define MASKC_FLAG_WALK 0"},
     # the mask evaluated after the tile's MMA, per element (before run 17)
     "bits0": {"#define MASKC_MASK_BITS 1": "#define MASKC_MASK_BITS 0"},
+    # q tiles in the plain order, not longest-first by measured row lengths (hipsrc/attn_fwd.h MASKC_SCHED_LPT)
+    "lpt0": {"#define MASKC_SCHED_LPT 1": "#define MASKC_SCHED_LPT 0"},
+    "sched8": {"#define MASKC_SCHED_GROUP 4": "#define MASKC_SCHED_GROUP 8"},
+    "sched32": {"#define MASKC_SCHED_GROUP 4": "#define MASKC_SCHED_GROUP 32"},
+    # sm_90a: the tile's Q.K^T issued before the keep bits and column reads, waited for after (attn_fwd.h
+    # MASKC_QK_OVERLAP, off by default)
+    "ovl1": {"#define MASKC_QK_OVERLAP 0": "#define MASKC_QK_OVERLAP 1"},
+    # keep bits before the MMA on every masked kernel (their default: reads per key, dilated masks)
+    "bits1": {"#define MASKC_MASK_BITS 0": "#define MASKC_MASK_BITS 1"},
+    # partial tiles of masks whose rows are exact intervals evaluate the mask, not the intervals (attn_fwd.h)
+    "rowbits0": {"#define MASKC_ROW_BITS 1": "#define MASKC_ROW_BITS 0"},
+    # one block of attn_fwd.h per SM on sm_90a (255 registers a thread, no spills; prelude.h)
+    "minb1": {"#define MASKC_NV_WG_MIN_BLOCKS 2": "#define MASKC_NV_WG_MIN_BLOCKS 1"},
+    # tiles classified full / partial per warpgroup (1), and skipped where empty for it (2) (attn_fwd.h)
+    "wtc1": {"#define MASKC_WARP_TILE_CLASS 0": "#define MASKC_WARP_TILE_CLASS 1"},
+    "wtc2": {"#define MASKC_WARP_TILE_CLASS 0": "#define MASKC_WARP_TILE_CLASS 2"},
     # timing only, wrong outputs by design: every visited tile skips the per-element mask
     "nomask": {"    if (full) {\n#if defined(MASKC_HAS_SCORE)": "    if (true) {\n#if defined(MASKC_HAS_SCORE)"},
 }
@@ -78,7 +94,13 @@ def main():
         tiles[os.path.basename(t["flex"]).rsplit(".", 1)[0] + ":" + t["name"]] = t
     want = a.cases.split(",") if a.cases else None
     cases = [(c, src) for c, src in gcases if not c.entry.get("has_sink") and (not want or case_id(c.entry) in want)]
-    variants = a.variants.split(",")
+    # A variant may name its own cases: NAME@CASE+CASE (else --variant-cases, else all).
+    variants, var_cases = [], {}
+    for tok in a.variants.split(","):
+        name, _, only = tok.partition("@")
+        variants.append(name)
+        if only:
+            var_cases[name] = only.split("+")
 
     mg.libs()
     torch.empty(1, device=dev)
@@ -86,7 +108,9 @@ def main():
     vcases = a.variant_cases.split(",") if a.variant_cases else None
     for c, src in cases:
         for var in variants:
-            if var != "base" and vcases and case_id(c.entry) not in vcases:
+            if var != "base" and var in var_cases and case_id(c.entry) not in var_cases[var]:
+                continue
+            if var != "base" and var not in var_cases and vcases and case_id(c.entry) not in vcases:
                 continue
             s = src
             for old, new in VARIANTS[var].items():

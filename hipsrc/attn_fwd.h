@@ -94,6 +94,20 @@
 #ifndef MASKC_FLAG_WALK
 #define MASKC_FLAG_WALK 1
 #endif
+// MASKC_QK_OVERLAP 1 (sm_90a warpgroup MMA, the back end's
+// MASKC_HAS_QK_SPLIT): the tile's Q.K^T is issued first and waited for
+// after the keep bits and the column reads, which then run while the tensor
+// cores work (0: bits, reads, then the MMA). Off by default: on the H200
+// (gpu/NOTES.md, run 19x) it changed nothing on the dilated masks and
+// lost 1-2% on documents and Longformer.
+#ifndef MASKC_QK_OVERLAP
+#define MASKC_QK_OVERLAP 0
+#endif
+#if MASKC_QK_OVERLAP && defined(MASKC_HAS_QK_SPLIT)
+#define MASKC_QK_SPLIT 1
+#else
+#define MASKC_QK_SPLIT 0
+#endif
 // MASKC_MASK_BITS 1: on a partial tile, the mask (its column parts and
 // the per-element test, with keys past Skv) is evaluated before the tile's
 // Q.K^T into one bit per logit, so that only the bits, not the column
@@ -105,12 +119,64 @@
 // stay live across the MMA and spill: on the H200 (gpu/NOTES.md, run 17)
 // document +9%, document_sliding +12%, longformer +13%, and spills 144 ->
 // 72 bytes; on an arithmetic mask (neighbourhood_2d, pre-pass) 1 lost 4%.
+// It is also 1 on sm_90a where no tile can be proven full and no kv bound
+// goes through floor division (MASKC_MASK_PER_ELEMENT, codegen: dilated
+// windows): run 19x, dilated2048 0.901 -> 0.940, dilated_window 0.891 ->
+// 0.926 of Flex, where neighbourhood_2d lost 9% and masks with full tiles
+// (block_causal, spec_decode, prefix_lm_per_batch) 3-5%.
 #ifndef MASKC_MASK_BITS
-#if defined(MASKC_MASK_COL_READS)
+#if defined(MASKC_MASK_COL_READS) || (defined(MASKC_MASK_PER_ELEMENT) && defined(MASKC_NV_WGMMA) && MASKC_NV_WGMMA)
 #define MASKC_MASK_BITS 1
 #else
 #define MASKC_MASK_BITS 0
 #endif
+#endif
+// MASKC_ROW_BITS 1: where the generated part proves that a row's kept keys
+// are exactly its own maskc_kv_intervals (MASKC_KV_ROWS_EXACT: bounds
+// linear in kv and segment equalities, nothing evaluated per element), each
+// lane computes its rows' intervals once (maskc_kv_intervals_lane) and a
+// partial tile's keep bits test the keys against them (a subtraction and
+// an unsigned compare per logit and interval) instead of reading the
+// mask's columns and evaluating it. Used with MASKC_MASK_BITS, where
+// maskc_kv_rows_exact holds at run time. NVIDIA by default (measured on the
+// H200, gpu/NOTES.md run 19x).
+#if defined(MASKC_KV_ROWS_EXACT) && defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC) && MASKC_MASK_BITS
+#ifndef MASKC_ROW_BITS
+#if defined(MASKC_PLATFORM_NVIDIA)
+#define MASKC_ROW_BITS 1
+#else
+#define MASKC_ROW_BITS 0
+#endif
+#endif
+#else
+#undef MASKC_ROW_BITS
+#define MASKC_ROW_BITS 0
+#endif
+// MASKC_SCHED_LPT 1: with a mask whose rows differ in length in ways the
+// reverse q-tile order does not follow (documents, pre-pass masks), each
+// block first measures the rows of its (b, h) (the tiles each q tile's walk
+// visits, or its non-empty pre-pass flags) and runs the q tile of its rank in
+// longest-first order (maskc_lpt_rank in tile_walk.h), so that the launch's
+// last wave holds the short rows. Only up to MASKC_SCHED_LPT_MAX_QT q tiles
+// (and, with pre-pass flags, MASKC_SCHED_LPT_MAX_FLAGS flags of a (b, h)),
+// so that the measuring stays a small share of a block's work; beyond, the
+// plain order. The default is 1 for pre-pass kernels on NVIDIA: on the
+// H200 (gpu/NOTES.md, run 19x) Longformer +5%; documents lost 15-25% (the
+// measuring, 64 walks with segment searches per block, costs more than the
+// order wins: their rows are a few tiles each); not measured on AMD, where
+// gfx90a's build of a pre-pass kernel took 20 bytes of scratch with it.
+#ifndef MASKC_SCHED_LPT
+#if defined(MASKC_PLATFORM_NVIDIA) && defined(MASKC_SPARSITY_PREPASS)
+#define MASKC_SCHED_LPT 1
+#else
+#define MASKC_SCHED_LPT 0
+#endif
+#endif
+#ifndef MASKC_SCHED_LPT_MAX_QT
+#define MASKC_SCHED_LPT_MAX_QT 256
+#endif
+#ifndef MASKC_SCHED_LPT_MAX_FLAGS
+#define MASKC_SCHED_LPT_MAX_FLAGS 65536
 #endif
 #ifndef MASKC_MASK_USES_B
 #define MASKC_MASK_USES_B 1
@@ -196,6 +262,45 @@ __device__ __forceinline__ long long maskc_flag_row(const MaskcShape& sh, int b,
 }
 
 #if !MASKC_FWD_WS
+#if MASKC_SCHED_LPT && defined(MASKC_HAS_MASK) && (defined(MASKC_SPARSITY_ANALYTIC) || defined(MASKC_SPARSITY_PREPASS))
+#define MASKC_LPT_ON 1
+// The q tile that the block of longest-first rank `rank` runs among the
+// n_qt tiles of (b, h) (MASKC_SCHED_LPT): every warp measures q tiles
+// warp, warp + MASKC_NUM_WARPS, ... into shared memory, then the thread
+// holding the tile of place `rank` publishes it. Block-collective; `smem`
+// holds n_qt + 1 ints and is free again when it returns.
+__device__ __forceinline__ int maskc_lpt_q_tile(int rank, int n_qt, int n_kt, const MaskcShape& shape,
+                                                const MaskcBuffers& buf, int b, int h, int* smem) {
+  const int tid = threadIdx.x, warp = tid / MASKC_WARP_SIZE, lane = tid % MASKC_WARP_SIZE;
+  int* len = smem;
+  const long long nB = shape.B, nH = shape.H, nHKV = shape.HKV, nQ = shape.Sq, nKV = shape.Skv;
+  (void)nB, (void)nH, (void)nHKV, (void)nQ, (void)nKV, (void)n_kt, (void)buf;
+  for (int t = warp; t < n_qt; t += MASKC_NUM_WARPS) {
+#if defined(MASKC_SPARSITY_PREPASS)
+    const unsigned char* row = shape.tile_flags + maskc_flag_row(shape, b, h, t, n_qt, n_kt);
+    int c = 0;
+    for (int u = lane; u < n_kt; u += MASKC_WARP_SIZE) c += row[u] != 0;
+#pragma unroll
+    for (int w = 1; w < MASKC_WARP_SIZE; w *= 2) c += maskc_shfl_xor_int(c, w);
+#else
+    MaskcTileWalk<maskc_kv_interval_count> w;
+    maskc_walk_build(w, buf, nB, nH, nHKV, nQ, nKV, b, h, (long long)t * MASKC_BLOCK_M,
+                     min((long long)t * MASKC_BLOCK_M + MASKC_BLOCK_M, nQ), MASKC_BLOCK_N);
+    const int c = w.count();
+#endif
+    if (lane == 0) len[t] = c;
+  }
+  __syncthreads();
+  for (int t = tid; t < n_qt; t += MASKC_NUM_THREADS)
+    if (maskc_lpt_rank(len, n_qt, t) == rank) len[n_qt] = t;
+  __syncthreads();
+  const int qt = len[n_qt];
+  __syncthreads();  // the memory is the kernel's again
+  return qt;
+}
+#else
+#define MASKC_LPT_ON 0
+#endif
 extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS)
     maskc_attn_fwd(const maskc_elem_t* __restrict__ Q, const maskc_elem_t* __restrict__ K,
                    const maskc_elem_t* __restrict__ V, maskc_elem_t* __restrict__ O, float* __restrict__ LSE,
@@ -213,6 +318,15 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
   const int n_kt = (shape.Skv + MASKC_BLOCK_N - 1) / MASKC_BLOCK_N;
   int qt, h_, b_;  // longest rows of causal-like masks first (tile_walk.h)
   maskc_q_tile_order(n_qt, shape.H, shape.B, &qt, &h_, &b_);
+#if MASKC_LPT_ON
+  // Rows measured: the same rank, longest-first by length (every thread of
+  // the block takes the branch alike).
+  bool lpt = n_qt > 1 && n_qt <= MASKC_SCHED_LPT_MAX_QT && (n_qt + 1) * (int)sizeof(int) <= MASKC_SMEM_BYTES;
+#if defined(MASKC_SPARSITY_PREPASS)
+  lpt = lpt && (long long)n_qt * n_kt <= MASKC_SCHED_LPT_MAX_FLAGS;
+#endif
+  if (lpt) qt = maskc_lpt_q_tile(n_qt - 1 - qt, n_qt, n_kt, shape, buf, b_, h_, (int*)maskc_smem_raw);
+#endif
   const int h = maskc_nonneg(h_), b = maskc_nonneg(b_);
   const int Sq = maskc_nonneg(shape.Sq), Skv = maskc_nonneg(shape.Skv);
   const int q0 = qt * MASKC_BLOCK_M;
@@ -373,6 +487,23 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
     mrow[sl] = maskc_mask_row(buf, nB, nH, nHKV, nQ, nKV, b, h, qs);
     srow[sl] = maskc_score_row(buf, nB, nH, nHKV, nQ, nKV, b, h, qs);
   }
+#if MASKC_ROW_BITS
+  // Each row's kept keys: [rlo, rlo + rlen) per interval of the mask
+  // (MASKC_ROW_BITS); rows past Sq keep none (they are never stored).
+  const bool rows_exact = maskc_kv_rows_exact(buf, nB, nH, nHKV, nQ, nKV);
+  int rlo[MASKC_ROW_SLOTS][maskc_kv_interval_count], rlen[MASKC_ROW_SLOTS][maskc_kv_interval_count];
+#pragma unroll
+  for (int sl = 0; sl < MASKC_ROW_SLOTS; ++sl) {
+    const int qs = maskc_nonneg(row_base + maskc_slot_row(lane, sl));
+    long long lo[maskc_kv_interval_count], hi[maskc_kv_interval_count];
+    maskc_kv_intervals_lane(buf, nB, nH, nHKV, nQ, nKV, b, h, qs, (long long)qs + 1, lo, hi);
+#pragma unroll
+    for (int i = 0; i < maskc_kv_interval_count; ++i) {
+      rlo[sl][i] = (int)lo[i];
+      rlen[sl][i] = qs < Sq ? (int)(hi[i] - lo[i]) : 0;
+    }
+  }
+#endif
 #define MASKC_COL_SLOTS (MASKC_BLOCK_N / 4)
   // The column parts of a tile; the mask's only where it is not full.
 #if MASKC_MASK_BITS
@@ -442,12 +573,32 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
 
 #define MASKC_S_ROW(i) maskc_nonneg(row_base + maskc_frag_row<MASKC_BLOCK_N>(lane, i))
 #define MASKC_S_COL(i) maskc_nonneg(kv0 + maskc_frag_col<MASKC_BLOCK_N>(lane, i))
+    float s[MASKC_S_ELEMS];
+#if MASKC_QK_SPLIT
+#pragma unroll
+    for (int i = 0; i < MASKC_S_ELEMS; ++i) s[i] = 0.f;
+    maskc_mma_qk_issue<MASKC_DT, MASKC_HEAD_DIM, MASKC_BLOCK_N>(s, qf, sK);
+#endif
 #if MASKC_MASK_BITS
     // The tile's keep bits (bit i % 32 of word i / 32: logit i kept).
     unsigned kbits[(MASKC_S_ELEMS + 31) / 32];
 #pragma unroll
     for (int w = 0; w < (MASKC_S_ELEMS + 31) / 32; ++w) kbits[w] = 0u;
     if (!full) {
+#if MASKC_ROW_BITS
+      if (rows_exact) {
+#pragma unroll
+        for (int i = 0; i < MASKC_S_ELEMS; ++i) {
+          const int sl = maskc_frag_slot<MASKC_BLOCK_N>(i), kvi = MASKC_S_COL(i);
+          bool keep = false;
+#pragma unroll
+          for (int j = 0; j < maskc_kv_interval_count; ++j)
+            keep = keep || (unsigned)(kvi - rlo[sl][j]) < (unsigned)rlen[sl][j];
+          kbits[i / 32] |= (unsigned)keep << (i % 32);
+        }
+      } else
+#endif
+      {
 #if defined(MASKC_HAS_MASK)
       MaskcMaskCol bcol[MASKC_COL_SLOTS];
 #pragma unroll
@@ -466,15 +617,19 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
 #endif
         kbits[i / 32] |= (unsigned)keep << (i % 32);
       }
+      }
     }
 #endif
 #if MASKC_COL_EARLY
     MASKC_READ_COLS()
 #endif
-    float s[MASKC_S_ELEMS];
+#if MASKC_QK_SPLIT
+    maskc_mma_qk_wait<MASKC_BLOCK_N>(s);
+#else
 #pragma unroll
     for (int i = 0; i < MASKC_S_ELEMS; ++i) s[i] = 0.f;
     maskc_mma_qk<MASKC_DT, MASKC_HEAD_DIM, MASKC_BLOCK_N>(s, qf, sK, lane);
+#endif
 #if !MASKC_COL_EARLY
     MASKC_READ_COLS()
 #endif

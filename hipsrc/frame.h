@@ -112,6 +112,22 @@ __device__ __forceinline__ void maskc_kv_intervals(const MaskcBuffers& buf, long
   maskc_g_kv_intervals(buf, B, f.H, f.HKV, f.Q, f.KV, b, h + f.h0, q_lo + f.q0, q_hi + f.q0, lo, hi);
   for (int i = 0; i < maskc_kv_interval_count; ++i) maskc_frame_local(&lo[i], &hi[i], f.kv0, KV);
 }
+#if defined(MASKC_KV_ROWS_EXACT)
+// maskc_kv_intervals with per-lane segment searches (each lane its own rows),
+// and whether one row's intervals are exactly its kept keys in this launch.
+__device__ __forceinline__ void maskc_kv_intervals_lane(const MaskcBuffers& buf, long long B, long long H, long long HKV,
+                                                        long long Q, long long KV, long long b, long long h, long long q_lo,
+                                                        long long q_hi, long long* lo, long long* hi) {
+  const MaskcFrame f = maskc_frame(buf, H, HKV, Q, KV);
+  maskc_g_kv_intervals_lane(buf, B, f.H, f.HKV, f.Q, f.KV, b, h + f.h0, q_lo + f.q0, q_hi + f.q0, lo, hi);
+  for (int i = 0; i < maskc_kv_interval_count; ++i) maskc_frame_local(&lo[i], &hi[i], f.kv0, KV);
+}
+__device__ __forceinline__ bool maskc_kv_rows_exact(const MaskcBuffers& buf, long long B, long long H, long long HKV,
+                                                    long long Q, long long KV) {
+  const MaskcFrame f = maskc_frame(buf, H, HKV, Q, KV);
+  return maskc_g_kv_rows_exact(buf, B, f.H, f.HKV, f.Q, f.KV);
+}
+#endif
 // The local q indices outside [*lo, *hi) are masked for every local kv in [kv_lo, kv_hi).
 __device__ __forceinline__ void maskc_q_range(const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q,
                                               long long KV, long long b, long long h, long long kv_lo, long long kv_hi,

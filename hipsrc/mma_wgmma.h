@@ -207,10 +207,14 @@ __device__ __forceinline__ void maskc_wgmma_rs(float* d, const maskc_u32 (&a)[4]
     maskc_wgmma_rs_n256<DT>(d, a, db);
 }
 
-// s += Q_wg . K_tile^T for the warpgroup's 64 rows (q.sQ points at them).
+// s += Q_wg . K_tile^T for the warpgroup's 64 rows (q.sQ points at them),
+// in two halves: maskc_mma_qk_issue starts the MMAs (s must then not be
+// read or written) and maskc_mma_qk_wait waits for them, so that a kernel
+// can do work that does not touch s in between (attn_fwd.h's
+// MASKC_QK_OVERLAP: the mask's keep bits); maskc_mma_qk does both.
+#define MASKC_HAS_QK_SPLIT 1
 template <int DT, int D, int BN>
-__device__ __forceinline__ void maskc_mma_qk(float* s, const MaskcQFrag<D>& q, const maskc_elem_t* sK, int lane) {
-  (void)lane;
+__device__ __forceinline__ void maskc_mma_qk_issue(float* s, const MaskcQFrag<D>& q, const maskc_elem_t* sK) {
   maskc_wg_fence_regs<BN / 2>(s);
   maskc_wg_fence();
 #pragma unroll
@@ -222,8 +226,19 @@ __device__ __forceinline__ void maskc_mma_qk(float* s, const MaskcQFrag<D>& q, c
     maskc_wgmma_ss<DT, BN>(s, da, db);
   }
   maskc_wg_commit();
+  maskc_wg_fence_regs<BN / 2>(s);
+}
+template <int BN>
+__device__ __forceinline__ void maskc_mma_qk_wait(float* s) {
+  maskc_wg_fence_regs<BN / 2>(s);
   maskc_wg_wait();
   maskc_wg_fence_regs<BN / 2>(s);
+}
+template <int DT, int D, int BN>
+__device__ __forceinline__ void maskc_mma_qk(float* s, const MaskcQFrag<D>& q, const maskc_elem_t* sK, int lane) {
+  (void)lane;
+  maskc_mma_qk_issue<DT, D, BN>(s, q, sK);
+  maskc_mma_qk_wait<BN>(s);
 }
 
 // o += P . V_tile: P (the logits' fragments, rounded to DT) from registers.

@@ -19,6 +19,9 @@
 //   maskc_q_tile_order(...) the (q tile, h, b) a block of the forward grid
 //                           runs: the longest rows of causal-like masks first,
 //                           across heads (MASKC_SCHED_GROUP at a time).
+//   maskc_lpt_rank(...)     a q tile's place in the longest-first order of
+//                           its (b, h)'s measured row lengths (MASKC_SCHED_LPT
+//                           in attn_fwd.h: documents, pre-pass masks).
 #ifndef MASKC_TILE_WALK_H
 #define MASKC_TILE_WALK_H
 
@@ -64,6 +67,14 @@ struct MaskcTileWalk {
 
   __device__ __forceinline__ int begin() const { return first; }
   __device__ __forceinline__ int end() const { return last; }
+  // How many tiles the walk visits.
+  __device__ __forceinline__ int count() const {
+    int c = 0;
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+      if ((live >> i) & 1u) c += hi[i] - lo[i];
+    return c;
+  }
   // The first visited tile >= t, or end() when none.
   __device__ __forceinline__ int next(int t) const {
     int r = last;
@@ -224,6 +235,22 @@ __device__ __forceinline__ void maskc_q_tile_order(int n_qt, int H, int B, int* 
   *qt = n_qt - 1 - rank;
   *h = p % H;
   *b = p / H;
+}
+
+// Longest-first order from measured lengths (MASKC_SCHED_LPT, attn_fwd.h):
+// the place of q tile t when the n tiles of one (b, h) are sorted by
+// decreasing len[], ties by decreasing index (so that equal lengths keep
+// maskc_q_tile_order's reverse order). The places of 0 .. n-1 are a
+// permutation of 0 .. n-1; the block whose rank (maskc_q_tile_order's
+// n_qt - 1 - qt) is r runs the tile whose place is r. With the hardware
+// handing blocks out in launch order, that is a greedy longest-processing-
+// time-first schedule of each group of heads: the last blocks to start are
+// the shortest rows, so that the launch does not end on one long row.
+__device__ __forceinline__ int maskc_lpt_rank(const int* len, int n, int t) {
+  const int lt = len[t];
+  int r = 0;
+  for (int u = 0; u < n; ++u) r += len[u] > lt || (len[u] == lt && u > t);
+  return r;
 }
 
 #endif  // MASKC_TILE_WALK_H

@@ -77,6 +77,10 @@ static int check_walk(unsigned seed) {
       }
       if (any) want.push_back(t);
     }
+    if (w.count() != (int)got.size()) {
+      printf("walk N=%d kv_len=%d bn=%d: count() %d, %zu tiles visited\n", N, kv_len, bn, w.count(), got.size());
+      return 1;
+    }
     if (got != want) {
       printf("walk N=%d kv_len=%d bn=%d: %zu tiles visited, %zu meet an interval\n", N, kv_len, bn, got.size(), want.size());
       return 1;
@@ -158,9 +162,42 @@ static int check_flag_walk() {
   return 0;
 }
 
+// maskc_lpt_rank over random length rows (few distinct values, so ties
+// are common): the places are a permutation, lengths do not increase along
+// it, and equal lengths keep decreasing tile indices; with every length
+// equal it is maskc_q_tile_order's reverse order.
+static int check_lpt() {
+  srand(11);
+  for (int it = 0; it < 3000; ++it) {
+    const int n = 1 + rand() % 70, spread = it % 3 == 0 ? 1 : 1 + rand() % 9;
+    std::vector<int> len(n), at(n, -1);
+    for (int t = 0; t < n; ++t) len[t] = rand() % spread;
+    for (int t = 0; t < n; ++t) {
+      const int r = maskc_lpt_rank(len.data(), n, t);
+      if (r < 0 || r >= n || at[r] != -1) {
+        printf("lpt n=%d: tile %d has place %d, out of range or taken\n", n, t, r);
+        return 1;
+      }
+      at[r] = t;
+    }
+    for (int r = 1; r < n; ++r) {
+      const int a = at[r - 1], b = at[r];
+      if (len[a] < len[b] || (len[a] == len[b] && a < b)) {
+        printf("lpt n=%d: place %d is tile %d (length %d) after tile %d (length %d)\n", n, r, b, len[b], a, len[a]);
+        return 1;
+      }
+      if (spread == 1 && b != n - 1 - r) {
+        printf("lpt n=%d, equal lengths: place %d is tile %d\n", n, r, b);
+        return 1;
+      }
+    }
+  }
+  return 0;
+}
+
 int main() {
   if (check_walk<1>(1) || check_walk<2>(2) || check_walk<3>(3) || check_walk<8>(4) || check_order() ||
-      check_flag_walk())
+      check_flag_walk() || check_lpt())
     return 1;
   printf("ok\n");
   return 0;
@@ -170,7 +207,8 @@ int main() {
 // TestTileWalkHost compiles tile_walk.h for the host and checks the walk
 // against a brute-force union of the intervals' tiles, and that the q-tile
 // order runs every (q tile, h, b) once, each (b, h)'s longest-first, and
-// the flag walk against the list of a flag row's non-zero tiles.
+// the flag walk against the list of a flag row's non-zero tiles, and the
+// longest-first places of maskc_lpt_rank.
 func TestTileWalkHost(t *testing.T) {
 	cxx, err := exec.LookPath("g++")
 	if err != nil {
