@@ -319,6 +319,45 @@ __device__ __forceinline__ void maskc_bwd_sync_warp() {
   __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
 }
 
+// Kernel arguments read where they are used. The compiler loads every
+// kernel argument at the kernel's entry, so an argument used only after the
+// main loop (the epilogue's output pointers and strides) holds scalar
+// registers through it, and the backward has none to spare: at the
+// per-wave limit they spill (v_writelane). maskc_kernarg<F, I>() points at
+// parameter I of kernel type F in the kernarg segment, through an opaque
+// copy of the segment's pointer, so what is read through it is loaded (a
+// scalar load, from the scalar cache) where it is read. The offset follows
+// the AMDGPU code object ABI: the explicit arguments in order, each at its
+// own alignment (codegen's TestHipccMFMA checks it against the metadata).
+#define MASKC_KERNARG_AS __attribute__((address_space(4)))
+template <int I, class A0, class... A>
+struct MaskcArgType {
+  using type = typename MaskcArgType<I - 1, A...>::type;
+};
+template <class A0, class... A>
+struct MaskcArgType<0, A0, A...> {
+  using type = A0;
+};
+template <class F>
+struct MaskcKernargs;
+template <class... A>
+struct MaskcKernargs<void(A...)> {
+  template <int I>
+  using type = typename MaskcArgType<I, A...>::type;
+  static constexpr unsigned offset(int i) {
+    constexpr unsigned size[] = {sizeof(A)...}, align[] = {alignof(A)...};
+    unsigned off = 0;
+    for (int j = 0; j < i; ++j) off = (off + align[j] - 1) / align[j] * align[j] + size[j];
+    return (off + align[i] - 1) / align[i] * align[i];
+  }
+};
+template <class F, int I>
+__device__ __forceinline__ const MASKC_KERNARG_AS typename MaskcKernargs<F>::template type<I>* maskc_kernarg() {
+  const MASKC_KERNARG_AS char* p = (const MASKC_KERNARG_AS char*)__builtin_amdgcn_kernarg_segment_ptr();
+  asm volatile("" : "+s"(p));
+  return (const MASKC_KERNARG_AS typename MaskcKernargs<F>::template type<I>*)(p + MaskcKernargs<F>::offset(I));
+}
+
 #endif  // platform
 
 // One element in the element type.
@@ -1363,6 +1402,10 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
   maskc_bufgrad_init(run);
 
   for (int h = hkv * group; h < (hkv + 1) * group; ++h) {
+#if defined(MASKC_PLATFORM_AMD)
+    // The buffers and the position frame, read per head, not held through the loop (maskc_kernarg).
+    const MaskcBuffers& buf = *(const MaskcBuffers*)maskc_kernarg<decltype(maskc_attn_bwd), 7>();
+#endif
     const maskc_elem_t* Qp = Q + b * sh.q_stride[0] + h * sh.q_stride[1];
     const maskc_elem_t* dOp = dO + b * sh.do_stride[0] + h * sh.do_stride[1];
     const long long row0 = ((long long)b * sh.H + h) * Sq;
@@ -1382,6 +1425,10 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
     }
 #endif
     for (int qt = qt_begin; qt < qt_end; ++qt) {
+#if defined(MASKC_PLATFORM_AMD)
+      // The buffers and the position frame, read per tile, not held through the loop (maskc_kernarg).
+      const MaskcBuffers& buf = *(const MaskcBuffers*)maskc_kernarg<decltype(maskc_attn_bwd), 7>();
+#endif
       const int q0 = qt * BM;
       const int cls = maskc_bwd_tile_class(sh, buf, b, h, q0, k0);
       if (cls == 0) continue;
@@ -1449,14 +1496,27 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
   for (int r = 0; r < MASKC_SCORE_GRAD_READS; ++r) maskc_bufgrad_flush(sh, run, r);
 #endif
   maskc_copy_wait_all();  // an empty column never waited for its K, V copies
+#if defined(MASKC_PLATFORM_AMD)
+  // dK, dV and their strides read here, not held through the loop (maskc_kernarg).
+  const MASKC_KERNARG_AS MaskcBwdShape* const shl = maskc_kernarg<decltype(maskc_attn_bwd), 6>();
+  maskc_elem_t* dKp = *maskc_kernarg<decltype(maskc_attn_bwd), 4>() + b * shl->dk_stride[0] + hkv * shl->dk_stride[1];
+  maskc_elem_t* dVp = *maskc_kernarg<decltype(maskc_attn_bwd), 5>() + b * shl->dv_stride[0] + hkv * shl->dv_stride[1];
+  const long long dk_row = shl->dk_stride[2], dv_row = shl->dv_stride[2];
+#else
   maskc_elem_t* dKp = dK + b * sh.dk_stride[0] + hkv * sh.dk_stride[1];
   maskc_elem_t* dVp = dV + b * sh.dv_stride[0] + hkv * sh.dv_stride[1];
+#endif
 #pragma unroll
   for (int i = 0; i < MASKC_BACC(DW); ++i) {
     const int kv = k0 + 16 * kb + maskc_bacc_row<DW>(lane, i), c = part * DW + maskc_bacc_col<DW>(lane, i);
     if (kv < Skv) {
+#if defined(MASKC_PLATFORM_AMD)
+      dKp[(long long)kv * dk_row + c] = maskc_to_elem<MASKC_DT>(dk[i]);
+      dVp[(long long)kv * dv_row + c] = maskc_to_elem<MASKC_DT>(dv[i]);
+#else
       dKp[(long long)kv * sh.dk_stride[2] + c] = maskc_to_elem<MASKC_DT>(dk[i]);
       dVp[(long long)kv * sh.dv_stride[2] + c] = maskc_to_elem<MASKC_DT>(dv[i]);
+#endif
     }
   }
 }
