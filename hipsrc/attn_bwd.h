@@ -321,14 +321,17 @@ __device__ __forceinline__ void maskc_bwd_sync_warp() {
 
 // Kernel arguments read where they are used. The compiler loads every
 // kernel argument at the kernel's entry, so an argument used only after the
-// main loop (the epilogue's output pointers and strides) holds scalar
-// registers through it, and the backward has none to spare: at the
-// per-wave limit they spill (v_writelane). maskc_kernarg<F, I>() points at
-// parameter I of kernel type F in the kernarg segment, through an opaque
-// copy of the segment's pointer, so what is read through it is loaded (a
-// scalar load, from the scalar cache) where it is read. The offset follows
-// the AMDGPU code object ABI: the explicit arguments in order, each at its
-// own alignment (codegen's TestHipccMFMA checks it against the metadata).
+// main loop (the epilogue's output pointers and strides), or in a few
+// instructions per iteration of it (the position frame of the tile
+// classes), holds scalar registers through the whole loop, and the backward
+// has none to spare: at the per-wave limit they spill (v_writelane).
+// maskc_kernarg<T, F, I>() points at parameter I (a T) of kernel type F in
+// the kernarg segment, through an opaque copy of the segment's pointer made
+// where it is called, so what is read through it is loaded there (scalar
+// loads from the scalar cache; inside a loop, once per iteration). The
+// offset follows the AMDGPU code object ABI, the explicit arguments in order
+// each at its own alignment; codegen's TestHipccMFMA checks the code
+// objects' metadata against that rule.
 #define MASKC_KERNARG_AS __attribute__((address_space(4)))
 template <int I, class A0, class... A>
 struct MaskcArgType {
@@ -351,11 +354,20 @@ struct MaskcKernargs<void(A...)> {
     return (off + align[i] - 1) / align[i] * align[i];
   }
 };
-template <class F, int I>
-__device__ __forceinline__ const MASKC_KERNARG_AS typename MaskcKernargs<F>::template type<I>* maskc_kernarg() {
+template <class T, class U>
+struct MaskcSameType {
+  static constexpr bool value = false;
+};
+template <class T>
+struct MaskcSameType<T, T> {
+  static constexpr bool value = true;
+};
+template <class T, class F, int I>
+__device__ __forceinline__ const MASKC_KERNARG_AS T* maskc_kernarg() {
+  static_assert(MaskcSameType<T, typename MaskcKernargs<F>::template type<I>>::value, "kernel parameter I is not a T");
   const MASKC_KERNARG_AS char* p = (const MASKC_KERNARG_AS char*)__builtin_amdgcn_kernarg_segment_ptr();
   asm volatile("" : "+s"(p));
-  return (const MASKC_KERNARG_AS typename MaskcKernargs<F>::template type<I>*)(p + MaskcKernargs<F>::offset(I));
+  return (const MASKC_KERNARG_AS T*)(p + MaskcKernargs<F>::offset(I));
 }
 
 #endif  // platform
@@ -1404,7 +1416,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
   for (int h = hkv * group; h < (hkv + 1) * group; ++h) {
 #if defined(MASKC_PLATFORM_AMD)
     // The buffers and the position frame, read per head, not held through the loop (maskc_kernarg).
-    const MaskcBuffers& buf = *(const MaskcBuffers*)maskc_kernarg<decltype(maskc_attn_bwd), 7>();
+    const MaskcBuffers& buf = *(const MaskcBuffers*)maskc_kernarg<MaskcBuffers, decltype(maskc_attn_bwd), 7>();
 #endif
     const maskc_elem_t* Qp = Q + b * sh.q_stride[0] + h * sh.q_stride[1];
     const maskc_elem_t* dOp = dO + b * sh.do_stride[0] + h * sh.do_stride[1];
@@ -1427,7 +1439,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
     for (int qt = qt_begin; qt < qt_end; ++qt) {
 #if defined(MASKC_PLATFORM_AMD)
       // The buffers and the position frame, read per tile, not held through the loop (maskc_kernarg).
-      const MaskcBuffers& buf = *(const MaskcBuffers*)maskc_kernarg<decltype(maskc_attn_bwd), 7>();
+      const MaskcBuffers& buf = *(const MaskcBuffers*)maskc_kernarg<MaskcBuffers, decltype(maskc_attn_bwd), 7>();
 #endif
       const int q0 = qt * BM;
       const int cls = maskc_bwd_tile_class(sh, buf, b, h, q0, k0);
@@ -1498,9 +1510,11 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
   maskc_copy_wait_all();  // an empty column never waited for its K, V copies
 #if defined(MASKC_PLATFORM_AMD)
   // dK, dV and their strides read here, not held through the loop (maskc_kernarg).
-  const MASKC_KERNARG_AS MaskcBwdShape* const shl = maskc_kernarg<decltype(maskc_attn_bwd), 6>();
-  maskc_elem_t* dKp = *maskc_kernarg<decltype(maskc_attn_bwd), 4>() + b * shl->dk_stride[0] + hkv * shl->dk_stride[1];
-  maskc_elem_t* dVp = *maskc_kernarg<decltype(maskc_attn_bwd), 5>() + b * shl->dv_stride[0] + hkv * shl->dv_stride[1];
+  const MASKC_KERNARG_AS MaskcBwdShape* const shl = maskc_kernarg<MaskcBwdShape, decltype(maskc_attn_bwd), 6>();
+  maskc_elem_t* dKp =
+      *maskc_kernarg<maskc_elem_t*, decltype(maskc_attn_bwd), 4>() + b * shl->dk_stride[0] + hkv * shl->dk_stride[1];
+  maskc_elem_t* dVp =
+      *maskc_kernarg<maskc_elem_t*, decltype(maskc_attn_bwd), 5>() + b * shl->dv_stride[0] + hkv * shl->dv_stride[1];
   const long long dk_row = shl->dk_stride[2], dv_row = shl->dv_stride[2];
 #else
   maskc_elem_t* dKp = dK + b * sh.dk_stride[0] + hkv * sh.dk_stride[1];
