@@ -322,9 +322,11 @@ __device__ __forceinline__ void maskc_bwd_sync_warp() {
 // Kernel arguments read where they are used. The compiler loads every
 // kernel argument at the kernel's entry, so an argument used only after the
 // main loop (the epilogue's output pointers and strides), or in a few
-// instructions per iteration of it (the position frame of the tile
-// classes), holds scalar registers through the whole loop, and the backward
-// has none to spare: at the per-wave limit they spill (v_writelane).
+// instructions per iteration of it (the strides of a head's rows, the
+// position frame of the tile classes), holds scalar registers through the
+// whole loop, with what is derived from it (per-lane addresses in vector
+// registers), and the backward has none to spare: at the per-wave limit
+// they spill (v_writelane).
 // maskc_kernarg<T, F, I>() points at parameter I (a T) of kernel type F in
 // the kernarg segment, through an opaque copy of the segment's pointer made
 // where it is called, so what is read through it is loaded there (scalar
@@ -1415,7 +1417,8 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
 
   for (int h = hkv * group; h < (hkv + 1) * group; ++h) {
 #if defined(MASKC_PLATFORM_AMD)
-    // The buffers and the position frame, read per head, not held through the loop (maskc_kernarg).
+    // The shape, buffers and position frame, read per head, not held through the loop (maskc_kernarg).
+    const MaskcBwdShape& sh = *(const MaskcBwdShape*)maskc_kernarg<MaskcBwdShape, decltype(maskc_attn_bwd), 6>();
     const MaskcBuffers& buf = *(const MaskcBuffers*)maskc_kernarg<MaskcBuffers, decltype(maskc_attn_bwd), 7>();
 #endif
     const maskc_elem_t* Qp = Q + b * sh.q_stride[0] + h * sh.q_stride[1];
