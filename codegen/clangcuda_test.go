@@ -14,6 +14,25 @@ import (
 // findClang locates a clang with the NVPTX back end: $MASKC_CLANG, then
 // Debian's clang 15 (installed with hipcc, which depends on it), then
 // clang-15 and clang on PATH.
+// needClang returns the clang of findClang and the absolute path of the
+// NVRTC shim header that the NVIDIA builds include; outside CI a missing
+// clang skips the test, with CI=true it fails.
+func needClang(t *testing.T) (clang, shim string) {
+	t.Helper()
+	if clang = findClang(); clang == "" {
+		msg := "clang (LLVM 15, with NVPTX) is needed: apt-get install hipcc (it depends on clang-15)"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	shim, err := filepath.Abs("testdata/nvrtc_shim.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return clang, shim
+}
+
 func findClang() string {
 	for _, c := range []string{os.Getenv("MASKC_CLANG"), "/usr/lib/llvm-15/bin/clang++", "clang++-15", "clang++"} {
 		if c == "" {
@@ -43,18 +62,7 @@ func findClang() string {
 //
 // Outside CI a missing clang skips the test; with CI=true it fails.
 func TestClangCUDA(t *testing.T) {
-	clang := findClang()
-	if clang == "" {
-		msg := "clang (LLVM 15, with NVPTX) is needed: apt-get install hipcc (it depends on clang-15)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	shim, err := filepath.Abs("testdata/nvrtc_shim.h")
-	if err != nil {
-		t.Fatal(err)
-	}
+	clang, shim := needClang(t)
 	dir := t.TempDir()
 	var names []string
 	headDims := map[string]int{}
@@ -147,17 +155,7 @@ func TestClangCUDA(t *testing.T) {
 // would silently turn the walk back to one class per step (device run 19x:
 // document's fwd+bwd 0.698x of FlexAttention with it, 0.630x without).
 func TestBwdSwitchesResolve(t *testing.T) {
-	clang := findClang()
-	if clang == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("clang (LLVM 15, with NVPTX) is needed: apt-get install hipcc (it depends on clang-15)")
-		}
-		t.Skip("no clang")
-	}
-	shim, err := filepath.Abs("testdata/nvrtc_shim.h")
-	if err != nil {
-		t.Fatal(err)
-	}
+	clang, shim := needClang(t)
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		file, attention string

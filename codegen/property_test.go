@@ -140,17 +140,11 @@ func runProperty(t *testing.T, cases []hostCase, tilesPer int, seed int64) int {
 	return full
 }
 
-// TestHostSemantics checks Python semantics of the generated functions and
-// the soundness of the sparsity functions on the hand-picked cases and on
-// every golden input.
-func TestHostSemantics(t *testing.T) {
+// goldenCases is a host case per attention of every golden input
+// (testdata/golden/*.flex), generated with default options.
+func goldenCases(t *testing.T) []hostCase {
+	t.Helper()
 	var cases []hostCase
-	for _, mc := range maskCases {
-		cases = append(cases, casesOf(t, mc.name+".flex", maskCaseSource(mc.decls, mc.mask, mc.score))...)
-	}
-	for i := range cases {
-		cases[i].exact = exactAnalysis[strings.TrimSuffix(strings.SplitN(cases[i].name, ":", 2)[0], ".flex")]
-	}
 	files, _ := filepath.Glob("testdata/golden/*.flex")
 	for _, f := range files {
 		p := loadProgram(t, f)
@@ -162,6 +156,21 @@ func TestHostSemantics(t *testing.T) {
 			cases = append(cases, hostCase{name: f + ":" + a.Name, prog: p, attn: a, kernel: k})
 		}
 	}
+	return cases
+}
+
+// TestHostSemantics checks Python semantics of the generated functions and
+// the soundness of the sparsity functions on the hand-picked cases and on
+// every golden input.
+func TestHostSemantics(t *testing.T) {
+	var cases []hostCase
+	for _, mc := range maskCases {
+		cases = append(cases, casesOf(t, mc.name+".flex", maskCaseSource(mc.decls, mc.mask, mc.score))...)
+	}
+	for i := range cases {
+		cases[i].exact = exactAnalysis[strings.TrimSuffix(strings.SplitN(cases[i].name, ":", 2)[0], ".flex")]
+	}
+	cases = append(cases, goldenCases(t)...)
 	full := runProperty(t, cases, 40, 1)
 	if full == 0 {
 		t.Errorf("no tile was found full: the full-tile path is not exercised")

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -71,17 +70,7 @@ func TestHostRowIntervals(t *testing.T) {
 	for _, mc := range maskCases {
 		all = append(all, casesOf(t, mc.name+".flex", maskCaseSource(mc.decls, mc.mask, mc.score))...)
 	}
-	files, _ := filepath.Glob("testdata/golden/*.flex")
-	for _, f := range files {
-		p := loadProgram(t, f)
-		for _, a := range p.Attentions {
-			k, diags := Generate(p, a, Options{})
-			if diags.HasErrors() {
-				t.Fatal(diags.Render())
-			}
-			all = append(all, hostCase{name: f + ":" + a.Name, prog: p, attn: a, kernel: k})
-		}
-	}
+	all = append(all, goldenCases(t)...)
 	g := exprGen{rand.New(rand.NewSource(19))}
 	for i := 0; i < 120; i++ {
 		src := maskCaseSource("buffer doc: i32[KV] segments\nbuffer t: i32[KV]\n", g.boolExpr(3), "")

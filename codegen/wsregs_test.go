@@ -20,18 +20,7 @@ import (
 //
 // Outside CI a missing clang skips the test; with CI=true it fails.
 func TestWSRegisterSplit(t *testing.T) {
-	clang := findClang()
-	if clang == "" {
-		msg := "clang (LLVM 15, with NVPTX) is needed: apt-get install hipcc (it depends on clang-15)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	shim, err := filepath.Abs("testdata/nvrtc_shim.h")
-	if err != nil {
-		t.Fatal(err)
-	}
+	clang, shim := needClang(t)
 	dir := t.TempDir()
 	k := generateAttention(t, "testdata/golden/causal.flex", "", Options{})
 	if err := os.WriteFile(filepath.Join(dir, "causal.cu"), []byte(k.Source), 0o644); err != nil {
