@@ -254,7 +254,8 @@ func TestHipccMFMA(t *testing.T) {
 		wg.Go(func() {
 			for j := range jobs {
 				obj := j.b.name + "-hip-amdgcn-amd-amdhsa-" + j.arch + ".out"
-				args := []string{"-x", "hip", "--cuda-device-only", "--no-gpu-bundle-output", "-O3", "-c", "--offload-arch=" + j.arch, j.b.name + ".cu"}
+				args := append([]string{"-x", "hip", "--cuda-device-only", "--no-gpu-bundle-output", "-c"}, hipsrc.HIPOptions(j.arch)...)
+				args = append(args, j.b.name+".cu")
 				hit, err := cache.Build(dir, j.b.name+".cu", obj, args, func() ([]byte, error) {
 					return sidrocm.Command(root, dir, "hipcc", args...).CombinedOutput()
 				})

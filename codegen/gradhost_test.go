@@ -277,7 +277,8 @@ func TestScoreGradHipcc(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "grad.cu"), []byte(b.String()), 0o644))
 	for _, arch := range hipTargets {
-		args := []string{"-x", "hip", "--cuda-device-only", "--no-gpu-bundle-output", "-O3", "-c", "--offload-arch=" + arch, "-o", "grad-" + arch + ".o", "grad.cu"}
+		args := append([]string{"-x", "hip", "--cuda-device-only", "--no-gpu-bundle-output", "-c"}, hipsrc.HIPOptions(arch)...)
+		args = append(args, "-o", "grad-"+arch+".o", "grad.cu")
 		cmd := exec.Command(hipcc, args...)
 		cmd.Dir = dir
 		out, err := cmd.CombinedOutput()

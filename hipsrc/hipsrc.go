@@ -267,6 +267,15 @@ const (
 // Platforms are all platforms, in the order of the constants.
 var Platforms = []Platform{NVIDIA, AMD, NVIDIAWGMMA}
 
+// HIPOptions returns the options of every AMD build of a generated source
+// for arch (maskc compile's hipcc, the runtime's hiprtc, the CDNA tests):
+// the sources are C++17 (if constexpr, loops in constexpr functions), which
+// some hipcc versions do not assume (Debian bookworm's 5.2 compiles C++11
+// unless told).
+func HIPOptions(arch string) []string {
+	return []string{"--offload-arch=" + arch, "-std=c++17", "-O3"}
+}
+
 // WGMMAArch is the architecture NVIDIAWGMMA kernels are compiled for
 // (wgmma needs the arch-specific sm_90a target; its code runs on sm_90).
 const WGMMAArch = "sm_90a"

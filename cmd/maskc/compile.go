@@ -104,7 +104,8 @@ func runCompile(e *env, args []string) int {
 				{bwdName, fmt.Sprintf("%s.bwd.%s.hsaco", pa.Name, arch), pa.Name + "'s backward", &mk.BwdCodeObjects},
 			} {
 				prog.update(len(manifest.Kernels), todo, "hipcc "+src.obj)
-				cmd := exec.Command(hipcc, "--offload-arch="+arch, "--genco", "-O3", "-o", out.Path(src.obj), out.Path(src.file))
+				args := append(hipsrc.HIPOptions(arch), "--genco", "-o", out.Path(src.obj), out.Path(src.file))
+				cmd := exec.Command(hipcc, args...)
 				if log, err := cmd.CombinedOutput(); err != nil {
 					fmt.Fprintf(e.stderr, "maskc: hipcc for %s (%s) failed: %v\n%s", src.what, arch, err, log)
 					return exitError

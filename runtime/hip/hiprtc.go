@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/maskc/maskc/hipsrc"
 	"github.com/maskc/maskc/runtime/backend"
 	"github.com/maskc/maskc/runtime/internal/dl"
 	"github.com/maskc/maskc/runtime/internal/rtc"
@@ -77,7 +78,7 @@ func (c *hiprtc) Version() string {
 
 // BaseOptions implements backend.Compiler.
 func (c *hiprtc) BaseOptions(arch string) []string {
-	return []string{"--offload-arch=" + arch, "-std=c++17", "-O3"}
+	return hipsrc.HIPOptions(arch)
 }
 
 // Compile implements backend.Compiler; the result is an HSA code object.
