@@ -61,7 +61,7 @@ int maskc_warp_count(F probe) {
 }
 `
 
-// readBuffers is the C++ both host mains read a case's buffers with: per
+// readBuffers is the C++ the host mains read a case's buffers with: per
 // buffer its slot, dtype code (i32 i64 f16 bf16 f32 f64 bool), two extents
 // and the elements; store keeps them alive. It returns 0, or the exit code
 // of a malformed input.
@@ -96,12 +96,31 @@ static int read_buffers(int nbuf, MaskcBuffers* buf, std::vector<std::vector<uns
 }
 `
 
+// readTileCase is the C++ the tile mains (hostMain, rowIntervalsMain) read
+// a case with: the namespace index, B H HKV Q KV b h q_lo q_hi kv_lo kv_hi
+// score, the number of buffers, then the buffers (readBuffers). It returns
+// 0, or the exit code of a malformed input.
+const readTileCase = readBuffers + `
+struct TileCase {
+  int idx;
+  long long B, H, HKV, Q, KV, b, h, qlo, qhi, klo, khi;
+  double score;
+  MaskcBuffers buf;
+  std::vector<std::vector<unsigned char> > store;
+};
+static int read_tile_case(TileCase* t) {
+  int nbuf;
+  if (scanf("%d %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lf %d", &t->idx, &t->B, &t->H, &t->HKV, &t->Q, &t->KV, &t->b, &t->h, &t->qlo, &t->qhi, &t->klo, &t->khi, &t->score, &nbuf) != 14) return 3;
+  return read_buffers(nbuf, &t->buf, &t->store);
+}
+`
+
 // hostMain reads cases from stdin. Per case: the namespace index, B H HKV Q
 // KV b h q_lo q_hi kv_lo kv_hi score, the number of buffers, and per buffer
 // its slot, dtype code, two extents and the elements. It prints
 // "lo hi full qlo qhi" (qlo, qhi: maskc_q_range of [kv_lo, kv_hi)), then one line of 0/1 per q in [q_lo, q_hi) over kv in
 // [0, KV), then one line of scores over the tile.
-const hostMain = readBuffers + `
+const hostMain = readTileCase + `
 typedef bool (*mask_fn)(const MaskcBuffers&, long long, long long, long long, long long, long long, long long, long long, long long, long long);
 typedef float (*score_fn)(const MaskcBuffers&, long long, long long, long long, long long, long long, float, long long, long long, long long, long long);
 typedef void (*range_fn)(const MaskcBuffers&, long long, long long, long long, long long, long long, long long, long long, long long, long long, long long*, long long*);
@@ -113,13 +132,13 @@ int main() {
   int ncases;
   if (scanf("%d", &ncases) != 1) return 2;
   for (int c = 0; c < ncases; ++c) {
-    int idx, nbuf;
-    long long B, H, HKV, Q, KV, b, h, qlo, qhi, klo, khi;
-    double score;
-    if (scanf("%d %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lf %d", &idx, &B, &H, &HKV, &Q, &KV, &b, &h, &qlo, &qhi, &klo, &khi, &score, &nbuf) != 14) return 3;
-    MaskcBuffers buf;
-    std::vector<std::vector<unsigned char> > store;
-    if (int rc = read_buffers(nbuf, &buf, &store)) return rc;
+    TileCase t;
+    if (int rc = read_tile_case(&t)) return rc;
+    const int idx = t.idx;
+    const long long B = t.B, H = t.H, HKV = t.HKV, Q = t.Q, KV = t.KV, b = t.b, h = t.h;
+    const long long qlo = t.qlo, qhi = t.qhi, klo = t.klo, khi = t.khi;
+    const double score = t.score;
+    const MaskcBuffers& buf = t.buf;
     const Fns& f = fns[idx];
     long long lo = -1, hi = -1;
     f.range(buf, B, H, HKV, Q, KV, b, h, qlo, qhi, &lo, &hi);
@@ -330,8 +349,9 @@ type hostResult struct {
 	scores               []float64
 }
 
-// runHost runs the host program on the tiles and parses its output.
-func runHost(t *testing.T, exe string, cases []hostCase, tiles []tileCase) []hostResult {
+// runTiles runs a tile main (readTileCase's input) on the tiles and
+// returns its output.
+func runTiles(t *testing.T, exe string, cases []hostCase, tiles []tileCase) []byte {
 	t.Helper()
 	var in strings.Builder
 	w := bufio.NewWriter(&in)
@@ -346,6 +366,13 @@ func runHost(t *testing.T, exe string, cases []hostCase, tiles []tileCase) []hos
 	if err != nil {
 		t.Fatalf("host program: %v", err)
 	}
+	return out
+}
+
+// runHost runs the host program on the tiles and parses its output.
+func runHost(t *testing.T, exe string, cases []hostCase, tiles []tileCase) []hostResult {
+	t.Helper()
+	out := runTiles(t, exe, cases, tiles)
 	sc := bufio.NewScanner(strings.NewReader(string(out)))
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	next := func() string {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"math/rand"
-	"os/exec"
 	"strings"
 	"testing"
 )
@@ -14,7 +13,7 @@ import (
 // maskc_g_kv_intervals_lane(q, q + 1) (clamped to [0, KV), as the frame
 // clamps it) is exactly the set of kv that maskc_mask keeps. It prints per
 // tile "rows mismatches q kv" (the first mismatch, else -1 -1).
-const rowIntervalsMain = readBuffers + `
+const rowIntervalsMain = readTileCase + `
 typedef bool (*mask_fn)(const MaskcBuffers&, long long, long long, long long, long long, long long, long long, long long, long long, long long);
 typedef void (*range_fn)(const MaskcBuffers&, long long, long long, long long, long long, long long, long long, long long, long long, long long, long long*, long long*);
 typedef bool (*exact_fn)(const MaskcBuffers&, long long, long long, long long, long long, long long);
@@ -25,13 +24,12 @@ int main() {
   int ncases;
   if (scanf("%d", &ncases) != 1) return 2;
   for (int c = 0; c < ncases; ++c) {
-    int idx, nbuf;
-    long long B, H, HKV, Q, KV, b, h, qlo, qhi, klo, khi;
-    double score;
-    if (scanf("%d %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lf %d", &idx, &B, &H, &HKV, &Q, &KV, &b, &h, &qlo, &qhi, &klo, &khi, &score, &nbuf) != 14) return 3;
-    MaskcBuffers buf;
-    std::vector<std::vector<unsigned char> > store;
-    if (int rc = read_buffers(nbuf, &buf, &store)) return rc;
+    TileCase t;
+    if (int rc = read_tile_case(&t)) return rc;
+    const int idx = t.idx;
+    const long long B = t.B, H = t.H, HKV = t.HKV, Q = t.Q, KV = t.KV, b = t.b, h = t.h;
+    const long long qlo = t.qlo, qhi = t.qhi;
+    const MaskcBuffers& buf = t.buf;
     const Fns& f = fns[idx];
     long long rows = 0, bad = 0, bq = -1, bkv = -1;
     if (f.exact(buf, B, H, HKV, Q, KV)) {
@@ -110,19 +108,7 @@ func TestHostRowIntervals(t *testing.T) {
 			tiles = append(tiles, randomTile(r, i, c))
 		}
 	}
-	var in strings.Builder
-	w := bufio.NewWriter(&in)
-	fmt.Fprintf(w, "%d\n", len(tiles))
-	for _, tc := range tiles {
-		writeTile(w, cases[tc.idx], tc)
-	}
-	w.Flush()
-	cmd := exec.Command(exe)
-	cmd.Stdin = strings.NewReader(in.String())
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("host program: %v", err)
-	}
+	out := runTiles(t, exe, cases, tiles)
 	sc := bufio.NewScanner(strings.NewReader(string(out)))
 	rows := 0
 	for i := 0; sc.Scan(); i++ {
