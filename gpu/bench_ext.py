@@ -136,9 +136,7 @@ def main():
     v = torch.randn(B, H, S, D, device=dev, dtype=torch.bfloat16)
     o = torch.empty_like(q)
     lse = torch.empty(B, H, S, device=dev, dtype=torch.float32)
-    # Every case compiles flex_attention afresh: past dynamo's recompile limit
-    # (8) a shared torch.compile falls back to the unfused eager path.
-    torch._dynamo.config.recompile_limit = 1024
+    mg.raise_recompile_limits(1024)  # every case compiles flex_attention afresh
     results = []
     for c, _ in cases:
         e, cid = c.entry, case_id(c.entry)

@@ -93,10 +93,7 @@ def main():
     lse = torch.empty(B, H, S, device=dev, dtype=torch.float32)
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     scale = 1.0 / math.sqrt(D)
-    # One compilation per case (each has its own mods), more with
-    # --flex-bufgrad: past dynamo's recompile limit (8) FlexAttention would
-    # silently run its unfused eager path and time 20x slower.
-    torch._dynamo.config.recompile_limit = 64
+    mg.raise_recompile_limits(64)  # one compilation per case (its own mods), more with --flex-bufgrad
     fa = torch.compile(flex_attention)
     qf, kf, vf = [t.clone().requires_grad_(True) for t in (q, k, v)]
     results = []

@@ -255,20 +255,6 @@ def check_kernels(keys, cases, get, emit, big, clock=None, deadline=1e9):
     return total - fails, fails, skipped
 
 
-def raise_recompile_limits():
-    """Every (D, S, mask) of the table is a new guard set for dynamo: past
-    its default limit (8) torch.compile(flex_attention) falls back to the
-    eager flex_attention, which materialises the scores (run 17b's flex
-    figures at D = 256 and its 128-GiB OOM at D = 64, S = 32768)."""
-    cfg = torch._dynamo.config
-    for k in ("recompile_limit", "cache_size_limit"):
-        if hasattr(cfg, k):
-            setattr(cfg, k, 256)
-    for k in ("accumulated_recompile_limit", "accumulated_cache_size_limit"):
-        if hasattr(cfg, k):
-            setattr(cfg, k, 4096)
-
-
 def flex_fns(fa, qg, kg, vg, do, bm, scale):
     """FlexAttention's forward and forward + backward on the grad leaves."""
     def fx():
@@ -283,7 +269,7 @@ def flex_fns(fa, qg, kg, vg, do, bm, scale):
 def bench(a, emit, clock, cases, get, vkeys):
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.nn.attention.flex_attention import create_block_mask, flex_attention
-    raise_recompile_limits()
+    mg.raise_recompile_limits(256, 4096)  # every (D, S, mask) row is a new guard set for dynamo
     fa = torch.compile(flex_attention)
     dims = [int(x) for x in a.dims.split(",")]
     seqs = [int(x) for x in a.seqs.split(",")]

@@ -356,6 +356,24 @@ def time_ms(fn, iters=20, warmup=3):
     return sorted(a.elapsed_time(b) for a, b in ts)[len(ts) // 2]
 
 
+def raise_recompile_limits(per_code, accumulated=None):
+    """Raises dynamo's recompile limit to per_code (and, given, its
+    accumulated limit): a benchmark compiles flex_attention once per case,
+    and past the default limit (8) torch.compile silently falls back to the
+    unfused eager flex_attention, which materialises the scores and times
+    many times slower (run 17b's D = 256 figures, its out-of-memory at
+    D = 64, S = 32768). Both spellings of each limit are set where torch
+    has them."""
+    cfg = torch._dynamo.config
+    for k in ("recompile_limit", "cache_size_limit"):
+        if hasattr(cfg, k):
+            setattr(cfg, k, per_code)
+    if accumulated is not None:
+        for k in ("accumulated_recompile_limit", "accumulated_cache_size_limit"):
+            if hasattr(cfg, k):
+                setattr(cfg, k, accumulated)
+
+
 def time_flex(row, fwd, flops):
     """Runs fwd (a compiled FlexAttention forward) once, then times it:
     row gains flex_compile_s (the first call, compilation included), flex_ms
