@@ -99,10 +99,19 @@
 // MASKC_BWD_WG_BATCH: the wgmma kernel issues S^T with dP^T and dV with dK
 // as one commit group each (0: one wait per product).
 #define MASKC_BWD_WG_BATCH 1
-// MASKC_BWD_DQ_RED: dQ's atomics as 4-float vector reductions
-// (red.global.add.v4.f32) instead of one atomic per float (0: 1.2-2x slower
-// forward + backward on the H200, gpu/NOTES.md run 14).
+// MASKC_BWD_DQ_RED: how the wgmma maskc_attn_bwd adds dQ into dq_acc.
+// 1: 4-float vector reductions (red.global.add.v4.f32) from registers;
+// 0: one atomic per float (1.2-2x slower forward + backward on the H200,
+// gpu/NOTES.md run 14); 2: each warp stores its 16 rows of the tile's dQ to
+// shared memory and adds them with one bulk reduction
+// (cp.reduce.async.bulk ... add.f32, as FlashAttention-3's dQ accumulation):
+// a quarter of the L2 requests (whole lines instead of 32-byte pieces of 16
+// rows per instruction) and no reduction instruction per lane. dq_acc's rows
+// then hold their columns in the order maskc_bwd_dq_slot gives (conflict-free
+// shared stores), which maskc_attn_bwd_dq_convert undoes.
+#ifndef MASKC_BWD_DQ_RED
 #define MASKC_BWD_DQ_RED 1
+#endif
 // MASKC_BWD_LPT N > 0: the wgmma kernels take their tiles longest first
 // within groups of N (batch, head) pairs of consecutive blocks:
 // maskc_attn_bwd's kv tile index is the slowest-varying part of the block's
@@ -130,6 +139,24 @@
 #else
 #define MASKC_BWD_WG 0
 #endif
+// dq_acc's rows hold their columns permuted (MASKC_BWD_DQ_RED 2).
+#define MASKC_BWD_DQ_BULK (MASKC_BWD_WG && MASKC_BWD_DQ_RED == 2)
+
+// Where column c of dq_acc's row q lies in that row: the identity, or under
+// MASKC_BWD_DQ_BULK the order in which the wgmma kernel's lanes store their
+// accumulators (maskc_attn_bwd): 16-byte chunks of four floats, chunk
+// (c / 64) * 16 + (c % 64 / 16) * 4 + (c % 8) / 2, XOR 4 on odd rows, and in
+// the chunk (c % 16) / 8 * 2 + c % 2. Pairs of adjacent columns stay
+// adjacent.
+__device__ __forceinline__ int maskc_bwd_dq_slot(int q, int c) {
+#if MASKC_BWD_DQ_BULK
+  const int chunk = (((c >> 6) << 4) | (((c & 63) >> 4) << 2) | ((c & 7) >> 1)) ^ ((q & 1) << 2);
+  return chunk * 4 + ((c >> 3) & 1) * 2 + (c & 1);
+#else
+  (void)q;
+  return c;
+#endif
+}
 
 static_assert(MASKC_BWD_WARPS % MASKC_BWD_KB == 0 && MASKC_BWD_KB * MASKC_BWD_WK == MASKC_BWD_WARPS,
               "the warps take whole 16-key blocks");
@@ -750,6 +777,26 @@ __device__ __forceinline__ void maskc_bwd_red4(float* p, float a, float b, float
   asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
 }
 
+// p[0..3] = (a, b, c, d) in shared memory (p 16-byte aligned).
+__device__ __forceinline__ void maskc_bwd_st4(float* p, float a, float b, float c, float d) {
+  asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(maskc_smem_addr(p)), "f"(a), "f"(b), "f"(c), "f"(d)
+               : "memory");
+}
+
+// Adds bytes (a multiple of 16) of shared memory at src to global memory at
+// dst (both 16-byte aligned) in one bulk reduction, as its own bulk group.
+__device__ __forceinline__ void maskc_bwd_bulk_add(float* dst, const float* src, unsigned bytes) {
+  asm volatile(
+      "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n"
+      "cp.async.bulk.commit_group;" ::"l"(dst),
+      "r"(maskc_smem_addr(src)), "r"(bytes)
+      : "memory");
+}
+// This thread's bulk reductions have read their shared memory (.read) or
+// are complete.
+__device__ __forceinline__ void maskc_bwd_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+__device__ __forceinline__ void maskc_bwd_bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+
 // Shared-memory writes by ordinary stores made visible to the MMA's reads
 // (before the barrier that precedes them).
 __device__ __forceinline__ void maskc_bwd_fence_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
@@ -795,7 +842,10 @@ __device__ __forceinline__ void maskc_bwd_lpt_block(int* t, int* z) {
 // at a time on the critical path. The classes are the same.
 // 1: where a class costs reads of memory (a mask reading a buffer per key,
 // such as document's segment ids, or the pre-pass flags), 2: every masked
-// kernel, 0: never.
+// kernel, 0: never. 3 (a timing experiment for closed-form ranges): no
+// classes at all under MASKC_SPARSITY_ANALYTIC, every q tile of the range
+// visited as a partial one (exact: the mask is evaluated per element; an
+// empty tile of the range costs its products).
 #ifndef MASKC_BWD_CLS_AHEAD
 #define MASKC_BWD_CLS_AHEAD 1
 #endif
@@ -814,9 +864,22 @@ __device__ __forceinline__ void maskc_bwd_lpt_block(int* t, int* z) {
 #ifndef MASKC_BWD_READS_EARLY
 #define MASKC_BWD_READS_EARLY 1
 #endif
+// MASKC_BWD_ROTATE: each program walks a head's q tiles starting at its
+// diagonal tile (the q tile at its kv tile's position, where the range
+// holds it), wrapping round to the range's start. Where many kv tiles share
+// a q range (full, a prefix's columns) their programs, started together,
+// otherwise walk the same q tiles in step and add dQ to the same rows of
+// dq_acc at the same time; rotated, they start spread over the range.
+// Causal-like ranges already start at the diagonal (nothing changes there).
+// Every program's order is fixed, so the deterministic mode stays bitwise
+// reproducible. 0: every range from its start.
+#ifndef MASKC_BWD_ROTATE
+#define MASKC_BWD_ROTATE 0
+#endif
 struct MaskcBwdWalk {
   int h, qt, qt_end, cls;
   int c0, c1;  // cls holds the classes of q tiles [c0, c1) of head h
+  int lo, n, len, rot;  // q tile qt = lo + (n + rot) % len, n = 0 .. len - 1
 };
 
 // The classes of q tiles [t0, t1) of head h against kv tile k0 into
@@ -841,10 +904,10 @@ __device__ __forceinline__ bool maskc_bwd_walk_next(const MaskcBwdShape& sh, con
   const int n_qt = (sh.Sq + BM - 1) / BM;
   (void)cls;
   for (;;) {
-    ++w.qt;
-    while (w.qt >= w.qt_end) {
+    ++w.n;
+    while (w.n >= w.len) {
       if (++w.h >= (hkv + 1) * group) return false;
-      w.qt = 0;
+      w.lo = 0;
       w.qt_end = n_qt;
       w.c0 = w.c1 = 0;
 #if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
@@ -852,19 +915,31 @@ __device__ __forceinline__ bool maskc_bwd_walk_next(const MaskcBwdShape& sh, con
       maskc_q_range(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, w.h, k0, min(k0 + BN, sh.Skv), &lo, &hi);
       lo = lo < 0 ? 0 : lo;
       hi = hi > sh.Sq ? sh.Sq : hi;
-      w.qt = hi <= lo ? 0 : (int)(lo / BM);
+      w.lo = hi <= lo ? 0 : (int)(lo / BM);
       w.qt_end = hi <= lo ? 0 : (int)((hi + BM - 1) / BM);
-#else
-      (void)BN;
+#endif
+      w.n = 0;
+      w.len = w.qt_end - w.lo;
+      w.rot = 0;
+#if MASKC_BWD_ROTATE
+      {
+        const int diag = k0 / BM;  // k0 is a multiple of BN, BN a multiple of BM
+        if (diag > w.lo && diag < w.qt_end) w.rot = diag - w.lo;
+      }
 #endif
     }
+    w.qt = w.lo + (w.n + w.rot < w.len ? w.n + w.rot : w.n + w.rot - w.len);
 #if MASKC_BWD_CLS_AHEAD_ON
-    if (w.qt >= w.c1) {
+    if (w.qt < w.c0 || w.qt >= w.c1) {
+      // Up to the rotation's wrap (the range's end) or, after it, up to the
+      // rotated start.
       w.c0 = w.qt;
-      w.c1 = min(w.qt + MASKC_BWD_CLS_CAP, w.qt_end);
+      w.c1 = min(w.qt + MASKC_BWD_CLS_CAP, w.n + w.rot < w.len ? w.qt_end : w.lo + w.rot);
       maskc_bwd_classify(sh, buf, b, w.h, k0, w.c0, w.c1, cls);
     }
     w.cls = cls[w.qt - w.c0];
+#elif MASKC_BWD_CLS_AHEAD == 3 && defined(MASKC_SPARSITY_ANALYTIC)
+    w.cls = 1;
 #else
     w.cls = maskc_bwd_tile_class(sh, buf, b, w.h, w.qt * BM, k0);
 #endif
@@ -913,6 +988,11 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
   float* const sLse = (float*)(sdS + 2 * BN * BM);
   float* const sDelta = sLse + BM;
   if ((maskc_smem_addr(maskc_bwd_smem) & 1023) != 0) __trap();  // descriptors need it
+#if MASKC_BWD_DQ_BULK
+  // Each warp's 16 rows of the tile's dQ before their bulk reduction, in
+  // static shared memory (the dynamic size is every platform's).
+  __shared__ __attribute__((aligned(128))) float sDQ[MASKC_BWD_WARPS * 16 * MASKC_HEAD_DIM];
+#endif
   const long long nB = sh.B, nH = sh.H, nHKV = sh.HKV, nQ = sh.Sq, nKV = sh.Skv;
   const MaskcBwdPos pos = maskc_bwd_pos(sh, buf);
   (void)pos;
@@ -947,6 +1027,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
   MaskcBwdWalk w;
   w.h = hkv * (sh.H / sh.HKV) - 1;
   w.qt = w.qt_end = w.cls = w.c0 = w.c1 = 0;
+  w.lo = w.n = w.len = w.rot = 0;
   float lse_next = 0.f, delta_next = 0.f;
   // The row and column reads of pair w (MASKC_BWD_READS_EARLY).
   MaskcMaskRow mrow_next;
@@ -1105,6 +1186,11 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
     }
 
     if (sh.dq_acc != nullptr) {
+#if MASKC_BWD_DQ_BULK
+      // The warp's previous bulk reduction has read its rows of sDQ.
+      if (lane == 0) maskc_bwd_bulk_wait_read();
+      __syncwarp();
+#endif
       // dQ rows q0 .. q0+63 = dS . K, one 64-column half of D at a time.
 #pragma unroll
       for (int nb = 0; nb < D / 64; ++nb) {
@@ -1124,7 +1210,22 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
         maskc_wg_commit();
         maskc_wg_wait();
         maskc_wg_fence_regs<MASKC_BACC(64)>(dq);
-#if MASKC_BWD_DQ_RED
+#if MASKC_BWD_DQ_BULK
+        // Chunks of four floats of one row into the warp's 16 rows of sDQ at
+        // maskc_bwd_dq_slot: n8 blocks 2jp and 2jp + 1 of row g (and g + 8);
+        // a quarter-warp's 8 chunks (rows g, g + 1) fill all 32 banks.
+        {
+          const int g = lane >> 2, t = lane & 3;
+          float* const rows = sDQ + warp * (16 * D);
+#pragma unroll
+          for (int jp = 0; jp < 4; ++jp) {
+            const float* c = dq + 8 * jp;
+            const int chunk = ((nb << 4) | (jp << 2) | t) ^ ((g & 1) << 2);
+            maskc_bwd_st4(rows + g * D + chunk * 4, c[0], c[1], c[4], c[5]);
+            maskc_bwd_st4(rows + (g + 8) * D + chunk * 4, c[2], c[3], c[6], c[7]);
+          }
+        }
+#elif MASKC_BWD_DQ_RED
         // Four adjacent columns per lane: lane pairs swap the halves of an
         // n8 block, the even lane taking row g, the odd one row g + 8.
 #pragma unroll
@@ -1146,8 +1247,19 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
         }
 #endif
       }
+#if MASKC_BWD_DQ_BULK
+      // The warp's rows (contiguous in dq_acc) in one bulk reduction.
+      maskc_bwd_fence_async();
+      __syncwarp();
+      const int qw = q0 + 16 * warp, nrows = min(16, Sq - qw);
+      if (lane == 0 && nrows > 0)
+        maskc_bwd_bulk_add(sh.dq_acc + (row0 + qw) * D, sDQ + warp * (16 * D), (unsigned)(nrows * D * 4));
+#endif
     }
   }
+#if MASKC_BWD_DQ_BULK
+  if (lane == 0) maskc_bwd_bulk_wait();  // complete before the block ends
+#endif
 #if MASKC_SCORE_GRAD_READS > 0
 #pragma unroll
   for (int r = 0; r < MASKC_SCORE_GRAD_READS; ++r) maskc_bufgrad_flush(sh, run, r);
@@ -1659,8 +1771,10 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
   if (q >= sh.Sq) return;
   const float* src = sh.dq_acc + (((long long)b * sh.H + h) * sh.Sq + q) * MASKC_HEAD_DIM;
   maskc_elem_t* dst = dQ + b * sh.dq_stride[0] + h * sh.dq_stride[1] + (long long)q * sh.dq_stride[2];
-  for (int c = part * 2; c < MASKC_HEAD_DIM; c += 32)
-    *(maskc_u32*)(dst + c) = maskc_pack2<MASKC_DT>(src[c], src[c + 1]);
+  for (int c = part * 2; c < MASKC_HEAD_DIM; c += 32) {
+    const int s = maskc_bwd_dq_slot(q, c);
+    *(maskc_u32*)(dst + c) = maskc_pack2<MASKC_DT>(src[s], src[s + 1]);
+  }
 }
 
 // dsink[h] = -sum_{b, q} exp(sink[h] - LSE[b][h][q]) * delta[b][h][q]: each
