@@ -184,8 +184,15 @@ func TestBwdSwitchesResolve(t *testing.T) {
 				defs[f[1]] = f[2]
 			}
 		}
-		want := map[string]string{"MASKC_BWD_WG": "1", "MASKC_BWD_CLS_AHEAD_ON": "0", "MASKC_BWD_GLOBAL_POS": "1",
-			"MASKC_BWD_READS_EARLY": "1"}
+		want := map[string]string{
+			"MASKC_BWD_WG":           "1",
+			"MASKC_BWD_CLS_AHEAD_ON": "0",
+			"MASKC_BWD_GLOBAL_POS":   "1",
+			"MASKC_BWD_READS_EARLY":  "1",
+			"MASKC_BWD_DQ_RED":       "2", // dQ by bulk reductions (device run 21x)
+			"MASKC_BWD_CLS_AHEAD":    "4",
+			"MASKC_BWD_SPEC_FIRST":   "1",
+		}
 		if tc.ahead {
 			want["MASKC_BWD_CLS_AHEAD_ON"] = "1"
 		}

@@ -110,7 +110,7 @@
 // then hold their columns in the order maskc_bwd_dq_slot gives (conflict-free
 // shared stores), which maskc_attn_bwd_dq_convert undoes.
 #ifndef MASKC_BWD_DQ_RED
-#define MASKC_BWD_DQ_RED 1
+#define MASKC_BWD_DQ_RED 2
 #endif
 // MASKC_BWD_LPT N > 0: the wgmma kernels take their tiles longest first
 // within groups of N (batch, head) pairs of consecutive blocks:
@@ -448,14 +448,17 @@ __device__ __forceinline__ void maskc_bwd_load(maskc_elem_t* dst, const maskc_el
 // tile), so a program visits O(its range) tiles, not all of them. Padding rows and keys are excluded by
 // the caller.
 __device__ __forceinline__ int maskc_bwd_tile_class(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int h,
-                                                    int q0, int k0) {
+                                                    int q0, int k0, bool test_empty = true) {
+  (void)test_empty;
 #if defined(MASKC_HAS_MASK)
   const long long nB = sh.B, nH = sh.H, nHKV = sh.HKV, nQ = sh.Sq, nKV = sh.Skv;
   const int q1 = min(q0 + MASKC_BWD_BLOCK_M, sh.Sq), k1 = k0 + MASKC_BWD_BLOCK_N;
 #if defined(MASKC_SPARSITY_ANALYTIC)
-  long long lo = 0, hi = sh.Skv;
-  maskc_kv_range(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q1, &lo, &hi);
-  if (hi <= lo || hi <= k0 || lo >= k1) return 0;
+  if (test_empty) {  // false: an empty tile is classed partial (its products give zeros)
+    long long lo = 0, hi = sh.Skv;
+    maskc_kv_range(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q1, &lo, &hi);
+    if (hi <= lo || hi <= k0 || lo >= k1) return 0;
+  }
   return maskc_tile_full(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q1, k0, k1) ? 2 : 1;
 #elif defined(MASKC_SPARSITY_PREPASS)
   (void)nB, (void)nH, (void)nHKV, (void)nQ, (void)nKV, (void)q1, (void)buf;
@@ -845,13 +848,20 @@ __device__ __forceinline__ void maskc_bwd_lpt_block(int* t, int* z) {
 // kernel, 0: never. 3 (a timing experiment for closed-form ranges): no
 // classes at all under MASKC_SPARSITY_ANALYTIC, every q tile of the range
 // visited as a partial one (exact: the mask is evaluated per element; an
-// empty tile of the range costs its products).
+// empty tile of the range costs its products). 4: as 1, but where the
+// classes are computed ahead under MASKC_SPARSITY_ANALYTIC a tile of the
+// closed-form range is only tested for being full (document: four reads of
+// the segment ids, one round), not for being empty (maskc_kv_range's two
+// segment searches): an empty tile of the range is visited as a partial one;
+// the same without classes ahead for a mask with no full tile
+// (MASKC_MASK_PER_ELEMENT: dilated windows).
 #ifndef MASKC_BWD_CLS_AHEAD
-#define MASKC_BWD_CLS_AHEAD 1
+#define MASKC_BWD_CLS_AHEAD 4
 #endif
 #if defined(MASKC_HAS_MASK) && \
     (MASKC_BWD_CLS_AHEAD == 2 ||  \
-     (MASKC_BWD_CLS_AHEAD == 1 && (defined(MASKC_MASK_COL_READS) || defined(MASKC_SPARSITY_PREPASS))))
+     ((MASKC_BWD_CLS_AHEAD == 1 || MASKC_BWD_CLS_AHEAD == 4) &&  \
+      (defined(MASKC_MASK_COL_READS) || defined(MASKC_SPARSITY_PREPASS))))
 #define MASKC_BWD_CLS_AHEAD_ON 1
 #else
 #define MASKC_BWD_CLS_AHEAD_ON 0
@@ -876,6 +886,16 @@ __device__ __forceinline__ void maskc_bwd_lpt_block(int* t, int* z) {
 #ifndef MASKC_BWD_ROTATE
 #define MASKC_BWD_ROTATE 0
 #endif
+// MASKC_BWD_SPEC_FIRST: a program starts the copies of its diagonal q tile
+// (of the kv head's first query head) before its walk has found the first
+// pair, and keeps them when that pair is the diagonal tile (causal-like and
+// document masks; full and prefix columns with MASKC_BWD_ROTATE); otherwise
+// it waits for them and copies the first pair's tiles. The walk's latency
+// (document: the closed-form range's segment searches, the classes) then
+// passes during the copies instead of before them.
+#ifndef MASKC_BWD_SPEC_FIRST
+#define MASKC_BWD_SPEC_FIRST 1
+#endif
 struct MaskcBwdWalk {
   int h, qt, qt_end, cls;
   int c0, c1;  // cls holds the classes of q tiles [c0, c1) of head h
@@ -889,7 +909,7 @@ __device__ __forceinline__ void maskc_bwd_classify(const MaskcBwdShape& sh, cons
   const int warp = (int)threadIdx.x / MASKC_WARP_SIZE, lane = (int)threadIdx.x % MASKC_WARP_SIZE;
   __syncthreads();  // every thread is done with the previous classes
   for (int t = t0 + warp; t < t1; t += MASKC_BWD_WARPS) {  // warp-uniform: the segment searches are warp-collective
-    const int c = maskc_bwd_tile_class(sh, buf, b, h, t * MASKC_BWD_BLOCK_M, k0);
+    const int c = maskc_bwd_tile_class(sh, buf, b, h, t * MASKC_BWD_BLOCK_M, k0, MASKC_BWD_CLS_AHEAD != 4);
     if (lane == 0) cls[t - t0] = (unsigned char)c;
   }
   __syncthreads();
@@ -940,6 +960,10 @@ __device__ __forceinline__ bool maskc_bwd_walk_next(const MaskcBwdShape& sh, con
     w.cls = cls[w.qt - w.c0];
 #elif MASKC_BWD_CLS_AHEAD == 3 && defined(MASKC_SPARSITY_ANALYTIC)
     w.cls = 1;
+#elif MASKC_BWD_CLS_AHEAD == 4 && defined(MASKC_MASK_PER_ELEMENT)
+    // No tile of such a mask is full; a tile of the range is visited
+    // without its emptiness test (dilated windows: arithmetic per tile).
+    w.cls = maskc_bwd_tile_class(sh, buf, b, w.h, w.qt * BM, k0, false);
 #else
     w.cls = maskc_bwd_tile_class(sh, buf, b, w.h, w.qt * BM, k0);
 #endif
@@ -1050,9 +1074,27 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
     (void)nw;
 #endif
   };
+#if MASKC_BWD_SPEC_FIRST
+  // The diagonal q tile of the group's first head, copied while the walk
+  // looks for the first pair (its closed-form range, tile classes).
+  int spec_qt = -1;
+  if (k0 / BM < (Sq + BM - 1) / BM) {
+    MaskcBwdWalk sw = w;
+    sw.h = hkv * (sh.H / sh.HKV);
+    sw.qt = spec_qt = k0 / BM;
+    maskc_bwd_issue_q(sh, Q, dO, sQ, sdO, b, sw, tid, &lse_next, &delta_next);
+  }
+#endif
   bool have = maskc_bwd_walk_next(sh, buf, b, hkv, k0, w, sCls);
   if (have) {
+#if MASKC_BWD_SPEC_FIRST
+    if (w.h != hkv * (sh.H / sh.HKV) || w.qt != spec_qt) {
+      if (spec_qt >= 0) maskc_copy_wait_all();  // the guess lands before the right tile's copies
+      maskc_bwd_issue_q(sh, Q, dO, sQ, sdO, b, w, tid, &lse_next, &delta_next);
+    }
+#else
     maskc_bwd_issue_q(sh, Q, dO, sQ, sdO, b, w, tid, &lse_next, &delta_next);
+#endif
     read_next(w);
   }
   while (have) {
