@@ -148,24 +148,29 @@ func TestClangCUDA(t *testing.T) {
 
 // TestBwdSwitchesResolve checks, through clang's preprocessor on the sm_90a
 // build, which backward switches of hipsrc/attn_bwd.h the generated sources
-// turn on: the warpgroup-MMA backward at head dim 128, and the tile classes
-// computed ahead (MASKC_BWD_CLS_AHEAD_ON) exactly where a class reads memory,
-// a mask with per-key buffer reads (document's segment ids, codegen's
-// MASKC_MASK_COL_READS) or the pre-pass flags. A renamed generated define
-// would silently turn the walk back to one class per step (device run 19x:
-// document's fwd+bwd 0.698x of FlexAttention with it, 0.630x without).
+// turn on: the warpgroup-MMA backward at head dim 128 with dQ by bulk
+// reductions, the class-free walk (MASKC_BWD_CLS_FREE_ON) exactly where a
+// closed-form mask reads a buffer per key (document's segment ids, codegen's
+// MASKC_MASK_COL_READS) or has no full tile (MASKC_MASK_PER_ELEMENT:
+// dilated windows), and the tile classes computed ahead
+// (MASKC_BWD_CLS_AHEAD_ON) for the pre-pass flags. A renamed generated
+// define would silently turn the walk back to one class per step (device
+// run 19x: document's fwd+bwd 0.698x of FlexAttention with classes ahead,
+// 0.630x without; run 21x: 0.797x class-free).
 func TestBwdSwitchesResolve(t *testing.T) {
 	clang, shim := needClang(t)
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		file, attention string
-		ahead           bool
+		ahead, free     bool
 	}{
-		{"../gpu/bench_cases/document.flex", "document", true},
-		{"testdata/golden/lookup.flex", "per_head", true}, // pre-pass flags
-		{"../gpu/bench_cases/causal.flex", "causal", false},
-		{"../gpu/bench_cases/causal_alibi.flex", "causal_alibi", false},
-		{"../gpu/bench_cases/full.flex", "full", false},
+		{"../gpu/bench_cases/document.flex", "document", false, true},
+		{"../gpu/bench_cases/dilated2048.flex", "dilated2048", false, true},
+		{"testdata/golden/lookup.flex", "per_head", true, false}, // pre-pass flags
+		{"../gpu/bench_cases/causal.flex", "causal", false, false},
+		{"../gpu/bench_cases/prefix2048.flex", "prefix2048", false, false},
+		{"../gpu/bench_cases/causal_alibi.flex", "causal_alibi", false, false},
+		{"../gpu/bench_cases/full.flex", "full", false, false},
 	} {
 		k := generateAttention(t, tc.file, tc.attention, Options{})
 		src := filepath.Join(dir, tc.attention+".bwd.cu")
@@ -190,11 +195,13 @@ func TestBwdSwitchesResolve(t *testing.T) {
 			"MASKC_BWD_GLOBAL_POS":   "1",
 			"MASKC_BWD_READS_EARLY":  "1",
 			"MASKC_BWD_DQ_RED":       "2", // dQ by bulk reductions (device run 21x)
-			"MASKC_BWD_CLS_AHEAD":    "4",
-			"MASKC_BWD_SPEC_FIRST":   "1",
+			"MASKC_BWD_CLS_FREE_ON":  "0",
 		}
 		if tc.ahead {
 			want["MASKC_BWD_CLS_AHEAD_ON"] = "1"
+		}
+		if tc.free {
+			want["MASKC_BWD_CLS_FREE_ON"] = "1"
 		}
 		for name, v := range want {
 			if defs[name] != v {

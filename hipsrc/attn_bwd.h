@@ -107,8 +107,9 @@
 // (cp.reduce.async.bulk ... add.f32, as FlashAttention-3's dQ accumulation):
 // a quarter of the L2 requests (whole lines instead of 32-byte pieces of 16
 // rows per instruction) and no reduction instruction per lane. dq_acc's rows
-// then hold their columns in the order maskc_bwd_dq_slot gives (conflict-free
-// shared stores), which maskc_attn_bwd_dq_convert undoes.
+// then hold their columns in the order maskc_bwd_dq_chunk_col gives
+// (conflict-free shared stores), which maskc_attn_bwd_dq_convert undoes.
+// Device run 21x: 2 against 1, backward -6..-12% on every benchmark case.
 #ifndef MASKC_BWD_DQ_RED
 #define MASKC_BWD_DQ_RED 2
 #endif
@@ -142,19 +143,22 @@
 // dq_acc's rows hold their columns permuted (MASKC_BWD_DQ_RED 2).
 #define MASKC_BWD_DQ_BULK (MASKC_BWD_WG && MASKC_BWD_DQ_RED == 2)
 
-// Where column c of dq_acc's row q lies in that row: the identity, or under
-// MASKC_BWD_DQ_BULK the order in which the wgmma kernel's lanes store their
-// accumulators (maskc_attn_bwd): 16-byte chunks of four floats, chunk
-// (c / 64) * 16 + (c % 64 / 16) * 4 + (c % 8) / 2, XOR 4 on odd rows, and in
-// the chunk (c % 16) / 8 * 2 + c % 2. Pairs of adjacent columns stay
-// adjacent.
-__device__ __forceinline__ int maskc_bwd_dq_slot(int q, int c) {
+// dq_acc's rows in 16-byte chunks of four floats: chunk ch of row q holds
+// the column pairs (c, c + 1) and (c + d, c + d + 1) with c =
+// maskc_bwd_dq_chunk_col(q, ch, &d). Row-major (d = 2) but under
+// MASKC_BWD_DQ_BULK, where the chunks are in the order in which the wgmma
+// kernel's lanes store their accumulators (maskc_attn_bwd): chunk ch ^ 4 on
+// odd rows is (nb, jp, t) = (ch / 16, ch / 4 % 4, ch % 4), the columns
+// nb * 64 + 16 * jp + 2 * t and + 8 (d = 8).
+__device__ __forceinline__ int maskc_bwd_dq_chunk_col(int q, int ch, int* d) {
 #if MASKC_BWD_DQ_BULK
-  const int chunk = (((c >> 6) << 4) | (((c & 63) >> 4) << 2) | ((c & 7) >> 1)) ^ ((q & 1) << 2);
-  return chunk * 4 + ((c >> 3) & 1) * 2 + (c & 1);
+  const int x = ch ^ ((q & 1) << 2);
+  *d = 8;
+  return ((x >> 4) << 6) | (((x >> 2) & 3) << 4) | ((x & 3) << 1);
 #else
   (void)q;
-  return c;
+  *d = 2;
+  return 4 * ch;
 #endif
 }
 
@@ -448,17 +452,14 @@ __device__ __forceinline__ void maskc_bwd_load(maskc_elem_t* dst, const maskc_el
 // tile), so a program visits O(its range) tiles, not all of them. Padding rows and keys are excluded by
 // the caller.
 __device__ __forceinline__ int maskc_bwd_tile_class(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int h,
-                                                    int q0, int k0, bool test_empty = true) {
-  (void)test_empty;
+                                                    int q0, int k0) {
 #if defined(MASKC_HAS_MASK)
   const long long nB = sh.B, nH = sh.H, nHKV = sh.HKV, nQ = sh.Sq, nKV = sh.Skv;
   const int q1 = min(q0 + MASKC_BWD_BLOCK_M, sh.Sq), k1 = k0 + MASKC_BWD_BLOCK_N;
 #if defined(MASKC_SPARSITY_ANALYTIC)
-  if (test_empty) {  // false: an empty tile is classed partial (its products give zeros)
-    long long lo = 0, hi = sh.Skv;
-    maskc_kv_range(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q1, &lo, &hi);
-    if (hi <= lo || hi <= k0 || lo >= k1) return 0;
-  }
+  long long lo = 0, hi = sh.Skv;
+  maskc_kv_range(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q1, &lo, &hi);
+  if (hi <= lo || hi <= k0 || lo >= k1) return 0;
   return maskc_tile_full(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q1, k0, k1) ? 2 : 1;
 #elif defined(MASKC_SPARSITY_PREPASS)
   (void)nB, (void)nH, (void)nHKV, (void)nQ, (void)nKV, (void)q1, (void)buf;
@@ -717,6 +718,25 @@ __device__ __forceinline__ float maskc_bwd_elem(const MaskcBwdShape& sh, const M
                            maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(kv)));
 }
 
+// Four floats of global memory (16-byte aligned) read, or set to zero.
+__device__ __forceinline__ void maskc_bwd_ld4_global(const float* p, float* a, float* b, float* c, float* d) {
+#if defined(MASKC_PLATFORM_NVIDIA)
+  asm volatile("ld.global.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(*a), "=f"(*b), "=f"(*c), "=f"(*d) : "l"(p));
+#else
+  typedef float f32x4 __attribute__((ext_vector_type(4)));
+  const f32x4 v = *(const f32x4*)p;
+  *a = v.x, *b = v.y, *c = v.z, *d = v.w;
+#endif
+}
+__device__ __forceinline__ void maskc_bwd_zero4_global(float* p) {
+#if defined(MASKC_PLATFORM_NVIDIA)
+  asm volatile("st.global.v4.f32 [%0], {%1, %1, %1, %1};" ::"l"(p), "f"(0.f) : "memory");
+#else
+  typedef float f32x4 __attribute__((ext_vector_type(4)));
+  *(f32x4*)p = f32x4{0.f, 0.f, 0.f, 0.f};
+#endif
+}
+
 // ---------------------------------------------------------------------------
 // delta = rowsum(dO * O) - dLSE; zeroes dq_acc's rows. 16 lanes per row.
 extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
@@ -739,8 +759,8 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
   if (!valid) return;
   const long long row = ((long long)b * sh.H + h) * sh.Sq + q;
   if (part == 0) sh.delta[row] = acc - (sh.dlse != nullptr ? sh.dlse[row] : 0.f);
-  if (sh.dq_acc != nullptr)
-    for (int c = part; c < MASKC_HEAD_DIM; c += 16) sh.dq_acc[row * MASKC_HEAD_DIM + c] = 0.f;
+  if (sh.dq_acc != nullptr)  // 16-byte stores: dq_acc's rows are 16-byte aligned
+    for (int c = part * 4; c < MASKC_HEAD_DIM; c += 64) maskc_bwd_zero4_global(sh.dq_acc + row * MASKC_HEAD_DIM + c);
 }
 
 #if MASKC_BWD_WG
@@ -845,23 +865,35 @@ __device__ __forceinline__ void maskc_bwd_lpt_block(int* t, int* z) {
 // at a time on the critical path. The classes are the same.
 // 1: where a class costs reads of memory (a mask reading a buffer per key,
 // such as document's segment ids, or the pre-pass flags), 2: every masked
-// kernel, 0: never. 3 (a timing experiment for closed-form ranges): no
-// classes at all under MASKC_SPARSITY_ANALYTIC, every q tile of the range
-// visited as a partial one (exact: the mask is evaluated per element; an
-// empty tile of the range costs its products). 4: as 1, but where the
-// classes are computed ahead under MASKC_SPARSITY_ANALYTIC a tile of the
-// closed-form range is only tested for being full (document: four reads of
-// the segment ids, one round), not for being empty (maskc_kv_range's two
-// segment searches): an empty tile of the range is visited as a partial one;
-// the same without classes ahead for a mask with no full tile
-// (MASKC_MASK_PER_ELEMENT: dilated windows).
+// kernel, 0: never.
 #ifndef MASKC_BWD_CLS_AHEAD
-#define MASKC_BWD_CLS_AHEAD 4
+#define MASKC_BWD_CLS_AHEAD 1
 #endif
-#if defined(MASKC_HAS_MASK) && \
-    (MASKC_BWD_CLS_AHEAD == 2 ||  \
-     ((MASKC_BWD_CLS_AHEAD == 1 || MASKC_BWD_CLS_AHEAD == 4) &&  \
-      (defined(MASKC_MASK_COL_READS) || defined(MASKC_SPARSITY_PREPASS))))
+// MASKC_BWD_CLS_FREE: under MASKC_SPARSITY_ANALYTIC the walk visits every q
+// tile of the closed-form range as a partial one, with no tile class at all
+// (exact: the mask is evaluated per element; an empty tile of the range
+// would cost its products and give zeros). 1: where a class costs more than
+// it saves: a mask reading a buffer per key (MASKC_MASK_COL_READS:
+// document's class is two segment searches and four reads per tile, its
+// ranges hold no empty tile) or one with no full tile (MASKC_MASK_PER_ELEMENT:
+// dilated windows); 2: every analytic mask; 0: never. Device run 21x
+// (fwd+bwd against FlexAttention): document 0.767 with classes ahead
+// without the emptiness test, 0.797 free; 2 loses 7-14% on causal, prefix2048,
+// sliding1024 and causal+alibi, whose classes are a few integer operations
+// and spare the per-element mask on full tiles.
+#ifndef MASKC_BWD_CLS_FREE
+#define MASKC_BWD_CLS_FREE 1
+#endif
+#if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC) && \
+    (MASKC_BWD_CLS_FREE == 2 ||                                   \
+     (MASKC_BWD_CLS_FREE == 1 && (defined(MASKC_MASK_COL_READS) || defined(MASKC_MASK_PER_ELEMENT))))
+#define MASKC_BWD_CLS_FREE_ON 1
+#else
+#define MASKC_BWD_CLS_FREE_ON 0
+#endif
+#if defined(MASKC_HAS_MASK) && !MASKC_BWD_CLS_FREE_ON && \
+    (MASKC_BWD_CLS_AHEAD == 2 ||                          \
+     (MASKC_BWD_CLS_AHEAD == 1 && (defined(MASKC_MASK_COL_READS) || defined(MASKC_SPARSITY_PREPASS))))
 #define MASKC_BWD_CLS_AHEAD_ON 1
 #else
 #define MASKC_BWD_CLS_AHEAD_ON 0
@@ -892,9 +924,11 @@ __device__ __forceinline__ void maskc_bwd_lpt_block(int* t, int* z) {
 // document masks; full and prefix columns with MASKC_BWD_ROTATE); otherwise
 // it waits for them and copies the first pair's tiles. The walk's latency
 // (document: the closed-form range's segment searches, the classes) then
-// passes during the copies instead of before them.
+// passes during the copies instead of before them. Device run 21x: no
+// measurable change (document's backward 1.204 ms without, 1.206 with), so
+// off.
 #ifndef MASKC_BWD_SPEC_FIRST
-#define MASKC_BWD_SPEC_FIRST 1
+#define MASKC_BWD_SPEC_FIRST 0
 #endif
 struct MaskcBwdWalk {
   int h, qt, qt_end, cls;
@@ -909,7 +943,7 @@ __device__ __forceinline__ void maskc_bwd_classify(const MaskcBwdShape& sh, cons
   const int warp = (int)threadIdx.x / MASKC_WARP_SIZE, lane = (int)threadIdx.x % MASKC_WARP_SIZE;
   __syncthreads();  // every thread is done with the previous classes
   for (int t = t0 + warp; t < t1; t += MASKC_BWD_WARPS) {  // warp-uniform: the segment searches are warp-collective
-    const int c = maskc_bwd_tile_class(sh, buf, b, h, t * MASKC_BWD_BLOCK_M, k0, MASKC_BWD_CLS_AHEAD != 4);
+    const int c = maskc_bwd_tile_class(sh, buf, b, h, t * MASKC_BWD_BLOCK_M, k0);
     if (lane == 0) cls[t - t0] = (unsigned char)c;
   }
   __syncthreads();
@@ -958,12 +992,8 @@ __device__ __forceinline__ bool maskc_bwd_walk_next(const MaskcBwdShape& sh, con
       maskc_bwd_classify(sh, buf, b, w.h, k0, w.c0, w.c1, cls);
     }
     w.cls = cls[w.qt - w.c0];
-#elif MASKC_BWD_CLS_AHEAD == 3 && defined(MASKC_SPARSITY_ANALYTIC)
+#elif MASKC_BWD_CLS_FREE_ON
     w.cls = 1;
-#elif MASKC_BWD_CLS_AHEAD == 4 && defined(MASKC_MASK_PER_ELEMENT)
-    // No tile of such a mask is full; a tile of the range is visited
-    // without its emptiness test (dilated windows: arithmetic per tile).
-    w.cls = maskc_bwd_tile_class(sh, buf, b, w.h, w.qt * BM, k0, false);
 #else
     w.cls = maskc_bwd_tile_class(sh, buf, b, w.h, w.qt * BM, k0);
 #endif
@@ -1254,7 +1284,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
         maskc_wg_fence_regs<MASKC_BACC(64)>(dq);
 #if MASKC_BWD_DQ_BULK
         // Chunks of four floats of one row into the warp's 16 rows of sDQ at
-        // maskc_bwd_dq_slot: n8 blocks 2jp and 2jp + 1 of row g (and g + 8);
+        // maskc_bwd_dq_chunk_col: n8 blocks 2jp and 2jp + 1 of row g (and g + 8);
         // a quarter-warp's 8 chunks (rows g, g + 1) fill all 32 banks.
         {
           const int g = lane >> 2, t = lane & 3;
@@ -1813,9 +1843,14 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
   if (q >= sh.Sq) return;
   const float* src = sh.dq_acc + (((long long)b * sh.H + h) * sh.Sq + q) * MASKC_HEAD_DIM;
   maskc_elem_t* dst = dQ + b * sh.dq_stride[0] + h * sh.dq_stride[1] + (long long)q * sh.dq_stride[2];
-  for (int c = part * 2; c < MASKC_HEAD_DIM; c += 32) {
-    const int s = maskc_bwd_dq_slot(q, c);
-    *(maskc_u32*)(dst + c) = maskc_pack2<MASKC_DT>(src[s], src[s + 1]);
+  // A 16-byte load per chunk (dq_acc's rows are 16-byte aligned).
+  for (int ch = part; ch < MASKC_HEAD_DIM / 4; ch += 16) {
+    int d;
+    const int c = maskc_bwd_dq_chunk_col(q, ch, &d);
+    float x0, x1, x2, x3;
+    maskc_bwd_ld4_global(src + 4 * ch, &x0, &x1, &x2, &x3);
+    *(maskc_u32*)(dst + c) = maskc_pack2<MASKC_DT>(x0, x1);
+    *(maskc_u32*)(dst + c + d) = maskc_pack2<MASKC_DT>(x2, x3);
   }
 }
 
