@@ -150,6 +150,13 @@
 // kernel's lanes store their accumulators (maskc_attn_bwd): chunk ch ^ 4 on
 // odd rows is (nb, jp, t) = (ch / 16, ch / 4 % 4, ch % 4), the columns
 // nb * 64 + 16 * jp + 2 * t and + 8 (d = 8).
+// The chunk of row q where the wgmma kernel's lane (g, t) = (lane / 4,
+// lane % 4) stores its accumulators' n8 blocks 2 * jp and 2 * jp + 1 of the
+// 64-column half nb (MASKC_BWD_DQ_BULK): rows g and g + 1 of a
+// quarter-warp's eight 16-byte stores fall in eight distinct bank groups.
+__device__ __forceinline__ int maskc_bwd_dq_chunk(int q, int nb, int jp, int t) {
+  return ((nb << 4) | (jp << 2) | t) ^ ((q & 1) << 2);
+}
 __device__ __forceinline__ int maskc_bwd_dq_chunk_col(int q, int ch, int* d) {
 #if MASKC_BWD_DQ_BULK
   const int x = ch ^ ((q & 1) << 2);
@@ -1292,7 +1299,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
 #pragma unroll
           for (int jp = 0; jp < 4; ++jp) {
             const float* c = dq + 8 * jp;
-            const int chunk = ((nb << 4) | (jp << 2) | t) ^ ((g & 1) << 2);
+            const int chunk = maskc_bwd_dq_chunk(g, nb, jp, t);  // rows g and g + 8: same parity
             maskc_bwd_st4(rows + g * D + chunk * 4, c[0], c[1], c[4], c[5]);
             maskc_bwd_st4(rows + (g + 8) * D + chunk * 4, c[2], c[3], c[6], c[7]);
           }
