@@ -19,7 +19,9 @@
 //                         for every query head of the kv head's group; dK and
 //                         dV stay in registers and are stored once. dQ is
 //                         added with fp32 atomics into dq_acc when dq_acc is
-//                         set (default mode); buffer gradients are added in
+//                         set (default mode; on sm_90a bulk reductions of
+//                         whole rows, each row's columns in the order of
+//                         maskc_bwd_dq_chunk_col); buffer gradients are added in
 //                         64-bit fixed point (MASKC_BWD_FIX_ONE), which sums
 //                         the same bits in any order.
 //   maskc_attn_bwd_dq     deterministic mode only (dq_acc == nullptr): grid
@@ -28,7 +30,7 @@
 //                         directly: no atomics, bitwise reproducible.
 //   maskc_attn_bwd_dq_convert  default mode only: grid (ceil(Sq/
 //                         MASKC_BWD_PRE_ROWS), H, B): dQ = dq_acc in the
-//                         element type.
+//                         element type (its columns back in order).
 //   maskc_attn_bwd_sink   when a sink is given: grid (H): dsink[h] =
 //                         -sum_{b,q} exp(sink[h] - LSE) * delta, in a fixed
 //                         order.
