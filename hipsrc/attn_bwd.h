@@ -1361,7 +1361,9 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
 // The first kv tile after kt, before kt_end, that q tile q0 may see (its
 // class in *cls); kt_end when none. kv_lo, kv_hi: maskc_kv_range of the q
 // tile (analytic sparsity), which maskc_bwd_tile_class would compute again
-// for every pair: the classes are the same.
+// for every pair: the classes are the same. Under MASKC_BWD_CLS_FREE_ON
+// every kv tile of that range is class 1 (no maskc_tile_full reads on the
+// step's critical path; the mask per element), as maskc_attn_bwd's walk.
 __device__ __forceinline__ int maskc_bwd_next_kt(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int h,
                                                  int q0, int kt, int kt_end, long long kv_lo, long long kv_hi,
                                                  int* cls) {
@@ -1369,12 +1371,16 @@ __device__ __forceinline__ int maskc_bwd_next_kt(const MaskcBwdShape& sh, const 
     const int k0 = kt * MASKC_BWD_BLOCK_N;
 #if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
     const int k1 = k0 + MASKC_BWD_BLOCK_N;
+#if MASKC_BWD_CLS_FREE_ON
+    *cls = kv_hi <= kv_lo || kv_hi <= k0 || kv_lo >= k1 ? 0 : 1;
+#else
     *cls = kv_hi <= kv_lo || kv_hi <= k0 || kv_lo >= k1
                ? 0
                : (maskc_tile_full(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, h, q0,
                                   min(q0 + MASKC_BWD_BLOCK_M, sh.Sq), k0, k1)
                       ? 2
                       : 1);
+#endif
 #else
     (void)kv_lo, (void)kv_hi;
     *cls = maskc_bwd_tile_class(sh, buf, b, h, q0, k0);
