@@ -393,11 +393,14 @@ func firstNonEmpty(xs ...string) string {
 // are either all full (no mask) or mostly provably full (analytic
 // sparsity, every disjunct with a closed-form full-tile test), so that the
 // per-element mask stays off most tiles; of the analytic masks, only those
-// whose full-tile tests are linear bounds. Elsewhere it measured behind:
+// whose full-tile tests are linear bounds, or segment equalities where the
+// rows' kv intervals are exact (rowsExact: documents, whose partial tiles
+// then test each row's interval, MASKC_WS_ROW_BITS, instead of reading the
+// segment ids per key). Elsewhere it measured behind:
 // opaque terms (dilated2048, 0.79x), pre-pass flags (neighbourhood_2d,
-// 0.79x), heavy scores (t5_bias, 0.69x), segment equalities
-// (document_sliding 0.675x against attn_fwd.h's 0.848x, whose mask bits it
-// lacks; document even) and, since it visits the hull of a row's kv range
+// 0.79x), heavy scores (t5_bias, 0.69x), segment equalities evaluated per
+// element (document_sliding 0.675x against attn_fwd.h's 0.848x, run 18,
+// before the row intervals) and, since it visits the hull of a row's kv range
 // rather than the union of its intervals (hullExact), terms whose union is
 // not one interval (sliding_global_prefix, 0.225x against 1.05x): run 18.
 func warpSpecialized(k *Kernel, p sparsityPlan) bool {
@@ -415,8 +418,14 @@ func warpSpecialized(k *Kernel, p sparsityPlan) bool {
 				return false
 			}
 			for _, f := range d.full {
-				if f.seg != nil || f.atom != nil || f.bound.Dir.X != ([normal.MaxExtras]int64{}) {
-					return false // a segment equality, an opaque condition, or a bound through floor quotients (block relations)
+				if f.seg != nil {
+					if !rowsExact(p) {
+						return false // a segment equality evaluated per element
+					}
+					continue
+				}
+				if f.atom != nil || f.bound.Dir.X != ([normal.MaxExtras]int64{}) {
+					return false // an opaque condition, or a bound through floor quotients (block relations)
 				}
 			}
 		}

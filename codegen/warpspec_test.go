@@ -20,8 +20,8 @@ func TestWarpSpecializedRule(t *testing.T) {
 		{"bench_cases/prefix2048.flex", true}, // kv <= q or kv < 2048: both start at 0
 		{"bench_cases_ext/head_windows.flex", true},
 		{"bench_cases_ext/sliding_global_prefix.flex", false}, // [q-W, q] and [0, G): a gap
-		{"bench_cases/document.flex", false},                  // segments
-		{"bench_cases_ext/document_sliding.flex", false},
+		{"bench_cases/document.flex", true},                   // segments, exact row intervals (MASKC_WS_ROW_BITS)
+		{"bench_cases_ext/document_sliding.flex", true},
 		{"bench_cases/dilated2048.flex", false},    // opaque
 		{"bench_cases/causal_softcap.flex", false}, // a score
 		{"bench_cases_ext/longformer.flex", false}, // pre-pass

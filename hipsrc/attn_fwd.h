@@ -254,6 +254,31 @@ __device__ __forceinline__ int maskc_nonneg(int x) {
   return x;
 }
 
+// Whether key kv lies in one of a row's N intervals [lo[j], lo[j] + len[j])
+// (MASKC_ROW_BITS: a subtraction and an unsigned compare per interval).
+template <int N>
+__device__ __forceinline__ bool maskc_in_intervals(const int (&lo)[N], const int (&len)[N], int kv) {
+  bool keep = false;
+#pragma unroll
+  for (int j = 0; j < N; ++j) keep = keep || (unsigned)(kv - lo[j]) < (unsigned)len[j];
+  return keep;
+}
+
+// Whether each of a lane's R rows holds the keys [kv0, kv0 + n) inside one
+// of its N intervals (the tile is then full for those rows).
+template <int R, int N>
+__device__ __forceinline__ bool maskc_rows_hold(const int (&lo)[R][N], const int (&len)[R][N], int kv0, int n) {
+  bool all = true;
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    bool one = false;
+#pragma unroll
+    for (int j = 0; j < N; ++j) one = one || (kv0 >= lo[r][j] && kv0 - lo[r][j] <= len[r][j] - n);
+    all = all && one;
+  }
+  return all;
+}
+
 // Index of the first pre-pass flag of (b, h, q_tile).
 __device__ __forceinline__ long long maskc_flag_row(const MaskcShape& sh, int b, int h, int qt, int n_qt, int n_kt) {
   const int hf = MASKC_MASK_USES_H ? sh.H : 1;
@@ -589,11 +614,8 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
       if (rows_exact) {
 #pragma unroll
         for (int i = 0; i < MASKC_S_ELEMS; ++i) {
-          const int sl = maskc_frag_slot<MASKC_BLOCK_N>(i), kvi = MASKC_S_COL(i);
-          bool keep = false;
-#pragma unroll
-          for (int j = 0; j < maskc_kv_interval_count; ++j)
-            keep = keep || (unsigned)(kvi - rlo[sl][j]) < (unsigned)rlen[sl][j];
+          const int sl = maskc_frag_slot<MASKC_BLOCK_N>(i);
+          const bool keep = maskc_in_intervals<maskc_kv_interval_count>(rlo[sl], rlen[sl], MASKC_S_COL(i));
           kbits[i / 32] |= (unsigned)keep << (i % 32);
         }
       } else
