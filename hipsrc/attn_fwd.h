@@ -178,6 +178,21 @@
 #ifndef MASKC_SCHED_LPT_MAX_FLAGS
 #define MASKC_SCHED_LPT_MAX_FLAGS 65536
 #endif
+// MASKC_COL_SHFL 1 (NVIDIA, with MASKC_MASK_BITS and the mask's column
+// reads): a partial tile's mask column parts are read by every lane for
+// MASKC_BLOCK_N / MASKC_WARP_SIZE keys (kv0 + r * warp size + lane: coalesced
+// and independent loads) and handed to the lanes' column slots by shuffles
+// (maskc_mask_cols_shfl), instead of MASKC_BLOCK_N / 4 loads in every lane,
+// which ptxas issues one after another at 128 registers (each waits for its
+// load: Longformer's is_global[kv], gpu/NOTES.md run 21x).
+#if defined(MASKC_PLATFORM_NVIDIA) && defined(MASKC_MASK_COL_READS) && MASKC_MASK_BITS
+#ifndef MASKC_COL_SHFL
+#define MASKC_COL_SHFL 1
+#endif
+#else
+#undef MASKC_COL_SHFL
+#define MASKC_COL_SHFL 0
+#endif
 #ifndef MASKC_MASK_USES_B
 #define MASKC_MASK_USES_B 1
 #endif
@@ -287,6 +302,44 @@ __device__ __forceinline__ long long maskc_flag_row(const MaskcShape& sh, int b,
 }
 
 #if !MASKC_FWD_WS
+#if MASKC_COL_SHFL && defined(MASKC_HAS_MASK)
+// The mask's column parts of a lane's column slots of the tile at kv0
+// (MASKC_COL_SHFL): lane l reads keys kv0 + l, kv0 + l + warp size, ...
+// and each slot takes its key's value, as 32-bit words, from the lane that
+// read it.
+__device__ __forceinline__ void maskc_mask_cols_shfl(MaskcMaskCol (&out)[MASKC_BLOCK_N / 4], const MaskcBuffers& buf,
+                                                     long long nB, long long nH, long long nHKV, long long nQ,
+                                                     long long nKV, int b, int h, int kv0, int lane) {
+  constexpr int kW = (sizeof(MaskcMaskCol) + 3) / 4, kR = MASKC_BLOCK_N / MASKC_WARP_SIZE;
+  unsigned own[kR][kW];
+#pragma unroll
+  for (int r = 0; r < kR; ++r) {
+    const MaskcMaskCol c = maskc_mask_col(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(kv0 + r * MASKC_WARP_SIZE + lane));
+    const unsigned char* p = (const unsigned char*)&c;
+#pragma unroll
+    for (int k = 0; k < kW; ++k) own[r][k] = 0u;
+#pragma unroll
+    for (int i = 0; i < (int)sizeof c; ++i) own[r][i / 4] |= (unsigned)p[i] << (8 * (i % 4));
+  }
+#pragma unroll
+  for (int cs = 0; cs < MASKC_BLOCK_N / 4; ++cs) {
+    const int col = maskc_colslot_col<MASKC_BLOCK_N>(lane, cs);
+    unsigned w[kW];
+#pragma unroll
+    for (int k = 0; k < kW; ++k) {
+      w[k] = 0u;
+#pragma unroll
+      for (int r = 0; r < kR; ++r) {
+        const unsigned v = __shfl_sync(0xffffffffu, own[r][k], col % MASKC_WARP_SIZE);
+        if (col / MASKC_WARP_SIZE == r) w[k] = v;
+      }
+    }
+    unsigned char* d = (unsigned char*)&out[cs];
+#pragma unroll
+    for (int i = 0; i < (int)sizeof(MaskcMaskCol); ++i) d[i] = (unsigned char)(w[i / 4] >> (8 * (i % 4)));
+  }
+}
+#endif
 #if MASKC_SCHED_LPT && defined(MASKC_HAS_MASK) && (defined(MASKC_SPARSITY_ANALYTIC) || defined(MASKC_SPARSITY_PREPASS))
 #define MASKC_LPT_ON 1
 // The q tile that the block of longest-first rank `rank` runs among the
@@ -623,10 +676,14 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
       {
 #if defined(MASKC_HAS_MASK)
       MaskcMaskCol bcol[MASKC_COL_SLOTS];
+#if MASKC_COL_SHFL
+      maskc_mask_cols_shfl(bcol, buf, nB, nH, nHKV, nQ, nKV, b, h, kv0, lane);
+#else
 #pragma unroll
       for (int cs = 0; cs < MASKC_COL_SLOTS; ++cs)
         bcol[cs] = maskc_mask_col(buf, nB, nH, nHKV, nQ, nKV, b, h,
                                   maskc_nonneg(kv0 + maskc_colslot_col<MASKC_BLOCK_N>(lane, cs)));
+#endif
 #endif
 #pragma unroll
       for (int i = 0; i < MASKC_S_ELEMS; ++i) {
