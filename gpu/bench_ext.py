@@ -6,7 +6,7 @@ style masks of gpu/bench_cases_ext and every example that generates a kernel
 
 Usage: python3 gpu/bench_ext.py --generated DIR --buffers BUF.json --tiles TILES.jsonl
                                [--cases a,b] [--variants base,sched4[@CASE+CASE]] [--variant-cases a,b]
-                               [--alt NAME=DIR[,NAME=DIR]] [--out FILE.jsonl]
+                               [--alt NAME=DIR[@CASE+CASE],...] [--out FILE.jsonl]
 
 DIR is genkernels' output over those .flex files; BUF.json the buffer
 contents (gpu/bench_ext_buffers.py, the same values the host counted tiles
@@ -110,6 +110,9 @@ def main():
     alts = {}  # variant name -> {case id: (case, source, abi)}
     for tok in filter(None, a.alt.split(",")):
         name, _, adir = tok.partition("=")
+        adir, _, only = adir.partition("@")  # NAME=DIR@CASE+CASE: only those cases
+        if only:
+            var_cases[name] = only.split("+")
         aabi, acases = mg.generated_cases(adir)
         alts[name] = {case_id(c.entry): (c, src, aabi) for c, src in acases}
         variants.append(name)

@@ -94,11 +94,15 @@
 // intervals once; a tile is then full for a warp when every one of its rows
 // holds the whole tile in one interval, and a partial tile's keep test is a
 // subtraction and an unsigned compare per logit and interval (no column
-// reads, no mask evaluation): attn_fwd.h's MASKC_ROW_BITS, here for the
-// documents that codegen.warpSpecialized selects.
+// reads, no mask evaluation): attn_fwd.h's MASKC_ROW_BITS. Off by default:
+// on the H200 (gpu/NOTES.md, run 21x) documents on this forward with it ran
+// at 0.840x (document) and 0.771x (document_sliding) of Flex against
+// attn_fwd.h's 0.870x and 0.882x (their rows are a few tiles each), so
+// codegen.warpSpecialized leaves segment equalities to attn_fwd.h; the
+// masks this forward gets (linear bounds) have few partial tiles.
 #if defined(MASKC_KV_ROWS_EXACT) && defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
 #ifndef MASKC_WS_ROW_BITS
-#define MASKC_WS_ROW_BITS 1
+#define MASKC_WS_ROW_BITS 0
 #endif
 #else
 #undef MASKC_WS_ROW_BITS
