@@ -65,6 +65,10 @@ VARIANTS = {
     # tiles classified full / partial per warpgroup (1), and skipped where empty for it (2) (attn_fwd.h)
     "wtc1": {"#define MASKC_WARP_TILE_CLASS 0": "#define MASKC_WARP_TILE_CLASS 1"},
     "wtc2": {"#define MASKC_WARP_TILE_CLASS 0": "#define MASKC_WARP_TILE_CLASS 2"},
+    # row intervals searched by every lane for each of its rows, not one row a thread through shared memory
+    "rbs0": {"#define MASKC_ROW_BITS_SMEM 1": "#define MASKC_ROW_BITS_SMEM 0"},
+    # mask column parts loaded by every lane for its column slots, not read once and shuffled
+    "shfl0": {"#define MASKC_COL_SHFL 1": "#define MASKC_COL_SHFL 0"},
     # timing only, wrong outputs by design: every visited tile skips the per-element mask
     "nomask": {"    if (full) {\n#if defined(MASKC_HAS_SCORE)": "    if (true) {\n#if defined(MASKC_HAS_SCORE)"},
 }

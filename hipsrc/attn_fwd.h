@@ -165,6 +165,21 @@
 // measuring, 64 walks with segment searches per block, costs more than the
 // order wins: their rows are a few tiles each); not measured on AMD, where
 // gfx90a's build of a pre-pass kernel took 20 bytes of scratch with it.
+// MASKC_ROW_BITS_SMEM 1 (with MASKC_ROW_BITS, where stage 1's memory is
+// free before the loop: Q not kept in it): each thread computes the
+// intervals of one row of the block (its segment searches) into stage 1's
+// memory while the first tiles are copied, and every lane then reads its
+// row slots' intervals from there, instead of each lane searching for all
+// its MASKC_ROW_SLOTS rows one search loop after another (documents: 4 rows
+// x 2 binary searches of dependent loads per lane, before the first tile).
+#if MASKC_ROW_BITS && !MASKC_Q_IN_REGS
+#ifndef MASKC_ROW_BITS_SMEM
+#define MASKC_ROW_BITS_SMEM 1
+#endif
+#else
+#undef MASKC_ROW_BITS_SMEM
+#define MASKC_ROW_BITS_SMEM 0
+#endif
 #ifndef MASKC_SCHED_LPT
 #if defined(MASKC_PLATFORM_NVIDIA) && defined(MASKC_SPARSITY_PREPASS)
 #define MASKC_SCHED_LPT 1
@@ -517,6 +532,23 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
     maskc_load_tile<MASKC_BLOCK_N>(sKV + MASKC_KV_TILE_ELEMS, Vp, shape.v_stride[2], kt * MASKC_BLOCK_N, Skv, tid);
   }
   maskc_copy_commit();
+#if MASKC_ROW_BITS_SMEM
+  // The block's row intervals, one row a thread, into stage 1 (free until
+  // the loop's first prefetch): [i][r] lo, then [count + i][r] length.
+  static_assert(2 * maskc_kv_interval_count * MASKC_BLOCK_M * (int)sizeof(int) <=
+                    MASKC_STAGE_ELEMS * (int)sizeof(maskc_elem_t), "the row intervals fit in a stage");
+  int* const srows = (int*)(sKV + MASKC_STAGE_ELEMS);
+  for (int r = tid; r < MASKC_BLOCK_M; r += MASKC_NUM_THREADS) {
+    const int qs = maskc_nonneg(q0 + r);
+    long long lo[maskc_kv_interval_count], hi[maskc_kv_interval_count];
+    maskc_kv_intervals_lane(buf, nB, nH, nHKV, nQ, nKV, b, h, qs, (long long)qs + 1, lo, hi);
+#pragma unroll
+    for (int i = 0; i < maskc_kv_interval_count; ++i) {
+      srows[i * MASKC_BLOCK_M + r] = (int)lo[i];
+      srows[(maskc_kv_interval_count + i) * MASKC_BLOCK_M + r] = qs < Sq ? (int)(hi[i] - lo[i]) : 0;
+    }
+  }
+#endif
   maskc_copy_wait_all();
   __syncthreads();
 #if !MASKC_Q_FIRST
@@ -570,6 +602,18 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
   // (MASKC_ROW_BITS); rows past Sq keep none (they are never stored).
   const bool rows_exact = maskc_kv_rows_exact(buf, nB, nH, nHKV, nQ, nKV);
   int rlo[MASKC_ROW_SLOTS][maskc_kv_interval_count], rlen[MASKC_ROW_SLOTS][maskc_kv_interval_count];
+#if MASKC_ROW_BITS_SMEM
+#pragma unroll
+  for (int sl = 0; sl < MASKC_ROW_SLOTS; ++sl) {
+    const int r = warp * MASKC_WARP_ROWS + maskc_slot_row(lane, sl);
+#pragma unroll
+    for (int i = 0; i < maskc_kv_interval_count; ++i) {
+      rlo[sl][i] = srows[i * MASKC_BLOCK_M + r];
+      rlen[sl][i] = srows[(maskc_kv_interval_count + i) * MASKC_BLOCK_M + r];
+    }
+  }
+  __syncthreads();  // stage 1 is the loop's again
+#else
 #pragma unroll
   for (int sl = 0; sl < MASKC_ROW_SLOTS; ++sl) {
     const int qs = maskc_nonneg(row_base + maskc_slot_row(lane, sl));
@@ -581,6 +625,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
       rlen[sl][i] = qs < Sq ? (int)(hi[i] - lo[i]) : 0;
     }
   }
+#endif
 #endif
 #define MASKC_COL_SLOTS (MASKC_BLOCK_N / 4)
   // The column parts of a tile; the mask's only where it is not full.
