@@ -67,6 +67,8 @@ VARIANTS = {
     "wtc2": {"#define MASKC_WARP_TILE_CLASS 0": "#define MASKC_WARP_TILE_CLASS 2"},
     # row intervals searched by every lane for each of its rows, not one row a thread through shared memory
     "rbs0": {"#define MASKC_ROW_BITS_SMEM 1": "#define MASKC_ROW_BITS_SMEM 0"},
+    # tiles proven full by maskc_tile_full over the block's rows, not by each warp's row intervals
+    "rfull0": {"#define MASKC_ROW_FULL 1": "#define MASKC_ROW_FULL 0"},
     # mask column parts loaded by every lane for its column slots, not read once and shuffled
     "shfl0": {"#define MASKC_COL_SHFL 1": "#define MASKC_COL_SHFL 0"},
     # timing only, wrong outputs by design: every visited tile skips the per-element mask

@@ -172,6 +172,19 @@
 // row slots' intervals from there, instead of each lane searching for all
 // its MASKC_ROW_SLOTS rows one search loop after another (documents: 4 rows
 // x 2 binary searches of dependent loads per lane, before the first tile).
+// MASKC_ROW_FULL 1 (with MASKC_ROW_BITS): a tile is full for a warp when
+// each of its rows holds the tile's keys in one of its intervals
+// (maskc_rows_hold, a few compares, no loads) rather than by
+// maskc_tile_full over the block's rows (for documents, segment ids read at
+// the tile's corners before every tile's MMA).
+#if MASKC_ROW_BITS
+#ifndef MASKC_ROW_FULL
+#define MASKC_ROW_FULL 1
+#endif
+#else
+#undef MASKC_ROW_FULL
+#define MASKC_ROW_FULL 0
+#endif
 #if MASKC_ROW_BITS && !MASKC_Q_IN_REGS
 #ifndef MASKC_ROW_BITS_SMEM
 #define MASKC_ROW_BITS_SMEM 1
@@ -688,6 +701,11 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
     full = full && cur_flag == 2;
     cur_flag = next_flag;
 #elif defined(MASKC_SPARSITY_ANALYTIC)
+#if MASKC_ROW_FULL
+    if (rows_exact)
+      full = full && maskc_warp_all(maskc_rows_hold<MASKC_ROW_SLOTS, maskc_kv_interval_count>(rlo, rlen, kv0, MASKC_BLOCK_N));
+    else
+#endif
     full = full && maskc_tile_full(buf, nB, nH, nHKV, nQ, nKV, b, h, wq0, wq1, kv0, kv0 + MASKC_BLOCK_N);
 #else
     full = false;
