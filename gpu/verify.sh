@@ -23,6 +23,11 @@
 #                200 steps through the wheel against FlexAttention)
 #         cp     python/gpu_tests/check_cp.py (maskc.cp's ring over 2 and 4
 #                simulated ranks against the unsplit call; issue 16)
+#         go     the Go path: the runtime's and the compiler's GPU tests
+#                (test binaries built by gen, without cgo) and `maskc run
+#                --check`, forward and --backward (atomic, deterministic,
+#                dLSE, GQA), on five examples against the Go float64
+#                reference, through NVRTC and the driver over purego
 #         meg    python/gpu_tests/train_megatron.py (a tiny Megatron-core GPT,
 #                local attention vs maskc's core attention vs CP=2 simulated);
 #                needs Megatron-LM's megatron/ package carried (never
@@ -48,6 +53,10 @@ gen)
 	bin=$(mktemp -d)
 	CGO_ENABLED=0 go build -o "$bin/maskc" ./cmd/maskc
 	python3 python/build_wheel.py -o .devbin/v --binary "$bin/maskc"
+	# The Go GPU tests (step go), stripped and packed: the carry limit.
+	CGO_ENABLED=0 go test -c -ldflags="-s -w" -o "$bin/runtime.test" ./runtime
+	CGO_ENABLED=0 go test -c -ldflags="-s -w" -o "$bin/compiler.test" ./compiler
+	tar czf .devbin/v/gotests.tgz -C "$bin" runtime.test compiler.test
 	rm -rf "$bin"
 	git rev-parse HEAD >.devbin/v/commit
 	;;
@@ -114,6 +123,11 @@ run)
 				python3 python/gpu_tests/train_megatron.py --out "$OUT"
 			grep -v -i warn "$OUT/meg.txt" | tail -8 | cut -c1-300
 			;;
+		go)
+			install_wheel
+			step go "${GO_TIMEOUT:-150}" bash gpu/verify_go.sh /tmp/site/maskc/bin/maskc .devbin/v/gotests.tgz
+			grep -E "^(--- |ok|FAIL|PASS|==)" "$OUT/go.txt" | tail -24
+			;;
 		dense)
 			step dense "${DENSE_TIMEOUT:-160}" env OUT="$OUT/dense" bash gpu/dense.sh run
 			tail -40 "$OUT/dense.txt"
@@ -156,7 +170,7 @@ run)
 	exit $failed
 	;;
 *)
-	echo "usage: gpu/verify.sh gen | run [fwd|extfwd|bwd|torch|ext|bwdb|hf|cp|meg|san|dense ...]" >&2
+	echo "usage: gpu/verify.sh gen | run [fwd|extfwd|bwd|torch|ext|bwdb|hf|cp|meg|san|dense|go ...]" >&2
 	exit 2
 	;;
 esac

@@ -1,13 +1,9 @@
 package runtime
 
 import (
-	"encoding/json"
 	"errors"
 	"math"
 	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -25,8 +21,8 @@ import (
 //	CGO_ENABLED=0 go test -c -o .devbin/runtime.test ./runtime
 //	cd runtime && MASKC_GPU_TESTS=1 ../.devbin/runtime.test -test.v
 //
-// MASKC_GPU_TEST_KERNELS may name a directory of complete generated kernels
-// (NAME.cu plus manifest.json) to time and launch as well.
+// Every generated example kernel is launched through the embedding API by
+// the compiler package's TestGPUEveryExampleLaunches.
 const gpuTestsEnv = "MASKC_GPU_TESTS"
 
 func openGPU(t *testing.T, cacheDir string) *Device {
@@ -329,158 +325,4 @@ func TestGPUCompilesToolkitHeaders(t *testing.T) {
 		t.Fatalf("cuda_bf16.h: %v", err)
 	}
 	t.Logf("cuda_bf16.h compiled in %v", m.Stats.Compile)
-}
-
-// kernelManifest describes a directory of generated kernels for
-// TestGPUGeneratedKernels.
-type kernelManifest struct {
-	Kernels []struct {
-		Name, File, Sparsity string
-		HeadDim, Threads     int
-		SharedBytes          int
-		MaskUsesB, MaskUsesH bool
-		Buffers              []struct {
-			Name  string
-			Bytes int // element size
-			Dims  []string
-		}
-	}
-}
-
-// TestGPUGeneratedKernels times a cold compile and a warm load of each
-// generated kernel in $MASKC_GPU_TEST_KERNELS and launches it once on zero
-// inputs, where every output must be 0 and every LSE finite or -inf.
-func TestGPUGeneratedKernels(t *testing.T) {
-	dir := os.Getenv("MASKC_GPU_TEST_KERNELS")
-	cache := t.TempDir()
-	d := openGPU(t, cache)
-	defer d.Close()
-	if dir == "" {
-		t.Skip("MASKC_GPU_TEST_KERNELS not set")
-	}
-	raw, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var man kernelManifest
-	if err := json.Unmarshal(raw, &man); err != nil {
-		t.Fatal(err)
-	}
-	for _, km := range man.Kernels {
-		t.Run(km.Name, func(t *testing.T) {
-			src, err := os.ReadFile(filepath.Join(dir, km.File))
-			if err != nil {
-				t.Fatal(err)
-			}
-			spec := AttentionSpec{
-				Source: string(src), Name: km.File, BlockM: 128, BlockN: 64, NumThreads: km.Threads,
-				SharedBytes: km.SharedBytes, HeadDim: km.HeadDim, FlagsPerBatch: km.MaskUsesB, FlagsPerHead: km.MaskUsesH,
-			}
-			switch km.Sparsity {
-			case "prepass":
-				spec.Sparsity = SparsityPrepass
-			case "analytic":
-				spec.Sparsity = SparsityAnalytic
-			}
-			for _, b := range km.Buffers {
-				dims := b.Dims
-				spec.Buffers = append(spec.Buffers, BufferSpec{Name: b.Name, Dims: func(s Sizes) [2]int64 {
-					out := [2]int64{1, 1}
-					for i, e := range dims {
-						out[i] = sizeExpr(e, s)
-					}
-					return out
-				}})
-			}
-			cold, err := d.NewAttention(spec)
-			if err != nil {
-				var diags dsl.Diagnostics
-				if errors.As(err, &diags) {
-					t.Fatalf("compile:\n%s", diags.Render())
-				}
-				t.Fatal(err)
-			}
-			defer cold.Close()
-			warm, err := NewDevice(d.Backend, Options{CacheDir: cache}).NewAttention(spec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer warm.Close()
-			cs, ws := cold.CompileStats(), warm.CompileStats()
-			t.Logf("%s: cold compile %v (%s %d bytes), warm load %v (cache %s)", km.Name, cs.Total, cs.Image, cs.ImageBytes, ws.Total, ws.Cache)
-
-			const B, H, HKV, S, D = 1, 2, 2, 200, 128
-			shape := ContiguousShape(BSHD, B, H, HKV, S, S, km.HeadDim)
-			n := int64(B * H * S * km.HeadDim * 2)
-			alloc := func(n int64) DevicePtr {
-				p, err := d.Alloc(n)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := d.Memset(p, 0, n); err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { d.Free(p) })
-				return p
-			}
-			q, kk, v, o, lse := alloc(n), alloc(n), alloc(n), alloc(n), alloc(B*H*S*4)
-			if err := d.Memset(o, 0x7f, n); err != nil {
-				t.Fatal(err)
-			}
-			var bufs []DevicePtr
-			for i, b := range km.Buffers {
-				dims := spec.Buffers[i].Dims(Sizes{B: B, H: H, HKV: HKV, Q: S, KV: S})
-				bufs = append(bufs, alloc(dims[0]*dims[1]*int64(b.Bytes)))
-			}
-			if km.Name == "gpt_oss" || strings.Contains(string(src), "#define MASKC_HAS_SINK") {
-				shape.Sink = alloc(H * 4)
-			}
-			if err := warm.Forward(0, q, kk, v, o, lse, shape, bufs); err != nil {
-				t.Fatal(err)
-			}
-			if err := d.Synchronize(); err != nil {
-				t.Fatal(err)
-			}
-			out := make([]uint16, n/2)
-			if err := d.CopyDtoH(bytesOf(out), o); err != nil {
-				t.Fatal(err)
-			}
-			for i, x := range out {
-				if x != 0 {
-					t.Fatalf("O[%d] = %#x with V = 0", i, x)
-				}
-			}
-			lses := make([]float32, B*H*S)
-			if err := d.CopyDtoH(bytesOf(lses), lse); err != nil {
-				t.Fatal(err)
-			}
-			for i, x := range lses {
-				if math.IsNaN(float64(x)) || math.IsInf(float64(x), 1) {
-					t.Fatalf("LSE[%d] = %v", i, x)
-				}
-			}
-			t.Logf("%s: LSE[0:4] = %v", km.Name, lses[:4])
-		})
-	}
-}
-
-// sizeExpr evaluates an extent written as a size symbol or an integer.
-func sizeExpr(e string, s Sizes) int64 {
-	switch strings.TrimSpace(e) {
-	case "B":
-		return s.B
-	case "H":
-		return s.H
-	case "HKV":
-		return s.HKV
-	case "Q":
-		return s.Q
-	case "KV":
-		return s.KV
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(e), 10, 64)
-	if err != nil {
-		return 0
-	}
-	return n
 }

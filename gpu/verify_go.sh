@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The Go path on the GPU machine (gpu/verify.sh's step go): the runtime's and
+# the compiler's GPU tests, then `maskc run --check` forward and backward on
+# five examples against the Go float64 reference (eval), through NVRTC and the
+# CUDA driver over purego, with no Go toolchain on the machine.
+#
+#   bash gpu/verify_go.sh MASKC_BINARY GOTESTS_TGZ
+#
+# GOTESTS_TGZ holds runtime.test and compiler.test, built by `gpu/verify.sh gen`
+# (CGO_ENABLED=0 go test -c). Exit status: the number of failed parts.
+set -u
+bin=$1
+tests=$2
+cd "$(dirname "$0")/.."
+root=$PWD
+work=$(mktemp -d)
+tar xzf "$tests" -C "$work"
+failed=0
+part() { # name command...: runs one part, prints its verdict
+	local name=$1 t0=$SECONDS
+	shift
+	echo "== $name: $*"
+	"$@"
+	local rc=$?
+	echo "== $name exit $rc ($((SECONDS - t0)) s)"
+	[ $rc -eq 0 ] || failed=$((failed + 1))
+	return $rc
+}
+export MASKC_GPU_TESTS=1 MASKC_CACHE_DIR="$work/cache"
+# The test binaries read their package's testdata and the examples relative
+# to the package directory, as `go test` runs them.
+(cd runtime && part runtime "$work/runtime.test" -test.run GPU -test.v) || failed=$((failed + 1))
+(cd compiler && part compiler "$work/compiler.test" -test.run GPU -test.v) || failed=$((failed + 1))
+ex=examples
+run() { part "maskc run $*" "$bin" run "$@" --check --seed 7; }
+run "$ex/causal.flex" --shape 2,4,1000,128
+run "$ex/gpt_oss.flex" --attention layer_0 --shape 1,8,257,64 --kv-heads 2 --backward --deterministic
+run "$ex/relative_bias.flex" --attention biased_layer --shape 2,4,300,128 --skv 200 --backward --dlse
+run "$ex/alibi.flex" --shape 1,4,300,128 --backward --dlse --deterministic
+run "$ex/document_causal.flex" --shape 2,4,300,128 --backward
+run "$ex/t5_bias.flex" --shape 1,4,200,128 --sq 150 --backward --deterministic
+rm -rf "$work"
+echo "== go: $failed failed"
+exit "$failed"
