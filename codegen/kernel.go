@@ -435,8 +435,9 @@ var heavyBuiltins = map[string]bool{"exp": true, "exp2": true, "log": true, "log
 
 // lightScore reports whether a score mod is arithmetic on the logit,
 // indices and buffer values only (no heavyBuiltins call): ALiBi
-// (1.160x of Flex against 1.029x on attn_fwd.h) and a relative-position
-// bias read from a buffer (1.275x against 1.138x) measured faster on the
+// (1.160x and 1.183x of Flex in two calls against 1.017-1.029x on
+// attn_fwd.h) and a relative-position bias read from a buffer (1.275x and
+// 1.256x against 1.137-1.147x) measured faster on the
 // warp-specialized forward, softcap's tanh (0.949x against 1.083x) and
 // T5's log buckets slower (gpu/NOTES.md, runs 17 and 21x).
 func lightScore(l *dsl.Lowered) bool {

@@ -172,11 +172,15 @@
 // row slots' intervals from there, instead of each lane searching for all
 // its MASKC_ROW_SLOTS rows one search loop after another (documents: 4 rows
 // x 2 binary searches of dependent loads per lane, before the first tile).
+// On the H200 (run 21x): document_sliding 0.887x -> 0.934x of Flex,
+// document 0.932x -> 0.919x (within the run's noise).
 // MASKC_ROW_FULL 1 (with MASKC_ROW_BITS): a tile is full for a warp when
 // each of its rows holds the tile's keys in one of its intervals
 // (maskc_rows_hold, a few compares, no loads) rather than by
 // maskc_tile_full over the block's rows (for documents, segment ids read at
-// the tile's corners before every tile's MMA).
+// the tile's corners before every tile's MMA). On the H200 (gpu/NOTES.md,
+// run 21x) document 0.842x -> 0.919x of Flex, document_sliding 0.870x ->
+// 0.934x.
 #if MASKC_ROW_BITS
 #ifndef MASKC_ROW_FULL
 #define MASKC_ROW_FULL 1
@@ -212,7 +216,9 @@
 // and independent loads) and handed to the lanes' column slots by shuffles
 // (maskc_mask_cols_shfl), instead of MASKC_BLOCK_N / 4 loads in every lane,
 // which ptxas issues one after another at 128 registers (each waits for its
-// load: Longformer's is_global[kv], gpu/NOTES.md run 21x).
+// load): on the H200 (gpu/NOTES.md, run 21x) Longformer's is_global[kv]
+// 0.83x -> 0.98x of Flex; documents (whose row bits skip the reads)
+// unchanged.
 #if defined(MASKC_PLATFORM_NVIDIA) && defined(MASKC_MASK_COL_READS) && MASKC_MASK_BITS
 #ifndef MASKC_COL_SHFL
 #define MASKC_COL_SHFL 1
