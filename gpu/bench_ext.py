@@ -69,6 +69,10 @@ VARIANTS = {
     "rbs0": {"#define MASKC_ROW_BITS_SMEM 1": "#define MASKC_ROW_BITS_SMEM 0"},
     # tiles proven full by maskc_tile_full over the block's rows, not by each warp's row intervals
     "rfull0": {"#define MASKC_ROW_FULL 1": "#define MASKC_ROW_FULL 0"},
+    # with row intervals, the logits tested against them after the MMA rather than by keep bits before it
+    "rowdirect": {"#define MASKC_ROW_DIRECT 0": "#define MASKC_ROW_DIRECT 1"},
+    "rowdirect_rbs0": {"#define MASKC_ROW_DIRECT 0": "#define MASKC_ROW_DIRECT 1",
+                       "#define MASKC_ROW_BITS_SMEM 1": "#define MASKC_ROW_BITS_SMEM 0"},
     # mask column parts loaded by every lane for its column slots, not read once and shuffled
     "shfl0": {"#define MASKC_COL_SHFL 1": "#define MASKC_COL_SHFL 0"},
     # timing only, wrong outputs by design: every visited tile skips the per-element mask

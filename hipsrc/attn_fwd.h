@@ -189,6 +189,17 @@
 #undef MASKC_ROW_FULL
 #define MASKC_ROW_FULL 0
 #endif
+// MASKC_ROW_DIRECT 1 (with MASKC_ROW_BITS, where rows are exact): no keep
+// bits; the logits are tested against their rows' intervals after the MMA
+// (the intervals are live there anyway).
+#if MASKC_ROW_BITS
+#ifndef MASKC_ROW_DIRECT
+#define MASKC_ROW_DIRECT 0
+#endif
+#else
+#undef MASKC_ROW_DIRECT
+#define MASKC_ROW_DIRECT 0
+#endif
 #if MASKC_ROW_BITS && !MASKC_Q_IN_REGS
 #ifndef MASKC_ROW_BITS_SMEM
 #define MASKC_ROW_BITS_SMEM 1
@@ -735,7 +746,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
 #if MASKC_ROW_BITS
       if (rows_exact) {
 #pragma unroll
-        for (int i = 0; i < MASKC_S_ELEMS; ++i) {
+        for (int i = 0; i < (MASKC_ROW_DIRECT ? 0 : MASKC_S_ELEMS); ++i) {
           const int sl = maskc_frag_slot<MASKC_BLOCK_N>(i);
           const bool keep = maskc_in_intervals<maskc_kv_interval_count>(rlo[sl], rlen[sl], MASKC_S_COL(i));
           kbits[i / 32] |= (unsigned)keep << (i % 32);
@@ -800,7 +811,13 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
         const float x = s[i];
 #endif
 #if MASKC_MASK_BITS
+#if MASKC_ROW_DIRECT
+        const bool keep = rows_exact ? maskc_in_intervals<maskc_kv_interval_count>(
+                                           rlo[maskc_frag_slot<MASKC_BLOCK_N>(i)], rlen[maskc_frag_slot<MASKC_BLOCK_N>(i)], kvi)
+                                     : ((kbits[i / 32] >> (i % 32)) & 1u) != 0;
+#else
         const bool keep = (kbits[i / 32] >> (i % 32)) & 1u;
+#endif
 #else
         bool keep = kvi < Skv;
 #if defined(MASKC_HAS_MASK)
