@@ -191,7 +191,10 @@
 #endif
 // MASKC_ROW_DIRECT 1 (with MASKC_ROW_BITS, where rows are exact): no keep
 // bits; the logits are tested against their rows' intervals after the MMA
-// (the intervals are live there anyway).
+// (the intervals are live there anyway). Off: on the H200 (gpu/NOTES.md,
+// run 21x) document 0.918x -> 0.904x of Flex, document_sliding 0.936x ->
+// 0.920x, although ptxas 12.4 reports fewer spills with it (144 against 176
+// bytes).
 #if MASKC_ROW_BITS
 #ifndef MASKC_ROW_DIRECT
 #define MASKC_ROW_DIRECT 0
