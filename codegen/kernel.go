@@ -389,19 +389,22 @@ func firstNonEmpty(xs ...string) string {
 // warpSpecialized is the rule that gives a kernel the warp-specialized
 // sm_90a forward: where the H200 measured it ahead of attn_fwd.h's kernel
 // (gpu/NOTES.md, run 17: full, causal, sliding, prefix and document masks,
-// 1.10-1.25x), that is kernels with no score modification whose key tiles
-// are either all full (no mask) or mostly provably full (analytic
-// sparsity, every disjunct with a closed-form full-tile test), so that the
-// per-element mask stays off most tiles; of the analytic masks, only those
-// whose full-tile tests are linear bounds. Elsewhere it measured behind:
-// opaque terms (dilated2048, 0.79x), pre-pass flags (neighbourhood_2d,
-// 0.79x), heavy scores (t5_bias, 0.69x), segment equalities
-// (document_sliding 0.675x against attn_fwd.h's 0.848x, whose mask bits it
-// lacks; document even) and, since it visits the hull of a row's kv range
-// rather than the union of its intervals (hullExact), terms whose union is
-// not one interval (sliding_global_prefix, 0.225x against 1.05x): run 18.
+// 1.10-1.25x), that is kernels with no score modification or a light one
+// (lightScore) whose key tiles are either all full (no mask) or mostly
+// provably full (analytic sparsity, every disjunct with a closed-form
+// full-tile test), so that the per-element mask stays off most tiles; of
+// the analytic masks, only those whose full-tile tests are linear bounds.
+// Elsewhere it measured behind: opaque terms (dilated2048, 0.79x),
+// pre-pass flags (neighbourhood_2d, 0.79x), heavy scores (t5_bias, 0.69x;
+// softcap 0.95x against 1.08x, run 21x), segment equalities (document_sliding
+// 0.675x against attn_fwd.h's 0.848x, run 18; 0.771x against 0.882x and
+// document 0.840x against 0.870x with each row's interval tested instead of
+// the mask, MASKC_WS_ROW_BITS, run 21x: their rows are a few tiles each) and,
+// since it visits the hull of a row's kv range rather than the union of its
+// intervals (hullExact), terms whose union is not one interval
+// (sliding_global_prefix, 0.225x against 1.05x): run 18.
 func warpSpecialized(k *Kernel, p sparsityPlan) bool {
-	if k.HasScore || (k.HeadDim != 64 && k.HeadDim != 128) {
+	if k.HasScore && !lightScore(k.Score) || (k.HeadDim != 64 && k.HeadDim != 128) {
 		return false
 	}
 	switch p.kind {
@@ -409,7 +412,7 @@ func warpSpecialized(k *Kernel, p sparsityPlan) bool {
 		return !k.HasMask
 	case SparsityAnalytic:
 		// Only the full-tile tests of the measured masks: linear bounds
-		// (causal, sliding, prefix) and segment equality (document).
+		// (causal, sliding, prefix).
 		for _, d := range p.disjuncts {
 			if d.full == nil {
 				return false
@@ -423,6 +426,34 @@ func warpSpecialized(k *Kernel, p sparsityPlan) bool {
 		return len(p.disjuncts) > 0 && hullExact(p)
 	}
 	return false
+}
+
+// heavyBuiltins are the score built-ins that make a score mod too heavy
+// for the warp-specialized forward (transcendental functions, a
+// multi-instruction sequence per logit on the H200).
+var heavyBuiltins = map[string]bool{"exp": true, "exp2": true, "log": true, "log2": true, "sqrt": true, "tanh": true, "sigmoid": true}
+
+// lightScore reports whether a score mod is arithmetic on the logit,
+// indices and buffer values only (no heavyBuiltins call): ALiBi
+// (1.160x and 1.183x of Flex in two calls against 1.017-1.029x on
+// attn_fwd.h) and a relative-position bias read from a buffer (1.275x and
+// 1.256x against 1.137-1.147x) measured faster on the
+// warp-specialized forward, softcap's tanh (0.949x against 1.083x) and
+// T5's log buckets slower (gpu/NOTES.md, runs 17 and 21x).
+func lightScore(l *dsl.Lowered) bool {
+	if l == nil || l.Expr == nil {
+		return false
+	}
+	light := true
+	dsl.Inspect(l.Expr, func(e dsl.Expr) bool {
+		if c, ok := e.(*dsl.CallExpr); ok {
+			if id, ok := c.Fun.(*dsl.Ident); ok && heavyBuiltins[id.Name] {
+				light = false
+			}
+		}
+		return light
+	})
+	return light
 }
 
 // hullExact reports whether every row's kv set is the hull of its terms'

@@ -23,7 +23,10 @@ func TestWarpSpecializedRule(t *testing.T) {
 		{"bench_cases/document.flex", false},                  // segments
 		{"bench_cases_ext/document_sliding.flex", false},
 		{"bench_cases/dilated2048.flex", false},    // opaque
-		{"bench_cases/causal_softcap.flex", false}, // a score
+		{"bench_cases/causal_softcap.flex", false}, // a heavy score (tanh)
+		{"bench_cases/causal_alibi.flex", true},    // a light score (slopes[h] * (kv - q))
+		{"../examples/relative_bias.flex", true},   // a light score (a buffer read)
+		{"../examples/t5_bias.flex", false},        // a heavy score (log buckets)
 		{"bench_cases_ext/longformer.flex", false}, // pre-pass
 	} {
 		k := generateAttention(t, filepath.Join("..", "gpu", tc.file), "", Options{})

@@ -6,7 +6,7 @@ style masks of gpu/bench_cases_ext and every example that generates a kernel
 
 Usage: python3 gpu/bench_ext.py --generated DIR --buffers BUF.json --tiles TILES.jsonl
                                [--cases a,b] [--variants base,sched4[@CASE+CASE]] [--variant-cases a,b]
-                               [--out FILE.jsonl]
+                               [--alt NAME=DIR[@CASE+CASE],...] [--out FILE.jsonl]
 
 DIR is genkernels' output over those .flex files; BUF.json the buffer
 contents (gpu/bench_ext_buffers.py, the same values the host counted tiles
@@ -15,7 +15,10 @@ a manifest kernel, named FLEX:ATTENTION. The reference mask and score are
 the manifest's torch expressions; FlexAttention gets the same functions.
 TFLOP/s count kept pairs only (4*D flops each, the exact kept-pair count of
 the whole launch from TILES.jsonl). The maskc time includes the tile
-pre-pass where the kernel has one. Per case: TFLOP/s of both, ratio =
+pre-pass where the kernel has one. --alt NAME=DIR times the same case's
+kernel from another genkernels output DIR (e.g. main's, where the branch
+changes which forward a kernel gets) as variant NAME, against the same Flex
+figures. Per case: TFLOP/s of both, ratio =
 flex ms / maskc ms, tiles visited / tiles holding a kept pair, and the
 relative difference of the outputs (NaN-poisoned before the timed launch).
 """
@@ -62,6 +65,16 @@ VARIANTS = {
     # tiles classified full / partial per warpgroup (1), and skipped where empty for it (2) (attn_fwd.h)
     "wtc1": {"#define MASKC_WARP_TILE_CLASS 0": "#define MASKC_WARP_TILE_CLASS 1"},
     "wtc2": {"#define MASKC_WARP_TILE_CLASS 0": "#define MASKC_WARP_TILE_CLASS 2"},
+    # row intervals searched by every lane for each of its rows, not one row a thread through shared memory
+    "rbs0": {"#define MASKC_ROW_BITS_SMEM 1": "#define MASKC_ROW_BITS_SMEM 0"},
+    # tiles proven full by maskc_tile_full over the block's rows, not by each warp's row intervals
+    "rfull0": {"#define MASKC_ROW_FULL 1": "#define MASKC_ROW_FULL 0"},
+    # with row intervals, the logits tested against them after the MMA rather than by keep bits before it
+    "rowdirect": {"#define MASKC_ROW_DIRECT 0": "#define MASKC_ROW_DIRECT 1"},
+    "rowdirect_rbs0": {"#define MASKC_ROW_DIRECT 0": "#define MASKC_ROW_DIRECT 1",
+                       "#define MASKC_ROW_BITS_SMEM 1": "#define MASKC_ROW_BITS_SMEM 0"},
+    # mask column parts loaded by every lane for its column slots, not read once and shuffled
+    "shfl0": {"#define MASKC_COL_SHFL 1": "#define MASKC_COL_SHFL 0"},
     # timing only, wrong outputs by design: every visited tile skips the per-element mask
     "nomask": {"    if (full) {\n#if defined(MASKC_HAS_SCORE)": "    if (true) {\n#if defined(MASKC_HAS_SCORE)"},
 }
@@ -80,6 +93,8 @@ def main():
     ap.add_argument("--variants", default="base")
     ap.add_argument("--variant-cases", help="cases (FLEX:ATTENTION, comma-separated) that run the variants other "
                                             "than base (default all)")
+    ap.add_argument("--alt", default="", help="NAME=DIR[,NAME=DIR]: the same cases from another generated DIR, "
+                                               "timed as variant NAME")
     ap.add_argument("--out", default="bench_ext.jsonl")
     a = ap.parse_args()
     emit = JsonLog(a.out)
@@ -102,6 +117,16 @@ def main():
         if only:
             var_cases[name] = only.split("+")
 
+    alts = {}  # variant name -> {case id: (case, source, abi)}
+    for tok in filter(None, a.alt.split(",")):
+        name, _, adir = tok.partition("=")
+        adir, _, only = adir.partition("@")  # NAME=DIR@CASE+CASE: only those cases
+        if only:
+            var_cases[name] = only.split("+")
+        aabi, acases = mg.generated_cases(adir)
+        alts[name] = {case_id(c.entry): (c, src, aabi) for c, src in acases}
+        variants.append(name)
+
     mg.libs()
     torch.empty(1, device=dev)
     jobs = []
@@ -112,19 +137,24 @@ def main():
                 continue
             if var != "base" and var not in var_cases and vcases and case_id(c.entry) not in vcases:
                 continue
+            if var in alts:
+                if case_id(c.entry) in alts[var]:
+                    ac, asrc, aabi = alts[var][case_id(c.entry)]
+                    jobs.append((case_id(c.entry), var, ac, asrc, aabi))
+                continue
             s = src
             for old, new in VARIANTS[var].items():
                 assert old in s, "variant %s does not apply" % var
                 s = s.replace(old, new)
-            jobs.append((case_id(c.entry), var, c, s))
+            jobs.append((case_id(c.entry), var, c, s, abi))
     t0 = time.time()
     with concurrent.futures.ThreadPoolExecutor(16) as ex:
-        futs = [ex.submit(mg.compile_source, s, re.sub(r"\W", "_", "%s_%s" % (cid, var)), None, abi)
-                for cid, var, c, s in jobs]
+        futs = [ex.submit(mg.compile_source, s, re.sub(r"\W", "_", "%s_%s" % (cid, var)), None, jabi)
+                for cid, var, c, s, jabi in jobs]
     kernels = {}
-    for (cid, var, c, s), f in zip(jobs, futs):
+    for (cid, var, c, s, jabi), f in zip(jobs, futs):
         try:
-            kernels[(cid, var)] = k = mg.Kernel(s, c.entry, abi, re.sub(r"\W", "_", cid + "_" + var), compiled=f.result())
+            kernels[(cid, var)] = k = mg.Kernel(s, c.entry, jabi, re.sub(r"\W", "_", cid + "_" + var), compiled=f.result())
             emit(kind="kernel", case=cid, variant=var, regs=k.regs, local_bytes=k.local_bytes)
         except Exception as e:
             emit(kind="kernel", case=cid, variant=var, error=repr(e)[:2000])

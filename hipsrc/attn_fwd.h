@@ -165,6 +165,52 @@
 // measuring, 64 walks with segment searches per block, costs more than the
 // order wins: their rows are a few tiles each); not measured on AMD, where
 // gfx90a's build of a pre-pass kernel took 20 bytes of scratch with it.
+// MASKC_ROW_BITS_SMEM 1 (with MASKC_ROW_BITS, where stage 1's memory is
+// free before the loop: Q not kept in it): each thread computes the
+// intervals of one row of the block (its segment searches) into stage 1's
+// memory while the first tiles are copied, and every lane then reads its
+// row slots' intervals from there, instead of each lane searching for all
+// its MASKC_ROW_SLOTS rows one search loop after another (documents: 4 rows
+// x 2 binary searches of dependent loads per lane, before the first tile).
+// On the H200 (run 21x): document_sliding 0.887x -> 0.934x of Flex,
+// document 0.932x -> 0.919x (within the run's noise).
+// MASKC_ROW_FULL 1 (with MASKC_ROW_BITS): a tile is full for a warp when
+// each of its rows holds the tile's keys in one of its intervals
+// (maskc_rows_hold, a few compares, no loads) rather than by
+// maskc_tile_full over the block's rows (for documents, segment ids read at
+// the tile's corners before every tile's MMA). On the H200 (gpu/NOTES.md,
+// run 21x) document 0.842x -> 0.919x of Flex, document_sliding 0.870x ->
+// 0.934x.
+#if MASKC_ROW_BITS
+#ifndef MASKC_ROW_FULL
+#define MASKC_ROW_FULL 1
+#endif
+#else
+#undef MASKC_ROW_FULL
+#define MASKC_ROW_FULL 0
+#endif
+// MASKC_ROW_DIRECT 1 (with MASKC_ROW_BITS, where rows are exact): no keep
+// bits; the logits are tested against their rows' intervals after the MMA
+// (the intervals are live there anyway). Off: on the H200 (gpu/NOTES.md,
+// run 21x) document 0.918x -> 0.904x of Flex, document_sliding 0.936x ->
+// 0.920x, although ptxas 12.4 reports fewer spills with it (144 against 176
+// bytes).
+#if MASKC_ROW_BITS
+#ifndef MASKC_ROW_DIRECT
+#define MASKC_ROW_DIRECT 0
+#endif
+#else
+#undef MASKC_ROW_DIRECT
+#define MASKC_ROW_DIRECT 0
+#endif
+#if MASKC_ROW_BITS && !MASKC_Q_IN_REGS
+#ifndef MASKC_ROW_BITS_SMEM
+#define MASKC_ROW_BITS_SMEM 1
+#endif
+#else
+#undef MASKC_ROW_BITS_SMEM
+#define MASKC_ROW_BITS_SMEM 0
+#endif
 #ifndef MASKC_SCHED_LPT
 #if defined(MASKC_PLATFORM_NVIDIA) && defined(MASKC_SPARSITY_PREPASS)
 #define MASKC_SCHED_LPT 1
@@ -177,6 +223,23 @@
 #endif
 #ifndef MASKC_SCHED_LPT_MAX_FLAGS
 #define MASKC_SCHED_LPT_MAX_FLAGS 65536
+#endif
+// MASKC_COL_SHFL 1 (NVIDIA, with MASKC_MASK_BITS and the mask's column
+// reads): a partial tile's mask column parts are read by every lane for
+// MASKC_BLOCK_N / MASKC_WARP_SIZE keys (kv0 + r * warp size + lane: coalesced
+// and independent loads) and handed to the lanes' column slots by shuffles
+// (maskc_mask_cols_shfl), instead of MASKC_BLOCK_N / 4 loads in every lane,
+// which ptxas issues one after another at 128 registers (each waits for its
+// load): on the H200 (gpu/NOTES.md, run 21x) Longformer's is_global[kv]
+// 0.83x -> 0.98x of Flex; documents (whose row bits skip the reads)
+// unchanged.
+#if defined(MASKC_PLATFORM_NVIDIA) && defined(MASKC_MASK_COL_READS) && MASKC_MASK_BITS
+#ifndef MASKC_COL_SHFL
+#define MASKC_COL_SHFL 1
+#endif
+#else
+#undef MASKC_COL_SHFL
+#define MASKC_COL_SHFL 0
 #endif
 #ifndef MASKC_MASK_USES_B
 #define MASKC_MASK_USES_B 1
@@ -254,6 +317,31 @@ __device__ __forceinline__ int maskc_nonneg(int x) {
   return x;
 }
 
+// Whether key kv lies in one of a row's N intervals [lo[j], lo[j] + len[j])
+// (MASKC_ROW_BITS: a subtraction and an unsigned compare per interval).
+template <int N>
+__device__ __forceinline__ bool maskc_in_intervals(const int (&lo)[N], const int (&len)[N], int kv) {
+  bool keep = false;
+#pragma unroll
+  for (int j = 0; j < N; ++j) keep = keep || (unsigned)(kv - lo[j]) < (unsigned)len[j];
+  return keep;
+}
+
+// Whether each of a lane's R rows holds the keys [kv0, kv0 + n) inside one
+// of its N intervals (the tile is then full for those rows).
+template <int R, int N>
+__device__ __forceinline__ bool maskc_rows_hold(const int (&lo)[R][N], const int (&len)[R][N], int kv0, int n) {
+  bool all = true;
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    bool one = false;
+#pragma unroll
+    for (int j = 0; j < N; ++j) one = one || (kv0 >= lo[r][j] && kv0 - lo[r][j] <= len[r][j] - n);
+    all = all && one;
+  }
+  return all;
+}
+
 // Index of the first pre-pass flag of (b, h, q_tile).
 __device__ __forceinline__ long long maskc_flag_row(const MaskcShape& sh, int b, int h, int qt, int n_qt, int n_kt) {
   const int hf = MASKC_MASK_USES_H ? sh.H : 1;
@@ -262,6 +350,44 @@ __device__ __forceinline__ long long maskc_flag_row(const MaskcShape& sh, int b,
 }
 
 #if !MASKC_FWD_WS
+#if MASKC_COL_SHFL && defined(MASKC_HAS_MASK)
+// The mask's column parts of a lane's column slots of the tile at kv0
+// (MASKC_COL_SHFL): lane l reads keys kv0 + l, kv0 + l + warp size, ...
+// and each slot takes its key's value, as 32-bit words, from the lane that
+// read it.
+__device__ __forceinline__ void maskc_mask_cols_shfl(MaskcMaskCol (&out)[MASKC_BLOCK_N / 4], const MaskcBuffers& buf,
+                                                     long long nB, long long nH, long long nHKV, long long nQ,
+                                                     long long nKV, int b, int h, int kv0, int lane) {
+  constexpr int kW = (sizeof(MaskcMaskCol) + 3) / 4, kR = MASKC_BLOCK_N / MASKC_WARP_SIZE;
+  unsigned own[kR][kW];
+#pragma unroll
+  for (int r = 0; r < kR; ++r) {
+    const MaskcMaskCol c = maskc_mask_col(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(kv0 + r * MASKC_WARP_SIZE + lane));
+    const unsigned char* p = (const unsigned char*)&c;
+#pragma unroll
+    for (int k = 0; k < kW; ++k) own[r][k] = 0u;
+#pragma unroll
+    for (int i = 0; i < (int)sizeof c; ++i) own[r][i / 4] |= (unsigned)p[i] << (8 * (i % 4));
+  }
+#pragma unroll
+  for (int cs = 0; cs < MASKC_BLOCK_N / 4; ++cs) {
+    const int col = maskc_colslot_col<MASKC_BLOCK_N>(lane, cs);
+    unsigned w[kW];
+#pragma unroll
+    for (int k = 0; k < kW; ++k) {
+      w[k] = 0u;
+#pragma unroll
+      for (int r = 0; r < kR; ++r) {
+        const unsigned v = __shfl_sync(0xffffffffu, own[r][k], col % MASKC_WARP_SIZE);
+        if (col / MASKC_WARP_SIZE == r) w[k] = v;
+      }
+    }
+    unsigned char* d = (unsigned char*)&out[cs];
+#pragma unroll
+    for (int i = 0; i < (int)sizeof(MaskcMaskCol); ++i) d[i] = (unsigned char)(w[i / 4] >> (8 * (i % 4)));
+  }
+}
+#endif
 #if MASKC_SCHED_LPT && defined(MASKC_HAS_MASK) && (defined(MASKC_SPARSITY_ANALYTIC) || defined(MASKC_SPARSITY_PREPASS))
 #define MASKC_LPT_ON 1
 // The q tile that the block of longest-first rank `rank` runs among the
@@ -439,6 +565,23 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
     maskc_load_tile<MASKC_BLOCK_N>(sKV + MASKC_KV_TILE_ELEMS, Vp, shape.v_stride[2], kt * MASKC_BLOCK_N, Skv, tid);
   }
   maskc_copy_commit();
+#if MASKC_ROW_BITS_SMEM
+  // The block's row intervals, one row a thread, into stage 1 (free until
+  // the loop's first prefetch): [i][r] lo, then [count + i][r] length.
+  static_assert(2 * maskc_kv_interval_count * MASKC_BLOCK_M * (int)sizeof(int) <=
+                    MASKC_STAGE_ELEMS * (int)sizeof(maskc_elem_t), "the row intervals fit in a stage");
+  int* const srows = (int*)(sKV + MASKC_STAGE_ELEMS);
+  for (int r = tid; r < MASKC_BLOCK_M; r += MASKC_NUM_THREADS) {
+    const int qs = maskc_nonneg(q0 + r);
+    long long lo[maskc_kv_interval_count], hi[maskc_kv_interval_count];
+    maskc_kv_intervals_lane(buf, nB, nH, nHKV, nQ, nKV, b, h, qs, (long long)qs + 1, lo, hi);
+#pragma unroll
+    for (int i = 0; i < maskc_kv_interval_count; ++i) {
+      srows[i * MASKC_BLOCK_M + r] = (int)lo[i];
+      srows[(maskc_kv_interval_count + i) * MASKC_BLOCK_M + r] = qs < Sq ? (int)(hi[i] - lo[i]) : 0;
+    }
+  }
+#endif
   maskc_copy_wait_all();
   __syncthreads();
 #if !MASKC_Q_FIRST
@@ -492,6 +635,18 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
   // (MASKC_ROW_BITS); rows past Sq keep none (they are never stored).
   const bool rows_exact = maskc_kv_rows_exact(buf, nB, nH, nHKV, nQ, nKV);
   int rlo[MASKC_ROW_SLOTS][maskc_kv_interval_count], rlen[MASKC_ROW_SLOTS][maskc_kv_interval_count];
+#if MASKC_ROW_BITS_SMEM
+#pragma unroll
+  for (int sl = 0; sl < MASKC_ROW_SLOTS; ++sl) {
+    const int r = warp * MASKC_WARP_ROWS + maskc_slot_row(lane, sl);
+#pragma unroll
+    for (int i = 0; i < maskc_kv_interval_count; ++i) {
+      rlo[sl][i] = srows[i * MASKC_BLOCK_M + r];
+      rlen[sl][i] = srows[(maskc_kv_interval_count + i) * MASKC_BLOCK_M + r];
+    }
+  }
+  __syncthreads();  // stage 1 is the loop's again
+#else
 #pragma unroll
   for (int sl = 0; sl < MASKC_ROW_SLOTS; ++sl) {
     const int qs = maskc_nonneg(row_base + maskc_slot_row(lane, sl));
@@ -503,6 +658,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
       rlen[sl][i] = qs < Sq ? (int)(hi[i] - lo[i]) : 0;
     }
   }
+#endif
 #endif
 #define MASKC_COL_SLOTS (MASKC_BLOCK_N / 4)
   // The column parts of a tile; the mask's only where it is not full.
@@ -565,6 +721,11 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
     full = full && cur_flag == 2;
     cur_flag = next_flag;
 #elif defined(MASKC_SPARSITY_ANALYTIC)
+#if MASKC_ROW_FULL
+    if (rows_exact)
+      full = full && maskc_warp_all(maskc_rows_hold<MASKC_ROW_SLOTS, maskc_kv_interval_count>(rlo, rlen, kv0, MASKC_BLOCK_N));
+    else
+#endif
     full = full && maskc_tile_full(buf, nB, nH, nHKV, nQ, nKV, b, h, wq0, wq1, kv0, kv0 + MASKC_BLOCK_N);
 #else
     full = false;
@@ -588,12 +749,9 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
 #if MASKC_ROW_BITS
       if (rows_exact) {
 #pragma unroll
-        for (int i = 0; i < MASKC_S_ELEMS; ++i) {
-          const int sl = maskc_frag_slot<MASKC_BLOCK_N>(i), kvi = MASKC_S_COL(i);
-          bool keep = false;
-#pragma unroll
-          for (int j = 0; j < maskc_kv_interval_count; ++j)
-            keep = keep || (unsigned)(kvi - rlo[sl][j]) < (unsigned)rlen[sl][j];
+        for (int i = 0; i < (MASKC_ROW_DIRECT ? 0 : MASKC_S_ELEMS); ++i) {
+          const int sl = maskc_frag_slot<MASKC_BLOCK_N>(i);
+          const bool keep = maskc_in_intervals<maskc_kv_interval_count>(rlo[sl], rlen[sl], MASKC_S_COL(i));
           kbits[i / 32] |= (unsigned)keep << (i % 32);
         }
       } else
@@ -601,10 +759,14 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
       {
 #if defined(MASKC_HAS_MASK)
       MaskcMaskCol bcol[MASKC_COL_SLOTS];
+#if MASKC_COL_SHFL
+      maskc_mask_cols_shfl(bcol, buf, nB, nH, nHKV, nQ, nKV, b, h, kv0, lane);
+#else
 #pragma unroll
       for (int cs = 0; cs < MASKC_COL_SLOTS; ++cs)
         bcol[cs] = maskc_mask_col(buf, nB, nH, nHKV, nQ, nKV, b, h,
                                   maskc_nonneg(kv0 + maskc_colslot_col<MASKC_BLOCK_N>(lane, cs)));
+#endif
 #endif
 #pragma unroll
       for (int i = 0; i < MASKC_S_ELEMS; ++i) {
@@ -652,7 +814,13 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
         const float x = s[i];
 #endif
 #if MASKC_MASK_BITS
+#if MASKC_ROW_DIRECT
+        const bool keep = rows_exact ? maskc_in_intervals<maskc_kv_interval_count>(
+                                           rlo[maskc_frag_slot<MASKC_BLOCK_N>(i)], rlen[maskc_frag_slot<MASKC_BLOCK_N>(i)], kvi)
+                                     : ((kbits[i / 32] >> (i % 32)) & 1u) != 0;
+#else
         const bool keep = (kbits[i / 32] >> (i % 32)) & 1u;
+#endif
 #else
         bool keep = kvi < Skv;
 #if defined(MASKC_HAS_MASK)
