@@ -46,6 +46,8 @@ def main():
     ap.add_argument("--out", default="bwd_bench.jsonl")
     ap.add_argument("--variant", action="append", default=[], help="NAME=DIR: more kernels of the same cases")
     ap.add_argument("--variant-cases", help="the cases the variants run (default all)")
+    ap.add_argument("--split", action="store_true",
+                    help="also time each launch of the atomic backward alone (split_ms: {entry: ms})")
     ap.add_argument("--flex-bufgrad", action="store_true",
                     help="also time FlexAttention with maskc's differentiated float buffers requiring grad")
     a = ap.parse_args()
@@ -183,6 +185,12 @@ def main():
                 if fg is not None:
                     r.update(dq_vs_flex=mg.rel_err(dq, fg[0]), dk_vs_flex=mg.rel_err(dk, fg[1]),
                              dv_vs_flex=mg.rel_err(dv, fg[2]))
+                if a.split and not det:  # after the checks: a launch alone leaves the scratch inconsistent
+                    split = {}
+                    for pn, pf in bwd.parts:
+                        split[pn] = round(split.get(pn, 0.0) + mg.time_ms(pf, iters=10), 4)
+                    r["split_ms"] = split
+                    print("%s %s split %s" % (name, r["variant"], split), flush=True)
                 emit(**r)
                 results.append(r)
         torch.cuda.empty_cache()

@@ -422,7 +422,9 @@ class BwdKernel(Kernel):
         dev = q.device
         sizes = {"B": B, "H": H, "HKV": HKV, "Sq": Sq, "Skv": Skv}
         delta = torch.empty(B, H, Sq, device=dev, dtype=torch.float32)
-        dq_acc = None if deterministic else torch.empty(B, H, Sq, D, device=dev, dtype=torch.float32)
+        # zeroed: kernels whose maskc_attn_bwd re-zeroes it (MASKC_BWD_DQ_FOLD 2) rely on it
+        dq_acc = None if deterministic else torch.zeros(man.dq_acc_numel(self.plat, B, H, Sq, D), device=dev,
+                                                        dtype=torch.float32)
         dsink = torch.empty(H, device=dev, dtype=torch.float32) if sink is not None else None
         accs, dbufs = {}, {}
         for s in grad_slots:
@@ -456,6 +458,12 @@ class BwdKernel(Kernel):
             return dbufs, dsink
         run.keep = keep
         run.dsink, run.dbufs = dsink, dbufs
+
+        def part(name, grid, threads, smem, args):
+            return lambda: self._launch(self.bwd_fns[name], grid, threads, smem, args, name)
+        # each launch alone, for timing the backward's kernels one by one
+        # (run() in between: a part alone leaves the scratch as the whole does not)
+        run.parts = [(ln[0], part(*ln)) for ln in launches]
         return run
 
 
