@@ -169,14 +169,15 @@
 #endif
 // MASKC_BWD_DQ_FOLD: the wgmma maskc_attn_bwd converts dQ itself (no
 // separate pass over dq_acc). Each warp's 16 rows of a q tile have an
-// arrival counter after dq_acc's rows (maskc_bwd_dq_counters), which
-// maskc_attn_bwd_pre sets to the number of programs whose walk visits the
-// tile (the same closed-form q tiles, maskc_bwd_q_tiles, counted over every
-// kv tile); a warp arrives once its bulk reduction of the rows is complete
+// arrival counter after dq_acc's rows (maskc_bwd_dq_counters), 0 between
+// calls, to which maskc_attn_bwd_pre adds one per program whose walk visits
+// the tile (the walk's own closed-form q tiles, maskc_bwd_q_tiles); a warp
+// arrives once its bulk reduction of the rows is complete
 // (cp.async.bulk.wait_group 0, then a release fence and an atomic
 // decrement), and the last one reads the rows back from L2 and stores dQ,
 // marking the counter MASKC_BWD_DQ_DONE so that maskc_attn_bwd_dq_convert
-// converts only rows nobody visited (dq_acc's zeros). 2: the converting
+// converts only rows nobody visited (dq_acc's zeros) and puts the counter
+// back to 0. 2: the converting
 // warp also zeroes its rows of dq_acc for the next call, and
 // maskc_attn_bwd_pre no longer zeroes them (dq_acc must then be zero when
 // allocated: the hosts allocate it zeroed). Only where the walk visits
@@ -189,7 +190,7 @@
 #else
 #define MASKC_BWD_FOLD_ON 0
 #endif
-#define MASKC_BWD_DQ_DONE 0x80000000u
+#define MASKC_BWD_DQ_DONE 0xC0000000u  // one bit per block of maskc_attn_bwd_dq_convert
 
 // dq_acc's rows in 16-byte chunks of four floats: chunk ch of row q holds
 // the column pairs (c, c + 1) and (c + d, c + d + 1) with c =
@@ -821,35 +822,29 @@ __device__ __forceinline__ unsigned* maskc_bwd_dq_counters(const MaskcBwdShape& 
 
 // ---------------------------------------------------------------------------
 // delta = rowsum(dO * O) - dLSE; zeroes dq_acc's rows. 16 lanes per row.
-// Under MASKC_BWD_FOLD_ON the first block of each q tile also sets the
-// tile's arrival counters (its threads count the kv tiles whose walk
-// visits it) and, with 2, dq_acc is not zeroed (the converting warps left
-// it zero).
+// Under MASKC_BWD_FOLD_ON it also counts the arrivals each 16 rows will
+// get (counters 0 between calls: the converting warp marks its rows'
+// MASKC_BWD_DQ_DONE, maskc_attn_bwd_dq_convert puts 0 back) and, with 2,
+// leaves dq_acc alone (the converting warps left it zero).
 extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
     maskc_attn_bwd_pre(const maskc_elem_t* __restrict__ O, const maskc_elem_t* __restrict__ dO, MaskcBwdShape sh,
                        MaskcBuffers buf) {
   const int h = blockIdx.y, b = blockIdx.z;
   const int q = blockIdx.x * MASKC_BWD_PRE_ROWS + (int)threadIdx.x / 16, part = threadIdx.x % 16;
 #if MASKC_BWD_FOLD_ON
-  static_assert(MASKC_BWD_BLOCK_M % MASKC_BWD_PRE_ROWS == 0, "a q tile is whole pre-pass blocks");
-  if (sh.dq_acc != nullptr && (blockIdx.x * MASKC_BWD_PRE_ROWS) % MASKC_BWD_BLOCK_M == 0) {  // block-uniform
-    __shared__ int visits;
-    const int qt = blockIdx.x * MASKC_BWD_PRE_ROWS / MASKC_BWD_BLOCK_M;
-    if (threadIdx.x == 0) visits = 0;
-    __syncthreads();
-    int n = 0;
-    for (int k0 = (int)threadIdx.x * MASKC_BWD_BLOCK_N; k0 < sh.Skv; k0 += MASKC_BWD_THREADS * MASKC_BWD_BLOCK_N) {
+  // Warp 0 of block x counts the visits of kv tiles x, x + gridDim.x, ...
+  // for query head h (maskc_q_range's searches are warp-collective: the
+  // whole warp, one tile at a time), adding one to the counters of the 16-row
+  // groups of every q tile the walk visits (they were 0: see below).
+  if (sh.dq_acc != nullptr && threadIdx.x < MASKC_WARP_SIZE) {  // warp-uniform
+    const int n16 = (sh.Sq + 15) / 16, lane = (int)threadIdx.x;
+    unsigned* const cnt = maskc_bwd_dq_counters(sh) + ((long long)b * sh.H + h) * n16;
+    for (int k0 = (int)blockIdx.x * MASKC_BWD_BLOCK_N; k0 < sh.Skv; k0 += (int)gridDim.x * MASKC_BWD_BLOCK_N) {
       int t0, t1;
       maskc_bwd_q_tiles(sh, buf, b, h, k0, &t0, &t1);
-      n += t0 <= qt && qt < t1;
+      const int g1 = min(t1 * (MASKC_BWD_BLOCK_M / 16), n16);
+      for (int g = t0 * (MASKC_BWD_BLOCK_M / 16) + lane; g < g1; g += MASKC_WARP_SIZE) atomicAdd(cnt + g, 1u);
     }
-#pragma unroll
-    for (int w = 1; w < MASKC_WARP_SIZE; w *= 2) n += maskc_shfl_xor(n, w);
-    if ((int)threadIdx.x % MASKC_WARP_SIZE == 0) atomicAdd(&visits, n);
-    __syncthreads();
-    const int n16 = (sh.Sq + 15) / 16, g = (int)threadIdx.x;
-    if (g < MASKC_BWD_BLOCK_M / 16 && qt * (MASKC_BWD_BLOCK_M / 16) + g < n16)
-      maskc_bwd_dq_counters(sh)[((long long)b * sh.H + h) * n16 + qt * (MASKC_BWD_BLOCK_M / 16) + g] = (unsigned)visits;
   }
 #else
   (void)buf;
@@ -1100,10 +1095,6 @@ __device__ __forceinline__ void maskc_bwd_issue_q(const MaskcBwdShape& sh, const
 }
 
 #if MASKC_BWD_FOLD_ON
-// MASKC_BWD_DQ_FOLD: the warp's bulk reduction of rows [qw, qw + 16) of
-// head h is complete (lane 0 waits for it); the warp arrives at their
-// counter and, if it is the last to, stores dQ of those rows from dq_acc
-// (and, with 2, zeroes them). Every lane of the warp calls it.
 // The last warp's conversion (inline: out of line, the call costs the main
 // kernel 20 bytes of spills).
 __device__ __forceinline__ void maskc_bwd_fold_convert(const MaskcBwdShape& sh, maskc_elem_t* __restrict__ dQ, int b,
@@ -1129,8 +1120,13 @@ __device__ __forceinline__ void maskc_bwd_fold_convert(const MaskcBwdShape& sh, 
     maskc_bwd_zero4_global(src + r * MASKC_HEAD_DIM + 4 * ch);
 #endif
   }
-  if (lane == 0) *(volatile unsigned*)cnt = MASKC_BWD_DQ_DONE;
+  // one bit per block of maskc_attn_bwd_dq_convert that the rows have
+  if (lane == 0) *(volatile unsigned*)cnt = nrows > MASKC_BWD_PRE_ROWS ? MASKC_BWD_DQ_DONE : 0x80000000u;
 }
+// MASKC_BWD_DQ_FOLD: the warp's bulk reduction of rows [qw, qw + 16) of
+// head h is complete (lane 0 waits for it); the warp arrives at their
+// counter and, if it is the last to, stores dQ of those rows from dq_acc
+// (and, with 2, zeroes them). Every lane of the warp calls it.
 __device__ __forceinline__ void maskc_bwd_fold_arrive(const MaskcBwdShape& sh, maskc_elem_t* __restrict__ dQ, int b,
                                                       int h, int qw, int lane) {
   const int n16 = (sh.Sq + 15) / 16;
@@ -1995,11 +1991,23 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
     maskc_attn_bwd_dq_convert(maskc_elem_t* __restrict__ dQ, MaskcBwdShape sh) {
   const int h = blockIdx.y, b = blockIdx.z;
   const int q = blockIdx.x * MASKC_BWD_PRE_ROWS + (int)threadIdx.x / 16, part = threadIdx.x % 16;
-  if (q >= sh.Sq) return;
 #if MASKC_BWD_FOLD_ON
-  // maskc_attn_bwd converted every row some program visited.
-  if (maskc_bwd_dq_counters(sh)[((long long)b * sh.H + h) * ((sh.Sq + 15) / 16) + q / 16] == MASKC_BWD_DQ_DONE) return;
+  // maskc_attn_bwd converted the rows some program visited: each of the two
+  // blocks of a 16-row group clears its bit of MASKC_BWD_DQ_DONE, so that
+  // the counter is 0 again for the next call.
+  static_assert(2 * MASKC_BWD_PRE_ROWS == 16, "two blocks of row passes per arrival counter");
+  {
+    __shared__ unsigned done;
+    if (threadIdx.x == 0) {
+      const int q0 = blockIdx.x * MASKC_BWD_PRE_ROWS;  // < Sq
+      const unsigned bit = 0x80000000u >> (blockIdx.x & 1);
+      done = atomicAnd(maskc_bwd_dq_counters(sh) + ((long long)b * sh.H + h) * ((sh.Sq + 15) / 16) + q0 / 16, ~bit) & bit;
+    }
+    __syncthreads();
+    if (done) return;
+  }
 #endif
+  if (q >= sh.Sq) return;
   const float* src = sh.dq_acc + (((long long)b * sh.H + h) * sh.Sq + q) * MASKC_HEAD_DIM;
   maskc_elem_t* dst = dQ + b * sh.dq_stride[0] + h * sh.dq_stride[1] + (long long)q * sh.dq_stride[2];
   // A 16-byte load per chunk (dq_acc's rows are 16-byte aligned).
