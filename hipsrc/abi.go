@@ -203,7 +203,7 @@ var BwdShapeStruct = layout("MaskcBwdShape", "Shapes, strides and auxiliary tens
 	Field{Name: "lse", CType: "const float*", Doc: "[B, H, Sq] natural-log LSE of the forward"},
 	Field{Name: "dlse", CType: "const float*", Doc: "nullptr or [B, H, Sq]: the gradient of the LSE"},
 	Field{Name: "delta", CType: "float*", Doc: "[B, H, Sq] fp32 scratch: rowsum(dO * O) - dLSE"},
-	Field{Name: "dq_acc", CType: "float*", Doc: "[B, H, Sq, D] fp32 scratch (atomic mode) followed by B * H * ceil(Sq / 16) uint32 counters, BwdDQAccBytes in all, zeroed when allocated; nullptr: deterministic mode"},
+	Field{Name: "dq_acc", CType: "float*", Doc: "[B, H, Sq, D] fp32 scratch (atomic mode); nullptr: deterministic mode"},
 	Field{Name: "dsink", CType: "float*", Doc: "nullptr or [H] fp32: the sink gradient"},
 	Field{Name: "dbuf", CType: "long long*", Dims: []int{MaxBuffers}, Doc: "per buffer slot: zeroed int64 fixed-point gradient sums (BwdFixOne), or nullptr"},
 )
@@ -239,7 +239,6 @@ var BwdEntries = []Entry{
 			{Name: "O", CType: "const T*", Doc: "the forward's output, strides shape.o_stride"},
 			{Name: "dO", CType: "const T*", Doc: "gradient of O, strides shape.do_stride"},
 			{Name: "shape", CType: "MaskcBwdShape"},
-			{Name: "buf", CType: "MaskcBuffers", Doc: "the forward's buffers (dq_acc's arrival counts read the mask's q ranges)"},
 		},
 		Grid: [3]GridDim{{Size: "Sq", Tile: "bwd_pre_rows"}, {Size: "H"}, {Size: "B"}},
 		When: "always",
@@ -253,7 +252,6 @@ var BwdEntries = []Entry{
 			{Name: "dV", CType: "T*", Doc: "like V, strides shape.dv_stride"},
 			{Name: "shape", CType: "MaskcBwdShape"},
 			{Name: "buf", CType: "MaskcBuffers"},
-			{Name: "dQ", CType: "T*", Doc: "like Q, strides shape.dq_stride: stored here when the kernel converts dQ itself (MASKC_BWD_DQ_FOLD)"},
 		},
 		Grid:      [3]GridDim{{Size: "Skv", Tile: "bwd_block_n"}, {Size: "HKV"}, {Size: "B"}},
 		SharedMem: true,
@@ -518,17 +516,15 @@ type PlatformABI struct {
 	BlockN   int `json:"block_n"`
 	// BwdThreads is the block size of every backward kernel
 	// (MASKC_BWD_THREADS), BwdPreRows the rows per block of its row passes
-	// (MASKC_BWD_PRE_ROWS); BwdDQCountRows the rows per arrival counter
-	// after dq_acc (BwdDQAccBytes).
-	BwdThreads     int `json:"bwd_threads"`
-	BwdPreRows     int `json:"bwd_pre_rows"`
-	BwdDQCountRows int `json:"bwd_dq_count_rows"`
+	// (MASKC_BWD_PRE_ROWS).
+	BwdThreads int `json:"bwd_threads"`
+	BwdPreRows int `json:"bwd_pre_rows"`
 }
 
 // ABI returns the platform's ABI description.
 func (p Platform) ABI() PlatformABI {
 	a := PlatformABI{Name: p.String(), Backend: "cuda", WarpSize: p.WarpSize(), Threads: p.NumThreads(), BlockN: p.BlockN(),
-		BwdThreads: p.BwdThreads(), BwdPreRows: p.BwdPreRows(), BwdDQCountRows: BwdDQCountRows}
+		BwdThreads: p.BwdThreads(), BwdPreRows: p.BwdPreRows()}
 	switch p {
 	case AMD:
 		a.Backend, a.Selects = "hip", "every AMD GPU (gfx90a, gfx94x, gfx950)"
@@ -603,16 +599,3 @@ const (
 	// LayoutBHSD is [batch, head, seq, dim].
 	LayoutBHSD Layout = "bhsd"
 )
-
-// BwdDQCountRows is how many rows of dq_acc share one arrival counter
-// (the wgmma backward's rows of one warp, MASKC_BWD_DQ_FOLD).
-const BwdDQCountRows = 16
-
-// BwdDQAccBytes is the size of the backward's dq_acc scratch (atomic
-// mode): [B, H, Sq, headDim] fp32, then B * H * ceil(Sq / BwdDQCountRows)
-// uint32 arrival counters (attn_bwd.h's maskc_bwd_dq_counters). The hosts
-// allocate it zeroed.
-func BwdDQAccBytes(b, h, sq, headDim int) int64 {
-	bh := int64(b) * int64(h)
-	return 4*bh*int64(sq)*int64(headDim) + 4*bh*int64((sq+BwdDQCountRows-1)/BwdDQCountRows)
-}

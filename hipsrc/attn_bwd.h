@@ -112,6 +112,14 @@
 // then hold their columns in the order maskc_bwd_dq_chunk_col gives
 // (conflict-free shared stores), which maskc_attn_bwd_dq_convert undoes.
 // Device run 21x: 2 against 1, backward -6..-12% on every benchmark case.
+// Tried and removed (device run 21y, branch bwd6 commit 5c16677): dQ
+// converted inside this kernel by the last warp to add to each 16 rows
+// (arrival counters after dq_acc, counted by the pre-pass from the walk's
+// q ranges; the warp waits for its bulk reduction to complete, fences and
+// decrements): document's backward 1.45 ms against 1.15, dilated2048 2.95
+// against 2.37. The wait for completion, not just .read, and the fence cost
+// +0.13 ms a step apart; the conversion on the warpgroup's critical path
+// +0.15 ms, more than the 0.05 ms pass it saves.
 #ifndef MASKC_BWD_DQ_RED
 #define MASKC_BWD_DQ_RED 2
 #endif
@@ -144,53 +152,6 @@
 #endif
 // dq_acc's rows hold their columns permuted (MASKC_BWD_DQ_RED 2).
 #define MASKC_BWD_DQ_BULK (MASKC_BWD_WG && MASKC_BWD_DQ_RED == 2)
-
-// MASKC_BWD_CLS_FREE: under MASKC_SPARSITY_ANALYTIC the walk visits every q
-// tile of the closed-form range as a partial one, with no tile class at all
-// (exact: the mask is evaluated per element; an empty tile of the range
-// would cost its products and give zeros). 1: where a class costs more than
-// it saves: a mask reading a buffer per key (MASKC_MASK_COL_READS:
-// document's class is two segment searches and four reads per tile, its
-// ranges hold no empty tile) or one with no full tile (MASKC_MASK_PER_ELEMENT:
-// dilated windows); 2: every analytic mask; 0: never. Device run 21x
-// (fwd+bwd against FlexAttention): document 0.767 with classes ahead
-// without the emptiness test, 0.797 free; 2 loses 7-14% on causal, prefix2048,
-// sliding1024 and causal+alibi, whose classes are a few integer operations
-// and spare the per-element mask on full tiles.
-#ifndef MASKC_BWD_CLS_FREE
-#define MASKC_BWD_CLS_FREE 1
-#endif
-#if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC) && \
-    (MASKC_BWD_CLS_FREE == 2 ||                                   \
-     (MASKC_BWD_CLS_FREE == 1 && (defined(MASKC_MASK_COL_READS) || defined(MASKC_MASK_PER_ELEMENT))))
-#define MASKC_BWD_CLS_FREE_ON 1
-#else
-#define MASKC_BWD_CLS_FREE_ON 0
-#endif
-// MASKC_BWD_DQ_FOLD: the wgmma maskc_attn_bwd converts dQ itself (no
-// separate pass over dq_acc). Each warp's 16 rows of a q tile have an
-// arrival counter after dq_acc's rows (maskc_bwd_dq_counters), 0 between
-// calls, to which maskc_attn_bwd_pre adds one per program whose walk visits
-// the tile (the walk's own closed-form q tiles, maskc_bwd_q_tiles); a warp
-// arrives once its bulk reduction of the rows is complete
-// (cp.async.bulk.wait_group 0, then a release fence and an atomic
-// decrement), and the last one reads the rows back from L2 and stores dQ,
-// marking the counter MASKC_BWD_DQ_DONE so that maskc_attn_bwd_dq_convert
-// converts only rows nobody visited (dq_acc's zeros) and puts the counter
-// back to 0. 2: the converting
-// warp also zeroes its rows of dq_acc for the next call, and
-// maskc_attn_bwd_pre no longer zeroes them (dq_acc must then be zero when
-// allocated: the hosts allocate it zeroed). Only where the walk visits
-// every tile of its range (MASKC_BWD_CLS_FREE_ON: document, dilated).
-#ifndef MASKC_BWD_DQ_FOLD
-#define MASKC_BWD_DQ_FOLD 0
-#endif
-#if MASKC_BWD_DQ_BULK && MASKC_BWD_DQ_FOLD && MASKC_BWD_CLS_FREE_ON
-#define MASKC_BWD_FOLD_ON MASKC_BWD_DQ_FOLD
-#else
-#define MASKC_BWD_FOLD_ON 0
-#endif
-#define MASKC_BWD_DQ_DONE 0xC0000000u  // one bit per block of maskc_attn_bwd_dq_convert
 
 // dq_acc's rows in 16-byte chunks of four floats: chunk ch of row q holds
 // the column pairs (c, c + 1) and (c + d, c + d + 1) with c =
@@ -793,62 +754,12 @@ __device__ __forceinline__ void maskc_bwd_zero4_global(float* p) {
 #endif
 }
 
-// The q tiles [*t0, *t1) that the walk of kv tile [k0, k0 + BN) visits for
-// query head h (its closed-form q range in whole tiles; every q tile
-// without one).
-__device__ __forceinline__ void maskc_bwd_q_tiles(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int h,
-                                                  int k0, int* t0, int* t1) {
-  constexpr int BM = MASKC_BWD_BLOCK_M;
-  *t0 = 0;
-  *t1 = (sh.Sq + BM - 1) / BM;
-#if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
-  long long lo = 0, hi = sh.Sq;
-  maskc_q_range(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, h, k0, min(k0 + MASKC_BWD_BLOCK_N, sh.Skv), &lo, &hi);
-  lo = lo < 0 ? 0 : lo;
-  hi = hi > sh.Sq ? sh.Sq : hi;
-  *t0 = hi <= lo ? 0 : (int)(lo / BM);
-  *t1 = hi <= lo ? 0 : (int)((hi + BM - 1) / BM);
-#else
-  (void)buf, (void)b, (void)h, (void)k0;
-#endif
-}
-
-// The arrival counters of MASKC_BWD_DQ_FOLD, after dq_acc's B * H * Sq * D
-// floats: one per 16 rows of each (b, h), B * H * ceil(Sq / 16) in all
-// (hipsrc.BwdDQAccBytes sizes dq_acc with them).
-__device__ __forceinline__ unsigned* maskc_bwd_dq_counters(const MaskcBwdShape& sh) {
-  return (unsigned*)(sh.dq_acc + (long long)sh.B * sh.H * sh.Sq * MASKC_HEAD_DIM);
-}
-
 // ---------------------------------------------------------------------------
 // delta = rowsum(dO * O) - dLSE; zeroes dq_acc's rows. 16 lanes per row.
-// Under MASKC_BWD_FOLD_ON it also counts the arrivals each 16 rows will
-// get (counters 0 between calls: the converting warp marks its rows'
-// MASKC_BWD_DQ_DONE, maskc_attn_bwd_dq_convert puts 0 back) and, with 2,
-// leaves dq_acc alone (the converting warps left it zero).
 extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
-    maskc_attn_bwd_pre(const maskc_elem_t* __restrict__ O, const maskc_elem_t* __restrict__ dO, MaskcBwdShape sh,
-                       MaskcBuffers buf) {
+    maskc_attn_bwd_pre(const maskc_elem_t* __restrict__ O, const maskc_elem_t* __restrict__ dO, MaskcBwdShape sh) {
   const int h = blockIdx.y, b = blockIdx.z;
   const int q = blockIdx.x * MASKC_BWD_PRE_ROWS + (int)threadIdx.x / 16, part = threadIdx.x % 16;
-#if MASKC_BWD_FOLD_ON
-  // Warp 0 of block x counts the visits of kv tiles x, x + gridDim.x, ...
-  // for query head h (maskc_q_range's searches are warp-collective: the
-  // whole warp, one tile at a time), adding one to the counters of the 16-row
-  // groups of every q tile the walk visits (they were 0: see below).
-  if (sh.dq_acc != nullptr && threadIdx.x < MASKC_WARP_SIZE) {  // warp-uniform
-    const int n16 = (sh.Sq + 15) / 16, lane = (int)threadIdx.x;
-    unsigned* const cnt = maskc_bwd_dq_counters(sh) + ((long long)b * sh.H + h) * n16;
-    for (int k0 = (int)blockIdx.x * MASKC_BWD_BLOCK_N; k0 < sh.Skv; k0 += (int)gridDim.x * MASKC_BWD_BLOCK_N) {
-      int t0, t1;
-      maskc_bwd_q_tiles(sh, buf, b, h, k0, &t0, &t1);
-      const int g1 = min(t1 * (MASKC_BWD_BLOCK_M / 16), n16);
-      for (int g = t0 * (MASKC_BWD_BLOCK_M / 16) + lane; g < g1; g += MASKC_WARP_SIZE) atomicAdd(cnt + g, 1u);
-    }
-  }
-#else
-  (void)buf;
-#endif
   const bool valid = q < sh.Sq;
   float acc = 0.f;
   if (valid) {
@@ -865,7 +776,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
   if (!valid) return;
   const long long row = ((long long)b * sh.H + h) * sh.Sq + q;
   if (part == 0) sh.delta[row] = acc - (sh.dlse != nullptr ? sh.dlse[row] : 0.f);
-  if (sh.dq_acc != nullptr && MASKC_BWD_FOLD_ON != 2)  // 16-byte stores: dq_acc's rows are 16-byte aligned
+  if (sh.dq_acc != nullptr)  // 16-byte stores: dq_acc's rows are 16-byte aligned
     for (int c = part * 4; c < MASKC_HEAD_DIM; c += 64) maskc_bwd_zero4_global(sh.dq_acc + row * MASKC_HEAD_DIM + c);
 }
 
@@ -975,6 +886,28 @@ __device__ __forceinline__ void maskc_bwd_lpt_block(int* t, int* z) {
 #ifndef MASKC_BWD_CLS_AHEAD
 #define MASKC_BWD_CLS_AHEAD 1
 #endif
+// MASKC_BWD_CLS_FREE: under MASKC_SPARSITY_ANALYTIC the walk visits every q
+// tile of the closed-form range as a partial one, with no tile class at all
+// (exact: the mask is evaluated per element; an empty tile of the range
+// would cost its products and give zeros). 1: where a class costs more than
+// it saves: a mask reading a buffer per key (MASKC_MASK_COL_READS:
+// document's class is two segment searches and four reads per tile, its
+// ranges hold no empty tile) or one with no full tile (MASKC_MASK_PER_ELEMENT:
+// dilated windows); 2: every analytic mask; 0: never. Device run 21x
+// (fwd+bwd against FlexAttention): document 0.767 with classes ahead
+// without the emptiness test, 0.797 free; 2 loses 7-14% on causal, prefix2048,
+// sliding1024 and causal+alibi, whose classes are a few integer operations
+// and spare the per-element mask on full tiles.
+#ifndef MASKC_BWD_CLS_FREE
+#define MASKC_BWD_CLS_FREE 1
+#endif
+#if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC) && \
+    (MASKC_BWD_CLS_FREE == 2 ||                                   \
+     (MASKC_BWD_CLS_FREE == 1 && (defined(MASKC_MASK_COL_READS) || defined(MASKC_MASK_PER_ELEMENT))))
+#define MASKC_BWD_CLS_FREE_ON 1
+#else
+#define MASKC_BWD_CLS_FREE_ON 0
+#endif
 #if defined(MASKC_HAS_MASK) && !MASKC_BWD_CLS_FREE_ON && \
     (MASKC_BWD_CLS_AHEAD == 2 ||                          \
      (MASKC_BWD_CLS_AHEAD == 1 && (defined(MASKC_MASK_COL_READS) || defined(MASKC_SPARSITY_PREPASS))))
@@ -1037,16 +970,25 @@ __device__ __forceinline__ void maskc_bwd_classify(const MaskcBwdShape& sh, cons
 // thread of the block computes the same, so the walk is uniform.
 __device__ __forceinline__ bool maskc_bwd_walk_next(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int hkv,
                                                     int k0, MaskcBwdWalk& w, unsigned char* cls) {
-  constexpr int BM = MASKC_BWD_BLOCK_M;
+  constexpr int BM = MASKC_BWD_BLOCK_M, BN = MASKC_BWD_BLOCK_N;
   const int group = sh.H / sh.HKV;
+  const int n_qt = (sh.Sq + BM - 1) / BM;
   (void)cls;
-  (void)BM;
   for (;;) {
     ++w.n;
     while (w.n >= w.len) {
       if (++w.h >= (hkv + 1) * group) return false;
+      w.lo = 0;
+      w.qt_end = n_qt;
       w.c0 = w.c1 = 0;
-      maskc_bwd_q_tiles(sh, buf, b, w.h, k0, &w.lo, &w.qt_end);
+#if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
+      long long lo = 0, hi = sh.Sq;
+      maskc_q_range(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, w.h, k0, min(k0 + BN, sh.Skv), &lo, &hi);
+      lo = lo < 0 ? 0 : lo;
+      hi = hi > sh.Sq ? sh.Sq : hi;
+      w.lo = hi <= lo ? 0 : (int)(lo / BM);
+      w.qt_end = hi <= lo ? 0 : (int)((hi + BM - 1) / BM);
+#endif
       w.n = 0;
       w.len = w.qt_end - w.lo;
       w.rot = 0;
@@ -1094,61 +1036,11 @@ __device__ __forceinline__ void maskc_bwd_issue_q(const MaskcBwdShape& sh, const
   }
 }
 
-#if MASKC_BWD_FOLD_ON
-// The last warp's conversion (inline: out of line, the call costs the main
-// kernel 20 bytes of spills).
-__device__ __forceinline__ void maskc_bwd_fold_convert(const MaskcBwdShape& sh, maskc_elem_t* __restrict__ dQ, int b,
-                                                    int h, int qw, int lane, unsigned* cnt) {
-  __threadfence();  // acquire: every other arrival's reductions are visible
-  const int nrows = min(16, sh.Sq - qw);
-  constexpr int kChunks = MASKC_HEAD_DIM / 4;
-  float* const src = sh.dq_acc + (((long long)b * sh.H + h) * sh.Sq + qw) * MASKC_HEAD_DIM;
-  maskc_elem_t* const dst = dQ + b * sh.dq_stride[0] + h * sh.dq_stride[1] + (long long)qw * sh.dq_stride[2];
-  for (int c = lane; c < nrows * kChunks; c += MASKC_WARP_SIZE) {
-    const int r = c / kChunks, ch = c % kChunks;
-    int d;
-    const int col = maskc_bwd_dq_chunk_col(qw + r, ch, &d);
-    float x0, x1, x2, x3;
-    asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];"
-                 : "=f"(x0), "=f"(x1), "=f"(x2), "=f"(x3)
-                 : "l"(src + r * MASKC_HEAD_DIM + 4 * ch)
-                 : "memory");
-    maskc_elem_t* const o = dst + (long long)r * sh.dq_stride[2];
-    *(maskc_u32*)(o + col) = maskc_pack2<MASKC_DT>(x0, x1);
-    *(maskc_u32*)(o + col + d) = maskc_pack2<MASKC_DT>(x2, x3);
-#if MASKC_BWD_FOLD_ON == 2
-    maskc_bwd_zero4_global(src + r * MASKC_HEAD_DIM + 4 * ch);
-#endif
-  }
-  // one bit per block of maskc_attn_bwd_dq_convert that the rows have
-  if (lane == 0) *(volatile unsigned*)cnt = nrows > MASKC_BWD_PRE_ROWS ? MASKC_BWD_DQ_DONE : 0x80000000u;
-}
-// MASKC_BWD_DQ_FOLD: the warp's bulk reduction of rows [qw, qw + 16) of
-// head h is complete (lane 0 waits for it); the warp arrives at their
-// counter and, if it is the last to, stores dQ of those rows from dq_acc
-// (and, with 2, zeroes them). Every lane of the warp calls it.
-__device__ __forceinline__ void maskc_bwd_fold_arrive(const MaskcBwdShape& sh, maskc_elem_t* __restrict__ dQ, int b,
-                                                      int h, int qw, int lane) {
-  const int n16 = (sh.Sq + 15) / 16;
-  unsigned* const cnt = maskc_bwd_dq_counters(sh) + ((long long)b * sh.H + h) * n16 + qw / 16;
-  unsigned last = 0;
-  if (lane == 0) {
-    maskc_bwd_bulk_wait();  // the reduction's writes are complete
-    asm volatile("fence.proxy.async.global;" ::: "memory");
-    __threadfence();  // release: they precede the arrival
-    last = atomicSub(cnt, 1u) == 1u;
-  }
-  last = __shfl_sync(0xffffffffu, last, 0);
-  if (last) maskc_bwd_fold_convert(sh, dQ, b, h, qw, lane, cnt);
-}
-#endif
-
 // dK, dV (and dQ's atomics, buffer gradients) per kv tile.
 extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
     maskc_attn_bwd(const maskc_elem_t* __restrict__ Q, const maskc_elem_t* __restrict__ K,
                    const maskc_elem_t* __restrict__ V, const maskc_elem_t* __restrict__ dO,
-                   maskc_elem_t* __restrict__ dK, maskc_elem_t* __restrict__ dV, MaskcBwdShape sh, MaskcBuffers buf,
-                   maskc_elem_t* __restrict__ dQ) {
+                   maskc_elem_t* __restrict__ dK, maskc_elem_t* __restrict__ dV, MaskcBwdShape sh, MaskcBuffers buf) {
   extern __shared__ __attribute__((aligned(1024))) unsigned char maskc_bwd_smem[];
   constexpr int D = MASKC_HEAD_DIM, BM = MASKC_BWD_BLOCK_M, BN = MASKC_BWD_BLOCK_N;
   maskc_elem_t* const sK = (maskc_elem_t*)maskc_bwd_smem;  // every tile 1024-byte aligned
@@ -1239,9 +1131,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
     sw.qt = spec_qt = k0 / BM;
     maskc_bwd_issue_q(sh, Q, dO, sQ, sdO, b, sw, tid, &lse_next, &delta_next);
   }
-#endif
-#if MASKC_BWD_FOLD_ON
-  int pend_h = 0, pend_q = -1;  // the warp's rows of its last bulk reduction not yet arrived at (none: -1)
 #endif
   bool have = maskc_bwd_walk_next(sh, buf, b, hkv, k0, w, sCls);
   if (have) {
@@ -1387,14 +1276,8 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
 
     if (sh.dq_acc != nullptr) {
 #if MASKC_BWD_DQ_BULK
-#if MASKC_BWD_FOLD_ON
-      // The warp's previous bulk reduction is complete (so has read its
-      // rows of sDQ); the warp arrives at their counter.
-      if (pend_q >= 0) maskc_bwd_fold_arrive(sh, dQ, b, pend_h, pend_q, lane);
-#else
       // The warp's previous bulk reduction has read its rows of sDQ.
       if (lane == 0) maskc_bwd_bulk_wait_read();
-#endif
       __syncwarp();
 #endif
       // dQ rows q0 .. q0+63 = dS . K, one 64-column half of D at a time.
@@ -1460,19 +1343,11 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
       const int qw = q0 + 16 * warp, nrows = min(16, Sq - qw);
       if (lane == 0 && nrows > 0)
         maskc_bwd_bulk_add(sh.dq_acc + (row0 + qw) * D, sDQ + warp * (16 * D), (unsigned)(nrows * D * 4));
-#if MASKC_BWD_FOLD_ON
-      pend_h = h;
-      pend_q = nrows > 0 ? qw : -1;
-#endif
 #endif
     }
   }
-#if MASKC_BWD_FOLD_ON
-  if (pend_q >= 0) maskc_bwd_fold_arrive(sh, dQ, b, pend_h, pend_q, lane);  // complete, then arrive
-#elif MASKC_BWD_DQ_BULK
+#if MASKC_BWD_DQ_BULK
   if (lane == 0) maskc_bwd_bulk_wait();  // complete before the block ends
-#else
-  (void)dQ;
 #endif
 #if MASKC_SCORE_GRAD_READS > 0
 #pragma unroll
@@ -1705,9 +1580,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
 extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
     maskc_attn_bwd(const maskc_elem_t* __restrict__ Q, const maskc_elem_t* __restrict__ K,
                    const maskc_elem_t* __restrict__ V, const maskc_elem_t* __restrict__ dO,
-                   maskc_elem_t* __restrict__ dK, maskc_elem_t* __restrict__ dV, MaskcBwdShape sh, MaskcBuffers buf,
-                   maskc_elem_t* __restrict__ dQ) {
-  (void)dQ;  // dQ comes from maskc_attn_bwd_dq_convert here
+                   maskc_elem_t* __restrict__ dK, maskc_elem_t* __restrict__ dV, MaskcBwdShape sh, MaskcBuffers buf) {
   extern __shared__ __attribute__((aligned(16))) unsigned char maskc_smem_raw[];
   constexpr int D = MASKC_HEAD_DIM, BM = MASKC_BWD_BLOCK_M, BN = MASKC_BWD_BLOCK_N;
   // A warp's S^T columns (SW query rows), dK and dV columns (DW), dQ
@@ -1985,28 +1858,11 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
 
 #endif  // MASKC_BWD_WG
 
-// dQ = dq_acc in the element type (default mode; under MASKC_BWD_FOLD_ON
-// only the rows maskc_attn_bwd did not convert).
+// dQ = dq_acc in the element type (default mode).
 extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
     maskc_attn_bwd_dq_convert(maskc_elem_t* __restrict__ dQ, MaskcBwdShape sh) {
   const int h = blockIdx.y, b = blockIdx.z;
   const int q = blockIdx.x * MASKC_BWD_PRE_ROWS + (int)threadIdx.x / 16, part = threadIdx.x % 16;
-#if MASKC_BWD_FOLD_ON
-  // maskc_attn_bwd converted the rows some program visited: each of the two
-  // blocks of a 16-row group clears its bit of MASKC_BWD_DQ_DONE, so that
-  // the counter is 0 again for the next call.
-  static_assert(2 * MASKC_BWD_PRE_ROWS == 16, "two blocks of row passes per arrival counter");
-  {
-    __shared__ unsigned done;
-    if (threadIdx.x == 0) {
-      const int q0 = blockIdx.x * MASKC_BWD_PRE_ROWS;  // < Sq
-      const unsigned bit = 0x80000000u >> (blockIdx.x & 1);
-      done = atomicAnd(maskc_bwd_dq_counters(sh) + ((long long)b * sh.H + h) * ((sh.Sq + 15) / 16) + q0 / 16, ~bit) & bit;
-    }
-    __syncthreads();
-    if (done) return;
-  }
-#endif
   if (q >= sh.Sq) return;
   const float* src = sh.dq_acc + (((long long)b * sh.H + h) * sh.Sq + q) * MASKC_HEAD_DIM;
   maskc_elem_t* dst = dQ + b * sh.dq_stride[0] + h * sh.dq_stride[1] + (long long)q * sh.dq_stride[2];

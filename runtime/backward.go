@@ -86,8 +86,8 @@ type bwdScratch struct {
 
 // bwdArgs is the pinned argument block of the backward launches.
 type bwdArgs struct {
-	pre     [4]unsafe.Pointer // O, dO, shape, buf
-	main    [9]unsafe.Pointer // Q, K, V, dO, dK, dV, shape, buf, dQ
+	pre     [3]unsafe.Pointer // O, dO, shape
+	main    [8]unsafe.Pointer // Q, K, V, dO, dK, dV, shape, buf
 	dq      [7]unsafe.Pointer // Q, K, V, dO, dQ, shape, buf
 	convert [2]unsafe.Pointer // dQ, shape
 	sink    [1]unsafe.Pointer // shape
@@ -105,8 +105,8 @@ type bwdArgs struct {
 
 func newBwdArgs(p *goruntime.Pinner) *bwdArgs {
 	a := new(bwdArgs)
-	a.pre = [4]unsafe.Pointer{unsafe.Pointer(&a.o), unsafe.Pointer(&a.do), unsafe.Pointer(&a.sh), unsafe.Pointer(&a.buf)}
-	a.main = [9]unsafe.Pointer{unsafe.Pointer(&a.q), unsafe.Pointer(&a.k), unsafe.Pointer(&a.v), unsafe.Pointer(&a.do), unsafe.Pointer(&a.dK), unsafe.Pointer(&a.dV), unsafe.Pointer(&a.sh), unsafe.Pointer(&a.buf), unsafe.Pointer(&a.dQ)}
+	a.pre = [3]unsafe.Pointer{unsafe.Pointer(&a.o), unsafe.Pointer(&a.do), unsafe.Pointer(&a.sh)}
+	a.main = [8]unsafe.Pointer{unsafe.Pointer(&a.q), unsafe.Pointer(&a.k), unsafe.Pointer(&a.v), unsafe.Pointer(&a.do), unsafe.Pointer(&a.dK), unsafe.Pointer(&a.dV), unsafe.Pointer(&a.sh), unsafe.Pointer(&a.buf)}
 	a.dq = [7]unsafe.Pointer{unsafe.Pointer(&a.q), unsafe.Pointer(&a.k), unsafe.Pointer(&a.v), unsafe.Pointer(&a.do), unsafe.Pointer(&a.dQ), unsafe.Pointer(&a.sh), unsafe.Pointer(&a.buf)}
 	a.convert = [2]unsafe.Pointer{unsafe.Pointer(&a.dQ), unsafe.Pointer(&a.sh)}
 	a.sink = [1]unsafe.Pointer{unsafe.Pointer(&a.sh)}
@@ -176,9 +176,9 @@ func (k *AttentionKernel) loadBackward() (*bwdKernels, error) {
 }
 
 // scratchFor returns the backward scratch of a shape entry, allocating it
-// on first use (dQ's accumulator only when atomic mode first needs it,
-// zeroed on stream s); the caller holds k.bwd.mu.
-func (k *AttentionKernel) scratchFor(s Stream, e *shapeEntry, atomic bool) (*bwdScratch, error) {
+// on first use (dQ's accumulator only when atomic mode first needs it);
+// the caller holds k.bwd.mu.
+func (k *AttentionKernel) scratchFor(e *shapeEntry, atomic bool) (*bwdScratch, error) {
 	sh := e.key.shape
 	bs := k.spec.Backward
 	sc := k.bwd.scratch[e.key]
@@ -215,16 +215,10 @@ func (k *AttentionKernel) scratchFor(s Stream, e *shapeEntry, atomic bool) (*bwd
 		k.bwd.scratch[e.key] = sc
 	}
 	if atomic && sc.dqAcc == 0 {
-		n := hipsrc.BwdDQAccBytes(sh.B, sh.H, sh.Sq, k.spec.HeadDim)
+		n := 4 * int64(sh.B) * int64(sh.H) * int64(sh.Sq) * int64(k.spec.HeadDim)
 		p, err := k.d.Alloc(n)
 		if err != nil {
 			return nil, errorf(CodeLaunch, err, "allocating %d bytes of dQ accumulator", n)
-		}
-		// Zeroed once: a kernel whose maskc_attn_bwd converts and re-zeroes
-		// dq_acc's rows (MASKC_BWD_DQ_FOLD 2) relies on it.
-		if err := k.d.MemsetAsync(p, 0, n, s); err != nil {
-			k.d.Free(p)
-			return nil, errorf(CodeLaunch, err, "zeroing %d bytes of dQ accumulator", n)
 		}
 		sc.dqAcc = p
 	}
@@ -296,7 +290,7 @@ func (k *AttentionKernel) Backward(s Stream, q, kk, v, o, lse DevicePtr, shape S
 	if err != nil {
 		return err
 	}
-	sc, err := k.scratchFor(s, e, !deterministic)
+	sc, err := k.scratchFor(e, !deterministic)
 	if err != nil {
 		return err
 	}

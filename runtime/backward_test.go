@@ -41,8 +41,8 @@ func TestBwdCLayoutMatchesABI(t *testing.T) {
 
 // bwdSource adds the backward entry points to the fake module.
 var bwdSource = attnSource + `
-extern "C" __global__ void maskc_attn_bwd_pre(const T* O, const T* dO, MaskcBwdShape sh, MaskcBuffers buf) {}
-extern "C" __global__ void maskc_attn_bwd(const T* Q, const T* K, const T* V, const T* dO, T* dK, T* dV, MaskcBwdShape sh, MaskcBuffers buf, T* dQ) {}
+extern "C" __global__ void maskc_attn_bwd_pre(const T* O, const T* dO, MaskcBwdShape sh) {}
+extern "C" __global__ void maskc_attn_bwd(const T* Q, const T* K, const T* V, const T* dO, T* dK, T* dV, MaskcBwdShape sh, MaskcBuffers buf) {}
 extern "C" __global__ void maskc_attn_bwd_dq(const T* Q, const T* K, const T* V, const T* dO, T* dQ, MaskcBwdShape sh, MaskcBuffers buf) {}
 extern "C" __global__ void maskc_attn_bwd_dq_convert(T* dQ, MaskcBwdShape sh) {}
 extern "C" __global__ void maskc_attn_bwd_sink(MaskcBwdShape sh) {}

@@ -112,7 +112,6 @@ class Platform:
         self.threads, self.block_n = int(d["threads"]), int(d["block_n"])
         # the backward's block size and query rows per block of its row passes (0: no backward)
         self.bwd_threads, self.bwd_pre_rows = int(d.get("bwd_threads", 0)), int(d.get("bwd_pre_rows", 0))
-        self.bwd_dq_count_rows = int(d.get("bwd_dq_count_rows", 0))
 
     def __repr__(self):
         return "Platform(%s)" % self.name
@@ -387,14 +386,6 @@ class Manifest:
                 out.append((spec.flags_entry, fe.grid_dims(sizes, self.block_m, fwd_block_n), fwd_threads, 0,
                             fe.args(fv, self.structs)))
         return out
-
-    @staticmethod
-    def dq_acc_numel(platform, B, H, Sq, D):
-        """Floats of the backward's dq_acc scratch (hipsrc.BwdDQAccBytes / 4):
-        [B, H, Sq, D] fp32, then B * H * ceil(Sq / bwd_dq_count_rows) uint32
-        arrival counters. Allocate it zeroed."""
-        rows = platform.bwd_dq_count_rows
-        return B * H * Sq * D + (B * H * ((Sq + rows - 1) // rows) if rows else 0)
 
     def bwd_tiles(self, spec, platform):
         """The backward's grid tiles of kernel spec on a platform: {bwd_block_m,

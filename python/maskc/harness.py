@@ -422,9 +422,7 @@ class BwdKernel(Kernel):
         dev = q.device
         sizes = {"B": B, "H": H, "HKV": HKV, "Sq": Sq, "Skv": Skv}
         delta = torch.empty(B, H, Sq, device=dev, dtype=torch.float32)
-        # zeroed: kernels whose maskc_attn_bwd re-zeroes it (MASKC_BWD_DQ_FOLD 2) rely on it
-        dq_acc = None if deterministic else torch.zeros(man.dq_acc_numel(self.plat, B, H, Sq, D), device=dev,
-                                                        dtype=torch.float32)
+        dq_acc = None if deterministic else torch.empty(B, H, Sq, D, device=dev, dtype=torch.float32)
         dsink = torch.empty(H, device=dev, dtype=torch.float32) if sink is not None else None
         accs, dbufs = {}, {}
         for s in grad_slots:

@@ -604,8 +604,7 @@ class _Generated:
         plat, fns = self._bwd_module(q.device)
         dev = q.device
         delta = torch.empty((sz.B, sz.H, sz.Q), dtype=torch.float32, device=dev)
-        dq_acc = None if deterministic else torch.zeros(man.dq_acc_numel(plat, sz.B, sz.H, sz.Q, sz.D),
-                                                        dtype=torch.float32, device=dev)
+        dq_acc = None if deterministic else torch.empty((sz.B, sz.H, sz.Q, sz.D), dtype=torch.float32, device=dev)
         accs = {s: torch.zeros(buffers[s].numel(), dtype=torch.int64, device=dev) for s in slots}
         dbufs = {s: torch.empty(buffers[s].shape, dtype=torch.float32, device=dev) for s in slots}
         if dlse is not None:
