@@ -241,6 +241,19 @@
 #undef MASKC_COL_SHFL
 #define MASKC_COL_SHFL 0
 #endif
+// MASKC_LOOP_COPY_LEAN 1 (NVIDIA): the key loop's K/V copies go through
+// maskc_load_tile_lean (each thread's source pointer and shared offset
+// rebuilt per tile from an opaque thread index) rather than maskc_load_tile,
+// whose per-round 64-bit source offsets and shared offsets ptxas hoists out
+// of the loop and, at the 128-register cap, spills (LDL in every tile).
+#if defined(MASKC_PLATFORM_NVIDIA)
+#ifndef MASKC_LOOP_COPY_LEAN
+#define MASKC_LOOP_COPY_LEAN 0
+#endif
+#else
+#undef MASKC_LOOP_COPY_LEAN
+#define MASKC_LOOP_COPY_LEAN 0
+#endif
 #ifndef MASKC_MASK_USES_B
 #define MASKC_MASK_USES_B 1
 #endif
@@ -309,6 +322,41 @@ __device__ __forceinline__ void maskc_load_tile(maskc_elem_t* dst, const maskc_e
     maskc_copy16(dst + maskc_tile_index<ROWS, MASKC_HEAD_DIM>(r, ch * 8), g, valid);
   }
 }
+
+#if MASKC_LOOP_COPY_LEAN
+// maskc_load_tile for the key loop (MASKC_LOOP_COPY_LEAN): the same copies
+// (same chunks, same zero-fill, same shared layout), with the thread's row
+// and chunk taken from an opaque copy of tid, so that the compiler rebuilds
+// the thread's source pointer (one 64-bit multiply-add) and shared offset at
+// every tile and steps them by whole rounds (uniform strides), instead of
+// hoisting one 64-bit source offset and one shared offset per round out of
+// the loop (2 x 2 x kRounds + 2 x kRounds registers live across it: spilled at
+// 128 registers). Needs every round to cover whole rows of the same chunks
+// and a multiple of 8 rows (the swizzle's period); else maskc_load_tile.
+template <int ROWS>
+__device__ __forceinline__ void maskc_load_tile_lean(maskc_elem_t* dst, const maskc_elem_t* src, long long stride,
+                                                     int row0, int nrows, int tid) {
+  constexpr int kChunks = MASKC_HEAD_DIM / 8;
+  constexpr int kStep = MASKC_NUM_THREADS / kChunks;  // rows a round copies
+  if constexpr (MASKC_NUM_THREADS % kChunks != 0 || kStep % 8 != 0 || ROWS % kStep != 0) {
+    maskc_load_tile<ROWS>(dst, src, stride, row0, nrows, tid);
+  } else {
+    unsigned t;
+    asm volatile("mov.b32 %0, %1;" : "=r"(t) : "r"((unsigned)tid));  // opaque: nothing derived from it is hoisted
+    const int r = (int)(t / kChunks), ch = (int)(t % kChunks);
+    const maskc_elem_t* g = src + (long long)(row0 + r) * stride + ch * 8;
+    maskc_elem_t* d = dst + maskc_tile_index<ROWS, MASKC_HEAD_DIM>(r, ch * 8);
+#pragma unroll
+    for (int it = 0; it < ROWS / kStep; ++it) {
+      // Row r + it * kStep keeps r's swizzle phase (kStep is a multiple of 8):
+      // its shared offset is d's plus whole rows.
+      const bool valid = row0 + r + it * kStep < nrows;
+      maskc_copy16(d + (maskc_tile_index<ROWS, MASKC_HEAD_DIM>(it * kStep, 0)),
+                   valid ? g + (long long)(it * kStep) * stride : src, valid);
+    }
+  }
+}
+#endif
 
 // Indices handed to the generated functions are never negative (and below
 // 2^31): telling the compiler lets it narrow their 64-bit arithmetic.
@@ -695,9 +743,15 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
     const int kt_next = next_tile(kt + 1);
     if (kt_next < kt_end) {
       maskc_elem_t* dst = sKV + (stage ^ 1) * MASKC_STAGE_ELEMS;
+#if MASKC_LOOP_COPY_LEAN
+      maskc_load_tile_lean<MASKC_BLOCK_N>(dst, Kp, shape.k_stride[2], kt_next * MASKC_BLOCK_N, Skv, tid);
+      maskc_load_tile_lean<MASKC_BLOCK_N>(dst + MASKC_KV_TILE_ELEMS, Vp, shape.v_stride[2], kt_next * MASKC_BLOCK_N,
+                                          Skv, tid);
+#else
       maskc_load_tile<MASKC_BLOCK_N>(dst, Kp, shape.k_stride[2], kt_next * MASKC_BLOCK_N, Skv, tid);
       maskc_load_tile<MASKC_BLOCK_N>(dst + MASKC_KV_TILE_ELEMS, Vp, shape.v_stride[2], kt_next * MASKC_BLOCK_N, Skv,
                                      tid);
+#endif
     }
     maskc_copy_commit();
 #if MASKC_WARP_TILE_CLASS >= 2 && defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
