@@ -241,18 +241,18 @@
 #undef MASKC_COL_SHFL
 #define MASKC_COL_SHFL 0
 #endif
-// MASKC_LOOP_COPY_LEAN 1 (NVIDIA): the key loop's K/V copies go through
+// MASKC_LOOP_LEAN 1 (NVIDIA): the key loop's K/V copies go through
 // maskc_load_tile_lean (each thread's source pointer and shared offset
 // rebuilt per tile from an opaque thread index) rather than maskc_load_tile,
 // whose per-round 64-bit source offsets and shared offsets ptxas hoists out
 // of the loop and, at the 128-register cap, spills (LDL in every tile).
 #if defined(MASKC_PLATFORM_NVIDIA)
-#ifndef MASKC_LOOP_COPY_LEAN
-#define MASKC_LOOP_COPY_LEAN 0
+#ifndef MASKC_LOOP_LEAN
+#define MASKC_LOOP_LEAN 0
 #endif
 #else
-#undef MASKC_LOOP_COPY_LEAN
-#define MASKC_LOOP_COPY_LEAN 0
+#undef MASKC_LOOP_LEAN
+#define MASKC_LOOP_LEAN 0
 #endif
 #ifndef MASKC_MASK_USES_B
 #define MASKC_MASK_USES_B 1
@@ -323,8 +323,16 @@ __device__ __forceinline__ void maskc_load_tile(maskc_elem_t* dst, const maskc_e
   }
 }
 
-#if MASKC_LOOP_COPY_LEAN
-// maskc_load_tile for the key loop (MASKC_LOOP_COPY_LEAN): the same copies
+#if MASKC_LOOP_LEAN
+// x, through a volatile move: the compiler cannot hoist what is computed
+// from it out of the key loop (MASKC_LOOP_LEAN, NVIDIA only), so such values
+// are rebuilt where they are used rather than held in registers.
+__device__ __forceinline__ int maskc_opaque_int(int x) {
+  int y;
+  asm volatile("mov.b32 %0, %1;" : "=r"(y) : "r"(x));
+  return y;
+}
+// maskc_load_tile for the key loop (MASKC_LOOP_LEAN): the same copies
 // (same chunks, same zero-fill, same shared layout), with the thread's row
 // and chunk taken from an opaque copy of tid, so that the compiler rebuilds
 // the thread's source pointer (one 64-bit multiply-add) and shared offset at
@@ -341,8 +349,7 @@ __device__ __forceinline__ void maskc_load_tile_lean(maskc_elem_t* dst, const ma
   if constexpr (MASKC_NUM_THREADS % kChunks != 0 || kStep % 8 != 0 || ROWS % kStep != 0) {
     maskc_load_tile<ROWS>(dst, src, stride, row0, nrows, tid);
   } else {
-    unsigned t;
-    asm volatile("mov.b32 %0, %1;" : "=r"(t) : "r"((unsigned)tid));  // opaque: nothing derived from it is hoisted
+    const unsigned t = (unsigned)maskc_opaque_int(tid);  // nothing derived from it is hoisted
     const int r = (int)(t / kChunks), ch = (int)(t % kChunks);
     const maskc_elem_t* g = src + (long long)(row0 + r) * stride + ch * 8;
     maskc_elem_t* d = dst + maskc_tile_index<ROWS, MASKC_HEAD_DIM>(r, ch * 8);
@@ -743,7 +750,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
     const int kt_next = next_tile(kt + 1);
     if (kt_next < kt_end) {
       maskc_elem_t* dst = sKV + (stage ^ 1) * MASKC_STAGE_ELEMS;
-#if MASKC_LOOP_COPY_LEAN
+#if MASKC_LOOP_LEAN
       maskc_load_tile_lean<MASKC_BLOCK_N>(dst, Kp, shape.k_stride[2], kt_next * MASKC_BLOCK_N, Skv, tid);
       maskc_load_tile_lean<MASKC_BLOCK_N>(dst + MASKC_KV_TILE_ELEMS, Vp, shape.v_stride[2], kt_next * MASKC_BLOCK_N,
                                           Skv, tid);
@@ -811,6 +818,22 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
       } else
 #endif
       {
+#if MASKC_LOOP_LEAN && MASKC_ROW_BITS
+      // Rows not proven exact (MASKC_LOOP_LEAN): their mask parts and
+      // indices rebuilt here from an opaque thread index, so that the hot
+      // path does not carry them across the loop for this fallback.
+      const int ftid = maskc_opaque_int(tid);
+      const int flane = ftid % MASKC_WARP_SIZE, frow_base = q0 + ftid / MASKC_WARP_SIZE * MASKC_WARP_ROWS;
+      MaskcMaskRow frow[MASKC_ROW_SLOTS];
+#pragma unroll
+      for (int sl = 0; sl < MASKC_ROW_SLOTS; ++sl)
+        frow[sl] = maskc_mask_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(frow_base + maskc_slot_row(flane, sl)));
+#define MASKC_FB_ROW(i) maskc_nonneg(frow_base + maskc_frag_row<MASKC_BLOCK_N>(flane, i))
+#define MASKC_FB_MROW frow
+#else
+#define MASKC_FB_ROW(i) MASKC_S_ROW(i)
+#define MASKC_FB_MROW mrow
+#endif
 #if defined(MASKC_HAS_MASK)
       MaskcMaskCol bcol[MASKC_COL_SLOTS];
 #if MASKC_COL_SHFL
@@ -824,15 +847,17 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
 #endif
 #pragma unroll
       for (int i = 0; i < MASKC_S_ELEMS; ++i) {
-        const int qi = MASKC_S_ROW(i), kvi = MASKC_S_COL(i);
+        const int qi = MASKC_FB_ROW(i), kvi = MASKC_S_COL(i);
         (void)qi;
         bool keep = kvi < Skv;
 #if defined(MASKC_HAS_MASK)
-        keep = keep && maskc_mask_rc(buf, nB, nH, nHKV, nQ, nKV, mrow[maskc_frag_slot<MASKC_BLOCK_N>(i)],
+        keep = keep && maskc_mask_rc(buf, nB, nH, nHKV, nQ, nKV, MASKC_FB_MROW[maskc_frag_slot<MASKC_BLOCK_N>(i)],
                                      bcol[maskc_frag_colslot<MASKC_BLOCK_N>(i)], b, h, qi, kvi);
 #endif
         kbits[i / 32] |= (unsigned)keep << (i % 32);
       }
+#undef MASKC_FB_ROW
+#undef MASKC_FB_MROW
       }
     }
 #endif
@@ -844,7 +869,17 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
 #else
 #pragma unroll
     for (int i = 0; i < MASKC_S_ELEMS; ++i) s[i] = 0.f;
+#if MASKC_LOOP_LEAN && MASKC_NV_WGMMA
+    {
+      // The Q descriptors rebuilt per tile from an opaque address, not kept
+      // (some of them spilled) across the loop (MASKC_LOOP_LEAN).
+      MaskcQFrag<MASKC_HEAD_DIM> qt_ = qf;
+      asm volatile("mov.b64 %0, %1;" : "=l"(qt_.sQ) : "l"(qf.sQ));
+      maskc_mma_qk<MASKC_DT, MASKC_HEAD_DIM, MASKC_BLOCK_N>(s, qt_, sK, lane);
+    }
+#else
     maskc_mma_qk<MASKC_DT, MASKC_HEAD_DIM, MASKC_BLOCK_N>(s, qf, sK, lane);
+#endif
 #endif
 #if !MASKC_COL_EARLY
     MASKC_READ_COLS()
