@@ -241,18 +241,31 @@
 #undef MASKC_COL_SHFL
 #define MASKC_COL_SHFL 0
 #endif
-// MASKC_LOOP_LEAN 1 (NVIDIA): the key loop's K/V copies go through
-// maskc_load_tile_lean (each thread's source pointer and shared offset
-// rebuilt per tile from an opaque thread index) rather than maskc_load_tile,
-// whose per-round 64-bit source offsets and shared offsets ptxas hoists out
-// of the loop and, at the 128-register cap, spills (LDL in every tile).
+// MASKC_LOOP_LEAN 1 (NVIDIA): fewer values held across the key loop, which
+// on sm_90a runs at the 128-register cap (two blocks of 256 threads per SM;
+// one block at 255 registers lost 18% on documents, gpu/NOTES.md run 19x)
+// and spilled there: the K/V copies go through maskc_load_tile_lean (each
+// thread's source pointer and shared offset rebuilt per tile) instead of
+// per-round 64-bit offsets hoisted out of the loop; the Q descriptors are
+// rebuilt per tile; with MASKC_ROW_BITS, the fallback for rows not proven
+// exact re-reads its rows' mask parts rather than keeping them live. ptxas
+// 12.4 (sm_90a, local NVRTC; loop = the key loop's SASS): document 172 B
+// spill stores / 212 B loads (24 LDL a loop pass) -> 0 / 0 (none), 1232 ->
+// 1194 instructions in the loop; document_sliding 172 / 196 (23 LDL) -> 0 / 0,
+// 1331 -> 1272. Default 1 with MASKC_ROW_BITS (the documents), else 0 (on
+// the others it removes most spills too, gpu/NOTES.md run 21x (docfwd), but
+// Longformer's and neighbourhood_2d's loops spill more with it).
 #if defined(MASKC_PLATFORM_NVIDIA)
 #ifndef MASKC_LOOP_LEAN
+#if MASKC_ROW_BITS
+#define MASKC_LOOP_LEAN 1
+#else
 #define MASKC_LOOP_LEAN 0
+#endif
 #endif
 #else
 #undef MASKC_LOOP_LEAN
-#define MASKC_LOOP_LEAN 0
+#define MASKC_LOOP_LEAN 0  // the opaque moves are PTX
 #endif
 #ifndef MASKC_MASK_USES_B
 #define MASKC_MASK_USES_B 1
