@@ -376,7 +376,7 @@ __device__ __forceinline__ void maskc_load_tile_lean(maskc_elem_t* dst, const ma
     }
   }
 }
-#endif
+#endif  // MASKC_LOOP_LEAN
 
 // Indices handed to the generated functions are never negative (and below
 // 2^31): telling the compiler lets it narrow their 64-bit arithmetic.
