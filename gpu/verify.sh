@@ -28,6 +28,10 @@
 #                --check`, forward and --backward (atomic, deterministic,
 #                dLSE, GQA), on five examples against the Go float64
 #                reference, through NVRTC and the driver over purego
+#         nccl   python/gpu_tests/check_cp_nccl.py: maskc.cp's ring and
+#                all-to-all over torch.distributed with NCCL, one process
+#                per GPU, against the unsplit call, and the ring's
+#                throughput against one GPU (needs 2+ GPUs: nvidia-h200-x2)
 #         meg    python/gpu_tests/train_megatron.py (a tiny Megatron-core GPT,
 #                local attention vs maskc's core attention vs CP=2 simulated);
 #                needs Megatron-LM's megatron/ package carried (never
@@ -117,6 +121,11 @@ run)
 			step cp "${CP_TIMEOUT:-120}" env PYTHONPATH=/tmp/site python3 python/gpu_tests/check_cp.py --seq 1024 --out "$OUT"
 			tail -19 "$OUT/cp.txt" | cut -c1-300
 			;;
+		nccl)
+			install_wheel
+			step nccl "${NCCL_TIMEOUT:-240}" env PYTHONPATH=/tmp/site python3 python/gpu_tests/check_cp_nccl.py --out "$OUT"
+			tail -20 "$OUT/nccl.txt" | cut -c1-300
+			;;
 		meg)
 			install_wheel
 			step meg "${MEG_TIMEOUT:-150}" env PYTHONPATH="/tmp/site:${MEGATRON_SRC:-.devbin/megatron_src}" \
@@ -170,7 +179,7 @@ run)
 	exit $failed
 	;;
 *)
-	echo "usage: gpu/verify.sh gen | run [fwd|extfwd|bwd|torch|ext|bwdb|hf|cp|meg|san|dense|go ...]" >&2
+	echo "usage: gpu/verify.sh gen | run [fwd|extfwd|bwd|torch|ext|bwdb|hf|cp|meg|san|dense|go|nccl ...]" >&2
 	exit 2
 	;;
 esac
