@@ -40,6 +40,9 @@
 #       its own maskc cache directory, their summaries printed in order
 #       when all have ended: for correctness checks only, never for the
 #       benchmarks, whose timings need the GPU to themselves.
+#       EXT_ARGS and BWDB_ARGS are appended to the two benchmarks' command
+#       lines (e.g. EXT_ARGS="--alt NAME=DIR@CASE+CASE": another build timed
+#       against the same FlexAttention figures).
 #       Default: the first six. Exit status: the number of steps that failed.
 set -u
 cd "$(dirname "$0")/.."
@@ -108,7 +111,7 @@ run)
 			;;
 		ext)
 			step ext "${EXT_TIMEOUT:-150}" python3 gpu/bench_ext.py --generated .devbin/ext/gen --buffers .devbin/ext/buffers.json \
-				--tiles .devbin/ext/tiles.jsonl --out "$OUT/bench_ext.jsonl"
+				--tiles .devbin/ext/tiles.jsonl --out "$OUT/bench_ext.jsonl" ${EXT_ARGS:-}
 			tail -32 "$OUT/ext.txt"
 			;;
 		hf)
@@ -147,7 +150,7 @@ run)
 			tail -4 "$OUT/san.txt"
 			;;
 		bwdb)
-			step bwdb "${BWDB_TIMEOUT:-150}" python3 gpu/bwd_bench.py --generated .devbin/bwd-genbench --out "$OUT/bwd_bench.jsonl"
+			step bwdb "${BWDB_TIMEOUT:-150}" python3 gpu/bwd_bench.py --generated .devbin/bwd-genbench --out "$OUT/bwd_bench.jsonl" ${BWDB_ARGS:-}
 			tail -14 "$OUT/bwdb.txt"
 			;;
 		*)
