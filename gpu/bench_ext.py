@@ -75,6 +75,10 @@ VARIANTS = {
                        "#define MASKC_ROW_BITS_SMEM 1": "#define MASKC_ROW_BITS_SMEM 0"},
     # mask column parts loaded by every lane for its column slots, not read once and shuffled
     "shfl0": {"#define MASKC_COL_SHFL 1": "#define MASKC_COL_SHFL 0"},
+    # the key loop's copies, Q descriptors and row fallback built as before MASKC_LOOP_LEAN (attn_fwd.h; its
+    # default is 1 on documents, 0 elsewhere): lean0 turns it off everywhere, lean1 on everywhere
+    "lean0": {"#define MASKC_LOOP_LEAN 1": "#define MASKC_LOOP_LEAN 0"},
+    "lean1": {"#define MASKC_LOOP_LEAN 0\n": "#define MASKC_LOOP_LEAN 1\n"},
     # timing only, wrong outputs by design: every visited tile skips the per-element mask
     "nomask": {"    if (full) {\n#if defined(MASKC_HAS_SCORE)": "    if (true) {\n#if defined(MASKC_HAS_SCORE)"},
 }

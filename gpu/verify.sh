@@ -28,6 +28,10 @@
 #                --check`, forward and --backward (atomic, deterministic,
 #                dLSE, GQA), on five examples against the Go float64
 #                reference, through NVRTC and the driver over purego
+#         nccl   python/gpu_tests/check_cp_nccl.py: maskc.cp's ring and
+#                all-to-all over torch.distributed with NCCL, one process
+#                per GPU, against the unsplit call, and the ring's
+#                throughput against one GPU (needs 2+ GPUs: nvidia-h200-x2)
 #         meg    python/gpu_tests/train_megatron.py (a tiny Megatron-core GPT,
 #                local attention vs maskc's core attention vs CP=2 simulated);
 #                needs Megatron-LM's megatron/ package carried (never
@@ -36,6 +40,9 @@
 #       its own maskc cache directory, their summaries printed in order
 #       when all have ended: for correctness checks only, never for the
 #       benchmarks, whose timings need the GPU to themselves.
+#       EXT_ARGS and BWDB_ARGS are appended to the two benchmarks' command
+#       lines (e.g. EXT_ARGS="--alt NAME=DIR@CASE+CASE": another build timed
+#       against the same FlexAttention figures).
 #       Default: the first six. Exit status: the number of steps that failed.
 set -u
 cd "$(dirname "$0")/.."
@@ -104,7 +111,7 @@ run)
 			;;
 		ext)
 			step ext "${EXT_TIMEOUT:-150}" python3 gpu/bench_ext.py --generated .devbin/ext/gen --buffers .devbin/ext/buffers.json \
-				--tiles .devbin/ext/tiles.jsonl --out "$OUT/bench_ext.jsonl"
+				--tiles .devbin/ext/tiles.jsonl --out "$OUT/bench_ext.jsonl" ${EXT_ARGS:-}
 			tail -32 "$OUT/ext.txt"
 			;;
 		hf)
@@ -116,6 +123,11 @@ run)
 			install_wheel
 			step cp "${CP_TIMEOUT:-120}" env PYTHONPATH=/tmp/site python3 python/gpu_tests/check_cp.py --seq 1024 --out "$OUT"
 			tail -19 "$OUT/cp.txt" | cut -c1-300
+			;;
+		nccl)
+			install_wheel
+			step nccl "${NCCL_TIMEOUT:-240}" env PYTHONPATH=/tmp/site python3 python/gpu_tests/check_cp_nccl.py --out "$OUT"
+			tail -20 "$OUT/nccl.txt" | cut -c1-300
 			;;
 		meg)
 			install_wheel
@@ -138,7 +150,7 @@ run)
 			tail -4 "$OUT/san.txt"
 			;;
 		bwdb)
-			step bwdb "${BWDB_TIMEOUT:-150}" python3 gpu/bwd_bench.py --generated .devbin/bwd-genbench --out "$OUT/bwd_bench.jsonl"
+			step bwdb "${BWDB_TIMEOUT:-150}" python3 gpu/bwd_bench.py --generated .devbin/bwd-genbench --out "$OUT/bwd_bench.jsonl" ${BWDB_ARGS:-}
 			tail -14 "$OUT/bwdb.txt"
 			;;
 		*)
@@ -170,7 +182,7 @@ run)
 	exit $failed
 	;;
 *)
-	echo "usage: gpu/verify.sh gen | run [fwd|extfwd|bwd|torch|ext|bwdb|hf|cp|meg|san|dense|go ...]" >&2
+	echo "usage: gpu/verify.sh gen | run [fwd|extfwd|bwd|torch|ext|bwdb|hf|cp|meg|san|dense|go|nccl ...]" >&2
 	exit 2
 	;;
 esac

@@ -241,6 +241,32 @@
 #undef MASKC_COL_SHFL
 #define MASKC_COL_SHFL 0
 #endif
+// MASKC_LOOP_LEAN 1 (NVIDIA): fewer values held across the key loop, which
+// on sm_90a runs at the 128-register cap (two blocks of 256 threads per SM;
+// one block at 255 registers lost 18% on documents, gpu/NOTES.md run 19x)
+// and spilled there: the K/V copies go through maskc_load_tile_lean (each
+// thread's source pointer and shared offset rebuilt per tile) instead of
+// per-round 64-bit offsets hoisted out of the loop; the Q descriptors are
+// rebuilt per tile; with MASKC_ROW_BITS, the fallback for rows not proven
+// exact re-reads its rows' mask parts rather than keeping them live. ptxas
+// 12.4 (sm_90a, local NVRTC; loop = the key loop's SASS): document 172 B
+// spill stores / 212 B loads (24 LDL a loop pass) -> 0 / 0 (none), 1232 ->
+// 1194 instructions in the loop; document_sliding 172 / 196 (23 LDL) -> 0 / 0,
+// 1331 -> 1272. Default 1 with MASKC_ROW_BITS (the documents), else 0 (on
+// the others it removes most spills too, gpu/NOTES.md run 21x (docfwd), but
+// Longformer's and neighbourhood_2d's loops spill more with it).
+#if defined(MASKC_PLATFORM_NVIDIA)
+#ifndef MASKC_LOOP_LEAN
+#if MASKC_ROW_BITS
+#define MASKC_LOOP_LEAN 1
+#else
+#define MASKC_LOOP_LEAN 0
+#endif
+#endif
+#else
+#undef MASKC_LOOP_LEAN
+#define MASKC_LOOP_LEAN 0  // the opaque moves are PTX
+#endif
 #ifndef MASKC_MASK_USES_B
 #define MASKC_MASK_USES_B 1
 #endif
@@ -309,6 +335,48 @@ __device__ __forceinline__ void maskc_load_tile(maskc_elem_t* dst, const maskc_e
     maskc_copy16(dst + maskc_tile_index<ROWS, MASKC_HEAD_DIM>(r, ch * 8), g, valid);
   }
 }
+
+#if MASKC_LOOP_LEAN
+// x, through a volatile move: the compiler cannot hoist what is computed
+// from it out of the key loop (MASKC_LOOP_LEAN, NVIDIA only), so such values
+// are rebuilt where they are used rather than held in registers.
+__device__ __forceinline__ int maskc_opaque_int(int x) {
+  int y;
+  asm volatile("mov.b32 %0, %1;" : "=r"(y) : "r"(x));
+  return y;
+}
+// maskc_load_tile for the key loop (MASKC_LOOP_LEAN): the same copies
+// (same chunks, same zero-fill, same shared layout), with the thread's row
+// and chunk taken from an opaque copy of tid, so that the compiler rebuilds
+// the thread's source pointer (one 64-bit multiply-add) and shared offset at
+// every tile and steps them by whole rounds (uniform strides), instead of
+// hoisting one 64-bit source offset and one shared offset per round out of
+// the loop (2 x 2 x kRounds + 2 x kRounds registers live across it: spilled at
+// 128 registers). Needs every round to cover whole rows of the same chunks
+// and a multiple of 8 rows (the swizzle's period); else maskc_load_tile.
+template <int ROWS>
+__device__ __forceinline__ void maskc_load_tile_lean(maskc_elem_t* dst, const maskc_elem_t* src, long long stride,
+                                                     int row0, int nrows, int tid) {
+  constexpr int kChunks = MASKC_HEAD_DIM / 8;
+  constexpr int kStep = MASKC_NUM_THREADS / kChunks;  // rows a round copies
+  if constexpr (MASKC_NUM_THREADS % kChunks != 0 || kStep % 8 != 0 || ROWS % kStep != 0) {
+    maskc_load_tile<ROWS>(dst, src, stride, row0, nrows, tid);
+  } else {
+    const unsigned t = (unsigned)maskc_opaque_int(tid);  // nothing derived from it is hoisted
+    const int r = (int)(t / kChunks), ch = (int)(t % kChunks);
+    const maskc_elem_t* g = src + (long long)(row0 + r) * stride + ch * 8;
+    maskc_elem_t* d = dst + maskc_tile_index<ROWS, MASKC_HEAD_DIM>(r, ch * 8);
+#pragma unroll
+    for (int it = 0; it < ROWS / kStep; ++it) {
+      // Row r + it * kStep keeps r's swizzle phase (kStep is a multiple of 8):
+      // its shared offset is d's plus whole rows.
+      const bool valid = row0 + r + it * kStep < nrows;
+      maskc_copy16(d + (maskc_tile_index<ROWS, MASKC_HEAD_DIM>(it * kStep, 0)),
+                   valid ? g + (long long)(it * kStep) * stride : src, valid);
+    }
+  }
+}
+#endif  // MASKC_LOOP_LEAN
 
 // Indices handed to the generated functions are never negative (and below
 // 2^31): telling the compiler lets it narrow their 64-bit arithmetic.
@@ -695,9 +763,15 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
     const int kt_next = next_tile(kt + 1);
     if (kt_next < kt_end) {
       maskc_elem_t* dst = sKV + (stage ^ 1) * MASKC_STAGE_ELEMS;
+#if MASKC_LOOP_LEAN
+      maskc_load_tile_lean<MASKC_BLOCK_N>(dst, Kp, shape.k_stride[2], kt_next * MASKC_BLOCK_N, Skv, tid);
+      maskc_load_tile_lean<MASKC_BLOCK_N>(dst + MASKC_KV_TILE_ELEMS, Vp, shape.v_stride[2], kt_next * MASKC_BLOCK_N,
+                                          Skv, tid);
+#else
       maskc_load_tile<MASKC_BLOCK_N>(dst, Kp, shape.k_stride[2], kt_next * MASKC_BLOCK_N, Skv, tid);
       maskc_load_tile<MASKC_BLOCK_N>(dst + MASKC_KV_TILE_ELEMS, Vp, shape.v_stride[2], kt_next * MASKC_BLOCK_N, Skv,
                                      tid);
+#endif
     }
     maskc_copy_commit();
 #if MASKC_WARP_TILE_CLASS >= 2 && defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
@@ -757,6 +831,22 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
       } else
 #endif
       {
+#if MASKC_LOOP_LEAN && MASKC_ROW_BITS
+      // Rows not proven exact (MASKC_LOOP_LEAN): their mask parts and
+      // indices rebuilt here from an opaque thread index, so that the hot
+      // path does not carry them across the loop for this fallback.
+      const int ftid = maskc_opaque_int(tid);
+      const int flane = ftid % MASKC_WARP_SIZE, frow_base = q0 + ftid / MASKC_WARP_SIZE * MASKC_WARP_ROWS;
+      MaskcMaskRow frow[MASKC_ROW_SLOTS];
+#pragma unroll
+      for (int sl = 0; sl < MASKC_ROW_SLOTS; ++sl)
+        frow[sl] = maskc_mask_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(frow_base + maskc_slot_row(flane, sl)));
+#define MASKC_FB_ROW(i) maskc_nonneg(frow_base + maskc_frag_row<MASKC_BLOCK_N>(flane, i))
+#define MASKC_FB_MROW frow
+#else
+#define MASKC_FB_ROW(i) MASKC_S_ROW(i)
+#define MASKC_FB_MROW mrow
+#endif
 #if defined(MASKC_HAS_MASK)
       MaskcMaskCol bcol[MASKC_COL_SLOTS];
 #if MASKC_COL_SHFL
@@ -770,15 +860,17 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
 #endif
 #pragma unroll
       for (int i = 0; i < MASKC_S_ELEMS; ++i) {
-        const int qi = MASKC_S_ROW(i), kvi = MASKC_S_COL(i);
+        const int qi = MASKC_FB_ROW(i), kvi = MASKC_S_COL(i);
         (void)qi;
         bool keep = kvi < Skv;
 #if defined(MASKC_HAS_MASK)
-        keep = keep && maskc_mask_rc(buf, nB, nH, nHKV, nQ, nKV, mrow[maskc_frag_slot<MASKC_BLOCK_N>(i)],
+        keep = keep && maskc_mask_rc(buf, nB, nH, nHKV, nQ, nKV, MASKC_FB_MROW[maskc_frag_slot<MASKC_BLOCK_N>(i)],
                                      bcol[maskc_frag_colslot<MASKC_BLOCK_N>(i)], b, h, qi, kvi);
 #endif
         kbits[i / 32] |= (unsigned)keep << (i % 32);
       }
+#undef MASKC_FB_ROW
+#undef MASKC_FB_MROW
       }
     }
 #endif
@@ -790,7 +882,17 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
 #else
 #pragma unroll
     for (int i = 0; i < MASKC_S_ELEMS; ++i) s[i] = 0.f;
+#if MASKC_LOOP_LEAN && MASKC_NV_WGMMA
+    {
+      // The Q descriptors rebuilt per tile from an opaque address, not kept
+      // (some of them spilled) across the loop (MASKC_LOOP_LEAN).
+      MaskcQFrag<MASKC_HEAD_DIM> qt_ = qf;
+      asm volatile("mov.b64 %0, %1;" : "=l"(qt_.sQ) : "l"(qf.sQ));
+      maskc_mma_qk<MASKC_DT, MASKC_HEAD_DIM, MASKC_BLOCK_N>(s, qt_, sK, lane);
+    }
+#else
     maskc_mma_qk<MASKC_DT, MASKC_HEAD_DIM, MASKC_BLOCK_N>(s, qf, sK, lane);
+#endif
 #endif
 #if !MASKC_COL_EARLY
     MASKC_READ_COLS()
