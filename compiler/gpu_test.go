@@ -122,7 +122,7 @@ func TestGPUForwardThroughTheEmbeddingAPI(t *testing.T) {
 // through the embedding API on the real device (NVRTC, the block's launch
 // configuration from codegen, the buffers it declares) and runs its forward
 // and both backward modes once on zero inputs with NaN-poisoned outputs:
-// O and every gradient must come back exactly 0 and every LSE finite or
+// O and every gradient must come back exactly 0 (of either sign) and every LSE finite or
 // -inf (a fully masked row). It logs each kernel's cold compile time.
 func TestGPUEveryExampleLaunches(t *testing.T) {
 	if os.Getenv(gpuTestsEnv) != "1" {
@@ -200,7 +200,7 @@ func launchOnZeros(t *testing.T, d *runtime.Device, u *Unit, name string) {
 	if err := d.SynchronizeStream(s); err != nil {
 		t.Fatal(err)
 	}
-	expectZero(t, d, "O", o, qBytes)
+	expectZero(t, d, "O", o, qBytes, 2)
 	lb := make([]byte, lseBytes)
 	if err := d.CopyDtoH(lb, lse); err != nil {
 		t.Fatal(err)
@@ -236,26 +236,34 @@ func launchOnZeros(t *testing.T, d *runtime.Device, u *Unit, name string) {
 		if err := d.SynchronizeStream(s); err != nil {
 			t.Fatal(err)
 		}
-		expectZero(t, d, "dQ", dq, qBytes)
-		expectZero(t, d, "dK", dk, kvBytes)
-		expectZero(t, d, "dV", dv, kvBytes)
+		expectZero(t, d, "dQ", dq, qBytes, 2)
+		expectZero(t, d, "dK", dk, kvBytes, 2)
+		expectZero(t, d, "dV", dv, kvBytes, 2)
 		for i, p := range dbufs {
-			expectZero(t, d, "d"+a.GradBuffers()[i], p, dbytes[i])
+			expectZero(t, d, "d"+a.GradBuffers()[i], p, dbytes[i], 4)
 		}
 	}
 	t.Logf("%s: forward and backward (both modes) on zeros: exact zeros; compile %v", name, a.CompileStats().Total)
 }
 
-// expectZero fails t unless the n bytes at p on d are all zero.
-func expectZero(t *testing.T, d *runtime.Device, what string, p runtime.DevicePtr, n int64) {
+// expectZero fails t unless the n bytes at p on d hold zeros of elem bytes
+// each (2: bf16/fp16, 4: fp32), of either sign: a gradient summed from
+// zero terms may be -0 (dsink = -sum of zeros).
+func expectZero(t *testing.T, d *runtime.Device, what string, p runtime.DevicePtr, n int64, elem int) {
 	t.Helper()
 	b := make([]byte, n)
 	if err := d.CopyDtoH(b, p); err != nil {
 		t.Fatal(err)
 	}
-	for i, x := range b {
-		if x != 0 {
-			t.Fatalf("%s byte %d = %#x, want 0 (zero inputs)", what, i, x)
+	for i := 0; i+elem <= len(b); i += elem {
+		var mag uint32 // the value's bits without the sign bit
+		if elem == 2 {
+			mag = uint32(binary.LittleEndian.Uint16(b[i:]) & 0x7fff)
+		} else {
+			mag = binary.LittleEndian.Uint32(b[i:]) & 0x7fffffff
+		}
+		if mag != 0 {
+			t.Fatalf("%s element %d = %#x, want 0 (zero inputs)", what, i/elem, b[i:i+elem])
 		}
 	}
 }
