@@ -34,7 +34,7 @@ BLOCKS = ("causal_layer", "doc_layer", "window_layer", "alibi_layer")
 
 
 def rel(a, b):
-    a, b = a.double(), b.double()
+    a, b = a.detach().double(), b.detach().double()
     return float((a - b).norm() / b.norm().clamp_min(1e-30))
 
 

@@ -466,8 +466,8 @@ def ring_attention(attn, q, k, v, group=None, layout="zigzag", buffers=None, ten
     sends each chunk's dK/dV contributions around the ring with it, so
     every rank ends with the gradients of its own chunk. A float buffer's
     gradient (a slope table) is this rank's share: sum it over the group,
-    as for any parameter replicated over it. Not yet run on several GPUs
-    (README_CP.md); checked on the CPU with gloo."""
+    as for any parameter replicated over it. Checked on the CPU with gloo
+    and on two GPUs with NCCL (README_CP.md)."""
     import torch
     buffers = dict(buffers or {})
     gen = _check_ring_call(attn, buffers)
@@ -549,8 +549,8 @@ def ulysses_attention(attn, q, k, v, group=None, layout="contiguous", buffers=No
     differentiable; a float buffer's gradient is this rank's share (its
     heads), summed over the group as in ring_attention. H and HKV must
     divide by the group's size. Checked on
-    the CPU with gloo (python/gpu_tests/check_cp_reference.py), not yet on
-    several GPUs."""
+    the CPU with gloo (python/gpu_tests/check_cp_reference.py) and on two
+    GPUs with NCCL (python/gpu_tests/check_cp_nccl.py)."""
     import torch
     import torch.distributed as dist
     buffers = dict(buffers or {})
