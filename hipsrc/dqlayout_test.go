@@ -1,9 +1,6 @@
 package hipsrc
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -59,28 +56,8 @@ int main() {
 // (MASKC_BWD_DQ_RED 2): a wrong inverse would scramble dQ's columns with no
 // other symptom than wrong gradients on the GPU.
 func TestDQLayoutHost(t *testing.T) {
-	cxx, err := exec.LookPath("g++")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("g++ is required in CI to test attn_bwd.h on the host")
-		}
-		t.Skip("g++ not found")
-	}
-	start := strings.Index(AttnBwd, "__device__ __forceinline__ int maskc_bwd_dq_chunk(")
-	end := strings.Index(AttnBwd[max(start, 0):], "#endif\n}\n")
-	if start < 0 || end < 0 {
-		t.Fatal("attn_bwd.h: maskc_bwd_dq_chunk and maskc_bwd_dq_chunk_col not found")
-	}
-	src := filepath.Join(t.TempDir(), "dqlayout.cc")
-	if err := os.WriteFile(src, []byte(strings.Replace(dqLayoutMain, "DQ_LAYOUT", AttnBwd[start:start+end+9], 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	exe := filepath.Join(t.TempDir(), "dqlayout")
-	if out, err := exec.Command(cxx, "-std=c++14", "-Wall", "-o", exe, src).CombinedOutput(); err != nil {
-		t.Fatalf("g++: %v\n%s", err, out)
-	}
-	out, err := exec.Command(exe).CombinedOutput()
-	if err != nil || strings.TrimSpace(string(out)) != "ok" {
-		t.Fatalf("dq_acc layout: %v\n%s", err, out)
-	}
+	cxx := hostCxx(t)
+	layout := cutSource(t, AttnBwd, "__device__ __forceinline__ int maskc_bwd_dq_chunk(", "#endif\n}\n",
+		"attn_bwd.h's maskc_bwd_dq_chunk and maskc_bwd_dq_chunk_col")
+	runHostProgram(t, cxx, "dqlayout", strings.Replace(dqLayoutMain, "DQ_LAYOUT", layout, 1), "-std=c++14")
 }

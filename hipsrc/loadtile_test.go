@@ -2,9 +2,6 @@ package hipsrc
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -77,28 +74,11 @@ int main() {
 // row-swizzled layout, at head dims 64, 128 and 256, with full, ragged and
 // empty tiles (rows at or past nrows zero-filled).
 func TestLoadTileLeanHost(t *testing.T) {
-	cxx, err := exec.LookPath("g++")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("g++ is required in CI to test attn_fwd.h on the host")
-		}
-		t.Skip("g++ not found")
-	}
-	cut := func(text, from, to, what string) string {
-		start := strings.Index(text, from)
-		if start < 0 {
-			t.Fatalf("%s not found", what)
-		}
-		end := strings.Index(text[start:], to)
-		if end < 0 {
-			t.Fatalf("the end of %s not found", what)
-		}
-		return text[start : start+end+len(to)]
-	}
-	smem := cut(Prelude, "#define MASKC_SWZ_MASK", "\n}\n", "prelude.h's maskc_smem_index")
-	tile := cut(Prelude, "template <int ROWS, int D>\n__device__ __forceinline__ int maskc_tile_index", "\n}\n",
+	cxx := hostCxx(t)
+	smem := cutSource(t, Prelude, "#define MASKC_SWZ_MASK", "\n}\n", "prelude.h's maskc_smem_index")
+	tile := cutSource(t, Prelude, "template <int ROWS, int D>\n__device__ __forceinline__ int maskc_tile_index", "\n}\n",
 		"prelude.h's maskc_tile_index")
-	load := cut(AttnFwd, "template <int ROWS>\n__device__ __forceinline__ void maskc_load_tile(",
+	load := cutSource(t, AttnFwd, "template <int ROWS>\n__device__ __forceinline__ void maskc_load_tile(",
 		"\n#endif  // MASKC_LOOP_LEAN\n", "attn_fwd.h's maskc_load_tile and maskc_load_tile_lean")
 	// The volatile PTX move is the identity on the host.
 	asm := `asm volatile("mov.b32 %0, %1;" : "=r"(y) : "r"(x));`
@@ -106,7 +86,6 @@ func TestLoadTileLeanHost(t *testing.T) {
 		t.Fatalf("attn_fwd.h: maskc_opaque_int's move %s not found", asm)
 	}
 	load = strings.Replace(load, asm, "y = x;", 1)
-	dir := t.TempDir()
 	for _, tc := range []struct{ d, threads, rows, wgmma int }{
 		{128, 256, 64, 1}, {64, 256, 64, 1}, {256, 256, 64, 1},
 		{128, 128, 32, 0}, {64, 128, 32, 0}, {256, 256, 32, 0}, {128, 256, 32, 0}, {256, 128, 32, 0},
@@ -116,17 +95,6 @@ func TestLoadTileLeanHost(t *testing.T) {
 			"#define MASKC_PLATFORM_NVIDIA 1\n#define MASKC_NV_WGMMA %d\n#define MASKC_LOOP_LEAN 1\n",
 			tc.d, tc.threads, tc.rows, 3*tc.d+8, tc.wgmma)
 		src := defs + strings.NewReplacer("SMEM_INDEX", smem, "TILE_INDEX", tile, "LOAD_TILE", load).Replace(loadTileMain)
-		cc := filepath.Join(dir, name+".cc")
-		if err := os.WriteFile(cc, []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		exe := filepath.Join(dir, name)
-		if out, err := exec.Command(cxx, "-std=c++17", "-O1", "-Wall", "-o", exe, cc).CombinedOutput(); err != nil {
-			t.Fatalf("%s: g++: %v\n%s", name, err, out)
-		}
-		out, err := exec.Command(exe).CombinedOutput()
-		if err != nil || strings.TrimSpace(string(out)) != "ok" {
-			t.Errorf("%s: %v\n%s", name, err, out)
-		}
+		runHostProgram(t, cxx, name, src, "-std=c++17", "-O1")
 	}
 }

@@ -1,9 +1,6 @@
 package hipsrc
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -42,28 +39,7 @@ int main() {
 // 256, and AMD's 32-row tiles at 128) store P^T and dS^T with rows of 32
 // elements, which the old row % 8 swizzle pushed into the next row.
 func TestSmemIndexHost(t *testing.T) {
-	cxx, err := exec.LookPath("g++")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("g++ is required in CI to test prelude.h on the host")
-		}
-		t.Skip("g++ not found")
-	}
-	start := strings.Index(Prelude, "#define MASKC_SWZ_MASK")
-	end := strings.Index(Prelude[max(start, 0):], "\n}\n")
-	if start < 0 || end < 0 {
-		t.Fatal("prelude.h: maskc_smem_index and MASKC_SWZ_MASK not found")
-	}
-	src := filepath.Join(t.TempDir(), "swizzle.cc")
-	if err := os.WriteFile(src, []byte(strings.Replace(swizzleMain, "SMEM_INDEX", Prelude[start:start+end+3], 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	exe := filepath.Join(t.TempDir(), "swizzle")
-	if out, err := exec.Command(cxx, "-std=c++14", "-Wall", "-o", exe, src).CombinedOutput(); err != nil {
-		t.Fatalf("g++: %v\n%s", err, out)
-	}
-	out, err := exec.Command(exe).CombinedOutput()
-	if err != nil || strings.TrimSpace(string(out)) != "ok" {
-		t.Fatalf("maskc_smem_index: %v\n%s", err, out)
-	}
+	cxx := hostCxx(t)
+	index := cutSource(t, Prelude, "#define MASKC_SWZ_MASK", "\n}\n", "prelude.h's maskc_smem_index and MASKC_SWZ_MASK")
+	runHostProgram(t, cxx, "swizzle", strings.Replace(swizzleMain, "SMEM_INDEX", index, 1), "-std=c++14")
 }

@@ -1,9 +1,6 @@
 package hipsrc
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -210,23 +207,7 @@ int main() {
 // the flag walk against the list of a flag row's non-zero tiles, and the
 // longest-first places of maskc_lpt_rank.
 func TestTileWalkHost(t *testing.T) {
-	cxx, err := exec.LookPath("g++")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("g++ is required in CI to test tile_walk.h on the host")
-		}
-		t.Skip("g++ not found")
-	}
-	dir := t.TempDir()
-	src, exe := filepath.Join(dir, "walk.cc"), filepath.Join(dir, "walk")
-	if err := os.WriteFile(src, []byte(strings.Replace(tileWalkMain, "TILE_WALK", TileWalk, 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(cxx, "-O1", "-std=c++14", "-Wall", "-Wno-unused-variable", "-pthread", "-o", exe, src).CombinedOutput(); err != nil {
-		t.Fatalf("g++: %v\n%s", err, out)
-	}
-	out, err := exec.Command(exe).CombinedOutput()
-	if err != nil || strings.TrimSpace(string(out)) != "ok" {
-		t.Fatalf("tile_walk.h on the host: %v\n%s", err, out)
-	}
+	cxx := hostCxx(t)
+	runHostProgram(t, cxx, "walk", strings.Replace(tileWalkMain, "TILE_WALK", TileWalk, 1),
+		"-O1", "-std=c++14", "-Wno-unused-variable", "-pthread")
 }
