@@ -203,7 +203,7 @@ var BwdShapeStruct = layout("MaskcBwdShape", "Shapes, strides and auxiliary tens
 	Field{Name: "lse", CType: "const float*", Doc: "[B, H, Sq] natural-log LSE of the forward"},
 	Field{Name: "dlse", CType: "const float*", Doc: "nullptr or [B, H, Sq]: the gradient of the LSE"},
 	Field{Name: "delta", CType: "float*", Doc: "[B, H, Sq] fp32 scratch: rowsum(dO * O) - dLSE"},
-	Field{Name: "dq_acc", CType: "float*", Doc: "[B, H, Sq, D] fp32 scratch (atomic mode); nullptr: deterministic mode"},
+	Field{Name: "dq_acc", CType: "float*", Doc: "[B, H, Sq, D] fp32 scratch (atomic mode; opaque: each row's columns may be stored permuted, maskc_bwd_dq_chunk_col); nullptr: deterministic mode"},
 	Field{Name: "dsink", CType: "float*", Doc: "nullptr or [H] fp32: the sink gradient"},
 	Field{Name: "dbuf", CType: "long long*", Dims: []int{MaxBuffers}, Doc: "per buffer slot: zeroed int64 fixed-point gradient sums (BwdFixOne), or nullptr"},
 )
