@@ -244,8 +244,8 @@ def main():
                 continue
             if max(shape[3], shape[4]) > a.max_len:
                 continue
-            if case.entry.get("buffers") and shape[3] > shape[4]:
-                continue  # a buffer sized by KV may be indexed by q (as check.py)
+            if not case.covers(shape[3], shape[4]):
+                continue  # a buffer sized by KV alone may be indexed by q (as check.py)
             for use_dlse in shape[5]:
                 total += 1
                 try:

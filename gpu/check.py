@@ -137,8 +137,8 @@ def main():
             continue
         for old, new in subst.items():
             src = src.replace(old, new)
-        # A buffer sized by KV may be indexed by q: a reference needs Sq <= Skv then.
-        shapes = [s for s in SHAPES if not case.entry.get("buffers") or s[3] <= s[4]]
+        # A buffer sized by KV alone may be indexed by q: such a file takes no Sq > Skv.
+        shapes = [s for s in SHAPES if case.covers(s[3], s[4])]
         jobs.append((case, case.entry["head_dim"], case.entry["dtype"], src, shapes))
     mg.libs()
     torch.empty(1, device="cuda")

@@ -16,6 +16,7 @@ error when the manifest is read, never a silently zero argument.
 import ctypes
 import json
 import os
+import re
 
 from .diagnostics import MaskcError
 
@@ -98,6 +99,22 @@ class BufferSpec:
 
     def __repr__(self):
         return "BufferSpec(%s: %s%s slot %d)" % (self.name, self.dtype, self.dims, self.slot)
+
+    def covers(self, sq, skv):
+        """False when the buffer's extents name one sequence length and not
+        the other (`doc: i32[KV]`) and that one is the shorter at this
+        shape: a per-position table the mask may also read at the other
+        side's index (`doc[q]` with Sq > Skv) ends before it. Extents over
+        both lengths (`[H, Q + KV - 1]`) or neither (`[H]`, `[B]`) cover
+        every shape."""
+        names = set()
+        for d in self.dims:
+            names.update(re.findall(r"\b(Q|KV)\b", str(d)))
+        if names == {"KV"}:
+            return sq <= skv
+        if names == {"Q"}:
+            return skv <= sq
+        return True
 
 
 class Platform:

@@ -262,6 +262,15 @@ class GeneratedCase(Case):
             score = eval("lambda score, b, h, q, kv: " + self.entry["score_torch"], ns)
         return bufs, mask, score
 
+    def covers(self, Sq, Skv):
+        """Whether every buffer's declared extents reach the positions a
+        mask may read at this shape (maskc.abi.BufferSpec.covers): a
+        `doc: i32[KV]` read as doc[q] does not when Sq > Skv, and the
+        float64 reference refuses the read as the .flex file's semantics
+        do, so the shape is no valid input for that file."""
+        return all(_abi.BufferSpec(b["name"], b["slot"], b["dtype"], b["dims"]).covers(Sq, Skv)
+                   for b in self.entry.get("buffers") or [])
+
 
 def generated_cases(directory):
     """(ABI, [(GeneratedCase, source)]) from a genkernels or maskc compile

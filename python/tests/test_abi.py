@@ -157,3 +157,15 @@ def edit(doc, what):
 def test_manifest_changes_are_refused(doc, what, msg):
     with pytest.raises(MaskcError, match=msg):
         Manifest(edit(doc, what))
+
+
+@pytest.mark.parametrize("dims, sq, skv, want", [
+    (["KV"], 100, 300, True), (["KV"], 300, 100, False), (["KV"], 200, 200, True),
+    (["Q"], 300, 100, True), (["Q"], 100, 300, False),
+    (["H", "(Q + KV) - 1"], 300, 100, True), (["H", "(Q + KV) - 1"], 100, 300, True),
+    (["H"], 300, 100, True), (["B"], 100, 300, True), (["H", "32"], 300, 100, True),
+    (["QKV"], 300, 100, True),  # a name that only contains the letters is no length
+])
+def test_buffer_covers_shapes(dims, sq, skv, want):
+    from maskc.abi import BufferSpec
+    assert BufferSpec("t", 0, "i32", dims).covers(sq, skv) is want
