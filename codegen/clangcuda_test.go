@@ -177,18 +177,7 @@ func TestBwdSwitchesResolve(t *testing.T) {
 		if err := os.WriteFile(src, []byte(k.BwdSource), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(clang, "-x", "cuda", "--cuda-gpu-arch=sm_80", "-nocudainc", "-nocudalib", "--cuda-device-only",
-			"-std=c++17", "-E", "-dM", "-include", shim, "-DMASKC_NV_WGMMA=1", src)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", tc.attention, err, out)
-		}
-		defs := map[string]string{}
-		for _, line := range strings.Split(string(out), "\n") {
-			if f := strings.Fields(line); len(f) == 3 && f[0] == "#define" {
-				defs[f[1]] = f[2]
-			}
-		}
+		defs := resolvedDefines(t, clang, shim, src, "1")
 		want := map[string]string{
 			"MASKC_BWD_WG":           "1",
 			"MASKC_BWD_CLS_AHEAD_ON": "0",
@@ -209,4 +198,25 @@ func TestBwdSwitchesResolve(t *testing.T) {
 			}
 		}
 	}
+}
+
+// resolvedDefines preprocesses the generated CUDA source src with clang's
+// CUDA front end (device side, sm_80, MASKC_NV_WGMMA=wgmma) and returns
+// every object-like macro that ends up defined with a one-token value:
+// which of hipsrc's switches a generated kernel turns on.
+func resolvedDefines(t *testing.T, clang, shim, src, wgmma string) map[string]string {
+	t.Helper()
+	cmd := exec.Command(clang, "-x", "cuda", "--cuda-gpu-arch=sm_80", "-nocudainc", "-nocudalib", "--cuda-device-only",
+		"-std=c++17", "-E", "-dM", "-include", shim, "-DMASKC_NV_WGMMA="+wgmma, src)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", filepath.Base(src), err, out)
+	}
+	defs := map[string]string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "#define" {
+			defs[f[1]] = f[2]
+		}
+	}
+	return defs
 }

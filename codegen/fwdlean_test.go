@@ -2,9 +2,7 @@ package codegen
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -34,18 +32,7 @@ func TestFwdLoopLeanResolves(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, wg := range []string{"0", "1"} {
-			cmd := exec.Command(clang, "-x", "cuda", "--cuda-gpu-arch=sm_80", "-nocudainc", "-nocudalib",
-				"--cuda-device-only", "-std=c++17", "-E", "-dM", "-include", shim, "-DMASKC_NV_WGMMA="+wg, src)
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("%s: %v\n%s", tc.attention, err, out)
-			}
-			got := ""
-			for _, line := range strings.Split(string(out), "\n") {
-				if f := strings.Fields(line); len(f) == 3 && f[0] == "#define" && f[1] == "MASKC_LOOP_LEAN" {
-					got = f[2]
-				}
-			}
+			got := resolvedDefines(t, clang, shim, src, wg)["MASKC_LOOP_LEAN"]
 			if got != tc.lean {
 				t.Errorf("%s (MASKC_NV_WGMMA=%s): MASKC_LOOP_LEAN = %q, want %s", tc.attention, wg, got, tc.lean)
 			}
