@@ -64,17 +64,8 @@ func TestGPUForwardThroughTheEmbeddingAPI(t *testing.T) {
 	if err := a.Bind("sinks", sink); err != nil {
 		t.Fatal(err)
 	}
-	s, err := d.NewStream()
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := forwardOnNewStream(t, d, a, q, k, v, o, lse, sz)
 	defer d.DestroyStream(s)
-	if err := a.Forward(s, q, k, v, o, lse, sz); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.SynchronizeStream(s); err != nil {
-		t.Fatal(err)
-	}
 	out := make([]byte, qo)
 	if err := d.CopyDtoH(out, o); err != nil {
 		t.Fatal(err)
@@ -189,17 +180,8 @@ func launchOnZeros(t *testing.T, d *runtime.Device, u *Unit, name string) {
 			t.Fatal(err)
 		}
 	}
-	s, err := d.NewStream()
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := forwardOnNewStream(t, d, a, q, k, v, o, lse, sz)
 	defer d.DestroyStream(s)
-	if err := a.Forward(s, q, k, v, o, lse, sz); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.SynchronizeStream(s); err != nil {
-		t.Fatal(err)
-	}
 	expectZero(t, d, "O", o, qBytes, 2)
 	lb := make([]byte, lseBytes)
 	if err := d.CopyDtoH(lb, lse); err != nil {
@@ -266,4 +248,24 @@ func expectZero(t *testing.T, d *runtime.Device, what string, p runtime.DevicePt
 			t.Fatalf("%s element %d = %#x, want 0 (zero inputs)", what, i/elem, b[i:i+elem])
 		}
 	}
+}
+
+// forwardOnNewStream creates a stream on d, runs a's forward on it and
+// waits for it; the caller destroys the stream (it is destroyed here when
+// the forward fails).
+func forwardOnNewStream(t *testing.T, d *runtime.Device, a *Attention, q, k, v, o, lse runtime.DevicePtr, sz Sizes) runtime.Stream {
+	t.Helper()
+	s, err := d.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Forward(s, q, k, v, o, lse, sz); err != nil {
+		d.DestroyStream(s)
+		t.Fatal(err)
+	}
+	if err := d.SynchronizeStream(s); err != nil {
+		d.DestroyStream(s)
+		t.Fatal(err)
+	}
+	return s
 }
