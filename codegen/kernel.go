@@ -399,8 +399,8 @@ func firstNonEmpty(xs ...string) string {
 // softcap 0.95x against 1.08x, run 21x), segment equalities (document_sliding
 // 0.675x against attn_fwd.h's 0.848x, run 18; 0.771x against 0.882x and
 // document 0.840x against 0.870x with each row's interval tested instead of
-// the mask, MASKC_WS_ROW_BITS, run 21x: their rows are a few tiles each) and,
-// since it visits the hull of a row's kv range rather than the union of its
+// the mask, MASKC_WS_ROW_BITS, run 21x, since removed: their rows are a few
+// tiles each) and, since it visits the hull of a row's kv range rather than the union of its
 // intervals (hullExact), terms whose union is not one interval
 // (sliding_global_prefix, 0.225x against 1.05x): run 18.
 func warpSpecialized(k *Kernel, p sparsityPlan) bool {

@@ -88,26 +88,6 @@
 #ifndef MASKC_WS_TMAP_REUSE
 #define MASKC_WS_TMAP_REUSE 0
 #endif
-// MASKC_WS_ROW_BITS 1: where the generated part proves that a row's kept
-// keys are exactly its own maskc_kv_intervals (MASKC_KV_ROWS_EXACT, and
-// maskc_kv_rows_exact at run time), each consumer lane computes its rows'
-// intervals once; a tile is then full for a warp when every one of its rows
-// holds the whole tile in one interval, and a partial tile's keep test is a
-// subtraction and an unsigned compare per logit and interval (no column
-// reads, no mask evaluation): attn_fwd.h's MASKC_ROW_BITS. Off by default:
-// on the H200 (gpu/NOTES.md, run 21x) documents on this forward with it ran
-// at 0.840x (document) and 0.771x (document_sliding) of Flex against
-// attn_fwd.h's 0.870x and 0.882x (their rows are a few tiles each), so
-// codegen.warpSpecialized leaves segment equalities to attn_fwd.h; the
-// masks this forward gets (linear bounds) have few partial tiles.
-#if defined(MASKC_KV_ROWS_EXACT) && defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
-#ifndef MASKC_WS_ROW_BITS
-#define MASKC_WS_ROW_BITS 0
-#endif
-#else
-#undef MASKC_WS_ROW_BITS
-#define MASKC_WS_ROW_BITS 0
-#endif
 #define MASKC_WS_THREADS 384
 static_assert(MASKC_WS_THREADS == MASKC_NUM_THREADS, "the pre-pass and the forward share the platform's block size");
 #ifndef MASKC_WS_PRODUCER_REGS
@@ -719,26 +699,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
       mrow[sl] = maskc_mask_row(buf, nB, nH, nHKV, nQ, nKV, b, h, qs);
       srow[sl] = maskc_score_row(buf, nB, nH, nHKV, nQ, nKV, b, h, qs);
     }
-#if MASKC_WS_ROW_BITS
-    // Each row's kept keys: [rlo, rlo + rlen) per interval of the mask; rows
-    // past Sq keep none (they are never stored).
-    const bool rows_exact = maskc_kv_rows_exact(buf, nB, nH, nHKV, nQ, nKV);
-    int rlo[MASKC_ROW_SLOTS][maskc_kv_interval_count], rlen[MASKC_ROW_SLOTS][maskc_kv_interval_count];
-#pragma unroll
-    for (int sl = 0; sl < MASKC_ROW_SLOTS; ++sl) {
-      const int qs = maskc_nonneg(row_base + maskc_slot_row(lane, sl));
-      long long lo[maskc_kv_interval_count], hi[maskc_kv_interval_count];
-      maskc_kv_intervals_lane(buf, nB, nH, nHKV, nQ, nKV, b, h, qs, (long long)qs + 1, lo, hi);
-#pragma unroll
-      for (int i = 0; i < maskc_kv_interval_count; ++i) {
-        rlo[sl][i] = (int)lo[i];
-        rlen[sl][i] = qs < Sq ? (int)(hi[i] - lo[i]) : 0;
-      }
-    }
-#else
-    const bool rows_exact = false;
-#endif
-    (void)rows_exact;
     float s[BN / 2];
     maskc_u32 a[BN / 16][4];  // P of the tile whose P.V is next, packed
     int ik = 0, iv = 0;       // K and V tiles consumed
@@ -754,16 +714,11 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
   MaskcScoreCol scol[BN / 4];                                                                          \
   _Pragma("unroll") for (int cs = 0; cs < BN / 4; ++cs) {                                              \
     const int kvs = maskc_nonneg(kv0 + maskc_colslot_col<BN>(lane, cs));                               \
-    if (!full && !rows_exact) mcol[cs] = maskc_mask_col(buf, nB, nH, nHKV, nQ, nKV, b, h, kvs);       \
+    if (!full) mcol[cs] = maskc_mask_col(buf, nB, nH, nHKV, nQ, nKV, b, h, kvs);                       \
     scol[cs] = maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, h, kvs);                                 \
   }
 #if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_PREPASS)
 #define MASKC_WS_FULL(kt) full = full && tiles.flag(kt) == 2;
-#elif defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC) && MASKC_WS_ROW_BITS
-  // Full for the warp when each of its rows holds the tile in one interval.
-#define MASKC_WS_FULL(kt)                                                                               \
-  full = full && (rows_exact ? maskc_warp_all(maskc_rows_hold<MASKC_ROW_SLOTS, maskc_kv_interval_count>(rlo, rlen, kv0, BN)) \
-                             : maskc_tile_full(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q_end, kv0, kv0 + BN));
 #elif defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
 #define MASKC_WS_FULL(kt) \
   full = full && maskc_tile_full(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q_end, kv0, kv0 + BN);
@@ -793,11 +748,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
 #define MASKC_WS_SCORE_FULL()
 #define MASKC_WS_X(i, qi, kvi) s[i]
 #endif
-#if defined(MASKC_HAS_MASK) && MASKC_WS_ROW_BITS
-#define MASKC_WS_KEEP(i, qi, kvi)                                                                         \
-  (rows_exact ? maskc_in_intervals<maskc_kv_interval_count>(rlo[maskc_frag_slot<BN>(i)], rlen[maskc_frag_slot<BN>(i)], kvi) \
-              : (kvi < Skv && MASKC_WS_MASK_AT(i, qi, kvi)))
-#elif defined(MASKC_HAS_MASK)
+#if defined(MASKC_HAS_MASK)
 #define MASKC_WS_KEEP(i, qi, kvi) (kvi < Skv && MASKC_WS_MASK_AT(i, qi, kvi))
 #else
 #define MASKC_WS_KEEP(i, qi, kvi) (kvi < Skv)
