@@ -30,7 +30,7 @@ TOL = {"out": 1e-2, "lse": 2e-3, "grad": 2e-2}  # rel. Frobenius error (lse: max
 
 
 def rel(a, b):
-    a, b = a.double(), b.double()
+    a, b = a.detach().double(), b.detach().double()
     return float((a - b).norm() / b.norm().clamp_min(1e-30))
 
 

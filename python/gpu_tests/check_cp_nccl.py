@@ -28,14 +28,9 @@ import torch.multiprocessing as mp
 import maskc.cp as cp
 import maskc.torch as mt
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-TOL = {"out": 1e-2, "lse": 2e-3, "grad": 2e-2}  # as check_cp.py: rel. Frobenius error (lse: max abs)
+from check_cp import HERE, TOL, docs, rel  # the single-process check's tolerances and inputs
+
 BLOCKS = ("causal_layer", "doc_layer", "window_layer", "alibi_layer")
-
-
-def rel(a, b):
-    a, b = a.detach().double(), b.detach().double()
-    return float((a - b).norm() / b.norm().clamp_min(1e-30))
 
 
 def inputs(block, B, S, H, HKV, D, g):
@@ -44,11 +39,7 @@ def inputs(block, B, S, H, HKV, D, g):
          for n, h in (("q", H), ("k", HKV), ("v", HKV))}
     buffers = {}
     if block == "doc_layer":
-        cuts = sorted(torch.randint(1, S, (6,), generator=g).tolist())
-        d = torch.zeros(S, dtype=torch.int32)
-        for c in cuts:
-            d[c:] += 1
-        buffers["doc"] = d.cuda()
+        buffers["doc"] = docs(S, g)
     if block == "alibi_layer":
         buffers["slopes"] = (torch.rand(H, generator=g) * 0.05).cuda()
     t["go"] = torch.randn(B, S, H, D, generator=g).cuda()
