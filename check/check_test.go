@@ -61,7 +61,7 @@ var diagnosticCases = []struct {
 	{CodeIndexNotInt, "buffer doc: i32[KV]\nmask m(b, h, q, kv) = doc[kv / 2] == 0\n", nil},
 	{CodeNotABuffer, "mask m(b, h, q, kv) = q[0] == 1\n", nil},
 	{CodeBadDim, "buffer t: f32[KV * KV]\nscore s(score, b, h, q, kv) = score + t[kv]\n", nil},
-	{CodeUnknownDType, "buffer t: i16[KV]\nmask m(b, h, q, kv) = t[kv] == 0\n", nil},
+	{CodeUnknownDType, "buffer t: u16[KV]\nmask m(b, h, q, kv) = t[kv] == 0\n", nil},
 	{CodeUnknownProperty, "buffer t: i32[KV] sorted\nmask m(b, h, q, kv) = t[kv] == t[q]\n", nil},
 	{CodeBadSegments, "buffer t: f32[KV] segments\nmask m(b, h, q, kv) = t[kv] == t[q]\n", nil},
 	{CodeDivisionByZero, "mask m(b, h, q, kv) = q // 0 == 1\n", nil},

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/maskc/maskc/buftype"
 	"github.com/maskc/maskc/dsl"
 )
 
@@ -33,10 +34,10 @@ func (c *checker) checkBuffers() {
 		d := b.Decl
 		if d.DType != nil {
 			b.DType = d.DType.Name
-			if _, ok := dtypes[b.DType]; !ok {
-				names := make([]string, 0, len(dtypes))
-				for n := range dtypes {
-					names = append(names, n)
+			if buftype.Lookup(b.DType) == nil {
+				names := make([]string, 0, len(buftype.All))
+				for _, d := range buftype.All {
+					names = append(names, d.Name)
 				}
 				sort.Strings(names)
 				diag := c.diags.Add(c.src, d.DType.Sp, CodeUnknownDType, "unknown element type %s", b.DType)
@@ -59,10 +60,10 @@ func (c *checker) checkBuffers() {
 				b.Segments = true
 				c.info.Uses[d.Property] = Symbol{Kind: SymWord, Name: "segments",
 					Doc: "segments: the buffer holds non-decreasing document ids (documents are contiguous)"}
-				intType := b.DType == "i32" || b.DType == "i64"
+				intType := buftype.CanSegment(b.DType)
 				overSeq := len(b.Dims) == 1 && (b.Dims[0].IsSize(dsl.SizeQ) || b.Dims[0].IsSize(dsl.SizeKV))
 				if okDims && (!intType || !overSeq) {
-					c.diags.Add(c.src, d.Property.Sp, CodeBadSegments, "segments needs a 1-D integer buffer over Q or KV, got %s", b.shape()).
+					c.diags.Add(c.src, d.Property.Sp, CodeBadSegments, "segments needs a 1-D integer buffer (%s) over Q or KV, got %s", buftype.SegmentNames(), b.shape()).
 						WithHint("declare document ids as buffer %s: i32[KV] segments", b.Name)
 				}
 			default:

@@ -1,6 +1,9 @@
 package check
 
-import "github.com/maskc/maskc/dsl"
+import (
+	"github.com/maskc/maskc/buftype"
+	"github.com/maskc/maskc/dsl"
+)
 
 // Options configure a check.
 type Options struct {
@@ -57,8 +60,7 @@ type Buffer struct {
 	Decl *dsl.BufferDecl
 	// Name is the buffer's name.
 	Name string
-	// DType is the element type: "i32", "i64", "f16", "bf16", "f32", "f64"
-	// or "bool".
+	// DType is the element type, one of buftype.All's names (e.g. "i32").
 	DType string
 	// Dims are the extents in order.
 	Dims []Dim
@@ -70,9 +72,14 @@ type Buffer struct {
 	src  *dsl.Source
 }
 
-// ElemType is the scalar type a read of the buffer gives: int for i32/i64,
-// float for f16/bf16/f32/f64, bool for bool.
-func (b *Buffer) ElemType() dsl.Type { return dtypes[b.DType] }
+// ElemType is the scalar type a read of the buffer gives (dsl.BufferElemType);
+// TypeInvalid for an unknown dtype.
+func (b *Buffer) ElemType() dsl.Type {
+	if d := buftype.Lookup(b.DType); d != nil {
+		return dsl.BufferElemType(d)
+	}
+	return dsl.TypeInvalid
+}
 
 // Dim is one buffer extent: Const + sum of Coef[v]*v over size symbols v.
 type Dim struct {
@@ -264,9 +271,3 @@ func (p *Program) Param(name string) *Param { return p.params[name] }
 
 // Mod returns the user mod named name, or nil.
 func (p *Program) Mod(name string) *Mod { return p.mods[name] }
-
-var dtypes = map[string]dsl.Type{
-	"i32": dsl.TypeInt, "i64": dsl.TypeInt,
-	"f16": dsl.TypeFloat, "bf16": dsl.TypeFloat, "f32": dsl.TypeFloat, "f64": dsl.TypeFloat,
-	"bool": dsl.TypeBool,
-}

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/maskc/maskc/buftype"
 	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/hipsrc"
 )
@@ -50,14 +51,22 @@ type elemInfo struct {
 	zero    string // value returned for an out-of-range read
 }
 
-var elemTypes = map[string]elemInfo{
-	"i32":  {"int", cInt32, "%s", "0"},
-	"i64":  {"long long", cInt, "%s", "0"},
-	"f16":  {"unsigned short", cFloat, "maskc_f16_to_f32(%s)", "0.0f"},
-	"bf16": {"unsigned short", cFloat, "maskc_bf16_to_f32(%s)", "0.0f"},
-	"f32":  {"float", cFloat, "%s", "0.0f"},
-	"f64":  {"double", cDouble, "%s", "0.0"},
-	"bool": {"unsigned char", cBool, "(%s != 0)", "false"},
+// elemTypeOf reads buffer dtype's row of the buftype table; ok is false
+// for an unknown dtype.
+func elemTypeOf(dtype string) (info elemInfo, ok bool) {
+	d := buftype.Lookup(dtype)
+	if d == nil {
+		return elemInfo{}, false
+	}
+	value := map[buftype.CValue]cType{buftype.CInt32: cInt32, buftype.CInt64: cInt,
+		buftype.CFloat32: cFloat, buftype.CFloat64: cDouble, buftype.CBool: cBool}[d.CValue]
+	return elemInfo{d.CStorage, value, d.CRead, d.CZero}, true
+}
+
+// elemType is elemTypeOf for a dtype the buffer table already accepted.
+func elemType(dtype string) elemInfo {
+	info, _ := elemTypeOf(dtype)
+	return info
 }
 
 // BufferTable builds the MaskcBuffers layout for the buffers that the given
@@ -95,13 +104,13 @@ func BufferTable(src *dsl.Source, ls ...*dsl.Lowered) ([]BufferABI, dsl.Diagnost
 		if d.DType != nil {
 			dtype = d.DType.Name
 		}
-		if _, ok := elemTypes[dtype]; !ok {
+		if _, ok := elemTypeOf(dtype); !ok {
 			sp := d.Sp
 			if d.DType != nil {
 				sp = d.DType.Sp
 			}
 			diags.Add(src, sp, CodeBufferDType, "cannot read buffer %s of element type %q", d.Name.Name, dtype).
-				WithHint("declare it as one of i32, i64, f16, bf16, f32, f64, bool")
+				WithHint("declare it as one of %s", buftype.Names())
 			continue
 		}
 		dims := make([]string, len(d.Dims))
@@ -148,7 +157,7 @@ func writeReader(w *strings.Builder, b *BufferABI) {
 }
 
 func writeReader32(w *strings.Builder, b *BufferABI) {
-	info := elemTypes[b.DType]
+	info := elemType(b.DType)
 	var params, conds []string
 	for i := range b.Dims {
 		params = append(params, fmt.Sprintf("int i%d", i))
@@ -170,7 +179,7 @@ func writeReader32(w *strings.Builder, b *BufferABI) {
 }
 
 func writeReader64(w *strings.Builder, b *BufferABI) {
-	info := elemTypes[b.DType]
+	info := elemType(b.DType)
 	fmt.Fprintf(w, "// buffer %s: %s[%s] in buf.ptr[%d]; an out-of-range read yields %s and touches no memory\n",
 		b.Name, b.DType, strings.Join(b.Dims, ", "), b.Slot, info.zero)
 	var params []string

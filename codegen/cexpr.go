@@ -573,7 +573,7 @@ func (w *funcWriter) read(x *dsl.IndexExpr, t cType) cExpr {
 	for _, i := range x.Indices {
 		args = append(args, conv(w.expr(i), it).code)
 	}
-	v := cExpr{readerName(b) + "(" + strings.Join(args, ", ") + ")", elemTypes[b.DType].value}
+	v := cExpr{readerName(b) + "(" + strings.Join(args, ", ") + ")", elemType(b.DType).value}
 	return conv(v, t)
 }
 

@@ -89,9 +89,9 @@ func TestDiagnostics(t *testing.T) {
 			x := &dsl.IndexExpr{Sp: dsl.Span{Start: 0, End: 8}, X: &dsl.Ident{Name: "t"}, Indices: []dsl.Expr{q, kv}}
 			return src, lowered(x, map[dsl.Expr]dsl.Type{x: dsl.TypeBool, q: dsl.TypeInt, kv: dsl.TypeInt}, decl)
 		}},
-		{code: CodeBufferDType, want: "t.flex:1:4: error[E308]: cannot read buffer t of element type \"u8\"", lower: func() (*dsl.Source, *dsl.Lowered) {
-			src := dsl.NewSource("t.flex", []byte("t: u8[KV]"))
-			decl := &dsl.BufferDecl{Sp: dsl.Span{Start: 0, End: 9}, Name: &dsl.Ident{Name: "t"}, DType: &dsl.Ident{Sp: dsl.Span{Start: 3, End: 5}, Name: "u8"}, Dims: []dsl.Expr{&dsl.VarRef{Var: dsl.SizeKV}}}
+		{code: CodeBufferDType, want: "t.flex:1:4: error[E308]: cannot read buffer t of element type \"u16\"", lower: func() (*dsl.Source, *dsl.Lowered) {
+			src := dsl.NewSource("t.flex", []byte("t: u16[KV]"))
+			decl := &dsl.BufferDecl{Sp: dsl.Span{Start: 0, End: 10}, Name: &dsl.Ident{Name: "t"}, DType: &dsl.Ident{Sp: dsl.Span{Start: 3, End: 6}, Name: "u16"}, Dims: []dsl.Expr{&dsl.VarRef{Var: dsl.SizeKV}}}
 			q := &dsl.VarRef{Var: dsl.VarQ}
 			x := &dsl.IndexExpr{X: &dsl.Ident{Name: "t"}, Indices: []dsl.Expr{q}}
 			return src, lowered(x, map[dsl.Expr]dsl.Type{x: dsl.TypeBool, q: dsl.TypeInt}, decl)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/maskc/maskc/buftype"
 	"github.com/maskc/maskc/check"
 	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/eval"
@@ -62,7 +63,7 @@ int maskc_warp_count(F probe) {
 `
 
 // readBuffers is the C++ the host mains read a case's buffers with: per
-// buffer its slot, dtype code (i32 i64 f16 bf16 f32 f64 bool), two extents
+// buffer its slot, dtype code (i32 i64 f16 bf16 f32 f64 bool u8 i8 i16), two extents
 // and the elements; store keeps them alive. It returns 0, or the exit code
 // of a malformed input.
 const readBuffers = `
@@ -73,7 +74,7 @@ static int read_buffers(int nbuf, MaskcBuffers* buf, std::vector<std::vector<uns
     int slot, dt;
     long long d0, d1;
     if (scanf("%d %d %lld %lld", &slot, &dt, &d0, &d1) != 4) return 4;
-    const int size[] = {4, 8, 2, 2, 4, 8, 1};
+    const int size[] = {4, 8, 2, 2, 4, 8, 1, 1, 1, 2};
     (*store)[i].resize((size_t)(d0 * d1 * size[dt]) + 8);
     unsigned char* p = (*store)[i].data();
     for (long long j = 0; j < d0 * d1; ++j) {
@@ -86,6 +87,9 @@ static int read_buffers(int nbuf, MaskcBuffers* buf, std::vector<std::vector<uns
         case 4: ((float*)p)[j] = (float)v; break;
         case 5: ((double*)p)[j] = v; break;
         case 6: p[j] = v != 0; break;
+        case 7: p[j] = (unsigned char)v; break;
+        case 8: ((signed char*)p)[j] = (signed char)v; break;
+        case 9: ((short*)p)[j] = (short)v; break;
       }
     }
     buf->ptr[slot] = p;
@@ -230,7 +234,7 @@ type tileCase struct {
 	score                float64
 }
 
-var dtypeCode = map[string]int{"i32": 0, "i64": 1, "f16": 2, "bf16": 3, "f32": 4, "f64": 5, "bool": 6}
+var dtypeCode = map[string]int{"i32": 0, "i64": 1, "f16": 2, "bf16": 3, "f32": 4, "f64": 5, "bool": 6, "u8": 7, "i8": 8, "i16": 9}
 
 func sizeMap(env *eval.Env) map[dsl.Var]int64 {
 	return map[dsl.Var]int64{dsl.SizeB: env.B, dsl.SizeH: env.H, dsl.SizeHKV: env.HKV, dsl.SizeQ: env.Q, dsl.SizeKV: env.KV}
@@ -279,8 +283,12 @@ func randomTile(r *rand.Rand, idx int, c hostCase) tileCase {
 			case "bool":
 				v = float64(r.Intn(2))
 				raw = v
-			case "i32", "i64":
-				v = float64(r.Intn(41) - 20)
+			case "i32", "i64", "u8", "i8", "i16":
+				lo, hi, _ := buftype.IntRange(bb.DType)
+				v = float64(max(lo, int64(r.Intn(41)-20)))
+				if hi <= math.MaxInt16 && r.Intn(4) == 0 { // the extremes of a narrow type: sign and zero extension
+					v = float64([]int64{lo, hi}[r.Intn(2)])
+				}
 				if bb.Segments {
 					if r.Intn(6) == 0 {
 						id += float64(1 + r.Intn(2))

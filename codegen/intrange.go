@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/bits"
 
+	"github.com/maskc/maskc/buftype"
 	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/hipsrc"
 	"github.com/maskc/maskc/normal"
@@ -266,8 +267,10 @@ func (a *rangeAnalysis) compute(e dsl.Expr) interval {
 	case *dsl.CallExpr:
 		return a.call(x)
 	case *dsl.IndexExpr:
-		if id, ok := x.X.(*dsl.Ident); ok && a.buffers[id.Name] != nil && a.buffers[id.Name].DType == "i32" {
-			return int32Range
+		if id, ok := x.X.(*dsl.Ident); ok && a.buffers[id.Name] != nil {
+			if lo, hi, ok := buftype.IntRange(a.buffers[id.Name].DType); ok {
+				return interval{lo, hi}
+			}
 		}
 	}
 	return fullRange

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/maskc/maskc/buftype"
 	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/hipsrc"
 	"github.com/maskc/maskc/normal"
@@ -130,7 +131,7 @@ func segmentBuffer(a *normal.Atom, byName map[string]*BufferABI) *BufferABI {
 		return nil
 	}
 	b := byName[a.Buffer.Name.Name]
-	if b == nil || len(b.Dims) != 1 || !b.Segments || (b.DType != "i32" && b.DType != "i64") {
+	if b == nil || len(b.Dims) != 1 || !b.Segments || !buftype.CanSegment(b.DType) {
 		return nil
 	}
 	return b

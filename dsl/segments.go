@@ -3,18 +3,19 @@ package dsl
 import (
 	"fmt"
 	"math"
+
+	"github.com/maskc/maskc/buftype"
 )
 
-// IntDTypeRange is the range of values a buffer of integer dtype holds:
-// int32's for "i32", int64's for "i64"; ok is false for other dtypes.
-func IntDTypeRange(dtype string) (lo, hi int64, ok bool) {
-	switch dtype {
-	case "i32":
-		return math.MinInt32, math.MaxInt32, true
-	case "i64":
-		return math.MinInt64, math.MaxInt64, true
+// BufferElemType is the language type a read of an element of d gives.
+func BufferElemType(d *buftype.DType) Type {
+	switch d.Kind {
+	case buftype.Int:
+		return TypeInt
+	case buftype.Bool:
+		return TypeBool
 	}
-	return 0, 0, false
+	return TypeFloat
 }
 
 // CheckSegments checks the contents of a buffer declared `segments`
@@ -25,9 +26,9 @@ func IntDTypeRange(dtype string) (lo, hi int64, ok bool) {
 // reader of a segments buffer uses this one rule: the reference evaluator
 // on every bind, the Go runtime on request (AttentionKernel.CheckSegments).
 func CheckSegments[T int32 | int64 | float64](ids []T, dtype string) error {
-	lo, hi, ok := IntDTypeRange(dtype)
-	if !ok {
-		return fmt.Errorf("segments buffer of dtype %s; document ids need i32 or i64", dtype)
+	lo, hi, ok := buftype.IntRange(dtype)
+	if !ok || !buftype.CanSegment(dtype) {
+		return fmt.Errorf("segments buffer of dtype %s; document ids need %s", dtype, buftype.SegmentNames())
 	}
 	var prev int64
 	for i, v := range ids {

@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/maskc/maskc/buftype"
 	"github.com/maskc/maskc/dsl"
 )
 
@@ -41,7 +42,7 @@ func (c *compiler) index(x *dsl.IndexExpr) (node, error) {
 	case dsl.TypeInt:
 		r := intRange{lo: -1 << 53, hi: 1 << 53} // what float64 holds exactly
 		if slot.decl.DType != nil {
-			if lo, hi, ok := dsl.IntDTypeRange(slot.decl.DType.Name); ok && hi < r.hi {
+			if lo, hi, ok := buftype.IntRange(slot.decl.DType.Name); ok && hi < r.hi {
 				r = intRange{lo, hi, slot.decl.DType.Name}
 			}
 		}

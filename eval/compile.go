@@ -3,6 +3,7 @@ package eval
 import (
 	"fmt"
 
+	"github.com/maskc/maskc/buftype"
 	"github.com/maskc/maskc/dsl"
 )
 
@@ -192,15 +193,11 @@ func elemType(id *dsl.Ident) (dsl.Type, bool) {
 	if id == nil {
 		return dsl.TypeInvalid, false
 	}
-	switch id.Name {
-	case "i32", "i64":
-		return dsl.TypeInt, true
-	case "f16", "bf16", "f32", "f64":
-		return dsl.TypeFloat, true
-	case "bool":
-		return dsl.TypeBool, true
+	d := buftype.Lookup(id.Name)
+	if d == nil {
+		return dsl.TypeInvalid, false
 	}
-	return dsl.TypeInvalid, false
+	return dsl.BufferElemType(d), true
 }
 
 func (c *compiler) errorf(sp dsl.Span, format string, args ...any) *Error {

@@ -350,7 +350,7 @@ func TestCompileErrors(t *testing.T) {
 		{"checker type disagrees", &dsl.Lowered{Kind: dsl.MaskMod, Name: "m", Expr: cmp(dsl.OpGT, mistyped, ilit(0)),
 			Types: map[dsl.Expr]dsl.Type{mistyped: dsl.TypeFloat}}, "the checker typed this float, Python's rules make it int"},
 		{"where on an int condition", mask(whereInt), "the condition of where must be bool, not int"},
-		{"unknown dtype", mask(blit(true), &dsl.BufferDecl{Name: ident("x"), DType: &dsl.Ident{Name: "u8"}, Sp: at}), "unknown element type"},
+		{"unknown dtype", mask(blit(true), &dsl.BufferDecl{Name: ident("x"), DType: &dsl.Ident{Name: "u16"}, Sp: at}), "unknown element type"},
 		{"nil", nil, "no expression"},
 	}
 	for _, tt := range tests {

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/maskc/maskc/buftype"
 	"github.com/maskc/maskc/eval"
 	"github.com/maskc/maskc/hipsrc"
 	"github.com/maskc/maskc/runtime/host"
@@ -55,7 +56,7 @@ func Tensor(rng *rand.Rand, half host.Half, layout hipsrc.Layout, B, heads, n, D
 // Buffer draws default contents for a captured buffer of element type
 // dtype and extents dims, and says how: segments get random non-decreasing
 // document ids per row, other ints uniform values in [0, kv] (lengths and
-// positions), bools fair coins and floats standard normals.
+// positions; [0, max] for a type whose max is below kv), bools fair coins and floats standard normals.
 func Buffer(rng *rand.Rand, dtype string, segments bool, dims []int, kv int) ([]float64, string) {
 	n := 1
 	for _, d := range dims {
@@ -82,10 +83,12 @@ func Buffer(rng *rand.Rand, dtype string, segments bool, dims []int, kv int) ([]
 		}
 		return vals, "random documents"
 	case host.IsInt(dtype):
+		_, hi, _ := buftype.IntRange(dtype)
+		top := int(min(int64(kv), hi)) // an i8 holds at most 127
 		for i := range vals {
-			vals[i] = float64(rng.IntN(kv + 1))
+			vals[i] = float64(rng.IntN(top + 1))
 		}
-		return vals, fmt.Sprintf("random in [0, %d]", kv)
+		return vals, fmt.Sprintf("random in [0, %d]", top)
 	case dtype == "bool":
 		for i := range vals {
 			vals[i] = float64(rng.IntN(2))

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/maskc/maskc/buftype"
 )
 
 // ManifestFile is the manifest's file name in an output directory.
@@ -187,15 +189,8 @@ type BufferSlot struct {
 // BufferElemBytes returns the size of one element of a buffer dtype, 0 if
 // unknown.
 func BufferElemBytes(dtype string) int {
-	switch dtype {
-	case "bool":
-		return 1
-	case "f16", "bf16":
-		return 2
-	case "i32", "f32":
-		return 4
-	case "i64", "f64":
-		return 8
+	if d := buftype.Lookup(dtype); d != nil {
+		return d.Size
 	}
 	return 0
 }

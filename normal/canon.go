@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/maskc/maskc/buftype"
 	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/format"
 )
@@ -694,7 +695,7 @@ func (c *canonizer) segment(a, b dsl.Expr) *Atom {
 }
 
 func isIntDType(b *dsl.BufferDecl) bool {
-	return b.DType != nil && (b.DType.Name == "i32" || b.DType.Name == "i64")
+	return b.DType != nil && buftype.IsInt(b.DType.Name)
 }
 
 func (c *canonizer) buffer(name string) *dsl.BufferDecl {

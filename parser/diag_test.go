@@ -389,7 +389,7 @@ var diagnosticCases = []struct {
 		"t.flex:1:11: error[E011]: expected an element type after `buffer d:`, found `[`\n" +
 			" 1 | buffer d: [KV]\n" +
 			"   |           ^\n" +
-			"   = hint: the element type is one of i32, i64, f16, bf16, f32, f64, bool\n",
+			"   = hint: the element type is one of u8, i8, i16, i32, i64, f16, bf16, f32, f64, bool\n",
 	},
 	{
 		"mask m(b, h, 1, kv) = q\n",

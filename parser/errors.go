@@ -8,6 +8,7 @@ import (
 	"github.com/alecthomas/participle/v2"
 	"github.com/alecthomas/participle/v2/lexer"
 
+	"github.com/maskc/maskc/buftype"
 	"github.com/maskc/maskc/dsl"
 )
 
@@ -314,7 +315,7 @@ func (e *errorSite) explainHeader() *explanation {
 				fmt.Sprintf("write `buffer %s: f32[H]`: element type, then dimensions", declName))
 		case pos == 3:
 			return why(CodeUnexpectedToken, fmt.Sprintf("expected an element type after `buffer %s:`, found %s", declName, found),
-				"the element type is one of i32, i64, f16, bf16, f32, f64, bool")
+				"the element type is one of "+buftype.Names())
 		case pos == 4:
 			return why(CodeMissingBody, fmt.Sprintf("expected `[` and the dimensions after `%s`, found %s", prev.Value, found),
 				fmt.Sprintf("write `buffer %s: %s[KV]`, one extent per dimension", declName, prev.Value))

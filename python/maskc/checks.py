@@ -10,6 +10,7 @@ import ast
 import os
 
 from .diagnostics import MaskcError
+from .dtypes import SEGMENTS as SEGMENT_DTYPES
 
 __all__ = ["LAYOUTS", "MAX_SEQ_LEN", "MAX_GRID_YZ", "Sizes", "eval_dims", "check_qkv", "check_buffers",
            "bhsd_strides", "SEGMENTS_CHECK_ENV", "segments_check_enabled", "first_decrease", "check_segments"]
@@ -224,8 +225,8 @@ def check_segments(specs, checked):
     for s, (t, _) in zip(specs, checked):
         if not s.segments:
             continue
-        if s.dtype not in ("i32", "i64"):
-            raise MaskcError("segments buffer %s is %s; document ids need i32 or i64" % (s.name, s.dtype))
+        if s.dtype not in SEGMENT_DTYPES:
+            raise MaskcError("segments buffer %s is %s; document ids need %s" % (s.name, s.dtype, " or ".join(SEGMENT_DTYPES)))
         i = first_decrease(t)
         if i is not None:
             flat = t.reshape(-1)

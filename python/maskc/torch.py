@@ -26,13 +26,13 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from . import abi as _abi
 from . import cache as _cache
 from . import checks as _checks
+from . import dtypes as _dtypes
 from . import plan as _plan
 from .diagnostics import MaskcError
 
 __all__ = ["load", "Program", "Attention", "MaskcError", "dtype_name", "cu_seqlens_from_segments"]
 
-_DTYPE_NAMES = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f32", torch.float64: "f64",
-                torch.int32: "i32", torch.int64: "i64", torch.bool: "bool"}
+_DTYPE_NAMES = {getattr(torch, t): n for n, t in _dtypes.TORCH.items() if hasattr(torch, t)}
 
 
 def dtype_name(t):

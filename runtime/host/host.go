@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/maskc/maskc/buftype"
 	"github.com/maskc/maskc/hipsrc"
 )
 
@@ -136,58 +137,62 @@ func (h Half) Decode(v uint16) float32 {
 // filled with it before a launch so that unwritten elements show.
 const NaN uint16 = 0xffff
 
-// ElemSize returns the bytes per element of a buffer element type (i32,
-// i64, f16, bf16, f32, f64, bool), or 0 for an unknown one: the kernel
-// ABI's hipsrc.BufferElemBytes.
+// ElemSize returns the bytes per element of a buffer element type
+// (buftype.All), or 0 for an unknown one: the kernel ABI's
+// hipsrc.BufferElemBytes.
 func ElemSize(dtype string) int { return hipsrc.BufferElemBytes(dtype) }
 
-// IsInt reports whether dtype is an integer type (i32 or i64).
-func IsInt(dtype string) bool { return dtype == "i32" || dtype == "i64" }
+// IsInt reports whether dtype is an integer type (buftype.IsInt).
+func IsInt(dtype string) bool { return buftype.IsInt(dtype) }
+
+// putInt stores v little-endian in len(p) bytes (two's complement,
+// truncated to the width: the caller checked the range).
+func putInt(p []byte, v int64) {
+	for i := range p {
+		p[i] = byte(v >> (8 * i))
+	}
+}
 
 // EncodeBuffer lays out vals as a little-endian array of dtype, as the
 // generated kernels read captured buffers, and returns the values as the
 // kernel will see them (rounded to the type). Integers must be exact
 // integers in the type's range, bools 0 or 1.
 func EncodeBuffer(dtype string, vals []float64) (data []byte, seen []float64, err error) {
-	size := ElemSize(dtype)
-	if size == 0 {
+	d := buftype.Lookup(dtype)
+	if d == nil {
 		return nil, nil, fmt.Errorf("unknown buffer element type %q", dtype)
 	}
+	size := d.Size
 	data = make([]byte, len(vals)*size)
 	seen = make([]float64, len(vals))
 	for i, x := range vals {
 		p := data[i*size:]
-		switch dtype {
-		case "bool":
+		switch {
+		case d.Kind == buftype.Bool:
 			if x != 0 && x != 1 {
 				return nil, nil, fmt.Errorf("value %d (%v) of a bool buffer is not 0 or 1", i, x)
 			}
 			p[0] = byte(x)
-		case "i32", "i64":
-			lo, hi := float64(math.MinInt32), float64(math.MaxInt32)
-			if dtype == "i64" {
-				lo, hi = -(1 << 53), 1<<53
-			}
-			if x != math.Trunc(x) || x < lo || x > hi {
+		case d.Kind == buftype.Int:
+			lo, hi := d.Min, d.Max
+			// A float64 holds the integers up to 2**53 exactly.
+			flo, fhi := max(float64(lo), -(1<<53)), min(float64(hi), 1<<53)
+			if x != math.Trunc(x) || x < flo || x > fhi {
 				return nil, nil, fmt.Errorf("value %d (%v) of an %s buffer is not an integer in range", i, x, dtype)
 			}
-			if dtype == "i32" {
-				binary.LittleEndian.PutUint32(p, uint32(int32(x)))
-			} else {
-				binary.LittleEndian.PutUint64(p, uint64(int64(x)))
-			}
-		case "f16":
+			putInt(p[:size], int64(x))
+		case dtype == "f16":
 			v := FP16.Encode(x)
 			binary.LittleEndian.PutUint16(p, v)
 			x = float64(FP16.Decode(v))
-		case "bf16":
+		case dtype == "bf16":
 			v := BF16.Encode(x)
 			binary.LittleEndian.PutUint16(p, v)
 			x = float64(BF16.Decode(v))
-		case "f32":
+		case dtype == "f32":
 			binary.LittleEndian.PutUint32(p, math.Float32bits(float32(x)))
 			x = float64(float32(x))
-		case "f64":
+		case dtype == "f64":
 			binary.LittleEndian.PutUint64(p, math.Float64bits(x))
 		}
 		seen[i] = x

@@ -90,10 +90,18 @@ func TestEncodeBuffer(t *testing.T) {
 		{dtype: "f64", in: []float64{0.1}, bytes: binary.LittleEndian.AppendUint64(nil, math.Float64bits(0.1)), seen: []float64{0.1}},
 		{dtype: "bf16", in: []float64{1}, bytes: []byte{0x80, 0x3f}, seen: []float64{1}},
 		{dtype: "f16", in: []float64{1}, bytes: []byte{0x00, 0x3c}, seen: []float64{1}},
+		{dtype: "u8", in: []float64{0, 255, 7}, bytes: []byte{0, 0xff, 7}, seen: []float64{0, 255, 7}},
+		{dtype: "i8", in: []float64{-128, 127, -1}, bytes: []byte{0x80, 0x7f, 0xff}, seen: []float64{-128, 127, -1}},
+		{dtype: "i16", in: []float64{-2, 300}, bytes: []byte{0xfe, 0xff, 0x2c, 0x01}, seen: []float64{-2, 300}},
+		{dtype: "u8", in: []float64{256}, err: true},
+		{dtype: "u8", in: []float64{-1}, err: true},
+		{dtype: "i8", in: []float64{128}, err: true},
+		{dtype: "i16", in: []float64{-32769}, err: true},
+		{dtype: "i16", in: []float64{1.5}, err: true},
 		{dtype: "i32", in: []float64{0.5}, err: true},
 		{dtype: "i32", in: []float64{1 << 31}, err: true},
 		{dtype: "bool", in: []float64{2}, err: true},
-		{dtype: "u8", in: []float64{1}, err: true},
+		{dtype: "u16", in: []float64{1}, err: true},
 	}
 	for _, tc := range tests {
 		data, seen, err := EncodeBuffer(tc.dtype, tc.in)
