@@ -31,9 +31,22 @@ var torchFuncs = map[string]int{
 }
 
 // tensorMethods are the tensor methods lowered here, with the number of
-// positional arguments after the receiver each takes (-1: see method).
-var tensorMethods = map[string]int{
-	"abs": 0, "exp": 0, "exp2": 0, "log": 0, "log2": 0, "sqrt": 0, "tanh": 0, "sigmoid": 0, "floor": 0, "ceil": 0,
+// positional arguments after the receiver each takes (-1: see method):
+// the built-ins marked Method (x.abs(), x.sin(), ...) and those below.
+var tensorMethods = func() map[string]int {
+	m := map[string]int{}
+	for name, b := range dsl.Builtins {
+		if b.Method {
+			m[name] = b.MinArgs - 1
+		}
+	}
+	for name, n := range otherMethods {
+		m[name] = n
+	}
+	return m
+}()
+
+var otherMethods = map[string]int{
 	"clamp": -1, "clamp_min": 1, "clamp_max": 1,
 	"float": 0, "double": 0, "int": 0, "long": 0, "bool": 0, "to": 1,
 	"logical_and": 1, "logical_or": 1, "logical_xor": 1, "logical_not": 0,
@@ -166,9 +179,10 @@ func (l *lowering) operation(f *frame, x *dsl.CallExpr, what, name string, a cal
 		return result{}
 	}
 	v := a.vals
+	if b := dsl.Builtins[name]; b != nil && b.Method {
+		return l.builtinOf(f, x, b, a.exprs, v)
+	}
 	switch name {
-	case "abs", "exp", "exp2", "log", "log2", "sqrt", "tanh", "sigmoid", "floor", "ceil":
-		return l.builtinOf(f, x, dsl.Builtins[name], a.exprs, v)
 	case "float", "double":
 		return l.toFloat(f, x, a.exprs[0], v[0])
 	case "int", "long":
@@ -213,9 +227,21 @@ func (l *lowering) operation(f *frame, x *dsl.CallExpr, what, name string, a cal
 }
 
 // operationMeaning says what each operation lowers to, for hovers.
-var operationMeaning = map[string]string{
-	"abs": "abs(x)", "exp": "exp(x)", "exp2": "exp2(x)", "log": "log(x)", "log2": "log2(x)", "sqrt": "sqrt(x)",
-	"tanh": "tanh(x)", "sigmoid": "sigmoid(x)", "floor": "floor(x)", "ceil": "ceil(x)",
+// (A built-in's own method, x.sin(), lowers to sin(x).)
+var operationMeaning = func() map[string]string {
+	m := map[string]string{}
+	for name, b := range dsl.Builtins {
+		if b.Method {
+			m[name] = name + "(x)"
+		}
+	}
+	for name, s := range otherMeanings {
+		m[name] = s
+	}
+	return m
+}()
+
+var otherMeanings = map[string]string{
 	"clamp":     "max(x, lo) then min(., hi); either bound may be left out",
 	"clamp_min": "max(x, lo)", "clamp_max": "min(x, hi)",
 	"float": "float(x)", "double": "float(x)", "int": "int(x): truncation toward zero", "long": "int(x): truncation toward zero",

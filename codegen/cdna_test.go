@@ -235,6 +235,7 @@ func TestHipccMFMA(t *testing.T) {
 	}
 	write("testdata/golden/lookup.flex", "per_head", 0)        // pre-pass sparsity
 	write("testdata/golden/sliding_window.flex", "sliding", 0) // fp16, head dim 64
+	write("testdata/golden/narrow.flex", "narrow", 0)          // erf; i8, u8 buffers
 
 	// One hipcc run per (source, target), NumCPU at a time; a code object
 	// already built from the same source, target and toolchain comes from

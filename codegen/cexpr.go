@@ -324,16 +324,13 @@ func intLit(i int64) string {
 	return strconv.FormatInt(i, 10) + "LL"
 }
 
-var mathFuncs = map[string][2]string{ // builtin -> {fp32 name, fp64 name}
-	"exp": {"expf", "exp"}, "exp2": {"exp2f", "exp2"}, "log": {"logf", "log"}, "log2": {"log2f", "log2"},
-	"sqrt": {"sqrtf", "sqrt"}, "tanh": {"tanhf", "tanh"}, "floor": {"floorf", "floor"}, "ceil": {"ceilf", "ceil"},
-}
-
+// mathName is the C spelling of built-in name (dsl.Builtin.C) in the
+// function's float precision.
 func (w *funcWriter) mathName(name string) string {
 	if w.float == cFloat {
-		return mathFuncs[name][0]
+		return dsl.Builtins[name].C[0]
 	}
-	return mathFuncs[name][1]
+	return dsl.Builtins[name].C[1]
 }
 
 // node translates one node; its operands go through expr.
@@ -529,8 +526,6 @@ func (w *funcWriter) call(x *dsl.CallExpr, t cType) cExpr {
 		return cExpr{"maskc_py_min(maskc_py_max(" + conv(args[0], t).code + ", " + conv(args[1], t).code + "), " + conv(args[2], t).code + ")", t}
 	case "abs":
 		return cExpr{"maskc_py_abs(" + conv(args[0], t).code + ")", t}
-	case "sigmoid":
-		return cExpr{"maskc_py_sigmoid(" + conv(args[0], t).code + ")", t}
 	case "int":
 		if a := args[0]; a.typ == cFloat || a.typ == cDouble {
 			return conv(cExpr{"maskc_py_int(" + a.code + ")", cInt}, t)
@@ -542,8 +537,8 @@ func (w *funcWriter) call(x *dsl.CallExpr, t cType) cExpr {
 		if t == cInt || t == cInt32 {
 			return conv(args[0], t)
 		}
-		fallthrough
-	case "exp", "exp2", "log", "log2", "sqrt", "tanh":
+	}
+	if bi.C[0] != "" && len(args) == 1 { // floor, ceil and the float functions (exp, sin, ...)
 		return cExpr{w.mathName(bi.Name) + "(" + conv(args[0], t).code + ")", t}
 	}
 	return w.fail(x, CodeUnsupported, "", "cannot generate the built-in %s", bi.Name)

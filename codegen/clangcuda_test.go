@@ -92,6 +92,8 @@ func TestClangCUDA(t *testing.T) {
 	}
 	write("testdata/golden/lookup.flex", "per_head", 0)        // pre-pass sparsity
 	write("testdata/golden/sliding_window.flex", "sliding", 0) // fp16, head dim 64
+	write("testdata/golden/trig.flex", "rotary", 0)            // sin, cos, tan, erf; i8, u8, i16 buffers
+	write("testdata/golden/narrow.flex", "narrow", 0)          // as CDNA builds it
 	// Head dim 256: the mma.sync kernel's 8-warp shape, the wgmma forward's
 	// m64n256 P.V, the mma.sync backward on sm_90a; with a buffer gradient
 	// and with the pre-pass.

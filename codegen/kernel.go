@@ -428,13 +428,10 @@ func warpSpecialized(k *Kernel, p sparsityPlan) bool {
 	return false
 }
 
-// heavyBuiltins are the score built-ins that make a score mod too heavy
-// for the warp-specialized forward (transcendental functions, a
-// multi-instruction sequence per logit on the H200).
-var heavyBuiltins = map[string]bool{"exp": true, "exp2": true, "log": true, "log2": true, "sqrt": true, "tanh": true, "sigmoid": true}
-
 // lightScore reports whether a score mod is arithmetic on the logit,
-// indices and buffer values only (no heavyBuiltins call): ALiBi
+// indices and buffer values only (no call of a built-in marked Heavy, the
+// transcendental functions: a multi-instruction sequence per logit on the
+// H200, too heavy for the warp-specialized forward): ALiBi
 // (1.160x and 1.183x of Flex in two calls against 1.017-1.029x on
 // attn_fwd.h) and a relative-position bias read from a buffer (1.275x and
 // 1.256x against 1.137-1.147x) measured faster on the
@@ -447,7 +444,7 @@ func lightScore(l *dsl.Lowered) bool {
 	light := true
 	dsl.Inspect(l.Expr, func(e dsl.Expr) bool {
 		if c, ok := e.(*dsl.CallExpr); ok {
-			if id, ok := c.Fun.(*dsl.Ident); ok && heavyBuiltins[id.Name] {
+			if id, ok := c.Fun.(*dsl.Ident); ok && dsl.Builtins[id.Name] != nil && dsl.Builtins[id.Name].Heavy {
 				light = false
 			}
 		}

@@ -304,10 +304,10 @@ func (p torchPrinter) call(x *dsl.CallExpr, t dsl.Type) string {
 		}
 		return args[0] + ".double()"
 	}
-	if name == "" {
+	if name == "" || dsl.Builtins[name].Torch == "" {
 		return exprText(x)
 	}
-	return "torch." + name + "(" + strings.Join(args, ", ") + ")"
+	return dsl.Builtins[name].Torch + "(" + strings.Join(args, ", ") + ")"
 }
 
 // pyScalar prints a tensor-free expression in Python syntax.

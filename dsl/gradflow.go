@@ -3,9 +3,9 @@ package dsl
 // GradOperands returns the operands of node e of a lowered expression
 // through which a derivative can flow, following torch.autograd: the
 // arithmetic operators (+ - * / % ** and unary - +), the branches of
-// `where` and `x if c else y`, and the arguments of min, max, clamp, abs,
-// exp, exp2, log, log2, sqrt, tanh, sigmoid and float (the identity on a
-// float). Nothing flows through a
+// `where` and `x if c else y`, and the arguments of the built-ins marked
+// Grad (min, max, clamp, abs, float, the identity on a float, and every
+// float function: exp, sin, ...). Nothing flows through a
 // comparison, a logical or bitwise operator, a condition, a buffer index,
 // `//` (piecewise constant; torch's backward raises for floor_divide, maskc
 // takes its derivative as 0 and the checker warns), or floor and ceil
@@ -35,12 +35,11 @@ func GradOperands(e Expr) []Expr {
 		if !ok {
 			return nil
 		}
-		switch id.Name {
-		case "where":
+		if id.Name == "where" {
 			if len(x.Args) == 3 {
 				return []Expr{x.Args[1], x.Args[2]}
 			}
-		case "min", "max", "clamp", "abs", "exp", "exp2", "log", "log2", "sqrt", "tanh", "sigmoid", "float":
+		} else if b := Builtins[id.Name]; b != nil && b.Grad {
 			return append([]Expr(nil), x.Args...)
 		}
 	}

@@ -226,19 +226,14 @@ func Log(x float64) float64 {
 }
 
 // FloatFunc returns the float64 function of a one-argument float built-in
-// (exp exp2 log log2 sqrt tanh sigmoid) by canonical name, or nil; the
+// (Builtin.Float: exp, sin, erf, ...) by canonical name, or nil; the
 // reference evaluator uses the same functions so that folding and
 // evaluation agree bit for bit.
-func FloatFunc(name string) func(float64) float64 { return floatFuncs[name] }
-
-var floatFuncs = map[string]func(float64) float64{
-	"exp":     math.Exp,
-	"exp2":    math.Exp2,
-	"log":     Log,
-	"log2":    math.Log2,
-	"sqrt":    math.Sqrt,
-	"tanh":    math.Tanh,
-	"sigmoid": Sigmoid,
+func FloatFunc(name string) func(float64) float64 {
+	if b := Builtins[name]; b != nil {
+		return b.Float
+	}
+	return nil
 }
 
 // Sigmoid is 1 / (1 + exp(-x)), computed without overflow for large |x|.

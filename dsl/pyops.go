@@ -245,7 +245,7 @@ func cmpFloat(a, b float64) int {
 //   - min, max, clamp: int when no argument is a float, bool when all are
 //     bool, else float; a NaN argument gives NaN (torch.minimum/maximum);
 //   - abs, floor, ceil: same type as the argument (a bool gives an int);
-//   - exp exp2 log log2 sqrt tanh sigmoid: float, with torch's values at
+//   - the float functions (Builtin.Float: exp, log, sqrt, sin, ...): float, with torch's values at
 //     the edges (log(0) == -inf, log(-1) and sqrt(-1) are NaN, exp of a
 //     large argument is +inf);
 //   - int: truncation toward zero (see TruncInt); float: conversion;

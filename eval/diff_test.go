@@ -121,7 +121,7 @@ var (
 	intOps    = []dsl.Op{dsl.OpAdd, dsl.OpSub, dsl.OpMul, dsl.OpFloorDiv, dsl.OpMod, dsl.OpBitAnd, dsl.OpBitOr}
 	floatOps  = []dsl.Op{dsl.OpAdd, dsl.OpSub, dsl.OpMul, dsl.OpDiv, dsl.OpFloorDiv, dsl.OpMod, dsl.OpPow}
 	cmpOps    = []dsl.Op{dsl.OpEQ, dsl.OpNE, dsl.OpLT, dsl.OpLE, dsl.OpGT, dsl.OpGE}
-	floatFns  = []string{"exp", "exp2", "log", "log2", "sqrt", "tanh", "sigmoid", "floor", "ceil", "abs"}
+	floatFns  = []string{"exp", "exp2", "log", "log2", "sqrt", "tanh", "sigmoid", "sin", "cos", "tan", "erf", "floor", "ceil", "abs"}
 	sizeVars  = []dsl.Var{dsl.VarB, dsl.VarH, dsl.VarQ, dsl.VarKV, dsl.SizeQ, dsl.SizeKV, dsl.SizeH}
 )
 

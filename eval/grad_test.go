@@ -193,7 +193,7 @@ func randScore(rng *rand.Rand, depth int) string {
 		return []string{"score", "score", "slopes[h]", "bias[h, kv]", "0.5", "2.0", "(q - kv)", "doc[kv]", "bias[h, doc[kv]]"}[rng.IntN(9)]
 	}
 	e := func() string { return randScore(rng, depth-1) }
-	switch rng.IntN(24) {
+	switch rng.IntN(28) {
 	case 0:
 		return "(" + e() + " + " + e() + ")"
 	case 1:
@@ -223,7 +223,13 @@ func randScore(rng *rand.Rand, depth int) string {
 	case 13:
 		return "clamp(" + e() + ", -1.0, 1.5)"
 	case 14:
-		return "clamp(" + e() + ", " + e() + ", " + e() + ")"
+		// Not the same bound twice: clamp(x, c, c) is c, of derivative 1
+		// in c, where torch's convention gives the bounds nothing.
+		x, lo, hi := e(), e(), e()
+		if lo == hi {
+			hi += " + 0.5"
+		}
+		return "clamp(" + x + ", " + lo + ", " + hi + ")"
 	case 15:
 		return "where(" + e() + " > " + e() + ", " + e() + ", " + e() + ")"
 	case 16:
@@ -240,6 +246,14 @@ func randScore(rng *rand.Rand, depth int) string {
 		return "(floor(" + e() + ") + " + e() + ")"
 	case 22:
 		return "exp2(tanh(" + e() + ")) + log2(abs(" + e() + ") + 1.0)"
+	case 24:
+		return "torch.sin(" + e() + ") * torch.cos(" + e() + ")"
+	case 25:
+		return "tan(tanh(" + e() + "))" // |argument| < 1 < pi/2: no pole
+	case 26:
+		return "erf(" + e() + ")"
+	case 27:
+		return "(" + e() + ").cos() + (" + e() + ").sin()"
 	default:
 		return "(" + e() + " // 2.0 + " + e() + ")"
 	}
@@ -316,6 +330,12 @@ func TestGradKinks(t *testing.T) {
 		{"sigmoid(score)", 0, 0, 0.25, 0},                       //
 		{"exp2(score)", 0, 0, math.Ln2, 0},                      //
 		{"log2(score)", 1, 0, 1 / math.Ln2, 0},                  //
+		{"torch.sin(score)", 0, 0, 1, 0},                        // cos(0)
+		{"torch.cos(score)", math.Pi / 2, 0, -1, 0},             // -sin(pi / 2)
+		{"torch.tan(score)", 0, 0, 1, 0},                        // 1 + tan(0) ** 2
+		{"torch.erf(score)", 0, 0, 2 / math.Sqrt(math.Pi), 0},   // 2 / sqrt(pi) * exp(0)
+		{"score.sin() * slopes[h]", 0, 3, 3, 0},                 // d/d slopes: sin(0) = 0
+		{"torch.cos(score * slopes[h])", 1, 0, 0, 0},            // sin(0) = 0 both ways
 		{"score / slopes[h]", 1, 0, inf, -inf},                  // grad / 0; -grad * ((1 / 0) / 0)
 	} {
 		src := "buffer slopes: f32[H]\nscore s(score, b, h, q, kv) = " + tc.body + "\n"

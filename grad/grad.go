@@ -498,23 +498,26 @@ func (b *builder) call(x *dsl.CallExpr, e, g dsl.Expr, sp dsl.Span) []contrib {
 		})
 	case "float": // float(x) of a float is x (torch: .float()/.double() pass grad)
 		return one(func() dsl.Expr { return g })
-	case "exp": // exp: grad * result
-		return one(func() dsl.Expr { return b.mul(g, e, sp) })
-	case "exp2": // exp2: grad * result * M_LN2
-		return one(func() dsl.Expr { return b.mul(b.mul(g, e, sp), b.lit(ln2, sp), sp) })
-	case "log": // log: grad.div(self)
-		return one(func() dsl.Expr { return b.bin(dsl.OpDiv, g, X, sp) })
-	case "log2": // log2: grad / (self * M_LN2)
-		return one(func() dsl.Expr { return b.bin(dsl.OpDiv, g, b.mul(X, b.lit(ln2, sp), sp), sp) })
-	case "sqrt": // sqrt: grad / (2 * result); inf at 0
-		return one(func() dsl.Expr { return b.bin(dsl.OpDiv, g, b.mul(b.lit(2, sp), e, sp), sp) })
-	case "tanh": // tanh_backward(grad, result): grad * (1 - result * result)
-		return one(func() dsl.Expr { return b.mul(g, b.bin(dsl.OpSub, b.lit(1, sp), b.mul(e, e, sp), sp), sp) })
-	case "sigmoid": // sigmoid_backward(grad, result): grad * (1 - result) * result
-		return one(func() dsl.Expr { return b.mul(b.mul(g, b.bin(dsl.OpSub, b.lit(1, sp), e, sp), sp), e, sp) })
+	}
+	if bi := dsl.Builtins[id.Name]; bi != nil && bi.Deriv != nil { // the float functions: their registry entry
+		return one(func() dsl.Expr { return bi.Deriv(deriver{b, sp}, g, X, e) })
 	}
 	return nil
 }
+
+// deriver builds a built-in's derivative (dsl.Builtin.Deriv) with b, at sp.
+type deriver struct {
+	b  *builder
+	sp dsl.Span
+}
+
+func (d deriver) Lit(v float64) dsl.Expr                { return d.b.lit(v, d.sp) }
+func (d deriver) Mul(x, y dsl.Expr) dsl.Expr            { return d.b.mul(x, y, d.sp) }
+func (d deriver) Div(x, y dsl.Expr) dsl.Expr            { return d.b.bin(dsl.OpDiv, x, y, d.sp) }
+func (d deriver) Add(x, y dsl.Expr) dsl.Expr            { return d.b.bin(dsl.OpAdd, x, y, d.sp) }
+func (d deriver) Sub(x, y dsl.Expr) dsl.Expr            { return d.b.bin(dsl.OpSub, x, y, d.sp) }
+func (d deriver) Neg(x dsl.Expr) dsl.Expr               { return d.b.neg(x, d.sp) }
+func (d deriver) Call(name string, x dsl.Expr) dsl.Expr { return d.b.fn1(name, d.sp, x) }
 
 // literal returns the value of an int or float literal.
 func literal(e dsl.Expr) (float64, bool) {

@@ -71,6 +71,8 @@ __device__ double sin(double a) { return __builtin_sin(a); }
 __device__ float sinf(float a) { return __builtin_sinf(a); }
 __device__ double cos(double a) { return __builtin_cos(a); }
 __device__ float cosf(float a) { return __builtin_cosf(a); }
+__device__ double tan(double a) { return __builtin_tan(a); }
+__device__ float tanf(float a) { return __builtin_tanf(a); }
 __device__ double rint(double a) { return __builtin_rint(a); }
 __device__ float rintf(float a) { return __builtin_rintf(a); }
 __device__ double nearbyint(double a) { return __builtin_nearbyint(a); }

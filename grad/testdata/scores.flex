@@ -22,6 +22,7 @@ score pow_base(score, b, h, q, kv) = 2.0 ** score + 0.0 ** score
 score tanh_cap(score, b, h, q, kv) = CAP * tanh(score / CAP)
 score exp_log(score, b, h, q, kv) = exp(score) + log(score) + exp2(score) + log2(score)
 score sqrt_sigmoid(score, b, h, q, kv) = sqrt(score) + sigmoid(score)
+score trig(score, b, h, q, kv) = torch.sin(score) * slopes[h] + torch.cos(score * slopes[h]) + torch.tan(score / 4.0) + torch.erf(score - slopes[h])
 score abs_score(score, b, h, q, kv) = abs(score)
 score min_max(score, b, h, q, kv) = min(score, slopes[h]) + max(score, 0.0)
 score clamp_all(score, b, h, q, kv) = clamp(score, lo[h], hi[h])
