@@ -10,7 +10,7 @@ Usage: python3 gpu/bench_ext.py --generated DIR --buffers BUF.json --tiles TILES
 
 DIR is genkernels' output over those .flex files; BUF.json the buffer
 contents (gpu/bench_ext_buffers.py, the same values the host counted tiles
-with); TILES.jsonl tilemap/cmd/tilecount's exact counts per kernel. A case is
+with); TILES.jsonl cmd/tilecount's exact counts per kernel. A case is
 a manifest kernel, named FLEX:ATTENTION. The reference mask and score are
 the manifest's torch expressions; FlexAttention gets the same functions.
 TFLOP/s count kept pairs only (4*D flops each, the exact kept-pair count of

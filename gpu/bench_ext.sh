@@ -19,10 +19,10 @@ gen)
 	rm -rf "$DIR"
 	mkdir -p "$DIR"
 	FILES="gpu/bench_cases/*.flex gpu/bench_cases_ext/*.flex $EXAMPLES"
-	go run ./codegen/cmd/genkernels -o "$DIR/gen" $FILES || exit 1
+	go run ./cmd/genkernels -o "$DIR/gen" $FILES || exit 1
 	names=$(python3 -c "import json; import os; print(' '.join(sorted({os.path.basename(k['flex'])[:-5] + ':' + k['attention'] for k in json.load(open('$DIR/gen/manifest.json'))['kernels']})))")
 	python3 gpu/bench_ext_buffers.py $SHAPE "$DIR/buffers.json" $names || exit 1
-	go run ./tilemap/cmd/tilecount -shape $SHAPE,8192 -buffers "$DIR/buffers.json" $FILES >"$DIR/tiles.jsonl" || exit 1
+	go run ./cmd/tilecount -shape $SHAPE,8192 -buffers "$DIR/buffers.json" $FILES >"$DIR/tiles.jsonl" || exit 1
 	python3 -c "
 import json
 for l in open('$DIR/tiles.jsonl'):

@@ -1,6 +1,6 @@
 """Buffer contents of the extended benchmark (gpu/bench_ext.py), in pure
 Python (no torch), so that the host's exact tile counts
-(tilemap/cmd/tilecount) and the GPU run read the same values.
+(cmd/tilecount) and the GPU run read the same values.
 
 Usage (where Go is): python3 gpu/bench_ext_buffers.py B,H,S OUT.json FLEX:ATTENTION...
 writes {"FLEX:ATTENTION": {buffer: {"dims": [...], "data": [...]}}} for the

@@ -18,8 +18,8 @@ cd "$(dirname "$0")/.."
 case "${1:-}" in
 gen)
 	rm -rf .devbin/bwd-gen .devbin/bwd-genbench
-	go run ./codegen/cmd/genkernels -o .devbin/bwd-gen examples/*.flex gpu/bwd_cases/*.flex gpu/bench_cases/*.flex
-	go run ./codegen/cmd/genkernels -o .devbin/bwd-genbench gpu/bench_cases/*.flex
+	go run ./cmd/genkernels -o .devbin/bwd-gen examples/*.flex gpu/bwd_cases/*.flex gpu/bench_cases/*.flex
+	go run ./cmd/genkernels -o .devbin/bwd-genbench gpu/bench_cases/*.flex
 	;;
 run)
 	shift

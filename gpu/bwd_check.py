@@ -2,7 +2,7 @@
 
 Usage: python3 gpu/bwd_check.py --generated DIR [--cases a,b] [--out FILE.jsonl] [--no-flex]
 
-DIR is `go run ./codegen/cmd/genkernels -o DIR ...` output (manifest.json,
+DIR is `go run ./cmd/genkernels -o DIR ...` output (manifest.json,
 NAME.bwd.cu). For every kernel and shape: compile the backward source with
 NVRTC, draw fresh random inputs (q, k, v, dO, dLSE, float buffers, sink),
 run the kernel's own forward for O and LSE, poison dQ, dK, dV and the buffer

@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 case "${1:-}" in
 gen)
 	rm -rf .devbin/dense
-	go run ./codegen/cmd/genkernels -o .devbin/dense gpu/dense_cases/*.flex
+	go run ./cmd/genkernels -o .devbin/dense gpu/dense_cases/*.flex
 	;;
 run)
 	shift

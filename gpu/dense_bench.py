@@ -5,7 +5,7 @@ one GPU run, plus forward variants of the warp-specialized sm_90a kernel
 (hipsrc/attn_fwd_sm90.h) and their correctness.
 
 Usage:
-  go run ./codegen/cmd/genkernels -o DIR gpu/dense_cases/*.flex      (where Go is)
+  go run ./cmd/genkernels -o DIR gpu/dense_cases/*.flex      (where Go is)
   python3 gpu/dense_bench.py --generated DIR --mode bench [--dims 128,64,256] [--seqs 2048,8192,32768]
                              [--variants ws-r240,...] [--variant-dims 128] [--check-variants]
   python3 gpu/dense_bench.py --generated DIR --mode check [--variants ...] [--dims ...] [--big]

@@ -15,9 +15,9 @@ cd "$(dirname "$0")/.."
 case "${1:-}" in
 gen)
 	rm -rf .devbin/gen .devbin/genbench
-	go run ./codegen/cmd/genkernels -o .devbin/gen examples/*.flex gpu/bench_cases/causal.flex gpu/bench_cases/full.flex \
+	go run ./cmd/genkernels -o .devbin/gen examples/*.flex gpu/bench_cases/causal.flex gpu/bench_cases/full.flex \
 		gpu/bwd_cases/*_d256.flex
-	go run ./codegen/cmd/genkernels -o .devbin/genbench gpu/bench_cases/*.flex
+	go run ./cmd/genkernels -o .devbin/genbench gpu/bench_cases/*.flex
 	;;
 run)
 	shift

@@ -3,7 +3,7 @@ the file's original Python score_mod / mask_mod.
 
 Usage: python3 gpu/ported_check.py --generated DIR --flex FILE.flex [--out FILE.jsonl]
 
-DIR is `go run ./codegen/cmd/genkernels -o DIR FILE.flex` output. For every
+DIR is `go run ./cmd/genkernels -o DIR FILE.flex` output. For every
 kernel and shape: fresh random inputs and buffers, O and LSE poisoned with
 NaN, the kernel launched (python/maskc/harness.py), and O and LSE compared with
 (1) a float64 reference attention and (2) torch FlexAttention, both running

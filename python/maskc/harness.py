@@ -2,7 +2,7 @@
 
 gpu/check.py, bench.py, bwd_check.py, bwd_bench.py, bwd_sanitize.py and
 ported_check.py import this module (`sys.path` holding python/). It reads a
-directory written by `go run ./codegen/cmd/genkernels -o DIR ...` or
+directory written by `go run ./cmd/genkernels -o DIR ...` or
 `maskc compile FILE -o DIR`: DIR/manifest.json (hipsrc/MANIFEST.md), parsed
 by maskc.abi (the same reader maskc.torch launches through), and the kernel
 sources it lists. Struct layouts, grids, platforms, launch geometry and the

@@ -2,7 +2,7 @@
 // block of the given .flex files, and a manifest describing them for GPU
 // test harnesses:
 //
-//	go run ./codegen/cmd/genkernels -o DIR [-D NAME=VALUE]... [-head-dim N] [-dtype bf16|fp16] [-layout bshd|bhsd] FILE.flex...
+//	go run ./cmd/genkernels -o DIR [-D NAME=VALUE]... [-head-dim N] [-dtype bf16|fp16] [-layout bshd|bhsd] FILE.flex...
 //
 // DIR/<attention>.cu is the full self-contained source (prefixed with the
 // file's base name when two files declare the same attention name) and

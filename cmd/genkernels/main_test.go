@@ -19,7 +19,7 @@ func TestRun(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("attention swa {\n    mask = causal\n    window = (16, 0)\n}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	inputs := []string{"../../testdata/golden/document.flex", "../../testdata/golden/lookup.flex", bad}
+	inputs := []string{"../../codegen/testdata/golden/document.flex", "../../codegen/testdata/golden/lookup.flex", bad}
 	tests := []struct {
 		name     string
 		args     []string
@@ -78,7 +78,7 @@ func TestRun(t *testing.T) {
 func TestManifestContent(t *testing.T) {
 	dir := t.TempDir()
 	var stdout, stderr strings.Builder
-	if code := run([]string{"-o", dir, "../../testdata/golden/document.flex", "../../testdata/golden/lookup.flex"}, &stdout, &stderr); code != 0 {
+	if code := run([]string{"-o", dir, "../../codegen/testdata/golden/document.flex", "../../codegen/testdata/golden/lookup.flex"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, "manifest.json"))
@@ -87,7 +87,7 @@ func TestManifestContent(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := m.Kernels[0]
-	if doc.Name != "document_causal" || doc.Source != "document_causal.cu" || doc.Flex != "../../testdata/golden/document.flex" {
+	if doc.Name != "document_causal" || doc.Source != "document_causal.cu" || doc.Flex != "../../codegen/testdata/golden/document.flex" {
 		t.Errorf("document kernel names: %+v", doc)
 	}
 	if doc.Attention != "document_causal" || doc.Sparsity != "analytic" || doc.MaskTorch != "((q >= kv) & (doc[q] == doc[kv]))" ||
@@ -105,7 +105,7 @@ func TestManifestContent(t *testing.T) {
 func TestManifestGradBuffers(t *testing.T) {
 	dir := t.TempDir()
 	var stdout, stderr strings.Builder
-	if code := run([]string{"-o", dir, "../../../examples/relative_bias.flex", "../../testdata/golden/document.flex"}, &stdout, &stderr); code != 0 {
+	if code := run([]string{"-o", dir, "../../examples/relative_bias.flex", "../../codegen/testdata/golden/document.flex"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, "manifest.json"))
@@ -166,10 +166,10 @@ func TestPythonHarnessReadsManifest(t *testing.T) {
 	}
 	dir := t.TempDir()
 	var stdout, stderr strings.Builder
-	if code := run([]string{"-o", dir, "../../testdata/golden/lookup.flex"}, &stdout, &stderr); code != 0 {
+	if code := run([]string{"-o", dir, "../../codegen/testdata/golden/lookup.flex"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	out, err := exec.Command(python, "-c", pythonReader, "../../../python", dir).CombinedOutput()
+	out, err := exec.Command(python, "-c", pythonReader, "../../python", dir).CombinedOutput()
 	if err != nil {
 		t.Fatalf("python: %v\n%s", err, out)
 	}
@@ -216,7 +216,7 @@ func TestPythonHarnessReadsManifest(t *testing.T) {
 func TestManifestBackward(t *testing.T) {
 	dir := t.TempDir()
 	var stdout, stderr strings.Builder
-	if code := run([]string{"-o", dir, "../../testdata/golden/document.flex", "../../testdata/golden/lookup.flex"}, &stdout, &stderr); code != 0 {
+	if code := run([]string{"-o", dir, "../../codegen/testdata/golden/document.flex", "../../codegen/testdata/golden/lookup.flex"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, "manifest.json"))
