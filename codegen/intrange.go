@@ -52,32 +52,9 @@ func point(v int64) interval { return interval{v, v} }
 
 func hull(a, b interval) interval { return interval{min(a.lo, b.lo), max(a.hi, b.hi)} }
 
-// add64 and mul64 return ok == false on int64 overflow.
-func add64(a, b int64) (int64, bool) {
-	s := a + b
-	return s, (s > a) == (b > 0)
-}
-
-func mul64(a, b int64) (int64, bool) {
-	if a == 0 || b == 0 {
-		return 0, true
-	}
-	hi, lo := bits.Mul64(uint64(abs64(a)), uint64(abs64(b)))
-	if hi != 0 || lo > math.MaxInt64 || a == math.MinInt64 || b == math.MinInt64 {
-		return 0, false
-	}
-	if (a < 0) != (b < 0) {
-		return -int64(lo), true
-	}
-	return int64(lo), true
-}
-
-func abs64(a int64) int64 {
-	if a < 0 {
-		return -a
-	}
-	return a
-}
+// add64 and mul64 return ok == false on int64 overflow (dsl's one
+// checked arithmetic).
+var add64, mul64 = dsl.AddInt64, dsl.MulInt64
 
 func neg(r interval) interval {
 	if r.lo == math.MinInt64 {
@@ -123,7 +100,7 @@ func magnitude(r interval) (int64, bool) {
 	if r.lo == math.MinInt64 {
 		return 0, false
 	}
-	return max(abs64(r.lo), abs64(r.hi)), true
+	return max(-r.lo, r.lo, -r.hi, r.hi), true // lo > MinInt64, so hi > MinInt64 too
 }
 
 // floorDivRange bounds Python a // d.

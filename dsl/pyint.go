@@ -10,35 +10,58 @@ import (
 // and ErrIntegerOverflow where Python's unbounded ints would leave int64.
 // The checker folds with these, the reference evaluator computes with them.
 
-// IntAdd returns a + b, or ErrIntegerOverflow.
-func IntAdd(a, b int64) (int64, error) {
+// AddInt64, SubInt64 and MulInt64 are the one checked int64 arithmetic:
+// the result and whether it fits in int64 (on false the result is 0). The
+// Int* operations below, the code generator's range analysis and the
+// normal form's linear forms all use them.
+
+// AddInt64 returns a + b and whether it fits in int64.
+func AddInt64(a, b int64) (int64, bool) {
 	c := a + b
 	if (a^c)&(b^c) < 0 {
-		return 0, ErrIntegerOverflow
+		return 0, false
 	}
-	return c, nil
+	return c, true
 }
 
-// IntSub returns a - b, or ErrIntegerOverflow.
-func IntSub(a, b int64) (int64, error) {
+// SubInt64 returns a - b and whether it fits in int64.
+func SubInt64(a, b int64) (int64, bool) {
 	c := a - b
 	if (a^b)&(a^c) < 0 {
-		return 0, ErrIntegerOverflow
+		return 0, false
 	}
-	return c, nil
+	return c, true
 }
 
-// IntMul returns a * b, or ErrIntegerOverflow.
-func IntMul(a, b int64) (int64, error) {
+// MulInt64 returns a * b and whether it fits in int64.
+func MulInt64(a, b int64) (int64, bool) {
 	if a == 0 || b == 0 {
-		return 0, nil
+		return 0, true
 	}
 	c := a * b
 	if c/b != a || (a == -1 && b == math.MinInt64) || (b == -1 && a == math.MinInt64) {
+		return 0, false
+	}
+	return c, true
+}
+
+// checked turns a checked result into Python's: the value or
+// ErrIntegerOverflow.
+func checked(c int64, ok bool) (int64, error) {
+	if !ok {
 		return 0, ErrIntegerOverflow
 	}
 	return c, nil
 }
+
+// IntAdd returns a + b, or ErrIntegerOverflow.
+func IntAdd(a, b int64) (int64, error) { return checked(AddInt64(a, b)) }
+
+// IntSub returns a - b, or ErrIntegerOverflow.
+func IntSub(a, b int64) (int64, error) { return checked(SubInt64(a, b)) }
+
+// IntMul returns a * b, or ErrIntegerOverflow.
+func IntMul(a, b int64) (int64, error) { return checked(MulInt64(a, b)) }
 
 // IntFloorDiv returns Python's a // b: the quotient rounded toward minus
 // infinity. b == 0 is ErrDivisionByZero; MinInt64 // -1 is

@@ -2,7 +2,6 @@ package normal
 
 import (
 	"fmt"
-	"math/bits"
 	"strings"
 
 	"github.com/maskc/maskc/dsl"
@@ -204,28 +203,9 @@ func (l Linear) Format(name func(i int) string) string {
 // uneg is |c| for a negative c, printed without overflow for MinInt64.
 func uneg(c int64) uint64 { return uint64(-(c + 1)) + 1 }
 
-func addInt(a, b int64) (int64, bool) {
-	s := a + b
-	if (a >= 0) == (b >= 0) && (s >= 0) != (a >= 0) {
-		return 0, false
-	}
-	return s, true
-}
-
-func mulInt(a, b int64) (int64, bool) {
-	if a == 0 || b == 0 {
-		return 0, true
-	}
-	hi, lo := bits.Mul64(uabs(a), uabs(b))
-	neg := (a < 0) != (b < 0)
-	if hi != 0 || (!neg && lo > 1<<63-1) || (neg && lo > 1<<63) {
-		return 0, false
-	}
-	if neg {
-		return int64(-lo), true
-	}
-	return int64(lo), true
-}
+// addInt and mulInt return ok == false on int64 overflow (dsl's one
+// checked arithmetic).
+var addInt, mulInt = dsl.AddInt64, dsl.MulInt64
 
 func uabs(a int64) uint64 {
 	if a < 0 {
