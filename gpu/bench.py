@@ -30,7 +30,7 @@ import torch
 from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
-from maskc import harness as mg  # noqa: E402  (the package's launcher: python/maskc)
+from maskc import harness  # noqa: E402  (the package's launcher: python/maskc)
 from maskc.runlog import JsonLog  # noqa: E402
 
 B, H, S, D = 2, 16, 8192, 128
@@ -62,7 +62,7 @@ def flex_cases(dev):
     """The flex_baseline.py mods and buffers, and the generated kernel named
     like each case (gpu/bench_cases/*.flex)."""
     g = torch.Generator().manual_seed(1)
-    doc = mg.doc_ids(S, g).to(dev)
+    doc = harness.doc_ids(S, g).to(dev)
     slopes = torch.exp2(-8.0 * (torch.arange(H, device=dev) + 1) / H)
     causal = lambda b, h, q, kv: q >= kv
     return [
@@ -97,7 +97,7 @@ def main():
         cases = [c for c in cases if c[0] in want]
     variants = list(filter(None, a.variants.split(",")))  # --variants '' runs the generated kernels alone
     generated, buffer_types, entries = {}, {}, {}
-    abi, gcases = mg.generated_cases(a.generated)
+    abi, gcases = harness.generated_cases(a.generated)
     by_kernel = {c.name: (c, src) for c, src in gcases}
     pairs = list(filter(None, a.map.split(","))) or [
         "%s=%s" % (c[1], c[0]) for c in flex_cases("cpu") if c[1] in by_kernel]
@@ -105,7 +105,7 @@ def main():
         kname, cname = pair.split("=")
         c, src = by_kernel[kname]
         generated[cname], entries[cname] = src, c.entry
-        buffer_types[cname] = [mg.TORCH_DTYPES[b["dtype"]] for b in
+        buffer_types[cname] = [harness.TORCH_DTYPES[b["dtype"]] for b in
                                sorted(c.entry.get("buffers") or [], key=lambda b: b["slot"])]
 
     # Compile every maskc kernel first (NVRTC, in parallel threads); variant
@@ -121,15 +121,15 @@ def main():
             for old, new in subst.items():
                 src = src.replace(old, new)
             jobs.append((name, "gen" if var == "base" else "gen-" + var, src, platform))
-    mg.libs()
+    harness.libs()
     torch.empty(1, device=dev)
     with concurrent.futures.ThreadPoolExecutor(16) as ex:
-        futs = {(n, v): (src, plat, ex.submit(mg.compile_source, src, "%s_%s" % (n, v), plat, abi))
+        futs = {(n, v): (src, plat, ex.submit(harness.compile_source, src, "%s_%s" % (n, v), plat, abi))
                 for n, v, src, plat in jobs}
     kernels = {}
     for key, (src, plat, f) in futs.items():
         try:  # modules load on this thread, in torch's context
-            kernels[key] = k = mg.Kernel(src, entries[key[0]], abi, "%s_%s" % key, compiled=f.result(), platform=plat)
+            kernels[key] = k = harness.Kernel(src, entries[key[0]], abi, "%s_%s" % key, compiled=f.result(), platform=plat)
             emit(kind="kernel", case=key[0], variant=key[1], regs=k.regs, local_bytes=k.local_bytes,
                  ptxas=re.findall(r"ptxas info\s*: (Used .*|\d+ bytes stack.*)", k.log)[:4])
         except Exception as e:
@@ -145,13 +145,13 @@ def main():
     fa = torch.compile(flex_attention)
     results = []
     for name, _, mm, sm, bufs in cases:
-        dens = mg.density(mm, S, S, 1, dev)
+        dens = harness.density(mm, S, S, 1, dev)
         flops = 4.0 * B * H * S * S * dens * D
         row = dict(kind="bench", case=name, density=round(dens, 4))
         try:
             bm = create_block_mask(mm, None, None, S, S, device=dev)
             fwd = lambda: fa(q, k, v, score_mod=sm, block_mask=bm)
-            ref = mg.time_flex(row, fwd, flops)
+            ref = harness.time_flex(row, fwd, flops)
         except Exception as e:
             row["flex_error"] = repr(e)[:400]
             ref = None
@@ -165,14 +165,14 @@ def main():
             run = kern.prepare(q, k, v, o, lse, scale, args)
             run()
             torch.cuda.synchronize()
-            ms = mg.time_ms(run)
+            ms = harness.time_ms(run)
             r = dict(row, variant=var, maskc_ms=ms, maskc_tflops=round(flops / ms / 1e9, 1))
             if run.flags is not None:  # the flags are reusable like a BlockMask: forward alone too
-                r["maskc_fwd_only_ms"] = mg.time_ms(lambda: run(prepass=False))
+                r["maskc_fwd_only_ms"] = harness.time_ms(lambda: run(prepass=False))
             if ref is not None:
                 r["ratio"] = round(row["flex_ms"] / ms, 3)
                 r["ratio_fwd_only"] = round(row["flex_ms"] / r.get("maskc_fwd_only_ms", ms), 3)
-                r["o_vs_flex"] = mg.rel_err(o, ref)
+                r["o_vs_flex"] = harness.rel_err(o, ref)
             r["nan_outputs"] = int(torch.isnan(o).any(-1).sum().item())
             emit(**r)
             results.append(r)

@@ -35,7 +35,7 @@ import torch
 from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
-from maskc import harness as mg  # noqa: E402  (the package's launcher: python/maskc)
+from maskc import harness  # noqa: E402  (the package's launcher: python/maskc)
 from maskc.runlog import JsonLog  # noqa: E402
 
 B, H, S, D = 2, 16, 8192, 128
@@ -105,7 +105,7 @@ def main():
 
     dev = "cuda"
     emit(kind="env", torch=torch.__version__, gpu=torch.cuda.get_device_name(), triton=__import__("triton").__version__)
-    abi, gcases = mg.generated_cases(a.generated)
+    abi, gcases = harness.generated_cases(a.generated)
     bufvals = json.load(open(a.buffers))
     tiles = {}
     for line in open(a.tiles):
@@ -127,11 +127,11 @@ def main():
         adir, _, only = adir.partition("@")  # NAME=DIR@CASE+CASE: only those cases
         if only:
             var_cases[name] = only.split("+")
-        aabi, acases = mg.generated_cases(adir)
+        aabi, acases = harness.generated_cases(adir)
         alts[name] = {case_id(c.entry): (c, src, aabi) for c, src in acases}
         variants.append(name)
 
-    mg.libs()
+    harness.libs()
     torch.empty(1, device=dev)
     jobs = []
     vcases = a.variant_cases.split(",") if a.variant_cases else None
@@ -153,12 +153,12 @@ def main():
             jobs.append((case_id(c.entry), var, c, s, abi))
     t0 = time.time()
     with concurrent.futures.ThreadPoolExecutor(16) as ex:
-        futs = [ex.submit(mg.compile_source, s, re.sub(r"\W", "_", "%s_%s" % (cid, var)), None, jabi)
+        futs = [ex.submit(harness.compile_source, s, re.sub(r"\W", "_", "%s_%s" % (cid, var)), None, jabi)
                 for cid, var, c, s, jabi in jobs]
     kernels = {}
     for (cid, var, c, s, jabi), f in zip(jobs, futs):
         try:
-            kernels[(cid, var)] = k = mg.Kernel(s, c.entry, jabi, re.sub(r"\W", "_", cid + "_" + var), compiled=f.result())
+            kernels[(cid, var)] = k = harness.Kernel(s, c.entry, jabi, re.sub(r"\W", "_", cid + "_" + var), compiled=f.result())
             emit(kind="kernel", case=cid, variant=var, regs=k.regs, local_bytes=k.local_bytes)
         except Exception as e:
             emit(kind="kernel", case=cid, variant=var, error=repr(e)[:2000])
@@ -170,20 +170,20 @@ def main():
     v = torch.randn(B, H, S, D, device=dev, dtype=torch.bfloat16)
     o = torch.empty_like(q)
     lse = torch.empty(B, H, S, device=dev, dtype=torch.float32)
-    mg.raise_recompile_limits(1024)  # every case compiles flex_attention afresh
+    harness.raise_recompile_limits(1024)  # every case compiles flex_attention afresh
     results = []
     for c, _ in cases:
         e, cid = c.entry, case_id(c.entry)
         specs = sorted(e.get("buffers") or [], key=lambda b: b["slot"])
         given = bufvals.get(cid, {})
-        bufs = [torch.tensor(given[b["name"]]["data"], dtype=mg.TORCH_DTYPES[b["dtype"]]).reshape(
+        bufs = [torch.tensor(given[b["name"]]["data"], dtype=harness.TORCH_DTYPES[b["dtype"]]).reshape(
             given[b["name"]]["dims"]).contiguous().to(dev) for b in specs]
         ns = dict(B=B, H=H, HKV=H, Q=S, KV=S, torch=torch)
         ns.update({b["name"]: t for b, t in zip(specs, bufs)})
         mask = eval("lambda b, h, q, kv: " + e["mask_torch"], ns) if e.get("mask_torch") else None
         score = eval("lambda score, b, h, q, kv: " + e["score_torch"], ns) if e.get("score_torch") else None
         t = tiles.get(cid, {})
-        kept = t.get("kept_pairs") or B * H * S * S * mg.density(mask, S, S, H, dev)
+        kept = t.get("kept_pairs") or B * H * S * S * harness.density(mask, S, S, H, dev)
         flops = 4.0 * D * kept
         row = dict(kind="bench", case=cid, sparsity=e.get("sparsity"), density=round(kept / (B * H * S * S), 4),
                    tiles_visited=t.get("tiles_visited"), tiles_kept=t.get("tiles_with_kept_pairs"))
@@ -198,7 +198,7 @@ def main():
             bm = create_block_mask(fmask, B if e.get("mask_uses_b") else None, H if e.get("mask_uses_h") else None,
                                    S, S, device=dev)
             fwd = lambda: fa(q, k, v, score_mod=score, block_mask=bm, scale=scale)
-            ref = mg.time_flex(row, fwd, flops)
+            ref = harness.time_flex(row, fwd, flops)
         except Exception as ex:
             row["flex_error"] = repr(ex)[:400]
             ref = None
@@ -212,11 +212,11 @@ def main():
             torch.cuda.synchronize()
             r = dict(row, variant=var, nan_outputs=int(torch.isnan(o).any(-1).sum().item()))
             if ref is not None:
-                r["o_vs_flex"] = mg.rel_err(o, ref)
-            ms = mg.time_ms(run)
+                r["o_vs_flex"] = harness.rel_err(o, ref)
+            ms = harness.time_ms(run)
             r.update(maskc_ms=ms, maskc_tflops=round(flops / ms / 1e9, 1))
             if run.flags is not None:  # the pre-pass's share: the flags are reusable like a BlockMask
-                r["maskc_fwd_only_ms"] = mg.time_ms(lambda: run(prepass=False))
+                r["maskc_fwd_only_ms"] = harness.time_ms(lambda: run(prepass=False))
             if ref is not None:
                 r["ratio"] = round(row["flex_ms"] / ms, 3)
             emit(**r)

@@ -34,7 +34,7 @@ import torch
 from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
-from maskc import harness as mg  # noqa: E402  (the package's launcher: python/maskc)
+from maskc import harness  # noqa: E402  (the package's launcher: python/maskc)
 from maskc.runlog import JsonLog  # noqa: E402
 from bench import B, H, S, D, flex_cases
 
@@ -60,16 +60,16 @@ def main():
         order = a.cases.split(",")
         cases = sorted((c for c in cases if c[0] in order), key=lambda c: order.index(c[0]))
     man = json.load(open(a.generated + "/manifest.json"))
-    abi = mg.ABI(man["abi"])
+    abi = harness.ABI(man["abi"])
     by_name = {e["name"]: e for e in man["kernels"]}
     jobs = [(c[0], by_name[c[1]]) for c in cases if c[1] in by_name]
     variants = [("main", a.generated, None)] + [
         (v.split("=", 1)[0], v.split("=", 1)[1], a.variant_cases.split(",") if a.variant_cases else None)
         for v in a.variant]
-    mg.libs()
+    harness.libs()
     torch.empty(1, device=dev)
     with concurrent.futures.ThreadPoolExecutor(16) as ex:
-        futs = {(vn, n): ex.submit(mg.compile_source, mg.read(vd + "/" + e["bwd_source"]), n + "_bwd", None, abi)
+        futs = {(vn, n): ex.submit(harness.compile_source, harness.read(vd + "/" + e["bwd_source"]), n + "_bwd", None, abi)
                 for vn, vd, vc in variants for n, e in jobs if vc is None or n in vc}
     kernels = {}
     for vn, vd, vc in variants:
@@ -78,7 +78,7 @@ def main():
                 continue
             try:
                 cub = futs[(vn, n)].result()
-                kernels[(vn, n)] = kk = mg.BwdKernel(mg.read(vd + "/" + e["bwd_source"]), e, abi, n, compiled=cub)
+                kernels[(vn, n)] = kk = harness.BwdKernel(harness.read(vd + "/" + e["bwd_source"]), e, abi, n, compiled=cub)
                 ptxas = [ln.strip() for ln in cub[1].splitlines() if "maskc_attn_bwd" in ln or "spill" in ln]
                 emit(kind="kernel", variant=vn, case=n, fwd_regs=kk.regs, bwd_regs=kk.bwd_regs,
                      bwd_local_bytes=kk.bwd_local_bytes, dq_regs=kk.bwd_dq_regs,
@@ -95,12 +95,12 @@ def main():
     lse = torch.empty(B, H, S, device=dev, dtype=torch.float32)
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     scale = 1.0 / math.sqrt(D)
-    mg.raise_recompile_limits(64)  # one compilation per case (its own mods), more with --flex-bufgrad
+    harness.raise_recompile_limits(64)  # one compilation per case (its own mods), more with --flex-bufgrad
     fa = torch.compile(flex_attention)
     qf, kf, vf = [t.clone().requires_grad_(True) for t in (q, k, v)]
     results = []
     for name, header, mm, sm, bufs in cases:
-        dens = mg.density(mm, S, S, 1, dev)
+        dens = harness.density(mm, S, S, 1, dev)
         flops = 3.5 * 4.0 * B * H * S * S * dens * D
         row = dict(kind="bench", case=name, density=round(dens, 4))
         fg = None
@@ -116,7 +116,7 @@ def main():
             torch.cuda.synchronize()
             row["flex_compile_s"] = round(time.time() - t0, 1)
             fg = (qf.grad.clone(), kf.grad.clone(), vf.grad.clone())
-            row["flex_ms"] = mg.time_ms(fb, iters=10)
+            row["flex_ms"] = harness.time_ms(fb, iters=10)
             row["flex_tflops"] = round(flops / row["flex_ms"] / 1e9, 1)
         except Exception as e:
             row["flex_error"] = repr(e)[:400]
@@ -142,7 +142,7 @@ def main():
                     out.backward(do)
                 fbg()
                 torch.cuda.synchronize()
-                row["flex_bufgrad_ms"] = mg.time_ms(fbg, iters=10)
+                row["flex_bufgrad_ms"] = harness.time_ms(fbg, iters=10)
                 row["flex_bufgrad_tflops"] = round(flops / row["flex_bufgrad_ms"] / 1e9, 1)
             except Exception as ex_:
                 row["flex_bufgrad_error"] = repr(ex_)[:400]
@@ -157,7 +157,7 @@ def main():
                     emit(**row)
                 continue
             e = by_name[header]
-            args = [t.to(mg.TORCH_DTYPES[b["dtype"]]).contiguous()
+            args = [t.to(harness.TORCH_DTYPES[b["dtype"]]).contiguous()
                     for t, b in zip(bufs, sorted(e.get("buffers") or [], key=lambda b: b["slot"]))]
             grad_slots = [b["slot"] for b in e.get("buffers") or [] if b.get("grad")]
             fwd = kern.prepare(q, k, v, o, lse, scale, args)
@@ -172,8 +172,8 @@ def main():
                     t.fill_(float("nan"))
                 step()
                 torch.cuda.synchronize()
-                ms = mg.time_ms(step, iters=10)
-                bwd_ms = mg.time_ms(bwd, iters=10)
+                ms = harness.time_ms(step, iters=10)
+                bwd_ms = harness.time_ms(bwd, iters=10)
                 mode = "det" if det else "atomic"
                 r = dict(row, variant=mode if vn == "main" else vn + "/" + mode, maskc_ms=ms, maskc_bwd_ms=bwd_ms,
                          maskc_tflops=round(flops / ms / 1e9, 1),
@@ -183,12 +183,12 @@ def main():
                 if "flex_bufgrad_ms" in row:
                     r["ratio_bufgrad"] = round(row["flex_bufgrad_ms"] / ms, 3)
                 if fg is not None:
-                    r.update(dq_vs_flex=mg.rel_err(dq, fg[0]), dk_vs_flex=mg.rel_err(dk, fg[1]),
-                             dv_vs_flex=mg.rel_err(dv, fg[2]))
+                    r.update(dq_vs_flex=harness.rel_err(dq, fg[0]), dk_vs_flex=harness.rel_err(dk, fg[1]),
+                             dv_vs_flex=harness.rel_err(dv, fg[2]))
                 if a.split and not det:  # after the checks: a launch alone leaves the scratch inconsistent
                     split = {}
                     for pn, pf in bwd.parts:
-                        split[pn] = round(split.get(pn, 0.0) + mg.time_ms(pf, iters=10), 4)
+                        split[pn] = round(split.get(pn, 0.0) + harness.time_ms(pf, iters=10), 4)
                     r["split_ms"] = split
                     print("%s %s split %s" % (name, r["variant"], split), flush=True)
                 emit(**r)

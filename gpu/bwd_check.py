@@ -9,7 +9,7 @@ run the kernel's own forward for O and LSE, poison dQ, dK, dV and the buffer
 and sink gradients with NaN, run the backward, check every element was
 written, and compare dQ, dK, dV, every differentiable float buffer's
 gradient and dsink with float64 torch autograd of the same attention
-(mg.reference_grads, the manifest's torch mask and score; buffer and sink
+(harness.reference_grads, the manifest's torch mask and score; buffer and sink
 gradients, and dQ, dK, dV where there is a sink, against the reference
 whose delta reads the kernel's O, their plain error kept as plain_*) and, without dLSE
 and sink, with torch FlexAttention's backward (eager, create_block_mask) on
@@ -30,7 +30,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
-from maskc import harness as mg  # noqa: E402  (the package's launcher: python/maskc)
+from maskc import harness  # noqa: E402  (the package's launcher: python/maskc)
 
 TOL = 1e-2
 # (B, H, HKV, Sq, Skv, dlse variants)
@@ -124,7 +124,7 @@ def check_one(kern, case, shape, use_dlse, gen, flex):
     got = run(False)
     dets = [run(True) for _ in range(3)]
     mask, score = ref_mods(case, B, H, HKV, Sq, Skv, bufs)
-    ref = mg.reference_grads(q, k, v, scale, mask, score, do, dlse, bufs, grad_slots, sink)
+    ref = harness.reference_grads(q, k, v, scale, mask, score, do, dlse, bufs, grad_slots, sink)
     # Buffer and sink gradients are sums whose terms may cancel (an ALiBi
     # slope's sum of dS * (kv - q) is ~0 row by row), so that the bf16
     # rounding of O, which every backward reads in delta (FlexAttention's
@@ -132,7 +132,7 @@ def check_one(kern, case, shape, use_dlse, gen, flex):
     # with the float64 reference whose delta reads the kernel's O
     # (reference_grads' o_delta): the kernel's own error; the plain error
     # is kept as plain_*.
-    ref_o = mg.reference_grads(q, k, v, scale, mask, score, do, dlse, bufs, grad_slots, sink, o_delta=o) \
+    ref_o = harness.reference_grads(q, k, v, scale, mask, score, do, dlse, bufs, grad_slots, sink, o_delta=o) \
         if grad_slots or sink is not None else ref
 
     # With a sink the same cancellation reaches dQ and dK: a row with one
@@ -145,17 +145,17 @@ def check_one(kern, case, shape, use_dlse, gen, flex):
 
     def errs(g, prefix):
         dq, dk, dv, db, ds = g
-        out = {prefix + "dq": mg.rel_err(dq, ref_qkv[0]), prefix + "dk": mg.rel_err(dk, ref_qkv[1]),
-               prefix + "dv": mg.rel_err(dv, ref_qkv[2])}
+        out = {prefix + "dq": harness.rel_err(dq, ref_qkv[0]), prefix + "dk": harness.rel_err(dk, ref_qkv[1]),
+               prefix + "dv": harness.rel_err(dv, ref_qkv[2])}
         if ref_qkv is not ref:
-            out.update({"plain_" + prefix + n: mg.rel_err(t, ref[i]) for i, (n, t) in enumerate(
+            out.update({"plain_" + prefix + n: harness.rel_err(t, ref[i]) for i, (n, t) in enumerate(
                 (("dq", dq), ("dk", dk), ("dv", dv)))})
         for s in grad_slots:
-            out[prefix + "dbuf%d" % s] = mg.rel_err(db[s], ref_o[3][s])
-            out["plain_" + prefix + "dbuf%d" % s] = mg.rel_err(db[s], ref[3][s])
+            out[prefix + "dbuf%d" % s] = harness.rel_err(db[s], ref_o[3][s])
+            out["plain_" + prefix + "dbuf%d" % s] = harness.rel_err(db[s], ref[3][s])
         if ds is not None:
-            out[prefix + "dsink"] = mg.rel_err(ds, ref_o[4])
-            out["plain_" + prefix + "dsink"] = mg.rel_err(ds, ref[4])
+            out[prefix + "dsink"] = harness.rel_err(ds, ref_o[4])
+            out["plain_" + prefix + "dsink"] = harness.rel_err(ds, ref[4])
         return out
     unwritten = sum(int(torch.isnan(t).sum().item()) for t in list(got[:3]) + list(got[3].values()) +
                     ([got[4]] if got[4] is not None else []))
@@ -174,13 +174,13 @@ def check_one(kern, case, shape, use_dlse, gen, flex):
         leaves = {s: bufs[s].detach().float().requires_grad_(True) for s in grad_slots}
         try:
             fg = flex_grads(case, q, k, v, do, scale, mask, score, B, H, HKV, Sq, Skv, leaves)
-            r.update(flex_dq=mg.rel_err(got[0], fg[0]), flex_dk=mg.rel_err(got[1], fg[1]),
-                     flex_dv=mg.rel_err(got[2], fg[2]), flex_ref_dq=mg.rel_err(fg[0], ref[0]),
-                     flex_ref_dk=mg.rel_err(fg[1], ref[1]))
+            r.update(flex_dq=harness.rel_err(got[0], fg[0]), flex_dk=harness.rel_err(got[1], fg[1]),
+                     flex_dv=harness.rel_err(got[2], fg[2]), flex_ref_dq=harness.rel_err(fg[0], ref[0]),
+                     flex_ref_dk=harness.rel_err(fg[1], ref[1]))
             for s in grad_slots:
                 if fg[3][s] is not None:
-                    r["flex_dbuf%d" % s] = mg.rel_err(got[3][s], fg[3][s])
-                    r["flex_ref_dbuf%d" % s] = mg.rel_err(fg[3][s], ref[3][s])
+                    r["flex_dbuf%d" % s] = harness.rel_err(got[3][s], fg[3][s])
+                    r["flex_ref_dbuf%d" % s] = harness.rel_err(fg[3][s], ref[3][s])
             # A gradient that is exactly zero (one key: P = 1, dS = 0, so dQ
             # = dK = 0) is rounding noise on both sides, and the relative
             # error of one noise against the other means nothing: such a
@@ -210,22 +210,22 @@ def main():
     ap.add_argument("--shapes", help="comma-separated indices into SHAPES (default all)")
     a = ap.parse_args()
     man = json.load(open(a.generated + "/manifest.json"))
-    abi = mg.ABI(man["abi"])
+    abi = harness.ABI(man["abi"])
     names = a.cases.split(",") if a.cases else None
     jobs = []
     for e in man["kernels"]:
         if names and e["name"] not in names:
             continue
-        jobs.append((mg.GeneratedCase(e), mg.read(a.generated + "/" + e["bwd_source"])))
-    mg.libs()
+        jobs.append((harness.GeneratedCase(e), harness.read(a.generated + "/" + e["bwd_source"])))
+    harness.libs()
     torch.empty(1, device="cuda")
     t0 = time.time()
     with concurrent.futures.ThreadPoolExecutor(16) as ex:
-        futs = [ex.submit(mg.compile_source, src, c.name + "_bwd", None, abi) for c, src in jobs]
+        futs = [ex.submit(harness.compile_source, src, c.name + "_bwd", None, abi) for c, src in jobs]
     kernels = []
     for (c, src), f in zip(jobs, futs):
         try:
-            kernels.append(mg.BwdKernel(src, c.entry, abi, c.name, compiled=f.result()))
+            kernels.append(harness.BwdKernel(src, c.entry, abi, c.name, compiled=f.result()))
         except Exception as e:
             kernels.append(e)
     print("compiled %d backward sources in %.1fs" % (len(jobs), time.time() - t0), flush=True)

@@ -30,20 +30,20 @@ import time
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
-from maskc import harness as mg  # noqa: E402  (the package's launcher: python/maskc)
+from maskc import harness  # noqa: E402  (the package's launcher: python/maskc)
 
 
 def child(a):
     B, H, HKV, Sq, Skv = map(int, a.shape.split(","))
     man = json.load(open(a.generated + "/manifest.json"))
-    abi = mg.ABI(man["abi"])
+    abi = harness.ABI(man["abi"])
     gen = torch.Generator(device="cuda").manual_seed(0)
     for e in man["kernels"]:
         if e["name"] not in a.cases.split(","):
             continue
-        case = mg.GeneratedCase(e)
+        case = harness.GeneratedCase(e)
         cubin = open(os.path.join(a.cubins, e["name"] + ".cubin"), "rb").read()
-        kern = mg.BwdKernel(mg.read(a.generated + "/" + e["bwd_source"]), e, abi, e["name"], compiled=(cubin, ""))
+        kern = harness.BwdKernel(harness.read(a.generated + "/" + e["bwd_source"]), e, abi, e["name"], compiled=(cubin, ""))
         D = kern.head_dim
         t = lambda h, s: torch.randn(B, h, s, D, generator=gen, device="cuda").to(torch.bfloat16)
         q, k, v, do = t(H, Sq), t(HKV, Skv), t(HKV, Skv), t(H, Sq)
@@ -64,7 +64,7 @@ def child(a):
 
 def parent(a):
     man = json.load(open(a.generated + "/manifest.json"))
-    abi = mg.ABI(man["abi"])
+    abi = harness.ABI(man["abi"])
     names = a.cases.split(",")
     entries = [e for e in man["kernels"] if e["name"] in names]
     missing = set(names) - {e["name"] for e in entries}
@@ -73,11 +73,11 @@ def parent(a):
     os.makedirs(a.out, exist_ok=True)
     cubins = os.path.join(a.out, "cubins")
     os.makedirs(cubins, exist_ok=True)
-    mg.libs()
+    harness.libs()
     torch.empty(1, device="cuda")
     t0 = time.time()
     with concurrent.futures.ThreadPoolExecutor(len(entries)) as ex:
-        futs = [ex.submit(mg.compile_source, mg.read(a.generated + "/" + e["bwd_source"]), e["name"] + "_bwd", None, abi)
+        futs = [ex.submit(harness.compile_source, harness.read(a.generated + "/" + e["bwd_source"]), e["name"] + "_bwd", None, abi)
                 for e in entries]
         for e, f in zip(entries, futs):
             open(os.path.join(cubins, e["name"] + ".cubin"), "wb").write(f.result()[0])

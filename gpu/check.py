@@ -34,7 +34,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
-from maskc import harness as mg  # noqa: E402  (the package's launcher: python/maskc)
+from maskc import harness  # noqa: E402  (the package's launcher: python/maskc)
 
 TOL = 1e-2
 # (B, H, HKV, Sq, Skv, layout)
@@ -91,9 +91,9 @@ def check_one(kern, case, shape, D, dtype, gen, flex=False):
         rows = torch.cat([torch.tensor([0, Sq - 1]), torch.randperm(Sq - 2)[:254] + 1]).sort().values.cuda()
     else:
         rows = torch.arange(Sq, device="cuda")
-    ro, rl = mg.reference(q, k, v, scale, mask, score, rows, sink)
-    eo = mg.rel_err(o[:, :, rows], ro)
-    el = mg.lse_err(lse[:, :, rows], rl)
+    ro, rl = harness.reference(q, k, v, scale, mask, score, rows, sink)
+    eo = harness.rel_err(o[:, :, rows], ro)
+    el = harness.lse_err(lse[:, :, rows], rl)
     masked_rows = int(torch.isinf(rl).sum().item())
     ok = unwritten == 0 and eo < TOL and el < TOL
     r = dict(ok=ok, o_err=eo, lse_err=el, unwritten=unwritten, masked_rows=masked_rows,
@@ -106,8 +106,8 @@ def check_one(kern, case, shape, D, dtype, gen, flex=False):
             torch.cuda.empty_cache()
             return r
         fo, fl = fo[:, :, rows], fl[:, :, rows]
-        r.update(flex_o_err=mg.rel_err(o[:, :, rows], fo), flex_lse_err=mg.lse_err(lse[:, :, rows], fl),
-                 flex_o_vs_ref=mg.rel_err(fo, ro), flex_lse_vs_ref=mg.lse_err(fl, rl))
+        r.update(flex_o_err=harness.rel_err(o[:, :, rows], fo), flex_lse_err=harness.lse_err(lse[:, :, rows], fl),
+                 flex_o_vs_ref=harness.rel_err(fo, ro), flex_lse_vs_ref=harness.lse_err(fl, rl))
         r["ok"] = ok and r["flex_o_err"] < TOL and r["flex_lse_err"] < TOL
         del fo, fl
         torch.cuda.empty_cache()
@@ -131,7 +131,7 @@ def main():
 
     jobs = []  # (case, D, dtype, source, shapes)
     subst = dict(x.split("=", 1) for x in a.subst)
-    abi, cases = mg.generated_cases(a.generated)
+    abi, cases = harness.generated_cases(a.generated)
     for case, src in cases:  # the manifest's torch expressions are the reference
         if names and case.name not in names:
             continue
@@ -140,16 +140,16 @@ def main():
         # A buffer sized by KV alone may be indexed by q: such a file takes no Sq > Skv.
         shapes = [s for s in SHAPES if case.covers(s[3], s[4])]
         jobs.append((case, case.entry["head_dim"], case.entry["dtype"], src, shapes))
-    mg.libs()
+    harness.libs()
     torch.empty(1, device="cuda")
     t0 = time.time()
     with concurrent.futures.ThreadPoolExecutor(16) as ex:
-        futs = [ex.submit(mg.compile_source, src, "%s_%s_d%d" % (c.name, dt, d), a.platform, abi)
+        futs = [ex.submit(harness.compile_source, src, "%s_%s_d%d" % (c.name, dt, d), a.platform, abi)
                 for c, d, dt, src, _ in jobs]
     kernels = []
     for (c, d, dt, src, _), f in zip(jobs, futs):
         try:  # modules load on this thread, in torch's context
-            kernels.append(mg.Kernel(src, c.entry, abi, "%s_%s_d%d" % (c.name, dt, d), compiled=f.result(),
+            kernels.append(harness.Kernel(src, c.entry, abi, "%s_%s_d%d" % (c.name, dt, d), compiled=f.result(),
                                      platform=a.platform))
         except Exception as e:  # keep going: report the failure per case
             kernels.append(e)
@@ -171,7 +171,7 @@ def main():
                 r = check_one(kern, case, shape, d, dt, gen, flex=not a.no_flex)
             except Exception as e:
                 r = dict(ok=False, error=repr(e)[:400])
-            r.update(case=case.name + ("/" + kern.platform if kern.platform != mg.device_platform() else ""), dtype=dt, D=d,
+            r.update(case=case.name + ("/" + kern.platform if kern.platform != harness.device_platform() else ""), dtype=dt, D=d,
                      shape=list(shape))
             log.write(json.dumps(r) + "\n")
             log.flush()  # a run cut short still leaves every finished row

@@ -64,7 +64,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
-from maskc import harness as mg  # noqa: E402  (the package's launcher: python/maskc)
+from maskc import harness  # noqa: E402  (the package's launcher: python/maskc)
 from maskc.runlog import JsonLog  # noqa: E402
 
 PLATFORM = "nvidia-sm90a"
@@ -122,7 +122,7 @@ def is_ws_source(src):
     return re.search(r"^#define MASKC_NV_WS 1$", src, re.M) is not None
 
 
-class WSKernel(mg.Kernel):
+class WSKernel(harness.Kernel):
     """A kernel built from attn_fwd_sm90.h: the forward (and the pre-pass,
     MASKC_NUM_THREADS being WS_THREADS in such builds) take WS_THREADS
     threads, the forward ws_smem bytes."""
@@ -130,7 +130,7 @@ class WSKernel(mg.Kernel):
     def __init__(self, src, entry, abi, name, compiled, d, stages, bn):
         super().__init__(src, entry, abi, name, compiled=compiled, platform=PLATFORM)
         self.threads, self.smem = WS_THREADS, ws_smem(d, stages, bn)
-        mg.libs()[1].set_max_dynamic_smem(self.fwd, self.smem)
+        harness.libs()[1].set_max_dynamic_smem(self.fwd, self.smem)
 
 
 def ptxas_summary(log):
@@ -159,7 +159,7 @@ def load_kernels(a, emit, clock):
     backward sources and the variants' forward sources; returns
     (abi, cases {name: GeneratedCase}, get(name, variant) -> kernel or None,
     variant keys [(name, d, variant)])."""
-    abi, gcases = mg.generated_cases(a.generated)
+    abi, gcases = harness.generated_cases(a.generated)
     cases = {c.name: c for c, _ in gcases}
     dims = [int(x) for x in a.dims.split(",")]
     vdims = [int(x) for x in (a.variant_dims or a.dims).split(",")]
@@ -175,9 +175,9 @@ def load_kernels(a, emit, clock):
             if name not in cases:
                 sys.exit("%s: no kernel %s (generate gpu/dense_cases/*.flex)" % (a.generated, name))
             e = cases[name].entry
-            bsrc = mg.read(os.path.join(a.generated, e["bwd_source"]))
-            futs[(name, "")] = (bsrc, ex.submit(mg.compile_source, bsrc, name + "_bwd", PLATFORM, abi))
-            fsrc = mg.read(os.path.join(a.generated, e["source"]))
+            bsrc = harness.read(os.path.join(a.generated, e["bwd_source"]))
+            futs[(name, "")] = (bsrc, ex.submit(harness.compile_source, bsrc, name + "_bwd", PLATFORM, abi))
+            fsrc = harness.read(os.path.join(a.generated, e["source"]))
             for v in variants:
                 check_dim = v in a.check_variants.split(",") or a.mode == "check"
                 if d not in vdims and not check_dim:
@@ -187,7 +187,7 @@ def load_kernels(a, emit, clock):
                 if ws_smem(d, stages_of(v), block_n_of(v)) > SMEM_MAX:
                     continue
                 s = VARIANTS[v] + fsrc
-                futs[(name, v)] = (s, ex.submit(mg.compile_source, s, "%s_%s" % (name, v), PLATFORM, abi))
+                futs[(name, v)] = (s, ex.submit(harness.compile_source, s, "%s_%s" % (name, v), PLATFORM, abi))
                 vkeys.append((name, d, v))
     ex.shutdown(wait=False)
     loaded = {}
@@ -204,7 +204,7 @@ def load_kernels(a, emit, clock):
         try:
             compiled = fut.result()
             if not v:
-                k = mg.BwdKernel(src, e, abi, name, compiled=compiled, platform=PLATFORM)
+                k = harness.BwdKernel(src, e, abi, name, compiled=compiled, platform=PLATFORM)
                 emit(kind="kernel", name=label, t=clock(), fwd_regs=k.regs, fwd_local_bytes=k.local_bytes,
                      bwd_regs=k.bwd_regs, bwd_local_bytes=k.bwd_local_bytes, dq_regs=k.bwd_dq_regs,
                      threads=k.threads, smem=k.smem, bwd_smem=k.bwd_smem, **ptxas_summary(k.log))
@@ -269,7 +269,7 @@ def flex_fns(fa, qg, kg, vg, do, bm, scale):
 def bench(a, emit, clock, cases, get, vkeys):
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.nn.attention.flex_attention import create_block_mask, flex_attention
-    mg.raise_recompile_limits(256, 4096)  # every (D, S, mask) row is a new guard set for dynamo
+    harness.raise_recompile_limits(256, 4096)  # every (D, S, mask) row is a new guard set for dynamo
     fa = torch.compile(flex_attention)
     dims = [int(x) for x in a.dims.split(",")]
     seqs = [int(x) for x in a.seqs.split(",")]
@@ -332,7 +332,7 @@ def bench(a, emit, clock, cases, get, vkeys):
                 t_row = time.time()
 
                 def timed(key, fn, flops):
-                    ms = mg.time_ms(fn, iters=iters, warmup=2)
+                    ms = harness.time_ms(fn, iters=iters, warmup=2)
                     torch.cuda.synchronize()
                     row[key + "_ms"] = round(ms, 4)
                     row[key + "_tflops"] = round(flops / ms / 1e9, 1)
@@ -388,13 +388,13 @@ def bench(a, emit, clock, cases, get, vkeys):
                         row["maskc_o_nan_rows"] = int(torch.isnan(o).any(-1).sum().item())
                         row["maskc_lse_nan"] = int(torch.isnan(lse).sum().item())
                         if ref is not None:
-                            row["maskc_o_vs_cudnn"] = mg.rel_err(o, ref)
+                            row["maskc_o_vs_cudnn"] = harness.rel_err(o, ref)
                         bwd()
                         torch.cuda.synchronize()
                         row["maskc_grad_nan"] = int(sum(torch.isnan(t).sum().item() for t in (dq, dk, dv)))
                         if ref_g is not None:
                             for gname, got, want in zip(("dq", "dk", "dv"), (dq, dk, dv), ref_g):
-                                row["maskc_%s_vs_cudnn" % gname] = mg.rel_err(got, want)
+                                row["maskc_%s_vs_cudnn" % gname] = harness.rel_err(got, want)
                         timed("maskc_fwd", fwd, fl)
                         timed("maskc_fb", step, 3.5 * fl)
                     except Exception as e:
@@ -444,8 +444,8 @@ def bench(a, emit, clock, cases, get, vkeys):
                 vrow[var + "_o_nan_rows"] = int(torch.isnan(o).any(-1).sum().item())
                 vrow[var + "_lse_nan"] = int(torch.isnan(lse).sum().item())
                 if ref is not None:
-                    vrow[var + "_o_vs_cudnn"] = mg.rel_err(o, ref)
-                ms = mg.time_ms(run, iters=row["iters"], warmup=2)
+                    vrow[var + "_o_vs_cudnn"] = harness.rel_err(o, ref)
+                ms = harness.time_ms(run, iters=row["iters"], warmup=2)
                 torch.cuda.synchronize()
                 vrow[var + "_fwd_ms"] = round(ms, 4)
                 vrow[var + "_fwd_tflops"] = round(fl / ms / 1e9, 1)
@@ -520,7 +520,7 @@ def main():
     a = ap.parse_args()
     emit = JsonLog(a.out, "a")
     clock = Timer()
-    mg.libs()
+    harness.libs()
     torch.empty(1, device="cuda")
     emit(kind="env", torch=torch.__version__, gpu=torch.cuda.get_device_name(), mode=a.mode,
          cudnn=torch.backends.cudnn.version(), args=vars(a))

@@ -22,7 +22,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
-from maskc import harness as mg  # noqa: E402  (the package's launcher: python/maskc)
+from maskc import harness  # noqa: E402  (the package's launcher: python/maskc)
 import ported  # noqa: E402
 
 # (B, H, HKV, Sq, Skv, layout)
@@ -33,7 +33,7 @@ SHAPES = [
 ]
 
 
-class PortedCase(mg.Case):
+class PortedCase(harness.Case):
     """A generated kernel whose reference is the original Python of the
     .flex file's defs, with its buffers drawn in MaskcBuffers order."""
 
@@ -63,10 +63,10 @@ def main():
     log = open(a.out, "w")
     fails = 0
     print("torch %s, %s" % (torch.__version__, torch.cuda.get_device_name()))
-    abi, cases = mg.generated_cases(a.generated)
+    abi, cases = harness.generated_cases(a.generated)
     for entry_case, src in cases:
         case = PortedCase(entry_case.entry, ff)
-        kern = mg.Kernel(src, entry_case.entry, abi, case.name)
+        kern = harness.Kernel(src, entry_case.entry, abi, case.name)
         D, dtype = entry_case.entry["head_dim"], entry_case.entry["dtype"]
         print("%s: %s score_mod from %s, D=%d %s, %d regs" % (case.name, case.settings.get("score"), a.flex, D, dtype,
                                                                kern.regs))
