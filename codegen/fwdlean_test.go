@@ -9,7 +9,7 @@ import (
 // TestFwdLoopLeanResolves checks, through clang's preprocessor, where
 // hipsrc/attn_fwd.h's MASKC_LOOP_LEAN is on in the generated forwards: with
 // row bits (the documents, whose sm_90a loop it takes from 172 bytes of
-// spill stores to none with ptxas 12.4, gpu/NOTES.md run 21x (docfwd)), on
+// spill stores to none with ptxas 12.4, docs/kernel-decisions.md run 21x (docfwd)), on
 // the sm_90a and the mma.sync builds, and nowhere else (their SASS stays
 // main's). A renamed generated define would silently turn it off.
 func TestFwdLoopLeanResolves(t *testing.T) {

@@ -388,7 +388,7 @@ func firstNonEmpty(xs ...string) string {
 
 // warpSpecialized is the rule that gives a kernel the warp-specialized
 // sm_90a forward: where the H200 measured it ahead of attn_fwd.h's kernel
-// (gpu/NOTES.md, run 17: full, causal, sliding, prefix and document masks,
+// (docs/kernel-decisions.md, run 17: full, causal, sliding, prefix and document masks,
 // 1.10-1.25x), that is kernels with no score modification or a light one
 // (lightScore) whose key tiles are either all full (no mask) or mostly
 // provably full (analytic sparsity, every disjunct with a closed-form
@@ -436,7 +436,7 @@ func warpSpecialized(k *Kernel, p sparsityPlan) bool {
 // attn_fwd.h) and a relative-position bias read from a buffer (1.275x and
 // 1.256x against 1.137-1.147x) measured faster on the
 // warp-specialized forward, softcap's tanh (0.949x against 1.083x) and
-// T5's log buckets slower (gpu/NOTES.md, runs 17 and 21x).
+// T5's log buckets slower (docs/kernel-decisions.md, runs 17 and 21x).
 func lightScore(l *dsl.Lowered) bool {
 	if l == nil || l.Expr == nil {
 		return false

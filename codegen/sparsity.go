@@ -99,7 +99,7 @@ func planSparsity(l *dsl.Lowered, bufs []BufferABI, diags *dsl.Diagnostics) spar
 // full (every term has a condition evaluated per element), while its kv
 // walk takes no bound through floor division: a dilated window, not a 2-D
 // neighbourhood. attn_fwd.h then evaluates the mask into keep bits before
-// the MMA on sm_90a (MASKC_MASK_BITS): on the H200 (gpu/NOTES.md, run 19x)
+// the MMA on sm_90a (MASKC_MASK_BITS): on the H200 (docs/kernel-decisions.md, run 19x)
 // dilated2048 and examples/dilated_window gained 4%, where
 // neighbourhood_2d (block-index bounds) lost 9% and masks with full tiles
 // lost up to 5%.

@@ -49,7 +49,7 @@ func TestSparsityChoice(t *testing.T) {
 }
 
 // TestPartialTileFacts pins the facts codegen gives attn_fwd.h about a
-// mask's partial tiles on the extended benchmark's masks (gpu/NOTES.md run
+// mask's partial tiles on the extended benchmark's masks (docs/kernel-decisions.md run
 // 19x measured the choices they drive): MASKC_KV_ROWS_EXACT (a row's kept
 // keys are its intervals: the forward's MASKC_ROW_BITS) and
 // MASKC_MASK_PER_ELEMENT (no tile full, no floor-division bound: keep bits

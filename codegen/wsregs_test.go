@@ -14,7 +14,7 @@ import (
 // several setmaxnreg splits: the consumers' setmaxnreg.inc draws only on
 // the registers the producer's setmaxnreg.dec gave back to the block, so a
 // split whose increase is not covered never returns on the GPU (producer
-// 32, consumers 240 hung its first launch on the H200, gpu/NOTES.md run
+// 32, consumers 240 hung its first launch on the H200, docs/kernel-decisions.md run
 // 19x) and must fail to compile, even though it fits the register file.
 // The default (40/232) and FA3's (24/240) build.
 //

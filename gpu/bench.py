@@ -12,7 +12,7 @@ every --variants substitution ("base" is the source as is, reported as
 variant "gen"); the case's buffers are converted to the manifest's element
 types. Launch geometry comes from the manifest, so variants only substitute
 text that keeps it (the ones that changed the block shape, mt1, bn64 and
-wg128, were measured and rejected: gpu/NOTES.md); "sync" builds the manifest's
+wg128, were measured and rejected: docs/kernel-decisions.md); "sync" builds the manifest's
 mma.sync platform instead of the sm_90a one.
 
 TFLOP/s count only unmasked (q, kv) pairs, 4*D flops per pair (density from

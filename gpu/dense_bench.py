@@ -45,7 +45,7 @@ the consumers can take, attn_fwd_sm90.h's static_assert); "ws-reuse*": 4-D
 tensor maps built once per multiprocessor and launch (MASKC_WS_TMAP_REUSE)
 instead of per block, with the mbarrier wait's trap (MASKC_WS_WAIT_TRAP);
 "ws-lag", "ws3", "ws-n64", "ws-cpasync" as runs 14 and 17 measured them
-(gpu/NOTES.md). --check-variants LIST (bench mode) then checks those
+(docs/kernel-decisions.md). --check-variants LIST (bench mode) then checks those
 variants (compiled for it at every one of --dims) on gpu/check.py's shapes
 (without the 8192-token one): fresh random inputs, NaN-poisoned O and LSE,
 float64 reference, check.py's tolerance.

@@ -193,7 +193,7 @@ def poison(nbytes_list):
 
 # Gradients whose bf16 error is known to exceed TOL in every implementation:
 # an ALiBi slope's gradient sums dS * (kv - q) whose terms cancel row by row,
-# so the bf16 rounding of O inside delta dominates it (gpu/NOTES.md runs
+# so the bf16 rounding of O inside delta dominates it (docs/kernel-decisions.md, runs
 # B1/B2: FlexAttention's own is as far from float64). Reported, not gated.
 KNOWN_CANCELLING = {("alibi", "slopes")}
 
