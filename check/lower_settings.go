@@ -56,6 +56,35 @@ func lowerSettings(a *Attention) {
 	}
 }
 
+// SettingConflict is a trainer-style setting given next to the mod that
+// defines the same quantity: two sources for one mask or score.
+type SettingConflict struct {
+	// Key is the setting: "window", "causal" or "alibi".
+	Key string
+	// Mod is what it repeats: "mask" or "score".
+	Mod string
+}
+
+// Conflicts lists a's settings that repeat its mask or score mod, in this
+// order: window next to a mask mod, causal = true next to a mask mod, alibi
+// next to a score mod. lowerSettings lowers a setting only where no mod
+// defines the quantity, so such a block has two sources for one quantity;
+// the classifier and the code generator both refuse it, each with its own
+// code and hint, from this one statement of the rule.
+func (a *Attention) Conflicts() []SettingConflict {
+	var out []SettingConflict
+	if a.MaskOrigin == OriginMod && a.Window != nil {
+		out = append(out, SettingConflict{"window", "mask"})
+	}
+	if a.MaskOrigin == OriginMod && a.Causal != nil && *a.Causal {
+		out = append(out, SettingConflict{"causal", "mask"})
+	}
+	if a.ScoreOrigin == OriginMod && a.Alibi != nil {
+		out = append(out, SettingConflict{"alibi", "score"})
+	}
+	return out
+}
+
 // ResolvedHeadDim is the block's head_dim, else DefaultHeadDim.
 func (a *Attention) ResolvedHeadDim() int {
 	if a.HeadDim > 0 {

@@ -133,3 +133,50 @@ attention modded {
 	}
 	require.Equal(t, 1/math.Sqrt(64), dsl.DefaultScale(64))
 }
+
+// TestConflicts: a trainer-style setting next to the mod that defines the
+// same quantity is listed once, for the classifier and the generator.
+func TestConflicts(t *testing.T) {
+	src := `buffer slopes: f32[H]
+mask m(b, h, q, kv) = q >= kv
+score s(score, b, h, q, kv) = score * 2.0
+attention settings_only {
+    causal = true
+    window = (7, 0)
+    alibi = slopes
+}
+attention all_three {
+    mask = m
+    score = s
+    causal = true
+    window = (7, 0)
+    alibi = slopes
+}
+attention mask_window {
+    mask = m
+    window = (3, 0)
+    causal = false
+}
+attention score_alibi {
+    score = s
+    causal = true
+    alibi = slopes
+}
+`
+	f, pd := parser.ParseFile("c.flex", []byte(src))
+	require.False(t, pd.HasErrors(), pd.Render())
+	p, cd := check.Check(f, check.Options{})
+	require.False(t, cd.HasErrors(), cd.Render())
+	tests := []struct {
+		name string
+		want []check.SettingConflict
+	}{
+		{"settings_only", nil},
+		{"all_three", []check.SettingConflict{{Key: "window", Mod: "mask"}, {Key: "causal", Mod: "mask"}, {Key: "alibi", Mod: "score"}}},
+		{"mask_window", []check.SettingConflict{{Key: "window", Mod: "mask"}}},
+		{"score_alibi", []check.SettingConflict{{Key: "alibi", Mod: "score"}}},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, p.Attention(tt.name).Conflicts(), tt.name)
+	}
+}

@@ -611,13 +611,15 @@ func (b *block) rules() {
 			maskName = b.src.Slice(s.Value.Span())
 		}
 	}
-	if b.maskMod() != nil && a.Window != nil {
-		b.errorf("window", CodeMaskAndWindow, "window setting together with a mask: two sources for one window").
-			WithHint("fold the window into the mask and drop `window`: `mask = and_masks(%s, sliding_window(%d))`, where sliding_window(W) keeps q - kv <= W", maskName, a.Window[0])
-	}
-	if b.maskMod() != nil && causal {
-		b.errorf("causal", CodeMaskAndCausal, "causal = true together with a mask: two sources for one mask").
-			WithHint("fold it into the mask and drop `causal`: `mask = and_masks(causal, %s)`", maskName)
+	for _, c := range a.Conflicts() { // alibi next to a score mod: turboReason decides
+		switch c.Key {
+		case "window":
+			b.errorf("window", CodeMaskAndWindow, "window setting together with a mask: two sources for one window").
+				WithHint("fold the window into the mask and drop `window`: `mask = and_masks(%s, sliding_window(%d))`, where sliding_window(W) keeps q - kv <= W", maskName, a.Window[0])
+		case "causal":
+			b.errorf("causal", CodeMaskAndCausal, "causal = true together with a mask: two sources for one mask").
+				WithHint("fold it into the mask and drop `causal`: `mask = and_masks(causal, %s)`", maskName)
+		}
 	}
 	if b.maskMod() == nil && a.Window != nil && !causal {
 		hint := "add `causal = true` for a causal window"

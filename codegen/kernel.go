@@ -287,15 +287,14 @@ func unsupportedSettings(src *dsl.Source, a *check.Attention, diags *dsl.Diagnos
 	}
 	// causal, window and alibi alone become the block's mask and score
 	// (check lowers them); next to a mask or score mod there would be two
-	// sources for one quantity.
-	if a.Causal != nil && *a.Causal && a.MaskOrigin == check.OriginMod {
-		refuse("causal", "write the causal constraint into the mask: q >= kv")
+	// sources for one quantity (check.Attention.Conflicts).
+	conflictHints := map[string]string{
+		"causal": "write the causal constraint into the mask: q >= kv",
+		"window": "write the window into the mask, e.g. q >= kv and q - kv <= W",
+		"alibi":  "write ALiBi as a score: score + slopes[h] * (kv - q)",
 	}
-	if a.Window != nil && a.MaskOrigin == check.OriginMod {
-		refuse("window", "write the window into the mask, e.g. q >= kv and q - kv <= W")
-	}
-	if a.Alibi != nil && a.ScoreOrigin == check.OriginMod {
-		refuse("alibi", "write ALiBi as a score: score + slopes[h] * (kv - q)")
+	for _, c := range a.Conflicts() {
+		refuse(c.Key, conflictHints[c.Key])
 	}
 	if a.Bias != nil {
 		refuse("bias", "read the bias in a score: score + bias[...]")
