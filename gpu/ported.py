@@ -8,13 +8,25 @@ FlexAttention mod captures), and evaluates an attention block's `mask =` /
 gpu/ported_torch.py (golden files for the evaluator) and gpu/ported_check.py
 (a generated kernel against FlexAttention running the original score_mod).
 """
+import importlib.util
 import math
+import os
 import re
 
 import torch
 
-DTYPES = {"i32": torch.int32, "i64": torch.int64, "f16": torch.float16, "bf16": torch.bfloat16,
-          "f32": torch.float32, "f64": torch.float64, "bool": torch.bool}
+
+def _load_dtypes():
+    """python/maskc/dtypes.py, the table generated from buftype/buftype.go,
+    loaded by path so that this module needs torch only."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python", "maskc", "dtypes.py")
+    spec = importlib.util.spec_from_file_location("maskc_dtypes", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+DTYPES = {name: getattr(torch, t) for name, t in _load_dtypes().TORCH.items()}
 
 _BUFFER = re.compile(r"^buffer\s+(\w+)\s*:\s*(\w+)\[([^\]]*)\]\s*(\w+)?")
 _PARAM = re.compile(r"^param\s+(\w+)\s*=\s*(.+?)\s*(#.*)?$")

@@ -24,6 +24,7 @@ import torch
 
 from . import abi as _abi
 from . import cuda as _cuda_mod
+from . import dtypes as _dtypes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -210,8 +211,7 @@ class Case:
         return self.make(B, H, HKV, Sq, Skv, device, gen)
 
 
-TORCH_DTYPES = {"i32": torch.int32, "i64": torch.int64, "f16": torch.float16, "bf16": torch.bfloat16,
-                "f32": torch.float32, "f64": torch.float64, "bool": torch.bool}
+TORCH_DTYPES = {name: getattr(torch, t) for name, t in _dtypes.TORCH.items()}
 
 
 def _random_buffer(spec, sizes, dev, gen):
