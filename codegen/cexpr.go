@@ -560,7 +560,7 @@ func (w *funcWriter) read(x *dsl.IndexExpr, t cType) cExpr {
 	// bound check is one unsigned 32-bit compare per index.
 	it := cInt32
 	for _, i := range x.Indices {
-		if !w.ranges.of(i).fits32() {
+		if !w.ranges.of(i).Fits32() {
 			it = cInt
 		}
 	}
@@ -632,7 +632,7 @@ func (w *funcWriter) divByConst(op dsl.Op, a cExpr, c int64, ar interval, t cTyp
 		}
 		return cExpr{"(" + a.code + " & " + mask + ")", t}
 	}
-	if ar.lo >= 0 {
+	if ar.Lo >= 0 {
 		sym := " / "
 		if op == dsl.OpMod {
 			sym = " % "

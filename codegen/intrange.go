@@ -35,52 +35,53 @@ const (
 	MaxHeadsOrBatch = math.MaxInt32
 )
 
-// interval is the closed range [lo, hi] of the values an int expression can
-// take. The full int64 range stands for "unknown".
-type interval struct{ lo, hi int64 }
+// interval is the closed range [Lo, Hi] of the values an int expression can
+// take (dsl's one interval type). The full int64 range stands for
+// "unknown".
+type interval = dsl.Interval
 
 var (
-	fullRange  = interval{math.MinInt64, math.MaxInt64}
-	int32Range = interval{math.MinInt32, math.MaxInt32}
-	boolRange  = interval{0, 1}
+	fullRange  = dsl.Unbounded
+	int32Range = iv(math.MinInt32, math.MaxInt32)
+	boolRange  = iv(0, 1)
 )
 
-// fits32 reports whether every value of r is an int32.
-func (r interval) fits32() bool { return r.lo >= math.MinInt32 && r.hi <= math.MaxInt32 }
+// iv is the interval [lo, hi].
+func iv(lo, hi int64) interval { return interval{Lo: lo, Hi: hi} }
 
-func point(v int64) interval { return interval{v, v} }
+var point = dsl.Point
 
-func hull(a, b interval) interval { return interval{min(a.lo, b.lo), max(a.hi, b.hi)} }
+func hull(a, b interval) interval { return a.Hull(b) }
 
 // add64 and mul64 return ok == false on int64 overflow (dsl's one
 // checked arithmetic).
 var add64, mul64 = dsl.AddInt64, dsl.MulInt64
 
 func neg(r interval) interval {
-	if r.lo == math.MinInt64 {
+	if r.Lo == math.MinInt64 {
 		return fullRange
 	}
-	return interval{-r.hi, -r.lo}
+	return iv(-r.Hi, -r.Lo)
 }
 
 func addRange(a, b interval) interval {
-	lo, ok1 := add64(a.lo, b.lo)
-	hi, ok2 := add64(a.hi, b.hi)
+	lo, ok1 := add64(a.Lo, b.Lo)
+	hi, ok2 := add64(a.Hi, b.Hi)
 	if !ok1 || !ok2 {
 		return fullRange
 	}
-	return interval{lo, hi}
+	return iv(lo, hi)
 }
 
 func mulRange(a, b interval) interval {
-	r := interval{math.MaxInt64, math.MinInt64}
-	for _, x := range []int64{a.lo, a.hi} {
-		for _, y := range []int64{b.lo, b.hi} {
+	r := iv(math.MaxInt64, math.MinInt64)
+	for _, x := range []int64{a.Lo, a.Hi} {
+		for _, y := range []int64{b.Lo, b.Hi} {
 			p, ok := mul64(x, y)
 			if !ok {
 				return fullRange
 			}
-			r = interval{min(r.lo, p), max(r.hi, p)}
+			r = iv(min(r.Lo, p), max(r.Hi, p))
 		}
 	}
 	return r
@@ -97,46 +98,46 @@ func floorDiv64(a, c int64) int64 {
 
 // magnitude is max |v| over r, or false when it overflows int64.
 func magnitude(r interval) (int64, bool) {
-	if r.lo == math.MinInt64 {
+	if r.Lo == math.MinInt64 {
 		return 0, false
 	}
-	return max(-r.lo, r.lo, -r.hi, r.hi), true // lo > MinInt64, so hi > MinInt64 too
+	return max(-r.Lo, r.Lo, -r.Hi, r.Hi), true // lo > MinInt64, so hi > MinInt64 too
 }
 
 // floorDivRange bounds Python a // d.
 func floorDivRange(a, d interval) interval {
-	if d.lo == d.hi && d.lo != 0 && d.lo != -1 {
-		x, y := floorDiv64(a.lo, d.lo), floorDiv64(a.hi, d.lo)
-		return interval{min(x, y), max(x, y)}
+	if d.Lo == d.Hi && d.Lo != 0 && d.Lo != -1 {
+		x, y := floorDiv64(a.Lo, d.Lo), floorDiv64(a.Hi, d.Lo)
+		return iv(min(x, y), max(x, y))
 	}
 	// |a // d| <= |a| for every int d (a // 0 is 0 in a kernel).
 	m, ok := magnitude(a)
 	if !ok {
 		return fullRange
 	}
-	return interval{-m, m}
+	return iv(-m, m)
 }
 
 // floorModRange bounds Python a % d: the result has d's sign and |r| < |d|
 // (a % 0 is 0 in a kernel).
 func floorModRange(a, d interval) interval {
-	if d.lo > 0 {
-		if a.lo >= 0 && a.hi < d.lo {
+	if d.Lo > 0 {
+		if a.Lo >= 0 && a.Hi < d.Lo {
 			return a
 		}
-		return interval{0, d.hi - 1}
+		return iv(0, d.Hi-1)
 	}
-	if d.hi < 0 {
-		if d.lo == math.MinInt64 {
+	if d.Hi < 0 {
+		if d.Lo == math.MinInt64 {
 			return fullRange
 		}
-		return interval{d.lo + 1, 0}
+		return iv(d.Lo+1, 0)
 	}
 	m, ok := magnitude(d)
 	if !ok {
 		return fullRange
 	}
-	return interval{-max(m-1, 0), max(m-1, 0)}
+	return iv(-max(m-1, 0), max(m-1, 0))
 }
 
 // varRange is the range of an index variable or size symbol under the
@@ -144,13 +145,13 @@ func floorModRange(a, d interval) interval {
 func varRange(v dsl.Var) interval {
 	switch v {
 	case dsl.VarB, dsl.VarH:
-		return interval{0, MaxHeadsOrBatch - 1}
+		return iv(0, MaxHeadsOrBatch-1)
 	case dsl.VarQ, dsl.VarKV:
-		return interval{0, MaxSeqLen - 1}
+		return iv(0, MaxSeqLen-1)
 	case dsl.SizeB, dsl.SizeH, dsl.SizeHKV:
-		return interval{1, MaxHeadsOrBatch}
+		return iv(1, MaxHeadsOrBatch)
 	case dsl.SizeQ, dsl.SizeKV:
-		return interval{0, MaxSeqLen}
+		return iv(0, MaxSeqLen)
 	}
 	return fullRange
 }
@@ -229,13 +230,13 @@ func (a *rangeAnalysis) compute(e dsl.Expr) interval {
 		case dsl.OpAnd, dsl.OpOr: // Python's and/or yield one of the operands
 			return hull(p, q)
 		case dsl.OpBitAnd, dsl.OpBitOr:
-			if p.lo >= 0 && q.lo >= 0 {
+			if p.Lo >= 0 && q.Lo >= 0 {
 				if x.Op == dsl.OpBitAnd {
-					return interval{0, min(p.hi, q.hi)}
+					return iv(0, min(p.Hi, q.Hi))
 				}
-				return interval{0, int64(1)<<bits.Len64(uint64(max(p.hi, q.hi))) - 1}
+				return iv(0, int64(1)<<bits.Len64(uint64(max(p.Hi, q.Hi)))-1)
 			}
-			if p.fits32() && q.fits32() {
+			if p.Fits32() && q.Fits32() {
 				return int32Range
 			}
 		}
@@ -246,7 +247,7 @@ func (a *rangeAnalysis) compute(e dsl.Expr) interval {
 	case *dsl.IndexExpr:
 		if id, ok := x.X.(*dsl.Ident); ok && a.buffers[id.Name] != nil {
 			if lo, hi, ok := buftype.IntRange(a.buffers[id.Name].DType); ok {
-				return interval{lo, hi}
+				return iv(lo, hi)
 			}
 		}
 	}
@@ -273,25 +274,25 @@ func (a *rangeAnalysis) call(x *dsl.CallExpr) interval {
 		}
 		lo, hi := args[0], args[1]
 		if id.Name == "min" {
-			return interval{min(lo.lo, hi.lo), min(lo.hi, hi.hi)}
+			return iv(min(lo.Lo, hi.Lo), min(lo.Hi, hi.Hi))
 		}
-		r := interval{max(lo.lo, hi.lo), max(lo.hi, hi.hi)}
+		r := iv(max(lo.Lo, hi.Lo), max(lo.Hi, hi.Hi))
 		if id.Name == "clamp" && len(args) == 3 {
-			r = interval{min(r.lo, args[2].lo), min(r.hi, args[2].hi)}
+			r = iv(min(r.Lo, args[2].Lo), min(r.Hi, args[2].Hi))
 		}
 		return r
 	case "abs":
 		if len(args) == 1 {
 			v := args[0]
 			switch {
-			case v.lo >= 0:
+			case v.Lo >= 0:
 				return v
-			case v.hi <= 0:
+			case v.Hi <= 0:
 				return neg(v)
 			}
 			m, ok := magnitude(v)
 			if ok {
-				return interval{0, m}
+				return iv(0, m)
 			}
 		}
 	case "floor", "ceil":
@@ -309,7 +310,7 @@ func (a *rangeAnalysis) call(x *dsl.CallExpr) interval {
 		// floatRange assumes exact arithmetic), with 0 for NaN.
 		if len(args) == 1 {
 			lo, hi := a.floatRange(x.Args[0])
-			return interval{min(saturateInt(math.Floor(lo-1e-3*math.Abs(lo)-2)), 0), max(saturateInt(math.Ceil(hi+1e-3*math.Abs(hi)+2)), 0)}
+			return iv(min(saturateInt(math.Floor(lo-1e-3*math.Abs(lo)-2)), 0), max(saturateInt(math.Ceil(hi+1e-3*math.Abs(hi)+2)), 0))
 		}
 	}
 	return fullRange
@@ -334,7 +335,7 @@ func (a *rangeAnalysis) floatRange(e dsl.Expr) (lo, hi float64) {
 	unknown := func() (float64, float64) { return math.Inf(-1), math.Inf(1) }
 	if a.l.TypeOf(e) == dsl.TypeInt || a.l.TypeOf(e) == dsl.TypeBool {
 		r := a.of(e)
-		return float64(r.lo), float64(r.hi)
+		return float64(r.Lo), float64(r.Hi)
 	}
 	ext := func(vs ...float64) (float64, float64) {
 		lo, hi := math.Inf(1), math.Inf(-1)
@@ -421,37 +422,37 @@ func (a *rangeAnalysis) overflows(e dsl.Expr) bool {
 	}
 	switch x := e.(type) {
 	case *dsl.UnaryExpr:
-		return x.Op == dsl.OpNeg && a.of(x.X).lo == math.MinInt64
+		return x.Op == dsl.OpNeg && a.of(x.X).Lo == math.MinInt64
 	case *dsl.BinaryExpr:
 		p, q := a.of(x.X), a.of(x.Y)
 		switch x.Op {
 		case dsl.OpAdd:
-			_, ok1 := add64(p.lo, q.lo)
-			_, ok2 := add64(p.hi, q.hi)
+			_, ok1 := add64(p.Lo, q.Lo)
+			_, ok2 := add64(p.Hi, q.Hi)
 			return !ok1 || !ok2
 		case dsl.OpSub:
-			if q.lo == math.MinInt64 {
+			if q.Lo == math.MinInt64 {
 				return true
 			}
-			_, ok1 := add64(p.lo, -q.hi)
-			_, ok2 := add64(p.hi, -q.lo)
+			_, ok1 := add64(p.Lo, -q.Hi)
+			_, ok2 := add64(p.Hi, -q.Lo)
 			return !ok1 || !ok2
 		case dsl.OpMul:
-			for _, x := range []int64{p.lo, p.hi} {
-				for _, y := range []int64{q.lo, q.hi} {
+			for _, x := range []int64{p.Lo, p.Hi} {
+				for _, y := range []int64{q.Lo, q.Hi} {
 					if _, ok := mul64(x, y); !ok {
 						return true
 					}
 				}
 			}
 		case dsl.OpFloorDiv: // MinInt64 // -1
-			return p.lo == math.MinInt64 && q.lo <= -1 && q.hi >= -1
+			return p.Lo == math.MinInt64 && q.Lo <= -1 && q.Hi >= -1
 		case dsl.OpPow:
 			n, ok := dsl.Unparen(x.Y).(*dsl.IntLit)
 			if !ok || n.Value < 0 {
 				return false // not an int power the generator writes (E306)
 			}
-			if p.lo >= -1 && p.hi <= 1 {
+			if p.Lo >= -1 && p.Hi <= 1 {
 				return false
 			}
 			if n.Value > 63 {
@@ -459,8 +460,8 @@ func (a *rangeAnalysis) overflows(e dsl.Expr) bool {
 			}
 			r := point(1)
 			for i := int64(0); i < n.Value; i++ {
-				for _, x := range []int64{r.lo, r.hi} {
-					for _, y := range []int64{p.lo, p.hi} {
+				for _, x := range []int64{r.Lo, r.Hi} {
+					for _, y := range []int64{p.Lo, p.Hi} {
 						if _, ok := mul64(x, y); !ok {
 							return true
 						}
@@ -471,7 +472,7 @@ func (a *rangeAnalysis) overflows(e dsl.Expr) bool {
 		}
 	case *dsl.CallExpr:
 		if id, ok := x.Fun.(*dsl.Ident); ok && id.Name == "abs" && len(x.Args) == 1 {
-			return a.of(x.Args[0]).lo == math.MinInt64
+			return a.of(x.Args[0]).Lo == math.MinInt64
 		}
 	}
 	return false
@@ -481,7 +482,7 @@ func (a *rangeAnalysis) overflows(e dsl.Expr) bool {
 // and every int operand it combines lie in int32. A buffer read's indices
 // are not combined into its value, so only the value's range counts there.
 func (a *rangeAnalysis) narrow(e dsl.Expr) bool {
-	if a.l.TypeOf(e) != dsl.TypeInt || !a.of(e).fits32() {
+	if a.l.TypeOf(e) != dsl.TypeInt || !a.of(e).Fits32() {
 		return false
 	}
 	var ops []dsl.Expr
@@ -504,7 +505,7 @@ func (a *rangeAnalysis) narrow(e dsl.Expr) bool {
 		ops = []dsl.Expr{x.X}
 	}
 	for _, o := range ops {
-		if a.l.TypeOf(o) == dsl.TypeInt && !a.of(o).fits32() {
+		if a.l.TypeOf(o) == dsl.TypeInt && !a.of(o).Fits32() {
 			return false
 		}
 		if t := a.l.TypeOf(o); t != dsl.TypeInt && t != dsl.TypeBool {
@@ -568,17 +569,17 @@ func (a *rangeAnalysis) provedTrue(e dsl.Expr) bool {
 		p, q := a.of(x.Operands[0]), a.of(x.Operands[1])
 		switch x.Ops[0] {
 		case dsl.OpGE:
-			return p.lo >= q.hi
+			return p.Lo >= q.Hi
 		case dsl.OpGT:
-			return p.lo > q.hi
+			return p.Lo > q.Hi
 		case dsl.OpLE:
-			return p.hi <= q.lo
+			return p.Hi <= q.Lo
 		case dsl.OpLT:
-			return p.hi < q.lo
+			return p.Hi < q.Lo
 		case dsl.OpNE:
-			return p.hi < q.lo || q.hi < p.lo
+			return p.Hi < q.Lo || q.Hi < p.Lo
 		case dsl.OpEQ:
-			return p.lo == p.hi && q.lo == q.hi && p.lo == q.lo
+			return p.Lo == p.Hi && q.Lo == q.Hi && p.Lo == q.Lo
 		}
 	}
 	return false

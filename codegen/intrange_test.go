@@ -38,39 +38,39 @@ func TestIntRanges(t *testing.T) {
 		want        interval
 		narrow      bool
 	}{
-		{"", "q - kv", interval{-n, n}, true},
-		{"", "kv - q + KV - 1", interval{-n - 1, n + MaxSeqLen - 1}, false},
-		{"", "q + kv", interval{0, 2 * n}, false},
-		{"", "q * 2", interval{0, 2 * n}, false},
-		{"", "q * kv", interval{0, n * n}, false},
-		{"", "(q * kv) % 8", interval{0, 7}, false}, // fits, but its operand does not
-		{"", "(q * kv) % 8 + 1", interval{1, 8}, true},
-		{"", "q // 2", interval{0, n / 2}, true},
-		{"", "(q - kv) // 4", interval{-(n + 3) / 4, n / 4}, true},
-		{"", "(q - kv) % 2", interval{0, 1}, true},
-		{"", "(q - kv) % -3", interval{-2, 0}, true},
-		{"", "abs(q - kv)", interval{0, n}, true},
-		{"", "min(q, 5) - max(kv, 3)", interval{-n, 2}, true},
-		{"", "h * 64 - b", interval{-(math.MaxInt32 - 1), (math.MaxInt32 - 1) * 64}, false},
-		{"", "h % 4 * 64 - b % 8", interval{-7, 192}, true},
-		{"", "q ** 2", interval{0, n * n}, false},
-		{"", "(q - kv) ** 1", interval{-n, n}, true},
-		{"", "(q >= kv) + (kv >= 3)", interval{0, 2}, true},
-		{"", "q & 6", interval{0, 6}, true},
-		{"", "-2147483647 - 1 + q * 0", interval{math.MinInt32, math.MinInt32}, true},
-		{"", "q // (kv - 5)", interval{-n, n}, true},
-		{"", "(q - kv - 1) // (kv - 5)", interval{-n - 1, n + 1}, true},
-		{"buffer t: i32[KV]\n", "t[q] // (kv - 5)", interval{math.MinInt32, -math.MinInt32}, false}, // INT_MIN // -1
+		{"", "q - kv", iv(-n, n), true},
+		{"", "kv - q + KV - 1", iv(-n-1, n+MaxSeqLen-1), false},
+		{"", "q + kv", iv(0, 2*n), false},
+		{"", "q * 2", iv(0, 2*n), false},
+		{"", "q * kv", iv(0, n*n), false},
+		{"", "(q * kv) % 8", iv(0, 7), false}, // fits, but its operand does not
+		{"", "(q * kv) % 8 + 1", iv(1, 8), true},
+		{"", "q // 2", iv(0, n/2), true},
+		{"", "(q - kv) // 4", iv(-(n+3)/4, n/4), true},
+		{"", "(q - kv) % 2", iv(0, 1), true},
+		{"", "(q - kv) % -3", iv(-2, 0), true},
+		{"", "abs(q - kv)", iv(0, n), true},
+		{"", "min(q, 5) - max(kv, 3)", iv(-n, 2), true},
+		{"", "h * 64 - b", iv(-(math.MaxInt32 - 1), (math.MaxInt32-1)*64), false},
+		{"", "h % 4 * 64 - b % 8", iv(-7, 192), true},
+		{"", "q ** 2", iv(0, n*n), false},
+		{"", "(q - kv) ** 1", iv(-n, n), true},
+		{"", "(q >= kv) + (kv >= 3)", iv(0, 2), true},
+		{"", "q & 6", iv(0, 6), true},
+		{"", "-2147483647 - 1 + q * 0", iv(math.MinInt32, math.MinInt32), true},
+		{"", "q // (kv - 5)", iv(-n, n), true},
+		{"", "(q - kv - 1) // (kv - 5)", iv(-n-1, n+1), true},
+		{"buffer t: i32[KV]\n", "t[q] // (kv - 5)", iv(math.MinInt32, -math.MinInt32), false}, // INT_MIN // -1
 		{"buffer t: i32[KV]\n", "t[q]", int32Range, true},
-		{"buffer t: i32[KV]\n", "t[q] + 1", interval{math.MinInt32 + 1, math.MaxInt32 + 1}, false},
-		{"buffer t: i32[KV]\n", "t[q] // 2", interval{math.MinInt32 / 2, math.MaxInt32 / 2}, true},
-		{"buffer t: i64[KV]\n", "t[q] % 5", interval{0, 4}, false},
+		{"buffer t: i32[KV]\n", "t[q] + 1", iv(math.MinInt32+1, math.MaxInt32+1), false},
+		{"buffer t: i32[KV]\n", "t[q] // 2", iv(math.MinInt32/2, math.MaxInt32/2), true},
+		{"buffer t: i64[KV]\n", "t[q] % 5", iv(0, 4), false},
 		{"buffer t: i64[KV]\n", "t[q]", full, false},
-		{"", "int(q >= kv) * 16", interval{0, 16}, true},
-		{"", "int(q - kv)", interval{-n, n}, true},
+		{"", "int(q >= kv) * 16", iv(0, 16), true},
+		{"", "int(q - kv)", iv(-n, n), true},
 		// A float's range, truncated and widened by 0.1% + 2 for rounding.
-		{"", "int(float(q) * 0.5)", interval{-2, 1074815439}, false},
-		{"", "int(log(float(q) / 8) * 2.0) + 8", interval{math.MinInt64 + 8, 49}, false},
+		{"", "int(float(q) * 0.5)", iv(-2, 1074815439), false},
+		{"", "int(log(float(q) / 8) * 2.0) + 8", iv(math.MinInt64+8, 49), false},
 		{"buffer f: f32[KV]\n", "int(f[kv])", full, false},
 	} {
 		l, e := lowerInt(t, tc.decls, tc.expr)
@@ -81,7 +81,7 @@ func TestIntRanges(t *testing.T) {
 		}
 		a := newRangeAnalysis(l, byName)
 		if got := a.of(e); got != tc.want {
-			t.Errorf("%s: range [%d, %d], want [%d, %d]", tc.expr, got.lo, got.hi, tc.want.lo, tc.want.hi)
+			t.Errorf("%s: range [%d, %d], want [%d, %d]", tc.expr, got.Lo, got.Hi, tc.want.Lo, tc.want.Hi)
 		}
 		if got := a.narrow(e); got != tc.narrow {
 			t.Errorf("%s: narrow = %v, want %v", tc.expr, got, tc.narrow)

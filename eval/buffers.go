@@ -40,10 +40,10 @@ func (c *compiler) index(x *dsl.IndexExpr) (node, error) {
 	name, sp := id.Name, x.Sp
 	switch slot.elem {
 	case dsl.TypeInt:
-		r := intRange{lo: -1 << 53, hi: 1 << 53} // what float64 holds exactly
+		r := intRange{Interval: dsl.Interval{Lo: -1 << 53, Hi: 1 << 53}} // what float64 holds exactly
 		if slot.decl.DType != nil {
-			if lo, hi, ok := buftype.IntRange(slot.decl.DType.Name); ok && hi < r.hi {
-				r = intRange{lo, hi, slot.decl.DType.Name}
+			if lo, hi, ok := buftype.IntRange(slot.decl.DType.Name); ok && hi < r.Hi {
+				r = intRange{dsl.Interval{Lo: lo, Hi: hi}, slot.decl.DType.Name}
 			}
 		}
 		return intNode(readInt(name, k, sp, idx, first, r)), nil
@@ -63,8 +63,8 @@ func (c *compiler) index(x *dsl.IndexExpr) (node, error) {
 // intRange is the values an int buffer's elements may take: its dtype's
 // range within what float64 holds exactly.
 type intRange struct {
-	lo, hi int64
-	dtype  string
+	dsl.Interval
+	dtype string
 }
 
 // readInt returns the closure reading element idx of bound int buffer k.
@@ -88,7 +88,7 @@ func readInt(name string, k int, sp dsl.Span, idx []func(*frame) int64, first no
 // elemInt converts an element of an int buffer, failing on a value that is
 // not an integer in r (an i32 buffer holding 2**31 would wrap in a kernel).
 func elemInt(f *frame, v float64, sp dsl.Span, name string, r intRange) int64 {
-	if v != math.Trunc(v) || v < float64(r.lo) || v > float64(r.hi) {
+	if v != math.Trunc(v) || v < float64(r.Lo) || v > float64(r.Hi) {
 		if v == math.Trunc(v) && r.dtype != "" {
 			f.fail(sp, ErrBadBuffer, "buffer %s holds %v, outside the range of %s", name, v, r.dtype)
 		} else {

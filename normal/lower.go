@@ -279,20 +279,20 @@ func (c *canonizer) domain(b Bound) (Bound, boundState) {
 		}
 		for x, size := range sizeOf {
 			if nz == 2 && b.Dir.Coef[x] == 1 && b.Dir.Coef[size] == -1 { // x - X in [-inf, -1]
-				r = r.meet(ival{hi: -1, hasHi: true})
+				r = r.Meet(dsl.AtMost(-1))
 			}
 		}
 	}
 	if m, ok := c.modRange(b.Dir); ok {
-		r = r.meet(m)
+		r = r.Meet(m)
 	}
-	if (r.hasHi && b.HasLo && b.Lo > r.hi) || (r.hasLo && b.HasHi && b.Hi < r.lo) {
+	if (r.HasHi() && b.HasLo && b.Lo > r.Hi) || (r.HasLo() && b.HasHi && b.Hi < r.Lo) {
 		return b, boundFalse
 	}
-	if b.HasLo && r.hasLo && r.lo >= b.Lo {
+	if b.HasLo && r.HasLo() && r.Lo >= b.Lo {
 		b.HasLo = false
 	}
-	if b.HasHi && r.hasHi && r.hi <= b.Hi {
+	if b.HasHi && r.HasHi() && r.Hi <= b.Hi {
 		b.HasHi = false
 	}
 	if !b.HasLo && !b.HasHi {
@@ -301,52 +301,11 @@ func (c *canonizer) domain(b Bound) (Bound, boundState) {
 	return b, boundOpen
 }
 
-// ival is an integer interval, each side possibly unbounded.
-type ival struct {
-	lo, hi       int64
-	hasLo, hasHi bool
-}
-
-// meet intersects two intervals.
-func (r ival) meet(o ival) ival {
-	if o.hasLo && (!r.hasLo || o.lo > r.lo) {
-		r.lo, r.hasLo = o.lo, true
-	}
-	if o.hasHi && (!r.hasHi || o.hi < r.hi) {
-		r.hi, r.hasHi = o.hi, true
-	}
-	return r
-}
-
-// plus adds k*v for v in o to r (a side overflowing becomes unbounded).
-func (r ival) plus(k int64, o ival) ival {
-	if k < 0 {
-		o = ival{lo: -o.hi, hi: -o.lo, hasLo: o.hasHi && o.hi != -1<<63, hasHi: o.hasLo && o.lo != -1<<63}
-		if k == -1<<63 {
-			return ival{}
-		}
-		k = -k
-	}
-	side := func(has bool, a, b int64, hasB bool) (int64, bool) {
-		if !has || !hasB {
-			return 0, false
-		}
-		p, ok := mulInt(k, b)
-		if !ok {
-			return 0, false
-		}
-		return addInt(a, p)
-	}
-	lo, okLo := side(r.hasLo, r.lo, o.lo, o.hasLo)
-	hi, okHi := side(r.hasHi, r.hi, o.hi, o.hasHi)
-	return ival{lo: lo, hi: hi, hasLo: okLo, hasHi: okHi}
-}
-
 // rangeOf bounds l over every point: indices are at least 0, sizes at
 // least 1, a floor quotient lies in its dividend's range divided, a symbol
 // is unbounded.
-func (c *canonizer) rangeOf(l Linear) ival {
-	r := ival{lo: l.K, hi: l.K, hasLo: true, hasHi: true}
+func (c *canonizer) rangeOf(l Linear) dsl.Interval {
+	r := dsl.Point(l.K)
 	for v, k := range l.Coef {
 		if k == 0 {
 			continue
@@ -355,25 +314,30 @@ func (c *canonizer) rangeOf(l Linear) ival {
 		if dsl.Var(v).IsSize() {
 			min = 1
 		}
-		r = r.plus(k, ival{lo: min, hasLo: true})
+		r = r.AddScaled(k, dsl.AtLeast(min))
 	}
 	for i, k := range l.X {
 		if k == 0 {
 			continue
 		}
-		var x ival
+		x := dsl.Unbounded
 		if e := c.extras[i]; e.Kind == ExtraDiv {
 			n := c.rangeOf(e.Num)
-			x = ival{lo: floorDiv(n.lo, e.Den), hi: floorDiv(n.hi, e.Den), hasLo: n.hasLo, hasHi: n.hasHi}
+			if n.HasLo() {
+				x.Lo = floorDiv(n.Lo, e.Den)
+			}
+			if n.HasHi() {
+				x.Hi = floorDiv(n.Hi, e.Den)
+			}
 		}
-		r = r.plus(k, x)
+		r = r.AddScaled(k, x)
 	}
 	return r
 }
 
 // modRange bounds a direction that is a multiple of a remainder
 // n - d*(n // d) less its constant, from 0 <= n - d*(n // d) <= d - 1.
-func (c *canonizer) modRange(dir Linear) (ival, bool) {
+func (c *canonizer) modRange(dir Linear) (dsl.Interval, bool) {
 	for i, e := range c.extras {
 		if dir.X[i] == 0 || e.Kind != ExtraDiv {
 			continue
@@ -395,11 +359,11 @@ func (c *canonizer) modRange(dir Linear) (ival, bool) {
 		// k*dir = v - m.K with v in [0, d-1].
 		a, b := -m.K, e.Den-1-m.K
 		if k > 0 {
-			return ival{lo: -floorDiv(-a, k), hi: floorDiv(b, k), hasLo: true, hasHi: true}, true
+			return dsl.Interval{Lo: -floorDiv(-a, k), Hi: floorDiv(b, k)}, true
 		}
-		return ival{lo: -floorDiv(b, -k), hi: floorDiv(-a, -k), hasLo: true, hasHi: true}, true
+		return dsl.Interval{Lo: -floorDiv(b, -k), Hi: floorDiv(-a, -k)}, true
 	}
-	return ival{}, false
+	return dsl.Unbounded, false
 }
 
 func extraScaled(i int, k int64) Linear {
