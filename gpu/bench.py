@@ -8,11 +8,13 @@ Usage: python3 gpu/bench.py --generated DIR [--map KERNEL=CASE,...] [--cases a,b
 The kernels of DIR (genkernels or maskc compile output, with manifest.json)
 named in --map (e.g. decoder=causal,packed_layer=document; by default the
 kernels named like a case's kernel, as gpu/bench_cases/*.flex are) run under
-every --variants substitution ("base" is the source as is, reported as
+every --variants setting ("base" is the source as is, reported as
 variant "gen"); the case's buffers are converted to the manifest's element
-types. Launch geometry comes from the manifest, so variants only substitute
-text that keeps it (the ones that changed the block shape, mt1, bn64 and
-wg128, were measured and rejected: docs/kernel-decisions.md); "sync" builds the manifest's
+types. A variant sets tuning switches by -D (harness.switch_options, which
+refuses a name the source does not have as a switch); launch geometry comes
+from the manifest, so only switches that keep it are variants (the ones that
+changed the block shape, mt1, bn64 and wg128, were measured and rejected:
+docs/kernel-decisions.md); "sync" builds the manifest's
 mma.sync platform instead of the sm_90a one.
 
 TFLOP/s count only unmasked (q, kv) pairs, 4*D flops per pair (density from
@@ -35,26 +37,19 @@ from maskc.runlog import JsonLog  # noqa: E402
 
 B, H, S, D = 2, 16, 8192, 128
 
-PRELUDE_TOP = "// maskc generated-kernel prelude"
-# Kernel tuning variants: textual substitutions in the source, and the
-# manifest platform to build (None: as maskc's runtime picks).
+# Kernel tuning variants: switches set by -D (harness.switch_options), and
+# the manifest platform to build (None: as maskc's runtime picks).
 VARIANTS = {
     "base": ({}, None),
     # per-warp tile classification (hipsrc/attn_fwd.h MASKC_WARP_TILE_CLASS)
-    "warpfull": ({"#define MASKC_WARP_TILE_CLASS 0": "#define MASKC_WARP_TILE_CLASS 1"}, None),
-    "warpskip": ({"#define MASKC_WARP_TILE_CLASS 0": "#define MASKC_WARP_TILE_CLASS 2"}, None),
-    "g2": ({"#define MASKC_NV_V_GROUP 4": "#define MASKC_NV_V_GROUP 2"}, None),
+    "warpfull": ({"MASKC_WARP_TILE_CLASS": 1}, None),
+    "warpskip": ({"MASKC_WARP_TILE_CLASS": 2}, None),
     # mma.sync instead of the sm_90a warpgroup MMA that the H200 gets by default
     "sync": ({}, "nvidia"),
     # wgmma with 1 block per SM (no spills)
-    "wg1": ({PRELUDE_TOP: "#define MASKC_NV_WG_MIN_BLOCKS 1\n" + PRELUDE_TOP}, None),
+    "wg1": ({"MASKC_NV_WG_MIN_BLOCKS": 1}, None),
     # the mods' row/column parts read after the tile's MMA (hipsrc/attn_fwd.h)
-    "colate": ({PRELUDE_TOP: "#define MASKC_COL_EARLY 0\n" + PRELUDE_TOP}, None),
-    # experiments on document (timing only: the output is wrong): no per-element mask at all; the mask
-    # without its two buffer reads
-    "docfull": ({"  return full0;\n}": "  return true;\n}"}, None),
-    "docnoread": ({"const int doc_0 = maskc_read_doc(buf, (int)q);": "const int doc_0 = 0;",
-                   "const int doc_1 = maskc_read_doc(buf, (int)kv);": "const int doc_1 = 0;"}, None),
+    "colate": ({"MASKC_COL_EARLY": 0}, None),
 }
 
 
@@ -116,16 +111,13 @@ def main():
         if name not in generated:
             continue
         for var in variants:
-            subst, platform = VARIANTS[var]
-            src = generated[name]
-            for old, new in subst.items():
-                src = src.replace(old, new)
-            jobs.append((name, "gen" if var == "base" else "gen-" + var, src, platform))
+            defines, platform = VARIANTS[var]
+            jobs.append((name, "gen" if var == "base" else "gen-" + var, generated[name], platform, defines))
     harness.libs()
     torch.empty(1, device=dev)
     with concurrent.futures.ThreadPoolExecutor(16) as ex:
-        futs = {(n, v): (src, plat, ex.submit(harness.compile_source, src, "%s_%s" % (n, v), plat, abi))
-                for n, v, src, plat in jobs}
+        futs = {(n, v): (src, plat, ex.submit(harness.compile_source, src, "%s_%s" % (n, v), plat, abi, defs))
+                for n, v, src, plat, defs in jobs}
     kernels = {}
     for key, (src, plat, f) in futs.items():
         try:  # modules load on this thread, in torch's context

@@ -43,44 +43,41 @@ B, H, S, D = 2, 16, 8192, 128
 VARIANTS = {
     "base": {},
     # q tiles rank-major over groups of heads (hipsrc/tile_walk.h MASKC_SCHED_GROUP, default 4)
-    "sched1": {"#define MASKC_SCHED_GROUP 4": "#define MASKC_SCHED_GROUP 1"},
-    "sched16": {"#define MASKC_SCHED_GROUP 4": "#define MASKC_SCHED_GROUP 16"},
+    "sched1": {"MASKC_SCHED_GROUP": 1},
+    "sched16": {"MASKC_SCHED_GROUP": 16},
     # the pre-pass flag row walked block-wide with a load per tile (before run 17)
-    "walk0": {"#define MASKC_FLAG_WALK 1": "#define MASKC_FLAG_WALK 0"},
+    "walk0": {"MASKC_FLAG_WALK": 0},
     # the mask evaluated after the tile's MMA, per element (before run 17)
-    "bits0": {"#define MASKC_MASK_BITS 1": "#define MASKC_MASK_BITS 0"},
+    "bits0": {"MASKC_MASK_BITS": 0},
     # q tiles in the plain order, not longest-first by measured row lengths (hipsrc/attn_fwd.h MASKC_SCHED_LPT)
-    "lpt0": {"#define MASKC_SCHED_LPT 1": "#define MASKC_SCHED_LPT 0"},
-    "sched8": {"#define MASKC_SCHED_GROUP 4": "#define MASKC_SCHED_GROUP 8"},
-    "sched32": {"#define MASKC_SCHED_GROUP 4": "#define MASKC_SCHED_GROUP 32"},
+    "lpt0": {"MASKC_SCHED_LPT": 0},
+    "sched8": {"MASKC_SCHED_GROUP": 8},
+    "sched32": {"MASKC_SCHED_GROUP": 32},
     # sm_90a: the tile's Q.K^T issued before the keep bits and column reads, waited for after (attn_fwd.h
     # MASKC_QK_OVERLAP, off by default)
-    "ovl1": {"#define MASKC_QK_OVERLAP 0": "#define MASKC_QK_OVERLAP 1"},
+    "ovl1": {"MASKC_QK_OVERLAP": 1},
     # keep bits before the MMA on every masked kernel (their default: reads per key, dilated masks)
-    "bits1": {"#define MASKC_MASK_BITS 0": "#define MASKC_MASK_BITS 1"},
+    "bits1": {"MASKC_MASK_BITS": 1},
     # partial tiles of masks whose rows are exact intervals evaluate the mask, not the intervals (attn_fwd.h)
-    "rowbits0": {"#define MASKC_ROW_BITS 1": "#define MASKC_ROW_BITS 0"},
+    "rowbits0": {"MASKC_ROW_BITS": 0},
     # one block of attn_fwd.h per SM on sm_90a (255 registers a thread, no spills; prelude.h)
-    "minb1": {"#define MASKC_NV_WG_MIN_BLOCKS 2": "#define MASKC_NV_WG_MIN_BLOCKS 1"},
+    "minb1": {"MASKC_NV_WG_MIN_BLOCKS": 1},
     # tiles classified full / partial per warpgroup (1), and skipped where empty for it (2) (attn_fwd.h)
-    "wtc1": {"#define MASKC_WARP_TILE_CLASS 0": "#define MASKC_WARP_TILE_CLASS 1"},
-    "wtc2": {"#define MASKC_WARP_TILE_CLASS 0": "#define MASKC_WARP_TILE_CLASS 2"},
+    "wtc1": {"MASKC_WARP_TILE_CLASS": 1},
+    "wtc2": {"MASKC_WARP_TILE_CLASS": 2},
     # row intervals searched by every lane for each of its rows, not one row a thread through shared memory
-    "rbs0": {"#define MASKC_ROW_BITS_SMEM 1": "#define MASKC_ROW_BITS_SMEM 0"},
+    "rbs0": {"MASKC_ROW_BITS_SMEM": 0},
     # tiles proven full by maskc_tile_full over the block's rows, not by each warp's row intervals
-    "rfull0": {"#define MASKC_ROW_FULL 1": "#define MASKC_ROW_FULL 0"},
+    "rfull0": {"MASKC_ROW_FULL": 0},
     # with row intervals, the logits tested against them after the MMA rather than by keep bits before it
-    "rowdirect": {"#define MASKC_ROW_DIRECT 0": "#define MASKC_ROW_DIRECT 1"},
-    "rowdirect_rbs0": {"#define MASKC_ROW_DIRECT 0": "#define MASKC_ROW_DIRECT 1",
-                       "#define MASKC_ROW_BITS_SMEM 1": "#define MASKC_ROW_BITS_SMEM 0"},
+    "rowdirect": {"MASKC_ROW_DIRECT": 1},
+    "rowdirect_rbs0": {"MASKC_ROW_DIRECT": 1, "MASKC_ROW_BITS_SMEM": 0},
     # mask column parts loaded by every lane for its column slots, not read once and shuffled
-    "shfl0": {"#define MASKC_COL_SHFL 1": "#define MASKC_COL_SHFL 0"},
+    "shfl0": {"MASKC_COL_SHFL": 0},
     # the key loop's copies, Q descriptors and row fallback built as before MASKC_LOOP_LEAN (attn_fwd.h; its
     # default is 1 on documents, 0 elsewhere): lean0 turns it off everywhere, lean1 on everywhere
-    "lean0": {"#define MASKC_LOOP_LEAN 1": "#define MASKC_LOOP_LEAN 0"},
-    "lean1": {"#define MASKC_LOOP_LEAN 0\n": "#define MASKC_LOOP_LEAN 1\n"},
-    # timing only, wrong outputs by design: every visited tile skips the per-element mask
-    "nomask": {"    if (full) {\n#if defined(MASKC_HAS_SCORE)": "    if (true) {\n#if defined(MASKC_HAS_SCORE)"},
+    "lean0": {"MASKC_LOOP_LEAN": 0},
+    "lean1": {"MASKC_LOOP_LEAN": 1},
 }
 
 
@@ -146,14 +143,11 @@ def main():
                     ac, asrc, aabi = alts[var][case_id(c.entry)]
                     jobs.append((case_id(c.entry), var, ac, asrc, aabi))
                 continue
-            s = src
-            for old, new in VARIANTS[var].items():
-                assert old in s, "variant %s does not apply" % var
-                s = s.replace(old, new)
-            jobs.append((case_id(c.entry), var, c, s, abi))
+            jobs.append((case_id(c.entry), var, c, src, abi))
     t0 = time.time()
     with concurrent.futures.ThreadPoolExecutor(16) as ex:
-        futs = [ex.submit(harness.compile_source, s, re.sub(r"\W", "_", "%s_%s" % (cid, var)), None, jabi)
+        futs = [ex.submit(harness.compile_source, s, re.sub(r"\W", "_", "%s_%s" % (cid, var)), None, jabi,
+                          None if var in alts else VARIANTS[var])
                 for cid, var, c, s, jabi in jobs]
     kernels = {}
     for (cid, var, c, s, jabi), f in zip(jobs, futs):

@@ -3,7 +3,7 @@ torch.compile(flex_attention) forward + backward, in one GPU run, on the
 eight cases of shared/bench/flex_baseline.py (bf16, B=2, H=16, S=8192, D=128).
 
 Usage: python3 gpu/bwd_bench.py --generated DIR [--cases a,b] [--out FILE.jsonl]
-                                [--variant NAME=DIR [--variant-cases a,b]] ...
+                                [--variant NAME=DIR|NAME:MASKC_X=V[,MASKC_Y=W] [--variant-cases a,b]] ...
 
 DIR is genkernels output of gpu/bench_cases/*.flex (kernels named like the
 cases' headers, as bench.py). TFLOP/s count only unmasked (q, kv) pairs: 4*D
@@ -18,9 +18,10 @@ second time with that buffer requiring grad, so that both compute the same
 set of gradients (ratio_bufgrad; device run 19x: 1877 ms for causal+alibi,
 torch 2.11's unfused path, against 5.3 ms without). Also prints how far maskc's dQ,
 dK, dV are from FlexAttention's on the same inputs. Each --variant is
-another genkernels output of the same cases (e.g. the same sources with a
-switch line rewritten) timed in the same run against the same FlexAttention
-figures, on --variant-cases only when given.
+another genkernels output of the same cases (NAME=DIR: another tree's
+kernels) or the same kernels with tuning switches set by -D
+(NAME:MASKC_X=V,...: harness.switch_options), timed in the same run against
+the same FlexAttention figures, on --variant-cases only when given.
 """
 import argparse
 import sys
@@ -44,7 +45,8 @@ def main():
     ap.add_argument("--generated", required=True)
     ap.add_argument("--cases")
     ap.add_argument("--out", default="bwd_bench.jsonl")
-    ap.add_argument("--variant", action="append", default=[], help="NAME=DIR: more kernels of the same cases")
+    ap.add_argument("--variant", action="append", default=[],
+                    help="NAME=DIR: more kernels of the same cases; NAME:MASKC_X=V,...: these with switches set by -D")
     ap.add_argument("--variant-cases", help="the cases the variants run (default all)")
     ap.add_argument("--split", action="store_true",
                     help="also time each launch of the atomic backward alone (split_ms: {entry: ms})")
@@ -63,13 +65,22 @@ def main():
     abi = harness.ABI(man["abi"])
     by_name = {e["name"]: e for e in man["kernels"]}
     jobs = [(c[0], by_name[c[1]]) for c in cases if c[1] in by_name]
-    variants = [("main", a.generated, None)] + [
-        (v.split("=", 1)[0], v.split("=", 1)[1], a.variant_cases.split(",") if a.variant_cases else None)
-        for v in a.variant]
+    vcases = a.variant_cases.split(",") if a.variant_cases else None
+    variants, defines = [("main", a.generated, None)], {}
+    for v in a.variant:
+        name, colon, switches = v.partition(":")
+        if colon and "=" in name:  # NAME=DIR whose DIR holds a colon
+            name, colon = v, ""
+        if colon:
+            variants.append((name, a.generated, vcases))
+            defines[name] = harness.parse_defines(switches.split(","))
+        else:
+            variants.append((v.split("=", 1)[0], v.split("=", 1)[1], vcases))
     harness.libs()
     torch.empty(1, device=dev)
     with concurrent.futures.ThreadPoolExecutor(16) as ex:
-        futs = {(vn, n): ex.submit(harness.compile_source, harness.read(vd + "/" + e["bwd_source"]), n + "_bwd", None, abi)
+        futs = {(vn, n): ex.submit(harness.compile_source, harness.read(vd + "/" + e["bwd_source"]), n + "_bwd", None, abi,
+                                   defines.get(vn))
                 for vn, vd, vc in variants for n, e in jobs if vc is None or n in vc}
     kernels = {}
     for vn, vd, vc in variants:

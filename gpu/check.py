@@ -1,6 +1,6 @@
 """Correctness of maskc's generated attention kernels on an NVIDIA GPU.
 
-Usage: python3 gpu/check.py --generated DIR [--cases a,b] [--out FILE.jsonl]
+Usage: python3 gpu/check.py --generated DIR [--cases a,b] [--out FILE.jsonl] [-D MASKC_NAME=VALUE]...
 
 For every case and configuration: compile with NVRTC, draw fresh random
 inputs, poison O and LSE with NaN, launch, check every element was written,
@@ -122,21 +122,19 @@ def main():
     ap.add_argument("--verbose", action="store_true", help="print every row of the table")
     ap.add_argument("--no-flex", action="store_true", help="skip the FlexAttention comparison")
     ap.add_argument("--platform", help="manifest platform to build (default: as maskc's runtime picks for this GPU)")
-    ap.add_argument("--subst", action="append", default=[],
-                    help="OLD=NEW text substitution in every source (tuning variants that keep the launch geometry)")
+    ap.add_argument("-D", "--define", action="append", default=[], metavar="MASKC_NAME=VALUE",
+                    help="set a tuning switch of every source by -D (one that keeps the launch geometry)")
     a = ap.parse_args()
     names = a.cases.split(",") if a.cases else None
     gen = torch.Generator(device="cuda").manual_seed(int(time.time()))
     log = open(a.out, "w")
 
     jobs = []  # (case, D, dtype, source, shapes)
-    subst = dict(x.split("=", 1) for x in a.subst)
+    defines = harness.parse_defines(a.define)
     abi, cases = harness.generated_cases(a.generated)
     for case, src in cases:  # the manifest's torch expressions are the reference
         if names and case.name not in names:
             continue
-        for old, new in subst.items():
-            src = src.replace(old, new)
         # A buffer sized by KV alone may be indexed by q: such a file takes no Sq > Skv.
         shapes = [s for s in SHAPES if case.covers(s[3], s[4])]
         jobs.append((case, case.entry["head_dim"], case.entry["dtype"], src, shapes))
@@ -144,7 +142,7 @@ def main():
     torch.empty(1, device="cuda")
     t0 = time.time()
     with concurrent.futures.ThreadPoolExecutor(16) as ex:
-        futs = [ex.submit(harness.compile_source, src, "%s_%s_d%d" % (c.name, dt, d), a.platform, abi)
+        futs = [ex.submit(harness.compile_source, src, "%s_%s_d%d" % (c.name, dt, d), a.platform, abi, defines)
                 for c, d, dt, src, _ in jobs]
     kernels = []
     for (c, d, dt, src, _), f in zip(jobs, futs):

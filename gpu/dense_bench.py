@@ -32,8 +32,8 @@ synchronize that raises a kernel's fault.
 
 Variants (forward only, extra columns; --variant-dims picks where they are
 timed; timed after the whole table, so that a variant that faults or hangs
-takes no column of it along): the kernel's forward source with switch lines
-in front; "ws*" compile attn_fwd_sm90.h (MASKC_NV_WS 1) and launch it with
+takes no column of it along): the kernel's forward source with switches set
+by -D (harness.switch_options); "ws*" compile attn_fwd_sm90.h (MASKC_NV_WS 1) and launch it with
 its own geometry (WS_THREADS threads, ws_smem bytes). "ws": the file's
 defaults (the manifest's own kernel at D = 64, 128; at D = 256, where
 codegen keeps attn_fwd.h, the warp-specialized one instead); "ws-seq" /
@@ -68,30 +68,31 @@ from maskc import harness  # noqa: E402  (the package's launcher: python/maskc)
 from maskc.runlog import JsonLog  # noqa: E402
 
 PLATFORM = "nvidia-sm90a"
-WS = "#define MASKC_NV_WS 1\n"
-R240 = "#define MASKC_WS_PRODUCER_REGS 24\n#define MASKC_WS_CONSUMER_REGS 240\n"
+WS = {"MASKC_NV_WS": 1}
+R240 = {"MASKC_WS_PRODUCER_REGS": 24, "MASKC_WS_CONSUMER_REGS": 240}
 # The reuse variants wait with MASKC_WS_WAIT_TRAP (a copy that never lands
 # traps after about 2^33 cycles instead of hanging the call; run 17a timed
 # the copy-engine loads with it).
-REUSE = "#define MASKC_WS_TMAP_REUSE 1\n#define MASKC_WS_WAIT_TRAP 1\n"
-SEQ = "#define MASKC_WS_OVERLAP 0\n#define MASKC_WS_PINGPONG 0\n"
-OV = "#define MASKC_WS_OVERLAP 1\n#define MASKC_WS_PINGPONG 0\n"
-PP = "#define MASKC_WS_OVERLAP 1\n#define MASKC_WS_PINGPONG 1\n"
+REUSE = {"MASKC_WS_TMAP_REUSE": 1, "MASKC_WS_WAIT_TRAP": 1}
+SEQ = {"MASKC_WS_OVERLAP": 0, "MASKC_WS_PINGPONG": 0}
+OV = {"MASKC_WS_OVERLAP": 1, "MASKC_WS_PINGPONG": 0}
+PP = {"MASKC_WS_OVERLAP": 1, "MASKC_WS_PINGPONG": 1}
+# Each variant is the switches it sets by -D (harness.switch_options).
 VARIANTS = {
     "ws": WS,
-    "ws-seq": WS + SEQ,
-    "ws-ov": WS + OV,
-    "ws-pp": WS + PP,
-    "ws-r240": WS + SEQ + R240,
-    "ws-ov-r240": WS + OV + R240,
-    "ws-pp-r240": WS + PP + R240,
-    "ws-reuse": WS + REUSE,
-    "ws-reuse-r240": WS + REUSE + SEQ + R240,
-    "ws-reuse-pp-r240": WS + REUSE + PP + R240,
-    "ws-lag": WS + "#define MASKC_WS_NOINC 0\n",
-    "ws3": WS + "#define MASKC_WS_STAGES 3\n",
-    "ws-n64": WS + "#define MASKC_WS_BLOCK_N 64\n",
-    "ws-cpasync": WS + "#define MASKC_WS_TMA 0\n",
+    "ws-seq": {**WS, **SEQ},
+    "ws-ov": {**WS, **OV},
+    "ws-pp": {**WS, **PP},
+    "ws-r240": {**WS, **SEQ, **R240},
+    "ws-ov-r240": {**WS, **OV, **R240},
+    "ws-pp-r240": {**WS, **PP, **R240},
+    "ws-reuse": {**WS, **REUSE},
+    "ws-reuse-r240": {**WS, **REUSE, **SEQ, **R240},
+    "ws-reuse-pp-r240": {**WS, **REUSE, **PP, **R240},
+    "ws-lag": {**WS, "MASKC_WS_NOINC": 0},
+    "ws3": {**WS, "MASKC_WS_STAGES": 3},
+    "ws-n64": {**WS, "MASKC_WS_BLOCK_N": 64},
+    "ws-cpasync": {**WS, "MASKC_WS_TMA": 0},
 }
 SMEM_MAX = 232448  # sm_90's opt-in dynamic shared memory per block
 HEADS = {64: 32, 128: 16, 256: 8}
@@ -108,13 +109,11 @@ def ws_smem(d, stages=2, bn=None):  # hipsrc.WSSharedMemBytes
 
 
 def block_n_of(variant):
-    m = re.search(r"MASKC_WS_BLOCK_N (\d+)", VARIANTS[variant])
-    return int(m.group(1)) if m else None
+    return VARIANTS[variant].get("MASKC_WS_BLOCK_N")
 
 
 def stages_of(variant):
-    m = re.search(r"MASKC_WS_STAGES (\d+)", VARIANTS[variant])
-    return int(m.group(1)) if m else 2
+    return VARIANTS[variant].get("MASKC_WS_STAGES", 2)
 
 
 def is_ws_source(src):
@@ -186,8 +185,8 @@ def load_kernels(a, emit, clock):
                     continue  # the manifest's own kernel
                 if ws_smem(d, stages_of(v), block_n_of(v)) > SMEM_MAX:
                     continue
-                s = VARIANTS[v] + fsrc
-                futs[(name, v)] = (s, ex.submit(harness.compile_source, s, "%s_%s" % (name, v), PLATFORM, abi))
+                futs[(name, v)] = (fsrc, ex.submit(harness.compile_source, fsrc, "%s_%s" % (name, v), PLATFORM, abi,
+                                                   VARIANTS[v]))
                 vkeys.append((name, d, v))
     ex.shutdown(wait=False)
     loaded = {}

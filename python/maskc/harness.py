@@ -92,14 +92,41 @@ def device_platform():
     return "nvidia-sm90a" if torch.cuda.get_device_capability() == (9, 0) else "nvidia"
 
 
-def compile_source(src, name="kernel", platform=None, abi=None):
+def parse_defines(items):
+    """{NAME: VALUE} from "NAME=VALUE" strings (a command line's -D list)."""
+    out = {}
+    for item in items:
+        name, eq, value = item.partition("=")
+        if not eq or not re.fullmatch(r"MASKC_\w+", name):
+            raise ValueError("%r: want MASKC_NAME=VALUE" % item)
+        out[name] = value
+    return out
+
+
+def switch_options(src, defines):
+    """The -D options that set tuning switches of a kernel source: the one
+    way the GPU scripts build a variant. Each NAME must be a switch a -D can
+    set in src (its default under `#ifndef NAME`, or a `defined(NAME)`
+    test), else ValueError: a misspelt or retired switch would otherwise
+    change nothing without a word."""
+    opts = []
+    for name, value in sorted((defines or {}).items()):
+        if not re.search(r"#ifndef %s\b|defined\(%s\)" % (name, name), src):
+            raise ValueError("%s is not a tuning switch of this source (no #ifndef %s)" % (name, name))
+        opts.append("-D%s=%s" % (name, value))
+    return opts
+
+
+def compile_source(src, name="kernel", platform=None, abi=None, defines=None):
     """NVRTC-compiles a full kernel source for this GPU as the manifest's
-    platform (default device_platform()) says, with ptxas's verbose report:
+    platform (default device_platform()) says, with ptxas's verbose report
+    and the tuning switches in defines ({NAME: VALUE}, switch_options):
     returns (cubin bytes, compile log). Needs no CUDA context (thread-safe)."""
     nvrtc, _ = libs()
     plat = abi.platforms[platform or device_platform()]
     major, minor = torch.cuda.get_device_capability()
-    opts = plat.nvrtc_options("sm_%d%d" % (major, minor), ["--ptxas-options=--verbose", "-lineinfo"])
+    opts = plat.nvrtc_options("sm_%d%d" % (major, minor),
+                              ["--ptxas-options=--verbose", "-lineinfo"] + switch_options(src, defines))
     return nvrtc.compile(src, name + ".cu", opts)
 
 

@@ -32,7 +32,7 @@ from .diagnostics import MaskcError
 
 __all__ = ["load", "Program", "Attention", "MaskcError", "dtype_name", "cu_seqlens_from_segments"]
 
-_DTYPE_NAMES = {getattr(torch, t): n for n, t in _dtypes.TORCH.items() if hasattr(torch, t)}
+_DTYPE_NAMES = {getattr(torch, t): n for n, t in _dtypes.TORCH.items()}
 
 
 def dtype_name(t):

@@ -22,6 +22,7 @@ bfloat16, float16, float32, float64 = (DType("bfloat16", 2, True), DType("float1
                                        DType("float32", 4, True), DType("float64", 8, True))
 int32, int64, bool_, uint8 = DType("int32", 4, False), DType("int64", 8, False), DType("bool", 1, False), \
     DType("uint8", 1, False)
+int8, int16 = DType("int8", 1, False), DType("int16", 2, False)
 
 
 class Device:
@@ -176,7 +177,7 @@ def install(monkeypatch):
     """Puts the fake torch (and its submodules) into sys.modules."""
     rec.calls.clear()
     torch = types.ModuleType("torch")
-    for n in ("bfloat16", "float16", "float32", "float64", "int32", "int64", "uint8", "Tensor", "empty", "zeros",
+    for n in ("bfloat16", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "Tensor", "empty", "zeros",
               "zeros_like"):
         setattr(torch, n, globals()[n])
     torch.bool = bool_
