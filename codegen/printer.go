@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/maskc/maskc/buftype"
 	"github.com/maskc/maskc/dsl"
 )
 
@@ -142,6 +143,22 @@ type torchPrinter struct {
 	scalars map[dsl.Expr]bool // scalar's answers, per node (shared by the printer's copies)
 }
 
+// narrowInt reports whether x reads a buffer of an integer type narrower
+// than 32 bits.
+func (p torchPrinter) narrowInt(x *dsl.IndexExpr) bool {
+	id, ok := x.X.(*dsl.Ident)
+	if !ok {
+		return false
+	}
+	for _, b := range p.l.Buffers {
+		if b.Name.Name == id.Name && b.DType != nil {
+			d := buftype.Lookup(b.DType.Name)
+			return d != nil && d.Kind == buftype.Int && d.Size < 4
+		}
+	}
+	return false
+}
+
 // stepOperand prints e, an operand of a step function (int, floor, ceil, a
 // comparison): in float32 when e is a float, else as is.
 func (p torchPrinter) stepOperand(e dsl.Expr) string {
@@ -253,6 +270,11 @@ func (p torchPrinter) print(e dsl.Expr) string {
 		s.WriteString("]")
 		if p.f32 && t == dsl.TypeFloat {
 			s.WriteString(".float()")
+		}
+		if t == dsl.TypeInt && p.narrowInt(x) {
+			// maskc's ints are 64-bit; torch keeps a u8/i8/i16 tensor's
+			// type in arithmetic with a Python scalar (uint8 + 200 wraps).
+			s.WriteString(".long()")
 		}
 		return s.String()
 	case *dsl.CallExpr:

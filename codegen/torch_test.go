@@ -31,6 +31,11 @@ func TestTorchExpr(t *testing.T) {
 		{"score compare", "", "", "where(score > 0.0, score, 0.0)", "torch.where((score.float() > 0.0), score, 0.0)"},
 		{"float", "", "", "score + float(q - kv)", "(score + (q - kv).double())"},
 		{"bias", "buffer bias: f32[H, 2 * KV - 1]\n", "", "score + bias[h, q - kv + KV - 1]", "(score + bias[h, (((q - kv) + KV) - 1)])"},
+		// A u8/i8/i16 read is promoted to int64 as maskc's ints are:
+		// torch would keep uint8 in tag[kv] + 200 and wrap at 256.
+		{"narrow ints", "buffer tag: u8[KV]\nbuffer b16: i16[KV]\nbuffer doc32: i32[KV]\n", "tag[kv] + 200 >= 300 or b16[q] * 4 > 70000 or doc32[kv] == 1", "",
+			"((((tag[kv].long() + 200) >= 300) | ((b16[q].long() * 4) > 70000)) | (doc32[kv] == 1))"},
+		{"trig", "", "", "torch.sin(score) + cos(score) * tan(score) - erf(score)", "((torch.sin(score) + (torch.cos(score) * torch.tan(score))) - torch.erf(score))"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
