@@ -92,7 +92,7 @@ def dist_info(goarch):
         "Summary: maskc: attention masks compiled to exact Primus-Turbo calls or generated kernels, for PyTorch",
         "Requires-Python: >=3.9", "Provides-Extra: torch", "Requires-Dist: torch>=2.6; extra == \"torch\"",
         "Provides-Extra: transformers", "Requires-Dist: torch>=2.6; extra == \"transformers\"",
-        "Requires-Dist: transformers>=4.56; extra == \"transformers\"", "", ""])
+        "Requires-Dist: transformers; extra == \"transformers\"", "", ""])
     wheel = "Wheel-Version: 1.0\nGenerator: maskc python/build_wheel.py\nRoot-Is-Purelib: false\nTag: %s\n" % tag(goarch)
     return dist, [("METADATA", meta.encode()), ("WHEEL", wheel.encode()), ("top_level.txt", b"maskc\n")]
 

@@ -92,7 +92,7 @@ def test_pip_wheel_holds_binary_of_package_version(pip_wheel, tmp_path):
         info = z.getinfo("maskc/bin/maskc")
         z.extractall(tmp_path)
     assert "Version: %s\n" % ver in meta
-    assert "maskc/__init__.py" in names
+    assert "maskc/__init__.py" in names and "maskc/transformers.py" in names
     assert (info.external_attr >> 16) & 0o777 == 0o755
     binary = str(tmp_path / "maskc/bin/maskc")
     os.chmod(binary, 0o755)
