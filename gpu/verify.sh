@@ -21,6 +21,11 @@
 #                on the backward of three masks with buffers
 #         hf     python/gpu_tests/train_hf.py (a Hugging Face Llama trained
 #                200 steps through the wheel against FlexAttention)
+#         hfm    python/gpu_tests/check_hf_models.py: Llama, Qwen2/3, Mistral,
+#                Gemma 2/3, gpt-oss, ModernBERT (tiny configs) trained with
+#                attn_implementation="maskc" against eager, and generate()
+#                against eager (HFM_ARGS appended, e.g. "--models llama
+#                --no-speed")
 #         cp     python/gpu_tests/check_cp.py (maskc.cp's ring over 2 and 4
 #                simulated ranks against the unsplit call; issue 16)
 #         go     the Go path: the runtime's and the compiler's GPU tests
@@ -119,6 +124,11 @@ run)
 			step hf "${HF_TIMEOUT:-200}" env PYTHONPATH=/tmp/site python3 python/gpu_tests/train_hf.py --out "$OUT"
 			tail -6 "$OUT/hf.txt" | cut -c1-400
 			;;
+		hfm)
+			install_wheel
+			step hfm "${HFM_TIMEOUT:-540}" env PYTHONPATH=/tmp/site python3 python/gpu_tests/check_hf_models.py --out "$OUT" ${HFM_ARGS:-}
+			sed -n '/^model  /,$p' "$OUT/hfm.txt" | cut -c1-300
+			;;
 		cp)
 			install_wheel
 			step cp "${CP_TIMEOUT:-120}" env PYTHONPATH=/tmp/site python3 python/gpu_tests/check_cp.py --seq 1024 --out "$OUT"
@@ -182,7 +192,7 @@ run)
 	exit $failed
 	;;
 *)
-	echo "usage: gpu/verify.sh gen | run [fwd|extfwd|bwd|torch|ext|bwdb|hf|cp|meg|san|dense|go|nccl ...]" >&2
+	echo "usage: gpu/verify.sh gen | run [fwd|extfwd|bwd|torch|ext|bwdb|hf|hfm|cp|meg|san|dense|go|nccl ...]" >&2
 	exit 2
 	;;
 esac

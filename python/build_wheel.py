@@ -93,7 +93,8 @@ def dist_info(goarch):
         "Requires-Python: >=3.9", "Provides-Extra: torch", "Requires-Dist: torch>=2.6; extra == \"torch\"",
         "Provides-Extra: transformers", "Requires-Dist: torch>=2.6; extra == \"transformers\"",
         "Requires-Dist: transformers; extra == \"transformers\"", "", ""])
-    wheel = "Wheel-Version: 1.0\nGenerator: maskc python/build_wheel.py\nRoot-Is-Purelib: false\nTag: %s\n" % tag(goarch)
+    wheel = ("Wheel-Version: 1.0\nGenerator: maskc python/build_wheel.py\nRoot-Is-Purelib: false\nTag: %s\n" %
+             tag(goarch))
     return dist, [("METADATA", meta.encode()), ("WHEEL", wheel.encode()), ("top_level.txt", b"maskc\n")]
 
 

@@ -40,7 +40,8 @@ import os
 
 from .diagnostics import MaskcError
 
-__all__ = ["register", "MaskInfo", "attention_forward", "mask_interface", "lower_mask", "block_text", "NAME"]
+__all__ = ["register", "MaskInfo", "MaskNotATensor", "attention_forward", "mask_interface", "plan_call", "lower_mask",
+           "block_text", "NAME"]
 
 #: The attention implementation name register() uses by default.
 NAME = "maskc"
@@ -58,6 +59,11 @@ _BUF = {
 }
 
 
+class MaskNotATensor(MaskcError, AttributeError):
+    """Model code read a tensor attribute of the MaskInfo maskc's mask
+    builder returned (an AttributeError too, so hasattr() says False)."""
+
+
 class MaskInfo:
     """The mask transformers asked for, as maskc reads it: expr (a .flex
     mask expression over b, h, q, kv; None for every pair), buffers (a
@@ -72,6 +78,12 @@ class MaskInfo:
         self.expr, self.buffers = expr, list(buffers)
         self.batch_size, self.q_length, self.kv_length = batch_size, q_length, kv_length
         self.q_offset, self.kv_offset, self.source = q_offset, kv_offset, source
+
+    def __getattr__(self, name):
+        raise MaskNotATensor("the model's code reads attention_mask.%s, as if the mask were a tensor; under "
+                             "attn_implementation=\"maskc\" the mask is a maskc.transformers.MaskInfo (%r), which "
+                             "only maskc's attention function reads: this model edits or inspects its mask itself, "
+                             "which maskc.transformers does not support" % (name, self))
 
     def __repr__(self):
         return "MaskInfo(%s; buffers %s; q %d+%s, kv %d+%s)" % (

@@ -90,6 +90,14 @@ def test_padding_without_padding_is_dropped(tf, mtf):
     assert (info.expr, info.buffers) == ("(kv <= q)", [])
 
 
+def test_mask_info_used_as_a_tensor_says_so(tf, mtf):
+    _, mu = tf
+    info = mtf.mask_interface(1, 4, 4, mask_function=mu.causal_mask_function)
+    assert not hasattr(info, "shape")
+    with pytest.raises(MaskcError, match=r"reads attention_mask.ndim, as if the mask were a tensor"):
+        info.ndim
+
+
 def test_one_tensor_is_one_buffer(tf, mtf):
     _, mu = tf
     doc = Grid([[0, 0, 1]])
