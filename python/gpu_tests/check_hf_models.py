@@ -63,7 +63,8 @@ MODELS = {
                      layer_types=["sliding_attention", "full_attention"]), True),
     "modernbert": ("ModernBertConfig", "ModernBertForMaskedLM",
                    dict(local_attention=2 * WINDOW, global_attn_every_n_layers=2, attention_dropout=0.0,
-                        embedding_dropout=0.0, mlp_dropout=0.0, pad_token_id=0, mask_token_id=1), False),
+                        embedding_dropout=0.0, mlp_dropout=0.0, pad_token_id=0, mask_token_id=1,
+                        reference_compile=False), False),
 }
 MODERNBERT_DROP = ("num_key_value_heads", "head_dim", "attention_dropout", "tie_word_embeddings")
 

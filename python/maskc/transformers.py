@@ -26,6 +26,13 @@ mask, attention dropout, and head dims maskc cannot run raise MaskcError
 naming the layer and the setting, before that layer's attention runs; mask
 functions are read when transformers builds the mask, before any layer runs.
 
+Where the installed transformers' ModernBERT still calls its own table of
+attention functions (MODERNBERT_ATTENTION_FUNCTION) instead of
+AttentionInterface, register() adds "maskc" there too: the window comes
+from the layer's local_attention, the padding from its 4-D additive mask,
+which must be a 2-D padding mask expanded over the queries (checked, else
+refused).
+
 With register(flex=PATH, blocks={layer type: block name}) every layer runs
 the user's block instead, picked by its layer type (config.layer_types, or
 "sliding_attention"/"full_attention" from the module's sliding_window); a
@@ -244,12 +251,12 @@ def block_text(expr, buffers, head_dim, dtype="bf16", scale=None, softcap=None, 
 
 
 def _layer_name(module):
-    idx = getattr(module, "layer_idx", None)
+    idx = getattr(module, "layer_idx", getattr(module, "layer_id", None))
     return "%s (layer %s)" % (type(module).__name__, "?" if idx is None else idx)
 
 
 def _layer_type(module):
-    cfg, idx = getattr(module, "config", None), getattr(module, "layer_idx", None)
+    cfg, idx = getattr(module, "config", None), getattr(module, "layer_idx", getattr(module, "layer_id", None))
     types = getattr(cfg, "layer_types", None)
     if types is not None and idx is not None and 0 <= idx < len(types):
         return types[idx]
@@ -446,6 +453,80 @@ def _user_program():
     return _STATE.program
 
 
+def modernbert_window_expr(local_attention):
+    """The mask expression of ModernBERT's own attention functions for a
+    layer's local_attention (left, right): None (every pair) for (-1, -1),
+    else |q - kv| <= left (its sliding_window_mask keeps distance <=
+    config.local_attention // 2, which is both halves)."""
+    left, right = local_attention
+    if (left, right) == (-1, -1):
+        return None
+    if left != right or left < 0:
+        raise MaskcError("ModernBERT local_attention %r: maskc reads a symmetric window (w, w)" % (local_attention,))
+    return "(abs(q - kv) <= %d)" % left
+
+
+def _padding_from_additive(mask, layer):
+    """The [B, S] keep mask of a 4-D additive mask that is a 2-D padding mask
+    expanded over the queries (0 keep, the dtype's minimum drop), as
+    transformers' _prepare_4d_attention_mask makes it; MaskcError when the
+    mask is anything else (one device sync)."""
+    import torch
+    if mask is None:
+        return None
+    if mask.dim() != 4 or mask.shape[1] != 1:
+        raise MaskcError("%s: attention mask of shape %s; want [batch, 1, queries, keys]" % (layer,
+                                                                                          tuple(mask.shape)))
+    keep = mask[:, 0, 0, :] == 0
+    rebuilt = torch.where(keep, torch.zeros((), dtype=mask.dtype, device=mask.device),
+                          torch.full((), torch.finfo(mask.dtype).min, dtype=mask.dtype, device=mask.device))
+    if not bool((mask == rebuilt[:, None, None, :]).all()):
+        raise MaskcError("%s: the 4-D additive attention mask is not a padding mask expanded over the queries; "
+                         "maskc cannot run an arbitrary additive mask exactly" % layer)
+    return None if bool(keep.all()) else keep
+
+
+def _modernbert_attention(apply_rotary):
+    """An attention function in the form of ModernBERT's own table
+    (MODERNBERT_ATTENTION_FUNCTION), for transformers versions whose
+    ModernBERT does not go through AttentionInterface."""
+    def forward(module, qkv, attention_mask=None, sliding_window_mask=None, position_ids=None,
+                local_attention=(-1, -1), bs=None, dim=None, position_embeddings=None, **_kwargs):
+        layer = _layer_name(module)
+        cos, sin = position_embeddings
+        query, key, value = qkv.transpose(3, 1).unbind(dim=2)
+        query, key = apply_rotary(query, key, cos, sin)
+        expr = modernbert_window_expr(local_attention)
+        keep = _padding_from_additive(attention_mask, layer)
+        B, _, S, _ = query.shape
+        buffers = []
+        if keep is not None:
+            lw = _Lowering()
+            p = "(%s[b, kv] != 0)" % lw.buffer("pad", keep)
+            expr = p if expr is None else "(%s & %s)" % (expr, p)
+            buffers = lw.buffers
+        info = MaskInfo(expr, buffers, B, S, S, source="ModernBERT local_attention %r" % (local_attention,))
+        dropout = module.attention_dropout if module.training else 0.0
+        out, _ = attention_forward(module, query, key, value, info, scaling=module.head_dim ** -0.5,
+                                   dropout=dropout)
+        return (out.reshape(bs, -1, dim),)
+    return forward
+
+
+def _register_modernbert(name):
+    """Adds name to ModernBERT's own attention table where the installed
+    transformers has one; returns whether it did."""
+    try:
+        from transformers.models.modernbert import modeling_modernbert as mb
+    except ImportError:
+        return False
+    table = getattr(mb, "MODERNBERT_ATTENTION_FUNCTION", None)
+    if not isinstance(table, dict):
+        return False
+    table[name] = _modernbert_attention(mb.apply_rotary_pos_emb)
+    return True
+
+
 def register(name=NAME, flex=None, blocks=None, defines=None, buffers=None):
     """Registers attn_implementation=name (default "maskc") with
     transformers: attention_forward as its attention function and
@@ -467,4 +548,5 @@ def register(name=NAME, flex=None, blocks=None, defines=None, buffers=None):
         from transformers.masking_utils import AttentionMaskInterface
     AttentionInterface.register(name, attention_forward)
     AttentionMaskInterface.register(name, mask_interface)
+    _register_modernbert(name)
     return name

@@ -253,3 +253,25 @@ def test_user_flex_maps_layer_types(tf, mtf, maskc_bin, cache_dir, monkeypatch, 
         mtf.plan_call(Module(layer_idx=1, config=cfg), q, q, q, packed)
     with pytest.raises(MaskcError, match="no attention block nope"):
         mtf.register(flex=os.path.join(EXAMPLES, "gpt_oss.flex"), blocks={"full_attention": "nope"})
+
+
+def test_modernbert_table_gets_the_name(tf, mtf, monkeypatch):
+    """A transformers whose ModernBERT calls its own attention table gets
+    "maskc" added there; the window is ModernBERT's local_attention."""
+    import types
+    mb = types.ModuleType("transformers.models.modernbert.modeling_modernbert")
+    mb.MODERNBERT_ATTENTION_FUNCTION = {"eager": None}
+    mb.apply_rotary_pos_emb = lambda q, k, cos, sin: (q, k)
+    pkg = types.ModuleType("transformers.models.modernbert")
+    pkg.modeling_modernbert = mb
+    models = types.ModuleType("transformers.models")
+    models.modernbert = pkg
+    for n, m in (("transformers.models", models), ("transformers.models.modernbert", pkg),
+                 ("transformers.models.modernbert.modeling_modernbert", mb)):
+        monkeypatch.setitem(sys.modules, n, m)
+    mtf.register()
+    assert callable(mb.MODERNBERT_ATTENTION_FUNCTION["maskc"])
+    assert mtf.modernbert_window_expr((-1, -1)) is None
+    assert mtf.modernbert_window_expr((64, 64)) == "(abs(q - kv) <= 64)"
+    with pytest.raises(MaskcError, match="symmetric window"):
+        mtf.modernbert_window_expr((64, 0))
