@@ -352,7 +352,9 @@ def plan_call(module, query, key, value, attention_mask, scaling=None, dropout=0
                          "(additive float or bool) mask cannot be run exactly; pass a 2-D padding mask, or write "
                          "the mask as a .flex block" % (layer, type(info).__name__, " of shape %s" % (shape,)
                                                         if shape else ""))
-    if (Sq, Skv) != (info.q_length, info.kv_length) or B != info.batch_size:
+    # Fewer keys than the mask spans: the keys are its first Skv positions,
+    # as transformers' eager attention slices its mask to the keys it gets.
+    if Sq != info.q_length or Skv > info.kv_length or B != info.batch_size:
         raise MaskcError("%s: q, k have batch %d, %d queries, %d keys, but the mask was built for batch %d, %d "
                          "queries, %d keys" % (layer, B, Sq, Skv, info.batch_size, info.q_length, info.kv_length))
     q0 = _as_int(info.q_offset, "q_offset", layer)

@@ -139,8 +139,9 @@ def info_for(mtf, mu, B, Sq, Skv, q0=0, kv0=0, fn=None, pad=None):
      "head_dim 100"),
     (lambda mtf, mu: dict(key=bhsd(2, 3, 16), value=bhsd(2, 3, 16)), "8 query heads over 3"),
     (lambda mtf, mu: dict(s_aux=ft.Tensor((4,), ft.float32)), r"sinks of shape \(4,\)"),
-    (lambda mtf, mu: dict(attention_mask=info_for(mtf, mu, 2, 16, 32)), "mask was built for batch 2, 16 queries, "
-                                                                        "32 keys"),
+    (lambda mtf, mu: dict(attention_mask=info_for(mtf, mu, 2, 16, 8)), "mask was built for batch 2, 16 queries, "
+                                                                       "8 keys"),
+    (lambda mtf, mu: dict(attention_mask=info_for(mtf, mu, 1, 16, 16)), "mask was built for batch 1"),
     (lambda mtf, mu: dict(query=bhsd(2, 8, 16, dtype=ft.int32)), "query dtype int32"),
 ])
 def test_refusals_name_the_layer_and_setting(tf, mtf, call, msg):
@@ -150,6 +151,14 @@ def test_refusals_name_the_layer_and_setting(tf, mtf, call, msg):
     args.update(call(mtf, mu))
     with pytest.raises(MaskcError, match=msg):
         mtf.plan_call(**args)
+
+
+def test_fewer_keys_than_the_mask_are_its_first(tf, mtf):
+    """transformers' eager slices a mask to the keys it gets; so does the frame."""
+    _, mu = tf
+    info = info_for(mtf, mu, 2, 1, 64, q0=20, kv0=4, pad=Grid([[1] * 68, [0] + [1] * 67]))
+    call = mtf.plan_call(Module(), bhsd(2, 8, 1), bhsd(2, 2, 17), bhsd(2, 2, 17), info)
+    assert call.frame == [20, 4, 0, 21, 21, 0] and call.kv_total == 21
 
 
 def test_block_settings_reach_the_plan(tf, mtf, maskc_bin, cache_dir, monkeypatch, tmp_path):
