@@ -26,6 +26,10 @@
 #                attn_implementation="maskc" against eager, and generate()
 #                against eager (HFM_ARGS appended, e.g. "--models llama
 #                --no-speed")
+#         dec    python/gpu_tests/bench_decode.py: one query row against 4k..128k
+#                cached keys (the decode step maskc.transformers runs today,
+#                before any split-KV kernel) against SDPA flash and cuDNN,
+#                each output checked against float64 (DEC_ARGS appended)
 #         cp     python/gpu_tests/check_cp.py (maskc.cp's ring over 2 and 4
 #                simulated ranks against the unsplit call; issue 16)
 #         go     the Go path: the runtime's and the compiler's GPU tests
@@ -129,6 +133,11 @@ run)
 			step hfm "${HFM_TIMEOUT:-540}" env PYTHONPATH=/tmp/site python3 python/gpu_tests/check_hf_models.py --out "$OUT" ${HFM_ARGS:-}
 			sed -n '/^model  /,$p' "$OUT/hfm.txt" | cut -c1-300
 			;;
+		dec)
+			install_wheel
+			step dec "${DEC_TIMEOUT:-300}" env PYTHONPATH=/tmp/site python3 python/gpu_tests/bench_decode.py --out "$OUT" ${DEC_ARGS:-}
+			sed -n '/^      L /,$p' "$OUT/dec.txt" | cut -c1-300
+			;;
 		cp)
 			install_wheel
 			step cp "${CP_TIMEOUT:-120}" env PYTHONPATH=/tmp/site python3 python/gpu_tests/check_cp.py --seq 1024 --out "$OUT"
@@ -192,7 +201,7 @@ run)
 	exit $failed
 	;;
 *)
-	echo "usage: gpu/verify.sh gen | run [fwd|extfwd|bwd|torch|ext|bwdb|hf|hfm|cp|meg|san|dense|go|nccl ...]" >&2
+	echo "usage: gpu/verify.sh gen | run [fwd|extfwd|bwd|torch|ext|bwdb|hf|hfm|dec|cp|meg|san|dense|go|nccl ...]" >&2
 	exit 2
 	;;
 esac
