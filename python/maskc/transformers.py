@@ -202,6 +202,11 @@ def mask_interface(batch_size, q_length, kv_length, q_offset=0, kv_offset=0, mas
     if pad is not None and not _tracing() and bool(pad.all()):
         pad = None
     expr, bufs = lower_mask(mask_function, pad)
+    # StaticCache gives its length as a 0-d tensor: read it once per mask
+    # here, not once per layer (a device sync either way: no CUDA-graph
+    # capture of decode steps yet).
+    q_offset = q_offset.item() if hasattr(q_offset, "item") else q_offset
+    kv_offset = kv_offset.item() if hasattr(kv_offset, "item") else kv_offset
     return MaskInfo(expr, bufs, batch_size, q_length, kv_length, q_offset, kv_offset,
                     getattr(mask_function, "__qualname__", ""))
 

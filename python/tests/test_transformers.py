@@ -161,6 +161,22 @@ def test_fewer_keys_than_the_mask_are_its_first(tf, mtf):
     assert call.frame == [20, 4, 0, 21, 21, 0] and call.kv_total == 21
 
 
+def test_static_cache_length_tensor_is_read_once(tf, mtf):
+    _, mu = tf
+
+    class Len:  # StaticCache's get_seq_length(): a 0-d tensor
+        reads = 0
+
+        def item(self):
+            Len.reads += 1
+            return 30
+    info = info_for(mtf, mu, 1, 1, 64, q0=Len())
+    for layer in range(3):
+        call = mtf.plan_call(Module(layer_idx=layer), bhsd(1, 8, 1), bhsd(1, 2, 64), bhsd(1, 2, 64), info)
+        assert call.frame == [30, 0, 0, 31, 64, 0]
+    assert Len.reads == 1
+
+
 def test_block_settings_reach_the_plan(tf, mtf, maskc_bin, cache_dir, monkeypatch, tmp_path):
     """scale, softcap and sinks become the block's; the plan reads them."""
     _, mu = tf
