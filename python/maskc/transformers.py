@@ -379,8 +379,9 @@ def plan_call(module, query, key, value, attention_mask, scaling=None, dropout=0
     dtype = _dtype_word(query, layer)
     cast = dtype == "bf16" and str(query.dtype) != "torch.bfloat16"
     if state.flex is None:
-        text = block_text(info.expr, info.buffers, D, dtype, scaling, softcap, sink is not None,
-                          comment="%s, mask %s" % (type(module).__name__, info.source))
+        # The text names nothing model-specific, so that equal blocks of
+        # different layers and models are compiled once.
+        text = block_text(info.expr, info.buffers, D, dtype, scaling, softcap, sink is not None)
         return Call(layer=layer, text=text, buffers=info.buffers, sink=sink, frame=frame, kv_total=kv_total,
                     cast=cast)
     ltype = _layer_type(module)

@@ -177,6 +177,15 @@ def test_static_cache_length_tensor_is_read_once(tf, mtf):
     assert Len.reads == 1
 
 
+def test_equal_layers_share_one_block(tf, mtf):
+    _, mu = tf
+    info = info_for(mtf, mu, 1, 16, 16)
+    a = mtf.plan_call(Module(layer_idx=0), bhsd(1, 8, 16), bhsd(1, 2, 16), bhsd(1, 2, 16), info, scaling=0.125)
+    other = type("GemmaAttention", (Module,), {})(layer_idx=5)
+    b = mtf.plan_call(other, bhsd(1, 8, 16), bhsd(1, 2, 16), bhsd(1, 2, 16), info, scaling=0.125)
+    assert a.text == b.text and a.layer != b.layer
+
+
 def test_block_settings_reach_the_plan(tf, mtf, maskc_bin, cache_dir, monkeypatch, tmp_path):
     """scale, softcap and sinks become the block's; the plan reads them."""
     _, mu = tf
