@@ -23,6 +23,10 @@ nothing downloaded), built once from a seed:
   only where the eager logits' top-two gap at that step is within bf16
   resolution of the top logit (one bf16 ulp), and is reported.
 
+Every mask maskc builds is also checked, pair by pair, against the
+installed transformers' own mask function (checking_mask_interface): a
+mismatch fails the model's first check that builds it.
+
 A model whose class the installed transformers lacks is reported (SKIP),
 not failed. Prints a JSON line per check and a PASS/FAIL table last; exits
 1 when any check failed. Writes DIR/check_hf_models.jsonl.
@@ -67,6 +71,60 @@ MODELS = {
                         reference_compile=False), False),
 }
 MODERNBERT_DROP = ("num_key_value_heads", "head_dim", "attention_dropout", "tie_word_embeddings")
+
+
+VERIFIED = {}  # mask expression -> times checked against transformers' own mask function
+
+
+def _indices(B, Q, KV, q0, kv0, device):
+    """(b, h, q, kv) index tensors broadcast over [B, 1, Q, KV] at the
+    global positions, as transformers' SDPA mask builds them."""
+    return (torch.arange(B, device=device)[:, None, None, None],
+            torch.zeros(1, 1, 1, 1, dtype=torch.long, device=device),
+            (torch.arange(Q, device=device) + q0)[None, None, :, None],
+            (torch.arange(KV, device=device) + kv0)[None, None, None, :])
+
+
+def _eval_expr(expr, buffers, idx, kv_total):
+    """The keep mask of a maskc.transformers expression at the index tensors
+    idx, evaluated by Python (the .flex subset it writes has Python's
+    meaning), its buffers sized as the launcher sizes them."""
+    import maskc.transformers as mtf
+    b, h, q, kv = idx
+    if expr is None:
+        return torch.ones((), dtype=torch.bool, device=q.device)
+    call = type("C", (), {"buffers": buffers, "kv_total": kv_total})()
+    env = dict(mtf._buffer_tensors(call), b=b, h=h, q=q, kv=kv, abs=torch.abs)
+    return eval(expr, {"__builtins__": {}}, env)
+
+
+def checking_mask_interface(batch_size, q_length, kv_length, q_offset=0, kv_offset=0, mask_function=None,
+                            attention_mask=None, **kwargs):
+    """maskc.transformers.mask_interface, then the MaskInfo checked pair by
+    pair against transformers' own mask function (its index-broadcast
+    evaluation, as its SDPA mask builds it, padding included): the lowering
+    is checked against the installed transformers, not only against the
+    host tests' stand-ins."""
+    import maskc.transformers as mtf
+    info = mtf.mask_interface(batch_size, q_length, kv_length, q_offset, kv_offset, mask_function, attention_mask,
+                              **kwargs)
+    q0, kv0 = info.q_offset, info.kv_offset
+    shape = (batch_size, 1, q_length, kv_length)
+    idx = _indices(batch_size, q_length, kv_length, q0, kv0, kwargs.get("device") or "cuda")
+    want = mask_function(*idx)
+    if attention_mask is not None:
+        pad = attention_mask.bool()
+        if pad.shape[-1] < kv0 + kv_length:
+            pad = torch.nn.functional.pad(pad, (0, kv0 + kv_length - pad.shape[-1]))
+        want = want & pad[idx[0], idx[3]]
+    want = want.expand(shape)
+    got = _eval_expr(info.expr, info.buffers, idx, kv0 + kv_length).expand(shape)
+    if not bool((want == got).all()):
+        bad = (want != got).nonzero()[0].tolist()
+        raise AssertionError("maskc.transformers lowered %s to %s, which differs from transformers' mask at "
+                             "(b, _, q, kv) = %s (offsets %s, %s)" % (info.source, info.expr, bad, q0, kv0))
+    VERIFIED[info.expr] = VERIFIED.get(info.expr, 0) + 1
+    return info
 
 
 def build(name, seed):
@@ -298,6 +356,11 @@ def main():
     import transformers
     import maskc.transformers as mtf
     mtf.register()
+    try:  # every mask maskc builds is checked against transformers' own (checking_mask_interface)
+        from transformers import AttentionMaskInterface
+    except ImportError:
+        from transformers.masking_utils import AttentionMaskInterface
+    AttentionMaskInterface.register("maskc", checking_mask_interface)
     print("torch", torch.__version__, "transformers", transformers.__version__,
           torch.cuda.get_device_name() if torch.cuda.is_available() else "no GPU", flush=True)
     rows = []
@@ -306,6 +369,7 @@ def main():
             t0 = time.time()
             rows += check_model(name, a, log)
             print("# %s: %.0f s" % (name, time.time() - t0), flush=True)
+    print("# masks checked against transformers' mask functions: %s" % json.dumps(VERIFIED), flush=True)
     fails = sum(r[2] == "FAIL" for r in rows)
     passed, skipped = sum(r[2] == "PASS" for r in rows), sum(r[2] == "SKIP" for r in rows)
     print("\n%-11s %-17s %-6s %s" % ("model", "check", "status", "detail"))
