@@ -115,6 +115,11 @@ type Kernel struct {
 	// no score mod.
 	ScoreTorch string
 
+	// Reads bound every buffer read's indices by the call's sizes
+	// (ReadBounds): the launchers refuse a call whose reads fall outside
+	// the buffers' extents before any launch.
+	Reads []hipsrc.ReadBound
+
 	// sparsity is the plan maskc_kv_range and maskc_tile_full were printed
 	// from; HostSparsity evaluates it.
 	sparsity sparsityPlan
@@ -192,6 +197,9 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 	if sp.plan.kind == SparsityPrepass {
 		k.FlagsEntry = hipsrc.TileFlagsEntry
 	}
+	reads, spans := readBounds(src, mask, score, bufs)
+	k.Reads = reads
+	readDiagnostics(src, p, bufs, reads, spans, &diags)
 	if !write {
 		return k, diags
 	}
@@ -228,7 +236,10 @@ func (k *Kernel) Manifest(source string) hipsrc.KernelManifest {
 		Scale: k.Scale, KVHeads: k.KVHeads, Sparsity: k.Sparsity, SparsityReason: k.SparsityReason,
 		HasMask: k.HasMask, HasScore: k.HasScore, HasSink: k.HasSink, Sink: k.Sink,
 		MaskUsesB: k.MaskUsesB, MaskUsesH: k.MaskUsesH, Buffers: []hipsrc.BufferSlot{},
-		Launch: k.Launch, MaskTorch: k.MaskTorch, ScoreTorch: k.ScoreTorch,
+		Launch: k.Launch, MaskTorch: k.MaskTorch, ScoreTorch: k.ScoreTorch, Reads: k.Reads,
+	}
+	if m.Reads == nil {
+		m.Reads = []hipsrc.ReadBound{}
 	}
 	grad := map[int]bool{}
 	for _, b := range k.GradBuffers {

@@ -84,6 +84,11 @@ type AttentionSpec struct {
 	FlagsPerBatch, FlagsPerHead bool
 	// Buffers are the captured tensors, at most MaxBuffers.
 	Buffers []BufferSpec
+	// Reads are the mask's and score's buffer reads with their index
+	// ranges by the call's sizes (codegen.ReadBounds): a shape at which one
+	// would fall outside its buffer is refused (CodeReadRange) before
+	// anything is launched. Empty: no reads are checked.
+	Reads []hipsrc.ReadBound
 	// Backward is the backward kernels' source and launch; nil: Backward
 	// fails. Its module is compiled on the first Backward.
 	Backward *BackwardSpec
@@ -481,6 +486,15 @@ func (k *AttentionKernel) newEntry(key shapeKey) (*shapeEntry, error) {
 			return nil, errorf(CodeBuffers, nil, "buffer %s has extents %v for shape B=%d H=%d Q=%d KV=%d; extents must be positive", b.Name, dims, sh.B, sh.H, sh.Sq, sh.Skv)
 		}
 		e.dims[i] = dims
+	}
+	env := hipsrc.BoundEnv(sizes.B, sizes.H, sizes.HKV, sizes.Q, sizes.KV, 0, 0, 0, sizes.Q, sizes.KV, sizes.H)
+	for _, r := range k.spec.Reads {
+		if r.Slot < 0 || r.Slot >= len(k.spec.Buffers) || len(r.Index) > hipsrc.MaxBufferRank {
+			return nil, errorf(CodeSpec, nil, "read %s names buffer slot %d of %d", r.Text, r.Slot, len(k.spec.Buffers))
+		}
+		if err := hipsrc.CheckRead(r, env, e.dims[r.Slot][:len(r.Index)]); err != nil {
+			return nil, errorf(CodeReadRange, err, "refused before launch")
+		}
 	}
 	// The grids and the flag buffer follow the ABI's rule (hipsrc.Entries,
 	// hipsrc.TileFlags).

@@ -147,7 +147,7 @@ func TestCLayoutMatchesABI(t *testing.T) {
 }
 
 func TestCodesAreDescribedAndInRange(t *testing.T) {
-	all := []dsl.Code{CodeNoRuntime, CodeCompileFlex, CodeCompileKernel, CodeNoCompiler, CodeModule, CodeLaunch, CodeShape, CodeBuffers, CodeSpec, CodeBackendName}
+	all := []dsl.Code{CodeNoRuntime, CodeCompileFlex, CodeCompileKernel, CodeNoCompiler, CodeModule, CodeLaunch, CodeShape, CodeBuffers, CodeSpec, CodeBackendName, CodeReadRange}
 	if len(all) != len(Codes) {
 		t.Errorf("%d codes declared, %d described", len(all), len(Codes))
 	}

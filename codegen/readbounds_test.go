@@ -1,0 +1,103 @@
+package codegen
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/maskc/maskc/dsl"
+	"github.com/maskc/maskc/hipsrc"
+)
+
+// TestReadBoundsIssue33 checks every read of ../testdata/reads/issue33.flex (the
+// cases of issue 33) against its buffer at sizes that fit and sizes that
+// do not, for whole attentions and context-parallel slices: a read that
+// can fall outside is refused with its position, range and extent.
+func TestReadBoundsIssue33(t *testing.T) {
+	p := loadProgram(t, "../testdata/reads/issue33.flex")
+	kernels := map[string]*Kernel{}
+	for _, a := range p.Attentions {
+		k, diags := Generate(p, a, Options{})
+		if diags.HasErrors() {
+			t.Fatalf("%s: %s", a.Name, diags.Render())
+		}
+		kernels[a.Name] = k
+	}
+	type slice struct{ q0, kv0, sq, skv int64 }
+	tests := []struct {
+		block       string
+		b, h, q, kv int64
+		frame       *slice
+		want        string // "" fits; else a substring of the refusal
+	}{
+		{block: "rel_layer", b: 1, h: 1, q: 5, kv: 5},
+		{block: "rel_layer", b: 1, h: 1, q: 5, kv: 4096}, // causal: only q - kv >= 0 counts
+		{block: "rel_layer", b: 1, h: 1, q: 6, kv: 6, want: "issue33.flex:13:46: rel[q - kv + 3] reads rel outside its extents: index 3..8 at B=1 H=1 HKV=1 Q=6 KV=6, but rel is declared [8] = 8 there (valid 0..7)"},
+		{block: "rel_layer", b: 1, h: 1, q: 4096, kv: 4096, frame: &slice{0, 0, 4, 4}},
+		{block: "rel_layer", b: 1, h: 1, q: 4096, kv: 4096, frame: &slice{4, 0, 4, 4}, want: "index 4..10 at B=1 H=1 HKV=1 Q=4096 KV=4096 (rows 4..7, keys 0..3, heads 0..0)"},
+		{block: "rel_layer", b: 1, h: 1, q: 4096, kv: 4096, frame: &slice{0, 8, 4, 4}}, // above the diagonal: no pair counts
+		{block: "sandwich_layer", b: 1, h: 2, q: 8192, kv: 8192},
+		{block: "sandwich_layer", b: 1, h: 2, q: 16384, kv: 16384, want: "sandwich[q - kv + 8191] reads sandwich outside its extents: index -8192..24574"},
+		{block: "t5_layer", b: 2, h: 4, q: 100000, kv: 100000},
+		{block: "t5_small_layer", b: 2, h: 4, q: 16, kv: 16, want: "t5_small[h, relative_buckets] reads t5_small outside its extents: index in dimension 1 0..31 at B=2 H=4 HKV=4 Q=16 KV=16, but t5_small is declared [H, 16] = 16 there (valid 0..15)"},
+		{block: "prefix_layer", b: 4, h: 1, q: 64, kv: 64},
+		{block: "prefix_layer", b: 5, h: 1, q: 64, kv: 64, want: "issue33.flex:15:34: prefix_len[b] reads prefix_len outside its extents: index 0..4"},
+		{block: "index_layer", b: 1, h: 1, q: 64, kv: 64}, // value-dependent: the kernel flags it
+		{block: "bool_layer", b: 1, h: 1, q: 64, kv: 64},
+	}
+	for _, tt := range tests {
+		k := kernels[tt.block]
+		env := hipsrc.BoundEnv(tt.b, tt.h, tt.h, tt.q, tt.kv, 0, 0, 0, tt.q, tt.kv, tt.h)
+		if f := tt.frame; f != nil {
+			env = hipsrc.BoundEnv(tt.b, tt.h, tt.h, tt.q, tt.kv, f.q0, f.kv0, 0, f.sq, f.skv, tt.h)
+		}
+		sizes := map[dsl.Var]int64{dsl.SizeB: tt.b, dsl.SizeH: tt.h, dsl.SizeHKV: tt.h, dsl.SizeQ: tt.q, dsl.SizeKV: tt.kv}
+		var errs []string
+		for _, r := range k.Reads {
+			var ext []int64
+			for _, b := range p.Buffers {
+				if b.Decl == k.Buffers[r.Slot].Decl {
+					for _, d := range b.Dims {
+						ext = append(ext, d.Eval(sizes))
+					}
+				}
+			}
+			if err := hipsrc.CheckRead(r, env, ext); err != nil {
+				errs = append(errs, err.Error())
+			}
+		}
+		got := strings.Join(errs, "\n")
+		if tt.want == "" && got != "" || tt.want != "" && !strings.Contains(got, tt.want) {
+			t.Errorf("%s at B=%d H=%d Q=%d KV=%d frame %v:\ngot  %q\nwant %q", tt.block, tt.b, tt.h, tt.q, tt.kv, tt.frame, got, tt.want)
+		}
+	}
+}
+
+// TestReadLimits pins what maskc check says about reads of constant
+// extents: the sizes at which each stays inside.
+func TestReadLimits(t *testing.T) {
+	tests := []struct{ read, mask, decl, want string }{
+		{"rel[q - kv + 3]", "causal", "f32[8]", "note[W320]: rel[q - kv + 3] stays inside rel[8] for Q <= 5"},
+		{"rel[q - kv + 8191]", "", "f32[16384]", "note[W320]: rel[q - kv + 8191] stays inside rel[16384] for Q <= 8193 and KV <= 8192"},
+		{"rel[kv - q + 3]", "causal", "f32[8]", "note[W320]: rel[kv - q + 3] stays inside rel[8] for Q <= 4"},
+		{"rel[h]", "", "f32[8]", "note[W320]: rel[h] stays inside rel[8] for H <= 8"},
+		{"rel[q - kv + 9]", "causal", "f32[8]", "warning[W320]: rel[q - kv + 9] falls outside rel[8] at every size"},
+		{"rel[(q + kv) % 8]", "", "f32[8]", ""},
+		{"rel[min(q - kv, 7)]", "causal", "f32[8]", ""},
+	}
+	for _, tt := range tests {
+		mask := ""
+		if tt.mask != "" {
+			mask = "    mask = " + tt.mask + "\n"
+		}
+		src := "buffer rel: " + tt.decl + "\nscore s(score, b, h, q, kv) = score + " + tt.read + "\nattention a {\n" + mask + "    score = s\n}\n"
+		var got []string
+		for _, d := range generateDiags(t, src) {
+			if d.Code == CodeReadRange {
+				got = append(got, d.Error())
+			}
+		}
+		if tt.want == "" && len(got) != 0 || tt.want != "" && (len(got) != 1 || !strings.Contains(got[0], tt.want)) {
+			t.Errorf("%s under %q: got %q, want %q", tt.read, tt.mask, got, tt.want)
+		}
+	}
+}
