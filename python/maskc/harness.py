@@ -129,8 +129,19 @@ class Kernel:
         self.fwd = drv.function(self.module, entry["entry"])
         self.flags_fn = drv.function(self.module, entry["flags_entry"]) if self.prepass else None
         drv.set_max_dynamic_smem(self.fwd, self.smem)
+        # the kernel's status words (MANIFEST.md "Status words"), zeroed once, passed in every launch
+        self.status_words = torch.zeros(abi.man.status_words, dtype=torch.int32, device="cuda")
         self.regs = drv.attribute(self.fwd, _cuda_mod.ATTR_NUM_REGS)
         self.local_bytes = drv.attribute(self.fwd, _cuda_mod.ATTR_LOCAL_SIZE_BYTES)
+
+    def status(self):
+        """Word 0's sticky bits (abi.man.status_bits) since creation or
+        reset_status; synchronises."""
+        return int(self.status_words[0].item()) & 0xFFFFFFFF
+
+    def reset_status(self):
+        """Zeroes the status words on the current stream."""
+        self.status_words.zero_()
 
     def _func(self, name):
         return libs()[1].function(self.module, name)
@@ -165,7 +176,7 @@ class Kernel:
         strides = {n: t.stride()[:3] for n, t in (("q", q), ("k", k), ("v", v), ("o", o))}
         sh, bufs = man.pack(self.spec, sizes, strides, scale, sink.data_ptr() if sink is not None else 0,
                             flags.data_ptr() if flags is not None else 0,
-                            [(t.data_ptr(), list(t.shape)) for t in buffers])
+                            [(t.data_ptr(), list(t.shape)) for t in buffers], status=self.status_words.data_ptr())
         keep = [q, k, v, o, lse, sink, flags] + list(buffers)
         e = man.entries[self.entry["entry"]]
         fwd_grid = e.grid_dims(sizes, self.block_m, self.block_n)
@@ -445,7 +456,7 @@ class BwdKernel(Kernel):
                                                         dsink=ptr(dsink)),
                           {s: a.data_ptr() for s, a in accs.items()})
         _, bufs = man.pack(self.spec, sizes, {n: (0, 0, 0) for n in "qkvo"}, scale, 0, 0,
-                           [(t.data_ptr(), list(t.shape)) for t in buffers])
+                           [(t.data_ptr(), list(t.shape)) for t in buffers], status=self.status_words.data_ptr())
         launches = man.bwd_launches(self.spec, self.plat, sizes,
                                     dict(O=o.data_ptr(), dO=do.data_ptr(), Q=q.data_ptr(), K=k.data_ptr(),
                                          V=v.data_ptr(), dQ=dq.data_ptr(), dK=dk.data_ptr(), dV=dv.data_ptr()),
