@@ -208,8 +208,14 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 
 	var g strings.Builder
 	k.writeHeader(&g, src)
+	flagged := map[string]bool{} // buffers read at an index computed from buffer values
+	for _, r := range reads {
+		for _, ix := range r.Index {
+			flagged[r.Buffer] = flagged[r.Buffer] || ix.ValueDependent
+		}
+	}
 	for i := range bufs {
-		writeReader(&g, &bufs[i])
+		writeReader(&g, &bufs[i], flagged[bufs[i].Name])
 	}
 	for _, b := range sp.segments {
 		writeSegmentSearch(&g, b)

@@ -812,3 +812,20 @@ func readBounds(src *dsl.Source, mask, score *dsl.Lowered, bufs []BufferABI) ([]
 }
 
 func itoa(v int) string { return strconv.Itoa(v) }
+
+// indexReadsBuffers reports whether an index of read x is computed from
+// the values of buffers (of bufs): such a read calls the flagged accessor.
+func indexReadsBuffers(x *dsl.IndexExpr, bufs map[string]*BufferABI) bool {
+	found := false
+	for _, ix := range x.Indices {
+		dsl.Inspect(ix, func(y dsl.Expr) bool {
+			if z, ok := y.(*dsl.IndexExpr); ok {
+				if id, ok := z.X.(*dsl.Ident); ok && bufs[id.Name] != nil {
+					found = true
+				}
+			}
+			return !found
+		})
+	}
+	return found
+}
