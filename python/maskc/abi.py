@@ -210,6 +210,38 @@ class Entry:
         return out
 
 
+#: The operations and symbols of a read's index bounds (hipsrc.Bound, hipsrc.BoundSymbols).
+BOUND_OPS = ("const", "sym", "add", "mul", "min", "max", "floordiv")
+BOUND_SYMBOLS = ("B", "H", "HKV", "Q", "KV", "q0", "kv0", "h0", "Sq", "Skv", "Sh")
+
+
+def _check_bound(b, where):
+    if b is None:
+        return
+    if not isinstance(b, dict) or b.get("op") not in BOUND_OPS:
+        raise MaskcError("manifest: %s has a bound %r this package cannot evaluate" % (where, b))
+    if b["op"] == "sym" and b.get("sym") not in BOUND_SYMBOLS:
+        raise MaskcError("manifest: %s names symbol %r" % (where, b.get("sym")))
+    if b["op"] not in ("const", "sym"):
+        if not b.get("args"):
+            raise MaskcError("manifest: %s has a %s without operands" % (where, b["op"]))
+        for a in b["args"]:
+            _check_bound(a, where)
+
+
+def _check_read(r, kernel, nbuf):
+    where = "kernel %s read %s" % (kernel, r.get("text"))
+    for k in ("buffer", "slot", "at", "text", "in", "dims", "index"):
+        if k not in r:
+            raise MaskcError("manifest: %s lacks %s" % (where, k))
+    if not 0 <= int(r["slot"]) < nbuf or len(r["index"]) != len(r["dims"]):
+        raise MaskcError("manifest: %s names slot %s with %d indices for %d extents" %
+                         (where, r["slot"], len(r["index"]), len(r["dims"])))
+    for ix in r["index"]:
+        _check_bound(ix.get("lo"), where)
+        _check_bound(ix.get("hi"), where)
+
+
 class KernelSpec:
     """One kernel of the manifest: the block it computes and how it is launched."""
 
@@ -247,6 +279,12 @@ class KernelSpec:
         if len(self.buffers) > manifest.max_buffers:
             raise MaskcError("manifest: kernel %s has %d buffers; MaskcBuffers holds %d" %
                              (self.name, len(self.buffers), manifest.max_buffers))
+        # The buffer reads with their index ranges by the call's sizes (hipsrc.ReadBound;
+        # checks.check_reads refuses a call whose reads fall outside). Validated here, so a
+        # malformed bound fails when the manifest is read, not at a call.
+        self.reads = list(d.get("reads") or [])
+        for r in self.reads:
+            _check_read(r, self.name, len(self.buffers))
         self.launch = {p: (int(c["block_n"]), int(c["threads"]), int(c["shared_mem_bytes"]))
                        for p, c in d["launch"].items()}
         for e in [self.entry] + ([self.flags_entry] if self.flags_entry else []):

@@ -23,6 +23,7 @@ import time
 import torch
 
 from . import abi as _abi
+from . import checks as _checks
 from . import cuda as _cuda_mod
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -166,6 +167,7 @@ class Kernel:
             assert t.stride(3) == 1 and t.data_ptr() % 16 == 0 and all(s % 8 == 0 for s in t.stride()[:3])
         assert lse.shape == (B, H, Sq) and lse.is_contiguous() and lse.dtype == torch.float32
         sizes = {"B": B, "H": H, "HKV": HKV, "Sq": Sq, "Skv": Skv}
+        _refuse_outside_reads(self.spec, B, H, HKV, Sq, Skv, D, buffers)
         man = self.abi.man
         flags = None
         if self.prepass:
@@ -200,6 +202,14 @@ class Kernel:
 
 
 # --------------------------------------------------------------------------- cases
+def _refuse_outside_reads(spec, B, H, HKV, Sq, Skv, D, buffers):
+    """checks.check_reads for a whole-attention launch with these buffers
+    (their shapes are the extents): MaskcError before anything is launched
+    when a read would fall outside its buffer."""
+    sz = _checks.Sizes(B, H, HKV, Sq, Skv, D)
+    _checks.check_reads(spec.reads, _checks.bound_env(sz, sz, None), [list(t.shape) for t in buffers])
+
+
 def doc_ids(n, gen):
     lens, rem = [], n
     while rem > 0:
@@ -441,6 +451,7 @@ class BwdKernel(Kernel):
         man = self.abi.man
         dev = q.device
         sizes = {"B": B, "H": H, "HKV": HKV, "Sq": Sq, "Skv": Skv}
+        _refuse_outside_reads(self.spec, B, H, HKV, Sq, Skv, D, buffers)
         delta = torch.empty(B, H, Sq, device=dev, dtype=torch.float32)
         dq_acc = None if deterministic else torch.empty(B, H, Sq, D, device=dev, dtype=torch.float32)
         dsink = torch.empty(H, device=dev, dtype=torch.float32) if sink is not None else None

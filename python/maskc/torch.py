@@ -583,8 +583,10 @@ class _Generated:
         spec, man = self.spec, self.man
         frame = _frame_values(frame)
         sz = _checks.check_qkv(q, k, v, layout, spec.head_dim, spec.dtype, dtype_name)
+        glob = _global_sizes(sz, frame)
         checked = _checks.check_buffers(spec.buffers, {b.name: t for b, t in zip(spec.buffers, buffers)},
-                                        _global_sizes(sz, frame), q.device, dtype_name)
+                                        glob, q.device, dtype_name)
+        _checks.check_reads(spec.reads, _checks.bound_env(sz, glob, frame), [ext for _, ext in checked])
         if _checks.segments_check_enabled():  # opt-in: reads segments buffers back (checks.check_segments)
             _checks.check_segments(spec.buffers, checked)
         if sink is not None:
@@ -640,8 +642,10 @@ class _Generated:
         spec, man = self.spec, self.man
         frame = _frame_values(frame)
         sz = _checks.check_qkv(q, k, v, layout, spec.head_dim, spec.dtype, dtype_name)
+        glob = _global_sizes(sz, frame)
         checked = _checks.check_buffers(spec.buffers, {b.name: t for b, t in zip(spec.buffers, buffers)},
-                                        _global_sizes(sz, frame), q.device, dtype_name)
+                                        glob, q.device, dtype_name)
+        _checks.check_reads(spec.reads, _checks.bound_env(sz, glob, frame), [ext for _, ext in checked])
         dout = _kernel_operand(dout, layout)
         out = _kernel_operand(out, layout)
         if tuple(dout.shape) != tuple(q.shape) or dout.dtype != q.dtype:
