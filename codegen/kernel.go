@@ -156,10 +156,7 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 	// check lowered trainer-style settings (causal, window, alibi) into
 	// the mask and score they mean on Turbo's kernels, so a generated
 	// fallback computes exactly what the Turbo call would.
-	mask, score := a.Mask, a.Score
-	if bufs, _ := BufferTable(src, mask); alwaysKept(mask, bufs) {
-		mask = nil // e.g. q >= 0 and kv >= 0 (intrange.go): the unmasked kernel computes the same
-	}
+	mask, score := kernelMask(src, a), a.Score
 	k := &Kernel{
 		Name: a.Name, Entry: hipsrc.AttentionEntry, Mask: mask, Score: score, HasMask: mask != nil, HasScore: score != nil, HasSink: a.Sink != nil,
 		KVHeads: a.KVHeads, BlockM: hipsrc.BlockM, BlockN: hipsrc.BlockN, Threads: hipsrc.AMD.NumThreads(),
@@ -230,6 +227,24 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 	}
 	k.BwdSource = resolveLineResets(hipsrc.Assemble(generated, bwdTiles, hipsrc.AttnBwd), a.Name+".bwd.cu")
 	return k, diags
+}
+
+// kernelMask is the mask a kernel of block a applies: a.Mask, or nil when
+// it keeps every pair (e.g. q >= 0 and kv >= 0, intrange.go: the unmasked
+// kernel computes the same).
+func kernelMask(src *dsl.Source, a *check.Attention) *dsl.Lowered {
+	if bufs, _ := BufferTable(src, a.Mask); alwaysKept(a.Mask, bufs) {
+		return nil
+	}
+	return a.Mask
+}
+
+// Reads returns the buffer reads of block a's kernel with their bounds
+// (Kernel.Reads) without generating it, for the language server.
+func Reads(p *check.Program, a *check.Attention) []hipsrc.ReadBound {
+	mask := kernelMask(p.File.Source, a)
+	bufs, _ := BufferTable(p.File.Source, mask, a.Score)
+	return ReadBounds(p.File.Source, mask, a.Score, bufs)
 }
 
 // Manifest returns the manifest entry of k for its source file source

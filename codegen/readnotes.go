@@ -136,31 +136,82 @@ func ReadLimit(r hipsrc.ReadBound, ext []int64) (limit string, always, never boo
 // readExtents is "rel[8]": the buffer with its declared extents.
 func readExtents(r hipsrc.ReadBound) string { return r.Buffer + "[" + strings.Join(r.Dims, ", ") + "]" }
 
+// wholeBound is b for a launch that is the whole attention (q0 = kv0 =
+// h0 = 0, Sq = Q, Skv = KV, Sh = H), folded again.
+func wholeBound(b *hipsrc.Bound) *hipsrc.Bound {
+	if b == nil {
+		return nil
+	}
+	switch b.Op {
+	case "const":
+		return b
+	case "sym":
+		switch b.Sym {
+		case "q0", "kv0", "h0":
+			return ptr(hipsrc.Const(0))
+		case "Sq":
+			return ptr(hipsrc.Sym("Q"))
+		case "Skv":
+			return ptr(hipsrc.Sym("KV"))
+		case "Sh":
+			return ptr(hipsrc.Sym("H"))
+		}
+		return b
+	}
+	args := make([]*hipsrc.Bound, len(b.Args))
+	for i := range b.Args {
+		args[i] = wholeBound(&b.Args[i])
+	}
+	r := args[0]
+	for _, a := range args[1:] {
+		switch b.Op {
+		case "add":
+			r = bAdd(r, a)
+		case "min", "max":
+			r = bMinMax(b.Op, r, a)
+		case "mul":
+			if c, ok := r.IsConst(); ok {
+				r = bScale(c, a)
+			} else if c, ok := a.IsConst(); ok {
+				r = bScale(c, r)
+			} else {
+				r = &hipsrc.Bound{Op: "mul", Args: []hipsrc.Bound{*r, *a}}
+			}
+		case "floordiv":
+			r = &hipsrc.Bound{Op: "floordiv", Args: []hipsrc.Bound{*r, *a}}
+		}
+	}
+	return r
+}
+
 // ReadNote is what the language server shows for read r: its index ranges
-// and, for constant extents ext (nil: not constant), the sizes at which it
-// stays inside.
+// for a launch that is the whole attention and, for constant extents ext
+// (nil: not constant), the sizes at which it stays inside.
 func ReadNote(r hipsrc.ReadBound, ext []int64) string {
 	var b strings.Builder
 	for i, ix := range r.Index {
 		if i > 0 {
-			b.WriteString("; ")
+			b.WriteString(", ")
 		}
 		lo, hi := "-inf", "+inf"
-		if ix.Lo != nil {
-			lo = ix.Lo.String()
+		if l := wholeBound(ix.Lo); l != nil {
+			lo = l.String()
 		}
-		if ix.Hi != nil {
-			hi = ix.Hi.String()
+		if h := wholeBound(ix.Hi); h != nil {
+			hi = h.String()
 		}
-		fmt.Fprintf(&b, "index %d in %s .. %s", i, lo, hi)
+		if len(r.Index) > 1 {
+			fmt.Fprintf(&b, "index %d in %s .. %s", i, lo, hi)
+		} else {
+			fmt.Fprintf(&b, "index in %s .. %s", lo, hi)
+		}
 		if ix.ValueDependent {
-			fmt.Fprintf(&b, " (from the values of %s)", strings.Join(ix.Depends, ", "))
+			fmt.Fprintf(&b, " (from the values of %s: an index outside is not read, the kernel flags it)", strings.Join(ix.Depends, ", "))
 		}
 	}
 	if r.In == "score" {
-		b.WriteString(" over the pairs the mask keeps")
+		b.WriteString(" on the pairs the mask keeps")
 	}
-	b.WriteString(" (q0, kv0, h0, Sq, Skv, Sh: a launch's slice; 0, 0, 0, Q, KV, H for the whole attention)")
 	if ext != nil && !valueDependent(r) {
 		limit, always, never := ReadLimit(r, ext)
 		switch {
