@@ -517,6 +517,20 @@ func (a *readAnalysis) compute(e dsl.Expr) symRange {
 			if c, ok := constOf(p); ok {
 				return q.scale(c)
 			}
+			// b * H and the like: both factors non-negative, so the
+			// product is monotone in each.
+			if p.lo != nil && p.hi != nil && q.lo != nil && q.hi != nil && concrete(p.lo).lo >= 0 && concrete(q.lo).lo >= 0 {
+				mul := func(x, y *hipsrc.Bound) *hipsrc.Bound {
+					if c, ok := x.IsConst(); ok {
+						return bScale(c, y)
+					}
+					if c, ok := y.IsConst(); ok {
+						return bScale(c, x)
+					}
+					return &hipsrc.Bound{Op: "mul", Args: []hipsrc.Bound{*x, *y}}
+				}
+				return symRange{mul(p.lo, q.lo), mul(p.hi, q.hi)}
+			}
 		case dsl.OpFloorDiv:
 			if c, ok := constOf(q); ok && c > 0 {
 				div := func(b *hipsrc.Bound) *hipsrc.Bound {

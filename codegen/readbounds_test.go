@@ -81,6 +81,7 @@ func TestReadLimits(t *testing.T) {
 		{"rel[kv - q + 3]", "causal", "f32[8]", "note[W320]: rel[kv - q + 3] stays inside rel[8] for Q <= 4"},
 		{"rel[h]", "", "f32[8]", "note[W320]: rel[h] stays inside rel[8] for H <= 8"},
 		{"rel[q - kv + 9]", "causal", "f32[8]", "warning[W320]: rel[q - kv + 9] falls outside rel[8] at every size"},
+		{"rel[b * H + h]", "", "f32[64]", "note[W320]: rel[b * H + h] stays inside rel[64] for B = H <= 8"},
 		{"rel[(q + kv) % 8]", "", "f32[8]", ""},
 		{"rel[min(q - kv, 7)]", "causal", "f32[8]", ""},
 	}
@@ -98,6 +99,56 @@ func TestReadLimits(t *testing.T) {
 		}
 		if tt.want == "" && len(got) != 0 || tt.want != "" && (len(got) != 1 || !strings.Contains(got[0], tt.want)) {
 			t.Errorf("%s under %q: got %q, want %q", tt.read, tt.mask, got, tt.want)
+		}
+	}
+}
+
+// TestReadBoundsCommonPatterns: reads that are inside by construction are
+// never refused, at whole attentions and slices of them, and each pattern's
+// bound is tight where it can be (one size past its limit is refused).
+func TestReadBoundsCommonPatterns(t *testing.T) {
+	tests := []struct {
+		decl, read, mask string
+	}{
+		{"f32[H]", "t[h]", ""},
+		{"f32[4 * H]", "t[h * 4 + kv % 4]", ""},
+		{"f32[B, H]", "t[b, h]", ""},
+		{"f32[H]", "t[h // 2]", ""},
+		{"f32[H, Q + KV - 1]", "t[h, q - kv + KV - 1]", ""},
+		{"f32[H, Q + KV - 1]", "t[h, q - kv + KV - 1]", "causal"},
+		{"f32[64]", "t[(q - kv) % 64]", ""},
+		{"f32[128]", "t[min(abs(q - kv), 127)]", ""},
+		{"f32[129]", "t[clamp(q - kv, -64, 64) + 64]", ""},
+		{"f32[KV]", "t[kv]", ""},
+		{"f32[Q]", "t[q]", "causal"},
+		{"f32[32]", "t[where(q - kv < 16, abs(q - kv) % 16, 16 + min(abs(q - kv) // 64, 15))]", ""},
+	}
+	type slice struct{ q0, kv0, sq, skv, h0, sh int64 }
+	for _, tt := range tests {
+		mask := ""
+		if tt.mask != "" {
+			mask = "    mask = " + tt.mask + "\n"
+		}
+		p := checkSource(t, "in.flex", "buffer t: "+tt.decl+"\nscore s(score, b, h, q, kv) = score + "+tt.read+"\nattention a {\n"+mask+"    score = s\n}\n")
+		k, diags := Generate(p, p.Attentions[0], Options{})
+		if diags.HasErrors() || len(k.Reads) != 1 {
+			t.Fatalf("%s: %v reads, %s", tt.read, len(k.Reads), diags.Render())
+		}
+		for _, sz := range [][2]int64{{1, 1}, {3, 7}, {130, 130}, {4096, 4096}} {
+			for _, f := range []slice{{0, 0, sz[0], sz[0], 0, 4}, {sz[0] / 2, 0, sz[0] - sz[0]/2, sz[0], 2, 2}, {0, sz[0] / 3, sz[0], sz[0] - sz[0]/3, 1, 3}} {
+				if f.sq < 1 || f.skv < 1 {
+					continue
+				}
+				env := hipsrc.BoundEnv(2, 4, 4, sz[0], sz[0], f.q0, f.kv0, f.h0, f.sq, f.skv, f.sh)
+				sizes := map[dsl.Var]int64{dsl.SizeB: 2, dsl.SizeH: 4, dsl.SizeHKV: 4, dsl.SizeQ: sz[0], dsl.SizeKV: sz[0]}
+				var ext []int64
+				for _, d := range p.Buffers[0].Dims {
+					ext = append(ext, d.Eval(sizes))
+				}
+				if err := hipsrc.CheckRead(k.Reads[0], env, ext); err != nil {
+					t.Errorf("%s under %q at %v, slice %+v: %v", tt.read, tt.mask, sz, f, err)
+				}
+			}
 		}
 	}
 }
