@@ -54,8 +54,8 @@ func boundSyms(b *hipsrc.Bound, into map[string]bool) {
 	}
 }
 
-// ReadLimit says at which sizes read r stays inside its buffer of the
-// constant extents ext, for a launch that is the whole attention: "" and
+// ReadLimit says at which sizes read r stays inside its buffer's constant
+// extents ext (-1: an extent that names a size, not considered), for a launch that is the whole attention: "" and
 // always true when at every size, never true when at none (then at is the
 // range at B = H = HKV = Q = KV = 1), else a condition such as "Q <= 5" or
 // "Q <= 8193 and KV <= 8192" (each limit with the other sizes free within
@@ -67,6 +67,13 @@ func ReadLimit(r hipsrc.ReadBound, ext []int64) (limit string, always, never boo
 		boundSyms(ix.Hi, syms)
 	}
 	base := map[string]int64{"B": 1, "H": 1, "HKV": 1, "Q": 1, "KV": 1}
+	// An extent that names a size (-1) is not what this states: any index fits it.
+	ext = append([]int64(nil), ext...)
+	for i, n := range ext {
+		if n < 0 {
+			ext[i] = math.MaxInt64
+		}
+	}
 	fits := func(s map[string]int64) bool { return hipsrc.CheckRead(r, wholeEnv(s), ext) == nil }
 	with := func(vals map[string]int64) map[string]int64 {
 		m := map[string]int64{}
@@ -235,19 +242,25 @@ func valueDependent(r hipsrc.ReadBound) bool {
 	return false
 }
 
-// ConstExtents returns the extents of buffer decl in p when they are all
-// constants, else nil.
+// ConstExtents returns the extents of buffer decl in p, -1 for each that
+// names a size; nil when none is a constant.
 func ConstExtents(p *check.Program, decl *dsl.BufferDecl) []int64 {
 	for _, b := range p.Buffers {
 		if b.Decl != decl {
 			continue
 		}
 		var out []int64
+		some := false
 		for _, d := range b.Dims {
 			if len(d.Coef) != 0 {
-				return nil
+				out = append(out, -1)
+				continue
 			}
 			out = append(out, d.Const)
+			some = true
+		}
+		if !some {
+			return nil
 		}
 		return out
 	}
@@ -267,7 +280,7 @@ func readDiagnostics(src *dsl.Source, p *check.Program, bufs []BufferABI, reads 
 				}
 				lo, ok1 := ix.Lo.IsConst()
 				hi, ok2 := ix.Hi.IsConst()
-				proved = ok1 && ok2 && lo >= 0 && hi < ext[d]
+				proved = ok1 && ok2 && lo >= 0 && ext[d] >= 0 && hi < ext[d]
 			}
 			if proved {
 				continue // e.g. a bool index into two entries: the dtype keeps it inside
@@ -289,7 +302,7 @@ func readDiagnostics(src *dsl.Source, p *check.Program, bufs []BufferABI, reads 
 		case always:
 		case never:
 			diags.Warn(src, spans[i], CodeReadRange, "%s falls outside %s at every size: every call is refused before launch", r.Text, readExtents(r)).
-				WithHint("declare %s with more entries, or shift the index into 0 .. %d", r.Buffer, ext[0]-1)
+				WithHint("declare %s with more entries, or shift the index into its extents", r.Buffer)
 		default:
 			d := diags.Warn(src, spans[i], CodeReadRange, "%s stays inside %s for %s; a call at larger sizes is refused before launch", r.Text, readExtents(r), limit)
 			d.Severity = dsl.SeverityNote
