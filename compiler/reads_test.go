@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/maskc/maskc/hipsrc"
 	"github.com/maskc/maskc/runtime"
 	"github.com/maskc/maskc/runtime/fake"
 )
@@ -71,5 +72,51 @@ func TestReadsRefusedBeforeLaunch(t *testing.T) {
 			t.Errorf("%s %+v: refused after %d launches", tt.block, tt.sz, launches)
 		}
 		a.Close()
+	}
+}
+
+// TestBackwardReadsRefusedBeforeLaunch: the backward checks the reads of a
+// new shape the same way: rel[q - kv + 3] of rel[8] at Q = 6 launches no
+// backward kernel; at Q = 5 the backward runs.
+func TestBackwardReadsRefusedBeforeLaunch(t *testing.T) {
+	const path = "../testdata/reads/issue33.flex"
+	text, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, diags := Compile(path, text, Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Render())
+	}
+	fb := fake.New()
+	launches := 0
+	for _, e := range append([]string{runtime.AttentionEntry, runtime.TileFlagsEntry}, hipsrc.BwdEntryNames()...) {
+		fb.Register(e, func(_ *fake.Backend, l fake.Launch) error { launches++; return nil })
+	}
+	d := runtime.NewDevice(fb, runtime.Options{DisableCache: true})
+	a, err := u.Load(d, "rel_layer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	p := func() runtime.DevicePtr { p, _ := d.Alloc(1 << 12); return p }
+	for _, name := range a.Buffers() {
+		if err := a.Bind(name, p()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dbufs := make([]runtime.DevicePtr, len(a.GradBuffers()))
+	for i := range dbufs {
+		dbufs[i] = p()
+	}
+	bwd := func(s int) error {
+		return a.Backward(0, p(), p(), p(), p(), p(), p(), 0, p(), p(), p(), dbufs, Sizes{B: 1, H: 2, Sq: s, Skv: s}, false)
+	}
+	var rerr *runtime.Error
+	if err := bwd(6); !errors.As(err, &rerr) || rerr.Code != runtime.CodeReadRange || launches != 0 {
+		t.Errorf("backward at Q = 6: %v after %d launches, want E410 and none", err, launches)
+	}
+	if err := bwd(5); err != nil || launches == 0 {
+		t.Errorf("backward at Q = 5: %v after %d launches, want launches", err, launches)
 	}
 }
