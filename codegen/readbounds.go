@@ -813,7 +813,17 @@ func readBounds(src *dsl.Source, mask, score *dsl.Lowered, bufs []BufferABI) ([]
 				ri.ValueDependent = len(ri.Depends) > 0
 				r.Index = append(r.Index, ri)
 			}
+			// One read as written can be several reads after inlining (a
+			// factory called with two arguments): the key has the bounds.
 			key := r.In + "\x00" + r.At + "\x00" + r.Text
+			for _, ix := range r.Index {
+				for _, b := range []*hipsrc.Bound{ix.Lo, ix.Hi} {
+					key += "\x00"
+					if b != nil {
+						key += b.String()
+					}
+				}
+			}
 			if !seen[key] {
 				seen[key] = true
 				out = append(out, r)

@@ -152,3 +152,28 @@ func TestReadBoundsCommonPatterns(t *testing.T) {
 		}
 	}
 }
+
+// TestReadBoundsFactoryCalledTwice: one read as written, inlined twice with
+// different arguments, is two reads; the one that falls outside refuses.
+func TestReadBoundsFactoryCalledTwice(t *testing.T) {
+	p := checkSource(t, "in.flex", "buffer t: bool[16]\nmask near(W)(b, h, q, kv) = t[q - kv + W]\nattention a {\n    mask = and_masks(near(2), near(9))\n}\n")
+	k, diags := Generate(p, p.Attentions[0], Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Render())
+	}
+	if len(k.Reads) != 2 {
+		t.Fatalf("%d reads, want 2: %+v", len(k.Reads), k.Reads)
+	}
+	refused := func(q int64) (n int) {
+		for _, r := range k.Reads {
+			if hipsrc.CheckRead(r, hipsrc.BoundEnv(1, 1, 1, q, 1, 0, 0, 0, q, 1, 1), []int64{16}) != nil {
+				n++
+			}
+		}
+		return n
+	}
+	// KV = 1: near(2) reads 2..Q+1, near(9) reads 9..Q+8.
+	if got7, got8 := refused(7), refused(8); got7 != 0 || got8 != 1 {
+		t.Errorf("refusals at Q = 7, 8: %d, %d; want 0, 1", got7, got8)
+	}
+}
