@@ -41,6 +41,10 @@
 #                all-to-all over torch.distributed with NCCL, one process
 #                per GPU, against the unsplit call, and the ring's
 #                throughput against one GPU (needs 2+ GPUs: nvidia-h200-x2)
+#         reads  python/gpu_tests/check_reads.py (issue 33): a call whose
+#                buffer read would fall outside is refused before any kernel
+#                runs, the sandwich table at a size that fits against a
+#                float64 reference, the status word's read_out_of_range bit
 #         meg    python/gpu_tests/train_megatron.py (a tiny Megatron-core GPT,
 #                local attention vs maskc's core attention vs CP=2 simulated);
 #                needs Megatron-LM's megatron/ package carried (never
@@ -148,6 +152,11 @@ run)
 			step nccl "${NCCL_TIMEOUT:-240}" env PYTHONPATH=/tmp/site python3 python/gpu_tests/check_cp_nccl.py --out "$OUT"
 			tail -20 "$OUT/nccl.txt" | cut -c1-300
 			;;
+		reads)
+			install_wheel
+			step reads "${READS_TIMEOUT:-150}" env PYTHONPATH=/tmp/site python3 python/gpu_tests/check_reads.py --out "$OUT"
+			tail -8 "$OUT/reads.txt" | cut -c1-400
+			;;
 		meg)
 			install_wheel
 			step meg "${MEG_TIMEOUT:-150}" env PYTHONPATH="/tmp/site:${MEGATRON_SRC:-.devbin/megatron_src}" \
@@ -201,7 +210,7 @@ run)
 	exit $failed
 	;;
 *)
-	echo "usage: gpu/verify.sh gen | run [fwd|extfwd|bwd|torch|ext|bwdb|hf|hfm|dec|cp|meg|san|dense|go|nccl ...]" >&2
+	echo "usage: gpu/verify.sh gen | run [fwd|extfwd|bwd|torch|ext|bwdb|hf|hfm|dec|cp|reads|meg|san|dense|go|nccl ...]" >&2
 	exit 2
 	;;
 esac
