@@ -1,0 +1,87 @@
+"""Mods as attention-gym, PyTorch's FlexAttention tests and blog write them,
+read by maskc.torch.flex_attention in test_flex.py (pasted shapes; the
+factories take their tensors from the tests)."""
+import math
+
+import torch
+import torch as T  # an alias maskc must recognise
+
+
+def causal_mask(b, h, q_idx, kv_idx):
+    return q_idx >= kv_idx
+
+
+def generate_sliding_window(window_size):
+    def sliding_window(b, h, q_idx, kv_idx):
+        return q_idx - kv_idx <= window_size
+
+    sliding_window.__name__ = f"sliding_window_{window_size}"
+    return sliding_window
+
+
+def generate_doc_mask_mod(mask_mod, document_id):
+    # attention-gym's document mask: a mask_mod applied inside each document,
+    # offsets from a captured tensor
+    def doc_mask_wrapper(b, h, q_idx, kv_idx):
+        same_doc = document_id[q_idx] == document_id[kv_idx]
+        inner_mask = mask_mod(b, h, q_idx, kv_idx)
+        return same_doc & inner_mask
+
+    return doc_mask_wrapper
+
+
+def generate_prefix_lm_mask(prefix_length):
+    def prefix_mask(b, h, q_idx, kv_idx):
+        return kv_idx < prefix_length
+
+    return prefix_mask
+
+
+def generate_alibi_bias(slopes):
+    def alibi_mod(score, b, h, q_idx, kv_idx):
+        bias = slopes[h] * (kv_idx - q_idx)
+        return score + bias
+
+    return alibi_mod
+
+
+def generate_tanh_softcap(soft_cap, approx=False):
+    def tanh_softcap(score, b, h, q_idx, kv_idx):
+        return soft_cap * T.tanh(score / soft_cap)
+
+    return tanh_softcap
+
+
+def relative_positional(score, b, h, q_idx, kv_idx):
+    return score + (q_idx - kv_idx)
+
+
+def checkerboard(score, b, h, q_idx, kv_idx):
+    score = torch.where(torch.abs(kv_idx - q_idx) % 2 == 1, score * 0.5, score)
+    score = torch.where(torch.abs(kv_idx - q_idx) % 2 == 0, score * 2.0, score)
+    return score
+
+
+def log_distance(score, b, h, q_idx, kv_idx):
+    return score - math.log(2.0) * torch.log(1 + (q_idx - kv_idx).abs().float())
+
+
+LAMBDA_CAUSAL = lambda b, h, q, kv: q >= kv  # noqa: E731
+
+TWO_LAMBDAS = (lambda b, h, q, kv: q >= kv, lambda b, h, q, kv: q <= kv)  # noqa: E731
+
+
+def uses_unknown(b, h, q_idx, kv_idx):
+    return q_idx >= kv_idx + not_defined_anywhere  # noqa: F821
+
+
+class Holder:
+    def method_mask(self, b, h, q_idx, kv_idx):
+        return q_idx >= kv_idx
+
+
+def captures_object(config):
+    def mask(b, h, q_idx, kv_idx):
+        return q_idx - kv_idx < config
+
+    return mask

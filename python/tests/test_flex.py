@@ -1,0 +1,268 @@
+"""maskc.torch.flex_attention / create_block_mask on the user's own Python
+mods (maskc.flex): the .flex text read from source and closures, checked by
+the real maskc binary; the call reaching the generated kernel with the
+captured tensors; the memo; the errors; fallback="torch"; on the stand-in
+torch and driver."""
+import os
+import subprocess
+import sys
+import types
+import warnings
+
+import pytest
+
+import fake_torch as ft
+from maskc.diagnostics import MaskcError
+from test_torch_generated import FakeDriver, FakeNVRTC, launches
+
+SIZES = {"B": 2, "H": 8, "Q": 256, "KV": 256}
+MODS_PY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dropin_mods.py")
+
+
+@pytest.fixture
+def env(monkeypatch, maskc_bin, cache_dir):
+    monkeypatch.setenv("MASKC_BIN", maskc_bin)
+    ft.install(monkeypatch)
+    import maskc.torch as mt
+    from maskc import flex
+    monkeypatch.setattr(flex, "_resolved", {})
+    monkeypatch.setattr(flex, "_programs", {})
+    drv, nv = FakeDriver(), FakeNVRTC()
+    monkeypatch.setattr(mt, "_libs", lambda: (drv, nv))
+    import dropin_mods
+    return types.SimpleNamespace(mt=mt, flex=flex, drv=drv, nv=nv, dm=dropin_mods, bin=maskc_bin)
+
+
+def check_text(env, tmp_path, text):
+    """maskc check's exit code and output on an emitted text."""
+    p = tmp_path / "emitted.flex"
+    p.write_text(text)
+    r = subprocess.run([env.bin, "check", str(p)], capture_output=True, text=True)
+    return r.returncode, r.stdout + r.stderr
+
+
+def doc_ids(n=256):
+    return ft.Tensor((n,), ft.int32)
+
+
+# Each case: (mask_mod, score_mod) built from dropin_mods, lines the emitted text must hold.
+CASES = {
+    "causal": (lambda dm: (dm.causal_mask, None), ["def causal_mask(b, h, q_idx, kv_idx):", "mask = causal_mask"]),
+    "sliding_window_factory": (lambda dm: (dm.generate_sliding_window(128), None),
+                               ["param window_size = 128", "def sliding_window_128(b, h, q_idx, kv_idx):",
+                                "    return q_idx - kv_idx <= window_size", "mask = sliding_window_128"]),
+    "document_captured_tensor": (
+        lambda dm: (dm.generate_doc_mask_mod(dm.causal_mask, doc_ids()), None),
+        ["buffer document_id: i32[KV]", "    inner_mask = causal_mask(b, h, q_idx, kv_idx)",
+         "mask = doc_mask_wrapper"]),
+    "prefix_lm_or_masks": (lambda dm: (dm.mt.or_masks(dm.generate_prefix_lm_mask(16), dm.causal_mask), None),
+                           ["param prefix_length = 16", "mask = or_masks(prefix_mask, causal_mask)"]),
+    "alibi_captured_slopes": (lambda dm: (dm.causal_mask, dm.generate_alibi_bias(ft.Tensor((8,), ft.float32))),
+                              ["buffer slopes: f32[H]", "score = alibi_mod"]),
+    "softcap_torch_alias": (lambda dm: (None, dm.generate_tanh_softcap(20.0)),
+                            ["param soft_cap = 20.0", "    return soft_cap * torch.tanh(score / soft_cap)"]),
+    "and_masks_nested": (
+        lambda dm: (dm.mt.and_masks(dm.causal_mask, dm.generate_sliding_window(64),
+                                    dm.mt.or_masks(dm.generate_prefix_lm_mask(8), dm.causal_mask)), None),
+        ["mask = and_masks(causal_mask, sliding_window_64, or_masks(prefix_mask, causal_mask))"]),
+    "lambda": (lambda dm: (dm.LAMBDA_CAUSAL, dm.relative_positional),
+               ["def lambda_mod(b, h, q, kv):", "    return (q >= kv)", "score = relative_positional"]),
+    "checkerboard_where": (lambda dm: (None, dm.checkerboard), ["score = checkerboard"]),
+    "log_distance_math": (lambda dm: (dm.causal_mask, dm.log_distance),
+                          ["    return score - math.log(2.0) * torch.log(1 + (q_idx - kv_idx).abs().float())"]),
+    "two_windows_two_params": (
+        lambda dm: (dm.mt.and_masks(dm.generate_sliding_window(64), dm.generate_sliding_window(32)), None),
+        ["param window_size = 64", "param window_size_1 = 32", "    return q_idx - kv_idx <= window_size_1"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_emitted_text_checks(env, tmp_path, name):
+    build, want = CASES[name]
+    env.dm.mt = env.mt
+    mask, score = build(env.dm)
+    em = env.flex.emit(mask, score, SIZES, "bf16", 64, None)
+    lines = em.text.splitlines()
+    for w in want:
+        assert w in lines or "    " + w in lines, "%s: %r not in\n%s" % (name, w, em.text)
+    rc, out = check_text(env, tmp_path, em.text)
+    assert rc == 0, "%s:\n%s\n%s" % (name, em.text, out)
+
+
+def test_emitted_lines_name_their_origin(env):
+    em = env.flex.emit(env.dm.generate_sliding_window(128), None, SIZES, "bf16", 64, None)
+    i = em.text.splitlines().index("    return q_idx - kv_idx <= window_size")
+    file, line, _ = em.lines[i]
+    with open(MODS_PY) as f:
+        assert f.read().splitlines()[line - 1].strip() == "return q_idx - kv_idx <= window_size"
+    assert file == MODS_PY
+
+
+def test_dims_name_the_sizes_they_match(env):
+    flex = env.flex
+    t = ft.Tensor((2, 8, 256), ft.float32)
+    em = flex.emit(None, env.dm.generate_alibi_bias(t), {"B": 2, "H": 8, "Q": 256, "KV": 512}, "bf16", 64, None)
+    assert "buffer slopes: f32[B, H, Q]" in em.text
+    em = flex.emit(None, env.dm.generate_alibi_bias(t), {"B": 8, "H": 8, "Q": 256, "KV": 256}, "bf16", 64, None)
+    assert "buffer slopes: f32[2, 8, KV]" in em.text  # 8 is B and H: written as the number
+
+
+def test_flex_attention_runs_the_generated_kernel_with_the_closures_tensor(env):
+    mt, dm = env.mt, env.dm
+    B, H, S, D = 2, 8, 256, 64
+    q = ft.Tensor((B, H, S, D))
+    doc = doc_ids(S)
+    bm = mt.create_block_mask(dm.generate_doc_mask_mod(dm.causal_mask, doc), None, None, S, S, device="cuda")
+    out = mt.flex_attention(q, q, q, block_mask=bm)
+    assert out.shape == q.shape
+    ((_, f, grid, block, smem, stream, args),) = launches(env.drv)
+    res = next(iter(env.flex._resolved.values()))
+    man = res.attn.generated().man
+    bufs = man.Buffers.from_buffer_copy(args[6])
+    assert bufs.ptr[0] == doc.data_ptr()
+    sh = man.Shape.from_buffer_copy(args[5])
+    assert (sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv) == (B, H, H, S, S)
+    assert list(sh.q_stride) == [H * S * D, S * D, D]  # bhsd, FlexAttention's layout
+    # Another closure of the same code and layout: no new resolution, its own tensor.
+    doc2 = doc_ids(S)
+    bm2 = mt.create_block_mask(dm.generate_doc_mask_mod(dm.causal_mask, doc2), None, None, S, S)
+    mt.flex_attention(q, q, q, block_mask=bm2)
+    assert len(env.flex._resolved) == 1 and len(env.flex._programs) == 1
+    bufs = man.Buffers.from_buffer_copy(launches(env.drv)[-1][6][6])
+    assert bufs.ptr[0] == doc2.data_ptr()
+    assert len(env.nv.compiles) == 1
+
+
+def test_gqa_return_lse_and_aux(env):
+    mt, dm = env.mt, env.dm
+    q, k = ft.Tensor((1, 8, 128, 64)), ft.Tensor((1, 2, 128, 64))
+    with pytest.raises(ValueError, match="enable_gqa=True"):
+        mt.flex_attention(q, k, k, score_mod=dm.relative_positional)
+    out, lse = mt.flex_attention(q, k, k, score_mod=dm.relative_positional, enable_gqa=True, return_lse=True)
+    assert out.shape == q.shape and lse.shape == (1, 8, 128) and lse.dtype is ft.float32
+    sh = next(iter(env.flex._resolved.values())).attn.generated().man.Shape.from_buffer_copy(launches(env.drv)[-1][6][5])
+    assert (sh.H, sh.HKV) == (8, 2)
+    out, aux = mt.flex_attention(q, k, k, score_mod=dm.relative_positional, enable_gqa=True,
+                                 return_aux=mt.AuxRequest(lse=True))
+    assert aux.lse.shape == (1, 8, 128) and aux.max_scores is None
+    with pytest.raises(MaskcError, match="max_scores"):
+        mt.flex_attention(q, k, k, enable_gqa=True, return_aux=mt.AuxRequest(max_scores=True))
+
+
+def test_scale_and_head_dim_reach_the_block(env):
+    em = env.flex.emit(env.dm.causal_mask, None, SIZES, "fp16", 128, 0.25)
+    assert "    head_dim = 128" in em.text and "    scale = 0.25" in em.text and "    dtype = fp16" in em.text
+
+
+def test_memo_key(env):
+    fp, dm, mt = env.flex._fingerprint, env.dm, env.mt
+    assert fp(dm.generate_sliding_window(8)) == fp(dm.generate_sliding_window(8))
+    assert fp(dm.generate_sliding_window(8)) != fp(dm.generate_sliding_window(9))
+    assert fp(dm.generate_alibi_bias(ft.Tensor((8,), ft.float32))) == \
+        fp(dm.generate_alibi_bias(ft.Tensor((8,), ft.float32)))  # tensors by dtype and shape, not identity
+    assert fp(dm.generate_alibi_bias(ft.Tensor((8,), ft.float32))) != \
+        fp(dm.generate_alibi_bias(ft.Tensor((16,), ft.float32)))
+    assert fp(dm.generate_alibi_bias(ft.Tensor((8,), ft.float32))) != \
+        fp(dm.generate_alibi_bias(ft.Tensor((8,), ft.float64)))
+    w = dm.generate_sliding_window(8)
+    # sharing is part of the key: and_masks(w, w) declares w once
+    assert fp(mt.and_masks(w, w)) != fp(mt.and_masks(w, dm.generate_sliding_window(8)))
+    # a global the code names is read: a new value is a new key
+    assert fp(dm.causal_mask) == fp(dm.causal_mask)
+
+
+def test_maskc_refusal_points_at_the_python_line(env, tmp_path):
+    src = tmp_path / "user_mods.py"
+    src.write_text("def looped(b, h, q_idx, kv_idx):\n"
+                   "    while q_idx > 0:\n"
+                   "        q_idx = q_idx - 1\n"
+                   "    return q_idx >= kv_idx\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import user_mods
+    finally:
+        sys.path.remove(str(tmp_path))
+    q = ft.Tensor((1, 2, 64, 64))
+    with pytest.raises(MaskcError) as ei:
+        env.mt.flex_attention(q, q, q, block_mask=env.mt.create_block_mask(user_mods.looped, 1, 2, 64, 64))
+    d = [d for d in ei.value.diagnostics if d.is_error][0]
+    assert d.file == str(src) and 1 <= d.line <= 4, str(ei.value)
+    assert "user_mods.py:%d" % d.line in str(ei.value)
+
+
+@pytest.mark.parametrize("mod, msg, line", [
+    (lambda dm: dm.uses_unknown, "`not_defined_anywhere` is not defined", "return q_idx >= kv_idx + not_defined"),
+    (lambda dm: dm.TWO_LAMBDAS[0], "2 lambdas with parameters (b, h, q, kv) on this line", "TWO_LAMBDAS = "),
+    (lambda dm: dm.captures_object(object()), "`config` is a object", "return q_idx - kv_idx < config"),
+    (lambda dm: dm.Holder().method_mask, "a bound method", None),
+])
+def test_unreadable_functions_raise_at_their_source(env, mod, msg, line):
+    q = ft.Tensor((1, 2, 64, 64))
+    bm = env.mt.create_block_mask(mod(env.dm), 1, 2, 64, 64)
+    with pytest.raises(MaskcError) as ei:
+        env.mt.flex_attention(q, q, q, block_mask=bm)
+    assert msg in str(ei.value)
+    if line is not None:
+        (d,) = ei.value.diagnostics
+        assert d.file == MODS_PY
+        with open(MODS_PY) as f:
+            assert f.read().splitlines()[d.line - 1].strip().startswith(line)
+    assert not launches(env.drv)
+
+
+def test_fallback_torch_runs_torchs_flex_and_says_so(env, monkeypatch):
+    calls = []
+    tfa = types.ModuleType("torch.nn.attention.flex_attention")
+    tfa.flex_attention = lambda q, k, v, **kw: calls.append(("flex", kw)) or "torch-out"
+    tfa.create_block_mask = lambda *a, **kw: calls.append(("bm", a)) or "torch-block-mask"
+    monkeypatch.setitem(sys.modules, "torch.nn.attention.flex_attention", tfa)
+    monkeypatch.setattr(sys.modules["torch.nn.attention"], "flex_attention", tfa, raising=False)
+    q = ft.Tensor((1, 2, 64, 64))
+    bm = env.mt.create_block_mask(env.dm.uses_unknown, 1, 2, 64, 64)
+    with pytest.warns(UserWarning, match="(?s)runs torch's flex_attention.*not_defined_anywhere"):
+        assert env.mt.flex_attention(q, q, q, block_mask=bm, fallback="torch") == "torch-out"
+    assert calls[0][0] == "bm" and calls[1] == ("flex", dict(score_mod=None, block_mask="torch-block-mask",
+                                                             scale=None, enable_gqa=False, kernel_options=None))
+    with pytest.raises(MaskcError):
+        env.mt.flex_attention(q, q, q, block_mask=bm)  # never silently: without the option it raises
+    with pytest.raises(ValueError, match="fallback='cpu'"):
+        env.mt.flex_attention(q, q, q, block_mask=bm, fallback="cpu")
+
+
+def test_block_mask_reads_like_torchs(env):
+    bm = env.mt.create_block_mask(env.dm.causal_mask, None, 4, 1000, 2000)
+    assert bm.shape == (1, 4, 1000, 2000) and bm.seq_lengths == (1000, 2000) and bm.mask_mod is env.dm.causal_mask
+    assert "causal_mask" in repr(bm) and bm.to_string() == repr(bm)
+    with pytest.raises(MaskcError, match="kv_num_blocks.*to_torch"):
+        bm.kv_num_blocks
+    assert not hasattr(bm, "full_kv_indices")
+    q = ft.Tensor((1, 4, 1000, 64))
+    with pytest.raises(ValueError, match="block_mask was created for"):
+        env.mt.flex_attention(q, q, q, block_mask=env.mt.create_block_mask(env.dm.causal_mask, 1, 4, 512, 512))
+
+
+def test_torch_and_masks_and_noop_are_recognised(env):
+    flex = env.flex
+    ns = {}
+    exec("def and_masks(*mask_mods):\n"
+         "    def and_mask(b, h, q_idx, kv_idx):\n"
+         "        return mask_mods[0](b, h, q_idx, kv_idx)\n"
+         "    return and_mask\n"
+         "def noop_mask(b, h, q_idx, kv_idx):\n"
+         "    return q_idx >= 0\n", ns)
+    for f in (ns["and_masks"], ns["noop_mask"]):
+        f.__module__ = "torch.nn.attention.flex_attention"
+    m = ns["and_masks"](env.dm.causal_mask, env.dm.generate_prefix_lm_mask(4))
+    m.__module__ = "torch.nn.attention.flex_attention"
+    em = flex.emit(m, None, SIZES, "bf16", 64, None)
+    assert "    mask = and_masks(causal_mask, prefix_mask)" in em.text.splitlines()
+    em = flex.emit(ns["noop_mask"], None, SIZES, "bf16", 64, None)
+    assert "mask =" not in em.text
+
+
+def test_bad_dtypes_and_shapes(env):
+    q = ft.Tensor((1, 2, 64, 64), ft.float32)
+    with pytest.raises(MaskcError, match="bfloat16 or torch.float16"):
+        env.mt.flex_attention(q, q, q)
+    with pytest.raises(ValueError, match="want 4"):
+        env.mt.flex_attention(ft.Tensor((2, 64, 64)), q, q)
