@@ -738,7 +738,7 @@ def _compile(em):
         prog = _programs.get(em.text)
     if prog is None:
         try:
-            prog = _mt.Program(_cache.compile_flex(path))
+            prog = _mt.Program(_cache.compile_flex(path, all_kernels=True))
         except MaskcError as e:
             diags = [em.map_diagnostic(d, path) for d in e.diagnostics]
             where = next((d for d in diags if d.is_error), None)

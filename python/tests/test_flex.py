@@ -266,3 +266,47 @@ def test_bad_dtypes_and_shapes(env):
         env.mt.flex_attention(q, q, q)
     with pytest.raises(ValueError, match="want 4"):
         env.mt.flex_attention(ft.Tensor((2, 64, 64)), q, q)
+
+
+class StandInTensors:
+    """dropin_cases' tensor factory, with fake_torch tensors."""
+
+    def ints(self, shape, hi):
+        return ft.Tensor(shape, ft.int32)
+
+    def floats(self, shape, scale, grad):
+        return ft.Tensor(shape, ft.float32, requires_grad=grad)
+
+    def docs(self, S):
+        return ft.Tensor((S,), ft.int32)
+
+
+def gpu_cases():
+    sys.path.insert(0, os.path.join(os.path.dirname(MODS_PY), "..", "gpu_tests"))
+    try:
+        import dropin_cases
+    finally:
+        sys.path.pop(0)
+    return dropin_cases
+
+
+@pytest.mark.parametrize("name", sorted(gpu_cases().CASES))
+def test_gpu_cases_compile_and_launch_here(env, name):
+    """Every case of python/gpu_tests/check_dropin.py is read, checked and
+    compiled by maskc and reaches the generated kernel (or SDPA) here."""
+    cases = gpu_cases()
+    B, H, S, D = 2, 8, 256, 64
+    c = cases.CASES[name](StandInTensors(), B, H, S)
+    q, k = ft.Tensor((B, H, S, D)), ft.Tensor((B, c.hkv or H, S, D))
+    bm = env.mt.create_block_mask(c.mask_mod, B, H, S, S) if c.mask_mod is not None else None
+    got = env.mt.flex_attention(q, k, k, score_mod=c.score_mod, block_mask=bm, scale=c.scale,
+                                enable_gqa=c.hkv is not None, return_lse=c.lse)
+    out = got[0] if c.lse else got
+    assert out.shape == q.shape
+    r = next(iter(env.flex._resolved.values()))
+    if c.leaves or c.lse or c.score_mod is not None or c.mask_mod is not None:
+        assert r.attn.decision.has_generated, r.emitted.text
+        assert launches(env.drv), r.emitted.text
+        ptrs = set(r.attn.generated().man.Buffers.from_buffer_copy(launches(env.drv)[-1][6][6]).ptr)
+        for t in c.leaves:
+            assert t.data_ptr() in ptrs
