@@ -711,7 +711,7 @@ class _Resolved:
         out = {}
         for name, path, scalar in self.emitted.buffers:
             t = _walk(roots, path)
-            out[name] = t.reshape(1) if scalar else t
+            out[name] = t.reshape(1) if scalar else t.contiguous()  # a copy (differentiable) only when strided
         return out
 
 

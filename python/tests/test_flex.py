@@ -310,3 +310,28 @@ def test_gpu_cases_compile_and_launch_here(env, name):
         ptrs = set(r.attn.generated().man.Buffers.from_buffer_copy(launches(env.drv)[-1][6][6]).ptr)
         for t in c.leaves:
             assert t.data_ptr() in ptrs
+
+
+def test_readme_flex_example_mods_check(env, tmp_path):
+    """The README's FlexAttention-API example: its import is maskc's, and its
+    mods (with stand-ins for its doc and slopes tensors) read and check."""
+    import re
+    with open(os.path.join(os.path.dirname(MODS_PY), "..", "..", "README.md")) as f:
+        text = f.read()
+    block = re.search(r"```python\n(.*?)```", text[text.index("### FlexAttention's API"):], re.S).group(1)
+    assert "\nfrom maskc.torch import flex_attention, create_block_mask" in "\n" + block
+    defs = re.findall(r"^def .*?\n(?:    .*\n)+", block, re.M)
+    assert [d.split("(")[0] for d in defs] == ["def document_causal", "def alibi"]
+    mod = tmp_path / "readme_mods.py"
+    mod.write_text("from fake_torch import Tensor, int64, float32\n"
+                   "doc = Tensor((2048,), int64)\nslopes = Tensor((8,), float32)\n\n" + "\n".join(defs))
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import readme_mods
+    finally:
+        sys.path.remove(str(tmp_path))
+    em = env.flex.emit(readme_mods.document_causal, readme_mods.alibi, {"B": 2, "H": 8, "Q": 2048, "KV": 2048},
+                       "bf16", 64, None)
+    assert "buffer doc: i64[KV]" in em.text and "buffer slopes: f32[H]" in em.text
+    rc, out = check_text(env, tmp_path, em.text)
+    assert rc == 0, em.text + out
