@@ -21,6 +21,9 @@
 #                on the backward of three masks with buffers
 #         hf     python/gpu_tests/train_hf.py (a Hugging Face Llama trained
 #                200 steps through the wheel against FlexAttention)
+#         dropin python/gpu_tests/check_dropin.py (maskc.torch.flex_attention
+#                on Python mods against torch's flex_attention and float64)
+#                and python/gpu_tests/readme_flex_example.py (issue 28)
 #         cp     python/gpu_tests/check_cp.py (maskc.cp's ring over 2 and 4
 #                simulated ranks against the unsplit call; issue 16)
 #         go     the Go path: the runtime's and the compiler's GPU tests
@@ -118,6 +121,12 @@ run)
 			install_wheel
 			step hf "${HF_TIMEOUT:-200}" env PYTHONPATH=/tmp/site python3 python/gpu_tests/train_hf.py --out "$OUT"
 			tail -6 "$OUT/hf.txt" | cut -c1-400
+			;;
+		dropin)
+			install_wheel
+			step dropin "${DROPIN_TIMEOUT:-300}" bash -c 'PYTHONPATH=/tmp/site python3 python/gpu_tests/check_dropin.py --out "$0"; r=$?
+				PYTHONPATH=/tmp/site python3 python/gpu_tests/readme_flex_example.py || r=1; exit $r' "$OUT"
+			grep -E "PASS|FAIL|Error|error" "$OUT/dropin.txt" | tail -26 | cut -c1-300
 			;;
 		cp)
 			install_wheel

@@ -28,6 +28,7 @@ import builtins
 import hashlib
 import linecache
 import math
+import numbers
 import os
 import sys
 import threading
@@ -367,6 +368,14 @@ class _Emitter:
             raise _refuse(where, "`%s` is the module %s; a mod may use torch and math" % (name, v.__name__))
         if isinstance(v, (bool, int, float)):
             return self.scalar(name, v, where)
+        if type(v).__name__ in ("bool_", "bool8") and hasattr(v, "item"):  # numpy's bool
+            return self.scalar(name, bool(v), where)
+        if isinstance(v, numbers.Integral):  # numpy ints and the like
+            return self.scalar(name, int(v), where)
+        if isinstance(v, numbers.Real):
+            return self.scalar(name, float(v), where)
+        if type(v).__name__.lower() == "dtype" and str(v).startswith("torch."):  # a captured torch.float32, say
+            return str(v)
         if v is None:
             return "None"
         if isinstance(v, str):
@@ -562,8 +571,10 @@ def _fingerprint(v, memo=None, depth=0):
     met again is ("ref", n), so equal fingerprints mean the same sharing
     (emit declares a shared function or tensor once)."""
     memo = memo if memo is not None else {}
-    if v is None or isinstance(v, (bool, int, float, str)):
+    if v is None or isinstance(v, (bool, int, float, str, numbers.Number)):
         return (type(v).__name__, v)
+    if type(v).__name__.lower() == "dtype":
+        return ("dtype", str(v))
     if isinstance(v, types.ModuleType):
         return ("module", v.__name__)
     if isinstance(v, tuple):

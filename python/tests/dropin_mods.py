@@ -85,3 +85,9 @@ def captures_object(config):
         return q_idx - kv_idx < config
 
     return mask
+
+
+def generate_cast(dtype, scale):
+    def cast_score(score, b, h, q_idx, kv_idx):
+        return score + (q_idx - kv_idx).to(dtype) * scale
+    return cast_score

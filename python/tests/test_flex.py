@@ -335,3 +335,14 @@ def test_readme_flex_example_mods_check(env, tmp_path):
     assert "buffer doc: i64[KV]" in em.text and "buffer slopes: f32[H]" in em.text
     rc, out = check_text(env, tmp_path, em.text)
     assert rc == 0, em.text + out
+
+
+def test_captured_numbers_and_dtypes(env, tmp_path):
+    import fractions
+    em = env.flex.emit(None, env.dm.generate_cast(ft.float32, fractions.Fraction(1, 4)), SIZES, "bf16", 64, None)
+    assert "param scale = 0.25" in em.text
+    assert "    return score + (q_idx - kv_idx).to(torch.float32) * scale" in em.text.splitlines()
+    rc, out = check_text(env, tmp_path, em.text)
+    assert rc == 0, em.text + out
+    fp = env.flex._fingerprint
+    assert fp(env.dm.generate_cast(ft.float32, 0.5)) != fp(env.dm.generate_cast(ft.float64, 0.5))
