@@ -298,11 +298,13 @@ class Emitted:
 
 
 class _Emitter:
-    def __init__(self, sizes):
+    def __init__(self, sizes, avoid=()):
         self.sizes = sizes  # {"B": .., "H": .., "Q": .., "KV": ..}
         self.decls = []     # [(text line, origin)]
         self.defs = []      # [(text line, origin)]
-        self.used = set(_RESERVED)
+        self.used = set(_RESERVED) | set(avoid)
+        self.decl_names = set()  # params and buffers declared
+        self.arg_names = set()   # parameters of the emitted functions (a param of the same name would be shadowed)
         self.funcs = {}     # id(function) -> emitted name
         self.tensors = {}   # id(tensor) -> buffer name
         self.scalars = {}   # (name, type, value) -> param name
@@ -338,6 +340,7 @@ class _Emitter:
                           (name, t.dtype, ", ".join(sorted(_BUFFER_DTYPES))))
         shape = tuple(t.shape)
         n = self.fresh(name)
+        self.decl_names.add(n)
         self.decls.append(("buffer %s: %s[%s]" % (n, dt, ", ".join(self.dims(shape) if shape else ["1"])), None))
         ref = n if shape else "%s[0]" % n
         self.tensors[key] = ref
@@ -353,6 +356,7 @@ class _Emitter:
         key = (name, type(v), v)
         if key not in self.scalars:
             n = self.fresh(name)
+            self.decl_names.add(n)
             text = ("true" if v else "false") if isinstance(v, bool) else repr(v)
             self.decls.append(("param %s = %s" % (n, text), None))
             self.scalars[key] = n
@@ -429,6 +433,8 @@ class _Emitter:
         name = self.fresh(f.__name__ if f.__name__ != "<lambda>" else "lambda_mod")
         self.funcs[id(f)] = name
         self.keep.append(f)
+        a = node.args
+        self.arg_names.update(x.arg for x in a.posonlyargs + a.args + a.kwonlyargs)
         free, _ = _names(node)
         subs = {}  # (line, col) -> (end col, text)
         for n, uses in free.items():
@@ -547,9 +553,15 @@ def emit(mask_mod=None, score_mod=None, sizes=None, dtype="bf16", head_dim=None,
     dtype setting (bf16 or fp16), head_dim and scale (None for
     1/sqrt(head_dim)). Raises MaskcError at the function's source where
     maskc cannot read a function or what it captures."""
-    em = _Emitter(dict(sizes or {}))
-    mask_expr = None if _is_noop(mask_mod, "mask") else em.mod(mask_mod, "mask")
-    score_expr = None if _is_noop(score_mod, "score") else em.mod(score_mod, "score")
+    avoid = set()
+    for _ in range(4):  # a param named like a later function's parameter: declared again under another name
+        em = _Emitter(dict(sizes or {}), avoid)
+        mask_expr = None if _is_noop(mask_mod, "mask") else em.mod(mask_mod, "mask")
+        score_expr = None if _is_noop(score_mod, "score") else em.mod(score_mod, "score")
+        clash = em.decl_names & em.arg_names
+        if not clash:
+            break
+        avoid |= clash
     settings = [("layout", layout), ("dtype", dtype)]
     if head_dim is not None:
         settings.append(("head_dim", str(int(head_dim))))

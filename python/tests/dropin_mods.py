@@ -91,3 +91,16 @@ def generate_cast(dtype, scale):
     def cast_score(score, b, h, q_idx, kv_idx):
         return score + (q_idx - kv_idx).to(dtype) * scale
     return cast_score
+
+
+def generate_scaled(h):
+    # the factory's argument is named like a later mod's parameter `h`
+    def scaled(score, b, hh, q_idx, kv_idx):
+        return score * h
+    return scaled
+
+
+def generate_head_mask(n):
+    def head_mask(b, h, q_idx, kv_idx):
+        return h < n
+    return head_mask

@@ -346,3 +346,11 @@ def test_captured_numbers_and_dtypes(env, tmp_path):
     assert rc == 0, em.text + out
     fp = env.flex._fingerprint
     assert fp(env.dm.generate_cast(ft.float32, 0.5)) != fp(env.dm.generate_cast(ft.float64, 0.5))
+
+
+def test_params_never_shadowed_by_mod_parameters(env, tmp_path):
+    em = env.flex.emit(env.dm.generate_head_mask(4), env.dm.generate_scaled(0.5), SIZES, "bf16", 64, None)
+    assert "param h_1 = 0.5" in em.text and "        return score * h_1" not in em.text
+    assert "    return score * h_1" in em.text.splitlines()
+    rc, out = check_text(env, tmp_path, em.text)
+    assert rc == 0 and "W005" not in out, em.text + out
