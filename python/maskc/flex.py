@@ -36,7 +36,7 @@ import types
 import warnings
 
 from . import cache as _cache
-from .diagnostics import Diagnostic, MaskcError
+from .diagnostics import Diagnostic, MaskcError, parse_text
 
 __all__ = ["flex_attention", "create_block_mask", "BlockMask", "and_masks", "or_masks", "noop_mask", "emit",
            "Emitted", "AuxRequest", "AuxOutput"]
@@ -761,7 +761,14 @@ def _compile(em):
         prog = _programs.get(em.text)
     if prog is None:
         try:
-            prog = _mt.Program(_cache.compile_flex(path, all_kernels=True))
+            with warnings.catch_warnings(record=True) as seen:
+                warnings.simplefilter("always")
+                entry = _cache.compile_flex(path, all_kernels=True)
+            for w in seen:  # maskc's warnings, at the user's source lines
+                ds = parse_text(str(w.message))
+                msg = "\n".join(str(em.map_diagnostic(d, path)) for d in ds) if ds else str(w.message)
+                warnings.warn(msg, w.category, stacklevel=5)
+            prog = _mt.Program(entry)
         except MaskcError as e:
             diags = [em.map_diagnostic(d, path) for d in e.diagnostics]
             where = next((d for d in diags if d.is_error), None)

@@ -104,3 +104,7 @@ def generate_head_mask(n):
     def head_mask(b, h, q_idx, kv_idx):
         return h < n
     return head_mask
+
+
+def python_and(b, h, q_idx, kv_idx):
+    return q_idx >= kv_idx and kv_idx >= 0

@@ -354,3 +354,17 @@ def test_params_never_shadowed_by_mod_parameters(env, tmp_path):
     assert "    return score * h_1" in em.text.splitlines()
     rc, out = check_text(env, tmp_path, em.text)
     assert rc == 0 and "W005" not in out, em.text + out
+
+
+def test_maskc_warnings_point_at_the_python_line(env):
+    q = ft.Tensor((1, 2, 64, 64))
+    with pytest.warns(UserWarning) as rec:
+        env.mt.flex_attention(q, q, q, block_mask=env.mt.create_block_mask(env.dm.python_and, 1, 2, 64, 64))
+    msgs = [str(w.message) for w in rec if "W030" in str(w.message)]
+    assert msgs, [str(w.message) for w in rec]
+    with open(MODS_PY) as f:
+        lines = f.read().splitlines()
+    loc = msgs[0].split(": warning")[0]
+    file, line, col = loc.rsplit(":", 2)
+    assert file == MODS_PY and lines[int(line) - 1].strip() == "return q_idx >= kv_idx and kv_idx >= 0"
+    assert lines[int(line) - 1][int(col) - 1:].startswith("and kv_idx >= 0"), msgs[0]  # maskc points at `and`
