@@ -15,8 +15,8 @@ is; the gradients of q, k, v and of the captured tensors that require grad
 (of a loss on the output and, where returned, the LSE) likewise. maskc's
 outputs land in memory poisoned with NaN beforehand (the caching
 allocator's blocks are filled and released before each call). COMPILED
-cases also run inside torch.compile (bitwise against eager maskc, forward
-and backward), and one case against torch's compiled (fused)
+cases also run inside torch.compile (against eager maskc: the forward
+bitwise, gradients within 1e-3, as dQ accumulates with atomics), and one case against torch's compiled (fused)
 flex_attention. Prints a PASS/FAIL table, writes DIR/dropin.json, exits 1
 on any failure.
 """
@@ -144,14 +144,14 @@ def run_case(name, B, H, S, D, g):
 
     # torch's own flex_attention (eager), same mods
     tbm = tfa.create_block_mask(case.mask_mod, B, H, S, S, device="cuda") if case.mask_mod is not None else None
-    tgot = tfa.flex_attention(q, k, v, score_mod=case.score_mod, block_mask=tbm, scale=case.scale, enable_gqa=gqa,
-                              return_lse=case.lse)
-    tout, tlse = tgot if case.lse else (tgot, None)
-    try:
+    tout = tlse = tgrads = None
+    try:  # torch's result is the yardstick; a case torch's eager path cannot run is checked against float64 only
+        tgot = tfa.flex_attention(q, k, v, score_mod=case.score_mod, block_mask=tbm, scale=case.scale,
+                                  enable_gqa=gqa, return_lse=case.lse)
+        tout, tlse = tgot if case.lse else (tgot, None)
         tgrads = torch.autograd.grad(loss(tout, tlse), leaves)
-    except Exception as e:  # torch's eager path may not differentiate a captured tensor
-        tgrads = None
-        notes.append("torch's backward: %s" % str(e).splitlines()[0][:120])
+    except Exception as e:
+        notes.append("torch's flex_attention: %s" % (str(e).splitlines() or [type(e).__name__])[0][:160])
 
     def check(key, mine, theirs, ref, tol):
         e = rel(mine, ref)
@@ -167,11 +167,11 @@ def run_case(name, B, H, S, D, g):
     if case.lse:
         fin = torch.isfinite(rlse)
         same_inf = bool(torch.equal(torch.isfinite(lse), fin))  # -inf exactly where the row keeps nothing
-        if not bool(torch.equal(torch.isfinite(tlse), fin)):
+        if tlse is not None and not bool(torch.equal(torch.isfinite(tlse), fin)):
             notes.append("torch's LSE is not -inf exactly on the empty rows")
         e = float((lse.double() - rlse)[fin].abs().max()) if bool(fin.any()) else 0.0
-        te = float((tlse.double() - rlse)[fin].abs().max()) if bool(fin.any()) else 0.0
-        res["lse"] = (e, te, same_inf and e < TOL["lse"] and e <= VS_TORCH * te + TOL["lse"] / 10)
+        te = float((tlse.double() - rlse)[fin].abs().max()) if bool(fin.any()) and tlse is not None else float("nan")
+        res["lse"] = (e, te, same_inf and e < TOL["lse"] and (tlse is None or e <= VS_TORCH * te + TOL["lse"] / 10))
     names = ["dq", "dk", "dv"] + ["d%s" % i for i in range(len(case.leaves))]
     for i, n in enumerate(names):
         check(n, grads[i], tgrads[i] if tgrads is not None else None, rgrads[i], TOL["grad"])
@@ -184,9 +184,11 @@ def run_case(name, B, H, S, D, g):
         cgot = cf(q, k, v)
         cout, clse = cgot if case.lse else (cgot, None)
         cgrads = torch.autograd.grad(loss(cout, clse), leaves)
-        same = torch.equal(cout, out) and (clse is None or torch.equal(clse, lse)) and \
-            all(torch.equal(a, b) for a, b in zip(cgrads, grads))
-        res["torch.compile bitwise"] = (0.0 if same else 1.0, float("nan"), same)
+        # the same kernels: forward bitwise; gradients to within dQ's atomic accumulation order
+        same = torch.equal(cout, out) and (clse is None or torch.equal(clse, lse))
+        res["torch.compile fwd bitwise"] = (0.0 if same else 1.0, float("nan"), same)
+        ge = max(rel(a, b) for a, b in zip(cgrads, grads))
+        res["torch.compile grads"] = (ge, float("nan"), ge < 1e-3)
     return res, notes
 
 
