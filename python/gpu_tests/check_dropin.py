@@ -34,6 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dropin_cases  # noqa: E402
 
 TOL = {"out": 1e-2, "lse": 2e-3, "grad": 2e-2}  # rel. Frobenius error (lse: max abs) against float64
+DEVICE = "cuda"  # the host smoke test of this script's plumbing sets "cpu"
 VS_TORCH = 4.0  # maskc's error may be at most this times torch's own (plus the tolerance's tenth)
 
 
@@ -45,7 +46,7 @@ def rel(a, b):
 def poison():
     """Fills and releases a large block so that the next allocations
     (maskc's outputs) start as NaN."""
-    x = torch.full((48 << 20,), float("nan"), device="cuda", dtype=torch.float32)
+    x = torch.full((48 << 20,) if DEVICE == "cuda" else (1,), float("nan"), device=DEVICE, dtype=torch.float32)
     del x
 
 
@@ -53,8 +54,8 @@ class Tensors:
     """dropin_cases' factory: fresh random CUDA tensors, recorded so that
     the float64 reference can be built over the same values."""
 
-    def __init__(self, g, replay=None, device="cuda"):
-        self.g, self.made, self.replay, self.device = g, [], replay, device
+    def __init__(self, g, replay=None, device=None):
+        self.g, self.made, self.replay, self.device = g, [], replay, device or DEVICE
 
     def _next(self, make):
         if self.replay is not None:
@@ -109,11 +110,11 @@ def run_case(name, B, H, S, D, g):
     T = Tensors(g)
     case = dropin_cases.CASES[name](T, B, H, S)
     hkv = case.hkv or H
-    q = torch.randn(B, H, S, D, generator=g).to("cuda", torch.bfloat16).requires_grad_()
-    k = torch.randn(B, hkv, S, D, generator=g).to("cuda", torch.bfloat16).requires_grad_()
-    v = torch.randn(B, hkv, S, D, generator=g).to("cuda", torch.bfloat16).requires_grad_()
-    go = torch.randn(B, H, S, D, generator=g).cuda()
-    gl = torch.randn(B, H, S, generator=g).cuda()
+    q = torch.randn(B, H, S, D, generator=g).to(DEVICE, torch.bfloat16).requires_grad_()
+    k = torch.randn(B, hkv, S, D, generator=g).to(DEVICE, torch.bfloat16).requires_grad_()
+    v = torch.randn(B, hkv, S, D, generator=g).to(DEVICE, torch.bfloat16).requires_grad_()
+    go = torch.randn(B, H, S, D, generator=g).to(DEVICE)
+    gl = torch.randn(B, H, S, generator=g).to(DEVICE)
     leaves = [q, k, v] + case.leaves
     gqa = case.hkv is not None
     res, notes = {}, []
@@ -125,12 +126,13 @@ def run_case(name, B, H, S, D, g):
         return x
 
     # maskc
-    bm = mt.create_block_mask(case.mask_mod, B, H, S, S, device="cuda") if case.mask_mod is not None else None
+    bm = mt.create_block_mask(case.mask_mod, B, H, S, S, device=DEVICE) if case.mask_mod is not None else None
     poison()
     got = mt.flex_attention(q, k, v, score_mod=case.score_mod, block_mask=bm, scale=case.scale, enable_gqa=gqa,
                             return_lse=case.lse)
     out, lse = got if case.lse else (got, None)
-    torch.cuda.synchronize()
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
     if not bool(torch.isfinite(out).all()):
         notes.append("maskc's output has non-finite values")
     grads = torch.autograd.grad(loss(out, lse), leaves)
@@ -143,7 +145,7 @@ def run_case(name, B, H, S, D, g):
     rgrads = torch.autograd.grad(loss(rout, rlse if case.lse else None), [q64, k64, v64] + rcase.leaves)
 
     # torch's own flex_attention (eager), same mods
-    tbm = tfa.create_block_mask(case.mask_mod, B, H, S, S, device="cuda") if case.mask_mod is not None else None
+    tbm = tfa.create_block_mask(case.mask_mod, B, H, S, S, device=DEVICE) if case.mask_mod is not None else None
     tout = tlse = tgrads = None
     try:  # torch's result is the yardstick; a case torch's eager path cannot run is checked against float64 only
         tgot = tfa.flex_attention(q, k, v, score_mod=case.score_mod, block_mask=tbm, scale=case.scale,
@@ -197,10 +199,10 @@ def compiled_torch_case(B, H, S, D, g):
     maskc's error from float64 against the fused kernel's."""
     T = Tensors(g)
     case = dropin_cases.CASES["document_causal"](T, B, H, S)
-    q, k, v = (torch.randn(B, H, S, D, generator=g).to("cuda", torch.bfloat16) for _ in range(3))
+    q, k, v = (torch.randn(B, H, S, D, generator=g).to(DEVICE, torch.bfloat16) for _ in range(3))
     bm = mt.create_block_mask(case.mask_mod, B, H, S, S)
     out = mt.flex_attention(q, k, v, block_mask=bm)
-    tbm = tfa.create_block_mask(case.mask_mod, B, H, S, S, device="cuda")
+    tbm = tfa.create_block_mask(case.mask_mod, B, H, S, S, device=DEVICE)
     tout = torch.compile(tfa.flex_attention)(q, k, v, block_mask=tbm)
     rout, _ = reference(case, q.double(), k.double(), v.double(), None)
     e, te = rel(out, rout), rel(tout, rout)

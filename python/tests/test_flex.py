@@ -3,6 +3,7 @@ mods (maskc.flex): the .flex text read from source and closures, checked by
 the real maskc binary; the call reaching the generated kernel with the
 captured tensors; the memo; the errors; fallback="torch"; on the stand-in
 torch and driver."""
+import json
 import os
 import subprocess
 import sys
@@ -282,9 +283,15 @@ class StandInTensors:
 
 
 def gpu_cases():
+    """python/gpu_tests/dropin_cases.py, imported (once) with the stand-in
+    torch: the host needs no real torch for these tests."""
+    if "dropin_cases" in sys.modules:
+        return sys.modules["dropin_cases"]
     sys.path.insert(0, os.path.join(os.path.dirname(MODS_PY), "..", "gpu_tests"))
     try:
-        import dropin_cases
+        with pytest.MonkeyPatch.context() as mp:
+            ft.install(mp)
+            import dropin_cases
     finally:
         sys.path.pop(0)
     return dropin_cases
@@ -368,3 +375,20 @@ def test_maskc_warnings_point_at_the_python_line(env):
     file, line, col = loc.rsplit(":", 2)
     assert file == MODS_PY and lines[int(line) - 1].strip() == "return q_idx >= kv_idx and kv_idx >= 0"
     assert lines[int(line) - 1][int(col) - 1:].startswith("and kv_idx >= 0"), msgs[0]  # maskc points at `and`
+
+
+@pytest.mark.parametrize("bad", [False, True])
+def test_gpu_script_plumbing_on_cpu(bad):
+    """check_dropin.py's loop under real torch on the CPU (Debian's
+    python3-torch; .ci/run installs it): every case passes with the float64
+    reference standing in for both kernels, and fails with a wrong scale."""
+    script = os.path.join(os.path.dirname(MODS_PY), "dropin_cpu_smoke.py")
+    r = subprocess.run([sys.executable, script] + (["--bad"] if bad else []), capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+    assert r.returncode == 0, "%s needs torch (Debian: apt-get install python3-torch)\n%s" % (sys.executable, r.stderr)
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert sorted(got) == sorted(gpu_cases().CASES)
+    if not bad:
+        assert all(got.values()), got
+    else:  # every case but the one with an explicit scale
+        assert {n for n, ok in got.items() if ok} == {"times_two"}, got
