@@ -126,7 +126,8 @@ def run_case(name, B, H, S, D, g):
         return x
 
     # maskc
-    bm = mt.create_block_mask(case.mask_mod, B, H, S, S, device=DEVICE) if case.mask_mod is not None else None
+    make_bm = tfa.create_block_mask if case.torch_block_mask else mt.create_block_mask
+    bm = make_bm(case.mask_mod, B, H, S, S, device=DEVICE) if case.mask_mod is not None else None
     poison()
     got = mt.flex_attention(q, k, v, score_mod=case.score_mod, block_mask=bm, scale=case.scale, enable_gqa=gqa,
                             return_lse=case.lse)

@@ -14,9 +14,11 @@ class Case:
     """One call: mods, the grouped heads, whether the LSE is checked, the
     captured float tensors whose gradients are checked."""
 
-    def __init__(self, mask_mod=None, score_mod=None, hkv=None, lse=False, leaves=(), scale=None):
+    def __init__(self, mask_mod=None, score_mod=None, hkv=None, lse=False, leaves=(), scale=None,
+                 torch_block_mask=False):
         self.mask_mod, self.score_mod, self.hkv, self.lse = mask_mod, score_mod, hkv, lse
         self.leaves, self.scale = list(leaves), scale
+        self.torch_block_mask = torch_block_mask  # maskc is handed torch's own BlockMask
 
 
 # ---- score mods in the shapes of test_flex_attention.py's builtin ones
@@ -122,6 +124,11 @@ def _and_masks(*mods):
     return and_masks(*mods)
 
 
+def _torch_and_masks(*mods):
+    from torch.nn.attention.flex_attention import and_masks
+    return and_masks(*mods)
+
+
 def _or_masks(*mods):
     from maskc.flex import or_masks
     return or_masks(*mods)
@@ -150,7 +157,12 @@ CASES = {
     "softcap_gqa": lambda T, B, H, S: Case(mask_mod=causal_mask, score_mod=generate_tanh_softcap(20.0),
                                            hkv=max(1, H // 2)),
     "empty_rows": lambda T, B, H, S: Case(mask_mod=half_rows(S // 2), lse=True),
+    "torch_and_masks_block_mask": lambda T, B, H, S: Case(
+        mask_mod=_torch_and_masks(causal_mask, generate_sliding_window(S // 3)), torch_block_mask=True),
 }
+
+#: The cases that need torch's own FlexAttention module (not run on the host).
+TORCH_ONLY = ("torch_and_masks_block_mask",)
 
 
 def _with_leaf(t, make):

@@ -41,6 +41,8 @@ def main():
     g = torch.Generator().manual_seed(3)
     out = {}
     for name in dc.CASES:
+        if name in dc.TORCH_ONLY:  # torch 1.13 has no FlexAttention
+            continue
         res, notes = cd.run_case(name, 2, 4, 48, 16, g)
         out[name] = all(r[2] for r in res.values()) and not notes
     print(json.dumps(out))
