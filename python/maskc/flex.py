@@ -194,13 +194,30 @@ def _find_node(f):
     return found[0], lines
 
 
-def _names(node):
+def _defaulted(node):
+    """{parameter name: ("default", i) | ("kwdefault", name)} of a def or
+    lambda node's parameters that have default values (where the function's
+    __defaults__ / __kwdefaults__ hold them)."""
+    a = node.args
+    pos = a.posonlyargs + a.args
+    out = {}
+    if a.defaults:
+        for i, x in enumerate(pos[len(pos) - len(a.defaults):]):
+            out[x.arg] = ("default", i)
+    for x, d in zip(a.kwonlyargs, a.kw_defaults):
+        if d is not None:
+            out[x.arg] = ("kwdefault", x.arg)
+    return out
+
+
+def _names(node, defaulted=()):
     """(free names in first-use order with each use's (line, col), locally
-    bound names) of a def or lambda node."""
+    bound names) of a def or lambda node; parameters named in defaulted
+    (their default values stand for them) count as free."""
     bound = set()
     args = node.args
     for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]:
-        if a is not None:
+        if a is not None and a.arg not in defaulted:
             bound.add(a.arg)
     body = node.body if isinstance(node.body, list) else [node.body]
     uses = []
@@ -362,8 +379,9 @@ class _Emitter:
             self.scalars[key] = n
         return self.scalars[key]
 
-    def value(self, f, name, v, where, path):
-        """The text a free name of f is replaced with."""
+    def value(self, f, name, v, where, path, step=None):
+        """The text a free name of f is replaced with (step: where f holds
+        it, for _walk; default its closure cell or global)."""
         if v is _BUILTIN:
             return name
         if isinstance(v, types.ModuleType):
@@ -387,7 +405,8 @@ class _Emitter:
         if isinstance(v, tuple) and all(isinstance(x, (bool, int, float)) for x in v):
             return "(%s)" % "".join(repr(x) + ", " for x in v)
         code = f.__code__
-        step = ("cell", code.co_freevars.index(name)) if name in code.co_freevars else ("global", name)
+        if step is None:
+            step = ("cell", code.co_freevars.index(name)) if name in code.co_freevars else ("global", name)
         if _is_tensor(v):
             return self.buffer(name, v, path + (step,), where)
         q = _qualified(v)
@@ -434,30 +453,42 @@ class _Emitter:
         self.funcs[id(f)] = name
         self.keep.append(f)
         a = node.args
-        self.arg_names.update(x.arg for x in a.posonlyargs + a.args + a.kwonlyargs)
-        free, _ = _names(node)
+        defaulted = _defaulted(node)
+        if a.vararg or a.kwarg or any(d is None for d in a.kw_defaults):
+            raise _refuse(fw, "`%s` takes *args, **kwargs or a keyword-only parameter without a default; a mod takes "
+                              "(b, h, q_idx, kv_idx) or (score, b, h, q_idx, kv_idx)" % f.__name__)
+        self.arg_names.update(x.arg for x in a.posonlyargs + a.args if x.arg not in defaulted)
+        free, _ = _names(node, defaulted)
         subs = {}  # (line, col) -> (end col, text)
         for n, uses in free.items():
             w = _Where(f.__code__.co_filename, uses[0][0], uses[0][1] + 1)
-            found, v = _lookup(f, n)
+            step = defaulted.get(n)
+            if step is not None:  # a parameter with a default value: FlexAttention never passes it
+                found, v = True, (f.__defaults__[step[1]] if step[0] == "default" else f.__kwdefaults__[n])
+            else:
+                found, v = _lookup(f, n)
             if not found:
                 raise _refuse(w, "`%s` is not defined where this function runs (no closure cell, global or builtin "
                                  "of that name)" % n)
-            text = self.value(f, n, v, w, path)
+            text = self.value(f, n, v, w, path, step)
             for line, col, end in uses:
                 if text != n:
                     subs[(line, col)] = (end, text)
-        self.defs.extend(self.render(node, lines, name, subs, fw))
+        self.defs.extend(self.render(node, lines, name, subs, fw, defaulted))
         self.defs.append(("", None))
         return name
 
-    def render(self, node, lines, name, subs, fw):
+    def render(self, node, lines, name, subs, fw, defaulted=()):
         """The emitted lines of a def or lambda node, renamed to name, with
-        the substitutions applied; each with its origin."""
+        the substitutions applied; each with its origin. Parameters with
+        defaults (defaulted) leave the signature: their values stand in the
+        body."""
         file = fw.file
         out = []
+        if defaulted and not isinstance(node, ast.Lambda):
+            return self.render_body(node, lines, name, subs, file, defaulted)
         if isinstance(node, ast.Lambda):
-            args = [a.arg for a in node.args.posonlyargs + node.args.args]
+            args = [a.arg for a in node.args.posonlyargs + node.args.args if a.arg not in defaulted]
             out.append(("def %s(%s):" % (name, ", ".join(args)), (file, node.lineno, lambda c: 0)))
             body = node.body
             first, last = body.lineno, body.end_lineno
@@ -489,6 +520,31 @@ class _Emitter:
                 if rest.startswith(old):
                     text = pre + name + rest[len(old):]
                     shift = [(len(pre), len(name) - len(old))] + shift
+            out.append((text, (file, ln, _shifter(shift, -cut))))
+        return out
+
+    def render_body(self, node, lines, name, subs, file, defaulted):
+        """A def whose signature is rewritten without its defaulted
+        parameters: a new header, then the body's lines as they are."""
+        args = [a.arg for a in node.args.posonlyargs + node.args.args if a.arg not in defaulted]
+        out = [("def %s(%s):" % (name, ", ".join(args)), (file, node.lineno, lambda c: 0))]
+        first = node.body[0]
+        start_line = first.lineno
+        if first.lineno == node.lineno:  # def f(...): return x
+            src = lines[first.lineno - 1].rstrip("\n")
+            stop = node.end_col_offset if node.end_lineno == first.lineno else len(src.encode())
+            text, shift = self.line(src, first.lineno, first.col_offset, stop, subs)
+            out.append(("    " + text, (file, first.lineno, _shifter(shift, 4 - first.col_offset))))
+            start_line += 1
+        else:  # comments between the signature and the first statement are dropped with the signature
+            start_line = min([first.lineno] + [d.lineno for d in getattr(first, "decorator_list", [])])
+        indent = node.col_offset
+        for ln in range(start_line, node.end_lineno + 1):
+            src = lines[ln - 1].rstrip("\n")
+            raw = src.encode()
+            cut = min(indent, len(raw) - len(raw.lstrip(b" \t")))
+            stop = node.end_col_offset if ln == node.end_lineno else len(raw)
+            text, shift = self.line(src, ln, cut, stop, subs)
             out.append((text, (file, ln, _shifter(shift, -cut))))
         return out
 
@@ -609,7 +665,9 @@ def _fingerprint(v, memo=None, depth=0):
                 cells.append(("empty",))
         g = v.__globals__
         globs = tuple((n, _fingerprint(g[n], memo, depth + 1)) for n in _code_names(code) if n in g)
-        return ("fn", code, tuple(cells), globs)
+        defaults = _fingerprint(tuple(v.__defaults__ or ()), memo, depth + 1)
+        kw = tuple((n, _fingerprint(x, memo, depth + 1)) for n, x in sorted((v.__kwdefaults__ or {}).items()))
+        return ("fn", code, tuple(cells), globs, defaults, kw)
     q = _qualified(v)
     if q is not None:
         return ("qualified", q)
@@ -625,6 +683,10 @@ def _walk(roots, path):
             v = v.__closure__[x].cell_contents
         elif kind == "global":
             v = v.__globals__[x]
+        elif kind == "default":
+            v = v.__defaults__[x]
+        elif kind == "kwdefault":
+            v = v.__kwdefaults__[x]
         else:
             v = _combination(v)[1][x]
     return v

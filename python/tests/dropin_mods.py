@@ -108,3 +108,13 @@ def generate_head_mask(n):
 
 def python_and(b, h, q_idx, kv_idx):
     return q_idx >= kv_idx and kv_idx >= 0
+
+
+def generate_window_default(window):
+    def windowed(b, h, q_idx, kv_idx, w=window, causal=True):
+        # the defaults are captured when the factory runs
+        return (q_idx - kv_idx <= w) & ((q_idx >= kv_idx) | (not causal))
+    return windowed
+
+
+LAMBDA_DEFAULT = [lambda b, h, q, kv, n=n: q - kv < n for n in (3, 7)]  # noqa: E731

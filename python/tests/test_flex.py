@@ -392,3 +392,21 @@ def test_gpu_script_plumbing_on_cpu(bad):
         assert all(got.values()), got
     else:  # every case but the one with an explicit scale
         assert {n for n, ok in got.items() if ok} == {"times_two"}, got
+
+
+def test_default_values_stand_for_their_parameters(env, tmp_path):
+    dm, flex = env.dm, env.flex
+    em = flex.emit(dm.generate_window_default(16), None, SIZES, "bf16", 64, None)
+    lines = em.text.splitlines()
+    assert "def windowed(b, h, q_idx, kv_idx):" in lines and "param w = 16" in lines and "param causal = true" in lines
+    assert "    return (q_idx - kv_idx <= w) & ((q_idx >= kv_idx) | (not causal))" in lines
+    i = lines.index("    return (q_idx - kv_idx <= w) & ((q_idx >= kv_idx) | (not causal))")
+    with open(MODS_PY) as f:
+        assert f.read().splitlines()[em.lines[i][1] - 1].strip().startswith("return (q_idx - kv_idx <= w)")
+    rc, out = check_text(env, tmp_path, em.text)
+    assert rc == 0, em.text + out
+    em = flex.emit(dm.LAMBDA_DEFAULT[1], None, SIZES, "bf16", 64, None)
+    assert "def lambda_mod(b, h, q, kv):" in em.text and "param n = 7" in em.text
+    fp = flex._fingerprint
+    assert fp(dm.LAMBDA_DEFAULT[0]) != fp(dm.LAMBDA_DEFAULT[1])
+    assert fp(dm.generate_window_default(16)) == fp(dm.generate_window_default(16))
