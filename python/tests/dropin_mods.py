@@ -118,3 +118,25 @@ def generate_window_default(window):
 
 
 LAMBDA_DEFAULT = [lambda b, h, q, kv, n=n: q - kv < n for n in (3, 7)]  # noqa: E731
+
+
+REGISTRY = []
+
+
+def register(fn):
+    REGISTRY.append(fn)
+    return fn
+
+
+@register
+def registered_causal(b, h, q_idx, kv_idx):
+    return q_idx >= kv_idx
+
+
+def call_with_lambda(make):
+    # a lambda spanning lines inside a call, as create_block_mask(lambda ...) is often written
+    return make(
+        lambda b, h, q, kv: (q >= kv)
+        & (q - kv < 8),
+        "other argument",
+    )

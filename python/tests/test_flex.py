@@ -410,3 +410,26 @@ def test_default_values_stand_for_their_parameters(env, tmp_path):
     fp = flex._fingerprint
     assert fp(dm.LAMBDA_DEFAULT[0]) != fp(dm.LAMBDA_DEFAULT[1])
     assert fp(dm.generate_window_default(16)) == fp(dm.generate_window_default(16))
+
+
+def test_decorated_multiline_lambda_and_linecache_sources(env, tmp_path):
+    dm, flex = env.dm, env.flex
+    em = flex.emit(dm.registered_causal, None, SIZES, "bf16", 64, None)
+    assert "@register" not in em.text and "def registered_causal(b, h, q_idx, kv_idx):" in em.text
+    lam = dm.call_with_lambda(lambda f, other: f)
+    em = flex.emit(lam, None, SIZES, "bf16", 64, None)
+    assert "    return ((q >= kv)" in em.text.splitlines() and "        & (q - kv < 8))" in em.text.splitlines()
+    rc, out = check_text(env, tmp_path, em.text)
+    assert rc == 0, em.text + out
+    # source that lives only in linecache (a notebook cell, an exec'd string registered there)
+    import linecache
+    src = "def cell_mask(b, h, q_idx, kv_idx):\n    return q_idx // 4 >= kv_idx // 4\n"
+    linecache.cache["<cell-1>"] = (len(src), None, src.splitlines(True), "<cell-1>")
+    ns = {}
+    exec(compile(src, "<cell-1>", "exec"), ns)
+    em = flex.emit(ns["cell_mask"], None, SIZES, "bf16", 64, None)
+    assert "    return q_idx // 4 >= kv_idx // 4" in em.text.splitlines()
+    ns2 = {}
+    exec(compile(src.replace("cell_mask", "lost_mask"), "<cell-2>", "exec"), ns2)
+    with pytest.raises(MaskcError, match="source of this function is not available"):
+        flex.emit(ns2["lost_mask"], None, SIZES, "bf16", 64, None)
