@@ -2,8 +2,10 @@
 torch (Debian's 1.13 is enough), with maskc's and torch's flex_attention
 both replaced by the script's own float64 reference cast to bf16, or, with
 --bad, maskc's replaced by one with a wrong default scale. Prints one JSON
-object: {case: whether every check passed}. test_flex.py runs it: the GPU
-script's reference, tolerances and bookkeeping are exercised here."""
+object: {case: whether every check passed}. With --readme, runs
+readme_flex_example.py the same way instead (the README's block on the CPU
+at a small size; its exit status). test_flex.py runs it: the GPU scripts'
+reference, tolerances and bookkeeping are exercised here."""
 import json
 import os
 import sys
@@ -35,7 +37,22 @@ class Reference:
         return (o.to(q.dtype), lse.float()) if return_lse else o.to(q.dtype)
 
 
+def readme():
+    import readme_flex_example as r
+    example = r.example
+    r.example = lambda: example().replace('"cuda"', '"cpu"').replace(
+        "B, S, H, D = 2, 2048, 8, 64", "B, S, H, D = 1, 96, 2, 16").replace("// 700", "// 40")
+    ref = Reference()
+    for name in ("maskc.torch", "torch.nn.attention.flex_attention"):
+        m = types.ModuleType(name)
+        m.flex_attention, m.create_block_mask = ref.flex_attention, ref.create_block_mask
+        sys.modules[name] = m
+    return r.main()
+
+
 def main():
+    if "--readme" in sys.argv:
+        sys.exit(readme())
     cd.DEVICE, dc.COMPILED = "cpu", ()
     cd.mt, cd.tfa = Reference(bad="--bad" in sys.argv), Reference()
     g = torch.Generator().manual_seed(3)

@@ -433,3 +433,13 @@ def test_decorated_multiline_lambda_and_linecache_sources(env, tmp_path):
     exec(compile(src.replace("cell_mask", "lost_mask"), "<cell-2>", "exec"), ns2)
     with pytest.raises(MaskcError, match="source of this function is not available"):
         flex.emit(ns2["lost_mask"], None, SIZES, "bf16", 64, None)
+
+
+def test_readme_flex_example_script_on_cpu():
+    """readme_flex_example.py's bookkeeping on the CPU under real torch (the
+    float64 reference for both imports): the block runs, trains, compares."""
+    script = os.path.join(os.path.dirname(MODS_PY), "dropin_cpu_smoke.py")
+    r = subprocess.run([sys.executable, script, "--readme"], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "only the import changed): PASS" in r.stdout and "readme_torch: loss" in r.stdout
