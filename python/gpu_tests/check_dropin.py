@@ -109,7 +109,7 @@ def run_case(name, B, H, S, D, g):
     """One case: {check: (value, ok)} and its notes."""
     T = Tensors(g)
     case = dropin_cases.CASES[name](T, B, H, S)
-    hkv = case.hkv or H
+    hkv, D = case.hkv or H, case.head_dim or D
     q = torch.randn(B, H, S, D, generator=g).to(DEVICE, torch.bfloat16).requires_grad_()
     k = torch.randn(B, hkv, S, D, generator=g).to(DEVICE, torch.bfloat16).requires_grad_()
     v = torch.randn(B, hkv, S, D, generator=g).to(DEVICE, torch.bfloat16).requires_grad_()
@@ -219,8 +219,8 @@ def prebuild(names, B, H, S, D):
     gens = []
     for n in names:
         case = dropin_cases.CASES[n](Tensors(torch.Generator().manual_seed(0)), B, H, S)
-        r = flex.resolve(case.mask_mod, case.score_mod, {"B": B, "H": H, "Q": S, "KV": S}, "bf16", D,
-                         None if case.scale is None else float(case.scale))
+        r = flex.resolve(case.mask_mod, case.score_mod, {"B": B, "H": H, "Q": S, "KV": S}, "bf16",
+                         *flex.kernel_head_dim(case.head_dim or D, case.scale))
         if r.attn.decision.has_generated:
             gens.append(r.attn.generated())
     idx = torch.cuda.current_device()

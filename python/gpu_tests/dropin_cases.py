@@ -15,10 +15,11 @@ class Case:
     captured float tensors whose gradients are checked."""
 
     def __init__(self, mask_mod=None, score_mod=None, hkv=None, lse=False, leaves=(), scale=None,
-                 torch_block_mask=False):
+                 torch_block_mask=False, head_dim=None):
         self.mask_mod, self.score_mod, self.hkv, self.lse = mask_mod, score_mod, hkv, lse
         self.leaves, self.scale = list(leaves), scale
         self.torch_block_mask = torch_block_mask  # maskc is handed torch's own BlockMask
+        self.head_dim = head_dim  # None: the run's; 16 is zero-padded to a kernel's 64 by maskc
 
 
 # ---- score mods in the shapes of test_flex_attention.py's builtin ones
@@ -157,6 +158,7 @@ CASES = {
     "softcap_gqa": lambda T, B, H, S: Case(mask_mod=causal_mask, score_mod=generate_tanh_softcap(20.0),
                                            hkv=max(1, H // 2)),
     "empty_rows": lambda T, B, H, S: Case(mask_mod=half_rows(S // 2), lse=True),
+    "head_dim_16": lambda T, B, H, S: Case(mask_mod=causal_mask, score_mod=_rel_bias, lse=True, head_dim=16),
     "torch_and_masks_block_mask": lambda T, B, H, S: Case(
         mask_mod=_torch_and_masks(causal_mask, generate_sliding_window(S // 3)), torch_block_mask=True),
 }

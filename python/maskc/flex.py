@@ -54,6 +54,10 @@ _RESERVED = {"B", "H", "Q", "KV", "HKV", "D", "mask", "score", "param", "buffer"
 #: maskc's dtype names of captured tensors (buffer element types).
 _BUFFER_DTYPES = {"torch.int32": "i32", "torch.int64": "i64", "torch.float32": "f32", "torch.float64": "f64",
                   "torch.float16": "f16", "torch.bfloat16": "bf16", "torch.bool": "bool"}
+#: The head dims maskc's generated kernels are built for (hipsrc.HeadDimList; `maskc compile` refuses
+#: others with E300, whose hint test_flex.py reads to keep the two equal). A call with a smaller head dim
+#: is zero-padded to the next one: q.k and the first E output columns are unchanged, exactly.
+KERNEL_HEAD_DIMS = (64, 128, 256)
 #: maskc's dtype setting for q, k, v.
 _QKV_DTYPES = {"torch.bfloat16": "bf16", "torch.float16": "fp16"}
 
@@ -883,6 +887,16 @@ def _torch_flex(query, key, value, score_mod, block_mask, scale, enable_gqa, ret
     return tfa.flex_attention(query, key, value, **kw)
 
 
+def kernel_head_dim(E, scale):
+    """(the head dim the kernel is built for, the scale it is given) for a
+    call of head dim E and scale (None: FlexAttention's 1/sqrt(E), written
+    out when E is padded)."""
+    Ep = next((d for d in KERNEL_HEAD_DIMS if d >= E), E)  # E beyond them: maskc's E300 says so
+    if Ep != E and scale is None:
+        scale = 1 / math.sqrt(E)
+    return Ep, None if scale is None else float(scale)
+
+
 def _disable(fn):
     """fn kept out of torch.compile's graphs (it reads source and files)."""
     t = _torch()
@@ -925,9 +939,10 @@ def _prepare(query, key, value, score_mod, block_mask, scale, enable_gqa):
         if not isinstance(block_mask, BlockMask) and _is_noop(mask_mod, "mask"):
             raise MaskcError("flex_attention: block_mask is torch's BlockMask with no mask_mod (built from block "
                              "tensors, e.g. BlockMask.from_kv_blocks); maskc runs a mask from its mask_mod only",)
+    Ep, scale = kernel_head_dim(E, scale)
     sizes = {"B": B, "H": Hq, "Q": L, "KV": S}
-    r = resolve(mask_mod, score_mod, sizes, dtype, E, None if scale is None else float(scale))
-    return r, r.buffer_values(mask_mod, score_mod)
+    r = resolve(mask_mod, score_mod, sizes, dtype, Ep, scale)
+    return r, r.buffer_values(mask_mod, score_mod), Ep
 
 
 def flex_attention(query, key, value, score_mod=None, block_mask=None, scale=None, enable_gqa=False,
@@ -950,14 +965,20 @@ def flex_attention(query, key, value, score_mod=None, block_mask=None, scale=Non
         raise MaskcError("flex_attention: return_aux asks for max_scores, which maskc's kernels do not compute")
     want_lse = bool(return_lse) or bool(getattr(return_aux, "lse", False))
     try:
-        r, buffers = _prepare(query, key, value, score_mod, block_mask, scale, enable_gqa)
+        r, buffers, Ep = _prepare(query, key, value, score_mod, block_mask, scale, enable_gqa)
     except MaskcError as e:
         if fallback != "torch":
             raise
         _fallback_warning("maskc.torch.flex_attention runs torch's flex_attention (fallback=\"torch\"): %s" % e)
         return _torch_flex(query, key, value, score_mod, block_mask, scale, enable_gqa, return_lse, kernel_options,
                            return_aux)
+    E = query.shape[-1]
+    if Ep != E:  # zero columns: the same scores, the same first E output columns, differentiably
+        pad = _torch().nn.functional.pad
+        query, key, value = (pad(t, (0, Ep - E)) for t in (query, key, value))
     got = r.attn(query, key, value, layout="bhsd", buffers=buffers, return_lse=want_lse)
+    if Ep != E:
+        got = (got[0][..., :E].contiguous(), got[1]) if want_lse else got[..., :E].contiguous()
     if return_aux is not None:
         out, lse = got if want_lse else (got, None)
         return out, AuxOutput(lse=lse if getattr(return_aux, "lse", False) else None)

@@ -302,8 +302,9 @@ def test_gpu_cases_compile_and_launch_here(env, name):
     """Every case of python/gpu_tests/check_dropin.py is read, checked and
     compiled by maskc and reaches the generated kernel (or SDPA) here."""
     cases = gpu_cases()
-    B, H, S, D = 2, 8, 256, 64
+    B, H, S = 2, 8, 256
     c = cases.CASES[name](StandInTensors(), B, H, S)
+    D = c.head_dim or 64
     q, k = ft.Tensor((B, H, S, D)), ft.Tensor((B, c.hkv or H, S, D))
     bm = env.mt.create_block_mask(c.mask_mod, B, H, S, S) if c.mask_mod is not None else None
     got = env.mt.flex_attention(q, k, k, score_mod=c.score_mod, block_mask=bm, scale=c.scale,
@@ -443,3 +444,31 @@ def test_readme_flex_example_script_on_cpu():
                        env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "only the import changed): PASS" in r.stdout and "readme_torch: loss" in r.stdout
+
+
+def test_small_head_dims_are_zero_padded(env):
+    mt, flex = env.mt, env.flex
+    q = ft.Tensor((1, 2, 64, 16))
+    out = mt.flex_attention(q, q, q, score_mod=env.dm.relative_positional)
+    assert out.shape == q.shape
+    r = next(iter(flex._resolved.values()))
+    assert "    head_dim = 64" in r.emitted.text and "    scale = 0.25" in r.emitted.text  # 1/sqrt(16), not 1/sqrt(64)
+    assert [c for c in ft.rec.calls if c[0] == "pad"] == [("pad", (1, 2, 64, 16), 48)] * 3
+    assert ("slice", (1, 2, 64, 64), 16) in ft.rec.calls
+    man = r.attn.generated().man
+    sh = man.Shape.from_buffer_copy(launches(env.drv)[-1][6][5])
+    assert abs(sh.scale - 0.25) < 1e-7
+    out, lse = mt.flex_attention(q, q, q, score_mod=env.dm.relative_positional, scale=0.5, return_lse=True)
+    assert out.shape == q.shape and lse.shape == (1, 2, 64)
+    assert "    scale = 0.5" in list(flex._resolved.values())[-1].emitted.text
+
+
+def test_kernel_head_dims_match_maskc(env, tmp_path):
+    """maskc.flex.KERNEL_HEAD_DIMS is what maskc compile's E300 hint lists."""
+    import re
+    p = tmp_path / "d96.flex"
+    p.write_text("mask m(b, h, q, kv) = q >= kv\nattention a {\n    mask = m\n    head_dim = 96\n}\n")
+    r = subprocess.run([env.bin, "compile", "-o", str(tmp_path / "out"), str(p)], capture_output=True, text=True)
+    assert r.returncode == 1 and "E300" in r.stderr, r.stderr
+    listed = re.search(r"use head_dim = ([\d, or]+)", r.stderr).group(1)
+    assert tuple(int(x) for x in re.findall(r"\d+", listed)) == env.flex.KERNEL_HEAD_DIMS
