@@ -838,9 +838,11 @@ def _compile(em):
         except MaskcError as e:
             diags = [em.map_diagnostic(d, path) for d in e.diagnostics]
             where = next((d for d in diags if d.is_error), None)
-            at = " at %s:%d:%d" % (where.file, where.line, where.column) if where is not None else ""
-            raise MaskcError("maskc refuses this mask_mod/score_mod%s (emitted as %s)" % (at, path), diags,
-                             e.output)
+            if where is not None and os.path.abspath(where.file) != os.path.abspath(path):
+                what = "the mod at %s:%d:%d" % (where.file, where.line, where.column)
+            else:  # a line maskc wrote: the call's head dim, dtype or scale, or the block as a whole
+                what = "this call"
+            raise MaskcError("maskc refuses %s (emitted as %s)" % (what, path), diags, e.output)
         with _resolve_lock:
             _programs[em.text] = prog
     return _Resolved(prog.attention(BLOCK), em, path)
@@ -966,17 +968,18 @@ def flex_attention(query, key, value, score_mod=None, block_mask=None, scale=Non
     want_lse = bool(return_lse) or bool(getattr(return_aux, "lse", False))
     try:
         r, buffers, Ep = _prepare(query, key, value, score_mod, block_mask, scale, enable_gqa)
+        E = query.shape[-1]
+        q, k, v = query, key, value
+        if Ep != E:  # zero columns: the same scores, the same first E output columns, differentiably
+            pad = _torch().nn.functional.pad
+            q, k, v = (pad(t, (0, Ep - E)) for t in (query, key, value))
+        got = r.attn(q, k, v, layout="bhsd", buffers=buffers, return_lse=want_lse)  # checks raise before launch
     except MaskcError as e:
         if fallback != "torch":
             raise
         _fallback_warning("maskc.torch.flex_attention runs torch's flex_attention (fallback=\"torch\"): %s" % e)
         return _torch_flex(query, key, value, score_mod, block_mask, scale, enable_gqa, return_lse, kernel_options,
                            return_aux)
-    E = query.shape[-1]
-    if Ep != E:  # zero columns: the same scores, the same first E output columns, differentiably
-        pad = _torch().nn.functional.pad
-        query, key, value = (pad(t, (0, Ep - E)) for t in (query, key, value))
-    got = r.attn(query, key, value, layout="bhsd", buffers=buffers, return_lse=want_lse)
     if Ep != E:
         got = (got[0][..., :E].contiguous(), got[1]) if want_lse else got[..., :E].contiguous()
     if return_aux is not None:

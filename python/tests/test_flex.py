@@ -472,3 +472,25 @@ def test_kernel_head_dims_match_maskc(env, tmp_path):
     assert r.returncode == 1 and "E300" in r.stderr, r.stderr
     listed = re.search(r"use head_dim = ([\d, or]+)", r.stderr).group(1)
     assert tuple(int(x) for x in re.findall(r"\d+", listed)) == env.flex.KERNEL_HEAD_DIMS
+
+
+def test_call_refusals_name_the_call_and_fall_back_on_request(env, monkeypatch):
+    q = ft.Tensor((1, 2, 64, 512))  # beyond every kernel's head dim
+    with pytest.raises(MaskcError, match="maskc refuses this call") as ei:
+        env.mt.flex_attention(q, q, q, score_mod=env.dm.relative_positional)
+    assert any(d.code == "E051" for d in ei.value.diagnostics)  # head_dim at most 256
+    calls = []
+    tfa = types.ModuleType("torch.nn.attention.flex_attention")
+    tfa.flex_attention = lambda q, k, v, **kw: calls.append(kw) or "torch-out"
+    monkeypatch.setitem(sys.modules, "torch.nn.attention.flex_attention", tfa)
+    monkeypatch.setattr(sys.modules["torch.nn.attention"], "flex_attention", tfa, raising=False)
+    with pytest.warns(UserWarning, match="E051"):
+        assert env.mt.flex_attention(q, q, q, score_mod=env.dm.relative_positional, fallback="torch") == "torch-out"
+    # a captured tensor on another device: refused by maskc's checks before any launch, then torch's
+    q = ft.Tensor((1, 8, 64, 64))
+    slopes = ft.Tensor((8,), ft.float32, device="cpu")
+    with pytest.raises(MaskcError, match="slopes is on cpu"):
+        env.mt.flex_attention(q, q, q, score_mod=env.dm.generate_alibi_bias(slopes))
+    with pytest.warns(UserWarning, match="slopes is on cpu"):
+        env.mt.flex_attention(q, q, q, score_mod=env.dm.generate_alibi_bias(slopes), fallback="torch")
+    assert len(calls) == 2 and not launches(env.drv)
