@@ -740,6 +740,12 @@ class BlockMask:
                             "or `maskc classify --json --shape B,H,S,D` for maskc's tile counts" % name)
         raise AttributeError(name)
 
+    def to(self, device):
+        """The same BlockMask for device (it holds no tensors to move)."""
+        bm = BlockMask(self.mask_mod, self.B, self.H, self.seq_lengths[0], self.seq_lengths[1], device,
+                       self.BLOCK_SIZE)
+        return bm
+
     def to_string(self, *args, **kwargs):
         """A one-line description (torch's draws the blocks; maskc builds none)."""
         return repr(self)

@@ -234,6 +234,8 @@ def test_block_mask_reads_like_torchs(env):
     bm = env.mt.create_block_mask(env.dm.causal_mask, None, 4, 1000, 2000)
     assert bm.shape == (1, 4, 1000, 2000) and bm.seq_lengths == (1000, 2000) and bm.mask_mod is env.dm.causal_mask
     assert "causal_mask" in repr(bm) and bm.to_string() == repr(bm)
+    moved = bm.to("cuda:1")
+    assert moved.device == "cuda:1" and moved.shape == bm.shape and moved.mask_mod is bm.mask_mod
     with pytest.raises(MaskcError, match="kv_num_blocks.*to_torch"):
         bm.kv_num_blocks
     assert not hasattr(bm, "full_kv_indices")
