@@ -12,16 +12,21 @@ refers to: closure cells and globals. A captured tensor becomes a `buffer`
 written with that name), an int, float or bool a `param`, a captured or global
 mod is emitted too and called by name, torch's and_masks/or_masks results
 become and_masks(...)/or_masks(...), and the modules torch and math are
-recognised under any alias. The result is one .flex text with one attention
-block (`emit`, `Emitted.text`), compiled through maskc.cache (once per text)
-and run by maskc.torch's Attention, with its custom ops, autograd, GQA and
-LSE. Resolutions are memoised per function code, closure values' types,
-shapes and numbers, and the call's dtype, head dim, scale and sizes, so a
-training step reads no source.
+recognised under any alias; a parameter with a default value is replaced by
+that value. The result is one .flex text with one attention block (`emit`,
+`Emitted.text`), compiled through maskc.cache (once per text, with
+--all-kernels, so that a block planned as a Turbo call has its generated
+kernel too) and run by maskc.torch's Attention, with its custom ops,
+autograd, GQA and LSE. A head dim below a kernel's is zero-padded (exact).
+Resolutions are memoised per function code, closure values' types, shapes
+and numbers, and the call's dtype, head dim, scale and sizes, so a training
+step reads no source.
 
 A function maskc cannot read, or a mask maskc refuses, raises MaskcError at the
-function's file and line. fallback="torch" runs torch's own flex_attention for
-such a call instead, with a warning naming the reason (once per reason).
+function's file, line and column (maskc's own diagnostics and warnings are
+moved there from the emitted text). fallback="torch" runs torch's own
+flex_attention for such a call instead, with a warning naming the reason
+(once per reason).
 """
 import ast
 import builtins
