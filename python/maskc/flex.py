@@ -900,6 +900,17 @@ def _torch_flex(query, key, value, score_mod, block_mask, scale, enable_gqa, ret
     return tfa.flex_attention(query, key, value, **kw)
 
 
+def _operand(t):
+    """t, or a contiguous copy when a kernel could not read it through its
+    strides (maskc.checks.check_rows: 16-byte rows at 16-byte aligned
+    strides), as FlexAttention takes any strides."""
+    st = t.stride()
+    per = 16 // t.element_size()
+    if st[-1] == 1 and t.data_ptr() % 16 == 0 and all(x > 0 and x % per == 0 for x in st[:-1]):
+        return t
+    return t.contiguous()
+
+
 def kernel_head_dim(E, scale):
     """(the head dim the kernel is built for, the scale it is given) for a
     call of head dim E and scale (None: FlexAttention's 1/sqrt(E), written
@@ -980,7 +991,7 @@ def flex_attention(query, key, value, score_mod=None, block_mask=None, scale=Non
     try:
         r, buffers, Ep = _prepare(query, key, value, score_mod, block_mask, scale, enable_gqa)
         E = query.shape[-1]
-        q, k, v = query, key, value
+        q, k, v = (_operand(t) for t in (query, key, value))
         if Ep != E:  # zero columns: the same scores, the same first E output columns, differentiably
             pad = _torch().nn.functional.pad
             q, k, v = (pad(t, (0, Ep - E)) for t in (query, key, value))

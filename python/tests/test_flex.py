@@ -14,7 +14,7 @@ import pytest
 
 import fake_torch as ft
 from maskc.diagnostics import MaskcError
-from test_torch_generated import FakeDriver, FakeNVRTC, launches
+from test_torch_generated import FakeDriver, FakeNVRTC, launches, ptr
 
 SIZES = {"B": 2, "H": 8, "Q": 256, "KV": 256}
 MODS_PY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dropin_mods.py")
@@ -496,3 +496,15 @@ def test_call_refusals_name_the_call_and_fall_back_on_request(env, monkeypatch):
     with pytest.warns(UserWarning, match="slopes is on cpu"):
         env.mt.flex_attention(q, q, q, score_mod=env.dm.generate_alibi_bias(slopes), fallback="torch")
     assert len(calls) == 2 and not launches(env.drv)
+
+
+def test_strided_operands_are_copied_only_when_a_kernel_cannot_read_them(env):
+    q = ft.Tensor((1, 2, 64, 64))
+    odd = ft.Tensor((1, 2, 64, 64), strides=(64 * 64 * 2 + 4, 64 * 64 + 2, 64, 1))  # a view at odd strides
+    env.mt.flex_attention(q, q, odd, score_mod=env.dm.relative_positional)
+    man = next(iter(env.flex._resolved.values())).attn.generated().man
+    sh = man.Shape.from_buffer_copy(launches(env.drv)[-1][6][5])
+    assert list(sh.q_stride) == [2 * 64 * 64, 64 * 64, 64] and list(sh.v_stride) == [2 * 64 * 64, 64 * 64, 64]
+    assert list(sh.k_stride) == list(sh.q_stride)
+    args = launches(env.drv)[-1][6]
+    assert ptr(args[0]) == q.data_ptr() and ptr(args[2]) != odd.data_ptr()  # q as it is, v copied
