@@ -218,9 +218,13 @@ def prebuild(names, B, H, S, D):
     from maskc import flex
     gens = []
     for n in names:
-        case = dropin_cases.CASES[n](Tensors(torch.Generator().manual_seed(0)), B, H, S)
-        r = flex.resolve(case.mask_mod, case.score_mod, {"B": B, "H": H, "Q": S, "KV": S}, "bf16",
-                         *flex.kernel_head_dim(case.head_dim or D, case.scale))
+        try:  # a case maskc refuses fails in its own row, with the error
+            case = dropin_cases.CASES[n](Tensors(torch.Generator().manual_seed(0)), B, H, S)
+            r = flex.resolve(case.mask_mod, case.score_mod, {"B": B, "H": H, "Q": S, "KV": S}, "bf16",
+                             *flex.kernel_head_dim(case.head_dim or D, case.scale))
+        except Exception as e:
+            print("prebuild %s: %s" % (n, str(e).splitlines()[0] if str(e) else type(e).__name__))
+            continue
         if r.attn.decision.has_generated:
             gens.append(r.attn.generated())
     idx = torch.cuda.current_device()
