@@ -231,7 +231,10 @@ def prebuild(names, B, H, S, D):
     jobs = [g.compile_for for g in gens] + [g.compile_bwd_for for g in gens if g.spec.bwd_source]
     with ThreadPoolExecutor(max(1, min(16, len(jobs)))) as ex:
         for f in [ex.submit(j, idx) for j in jobs]:
-            f.result()
+            try:
+                f.result()
+            except Exception as e:  # its case fails in its own row, where the build is retried
+                print("prebuild: %s" % (str(e).splitlines()[0] if str(e) else type(e).__name__))
     return len(gens)
 
 
