@@ -35,6 +35,7 @@ import dropin_cases  # noqa: E402
 
 TOL = {"out": 1e-2, "lse": 2e-3, "grad": 2e-2}  # rel. Frobenius error (lse: max abs) against float64
 DEVICE = "cuda"  # the host smoke test of this script's plumbing sets "cpu"
+INDEX_DTYPE = torch.int32  # of captured index tensors; the host smoke test (torch 1.13 indexes with int64 only) sets int64
 VS_TORCH = 4.0  # maskc's error may be at most this times torch's own (plus the tolerance's tenth)
 
 
@@ -60,14 +61,15 @@ class Tensors:
     def _next(self, make):
         if self.replay is not None:
             t = self.replay.made[len(self.made)]
-            t = t.detach().double().requires_grad_(t.requires_grad) if t.is_floating_point() else t
+            # float64 copies; index tensors as int64 (the same values; older torch indexes with int64 only)
+            t = t.detach().double().requires_grad_(t.requires_grad) if t.is_floating_point() else t.long()
         else:
             t = make()
         self.made.append(t)
         return t
 
     def ints(self, shape, hi):
-        return self._next(lambda: torch.randint(0, hi, shape, generator=self.g).to(self.device, torch.int32))
+        return self._next(lambda: torch.randint(0, hi, shape, generator=self.g).to(self.device, INDEX_DTYPE))
 
     def floats(self, shape, scale, grad):
         return self._next(lambda: (torch.randn(shape, generator=self.g) * scale).to(self.device).requires_grad_(grad))
@@ -75,11 +77,17 @@ class Tensors:
     def docs(self, S):
         def make():
             cuts = sorted(torch.randint(1, S, (5,), generator=self.g).tolist())
-            d = torch.zeros(S, dtype=torch.int32)
+            d = torch.zeros(S, dtype=INDEX_DTYPE)
             for c in cuts:
                 d[c:] += 1
             return d.to(self.device)
         return self._next(make)
+
+    def doc_offsets(self, S):
+        """(offsets [7]: where document i starts, document ids [S])."""
+        d = self.docs(S)
+        starts = lambda: torch.searchsorted(d.to(torch.int64), torch.arange(7, device=d.device)).to(INDEX_DTYPE)
+        return self._next(starts), d
 
 
 def reference(case, q, k, v, scale):

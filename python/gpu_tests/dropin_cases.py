@@ -4,7 +4,8 @@ captured buffers, GQA, block masks) and attention-gym, written as users
 write them, for maskc.torch.flex_attention to read from this file.
 
 A case is CASES[name](T, B, H, S) -> Case: T makes the captured tensors
-(T.ints(shape, hi), T.floats(shape, scale, grad), T.docs(S)); check_dropin.py
+(T.ints(shape, hi), T.floats(shape, scale, grad), T.docs(S), T.doc_offsets(S)
+-> (offsets [7], document ids [S])); check_dropin.py
 passes real CUDA tensors, python/tests/test_flex.py stand-ins (to check on
 the host that maskc reads and compiles every case)."""
 import torch
@@ -100,6 +101,26 @@ def generate_doc_mask_mod(mask_mod, document_id):
     return doc_mask_wrapper
 
 
+def generate_doc_mask_with_offsets(mask_mod, offsets, document_id):
+    # attention-gym's document mask: the inner mask sees positions within each document
+    def doc_mask_mod(b, h, q_idx, kv_idx):
+        same_doc = document_id[q_idx] == document_id[kv_idx]
+        q_logical = q_idx - offsets[document_id[q_idx]]
+        kv_logical = kv_idx - offsets[document_id[kv_idx]]
+        inner_mask = mask_mod(b, h, q_logical, kv_logical)
+        return same_doc & inner_mask
+    return doc_mask_mod
+
+
+def generate_dilated_sliding_window(window_size, dilation):
+    def dilated_sliding_window(b, h, q_idx, kv_idx):
+        diff = torch.abs(q_idx - kv_idx)
+        in_window = diff <= window_size
+        is_dilated = (diff % dilation) == 0
+        return in_window & is_dilated
+    return dilated_sliding_window
+
+
 def generate_alibi_slopes(alibi_slopes):
     def alibi_score_mod(score, b, h, q_idx, kv_idx):
         bias = alibi_slopes[h] * (kv_idx - q_idx)
@@ -158,6 +179,9 @@ CASES = {
     "softcap_gqa": lambda T, B, H, S: Case(mask_mod=causal_mask, score_mod=generate_tanh_softcap(20.0),
                                            hkv=max(1, H // 2)),
     "empty_rows": lambda T, B, H, S: Case(mask_mod=half_rows(S // 2), lse=True),
+    "document_offsets_window": lambda T, B, H, S: Case(
+        mask_mod=generate_doc_mask_with_offsets(generate_sliding_window(S // 8), *T.doc_offsets(S)), lse=True),
+    "dilated_window": lambda T, B, H, S: Case(mask_mod=generate_dilated_sliding_window(S // 4, 3)),
     "head_dim_16": lambda T, B, H, S: Case(mask_mod=causal_mask, score_mod=_rel_bias, lse=True, head_dim=16),
     "torch_and_masks_block_mask": lambda T, B, H, S: Case(
         mask_mod=_torch_and_masks(causal_mask, generate_sliding_window(S // 3)), torch_block_mask=True),

@@ -53,7 +53,7 @@ def readme():
 def main():
     if "--readme" in sys.argv:
         sys.exit(readme())
-    cd.DEVICE, dc.COMPILED = "cpu", ()
+    cd.DEVICE, cd.INDEX_DTYPE, dc.COMPILED = "cpu", torch.int64, ()
     cd.mt, cd.tfa = Reference(bad="--bad" in sys.argv), Reference()
     g = torch.Generator().manual_seed(3)
     out = {}

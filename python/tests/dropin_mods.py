@@ -140,3 +140,24 @@ def call_with_lambda(make):
         & (q - kv < 8),
         "other argument",
     )
+
+
+def generate_doc_mask_with_offsets(mask_mod, offsets, document_id):
+    # attention-gym's shape: the inner mask sees positions within the document
+    def doc_mask_mod(b, h, q_idx, kv_idx):
+        same_doc = document_id[q_idx] == document_id[kv_idx]
+        q_logical = q_idx - offsets[document_id[q_idx]]
+        kv_logical = kv_idx - offsets[document_id[kv_idx]]
+        inner_mask = mask_mod(b, h, q_logical, kv_logical)
+        return same_doc & inner_mask
+    return doc_mask_mod
+
+
+def generate_dilated_sliding_window(window_size, dilation):
+    def dilated_sliding_window(b, h, q_idx, kv_idx):
+        diff = torch.abs(q_idx - kv_idx)
+        in_window = diff <= window_size
+        is_dilated = (diff % dilation) == 0
+        return in_window & is_dilated
+    dilated_sliding_window.__name__ = f"dilated_sliding_window_{window_size}_dilation_{dilation}"
+    return dilated_sliding_window

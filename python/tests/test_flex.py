@@ -283,6 +283,9 @@ class StandInTensors:
     def docs(self, S):
         return ft.Tensor((S,), ft.int32)
 
+    def doc_offsets(self, S):
+        return ft.Tensor((7,), ft.int32), ft.Tensor((S,), ft.int32)
+
 
 def gpu_cases():
     """python/gpu_tests/dropin_cases.py, imported (once) with the stand-in
