@@ -124,7 +124,7 @@ run)
 			;;
 		dropin)
 			install_wheel
-			step dropin "${DROPIN_TIMEOUT:-300}" bash -c 'PYTHONPATH=/tmp/site python3 python/gpu_tests/check_dropin.py --out "$0"; r=$?
+			step dropin "${DROPIN_TIMEOUT:-400}" bash -c 'PYTHONPATH=/tmp/site python3 python/gpu_tests/check_dropin.py --out "$0"; r=$?
 				PYTHONPATH=/tmp/site python3 python/gpu_tests/readme_flex_example.py || r=1; exit $r' "$OUT"
 			grep -E "PASS|FAIL|Error|error" "$OUT/dropin.txt" | tail -26 | cut -c1-300
 			;;
