@@ -50,6 +50,9 @@ __all__ = ["flex_attention", "create_block_mask", "BlockMask", "and_masks", "or_
 BLOCK = "flex"
 #: The module torch's FlexAttention lives in (its combinators and noop_mask are recognised).
 _TORCH_FLEX = "torch.nn.attention.flex_attention"
+#: Modules whose and_masks/or_masks are recognised: {module: the inner function's captured tuple of mods}.
+#: Each one's and_mask / or_mask is the intersection / union of the mods, as written there.
+_COMBINATORS = {_TORCH_FLEX: "mask_mods", "transformers.masking_utils": "mask_functions"}
 #: Modules recognised under any alias, by their name in the emitted text.
 _MODULES = ("torch", "math")
 #: Names emitted declarations never take (sizes, language keywords).
@@ -130,15 +133,17 @@ def or_masks(*mask_mods):
 
 def _combination(f):
     """("and_masks" | "or_masks", mods) when f is a combination made by this
-    module's or torch's and_masks/or_masks, else None."""
+    module's, torch's or transformers' and_masks/or_masks, else None."""
     got = getattr(f, "_maskc_combine", None)
     if got is not None:
         return got
     code = getattr(f, "__code__", None)
-    if code is not None and getattr(f, "__module__", None) == _TORCH_FLEX and code.co_name in ("and_mask", "or_mask") \
-            and "mask_mods" in code.co_freevars and f.__closure__:
-        mods = f.__closure__[code.co_freevars.index("mask_mods")].cell_contents
-        return ("and_masks" if code.co_name == "and_mask" else "or_masks", tuple(mods))
+    cell = _COMBINATORS.get(getattr(f, "__module__", None))
+    if code is not None and cell is not None and code.co_name in ("and_mask", "or_mask") \
+            and cell in code.co_freevars and f.__closure__:
+        mods = f.__closure__[code.co_freevars.index(cell)].cell_contents
+        if isinstance(mods, (tuple, list)) and all(callable(m) for m in mods):
+            return ("and_masks" if code.co_name == "and_mask" else "or_masks", tuple(mods))
     return None
 
 

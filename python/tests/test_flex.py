@@ -261,6 +261,21 @@ def test_torch_and_masks_and_noop_are_recognised(env):
     assert "    mask = and_masks(causal_mask, prefix_mask)" in em.text.splitlines()
     em = flex.emit(ns["noop_mask"], None, SIZES, "bf16", 64, None)
     assert "mask =" not in em.text
+    # transformers.masking_utils' own combinators, as written there
+    tf = {}
+    exec("def or_masks(*mask_functions):\n"
+         "    def or_mask(batch_idx, head_idx, q_idx, kv_idx):\n"
+         "        result = q_idx.new_zeros((), dtype=torch.bool)\n"
+         "        for mask in mask_functions:\n"
+         "            result = result | mask(batch_idx, head_idx, q_idx, kv_idx).to(result.device)\n"
+         "        return result\n"
+         "    return or_mask\n", tf)
+    m = tf["or_masks"](env.dm.causal_mask, env.dm.generate_prefix_lm_mask(4))
+    m.__module__ = "transformers.masking_utils"
+    assert "    mask = or_masks(causal_mask, prefix_mask)" in flex.emit(m, None, SIZES, "bf16", 64, None).text.splitlines()
+    m.__module__ = "someone.else"  # the same shape elsewhere is read as the function it is: its loop is refused
+    with pytest.raises(MaskcError, match="source of this function is not available"):
+        flex.emit(m, None, SIZES, "bf16", 64, None)
 
 
 def test_bad_dtypes_and_shapes(env):
