@@ -62,7 +62,10 @@ class Tensors:
         if self.replay is not None:
             t = self.replay.made[len(self.made)]
             # float64 copies; index tensors as int64 (the same values; older torch indexes with int64 only)
-            t = t.detach().double().requires_grad_(t.requires_grad) if t.is_floating_point() else t.long()
+            if t.is_floating_point():
+                t = t.detach().double().requires_grad_(t.requires_grad)
+            elif t.dtype != torch.bool:
+                t = t.long()
         else:
             t = make()
         self.made.append(t)
@@ -81,6 +84,14 @@ class Tensors:
             for c in cuts:
                 d[c:] += 1
             return d.to(self.device)
+        return self._next(make)
+
+    def padding(self, B, S):
+        """bool [B, S]: every key kept but the last S // 10 of batch 1 (right padding)."""
+        def make():
+            p = torch.ones(B, S, dtype=torch.bool)
+            p[min(1, B - 1), S - S // 10:] = False
+            return p.to(self.device)
         return self._next(make)
 
     def doc_offsets(self, S):

@@ -5,7 +5,7 @@ write them, for maskc.torch.flex_attention to read from this file.
 
 A case is CASES[name](T, B, H, S) -> Case: T makes the captured tensors
 (T.ints(shape, hi), T.floats(shape, scale, grad), T.docs(S), T.doc_offsets(S)
--> (offsets [7], document ids [S])); check_dropin.py
+-> (offsets [7], document ids [S]), T.padding(B, S) -> bool [B, S]); check_dropin.py
 passes real CUDA tensors, python/tests/test_flex.py stand-ins (to check on
 the host that maskc reads and compiles every case)."""
 import torch
@@ -151,6 +151,12 @@ def _torch_and_masks(*mods):
     return and_masks(*mods)
 
 
+def _transformers_mask(T, B, H, S):
+    # Hugging Face's own mask functions, read from the installed transformers' source
+    from transformers import masking_utils as tm
+    return tm.and_masks(tm.sliding_window_causal_mask_function(S // 4), tm.padding_mask_function(T.padding(B, S)))
+
+
 def _or_masks(*mods):
     from maskc.flex import or_masks
     return or_masks(*mods)
@@ -185,10 +191,11 @@ CASES = {
     "head_dim_16": lambda T, B, H, S: Case(mask_mod=causal_mask, score_mod=_rel_bias, lse=True, head_dim=16),
     "torch_and_masks_block_mask": lambda T, B, H, S: Case(
         mask_mod=_torch_and_masks(causal_mask, generate_sliding_window(S // 3)), torch_block_mask=True),
+    "transformers_masks": lambda T, B, H, S: Case(mask_mod=_transformers_mask(T, B, H, S), lse=True),
 }
 
-#: The cases that need torch's own FlexAttention module (not run on the host).
-TORCH_ONLY = ("torch_and_masks_block_mask",)
+#: The cases that need torch's own FlexAttention module or transformers (not run on the host).
+TORCH_ONLY = ("torch_and_masks_block_mask", "transformers_masks")
 
 
 def _with_leaf(t, make):
