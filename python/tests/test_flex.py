@@ -526,3 +526,14 @@ def test_strided_operands_are_copied_only_when_a_kernel_cannot_read_them(env):
     assert list(sh.k_stride) == list(sh.q_stride)
     args = launches(env.drv)[-1][6]
     assert ptr(args[0]) == q.data_ptr() and ptr(args[2]) != odd.data_ptr()  # q as it is, v copied
+
+
+def test_all_kernels_is_its_own_cache_entry(env):
+    from conftest import EXAMPLES
+    from maskc import cache
+    path = os.path.join(EXAMPLES, "full.flex")
+    plain, every = cache.compile_flex(path), cache.compile_flex(path, all_kernels=True)
+    assert plain.key != every.key and every.info["all_kernels"] and not plain.info["all_kernels"]
+    assert not plain.has("encoder.hip") and every.has("encoder.hip") and every.has("encoder.bwd.hip")
+    assert env.mt.Program(every).attention("encoder").decision.has_generated
+    assert cache.compile_flex(path, all_kernels=True).directory == every.directory  # reused
