@@ -30,6 +30,9 @@
 #                cached keys (the decode step maskc.transformers runs today,
 #                before any split-KV kernel) against SDPA flash and cuDNN,
 #                each output checked against float64 (DEC_ARGS appended)
+#         dropin python/gpu_tests/check_dropin.py (maskc.torch.flex_attention
+#                on Python mods against torch's flex_attention and float64)
+#                and python/gpu_tests/readme_flex_example.py (issue 28)
 #         cp     python/gpu_tests/check_cp.py (maskc.cp's ring over 2 and 4
 #                simulated ranks against the unsplit call; issue 16)
 #         go     the Go path: the runtime's and the compiler's GPU tests
@@ -141,6 +144,12 @@ run)
 			install_wheel
 			step dec "${DEC_TIMEOUT:-300}" env PYTHONPATH=/tmp/site python3 python/gpu_tests/bench_decode.py --out "$OUT" ${DEC_ARGS:-}
 			sed -n '/^      L /,$p' "$OUT/dec.txt" | cut -c1-300
+			;;
+		dropin)
+			install_wheel
+			step dropin "${DROPIN_TIMEOUT:-400}" bash -c 'PYTHONPATH=/tmp/site python3 python/gpu_tests/check_dropin.py --out "$0"; r=$?
+				PYTHONPATH=/tmp/site python3 python/gpu_tests/readme_flex_example.py || r=1; exit $r' "$OUT"
+			grep -E "PASS|FAIL|Error|error" "$OUT/dropin.txt" | tail -26 | cut -c1-300
 			;;
 		cp)
 			install_wheel

@@ -776,3 +776,12 @@ def _backward(ctx, dout, dlse):
 
 
 attn_fwd.register_autograd(_backward, setup_context=_setup_context)
+
+
+# FlexAttention's API over the user's own Python mods (maskc.flex reads their
+# source and closures into a .flex text and runs it through load/Attention).
+from .flex import (AuxOutput, AuxRequest, BlockMask, and_masks, create_block_mask, flex_attention,  # noqa: E402
+                   noop_mask, or_masks)
+
+__all__ += ["flex_attention", "create_block_mask", "BlockMask", "and_masks", "or_masks", "noop_mask", "AuxRequest",
+            "AuxOutput"]
