@@ -145,30 +145,57 @@ func readerName(b *BufferABI) string { return "maskc_read_" + cName(b.Name) }
 // long long indices and one on int indices (called when every index is
 // known to be an int32, see intrange.go). An index outside the buffer's
 // extents never reads memory: the accessor returns zero (false for bool)
-// instead. A read that the mask needs is in range for valid inputs, so the
-// zero is only ever seen in masked-out or padding lanes.
+// instead. The launchers refuse a call at whose sizes a read that can
+// change the result would fall outside (readbounds.go, hipsrc.CheckRead),
+// so the zero is only seen on pairs the mask removes (score reads of
+// partial tiles) and by reads whose index comes from buffer values.
 //
 // The int overload checks i < n as (unsigned)i < m with m = min(n, 2^31):
 // a negative i becomes >= 2^31 >= m and fails; a non-negative i (< 2^31)
 // passes exactly when i < n, also when n >= 2^31.
-func writeReader(w *strings.Builder, b *BufferABI) {
-	writeReader64(w, b)
-	writeReader32(w, b)
+//
+// With flagged, it also emits the flagged accessors (flaggedReaderName),
+// which the reads whose index is computed from buffer values call: the
+// same, and an index outside the extents also sets
+// MASKC_STATUS_READ_OUT_OF_RANGE in status word 0 (the launcher cannot
+// bound such an index from the sizes; readbounds.go).
+func writeReader(w *strings.Builder, b *BufferABI, flagged bool) {
+	writeReader64(w, b, false)
+	writeReader32(w, b, false)
+	if flagged {
+		fmt.Fprintf(w, "// buffer %s read at an index computed from buffer values: out of range also sets MASKC_STATUS_READ_OUT_OF_RANGE\n", b.Name)
+		writeReader64(w, b, true)
+		writeReader32(w, b, true)
+	}
 }
 
-func writeReader32(w *strings.Builder, b *BufferABI) {
+// flaggedReaderName is the accessor of b that records an out-of-range read.
+func flaggedReaderName(b *BufferABI) string { return readerName(b) + "_flagged" }
+
+// flagLine is the statement of a flagged accessor that records an
+// out-of-range read (a launcher of an older ABI passes no status words).
+const flagLine = "  if (!ok && buf.status != nullptr) atomicOr(buf.status, MASKC_STATUS_READ_OUT_OF_RANGE);\n"
+
+func writeReader32(w *strings.Builder, b *BufferABI, flagged bool) {
 	info := elemType(b.DType)
 	var params, conds []string
 	for i := range b.Dims {
 		params = append(params, fmt.Sprintf("int i%d", i))
 	}
-	fmt.Fprintf(w, "__device__ __forceinline__ %s %s(const MaskcBuffers& buf, %s) {\n", info.value, readerName(b), strings.Join(params, ", "))
+	name := readerName(b)
+	if flagged {
+		name = flaggedReaderName(b)
+	}
+	fmt.Fprintf(w, "__device__ __forceinline__ %s %s(const MaskcBuffers& buf, %s) {\n", info.value, name, strings.Join(params, ", "))
 	for i := range b.Dims {
 		fmt.Fprintf(w, "  const long long n%d = buf.dim[%d][%d];\n", i, b.Slot, i)
 		fmt.Fprintf(w, "  const unsigned m%d = n%d <= 0 ? 0u : n%d < 0x80000000LL ? (unsigned)n%d : 0x80000000u;\n", i, i, i, i)
 		conds = append(conds, fmt.Sprintf("(unsigned)i%d < m%d", i, i))
 	}
 	fmt.Fprintf(w, "  const bool ok = %s;\n", strings.Join(conds, " && "))
+	if flagged {
+		w.WriteString(flagLine)
+	}
 	at := "(long long)i0"
 	if len(b.Dims) == 2 {
 		at = "(long long)i0 * n1 + i1"
@@ -178,21 +205,29 @@ func writeReader32(w *strings.Builder, b *BufferABI) {
 	fmt.Fprintf(w, "  return ok ? %s : %s;\n}\n\n", fmt.Sprintf(info.read, elem), info.zero)
 }
 
-func writeReader64(w *strings.Builder, b *BufferABI) {
+func writeReader64(w *strings.Builder, b *BufferABI, flagged bool) {
 	info := elemType(b.DType)
-	fmt.Fprintf(w, "// buffer %s: %s[%s] in buf.ptr[%d]; an out-of-range read yields %s and touches no memory\n",
-		b.Name, b.DType, strings.Join(b.Dims, ", "), b.Slot, info.zero)
+	name := readerName(b)
+	if flagged {
+		name = flaggedReaderName(b)
+	} else {
+		fmt.Fprintf(w, "// buffer %s: %s[%s] in buf.ptr[%d]; an out-of-range read yields %s and touches no memory\n",
+			b.Name, b.DType, strings.Join(b.Dims, ", "), b.Slot, info.zero)
+	}
 	var params []string
 	for i := range b.Dims {
 		params = append(params, fmt.Sprintf("long long i%d", i))
 	}
-	fmt.Fprintf(w, "__device__ __forceinline__ %s %s(const MaskcBuffers& buf, %s) {\n", info.value, readerName(b), strings.Join(params, ", "))
+	fmt.Fprintf(w, "__device__ __forceinline__ %s %s(const MaskcBuffers& buf, %s) {\n", info.value, name, strings.Join(params, ", "))
 	var conds []string
 	for i := range b.Dims {
 		fmt.Fprintf(w, "  const long long n%d = buf.dim[%d][%d];\n", i, b.Slot, i)
 		conds = append(conds, fmt.Sprintf("i%d >= 0 && i%d < n%d", i, i, i))
 	}
 	fmt.Fprintf(w, "  const bool ok = %s;\n", strings.Join(conds, " && "))
+	if flagged {
+		w.WriteString(flagLine)
+	}
 	at := "i0"
 	if len(b.Dims) == 2 {
 		at = "i0 * n1 + i1"

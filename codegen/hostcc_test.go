@@ -52,6 +52,12 @@ const hostPrelude = `#include <math.h>
 #include <vector>
 #define __device__
 #define __forceinline__ inline
+// One thread: the flagged buffer accessors' atomicOr is a plain or.
+inline unsigned atomicOr(unsigned* p, unsigned v) {
+  const unsigned old = *p;
+  *p = old | v;
+  return old;
+}
 // A warp of 5 lanes, run one lane after another (warp-collective searches).
 #define MASKC_WARP_SIZE 5
 template <typename F>

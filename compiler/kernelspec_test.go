@@ -127,7 +127,7 @@ func TestLaunchGeometryMatchesTheTemplate(t *testing.T) {
 	}
 	defer attn.Close()
 	ptr := func() runtime.DevicePtr { p, _ := d.Alloc(64); return p }
-	const B, H, Sq, Skv = 3, 5, 1000, 777
+	const B, H, Sq, Skv = 3, 5, 777, 1000 // Sq <= Skv: the mask reads doc[q] of doc: i32[KV]
 	if err := attn.Forward(0, ptr(), ptr(), ptr(), ptr(), ptr(), KernelShape(k, B, H, H, Sq, Skv), []runtime.DevicePtr{ptr()}); err != nil {
 		t.Fatal(err)
 	}

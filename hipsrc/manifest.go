@@ -97,6 +97,11 @@ type KernelManifest struct {
 	// references; empty when absent.
 	MaskTorch  string `json:"mask_torch"`
 	ScoreTorch string `json:"score_torch"`
+	// Reads are the kernel's buffer reads with each index's range as a
+	// function of the call's sizes (bounds.go): a launcher refuses a call
+	// whose reads fall outside the buffers' extents (CheckRead) before it
+	// launches anything.
+	Reads []ReadBound `json:"reads"`
 }
 
 // SetBackward records the backward source written beside the forward:

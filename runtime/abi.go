@@ -21,6 +21,19 @@ const (
 	MaxBuffers = hipsrc.MaxBuffers
 )
 
+// The status words (hipsrc.StatusWords): AttentionKernel.Status returns
+// word 0's sticky bits.
+const (
+	// StatusWords is the number of device words a kernel handle owns.
+	StatusWords = hipsrc.StatusWords
+	// StatusSegmentsUnsorted: a segments buffer's ids were not
+	// non-decreasing along a row (the result is still the mask as written).
+	StatusSegmentsUnsorted = hipsrc.StatusSegmentsUnsorted
+	// StatusReadOutOfRange: a buffer read whose index depends on buffer
+	// values fell outside the buffer's extents.
+	StatusReadOutOfRange = hipsrc.StatusReadOutOfRange
+)
+
 // Tile flag values written by maskc_tile_flags.
 const (
 	TileEmpty   = hipsrc.TileEmpty
@@ -48,4 +61,6 @@ type cBuffers struct {
 	// The position frame (hipsrc.FrameFields); this runtime launches whole
 	// attentions, so it leaves them zero.
 	QOffset, KVOffset, HOffset, QTotal, KVTotal, HTotal int64
+	// Status is the kernel handle's status words (hipsrc.StatusWords).
+	Status uintptr
 }

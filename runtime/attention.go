@@ -84,6 +84,11 @@ type AttentionSpec struct {
 	FlagsPerBatch, FlagsPerHead bool
 	// Buffers are the captured tensors, at most MaxBuffers.
 	Buffers []BufferSpec
+	// Reads are the mask's and score's buffer reads with their index
+	// ranges by the call's sizes (codegen.ReadBounds): a shape at which one
+	// would fall outside its buffer is refused (CodeReadRange) before
+	// anything is launched. Empty: no reads are checked.
+	Reads []hipsrc.ReadBound
 	// Backward is the backward kernels' source and launch; nil: Backward
 	// fails. Its module is compiled on the first Backward.
 	Backward *BackwardSpec
@@ -190,6 +195,10 @@ type AttentionKernel struct {
 	pins  *goruntime.Pinner // separate object so a cleanup can unpin if Close is never called
 	slots []argSlot
 
+	// status is the kernel's StatusWords device words, zeroed at creation
+	// and passed as MaskcBuffers.status in every launch (Status reads it).
+	status DevicePtr
+
 	closed  atomic.Bool
 	last    atomic.Pointer[shapeEntry]
 	entries atomic.Pointer[map[shapeKey]*shapeEntry] // copy on write under mu
@@ -213,6 +222,15 @@ func (d *Device) NewAttention(spec AttentionSpec) (*AttentionKernel, error) {
 	if err := k.loadEntries(); err != nil {
 		m.Close()
 		return nil, err
+	}
+	if k.status, err = d.Alloc(4 * StatusWords); err != nil {
+		m.Close()
+		return nil, errorf(CodeLaunch, err, "allocating the %d status words", StatusWords)
+	}
+	if err := d.Memset(k.status, 0, 4*StatusWords); err != nil {
+		d.Free(k.status)
+		m.Close()
+		return nil, errorf(CodeLaunch, err, "zeroing the status words")
 	}
 	n := max(4, goruntime.GOMAXPROCS(0))
 	k.slots = make([]argSlot, n)
@@ -364,6 +382,7 @@ func (k *AttentionKernel) Forward(s Stream, q, kk, v, o, lse DevicePtr, shape Sh
 	a.q, a.k, a.v, a.o, a.lse = uintptr(q), uintptr(kk), uintptr(v), uintptr(o), uintptr(lse)
 	a.shape = e.shape
 	a.buf.Dim = e.dims
+	a.buf.Status = uintptr(k.status)
 	a.buf.Ptr = [MaxBuffers]uintptr{}
 	for i, b := range buffers {
 		a.buf.Ptr[i] = uintptr(b)
@@ -482,6 +501,15 @@ func (k *AttentionKernel) newEntry(key shapeKey) (*shapeEntry, error) {
 		}
 		e.dims[i] = dims
 	}
+	env := hipsrc.BoundEnv(sizes.B, sizes.H, sizes.HKV, sizes.Q, sizes.KV, 0, 0, 0, sizes.Q, sizes.KV, sizes.H)
+	for _, r := range k.spec.Reads {
+		if r.Slot < 0 || r.Slot >= len(k.spec.Buffers) || len(r.Index) > hipsrc.MaxBufferRank {
+			return nil, errorf(CodeSpec, nil, "read %s names buffer slot %d of %d", r.Text, r.Slot, len(k.spec.Buffers))
+		}
+		if err := hipsrc.CheckRead(r, env, e.dims[r.Slot][:len(r.Index)]); err != nil {
+			return nil, errorf(CodeReadRange, err, "refused before launch")
+		}
+	}
 	// The grids and the flag buffer follow the ABI's rule (hipsrc.Entries,
 	// hipsrc.TileFlags).
 	dim3 := func(g [3]int) Dim3 { return Dim3{X: uint32(g[0]), Y: uint32(g[1]), Z: uint32(g[2])} }
@@ -506,6 +534,36 @@ func (k *AttentionKernel) newEntry(key shapeKey) (*shapeEntry, error) {
 	return e, nil
 }
 
+// Status returns the sticky bits of the kernel's status word 0
+// (StatusSegmentsUnsorted, StatusReadOutOfRange) that every launch since
+// creation or the last ResetStatus recorded. It copies the word to the host,
+// which waits for the device's work in flight: call it off the hot path
+// (once per step, in a check, after a failure), never per launch.
+func (k *AttentionKernel) Status() (uint32, error) {
+	if k.closed.Load() {
+		return 0, errorf(CodeLaunch, nil, "attention kernel used after Close")
+	}
+	var w [4]byte
+	if err := k.d.CopyDtoH(w[:], k.status); err != nil {
+		return 0, errorf(CodeLaunch, err, "reading the status word")
+	}
+	return *(*uint32)(unsafe.Pointer(&w[0])), nil
+}
+
+// ResetStatus zeroes the status words (word 0's sticky bits; the
+// per-slot words are rewritten before every launch anyway); launches
+// enqueued afterwards record into cleared words (the clear is synchronous,
+// like a copy).
+func (k *AttentionKernel) ResetStatus() error {
+	if k.closed.Load() {
+		return errorf(CodeLaunch, nil, "attention kernel used after Close")
+	}
+	if err := k.d.Memset(k.status, 0, 4*StatusWords); err != nil {
+		return errorf(CodeLaunch, err, "clearing the status words")
+	}
+	return nil
+}
+
 // Close frees the tile-flag buffers, unloads the module and unpins the
 // argument blocks. No Forward may be running or follow.
 func (k *AttentionKernel) Close() error {
@@ -521,6 +579,9 @@ func (k *AttentionKernel) Close() error {
 				first = err
 			}
 		}
+	}
+	if err := k.d.Free(k.status); err != nil && first == nil {
+		first = err
 	}
 	empty := map[shapeKey]*shapeEntry{}
 	k.entries.Store(&empty)

@@ -298,6 +298,7 @@ func (k *AttentionKernel) Backward(s Stream, q, kk, v, o, lse DevicePtr, shape S
 	a.q, a.k, a.v, a.o, a.do, a.dQ, a.dK, a.dV = uintptr(q), uintptr(kk), uintptr(v), uintptr(o), uintptr(g.DO), uintptr(g.DQ), uintptr(g.DK), uintptr(g.DV)
 	a.fsh = e.shape
 	a.buf.Dim = e.dims
+	a.buf.Status = uintptr(k.status)
 	a.buf.Ptr = [MaxBuffers]uintptr{}
 	for i, b := range buffers {
 		a.buf.Ptr[i] = uintptr(b)

@@ -58,6 +58,7 @@ type bwdLaunch struct {
 	ptrs         []uintptr
 	n            int64
 	accWasZeroed bool
+	status       uintptr // MaskcBuffers.status of the launches that take buf
 }
 
 // registerBwd records the backward launches; the buffer-convert kernel
@@ -95,11 +96,13 @@ func registerBwd(fb *fake.Backend) *[]bwdLaunch {
 			}
 			*(*int64)(unsafe.Pointer(&b[0])) += 5
 		}
-		add(bwdLaunch{entry: hipsrc.BwdMainEntry, grid: l.Grid, block: l.Block, shared: l.SharedBytes, ptrs: ptrs(l, 6), sh: sh, accWasZeroed: zeroed})
+		add(bwdLaunch{entry: hipsrc.BwdMainEntry, grid: l.Grid, block: l.Block, shared: l.SharedBytes, ptrs: ptrs(l, 6), sh: sh, accWasZeroed: zeroed,
+			status: fake.Param[cBuffers](l.Params, 7).Status})
 		return nil
 	})
 	fb.Register(hipsrc.BwdDQEntry, func(mem *fake.Backend, l fake.Launch) error {
-		add(bwdLaunch{entry: hipsrc.BwdDQEntry, grid: l.Grid, block: l.Block, shared: l.SharedBytes, ptrs: ptrs(l, 5), sh: fake.Param[cBwdShape](l.Params, 5)})
+		add(bwdLaunch{entry: hipsrc.BwdDQEntry, grid: l.Grid, block: l.Block, shared: l.SharedBytes, ptrs: ptrs(l, 5), sh: fake.Param[cBwdShape](l.Params, 5),
+			status: fake.Param[cBuffers](l.Params, 6).Status})
 		return nil
 	})
 	fb.Register(hipsrc.BwdDQConvertEntry, func(mem *fake.Backend, l fake.Launch) error {
@@ -197,6 +200,12 @@ func TestBackwardMarshalsTheABI(t *testing.T) {
 				}
 				if main.grid != dim3(4, 2, 2) || main.shared != uint32(bwdSmem128) || !main.accWasZeroed {
 					t.Errorf("main launch grid %v shared %d zeroed sums %v", main.grid, main.shared, main.accWasZeroed)
+				}
+				if main.status == 0 || main.status != uintptr(k.status) || len(rec.records) > 0 && rec.records[0].buf.Status != main.status {
+					t.Errorf("status words: main %#x, kernel %#x, forward-module launches %v", main.status, k.status, rec.records)
+				}
+				if det && byName[hipsrc.BwdDQEntry].status != main.status {
+					t.Errorf("dq status %#x, main %#x", byName[hipsrc.BwdDQEntry].status, main.status)
 				}
 				if main.ptrs[4] != uintptr(g.DK) || main.ptrs[5] != uintptr(g.DV) || main.ptrs[0] != uintptr(q) {
 					t.Errorf("main pointers %v", main.ptrs)

@@ -129,7 +129,8 @@ func TestCLayoutMatchesABI(t *testing.T) {
 		}},
 		{hipsrc.BuffersStruct, unsafe.Sizeof(b), map[string]uintptr{"ptr": unsafe.Offsetof(b.Ptr), "dim": unsafe.Offsetof(b.Dim),
 			"q_offset": unsafe.Offsetof(b.QOffset), "kv_offset": unsafe.Offsetof(b.KVOffset), "h_offset": unsafe.Offsetof(b.HOffset),
-			"q_total": unsafe.Offsetof(b.QTotal), "kv_total": unsafe.Offsetof(b.KVTotal), "h_total": unsafe.Offsetof(b.HTotal)}},
+			"q_total": unsafe.Offsetof(b.QTotal), "kv_total": unsafe.Offsetof(b.KVTotal), "h_total": unsafe.Offsetof(b.HTotal),
+			"status": unsafe.Offsetof(b.Status)}},
 	}
 	for _, tc := range tests {
 		if int(tc.size) != tc.st.Size {
@@ -147,7 +148,7 @@ func TestCLayoutMatchesABI(t *testing.T) {
 }
 
 func TestCodesAreDescribedAndInRange(t *testing.T) {
-	all := []dsl.Code{CodeNoRuntime, CodeCompileFlex, CodeCompileKernel, CodeNoCompiler, CodeModule, CodeLaunch, CodeShape, CodeBuffers, CodeSpec, CodeBackendName}
+	all := []dsl.Code{CodeNoRuntime, CodeCompileFlex, CodeCompileKernel, CodeNoCompiler, CodeModule, CodeLaunch, CodeShape, CodeBuffers, CodeSpec, CodeBackendName, CodeReadRange}
 	if len(all) != len(Codes) {
 		t.Errorf("%d codes declared, %d described", len(all), len(Codes))
 	}
@@ -425,6 +426,72 @@ func TestForwardMarshalsTheABI(t *testing.T) {
 		if err := k.Forward(stream, q, kk, v, o, lse, shape, bufs); err == nil {
 			t.Error("Forward after Close succeeded")
 		}
+	}
+}
+
+// TestStatusWords checks the status words' life cycle: zeroed at
+// creation, the same pointer in every launch (pre-pass included), bits a
+// kernel ORs in are read back by Status and cleared by ResetStatus, and the
+// words are freed by Close.
+func TestStatusWords(t *testing.T) {
+	d, fb, rec := newFakeDevice(t, "")
+	setBit := uint32(0)
+	fb.Register(AttentionEntry, func(mem *fake.Backend, l fake.Launch) error {
+		buf := fake.Param[cBuffers](l.Params, 6)
+		rec.mu.Lock()
+		rec.records = append(rec.records, launchRecord{entry: AttentionEntry, buf: buf})
+		rec.mu.Unlock()
+		w, err := mem.Bytes(backend.DevicePtr(buf.Status), 4*StatusWords)
+		if err != nil {
+			return err
+		}
+		*(*uint32)(unsafe.Pointer(&w[0])) |= setBit
+		return nil
+	})
+	k, err := d.NewAttention(probeSpec(t, SparsityPrepass))
+	if err != nil {
+		t.Fatal(err)
+	}
+	words, err := fb.Bytes(k.status, 4*StatusWords)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range words {
+		if b != 0 {
+			t.Fatalf("status byte %d = %d at creation, want 0", i, b)
+		}
+	}
+	q, kk, v, o, lse, bufs := tensors(t, d)
+	shape := ContiguousShape(BSHD, 1, 2, 2, 300, 200, 128)
+	for _, bit := range []uint32{0, StatusSegmentsUnsorted, StatusReadOutOfRange} {
+		setBit = bit
+		if err := k.Forward(0, q, kk, v, o, lse, shape, bufs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := k.Status(); err != nil || got != StatusSegmentsUnsorted|StatusReadOutOfRange {
+		t.Errorf("Status() = %d, %v; want both sticky bits", got, err)
+	}
+	for _, r := range rec.records {
+		if r.buf.Status != uintptr(k.status) {
+			t.Errorf("%s launched with status %#x, the kernel owns %#x", r.entry, r.buf.Status, k.status)
+		}
+	}
+	if err := k.ResetStatus(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := k.Status(); err != nil || got != 0 {
+		t.Errorf("after ResetStatus: %d, %v", got, err)
+	}
+	st := k.status
+	if err := k.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fb.Bytes(st, 4); err == nil {
+		t.Error("status words still allocated after Close")
+	}
+	if _, err := k.Status(); err == nil {
+		t.Error("Status after Close succeeded")
 	}
 }
 

@@ -138,11 +138,12 @@ def _check(binary, flex_path, dargs):
         warnings.warn(str(d), stacklevel=4)
 
 
-def compile_flex(flex_path, defines=None, target=None, binary=None, root=None):
+def compile_flex(flex_path, defines=None, target=None, binary=None, root=None, all_kernels=False):
     """The cache entry for compiling flex_path with defines ({name: value})
     and target: reused when a valid one exists, else built by running
     `maskc check --json` (positioned diagnostics as MaskcError) and
-    `maskc compile`."""
+    `maskc compile` (with --all-kernels when all_kernels: a generated
+    kernel for every block, Turbo-planned ones too)."""
     if binary is None:
         binary = _binary.find_binary()
     try:
@@ -152,7 +153,7 @@ def compile_flex(flex_path, defines=None, target=None, binary=None, root=None):
         raise MaskcError("cannot read %s: %s" % (flex_path, e.strerror or e))
     dargs = _binary.define_args(defines)
     bhash = _binary_hash(binary)
-    key = cache_key(bhash, flex_path, src, dargs, target)
+    key = cache_key(bhash, flex_path, src, dargs + (["--all-kernels"] if all_kernels else []), target)
     root = root or cache_root()
     final = os.path.join(root, key[:2], key)
     info = _verify(final)
@@ -165,7 +166,8 @@ def compile_flex(flex_path, defines=None, target=None, binary=None, root=None):
     os.makedirs(os.path.dirname(final), exist_ok=True)
     tmp = tempfile.mkdtemp(dir=os.path.dirname(final), prefix=".build-")
     try:
-        args = ["compile", "-o", tmp] + (["--target", target] if target else []) + dargs + [flex_path]
+        args = ["compile", "-o", tmp] + (["--target", target] if target else []) + \
+            (["--all-kernels"] if all_kernels else []) + dargs + [flex_path]
         rc, out, err = _binary.run_binary(binary, args)
         if rc != 0:
             raise MaskcError("maskc compile %s failed (exit %d)" % (flex_path, rc), parse_text(err), err or out)
@@ -177,7 +179,8 @@ def compile_flex(flex_path, defines=None, target=None, binary=None, root=None):
                 p = os.path.join(dirpath, n)
                 files[os.path.relpath(p, tmp)] = _sha256_file(p)
         info = {"format": CACHE_FORMAT, "flex": os.path.abspath(flex_path), "flex_sha256": hashlib.sha256(src).hexdigest(),
-                "binary_sha256": bhash, "defines": dargs[1::2], "target": target or "", "files": files}
+                "binary_sha256": bhash, "defines": dargs[1::2], "target": target or "", "all_kernels": bool(all_kernels),
+                "files": files}
         write_atomic(os.path.join(tmp, ENTRY_FILE), json.dumps(info, indent=1, sort_keys=True).encode())
         try:
             os.rename(tmp, final)

@@ -201,6 +201,18 @@ class Attention:
         gen = self.generated()
         return gen(q, k, v, layout, buffers, return_lse, deterministic, frame)
 
+    def status(self, device=None):
+        """The sticky status bits the block's generated kernel recorded
+        (_Generated.status: segments_unsorted 1, read_out_of_range 2); 0
+        when the block has no generated kernel here. Synchronises: never
+        call it in the hot path."""
+        return self._generated.status(device) if self._generated is not None else 0
+
+    def reset_status(self, device=None):
+        """Clears the generated kernel's status words (_Generated.reset_status)."""
+        if self._generated is not None:
+            self._generated.reset_status(device)
+
     def generated(self):
         """The block's generated-kernel launcher."""
         if self._generated is None:
@@ -393,6 +405,7 @@ class _Generated:
         self._loaded = {}
         self._bwd_loaded = {}
         self._flags = {}
+        self._status = {}  # device index -> the kernel's status words on it (abi status_words int32)
         self._lock = threading.Lock()
         self.known = {b.name for b in self.spec.buffers} | ({self.spec.sink} if self.spec.sink else set())
         _LAUNCHERS[self.key] = self
@@ -466,6 +479,7 @@ class _Generated:
                 smem = self.spec.launch[plat.name][2]
                 if smem:
                     drv.set_max_dynamic_smem(fwd, smem)
+            self._status_words(device)
             self._loaded[idx] = (plat, fwd, flags)
             return self._loaded[idx]
 
@@ -496,8 +510,47 @@ class _Generated:
                 for e in spec.bwd_entries:
                     if self.man.bwd_entries[e].shared_mem and smem:
                         drv.set_max_dynamic_smem(fns[e], smem)
+            self._status_words(device)
             self._bwd_loaded[idx] = (plat, fns)
             return self._bwd_loaded[idx]
+
+    def _status_words(self, device):
+        """The kernel's status words on device (MANIFEST.md "Status words"):
+        man.status_words int32 zeroed once, when the module is first loaded
+        there (Program.prepare does it before any CUDA graph capture), and
+        passed as MaskcBuffers.status in every launch on that device."""
+        idx = device.index if device.index is not None else torch.cuda.current_device()
+        t = self._status.get(idx)
+        if t is None:
+            t = torch.zeros(self.man.status_words, dtype=torch.int32, device=torch.device("cuda", idx))
+            self._status[idx] = t
+        return t
+
+    def status(self, device=None):
+        """The sticky bits of status word 0 (man.status_bits by name:
+        segments_unsorted 1, read_out_of_range 2) that this kernel's launches
+        on device (None: every device it ran on, OR-ed) recorded since it was
+        loaded or reset_status. Reading copies the word to the host, which
+        waits for the work in flight: call it off the hot path (once per step,
+        in a check), never per call."""
+        words = [self._status[self._index(device)]] if device is not None else list(self._status.values())
+        bits = 0
+        for t in words:
+            bits |= int(t[0].item()) & 0xFFFFFFFF
+        return bits
+
+    def reset_status(self, device=None):
+        """Clears the status words on device (None: every device), on its
+        current stream: launches enqueued after it record into cleared words."""
+        for idx in ([self._index(device)] if device is not None else list(self._status)):
+            if idx in self._status:
+                with torch.cuda.device(idx):
+                    self._status[idx].zero_()
+
+    @staticmethod
+    def _index(device):
+        d = torch.device(device) if not isinstance(device, torch.device) else device
+        return d.index if d.index is not None else torch.cuda.current_device()
 
     def _cubin(self, plat, target, source=None):
         """The cubin of source (default the forward's) for target: from the
@@ -530,8 +583,10 @@ class _Generated:
         spec, man = self.spec, self.man
         frame = _frame_values(frame)
         sz = _checks.check_qkv(q, k, v, layout, spec.head_dim, spec.dtype, dtype_name)
+        glob = _global_sizes(sz, frame)
         checked = _checks.check_buffers(spec.buffers, {b.name: t for b, t in zip(spec.buffers, buffers)},
-                                        _global_sizes(sz, frame), q.device, dtype_name)
+                                        glob, q.device, dtype_name)
+        _checks.check_reads(spec.reads, _checks.bound_env(sz, glob, frame), [ext for _, ext in checked])
         if _checks.segments_check_enabled():  # opt-in: reads segments buffers back (checks.check_segments)
             _checks.check_segments(spec.buffers, checked)
         if sink is not None:
@@ -552,7 +607,7 @@ class _Generated:
         flags = self._flag_buffer(q.device, stream.cuda_stream, sizes, block_n) if flagsfn is not None else None
         fptr = flags.data_ptr() if flags is not None else 0
         sh, bf = man.pack(spec, sizes, strides, spec.scale, sink.data_ptr() if sink is not None else 0, fptr,
-                          [(t.data_ptr(), ext) for t, ext in checked], frame)
+                          [(t.data_ptr(), ext) for t, ext in checked], frame, self._status_words(q.device).data_ptr())
         drv, _ = _libs()
         block = (threads, 1, 1)
         with torch.cuda.device(q.device):
@@ -587,8 +642,10 @@ class _Generated:
         spec, man = self.spec, self.man
         frame = _frame_values(frame)
         sz = _checks.check_qkv(q, k, v, layout, spec.head_dim, spec.dtype, dtype_name)
+        glob = _global_sizes(sz, frame)
         checked = _checks.check_buffers(spec.buffers, {b.name: t for b, t in zip(spec.buffers, buffers)},
-                                        _global_sizes(sz, frame), q.device, dtype_name)
+                                        glob, q.device, dtype_name)
+        _checks.check_reads(spec.reads, _checks.bound_env(sz, glob, frame), [ext for _, ext in checked])
         dout = _kernel_operand(dout, layout)
         out = _kernel_operand(out, layout)
         if tuple(dout.shape) != tuple(q.shape) or dout.dtype != q.dtype:
@@ -618,7 +675,7 @@ class _Generated:
         if spec.flags_entry:  # the tile flags of these buffers, recomputed for this backward
             flags = torch.empty(max(1, spec.flag_bytes(sizes, block_n)), dtype=torch.uint8, device=dev)
         fsh, bf = man.pack(spec, sizes, {n: strides[n] for n in "qkvo"}, spec.scale, ptr(sink), ptr(flags),
-                           [(t.data_ptr(), ext) for t, ext in checked], frame)
+                           [(t.data_ptr(), ext) for t, ext in checked], frame, self._status_words(dev).data_ptr())
         sh = man.pack_bwd(sizes, strides, spec.scale,
                           dict(sink=ptr(sink), tile_flags=ptr(flags), lse=lse.data_ptr(), dlse=ptr(dlse),
                                delta=delta.data_ptr(), dq_acc=ptr(dq_acc), dsink=ptr(dsink) if with_sink else 0),
@@ -719,3 +776,12 @@ def _backward(ctx, dout, dlse):
 
 
 attn_fwd.register_autograd(_backward, setup_context=_setup_context)
+
+
+# FlexAttention's API over the user's own Python mods (maskc.flex reads their
+# source and closures into a .flex text and runs it through load/Attention).
+from .flex import (AuxOutput, AuxRequest, BlockMask, and_masks, create_block_mask, flex_attention,  # noqa: E402
+                   noop_mask, or_masks)
+
+__all__ += ["flex_attention", "create_block_mask", "BlockMask", "and_masks", "or_masks", "noop_mask", "AuxRequest",
+            "AuxOutput"]

@@ -238,6 +238,37 @@ def test_backward_launches_from_the_manifest(env, deterministic):
     assert ptr(bw[0][6][0]) == o.data_ptr()
 
 
+def test_status_words_in_every_launch(env):
+    """The kernel's status words: zeroed once per device, the same pointer in
+    the forward's and the backward's MaskcBuffers, word 0 read by status()
+    and cleared by reset_status()."""
+    mt, drv, nv = env
+    attn = mt.load(os.path.join(EXAMPLES, "document_causal.flex")).attention("packed_layer")
+    B, S, H, HKV, D = 1, 500, 4, 2, 128
+    q = ft.Tensor((B, S, H, D), requires_grad=True)
+    k, v = ft.Tensor((B, S, HKV, D), requires_grad=True), ft.Tensor((B, S, HKV, D), requires_grad=True)
+    doc = ft.Tensor((S,), ft.int32)
+    assert attn.status() == 0  # nothing loaded, nothing recorded
+    attn(q, k, v, buffers={"doc": doc})
+    gen = attn.generated()
+    ((idx, words),) = gen._status.items()
+    assert idx == 0 and words.shape == (gen.man.status_words,) and words.dtype is ft.int32
+    assert ("zeros", gen.man.status_words) in ft.rec.calls
+    backward_through_op(attn, q, k, v, [doc])
+    man = gen.man
+    seen = []
+    for c in launches(drv):
+        for a in c[6]:
+            if len(a) == ctypes.sizeof(man.Buffers):
+                seen.append(man.Buffers.from_buffer_copy(a).status)
+    assert len(seen) == 2 and set(seen) == {words.data_ptr()}  # the forward and the backward's main kernel
+    words.value = man.status_bits["segments_unsorted"]
+    assert attn.status() == 1 and attn.status("cuda:0") == 1
+    attn.reset_status()
+    assert attn.status() == 0 and ("zero", words.data_ptr()) in ft.rec.calls
+    assert len(gen._status) == 1  # one set of words per device, not per call
+
+
 def test_backward_tiles_per_platform(env):
     """The backward's tiles come from the kernel's bwd_launch for the platform:
     at head dim 128 the MFMA kernels take 32 query rows (gfx90a and gfx942's
