@@ -197,7 +197,23 @@ class Attention:
         if choice.kind == "sdpa":
             return _sdpa(q, k, v, layout, choice, self.dtype, self.head_dim)
         if choice.kind == "turbo":
-            return _turbo_call(self.decision, q, k, v, layout, buffers, deterministic)
+            out = _turbo_call(self.decision, q, k, v, layout, buffers, deterministic)
+            if out is not _NOT_VARLEN:
+                return out
+            # The ids are not contiguous documents (an id recurs after another: padding between
+            # documents, reused or restarting ids): the varlen call would compute another mask.
+            # The generated kernel computes the mask as written; without one the call fails
+            # here, before anything ran.
+            seg = self.decision.segments
+            if self._generated is None:
+                raise MaskcError("block %s: the ids in buffer %s are not contiguous documents (an id recurs after "
+                                 "another), so the plan's %s would compute another mask, and this build has no "
+                                 "generated kernel for the block to run the mask as written" %
+                                 (self.name, seg, self.decision.entry))
+            _warn_once("maskc: block %s: the ids in buffer %s are not contiguous documents (an id recurs after "
+                       "another: padding between documents, reused or restarting ids), so the plan's %s would "
+                       "compute another mask; such calls run the block's generated kernel (the mask as written)" %
+                       (self.name, seg, self.decision.entry))
         gen = self.generated()
         return gen(q, k, v, layout, buffers, return_lse, deterministic, frame)
 
@@ -302,18 +318,18 @@ def _sdpa(q, k, v, layout, choice, dtype, head_dim):
 # --------------------------------------------------------------------------- Turbo
 
 def cu_seqlens_from_segments(doc, B, S):
-    """(cu_seqlens int32 [n + 1], max_seqlen, non_decreasing) of a segments
+    """(cu_seqlens int32 [n + 1], max_seqlen, contiguous) of a segments
     buffer doc ([S], shared by every batch element, or [B, S]) as
     classify/PLAN.md defines them: every run of equal ids is one document,
-    batches concatenated. Computed on doc's device; max_seqlen and the
-    property check read two scalars back (a host synchronisation)."""
-    d = doc.reshape(1, S).expand(B, S) if doc.dim() == 1 else doc
-    start = torch.ones((B, S), dtype=torch.bool, device=d.device)
-    start[:, 1:] = d[:, 1:] != d[:, :-1]
-    starts = torch.nonzero(start.reshape(-1)).reshape(-1)
-    cu = torch.cat([starts, torch.full((1,), B * S, dtype=starts.dtype, device=d.device)]).to(torch.int32)
-    ok = bool((d[:, 1:] >= d[:, :-1]).all())
-    return cu, int((cu[1:] - cu[:-1]).max()), ok
+    batches concatenated; contiguous says that the runs are the mask's
+    documents (checks.varlen_documents). Computed on doc's device;
+    max_seqlen and contiguous are read back (a host synchronisation)."""
+    return _checks.varlen_documents(doc, B, S)
+
+
+# _turbo_call's answer when the plan's varlen call would compute another
+# mask: the caller runs the generated kernel instead.
+_NOT_VARLEN = object()
 
 
 def _turbo_call(dec, q, k, v, layout, buffers, deterministic):
@@ -348,11 +364,9 @@ def _turbo_call(dec, q, k, v, layout, buffers, deterministic):
         raise MaskcError("block %s: segments buffer %s is missing: pass buffers={%r: tensor}" %
                          (dec.name, dec.segments, dec.segments))
     B, S, H, D = q.shape
-    cu, maxlen, ok = cu_seqlens_from_segments(buffers[dec.segments], B, S)
-    if not ok:
-        raise MaskcError("block %s: buffer %s is declared segments but is not non-decreasing; the plan's %s does "
-                         "not apply (pass backend='generated' to run the mask as written)" %
-                         (dec.name, dec.segments, dec.entry))
+    cu, maxlen, contiguous = cu_seqlens_from_segments(buffers[dec.segments], B, S)
+    if not contiguous:  # nothing launched yet: the caller runs the mask as written
+        return _NOT_VARLEN
     out = fn(q.reshape(B * S, H, D), k.reshape(B * S, k.shape[2], D), v.reshape(B * S, v.shape[2], D),
              cu, cu, maxlen, maxlen, **kw)
     out = out.reshape(B, S, H, D)
