@@ -237,6 +237,66 @@ func writeReader64(w *strings.Builder, b *BufferABI, flagged bool) {
 	fmt.Fprintf(w, "  return ok ? %s : %s;\n}\n\n", fmt.Sprintf(info.read, elem), info.zero)
 }
 
+// segSortedName is the function that says whether a segments buffer's ids
+// were found non-decreasing for this launch (writeSegmentSearch).
+func segSortedName(b *BufferABI) string { return "maskc_seg_sorted_" + cName(b.Name) }
+
+// segCheckBuffers are the buffers maskc_seg_check checks: the `segments`
+// buffers of a dtype that may hold document ids (buftype.CanSegment).
+func segCheckBuffers(bufs []BufferABI) []*BufferABI {
+	var out []*BufferABI
+	for i := range bufs {
+		if b := &bufs[i]; b.Segments && buftype.CanSegment(b.DType) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// writeSegCheck emits maskc_g_seg_check, the body of the maskc_seg_check
+// entry (hipsrc/attn_fwd.h, one block launched before every forward and
+// backward): for each segments buffer, whether every row (a 1-D buffer is
+// one row, a 2-D [B, KV] buffer B rows) is non-decreasing, written to
+// status word 1 + slot, and MASKC_STATUS_SEGMENTS_UNSORTED or-ed into word 0
+// when one is not. The searches (writeSegmentSearch) narrow nothing and no
+// tile is proven full through a buffer whose word is 0, so the kernel
+// computes the mask as written for any ids; sorted ids keep the searches.
+func writeSegCheck(w *strings.Builder, bufs []*BufferABI) {
+	if len(bufs) == 0 {
+		return
+	}
+	w.WriteString("// The segments buffers maskc_seg_check checks before every launch (the whole block calls it).\n")
+	w.WriteString("#define MASKC_SEG_CHECK 1\n")
+	w.WriteString("__device__ __forceinline__ void maskc_g_seg_check(const MaskcBuffers& buf) {\n")
+	for _, b := range bufs {
+		ctype, rows, n := elemType(b.DType).storage, "1", fmt.Sprintf("buf.dim[%d][0]", b.Slot)
+		if len(b.Dims) == 2 {
+			rows, n = fmt.Sprintf("buf.dim[%d][0]", b.Slot), fmt.Sprintf("buf.dim[%d][1]", b.Slot)
+		}
+		fmt.Fprintf(w, "  {  // %s: %s[%s]\n", b.Name, b.DType, strings.Join(b.Dims, ", "))
+		fmt.Fprintf(w, "    const %s* ids = (const %s*)buf.ptr[%d];\n", ctype, ctype, b.Slot)
+		fmt.Fprintf(w, "    const long long rows = %s, n = %s;\n", rows, n)
+		w.WriteString("    int bad = 0;\n")
+		w.WriteString("    const long long s = blockDim.x;\n")
+		w.WriteString("    for (long long r = 0; r < rows; ++r) {\n")
+		w.WriteString("      const long long base = r * n;\n")
+		w.WriteString("      // four strided pairs per round: their loads are independent, one latency per round\n")
+		w.WriteString("      for (long long i = 1 + (long long)threadIdx.x; i < n; i += 4 * s) {\n")
+		w.WriteString("        for (int u = 0; u < 4; ++u) {\n")
+		w.WriteString("          const long long j = i + u * s;\n")
+		w.WriteString("          if (j < n) bad |= ids[base + j] < ids[base + j - 1];\n")
+		w.WriteString("        }\n")
+		w.WriteString("      }\n")
+		w.WriteString("    }\n")
+		w.WriteString("    bad = __syncthreads_or(bad);\n")
+		w.WriteString("    if (threadIdx.x == 0 && buf.status != nullptr) {\n")
+		fmt.Fprintf(w, "      buf.status[1 + %d] = bad ? 0u : 1u;\n", b.Slot)
+		w.WriteString("      if (bad) atomicOr(buf.status, MASKC_STATUS_SEGMENTS_UNSORTED);\n")
+		w.WriteString("    }\n  }\n")
+	}
+	w.WriteString("}\n\n")
+}
+
 // writeSegmentSearch emits searches over a `segments` buffer (its values
 // are non-decreasing): the first index whose value is >= v, and the first
 // index whose value is > v. They are warp-collective (the kernel calls
@@ -246,6 +306,11 @@ func writeReader64(w *strings.Builder, b *BufferABI, flagged bool) {
 // 32 lanes instead of a 13-step binary search.
 func writeSegmentSearch(w *strings.Builder, b *BufferABI) {
 	name := cName(b.Name)
+	fmt.Fprintf(w, "// Whether %s's ids are non-decreasing for this launch, so that the searches below\n", b.Name)
+	fmt.Fprintf(w, "// find its documents: maskc_seg_check wrote status word 1 + %d before the launch. Without\n", b.Slot)
+	fmt.Fprintf(w, "// status words nothing was checked: false, and every use of a search falls back to no narrowing.\n")
+	fmt.Fprintf(w, "__device__ __forceinline__ bool %s(const MaskcBuffers& buf) {\n", segSortedName(b))
+	fmt.Fprintf(w, "  return buf.status != nullptr && buf.status[1 + %d] != 0u;\n}\n\n", b.Slot)
 	for _, s := range []struct{ fn, cmp, what string }{
 		{"maskc_seg_first_" + name, "<", "first index i with " + b.Name + "[i] >= v"},
 		{"maskc_seg_end_" + name, "<=", "first index i with " + b.Name + "[i] > v"},

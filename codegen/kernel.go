@@ -49,6 +49,11 @@ type Kernel struct {
 	// FlagsEntry is the pre-pass entry point "maskc_tile_flags" when
 	// Sparsity is SparsityPrepass, else empty.
 	FlagsEntry string
+	// SegCheckEntry is "maskc_seg_check" when the kernel has integer
+	// `segments` buffers, else empty: launched before every forward and
+	// backward, it writes whether their ids are sorted (status words),
+	// which decides whether the segment searches may narrow the walk.
+	SegCheckEntry string
 	// Sparsity is SparsityAnalytic, SparsityPrepass or SparsityNone.
 	Sparsity hipsrc.Sparsity
 	// WarpSpecialized says that the source selects the warp-specialized
@@ -217,6 +222,10 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 	for _, b := range sp.segments {
 		writeSegmentSearch(&g, b)
 	}
+	if sc := segCheckBuffers(bufs); len(sc) > 0 {
+		writeSegCheck(&g, sc)
+		k.SegCheckEntry = hipsrc.SegCheckEntry
+	}
 	g.WriteString(maskFn + "\n" + scoreFn + "\n" + gradFn.Code + "\n" + sp.code)
 	generated := g.String()
 	k.Generated = resolveLineResets(generated, a.Name+".generated.h")
@@ -253,7 +262,7 @@ func Reads(p *check.Program, a *check.Attention) []hipsrc.ReadBound {
 func (k *Kernel) Manifest(source string) hipsrc.KernelManifest {
 	m := hipsrc.KernelManifest{
 		Name: strings.TrimSuffix(source, filepath.Ext(source)), Source: source, Attention: k.Name,
-		Entry: k.Entry, FlagsEntry: k.FlagsEntry, HeadDim: k.HeadDim, DType: k.DType, Layout: k.Layout,
+		Entry: k.Entry, FlagsEntry: k.FlagsEntry, SegCheckEntry: k.SegCheckEntry, HeadDim: k.HeadDim, DType: k.DType, Layout: k.Layout,
 		Scale: k.Scale, KVHeads: k.KVHeads, Sparsity: k.Sparsity, SparsityReason: k.SparsityReason,
 		HasMask: k.HasMask, HasScore: k.HasScore, HasSink: k.HasSink, Sink: k.Sink,
 		MaskUsesB: k.MaskUsesB, MaskUsesH: k.MaskUsesH, Buffers: []hipsrc.BufferSlot{},

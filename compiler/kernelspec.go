@@ -48,6 +48,7 @@ func KernelSpec(p *check.Program, k *codegen.Kernel, backend, arch string) (runt
 		spec.Arch = hipsrc.WGMMAArch
 		spec.CompileOptions = append(spec.CompileOptions, hipsrc.WGMMAOptions...)
 	}
+	spec.SegCheck = k.SegCheckEntry != ""
 	switch k.Sparsity {
 	case codegen.SparsityAnalytic:
 		spec.Sparsity = runtime.SparsityAnalytic

@@ -17,6 +17,10 @@
 #         dense  gpu/dense.sh run: issue 15's dense table (full and causal,
 #                head dims 64/128/256, S 2048/8192/32768, forward and
 #                forward + backward against cuDNN and Flex; .devbin/dense)
+#         seg    python/gpu_tests/check_segments.py (issue 32: document ids
+#                sorted, restarting, padded, shuffled, reused and restarting per
+#                row, forward and backward at S 8192 and 32768 against float64
+#                and FlexAttention, status bits, timings)
 #         san    gpu/bwd_sanitize.py: compute-sanitizer memcheck and racecheck
 #                on the backward of three masks with buffers
 #         hf     python/gpu_tests/train_hf.py (a Hugging Face Llama trained
@@ -180,6 +184,11 @@ run)
 		dense)
 			step dense "${DENSE_TIMEOUT:-160}" env OUT="$OUT/dense" bash gpu/dense.sh run
 			tail -40 "$OUT/dense.txt"
+			;;
+		seg)
+			install_wheel
+			step seg "${SEG_TIMEOUT:-330}" env PYTHONPATH=/tmp/site python3 python/gpu_tests/check_segments.py --out "$OUT/check_segments.jsonl"
+			tail -15 "$OUT/seg.txt" | cut -c1-300
 			;;
 		san)
 			step san "${SAN_TIMEOUT:-120}" python3 gpu/bwd_sanitize.py --generated .devbin/bwd-gen \

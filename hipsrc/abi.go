@@ -33,6 +33,9 @@ const (
 	AttentionEntry = "maskc_attn_fwd"
 	// TileFlagsEntry is the pre-pass kernel of SparsityPrepass kernels.
 	TileFlagsEntry = "maskc_tile_flags"
+	// SegCheckEntry checks the order of a kernel's segments buffers into
+	// the status words; kernels with integer segments buffers have it.
+	SegCheckEntry = "maskc_seg_check"
 )
 
 // Limits of MaskcBuffers, the struct that carries captured tensors.
@@ -421,8 +424,11 @@ type Entry struct {
 	// SharedMem says whether the launch takes the kernel's dynamic shared
 	// memory (the platform's shared_mem_bytes) or none.
 	SharedMem bool `json:"shared_mem"`
-	// When says when it is launched: "always" or "prepass" (only kernels
-	// of sparsity prepass, before the forward, on the same stream).
+	// When says when it is launched: "always", "prepass" (only kernels
+	// of sparsity prepass, before the forward, on the same stream) or
+	// "segments" (only kernels whose manifest names it as
+	// seg_check_entry, first, before every forward and every backward, on
+	// the same stream).
 	When string `json:"when"`
 }
 
@@ -454,6 +460,15 @@ var Entries = []Entry{
 		Grid:      [3]GridDim{{Size: "Skv", Tile: "block_n"}, {Size: "Sq", Tile: "block_m"}, {Size: "1"}},
 		SharedMem: false,
 		When:      "prepass",
+	},
+	{
+		Name: SegCheckEntry,
+		Params: []Param{
+			{Name: "buf", CType: "MaskcBuffers", Doc: "the launch's buffers and status words (the same value as the forward's or backward's)"},
+		},
+		Grid:      [3]GridDim{{Size: "1"}, {Size: "1"}, {Size: "1"}},
+		SharedMem: false,
+		When:      "segments",
 	},
 }
 

@@ -48,6 +48,10 @@ type KernelManifest struct {
 	// kernels, else empty.
 	Entry      string `json:"entry"`
 	FlagsEntry string `json:"flags_entry,omitempty"`
+	// SegCheckEntry is SegCheckEntry for kernels with integer segments
+	// buffers, else empty: launched first, before every forward and
+	// backward.
+	SegCheckEntry string `json:"seg_check_entry,omitempty"`
 	// HeadDim is D: one of HeadDims (64, 128 or 256).
 	HeadDim int `json:"head_dim"`
 	// DType is the element type of Q, K, V and O: "bf16" or "fp16".

@@ -17,6 +17,8 @@ const (
 	AttentionEntry = hipsrc.AttentionEntry
 	// TileFlagsEntry is the PREPASS kernel's name.
 	TileFlagsEntry = hipsrc.TileFlagsEntry
+	// SegCheckEntry is the segments check's name (AttentionSpec.SegCheck).
+	SegCheckEntry = hipsrc.SegCheckEntry
 	// MaxBuffers is the number of captured tensors MaskcBuffers holds.
 	MaxBuffers = hipsrc.MaxBuffers
 )

@@ -251,6 +251,9 @@ class KernelSpec:
         self.attention = d["attention"]
         self.code_objects = dict(d.get("code_objects") or {})
         self.entry, self.flags_entry = d["entry"], d.get("flags_entry", "")
+        # maskc_seg_check for kernels with integer segments buffers: launched first, before every forward and
+        # backward, it writes whether their ids are sorted into the status words (MANIFEST.md "Status words")
+        self.seg_check_entry = d.get("seg_check_entry", "")
         self.head_dim = int(d["head_dim"])
         self.dtype = {"fp16": "f16"}.get(d["dtype"], d["dtype"])  # buffer dtypes spell it f16
         self.layout = d["layout"]
@@ -287,7 +290,7 @@ class KernelSpec:
             _check_read(r, self.name, len(self.buffers))
         self.launch = {p: (int(c["block_n"]), int(c["threads"]), int(c["shared_mem_bytes"]))
                        for p, c in d["launch"].items()}
-        for e in [self.entry] + ([self.flags_entry] if self.flags_entry else []):
+        for e in [self.entry] + [x for x in (self.flags_entry, self.seg_check_entry) if x]:
             if e not in manifest.entries:
                 raise MaskcError("manifest: kernel %s names entry %s, which the ABI does not list" % (self.name, e))
 
@@ -411,7 +414,7 @@ class Manifest:
     def bwd_launches(self, spec, platform, sizes, ptrs, shape, buf, deterministic, dsink, dbufs):
         """The backward's launches in order, as manifest entries say, each
         (entry name, grid, threads, dynamic shared memory bytes, ctypes
-        argument list): the row pre-pass, the tile-flag pre-pass for
+        argument list): the segments check (kernels with one), the row pre-pass, the tile-flag pre-pass for
         prepass kernels (flags_shape/flags_buf/flags pointer in ptrs), the
         main kernel, dQ by the deterministic kernel or the atomic
         accumulator's conversion, the sink gradient when dsink, and one
@@ -424,6 +427,9 @@ class Manifest:
         tiles = self.bwd_tiles(spec, platform)
         threads, bwd_smem = spec.bwd_launch[platform.name][2:]
         out = []
+        seg = self.seg_check_launch(spec, platform, buf)
+        if seg is not None:
+            out.append(seg)
         for name in spec.bwd_entries:
             e = self.bwd_entries[name]
             if e.when == "deterministic" and not deterministic or e.when == "atomic" and deterministic:
@@ -451,6 +457,18 @@ class Manifest:
                 out.append((spec.flags_entry, fe.grid_dims(sizes, self.block_m, fwd_block_n), fwd_threads, 0,
                             fe.args(fv, self.structs)))
         return out
+
+    def seg_check_launch(self, spec, platform, buf):
+        """The segments check's launch (entry name, grid, threads, 0, ctypes
+        argument list) with buf, the launch's MaskcBuffers (its status
+        words included), or None for a kernel without one. It runs first,
+        before the forward's and the backward's kernels, on their stream,
+        with the forward's block size."""
+        if not spec.seg_check_entry:
+            return None
+        e = self.entries[spec.seg_check_entry]
+        _, threads, _ = spec.launch[platform.name]
+        return (spec.seg_check_entry, e.grid_dims({}, self.block_m), threads, 0, e.args(dict(buf=buf), self.structs))
 
     def bwd_tiles(self, spec, platform):
         """The backward's grid tiles of kernel spec on a platform: {bwd_block_m,

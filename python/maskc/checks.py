@@ -14,7 +14,7 @@ from .dtypes import SEGMENTS as SEGMENT_DTYPES
 
 __all__ = ["LAYOUTS", "MAX_SEQ_LEN", "MAX_GRID_YZ", "Sizes", "eval_dims", "check_qkv", "check_buffers",
            "bhsd_strides", "SEGMENTS_CHECK_ENV", "segments_check_enabled", "first_decrease", "check_segments",
-           "eval_bound", "bound_env", "check_reads"]
+           "eval_bound", "bound_env", "check_reads", "varlen_documents"]
 
 #: Memory orders of q, k, v and the output: [batch, seq, head, dim] or [batch, head, seq, dim].
 LAYOUTS = ("bshd", "bhsd")
@@ -297,18 +297,45 @@ def first_decrease(t):
     return int(bad[0]) + 1
 
 
+def varlen_documents(doc, B, S):
+    """(cu_seqlens int32 [n + 1], max_seqlen, contiguous) of a segments
+    buffer doc ([S], shared by every batch element, or [B, S]) for a Turbo
+    varlen call, as classify/PLAN.md defines them: every run of equal ids is
+    one document, batches concatenated. contiguous says whether that is the
+    mask as written: in every row each id occupies one run (sorted ids,
+    documents in shuffled order with distinct ids); an id that recurs after
+    another (padding between documents, ids reused, restarting within a
+    row) makes the runs different documents where `doc[q] == doc[kv]` joins
+    them, so the varlen call would compute another mask. Computed on doc's
+    device; max_seqlen and contiguous are read back together (one host
+    synchronisation, besides the one nonzero makes)."""
+    import torch
+    d = doc.reshape(1, S).expand(B, S) if doc.dim() == 1 else doc
+    start = torch.ones((B, S), dtype=torch.bool, device=d.device)
+    start[:, 1:] = d[:, 1:] != d[:, :-1]
+    runs = start.sum(dim=1)
+    srt = torch.sort(d, dim=1).values
+    distinct = 1 + (srt[:, 1:] != srt[:, :-1]).sum(dim=1)
+    starts = torch.nonzero(start.reshape(-1)).reshape(-1)
+    cu = torch.cat([starts, torch.full((1,), B * S, dtype=starts.dtype, device=d.device)])
+    maxlen, contiguous = torch.stack([(cu[1:] - cu[:-1]).max(), (runs == distinct).all().to(cu.dtype)]).tolist()
+    return cu.to(torch.int32), int(maxlen), bool(contiguous)
+
+
 def check_segments(specs, checked):
     """Checks the contents of every `segments` buffer among checked (what
     check_buffers returned for specs) with the rule of dsl.CheckSegments,
     which the Go runtime applies on request (AttentionKernel.CheckSegments)
     and the reference evaluator on every bind: document ids non-decreasing.
     (The other half of that rule, ids the dtype holds, check_buffers already
-    ensures: the tensor's dtype is the declared i32 or i64.) A generated
-    kernel binary-searches these ids; given unsorted ones it stays in
-    bounds but attends across documents. Launches never read buffer
-    contents (it would cost a synchronisation per call): call this once
-    per new buffer content, or set MASKC_CHECK_SEGMENTS=1 to have every
-    generated-kernel call do it. Raises MaskcError naming the element."""
+    ensures: the tensor's dtype is the declared i32 or i64.) This is the
+    property's promise, for callers who want it kept: a generated kernel
+    computes the mask as written for any ids (its segments check runs on
+    the device before every launch, and status() reports segments_unsorted
+    without a synchronisation in the call), binary-searching sorted ones.
+    Call this once per new buffer content, or set MASKC_CHECK_SEGMENTS=1 to
+    have every generated-kernel call do it (a synchronisation per call).
+    Raises MaskcError naming the element."""
     for s, (t, _) in zip(specs, checked):
         if not s.segments:
             continue

@@ -157,6 +157,7 @@ class Kernel:
         self.module = drv.load_module(self.cubin)
         self.fwd = drv.function(self.module, entry["entry"])
         self.flags_fn = drv.function(self.module, entry["flags_entry"]) if self.prepass else None
+        self.seg_fn = drv.function(self.module, self.spec.seg_check_entry) if self.spec.seg_check_entry else None
         drv.set_max_dynamic_smem(self.fwd, self.smem)
         # the kernel's status words (MANIFEST.md "Status words"), zeroed once, passed in every launch
         self.status_words = torch.zeros(abi.man.status_words, dtype=torch.int32, device="cuda")
@@ -216,10 +217,13 @@ class Kernel:
             fe = man.entries[self.entry["flags_entry"]]
             flags_grid = fe.grid_dims(sizes, self.block_m, self.block_n)
             flag_args = fe.args(dict(shape=sh, buf=bufs, flags=flags.data_ptr()), man.structs)
+        seg = man.seg_check_launch(self.spec, self.plat, bufs)
 
         def run(prepass=True):
             if Sq == 0:
                 return
+            if seg is not None:  # the segments check first, as every launcher runs it
+                self._launch(self.seg_fn, seg[1], seg[2], 0, seg[4], seg[0])
             if flags is not None and prepass:
                 self._launch(self.flags_fn, flags_grid, self.threads, 0, flag_args, "maskc_tile_flags")
             self._launch(self.fwd, fwd_grid, self.threads, self.smem, fwd_args, "maskc_attn_fwd")
@@ -454,6 +458,8 @@ class BwdKernel(Kernel):
     def __init__(self, src, entry, abi, name="kernel", compiled=None, platform=None):
         super().__init__(src, entry, abi, name, compiled, platform)
         self.bwd_fns = {e: self._func(e) for e in self.spec.bwd_entries}
+        if self.spec.seg_check_entry:
+            self.bwd_fns[self.spec.seg_check_entry] = self._func(self.spec.seg_check_entry)
         for e in self.spec.bwd_entries:
             setattr(self, e[len("maskc_attn_"):], self.bwd_fns[e])
         self.bwd_threads = self.plat.bwd_threads

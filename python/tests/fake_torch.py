@@ -112,6 +112,10 @@ class Tensor:
         rec.calls.append(("item", self._ptr))
         return getattr(self, "value", 0)
 
+    def reshape(self, *shape):
+        shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        return Tensor(shape, self.dtype, self.device, ptr=self._ptr, requires_grad=self.requires_grad)
+
     def transpose(self, a, b):
         s, st = list(self.shape), list(self._strides)
         s[a], s[b], st[a], st[b] = s[b], s[a], st[b], st[a]
