@@ -179,13 +179,13 @@ def make_batch(gen, B, S, decoder):
     return dict(input_ids=inp, attention_mask=torch.ones_like(ids), labels=labels)
 
 
-def train(model, impl, steps, seed, B, S, decoder, time_from=None):
+def train(model, impl, steps, seed, B, S, decoder, time_from=None, lr=2e-3):
     """Trains model in place: the losses of `steps` AdamW steps (bf16
     autocast, fp32 master weights) and tokens/s over the steps from
     time_from on."""
     set_impl(model, impl)
     model.train()
-    opt = torch.optim.AdamW(model.parameters(), lr=2e-3, weight_decay=0.01, betas=(0.9, 0.95))
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.95))
     gen = torch.Generator().manual_seed(seed)
     losses, t0, tokens = [], None, 0
     for step in range(steps):
@@ -234,9 +234,16 @@ def generate(model, impl, ids, mask, n, cache):
     kw = dict(max_new_tokens=n, min_new_tokens=n, do_sample=False, return_dict_in_generate=True,
               output_logits=True, pad_token_id=0)
     if cache == "static":
+        # StaticCache allocates its keys and values in the model's dtype:
+        # under autocast the fp32 master weights would give an fp32 cache that
+        # bf16 key states cannot be copied into, so the static runs generate
+        # with bf16 weights (the same copy for eager and maskc).
         kw["cache_implementation"] = "static"
-    with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
-        out = model.generate(input_ids=ids, attention_mask=mask, **kw)
+        with torch.no_grad():
+            out = model.generate(input_ids=ids, attention_mask=mask, **kw)
+    else:
+        with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
+            out = model.generate(input_ids=ids, attention_mask=mask, **kw)
     new = out.sequences[:, ids.shape[1]:]
     return new, torch.stack(out.logits, 1).float()  # [B, n, V]
 
@@ -244,6 +251,8 @@ def generate(model, impl, ids, mask, n, cache):
 def compare_generation(model, ids, mask, n, cache):
     """One generate() comparison: dict with ok, and the first divergence per
     sequence (step, tokens, eager top-two gap, bf16 ulp)."""
+    if cache == "static":
+        model = copy.deepcopy(model).to(torch.bfloat16)
     ref, logits = generate(model, "eager", ids, mask, n, cache)
     got, _ = generate(model, "maskc", ids, mask, n, cache)
     res = dict(cache=cache, ok=True, divergences=[])
@@ -287,7 +296,7 @@ def check_model(name, a, log):
     for impl in ("maskc", "eager"):
         try:
             trained[impl] = copy.deepcopy(base)
-            res[impl] = train(trained[impl], impl, a.steps, a.seed + 1, a.batch, a.seq, decoder)
+            res[impl] = train(trained[impl], impl, a.steps, a.seed + 1, a.batch, a.seq, decoder, lr=a.lr)
         except Exception as e:
             traceback.print_exc()
             emit("train", "FAIL", "%s on %s: %s: %s" % (impl, name, type(e).__name__, str(e)[:300]))
@@ -335,6 +344,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", default=",".join(MODELS), help="comma-separated, of: " + ", ".join(MODELS))
     ap.add_argument("--steps", type=int, default=100)
+    ap.add_argument("--lr", type=float, default=2e-3, help="AdamW learning rate of the training comparison")
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--seq", type=int, default=512)
     ap.add_argument("--seed", type=int, default=0)
