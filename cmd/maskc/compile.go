@@ -23,6 +23,7 @@ func runCompile(e *env, args []string) int {
 	outDir := fs.String("o", "", "output directory (created if missing)")
 	archs := fs.String("offload-arch", "", "comma-separated AMD architectures to build code objects for with hipcc")
 	target, defines := targetFlag(fs), defineFlag(fs)
+	stdinNameFlag(e, fs)
 	files, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code
@@ -54,7 +55,7 @@ func runCompile(e *env, args []string) int {
 			out.Abort()
 		}
 	}()
-	cu := compiler.New(u.prog, plan, compiler.Options{Kernel: codegen.Options{SourceName: files[0]}})
+	cu := compiler.New(u.prog, plan, compiler.Options{Kernel: codegen.Options{SourceName: displayName(e, files[0])}})
 	pf := cu.NewPlanFile()
 	manifest := hipsrc.NewManifest()
 	var diags dsl.Diagnostics
@@ -87,7 +88,7 @@ func runCompile(e *env, args []string) int {
 			return exitUsage
 		}
 		pk := compiler.NewPlanKernel(k, name)
-		mk := compiler.KernelManifest(k, pa.Decision, name, files[0])
+		mk := compiler.KernelManifest(k, pa.Decision, name, displayName(e, files[0]))
 		if err := mk.SetBackward(bwdName); err != nil {
 			fmt.Fprintf(e.stderr, "maskc: %v\n", err)
 			return exitUsage

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -71,11 +72,7 @@ func load(e *env, path string, defines map[string]string) (*unit, error) {
 	if err != nil {
 		return nil, err
 	}
-	name := path
-	if path == "-" {
-		name = "<stdin>"
-	}
-	c, diags := compiler.ParseAndCheck(name, data, compiler.Options{Defines: defines})
+	c, diags := compiler.ParseAndCheck(displayName(e, path), data, compiler.Options{Defines: defines})
 	return &unit{path: path, file: c.File, prog: c.Program, diags: diags}, nil
 }
 
@@ -83,4 +80,24 @@ func load(e *env, path string, defines map[string]string) (*unit, error) {
 // between two.
 func printDiags(w io.Writer, ds dsl.Diagnostics) {
 	fmt.Fprint(w, ds.Render())
+}
+
+// displayName is what diagnostics and generated code call path: "-" is
+// <stdin>, or the name --stdin-name gave it.
+func displayName(e *env, path string) string {
+	if path != "-" {
+		return path
+	}
+	if e.stdinName != "" {
+		return e.stdinName
+	}
+	return "<stdin>"
+}
+
+// stdinNameFlag registers --stdin-name, the name FILE "-" is given. The
+// Python package sends the exact bytes it keyed a cache entry by on stdin
+// and names them by their file, so an edit while maskc runs cannot put one
+// text's kernels under another's key.
+func stdinNameFlag(e *env, fs *flag.FlagSet) {
+	fs.StringVar(&e.stdinName, "stdin-name", "", "with FILE -, the file `NAME` to give the text read from stdin in diagnostics and generated code")
 }

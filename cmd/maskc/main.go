@@ -42,6 +42,7 @@ var version = "0.1.0-dev"
 type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	stdinName      string // what FILE "-" is called (--stdin-name), "" for <stdin>
 }
 
 // command is one subcommand.
