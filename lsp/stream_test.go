@@ -198,3 +198,56 @@ func FuzzStream(f *testing.F) {
 		_ = readFrames(t, out.b.Bytes())
 	})
 }
+
+// TestBadHeaderDoesNotDesynchronise: a message whose header gives no
+// usable length, followed by its body, costs one error and nothing more:
+// the requests after it are answered with their ids (issue 31: every later
+// request got -32700 with a null id, for good; with two Content-Length
+// headers the last won and the stream lost sync).
+func TestBadHeaderDoesNotDesynchronise(t *testing.T) {
+	body := `{"jsonrpc":"2.0","id":99,"method":"shutdown"}`
+	pretty := "{\n  \"jsonrpc\": \"2.0\",\n  \"id\": 98,\n  \"method\": \"shutdown\"\n}"
+	bad := []struct{ name, raw string }{
+		{"misspelled header", "Content-Lenght: 45\r\n\r\n" + body},
+		{"65 header lines", strings.Repeat("X-Pad: 1\r\n", 65) + "Content-Length: 45\r\n\r\n" + body},
+		{"length 2x", "Content-Length: 2x\r\n\r\n" + body},
+		{"two lengths that disagree", "Content-Length: 45\r\nContent-Length: 3\r\n\r\n" + body},
+		{"no length, pretty body", "Content-Type: x\r\n\r\n" + pretty},
+		{"no length, body longer than a header line", "X: 1\r\n\r\n" + `{"pad":"` + strings.Repeat("x", 3*MaxHeaderLine) + `"}`},
+	}
+	hover := func(id int) string {
+		return frame(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"textDocument/hover","params":{"textDocument":{"uri":"file:///none.flex"},"position":{"line":0,"character":0}}}`, id))
+	}
+	var in strings.Builder
+	in.WriteString(frame(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{}}}`))
+	for i, b := range bad {
+		in.WriteString(b.raw)
+		in.WriteString(hover(10 + i))
+	}
+	in.WriteString(frame(`{"jsonrpc":"2.0","id":2,"method":"shutdown"}`))
+	in.WriteString(frame(`{"jsonrpc":"2.0","method":"exit"}`))
+	var out lockedBuffer
+	if err := Serve(context.Background(), strings.NewReader(in.String()), &out); err != nil {
+		t.Fatalf("Serve = %v", err)
+	}
+	var nullErrors int
+	ids := map[float64]bool{}
+	for _, m := range readFrames(t, out.b.Bytes()) {
+		if id, ok := m["id"].(float64); ok {
+			ids[id] = true
+		} else if m["id"] == nil && m["error"] != nil {
+			nullErrors++
+		}
+	}
+	for i, b := range bad {
+		if !ids[float64(10+i)] {
+			t.Errorf("%s: the request after it (id %d) was not answered", b.name, 10+i)
+		}
+	}
+	if ids[99] || ids[98] {
+		t.Error("the body of a message without a usable length was served")
+	}
+	if !ids[2] || nullErrors != len(bad) {
+		t.Errorf("shutdown answered %v, %d errors with a null id, want %d", ids[2], nullErrors, len(bad))
+	}
+}
