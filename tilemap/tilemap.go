@@ -153,11 +153,45 @@ func (m *Map) CellPairs(r, c int) int64 {
 	return (q1 - q0) * (k1 - k0)
 }
 
+// Limits on one host-side evaluation of a mask (maskc draw, classify
+// --shape, the language server's pictures; maskc eval draws at most 512 x
+// 512): Build and the commands check them with CheckSize before anything
+// is allocated, so a size given on the command line costs bounded memory
+// (arrays indexed by a length, tiles) and time (pairs evaluated).
+const (
+	// MaxPairs bounds B * H * Sq * Skv.
+	MaxPairs = 1 << 36
+	// MaxLength bounds Sq and Skv each.
+	MaxLength = 1 << 24
+)
+
+// CheckSize checks a launch's sizes against MaxLength and MaxPairs without
+// overflowing int64, naming the product as the factors it is of.
+func CheckSize(b, h, sq, skv int64) error {
+	if b < 1 || h < 1 || sq < 1 || skv < 1 {
+		return fmt.Errorf("B = %d, H = %d, Sq = %d, Skv = %d: the sizes must be positive", b, h, sq, skv)
+	}
+	if sq > MaxLength || skv > MaxLength {
+		return fmt.Errorf("Sq = %d, Skv = %d: a sequence evaluated on the host may be at most %d long", sq, skv, int64(MaxLength))
+	}
+	prod := int64(1)
+	for _, x := range []int64{b, h, sq, skv} {
+		if prod > MaxPairs/x {
+			return fmt.Errorf("B*H*Sq*Skv = %d*%d*%d*%d is above the %d pairs evaluated on the host", b, h, sq, skv, int64(MaxPairs))
+		}
+		prod *= x
+	}
+	return nil
+}
+
 // Build computes the tile map of slice (opts.B, opts.H) of kernel k for
 // env's sizes and buffers.
 func Build(k *codegen.Kernel, env *eval.Env, opts Options) (*Map, error) {
 	if env == nil || env.Q < 1 || env.KV < 1 {
 		return nil, errors.New("tilemap: the sizes must be positive")
+	}
+	if err := CheckSize(1, 1, env.Q, env.KV); err != nil {
+		return nil, fmt.Errorf("tilemap: %w", err)
 	}
 	if opts.B < 0 || opts.B >= env.B || opts.H < 0 || opts.H >= env.H {
 		return nil, fmt.Errorf("tilemap: slice b=%d h=%d outside B=%d H=%d", opts.B, opts.H, env.B, env.H)
