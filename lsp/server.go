@@ -116,6 +116,7 @@ type server struct {
 	exited            chan struct{} // closed on exit
 
 	pictures     string // where tile-map pictures go; "" turns them off
+	drawer       pictureDrawer
 	showDocument bool   // the client takes window/showDocument
 }
 

@@ -15,6 +15,7 @@
 package tilemap
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
@@ -109,6 +110,9 @@ type Options struct {
 	// Progress, when not nil, is called with the q tiles done and their
 	// total as the work proceeds, from one goroutine.
 	Progress func(done, total int)
+	// Context, when not nil, stops Build between q tiles once it is done
+	// (Build then returns its error).
+	Context context.Context
 }
 
 // Map is the tile map of one (b, h) slice of a launch.
@@ -219,7 +223,7 @@ func Build(k *codegen.Kernel, env *eval.Env, opts Options) (*Map, error) {
 			wg.Wait()
 			return nil, err
 		}
-		r := &rowWorker{m: m, hs: hs}
+		r := &rowWorker{m: m, hs: hs, ctx: opts.Context}
 		if m.Grid != nil {
 			r.raster = make([]int64, m.Grid.Rows*m.Grid.Cols)
 			rasters[w] = r.raster
@@ -229,6 +233,10 @@ func Build(k *codegen.Kernel, env *eval.Env, opts Options) (*Map, error) {
 		go func() {
 			defer wg.Done()
 			for qt := range jobs {
+				if opts.Context != nil && opts.Context.Err() != nil {
+					done <- opts.Context.Err()
+					continue
+				}
 				done <- r.row(qt)
 			}
 		}()
@@ -285,6 +293,15 @@ type rowWorker struct {
 	hs               *codegen.HostSparsity
 	raster           []int64
 	rowCell, colCell []int32
+	ctx              context.Context // nil: never stopped
+}
+
+// stopped is the context's error once it is done, checked per tile.
+func (r *rowWorker) stopped() error {
+	if r.ctx == nil {
+		return nil
+	}
+	return r.ctx.Err()
 }
 
 // row computes the states and kept pairs of q tile qt.
@@ -298,6 +315,9 @@ func (r *rowWorker) row(qt int) error {
 	switch m.Sparsity {
 	case hipsrc.SparsityPrepass:
 		for kt := range states {
+			if err := r.stopped(); err != nil {
+				return err
+			}
 			kv0 := int64(kt) * m.BlockN
 			flag, n, err := r.hs.PrepassFlag(b, h, q0, q0+m.BlockM, kv0, kv0+m.BlockN, r.addPair)
 			if err != nil {
@@ -355,6 +375,9 @@ func (r *rowWorker) row(qt int) error {
 			kept[kt] = (qEnd - q0) * (kv1 - kv0)
 			r.addRect(q0, qEnd, kv0, kv1)
 		case Partial:
+			if err := r.stopped(); err != nil {
+				return err
+			}
 			for q := q0; q < qEnd; q++ {
 				for kv := kv0; kv < kv1; kv++ {
 					keep, err := r.hs.Mask(b, h, q, kv)
