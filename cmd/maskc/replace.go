@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // errChangedOnDisk is why a file that someone else saved while maskc was
@@ -18,6 +20,11 @@ var errChangedOnDisk = errors.New("changed on disk while maskc was formatting it
 // checks that the file still holds what it read; tests use it to save the
 // file concurrently at the worst moment.
 var beforeReplace = func(target string) {}
+
+// beforeSwap runs after that check and before the new file takes the
+// old one's place; tests use it to save the file in that window (issue
+// 31: a save there was lost, deterministically with a delay here).
+var beforeSwap = func(target string) {}
 
 // replaceFile rewrites the file at path, which maskc read as old, with
 // data, as an editor's careful save would:
@@ -130,10 +137,33 @@ func replaceByRename(target string, old, data []byte, st fs.FileInfo) (done bool
 	if err := unchanged(target, old); err != nil {
 		return false, err
 	}
-	if err := os.Rename(name, target); err != nil {
+	beforeSwap(target)
+	// Exchange the two files in one step (renameat2 RENAME_EXCHANGE) and
+	// check what came out: a save that landed after the check above is
+	// then at name, and is put back. Where the file system cannot
+	// exchange, a plain rename (the window stays).
+	err = unix.Renameat2(unix.AT_FDCWD, name, unix.AT_FDCWD, target, unix.RENAME_EXCHANGE)
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
+		if err := os.Rename(name, target); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+	if err != nil {
 		return false, err
 	}
-	return true, nil
+	done = true // name now holds what target held: never remove it unchecked
+	if err := unchanged(name, old); err == nil {
+		return true, os.Remove(name)
+	}
+	if err := unix.Renameat2(unix.AT_FDCWD, name, unix.AT_FDCWD, target, unix.RENAME_EXCHANGE); err != nil {
+		return true, fmt.Errorf("%w; the save is kept at %s", errChangedOnDisk, name)
+	}
+	if now, err := os.ReadFile(name); err == nil && bytes.Equal(now, data) {
+		os.Remove(name)
+		return true, errChangedOnDisk
+	}
+	return true, fmt.Errorf("%w; another save is kept at %s", errChangedOnDisk, name)
 }
 
 // unchanged reports errChangedOnDisk unless target still holds old.

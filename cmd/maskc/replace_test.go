@@ -171,3 +171,42 @@ func TestFmtWriteRespectsReadOnly(t *testing.T) {
 	}
 	noTempFiles(t, dir)
 }
+
+// TestFmtWriteKeepsSaveAfterCheck: a save that lands after maskc checked
+// the file and before its new file takes the old one's place is kept and
+// reported (issue 31: lost, deterministically with a delay there and 1 in
+// 1,400 at random). Saves written in place and by rename are covered.
+func TestFmtWriteKeepsSaveAfterCheck(t *testing.T) {
+	for _, how := range []string{"in place", "by rename"} {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "m.flex")
+		if err := os.WriteFile(path, []byte(messyFlex), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		const saved = "mask  saved( b,h,q,kv )=q>=kv\n"
+		beforeSwap = func(string) {
+			if how == "in place" {
+				if err := os.WriteFile(path, []byte(saved), 0o644); err != nil {
+					t.Error(err)
+				}
+				return
+			}
+			tmp := filepath.Join(dir, "editor-save.tmp")
+			if err := os.WriteFile(tmp, []byte(saved), 0o644); err != nil {
+				t.Error(err)
+			}
+			if err := os.Rename(tmp, path); err != nil {
+				t.Error(err)
+			}
+		}
+		code, stderr := fmtW(t, path)
+		beforeSwap = func(string) {}
+		if code != exitUsage || !strings.Contains(stderr, path+": changed on disk") {
+			t.Errorf("%s: exit %d, stderr %q; want 2 and 'changed on disk'", how, code, stderr)
+		}
+		if got := readString(t, path); got != saved {
+			t.Errorf("%s: the save was lost, file holds %q", how, got)
+		}
+		noTempFiles(t, dir)
+	}
+}
