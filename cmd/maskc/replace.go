@@ -180,9 +180,15 @@ func unchanged(target string, old []byte) error {
 
 // writeNew writes data to path (a picture, say) through a synced temporary
 // file in the same directory and a rename, so a reader never sees half a
-// file. Errors name path, never the temporary file.
+// file. An existing path must be a regular file (a link, device or FIFO is
+// refused, not replaced); the new file gets mode 0666 less the umask, as a
+// file the shell creates would. Errors name path, never the temporary
+// file.
 func writeNew(path string, data []byte) error {
 	fail := func(err error) error { return fmt.Errorf("%s: %v", path, unwrapPath(err)) }
+	if st, err := os.Lstat(path); err == nil && !st.Mode().IsRegular() {
+		return fail(fmt.Errorf("not a regular file (%v); not replaced", st.Mode().Type()))
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".maskc-*")
 	if err != nil {
 		return fail(err)
@@ -199,11 +205,18 @@ func writeNew(path string, data []byte) error {
 	if err := tmp.Close(); err != nil {
 		return fail(err)
 	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+	if err := os.Chmod(tmp.Name(), 0o666&^fs.FileMode(currentUmask())); err != nil {
 		return fail(err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fail(err)
 	}
 	return nil
+}
+
+// currentUmask reads the process's umask (setting it back at once).
+func currentUmask() int {
+	m := unix.Umask(0o022)
+	unix.Umask(m)
+	return m
 }

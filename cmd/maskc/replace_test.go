@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"golang.org/x/sys/unix"
 	"os"
 	"path/filepath"
 	"strings"
@@ -209,4 +210,37 @@ func TestFmtWriteKeepsSaveAfterCheck(t *testing.T) {
 		}
 		noTempFiles(t, dir)
 	}
+}
+
+// TestWriteNewRefusesNonRegularAndHonoursUmask: draw -o does not replace a
+// link or a device with a regular file, and creates its file with the
+// umask applied (issue 31: both were ignored).
+func TestWriteNewRefusesNonRegularAndHonoursUmask(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "target.svg")
+	if err := os.WriteFile(target, []byte("theirs"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.svg")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{link, "/dev/null"} {
+		if err := writeNew(p, []byte("new")); err == nil || !strings.Contains(err.Error(), p+": not a regular file") {
+			t.Errorf("writeNew(%s) = %v, want a refusal", p, err)
+		}
+	}
+	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 || readString(t, target) != "theirs" {
+		t.Errorf("the link or its target changed: %v", err)
+	}
+	old := unix.Umask(0o077)
+	defer unix.Umask(old)
+	out := filepath.Join(dir, "new.svg")
+	if err := writeNew(out, []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(out); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("mode under umask 077: %v, %v; want 0600", st.Mode(), err)
+	}
+	noTempFiles(t, dir)
 }
