@@ -43,15 +43,16 @@ type stream struct {
 	in   *bufio.Reader
 	mu   sync.Mutex // serialises writes: replies, notifications, protocol errors
 
-	start   sync.Once
-	qmu     sync.Mutex
-	queue   []queued      // read, not yet handed to the connection
-	readErr error         // why reading ahead stopped, once the queue drains
-	pushed  chan struct{} // signalled after a push or the end of reading
-	popped  chan struct{} // signalled after a pop
-	closed  chan struct{} // closed by Close
-	close   sync.Once
-	done    chan struct{} // closed when reading ahead stops
+	start       sync.Once
+	qmu         sync.Mutex
+	queue       []queued      // read, not yet handed to the connection
+	queuedBytes int64         // the bytes of the messages in queue
+	readErr     error         // why reading ahead stopped, once the queue drains
+	pushed      chan struct{} // signalled after a push or the end of reading
+	popped      chan struct{} // signalled after a pop
+	closed      chan struct{} // closed by Close
+	close       sync.Once
+	done        chan struct{} // closed when reading ahead stops
 }
 
 // queued is one message read ahead, with the document a didChange
@@ -62,8 +63,13 @@ type queued struct {
 	changeURI string
 }
 
-// maxQueued bounds how many messages are read ahead.
-const maxQueued = 1024
+// maxQueued bounds how many messages are read ahead, and maxQueuedBytes
+// their bytes (issue 31: 100 notifications of 50 MB held 5.4 GB); one
+// message larger than maxQueuedBytes is still read, alone.
+const (
+	maxQueued      = 1024
+	maxQueuedBytes = 2 * MaxMessage
+)
 
 // newStream frames conn.
 func newStream(conn io.ReadWriteCloser) *stream {
@@ -91,7 +97,8 @@ func (s *stream) readLoop() {
 			return
 		}
 		s.queue = append(s.queue, queued{msg: msg, n: n, changeURI: changedDocument(msg)})
-		full := len(s.queue) >= maxQueued
+		s.queuedBytes += n
+		full := s.full()
 		s.qmu.Unlock()
 		signal(s.pushed)
 		for full {
@@ -101,10 +108,15 @@ func (s *stream) readLoop() {
 				return
 			}
 			s.qmu.Lock()
-			full = len(s.queue) >= maxQueued
+			full = s.full()
 			s.qmu.Unlock()
 		}
 	}
+}
+
+// full says whether reading ahead waits for the handler; s.qmu is held.
+func (s *stream) full() bool {
+	return len(s.queue) >= maxQueued || (len(s.queue) > 0 && s.queuedBytes >= maxQueuedBytes)
 }
 
 // signal wakes whoever waits on c, without blocking.
@@ -124,6 +136,7 @@ func (s *stream) Read(ctx context.Context) (jsonrpc2.Message, int64, error) {
 			q := s.queue[0]
 			s.queue[0] = queued{}
 			s.queue = s.queue[1:]
+			s.queuedBytes -= q.n
 			s.qmu.Unlock()
 			signal(s.popped)
 			return q.msg, q.n, nil

@@ -251,3 +251,29 @@ func TestBadHeaderDoesNotDesynchronise(t *testing.T) {
 		t.Errorf("shutdown answered %v, %d errors with a null id, want %d", ids[2], nullErrors, len(bad))
 	}
 }
+
+// TestReadAheadIsBoundedInBytes: large messages are not read ahead beyond
+// maxQueuedBytes while the handler is busy (issue 31: up to 1,024
+// messages of up to 64 MiB were, 5.4 GB for 100 of 50 MB).
+func TestReadAheadIsBoundedInBytes(t *testing.T) {
+	big := `{"jsonrpc":"2.0","method":"x/pad","params":{"s":"` + strings.Repeat("a", MaxMessage/4) + `"}}`
+	var in strings.Builder
+	for i := 0; i < 12; i++ {
+		in.WriteString(frame(big))
+	}
+	st := newStream(&stdio{in: strings.NewReader(in.String()), out: io.Discard})
+	st.readAhead()
+	time.Sleep(500 * time.Millisecond) // nobody reads: the read-ahead stops
+	st.qmu.Lock()
+	n, bytes := len(st.queue), st.queuedBytes
+	st.qmu.Unlock()
+	if bytes > maxQueuedBytes+MaxMessage || n >= 12 {
+		t.Errorf("%d messages, %d bytes read ahead; want at most %d bytes", n, bytes, maxQueuedBytes+MaxMessage)
+	}
+	for i := 0; i < 12; i++ {
+		if _, _, err := st.Read(context.Background()); err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+	}
+	st.Close()
+}
