@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 
 	"github.com/maskc/maskc/check"
 	"github.com/maskc/maskc/compiler"
@@ -30,11 +31,19 @@ func readInput(e *env, path string) ([]byte, error) {
 		if st.IsDir() {
 			return nil, fmt.Errorf("%s: is a directory, not a .flex file", path)
 		}
-		f, err := os.Open(path)
+		if !st.Mode().IsRegular() {
+			// A FIFO would block the open or the read for as long as
+			// nobody writes it (issue 31: check and fmt -w hung).
+			return nil, fmt.Errorf("%s: not a regular file (%v); to read a pipe, give - and redirect it to standard input", path, st.Mode().Type())
+		}
+		f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 		if err != nil {
 			return nil, cleanPathError(err)
 		}
 		defer f.Close()
+		if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+			return nil, fmt.Errorf("%s: not a regular file; to read a pipe, give - and redirect it to standard input", path)
+		}
 		r = f
 	}
 	data, err := io.ReadAll(io.LimitReader(r, maxInput+1))
