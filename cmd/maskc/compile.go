@@ -42,6 +42,13 @@ func runCompile(e *env, args []string) int {
 	if plan == nil {
 		return status
 	}
+	if len(plan.Attentions) == 0 {
+		// A file of mods only checks clean (a library), but compiling it
+		// would write a plan of nothing (issue 31: silently, with
+		// "attentions": null).
+		fmt.Fprintf(e.stderr, "maskc: %s declares no attention block, so there is nothing to compile; add one: attention NAME { mask = ... }\n", dsl.Printable(displayName(e, files[0])))
+		return exitError
+	}
 	// Everything is written to a sibling of DIR and put in place whole, so a
 	// failed run leaves DIR as it was.
 	out, err := stageDir(*outDir)
