@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -446,8 +447,9 @@ func (l *lowering) unknownName(f *frame, x *dsl.Ident) {
 	d := l.errorf(f, x.Sp, CodeUnknownName, "unknown name %s", x.Name)
 	if h := didYouMean(x.Name, cands); h != "" {
 		d.WithHint("%s", h)
-	} else if strings.Contains(x.Name, ".") {
-		d.WithHint("only torch. and math. prefixes of built-in functions are understood")
+	} else if prefix, _, ok := strings.Cut(x.Name, "."); ok {
+		// issue 31: torch.erf said "unknown name" without what exists.
+		d.WithHint("%s", prefixedBuiltins(prefix))
 	} else {
 		d.WithHint("declare it (param, buffer, mask or score), or use a mod parameter")
 	}
@@ -821,4 +823,19 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// prefixedBuiltins is the hint for an unknown prefixed name (torch.erf):
+// the built-in functions there are, from dsl.Builtins.
+func prefixedBuiltins(prefix string) string {
+	names := make([]string, 0, len(dsl.Builtins))
+	for n := range dsl.Builtins {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	list := strings.Join(names, ", ")
+	if prefix == "torch" || prefix == "math" {
+		return "the functions maskc knows, with or without `torch.`/`math.`, are " + list
+	}
+	return "only `torch.` and `math.` prefixes are understood, on the functions " + list
 }
