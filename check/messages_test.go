@@ -2,6 +2,8 @@ package check
 
 import (
 	"testing"
+
+	"github.com/maskc/maskc/dsl"
 )
 
 // TestGradedMessages pins, text and all, the messages issue 31 graded as
@@ -37,6 +39,34 @@ func TestGradedMessages(t *testing.T) {
 		_, diags := checkSource(t, tt.src, nil)
 		if got := diags.Render(); got != tt.want {
 			t.Errorf("%s:\n got:\n%s\nwant:\n%s", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestFloatStrings: float("nan") and a float("...") that underflows to 0
+// are refused as the literals are (issue 31: both accepted silently, the
+// literal 1e-400 refused); float("inf") and float("1e400") stay infinity,
+// as in Python.
+func TestFloatStrings(t *testing.T) {
+	tests := []struct{ value, want string }{
+		{`float("nan")`, `test.flex:1:17: error[E076]: float("nan") is NaN, which no mask or score can mean: every comparison with it is false`},
+		{`float("1e-400")`, `test.flex:1:17: error[E076]: float("1e-400") is too small for 64 bits: it would be 0`},
+		{`float("inf")`, ""},
+		{`float("1e400")`, ""},
+		{`float("0.0")`, ""},
+	}
+	for _, tt := range tests {
+		src := "param C = " + tt.value + "\nscore s(score, b, h, q, kv) = where(q >= kv, score + C, score)\nattention a {\n    score = s\n}\n"
+		_, diags := checkSource(t, src, nil)
+		var got string
+		for _, d := range diags {
+			if d.Severity == dsl.SeverityError {
+				got = d.Error()
+				break
+			}
+		}
+		if got != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.value, got, tt.want)
 		}
 	}
 }

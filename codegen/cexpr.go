@@ -277,7 +277,8 @@ func trivial(e dsl.Expr) bool {
 
 // floatLit formats f as a literal of type t. A float literal is f's real
 // float32 value: inf where f overflows float32, 0 where it underflows (check
-// warns, W020), never a spelling C++ does not have (`+Inff`).
+// refuses such score constants, E091), never a spelling C++ does not have
+// (`+Inff`).
 func floatLit(f float64, t cType) string {
 	suffix, bits := "", 64
 	if t == cFloat {
