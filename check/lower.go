@@ -560,6 +560,10 @@ func (l *lowering) binaryOf(f *frame, x *dsl.BinaryExpr, a, b result) result {
 		// type from.
 		if typ == dsl.TypeInt && !(a.isConst() && b.isConst()) {
 			switch {
+			case !b.isConst() && boundedModExponent(x.Y):
+				// e % c with 0 < c <= MaxIntPowExponent + 1 lies in
+				// [0, c - 1] (Python's floor modulo): an int power whatever
+				// e is (issue 31: 2 ** (kv % 3) was refused).
 			case !b.isConst():
 				l.errorf(f, x.Y.Span(), CodeIntPower, "int power with the exponent %s, which is not a constant: its type would depend on its sign", sourceText(f, x.Y)).
 					WithHint("write a float base (2.0 ** e) for a float power, or the power as repeated multiplication")
@@ -838,4 +842,16 @@ func prefixedBuiltins(prefix string) string {
 		return "the functions maskc knows, with or without `torch.`/`math.`, are " + list
 	}
 	return "only `torch.` and `math.` prefixes are understood, on the functions " + list
+}
+
+// boundedModExponent reports whether y is `e % c` for an int literal c in
+// (0, dsl.MaxIntPowExponent + 1]: its value lies in [0, c - 1], as the
+// generator's range analysis also finds.
+func boundedModExponent(y dsl.Expr) bool {
+	bin, ok := dsl.Unparen(y).(*dsl.BinaryExpr)
+	if !ok || bin.Op != dsl.OpMod {
+		return false
+	}
+	c, ok := dsl.Unparen(bin.Y).(*dsl.IntLit)
+	return ok && c.Value > 0 && c.Value <= dsl.MaxIntPowExponent+1
 }
