@@ -136,30 +136,57 @@ func readerName(b *BufferABI) string { return "maskc_read_" + cName(b.Name) }
 // long long indices and one on int indices (called when every index is
 // known to be an int32, see intrange.go). An index outside the buffer's
 // extents never reads memory: the accessor returns zero (false for bool)
-// instead. A read that the mask needs is in range for valid inputs, so the
-// zero is only ever seen in masked-out or padding lanes.
+// instead. The launchers refuse a call at whose sizes a read that can
+// change the result would fall outside (readbounds.go, hipsrc.CheckRead),
+// so the zero is only seen on pairs the mask removes (score reads of
+// partial tiles) and by reads whose index comes from buffer values.
 //
 // The int overload checks i < n as (unsigned)i < m with m = min(n, 2^31):
 // a negative i becomes >= 2^31 >= m and fails; a non-negative i (< 2^31)
 // passes exactly when i < n, also when n >= 2^31.
-func writeReader(w *strings.Builder, b *BufferABI) {
-	writeReader64(w, b)
-	writeReader32(w, b)
+//
+// With flagged, it also emits the flagged accessors (flaggedReaderName),
+// which the reads whose index is computed from buffer values call: the
+// same, and an index outside the extents also sets
+// MASKC_STATUS_READ_OUT_OF_RANGE in status word 0 (the launcher cannot
+// bound such an index from the sizes; readbounds.go).
+func writeReader(w *strings.Builder, b *BufferABI, flagged bool) {
+	writeReader64(w, b, false)
+	writeReader32(w, b, false)
+	if flagged {
+		fmt.Fprintf(w, "// buffer %s read at an index computed from buffer values: out of range also sets MASKC_STATUS_READ_OUT_OF_RANGE\n", b.Name)
+		writeReader64(w, b, true)
+		writeReader32(w, b, true)
+	}
 }
 
-func writeReader32(w *strings.Builder, b *BufferABI) {
+// flaggedReaderName is the accessor of b that records an out-of-range read.
+func flaggedReaderName(b *BufferABI) string { return readerName(b) + "_flagged" }
+
+// flagLine is the statement of a flagged accessor that records an
+// out-of-range read (a launcher of an older ABI passes no status words).
+const flagLine = "  if (!ok && buf.status != nullptr) atomicOr(buf.status, MASKC_STATUS_READ_OUT_OF_RANGE);\n"
+
+func writeReader32(w *strings.Builder, b *BufferABI, flagged bool) {
 	info := elemTypes[b.DType]
 	var params, conds []string
 	for i := range b.Dims {
 		params = append(params, fmt.Sprintf("int i%d", i))
 	}
-	fmt.Fprintf(w, "__device__ __forceinline__ %s %s(const MaskcBuffers& buf, %s) {\n", info.value, readerName(b), strings.Join(params, ", "))
+	name := readerName(b)
+	if flagged {
+		name = flaggedReaderName(b)
+	}
+	fmt.Fprintf(w, "__device__ __forceinline__ %s %s(const MaskcBuffers& buf, %s) {\n", info.value, name, strings.Join(params, ", "))
 	for i := range b.Dims {
 		fmt.Fprintf(w, "  const long long n%d = buf.dim[%d][%d];\n", i, b.Slot, i)
 		fmt.Fprintf(w, "  const unsigned m%d = n%d <= 0 ? 0u : n%d < 0x80000000LL ? (unsigned)n%d : 0x80000000u;\n", i, i, i, i)
 		conds = append(conds, fmt.Sprintf("(unsigned)i%d < m%d", i, i))
 	}
 	fmt.Fprintf(w, "  const bool ok = %s;\n", strings.Join(conds, " && "))
+	if flagged {
+		w.WriteString(flagLine)
+	}
 	at := "(long long)i0"
 	if len(b.Dims) == 2 {
 		at = "(long long)i0 * n1 + i1"
@@ -169,21 +196,29 @@ func writeReader32(w *strings.Builder, b *BufferABI) {
 	fmt.Fprintf(w, "  return ok ? %s : %s;\n}\n\n", fmt.Sprintf(info.read, elem), info.zero)
 }
 
-func writeReader64(w *strings.Builder, b *BufferABI) {
+func writeReader64(w *strings.Builder, b *BufferABI, flagged bool) {
 	info := elemTypes[b.DType]
-	fmt.Fprintf(w, "// buffer %s: %s[%s] in buf.ptr[%d]; an out-of-range read yields %s and touches no memory\n",
-		b.Name, b.DType, strings.Join(b.Dims, ", "), b.Slot, info.zero)
+	name := readerName(b)
+	if flagged {
+		name = flaggedReaderName(b)
+	} else {
+		fmt.Fprintf(w, "// buffer %s: %s[%s] in buf.ptr[%d]; an out-of-range read yields %s and touches no memory\n",
+			b.Name, b.DType, strings.Join(b.Dims, ", "), b.Slot, info.zero)
+	}
 	var params []string
 	for i := range b.Dims {
 		params = append(params, fmt.Sprintf("long long i%d", i))
 	}
-	fmt.Fprintf(w, "__device__ __forceinline__ %s %s(const MaskcBuffers& buf, %s) {\n", info.value, readerName(b), strings.Join(params, ", "))
+	fmt.Fprintf(w, "__device__ __forceinline__ %s %s(const MaskcBuffers& buf, %s) {\n", info.value, name, strings.Join(params, ", "))
 	var conds []string
 	for i := range b.Dims {
 		fmt.Fprintf(w, "  const long long n%d = buf.dim[%d][%d];\n", i, b.Slot, i)
 		conds = append(conds, fmt.Sprintf("i%d >= 0 && i%d < n%d", i, i, i))
 	}
 	fmt.Fprintf(w, "  const bool ok = %s;\n", strings.Join(conds, " && "))
+	if flagged {
+		w.WriteString(flagLine)
+	}
 	at := "i0"
 	if len(b.Dims) == 2 {
 		at = "i0 * n1 + i1"
@@ -191,6 +226,69 @@ func writeReader64(w *strings.Builder, b *BufferABI) {
 	fmt.Fprintf(w, "  const long long at = ok ? %s : 0;\n", at)
 	elem := fmt.Sprintf("((const %s*)buf.ptr[%d])[at]", info.storage, b.Slot)
 	fmt.Fprintf(w, "  return ok ? %s : %s;\n}\n\n", fmt.Sprintf(info.read, elem), info.zero)
+}
+
+// segSortedName is the function that says whether a segments buffer's ids
+// were found non-decreasing for this launch (writeSegmentSearch).
+func segSortedName(b *BufferABI) string { return "maskc_seg_sorted_" + cName(b.Name) }
+
+// segCheckBuffers are the buffers maskc_seg_check checks: the `segments`
+// buffers of an integer dtype.
+func segCheckBuffers(bufs []BufferABI) []*BufferABI {
+	var out []*BufferABI
+	for i := range bufs {
+		if b := &bufs[i]; b.Segments && (b.DType == "i32" || b.DType == "i64") {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// writeSegCheck emits maskc_g_seg_check, the body of the maskc_seg_check
+// entry (hipsrc/attn_fwd.h, one block launched before every forward and
+// backward): for each segments buffer, whether every row (a 1-D buffer is
+// one row, a 2-D [B, KV] buffer B rows) is non-decreasing, written to
+// status word 1 + slot, and MASKC_STATUS_SEGMENTS_UNSORTED or-ed into word 0
+// when one is not. The searches (writeSegmentSearch) narrow nothing and no
+// tile is proven full through a buffer whose word is 0, so the kernel
+// computes the mask as written for any ids; sorted ids keep the searches.
+func writeSegCheck(w *strings.Builder, bufs []*BufferABI) {
+	if len(bufs) == 0 {
+		return
+	}
+	w.WriteString("// The segments buffers maskc_seg_check checks before every launch (the whole block calls it).\n")
+	w.WriteString("#define MASKC_SEG_CHECK 1\n")
+	w.WriteString("__device__ __forceinline__ void maskc_g_seg_check(const MaskcBuffers& buf) {\n")
+	for _, b := range bufs {
+		ctype, rows, n := "int", "1", fmt.Sprintf("buf.dim[%d][0]", b.Slot)
+		if b.DType == "i64" {
+			ctype = "long long"
+		}
+		if len(b.Dims) == 2 {
+			rows, n = fmt.Sprintf("buf.dim[%d][0]", b.Slot), fmt.Sprintf("buf.dim[%d][1]", b.Slot)
+		}
+		fmt.Fprintf(w, "  {  // %s: %s[%s]\n", b.Name, b.DType, strings.Join(b.Dims, ", "))
+		fmt.Fprintf(w, "    const %s* ids = (const %s*)buf.ptr[%d];\n", ctype, ctype, b.Slot)
+		fmt.Fprintf(w, "    const long long rows = %s, n = %s;\n", rows, n)
+		w.WriteString("    int bad = 0;\n")
+		w.WriteString("    const long long s = blockDim.x;\n")
+		w.WriteString("    for (long long r = 0; r < rows; ++r) {\n")
+		w.WriteString("      const long long base = r * n;\n")
+		w.WriteString("      // four strided pairs per round: their loads are independent, one latency per round\n")
+		w.WriteString("      for (long long i = 1 + (long long)threadIdx.x; i < n; i += 4 * s) {\n")
+		w.WriteString("        for (int u = 0; u < 4; ++u) {\n")
+		w.WriteString("          const long long j = i + u * s;\n")
+		w.WriteString("          if (j < n) bad |= ids[base + j] < ids[base + j - 1];\n")
+		w.WriteString("        }\n")
+		w.WriteString("      }\n")
+		w.WriteString("    }\n")
+		w.WriteString("    bad = __syncthreads_or(bad);\n")
+		w.WriteString("    if (threadIdx.x == 0 && buf.status != nullptr) {\n")
+		fmt.Fprintf(w, "      buf.status[1 + %d] = bad ? 0u : 1u;\n", b.Slot)
+		w.WriteString("      if (bad) atomicOr(buf.status, MASKC_STATUS_SEGMENTS_UNSORTED);\n")
+		w.WriteString("    }\n  }\n")
+	}
+	w.WriteString("}\n\n")
 }
 
 // writeSegmentSearch emits searches over a `segments` buffer (its values
@@ -202,6 +300,11 @@ func writeReader64(w *strings.Builder, b *BufferABI) {
 // 32 lanes instead of a 13-step binary search.
 func writeSegmentSearch(w *strings.Builder, b *BufferABI) {
 	name := cName(b.Name)
+	fmt.Fprintf(w, "// Whether %s's ids are non-decreasing for this launch, so that the searches below\n", b.Name)
+	fmt.Fprintf(w, "// find its documents: maskc_seg_check wrote status word 1 + %d before the launch. Without\n", b.Slot)
+	fmt.Fprintf(w, "// status words nothing was checked: false, and every use of a search falls back to no narrowing.\n")
+	fmt.Fprintf(w, "__device__ __forceinline__ bool %s(const MaskcBuffers& buf) {\n", segSortedName(b))
+	fmt.Fprintf(w, "  return buf.status != nullptr && buf.status[1 + %d] != 0u;\n}\n\n", b.Slot)
 	for _, s := range []struct{ fn, cmp, what string }{
 		{"maskc_seg_first_" + name, "<", "first index i with " + b.Name + "[i] >= v"},
 		{"maskc_seg_end_" + name, "<=", "first index i with " + b.Name + "[i] > v"},

@@ -579,7 +579,11 @@ func (w *funcWriter) read(x *dsl.IndexExpr, t cType) cExpr {
 	for _, i := range x.Indices {
 		args = append(args, conv(w.expr(i), it).code)
 	}
-	v := cExpr{readerName(b) + "(" + strings.Join(args, ", ") + ")", elemTypes[b.DType].value}
+	name := readerName(b)
+	if indexReadsBuffers(x, w.buffers) {
+		name = flaggedReaderName(b)
+	}
+	v := cExpr{name + "(" + strings.Join(args, ", ") + ")", elemTypes[b.DType].value}
 	return conv(v, t)
 }
 

@@ -2,7 +2,7 @@ package codegen
 
 import "github.com/maskc/maskc/dsl"
 
-// Diagnostic codes reported by the code generator (range E300-E399).
+// Diagnostic codes reported by the code generator (range E300-E399, W300-W399).
 const (
 	// CodeHeadDim: the head dimension has no kernel configuration.
 	CodeHeadDim dsl.Code = "E300"
@@ -28,6 +28,12 @@ const (
 	CodeGradient dsl.Code = "E310"
 	// CodeIntOverflow: int arithmetic the range analysis cannot prove stays in int64.
 	CodeIntOverflow dsl.Code = "E311"
+	// CodeReadRange: a read of a buffer of constant extents that stays
+	// inside only up to some sizes (a note) or at none (a warning).
+	CodeReadRange dsl.Code = "W320"
+	// CodeReadValues: a read whose index is computed from buffer values
+	// that the dtype does not keep inside the buffer.
+	CodeReadValues dsl.Code = "W321"
 )
 
 // Codes describes every diagnostic code of this package in one line.
@@ -44,4 +50,6 @@ var Codes = map[dsl.Code]string{
 	CodeSetting:        "attention setting (causal, window, alibi, bias, dropout, ...) a generated kernel does not implement",
 	CodeGradient:       "score whose derivative (maskc_score_grad) is too large to generate",
 	CodeIntOverflow:    "int arithmetic the range analysis cannot prove stays within int64",
+	CodeReadRange:      "buffer read that stays inside its constant extents only up to some sizes; larger calls are refused",
+	CodeReadValues:     "buffer read whose index comes from buffer values; an out-of-range value is flagged by the kernel",
 }

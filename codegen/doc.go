@@ -41,8 +41,12 @@
 //     index against the extents the launcher passes in MaskcBuffers.dim and
 //     reads nothing when one is out of range, returning 0 (false) instead;
 //     int32 indices take an overload whose check is one unsigned compare.
-//     A read the mask needs is in range for valid inputs; the guard makes
-//     reads in masked-out or padding lanes harmless.
+//     The launchers refuse a call at whose sizes a read that can change the
+//     result (any mask read; a score read on a kept pair) would fall
+//     outside (readbounds.go: Kernel.Reads, the manifest's reads), so the
+//     guard only makes reads in masked-out or padding lanes harmless; a
+//     read whose index comes from buffer values calls a flagged accessor
+//     that also sets MASKC_STATUS_READ_OUT_OF_RANGE when out of range.
 //   - `where` and `x if c else y` evaluate both branches (no side effects).
 //
 // Every part also carries the score-gradient interface backward kernels

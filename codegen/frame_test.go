@@ -65,6 +65,9 @@ int main() {
       memset(&buf, 0, sizeof buf);
       if (f.doc_slot >= 0) buf.ptr[f.doc_slot] = doc, buf.dim[f.doc_slot][0] = KVG, buf.dim[f.doc_slot][1] = 1;
       if (f.slope_slot >= 0) buf.ptr[f.slope_slot] = slope, buf.dim[f.slope_slot][0] = HG, buf.dim[f.slope_slot][1] = 1;
+      unsigned status[MASKC_STATUS_WORDS] = {0};  // doc is sorted: what maskc_seg_check writes for it
+      if (f.doc_slot >= 0) status[1 + f.doc_slot] = 1;
+      buf.status = status;
       MaskcBuffers gbuf = buf;
       buf.q_offset = s[0], buf.kv_offset = s[2], buf.h_offset = s[4];
       if (s[6]) buf.q_total = QG, buf.kv_total = KVG, buf.h_total = HG;

@@ -59,6 +59,11 @@ int maskc_warp_count(F probe) {
   for (int lane = 0; lane < MASKC_WARP_SIZE; ++lane) n += probe(lane) ? 1 : 0;
   return n;
 }
+// maskc_g_seg_check's block as one thread.
+static const struct { unsigned x; } threadIdx = {0}, blockDim = {1};
+static inline int __syncthreads_or(int v) { return v != 0; }
+// One thread: atomicOr (the segments check, the flagged buffer accessors) is a plain or.
+static inline unsigned atomicOr(unsigned* p, unsigned v) { const unsigned o = *p; *p = o | v; return o; }
 `
 
 // readBuffers is the C++ the host mains read a case's buffers with: per
@@ -106,12 +111,20 @@ struct TileCase {
   long long B, H, HKV, Q, KV, b, h, qlo, qhi, klo, khi;
   double score;
   MaskcBuffers buf;
+  unsigned status[MASKC_STATUS_WORDS];
   std::vector<std::vector<unsigned char> > store;
 };
+// read_tile_case reads a case and, as a launcher does, gives it zeroed
+// status words and runs the case's segments check (maskc_g_seg_check,
+// SEG_CHECKS) over its buffers.
 static int read_tile_case(TileCase* t) {
   int nbuf;
   if (scanf("%d %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lf %d", &t->idx, &t->B, &t->H, &t->HKV, &t->Q, &t->KV, &t->b, &t->h, &t->qlo, &t->qhi, &t->klo, &t->khi, &t->score, &nbuf) != 14) return 3;
-  return read_buffers(nbuf, &t->buf, &t->store);
+  if (int rc = read_buffers(nbuf, &t->buf, &t->store)) return rc;
+  memset(t->status, 0, sizeof t->status);
+  t->buf.status = t->status;
+  seg_checks[t->idx](t->buf);
+  return 0;
 }
 `
 
@@ -189,7 +202,7 @@ func buildHostMain(t *testing.T, cases []hostCase, main string, fn func(i int) s
 	var b strings.Builder
 	b.WriteString(hostPrelude)
 	b.WriteString(hipsrc.ABIHeader() + hipsrc.Runtime)
-	var fns []string
+	var fns, checks []string
 	// One MaskcScoreGradRead for all cases, so that main can call any
 	// case's maskc_score_grad.
 	b.WriteString(gradReadStruct + "\n")
@@ -201,9 +214,20 @@ func buildHostMain(t *testing.T, cases []hostCase, main string, fn func(i int) s
 			}
 			b.WriteString(ln + "\n")
 		}
+		// The case's segments check as a launcher runs it before a launch
+		// (a no-op without segments buffers).
+		b.WriteString("inline void host_seg_check(const MaskcBuffers& buf) {\n")
+		if strings.Contains(c.kernel.Generated, "maskc_g_seg_check(") {
+			b.WriteString("  maskc_g_seg_check(buf);\n")
+		} else {
+			b.WriteString("  (void)buf;\n")
+		}
+		b.WriteString("}\n")
 		b.WriteString(hipsrc.Frame + "}\n")
 		fns = append(fns, fn(i))
+		checks = append(checks, fmt.Sprintf("case%d::host_seg_check", i))
 	}
+	fmt.Fprintf(&b, "\nstatic void (*const seg_checks[])(const MaskcBuffers&) = {%s};\n", strings.Join(checks, ", "))
 	b.WriteString(strings.Replace(main, "FNS", strings.Join(fns, ",\n  "), 1))
 	dir := t.TempDir()
 	srcPath, exe := filepath.Join(dir, "gen.cc"), filepath.Join(dir, "gen")
@@ -228,6 +252,18 @@ type tileCase struct {
 	b, h                 int64
 	qlo, qhi, kvlo, kvhi int64
 	score                float64
+}
+
+// sorted reports whether every segments buffer of the tile holds
+// non-decreasing rows: only then do the segment searches narrow the walk
+// (an exact case's range is its visible hull only then).
+func (tc tileCase) sorted(c hostCase) bool {
+	for _, b := range c.kernel.Buffers {
+		if t := tc.env.Buffers[b.Name]; b.Segments && t != nil && len(t.Data) > 0 && !sortedRows(t) {
+			return false
+		}
+	}
+	return true
 }
 
 var dtypeCode = map[string]int{"i32": 0, "i64": 1, "f16": 2, "bf16": 3, "f32": 4, "f64": 5, "bool": 6}
@@ -255,9 +291,72 @@ func f16ToFloat(u uint16) float64 {
 	return sign * (1 + m/1024) * math.Pow(2, float64(e-15))
 }
 
+// segIDs draws n document ids the way packing code in the wild writes
+// them: half the time non-decreasing (the `segments` promise), else
+// restarting (each half counts from 0 again), padded (-1 runs between and
+// after documents), documents in shuffled order, or ids reused for separate
+// documents. The kernel must compute the mask as written for all of them.
+func segIDs(r *rand.Rand, n int) []float64 {
+	var docs []int // document lengths
+	for left := n; left > 0; {
+		l := min(left, 1+r.Intn(12))
+		docs = append(docs, l)
+		left -= l
+	}
+	ids := make([]float64, 0, n)
+	put := func(id float64, l int) {
+		for ; l > 0 && len(ids) < n; l-- {
+			ids = append(ids, id)
+		}
+	}
+	base := float64(r.Intn(5) - 2)
+	switch mode := r.Intn(10); {
+	case mode < 5: // sorted
+		id := base
+		for _, l := range docs {
+			put(id, l)
+			id += float64(1 + r.Intn(2))
+		}
+	case mode == 5: // restarting: the second half of the documents counts again
+		for i, l := range docs {
+			put(float64(i%max(1, (len(docs)+1)/2)), l)
+		}
+	case mode == 6: // padded: -1 between and after documents
+		for i, l := range docs {
+			if i%2 == 1 || i == len(docs)-1 {
+				put(-1, l)
+			} else {
+				put(float64(i), l)
+			}
+		}
+	case mode == 7 || mode == 8: // shuffled order
+		perm := r.Perm(len(docs))
+		for i, l := range docs {
+			put(base+float64(perm[i]), l)
+		}
+	default: // reused: two ids alternate over separate documents
+		for i, l := range docs {
+			put(float64(i%2), l)
+		}
+	}
+	return ids
+}
+
+// sortedRows reports whether every row of t (one for a 1-D tensor) is
+// non-decreasing: what maskc_seg_check writes for it.
+func sortedRows(t *eval.Tensor) bool {
+	n := t.Dims[len(t.Dims)-1]
+	for i := 1; i < len(t.Data); i++ {
+		if i%n != 0 && t.Data[i] < t.Data[i-1] {
+			return false
+		}
+	}
+	return true
+}
+
 // randomTile draws sizes, buffer contents and a tile for case idx.
-// Buffer extents follow the declarations; `segments` buffers hold
-// non-decreasing ids.
+// Buffer extents follow the declarations; `segments` buffers hold ids from
+// segIDs per row, sorted or not.
 func randomTile(r *rand.Rand, idx int, c hostCase) tileCase {
 	env := &eval.Env{B: 1 + r.Int63n(3), H: 1 + r.Int63n(4), Q: 1 + r.Int63n(70), KV: 1 + r.Int63n(70), Buffers: map[string]*eval.Tensor{}}
 	if r.Intn(3) == 0 {
@@ -272,7 +371,13 @@ func randomTile(r *rand.Rand, idx int, c hostCase) tileCase {
 		}
 		t := eval.NewTensor(dims...)
 		bits := make([]float64, len(t.Data))
-		id := float64(r.Intn(5) - 2)
+		var ids []float64
+		if bb.Segments && len(t.Data) > 0 {
+			row := dims[len(dims)-1]
+			for len(ids) < len(t.Data) {
+				ids = append(ids, segIDs(r, row)...)
+			}
+		}
 		for i := range t.Data {
 			var v, raw float64
 			switch bb.DType {
@@ -282,10 +387,7 @@ func randomTile(r *rand.Rand, idx int, c hostCase) tileCase {
 			case "i32", "i64":
 				v = float64(r.Intn(41) - 20)
 				if bb.Segments {
-					if r.Intn(6) == 0 {
-						id += float64(1 + r.Intn(2))
-					}
-					v = id
+					v = ids[i]
 				}
 				raw = v
 			case "f32", "f64":
@@ -493,7 +595,7 @@ func checkTiles(t *testing.T, cases []hostCase, tiles []tileCase, res []hostResu
 				}
 			}
 		}
-		if c.exact {
+		if c.exact && tc.sorted(c) {
 			if hullLo >= hullHi && r.lo != r.hi || hullLo < hullHi && (r.lo != hullLo || r.hi != hullHi) {
 				report("%s: maskc_kv_range gave [%d, %d), the visible kv span [%d, %d)", where, r.lo, r.hi, hullLo, hullHi)
 			}

@@ -21,17 +21,23 @@ type HostSparsity struct {
 	mask  *eval.Bound                  // nil without a mask
 	exprs map[dsl.Expr]*eval.BoundExpr // the plan's free terms and atoms
 	segs  map[*BufferABI][]float64     // segments buffers' elements
+	// unsorted are the segments buffers whose ids are not non-decreasing:
+	// as maskc_seg_check reports them, their searches narrow nothing and
+	// prove nothing full.
+	unsorted map[*BufferABI]bool
 }
 
 // HostSparsity binds the kernel's sparsity plan and mask to env's sizes
 // and buffers. It fails when the mask cannot be evaluated with them (a
-// missing or misshapen buffer), or when a `segments` buffer is not
-// non-decreasing (the kernel's searches would then be undefined).
+// missing or misshapen buffer). A `segments` buffer whose ids are not
+// non-decreasing is taken as the kernel takes it (maskc_seg_check): its
+// searches narrow nothing and prove no tile full, so the tiles are those
+// of the mask as written; Unsorted names it.
 func (k *Kernel) HostSparsity(env *eval.Env) (*HostSparsity, error) {
 	if env == nil || env.Q < 1 || env.KV < 1 || env.B < 1 || env.H < 1 {
 		return nil, fmt.Errorf("codegen: host sparsity needs positive sizes")
 	}
-	s := &HostSparsity{k: k, env: env, exprs: map[dsl.Expr]*eval.BoundExpr{}, segs: map[*BufferABI][]float64{}}
+	s := &HostSparsity{k: k, env: env, exprs: map[dsl.Expr]*eval.BoundExpr{}, segs: map[*BufferABI][]float64{}, unsorted: map[*BufferABI]bool{}}
 	if k.Mask == nil {
 		return s, nil
 	}
@@ -89,12 +95,41 @@ func (k *Kernel) HostSparsity(env *eval.Env) (*HostSparsity, error) {
 		}
 		for i := 1; i < len(t.Data); i++ {
 			if t.Data[i] < t.Data[i-1] {
-				return nil, fmt.Errorf("buffer %s is declared segments but decreases at index %d (%g after %g)", b.Name, i, t.Data[i], t.Data[i-1])
+				s.unsorted[b] = true
+				break
 			}
 		}
 		s.segs[b] = t.Data
 	}
 	return s, nil
+}
+
+// Unsorted names the segments buffers the plan searches whose ids are not
+// non-decreasing, in plan order: the kernel's searches skip them (the
+// mask as written is computed per element where they would have narrowed).
+func (s *HostSparsity) Unsorted() []string {
+	var out []string
+	for _, b := range s.k.sparsity.segments() {
+		if s.unsorted[b] {
+			out = append(out, b.Name)
+		}
+	}
+	return out
+}
+
+// Notes are remarks on the bound buffers for people: the reference
+// evaluator's (a segments buffer whose ids are not sorted, evaluated as
+// written), and for each searched buffer in Unsorted that the kernel's
+// segment searches narrow nothing with these ids.
+func (s *HostSparsity) Notes() []string {
+	var out []string
+	if s.mask != nil {
+		out = append(out, s.mask.Notes()...)
+	}
+	for _, name := range s.Unsorted() {
+		out = append(out, fmt.Sprintf("the kernel's searches of segments buffer %s narrow nothing with these ids (not sorted): its tiles are visited and the mask evaluated per element where sorted ids would skip them", name))
+	}
+	return out
 }
 
 // Sparsity is the kernel's strategy: SparsityAnalytic, SparsityPrepass or
@@ -199,7 +234,7 @@ func (s *HostSparsity) disjunctRanges(b, h, qLo, qHi int64, sink func(live bool,
 		for _, sb := range w.segs {
 			seg := s.segs[sb]
 			n := int64(len(seg))
-			if qa >= 0 && qa <= qb && qb < n && KV <= n {
+			if !s.unsorted[sb] && qa >= 0 && qa <= qb && qb < n && KV <= n {
 				ka = max(ka, segSearch(seg, seg[qa], false))
 				kb = min(kb, segSearch(seg, seg[qb], true)-1)
 			}
@@ -250,7 +285,7 @@ func (s *HostSparsity) TileFull(b, h, qLo, qHi, kvLo, kvHi int64) (bool, error) 
 			case f.seg != nil:
 				seg := s.segs[f.seg]
 				n := int64(len(seg))
-				full = qa >= 0 && ka >= 0 && qb < n && kb < n && seg[qa] == seg[qb] && seg[ka] == seg[kb] && seg[qa] == seg[ka]
+				full = !s.unsorted[f.seg] && qa >= 0 && ka >= 0 && qb < n && kb < n && seg[qa] == seg[qb] && seg[ka] == seg[kb] && seg[qa] == seg[ka]
 			default:
 				v, err := s.cond(f.cond, b, h, pick(!f.qMax, qa, qb), pick(!f.kvMax, ka, kb), pick(f.qMax, qa, qb), pick(f.kvMax, ka, kb))
 				if err != nil {

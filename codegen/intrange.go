@@ -359,10 +359,19 @@ func saturateInt(f float64) int64 {
 // to float, + - * /, log, exp, abs, min, max and clamp; (-inf, +inf) where
 // it cannot (the score, float buffers, a divisor that may be 0, ...).
 func (a *rangeAnalysis) floatRange(e dsl.Expr) (lo, hi float64) {
-	unknown := func() (float64, float64) { return math.Inf(-1), math.Inf(1) }
-	if a.l.TypeOf(e) == dsl.TypeInt || a.l.TypeOf(e) == dsl.TypeBool {
+	return floatRangeOf(a.l, e, func(e dsl.Expr) (float64, float64) {
 		r := a.of(e)
 		return float64(r.lo), float64(r.hi)
+	})
+}
+
+// floatRangeOf is floatRange with the bounds of int and bool operands
+// given by ints (the size-symbolic read analysis, readbounds.go, passes its
+// own, refined by enclosing conditions).
+func floatRangeOf(l *dsl.Lowered, e dsl.Expr, ints func(dsl.Expr) (float64, float64)) (lo, hi float64) {
+	unknown := func() (float64, float64) { return math.Inf(-1), math.Inf(1) }
+	if l.TypeOf(e) == dsl.TypeInt || l.TypeOf(e) == dsl.TypeBool {
+		return ints(e)
 	}
 	ext := func(vs ...float64) (float64, float64) {
 		lo, hi := math.Inf(1), math.Inf(-1)
@@ -380,9 +389,9 @@ func (a *rangeAnalysis) floatRange(e dsl.Expr) (lo, hi float64) {
 	case *dsl.IntLit:
 		return float64(x.Value), float64(x.Value)
 	case *dsl.ParenExpr:
-		return a.floatRange(x.X)
+		return floatRangeOf(l, x.X, ints)
 	case *dsl.UnaryExpr:
-		l, h := a.floatRange(x.X)
+		l, h := floatRangeOf(l, x.X, ints)
 		switch x.Op {
 		case dsl.OpNeg:
 			return -h, -l
@@ -390,8 +399,8 @@ func (a *rangeAnalysis) floatRange(e dsl.Expr) (lo, hi float64) {
 			return l, h
 		}
 	case *dsl.BinaryExpr:
-		pl, ph := a.floatRange(x.X)
-		ql, qh := a.floatRange(x.Y)
+		pl, ph := floatRangeOf(l, x.X, ints)
+		ql, qh := floatRangeOf(l, x.Y, ints)
 		switch x.Op {
 		case dsl.OpAdd:
 			return ext(pl+ql, ph+qh)
@@ -411,7 +420,7 @@ func (a *rangeAnalysis) floatRange(e dsl.Expr) (lo, hi float64) {
 		}
 		var ls, hs []float64
 		for _, arg := range x.Args {
-			l, h := a.floatRange(arg)
+			l, h := floatRangeOf(l, arg, ints)
 			ls, hs = append(ls, l), append(hs, h)
 		}
 		switch {

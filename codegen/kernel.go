@@ -49,6 +49,11 @@ type Kernel struct {
 	// FlagsEntry is the pre-pass entry point "maskc_tile_flags" when
 	// Sparsity is SparsityPrepass, else empty.
 	FlagsEntry string
+	// SegCheckEntry is "maskc_seg_check" when the kernel has integer
+	// `segments` buffers, else empty: launched before every forward and
+	// backward, it writes whether their ids are sorted (status words),
+	// which decides whether the segment searches may narrow the walk.
+	SegCheckEntry string
 	// Sparsity is SparsityAnalytic, SparsityPrepass or SparsityNone.
 	Sparsity hipsrc.Sparsity
 	// WarpSpecialized says that the source selects the warp-specialized
@@ -115,6 +120,11 @@ type Kernel struct {
 	// no score mod.
 	ScoreTorch string
 
+	// Reads bound every buffer read's indices by the call's sizes
+	// (ReadBounds): the launchers refuse a call whose reads fall outside
+	// the buffers' extents before any launch.
+	Reads []hipsrc.ReadBound
+
 	// sparsity is the plan maskc_kv_range and maskc_tile_full were printed
 	// from; HostSparsity evaluates it.
 	sparsity sparsityPlan
@@ -151,10 +161,7 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 	// check lowered trainer-style settings (causal, window, alibi) into
 	// the mask and score they mean on Turbo's kernels, so a generated
 	// fallback computes exactly what the Turbo call would.
-	mask, score := a.Mask, a.Score
-	if bufs, _ := BufferTable(src, mask); alwaysKept(mask, bufs) {
-		mask = nil // e.g. q >= 0 and kv >= 0 (intrange.go): the unmasked kernel computes the same
-	}
+	mask, score := kernelMask(src, a), a.Score
 	k := &Kernel{
 		Name: a.Name, Entry: hipsrc.AttentionEntry, Mask: mask, Score: score, HasMask: mask != nil, HasScore: score != nil, HasSink: a.Sink != nil,
 		KVHeads: a.KVHeads, BlockM: hipsrc.BlockM, BlockN: hipsrc.BlockN, Threads: hipsrc.AMD.NumThreads(),
@@ -199,6 +206,9 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 	if sp.plan.kind == SparsityPrepass {
 		k.FlagsEntry = hipsrc.TileFlagsEntry
 	}
+	reads, spans := readBounds(src, mask, score, bufs)
+	k.Reads = reads
+	readDiagnostics(src, p, bufs, reads, spans, &diags)
 	if !write {
 		return k, diags
 	}
@@ -207,11 +217,21 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 
 	var g strings.Builder
 	k.writeHeader(&g, src)
+	flagged := map[string]bool{} // buffers read at an index computed from buffer values
+	for _, r := range reads {
+		for _, ix := range r.Index {
+			flagged[r.Buffer] = flagged[r.Buffer] || ix.ValueDependent
+		}
+	}
 	for i := range bufs {
-		writeReader(&g, &bufs[i])
+		writeReader(&g, &bufs[i], flagged[bufs[i].Name])
 	}
 	for _, b := range sp.segments {
 		writeSegmentSearch(&g, b)
+	}
+	if sc := segCheckBuffers(bufs); len(sc) > 0 {
+		writeSegCheck(&g, sc)
+		k.SegCheckEntry = hipsrc.SegCheckEntry
 	}
 	g.WriteString(maskFn + "\n" + scoreFn + "\n" + gradFn.Code + "\n" + sp.code)
 	generated := g.String()
@@ -225,17 +245,38 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 	return k, diags
 }
 
+// kernelMask is the mask a kernel of block a applies: a.Mask, or nil when
+// it keeps every pair (e.g. q >= 0 and kv >= 0, intrange.go: the unmasked
+// kernel computes the same).
+func kernelMask(src *dsl.Source, a *check.Attention) *dsl.Lowered {
+	if bufs, _ := BufferTable(src, a.Mask); alwaysKept(a.Mask, bufs) {
+		return nil
+	}
+	return a.Mask
+}
+
+// Reads returns the buffer reads of block a's kernel with their bounds
+// (Kernel.Reads) without generating it, for the language server.
+func Reads(p *check.Program, a *check.Attention) []hipsrc.ReadBound {
+	mask := kernelMask(p.File.Source, a)
+	bufs, _ := BufferTable(p.File.Source, mask, a.Score)
+	return ReadBounds(p.File.Source, mask, a.Score, bufs)
+}
+
 // Manifest returns the manifest entry of k for its source file source
 // (relative to the manifest); the caller fills in Flex, Pattern and
 // Fallback.
 func (k *Kernel) Manifest(source string) hipsrc.KernelManifest {
 	m := hipsrc.KernelManifest{
 		Name: strings.TrimSuffix(source, filepath.Ext(source)), Source: source, Attention: k.Name,
-		Entry: k.Entry, FlagsEntry: k.FlagsEntry, HeadDim: k.HeadDim, DType: k.DType, Layout: k.Layout,
+		Entry: k.Entry, FlagsEntry: k.FlagsEntry, SegCheckEntry: k.SegCheckEntry, HeadDim: k.HeadDim, DType: k.DType, Layout: k.Layout,
 		Scale: k.Scale, KVHeads: k.KVHeads, Sparsity: k.Sparsity, SparsityReason: k.SparsityReason,
 		HasMask: k.HasMask, HasScore: k.HasScore, HasSink: k.HasSink, Sink: k.Sink,
 		MaskUsesB: k.MaskUsesB, MaskUsesH: k.MaskUsesH, Buffers: []hipsrc.BufferSlot{},
-		Launch: k.Launch, MaskTorch: k.MaskTorch, ScoreTorch: k.ScoreTorch,
+		Launch: k.Launch, MaskTorch: k.MaskTorch, ScoreTorch: k.ScoreTorch, Reads: k.Reads,
+	}
+	if m.Reads == nil {
+		m.Reads = []hipsrc.ReadBound{}
 	}
 	grad := map[int]bool{}
 	for _, b := range k.GradBuffers {

@@ -137,6 +137,18 @@ func runProperty(t *testing.T, cases []hostCase, tilesPer int, seed int64) int {
 	}
 	full, agreed := checkTiles(t, cases, tiles, runHost(t, exe, cases, tiles))
 	t.Logf("the host sparsity evaluator agreed with the compiled functions on %d of %d tiles", agreed, len(tiles))
+	searched, unsorted := 0, 0 // tiles of kernels that search segments, and those with ids out of order
+	for _, tc := range tiles {
+		if c := cases[tc.idx]; len(c.kernel.sparsity.segments()) > 0 {
+			searched++
+			if !tc.sorted(c) {
+				unsorted++
+			}
+		}
+	}
+	if searched > 0 && unsorted < searched/4 {
+		t.Errorf("only %d of %d tiles of segment-searching kernels have ids out of order: the unsorted paths are not exercised", unsorted, searched)
+	}
 	if agreed < len(tiles)*3/4 {
 		t.Errorf("the host sparsity evaluator was compared on %d of %d tiles only", agreed, len(tiles))
 	}

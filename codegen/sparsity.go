@@ -180,13 +180,18 @@ func (g *sparsityWriter) rowIntervals(p sparsityPlan) string {
 	var conds []string
 	for _, seg := range p.segments() {
 		dim := fmt.Sprintf("buf.dim[%d][0]", seg.Slot)
-		conds = append(conds, fmt.Sprintf("Q <= %s && KV <= %s", dim, dim))
+		conds = append(conds, fmt.Sprintf("%s(buf) && Q <= %s && KV <= %s", segSortedName(seg), dim, dim))
 	}
 	exact := "true"
 	if len(conds) > 0 {
 		exact = strings.Join(conds, " && ")
 	}
-	b.WriteString("// Whether the single-row intervals are exact for this launch: the segment searches apply to every row.\n")
+	if len(conds) > 0 {
+		b.WriteString("// Whether the single-row intervals are exact for this launch: the segment searches apply to every row\n")
+		b.WriteString("// (the ids are sorted and cover Q and KV).\n")
+	} else {
+		b.WriteString("// Whether the single-row intervals are exact for this launch: the segment searches apply to every row.\n")
+	}
 	b.WriteString(kvRowsExactSig + " {\n  return " + exact + ";\n}\n\n")
 	return b.String()
 }
@@ -512,7 +517,7 @@ func (g *sparsityWriter) walkDisjuncts(p sparsityPlan, inner dsl.Var, sink func(
 		}
 		for _, seg := range w.segs {
 			rd, dim := readerName(seg), fmt.Sprintf("buf.dim[%d][0]", seg.Slot)
-			g.line("if (%s >= 0 && %s <= %s && %s < %s && %s <= %s) {  // %s[q] == %s[kv]: documents of %s", oa, oa, ob, ob, dim, size, dim, seg.Name, seg.Name, tileRange)
+			g.line("if (%s(buf) && %s >= 0 && %s <= %s && %s < %s && %s <= %s) {  // %s[q] == %s[kv]: documents of %s (ids sorted)", segSortedName(seg), oa, oa, ob, ob, dim, size, dim, seg.Name, seg.Name, tileRange)
 			g.line("  %s = maskc_py_max(%s, maskc_seg_first_%s%s(buf, %s(buf, %s)));", ia, ia, cName(seg.Name), g.lane, rd, oa)
 			g.line("  %s = maskc_py_min(%s, maskc_seg_end_%s%s(buf, %s(buf, %s)) - 1);", ib, ib, cName(seg.Name), g.lane, rd, ob)
 			g.line("}")
@@ -635,8 +640,8 @@ func (g *sparsityWriter) tileFull(p sparsityPlan) string {
 			switch {
 			case f.seg != nil:
 				rd, n := readerName(f.seg), fmt.Sprintf("buf.dim[%d][0]", f.seg.Slot)
-				conds = append(conds, fmt.Sprintf("(qa >= 0 && ka >= 0 && qb < %s && kb < %s && %s(buf, qa) == %s(buf, qb) && %s(buf, ka) == %s(buf, kb) && %s(buf, qa) == %s(buf, ka))",
-					n, n, rd, rd, rd, rd, rd, rd))
+				conds = append(conds, fmt.Sprintf("(%s(buf) && qa >= 0 && ka >= 0 && qb < %s && kb < %s && %s(buf, qa) == %s(buf, qb) && %s(buf, ka) == %s(buf, kb) && %s(buf, qa) == %s(buf, ka))",
+					segSortedName(f.seg), n, n, rd, rd, rd, rd, rd, rd))
 			case f.atom != nil:
 				conds = append(conds, g.condCode(f.cond))
 			default:

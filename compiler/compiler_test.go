@@ -128,6 +128,7 @@ func fakeDevice(seen *[]launch) *runtime.Device {
 		return nil
 	})
 	fb.Register(runtime.TileFlagsEntry, func(*fake.Backend, fake.Launch) error { return nil })
+	fb.Register(runtime.SegCheckEntry, func(*fake.Backend, fake.Launch) error { return nil })
 	return runtime.NewDevice(fb, runtime.Options{DisableCache: true})
 }
 

@@ -269,3 +269,169 @@ func forwardOnNewStream(t *testing.T, d *runtime.Device, a *Attention, q, k, v, 
 	}
 	return s
 }
+
+// segmentIDs returns the document ids of n tokens in one of the orders
+// packing code writes them: "sorted" (the segments promise), "restarting"
+// (the ids count from 0 again halfway, as two packed rows concatenated),
+// "padded" (-1 runs between and after documents), "shuffled" (documents in
+// a permuted order) and "reused" (two ids alternate over separate
+// documents). Documents are 1 to 300 tokens long, from a fixed seed.
+func segmentIDs(kind string, n int) []int32 {
+	seed := uint32(7)
+	next := func(m int) int { seed = seed*1664525 + 1013904223; return int(seed>>8) % m }
+	var lens []int
+	for left := n; left > 0; {
+		l := min(left, 1+next(300))
+		lens = append(lens, l)
+		left -= l
+	}
+	perm := make([]int, len(lens)) // a shuffle with the id of the first document not 0
+	for i := range perm {
+		perm[i] = i
+	}
+	for i := len(perm) - 1; i > 0; i-- {
+		j := next(i + 1)
+		perm[i], perm[j] = perm[j], perm[i]
+	}
+	if perm[0] == 0 && len(perm) > 1 {
+		perm[0], perm[1] = perm[1], perm[0]
+	}
+	ids := make([]int32, 0, n)
+	for i, l := range lens {
+		id := int32(i)
+		switch kind {
+		case "restarting":
+			id = int32(i % max(1, (len(lens)+1)/2))
+		case "padded":
+			if i%2 == 1 || i == len(lens)-1 {
+				id = -1
+			}
+		case "shuffled":
+			id = int32(perm[i])
+		case "reused":
+			id = int32(i % 2)
+		}
+		for range l {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// TestGPUSegmentsAnyOrder runs document_causal's generated forward through
+// the embedding API with document ids in every order of segmentIDs, Q = K =
+// 0 and V[kv] = kv mod 7: the row q's LSE must be log(visible(q)) and its O
+// the mean of kv mod 7 over visible(q), the keys kv <= q with doc[kv] ==
+// doc[q] of the mask as written, however the ids are ordered; Status must
+// report StatusSegmentsUnsorted exactly for the unsorted orders.
+func TestGPUSegmentsAnyOrder(t *testing.T) {
+	if os.Getenv(gpuTestsEnv) != "1" {
+		t.Skipf("set %s=1 to run GPU tests", gpuTestsEnv)
+	}
+	d, err := runtime.Open(runtime.Options{CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	u, diags, err := CompileFile(examples+"document_causal.flex", Options{})
+	if err != nil || diags.HasErrors() {
+		t.Fatal(err, diags)
+	}
+	a, err := u.Load(d, "packed_layer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	const S, H, D = 1000, 2, 128
+	sz := Sizes{B: 1, H: H, HKV: H, Sq: S, Skv: S}
+	alloc := func(n int64) runtime.DevicePtr {
+		p, err := d.Alloc(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Free(p) })
+		return p
+	}
+	n := int64(S * H * D * 2)
+	q, k, v, o, lse, doc := alloc(n), alloc(n), alloc(n), alloc(n), alloc(S*H*4), alloc(S*4)
+	for _, p := range []runtime.DevicePtr{q, k} {
+		if err := d.Memset(p, 0, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vb := make([]byte, n)
+	for kv := 0; kv < S; kv++ { // bshd: [1, S, H, D]
+		bits := uint16(math.Float32bits(float32(kv%7)) >> 16)
+		for i := 0; i < H*D; i++ {
+			binary.LittleEndian.PutUint16(vb[2*(kv*H*D+i):], bits)
+		}
+	}
+	if err := d.CopyHtoD(v, vb); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Bind("doc", doc); err != nil {
+		t.Fatal(err)
+	}
+	s, err := d.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.DestroyStream(s)
+	for _, kind := range []string{"sorted", "restarting", "padded", "shuffled", "reused"} {
+		ids := segmentIDs(kind, S)
+		db := make([]byte, 4*S)
+		for i, id := range ids {
+			binary.LittleEndian.PutUint32(db[4*i:], uint32(id))
+		}
+		if err := d.CopyHtoD(doc, db); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Memset(o, 0xff, n); err != nil { // NaN-poisoned
+			t.Fatal(err)
+		}
+		if err := a.Launcher().ResetStatus(); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Forward(s, q, k, v, o, lse, sz); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.SynchronizeStream(s); err != nil {
+			t.Fatal(err)
+		}
+		st, err := a.Launcher().Status()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := uint32(runtime.StatusSegmentsUnsorted); (kind == "sorted") == (st&want != 0) {
+			t.Errorf("%s ids: status %#x", kind, st)
+		}
+		ob, lb := make([]byte, n), make([]byte, S*H*4)
+		if err := d.CopyDtoH(ob, o); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.CopyDtoH(lb, lse); err != nil {
+			t.Fatal(err)
+		}
+		bad := 0
+		for row := 0; row < S; row++ {
+			cnt, sum := 0, 0
+			for kv := 0; kv <= row; kv++ {
+				if ids[kv] == ids[row] {
+					cnt++
+					sum += kv % 7
+				}
+			}
+			wantL, wantO := math.Log(float64(cnt)), float64(sum)/float64(cnt)
+			for h := 0; h < H; h++ {
+				gotL := float64(math.Float32frombits(binary.LittleEndian.Uint32(lb[4*(h*S+row):])))
+				gotO := float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(ob[2*((row*H+h)*D+5):])) << 16))
+				if math.Abs(gotL-wantL) > 1e-4*max(1, wantL) || math.Abs(gotO-wantO) > 0.02*max(1, wantO) {
+					if bad++; bad <= 5 {
+						t.Errorf("%s ids: row %d head %d: LSE %v O %v, want %v and %v (%d visible keys)", kind, row, h, gotL, gotO, wantL, wantO, cnt)
+					}
+				}
+			}
+		}
+		t.Logf("%s ids: %d rows x %d heads checked, status %#x, %d wrong", kind, S, H, st, bad)
+	}
+}

@@ -28,7 +28,7 @@ func KernelSpec(p *check.Program, k *codegen.Kernel, backend, arch string) (runt
 	spec := runtime.AttentionSpec{
 		Source: k.Source, Name: k.Name + ".cu", Flex: p.File.Source,
 		BlockM: k.BlockM, BlockN: launch.BlockN, NumThreads: launch.Threads, SharedBytes: launch.SharedMemBytes,
-		HeadDim: k.HeadDim, FlagsPerBatch: k.MaskUsesB, FlagsPerHead: k.MaskUsesH,
+		HeadDim: k.HeadDim, FlagsPerBatch: k.MaskUsesB, FlagsPerHead: k.MaskUsesH, Reads: k.Reads,
 	}
 	if k.BwdSource != "" {
 		bl, err := hipsrc.BwdLaunchOn(platform, k.HeadDim)
@@ -48,6 +48,7 @@ func KernelSpec(p *check.Program, k *codegen.Kernel, backend, arch string) (runt
 		spec.Arch = hipsrc.WGMMAArch
 		spec.CompileOptions = append(spec.CompileOptions, hipsrc.WGMMAOptions...)
 	}
+	spec.SegCheck = k.SegCheckEntry != ""
 	switch k.Sparsity {
 	case codegen.SparsityAnalytic:
 		spec.Sparsity = runtime.SparsityAnalytic

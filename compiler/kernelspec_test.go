@@ -65,7 +65,12 @@ func TestDocumentKernelLaunches(t *testing.T) {
 	if b := spec.Buffers[0]; b.DType != "i32" || !b.Segments {
 		t.Errorf("doc buffer spec: dtype %q, segments %v; want i32, true (CheckSegments reads it)", b.DType, b.Segments)
 	}
+	if !spec.SegCheck {
+		t.Error("a kernel with a segments buffer has no segments check")
+	}
 	fb := fake.New()
+	segChecks := 0
+	fb.Register(runtime.SegCheckEntry, func(*fake.Backend, fake.Launch) error { segChecks++; return nil })
 	var gotDims [2]int64
 	var gotGrid runtime.Dim3
 	fb.Register(runtime.AttentionEntry, func(mem *fake.Backend, l fake.Launch) error {
@@ -96,6 +101,9 @@ func TestDocumentKernelLaunches(t *testing.T) {
 	if gotDims != [2]int64{1500, 1} {
 		t.Errorf("doc extents %v, want [KV 1]", gotDims)
 	}
+	if segChecks != 1 {
+		t.Errorf("%d segments checks launched before the forward, want 1", segChecks)
+	}
 	if want := (runtime.Dim3{X: uint32((1000 + k.BlockM - 1) / k.BlockM), Y: 4, Z: 2}); gotGrid != want {
 		t.Errorf("grid %v, want %v", gotGrid, want)
 	}
@@ -120,6 +128,7 @@ func TestLaunchGeometryMatchesTheTemplate(t *testing.T) {
 	}
 	fb.Register(runtime.AttentionEntry, record(runtime.AttentionEntry))
 	fb.Register(runtime.TileFlagsEntry, record(runtime.TileFlagsEntry))
+	fb.Register(runtime.SegCheckEntry, record(runtime.SegCheckEntry))
 	d := runtime.NewDevice(fb, runtime.Options{DisableCache: true})
 	attn, err := d.NewAttention(spec)
 	if err != nil {
@@ -127,7 +136,7 @@ func TestLaunchGeometryMatchesTheTemplate(t *testing.T) {
 	}
 	defer attn.Close()
 	ptr := func() runtime.DevicePtr { p, _ := d.Alloc(64); return p }
-	const B, H, Sq, Skv = 3, 5, 1000, 777
+	const B, H, Sq, Skv = 3, 5, 777, 1000 // Sq <= Skv: the mask reads doc[q] of doc: i32[KV]
 	if err := attn.Forward(0, ptr(), ptr(), ptr(), ptr(), ptr(), KernelShape(k, B, H, H, Sq, Skv), []runtime.DevicePtr{ptr()}); err != nil {
 		t.Fatal(err)
 	}
@@ -137,6 +146,13 @@ func TestLaunchGeometryMatchesTheTemplate(t *testing.T) {
 	}
 	if got, want := grids[runtime.TileFlagsEntry], dim(hipsrc.FlagsGrid(hipsrc.BlockN, Sq, Skv)); got != want {
 		t.Errorf("pre-pass grid %v, hipsrc says %v", got, want)
+	}
+	for _, e := range hipsrc.Entries {
+		if e.Name == hipsrc.SegCheckEntry {
+			if got, want := grids[runtime.SegCheckEntry], dim(e.Eval(hipsrc.LaunchSizes{B: B, H: H, HKV: H, Sq: Sq, Skv: Skv}, hipsrc.BlockN)); got != want {
+				t.Errorf("segments check grid %v, hipsrc says %v", got, want)
+			}
+		}
 	}
 }
 

@@ -18,18 +18,32 @@ func IntDTypeRange(dtype string) (lo, hi int64, ok bool) {
 }
 
 // CheckSegments checks the contents of a buffer declared `segments`
-// (document ids, which generated kernels binary-search for document
-// boundaries): every id an integer that the dtype holds, and the ids
-// non-decreasing. A kernel given ids that break this silently attends
-// across documents. The error names the first offending element. Every
-// reader of a segments buffer uses this one rule: the reference evaluator
-// on every bind, the Go runtime on request (AttentionKernel.CheckSegments).
+// (document ids) against the property's promise: every id an integer that
+// the dtype holds (CheckSegmentIDs), and the ids non-decreasing
+// (FirstDecrease over the whole buffer). Generated kernels compute the mask
+// as written for any ids (maskc_seg_check reports a broken order on the
+// device, and the segment searches then narrow nothing); this is the check
+// for callers who want the promise kept, e.g. the Go runtime's
+// AttentionKernel.CheckSegments. The error names the first offending
+// element.
 func CheckSegments[T int32 | int64 | float64](ids []T, dtype string) error {
+	if err := CheckSegmentIDs(ids, dtype); err != nil {
+		return err
+	}
+	if i := FirstDecrease(ids, 0); i >= 0 {
+		return fmt.Errorf("element %d (%v) is smaller than element %d (%v): document ids must not decrease", i, ids[i], i-1, ids[i-1])
+	}
+	return nil
+}
+
+// CheckSegmentIDs checks that every id of a segments buffer is an integer
+// its dtype holds: what every reader refuses (the reference evaluator on
+// every bind), whatever the order.
+func CheckSegmentIDs[T int32 | int64 | float64](ids []T, dtype string) error {
 	lo, hi, ok := IntDTypeRange(dtype)
 	if !ok {
 		return fmt.Errorf("segments buffer of dtype %s; document ids need i32 or i64", dtype)
 	}
-	var prev int64
 	for i, v := range ids {
 		var x int64
 		switch v := any(v).(type) {
@@ -47,10 +61,18 @@ func CheckSegments[T int32 | int64 | float64](ids []T, dtype string) error {
 		if x < lo || x > hi {
 			return fmt.Errorf("element %d is %d, outside the range of %s [%d, %d]", i, x, dtype, lo, hi)
 		}
-		if i > 0 && x < prev {
-			return fmt.Errorf("element %d (%d) is smaller than element %d (%d): document ids must not decrease", i, x, i-1, prev)
-		}
-		prev = x
 	}
 	return nil
+}
+
+// FirstDecrease returns the first index i whose id is smaller than id i-1
+// of the same row (rows of row elements; row <= 0: one row), or -1 when
+// every row is non-decreasing: the order maskc_seg_check checks.
+func FirstDecrease[T int32 | int64 | float64](ids []T, row int) int {
+	for i := 1; i < len(ids); i++ {
+		if (row <= 0 || i%row != 0) && ids[i] < ids[i-1] {
+			return i
+		}
+	}
+	return -1
 }

@@ -35,3 +35,33 @@ func TestCheckSegments(t *testing.T) {
 		}
 	}
 }
+
+// TestSegmentOrderIsSeparate: CheckSegmentIDs accepts ids in any order (the
+// evaluator and kernels compute them as written) and refuses what the dtype
+// cannot hold; FirstDecrease finds the first decrease within a row, not
+// across a row boundary (ids restarting per row of a [B, KV] buffer).
+func TestSegmentOrderIsSeparate(t *testing.T) {
+	if err := CheckSegmentIDs([]float64{3, -1, 0, -1}, "i32"); err != nil {
+		t.Errorf("unsorted ids: %v", err)
+	}
+	if err := CheckSegmentIDs([]float64{0, 1 << 31}, "i32"); err == nil {
+		t.Error("an id beyond i32 passed")
+	}
+	tests := []struct {
+		ids  []int32
+		row  int
+		want int
+	}{
+		{[]int32{0, 0, 1, 2}, 0, -1},
+		{[]int32{0, 1, 0, 1}, 0, 2},
+		{[]int32{0, 1, 0, 1}, 2, -1}, // two rows, each sorted
+		{[]int32{0, 1, 1, 0}, 2, 3},
+		{[]int32{5, -1, 6, -1}, 0, 1}, // -1 padding
+		{nil, 0, -1},
+	}
+	for _, tc := range tests {
+		if got := FirstDecrease(tc.ids, tc.row); got != tc.want {
+			t.Errorf("FirstDecrease(%v, %d) = %d, want %d", tc.ids, tc.row, got, tc.want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"fmt"
 	"math"
 	"strings"
 
@@ -164,8 +165,17 @@ func (fn *Func) bindBuffers(env *Env, fr *frame) error {
 			return fn.bufErr(s, "buffer %s: %v", name, err)
 		}
 		if s.decl.Property != nil && s.decl.Property.Name == "segments" && s.decl.DType != nil {
-			if err := dsl.CheckSegments(t.Data, s.decl.DType.Name); err != nil {
+			if err := dsl.CheckSegmentIDs(t.Data, s.decl.DType.Name); err != nil {
 				return fn.bufErr(s, "segments buffer %s: %v", name, err)
+			}
+			// Ids out of order are evaluated as written (as the kernel
+			// computes them); the broken promise is a note.
+			row := 0
+			if len(t.Dims) > 0 {
+				row = t.Dims[len(t.Dims)-1]
+			}
+			if i := dsl.FirstDecrease(t.Data, row); i >= 0 {
+				fr.notes = append(fr.notes, fmt.Sprintf("segments buffer %s is not sorted: element %d (%g) is smaller than element %d (%g); the mask is evaluated as written (document ids compared as given)", name, i, t.Data[i], i-1, t.Data[i-1]))
 			}
 		}
 		if len(t.Dims) != len(s.decl.Dims) {

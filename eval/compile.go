@@ -18,6 +18,8 @@ type frame struct {
 	// bool buffer) instead of failing, as the kernels' guarded reads do;
 	// derivatives are evaluated so (see BindGrad).
 	guarded bool
+	// notes are remarks from binding (Bound.Notes).
+	notes []string
 }
 
 // A node is a compiled expression of static type t; exactly the closure

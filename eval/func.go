@@ -30,6 +30,11 @@ func (fn *Func) Bind(env *Env) (*Bound, error) {
 	return bd, nil
 }
 
+// Notes are remarks on the bound buffers that do not stop evaluation: a
+// `segments` buffer whose ids are not non-decreasing (the property's
+// promise broken; the mask is evaluated as written).
+func (bd *Bound) Notes() []string { return bd.fr.notes }
+
 func (fn *Func) what() string { return fn.kind.String() + " " + fn.name }
 
 // Mask evaluates a mask mod at (b, h, q, kv) with env's sizes and buffers.

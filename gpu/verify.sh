@@ -17,10 +17,26 @@
 #         dense  gpu/dense.sh run: issue 15's dense table (full and causal,
 #                head dims 64/128/256, S 2048/8192/32768, forward and
 #                forward + backward against cuDNN and Flex; .devbin/dense)
+#         seg    python/gpu_tests/check_segments.py (issue 32: document ids
+#                sorted, restarting, padded, shuffled, reused and restarting per
+#                row, forward and backward at S 8192 and 32768 against float64
+#                and FlexAttention, status bits, timings)
 #         san    gpu/bwd_sanitize.py: compute-sanitizer memcheck and racecheck
 #                on the backward of three masks with buffers
 #         hf     python/gpu_tests/train_hf.py (a Hugging Face Llama trained
 #                200 steps through the wheel against FlexAttention)
+#         hfm    python/gpu_tests/check_hf_models.py: Llama, Qwen2/3, Mistral,
+#                Gemma 2/3, gpt-oss, ModernBERT (tiny configs) trained with
+#                attn_implementation="maskc" against eager, and generate()
+#                against eager (HFM_ARGS appended, e.g. "--models llama
+#                --no-speed")
+#         dec    python/gpu_tests/bench_decode.py: one query row against 4k..128k
+#                cached keys (the decode step maskc.transformers runs today,
+#                before any split-KV kernel) against SDPA flash and cuDNN,
+#                each output checked against float64 (DEC_ARGS appended)
+#         dropin python/gpu_tests/check_dropin.py (maskc.torch.flex_attention
+#                on Python mods against torch's flex_attention and float64)
+#                and python/gpu_tests/readme_flex_example.py (issue 28)
 #         cp     python/gpu_tests/check_cp.py (maskc.cp's ring over 2 and 4
 #                simulated ranks against the unsplit call; issue 16)
 #         go     the Go path: the runtime's and the compiler's GPU tests
@@ -32,6 +48,10 @@
 #                all-to-all over torch.distributed with NCCL, one process
 #                per GPU, against the unsplit call, and the ring's
 #                throughput against one GPU (needs 2+ GPUs: nvidia-h200-x2)
+#         reads  python/gpu_tests/check_reads.py (issue 33): a call whose
+#                buffer read would fall outside is refused before any kernel
+#                runs, the sandwich table at a size that fits against a
+#                float64 reference, the status word's read_out_of_range bit
 #         meg    python/gpu_tests/train_megatron.py (a tiny Megatron-core GPT,
 #                local attention vs maskc's core attention vs CP=2 simulated);
 #                needs Megatron-LM's megatron/ package carried (never
@@ -119,6 +139,22 @@ run)
 			step hf "${HF_TIMEOUT:-200}" env PYTHONPATH=/tmp/site python3 python/gpu_tests/train_hf.py --out "$OUT"
 			tail -6 "$OUT/hf.txt" | cut -c1-400
 			;;
+		hfm)
+			install_wheel
+			step hfm "${HFM_TIMEOUT:-540}" env PYTHONPATH=/tmp/site python3 python/gpu_tests/check_hf_models.py --out "$OUT" ${HFM_ARGS:-}
+			sed -n '/^model  /,$p' "$OUT/hfm.txt" | cut -c1-300
+			;;
+		dec)
+			install_wheel
+			step dec "${DEC_TIMEOUT:-300}" env PYTHONPATH=/tmp/site python3 python/gpu_tests/bench_decode.py --out "$OUT" ${DEC_ARGS:-}
+			sed -n '/^      L /,$p' "$OUT/dec.txt" | cut -c1-300
+			;;
+		dropin)
+			install_wheel
+			step dropin "${DROPIN_TIMEOUT:-400}" bash -c 'PYTHONPATH=/tmp/site python3 python/gpu_tests/check_dropin.py --out "$0"; r=$?
+				PYTHONPATH=/tmp/site python3 python/gpu_tests/readme_flex_example.py || r=1; exit $r' "$OUT"
+			grep -E "PASS|FAIL|Error|error" "$OUT/dropin.txt" | tail -26 | cut -c1-300
+			;;
 		cp)
 			install_wheel
 			step cp "${CP_TIMEOUT:-120}" env PYTHONPATH=/tmp/site python3 python/gpu_tests/check_cp.py --seq 1024 --out "$OUT"
@@ -128,6 +164,11 @@ run)
 			install_wheel
 			step nccl "${NCCL_TIMEOUT:-240}" env PYTHONPATH=/tmp/site python3 python/gpu_tests/check_cp_nccl.py --out "$OUT"
 			tail -20 "$OUT/nccl.txt" | cut -c1-300
+			;;
+		reads)
+			install_wheel
+			step reads "${READS_TIMEOUT:-150}" env PYTHONPATH=/tmp/site python3 python/gpu_tests/check_reads.py --out "$OUT"
+			tail -8 "$OUT/reads.txt" | cut -c1-400
 			;;
 		meg)
 			install_wheel
@@ -143,6 +184,11 @@ run)
 		dense)
 			step dense "${DENSE_TIMEOUT:-160}" env OUT="$OUT/dense" bash gpu/dense.sh run
 			tail -40 "$OUT/dense.txt"
+			;;
+		seg)
+			install_wheel
+			step seg "${SEG_TIMEOUT:-330}" env PYTHONPATH=/tmp/site python3 python/gpu_tests/check_segments.py --out "$OUT/check_segments.jsonl"
+			tail -15 "$OUT/seg.txt" | cut -c1-300
 			;;
 		san)
 			step san "${SAN_TIMEOUT:-120}" python3 gpu/bwd_sanitize.py --generated .devbin/bwd-gen \
@@ -182,7 +228,7 @@ run)
 	exit $failed
 	;;
 *)
-	echo "usage: gpu/verify.sh gen | run [fwd|extfwd|bwd|torch|ext|bwdb|hf|cp|meg|san|dense|go|nccl ...]" >&2
+	echo "usage: gpu/verify.sh gen | run [fwd|extfwd|bwd|torch|ext|bwdb|hf|hfm|dec|cp|reads|meg|san|dense|go|nccl ...]" >&2
 	exit 2
 	;;
 esac

@@ -38,6 +38,14 @@ run "$ex/gpt_oss.flex" --attention layer_0 --shape 1,8,257,64 --kv-heads 2 --bac
 run "$ex/relative_bias.flex" --attention biased_layer --shape 2,4,300,128 --skv 200 --backward --dlse
 run "$ex/alibi.flex" --shape 1,4,300,128 --backward --dlse --deterministic
 run "$ex/document_causal.flex" --shape 2,4,300,128 --backward
+# Document ids out of order (issue 32): the mask as written, forward and
+# backward, against the float64 reference: restarting, -1 padding between and
+# after documents, shuffled and reused ids (300 tokens each).
+ids() { python3 -c "import sys; print(','.join(str(i) for i, n in zip(map(int, sys.argv[1::2]), map(int, sys.argv[2::2])) for _ in range(n)))" "$@"; }
+run "$ex/document_causal.flex" --shape 2,4,300,128 --backward --buffer "doc=$(ids 0 90 1 60 0 100 1 50)"
+run "$ex/document_causal.flex" --shape 1,4,300,128 --backward --deterministic --buffer "doc=$(ids 0 70 -1 30 1 120 -1 80)"
+run "$ex/document_causal.flex" --shape 2,4,300,128 --backward --buffer "doc=$(ids 3 50 1 70 4 20 0 60 2 100)"
+run "$ex/document_causal.flex" --shape 1,4,300,128 --backward --buffer "doc=$(ids 0 40 1 40 0 40 1 180)"
 run "$ex/t5_bias.flex" --shape 1,4,200,128 --sq 150 --backward --deterministic
 rm -rf "$work"
 echo "== go: $failed failed"

@@ -17,8 +17,9 @@ import (
 // (MANIFEST.md); it changes whenever a struct, an entry point, the grid
 // rule or a manifest field changes meaning (3: the position frame in
 // MaskcBuffers; the backward's tiles per platform and head dim,
-// kernels[].bwd_launch).
-const ABIVersion = 3
+// kernels[].bwd_launch; 4: the status words, MaskcBuffers.status and
+// abi.status).
+const ABIVersion = 4
 
 // MaxSeqLen is the longest Sq and Skv a kernel may be launched with:
 // 2^31 - 257. MaskcShape's lengths are C ints with 256 of headroom for tile
@@ -32,6 +33,9 @@ const (
 	AttentionEntry = "maskc_attn_fwd"
 	// TileFlagsEntry is the pre-pass kernel of SparsityPrepass kernels.
 	TileFlagsEntry = "maskc_tile_flags"
+	// SegCheckEntry checks the order of a kernel's segments buffers into
+	// the status words; kernels with integer segments buffers have it.
+	SegCheckEntry = "maskc_seg_check"
 )
 
 // Limits of MaskcBuffers, the struct that carries captured tensors.
@@ -41,6 +45,56 @@ const (
 	// MaxBufferRank is the number of dimensions a captured tensor can have.
 	MaxBufferRank = 2
 )
+
+// The status words: StatusWords device words (unsigned int) that a launcher
+// owns per kernel handle and device, zeroes once when it allocates them and
+// passes as MaskcBuffers.status in every launch. Word 0 holds sticky bits a
+// kernel ORs in (atomicOr; a kernel never clears one, the launcher does on
+// request); word 1 + slot is rewritten by the segments check before each
+// launch: 1 when the ids of segments buffer slot are non-decreasing along
+// each row for that launch, else 0. A kernel reads status only when it is
+// not nullptr, so a launcher that passes none stays correct.
+const (
+	// StatusWords is the number of status words: the sticky word and one
+	// per buffer slot.
+	StatusWords = 1 + MaxBuffers
+	// StatusSegmentsUnsorted (word 0): a segments buffer's ids were not
+	// non-decreasing along a row. The promise was broken; the result is
+	// still the mask as written.
+	StatusSegmentsUnsorted = 1
+	// StatusReadOutOfRange (word 0): a buffer read whose index depends on
+	// buffer values fell outside the buffer's extents; the read returned
+	// the documented value.
+	StatusReadOutOfRange = 2
+)
+
+// StatusBit is one sticky bit of status word 0, as the manifest and abi.h
+// name it.
+type StatusBit struct {
+	// Name is the manifest's key and, upper-cased after MASKC_STATUS_, the
+	// C macro.
+	Name string `json:"name"`
+	// Value is the bit.
+	Value uint32 `json:"value"`
+	// Doc says what it records.
+	Doc string `json:"doc"`
+}
+
+// StatusBits are the sticky bits of status word 0.
+var StatusBits = []StatusBit{
+	{Name: "segments_unsorted", Value: StatusSegmentsUnsorted, Doc: "a segments buffer's ids were not non-decreasing along a row (the promise was broken; the result is still the mask as written)"},
+	{Name: "read_out_of_range", Value: StatusReadOutOfRange, Doc: "a buffer read whose index depends on buffer values fell outside its extents (the read returned the documented value)"},
+}
+
+// StatusDesc is the "status" section of the manifest's abi.
+type StatusDesc struct {
+	// Words is StatusWords.
+	Words int `json:"words"`
+	// Bits are StatusBits.
+	Bits []StatusBit `json:"bits"`
+	// SlotWord says where a slot's sortedness is.
+	SlotWord string `json:"slot_word"`
+}
 
 // Tile flag values written by maskc_tile_flags, one byte per tile.
 const (
@@ -169,6 +223,7 @@ var BuffersStruct = layout("MaskcBuffers", "What the mask and score read: captur
 	Field{Name: "q_total", CType: "long long", Doc: "global query length Q the mask sees; 0: q_offset + Sq"},
 	Field{Name: "kv_total", CType: "long long", Doc: "global key length KV the mask sees; 0: kv_offset + Skv"},
 	Field{Name: "h_total", CType: "long long", Doc: "global query heads H the mask sees (HKV scales alike); 0: h_offset + H"},
+	Field{Name: "status", CType: "unsigned int*", Doc: "nullptr or MASKC_STATUS_WORDS launcher-owned words: [0] sticky MASKC_STATUS_* bits, [1 + slot] segments sorted (1) or not (0)"},
 )
 
 // FrameFields are the position-frame members of MaskcBuffers in order
@@ -369,8 +424,11 @@ type Entry struct {
 	// SharedMem says whether the launch takes the kernel's dynamic shared
 	// memory (the platform's shared_mem_bytes) or none.
 	SharedMem bool `json:"shared_mem"`
-	// When says when it is launched: "always" or "prepass" (only kernels
-	// of sparsity prepass, before the forward, on the same stream).
+	// When says when it is launched: "always", "prepass" (only kernels
+	// of sparsity prepass, before the forward, on the same stream) or
+	// "segments" (only kernels whose manifest names it as
+	// seg_check_entry, first, before every forward and every backward, on
+	// the same stream).
 	When string `json:"when"`
 }
 
@@ -402,6 +460,15 @@ var Entries = []Entry{
 		Grid:      [3]GridDim{{Size: "Skv", Tile: "block_n"}, {Size: "Sq", Tile: "block_m"}, {Size: "1"}},
 		SharedMem: false,
 		When:      "prepass",
+	},
+	{
+		Name: SegCheckEntry,
+		Params: []Param{
+			{Name: "buf", CType: "MaskcBuffers", Doc: "the launch's buffers and status words (the same value as the forward's or backward's)"},
+		},
+		Grid:      [3]GridDim{{Size: "1"}, {Size: "1"}, {Size: "1"}},
+		SharedMem: false,
+		When:      "segments",
 	},
 }
 
@@ -561,12 +628,15 @@ type ABIDesc struct {
 	BwdStructs []Struct `json:"bwd_structs"`
 	BwdEntries []Entry  `json:"bwd_entries"`
 	BwdFixOne  int64    `json:"bwd_fix_one"`
+	// Status describes the status words MaskcBuffers.status points at.
+	Status StatusDesc `json:"status"`
 }
 
 // Describe returns the ABI description written into manifests.
 func Describe() ABIDesc {
 	d := ABIDesc{Structs: Structs, Entries: Entries, BlockM: BlockM, MaxSeqLen: MaxSeqLen, MaxBuffers: MaxBuffers, MaxBufferRank: MaxBufferRank, TileFlags: TileFlags,
-		BwdStructs: []Struct{BwdShapeStruct}, BwdEntries: BwdEntries, BwdFixOne: BwdFixOne}
+		BwdStructs: []Struct{BwdShapeStruct}, BwdEntries: BwdEntries, BwdFixOne: BwdFixOne,
+		Status: StatusDesc{Words: StatusWords, Bits: StatusBits, SlotWord: "1 + slot: 1 when segments buffer slot's ids are non-decreasing along each row for this launch, else 0 (written before each launch by the segments check)"}}
 	for _, p := range Platforms {
 		d.Platforms = append(d.Platforms, p.ABI())
 	}
@@ -581,6 +651,11 @@ func ABIHeader() string {
 	b.WriteString("// The kernel ABI structs (hipsrc/MANIFEST.md documents them and their layout).\n")
 	b.WriteString("#ifndef MASKC_ABI_H\n#define MASKC_ABI_H\n")
 	fmt.Fprintf(&b, "#define MASKC_ABI_VERSION %d\n#define MASKC_MAX_BUFFERS %d\n", ABIVersion, MaxBuffers)
+	b.WriteString("// The status words MaskcBuffers.status points at: [0] sticky bits, [1 + slot] segments sorted.\n")
+	b.WriteString("#define MASKC_STATUS_WORDS (1 + MASKC_MAX_BUFFERS)\n")
+	for _, sb := range StatusBits {
+		fmt.Fprintf(&b, "#define MASKC_STATUS_%s %du  // %s\n", strings.ToUpper(sb.Name), sb.Value, sb.Doc)
+	}
 	for _, s := range Structs {
 		b.WriteString("\n" + s.CDecl())
 	}

@@ -2,8 +2,12 @@
 // The kernel ABI structs (hipsrc/MANIFEST.md documents them and their layout).
 #ifndef MASKC_ABI_H
 #define MASKC_ABI_H
-#define MASKC_ABI_VERSION 3
+#define MASKC_ABI_VERSION 4
 #define MASKC_MAX_BUFFERS 8
+// The status words MaskcBuffers.status points at: [0] sticky bits, [1 + slot] segments sorted.
+#define MASKC_STATUS_WORDS (1 + MASKC_MAX_BUFFERS)
+#define MASKC_STATUS_SEGMENTS_UNSORTED 1u  // a segments buffer's ids were not non-decreasing along a row (the promise was broken; the result is still the mask as written)
+#define MASKC_STATUS_READ_OUT_OF_RANGE 2u  // a buffer read whose index depends on buffer values fell outside its extents (the read returned the documented value)
 
 // Shapes and strides of one launch (the same value for both entry points).
 struct MaskcShape {
@@ -36,6 +40,7 @@ struct MaskcBuffers {
   long long q_total;                   // global query length Q the mask sees; 0: q_offset + Sq
   long long kv_total;                  // global key length KV the mask sees; 0: kv_offset + Skv
   long long h_total;                   // global query heads H the mask sees (HKV scales alike); 0: h_offset + H
+  unsigned int* status;                // nullptr or MASKC_STATUS_WORDS launcher-owned words: [0] sticky MASKC_STATUS_* bits, [1 + slot] segments sorted (1) or not (0)
 };
 
 #endif  // MASKC_ABI_H

@@ -19,6 +19,9 @@
 //                     flags[b'][h'][q_tile][kv_tile] (0 empty, 1 partial,
 //                     2 full), with b' = b if MASKC_MASK_USES_B else 0 and h'
 //                     likewise, into a buffer of B*H*q_tiles*kv_tiles bytes.
+//   maskc_seg_check   grid (1, 1, 1), MASKC_NUM_THREADS threads, no shared
+//                     memory (with MASKC_SEG_CHECK): the segments buffers'
+//                     order into buf.status (abi.h's status words).
 //
 // The kernel: each block owns MASKC_BLOCK_M query rows of one (b, h), split
 // into warp strips of MASKC_WARP_ROWS rows (prelude.h). K/V tiles of
@@ -1047,5 +1050,15 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS)
   (void)shape, (void)buf, (void)flags;
 #endif
 }
+
+#if defined(MASKC_SEG_CHECK)
+// Checks the order of the kernel's segments buffers (maskc_g_seg_check,
+// generated): one block, launched first before every forward and backward,
+// writes status word 1 + slot (1: sorted, the segment searches may narrow
+// the walk; 0: not, they narrow nothing) and MASKC_STATUS_SEGMENTS_UNSORTED.
+extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS) maskc_seg_check(MaskcBuffers buf) {
+  maskc_g_seg_check(buf);
+}
+#endif
 
 #endif  // MASKC_ATTN_FWD_H

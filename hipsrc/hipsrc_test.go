@@ -299,8 +299,9 @@ func TestABILayout(t *testing.T) {
 		t.Errorf("C layout:\n%s\nabi.go layout:\n%s", got, want.String())
 	}
 	// The layout the launchers were first written against (ABI 3 added the
-	// six position-frame members at the end of MaskcBuffers).
-	if ShapeStruct.Size != 144 || BuffersStruct.Size != 192+8*len(FrameFields) {
+	// six position-frame members at the end of MaskcBuffers, ABI 4 the
+	// status pointer after them).
+	if ShapeStruct.Size != 144 || BuffersStruct.Size != 192+8*len(FrameFields)+8 {
 		t.Errorf("MaskcShape %d bytes, MaskcBuffers %d", ShapeStruct.Size, BuffersStruct.Size)
 	}
 }
@@ -630,5 +631,37 @@ func TestWSConstantsMirrorSource(t *testing.T) {
 		if !strings.Contains(AttnFwdSM90, want) {
 			t.Errorf("attn_fwd_sm90.h lacks %q", want)
 		}
+	}
+}
+
+// TestStatusWordsExported checks that the status words' constants reach
+// abi.h and the manifest from their one definition, and that MaskcBuffers
+// ends with the pointer to them.
+func TestStatusWordsExported(t *testing.T) {
+	h := ABIHeader()
+	for _, want := range []string{
+		"#define MASKC_STATUS_WORDS (1 + MASKC_MAX_BUFFERS)",
+		fmt.Sprintf("#define MASKC_STATUS_SEGMENTS_UNSORTED %du", StatusSegmentsUnsorted),
+		fmt.Sprintf("#define MASKC_STATUS_READ_OUT_OF_RANGE %du", StatusReadOutOfRange),
+		"unsigned int* status;",
+	} {
+		if !strings.Contains(h, want) {
+			t.Errorf("abi.h lacks %q", want)
+		}
+	}
+	last := BuffersStruct.Fields[len(BuffersStruct.Fields)-1]
+	if last.Name != "status" || last.CType != "unsigned int*" || last.Offset != BuffersStruct.Size-8 {
+		t.Errorf("MaskcBuffers ends with %+v; want the status pointer", last)
+	}
+	d := Describe().Status
+	if d.Words != StatusWords || StatusWords != 1+MaxBuffers || len(d.Bits) != 2 {
+		t.Errorf("manifest status %+v", d)
+	}
+	seen := uint32(0)
+	for _, b := range d.Bits {
+		if b.Value == 0 || b.Value&(b.Value-1) != 0 || seen&b.Value != 0 {
+			t.Errorf("status bit %s = %d: want distinct single bits", b.Name, b.Value)
+		}
+		seen |= b.Value
 	}
 }

@@ -46,6 +46,10 @@ type KernelManifest struct {
 	// kernels, else empty.
 	Entry      string `json:"entry"`
 	FlagsEntry string `json:"flags_entry,omitempty"`
+	// SegCheckEntry is SegCheckEntry for kernels with integer segments
+	// buffers, else empty: launched first, before every forward and
+	// backward.
+	SegCheckEntry string `json:"seg_check_entry,omitempty"`
 	// HeadDim is D: one of HeadDims (64, 128 or 256).
 	HeadDim int `json:"head_dim"`
 	// DType is the element type of Q, K, V and O: "bf16" or "fp16".
@@ -95,6 +99,11 @@ type KernelManifest struct {
 	// references; empty when absent.
 	MaskTorch  string `json:"mask_torch"`
 	ScoreTorch string `json:"score_torch"`
+	// Reads are the kernel's buffer reads with each index's range as a
+	// function of the call's sizes (bounds.go): a launcher refuses a call
+	// whose reads fall outside the buffers' extents (CheckRead) before it
+	// launches anything.
+	Reads []ReadBound `json:"reads"`
 }
 
 // SetBackward records the backward source written beside the forward:

@@ -9,8 +9,10 @@ import (
 
 	"github.com/maskc/maskc/check"
 	"github.com/maskc/maskc/classify"
+	"github.com/maskc/maskc/codegen"
 	"github.com/maskc/maskc/compiler"
 	"github.com/maskc/maskc/dsl"
+	"github.com/maskc/maskc/hipsrc"
 	"github.com/maskc/maskc/parser"
 )
 
@@ -39,6 +41,17 @@ type analysis struct {
 	// refused says the parser refused the text as a whole without reading
 	// it (E005, too large): the analysis holds only that diagnostic.
 	refused bool
+	// reads are the buffer reads of the attention blocks' kernels with
+	// their index bounds (codegen.Reads), for hovers on a read.
+	reads []blockRead
+}
+
+// blockRead is one buffer read of an attention block's kernel, with the
+// read buffer's extents when they are constants.
+type blockRead struct {
+	block string
+	read  hipsrc.ReadBound
+	ext   []int64
 }
 
 // refusedWhole reports whether the parser refused the whole text unread.
@@ -102,6 +115,19 @@ func analyze(name string, text []byte, cache *parseCache) *analysis {
 			var genDiags dsl.Diagnostics
 			a.guard("generate", func() { genDiags = compiler.KernelDiagnostics(a.prog, plan, compiler.Options{}) })
 			a.diags = append(a.diags, genDiags...)
+			a.guard("reads", func() {
+				for _, at := range a.prog.Attentions {
+					for _, r := range codegen.Reads(a.prog, at) {
+						var ext []int64
+						for _, b := range a.prog.Buffers {
+							if b.Decl.Name.Name == r.Buffer {
+								ext = codegen.ConstExtents(a.prog, b.Decl)
+							}
+						}
+						a.reads = append(a.reads, blockRead{block: at.Name, read: r, ext: ext})
+					}
+				}
+			})
 		}
 	}
 	a.diags.Sort()

@@ -8,6 +8,7 @@ import (
 	"go.lsp.dev/protocol"
 
 	"github.com/maskc/maskc/check"
+	"github.com/maskc/maskc/codegen"
 	"github.com/maskc/maskc/dsl"
 )
 
@@ -25,6 +26,7 @@ func (s *server) hover(_ context.Context, p *protocol.HoverParams) (*protocol.Ho
 	off := a.lines.offset(p.Position)
 	if id := a.identAt(off); id != nil {
 		if text := a.identHover(id); text != "" {
+			text += a.readHover(id)
 			if d, ok := a.declNamed(id); ok {
 				if at, ok := d.(*dsl.AttentionDecl); ok {
 					text += s.pictureHover(a, at)
@@ -43,6 +45,22 @@ func (s *server) hover(_ context.Context, p *protocol.HoverParams) (*protocol.Ho
 		return &protocol.Hover{Contents: markdown(a.modHover(d, "")), Range: &rng}, nil
 	}
 	return nil, nil
+}
+
+// readHover describes the buffer read that id's name starts, per
+// attention block whose kernel makes it: its index ranges by the sizes and,
+// for constant extents, the sizes at which it stays inside (issue 33); ""
+// when id starts no read.
+func (a *analysis) readHover(id *dsl.Ident) string {
+	p := a.file.Source.Position(id.Sp.Start)
+	at := fmt.Sprintf("%s:%d:%d", a.file.Source.Name, p.Line, p.Column)
+	var b strings.Builder
+	for _, r := range a.reads {
+		if r.read.At == at {
+			fmt.Fprintf(&b, "\n\n`%s` in `%s` (%s): %s", r.read.Text, r.block, r.read.In, codegen.ReadNote(r.read, r.ext))
+		}
+	}
+	return b.String()
 }
 
 func markdown(s string) protocol.MarkupContent {

@@ -54,7 +54,7 @@ func readInputs(t *testing.T) {
 			return nil
 		}
 		switch filepath.Ext(path) {
-		case ".go", ".py", ".flex", ".h", ".mod", ".sum":
+		case ".go", ".py", ".flex", ".h", ".mod", ".sum", ".toml":
 			_, err = os.ReadFile(path)
 		}
 		return err

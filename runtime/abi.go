@@ -17,8 +17,23 @@ const (
 	AttentionEntry = hipsrc.AttentionEntry
 	// TileFlagsEntry is the PREPASS kernel's name.
 	TileFlagsEntry = hipsrc.TileFlagsEntry
+	// SegCheckEntry is the segments check's name (AttentionSpec.SegCheck).
+	SegCheckEntry = hipsrc.SegCheckEntry
 	// MaxBuffers is the number of captured tensors MaskcBuffers holds.
 	MaxBuffers = hipsrc.MaxBuffers
+)
+
+// The status words (hipsrc.StatusWords): AttentionKernel.Status returns
+// word 0's sticky bits.
+const (
+	// StatusWords is the number of device words a kernel handle owns.
+	StatusWords = hipsrc.StatusWords
+	// StatusSegmentsUnsorted: a segments buffer's ids were not
+	// non-decreasing along a row (the result is still the mask as written).
+	StatusSegmentsUnsorted = hipsrc.StatusSegmentsUnsorted
+	// StatusReadOutOfRange: a buffer read whose index depends on buffer
+	// values fell outside the buffer's extents.
+	StatusReadOutOfRange = hipsrc.StatusReadOutOfRange
 )
 
 // Tile flag values written by maskc_tile_flags.
@@ -48,4 +63,6 @@ type cBuffers struct {
 	// The position frame (hipsrc.FrameFields); this runtime launches whole
 	// attentions, so it leaves them zero.
 	QOffset, KVOffset, HOffset, QTotal, KVTotal, HTotal int64
+	// Status is the kernel handle's status words (hipsrc.StatusWords).
+	Status uintptr
 }

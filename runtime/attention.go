@@ -45,10 +45,11 @@ type BufferSpec struct {
 	// Grad says that the score reads the buffer differentiably: Backward
 	// can compute its gradient.
 	Grad bool
-	// Segments says the buffer is declared `segments`: the kernel
-	// binary-searches its document ids, which must be non-decreasing
-	// integers the dtype holds (dsl.CheckSegments). Forward does not look
-	// at buffer contents; CheckSegments does, on request.
+	// Segments says the buffer is declared `segments`: document ids the
+	// kernel binary-searches when they are sorted. Any ids give the mask
+	// as written (maskc_seg_check finds unsorted ones on the device, and
+	// Status reports StatusSegmentsUnsorted); CheckSegments checks the
+	// promise on the host, on request.
 	Segments bool
 }
 
@@ -84,6 +85,17 @@ type AttentionSpec struct {
 	FlagsPerBatch, FlagsPerHead bool
 	// Buffers are the captured tensors, at most MaxBuffers.
 	Buffers []BufferSpec
+	// Reads are the mask's and score's buffer reads with their index
+	// ranges by the call's sizes (codegen.ReadBounds): a shape at which one
+	// would fall outside its buffer is refused (CodeReadRange) before
+	// anything is launched. Empty: no reads are checked.
+	Reads []hipsrc.ReadBound
+	// SegCheck says the source has maskc_seg_check (the kernel has integer
+	// segments buffers, codegen's SegCheckEntry): it is launched first,
+	// before every forward and backward, and writes whether their ids are
+	// sorted into the status words, which decides whether the kernel's
+	// segment searches may narrow its tile walk.
+	SegCheck bool
 	// Backward is the backward kernels' source and launch; nil: Backward
 	// fails. Its module is compiled on the first Backward.
 	Backward *BackwardSpec
@@ -135,6 +147,7 @@ func ContiguousShape(layout Layout, b, h, hkv, sq, skv, d int) Shape {
 type attnArgs struct {
 	params          [7]unsafe.Pointer // Q, K, V, O, LSE, shape, buf
 	flagParams      [3]unsafe.Pointer // shape, buf, flags
+	segParams       [1]unsafe.Pointer // buf
 	q, k, v, o, lse uintptr
 	flags           uintptr
 	shape           cShape
@@ -154,6 +167,7 @@ func newAttnArgs(p *goruntime.Pinner) *attnArgs {
 		unsafe.Pointer(&a.lse), unsafe.Pointer(&a.shape), unsafe.Pointer(&a.buf),
 	}
 	a.flagParams = [3]unsafe.Pointer{unsafe.Pointer(&a.shape), unsafe.Pointer(&a.buf), unsafe.Pointer(&a.flags)}
+	a.segParams = [1]unsafe.Pointer{unsafe.Pointer(&a.buf)}
 	p.Pin(a)
 	return a
 }
@@ -173,6 +187,13 @@ type shapeEntry struct {
 	grid      Dim3
 	flagsGrid Dim3
 	flags     DevicePtr
+	// status is this (shape, stream)'s StatusWords device words, zeroed
+	// when made: the segments check's per-slot words must not be shared by
+	// launches that may run at once with other ids (another stream).
+	status DevicePtr
+	// launch keeps a segments check and the launches that read its words
+	// together when several goroutines enqueue on one stream at once.
+	launch sync.Mutex
 }
 
 // AttentionKernel launches a compiled generated attention kernel. Forward
@@ -185,6 +206,7 @@ type AttentionKernel struct {
 	module *Module
 	fwd    *Kernel
 	flags  *Kernel // nil unless PREPASS
+	seg    *Kernel // nil unless spec.SegCheck
 	block  Dim3
 
 	pins  *goruntime.Pinner // separate object so a cleanup can unpin if Close is never called
@@ -214,6 +236,7 @@ func (d *Device) NewAttention(spec AttentionSpec) (*AttentionKernel, error) {
 		m.Close()
 		return nil, err
 	}
+
 	n := max(4, goruntime.GOMAXPROCS(0))
 	k.slots = make([]argSlot, n)
 	k.pins = new(goruntime.Pinner)
@@ -235,6 +258,11 @@ func (k *AttentionKernel) loadEntries() error {
 	}
 	if k.spec.Sparsity == SparsityPrepass {
 		if k.flags, err = k.module.Kernel(TileFlagsEntry); err != nil {
+			return err
+		}
+	}
+	if k.spec.SegCheck {
+		if k.seg, err = k.module.Kernel(SegCheckEntry); err != nil {
 			return err
 		}
 	}
@@ -287,13 +315,13 @@ func checkSpec(s AttentionSpec, maxShared int) error {
 func (k *AttentionKernel) Spec() AttentionSpec { return k.spec }
 
 // CheckSegments reads every `segments` buffer among buffers (the ones
-// Forward would take, for shape) back from the device and checks its
-// document ids with dsl.CheckSegments: integers the dtype holds, in
-// non-decreasing order. Forward never reads buffer contents (that would
-// cost a device-to-host copy per launch), so a kernel given unsorted ids
-// silently attends across documents; call CheckSegments once per new
-// buffer content, e.g. when a batch is packed, where that matters. It
-// costs one copy of each segments buffer (4 or 8 bytes per id).
+// Forward would take, for shape) back from the device and checks the
+// property's promise with dsl.CheckSegments: integers the dtype holds, in
+// non-decreasing order. Forward gives the mask as written whatever the ids
+// (its segments check runs on the device and Status reports
+// StatusSegmentsUnsorted without a copy); call CheckSegments where a
+// broken promise should stop the caller with the offending element named.
+// It costs one copy of each segments buffer (4 or 8 bytes per id).
 func (k *AttentionKernel) CheckSegments(shape Shape, buffers []DevicePtr) error {
 	if len(buffers) != len(k.spec.Buffers) {
 		return errorf(CodeBuffers, nil, "%d captured buffers passed, the kernel reads %d", len(buffers), len(k.spec.Buffers))
@@ -364,9 +392,18 @@ func (k *AttentionKernel) Forward(s Stream, q, kk, v, o, lse DevicePtr, shape Sh
 	a.q, a.k, a.v, a.o, a.lse = uintptr(q), uintptr(kk), uintptr(v), uintptr(o), uintptr(lse)
 	a.shape = e.shape
 	a.buf.Dim = e.dims
+	a.buf.Status = uintptr(e.status)
 	a.buf.Ptr = [MaxBuffers]uintptr{}
 	for i, b := range buffers {
 		a.buf.Ptr[i] = uintptr(b)
+	}
+	if k.seg != nil {
+		e.launch.Lock()
+		defer e.launch.Unlock()
+		if err := k.d.Launch(k.seg.fn, Dim3{X: 1, Y: 1, Z: 1}, k.block, 0, s, unsafe.Pointer(&a.segParams[0])); err != nil {
+			k.release(slot)
+			return errorf(CodeLaunch, err, "launching %s", SegCheckEntry)
+		}
 	}
 	if k.flags != nil {
 		a.flags = uintptr(e.flags)
@@ -482,10 +519,28 @@ func (k *AttentionKernel) newEntry(key shapeKey) (*shapeEntry, error) {
 		}
 		e.dims[i] = dims
 	}
+	env := hipsrc.BoundEnv(sizes.B, sizes.H, sizes.HKV, sizes.Q, sizes.KV, 0, 0, 0, sizes.Q, sizes.KV, sizes.H)
+	for _, r := range k.spec.Reads {
+		if r.Slot < 0 || r.Slot >= len(k.spec.Buffers) || len(r.Index) > hipsrc.MaxBufferRank {
+			return nil, errorf(CodeSpec, nil, "read %s names buffer slot %d of %d", r.Text, r.Slot, len(k.spec.Buffers))
+		}
+		if err := hipsrc.CheckRead(r, env, e.dims[r.Slot][:len(r.Index)]); err != nil {
+			return nil, errorf(CodeReadRange, err, "refused before launch")
+		}
+	}
 	// The grids and the flag buffer follow the ABI's rule (hipsrc.Entries,
 	// hipsrc.TileFlags).
 	dim3 := func(g [3]int) Dim3 { return Dim3{X: uint32(g[0]), Y: uint32(g[1]), Z: uint32(g[2])} }
 	e.grid = dim3(hipsrc.AttnGrid(sh.B, sh.H, sh.Sq))
+	status, err := k.d.Alloc(4 * StatusWords)
+	if err != nil {
+		return nil, errorf(CodeLaunch, err, "allocating the %d status words", StatusWords)
+	}
+	if err := k.d.Memset(status, 0, 4*StatusWords); err != nil {
+		k.d.Free(status)
+		return nil, errorf(CodeLaunch, err, "zeroing the status words")
+	}
+	e.status = status
 	if k.flags != nil {
 		fb, fh := 1, 1
 		if k.spec.FlagsPerBatch {
@@ -497,6 +552,7 @@ func (k *AttentionKernel) newEntry(key shapeKey) (*shapeEntry, error) {
 		n := int64(hipsrc.FlagsBytes(k.spec.BlockN, fb, fh, sh.Sq, sh.Skv))
 		flags, err := k.d.Alloc(n)
 		if err != nil {
+			k.d.Free(e.status)
 			return nil, errorf(CodeLaunch, err, "allocating %d bytes of tile flags", n)
 		}
 		e.flags = flags
@@ -504,6 +560,43 @@ func (k *AttentionKernel) newEntry(key shapeKey) (*shapeEntry, error) {
 		e.flagsGrid = dim3(hipsrc.FlagsGrid(k.spec.BlockN, sh.Sq, sh.Skv))
 	}
 	return e, nil
+}
+
+// Status returns the sticky bits of status word 0 (StatusSegmentsUnsorted,
+// StatusReadOutOfRange) that the kernel's launches recorded since the
+// first or the last ResetStatus, or-ed over the status words of every
+// (shape, stream) it launched on. It copies the words to the host, which
+// waits for the device's work in flight: call it off the hot path (once per
+// step, in a check, after a failure), never per launch.
+func (k *AttentionKernel) Status() (uint32, error) {
+	if k.closed.Load() {
+		return 0, errorf(CodeLaunch, nil, "attention kernel used after Close")
+	}
+	var bits uint32
+	for _, e := range *k.entries.Load() {
+		var w [4]byte
+		if err := k.d.CopyDtoH(w[:], e.status); err != nil {
+			return 0, errorf(CodeLaunch, err, "reading the status word")
+		}
+		bits |= *(*uint32)(unsafe.Pointer(&w[0]))
+	}
+	return bits, nil
+}
+
+// ResetStatus zeroes the status words of every (shape, stream) (word 0's
+// sticky bits; the per-slot words are rewritten before every launch
+// anyway); launches enqueued afterwards record into cleared words (the
+// clear is synchronous, like a copy).
+func (k *AttentionKernel) ResetStatus() error {
+	if k.closed.Load() {
+		return errorf(CodeLaunch, nil, "attention kernel used after Close")
+	}
+	for _, e := range *k.entries.Load() {
+		if err := k.d.Memset(e.status, 0, 4*StatusWords); err != nil {
+			return errorf(CodeLaunch, err, "clearing the status words")
+		}
+	}
+	return nil
 }
 
 // Close frees the tile-flag buffers, unloads the module and unpins the
@@ -516,8 +609,11 @@ func (k *AttentionKernel) Close() error {
 	}
 	first := k.closeBackward()
 	for _, e := range *k.entries.Load() {
-		if e.flags != 0 {
-			if err := k.d.Free(e.flags); err != nil && first == nil {
+		for _, p := range []DevicePtr{e.flags, e.status} {
+			if p == 0 {
+				continue
+			}
+			if err := k.d.Free(p); err != nil && first == nil {
 				first = err
 			}
 		}

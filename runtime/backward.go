@@ -68,6 +68,7 @@ type bwdKernels struct {
 	module                             *Module
 	pre, main, dq, convert, sink, bufc *Kernel
 	flags                              *Kernel // nil unless PREPASS
+	seg                                *Kernel // nil unless the spec's SegCheck
 	block                              Dim3
 }
 
@@ -93,6 +94,7 @@ type bwdArgs struct {
 	sink    [1]unsafe.Pointer // shape
 	bufc    [3]unsafe.Pointer // acc, out, n
 	flags   [3]unsafe.Pointer // forward shape, buf, flags
+	seg     [1]unsafe.Pointer // buf
 
 	q, k, v, o, do, dQ, dK, dV uintptr
 	acc, out                   uintptr
@@ -112,6 +114,7 @@ func newBwdArgs(p *goruntime.Pinner) *bwdArgs {
 	a.sink = [1]unsafe.Pointer{unsafe.Pointer(&a.sh)}
 	a.bufc = [3]unsafe.Pointer{unsafe.Pointer(&a.acc), unsafe.Pointer(&a.out), unsafe.Pointer(&a.n)}
 	a.flags = [3]unsafe.Pointer{unsafe.Pointer(&a.fsh), unsafe.Pointer(&a.buf), unsafe.Pointer(&a.flagsPtr)}
+	a.seg = [1]unsafe.Pointer{unsafe.Pointer(&a.buf)}
 	p.Pin(a)
 	return a
 }
@@ -155,6 +158,12 @@ func (k *AttentionKernel) loadBackward() (*bwdKernels, error) {
 	}
 	if k.spec.Sparsity == SparsityPrepass {
 		if bk.flags, err = m.Kernel(TileFlagsEntry); err != nil {
+			m.Close()
+			return nil, err
+		}
+	}
+	if k.spec.SegCheck {
+		if bk.seg, err = m.Kernel(SegCheckEntry); err != nil {
 			m.Close()
 			return nil, err
 		}
@@ -298,6 +307,7 @@ func (k *AttentionKernel) Backward(s Stream, q, kk, v, o, lse DevicePtr, shape S
 	a.q, a.k, a.v, a.o, a.do, a.dQ, a.dK, a.dV = uintptr(q), uintptr(kk), uintptr(v), uintptr(o), uintptr(g.DO), uintptr(g.DQ), uintptr(g.DK), uintptr(g.DV)
 	a.fsh = e.shape
 	a.buf.Dim = e.dims
+	a.buf.Status = uintptr(e.status)
 	a.buf.Ptr = [MaxBuffers]uintptr{}
 	for i, b := range buffers {
 		a.buf.Ptr[i] = uintptr(b)
@@ -329,6 +339,15 @@ func (k *AttentionKernel) Backward(s Stream, q, kk, v, o, lse DevicePtr, shape S
 			if err := k.d.MemsetAsync(sc.acc[i], 0, 8*sc.n[i], s); err != nil {
 				return errorf(CodeLaunch, err, "zeroing the gradient sums of buffer %s", k.spec.Buffers[i].Name)
 			}
+		}
+	}
+	if bk.seg != nil {
+		// The segments check first (the forward's block size), held with
+		// the launches that read its words.
+		e.launch.Lock()
+		defer e.launch.Unlock()
+		if err := k.d.Launch(bk.seg.fn, Dim3{X: 1, Y: 1, Z: 1}, k.block, 0, s, unsafe.Pointer(&a.seg[0])); err != nil {
+			return errorf(CodeLaunch, err, "launching %s", SegCheckEntry)
 		}
 	}
 	if err := launch(bk.pre, sc.preGrid, 0, unsafe.Pointer(&a.pre[0])); err != nil {

@@ -58,6 +58,7 @@ type bwdLaunch struct {
 	ptrs         []uintptr
 	n            int64
 	accWasZeroed bool
+	status       uintptr // MaskcBuffers.status of the launches that take buf
 }
 
 // registerBwd records the backward launches; the buffer-convert kernel
@@ -95,11 +96,13 @@ func registerBwd(fb *fake.Backend) *[]bwdLaunch {
 			}
 			*(*int64)(unsafe.Pointer(&b[0])) += 5
 		}
-		add(bwdLaunch{entry: hipsrc.BwdMainEntry, grid: l.Grid, block: l.Block, shared: l.SharedBytes, ptrs: ptrs(l, 6), sh: sh, accWasZeroed: zeroed})
+		add(bwdLaunch{entry: hipsrc.BwdMainEntry, grid: l.Grid, block: l.Block, shared: l.SharedBytes, ptrs: ptrs(l, 6), sh: sh, accWasZeroed: zeroed,
+			status: fake.Param[cBuffers](l.Params, 7).Status})
 		return nil
 	})
 	fb.Register(hipsrc.BwdDQEntry, func(mem *fake.Backend, l fake.Launch) error {
-		add(bwdLaunch{entry: hipsrc.BwdDQEntry, grid: l.Grid, block: l.Block, shared: l.SharedBytes, ptrs: ptrs(l, 5), sh: fake.Param[cBwdShape](l.Params, 5)})
+		add(bwdLaunch{entry: hipsrc.BwdDQEntry, grid: l.Grid, block: l.Block, shared: l.SharedBytes, ptrs: ptrs(l, 5), sh: fake.Param[cBwdShape](l.Params, 5),
+			status: fake.Param[cBuffers](l.Params, 6).Status})
 		return nil
 	})
 	fb.Register(hipsrc.BwdDQConvertEntry, func(mem *fake.Backend, l fake.Launch) error {
@@ -198,6 +201,12 @@ func TestBackwardMarshalsTheABI(t *testing.T) {
 				if main.grid != dim3(4, 2, 2) || main.shared != uint32(bwdSmem128) || !main.accWasZeroed {
 					t.Errorf("main launch grid %v shared %d zeroed sums %v", main.grid, main.shared, main.accWasZeroed)
 				}
+				if st := statusOf(t, k, shape, stream); main.status == 0 || main.status != uintptr(st) || len(rec.records) > 0 && rec.records[0].buf.Status != main.status {
+					t.Errorf("status words: main %#x, the (shape, stream)'s %#x, forward-module launches %v", main.status, st, rec.records)
+				}
+				if det && byName[hipsrc.BwdDQEntry].status != main.status {
+					t.Errorf("dq status %#x, main %#x", byName[hipsrc.BwdDQEntry].status, main.status)
+				}
 				if main.ptrs[4] != uintptr(g.DK) || main.ptrs[5] != uintptr(g.DV) || main.ptrs[0] != uintptr(q) {
 					t.Errorf("main pointers %v", main.ptrs)
 				}
@@ -295,5 +304,47 @@ func TestBackwardRejectsBadCalls(t *testing.T) {
 	var re *Error
 	if !errors.As(err, &re) || re.Code != CodeSpec || !strings.Contains(err.Error(), "without a backward source") {
 		t.Errorf("forward-only kernel: %v", err)
+	}
+}
+
+// TestBackwardChecksSegmentsFirst: a kernel with a segments check launches
+// it before the backward's first kernel, with the forward's block size and
+// the (shape, stream)'s status words, which every backward launch that
+// reads buffers also gets.
+func TestBackwardChecksSegmentsFirst(t *testing.T) {
+	d, fb, _ := newFakeDevice(t, "")
+	recs := registerBwd(fb)
+	var mu sync.Mutex
+	fb.Register(SegCheckEntry, func(mem *fake.Backend, l fake.Launch) error {
+		mu.Lock()
+		*recs = append(*recs, bwdLaunch{entry: SegCheckEntry, grid: l.Grid, block: l.Block, status: fake.Param[cBuffers](l.Params, 0).Status})
+		mu.Unlock()
+		return nil
+	})
+	spec := bwdProbeSpec(t, SparsityAnalytic)
+	spec.SegCheck = true
+	k, err := d.NewAttention(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	q, kk, v, o, lse, bufs := tensors(t, d)
+	grads := func() backend.DevicePtr { p, _ := d.Alloc(1 << 16); return p }
+	g := Gradients{DO: grads(), DQ: grads(), DK: grads(), DV: grads()}
+	shape := ContiguousShape(BSHD, 2, 8, 2, 300, 200, 128)
+	if err := k.Backward(0, q, kk, v, o, lse, shape, bufs, g, true); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range *recs {
+		names = append(names, r.entry)
+	}
+	want := strings.Join([]string{SegCheckEntry, hipsrc.BwdPreEntry, hipsrc.BwdMainEntry, hipsrc.BwdDQEntry}, " ")
+	if got := strings.Join(names, " "); got != want {
+		t.Fatalf("launches %s, want %s", got, want)
+	}
+	st := uintptr(statusOf(t, k, shape, 0))
+	if r := (*recs)[0]; r.grid != dim3(1, 1, 1) || r.block != dim3(256, 1, 1) || r.status != st || (*recs)[2].status != st || (*recs)[3].status != st {
+		t.Errorf("segments check %+v; main and dq status %#x %#x, want %#x", r, (*recs)[2].status, (*recs)[3].status, st)
 	}
 }

@@ -19,6 +19,15 @@
 // atomics or the deterministic per-q-tile kernel, the sink and the buffer
 // gradients.
 //
+// A new shape is checked before anything is launched for it: beside the
+// sizes and strides, every buffer read of the spec's Reads (the code
+// generator's index ranges by the sizes) against the buffers' extents, so
+// a call at whose sizes a read would fall outside is refused (E410, naming
+// the .flex read, its range and the extent) instead of reading 0. A read
+// whose index comes from buffer values is left to the kernel, which sets
+// hipsrc.StatusReadOutOfRange in the status word (Status) when it falls
+// outside.
+//
 // Sub-packages: backend (the interface), cuda, hip, fake (implementations),
 // kcache (the on-disk cache), jitlog (compiler logs to diagnostics),
 // genkernel (AttentionSpec and Shape from a codegen.Kernel), host (bf16 and

@@ -33,6 +33,10 @@ const (
 	CodeSpec dsl.Code = "E408"
 	// CodeBackendName: MASKC_BACKEND or Options.Backend names no backend.
 	CodeBackendName dsl.Code = "E409"
+	// CodeReadRange: a buffer read of the mask or score would fall outside
+	// its buffer's extents at the call's sizes (hipsrc.CheckRead); the call
+	// is refused before anything is launched.
+	CodeReadRange dsl.Code = "E410"
 )
 
 // Codes describes every code the runtime emits, including those of
@@ -48,6 +52,7 @@ var Codes = map[dsl.Code]string{
 	CodeBuffers:       "wrong number of captured buffers, a null buffer, or a non-positive buffer extent",
 	CodeSpec:          "the attention kernel description does not fit the ABI or the device",
 	CodeBackendName:   "unknown backend name in MASKC_BACKEND or Options.Backend",
+	CodeReadRange:     "a buffer read would fall outside its buffer's extents at the call's sizes",
 }
 
 // Error is a runtime failure that has no position in a .flex file. Compiler

@@ -25,6 +25,7 @@ __device__ bool maskc_mask();
 #line 1 "probe.cu"
 extern "C" __global__ void maskc_attn_fwd(const T* Q, const T* K, const T* V, T* O, float* LSE, MaskcShape shape, MaskcBuffers buf) {}
 extern "C" __global__ void maskc_tile_flags(MaskcShape shape, MaskcBuffers buf, unsigned char* flags) {}
+extern "C" __global__ void maskc_seg_check(MaskcBuffers buf) {}
 `
 
 // launchRecord is what the fake attention kernels saw.
@@ -129,7 +130,8 @@ func TestCLayoutMatchesABI(t *testing.T) {
 		}},
 		{hipsrc.BuffersStruct, unsafe.Sizeof(b), map[string]uintptr{"ptr": unsafe.Offsetof(b.Ptr), "dim": unsafe.Offsetof(b.Dim),
 			"q_offset": unsafe.Offsetof(b.QOffset), "kv_offset": unsafe.Offsetof(b.KVOffset), "h_offset": unsafe.Offsetof(b.HOffset),
-			"q_total": unsafe.Offsetof(b.QTotal), "kv_total": unsafe.Offsetof(b.KVTotal), "h_total": unsafe.Offsetof(b.HTotal)}},
+			"q_total": unsafe.Offsetof(b.QTotal), "kv_total": unsafe.Offsetof(b.KVTotal), "h_total": unsafe.Offsetof(b.HTotal),
+			"status": unsafe.Offsetof(b.Status)}},
 	}
 	for _, tc := range tests {
 		if int(tc.size) != tc.st.Size {
@@ -147,7 +149,7 @@ func TestCLayoutMatchesABI(t *testing.T) {
 }
 
 func TestCodesAreDescribedAndInRange(t *testing.T) {
-	all := []dsl.Code{CodeNoRuntime, CodeCompileFlex, CodeCompileKernel, CodeNoCompiler, CodeModule, CodeLaunch, CodeShape, CodeBuffers, CodeSpec, CodeBackendName}
+	all := []dsl.Code{CodeNoRuntime, CodeCompileFlex, CodeCompileKernel, CodeNoCompiler, CodeModule, CodeLaunch, CodeShape, CodeBuffers, CodeSpec, CodeBackendName, CodeReadRange}
 	if len(all) != len(Codes) {
 		t.Errorf("%d codes declared, %d described", len(all), len(Codes))
 	}
@@ -425,6 +427,117 @@ func TestForwardMarshalsTheABI(t *testing.T) {
 		if err := k.Forward(stream, q, kk, v, o, lse, shape, bufs); err == nil {
 			t.Error("Forward after Close succeeded")
 		}
+	}
+}
+
+// statusOf returns the status words of k's (shape, stream) entry.
+func statusOf(t *testing.T, k *AttentionKernel, shape Shape, s Stream) DevicePtr {
+	t.Helper()
+	e, ok := (*k.entries.Load())[shapeKey{shape: shape, stream: s}]
+	if !ok {
+		t.Fatalf("no entry for %+v on stream %v", shape, s)
+	}
+	return e.status
+}
+
+// TestStatusWords checks the status words' life cycle: zeroed when made,
+// one set per (shape, stream), the same pointer in every launch of it
+// (pre-pass and segments check included, the check first), bits a kernel
+// ORs in read back by Status (or-ed over the sets) and cleared by
+// ResetStatus, and the words freed by Close.
+func TestStatusWords(t *testing.T) {
+	d, fb, rec := newFakeDevice(t, "")
+	setBit := uint32(0)
+	var zeroAtFirst []bool
+	fb.Register(AttentionEntry, func(mem *fake.Backend, l fake.Launch) error {
+		buf := fake.Param[cBuffers](l.Params, 6)
+		rec.mu.Lock()
+		rec.records = append(rec.records, launchRecord{entry: AttentionEntry, buf: buf, stream: l.Stream})
+		rec.mu.Unlock()
+		w, err := mem.Bytes(backend.DevicePtr(buf.Status), 4*StatusWords)
+		if err != nil {
+			return err
+		}
+		zero := true
+		for _, b := range w[4:] { // the slot words: the fake check below writes none
+			zero = zero && b == 0
+		}
+		zeroAtFirst = append(zeroAtFirst, zero)
+		*(*uint32)(unsafe.Pointer(&w[0])) |= setBit
+		return nil
+	})
+	fb.Register(SegCheckEntry, func(mem *fake.Backend, l fake.Launch) error {
+		rec.mu.Lock()
+		rec.records = append(rec.records, launchRecord{entry: SegCheckEntry, buf: fake.Param[cBuffers](l.Params, 0), grid: l.Grid, block: l.Block, stream: l.Stream})
+		rec.mu.Unlock()
+		return nil
+	})
+	spec := probeSpec(t, SparsityPrepass)
+	spec.SegCheck = true
+	k, err := d.NewAttention(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := k.Status(); err != nil || got != 0 {
+		t.Errorf("Status() before any launch = %d, %v", got, err)
+	}
+	q, kk, v, o, lse, bufs := tensors(t, d)
+	shape := ContiguousShape(BSHD, 1, 2, 2, 300, 200, 128)
+	other, _ := d.NewStream()
+	for i, bit := range []uint32{0, StatusSegmentsUnsorted, StatusReadOutOfRange} {
+		setBit = bit
+		s := Stream(0)
+		if i == 2 {
+			s = other
+		}
+		if err := k.Forward(s, q, kk, v, o, lse, shape, bufs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(zeroAtFirst) != 3 || !zeroAtFirst[0] {
+		t.Errorf("status words not zeroed when made: %v", zeroAtFirst)
+	}
+	if got, err := k.Status(); err != nil || got != StatusSegmentsUnsorted|StatusReadOutOfRange {
+		t.Errorf("Status() = %d, %v; want both sticky bits", got, err)
+	}
+	s0, s1 := statusOf(t, k, shape, 0), statusOf(t, k, shape, other)
+	if s0 == s1 {
+		t.Errorf("two streams share status words %#x", s0)
+	}
+	var entries []string
+	for _, r := range rec.records {
+		entries = append(entries, r.entry)
+		want := s0
+		if r.stream == other {
+			want = s1
+		}
+		if r.buf.Status != uintptr(want) {
+			t.Errorf("%s launched with status %#x, its (shape, stream) owns %#x", r.entry, r.buf.Status, want)
+		}
+		if r.entry == SegCheckEntry && (r.grid != dim3(1, 1, 1) || r.block != dim3(256, 1, 1) || r.buf.Ptr[0] != uintptr(bufs[0])) {
+			t.Errorf("segments check launch %+v", r)
+		}
+	}
+	one := SegCheckEntry + " " + TileFlagsEntry + " " + AttentionEntry
+	if got := strings.Join(entries, " "); got != strings.Join([]string{one, one, one}, " ") {
+		t.Errorf("launches %s; want the segments check first, then the pre-pass and the forward, per call", got)
+	}
+	if err := k.ResetStatus(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := k.Status(); err != nil || got != 0 {
+		t.Errorf("after ResetStatus: %d, %v", got, err)
+	}
+	if err := k.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []DevicePtr{s0, s1} {
+		if _, err := fb.Bytes(p, 4); err == nil {
+			t.Error("status words still allocated after Close")
+		}
+	}
+	if _, err := k.Status(); err == nil {
+		t.Error("Status after Close succeeded")
 	}
 }
 

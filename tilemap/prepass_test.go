@@ -59,6 +59,10 @@ static bool maskc_block_vote(bool p, bool any) {
 }
 static bool maskc_block_any(bool p) { return maskc_block_vote(p, true); }
 static bool maskc_block_all(bool p) { return maskc_block_vote(p, false); }
+// What maskc_seg_check's body (compiled here, not run) needs.
+static MaskcDim3 blockDim;
+static int __syncthreads_or(int p) { return maskc_block_vote(p != 0, true); }
+static unsigned atomicOr(unsigned* p, unsigned v) { return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST); }
 `
 
 // hostPrepassRun is one grid run, compiled once per (kernel, platform) in

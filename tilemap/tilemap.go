@@ -139,6 +139,9 @@ type Map struct {
 	// cell, row-major (nil without Options.Grid).
 	Grid   *Grid
 	Raster []int64
+	// Notes are remarks on the buffers (codegen.HostSparsity.Notes): ids
+	// of a segments buffer out of order, evaluated as written.
+	Notes []string
 }
 
 // At returns the state of tile (qt, kt).
@@ -222,6 +225,9 @@ func Build(k *codegen.Kernel, env *eval.Env, opts Options) (*Map, error) {
 			close(jobs)
 			wg.Wait()
 			return nil, err
+		}
+		if w == 0 {
+			m.Notes = hs.Notes()
 		}
 		r := &rowWorker{m: m, hs: hs, ctx: opts.Context}
 		if m.Grid != nil {
@@ -431,6 +437,16 @@ func cellIndex(cells int, n int64) []int32 {
 }
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// Notes returns the remarks on env's buffers that Build puts in Map.Notes
+// (codegen.HostSparsity.Notes), without building a map.
+func Notes(k *codegen.Kernel, env *eval.Env) ([]string, error) {
+	hs, err := k.HostSparsity(env)
+	if err != nil {
+		return nil, err
+	}
+	return hs.Notes(), nil
+}
 
 // Launch returns the counts of a whole launch: every (b, h) slice, each
 // computed once per distinct mask (a mask that ignores b or h is computed

@@ -245,8 +245,41 @@ func TestBadInput(t *testing.T) {
 		t.Error("Build with Sq = 0: no error")
 	}
 	doc := kernelOf(t, "document.flex", "packed")
-	bad := env(1, 1, 4, 4, map[string]*eval.Tensor{"doc": eval.FromInts(0, 1, 0, 1)})
+	bad := env(1, 1, 4, 4, map[string]*eval.Tensor{"doc": eval.FromInts(0, 0, 1<<40, 1<<40)})
 	if _, err := Build(doc, bad, Options{}); err == nil || !strings.Contains(err.Error(), "segments") {
-		t.Errorf("a decreasing segments buffer: %v", err)
+		t.Errorf("a segments buffer holding an id its i32 cannot: %v", err)
+	}
+}
+
+// TestUnsortedSegments: ids out of order are mapped as the kernel computes
+// them, the mask as written (doc[0] == doc[2] attend), with notes; the
+// kept pairs equal the reference's count.
+func TestUnsortedSegments(t *testing.T) {
+	doc := kernelOf(t, "document.flex", "packed")
+	e := env(1, 1, 300, 300, map[string]*eval.Tensor{})
+	ids := make([]int64, 300)
+	for i := range ids {
+		ids[i] = int64([]int{2, 0, 1, 0}[i*4/300]) // documents in shuffled order, id 0 reused
+	}
+	e.Buffers["doc"] = eval.FromInts(ids...)
+	m, err := Build(doc, e, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want int64
+	for q := range ids {
+		for kv := 0; kv <= q; kv++ {
+			if ids[q] == ids[kv] {
+				want++
+			}
+		}
+	}
+	if m.Counts.KeptPairs != want || len(m.Notes) != 2 || !strings.Contains(m.Notes[0], "not sorted") {
+		t.Errorf("kept pairs %d, want %d; notes %q", m.Counts.KeptPairs, want, m.Notes)
+	}
+	e.Buffers["doc"] = eval.FromInts(0, 0, 1, 1)
+	e.Q, e.KV = 4, 4
+	if m, err := Build(doc, e, Options{}); err != nil || len(m.Notes) != 0 {
+		t.Errorf("sorted ids: %v, notes %q", err, m.Notes)
 	}
 }

@@ -173,6 +173,13 @@ func tileCounts(e *env, u *unit, plan *classify.Plan, cfg *runConfig, seed uint6
 		if err != nil {
 			return nil, printRunError(e, err)
 		}
+		notes, err := tilemap.Notes(k, env)
+		if err != nil {
+			return nil, printEvalError(e, u, err)
+		}
+		for _, n := range notes {
+			fmt.Fprintf(e.stderr, "maskc: note: attention %s: %s\n", name, n)
+		}
 		tm := tileMapJSON{Shape: map[string]int{"B": c.b, "H": c.h, "Sq": c.sq, "Skv": c.skv}, Sparsity: k.Sparsity, Platforms: map[string]tileMapPlatformJSON{}}
 		for _, p := range hipsrc.Platforms {
 			ct, err := tilemap.Launch(k, env, p)

@@ -17,10 +17,14 @@ import (
 // hipsrc/MANIFEST.md) and, for every attention block that needs a
 // generated kernel (its pattern, or its fallback when a precondition fails),
 // DIR/<name>.hip and its backward DIR/<name>.bwd.hip; with --offload-arch,
-// also the AMD code objects of both built with hipcc.
+// also the AMD code objects of both built with hipcc. With --all-kernels
+// every block gets its generated kernel, a block planned as a Turbo call
+// too (for a caller that may run where Turbo is not, such as
+// maskc.torch.flex_attention on an NVIDIA GPU).
 func runCompile(e *env, args []string) int {
-	fs := newFlagSet(e, "compile", "FILE -o DIR [--target T] [--offload-arch gfx90a,gfx940] [-D NAME=VALUE]...")
+	fs := newFlagSet(e, "compile", "FILE -o DIR [--target T] [--offload-arch gfx90a,gfx940] [--all-kernels] [-D NAME=VALUE]...")
 	outDir := fs.String("o", "", "output directory (created if missing)")
+	all := fs.Bool("all-kernels", false, "also write the generated kernel of blocks planned as a Turbo call")
 	archs := fs.String("offload-arch", "", "comma-separated AMD architectures to build code objects for with hipcc")
 	target, defines := targetFlag(fs), defineFlag(fs)
 	stdinNameFlag(e, fs)
@@ -66,16 +70,17 @@ func runCompile(e *env, args []string) int {
 	pf := cu.NewPlanFile()
 	manifest := hipsrc.NewManifest()
 	var diags dsl.Diagnostics
+	needs := func(pa *compiler.PlanAttention) bool { return *all || compiler.NeedsKernel(pa.Decision) }
 	var todo int
 	for _, pa := range pf.Attentions {
-		if compiler.NeedsKernel(pa.Decision) {
+		if needs(pa) {
 			todo++
 		}
 	}
 	prog := newProgress(e, "compile")
 	defer prog.done()
 	for _, pa := range pf.Attentions {
-		if !compiler.NeedsKernel(pa.Decision) {
+		if !needs(pa) {
 			continue
 		}
 		prog.update(len(manifest.Kernels), todo, pa.Name)

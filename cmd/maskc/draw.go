@@ -113,6 +113,9 @@ func runDraw(e *env, args []string) int {
 	if err != nil {
 		return printEvalError(e, u, err)
 	}
+	for _, n := range m.Notes {
+		fmt.Fprintf(e.stderr, "maskc: note: %s\n", n)
+	}
 	title := fmt.Sprintf("%s: attention %s, B=%d H=%d Sq=%d Skv=%d D=%d", filepath.Base(cfg.path), a.Name, cfg.b, cfg.h, cfg.sq, cfg.skv, cfg.d)
 	c, err := draw.Layout(draw.Picture{Map: m, Scale: scale, Title: title})
 	if err != nil {

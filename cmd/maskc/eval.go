@@ -127,6 +127,9 @@ func runEval(e *env, args []string) int {
 			fmt.Fprintf(e.stderr, "maskc: %v\n", locate(err, u.file.Source))
 			return exitError
 		}
+		for _, n := range bound.Notes() {
+			fmt.Fprintf(e.stderr, "maskc: note: %s\n", n)
+		}
 	}
 	grid := make([][]bool, *q)
 	visible := 0

@@ -15,6 +15,7 @@
 //	maskc draw FILE --attention NAME --shape B,H,S,D -o OUT.svg|OUT.png
 //	maskc lsp
 //	maskc targets | version | help
+//	maskc --version
 //
 // Exit status: 0 success, 1 the input has errors (or a check failed),
 // 2 the command line is wrong or a file cannot be read or written.
@@ -33,9 +34,10 @@ const (
 	exitUsage = 2 // bad command line, unreadable file
 )
 
-// version is the maskc release; set with -ldflags "-X main.version=..." by
-// release builds.
-var version = "0.1.0-dev"
+// version is the maskc release. Its one definition is python/maskc/__init__.py's
+// __version__: python/build_wheel.py (and so `pip install ./python`) builds
+// with -ldflags "-X main.version=<it>"; a plain `go build` says "devel".
+var version = "devel"
 
 // env is what a subcommand may touch: its arguments and standard streams.
 // Tests run subcommands in-process through it.
@@ -84,6 +86,8 @@ func mainArgs(args []string, e *env) int {
 	case "help", "-h", "-help", "--help":
 		usage(e.stdout)
 		return exitOK
+	case "-version", "--version":
+		args = []string{"version"}
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {

@@ -199,6 +199,7 @@ func withFakeDevice(t *testing.T, kern fake.Kernel) {
 	fb := fake.New()
 	fb.Register(runtime.AttentionEntry, kern)
 	fb.Register(runtime.TileFlagsEntry, func(*fake.Backend, fake.Launch) error { return nil })
+	fb.Register(runtime.SegCheckEntry, func(*fake.Backend, fake.Launch) error { return nil })
 	old := openDevice
 	openDevice = func() (*runtime.Device, error) {
 		return runtime.NewDevice(fb, runtime.Options{DisableCache: true}), nil

@@ -255,6 +255,7 @@ func withFakeBackward(t *testing.T, file, name string, fault bwdFault) {
 	fb := fake.New()
 	fb.Register(runtime.AttentionEntry, cpuAttention(t, file, name, compiler.Options{}, faultNone))
 	fb.Register(runtime.TileFlagsEntry, func(*fake.Backend, fake.Launch) error { return nil })
+	fb.Register(runtime.SegCheckEntry, func(*fake.Backend, fake.Launch) error { return nil })
 	cpuBackward(t, fb, file, name, fault)
 	old := openDevice
 	openDevice = func() (*runtime.Device, error) {

@@ -1,9 +1,10 @@
 """maskc for Python: compile .flex attention masks and run them from PyTorch.
 
-The torch-facing API is maskc.torch (`import maskc.torch as mt`); this
-top-level package imports no torch and holds the parts a build step needs:
-running the maskc binary through the content-addressed cache
-(maskc.cache.compile_flex), reading its plan (maskc.plan) and its
+The torch-facing API is maskc.torch (`import maskc.torch as mt`);
+maskc.transformers registers attn_implementation="maskc" with Hugging Face
+transformers. This top-level package imports no torch and holds the parts
+a build step needs: running the maskc binary through the content-addressed
+cache (maskc.cache.compile_flex), reading its plan (maskc.plan) and its
 diagnostics (maskc.diagnostics.MaskcError).
 """
 from .diagnostics import Diagnostic, MaskcError

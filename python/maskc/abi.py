@@ -24,7 +24,7 @@ __all__ = ["ABI_VERSION", "MANIFEST_FILE", "FRAME_FIELDS", "BufferSpec", "Platfo
            "read_manifest", "pick_platform"]
 
 #: The manifest schema and kernel ABI version this package reads (hipsrc.ABIVersion).
-ABI_VERSION = 3
+ABI_VERSION = 4
 #: The manifest's file name in a compile output directory.
 MANIFEST_FILE = "manifest.json"
 
@@ -34,7 +34,7 @@ _SHAPE_FIELDS = {"B", "H", "HKV", "Sq", "Skv", "q_stride", "k_stride", "v_stride
                  "tile_flags"}
 #: The position frame's members of MaskcBuffers (hipsrc.FrameFields, hipsrc/frame.h), in order.
 FRAME_FIELDS = ("q_offset", "kv_offset", "h_offset", "q_total", "kv_total", "h_total")
-_BUFFERS_FIELDS = {"ptr", "dim"} | set(FRAME_FIELDS)
+_BUFFERS_FIELDS = {"ptr", "dim", "status"} | set(FRAME_FIELDS)
 _GRID_SIZES = {"B", "H", "HKV", "Sq", "Skv", "n", "1"}
 _GRID_TILES = ("", "block_m", "block_n", "bwd_block_m", "bwd_block_n", "bwd_pre_rows", "bwd_threads")
 # The backward's struct, filled by name through pack_bwd.
@@ -210,6 +210,38 @@ class Entry:
         return out
 
 
+#: The operations and symbols of a read's index bounds (hipsrc.Bound, hipsrc.BoundSymbols).
+BOUND_OPS = ("const", "sym", "add", "mul", "min", "max", "floordiv")
+BOUND_SYMBOLS = ("B", "H", "HKV", "Q", "KV", "q0", "kv0", "h0", "Sq", "Skv", "Sh")
+
+
+def _check_bound(b, where):
+    if b is None:
+        return
+    if not isinstance(b, dict) or b.get("op") not in BOUND_OPS:
+        raise MaskcError("manifest: %s has a bound %r this package cannot evaluate" % (where, b))
+    if b["op"] == "sym" and b.get("sym") not in BOUND_SYMBOLS:
+        raise MaskcError("manifest: %s names symbol %r" % (where, b.get("sym")))
+    if b["op"] not in ("const", "sym"):
+        if not b.get("args"):
+            raise MaskcError("manifest: %s has a %s without operands" % (where, b["op"]))
+        for a in b["args"]:
+            _check_bound(a, where)
+
+
+def _check_read(r, kernel, nbuf):
+    where = "kernel %s read %s" % (kernel, r.get("text"))
+    for k in ("buffer", "slot", "at", "text", "in", "dims", "index"):
+        if k not in r:
+            raise MaskcError("manifest: %s lacks %s" % (where, k))
+    if not 0 <= int(r["slot"]) < nbuf or len(r["index"]) != len(r["dims"]):
+        raise MaskcError("manifest: %s names slot %s with %d indices for %d extents" %
+                         (where, r["slot"], len(r["index"]), len(r["dims"])))
+    for ix in r["index"]:
+        _check_bound(ix.get("lo"), where)
+        _check_bound(ix.get("hi"), where)
+
+
 class KernelSpec:
     """One kernel of the manifest: the block it computes and how it is launched."""
 
@@ -219,6 +251,9 @@ class KernelSpec:
         self.attention = d["attention"]
         self.code_objects = dict(d.get("code_objects") or {})
         self.entry, self.flags_entry = d["entry"], d.get("flags_entry", "")
+        # maskc_seg_check for kernels with integer segments buffers: launched first, before every forward and
+        # backward, it writes whether their ids are sorted into the status words (MANIFEST.md "Status words")
+        self.seg_check_entry = d.get("seg_check_entry", "")
         self.head_dim = int(d["head_dim"])
         self.dtype = {"fp16": "f16"}.get(d["dtype"], d["dtype"])  # buffer dtypes spell it f16
         self.layout = d["layout"]
@@ -247,9 +282,15 @@ class KernelSpec:
         if len(self.buffers) > manifest.max_buffers:
             raise MaskcError("manifest: kernel %s has %d buffers; MaskcBuffers holds %d" %
                              (self.name, len(self.buffers), manifest.max_buffers))
+        # The buffer reads with their index ranges by the call's sizes (hipsrc.ReadBound;
+        # checks.check_reads refuses a call whose reads fall outside). Validated here, so a
+        # malformed bound fails when the manifest is read, not at a call.
+        self.reads = list(d.get("reads") or [])
+        for r in self.reads:
+            _check_read(r, self.name, len(self.buffers))
         self.launch = {p: (int(c["block_n"]), int(c["threads"]), int(c["shared_mem_bytes"]))
                        for p, c in d["launch"].items()}
-        for e in [self.entry] + ([self.flags_entry] if self.flags_entry else []):
+        for e in [self.entry] + [x for x in (self.flags_entry, self.seg_check_entry) if x]:
             if e not in manifest.entries:
                 raise MaskcError("manifest: kernel %s names entry %s, which the ABI does not list" % (self.name, e))
 
@@ -287,6 +328,14 @@ class Manifest:
                 self.structs["MaskcBwdShape"] = self.BwdShape
                 self.bwd_entries = {e["name"]: Entry(e) for e in a["bwd_entries"]}
             self.bwd_fix_one = int(a.get("bwd_fix_one", 0))
+            # The status words MaskcBuffers.status points at (hipsrc.StatusWords,
+            # MANIFEST.md "Status words"): how many, and word 0's sticky bits by name.
+            st = a["status"]
+            self.status_words = int(st["words"])
+            self.status_bits = {b["name"]: int(b["value"]) for b in st["bits"]}
+            if self.status_words != 1 + self.max_buffers:
+                raise MaskcError("manifest: %d status words; this package expects 1 + max_buffers = %d" %
+                                 (self.status_words, 1 + self.max_buffers))
             self.kernels = {}
             for k in doc["kernels"]:
                 spec = KernelSpec(k, self)
@@ -311,13 +360,14 @@ class Manifest:
             raise MaskcError("the manifest has no generated kernel for block %s" % attention)
         return self.kernels[attention]
 
-    def pack(self, spec, sizes, strides, scale, sink, tile_flags, buffers, frame=None):
+    def pack(self, spec, sizes, strides, scale, sink, tile_flags, buffers, frame=None, status=0):
         """(MaskcShape, MaskcBuffers) for one launch: sizes {B, H, HKV, Sq,
         Skv}, strides {q, k, v, o: (batch, head, seq) element strides},
         device pointers sink and tile_flags (0 for none), buffers, a list
-        of (pointer, extents) in slot order, and frame, the position frame's
+        of (pointer, extents) in slot order, frame, the position frame's
         six values in FRAME_FIELDS order (None: all zero, the launch is the
-        whole attention)."""
+        whole attention), and status, the device pointer of the launcher's
+        status_words words (0: none; the kernel then records nothing)."""
         sh = self.Shape()
         sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv = (sizes[n] for n in ("B", "H", "HKV", "Sq", "Skv"))
         for n in "qkvo":
@@ -339,6 +389,7 @@ class Manifest:
                                  (len(FRAME_FIELDS), ", ".join(FRAME_FIELDS), frame))
             for name, v in zip(FRAME_FIELDS, frame):
                 setattr(bufs, name, int(v))
+        bufs.status = status or None
         return sh, bufs
 
 
@@ -363,7 +414,7 @@ class Manifest:
     def bwd_launches(self, spec, platform, sizes, ptrs, shape, buf, deterministic, dsink, dbufs):
         """The backward's launches in order, as manifest entries say, each
         (entry name, grid, threads, dynamic shared memory bytes, ctypes
-        argument list): the row pre-pass, the tile-flag pre-pass for
+        argument list): the segments check (kernels with one), the row pre-pass, the tile-flag pre-pass for
         prepass kernels (flags_shape/flags_buf/flags pointer in ptrs), the
         main kernel, dQ by the deterministic kernel or the atomic
         accumulator's conversion, the sink gradient when dsink, and one
@@ -376,6 +427,9 @@ class Manifest:
         tiles = self.bwd_tiles(spec, platform)
         threads, bwd_smem = spec.bwd_launch[platform.name][2:]
         out = []
+        seg = self.seg_check_launch(spec, platform, buf)
+        if seg is not None:
+            out.append(seg)
         for name in spec.bwd_entries:
             e = self.bwd_entries[name]
             if e.when == "deterministic" and not deterministic or e.when == "atomic" and deterministic:
@@ -403,6 +457,18 @@ class Manifest:
                 out.append((spec.flags_entry, fe.grid_dims(sizes, self.block_m, fwd_block_n), fwd_threads, 0,
                             fe.args(fv, self.structs)))
         return out
+
+    def seg_check_launch(self, spec, platform, buf):
+        """The segments check's launch (entry name, grid, threads, 0, ctypes
+        argument list) with buf, the launch's MaskcBuffers (its status
+        words included), or None for a kernel without one. It runs first,
+        before the forward's and the backward's kernels, on their stream,
+        with the forward's block size."""
+        if not spec.seg_check_entry:
+            return None
+        e = self.entries[spec.seg_check_entry]
+        _, threads, _ = spec.launch[platform.name]
+        return (spec.seg_check_entry, e.grid_dims({}, self.block_m), threads, 0, e.args(dict(buf=buf), self.structs))
 
     def bwd_tiles(self, spec, platform):
         """The backward's grid tiles of kernel spec on a platform: {bwd_block_m,

@@ -287,17 +287,18 @@ def _check(binary, flex_path, dargs, src):
         warnings.warn(str(d), stacklevel=4)
 
 
-def compile_flex(flex_path, defines=None, target=None, binary=None, root=None):
+def compile_flex(flex_path, defines=None, target=None, binary=None, root=None, all_kernels=False):
     """The cache entry for compiling flex_path with defines ({name: value})
     and target: reused when a valid one exists, else built by running
     `maskc check --json` (positioned diagnostics as MaskcError) and
-    `maskc compile`."""
+    `maskc compile` (with --all-kernels when all_kernels: a generated
+    kernel for every block, Turbo-planned ones too)."""
     if binary is None:
         binary = _binary.find_binary()
     src = _read_source(flex_path)
     dargs = _binary.define_args(defines)
     bhash = _binary_hash(binary)
-    key = cache_key(bhash, flex_path, src, dargs, target)
+    key = cache_key(bhash, flex_path, src, dargs + (["--all-kernels"] if all_kernels else []), target)
     root = open_root(root)
     final = os.path.join(root, key[:2], key)
     info = _verify(final)
@@ -313,7 +314,8 @@ def compile_flex(flex_path, defines=None, target=None, binary=None, root=None):
     except OSError as e:
         raise MaskcError("maskc cache: cannot write in %s: %s" % (root, e.strerror or e))
     try:
-        args = ["compile", "-o", tmp] + (["--target", target] if target else []) + dargs + _stdin_args(flex_path)
+        args = ["compile", "-o", tmp] + (["--target", target] if target else []) + \
+            (["--all-kernels"] if all_kernels else []) + dargs + _stdin_args(flex_path)
         rc, out, err = _binary.run_binary(binary, args, stdin=src)
         if rc != 0:
             raise MaskcError("maskc compile %s failed (exit %d)" % (flex_path, rc), parse_text(err), err or out)
@@ -325,7 +327,8 @@ def compile_flex(flex_path, defines=None, target=None, binary=None, root=None):
                 p = os.path.join(dirpath, n)
                 files[os.path.relpath(p, tmp)] = _sha256_file(p)
         info = {"format": CACHE_FORMAT, "flex": os.path.abspath(flex_path), "flex_sha256": hashlib.sha256(src).hexdigest(),
-                "binary_sha256": bhash, "defines": dargs[1::2], "target": target or "", "files": files}
+                "binary_sha256": bhash, "defines": dargs[1::2], "target": target or "", "all_kernels": bool(all_kernels),
+                "files": files}
         write_atomic(os.path.join(tmp, ENTRY_FILE), json.dumps(info, indent=1, sort_keys=True).encode())
         try:
             os.rename(tmp, final)

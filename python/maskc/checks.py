@@ -12,7 +12,8 @@ import os
 from .diagnostics import MaskcError
 
 __all__ = ["LAYOUTS", "MAX_SEQ_LEN", "MAX_GRID_YZ", "Sizes", "eval_dims", "check_qkv", "check_buffers",
-           "bhsd_strides", "SEGMENTS_CHECK_ENV", "segments_check_enabled", "first_decrease", "check_segments"]
+           "bhsd_strides", "SEGMENTS_CHECK_ENV", "segments_check_enabled", "first_decrease", "check_segments",
+           "eval_bound", "bound_env", "check_reads", "varlen_documents"]
 
 #: Memory orders of q, k, v and the output: [batch, seq, head, dim] or [batch, head, seq, dim].
 LAYOUTS = ("bshd", "bhsd")
@@ -191,6 +192,92 @@ def check_buffers(specs, buffers, sizes, device, dtype_name):
     return out
 
 
+def eval_bound(b, env):
+    """The value of a read's index bound (the manifest's {op, value, sym,
+    args}, hipsrc.Bound) with the symbol values env: integer arithmetic,
+    Python's floor division, nothing evaluated from strings."""
+    op = b["op"]
+    if op == "const":
+        return int(b.get("value", 0))
+    if op == "sym":
+        return env[b["sym"]]
+    vals = [eval_bound(a, env) for a in b["args"]]
+    if op == "add":
+        return sum(vals)
+    if op == "mul":
+        r = 1
+        for v in vals:
+            r *= v
+        return r
+    if op == "min":
+        return min(vals)
+    if op == "max":
+        return max(vals)
+    if op == "floordiv":
+        if len(vals) != 2 or vals[1] == 0:
+            raise MaskcError("read bound %r divides by zero" % (b,))
+        return vals[0] // vals[1]
+    raise MaskcError("read bound operation %r is unknown" % op)
+
+
+def bound_env(sz, glob, frame):
+    """The symbols of the read bounds for a call of local sizes sz in the
+    attention of sizes glob (the mask's; = sz without a frame) and frame
+    (six ints or None): B, H, HKV, Q, KV of glob, the slice's offsets q0,
+    kv0, h0 and counts Sq, Skv, Sh."""
+    q0, kv0, h0 = (frame[0], frame[1], frame[2]) if frame is not None else (0, 0, 0)
+    return {"B": glob.B, "H": glob.H, "HKV": glob.HKV, "Q": glob.Q, "KV": glob.KV,
+            "q0": q0, "kv0": kv0, "h0": h0, "Sq": sz.Q, "Skv": sz.KV, "Sh": sz.H}
+
+
+def _sizes_text(env):
+    s = "B=%d H=%d HKV=%d Q=%d KV=%d" % (env["B"], env["H"], env["HKV"], env["Q"], env["KV"])
+    if env["q0"] or env["kv0"] or env["h0"] or env["Sq"] != env["Q"] or env["Skv"] != env["KV"] or env["Sh"] != env["H"]:
+        s += " (rows %d..%d, keys %d..%d, heads %d..%d)" % (env["q0"], env["q0"] + env["Sq"] - 1, env["kv0"],
+                                                         env["kv0"] + env["Skv"] - 1, env["h0"], env["h0"] + env["Sh"] - 1)
+    return s
+
+
+def check_reads(reads, env, extents):
+    """Refuses, with a MaskcError naming the .flex read (file:line:col),
+    its index range at these sizes and the declared extent, a call at
+    whose sizes one of reads (the manifest's kernel reads) falls outside
+    its buffer; extents: the evaluated extents per slot. Host arithmetic
+    on sizes only (hipsrc.CheckRead is the same rule): a read with lo > hi
+    is made by no pair that counts; an index computed from buffer values
+    (value_dependent) that the bounds do not keep inside is left to the
+    kernel, which returns the documented value and sets
+    MASKC_STATUS_READ_OUT_OF_RANGE (status())."""
+    for r in reads:
+        rng = []
+        skip = False
+        for ix in r["index"]:
+            if ix.get("lo") is None or ix.get("hi") is None:
+                rng.append(None)
+                continue
+            lo, hi = eval_bound(ix["lo"], env), eval_bound(ix["hi"], env)
+            rng.append((lo, hi))
+            skip = skip or lo > hi
+        if skip:
+            continue
+        ext = extents[r["slot"]]
+        for d, ix in enumerate(r["index"]):
+            n = ext[d]
+            if rng[d] is not None and rng[d][0] >= 0 and rng[d][1] < n:
+                continue
+            if ix.get("value_dependent"):
+                continue
+            dim = " in dimension %d" % d if len(r["dims"]) > 1 else ""
+            decl = ", ".join(r["dims"])
+            if rng[d] is None:
+                raise MaskcError("%s: %s reads %s outside its extents: its index%s has no bound at %s; %s is declared "
+                                 "[%s] = %d" % (r["at"], r["text"], r["buffer"], dim, _sizes_text(env), r["buffer"],
+                                                decl, n))
+            raise MaskcError("%s: %s reads %s outside its extents: index%s %d..%d at %s, but %s is declared [%s] = %d "
+                             "there (valid 0..%d)" % (r["at"], r["text"], r["buffer"], dim, rng[d][0], rng[d][1],
+                                                      _sizes_text(env), r["buffer"], decl, n, n - 1))
+
+
 def segments_check_enabled(environ=None):
     """Whether $MASKC_CHECK_SEGMENTS asks for check_segments on every call."""
     return (os.environ if environ is None else environ).get(SEGMENTS_CHECK_ENV, "") == "1"
@@ -209,18 +296,45 @@ def first_decrease(t):
     return int(bad[0]) + 1
 
 
+def varlen_documents(doc, B, S):
+    """(cu_seqlens int32 [n + 1], max_seqlen, contiguous) of a segments
+    buffer doc ([S], shared by every batch element, or [B, S]) for a Turbo
+    varlen call, as classify/PLAN.md defines them: every run of equal ids is
+    one document, batches concatenated. contiguous says whether that is the
+    mask as written: in every row each id occupies one run (sorted ids,
+    documents in shuffled order with distinct ids); an id that recurs after
+    another (padding between documents, ids reused, restarting within a
+    row) makes the runs different documents where `doc[q] == doc[kv]` joins
+    them, so the varlen call would compute another mask. Computed on doc's
+    device; max_seqlen and contiguous are read back together (one host
+    synchronisation, besides the one nonzero makes)."""
+    import torch
+    d = doc.reshape(1, S).expand(B, S) if doc.dim() == 1 else doc
+    start = torch.ones((B, S), dtype=torch.bool, device=d.device)
+    start[:, 1:] = d[:, 1:] != d[:, :-1]
+    runs = start.sum(dim=1)
+    srt = torch.sort(d, dim=1).values
+    distinct = 1 + (srt[:, 1:] != srt[:, :-1]).sum(dim=1)
+    starts = torch.nonzero(start.reshape(-1)).reshape(-1)
+    cu = torch.cat([starts, torch.full((1,), B * S, dtype=starts.dtype, device=d.device)])
+    maxlen, contiguous = torch.stack([(cu[1:] - cu[:-1]).max(), (runs == distinct).all().to(cu.dtype)]).tolist()
+    return cu.to(torch.int32), int(maxlen), bool(contiguous)
+
+
 def check_segments(specs, checked):
     """Checks the contents of every `segments` buffer among checked (what
     check_buffers returned for specs) with the rule of dsl.CheckSegments,
     which the Go runtime applies on request (AttentionKernel.CheckSegments)
     and the reference evaluator on every bind: document ids non-decreasing.
     (The other half of that rule, ids the dtype holds, check_buffers already
-    ensures: the tensor's dtype is the declared i32 or i64.) A generated
-    kernel binary-searches these ids; given unsorted ones it stays in
-    bounds but attends across documents. Launches never read buffer
-    contents (it would cost a synchronisation per call): call this once
-    per new buffer content, or set MASKC_CHECK_SEGMENTS=1 to have every
-    generated-kernel call do it. Raises MaskcError naming the element."""
+    ensures: the tensor's dtype is the declared i32 or i64.) This is the
+    property's promise, for callers who want it kept: a generated kernel
+    computes the mask as written for any ids (its segments check runs on
+    the device before every launch, and status() reports segments_unsorted
+    without a synchronisation in the call), binary-searching sorted ones.
+    Call this once per new buffer content, or set MASKC_CHECK_SEGMENTS=1 to
+    have every generated-kernel call do it (a synchronisation per call).
+    Raises MaskcError naming the element."""
     for s, (t, _) in zip(specs, checked):
         if not s.segments:
             continue

@@ -23,6 +23,7 @@ import time
 import torch
 
 from . import abi as _abi
+from . import checks as _checks
 from . import cuda as _cuda_mod
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -128,9 +129,21 @@ class Kernel:
         self.module = drv.load_module(self.cubin)
         self.fwd = drv.function(self.module, entry["entry"])
         self.flags_fn = drv.function(self.module, entry["flags_entry"]) if self.prepass else None
+        self.seg_fn = drv.function(self.module, self.spec.seg_check_entry) if self.spec.seg_check_entry else None
         drv.set_max_dynamic_smem(self.fwd, self.smem)
+        # the kernel's status words (MANIFEST.md "Status words"), zeroed once, passed in every launch
+        self.status_words = torch.zeros(abi.man.status_words, dtype=torch.int32, device="cuda")
         self.regs = drv.attribute(self.fwd, _cuda_mod.ATTR_NUM_REGS)
         self.local_bytes = drv.attribute(self.fwd, _cuda_mod.ATTR_LOCAL_SIZE_BYTES)
+
+    def status(self):
+        """Word 0's sticky bits (abi.man.status_bits) since creation or
+        reset_status; synchronises."""
+        return int(self.status_words[0].item()) & 0xFFFFFFFF
+
+    def reset_status(self):
+        """Zeroes the status words on the current stream."""
+        self.status_words.zero_()
 
     def _func(self, name):
         return libs()[1].function(self.module, name)
@@ -155,6 +168,7 @@ class Kernel:
             assert t.stride(3) == 1 and t.data_ptr() % 16 == 0 and all(s % 8 == 0 for s in t.stride()[:3])
         assert lse.shape == (B, H, Sq) and lse.is_contiguous() and lse.dtype == torch.float32
         sizes = {"B": B, "H": H, "HKV": HKV, "Sq": Sq, "Skv": Skv}
+        _refuse_outside_reads(self.spec, B, H, HKV, Sq, Skv, D, buffers)
         man = self.abi.man
         flags = None
         if self.prepass:
@@ -165,7 +179,7 @@ class Kernel:
         strides = {n: t.stride()[:3] for n, t in (("q", q), ("k", k), ("v", v), ("o", o))}
         sh, bufs = man.pack(self.spec, sizes, strides, scale, sink.data_ptr() if sink is not None else 0,
                             flags.data_ptr() if flags is not None else 0,
-                            [(t.data_ptr(), list(t.shape)) for t in buffers])
+                            [(t.data_ptr(), list(t.shape)) for t in buffers], status=self.status_words.data_ptr())
         keep = [q, k, v, o, lse, sink, flags] + list(buffers)
         e = man.entries[self.entry["entry"]]
         fwd_grid = e.grid_dims(sizes, self.block_m, self.block_n)
@@ -175,10 +189,13 @@ class Kernel:
             fe = man.entries[self.entry["flags_entry"]]
             flags_grid = fe.grid_dims(sizes, self.block_m, self.block_n)
             flag_args = fe.args(dict(shape=sh, buf=bufs, flags=flags.data_ptr()), man.structs)
+        seg = man.seg_check_launch(self.spec, self.plat, bufs)
 
         def run(prepass=True):
             if Sq == 0:
                 return
+            if seg is not None:  # the segments check first, as every launcher runs it
+                self._launch(self.seg_fn, seg[1], seg[2], 0, seg[4], seg[0])
             if flags is not None and prepass:
                 self._launch(self.flags_fn, flags_grid, self.threads, 0, flag_args, "maskc_tile_flags")
             self._launch(self.fwd, fwd_grid, self.threads, self.smem, fwd_args, "maskc_attn_fwd")
@@ -189,6 +206,14 @@ class Kernel:
 
 
 # --------------------------------------------------------------------------- cases
+def _refuse_outside_reads(spec, B, H, HKV, Sq, Skv, D, buffers):
+    """checks.check_reads for a whole-attention launch with these buffers
+    (their shapes are the extents): MaskcError before anything is launched
+    when a read would fall outside its buffer."""
+    sz = _checks.Sizes(B, H, HKV, Sq, Skv, D)
+    _checks.check_reads(spec.reads, _checks.bound_env(sz, sz, None), [list(t.shape) for t in buffers])
+
+
 def doc_ids(n, gen):
     lens, rem = [], n
     while rem > 0:
@@ -406,6 +431,8 @@ class BwdKernel(Kernel):
     def __init__(self, src, entry, abi, name="kernel", compiled=None, platform=None):
         super().__init__(src, entry, abi, name, compiled, platform)
         self.bwd_fns = {e: self._func(e) for e in self.spec.bwd_entries}
+        if self.spec.seg_check_entry:
+            self.bwd_fns[self.spec.seg_check_entry] = self._func(self.spec.seg_check_entry)
         for e in self.spec.bwd_entries:
             setattr(self, e[len("maskc_attn_"):], self.bwd_fns[e])
         self.bwd_threads = self.plat.bwd_threads
@@ -430,6 +457,7 @@ class BwdKernel(Kernel):
         man = self.abi.man
         dev = q.device
         sizes = {"B": B, "H": H, "HKV": HKV, "Sq": Sq, "Skv": Skv}
+        _refuse_outside_reads(self.spec, B, H, HKV, Sq, Skv, D, buffers)
         delta = torch.empty(B, H, Sq, device=dev, dtype=torch.float32)
         dq_acc = None if deterministic else torch.empty(B, H, Sq, D, device=dev, dtype=torch.float32)
         dsink = torch.empty(H, device=dev, dtype=torch.float32) if sink is not None else None
@@ -445,7 +473,7 @@ class BwdKernel(Kernel):
                                                         dsink=ptr(dsink)),
                           {s: a.data_ptr() for s, a in accs.items()})
         _, bufs = man.pack(self.spec, sizes, {n: (0, 0, 0) for n in "qkvo"}, scale, 0, 0,
-                           [(t.data_ptr(), list(t.shape)) for t in buffers])
+                           [(t.data_ptr(), list(t.shape)) for t in buffers], status=self.status_words.data_ptr())
         launches = man.bwd_launches(self.spec, self.plat, sizes,
                                     dict(O=o.data_ptr(), dO=do.data_ptr(), Q=q.data_ptr(), K=k.data_ptr(),
                                          V=v.data_ptr(), dQ=dq.data_ptr(), dK=dk.data_ptr(), dV=dv.data_ptr()),

@@ -197,9 +197,37 @@ class Attention:
         if choice.kind == "sdpa":
             return _sdpa(q, k, v, layout, choice, self.dtype, self.head_dim)
         if choice.kind == "turbo":
-            return _turbo_call(self.decision, q, k, v, layout, buffers, deterministic)
+            out = _turbo_call(self.decision, q, k, v, layout, buffers, deterministic)
+            if out is not _NOT_VARLEN:
+                return out
+            # The ids are not contiguous documents (an id recurs after another: padding between
+            # documents, reused or restarting ids): the varlen call would compute another mask.
+            # The generated kernel computes the mask as written; without one the call fails
+            # here, before anything ran.
+            seg = self.decision.segments
+            if self._generated is None:
+                raise MaskcError("block %s: the ids in buffer %s are not contiguous documents (an id recurs after "
+                                 "another), so the plan's %s would compute another mask, and this build has no "
+                                 "generated kernel for the block to run the mask as written" %
+                                 (self.name, seg, self.decision.entry))
+            _warn_once("maskc: block %s: the ids in buffer %s are not contiguous documents (an id recurs after "
+                       "another: padding between documents, reused or restarting ids), so the plan's %s would "
+                       "compute another mask; such calls run the block's generated kernel (the mask as written)" %
+                       (self.name, seg, self.decision.entry))
         gen = self.generated()
         return gen(q, k, v, layout, buffers, return_lse, deterministic, frame)
+
+    def status(self, device=None):
+        """The sticky status bits the block's generated kernel recorded
+        (_Generated.status: segments_unsorted 1, read_out_of_range 2); 0
+        when the block has no generated kernel here. Synchronises: never
+        call it in the hot path."""
+        return self._generated.status(device) if self._generated is not None else 0
+
+    def reset_status(self, device=None):
+        """Clears the generated kernel's status words (_Generated.reset_status)."""
+        if self._generated is not None:
+            self._generated.reset_status(device)
 
     def generated(self):
         """The block's generated-kernel launcher."""
@@ -290,18 +318,18 @@ def _sdpa(q, k, v, layout, choice, dtype, head_dim):
 # --------------------------------------------------------------------------- Turbo
 
 def cu_seqlens_from_segments(doc, B, S):
-    """(cu_seqlens int32 [n + 1], max_seqlen, non_decreasing) of a segments
+    """(cu_seqlens int32 [n + 1], max_seqlen, contiguous) of a segments
     buffer doc ([S], shared by every batch element, or [B, S]) as
     classify/PLAN.md defines them: every run of equal ids is one document,
-    batches concatenated. Computed on doc's device; max_seqlen and the
-    property check read two scalars back (a host synchronisation)."""
-    d = doc.reshape(1, S).expand(B, S) if doc.dim() == 1 else doc
-    start = torch.ones((B, S), dtype=torch.bool, device=d.device)
-    start[:, 1:] = d[:, 1:] != d[:, :-1]
-    starts = torch.nonzero(start.reshape(-1)).reshape(-1)
-    cu = torch.cat([starts, torch.full((1,), B * S, dtype=starts.dtype, device=d.device)]).to(torch.int32)
-    ok = bool((d[:, 1:] >= d[:, :-1]).all())
-    return cu, int((cu[1:] - cu[:-1]).max()), ok
+    batches concatenated; contiguous says that the runs are the mask's
+    documents (checks.varlen_documents). Computed on doc's device;
+    max_seqlen and contiguous are read back (a host synchronisation)."""
+    return _checks.varlen_documents(doc, B, S)
+
+
+# _turbo_call's answer when the plan's varlen call would compute another
+# mask: the caller runs the generated kernel instead.
+_NOT_VARLEN = object()
 
 
 def _turbo_call(dec, q, k, v, layout, buffers, deterministic):
@@ -336,11 +364,9 @@ def _turbo_call(dec, q, k, v, layout, buffers, deterministic):
         raise MaskcError("block %s: segments buffer %s is missing: pass buffers={%r: tensor}" %
                          (dec.name, dec.segments, dec.segments))
     B, S, H, D = q.shape
-    cu, maxlen, ok = cu_seqlens_from_segments(buffers[dec.segments], B, S)
-    if not ok:
-        raise MaskcError("block %s: buffer %s is declared segments but is not non-decreasing; the plan's %s does "
-                         "not apply (pass backend='generated' to run the mask as written)" %
-                         (dec.name, dec.segments, dec.entry))
+    cu, maxlen, contiguous = cu_seqlens_from_segments(buffers[dec.segments], B, S)
+    if not contiguous:  # nothing launched yet: the caller runs the mask as written
+        return _NOT_VARLEN
     out = fn(q.reshape(B * S, H, D), k.reshape(B * S, k.shape[2], D), v.reshape(B * S, v.shape[2], D),
              cu, cu, maxlen, maxlen, **kw)
     out = out.reshape(B, S, H, D)
@@ -393,6 +419,7 @@ class _Generated:
         self._loaded = {}
         self._bwd_loaded = {}
         self._flags = {}
+        self._status = {}  # device index -> the kernel's status words on it (abi status_words int32)
         self._lock = threading.Lock()
         self.known = {b.name for b in self.spec.buffers} | ({self.spec.sink} if self.spec.sink else set())
         _LAUNCHERS[self.key] = self
@@ -460,13 +487,15 @@ class _Generated:
                 mod = drv.load_module(self._cubin(plat, target))
                 fwd = drv.function(mod, self.spec.entry)
                 flags = drv.function(mod, self.spec.flags_entry) if self.spec.flags_entry else None
+                seg = drv.function(mod, self.spec.seg_check_entry) if self.spec.seg_check_entry else None
                 if plat.name not in self.spec.launch:
                     raise MaskcError("the manifest has no launch configuration of %s for platform %s" %
                                      (self.spec.name, plat.name))
                 smem = self.spec.launch[plat.name][2]
                 if smem:
                     drv.set_max_dynamic_smem(fwd, smem)
-            self._loaded[idx] = (plat, fwd, flags)
+            self._status_words(device, torch.cuda.current_stream(device).cuda_stream)
+            self._loaded[idx] = (plat, fwd, flags, seg)
             return self._loaded[idx]
 
     def _bwd_module(self, device):
@@ -490,14 +519,61 @@ class _Generated:
                 plat, target = self._target(idx)
                 mod = drv.load_module(self._cubin(plat, target, spec.bwd_source))
                 fns = {e: drv.function(mod, e) for e in spec.bwd_entries}
-                if spec.flags_entry:
-                    fns[spec.flags_entry] = drv.function(mod, spec.flags_entry)
+                for e in (spec.flags_entry, spec.seg_check_entry):
+                    if e:
+                        fns[e] = drv.function(mod, e)
                 smem = spec.bwd_launch[plat.name][3]
                 for e in spec.bwd_entries:
                     if self.man.bwd_entries[e].shared_mem and smem:
                         drv.set_max_dynamic_smem(fns[e], smem)
+            self._status_words(device, torch.cuda.current_stream(device).cuda_stream)
             self._bwd_loaded[idx] = (plat, fns)
             return self._bwd_loaded[idx]
+
+    def _status_words(self, device, stream):
+        """The kernel's status words for launches on stream of device
+        (MANIFEST.md "Status words"): man.status_words int32, zeroed once
+        when first used there (Program.prepare makes the current stream's
+        before any CUDA graph capture) and passed as MaskcBuffers.status in
+        every launch on that stream. One set per stream: the segments
+        check's per-slot words must not be shared by launches that may run
+        at once with other ids."""
+        idx = device.index if device.index is not None else torch.cuda.current_device()
+        key = (idx, stream)
+        t = self._status.get(key)
+        if t is None:  # (callers may hold self._lock: setdefault keeps one set when threads race)
+            t = self._status.setdefault(key, torch.zeros(self.man.status_words, dtype=torch.int32,
+                                                         device=torch.device("cuda", idx)))
+        return t
+
+    def status(self, device=None):
+        """The sticky bits of status word 0 (man.status_bits by name:
+        segments_unsorted 1, read_out_of_range 2) that this kernel's launches
+        on device (None: every device it ran on) recorded since they were
+        first used or reset_status, or-ed over its streams. Reading copies
+        the words to the host, which waits for the work in flight: call it
+        off the hot path (once per step, in a check), never per call."""
+        want = None if device is None else self._index(device)
+        bits = 0
+        for (idx, _), t in list(self._status.items()):
+            if want is None or idx == want:
+                bits |= int(t[0].item()) & 0xFFFFFFFF
+        return bits
+
+    def reset_status(self, device=None):
+        """Zeroes the status words on device (None: every device), each on
+        the current stream: launches enqueued after it record into cleared
+        words."""
+        want = None if device is None else self._index(device)
+        for (idx, _), t in list(self._status.items()):
+            if want is None or idx == want:
+                with torch.cuda.device(idx):
+                    t.zero_()
+
+    @staticmethod
+    def _index(device):
+        d = torch.device(device) if not isinstance(device, torch.device) else device
+        return d.index if d.index is not None else torch.cuda.current_device()
 
     def _cubin(self, plat, target, source=None):
         """The cubin of source (default the forward's) for target: from the
@@ -530,8 +606,10 @@ class _Generated:
         spec, man = self.spec, self.man
         frame = _frame_values(frame)
         sz = _checks.check_qkv(q, k, v, layout, spec.head_dim, spec.dtype, dtype_name)
+        glob = _global_sizes(sz, frame)
         checked = _checks.check_buffers(spec.buffers, {b.name: t for b, t in zip(spec.buffers, buffers)},
-                                        _global_sizes(sz, frame), q.device, dtype_name)
+                                        glob, q.device, dtype_name)
+        _checks.check_reads(spec.reads, _checks.bound_env(sz, glob, frame), [ext for _, ext in checked])
         if _checks.segments_check_enabled():  # opt-in: reads segments buffers back (checks.check_segments)
             _checks.check_segments(spec.buffers, checked)
         if sink is not None:
@@ -544,19 +622,24 @@ class _Generated:
             return out, lse
         if sz.KV == 0:
             raise MaskcError("Skv = 0: a generated kernel needs at least one key")
-        plat, fwd, flagsfn = self._module(q.device)
+        plat, fwd, flagsfn, segfn = self._module(q.device)
         block_n, threads, smem = spec.launch[plat.name]
         sizes = dict(B=sz.B, H=sz.H, HKV=sz.HKV, Sq=sz.Q, Skv=sz.KV)
         strides = {n: _checks.bhsd_strides(t, layout)[:3] for n, t in (("q", q), ("k", k), ("v", v), ("o", out))}
         stream = torch.cuda.current_stream(q.device)
         flags = self._flag_buffer(q.device, stream.cuda_stream, sizes, block_n) if flagsfn is not None else None
         fptr = flags.data_ptr() if flags is not None else 0
+        status = self._status_words(q.device, stream.cuda_stream)
         sh, bf = man.pack(spec, sizes, strides, spec.scale, sink.data_ptr() if sink is not None else 0, fptr,
-                          [(t.data_ptr(), ext) for t, ext in checked], frame)
+                          [(t.data_ptr(), ext) for t, ext in checked], frame, status.data_ptr())
         drv, _ = _libs()
         block = (threads, 1, 1)
         with torch.cuda.device(q.device):
             drv.ensure_context(q.device.index if q.device.index is not None else torch.cuda.current_device())
+            seg = man.seg_check_launch(spec, plat, bf)
+            if seg is not None:  # first: whether the segments ids are sorted, for the launches below
+                name, grid, sthreads, _, args = seg
+                drv.launch(segfn, grid, (sthreads, 1, 1), 0, stream.cuda_stream, args, name)
             if flagsfn is not None:
                 e = man.entries[spec.flags_entry]
                 drv.launch(flagsfn, e.grid_dims(sizes, man.block_m, block_n), block, 0, stream.cuda_stream,
@@ -587,8 +670,10 @@ class _Generated:
         spec, man = self.spec, self.man
         frame = _frame_values(frame)
         sz = _checks.check_qkv(q, k, v, layout, spec.head_dim, spec.dtype, dtype_name)
+        glob = _global_sizes(sz, frame)
         checked = _checks.check_buffers(spec.buffers, {b.name: t for b, t in zip(spec.buffers, buffers)},
-                                        _global_sizes(sz, frame), q.device, dtype_name)
+                                        glob, q.device, dtype_name)
+        _checks.check_reads(spec.reads, _checks.bound_env(sz, glob, frame), [ext for _, ext in checked])
         dout = _kernel_operand(dout, layout)
         out = _kernel_operand(out, layout)
         if tuple(dout.shape) != tuple(q.shape) or dout.dtype != q.dtype:
@@ -617,8 +702,10 @@ class _Generated:
         flags = None
         if spec.flags_entry:  # the tile flags of these buffers, recomputed for this backward
             flags = torch.empty(max(1, spec.flag_bytes(sizes, block_n)), dtype=torch.uint8, device=dev)
+        stream = torch.cuda.current_stream(dev).cuda_stream
         fsh, bf = man.pack(spec, sizes, {n: strides[n] for n in "qkvo"}, spec.scale, ptr(sink), ptr(flags),
-                           [(t.data_ptr(), ext) for t, ext in checked], frame)
+                           [(t.data_ptr(), ext) for t, ext in checked], frame,
+                           self._status_words(dev, stream).data_ptr())
         sh = man.pack_bwd(sizes, strides, spec.scale,
                           dict(sink=ptr(sink), tile_flags=ptr(flags), lse=lse.data_ptr(), dlse=ptr(dlse),
                                delta=delta.data_ptr(), dq_acc=ptr(dq_acc), dsink=ptr(dsink) if with_sink else 0),
@@ -628,7 +715,6 @@ class _Generated:
         launches = man.bwd_launches(spec, plat, sizes, ptrs, sh, bf, deterministic, with_sink,
                                     {s: (accs[s].data_ptr(), dbufs[s].data_ptr(), accs[s].numel()) for s in slots})
         drv, _ = _libs()
-        stream = torch.cuda.current_stream(dev).cuda_stream
         with torch.cuda.device(dev):
             drv.ensure_context(dev.index if dev.index is not None else torch.cuda.current_device())
             for name, grid, threads, smem, args in launches:
@@ -719,3 +805,12 @@ def _backward(ctx, dout, dlse):
 
 
 attn_fwd.register_autograd(_backward, setup_context=_setup_context)
+
+
+# FlexAttention's API over the user's own Python mods (maskc.flex reads their
+# source and closures into a .flex text and runs it through load/Attention).
+from .flex import (AuxOutput, AuxRequest, BlockMask, and_masks, create_block_mask, flex_attention,  # noqa: E402
+                   noop_mask, or_masks)
+
+__all__ += ["flex_attention", "create_block_mask", "BlockMask", "and_masks", "or_masks", "noop_mask", "AuxRequest",
+            "AuxOutput"]

@@ -94,12 +94,38 @@ class Tensor:
 
     def zero_(self):
         rec.calls.append(("zero", self._ptr))
+        self.value = 0
         return self
+
+    def __getitem__(self, idx):
+        """t[..., :n] (maskc.flex's slice of a padded output): a view; any
+        other index is metadata only: an element reads the tensor's value."""
+        if isinstance(idx, tuple) and len(idx) == 2 and idx[0] is Ellipsis and isinstance(idx[1], slice) \
+                and idx[1].start is None:
+            n = idx[1].stop
+            rec.calls.append(("slice", self.shape, n))
+            return Tensor(self.shape[:-1] + (n,), self.dtype, self.device, self._strides, self._ptr, self.requires_grad)
+        return self
+
+    def item(self):
+        rec.calls.append(("item", self._ptr))
+        return getattr(self, "value", 0)
+
+    def reshape(self, *shape):
+        shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        return Tensor(shape, self.dtype, self.device, ptr=self._ptr, requires_grad=self.requires_grad)
 
     def transpose(self, a, b):
         s, st = list(self.shape), list(self._strides)
         s[a], s[b], st[a], st[b] = s[b], s[a], st[b], st[a]
         return Tensor(s, self.dtype, self.device, st, self._ptr, self.requires_grad)
+
+
+def pad(t, p):
+    """torch.nn.functional.pad of the last dimension by (0, n) only."""
+    assert len(p) == 2 and p[0] == 0, p
+    rec.calls.append(("pad", t.shape, p[1]))
+    return Tensor(t.shape[:-1] + (t.shape[-1] + p[1],), t.dtype, t.device, requires_grad=t.requires_grad)
 
 
 def empty(n, dtype=float32, device="cuda:0"):
@@ -195,7 +221,7 @@ def install(monkeypatch):
     attention = types.ModuleType("torch.nn.attention")
     attention.SDPBackend, attention.sdpa_kernel = SDPBackend, sdpa_kernel
     nn.attention = attention
-    nn.functional = types.SimpleNamespace(scaled_dot_product_attention=scaled_dot_product_attention)
+    nn.functional = types.SimpleNamespace(scaled_dot_product_attention=scaled_dot_product_attention, pad=pad)
     torch.nn = nn
     for name, mod in (("torch", torch), ("torch.nn", nn), ("torch.nn.attention", attention)):
         monkeypatch.setitem(sys.modules, name, mod)

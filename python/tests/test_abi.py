@@ -1,6 +1,6 @@
 """The ABI manifest read into ctypes structs, grids and argument lists.
 
-testdata/manifest_v3.json is a manifest written by the hipsrc package
+testdata/manifest_v4.json is a manifest written by the hipsrc package
 (genkernels over examples and a prepass mask); once maskc compile writes
 manifests on main, test_launch_plan reads the binary's own output too."""
 import copy
@@ -19,14 +19,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 @pytest.fixture
 def doc():
-    with open(os.path.join(HERE, "testdata", "manifest_v3.json")) as f:
+    with open(os.path.join(HERE, "testdata", "manifest_v4.json")) as f:
         return json.load(f)
 
 
 def test_structs_match_the_manifest_layout(doc):
     m = Manifest(doc)
     shape = {s["name"]: s for s in doc["abi"]["structs"]}["MaskcShape"]
-    assert ctypes.sizeof(m.Shape) == shape["size"] and ctypes.sizeof(m.Buffers) == 240
+    assert ctypes.sizeof(m.Shape) == shape["size"] and ctypes.sizeof(m.Buffers) == 248
     for f in shape["fields"]:
         assert getattr(m.Shape, f["name"]).offset == f["offset"]
 
@@ -49,6 +49,26 @@ def test_pack_puts_values_at_the_manifest_offsets(doc):
     assert struct.unpack_from("<2q", rb, 64) == (16, 1699)
     boff = {f["name"]: f["offset"] for s in doc["abi"]["structs"] if s["name"] == "MaskcBuffers" for f in s["fields"]}
     assert struct.unpack_from("<6q", rb, boff["q_offset"]) == (0,) * 6  # no frame: the whole attention
+    assert struct.unpack_from("<Q", rb, boff["status"]) == (0,)  # no status words: the kernel records nothing
+
+
+def test_status_words_come_from_the_manifest(doc):
+    m = Manifest(doc)
+    assert m.status_words == 1 + m.max_buffers == 9
+    assert m.status_bits == {"segments_unsorted": 1, "read_out_of_range": 2}
+    z = dict(q=(0,) * 3, k=(0,) * 3, v=(0,) * 3, o=(0,) * 3)
+    _, bufs = m.pack(m.kernel("packed_layer"), dict(B=1, H=2, HKV=2, Sq=5, Skv=5), z, 1.0, 0, 0, [(64, [5])],
+                     status=0x5000)
+    boff = {f["name"]: f["offset"] for s in doc["abi"]["structs"] if s["name"] == "MaskcBuffers" for f in s["fields"]}
+    assert boff["status"] == ctypes.sizeof(m.Buffers) - 8
+    assert struct.unpack_from("<Q", bytes(bufs), boff["status"]) == (0x5000,)
+    bad = copy.deepcopy(doc)
+    bad["abi"]["status"]["words"] = 4
+    with pytest.raises(MaskcError, match="4 status words"):
+        Manifest(bad)
+    del bad["abi"]["status"]
+    with pytest.raises(MaskcError, match="malformed"):
+        Manifest(bad)
 
 
 def test_pack_writes_the_position_frame(doc):
@@ -128,7 +148,7 @@ def edit(doc, what):
     d = copy.deepcopy(doc)
     shape = d["abi"]["structs"][0]
     if what == "version":
-        d["version"] = 4
+        d["version"] = 5
     elif what == "offset":
         shape["fields"][5]["offset"] += 8
     elif what == "unknown field":
@@ -150,7 +170,7 @@ def edit(doc, what):
 
 
 @pytest.mark.parametrize("what, msg", [
-    ("version", "version 4"), ("offset", "q_stride is at offset 32"), ("unknown field", "MaskcShape.window"),
+    ("version", "version 5"), ("offset", "q_stride is at offset 32"), ("unknown field", "MaskcShape.window"),
     ("missing field", "lacks tile_flags"), ("c_type", "'short'"), ("grid", "D/block_m"),
     ("slots", "slots \\[3\\]"), ("entry", "maskc_attn_fwd2"), ("key", "malformed"),
 ])

@@ -1,4 +1,6 @@
 """Argument checks on fake tensors: every rule raises before a launch."""
+import os
+
 import pytest
 
 from conftest import dtype_name
@@ -171,3 +173,34 @@ def test_check_segments(monkeypatch):
     assert not segments_check_enabled({})
     assert segments_check_enabled({"MASKC_CHECK_SEGMENTS": "1"})
     assert not segments_check_enabled({"MASKC_CHECK_SEGMENTS": "0"})
+
+
+def _real_torch():
+    """The host's CPU torch (Debian python3-torch; .ci/run installs it)."""
+    try:
+        import torch
+    except ImportError:
+        if os.environ.get("CI") == "true":
+            raise
+        pytest.skip("no torch on this host: varlen_documents runs torch ops")
+    return torch
+
+
+@pytest.mark.parametrize("rows, cu, maxlen, contiguous", [
+    ([[0, 0, 1, 1, 1, 2]], [0, 2, 5, 6], 3, True),  # sorted
+    ([[2, 2, 0, 1, 1, 1]], [0, 2, 3, 6], 3, True),  # shuffled order, distinct ids: still one run per document
+    ([[0, 0, 1, 1, 0, 0]], [0, 2, 4, 6], 2, False),  # an id reused after another
+    ([[0, 0, -1, 1, 1, -1]], [0, 2, 3, 5, 6], 2, False),  # -1 padding between and after documents
+    ([[0, 1, 1], [0, 0, 1]], [0, 1, 3, 5, 6], 2, True),  # restarting per row of a [B, S] buffer
+    ([[0, 1, 0], [0, 0, 1]], [0, 1, 2, 3, 5, 6], 2, False),  # restarting within a row
+])
+def test_varlen_documents(rows, cu, maxlen, contiguous):
+    torch = _real_torch()
+    from maskc.checks import varlen_documents
+    doc = torch.tensor(rows, dtype=torch.int32)
+    got_cu, got_max, got_contiguous = varlen_documents(doc, len(rows), len(rows[0]))
+    assert got_cu.dtype == torch.int32 and got_cu.tolist() == cu
+    assert (got_max, got_contiguous) == (maxlen, contiguous)
+    if len(rows) == 1:  # a 1-D buffer shared by every batch element: the same runs per row
+        got_cu, _, got_contiguous = varlen_documents(doc.reshape(-1), 2, len(rows[0]))
+        assert got_cu.tolist() == cu[:-1] + [c + len(rows[0]) for c in cu] and got_contiguous == contiguous

@@ -181,8 +181,9 @@ def test_frame_reaches_the_kernel_and_buffers_are_global(env):
     q = ft.Tensor((B, S, H, D))
     doc = ft.Tensor((4 * S,), ft.int32)  # the whole sequence's document ids
     attn(q, q, q, buffers={"doc": doc}, frame=Frame(q_offset=3 * S, kv_offset=S, q_total=4 * S, kv_total=4 * S))
-    ((_, args),) = drv.calls
+    (_, check), (_, args) = drv.calls  # the segments check, then the forward: the same buffers
     bufs = attn.generated().man.Buffers.from_buffer_copy(args[6])
+    assert check[0] == args[6]
     assert [getattr(bufs, n) for n in abi.FRAME_FIELDS] == [3 * S, S, 0, 4 * S, 4 * S, 0]
     assert list(bufs.dim[0]) == [4 * S, 1]
     with pytest.raises(MaskcError, match=r"doc has shape \[256\]"):  # a local doc vector is refused

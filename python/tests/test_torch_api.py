@@ -90,8 +90,12 @@ def turbo(monkeypatch):
     def flash_attn_func(q, k, v, **kw):
         calls.append((q.shape, k.shape, kw))
         return ft.Tensor(q.shape, q.dtype, q.device)
+    def flash_attn_varlen_func(q, k, v, cu_q, cu_k, max_q, max_k, **kw):
+        calls.append((q.shape, k.shape, dict(kw, cu_seqlens=cu_q, max_seqlen=max_q)))
+        return ft.Tensor(q.shape, q.dtype, q.device)
     ops = types.ModuleType("primus_turbo.pytorch.ops")
     ops.flash_attn_func = flash_attn_func
+    ops.flash_attn_varlen_func = flash_attn_varlen_func
     pt = types.ModuleType("primus_turbo.pytorch")
     pt.ops = ops
     top = types.ModuleType("primus_turbo")
@@ -129,3 +133,27 @@ def test_turbo_precondition_failure_is_not_silent(mt, turbo):
     with pytest.warns(UserWarning, match="alibi_layer runs maskc's generated kernel: .* Sq=100 != Skv=300"):
         assert attn(q, k, k, buffers={"slopes": ft.Tensor((8,), ft.float32)}) == "generated ran"
     assert not turbo
+
+
+def test_turbo_varlen_takes_contiguous_documents_only(mt, turbo, monkeypatch):
+    """Ids that are contiguous documents go to the plan's varlen call; ids
+    that are not (an id recurs after another) would make it compute another
+    mask: the call runs the generated kernel, with one warning naming the
+    block, and never reaches Turbo."""
+    attn = mt.load(os.path.join(EXAMPLES, "document_causal.flex")).attention("packed_layer")
+    q, doc = ft.Tensor((1, 256, 8, 128)), ft.Tensor((256,), ft.int32)
+    cu = ft.Tensor((3,), ft.int32)
+    answer = [(cu, 200, True)]
+    monkeypatch.setattr(mt, "cu_seqlens_from_segments", lambda d, B, S: answer[0])
+    attn._generated = lambda *args: "generated ran"
+    attn(q, q, q, buffers={"doc": doc})
+    ((_, _, kw),) = turbo
+    assert kw["cu_seqlens"] is cu and kw["max_seqlen"] == 200 and kw["causal"] is True
+    answer[0] = (cu, 200, False)
+    with pytest.warns(UserWarning, match="block packed_layer: the ids in buffer doc are not contiguous documents"):
+        assert attn(q, q, q, buffers={"doc": doc}) == "generated ran"
+    assert len(turbo) == 1
+    attn._generated = None  # no generated kernel: refused before anything runs
+    with pytest.raises(MaskcError, match="no generated kernel for the block"):
+        attn(q, q, q, buffers={"doc": doc})
+    assert len(turbo) == 1

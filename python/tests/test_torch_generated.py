@@ -39,7 +39,7 @@ class FakeDriver:
         self.calls.append(("function", name))
         return {"maskc_attn_fwd": 100, "maskc_tile_flags": 200, "maskc_attn_bwd_pre": 300, "maskc_attn_bwd": 301,
                 "maskc_attn_bwd_dq": 302, "maskc_attn_bwd_dq_convert": 303, "maskc_attn_bwd_sink": 304,
-                "maskc_attn_bwd_buf_convert": 305}[name]
+                "maskc_attn_bwd_buf_convert": 305, "maskc_seg_check": 106}[name]
 
     def set_max_dynamic_smem(self, f, n):
         self.calls.append(("smem", f, n))
@@ -93,7 +93,9 @@ def test_document_block_launch(env):
     man = attn.generated().man
     block_n, threads, smem = man.kernel("packed_layer").launch["nvidia-sm90a"]
     assert ("smem", 100, smem) in drv.calls
-    ((_, f, grid, block, got_smem, stream, args),) = launches(drv)
+    (_, cf, cgrid, cblock, csmem, cstream, cargs), (_, f, grid, block, got_smem, stream, args) = launches(drv)
+    assert (cf, cgrid, cblock, csmem, cstream) == (106, (1, 1, 1), (threads, 1, 1), 0, ft.Stream.cuda_stream)
+    assert cargs == [args[6]]  # the segments check reads the forward's buffers and status words
     assert (f, grid, block, got_smem, stream) == (100, (8, H, B), (threads, 1, 1), smem, ft.Stream.cuda_stream)
     assert [ptr(a) for a in args[:4]] == [q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr()]
     sh = man.Shape.from_buffer_copy(args[5])
@@ -104,7 +106,7 @@ def test_document_block_launch(env):
     assert bufs.ptr[0] == doc.data_ptr() and list(bufs.dim[0]) == [S, 1]
     # A second call reuses the loaded module; a new program reuses the cubin.
     attn(q, k, v, buffers={"doc": doc})
-    assert len([c for c in drv.calls if c[0] == "load"]) == 1 and len(launches(drv)) == 2
+    assert len([c for c in drv.calls if c[0] == "load"]) == 1 and len(launches(drv)) == 4
     again = mt.load(os.path.join(EXAMPLES, "document_causal.flex")).attention("packed_layer")
     again(q, k, v, buffers={"doc": doc})
     assert len(nv.compiles) == 1
@@ -238,6 +240,42 @@ def test_backward_launches_from_the_manifest(env, deterministic):
     assert ptr(bw[0][6][0]) == o.data_ptr()
 
 
+def test_status_words_in_every_launch(env):
+    """The kernel's status words: zeroed once per device, the same pointer in
+    the forward's and the backward's MaskcBuffers, word 0 read by status()
+    and cleared by reset_status()."""
+    mt, drv, nv = env
+    attn = mt.load(os.path.join(EXAMPLES, "document_causal.flex")).attention("packed_layer")
+    B, S, H, HKV, D = 1, 500, 4, 2, 128
+    q = ft.Tensor((B, S, H, D), requires_grad=True)
+    k, v = ft.Tensor((B, S, HKV, D), requires_grad=True), ft.Tensor((B, S, HKV, D), requires_grad=True)
+    doc = ft.Tensor((S,), ft.int32)
+    assert attn.status() == 0  # nothing loaded, nothing recorded
+    attn(q, k, v, buffers={"doc": doc})
+    gen = attn.generated()
+    ((key, words),) = gen._status.items()
+    assert key == (0, ft.Stream.cuda_stream) and words.shape == (gen.man.status_words,) and words.dtype is ft.int32
+    assert ("zeros", gen.man.status_words) in ft.rec.calls
+    backward_through_op(attn, q, k, v, [doc])
+    man = gen.man
+    seen = []
+    for c in launches(drv):
+        for a in c[6]:
+            if len(a) == ctypes.sizeof(man.Buffers):
+                seen.append(man.Buffers.from_buffer_copy(a).status)
+    # the segments check and the forward, then the check and the main kernel of the backward
+    assert len(seen) == 4 and set(seen) == {words.data_ptr()}
+    fwd_block_n, fwd_threads, _ = man.kernel("packed_layer").launch["nvidia-sm90a"]
+    assert [(c[1], c[2], c[3]) for c in launches(drv)][:2] == [(106, (1, 1, 1), (fwd_threads, 1, 1)),
+                                                              (100, (-(-S // 128), H, B), (fwd_threads, 1, 1))]
+    assert [c[1] for c in launches(drv)][2:4] == [106, 300]  # the backward checks first too
+    words.value = man.status_bits["segments_unsorted"]
+    assert attn.status() == 1 and attn.status("cuda:0") == 1
+    attn.reset_status()
+    assert attn.status() == 0 and ("zero", words.data_ptr()) in ft.rec.calls
+    assert len(gen._status) == 1  # one set of words per device, not per call
+
+
 def test_backward_tiles_per_platform(env):
     """The backward's tiles come from the kernel's bwd_launch for the platform:
     at head dim 128 the MFMA kernels take 32 query rows (gfx90a and gfx942's
@@ -349,13 +387,13 @@ def test_segments_check_is_opt_in(env, monkeypatch):
     attn = mt.load(os.path.join(EXAMPLES, "document_causal.flex")).attention("packed_layer")
     q, doc = ft.Tensor((1, 1000, 2, 128)), ft.Tensor((1000,), ft.int32)
     attn(q, q, q, buffers={"doc": doc})
-    assert not seen and len(launches(drv)) == 1
+    assert not seen and [c[1] for c in launches(drv)] == [106, 100]  # the device check and the forward
     monkeypatch.setenv("MASKC_CHECK_SEGMENTS", "1")
     monkeypatch.setattr(checks, "first_decrease", lambda t: seen.append(t))
     attn(q, q, q, buffers={"doc": doc})
-    assert seen == [doc] and len(launches(drv)) == 2
+    assert seen == [doc] and len(launches(drv)) == 4
     monkeypatch.setattr(checks, "first_decrease", lambda t: 1)
     monkeypatch.setattr(ft.Tensor, "reshape", lambda self, *s: [5, 4], raising=False)
     with pytest.raises(MaskcError, match="segments buffer doc: element 1 \\(4\\) is smaller than element 0 \\(5\\)"):
         attn(q, q, q, buffers={"doc": doc})
-    assert len(launches(drv)) == 2
+    assert len(launches(drv)) == 4

@@ -67,3 +67,68 @@ def test_same_inputs_same_bytes(maskc_bin, tmp_path, wheel):
     build_wheel.main(["-o", str(tmp_path), "--binary", maskc_bin])
     (again,) = os.listdir(tmp_path)
     assert open(tmp_path / again, "rb").read() == open(wheel, "rb").read()
+
+
+@pytest.fixture(scope="module")
+def pip_wheel(tmp_path_factory):
+    """The wheel `pip wheel --no-build-isolation --no-index ./python` builds
+    (pyproject.toml's in-tree backend, Go building the binary)."""
+    out = tmp_path_factory.mktemp("pipdist")
+    have_pip = subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True)
+    assert have_pip.returncode == 0, "%s has no pip (Debian: apt-get install python3-pip)" % sys.executable
+    p = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-index", "--no-deps",
+                        "-w", str(out), PYTHON_DIR], capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    (name,) = os.listdir(out)
+    return str(out / name)
+
+
+def test_pip_wheel_holds_binary_of_package_version(pip_wheel, tmp_path):
+    ver = build_wheel.version()
+    assert os.path.basename(pip_wheel) == build_wheel.wheel_name(build_wheel.host_goarch())
+    with zipfile.ZipFile(pip_wheel) as z:
+        names = z.namelist()
+        meta = z.read("maskc-%s.dist-info/METADATA" % ver).decode()
+        info = z.getinfo("maskc/bin/maskc")
+        z.extractall(tmp_path)
+    assert "Version: %s\n" % ver in meta
+    assert "maskc/__init__.py" in names and "maskc/transformers.py" in names
+    assert (info.external_attr >> 16) & 0o777 == 0o755
+    binary = str(tmp_path / "maskc/bin/maskc")
+    os.chmod(binary, 0o755)
+    out = subprocess.run([binary, "--version"], capture_output=True, text=True, check=True).stdout
+    # The binary's version and the package's are the one definition in maskc/__init__.py.
+    code = "import maskc; print(maskc.__version__)"
+    pkg = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=str(tmp_path)),
+                         capture_output=True, text=True, check=True, cwd=str(tmp_path)).stdout.strip()
+    assert (out, pkg) == ("maskc %s\n" % ver, ver)
+
+
+def test_pip_wheel_is_build_wheels_wheel(pip_wheel, tmp_path):
+    """pip's wheel and build_wheel.py's from the same binary are the same bytes."""
+    with zipfile.ZipFile(pip_wheel) as z:
+        (tmp_path / "maskc").write_bytes(z.read("maskc/bin/maskc"))
+    out = tmp_path / "dist"
+    build_wheel.main(["-o", str(out), "--goarch", build_wheel.host_goarch(), "--binary", str(tmp_path / "maskc")])
+    (again,) = os.listdir(out)
+    assert open(out / again, "rb").read() == open(pip_wheel, "rb").read()
+
+
+def test_backend_without_go_says_so(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(SystemExit, match="needs Go"):
+        build_wheel.build_wheel(str(tmp_path))
+    monkeypatch.setenv("GOARCH", "riscv64")
+    with pytest.raises(SystemExit, match="GOARCH=riscv64"):
+        build_wheel.build_wheel(str(tmp_path))
+
+
+def test_backend_packages_a_given_binary(maskc_bin, tmp_path):
+    name = build_wheel.build_wheel(str(tmp_path), {"binary": maskc_bin})
+    with zipfile.ZipFile(tmp_path / name) as z:
+        assert z.read("maskc/bin/maskc") == open(maskc_bin, "rb").read()
+    meta = tmp_path / "meta"
+    dist = build_wheel.prepare_metadata_for_build_wheel(str(meta))
+    with zipfile.ZipFile(tmp_path / name) as z:
+        for f in ("METADATA", "WHEEL"):
+            assert (meta / dist / f).read_bytes() == z.read(dist + "/" + f)

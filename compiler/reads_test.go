@@ -1,0 +1,122 @@
+package compiler
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/maskc/maskc/hipsrc"
+	"github.com/maskc/maskc/runtime"
+	"github.com/maskc/maskc/runtime/fake"
+)
+
+// TestReadsRefusedBeforeLaunch runs the cases of issue 33
+// (testdata/reads/issue33.flex) through the Go runtime on the fake
+// device: a call at sizes where a read falls outside its buffer fails with
+// E410 naming the read, its range and the extent, and launches nothing;
+// the same block at sizes that fit launches as before (forward and
+// backward).
+func TestReadsRefusedBeforeLaunch(t *testing.T) {
+	const path = "../testdata/reads/issue33.flex"
+	text, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, diags := Compile(path, text, Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Render())
+	}
+	tests := []struct {
+		block string
+		sz    Sizes
+		want  string // "" launches
+	}{
+		{"rel_layer", Sizes{B: 1, H: 2, Sq: 5, Skv: 5}, ""},
+		{"rel_layer", Sizes{B: 1, H: 2, Sq: 6, Skv: 6}, "issue33.flex:13:46: rel[q - kv + 3] reads rel outside its extents: index 3..8 at B=1 H=2 HKV=2 Q=6 KV=6, but rel is declared [8] = 8 there (valid 0..7)"},
+		{"sandwich_layer", Sizes{B: 1, H: 1, Sq: 8192, Skv: 8192}, ""},
+		{"sandwich_layer", Sizes{B: 1, H: 1, Sq: 16384, Skv: 16384}, "index -8192..24574 at B=1 H=1 HKV=1 Q=16384 KV=16384, but sandwich is declared [16384]"},
+		{"t5_layer", Sizes{B: 1, H: 2, Sq: 300, Skv: 300}, ""},
+		{"t5_small_layer", Sizes{B: 1, H: 2, Sq: 300, Skv: 300}, "t5_small[h, relative_buckets] reads t5_small outside its extents: index in dimension 1 0..31"},
+		{"prefix_layer", Sizes{B: 4, H: 1, Sq: 64, Skv: 64}, ""},
+		{"prefix_layer", Sizes{B: 5, H: 1, Sq: 64, Skv: 64}, "prefix_len[b] reads prefix_len outside its extents: index 0..4 at B=5"},
+		{"index_layer", Sizes{B: 1, H: 1, Sq: 64, Skv: 64}, ""}, // value-dependent: flagged by the kernel, not refused
+	}
+	for _, tt := range tests {
+		fb := fake.New()
+		launches := 0
+		count := func(_ *fake.Backend, l fake.Launch) error { launches++; return nil }
+		for _, e := range []string{runtime.AttentionEntry, runtime.TileFlagsEntry} {
+			fb.Register(e, count)
+		}
+		d := runtime.NewDevice(fb, runtime.Options{DisableCache: true})
+		a, err := u.Load(d, tt.block)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.block, err)
+		}
+		for _, name := range a.Buffers() {
+			p, _ := d.Alloc(64)
+			if err := a.Bind(name, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ptr := func() runtime.DevicePtr { p, _ := d.Alloc(64); return p }
+		err = a.Forward(0, ptr(), ptr(), ptr(), ptr(), ptr(), tt.sz)
+		var rerr *runtime.Error
+		switch {
+		case tt.want == "" && (err != nil || launches == 0):
+			t.Errorf("%s %+v: %v after %d launches, want a launch", tt.block, tt.sz, err, launches)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want) || !errors.As(err, &rerr) || rerr.Code != runtime.CodeReadRange):
+			t.Errorf("%s %+v: got %v, want E410 containing %q", tt.block, tt.sz, err, tt.want)
+		case tt.want != "" && launches != 0:
+			t.Errorf("%s %+v: refused after %d launches", tt.block, tt.sz, launches)
+		}
+		a.Close()
+	}
+}
+
+// TestBackwardReadsRefusedBeforeLaunch: the backward checks the reads of a
+// new shape the same way: rel[q - kv + 3] of rel[8] at Q = 6 launches no
+// backward kernel; at Q = 5 the backward runs.
+func TestBackwardReadsRefusedBeforeLaunch(t *testing.T) {
+	const path = "../testdata/reads/issue33.flex"
+	text, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, diags := Compile(path, text, Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Render())
+	}
+	fb := fake.New()
+	launches := 0
+	for _, e := range append([]string{runtime.AttentionEntry, runtime.TileFlagsEntry}, hipsrc.BwdEntryNames()...) {
+		fb.Register(e, func(_ *fake.Backend, l fake.Launch) error { launches++; return nil })
+	}
+	d := runtime.NewDevice(fb, runtime.Options{DisableCache: true})
+	a, err := u.Load(d, "rel_layer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	p := func() runtime.DevicePtr { p, _ := d.Alloc(1 << 12); return p }
+	for _, name := range a.Buffers() {
+		if err := a.Bind(name, p()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dbufs := make([]runtime.DevicePtr, len(a.GradBuffers()))
+	for i := range dbufs {
+		dbufs[i] = p()
+	}
+	bwd := func(s int) error {
+		return a.Backward(0, p(), p(), p(), p(), p(), p(), 0, p(), p(), p(), dbufs, Sizes{B: 1, H: 2, Sq: s, Skv: s}, false)
+	}
+	var rerr *runtime.Error
+	if err := bwd(6); !errors.As(err, &rerr) || rerr.Code != runtime.CodeReadRange || launches != 0 {
+		t.Errorf("backward at Q = 6: %v after %d launches, want E410 and none", err, launches)
+	}
+	if err := bwd(5); err != nil || launches == 0 {
+		t.Errorf("backward at Q = 5: %v after %d launches, want launches", err, launches)
+	}
+}
