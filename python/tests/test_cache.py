@@ -301,3 +301,24 @@ def test_fifo_source_is_refused(maskc_bin, cache_dir, tmp_path):
     os.mkfifo(p)
     with pytest.raises(MaskcError, match="not a regular file"):
         cache.compile_flex(str(p), binary=maskc_bin)
+
+
+def test_flex_py_files_follow_the_cache_rule(cache_dir, tmp_path):
+    """The drop-in's emitted .flex files live under the cache root: the root
+    is held to the cache rule before anything is written there, and a file
+    found under the text's name is used only when it holds that text (a
+    planted one is replaced)."""
+    from maskc import flex
+    text = "mask m(b, h, q, kv) = q >= kv\n"
+    p = flex._flex_path(text)
+    assert p.startswith(cache_dir) and open(p).read() == text
+    with open(p, "w") as f:
+        f.write("mask m(b, h, q, kv) = q < kv\n")
+    assert flex._flex_path(text) == p and open(p).read() == text
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    os.environ[cache.CACHE_ENV] = str(shared)
+    with pytest.raises(MaskcError, match="chmod go-w"):
+        flex._flex_path(text)
+    assert not (shared / "flex-py").exists()
