@@ -1,6 +1,7 @@
 package check
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/maskc/maskc/dsl"
@@ -192,6 +193,41 @@ func (l *lowering) combine(f *frame, x *dsl.CallExpr, name string) result {
 // place, e.g. "and_masks" or "the mask setting"). It returns nil after
 // reporting an error.
 func (l *lowering) modValue(f *frame, e dsl.Expr, want dsl.ModKind, context string) *modValue {
+	// `mask = m(b, h, q_idx, kv_idx)`: a call of a mod (not of a factory)
+	// with index arguments, which are not names here. One diagnostic that
+	// says to pass the mod (issue 31: an unknown-name error per argument,
+	// with "did you mean B?").
+	if call, ok := dsl.Unparen(e).(*dsl.CallExpr); ok {
+		if id, ok := dsl.Unparen(call.Fun).(*dsl.Ident); ok {
+			if g, ok := l.c.lookup(f, id.Name); ok && (g.kind == SymMod || g.kind == SymStdMod) && !g.mod.Factory && len(call.Args) == len(kindParams(g.mod.Kind)) {
+				l.expr(f, call.Fun) // marks it used
+				l.errorf(f, e.Span(), CodeNotAMod, "%s takes the %s mod %s itself, not a call of it", context, g.mod.Kind, id.Name).
+					WithHint("write %s = %s: maskc calls it with (%s) for every pair", want, id.Name, strings.Join(kindParams(g.mod.Kind), ", "))
+				return nil
+			}
+		}
+	}
+	// `mask = causal + local`: mods joined by an operator. One diagnostic
+	// naming the combinators (issue 31: E028 "call it with index
+	// arguments" once per operand, and_masks never mentioned).
+	if bin, ok := dsl.Unparen(e).(*dsl.BinaryExpr); ok && want == dsl.MaskMod && (l.isMod(f, bin.X) || l.isMod(f, bin.Y)) {
+		for _, x := range []dsl.Expr{bin.X, bin.Y} {
+			if l.isMod(f, x) {
+				l.expr(f, x) // marks it used: one diagnostic, not a W003 too
+			}
+		}
+		a, b := sourceText(f, bin.X), sourceText(f, bin.Y)
+		hint := fmt.Sprintf("write and_masks(%s, %s) (kept where both masks keep the pair) or or_masks(%s, %s) (where either does)", a, b, a, b)
+		switch bin.Op {
+		case dsl.OpAnd, dsl.OpBitAnd:
+			hint = fmt.Sprintf("write and_masks(%s, %s): the pair is kept where both masks keep it", a, b)
+		case dsl.OpOr, dsl.OpBitOr:
+			hint = fmt.Sprintf("write or_masks(%s, %s): the pair is kept where either mask keeps it", a, b)
+		}
+		l.errorf(f, e.Span(), CodeNotAValue, "%s joins mask mods with `%s`; mods are combined by and_masks and or_masks, not by operators", context, bin.Op).
+			WithHint("%s", hint)
+		return nil
+	}
 	r := l.expr(f, e)
 	if !r.ok() && r.fn == "" {
 		return nil
@@ -630,4 +666,15 @@ func (l *lowering) body(f *frame, m *Mod) result {
 		}
 	}
 	return r
+}
+
+// isMod reports whether e names a mod (a plain name, looked up without
+// diagnostics).
+func (l *lowering) isMod(f *frame, e dsl.Expr) bool {
+	id, ok := dsl.Unparen(e).(*dsl.Ident)
+	if !ok {
+		return false
+	}
+	g, ok := l.c.lookup(f, id.Name)
+	return ok && (g.kind == SymMod || g.kind == SymStdMod)
 }

@@ -56,7 +56,7 @@ const (
 	CodeBitwisePrecedence dsl.Code = "W006"
 	CodeNoGradient        dsl.Code = "W010"
 	CodeTorchBool         dsl.Code = "W030"
-	CodeFloat32Range      dsl.Code = "W020"
+	CodeFloat32Range      dsl.Code = "E091" // W020 until issue 31: now an error
 )
 
 // Codes describes every code the checker reports, one line each; tests

@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -446,8 +447,9 @@ func (l *lowering) unknownName(f *frame, x *dsl.Ident) {
 	d := l.errorf(f, x.Sp, CodeUnknownName, "unknown name %s", x.Name)
 	if h := didYouMean(x.Name, cands); h != "" {
 		d.WithHint("%s", h)
-	} else if strings.Contains(x.Name, ".") {
-		d.WithHint("only torch. and math. prefixes of built-in functions are understood")
+	} else if prefix, _, ok := strings.Cut(x.Name, "."); ok {
+		// issue 31: torch.erf said "unknown name" without what exists.
+		d.WithHint("%s", prefixedBuiltins(prefix))
 	} else {
 		d.WithHint("declare it (param, buffer, mask or score), or use a mod parameter")
 	}
@@ -558,6 +560,10 @@ func (l *lowering) binaryOf(f *frame, x *dsl.BinaryExpr, a, b result) result {
 		// type from.
 		if typ == dsl.TypeInt && !(a.isConst() && b.isConst()) {
 			switch {
+			case !b.isConst() && boundedModExponent(x.Y):
+				// e % c with 0 < c <= MaxIntPowExponent + 1 lies in
+				// [0, c - 1] (Python's floor modulo): an int power whatever
+				// e is (issue 31: 2 ** (kv % 3) was refused).
 			case !b.isConst():
 				l.errorf(f, x.Y.Span(), CodeIntPower, "int power with the exponent %s, which is not a constant: its type would depend on its sign", sourceText(f, x.Y)).
 					WithHint("write a float base (2.0 ** e) for a float power, or the power as repeated multiplication")
@@ -821,4 +827,31 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// prefixedBuiltins is the hint for an unknown prefixed name (torch.erf):
+// the built-in functions there are, from dsl.Builtins.
+func prefixedBuiltins(prefix string) string {
+	names := make([]string, 0, len(dsl.Builtins))
+	for n := range dsl.Builtins {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	list := strings.Join(names, ", ")
+	if prefix == "torch" || prefix == "math" {
+		return "the functions maskc knows, with or without `torch.`/`math.`, are " + list
+	}
+	return "only `torch.` and `math.` prefixes are understood, on the functions " + list
+}
+
+// boundedModExponent reports whether y is `e % c` for an int literal c in
+// (0, dsl.MaxIntPowExponent + 1]: its value lies in [0, c - 1], as the
+// generator's range analysis also finds.
+func boundedModExponent(y dsl.Expr) bool {
+	bin, ok := dsl.Unparen(y).(*dsl.BinaryExpr)
+	if !ok || bin.Op != dsl.OpMod {
+		return false
+	}
+	c, ok := dsl.Unparen(bin.Y).(*dsl.IntLit)
+	return ok && c.Value > 0 && c.Value <= dsl.MaxIntPowExponent+1
 }

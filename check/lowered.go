@@ -129,10 +129,12 @@ func (c *checker) keptTypes(mv *modValue) int {
 	return n
 }
 
-// float32Range warns (W020) about the float constants of a lowered score
-// that float32 cannot hold: generated kernels compute scores in float32,
-// where such a constant is inf (or 0), unlike in the float64 reference.
-// Each literal is reported once.
+// float32Range refuses (E091) the float constants of a lowered score that
+// float32 cannot hold: generated kernels compute scores in float32, where
+// such a constant is inf (or 0), unlike in the float64 reference, so the
+// kernel would compute something else (issue 31: -D C=1e39 on a soft-cap
+// gave inf * tanh(0) = NaN, -D C=1e-46 a division by 0.0f; this was the
+// warning W020). Each literal is reported once.
 func (c *checker) float32Range(low *dsl.Lowered) {
 	dsl.Inspect(low.Expr, func(e dsl.Expr) bool {
 		lit, ok := e.(*dsl.FloatLit)
@@ -156,7 +158,7 @@ func (c *checker) float32Range(low *dsl.Lowered) {
 			return true
 		}
 		c.f32Warned[lit.Sp] = true
-		c.diags.Warn(c.src, lit.Sp, CodeFloat32Range, "the score constant %v is %s in float32, in which generated kernels compute scores", lit.Value, what).
+		c.diags.Add(c.src, lit.Sp, CodeFloat32Range, "the score constant %v is %s in float32, in which generated kernels compute scores: the kernel would not compute this score", lit.Value, what).
 			WithHint("use a value float32 holds (magnitude from about 1.4e-45 to 3.4e38), or write inf or 0 if that is meant")
 		return true
 	})

@@ -527,5 +527,17 @@ func (l *lowering) floatString(f *frame, s *dsl.StringLit) result {
 			WithHint("write float(\"inf\"), float(\"-inf\") or a number such as float(\"1e-4\")")
 		return result{}
 	}
+	switch {
+	case math.IsNaN(v):
+		// issue 31: accepted silently; every comparison with it is false.
+		l.errorf(f, s.Sp, CodeConversion, "float(%s) is NaN, which no mask or score can mean: every comparison with it is false", s.Raw).
+			WithHint("write the value meant; for infinity, float(\"inf\")")
+		return result{}
+	case dsl.FloatUnderflows(strings.ReplaceAll(text, "_", ""), v):
+		// issue 31: silently 0, while the literal 1e-400 is refused (E003).
+		l.errorf(f, s.Sp, CodeConversion, "float(%s) is too small for 64 bits: it would be 0", s.Raw).
+			WithHint("write 0.0 if zero is meant")
+		return result{}
+	}
 	return l.constant(f, dsl.Float(v), s.Sp)
 }

@@ -91,7 +91,7 @@ func BufferTable(src *dsl.Source, ls ...*dsl.Lowered) ([]BufferABI, dsl.Diagnost
 	var out []BufferABI
 	for _, d := range decls {
 		if len(out) == MaxBuffers {
-			diags.Add(src, d.Name.Sp, CodeTooManyBuffers, "buffer %s is the %d-th captured buffer; a generated kernel takes at most %d", d.Name.Name, len(decls), MaxBuffers).
+			diags.Add(src, d.Name.Sp, CodeTooManyBuffers, "buffer %s is captured buffer number %d of %d; a generated kernel takes at most %d", d.Name.Name, len(out)+1, len(decls), MaxBuffers).
 				WithHint("pack small buffers into one (e.g. a [%d, N] table) or drop unused ones", MaxBuffers)
 			break
 		}

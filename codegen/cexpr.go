@@ -277,7 +277,8 @@ func trivial(e dsl.Expr) bool {
 
 // floatLit formats f as a literal of type t. A float literal is f's real
 // float32 value: inf where f overflows float32, 0 where it underflows (check
-// warns, W020), never a spelling C++ does not have (`+Inff`).
+// refuses such score constants, E091), never a spelling C++ does not have
+// (`+Inff`).
 func floatLit(f float64, t cType) string {
 	suffix, bits := "", 64
 	if t == cFloat {
@@ -446,12 +447,17 @@ func (w *funcWriter) binary(x *dsl.BinaryExpr, t cType) cExpr {
 		return cExpr{fn + "(" + conv(a, t).code + ", " + conv(b, t).code + ")", t}
 	case dsl.OpPow:
 		if t == cInt {
-			n, ok := dsl.Unparen(x.Y).(*dsl.IntLit)
-			if !ok || n.Value < 0 || n.Value > dsl.MaxIntPowExponent { // check refuses these (E090)
-				return w.fail(x.Y, CodePowExponent, "write the power as a float (x ** 2.0) or as repeated multiplication",
-					"int power needs a non-negative constant exponent")
+			if n, ok := dsl.Unparen(x.Y).(*dsl.IntLit); ok && n.Value >= 0 && n.Value <= dsl.MaxIntPowExponent {
+				return conv(cExpr{fmt.Sprintf("maskc_py_ipow(%s, %d)", conv(a, cInt).code, n.Value), cInt}, t)
 			}
-			return conv(cExpr{fmt.Sprintf("maskc_py_ipow(%s, %d)", conv(a, cInt).code, n.Value), cInt}, t)
+			if _, _, ok := w.ranges.powExponent(x.Y); ok {
+				// An exponent known to lie in [0, MaxIntPowExponent]
+				// (kv % 3): an int in C, as maskc_py_ipow takes it.
+				return conv(cExpr{fmt.Sprintf("maskc_py_ipow(%s, (int)(%s))", conv(a, cInt).code, b.code), cInt}, t)
+			}
+			// check refuses these (E090)
+			return w.fail(x.Y, CodePowExponent, "write the power as a float (x ** 2.0) or as repeated multiplication",
+				"int power needs a non-negative constant exponent")
 		}
 		if lit, ok := constValue(x.X); ok && lit == 2 {
 			return cExpr{w.mathName("exp2") + "(" + conv(b, t).code + ")", t}

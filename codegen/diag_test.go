@@ -60,7 +60,7 @@ func TestDiagnostics(t *testing.T) {
 		{code: CodeLayout, text: "attention a {\n    mask = causal\n    layout = thd\n}\n",
 			want: "in.flex:3:14: error[E302]: a generated kernel takes bshd or bhsd tensors, not thd"},
 		{code: CodeTooManyBuffers, text: nineBuffers + "mask m(b, h, q, kv) = " + strings.Join(reads, " + ") + " > 0\nattention a {\n    mask = m\n}\n",
-			want: "in.flex:9:8: error[E303]: buffer t8 is the 9-th captured buffer; a generated kernel takes at most 8"},
+			want: "in.flex:9:8: error[E303]: buffer t8 is captured buffer number 9 of 9; a generated kernel takes at most 8"},
 		{code: CodeBufferRank, text: "buffer t: f32[H, 4, 4]\nscore s(score, b, h, q, kv) = score + t[h, 1, 2]\nattention a {\n    score = s\n}\n",
 			want: "in.flex:1:1: error[E304]: buffer t has 3 dimensions; a generated kernel reads buffers of 1 or 2 dimensions"},
 		// check refuses this from source (E090); the generator keeps its guard.

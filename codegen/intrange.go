@@ -218,15 +218,23 @@ func (a *rangeAnalysis) compute(e dsl.Expr) interval {
 		case dsl.OpMod:
 			return floorModRange(p, q)
 		case dsl.OpPow:
-			n, ok := x.Y.(*dsl.IntLit)
-			if !ok || n.Value < 0 || n.Value > 64 {
+			lo, hi, ok := a.powExponent(x.Y)
+			if !ok || hi > 64 {
 				return fullRange
 			}
-			r := point(1)
-			for i := int64(0); i < n.Value; i++ {
+			// The hull of p**k over the exponents k in [lo, hi].
+			r, out := point(1), interval{}
+			for k := int64(0); k <= hi; k++ {
+				if k >= lo {
+					if k == lo {
+						out = r
+					} else {
+						out = hull(out, r)
+					}
+				}
 				r = mulRange(r, p)
 			}
-			return r
+			return out
 		case dsl.OpAnd, dsl.OpOr: // Python's and/or yield one of the operands
 			return hull(p, q)
 		case dsl.OpBitAnd, dsl.OpBitOr:
@@ -457,18 +465,18 @@ func (a *rangeAnalysis) overflows(e dsl.Expr) bool {
 		case dsl.OpFloorDiv: // MinInt64 // -1
 			return p.Lo == math.MinInt64 && q.Lo <= -1 && q.Hi >= -1
 		case dsl.OpPow:
-			n, ok := dsl.Unparen(x.Y).(*dsl.IntLit)
-			if !ok || n.Value < 0 {
+			_, hi, ok := a.powExponent(x.Y)
+			if !ok {
 				return false // not an int power the generator writes (E306)
 			}
 			if p.Lo >= -1 && p.Hi <= 1 {
 				return false
 			}
-			if n.Value > 63 {
+			if hi > 63 {
 				return true
 			}
 			r := point(1)
-			for i := int64(0); i < n.Value; i++ {
+			for i := int64(0); i < hi; i++ {
 				for _, x := range []int64{r.Lo, r.Hi} {
 					for _, y := range []int64{p.Lo, p.Hi} {
 						if _, ok := mul64(x, y); !ok {
@@ -592,4 +600,16 @@ func (a *rangeAnalysis) provedTrue(e dsl.Expr) bool {
 		}
 	}
 	return false
+}
+
+// powExponent is the range [lo, hi] of an int power's exponent y when the
+// generator writes the power (maskc_py_ipow): a constant, or an int
+// expression whose range lies in [0, dsl.MaxIntPowExponent], such as
+// kv % 3 (issue 31: refused although kv % 3 >= 0).
+func (a *rangeAnalysis) powExponent(y dsl.Expr) (lo, hi int64, ok bool) {
+	if n, isLit := dsl.Unparen(y).(*dsl.IntLit); isLit {
+		return n.Value, n.Value, n.Value >= 0 && n.Value <= dsl.MaxIntPowExponent
+	}
+	r := a.of(y)
+	return r.Lo, r.Hi, r.Lo >= 0 && r.Hi <= dsl.MaxIntPowExponent
 }

@@ -175,6 +175,13 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 	bufs, d := BufferTable(src, mask, score)
 	diags = append(diags, d...)
 	k.Buffers = bufs
+	if d.HasErrors() {
+		// A buffer left out of the table (too many, or of a rank or dtype
+		// a kernel cannot read) is refused there; writing its reads would
+		// only add internal errors (issue 31: E303 then E307).
+		diags.Sort()
+		return nil, diags
+	}
 	maskFn, d := MaskFunc(src, mask, bufs)
 	diags = append(diags, d...)
 	scoreFn, d := ScoreFunc(src, score, bufs)

@@ -42,6 +42,9 @@ func overflows(t *testing.T, text string) bool {
 // out of range, bands, disjunctions, head- and batch-dependent masks.
 var maskCases = []struct{ name, decls, mask, score string }{
 	{"floor", "", "(q - kv) // 3 == (q - 2 * kv) % 5 - 2", ""},
+	// int powers whose exponent is e % c (issue 31), narrowed and in 64 bits
+	{"pow_mod_exponent", "", "2 ** (kv % 3) + (q - kv) ** (q % 2) <= q + 4", ""},
+	{"pow_mod_exponent_64", "", "(q + 70000) ** (kv % 2) > kv + 70000", ""},
 	{"floor_neg_divisor", "", "(kv - q) // -4 >= (q % -3) + 1", ""},
 	{"band", "", "kv - q <= 3 and q - kv <= 5", ""},
 	{"strict_band", "", "-7 < q - kv < 2", ""},

@@ -67,7 +67,7 @@ type PlanKernel struct {
 
 // NewPlanFile returns the plan of u without kernels.
 func (u *Unit) NewPlanFile() *PlanFile {
-	pf := &PlanFile{Version: u.Plan.Version, Target: u.Plan.Target}
+	pf := &PlanFile{Version: u.Plan.Version, Target: u.Plan.Target, Attentions: []*PlanAttention{}} // [], never null
 	for _, d := range u.Plan.Attentions {
 		pf.Attentions = append(pf.Attentions, &PlanAttention{Decision: d})
 	}

@@ -11,6 +11,7 @@ import (
 	"image/color"
 	"strings"
 
+	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/tilemap"
 )
 
@@ -217,7 +218,11 @@ func (c *Canvas) runs(row []color.RGBA, x0, y, s int) {
 // hex returns #rrggbb.
 func hex(c color.RGBA) string { return fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B) }
 
-// escape escapes text for XML.
+// escape escapes text for XML: control characters (a file name may hold
+// them; XML 1.0 allows none but tab and line ends, escaped or not) and
+// invalid UTF-8 are written as dsl.Printable writes them, and so are the
+// non-characters U+FFFE and U+FFFF.
 func escape(s string) string {
+	s = strings.NewReplacer("\ufffe", `\ufffe`, "\uffff", `\uffff`).Replace(dsl.Printable(s))
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;").Replace(s)
 }

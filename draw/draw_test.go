@@ -2,7 +2,9 @@ package draw
 
 import (
 	"bytes"
+	"encoding/xml"
 	"image/png"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -193,5 +195,39 @@ func TestGrid(t *testing.T) {
 	}
 	if _, err := Layout(Picture{Map: &tilemap.Map{}}); err == nil || !strings.Contains(err.Error(), "raster") {
 		t.Errorf("a map without raster: %v", err)
+	}
+}
+
+// TestSVGTitleIsWellFormed: a title holding control characters (from a
+// file name) still gives well-formed XML, the characters shown escaped
+// (issue 31: the SVG was not well-formed).
+func TestSVGTitleIsWellFormed(t *testing.T) {
+	k := kernelOf(t, "sliding_window.flex", "local")
+	env := &eval.Env{B: 1, H: 1, HKV: 1, Q: 64, KV: 64}
+	grid, scale := Grid(env.Q, env.KV, 64)
+	m, err := tilemap.Build(k, env, tilemap.Options{Platform: hipsrc.AMD, Grid: &grid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Layout(Picture{Map: m, Scale: scale, Title: "evil\x01\x1b[31m\x7f\ufffe<&>\xff.flex"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := c.SVG(&b); err != nil {
+		t.Fatal(err)
+	}
+	d := xml.NewDecoder(bytes.NewReader(b.Bytes()))
+	for {
+		_, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("SVG is not well-formed XML: %v", err)
+		}
+	}
+	if !bytes.Contains(b.Bytes(), []byte(`evil\x01\x1b[31m\x7f\ufffe&lt;&amp;&gt;\xff.flex`)) {
+		t.Errorf("title not shown escaped: %s", b.Bytes())
 	}
 }

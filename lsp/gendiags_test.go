@@ -39,6 +39,10 @@ func TestGeneratorDiagnostics(t *testing.T) {
 			}
 			var found bool
 			for _, d := range a.protocolDiagnostics() {
+				if d.Code == string(codegen.CodeBufferIndex) {
+					// issue 31: E303 was followed by this internal error.
+					t.Errorf("internal error %s after %s: %s", d.Code, tt.code, d.Message)
+				}
 				if d.Code == string(tt.code) {
 					found = true
 					if d.Range.Start != tt.at {

@@ -115,8 +115,9 @@ type server struct {
 	exitRequested     atomic.Bool   // exit has arrived
 	exited            chan struct{} // closed on exit
 
-	pictures     string // where tile-map pictures go; "" turns them off
-	showDocument bool   // the client takes window/showDocument
+	pictures     string        // where tile-map pictures go; "" turns them off
+	drawer       pictureDrawer // draws them off the request path
+	showDocument bool          // the client takes window/showDocument
 }
 
 func newServer() *server {

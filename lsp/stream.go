@@ -43,15 +43,16 @@ type stream struct {
 	in   *bufio.Reader
 	mu   sync.Mutex // serialises writes: replies, notifications, protocol errors
 
-	start   sync.Once
-	qmu     sync.Mutex
-	queue   []queued      // read, not yet handed to the connection
-	readErr error         // why reading ahead stopped, once the queue drains
-	pushed  chan struct{} // signalled after a push or the end of reading
-	popped  chan struct{} // signalled after a pop
-	closed  chan struct{} // closed by Close
-	close   sync.Once
-	done    chan struct{} // closed when reading ahead stops
+	start       sync.Once
+	qmu         sync.Mutex
+	queue       []queued      // read, not yet handed to the connection
+	queuedBytes int64         // the bytes of the messages in queue
+	readErr     error         // why reading ahead stopped, once the queue drains
+	pushed      chan struct{} // signalled after a push or the end of reading
+	popped      chan struct{} // signalled after a pop
+	closed      chan struct{} // closed by Close
+	close       sync.Once
+	done        chan struct{} // closed when reading ahead stops
 }
 
 // queued is one message read ahead, with the document a didChange
@@ -62,8 +63,13 @@ type queued struct {
 	changeURI string
 }
 
-// maxQueued bounds how many messages are read ahead.
-const maxQueued = 1024
+// maxQueued bounds how many messages are read ahead, and maxQueuedBytes
+// their bytes (issue 31: 100 notifications of 50 MB held 5.4 GB); one
+// message larger than maxQueuedBytes is still read, alone.
+const (
+	maxQueued      = 1024
+	maxQueuedBytes = 2 * MaxMessage
+)
 
 // newStream frames conn.
 func newStream(conn io.ReadWriteCloser) *stream {
@@ -91,7 +97,8 @@ func (s *stream) readLoop() {
 			return
 		}
 		s.queue = append(s.queue, queued{msg: msg, n: n, changeURI: changedDocument(msg)})
-		full := len(s.queue) >= maxQueued
+		s.queuedBytes += n
+		full := s.full()
 		s.qmu.Unlock()
 		signal(s.pushed)
 		for full {
@@ -101,10 +108,15 @@ func (s *stream) readLoop() {
 				return
 			}
 			s.qmu.Lock()
-			full = len(s.queue) >= maxQueued
+			full = s.full()
 			s.qmu.Unlock()
 		}
 	}
+}
+
+// full says whether reading ahead waits for the handler; s.qmu is held.
+func (s *stream) full() bool {
+	return len(s.queue) >= maxQueued || (len(s.queue) > 0 && s.queuedBytes >= maxQueuedBytes)
 }
 
 // signal wakes whoever waits on c, without blocking.
@@ -124,6 +136,7 @@ func (s *stream) Read(ctx context.Context) (jsonrpc2.Message, int64, error) {
 			q := s.queue[0]
 			s.queue[0] = queued{}
 			s.queue = s.queue[1:]
+			s.queuedBytes -= q.n
 			s.qmu.Unlock()
 			signal(s.popped)
 			return q.msg, q.n, nil
@@ -193,13 +206,26 @@ func (s *stream) next() (jsonrpc2.Message, int64, error) {
 
 // readFrame reads one header and body. perr is a protocol error to answer
 // (the stream is positioned after the bad message); err ends the stream.
+//
+// A message whose header gives no usable length (no Content-Length, a
+// misspelled one, one that is not a number, two that disagree) cannot be
+// skipped by its length: its body is then read as header text, and a
+// header line with text before its Content-Length (the unframed body ran
+// into the next header, which a body without a line end does) starts a new
+// message there, the text before it skipped. So one bad message costs one
+// error, never the messages after it.
 func (s *stream) readFrame() (body []byte, n int64, perr *jsonrpc2.Error, err error) {
 	length := int64(-1)
+	lengths, conflict := 0, false
 	for lines := 0; ; lines++ {
 		line, m, long, err := s.readLine()
 		n += m
 		if err != nil {
 			return nil, n, nil, err
+		}
+		if i := contentLengthAt(line); i > 0 || (i == 0 && long) {
+			line, long = line[i:], false
+			length, lengths, conflict, perr, lines = -1, 0, false, nil, 0
 		}
 		if long {
 			perr = jsonrpc2.NewError(jsonrpc2.ParseError, fmt.Sprintf("header line longer than %d bytes", MaxHeaderLine))
@@ -212,9 +238,8 @@ func (s *stream) readFrame() (body []byte, n int64, perr *jsonrpc2.Error, err er
 			}
 			break
 		}
-		if lines >= MaxHeaderLines {
+		if lines >= MaxHeaderLines && perr == nil {
 			perr = jsonrpc2.NewError(jsonrpc2.ParseError, fmt.Sprintf("more than %d header lines", MaxHeaderLines))
-			continue
 		}
 		name, value, ok := strings.Cut(line, ":")
 		if !ok {
@@ -222,13 +247,18 @@ func (s *stream) readFrame() (body []byte, n int64, perr *jsonrpc2.Error, err er
 			continue
 		}
 		if strings.EqualFold(strings.TrimSpace(name), jsonrpc2.HdrContentLength) {
+			lengths++
 			v, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
-			if err != nil || v < 0 {
+			switch {
+			case err != nil || v < 0:
 				perr = jsonrpc2.NewError(jsonrpc2.ParseError, fmt.Sprintf("invalid Content-Length %q", clip(strings.TrimSpace(value))))
-				length = -1
-				continue
+				length, conflict = -1, true
+			case lengths > 1 && v != length:
+				perr = jsonrpc2.NewError(jsonrpc2.ParseError, "two Content-Length headers that disagree")
+				length, conflict = -1, true
+			case !conflict:
+				length = v
 			}
-			length = v
 		}
 	}
 	if length < 0 {
@@ -258,14 +288,36 @@ func (s *stream) readFrame() (body []byte, n int64, perr *jsonrpc2.Error, err er
 	return body, n, perr, nil
 }
 
+// contentLengthAt is where a Content-Length header starts in line (any
+// case, a colon after the name), else -1.
+func contentLengthAt(line string) int {
+	lower := strings.ToLower(line)
+	name := strings.ToLower(jsonrpc2.HdrContentLength)
+	at := -1
+	for off := 0; ; {
+		i := strings.Index(lower[off:], name)
+		if i < 0 {
+			return at
+		}
+		i += off
+		if rest := strings.TrimLeft(lower[i+len(name):], " \t"); strings.HasPrefix(rest, ":") {
+			at = i // the last one: the text before it is what ran into it
+		}
+		off = i + len(name)
+	}
+}
+
 // readLine reads one header line without its line end; long says it was
-// longer than MaxHeaderLine (its rest is skipped).
+// longer than MaxHeaderLine: line is then its last bytes (up to twice
+// MaxHeaderLine), where the header that an unframed body ran into is.
 func (s *stream) readLine() (line string, n int64, long bool, err error) {
+	var tail []byte
 	for {
 		chunk, err := s.in.ReadSlice('\n')
 		n += int64(len(chunk))
 		if errors.Is(err, bufio.ErrBufferFull) {
 			long = true
+			tail = append(tail[:0:0], append(tail[max(0, len(tail)-MaxHeaderLine):], chunk...)...)
 			continue
 		}
 		if err != nil {
@@ -275,7 +327,8 @@ func (s *stream) readLine() (line string, n int64, long bool, err error) {
 			return "", n, long, err
 		}
 		if long {
-			return "", n, true, nil
+			tail = append(tail[max(0, len(tail)-MaxHeaderLine):], chunk...)
+			return strings.TrimRight(string(tail), "\r\n"), n, true, nil
 		}
 		return strings.TrimRight(string(chunk), "\r\n"), n, false, nil
 	}

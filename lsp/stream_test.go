@@ -198,3 +198,82 @@ func FuzzStream(f *testing.F) {
 		_ = readFrames(t, out.b.Bytes())
 	})
 }
+
+// TestBadHeaderDoesNotDesynchronise: a message whose header gives no
+// usable length, followed by its body, costs one error and nothing more:
+// the requests after it are answered with their ids (issue 31: every later
+// request got -32700 with a null id, for good; with two Content-Length
+// headers the last won and the stream lost sync).
+func TestBadHeaderDoesNotDesynchronise(t *testing.T) {
+	body := `{"jsonrpc":"2.0","id":99,"method":"shutdown"}`
+	pretty := "{\n  \"jsonrpc\": \"2.0\",\n  \"id\": 98,\n  \"method\": \"shutdown\"\n}"
+	bad := []struct{ name, raw string }{
+		{"misspelled header", "Content-Lenght: 45\r\n\r\n" + body},
+		{"65 header lines", strings.Repeat("X-Pad: 1\r\n", 65) + "Content-Length: 45\r\n\r\n" + body},
+		{"length 2x", "Content-Length: 2x\r\n\r\n" + body},
+		{"two lengths that disagree", "Content-Length: 45\r\nContent-Length: 3\r\n\r\n" + body},
+		{"no length, pretty body", "Content-Type: x\r\n\r\n" + pretty},
+		{"no length, body longer than a header line", "X: 1\r\n\r\n" + `{"pad":"` + strings.Repeat("x", 3*MaxHeaderLine) + `"}`},
+	}
+	hover := func(id int) string {
+		return frame(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"textDocument/hover","params":{"textDocument":{"uri":"file:///none.flex"},"position":{"line":0,"character":0}}}`, id))
+	}
+	var in strings.Builder
+	in.WriteString(frame(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{}}}`))
+	for i, b := range bad {
+		in.WriteString(b.raw)
+		in.WriteString(hover(10 + i))
+	}
+	in.WriteString(frame(`{"jsonrpc":"2.0","id":2,"method":"shutdown"}`))
+	in.WriteString(frame(`{"jsonrpc":"2.0","method":"exit"}`))
+	var out lockedBuffer
+	if err := Serve(context.Background(), strings.NewReader(in.String()), &out); err != nil {
+		t.Fatalf("Serve = %v", err)
+	}
+	var nullErrors int
+	ids := map[float64]bool{}
+	for _, m := range readFrames(t, out.b.Bytes()) {
+		if id, ok := m["id"].(float64); ok {
+			ids[id] = true
+		} else if m["id"] == nil && m["error"] != nil {
+			nullErrors++
+		}
+	}
+	for i, b := range bad {
+		if !ids[float64(10+i)] {
+			t.Errorf("%s: the request after it (id %d) was not answered", b.name, 10+i)
+		}
+	}
+	if ids[99] || ids[98] {
+		t.Error("the body of a message without a usable length was served")
+	}
+	if !ids[2] || nullErrors != len(bad) {
+		t.Errorf("shutdown answered %v, %d errors with a null id, want %d", ids[2], nullErrors, len(bad))
+	}
+}
+
+// TestReadAheadIsBoundedInBytes: large messages are not read ahead beyond
+// maxQueuedBytes while the handler is busy (issue 31: up to 1,024
+// messages of up to 64 MiB were, 5.4 GB for 100 of 50 MB).
+func TestReadAheadIsBoundedInBytes(t *testing.T) {
+	big := `{"jsonrpc":"2.0","method":"x/pad","params":{"s":"` + strings.Repeat("a", MaxMessage/4) + `"}}`
+	var in strings.Builder
+	for i := 0; i < 12; i++ {
+		in.WriteString(frame(big))
+	}
+	st := newStream(&stdio{in: strings.NewReader(in.String()), out: io.Discard})
+	st.readAhead()
+	time.Sleep(500 * time.Millisecond) // nobody reads: the read-ahead stops
+	st.qmu.Lock()
+	n, bytes := len(st.queue), st.queuedBytes
+	st.qmu.Unlock()
+	if bytes > maxQueuedBytes+MaxMessage || n >= 12 {
+		t.Errorf("%d messages, %d bytes read ahead; want at most %d bytes", n, bytes, maxQueuedBytes+MaxMessage)
+	}
+	for i := 0; i < 12; i++ {
+		if _, _, err := st.Read(context.Background()); err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+	}
+	st.Close()
+}

@@ -151,12 +151,16 @@ func (c *converter) checkIndent(g *defG) {
 	} else {
 		starts = append(starts, b.Return.Keyword)
 	}
-	col := -1
+	col, prevLine := -1, -1
 	for _, t := range starts {
 		pos := c.src.Position(t.Pos.Offset)
 		if pos.Line == colonLine {
 			continue // `def f(b, h, q, kv): return q >= kv`
 		}
+		if pos.Line == prevLine {
+			continue // `d = q - kv; return d >= 0`: Python's `;` (issue 31: "unexpected indent")
+		}
+		prevLine = pos.Line
 		switch {
 		case pos.Column <= defCol:
 			c.fail(span(t), CodeDefIndent, "expected an indented statement of def %s", g.Name.Value).

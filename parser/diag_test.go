@@ -538,6 +538,42 @@ var diagnosticCases = []struct {
 			"   |                       ^\n" +
 			"   = hint: write `not x` (or `~m` for a mask), and `!=` for inequality\n",
 	},
+	// Issue 31: the graded messages, each saying what is wrong and how to fix it.
+	{
+		"def m(b, h, q_idx, kv_idx):\n    xs = [q_idx for i in range(3)]\n    return q_idx >= kv_idx\n",
+		"t.flex:2:10: error[E011]: a list comprehension is not a value in maskc: a mod computes one value per (q, kv) pair\n" +
+			" 2 |     xs = [q_idx for i in range(3)]\n" +
+			"   |          ^\n" +
+			"   = hint: write the loop out: `any`/`all` over a few values as a chain of `or`/`and`, a sum as `+` terms; a table of values is a `buffer`\n",
+	},
+	{
+		"mask m(b, h, q, kv) = [q, kv]\n",
+		"t.flex:1:23: error[E011]: a list is not a value in maskc: a mod computes one value per (q, kv) pair\n" +
+			" 1 | mask m(b, h, q, kv) = [q, kv]\n" +
+			"   |                       ^\n" +
+			"   = hint: a table of values is a `buffer` read with an index, e.g. `buffer t: f32[H]` and `t[h]`\n",
+	},
+	{
+		"def m(b, h, q_idx, kv_idx):\n    pass\n",
+		"t.flex:2:9: error[E011]: `pass` is not a statement of def `m`: a def computes one value\n" +
+			" 2 |     pass\n" +
+			"   |         ^\n" +
+			"   = hint: end the body with `return EXPR`; a mask that keeps every pair returns `True`\n",
+	},
+	{
+		"atention a {\n    mask = causal\n}\n",
+		"t.flex:1:1: error[E010]: expected a declaration, found `atention`\n" +
+			" 1 | atention a {\n" +
+			"   | ^^^^^^^^\n" +
+			"   = hint: did you mean `attention`? a declaration starts with `param`, `buffer`, `mask`, `score`, `def` or `attention`\n",
+	},
+	{
+		"def m(b, h, q_idx, kv_idx):\n    d: int = q_idx - kv_idx\n    return d >= 0\n",
+		"t.flex:2:6: error[E012]: a local variable cannot be annotated: `d: ...`\n" +
+			" 2 |     d: int = q_idx - kv_idx\n" +
+			"   |      ^\n" +
+			"   = hint: drop the annotation and write `d = ...`: a local's type is that of its value\n",
+	},
 }
 
 func TestDiagnosticsRendered(t *testing.T) {
@@ -625,5 +661,14 @@ func TestEveryCodeCovered(t *testing.T) {
 		if (code < "E001" || code > "E019") && (code < "E070" || code > "E072") || desc == "" {
 			t.Errorf("code %s outside the parser's ranges E001-E019 and E070-E072, or undescribed", code)
 		}
+	}
+}
+
+// TestSemicolonSeparatesDefStatements: `d = ...; return d >= 0` is Python
+// and parses (issue 31: "unexpected indent in def m").
+func TestSemicolonSeparatesDefStatements(t *testing.T) {
+	src := "def m(b, h, q_idx, kv_idx):\n    d = q_idx - kv_idx; return d >= 0\n"
+	if _, diags := parser.ParseFile("t.flex", []byte(src)); len(diags) != 0 {
+		t.Errorf("diagnostics:\n%s", diags.Render())
 	}
 }

@@ -213,6 +213,9 @@ func (e *errorSite) explainDef() *explanation {
 	}
 	ended := t.EOF() || t.Type == tokNewline
 	switch {
+	case t.Value == "pass" || prev.Value == "pass":
+		return why(CodeUnexpectedToken, fmt.Sprintf("`pass` is not a statement of def `%s`: a def computes one value", name),
+			"end the body with `return EXPR`; a mask that keeps every pair returns `True`")
 	case pos == 2:
 		return why(CodeMissingBody, fmt.Sprintf("expected `(` and the parameters of def `%s`, found %s", name, found),
 			fmt.Sprintf("write `def %s(b, h, q_idx, kv_idx):` for a mask, `def %s(score, b, h, q_idx, kv_idx):` for a score", name, name))
@@ -243,6 +246,10 @@ func (e *errorSite) explainDef() *explanation {
 		return why(CodeUnexpectedToken, fmt.Sprintf("expected an assignment `name = ...` or `return ...` in def `%s`, found %s", name, found),
 			"a def body is straight-line code: assignments, then `return`; write conditions with torch.where")
 	}
+	if prev.Type == tokIdent && e.before(2).Type == tokNewline && t.Value == ":" && depth == 0 {
+		return why(CodeMissingBody, fmt.Sprintf("a local variable cannot be annotated: `%s: ...`", prev.Value),
+			fmt.Sprintf("drop the annotation and write `%s = ...`: a local's type is that of its value", prev.Value))
+	}
 	if prev.Type == tokIdent && e.before(2).Type == tokNewline && t.Value != "=" && depth == 0 {
 		return why(CodeMissingBody, fmt.Sprintf("expected `=` after `%s`, found %s", prev.Value, found),
 			"a def body holds assignments `name = ...` and a final `return ...`")
@@ -269,6 +276,8 @@ func (e *errorSite) explainOutside() *explanation {
 		hint = fmt.Sprintf("write the lambda as a def: `def %s(b, h, q_idx, kv_idx):` and `return ...` on the next line", t.Value)
 	case (t.Type == tokOp || t.Type == tokPrefix) && kw != "":
 		hint = "to continue an expression on the next line, put it in parentheses"
+	case t.Type == tokIdent && closeKeyword(t.Value) != "":
+		hint = fmt.Sprintf("did you mean `%s`? %s", closeKeyword(t.Value), declHint)
 	}
 	return why(CodeExpectedDecl, "expected a declaration, found "+e.found(), hint)
 }
@@ -365,6 +374,14 @@ func (e *errorSite) explainHeader() *explanation {
 // explainExpr explains a failure inside an expression.
 func (e *errorSite) explainExpr() *explanation {
 	t, prev, found := e.tok(), e.before(1), e.found()
+	if !operandEnd(prev) && t.Value == "[" {
+		if e.comprehension() {
+			return why(CodeUnexpectedToken, "a list comprehension is not a value in maskc: a mod computes one value per (q, kv) pair",
+				"write the loop out: `any`/`all` over a few values as a chain of `or`/`and`, a sum as `+` terms; a table of values is a `buffer`")
+		}
+		return why(CodeUnexpectedToken, "a list is not a value in maskc: a mod computes one value per (q, kv) pair",
+			"a table of values is a `buffer` read with an index, e.g. `buffer t: f32[H]` and `t[h]`")
+	}
 	if !operandEnd(prev) {
 		hint := fmt.Sprintf("complete the expression after `%s`", prev.Value)
 		switch {
@@ -405,4 +422,65 @@ func (e *errorSite) explainExpr() *explanation {
 	}
 	return why(CodeExpectedEndOfLine, "expected end of line after the expression, found "+found,
 		"is an operator missing? Each declaration, setting and `let` ends at the end of its line")
+}
+
+// comprehension reports whether the `[` at the error holds a `for` at its
+// own depth: `[x for i in range(3)]`.
+func (e *errorSite) comprehension() bool {
+	depth := 0
+	for _, t := range e.tokens[e.i:] {
+		switch t.Value {
+		case "(", "[", "{":
+			depth++
+		case ")", "]", "}":
+			depth--
+			if depth == 0 {
+				return false
+			}
+		case "for":
+			if depth == 1 {
+				return true
+			}
+		}
+		if t.Type == tokNewline && depth <= 1 {
+			return false
+		}
+	}
+	return false
+}
+
+// closeKeyword is the declaration keyword word is a typo of (one edit
+// away, or two for longer words), else "".
+func closeKeyword(word string) string {
+	for _, kw := range []string{"attention", "buffer", "param", "score", "mask", "def"} {
+		limit := 1
+		if len(kw) >= 6 {
+			limit = 2
+		}
+		if d := editDistance(word, kw); d > 0 && d <= limit {
+			return kw
+		}
+	}
+	return ""
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }

@@ -15,6 +15,7 @@
 package tilemap
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
@@ -109,6 +110,9 @@ type Options struct {
 	// Progress, when not nil, is called with the q tiles done and their
 	// total as the work proceeds, from one goroutine.
 	Progress func(done, total int)
+	// Context, when not nil, stops Build between q tiles once it is done
+	// (Build then returns its error).
+	Context context.Context
 }
 
 // Map is the tile map of one (b, h) slice of a launch.
@@ -156,11 +160,45 @@ func (m *Map) CellPairs(r, c int) int64 {
 	return (q1 - q0) * (k1 - k0)
 }
 
+// Limits on one host-side evaluation of a mask (maskc draw, classify
+// --shape, the language server's pictures; maskc eval draws at most 512 x
+// 512): Build and the commands check them with CheckSize before anything
+// is allocated, so a size given on the command line costs bounded memory
+// (arrays indexed by a length, tiles) and time (pairs evaluated).
+const (
+	// MaxPairs bounds B * H * Sq * Skv.
+	MaxPairs = 1 << 36
+	// MaxLength bounds Sq and Skv each.
+	MaxLength = 1 << 24
+)
+
+// CheckSize checks a launch's sizes against MaxLength and MaxPairs without
+// overflowing int64, naming the product as the factors it is of.
+func CheckSize(b, h, sq, skv int64) error {
+	if b < 1 || h < 1 || sq < 1 || skv < 1 {
+		return fmt.Errorf("B = %d, H = %d, Sq = %d, Skv = %d: the sizes must be positive", b, h, sq, skv)
+	}
+	if sq > MaxLength || skv > MaxLength {
+		return fmt.Errorf("Sq = %d, Skv = %d: a sequence evaluated on the host may be at most %d long", sq, skv, int64(MaxLength))
+	}
+	prod := int64(1)
+	for _, x := range []int64{b, h, sq, skv} {
+		if prod > MaxPairs/x {
+			return fmt.Errorf("B*H*Sq*Skv = %d*%d*%d*%d is above the %d pairs evaluated on the host", b, h, sq, skv, int64(MaxPairs))
+		}
+		prod *= x
+	}
+	return nil
+}
+
 // Build computes the tile map of slice (opts.B, opts.H) of kernel k for
 // env's sizes and buffers.
 func Build(k *codegen.Kernel, env *eval.Env, opts Options) (*Map, error) {
 	if env == nil || env.Q < 1 || env.KV < 1 {
 		return nil, errors.New("tilemap: the sizes must be positive")
+	}
+	if err := CheckSize(1, 1, env.Q, env.KV); err != nil {
+		return nil, fmt.Errorf("tilemap: %w", err)
 	}
 	if opts.B < 0 || opts.B >= env.B || opts.H < 0 || opts.H >= env.H {
 		return nil, fmt.Errorf("tilemap: slice b=%d h=%d outside B=%d H=%d", opts.B, opts.H, env.B, env.H)
@@ -191,7 +229,7 @@ func Build(k *codegen.Kernel, env *eval.Env, opts Options) (*Map, error) {
 		if w == 0 {
 			m.Notes = hs.Notes()
 		}
-		r := &rowWorker{m: m, hs: hs}
+		r := &rowWorker{m: m, hs: hs, ctx: opts.Context}
 		if m.Grid != nil {
 			r.raster = make([]int64, m.Grid.Rows*m.Grid.Cols)
 			rasters[w] = r.raster
@@ -201,6 +239,10 @@ func Build(k *codegen.Kernel, env *eval.Env, opts Options) (*Map, error) {
 		go func() {
 			defer wg.Done()
 			for qt := range jobs {
+				if opts.Context != nil && opts.Context.Err() != nil {
+					done <- opts.Context.Err()
+					continue
+				}
 				done <- r.row(qt)
 			}
 		}()
@@ -257,6 +299,15 @@ type rowWorker struct {
 	hs               *codegen.HostSparsity
 	raster           []int64
 	rowCell, colCell []int32
+	ctx              context.Context // nil: never stopped
+}
+
+// stopped is the context's error once it is done, checked per tile.
+func (r *rowWorker) stopped() error {
+	if r.ctx == nil {
+		return nil
+	}
+	return r.ctx.Err()
 }
 
 // row computes the states and kept pairs of q tile qt.
@@ -270,6 +321,9 @@ func (r *rowWorker) row(qt int) error {
 	switch m.Sparsity {
 	case hipsrc.SparsityPrepass:
 		for kt := range states {
+			if err := r.stopped(); err != nil {
+				return err
+			}
 			kv0 := int64(kt) * m.BlockN
 			flag, n, err := r.hs.PrepassFlag(b, h, q0, q0+m.BlockM, kv0, kv0+m.BlockN, r.addPair)
 			if err != nil {
@@ -327,6 +381,9 @@ func (r *rowWorker) row(qt int) error {
 			kept[kt] = (qEnd - q0) * (kv1 - kv0)
 			r.addRect(q0, qEnd, kv0, kv1)
 		case Partial:
+			if err := r.stopped(); err != nil {
+				return err
+			}
 			for q := q0; q < qEnd; q++ {
 				for kv := kv0; kv < kv1; kv++ {
 					keep, err := r.hs.Mask(b, h, q, kv)

@@ -16,6 +16,7 @@ func runCheck(e *env, args []string) int {
 	fs := newFlagSet(e, "check", "[--json] [--target T] [-D NAME=VALUE]... FILE...")
 	asJSON := fs.Bool("json", false, "print diagnostics as a JSON array on stdout")
 	target, defines := targetFlag(fs), defineFlag(fs)
+	stdinNameFlag(e, fs)
 	files, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code

@@ -48,8 +48,8 @@ func runClassify(e *env, args []string) int {
 		if tc.sq < 1 || tc.skv < 1 {
 			return usageError(e.stderr, "--sq and --skv must be positive")
 		}
-		if int64(tc.b)*int64(tc.h)*int64(tc.sq)*int64(tc.skv) > maxDrawPairs {
-			return usageError(e.stderr, "B*H*Sq*Skv is above the %d pairs classify --shape evaluates", int64(maxDrawPairs))
+		if err := tilemap.CheckSize(int64(tc.b), int64(tc.h), int64(tc.sq), int64(tc.skv)); err != nil {
+			return usageError(e.stderr, "%v", err)
 		}
 	}
 	u, plan, status := buildPlan(e, files[0], *target, defines)

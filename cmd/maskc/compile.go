@@ -27,6 +27,7 @@ func runCompile(e *env, args []string) int {
 	all := fs.Bool("all-kernels", false, "also write the generated kernel of blocks planned as a Turbo call")
 	archs := fs.String("offload-arch", "", "comma-separated AMD architectures to build code objects for with hipcc")
 	target, defines := targetFlag(fs), defineFlag(fs)
+	stdinNameFlag(e, fs)
 	files, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code
@@ -45,6 +46,13 @@ func runCompile(e *env, args []string) int {
 	if plan == nil {
 		return status
 	}
+	if len(plan.Attentions) == 0 {
+		// A file of mods only checks clean (a library), but compiling it
+		// would write a plan of nothing (issue 31: silently, with
+		// "attentions": null).
+		fmt.Fprintf(e.stderr, "maskc: %s declares no attention block, so there is nothing to compile; add one: attention NAME { mask = ... }\n", dsl.Printable(displayName(e, files[0])))
+		return exitError
+	}
 	// Everything is written to a sibling of DIR and put in place whole, so a
 	// failed run leaves DIR as it was.
 	out, err := stageDir(*outDir)
@@ -58,7 +66,7 @@ func runCompile(e *env, args []string) int {
 			out.Abort()
 		}
 	}()
-	cu := compiler.New(u.prog, plan, compiler.Options{Kernel: codegen.Options{SourceName: files[0]}})
+	cu := compiler.New(u.prog, plan, compiler.Options{Kernel: codegen.Options{SourceName: displayName(e, files[0])}})
 	pf := cu.NewPlanFile()
 	manifest := hipsrc.NewManifest()
 	var diags dsl.Diagnostics
@@ -92,7 +100,7 @@ func runCompile(e *env, args []string) int {
 			return exitUsage
 		}
 		pk := compiler.NewPlanKernel(k, name)
-		mk := compiler.KernelManifest(k, pa.Decision, name, files[0])
+		mk := compiler.KernelManifest(k, pa.Decision, name, displayName(e, files[0]))
 		if err := mk.SetBackward(bwdName); err != nil {
 			fmt.Fprintf(e.stderr, "maskc: %v\n", err)
 			return exitUsage

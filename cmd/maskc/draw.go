@@ -21,13 +21,10 @@ import (
 	"github.com/maskc/maskc/tilemap"
 )
 
-// maxDrawPairs bounds Sq * Skv for `maskc draw`: the mask is evaluated on
-// every pair of a partial tile; maxPrepassPairs bounds it for pre-pass
-// kernels, whose every pair is evaluated (minutes on a few cores there).
-const (
-	maxDrawPairs    = 1 << 36
-	maxPrepassPairs = 1 << 32
-)
+// maxPrepassPairs bounds Sq * Skv for pre-pass kernels, whose every pair
+// is evaluated (minutes on a few cores there); other kernels evaluate the
+// pairs of partial tiles only, within tilemap.MaxPairs.
+const maxPrepassPairs = 1 << 32
 
 // runDraw implements `maskc draw FILE --attention NAME --shape B,H,S,D -o
 // out.svg|out.png`: the kept pairs of one (b, h) slice beside the tile map
@@ -75,8 +72,8 @@ func runDraw(e *env, args []string) int {
 		return usageError(e.stderr, "head dimension D = %d: generated kernels support %s", cfg.d, hipsrc.HeadDimList())
 	case cfg.sq < 1 || cfg.skv < 1:
 		return usageError(e.stderr, "--sq and --skv must be positive")
-	case int64(cfg.sq)*int64(cfg.skv) > maxDrawPairs:
-		return usageError(e.stderr, "Sq * Skv = %d is above the %d pairs maskc draw evaluates", int64(cfg.sq)*int64(cfg.skv), int64(maxDrawPairs))
+	case tilemap.CheckSize(1, 1, int64(cfg.sq), int64(cfg.skv)) != nil:
+		return usageError(e.stderr, "%v", tilemap.CheckSize(1, 1, int64(cfg.sq), int64(cfg.skv)))
 	case *sb < 0 || *sb >= cfg.b || *sh < 0 || *sh >= cfg.h:
 		return usageError(e.stderr, "--b %d --h %d: the slice must lie in B = %d, H = %d", *sb, *sh, cfg.b, cfg.h)
 	case *size < 8 || *size > 4096:

@@ -139,7 +139,8 @@ func runEval(e *env, args []string) int {
 			ok := true
 			if bound != nil {
 				if ok, err = bound.Mask(int64(*bIdx), int64(*hIdx), int64(i), int64(j)); err != nil {
-					fmt.Fprintf(e.stderr, "maskc: at q=%d kv=%d: %v\n", i, j, err)
+					// FILE:LINE:COL, not byte offsets (issue 31).
+					fmt.Fprintf(e.stderr, "maskc: %s (at q=%d kv=%d)\n", locate(err, errSource(err, u, *attn == "", *maskExpr)), i, j)
 					return exitError
 				}
 			}
@@ -235,6 +236,20 @@ func drawGrid(w io.Writer, grid [][]bool) {
 		}
 		fmt.Fprintf(w, "%*d  %s\n", pad-2, i, b.String())
 	}
+}
+
+// errSource is the source an evaluation error's span is in: the file,
+// unless the mask is a --mask expression and the error is not in a mod
+// declared in the file.
+func errSource(err error, u *unit, fromExpr bool, expr string) *dsl.Source {
+	var ee *eval.Error
+	if !fromExpr || !errors.As(err, &ee) {
+		return u.file.Source
+	}
+	if f := strings.Fields(ee.Mod); len(f) >= 2 && u.prog.Mod(strings.TrimRight(f[1], "(")) != nil {
+		return u.file.Source
+	}
+	return dsl.NewSource("--mask", []byte(expr))
 }
 
 // locate gives an *eval.Error its position in src.

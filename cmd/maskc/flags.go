@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/maskc/maskc/check"
@@ -83,6 +84,10 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 // success, anything else a usage error. ok is false when the caller should
 // return code.
 func parseArgs(fs *flag.FlagSet, args []string) (pos []string, code int, ok bool) {
+	if helpAsked(fs, args) {
+		fs.Usage()
+		return nil, exitOK, false
+	}
 	pos, err := parseInterleaved(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil, exitOK, false
@@ -91,6 +96,32 @@ func parseArgs(fs *flag.FlagSet, args []string) (pos []string, code int, ok bool
 		return nil, exitUsage, false
 	}
 	return pos, 0, true
+}
+
+// helpAsked reports a -h (or --h) that asks for help in a command that
+// also has a flag named h (the head index of eval and draw): one with no
+// value after it, or a flag after it (issue 31: `maskc eval -h` said
+// "flag needs an argument: -h").
+func helpAsked(fs *flag.FlagSet, args []string) bool {
+	if fs.Lookup("h") == nil {
+		return false
+	}
+	for i, a := range args {
+		if a == "--" {
+			return false
+		}
+		if a != "-h" && a != "--h" {
+			continue
+		}
+		if i+1 == len(args) {
+			return true
+		}
+		next := args[i+1]
+		if _, err := strconv.Atoi(next); err != nil && strings.HasPrefix(next, "-") {
+			return true
+		}
+	}
+	return false
 }
 
 // usageError prints a one-line usage problem and returns exitUsage.

@@ -2,9 +2,11 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 
 	"github.com/maskc/maskc/check"
 	"github.com/maskc/maskc/compiler"
@@ -29,11 +31,19 @@ func readInput(e *env, path string) ([]byte, error) {
 		if st.IsDir() {
 			return nil, fmt.Errorf("%s: is a directory, not a .flex file", path)
 		}
-		f, err := os.Open(path)
+		if !st.Mode().IsRegular() {
+			// A FIFO would block the open or the read for as long as
+			// nobody writes it (issue 31: check and fmt -w hung).
+			return nil, fmt.Errorf("%s: not a regular file (%v); to read a pipe, give - and redirect it to standard input", path, st.Mode().Type())
+		}
+		f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 		if err != nil {
 			return nil, cleanPathError(err)
 		}
 		defer f.Close()
+		if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+			return nil, fmt.Errorf("%s: not a regular file; to read a pipe, give - and redirect it to standard input", path)
+		}
 		r = f
 	}
 	data, err := io.ReadAll(io.LimitReader(r, maxInput+1))
@@ -71,11 +81,7 @@ func load(e *env, path string, defines map[string]string) (*unit, error) {
 	if err != nil {
 		return nil, err
 	}
-	name := path
-	if path == "-" {
-		name = "<stdin>"
-	}
-	c, diags := compiler.ParseAndCheck(name, data, compiler.Options{Defines: defines})
+	c, diags := compiler.ParseAndCheck(displayName(e, path), data, compiler.Options{Defines: defines})
 	return &unit{path: path, file: c.File, prog: c.Program, diags: diags}, nil
 }
 
@@ -83,4 +89,24 @@ func load(e *env, path string, defines map[string]string) (*unit, error) {
 // between two.
 func printDiags(w io.Writer, ds dsl.Diagnostics) {
 	fmt.Fprint(w, ds.Render())
+}
+
+// displayName is what diagnostics and generated code call path: "-" is
+// <stdin>, or the name --stdin-name gave it.
+func displayName(e *env, path string) string {
+	if path != "-" {
+		return path
+	}
+	if e.stdinName != "" {
+		return e.stdinName
+	}
+	return "<stdin>"
+}
+
+// stdinNameFlag registers --stdin-name, the name FILE "-" is given. The
+// Python package sends the exact bytes it keyed a cache entry by on stdin
+// and names them by their file, so an edit while maskc runs cannot put one
+// text's kernels under another's key.
+func stdinNameFlag(e *env, fs *flag.FlagSet) {
+	fs.StringVar(&e.stdinName, "stdin-name", "", "with FILE -, the file `NAME` to give the text read from stdin in diagnostics and generated code")
 }

@@ -44,6 +44,7 @@ var version = "devel"
 type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	stdinName      string // what FILE "-" is called (--stdin-name), "" for <stdin>
 }
 
 // command is one subcommand.

@@ -1,134 +1,294 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"golang.org/x/sys/unix"
 )
 
-// stagedDir is an output directory built beside its final place and put
-// there whole: a run that fails leaves the previous directory as it was,
-// and one that succeeds never shows a mix of old and new files.
-type stagedDir struct {
-	final string // the directory the user named
-	tmp   string // the sibling being filled
+// compile -o DIR writes its outputs inside DIR and nowhere else: DIR may be
+// a link (it stays one) and its parent need not be writable. It touches
+// only files it wrote itself, which it lists with their SHA-256 in DIR's
+// ledger; a name it would write that holds anything else (a user's file, a
+// link, one of its own outputs edited since) is refused, never replaced.
+// One run's outputs are committed as a whole: they are staged in
+// DIR/.maskc-stage-*, the commit is first recorded in a journal, and a run
+// killed during its commit is completed by the next run into DIR before
+// anything else. Outputs of an earlier run that this run does not write
+// are removed (when unchanged). Runs into one DIR take turns (flock on
+// DIR).
+const (
+	// ledgerName lists the outputs of the last committed run.
+	ledgerName = ".maskc-outputs.json"
+	// journalName is a commit in progress: the staging directory, the new
+	// ledger and the stale outputs to remove.
+	journalName = ".maskc-commit.json"
+	// stagePrefix starts the names of staging directories inside DIR.
+	stagePrefix = ".maskc-stage-"
+	// ledgerFormat versions the ledger and the journal.
+	ledgerFormat = "maskc-outputs-v1"
+	// maxOutput bounds what is read of one existing output to hash it.
+	maxOutput = 1 << 30
+)
+
+// ledger is the content of ledgerName and journalName.
+type ledger struct {
+	Format string            `json:"format"`
+	Stage  string            `json:"stage,omitempty"`  // journal only
+	Files  map[string]string `json:"files"`            // name: SHA-256 of what maskc wrote
+	Remove map[string]string `json:"remove,omitempty"` // journal only: stale name: SHA-256
 }
 
-// stageDir starts building the directory final (its parents are created).
+// stagedDir is compile's output directory while a run fills it.
+type stagedDir struct {
+	final string   // the directory the user named
+	dir   *os.File // final, open and locked
+	tmp   string   // the staging directory inside final
+}
+
+// stageDir creates final (and its parents) if missing, locks it, completes
+// or discards what killed runs left there, and starts a staging directory.
 func stageDir(final string) (*stagedDir, error) {
 	if st, err := os.Stat(final); err == nil && !st.IsDir() {
 		return nil, fmt.Errorf("%s: not a directory", final)
 	}
-	abs, err := filepath.Abs(final)
-	if err != nil {
-		return nil, err
-	}
-	parent := filepath.Dir(abs)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
+	if err := os.MkdirAll(final, 0o755); err != nil {
 		return nil, cleanPathError(err)
 	}
-	for {
-		tmp := filepath.Join(parent, fmt.Sprintf(".%s.maskc-%d", filepath.Base(abs), rand.Uint32()))
-		err := os.Mkdir(tmp, 0o755)
-		if err == nil {
-			return &stagedDir{final: final, tmp: tmp}, nil
+	dir, err := os.Open(final)
+	if err != nil {
+		return nil, cleanPathError(err)
+	}
+	if err := unix.Flock(int(dir.Fd()), unix.LOCK_EX); err != nil {
+		dir.Close()
+		return nil, fmt.Errorf("%s: lock: %v", final, err)
+	}
+	s := &stagedDir{final: final, dir: dir}
+	if err := s.recover(); err != nil {
+		dir.Close()
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp(final, stagePrefix+"*")
+	if err != nil {
+		dir.Close()
+		return nil, fmt.Errorf("%s: %v", final, unwrapPath(err))
+	}
+	s.tmp = tmp
+	return s, nil
+}
+
+// recover completes the commit a killed run recorded in the journal, then
+// removes staging directories that killed runs left (the lock says no live
+// run uses them).
+func (s *stagedDir) recover() error {
+	var j ledger
+	switch err := readLedger(filepath.Join(s.final, journalName), &j); {
+	case err == nil:
+		if err := s.apply(&j); err != nil {
+			return err
 		}
-		if !errors.Is(err, fs.ErrExist) {
-			return nil, fmt.Errorf("%s: %v", final, unwrapPath(err))
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	entries, err := os.ReadDir(s.final)
+	if err != nil {
+		return fmt.Errorf("%s: %v", s.final, unwrapPath(err))
+	}
+	for _, e := range entries {
+		if e.IsDir() && strings.HasPrefix(e.Name(), stagePrefix) {
+			if err := os.RemoveAll(filepath.Join(s.final, e.Name())); err != nil {
+				return fmt.Errorf("%s: %v", s.final, unwrapPath(err))
+			}
 		}
 	}
+	return nil
+}
+
+// readLedger reads a ledger or journal; a missing one is fs.ErrNotExist.
+func readLedger(path string, l *ledger) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return cleanPathError(err)
+	}
+	if err := json.Unmarshal(data, l); err != nil || l.Format != ledgerFormat {
+		return fmt.Errorf("%s: not a maskc compile ledger (format %q, %v); remove it and the outputs it named", path, l.Format, err)
+	}
+	return nil
 }
 
 // Path is where the file name is written while staging.
 func (s *stagedDir) Path(name string) string { return filepath.Join(s.tmp, name) }
 
-// Abort discards everything staged.
-func (s *stagedDir) Abort() { os.RemoveAll(s.tmp) }
-
-// isOutput says whether name is a file `maskc compile` writes.
-func isOutput(name string) bool {
-	return name == "plan.json" || name == "manifest.json" || strings.HasSuffix(name, ".hip") || strings.HasSuffix(name, ".hsaco")
+// Abort discards everything staged and releases DIR.
+func (s *stagedDir) Abort() {
+	os.RemoveAll(s.tmp)
+	s.dir.Close()
 }
 
-// Commit puts the staged directory in place. A missing directory appears
-// whole; an existing one that holds only maskc's outputs is exchanged with
-// the staged one in one step (renameat2 RENAME_EXCHANGE; two renames where
-// the file system lacks it) and removed; one that also holds the user's
-// own files keeps them and gets the new outputs file by file, plan.json
-// last, so that the plan never names a file not yet there. Errors name the
-// final directory.
+// digest is the SHA-256 of the regular file at path: links are not
+// followed, FIFOs and devices not read (ok false for either).
+func digest(path string) (sum string, ok bool, err error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if errors.Is(err, unix.ELOOP) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", false, err
+	}
+	if !st.Mode().IsRegular() || st.Size() > maxOutput {
+		return "", false, nil
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, io.LimitReader(f, maxOutput)); err != nil {
+		return "", false, err
+	}
+	return hex.EncodeToString(h.Sum(nil)), true, nil
+}
+
+// Commit puts the staged outputs in place as described above. Errors name
+// the final directory or file.
 func (s *stagedDir) Commit() error {
-	fail := func(err error) error {
+	j, err := s.journal()
+	if err != nil {
+		return err
+	}
+	err = s.apply(j)
+	s.dir.Close()
+	return err
+}
+
+// journal checks the staged outputs against DIR and records the commit in
+// DIR's journal; on an error it aborts the run.
+func (s *stagedDir) journal() (*ledger, error) {
+	fail := func(err error) (*ledger, error) {
 		s.Abort()
-		return fmt.Errorf("%s: %v", s.final, unwrapPath(err))
+		return nil, err
 	}
-	entries, err := os.ReadDir(s.final)
-	if errors.Is(err, fs.ErrNotExist) {
-		if err := os.Rename(s.tmp, s.final); err != nil {
-			return fail(err)
-		}
-		return nil
-	}
-	if err != nil {
+	var old ledger
+	if err := readLedger(filepath.Join(s.final, ledgerName), &old); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fail(err)
-	}
-	st, err := os.Stat(s.final)
-	if err != nil {
-		return fail(err)
-	}
-	if err := os.Chmod(s.tmp, st.Mode().Perm()); err != nil {
-		return fail(err)
-	}
-	onlyOutputs := true
-	for _, e := range entries {
-		if !e.Type().IsRegular() || !isOutput(e.Name()) {
-			onlyOutputs = false
-		}
-	}
-	if onlyOutputs {
-		err := unix.Renameat2(unix.AT_FDCWD, s.tmp, unix.AT_FDCWD, s.final, unix.RENAME_EXCHANGE)
-		if err == nil {
-			return os.RemoveAll(s.tmp) // now the old directory
-		}
-		if !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOSYS) {
-			return fail(err)
-		}
-		old := s.tmp + ".old"
-		if err := os.Rename(s.final, old); err != nil {
-			return fail(err)
-		}
-		if err := os.Rename(s.tmp, s.final); err != nil {
-			os.Rename(old, s.final)
-			return fail(err)
-		}
-		return os.RemoveAll(old)
 	}
 	staged, err := os.ReadDir(s.tmp)
 	if err != nil {
-		return fail(err)
+		return fail(fmt.Errorf("%s: %v", s.final, unwrapPath(err)))
 	}
-	var plan bool
+	j := ledger{Format: ledgerFormat, Stage: filepath.Base(s.tmp), Files: map[string]string{}, Remove: map[string]string{}}
 	for _, e := range staged {
-		if e.Name() == "plan.json" {
-			plan = true
+		name := e.Name()
+		sum, ok, err := digest(s.Path(name))
+		if err != nil || !ok {
+			return fail(fmt.Errorf("%s: staged output is not a regular file (%v)", filepath.Join(s.final, name), err))
+		}
+		j.Files[name] = sum
+		dest := filepath.Join(s.final, name)
+		have, ok, err := digest(dest)
+		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		if err := os.Rename(s.Path(e.Name()), filepath.Join(s.final, e.Name())); err != nil {
-			return fail(err)
+		if err != nil {
+			return fail(cleanPathError(err))
+		}
+		if !ok || old.Files[name] == "" || old.Files[name] != have {
+			return fail(fmt.Errorf("%s: not an output of an earlier maskc compile into %s (or changed since), so it is not replaced; move it away or choose another -o DIR", dest, s.final))
 		}
 	}
-	if plan {
-		if err := os.Rename(s.Path("plan.json"), filepath.Join(s.final, "plan.json")); err != nil {
-			return fail(err)
+	for name, sum := range old.Files {
+		if _, ours := j.Files[name]; ours {
+			continue
+		}
+		if have, ok, err := digest(filepath.Join(s.final, name)); err == nil && ok && have == sum {
+			j.Remove[name] = sum
 		}
 	}
-	return os.Remove(s.tmp)
+	data, err := json.MarshalIndent(&j, "", "  ")
+	if err != nil {
+		return fail(err)
+	}
+	// The journal is written in the staging directory and renamed into
+	// place: from then on the commit is completed by whoever runs next.
+	if err := os.WriteFile(filepath.Join(s.tmp, journalName), data, 0o644); err != nil {
+		return fail(fmt.Errorf("%s: %v", filepath.Join(s.final, journalName), unwrapPath(err)))
+	}
+	if err := os.Rename(filepath.Join(s.tmp, journalName), filepath.Join(s.final, journalName)); err != nil {
+		return fail(fmt.Errorf("%s: %v", filepath.Join(s.final, journalName), unwrapPath(err)))
+	}
+	return &j, nil
+}
+
+// apply carries out a journal: moves its staged files in (plan.json last,
+// so that the plan never names a file not yet there), removes the stale
+// outputs still unchanged, writes the new ledger and drops the journal and
+// the staging directory. It may be repeated after a kill at any point.
+func (s *stagedDir) apply(j *ledger) error {
+	stage := filepath.Join(s.final, j.Stage)
+	if j.Stage == "" || filepath.Base(j.Stage) != j.Stage || !strings.HasPrefix(j.Stage, stagePrefix) {
+		return fmt.Errorf("%s: names no staging directory of maskc's; remove it", filepath.Join(s.final, journalName))
+	}
+	names := make([]string, 0, len(j.Files))
+	for name := range j.Files {
+		if filepath.Base(name) != name || name == ledgerName || name == journalName {
+			return fmt.Errorf("%s: names a file outside its directory: %q; remove it", filepath.Join(s.final, journalName), name)
+		}
+		if name != "plan.json" {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	if _, ok := j.Files["plan.json"]; ok {
+		names = append(names, "plan.json")
+	}
+	for _, name := range names {
+		err := os.Rename(filepath.Join(stage, name), filepath.Join(s.final, name))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%s: %v", filepath.Join(s.final, name), unwrapPath(err))
+		}
+	}
+	for name, sum := range j.Remove {
+		if filepath.Base(name) != name {
+			continue
+		}
+		p := filepath.Join(s.final, name)
+		if have, ok, err := digest(p); err == nil && ok && have == sum {
+			if err := os.Remove(p); err != nil {
+				return fmt.Errorf("%s: %v", p, unwrapPath(err))
+			}
+		}
+	}
+	data, err := json.MarshalIndent(&ledger{Format: ledgerFormat, Files: j.Files}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(stage, 0o700); err != nil {
+		return fmt.Errorf("%s: %v", s.final, unwrapPath(err))
+	}
+	if err := os.WriteFile(filepath.Join(stage, ledgerName), data, 0o644); err != nil {
+		return fmt.Errorf("%s: %v", filepath.Join(s.final, ledgerName), unwrapPath(err))
+	}
+	if err := os.Rename(filepath.Join(stage, ledgerName), filepath.Join(s.final, ledgerName)); err != nil {
+		return fmt.Errorf("%s: %v", filepath.Join(s.final, ledgerName), unwrapPath(err))
+	}
+	if err := os.Remove(filepath.Join(s.final, journalName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%s: %v", filepath.Join(s.final, journalName), unwrapPath(err))
+	}
+	return os.RemoveAll(stage)
 }
 
 // unwrapPath drops an *os.PathError's operation and (temporary) path.
@@ -144,7 +304,7 @@ func unwrapPath(err error) error {
 	return err
 }
 
-// writeFile writes a new file of the staged directory.
+// WriteFile writes a new file of the staged directory.
 func (s *stagedDir) WriteFile(name string, data []byte) error {
 	if err := os.WriteFile(s.Path(name), data, 0o644); err != nil {
 		return fmt.Errorf("%s: %v", filepath.Join(s.final, name), unwrapPath(err))

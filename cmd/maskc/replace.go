@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // errChangedOnDisk is why a file that someone else saved while maskc was
@@ -18,6 +20,11 @@ var errChangedOnDisk = errors.New("changed on disk while maskc was formatting it
 // checks that the file still holds what it read; tests use it to save the
 // file concurrently at the worst moment.
 var beforeReplace = func(target string) {}
+
+// beforeSwap runs after that check and before the new file takes the
+// old one's place; tests use it to save the file in that window (issue
+// 31: a save there was lost, deterministically with a delay here).
+var beforeSwap = func(target string) {}
 
 // replaceFile rewrites the file at path, which maskc read as old, with
 // data, as an editor's careful save would:
@@ -130,10 +137,33 @@ func replaceByRename(target string, old, data []byte, st fs.FileInfo) (done bool
 	if err := unchanged(target, old); err != nil {
 		return false, err
 	}
-	if err := os.Rename(name, target); err != nil {
+	beforeSwap(target)
+	// Exchange the two files in one step (renameat2 RENAME_EXCHANGE) and
+	// check what came out: a save that landed after the check above is
+	// then at name, and is put back. Where the file system cannot
+	// exchange, a plain rename (the window stays).
+	err = unix.Renameat2(unix.AT_FDCWD, name, unix.AT_FDCWD, target, unix.RENAME_EXCHANGE)
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
+		if err := os.Rename(name, target); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+	if err != nil {
 		return false, err
 	}
-	return true, nil
+	done = true // name now holds what target held: never remove it unchecked
+	if err := unchanged(name, old); err == nil {
+		return true, os.Remove(name)
+	}
+	if err := unix.Renameat2(unix.AT_FDCWD, name, unix.AT_FDCWD, target, unix.RENAME_EXCHANGE); err != nil {
+		return true, fmt.Errorf("%w; the save is kept at %s", errChangedOnDisk, name)
+	}
+	if now, err := os.ReadFile(name); err == nil && bytes.Equal(now, data) {
+		os.Remove(name)
+		return true, errChangedOnDisk
+	}
+	return true, fmt.Errorf("%w; another save is kept at %s", errChangedOnDisk, name)
 }
 
 // unchanged reports errChangedOnDisk unless target still holds old.
@@ -150,9 +180,15 @@ func unchanged(target string, old []byte) error {
 
 // writeNew writes data to path (a picture, say) through a synced temporary
 // file in the same directory and a rename, so a reader never sees half a
-// file. Errors name path, never the temporary file.
+// file. An existing path must be a regular file (a link, device or FIFO is
+// refused, not replaced); the new file gets mode 0666 less the umask, as a
+// file the shell creates would. Errors name path, never the temporary
+// file.
 func writeNew(path string, data []byte) error {
 	fail := func(err error) error { return fmt.Errorf("%s: %v", path, unwrapPath(err)) }
+	if st, err := os.Lstat(path); err == nil && !st.Mode().IsRegular() {
+		return fail(fmt.Errorf("not a regular file (%v); not replaced", st.Mode().Type()))
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".maskc-*")
 	if err != nil {
 		return fail(err)
@@ -169,11 +205,18 @@ func writeNew(path string, data []byte) error {
 	if err := tmp.Close(); err != nil {
 		return fail(err)
 	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+	if err := os.Chmod(tmp.Name(), 0o666&^fs.FileMode(currentUmask())); err != nil {
 		return fail(err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fail(err)
 	}
 	return nil
+}
+
+// currentUmask reads the process's umask (setting it back at once).
+func currentUmask() int {
+	m := unix.Umask(0o022)
+	unix.Umask(m)
+	return m
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"golang.org/x/sys/unix"
 	"os"
 	"path/filepath"
 	"strings"
@@ -168,6 +169,78 @@ func TestFmtWriteRespectsReadOnly(t *testing.T) {
 	}
 	if got := readString(t, path); got != messyFlex {
 		t.Errorf("read-only file rewritten: %q", got)
+	}
+	noTempFiles(t, dir)
+}
+
+// TestFmtWriteKeepsSaveAfterCheck: a save that lands after maskc checked
+// the file and before its new file takes the old one's place is kept and
+// reported (issue 31: lost, deterministically with a delay there and 1 in
+// 1,400 at random). Saves written in place and by rename are covered.
+func TestFmtWriteKeepsSaveAfterCheck(t *testing.T) {
+	for _, how := range []string{"in place", "by rename"} {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "m.flex")
+		if err := os.WriteFile(path, []byte(messyFlex), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		const saved = "mask  saved( b,h,q,kv )=q>=kv\n"
+		beforeSwap = func(string) {
+			if how == "in place" {
+				if err := os.WriteFile(path, []byte(saved), 0o644); err != nil {
+					t.Error(err)
+				}
+				return
+			}
+			tmp := filepath.Join(dir, "editor-save.tmp")
+			if err := os.WriteFile(tmp, []byte(saved), 0o644); err != nil {
+				t.Error(err)
+			}
+			if err := os.Rename(tmp, path); err != nil {
+				t.Error(err)
+			}
+		}
+		code, stderr := fmtW(t, path)
+		beforeSwap = func(string) {}
+		if code != exitUsage || !strings.Contains(stderr, path+": changed on disk") {
+			t.Errorf("%s: exit %d, stderr %q; want 2 and 'changed on disk'", how, code, stderr)
+		}
+		if got := readString(t, path); got != saved {
+			t.Errorf("%s: the save was lost, file holds %q", how, got)
+		}
+		noTempFiles(t, dir)
+	}
+}
+
+// TestWriteNewRefusesNonRegularAndHonoursUmask: draw -o does not replace a
+// link or a device with a regular file, and creates its file with the
+// umask applied (issue 31: both were ignored).
+func TestWriteNewRefusesNonRegularAndHonoursUmask(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "target.svg")
+	if err := os.WriteFile(target, []byte("theirs"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.svg")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{link, "/dev/null"} {
+		if err := writeNew(p, []byte("new")); err == nil || !strings.Contains(err.Error(), p+": not a regular file") {
+			t.Errorf("writeNew(%s) = %v, want a refusal", p, err)
+		}
+	}
+	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 || readString(t, target) != "theirs" {
+		t.Errorf("the link or its target changed: %v", err)
+	}
+	old := unix.Umask(0o077)
+	defer unix.Umask(old)
+	out := filepath.Join(dir, "new.svg")
+	if err := writeNew(out, []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(out); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("mode under umask 077: %v, %v; want 0600", st.Mode(), err)
 	}
 	noTempFiles(t, dir)
 }

@@ -37,13 +37,17 @@ def find_binary():
                      "or set %s" % BINARY_ENV)
 
 
-def run_binary(binary, args, timeout=600):
-    """Runs `binary args...`; returns (exit code, stdout, stderr) as text.
-    A binary that cannot start or that runs past timeout seconds raises
-    MaskcError."""
+def run_binary(binary, args, timeout=600, stdin=None):
+    """Runs `binary args...` with stdin (bytes) on its standard input, else
+    none; returns (exit code, stdout, stderr) as text. A binary that cannot
+    start or that runs past timeout seconds raises MaskcError."""
     try:
-        p = subprocess.run([binary] + list(args), capture_output=True, text=True, timeout=timeout,
-                           stdin=subprocess.DEVNULL)
+        if stdin is None:
+            p = subprocess.run([binary] + list(args), capture_output=True, text=True, timeout=timeout,
+                               stdin=subprocess.DEVNULL)
+        else:
+            p = subprocess.run([binary] + list(args), capture_output=True, timeout=timeout, input=stdin)
+            p.stdout, p.stderr = p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
     except subprocess.TimeoutExpired:
         raise MaskcError("maskc %s ran longer than %d s" % (" ".join(args[:1]), timeout))
     except OSError as e:

@@ -11,19 +11,32 @@ final one and renamed into place, so concurrent builders never see a half
 written entry; an entry whose files do not match ENTRY_FILE is discarded and
 rebuilt. Files added later (JIT-compiled code objects) are written with
 write_atomic.
+
+The cache is trusted only as the Go kernel cache (runtime/kcache) is, by
+one rule (SECURITY.md, "The kernel cache directory"; check_trusted, whose
+cases runtime/kcache/testdata/trust_cases.json shares with the Go tests):
+every directory on the way to it belongs to you or root and only they may
+write it (or it is sticky, as /tmp), every link on the way belongs to you
+or root, and the cache directory itself belongs to you and only you may
+write it. Entry files are read without following links, only when regular
+and at most MAX_FILE bytes, so a planted FIFO or device cannot hang a build.
+The bytes keyed are the bytes compiled: maskc reads them from stdin
+(--stdin-name names them as the file).
 """
+import errno
 import hashlib
 import json
 import os
 import shutil
+import stat
 import tempfile
 import warnings
 
 from . import binary as _binary
 from .diagnostics import MaskcError, parse_json, parse_text
 
-__all__ = ["CACHE_ENV", "CACHE_FORMAT", "ENTRY_FILE", "Entry", "cache_root", "cache_key", "compile_flex",
-           "write_atomic"]
+__all__ = ["CACHE_ENV", "CACHE_FORMAT", "ENTRY_FILE", "MAX_FILE", "Entry", "cache_root", "cache_key",
+           "check_trusted", "compile_flex", "write_atomic"]
 
 #: The environment variable naming the cache directory.
 CACHE_ENV = "MASKC_CACHE_DIR"
@@ -31,6 +44,10 @@ CACHE_ENV = "MASKC_CACHE_DIR"
 CACHE_FORMAT = "maskc-python-cache-v1"
 #: The file that completes an entry: its inputs and its files' SHA-256.
 ENTRY_FILE = "maskc-cache-entry.json"
+#: The most bytes read of one entry file (runtime/kcache.MaxEntrySize).
+MAX_FILE = 256 << 20
+#: Links followed resolving the cache directory (Linux's limit, as kcache).
+_MAX_LINKS = 40
 
 
 def cache_root():
@@ -42,12 +59,126 @@ def cache_root():
     return os.path.join(base, "maskc")
 
 
+def _read_regular(path, limit=MAX_FILE, follow=False):
+    """The bytes of the regular file at path: a link is not followed (unless
+    follow), a FIFO or device not read (OSError), more than limit bytes not
+    read."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if follow else getattr(os, "O_NOFOLLOW", 0))
+    fd = os.open(path, flags)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        if st.st_size > limit:
+            raise OSError(errno.EFBIG, "larger than %d bytes" % limit, path)
+        chunks, n = [], 0
+        while True:
+            b = os.read(fd, 1 << 20)
+            if not b:
+                return b"".join(chunks)
+            n += len(b)
+            if n > limit:
+                raise OSError(errno.EFBIG, "larger than %d bytes" % limit, path)
+            chunks.append(b)
+    finally:
+        os.close(fd)
+
+
+#: The most bytes read of a .flex file (the binary's own bound, cmd/maskc maxInput).
+MAX_SOURCE = 64 << 20
+
+
+def _read_source(flex_path):
+    """The bytes of a .flex file (links followed); a FIFO or device is
+    refused, not read, so it cannot hang the caller."""
+    try:
+        return _read_regular(flex_path, MAX_SOURCE, follow=True)
+    except OSError as e:
+        raise MaskcError("cannot read %s: %s" % (flex_path, e.strerror or e))
+
+
 def _sha256_file(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    return hashlib.sha256(_read_regular(path)).hexdigest()
+
+
+def _owner_ok(st, me, allow_root):
+    return st.st_uid == me or (allow_root and st.st_uid == 0)
+
+
+def _parent_trusted(directory, parent):
+    st = os.stat(parent)
+    me = os.geteuid()
+    if not _owner_ok(st, me, True):
+        raise MaskcError("maskc cache: refusing %s: the directory %s above it belongs to uid %d, neither you nor root, "
+                         "who could replace the cache; set %s to a directory of yours" % (directory, parent, st.st_uid, CACHE_ENV))
+    perm = stat.S_IMODE(st.st_mode)
+    if perm & 0o022 and not perm & stat.S_ISVTX:
+        raise MaskcError("maskc cache: refusing %s: the directory %s above it has mode %#o, so other users could replace "
+                         "the cache; run chmod go-w %s" % (directory, parent, perm & 0o777, parent))
+
+
+def check_trusted(directory):
+    """Raises MaskcError unless directory may hold a cache: the rule of
+    runtime/kcache's trusted, component by component (".." after a link as
+    the kernel resolves it). Returns the resolved path."""
+    me = os.geteuid()
+    path = directory if os.path.isabs(directory) else os.getcwd() + "/" + directory
+    todo = path.split("/")
+    cur, links, checked = "/", 0, set()
+    try:
+        while todo:
+            c = todo.pop(0)
+            if c in ("", "."):
+                continue
+            if c == "..":
+                cur = os.path.dirname(cur)
+                continue
+            if cur not in checked:
+                _parent_trusted(directory, cur)
+                checked.add(cur)
+            nxt = os.path.join(cur, c)
+            st = os.lstat(nxt)
+            if not stat.S_ISLNK(st.st_mode):
+                cur = nxt
+                continue
+            links += 1
+            if links > _MAX_LINKS:
+                raise MaskcError("maskc cache: %s: too many links" % directory)
+            if not _owner_ok(st, me, True):
+                raise MaskcError("maskc cache: refusing %s: the link %s on its path belongs to uid %d, neither you nor root, "
+                                 "who could point it elsewhere; set %s to a directory of yours" % (directory, nxt, st.st_uid, CACHE_ENV))
+            target = os.readlink(nxt)
+            if target.startswith("/"):
+                cur = "/"
+            todo = target.split("/") + todo
+        st = os.stat(cur)
+    except OSError as e:
+        raise MaskcError("maskc cache: %s: %s" % (directory, e.strerror or e))
+    if not stat.S_ISDIR(st.st_mode):
+        raise MaskcError("maskc cache: %s is not a directory" % directory)
+    if st.st_uid != me:
+        raise MaskcError("maskc cache: refusing %s: it belongs to uid %d, not to you (uid %d), who could plant kernels in it; "
+                         "set %s to a directory of yours" % (directory, st.st_uid, me, CACHE_ENV))
+    perm = stat.S_IMODE(st.st_mode)
+    if perm & 0o022:
+        raise MaskcError("maskc cache: refusing %s: mode %#o lets other users plant kernels in it; run chmod go-w %s"
+                         % (directory, perm & 0o777, directory))
+    return cur
+
+
+def open_root(root=None):
+    """The cache directory (root, else cache_root()), created 0700 if
+    missing and checked by check_trusted; MaskcError if it cannot be."""
+    root = root or cache_root()
+    try:
+        os.makedirs(root, mode=0o700, exist_ok=True)
+    except FileExistsError:
+        pass  # not a directory: check_trusted says so
+    except OSError as e:
+        raise MaskcError("maskc cache: cannot create %s: %s; set %s to a directory of yours"
+                         % (root, e.strerror or e, CACHE_ENV))
+    check_trusted(root)
+    return root
 
 
 _binary_hashes = {}
@@ -95,8 +226,7 @@ class Entry:
 
     def __init__(self, directory, key, info):
         self.directory, self.key, self.info = directory, key, info
-        with open(os.path.join(directory, "plan.json")) as f:
-            self.plan_json = json.load(f)
+        self.plan_json = _plan_json(directory)
 
     def path(self, name):
         """The path of a file of the entry by its name in plan.json/manifest."""
@@ -109,24 +239,43 @@ class Entry:
         return os.path.isfile(self.path(name))
 
 
+def _plan_json(directory):
+    """The entry's parsed plan.json; ValueError (or OSError) when it is not
+    a JSON object."""
+    plan = json.loads(_read_regular(os.path.join(directory, "plan.json")))
+    if not isinstance(plan, dict):
+        raise ValueError("plan.json is not a JSON object")
+    return plan
+
+
 def _verify(directory):
-    """The entry's info when ENTRY_FILE exists and every file it lists has its
-    recorded SHA-256; None otherwise."""
+    """The entry's info when ENTRY_FILE exists, lists plan.json, every file
+    it lists has its recorded SHA-256 (read as _read_regular does) and
+    plan.json parses; None otherwise."""
     try:
-        with open(os.path.join(directory, ENTRY_FILE)) as f:
-            info = json.load(f)
+        info = json.loads(_read_regular(os.path.join(directory, ENTRY_FILE)))
+        if "plan.json" not in info["files"]:
+            return None
         for name, digest in info["files"].items():
-            if _sha256_file(os.path.join(directory, name)) != digest:
+            if os.path.isabs(name) or ".." in name.split("/") or _sha256_file(os.path.join(directory, name)) != digest:
                 return None
+        _plan_json(directory)
         return info
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
-def _check(binary, flex_path, dargs):
-    """Runs `maskc check --json`; raises MaskcError with the diagnostics on
-    errors, and turns warnings into Python warnings."""
-    rc, out, err = _binary.run_binary(binary, ["check", "--json"] + dargs + [flex_path])
+def _stdin_args(flex_path):
+    """The arguments that name src, sent on stdin, as flex_path (after "--",
+    so a path starting with "-" is not read as a flag)."""
+    return ["--stdin-name", flex_path, "--", "-"]
+
+
+def _check(binary, flex_path, dargs, src):
+    """Runs `maskc check --json` on src (flex_path's bytes); raises
+    MaskcError with the diagnostics on errors, and turns warnings into
+    Python warnings."""
+    rc, out, err = _binary.run_binary(binary, ["check", "--json"] + dargs + _stdin_args(flex_path), stdin=src)
     if rc == 2:
         raise MaskcError("maskc check could not read its input", parse_text(err), err)
     diags = parse_json(out) if out.strip() else []
@@ -146,15 +295,11 @@ def compile_flex(flex_path, defines=None, target=None, binary=None, root=None, a
     kernel for every block, Turbo-planned ones too)."""
     if binary is None:
         binary = _binary.find_binary()
-    try:
-        with open(flex_path, "rb") as f:
-            src = f.read()
-    except OSError as e:
-        raise MaskcError("cannot read %s: %s" % (flex_path, e.strerror or e))
+    src = _read_source(flex_path)
     dargs = _binary.define_args(defines)
     bhash = _binary_hash(binary)
     key = cache_key(bhash, flex_path, src, dargs + (["--all-kernels"] if all_kernels else []), target)
-    root = root or cache_root()
+    root = open_root(root)
     final = os.path.join(root, key[:2], key)
     info = _verify(final)
     if info is not None:
@@ -162,13 +307,16 @@ def compile_flex(flex_path, defines=None, target=None, binary=None, root=None, a
     if os.path.isdir(final):
         shutil.rmtree(final, ignore_errors=True)  # corrupt or incomplete: rebuild
 
-    _check(binary, flex_path, dargs)
-    os.makedirs(os.path.dirname(final), exist_ok=True)
-    tmp = tempfile.mkdtemp(dir=os.path.dirname(final), prefix=".build-")
+    _check(binary, flex_path, dargs, src)
+    try:
+        os.makedirs(os.path.dirname(final), mode=0o700, exist_ok=True)
+        tmp = tempfile.mkdtemp(dir=os.path.dirname(final), prefix=".build-")
+    except OSError as e:
+        raise MaskcError("maskc cache: cannot write in %s: %s" % (root, e.strerror or e))
     try:
         args = ["compile", "-o", tmp] + (["--target", target] if target else []) + \
-            (["--all-kernels"] if all_kernels else []) + dargs + [flex_path]
-        rc, out, err = _binary.run_binary(binary, args)
+            (["--all-kernels"] if all_kernels else []) + dargs + _stdin_args(flex_path)
+        rc, out, err = _binary.run_binary(binary, args, stdin=src)
         if rc != 0:
             raise MaskcError("maskc compile %s failed (exit %d)" % (flex_path, rc), parse_text(err), err or out)
         if not os.path.isfile(os.path.join(tmp, "plan.json")):

@@ -830,12 +830,18 @@ _resolve_lock = threading.Lock()
 
 
 def _flex_path(text):
-    """The emitted text's file under the cache root (written once, atomically)."""
+    """The emitted text's file under the cache root (written atomically),
+    the root held to the cache directory rule first (cache.open_root), and
+    a file already there used only when it holds exactly this text."""
     h = hashlib.sha256(text.encode()).hexdigest()
-    d = os.path.join(_cache.cache_root(), "flex-py")
-    os.makedirs(d, exist_ok=True)
+    d = os.path.join(_cache.open_root(), "flex-py")
+    os.makedirs(d, mode=0o700, exist_ok=True)
     path = os.path.join(d, h[:32] + ".flex")
-    if not os.path.isfile(path):
+    try:
+        same = _cache._read_source(path) == text.encode()
+    except MaskcError:
+        same = False
+    if not same:
         _cache.write_atomic(path, text.encode())
     return path
 

@@ -1,4 +1,5 @@
 """The content-addressed compile cache and the maskc subprocess, with the real binary."""
+import hashlib
 import json
 import os
 import shutil
@@ -24,9 +25,9 @@ def calls(monkeypatch):
     seen = []
     real = binary.run_binary
 
-    def spy(b, args, timeout=600):
+    def spy(b, args, timeout=600, stdin=None):
         seen.append(args[0])
-        return real(b, args, timeout)
+        return real(b, args, timeout, stdin)
     monkeypatch.setattr(binary, "run_binary", spy)
     return seen
 
@@ -155,3 +156,169 @@ def test_compile_errors_carry_positions(maskc_bin, cache_dir, tmp_path):
     assert (d.file, d.line, d.column, d.code) == (str(p), 1, 1, "E304")
     assert d.hint.startswith("flatten the buffer")
     assert not [n for _, _, ns in os.walk(cache_dir) for n in ns], "a failed build leaves no files"
+
+
+# Issue 31: the Python cache held to the Go cache's rule, on the same cases.
+TRUST_CASES = os.path.join(os.path.dirname(EXAMPLES), "runtime", "kcache", "testdata", "trust_cases.json")
+_UIDS = {None: None, "me": None, "root": 0, "other": 65534}
+
+
+def _trust_cases():
+    with open(TRUST_CASES) as f:
+        cases = json.load(f)["cases"]
+    assert len(cases) >= 10
+    return cases
+
+
+@pytest.mark.parametrize("case", _trust_cases(), ids=lambda c: c["name"])
+def test_trust_cases(case, tmp_path):
+    """runtime/kcache/testdata/trust_cases.json, as TestTrustCases runs it in Go."""
+    owners = [d.get("owner") for d in case.get("dirs", [])] + [l.get("owner") for l in case.get("links", [])]
+    if any(o not in (None, "me") for o in owners) and os.geteuid() != 0:
+        return  # chown needs root; CI runs as root
+    base = tmp_path / "base"
+    base.mkdir(mode=0o700)
+    try:
+        for d in case.get("dirs", []):
+            os.mkdir(base / d["path"], 0o700)
+        for f in case.get("files", []):
+            (base / f).write_bytes(b"")
+        for l in case.get("links", []):
+            os.symlink(l["target"], base / l["path"])
+            if _UIDS[l.get("owner")] is not None:
+                os.lchown(base / l["path"], _UIDS[l["owner"]], _UIDS[l["owner"]])
+        for d in reversed(case.get("dirs", [])):
+            os.chmod(base / d["path"], int(d["mode"], 8))
+            if _UIDS[d.get("owner")] is not None:
+                os.chown(base / d["path"], _UIDS[d["owner"]], _UIDS[d["owner"]])
+        target = str(base) + "/" + case["cache"]
+        if case["want"] == "":
+            cache.open_root(target)
+            assert os.path.isdir(target)
+        else:
+            with pytest.raises(MaskcError, match=case["want"]):
+                cache.open_root(target)
+    finally:
+        for dirpath, dirnames, _ in os.walk(base):
+            for n in dirnames:
+                os.chmod(os.path.join(dirpath, n), 0o700)
+
+
+def test_foreign_cache_is_not_used(maskc_bin, tmp_path, flex, calls):
+    """A cache another user may write is refused before anything in it is
+    read (before: a replaced entry with recomputed digests was loaded)."""
+    d = tmp_path / "shared"
+    d.mkdir()
+    os.chmod(d, 0o777)
+    with pytest.raises(MaskcError, match="chmod go-w"):
+        cache.compile_flex(flex, binary=maskc_bin, root=str(d))
+    assert calls == []
+
+
+def test_unwritable_cache_is_a_maskc_error(maskc_bin, tmp_path, flex):
+    """A cache directory that cannot be created is a MaskcError naming the
+    fix (before: a raw PermissionError)."""
+    f = tmp_path / "file"
+    f.write_text("")
+    with pytest.raises(MaskcError, match="cannot create .*MASKC_CACHE_DIR"):
+        cache.compile_flex(flex, binary=maskc_bin, root=str(f / "cache"))
+
+
+def _only_entry(cache_dir):
+    for dirpath, dirnames, files in os.walk(cache_dir):
+        if cache.ENTRY_FILE in files:
+            return dirpath
+    raise AssertionError("no entry")
+
+
+@pytest.mark.parametrize("plant", ["fifo", "devzero"])
+def test_planted_entry_files_do_not_hang(maskc_bin, cache_dir, flex, calls, plant):
+    """An entry file that is a FIFO or a link to /dev/zero is not read: the
+    entry is rebuilt (before: compile_flex hung)."""
+    e = cache.compile_flex(flex, binary=maskc_bin)
+    p = os.path.join(e.directory, "packed_layer.hip")
+    os.unlink(p)
+    if plant == "fifo":
+        os.mkfifo(p)
+    else:
+        os.symlink("/dev/zero", p)
+    again = cache.compile_flex(flex, binary=maskc_bin)
+    assert calls == ["check", "compile", "check", "compile"]
+    assert os.path.isfile(again.path("packed_layer.hip")) and not os.path.islink(again.path("packed_layer.hip"))
+
+
+def test_entry_without_files_and_garbage_plan_is_rebuilt(maskc_bin, cache_dir, flex, calls):
+    """An entry listing no files with a garbage plan.json is rebuilt (before:
+    a raw JSONDecodeError)."""
+    e = cache.compile_flex(flex, binary=maskc_bin)
+    with open(os.path.join(e.directory, "plan.json"), "w") as f:
+        f.write("{garbage")
+    info = dict(e.info, files={})
+    with open(os.path.join(e.directory, cache.ENTRY_FILE), "w") as f:
+        json.dump(info, f)
+    again = cache.compile_flex(flex, binary=maskc_bin)
+    assert calls == ["check", "compile", "check", "compile"]
+    assert again.plan_json["attentions"][0]["name"] == "packed_layer"
+
+
+def test_edit_during_compile_keys_what_was_compiled(maskc_bin, cache_dir, flex, monkeypatch):
+    """The file is edited between the cache reading it and maskc compiling:
+    the entry holds the kernels of the text it is keyed by (before: maskc
+    re-read the file, storing the edited text's kernels under the old key,
+    which a later revert then served)."""
+    with open(flex) as f:
+        original = f.read()
+    edited = original.replace("packed_layer", "edited_layer")
+    assert edited != original
+    real = binary.run_binary
+
+    def edit_then_run(b, args, timeout=600, stdin=None):
+        if args[0] == "compile":
+            with open(flex, "w") as f:
+                f.write(edited)
+        return real(b, args, timeout, stdin)
+    monkeypatch.setattr(binary, "run_binary", edit_then_run)
+    e = cache.compile_flex(flex, binary=maskc_bin)
+    assert e.info["flex_sha256"] == hashlib.sha256(original.encode()).hexdigest()
+    assert [a["name"] for a in e.plan_json["attentions"]] == ["packed_layer"]
+    assert e.has("packed_layer.hip") and not e.has("edited_layer.hip")
+    with open(e.path("packed_layer.hip")) as f:
+        assert '"%s"' % flex in f.read(), "the kernel names the file, not <stdin>"
+
+
+def test_path_starting_with_dash(maskc_bin, cache_dir, tmp_path, monkeypatch):
+    """A .flex path starting with "-" is a file, not a flag (before: the
+    binary read it as one)."""
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(os.path.join(EXAMPLES, "causal.flex"), tmp_path / "-D.flex")
+    e = cache.compile_flex("-D.flex", binary=maskc_bin)
+    assert e.plan_json["attentions"]
+
+
+def test_fifo_source_is_refused(maskc_bin, cache_dir, tmp_path):
+    """A .flex path that is a FIFO is refused, not read (it would block)."""
+    p = tmp_path / "pipe.flex"
+    os.mkfifo(p)
+    with pytest.raises(MaskcError, match="not a regular file"):
+        cache.compile_flex(str(p), binary=maskc_bin)
+
+
+def test_flex_py_files_follow_the_cache_rule(cache_dir, tmp_path):
+    """The drop-in's emitted .flex files live under the cache root: the root
+    is held to the cache rule before anything is written there, and a file
+    found under the text's name is used only when it holds that text (a
+    planted one is replaced)."""
+    from maskc import flex
+    text = "mask m(b, h, q, kv) = q >= kv\n"
+    p = flex._flex_path(text)
+    assert p.startswith(cache_dir) and open(p).read() == text
+    with open(p, "w") as f:
+        f.write("mask m(b, h, q, kv) = q < kv\n")
+    assert flex._flex_path(text) == p and open(p).read() == text
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    os.environ[cache.CACHE_ENV] = str(shared)
+    with pytest.raises(MaskcError, match="chmod go-w"):
+        flex._flex_path(text)
+    assert not (shared / "flex-py").exists()

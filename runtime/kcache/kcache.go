@@ -24,6 +24,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/maskc/maskc/runtime/backend"
@@ -105,7 +106,8 @@ const MaxEntrySize = 256 << 20
 
 // Open returns the cache in dir ("" means DefaultDir), creating the
 // directory with mode 0700 if needed. An existing directory must belong to
-// the caller (its effective user) and be writable by nobody else; Open
+// the caller (its effective user) and be writable by nobody else, and so
+// must every directory and link on the way to it (see trusted); Open
 // refuses it otherwise and says why.
 func Open(dir string) (*Cache, error) {
 	if dir == "" {
@@ -124,23 +126,127 @@ func Open(dir string) (*Cache, error) {
 	return &Cache{dir: dir}, nil
 }
 
-// trusted checks that dir (links followed) is a directory that only the
-// caller can change.
+// trusted applies the cache directory rule (SECURITY.md, "The kernel cache
+// directory"; python/maskc/cache.py's check_trusted applies the same rule
+// to the same cases, testdata/trust_cases.json):
+//
+//   - every directory a name is looked up in on the way to dir (links
+//     followed) belongs to the caller or to root, and group and others may
+//     not write it unless its sticky bit is set (as on /tmp, where nobody
+//     may rename another's entries);
+//   - every symbolic link on the way belongs to the caller or to root;
+//   - dir itself is a directory that belongs to the caller and that group
+//     and others may not write.
+//
+// Anyone else who can change one of these could plant kernels in the cache.
 func trusted(dir string) error {
-	st, err := os.Stat(dir)
+	real, err := resolveTrusted(dir)
+	if err != nil {
+		return err
+	}
+	st, err := os.Stat(real)
 	if err != nil {
 		return fmt.Errorf("kernel cache: %w", err)
 	}
 	if !st.IsDir() {
 		return fmt.Errorf("kernel cache: %s is not a directory", dir)
 	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Geteuid() {
+	if uid, ok := owner(st); ok && uid != os.Geteuid() {
 		return fmt.Errorf("kernel cache: refusing %s: it belongs to uid %d, not to you (uid %d), who could plant kernels in it; set %s to a directory of yours",
-			dir, sys.Uid, os.Geteuid(), DirEnv)
+			dir, uid, os.Geteuid(), DirEnv)
 	}
 	if perm := st.Mode().Perm(); perm&0o022 != 0 {
 		return fmt.Errorf("kernel cache: refusing %s: mode %#o lets other users plant kernels in it; run chmod go-w %s",
 			dir, uint32(perm), dir)
+	}
+	return nil
+}
+
+// owner is the uid that owns the file st describes.
+func owner(st fs.FileInfo) (int, bool) {
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		return int(sys.Uid), true
+	}
+	return 0, false
+}
+
+// maxLinks bounds the links followed resolving a cache path (Linux's 40).
+const maxLinks = 40
+
+// resolveTrusted resolves dir component by component as the kernel does,
+// checking each directory a name is looked up in (parentTrusted) and each
+// link followed (it must belong to the caller or root), and returns the
+// resolved path.
+func resolveTrusted(dir string) (string, error) {
+	abs := dir // not filepath.Abs: its Clean would undo ".." lexically, not as the kernel does after a link
+	if !filepath.IsAbs(abs) {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", fmt.Errorf("kernel cache: %w", err)
+		}
+		abs = wd + "/" + abs
+	}
+	todo := strings.Split(abs, "/")
+	cur, links := "/", 0
+	checked := map[string]bool{}
+	for len(todo) > 0 {
+		c := todo[0]
+		todo = todo[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
+		}
+		if !checked[cur] {
+			if err := parentTrusted(dir, cur); err != nil {
+				return "", err
+			}
+			checked[cur] = true
+		}
+		next := filepath.Join(cur, c)
+		st, err := os.Lstat(next)
+		if err != nil {
+			return "", fmt.Errorf("kernel cache: %w", err)
+		}
+		if st.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		if links++; links > maxLinks {
+			return "", fmt.Errorf("kernel cache: %s: too many links", dir)
+		}
+		if uid, ok := owner(st); ok && uid != os.Geteuid() && uid != 0 {
+			return "", fmt.Errorf("kernel cache: refusing %s: the link %s on its path belongs to uid %d, neither you nor root, who could point it elsewhere; set %s to a directory of yours",
+				dir, next, uid, DirEnv)
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			return "", fmt.Errorf("kernel cache: %w", err)
+		}
+		if filepath.IsAbs(target) {
+			cur = "/"
+		}
+		todo = append(strings.Split(target, "/"), todo...)
+	}
+	return cur, nil
+}
+
+// parentTrusted checks a directory that a name of the cache path is looked
+// up in.
+func parentTrusted(dir, parent string) error {
+	st, err := os.Stat(parent)
+	if err != nil {
+		return fmt.Errorf("kernel cache: %w", err)
+	}
+	if uid, ok := owner(st); ok && uid != os.Geteuid() && uid != 0 {
+		return fmt.Errorf("kernel cache: refusing %s: the directory %s above it belongs to uid %d, neither you nor root, who could replace the cache; set %s to a directory of yours",
+			dir, parent, uid, DirEnv)
+	}
+	if perm := st.Mode().Perm(); perm&0o022 != 0 && st.Mode()&fs.ModeSticky == 0 {
+		return fmt.Errorf("kernel cache: refusing %s: the directory %s above it has mode %#o, so other users could replace the cache; run chmod go-w %s",
+			dir, parent, uint32(perm), parent)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package kcache
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -381,5 +382,108 @@ func TestGetPermissionErrorIsNotCorrupt(t *testing.T) {
 	}
 	if _, err := os.Lstat(c.Path(k)); err != nil {
 		t.Errorf("unreadable entry deleted: %v", err)
+	}
+}
+
+// trustCase is one case of testdata/trust_cases.json, shared with
+// python/tests/test_cache.py.
+type trustCase struct {
+	Name  string
+	Dirs  []struct{ Path, Mode, Owner string }
+	Files []string
+	Links []struct{ Path, Target, Owner string }
+	Cache string
+	Want  string
+}
+
+// TestTrustCases: the cache directory rule, case by case, the same cases
+// the Python cache is held to. Before issue 31 the directories above the
+// cache and the links on the way were not checked.
+func TestTrustCases(t *testing.T) {
+	data, err := os.ReadFile("testdata/trust_cases.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct{ Cases []trustCase }
+	if err := json.Unmarshal(data, &file); err != nil {
+		t.Fatal(err)
+	}
+	if len(file.Cases) < 10 {
+		t.Fatalf("only %d cases read", len(file.Cases))
+	}
+	uidOf := map[string]int{"": os.Geteuid(), "me": os.Geteuid(), "root": 0, "other": 65534}
+	for _, tc := range file.Cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			needsRoot := false
+			for _, d := range tc.Dirs {
+				needsRoot = needsRoot || (d.Owner != "" && d.Owner != "me")
+			}
+			for _, l := range tc.Links {
+				needsRoot = needsRoot || (l.Owner != "" && l.Owner != "me")
+			}
+			if needsRoot && os.Geteuid() != 0 {
+				return // chown needs root; CI runs as root
+			}
+			base := t.TempDir()
+			t.Cleanup(func() {
+				os.Chmod(base, 0o700)
+				filepath.WalkDir(base, func(p string, d os.DirEntry, _ error) error { os.Chmod(p, 0o700); return nil })
+			})
+			for _, d := range tc.Dirs {
+				if err := os.Mkdir(filepath.Join(base, d.Path), 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, f := range tc.Files {
+				if err := os.WriteFile(filepath.Join(base, f), nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, l := range tc.Links {
+				p := filepath.Join(base, l.Path)
+				if err := os.Symlink(l.Target, p); err != nil {
+					t.Fatal(err)
+				}
+				if uid := uidOf[l.Owner]; uid != os.Geteuid() {
+					if err := os.Lchown(p, uid, uid); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			for i := len(tc.Dirs) - 1; i >= 0; i-- {
+				d := tc.Dirs[i]
+				p := filepath.Join(base, d.Path)
+				mode, err := strconv.ParseUint(d.Mode, 8, 32)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fm := os.FileMode(mode & 0o777)
+				if mode&0o1000 != 0 {
+					fm |= os.ModeSticky
+				}
+				if err := os.Chmod(p, fm); err != nil {
+					t.Fatal(err)
+				}
+				if uid := uidOf[d.Owner]; uid != os.Geteuid() {
+					if err := os.Chown(p, uid, uid); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			c, err := Open(base + "/" + tc.Cache)
+			if tc.Want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				st, err := os.Stat(c.Dir())
+				if err != nil || !st.IsDir() {
+					t.Fatalf("cache directory: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.Want) {
+				t.Fatalf("err %v, want one containing %q", err, tc.Want)
+			}
+		})
 	}
 }

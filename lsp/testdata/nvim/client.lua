@@ -47,12 +47,21 @@ local ok, err = pcall(function()
     error("no attention block in the file")
   end
   local params = { textDocument = { uri = vim.uri_from_bufnr(bufnr) }, position = { line = line, character = col } }
-  local responses = vim.lsp.buf_request_sync(bufnr, "textDocument/hover", params, 10000)
-  for _, r in pairs(responses or {}) do
-    if r.err then
-      error("hover: " .. vim.inspect(r.err))
+  -- The picture is drawn off the request path: hover again until the
+  -- hover links it instead of saying it is being drawn.
+  for _ = 1, 200 do
+    local responses = vim.lsp.buf_request_sync(bufnr, "textDocument/hover", params, 10000)
+    for _, r in pairs(responses or {}) do
+      if r.err then
+        error("hover: " .. vim.inspect(r.err))
+      end
+      out.hover = r.result
     end
-    out.hover = r.result
+    local text = out.hover and out.hover.contents and out.hover.contents.value or ""
+    if not text:find("being drawn", 1, true) then
+      break
+    end
+    vim.wait(100)
   end
 
   -- Type a broken declaration at the end; expect new diagnostics.
