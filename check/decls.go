@@ -294,7 +294,10 @@ func (c *checker) checkMod(m *Mod) {
 				WithHint("%s", c.firstDeclared(m.src, prev.ident))
 			return
 		}
-		if !m.std {
+		// `def gen(doc): ...` called as gen(doc): a factory parameter that
+		// takes a buffer and is named after one is the idiom, not a slip.
+		idiom := what == "factory parameter" && m.bufParams[id.Name] && c.prog.buffers[id.Name] != nil
+		if !m.std && !idiom {
 			c.checkShadow(f, id, what)
 			c.info.Defs[id] = b.sym
 		}

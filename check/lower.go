@@ -725,7 +725,7 @@ func branchType(a, b dsl.Type) dsl.Type {
 
 func (l *lowering) cond(f *frame, x *dsl.CondExpr) result {
 	c := l.value(f, x.Cond)
-	if !c.isConst() {
+	if c.ok() && !c.isConst() || !c.ok() && l.readsRuntime(f, x.Cond) {
 		l.torchWarning(f, x.Sp, "`x if c else y`", "torch.where(c, x, y)", "")
 	}
 	t, e := l.value(f, x.Then), l.value(f, x.Else)
@@ -745,6 +745,27 @@ func (l *lowering) cond(f *frame, x *dsl.CondExpr) result {
 	}
 	node := &dsl.CondExpr{Sp: l.span(f, x.Sp), Then: t.node, Cond: c.node, Else: e.node}
 	return l.add(f, node, branchType(t.typ, e.typ), c.size+t.size+e.size+1)
+}
+
+// readsRuntime reports whether e reads a value known only at run time: a
+// local bound to one (a mod parameter, a let computed from one) or a
+// buffer element. While a factory's declaration is checked its parameters
+// are unknown, so `x if flag else y` on a factory argument has no value yet
+// but is still decided at compile time, as Python decides it.
+func (l *lowering) readsRuntime(f *frame, e dsl.Expr) bool {
+	runtime := false
+	dsl.Inspect(e, func(x dsl.Expr) bool {
+		switch x := x.(type) {
+		case *dsl.IndexExpr:
+			runtime = true
+		case *dsl.Ident:
+			if b := f.names[x.Name]; b != nil && b.kind == bindValue && b.res.ok() && !b.res.isConst() {
+				runtime = true
+			}
+		}
+		return !runtime
+	})
+	return runtime
 }
 
 func (l *lowering) index(f *frame, x *dsl.IndexExpr) result {
