@@ -1,6 +1,7 @@
 package check
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/maskc/maskc/dsl"
@@ -266,8 +267,15 @@ func modSignature(m *Mod) string {
 // instantiate binds a factory's constant (or buffer) arguments.
 func (l *lowering) instantiate(f *frame, x *dsl.CallExpr, m *Mod) result {
 	params := m.Decl.FactoryParams
-	if len(x.Args) != len(params) {
+	args, frames, ok := l.factoryArgs(f, x, m)
+	if !ok {
+		return result{}
+	}
+	if args == nil {
 		for _, a := range x.Args {
+			if kw, ok := a.(*dsl.KeywordArg); ok {
+				a = kw.Value
+			}
 			l.expr(f, a)
 		}
 		d := l.errorf(f, x.Sp, CodeArgCount, "factory %s takes %d %s, got %d", m.Name, len(params),
@@ -282,10 +290,10 @@ func (l *lowering) instantiate(f *frame, x *dsl.CallExpr, m *Mod) result {
 	mv := &modValue{kind: m.Kind, mod: m}
 	names := make([]string, len(params))
 	okAll := true
-	for i, a := range x.Args {
+	for i, a := range args {
 		p := params[i]
 		sym := Symbol{Kind: SymFactoryParam, Name: p.Name, Decl: p}
-		r := l.expr(f, a)
+		r := l.expr(frames[i], a)
 		switch {
 		case !r.ok() && r.fn == "":
 			// Unknown while a factory's own declaration is checked (or
@@ -322,6 +330,52 @@ func (l *lowering) instantiate(f *frame, x *dsl.CallExpr, m *Mod) result {
 	}
 	mv.name = m.Name + "(" + strings.Join(names, ", ") + ")"
 	return result{typ: kindType(m.Kind), mod: mv}
+}
+
+// factoryArgs binds the arguments of a factory call to its parameters as
+// Python does: positional ones in order, then keyword ones by name, then
+// the def's default values (read in a frame of their own: Python
+// evaluates a default where the def is written). It returns one argument
+// and its frame per parameter, or nil args when their number is wrong
+// (reported by the caller); a keyword argument that names no parameter, or
+// one already given, is an error (ok false).
+func (l *lowering) factoryArgs(f *frame, x *dsl.CallExpr, m *Mod) (args []dsl.Expr, frames []*frame, ok bool) {
+	params := m.Decl.FactoryParams
+	args, frames = make([]dsl.Expr, len(params)), make([]*frame, len(params))
+	n := 0
+	for _, a := range x.Args {
+		kw, isKw := a.(*dsl.KeywordArg)
+		if !isKw {
+			if n >= len(params) {
+				return nil, nil, true
+			}
+			args[n], frames[n] = a, f
+			n++
+			continue
+		}
+		i := slices.IndexFunc(params, func(p *dsl.Ident) bool { return p.Name == kw.Name.Name })
+		switch {
+		case i < 0:
+			l.errorf(f, kw.Name.Sp, CodeKeywordArg, "factory %s has no parameter %s", m.Name, kw.Name.Name).
+				WithHint("its parameters are %s", factorySignature(m))
+			return nil, nil, false
+		case args[i] != nil:
+			l.errorf(f, kw.Name.Sp, CodeKeywordArg, "factory %s gets %s twice", m.Name, kw.Name.Name).
+				WithHint("pass %s once, by position or as %s=", kw.Name.Name, kw.Name.Name)
+			return nil, nil, false
+		}
+		args[i], frames[i] = kw.Value, f
+	}
+	for i := range params {
+		if args[i] != nil {
+			continue
+		}
+		if i >= len(m.Decl.Defaults) || m.Decl.Defaults[i] == nil {
+			return nil, nil, true
+		}
+		args[i], frames[i] = m.Decl.Defaults[i], &frame{src: m.src, names: map[string]*binding{}, record: f.record && !m.std, std: m.std}
+	}
+	return args, frames, true
 }
 
 // applyCost is what inlining one mod body counts against the node budgets.

@@ -90,3 +90,46 @@ attention a {
 		})
 	}
 }
+
+// TestFactoryCallsAsPython pins how a factory call binds its arguments:
+// by position, by keyword (attention-gym calls its factories that way) and
+// from the def's default values, with Python's errors for the rest.
+func TestFactoryCallsAsPython(t *testing.T) {
+	const gen = `
+param W = 8
+def generate(window: int, causal: bool = True, offset=W // 2):
+    def m(b, h, q_idx, kv_idx):
+        return (q_idx - kv_idx <= window + offset) & ((q_idx >= kv_idx) | (not causal))
+    return m
+`
+	cases := []struct {
+		call string
+		want string // the lowered mask, or the error
+	}{
+		{"generate(4)", "(q - kv <= 8) & ((q >= kv) | False)"},
+		{"generate(4, False)", "(q - kv <= 8) & ((q >= kv) | True)"},
+		{"generate(window=4, offset=0)", "(q - kv <= 4) & ((q >= kv) | False)"},
+		{"generate(4, causal=False, offset=1)", "(q - kv <= 5) & ((q >= kv) | True)"},
+		{"generate(causal=False)", "E023 factory generate takes 3 arguments, got 1"},
+		{"generate(4, windows=2)", "E075 factory generate has no parameter windows"},
+		{"generate(4, window=2)", "E075 factory generate gets window twice"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.call, func(t *testing.T) {
+			p, diags := checkSource(t, gen+"attention a {\n    mask = "+tc.call+"\n}\n", nil)
+			if diags.HasErrors() {
+				var got []string
+				for _, d := range diags {
+					if d.Severity == dsl.SeverityError {
+						got = append(got, string(d.Code)+" "+d.Message)
+					}
+				}
+				assert.Equal(t, []string{tc.want}, got)
+				return
+			}
+			if assert.NotNil(t, p.Attention("a")) {
+				assert.Equal(t, tc.want, fmtExpr(p.Attention("a").Mask.Expr))
+			}
+		})
+	}
+}

@@ -26,6 +26,11 @@ type Comment struct {
 	Sp Span
 	// Text is the comment including the '#', e.g. "# window in tokens".
 	Text string
+	// Python is set for a line of Python that the parser reads past like a
+	// comment because it does not change what a mod computes: a decorator
+	// such as `@lru_cache`, `fn.__name__ = "..."`, a string statement in a
+	// def body. Text is the line as written (without its own '#').
+	Python bool
 }
 
 // Span implements Node.
@@ -159,10 +164,16 @@ type ModDecl struct {
 	// Doc is the docstring of a factory def's outer function, or nil (the
 	// docstring of the function that computes the value is Body.Doc).
 	Doc *StringLit
+	// Defaults are a factory def's default values, parallel to
+	// FactoryParams (nil where a parameter has none); nil when there are
+	// none. A call may leave out a parameter that has one.
+	Defaults []Expr
 }
 
 // Annotations are the type annotations of a def. Each slice is parallel to
-// the parameter list it annotates, nil where a parameter has none.
+// the parameter list it annotates, nil where a parameter has none. An
+// annotation is kept as an Ident whose Name is its source text, a name or
+// an expression such as `tuple[int, int]` or `int | None`.
 type Annotations struct {
 	// FactoryParams annotate ModDecl.FactoryParams, Params ModDecl.Params.
 	FactoryParams, Params []*Ident

@@ -114,7 +114,7 @@ func defLines(d *dsl.ModDecl) []line {
 	if an == nil {
 		an = &dsl.Annotations{}
 	}
-	head := func(fn *dsl.Ident, params, annots []*dsl.Ident, returns *dsl.Ident) string {
+	head := func(fn *dsl.Ident, params, annots []*dsl.Ident, defaults []dsl.Expr, returns *dsl.Ident) string {
 		var b strings.Builder
 		b.WriteString("def " + name(fn) + "(")
 		for i, p := range params {
@@ -122,8 +122,16 @@ func defLines(d *dsl.ModDecl) []line {
 				b.WriteString(", ")
 			}
 			b.WriteString(name(p))
-			if i < len(annots) && annots[i] != nil {
+			annotated := i < len(annots) && annots[i] != nil
+			if annotated {
 				b.WriteString(": " + annots[i].Name)
+			}
+			if i < len(defaults) && defaults[i] != nil {
+				if annotated {
+					b.WriteString(" = " + Expr(defaults[i])) // PEP 8: `w: int = 3`, `w=3`
+				} else {
+					b.WriteString("=" + Expr(defaults[i]))
+				}
 			}
 		}
 		b.WriteString(")")
@@ -142,13 +150,13 @@ func defLines(d *dsl.ModDecl) []line {
 	indent := 0
 	fn, returns := d.Name, an.Returns
 	if d.Inner != nil {
-		out = append(out, line{text: head(d.Name, d.FactoryParams, an.FactoryParams, an.Returns), sp: spanOf(d.Name)})
+		out = append(out, line{text: head(d.Name, d.FactoryParams, an.FactoryParams, d.Defaults, an.Returns), sp: spanOf(d.Name)})
 		if d.Doc != nil {
 			out = append(out, line{indent: 1, text: d.Doc.Raw, sp: d.Doc.Sp})
 		}
 		indent, fn, returns = 1, d.Inner, an.InnerReturns
 	}
-	out = append(out, line{indent: indent, text: head(fn, d.Params, an.Params, returns), sp: spanOf(fn)})
+	out = append(out, line{indent: indent, text: head(fn, d.Params, an.Params, nil, returns), sp: spanOf(fn)})
 	if body := d.Body; body != nil {
 		if body.Doc != nil {
 			out = append(out, line{indent: indent + 1, text: body.Doc.Raw, sp: body.Doc.Sp})
@@ -268,8 +276,19 @@ func (p *printer) blankBefore(start int, closes bool) {
 	if p.lastEnd < 0 || p.noBlank || closes || start <= p.lastEnd || start > len(p.text) {
 		return
 	}
-	if bytes.Count(p.text[p.lastEnd:start], []byte{'\n'}) >= 2 {
-		p.out.WriteByte('\n')
+	// A blank line is one of blanks only: a def header written over
+	// several lines (black's style) has line breaks but no blank line.
+	between := p.text[p.lastEnd:start]
+	for i := bytes.IndexByte(between, '\n'); i >= 0; {
+		j := bytes.IndexByte(between[i+1:], '\n')
+		if j < 0 {
+			break
+		}
+		if len(bytes.TrimSpace(between[i+1:i+1+j])) == 0 {
+			p.out.WriteByte('\n')
+			return
+		}
+		i += 1 + j
 	}
 }
 

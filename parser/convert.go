@@ -92,11 +92,16 @@ func (c *converter) mod(g *modG) *dsl.ModDecl {
 		d.Kind = dsl.ScoreMod
 	}
 	names := func(l *paramListG) []*dsl.Ident {
-		out := make([]*dsl.Ident, 0, len(l.Names))
-		for _, n := range l.Names {
-			if n.Annot != nil {
-				c.fail(span(*n.Annot), CodeDefShape, "type annotations are only written in a def").
+		list := c.paramNames(l)
+		out := make([]*dsl.Ident, 0, len(list))
+		for _, n := range list {
+			switch {
+			case n.Annot != nil:
+				c.fail(c.expr(n.Annot).Span(), CodeDefShape, "type annotations are only written in a def").
 					WithHint("write the parameter name alone: %s", n.Tok.Value)
+			case n.Default != nil:
+				c.fail(span(*n.Eq).Join(c.expr(n.Default).Span()), CodeDefShape, "default values are only written in a def").
+					WithHint("write the parameter name alone: %s, or declare the factory as a def", n.Tok.Value)
 			}
 			out = append(out, ident(n.Tok))
 		}
@@ -387,4 +392,24 @@ func (c *converter) group(g *groupG) dsl.Expr {
 		return &dsl.ParenExpr{Sp: sp, X: c.arg(g.First, false)}
 	}
 	return &dsl.TupleExpr{Sp: sp, Elems: c.list(g.First, g.Rest, g.Open, true, false)}
+}
+
+// paramNames returns the names of a parameter list, refusing an empty
+// element other than a trailing comma: `(a, , b)` or `(,)`.
+func (c *converter) paramNames(l *paramListG) []*nameG {
+	if l.First == nil {
+		return nil
+	}
+	out := []*nameG{l.First}
+	for i, e := range l.Rest {
+		if e.Name == nil {
+			if i < len(l.Rest)-1 {
+				c.fail(span(l.Rest[i+1].Comma), CodeUnexpectedToken, "expected a parameter name between the two commas").
+					WithHint("remove one of the commas")
+			}
+			continue
+		}
+		out = append(out, e.Name)
+	}
+	return out
 }

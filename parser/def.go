@@ -23,7 +23,7 @@ func stringLit(t lexer.Token) *dsl.StringLit {
 // return inner`, to a mod declaration.
 func (c *converter) def(g *defG) *dsl.ModDecl {
 	d := &dsl.ModDecl{Name: ident(g.Name), Def: true}
-	params, annots, returns := c.defParams(g)
+	params, annots, defaults, returns := c.defParams(g)
 	var inAnnots []*dsl.Ident
 	var inReturns *dsl.Ident
 	c.checkIndent(g)
@@ -48,7 +48,12 @@ func (c *converter) def(g *defG) *dsl.ModDecl {
 		}
 		d.FactoryParams = params
 		d.Inner = ident(inner.Name)
-		d.Params, inAnnots, inReturns = c.defParams(inner)
+		var inDefaults []dsl.Expr
+		d.Params, inAnnots, inDefaults, inReturns = c.defParams(inner)
+		d.Defaults = defaults
+		if inDefaults != nil {
+			c.noModDefaults(inner, inDefaults)
+		}
 		ret := c.expr(end.Value)
 		retEnd = span(end.Keyword).Join(ret.Span())
 		if id, ok := ret.(*dsl.Ident); !ok || id.Name != inner.Name.Value {
@@ -60,6 +65,9 @@ func (c *converter) def(g *defG) *dsl.ModDecl {
 		}
 	} else {
 		d.Params = params
+		if defaults != nil {
+			c.noModDefaults(g, defaults)
+		}
 		if annots != nil || returns != nil {
 			d.Annotations = &dsl.Annotations{Params: annots, Returns: returns}
 		}
@@ -83,26 +91,34 @@ func (c *converter) def(g *defG) *dsl.ModDecl {
 }
 
 // defParams converts a def's parameter list and returns its annotations
-// (nil when there are none) and its return annotation.
-func (c *converter) defParams(g *defG) (params, annots []*dsl.Ident, returns *dsl.Ident) {
-	params = make([]*dsl.Ident, 0, len(g.Params.Names))
-	annotated := false
-	for _, n := range g.Params.Names {
+// (nil when there are none; each kept as its source text), its default
+// values (nil when there are none) and its return annotation.
+func (c *converter) defParams(g *defG) (params, annots []*dsl.Ident, defaults []dsl.Expr, returns *dsl.Ident) {
+	names := c.paramNames(g.Params)
+	params = make([]*dsl.Ident, 0, len(names))
+	for i, n := range names {
 		params = append(params, ident(n.Tok))
-		annotated = annotated || n.Annot != nil
-	}
-	if annotated {
-		annots = make([]*dsl.Ident, len(g.Params.Names))
-		for i, n := range g.Params.Names {
-			if n.Annot != nil {
-				annots[i] = ident(*n.Annot)
+		if n.Annot != nil {
+			if annots == nil {
+				annots = make([]*dsl.Ident, len(names))
 			}
+			sp := c.expr(n.Annot).Span()
+			annots[i] = &dsl.Ident{Sp: sp, Name: string(c.src.Text[sp.Start:sp.End])}
+		}
+		if n.Default != nil {
+			if defaults == nil {
+				defaults = make([]dsl.Expr, len(names))
+			}
+			defaults[i] = c.expr(n.Default)
+		} else if defaults != nil {
+			c.fail(span(n.Tok), CodeDefShape, "parameter %s without a default follows a parameter with one", n.Tok.Value).
+				WithHint("give %s a default too, or move it before the parameters that have one (as Python requires)", n.Tok.Value)
 		}
 	}
 	if g.Returns != nil {
 		returns = ident(*g.Returns)
 	}
-	return params, annots, returns
+	return params, annots, defaults, returns
 }
 
 // defBody converts the body of the function that computes a mod's value:
@@ -176,5 +192,17 @@ func (c *converter) checkIndent(g *defG) {
 	}
 	if b.Inner != nil {
 		c.checkIndent(b.Inner)
+	}
+}
+
+// noModDefaults refuses default values on the parameters of the function
+// that computes a mod: FlexAttention always passes all of them.
+func (c *converter) noModDefaults(g *defG, defaults []dsl.Expr) {
+	for _, d := range defaults {
+		if d != nil {
+			c.fail(d.Span(), CodeDefShape, "a default value on a parameter of %s, which FlexAttention always passes", g.Name.Value).
+				WithHint("remove the default; give defaults to the factory's parameters instead")
+			return
+		}
 	}
 }

@@ -107,3 +107,65 @@ func TestDeclStartsSkipDocstrings(t *testing.T) {
 		t.Errorf("%d declarations, diagnostics:\n%s", len(f.Decls), diags.Render())
 	}
 }
+
+// TestPythonReadPast pins the Python that real FlexAttention code carries
+// and the parser now takes as Python does (issue 28): trailing commas in a
+// multi-line def, default values and any annotation, decorators that do not
+// change the function (a note), `fn.__name__ = ...` and string statements
+// (kept as comments for fmt, no meaning).
+func TestPythonReadPast(t *testing.T) {
+	tests := []struct {
+		name, src, want string
+		kept            []string // the lines read past, as comments
+		notes           int
+	}{
+		{"trailing comma", "def causal(\n    b,\n    h,\n    q_idx,\n    kv_idx,\n):\n    return q_idx >= kv_idx\n",
+			"def mask causal(b h q_idx kv_idx): return (cmp q_idx >= kv_idx)", nil, 0},
+		{"defaults and annotations", "def gen(pair: tuple[int, int], w: int | None = 4, c=True,):\n    def m(b, h, q, kv):\n        return q - kv <= w\n    return m\n",
+			"def mask gen(pair w c)(b h q kv) inner m: return (cmp (- q kv) <= w)", nil, 0},
+		{"decorators", "@lru_cache\n@functools.lru_cache(maxsize=None)  # cached\n@torch.compile(fullgraph=True)\ndef causal(b, h, q, kv):\n    return q >= kv\n",
+			"def mask causal(b h q kv): return (cmp q >= kv)", []string{"@lru_cache", "@functools.lru_cache(maxsize=None)  # cached", "@torch.compile(fullgraph=True)"}, 3},
+		{"__name__", "def gen(w):\n    def m(b, h, q, kv):\n        return q - kv <= w\n    m.__name__ = f\"window_{w}\"\n    return m\n",
+			"def mask gen(w)(b h q kv) inner m: return (cmp (- q kv) <= w)", []string{"m.__name__ = f\"window_{w}\""}, 0},
+		{"string statement", "def m(b, h, q, kv):\n    \"\"\"doc\"\"\"\n    d = q - kv\n    \"\"\"a note\n    over lines\"\"\"\n    'one more'\n    return d >= 0\n",
+			"def mask m(b h q kv): d = (- q kv); return (cmp d >= 0=0)", []string{"\"\"\"a note\n    over lines\"\"\"", "'one more'"}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, diags := parser.ParseFile("t.flex", []byte(tt.src))
+			if diags.HasErrors() {
+				t.Fatal(diags.Render())
+			}
+			if len(diags) != tt.notes {
+				t.Errorf("%d notes, want %d:\n%s", len(diags), tt.notes, diags.Render())
+			}
+			for _, d := range diags {
+				if d.Severity != dsl.SeverityNote || d.Code != parser.CodeDecorator {
+					t.Errorf("unexpected diagnostic %s", d.Message)
+				}
+			}
+			var decls []dsl.Decl
+			decls = append(decls, f.Decls...)
+			if len(decls) != 1 {
+				t.Fatalf("%d declarations", len(decls))
+			}
+			if got := declDump(decls[0]); got != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+			var kept []string
+			for _, c := range f.Comments {
+				if c.Python {
+					kept = append(kept, c.Text)
+				}
+			}
+			if len(kept) != len(tt.kept) {
+				t.Fatalf("kept %q, want %q", kept, tt.kept)
+			}
+			for i := range kept {
+				if kept[i] != tt.kept[i] {
+					t.Errorf("kept %q, want %q", kept[i], tt.kept[i])
+				}
+			}
+		})
+	}
+}

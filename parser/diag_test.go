@@ -14,11 +14,32 @@ var diagnosticCases = []struct {
 	src, want string
 }{
 	{
-		"def f(W=128):\n    def g(b, h, q, kv):\n        return q - kv < W\n    return g\n",
-		"t.flex:1:7: error[E072]: parameter `W` of def `f` has a default value\n" +
-			" 1 | def f(W=128):\n" +
-			"   |       ^\n" +
-			"   = hint: remove the default and pass the value where the factory is used, e.g. `mask = f(128)`\n",
+		"@torch.vmap\ndef f(b, h, q, kv):\n    return q >= kv\n",
+		"t.flex:1:1: error[E019]: decorator @torch.vmap may change the function it wraps; maskc reads past only decorators that do not\n" +
+			" 1 | @torch.vmap\n" +
+			"   | ^^^^^^^^^^^\n" +
+			"   = hint: remove it, or use one maskc knows leaves the function unchanged: @functools.lru_cache, @torch.compile, @torch.no_grad\n",
+	},
+	{
+		"def f(W, V=1, U):\n    def g(b, h, q, kv):\n        return q - kv < W\n    return g\n",
+		"t.flex:1:15: error[E072]: parameter U without a default follows a parameter with one\n" +
+			" 1 | def f(W, V=1, U):\n" +
+			"   |               ^\n" +
+			"   = hint: give U a default too, or move it before the parameters that have one (as Python requires)\n",
+	},
+	{
+		"def f(W):\n    def g(b, h, q, kv=0):\n        return q - kv < W\n    return g\n",
+		"t.flex:2:23: error[E072]: a default value on a parameter of g, which FlexAttention always passes\n" +
+			" 2 |     def g(b, h, q, kv=0):\n" +
+			"   |                       ^\n" +
+			"   = hint: remove the default; give defaults to the factory's parameters instead\n",
+	},
+	{
+		"def f(W,, V):\n    def g(b, h, q, kv):\n        return q - kv < W\n    return g\n",
+		"t.flex:1:9: error[E011]: expected a parameter name between the two commas\n" +
+			" 1 | def f(W,, V):\n" +
+			"   |         ^\n" +
+			"   = hint: remove one of the commas\n",
 	},
 	{
 		"causal = lambda b, h, q, kv: q >= kv\n",

@@ -216,10 +216,6 @@ func (e *errorSite) explainDef() *explanation {
 		return why(CodeMissingBody, fmt.Sprintf("expected `(` and the parameters of def `%s`, found %s", name, found),
 			fmt.Sprintf("write `def %s(b, h, q_idx, kv_idx):` for a mask, `def %s(score, b, h, q_idx, kv_idx):` for a score", name, name))
 	case !colon && depth > 0:
-		if t.Type == tokKwName {
-			return why(CodeDefShape, fmt.Sprintf("parameter `%s` of def `%s` has a default value", t.Value, name),
-				fmt.Sprintf("remove the default and pass the value where the factory is used, e.g. `mask = %s(128)`", name))
-		}
 		if keywords[t.Value] {
 			return why(CodeKeywordAsName, fmt.Sprintf("`%s` is a keyword and cannot be used as a parameter name", t.Value),
 				"choose another name, e.g. `"+t.Value+"_`")

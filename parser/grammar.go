@@ -91,17 +91,31 @@ type modG struct {
 	Body    *bodyG        `parser:"@@"`
 }
 
-// paramListG is a parenthesised list of parameter names.
+// paramListG is a parenthesised list of parameter names. As in Python a
+// comma may follow the last one (black writes one after each parameter of
+// a multi-line def); the converter refuses an empty element elsewhere.
 type paramListG struct {
-	Open  lexer.Token `parser:"@'('"`
-	Names []*nameG    `parser:"( @@ ( ',' @@ )* )?"`
-	Close lexer.Token `parser:"@')'"`
+	Open  lexer.Token   `parser:"@'('"`
+	First *nameG        `parser:"( @@"`
+	Rest  []*paramElemG `parser:"  @@* )?"`
+	Close lexer.Token   `parser:"@')'"`
 }
 
-// nameG is one parameter name, with a def's optional annotation.
+// paramElemG is `, name` in a parameter list; the name is optional so that
+// a trailing comma parses.
+type paramElemG struct {
+	Comma lexer.Token `parser:"@','"`
+	Name  *nameG      `parser:"@@?"`
+}
+
+// nameG is one parameter name, with a def's optional annotation (any
+// expression: `int`, `tuple[int, int]`, `int | None`) and default value.
 type nameG struct {
-	Tok   lexer.Token  `parser:"@Ident"`
-	Annot *lexer.Token `parser:"( ':' @Ident )?"`
+	Tok     lexer.Token  `parser:"@Ident"`
+	Colon   *lexer.Token `parser:"( @':'"`
+	Annot   *exprG       `parser:"  @@ )?"`
+	Eq      *lexer.Token `parser:"( @'='"`
+	Default *exprG       `parser:"  @@ )?"`
 }
 
 // bodyG: `= expr` or a block.
