@@ -313,6 +313,11 @@ func (l *lowering) instantiate(f *frame, x *dsl.CallExpr, m *Mod) result {
 			l.errorf(f, a.Span(), CodeFactoryArg, "argument %s of %s must be a constant, got buffer %s", p.Name, m.Name, r.buf.Name).
 				WithHint("%s uses %s as a number; pass a literal or a param", m.Name, p.Name)
 			okAll = false
+		case r.mod != nil && !r.mod.unapplied:
+			// A factory taking a mod (attention-gym's generate_doc_mask_mod
+			// wraps any mask_mod): the mod, inlined where it is called.
+			mv.args = append(mv.args, &binding{kind: bindValue, res: r, sym: withType(sym, r.typ), ident: p})
+			names[i] = r.mod.name
 		case !r.scalar():
 			l.value(f, a) // reports what a is
 			okAll = false
@@ -329,7 +334,43 @@ func (l *lowering) instantiate(f *frame, x *dsl.CallExpr, m *Mod) result {
 		return result{}
 	}
 	mv.name = m.Name + "(" + strings.Join(names, ", ") + ")"
+	if m.Decl.FactoryResult != nil {
+		return l.factoryResult(f, x, m, mv)
+	}
 	return result{typ: kindType(m.Kind), mod: mv}
+}
+
+// factoryResult evaluates what a factory def returns when that is not its
+// inner function itself: its assignments after the inner def and its
+// return expression, in a frame where the factory's parameters have their
+// arguments and the inner function's name is the instantiated mod mv.
+func (l *lowering) factoryResult(f *frame, x *dsl.CallExpr, m *Mod, mv *modValue) result {
+	d := m.Decl
+	fr := &frame{src: m.src, names: map[string]*binding{}, std: m.std, stdName: f.stdName, site: f.site}
+	for _, b := range mv.args {
+		fr.names[b.ident.Name] = b
+	}
+	inner := result{typ: kindType(m.Kind), mod: mv}
+	fr.names[d.Inner.Name] = &binding{kind: bindValue, res: inner, ident: d.Inner,
+		sym: Symbol{Kind: SymMod, Name: d.Inner.Name, Decl: d, Type: inner.typ}}
+	for _, let := range d.FactoryLets {
+		r := l.expr(fr, let.Value)
+		if !r.ok() {
+			return result{}
+		}
+		fr.names[let.Name.Name] = &binding{kind: bindValue, res: r, ident: let.Name,
+			sym: Symbol{Kind: SymLet, Name: let.Name.Name, Decl: let, Type: r.typ}}
+	}
+	r := l.expr(fr, d.FactoryResult)
+	if !r.ok() {
+		return result{}
+	}
+	if r.mod == nil || r.mod.unapplied {
+		l.errorf(fr, d.FactoryResult.Span(), CodeNotAMod, "factory %s returns %s, not a mask or score mod", m.Name, describeResult(r)).
+			WithHint("return the inner function, or a combination such as and_masks(%s, causal)", d.Inner.Name)
+		return result{}
+	}
+	return r
 }
 
 // factoryArgs binds the arguments of a factory call to its parameters as

@@ -133,3 +133,60 @@ def generate(window: int, causal: bool = True, offset=W // 2):
 		})
 	}
 }
+
+// TestFactoriesOfMods pins factories that combine their inner function
+// with and_masks/or_masks after the inner def (attention-gym's
+// generate_sliding_window, generate_prefix_lm_mask) and factories that take
+// a mod as an argument.
+func TestFactoriesOfMods(t *testing.T) {
+	const src = `
+def causal_mask(b, h, q_idx, kv_idx):
+    return q_idx >= kv_idx
+
+def generate_sliding_window(window_size: int):
+    def sliding_window(b, h, q_idx, kv_idx):
+        return q_idx - kv_idx <= window_size
+
+    sliding_window_mask = and_masks(sliding_window, causal_mask)
+    sliding_window_mask.__name__ = f"sliding_window_{window_size}"
+    return sliding_window_mask
+
+def generate_prefix_lm_mask(prefix_length):
+    def prefix_mask(b, h, q_idx, kv_idx):
+        return kv_idx < prefix_length
+    return or_masks(prefix_mask, causal_mask)
+
+def generate_offset(mask_mod, offset):
+    def offset_mask(b, h, q_idx, kv_idx):
+        return mask_mod(b, h, q_idx + offset, kv_idx)
+    return offset_mask
+
+def generate_bad(w):
+    def m(b, h, q_idx, kv_idx):
+        return q_idx - kv_idx <= w
+    return w
+`
+	cases := []struct{ mask, want string }{
+		{"generate_sliding_window(128)", "q - kv <= 128 and q >= kv"},
+		{"generate_prefix_lm_mask(prefix_length=64)", "kv < 64 or q >= kv"},
+		{"generate_offset(generate_sliding_window(16), 4)", "q + 4 - kv <= 16 and q + 4 >= kv"},
+		{"generate_offset(causal, 2)", "q + 2 >= kv"},
+		{"generate_bad(3)", "E054 factory generate_bad returns int 3, not a mask or score mod"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.mask, func(t *testing.T) {
+			p, diags := checkSource(t, src+"attention a {\n    mask = "+tc.mask+"\n}\n", nil)
+			var errs []string
+			for _, d := range diags {
+				if d.Severity == dsl.SeverityError {
+					errs = append(errs, string(d.Code)+" "+d.Message)
+				}
+			}
+			if errs != nil {
+				assert.Equal(t, []string{tc.want}, errs)
+				return
+			}
+			assert.Equal(t, tc.want, fmtExpr(p.Attention("a").Mask.Expr))
+		})
+	}
+}

@@ -164,6 +164,13 @@ type ModDecl struct {
 	// Doc is the docstring of a factory def's outer function, or nil (the
 	// docstring of the function that computes the value is Body.Doc).
 	Doc *StringLit
+	// FactoryLets are a factory def's assignments after its inner def,
+	// binding names to mods built from it (`both = and_masks(inner,
+	// causal)`); FactoryResult is what the factory returns when that is not
+	// its inner function itself (nil then): a name bound there, or a mod
+	// expression such as `or_masks(inner, causal)`.
+	FactoryLets   []*LetStmt
+	FactoryResult Expr
 	// Defaults are a factory def's default values, parallel to
 	// FactoryParams (nil where a parameter has none); nil when there are
 	// none. A call may leave out a parameter that has one.

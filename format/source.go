@@ -172,7 +172,13 @@ func defLines(d *dsl.ModDecl) []line {
 			out = append(out, line{indent: indent + 1, text: "return " + Expr(body.Result), sp: body.Result.Span()})
 		}
 	}
-	if d.Inner != nil {
+	for _, l := range d.FactoryLets {
+		out = append(out, line{indent: 1, text: name(l.Name) + " = " + Expr(l.Value), sp: l.Sp})
+	}
+	switch {
+	case d.FactoryResult != nil:
+		out = append(out, line{indent: 1, text: "return " + Expr(d.FactoryResult), sp: d.FactoryResult.Span()})
+	case d.Inner != nil:
 		ret := dsl.NoSpan
 		if d.Sp.IsValid() {
 			ret = dsl.Span{Start: d.Sp.End - len(d.Inner.Name), End: d.Sp.End}

@@ -229,6 +229,15 @@ func (s *spanShifter) decl(d dsl.Decl) {
 			}
 			s.expr(b.Result)
 		}
+		for _, e := range d.Defaults {
+			s.expr(e)
+		}
+		for _, l := range d.FactoryLets {
+			s.span(&l.Sp)
+			s.ident(l.Name)
+			s.expr(l.Value)
+		}
+		s.expr(d.FactoryResult)
 	case *dsl.AttentionDecl:
 		s.span(&d.Sp)
 		s.ident(d.Name)

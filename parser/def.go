@@ -54,11 +54,18 @@ func (c *converter) def(g *defG) *dsl.ModDecl {
 		if inDefaults != nil {
 			c.noModDefaults(inner, inDefaults)
 		}
+		for _, a := range body.After {
+			if a.Op.Value != "=" {
+				c.fail(span(a.Op), CodeDefShape, "`%s` on a mod in factory %s", a.Op.Value, d.Name.Name).
+					WithHint("combine mods with and_masks(...) or or_masks(...)")
+			}
+			v := c.expr(a.Value)
+			d.FactoryLets = append(d.FactoryLets, &dsl.LetStmt{Sp: span(a.Name).Join(v.Span()), Assign: true, Name: ident(a.Name), Value: v})
+		}
 		ret := c.expr(end.Value)
 		retEnd = span(end.Keyword).Join(ret.Span())
-		if id, ok := ret.(*dsl.Ident); !ok || id.Name != inner.Name.Value {
-			c.fail(ret.Span(), CodeDefShape, "factory %s must return its inner function %s", d.Name.Name, inner.Name.Value).
-				WithHint("end the factory with `return %s`", inner.Name.Value)
+		if id, ok := ret.(*dsl.Ident); !ok || id.Name != inner.Name.Value || len(d.FactoryLets) > 0 {
+			d.FactoryResult = ret
 		}
 		if annots != nil || returns != nil || inAnnots != nil || inReturns != nil {
 			d.Annotations = &dsl.Annotations{FactoryParams: annots, Params: inAnnots, Returns: returns, InnerReturns: inReturns}

@@ -161,11 +161,11 @@ var diagnosticCases = []struct {
 			"   = hint: write def f(b, h, q_idx, kv_idx) for a mask, def f(score, b, h, q_idx, kv_idx) for a score\n",
 	},
 	{
-		"def f(W):\n    def g(b, h, q, kv):\n        return q - kv <= W\n    return f\n",
-		"t.flex:4:12: error[E072]: factory f must return its inner function g\n" +
-			" 4 |     return f\n" +
-			"   |            ^\n" +
-			"   = hint: end the factory with `return g`\n",
+		"def f(W):\n    def g(b, h, q, kv):\n        return q - kv <= W\n    g += 1\n    return g\n",
+		"t.flex:4:7: error[E072]: `+=` on a mod in factory f\n" +
+			" 4 |     g += 1\n" +
+			"   |       ^^\n" +
+			"   = hint: combine mods with and_masks(...) or or_masks(...)\n",
 	},
 	{
 		"def f(W):\n    n = W + 1\n    def g(b, h, q, kv):\n        return q - kv <= n\n    return g\n",

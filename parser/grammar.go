@@ -44,10 +44,13 @@ type defG struct {
 
 // defBodyG is a def's body: an optional docstring, assignments, then either
 // `return expr` or, in a factory, an inner def and `return NAME`.
+// A factory may bind, after its inner def, names to mods built from it
+// (`both = and_masks(inner, causal)`) and return one of them.
 type defBodyG struct {
 	Doc      *lexer.Token `parser:"( @String Newline+ )?"`
 	Assigns  []*assignG   `parser:"( @@ Newline+ )*"`
 	Inner    *defG        `parser:"( @@ Newline*"`
+	After    []*assignG   `parser:"  ( @@ Newline+ )*"`
 	InnerRet *returnG     `parser:"  @@"`
 	Return   *returnG     `parser:"| @@ )"`
 	Ended    bool         `parser:"@Newline*"`

@@ -22,3 +22,16 @@ def generate_doc_mask_mod(document_id, offset: int = 0, pair: tuple[int, int] = 
 attention a {
     mask = and_masks(causal, generate_doc_mask_mod(document_id))
 }
+
+def generate_sliding_window(window_size: int):
+    def sliding_window(b, h, q_idx, kv_idx):
+        return q_idx - kv_idx <= window_size
+
+    sliding_window_mask = and_masks(sliding_window, causal)
+    sliding_window_mask.__name__ = f"sliding_window_{window_size}"
+    return sliding_window_mask
+
+def generate_prefix_lm_mask(prefix_length):
+    def prefix_mask(b, h, q_idx, kv_idx):
+        return kv_idx < prefix_length
+    return or_masks(prefix_mask, causal)
