@@ -190,3 +190,32 @@ def generate_bad(w):
 		})
 	}
 }
+
+// TestToDTypeOf pins x.to(y.dtype): the element type of y, exact or refused.
+func TestToDTypeOf(t *testing.T) {
+	cases := []struct{ body, want string }{
+		{"score + (q_idx - kv_idx).to(score.dtype)", "score + float(q - kv)"},
+		{"score + (score * 2).to(q_idx.dtype)", "score + int(score * 2)"},
+		{"score + bias[h].to(score.dtype)", "score + bias[h]"},
+		{"score + (q_idx - kv_idx).to(bias.dtype)", "score + float(q - kv)"},
+		{"score + (q_idx - kv_idx).to(idx[kv_idx].dtype)", "score + (q - kv)"},
+		{"score + (q_idx - kv_idx).to(half.dtype)", "E076 .to(half.dtype) converts to half's f16, whose rounding maskc does not model"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.body, func(t *testing.T) {
+			src := "buffer bias: f32[H]\nbuffer idx: i64[KV]\nbuffer half: f16[H]\ndef s(score, b, h, q_idx, kv_idx):\n    return " + tc.body + "\nattention a {\n    score = s\n}\n"
+			p, diags := checkSource(t, src, nil)
+			var errs []string
+			for _, d := range diags {
+				if d.Severity == dsl.SeverityError {
+					errs = append(errs, string(d.Code)+" "+d.Message)
+				}
+			}
+			if errs != nil {
+				assert.Equal(t, []string{tc.want}, errs)
+				return
+			}
+			assert.Equal(t, tc.want, fmtExpr(p.Attention("a").Score.Expr))
+		})
+	}
+}
