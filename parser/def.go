@@ -86,6 +86,12 @@ func (c *converter) def(g *defG) *dsl.ModDecl {
 		d.Kind = dsl.ScoreMod
 	default:
 		sp := span(fn.Name)
+		if body.Inner == nil {
+			// Not a factory: a mod with a slip, or a helper function.
+			c.fail(sp, CodeDefShape, "def %s has %d parameters: a mask_mod takes 4 and a score_mod 5, and maskc has no helper functions", fn.Name.Value, len(d.Params)).
+				WithHint("write def %s(b, h, q_idx, kv_idx) for a mask, def %s(score, b, h, q_idx, kv_idx) for a score; write a helper's body out where it is called", fn.Name.Value, fn.Name.Value)
+			break
+		}
 		c.fail(sp, CodeDefShape, "def %s has %d parameters: a mask_mod takes 4 and a score_mod 5", fn.Name.Value, len(d.Params)).
 			WithHint("write def %s(b, h, q_idx, kv_idx) for a mask, def %s(score, b, h, q_idx, kv_idx) for a score", fn.Name.Value, fn.Name.Value)
 	}

@@ -85,10 +85,45 @@ var diagnosticCases = []struct {
 	},
 	{
 		"def A(b, h, q, kv):\n    if q > kv:\n        return True\n",
-		"t.flex:2:5: error[E011]: expected an assignment `name = ...` or `return ...` in def `A`, found keyword `if`\n" +
+		"t.flex:2:5: error[E011]: an `if` statement in def `A`: maskc reads def `A` as straight-line code: assignments, then `return`\n" +
 			" 2 |     if q > kv:\n" +
 			"   |     ^^\n" +
-			"   = hint: a def body is straight-line code: assignments, then `return`; write conditions with torch.where\n",
+			"   = hint: choose between values with torch.where(c, x, y), or with `x if c else y` when c is a constant such as a factory argument\n",
+	},
+	{
+		"def f(w):\n    def g(b, h, q_idx, kv_idx):\n        if w > 0:\n            return q_idx >= kv_idx\n        return q_idx <= kv_idx\n    return g\n",
+		"t.flex:3:9: error[E011]: an `if` statement in def `g`: maskc reads def `g` as straight-line code: assignments, then `return`\n" +
+			" 3 |         if w > 0:\n" +
+			"   |         ^^\n" +
+			"   = hint: choose between values with torch.where(c, x, y), or with `x if c else y` when c is a constant such as a factory argument\n",
+	},
+	{
+		"def f(b, h, q_idx, kv_idx):\n    return q_idx >= kv_idx \"\"\"a\nb\"\"\"\n",
+		"t.flex:2:28: error[E013]: expected end of line after the expression, found a string over several lines, `\"\"\"a ...`\n" +
+			" 2 |     return q_idx >= kv_idx \"\"\"a\n" +
+			"   |                            ^^^^\n" +
+			"   = hint: is an operator missing? Each declaration, setting and `let` ends at the end of its line\n",
+	},
+	{
+		"def f(w):\n    def g(b, h, q_idx, kv_idx):\n        return q_idx >= kv_idx\n    def k(b, h, q_idx, kv_idx):\n        return q_idx - kv_idx <= w\n    return and_masks(g, k)\n",
+		"t.flex:4:5: error[E072]: a second inner def `k` in factory `f`: a factory holds one inner def\n" +
+			" 4 |     def k(b, h, q_idx, kv_idx):\n" +
+			"   |     ^^^\n" +
+			"   = hint: declare `k` as a top-level def (a mod or a factory of its own) and combine the mods with and_masks(...) or or_masks(...)\n",
+	},
+	{
+		"def f(b, h, q_idx, kv_idx):\n    for i in range(3):\n        pass\n    return q_idx >= kv_idx\n",
+		"t.flex:2:5: error[E011]: a `for` loop in def `f`: maskc reads def `f` as straight-line code: assignments, then `return`\n" +
+			" 2 |     for i in range(3):\n" +
+			"   |     ^^^\n" +
+			"   = hint: write the terms of the loop out one by one\n",
+	},
+	{
+		"def f(b, h, q_idx, kv_idx):\n    assert 1 > 0\n    return q_idx >= kv_idx\n",
+		"t.flex:2:5: error[E011]: an `assert` statement in def `f`: maskc reads def `f` as straight-line code: assignments, then `return`\n" +
+			" 2 |     assert 1 > 0\n" +
+			"   |     ^^^^^^\n" +
+			"   = hint: remove it, and check the value where the factory is called\n",
 	},
 	{
 		"def A(b, h, q, kv):\n    foo(q)\n    return q > 0\n",
@@ -155,10 +190,10 @@ var diagnosticCases = []struct {
 	},
 	{
 		"def f(h, q, kv):\n    return q >= kv\n",
-		"t.flex:1:5: error[E072]: def f has 3 parameters: a mask_mod takes 4 and a score_mod 5\n" +
+		"t.flex:1:5: error[E072]: def f has 3 parameters: a mask_mod takes 4 and a score_mod 5, and maskc has no helper functions\n" +
 			" 1 | def f(h, q, kv):\n" +
 			"   |     ^\n" +
-			"   = hint: write def f(b, h, q_idx, kv_idx) for a mask, def f(score, b, h, q_idx, kv_idx) for a score\n",
+			"   = hint: write def f(b, h, q_idx, kv_idx) for a mask, def f(score, b, h, q_idx, kv_idx) for a score; write a helper's body out where it is called\n",
 	},
 	{
 		"def f(W):\n    def g(b, h, q, kv):\n        return q - kv <= W\n    g += 1\n    return g\n",
