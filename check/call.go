@@ -313,6 +313,9 @@ func (l *lowering) instantiate(f *frame, x *dsl.CallExpr, m *Mod) result {
 			l.errorf(f, a.Span(), CodeFactoryArg, "argument %s of %s must be a constant, got buffer %s", p.Name, m.Name, r.buf.Name).
 				WithHint("%s uses %s as a number; pass a literal or a param", m.Name, p.Name)
 			okAll = false
+		case r.typ == dsl.TypeNone:
+			mv.args = append(mv.args, &binding{kind: bindValue, res: r, sym: withType(sym, r.typ), ident: p})
+			names[i] = "None"
 		case r.mod != nil && !r.mod.unapplied:
 			// A factory taking a mod (attention-gym's generate_doc_mask_mod
 			// wraps any mask_mod): the mod, inlined where it is called.
@@ -650,10 +653,45 @@ func (l *lowering) body(f *frame, m *Mod) result {
 			}
 		}
 	}
-	for _, let := range b.Lets {
+	resultExpr := b.Result
+	var r result
+	if b.Stmts != nil {
+		var returned bool
+		r, resultExpr, returned = l.run(f, m, b.Stmts, &lets)
+		if !returned {
+			l.errorf(f, m.Decl.Body.Sp, CodeStatement, "def %s ends without `return` here: Python returns None, which is not a %s", defName(m), m.Kind).
+				WithHint("end every branch with `return ...`")
+			return result{}
+		}
+	} else {
+		for _, let := range b.Lets {
+			l.assign(f, m, let, &lets)
+		}
+		r = l.value(f, b.Result)
+	}
+	if f.record && !l.aborted { // after an abort (E055) uses were not all counted
+		for _, bd := range lets {
+			if bd.uses == 0 {
+				what := "let"
+				if b.Def {
+					what = "assignment to"
+				}
+				l.warnf(f, bd.ident.Sp, CodeUnusedLet, "%s %s is never used", what, bd.ident.Name).
+					WithHint("remove it, or use it in the result")
+			}
+		}
+	}
+	return l.checkResult(f, m, r, resultExpr)
+}
+
+// assign lowers one let or assignment of m's body in frame f, appending
+// its binding to lets.
+func (l *lowering) assign(f *frame, m *Mod, let *dsl.LetStmt, lets *[]*binding) {
+	b := m.Decl.Body
+	{
 		r := l.value(f, let.Value)
 		if let.Name == nil {
-			continue
+			return
 		}
 		prev := f.names[let.Name.Name]
 		if prev != nil && prev.kind == bindUnbound {
@@ -680,47 +718,39 @@ func (l *lowering) body(f *frame, m *Mod) result {
 			bd.kind = bindUnknown
 		}
 		f.names[let.Name.Name] = bd
-		lets = append(lets, bd)
+		*lets = append(*lets, bd)
 		if f.record {
 			l.c.info.Defs[let.Name] = bd.sym
 		}
 	}
-	r := l.value(f, b.Result)
-	if f.record && !l.aborted { // after an abort (E055) uses were not all counted
-		for _, bd := range lets {
-			if bd.uses == 0 {
-				what := "let"
-				if b.Def {
-					what = "assignment to"
-				}
-				l.warnf(f, bd.ident.Sp, CodeUnusedLet, "%s %s is never used", what, bd.ident.Name).
-					WithHint("remove it, or use it in the result")
-			}
-		}
-	}
+}
+
+// checkResult checks a mod's result r, computed from the expression e,
+// against the mod's kind.
+func (l *lowering) checkResult(f *frame, m *Mod, r result, e dsl.Expr) result {
 	if !r.ok() {
 		return result{}
 	}
 	switch m.Kind {
 	case dsl.MaskMod:
 		if r.typ != dsl.TypeBool {
-			l.errorf(f, b.Result.Span(), CodeMaskNotBool, "mask %s must give a bool, got %s", m.Name, r.typ).
-				WithHint("a mask keeps a (q, kv) pair when it gives True; compare, e.g. %s != 0", sourceText(f, b.Result))
+			l.errorf(f, e.Span(), CodeMaskNotBool, "mask %s must give a bool, got %s", m.Name, r.typ).
+				WithHint("a mask keeps a (q, kv) pair when it gives True; compare, e.g. %s != 0", sourceText(f, e))
 			return result{}
 		}
 	case dsl.ScoreMod:
 		switch r.typ {
 		case dsl.TypeBool:
-			l.errorf(f, b.Result.Span(), CodeScoreNotFloat, "score %s must give a number, got bool", m.Name).
+			l.errorf(f, e.Span(), CodeScoreNotFloat, "score %s must give a number, got bool", m.Name).
 				WithHint("to drop pairs from a score, write where(cond, score, -inf); or make it a mask")
 			return result{}
 		case dsl.TypeInt:
 			// Python promotes an int score to float: make that explicit.
 			if r.isConst() {
-				return l.constant(f, dsl.Float(float64(r.val.I)), b.Result.Span())
+				return l.constant(f, dsl.Float(float64(r.val.I)), e.Span())
 			}
-			zero := l.constant(f, dsl.Float(0), b.Result.Span())
-			sp := l.span(f, b.Result.Span())
+			zero := l.constant(f, dsl.Float(0), e.Span())
+			sp := l.span(f, e.Span())
 			return l.add(f, &dsl.BinaryExpr{Sp: sp, Op: dsl.OpAdd, OpSp: sp, X: r.node, Y: zero.node}, dsl.TypeFloat, r.size+2)
 		}
 	}

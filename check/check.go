@@ -175,11 +175,7 @@ func newMod(d *dsl.ModDecl, src *dsl.Source, std bool, doc string) *Mod {
 		factory[p.Name] = true
 	}
 	if d.Body != nil && len(factory) > 0 { // only factory parameters can be buffers
-		exprs := []dsl.Expr{d.Body.Result}
-		for _, l := range d.Body.Lets {
-			exprs = append(exprs, l.Value)
-		}
-		for _, e := range exprs {
+		for _, e := range d.Body.Exprs() {
 			dsl.Inspect(e, func(e dsl.Expr) bool {
 				if ix, ok := e.(*dsl.IndexExpr); ok {
 					if id, ok := dsl.Unparen(ix.X).(*dsl.Ident); ok && factory[id.Name] {

@@ -264,11 +264,7 @@ func bodyExprs(d *dsl.ModDecl) []dsl.Expr {
 	if d.Body == nil {
 		return nil
 	}
-	var out []dsl.Expr
-	for _, l := range d.Body.Lets {
-		out = append(out, l.Value)
-	}
-	return append(out, d.Body.Result)
+	return d.Body.Exprs()
 }
 
 func (c *checker) checkMod(m *Mod) {

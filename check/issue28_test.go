@@ -219,3 +219,75 @@ func TestToDTypeOf(t *testing.T) {
 		})
 	}
 }
+
+// TestCompileTimeStatements pins `if`/`elif`/`else`, `assert`, `pass` and
+// `is None` in defs, decided at compile time as Python decides them, and
+// the errors where maskc cannot (a condition on a tensor) or Python would
+// fail (a failing assert, falling off the end).
+func TestCompileTimeStatements(t *testing.T) {
+	const src = `
+def causal_mask(b, h, q_idx, kv_idx):
+    return q_idx >= kv_idx
+
+def generate_window(window=None, causal: bool = True):
+    def window_mask(b, h, q_idx, kv_idx):
+        if window is None:
+            return causal_mask(b, h, q_idx, kv_idx)
+        assert window > 0, "window must be positive"
+        m = q_idx - kv_idx <= window
+        if causal:
+            m = m & (q_idx >= kv_idx)
+        elif window > 100:
+            m = m & (kv_idx - q_idx <= window)
+        else:
+            pass
+        return m
+    return window_mask
+
+def softcap(cap):
+    def s(score, b, h, q_idx, kv_idx):
+        if cap is not None and cap > 0: return cap * torch.tanh(score / cap)
+        return score
+    return s
+
+def falls_off(w):
+    def m(b, h, q_idx, kv_idx):
+        if w > 10:
+            return q_idx >= kv_idx
+    return m
+`
+	cases := []struct{ setting, want string }{
+		{"mask = generate_window()", "q >= kv"},
+		{"mask = generate_window(64)", "(q - kv <= 64) & (q >= kv)"},
+		{"mask = generate_window(window=200, causal=False)", "(q - kv <= 200) & (kv - q <= 200)"},
+		{"mask = generate_window(8, False)", "q - kv <= 8"},
+		{"mask = generate_window(0)", "E078 assertion window > 0 in def window_mask (line 9) fails for the mask generate_window(0, True)"},
+		{"score = softcap(None)", "score"},
+		{"score = softcap(0.0)", "score"},
+		{"score = softcap(30.0)", "30.0 * tanh(score / 30.0)"},
+		{"mask = falls_off(3)", "E078 def m ends without `return` here: Python returns None, which is not a mask"},
+		{"mask = falls_off(30)", "q >= kv"},
+		{"mask = runtime\n}\ndef runtime(b, h, q_idx, kv_idx):\n    if q_idx > kv_idx:\n        return True\n    return False\nattention z {\n    mask = causal", "E078 `if q_idx > kv_idx` depends on a run-time value: maskc decides `if` at compile time"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.setting, func(t *testing.T) {
+			p, diags := checkSource(t, src+"attention a {\n    "+tc.setting+"\n}\n", nil)
+			var errs []string
+			for _, d := range diags {
+				if d.Severity == dsl.SeverityError {
+					errs = append(errs, string(d.Code)+" "+d.Message)
+				}
+			}
+			if errs != nil {
+				assert.Equal(t, []string{tc.want}, errs)
+				return
+			}
+			a := p.Attention("a")
+			if a.Mask != nil {
+				assert.Equal(t, tc.want, fmtExpr(a.Mask.Expr))
+			} else {
+				assert.Equal(t, tc.want, fmtExpr(a.Score.Expr))
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -381,6 +382,9 @@ func (l *lowering) ident(f *frame, x *dsl.Ident) result {
 		return r
 	}
 	g, ok := l.c.lookup(f, x.Name)
+	if !ok && x.Name == "None" {
+		return result{typ: dsl.TypeNone}
+	}
 	if !ok {
 		l.unknownName(f, x)
 		return result{}
@@ -497,7 +501,18 @@ func (l *lowering) unaryOf(f *frame, x *dsl.UnaryExpr, a result) result {
 }
 
 func (l *lowering) binary(f *frame, x *dsl.BinaryExpr) result {
-	a := l.value(f, x.X)
+	a := l.expr(f, x.X)
+	if (x.Op == dsl.OpAnd || x.Op == dsl.OpOr) && (a.typ == dsl.TypeNone || a.typ == dsl.TypeBool && a.isConst()) {
+		// Python short-circuits: `w is not None and w > 0` never reads
+		// w > 0 when w is None.
+		truth := a.typ == dsl.TypeBool && a.val.I != 0
+		if truth == (x.Op == dsl.OpOr) {
+			return l.constant(f, dsl.Bool(truth), x.Sp)
+		}
+	}
+	if !a.scalar() && (a.ok() || a.fn != "") {
+		a = l.value(f, x.X) // reports what x.X is
+	}
 	b := l.value(f, x.Y)
 	if (x.Op == dsl.OpAnd || x.Op == dsl.OpOr) && a.ok() && b.ok() && (!a.isConst() || !b.isConst()) {
 		l.torchWarning(f, x.OpSp, "`"+x.Op.String()+"`", "&", "|")
@@ -597,6 +612,9 @@ func (l *lowering) compare(f *frame, x *dsl.CompareExpr) result {
 	if len(x.Operands) != len(x.Ops)+1 || len(x.Ops) == 0 {
 		l.errorf(f, x.Sp, CodeNotAValue, "malformed comparison")
 		return result{}
+	}
+	if slices.Contains(x.Ops, dsl.OpIs) || slices.Contains(x.Ops, dsl.OpIsNot) {
+		return l.isNone(f, x)
 	}
 	ops := make([]result, len(x.Operands))
 	for i, o := range x.Operands {

@@ -205,8 +205,14 @@ type Body struct {
 	Doc *StringLit
 	// Lets are the local bindings, in order; each may use the previous ones.
 	Lets []*LetStmt
-	// Result is the expression the mod returns.
+	// Result is the expression the mod returns. In a body with Stmts it
+	// is nil.
 	Result Expr
+	// Stmts are the statements of a def body that is not straight-line:
+	// `if`/`elif`/`else` and `assert` over compile-time values, `return` in
+	// a branch. Nil otherwise; when set, Lets lists every assignment in it
+	// (in source order) for the tools that read bindings.
+	Stmts []Stmt
 }
 
 // Span implements Node.
@@ -528,4 +534,93 @@ func Unparen(e Expr) Expr {
 		}
 		e = p.X
 	}
+}
+
+// Stmt is a statement of a def body that is not straight-line code
+// (Body.Stmts): an assignment (*LetStmt), `return`, `if`/`elif`/`else`,
+// `assert` or `pass`. maskc decides every `if` and `assert` at compile time.
+type Stmt interface {
+	Node
+	stmtNode()
+}
+
+func (*LetStmt) stmtNode()    {}
+func (*ReturnStmt) stmtNode() {}
+func (*IfStmt) stmtNode()     {}
+func (*AssertStmt) stmtNode() {}
+func (*PassStmt) stmtNode()   {}
+
+// ReturnStmt is `return VALUE` in a def body with control flow.
+type ReturnStmt struct {
+	Sp    Span
+	Value Expr
+}
+
+// Span implements Node.
+func (s *ReturnStmt) Span() Span { return s.Sp }
+
+// IfStmt is `if COND:` with its block, and the `elif`/`else` after it:
+// an `elif` is an IfStmt alone in Else.
+type IfStmt struct {
+	// Sp covers the `if` (or `elif`) through the end of its last block.
+	Sp Span
+	// KeywordSp covers the `if` or `elif`.
+	KeywordSp Span
+	Cond      Expr
+	Then      []Stmt
+	// Else is the `else` block, an `elif` as a single IfStmt, or nil.
+	Else []Stmt
+}
+
+// Span implements Node.
+func (s *IfStmt) Span() Span { return s.Sp }
+
+// AssertStmt is `assert COND` or `assert COND, MESSAGE`.
+type AssertStmt struct {
+	Sp   Span
+	Cond Expr
+	// Msg is the message expression, or nil.
+	Msg Expr
+}
+
+// Span implements Node.
+func (s *AssertStmt) Span() Span { return s.Sp }
+
+// PassStmt is `pass`.
+type PassStmt struct{ Sp Span }
+
+// Span implements Node.
+func (s *PassStmt) Span() Span { return s.Sp }
+
+// Exprs lists every expression of a body: the lets' values, then the
+// result, or, in a body with statements, the conditions, assert messages
+// and returned values too (in source order within each kind).
+func (b *Body) Exprs() []Expr {
+	out := make([]Expr, 0, len(b.Lets)+1)
+	for _, l := range b.Lets {
+		out = append(out, l.Value)
+	}
+	if b.Result != nil {
+		out = append(out, b.Result)
+	}
+	var walk func([]Stmt)
+	walk = func(stmts []Stmt) {
+		for _, st := range stmts {
+			switch st := st.(type) {
+			case *ReturnStmt:
+				out = append(out, st.Value)
+			case *AssertStmt:
+				out = append(out, st.Cond)
+				if st.Msg != nil {
+					out = append(out, st.Msg)
+				}
+			case *IfStmt:
+				out = append(out, st.Cond)
+				walk(st.Then)
+				walk(st.Else)
+			}
+		}
+	}
+	walk(b.Stmts)
+	return out
 }

@@ -30,9 +30,12 @@ const (
 	TypeTuple
 	// TypeWord is a bare word in a setting, e.g. `bshd` or `bf16`.
 	TypeWord
+	// TypeNone is Python's None: a factory argument or default, compared
+	// with `is None` at compile time; never a value in a mod.
+	TypeNone
 )
 
-var typeNames = [...]string{"invalid", "bool", "int", "float", "mask", "score", "buffer", "tuple", "word"}
+var typeNames = [...]string{"invalid", "bool", "int", "float", "mask", "score", "buffer", "tuple", "word", "None"}
 
 // String returns the type's name as used in messages, e.g. "float".
 func (t Type) String() string {

@@ -44,6 +44,9 @@ type line struct {
 	// closes is true for a `}` line: no blank line precedes it, and comments
 	// just before it are indented as the block's contents.
 	closes bool
+	// verbatim is true for a def with `if`/`else` or `assert`: the source
+	// of sp is printed as written, its comments included.
+	verbatim bool
 }
 
 // declLines lays out one declaration as lines.
@@ -76,6 +79,9 @@ func declLines(d dsl.Decl) []line {
 }
 
 func modLines(d *dsl.ModDecl) []line {
+	if d.Def && d.Body != nil && d.Body.Stmts != nil {
+		return []line{{sp: d.Sp, verbatim: true}}
+	}
 	if d.Def {
 		return defLines(d)
 	}
@@ -234,12 +240,22 @@ func (p *printer) print() []byte {
 			}
 			// Comments before the line, and comments inside it (in a
 			// multi-line call, say), go above it.
-			for p.next < len(p.comments) && p.comments[p.next].Sp.Start < ln.sp.End {
+			before := ln.sp.End
+			if ln.verbatim {
+				before = ln.sp.Start // the comments inside are in its text
+			}
+			for p.next < len(p.comments) && p.comments[p.next].Sp.Start < before {
 				p.ownLineComment(p.comments[p.next], indent, min(p.comments[p.next].Sp.Start, ln.sp.Start))
 			}
 			p.blankBefore(ln.sp.Start, ln.closes)
 		}
 		p.out.WriteString(strings.Repeat(indentUnit, ln.indent))
+		if ln.verbatim {
+			ln.text = string(p.text[ln.sp.Start:ln.sp.End])
+			for p.next < len(p.comments) && p.comments[p.next].Sp.Start < ln.sp.End {
+				p.next++ // printed with the text
+			}
+		}
 		p.out.WriteString(ln.text)
 		if ln.sp.IsValid() {
 			p.lastEnd = max(p.lastEnd, ln.sp.End)

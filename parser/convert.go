@@ -176,7 +176,7 @@ const (
 
 var binaryLevel = map[string]int{
 	"if": levelCond, "else": levelCond, "or": levelOr, "and": levelAnd,
-	"==": levelCmp, "!=": levelCmp, "<": levelCmp, "<=": levelCmp, ">": levelCmp, ">=": levelCmp,
+	"==": levelCmp, "!=": levelCmp, "<": levelCmp, "<=": levelCmp, ">": levelCmp, ">=": levelCmp, "is": levelCmp, "is not": levelCmp,
 	"|": levelBitOr, "&": levelBitAnd, "+": levelAdd, "-": levelAdd,
 	"*": levelMul, "/": levelMul, "//": levelMul, "%": levelMul, "**": levelPow,
 }
@@ -185,6 +185,7 @@ var binaryOps = map[string]dsl.Op{
 	"or": dsl.OpOr, "and": dsl.OpAnd, "|": dsl.OpBitOr, "&": dsl.OpBitAnd,
 	"+": dsl.OpAdd, "-": dsl.OpSub, "*": dsl.OpMul, "/": dsl.OpDiv, "//": dsl.OpFloorDiv, "%": dsl.OpMod, "**": dsl.OpPow,
 	"==": dsl.OpEQ, "!=": dsl.OpNE, "<": dsl.OpLT, "<=": dsl.OpLE, ">": dsl.OpGT, ">=": dsl.OpGE,
+	"is": dsl.OpIs, "is not": dsl.OpIsNot,
 }
 
 var unaryOps = map[string]dsl.Op{"-": dsl.OpNeg, "+": dsl.OpPos, "~": dsl.OpInvert, "not": dsl.OpNot}

@@ -1,6 +1,7 @@
 package parser_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/maskc/maskc/dsl"
@@ -167,5 +168,35 @@ func TestPythonReadPast(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFlatDefErrors pins the errors of defs with if/elif/else, assert and
+// pass, whose blocks the parser builds from the lines' columns.
+func TestFlatDefErrors(t *testing.T) {
+	tests := []struct{ src, want string }{
+		{"def m(b, h, q, kv):\n    if True:\n    return q >= kv\n",
+			"t.flex:2:5: error[E071]: expected an indented block after `if`"},
+		{"def m(b, h, q, kv):\n    pass\n        return q >= kv\n",
+			"t.flex:3:9: error[E071]: unexpected indent in def m"},
+		{"def m(b, h, q, kv):\n    if True:\n        pass\n      return q >= kv\n",
+			"t.flex:4:7: error[E071]: unindent does not match the statements above in def m"},
+		{"def m(b, h, q, kv):\n    pass\n    else:\n        return q >= kv\n",
+			"t.flex:3:5: error[E011]: `else` without an `if` before it in def `m`"},
+		{"def f(w):\n    def m(b, h, q, kv):\n        pass\n        return q >= kv\n    if w:\n        pass\n    return m\n",
+			"t.flex:5:5: error[E072]: factory f may hold, after its inner def, only assignments of mods and `return`"},
+		{"def f(w):\n    assert w > 0\n    def m(b, h, q, kv):\n        pass\n        return q >= kv\n    return m\n",
+			"t.flex:2:5: error[E072]: factory f may hold only its inner def and what follows it"},
+	}
+	for _, tt := range tests {
+		_, diags := parser.ParseFile("t.flex", []byte(tt.src))
+		if len(diags) != 1 {
+			t.Errorf("%q: %d diagnostics:\n%s", tt.src, len(diags), diags.Render())
+			continue
+		}
+		pos := diags[0].Position()
+		if got := fmt.Sprintf("t.flex:%d:%d: error[%s]: %s", pos.Line, pos.Column, diags[0].Code, diags[0].Message); got != tt.want {
+			t.Errorf("%q:\n got  %s\n want %s", tt.src, got, tt.want)
+		}
 	}
 }

@@ -84,20 +84,6 @@ var diagnosticCases = []struct {
 			"   = hint: end the factory with `return g`, indented like the `def g` above it\n",
 	},
 	{
-		"def A(b, h, q, kv):\n    if q > kv:\n        return True\n",
-		"t.flex:2:5: error[E011]: an `if` statement in def `A`: maskc reads def `A` as straight-line code: assignments, then `return`\n" +
-			" 2 |     if q > kv:\n" +
-			"   |     ^^\n" +
-			"   = hint: choose between values with torch.where(c, x, y), or with `x if c else y` when c is a constant such as a factory argument\n",
-	},
-	{
-		"def f(w):\n    def g(b, h, q_idx, kv_idx):\n        if w > 0:\n            return q_idx >= kv_idx\n        return q_idx <= kv_idx\n    return g\n",
-		"t.flex:3:9: error[E011]: an `if` statement in def `g`: maskc reads def `g` as straight-line code: assignments, then `return`\n" +
-			" 3 |         if w > 0:\n" +
-			"   |         ^^\n" +
-			"   = hint: choose between values with torch.where(c, x, y), or with `x if c else y` when c is a constant such as a factory argument\n",
-	},
-	{
 		"def f(b, h, q_idx, kv_idx):\n    return q_idx >= kv_idx \"\"\"a\nb\"\"\"\n",
 		"t.flex:2:28: error[E013]: expected end of line after the expression, found a string over several lines, `\"\"\"a ...`\n" +
 			" 2 |     return q_idx >= kv_idx \"\"\"a\n" +
@@ -117,13 +103,6 @@ var diagnosticCases = []struct {
 			" 2 |     for i in range(3):\n" +
 			"   |     ^^^\n" +
 			"   = hint: write the terms of the loop out one by one\n",
-	},
-	{
-		"def f(b, h, q_idx, kv_idx):\n    assert 1 > 0\n    return q_idx >= kv_idx\n",
-		"t.flex:2:5: error[E011]: an `assert` statement in def `f`: maskc reads def `f` as straight-line code: assignments, then `return`\n" +
-			" 2 |     assert 1 > 0\n" +
-			"   |     ^^^^^^\n" +
-			"   = hint: remove it, and check the value where the factory is called\n",
 	},
 	{
 		"def A(b, h, q, kv):\n    foo(q)\n    return q > 0\n",

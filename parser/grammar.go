@@ -270,4 +270,60 @@ func (l *sliceLexer) Next() (lexer.Token, error) {
 var (
 	declParser = participle.MustBuild[declChunkG](participle.Lexer(tokenDefinition{}), participle.UseLookahead(0))
 	exprParser = participle.MustBuild[exprChunkG](participle.Lexer(tokenDefinition{}), participle.UseLookahead(0))
+	flatParser = participle.MustBuild[flatChunkG](participle.Lexer(tokenDefinition{}), participle.UseLookahead(0))
 )
+
+// The flat form of a def, tried when the straight-line grammar above fails
+// on a def: its header, then every line of its body (nested def headers
+// and `if`/`elif`/`else` headers included) as a flat list. The grammar does
+// not see indentation; flat.go builds the blocks from the lines' columns.
+type flatChunkG struct {
+	Def *flatDefG `parser:"Newline* @@ Newline*"`
+}
+
+// flatDefG is a def header and its body's lines.
+type flatDefG struct {
+	Head  *defHeadG `parser:"@@"`
+	Lines []*lineG  `parser:"Newline* ( @@ Newline* )*"`
+}
+
+// defHeadG is `def NAME(params) -> ANNOT:`.
+type defHeadG struct {
+	Keyword lexer.Token  `parser:"@'def'"`
+	Name    lexer.Token  `parser:"@Ident"`
+	Params  *paramListG  `parser:"@@"`
+	Returns *lexer.Token `parser:"( '-' '>' @Ident )?"`
+	Colon   lexer.Token  `parser:"@':'"`
+}
+
+// lineG is one statement line of a def body in the flat form.
+type lineG struct {
+	Def    *defHeadG    `parser:"  @@"`
+	If     *ifHeadG     `parser:"| @@"`
+	Else   *elseHeadG   `parser:"| @@"`
+	Return *returnG     `parser:"| @@"`
+	Assert *assertG     `parser:"| @@"`
+	Pass   *lexer.Token `parser:"| @'pass'"`
+	Doc    *lexer.Token `parser:"| @String"`
+	Assign *assignG     `parser:"| @@"`
+}
+
+// ifHeadG is `if COND:` or `elif COND:`.
+type ifHeadG struct {
+	Keyword lexer.Token `parser:"@('if' | 'elif')"`
+	Cond    *exprG      `parser:"@@"`
+	Colon   lexer.Token `parser:"@':'"`
+}
+
+// elseHeadG is `else:`.
+type elseHeadG struct {
+	Keyword lexer.Token `parser:"@'else'"`
+	Colon   lexer.Token `parser:"@':'"`
+}
+
+// assertG is `assert COND` or `assert COND, MESSAGE`.
+type assertG struct {
+	Keyword lexer.Token `parser:"@'assert'"`
+	Cond    *exprG      `parser:"@@"`
+	Msg     *exprG      `parser:"( ',' @@ )?"`
+}

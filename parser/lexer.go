@@ -33,7 +33,7 @@ const (
 var keywords = map[string]bool{
 	"param": true, "buffer": true, "attention": true,
 	"let": true, "if": true, "else": true, "and": true, "or": true, "not": true,
-	"def": true, "return": true,
+	"def": true, "return": true, "elif": true, "assert": true, "pass": true, "is": true,
 	"True": true, "False": true, "true": true, "false": true,
 }
 
@@ -227,6 +227,16 @@ func (s *scanner) word() {
 		s.emit(tokLiteral, start, s.pos)
 		s.operand()
 		return
+	case "is":
+		// `is not` is one operator, as in Python.
+		if rest := s.text[s.pos:s.end]; len(rest) > 4 && (rest[0] == ' ' || rest[0] == '\t') {
+			if t := strings.TrimLeft(rest, " \t"); strings.HasPrefix(t, "not") && (len(t) == 3 || !isIdentStart(t[3]) && !isDigit(t[3])) {
+				s.pos = s.end - len(t) + 3
+				s.out.tokens = append(s.out.tokens, lexer.Token{Type: tokOp, Value: "is not", Pos: lexer.Position{Filename: s.src.Name, Offset: start}})
+				break
+			}
+		}
+		s.emit(tokOp, start, s.pos)
 	case "and", "or", "if", "else":
 		s.emit(tokOp, start, s.pos)
 	default:

@@ -61,6 +61,16 @@ func parsePiece(source *dsl.Source, text string, start, end int) (dsl.Decl, []*d
 	}
 	g, err := declParser.ParseFromLexer(peeking(lx.tokens))
 	if err != nil {
+		// A def with `if`/`elif`/`else`, `assert` or `pass` is read in the
+		// flat form; any other error is the straight-line grammar's.
+		if fg, ferr := flatParser.ParseFromLexer(peeking(lx.tokens)); ferr == nil && hasControlFlow(fg.Def.Lines) {
+			c := &converter{src: source}
+			d := c.flatDef(fg.Def)
+			if c.err != nil {
+				return nil, lx.comments, nil, c.err
+			}
+			return d, lx.comments, lx.notes, nil
+		}
 		return nil, lx.comments, nil, syntaxError(source, lx.tokens, err, false)
 	}
 	if g.Decl == nil {

@@ -35,3 +35,15 @@ def generate_prefix_lm_mask(prefix_length):
     def prefix_mask(b, h, q_idx, kv_idx):
         return kv_idx < prefix_length
     return or_masks(prefix_mask, causal)
+
+# A def with if/else is printed as written, its comments included.
+def generate_window(window=None,   causal: bool = True):
+    def window_mask(b, h, q_idx, kv_idx):
+        if window is None:  # no window: causal
+            return causal(b, h, q_idx, kv_idx)
+        # a band
+        m = q_idx - kv_idx <= window
+        if causal:
+            m = m & (q_idx >= kv_idx)
+        return m
+    return window_mask
