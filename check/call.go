@@ -337,6 +337,9 @@ func (l *lowering) instantiate(f *frame, x *dsl.CallExpr, m *Mod) result {
 		return result{}
 	}
 	mv.name = m.Name + "(" + strings.Join(names, ", ") + ")"
+	if m.Decl.FactoryPre != nil && !l.factoryPre(f, m, mv) {
+		return result{}
+	}
 	if m.Decl.FactoryResult != nil {
 		return l.factoryResult(f, x, m, mv)
 	}
@@ -351,6 +354,9 @@ func (l *lowering) factoryResult(f *frame, x *dsl.CallExpr, m *Mod, mv *modValue
 	d := m.Decl
 	fr := &frame{src: m.src, names: map[string]*binding{}, std: m.std, stdName: f.stdName, site: f.site}
 	for _, b := range mv.args {
+		fr.names[b.ident.Name] = b
+	}
+	for _, b := range mv.locals {
 		fr.names[b.ident.Name] = b
 	}
 	inner := result{typ: kindType(m.Kind), mod: mv}
@@ -569,6 +575,10 @@ func (l *lowering) apply(f *frame, mv *modValue, args []result, site dsl.Span) r
 			b := *mv.args[i]
 			inner.names[p.Name] = &b
 		}
+	}
+	for _, lb := range mv.locals {
+		b := *lb
+		inner.names[lb.ident.Name] = &b
 	}
 	for i, p := range m.Decl.Params {
 		typ := dsl.TypeInt

@@ -174,12 +174,26 @@ func newMod(d *dsl.ModDecl, src *dsl.Source, std bool, doc string) *Mod {
 	for _, p := range d.FactoryParams {
 		factory[p.Name] = true
 	}
+	// `ids = document_ids` before the inner def: indexing ids indexes the
+	// parameter.
+	alias := map[string]string{}
+	for _, st := range d.FactoryPre {
+		if let, ok := st.(*dsl.LetStmt); ok && let.Name != nil {
+			if id, ok := dsl.Unparen(let.Value).(*dsl.Ident); ok && factory[id.Name] {
+				alias[let.Name.Name] = id.Name
+				factory[let.Name.Name] = true
+			}
+		}
+	}
 	if d.Body != nil && len(factory) > 0 { // only factory parameters can be buffers
 		for _, e := range d.Body.Exprs() {
 			dsl.Inspect(e, func(e dsl.Expr) bool {
 				if ix, ok := e.(*dsl.IndexExpr); ok {
 					if id, ok := dsl.Unparen(ix.X).(*dsl.Ident); ok && factory[id.Name] {
 						m.bufParams[id.Name] = true
+						if p, ok := alias[id.Name]; ok {
+							m.bufParams[p] = true
+						}
 					}
 				}
 				return true

@@ -306,6 +306,13 @@ func (c *checker) checkMod(m *Mod) {
 		}
 		declare(p, &binding{kind: bindUnknown, sym: sym, ident: p}, "factory parameter")
 	}
+	for _, id := range assignedNames(d.FactoryPre) {
+		// Known only when the factory is called (factoryPre).
+		if f.names[id.Name] == nil {
+			f.names[id.Name] = &binding{kind: bindUnknown, ident: id,
+				sym: Symbol{Kind: SymLet, Name: id.Name, Decl: id, Doc: "local " + id.Name + " of factory " + m.Name}}
+		}
+	}
 	l := c.newLowering()
 	l.stack = append(l.stackBuf[:0], m)
 	l.rootKind, l.rootName, l.rootSpan, l.declPass = m.Kind, m.Name, d.Name.Sp, true

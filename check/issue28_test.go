@@ -291,3 +291,56 @@ def falls_off(w):
 		})
 	}
 }
+
+// TestFactoryStatements pins a factory's statements before its inner def:
+// compile-time assignments, `if` over its arguments (`if window is None:`)
+// and `assert`, run at each call; the inner function sees what they bind.
+func TestFactoryStatements(t *testing.T) {
+	const src = `
+buffer doc: i32[KV]
+
+def generate_window(window=None):
+    if window is None:
+        window = 128
+    assert window > 0, "positive"
+    half = window // 2
+    def window_mask(b, h, q_idx, kv_idx):
+        return (q_idx - kv_idx <= half) & (q_idx >= kv_idx)
+    return window_mask
+
+def generate_doc(document_ids):
+    ids = document_ids
+    def doc_mask(b, h, q_idx, kv_idx):
+        return ids[q_idx] == ids[kv_idx]
+    return doc_mask
+
+def generate_read(w):
+    x = doc[w]
+    def m(b, h, q_idx, kv_idx):
+        return q_idx - kv_idx <= x
+    return m
+`
+	cases := []struct{ mask, want string }{
+		{"generate_window()", "(q - kv <= 64) & (q >= kv)"},
+		{"generate_window(window=10)", "(q - kv <= 5) & (q >= kv)"},
+		{"generate_window(-4)", "E078 assertion window > 0 in factory generate_window fails for generate_window(-4)"},
+		{"generate_doc(doc)", "doc[q] == doc[kv]"},
+		{"generate_read(0)", "E045 x = doc[w] in factory generate_read is a run-time value"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.mask, func(t *testing.T) {
+			p, diags := checkSource(t, src+"attention a {\n    mask = "+tc.mask+"\n}\n", nil)
+			var errs []string
+			for _, d := range diags {
+				if d.Severity == dsl.SeverityError {
+					errs = append(errs, string(d.Code)+" "+d.Message)
+				}
+			}
+			if errs != nil {
+				assert.Equal(t, []string{tc.want}, errs)
+				return
+			}
+			assert.Equal(t, tc.want, fmtExpr(p.Attention("a").Mask.Expr))
+		})
+	}
+}

@@ -44,6 +44,7 @@ type modValue struct {
 	mod       *Mod        // nil for a combination
 	unapplied bool        // a factory named without its arguments
 	args      []*binding  // factory arguments, one per factory parameter
+	locals    []*binding  // names a factory's statements before its inner def bind
 	comb      dsl.Op      // dsl.OpAnd or dsl.OpOr for a combination
 	parts     []*modValue // the combined mods
 }

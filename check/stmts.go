@@ -122,3 +122,107 @@ func defName(m *Mod) string {
 	}
 	return m.Name
 }
+
+// assignedNames lists the names that stmts assign, blocks included, each
+// once, in order.
+func assignedNames(stmts []dsl.Stmt) []*dsl.Ident {
+	var out []*dsl.Ident
+	seen := map[string]bool{}
+	var walk func([]dsl.Stmt)
+	walk = func(stmts []dsl.Stmt) {
+		for _, st := range stmts {
+			switch st := st.(type) {
+			case *dsl.LetStmt:
+				if st.Name != nil && !seen[st.Name.Name] {
+					seen[st.Name.Name] = true
+					out = append(out, st.Name)
+				}
+			case *dsl.IfStmt:
+				walk(st.Then)
+				walk(st.Else)
+			}
+		}
+	}
+	walk(stmts)
+	return out
+}
+
+// factoryPre runs a factory's statements before its inner def, at a call
+// whose arguments mv binds: assignments of compile-time values (constants,
+// None, buffers, mods), `if` and `assert` decided as in run. A parameter
+// they rebind takes its new value; the other names they bind become
+// mv.locals, which the inner function sees. It reports whether they ran
+// without error.
+func (l *lowering) factoryPre(f *frame, m *Mod, mv *modValue) bool {
+	d := m.Decl
+	fr := &frame{src: m.src, names: map[string]*binding{}, std: m.std, stdName: f.stdName, site: f.site}
+	for _, b := range mv.args {
+		fr.names[b.ident.Name] = b
+	}
+	if !l.runPre(fr, m, mv.name, d.FactoryPre) {
+		return false
+	}
+	for i, p := range d.FactoryParams {
+		if b := fr.names[p.Name]; b != nil && i < len(mv.args) {
+			mv.args[i] = b
+		}
+	}
+	params := map[string]bool{}
+	for _, p := range d.FactoryParams {
+		params[p.Name] = true
+	}
+	for _, id := range assignedNames(d.FactoryPre) {
+		if b := fr.names[id.Name]; b != nil && !params[id.Name] {
+			mv.locals = append(mv.locals, b)
+		}
+	}
+	return true
+}
+
+// runPre runs statements of a factory body (see factoryPre) at the call
+// named call.
+func (l *lowering) runPre(fr *frame, m *Mod, call string, stmts []dsl.Stmt) bool {
+	for _, st := range stmts {
+		switch st := st.(type) {
+		case *dsl.LetStmt:
+			r := l.expr(fr, st.Value)
+			switch {
+			case !r.ok() && r.typ != dsl.TypeNone:
+				return false
+			case r.scalar() && !r.isConst():
+				l.errorf(fr, st.Value.Span(), CodeFactoryArg, "%s = %s in factory %s is a run-time value", st.Name.Name, sourceText(fr, st.Value), m.Name).
+					WithHint("a factory's statements before its inner def compute compile-time values; compute run-time ones in %s", defName(m))
+				return false
+			}
+			fr.names[st.Name.Name] = &binding{kind: bindValue, res: r, ident: st.Name, buf: r.buf,
+				sym: Symbol{Kind: SymLet, Name: st.Name.Name, Decl: st, Type: r.typ}}
+			if r.typ == dsl.TypeBuffer {
+				fr.names[st.Name.Name].kind = bindBuffer
+			}
+		case *dsl.PassStmt:
+		case *dsl.AssertStmt:
+			c, known := l.decide(fr, st.Cond, "assert")
+			if !known {
+				return false
+			}
+			if !c {
+				l.errorf(fr, st.Cond.Span(), CodeStatement, "assertion %s in factory %s fails for %s", sourceText(fr, st.Cond), m.Name, call).
+					WithHint("pass arguments that the assert accepts")
+				return false
+			}
+		case *dsl.IfStmt:
+			c, known := l.decide(fr, st.Cond, "if")
+			if !known {
+				return false
+			}
+			block := st.Else
+			if c {
+				block = st.Then
+			}
+			if !l.runPre(fr, m, call, block) {
+				return false
+			}
+		}
+	}
+	return true
+}

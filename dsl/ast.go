@@ -164,6 +164,11 @@ type ModDecl struct {
 	// Doc is the docstring of a factory def's outer function, or nil (the
 	// docstring of the function that computes the value is Body.Doc).
 	Doc *StringLit
+	// FactoryPre are a factory def's statements before its inner def:
+	// assignments of compile-time values (`half = window // 2`), `if`,
+	// `assert` and `pass`, run when the factory is called; the inner
+	// function sees the names they bind. Nil when there are none.
+	FactoryPre []Stmt
 	// FactoryLets are a factory def's assignments after its inner def,
 	// binding names to mods built from it (`both = and_masks(inner,
 	// causal)`); FactoryResult is what the factory returns when that is not

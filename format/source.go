@@ -79,7 +79,7 @@ func declLines(d dsl.Decl) []line {
 }
 
 func modLines(d *dsl.ModDecl) []line {
-	if d.Def && d.Body != nil && d.Body.Stmts != nil {
+	if d.Def && (d.Body != nil && d.Body.Stmts != nil || !onlyLets(d.FactoryPre)) {
 		return []line{{sp: d.Sp, verbatim: true}}
 	}
 	if d.Def {
@@ -161,6 +161,14 @@ func defLines(d *dsl.ModDecl) []line {
 			out = append(out, line{indent: 1, text: d.Doc.Raw, sp: d.Doc.Sp})
 		}
 		indent, fn, returns = 1, d.Inner, an.InnerReturns
+	}
+	for _, st := range d.FactoryPre {
+		l := st.(*dsl.LetStmt) // onlyLets: anything else prints verbatim
+		op, value := "=", l.Value
+		if be, ok := l.Value.(*dsl.BinaryExpr); ok && l.AugOp != dsl.OpInvalid {
+			op, value = l.AugOp.String()+"=", be.Y
+		}
+		out = append(out, line{indent: 1, text: name(l.Name) + " " + op + " " + Expr(value), sp: l.Sp})
 	}
 	out = append(out, line{indent: indent, text: head(fn, d.Params, an.Params, nil, returns), sp: spanOf(fn)})
 	if body := d.Body; body != nil {
@@ -328,4 +336,14 @@ func (p *printer) trailingComment(end, nextStart int) *dsl.Comment {
 		return nil
 	}
 	return c
+}
+
+// onlyLets reports whether stmts are assignments only (straight-line code).
+func onlyLets(stmts []dsl.Stmt) bool {
+	for _, st := range stmts {
+		if _, ok := st.(*dsl.LetStmt); !ok {
+			return false
+		}
+	}
+	return true
 }

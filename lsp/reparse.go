@@ -233,6 +233,14 @@ func (s *spanShifter) decl(d dsl.Decl) {
 		for _, e := range d.Defaults {
 			s.expr(e)
 		}
+		for _, st := range d.FactoryPre {
+			if l, ok := st.(*dsl.LetStmt); ok {
+				s.span(&l.Sp)
+				s.ident(l.Name)
+				s.expr(l.Value)
+			}
+		}
+		s.stmts(d.FactoryPre)
 		for _, l := range d.FactoryLets {
 			s.span(&l.Sp)
 			s.ident(l.Name)

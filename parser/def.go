@@ -34,10 +34,8 @@ func (c *converter) def(g *defG) *dsl.ModDecl {
 	if body.Inner != nil {
 		inner := body.Inner
 		fn, end = inner, body.InnerRet
-		if len(body.Assigns) > 0 {
-			a := body.Assigns[0]
-			c.fail(span(a.Name), CodeDefShape, "factory %s may hold only its inner def and `return %s`", d.Name.Name, inner.Name.Value).
-				WithHint("move the assignment into %s", inner.Name.Value)
+		for _, a := range body.Assigns {
+			d.FactoryPre = append(d.FactoryPre, c.assignment(a))
 		}
 		if inner.Body.Inner != nil {
 			c.fail(span(inner.Body.Inner.Keyword), CodeDefShape, "a factory's inner function cannot itself be a factory").
@@ -142,15 +140,7 @@ func (c *converter) defBody(g *defG) *dsl.Body {
 		b.Doc = stringLit(*g.Body.Doc)
 	}
 	for _, a := range g.Body.Assigns {
-		v := c.expr(a.Value)
-		let := &dsl.LetStmt{Sp: span(a.Name).Join(v.Span()), Assign: true, Name: ident(a.Name), Value: v}
-		if a.Op.Value != "=" {
-			// `x += e` is `x = x + e`: the target, read, then the value.
-			let.AugOp = binaryOps[strings.TrimSuffix(a.Op.Value, "=")]
-			v = &dsl.BinaryExpr{Sp: let.Sp, Op: let.AugOp, OpSp: span(a.Op), X: ident(a.Name), Y: v}
-			let.Value = v
-		}
-		b.Lets = append(b.Lets, let)
+		b.Lets = append(b.Lets, c.assignment(a))
 	}
 	if g.Body.Return == nil { // an inner factory, reported by def
 		b.Sp = span(g.Colon)
@@ -218,4 +208,16 @@ func (c *converter) noModDefaults(g *defG, defaults []dsl.Expr) {
 			return
 		}
 	}
+}
+
+// assignment converts `x = e` or an augmented `x += e`, which is
+// `x = x + e`: the target, read, then the value.
+func (c *converter) assignment(a *assignG) *dsl.LetStmt {
+	v := c.expr(a.Value)
+	let := &dsl.LetStmt{Sp: span(a.Name).Join(v.Span()), Assign: true, Name: ident(a.Name), Value: v}
+	if a.Op.Value != "=" {
+		let.AugOp = binaryOps[strings.TrimSuffix(a.Op.Value, "=")]
+		let.Value = &dsl.BinaryExpr{Sp: let.Sp, Op: let.AugOp, OpSp: span(a.Op), X: ident(a.Name), Y: v}
+	}
+	return let
 }

@@ -185,8 +185,8 @@ func TestFlatDefErrors(t *testing.T) {
 			"t.flex:3:5: error[E011]: `else` without an `if` before it in def `m`"},
 		{"def f(w):\n    def m(b, h, q, kv):\n        pass\n        return q >= kv\n    if w:\n        pass\n    return m\n",
 			"t.flex:5:5: error[E072]: factory f may hold, after its inner def, only assignments of mods and `return`"},
-		{"def f(w):\n    assert w > 0\n    def m(b, h, q, kv):\n        pass\n        return q >= kv\n    return m\n",
-			"t.flex:2:5: error[E072]: factory f may hold only its inner def and what follows it"},
+		{"def f(w):\n    if w:\n        return 3\n    def m(b, h, q, kv):\n        pass\n        return q >= kv\n    return m\n",
+			"t.flex:3:9: error[E072]: factory f returns before its inner def"},
 	}
 	for _, tt := range tests {
 		_, diags := parser.ParseFile("t.flex", []byte(tt.src))

@@ -182,13 +182,6 @@ var diagnosticCases = []struct {
 			"   = hint: combine mods with and_masks(...) or or_masks(...)\n",
 	},
 	{
-		"def f(W):\n    n = W + 1\n    def g(b, h, q, kv):\n        return q - kv <= n\n    return g\n",
-		"t.flex:2:5: error[E072]: factory f may hold only its inner def and `return g`\n" +
-			" 2 |     n = W + 1\n" +
-			"   |     ^\n" +
-			"   = hint: move the assignment into g\n",
-	},
-	{
 		"mask m(b, h, q: int, kv) = q >= kv\n",
 		"t.flex:1:17: error[E072]: type annotations are only written in a def\n" +
 			" 1 | mask m(b, h, q: int, kv) = q >= kv\n" +

@@ -93,13 +93,17 @@ func (c *converter) flatDef(g *flatDefG) *dsl.ModDecl {
 	case 1:
 		at := inDefs[0]
 		inner := top[at]
-		for _, l := range top[:at] {
-			if l.g.Doc == nil {
-				c.fail(span(l.first), CodeDefShape, "factory %s may hold only its inner def and what follows it", d.Name.Name).
-					WithHint("move the statement into %s", inner.g.Def.Name.Value)
-				return nil
-			}
-			d.Doc = stringLit(*l.g.Doc)
+		pre := top[:at]
+		if len(pre) > 0 && pre[0].g.Doc != nil {
+			d.Doc = stringLit(*pre[0].g.Doc)
+			pre = pre[1:]
+		}
+		var preLets []*dsl.LetStmt
+		d.FactoryPre = c.stmts(d.Name.Name, pre, &preLets)
+		if r := firstReturn(d.FactoryPre); r != nil {
+			c.fail(r.Sp, CodeDefShape, "factory %s returns before its inner def", d.Name.Name).
+				WithHint("return the inner function (or a combination of it) after its def")
+			return nil
 		}
 		fnHead, body = inner.g.Def, inner.kids
 		d.FactoryParams, d.Defaults = params, defaults
@@ -258,7 +262,7 @@ func (c *converter) stmts(fn string, ls []*flatLine, lets *[]*dsl.LetStmt) []dsl
 			c.fail(span(ls[k].first), CodeUnexpectedToken, "`%s` without an `if` before it in def `%s`", ls[k].first.Value, fn).
 				WithHint("indent `%s` like the `if` it continues", ls[k].first.Value)
 		case g.Def != nil:
-			c.fail(span(ls[k].first), CodeDefShape, "a def inside a block of def `%s`", fn).
+			c.fail(span(ls[k].first), CodeDefShape, "a def inside a block or after a statement of def `%s`", fn).
 				WithHint("declare %s at the top level", g.Def.Name.Value)
 		}
 	}
@@ -297,4 +301,22 @@ func blockSpan(sp dsl.Span, block []dsl.Stmt) dsl.Span {
 		return sp.Join(block[len(block)-1].Span())
 	}
 	return sp
+}
+
+// firstReturn returns the first `return` in stmts, blocks included, or nil.
+func firstReturn(stmts []dsl.Stmt) *dsl.ReturnStmt {
+	for _, st := range stmts {
+		switch st := st.(type) {
+		case *dsl.ReturnStmt:
+			return st
+		case *dsl.IfStmt:
+			if r := firstReturn(st.Then); r != nil {
+				return r
+			}
+			if r := firstReturn(st.Else); r != nil {
+				return r
+			}
+		}
+	}
+	return nil
 }

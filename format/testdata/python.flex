@@ -47,3 +47,9 @@ def generate_window(window=None,   causal: bool = True):
             m = m & (q_idx >= kv_idx)
         return m
     return window_mask
+
+def generate_half_window(window: int = 128):
+    half   = window // 2
+    def half_window(b, h, q_idx, kv_idx):
+        return q_idx - kv_idx <= half
+    return half_window

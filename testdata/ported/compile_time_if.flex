@@ -24,6 +24,15 @@ def generate_softcap(cap=None):
         return score
     return softcap
 
+def generate_centered(window=None):
+    if window is None:
+        window = 32
+    assert window % 2 == 0, "an even window"
+    half = window // 2
+    def centered(b, h, q_idx, kv_idx):
+        return (q_idx - kv_idx).abs() <= half
+    return centered
+
 attention no_window {
     mask = generate_window()
 }
@@ -42,4 +51,10 @@ attention capped {
 }
 attention uncapped {
     score = generate_softcap()
+}
+attention centered_default {
+    mask = generate_centered()
+}
+attention centered_12 {
+    mask = generate_centered(window=12)
 }
