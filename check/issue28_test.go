@@ -344,3 +344,32 @@ def generate_read(w):
 		})
 	}
 }
+
+// TestChainedIndexing pins x[a][b]: the element x[a, b], one buffer read,
+// for buffers of any rank (N-D ones are refused only by the code
+// generator, E304, whose ABI carries two dimensions).
+func TestChainedIndexing(t *testing.T) {
+	cases := []struct{ body, want string }{
+		{"score + table[h][(q_idx - kv_idx).clamp(0, 31)]", "score + table[h, min(max(q - kv, 0), 31)]"},
+		{"score + t3[b][h][kv_idx % 8]", "score + t3[b, h, kv % 8]"},
+		{"score + t3[b, h][kv_idx % 8]", "score + t3[b, h, kv % 8]"},
+		{"score + table[h][q_idx][kv_idx]", "E030 buffer table has 2 dimensions [H, 32], got 3 indices"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.body, func(t *testing.T) {
+			src := "buffer table: f32[H, 32]\nbuffer t3: f32[B, H, 8]\ndef s(score, b, h, q_idx, kv_idx):\n    return " + tc.body + "\nattention a {\n    score = s\n}\n"
+			p, diags := checkSource(t, src, nil)
+			var errs []string
+			for _, d := range diags {
+				if d.Severity == dsl.SeverityError {
+					errs = append(errs, string(d.Code)+" "+d.Message)
+				}
+			}
+			if errs != nil {
+				assert.Equal(t, []string{tc.want}, errs)
+				return
+			}
+			assert.Equal(t, tc.want, fmtExpr(p.Attention("a").Score.Expr))
+		})
+	}
+}

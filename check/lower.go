@@ -788,6 +788,12 @@ func (l *lowering) readsRuntime(f *frame, e dsl.Expr) bool {
 }
 
 func (l *lowering) index(f *frame, x *dsl.IndexExpr) result {
+	if inner, ok := dsl.Unparen(x.X).(*dsl.IndexExpr); ok {
+		// x[a][b] reads the element x[a, b], as torch indexes a tensor's
+		// rows: one read of the buffer with all the indices.
+		merged := &dsl.IndexExpr{Sp: x.Sp, X: inner.X, Indices: append(append([]dsl.Expr{}, inner.Indices...), x.Indices...)}
+		return l.index(f, merged)
+	}
 	target := l.expr(f, x.X)
 	idx := make([]result, len(x.Indices))
 	okAll := true
