@@ -211,6 +211,11 @@ func (l *lowering) modValue(f *frame, e dsl.Expr, want dsl.ModKind, context stri
 			d.WithHint("declare a mod: %s", exampleDecl(want))
 		}
 		return nil
+	case r.typ == dsl.TypeFunc:
+		n := len(r.mod.mod.Decl.Params)
+		l.errorf(f, e.Span(), CodeNotAMod, "%s needs a %s mod, got the helper function %s, which takes %d %s", context, want, text, n, plural(n, "parameter", "parameters")).
+			WithHint("a %s mod is a def of %d parameters: %s", want, want.Arity(), exampleDef(want))
+		return nil
 	case r.mod.unapplied:
 		l.errorf(f, e.Span(), CodeFactoryNoArgs, "factory %s is used without its arguments", r.mod.name).
 			WithHint("instantiate it: %s", factorySignature(r.mod.mod))
@@ -225,6 +230,14 @@ func (l *lowering) modValue(f *frame, e dsl.Expr, want dsl.ModKind, context stri
 		return nil
 	}
 	return r.mod
+}
+
+// exampleDef is a def of kind k, for hints.
+func exampleDef(k dsl.ModKind) string {
+	if k == dsl.ScoreMod {
+		return "def s(score, b, h, q_idx, kv_idx): ..."
+	}
+	return "def m(b, h, q_idx, kv_idx): ..."
 }
 
 func article(t dsl.Type) string {
@@ -391,6 +404,9 @@ func (l *lowering) factoryResult(f *frame, x *dsl.CallExpr, m *Mod, mv *modValue
 // one already given, is an error (ok false).
 func (l *lowering) factoryArgs(f *frame, x *dsl.CallExpr, m *Mod) (args []dsl.Expr, frames []*frame, ok bool) {
 	params := m.Decl.FactoryParams
+	if m.Helper {
+		params = m.Decl.Params
+	}
 	args, frames = make([]dsl.Expr, len(params)), make([]*frame, len(params))
 	n := 0
 	for _, a := range x.Args {
@@ -406,11 +422,11 @@ func (l *lowering) factoryArgs(f *frame, x *dsl.CallExpr, m *Mod) (args []dsl.Ex
 		i := slices.IndexFunc(params, func(p *dsl.Ident) bool { return p.Name == kw.Name.Name })
 		switch {
 		case i < 0:
-			l.errorf(f, kw.Name.Sp, CodeKeywordArg, "factory %s has no parameter %s", m.Name, kw.Name.Name).
-				WithHint("its parameters are %s", factorySignature(m))
+			l.errorf(f, kw.Name.Sp, CodeKeywordArg, "%s has no parameter %s", callableName(m), kw.Name.Name).
+				WithHint("its parameters are %s(%s)", m.Name, strings.Join(paramNames(params), ", "))
 			return nil, nil, false
 		case args[i] != nil:
-			l.errorf(f, kw.Name.Sp, CodeKeywordArg, "factory %s gets %s twice", m.Name, kw.Name.Name).
+			l.errorf(f, kw.Name.Sp, CodeKeywordArg, "%s gets %s twice", callableName(m), kw.Name.Name).
 				WithHint("pass %s once, by position or as %s=", kw.Name.Name, kw.Name.Name)
 			return nil, nil, false
 		}
@@ -459,6 +475,9 @@ func describeResult(r result) string {
 
 // applyCall lowers a mod applied to index arguments: causal(b, h, q, kv).
 func (l *lowering) applyCall(f *frame, x *dsl.CallExpr, mv *modValue) result {
+	if mv.mod != nil && mv.mod.Helper {
+		return l.applyHelper(f, x, mv.mod)
+	}
 	want := kindParams(mv.kind)
 	args := make([]result, len(x.Args))
 	okAll := true
@@ -691,6 +710,9 @@ func (l *lowering) body(f *frame, m *Mod) result {
 			}
 		}
 	}
+	if m.Helper {
+		return r // a helper gives a value of any type
+	}
 	return l.checkResult(f, m, r, resultExpr)
 }
 
@@ -765,4 +787,66 @@ func (l *lowering) checkResult(f *frame, m *Mod, r result, e dsl.Expr) result {
 		}
 	}
 	return r
+}
+
+// callableName names a factory or helper for messages: "factory f".
+func callableName(m *Mod) string {
+	if m.Helper {
+		return "function " + m.Name
+	}
+	return "factory " + m.Name
+}
+
+// paramNames lists the names of ids.
+func paramNames(ids []*dsl.Ident) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = id.Name
+	}
+	return out
+}
+
+// applyHelper inlines a call of helper function m: its arguments, by
+// position, keyword or default as Python binds them, are values of any
+// scalar type (or None, a buffer, a mod); its body gives a value of any
+// type.
+func (l *lowering) applyHelper(f *frame, x *dsl.CallExpr, m *Mod) result {
+	args, frames, ok := l.factoryArgs(f, x, m)
+	if !ok {
+		return result{}
+	}
+	if args == nil {
+		for _, a := range x.Args {
+			if kw, ok := a.(*dsl.KeywordArg); ok {
+				a = kw.Value
+			}
+			l.expr(f, a)
+		}
+		l.errorf(f, x.Sp, CodeArgCount, "function %s takes %d %s, got %d", m.Name, len(m.Decl.Params),
+			plural(len(m.Decl.Params), "argument", "arguments"), len(x.Args)).
+			WithHint("call it as %s(%s)", m.Name, strings.Join(paramNames(m.Decl.Params), ", "))
+		return result{}
+	}
+	if slices.Contains(l.stack, m) {
+		l.errorf(f, x.Sp, CodeRecursion, "function %s calls itself", m.Name).
+			WithHint("maskc inlines every call; write the recursion out")
+		return result{}
+	}
+	inner := &frame{src: m.src, names: map[string]*binding{}, std: m.std, site: f.site, stdName: f.stdName}
+	for i, p := range m.Decl.Params {
+		r := l.expr(frames[i], args[i])
+		if !r.ok() && r.typ != dsl.TypeNone {
+			return result{}
+		}
+		b := &binding{kind: bindValue, res: r, buf: r.buf, ident: p, sym: Symbol{Kind: SymModParam, Name: p.Name, Decl: p, Type: r.typ}}
+		if r.typ == dsl.TypeBuffer {
+			b.kind = bindBuffer
+		}
+		inner.names[p.Name] = b
+	}
+	l.work += applyCost
+	l.c.work += applyCost
+	l.stack = append(l.stack, m)
+	defer func() { l.stack = l.stack[:len(l.stack)-1] }()
+	return l.body(inner, m)
 }

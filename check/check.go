@@ -165,7 +165,7 @@ func (c *checker) firstDeclared(src *dsl.Source, first *dsl.Ident) string {
 
 func newMod(d *dsl.ModDecl, src *dsl.Source, std bool, doc string) *Mod {
 	m := &Mod{Decl: d, Name: d.Name.Name, Kind: d.Kind, Factory: d.FactoryParams != nil, src: src, std: std,
-		doc: doc, bufParams: map[string]bool{}, paramCount: len(d.Params) == d.Kind.Arity()}
+		doc: doc, bufParams: map[string]bool{}, paramCount: len(d.Params) == d.Kind.Arity() || d.Helper, Helper: d.Helper}
 	m.hover = modSignature(m)
 	if doc != "" {
 		m.hover += "\n" + doc

@@ -318,8 +318,8 @@ func (c *checker) checkMod(m *Mod) {
 	l.rootKind, l.rootName, l.rootSpan, l.declPass = m.Kind, m.Name, d.Name.Sp, true
 	for i, p := range d.Params {
 		v, typ, ok := paramVar(m.Kind, i)
-		if !ok {
-			v = -1
+		if !ok || m.Helper {
+			v = -1 // a helper's parameters are known where it is called
 		}
 		sym := Symbol{Kind: SymModParam, Name: p.Name, Decl: p, Type: typ, Doc: c.modParamDoc(p.Name, v)}
 		b := &binding{kind: bindUnknown, sym: sym, ident: p}
@@ -409,7 +409,10 @@ func (c *checker) warnUnused() {
 		return // a file of mods only is a library: its mods are its output
 	}
 	for _, m := range c.prog.Mods {
-		if !m.Used {
+		if !m.Used && m.Helper {
+			c.diags.Warn(c.src, m.Decl.Name.Sp, CodeUnusedMod, "function %s is never used", m.Name).
+				WithHint("call it from a mod, or remove it (a mask_mod takes 4 parameters, a score_mod 5)")
+		} else if !m.Used {
 			c.diags.Warn(c.src, m.Decl.Name.Sp, CodeUnusedMod, "%s %s is never used", m.Kind, m.Name).
 				WithHint("use it in an attention block (%s = %s), or remove it", m.Kind, m.Name)
 		}

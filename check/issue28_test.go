@@ -373,3 +373,66 @@ func TestChainedIndexing(t *testing.T) {
 		})
 	}
 }
+
+// TestHelperFunctions pins helper defs (neither a mod nor a factory),
+// inlined where a mod calls them with Python's argument binding.
+func TestHelperFunctions(t *testing.T) {
+	const src = `
+buffer table: f32[H, 16]
+buffer doc: i32[KV]
+
+def _bucket(rel, num_buckets: int = 16):
+    return rel.abs().clamp(max=num_buckets - 1)
+
+def relative(q_idx, kv_idx):
+    return q_idx - kv_idx
+
+def same(ids, i, j):
+    return ids[i] == ids[j]
+
+def not_a_mask(b, h, q):
+    return q >= 0
+`
+	cases := []struct{ setting, want string }{
+		{"score = bias", "score + table[h, min(abs(q - kv), 15)]"},
+		{"score = bias8", "score + table[h, min(abs(q - kv), 7)]"},
+		{"mask = docs", "doc[q] == doc[kv]"},
+		{"mask = not_a_mask", "E054 the mask setting needs a mask mod, got the helper function not_a_mask, which takes 3 parameters"},
+		{"mask = recursive\n}\ndef loop(x):\n    return loop(x) + 1\ndef recursive(b, h, q_idx, kv_idx):\n    return loop(q_idx) > kv_idx\nattention z {\n    mask = causal", "E039 function loop calls itself"},
+		{"mask = arity\n}\ndef arity(b, h, q_idx, kv_idx):\n    return relative(q_idx, kv_idx, 1) > 0\nattention z {\n    mask = causal", "E023 function relative takes 2 arguments, got 3"},
+	}
+	const mods = `
+def bias(score, b, h, q_idx, kv_idx):
+    return score + table[h, _bucket(relative(q_idx, kv_idx))]
+
+def bias8(score, b, h, q_idx, kv_idx):
+    return score + table[h, _bucket(relative(kv_idx=kv_idx, q_idx=q_idx), num_buckets=8)]
+
+def docs(b, h, q_idx, kv_idx):
+    return same(doc, q_idx, kv_idx)
+`
+	for _, tc := range cases {
+		t.Run(tc.setting, func(t *testing.T) {
+			p, diags := checkSource(t, src+mods+"attention a {\n    "+tc.setting+"\n}\n", nil)
+			var errs []string
+			for _, d := range diags {
+				if d.Severity == dsl.SeverityError {
+					errs = append(errs, string(d.Code)+" "+d.Message)
+				}
+			}
+			if errs != nil {
+				assert.Equal(t, []string{tc.want}, errs)
+				return
+			}
+			a := p.Attention("a")
+			if a.Mask != nil {
+				assert.Equal(t, tc.want, fmtExpr(a.Mask.Expr))
+			} else {
+				assert.Equal(t, tc.want, fmtExpr(a.Score.Expr))
+			}
+		})
+	}
+	_, diags := checkSource(t, "def unused(x):\n    return x\ndef m(b, h, q_idx, kv_idx):\n    return q_idx >= kv_idx\nattention a {\n    mask = m\n}\n", nil)
+	assert.Equal(t, []dsl.Code{CodeUnusedMod}, codesOf(diags))
+	assert.Contains(t, diags.Render(), "function unused is never used")
+}

@@ -312,6 +312,9 @@ func (l *lowering) value(f *frame, e dsl.Expr) result {
 	case r.typ == dsl.TypeBuffer:
 		l.errorf(f, e.Span(), CodeNotAValue, "buffer %s is used without an index", r.buf.Name).
 			WithHint("read an element: %s[%s]", r.buf.Name, strings.Join(indexNames(len(r.buf.Dims)), ", "))
+	case r.typ == dsl.TypeFunc:
+		l.errorf(f, e.Span(), CodeNotAValue, "%s is a helper function, not a value", name).
+			WithHint("call it: %s(%s)", name, strings.Join(paramNames(r.mod.mod.Decl.Params), ", "))
 	case r.mod != nil && r.mod.unapplied:
 		l.errorf(f, e.Span(), CodeFactoryNoArgs, "factory %s is used without its arguments", r.mod.name).
 			WithHint("instantiate it: %s", factorySignature(r.mod.mod))
@@ -423,6 +426,9 @@ func (l *lowering) ident(f *frame, x *dsl.Ident) result {
 			m.Used = true
 		}
 		mv := &modValue{kind: m.Kind, name: m.Name, mod: m, unapplied: m.Factory}
+		if m.Helper {
+			return result{typ: dsl.TypeFunc, mod: mv}
+		}
 		return result{typ: kindType(m.Kind), mod: mv}
 	case SymSize:
 		return l.varRef(f, g.size, dsl.TypeInt, x.Sp)

@@ -126,6 +126,9 @@ type Mod struct {
 	Factory bool
 	// Used is true when some other declaration or attention block uses it.
 	Used bool
+	// Helper is true for a helper function (dsl.ModDecl.Helper): inlined
+	// where called, never a mask or score itself.
+	Helper bool
 
 	doc        string
 	hover      string // the signature and doc comment: Symbol.Doc of the mod

@@ -164,6 +164,11 @@ type ModDecl struct {
 	// Doc is the docstring of a factory def's outer function, or nil (the
 	// docstring of the function that computes the value is Body.Doc).
 	Doc *StringLit
+	// Helper is set for a top-level def that is neither a mod (4 or 5
+	// parameters) nor a factory: a helper function, inlined where a mod
+	// calls it, with any number of parameters and a value of any scalar
+	// type. Kind is MaskMod and means nothing for it.
+	Helper bool
 	// FactoryPre are a factory def's statements before its inner def:
 	// assignments of compile-time values (`half = window // 2`), `if`,
 	// `assert` and `pass`, run when the factory is called; the inner
@@ -177,8 +182,9 @@ type ModDecl struct {
 	FactoryLets   []*LetStmt
 	FactoryResult Expr
 	// Defaults are a factory def's default values, parallel to
-	// FactoryParams (nil where a parameter has none); nil when there are
-	// none. A call may leave out a parameter that has one.
+	// FactoryParams (for a Helper, to Params; nil where a parameter has
+	// none); nil when there are none. A call may leave out a parameter that
+	// has one.
 	Defaults []Expr
 }
 

@@ -170,7 +170,7 @@ func defLines(d *dsl.ModDecl) []line {
 		}
 		out = append(out, line{indent: 1, text: name(l.Name) + " " + op + " " + Expr(value), sp: l.Sp})
 	}
-	out = append(out, line{indent: indent, text: head(fn, d.Params, an.Params, nil, returns), sp: spanOf(fn)})
+	out = append(out, line{indent: indent, text: head(fn, d.Params, an.Params, helperDefaults(d), returns), sp: spanOf(fn)})
 	if body := d.Body; body != nil {
 		if body.Doc != nil {
 			out = append(out, line{indent: indent + 1, text: body.Doc.Raw, sp: body.Doc.Sp})
@@ -346,4 +346,13 @@ func onlyLets(stmts []dsl.Stmt) bool {
 		}
 	}
 	return true
+}
+
+// helperDefaults are a helper def's default values (for a factory they
+// belong to the outer def).
+func helperDefaults(d *dsl.ModDecl) []dsl.Expr {
+	if d.Helper {
+		return d.Defaults
+	}
+	return nil
 }

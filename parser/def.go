@@ -70,27 +70,25 @@ func (c *converter) def(g *defG) *dsl.ModDecl {
 		}
 	} else {
 		d.Params = params
-		if defaults != nil {
+		if defaults != nil && (len(params) == 4 || len(params) == 5) {
 			c.noModDefaults(g, defaults)
 		}
+		d.Defaults = defaults // a helper's (Helper)
 		if annots != nil || returns != nil {
 			d.Annotations = &dsl.Annotations{Params: annots, Returns: returns}
 		}
 	}
-	switch len(d.Params) {
-	case 4:
+	switch {
+	case len(d.Params) == 4:
 		d.Kind = dsl.MaskMod
-	case 5:
+	case len(d.Params) == 5:
 		d.Kind = dsl.ScoreMod
+	case body.Inner == nil:
+		// Not a factory: a helper function (or a mod with a slip, which
+		// check reports where it is used as one).
+		d.Helper = true
 	default:
-		sp := span(fn.Name)
-		if body.Inner == nil {
-			// Not a factory: a mod with a slip, or a helper function.
-			c.fail(sp, CodeDefShape, "def %s has %d parameters: a mask_mod takes 4 and a score_mod 5, and maskc has no helper functions", fn.Name.Value, len(d.Params)).
-				WithHint("write def %s(b, h, q_idx, kv_idx) for a mask, def %s(score, b, h, q_idx, kv_idx) for a score; write a helper's body out where it is called", fn.Name.Value, fn.Name.Value)
-			break
-		}
-		c.fail(sp, CodeDefShape, "def %s has %d parameters: a mask_mod takes 4 and a score_mod 5", fn.Name.Value, len(d.Params)).
+		c.fail(span(fn.Name), CodeDefShape, "def %s has %d parameters: a mask_mod takes 4 and a score_mod 5", fn.Name.Value, len(d.Params)).
 			WithHint("write def %s(b, h, q_idx, kv_idx) for a mask, def %s(score, b, h, q_idx, kv_idx) for a score", fn.Name.Value, fn.Name.Value)
 	}
 	d.Body = c.defBody(fn)

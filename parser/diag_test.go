@@ -168,13 +168,6 @@ var diagnosticCases = []struct {
 			"   = hint: indent every statement of def f by the same amount (column 5)\n",
 	},
 	{
-		"def f(h, q, kv):\n    return q >= kv\n",
-		"t.flex:1:5: error[E072]: def f has 3 parameters: a mask_mod takes 4 and a score_mod 5, and maskc has no helper functions\n" +
-			" 1 | def f(h, q, kv):\n" +
-			"   |     ^\n" +
-			"   = hint: write def f(b, h, q_idx, kv_idx) for a mask, def f(score, b, h, q_idx, kv_idx) for a score; write a helper's body out where it is called\n",
-	},
-	{
 		"def f(W):\n    def g(b, h, q, kv):\n        return q - kv <= W\n    g += 1\n    return g\n",
 		"t.flex:4:7: error[E072]: `+=` on a mod in factory f\n" +
 			" 4 |     g += 1\n" +

@@ -84,9 +84,10 @@ func (c *converter) flatDef(g *flatDefG) *dsl.ModDecl {
 	switch len(inDefs) {
 	case 0:
 		d.Params = params
-		if defaults != nil {
+		if defaults != nil && (len(params) == 4 || len(params) == 5) {
 			c.noModDefaults(&defG{Name: head.Name}, defaults)
 		}
+		d.Defaults = defaults // a helper's (Helper)
 		if annots != nil || returns != nil {
 			d.Annotations = &dsl.Annotations{Params: annots, Returns: returns}
 		}
@@ -149,6 +150,10 @@ func (c *converter) flatDef(g *flatDefG) *dsl.ModDecl {
 	case 5:
 		d.Kind = dsl.ScoreMod
 	default:
+		if d.Inner == nil {
+			d.Helper = true // see def
+			break
+		}
 		c.fail(span(fnHead.Name), CodeDefShape, "def %s has %d parameters: a mask_mod takes 4 and a score_mod 5", fnHead.Name.Value, len(d.Params)).
 			WithHint("write def %s(b, h, q_idx, kv_idx) for a mask, def %s(score, b, h, q_idx, kv_idx) for a score", fnHead.Name.Value, fnHead.Name.Value)
 	}
