@@ -353,6 +353,24 @@ func (l *lowering) instantiate(f *frame, x *dsl.CallExpr, m *Mod) result {
 	if m.Decl.FactoryPre != nil && !l.factoryPre(f, m, mv) {
 		return result{}
 	}
+	if len(m.locals) > 0 {
+		// The inner defs see each other (and themselves: recursion is
+		// caught where one is inlined).
+		var lvs []*modValue
+		for _, lm := range m.locals {
+			lv := &modValue{kind: lm.Kind, mod: lm, args: mv.args, name: lm.Name}
+			typ := kindType(lm.Kind)
+			if lm.Helper {
+				typ = dsl.TypeFunc
+			}
+			mv.locals = append(mv.locals, &binding{kind: bindValue, res: result{typ: typ, mod: lv}, ident: lm.Decl.Name,
+				sym: Symbol{Kind: SymMod, Name: lm.Name, Decl: lm.Decl, Type: typ}})
+			lvs = append(lvs, lv)
+		}
+		for _, lv := range lvs {
+			lv.locals = mv.locals
+		}
+	}
 	if m.Decl.FactoryResult != nil {
 		return l.factoryResult(f, x, m, mv)
 	}
@@ -476,7 +494,7 @@ func describeResult(r result) string {
 // applyCall lowers a mod applied to index arguments: causal(b, h, q, kv).
 func (l *lowering) applyCall(f *frame, x *dsl.CallExpr, mv *modValue) result {
 	if mv.mod != nil && mv.mod.Helper {
-		return l.applyHelper(f, x, mv.mod)
+		return l.applyHelper(f, x, mv)
 	}
 	want := kindParams(mv.kind)
 	args := make([]result, len(x.Args))
@@ -810,7 +828,8 @@ func paramNames(ids []*dsl.Ident) []string {
 // position, keyword or default as Python binds them, are values of any
 // scalar type (or None, a buffer, a mod); its body gives a value of any
 // type.
-func (l *lowering) applyHelper(f *frame, x *dsl.CallExpr, m *Mod) result {
+func (l *lowering) applyHelper(f *frame, x *dsl.CallExpr, mv *modValue) result {
+	m := mv.mod
 	args, frames, ok := l.factoryArgs(f, x, m)
 	if !ok {
 		return result{}
@@ -833,6 +852,12 @@ func (l *lowering) applyHelper(f *frame, x *dsl.CallExpr, m *Mod) result {
 		return result{}
 	}
 	inner := &frame{src: m.src, names: map[string]*binding{}, std: m.std, site: f.site, stdName: f.stdName}
+	for _, b := range mv.args { // an inner def of a factory sees its arguments
+		inner.names[b.ident.Name] = b
+	}
+	for _, b := range mv.locals {
+		inner.names[b.ident.Name] = b
+	}
 	for i, p := range m.Decl.Params {
 		r := l.expr(frames[i], args[i])
 		if !r.ok() && r.typ != dsl.TypeNone {

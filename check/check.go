@@ -166,6 +166,16 @@ func (c *checker) firstDeclared(src *dsl.Source, first *dsl.Ident) string {
 func newMod(d *dsl.ModDecl, src *dsl.Source, std bool, doc string) *Mod {
 	m := &Mod{Decl: d, Name: d.Name.Name, Kind: d.Kind, Factory: d.FactoryParams != nil, src: src, std: std,
 		doc: doc, bufParams: map[string]bool{}, paramCount: len(d.Params) == d.Kind.Arity() || d.Helper, Helper: d.Helper}
+	for _, ld := range d.Locals {
+		// An inner def sees the factory's parameters: a factory of them.
+		cp := *ld
+		cp.FactoryParams, cp.Inner = d.FactoryParams, ld.Name
+		lm := newMod(&cp, src, std, "")
+		m.locals = append(m.locals, lm)
+		for p := range lm.bufParams {
+			m.bufParams[p] = true
+		}
+	}
 	m.hover = modSignature(m)
 	if doc != "" {
 		m.hover += "\n" + doc

@@ -306,6 +306,12 @@ func (c *checker) checkMod(m *Mod) {
 		}
 		declare(p, &binding{kind: bindUnknown, sym: sym, ident: p}, "factory parameter")
 	}
+	for _, ld := range d.Locals {
+		if f.names[ld.Name.Name] == nil {
+			f.names[ld.Name.Name] = &binding{kind: bindUnknown, ident: ld.Name,
+				sym: Symbol{Kind: SymMod, Name: ld.Name.Name, Decl: ld, Doc: "inner def " + ld.Name.Name + " of factory " + m.Name}}
+		}
+	}
 	for _, id := range assignedNames(d.FactoryPre) {
 		// Known only when the factory is called (factoryPre).
 		if f.names[id.Name] == nil {

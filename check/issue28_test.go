@@ -436,3 +436,28 @@ def docs(b, h, q_idx, kv_idx):
 	assert.Equal(t, []dsl.Code{CodeUnusedMod}, codesOf(diags))
 	assert.Contains(t, diags.Render(), "function unused is never used")
 }
+
+// TestInnerDefs pins factories with several inner defs: mods and helper
+// functions that see the factory's arguments and each other.
+func TestInnerDefs(t *testing.T) {
+	const src = `
+buffer doc: i32[KV]
+
+def generate(window: int, ids):
+    def window_mask(b, h, q_idx, kv_idx):
+        return distance(q_idx, kv_idx) <= window
+    def same_doc(b, h, q_idx, kv_idx):
+        return ids[q_idx] == ids[kv_idx]
+    def distance(q_idx, kv_idx):
+        return (q_idx - kv_idx).abs()
+    both = and_masks(window_mask, same_doc)
+    return both
+
+attention a {
+    mask = generate(16, doc)
+}
+`
+	p, diags := checkSource(t, src, nil)
+	assert.False(t, diags.HasErrors(), diags.Render())
+	assert.Equal(t, "abs(q - kv) <= 16 and doc[q] == doc[kv]", fmtExpr(p.Attention("a").Mask.Expr))
+}

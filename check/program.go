@@ -129,6 +129,9 @@ type Mod struct {
 	// Helper is true for a helper function (dsl.ModDecl.Helper): inlined
 	// where called, never a mask or score itself.
 	Helper bool
+	// locals are a factory's other inner defs (dsl.ModDecl.Locals), each
+	// a factory of the same parameters.
+	locals []*Mod
 
 	doc        string
 	hover      string // the signature and doc comment: Symbol.Doc of the mod

@@ -164,6 +164,12 @@ type ModDecl struct {
 	// Doc is the docstring of a factory def's outer function, or nil (the
 	// docstring of the function that computes the value is Body.Doc).
 	Doc *StringLit
+	// Locals are a factory def's other inner defs, after the first (Inner):
+	// each a mod or helper function (Helper) that sees the factory's
+	// parameters, bound by name in the factory's statements after its
+	// inner defs and in the inner functions' bodies. Nil when there is one
+	// inner def.
+	Locals []*ModDecl
 	// Helper is set for a top-level def that is neither a mod (4 or 5
 	// parameters) nor a factory: a helper function, inlined where a mod
 	// calls it, with any number of parameters and a value of any scalar

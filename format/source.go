@@ -79,7 +79,7 @@ func declLines(d dsl.Decl) []line {
 }
 
 func modLines(d *dsl.ModDecl) []line {
-	if d.Def && (d.Body != nil && d.Body.Stmts != nil || !onlyLets(d.FactoryPre)) {
+	if d.Def && (d.Body != nil && d.Body.Stmts != nil || !onlyLets(d.FactoryPre) || d.Locals != nil) {
 		return []line{{sp: d.Sp, verbatim: true}}
 	}
 	if d.Def {

@@ -247,6 +247,9 @@ func (s *spanShifter) decl(d dsl.Decl) {
 			s.expr(l.Value)
 		}
 		s.expr(d.FactoryResult)
+		for _, l := range d.Locals {
+			s.decl(l)
+		}
 	case *dsl.AttentionDecl:
 		s.span(&d.Sp)
 		s.ident(d.Name)

@@ -91,13 +91,6 @@ var diagnosticCases = []struct {
 			"   = hint: is an operator missing? Each declaration, setting and `let` ends at the end of its line\n",
 	},
 	{
-		"def f(w):\n    def g(b, h, q_idx, kv_idx):\n        return q_idx >= kv_idx\n    def k(b, h, q_idx, kv_idx):\n        return q_idx - kv_idx <= w\n    return and_masks(g, k)\n",
-		"t.flex:4:5: error[E072]: a second inner def `k` in factory `f`: a factory holds one inner def\n" +
-			" 4 |     def k(b, h, q_idx, kv_idx):\n" +
-			"   |     ^^^\n" +
-			"   = hint: declare `k` as a top-level def (a mod or a factory of its own) and combine the mods with and_masks(...) or or_masks(...)\n",
-	},
-	{
 		"def f(b, h, q_idx, kv_idx):\n    for i in range(3):\n        pass\n    return q_idx >= kv_idx\n",
 		"t.flex:2:5: error[E011]: a `for` loop in def `f`: maskc reads def `f` as straight-line code: assignments, then `return`\n" +
 			" 2 |     for i in range(3):\n" +

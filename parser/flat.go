@@ -51,6 +51,17 @@ func hasControlFlow(lines []*lineG) bool {
 	return false
 }
 
+// innerDefs counts the def headers among the lines.
+func innerDefs(lines []*lineG) int {
+	n := 0
+	for _, l := range lines {
+		if l.Def != nil {
+			n++
+		}
+	}
+	return n
+}
+
 // flatDef converts a def read in the flat form: it builds the blocks from
 // the lines' columns, as Python does from their indentation, then the mod
 // declaration with its statements (dsl.Body.Stmts).
@@ -81,8 +92,8 @@ func (c *converter) flatDef(g *flatDefG) *dsl.ModDecl {
 			inDefs = append(inDefs, i)
 		}
 	}
-	switch len(inDefs) {
-	case 0:
+	switch {
+	case len(inDefs) == 0:
 		d.Params = params
 		if defaults != nil && (len(params) == 4 || len(params) == 5) {
 			c.noModDefaults(&defG{Name: head.Name}, defaults)
@@ -91,7 +102,7 @@ func (c *converter) flatDef(g *flatDefG) *dsl.ModDecl {
 		if annots != nil || returns != nil {
 			d.Annotations = &dsl.Annotations{Params: annots, Returns: returns}
 		}
-	case 1:
+	default:
 		at := inDefs[0]
 		inner := top[at]
 		pre := top[:at]
@@ -118,6 +129,15 @@ func (c *converter) flatDef(g *flatDefG) *dsl.ModDecl {
 			d.Annotations = &dsl.Annotations{FactoryParams: annots, Params: inAnnots, Returns: returns, InnerReturns: inReturns}
 		}
 		after := top[at+1:]
+		for len(after) > 0 && after[0].g.Def != nil || len(after) > 1 && after[0].g.Doc != nil && after[1].g.Def != nil {
+			if after[0].g.Doc != nil {
+				after = after[1:]
+			}
+			if ld := c.localDef(d, after[0]); ld != nil {
+				d.Locals = append(d.Locals, ld)
+			}
+			after = after[1:]
+		}
 		if len(after) == 0 || after[len(after)-1].g.Return == nil {
 			c.fail(span(inner.first), CodeMissingResult, "factory `%s` ends without `return %s`", d.Name.Name, fnHead.Name.Value).
 				WithHint("end the factory with `return %s`, indented like the `def %s` above it", fnHead.Name.Value, fnHead.Name.Value)
@@ -134,15 +154,10 @@ func (c *converter) flatDef(g *flatDefG) *dsl.ModDecl {
 		}
 		ret := after[len(after)-1].g.Return
 		rv := c.expr(ret.Value)
-		if id, ok := rv.(*dsl.Ident); !ok || id.Name != fnHead.Name.Value || len(d.FactoryLets) > 0 {
+		if id, ok := rv.(*dsl.Ident); !ok || id.Name != fnHead.Name.Value || len(d.FactoryLets) > 0 || d.Locals != nil {
 			d.FactoryResult = rv
 		}
 		d.Sp = span(head.Keyword).Join(span(ret.Keyword)).Join(rv.Span())
-	default:
-		second := top[inDefs[1]].g.Def
-		c.fail(span(second.Keyword), CodeDefShape, "a second inner def `%s` in factory `%s`: a factory holds one inner def", second.Name.Value, d.Name.Name).
-			WithHint("declare `%s` as a top-level def (a mod or a factory of its own) and combine the mods with and_masks(...) or or_masks(...)", second.Name.Value)
-		return nil
 	}
 	switch len(d.Params) {
 	case 4:
@@ -324,4 +339,48 @@ func firstReturn(stmts []dsl.Stmt) *dsl.ReturnStmt {
 		}
 	}
 	return nil
+}
+
+// localDef converts a factory's inner def after its first one (see
+// dsl.ModDecl.Locals): a mod or a helper function with the factory's
+// parameters.
+func (c *converter) localDef(outer *dsl.ModDecl, l *flatLine) *dsl.ModDecl {
+	h := l.g.Def
+	params, annots, defaults, returns := c.defParams(&defG{Params: h.Params, Returns: h.Returns})
+	d := &dsl.ModDecl{Name: ident(h.Name), Def: true, Params: params}
+	switch len(params) {
+	case 4:
+		d.Kind = dsl.MaskMod
+	case 5:
+		d.Kind = dsl.ScoreMod
+	default:
+		d.Helper = true
+	}
+	if defaults != nil {
+		c.fail(span(h.Name), CodeDefShape, "default values on the parameters of inner def %s", h.Name.Value).
+			WithHint("give defaults to the factory's parameters instead")
+		return nil
+	}
+	if annots != nil || returns != nil {
+		d.Annotations = &dsl.Annotations{Params: annots, InnerReturns: returns}
+	}
+	b := &dsl.Body{Def: true}
+	body := l.kids
+	if len(body) > 0 && body[0].g.Doc != nil {
+		b.Doc = stringLit(*body[0].g.Doc)
+		body = body[1:]
+	}
+	b.Stmts = c.stmts(h.Name.Value, body, &b.Lets)
+	if c.err != nil {
+		return nil
+	}
+	if len(b.Stmts) == 0 {
+		c.fail(span(h.Name), CodeMissingResult, "the body of def `%s` ends without `return`", h.Name.Value).
+			WithHint("end the body with `return EXPR`")
+		return nil
+	}
+	b.Sp = span(h.Colon).Join(b.Stmts[len(b.Stmts)-1].Span())
+	d.Body = b
+	d.Sp = span(h.Keyword).Join(b.Sp)
+	return d
 }
