@@ -739,7 +739,10 @@ func (l *lowering) body(f *frame, m *Mod) result {
 func (l *lowering) assign(f *frame, m *Mod, let *dsl.LetStmt, lets *[]*binding) {
 	b := m.Decl.Body
 	{
-		r := l.value(f, let.Value)
+		r := l.expr(f, let.Value)
+		if !r.scalar() && !callable(r) && (r.ok() || r.fn != "") {
+			r = l.value(f, let.Value) // reports what it is
+		}
 		if let.Name == nil {
 			return
 		}
@@ -764,7 +767,7 @@ func (l *lowering) assign(f *frame, m *Mod, let *dsl.LetStmt, lets *[]*binding) 
 		}
 		bd := &binding{kind: bindValue, res: r, ident: let.Name,
 			sym: Symbol{Kind: SymLet, Name: let.Name.Name, Decl: let, Type: r.typ, Doc: doc}}
-		if r.typ == dsl.TypeInvalid {
+		if r.typ == dsl.TypeInvalid && r.fn == "" {
 			bd.kind = bindUnknown
 		}
 		f.names[let.Name.Name] = bd

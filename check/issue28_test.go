@@ -461,3 +461,33 @@ attention a {
 	assert.False(t, diags.HasErrors(), diags.Render())
 	assert.Equal(t, "abs(q - kv) <= 16 and doc[q] == doc[kv]", fmtExpr(p.Attention("a").Mask.Expr))
 }
+
+// TestFunctionAliases pins `tanh = torch.tanh if exact else approx_tanh`:
+// a function picked at compile time, in a factory's statements or in the
+// mod's body, then called.
+func TestFunctionAliases(t *testing.T) {
+	const src = `
+def approx_tanh(x):
+    return x / (1 + x.abs())
+
+def generate_softcap(cap: float, exact: bool = True):
+    tanh = torch.tanh if exact else approx_tanh
+    def softcap(score, b, h, q_idx, kv_idx):
+        act = torch.sigmoid if cap < 0 else tanh
+        return cap * act(score / cap)
+    return softcap
+`
+	cases := []struct{ score, want string }{
+		{"generate_softcap(30.0)", "30.0 * tanh(score / 30.0)"},
+		{"generate_softcap(20.0, exact=False)", "20.0 * (score / 20.0 / (1 + abs(score / 20.0)))"},
+		{"generate_softcap(-2.0)", "-2.0 * sigmoid(score / -2.0)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.score, func(t *testing.T) {
+			p, diags := checkSource(t, src+"attention a {\n    score = "+tc.score+"\n}\n", nil)
+			if assert.False(t, diags.HasErrors(), diags.Render()) {
+				assert.Equal(t, tc.want, fmtExpr(p.Attention("a").Score.Expr))
+			}
+		})
+	}
+}

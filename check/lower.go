@@ -753,7 +753,24 @@ func (l *lowering) cond(f *frame, x *dsl.CondExpr) result {
 	if c.ok() && !c.isConst() || !c.ok() && l.readsRuntime(f, x.Cond) {
 		l.torchWarning(f, x.Sp, "`x if c else y`", "torch.where(c, x, y)", "")
 	}
-	t, e := l.value(f, x.Then), l.value(f, x.Else)
+	t, e := l.expr(f, x.Then), l.expr(f, x.Else)
+	if c.ok() && c.isConst() && c.typ == dsl.TypeBool && (callable(t) || callable(e)) {
+		// A function alias, `tanh = torch.tanh if exact else approx_tanh`:
+		// Python picks the function; maskc does at compile time.
+		if c.val.I != 0 {
+			return t
+		}
+		return e
+	}
+	if !c.ok() && (callable(t) || callable(e)) {
+		return result{} // a factory's argument, known where it is called
+	}
+	if !t.scalar() && (t.ok() || t.fn != "") {
+		t = l.value(f, x.Then) // reports what it is
+	}
+	if !e.scalar() && (e.ok() || e.fn != "") {
+		e = l.value(f, x.Else)
+	}
 	if c.ok() && c.typ != dsl.TypeBool {
 		l.errorf(f, x.Cond.Span(), CodeConditionNotBool, "the condition of `if else` must be bool, got %s", c.typ).
 			WithHint("compare it to get a bool, e.g. %s != 0", sourceText(f, x.Cond))
@@ -770,6 +787,11 @@ func (l *lowering) cond(f *frame, x *dsl.CondExpr) result {
 	}
 	node := &dsl.CondExpr{Sp: l.span(f, x.Sp), Then: t.node, Cond: c.node, Else: e.node}
 	return l.add(f, node, branchType(t.typ, e.typ), c.size+t.size+e.size+1)
+}
+
+// callable reports whether r is a function: a built-in, a helper or a mod.
+func callable(r result) bool {
+	return r.fn != "" || r.typ == dsl.TypeFunc || r.mod != nil
 }
 
 // readsRuntime reports whether e reads a value known only at run time: a

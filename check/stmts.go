@@ -187,7 +187,7 @@ func (l *lowering) runPre(fr *frame, m *Mod, call string, stmts []dsl.Stmt) bool
 		case *dsl.LetStmt:
 			r := l.expr(fr, st.Value)
 			switch {
-			case !r.ok() && r.typ != dsl.TypeNone:
+			case !r.ok() && r.typ != dsl.TypeNone && r.fn == "":
 				return false
 			case r.scalar() && !r.isConst():
 				l.errorf(fr, st.Value.Span(), CodeFactoryArg, "%s = %s in factory %s is a run-time value", st.Name.Name, sourceText(fr, st.Value), m.Name).
