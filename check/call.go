@@ -716,7 +716,7 @@ func (l *lowering) body(f *frame, m *Mod) result {
 		}
 		r = l.value(f, b.Result)
 	}
-	if f.record && !l.aborted { // after an abort (E055) uses were not all counted
+	if f.record && !l.aborted && !l.partial { // after an abort (E055) or a partial run uses were not all counted
 		for _, bd := range lets {
 			if bd.uses == 0 {
 				what := "let"

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/maskc/maskc/dsl"
+	"github.com/maskc/maskc/parser"
 )
 
 // codesOf lists the codes of diags in order.
@@ -489,5 +490,72 @@ def generate_softcap(cap: float, exact: bool = True):
 				assert.Equal(t, tc.want, fmtExpr(p.Attention("a").Score.Expr))
 			}
 		})
+	}
+}
+
+// TestLoops pins `for i in range(...)` over compile-time bounds, unrolled,
+// and the loops maskc refuses.
+func TestLoops(t *testing.T) {
+	const src = `
+def generate_multi_window(windows: int = 3, base: int = 8):
+    def multi(b, h, q_idx, kv_idx):
+        keep = q_idx < 0
+        for i in range(windows):
+            keep = keep | ((q_idx - kv_idx >= i * 2 * base) & (q_idx - kv_idx < i * 2 * base + base))
+        return keep
+    return multi
+
+def poly(score, b, h, q_idx, kv_idx):
+    acc = score * 0
+    for k in range(3, 0, -1):
+        acc += score ** k / k
+    return acc
+`
+	cases := []struct{ setting, want string }{
+		{"mask = generate_multi_window(2, base=4)", "(q < 0) | (q - kv >= 0) & (q - kv < 4) | (q - kv >= 8) & (q - kv < 12)"},
+		{"score = poly", "score * 0 + score ** 3 / 3 + score ** 2 / 2 + score ** 1 / 1"},
+		{"mask = generate_multi_window(0)", "q < 0"},
+		{"mask = generate_multi_window(5000)", "E055 `for` over range(windows) runs more than 4096 times; maskc unrolls loops"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.setting, func(t *testing.T) {
+			p, diags := checkSource(t, src+"attention a {\n    "+tc.setting+"\n}\n", nil)
+			var errs []string
+			for _, d := range diags {
+				if d.Severity == dsl.SeverityError {
+					errs = append(errs, string(d.Code)+" "+d.Message)
+				}
+			}
+			if errs != nil {
+				assert.Equal(t, []string{tc.want}, errs)
+				return
+			}
+			a := p.Attention("a")
+			if a.Mask != nil {
+				assert.Equal(t, tc.want, fmtExpr(a.Mask.Expr))
+			} else {
+				assert.Equal(t, tc.want, fmtExpr(a.Score.Expr))
+			}
+		})
+	}
+	for _, tc := range []struct{ body, want string }{
+		{"for i in range(q_idx):\n        pass\n    return q_idx >= kv_idx", "E078 `for` over range(q_idx): the bound depends on a run-time value; maskc unrolls loops at compile time"},
+		{"for i in [1, 2]:\n        pass\n    return q_idx >= kv_idx", ""},
+		{"for i in enumerate(3):\n        pass\n    return q_idx >= kv_idx", "E078 `for` over enumerate(3): maskc unrolls loops over range(...) of constants only"},
+	} {
+		src := "def m(b, h, q_idx, kv_idx):\n    " + tc.body + "\nattention a {\n    mask = m\n}\n"
+		f, pd := parser.ParseFile("test.flex", []byte(src))
+		if pd.HasErrors() {
+			assert.Equal(t, "", tc.want, "parse error expected only where want is empty: %s", pd.Render())
+			continue
+		}
+		_, diags := Check(f, Options{})
+		var errs []string
+		for _, d := range diags {
+			if d.Severity == dsl.SeverityError {
+				errs = append(errs, string(d.Code)+" "+d.Message)
+			}
+		}
+		assert.Equal(t, []string{tc.want}, errs)
 	}
 }

@@ -105,6 +105,10 @@ type lowering struct {
 	rootKind dsl.ModKind
 	rootName string
 	rootSpan dsl.Span
+	// partial is set when a def's statements could not all run (a
+	// condition or loop bound on a factory argument, unknown while its
+	// declaration is checked): uses were not all counted.
+	partial bool
 	// stackBuf holds the first entries of stack, saving an allocation.
 	stackBuf [4]*Mod
 	// declPass is set while a mod's own declaration is checked.

@@ -38,6 +38,18 @@ func (l *lowering) run(f *frame, m *Mod, stmts []dsl.Stmt, lets *[]*binding) (re
 				}
 				return result{}, nil, true
 			}
+		case *dsl.ForStmt:
+			vals, known := l.rangeOf(f, st)
+			if !known {
+				l.partial = true
+				return result{}, nil, true
+			}
+			for _, v := range vals {
+				l.bindLoopVar(f, st, v)
+				if r, e, returned := l.run(f, m, st.Body, lets); returned {
+					return r, e, true
+				}
+			}
 		case *dsl.IfStmt:
 			c, known := l.decide(f, st.Cond, "if")
 			if !known {
@@ -50,6 +62,7 @@ func (l *lowering) run(f *frame, m *Mod, stmts []dsl.Stmt, lets *[]*binding) (re
 					var scratch []*binding
 					l.run(&g, m, block, &scratch)
 				}
+				l.partial = true
 				return result{}, nil, true
 			}
 			block := st.Else
@@ -140,6 +153,12 @@ func assignedNames(stmts []dsl.Stmt) []*dsl.Ident {
 			case *dsl.IfStmt:
 				walk(st.Then)
 				walk(st.Else)
+			case *dsl.ForStmt:
+				if !seen[st.Var.Name] {
+					seen[st.Var.Name] = true
+					out = append(out, st.Var)
+				}
+				walk(st.Body)
 			}
 		}
 	}
@@ -200,6 +219,17 @@ func (l *lowering) runPre(fr *frame, m *Mod, call string, stmts []dsl.Stmt) bool
 				fr.names[st.Name.Name].kind = bindBuffer
 			}
 		case *dsl.PassStmt:
+		case *dsl.ForStmt:
+			vals, known := l.rangeOf(fr, st)
+			if !known {
+				return false
+			}
+			for _, v := range vals {
+				l.bindLoopVar(fr, st, v)
+				if !l.runPre(fr, m, call, st.Body) {
+					return false
+				}
+			}
 		case *dsl.AssertStmt:
 			c, known := l.decide(fr, st.Cond, "assert")
 			if !known {
@@ -225,4 +255,73 @@ func (l *lowering) runPre(fr *frame, m *Mod, call string, stmts []dsl.Stmt) bool
 		}
 	}
 	return true
+}
+
+// maxUnroll bounds the iterations of one unrolled `for` loop; the node
+// budgets bound what the iterations build.
+const maxUnroll = 4096
+
+// rangeOf evaluates the iterable of a `for` loop, which must be
+// range(stop), range(start, stop) or range(start, stop, step) of
+// compile-time ints, to its values. known is false after an error, or
+// while a factory's declaration is checked (arguments unknown).
+func (l *lowering) rangeOf(f *frame, st *dsl.ForStmt) (vals []int64, known bool) {
+	call, ok := dsl.Unparen(st.Iter).(*dsl.CallExpr)
+	if id, isID := dsl.Unparen(exprOrNil(call)).(*dsl.Ident); !ok || !isID || id.Name != "range" || len(call.Args) < 1 || len(call.Args) > 3 {
+		l.errorf(f, st.Iter.Span(), CodeStatement, "`for` over %s: maskc unrolls loops over range(...) of constants only", sourceText(f, st.Iter)).
+			WithHint("write for i in range(N), with N a constant, a param or a factory argument")
+		return nil, false
+	}
+	args := make([]int64, len(call.Args))
+	for i, a := range call.Args {
+		r := l.value(f, a)
+		switch {
+		case !r.ok():
+			return nil, false
+		case r.typ != dsl.TypeInt && r.typ != dsl.TypeBool:
+			l.errorf(f, a.Span(), CodeStatement, "range() takes ints, got %s", r.typ).
+				WithHint("convert with int(...)")
+			return nil, false
+		case !r.isConst():
+			l.errorf(f, a.Span(), CodeStatement, "`for` over range(%s): the bound depends on a run-time value; maskc unrolls loops at compile time", sourceText(f, a)).
+				WithHint("bound the loop by a constant, a param or a factory argument")
+			return nil, false
+		}
+		args[i] = r.val.I
+	}
+	start, stop, step := int64(0), args[0], int64(1)
+	if len(args) > 1 {
+		start, stop = args[0], args[1]
+	}
+	if len(args) > 2 {
+		step = args[2]
+	}
+	if step == 0 {
+		l.errorf(f, call.Args[2].Span(), CodeStatement, "range() step must not be zero").
+			WithHint("Python raises ValueError here")
+		return nil, false
+	}
+	for v := start; step > 0 && v < stop || step < 0 && v > stop; v += step {
+		if len(vals) == maxUnroll {
+			l.errorf(f, st.Iter.Span(), CodeTooLarge, "`for` over %s runs more than %d times; maskc unrolls loops", sourceText(f, st.Iter), maxUnroll).
+				WithHint("write the loop as a closed form")
+			return nil, false
+		}
+		vals = append(vals, v)
+	}
+	return vals, true
+}
+
+// exprOrNil is call's callee, or nil.
+func exprOrNil(call *dsl.CallExpr) dsl.Expr {
+	if call == nil {
+		return nil
+	}
+	return call.Fun
+}
+
+// bindLoopVar binds a `for` loop's variable to the constant v.
+func (l *lowering) bindLoopVar(f *frame, st *dsl.ForStmt, v int64) {
+	f.names[st.Var.Name] = &binding{kind: bindValue, res: l.constant(f, dsl.Int(v), st.Var.Sp), ident: st.Var,
+		sym: Symbol{Kind: SymLet, Name: st.Var.Name, Decl: st.Var, Type: dsl.TypeInt}}
 }

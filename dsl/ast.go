@@ -566,6 +566,19 @@ func (*ReturnStmt) stmtNode() {}
 func (*IfStmt) stmtNode()     {}
 func (*AssertStmt) stmtNode() {}
 func (*PassStmt) stmtNode()   {}
+func (*ForStmt) stmtNode()    {}
+
+// ForStmt is `for VAR in range(...):` with its block, unrolled at compile
+// time: range's arguments must be constants.
+type ForStmt struct {
+	Sp   Span
+	Var  *Ident
+	Iter Expr // the `range(...)` call as written
+	Body []Stmt
+}
+
+// Span implements Node.
+func (s *ForStmt) Span() Span { return s.Sp }
 
 // ReturnStmt is `return VALUE` in a def body with control flow.
 type ReturnStmt struct {
@@ -635,6 +648,9 @@ func (b *Body) Exprs() []Expr {
 				out = append(out, st.Cond)
 				walk(st.Then)
 				walk(st.Else)
+			case *ForStmt:
+				out = append(out, st.Iter)
+				walk(st.Body)
 			}
 		}
 	}

@@ -341,6 +341,11 @@ func (s *spanShifter) stmts(stmts []dsl.Stmt) {
 			s.expr(st.Msg)
 		case *dsl.PassStmt:
 			s.span(&st.Sp)
+		case *dsl.ForStmt:
+			s.span(&st.Sp)
+			s.ident(st.Var)
+			s.expr(st.Iter)
+			s.stmts(st.Body)
 		case *dsl.IfStmt:
 			s.span(&st.Sp)
 			s.span(&st.KeywordSp)

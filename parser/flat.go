@@ -17,7 +17,9 @@ type flatLine struct {
 	kids      []*flatLine
 }
 
-func (l *flatLine) header() bool { return l.g.Def != nil || l.g.If != nil || l.g.Else != nil }
+func (l *flatLine) header() bool {
+	return l.g.Def != nil || l.g.If != nil || l.g.Else != nil || l.g.For != nil
+}
 
 // firstToken is the token a line starts with.
 func firstToken(g *lineG) lexer.Token {
@@ -28,6 +30,8 @@ func firstToken(g *lineG) lexer.Token {
 		return g.If.Keyword
 	case g.Else != nil:
 		return g.Else.Keyword
+	case g.For != nil:
+		return g.For.Keyword
 	case g.Return != nil:
 		return g.Return.Keyword
 	case g.Assert != nil:
@@ -44,7 +48,7 @@ func firstToken(g *lineG) lexer.Token {
 // form reads: `if`, `elif`, `else`, `assert` or `pass`.
 func hasControlFlow(lines []*lineG) bool {
 	for _, l := range lines {
-		if l.If != nil || l.Else != nil || l.Assert != nil || l.Pass != nil {
+		if l.If != nil || l.Else != nil || l.Assert != nil || l.Pass != nil || l.For != nil {
 			return true
 		}
 	}
@@ -270,6 +274,11 @@ func (c *converter) stmts(fn string, ls []*flatLine, lets *[]*dsl.LetStmt) []dsl
 			out = append(out, st)
 		case g.Pass != nil:
 			out = append(out, &dsl.PassStmt{Sp: span(*g.Pass)})
+		case g.For != nil:
+			iter := c.expr(g.For.Iter)
+			st := &dsl.ForStmt{Var: ident(g.For.Var), Iter: iter, Body: c.stmts(fn, ls[k].kids, lets)}
+			st.Sp = blockSpan(span(g.For.Keyword).Join(span(g.For.Colon)), st.Body)
+			out = append(out, st)
 		case g.Doc != nil:
 			// a string statement: no meaning
 		case g.If != nil && g.If.Keyword.Value == "if":
@@ -329,6 +338,10 @@ func firstReturn(stmts []dsl.Stmt) *dsl.ReturnStmt {
 		switch st := st.(type) {
 		case *dsl.ReturnStmt:
 			return st
+		case *dsl.ForStmt:
+			if r := firstReturn(st.Body); r != nil {
+				return r
+			}
 		case *dsl.IfStmt:
 			if r := firstReturn(st.Then); r != nil {
 				return r

@@ -301,6 +301,7 @@ type lineG struct {
 	Def    *defHeadG    `parser:"  @@"`
 	If     *ifHeadG     `parser:"| @@"`
 	Else   *elseHeadG   `parser:"| @@"`
+	For    *forHeadG    `parser:"| @@"`
 	Return *returnG     `parser:"| @@"`
 	Assert *assertG     `parser:"| @@"`
 	Pass   *lexer.Token `parser:"| @'pass'"`
@@ -326,4 +327,12 @@ type assertG struct {
 	Keyword lexer.Token `parser:"@'assert'"`
 	Cond    *exprG      `parser:"@@"`
 	Msg     *exprG      `parser:"( ',' @@ )?"`
+}
+
+// forHeadG is `for NAME in ITER:`.
+type forHeadG struct {
+	Keyword lexer.Token `parser:"@'for'"`
+	Var     lexer.Token `parser:"@Ident 'in'"`
+	Iter    *exprG      `parser:"@@"`
+	Colon   lexer.Token `parser:"@':'"`
 }

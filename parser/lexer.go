@@ -33,7 +33,7 @@ const (
 var keywords = map[string]bool{
 	"param": true, "buffer": true, "attention": true,
 	"let": true, "if": true, "else": true, "and": true, "or": true, "not": true,
-	"def": true, "return": true, "elif": true, "assert": true, "pass": true, "is": true,
+	"def": true, "return": true, "elif": true, "assert": true, "pass": true, "is": true, "for": true, "in": true,
 	"True": true, "False": true, "true": true, "false": true,
 }
 
