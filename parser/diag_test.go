@@ -91,11 +91,11 @@ var diagnosticCases = []struct {
 			"   = hint: is an operator missing? Each declaration, setting and `let` ends at the end of its line\n",
 	},
 	{
-		"def f(b, h, q_idx, kv_idx):\n    for i in range(3):\n        pass\n    return q_idx >= kv_idx\n",
-		"t.flex:2:5: error[E011]: a `for` loop in def `f`: maskc reads def `f` as straight-line code: assignments, then `return`\n" +
-			" 2 |     for i in range(3):\n" +
-			"   |     ^^^\n" +
-			"   = hint: write the terms of the loop out one by one\n",
+		"def f(b, h, q_idx, kv_idx):\n    while True:\n        pass\n    return q_idx >= kv_idx\n",
+		"t.flex:2:5: error[E011]: a `while` loop in def `f`: maskc unrolls only `for` loops over range() of constants\n" +
+			" 2 |     while True:\n" +
+			"   |     ^^^^^\n" +
+			"   = hint: write it as `for i in range(N):` with N a constant, a param or a factory argument\n",
 	},
 	{
 		"def A(b, h, q, kv):\n    foo(q)\n    return q > 0\n",

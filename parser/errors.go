@@ -299,9 +299,9 @@ func explainStatement(t, next lexer.Token, outer, innermost string, defs int) *e
 	case "if", "elif", "else":
 		return why(CodeUnexpectedToken, fmt.Sprintf("an `%s` statement in def `%s`: %s", t.Value, innermost, straight),
 			"choose between values with torch.where(c, x, y), or with `x if c else y` when c is a constant such as a factory argument")
-	case "for", "while":
-		return why(CodeUnexpectedToken, fmt.Sprintf("a `%s` loop in def `%s`: %s", t.Value, innermost, straight),
-			"write the terms of the loop out one by one")
+	case "while":
+		return why(CodeUnexpectedToken, fmt.Sprintf("a `while` loop in def `%s`: maskc unrolls only `for` loops over range() of constants", innermost),
+			"write it as `for i in range(N):` with N a constant, a param or a factory argument")
 	case "assert":
 		return why(CodeUnexpectedToken, fmt.Sprintf("an `assert` statement in def `%s`: %s", innermost, straight),
 			"remove it, and check the value where the factory is called")
