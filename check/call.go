@@ -326,9 +326,9 @@ func (l *lowering) instantiate(f *frame, x *dsl.CallExpr, m *Mod) result {
 			l.errorf(f, a.Span(), CodeFactoryArg, "argument %s of %s must be a constant, got buffer %s", p.Name, m.Name, r.buf.Name).
 				WithHint("%s uses %s as a number; pass a literal or a param", m.Name, p.Name)
 			okAll = false
-		case r.typ == dsl.TypeNone:
+		case r.typ == dsl.TypeNone || r.typ == dsl.TypeTuple:
 			mv.args = append(mv.args, &binding{kind: bindValue, res: r, sym: withType(sym, r.typ), ident: p})
-			names[i] = "None"
+			names[i] = sourceText(frames[i], a)
 		case r.mod != nil && !r.mod.unapplied:
 			// A factory taking a mod (attention-gym's generate_doc_mask_mod
 			// wraps any mask_mod): the mod, inlined where it is called.
@@ -714,7 +714,7 @@ func (l *lowering) body(f *frame, m *Mod) result {
 		for _, let := range b.Lets {
 			l.assign(f, m, let, &lets)
 		}
-		r = l.value(f, b.Result)
+		r = l.result(f, m, b.Result)
 	}
 	if f.record && !l.aborted && !l.partial { // after an abort (E055) or a partial run uses were not all counted
 		for _, bd := range lets {
@@ -740,8 +740,12 @@ func (l *lowering) assign(f *frame, m *Mod, let *dsl.LetStmt, lets *[]*binding) 
 	b := m.Decl.Body
 	{
 		r := l.expr(f, let.Value)
-		if !r.scalar() && !callable(r) && (r.ok() || r.fn != "") {
+		if !r.scalar() && !callable(r) && r.typ != dsl.TypeTuple && r.typ != dsl.TypeNone && (r.ok() || r.fn != "") {
 			r = l.value(f, let.Value) // reports what it is
+		}
+		if let.Unpack > 0 && r.ok() && (r.typ != dsl.TypeTuple || len(r.elems) != let.Unpack) {
+			l.unpackError(f, let, r)
+			r = result{}
 		}
 		if let.Name == nil {
 			return

@@ -312,9 +312,13 @@ func (c *checker) checkMod(m *Mod) {
 				sym: Symbol{Kind: SymMod, Name: ld.Name.Name, Decl: ld, Doc: "inner def " + ld.Name.Name + " of factory " + m.Name}}
 		}
 	}
+	inner := map[string]bool{} // the inner function's parameters hide the factory's locals
+	for _, p := range d.Params {
+		inner[p.Name] = true
+	}
 	for _, id := range assignedNames(d.FactoryPre) {
 		// Known only when the factory is called (factoryPre).
-		if f.names[id.Name] == nil {
+		if f.names[id.Name] == nil && !inner[id.Name] {
 			f.names[id.Name] = &binding{kind: bindUnknown, ident: id,
 				sym: Symbol{Kind: SymLet, Name: id.Name, Decl: id, Doc: "local " + id.Name + " of factory " + m.Name}}
 		}

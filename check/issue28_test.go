@@ -559,3 +559,50 @@ def poly(score, b, h, q_idx, kv_idx):
 		assert.Equal(t, []string{tc.want}, errs)
 	}
 }
+
+// TestTuples pins tuples of compile-time values: factory arguments and
+// defaults, indexing, unpacking (a, b = ...), a helper returning a, b.
+func TestTuples(t *testing.T) {
+	const src = `
+def bounds(window, ratio=(1, 3)):
+    left = window * ratio[0] // (ratio[0] + ratio[1])
+    return left, window - left
+
+def generate_band(window: int, ratio: tuple[int, int] = (1, 3)):
+    left, right = bounds(window, ratio)
+    def band(b, h, q_idx, kv_idx):
+        d = q_idx - kv_idx
+        lo, hi = -right, left
+        return (d >= lo) & (d <= hi)
+    return band
+
+def generate_bad(pair):
+    a, b, c = pair
+    def m(b, h, q_idx, kv_idx):
+        return q_idx >= kv_idx
+    return m
+`
+	cases := []struct{ mask, want string }{
+		{"generate_band(64)", "(q - kv >= -48) & (q - kv <= 16)"},
+		{"generate_band(64, ratio=(1, 1))", "(q - kv >= -32) & (q - kv <= 32)"},
+		{"generate_band(8, (-1, 2))[0]", "E032 generate_band(8, (-1, 2)) is a mask, not a buffer; only buffers can be indexed"},
+		{"generate_bad((1, 2))", "E028 cannot unpack a tuple of 2 into 3 names"},
+		{"generate_bad(4)", "E028 cannot unpack pair into 3 names: it is an int, not a tuple"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.mask, func(t *testing.T) {
+			p, diags := checkSource(t, src+"attention a {\n    mask = "+tc.mask+"\n}\n", nil)
+			var errs []string
+			for _, d := range diags {
+				if d.Severity == dsl.SeverityError {
+					errs = append(errs, string(d.Code)+" "+d.Message)
+				}
+			}
+			if errs != nil {
+				assert.Equal(t, []string{tc.want}, errs)
+				return
+			}
+			assert.Equal(t, tc.want, fmtExpr(p.Attention("a").Mask.Expr))
+		})
+	}
+}

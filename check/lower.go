@@ -28,6 +28,9 @@ type result struct {
 	mod  *modValue // when typ is TypeMask or TypeScore
 	buf  *Buffer   // when typ is TypeBuffer
 	fn   string    // a built-in's canonical name, "and_masks" or "or_masks"
+	// elems are a tuple's elements when typ is TypeTuple: a Python tuple
+	// used at compile time (a factory argument, `a, b = pair`, pair[0]).
+	elems []result
 }
 
 func (r result) ok() bool      { return r.typ != dsl.TypeInvalid }
@@ -251,12 +254,15 @@ func (l *lowering) exprNoRecord(f *frame, e dsl.Expr) result {
 	case *dsl.ParenExpr:
 		return l.expr(f, x.X)
 	case *dsl.TupleExpr:
+		t := result{typ: dsl.TypeTuple}
 		for _, el := range x.Elems {
-			l.expr(f, el)
+			r := l.expr(f, el)
+			if !r.ok() && r.fn == "" {
+				return result{}
+			}
+			t.elems = append(t.elems, r)
 		}
-		l.errorf(f, x.Sp, CodeNotAValue, "a tuple is not a value").
-			WithHint("tuples are only written as setting values, e.g. window = (1023, 0)")
-		return result{}
+		return t
 	case *dsl.UnaryExpr:
 		return l.unary(f, x)
 	case *dsl.BinaryExpr:
@@ -316,6 +322,13 @@ func (l *lowering) value(f *frame, e dsl.Expr) result {
 	case r.typ == dsl.TypeBuffer:
 		l.errorf(f, e.Span(), CodeNotAValue, "buffer %s is used without an index", r.buf.Name).
 			WithHint("read an element: %s[%s]", r.buf.Name, strings.Join(indexNames(len(r.buf.Dims)), ", "))
+	case r.typ == dsl.TypeTuple:
+		d := l.errorf(f, e.Span(), CodeNotAValue, "%s is a tuple, not a value", name)
+		if _, ok := dsl.Unparen(e).(*dsl.Ident); ok {
+			d.WithHint("read an element, e.g. %s[0], or unpack it: a, b = %s", name, name)
+		} else {
+			d.WithHint("a mod gives one value; tuples are compile-time values of factories and helper functions")
+		}
 	case r.typ == dsl.TypeFunc:
 		l.errorf(f, e.Span(), CodeNotAValue, "%s is a helper function, not a value", name).
 			WithHint("call it: %s(%s)", name, strings.Join(paramNames(r.mod.mod.Decl.Params), ", "))
@@ -827,6 +840,9 @@ func (l *lowering) index(f *frame, x *dsl.IndexExpr) result {
 		return l.index(f, merged)
 	}
 	target := l.expr(f, x.X)
+	if target.typ == dsl.TypeTuple {
+		return l.tupleIndex(f, x, target)
+	}
 	idx := make([]result, len(x.Indices))
 	okAll := true
 	for i, e := range x.Indices {

@@ -22,7 +22,7 @@ func (l *lowering) run(f *frame, m *Mod, stmts []dsl.Stmt, lets *[]*binding) (re
 			l.assign(f, m, st, lets)
 		case *dsl.PassStmt:
 		case *dsl.ReturnStmt:
-			return l.value(f, st.Value), st.Value, true
+			return l.result(f, m, st.Value), st.Value, true
 		case *dsl.AssertStmt:
 			c, known := l.decide(f, st.Cond, "assert")
 			if known && !c {
@@ -208,6 +208,9 @@ func (l *lowering) runPre(fr *frame, m *Mod, call string, stmts []dsl.Stmt) bool
 			switch {
 			case !r.ok() && r.typ != dsl.TypeNone && r.fn == "":
 				return false
+			case st.Unpack > 0 && (r.typ != dsl.TypeTuple || len(r.elems) != st.Unpack):
+				l.unpackError(fr, st, r)
+				return false
 			case r.scalar() && !r.isConst():
 				l.errorf(fr, st.Value.Span(), CodeFactoryArg, "%s = %s in factory %s is a run-time value", st.Name.Name, sourceText(fr, st.Value), m.Name).
 					WithHint("a factory's statements before its inner def compute compile-time values; compute run-time ones in %s", defName(m))
@@ -324,4 +327,63 @@ func exprOrNil(call *dsl.CallExpr) dsl.Expr {
 func (l *lowering) bindLoopVar(f *frame, st *dsl.ForStmt, v int64) {
 	f.names[st.Var.Name] = &binding{kind: bindValue, res: l.constant(f, dsl.Int(v), st.Var.Sp), ident: st.Var,
 		sym: Symbol{Kind: SymLet, Name: st.Var.Name, Decl: st.Var, Type: dsl.TypeInt}}
+}
+
+// tupleIndex reads an element of a compile-time tuple, t[i] (or t[i][j]
+// ... as x[a][b] merges), with Python's negative indices.
+func (l *lowering) tupleIndex(f *frame, x *dsl.IndexExpr, t result) result {
+	for _, e := range x.Indices {
+		i := l.value(f, e)
+		switch {
+		case !i.ok():
+			return result{}
+		case i.typ != dsl.TypeInt || !i.isConst():
+			l.errorf(f, e.Span(), CodeIndexNotInt, "a tuple index must be a constant int, got %s", sourceText(f, e)).
+				WithHint("maskc reads tuples at compile time")
+			return result{}
+		case t.typ != dsl.TypeTuple:
+			l.errorf(f, x.Sp, CodeNotABuffer, "%s indexes %s, which is not a tuple", sourceText(f, x), t.typ).
+				WithHint("index a tuple once per level")
+			return result{}
+		}
+		k := i.val.I
+		if k < 0 {
+			k += int64(len(t.elems))
+		}
+		if k < 0 || k >= int64(len(t.elems)) {
+			l.errorf(f, e.Span(), CodeIndexCount, "tuple index %d out of range for a tuple of %d", i.val.I, len(t.elems)).
+				WithHint("Python raises IndexError here")
+			return result{}
+		}
+		t = t.elems[k]
+	}
+	if t.isConst() {
+		return l.constant(f, t.val, x.Sp)
+	}
+	return t
+}
+
+// unpackError reports `a, b = v` where v is not a tuple of as many
+// elements, as Python raises.
+func (l *lowering) unpackError(f *frame, let *dsl.LetStmt, r result) {
+	if r.typ != dsl.TypeTuple {
+		l.errorf(f, let.Value.Span(), CodeNotAValue, "cannot unpack %s into %d names: it is %s %s, not a tuple", sourceText(f, let.Value), let.Unpack, article(r.typ), r.typ).
+			WithHint("unpack a tuple of compile-time values, e.g. a, b = pair")
+		return
+	}
+	l.errorf(f, let.Value.Span(), CodeNotAValue, "cannot unpack a tuple of %d into %d names", len(r.elems), let.Unpack).
+		WithHint("Python raises ValueError here")
+}
+
+// result lowers what m returns, e: a value, or for a helper function also
+// a tuple, None or a function.
+func (l *lowering) result(f *frame, m *Mod, e dsl.Expr) result {
+	if !m.Helper {
+		return l.value(f, e)
+	}
+	r := l.expr(f, e)
+	if !r.scalar() && !callable(r) && r.typ != dsl.TypeTuple && r.typ != dsl.TypeNone && (r.ok() || r.fn != "") {
+		return l.value(f, e) // reports what it is
+	}
+	return r
 }

@@ -250,6 +250,11 @@ type LetStmt struct {
 	Name *Ident
 	// Value is the bound expression.
 	Value Expr
+	// Unpack is set on the hidden first assignment of an unpacking,
+	// `a, b = pair`: Name is a name no source can write, Value the tuple,
+	// Unpack the number of targets; the targets' assignments that follow
+	// index it (`a = NAME[0]`).
+	Unpack int
 }
 
 // Span implements Node.

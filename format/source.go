@@ -79,7 +79,7 @@ func declLines(d dsl.Decl) []line {
 }
 
 func modLines(d *dsl.ModDecl) []line {
-	if d.Def && (d.Body != nil && d.Body.Stmts != nil || !onlyLets(d.FactoryPre) || d.Locals != nil) {
+	if d.Def && (d.Body != nil && (d.Body.Stmts != nil || unpacks(d.Body.Lets)) || !onlyLets(d.FactoryPre) || d.Locals != nil) {
 		return []line{{sp: d.Sp, verbatim: true}}
 	}
 	if d.Def {
@@ -183,7 +183,7 @@ func defLines(d *dsl.ModDecl) []line {
 			out = append(out, line{indent: indent + 1, text: name(l.Name) + " " + op + " " + Expr(value), sp: l.Sp})
 		}
 		if body.Result != nil {
-			out = append(out, line{indent: indent + 1, text: "return " + Expr(body.Result), sp: body.Result.Span()})
+			out = append(out, line{indent: indent + 1, text: "return " + returned(body.Result), sp: body.Result.Span()})
 		}
 	}
 	for _, l := range d.FactoryLets {
@@ -338,14 +338,26 @@ func (p *printer) trailingComment(end, nextStart int) *dsl.Comment {
 	return c
 }
 
-// onlyLets reports whether stmts are assignments only (straight-line code).
+// onlyLets reports whether stmts are assignments only (straight-line code)
+// without an unpacking.
 func onlyLets(stmts []dsl.Stmt) bool {
 	for _, st := range stmts {
-		if _, ok := st.(*dsl.LetStmt); !ok {
+		if l, ok := st.(*dsl.LetStmt); !ok || l.Unpack > 0 {
 			return false
 		}
 	}
 	return true
+}
+
+// unpacks reports whether lets hold an unpacking (`a, b = pair`), which
+// the def printer would show as its hidden assignments.
+func unpacks(lets []*dsl.LetStmt) bool {
+	for _, l := range lets {
+		if l.Unpack > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // helperDefaults are a helper def's default values (for a factory they
@@ -355,4 +367,18 @@ func helperDefaults(d *dsl.ModDecl) []dsl.Expr {
 		return d.Defaults
 	}
 	return nil
+}
+
+// returned prints a returned value: a tuple bare, `return a, b`, as black
+// does.
+func returned(e dsl.Expr) string {
+	t, ok := e.(*dsl.TupleExpr)
+	if !ok || len(t.Elems) < 2 {
+		return Expr(e)
+	}
+	parts := make([]string, len(t.Elems))
+	for i, el := range t.Elems {
+		parts[i] = Expr(el)
+	}
+	return strings.Join(parts, ", ")
 }

@@ -1,6 +1,7 @@
 package parser
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/alecthomas/participle/v2/lexer"
@@ -35,7 +36,9 @@ func (c *converter) def(g *defG) *dsl.ModDecl {
 		inner := body.Inner
 		fn, end = inner, body.InnerRet
 		for _, a := range body.Assigns {
-			d.FactoryPre = append(d.FactoryPre, c.assignment(a))
+			for _, let := range c.assignments(a) {
+				d.FactoryPre = append(d.FactoryPre, let)
+			}
 		}
 		if inner.Body.Inner != nil {
 			c.fail(span(inner.Body.Inner.Keyword), CodeDefShape, "a factory's inner function cannot itself be a factory").
@@ -60,7 +63,7 @@ func (c *converter) def(g *defG) *dsl.ModDecl {
 			v := c.expr(a.Value)
 			d.FactoryLets = append(d.FactoryLets, &dsl.LetStmt{Sp: span(a.Name).Join(v.Span()), Assign: true, Name: ident(a.Name), Value: v})
 		}
-		ret := c.expr(end.Value)
+		ret := c.tupleOf(end.Value, end.Rest)
 		retEnd = span(end.Keyword).Join(ret.Span())
 		if id, ok := ret.(*dsl.Ident); !ok || id.Name != inner.Name.Value || len(d.FactoryLets) > 0 {
 			d.FactoryResult = ret
@@ -138,13 +141,13 @@ func (c *converter) defBody(g *defG) *dsl.Body {
 		b.Doc = stringLit(*g.Body.Doc)
 	}
 	for _, a := range g.Body.Assigns {
-		b.Lets = append(b.Lets, c.assignment(a))
+		b.Lets = append(b.Lets, c.assignments(a)...)
 	}
 	if g.Body.Return == nil { // an inner factory, reported by def
 		b.Sp = span(g.Colon)
 		return b
 	}
-	b.Result = c.expr(g.Body.Return.Value)
+	b.Result = c.tupleOf(g.Body.Return.Value, g.Body.Return.Rest)
 	b.Sp = span(g.Colon).Join(b.Result.Span())
 	return b
 }
@@ -208,14 +211,50 @@ func (c *converter) noModDefaults(g *defG, defaults []dsl.Expr) {
 	}
 }
 
-// assignment converts `x = e` or an augmented `x += e`, which is
-// `x = x + e`: the target, read, then the value.
-func (c *converter) assignment(a *assignG) *dsl.LetStmt {
-	v := c.expr(a.Value)
+// assignments converts `x = e` or an augmented `x += e`, which is
+// `x = x + e`: the target, read, then the value. An unpacking `a, b = e`
+// is a hidden assignment of e (LetStmt.Unpack) and one per target of
+// its element; `x = a, b` assigns a tuple.
+func (c *converter) assignments(a *assignG) []*dsl.LetStmt {
+	v := c.tupleOf(a.Value, a.Rest)
+	if len(a.More) > 0 {
+		if a.Op.Value != "=" {
+			c.fail(span(a.Op), CodeDefShape, "`%s` to several names", a.Op.Value).
+				WithHint("Python allows it to one name only")
+			return nil
+		}
+		tmp := &dsl.Ident{Sp: span(a.Name), Name: fmt.Sprintf(".unpack%d", a.Name.Pos.Offset)}
+		sp := span(a.Name).Join(v.Span())
+		out := []*dsl.LetStmt{{Sp: sp, Assign: true, Name: tmp, Value: v, Unpack: 1 + len(a.More)}}
+		targets := []lexer.Token{a.Name}
+		for _, m := range a.More {
+			targets = append(targets, m.Tok)
+		}
+		for i, t := range targets {
+			ix := &dsl.IndexExpr{Sp: span(t), X: &dsl.Ident{Sp: span(t), Name: tmp.Name}, Indices: []dsl.Expr{&dsl.IntLit{Sp: span(t), Value: int64(i)}}}
+			out = append(out, &dsl.LetStmt{Sp: span(t), Assign: true, Name: ident(t), Value: ix})
+		}
+		return out
+	}
 	let := &dsl.LetStmt{Sp: span(a.Name).Join(v.Span()), Assign: true, Name: ident(a.Name), Value: v}
 	if a.Op.Value != "=" {
 		let.AugOp = binaryOps[strings.TrimSuffix(a.Op.Value, "=")]
 		let.Value = &dsl.BinaryExpr{Sp: let.Sp, Op: let.AugOp, OpSp: span(a.Op), X: ident(a.Name), Y: v}
 	}
-	return let
+	return []*dsl.LetStmt{let}
+}
+
+// tupleOf converts `e` or a bare tuple `e1, e2, ...` (an assigned or
+// returned value).
+func (c *converter) tupleOf(first *exprG, rest []*exprG) dsl.Expr {
+	v := c.expr(first)
+	if len(rest) == 0 {
+		return v
+	}
+	t := &dsl.TupleExpr{Elems: []dsl.Expr{v}}
+	for _, r := range rest {
+		t.Elems = append(t.Elems, c.expr(r))
+	}
+	t.Sp = v.Span().Join(t.Elems[len(t.Elems)-1].Span())
+	return t
 }

@@ -1,8 +1,6 @@
 package parser
 
 import (
-	"strings"
-
 	"github.com/alecthomas/participle/v2/lexer"
 
 	"github.com/maskc/maskc/dsl"
@@ -157,7 +155,7 @@ func (c *converter) flatDef(g *flatDefG) *dsl.ModDecl {
 			d.FactoryLets = append(d.FactoryLets, &dsl.LetStmt{Sp: span(l.g.Assign.Name).Join(v.Span()), Assign: true, Name: ident(l.g.Assign.Name), Value: v})
 		}
 		ret := after[len(after)-1].g.Return
-		rv := c.expr(ret.Value)
+		rv := c.tupleOf(ret.Value, ret.Rest)
 		if id, ok := rv.(*dsl.Ident); !ok || id.Name != fnHead.Name.Value || len(d.FactoryLets) > 0 || d.Locals != nil {
 			d.FactoryResult = rv
 		}
@@ -252,17 +250,12 @@ func (c *converter) stmts(fn string, ls []*flatLine, lets *[]*dsl.LetStmt) []dsl
 		g := ls[k].g
 		switch {
 		case g.Assign != nil:
-			a := g.Assign
-			v := c.expr(a.Value)
-			let := &dsl.LetStmt{Sp: span(a.Name).Join(v.Span()), Assign: true, Name: ident(a.Name), Value: v}
-			if a.Op.Value != "=" {
-				let.AugOp = binaryOps[strings.TrimSuffix(a.Op.Value, "=")]
-				let.Value = &dsl.BinaryExpr{Sp: let.Sp, Op: let.AugOp, OpSp: span(a.Op), X: ident(a.Name), Y: v}
+			for _, let := range c.assignments(g.Assign) {
+				*lets = append(*lets, let)
+				out = append(out, let)
 			}
-			*lets = append(*lets, let)
-			out = append(out, let)
 		case g.Return != nil:
-			v := c.expr(g.Return.Value)
+			v := c.tupleOf(g.Return.Value, g.Return.Rest)
 			out = append(out, &dsl.ReturnStmt{Sp: span(g.Return.Keyword).Join(v.Span()), Value: v})
 		case g.Assert != nil:
 			cond := c.expr(g.Assert.Cond)

@@ -59,14 +59,17 @@ type defBodyG struct {
 // assignG: NAME = expr, or an augmented assignment NAME += expr.
 type assignG struct {
 	Name  lexer.Token `parser:"@Ident"`
+	More  []*targetG  `parser:"( ',' @@ )*"`
 	Op    lexer.Token `parser:"@('=' | '+=' | '-=' | '*=' | '/=' | '//=' | '%=')"`
 	Value *exprG      `parser:"@@"`
+	Rest  []*exprG    `parser:"( ',' @@ )*"`
 }
 
 // returnG: return expr
 type returnG struct {
 	Keyword lexer.Token `parser:"@'return'"`
 	Value   *exprG      `parser:"@@"`
+	Rest    []*exprG    `parser:"( ',' @@ )*"`
 }
 
 // paramG: param NAME = expr
@@ -335,4 +338,9 @@ type forHeadG struct {
 	Var     lexer.Token `parser:"@Ident 'in'"`
 	Iter    *exprG      `parser:"@@"`
 	Colon   lexer.Token `parser:"@':'"`
+}
+
+// targetG is a further target of an unpacking, `, NAME`.
+type targetG struct {
+	Tok lexer.Token `parser:"@Ident"`
 }
