@@ -1,6 +1,7 @@
 package check
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -605,4 +606,18 @@ def generate_bad(pair):
 			assert.Equal(t, tc.want, fmtExpr(p.Attention("a").Mask.Expr))
 		})
 	}
+}
+
+// TestConstantConditionalArm pins that `x if c else y` with c a constant
+// evaluates only the chosen arm, as Python does: the other may name what
+// maskc cannot read (attention-gym's `_tanh_approx if approx else
+// torch.tanh`).
+func TestConstantConditionalArm(t *testing.T) {
+	src := "def generate_tanh_softcap(soft_cap: int, approx: bool = False):\n    tanh = _tanh_approx if approx else torch.tanh\n    def tanh_softcap(score, b, h, q_idx, kv_idx):\n        return soft_cap * tanh(score / soft_cap)\n    return tanh_softcap\nattention a {\n    score = generate_tanh_softcap(30)\n}\n"
+	p, diags := checkSource(t, src, nil)
+	if assert.False(t, diags.HasErrors(), diags.Render()) {
+		assert.Equal(t, "30 * tanh(score / 30)", fmtExpr(p.Attention("a").Score.Expr))
+	}
+	_, diags = checkSource(t, strings.Replace(src, "generate_tanh_softcap(30)", "generate_tanh_softcap(30, approx=True)", 1), nil)
+	assert.Contains(t, diags.Render(), "unknown name _tanh_approx")
 }

@@ -770,15 +770,21 @@ func (l *lowering) cond(f *frame, x *dsl.CondExpr) result {
 	if c.ok() && !c.isConst() || !c.ok() && l.readsRuntime(f, x.Cond) {
 		l.torchWarning(f, x.Sp, "`x if c else y`", "torch.where(c, x, y)", "")
 	}
-	t, e := l.expr(f, x.Then), l.expr(f, x.Else)
-	if c.ok() && c.isConst() && c.typ == dsl.TypeBool && (callable(t) || callable(e)) {
-		// A function alias, `tanh = torch.tanh if exact else approx_tanh`:
-		// Python picks the function; maskc does at compile time.
+	if c.ok() && c.isConst() && c.typ == dsl.TypeBool {
+		// Decided at compile time: as in Python, only the chosen arm is
+		// evaluated. It may be a function (an alias, `tanh = torch.tanh
+		// if exact else approx_tanh`), a tuple or None.
+		chosen := x.Else
 		if c.val.I != 0 {
-			return t
+			chosen = x.Then
 		}
-		return e
+		r := l.expr(f, chosen)
+		if !r.scalar() && !callable(r) && r.typ != dsl.TypeTuple && r.typ != dsl.TypeNone && (r.ok() || r.fn != "") {
+			return l.value(f, chosen) // reports what it is
+		}
+		return r
 	}
+	t, e := l.expr(f, x.Then), l.expr(f, x.Else)
 	if !c.ok() && (callable(t) || callable(e)) {
 		return result{} // a factory's argument, known where it is called
 	}

@@ -128,7 +128,8 @@ func (c *converter) defParams(g *defG) (params, annots []*dsl.Ident, defaults []
 		}
 	}
 	if g.Returns != nil {
-		returns = ident(*g.Returns)
+		sp := c.expr(g.Returns).Span() // kept as its text, like the parameters' annotations
+		returns = &dsl.Ident{Sp: sp, Name: string(c.src.Text[sp.Start:sp.End])}
 	}
 	return params, annots, defaults, returns
 }

@@ -34,12 +34,12 @@ type declG struct {
 // grammar does not see indentation; the converter checks it from the
 // tokens' columns.
 type defG struct {
-	Keyword lexer.Token  `parser:"@'def'"`
-	Name    lexer.Token  `parser:"@Ident"`
-	Params  *paramListG  `parser:"@@"`
-	Returns *lexer.Token `parser:"( '-' '>' @Ident )?"`
-	Colon   lexer.Token  `parser:"@':' Newline*"`
-	Body    *defBodyG    `parser:"@@"`
+	Keyword lexer.Token `parser:"@'def'"`
+	Name    lexer.Token `parser:"@Ident"`
+	Params  *paramListG `parser:"@@"`
+	Returns *exprG      `parser:"( '-' '>' @@ )?"`
+	Colon   lexer.Token `parser:"@':' Newline*"`
+	Body    *defBodyG   `parser:"@@"`
 }
 
 // defBodyG is a def's body: an optional docstring, assignments, then either
@@ -292,11 +292,11 @@ type flatDefG struct {
 
 // defHeadG is `def NAME(params) -> ANNOT:`.
 type defHeadG struct {
-	Keyword lexer.Token  `parser:"@'def'"`
-	Name    lexer.Token  `parser:"@Ident"`
-	Params  *paramListG  `parser:"@@"`
-	Returns *lexer.Token `parser:"( '-' '>' @Ident )?"`
-	Colon   lexer.Token  `parser:"@':'"`
+	Keyword lexer.Token `parser:"@'def'"`
+	Name    lexer.Token `parser:"@Ident"`
+	Params  *paramListG `parser:"@@"`
+	Returns *exprG      `parser:"( '-' '>' @@ )?"`
+	Colon   lexer.Token `parser:"@':'"`
 }
 
 // lineG is one statement line of a def body in the flat form.
