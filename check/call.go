@@ -394,6 +394,11 @@ func (l *lowering) factoryResult(f *frame, x *dsl.CallExpr, m *Mod, mv *modValue
 	fr.names[d.Inner.Name] = &binding{kind: bindValue, res: inner, ident: d.Inner,
 		sym: Symbol{Kind: SymMod, Name: d.Inner.Name, Decl: d, Type: inner.typ}}
 	for _, let := range d.FactoryLets {
+		if stringValue(let.Value) {
+			// `prefix = "a" if approx else "b"` for a __name__: no meaning.
+			fr.names[let.Name.Name] = &binding{kind: bindValue, res: result{typ: dsl.TypeWord}, ident: let.Name}
+			continue
+		}
 		r := l.expr(fr, let.Value)
 		if !r.ok() {
 			return result{}

@@ -621,3 +621,33 @@ func TestConstantConditionalArm(t *testing.T) {
 	_, diags = checkSource(t, strings.Replace(src, "generate_tanh_softcap(30)", "generate_tanh_softcap(30, approx=True)", 1), nil)
 	assert.Contains(t, diags.Render(), "unknown name _tanh_approx")
 }
+
+// TestHelperBeforeInnerMod pins a factory whose first inner def is a
+// helper of the mod it returns (NATTEN's coordinate split), and a string
+// the factory computes for a __name__.
+func TestHelperBeforeInnerMod(t *testing.T) {
+	src := `
+def generate_grid_window(width: int, k: int) -> Callable:
+    def split(idx: IntTensor) -> Tuple[IntTensor, IntTensor]:
+        return idx // width, idx % width
+
+    def grid_window(b, h, q_idx, kv_idx) -> BoolTensor:
+        q_x, q_y = split(q_idx)
+        kv_x, kv_y = split(kv_idx)
+        return ((q_x - kv_x).abs() <= k) & ((q_y - kv_y).abs() <= k)
+
+    prefix = "grid" if k > 1 else "cell"
+    grid_window.__name__ = f"{prefix}_{width}"
+    return grid_window
+
+attention a {
+    mask = generate_grid_window(8, k=1)
+}
+`
+	p, diags := checkSource(t, src, nil)
+	if assert.False(t, diags.HasErrors(), diags.Render()) {
+		assert.Equal(t, "(abs(q // 8 - kv // 8) <= 1) & (abs(q % 8 - kv % 8) <= 1)", fmtExpr(p.Attention("a").Mask.Expr))
+	}
+	_, diags = checkSource(t, strings.Replace(src, "return ((q_x", "return prefix == 1 and ((q_x", 1), nil)
+	assert.Contains(t, diags.Render(), "error[E020]: unknown name prefix") // names bound after the inner def are not seen in it
+}

@@ -204,6 +204,10 @@ func (l *lowering) runPre(fr *frame, m *Mod, call string, stmts []dsl.Stmt) bool
 	for _, st := range stmts {
 		switch st := st.(type) {
 		case *dsl.LetStmt:
+			if stringValue(st.Value) {
+				fr.names[st.Name.Name] = &binding{kind: bindValue, res: result{typ: dsl.TypeWord}, ident: st.Name}
+				continue
+			}
 			r := l.expr(fr, st.Value)
 			switch {
 			case !r.ok() && r.typ != dsl.TypeNone && r.fn == "":
@@ -386,4 +390,20 @@ func (l *lowering) result(f *frame, m *Mod, e dsl.Expr) result {
 		return l.value(f, e) // reports what it is
 	}
 	return r
+}
+
+// stringValue reports whether e is a string built from literals: a
+// literal, `a if c else b` or `a + b` of them. A factory may compute one
+// (for a __name__); it has no meaning for the mod, and using it as a value
+// is an error.
+func stringValue(e dsl.Expr) bool {
+	switch x := dsl.Unparen(e).(type) {
+	case *dsl.StringLit:
+		return true
+	case *dsl.CondExpr:
+		return stringValue(x.Then) && stringValue(x.Else)
+	case *dsl.BinaryExpr:
+		return x.Op == dsl.OpAdd && stringValue(x.X) && stringValue(x.Y)
+	}
+	return false
 }

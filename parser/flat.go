@@ -119,6 +119,42 @@ func (c *converter) flatDef(g *flatDefG) *dsl.ModDecl {
 				WithHint("return the inner function (or a combination of it) after its def")
 			return nil
 		}
+		// The inner defs follow one another; the mod is the one the factory
+		// returns by name, else the first of 4 or 5 parameters; the others
+		// are its locals (helpers such as NATTEN's get_x_y).
+		group := []*flatLine{inner}
+		end := at + 1
+		for end < len(top) && (top[end].g.Def != nil || top[end].g.Doc != nil && end+1 < len(top) && top[end+1].g.Def != nil) {
+			if top[end].g.Def != nil {
+				group = append(group, top[end])
+			}
+			end++
+		}
+		main := -1
+		if last := top[len(top)-1].g.Return; last != nil && len(last.Rest) == 0 && last.Value.Tail == nil && last.Value.Head.Atom != nil {
+			for i, g := range group {
+				if g.g.Def.Name.Value == last.Value.Head.Atom.Value && len(last.Value.Head.Suffixes) == 0 {
+					main = i
+				}
+			}
+		}
+		for i := 0; main < 0 && i < len(group); i++ {
+			if n := len(c.paramNames(group[i].g.Def.Params)); n == 4 || n == 5 {
+				main = i
+			}
+		}
+		if main < 0 {
+			main = 0
+		}
+		inner = group[main]
+		for i, g := range group {
+			if i != main {
+				if ld := c.localDef(d, g); ld != nil {
+					d.Locals = append(d.Locals, ld)
+				}
+			}
+		}
+		at = end - 1 // the statements after the defs follow
 		fnHead, body = inner.g.Def, inner.kids
 		d.FactoryParams, d.Defaults = params, defaults
 		d.Inner = ident(fnHead.Name)
@@ -131,15 +167,6 @@ func (c *converter) flatDef(g *flatDefG) *dsl.ModDecl {
 			d.Annotations = &dsl.Annotations{FactoryParams: annots, Params: inAnnots, Returns: returns, InnerReturns: inReturns}
 		}
 		after := top[at+1:]
-		for len(after) > 0 && after[0].g.Def != nil || len(after) > 1 && after[0].g.Doc != nil && after[1].g.Def != nil {
-			if after[0].g.Doc != nil {
-				after = after[1:]
-			}
-			if ld := c.localDef(d, after[0]); ld != nil {
-				d.Locals = append(d.Locals, ld)
-			}
-			after = after[1:]
-		}
 		if len(after) == 0 || after[len(after)-1].g.Return == nil {
 			c.fail(span(inner.first), CodeMissingResult, "factory `%s` ends without `return %s`", d.Name.Name, fnHead.Name.Value).
 				WithHint("end the factory with `return %s`, indented like the `def %s` above it", fnHead.Name.Value, fnHead.Name.Value)
