@@ -292,7 +292,11 @@ func (c *checker) checkMod(m *Mod) {
 		}
 		// `def gen(doc): ...` called as gen(doc): a factory parameter that
 		// takes a buffer and is named after one is the idiom, not a slip.
-		idiom := what == "factory parameter" && m.bufParams[id.Name] && c.prog.buffers[id.Name] != nil
+		// So is a helper function's parameter named after the buffer it is
+		// passed (transformers' chunked_causal_mask_function(chunk_size,
+		// left_padding)).
+		idiom := what == "factory parameter" && m.bufParams[id.Name] && c.prog.buffers[id.Name] != nil ||
+			m.Helper && c.prog.buffers[id.Name] != nil
 		if !m.std && !idiom {
 			c.checkShadow(f, id, what)
 			c.info.Defs[id] = b.sym

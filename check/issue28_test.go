@@ -651,3 +651,29 @@ attention a {
 	_, diags = checkSource(t, strings.Replace(src, "return ((q_x", "return prefix == 1 and ((q_x", 1), nil)
 	assert.Contains(t, diags.Render(), "error[E020]: unknown name prefix") // names bound after the inner def are not seen in it
 }
+
+// TestHelperBufferIdiom pins W005 quiet on a helper function's parameter
+// named after the buffer it is passed.
+func TestHelperBufferIdiom(t *testing.T) {
+	src := `
+buffer left_padding: i32[B]
+
+def chunked_overlay(chunk_size: int, left_padding):
+    def inner_mask(b, h, q_idx, kv_idx):
+        return (kv_idx - left_padding[b]) // chunk_size == (q_idx - left_padding[b]) // chunk_size
+    return inner_mask
+
+def causal_mask_function(b, h, q_idx, kv_idx):
+    return kv_idx <= q_idx
+
+def chunked_causal_mask_function(chunk_size: int, left_padding):
+    return and_masks(chunked_overlay(chunk_size, left_padding), causal_mask_function)
+
+attention a {
+    mask = chunked_causal_mask_function(32, left_padding)
+}
+`
+	p, diags := checkSource(t, src, nil)
+	assert.Empty(t, codesOf(diags), diags.Render())
+	assert.Equal(t, "(kv - left_padding[b]) // 32 == (q - left_padding[b]) // 32 and kv <= q", fmtExpr(p.Attention("a").Mask.Expr))
+}
