@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/maskc/maskc/dsl"
@@ -246,6 +247,11 @@ func (l *lowering) modValue(f *frame, e dsl.Expr, want dsl.ModKind, context stri
 			d.WithHint("declare a mod: %s", exampleDecl(want))
 		}
 		return nil
+	case r.typ == dsl.TypeFunc:
+		n := len(r.mod.mod.Decl.Params)
+		l.errorf(f, e.Span(), CodeNotAMod, "%s needs a %s mod, got the helper function %s, which takes %d %s", context, want, text, n, plural(n, "parameter", "parameters")).
+			WithHint("a %s mod is a def of %d parameters: %s", want, want.Arity(), exampleDef(want))
+		return nil
 	case r.mod.unapplied:
 		l.errorf(f, e.Span(), CodeFactoryNoArgs, "factory %s is used without its arguments", r.mod.name).
 			WithHint("instantiate it: %s", factorySignature(r.mod.mod))
@@ -260,6 +266,14 @@ func (l *lowering) modValue(f *frame, e dsl.Expr, want dsl.ModKind, context stri
 		return nil
 	}
 	return r.mod
+}
+
+// exampleDef is a def of kind k, for hints.
+func exampleDef(k dsl.ModKind) string {
+	if k == dsl.ScoreMod {
+		return "def s(score, b, h, q_idx, kv_idx): ..."
+	}
+	return "def m(b, h, q_idx, kv_idx): ..."
 }
 
 func article(t dsl.Type) string {
@@ -302,8 +316,15 @@ func modSignature(m *Mod) string {
 // instantiate binds a factory's constant (or buffer) arguments.
 func (l *lowering) instantiate(f *frame, x *dsl.CallExpr, m *Mod) result {
 	params := m.Decl.FactoryParams
-	if len(x.Args) != len(params) {
+	args, frames, ok := l.factoryArgs(f, x, m)
+	if !ok {
+		return result{}
+	}
+	if args == nil {
 		for _, a := range x.Args {
+			if kw, ok := a.(*dsl.KeywordArg); ok {
+				a = kw.Value
+			}
 			l.expr(f, a)
 		}
 		d := l.errorf(f, x.Sp, CodeArgCount, "factory %s takes %d %s, got %d", m.Name, len(params),
@@ -318,10 +339,10 @@ func (l *lowering) instantiate(f *frame, x *dsl.CallExpr, m *Mod) result {
 	mv := &modValue{kind: m.Kind, mod: m}
 	names := make([]string, len(params))
 	okAll := true
-	for i, a := range x.Args {
+	for i, a := range args {
 		p := params[i]
 		sym := Symbol{Kind: SymFactoryParam, Name: p.Name, Decl: p}
-		r := l.expr(f, a)
+		r := l.expr(frames[i], a)
 		switch {
 		case !r.ok() && r.fn == "":
 			// Unknown while a factory's own declaration is checked (or
@@ -341,6 +362,14 @@ func (l *lowering) instantiate(f *frame, x *dsl.CallExpr, m *Mod) result {
 			l.errorf(f, a.Span(), CodeFactoryArg, "argument %s of %s must be a constant, got buffer %s", p.Name, m.Name, r.buf.Name).
 				WithHint("%s uses %s as a number; pass a literal or a param", m.Name, p.Name)
 			okAll = false
+		case r.typ == dsl.TypeNone || r.typ == dsl.TypeTuple:
+			mv.args = append(mv.args, &binding{kind: bindValue, res: r, sym: withType(sym, r.typ), ident: p})
+			names[i] = sourceText(frames[i], a)
+		case r.mod != nil && !r.mod.unapplied:
+			// A factory taking a mod (attention-gym's generate_doc_mask_mod
+			// wraps any mask_mod): the mod, inlined where it is called.
+			mv.args = append(mv.args, &binding{kind: bindValue, res: r, sym: withType(sym, r.typ), ident: p})
+			names[i] = r.mod.name
 		case !r.scalar():
 			l.value(f, a) // reports what a is
 			okAll = false
@@ -357,7 +386,121 @@ func (l *lowering) instantiate(f *frame, x *dsl.CallExpr, m *Mod) result {
 		return result{}
 	}
 	mv.name = m.Name + "(" + strings.Join(names, ", ") + ")"
+	if m.Decl.FactoryPre != nil && !l.factoryPre(f, m, mv) {
+		return result{}
+	}
+	if len(m.locals) > 0 {
+		// The inner defs see each other (and themselves: recursion is
+		// caught where one is inlined).
+		var lvs []*modValue
+		for _, lm := range m.locals {
+			lv := &modValue{kind: lm.Kind, mod: lm, args: mv.args, name: lm.Name}
+			typ := kindType(lm.Kind)
+			if lm.Helper {
+				typ = dsl.TypeFunc
+			}
+			mv.locals = append(mv.locals, &binding{kind: bindValue, res: result{typ: typ, mod: lv}, ident: lm.Decl.Name,
+				sym: Symbol{Kind: SymMod, Name: lm.Name, Decl: lm.Decl, Type: typ}})
+			lvs = append(lvs, lv)
+		}
+		for _, lv := range lvs {
+			lv.locals = mv.locals
+		}
+	}
+	if m.Decl.FactoryResult != nil {
+		return l.factoryResult(f, x, m, mv)
+	}
 	return result{typ: kindType(m.Kind), mod: mv}
+}
+
+// factoryResult evaluates what a factory def returns when that is not its
+// inner function itself: its assignments after the inner def and its
+// return expression, in a frame where the factory's parameters have their
+// arguments and the inner function's name is the instantiated mod mv.
+func (l *lowering) factoryResult(f *frame, x *dsl.CallExpr, m *Mod, mv *modValue) result {
+	d := m.Decl
+	fr := &frame{src: m.src, names: map[string]*binding{}, std: m.std, stdName: f.stdName, site: f.site}
+	for _, b := range mv.args {
+		fr.names[b.ident.Name] = b
+	}
+	for _, b := range mv.locals {
+		fr.names[b.ident.Name] = b
+	}
+	inner := result{typ: kindType(m.Kind), mod: mv}
+	fr.names[d.Inner.Name] = &binding{kind: bindValue, res: inner, ident: d.Inner,
+		sym: Symbol{Kind: SymMod, Name: d.Inner.Name, Decl: d, Type: inner.typ}}
+	for _, let := range d.FactoryLets {
+		if stringValue(let.Value) {
+			// `prefix = "a" if approx else "b"` for a __name__: no meaning.
+			fr.names[let.Name.Name] = &binding{kind: bindValue, res: result{typ: dsl.TypeWord}, ident: let.Name}
+			continue
+		}
+		r := l.expr(fr, let.Value)
+		if !r.ok() {
+			return result{}
+		}
+		fr.names[let.Name.Name] = &binding{kind: bindValue, res: r, ident: let.Name,
+			sym: Symbol{Kind: SymLet, Name: let.Name.Name, Decl: let, Type: r.typ}}
+	}
+	r := l.expr(fr, d.FactoryResult)
+	if !r.ok() {
+		return result{}
+	}
+	if r.mod == nil || r.mod.unapplied {
+		l.errorf(fr, d.FactoryResult.Span(), CodeNotAMod, "factory %s returns %s, not a mask or score mod", m.Name, describeResult(r)).
+			WithHint("return the inner function, or a combination such as and_masks(%s, causal)", d.Inner.Name)
+		return result{}
+	}
+	return r
+}
+
+// factoryArgs binds the arguments of a factory call to its parameters as
+// Python does: positional ones in order, then keyword ones by name, then
+// the def's default values (read in a frame of their own: Python
+// evaluates a default where the def is written). It returns one argument
+// and its frame per parameter, or nil args when their number is wrong
+// (reported by the caller); a keyword argument that names no parameter, or
+// one already given, is an error (ok false).
+func (l *lowering) factoryArgs(f *frame, x *dsl.CallExpr, m *Mod) (args []dsl.Expr, frames []*frame, ok bool) {
+	params := m.Decl.FactoryParams
+	if m.Helper {
+		params = m.Decl.Params
+	}
+	args, frames = make([]dsl.Expr, len(params)), make([]*frame, len(params))
+	n := 0
+	for _, a := range x.Args {
+		kw, isKw := a.(*dsl.KeywordArg)
+		if !isKw {
+			if n >= len(params) {
+				return nil, nil, true
+			}
+			args[n], frames[n] = a, f
+			n++
+			continue
+		}
+		i := slices.IndexFunc(params, func(p *dsl.Ident) bool { return p.Name == kw.Name.Name })
+		switch {
+		case i < 0:
+			l.errorf(f, kw.Name.Sp, CodeKeywordArg, "%s has no parameter %s", callableName(m), kw.Name.Name).
+				WithHint("its parameters are %s(%s)", m.Name, strings.Join(paramNames(params), ", "))
+			return nil, nil, false
+		case args[i] != nil:
+			l.errorf(f, kw.Name.Sp, CodeKeywordArg, "%s gets %s twice", callableName(m), kw.Name.Name).
+				WithHint("pass %s once, by position or as %s=", kw.Name.Name, kw.Name.Name)
+			return nil, nil, false
+		}
+		args[i], frames[i] = kw.Value, f
+	}
+	for i := range params {
+		if args[i] != nil {
+			continue
+		}
+		if i >= len(m.Decl.Defaults) || m.Decl.Defaults[i] == nil {
+			return nil, nil, true
+		}
+		args[i], frames[i] = m.Decl.Defaults[i], &frame{src: m.src, names: map[string]*binding{}, record: f.record && !m.std, std: m.std}
+	}
+	return args, frames, true
 }
 
 // applyCost is what inlining one mod body counts against the node budgets.
@@ -391,6 +534,9 @@ func describeResult(r result) string {
 
 // applyCall lowers a mod applied to index arguments: causal(b, h, q, kv).
 func (l *lowering) applyCall(f *frame, x *dsl.CallExpr, mv *modValue) result {
+	if mv.mod != nil && mv.mod.Helper {
+		return l.applyHelper(f, x, mv)
+	}
 	want := kindParams(mv.kind)
 	args := make([]result, len(x.Args))
 	okAll := true
@@ -508,6 +654,10 @@ func (l *lowering) apply(f *frame, mv *modValue, args []result, site dsl.Span) r
 			inner.names[p.Name] = &b
 		}
 	}
+	for _, lb := range mv.locals {
+		b := *lb
+		inner.names[lb.ident.Name] = &b
+	}
 	for i, p := range m.Decl.Params {
 		typ := dsl.TypeInt
 		if m.Kind == dsl.ScoreMod && i == 0 {
@@ -591,10 +741,55 @@ func (l *lowering) body(f *frame, m *Mod) result {
 			}
 		}
 	}
-	for _, let := range b.Lets {
-		r := l.value(f, let.Value)
+	resultExpr := b.Result
+	var r result
+	if b.Stmts != nil {
+		var returned bool
+		r, resultExpr, returned = l.run(f, m, b.Stmts, &lets)
+		if !returned {
+			l.errorf(f, m.Decl.Body.Sp, CodeStatement, "def %s ends without `return` here: Python returns None, which is not a %s", defName(m), m.Kind).
+				WithHint("end every branch with `return ...`")
+			return result{}
+		}
+	} else {
+		for _, let := range b.Lets {
+			l.assign(f, m, let, &lets)
+		}
+		r = l.result(f, m, b.Result)
+	}
+	if f.record && !l.aborted && !l.partial { // after an abort (E055) or a partial run uses were not all counted
+		for _, bd := range lets {
+			if bd.uses == 0 {
+				what := "let"
+				if b.Def {
+					what = "assignment to"
+				}
+				l.warnf(f, bd.ident.Sp, CodeUnusedLet, "%s %s is never used", what, bd.ident.Name).
+					WithHint("remove it, or use it in the result")
+			}
+		}
+	}
+	if m.Helper {
+		return r // a helper gives a value of any type
+	}
+	return l.checkResult(f, m, r, resultExpr)
+}
+
+// assign lowers one let or assignment of m's body in frame f, appending
+// its binding to lets.
+func (l *lowering) assign(f *frame, m *Mod, let *dsl.LetStmt, lets *[]*binding) {
+	b := m.Decl.Body
+	{
+		r := l.expr(f, let.Value)
+		if !r.scalar() && !callable(r) && r.typ != dsl.TypeTuple && r.typ != dsl.TypeNone && (r.ok() || r.fn != "") {
+			r = l.value(f, let.Value) // reports what it is
+		}
+		if let.Unpack > 0 && r.ok() && (r.typ != dsl.TypeTuple || len(r.elems) != let.Unpack) {
+			l.unpackError(f, let, r)
+			r = result{}
+		}
 		if let.Name == nil {
-			continue
+			return
 		}
 		prev := f.names[let.Name.Name]
 		if prev != nil && prev.kind == bindUnbound {
@@ -617,51 +812,43 @@ func (l *lowering) body(f *frame, m *Mod) result {
 		}
 		bd := &binding{kind: bindValue, res: r, ident: let.Name,
 			sym: Symbol{Kind: SymLet, Name: let.Name.Name, Decl: let, Type: r.typ, Doc: doc}}
-		if r.typ == dsl.TypeInvalid {
+		if r.typ == dsl.TypeInvalid && r.fn == "" {
 			bd.kind = bindUnknown
 		}
 		f.names[let.Name.Name] = bd
-		lets = append(lets, bd)
+		*lets = append(*lets, bd)
 		if f.record {
 			l.c.info.Defs[let.Name] = bd.sym
 		}
 	}
-	r := l.value(f, b.Result)
-	if f.record && !l.aborted { // after an abort (E055) uses were not all counted
-		for _, bd := range lets {
-			if bd.uses == 0 {
-				what := "let"
-				if b.Def {
-					what = "assignment to"
-				}
-				l.warnf(f, bd.ident.Sp, CodeUnusedLet, "%s %s is never used", what, bd.ident.Name).
-					WithHint("remove it, or use it in the result")
-			}
-		}
-	}
+}
+
+// checkResult checks a mod's result r, computed from the expression e,
+// against the mod's kind.
+func (l *lowering) checkResult(f *frame, m *Mod, r result, e dsl.Expr) result {
 	if !r.ok() {
 		return result{}
 	}
 	switch m.Kind {
 	case dsl.MaskMod:
 		if r.typ != dsl.TypeBool {
-			l.errorf(f, b.Result.Span(), CodeMaskNotBool, "mask %s must give a bool, got %s", m.Name, r.typ).
-				WithHint("a mask keeps a (q, kv) pair when it gives True; compare, e.g. %s != 0", sourceText(f, b.Result))
+			l.errorf(f, e.Span(), CodeMaskNotBool, "mask %s must give a bool, got %s", m.Name, r.typ).
+				WithHint("a mask keeps a (q, kv) pair when it gives True; compare, e.g. %s != 0", sourceText(f, e))
 			return result{}
 		}
 	case dsl.ScoreMod:
 		switch r.typ {
 		case dsl.TypeBool:
-			l.errorf(f, b.Result.Span(), CodeScoreNotFloat, "score %s must give a number, got bool", m.Name).
+			l.errorf(f, e.Span(), CodeScoreNotFloat, "score %s must give a number, got bool", m.Name).
 				WithHint("to drop pairs from a score, write where(cond, score, -inf); or make it a mask")
 			return result{}
 		case dsl.TypeInt:
 			// Python promotes an int score to float: make that explicit.
 			if r.isConst() {
-				return l.constant(f, dsl.Float(float64(r.val.I)), b.Result.Span())
+				return l.constant(f, dsl.Float(float64(r.val.I)), e.Span())
 			}
-			zero := l.constant(f, dsl.Float(0), b.Result.Span())
-			sp := l.span(f, b.Result.Span())
+			zero := l.constant(f, dsl.Float(0), e.Span())
+			sp := l.span(f, e.Span())
 			return l.add(f, &dsl.BinaryExpr{Sp: sp, Op: dsl.OpAdd, OpSp: sp, X: r.node, Y: zero.node}, dsl.TypeFloat, r.size+2)
 		}
 	}
@@ -677,4 +864,73 @@ func (l *lowering) isMod(f *frame, e dsl.Expr) bool {
 	}
 	g, ok := l.c.lookup(f, id.Name)
 	return ok && (g.kind == SymMod || g.kind == SymStdMod)
+}
+
+// callableName names a factory or helper for messages: "factory f".
+func callableName(m *Mod) string {
+	if m.Helper {
+		return "function " + m.Name
+	}
+	return "factory " + m.Name
+}
+
+// paramNames lists the names of ids.
+func paramNames(ids []*dsl.Ident) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = id.Name
+	}
+	return out
+}
+
+// applyHelper inlines a call of helper function m: its arguments, by
+// position, keyword or default as Python binds them, are values of any
+// scalar type (or None, a buffer, a mod); its body gives a value of any
+// type.
+func (l *lowering) applyHelper(f *frame, x *dsl.CallExpr, mv *modValue) result {
+	m := mv.mod
+	args, frames, ok := l.factoryArgs(f, x, m)
+	if !ok {
+		return result{}
+	}
+	if args == nil {
+		for _, a := range x.Args {
+			if kw, ok := a.(*dsl.KeywordArg); ok {
+				a = kw.Value
+			}
+			l.expr(f, a)
+		}
+		l.errorf(f, x.Sp, CodeArgCount, "function %s takes %d %s, got %d", m.Name, len(m.Decl.Params),
+			plural(len(m.Decl.Params), "argument", "arguments"), len(x.Args)).
+			WithHint("call it as %s(%s)", m.Name, strings.Join(paramNames(m.Decl.Params), ", "))
+		return result{}
+	}
+	if slices.Contains(l.stack, m) {
+		l.errorf(f, x.Sp, CodeRecursion, "function %s calls itself", m.Name).
+			WithHint("maskc inlines every call; write the recursion out")
+		return result{}
+	}
+	inner := &frame{src: m.src, names: map[string]*binding{}, std: m.std, site: f.site, stdName: f.stdName}
+	for _, b := range mv.args { // an inner def of a factory sees its arguments
+		inner.names[b.ident.Name] = b
+	}
+	for _, b := range mv.locals {
+		inner.names[b.ident.Name] = b
+	}
+	for i, p := range m.Decl.Params {
+		r := l.expr(frames[i], args[i])
+		if !r.ok() && r.typ != dsl.TypeNone {
+			return result{}
+		}
+		b := &binding{kind: bindValue, res: r, buf: r.buf, ident: p, sym: Symbol{Kind: SymModParam, Name: p.Name, Decl: p, Type: r.typ}}
+		if r.typ == dsl.TypeBuffer {
+			b.kind = bindBuffer
+		}
+		inner.names[p.Name] = b
+	}
+	l.work += applyCost
+	l.c.work += applyCost
+	l.stack = append(l.stack, m)
+	defer func() { l.stack = l.stack[:len(l.stack)-1] }()
+	return l.body(inner, m)
 }

@@ -165,7 +165,17 @@ func (c *checker) firstDeclared(src *dsl.Source, first *dsl.Ident) string {
 
 func newMod(d *dsl.ModDecl, src *dsl.Source, std bool, doc string) *Mod {
 	m := &Mod{Decl: d, Name: d.Name.Name, Kind: d.Kind, Factory: d.FactoryParams != nil, src: src, std: std,
-		doc: doc, bufParams: map[string]bool{}, paramCount: len(d.Params) == d.Kind.Arity()}
+		doc: doc, bufParams: map[string]bool{}, paramCount: len(d.Params) == d.Kind.Arity() || d.Helper, Helper: d.Helper}
+	for _, ld := range d.Locals {
+		// An inner def sees the factory's parameters: a factory of them.
+		cp := *ld
+		cp.FactoryParams, cp.Inner = d.FactoryParams, ld.Name
+		lm := newMod(&cp, src, std, "")
+		m.locals = append(m.locals, lm)
+		for p := range lm.bufParams {
+			m.bufParams[p] = true
+		}
+	}
 	m.hover = modSignature(m)
 	if doc != "" {
 		m.hover += "\n" + doc
@@ -174,16 +184,26 @@ func newMod(d *dsl.ModDecl, src *dsl.Source, std bool, doc string) *Mod {
 	for _, p := range d.FactoryParams {
 		factory[p.Name] = true
 	}
-	if d.Body != nil && len(factory) > 0 { // only factory parameters can be buffers
-		exprs := []dsl.Expr{d.Body.Result}
-		for _, l := range d.Body.Lets {
-			exprs = append(exprs, l.Value)
+	// `ids = document_ids` before the inner def: indexing ids indexes the
+	// parameter.
+	alias := map[string]string{}
+	for _, st := range d.FactoryPre {
+		if let, ok := st.(*dsl.LetStmt); ok && let.Name != nil {
+			if id, ok := dsl.Unparen(let.Value).(*dsl.Ident); ok && factory[id.Name] {
+				alias[let.Name.Name] = id.Name
+				factory[let.Name.Name] = true
+			}
 		}
-		for _, e := range exprs {
+	}
+	if d.Body != nil && len(factory) > 0 { // only factory parameters can be buffers
+		for _, e := range d.Body.Exprs() {
 			dsl.Inspect(e, func(e dsl.Expr) bool {
 				if ix, ok := e.(*dsl.IndexExpr); ok {
 					if id, ok := dsl.Unparen(ix.X).(*dsl.Ident); ok && factory[id.Name] {
 						m.bufParams[id.Name] = true
+						if p, ok := alias[id.Name]; ok {
+							m.bufParams[p] = true
+						}
 					}
 				}
 				return true

@@ -97,6 +97,7 @@ var diagnosticCases = []struct {
 	{CodeKeywordArg, "def s(score, b, h, q_idx, kv_idx):\n    return score + torch.div(q_idx, 2, rounding_mode=\"round\")\n", nil},
 	{CodeTorchBool, "def m(b, h, q_idx, kv_idx):\n    return q_idx >= kv_idx and q_idx - kv_idx < 4\n", nil},
 	{CodeUnboundLocal, "def generate(W: int):\n    def m(b, h, q_idx, kv_idx):\n        W = W * 2\n        return q_idx - kv_idx <= W\n    return m\n\nattention a {\n    mask = generate(4)\n}\n", nil},
+	{CodeStatement, "def m(b, h, q_idx, kv_idx):\n    if q_idx > kv_idx:\n        return True\n    return False\n", nil},
 	{CodeConversion, "def s(score, b, h, q_idx, kv_idx):\n    return score + (q_idx - kv_idx).to(torch.bfloat16)\n", nil},
 	{CodeIntPower, "mask m(b, h, q, kv) = 2 ** -(kv % 3) < 0.5\n", nil},
 	{CodeFloat32Range, "param C = 30.0\nscore s(score, b, h, q, kv) = C * tanh(score / C)\nattention a {\n    score = s\n}\n", map[string]string{"C": "1e39"}},

@@ -47,6 +47,7 @@ const (
 	CodeKeywordArg        dsl.Code = "E075"
 	CodeConversion        dsl.Code = "E076"
 	CodeUnboundLocal      dsl.Code = "E077"
+	CodeStatement         dsl.Code = "E078"
 	CodeIntPower          dsl.Code = "E090"
 	CodeUnusedParam       dsl.Code = "W001"
 	CodeUnusedBuffer      dsl.Code = "W002"
@@ -113,6 +114,7 @@ var Codes = map[dsl.Code]string{
 	CodeMethod:            "a tensor method that is unknown, not called, or called with the wrong arguments",
 	CodeKeywordArg:        "a keyword argument that the function does not take, or a bad keyword value",
 	CodeUnboundLocal:      "a def's local read before its first assignment (Python's UnboundLocalError)",
+	CodeStatement:         "an `if` or `assert` on a run-time value (decided at compile time only), a failing assert, a def that ends without return, or `is` not against None",
 	CodeConversion:        "a conversion maskc cannot make exactly: a dtype other than int32/int64/float32/float64/bool, or float() of a bad string",
 	CodeFloat32Range:      "a score constant that float32, in which kernels compute scores, rounds to inf or 0",
 }

@@ -265,11 +265,7 @@ func bodyExprs(d *dsl.ModDecl) []dsl.Expr {
 	if d.Body == nil {
 		return nil
 	}
-	var out []dsl.Expr
-	for _, l := range d.Body.Lets {
-		out = append(out, l.Value)
-	}
-	return append(out, d.Body.Result)
+	return d.Body.Exprs()
 }
 
 func (c *checker) checkMod(m *Mod) {
@@ -295,7 +291,14 @@ func (c *checker) checkMod(m *Mod) {
 				WithHint("%s", c.firstDeclared(m.src, prev.ident))
 			return
 		}
-		if !m.std {
+		// `def gen(doc): ...` called as gen(doc): a factory parameter that
+		// takes a buffer and is named after one is the idiom, not a slip.
+		// So is a helper function's parameter named after the buffer it is
+		// passed (transformers' chunked_causal_mask_function(chunk_size,
+		// left_padding)).
+		idiom := what == "factory parameter" && m.bufParams[id.Name] && c.prog.buffers[id.Name] != nil ||
+			m.Helper && c.prog.buffers[id.Name] != nil
+		if !m.std && !idiom {
 			c.checkShadow(f, id, what)
 			c.info.Defs[id] = b.sym
 		}
@@ -308,13 +311,30 @@ func (c *checker) checkMod(m *Mod) {
 		}
 		declare(p, &binding{kind: bindUnknown, sym: sym, ident: p}, "factory parameter")
 	}
+	for _, ld := range d.Locals {
+		if f.names[ld.Name.Name] == nil {
+			f.names[ld.Name.Name] = &binding{kind: bindUnknown, ident: ld.Name,
+				sym: Symbol{Kind: SymMod, Name: ld.Name.Name, Decl: ld, Doc: "inner def " + ld.Name.Name + " of factory " + m.Name}}
+		}
+	}
+	inner := map[string]bool{} // the inner function's parameters hide the factory's locals
+	for _, p := range d.Params {
+		inner[p.Name] = true
+	}
+	for _, id := range assignedNames(d.FactoryPre) {
+		// Known only when the factory is called (factoryPre).
+		if f.names[id.Name] == nil && !inner[id.Name] {
+			f.names[id.Name] = &binding{kind: bindUnknown, ident: id,
+				sym: Symbol{Kind: SymLet, Name: id.Name, Decl: id, Doc: "local " + id.Name + " of factory " + m.Name}}
+		}
+	}
 	l := c.newLowering()
 	l.stack = append(l.stackBuf[:0], m)
 	l.rootKind, l.rootName, l.rootSpan, l.declPass = m.Kind, m.Name, d.Name.Sp, true
 	for i, p := range d.Params {
 		v, typ, ok := paramVar(m.Kind, i)
-		if !ok {
-			v = -1
+		if !ok || m.Helper {
+			v = -1 // a helper's parameters are known where it is called
 		}
 		sym := Symbol{Kind: SymModParam, Name: p.Name, Decl: p, Type: typ, Doc: c.modParamDoc(p.Name, v)}
 		b := &binding{kind: bindUnknown, sym: sym, ident: p}
@@ -404,7 +424,10 @@ func (c *checker) warnUnused() {
 		return // a file of mods only is a library: its mods are its output
 	}
 	for _, m := range c.prog.Mods {
-		if !m.Used {
+		if !m.Used && m.Helper {
+			c.diags.Warn(c.src, m.Decl.Name.Sp, CodeUnusedMod, "function %s is never used", m.Name).
+				WithHint("call it from a mod, or remove it (a mask_mod takes 4 parameters, a score_mod 5)")
+		} else if !m.Used {
 			c.diags.Warn(c.src, m.Decl.Name.Sp, CodeUnusedMod, "%s %s is never used", m.Kind, m.Name).
 				WithHint("use it in an attention block (%s = %s), or remove it", m.Kind, m.Name)
 		}

@@ -174,7 +174,7 @@ func TestExpressionTyping(t *testing.T) {
 		{"q + causal > 0", "E028: mask causal is a mod, not a value"},
 		{"q > abs", "E028: abs is a built-in function, not a value"},
 		{"and_masks > 1", "E028: and_masks combines mask mods; it is not a value"},
-		{"(q, kv) == 1", "E028: a tuple is not a value"},
+		{"(q, kv) == 1", "E028: (q, kv) is a tuple, not a value"},
 		{"~1.5 == q", "E027: `~` needs a bool or an int, got float"},
 		{"(q & 1.5) == 0", "E027: `&` needs bool or int operands, got float"},
 		{"not q", "E026: `not` needs a bool, got int"},

@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,6 +29,9 @@ type result struct {
 	mod  *modValue // when typ is TypeMask or TypeScore
 	buf  *Buffer   // when typ is TypeBuffer
 	fn   string    // a built-in's canonical name, "and_masks" or "or_masks"
+	// elems are a tuple's elements when typ is TypeTuple: a Python tuple
+	// used at compile time (a factory argument, `a, b = pair`, pair[0]).
+	elems []result
 }
 
 func (r result) ok() bool      { return r.typ != dsl.TypeInvalid }
@@ -44,6 +48,7 @@ type modValue struct {
 	mod       *Mod        // nil for a combination
 	unapplied bool        // a factory named without its arguments
 	args      []*binding  // factory arguments, one per factory parameter
+	locals    []*binding  // names a factory's statements before its inner def bind
 	comb      dsl.Op      // dsl.OpAnd or dsl.OpOr for a combination
 	parts     []*modValue // the combined mods
 }
@@ -104,6 +109,10 @@ type lowering struct {
 	rootKind dsl.ModKind
 	rootName string
 	rootSpan dsl.Span
+	// partial is set when a def's statements could not all run (a
+	// condition or loop bound on a factory argument, unknown while its
+	// declaration is checked): uses were not all counted.
+	partial bool
 	// stackBuf holds the first entries of stack, saving an allocation.
 	stackBuf [4]*Mod
 	// declPass is set while a mod's own declaration is checked.
@@ -246,12 +255,15 @@ func (l *lowering) exprNoRecord(f *frame, e dsl.Expr) result {
 	case *dsl.ParenExpr:
 		return l.expr(f, x.X)
 	case *dsl.TupleExpr:
+		t := result{typ: dsl.TypeTuple}
 		for _, el := range x.Elems {
-			l.expr(f, el)
+			r := l.expr(f, el)
+			if !r.ok() && r.fn == "" {
+				return result{}
+			}
+			t.elems = append(t.elems, r)
 		}
-		l.errorf(f, x.Sp, CodeNotAValue, "a tuple is not a value").
-			WithHint("tuples are only written as setting values, e.g. window = (1023, 0)")
-		return result{}
+		return t
 	case *dsl.UnaryExpr:
 		return l.unary(f, x)
 	case *dsl.BinaryExpr:
@@ -311,6 +323,16 @@ func (l *lowering) value(f *frame, e dsl.Expr) result {
 	case r.typ == dsl.TypeBuffer:
 		l.errorf(f, e.Span(), CodeNotAValue, "buffer %s is used without an index", r.buf.Name).
 			WithHint("read an element: %s[%s]", r.buf.Name, strings.Join(indexNames(len(r.buf.Dims)), ", "))
+	case r.typ == dsl.TypeTuple:
+		d := l.errorf(f, e.Span(), CodeNotAValue, "%s is a tuple, not a value", name)
+		if _, ok := dsl.Unparen(e).(*dsl.Ident); ok {
+			d.WithHint("read an element, e.g. %s[0], or unpack it: a, b = %s", name, name)
+		} else {
+			d.WithHint("a mod gives one value; tuples are compile-time values of factories and helper functions")
+		}
+	case r.typ == dsl.TypeFunc:
+		l.errorf(f, e.Span(), CodeNotAValue, "%s is a helper function, not a value", name).
+			WithHint("call it: %s(%s)", name, strings.Join(paramNames(r.mod.mod.Decl.Params), ", "))
 	case r.mod != nil && r.mod.unapplied:
 		l.errorf(f, e.Span(), CodeFactoryNoArgs, "factory %s is used without its arguments", r.mod.name).
 			WithHint("instantiate it: %s", factorySignature(r.mod.mod))
@@ -382,6 +404,9 @@ func (l *lowering) ident(f *frame, x *dsl.Ident) result {
 		return r
 	}
 	g, ok := l.c.lookup(f, x.Name)
+	if !ok && x.Name == "None" {
+		return result{typ: dsl.TypeNone}
+	}
 	if !ok {
 		l.unknownName(f, x)
 		return result{}
@@ -419,6 +444,9 @@ func (l *lowering) ident(f *frame, x *dsl.Ident) result {
 			m.Used = true
 		}
 		mv := &modValue{kind: m.Kind, name: m.Name, mod: m, unapplied: m.Factory}
+		if m.Helper {
+			return result{typ: dsl.TypeFunc, mod: mv}
+		}
 		return result{typ: kindType(m.Kind), mod: mv}
 	case SymSize:
 		return l.varRef(f, g.size, dsl.TypeInt, x.Sp)
@@ -499,7 +527,18 @@ func (l *lowering) unaryOf(f *frame, x *dsl.UnaryExpr, a result) result {
 }
 
 func (l *lowering) binary(f *frame, x *dsl.BinaryExpr) result {
-	a := l.value(f, x.X)
+	a := l.expr(f, x.X)
+	if (x.Op == dsl.OpAnd || x.Op == dsl.OpOr) && (a.typ == dsl.TypeNone || a.typ == dsl.TypeBool && a.isConst()) {
+		// Python short-circuits: `w is not None and w > 0` never reads
+		// w > 0 when w is None.
+		truth := a.typ == dsl.TypeBool && a.val.I != 0
+		if truth == (x.Op == dsl.OpOr) {
+			return l.constant(f, dsl.Bool(truth), x.Sp)
+		}
+	}
+	if !a.scalar() && (a.ok() || a.fn != "") {
+		a = l.value(f, x.X) // reports what x.X is
+	}
 	b := l.value(f, x.Y)
 	if (x.Op == dsl.OpAnd || x.Op == dsl.OpOr) && a.ok() && b.ok() && (!a.isConst() || !b.isConst()) {
 		l.torchWarning(f, x.OpSp, "`"+x.Op.String()+"`", "&", "|")
@@ -603,6 +642,9 @@ func (l *lowering) compare(f *frame, x *dsl.CompareExpr) result {
 	if len(x.Operands) != len(x.Ops)+1 || len(x.Ops) == 0 {
 		l.errorf(f, x.Sp, CodeNotAValue, "malformed comparison")
 		return result{}
+	}
+	if slices.Contains(x.Ops, dsl.OpIs) || slices.Contains(x.Ops, dsl.OpIsNot) {
+		return l.isNone(f, x)
 	}
 	ops := make([]result, len(x.Operands))
 	for i, o := range x.Operands {
@@ -731,10 +773,33 @@ func branchType(a, b dsl.Type) dsl.Type {
 
 func (l *lowering) cond(f *frame, x *dsl.CondExpr) result {
 	c := l.value(f, x.Cond)
-	if !c.isConst() {
+	if c.ok() && !c.isConst() || !c.ok() && l.readsRuntime(f, x.Cond) {
 		l.torchWarning(f, x.Sp, "`x if c else y`", "torch.where(c, x, y)", "")
 	}
-	t, e := l.value(f, x.Then), l.value(f, x.Else)
+	if c.ok() && c.isConst() && c.typ == dsl.TypeBool {
+		// Decided at compile time: as in Python, only the chosen arm is
+		// evaluated. It may be a function (an alias, `tanh = torch.tanh
+		// if exact else approx_tanh`), a tuple or None.
+		chosen := x.Else
+		if c.val.I != 0 {
+			chosen = x.Then
+		}
+		r := l.expr(f, chosen)
+		if !r.scalar() && !callable(r) && r.typ != dsl.TypeTuple && r.typ != dsl.TypeNone && (r.ok() || r.fn != "") {
+			return l.value(f, chosen) // reports what it is
+		}
+		return r
+	}
+	t, e := l.expr(f, x.Then), l.expr(f, x.Else)
+	if !c.ok() && (callable(t) || callable(e)) {
+		return result{} // a factory's argument, known where it is called
+	}
+	if !t.scalar() && (t.ok() || t.fn != "") {
+		t = l.value(f, x.Then) // reports what it is
+	}
+	if !e.scalar() && (e.ok() || e.fn != "") {
+		e = l.value(f, x.Else)
+	}
 	if c.ok() && c.typ != dsl.TypeBool {
 		l.errorf(f, x.Cond.Span(), CodeConditionNotBool, "the condition of `if else` must be bool, got %s", c.typ).
 			WithHint("compare it to get a bool, e.g. %s != 0", sourceText(f, x.Cond))
@@ -753,8 +818,43 @@ func (l *lowering) cond(f *frame, x *dsl.CondExpr) result {
 	return l.add(f, node, branchType(t.typ, e.typ), c.size+t.size+e.size+1)
 }
 
+// callable reports whether r is a function: a built-in, a helper or a mod.
+func callable(r result) bool {
+	return r.fn != "" || r.typ == dsl.TypeFunc || r.mod != nil
+}
+
+// readsRuntime reports whether e reads a value known only at run time: a
+// local bound to one (a mod parameter, a let computed from one) or a
+// buffer element. While a factory's declaration is checked its parameters
+// are unknown, so `x if flag else y` on a factory argument has no value yet
+// but is still decided at compile time, as Python decides it.
+func (l *lowering) readsRuntime(f *frame, e dsl.Expr) bool {
+	runtime := false
+	dsl.Inspect(e, func(x dsl.Expr) bool {
+		switch x := x.(type) {
+		case *dsl.IndexExpr:
+			runtime = true
+		case *dsl.Ident:
+			if b := f.names[x.Name]; b != nil && b.kind == bindValue && b.res.ok() && !b.res.isConst() {
+				runtime = true
+			}
+		}
+		return !runtime
+	})
+	return runtime
+}
+
 func (l *lowering) index(f *frame, x *dsl.IndexExpr) result {
+	if inner, ok := dsl.Unparen(x.X).(*dsl.IndexExpr); ok {
+		// x[a][b] reads the element x[a, b], as torch indexes a tensor's
+		// rows: one read of the buffer with all the indices.
+		merged := &dsl.IndexExpr{Sp: x.Sp, X: inner.X, Indices: append(append([]dsl.Expr{}, inner.Indices...), x.Indices...)}
+		return l.index(f, merged)
+	}
 	target := l.expr(f, x.X)
+	if target.typ == dsl.TypeTuple {
+		return l.tupleIndex(f, x, target)
+	}
 	idx := make([]result, len(x.Indices))
 	okAll := true
 	for i, e := range x.Indices {

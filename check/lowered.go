@@ -38,6 +38,12 @@ func (c *checker) lowerTop(mv *modValue, name string, site dsl.Span) (*dsl.Lower
 	}
 	r := l.apply(f, mv, args, site)
 	if !r.ok() {
+		if !c.diags.HasErrors() && !l.aborted && !c.exhausted {
+			// Never drop a mod silently: a value left unknown in a file
+			// without errors is maskc's defect, not the file's.
+			c.diags.Add(c.src, site, CodeNotAMod, "internal error: %s could not be lowered, and no error says why", name).
+				WithHint("report this with the file; meanwhile simplify the mod")
+		}
 		return nil, false
 	}
 	low := &dsl.Lowered{Kind: mv.kind, Name: name, Expr: r.node, Types: l.types, Buffers: l.buffers}

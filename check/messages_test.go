@@ -29,11 +29,18 @@ func TestGradedMessages(t *testing.T) {
 				" 3 |     mask = m(b, h, q_idx, kv_idx)\n" +
 				"   |            ^^^^^^^^^^^^^^^^^^^^^^\n" +
 				"   = hint: write mask = m: maskc calls it with (b, h, q, kv) for every pair\n"},
-		{"torch.erf", "def s(score, b, h, q_idx, kv_idx):\n    return score + torch.erf(score)\n",
-			"test.flex:2:20: error[E020]: unknown name torch.erf\n" +
-				" 2 |     return score + torch.erf(score)\n" +
-				"   |                    ^^^^^^^^^\n" +
-				"   = hint: the functions maskc knows, with or without `torch.`/`math.`, are abs, ceil, clamp, exp, exp2, float, floor, int, log, log2, max, min, sigmoid, sqrt, tanh, where\n"},
+		{"torch.lgamma", "def s(score, b, h, q_idx, kv_idx):\n    return score + torch.lgamma(score)\n",
+			"test.flex:2:20: error[E020]: unknown name torch.lgamma\n" +
+				" 2 |     return score + torch.lgamma(score)\n" +
+				"   |                    ^^^^^^^^^^^^\n" +
+				"   = hint: the functions maskc knows, with or without `torch.`/`math.`, are abs, ceil, clamp, cos, erf, exp, exp2, float, floor, int, log, log2, max, min, sigmoid, sin, sqrt, tan, tanh, where\n"},
+		// `pass` parses (Python's no-op); a def whose body only passes
+		// returns None, which check says in those words.
+		{"pass", "def m(b, h, q_idx, kv_idx):\n    pass\n\nattention a {\n    mask = m\n}\n",
+			"test.flex:1:27: error[E078]: def m ends without `return` here: Python returns None, which is not a mask\n" +
+				" 1 | def m(b, h, q_idx, kv_idx):\n" +
+				"   |                           ^\n" +
+				"   = hint: end every branch with `return ...`\n"},
 	}
 	for _, tt := range tests {
 		_, diags := checkSource(t, tt.src, nil)

@@ -352,6 +352,9 @@ func (l *lowering) to(f *frame, x *dsl.CallExpr, a callArgs) result {
 	}
 	id, _ := dsl.Unparen(arg).(*dsl.Ident)
 	var t dsl.Type
+	if sel, ok := dsl.Unparen(arg).(*dsl.SelectorExpr); ok && sel.Sel.Name == "dtype" {
+		return l.toDTypeOf(f, x, a, sel)
+	}
 	if id != nil {
 		if name, ok := strings.CutPrefix(id.Name, "torch."); ok {
 			t = torchDTypes[name]
@@ -369,6 +372,50 @@ func (l *lowering) to(f *frame, x *dsl.CallExpr, a callArgs) result {
 		return l.toFloat(f, x, a.exprs[0], a.vals[0])
 	}
 	return l.truth(f, x, a.exprs[0], a.vals[0])
+}
+
+// toDTypeOf lowers x.to(y.dtype): a conversion to the element type of y,
+// a value (an index, the score) or a buffer or its element. A float32
+// score or buffer is a float here, an int32 index an int (see the README
+// on maskc's 64-bit arithmetic); half-precision buffers, whose rounding
+// maskc does not model, are refused as .to(torch.float16) is.
+func (l *lowering) toDTypeOf(f *frame, x *dsl.CallExpr, a callArgs, sel *dsl.SelectorExpr) result {
+	var t dsl.Type
+	var buf *Buffer
+	switch y := dsl.Unparen(sel.X).(type) {
+	case *dsl.IndexExpr:
+		if r := l.expr(f, y.X); r.typ == dsl.TypeBuffer {
+			buf = r.buf
+		}
+	case *dsl.Ident:
+		if r := l.expr(f, y); r.typ == dsl.TypeBuffer {
+			buf = r.buf
+		}
+	}
+	switch {
+	case buf != nil && (buf.DType == "f16" || buf.DType == "bf16"):
+		l.errorf(f, sel.Span(), CodeConversion, ".to(%s) converts to %s's %s, whose rounding maskc does not model", sourceText(f, sel), buf.Name, buf.DType).
+			WithHint("declare %s as f32, or convert with .to(torch.float32)", buf.Name)
+		return result{}
+	case buf != nil:
+		t = map[string]dsl.Type{"i32": dsl.TypeInt, "i64": dsl.TypeInt, "f32": dsl.TypeFloat, "f64": dsl.TypeFloat, "bool": dsl.TypeBool}[buf.DType]
+	default:
+		r := l.value(f, sel.X)
+		if !r.ok() {
+			return result{}
+		}
+		t = r.typ
+	}
+	switch t {
+	case dsl.TypeInt:
+		return l.toInt(f, x, a.exprs[0], a.vals[0])
+	case dsl.TypeFloat:
+		return l.toFloat(f, x, a.exprs[0], a.vals[0])
+	case dsl.TypeBool:
+		return l.truth(f, x, a.exprs[0], a.vals[0])
+	}
+	l.errorf(f, sel.Span(), CodeConversion, ".to(%s) is not a conversion maskc makes exactly", sourceText(f, sel))
+	return result{}
 }
 
 // clamp lowers x.clamp(lo, hi), x.clamp(min=lo, max=hi) and

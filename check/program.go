@@ -133,6 +133,12 @@ type Mod struct {
 	Factory bool
 	// Used is true when some other declaration or attention block uses it.
 	Used bool
+	// Helper is true for a helper function (dsl.ModDecl.Helper): inlined
+	// where called, never a mask or score itself.
+	Helper bool
+	// locals are a factory's other inner defs (dsl.ModDecl.Locals), each
+	// a factory of the same parameters.
+	locals []*Mod
 
 	doc        string
 	hover      string // the signature and doc comment: Symbol.Doc of the mod

@@ -156,6 +156,33 @@ func (w *funcWriter) fail(e dsl.Node, code dsl.Code, hint, format string, args .
 	return cExpr{"0", cInt}
 }
 
+// wideRead returns the i64 buffer read directly by an operand of the
+// arithmetic e (not inside an index), or nil.
+func (w *funcWriter) wideRead(e dsl.Expr) *BufferABI {
+	be, ok := e.(*dsl.BinaryExpr)
+	if !ok {
+		return nil
+	}
+	for _, x := range []dsl.Expr{be.X, be.Y} {
+		var found *BufferABI
+		dsl.Inspect(x, func(n dsl.Expr) bool {
+			if ix, ok := n.(*dsl.IndexExpr); ok {
+				if id, ok := ix.X.(*dsl.Ident); ok && found == nil {
+					if b := w.buffers[id.Name]; b != nil && b.DType == "i64" {
+						found = b
+					}
+				}
+				return false // an index's own arithmetic is another node
+			}
+			return found == nil
+		})
+		if found != nil {
+			return found
+		}
+	}
+	return nil
+}
+
 // line emits a #line directive for the .flex line of sp when it differs
 // from the last one emitted.
 func (w *funcWriter) line(sp dsl.Span) {
@@ -223,6 +250,12 @@ func (w *funcWriter) expr(e dsl.Expr) cExpr {
 		return v
 	}
 	if w.ranges.overflows(e) {
+		if b := w.wideRead(e); b != nil {
+			// An i64 buffer's elements may be any int64: the sum has no
+			// bound maskc can prove, where torch would wrap around.
+			return w.fail(e, CodeIntOverflow, fmt.Sprintf("declare %s as i32 if its values fit in 32 bits (token offsets and document ids do; FlexAttention's index tensors are int32), or bound the read with min/max", b.Name),
+				"int arithmetic %s may overflow int64: buffer %s is i64, so its elements may be any int64 (torch wraps around there; maskc computes ints exactly or refuses)", w.src.Slice(e.Span()), b.Name)
+		}
 		return w.fail(e, CodeIntOverflow, "bound the operands (min, max, a smaller constant), or compute in float",
 			"int arithmetic %s may overflow int64 (undefined in C, exact in Python)", w.src.Slice(e.Span()))
 	}

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/maskc/maskc/check"
@@ -194,10 +195,53 @@ func KernelDiagnostics(p *check.Program, plan *classify.Plan, opts Options) dsl.
 	var diags dsl.Diagnostics
 	for _, d := range plan.Attentions {
 		if a := p.Attention(d.Name); a != nil && NeedsKernel(d) {
-			diags = append(diags, codegen.Diagnose(p, a, opts.Kernel)...)
+			diags = append(diags, dropFollowOn(codegen.Diagnose(p, a, opts.Kernel))...)
 		}
 	}
 	return diags
+}
+
+// Verdict classifies p and, when that succeeds, adds the code generator's
+// diagnostics (KernelDiagnostics): the one verdict that `maskc check`,
+// `classify`, `compile`, `draw`, `run` and the language server give a file.
+// A file it reports errors for has no plan any command may act on.
+func Verdict(p *check.Program, opts Options) (*classify.Plan, dsl.Diagnostics) {
+	plan, diags := Classify(p, opts)
+	if !diags.HasErrors() {
+		diags = append(diags, KernelDiagnostics(p, plan, opts)...)
+	}
+	diags.Sort()
+	return plan, diags
+}
+
+// dropFollowOn removes the code generator's internal-error diagnostics
+// (E307 on a buffer missing from the kernel's buffer table) when another
+// error of the same kernel explains them: a buffer refused by E303, E304 or
+// E308 is left out of the table, and every read of it then fails too.
+// Alone, an E307 is a real defect and is kept.
+func dropFollowOn(diags dsl.Diagnostics) dsl.Diagnostics {
+	other := false
+	for _, d := range diags {
+		if d.Severity == dsl.SeverityError && !followOn(d) {
+			other = true
+		}
+	}
+	if !other {
+		return diags
+	}
+	out := diags[:0:0]
+	for _, d := range diags {
+		if !followOn(d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// followOn reports whether d is the code generator's internal error about a
+// buffer that is not in the kernel's buffer table.
+func followOn(d *dsl.Diagnostic) bool {
+	return d.Code == codegen.CodeBufferIndex && strings.HasPrefix(d.Message, "internal error:")
 }
 
 // Decision returns the plan of attention block name, or nil.
@@ -237,6 +281,7 @@ func (u *Unit) Kernel(name string) (*codegen.Kernel, dsl.Diagnostics) {
 		return nil, diags
 	}
 	k, diags := codegen.Generate(u.Program, a, u.opts.Kernel)
+	diags = dropFollowOn(diags)
 	if diags.HasErrors() {
 		return nil, diags
 	}

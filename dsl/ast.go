@@ -26,6 +26,11 @@ type Comment struct {
 	Sp Span
 	// Text is the comment including the '#', e.g. "# window in tokens".
 	Text string
+	// Python is set for a line of Python that the parser reads past like a
+	// comment because it does not change what a mod computes: a decorator
+	// such as `@lru_cache`, `fn.__name__ = "..."`, a string statement in a
+	// def body. Text is the line as written (without its own '#').
+	Python bool
 }
 
 // Span implements Node.
@@ -159,10 +164,40 @@ type ModDecl struct {
 	// Doc is the docstring of a factory def's outer function, or nil (the
 	// docstring of the function that computes the value is Body.Doc).
 	Doc *StringLit
+	// Locals are a factory def's other inner defs, after the first (Inner):
+	// each a mod or helper function (Helper) that sees the factory's
+	// parameters, bound by name in the factory's statements after its
+	// inner defs and in the inner functions' bodies. Nil when there is one
+	// inner def.
+	Locals []*ModDecl
+	// Helper is set for a top-level def that is neither a mod (4 or 5
+	// parameters) nor a factory: a helper function, inlined where a mod
+	// calls it, with any number of parameters and a value of any scalar
+	// type. Kind is MaskMod and means nothing for it.
+	Helper bool
+	// FactoryPre are a factory def's statements before its inner def:
+	// assignments of compile-time values (`half = window // 2`), `if`,
+	// `assert` and `pass`, run when the factory is called; the inner
+	// function sees the names they bind. Nil when there are none.
+	FactoryPre []Stmt
+	// FactoryLets are a factory def's assignments after its inner def,
+	// binding names to mods built from it (`both = and_masks(inner,
+	// causal)`); FactoryResult is what the factory returns when that is not
+	// its inner function itself (nil then): a name bound there, or a mod
+	// expression such as `or_masks(inner, causal)`.
+	FactoryLets   []*LetStmt
+	FactoryResult Expr
+	// Defaults are a factory def's default values, parallel to
+	// FactoryParams (for a Helper, to Params; nil where a parameter has
+	// none); nil when there are none. A call may leave out a parameter that
+	// has one.
+	Defaults []Expr
 }
 
 // Annotations are the type annotations of a def. Each slice is parallel to
-// the parameter list it annotates, nil where a parameter has none.
+// the parameter list it annotates, nil where a parameter has none. An
+// annotation is kept as an Ident whose Name is its source text, a name or
+// an expression such as `tuple[int, int]` or `int | None`.
 type Annotations struct {
 	// FactoryParams annotate ModDecl.FactoryParams, Params ModDecl.Params.
 	FactoryParams, Params []*Ident
@@ -187,8 +222,14 @@ type Body struct {
 	Doc *StringLit
 	// Lets are the local bindings, in order; each may use the previous ones.
 	Lets []*LetStmt
-	// Result is the expression the mod returns.
+	// Result is the expression the mod returns. In a body with Stmts it
+	// is nil.
 	Result Expr
+	// Stmts are the statements of a def body that is not straight-line:
+	// `if`/`elif`/`else` and `assert` over compile-time values, `return` in
+	// a branch. Nil otherwise; when set, Lets lists every assignment in it
+	// (in source order) for the tools that read bindings.
+	Stmts []Stmt
 }
 
 // Span implements Node.
@@ -209,6 +250,11 @@ type LetStmt struct {
 	Name *Ident
 	// Value is the bound expression.
 	Value Expr
+	// Unpack is set on the hidden first assignment of an unpacking,
+	// `a, b = pair`: Name is a name no source can write, Value the tuple,
+	// Unpack the number of targets; the targets' assignments that follow
+	// index it (`a = NAME[0]`).
+	Unpack int
 }
 
 // Span implements Node.
@@ -510,4 +556,109 @@ func Unparen(e Expr) Expr {
 		}
 		e = p.X
 	}
+}
+
+// Stmt is a statement of a def body that is not straight-line code
+// (Body.Stmts): an assignment (*LetStmt), `return`, `if`/`elif`/`else`,
+// `assert` or `pass`. maskc decides every `if` and `assert` at compile time.
+type Stmt interface {
+	Node
+	stmtNode()
+}
+
+func (*LetStmt) stmtNode()    {}
+func (*ReturnStmt) stmtNode() {}
+func (*IfStmt) stmtNode()     {}
+func (*AssertStmt) stmtNode() {}
+func (*PassStmt) stmtNode()   {}
+func (*ForStmt) stmtNode()    {}
+
+// ForStmt is `for VAR in range(...):` with its block, unrolled at compile
+// time: range's arguments must be constants.
+type ForStmt struct {
+	Sp   Span
+	Var  *Ident
+	Iter Expr // the `range(...)` call as written
+	Body []Stmt
+}
+
+// Span implements Node.
+func (s *ForStmt) Span() Span { return s.Sp }
+
+// ReturnStmt is `return VALUE` in a def body with control flow.
+type ReturnStmt struct {
+	Sp    Span
+	Value Expr
+}
+
+// Span implements Node.
+func (s *ReturnStmt) Span() Span { return s.Sp }
+
+// IfStmt is `if COND:` with its block, and the `elif`/`else` after it:
+// an `elif` is an IfStmt alone in Else.
+type IfStmt struct {
+	// Sp covers the `if` (or `elif`) through the end of its last block.
+	Sp Span
+	// KeywordSp covers the `if` or `elif`.
+	KeywordSp Span
+	Cond      Expr
+	Then      []Stmt
+	// Else is the `else` block, an `elif` as a single IfStmt, or nil.
+	Else []Stmt
+}
+
+// Span implements Node.
+func (s *IfStmt) Span() Span { return s.Sp }
+
+// AssertStmt is `assert COND` or `assert COND, MESSAGE`.
+type AssertStmt struct {
+	Sp   Span
+	Cond Expr
+	// Msg is the message expression, or nil.
+	Msg Expr
+}
+
+// Span implements Node.
+func (s *AssertStmt) Span() Span { return s.Sp }
+
+// PassStmt is `pass`.
+type PassStmt struct{ Sp Span }
+
+// Span implements Node.
+func (s *PassStmt) Span() Span { return s.Sp }
+
+// Exprs lists every expression of a body: the lets' values, then the
+// result, or, in a body with statements, the conditions, assert messages
+// and returned values too (in source order within each kind).
+func (b *Body) Exprs() []Expr {
+	out := make([]Expr, 0, len(b.Lets)+1)
+	for _, l := range b.Lets {
+		out = append(out, l.Value)
+	}
+	if b.Result != nil {
+		out = append(out, b.Result)
+	}
+	var walk func([]Stmt)
+	walk = func(stmts []Stmt) {
+		for _, st := range stmts {
+			switch st := st.(type) {
+			case *ReturnStmt:
+				out = append(out, st.Value)
+			case *AssertStmt:
+				out = append(out, st.Cond)
+				if st.Msg != nil {
+					out = append(out, st.Msg)
+				}
+			case *IfStmt:
+				out = append(out, st.Cond)
+				walk(st.Then)
+				walk(st.Else)
+			case *ForStmt:
+				out = append(out, st.Iter)
+				walk(st.Body)
+			}
+		}
+	}
+	walk(b.Stmts)
+	return out
 }

@@ -38,6 +38,10 @@ const (
 	OpLE // <=
 	OpGT // >
 	OpGE // >=
+
+	// Identity with None, decided at compile time.
+	OpIs    // is
+	OpIsNot // is not
 )
 
 var opText = [...]string{
@@ -45,6 +49,7 @@ var opText = [...]string{
 	OpAnd: "and", OpOr: "or", OpBitAnd: "&", OpBitOr: "|",
 	OpNeg: "-", OpPos: "+", OpNot: "not", OpInvert: "~",
 	OpEQ: "==", OpNE: "!=", OpLT: "<", OpLE: "<=", OpGT: ">", OpGE: ">=",
+	OpIs: "is", OpIsNot: "is not",
 }
 
 // String returns the operator as written in source, e.g. "//".
@@ -67,7 +72,7 @@ func (o Op) Precedence() int {
 		return 1
 	case OpAnd:
 		return 2
-	case OpEQ, OpNE, OpLT, OpLE, OpGT, OpGE:
+	case OpEQ, OpNE, OpLT, OpLE, OpGT, OpGE, OpIs, OpIsNot:
 		return 4
 	case OpBitOr:
 		return 5

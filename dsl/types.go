@@ -30,9 +30,15 @@ const (
 	TypeTuple
 	// TypeWord is a bare word in a setting, e.g. `bshd` or `bf16`.
 	TypeWord
+	// TypeNone is Python's None: a factory argument or default, compared
+	// with `is None` at compile time; never a value in a mod.
+	TypeNone
+	// TypeFunc is a helper function (a def that is not a mod), meaningful
+	// only when called.
+	TypeFunc
 )
 
-var typeNames = [...]string{"invalid", "bool", "int", "float", "mask", "score", "buffer", "tuple", "word"}
+var typeNames = [...]string{"invalid", "bool", "int", "float", "mask", "score", "buffer", "tuple", "word", "None", "function"}
 
 // String returns the type's name as used in messages, e.g. "float".
 func (t Type) String() string {

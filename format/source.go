@@ -44,6 +44,9 @@ type line struct {
 	// closes is true for a `}` line: no blank line precedes it, and comments
 	// just before it are indented as the block's contents.
 	closes bool
+	// verbatim is true for a def with `if`/`else` or `assert`: the source
+	// of sp is printed as written, its comments included.
+	verbatim bool
 }
 
 // declLines lays out one declaration as lines.
@@ -76,6 +79,9 @@ func declLines(d dsl.Decl) []line {
 }
 
 func modLines(d *dsl.ModDecl) []line {
+	if d.Def && (d.Body != nil && (d.Body.Stmts != nil || unpacks(d.Body.Lets)) || !onlyLets(d.FactoryPre) || d.Locals != nil) {
+		return []line{{sp: d.Sp, verbatim: true}}
+	}
 	if d.Def {
 		return defLines(d)
 	}
@@ -114,7 +120,7 @@ func defLines(d *dsl.ModDecl) []line {
 	if an == nil {
 		an = &dsl.Annotations{}
 	}
-	head := func(fn *dsl.Ident, params, annots []*dsl.Ident, returns *dsl.Ident) string {
+	head := func(fn *dsl.Ident, params, annots []*dsl.Ident, defaults []dsl.Expr, returns *dsl.Ident) string {
 		var b strings.Builder
 		b.WriteString("def " + name(fn) + "(")
 		for i, p := range params {
@@ -122,8 +128,16 @@ func defLines(d *dsl.ModDecl) []line {
 				b.WriteString(", ")
 			}
 			b.WriteString(name(p))
-			if i < len(annots) && annots[i] != nil {
+			annotated := i < len(annots) && annots[i] != nil
+			if annotated {
 				b.WriteString(": " + annots[i].Name)
+			}
+			if i < len(defaults) && defaults[i] != nil {
+				if annotated {
+					b.WriteString(" = " + Expr(defaults[i])) // PEP 8: `w: int = 3`, `w=3`
+				} else {
+					b.WriteString("=" + Expr(defaults[i]))
+				}
 			}
 		}
 		b.WriteString(")")
@@ -142,13 +156,21 @@ func defLines(d *dsl.ModDecl) []line {
 	indent := 0
 	fn, returns := d.Name, an.Returns
 	if d.Inner != nil {
-		out = append(out, line{text: head(d.Name, d.FactoryParams, an.FactoryParams, an.Returns), sp: spanOf(d.Name)})
+		out = append(out, line{text: head(d.Name, d.FactoryParams, an.FactoryParams, d.Defaults, an.Returns), sp: spanOf(d.Name)})
 		if d.Doc != nil {
 			out = append(out, line{indent: 1, text: d.Doc.Raw, sp: d.Doc.Sp})
 		}
 		indent, fn, returns = 1, d.Inner, an.InnerReturns
 	}
-	out = append(out, line{indent: indent, text: head(fn, d.Params, an.Params, returns), sp: spanOf(fn)})
+	for _, st := range d.FactoryPre {
+		l := st.(*dsl.LetStmt) // onlyLets: anything else prints verbatim
+		op, value := "=", l.Value
+		if be, ok := l.Value.(*dsl.BinaryExpr); ok && l.AugOp != dsl.OpInvalid {
+			op, value = l.AugOp.String()+"=", be.Y
+		}
+		out = append(out, line{indent: 1, text: name(l.Name) + " " + op + " " + Expr(value), sp: l.Sp})
+	}
+	out = append(out, line{indent: indent, text: head(fn, d.Params, an.Params, helperDefaults(d), returns), sp: spanOf(fn)})
 	if body := d.Body; body != nil {
 		if body.Doc != nil {
 			out = append(out, line{indent: indent + 1, text: body.Doc.Raw, sp: body.Doc.Sp})
@@ -161,10 +183,16 @@ func defLines(d *dsl.ModDecl) []line {
 			out = append(out, line{indent: indent + 1, text: name(l.Name) + " " + op + " " + Expr(value), sp: l.Sp})
 		}
 		if body.Result != nil {
-			out = append(out, line{indent: indent + 1, text: "return " + Expr(body.Result), sp: body.Result.Span()})
+			out = append(out, line{indent: indent + 1, text: "return " + returned(body.Result), sp: body.Result.Span()})
 		}
 	}
-	if d.Inner != nil {
+	for _, l := range d.FactoryLets {
+		out = append(out, line{indent: 1, text: name(l.Name) + " = " + Expr(l.Value), sp: l.Sp})
+	}
+	switch {
+	case d.FactoryResult != nil:
+		out = append(out, line{indent: 1, text: "return " + Expr(d.FactoryResult), sp: d.FactoryResult.Span()})
+	case d.Inner != nil:
 		ret := dsl.NoSpan
 		if d.Sp.IsValid() {
 			ret = dsl.Span{Start: d.Sp.End - len(d.Inner.Name), End: d.Sp.End}
@@ -220,12 +248,22 @@ func (p *printer) print() []byte {
 			}
 			// Comments before the line, and comments inside it (in a
 			// multi-line call, say), go above it.
-			for p.next < len(p.comments) && p.comments[p.next].Sp.Start < ln.sp.End {
+			before := ln.sp.End
+			if ln.verbatim {
+				before = ln.sp.Start // the comments inside are in its text
+			}
+			for p.next < len(p.comments) && p.comments[p.next].Sp.Start < before {
 				p.ownLineComment(p.comments[p.next], indent, min(p.comments[p.next].Sp.Start, ln.sp.Start))
 			}
 			p.blankBefore(ln.sp.Start, ln.closes)
 		}
 		p.out.WriteString(strings.Repeat(indentUnit, ln.indent))
+		if ln.verbatim {
+			ln.text = string(p.text[ln.sp.Start:ln.sp.End])
+			for p.next < len(p.comments) && p.comments[p.next].Sp.Start < ln.sp.End {
+				p.next++ // printed with the text
+			}
+		}
 		p.out.WriteString(ln.text)
 		if ln.sp.IsValid() {
 			p.lastEnd = max(p.lastEnd, ln.sp.End)
@@ -268,8 +306,19 @@ func (p *printer) blankBefore(start int, closes bool) {
 	if p.lastEnd < 0 || p.noBlank || closes || start <= p.lastEnd || start > len(p.text) {
 		return
 	}
-	if bytes.Count(p.text[p.lastEnd:start], []byte{'\n'}) >= 2 {
-		p.out.WriteByte('\n')
+	// A blank line is one of blanks only: a def header written over
+	// several lines (black's style) has line breaks but no blank line.
+	between := p.text[p.lastEnd:start]
+	for i := bytes.IndexByte(between, '\n'); i >= 0; {
+		j := bytes.IndexByte(between[i+1:], '\n')
+		if j < 0 {
+			break
+		}
+		if len(bytes.TrimSpace(between[i+1:i+1+j])) == 0 {
+			p.out.WriteByte('\n')
+			return
+		}
+		i += 1 + j
 	}
 }
 
@@ -287,4 +336,49 @@ func (p *printer) trailingComment(end, nextStart int) *dsl.Comment {
 		return nil
 	}
 	return c
+}
+
+// onlyLets reports whether stmts are assignments only (straight-line code)
+// without an unpacking.
+func onlyLets(stmts []dsl.Stmt) bool {
+	for _, st := range stmts {
+		if l, ok := st.(*dsl.LetStmt); !ok || l.Unpack > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// unpacks reports whether lets hold an unpacking (`a, b = pair`), which
+// the def printer would show as its hidden assignments.
+func unpacks(lets []*dsl.LetStmt) bool {
+	for _, l := range lets {
+		if l.Unpack > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// helperDefaults are a helper def's default values (for a factory they
+// belong to the outer def).
+func helperDefaults(d *dsl.ModDecl) []dsl.Expr {
+	if d.Helper {
+		return d.Defaults
+	}
+	return nil
+}
+
+// returned prints a returned value: a tuple bare, `return a, b`, as black
+// does.
+func returned(e dsl.Expr) string {
+	t, ok := e.(*dsl.TupleExpr)
+	if !ok || len(t.Elems) < 2 {
+		return Expr(e)
+	}
+	parts := make([]string, len(t.Elems))
+	for i, el := range t.Elems {
+		parts[i] = Expr(el)
+	}
+	return strings.Join(parts, ", ")
 }

@@ -43,9 +43,11 @@ class FlexFile:
         defs, lines, i = [], text.split("\n"), 0
         while i < len(lines):
             line = lines[i]
-            if line.startswith("def "):
+            if line.startswith("def ") or line.startswith("@"):
+                # A def with its decorators; a header over several lines
+                # (black's style) closes with `)` at the start of a line.
                 j = i + 1
-                while j < len(lines) and (not lines[j].strip() or lines[j][0] in " \t"):
+                while j < len(lines) and (not lines[j].strip() or lines[j][0] in " \t)" or lines[j - 1].startswith("@")):
                     j += 1
                 defs.append("\n".join(lines[i:j]))
                 i = j
@@ -94,7 +96,8 @@ def draw_buffer(dtype, dims, prop, sizes, gen):
 def namespace(ff, buffers):
     """Executes the file's defs with torch, math, FlexAttention's and_masks /
     or_masks, its params and the given buffer tensors in scope."""
-    ns = {"torch": torch, "math": math, "__builtins__": __builtins__}
+    import functools
+    ns = {"torch": torch, "math": math, "functools": functools, "lru_cache": functools.lru_cache, "__builtins__": __builtins__}
     try:
         from torch.nn.attention.flex_attention import and_masks, or_masks
     except ImportError:  # older torch: the same combinators

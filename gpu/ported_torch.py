@@ -28,6 +28,10 @@ import ported  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIZES = {"B": 2, "H": 4, "HKV": 4, "Q": 320, "KV": 320}
+# FlexAttention passes int32 indices; torch before 2.0 (Debian's 1.13 on a
+# CPU host) cannot index a tensor with them, so there they are int64, which
+# gives the same values at these sizes.
+INDEX = torch.int32 if int(torch.__version__.split(".")[0]) >= 2 else torch.int64
 POINTS = 400
 
 
@@ -57,10 +61,10 @@ def run_file(path, gen):
     bufs = {name: ported.draw_buffer(dt, dims, prop, SIZES, gen) for name, dt, dims, prop in ff.buffers}
     ns = ported.namespace(ff, bufs)
     B, H, Q, KV = SIZES["B"], SIZES["H"], SIZES["Q"], SIZES["KV"]
-    bi = torch.arange(B, dtype=torch.int32).view(B, 1, 1, 1)
-    hi = torch.arange(H, dtype=torch.int32).view(1, H, 1, 1)
-    qi = torch.arange(Q, dtype=torch.int32).view(1, 1, Q, 1)
-    ki = torch.arange(KV, dtype=torch.int32).view(1, 1, 1, KV)
+    bi = torch.arange(B, dtype=INDEX).view(B, 1, 1, 1)
+    hi = torch.arange(H, dtype=INDEX).view(1, H, 1, 1)
+    qi = torch.arange(Q, dtype=INDEX).view(1, 1, Q, 1)
+    ki = torch.arange(KV, dtype=INDEX).view(1, 1, 1, KV)
     out = {"file": os.path.basename(path), "torch": torch.__version__, "sizes": SIZES, "buffers": {},
            "attentions": []}
     for (name, dt, dims, prop) in ff.buffers:

@@ -282,9 +282,10 @@ func collectIdents(f *dsl.File) []*dsl.Ident {
 			if d.Body != nil {
 				for _, l := range d.Body.Lets {
 					add(l.Name)
-					expr(l.Value)
 				}
-				expr(d.Body.Result)
+				for _, e := range d.Body.Exprs() {
+					expr(e)
+				}
 			}
 		case *dsl.AttentionDecl:
 			add(d.Name)
@@ -301,11 +302,7 @@ func collectIdents(f *dsl.File) []*dsl.Ident {
 // bodyExprs lists the expressions of a mod body: the lets' values and the
 // result.
 func bodyExprs(b *dsl.Body) []dsl.Expr {
-	out := make([]dsl.Expr, 0, len(b.Lets)+1)
-	for _, l := range b.Lets {
-		out = append(out, l.Value)
-	}
-	return append(out, b.Result)
+	return b.Exprs()
 }
 
 // identAt returns the identifier under byte offset off (a cursor just after

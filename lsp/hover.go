@@ -307,10 +307,9 @@ func (a *analysis) reachableMods(roots []dsl.Expr) map[*dsl.ModDecl]bool {
 			}
 			seen[m] = true
 			if m.Body != nil {
-				for _, l := range m.Body.Lets {
-					visit(l.Value)
+				for _, e := range m.Body.Exprs() {
+					visit(e)
 				}
-				visit(m.Body.Result)
 			}
 			return true
 		})

@@ -228,6 +228,27 @@ func (s *spanShifter) decl(d dsl.Decl) {
 				s.expr(l.Value)
 			}
 			s.expr(b.Result)
+			s.stmts(b.Stmts)
+		}
+		for _, e := range d.Defaults {
+			s.expr(e)
+		}
+		for _, st := range d.FactoryPre {
+			if l, ok := st.(*dsl.LetStmt); ok {
+				s.span(&l.Sp)
+				s.ident(l.Name)
+				s.expr(l.Value)
+			}
+		}
+		s.stmts(d.FactoryPre)
+		for _, l := range d.FactoryLets {
+			s.span(&l.Sp)
+			s.ident(l.Name)
+			s.expr(l.Value)
+		}
+		s.expr(d.FactoryResult)
+		for _, l := range d.Locals {
+			s.decl(l)
 		}
 	case *dsl.AttentionDecl:
 		s.span(&d.Sp)
@@ -302,6 +323,35 @@ func (s *spanShifter) expr(e dsl.Expr) {
 		s.span(&x.Sp)
 		for _, el := range x.Elems {
 			s.expr(el)
+		}
+	}
+}
+
+// stmts shifts the statements of a def body with control flow; their
+// assignments are the body's Lets, shifted with them.
+func (s *spanShifter) stmts(stmts []dsl.Stmt) {
+	for _, st := range stmts {
+		switch st := st.(type) {
+		case *dsl.ReturnStmt:
+			s.span(&st.Sp)
+			s.expr(st.Value)
+		case *dsl.AssertStmt:
+			s.span(&st.Sp)
+			s.expr(st.Cond)
+			s.expr(st.Msg)
+		case *dsl.PassStmt:
+			s.span(&st.Sp)
+		case *dsl.ForStmt:
+			s.span(&st.Sp)
+			s.ident(st.Var)
+			s.expr(st.Iter)
+			s.stmts(st.Body)
+		case *dsl.IfStmt:
+			s.span(&st.Sp)
+			s.span(&st.KeywordSp)
+			s.expr(st.Cond)
+			s.stmts(st.Then)
+			s.stmts(st.Else)
 		}
 	}
 }

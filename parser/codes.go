@@ -50,6 +50,9 @@ const (
 	// returning one: wrong parameter count, a factory returning another name,
 	// or a keyword argument or annotation where Python has none.
 	CodeDefShape dsl.Code = "E072"
+	// CodeDecorator is a decorator: a note when maskc reads past it (it
+	// does not change the function), an error otherwise.
+	CodeDecorator dsl.Code = "E019"
 )
 
 // Codes describes every diagnostic code the parser emits, one line each.
@@ -75,4 +78,5 @@ var Codes = map[dsl.Code]string{
 	CodeBadString:         "unterminated string, or a string with an escape",
 	CodeDefIndent:         "def body indented wrongly",
 	CodeDefShape:          "def that is not a mask_mod, score_mod or factory of one",
+	CodeDecorator:         "a decorator: read past with a note when it leaves the function unchanged, an error otherwise",
 }

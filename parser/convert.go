@@ -92,11 +92,16 @@ func (c *converter) mod(g *modG) *dsl.ModDecl {
 		d.Kind = dsl.ScoreMod
 	}
 	names := func(l *paramListG) []*dsl.Ident {
-		out := make([]*dsl.Ident, 0, len(l.Names))
-		for _, n := range l.Names {
-			if n.Annot != nil {
-				c.fail(span(*n.Annot), CodeDefShape, "type annotations are only written in a def").
+		list := c.paramNames(l)
+		out := make([]*dsl.Ident, 0, len(list))
+		for _, n := range list {
+			switch {
+			case n.Annot != nil:
+				c.fail(c.expr(n.Annot).Span(), CodeDefShape, "type annotations are only written in a def").
 					WithHint("write the parameter name alone: %s", n.Tok.Value)
+			case n.Default != nil:
+				c.fail(span(*n.Eq).Join(c.expr(n.Default).Span()), CodeDefShape, "default values are only written in a def").
+					WithHint("write the parameter name alone: %s, or declare the factory as a def", n.Tok.Value)
 			}
 			out = append(out, ident(n.Tok))
 		}
@@ -171,7 +176,7 @@ const (
 
 var binaryLevel = map[string]int{
 	"if": levelCond, "else": levelCond, "or": levelOr, "and": levelAnd,
-	"==": levelCmp, "!=": levelCmp, "<": levelCmp, "<=": levelCmp, ">": levelCmp, ">=": levelCmp,
+	"==": levelCmp, "!=": levelCmp, "<": levelCmp, "<=": levelCmp, ">": levelCmp, ">=": levelCmp, "is": levelCmp, "is not": levelCmp,
 	"|": levelBitOr, "&": levelBitAnd, "+": levelAdd, "-": levelAdd,
 	"*": levelMul, "/": levelMul, "//": levelMul, "%": levelMul, "**": levelPow,
 }
@@ -180,6 +185,7 @@ var binaryOps = map[string]dsl.Op{
 	"or": dsl.OpOr, "and": dsl.OpAnd, "|": dsl.OpBitOr, "&": dsl.OpBitAnd,
 	"+": dsl.OpAdd, "-": dsl.OpSub, "*": dsl.OpMul, "/": dsl.OpDiv, "//": dsl.OpFloorDiv, "%": dsl.OpMod, "**": dsl.OpPow,
 	"==": dsl.OpEQ, "!=": dsl.OpNE, "<": dsl.OpLT, "<=": dsl.OpLE, ">": dsl.OpGT, ">=": dsl.OpGE,
+	"is": dsl.OpIs, "is not": dsl.OpIsNot,
 }
 
 var unaryOps = map[string]dsl.Op{"-": dsl.OpNeg, "+": dsl.OpPos, "~": dsl.OpInvert, "not": dsl.OpNot}
@@ -387,4 +393,24 @@ func (c *converter) group(g *groupG) dsl.Expr {
 		return &dsl.ParenExpr{Sp: sp, X: c.arg(g.First, false)}
 	}
 	return &dsl.TupleExpr{Sp: sp, Elems: c.list(g.First, g.Rest, g.Open, true, false)}
+}
+
+// paramNames returns the names of a parameter list, refusing an empty
+// element other than a trailing comma: `(a, , b)` or `(,)`.
+func (c *converter) paramNames(l *paramListG) []*nameG {
+	if l.First == nil {
+		return nil
+	}
+	out := []*nameG{l.First}
+	for i, e := range l.Rest {
+		if e.Name == nil {
+			if i < len(l.Rest)-1 {
+				c.fail(span(l.Rest[i+1].Comma), CodeUnexpectedToken, "expected a parameter name between the two commas").
+					WithHint("remove one of the commas")
+			}
+			continue
+		}
+		out = append(out, e.Name)
+	}
+	return out
 }

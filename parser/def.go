@@ -1,6 +1,7 @@
 package parser
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/alecthomas/participle/v2/lexer"
@@ -23,7 +24,7 @@ func stringLit(t lexer.Token) *dsl.StringLit {
 // return inner`, to a mod declaration.
 func (c *converter) def(g *defG) *dsl.ModDecl {
 	d := &dsl.ModDecl{Name: ident(g.Name), Def: true}
-	params, annots, returns := c.defParams(g)
+	params, annots, defaults, returns := c.defParams(g)
 	var inAnnots []*dsl.Ident
 	var inReturns *dsl.Ident
 	c.checkIndent(g)
@@ -34,10 +35,10 @@ func (c *converter) def(g *defG) *dsl.ModDecl {
 	if body.Inner != nil {
 		inner := body.Inner
 		fn, end = inner, body.InnerRet
-		if len(body.Assigns) > 0 {
-			a := body.Assigns[0]
-			c.fail(span(a.Name), CodeDefShape, "factory %s may hold only its inner def and `return %s`", d.Name.Name, inner.Name.Value).
-				WithHint("move the assignment into %s", inner.Name.Value)
+		for _, a := range body.Assigns {
+			for _, let := range c.assignments(a) {
+				d.FactoryPre = append(d.FactoryPre, let)
+			}
 		}
 		if inner.Body.Inner != nil {
 			c.fail(span(inner.Body.Inner.Keyword), CodeDefShape, "a factory's inner function cannot itself be a factory").
@@ -48,30 +49,49 @@ func (c *converter) def(g *defG) *dsl.ModDecl {
 		}
 		d.FactoryParams = params
 		d.Inner = ident(inner.Name)
-		d.Params, inAnnots, inReturns = c.defParams(inner)
-		ret := c.expr(end.Value)
+		var inDefaults []dsl.Expr
+		d.Params, inAnnots, inDefaults, inReturns = c.defParams(inner)
+		d.Defaults = defaults
+		if inDefaults != nil {
+			c.noModDefaults(inner, inDefaults)
+		}
+		for _, a := range body.After {
+			if a.Op.Value != "=" {
+				c.fail(span(a.Op), CodeDefShape, "`%s` on a mod in factory %s", a.Op.Value, d.Name.Name).
+					WithHint("combine mods with and_masks(...) or or_masks(...)")
+			}
+			v := c.expr(a.Value)
+			d.FactoryLets = append(d.FactoryLets, &dsl.LetStmt{Sp: span(a.Name).Join(v.Span()), Assign: true, Name: ident(a.Name), Value: v})
+		}
+		ret := c.tupleOf(end.Value, end.Rest)
 		retEnd = span(end.Keyword).Join(ret.Span())
-		if id, ok := ret.(*dsl.Ident); !ok || id.Name != inner.Name.Value {
-			c.fail(ret.Span(), CodeDefShape, "factory %s must return its inner function %s", d.Name.Name, inner.Name.Value).
-				WithHint("end the factory with `return %s`", inner.Name.Value)
+		if id, ok := ret.(*dsl.Ident); !ok || id.Name != inner.Name.Value || len(d.FactoryLets) > 0 {
+			d.FactoryResult = ret
 		}
 		if annots != nil || returns != nil || inAnnots != nil || inReturns != nil {
 			d.Annotations = &dsl.Annotations{FactoryParams: annots, Params: inAnnots, Returns: returns, InnerReturns: inReturns}
 		}
 	} else {
 		d.Params = params
+		if defaults != nil && (len(params) == 4 || len(params) == 5) {
+			c.noModDefaults(g, defaults)
+		}
+		d.Defaults = defaults // a helper's (Helper)
 		if annots != nil || returns != nil {
 			d.Annotations = &dsl.Annotations{Params: annots, Returns: returns}
 		}
 	}
-	switch len(d.Params) {
-	case 4:
+	switch {
+	case len(d.Params) == 4:
 		d.Kind = dsl.MaskMod
-	case 5:
+	case len(d.Params) == 5:
 		d.Kind = dsl.ScoreMod
+	case body.Inner == nil:
+		// Not a factory: a helper function (or a mod with a slip, which
+		// check reports where it is used as one).
+		d.Helper = true
 	default:
-		sp := span(fn.Name)
-		c.fail(sp, CodeDefShape, "def %s has %d parameters: a mask_mod takes 4 and a score_mod 5", fn.Name.Value, len(d.Params)).
+		c.fail(span(fn.Name), CodeDefShape, "def %s has %d parameters: a mask_mod takes 4 and a score_mod 5", fn.Name.Value, len(d.Params)).
 			WithHint("write def %s(b, h, q_idx, kv_idx) for a mask, def %s(score, b, h, q_idx, kv_idx) for a score", fn.Name.Value, fn.Name.Value)
 	}
 	d.Body = c.defBody(fn)
@@ -83,26 +103,35 @@ func (c *converter) def(g *defG) *dsl.ModDecl {
 }
 
 // defParams converts a def's parameter list and returns its annotations
-// (nil when there are none) and its return annotation.
-func (c *converter) defParams(g *defG) (params, annots []*dsl.Ident, returns *dsl.Ident) {
-	params = make([]*dsl.Ident, 0, len(g.Params.Names))
-	annotated := false
-	for _, n := range g.Params.Names {
+// (nil when there are none; each kept as its source text), its default
+// values (nil when there are none) and its return annotation.
+func (c *converter) defParams(g *defG) (params, annots []*dsl.Ident, defaults []dsl.Expr, returns *dsl.Ident) {
+	names := c.paramNames(g.Params)
+	params = make([]*dsl.Ident, 0, len(names))
+	for i, n := range names {
 		params = append(params, ident(n.Tok))
-		annotated = annotated || n.Annot != nil
-	}
-	if annotated {
-		annots = make([]*dsl.Ident, len(g.Params.Names))
-		for i, n := range g.Params.Names {
-			if n.Annot != nil {
-				annots[i] = ident(*n.Annot)
+		if n.Annot != nil {
+			if annots == nil {
+				annots = make([]*dsl.Ident, len(names))
 			}
+			sp := c.expr(n.Annot).Span()
+			annots[i] = &dsl.Ident{Sp: sp, Name: string(c.src.Text[sp.Start:sp.End])}
+		}
+		if n.Default != nil {
+			if defaults == nil {
+				defaults = make([]dsl.Expr, len(names))
+			}
+			defaults[i] = c.expr(n.Default)
+		} else if defaults != nil {
+			c.fail(span(n.Tok), CodeDefShape, "parameter %s without a default follows a parameter with one", n.Tok.Value).
+				WithHint("give %s a default too, or move it before the parameters that have one (as Python requires)", n.Tok.Value)
 		}
 	}
 	if g.Returns != nil {
-		returns = ident(*g.Returns)
+		sp := c.expr(g.Returns).Span() // kept as its text, like the parameters' annotations
+		returns = &dsl.Ident{Sp: sp, Name: string(c.src.Text[sp.Start:sp.End])}
 	}
-	return params, annots, returns
+	return params, annots, defaults, returns
 }
 
 // defBody converts the body of the function that computes a mod's value:
@@ -113,21 +142,13 @@ func (c *converter) defBody(g *defG) *dsl.Body {
 		b.Doc = stringLit(*g.Body.Doc)
 	}
 	for _, a := range g.Body.Assigns {
-		v := c.expr(a.Value)
-		let := &dsl.LetStmt{Sp: span(a.Name).Join(v.Span()), Assign: true, Name: ident(a.Name), Value: v}
-		if a.Op.Value != "=" {
-			// `x += e` is `x = x + e`: the target, read, then the value.
-			let.AugOp = binaryOps[strings.TrimSuffix(a.Op.Value, "=")]
-			v = &dsl.BinaryExpr{Sp: let.Sp, Op: let.AugOp, OpSp: span(a.Op), X: ident(a.Name), Y: v}
-			let.Value = v
-		}
-		b.Lets = append(b.Lets, let)
+		b.Lets = append(b.Lets, c.assignments(a)...)
 	}
 	if g.Body.Return == nil { // an inner factory, reported by def
 		b.Sp = span(g.Colon)
 		return b
 	}
-	b.Result = c.expr(g.Body.Return.Value)
+	b.Result = c.tupleOf(g.Body.Return.Value, g.Body.Return.Rest)
 	b.Sp = span(g.Colon).Join(b.Result.Span())
 	return b
 }
@@ -181,4 +202,64 @@ func (c *converter) checkIndent(g *defG) {
 	if b.Inner != nil {
 		c.checkIndent(b.Inner)
 	}
+}
+
+// noModDefaults refuses default values on the parameters of the function
+// that computes a mod: FlexAttention always passes all of them.
+func (c *converter) noModDefaults(g *defG, defaults []dsl.Expr) {
+	for _, d := range defaults {
+		if d != nil {
+			c.fail(d.Span(), CodeDefShape, "a default value on a parameter of %s, which FlexAttention always passes", g.Name.Value).
+				WithHint("remove the default; give defaults to the factory's parameters instead")
+			return
+		}
+	}
+}
+
+// assignments converts `x = e` or an augmented `x += e`, which is
+// `x = x + e`: the target, read, then the value. An unpacking `a, b = e`
+// is a hidden assignment of e (LetStmt.Unpack) and one per target of
+// its element; `x = a, b` assigns a tuple.
+func (c *converter) assignments(a *assignG) []*dsl.LetStmt {
+	v := c.tupleOf(a.Value, a.Rest)
+	if len(a.More) > 0 {
+		if a.Op.Value != "=" {
+			c.fail(span(a.Op), CodeDefShape, "`%s` to several names", a.Op.Value).
+				WithHint("Python allows it to one name only")
+			return nil
+		}
+		tmp := &dsl.Ident{Sp: span(a.Name), Name: fmt.Sprintf(".unpack%d", a.Name.Pos.Offset)}
+		sp := span(a.Name).Join(v.Span())
+		out := []*dsl.LetStmt{{Sp: sp, Assign: true, Name: tmp, Value: v, Unpack: 1 + len(a.More)}}
+		targets := []lexer.Token{a.Name}
+		for _, m := range a.More {
+			targets = append(targets, m.Tok)
+		}
+		for i, t := range targets {
+			ix := &dsl.IndexExpr{Sp: span(t), X: &dsl.Ident{Sp: span(t), Name: tmp.Name}, Indices: []dsl.Expr{&dsl.IntLit{Sp: span(t), Value: int64(i)}}}
+			out = append(out, &dsl.LetStmt{Sp: span(t), Assign: true, Name: ident(t), Value: ix})
+		}
+		return out
+	}
+	let := &dsl.LetStmt{Sp: span(a.Name).Join(v.Span()), Assign: true, Name: ident(a.Name), Value: v}
+	if a.Op.Value != "=" {
+		let.AugOp = binaryOps[strings.TrimSuffix(a.Op.Value, "=")]
+		let.Value = &dsl.BinaryExpr{Sp: let.Sp, Op: let.AugOp, OpSp: span(a.Op), X: ident(a.Name), Y: v}
+	}
+	return []*dsl.LetStmt{let}
+}
+
+// tupleOf converts `e` or a bare tuple `e1, e2, ...` (an assigned or
+// returned value).
+func (c *converter) tupleOf(first *exprG, rest []*exprG) dsl.Expr {
+	v := c.expr(first)
+	if len(rest) == 0 {
+		return v
+	}
+	t := &dsl.TupleExpr{Elems: []dsl.Expr{v}}
+	for _, r := range rest {
+		t.Elems = append(t.Elems, c.expr(r))
+	}
+	t.Sp = v.Span().Join(t.Elems[len(t.Elems)-1].Span())
+	return t
 }

@@ -1,6 +1,7 @@
 package parser_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/maskc/maskc/dsl"
@@ -105,5 +106,97 @@ func TestDeclStartsSkipDocstrings(t *testing.T) {
 	f, diags := parser.ParseFile("t.flex", []byte(src))
 	if len(diags) > 0 || len(f.Decls) != 4 {
 		t.Errorf("%d declarations, diagnostics:\n%s", len(f.Decls), diags.Render())
+	}
+}
+
+// TestPythonReadPast pins the Python that real FlexAttention code carries
+// and the parser now takes as Python does (issue 28): trailing commas in a
+// multi-line def, default values and any annotation, decorators that do not
+// change the function (a note), `fn.__name__ = ...` and string statements
+// (kept as comments for fmt, no meaning).
+func TestPythonReadPast(t *testing.T) {
+	tests := []struct {
+		name, src, want string
+		kept            []string // the lines read past, as comments
+		notes           int
+	}{
+		{"trailing comma", "def causal(\n    b,\n    h,\n    q_idx,\n    kv_idx,\n):\n    return q_idx >= kv_idx\n",
+			"def mask causal(b h q_idx kv_idx): return (cmp q_idx >= kv_idx)", nil, 0},
+		{"defaults and annotations", "def gen(pair: tuple[int, int], w: int | None = 4, c=True,):\n    def m(b, h, q, kv):\n        return q - kv <= w\n    return m\n",
+			"def mask gen(pair w c)(b h q kv) inner m: return (cmp (- q kv) <= w)", nil, 0},
+		{"decorators", "@lru_cache\n@functools.lru_cache(maxsize=None)  # cached\n@torch.compile(fullgraph=True)\ndef causal(b, h, q, kv):\n    return q >= kv\n",
+			"def mask causal(b h q kv): return (cmp q >= kv)", []string{"@lru_cache", "@functools.lru_cache(maxsize=None)  # cached", "@torch.compile(fullgraph=True)"}, 3},
+		{"__name__", "def gen(w):\n    def m(b, h, q, kv):\n        return q - kv <= w\n    m.__name__ = f\"window_{w}\"\n    return m\n",
+			"def mask gen(w)(b h q kv) inner m: return (cmp (- q kv) <= w)", []string{"m.__name__ = f\"window_{w}\""}, 0},
+		{"string statement", "def m(b, h, q, kv):\n    \"\"\"doc\"\"\"\n    d = q - kv\n    \"\"\"a note\n    over lines\"\"\"\n    'one more'\n    return d >= 0\n",
+			"def mask m(b h q kv): d = (- q kv); return (cmp d >= 0=0)", []string{"\"\"\"a note\n    over lines\"\"\"", "'one more'"}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, diags := parser.ParseFile("t.flex", []byte(tt.src))
+			if diags.HasErrors() {
+				t.Fatal(diags.Render())
+			}
+			if len(diags) != tt.notes {
+				t.Errorf("%d notes, want %d:\n%s", len(diags), tt.notes, diags.Render())
+			}
+			for _, d := range diags {
+				if d.Severity != dsl.SeverityNote || d.Code != parser.CodeDecorator {
+					t.Errorf("unexpected diagnostic %s", d.Message)
+				}
+			}
+			var decls []dsl.Decl
+			decls = append(decls, f.Decls...)
+			if len(decls) != 1 {
+				t.Fatalf("%d declarations", len(decls))
+			}
+			if got := declDump(decls[0]); got != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+			var kept []string
+			for _, c := range f.Comments {
+				if c.Python {
+					kept = append(kept, c.Text)
+				}
+			}
+			if len(kept) != len(tt.kept) {
+				t.Fatalf("kept %q, want %q", kept, tt.kept)
+			}
+			for i := range kept {
+				if kept[i] != tt.kept[i] {
+					t.Errorf("kept %q, want %q", kept[i], tt.kept[i])
+				}
+			}
+		})
+	}
+}
+
+// TestFlatDefErrors pins the errors of defs with if/elif/else, assert and
+// pass, whose blocks the parser builds from the lines' columns.
+func TestFlatDefErrors(t *testing.T) {
+	tests := []struct{ src, want string }{
+		{"def m(b, h, q, kv):\n    if True:\n    return q >= kv\n",
+			"t.flex:2:5: error[E071]: expected an indented block after `if`"},
+		{"def m(b, h, q, kv):\n    pass\n        return q >= kv\n",
+			"t.flex:3:9: error[E071]: unexpected indent in def m"},
+		{"def m(b, h, q, kv):\n    if True:\n        pass\n      return q >= kv\n",
+			"t.flex:4:7: error[E071]: unindent does not match the statements above in def m"},
+		{"def m(b, h, q, kv):\n    pass\n    else:\n        return q >= kv\n",
+			"t.flex:3:5: error[E011]: `else` without an `if` before it in def `m`"},
+		{"def f(w):\n    def m(b, h, q, kv):\n        pass\n        return q >= kv\n    if w:\n        pass\n    return m\n",
+			"t.flex:5:5: error[E072]: factory f may hold, after its inner def, only assignments of mods and `return`"},
+		{"def f(w):\n    if w:\n        return 3\n    def m(b, h, q, kv):\n        pass\n        return q >= kv\n    return m\n",
+			"t.flex:3:9: error[E072]: factory f returns before its inner def"},
+	}
+	for _, tt := range tests {
+		_, diags := parser.ParseFile("t.flex", []byte(tt.src))
+		if len(diags) != 1 {
+			t.Errorf("%q: %d diagnostics:\n%s", tt.src, len(diags), diags.Render())
+			continue
+		}
+		pos := diags[0].Position()
+		if got := fmt.Sprintf("t.flex:%d:%d: error[%s]: %s", pos.Line, pos.Column, diags[0].Code, diags[0].Message); got != tt.want {
+			t.Errorf("%q:\n got  %s\n want %s", tt.src, got, tt.want)
+		}
 	}
 }

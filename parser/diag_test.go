@@ -14,11 +14,32 @@ var diagnosticCases = []struct {
 	src, want string
 }{
 	{
-		"def f(W=128):\n    def g(b, h, q, kv):\n        return q - kv < W\n    return g\n",
-		"t.flex:1:7: error[E072]: parameter `W` of def `f` has a default value\n" +
-			" 1 | def f(W=128):\n" +
-			"   |       ^\n" +
-			"   = hint: remove the default and pass the value where the factory is used, e.g. `mask = f(128)`\n",
+		"@torch.vmap\ndef f(b, h, q, kv):\n    return q >= kv\n",
+		"t.flex:1:1: error[E019]: decorator @torch.vmap may change the function it wraps; maskc reads past only decorators that do not\n" +
+			" 1 | @torch.vmap\n" +
+			"   | ^^^^^^^^^^^\n" +
+			"   = hint: remove it, or use one maskc knows leaves the function unchanged: @functools.lru_cache, @torch.compile, @torch.no_grad\n",
+	},
+	{
+		"def f(W, V=1, U):\n    def g(b, h, q, kv):\n        return q - kv < W\n    return g\n",
+		"t.flex:1:15: error[E072]: parameter U without a default follows a parameter with one\n" +
+			" 1 | def f(W, V=1, U):\n" +
+			"   |               ^\n" +
+			"   = hint: give U a default too, or move it before the parameters that have one (as Python requires)\n",
+	},
+	{
+		"def f(W):\n    def g(b, h, q, kv=0):\n        return q - kv < W\n    return g\n",
+		"t.flex:2:23: error[E072]: a default value on a parameter of g, which FlexAttention always passes\n" +
+			" 2 |     def g(b, h, q, kv=0):\n" +
+			"   |                       ^\n" +
+			"   = hint: remove the default; give defaults to the factory's parameters instead\n",
+	},
+	{
+		"def f(W,, V):\n    def g(b, h, q, kv):\n        return q - kv < W\n    return g\n",
+		"t.flex:1:9: error[E011]: expected a parameter name between the two commas\n" +
+			" 1 | def f(W,, V):\n" +
+			"   |         ^\n" +
+			"   = hint: remove one of the commas\n",
 	},
 	{
 		"causal = lambda b, h, q, kv: q >= kv\n",
@@ -63,11 +84,18 @@ var diagnosticCases = []struct {
 			"   = hint: end the factory with `return g`, indented like the `def g` above it\n",
 	},
 	{
-		"def A(b, h, q, kv):\n    if q > kv:\n        return True\n",
-		"t.flex:2:5: error[E011]: expected an assignment `name = ...` or `return ...` in def `A`, found keyword `if`\n" +
-			" 2 |     if q > kv:\n" +
-			"   |     ^^\n" +
-			"   = hint: a def body is straight-line code: assignments, then `return`; write conditions with torch.where\n",
+		"def f(b, h, q_idx, kv_idx):\n    return q_idx >= kv_idx \"\"\"a\nb\"\"\"\n",
+		"t.flex:2:28: error[E013]: expected end of line after the expression, found a string over several lines, `\"\"\"a ...`\n" +
+			" 2 |     return q_idx >= kv_idx \"\"\"a\n" +
+			"   |                            ^^^^\n" +
+			"   = hint: is an operator missing? Each declaration, setting and `let` ends at the end of its line\n",
+	},
+	{
+		"def f(b, h, q_idx, kv_idx):\n    while True:\n        pass\n    return q_idx >= kv_idx\n",
+		"t.flex:2:5: error[E011]: a `while` loop in def `f`: maskc unrolls only `for` loops over range() of constants\n" +
+			" 2 |     while True:\n" +
+			"   |     ^^^^^\n" +
+			"   = hint: write it as `for i in range(N):` with N a constant, a param or a factory argument\n",
 	},
 	{
 		"def A(b, h, q, kv):\n    foo(q)\n    return q > 0\n",
@@ -133,25 +161,11 @@ var diagnosticCases = []struct {
 			"   = hint: indent every statement of def f by the same amount (column 5)\n",
 	},
 	{
-		"def f(h, q, kv):\n    return q >= kv\n",
-		"t.flex:1:5: error[E072]: def f has 3 parameters: a mask_mod takes 4 and a score_mod 5\n" +
-			" 1 | def f(h, q, kv):\n" +
-			"   |     ^\n" +
-			"   = hint: write def f(b, h, q_idx, kv_idx) for a mask, def f(score, b, h, q_idx, kv_idx) for a score\n",
-	},
-	{
-		"def f(W):\n    def g(b, h, q, kv):\n        return q - kv <= W\n    return f\n",
-		"t.flex:4:12: error[E072]: factory f must return its inner function g\n" +
-			" 4 |     return f\n" +
-			"   |            ^\n" +
-			"   = hint: end the factory with `return g`\n",
-	},
-	{
-		"def f(W):\n    n = W + 1\n    def g(b, h, q, kv):\n        return q - kv <= n\n    return g\n",
-		"t.flex:2:5: error[E072]: factory f may hold only its inner def and `return g`\n" +
-			" 2 |     n = W + 1\n" +
-			"   |     ^\n" +
-			"   = hint: move the assignment into g\n",
+		"def f(W):\n    def g(b, h, q, kv):\n        return q - kv <= W\n    g += 1\n    return g\n",
+		"t.flex:4:7: error[E072]: `+=` on a mod in factory f\n" +
+			" 4 |     g += 1\n" +
+			"   |       ^^\n" +
+			"   = hint: combine mods with and_masks(...) or or_masks(...)\n",
 	},
 	{
 		"mask m(b, h, q: int, kv) = q >= kv\n",
@@ -552,13 +566,6 @@ var diagnosticCases = []struct {
 			" 1 | mask m(b, h, q, kv) = [q, kv]\n" +
 			"   |                       ^\n" +
 			"   = hint: a table of values is a `buffer` read with an index, e.g. `buffer t: f32[H]` and `t[h]`\n",
-	},
-	{
-		"def m(b, h, q_idx, kv_idx):\n    pass\n",
-		"t.flex:2:9: error[E011]: `pass` is not a statement of def `m`: a def computes one value\n" +
-			" 2 |     pass\n" +
-			"   |         ^\n" +
-			"   = hint: end the body with `return EXPR`; a mask that keeps every pair returns `True`\n",
 	},
 	{
 		"atention a {\n    mask = causal\n}\n",

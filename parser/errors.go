@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/alecthomas/participle/v2"
 	"github.com/alecthomas/participle/v2/lexer"
@@ -21,7 +22,11 @@ func syntaxError(src *dsl.Source, tokens []lexer.Token, err error, exprOnly bool
 	e := newErrorSite(src, tokens, err)
 	e.exprOnly = exprOnly
 	x := e.explain()
-	return &dsl.Diagnostic{Source: src, Span: e.span(), Code: x.code, Severity: dsl.SeverityError, Message: x.msg, Hint: x.hint}
+	sp := e.span()
+	if x.at != nil {
+		sp = span(*x.at)
+	}
+	return &dsl.Diagnostic{Source: src, Span: sp, Code: x.code, Severity: dsl.SeverityError, Message: x.msg, Hint: x.hint}
 }
 
 // errorSite is where a parse failed and what surrounds it.
@@ -73,6 +78,15 @@ func newErrorSite(src *dsl.Source, tokens []lexer.Token, err error) *errorSite {
 
 func (e *errorSite) tok() lexer.Token { return e.tokens[e.i] }
 
+// after returns the token k places after the unexpected one, or the last
+// (EOF) token.
+func (e *errorSite) after(k int) lexer.Token {
+	if e.i+k >= len(e.tokens) {
+		return e.tokens[len(e.tokens)-1]
+	}
+	return e.tokens[e.i+k]
+}
+
 // before returns the token k places before the unexpected one (k >= 1), or a
 // newline token when there is none: the start of input is a line start.
 func (e *errorSite) before(k int) lexer.Token {
@@ -118,6 +132,11 @@ func describe(t lexer.Token) string {
 		return "end of line"
 	case keywords[t.Value]:
 		return fmt.Sprintf("keyword `%s`", t.Value)
+	case t.Type == tokString && strings.Contains(t.Value, "\n"):
+		// Shown whole, its line breaks would be escapes: name it by its
+		// first line.
+		first, _, _ := strings.Cut(t.Value, "\n")
+		return fmt.Sprintf("a string over several lines, `%s ...`", strings.TrimRight(first, " \t\r"))
 	}
 	return fmt.Sprintf("`%s`", t.Value)
 }
@@ -143,6 +162,9 @@ const declHint = "a declaration starts with `param`, `buffer`, `mask`, `score`, 
 type explanation struct {
 	code      dsl.Code
 	msg, hint string
+	// at, when set, is the token the diagnostic points at instead of the
+	// unexpected one (the statement keyword before it).
+	at *lexer.Token
 }
 
 func why(code dsl.Code, msg, hint string) *explanation {
@@ -212,6 +234,22 @@ func (e *errorSite) explainDef() *explanation {
 		}
 	}
 	ended := t.EOF() || t.Type == tokNewline
+	innermost := name // the def whose body the token is in
+	if defs == 2 && inner != "" {
+		innermost = inner
+	}
+	if colon && depth == 0 && (prev.Type == tokNewline || prev.Value == ":") {
+		if x := explainStatement(t, e.after(1), name, innermost, defs); x != nil {
+			return x
+		}
+	}
+	if b2 := e.before(2); colon && depth == 0 && prev.Type == tokIdent && (b2.Type == tokNewline || b2.Value == ":") {
+		// `for i in ...`, `assert c`: the keyword lexed as a name.
+		if x := explainStatement(prev, t, name, innermost, defs); x != nil {
+			x.at = &prev
+			return x
+		}
+	}
 	switch {
 	case t.Value == "pass" || prev.Value == "pass":
 		return why(CodeUnexpectedToken, fmt.Sprintf("`pass` is not a statement of def `%s`: a def computes one value", name),
@@ -220,10 +258,6 @@ func (e *errorSite) explainDef() *explanation {
 		return why(CodeMissingBody, fmt.Sprintf("expected `(` and the parameters of def `%s`, found %s", name, found),
 			fmt.Sprintf("write `def %s(b, h, q_idx, kv_idx):` for a mask, `def %s(score, b, h, q_idx, kv_idx):` for a score", name, name))
 	case !colon && depth > 0:
-		if t.Type == tokKwName {
-			return why(CodeDefShape, fmt.Sprintf("parameter `%s` of def `%s` has a default value", t.Value, name),
-				fmt.Sprintf("remove the default and pass the value where the factory is used, e.g. `mask = %s(128)`", name))
-		}
 		if keywords[t.Value] {
 			return why(CodeKeywordAsName, fmt.Sprintf("`%s` is a keyword and cannot be used as a parameter name", t.Value),
 				"choose another name, e.g. `"+t.Value+"_`")
@@ -253,6 +287,38 @@ func (e *errorSite) explainDef() *explanation {
 	if prev.Type == tokIdent && e.before(2).Type == tokNewline && t.Value != "=" && depth == 0 {
 		return why(CodeMissingBody, fmt.Sprintf("expected `=` after `%s`, found %s", prev.Value, found),
 			"a def body holds assignments `name = ...` and a final `return ...`")
+	}
+	return nil
+}
+
+// explainStatement explains a Python statement that a def body cannot
+// hold, t being its first token: what the construct is, in which def, and
+// how to write it. next is the token after t; outer names the top-level def,
+// innermost the def whose body t is in, defs counts the defs so far.
+func explainStatement(t, next lexer.Token, outer, innermost string, defs int) *explanation {
+	straight := fmt.Sprintf("maskc reads def `%s` as straight-line code: assignments, then `return`", innermost)
+	switch t.Value {
+	case "def":
+		if defs < 2 {
+			return nil
+		}
+		return why(CodeDefShape, fmt.Sprintf("a second inner def `%s` in factory `%s`: a factory holds one inner def", next.Value, outer),
+			fmt.Sprintf("declare `%s` as a top-level def (a mod or a factory of its own) and combine the mods with and_masks(...) or or_masks(...)", next.Value))
+	case "if", "elif", "else":
+		return why(CodeUnexpectedToken, fmt.Sprintf("an `%s` statement in def `%s`: %s", t.Value, innermost, straight),
+			"choose between values with torch.where(c, x, y), or with `x if c else y` when c is a constant such as a factory argument")
+	case "while":
+		return why(CodeUnexpectedToken, fmt.Sprintf("a `while` loop in def `%s`: maskc unrolls only `for` loops over range() of constants", innermost),
+			"write it as `for i in range(N):` with N a constant, a param or a factory argument")
+	case "assert":
+		return why(CodeUnexpectedToken, fmt.Sprintf("an `assert` statement in def `%s`: %s", innermost, straight),
+			"remove it, and check the value where the factory is called")
+	case "pass", "raise", "try", "with", "del", "global", "nonlocal", "yield", "import", "from", "print":
+		if next.Type == tokOp || next.Value == "=" {
+			return nil // a name: `pass_ = ...` is not this
+		}
+		return why(CodeUnexpectedToken, fmt.Sprintf("a `%s` statement in def `%s`: %s", t.Value, innermost, straight),
+			"remove it")
 	}
 	return nil
 }

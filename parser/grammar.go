@@ -34,20 +34,23 @@ type declG struct {
 // grammar does not see indentation; the converter checks it from the
 // tokens' columns.
 type defG struct {
-	Keyword lexer.Token  `parser:"@'def'"`
-	Name    lexer.Token  `parser:"@Ident"`
-	Params  *paramListG  `parser:"@@"`
-	Returns *lexer.Token `parser:"( '-' '>' @Ident )?"`
-	Colon   lexer.Token  `parser:"@':' Newline*"`
-	Body    *defBodyG    `parser:"@@"`
+	Keyword lexer.Token `parser:"@'def'"`
+	Name    lexer.Token `parser:"@Ident"`
+	Params  *paramListG `parser:"@@"`
+	Returns *exprG      `parser:"( '-' '>' @@ )?"`
+	Colon   lexer.Token `parser:"@':' Newline*"`
+	Body    *defBodyG   `parser:"@@"`
 }
 
 // defBodyG is a def's body: an optional docstring, assignments, then either
 // `return expr` or, in a factory, an inner def and `return NAME`.
+// A factory may bind, after its inner def, names to mods built from it
+// (`both = and_masks(inner, causal)`) and return one of them.
 type defBodyG struct {
 	Doc      *lexer.Token `parser:"( @String Newline+ )?"`
 	Assigns  []*assignG   `parser:"( @@ Newline+ )*"`
 	Inner    *defG        `parser:"( @@ Newline*"`
+	After    []*assignG   `parser:"  ( @@ Newline+ )*"`
 	InnerRet *returnG     `parser:"  @@"`
 	Return   *returnG     `parser:"| @@ )"`
 	Ended    bool         `parser:"@Newline*"`
@@ -56,14 +59,17 @@ type defBodyG struct {
 // assignG: NAME = expr, or an augmented assignment NAME += expr.
 type assignG struct {
 	Name  lexer.Token `parser:"@Ident"`
+	More  []*targetG  `parser:"( ',' @@ )*"`
 	Op    lexer.Token `parser:"@('=' | '+=' | '-=' | '*=' | '/=' | '//=' | '%=')"`
 	Value *exprG      `parser:"@@"`
+	Rest  []*exprG    `parser:"( ',' @@ )*"`
 }
 
 // returnG: return expr
 type returnG struct {
 	Keyword lexer.Token `parser:"@'return'"`
 	Value   *exprG      `parser:"@@"`
+	Rest    []*exprG    `parser:"( ',' @@ )*"`
 }
 
 // paramG: param NAME = expr
@@ -91,17 +97,31 @@ type modG struct {
 	Body    *bodyG        `parser:"@@"`
 }
 
-// paramListG is a parenthesised list of parameter names.
+// paramListG is a parenthesised list of parameter names. As in Python a
+// comma may follow the last one (black writes one after each parameter of
+// a multi-line def); the converter refuses an empty element elsewhere.
 type paramListG struct {
-	Open  lexer.Token `parser:"@'('"`
-	Names []*nameG    `parser:"( @@ ( ',' @@ )* )?"`
-	Close lexer.Token `parser:"@')'"`
+	Open  lexer.Token   `parser:"@'('"`
+	First *nameG        `parser:"( @@"`
+	Rest  []*paramElemG `parser:"  @@* )?"`
+	Close lexer.Token   `parser:"@')'"`
 }
 
-// nameG is one parameter name, with a def's optional annotation.
+// paramElemG is `, name` in a parameter list; the name is optional so that
+// a trailing comma parses.
+type paramElemG struct {
+	Comma lexer.Token `parser:"@','"`
+	Name  *nameG      `parser:"@@?"`
+}
+
+// nameG is one parameter name, with a def's optional annotation (any
+// expression: `int`, `tuple[int, int]`, `int | None`) and default value.
 type nameG struct {
-	Tok   lexer.Token  `parser:"@Ident"`
-	Annot *lexer.Token `parser:"( ':' @Ident )?"`
+	Tok     lexer.Token  `parser:"@Ident"`
+	Colon   *lexer.Token `parser:"( @':'"`
+	Annot   *exprG       `parser:"  @@ )?"`
+	Eq      *lexer.Token `parser:"( @'='"`
+	Default *exprG       `parser:"  @@ )?"`
 }
 
 // bodyG: `= expr` or a block.
@@ -253,4 +273,74 @@ func (l *sliceLexer) Next() (lexer.Token, error) {
 var (
 	declParser = participle.MustBuild[declChunkG](participle.Lexer(tokenDefinition{}), participle.UseLookahead(0))
 	exprParser = participle.MustBuild[exprChunkG](participle.Lexer(tokenDefinition{}), participle.UseLookahead(0))
+	flatParser = participle.MustBuild[flatChunkG](participle.Lexer(tokenDefinition{}), participle.UseLookahead(0))
 )
+
+// The flat form of a def, tried when the straight-line grammar above fails
+// on a def: its header, then every line of its body (nested def headers
+// and `if`/`elif`/`else` headers included) as a flat list. The grammar does
+// not see indentation; flat.go builds the blocks from the lines' columns.
+type flatChunkG struct {
+	Def *flatDefG `parser:"Newline* @@ Newline*"`
+}
+
+// flatDefG is a def header and its body's lines.
+type flatDefG struct {
+	Head  *defHeadG `parser:"@@"`
+	Lines []*lineG  `parser:"Newline* ( @@ Newline* )*"`
+}
+
+// defHeadG is `def NAME(params) -> ANNOT:`.
+type defHeadG struct {
+	Keyword lexer.Token `parser:"@'def'"`
+	Name    lexer.Token `parser:"@Ident"`
+	Params  *paramListG `parser:"@@"`
+	Returns *exprG      `parser:"( '-' '>' @@ )?"`
+	Colon   lexer.Token `parser:"@':'"`
+}
+
+// lineG is one statement line of a def body in the flat form.
+type lineG struct {
+	Def    *defHeadG    `parser:"  @@"`
+	If     *ifHeadG     `parser:"| @@"`
+	Else   *elseHeadG   `parser:"| @@"`
+	For    *forHeadG    `parser:"| @@"`
+	Return *returnG     `parser:"| @@"`
+	Assert *assertG     `parser:"| @@"`
+	Pass   *lexer.Token `parser:"| @'pass'"`
+	Doc    *lexer.Token `parser:"| @String"`
+	Assign *assignG     `parser:"| @@"`
+}
+
+// ifHeadG is `if COND:` or `elif COND:`.
+type ifHeadG struct {
+	Keyword lexer.Token `parser:"@('if' | 'elif')"`
+	Cond    *exprG      `parser:"@@"`
+	Colon   lexer.Token `parser:"@':'"`
+}
+
+// elseHeadG is `else:`.
+type elseHeadG struct {
+	Keyword lexer.Token `parser:"@'else'"`
+	Colon   lexer.Token `parser:"@':'"`
+}
+
+// assertG is `assert COND` or `assert COND, MESSAGE`.
+type assertG struct {
+	Keyword lexer.Token `parser:"@'assert'"`
+	Cond    *exprG      `parser:"@@"`
+	Msg     *exprG      `parser:"( ',' @@ )?"`
+}
+
+// forHeadG is `for NAME in ITER:`.
+type forHeadG struct {
+	Keyword lexer.Token `parser:"@'for'"`
+	Var     lexer.Token `parser:"@Ident 'in'"`
+	Iter    *exprG      `parser:"@@"`
+	Colon   lexer.Token `parser:"@':'"`
+}
+
+// targetG is a further target of an unpacking, `, NAME`.
+type targetG struct {
+	Tok lexer.Token `parser:"@Ident"`
+}

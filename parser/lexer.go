@@ -33,7 +33,7 @@ const (
 var keywords = map[string]bool{
 	"param": true, "buffer": true, "attention": true,
 	"let": true, "if": true, "else": true, "and": true, "or": true, "not": true,
-	"def": true, "return": true,
+	"def": true, "return": true, "elif": true, "assert": true, "pass": true, "is": true, "for": true, "in": true,
 	"True": true, "False": true, "true": true, "false": true,
 }
 
@@ -71,12 +71,17 @@ type lexResult struct {
 	comments []*dsl.Comment
 	// err is the first lexical problem, or nil; lexing stops there.
 	err *dsl.Diagnostic
+	// notes say what the lexer read past (see ignoredLine).
+	notes dsl.Diagnostics
 }
 
 // openBracket is an unclosed bracket on the lexer's stack.
 type openBracket struct {
 	ch  byte
 	off int
+	// params is set for the parameter list of a def, where `name=` starts
+	// a default value, not a keyword argument.
+	params bool
 }
 
 // scanner tokenizes src.Text[start:end]. Newlines end statements except
@@ -140,6 +145,9 @@ func (s *scanner) run() {
 			s.pos++
 		case c == '#':
 			s.comment()
+		case s.atLineStart() && s.ignoredLine():
+			// a decorator, `f.__name__ = ...` or a string statement: kept
+			// as text for fmt, no tokens
 		case isIdentStart(c):
 			s.word()
 		case isDigit(c) || c == '.' && s.pos+1 < s.end && isDigit(s.text[s.pos+1]):
@@ -219,6 +227,16 @@ func (s *scanner) word() {
 		s.emit(tokLiteral, start, s.pos)
 		s.operand()
 		return
+	case "is":
+		// `is not` is one operator, as in Python.
+		if rest := s.text[s.pos:s.end]; len(rest) > 4 && (rest[0] == ' ' || rest[0] == '\t') {
+			if t := strings.TrimLeft(rest, " \t"); strings.HasPrefix(t, "not") && (len(t) == 3 || !isIdentStart(t[3]) && !isDigit(t[3])) {
+				s.pos = s.end - len(t) + 3
+				s.out.tokens = append(s.out.tokens, lexer.Token{Type: tokOp, Value: "is not", Pos: lexer.Position{Filename: s.src.Name, Offset: start}})
+				break
+			}
+		}
+		s.emit(tokOp, start, s.pos)
 	case "and", "or", "if", "else":
 		s.emit(tokOp, start, s.pos)
 	default:
@@ -452,7 +470,9 @@ func (s *scanner) punct() {
 				WithHint("split the expression with `let` bindings in a block body")
 			return
 		}
-		s.stack = append(s.stack, openBracket{c, start})
+		n := len(s.out.tokens)
+		params := c == '(' && n >= 2 && s.out.tokens[n-1].Type == tokIdent && s.out.tokens[n-2].Value == "def"
+		s.stack = append(s.stack, openBracket{c, start, params})
 	case ')', ']', '}':
 		if len(s.stack) == 0 {
 			s.fail(dsl.Span{Start: start, End: s.pos}, CodeUnmatchedBracket, "`%c` closes nothing", c).
@@ -475,7 +495,7 @@ func (s *scanner) punct() {
 		s.stack = s.stack[:len(s.stack)-1]
 	}
 	typ := punctType(c)
-	if c == '=' && len(s.stack) > 0 && s.stack[len(s.stack)-1].ch == '(' {
+	if top := len(s.stack) - 1; c == '=' && top >= 0 && s.stack[top].ch == '(' && !s.stack[top].params {
 		// `name=` inside a call is a keyword argument: `clamp(min=0)`.
 		if n := len(s.out.tokens); n > 0 && s.out.tokens[n-1].Type == tokIdent {
 			s.out.tokens[n-1].Type = tokKwName
@@ -569,3 +589,127 @@ func openerOf(close byte) byte {
 
 func isIdentStart(c byte) bool { return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 func isDigit(c byte) bool      { return c >= '0' && c <= '9' }
+
+// atLineStart reports whether s.pos is the first non-blank character of a
+// statement line: outside brackets, with only blanks before it on its line.
+func (s *scanner) atLineStart() bool {
+	if len(s.stack) > 0 || s.lastType() != tokNewline {
+		return false
+	}
+	for i := s.pos - 1; i >= 0 && s.text[i] != '\n'; i-- {
+		if c := s.text[i]; c != ' ' && c != '\t' && c != '\f' {
+			return false
+		}
+	}
+	return true
+}
+
+// restOfLine returns the end of the line that s.pos is on (before its
+// newline) and whether the text from `from` to there is blank or a comment.
+func (s *scanner) restOfLine(from int) (end int, blank bool) {
+	end = from
+	for end < s.end && s.text[end] != '\n' && s.text[end] != '\r' {
+		end++
+	}
+	rest := strings.TrimSpace(s.text[from:end])
+	return end, rest == "" || strings.HasPrefix(rest, "#")
+}
+
+// Decorators that leave a function computing what it computed: a cache,
+// a compiler, a gradient mode. maskc reads past them with a note.
+var transparentDecorators = map[string]bool{
+	"lru_cache": true, "cache": true, "functools.lru_cache": true, "functools.cache": true,
+	"torch.compile": true, "torch.no_grad": true, "torch.inference_mode": true,
+	"torch.compiler.disable": true, "torch._dynamo.disable": true,
+}
+
+// functionAttributes are the attributes of a Python function whose
+// assignment (`fn.__name__ = "..."`) changes nothing it computes.
+var functionAttributes = map[string]bool{"__name__": true, "__qualname__": true, "__doc__": true}
+
+// ignoredLine reads past, at the start of a statement line, Python that
+// does not change what a mod computes: a decorator from
+// transparentDecorators (with a note), `fn.__name__ = ...`, and a string
+// statement other than a docstring. The line is kept as a comment, so
+// `maskc fmt` prints it back unchanged. It reports whether it consumed the
+// line; a decorator maskc does not know is an error.
+func (s *scanner) ignoredLine() bool {
+	start := s.pos
+	c := s.text[start]
+	switch {
+	case c == '@':
+		end, _ := s.restOfLine(start)
+		text := strings.TrimRight(s.text[start:end], " \t")
+		if i := strings.IndexByte(text, '#'); i >= 0 {
+			text = strings.TrimRight(text[:i], " \t")
+		}
+		name := strings.TrimSpace(text[1:])
+		if i := strings.IndexByte(name, '('); i >= 0 {
+			name = strings.TrimSpace(name[:i])
+		}
+		sp := dsl.Span{Start: start, End: start + len(text)}
+		if !transparentDecorators[name] {
+			s.fail(sp, CodeDecorator, "decorator @%s may change the function it wraps; maskc reads past only decorators that do not", name).
+				WithHint("remove it, or use one maskc knows leaves the function unchanged: @functools.lru_cache, @torch.compile, @torch.no_grad")
+			return true
+		}
+		s.out.notes = append(s.out.notes, &dsl.Diagnostic{Source: s.src, Span: sp, Code: CodeDecorator, Severity: dsl.SeverityNote,
+			Message: fmt.Sprintf("decorator @%s ignored: it does not change what the function computes", name)})
+		s.keepLine(start, end)
+		return true
+	case isIdentStart(c):
+		i := start
+		for i < s.end && (isIdentStart(s.text[i]) || isDigit(s.text[i])) {
+			i++
+		}
+		if i >= s.end || s.text[i] != '.' {
+			return false
+		}
+		j := i + 1
+		for j < s.end && (isIdentStart(s.text[j]) || isDigit(s.text[j])) {
+			j++
+		}
+		if !functionAttributes[s.text[i+1:j]] {
+			return false
+		}
+		k := j
+		for k < s.end && (s.text[k] == ' ' || s.text[k] == '\t') {
+			k++
+		}
+		if k >= s.end || s.text[k] != '=' || k+1 < s.end && s.text[k+1] == '=' {
+			return false
+		}
+		end, _ := s.restOfLine(k)
+		s.keepLine(start, end)
+		return true
+	case c == '"' || c == '\'':
+		n := len(s.out.tokens)
+		if n < 2 || s.out.tokens[n-2].Value == ":" {
+			return false // a docstring, which the grammar reads
+		}
+		save := s.pos
+		s.str()
+		if s.out.err != nil {
+			return true
+		}
+		if end, blank := s.restOfLine(s.pos); blank {
+			s.out.tokens = s.out.tokens[:n]
+			s.afterOperand = false
+			s.keepLine(start, end)
+			return true
+		}
+		s.out.tokens, s.pos = s.out.tokens[:n], save
+		return false
+	}
+	return false
+}
+
+// keepLine records text[start:end] as a comment (Python read past) and
+// moves past it.
+func (s *scanner) keepLine(start, end int) {
+	for end > start && (s.text[end-1] == ' ' || s.text[end-1] == '\t') {
+		end--
+	}
+	s.out.comments = append(s.out.comments, &dsl.Comment{Sp: dsl.Span{Start: start, End: end}, Text: s.text[start:end], Python: true})
+	s.pos = end
+}

@@ -36,8 +36,9 @@ func ParseFile(name string, src []byte) (*dsl.File, dsl.Diagnostics) {
 		if i+1 < len(starts) {
 			end = starts[i+1]
 		}
-		decl, comments, d := parsePiece(source, text, start, end)
+		decl, comments, notes, d := parsePiece(source, text, start, end)
 		f.Comments = append(f.Comments, comments...)
+		diags = append(diags, notes...)
 		if d != nil {
 			diags = append(diags, d)
 		} else if decl != nil {
@@ -51,26 +52,36 @@ func ParseFile(name string, src []byte) (*dsl.File, dsl.Diagnostics) {
 // parsePiece parses the bytes [start, end) of source (whose text is also
 // given as a string), which hold at most
 // one declaration (see DeclStarts). It returns the declaration, or nil for
-// a piece of comments and blank lines, the piece's comments, and its first
-// syntax error.
-func parsePiece(source *dsl.Source, text string, start, end int) (dsl.Decl, []*dsl.Comment, *dsl.Diagnostic) {
+// a piece of comments and blank lines, the piece's comments, its notes
+// (Python read past), and its first syntax error.
+func parsePiece(source *dsl.Source, text string, start, end int) (dsl.Decl, []*dsl.Comment, dsl.Diagnostics, *dsl.Diagnostic) {
 	lx := lex(source, text, start, end)
 	if lx.err != nil {
-		return nil, lx.comments, lx.err
+		return nil, lx.comments, nil, lx.err
 	}
 	g, err := declParser.ParseFromLexer(peeking(lx.tokens))
 	if err != nil {
-		return nil, lx.comments, syntaxError(source, lx.tokens, err, false)
+		// A def with `if`/`elif`/`else`, `assert` or `pass` is read in the
+		// flat form; any other error is the straight-line grammar's.
+		if fg, ferr := flatParser.ParseFromLexer(peeking(lx.tokens)); ferr == nil && (hasControlFlow(fg.Def.Lines) || innerDefs(fg.Def.Lines) > 1) {
+			c := &converter{src: source}
+			d := c.flatDef(fg.Def)
+			if c.err != nil {
+				return nil, lx.comments, nil, c.err
+			}
+			return d, lx.comments, lx.notes, nil
+		}
+		return nil, lx.comments, nil, syntaxError(source, lx.tokens, err, false)
 	}
 	if g.Decl == nil {
-		return nil, lx.comments, nil
+		return nil, lx.comments, lx.notes, nil
 	}
 	c := &converter{src: source}
 	d := c.decl(g.Decl)
 	if c.err != nil {
-		return nil, lx.comments, c.err
+		return nil, lx.comments, nil, c.err
 	}
-	return d, lx.comments, nil
+	return d, lx.comments, lx.notes, nil
 }
 
 // ParseExpr parses a single expression (used by tests, -D values, the

@@ -40,11 +40,8 @@ func runCheck(e *env, args []string) int {
 		}
 		ds := u.diags
 		if u.prog != nil && !ds.HasErrors() {
-			plan, cd := compiler.Classify(u.prog, compiler.Options{Target: profile})
+			_, cd := compiler.Verdict(u.prog, compiler.Options{Target: profile})
 			ds = append(ds, cd...)
-			if !cd.HasErrors() {
-				ds = append(ds, compiler.KernelDiagnostics(u.prog, plan, compiler.Options{Target: profile})...)
-			}
 			ds.Sort()
 		}
 		if ds.HasErrors() && status == exitOK {

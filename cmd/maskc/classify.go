@@ -83,9 +83,10 @@ func runClassify(e *env, args []string) int {
 	return status
 }
 
-// buildPlan runs the front end and the classifier on path, printing
+// buildPlan runs the front end, the classifier and the code generator's
+// checks on path (compiler.Verdict, as `maskc check` does), printing
 // diagnostics. The plan is nil when there were errors (status says which
-// exit code to use).
+// exit code to use): every command gives a file check's verdict.
 func buildPlan(e *env, path, target string, defines map[string]string) (*unit, *classify.Plan, int) {
 	profile, err := classify.Target(target)
 	if err != nil {
@@ -100,7 +101,7 @@ func buildPlan(e *env, path, target string, defines map[string]string) (*unit, *
 		printDiags(e.stderr, u.diags)
 		return nil, nil, exitError
 	}
-	plan, cd := compiler.Classify(u.prog, compiler.Options{Target: profile})
+	plan, cd := compiler.Verdict(u.prog, compiler.Options{Target: profile})
 	ds := append(u.diags, cd...)
 	ds.Sort()
 	printDiags(e.stderr, ds)

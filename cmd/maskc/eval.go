@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/maskc/maskc/check"
+	"github.com/maskc/maskc/compiler"
 	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/eval"
 	"github.com/maskc/maskc/parser"
@@ -83,6 +84,12 @@ func runEval(e *env, args []string) int {
 	}
 	if u.diags.HasErrors() {
 		printDiags(e.stderr, u.diags)
+		return exitError
+	}
+	// The verdict of `maskc check`: a file it rejects (a code generator's
+	// refusal included) is not drawn either.
+	if _, vd := compiler.Verdict(u.prog, compiler.Options{}); vd.HasErrors() {
+		printDiags(e.stderr, vd.Errors())
 		return exitError
 	}
 	var lowered *dsl.Lowered

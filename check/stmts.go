@@ -1,0 +1,409 @@
+package check
+
+import (
+	"github.com/maskc/maskc/dsl"
+)
+
+// run executes the statements of a def body that is not straight-line
+// (dsl.Body.Stmts) as Python would, deciding every `if` and `assert` at
+// compile time: a condition must be a constant (a param, a factory
+// argument, `x is None`, ...). It returns the value of the `return`
+// reached, its expression, and whether one was reached. While a factory's
+// declaration is checked its arguments are unknown: a condition on them
+// runs both branches, each in a copy of the frame, for their diagnostics,
+// and ends the run with an unknown value.
+func (l *lowering) run(f *frame, m *Mod, stmts []dsl.Stmt, lets *[]*binding) (result, dsl.Expr, bool) {
+	for _, st := range stmts {
+		if l.aborted || l.c.exhausted {
+			return result{}, nil, true
+		}
+		switch st := st.(type) {
+		case *dsl.LetStmt:
+			l.assign(f, m, st, lets)
+		case *dsl.PassStmt:
+		case *dsl.ReturnStmt:
+			return l.result(f, m, st.Value), st.Value, true
+		case *dsl.AssertStmt:
+			c, known := l.decide(f, st.Cond, "assert")
+			if known && !c {
+				// The arguments are at fault: point at the use that passed
+				// them, and say where the assert is.
+				line := f.src.Position(st.Sp.Start).Line
+				if l.declPass || !l.rootSpan.IsValid() {
+					l.errorf(f, st.Cond.Span(), CodeStatement, "assertion %s fails", sourceText(f, st.Cond)).
+						WithHint("the assert is decided at compile time; fix its condition")
+				} else {
+					l.c.diags.Add(l.c.src, l.rootSpan, CodeStatement, "assertion %s in def %s (line %d) fails for %s", sourceText(f, st.Cond), defName(m), line, l.root()).
+						WithHint("pass arguments that the assert accepts")
+				}
+				return result{}, nil, true
+			}
+		case *dsl.ForStmt:
+			vals, known := l.rangeOf(f, st)
+			if !known {
+				l.partial = true
+				return result{}, nil, true
+			}
+			for _, v := range vals {
+				l.bindLoopVar(f, st, v)
+				if r, e, returned := l.run(f, m, st.Body, lets); returned {
+					return r, e, true
+				}
+			}
+		case *dsl.IfStmt:
+			c, known := l.decide(f, st.Cond, "if")
+			if !known {
+				for _, block := range [][]dsl.Stmt{st.Then, st.Else} {
+					g := *f
+					g.names = make(map[string]*binding, len(f.names))
+					for k, v := range f.names {
+						g.names[k] = v
+					}
+					var scratch []*binding
+					l.run(&g, m, block, &scratch)
+				}
+				l.partial = true
+				return result{}, nil, true
+			}
+			block := st.Else
+			if c {
+				block = st.Then
+			}
+			if r, e, returned := l.run(f, m, block, lets); returned {
+				return r, e, true
+			}
+		}
+	}
+	return result{}, nil, false
+}
+
+// decide evaluates the condition of an `if` or `assert` (what) at compile
+// time, with Python's truth: None and zero are false. It reports whether
+// the value is known; a run-time condition is an error (known, false), an
+// unknown one (a factory's parameter while its declaration is checked, or
+// an error already reported) is not known.
+func (l *lowering) decide(f *frame, cond dsl.Expr, what string) (value, known bool) {
+	r := l.expr(f, cond)
+	switch {
+	case r.typ == dsl.TypeNone:
+		return false, true
+	case !r.ok():
+		return false, false
+	case r.scalar() && r.isConst():
+		return r.val.I != 0 || r.val.F != 0, true
+	case r.scalar():
+		d := l.errorf(f, cond.Span(), CodeStatement, "`%s %s` depends on a run-time value: maskc decides `%s` at compile time", what, sourceText(f, cond), what)
+		if what == "if" {
+			d.WithHint("choose between tensor values with torch.where(%s, x, y)", sourceText(f, cond))
+		} else {
+			d.WithHint("remove the assert, or assert on factory arguments and params only")
+		}
+		return false, false
+	}
+	l.value(f, cond) // reports what cond is
+	return false, false
+}
+
+// isNone lowers `x is None` and `x is not None`, decided at compile time:
+// only None is None, every other value (a tensor included) is not.
+func (l *lowering) isNone(f *frame, x *dsl.CompareExpr) result {
+	if len(x.Ops) != 1 {
+		l.errorf(f, x.Sp, CodeStatement, "`is` in a chain of comparisons").
+			WithHint("compare with None alone: x is None")
+		return result{}
+	}
+	a, b := l.expr(f, x.Operands[0]), l.expr(f, x.Operands[1])
+	if !a.ok() && a.typ != dsl.TypeNone || !b.ok() && b.typ != dsl.TypeNone {
+		return result{}
+	}
+	if a.typ != dsl.TypeNone && b.typ != dsl.TypeNone {
+		l.errorf(f, x.Sp, CodeStatement, "`%s` compares identities, which maskc knows only against None", x.Ops[0]).
+			WithHint("compare values with == or !=")
+		return result{}
+	}
+	same := a.typ == b.typ
+	if x.Ops[0] == dsl.OpIsNot {
+		same = !same
+	}
+	return l.constant(f, dsl.Bool(same), x.Sp)
+}
+
+// defName is the name of the Python function that computes m's value.
+func defName(m *Mod) string {
+	if m.Decl.Inner != nil {
+		return m.Decl.Inner.Name
+	}
+	return m.Name
+}
+
+// assignedNames lists the names that stmts assign, blocks included, each
+// once, in order.
+func assignedNames(stmts []dsl.Stmt) []*dsl.Ident {
+	var out []*dsl.Ident
+	seen := map[string]bool{}
+	var walk func([]dsl.Stmt)
+	walk = func(stmts []dsl.Stmt) {
+		for _, st := range stmts {
+			switch st := st.(type) {
+			case *dsl.LetStmt:
+				if st.Name != nil && !seen[st.Name.Name] {
+					seen[st.Name.Name] = true
+					out = append(out, st.Name)
+				}
+			case *dsl.IfStmt:
+				walk(st.Then)
+				walk(st.Else)
+			case *dsl.ForStmt:
+				if !seen[st.Var.Name] {
+					seen[st.Var.Name] = true
+					out = append(out, st.Var)
+				}
+				walk(st.Body)
+			}
+		}
+	}
+	walk(stmts)
+	return out
+}
+
+// factoryPre runs a factory's statements before its inner def, at a call
+// whose arguments mv binds: assignments of compile-time values (constants,
+// None, buffers, mods), `if` and `assert` decided as in run. A parameter
+// they rebind takes its new value; the other names they bind become
+// mv.locals, which the inner function sees. It reports whether they ran
+// without error.
+func (l *lowering) factoryPre(f *frame, m *Mod, mv *modValue) bool {
+	d := m.Decl
+	fr := &frame{src: m.src, names: map[string]*binding{}, std: m.std, stdName: f.stdName, site: f.site}
+	for _, b := range mv.args {
+		fr.names[b.ident.Name] = b
+	}
+	if !l.runPre(fr, m, mv.name, d.FactoryPre) {
+		return false
+	}
+	for i, p := range d.FactoryParams {
+		if b := fr.names[p.Name]; b != nil && i < len(mv.args) {
+			mv.args[i] = b
+		}
+	}
+	params := map[string]bool{}
+	for _, p := range d.FactoryParams {
+		params[p.Name] = true
+	}
+	for _, id := range assignedNames(d.FactoryPre) {
+		if b := fr.names[id.Name]; b != nil && !params[id.Name] {
+			mv.locals = append(mv.locals, b)
+		}
+	}
+	return true
+}
+
+// runPre runs statements of a factory body (see factoryPre) at the call
+// named call.
+func (l *lowering) runPre(fr *frame, m *Mod, call string, stmts []dsl.Stmt) bool {
+	for _, st := range stmts {
+		switch st := st.(type) {
+		case *dsl.LetStmt:
+			if stringValue(st.Value) {
+				fr.names[st.Name.Name] = &binding{kind: bindValue, res: result{typ: dsl.TypeWord}, ident: st.Name}
+				continue
+			}
+			r := l.expr(fr, st.Value)
+			switch {
+			case !r.ok() && r.typ != dsl.TypeNone && r.fn == "":
+				return false
+			case st.Unpack > 0 && (r.typ != dsl.TypeTuple || len(r.elems) != st.Unpack):
+				l.unpackError(fr, st, r)
+				return false
+			case r.scalar() && !r.isConst():
+				l.errorf(fr, st.Value.Span(), CodeFactoryArg, "%s = %s in factory %s is a run-time value", st.Name.Name, sourceText(fr, st.Value), m.Name).
+					WithHint("a factory's statements before its inner def compute compile-time values; compute run-time ones in %s", defName(m))
+				return false
+			}
+			fr.names[st.Name.Name] = &binding{kind: bindValue, res: r, ident: st.Name, buf: r.buf,
+				sym: Symbol{Kind: SymLet, Name: st.Name.Name, Decl: st, Type: r.typ}}
+			if r.typ == dsl.TypeBuffer {
+				fr.names[st.Name.Name].kind = bindBuffer
+			}
+		case *dsl.PassStmt:
+		case *dsl.ForStmt:
+			vals, known := l.rangeOf(fr, st)
+			if !known {
+				return false
+			}
+			for _, v := range vals {
+				l.bindLoopVar(fr, st, v)
+				if !l.runPre(fr, m, call, st.Body) {
+					return false
+				}
+			}
+		case *dsl.AssertStmt:
+			c, known := l.decide(fr, st.Cond, "assert")
+			if !known {
+				return false
+			}
+			if !c {
+				l.errorf(fr, st.Cond.Span(), CodeStatement, "assertion %s in factory %s fails for %s", sourceText(fr, st.Cond), m.Name, call).
+					WithHint("pass arguments that the assert accepts")
+				return false
+			}
+		case *dsl.IfStmt:
+			c, known := l.decide(fr, st.Cond, "if")
+			if !known {
+				return false
+			}
+			block := st.Else
+			if c {
+				block = st.Then
+			}
+			if !l.runPre(fr, m, call, block) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// maxUnroll bounds the iterations of one unrolled `for` loop; the node
+// budgets bound what the iterations build.
+const maxUnroll = 4096
+
+// rangeOf evaluates the iterable of a `for` loop, which must be
+// range(stop), range(start, stop) or range(start, stop, step) of
+// compile-time ints, to its values. known is false after an error, or
+// while a factory's declaration is checked (arguments unknown).
+func (l *lowering) rangeOf(f *frame, st *dsl.ForStmt) (vals []int64, known bool) {
+	call, ok := dsl.Unparen(st.Iter).(*dsl.CallExpr)
+	if id, isID := dsl.Unparen(exprOrNil(call)).(*dsl.Ident); !ok || !isID || id.Name != "range" || len(call.Args) < 1 || len(call.Args) > 3 {
+		l.errorf(f, st.Iter.Span(), CodeStatement, "`for` over %s: maskc unrolls loops over range(...) of constants only", sourceText(f, st.Iter)).
+			WithHint("write for i in range(N), with N a constant, a param or a factory argument")
+		return nil, false
+	}
+	args := make([]int64, len(call.Args))
+	for i, a := range call.Args {
+		r := l.value(f, a)
+		switch {
+		case !r.ok():
+			return nil, false
+		case r.typ != dsl.TypeInt && r.typ != dsl.TypeBool:
+			l.errorf(f, a.Span(), CodeStatement, "range() takes ints, got %s", r.typ).
+				WithHint("convert with int(...)")
+			return nil, false
+		case !r.isConst():
+			l.errorf(f, a.Span(), CodeStatement, "`for` over range(%s): the bound depends on a run-time value; maskc unrolls loops at compile time", sourceText(f, a)).
+				WithHint("bound the loop by a constant, a param or a factory argument")
+			return nil, false
+		}
+		args[i] = r.val.I
+	}
+	start, stop, step := int64(0), args[0], int64(1)
+	if len(args) > 1 {
+		start, stop = args[0], args[1]
+	}
+	if len(args) > 2 {
+		step = args[2]
+	}
+	if step == 0 {
+		l.errorf(f, call.Args[2].Span(), CodeStatement, "range() step must not be zero").
+			WithHint("Python raises ValueError here")
+		return nil, false
+	}
+	for v := start; step > 0 && v < stop || step < 0 && v > stop; v += step {
+		if len(vals) == maxUnroll {
+			l.errorf(f, st.Iter.Span(), CodeTooLarge, "`for` over %s runs more than %d times; maskc unrolls loops", sourceText(f, st.Iter), maxUnroll).
+				WithHint("write the loop as a closed form")
+			return nil, false
+		}
+		vals = append(vals, v)
+	}
+	return vals, true
+}
+
+// exprOrNil is call's callee, or nil.
+func exprOrNil(call *dsl.CallExpr) dsl.Expr {
+	if call == nil {
+		return nil
+	}
+	return call.Fun
+}
+
+// bindLoopVar binds a `for` loop's variable to the constant v.
+func (l *lowering) bindLoopVar(f *frame, st *dsl.ForStmt, v int64) {
+	f.names[st.Var.Name] = &binding{kind: bindValue, res: l.constant(f, dsl.Int(v), st.Var.Sp), ident: st.Var,
+		sym: Symbol{Kind: SymLet, Name: st.Var.Name, Decl: st.Var, Type: dsl.TypeInt}}
+}
+
+// tupleIndex reads an element of a compile-time tuple, t[i] (or t[i][j]
+// ... as x[a][b] merges), with Python's negative indices.
+func (l *lowering) tupleIndex(f *frame, x *dsl.IndexExpr, t result) result {
+	for _, e := range x.Indices {
+		i := l.value(f, e)
+		switch {
+		case !i.ok():
+			return result{}
+		case i.typ != dsl.TypeInt || !i.isConst():
+			l.errorf(f, e.Span(), CodeIndexNotInt, "a tuple index must be a constant int, got %s", sourceText(f, e)).
+				WithHint("maskc reads tuples at compile time")
+			return result{}
+		case t.typ != dsl.TypeTuple:
+			l.errorf(f, x.Sp, CodeNotABuffer, "%s indexes %s, which is not a tuple", sourceText(f, x), t.typ).
+				WithHint("index a tuple once per level")
+			return result{}
+		}
+		k := i.val.I
+		if k < 0 {
+			k += int64(len(t.elems))
+		}
+		if k < 0 || k >= int64(len(t.elems)) {
+			l.errorf(f, e.Span(), CodeIndexCount, "tuple index %d out of range for a tuple of %d", i.val.I, len(t.elems)).
+				WithHint("Python raises IndexError here")
+			return result{}
+		}
+		t = t.elems[k]
+	}
+	if t.isConst() {
+		return l.constant(f, t.val, x.Sp)
+	}
+	return t
+}
+
+// unpackError reports `a, b = v` where v is not a tuple of as many
+// elements, as Python raises.
+func (l *lowering) unpackError(f *frame, let *dsl.LetStmt, r result) {
+	if r.typ != dsl.TypeTuple {
+		l.errorf(f, let.Value.Span(), CodeNotAValue, "cannot unpack %s into %d names: it is %s %s, not a tuple", sourceText(f, let.Value), let.Unpack, article(r.typ), r.typ).
+			WithHint("unpack a tuple of compile-time values, e.g. a, b = pair")
+		return
+	}
+	l.errorf(f, let.Value.Span(), CodeNotAValue, "cannot unpack a tuple of %d into %d names", len(r.elems), let.Unpack).
+		WithHint("Python raises ValueError here")
+}
+
+// result lowers what m returns, e: a value, or for a helper function also
+// a tuple, None or a function.
+func (l *lowering) result(f *frame, m *Mod, e dsl.Expr) result {
+	if !m.Helper {
+		return l.value(f, e)
+	}
+	r := l.expr(f, e)
+	if !r.scalar() && !callable(r) && r.typ != dsl.TypeTuple && r.typ != dsl.TypeNone && (r.ok() || r.fn != "") {
+		return l.value(f, e) // reports what it is
+	}
+	return r
+}
+
+// stringValue reports whether e is a string built from literals: a
+// literal, `a if c else b` or `a + b` of them. A factory may compute one
+// (for a __name__); it has no meaning for the mod, and using it as a value
+// is an error.
+func stringValue(e dsl.Expr) bool {
+	switch x := dsl.Unparen(e).(type) {
+	case *dsl.StringLit:
+		return true
+	case *dsl.CondExpr:
+		return stringValue(x.Then) && stringValue(x.Else)
+	case *dsl.BinaryExpr:
+		return x.Op == dsl.OpAdd && stringValue(x.X) && stringValue(x.Y)
+	}
+	return false
+}

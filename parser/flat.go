@@ -1,0 +1,419 @@
+package parser
+
+import (
+	"github.com/alecthomas/participle/v2/lexer"
+
+	"github.com/maskc/maskc/dsl"
+)
+
+// flatLine is one line of a def body in the flat form, with the block it
+// heads (for `def`, `if`, `elif` and `else` lines).
+type flatLine struct {
+	g         *lineG
+	first     lexer.Token
+	line, col int
+	kids      []*flatLine
+}
+
+func (l *flatLine) header() bool {
+	return l.g.Def != nil || l.g.If != nil || l.g.Else != nil || l.g.For != nil
+}
+
+// firstToken is the token a line starts with.
+func firstToken(g *lineG) lexer.Token {
+	switch {
+	case g.Def != nil:
+		return g.Def.Keyword
+	case g.If != nil:
+		return g.If.Keyword
+	case g.Else != nil:
+		return g.Else.Keyword
+	case g.For != nil:
+		return g.For.Keyword
+	case g.Return != nil:
+		return g.Return.Keyword
+	case g.Assert != nil:
+		return g.Assert.Keyword
+	case g.Pass != nil:
+		return *g.Pass
+	case g.Doc != nil:
+		return *g.Doc
+	}
+	return g.Assign.Name
+}
+
+// hasControlFlow reports whether the lines hold a statement only the flat
+// form reads: `if`, `elif`, `else`, `assert` or `pass`.
+func hasControlFlow(lines []*lineG) bool {
+	for _, l := range lines {
+		if l.If != nil || l.Else != nil || l.Assert != nil || l.Pass != nil || l.For != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// innerDefs counts the def headers among the lines.
+func innerDefs(lines []*lineG) int {
+	n := 0
+	for _, l := range lines {
+		if l.Def != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// flatDef converts a def read in the flat form: it builds the blocks from
+// the lines' columns, as Python does from their indentation, then the mod
+// declaration with its statements (dsl.Body.Stmts).
+func (c *converter) flatDef(g *flatDefG) *dsl.ModDecl {
+	lines := make([]*flatLine, len(g.Lines))
+	for i, lg := range g.Lines {
+		t := firstToken(lg)
+		pos := c.src.Position(t.Pos.Offset)
+		lines[i] = &flatLine{g: lg, first: t, line: pos.Line, col: pos.Column}
+	}
+	head := g.Head
+	defCol := c.src.Position(head.Keyword.Pos.Offset).Column
+	top, next := c.block(head, lines, 0, defCol, c.src.LineOf(head.Colon.Pos.Offset))
+	if c.err != nil {
+		return nil
+	}
+	if next < len(lines) {
+		c.fail(span(lines[next].first), CodeDefIndent, "expected an indented statement of def %s", head.Name.Value).
+			WithHint("indent the body of def %s past its `def`, e.g. by 4 spaces", head.Name.Value)
+		return nil
+	}
+	d := &dsl.ModDecl{Name: ident(head.Name), Def: true}
+	params, annots, defaults, returns := c.defParams(&defG{Params: head.Params, Returns: head.Returns})
+	fnHead, body := head, top
+	var inDefs []int
+	for i, l := range top {
+		if l.g.Def != nil {
+			inDefs = append(inDefs, i)
+		}
+	}
+	switch {
+	case len(inDefs) == 0:
+		d.Params = params
+		if defaults != nil && (len(params) == 4 || len(params) == 5) {
+			c.noModDefaults(&defG{Name: head.Name}, defaults)
+		}
+		d.Defaults = defaults // a helper's (Helper)
+		if annots != nil || returns != nil {
+			d.Annotations = &dsl.Annotations{Params: annots, Returns: returns}
+		}
+	default:
+		at := inDefs[0]
+		inner := top[at]
+		pre := top[:at]
+		if len(pre) > 0 && pre[0].g.Doc != nil {
+			d.Doc = stringLit(*pre[0].g.Doc)
+			pre = pre[1:]
+		}
+		var preLets []*dsl.LetStmt
+		d.FactoryPre = c.stmts(d.Name.Name, pre, &preLets)
+		if r := firstReturn(d.FactoryPre); r != nil {
+			c.fail(r.Sp, CodeDefShape, "factory %s returns before its inner def", d.Name.Name).
+				WithHint("return the inner function (or a combination of it) after its def")
+			return nil
+		}
+		// The inner defs follow one another; the mod is the one the factory
+		// returns by name, else the first of 4 or 5 parameters; the others
+		// are its locals (helpers such as NATTEN's get_x_y).
+		group := []*flatLine{inner}
+		end := at + 1
+		for end < len(top) && (top[end].g.Def != nil || top[end].g.Doc != nil && end+1 < len(top) && top[end+1].g.Def != nil) {
+			if top[end].g.Def != nil {
+				group = append(group, top[end])
+			}
+			end++
+		}
+		main := -1
+		if last := top[len(top)-1].g.Return; last != nil && len(last.Rest) == 0 && last.Value.Tail == nil && last.Value.Head.Atom != nil {
+			for i, g := range group {
+				if g.g.Def.Name.Value == last.Value.Head.Atom.Value && len(last.Value.Head.Suffixes) == 0 {
+					main = i
+				}
+			}
+		}
+		for i := 0; main < 0 && i < len(group); i++ {
+			if n := len(c.paramNames(group[i].g.Def.Params)); n == 4 || n == 5 {
+				main = i
+			}
+		}
+		if main < 0 {
+			main = 0
+		}
+		inner = group[main]
+		for i, g := range group {
+			if i != main {
+				if ld := c.localDef(d, g); ld != nil {
+					d.Locals = append(d.Locals, ld)
+				}
+			}
+		}
+		at = end - 1 // the statements after the defs follow
+		fnHead, body = inner.g.Def, inner.kids
+		d.FactoryParams, d.Defaults = params, defaults
+		d.Inner = ident(fnHead.Name)
+		inParams, inAnnots, inDefaults, inReturns := c.defParams(&defG{Params: fnHead.Params, Returns: fnHead.Returns})
+		d.Params = inParams
+		if inDefaults != nil {
+			c.noModDefaults(&defG{Name: fnHead.Name}, inDefaults)
+		}
+		if annots != nil || returns != nil || inAnnots != nil || inReturns != nil {
+			d.Annotations = &dsl.Annotations{FactoryParams: annots, Params: inAnnots, Returns: returns, InnerReturns: inReturns}
+		}
+		after := top[at+1:]
+		if len(after) == 0 || after[len(after)-1].g.Return == nil {
+			c.fail(span(inner.first), CodeMissingResult, "factory `%s` ends without `return %s`", d.Name.Name, fnHead.Name.Value).
+				WithHint("end the factory with `return %s`, indented like the `def %s` above it", fnHead.Name.Value, fnHead.Name.Value)
+			return nil
+		}
+		for _, l := range after[:len(after)-1] {
+			if l.g.Assign == nil || l.g.Assign.Op.Value != "=" {
+				c.fail(span(l.first), CodeDefShape, "factory %s may hold, after its inner def, only assignments of mods and `return`", d.Name.Name).
+					WithHint("write `if` and `assert` inside %s, or decide with a constant argument there", fnHead.Name.Value)
+				return nil
+			}
+			v := c.expr(l.g.Assign.Value)
+			d.FactoryLets = append(d.FactoryLets, &dsl.LetStmt{Sp: span(l.g.Assign.Name).Join(v.Span()), Assign: true, Name: ident(l.g.Assign.Name), Value: v})
+		}
+		ret := after[len(after)-1].g.Return
+		rv := c.tupleOf(ret.Value, ret.Rest)
+		if id, ok := rv.(*dsl.Ident); !ok || id.Name != fnHead.Name.Value || len(d.FactoryLets) > 0 || d.Locals != nil {
+			d.FactoryResult = rv
+		}
+		d.Sp = span(head.Keyword).Join(span(ret.Keyword)).Join(rv.Span())
+	}
+	switch len(d.Params) {
+	case 4:
+		d.Kind = dsl.MaskMod
+	case 5:
+		d.Kind = dsl.ScoreMod
+	default:
+		if d.Inner == nil {
+			d.Helper = true // see def
+			break
+		}
+		c.fail(span(fnHead.Name), CodeDefShape, "def %s has %d parameters: a mask_mod takes 4 and a score_mod 5", fnHead.Name.Value, len(d.Params)).
+			WithHint("write def %s(b, h, q_idx, kv_idx) for a mask, def %s(score, b, h, q_idx, kv_idx) for a score", fnHead.Name.Value, fnHead.Name.Value)
+	}
+	b := &dsl.Body{Def: true}
+	if len(body) > 0 && body[0].g.Doc != nil {
+		b.Doc = stringLit(*body[0].g.Doc)
+		body = body[1:]
+	}
+	b.Stmts = c.stmts(fnHead.Name.Value, body, &b.Lets)
+	if c.err != nil {
+		return nil
+	}
+	if len(b.Stmts) == 0 {
+		c.fail(span(fnHead.Name), CodeMissingResult, "the body of def `%s` ends without `return`", fnHead.Name.Value).
+			WithHint("end the body with `return EXPR` (a factory with `return INNER`)")
+		return nil
+	}
+	b.Sp = span(fnHead.Colon).Join(b.Stmts[len(b.Stmts)-1].Span())
+	if !d.Sp.IsValid() || d.Sp.End < b.Sp.End {
+		d.Sp = span(head.Keyword).Join(b.Sp)
+	}
+	d.Body = b
+	return d
+}
+
+// block collects the lines of one block from lines[i]: those indented past
+// parentCol, all at the first one's column, each header with its own
+// block. A header's block may be one statement on its own line (`if c:
+// return x`). It returns the block and the index of the first line after
+// it.
+func (c *converter) block(head *defHeadG, lines []*flatLine, i, parentCol, headLine int) ([]*flatLine, int) {
+	var out []*flatLine
+	col := -1
+	for i < len(lines) && c.err == nil {
+		l := lines[i]
+		if l.line == headLine && len(out) == 0 {
+			// `def f(...): return x` or `if c: return x`: one statement.
+			return []*flatLine{l}, i + 1
+		}
+		if l.col <= parentCol {
+			break
+		}
+		switch {
+		case col < 0:
+			col = l.col
+		case l.col > col:
+			c.fail(span(l.first), CodeDefIndent, "unexpected indent in def %s", head.Name.Value).
+				WithHint("indent every statement of a block by the same amount (column %d)", col)
+			return nil, i
+		case l.col < col:
+			c.fail(span(l.first), CodeDefIndent, "unindent does not match the statements above in def %s", head.Name.Value).
+				WithHint("indent every statement of a block by the same amount (column %d)", col)
+			return nil, i
+		}
+		out = append(out, l)
+		i++
+		if l.header() {
+			hl := l.line
+			if l.g.Def != nil {
+				hl = c.src.LineOf(l.g.Def.Colon.Pos.Offset)
+			}
+			l.kids, i = c.block(head, lines, i, l.col, hl)
+			if len(l.kids) == 0 && c.err == nil {
+				c.fail(span(l.first), CodeDefIndent, "expected an indented block after `%s`", l.first.Value).
+					WithHint("indent the statements of the block past the `%s`, e.g. by 4 spaces", l.first.Value)
+			}
+		}
+	}
+	return out, i
+}
+
+// stmts converts a block of the function named fn to statements,
+// appending its assignments to lets.
+func (c *converter) stmts(fn string, ls []*flatLine, lets *[]*dsl.LetStmt) []dsl.Stmt {
+	var out []dsl.Stmt
+	for k := 0; k < len(ls) && c.err == nil; k++ {
+		g := ls[k].g
+		switch {
+		case g.Assign != nil:
+			for _, let := range c.assignments(g.Assign) {
+				*lets = append(*lets, let)
+				out = append(out, let)
+			}
+		case g.Return != nil:
+			v := c.tupleOf(g.Return.Value, g.Return.Rest)
+			out = append(out, &dsl.ReturnStmt{Sp: span(g.Return.Keyword).Join(v.Span()), Value: v})
+		case g.Assert != nil:
+			cond := c.expr(g.Assert.Cond)
+			st := &dsl.AssertStmt{Sp: span(g.Assert.Keyword).Join(cond.Span()), Cond: cond}
+			if g.Assert.Msg != nil {
+				st.Msg = c.expr(g.Assert.Msg)
+				st.Sp = st.Sp.Join(st.Msg.Span())
+			}
+			out = append(out, st)
+		case g.Pass != nil:
+			out = append(out, &dsl.PassStmt{Sp: span(*g.Pass)})
+		case g.For != nil:
+			iter := c.expr(g.For.Iter)
+			st := &dsl.ForStmt{Var: ident(g.For.Var), Iter: iter, Body: c.stmts(fn, ls[k].kids, lets)}
+			st.Sp = blockSpan(span(g.For.Keyword).Join(span(g.For.Colon)), st.Body)
+			out = append(out, st)
+		case g.Doc != nil:
+			// a string statement: no meaning
+		case g.If != nil && g.If.Keyword.Value == "if":
+			var st *dsl.IfStmt
+			st, k = c.ifStmt(fn, ls, k, lets)
+			if st != nil {
+				out = append(out, st)
+			}
+		case g.If != nil || g.Else != nil:
+			c.fail(span(ls[k].first), CodeUnexpectedToken, "`%s` without an `if` before it in def `%s`", ls[k].first.Value, fn).
+				WithHint("indent `%s` like the `if` it continues", ls[k].first.Value)
+		case g.Def != nil:
+			c.fail(span(ls[k].first), CodeDefShape, "a def inside a block or after a statement of def `%s`", fn).
+				WithHint("declare %s at the top level", g.Def.Name.Value)
+		}
+	}
+	return out
+}
+
+// ifStmt converts the `if` at ls[k] with the `elif`s and `else` after it;
+// it returns the statement and the index of its last line.
+func (c *converter) ifStmt(fn string, ls []*flatLine, k int, lets *[]*dsl.LetStmt) (*dsl.IfStmt, int) {
+	h := ls[k].g.If
+	cond := c.expr(h.Cond)
+	st := &dsl.IfStmt{KeywordSp: span(h.Keyword), Cond: cond, Then: c.stmts(fn, ls[k].kids, lets)}
+	st.Sp = blockSpan(span(h.Keyword), st.Then)
+	if k+1 < len(ls) {
+		switch n := ls[k+1].g; {
+		case n.If != nil && n.If.Keyword.Value == "elif":
+			var elif *dsl.IfStmt
+			elif, k = c.ifStmt(fn, ls, k+1, lets)
+			if elif != nil {
+				st.Else = []dsl.Stmt{elif}
+				st.Sp = st.Sp.Join(elif.Sp)
+			}
+			return st, k
+		case n.Else != nil:
+			st.Else = c.stmts(fn, ls[k+1].kids, lets)
+			st.Sp = blockSpan(st.Sp.Join(span(n.Else.Colon)), st.Else)
+			return st, k + 1
+		}
+	}
+	return st, k
+}
+
+// blockSpan joins sp with the span of the last statement of a block.
+func blockSpan(sp dsl.Span, block []dsl.Stmt) dsl.Span {
+	if len(block) > 0 {
+		return sp.Join(block[len(block)-1].Span())
+	}
+	return sp
+}
+
+// firstReturn returns the first `return` in stmts, blocks included, or nil.
+func firstReturn(stmts []dsl.Stmt) *dsl.ReturnStmt {
+	for _, st := range stmts {
+		switch st := st.(type) {
+		case *dsl.ReturnStmt:
+			return st
+		case *dsl.ForStmt:
+			if r := firstReturn(st.Body); r != nil {
+				return r
+			}
+		case *dsl.IfStmt:
+			if r := firstReturn(st.Then); r != nil {
+				return r
+			}
+			if r := firstReturn(st.Else); r != nil {
+				return r
+			}
+		}
+	}
+	return nil
+}
+
+// localDef converts a factory's inner def after its first one (see
+// dsl.ModDecl.Locals): a mod or a helper function with the factory's
+// parameters.
+func (c *converter) localDef(outer *dsl.ModDecl, l *flatLine) *dsl.ModDecl {
+	h := l.g.Def
+	params, annots, defaults, returns := c.defParams(&defG{Params: h.Params, Returns: h.Returns})
+	d := &dsl.ModDecl{Name: ident(h.Name), Def: true, Params: params}
+	switch len(params) {
+	case 4:
+		d.Kind = dsl.MaskMod
+	case 5:
+		d.Kind = dsl.ScoreMod
+	default:
+		d.Helper = true
+	}
+	if defaults != nil {
+		c.fail(span(h.Name), CodeDefShape, "default values on the parameters of inner def %s", h.Name.Value).
+			WithHint("give defaults to the factory's parameters instead")
+		return nil
+	}
+	if annots != nil || returns != nil {
+		d.Annotations = &dsl.Annotations{Params: annots, InnerReturns: returns}
+	}
+	b := &dsl.Body{Def: true}
+	body := l.kids
+	if len(body) > 0 && body[0].g.Doc != nil {
+		b.Doc = stringLit(*body[0].g.Doc)
+		body = body[1:]
+	}
+	b.Stmts = c.stmts(h.Name.Value, body, &b.Lets)
+	if c.err != nil {
+		return nil
+	}
+	if len(b.Stmts) == 0 {
+		c.fail(span(h.Name), CodeMissingResult, "the body of def `%s` ends without `return`", h.Name.Value).
+			WithHint("end the body with `return EXPR`")
+		return nil
+	}
+	b.Sp = span(h.Colon).Join(b.Stmts[len(b.Stmts)-1].Span())
+	d.Body = b
+	d.Sp = span(h.Keyword).Join(b.Sp)
+	return d
+}
