@@ -34,7 +34,7 @@ import torch
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOL = 1e-2
 B, H, D = 2, 16, 128
-ROWS_FLEX = """buffer doc: i32[B, KV] segments
+ROWS_FLEX = """buffer doc: i32[B, KV]
 mask same_row_doc(b, h, q, kv) = (q >= kv) & (doc[b, q] == doc[b, kv])
 attention rows_layer {
     mask = same_row_doc
