@@ -174,21 +174,19 @@ func tileCounts(e *env, u *unit, plan *classify.Plan, cfg *runConfig, seed uint6
 		if err != nil {
 			return nil, printRunError(e, err)
 		}
-		notes, err := tilemap.Notes(k, env)
+		r, _, err := unit.TileCounts(name, env, hipsrc.Platforms...)
+		if r != nil {
+			for _, n := range r.Notes {
+				fmt.Fprintf(e.stderr, "maskc: note: attention %s: %s\n", name, n)
+			}
+		}
 		if err != nil {
 			return nil, printEvalError(e, u, err)
 		}
-		for _, n := range notes {
-			fmt.Fprintf(e.stderr, "maskc: note: attention %s: %s\n", name, n)
-		}
 		tm := tileMapJSON{Shape: map[string]int{"B": c.b, "H": c.h, "Sq": c.sq, "Skv": c.skv}, Sparsity: k.Sparsity, Platforms: map[string]tileMapPlatformJSON{}}
-		for _, p := range hipsrc.Platforms {
-			ct, err := tilemap.Launch(k, env, p)
-			if err != nil {
-				return nil, printEvalError(e, u, err)
-			}
+		for _, ct := range r.Counts {
 			tm.Pairs, tm.KeptPairs, tm.Density = ct.Pairs, ct.KeptPairs, ct.Density
-			tm.Platforms[p.String()] = tileMapPlatformJSON{BlockM: hipsrc.BlockM, BlockN: int64(p.BlockN()), Tiles: ct.Tiles, Visited: ct.Visited, WithKept: ct.WithKept, Full: ct.Full}
+			tm.Platforms[ct.Platform.String()] = tileMapPlatformJSON{BlockM: hipsrc.BlockM, BlockN: int64(ct.Platform.BlockN()), Tiles: ct.Tiles, Visited: ct.Visited, WithKept: ct.WithKept, Full: ct.Full}
 		}
 		out[name] = tm
 	}

@@ -107,7 +107,7 @@ func runDraw(e *env, args []string) int {
 	grid, scale := draw.Grid(int64(cfg.sq), int64(cfg.skv), *size)
 	prog := newProgress(e, "draw "+a.Name)
 	t0 := time.Now()
-	m, err := tilemap.Build(k, env, tilemap.Options{Platform: p, B: int64(*sb), H: int64(*sh), Grid: &grid,
+	m, _, err := unit.TileMap(a.Name, env, tilemap.Options{Platform: p, B: int64(*sb), H: int64(*sh), Grid: &grid,
 		Progress: func(done, total int) { prog.update(done, total, "q tiles") }})
 	prog.done()
 	if err != nil {

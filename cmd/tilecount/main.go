@@ -116,11 +116,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 				copy(t.Data, given.Data)
 				env.Buffers[kb.Name] = t
 			}
-			ct, err := tilemap.Launch(k, env, platform)
+			r, _, err := unit.TileCounts(name, env, platform)
 			if err != nil {
 				fmt.Fprintf(stderr, "tilecount: %s: %v\n", name, err)
 				return 1
 			}
+			ct := r.Counts[0].Counts
 			if err := enc.Encode(row{Name: name, Flex: path, Sparsity: k.Sparsity, Platform: platform.String(), Counts: ct}); err != nil {
 				fmt.Fprintln(stderr, err)
 				return 1
