@@ -4,9 +4,12 @@
 //
 //	ParseAndCheck  text -> *Checked (syntax tree and checked program) + diagnostics
 //	Classify       checked program -> *classify.Plan + diagnostics
+//	Prepare        text -> *Unit (program, plan; kernels generated on demand) + diagnostics
 //	Compile        text -> *Unit (program, plan, generated kernels) + diagnostics
 //	Unit.Kernel    the generated kernel of one block (generated on first use)
 //	Unit.Load      the kernel compiled and loaded on a runtime.Device
+//	Unit.TileCounts, Unit.TileMap  the tiles a kernel visits for one launch
+//	WriteDir       an output directory, staged and committed whole
 //
 // Problems in the .flex text are returned as dsl.Diagnostics (sorted,
 // positioned), never as a plain error; only I/O fails with an error.
@@ -166,6 +169,24 @@ func Compile(name string, text []byte, opts Options) (*Unit, dsl.Diagnostics) {
 	}
 	u.Warnings = diags
 	return u, diags
+}
+
+// Prepare parses, checks and classifies text (named name in diagnostics)
+// and returns the Unit without generating a kernel: Unit.Kernel generates
+// each on demand, for tools that take every block through the generator
+// and report its refusals themselves (genkernels, tilecount). The Unit is
+// nil when parsing or checking found errors; the classifier's diagnostics
+// are returned beside a Unit (its plan holds the blocks it could decide).
+// The diagnostics are sorted.
+func Prepare(name string, text []byte, opts Options) (*Unit, dsl.Diagnostics) {
+	c, diags := ParseAndCheck(name, text, opts)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	plan, pd := Classify(c.Program, opts)
+	diags = append(diags, pd...)
+	diags.Sort()
+	return New(c.Program, plan, opts), diags
 }
 
 // New makes a Unit from a program and plan the caller has already checked

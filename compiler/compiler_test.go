@@ -360,3 +360,41 @@ func TestPlanFile(t *testing.T) {
 		}
 	}
 }
+
+// TestPrepare: Prepare stops at parse and check errors (no Unit), and
+// otherwise returns a Unit that has generated nothing yet; a block the
+// generator refuses is refused when its kernel is asked for.
+func TestPrepare(t *testing.T) {
+	tests := []struct {
+		name, text string
+		unit       bool     // a Unit comes back
+		code       dsl.Code // prefix of an error diagnostic, "" for none
+		kernelCode dsl.Code // the error Unit.Kernel gives the first block, "" for none
+	}{
+		{"syntax", "mask m(b, h, q, kv) = q >=\n", false, "E0", ""},
+		{"unknown name", "attention a { mask = nope }\n", false, "E02", ""},
+		{"clean", "mask m(b, h, q, kv) = q >= kv\nattention a { mask = m }\n", true, "", ""},
+		{"codegen refusal", "mask m(b, h, q, kv) = q % 3 == kv % 3\nattention a { mask = m\n head_dim = 96 }\n", true, "", "E300"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			u, diags := Prepare(tc.name+".flex", []byte(tc.text), Options{})
+			if (u != nil) != tc.unit {
+				t.Fatalf("unit %v, want one: %v; diagnostics:\n%s", u, tc.unit, diags.Render())
+			}
+			if tc.code == "" && diags.HasErrors() || tc.code != "" && !containsCode(diags.Errors(), tc.code) {
+				t.Fatalf("want error %q, got:\n%s", tc.code, diags.Render())
+			}
+			if u == nil {
+				return
+			}
+			if len(u.kernels) != 0 {
+				t.Errorf("Prepare generated %d kernels", len(u.kernels))
+			}
+			k, kd := u.Kernel(u.Names()[0])
+			if tc.kernelCode == "" && (k == nil || kd.HasErrors()) || tc.kernelCode != "" && (k != nil || !containsCode(kd, tc.kernelCode)) {
+				t.Errorf("kernel %v, diagnostics:\n%s\nwant error %q", k != nil, kd.Render(), tc.kernelCode)
+			}
+		})
+	}
+}

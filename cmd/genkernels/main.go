@@ -81,15 +81,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, err)
 			return 1
 		}
-		c, diags := compiler.ParseAndCheck(path, text, copts)
-		if diags.HasErrors() {
+		u, diags := compiler.Prepare(path, text, copts)
+		if u == nil {
 			fmt.Fprint(stderr, diags.Errors().Render())
 			failed = true
 			continue
 		}
-		plan, _ := compiler.Classify(c.Program, copts)
-		jobs = append(jobs, job{path, compiler.New(c.Program, plan, copts)})
-		for _, a := range c.Program.Attentions {
+		jobs = append(jobs, job{path, u})
+		for _, a := range u.Program.Attentions {
 			count[a.Name]++
 		}
 	}

@@ -87,13 +87,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, err)
 			return 1
 		}
-		c, diags := compiler.ParseAndCheck(path, text, compiler.Options{})
-		if diags.HasErrors() {
+		unit, diags := compiler.Prepare(path, text, compiler.Options{})
+		if unit == nil {
 			fmt.Fprint(stderr, diags.Errors().Render())
 			return 1
 		}
-		plan, _ := compiler.Classify(c.Program, compiler.Options{})
-		unit := compiler.New(c.Program, plan, compiler.Options{})
 		for _, name := range unit.Names() {
 			k, kd := unit.Kernel(name)
 			if kd.HasErrors() {
