@@ -216,7 +216,7 @@ func KernelDiagnostics(p *check.Program, plan *classify.Plan, opts Options) dsl.
 	var diags dsl.Diagnostics
 	for _, d := range plan.Attentions {
 		if a := p.Attention(d.Name); a != nil && NeedsKernel(d) {
-			diags = append(diags, dropFollowOn(codegen.Diagnose(p, a, opts.Kernel))...)
+			diags = append(diags, dropFollowOn(codegen.Diagnose(p, a, kernelOptions(opts, plan)))...)
 		}
 	}
 	return diags
@@ -233,6 +233,17 @@ func Verdict(p *check.Program, opts Options) (*classify.Plan, dsl.Diagnostics) {
 	}
 	diags.Sort()
 	return plan, diags
+}
+
+// kernelOptions are the code generator's options for a program planned as
+// plan: opts.Kernel, carrying on with the normal forms the classifier
+// computed (each mask is put in normal form once per compilation).
+func kernelOptions(opts Options, plan *classify.Plan) codegen.Options {
+	k := opts.Kernel
+	if plan != nil && k.Forms == nil {
+		k.Forms = plan.Forms
+	}
+	return k
 }
 
 // dropFollowOn removes the code generator's internal-error diagnostics
@@ -301,7 +312,7 @@ func (u *Unit) Kernel(name string) (*codegen.Kernel, dsl.Diagnostics) {
 		diags.Add(u.Program.File.Source, dsl.NoSpan, CodeNoAttention, "no attention block named %q (have %v)", name, u.Names())
 		return nil, diags
 	}
-	k, diags := codegen.Generate(u.Program, a, u.opts.Kernel)
+	k, diags := codegen.Generate(u.Program, a, kernelOptions(u.opts, u.Plan))
 	diags = dropFollowOn(diags)
 	if diags.HasErrors() {
 		return nil, diags
