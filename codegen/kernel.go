@@ -268,9 +268,10 @@ func kernelMask(src *dsl.Source, a *check.Attention, opts Options) *dsl.Lowered 
 }
 
 // Reads returns the buffer reads of block a's kernel with their bounds
-// (Kernel.Reads) without generating it, for the language server.
-func Reads(p *check.Program, a *check.Attention) []hipsrc.ReadBound {
-	mask := kernelMask(p.File.Source, a, Options{})
+// (Kernel.Reads) without generating it, for the language server; opts
+// matter for their Forms.
+func Reads(p *check.Program, a *check.Attention, opts Options) []hipsrc.ReadBound {
+	mask := kernelMask(p.File.Source, a, opts)
 	bufs, _ := BufferTable(p.File.Source, mask, a.Score)
 	return ReadBounds(p.File.Source, mask, a.Score, bufs)
 }

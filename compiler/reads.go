@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"github.com/maskc/maskc/check"
+	"github.com/maskc/maskc/classify"
 	"github.com/maskc/maskc/codegen"
 	"github.com/maskc/maskc/hipsrc"
 )
@@ -18,12 +19,14 @@ type Read struct {
 }
 
 // Reads lists the buffer reads of the kernels of every attention block of
-// a program that checked without errors, block by block in declaration
-// order: what the language server shows on a hover over a read.
-func Reads(p *check.Program) []Read {
+// a program that checked and classified (as plan) without errors, block by
+// block in declaration order: what the language server shows on a hover
+// over a read.
+func Reads(p *check.Program, plan *classify.Plan, opts Options) []Read {
 	var out []Read
+	kopts := kernelOptions(opts, plan)
 	for _, at := range p.Attentions {
-		for _, r := range codegen.Reads(p, at) {
+		for _, r := range codegen.Reads(p, at, kopts) {
 			var ext []int64
 			for _, b := range p.Buffers {
 				if b.Decl.Name.Name == r.Buffer {

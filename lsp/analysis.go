@@ -109,7 +109,7 @@ func analyze(name string, text []byte, cache *parseCache) *analysis {
 			var genDiags dsl.Diagnostics
 			a.guard("generate", func() { genDiags = compiler.KernelDiagnostics(a.prog, plan, compiler.Options{}) })
 			a.diags = append(a.diags, genDiags...)
-			a.guard("reads", func() { a.reads = compiler.Reads(a.prog) })
+			a.guard("reads", func() { a.reads = compiler.Reads(a.prog, plan, compiler.Options{}) })
 		}
 	}
 	a.diags.Sort()
