@@ -189,6 +189,27 @@ func Prepare(name string, text []byte, opts Options) (*Unit, dsl.Diagnostics) {
 	return New(c.Program, plan, opts), diags
 }
 
+// Decide classifies p and adds the code generator's diagnostics (Verdict):
+// without errors it returns the Unit of p and its plan, whose kernels are
+// generated on demand; with errors the Unit is nil. It is what the maskc
+// command runs after ParseAndCheck, to print every diagnostic itself.
+func Decide(p *check.Program, opts Options) (*Unit, dsl.Diagnostics) {
+	plan, diags := Verdict(p, opts)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	return New(p, plan, opts), diags
+}
+
+// WithKernel returns a Unit of u's program and plan whose kernels are
+// generated with k (head dimension, dtype, layout, source name) instead of
+// u's Options.Kernel; it generates nothing until asked.
+func (u *Unit) WithKernel(k codegen.Options) *Unit {
+	opts := u.opts
+	opts.Kernel = k
+	return New(u.Program, u.Plan, opts)
+}
+
 // New makes a Unit from a program and plan the caller has already checked
 // and classified without errors (as the maskc command does, to print its
 // own diagnostics). It generates nothing until Kernel or Load asks.

@@ -52,13 +52,14 @@ func runClassify(e *env, args []string) int {
 			return usageError(e.stderr, "%v", err)
 		}
 	}
-	u, plan, status := buildPlan(e, files[0], *target, defines)
-	if plan == nil {
+	u, cu, status := buildPlan(e, files[0], *target, defines)
+	if cu == nil {
 		return status
 	}
+	plan := cu.Plan
 	if *shape != "" {
 		tc.path = files[0]
-		tiles, status := tileCounts(e, u, plan, tc, *seed)
+		tiles, status := tileCounts(e, u, cu, tc, *seed)
 		if tiles == nil {
 			return status
 		}
@@ -84,10 +85,12 @@ func runClassify(e *env, args []string) int {
 }
 
 // buildPlan runs the front end, the classifier and the code generator's
-// checks on path (compiler.Verdict, as `maskc check` does), printing
-// diagnostics. The plan is nil when there were errors (status says which
-// exit code to use): every command gives a file check's verdict.
-func buildPlan(e *env, path, target string, defines map[string]string) (*unit, *classify.Plan, int) {
+// checks on path (compiler.Decide: compiler.Verdict, as `maskc check`
+// does), printing diagnostics. The Unit (of the plan, with the default
+// kernel options: see Unit.WithKernel) is nil when there were errors
+// (status says which exit code to use): every command gives a file check's
+// verdict.
+func buildPlan(e *env, path, target string, defines map[string]string) (*unit, *compiler.Unit, int) {
 	profile, err := classify.Target(target)
 	if err != nil {
 		return nil, nil, usageError(e.stderr, "%v", err)
@@ -101,14 +104,14 @@ func buildPlan(e *env, path, target string, defines map[string]string) (*unit, *
 		printDiags(e.stderr, u.diags)
 		return nil, nil, exitError
 	}
-	plan, cd := compiler.Verdict(u.prog, compiler.Options{Target: profile})
+	cu, cd := compiler.Decide(u.prog, compiler.Options{Target: profile})
 	ds := append(u.diags, cd...)
 	ds.Sort()
 	printDiags(e.stderr, ds)
 	if ds.HasErrors() {
 		return nil, nil, exitError
 	}
-	return u, plan, exitOK
+	return u, cu, exitOK
 }
 
 // runTargets implements `maskc targets`: the known Turbo target profiles.
@@ -150,8 +153,8 @@ type tileMapPlatformJSON struct {
 // tileCounts computes the tile_map of every block the plan runs (or may
 // run) as a generated kernel, for the launch cfg describes. It returns nil
 // and an exit status on errors.
-func tileCounts(e *env, u *unit, plan *classify.Plan, cfg *runConfig, seed uint64) (map[string]any, int) {
-	unit := compiler.New(u.prog, plan, compiler.Options{Kernel: codegen.Options{SourceName: cfg.path}})
+func tileCounts(e *env, u *unit, cu *compiler.Unit, cfg *runConfig, seed uint64) (map[string]any, int) {
+	plan, unit := cu.Plan, cu.WithKernel(codegen.Options{SourceName: cfg.path})
 	out := map[string]any{}
 	var names []string
 	for _, d := range plan.Attentions {

@@ -43,10 +43,11 @@ func runCompile(e *env, args []string) int {
 			return usageError(e.stderr, "--offload-arch needs hipcc on PATH (Debian: apt-get install hipcc)")
 		}
 	}
-	u, plan, status := buildPlan(e, files[0], *target, defines)
-	if plan == nil {
+	_, du, status := buildPlan(e, files[0], *target, defines)
+	if du == nil {
 		return status
 	}
+	plan := du.Plan
 	if len(plan.Attentions) == 0 {
 		// A file of mods only checks clean (a library), but compiling it
 		// would write a plan of nothing (issue 31: silently, with
@@ -57,7 +58,7 @@ func runCompile(e *env, args []string) int {
 	// Everything is staged and put in place whole (compiler.WriteDir), so a
 	// failed run leaves DIR as it was. status is set when fill fails for a
 	// reason it has already reported.
-	cu := compiler.New(u.prog, plan, compiler.Options{Kernel: codegen.Options{SourceName: displayName(e, files[0])}})
+	cu := du.WithKernel(codegen.Options{SourceName: displayName(e, files[0])})
 	var kernels int
 	status = exitOK
 	fill := func(out *compiler.OutDir) error {
