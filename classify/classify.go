@@ -39,6 +39,7 @@ func Classify(p *check.Program, opts Options) (*Plan, dsl.Diagnostics) {
 	// Blocks that name the same plain mod share its *dsl.Lowered (the
 	// checker lowers such a mod once), so its form is computed once.
 	forms := map[*dsl.Lowered]*Form{}
+	plan.Forms = forms
 	for _, a := range p.Attentions {
 		b := &block{prog: p, att: a, target: target, src: src, diags: &diags, forms: forms}
 		plan.Attentions = append(plan.Attentions, b.decide())

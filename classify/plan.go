@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/maskc/maskc/dsl"
 )
 
 // PlanVersion is the version of the plan.json schema this package writes
@@ -22,6 +24,10 @@ type Plan struct {
 	Target string `json:"target"`
 	// Attentions are the decisions, one per attention block.
 	Attentions []*Decision `json:"attentions"`
+	// Forms are the normal forms Classify computed, by lowered mask, for
+	// the code generator to carry on with (codegen.Options.Forms) instead
+	// of computing them again. Read only.
+	Forms map[*dsl.Lowered]*Form `json:"-"`
 }
 
 // Decision is what one attention block became.

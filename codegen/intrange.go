@@ -7,7 +7,6 @@ import (
 	"github.com/maskc/maskc/buftype"
 	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/hipsrc"
-	"github.com/maskc/maskc/normal"
 )
 
 // This file decides where generated int arithmetic may run in 32 bits. An
@@ -548,7 +547,7 @@ func positivePow2(c int64) (uint, bool) {
 // all: same result, and the kernel takes its unmasked path. Masks that
 // read buffers are not folded, so the kernel's buffer table stays the one
 // the mask declares.
-func alwaysKept(l *dsl.Lowered, bufs []BufferABI) bool {
+func alwaysKept(l *dsl.Lowered, bufs []BufferABI, opts Options) bool {
 	if l == nil || l.Expr == nil || l.Kind != dsl.MaskMod || len(l.Buffers) > 0 {
 		return false // a mask that reads buffers keeps them in the kernel's ABI
 	}
@@ -556,7 +555,7 @@ func alwaysKept(l *dsl.Lowered, bufs []BufferABI) bool {
 	for i := range bufs {
 		byName[bufs[i].Name] = &bufs[i]
 	}
-	return normal.Canon(l).IsTrue() || newRangeAnalysis(l, byName).provedTrue(l.Expr)
+	return opts.canon(l).IsTrue() || newRangeAnalysis(l, byName).provedTrue(l.Expr)
 }
 
 // provedTrue reports whether the bool expression e is true for every value

@@ -24,6 +24,18 @@ type Options struct {
 	// SourceName names the .flex file in #line directives; empty means the
 	// name the file was parsed under.
 	SourceName string
+	// Forms are normal forms already computed, by lowered mask (the
+	// classifier's, classify.Plan.Forms): a mask's form is taken from here
+	// and computed only when missing. Read only.
+	Forms map[*dsl.Lowered]*normal.Form
+}
+
+// canon is the normal form of l: opts.Forms's, else computed.
+func (opts Options) canon(l *dsl.Lowered) *normal.Form {
+	if f, ok := opts.Forms[l]; ok && f != nil {
+		return f
+	}
+	return normal.Canon(l)
 }
 
 // Kernel is one generated attention kernel.
@@ -161,7 +173,7 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 	// check lowered trainer-style settings (causal, window, alibi) into
 	// the mask and score they mean on Turbo's kernels, so a generated
 	// fallback computes exactly what the Turbo call would.
-	mask, score := kernelMask(src, a), a.Score
+	mask, score := kernelMask(src, a, opts), a.Score
 	k := &Kernel{
 		Name: a.Name, Entry: hipsrc.AttentionEntry, Mask: mask, Score: score, HasMask: mask != nil, HasScore: score != nil, HasSink: a.Sink != nil,
 		KVHeads: a.KVHeads, BlockM: hipsrc.BlockM, BlockN: hipsrc.BlockN, Threads: hipsrc.AMD.NumThreads(),
@@ -193,7 +205,7 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 		diags.Sort()
 		return nil, diags
 	}
-	sp := planSparsity(mask, bufs, &diags)
+	sp := planSparsity(mask, bufs, opts, &diags)
 	if diags.HasErrors() {
 		diags.Sort()
 		return nil, diags
@@ -248,17 +260,18 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 // kernelMask is the mask a kernel of block a applies: a.Mask, or nil when
 // it keeps every pair (e.g. q >= 0 and kv >= 0, intrange.go: the unmasked
 // kernel computes the same).
-func kernelMask(src *dsl.Source, a *check.Attention) *dsl.Lowered {
-	if bufs, _ := BufferTable(src, a.Mask); alwaysKept(a.Mask, bufs) {
+func kernelMask(src *dsl.Source, a *check.Attention, opts Options) *dsl.Lowered {
+	if bufs, _ := BufferTable(src, a.Mask); alwaysKept(a.Mask, bufs, opts) {
 		return nil
 	}
 	return a.Mask
 }
 
 // Reads returns the buffer reads of block a's kernel with their bounds
-// (Kernel.Reads) without generating it, for the language server.
-func Reads(p *check.Program, a *check.Attention) []hipsrc.ReadBound {
-	mask := kernelMask(p.File.Source, a)
+// (Kernel.Reads) without generating it, for the language server; opts
+// matter for their Forms.
+func Reads(p *check.Program, a *check.Attention, opts Options) []hipsrc.ReadBound {
+	mask := kernelMask(p.File.Source, a, opts)
 	bufs, _ := BufferTable(p.File.Source, mask, a.Score)
 	return ReadBounds(p.File.Source, mask, a.Score, bufs)
 }

@@ -81,8 +81,8 @@ var tooBigReason = fmt.Sprintf("the mask's normal form exceeds %d disjuncts; the
 // assumed true for ranges and make their term unusable for fullness, so
 // both answers stay sound. maskc_q_range and maskc_q_intervals are the same
 // with the roles of q and kv exchanged, for the backward's column walk.
-func planSparsity(l *dsl.Lowered, bufs []BufferABI, diags *dsl.Diagnostics) sparsity {
-	p := newSparsityPlan(l, bufs)
+func planSparsity(l *dsl.Lowered, bufs []BufferABI, opts Options, diags *dsl.Diagnostics) sparsity {
+	p := newSparsityPlan(l, bufs, opts)
 	switch {
 	case p.kind == SparsityNone:
 		return sparsity{plan: p, code: kvRangeSig + " {\n  *lo = 0;\n  *hi = KV;\n}\n\n" + trivialIntervals + "\n" + qRangeSig + " {\n  *lo = 0;\n  *hi = Q;\n}\n\n" + trivialQIntervals + "\n" +

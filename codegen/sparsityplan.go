@@ -102,12 +102,13 @@ type fullTest struct {
 // indices below 2^31 (a bound with larger ones is evaluated per element).
 const coefLimit = 1 << 30
 
-// newSparsityPlan analyses the mask (nil: no mask).
-func newSparsityPlan(l *dsl.Lowered, bufs []BufferABI) sparsityPlan {
+// newSparsityPlan analyses the mask (nil: no mask), in its normal form
+// from opts (Options.canon).
+func newSparsityPlan(l *dsl.Lowered, bufs []BufferABI, opts Options) sparsityPlan {
 	if l == nil || l.Expr == nil {
 		return sparsityPlan{kind: SparsityNone, reason: "no mask: every kv tile is visited and full"}
 	}
-	f := normal.Canon(l)
+	f := opts.canon(l)
 	if f.TooComplex {
 		return sparsityPlan{kind: SparsityPrepass, reason: tooBigReason}
 	}

@@ -4,9 +4,12 @@
 //
 //	ParseAndCheck  text -> *Checked (syntax tree and checked program) + diagnostics
 //	Classify       checked program -> *classify.Plan + diagnostics
+//	Prepare        text -> *Unit (program, plan; kernels generated on demand) + diagnostics
 //	Compile        text -> *Unit (program, plan, generated kernels) + diagnostics
 //	Unit.Kernel    the generated kernel of one block (generated on first use)
 //	Unit.Load      the kernel compiled and loaded on a runtime.Device
+//	Unit.TileCounts, Unit.TileMap  the tiles a kernel visits for one launch
+//	WriteDir       an output directory, staged and committed whole
 //
 // Problems in the .flex text are returned as dsl.Diagnostics (sorted,
 // positioned), never as a plain error; only I/O fails with an error.
@@ -168,6 +171,45 @@ func Compile(name string, text []byte, opts Options) (*Unit, dsl.Diagnostics) {
 	return u, diags
 }
 
+// Prepare parses, checks and classifies text (named name in diagnostics)
+// and returns the Unit without generating a kernel: Unit.Kernel generates
+// each on demand, for tools that take every block through the generator
+// and report its refusals themselves (genkernels, tilecount). The Unit is
+// nil when parsing or checking found errors; the classifier's diagnostics
+// are returned beside a Unit (its plan holds the blocks it could decide).
+// The diagnostics are sorted.
+func Prepare(name string, text []byte, opts Options) (*Unit, dsl.Diagnostics) {
+	c, diags := ParseAndCheck(name, text, opts)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	plan, pd := Classify(c.Program, opts)
+	diags = append(diags, pd...)
+	diags.Sort()
+	return New(c.Program, plan, opts), diags
+}
+
+// Decide classifies p and adds the code generator's diagnostics (Verdict):
+// without errors it returns the Unit of p and its plan, whose kernels are
+// generated on demand; with errors the Unit is nil. It is what the maskc
+// command runs after ParseAndCheck, to print every diagnostic itself.
+func Decide(p *check.Program, opts Options) (*Unit, dsl.Diagnostics) {
+	plan, diags := Verdict(p, opts)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	return New(p, plan, opts), diags
+}
+
+// WithKernel returns a Unit of u's program and plan whose kernels are
+// generated with k (head dimension, dtype, layout, source name) instead of
+// u's Options.Kernel; it generates nothing until asked.
+func (u *Unit) WithKernel(k codegen.Options) *Unit {
+	opts := u.opts
+	opts.Kernel = k
+	return New(u.Program, u.Plan, opts)
+}
+
 // New makes a Unit from a program and plan the caller has already checked
 // and classified without errors (as the maskc command does, to print its
 // own diagnostics). It generates nothing until Kernel or Load asks.
@@ -195,7 +237,7 @@ func KernelDiagnostics(p *check.Program, plan *classify.Plan, opts Options) dsl.
 	var diags dsl.Diagnostics
 	for _, d := range plan.Attentions {
 		if a := p.Attention(d.Name); a != nil && NeedsKernel(d) {
-			diags = append(diags, dropFollowOn(codegen.Diagnose(p, a, opts.Kernel))...)
+			diags = append(diags, dropFollowOn(codegen.Diagnose(p, a, kernelOptions(opts, plan)))...)
 		}
 	}
 	return diags
@@ -212,6 +254,17 @@ func Verdict(p *check.Program, opts Options) (*classify.Plan, dsl.Diagnostics) {
 	}
 	diags.Sort()
 	return plan, diags
+}
+
+// kernelOptions are the code generator's options for a program planned as
+// plan: opts.Kernel, carrying on with the normal forms the classifier
+// computed (each mask is put in normal form once per compilation).
+func kernelOptions(opts Options, plan *classify.Plan) codegen.Options {
+	k := opts.Kernel
+	if plan != nil && k.Forms == nil {
+		k.Forms = plan.Forms
+	}
+	return k
 }
 
 // dropFollowOn removes the code generator's internal-error diagnostics
@@ -280,7 +333,7 @@ func (u *Unit) Kernel(name string) (*codegen.Kernel, dsl.Diagnostics) {
 		diags.Add(u.Program.File.Source, dsl.NoSpan, CodeNoAttention, "no attention block named %q (have %v)", name, u.Names())
 		return nil, diags
 	}
-	k, diags := codegen.Generate(u.Program, a, u.opts.Kernel)
+	k, diags := codegen.Generate(u.Program, a, kernelOptions(u.opts, u.Plan))
 	diags = dropFollowOn(diags)
 	if diags.HasErrors() {
 		return nil, diags

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/maskc/maskc/codegen"
 	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/runtime"
 	"github.com/maskc/maskc/runtime/fake"
@@ -358,5 +359,84 @@ func TestPlanFile(t *testing.T) {
 		if a.Kernel != nil && (a.Kernel.Source != a.Name+".hip" || a.Kernel.Sparsity == "") {
 			t.Errorf("%s: kernel %+v", a.Name, a.Kernel)
 		}
+	}
+}
+
+// TestPrepare: Prepare stops at parse and check errors (no Unit), and
+// otherwise returns a Unit that has generated nothing yet; a block the
+// generator refuses is refused when its kernel is asked for.
+func TestPrepare(t *testing.T) {
+	tests := []struct {
+		name, text string
+		unit       bool     // a Unit comes back
+		code       dsl.Code // prefix of an error diagnostic, "" for none
+		kernelCode dsl.Code // the error Unit.Kernel gives the first block, "" for none
+	}{
+		{"syntax", "mask m(b, h, q, kv) = q >=\n", false, "E0", ""},
+		{"unknown name", "attention a { mask = nope }\n", false, "E02", ""},
+		{"clean", "mask m(b, h, q, kv) = q >= kv\nattention a { mask = m }\n", true, "", ""},
+		{"codegen refusal", "mask m(b, h, q, kv) = q % 3 == kv % 3\nattention a { mask = m\n head_dim = 96 }\n", true, "", "E300"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			u, diags := Prepare(tc.name+".flex", []byte(tc.text), Options{})
+			if (u != nil) != tc.unit {
+				t.Fatalf("unit %v, want one: %v; diagnostics:\n%s", u, tc.unit, diags.Render())
+			}
+			if tc.code == "" && diags.HasErrors() || tc.code != "" && !containsCode(diags.Errors(), tc.code) {
+				t.Fatalf("want error %q, got:\n%s", tc.code, diags.Render())
+			}
+			if u == nil {
+				return
+			}
+			if len(u.kernels) != 0 {
+				t.Errorf("Prepare generated %d kernels", len(u.kernels))
+			}
+			k, kd := u.Kernel(u.Names()[0])
+			if tc.kernelCode == "" && (k == nil || kd.HasErrors()) || tc.kernelCode != "" && (k != nil || !containsCode(kd, tc.kernelCode)) {
+				t.Errorf("kernel %v, diagnostics:\n%s\nwant error %q", k != nil, kd.Render(), tc.kernelCode)
+			}
+		})
+	}
+}
+
+// TestDecideAndWithKernel: Decide gives no Unit for a file with a
+// classifier or generator error, and a Unit of the plan otherwise;
+// WithKernel shares that plan and generates with its own options.
+func TestDecideAndWithKernel(t *testing.T) {
+	tests := []struct {
+		name, text string
+		code       dsl.Code // error prefix, "" for a Unit
+	}{
+		{"clean", "mask m(b, h, q, kv) = q >= kv\nattention a { mask = m }\n", ""},
+		{"never true", "mask m(b, h, q, kv) = q < 0\nattention a { mask = m }\n", "E100"},
+		{"generator refusal", "mask m(b, h, q, kv) = q % 3 == kv % 3\nattention a { mask = m\n head_dim = 96 }\n", "E300"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, diags := ParseAndCheck(tc.name+".flex", []byte(tc.text), Options{})
+			if diags.HasErrors() {
+				t.Fatal(diags.Render())
+			}
+			u, diags := Decide(c.Program, Options{})
+			if tc.code != "" {
+				if u != nil || !containsCode(diags.Errors(), tc.code) {
+					t.Fatalf("unit %v, diagnostics:\n%s\nwant %s and no unit", u, diags.Render(), tc.code)
+				}
+				return
+			}
+			if u == nil || diags.HasErrors() || len(u.Plan.Attentions) != 1 {
+				t.Fatalf("unit %v, diagnostics:\n%s", u, diags.Render())
+			}
+			w := u.WithKernel(codegen.Options{HeadDim: 64})
+			k, kd := u.Kernel("a")
+			k64, kd64 := w.Kernel("a")
+			if kd.HasErrors() || kd64.HasErrors() || w.Plan != u.Plan {
+				t.Fatalf("%s%s; plan shared: %v", kd.Render(), kd64.Render(), w.Plan == u.Plan)
+			}
+			if k.HeadDim != 128 || k64.HeadDim != 64 {
+				t.Errorf("head dims %d and %d, want 128 and 64", k.HeadDim, k64.HeadDim)
+			}
+		})
 	}
 }

@@ -9,10 +9,8 @@ import (
 
 	"github.com/maskc/maskc/check"
 	"github.com/maskc/maskc/classify"
-	"github.com/maskc/maskc/codegen"
 	"github.com/maskc/maskc/compiler"
 	"github.com/maskc/maskc/dsl"
-	"github.com/maskc/maskc/hipsrc"
 	"github.com/maskc/maskc/parser"
 )
 
@@ -42,16 +40,11 @@ type analysis struct {
 	// it (E005, too large): the analysis holds only that diagnostic.
 	refused bool
 	// reads are the buffer reads of the attention blocks' kernels with
-	// their index bounds (codegen.Reads), for hovers on a read.
-	reads []blockRead
-}
-
-// blockRead is one buffer read of an attention block's kernel, with the
-// read buffer's extents when they are constants.
-type blockRead struct {
-	block string
-	read  hipsrc.ReadBound
-	ext   []int64
+	// their index bounds (compiler.Reads), for hovers on a read.
+	reads []compiler.Read
+	// unit is the compiled file, present when decisions are: its kernels
+	// are the ones drawn (generated on first use).
+	unit *compiler.Unit
 }
 
 // refusedWhole reports whether the parser refused the whole text unread.
@@ -90,7 +83,7 @@ func analyze(name string, text []byte, cache *parseCache) *analysis {
 		// (no declaration scan, no tokens), so a huge document costs no more
 		// than its refusal.
 		a.refused = true
-		a.prog, _ = check.Check(a.file, check.Options{})
+		a.prog, _ = compiler.Check(a.file, compiler.Options{})
 		return a
 	}
 
@@ -108,6 +101,7 @@ func analyze(name string, text []byte, cache *parseCache) *analysis {
 		a.diags = append(a.diags, classifyDiags...)
 		if plan != nil {
 			a.decisions = decisionsByDecl(a.prog, plan)
+			a.unit = compiler.New(a.prog, plan, compiler.Options{})
 		}
 		if plan != nil && !classifyDiags.HasErrors() {
 			// The generator's refusals (E306, E311, ...) are diagnostics of
@@ -115,19 +109,7 @@ func analyze(name string, text []byte, cache *parseCache) *analysis {
 			var genDiags dsl.Diagnostics
 			a.guard("generate", func() { genDiags = compiler.KernelDiagnostics(a.prog, plan, compiler.Options{}) })
 			a.diags = append(a.diags, genDiags...)
-			a.guard("reads", func() {
-				for _, at := range a.prog.Attentions {
-					for _, r := range codegen.Reads(a.prog, at) {
-						var ext []int64
-						for _, b := range a.prog.Buffers {
-							if b.Decl.Name.Name == r.Buffer {
-								ext = codegen.ConstExtents(a.prog, b.Decl)
-							}
-						}
-						a.reads = append(a.reads, blockRead{block: at.Name, read: r, ext: ext})
-					}
-				}
-			})
+			a.guard("reads", func() { a.reads = compiler.Reads(a.prog, plan, compiler.Options{}) })
 		}
 	}
 	a.diags.Sort()

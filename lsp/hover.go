@@ -8,7 +8,6 @@ import (
 	"go.lsp.dev/protocol"
 
 	"github.com/maskc/maskc/check"
-	"github.com/maskc/maskc/codegen"
 	"github.com/maskc/maskc/dsl"
 )
 
@@ -56,8 +55,8 @@ func (a *analysis) readHover(id *dsl.Ident) string {
 	at := fmt.Sprintf("%s:%d:%d", a.file.Source.Name, p.Line, p.Column)
 	var b strings.Builder
 	for _, r := range a.reads {
-		if r.read.At == at {
-			fmt.Fprintf(&b, "\n\n`%s` in `%s` (%s): %s", r.read.Text, r.block, r.read.In, codegen.ReadNote(r.read, r.ext))
+		if r.At == at {
+			fmt.Fprintf(&b, "\n\n`%s` in `%s` (%s): %s", r.Text, r.Block, r.In, r.Note())
 		}
 	}
 	return b.String()

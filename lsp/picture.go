@@ -17,7 +17,7 @@ import (
 	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/protocol"
 
-	"github.com/maskc/maskc/codegen"
+	"github.com/maskc/maskc/compiler"
 	"github.com/maskc/maskc/draw"
 	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/eval"
@@ -188,11 +188,10 @@ func (s *server) pictureJobFor(a *analysis, d *dsl.AttentionDecl) (*pictureJob, 
 		return nil, fmt.Errorf("%s", a.unclassifiedReason())
 	}
 	name := d.Name.Name
-	attn := a.prog.Attention(name)
-	if attn == nil {
+	if a.prog.Attention(name) == nil || a.unit == nil {
 		return nil, fmt.Errorf("attention %s was not checked", name)
 	}
-	k, diags := codegen.Generate(a.prog, attn, codegen.Options{})
+	k, diags := a.unit.Kernel(name)
 	if diags.HasErrors() {
 		first := diags[0]
 		for _, x := range diags {
@@ -225,7 +224,7 @@ func (s *server) pictureJobFor(a *analysis, d *dsl.AttentionDecl) (*pictureJob, 
 		title += fmt.Sprintf(", %d equal documents", pictureDocs)
 	}
 	render := func(ctx context.Context) error {
-		if err := writePicture(ctx, path, k, env, title); err != nil {
+		if err := writePicture(ctx, path, a.unit, name, env, title); err != nil {
 			return err
 		}
 		removeOlderPictures(s.pictures, prefix, filepath.Base(path))
@@ -237,11 +236,11 @@ func (s *server) pictureJobFor(a *analysis, d *dsl.AttentionDecl) (*pictureJob, 
 // pictureHashLen is the hex digits of the text's hash in a picture's name.
 const pictureHashLen = 12
 
-// writePicture draws kernel k's tile map for env and writes it to path as
-// PNG (through a temporary file and a rename).
-func writePicture(ctx context.Context, path string, k *codegen.Kernel, env *eval.Env, title string) error {
+// writePicture draws the tile map of the kernel of block name of u for env
+// and writes it to path as PNG (through a temporary file and a rename).
+func writePicture(ctx context.Context, path string, u *compiler.Unit, name string, env *eval.Env, title string) error {
 	grid, scale := draw.Grid(pictureSeq, pictureSeq, draw.MaxCells)
-	m, err := tilemap.Build(k, env, tilemap.Options{Platform: hipsrc.AMD, Grid: &grid, Context: ctx})
+	m, _, err := u.TileMap(name, env, tilemap.Options{Platform: hipsrc.AMD, Grid: &grid, Context: ctx})
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,9 @@
 // name and source file, the attention block and .flex file it came from,
 // the configuration, the block sparsity, the captured buffers in
 // MaskcBuffers order, the launch per platform and the mask and score as
-// PyTorch expressions. Attention blocks that cannot be generated
+// PyTorch expressions. DIR is written as `maskc compile -o` writes its
+// (compiler.WriteDir): staged and committed whole, replacing only
+// genkernels' own earlier outputs. Attention blocks that cannot be generated
 // are reported on stderr and listed under "skipped"; with -strict they make
 // the command fail.
 package main
@@ -65,10 +67,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
-	}
 	type job struct {
 		path string
 		unit *compiler.Unit
@@ -83,54 +81,49 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, err)
 			return 1
 		}
-		c, diags := compiler.ParseAndCheck(path, text, copts)
-		if diags.HasErrors() {
+		u, diags := compiler.Prepare(path, text, copts)
+		if u == nil {
 			fmt.Fprint(stderr, diags.Errors().Render())
 			failed = true
 			continue
 		}
-		plan, _ := compiler.Classify(c.Program, copts)
-		jobs = append(jobs, job{path, compiler.New(c.Program, plan, copts)})
-		for _, a := range c.Program.Attentions {
+		jobs = append(jobs, job{path, u})
+		for _, a := range u.Program.Attentions {
 			count[a.Name]++
 		}
 	}
 	m := hipsrc.NewManifest()
-	for _, j := range jobs {
-		for _, name := range j.unit.Names() {
-			k, diags := j.unit.Kernel(name)
-			if diags.HasErrors() {
-				fmt.Fprint(stderr, diags.Errors().Render())
-				m.Skipped = append(m.Skipped, hipsrc.Skipped{Flex: j.path, Attention: name, Diagnostics: diags.Errors().Render()})
-				if *strict {
-					failed = true
+	// Written like `maskc compile -o`: staged, committed whole, and only
+	// over genkernels' own earlier outputs (compiler.WriteDir).
+	err := compiler.WriteDir(*out, "genkernels", func(dir *compiler.OutDir) error {
+		for _, j := range jobs {
+			for _, name := range j.unit.Names() {
+				k, diags := j.unit.Kernel(name)
+				if diags.HasErrors() {
+					fmt.Fprint(stderr, diags.Errors().Render())
+					m.Skipped = append(m.Skipped, hipsrc.Skipped{Flex: j.path, Attention: name, Diagnostics: diags.Errors().Render()})
+					if *strict {
+						failed = true
+					}
+					continue
 				}
-				continue
+				file := name + ".cu"
+				if count[name] > 1 {
+					file = strings.TrimSuffix(filepath.Base(j.path), ".flex") + "__" + file
+				}
+				mk, err := dir.WriteKernel(k, j.unit.Decision(name), file, j.path)
+				if err != nil {
+					return err
+				}
+				m.Kernels = append(m.Kernels, mk)
 			}
-			file := name + ".cu"
-			if count[name] > 1 {
-				file = strings.TrimSuffix(filepath.Base(j.path), ".flex") + "__" + file
-			}
-			if err := os.WriteFile(filepath.Join(*out, file), []byte(k.Source), 0o644); err != nil {
-				fmt.Fprintln(stderr, err)
-				return 1
-			}
-			if err := os.WriteFile(filepath.Join(*out, hipsrc.BwdSourceName(file)), []byte(k.BwdSource), 0o644); err != nil {
-				fmt.Fprintln(stderr, err)
-				return 1
-			}
-			mk := compiler.KernelManifest(k, j.unit.Decision(name), file, j.path)
-			if err := mk.SetBackward(hipsrc.BwdSourceName(file)); err != nil {
-				fmt.Fprintln(stderr, err)
-				return 1
-			}
-			m.Kernels = append(m.Kernels, mk)
 		}
-	}
-	b, err := m.Marshal()
-	if err == nil {
-		err = os.WriteFile(filepath.Join(*out, hipsrc.ManifestFile), b, 0o644)
-	}
+		b, err := m.Marshal()
+		if err != nil {
+			return err
+		}
+		return dir.WriteFile(hipsrc.ManifestFile, b)
+	})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1

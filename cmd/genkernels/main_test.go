@@ -256,3 +256,58 @@ func TestManifestBackward(t *testing.T) {
 		}
 	}
 }
+
+// TestStagedOutput: genkernels writes its directory as `maskc compile -o`
+// does (compiler.WriteDir): a second run replaces its own outputs and drops
+// the ones it no longer writes, and a file it did not write is refused,
+// leaving the directory as it was.
+func TestStagedOutput(t *testing.T) {
+	doc, lookup := "../../codegen/testdata/golden/document.flex", "../../codegen/testdata/golden/lookup.flex"
+	tests := []struct {
+		name     string
+		user     string // a file written into DIR before the second run
+		code     int
+		stderrRx string
+		want     []string // the .cu files in DIR after the second run
+	}{
+		{"rerun replaces own outputs", "", 0, "", []string{"document_causal.bwd.cu", "document_causal.cu"}},
+		{"user file is not replaced", "document_causal.cu", 1, "not an output of an earlier genkernels",
+			[]string{"block_lookup.bwd.cu", "block_lookup.cu", "document_causal.bwd.cu", "document_causal.cu", "per_head.bwd.cu", "per_head.cu"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var stdout, stderr strings.Builder
+			if code := run([]string{"-o", dir, doc, lookup}, &stdout, &stderr); code != 0 {
+				t.Fatalf("first run: exit %d\n%s", code, stderr.String())
+			}
+			if tt.user != "" {
+				if err := os.WriteFile(filepath.Join(dir, tt.user), []byte("mine"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			stderr.Reset()
+			if code := run([]string{"-o", dir, doc}, &stdout, &stderr); code != tt.code {
+				t.Fatalf("second run: exit %d, want %d\n%s", code, tt.code, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tt.stderrRx) {
+				t.Errorf("stderr lacks %q:\n%s", tt.stderrRx, stderr.String())
+			}
+			got, err := filepath.Glob(filepath.Join(dir, "*.cu"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range got {
+				got[i] = filepath.Base(got[i])
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("DIR holds %v, want %v", got, tt.want)
+			}
+			if tt.user != "" {
+				if b, _ := os.ReadFile(filepath.Join(dir, tt.user)); string(b) != "mine" {
+					t.Errorf("%s was replaced", tt.user)
+				}
+			}
+		})
+	}
+}

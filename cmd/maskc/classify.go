@@ -52,13 +52,14 @@ func runClassify(e *env, args []string) int {
 			return usageError(e.stderr, "%v", err)
 		}
 	}
-	u, plan, status := buildPlan(e, files[0], *target, defines)
-	if plan == nil {
+	u, cu, status := buildPlan(e, files[0], *target, defines)
+	if cu == nil {
 		return status
 	}
+	plan := cu.Plan
 	if *shape != "" {
 		tc.path = files[0]
-		tiles, status := tileCounts(e, u, plan, tc, *seed)
+		tiles, status := tileCounts(e, u, cu, tc, *seed)
 		if tiles == nil {
 			return status
 		}
@@ -84,10 +85,12 @@ func runClassify(e *env, args []string) int {
 }
 
 // buildPlan runs the front end, the classifier and the code generator's
-// checks on path (compiler.Verdict, as `maskc check` does), printing
-// diagnostics. The plan is nil when there were errors (status says which
-// exit code to use): every command gives a file check's verdict.
-func buildPlan(e *env, path, target string, defines map[string]string) (*unit, *classify.Plan, int) {
+// checks on path (compiler.Decide: compiler.Verdict, as `maskc check`
+// does), printing diagnostics. The Unit (of the plan, with the default
+// kernel options: see Unit.WithKernel) is nil when there were errors
+// (status says which exit code to use): every command gives a file check's
+// verdict.
+func buildPlan(e *env, path, target string, defines map[string]string) (*unit, *compiler.Unit, int) {
 	profile, err := classify.Target(target)
 	if err != nil {
 		return nil, nil, usageError(e.stderr, "%v", err)
@@ -101,14 +104,14 @@ func buildPlan(e *env, path, target string, defines map[string]string) (*unit, *
 		printDiags(e.stderr, u.diags)
 		return nil, nil, exitError
 	}
-	plan, cd := compiler.Verdict(u.prog, compiler.Options{Target: profile})
+	cu, cd := compiler.Decide(u.prog, compiler.Options{Target: profile})
 	ds := append(u.diags, cd...)
 	ds.Sort()
 	printDiags(e.stderr, ds)
 	if ds.HasErrors() {
 		return nil, nil, exitError
 	}
-	return u, plan, exitOK
+	return u, cu, exitOK
 }
 
 // runTargets implements `maskc targets`: the known Turbo target profiles.
@@ -150,8 +153,8 @@ type tileMapPlatformJSON struct {
 // tileCounts computes the tile_map of every block the plan runs (or may
 // run) as a generated kernel, for the launch cfg describes. It returns nil
 // and an exit status on errors.
-func tileCounts(e *env, u *unit, plan *classify.Plan, cfg *runConfig, seed uint64) (map[string]any, int) {
-	unit := compiler.New(u.prog, plan, compiler.Options{Kernel: codegen.Options{SourceName: cfg.path}})
+func tileCounts(e *env, u *unit, cu *compiler.Unit, cfg *runConfig, seed uint64) (map[string]any, int) {
+	plan, unit := cu.Plan, cu.WithKernel(codegen.Options{SourceName: cfg.path})
 	out := map[string]any{}
 	var names []string
 	for _, d := range plan.Attentions {
@@ -174,21 +177,19 @@ func tileCounts(e *env, u *unit, plan *classify.Plan, cfg *runConfig, seed uint6
 		if err != nil {
 			return nil, printRunError(e, err)
 		}
-		notes, err := tilemap.Notes(k, env)
+		r, _, err := unit.TileCounts(name, env, hipsrc.Platforms...)
+		if r != nil {
+			for _, n := range r.Notes {
+				fmt.Fprintf(e.stderr, "maskc: note: attention %s: %s\n", name, n)
+			}
+		}
 		if err != nil {
 			return nil, printEvalError(e, u, err)
 		}
-		for _, n := range notes {
-			fmt.Fprintf(e.stderr, "maskc: note: attention %s: %s\n", name, n)
-		}
 		tm := tileMapJSON{Shape: map[string]int{"B": c.b, "H": c.h, "Sq": c.sq, "Skv": c.skv}, Sparsity: k.Sparsity, Platforms: map[string]tileMapPlatformJSON{}}
-		for _, p := range hipsrc.Platforms {
-			ct, err := tilemap.Launch(k, env, p)
-			if err != nil {
-				return nil, printEvalError(e, u, err)
-			}
+		for _, ct := range r.Counts {
 			tm.Pairs, tm.KeptPairs, tm.Density = ct.Pairs, ct.KeptPairs, ct.Density
-			tm.Platforms[p.String()] = tileMapPlatformJSON{BlockM: hipsrc.BlockM, BlockN: int64(p.BlockN()), Tiles: ct.Tiles, Visited: ct.Visited, WithKept: ct.WithKept, Full: ct.Full}
+			tm.Platforms[ct.Platform.String()] = tileMapPlatformJSON{BlockM: hipsrc.BlockM, BlockN: int64(ct.Platform.BlockN()), Tiles: ct.Tiles, Visited: ct.Visited, WithKept: ct.WithKept, Full: ct.Full}
 		}
 		out[name] = tm
 	}

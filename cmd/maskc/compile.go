@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -42,10 +43,11 @@ func runCompile(e *env, args []string) int {
 			return usageError(e.stderr, "--offload-arch needs hipcc on PATH (Debian: apt-get install hipcc)")
 		}
 	}
-	u, plan, status := buildPlan(e, files[0], *target, defines)
-	if plan == nil {
+	_, du, status := buildPlan(e, files[0], *target, defines)
+	if du == nil {
 		return status
 	}
+	plan := du.Plan
 	if len(plan.Attentions) == 0 {
 		// A file of mods only checks clean (a library), but compiling it
 		// would write a plan of nothing (issue 31: silently, with
@@ -53,115 +55,103 @@ func runCompile(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "maskc: %s declares no attention block, so there is nothing to compile; add one: attention NAME { mask = ... }\n", dsl.Printable(displayName(e, files[0])))
 		return exitError
 	}
-	// Everything is written to a sibling of DIR and put in place whole, so a
-	// failed run leaves DIR as it was.
-	out, err := stageDir(*outDir)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "maskc: %v\n", err)
-		return exitUsage
-	}
-	committed := false
-	defer func() {
-		if !committed {
-			out.Abort()
+	// Everything is staged and put in place whole (compiler.WriteDir), so a
+	// failed run leaves DIR as it was. status is set when fill fails for a
+	// reason it has already reported.
+	cu := du.WithKernel(codegen.Options{SourceName: displayName(e, files[0])})
+	var kernels int
+	status = exitOK
+	fill := func(out *compiler.OutDir) error {
+		pf := cu.NewPlanFile()
+		manifest := hipsrc.NewManifest()
+		var diags dsl.Diagnostics
+		needs := func(pa *compiler.PlanAttention) bool { return *all || compiler.NeedsKernel(pa.Decision) }
+		var todo int
+		for _, pa := range pf.Attentions {
+			if needs(pa) {
+				todo++
+			}
 		}
-	}()
-	cu := compiler.New(u.prog, plan, compiler.Options{Kernel: codegen.Options{SourceName: displayName(e, files[0])}})
-	pf := cu.NewPlanFile()
-	manifest := hipsrc.NewManifest()
-	var diags dsl.Diagnostics
-	needs := func(pa *compiler.PlanAttention) bool { return *all || compiler.NeedsKernel(pa.Decision) }
-	var todo int
-	for _, pa := range pf.Attentions {
-		if needs(pa) {
-			todo++
-		}
-	}
-	prog := newProgress(e, "compile")
-	defer prog.done()
-	for _, pa := range pf.Attentions {
-		if !needs(pa) {
-			continue
-		}
-		prog.update(len(manifest.Kernels), todo, pa.Name)
-		k, kd := cu.Kernel(pa.Name)
-		diags = append(diags, kd...)
-		if kd.HasErrors() {
-			continue
-		}
-		name := pa.Name + ".hip"
-		if err := out.WriteFile(name, []byte(k.Source)); err != nil {
-			fmt.Fprintf(e.stderr, "maskc: %v\n", err)
-			return exitUsage
-		}
-		bwdName := hipsrc.BwdSourceName(name)
-		if err := out.WriteFile(bwdName, []byte(k.BwdSource)); err != nil {
-			fmt.Fprintf(e.stderr, "maskc: %v\n", err)
-			return exitUsage
-		}
-		pk := compiler.NewPlanKernel(k, name)
-		mk := compiler.KernelManifest(k, pa.Decision, name, displayName(e, files[0]))
-		if err := mk.SetBackward(bwdName); err != nil {
-			fmt.Fprintf(e.stderr, "maskc: %v\n", err)
-			return exitUsage
-		}
-		for _, arch := range strings.Split(*archs, ",") {
-			if arch = strings.TrimSpace(arch); arch == "" {
+		prog := newProgress(e, "compile")
+		defer prog.done()
+		for _, pa := range pf.Attentions {
+			if !needs(pa) {
 				continue
 			}
-			for _, src := range []struct {
-				file, obj, what string
-				objs            *map[string]string
-			}{
-				{name, fmt.Sprintf("%s.%s.hsaco", pa.Name, arch), pa.Name, &pk.CodeObjects},
-				{bwdName, fmt.Sprintf("%s.bwd.%s.hsaco", pa.Name, arch), pa.Name + "'s backward", &mk.BwdCodeObjects},
-			} {
-				prog.update(len(manifest.Kernels), todo, "hipcc "+src.obj)
-				args := append(hipsrc.HIPOptions(arch), "--genco", "-o", out.Path(src.obj), out.Path(src.file))
-				cmd := exec.Command(hipcc, args...)
-				if log, err := cmd.CombinedOutput(); err != nil {
-					fmt.Fprintf(e.stderr, "maskc: hipcc for %s (%s) failed: %v\n%s", src.what, arch, err, log)
-					return exitError
+			prog.update(len(manifest.Kernels), todo, pa.Name)
+			k, kd := cu.Kernel(pa.Name)
+			diags = append(diags, kd...)
+			if kd.HasErrors() {
+				continue
+			}
+			name := pa.Name + ".hip"
+			mk, err := out.WriteKernel(k, pa.Decision, name, displayName(e, files[0]))
+			if err != nil {
+				return err
+			}
+			pk := compiler.NewPlanKernel(k, name)
+			for _, arch := range strings.Split(*archs, ",") {
+				if arch = strings.TrimSpace(arch); arch == "" {
+					continue
 				}
-				if *src.objs == nil {
-					*src.objs = map[string]string{}
+				for _, src := range []struct {
+					file, obj, what string
+					objs            *map[string]string
+				}{
+					{name, fmt.Sprintf("%s.%s.hsaco", pa.Name, arch), pa.Name, &pk.CodeObjects},
+					{mk.BwdSource, fmt.Sprintf("%s.bwd.%s.hsaco", pa.Name, arch), pa.Name + "'s backward", &mk.BwdCodeObjects},
+				} {
+					prog.update(len(manifest.Kernels), todo, "hipcc "+src.obj)
+					args := append(hipsrc.HIPOptions(arch), "--genco", "-o", out.Path(src.obj), out.Path(src.file))
+					cmd := exec.Command(hipcc, args...)
+					if log, err := cmd.CombinedOutput(); err != nil {
+						fmt.Fprintf(e.stderr, "maskc: hipcc for %s (%s) failed: %v\n%s", src.what, arch, err, log)
+						status = exitError
+						return errReported
+					}
+					if *src.objs == nil {
+						*src.objs = map[string]string{}
+					}
+					(*src.objs)[arch] = src.obj
 				}
-				(*src.objs)[arch] = src.obj
+			}
+			mk.CodeObjects = pk.CodeObjects
+			pa.Kernel = pk
+			manifest.Kernels = append(manifest.Kernels, mk)
+		}
+		prog.done()
+		diags.Sort()
+		printDiags(e.stderr, diags)
+		if diags.HasErrors() {
+			status = exitError
+			return errReported
+		}
+		planJSON, err := pf.JSON()
+		if err == nil {
+			var manifestJSON []byte
+			if manifestJSON, err = manifest.Marshal(); err == nil {
+				kernels = len(manifest.Kernels)
+				if err := out.WriteFile(hipsrc.ManifestFile, manifestJSON); err != nil {
+					return err
+				}
+				return out.WriteFile("plan.json", planJSON)
 			}
 		}
-		mk.CodeObjects = pk.CodeObjects
-		pa.Kernel = pk
-		manifest.Kernels = append(manifest.Kernels, mk)
-	}
-	prog.done()
-	diags.Sort()
-	printDiags(e.stderr, diags)
-	if diags.HasErrors() {
-		return exitError
-	}
-	planJSON, err := pf.JSON()
-	if err != nil {
 		fmt.Fprintf(e.stderr, "maskc: %v\n", err)
-		return exitError
+		status = exitError
+		return errReported
 	}
-	manifestJSON, err := manifest.Marshal()
-	if err != nil {
-		fmt.Fprintf(e.stderr, "maskc: %v\n", err)
-		return exitError
-	}
-	if err := out.WriteFile(hipsrc.ManifestFile, manifestJSON); err != nil {
+	if err := compiler.WriteDir(*outDir, "maskc compile", fill); err != nil {
+		if status != exitOK {
+			return status
+		}
 		fmt.Fprintf(e.stderr, "maskc: %v\n", err)
 		return exitUsage
 	}
-	if err := out.WriteFile("plan.json", planJSON); err != nil {
-		fmt.Fprintf(e.stderr, "maskc: %v\n", err)
-		return exitUsage
-	}
-	committed = true
-	if err := out.Commit(); err != nil {
-		fmt.Fprintf(e.stderr, "maskc: %v\n", err)
-		return exitUsage
-	}
-	fmt.Fprintf(e.stdout, "wrote %s (%d attention blocks, %d generated kernels)\n", filepath.Join(*outDir, "plan.json"), len(plan.Attentions), len(manifest.Kernels))
+	fmt.Fprintf(e.stdout, "wrote %s (%d attention blocks, %d generated kernels)\n", filepath.Join(*outDir, "plan.json"), len(plan.Attentions), kernels)
 	return exitOK
 }
+
+// errReported stops compiler.WriteDir after a failure compile has already
+// printed (its exit status is set beside it).
+var errReported = errors.New("reported")

@@ -11,7 +11,6 @@ import (
 
 	"github.com/maskc/maskc/check"
 	"github.com/maskc/maskc/codegen"
-	"github.com/maskc/maskc/compiler"
 	"github.com/maskc/maskc/draw"
 	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/eval"
@@ -79,10 +78,11 @@ func runDraw(e *env, args []string) int {
 	case *size < 8 || *size > 4096:
 		return usageError(e.stderr, "--size must be between 8 and 4096")
 	}
-	u, plan, status := buildPlan(e, cfg.path, cfg.target, cfg.defines)
-	if plan == nil {
+	u, cu, status := buildPlan(e, cfg.path, cfg.target, cfg.defines)
+	if cu == nil {
 		return status
 	}
+	plan := cu.Plan
 	a, _, code, ok := pickAttention(e, cfg, u, plan)
 	if !ok {
 		return code
@@ -91,7 +91,7 @@ func runDraw(e *env, args []string) int {
 		return usageError(e.stderr, "--shape gives D = %d, but attention %s declares head_dim = %d", cfg.d, a.Name, a.HeadDim)
 	}
 	cfg.hkv = orDefault(a.KVHeads, cfg.h)
-	unit := compiler.New(u.prog, plan, compiler.Options{Kernel: codegen.Options{HeadDim: cfg.d, SourceName: cfg.path}})
+	unit := cu.WithKernel(codegen.Options{HeadDim: cfg.d, SourceName: cfg.path})
 	k, kd := unit.Kernel(a.Name)
 	if kd.HasErrors() {
 		printDiags(e.stderr, kd)
@@ -107,7 +107,7 @@ func runDraw(e *env, args []string) int {
 	grid, scale := draw.Grid(int64(cfg.sq), int64(cfg.skv), *size)
 	prog := newProgress(e, "draw "+a.Name)
 	t0 := time.Now()
-	m, err := tilemap.Build(k, env, tilemap.Options{Platform: p, B: int64(*sb), H: int64(*sh), Grid: &grid,
+	m, _, err := unit.TileMap(a.Name, env, tilemap.Options{Platform: p, B: int64(*sb), H: int64(*sh), Grid: &grid,
 		Progress: func(done, total int) { prog.update(done, total, "q tiles") }})
 	prog.done()
 	if err != nil {

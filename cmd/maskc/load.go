@@ -110,3 +110,16 @@ func displayName(e *env, path string) string {
 func stdinNameFlag(e *env, fs *flag.FlagSet) {
 	fs.StringVar(&e.stdinName, "stdin-name", "", "with FILE -, the file `NAME` to give the text read from stdin in diagnostics and generated code")
 }
+
+// unwrapPath drops an *os.PathError's operation and (temporary) path.
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
+	}
+	return err
+}

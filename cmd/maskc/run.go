@@ -79,10 +79,11 @@ func runRun(e *env, args []string) int {
 	if !ok {
 		return code
 	}
-	u, plan, status := buildPlan(e, cfg.path, cfg.target, cfg.defines)
-	if plan == nil {
+	u, cu, status := buildPlan(e, cfg.path, cfg.target, cfg.defines)
+	if cu == nil {
 		return status
 	}
+	plan := cu.Plan
 	a, dec, code, ok := pickAttention(e, cfg, u, plan)
 	if !ok {
 		return code
@@ -99,7 +100,7 @@ func runRun(e *env, args []string) int {
 	if a.HeadDim != 0 && a.HeadDim != cfg.d {
 		return usageError(e.stderr, "--shape gives D = %d, but attention %s declares head_dim = %d", cfg.d, a.Name, a.HeadDim)
 	}
-	unit := compiler.New(u.prog, plan, compiler.Options{Kernel: codegen.Options{HeadDim: cfg.d, DType: cfg.dtype, SourceName: cfg.path}})
+	unit := cu.WithKernel(codegen.Options{HeadDim: cfg.d, DType: cfg.dtype, SourceName: cfg.path})
 	k, kd := unit.Kernel(a.Name)
 	if kd.HasErrors() {
 		printDiags(e.stderr, kd)

@@ -87,13 +87,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, err)
 			return 1
 		}
-		c, diags := compiler.ParseAndCheck(path, text, compiler.Options{})
-		if diags.HasErrors() {
+		unit, diags := compiler.Prepare(path, text, compiler.Options{})
+		if unit == nil {
 			fmt.Fprint(stderr, diags.Errors().Render())
 			return 1
 		}
-		plan, _ := compiler.Classify(c.Program, compiler.Options{})
-		unit := compiler.New(c.Program, plan, compiler.Options{})
 		for _, name := range unit.Names() {
 			k, kd := unit.Kernel(name)
 			if kd.HasErrors() {
@@ -116,11 +114,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 				copy(t.Data, given.Data)
 				env.Buffers[kb.Name] = t
 			}
-			ct, err := tilemap.Launch(k, env, platform)
+			r, _, err := unit.TileCounts(name, env, platform)
 			if err != nil {
 				fmt.Fprintf(stderr, "tilecount: %s: %v\n", name, err)
 				return 1
 			}
+			ct := r.Counts[0].Counts
 			if err := enc.Encode(row{Name: name, Flex: path, Sparsity: k.Sparsity, Platform: platform.String(), Counts: ct}); err != nil {
 				fmt.Fprintln(stderr, err)
 				return 1

@@ -1,4 +1,4 @@
-package main
+package compiler
 
 import (
 	"crypto/sha256"
@@ -14,19 +14,25 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/maskc/maskc/classify"
+	"github.com/maskc/maskc/codegen"
+	"github.com/maskc/maskc/hipsrc"
 )
 
-// compile -o DIR writes its outputs inside DIR and nowhere else: DIR may be
-// a link (it stays one) and its parent need not be writable. It touches
-// only files it wrote itself, which it lists with their SHA-256 in DIR's
-// ledger; a name it would write that holds anything else (a user's file, a
-// link, one of its own outputs edited since) is refused, never replaced.
-// One run's outputs are committed as a whole: they are staged in
-// DIR/.maskc-stage-*, the commit is first recorded in a journal, and a run
-// killed during its commit is completed by the next run into DIR before
-// anything else. Outputs of an earlier run that this run does not write
-// are removed (when unchanged). Runs into one DIR take turns (flock on
-// DIR).
+// WriteDir is how maskc writes an output directory (`maskc compile -o
+// DIR`, genkernels -o DIR, and so the Python package's kernel cache, which
+// runs maskc compile): the outputs land inside DIR and nowhere else. DIR
+// may be a link (it stays one) and its parent need not be writable. A run
+// touches only files a run wrote itself, which it lists with their SHA-256
+// in DIR's ledger; a name it would write that holds anything else (a
+// user's file, a link, one of its own outputs edited since) is refused,
+// never replaced. One run's outputs are committed as a whole: they are
+// staged in DIR/.maskc-stage-*, the commit is first recorded in a journal,
+// and a run killed during its commit is completed by the next run into DIR
+// before anything else. Outputs of an earlier run that this run does not
+// write are removed (when unchanged). Runs into one DIR take turns (flock
+// on DIR).
 const (
 	// ledgerName lists the outputs of the last committed run.
 	ledgerName = ".maskc-outputs.json"
@@ -49,16 +55,35 @@ type ledger struct {
 	Remove map[string]string `json:"remove,omitempty"` // journal only: stale name: SHA-256
 }
 
-// stagedDir is compile's output directory while a run fills it.
-type stagedDir struct {
-	final string   // the directory the user named
-	dir   *os.File // final, open and locked
-	tmp   string   // the staging directory inside final
+// OutDir is an output directory while a WriteDir run fills it.
+type OutDir struct {
+	final  string   // the directory the user named
+	dir    *os.File // final, open and locked
+	tmp    string   // the staging directory inside final
+	writer string   // the command writing, for messages ("maskc compile")
+}
+
+// WriteDir creates dir (and its parents) if missing, locks it, completes
+// or discards what killed runs left there, and calls fill to write the
+// outputs into a staging directory. When fill returns nil the outputs are
+// committed to dir as a whole (see above); otherwise they are discarded
+// and dir is left as it was, and fill's error is returned. writer names
+// the command in messages ("maskc compile"). Errors name dir or the file.
+func WriteDir(dir, writer string, fill func(out *OutDir) error) error {
+	out, err := stageDir(dir, writer)
+	if err != nil {
+		return err
+	}
+	if err := fill(out); err != nil {
+		out.abort()
+		return err
+	}
+	return out.commit()
 }
 
 // stageDir creates final (and its parents) if missing, locks it, completes
 // or discards what killed runs left there, and starts a staging directory.
-func stageDir(final string) (*stagedDir, error) {
+func stageDir(final, writer string) (*OutDir, error) {
 	if st, err := os.Stat(final); err == nil && !st.IsDir() {
 		return nil, fmt.Errorf("%s: not a directory", final)
 	}
@@ -73,7 +98,7 @@ func stageDir(final string) (*stagedDir, error) {
 		dir.Close()
 		return nil, fmt.Errorf("%s: lock: %v", final, err)
 	}
-	s := &stagedDir{final: final, dir: dir}
+	s := &OutDir{final: final, dir: dir, writer: writer}
 	if err := s.recover(); err != nil {
 		dir.Close()
 		return nil, err
@@ -90,7 +115,7 @@ func stageDir(final string) (*stagedDir, error) {
 // recover completes the commit a killed run recorded in the journal, then
 // removes staging directories that killed runs left (the lock says no live
 // run uses them).
-func (s *stagedDir) recover() error {
+func (s *OutDir) recover() error {
 	var j ledger
 	switch err := readLedger(filepath.Join(s.final, journalName), &j); {
 	case err == nil:
@@ -130,10 +155,10 @@ func readLedger(path string, l *ledger) error {
 }
 
 // Path is where the file name is written while staging.
-func (s *stagedDir) Path(name string) string { return filepath.Join(s.tmp, name) }
+func (s *OutDir) Path(name string) string { return filepath.Join(s.tmp, name) }
 
-// Abort discards everything staged and releases DIR.
-func (s *stagedDir) Abort() {
+// abort discards everything staged and releases DIR.
+func (s *OutDir) abort() {
 	os.RemoveAll(s.tmp)
 	s.dir.Close()
 }
@@ -163,9 +188,9 @@ func digest(path string) (sum string, ok bool, err error) {
 	return hex.EncodeToString(h.Sum(nil)), true, nil
 }
 
-// Commit puts the staged outputs in place as described above. Errors name
-// the final directory or file.
-func (s *stagedDir) Commit() error {
+// commit puts the staged outputs in place as described at WriteDir.
+// Errors name the final directory or file.
+func (s *OutDir) commit() error {
 	j, err := s.journal()
 	if err != nil {
 		return err
@@ -177,9 +202,9 @@ func (s *stagedDir) Commit() error {
 
 // journal checks the staged outputs against DIR and records the commit in
 // DIR's journal; on an error it aborts the run.
-func (s *stagedDir) journal() (*ledger, error) {
+func (s *OutDir) journal() (*ledger, error) {
 	fail := func(err error) (*ledger, error) {
-		s.Abort()
+		s.abort()
 		return nil, err
 	}
 	var old ledger
@@ -207,7 +232,7 @@ func (s *stagedDir) journal() (*ledger, error) {
 			return fail(cleanPathError(err))
 		}
 		if !ok || old.Files[name] == "" || old.Files[name] != have {
-			return fail(fmt.Errorf("%s: not an output of an earlier maskc compile into %s (or changed since), so it is not replaced; move it away or choose another -o DIR", dest, s.final))
+			return fail(fmt.Errorf("%s: not an output of an earlier %s into %s (or changed since), so it is not replaced; move it away or choose another -o DIR", dest, s.writer, s.final))
 		}
 	}
 	for name, sum := range old.Files {
@@ -237,7 +262,7 @@ func (s *stagedDir) journal() (*ledger, error) {
 // so that the plan never names a file not yet there), removes the stale
 // outputs still unchanged, writes the new ledger and drops the journal and
 // the staging directory. It may be repeated after a kill at any point.
-func (s *stagedDir) apply(j *ledger) error {
+func (s *OutDir) apply(j *ledger) error {
 	stage := filepath.Join(s.final, j.Stage)
 	if j.Stage == "" || filepath.Base(j.Stage) != j.Stage || !strings.HasPrefix(j.Stage, stagePrefix) {
 		return fmt.Errorf("%s: names no staging directory of maskc's; remove it", filepath.Join(s.final, journalName))
@@ -305,9 +330,38 @@ func unwrapPath(err error) error {
 }
 
 // WriteFile writes a new file of the staged directory.
-func (s *stagedDir) WriteFile(name string, data []byte) error {
+func (s *OutDir) WriteFile(name string, data []byte) error {
 	if err := os.WriteFile(s.Path(name), data, 0o644); err != nil {
 		return fmt.Errorf("%s: %v", filepath.Join(s.final, name), unwrapPath(err))
 	}
 	return nil
+}
+
+// cleanPathError turns *os.PathError into "path: reason" without the
+// operation name.
+func cleanPathError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %v", pe.Path, pe.Err)
+	}
+	return err
+}
+
+// WriteKernel writes the forward source of kernel k, generated for block d
+// (nil: a kernel asked for without a plan) of the .flex file flex, as file
+// and its backward source beside it (hipsrc.BwdSourceName), and returns
+// the kernel's manifest entry.
+func (s *OutDir) WriteKernel(k *codegen.Kernel, d *classify.Decision, file, flex string) (hipsrc.KernelManifest, error) {
+	bwd := hipsrc.BwdSourceName(file)
+	if err := s.WriteFile(file, []byte(k.Source)); err != nil {
+		return hipsrc.KernelManifest{}, err
+	}
+	if err := s.WriteFile(bwd, []byte(k.BwdSource)); err != nil {
+		return hipsrc.KernelManifest{}, err
+	}
+	m := KernelManifest(k, d, file, flex)
+	if err := m.SetBackward(bwd); err != nil {
+		return hipsrc.KernelManifest{}, err
+	}
+	return m, nil
 }

@@ -1,4 +1,4 @@
-package main
+package compiler
 
 import (
 	"os"
@@ -14,8 +14,8 @@ import (
 // staging directory a killed run left is removed.
 func TestCommitKilledMidwayIsCompleted(t *testing.T) {
 	d := filepath.Join(t.TempDir(), "out")
-	run := func(files map[string]string) *stagedDir {
-		s, err := stageDir(d)
+	run := func(files map[string]string) *OutDir {
+		s, err := stageDir(d, "maskc compile")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -26,7 +26,7 @@ func TestCommitKilledMidwayIsCompleted(t *testing.T) {
 		}
 		return s
 	}
-	if err := run(map[string]string{"a.hip": "old a", "plan.json": "old plan"}).Commit(); err != nil {
+	if err := run(map[string]string{"a.hip": "old a", "plan.json": "old plan"}).commit(); err != nil {
 		t.Fatal(err)
 	}
 	s := run(map[string]string{"b.hip": "new b", "c.hip": "new c", "plan.json": "new plan"})
@@ -41,11 +41,11 @@ func TestCommitKilledMidwayIsCompleted(t *testing.T) {
 	if err := os.Mkdir(left, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	next, err := stageDir(d)
+	next, err := stageDir(d, "maskc compile")
 	if err != nil {
 		t.Fatal(err)
 	}
-	next.Abort()
+	next.abort()
 	want := map[string]string{"b.hip": "new b", "c.hip": "new c", "plan.json": "new plan"}
 	entries, err := os.ReadDir(d)
 	if err != nil {
