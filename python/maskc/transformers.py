@@ -557,4 +557,44 @@ def register(name=NAME, flex=None, blocks=None, defines=None, buffers=None):
     AttentionInterface.register(name, attention_forward)
     AttentionMaskInterface.register(name, mask_interface)
     _register_modernbert(name)
+    import transformers.masking_utils as mu
+    _pass_prepared_masks(mu)
     return name
+
+
+def _pass_prepared_masks(mu):
+    """Makes transformers' mask creation return a MaskInfo it is handed as
+    it is, as it does for a prepared 4-D tensor or BlockMask: generate()
+    with a StaticCache builds each step's mask ahead of the forward
+    (create_masks_for_generate, through mask_interface) and passes it in
+    as attention_mask, and create_causal_mask's preprocessing would read it
+    as a 2-D padding mask (run 23a: MaskNotATensor on attention_mask.ndim
+    in Llama's static-cache generate). Wraps
+    masking_utils._preprocess_mask_arguments once; other masks go through
+    unchanged."""
+    orig = getattr(mu, "_preprocess_mask_arguments", None)
+    if orig is None or getattr(orig, "_maskc_passes_mask_info", False):
+        return
+
+    def preprocess(*args, **kwargs):
+        args = list(args)
+        if "attention_mask" in kwargs:
+            mask = kwargs["attention_mask"]
+        elif len(args) > 2:
+            mask = args[2]
+        else:
+            mask = None
+        if not isinstance(mask, MaskInfo):
+            return orig(*args, **kwargs)
+        # The early exit: (True, the prepared mask, then None for every
+        # further item of this transformers version's tuple).
+        if "attention_mask" in kwargs:
+            kwargs["attention_mask"] = None
+        else:
+            args[2] = None
+        rest = orig(*args, **kwargs)
+        return (True, mask) + (None,) * (len(rest) - 2)
+
+    preprocess._maskc_passes_mask_info = True
+    preprocess.__wrapped__ = orig
+    mu._preprocess_mask_arguments = preprocess

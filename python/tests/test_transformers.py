@@ -261,6 +261,31 @@ def test_register_fills_both_interfaces(tf, mtf):
     assert mu.AttentionMaskInterface._global_mapping["maskc"] is mtf.mask_interface
 
 
+def test_prepared_mask_info_passes_mask_creation(tf, mtf):
+    """generate() with a StaticCache hands create_causal_mask the MaskInfo
+    it built ahead of the step: the preprocessing returns it as prepared
+    (early exit), as it does a 4-D tensor, and reads every other mask as
+    before; registering twice wraps once."""
+    _, mu = tf
+    seen = []
+
+    def preprocess(config, input_embeds, attention_mask, cache_position, past_key_values, position_ids, layer_idx):
+        seen.append(attention_mask)
+        return False, attention_mask, None, 7, 0
+
+    mu._preprocess_mask_arguments = preprocess
+    mtf.register()
+    mtf.register()
+    wrapped = mu._preprocess_mask_arguments
+    assert wrapped.__wrapped__ is preprocess
+    info = mtf.MaskInfo("kv <= q", [], 1, 1, 8, q_offset=7)
+    assert wrapped(None, None, info, None, None, None, None) == (True, info, None, None, None)
+    assert wrapped(None, None, attention_mask=info, cache_position=None, past_key_values=None, position_ids=None,
+                   layer_idx=None) == (True, info, None, None, None)
+    assert wrapped(None, None, "2-D mask", None, None, None, None) == (False, "2-D mask", None, 7, 0)
+    assert seen == [None, None, "2-D mask"]
+
+
 def test_import_needs_neither_torch_nor_transformers():
     code = ("import sys, maskc.transformers; "
             "assert 'torch' not in sys.modules and 'transformers' not in sys.modules; print('ok')")
