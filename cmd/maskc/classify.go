@@ -182,11 +182,12 @@ func tileCounts(e *env, u *unit, plan *classify.Plan, cfg *runConfig, seed uint6
 			fmt.Fprintf(e.stderr, "maskc: note: attention %s: %s\n", name, n)
 		}
 		tm := tileMapJSON{Shape: map[string]int{"B": c.b, "H": c.h, "Sq": c.sq, "Skv": c.skv}, Sparsity: k.Sparsity, Platforms: map[string]tileMapPlatformJSON{}}
-		for _, p := range hipsrc.Platforms {
-			ct, err := tilemap.Launch(k, env, p)
-			if err != nil {
-				return nil, printEvalError(e, u, err)
-			}
+		cts, err := tilemap.LaunchAll(k, env, hipsrc.Platforms)
+		if err != nil {
+			return nil, printEvalError(e, u, err)
+		}
+		for i, p := range hipsrc.Platforms {
+			ct := cts[i]
 			tm.Pairs, tm.KeptPairs, tm.Density = ct.Pairs, ct.KeptPairs, ct.Density
 			tm.Platforms[p.String()] = tileMapPlatformJSON{BlockM: hipsrc.BlockM, BlockN: int64(p.BlockN()), Tiles: ct.Tiles, Visited: ct.Visited, WithKept: ct.WithKept, Full: ct.Full}
 		}
