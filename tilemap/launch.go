@@ -76,7 +76,9 @@ func launchSlice(k *codegen.Kernel, env *eval.Env, ps []hipsrc.Platform, g, b, h
 			wg.Wait()
 			return nil, err
 		}
-		s := &sliceWorker{k: k, env: env, hs: hs, ps: ps, g: g, b: b, h: h,
+		box := newBoxEval(k.Mask, env)
+		box.setSlice(b, h)
+		s := &sliceWorker{k: k, env: env, hs: hs, box: box, ps: ps, g: g, b: b, h: h,
 			cnt: make([]int64, ceilDiv(env.KV, g)), sum: make([]Counts, len(ps))}
 		sums[w] = s.sum
 		wg.Add(1)
@@ -113,6 +115,7 @@ type sliceWorker struct {
 	k    *codegen.Kernel
 	env  *eval.Env
 	hs   *codegen.HostSparsity
+	box  *boxEval
 	ps   []hipsrc.Platform
 	g    int64
 	b, h int64
@@ -135,6 +138,14 @@ func (s *sliceWorker) granule(j int, q0, qEnd int64) (int64, error) {
 	}
 	kv0 := int64(j) * s.g
 	kv1 := min(kv0+s.g, s.env.KV)
+	switch s.box.decide(q0, qEnd-1, kv0, kv1-1) {
+	case 0:
+		s.cnt[j] = 0
+		return 0, nil
+	case 1:
+		s.cnt[j] = (qEnd - q0) * (kv1 - kv0)
+		return s.cnt[j], nil
+	}
 	var n int64
 	for q := q0; q < qEnd; q++ {
 		for kv := kv0; kv < kv1; kv++ {
