@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,8 +31,26 @@ func TestLaunchAllMatchesPairs(t *testing.T) {
 	if len(files) < 20 {
 		t.Fatalf("found %d masks, want the examples, bench_ext and the corpus", len(files))
 	}
-	shapes := []runConfig{{b: 2, h: 3, sq: 300, skv: 300}, {b: 1, h: 2, sq: 200, skv: 450}}
+	// The corpus's realistic buffers at 1x3x640 (buffers.py 3 640 ...).
+	real := map[string]bufferFlags{}
+	text, err := os.ReadFile("../../testdata/tilemasks/buffers_3x640.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(text)), "\n") {
+		mask, flag, _ := strings.Cut(line, " ")
+		if real[mask] == nil {
+			real[mask] = bufferFlags{}
+		}
+		if err := real[mask].Set(flag); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, path := range files {
+		shapes := []runConfig{{b: 2, h: 3, sq: 300, skv: 300}, {b: 1, h: 2, sq: 200, skv: 450}}
+		if bufs := real[strings.TrimSuffix(filepath.Base(path), ".flex")]; bufs != nil {
+			shapes = append(shapes, runConfig{b: 1, h: 3, sq: 640, skv: 640, buffers: bufs})
+		}
 		e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard}
 		u, plan, rc := buildPlan(e, path, "", nil)
 		if rc != exitOK {

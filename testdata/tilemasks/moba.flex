@@ -1,6 +1,6 @@
 # MoBA-style block selection: each 128-query block attends its own block
 # causally plus 4 earlier key blocks chosen per head by sel (flattened
-# [H, Q/128 * 4]; random contents by default, seeded).
+# [H, Q/128 * 4]; -1 selects nothing). Realistic contents: buffers.py.
 
 buffer sel: i32[H, 256]  # 4 block numbers per query block, Q <= 8192
 
