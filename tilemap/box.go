@@ -3,6 +3,8 @@ package tilemap
 import (
 	"math"
 
+	"github.com/maskc/maskc/buftype"
+
 	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/eval"
 )
@@ -147,7 +149,7 @@ func (be *boxEval) of(e dsl.Expr) dsl.Interval {
 	}
 	t := be.l.TypeOf(e)
 	if t != dsl.TypeInt && t != dsl.TypeBool {
-		return dsl.Unbounded
+		return be.fail() // floats are left to the pairs
 	}
 	if !be.reads[e] {
 		if r, ok := be.fixed[e]; ok {
@@ -187,7 +189,7 @@ func (be *boxEval) compute(e dsl.Expr, isBool bool) dsl.Interval {
 				return truthNot(v)
 			}
 		case x.Op == dsl.OpNeg:
-			return negIv(v)
+			return be.ok(negIv(v), v)
 		case x.Op == dsl.OpPos:
 			return v
 		}
@@ -211,17 +213,14 @@ func (be *boxEval) compute(e dsl.Expr, isBool bool) dsl.Interval {
 		p, q := be.of(x.X), be.of(x.Y)
 		switch x.Op {
 		case dsl.OpAdd:
-			return addIv(p, q)
+			return be.ok(addIv(p, q), p, q)
 		case dsl.OpSub:
-			return addIv(p, negIv(q))
+			return be.ok(addIv(p, negIv(q)), p, q)
 		case dsl.OpMul:
-			return mulIv(p, q)
+			return be.ok(mulIv(p, q), p, q)
 		case dsl.OpFloorDiv, dsl.OpMod:
 			if !bounded(p) || q.Lo != q.Hi || q.Lo <= 0 {
-				if q.Lo <= 0 && q.Hi >= 0 {
-					return be.fail() // a zero divisor: the pairs say what happens
-				}
-				return dsl.Unbounded
+				return be.fail() // a divisor that may be 0 or negative: the pairs decide
 			}
 			d := q.Lo
 			lo, hi := floorDiv(p.Lo, d), floorDiv(p.Hi, d)
@@ -237,9 +236,6 @@ func (be *boxEval) compute(e dsl.Expr, isBool bool) dsl.Interval {
 		out := trueIv
 		prev := be.of(x.Operands[0])
 		for i, op := range x.Ops {
-			if be.l.TypeOf(x.Operands[i]) == dsl.TypeFloat || be.l.TypeOf(x.Operands[i+1]) == dsl.TypeFloat {
-				return boolIv
-			}
 			next := be.of(x.Operands[i+1])
 			c := compareIv(op, prev, next)
 			if c == falseIv {
@@ -280,14 +276,56 @@ func (be *boxEval) compute(e dsl.Expr, isBool bool) dsl.Interval {
 			return dsl.Interval{Lo: 0, Hi: max(-v.Lo, v.Hi)}
 		}
 	case *dsl.IndexExpr:
-		for _, i := range x.Indices {
-			if r := be.of(i); r.Lo != r.Hi || be.failed {
-				return dsl.Unbounded
+		// One index per dimension; a read whose indices take one value is
+		// exact, one whose indices stay inside the buffer anything, and
+		// one that may read outside is left to the pairs (their error).
+		id, _ := x.X.(*dsl.Ident)
+		var t *eval.Tensor
+		if id != nil {
+			t = be.env.Buffers[id.Name]
+		}
+		if t == nil || len(t.Dims) != len(x.Indices) {
+			return be.fail()
+		}
+		point := true
+		for d, i := range x.Indices {
+			r := be.of(i)
+			if be.failed || r.Lo < 0 || r.Hi >= int64(t.Dims[d]) {
+				return be.fail()
+			}
+			point = point && r.Lo == r.Hi
+		}
+		if point {
+			return be.at(e)
+		}
+		// The element type's range (a bool's 0 or 1).
+		for _, d := range be.l.Buffers {
+			if d.Name != nil && d.Name.Name == id.Name && d.DType != nil {
+				if lo, hi, ok := buftype.IntRange(d.DType.Name); ok {
+					return dsl.Interval{Lo: lo, Hi: hi}
+				}
+				if d.DType.Name == "bool" {
+					return boolIv
+				}
 			}
 		}
-		return be.at(e)
+		return be.fail()
 	}
-	return dsl.Unbounded
+	return be.fail() // a node the box does not follow: the pairs decide
+}
+
+// ok returns r, failing the box where r is unbounded though its operands
+// are bounded (an int64 overflow, left to the pairs).
+func (be *boxEval) ok(r dsl.Interval, operands ...dsl.Interval) dsl.Interval {
+	for _, o := range operands {
+		if !bounded(o) {
+			return dsl.Unbounded
+		}
+	}
+	if !bounded(r) {
+		return be.fail()
+	}
+	return r
 }
 
 // choose is the range of `then if c else els`.

@@ -138,16 +138,42 @@ func (s *sliceWorker) granule(j int, q0, qEnd int64) (int64, error) {
 	}
 	kv0 := int64(j) * s.g
 	kv1 := min(kv0+s.g, s.env.KV)
-	switch s.box.decide(q0, qEnd-1, kv0, kv1-1) {
+	n, err := s.count(q0, qEnd, kv0, kv1)
+	if err != nil {
+		return 0, err
+	}
+	s.cnt[j] = n
+	return n, nil
+}
+
+// count returns the kept pairs of rows [q0, q1) x keys [kv0, kv1): the
+// box decided whole where it can be, else its halves (the longer side
+// split), else pair by pair once it holds at most minBox pairs.
+func (s *sliceWorker) count(q0, q1, kv0, kv1 int64) (int64, error) {
+	switch s.box.decide(q0, q1-1, kv0, kv1-1) {
 	case 0:
-		s.cnt[j] = 0
 		return 0, nil
 	case 1:
-		s.cnt[j] = (qEnd - q0) * (kv1 - kv0)
-		return s.cnt[j], nil
+		return (q1 - q0) * (kv1 - kv0), nil
+	}
+	if (q1-q0)*(kv1-kv0) > minBox {
+		var a, b int64
+		var err error
+		if q1-q0 >= kv1-kv0 {
+			m := (q0 + q1) / 2
+			if a, err = s.count(q0, m, kv0, kv1); err == nil {
+				b, err = s.count(m, q1, kv0, kv1)
+			}
+		} else {
+			m := (kv0 + kv1) / 2
+			if a, err = s.count(q0, q1, kv0, m); err == nil {
+				b, err = s.count(q0, q1, m, kv1)
+			}
+		}
+		return a + b, err
 	}
 	var n int64
-	for q := q0; q < qEnd; q++ {
+	for q := q0; q < q1; q++ {
 		for kv := kv0; kv < kv1; kv++ {
 			keep, err := s.hs.Mask(s.b, s.h, q, kv)
 			if err != nil {
@@ -158,9 +184,11 @@ func (s *sliceWorker) granule(j int, q0, qEnd int64) (int64, error) {
 			}
 		}
 	}
-	s.cnt[j] = n
 	return n, nil
 }
+
+// minBox is the most pairs count evaluates one by one rather than split.
+const minBox = 64
 
 // tileKept sums the granules of key tile [kv0, kv0+bn).
 func (s *sliceWorker) tileKept(kv0, bn, q0, qEnd int64) (int64, error) {
