@@ -76,9 +76,7 @@ func launchSlice(k *codegen.Kernel, env *eval.Env, ps []hipsrc.Platform, g, b, h
 			wg.Wait()
 			return nil, err
 		}
-		box := newBoxEval(k.Mask, env)
-		box.setSlice(b, h)
-		s := &sliceWorker{k: k, env: env, hs: hs, box: box, ps: ps, g: g, b: b, h: h,
+		s := &sliceWorker{k: k, env: env, hs: hs, pc: newPairCounter(k, env, hs, b, h), ps: ps, g: g, b: b, h: h,
 			cnt: make([]int64, ceilDiv(env.KV, g)), sum: make([]Counts, len(ps))}
 		sums[w] = s.sum
 		wg.Add(1)
@@ -115,7 +113,7 @@ type sliceWorker struct {
 	k    *codegen.Kernel
 	env  *eval.Env
 	hs   *codegen.HostSparsity
-	box  *boxEval
+	pc   *pairCounter
 	ps   []hipsrc.Platform
 	g    int64
 	b, h int64
@@ -138,7 +136,7 @@ func (s *sliceWorker) granule(j int, q0, qEnd int64) (int64, error) {
 	}
 	kv0 := int64(j) * s.g
 	kv1 := min(kv0+s.g, s.env.KV)
-	n, err := s.count(q0, qEnd, kv0, kv1)
+	n, err := s.pc.count(q0, qEnd, kv0, kv1)
 	if err != nil {
 		return 0, err
 	}
@@ -146,14 +144,34 @@ func (s *sliceWorker) granule(j int, q0, qEnd int64) (int64, error) {
 	return n, nil
 }
 
+// pairCounter counts the kept pairs of boxes of one slice (b, h), deciding
+// whole boxes where it can; onRect and onPair, when not nil, are told of
+// each kept box decided whole and each kept pair evaluated.
+type pairCounter struct {
+	hs     *codegen.HostSparsity
+	box    *boxEval
+	b, h   int64
+	onRect func(q0, q1, kv0, kv1 int64)
+	onPair func(q, kv int64)
+}
+
+func newPairCounter(k *codegen.Kernel, env *eval.Env, hs *codegen.HostSparsity, b, h int64) *pairCounter {
+	box := newBoxEval(k.Mask, env)
+	box.setSlice(b, h)
+	return &pairCounter{hs: hs, box: box, b: b, h: h}
+}
+
 // count returns the kept pairs of rows [q0, q1) x keys [kv0, kv1): the
 // box decided whole where it can be, else its halves (the longer side
 // split), else pair by pair once it holds at most minBox pairs.
-func (s *sliceWorker) count(q0, q1, kv0, kv1 int64) (int64, error) {
+func (s *pairCounter) count(q0, q1, kv0, kv1 int64) (int64, error) {
 	switch s.box.decide(q0, q1-1, kv0, kv1-1) {
 	case 0:
 		return 0, nil
 	case 1:
+		if s.onRect != nil {
+			s.onRect(q0, q1, kv0, kv1)
+		}
 		return (q1 - q0) * (kv1 - kv0), nil
 	}
 	if (q1-q0)*(kv1-kv0) > minBox {
@@ -181,6 +199,9 @@ func (s *sliceWorker) count(q0, q1, kv0, kv1 int64) (int64, error) {
 			}
 			if keep {
 				n++
+				if s.onPair != nil {
+					s.onPair(q, kv)
+				}
 			}
 		}
 	}

@@ -233,7 +233,8 @@ func Build(k *codegen.Kernel, env *eval.Env, opts Options) (*Map, error) {
 		if w == 0 {
 			m.Notes = hs.Notes()
 		}
-		r := &rowWorker{m: m, hs: hs, ctx: opts.Context, exhaustive: opts.Exhaustive}
+		r := &rowWorker{m: m, hs: hs, ctx: opts.Context, exhaustive: opts.Exhaustive, pc: newPairCounter(k, env, hs, opts.B, opts.H)}
+		r.pc.onRect, r.pc.onPair = r.addRect, r.addPair
 		if m.Grid != nil {
 			r.raster = make([]int64, m.Grid.Rows*m.Grid.Cols)
 			rasters[w] = r.raster
@@ -305,6 +306,7 @@ type rowWorker struct {
 	rowCell, colCell []int32
 	ctx              context.Context // nil: never stopped
 	exhaustive       bool
+	pc               *pairCounter
 }
 
 // stopped is the context's error once it is done, checked per tile.
@@ -339,7 +341,7 @@ func (r *rowWorker) row(qt int) error {
 			if !r.exhaustive && !meets(los, his, kv0, min(kv0+m.BlockN, m.Skv)) {
 				continue
 			}
-			flag, n, err := r.hs.PrepassFlag(b, h, q0, q0+m.BlockM, kv0, kv0+m.BlockN, r.addPair)
+			flag, n, err := r.prepassFlag(q0, qEnd, kv0)
 			if err != nil {
 				return err
 			}
@@ -398,6 +400,14 @@ func (r *rowWorker) row(qt int) error {
 			if err := r.stopped(); err != nil {
 				return err
 			}
+			if !r.exhaustive {
+				n, err := r.pc.count(q0, qEnd, kv0, kv1)
+				if err != nil {
+					return err
+				}
+				kept[kt] = n
+				continue
+			}
 			for q := q0; q < qEnd; q++ {
 				for kv := kv0; kv < kv1; kv++ {
 					keep, err := r.hs.Mask(b, h, q, kv)
@@ -413,6 +423,27 @@ func (r *rowWorker) row(qt int) error {
 		}
 	}
 	return nil
+}
+
+// prepassFlag returns the pre-pass flag of the tile of rows [q0, qEnd)
+// and keys [kv0, kv0+BlockN) (keys past Skv masked) and its kept pairs:
+// HostSparsity.PrepassFlag's pair by pair with Exhaustive, else from the
+// pairs pairCounter counts.
+func (r *rowWorker) prepassFlag(q0, qEnd, kv0 int64) (int, int64, error) {
+	m := r.m
+	if r.exhaustive {
+		return r.hs.PrepassFlag(m.B, m.H, q0, q0+m.BlockM, kv0, kv0+m.BlockN, r.addPair)
+	}
+	n, err := r.pc.count(q0, qEnd, kv0, min(kv0+m.BlockN, m.Skv))
+	switch {
+	case err != nil:
+		return 0, 0, err
+	case n == 0:
+		return hipsrc.TileEmpty, 0, nil
+	case n == (qEnd-q0)*m.BlockN:
+		return hipsrc.TileFull, n, nil
+	}
+	return hipsrc.TilePartial, n, nil
 }
 
 // addPair counts one kept pair in the raster.

@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,8 +15,10 @@ import (
 
 // TestLaunchAllMatchesPairs compares the tile counts classify --shape
 // prints (tilemap.LaunchAll: one pass for all platforms, granules inside the
-// kernel's kv intervals only) with the pair-by-pair reference (tilemap.Build
-// with Exhaustive, every slice, every platform) on every example, every
+// kernel's kv intervals only, boxes decided whole) and the maps draw and the
+// language server show (tilemap.Build: states, kept pairs, raster) with the
+// pair-by-pair reference (tilemap.Build with Exhaustive, every slice, every
+// platform) on every example, every
 // extended benchmark mask and the tile-map corpus, at shapes whose lengths
 // are not multiples of the tiles, with seeded random buffers as classify
 // draws them.
@@ -82,11 +85,19 @@ func TestLaunchAllMatchesPairs(t *testing.T) {
 					var want tilemap.Counts
 					for b := int64(0); b < ev.B; b++ {
 						for h := int64(0); h < ev.H; h++ {
-							m, err := tilemap.Build(k, ev, tilemap.Options{Platform: p, B: b, H: h, Exhaustive: true})
+							grid := &tilemap.Grid{Rows: 7, Cols: 5}
+							m, err := tilemap.Build(k, ev, tilemap.Options{Platform: p, B: b, H: h, Grid: grid, Exhaustive: true})
 							if err != nil {
 								t.Fatalf("%s %s: %v", path, d.Name, err)
 							}
 							want = sumCounts(want, m.Counts)
+							fast, err := tilemap.Build(k, ev, tilemap.Options{Platform: p, B: b, H: h, Grid: grid})
+							if err != nil {
+								t.Fatalf("%s %s: %v", path, d.Name, err)
+							}
+							if !slices.Equal(fast.States, m.States) || !slices.Equal(fast.Kept, m.Kept) || !slices.Equal(fast.Raster, m.Raster) || fast.Counts != m.Counts {
+								t.Errorf("%s %s b=%d h=%d on %s: Build's map differs from the pair-by-pair one", filepath.Base(path), d.Name, b, h, p)
+							}
 						}
 					}
 					g := got[i]
