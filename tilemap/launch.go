@@ -20,14 +20,46 @@ import (
 // outside them keeps nothing and is not evaluated). The counts are those
 // Build gives slice by slice.
 func LaunchAll(k *codegen.Kernel, env *eval.Env, ps []hipsrc.Platform) ([]Counts, error) {
+	cs, _, err := LaunchWaste(k, env, ps)
+	return cs, err
+}
+
+// Waste says, for one platform, where a launch's visited tiles that hold
+// no kept pair come from.
+type Waste struct {
+	// Terms name the kernel's kv intervals (codegen.HostSparsity's
+	// IntervalTerms): the terms of the mask's normal form, or their hull.
+	Terms []string
+	// Empty counts, per interval of Terms, the visited tiles without a
+	// kept pair that the interval reaches (a tile reached by two counts
+	// for both).
+	Empty []int64
+}
+
+// LaunchWaste is LaunchAll with each platform's Waste.
+func LaunchWaste(k *codegen.Kernel, env *eval.Env, ps []hipsrc.Platform) ([]Counts, []Waste, error) {
+	cs, waste, err := launchAll(k, env, ps)
+	return cs, waste, err
+}
+
+func launchAll(k *codegen.Kernel, env *eval.Env, ps []hipsrc.Platform) ([]Counts, []Waste, error) {
 	if env == nil || env.Q < 1 || env.KV < 1 || env.B < 1 || env.H < 1 {
-		return nil, errors.New("tilemap: the sizes must be positive")
+		return nil, nil, errors.New("tilemap: the sizes must be positive")
 	}
 	if err := CheckSize(1, 1, env.Q, env.KV); err != nil {
-		return nil, fmt.Errorf("tilemap: %w", err)
+		return nil, nil, fmt.Errorf("tilemap: %w", err)
 	}
 	if len(ps) == 0 {
-		return nil, nil
+		return nil, nil, nil
+	}
+	hs, err := k.HostSparsity(env)
+	if err != nil {
+		return nil, nil, err
+	}
+	terms := hs.IntervalTerms()
+	waste := make([]Waste, len(ps))
+	for i := range waste {
+		waste[i] = Waste{Terms: terms, Empty: make([]int64, len(terms))}
 	}
 	g := int64(ps[0].BlockN())
 	for _, p := range ps[1:] {
@@ -44,29 +76,36 @@ func LaunchAll(k *codegen.Kernel, env *eval.Env, ps []hipsrc.Platform) ([]Counts
 	total := make([]Counts, len(ps))
 	for b := int64(0); b < nb; b++ {
 		for h := int64(0); h < nh; h++ {
-			cs, err := launchSlice(k, env, ps, g, b, h)
+			cs, ws, err := launchSlice(k, env, ps, g, b, h, len(terms))
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			for i := range total {
 				total[i].add(cs[i])
+				for t := range terms {
+					waste[i].Empty[t] += ws[i][t]
+				}
 			}
 		}
 	}
 	for i := range total {
 		total[i].scale(rep)
 		total[i].finish()
+		for t := range terms {
+			waste[i].Empty[t] *= rep
+		}
 	}
-	return total, nil
+	return total, waste, nil
 }
 
 // launchSlice counts slice (b, h) for every platform, one q tile at a time
 // over up to GOMAXPROCS workers.
-func launchSlice(k *codegen.Kernel, env *eval.Env, ps []hipsrc.Platform, g, b, h int64) ([]Counts, error) {
+func launchSlice(k *codegen.Kernel, env *eval.Env, ps []hipsrc.Platform, g, b, h int64, terms int) ([]Counts, [][]int64, error) {
 	qTiles := int(ceilDiv(env.Q, hipsrc.BlockM))
 	workers := min(runtime.GOMAXPROCS(0), qTiles, 8)
 	jobs := make(chan int)
 	sums := make([][]Counts, workers)
+	empties := make([][][]int64, workers)
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
@@ -74,11 +113,14 @@ func launchSlice(k *codegen.Kernel, env *eval.Env, ps []hipsrc.Platform, g, b, h
 		if err != nil {
 			close(jobs)
 			wg.Wait()
-			return nil, err
+			return nil, nil, err
 		}
 		s := &sliceWorker{k: k, env: env, hs: hs, pc: newPairCounter(k, env, hs, b, h), ps: ps, g: g, b: b, h: h,
-			cnt: make([]int64, ceilDiv(env.KV, g)), sum: make([]Counts, len(ps))}
-		sums[w] = s.sum
+			cnt: make([]int64, ceilDiv(env.KV, g)), sum: make([]Counts, len(ps)), empty: make([][]int64, len(ps))}
+		for i := range s.empty {
+			s.empty[i] = make([]int64, terms)
+		}
+		sums[w], empties[w] = s.sum, s.empty
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
@@ -96,16 +138,23 @@ func launchSlice(k *codegen.Kernel, env *eval.Env, ps []hipsrc.Platform, g, b, h
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	out := make([]Counts, len(ps))
-	for _, s := range sums {
+	empty := make([][]int64, len(ps))
+	for i := range empty {
+		empty[i] = make([]int64, terms)
+	}
+	for w, s := range sums {
 		for i := range out {
 			out[i].add(s[i])
+			for t := range empty[i] {
+				empty[i][t] += empties[w][i][t]
+			}
 		}
 	}
-	return out, nil
+	return out, empty, nil
 }
 
 // sliceWorker counts q tiles of one slice for every platform.
@@ -123,6 +172,9 @@ type sliceWorker struct {
 	// in marks the granules meeting a kv interval of the current q tile.
 	in  []bool
 	sum []Counts
+	// empty counts per platform and kv interval the visited tiles without
+	// a kept pair the interval reaches.
+	empty [][]int64
 }
 
 // granule returns the kept pairs of granule j for rows [q0, qEnd),
@@ -327,6 +379,12 @@ func (s *sliceWorker) row(qt int) error {
 			}
 			if kept > 0 {
 				c.WithKept++
+			} else if state != Skipped && len(los) == len(s.empty[pi]) {
+				for i := range los {
+					if lo, hi := max(los[i], 0), min(his[i], KV); lo < hi && kt >= lo/bn && kt < ceilDiv(hi, bn) {
+						s.empty[pi][i]++
+					}
+				}
 			}
 		}
 	}
@@ -338,4 +396,43 @@ func gcd(a, b int64) int64 {
 		a, b = b, a%b
 	}
 	return a
+}
+
+// MaxVisitRatio is the most tiles a launch may visit per tile holding a
+// kept pair before Loose warns.
+const MaxVisitRatio = 1.25
+
+// Loose returns, when c visits more than MaxVisitRatio times the tiles
+// holding a kept pair, a sentence saying so and naming the term whose kv
+// interval reaches the most visited tiles without one; "" otherwise.
+func (w Waste) Loose(c Counts) string {
+	if c.Visited <= 0 || float64(c.Visited) <= MaxVisitRatio*float64(c.WithKept) {
+		return ""
+	}
+	empty := c.Visited - c.WithKept
+	msg := fmt.Sprintf("visits %d tiles, ", c.Visited)
+	if c.WithKept > 0 {
+		msg += fmt.Sprintf("%.2fx the %d holding a kept pair (over %.2fx)", float64(c.Visited)/float64(c.WithKept), c.WithKept, MaxVisitRatio)
+	} else {
+		msg += "none of them holding a kept pair"
+	}
+	worst := -1
+	for i, n := range w.Empty {
+		if n > 0 && (worst < 0 || n > w.Empty[worst]) {
+			worst = i
+		}
+	}
+	if worst >= 0 {
+		msg += fmt.Sprintf(": the kv range of %s reaches %d of the %d visited without one (its bound is loose)", quoteTerm(w.Terms[worst]), w.Empty[worst], empty)
+	}
+	return msg
+}
+
+// quoteTerm quotes a term of the normal form; the hull's description is
+// already a phrase.
+func quoteTerm(t string) string {
+	if len(t) > 4 && t[:4] == "the " {
+		return t
+	}
+	return "term `" + t + "`"
 }

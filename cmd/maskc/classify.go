@@ -182,9 +182,14 @@ func tileCounts(e *env, u *unit, plan *classify.Plan, cfg *runConfig, seed uint6
 			fmt.Fprintf(e.stderr, "maskc: note: attention %s: %s\n", name, n)
 		}
 		tm := tileMapJSON{Shape: map[string]int{"B": c.b, "H": c.h, "Sq": c.sq, "Skv": c.skv}, Sparsity: k.Sparsity, Platforms: map[string]tileMapPlatformJSON{}}
-		cts, err := tilemap.LaunchAll(k, env, hipsrc.Platforms)
+		cts, waste, err := tilemap.LaunchWaste(k, env, hipsrc.Platforms)
 		if err != nil {
 			return nil, printEvalError(e, u, err)
+		}
+		for i, p := range hipsrc.Platforms {
+			if msg := waste[i].Loose(cts[i]); msg != "" {
+				fmt.Fprintf(e.stderr, "maskc: warning: attention %s: at B=%d H=%d Sq=%d Skv=%d the %s kernel %s\n", name, c.b, c.h, c.sq, c.skv, p, msg)
+			}
 		}
 		for i, p := range hipsrc.Platforms {
 			ct := cts[i]
