@@ -424,6 +424,15 @@ func (w Waste) Loose(c Counts) string {
 	}
 	if worst >= 0 {
 		msg += fmt.Sprintf(": the kv range of %s reaches %d of the %d visited without one (its bound is loose)", quoteTerm(w.Terms[worst]), w.Empty[worst], empty)
+		ties := 0
+		for i, n := range w.Empty {
+			if i != worst && n == w.Empty[worst] {
+				ties++
+			}
+		}
+		if ties > 0 {
+			msg += fmt.Sprintf(", as do %d other terms", ties)
+		}
 	}
 	return msg
 }
