@@ -256,7 +256,16 @@ func (be *boxEval) compute(e dsl.Expr, isBool bool) dsl.Interval {
 		}
 		switch {
 		case id.Name == "where" && len(x.Args) == 3 && be.l.TypeOf(x.Args[0]) == dsl.TypeBool:
-			return be.choose(be.of(x.Args[0]), x.Args[1], x.Args[2])
+			// where evaluates both branches (torch.where): a branch that
+			// may fail fails the box even where it is not chosen.
+			c, then, els := be.of(x.Args[0]), be.of(x.Args[1]), be.of(x.Args[2])
+			switch {
+			case c == trueIv:
+				return then
+			case c == falseIv:
+				return els
+			}
+			return then.Hull(els)
 		case (id.Name == "min" || id.Name == "max") && len(x.Args) == 2:
 			p, q := be.of(x.Args[0]), be.of(x.Args[1])
 			if id.Name == "min" {
