@@ -187,8 +187,8 @@ func (s *HostSparsity) KVIntervals(b, h, qLo, qHi int64) (lo, hi []int64, err er
 }
 
 // IntervalTerms names what each interval of KVIntervals bounds, in its
-// order: the term of the mask's normal form whose kv range it is, as
-// normal prints it; one entry for the hull of every term when the kernel
+// order, as a phrase: the term of the mask's normal form whose kv range it
+// is, as normal prints it, with the conditions its range leaves out; one entry for the hull of every term when the kernel
 // walks them as one range (more terms than it walks one by one, or no
 // analysed form).
 func (s *HostSparsity) IntervalTerms() []string {
@@ -207,7 +207,10 @@ func (s *HostSparsity) IntervalTerms() []string {
 	}
 	out := make([]string, len(p.disjuncts))
 	for i, d := range p.disjuncts {
-		out[i] = d.text
+		out[i] = "term `" + d.text + "`"
+		if len(d.kv.loose) > 0 {
+			out[i] += " (its kv range leaves out `" + strings.Join(d.kv.loose, "`, `") + "`)"
+		}
 	}
 	return out
 }

@@ -28,7 +28,8 @@ func LaunchAll(k *codegen.Kernel, env *eval.Env, ps []hipsrc.Platform) ([]Counts
 // no kept pair come from.
 type Waste struct {
 	// Terms name the kernel's kv intervals (codegen.HostSparsity's
-	// IntervalTerms): the terms of the mask's normal form, or their hull.
+	// IntervalTerms): phrases naming the terms of the mask's normal form
+	// and what their ranges leave out, or their hull.
 	Terms []string
 	// Empty counts, per interval of Terms, the visited tiles without a
 	// kept pair that the interval reaches (a tile reached by two counts
@@ -423,7 +424,7 @@ func (w Waste) Loose(c Counts) string {
 		}
 	}
 	if worst >= 0 {
-		msg += fmt.Sprintf(": the kv range of %s reaches %d of the %d visited without one (its bound is loose)", quoteTerm(w.Terms[worst]), w.Empty[worst], empty)
+		msg += fmt.Sprintf(": the kv range walked for %s reaches %d of the %d visited without one", w.Terms[worst], w.Empty[worst], empty)
 		ties := 0
 		for i, n := range w.Empty {
 			if i != worst && n == w.Empty[worst] {
@@ -435,13 +436,4 @@ func (w Waste) Loose(c Counts) string {
 		}
 	}
 	return msg
-}
-
-// quoteTerm quotes a term of the normal form; the hull's description is
-// already a phrase.
-func quoteTerm(t string) string {
-	if len(t) > 4 && t[:4] == "the " {
-		return t
-	}
-	return "term `" + t + "`"
 }
