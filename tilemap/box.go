@@ -29,6 +29,8 @@ type boxEval struct {
 	exact map[dsl.Expr]*eval.BoundExpr
 	// fixed are the values of nodes that read neither q nor kv, for (b, h).
 	fixed map[dsl.Expr]dsl.Interval
+	// scans are the ranges scan found, for (b, h).
+	scans map[scanKey]dsl.Interval
 	// box of the current decision and whether it failed.
 	q0, q1, kv0, kv1 int64
 	failed           bool
@@ -39,7 +41,7 @@ var (
 )
 
 func newBoxEval(l *dsl.Lowered, env *eval.Env) *boxEval {
-	be := &boxEval{l: l, env: env, reads: map[dsl.Expr]bool{}, exact: map[dsl.Expr]*eval.BoundExpr{}, fixed: map[dsl.Expr]dsl.Interval{}}
+	be := &boxEval{l: l, env: env, reads: map[dsl.Expr]bool{}, exact: map[dsl.Expr]*eval.BoundExpr{}, fixed: map[dsl.Expr]dsl.Interval{}, scans: map[scanKey]dsl.Interval{}}
 	if l != nil {
 		be.markReads(l.Expr)
 	}
@@ -91,6 +93,7 @@ func children(e dsl.Expr) []dsl.Expr {
 func (be *boxEval) setSlice(b, h int64) {
 	if be.b != b || be.h != h {
 		clear(be.fixed)
+		clear(be.scans)
 	}
 	be.b, be.h = b, h
 }
@@ -307,6 +310,9 @@ func (be *boxEval) compute(e dsl.Expr, isBool bool) dsl.Interval {
 		if point {
 			return be.at(e)
 		}
+		if r, ok := be.scan(e, x); ok {
+			return r
+		}
 		// The element type's range (a bool's 0 or 1).
 		for _, d := range be.l.Buffers {
 			if d.Name != nil && d.Name.Name == id.Name && d.DType != nil {
@@ -335,6 +341,84 @@ func (be *boxEval) ok(r dsl.Interval, operands ...dsl.Interval) dsl.Interval {
 		return be.fail()
 	}
 	return r
+}
+
+// maxScan is the most elements scan reads for one buffer read.
+const maxScan = 256
+
+// scan returns the exact range of a buffer read whose indices are points
+// but one, which is q or kv itself: the read evaluated at each value of
+// that variable over the box (the other indices keep their one value).
+func (be *boxEval) scan(e dsl.Expr, x *dsl.IndexExpr) (dsl.Interval, bool) {
+	var v dsl.Var
+	n := 0
+	key, np := scanKey{e: e}, 0
+	for _, i := range x.Indices {
+		for {
+			p, ok := i.(*dsl.ParenExpr)
+			if !ok {
+				break
+			}
+			i = p.X
+		}
+		if r, ok := i.(*dsl.VarRef); ok && (r.Var == dsl.VarQ || r.Var == dsl.VarKV) {
+			if lo, hi := be.varRange(r.Var); lo != hi {
+				v = r.Var
+				n++
+				continue
+			}
+		}
+		// A point (the caller checked): part of the key.
+		if np == len(key.points) {
+			return dsl.Interval{}, false
+		}
+		key.points[np] = be.of(i).Lo
+		np++
+	}
+	if n != 1 {
+		return dsl.Interval{}, false
+	}
+	lo, hi := be.varRange(v)
+	if hi-lo >= maxScan {
+		return dsl.Interval{}, false
+	}
+	key.lo, key.hi = lo, hi
+	if r, ok := be.scans[key]; ok {
+		return r, true
+	}
+	if be.at(e); be.failed { // compiles e
+		return dsl.Unbounded, true
+	}
+	out := dsl.Interval{Lo: math.MaxInt64, Hi: math.MinInt64}
+	for i := lo; i <= hi; i++ {
+		q, kv := be.q0, i
+		if v == dsl.VarQ {
+			q, kv = i, be.kv0
+		}
+		val, err := be.exact[e].Int(be.b, be.h, q, kv)
+		if err != nil {
+			return be.fail(), true
+		}
+		out.Lo, out.Hi = min(out.Lo, val), max(out.Hi, val)
+	}
+	be.scans[key] = out
+	return out, true
+}
+
+// scanKey is one scan: the read, the range of its variable index and the
+// values of its other indices.
+type scanKey struct {
+	e      dsl.Expr
+	lo, hi int64
+	points [4]int64
+}
+
+// varRange is the box's range of q or kv.
+func (be *boxEval) varRange(v dsl.Var) (lo, hi int64) {
+	if v == dsl.VarQ {
+		return be.q0, be.q1
+	}
+	return be.kv0, be.kv1
 }
 
 // choose is the range of `then if c else els`.

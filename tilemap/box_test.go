@@ -21,7 +21,11 @@ func TestBoxesAgainstPairs(t *testing.T) {
 	for i := range w {
 		w[i] = float64(i%5) / 4
 	}
-	bufs := map[string]*eval.Tensor{"sel": {Dims: []int{2, 64}, Data: sel}, "w": {Dims: []int{700}, Data: w}}
+	g := make([]float64, 700)
+	for _, i := range []int{0, 5, 200, 333, 650} {
+		g[i] = 1
+	}
+	bufs := map[string]*eval.Tensor{"sel": {Dims: []int{2, 64}, Data: sel}, "w": {Dims: []int{700}, Data: w}, "g": {Dims: []int{700}, Data: g}}
 	for _, tc := range []struct {
 		attention string
 		q         int64
@@ -33,13 +37,14 @@ func TestBoxesAgainstPairs(t *testing.T) {
 		{"where_out", 128, true},
 		{"floats", 300, false},
 		{"mixed", 300, false},
+		{"globals", 700, false},
 		{"mixed", 64 * 64, true}, // sel[h, kv // 64] leaves sel at kv >= 4096
 	} {
 		k := kernelOf(t, "boxes.flex", tc.attention)
 		ev := env(1, 2, tc.q, 700, bufs)
 		if tc.attention == "mixed" && tc.q > 300 {
 			ev.KV = tc.q + 100
-			ev.Buffers = map[string]*eval.Tensor{"sel": bufs["sel"], "w": {Dims: []int{int(ev.KV)}, Data: make([]float64, ev.KV)}}
+			ev.Buffers = map[string]*eval.Tensor{"sel": bufs["sel"], "w": {Dims: []int{int(ev.KV)}, Data: make([]float64, ev.KV)}, "g": {Dims: []int{int(ev.KV)}, Data: make([]float64, ev.KV)}}
 		}
 		got, gotErr := LaunchAll(k, ev, hipsrc.Platforms)
 		for i, p := range hipsrc.Platforms {
