@@ -3,6 +3,7 @@ package codegen
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/eval"
@@ -183,6 +184,35 @@ func (s *HostSparsity) KVIntervals(b, h, qLo, qHi int64) (lo, hi []int64, err er
 		}
 	})
 	return lo, hi, err
+}
+
+// IntervalTerms names what each interval of KVIntervals bounds, in its
+// order, as a phrase: the term of the mask's normal form whose kv range it
+// is, as normal prints it, with the conditions its range leaves out; one entry for the hull of every term when the kernel
+// walks them as one range (more terms than it walks one by one, or no
+// analysed form).
+func (s *HostSparsity) IntervalTerms() []string {
+	p := s.k.sparsity
+	switch {
+	case !p.analysed:
+		return []string{"the whole key range (the mask has no analysed normal form)"}
+	case len(p.disjuncts) > maxKVIntervals:
+		texts := make([]string, len(p.disjuncts))
+		for i, d := range p.disjuncts {
+			texts[i] = d.text
+		}
+		return []string{fmt.Sprintf("the hull of the %d terms %s (more than the %d ranges the kernel walks one by one)", len(texts), strings.Join(texts, " | "), maxKVIntervals)}
+	case len(p.disjuncts) == 0:
+		return []string{"false"}
+	}
+	out := make([]string, len(p.disjuncts))
+	for i, d := range p.disjuncts {
+		out[i] = "term `" + d.text + "`"
+		if len(d.kv.loose) > 0 {
+			out[i] += " (its kv range leaves out `" + strings.Join(d.kv.loose, "`, `") + "`)"
+		}
+	}
+	return out
 }
 
 // disjunctRanges runs each term's row walk over the query rows [qLo,

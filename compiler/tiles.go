@@ -19,6 +19,9 @@ type TileCount struct {
 	// Platform is the platform whose tile sizes count.
 	Platform hipsrc.Platform
 	tilemap.Counts
+	// Waste says which of the mask's terms reach the tiles visited
+	// without a kept pair (Waste.Loose words the warning).
+	Waste tilemap.Waste
 }
 
 // TileReport is what TileCounts found for one block and launch.
@@ -46,12 +49,12 @@ func (u *Unit) TileCounts(name string, env *eval.Env, platforms ...hipsrc.Platfo
 		return nil, diags, err
 	}
 	r := &TileReport{Notes: notes}
-	for _, p := range platforms {
-		ct, err := tilemap.Launch(k, env, p)
-		if err != nil {
-			return r, diags, err
-		}
-		r.Counts = append(r.Counts, TileCount{Platform: p, Counts: ct})
+	cts, waste, err := tilemap.LaunchWaste(k, env, platforms)
+	if err != nil {
+		return r, diags, err
+	}
+	for i, p := range platforms {
+		r.Counts = append(r.Counts, TileCount{Platform: p, Counts: cts[i], Waste: waste[i]})
 	}
 	return r, diags, nil
 }

@@ -113,6 +113,10 @@ type Options struct {
 	// Context, when not nil, stops Build between q tiles once it is done
 	// (Build then returns its error).
 	Context context.Context
+	// Exhaustive evaluates the pre-pass over every tile, even those outside
+	// the kernel's kv intervals: the pair-by-pair reference that LaunchAll
+	// is tested against.
+	Exhaustive bool
 }
 
 // Map is the tile map of one (b, h) slice of a launch.
@@ -229,7 +233,8 @@ func Build(k *codegen.Kernel, env *eval.Env, opts Options) (*Map, error) {
 		if w == 0 {
 			m.Notes = hs.Notes()
 		}
-		r := &rowWorker{m: m, hs: hs, ctx: opts.Context}
+		r := &rowWorker{m: m, hs: hs, ctx: opts.Context, exhaustive: opts.Exhaustive, pc: newPairCounter(k, env, hs, opts.B, opts.H)}
+		r.pc.onRect, r.pc.onPair = r.addRect, r.addPair
 		if m.Grid != nil {
 			r.raster = make([]int64, m.Grid.Rows*m.Grid.Cols)
 			rasters[w] = r.raster
@@ -300,6 +305,8 @@ type rowWorker struct {
 	raster           []int64
 	rowCell, colCell []int32
 	ctx              context.Context // nil: never stopped
+	exhaustive       bool
+	pc               *pairCounter
 }
 
 // stopped is the context's error once it is done, checked per tile.
@@ -320,12 +327,21 @@ func (r *rowWorker) row(qt int) error {
 	inKV := func(kt int) bool { return (int64(kt)+1)*m.BlockN <= m.Skv }
 	switch m.Sparsity {
 	case hipsrc.SparsityPrepass:
+		// Tiles outside every kv interval keep nothing (the intervals are
+		// sound): their flags are empty without evaluating them.
+		los, his, err := r.hs.KVIntervals(b, h, q0, qEnd)
+		if err != nil {
+			return err
+		}
 		for kt := range states {
 			if err := r.stopped(); err != nil {
 				return err
 			}
 			kv0 := int64(kt) * m.BlockN
-			flag, n, err := r.hs.PrepassFlag(b, h, q0, q0+m.BlockM, kv0, kv0+m.BlockN, r.addPair)
+			if !r.exhaustive && !meets(los, his, kv0, min(kv0+m.BlockN, m.Skv)) {
+				continue
+			}
+			flag, n, err := r.prepassFlag(q0, qEnd, kv0)
 			if err != nil {
 				return err
 			}
@@ -384,6 +400,14 @@ func (r *rowWorker) row(qt int) error {
 			if err := r.stopped(); err != nil {
 				return err
 			}
+			if !r.exhaustive {
+				n, err := r.pc.count(q0, qEnd, kv0, kv1)
+				if err != nil {
+					return err
+				}
+				kept[kt] = n
+				continue
+			}
 			for q := q0; q < qEnd; q++ {
 				for kv := kv0; kv < kv1; kv++ {
 					keep, err := r.hs.Mask(b, h, q, kv)
@@ -399,6 +423,27 @@ func (r *rowWorker) row(qt int) error {
 		}
 	}
 	return nil
+}
+
+// prepassFlag returns the pre-pass flag of the tile of rows [q0, qEnd)
+// and keys [kv0, kv0+BlockN) (keys past Skv masked) and its kept pairs:
+// HostSparsity.PrepassFlag's pair by pair with Exhaustive, else from the
+// pairs pairCounter counts.
+func (r *rowWorker) prepassFlag(q0, qEnd, kv0 int64) (int, int64, error) {
+	m := r.m
+	if r.exhaustive {
+		return r.hs.PrepassFlag(m.B, m.H, q0, q0+m.BlockM, kv0, kv0+m.BlockN, r.addPair)
+	}
+	n, err := r.pc.count(q0, qEnd, kv0, min(kv0+m.BlockN, m.Skv))
+	switch {
+	case err != nil:
+		return 0, 0, err
+	case n == 0:
+		return hipsrc.TileEmpty, 0, nil
+	case n == (qEnd-q0)*m.BlockN:
+		return hipsrc.TileFull, n, nil
+	}
+	return hipsrc.TilePartial, n, nil
 }
 
 // addPair counts one kept pair in the raster.
@@ -436,6 +481,17 @@ func cellIndex(cells int, n int64) []int32 {
 	return out
 }
 
+// meets reports whether [kv0, kv1) meets one of the intervals [los[i],
+// his[i]).
+func meets(los, his []int64, kv0, kv1 int64) bool {
+	for i := range los {
+		if max(los[i], kv0) < min(his[i], kv1) {
+			return true
+		}
+	}
+	return false
+}
+
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 
 // Notes returns the remarks on env's buffers that Build puts in Map.Notes
@@ -452,25 +508,9 @@ func Notes(k *codegen.Kernel, env *eval.Env) ([]string, error) {
 // computed once per distinct mask (a mask that ignores b or h is computed
 // for b = 0 or h = 0 and counted B or H times).
 func Launch(k *codegen.Kernel, env *eval.Env, p hipsrc.Platform) (Counts, error) {
-	nb, nh := env.B, env.H
-	var rep int64 = 1
-	if !k.MaskUsesB {
-		rep, nb = rep*env.B, 1
+	cs, err := LaunchAll(k, env, []hipsrc.Platform{p})
+	if err != nil {
+		return Counts{}, err
 	}
-	if !k.MaskUsesH {
-		rep, nh = rep*env.H, 1
-	}
-	var total Counts
-	for b := int64(0); b < nb; b++ {
-		for h := int64(0); h < nh; h++ {
-			m, err := Build(k, env, Options{Platform: p, B: b, H: h})
-			if err != nil {
-				return Counts{}, err
-			}
-			total.add(m.Counts)
-		}
-	}
-	total.scale(rep)
-	total.finish()
-	return total, nil
+	return cs[0], nil
 }

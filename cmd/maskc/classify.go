@@ -188,6 +188,11 @@ func tileCounts(e *env, u *unit, cu *compiler.Unit, cfg *runConfig, seed uint64)
 		}
 		tm := tileMapJSON{Shape: map[string]int{"B": c.b, "H": c.h, "Sq": c.sq, "Skv": c.skv}, Sparsity: k.Sparsity, Platforms: map[string]tileMapPlatformJSON{}}
 		for _, ct := range r.Counts {
+			if msg := ct.Waste.Loose(ct.Counts); msg != "" {
+				fmt.Fprintf(e.stderr, "maskc: warning: attention %s: at B=%d H=%d Sq=%d Skv=%d the %s kernel %s\n", name, c.b, c.h, c.sq, c.skv, ct.Platform, msg)
+			}
+		}
+		for _, ct := range r.Counts {
 			tm.Pairs, tm.KeptPairs, tm.Density = ct.Pairs, ct.KeptPairs, ct.Density
 			tm.Platforms[ct.Platform.String()] = tileMapPlatformJSON{BlockM: hipsrc.BlockM, BlockN: int64(ct.Platform.BlockN()), Tiles: ct.Tiles, Visited: ct.Visited, WithKept: ct.WithKept, Full: ct.Full}
 		}

@@ -116,6 +116,14 @@ func runDraw(e *env, args []string) int {
 	for _, n := range m.Notes {
 		fmt.Fprintf(e.stderr, "maskc: note: %s\n", n)
 	}
+	// The launch's waste, as classify --shape warns of it.
+	cts, waste, err := tilemap.LaunchWaste(k, env, []hipsrc.Platform{p})
+	if err != nil {
+		return printEvalError(e, u, err)
+	}
+	if msg := waste[0].Loose(cts[0]); msg != "" {
+		fmt.Fprintf(e.stderr, "maskc: warning: attention %s: at B=%d H=%d Sq=%d Skv=%d the %s kernel %s\n", a.Name, cfg.b, cfg.h, cfg.sq, cfg.skv, p, msg)
+	}
 	title := fmt.Sprintf("%s: attention %s, B=%d H=%d Sq=%d Skv=%d D=%d", filepath.Base(cfg.path), a.Name, cfg.b, cfg.h, cfg.sq, cfg.skv, cfg.d)
 	c, err := draw.Layout(draw.Picture{Map: m, Scale: scale, Title: title})
 	if err != nil {

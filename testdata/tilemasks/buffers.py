@@ -1,0 +1,68 @@
+"""Realistic, deterministic buffer contents of the tile-map corpus
+(testdata/tilemasks/*.flex), in pure Python.
+
+Usage: python3 buffers.py H S [MASK...]
+prints one line per buffer, `MASK NAME=v0,v1,...` (MASK the .flex file's
+base name), for heads H and sequence length S (Q = KV = S); the values
+after the mask's name are what `maskc classify --buffer` takes.
+"""
+import random
+import sys
+
+DECLARED = {"moba": ("sel", 4, 128, 256), "nsa_shared": ("sel", 8, 64, 1024), "bigbird": ("rnd", 3, 64, 384)}
+
+
+def selection(rnd, blocks, k, width):
+    """k distinct earlier blocks per query block (fewer where fewer exist),
+    padded with -1 to width entries."""
+    out = []
+    for qb in range(width // k):
+        picks = rnd.sample(range(qb), min(k, qb)) if qb < blocks else []
+        out += picks + [-1] * (k - len(picks))
+    return out
+
+
+def segments(rnd, n):
+    """Document ids of n packed tokens, lengths drawn from [256, 2048), and
+    image span numbers (-1 for text): about a third of each document in
+    spans of 64 to 576 tokens."""
+    doc, img, d, span = [], [], 0, 0
+    while len(doc) < n:
+        length = min(n - len(doc), rnd.randrange(256, 2048))
+        pos = 0
+        while pos < length:
+            if rnd.random() < 0.35:
+                w = min(length - pos, rnd.randrange(64, 576))
+                img += [span] * w
+                span += 1
+            else:
+                w = min(length - pos, rnd.randrange(32, 512))
+                img += [-1] * w
+            pos += w
+        doc += [d] * length
+        d += 1
+    return doc, img
+
+
+def buffers(mask, H, S):
+    rnd = random.Random(mask)
+    if mask in DECLARED:
+        name, k, block, width = DECLARED[mask]
+        heads = 1 if mask == "nsa_shared" else H
+        blocks = (S + block - 1) // block
+        return {name: sum((selection(rnd, blocks, k, width) for _ in range(heads)), [])}
+    if mask == "multimodal":
+        doc, img = segments(rnd, S)
+        return {"doc": doc, "img": img}
+    return {}
+
+
+def main():
+    H, S = int(sys.argv[1]), int(sys.argv[2])
+    for mask in sys.argv[3:]:
+        for name, vals in buffers(mask, H, S).items():
+            print(f"{mask} {name}=" + ",".join(map(str, vals)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,14 @@
+# NSA's selected branch with one selection shared by every head: each
+# 64-query block attends its own block causally plus 8 earlier 64-key blocks
+# chosen by sel (flattened [Q/64 * 8]; -1 selects nothing).
+
+buffer sel: i32[1024]  # 8 block numbers per query block, Q <= 8192
+
+mask nsa(b, h, q, kv) = kv <= q and (q // 64 == kv // 64 or sel[(q // 64) * 8 + 0] == kv // 64 or sel[(q // 64) * 8 + 1] == kv // 64 or sel[(q // 64) * 8 + 2] == kv // 64 or sel[(q // 64) * 8 + 3] == kv // 64 or sel[(q // 64) * 8 + 4] == kv // 64 or sel[(q // 64) * 8 + 5] == kv // 64 or sel[(q // 64) * 8 + 6] == kv // 64 or sel[(q // 64) * 8 + 7] == kv // 64)
+
+attention nsa_shared {
+    mask = nsa
+    layout = bhsd
+    dtype = bf16
+    head_dim = 128
+}
