@@ -88,11 +88,11 @@ func stageDir(final, writer string) (*OutDir, error) {
 		return nil, fmt.Errorf("%s: not a directory", final)
 	}
 	if err := os.MkdirAll(final, 0o755); err != nil {
-		return nil, cleanPathError(err)
+		return nil, CleanPathError(err)
 	}
 	dir, err := os.Open(final)
 	if err != nil {
-		return nil, cleanPathError(err)
+		return nil, CleanPathError(err)
 	}
 	if err := unix.Flock(int(dir.Fd()), unix.LOCK_EX); err != nil {
 		dir.Close()
@@ -106,7 +106,7 @@ func stageDir(final, writer string) (*OutDir, error) {
 	tmp, err := os.MkdirTemp(final, stagePrefix+"*")
 	if err != nil {
 		dir.Close()
-		return nil, fmt.Errorf("%s: %v", final, unwrapPath(err))
+		return nil, fmt.Errorf("%s: %v", final, UnwrapPath(err))
 	}
 	s.tmp = tmp
 	return s, nil
@@ -127,12 +127,12 @@ func (s *OutDir) recover() error {
 	}
 	entries, err := os.ReadDir(s.final)
 	if err != nil {
-		return fmt.Errorf("%s: %v", s.final, unwrapPath(err))
+		return fmt.Errorf("%s: %v", s.final, UnwrapPath(err))
 	}
 	for _, e := range entries {
 		if e.IsDir() && strings.HasPrefix(e.Name(), stagePrefix) {
 			if err := os.RemoveAll(filepath.Join(s.final, e.Name())); err != nil {
-				return fmt.Errorf("%s: %v", s.final, unwrapPath(err))
+				return fmt.Errorf("%s: %v", s.final, UnwrapPath(err))
 			}
 		}
 	}
@@ -146,7 +146,7 @@ func readLedger(path string, l *ledger) error {
 		if errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
-		return cleanPathError(err)
+		return CleanPathError(err)
 	}
 	if err := json.Unmarshal(data, l); err != nil || l.Format != ledgerFormat {
 		return fmt.Errorf("%s: not a maskc compile ledger (format %q, %v); remove it and the outputs it named", path, l.Format, err)
@@ -213,7 +213,7 @@ func (s *OutDir) journal() (*ledger, error) {
 	}
 	staged, err := os.ReadDir(s.tmp)
 	if err != nil {
-		return fail(fmt.Errorf("%s: %v", s.final, unwrapPath(err)))
+		return fail(fmt.Errorf("%s: %v", s.final, UnwrapPath(err)))
 	}
 	j := ledger{Format: ledgerFormat, Stage: filepath.Base(s.tmp), Files: map[string]string{}, Remove: map[string]string{}}
 	for _, e := range staged {
@@ -229,7 +229,7 @@ func (s *OutDir) journal() (*ledger, error) {
 			continue
 		}
 		if err != nil {
-			return fail(cleanPathError(err))
+			return fail(CleanPathError(err))
 		}
 		if !ok || old.Files[name] == "" || old.Files[name] != have {
 			return fail(fmt.Errorf("%s: not an output of an earlier %s into %s (or changed since), so it is not replaced; move it away or choose another -o DIR", dest, s.writer, s.final))
@@ -250,10 +250,10 @@ func (s *OutDir) journal() (*ledger, error) {
 	// The journal is written in the staging directory and renamed into
 	// place: from then on the commit is completed by whoever runs next.
 	if err := os.WriteFile(filepath.Join(s.tmp, journalName), data, 0o644); err != nil {
-		return fail(fmt.Errorf("%s: %v", filepath.Join(s.final, journalName), unwrapPath(err)))
+		return fail(fmt.Errorf("%s: %v", filepath.Join(s.final, journalName), UnwrapPath(err)))
 	}
 	if err := os.Rename(filepath.Join(s.tmp, journalName), filepath.Join(s.final, journalName)); err != nil {
-		return fail(fmt.Errorf("%s: %v", filepath.Join(s.final, journalName), unwrapPath(err)))
+		return fail(fmt.Errorf("%s: %v", filepath.Join(s.final, journalName), UnwrapPath(err)))
 	}
 	return &j, nil
 }
@@ -283,7 +283,7 @@ func (s *OutDir) apply(j *ledger) error {
 	for _, name := range names {
 		err := os.Rename(filepath.Join(stage, name), filepath.Join(s.final, name))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("%s: %v", filepath.Join(s.final, name), unwrapPath(err))
+			return fmt.Errorf("%s: %v", filepath.Join(s.final, name), UnwrapPath(err))
 		}
 	}
 	for name, sum := range j.Remove {
@@ -293,7 +293,7 @@ func (s *OutDir) apply(j *ledger) error {
 		p := filepath.Join(s.final, name)
 		if have, ok, err := digest(p); err == nil && ok && have == sum {
 			if err := os.Remove(p); err != nil {
-				return fmt.Errorf("%s: %v", p, unwrapPath(err))
+				return fmt.Errorf("%s: %v", p, UnwrapPath(err))
 			}
 		}
 	}
@@ -302,22 +302,24 @@ func (s *OutDir) apply(j *ledger) error {
 		return err
 	}
 	if err := os.MkdirAll(stage, 0o700); err != nil {
-		return fmt.Errorf("%s: %v", s.final, unwrapPath(err))
+		return fmt.Errorf("%s: %v", s.final, UnwrapPath(err))
 	}
 	if err := os.WriteFile(filepath.Join(stage, ledgerName), data, 0o644); err != nil {
-		return fmt.Errorf("%s: %v", filepath.Join(s.final, ledgerName), unwrapPath(err))
+		return fmt.Errorf("%s: %v", filepath.Join(s.final, ledgerName), UnwrapPath(err))
 	}
 	if err := os.Rename(filepath.Join(stage, ledgerName), filepath.Join(s.final, ledgerName)); err != nil {
-		return fmt.Errorf("%s: %v", filepath.Join(s.final, ledgerName), unwrapPath(err))
+		return fmt.Errorf("%s: %v", filepath.Join(s.final, ledgerName), UnwrapPath(err))
 	}
 	if err := os.Remove(filepath.Join(s.final, journalName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%s: %v", filepath.Join(s.final, journalName), unwrapPath(err))
+		return fmt.Errorf("%s: %v", filepath.Join(s.final, journalName), UnwrapPath(err))
 	}
 	return os.RemoveAll(stage)
 }
 
-// unwrapPath drops an *os.PathError's operation and (temporary) path.
-func unwrapPath(err error) error {
+// UnwrapPath drops an *os.PathError's or *os.LinkError's operation and
+// (temporary) path: what is left is the reason, for a message that names
+// the file the user knows.
+func UnwrapPath(err error) error {
 	var pe *os.PathError
 	if errors.As(err, &pe) {
 		return pe.Err
@@ -332,14 +334,14 @@ func unwrapPath(err error) error {
 // WriteFile writes a new file of the staged directory.
 func (s *OutDir) WriteFile(name string, data []byte) error {
 	if err := os.WriteFile(s.Path(name), data, 0o644); err != nil {
-		return fmt.Errorf("%s: %v", filepath.Join(s.final, name), unwrapPath(err))
+		return fmt.Errorf("%s: %v", filepath.Join(s.final, name), UnwrapPath(err))
 	}
 	return nil
 }
 
-// cleanPathError turns *os.PathError into "path: reason" without the
+// CleanPathError turns *os.PathError into "path: reason" without the
 // operation name.
-func cleanPathError(err error) error {
+func CleanPathError(err error) error {
 	var pe *os.PathError
 	if errors.As(err, &pe) {
 		return fmt.Errorf("%s: %v", pe.Path, pe.Err)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -26,7 +25,7 @@ func readInput(e *env, path string) ([]byte, error) {
 	} else {
 		st, err := os.Stat(path)
 		if err != nil {
-			return nil, cleanPathError(err)
+			return nil, compiler.CleanPathError(err)
 		}
 		if st.IsDir() {
 			return nil, fmt.Errorf("%s: is a directory, not a .flex file", path)
@@ -38,7 +37,7 @@ func readInput(e *env, path string) ([]byte, error) {
 		}
 		f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 		if err != nil {
-			return nil, cleanPathError(err)
+			return nil, compiler.CleanPathError(err)
 		}
 		defer f.Close()
 		if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
@@ -54,16 +53,6 @@ func readInput(e *env, path string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: file larger than %d MiB", path, maxInput>>20)
 	}
 	return data, nil
-}
-
-// cleanPathError turns *os.PathError into "path: reason" without the
-// operation name.
-func cleanPathError(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return fmt.Errorf("%s: %v", pe.Path, pe.Err)
-	}
-	return err
 }
 
 // unit is one file taken through the front end.
@@ -109,17 +98,4 @@ func displayName(e *env, path string) string {
 // text's kernels under another's key.
 func stdinNameFlag(e *env, fs *flag.FlagSet) {
 	fs.StringVar(&e.stdinName, "stdin-name", "", "with FILE -, the file `NAME` to give the text read from stdin in diagnostics and generated code")
-}
-
-// unwrapPath drops an *os.PathError's operation and (temporary) path.
-func unwrapPath(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	var le *os.LinkError
-	if errors.As(err, &le) {
-		return le.Err
-	}
-	return err
 }

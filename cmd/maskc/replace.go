@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/maskc/maskc/compiler"
 )
 
 // errChangedOnDisk is why a file that someone else saved while maskc was
@@ -185,7 +187,7 @@ func unchanged(target string, old []byte) error {
 // file the shell creates would. Errors name path, never the temporary
 // file.
 func writeNew(path string, data []byte) error {
-	fail := func(err error) error { return fmt.Errorf("%s: %v", path, unwrapPath(err)) }
+	fail := func(err error) error { return fmt.Errorf("%s: %v", path, compiler.UnwrapPath(err)) }
 	if st, err := os.Lstat(path); err == nil && !st.Mode().IsRegular() {
 		return fail(fmt.Errorf("not a regular file (%v); not replaced", st.Mode().Type()))
 	}
