@@ -200,12 +200,7 @@ func (l *lowering) instantiate(f *frame, x *dsl.CallExpr, m *Mod) result {
 		return result{}
 	}
 	if args == nil {
-		for _, a := range x.Args {
-			if kw, ok := a.(*dsl.KeywordArg); ok {
-				a = kw.Value
-			}
-			l.expr(f, a)
-		}
+		l.lowerArgs(f, x)
 		d := l.errorf(f, x.Sp, CodeArgCount, "factory %s takes %d %s, got %d", m.Name, len(params),
 			plural(len(params), "argument", "arguments"), len(x.Args))
 		if len(x.Args) == m.Kind.Arity() {
@@ -762,6 +757,18 @@ func paramNames(ids []*dsl.Ident) []string {
 	return out
 }
 
+// lowerArgs lowers every argument of a call that cannot be bound (keyword
+// arguments by their value), so the diagnostics inside them are reported
+// beside the argument-count error.
+func (l *lowering) lowerArgs(f *frame, x *dsl.CallExpr) {
+	for _, a := range x.Args {
+		if kw, ok := a.(*dsl.KeywordArg); ok {
+			a = kw.Value
+		}
+		l.expr(f, a)
+	}
+}
+
 // applyHelper inlines a call of helper function m: its arguments, by
 // position, keyword or default as Python binds them, are values of any
 // scalar type (or None, a buffer, a mod); its body gives a value of any
@@ -773,12 +780,7 @@ func (l *lowering) applyHelper(f *frame, x *dsl.CallExpr, mv *modValue) result {
 		return result{}
 	}
 	if args == nil {
-		for _, a := range x.Args {
-			if kw, ok := a.(*dsl.KeywordArg); ok {
-				a = kw.Value
-			}
-			l.expr(f, a)
-		}
+		l.lowerArgs(f, x)
 		l.errorf(f, x.Sp, CodeArgCount, "function %s takes %d %s, got %d", m.Name, len(m.Decl.Params),
 			plural(len(m.Decl.Params), "argument", "arguments"), len(x.Args)).
 			WithHint("call it as %s(%s)", m.Name, strings.Join(paramNames(m.Decl.Params), ", "))

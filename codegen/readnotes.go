@@ -290,7 +290,7 @@ func readDiagnostics(src *dsl.Source, p *check.Program, bufs []BufferABI, reads 
 				deps = append(deps, ix.Depends...)
 			}
 			diags.Warn(src, spans[i], CodeReadValues, "the index of %s is computed from the values of %s, which no size bounds: a value that makes it fall outside %s is not read; the kernel gives %s instead and sets MASKC_STATUS_READ_OUT_OF_RANGE in its status word",
-				r.Text, strings.Join(dedup(deps), ", "), readExtents(r), strings.TrimSuffix(elemType(bufs[r.Slot].DType).zero, "f")).
+				r.Text, strings.Join(uniq(deps), ", "), readExtents(r), strings.TrimSuffix(elemType(bufs[r.Slot].DType).zero, "f")).
 				WithHint("clamp the index into the buffer, or check the status word after the call (Go: AttentionKernel.Status; Python: status())")
 			continue
 		}
@@ -309,16 +309,4 @@ func readDiagnostics(src *dsl.Source, p *check.Program, bufs []BufferABI, reads 
 			d.WithHint("declare %s larger (or with extents in B, H, Q, KV) to run at larger sizes", r.Buffer)
 		}
 	}
-}
-
-func dedup(s []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, x := range s {
-		if !seen[x] {
-			seen[x] = true
-			out = append(out, x)
-		}
-	}
-	return out
 }
