@@ -599,17 +599,26 @@ class _Generated:
             self._flags[key] = t
         return t
 
+    def _check_call(self, q, k, v, buffers, layout, frame):
+        """(sizes, checked buffers) of a forward or backward call, before
+        anything is launched: q, k, v against the block, the buffers against
+        their declarations at the sizes the mask sees (frame: six ints or
+        None), and every buffer read against its buffer at those sizes."""
+        spec = self.spec
+        sz = _checks.check_qkv(q, k, v, layout, spec.head_dim, spec.dtype, dtype_name)
+        glob = _global_sizes(sz, frame)
+        checked = _checks.check_buffers(spec.buffers, {b.name: t for b, t in zip(spec.buffers, buffers)},
+                                        glob, q.device, dtype_name)
+        _checks.check_reads(spec.reads, _checks.bound_env(sz, glob, frame), [ext for _, ext in checked])
+        return sz, checked
+
     def forward(self, q, k, v, buffers, sink, layout, frame=None):
         """(out, lse) of the generated kernel: checks, then one or two
         launches on the current stream; no synchronisation. frame: six
         position-frame ints or None (Attention.__call__)."""
         spec, man = self.spec, self.man
         frame = _frame_values(frame)
-        sz = _checks.check_qkv(q, k, v, layout, spec.head_dim, spec.dtype, dtype_name)
-        glob = _global_sizes(sz, frame)
-        checked = _checks.check_buffers(spec.buffers, {b.name: t for b, t in zip(spec.buffers, buffers)},
-                                        glob, q.device, dtype_name)
-        _checks.check_reads(spec.reads, _checks.bound_env(sz, glob, frame), [ext for _, ext in checked])
+        sz, checked = self._check_call(q, k, v, buffers, layout, frame)
         if _checks.segments_check_enabled():  # opt-in: reads segments buffers back (checks.check_segments)
             _checks.check_segments(spec.buffers, checked)
         if sink is not None:
@@ -669,11 +678,7 @@ class _Generated:
         merged output and LSE of several framed calls (maskc.cp's ring)."""
         spec, man = self.spec, self.man
         frame = _frame_values(frame)
-        sz = _checks.check_qkv(q, k, v, layout, spec.head_dim, spec.dtype, dtype_name)
-        glob = _global_sizes(sz, frame)
-        checked = _checks.check_buffers(spec.buffers, {b.name: t for b, t in zip(spec.buffers, buffers)},
-                                        glob, q.device, dtype_name)
-        _checks.check_reads(spec.reads, _checks.bound_env(sz, glob, frame), [ext for _, ext in checked])
+        sz, checked = self._check_call(q, k, v, buffers, layout, frame)
         dout = _kernel_operand(dout, layout)
         out = _kernel_operand(out, layout)
         if tuple(dout.shape) != tuple(q.shape) or dout.dtype != q.dtype:
