@@ -158,20 +158,6 @@ def poison(nbytes_list):
     del ts
 
 
-def time_ms(fn, reps=10):
-    fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        a, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        e.record()
-        torch.cuda.synchronize()
-        ts.append(a.elapsed_time(e))
-    return sorted(ts)[len(ts) // 2]
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="check_segments.jsonl")
@@ -183,6 +169,7 @@ def main():
         return self_test()
 
     import maskc.torch as mt
+    from maskc.harness import time_ms
     from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
     log = open(a.out, "w")
@@ -271,9 +258,9 @@ def main():
                     o2 = fa(fq, fk, fv, block_mask=bm, scale=scale)
                     o2.backward(do.transpose(1, 2))
                 with torch.no_grad():
-                    res["maskc_fwd_ms"] = time_ms(fwd)
-                    res["flex_fwd_ms"] = time_ms(lambda: fa(fq, fk, fv, block_mask=bm, scale=scale))
-                res["maskc_fwdbwd_ms"], res["flex_fwdbwd_ms"] = time_ms(fb), time_ms(ffb)
+                    res["maskc_fwd_ms"] = time_ms(fwd, iters=10, warmup=1)
+                    res["flex_fwd_ms"] = time_ms(lambda: fa(fq, fk, fv, block_mask=bm, scale=scale), iters=10, warmup=1)
+                res["maskc_fwdbwd_ms"], res["flex_fwdbwd_ms"] = time_ms(fb, iters=10, warmup=1), time_ms(ffb, iters=10, warmup=1)
                 res["ratio_fwd"] = round(res["flex_fwd_ms"] / res["maskc_fwd_ms"], 3)
                 res["ratio_fwdbwd"] = round(res["flex_fwdbwd_ms"] / res["maskc_fwdbwd_ms"], 3)
             except Exception as e:  # reported, counted, the next case runs
