@@ -524,13 +524,7 @@ class _Emitter:
                 out.append((text, (file, ln, _shifter(shift, lead))))
             return out
         first = node.lineno
-        indent = node.col_offset
-        for ln in range(first, node.end_lineno + 1):
-            src = lines[ln - 1].rstrip("\n")
-            raw = src.encode()
-            cut = min(indent, len(raw) - len(raw.lstrip(b" \t")))
-            stop = node.end_col_offset if ln == node.end_lineno else len(raw)
-            text, shift = self.line(src, ln, cut, stop, subs)
+        for ln, text, shift, cut in self.copied_lines(node, lines, first, subs):
             if ln == first:  # rename the def itself
                 pre = "async def " if text.startswith("async def ") else "def "
                 rest = text[len(pre):]
@@ -556,15 +550,21 @@ class _Emitter:
             start_line += 1
         else:  # comments between the signature and the first statement are dropped with the signature
             start_line = min([first.lineno] + [d.lineno for d in getattr(first, "decorator_list", [])])
-        indent = node.col_offset
+        for ln, text, shift, cut in self.copied_lines(node, lines, start_line, subs):
+            out.append((text, (file, ln, _shifter(shift, -cut))))
+        return out
+
+    def copied_lines(self, node, lines, start_line, subs):
+        """(line number, text, shifts, cut) of the def node's lines from
+        start_line to its last: each dedented by the def's indent, the last
+        cut where the def ends, substitutions made (self.line)."""
         for ln in range(start_line, node.end_lineno + 1):
             src = lines[ln - 1].rstrip("\n")
             raw = src.encode()
-            cut = min(indent, len(raw) - len(raw.lstrip(b" \t")))
+            cut = min(node.col_offset, len(raw) - len(raw.lstrip(b" \t")))
             stop = node.end_col_offset if ln == node.end_lineno else len(raw)
             text, shift = self.line(src, ln, cut, stop, subs)
-            out.append((text, (file, ln, _shifter(shift, -cut))))
-        return out
+            yield ln, text, shift, cut
 
     def line(self, src, ln, start, stop, subs):
         """(text of src's bytes start..stop with substitutions on line ln,
