@@ -24,8 +24,10 @@ type testClient struct {
 	diags chan *protocol.PublishDiagnosticsParams
 	logs  chan *protocol.LogMessageParams
 	shows chan *protocol.ShowMessageParams
-	// served receives Serve's result when it returns.
-	served chan error
+	// served receives Serve's result when it returns; stopped is closed
+	// then.
+	served  chan error
+	stopped chan struct{}
 }
 
 // pipeRW joins the two pipe ends a side of the connection uses.
@@ -50,19 +52,30 @@ func startServerWith(t *testing.T, opts Options) *testClient {
 	serverIn, clientOut := io.Pipe()
 	clientIn, serverOut := io.Pipe()
 	c := &testClient{
-		t:      t,
-		diags:  make(chan *protocol.PublishDiagnosticsParams, 100),
-		logs:   make(chan *protocol.LogMessageParams, 100),
-		shows:  make(chan *protocol.ShowMessageParams, 100),
-		served: make(chan error, 1),
+		t:       t,
+		diags:   make(chan *protocol.PublishDiagnosticsParams, 100),
+		logs:    make(chan *protocol.LogMessageParams, 100),
+		shows:   make(chan *protocol.ShowMessageParams, 100),
+		served:  make(chan error, 1),
+		stopped: make(chan struct{}),
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { c.served <- ServeWith(ctx, serverIn, serverOut, opts) }()
+	go func() {
+		c.served <- ServeWith(ctx, serverIn, serverOut, opts)
+		close(c.stopped)
+	}()
 	c.conn = jsonrpc2.NewConn(jsonrpc2.NewStream(pipeRW{clientIn, clientOut}))
 	c.conn.Go(ctx, c.handle)
 	t.Cleanup(func() {
 		cancel()
 		c.conn.Close()
+		// The server (its picture drawer too) has ended before the test's
+		// directories are removed.
+		select {
+		case <-c.stopped:
+		case <-time.After(testTimeout):
+			t.Error("the server did not end after its context was cancelled")
+		}
 	})
 	return c
 }

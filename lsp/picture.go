@@ -85,6 +85,8 @@ type pictureDrawer struct {
 	cancel        context.CancelFunc // stops the running job
 	failed        map[string]error   // path: why it could not be drawn
 	wake          chan struct{}
+	stopped       bool          // stop was called: nothing more is drawn
+	loopDone      chan struct{} // closed when loop returns
 }
 
 const maxPictureErrors = 256
@@ -114,8 +116,12 @@ func (d *pictureDrawer) state(path string) (busy bool, err error) {
 func (d *pictureDrawer) submit(j *pictureJob) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.stopped {
+		return
+	}
 	if d.wake == nil {
 		d.wake = make(chan struct{}, 1)
+		d.loopDone = make(chan struct{})
 		d.failed = map[string]error{}
 		go d.loop()
 	}
@@ -140,7 +146,28 @@ func (d *pictureDrawer) submit(j *pictureJob) {
 	}
 }
 
+// stop drops the queued drawings, stops the running one and returns when
+// the drawer's goroutine has ended, so nothing is written after the
+// server returns; later submits are ignored.
+func (d *pictureDrawer) stop() {
+	d.mu.Lock()
+	d.stopped = true
+	d.pending = nil
+	if d.running != "" {
+		d.cancel()
+	}
+	done := d.loopDone
+	if d.wake != nil {
+		close(d.wake)
+	}
+	d.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+}
+
 func (d *pictureDrawer) loop() {
+	defer close(d.loopDone)
 	for range d.wake {
 		for {
 			d.mu.Lock()

@@ -66,6 +66,7 @@ func serve(ctx context.Context, st *stream, opts Options) error {
 	case <-ctx.Done():
 	}
 	conn.Close()
+	s.drawer.stop()
 	switch {
 	case s.exitRequested.Load() && s.shutdownRequested.Load():
 		return nil
