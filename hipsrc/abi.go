@@ -36,6 +36,9 @@ const (
 	// SegCheckEntry checks the order of a kernel's segments buffers into
 	// the status words; kernels with integer segments buffers have it.
 	SegCheckEntry = "maskc_seg_check"
+	// DecodeEntry and DecodeMergeEntry are the split-KV decode kernel and
+	// the merge of its splits (attn_decode.h).
+	DecodeEntry, DecodeMergeEntry = "maskc_attn_decode", "maskc_attn_decode_merge"
 )
 
 // Limits of MaskcBuffers, the struct that carries captured tensors.
@@ -428,7 +431,9 @@ type Entry struct {
 	// of sparsity prepass, before the forward, on the same stream) or
 	// "segments" (only kernels whose manifest names it as
 	// seg_check_entry, first, before every forward and every backward, on
-	// the same stream).
+	// the same stream) or "decode" (the split-KV decode kernel, for query
+	// blocks of at most DecodeMaxSq rows without a gradient, instead of the
+	// forward; the merge after it when n_split > 1; DecodeThreads threads).
 	When string `json:"when"`
 }
 
@@ -470,6 +475,22 @@ var Entries = []Entry{
 		SharedMem: false,
 		When:      "segments",
 	},
+	{Name: DecodeEntry, Params: decodeParams(true), Grid: [3]GridDim{{Size: "n"}, {Size: "HKV"}, {Size: "B"}}, When: "decode"},
+	{Name: DecodeMergeEntry, Params: decodeParams(false), Grid: [3]GridDim{{Size: "Sq"}, {Size: "H"}, {Size: "B"}}, When: "decode"},
+}
+
+// decodeParams returns the parameters of maskc_attn_decode (all the
+// forward's, then the workspace) or of maskc_attn_decode_merge (O, LSE,
+// shape, then the workspace).
+func decodeParams(split bool) []Param {
+	ps := []Param{{Name: "O", CType: "T*"}, {Name: "LSE", CType: "float*"}, {Name: "shape", CType: "MaskcShape"}}
+	if split {
+		ps = []Param{{Name: "Q", CType: "const T*"}, {Name: "K", CType: "const T*"}, {Name: "V", CType: "const T*"},
+			ps[0], ps[1], ps[2], {Name: "buf", CType: "MaskcBuffers"}}
+	}
+	return append(ps, Param{Name: "ws_o", CType: "float*", Doc: "workspace [B, H, Sq, n_split, D] fp32: each split's normalised O"},
+		Param{Name: "ws_lse", CType: "float*", Doc: "workspace [B, H, Sq, n_split] fp32: each split's base-2 LSE"},
+		Param{Name: "n_split", CType: "int", Doc: "key splits per row block (n = n_split * ceil(Sq * H/HKV / DecodeRows))"})
 }
 
 // LaunchSizes are the sizes a grid rule reads.

@@ -188,7 +188,7 @@ func TestGrids(t *testing.T) {
 // the prelude.
 func TestSourcesNeedNoHeaders(t *testing.T) {
 	for name, src := range map[string]string{"attn_fwd.h": AttnFwd, "attn_fwd_sm90.h": AttnFwdSM90, "tile_walk.h": TileWalk, "mma_sync.h": MMASync, "mma_wgmma.h": MMAWGMMA,
-		"mma_mfma.h": MMAMFMA, "runtime.h": Runtime, "abi.h": ABIHeader()} {
+		"mma_mfma.h": MMAMFMA, "runtime.h": Runtime, "abi.h": ABIHeader(), "attn_decode.h": AttnDecode} {
 		if strings.Contains(src, "#include") {
 			t.Errorf("%s includes a header", name)
 		}
@@ -229,7 +229,7 @@ func TestBackEndsAreGuarded(t *testing.T) {
 	}
 	src := Assemble("// GENERATED PART\n")
 	last := -1
-	for i, part := range []string{Prelude, MMASync, MMAWGMMA, MMAMFMA, ABIHeader(), Runtime, "// GENERATED PART\n", TileWalk, AttnFwd, AttnFwdSM90} {
+	for i, part := range []string{Prelude, MMASync, MMAWGMMA, MMAMFMA, ABIHeader(), Runtime, "// GENERATED PART\n", TileWalk, AttnFwd, AttnFwdSM90, AttnDecode} {
 		at := strings.Index(src, part)
 		if at <= last {
 			t.Errorf("part %d of the assembled source is missing or out of order", i)
