@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/maskc/maskc/classify"
+	"github.com/maskc/maskc/hipsrc"
 )
 
 // findClang locates a clang with the NVPTX back end: $MASKC_CLANG, then
@@ -101,7 +102,7 @@ func TestClangCUDA(t *testing.T) {
 	write("../examples/relative_bias.flex", "biased_layer", 256)
 	write("testdata/golden/lookup.flex", "per_head", 256)
 
-	entries := append([]string{"maskc_attn_fwd"}, BwdEntries...)
+	entries := append([]string{"maskc_attn_fwd", hipsrc.DecodeEntry, hipsrc.DecodeMergeEntry}, BwdEntries...)
 	// wg 2: the sm_90a build with the warp-specialized forward
 	// (hipsrc.WSOptions), whose IR must show its producer/consumer split.
 	for _, wg := range []int{0, 1, 2} {

@@ -26,6 +26,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from . import abi as _abi
 from . import cache as _cache
 from . import checks as _checks
+from . import decode as _decode
 from . import dtypes as _dtypes
 from . import plan as _plan
 from .diagnostics import MaskcError
@@ -649,6 +650,8 @@ class _Generated:
             if seg is not None:  # first: whether the segments ids are sorted, for the launches below
                 name, grid, sthreads, _, args = seg
                 drv.launch(segfn, grid, (sthreads, 1, 1), 0, stream.cuda_stream, args, name)
+            if _decode.launch(self, plat, q, k, v, out, lse, sh, bf, sizes, stream.cuda_stream, drv):
+                return out, lse  # Sq <= 16: the split-KV decode kernel (maskc.decode)
             if flagsfn is not None:
                 e = man.entries[spec.flags_entry]
                 drv.launch(flagsfn, e.grid_dims(sizes, man.block_m, block_n), block, 0, stream.cuda_stream,

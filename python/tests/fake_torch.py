@@ -216,7 +216,8 @@ def install(monkeypatch):
     ops = types.SimpleNamespace(maskc=types.SimpleNamespace())
     torch.ops = ops
     cuda = types.SimpleNamespace(current_device=lambda: 0, device=lambda i: contextlib.nullcontext(),
-                                 get_device_capability=lambda i=0: (9, 0), current_stream=lambda d=None: Stream())
+                                 get_device_capability=lambda i=0: (9, 0), current_stream=lambda d=None: Stream(),
+                                 get_device_properties=lambda i=0: types.SimpleNamespace(multi_processor_count=132))
     torch.cuda = cuda
     nn = types.ModuleType("torch.nn")
     attention = types.ModuleType("torch.nn.attention")
