@@ -25,9 +25,9 @@
 // Tiles of MASKC_DEC_BLOCK_N keys are read with 16-byte loads into registers
 // while the block computes on the previous tile, converted to fp32 and
 // stored to shared memory once (not once per row). Each warp takes a quarter
-// of a tile's keys; within a warp MASKC_DEC_ROWS rows of MASKC_DEC_PARTS
-// lanes each hold MASKC_DEC_ELEMS columns of a row's Q and O, and a logit is
-// a lane-local FMA chain and MASKC_DEC_PARTS-wide shuffle reduction. The
+// of a tile's keys; within a warp, each lane holds MASKC_DEC_ELEMS columns
+// of the Q and O of MASKC_DEC_RPL rows, and a logit is a lane-local FMA
+// chain and a MASKC_DEC_PARTS-wide shuffle reduction. The
 // logit goes through the score mod (on the scaled logit), the mask (skipped
 // on tiles maskc_tile_full proves full) and an online softmax in base 2, as
 // in the forward. The warps' partial results are merged through shared
@@ -44,12 +44,17 @@
 #define MASKC_DEC_THREADS (MASKC_DEC_WARPS * MASKC_WARP_SIZE)
 #define MASKC_DEC_ROWS 8
 #define MASKC_DEC_MAX_SQ 16
-// Lanes per row (4 on NVIDIA, 8 on AMD), the head-dim columns a lane holds
-// (as float4 chunks: chunk c of lane part p is columns 4 (c * PARTS + p) ..
-// + 3, so that the lanes of a row read 16 * PARTS contiguous bytes of shared
-// memory per instruction, broadcast to the rows), and keys per tile (16 KiB
-// of bf16/fp16 K and V, 32 KiB in fp32).
-#define MASKC_DEC_PARTS (MASKC_WARP_SIZE / MASKC_DEC_ROWS)
+// Each lane holds MASKC_DEC_RPL rows (rows g, g + ROW_GROUPS, ...: its row
+// group g) and MASKC_DEC_ELEMS head-dim columns of them, as float4 chunks:
+// chunk c of lane part p is columns 4 (c * PARTS + p) .. + 3, so that the
+// PARTS lanes of a row group read 16 * PARTS contiguous bytes of shared
+// memory per instruction, broadcast to the other row groups (8 parts of 4
+// row groups on NVIDIA, 16 of 4 on AMD). Two rows a lane halve the shared
+// memory reads per FMA of one row a lane, for one more shuffle per row and
+// key. Keys per tile: 16 KiB of bf16/fp16 K and V, 32 KiB in fp32.
+#define MASKC_DEC_RPL 2
+#define MASKC_DEC_ROW_GROUPS (MASKC_DEC_ROWS / MASKC_DEC_RPL)
+#define MASKC_DEC_PARTS (MASKC_WARP_SIZE / MASKC_DEC_ROW_GROUPS)
 #define MASKC_DEC_ELEMS (MASKC_HEAD_DIM / MASKC_DEC_PARTS)
 #define MASKC_DEC_CHUNKS (MASKC_DEC_ELEMS / 4)
 #define MASKC_DEC_BLOCK_N (4096 / MASKC_HEAD_DIM)
@@ -163,7 +168,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_DEC_THREADS)
   // warps' merge: m and l per (warp, row), then O per row.
   __shared__ __attribute__((aligned(16))) float sKV[2 * MASKC_DEC_BLOCK_N * MASKC_HEAD_DIM];
   const int tid = threadIdx.x, warp = tid / MASKC_WARP_SIZE, lane = tid % MASKC_WARP_SIZE;
-  const int r = lane / MASKC_DEC_PARTS, part = lane % MASKC_DEC_PARTS;
+  const int rg = lane / MASKC_DEC_PARTS, part = lane % MASKC_DEC_PARTS;
   const int split = (int)(blockIdx.x % (unsigned)n_split), rblock = (int)(blockIdx.x / (unsigned)n_split);
   const int hkv = maskc_nonneg((int)blockIdx.y), b = maskc_nonneg((int)blockIdx.z);
   const int G = shape.H / shape.HKV;
@@ -172,23 +177,27 @@ extern "C" __global__ void __launch_bounds__(MASKC_DEC_THREADS)
   const long long nB = shape.B, nH = shape.H, nHKV = shape.HKV, nQ = Sq, nKV = Skv;
   (void)nB, (void)nH, (void)nHKV, (void)nQ, (void)nKV;
 
-  // This lane's row; a padding row (past Sq * G) computes row 0's indices
-  // harmlessly and is never stored.
-  const int row = rblock * MASKC_DEC_ROWS + r;
-  const bool row_ok = row < n_rows;
-  const int g = row_ok ? row / Sq : 0, qi = maskc_nonneg(row_ok ? row % Sq : 0);
-  const int h = maskc_nonneg(hkv * G + g);
-
-  float q[MASKC_DEC_ELEMS];
-  {
-    const maskc_elem_t* Qp = Q + b * shape.q_stride[0] + h * shape.q_stride[1] + qi * shape.q_stride[2];
+  // This lane's rows: row j is r[j] of the block (head g of the group,
+  // query qi); a padding row (past Sq * G) takes row 0's indices harmlessly
+  // and is never stored.
+  int qi[MASKC_DEC_RPL], h[MASKC_DEC_RPL];
+  bool row_ok[MASKC_DEC_RPL];
+  float q[MASKC_DEC_RPL][MASKC_DEC_ELEMS];
+#pragma unroll
+  for (int j = 0; j < MASKC_DEC_RPL; ++j) {
+    const int row = rblock * MASKC_DEC_ROWS + rg + j * MASKC_DEC_ROW_GROUPS;
+    row_ok[j] = row < n_rows;
+    const int g = row_ok[j] ? row / Sq : 0;
+    qi[j] = maskc_nonneg(row_ok[j] ? row % Sq : 0);
+    h[j] = maskc_nonneg(hkv * G + g);
+    const maskc_elem_t* Qp = Q + b * shape.q_stride[0] + h[j] * shape.q_stride[1] + qi[j] * shape.q_stride[2];
 #pragma unroll
     for (int c = 0; c < MASKC_DEC_CHUNKS; ++c) {
       const maskc_dec_u32x2 x = *(const maskc_dec_u32x2*)(Qp + 4 * (c * MASKC_DEC_PARTS + part));
-      q[4 * c] = maskc_dec_lo(x.x);
-      q[4 * c + 1] = maskc_dec_hi(x.x);
-      q[4 * c + 2] = maskc_dec_lo(x.y);
-      q[4 * c + 3] = maskc_dec_hi(x.y);
+      q[j][4 * c] = maskc_dec_lo(x.x);
+      q[j][4 * c + 1] = maskc_dec_hi(x.x);
+      q[j][4 * c + 2] = maskc_dec_lo(x.y);
+      q[j][4 * c + 3] = maskc_dec_hi(x.y);
     }
   }
 
@@ -263,10 +272,15 @@ extern "C" __global__ void __launch_bounds__(MASKC_DEC_THREADS)
 #else
   const float unit = shape.scale * MASKC_LOG2E;
 #endif
-  float o[MASKC_DEC_ELEMS];
+  float o[MASKC_DEC_RPL][MASKC_DEC_ELEMS];
+  float m[MASKC_DEC_RPL], l[MASKC_DEC_RPL];
 #pragma unroll
-  for (int e = 0; e < MASKC_DEC_ELEMS; ++e) o[e] = 0.f;
-  float m = maskc_neg_inf(), l = 0.f;
+  for (int j = 0; j < MASKC_DEC_RPL; ++j) {
+#pragma unroll
+    for (int e = 0; e < MASKC_DEC_ELEMS; ++e) o[j][e] = 0.f;
+    m[j] = maskc_neg_inf();
+    l[j] = 0.f;
+  }
 
   int left = rank1 - rank0;
   if (left > 0) load(kt);
@@ -282,73 +296,94 @@ extern "C" __global__ void __launch_bounds__(MASKC_DEC_THREADS)
     bool full = kv0 + MASKC_DEC_BLOCK_N <= Skv;
 #if defined(MASKC_HAS_MASK)
 #if defined(MASKC_SPARSITY_ANALYTIC)
-    full = maskc_warp_all(full && maskc_tile_full(buf, nB, nH, nHKV, nQ, nKV, b, h, qi, qi + 1, kv0,
-                                                  kv0 + MASKC_DEC_BLOCK_N));
+#pragma unroll
+    for (int j = 0; j < MASKC_DEC_RPL; ++j)
+      full = full && maskc_tile_full(buf, nB, nH, nHKV, nQ, nKV, b, h[j], qi[j], qi[j] + 1, kv0, kv0 + MASKC_DEC_BLOCK_N);
+    full = maskc_warp_all(full);
 #else
     full = false;
 #endif
 #endif
-    float s[MASKC_DEC_WARP_KEYS];
+    // Logits of this warp's keys for the lane's rows, summed over the row
+    // group's PARTS lanes, then the score mod and the mask.
+    float s[MASKC_DEC_RPL][MASKC_DEC_WARP_KEYS];
 #pragma unroll
-    for (int j = 0; j < MASKC_DEC_WARP_KEYS; ++j) {
-      const int key = warp * MASKC_DEC_WARP_KEYS + j;
-      const float* kr = sKV + key * MASKC_HEAD_DIM;
-      float acc = 0.f;
+    for (int k = 0; k < MASKC_DEC_WARP_KEYS; ++k) {
+      const float* kr = sKV + (warp * MASKC_DEC_WARP_KEYS + k) * MASKC_HEAD_DIM;
+      float acc[MASKC_DEC_RPL];
+#pragma unroll
+      for (int j = 0; j < MASKC_DEC_RPL; ++j) acc[j] = 0.f;
 #pragma unroll
       for (int c = 0; c < MASKC_DEC_CHUNKS; ++c) {
         const maskc_dec_f32x4 x = *(const maskc_dec_f32x4*)(kr + 4 * (c * MASKC_DEC_PARTS + part));
-        acc = fmaf(q[4 * c], x.x, acc);
-        acc = fmaf(q[4 * c + 1], x.y, acc);
-        acc = fmaf(q[4 * c + 2], x.z, acc);
-        acc = fmaf(q[4 * c + 3], x.w, acc);
-      }
 #pragma unroll
-      for (int w = 1; w < MASKC_DEC_PARTS; w *= 2) acc += maskc_shfl_xor(acc, w);
-      const int kv = maskc_nonneg(kv0 + key);
-#if defined(MASKC_HAS_SCORE)
-      const float x = maskc_score(buf, nB, nH, nHKV, nQ, nKV, acc * shape.scale, b, h, qi, kv);
-#else
-      const float x = acc;
-#endif
-      bool keep = true;
-      if (!full) {
-        keep = kv < Skv;
-#if defined(MASKC_HAS_MASK)
-        keep = keep && maskc_mask(buf, nB, nH, nHKV, nQ, nKV, b, h, qi, kv);
-#endif
+        for (int j = 0; j < MASKC_DEC_RPL; ++j) {
+          acc[j] = fmaf(q[j][4 * c], x.x, acc[j]);
+          acc[j] = fmaf(q[j][4 * c + 1], x.y, acc[j]);
+          acc[j] = fmaf(q[j][4 * c + 2], x.z, acc[j]);
+          acc[j] = fmaf(q[j][4 * c + 3], x.w, acc[j]);
+        }
       }
-      s[j] = keep ? x : maskc_neg_inf();
+      const int kv = maskc_nonneg(kv0 + warp * MASKC_DEC_WARP_KEYS + k);
+#pragma unroll
+      for (int j = 0; j < MASKC_DEC_RPL; ++j) {
+#pragma unroll
+        for (int w = 1; w < MASKC_DEC_PARTS; w *= 2) acc[j] += maskc_shfl_xor(acc[j], w);
+#if defined(MASKC_HAS_SCORE)
+        const float x = maskc_score(buf, nB, nH, nHKV, nQ, nKV, acc[j] * shape.scale, b, h[j], qi[j], kv);
+#else
+        const float x = acc[j];
+#endif
+        bool keep = true;
+        if (!full) {
+          keep = kv < Skv;
+#if defined(MASKC_HAS_MASK)
+          keep = keep && maskc_mask(buf, nB, nH, nHKV, nQ, nKV, b, h[j], qi[j], kv);
+#endif
+        }
+        s[j][k] = keep ? x : maskc_neg_inf();
+      }
     }
     // Online softmax in base 2, as the forward's (a row with no kept key
     // yet keeps m = -inf and 0 as its reference).
-    float mx = maskc_neg_inf();
+    float alpha[MASKC_DEC_RPL];
+    bool same = true;
 #pragma unroll
-    for (int j = 0; j < MASKC_DEC_WARP_KEYS; ++j) mx = fmaxf(mx, s[j]);
-    const float m_new = fmaxf(m, mx * unit);
-    const float mref = m_new == maskc_neg_inf() ? 0.f : m_new;
-    const float alpha = maskc_exp2(m - mref);
-    const bool same = m_new == m;
-    m = m_new;
-    l *= alpha;
+    for (int j = 0; j < MASKC_DEC_RPL; ++j) {
+      float mx = maskc_neg_inf();
 #pragma unroll
-    for (int j = 0; j < MASKC_DEC_WARP_KEYS; ++j) {
-      s[j] = maskc_exp2(fmaf(s[j], unit, -mref));
-      l += s[j];
+      for (int k = 0; k < MASKC_DEC_WARP_KEYS; ++k) mx = fmaxf(mx, s[j][k]);
+      const float m_new = fmaxf(m[j], mx * unit);
+      const float mref = m_new == maskc_neg_inf() ? 0.f : m_new;
+      alpha[j] = maskc_exp2(m[j] - mref);
+      same = same && m_new == m[j];
+      m[j] = m_new;
+      l[j] *= alpha[j];
+#pragma unroll
+      for (int k = 0; k < MASKC_DEC_WARP_KEYS; ++k) {
+        s[j][k] = maskc_exp2(fmaf(s[j][k], unit, -mref));
+        l[j] += s[j][k];
+      }
     }
     if (!maskc_warp_all(same)) {
 #pragma unroll
-      for (int e = 0; e < MASKC_DEC_ELEMS; ++e) o[e] *= alpha;
+      for (int j = 0; j < MASKC_DEC_RPL; ++j)
+#pragma unroll
+        for (int e = 0; e < MASKC_DEC_ELEMS; ++e) o[j][e] *= alpha[j];
     }
 #pragma unroll
-    for (int j = 0; j < MASKC_DEC_WARP_KEYS; ++j) {
-      const float* vr = sKV + (MASKC_DEC_BLOCK_N + warp * MASKC_DEC_WARP_KEYS + j) * MASKC_HEAD_DIM;
+    for (int k = 0; k < MASKC_DEC_WARP_KEYS; ++k) {
+      const float* vr = sKV + (MASKC_DEC_BLOCK_N + warp * MASKC_DEC_WARP_KEYS + k) * MASKC_HEAD_DIM;
 #pragma unroll
       for (int c = 0; c < MASKC_DEC_CHUNKS; ++c) {
         const maskc_dec_f32x4 x = *(const maskc_dec_f32x4*)(vr + 4 * (c * MASKC_DEC_PARTS + part));
-        o[4 * c] = fmaf(s[j], x.x, o[4 * c]);
-        o[4 * c + 1] = fmaf(s[j], x.y, o[4 * c + 1]);
-        o[4 * c + 2] = fmaf(s[j], x.z, o[4 * c + 2]);
-        o[4 * c + 3] = fmaf(s[j], x.w, o[4 * c + 3]);
+#pragma unroll
+        for (int j = 0; j < MASKC_DEC_RPL; ++j) {
+          o[j][4 * c] = fmaf(s[j][k], x.x, o[j][4 * c]);
+          o[j][4 * c + 1] = fmaf(s[j][k], x.y, o[j][4 * c + 1]);
+          o[j][4 * c + 2] = fmaf(s[j][k], x.z, o[j][4 * c + 2]);
+          o[j][4 * c + 3] = fmaf(s[j][k], x.w, o[j][4 * c + 3]);
+        }
       }
     }
     kt = kt_next;
@@ -360,46 +395,63 @@ extern "C" __global__ void __launch_bounds__(MASKC_DEC_THREADS)
   float* sm = sKV;
   float* sl = sm + MASKC_DEC_WARPS * MASKC_DEC_ROWS;
   float* so = sl + MASKC_DEC_WARPS * MASKC_DEC_ROWS;
-  if (part == 0) {
-    sm[warp * MASKC_DEC_ROWS + r] = m;
-    sl[warp * MASKC_DEC_ROWS + r] = l;
+#pragma unroll
+  for (int j = 0; j < MASKC_DEC_RPL; ++j) {
+    if (part == 0) {
+      sm[warp * MASKC_DEC_ROWS + rg + j * MASKC_DEC_ROW_GROUPS] = m[j];
+      sl[warp * MASKC_DEC_ROWS + rg + j * MASKC_DEC_ROW_GROUPS] = l[j];
+    }
   }
   __syncthreads();
-  float M = maskc_neg_inf();
+  float M[MASKC_DEC_RPL], L[MASKC_DEC_RPL], f[MASKC_DEC_RPL];
 #pragma unroll
-  for (int w = 0; w < MASKC_DEC_WARPS; ++w) M = fmaxf(M, sm[w * MASKC_DEC_ROWS + r]);
-  const float Mref = M == maskc_neg_inf() ? 0.f : M;
-  float L = 0.f;
+  for (int j = 0; j < MASKC_DEC_RPL; ++j) {
+    const int r = rg + j * MASKC_DEC_ROW_GROUPS;
+    M[j] = maskc_neg_inf();
 #pragma unroll
-  for (int w = 0; w < MASKC_DEC_WARPS; ++w) L += sl[w * MASKC_DEC_ROWS + r] * maskc_exp2(sm[w * MASKC_DEC_ROWS + r] - Mref);
-  const float f = maskc_exp2(m - Mref);
+    for (int w = 0; w < MASKC_DEC_WARPS; ++w) M[j] = fmaxf(M[j], sm[w * MASKC_DEC_ROWS + r]);
+    const float Mref = M[j] == maskc_neg_inf() ? 0.f : M[j];
+    L[j] = 0.f;
+#pragma unroll
+    for (int w = 0; w < MASKC_DEC_WARPS; ++w)
+      L[j] += sl[w * MASKC_DEC_ROWS + r] * maskc_exp2(sm[w * MASKC_DEC_ROWS + r] - Mref);
+    f[j] = maskc_exp2(m[j] - Mref);
+  }
 #pragma unroll
   for (int w = 0; w < MASKC_DEC_WARPS; ++w) {
     if (warp == w) {
 #pragma unroll
-      for (int c = 0; c < MASKC_DEC_CHUNKS; ++c) {
-        float* d = so + r * MASKC_HEAD_DIM + 4 * (c * MASKC_DEC_PARTS + part);
+      for (int j = 0; j < MASKC_DEC_RPL; ++j) {
 #pragma unroll
-        for (int k = 0; k < 4; ++k) d[k] = (w == 0 ? 0.f : d[k]) + o[4 * c + k] * f;
+        for (int c = 0; c < MASKC_DEC_CHUNKS; ++c) {
+          float* d = so + (rg + j * MASKC_DEC_ROW_GROUPS) * MASKC_HEAD_DIM + 4 * (c * MASKC_DEC_PARTS + part);
+#pragma unroll
+          for (int e = 0; e < 4; ++e) d[e] = (w == 0 ? 0.f : d[e]) + o[j][4 * c + e] * f[j];
+        }
       }
     }
     __syncthreads();
   }
-  // This split's normalised O and base-2 LSE (M + log2 L), -inf when it kept nothing.
-  const float lse2 = L > 0.f ? M + maskc_log2(L) : maskc_neg_inf();
-  const float invL = L > 0.f ? 1.f / L : 0.f;
-  if (warp != 0 || !row_ok) return;
-  const long long orow = ((long long)b * shape.H + h) * Sq + qi;
-  const float* srow = so + r * MASKC_HEAD_DIM;
-  if (n_split == 1) {
-    maskc_elem_t* Orow = O + b * shape.o_stride[0] + h * shape.o_stride[1] + qi * shape.o_stride[2];
-    maskc_dec_finish(Orow, LSE + orow, h, shape, 1, [&](int, int c) { return srow[c] * invL; },
-                     [&](int) { return lse2; }, part, MASKC_DEC_PARTS);
-    return;
+  // Each row's normalised O and base-2 LSE (M + log2 L, -inf when this
+  // split kept nothing): O and the LSE with one split, else the workspace.
+  if (warp != 0) return;
+#pragma unroll
+  for (int j = 0; j < MASKC_DEC_RPL; ++j) {
+    if (!row_ok[j]) continue;
+    const float lse2 = L[j] > 0.f ? M[j] + maskc_log2(L[j]) : maskc_neg_inf();
+    const float invL = L[j] > 0.f ? 1.f / L[j] : 0.f;
+    const long long orow = ((long long)b * shape.H + h[j]) * Sq + qi[j];
+    const float* srow = so + (rg + j * MASKC_DEC_ROW_GROUPS) * MASKC_HEAD_DIM;
+    if (n_split == 1) {
+      maskc_elem_t* Orow = O + b * shape.o_stride[0] + h[j] * shape.o_stride[1] + qi[j] * shape.o_stride[2];
+      maskc_dec_finish(Orow, LSE + orow, h[j], shape, 1, [&](int, int c) { return srow[c] * invL; },
+                       [&](int) { return lse2; }, part, MASKC_DEC_PARTS);
+    } else {
+      float* wo = ws_o + (orow * n_split + split) * MASKC_HEAD_DIM;
+      for (int c = part; c < MASKC_HEAD_DIM; c += MASKC_DEC_PARTS) wo[c] = srow[c] * invL;
+      if (part == 0) ws_lse[orow * n_split + split] = lse2;
+    }
   }
-  float* wo = ws_o + (orow * n_split + split) * MASKC_HEAD_DIM;
-  for (int c = part; c < MASKC_HEAD_DIM; c += MASKC_DEC_PARTS) wo[c] = srow[c] * invL;
-  if (part == 0) ws_lse[orow * n_split + split] = lse2;
 }
 
 // Merges the n_split partials of one row (b, h, q) = (blockIdx.z, .y, .x).
