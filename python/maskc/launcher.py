@@ -104,6 +104,54 @@ def _libs():
     return _driver, _nvrtc
 
 
+def load_functions(cubin, names, smem=0, smem_names=()):
+    """Loads code object cubin into the current CUDA context (the caller
+    makes torch's current) and returns (module, {name: function}) for each
+    of names that is set, with the dynamic shared memory limit raised to
+    smem bytes for smem_names. The one way maskc's generated kernels are
+    loaded: _Generated and the GPU scripts' harness (gpu/harness.py)."""
+    drv, _ = _libs()
+    mod = drv.load_module(cubin)
+    fns = {n: drv.function(mod, n) for n in names if n}
+    if smem:
+        for n in smem_names:
+            drv.set_max_dynamic_smem(fns[n], smem)
+    return mod, fns
+
+
+def fwd_launches(man, spec, plat, sizes, ptrs, sh, bf, flags=0, geometry=None):
+    """The forward's launches of kernel spec on platform plat, in order, as
+    (entry, grid, threads, dynamic smem, ctypes args): the segments check
+    (first: whether the ids are sorted, for the launches after it), the
+    tile-flag pre-pass when the kernel has one and flags (the address of
+    its buffer) is set, the forward. ptrs: the Q, K, V, O and LSE
+    addresses; sh, bf: the packed MaskcShape and MaskcBuffers (man.pack);
+    geometry: (block_n, threads, smem), default the manifest's for plat.
+    The backward's are man.bwd_launches."""
+    block_n, threads, smem = geometry or spec.launch[plat.name]
+    out = []
+    seg = man.seg_check_launch(spec, plat, bf)
+    if seg is not None:
+        out.append(seg)
+    if spec.flags_entry and flags:
+        e = man.entries[spec.flags_entry]
+        out.append((spec.flags_entry, e.grid_dims(sizes, man.block_m, block_n), threads, 0,
+                    e.args(dict(shape=sh, buf=bf, flags=flags), man.structs)))
+    e = man.entries[spec.entry]
+    out.append((spec.entry, e.grid_dims(sizes, man.block_m, block_n), threads, smem if e.shared_mem else 0,
+                e.args(dict(ptrs, shape=sh, buf=bf), man.structs)))
+    return out
+
+
+def launch_all(fns, launches, stream):
+    """Launches each (entry, grid, threads, smem, args) of launches
+    (fwd_launches, man.bwd_launches) with its function in fns on stream (a
+    CUDA stream handle), in order, every call checked."""
+    drv, _ = _libs()
+    for name, grid, threads, smem, args in launches:
+        drv.launch(fns[name], grid, (threads, 1, 1), smem, stream, args, name)
+
+
 class _Generated:
     """The generated kernel of one block: argument checks, the ABI read from
     the compile output's manifest, the code object (prebuilt, cached, or
@@ -172,8 +220,9 @@ class _Generated:
         return self._cubin(plat, target, self.spec.bwd_source)
 
     def _module(self, device):
-        """(platform, forward function, flags function or None) for device,
-        loading the code object into torch's context on first use."""
+        """(platform, {entry name: function}) of the forward source for
+        device: the forward, its tile-flag pre-pass and segments check when
+        it has them, loaded into torch's context on first use."""
         idx = device.index if device.index is not None else torch.cuda.current_device()
         got = self._loaded.get(idx)
         if got is not None:
@@ -185,18 +234,15 @@ class _Generated:
             with torch.cuda.device(idx):
                 drv.ensure_context(idx)
                 plat, target = self._target(idx)
-                mod = drv.load_module(self._cubin(plat, target))
-                fwd = drv.function(mod, self.spec.entry)
-                flags = drv.function(mod, self.spec.flags_entry) if self.spec.flags_entry else None
-                seg = drv.function(mod, self.spec.seg_check_entry) if self.spec.seg_check_entry else None
-                if plat.name not in self.spec.launch:
+                spec = self.spec
+                if plat.name not in spec.launch:
                     raise MaskcError("the manifest has no launch configuration of %s for platform %s" %
-                                     (self.spec.name, plat.name))
-                smem = self.spec.launch[plat.name][2]
-                if smem:
-                    drv.set_max_dynamic_smem(fwd, smem)
+                                     (spec.name, plat.name))
+                _, fns = load_functions(self._cubin(plat, target), (spec.entry, spec.flags_entry,
+                                                                     spec.seg_check_entry),
+                                        spec.launch[plat.name][2], (spec.entry,))
             self._status_words(device, torch.cuda.current_stream(device).cuda_stream)
-            self._loaded[idx] = (plat, fwd, flags, seg)
+            self._loaded[idx] = (plat, fns)
             return self._loaded[idx]
 
     def _bwd_module(self, device):
@@ -218,15 +264,10 @@ class _Generated:
             with torch.cuda.device(idx):
                 drv.ensure_context(idx)
                 plat, target = self._target(idx)
-                mod = drv.load_module(self._cubin(plat, target, spec.bwd_source))
-                fns = {e: drv.function(mod, e) for e in spec.bwd_entries}
-                for e in (spec.flags_entry, spec.seg_check_entry):
-                    if e:
-                        fns[e] = drv.function(mod, e)
-                smem = spec.bwd_launch[plat.name][3]
-                for e in spec.bwd_entries:
-                    if self.man.bwd_entries[e].shared_mem and smem:
-                        drv.set_max_dynamic_smem(fns[e], smem)
+                _, fns = load_functions(self._cubin(plat, target, spec.bwd_source),
+                                        list(spec.bwd_entries) + [spec.flags_entry, spec.seg_check_entry],
+                                        spec.bwd_launch[plat.name][3],
+                                        [e for e in spec.bwd_entries if self.man.bwd_entries[e].shared_mem])
             self._status_words(device, torch.cuda.current_stream(device).cuda_stream)
             self._bwd_loaded[idx] = (plat, fns)
             return self._bwd_loaded[idx]
@@ -332,33 +373,22 @@ class _Generated:
             return out, lse
         if sz.KV == 0:
             raise MaskcError("Skv = 0: a generated kernel needs at least one key")
-        plat, fwd, flagsfn, segfn = self._module(q.device)
-        block_n, threads, smem = spec.launch[plat.name]
+        plat, fns = self._module(q.device)
+        block_n = spec.launch[plat.name][0]
         sizes = dict(B=sz.B, H=sz.H, HKV=sz.HKV, Sq=sz.Q, Skv=sz.KV)
         strides = {n: _checks.bhsd_strides(t, layout)[:3] for n, t in (("q", q), ("k", k), ("v", v), ("o", out))}
         stream = torch.cuda.current_stream(q.device)
-        flags = self._flag_buffer(q.device, stream.cuda_stream, sizes, block_n) if flagsfn is not None else None
+        flags = self._flag_buffer(q.device, stream.cuda_stream, sizes, block_n) if spec.flags_entry else None
         fptr = flags.data_ptr() if flags is not None else 0
         status = self._status_words(q.device, stream.cuda_stream)
         sh, bf = man.pack(spec, sizes, strides, spec.scale, sink.data_ptr() if sink is not None else 0, fptr,
                           [(t.data_ptr(), ext) for t, ext in checked], frame, status.data_ptr())
+        launches = fwd_launches(man, spec, plat, sizes, dict(Q=q.data_ptr(), K=k.data_ptr(), V=v.data_ptr(),
+                                                             O=out.data_ptr(), LSE=lse.data_ptr()), sh, bf, fptr)
         drv, _ = _libs()
-        block = (threads, 1, 1)
         with torch.cuda.device(q.device):
             drv.ensure_context(q.device.index if q.device.index is not None else torch.cuda.current_device())
-            seg = man.seg_check_launch(spec, plat, bf)
-            if seg is not None:  # first: whether the segments ids are sorted, for the launches below
-                name, grid, sthreads, _, args = seg
-                drv.launch(segfn, grid, (sthreads, 1, 1), 0, stream.cuda_stream, args, name)
-            if flagsfn is not None:
-                e = man.entries[spec.flags_entry]
-                drv.launch(flagsfn, e.grid_dims(sizes, man.block_m, block_n), block, 0, stream.cuda_stream,
-                           e.args(dict(shape=sh, buf=bf, flags=fptr), man.structs), spec.flags_entry)
-            e = man.entries[spec.entry]
-            drv.launch(fwd, e.grid_dims(sizes, man.block_m, block_n), block, smem if e.shared_mem else 0,
-                       stream.cuda_stream, e.args(dict(Q=q.data_ptr(), K=k.data_ptr(), V=v.data_ptr(),
-                                                       O=out.data_ptr(), LSE=lse.data_ptr(), shape=sh, buf=bf),
-                                                  man.structs), spec.entry)
+            launch_all(fns, launches, stream.cuda_stream)
         return out, lse
 
     def grad_slots(self, buffers):
@@ -423,8 +453,7 @@ class _Generated:
         drv, _ = _libs()
         with torch.cuda.device(dev):
             drv.ensure_context(dev.index if dev.index is not None else torch.cuda.current_device())
-            for name, grid, threads, smem, args in launches:
-                drv.launch(fns[name], grid, (threads, 1, 1), smem, stream, args, name)
+            launch_all(fns, launches, stream)
         for s in slots:
             grads[s] = dbufs[s].to(buffers[s].dtype)
         return dq, dk, dv, grads + ([dsink] if dsink is not None else [])
