@@ -174,8 +174,8 @@ def main():
             given[b["name"]]["dims"]).contiguous().to(dev) for b in specs]
         ns = dict(B=B, H=H, HKV=H, Q=S, KV=S, torch=torch)
         ns.update({b["name"]: t for b, t in zip(specs, bufs)})
-        mask = eval("lambda b, h, q, kv: " + e["mask_torch"], ns) if e.get("mask_torch") else None
-        score = eval("lambda score, b, h, q, kv: " + e["score_torch"], ns) if e.get("score_torch") else None
+        mask = harness.TorchExpr(e["mask_torch"], ("b", "h", "q", "kv"), ns) if e.get("mask_torch") else None
+        score = harness.TorchExpr(e["score_torch"], ("score", "b", "h", "q", "kv"), ns) if e.get("score_torch") else None
         t = tiles.get(cid, {})
         kept = t.get("kept_pairs") or B * H * S * S * harness.density(mask, S, S, H, dev)
         flops = 4.0 * D * kept
