@@ -18,7 +18,7 @@ import os
 from . import abi as _abi
 
 __all__ = ["DECODE_WARPS", "DECODE_ROWS", "DECODE_MAX_SQ", "ENTRY", "MERGE_ENTRY", "applies", "split_plan",
-           "launch"]
+           "launches"]
 
 #: hipsrc.DecodeWarps, DecodeRows and DecodeMaxSq (attn_decode.h's MASKC_DEC_*; a test keeps them equal).
 DECODE_WARPS, DECODE_ROWS, DECODE_MAX_SQ = 4, 8, 16
@@ -31,7 +31,6 @@ MIN_TILES_PER_SPLIT = 4
 #: Most splits per row block.
 MAX_SPLITS = 256
 
-_functions = {}  # (launcher key, device index) -> (decode function, merge function), or None: not in the code object
 _sms = {}
 
 
@@ -73,55 +72,58 @@ def _sm_count(idx):
     return n
 
 
-def _functions_for(gen, plat, idx, drv):
-    """The decode and merge functions of gen's code object on device idx,
-    loaded once; None when the code object has none (a source from an older
-    maskc)."""
-    key = (gen.key, idx)
-    if key in _functions:
-        return _functions[key]
-    got = None
-    try:
-        mod = drv.load_module(gen._cubin(*gen._target(idx)))
-        got = (drv.function(mod, ENTRY), drv.function(mod, MERGE_ENTRY))
-    except (KeyError, _abi.MaskcError):
-        got = None
-    _functions[key] = got
-    return got
+def _functions(gen, idx):
+    """{entry: function} of the decode entries in gen's code object on
+    device idx (the caller makes its context current), loaded once per
+    launcher and device; None when the code object has none (a source from
+    an older maskc)."""
+    from .launcher import load_functions
+    cache = gen.__dict__.setdefault("_decode_fns", {})
+    if idx not in cache:
+        try:
+            cache[idx] = load_functions(gen._cubin(*gen._target(idx)), (ENTRY, MERGE_ENTRY))[1]
+        except (KeyError, _abi.MaskcError):
+            cache[idx] = None
+    return cache[idx]
 
 
-def launch(gen, plat, q, k, v, out, lse, sh, bf, sizes, stream, drv):
-    """Launches the decode kernel (and the merge) for one forward of the
-    generated kernel gen on the current stream, writing out and lse, and
-    returns True; False when it does not apply (the caller runs the
-    forward). sh and bf are the forward's packed MaskcShape and
-    MaskcBuffers; the segments check, when the kernel has one, has been
-    launched before."""
+def launches(gen, plat, sizes, ptrs, sh, bf, device):
+    """The decode kernel's launches for one forward of the generated kernel
+    gen, as (functions, launches, workspace): launches in the form of
+    launcher.fwd_launches (the segments check when the kernel has one, the
+    decode kernel, the merge when there are several splits), functions by
+    entry name, and the workspace tensors, which the caller keeps until the
+    launches are enqueued; None when the decode kernel does not apply (the
+    caller launches the forward). ptrs: Q, K, V, O and LSE addresses; sh,
+    bf: the forward's packed MaskcShape and MaskcBuffers."""
     import torch
     man, spec = gen.man, gen.spec
     if not applies(man, sizes["Sq"]):
-        return False
-    idx = q.device.index if q.device.index is not None else torch.cuda.current_device()
-    fns = _functions_for(gen, plat, idx, drv)
+        return None
+    idx = device.index if device.index is not None else torch.cuda.current_device()
+    with torch.cuda.device(idx):
+        fns = _functions(gen, idx)
     if fns is None:
-        return False
+        return None
     B, H, HKV, Sq, Skv = (sizes[n] for n in ("B", "H", "HKV", "Sq", "Skv"))
     D = spec.head_dim
     n_split, row_blocks = split_plan(B, H, HKV, Sq, Skv, D, _sm_count(idx))
-    ws_o = ws_lse = None
+    ws = []
     if n_split > 1:
-        ws_o = torch.empty(B * H * Sq * n_split * D, dtype=torch.float32, device=q.device)
-        ws_lse = torch.empty(B * H * Sq * n_split, dtype=torch.float32, device=q.device)
-    ptr = lambda t: t.data_ptr() if t is not None else 0
-    threads = (DECODE_WARPS * (64 if plat.backend == "hip" else 32), 1, 1)
+        ws = [torch.empty(B * H * Sq * n_split * D, dtype=torch.float32, device=device),
+              torch.empty(B * H * Sq * n_split, dtype=torch.float32, device=device)]
+    wsp = dict(ws_o=ws[0].data_ptr() if ws else 0, ws_lse=ws[1].data_ptr() if ws else 0, n_split=n_split)
+    threads = DECODE_WARPS * (64 if plat.backend == "hip" else 32)
+    out = []
+    seg = man.seg_check_launch(spec, plat, bf)
+    if seg is not None:  # first, as before the forward: the walk's segment searches read its words
+        out.append(seg)
+        fns = dict(fns, **{seg[0]: gen._module(device)[1][seg[0]]})
     e = man.entries[ENTRY]
-    grid = e.grid_dims(dict(sizes, n=n_split * row_blocks))
-    drv.launch(fns[0], grid, threads, 0, stream,
-               e.args(dict(Q=q.data_ptr(), K=k.data_ptr(), V=v.data_ptr(), O=out.data_ptr(), LSE=lse.data_ptr(),
-                           shape=sh, buf=bf, ws_o=ptr(ws_o), ws_lse=ptr(ws_lse), n_split=n_split), man.structs), ENTRY)
+    out.append((ENTRY, e.grid_dims(dict(sizes, n=n_split * row_blocks)), threads, 0,
+                e.args(dict(ptrs, shape=sh, buf=bf, **wsp), man.structs)))
     if n_split > 1:
         m = man.entries[MERGE_ENTRY]
-        drv.launch(fns[1], m.grid_dims(sizes), threads, 0, stream,
-                   m.args(dict(O=out.data_ptr(), LSE=lse.data_ptr(), shape=sh, ws_o=ws_o.data_ptr(),
-                               ws_lse=ws_lse.data_ptr(), n_split=n_split), man.structs), MERGE_ENTRY)
-    return True
+        out.append((MERGE_ENTRY, m.grid_dims(sizes), threads, 0,
+                    m.args(dict(O=ptrs["O"], LSE=ptrs["LSE"], shape=sh, **wsp), man.structs)))
+    return fns, out, ws

@@ -30,9 +30,9 @@ def env(monkeypatch, maskc_bin, cache_dir):
     monkeypatch.delenv("MASKC_DECODE", raising=False)
     ft.install(monkeypatch)
     import maskc.torch as mt
+    from maskc import launcher
     drv, nv = DecodeDriver(), FakeNVRTC()
-    monkeypatch.setattr(mt, "_libs", lambda: (drv, nv))
-    monkeypatch.setattr(decode, "_functions", {})
+    monkeypatch.setattr(launcher, "_libs", lambda: (drv, nv))
     monkeypatch.setattr(decode, "_sms", {})  # the fake device has 132 multiprocessors
     return mt, drv
 
