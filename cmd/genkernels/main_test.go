@@ -238,9 +238,9 @@ func TestManifestBackward(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !strings.HasSuffix(body, strings.TrimRight(hipsrc.AttnFwd, "\n")+"\n"+strings.TrimRight(hipsrc.AttnFwdSM90, "\n")+"\n"+
-			tiles+strings.TrimRight(hipsrc.AttnBwd, "\n")) ||
+			strings.TrimRight(hipsrc.AttnDecode, "\n")+"\n"+tiles+strings.TrimRight(hipsrc.AttnBwd, "\n")) ||
 			!strings.HasPrefix(body, fmt.Sprintf("#define MASKC_HEAD_DIM %d\n", k.HeadDim)+hipsrc.Prelude[:200]) {
-			t.Errorf("%s: the backward source is not the head dim, the prelude ... attn_fwd.h, attn_fwd_sm90.h, the tiles, attn_bwd.h", k.Name)
+			t.Errorf("%s: the backward source is not the head dim, the prelude ... attn_fwd.h, attn_fwd_sm90.h, attn_decode.h, the tiles, attn_bwd.h", k.Name)
 		}
 		for _, e := range k.BwdEntries {
 			if !strings.Contains(string(src), "maskc_attn_bwd") || !strings.Contains(string(src), e+"(") {
