@@ -48,11 +48,18 @@
 // group g) and MASKC_DEC_ELEMS head-dim columns of them, as float4 chunks:
 // chunk c of lane part p is columns 4 (c * PARTS + p) .. + 3, so that the
 // PARTS lanes of a row group read 16 * PARTS contiguous bytes of shared
-// memory per instruction, broadcast to the other row groups (8 parts of 4
-// row groups on NVIDIA, 16 of 4 on AMD). Two rows a lane halve the shared
-// memory reads per FMA of one row a lane, for one more shuffle per row and
-// key. Keys per tile: 16 KiB of bf16/fp16 K and V, 32 KiB in fp32.
+// memory per instruction, broadcast to the other row groups: on NVIDIA 4
+// rows a lane, 2 row groups of 16 parts (a quarter-warp's 8 lanes read 128
+// distinct bytes: even where a 16-byte load's broadcast is not merged
+// across quarter-warps, shared memory serves 128 bytes per cycle), for 4
+// more shuffles per row and key than 2 rows a lane; on AMD 2 rows a lane,
+// 4 row groups of 16 parts (4 rows would leave 2 columns a lane at head
+// dim 64). Keys per tile: 16 KiB of bf16/fp16 K and V, 32 KiB in fp32.
+#if defined(MASKC_PLATFORM_AMD)
 #define MASKC_DEC_RPL 2
+#else
+#define MASKC_DEC_RPL 4
+#endif
 #define MASKC_DEC_ROW_GROUPS (MASKC_DEC_ROWS / MASKC_DEC_RPL)
 #define MASKC_DEC_PARTS (MASKC_WARP_SIZE / MASKC_DEC_ROW_GROUPS)
 #define MASKC_DEC_ELEMS (MASKC_HEAD_DIM / MASKC_DEC_PARTS)

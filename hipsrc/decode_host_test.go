@@ -28,7 +28,11 @@ const decodeHostMain = `
 #define __forceinline__ inline
 #define __shared__ static
 #define __launch_bounds__(...)
+#if defined(MASKC_PLATFORM_AMD)
+#define MASKC_WARP_SIZE 64
+#else
 #define MASKC_WARP_SIZE 32
+#endif
 #define MASKC_HEAD_DIM 64
 #define MASKC_DTYPE_BF16 1
 #define MASKC_HAS_MASK 1
@@ -83,8 +87,13 @@ static bool maskc_warp_all(bool p) {
   pthread_barrier_wait(&warp_bar[w]);
   return all;
 }
+#if defined(MASKC_PLATFORM_AMD)  // tile_walk.h's AMD flag-walk primitives (unused here)
+static unsigned long long __ballot(bool) { abort(); }
+static unsigned __shfl(unsigned, int, int) { abort(); }
+#else
 static unsigned long long maskc_walk_ballot(bool) { abort(); }
 static unsigned long long maskc_walk_shfl64(unsigned long long, int) { abort(); }
+#endif
 ABI_HEADER
 // The generated part, in the global frame: keys kv <= q within W(h) of q.
 static long long W(long long h) { return 50 + 20 * (h % 4); }
@@ -249,10 +258,13 @@ int main() {
 `
 
 // TestDecodeOnHost runs the decode kernel and its merge on the host against
-// a float64 reference (decodeHostMain).
+// a float64 reference (decodeHostMain), in NVIDIA's geometry (32-lane
+// warps, 4 rows a lane) and AMD's (64-lane wavefronts, 2 rows a lane).
 func TestDecodeOnHost(t *testing.T) {
 	cxx := hostCxx(t)
 	r := strings.NewReplacer("ABI_HEADER", ABIHeader(), "FRAME", Frame, "TILE_WALK", TileWalk, "DECODE", AttnDecode)
-	runHostProgram(t, cxx, "decode_host", r.Replace(decodeHostMain), "-std=c++17", "-O1", "-pthread", "-Wno-unused-function",
-		"-Wno-unused-variable", "-Wno-unused-but-set-variable")
+	for _, platform := range []string{"-DMASKC_PLATFORM_HOST", "-DMASKC_PLATFORM_AMD"} {
+		runHostProgram(t, cxx, "decode_host", r.Replace(decodeHostMain), platform, "-std=c++17", "-O1", "-pthread",
+			"-Wno-unused-function", "-Wno-unused-variable", "-Wno-unused-but-set-variable")
+	}
 }
