@@ -19,19 +19,22 @@
 // query heads that share its kv head (row r: head r / Sq of the group, query
 // r % Sq), so that every key and value it reads serves all of them. The key
 // tiles that the forward would visit for those rows (analytic sparsity: the
-// kv intervals of the mask, tile_walk.h; otherwise every tile) are counted
-// and dealt out evenly to the n_split blocks of the row block, so that a
-// sliding window reads only the window's keys however long the cache is.
+// kv intervals of the mask, tile_walk.h; otherwise every tile, masked per
+// element, with no pre-pass launch) are counted and dealt out evenly to the
+// n_split blocks of the row block, so that a sliding window reads only the
+// window's keys however long the cache is.
 // Tiles of MASKC_DEC_BLOCK_N keys are read with 16-byte loads into registers
 // while the block computes on the previous tile, converted to fp32 and
 // stored to shared memory once (not once per row). Each warp takes a quarter
 // of a tile's keys; within a warp, each lane holds MASKC_DEC_ELEMS columns
 // of the Q and O of MASKC_DEC_RPL rows, and a logit is a lane-local FMA
-// chain and a MASKC_DEC_PARTS-wide shuffle reduction. The
-// logit goes through the score mod (on the scaled logit), the mask (skipped
-// on tiles maskc_tile_full proves full) and an online softmax in base 2, as
-// in the forward. The warps' partial results are merged through shared
-// memory; with one split the block writes O and the LSE, else its split's
+// chain and a MASKC_DEC_PARTS-wide shuffle reduction. The logit goes
+// through the score mod (on the scaled logit), the mask (skipped on tiles
+// maskc_tile_full proves full) and an online softmax in base 2, as in the
+// forward (P stays fp32 in the P.V sums, where the forward rounds it to the
+// element type for its MMA). The warps' partial results are merged in warp
+// order (deterministic) through shared memory; with one split the block
+// writes O and the LSE, else its split's
 // normalised O and base-2 LSE go to the workspace (fp32, ws_o[row][split][D],
 // ws_lse[row][split], row = (b * H + h) * Sq + q) and the merge kernel
 // combines the splits through their LSEs and folds in the sink. A fully
