@@ -62,17 +62,17 @@ func TestDecodeEntries(t *testing.T) {
 	}
 	// The kernels' C signatures name the same parameters in the same order.
 	for _, e := range []Entry{dec, merge} {
-		i := indexOf(AttnDecode, "maskc_attn_decode"+map[bool]string{true: "(", false: "_merge("}[e.Name == DecodeEntry])
+		i := strings.Index(AttnDecode, "maskc_attn_decode"+map[bool]string{true: "(", false: "_merge("}[e.Name == DecodeEntry])
 		if i < 0 {
 			t.Fatalf("attn_decode.h defines no %s", e.Name)
 		}
 		sig := AttnDecode[i:]
-		sig = sig[:indexOf(sig, ")")]
+		sig = sig[:strings.Index(sig, ")")]
 		at := 0
 		for _, p := range e.Params {
-			j := indexOf(sig[at:], " "+p.Name+",")
+			j := strings.Index(sig[at:], " "+p.Name+",")
 			if j < 0 {
-				j = indexOf(sig[at:], " "+p.Name)
+				j = strings.Index(sig[at:], " "+p.Name)
 			}
 			if j < 0 {
 				t.Errorf("%s: parameter %s missing or out of order in %q", e.Name, p.Name, sig)
@@ -83,4 +83,3 @@ func TestDecodeEntries(t *testing.T) {
 	}
 }
 
-func indexOf(s, sub string) int { return strings.Index(s, sub) }
