@@ -82,4 +82,3 @@ func TestDecodeEntries(t *testing.T) {
 		}
 	}
 }
-
