@@ -1,8 +1,9 @@
 """The ABI manifest read into ctypes structs, grids and argument lists.
 
-testdata/manifest_v4.json is a manifest written by the hipsrc package
-(genkernels over examples and a prepass mask); once maskc compile writes
-manifests on main, test_launch_plan reads the binary's own output too."""
+testdata/manifest_v5.json is a manifest written by the hipsrc package
+(genkernels over examples and a prepass mask: version 4's, whose kernels[]
+keys version 5 kept, with the version fields of 5); test_launch_plan reads
+the binary's own output too."""
 import copy
 import ctypes
 import json
@@ -19,7 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 @pytest.fixture
 def doc():
-    with open(os.path.join(HERE, "testdata", "manifest_v4.json")) as f:
+    with open(os.path.join(HERE, "testdata", "manifest_v5.json")) as f:
         return json.load(f)
 
 
@@ -148,7 +149,9 @@ def edit(doc, what):
     d = copy.deepcopy(doc)
     shape = d["abi"]["structs"][0]
     if what == "version":
-        d["version"] = 5
+        d["version"] = 4  # an older maskc's manifest (a compile cache entry it wrote)
+    elif what == "abi version":
+        d["abi"]["version"] = 5
     elif what == "offset":
         shape["fields"][5]["offset"] += 8
     elif what == "unknown field":
@@ -170,7 +173,8 @@ def edit(doc, what):
 
 
 @pytest.mark.parametrize("what, msg", [
-    ("version", "version 5"), ("offset", "q_stride is at offset 32"), ("unknown field", "MaskcShape.window"),
+    ("version", "has version 4; this package reads version 5 .*delete the compile cache entry"),
+    ("abi version", "kernel ABI 5; this package fills ABI 4"), ("offset", "q_stride is at offset 32"), ("unknown field", "MaskcShape.window"),
     ("missing field", "lacks tile_flags"), ("c_type", "'short'"), ("grid", "D/block_m"),
     ("slots", "slots \\[3\\]"), ("entry", "maskc_attn_fwd2"), ("key", "malformed"),
 ])
