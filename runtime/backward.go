@@ -34,7 +34,7 @@ type Gradients struct {
 	DQ, DK, DV DevicePtr
 	// DBufs are, per buffer slot, fp32 tensors with the buffer's extents
 	// that receive its gradient, or 0 where it is not wanted; only slots
-	// whose BufferSpec.Grad is set may be non-zero. Empty: none wanted.
+	// whose descriptor slot has Grad set may be non-zero. Empty: none wanted.
 	DBufs []DevicePtr
 	// DSink receives the sink gradient, fp32 [H], when not 0 (the shape
 	// must have a sink).

@@ -193,3 +193,21 @@ def test_manifest_changes_are_refused(doc, what, msg):
 def test_buffer_covers_shapes(dims, sq, skv, want):
     from maskc.abi import BufferSpec
     assert BufferSpec("t", 0, "i32", dims).covers(sq, skv) is want
+
+
+def test_a_new_descriptor_fact_needs_no_edit_here(doc):
+    """A per-kernel fact the descriptor (hipsrc.KernelDesc) gains is an
+    attribute of KernelSpec, and the plan's kernel, under its JSON name,
+    with no change to this package; a name the descriptor lacks is an
+    AttributeError, never a silent None."""
+    from maskc.plan import Plan
+    d = copy.deepcopy(doc)
+    d["kernels"][0]["mask_uses_q"] = True  # a fact this package has never heard of
+    m = Manifest(d)
+    spec = m.kernels[d["kernels"][0]["attention"]]
+    assert spec.mask_uses_q is True and spec.mask_torch == d["kernels"][0]["mask_torch"]
+    with pytest.raises(AttributeError, match="no 'mask_uses_r'"):
+        spec.mask_uses_r
+    plan = Plan({"version": 2, "attentions": [{"name": spec.attention, "pattern": "generated", "entry": "maskc_generated",
+                                               "kernel": spec.name}]}, m.descriptors)
+    assert plan.attention(spec.attention).kernel["mask_uses_q"] is True
