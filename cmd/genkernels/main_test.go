@@ -127,8 +127,8 @@ func itoa(i int) string {
 	return string(b)
 }
 
-// pythonReader loads the package's GPU harness (python/maskc/harness.py,
-// on maskc.abi) with a stand-in torch module (the
+// pythonReader loads the GPU scripts' harness (gpu/harness.py, on the
+// package's maskc.abi and maskc.launcher) with a stand-in torch module (the
 // harness needs a GPU only to launch) and prints what it reads from the
 // manifest in DIR: struct sizes and offsets, the two grids for fixed
 // sizes, and each kernel's nvidia-sm90a launch.
@@ -138,9 +138,9 @@ class _Torch(types.ModuleType):
     def __getattr__(self, name):
         return name
 sys.modules["torch"] = _Torch("torch")
-sys.path.insert(0, sys.argv[1])
-from maskc import harness as mg
-abi, kernels = mg.load_manifest(sys.argv[2])
+sys.path[:0] = [sys.argv[1], sys.argv[2]]
+import harness as mg
+abi, kernels = mg.load_manifest(sys.argv[3])
 sizes = {"B": 3, "H": 5, "Sq": 1000, "Skv": 777}
 out = {
     "shape": [ctypes.sizeof(abi.Shape), abi.Shape.scale.offset, abi.Shape.tile_flags.offset],
@@ -153,7 +153,7 @@ out = {
 print(json.dumps(out))
 `
 
-// TestPythonHarnessReadsManifest checks that maskc.harness, which
+// TestPythonHarnessReadsManifest checks that gpu/harness.py, which
 // launches kernels from manifest.json alone, reads from it the layouts,
 // grids and launch configuration hipsrc defines.
 func TestPythonHarnessReadsManifest(t *testing.T) {
@@ -169,7 +169,7 @@ func TestPythonHarnessReadsManifest(t *testing.T) {
 	if code := run([]string{"-o", dir, "../../codegen/testdata/golden/lookup.flex"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	out, err := exec.Command(python, "-c", pythonReader, "../../python", dir).CombinedOutput()
+	out, err := exec.Command(python, "-c", pythonReader, "../../python", "../../gpu", dir).CombinedOutput()
 	if err != nil {
 		t.Fatalf("python: %v\n%s", err, out)
 	}

@@ -144,7 +144,8 @@ def test_turbo_varlen_takes_contiguous_documents_only(mt, turbo, monkeypatch):
     q, doc = ft.Tensor((1, 256, 8, 128)), ft.Tensor((256,), ft.int32)
     cu = ft.Tensor((3,), ft.int32)
     answer = [(cu, 200, True)]
-    monkeypatch.setattr(mt, "cu_seqlens_from_segments", lambda d, B, S: answer[0])
+    from maskc import dispatch
+    monkeypatch.setattr(dispatch, "cu_seqlens_from_segments", lambda d, B, S: answer[0])
     attn._generated = lambda *args: "generated ran"
     attn(q, q, q, buffers={"doc": doc})
     ((_, _, kw),) = turbo
