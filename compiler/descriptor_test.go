@@ -3,12 +3,15 @@ package compiler
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/maskc/maskc/check"
 	"github.com/maskc/maskc/codegen"
+	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/hipsrc"
 	"github.com/maskc/maskc/runtime"
 )
@@ -104,5 +107,58 @@ func TestDescriptorReachesEveryReader(t *testing.T) {
 	d.Flex, d.Pattern, d.CodeObjects, d.BwdCodeObjects = "", "", nil, nil // the plan's and the writer's
 	if !reflect.DeepEqual(spec.Kernel, d) {
 		t.Errorf("the runtime spec's descriptor differs from codegen's:\n%+v\n%+v", spec.Kernel, d)
+	}
+}
+
+// TestSlotExtentsAreTheDeclarations: the runtime evaluates a buffer's
+// extents from the descriptor's dims text (hipsrc.EvalDims, as Python
+// does); over every buffer of the examples, the ported corpus and the
+// golden files they are the checked declarations' extents.
+func TestSlotExtentsAreTheDeclarations(t *testing.T) {
+	var files []string
+	for _, pattern := range []string{examples + "*.flex", "../testdata/ported/*.flex", "../codegen/testdata/golden/*.flex"} {
+		m, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
+	}
+	sizes := []runtime.Sizes{{B: 1, H: 1, HKV: 1, Q: 1, KV: 1}, {B: 3, H: 16, HKV: 4, Q: 1000, KV: 4096}}
+	checked := 0
+	for _, f := range files {
+		u, diags, err := CompileFile(f, Options{})
+		if err != nil || diags.HasErrors() {
+			continue // files that are refused (the corpus holds a few) have no kernel
+		}
+		decls := map[string]*check.Buffer{}
+		for _, b := range u.Program.Buffers {
+			decls[b.Name] = b
+		}
+		for _, name := range u.Names() {
+			k, kd := u.Kernel(name)
+			if kd.HasErrors() {
+				continue
+			}
+			for _, slot := range k.Slots {
+				b := decls[slot.Name]
+				for _, sz := range sizes {
+					got, err := hipsrc.EvalDims(slot.Dims, map[string]int64{"B": sz.B, "H": sz.H, "HKV": sz.HKV, "Q": sz.Q, "KV": sz.KV})
+					if err != nil || len(got) != len(b.Dims) {
+						t.Errorf("%s: buffer %s: %v, %v", f, b.Name, got, err)
+						continue
+					}
+					vars := map[dsl.Var]int64{dsl.SizeB: sz.B, dsl.SizeH: sz.H, dsl.SizeHKV: sz.HKV, dsl.SizeQ: sz.Q, dsl.SizeKV: sz.KV}
+					for i, d := range b.Dims {
+						if got[i] != d.Eval(vars) {
+							t.Errorf("%s: buffer %s extent %d (%s) at %+v: text gives %d, the declaration %d", f, b.Name, i, slot.Dims[i], sz, got[i], d.Eval(vars))
+						}
+					}
+					checked++
+				}
+			}
+		}
+	}
+	if checked < 40 {
+		t.Errorf("only %d buffer extents checked", checked)
 	}
 }
