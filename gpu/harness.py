@@ -45,7 +45,7 @@ def libs():
 
 
 # --------------------------------------------------------------------------- ABI (from the manifest)
-ABI_VERSION = _abi.ABI_VERSION  # hipsrc.ABIVersion: the manifest schema this harness reads
+MANIFEST_VERSION = _abi.MANIFEST_VERSION  # hipsrc.ManifestVersion: the manifest schema this harness reads
 
 
 class ABI:
@@ -54,7 +54,7 @@ class ABI:
 
     def __init__(self, abi):
         self.raw = abi
-        self.man = _abi.Manifest({"version": ABI_VERSION, "abi": abi, "kernels": []})
+        self.man = _abi.Manifest({"version": MANIFEST_VERSION, "abi": abi, "kernels": []})
         self.Shape, self.Buffers = self.man.Shape, self.man.Buffers
         self.entries = dict(self.man.entries, **self.man.bwd_entries)
         self.platforms = {p.name: p for p in self.man.platforms}
@@ -74,8 +74,9 @@ class ABI:
 def load_manifest(directory):
     """(ABI, [kernel entries]) of DIR/manifest.json."""
     man = json.load(open(os.path.join(directory, "manifest.json")))
-    if man.get("version") != ABI_VERSION:
-        raise ValueError("%s: manifest version %s, this harness reads %d" % (directory, man.get("version"), ABI_VERSION))
+    if man.get("version") != MANIFEST_VERSION:
+        raise ValueError("%s: manifest version %s, this harness reads %d" % (directory, man.get("version"),
+                                                                           MANIFEST_VERSION))
     return ABI(man["abi"]), man["kernels"]
 
 

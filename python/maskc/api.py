@@ -30,7 +30,10 @@ class Program:
 
     def __init__(self, entry):
         self.entry = entry
-        self.plan = _plan.Plan(entry.plan_json)
+        # plan.json names each generated kernel's descriptor in manifest.json (read here, so that an
+        # older maskc's cache entry is refused when loaded)
+        man = _abi.read_manifest(entry.directory) if entry.has(_abi.MANIFEST_FILE) else None
+        self.plan = _plan.Plan(entry.plan_json, man.descriptors if man is not None else None)
         self._attns = {}
 
     def attention(self, name):
@@ -155,7 +158,7 @@ def _plan_buffers(dec):
     names = {v for v in dec.kwargs.values() if isinstance(v, str)} - {dec.kwargs.get("kernel")}
     if dec.segments:
         names.add(dec.segments)
-    names.update((dec.kernel or {}).get("buffers") or [])
+    names.update(b["name"] for b in (dec.kernel or {}).get("buffers") or [])
     names.update(b for b in dec.kwargs.get("buffers") or [] if isinstance(b, str))
     if (dec.kernel or {}).get("sink"):
         names.add(dec.kernel["sink"])
