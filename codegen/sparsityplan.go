@@ -68,6 +68,9 @@ type walkPlan struct {
 	loose []string
 	// bounded is set when some step bounds the inner variable.
 	bounded bool
+	// sel is the term's first block selection (selection.go), kv walk
+	// only; its atom is in loose too (evaluated per element).
+	sel *selStep
 }
 
 // cond is a condition of a term: a bound, or an atom (an opaque condition
@@ -245,6 +248,9 @@ func planWalk(f *normal.Form, t *normal.Term, inner, outer dsl.Var, byName map[s
 		case freeAtom(a):
 			w.live = append(w.live, cond{atom: a})
 		default:
+			if inner == dsl.VarKV && w.sel == nil {
+				w.sel = selectionAtom(a, byName)
+			}
 			w.loose = append(w.loose, a.Text)
 		}
 	}

@@ -1,0 +1,215 @@
+package codegen
+
+import (
+	"fmt"
+
+	"github.com/maskc/maskc/buftype"
+	"github.com/maskc/maskc/dsl"
+	"github.com/maskc/maskc/normal"
+)
+
+// This file handles block selection (MoBA, NSA's selected branch): a
+// term's atom `buf[...] == kv // B` whose buffer index reads neither kv
+// nor q other than through one quotient q // D. Over the rows of a q
+// tile the read takes one value per D-row block of q, and each value v
+// gives the kv interval [B*v, B*v + B) directly, so the row walk visits
+// the selected kv blocks instead of the whole range the term's other
+// bounds leave (for MoBA, every earlier key). The atom is still evaluated
+// per element inside a visited tile (it stays in the walk's loose list);
+// only the kv intervals (maskc_kv_intervals and HostSparsity.KVIntervals)
+// use it.
+
+// maxSelIntervals bounds maskc_kv_interval_count where terms select kv
+// blocks from a buffer (one interval per read): masks needing more take
+// the walk without selections.
+const maxSelIntervals = 24
+
+// selTileRows is the q tile height the number of reads per tile is sized
+// for (MASKC_BLOCK_M on every platform); a taller row range spanning more
+// D-row blocks than that takes the term's range without the selection.
+const selTileRows = 128
+
+// maxSelReads bounds the reads per term and tile.
+const maxSelReads = 4
+
+// selStep is a selection atom of a term, `val == kv // blk`.
+type selStep struct {
+	val  dsl.Expr // an int buffer read free of kv; it reads q only as q // qDiv
+	blk  int64    // B >= 1
+	qDiv int64    // D >= 1, 0 when val does not read q
+	text string   // the atom
+}
+
+// reads is how many reads of val a tile of selTileRows rows (starting at a
+// multiple of selTileRows) takes: the D-row blocks it can meet.
+func (s *selStep) reads() int {
+	switch {
+	case s.qDiv == 0:
+		return 1
+	case selTileRows%s.qDiv == 0:
+		return selTileRows / int(s.qDiv)
+	case s.qDiv%selTileRows == 0:
+		return 1
+	}
+	return min(maxSelReads+1, selTileRows/int(s.qDiv)+2)
+}
+
+// selectionAtom recognises `buf[...] == kv // B` (either way round, B a
+// positive constant or kv itself for B = 1) over an integer buffer whose
+// indices read neither kv nor q outside one quotient q // D; nil for any
+// other atom.
+func selectionAtom(a *normal.Atom, byName map[string]*BufferABI) *selStep {
+	if a.Kind != normal.AtomOpaque || a.Neg {
+		return nil
+	}
+	c, ok := dsl.Unparen(a.Expr).(*dsl.CompareExpr)
+	if !ok || len(c.Ops) != 1 || c.Ops[0] != dsl.OpEQ {
+		return nil
+	}
+	for k := 0; k < 2; k++ {
+		blk, ok := kvBlock(c.Operands[k])
+		if !ok {
+			continue
+		}
+		val := dsl.Unparen(c.Operands[1-k])
+		rd, ok := val.(*dsl.IndexExpr)
+		if !ok {
+			return nil
+		}
+		id, ok := rd.X.(*dsl.Ident)
+		if !ok || byName[id.Name] == nil || !buftype.IsInt(byName[id.Name].DType) {
+			return nil
+		}
+		d, ok := qQuotient(rd)
+		if !ok || d > selTileRows*maxSelReads {
+			return nil
+		}
+		s := &selStep{val: rd, blk: blk, qDiv: d, text: a.Text}
+		if s.reads() > maxSelReads {
+			return nil
+		}
+		return s
+	}
+	return nil
+}
+
+// kvBlock matches `kv // B` (B a positive constant below coefLimit) or `kv`.
+func kvBlock(e dsl.Expr) (int64, bool) {
+	e = dsl.Unparen(e)
+	if v, ok := e.(*dsl.VarRef); ok && v.Var == dsl.VarKV {
+		return 1, true
+	}
+	x, ok := e.(*dsl.BinaryExpr)
+	if !ok || x.Op != dsl.OpFloorDiv {
+		return 0, false
+	}
+	v, ok := dsl.Unparen(x.X).(*dsl.VarRef)
+	n, ok2 := dsl.Unparen(x.Y).(*dsl.IntLit)
+	if !ok || !ok2 || v.Var != dsl.VarKV || n.Value < 1 || n.Value >= coefLimit {
+		return 0, false
+	}
+	return n.Value, true
+}
+
+// qQuotient reports whether e reads no kv and no q outside quotients q //
+// D of one divisor D (returned; 0 when q is not read), and no score.
+func qQuotient(e dsl.Expr) (int64, bool) {
+	var d int64
+	ok := true
+	dsl.Inspect(e, func(x dsl.Expr) bool {
+		if !ok {
+			return false
+		}
+		if b, isDiv := x.(*dsl.BinaryExpr); isDiv && b.Op == dsl.OpFloorDiv {
+			v, isVar := dsl.Unparen(b.X).(*dsl.VarRef)
+			n, isLit := dsl.Unparen(b.Y).(*dsl.IntLit)
+			if isVar && isLit && v.Var == dsl.VarQ && n.Value >= 1 {
+				if d != 0 && d != n.Value {
+					ok = false
+				}
+				d = n.Value
+				return false
+			}
+		}
+		if v, isVar := x.(*dsl.VarRef); isVar && (v.Var == dsl.VarQ || v.Var == dsl.VarKV || v.Var == dsl.VarScore) {
+			ok = false
+		}
+		return true
+	})
+	return d, ok
+}
+
+// selIntervals reports whether the plan's row walk takes selections: it is
+// analytic, some term has one, and their intervals number at most
+// maxSelIntervals. It returns the number of intervals, one per term
+// without a selection and reads() per term with one.
+func selIntervals(p sparsityPlan) (int, bool) {
+	if p.kind != SparsityAnalytic || len(p.disjuncts) == 0 {
+		return 0, false
+	}
+	n, any := 0, false
+	for _, d := range p.disjuncts {
+		if d.kv.sel != nil {
+			n += d.kv.sel.reads()
+			any = true
+		} else {
+			n++
+		}
+	}
+	return n, any && n <= maxSelIntervals
+}
+
+// selCode prints the intervals slot .. slot+reads()-1 of a term with a
+// selection: the read at the first row of each D-row block of the tile's
+// rows [qa, qb], its kv block [B*v, B*v + B) met with [ka, kb]; where the
+// rows meet more blocks than there are reads, slot's interval is [ka, kb]
+// and the others empty. A value outside [0, ceil(KV/B)) selects no kv.
+func (g *sparsityWriter) selCode(s *selStep, n walkNames, slot int) {
+	k := s.reads()
+	fits, why := "true", "one read (the index reads no q)"
+	if s.qDiv != 0 {
+		fits = fmt.Sprintf("maskc_py_floordiv(%s, %s) - maskc_py_floordiv(%s, %s) < %d", n.qb, intLit(s.qDiv), n.qa, intLit(s.qDiv), k)
+		why = fmt.Sprintf("one read per %d-row block of q, at most %d", s.qDiv, k)
+	}
+	some := fmt.Sprintf("%s && %s <= %s && %s <= %s", n.live, n.qa, n.qb, n.ka, n.kb)
+	g.line("// kv blocks selected by %s: %s", s.text, why)
+	g.line("const bool fits%d = %s;", slot, fits)
+	for j := 0; j < k; j++ {
+		i := slot + j
+		g.line("lo[%d] = 0;", i)
+		g.line("hi[%d] = 0;", i)
+		if j == 0 {
+			g.line("if (%s && !fits%d) {  // more blocks than reads: the term's range", some, slot)
+			g.line("  lo[%d] = %s;", i, n.ka)
+			g.line("  hi[%d] = %s + 1;", i, n.kb)
+			g.line("}")
+		}
+		qj := n.qa
+		if s.qDiv != 0 {
+			qj = fmt.Sprintf("maskc_py_max(%s, (maskc_py_floordiv(%s, %s) + %d) * %s)", n.qa, n.qa, intLit(s.qDiv), j, intLit(s.qDiv))
+		}
+		g.line("if (%s && fits%d && %s <= %s) {", some, slot, qj, n.qb)
+		g.w.temps = map[string]cExpr{}
+		if s.qDiv != 0 {
+			g.line("  const long long q = %s;", qj)
+		}
+		saved := g.w.indent
+		g.w.indent = "    "
+		v := conv(g.w.expr(s.val), cInt).code
+		g.w.indent = saved
+		g.w.temps = map[string]cExpr{}
+		// Clamped first so that B*v cannot overflow; a clamped value still
+		// selects no kv in [0, KV).
+		g.line("  const long long v = maskc_py_min(maskc_py_max(%s, -1LL), KV / %s + 1);", v, intLit(s.blk))
+		g.line("  const long long a = maskc_py_max(%s, v * %s), e = maskc_py_min(%s, v * %s + %s);", n.ka, intLit(s.blk), n.kb, intLit(s.blk), intLit(s.blk-1))
+		g.line("  lo[%d] = a <= e ? a : 0;", i)
+		g.line("  hi[%d] = a <= e ? e + 1 : 0;", i)
+		g.line("}")
+	}
+}
+
+// selWalk reports whether the row walk takes the plan's selections.
+func selWalk(p sparsityPlan) bool {
+	_, ok := selIntervals(p)
+	return ok
+}

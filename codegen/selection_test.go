@@ -1,0 +1,92 @@
+package codegen
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/maskc/maskc/eval"
+)
+
+// TestSelectionIntervals checks that a block-selection term's kv
+// intervals are the selected blocks exactly: every 128 x 32 tile the
+// intervals meet holds a kept pair, for MoBA-style selection with values
+// out of range (negative, past KV, huge i64) among them, which select
+// nothing; and that the count of intervals is the one the kernel declares.
+func TestSelectionIntervals(t *testing.T) {
+	cases := []struct {
+		name, decl, mask string
+		count            int
+		vals             func(h, i int) float64
+	}{
+		{"moba", "buffer sel: i64[H, 16]\n", "kv <= q and (q // 128 == kv // 128 or sel[h, (q // 128) * 4] == kv // 128 or sel[h, (q // 128) * 4 + 1] == kv // 128 or sel[h, (q // 128) * 4 + 2] == kv // 128 or sel[h, (q // 128) * 4 + 3] == kv // 128)", 5,
+			func(h, i int) float64 {
+				return []float64{-5, 99, 1 << 40, -(1 << 40), 0, 1, 2, 3}[(h*7+i*3)%8]
+			}},
+		// 64-row query blocks: two reads per 128-row tile
+		{"nsa", "buffer sel: i32[32]\n", "kv <= q and (q // 64 == kv // 64 or sel[(q // 64) * 2] == kv // 64 or sel[(q // 64) * 2 + 1] == kv // 64)", 5,
+			func(h, i int) float64 { return float64((i*5)%9 - 1) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			hc := casesOf(t, tc.name+".flex", maskCaseSource(tc.decl, tc.mask, ""))[0]
+			if want := fmt.Sprintf("constexpr int maskc_kv_interval_count = %d;", tc.count); !strings.Contains(hc.kernel.Generated, want) {
+				t.Fatalf("the kernel does not declare %q", want)
+			}
+			env := &eval.Env{B: 1, H: 2, HKV: 2, Q: 512, KV: 512, Buffers: map[string]*eval.Tensor{}}
+			bb := hc.prog.Buffer("sel")
+			var dims []int
+			for _, d := range bb.Dims {
+				dims = append(dims, int(d.Eval(sizeMap(env))))
+			}
+			tn := eval.NewTensor(dims...)
+			row := dims[len(dims)-1]
+			for i := range tn.Data {
+				tn.Data[i] = tc.vals(i/row, i%row)
+			}
+			env.Buffers["sel"] = tn
+			hs, err := hc.kernel.HostSparsity(env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			visited, kept := 0, 0
+			for h := int64(0); h < env.H; h++ {
+				for q0 := int64(0); q0 < env.Q; q0 += 128 {
+					lo, hi, err := hs.KVIntervals(0, h, q0, q0+128)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for k0 := int64(0); k0 < env.KV; k0 += 32 {
+						in := false
+						for i := range lo {
+							in = in || lo[i] < k0+32 && k0 < hi[i]
+						}
+						some := false
+						for q := q0; q < q0+128 && !some; q++ {
+							for kv := k0; kv < k0+32 && !some; kv++ {
+								if some, err = hs.Mask(0, h, q, kv); err != nil {
+									t.Fatal(err)
+								}
+							}
+						}
+						switch {
+						case some && !in:
+							t.Fatalf("h=%d q tile %d: kv tile %d holds a kept pair outside the intervals %v %v", h, q0, k0, lo, hi)
+						case in && !some:
+							t.Errorf("h=%d q tile %d: kv tile %d is visited without a kept pair (intervals %v %v)", h, q0, k0, lo, hi)
+						}
+						if in {
+							visited++
+						}
+						if some {
+							kept++
+						}
+					}
+				}
+			}
+			if kept == 0 || visited != kept {
+				t.Errorf("visited %d tiles, %d with a kept pair", visited, kept)
+			}
+		})
+	}
+}
