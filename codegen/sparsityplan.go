@@ -144,6 +144,7 @@ func segmentBuffer(a *normal.Atom, byName map[string]*BufferABI) *BufferABI {
 // planTerm plans one term's row walk, column walk and full test.
 func planTerm(f *normal.Form, t *normal.Term, byName map[string]*BufferABI) disjunctPlan {
 	d := disjunctPlan{text: termText(f, t)}
+	t = sameQuotients(f, t)
 	d.kv = planWalk(f, t, dsl.VarKV, dsl.VarQ, byName)
 	d.q = planWalk(f, t, dsl.VarQ, dsl.VarKV, byName)
 	full := []fullTest{}
