@@ -75,13 +75,6 @@ var maskCases = []struct{ name, decls, mask, score string }{
 	{"i64_2d", "buffer t: i64[H, 9]\n", "t[h, q - kv] >= 0", ""},
 	{"bool_table", "buffer allowed: bool[Q, KV]\n", "allowed[q, kv] or q == kv", ""},
 	{"batch_prefix", "buffer plen: i32[B]\n", "kv < plen[b] or q >= kv", ""},
-	// block selection (selection.go): kv blocks read from a buffer per block of q rows,
-	// one read and several per tile, a divisor of no 128 rows, kv itself, extreme i8 values
-	{"select_blocks", "buffer sel: i32[H, 8]\n", "kv <= q and (q // 32 == kv // 32 or sel[h, (q // 32) * 2] == kv // 3 or sel[h, (q // 32) * 2 + 1] == kv // 3)", ""},
-	{"select_shared", "buffer sel: i8[4]\n", "kv <= q + 40 and (sel[q // 48] == kv // 5 or sel[3] == kv or kv // 7 == sel[(q // 48) + 1])", ""},
-	// chunked relations through // and % (samequot.go): the remainders compare as q and kv
-	{"chunk_mod", "", "q // 8 == kv // 8 and q % 8 >= kv % 8", ""},
-	{"chunk_mod_scaled", "", "kv // 5 == q // 5 and 2 * (kv % 5) <= q % 5 + 3 or kv // 5 == q // 5 and -3 * (q % 5) > kv % 5 - 9", ""},
 	{"segments", "buffer doc: i32[KV] segments\n", "doc[q] == doc[kv]", ""},
 	{"segments_causal", "buffer doc: i64[KV] segments\n", "doc[kv] == doc[q] and q >= kv and q - kv < 20", ""},
 	{"segments_or", "buffer doc: i32[KV] segments\n", "doc[q] == doc[kv] or kv < 3", ""},
@@ -111,7 +104,7 @@ var exactAnalysis = map[string]bool{
 	"band": true, "strict_band": true, "scaled": true, "abs_window": true, "not_equal": false,
 	"negation": true, "where_mask": true, "head_dep": true, "batch_dep": true, "sizes": true,
 	"batch_prefix": true, "min_max": true, "softcap": true, "alibi": true,
-	"clamp": true, "equal": true, "chunk_mod": true, "q_only": true, "prefix_or": true, "cond": true, "many_disjuncts": true, "never": true,
+	"clamp": true, "equal": true, "q_only": true, "prefix_or": true, "cond": true, "many_disjuncts": true, "never": true,
 }
 
 // maskCaseSource renders one maskCases entry as a .flex file.

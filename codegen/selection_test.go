@@ -2,6 +2,7 @@ package codegen
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -89,4 +90,50 @@ func TestSelectionIntervals(t *testing.T) {
 			}
 		})
 	}
+}
+
+// rewriteCases are masks whose walks use block selection (selection.go)
+// or the rewrites of samequot.go; exact names those whose kv ranges and
+// full tiles must be exact.
+var rewriteCases = []struct {
+	name, decls, mask string
+	exact             bool // kv ranges and full tiles exact
+	walked            bool // no condition left to the per-element test
+}{
+	// block selection (selection.go): kv blocks read from a buffer per block of q rows,
+	// one read and several per tile, a divisor of no 128 rows, kv itself, extreme i8 values
+	{"select_blocks", "buffer sel: i32[H, 8]\n", "kv <= q and (q // 32 == kv // 32 or sel[h, (q // 32) * 2] == kv // 3 or sel[h, (q // 32) * 2 + 1] == kv // 3)", false, false},
+	{"select_shared", "buffer sel: i8[4]\n", "kv <= q + 40 and (sel[q // 48] == kv // 5 or sel[3] == kv or kv // 7 == sel[(q // 48) + 1])", false, false},
+	// chunked relations through // and % (samequot.go): the remainders compare as q and kv
+	{"chunk_mod", "", "q // 8 == kv // 8 and q % 8 >= kv % 8", true, true},
+	{"chunk_mod_scaled", "", "kv // 5 == q // 5 and 2 * (kv % 5) <= q % 5 + 3 or kv // 5 == q // 5 and -3 * (q % 5) > kv % 5 - 9", false, false},
+	// quotients the term pins (samequot.go): BD3-LM's halves, a pinned q block
+	{"bd3lm_pinned", "", "(q // 16 == 0 and kv // 16 == 0 and q // 4 == kv // 4) or (q // 16 == 0 and kv // 16 == 1 and (kv % 16) // 4 < q // 4) or (q // 16 == 1 and kv // 16 == 1 and (kv % 16) // 4 <= (q % 16) // 4)", false, true},
+	{"pinned_q_block", "", "q // 8 == 2 and (q % 8) // 3 + kv // 5 >= 3 and (q - 16) // 2 <= kv or kv // 10 == 3 and (kv % 10) // 4 == 1", false, true},
+}
+
+// TestHostRewrites runs the host semantics check (TestHostSemantics's) on
+// rewriteCases: the compiled kv intervals, ranges and full tests are sound,
+// exact where asked, and what HostSparsity computes; and it checks that
+// each case's walk takes the selection or rewrite it is there for.
+func TestHostRewrites(t *testing.T) {
+	var cases []hostCase
+	for _, rc := range rewriteCases {
+		cs := casesOf(t, rc.name+".flex", maskCaseSource(rc.decls, rc.mask, ""))
+		for i := range cs {
+			cs[i].exact = rc.exact
+			p := cs[i].kernel.sparsity
+			sel := slices.ContainsFunc(p.disjuncts, func(d disjunctPlan) bool { return d.kv.sel != nil })
+			if strings.HasPrefix(rc.name, "select") != (sel && selWalk(p)) {
+				t.Errorf("%s: selection walk %v, want it for the select cases only", rc.name, sel && selWalk(p))
+			}
+			for _, d := range p.disjuncts {
+				if rc.walked && (len(d.kv.loose) > 0 || len(d.q.loose) > 0) {
+					t.Errorf("%s: term %s leaves %v %v to the per-element test: not rewritten into bounds the walks read", rc.name, d.text, d.kv.loose, d.q.loose)
+				}
+			}
+		}
+		cases = append(cases, cs...)
+	}
+	runProperty(t, cases, 200, 5)
 }

@@ -112,6 +112,9 @@ func newSparsityPlan(l *dsl.Lowered, bufs []BufferABI, opts Options) sparsityPla
 		return sparsityPlan{kind: SparsityNone, reason: "no mask: every kv tile is visited and full"}
 	}
 	f := opts.canon(l)
+	if !f.TooComplex {
+		f = f.Copy() // rewriteTerm may add quotients
+	}
 	if f.TooComplex {
 		return sparsityPlan{kind: SparsityPrepass, reason: tooBigReason}
 	}
@@ -144,7 +147,7 @@ func segmentBuffer(a *normal.Atom, byName map[string]*BufferABI) *BufferABI {
 // planTerm plans one term's row walk, column walk and full test.
 func planTerm(f *normal.Form, t *normal.Term, byName map[string]*BufferABI) disjunctPlan {
 	d := disjunctPlan{text: termText(f, t)}
-	t = sameQuotients(f, t)
+	t = rewriteTerm(f, t)
 	d.kv = planWalk(f, t, dsl.VarKV, dsl.VarQ, byName)
 	d.q = planWalk(f, t, dsl.VarQ, dsl.VarKV, byName)
 	full := []fullTest{}
