@@ -9,7 +9,16 @@ after the mask's name are what `maskc classify --buffer` takes.
 import random
 import sys
 
-DECLARED = {"moba": ("sel", 4, 128, 256), "nsa_shared": ("sel", 8, 64, 1024), "bigbird": ("rnd", 3, 64, 384)}
+# mask: (buffer, blocks chosen per query block, block size, entries per
+# head as declared, shared by every head)
+DECLARED = {
+    "moba": ("sel", 4, 128, 1024, False),
+    "moba_k8": ("sel", 8, 128, 2048, False),
+    "moba_k16_shared": ("sel", 16, 128, 4096, True),
+    "nsa_shared": ("sel", 8, 64, 4096, True),
+    "nsa_per_head": ("sel", 8, 64, 4096, False),
+    "bigbird": ("rnd", 3, 64, 1536, False),
+}
 
 
 def selection(rnd, blocks, k, width):
@@ -25,8 +34,9 @@ def selection(rnd, blocks, k, width):
 def segments(rnd, n):
     """Document ids of n packed tokens, lengths drawn from [256, 2048), and
     image span numbers (-1 for text): about a third of each document in
-    spans of 64 to 576 tokens."""
-    doc, img, d, span = [], [], 0, 0
+    spans of 64 to 576 tokens; and the runs (text or image) numbered in
+    order."""
+    doc, img, run, d, span = [], [], [], 0, 0
     while len(doc) < n:
         length = min(n - len(doc), rnd.randrange(256, 2048))
         pos = 0
@@ -38,22 +48,26 @@ def segments(rnd, n):
             else:
                 w = min(length - pos, rnd.randrange(32, 512))
                 img += [-1] * w
+            run += [len(run) and run[-1] + 1] * w
             pos += w
         doc += [d] * length
         d += 1
-    return doc, img
+    return doc, img, run
 
 
 def buffers(mask, H, S):
     rnd = random.Random(mask)
     if mask in DECLARED:
-        name, k, block, width = DECLARED[mask]
-        heads = 1 if mask == "nsa_shared" else H
+        name, k, block, width, shared = DECLARED[mask]
+        heads = 1 if shared else H
         blocks = (S + block - 1) // block
         return {name: sum((selection(rnd, blocks, k, width) for _ in range(heads)), [])}
     if mask == "multimodal":
-        doc, img = segments(rnd, S)
+        doc, img, _ = segments(rnd, S)
         return {"doc": doc, "img": img}
+    if mask == "multimodal_spans":
+        doc, img, run = segments(rnd, S)
+        return {"doc": doc, "span": run, "is_img": [int(i >= 0) for i in img]}
     return {}
 
 
