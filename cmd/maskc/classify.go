@@ -23,7 +23,7 @@ func runClassify(e *env, args []string) int {
 	tc := &runConfig{buffers: bufferFlags{}}
 	fs.IntVar(&tc.sq, "sq", 0, "with --shape: query length (default S)")
 	fs.IntVar(&tc.skv, "skv", 0, "with --shape: key/value length (default S)")
-	fs.Var(tc.buffers, "buffer", "with --shape: contents of a captured buffer, row-major: `NAME=v0,v1,...` (default random)")
+	fs.Var(tc.buffers, "buffer", "with --shape: contents of a captured buffer, row-major: `NAME=v0,v1,...` or NAME=@FILE (default random)")
 	seed := fs.Uint64("seed", 1, "with --shape: random seed for buffers not given with --buffer")
 	files, code, ok := parseArgs(fs, args)
 	if !ok {

@@ -43,7 +43,7 @@ func runDraw(e *env, args []string) int {
 	seed := fs.Uint64("seed", 1, "random seed for buffers not given with --buffer")
 	fs.StringVar(&cfg.target, "target", "", "Turbo target profile for the plan (see 'maskc targets')")
 	fs.Var(cfg.defines, "D", "override a param: `NAME=VALUE` (repeatable)")
-	fs.Var(cfg.buffers, "buffer", "contents of a captured buffer, row-major: `NAME=v0,v1,...` (repeatable; default random)")
+	fs.Var(cfg.buffers, "buffer", "contents of a captured buffer, row-major: `NAME=v0,v1,...` or NAME=@FILE (repeatable; default random)")
 	files, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code
