@@ -2,6 +2,7 @@ package codegen
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/maskc/maskc/buftype"
 	"github.com/maskc/maskc/dsl"
@@ -212,4 +213,70 @@ func (g *sparsityWriter) selCode(s *selStep, n walkNames, slot int) {
 func selWalk(p sparsityPlan) bool {
 	_, ok := selIntervals(p)
 	return ok
+}
+
+// TileList is how a kernel lists the kv tiles a q tile visits: the choice
+// among analytic, data-driven and pre-pass tile lists (Kernel.TileList).
+type TileList string
+
+// The tile lists.
+const (
+	// TileListAnalytic: intervals computed from the mask's bounds.
+	TileListAnalytic TileList = "analytic"
+	// TileListDataDriven: intervals read from a buffer of selected blocks
+	// (selection.go), with the analytic ones of the other terms.
+	TileListDataDriven TileList = "data-driven"
+	// TileListPrepass: a pre-pass flags every tile.
+	TileListPrepass TileList = "pre-pass"
+	// TileListNone: no mask, every tile.
+	TileListNone TileList = "none"
+)
+
+// PrepassTileCost is the cost model's price of flagging one tile in the
+// pre-pass, in visited tiles (a visited tile loads K and V and runs the
+// MMAs; a flag evaluates the mask once per pair and loads nothing). It is
+// a model constant, not a measurement.
+const PrepassTileCost = 0.125
+
+// TileList returns the kernel's tile list and why it was chosen. The
+// choice is by estimated cost in visited tiles (the tile map's counts
+// give the estimates for one launch): a data-driven list visits a subset
+// of the analytic one's tiles and costs one read per selected block, so
+// it is taken wherever a term selects blocks and the intervals fit; the
+// pre-pass costs PrepassTileCost per tile plus the tiles holding a kept
+// pair, below the analytic list only where that visits every tile (a term
+// with no kv bound), and is taken only there.
+func (k *Kernel) TileList() (TileList, string) {
+	p := k.sparsity
+	switch {
+	case p.kind == SparsityNone:
+		return TileListNone, p.reason
+	case p.kind == SparsityPrepass:
+		return TileListPrepass, p.reason
+	case selWalk(p):
+		n, _ := selIntervals(p)
+		var sels []string
+		for _, d := range p.disjuncts {
+			if d.kv.sel != nil {
+				sels = append(sels, "`"+d.kv.sel.text+"`")
+			}
+		}
+		return TileListDataDriven, fmt.Sprintf("%d kv intervals, the selected blocks of %s read from the buffer per block of q rows; %s", n, strings.Join(uniq(sels), ", "), p.reason)
+	}
+	return TileListAnalytic, p.reason
+}
+
+// WithoutSelection returns k with its block selections walked as the
+// ranges of their terms' other bounds (the analytic tile list), for the
+// tile map's estimates; k itself when it takes none.
+func (k *Kernel) WithoutSelection() *Kernel {
+	if !selWalk(k.sparsity) {
+		return k
+	}
+	c := *k
+	c.sparsity.disjuncts = append([]disjunctPlan(nil), k.sparsity.disjuncts...)
+	for i := range c.sparsity.disjuncts {
+		c.sparsity.disjuncts[i].kv.sel = nil
+	}
+	return &c
 }

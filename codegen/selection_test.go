@@ -137,3 +137,34 @@ func TestHostRewrites(t *testing.T) {
 	}
 	runProperty(t, cases, 200, 5)
 }
+
+// TestTileList checks the tile list each kind of mask gets: data-driven
+// where a term selects blocks, pre-pass where a term bounds no kv, none
+// without a mask, analytic otherwise; and that WithoutSelection gives the
+// analytic list back.
+func TestTileList(t *testing.T) {
+	cases := []struct {
+		decls, mask string
+		want        TileList
+	}{
+		{"buffer sel: i32[H, 8]\n", "kv <= q and (q // 128 == kv // 128 or sel[h, q // 128] == kv // 128)", TileListDataDriven},
+		{"buffer sel: i32[H, 8]\n", "sel[h, q // 128] == kv // 128", TileListPrepass}, // no kv bound without the selection
+		{"", "q // 8 == kv // 8 and q % 8 >= kv % 8", TileListAnalytic},
+		{"", "", TileListNone},
+	}
+	for _, tc := range cases {
+		src := maskCaseSource(tc.decls, tc.mask, "")
+		if tc.mask == "" {
+			src = maskCaseSource("", "", "score")
+		}
+		k := casesOf(t, "tl.flex", src)[0].kernel
+		got, why := k.TileList()
+		if got != tc.want || why == "" {
+			t.Errorf("%q: tile list %s (%q), want %s", tc.mask, got, why, tc.want)
+		}
+		alt, _ := k.WithoutSelection().TileList()
+		if want := map[TileList]TileList{TileListDataDriven: TileListAnalytic}[got]; want != "" && alt != want || want == "" && alt != got {
+			t.Errorf("%q: without selection %s", tc.mask, alt)
+		}
+	}
+}
