@@ -76,6 +76,11 @@ func (k *Kernel) HostSparsity(env *eval.Env) (*HostSparsity, error) {
 		conds := append([]cond(nil), d.kv.live...)
 		for _, f := range d.full {
 			conds = append(conds, f.cond)
+			if f.sel != nil {
+				if err := bind(f.sel.val); err != nil {
+					return nil, err
+				}
+			}
 		}
 		for _, c := range conds {
 			if c.atom != nil && c.seg == nil {
@@ -377,6 +382,12 @@ func (s *HostSparsity) TileFull(b, h, qLo, qHi, kvLo, kvHi int64) (bool, error) 
 				break
 			}
 			switch {
+			case f.sel != nil:
+				v, err := s.selFull(f.sel, b, h, qa, qb, ka, kb)
+				if err != nil {
+					return false, err
+				}
+				full = v
 			case f.seg != nil:
 				seg := s.segs[f.seg]
 				n := int64(len(seg))

@@ -276,7 +276,51 @@ func (k *Kernel) WithoutSelection() *Kernel {
 	c := *k
 	c.sparsity.disjuncts = append([]disjunctPlan(nil), k.sparsity.disjuncts...)
 	for i := range c.sparsity.disjuncts {
-		c.sparsity.disjuncts[i].kv.sel = nil
+		d := &c.sparsity.disjuncts[i]
+		d.kv.sel = nil
+		if d.selFull != nil { // its full test was the one with the selection
+			d.full, d.selFull = nil, nil
+		}
 	}
 	return &c
+}
+
+// selFull prints the statements before term i's full test that decide
+// whether the tile's rows [qa, qb] read one selected block v (one D-row
+// block of q, or an index free of q) and its keys [ka, kb] lie in [B*v,
+// B*v + B), and returns the variable holding it.
+func (g *sparsityWriter) selFull(s *selStep, i int) string {
+	name := fmt.Sprintf("sel_full%d", i)
+	one := "true"
+	if s.qDiv != 0 {
+		one = fmt.Sprintf("maskc_py_floordiv(qa, %s) == maskc_py_floordiv(qb, %s)", intLit(s.qDiv), intLit(s.qDiv))
+	}
+	g.line("bool %s = false;  // %s over the whole tile", name, s.text)
+	g.line("if (%s) {", one)
+	g.w.temps = map[string]cExpr{}
+	if s.qDiv != 0 {
+		g.line("  const long long q = qa;")
+	}
+	saved := g.w.indent
+	g.w.indent = "    "
+	v := conv(g.w.expr(s.val), cInt).code
+	g.w.indent = saved
+	g.w.temps = map[string]cExpr{}
+	g.line("  const long long v = maskc_py_min(maskc_py_max(%s, -1LL), KV / %s + 1);", v, intLit(s.blk))
+	g.line("  %s = ka >= v * %s && kb <= v * %s + %s;", name, intLit(s.blk), intLit(s.blk), intLit(s.blk-1))
+	g.line("}")
+	return name
+}
+
+// selFull is selFull's test on the host.
+func (s *HostSparsity) selFull(sel *selStep, b, h, qa, qb, ka, kb int64) (bool, error) {
+	if sel.qDiv != 0 && floorDiv(qa, sel.qDiv) != floorDiv(qb, sel.qDiv) {
+		return false, nil
+	}
+	v, err := s.exprs[sel.val].Int(b, h, qa, 0)
+	if err != nil {
+		return false, err
+	}
+	v = min(max(v, -1), s.env.KV/sel.blk+1)
+	return ka >= v*sel.blk && kb <= v*sel.blk+sel.blk-1, nil
 }

@@ -13,20 +13,23 @@ import (
 // intervals are the selected blocks exactly: every 128 x 32 tile the
 // intervals meet holds a kept pair, for MoBA-style selection with values
 // out of range (negative, past KV, huge i64) among them, which select
-// nothing; and that the count of intervals is the one the kernel declares.
+// nothing; that tiles inside a selected block below the diagonal are
+// proven full (and no full tile masks a pair); and that the count of
+// intervals is the one the kernel declares.
 func TestSelectionIntervals(t *testing.T) {
 	cases := []struct {
 		name, decl, mask string
 		count            int
 		vals             func(h, i int) float64
+		full             bool // a selected tile is proven full (one read per tile)
 	}{
 		{"moba", "buffer sel: i64[H, 16]\n", "kv <= q and (q // 128 == kv // 128 or sel[h, (q // 128) * 4] == kv // 128 or sel[h, (q // 128) * 4 + 1] == kv // 128 or sel[h, (q // 128) * 4 + 2] == kv // 128 or sel[h, (q // 128) * 4 + 3] == kv // 128)", 5,
 			func(h, i int) float64 {
 				return []float64{-5, 99, 1 << 40, -(1 << 40), 0, 1, 2, 3}[(h*7+i*3)%8]
-			}},
+			}, true},
 		// 64-row query blocks: two reads per 128-row tile
 		{"nsa", "buffer sel: i32[32]\n", "kv <= q and (q // 64 == kv // 64 or sel[(q // 64) * 2] == kv // 64 or sel[(q // 64) * 2 + 1] == kv // 64)", 5,
-			func(h, i int) float64 { return float64((i*5)%9 - 1) }},
+			func(h, i int) float64 { return float64((i*5)%9 - 1) }, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -50,7 +53,7 @@ func TestSelectionIntervals(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			visited, kept := 0, 0
+			visited, kept, fulls := 0, 0, 0
 			for h := int64(0); h < env.H; h++ {
 				for q0 := int64(0); q0 < env.Q; q0 += 128 {
 					lo, hi, err := hs.KVIntervals(0, h, q0, q0+128)
@@ -62,13 +65,25 @@ func TestSelectionIntervals(t *testing.T) {
 						for i := range lo {
 							in = in || lo[i] < k0+32 && k0 < hi[i]
 						}
-						some := false
-						for q := q0; q < q0+128 && !some; q++ {
-							for kv := k0; kv < k0+32 && !some; kv++ {
-								if some, err = hs.Mask(0, h, q, kv); err != nil {
+						some, all := false, true
+						for q := q0; q < q0+128; q++ {
+							for kv := k0; kv < k0+32; kv++ {
+								m, err := hs.Mask(0, h, q, kv)
+								if err != nil {
 									t.Fatal(err)
 								}
+								some, all = some || m, all && m
 							}
+						}
+						full, err := hs.TileFull(0, h, q0, q0+128, k0, k0+32)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if full && !all {
+							t.Fatalf("h=%d q tile %d: kv tile %d is proven full but masks a pair", h, q0, k0)
+						}
+						if full && in {
+							fulls++
 						}
 						switch {
 						case some && !in:
@@ -87,6 +102,9 @@ func TestSelectionIntervals(t *testing.T) {
 			}
 			if kept == 0 || visited != kept {
 				t.Errorf("visited %d tiles, %d with a kept pair", visited, kept)
+			}
+			if tc.full && fulls == 0 {
+				t.Errorf("no selected tile is proven full (%d visited)", visited)
 			}
 		})
 	}

@@ -652,6 +652,8 @@ func (g *sparsityWriter) tileFull(p sparsityPlan) string {
 		var conds []string
 		for _, f := range d.full {
 			switch {
+			case f.sel != nil:
+				conds = append(conds, g.selFull(f.sel, i))
 			case f.seg != nil:
 				rd, n := readerName(f.seg), fmt.Sprintf("buf.dim[%d][0]", f.seg.Slot)
 				conds = append(conds, fmt.Sprintf("(%s(buf) && qa >= 0 && ka >= 0 && qb < %s && kb < %s && %s(buf, qa) == %s(buf, qb) && %s(buf, ka) == %s(buf, kb) && %s(buf, qa) == %s(buf, ka))",

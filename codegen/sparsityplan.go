@@ -46,6 +46,10 @@ type disjunctPlan struct {
 	// when an opaque condition or a bound not monotone in q and kv makes
 	// that unprovable.
 	full []fullTest
+	// selFull is full with the term's block selection tested too (the
+	// selection is its only opaque condition); it becomes full where the
+	// row walk takes the selections (newSparsityPlan).
+	selFull []fullTest
 }
 
 // walkPlan computes one term's range [ia, ib] of the inner variable (kv in
@@ -95,6 +99,8 @@ type sideStep struct {
 // fullTest is one conjunct of a term's full-tile test.
 type fullTest struct {
 	cond
+	// sel: the tile's rows read one selected block and its keys lie in it.
+	sel *selStep
 	// qMax, kvMax: the bound's direction is largest at q = qb (else qa)
 	// and kv = kb (else ka); it is smallest at the opposite corner.
 	qMax, kvMax bool
@@ -127,6 +133,13 @@ func newSparsityPlan(l *dsl.Lowered, bufs []BufferABI, opts Options) sparsityPla
 		p.disjuncts = append(p.disjuncts, planTerm(f, t, byName))
 	}
 	p.kind, p.reason = choose(p)
+	if selWalk(p) {
+		for i := range p.disjuncts {
+			if d := &p.disjuncts[i]; d.full == nil && d.selFull != nil {
+				d.full = d.selFull
+			}
+		}
+	}
 	return p
 }
 
@@ -159,15 +172,22 @@ func planTerm(f *normal.Form, t *normal.Term, byName map[string]*BufferABI) disj
 		}
 		full = append(full, fullTest{cond: cond{bound: b}, qMax: sq >= 0, kvMax: sk >= 0})
 	}
+	var sel *selStep
 	for _, a := range t.Atoms {
 		switch {
 		case segmentBuffer(a, byName) != nil:
 			full = append(full, fullTest{cond: cond{atom: a, seg: segmentBuffer(a, byName)}})
 		case freeAtom(a):
 			full = append(full, fullTest{cond: cond{atom: a}})
+		case sel == nil && d.kv.sel != nil && a.Text == d.kv.sel.text:
+			sel = d.kv.sel
 		default:
 			return d
 		}
+	}
+	if sel != nil {
+		d.selFull = append(full, fullTest{sel: sel})
+		return d
 	}
 	d.full = full
 	return d
