@@ -172,14 +172,14 @@ func estimateLine(kind codegen.TileList, est map[codegen.TileList]float64) strin
 // launch, in visited tiles: the chosen list's visits (plus its flags for
 // the pre-pass), the pre-pass's flags (codegen.PrepassTileCost each) plus
 // the tiles holding a kept pair, and for a data-driven list the analytic
-// list's visits (alt, the counts of Kernel.WithoutSelection).
-func tileEstimates(kind codegen.TileList, c, alt tilemap.Counts) map[codegen.TileList]float64 {
+// list's visits (alt, tilemap.VisitedTiles of Kernel.WithoutSelection).
+func tileEstimates(kind codegen.TileList, c tilemap.Counts, alt int64) map[codegen.TileList]float64 {
 	prepass := float64(c.WithKept) + codegen.PrepassTileCost*float64(c.Tiles)
 	est := map[codegen.TileList]float64{codegen.TileListPrepass: prepass}
 	switch kind {
 	case codegen.TileListDataDriven:
 		est[kind] = float64(c.Visited)
-		est[codegen.TileListAnalytic] = float64(alt.Visited)
+		est[codegen.TileListAnalytic] = float64(alt)
 	case codegen.TileListAnalytic, codegen.TileListNone:
 		est[kind] = float64(c.Visited)
 	}
@@ -223,13 +223,13 @@ func tileCounts(e *env, u *unit, cu *compiler.Unit, cfg *runConfig, seed uint64)
 			return nil, printEvalError(e, u, err)
 		}
 		kind, _ := k.TileList()
-		alt := make([]tilemap.Counts, len(r.Counts))
+		alt := make([]int64, len(r.Counts))
 		if kind == codegen.TileListDataDriven {
-			cs, err := tilemap.LaunchAll(k.WithoutSelection(), env, hipsrc.Platforms)
+			v, err := tilemap.VisitedTiles(k.WithoutSelection(), env, hipsrc.Platforms)
 			if err != nil {
 				return nil, printEvalError(e, u, err)
 			}
-			copy(alt, cs)
+			copy(alt, v)
 		}
 		tm := tileMapJSON{Shape: map[string]int{"B": c.b, "H": c.h, "Sq": c.sq, "Skv": c.skv}, Sparsity: k.Sparsity, TileList: kind, Platforms: map[string]tileMapPlatformJSON{}}
 		for _, ct := range r.Counts {

@@ -32,7 +32,8 @@ var corpusOver = map[string]string{
 // for S = 8192 and 32768 with buffers.py's contents (buffers_2xS.txt.gz,
 // `python3 buffers.py 2 S MASK... | gzip -9n`; BD3-LM's N is S/2), every
 // platform, in tilemaps.golden (-update rewrites it), and holds every mask
-// but corpusOver's to visited/kept <= corpusLimit.
+// but corpusOver's to visited/kept <= corpusLimit; tilemap.VisitedTiles
+// must count the visits LaunchAll does.
 func TestCorpusTileMaps(t *testing.T) {
 	files, err := filepath.Glob("../../testdata/tilemasks/*.flex")
 	if err != nil || len(files) < 12 {
@@ -78,6 +79,16 @@ func TestCorpusTileMaps(t *testing.T) {
 				counts, err := tilemap.LaunchAll(k, ev, hipsrc.Platforms)
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)
+				}
+				// The estimates' visit count without evaluating the mask.
+				visited, err := tilemap.VisitedTiles(k, ev, hipsrc.Platforms)
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				for i := range counts {
+					if visited[i] != counts[i].Visited {
+						t.Errorf("%s at S=%d: VisitedTiles %d, LaunchAll visits %d", name, s, visited[i], counts[i].Visited)
+					}
 				}
 				for i, p := range hipsrc.Platforms {
 					c := counts[i]

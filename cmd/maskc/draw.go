@@ -125,13 +125,13 @@ func runDraw(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "maskc: warning: attention %s: at B=%d H=%d Sq=%d Skv=%d the %s kernel %s\n", a.Name, cfg.b, cfg.h, cfg.sq, cfg.skv, p, msg)
 	}
 	kind, _ := k.TileList()
-	var alt tilemap.Counts
+	var alt int64
 	if kind == codegen.TileListDataDriven {
-		cs, err := tilemap.LaunchAll(k.WithoutSelection(), env, []hipsrc.Platform{p})
+		v, err := tilemap.VisitedTiles(k.WithoutSelection(), env, []hipsrc.Platform{p})
 		if err != nil {
 			return printEvalError(e, u, err)
 		}
-		alt = cs[0]
+		alt = v[0]
 	}
 	estimate := estimateLine(kind, tileEstimates(kind, cts[0], alt))
 	title := fmt.Sprintf("%s: attention %s, B=%d H=%d Sq=%d Skv=%d D=%d", filepath.Base(cfg.path), a.Name, cfg.b, cfg.h, cfg.sq, cfg.skv, cfg.d)
