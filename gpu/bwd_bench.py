@@ -39,8 +39,8 @@ import torch
 from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
-from maskc import harness  # noqa: E402  (the package's launcher: python/maskc)
-from maskc.runlog import JsonLog  # noqa: E402
+import harness  # noqa: E402  (gpu/harness.py, on the package's launcher: python/maskc)
+from runlog import JsonLog  # noqa: E402  (gpu/runlog.py)
 from bench import B, H, S, D, flex_cases
 
 

@@ -358,6 +358,19 @@ func BwdEntryNames() []string {
 	return out
 }
 
+// EntryNamed returns the entry point called name, forward (Entries) or
+// backward (BwdEntries).
+func EntryNamed(name string) (Entry, bool) {
+	for _, es := range [][]Entry{Entries, BwdEntries} {
+		for _, e := range es {
+			if e.Name == name {
+				return e, true
+			}
+		}
+	}
+	return Entry{}, false
+}
+
 // BwdEntry returns the backward entry point called name.
 func BwdEntry(name string) (Entry, bool) {
 	for _, e := range BwdEntries {
@@ -605,6 +618,8 @@ func (p Platform) ABI() PlatformABI {
 
 // ABIDesc is the "abi" section of manifest.json.
 type ABIDesc struct {
+	// Version is ABIVersion (MASKC_ABI_VERSION in every kernel source).
+	Version int `json:"version"`
 	// Structs are the argument structs with their layouts.
 	Structs []Struct `json:"structs"`
 	// Entries are the entry points and their grid rules.
@@ -634,7 +649,7 @@ type ABIDesc struct {
 
 // Describe returns the ABI description written into manifests.
 func Describe() ABIDesc {
-	d := ABIDesc{Structs: Structs, Entries: Entries, BlockM: BlockM, MaxSeqLen: MaxSeqLen, MaxBuffers: MaxBuffers, MaxBufferRank: MaxBufferRank, TileFlags: TileFlags,
+	d := ABIDesc{Version: ABIVersion, Structs: Structs, Entries: Entries, BlockM: BlockM, MaxSeqLen: MaxSeqLen, MaxBuffers: MaxBuffers, MaxBufferRank: MaxBufferRank, TileFlags: TileFlags,
 		BwdStructs: []Struct{BwdShapeStruct}, BwdEntries: BwdEntries, BwdFixOne: BwdFixOne,
 		Status: StatusDesc{Words: StatusWords, Bits: StatusBits, SlotWord: "1 + slot: 1 when segments buffer slot's ids are non-decreasing along each row for this launch, else 0 (written before each launch by the segments check)"}}
 	for _, p := range Platforms {

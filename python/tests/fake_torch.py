@@ -199,6 +199,10 @@ class Stream:
     cuda_stream = 0x5eed
 
 
+#: maskc's modules that import torch at the top (maskc.torch and the modules it re-exports).
+TORCH_MODULES = ("torch", "api", "dispatch", "launcher", "ops")
+
+
 def install(monkeypatch):
     """Puts the fake torch (and its submodules) into sys.modules."""
     rec.calls.clear()
@@ -226,5 +230,11 @@ def install(monkeypatch):
     torch.nn = nn
     for name, mod in (("torch", torch), ("torch.nn", nn), ("torch.nn.attention", attention)):
         monkeypatch.setitem(sys.modules, name, mod)
-    monkeypatch.delitem(sys.modules, "maskc.torch", raising=False)
+    # The modules that import torch are imported afresh over this one: out of
+    # sys.modules, and off the maskc package (whose attribute a later
+    # `from . import NAME` would otherwise return).
+    import maskc
+    for name in TORCH_MODULES:
+        monkeypatch.delitem(sys.modules, "maskc." + name, raising=False)
+        monkeypatch.delattr(maskc, name, raising=False)
     return torch
