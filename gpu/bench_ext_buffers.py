@@ -6,6 +6,7 @@ Usage (where Go is): python3 gpu/bench_ext_buffers.py B,H,S OUT.json FLEX:ATTENT
 writes {"FLEX:ATTENTION": {buffer: {"dims": [...], "data": [...]}}} for the
 cases named (FLEX the .flex file's base name; cases without buffers get {}).
 """
+import importlib.util
 import json
 import os
 import random
@@ -28,9 +29,10 @@ def corpus_buffers(mask, H, S):
     path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "testdata", "tilemasks")
     if not os.path.exists(os.path.join(path, mask + ".flex")):
         return None
-    sys.path.insert(0, path)
-    import buffers as corpus  # noqa: E402
-    sys.path.pop(0)
+    # by path, under its own name: gpu/buffers.py is another module `buffers`
+    spec = importlib.util.spec_from_file_location("tilemask_buffers", os.path.join(path, "buffers.py"))
+    corpus = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(corpus)
     out = {}
     for name, vals in corpus.buffers(mask, H, S).items():
         sel = corpus.DECLARED.get(mask)

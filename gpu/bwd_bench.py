@@ -60,9 +60,10 @@ def manifest_cases(man, bufvals, taken, dev, names):
             given[b["name"]]["dims"]).contiguous().to(dev) for b in specs]
         ns = dict(B=B, H=H, HKV=H, Q=S, KV=S, torch=torch)
         ns.update({b["name"]: t for b, t in zip(specs, bufs)})
-        mask = eval("lambda b, h, q, kv: " + e["mask_torch"], ns) if e.get("mask_torch") else \
+        mask = harness.TorchExpr(e["mask_torch"], ("b", "h", "q", "kv"), ns) if e.get("mask_torch") else \
             (lambda b, h, q, kv: (q >= 0) & (kv >= 0))
-        score = eval("lambda score, b, h, q, kv: " + e["score_torch"], ns) if e.get("score_torch") else None
+        score = harness.TorchExpr(e["score_torch"], ("score", "b", "h", "q", "kv"), ns) if e.get("score_torch") \
+            else None
         out.append((cid, e["name"], mask, score, bufs))
     return out
 

@@ -16,6 +16,8 @@ import os
 
 import torch
 
+import harness  # gpu/harness.py
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPUS = os.path.join(ROOT, "testdata", "tilemasks")
 _spec = importlib.util.spec_from_file_location("tilemask_buffers", os.path.join(CORPUS, "buffers.py"))
@@ -65,9 +67,9 @@ def wrap(case):
         ns = {"B": B, "H": H, "HKV": HKV, "Q": Sq, "KV": Skv, "torch": torch}
         ns.update(names)
         if case.entry.get("mask_torch"):
-            mask_mod = eval("lambda b, h, q, kv: " + case.entry["mask_torch"], ns)
+            mask_mod = harness.TorchExpr(case.entry["mask_torch"], ("b", "h", "q", "kv"), ns)
         if case.entry.get("score_torch"):
-            score_mod = eval("lambda score, b, h, q, kv: " + case.entry["score_torch"], ns)
+            score_mod = harness.TorchExpr(case.entry["score_torch"], ("score", "b", "h", "q", "kv"), ns)
         return out, mask_mod, score_mod
 
     case.make = make
