@@ -91,6 +91,18 @@ func TestClangCUDA(t *testing.T) {
 	if len(names) == 0 {
 		t.Fatal("no example is classified as generated")
 	}
+	// The tile-map corpus (issue 27): block selection walks and full
+	// tests, the rewritten // and % relations.
+	corpus, _ := filepath.Glob("../testdata/tilemasks/*.flex")
+	if len(corpus) < 12 {
+		t.Fatalf("found %d corpus masks, want at least 12", len(corpus))
+	}
+	for _, f := range corpus {
+		plan, _ := classify.Classify(loadProgram(t, f), classify.Options{})
+		for _, d := range plan.Attentions {
+			write(f, d.Name, 0)
+		}
+	}
 	write("testdata/golden/lookup.flex", "per_head", 0)        // pre-pass sparsity
 	write("testdata/golden/sliding_window.flex", "sliding", 0) // fp16, head dim 64
 	write("testdata/golden/trig.flex", "rotary", 0)            // sin, cos, tan, erf; i8, u8, i16 buffers

@@ -31,6 +31,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
 import harness  # noqa: E402  (gpu/harness.py, on the package's launcher: python/maskc)
+import corpus_buffers  # noqa: E402  (realistic buffers of testdata/tilemasks)
 
 TOL = 1e-2
 # (B, H, HKV, Sq, Skv, dlse variants)
@@ -216,7 +217,7 @@ def main():
     for e in man["kernels"]:
         if names and e["name"] not in names:
             continue
-        jobs.append((harness.GeneratedCase(e), harness.read(a.generated + "/" + e["bwd_source"])))
+        jobs.append((corpus_buffers.wrap(harness.GeneratedCase(e)), harness.read(a.generated + "/" + e["bwd_source"])))
     harness.libs()
     torch.empty(1, device="cuda")
     t0 = time.time()
