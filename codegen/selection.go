@@ -190,18 +190,7 @@ func (g *sparsityWriter) selCode(s *selStep, n walkNames, slot int) {
 			qj = fmt.Sprintf("maskc_py_max(%s, (maskc_py_floordiv(%s, %s) + %d) * %s)", n.qa, n.qa, intLit(s.qDiv), j, intLit(s.qDiv))
 		}
 		g.line("if (%s && fits%d && %s <= %s) {", some, slot, qj, n.qb)
-		g.w.temps = map[string]cExpr{}
-		if s.qDiv != 0 {
-			g.line("  const long long q = %s;", qj)
-		}
-		saved := g.w.indent
-		g.w.indent = "    "
-		v := conv(g.w.expr(s.val), cInt).code
-		g.w.indent = saved
-		g.w.temps = map[string]cExpr{}
-		// Clamped first so that B*v cannot overflow; a clamped value still
-		// selects no kv in [0, KV).
-		g.line("  const long long v = maskc_py_min(maskc_py_max(%s, -1LL), KV / %s + 1);", v, intLit(s.blk))
+		g.selValue(s, qj)
 		g.line("  const long long a = maskc_py_max(%s, v * %s), e = maskc_py_min(%s, v * %s + %s);", n.ka, intLit(s.blk), n.kb, intLit(s.blk), intLit(s.blk-1))
 		g.line("  lo[%d] = a <= e ? a : 0;", i)
 		g.line("  hi[%d] = a <= e ? e + 1 : 0;", i)
@@ -297,16 +286,7 @@ func (g *sparsityWriter) selFull(s *selStep, i int) string {
 	}
 	g.line("bool %s = false;  // %s over the whole tile", name, s.text)
 	g.line("if (%s) {", one)
-	g.w.temps = map[string]cExpr{}
-	if s.qDiv != 0 {
-		g.line("  const long long q = qa;")
-	}
-	saved := g.w.indent
-	g.w.indent = "    "
-	v := conv(g.w.expr(s.val), cInt).code
-	g.w.indent = saved
-	g.w.temps = map[string]cExpr{}
-	g.line("  const long long v = maskc_py_min(maskc_py_max(%s, -1LL), KV / %s + 1);", v, intLit(s.blk))
+	g.selValue(s, "qa")
 	g.line("  %s = ka >= v * %s && kb <= v * %s + %s;", name, intLit(s.blk), intLit(s.blk), intLit(s.blk-1))
 	g.line("}")
 	return name
@@ -323,4 +303,21 @@ func (s *HostSparsity) selFull(sel *selStep, b, h, qa, qb, ka, kb int64) (bool, 
 	}
 	v = min(max(v, -1), s.env.KV/sel.blk+1)
 	return ka >= v*sel.blk && kb <= v*sel.blk+sel.blk-1, nil
+}
+
+// selValue prints, inside an open block, the selected block number v that
+// the buffer read of s gives for the rows starting at q (the q it reads is
+// declared when the index reads q // D). v is clamped first so that B*v
+// cannot overflow; a clamped value still selects no kv in [0, KV).
+func (g *sparsityWriter) selValue(s *selStep, q string) {
+	g.w.temps = map[string]cExpr{}
+	if s.qDiv != 0 {
+		g.line("  const long long q = %s;", q)
+	}
+	saved := g.w.indent
+	g.w.indent = "    "
+	v := conv(g.w.expr(s.val), cInt).code
+	g.w.indent = saved
+	g.w.temps = map[string]cExpr{}
+	g.line("  const long long v = maskc_py_min(maskc_py_max(%s, -1LL), KV / %s + 1);", v, intLit(s.blk))
 }

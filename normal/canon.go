@@ -1,9 +1,6 @@
 package normal
 
 import (
-	"fmt"
-	"strings"
-
 	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/format"
 )
@@ -90,30 +87,7 @@ func (c *canonizer) floorLinear(num Linear, den int64) (Linear, bool) {
 		if len(c.extras) >= MaxExtras {
 			return Linear{}, false
 		}
-		name := func(j int) string { return c.extras[j].Text }
-		text := num.Format(name)
-		if strings.Contains(text, " ") {
-			text = "(" + text + ")"
-		}
-		e := &Extra{Kind: ExtraDiv, Num: num, Den: den, Text: fmt.Sprintf("%s // %d", text, den)}
-		var seen [NumVars]bool
-		for v, k := range num.Coef {
-			if k != 0 && !dsl.Var(v).IsSize() {
-				seen[v] = true
-			}
-		}
-		for j, k := range num.X {
-			if k != 0 {
-				for _, v := range c.extras[j].Vars {
-					seen[v] = true
-				}
-			}
-		}
-		for v, s := range seen {
-			if s {
-				e.Vars = append(e.Vars, dsl.Var(v))
-			}
-		}
+		e := divExtra(num, den, c.extras)
 		i = len(c.extras)
 		c.extras = append(c.extras, e)
 		if c.divs == nil {

@@ -37,29 +37,7 @@ func (f *Form) AddDiv(num Linear, den int64) (int, bool) {
 	if len(f.Extras) >= MaxExtras {
 		return 0, false
 	}
-	text := num.Format(func(i int) string { return f.Extras[i].Text })
-	if strings.Contains(text, " ") {
-		text = "(" + text + ")"
-	}
-	e := &Extra{Kind: ExtraDiv, Num: num, Den: den, Text: fmt.Sprintf("%s // %d", text, den)}
-	var seen [NumVars]bool
-	for v, k := range num.Coef {
-		if k != 0 && !dsl.Var(v).IsSize() {
-			seen[v] = true
-		}
-	}
-	for j, k := range num.X {
-		if k != 0 {
-			for _, v := range f.Extras[j].Vars {
-				seen[v] = true
-			}
-		}
-	}
-	for v, s := range seen {
-		if s {
-			e.Vars = append(e.Vars, dsl.Var(v))
-		}
-	}
+	e := divExtra(num, den, f.Extras)
 	f.Extras = append(f.Extras, e)
 	return len(f.Extras) - 1, true
 }
@@ -110,4 +88,34 @@ func (f *Form) NewBound(dir Linear, lo, hi int64, hasLo, hasHi bool) (Bound, boo
 	b = orient(b)
 	b.extras = &f.Extras
 	return b, true
+}
+
+// divExtra is the extra variable num // den over the extras before it: its
+// text (num's, parenthesised when it is a sum) and the position variables
+// it reads, directly or through the extras num names.
+func divExtra(num Linear, den int64, extras []*Extra) *Extra {
+	text := num.Format(func(i int) string { return extras[i].Text })
+	if strings.Contains(text, " ") {
+		text = "(" + text + ")"
+	}
+	e := &Extra{Kind: ExtraDiv, Num: num, Den: den, Text: fmt.Sprintf("%s // %d", text, den)}
+	var seen [NumVars]bool
+	for v, k := range num.Coef {
+		if k != 0 && !dsl.Var(v).IsSize() {
+			seen[v] = true
+		}
+	}
+	for j, k := range num.X {
+		if k != 0 {
+			for _, v := range extras[j].Vars {
+				seen[v] = true
+			}
+		}
+	}
+	for v, s := range seen {
+		if s {
+			e.Vars = append(e.Vars, dsl.Var(v))
+		}
+	}
+	return e
 }
