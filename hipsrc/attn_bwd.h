@@ -551,6 +551,11 @@ __device__ __forceinline__ void maskc_bufgrad_open(const MaskcBwdShape& sh, cons
       run.slot[r] = slot;
       run.idx[r] = reads[r].idx;
     }
+#if defined(MASKC_PLATFORM_AMD)
+    // Held through the head's q tiles in vector registers: uniform, they
+    // would take scalar ones, which the backward has none to spare of.
+    asm volatile("" : "+v"(run.slot[r]), "+v"(run.idx[r]));
+#endif
   }
 #else
   (void)sh, (void)buf, (void)run, (void)b, (void)h;
@@ -1600,6 +1605,11 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
   const int kb = warp % MASKC_BWD_KB, part = warp / MASKC_BWD_KB;  // S^T, dK, dV
   const int qb = warp % MASKC_BWD_QB, qpart = warp / MASKC_BWD_QB;  // dQ
   const int kt = blockIdx.x, hkv = blockIdx.y, b = blockIdx.z;
+#if defined(MASKC_PLATFORM_AMD)
+  // Non-negative: their 64-bit products need no sign word, a scalar
+  // register held through the loop.
+  __builtin_assume(kt >= 0 && hkv >= 0 && b >= 0);
+#endif
   const int Sq = sh.Sq, Skv = sh.Skv, k0 = kt * BN;
   const int group = sh.H / sh.HKV;
   const int n_qt = (Sq + BM - 1) / BM;
@@ -1621,12 +1631,20 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
   for (int i = 0; i < MASKC_BACC(DW); ++i) dk[i] = dv[i] = 0.f;
   MaskcBufGradRun run;
   maskc_bufgrad_init(run);
+#if defined(MASKC_PLATFORM_AMD)
+  // The epilogue's key tile, batch and kv head, held through the loop in
+  // vector registers (copies the compiler cannot prove uniform): in scalar
+  // ones they would spill (the backward has none to spare).
+  int ep_k0 = k0, ep_b = b, ep_hkv = hkv;
+  asm volatile("" : "+v"(ep_k0), "+v"(ep_b), "+v"(ep_hkv));
+#endif
 
   for (int h = hkv * group; h < (hkv + 1) * group; ++h) {
 #if defined(MASKC_PLATFORM_AMD)
     // The shape, buffers and position frame, read per head, not held through the loop (maskc_kernarg).
     const MaskcBwdShape& sh = *(const MaskcBwdShape*)maskc_kernarg<MaskcBwdShape, decltype(maskc_attn_bwd), 6>();
     const MaskcBuffers& buf = *(const MaskcBuffers*)maskc_kernarg<MaskcBuffers, decltype(maskc_attn_bwd), 7>();
+    const int Sq = sh.Sq;
 #endif
     const maskc_elem_t* Qp = Q + b * sh.q_stride[0] + h * sh.q_stride[1];
     const maskc_elem_t* dOp = dO + b * sh.do_stride[0] + h * sh.do_stride[1];
@@ -1721,28 +1739,31 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
 #if defined(MASKC_PLATFORM_AMD)
   // dK, dV and their strides read here, not held through the loop (maskc_kernarg).
   const MASKC_KERNARG_AS MaskcBwdShape* const shl = maskc_kernarg<MaskcBwdShape, decltype(maskc_attn_bwd), 6>();
-  maskc_elem_t* dKp =
-      *maskc_kernarg<maskc_elem_t*, decltype(maskc_attn_bwd), 4>() + b * shl->dk_stride[0] + hkv * shl->dk_stride[1];
-  maskc_elem_t* dVp =
-      *maskc_kernarg<maskc_elem_t*, decltype(maskc_attn_bwd), 5>() + b * shl->dv_stride[0] + hkv * shl->dv_stride[1];
+  maskc_elem_t* dKp = *maskc_kernarg<maskc_elem_t*, decltype(maskc_attn_bwd), 4>() + ep_b * shl->dk_stride[0] +
+                      ep_hkv * shl->dk_stride[1];
+  maskc_elem_t* dVp = *maskc_kernarg<maskc_elem_t*, decltype(maskc_attn_bwd), 5>() + ep_b * shl->dv_stride[0] +
+                      ep_hkv * shl->dv_stride[1];
   const long long dk_row = shl->dk_stride[2], dv_row = shl->dv_stride[2];
+#pragma unroll
+  for (int i = 0; i < MASKC_BACC(DW); ++i) {
+    const int kv = ep_k0 + 16 * kb + maskc_bacc_row<DW>(lane, i), c = part * DW + maskc_bacc_col<DW>(lane, i);
+    if (kv < Skv) {
+      dKp[(long long)kv * dk_row + c] = maskc_to_elem<MASKC_DT>(dk[i]);
+      dVp[(long long)kv * dv_row + c] = maskc_to_elem<MASKC_DT>(dv[i]);
+    }
+  }
 #else
   maskc_elem_t* dKp = dK + b * sh.dk_stride[0] + hkv * sh.dk_stride[1];
   maskc_elem_t* dVp = dV + b * sh.dv_stride[0] + hkv * sh.dv_stride[1];
-#endif
 #pragma unroll
   for (int i = 0; i < MASKC_BACC(DW); ++i) {
     const int kv = k0 + 16 * kb + maskc_bacc_row<DW>(lane, i), c = part * DW + maskc_bacc_col<DW>(lane, i);
     if (kv < Skv) {
-#if defined(MASKC_PLATFORM_AMD)
-      dKp[(long long)kv * dk_row + c] = maskc_to_elem<MASKC_DT>(dk[i]);
-      dVp[(long long)kv * dv_row + c] = maskc_to_elem<MASKC_DT>(dv[i]);
-#else
       dKp[(long long)kv * sh.dk_stride[2] + c] = maskc_to_elem<MASKC_DT>(dk[i]);
       dVp[(long long)kv * sh.dv_stride[2] + c] = maskc_to_elem<MASKC_DT>(dv[i]);
-#endif
     }
   }
+#endif
 }
 
 // Deterministic dQ: one program per q tile of one (b, h), kv tiles in order.
@@ -1808,6 +1829,11 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
   }
 #endif
   for (int kt = kt_begin; kt < kt_end; ++kt) {
+#if defined(MASKC_PLATFORM_AMD)
+    // The shape, buffers and position frame, read per tile, not held through the loop (maskc_kernarg).
+    const MaskcBwdShape& sh = *(const MaskcBwdShape*)maskc_kernarg<MaskcBwdShape, decltype(maskc_attn_bwd_dq), 5>();
+    const MaskcBuffers& buf = *(const MaskcBuffers*)maskc_kernarg<MaskcBuffers, decltype(maskc_attn_bwd_dq), 6>();
+#endif
     const int k0 = kt * BN;
     const int cls = maskc_bwd_tile_class(sh, buf, b, h, q0, k0);
     if (cls == 0) continue;
@@ -1847,6 +1873,18 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
     maskc_bwd_gemm<MASKC_DT, QW, BN, MASKC_A_ROW, MASKC_B_KN, BN, D>(dq, sdS, 16 * qb, sK, lane, part * QW);
   }
   maskc_copy_wait_all();
+#if defined(MASKC_PLATFORM_AMD)
+  // dQ and its strides read here, not held through the loop (maskc_kernarg).
+  const MASKC_KERNARG_AS MaskcBwdShape* const shl = maskc_kernarg<MaskcBwdShape, decltype(maskc_attn_bwd_dq), 5>();
+  maskc_elem_t* dQp =
+      *maskc_kernarg<maskc_elem_t*, decltype(maskc_attn_bwd_dq), 4>() + b * shl->dq_stride[0] + h * shl->dq_stride[1];
+  const long long dq_row = shl->dq_stride[2];
+#pragma unroll
+  for (int i = 0; i < MASKC_BACC(QW); ++i) {
+    const int q = q0 + 16 * qb + maskc_bacc_row<QW>(lane, i);
+    if (q < Sq) dQp[(long long)q * dq_row + part * QW + maskc_bacc_col<QW>(lane, i)] = maskc_to_elem<MASKC_DT>(dq[i]);
+  }
+#else
   maskc_elem_t* dQp = dQ + b * sh.dq_stride[0] + h * sh.dq_stride[1];
 #pragma unroll
   for (int i = 0; i < MASKC_BACC(QW); ++i) {
@@ -1854,6 +1892,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
     if (q < Sq)
       dQp[(long long)q * sh.dq_stride[2] + part * QW + maskc_bacc_col<QW>(lane, i)] = maskc_to_elem<MASKC_DT>(dq[i]);
   }
+#endif
 }
 
 #endif  // MASKC_BWD_WG
