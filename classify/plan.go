@@ -11,8 +11,9 @@ import (
 )
 
 // PlanVersion is the version of the plan.json schema this package writes
-// (documented in PLAN.md).
-const PlanVersion = 1
+// (documented in PLAN.md). Version 2: a block's "kernel" (maskc compile)
+// names its descriptor in manifest.json instead of restating it.
+const PlanVersion = 2
 
 // Plan is the compile plan of a file: one Decision per attention block, in
 // declaration order. It is what `maskc compile` writes as plan.json and what

@@ -113,7 +113,7 @@ func TestPlanJSON(t *testing.T) {
 		if err := json.Unmarshal(out, &doc); err != nil {
 			t.Fatal(err)
 		}
-		if doc.Version != 1 || doc.Target != DefaultTarget.Name || len(doc.Attentions) == 0 {
+		if doc.Version != PlanVersion || doc.Target != DefaultTarget.Name || len(doc.Attentions) == 0 {
 			t.Fatalf("%s: header %+v", name, doc)
 		}
 		for _, a := range doc.Attentions {

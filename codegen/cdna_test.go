@@ -348,7 +348,7 @@ func TestHipccMFMA(t *testing.T) {
 				t.Errorf("%s: no kernel metadata (%v)", obj, err)
 				continue
 			}
-			for _, e := range append([]string{"maskc_attn_fwd", "maskc_tile_flags"}, BwdEntries...) {
+			for _, e := range append([]string{"maskc_attn_fwd", "maskc_tile_flags", hipsrc.DecodeEntry, hipsrc.DecodeMergeEntry}, BwdEntries...) {
 				if !slices.ContainsFunc(ks, func(k cdnaKernel) bool { return k.Name == e }) {
 					t.Errorf("%s: no %s in the code object", obj, e)
 				}

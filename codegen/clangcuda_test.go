@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/maskc/maskc/classify"
+	"github.com/maskc/maskc/hipsrc"
 )
 
 // findClang locates a clang with the NVPTX back end: $MASKC_CLANG, then
@@ -90,6 +91,18 @@ func TestClangCUDA(t *testing.T) {
 	if len(names) == 0 {
 		t.Fatal("no example is classified as generated")
 	}
+	// The tile-map corpus (issue 27): block selection walks and full
+	// tests, the rewritten // and % relations.
+	corpus, _ := filepath.Glob("../testdata/tilemasks/*.flex")
+	if len(corpus) < 12 {
+		t.Fatalf("found %d corpus masks, want at least 12", len(corpus))
+	}
+	for _, f := range corpus {
+		plan, _ := classify.Classify(loadProgram(t, f), classify.Options{})
+		for _, d := range plan.Attentions {
+			write(f, d.Name, 0)
+		}
+	}
 	write("testdata/golden/lookup.flex", "per_head", 0)        // pre-pass sparsity
 	write("testdata/golden/sliding_window.flex", "sliding", 0) // fp16, head dim 64
 	write("testdata/golden/trig.flex", "rotary", 0)            // sin, cos, tan, erf; i8, u8, i16 buffers
@@ -101,7 +114,7 @@ func TestClangCUDA(t *testing.T) {
 	write("../examples/relative_bias.flex", "biased_layer", 256)
 	write("testdata/golden/lookup.flex", "per_head", 256)
 
-	entries := append([]string{"maskc_attn_fwd"}, BwdEntries...)
+	entries := append([]string{"maskc_attn_fwd", hipsrc.DecodeEntry, hipsrc.DecodeMergeEntry}, BwdEntries...)
 	// wg 2: the sm_90a build with the warp-specialized forward
 	// (hipsrc.WSOptions), whose IR must show its producer/consumer split.
 	for _, wg := range []int{0, 1, 2} {

@@ -76,6 +76,11 @@ func (k *Kernel) HostSparsity(env *eval.Env) (*HostSparsity, error) {
 		conds := append([]cond(nil), d.kv.live...)
 		for _, f := range d.full {
 			conds = append(conds, f.cond)
+			if f.sel != nil {
+				if err := bind(f.sel.val); err != nil {
+					return nil, err
+				}
+			}
 		}
 		for _, c := range conds {
 			if c.atom != nil && c.seg == nil {
@@ -85,6 +90,11 @@ func (k *Kernel) HostSparsity(env *eval.Env) (*HostSparsity, error) {
 			}
 		}
 		segs = append(segs, d.kv.segs...)
+		if d.kv.sel != nil {
+			if err := bind(d.kv.sel.val); err != nil {
+				return nil, err
+			}
+		}
 	}
 	for _, b := range append(segs, p.segments()...) {
 		if s.segs[b] != nil {
@@ -152,10 +162,11 @@ func (s *HostSparsity) KVRange(b, h, qLo, qHi int64) (lo, hi int64, err error) {
 		return 0, s.env.KV, nil
 	}
 	loAll, hiAll := s.env.KV, int64(0)
-	err = s.disjunctRanges(b, h, qLo, qHi, func(live bool, ka, kb int64) {
+	err = s.disjunctRanges(b, h, qLo, qHi, func(_ int, live bool, _, _, ka, kb int64) error {
 		if live {
 			loAll, hiAll = min(loAll, ka), max(hiAll, kb+1)
 		}
+		return nil
 	})
 	if err != nil || loAll >= hiAll {
 		return 0, 0, err
@@ -169,6 +180,22 @@ func (s *HostSparsity) KVRange(b, h, qLo, qHi int64) (lo, hi int64, err error) {
 // rows.
 func (s *HostSparsity) KVIntervals(b, h, qLo, qHi int64) (lo, hi []int64, err error) {
 	p := s.k.sparsity
+	if _, ok := selIntervals(p); ok {
+		err = s.disjunctRanges(b, h, qLo, qHi, func(i int, live bool, qa, qb, ka, kb int64) error {
+			sel := p.disjuncts[i].kv.sel
+			if sel == nil {
+				if !live {
+					ka, kb = 0, -1
+				}
+				lo, hi = append(lo, ka), append(hi, kb+1)
+				return nil
+			}
+			l, h, err := s.selRanges(sel, b, h, live, qa, qb, ka, kb)
+			lo, hi = append(lo, l...), append(hi, h...)
+			return err
+		})
+		return lo, hi, err
+	}
 	if !p.analysed || len(p.disjuncts) > maxKVIntervals {
 		l, h, err := s.KVRange(b, h, qLo, qHi)
 		return []int64{l}, []int64{h}, err
@@ -176,12 +203,13 @@ func (s *HostSparsity) KVIntervals(b, h, qLo, qHi int64) (lo, hi []int64, err er
 	if len(p.disjuncts) == 0 {
 		return []int64{0}, []int64{0}, nil
 	}
-	err = s.disjunctRanges(b, h, qLo, qHi, func(live bool, ka, kb int64) {
+	err = s.disjunctRanges(b, h, qLo, qHi, func(_ int, live bool, _, _, ka, kb int64) error {
 		if live {
 			lo, hi = append(lo, ka), append(hi, kb+1)
 		} else {
 			lo, hi = append(lo, 0), append(hi, 0)
 		}
+		return nil
 	})
 	return lo, hi, err
 }
@@ -196,7 +224,7 @@ func (s *HostSparsity) IntervalTerms() []string {
 	switch {
 	case !p.analysed:
 		return []string{"the whole key range (the mask has no analysed normal form)"}
-	case len(p.disjuncts) > maxKVIntervals:
+	case len(p.disjuncts) > maxKVIntervals && !selWalk(p):
 		texts := make([]string, len(p.disjuncts))
 		for i, d := range p.disjuncts {
 			texts[i] = d.text
@@ -205,23 +233,31 @@ func (s *HostSparsity) IntervalTerms() []string {
 	case len(p.disjuncts) == 0:
 		return []string{"false"}
 	}
-	out := make([]string, len(p.disjuncts))
-	for i, d := range p.disjuncts {
-		out[i] = "term `" + d.text + "`"
-		if len(d.kv.loose) > 0 {
-			out[i] += " (its kv range leaves out `" + strings.Join(d.kv.loose, "`, `") + "`)"
+	_, sels := selIntervals(p)
+	var out []string
+	for _, d := range p.disjuncts {
+		t := "term `" + d.text + "`"
+		if sel := d.kv.sel; sels && sel != nil {
+			for j := 0; j < sel.reads(); j++ {
+				out = append(out, fmt.Sprintf("%s (kv block %d selected by `%s` over the tile's rows)", t, j, sel.text))
+			}
+			continue
 		}
+		if len(d.kv.loose) > 0 {
+			t += " (its kv range leaves out `" + strings.Join(d.kv.loose, "`, `") + "`)"
+		}
+		out = append(out, t)
 	}
 	return out
 }
 
 // disjunctRanges runs each term's row walk over the query rows [qLo,
-// qHi) and calls sink with its liveness (live, a non-empty q range and a
-// non-empty kv range) and kv range [ka, kb], as the code walkDisjuncts
-// prints does.
-func (s *HostSparsity) disjunctRanges(b, h, qLo, qHi int64, sink func(live bool, ka, kb int64)) error {
+// qHi) and calls sink with the term's index, its liveness (live, a
+// non-empty q range and a non-empty kv range), q range [qa, qb] and kv
+// range [ka, kb], as the code walkDisjuncts prints does.
+func (s *HostSparsity) disjunctRanges(b, h, qLo, qHi int64, sink func(i int, live bool, qa, qb, ka, kb int64) error) error {
 	p, KV := s.k.sparsity, s.env.KV
-	for _, d := range p.disjuncts {
+	for i, d := range p.disjuncts {
 		w := d.kv
 		qa, qb, ka, kb := qLo, qHi-1, int64(0), KV-1
 		live := true
@@ -269,9 +305,43 @@ func (s *HostSparsity) disjunctRanges(b, h, qLo, qHi int64, sink func(live bool,
 				kb = min(kb, segSearch(seg, seg[qb], true)-1)
 			}
 		}
-		sink(live && qa <= qb && ka <= kb, ka, kb)
+		if err := sink(i, live && qa <= qb && ka <= kb, qa, qb, ka, kb); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// selRanges is what selCode prints for a term with a selection: its
+// reads() intervals over the rows [qa, qb] (half-open, empty as lo >= hi).
+func (s *HostSparsity) selRanges(sel *selStep, b, h int64, some bool, qa, qb, ka, kb int64) (lo, hi []int64, err error) {
+	k := sel.reads()
+	lo, hi = make([]int64, k), make([]int64, k)
+	fits := sel.qDiv == 0 || floorDiv(qb, sel.qDiv)-floorDiv(qa, sel.qDiv) < int64(k)
+	if some && !fits {
+		lo[0], hi[0] = ka, kb+1
+	}
+	if !some || !fits {
+		return lo, hi, nil
+	}
+	for j := 0; j < k; j++ {
+		q := qa
+		if sel.qDiv != 0 {
+			q = max(qa, (floorDiv(qa, sel.qDiv)+int64(j))*sel.qDiv)
+		}
+		if q > qb {
+			continue
+		}
+		v, err := s.exprs[sel.val].Int(b, h, q, 0)
+		if err != nil {
+			return nil, nil, err
+		}
+		v = min(max(v, -1), s.env.KV/sel.blk+1)
+		if a, e := max(ka, v*sel.blk), min(kb, v*sel.blk+sel.blk-1); a <= e {
+			lo[j], hi[j] = a, e+1
+		}
+	}
+	return lo, hi, nil
 }
 
 // side evaluates a side step at (b, h, q, kv) as the generated code does.
@@ -312,6 +382,12 @@ func (s *HostSparsity) TileFull(b, h, qLo, qHi, kvLo, kvHi int64) (bool, error) 
 				break
 			}
 			switch {
+			case f.sel != nil:
+				v, err := s.selFull(f.sel, b, h, qa, qb, ka, kb)
+				if err != nil {
+					return false, err
+				}
+				full = v
 			case f.seg != nil:
 				seg := s.segs[f.seg]
 				n := int64(len(seg))

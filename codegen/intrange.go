@@ -24,7 +24,7 @@ import (
 //     0 <= b < B and 0 <= h < H;
 //   - Q and KV are at most MaxSeqLen (MaskcShape's ints leave 256 of
 //     headroom for tile arithmetic), 0 <= q < Q and 0 <= kv < KV. The
-//     launcher checks this (python/maskc/harness.py Kernel.prepare; the Go runtime
+//     launcher checks this (gpu/harness.py Kernel.prepare; the Go runtime
 //     must refuse longer sequences the same way).
 const (
 	// MaxSeqLen is the largest Q and KV a generated kernel accepts: 2^31 - 257

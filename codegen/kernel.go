@@ -38,9 +38,16 @@ func (opts Options) canon(l *dsl.Lowered) *normal.Form {
 	return normal.Canon(l)
 }
 
-// Kernel is one generated attention kernel.
+// Kernel is one generated attention kernel: its descriptor (the embedded
+// hipsrc.KernelDesc, every per-kernel fact a launcher reads, which the
+// manifest serialises) and what only the compiler needs (the sources, the
+// buffers' declarations, the lowered mask and score, the sparsity plan).
 type Kernel struct {
-	// Name is the attention block's name.
+	// KernelDesc is the kernel's descriptor. Generate fills every field
+	// but the output files' (ID, SourceFile, BwdSourceFile, code objects)
+	// and the plan's (Flex, Pattern, Fallback); Files adds the first.
+	hipsrc.KernelDesc
+	// Name is the attention block's name (KernelDesc.Attention).
 	Name string
 	// Source is the full self-contained source: Generated between
 	// hipsrc's sources (hipsrc.Assemble).
@@ -56,59 +63,17 @@ type Kernel struct {
 	// reads' axes and slots; see gradfunc.go), maskc_kv_range,
 	// maskc_q_range, maskc_tile_full.
 	Generated string
-	// Entry is the kernel entry point, "maskc_attn_fwd".
-	Entry string
-	// FlagsEntry is the pre-pass entry point "maskc_tile_flags" when
-	// Sparsity is SparsityPrepass, else empty.
-	FlagsEntry string
-	// SegCheckEntry is "maskc_seg_check" when the kernel has integer
-	// `segments` buffers, else empty: launched before every forward and
-	// backward, it writes whether their ids are sorted (status words),
-	// which decides whether the segment searches may narrow the walk.
-	SegCheckEntry string
-	// Sparsity is SparsityAnalytic, SparsityPrepass or SparsityNone.
-	Sparsity hipsrc.Sparsity
 	// WarpSpecialized says that the source selects the warp-specialized
 	// sm_90a forward (#define MASKC_NV_WS 1, hipsrc/attn_fwd_sm90.h) for
 	// NVIDIAWGMMA, and Launch launches it (warpSpecialized gives the rule).
 	WarpSpecialized bool
-	// SparsityReason says why, for the plan.
-	SparsityReason string
-	// Buffers are the MaskcBuffers entries in slot order.
+	// Buffers are the MaskcBuffers entries in slot order, with their
+	// declarations (KernelDesc.Slots describes them for launchers).
 	Buffers []BufferABI
 	// GradBuffers are the entries of Buffers that the score reads
 	// differentiably (float buffers whose reads maskc_score_grad reports),
 	// in slot order; every other buffer's gradient is zero.
 	GradBuffers []BufferABI
-	// ScoreGradReads is MASKC_SCORE_GRAD_READS: the number of entries
-	// maskc_score_grad fills.
-	ScoreGradReads int
-	// HeadDim is the head dimension compiled in: one of hipsrc.HeadDims.
-	HeadDim int
-	// DType is the element type of q, k, v and o: "bf16" or "fp16".
-	DType string
-	// Layout is the tensor layout: hipsrc.LayoutBSHD or LayoutBHSD (the
-	// launcher passes the matching strides).
-	Layout hipsrc.Layout
-	// HasMask says whether the kernel applies a mask.
-	HasMask bool
-	// HasScore says whether the kernel applies a score mod.
-	HasScore bool
-	// HasSink says whether the kernel adds per-head sink logits.
-	HasSink bool
-	// Sink is the .flex name of the sink buffer (f32[H]), empty when none.
-	Sink string
-	// MaskUsesB says whether the mask reads b (when not, pre-pass flags are
-	// shared across the batch).
-	MaskUsesB bool
-	// MaskUsesH says whether the mask reads h (when not, pre-pass flags are
-	// shared across heads).
-	MaskUsesH bool
-	// Scale is the softmax scale to launch with: the block's scale setting,
-	// else 1/sqrt(HeadDim).
-	Scale float64
-	// KVHeads is the block's kv_heads setting (0: as many as query heads).
-	KVHeads int
 	// BlockM is the number of query rows per block (grid x is ceil(Sq/BlockM)).
 	BlockM int
 	// BlockN is the number of keys per tile of the mma.sync and MFMA
@@ -116,26 +81,11 @@ type Kernel struct {
 	BlockN int
 	// Threads is the block size on AMD (64-wide wavefronts).
 	Threads int
-	// Launch gives the block size and dynamic shared memory of
-	// maskc_attn_fwd per platform, by hipsrc.Platform name ("amd", "nvidia",
-	// "nvidia-sm90a").
-	Launch map[string]hipsrc.LaunchConfig
 	// Mask and Score are the lowered mask and score compiled in: the
 	// block's (check.Attention.Mask and Score: its mods, or what its
 	// causal/window/alibi settings mean on Turbo's kernels), except that a
 	// mask keeping every pair is dropped.
 	Mask, Score *dsl.Lowered
-	// MaskTorch is the mask as a PyTorch expression (TorchExpr), empty
-	// when there is no mask.
-	MaskTorch string
-	// ScoreTorch is the score as a PyTorch expression, empty when there is
-	// no score mod.
-	ScoreTorch string
-
-	// Reads bound every buffer read's indices by the call's sizes
-	// (ReadBounds): the launchers refuse a call whose reads fall outside
-	// the buffers' extents before any launch.
-	Reads []hipsrc.ReadBound
 
 	// sparsity is the plan maskc_kv_range and maskc_tile_full were printed
 	// from; HostSparsity evaluates it.
@@ -175,8 +125,11 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 	// fallback computes exactly what the Turbo call would.
 	mask, score := kernelMask(src, a, opts), a.Score
 	k := &Kernel{
-		Name: a.Name, Entry: hipsrc.AttentionEntry, Mask: mask, Score: score, HasMask: mask != nil, HasScore: score != nil, HasSink: a.Sink != nil,
-		KVHeads: a.KVHeads, BlockM: hipsrc.BlockM, BlockN: hipsrc.BlockN, Threads: hipsrc.AMD.NumThreads(),
+		KernelDesc: hipsrc.KernelDesc{
+			Attention: a.Name, Entry: hipsrc.AttentionEntry, HasMask: mask != nil, HasScore: score != nil, HasSink: a.Sink != nil,
+			KVHeads: a.KVHeads, Slots: []hipsrc.BufferSlot{}, Reads: []hipsrc.ReadBound{},
+		},
+		Name: a.Name, Mask: mask, Score: score, BlockM: hipsrc.BlockM, BlockN: hipsrc.BlockN, Threads: hipsrc.AMD.NumThreads(),
 	}
 	if a.Sink != nil {
 		k.Sink = a.Sink.Name
@@ -201,6 +154,7 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 	gradFn, d := ScoreGradFunc(src, score, bufs)
 	diags = append(diags, d...)
 	k.GradBuffers, k.ScoreGradReads = gradFn.Buffers, gradFn.Reads
+	k.Slots = slots(bufs, gradFn.Buffers)
 	if diags.HasErrors() {
 		diags.Sort()
 		return nil, diags
@@ -219,7 +173,9 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 		k.FlagsEntry = hipsrc.TileFlagsEntry
 	}
 	reads, spans := readBounds(src, mask, score, bufs)
-	k.Reads = reads
+	if reads != nil {
+		k.Reads = reads
+	}
 	readDiagnostics(src, p, bufs, reads, spans, &diags)
 	if !write {
 		return k, diags
@@ -276,32 +232,30 @@ func Reads(p *check.Program, a *check.Attention, opts Options) []hipsrc.ReadBoun
 	return ReadBounds(p.File.Source, mask, a.Score, bufs)
 }
 
-// Manifest returns the manifest entry of k for its source file source
-// (relative to the manifest); the caller fills in Flex, Pattern and
-// Fallback.
-func (k *Kernel) Manifest(source string) hipsrc.KernelManifest {
-	m := hipsrc.KernelManifest{
-		Name: strings.TrimSuffix(source, filepath.Ext(source)), Source: source, Attention: k.Name,
-		Entry: k.Entry, FlagsEntry: k.FlagsEntry, SegCheckEntry: k.SegCheckEntry, HeadDim: k.HeadDim, DType: k.DType, Layout: k.Layout,
-		Scale: k.Scale, KVHeads: k.KVHeads, Sparsity: k.Sparsity, SparsityReason: k.SparsityReason,
-		HasMask: k.HasMask, HasScore: k.HasScore, HasSink: k.HasSink, Sink: k.Sink,
-		MaskUsesB: k.MaskUsesB, MaskUsesH: k.MaskUsesH, Buffers: []hipsrc.BufferSlot{},
-		Launch: k.Launch, MaskTorch: k.MaskTorch, ScoreTorch: k.ScoreTorch, Reads: k.Reads,
+// slots describes bufs for the descriptor: grad marks the buffers the
+// score reads differentiably.
+func slots(bufs, grad []BufferABI) []hipsrc.BufferSlot {
+	g := map[int]bool{}
+	for _, b := range grad {
+		g[b.Slot] = true
 	}
-	if m.Reads == nil {
-		m.Reads = []hipsrc.ReadBound{}
+	out := []hipsrc.BufferSlot{}
+	for i := range bufs {
+		s := bufs[i].Manifest()
+		s.Grad = g[s.Slot]
+		out = append(out, s)
 	}
-	grad := map[int]bool{}
-	for _, b := range k.GradBuffers {
-		grad[b.Slot] = true
-	}
-	for i := range k.Buffers {
-		s := k.Buffers[i].Manifest()
-		s.Grad = grad[s.Slot]
-		m.Buffers = append(m.Buffers, s)
-	}
-	m.ScoreGradReads = k.ScoreGradReads
-	return m
+	return out
+}
+
+// Files returns k's descriptor as written to source (relative to the
+// manifest), with the backward's source beside it (hipsrc.BwdSourceName):
+// the output writer's part of it, ID, SourceFile and BwdSourceFile, filled
+// in; the caller adds Flex, Pattern and Fallback.
+func (k *Kernel) Files(source string) hipsrc.KernelDesc {
+	d := k.KernelDesc
+	d.ID, d.SourceFile, d.BwdSourceFile = strings.TrimSuffix(source, filepath.Ext(source)), source, hipsrc.BwdSourceName(source)
+	return d
 }
 
 // configure resolves head dim, dtype, layout and scale.
@@ -322,6 +276,8 @@ func (k *Kernel) configure(src *dsl.Source, a *check.Attention, opts Options, di
 			WithHint("use head_dim = %s (pad the head dimension on the Python side)", hipsrc.HeadDimList())
 	}
 	k.Launch = launch
+	k.BwdEntries = hipsrc.BwdEntryNames()
+	k.BwdLaunch, _ = hipsrc.BwdLaunches(k.HeadDim) // nil where the head dim was refused above
 	k.DType = firstNonEmpty(opts.DType, a.ResolvedDType())
 	if k.DType != "bf16" && k.DType != "fp16" {
 		diags.Add(src, at("dtype"), CodeDType, "a generated kernel has no configuration for dtype %s", k.DType).

@@ -599,7 +599,21 @@ func (g *sparsityWriter) walkRange(p sparsityPlan, wf walkFuncs) string {
 
 	g.reset()
 	n := len(p.disjuncts)
-	if n > maxKVIntervals || n == 0 {
+	if total, ok := selIntervals(p); ok && wf.inner == dsl.VarKV {
+		slot := 0
+		g.walkDisjuncts(p, wf.inner, func(i int, n walkNames) {
+			if s := p.disjuncts[i].kv.sel; s != nil {
+				g.selCode(s, n, slot)
+				slot += s.reads()
+				return
+			}
+			g.line("const bool some%d = %s && %s <= %s && %s <= %s;", slot, n.live, n.qa, n.qb, n.ka, n.kb)
+			g.line("lo[%d] = some%d ? %s : 0;", slot, slot, n.ka)
+			g.line("hi[%d] = some%d ? %s + 1 : 0;", slot, slot, n.kb)
+			slot++
+		})
+		n = total
+	} else if n > maxKVIntervals || n == 0 {
 		n = 1
 		g.line("%s(buf, B, H, HKV, Q, KV, b, h, %s, &lo[0], &hi[0]);  // their hull", funcName(wf.hullSig), wf.args)
 	} else {
@@ -638,6 +652,8 @@ func (g *sparsityWriter) tileFull(p sparsityPlan) string {
 		var conds []string
 		for _, f := range d.full {
 			switch {
+			case f.sel != nil:
+				conds = append(conds, g.selFull(f.sel, i))
 			case f.seg != nil:
 				rd, n := readerName(f.seg), fmt.Sprintf("buf.dim[%d][0]", f.seg.Slot)
 				conds = append(conds, fmt.Sprintf("(%s(buf) && qa >= 0 && ka >= 0 && qb < %s && kb < %s && %s(buf, qa) == %s(buf, qb) && %s(buf, ka) == %s(buf, kb) && %s(buf, qa) == %s(buf, ka))",

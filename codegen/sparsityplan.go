@@ -46,6 +46,10 @@ type disjunctPlan struct {
 	// when an opaque condition or a bound not monotone in q and kv makes
 	// that unprovable.
 	full []fullTest
+	// selFull is full with the term's block selection tested too (the
+	// selection is its only opaque condition); it becomes full where the
+	// row walk takes the selections (newSparsityPlan).
+	selFull []fullTest
 }
 
 // walkPlan computes one term's range [ia, ib] of the inner variable (kv in
@@ -68,6 +72,9 @@ type walkPlan struct {
 	loose []string
 	// bounded is set when some step bounds the inner variable.
 	bounded bool
+	// sel is the term's first block selection (selection.go), kv walk
+	// only; its atom is in loose too (evaluated per element).
+	sel *selStep
 }
 
 // cond is a condition of a term: a bound, or an atom (an opaque condition
@@ -92,6 +99,8 @@ type sideStep struct {
 // fullTest is one conjunct of a term's full-tile test.
 type fullTest struct {
 	cond
+	// sel: the tile's rows read one selected block and its keys lie in it.
+	sel *selStep
 	// qMax, kvMax: the bound's direction is largest at q = qb (else qa)
 	// and kv = kb (else ka); it is smallest at the opposite corner.
 	qMax, kvMax bool
@@ -109,6 +118,9 @@ func newSparsityPlan(l *dsl.Lowered, bufs []BufferABI, opts Options) sparsityPla
 		return sparsityPlan{kind: SparsityNone, reason: "no mask: every kv tile is visited and full"}
 	}
 	f := opts.canon(l)
+	if !f.TooComplex {
+		f = f.Copy() // rewriteTerm may add quotients
+	}
 	if f.TooComplex {
 		return sparsityPlan{kind: SparsityPrepass, reason: tooBigReason}
 	}
@@ -121,6 +133,13 @@ func newSparsityPlan(l *dsl.Lowered, bufs []BufferABI, opts Options) sparsityPla
 		p.disjuncts = append(p.disjuncts, planTerm(f, t, byName))
 	}
 	p.kind, p.reason = choose(p)
+	if selWalk(p) {
+		for i := range p.disjuncts {
+			if d := &p.disjuncts[i]; d.full == nil && d.selFull != nil {
+				d.full = d.selFull
+			}
+		}
+	}
 	return p
 }
 
@@ -141,6 +160,7 @@ func segmentBuffer(a *normal.Atom, byName map[string]*BufferABI) *BufferABI {
 // planTerm plans one term's row walk, column walk and full test.
 func planTerm(f *normal.Form, t *normal.Term, byName map[string]*BufferABI) disjunctPlan {
 	d := disjunctPlan{text: termText(f, t)}
+	t = rewriteTerm(f, t)
 	d.kv = planWalk(f, t, dsl.VarKV, dsl.VarQ, byName)
 	d.q = planWalk(f, t, dsl.VarQ, dsl.VarKV, byName)
 	full := []fullTest{}
@@ -152,15 +172,22 @@ func planTerm(f *normal.Form, t *normal.Term, byName map[string]*BufferABI) disj
 		}
 		full = append(full, fullTest{cond: cond{bound: b}, qMax: sq >= 0, kvMax: sk >= 0})
 	}
+	var sel *selStep
 	for _, a := range t.Atoms {
 		switch {
 		case segmentBuffer(a, byName) != nil:
 			full = append(full, fullTest{cond: cond{atom: a, seg: segmentBuffer(a, byName)}})
 		case freeAtom(a):
 			full = append(full, fullTest{cond: cond{atom: a}})
+		case sel == nil && d.kv.sel != nil && a.Text == d.kv.sel.text:
+			sel = d.kv.sel
 		default:
 			return d
 		}
+	}
+	if sel != nil {
+		d.selFull = append(full, fullTest{sel: sel})
+		return d
 	}
 	d.full = full
 	return d
@@ -245,6 +272,9 @@ func planWalk(f *normal.Form, t *normal.Term, inner, outer dsl.Var, byName map[s
 		case freeAtom(a):
 			w.live = append(w.live, cond{atom: a})
 		default:
+			if inner == dsl.VarKV && w.sel == nil {
+				w.sel = selectionAtom(a, byName)
+			}
 			w.loose = append(w.loose, a.Text)
 		}
 	}

@@ -313,8 +313,8 @@ func TestStages(t *testing.T) {
 	}
 }
 
-// TestPlanFile checks that the typed plan carries a kernel object exactly
-// for the blocks that need one, and serialises it under "kernel".
+// TestPlanFile checks that the typed plan names a kernel exactly for the
+// blocks that need one, under "kernel", by its manifest descriptor's ID.
 func TestPlanFile(t *testing.T) {
 	u, diags, err := CompileFile(examples+"prefix_lm.flex", Options{})
 	if err != nil || diags.HasErrors() {
@@ -329,7 +329,12 @@ func TestPlanFile(t *testing.T) {
 		if kd.HasErrors() {
 			t.Fatal(kd)
 		}
-		pa.Kernel = NewPlanKernel(k, pa.Name+".hip")
+		d := KernelDesc(k, pa.Decision, pa.Name+".hip", "prefix_lm.flex")
+		if d.ID != pa.Name || d.SourceFile != pa.Name+".hip" || d.BwdSourceFile != pa.Name+".bwd.hip" || d.Attention != pa.Name ||
+			d.Sparsity == "" || len(d.BwdEntries) == 0 || d.BwdLaunch["amd"].Threads == 0 {
+			t.Errorf("%s: descriptor %+v", pa.Name, d)
+		}
+		pa.Kernel = d.ID
 	}
 	b, err := pf.JSON()
 	if err != nil {
@@ -338,26 +343,23 @@ func TestPlanFile(t *testing.T) {
 	var doc struct {
 		Version    int `json:"version"`
 		Attentions []struct {
-			Name    string `json:"name"`
-			Pattern string `json:"pattern"`
-			Kernel  *struct {
-				Source   string `json:"source"`
-				Sparsity string `json:"sparsity"`
-			} `json:"kernel"`
+			Name    string  `json:"name"`
+			Pattern string  `json:"pattern"`
+			Kernel  *string `json:"kernel"`
 		} `json:"attentions"`
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)
 	}
-	if doc.Version != 1 || len(doc.Attentions) == 0 {
+	if doc.Version != u.Plan.Version || len(doc.Attentions) == 0 {
 		t.Fatalf("plan: %s", b)
 	}
 	for _, a := range doc.Attentions {
 		if (a.Kernel != nil) != (a.Pattern == Generated || u.Decision(a.Name).Fallback == Generated) {
 			t.Errorf("%s: kernel %+v for pattern %s", a.Name, a.Kernel, a.Pattern)
 		}
-		if a.Kernel != nil && (a.Kernel.Source != a.Name+".hip" || a.Kernel.Sparsity == "") {
-			t.Errorf("%s: kernel %+v", a.Name, a.Kernel)
+		if a.Kernel != nil && *a.Kernel != a.Name {
+			t.Errorf("%s: kernel %q", a.Name, *a.Kernel)
 		}
 	}
 }

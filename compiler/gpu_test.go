@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maskc/maskc/hipsrc"
 	"github.com/maskc/maskc/runtime"
 )
 
@@ -172,9 +171,12 @@ func launchOnZeros(t *testing.T, d *runtime.Device, u *Unit, name string) {
 	names := a.Buffers()
 	for i, n := range names {
 		bytes := int64(sz.H) * 4 // the sink, f32[H]
-		if i < len(spec.Buffers) {
-			dims := spec.Buffers[i].Dims(rs)
-			bytes = dims[0] * dims[1] * int64(hipsrc.BufferElemBytes(spec.Buffers[i].DType))
+		if i < len(spec.Kernel.Slots) {
+			dims, err := spec.Extents(i, rs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bytes = dims[0] * dims[1] * int64(spec.Kernel.Slots[i].ElemBytes)
 		}
 		if err := a.Bind(n, alloc(max(bytes, 1), 0)); err != nil {
 			t.Fatal(err)
@@ -204,9 +206,12 @@ func launchOnZeros(t *testing.T, d *runtime.Device, u *Unit, name string) {
 		var dbytes []int64
 		for _, g := range a.GradBuffers() {
 			bytes := int64(sz.H) * 4
-			for i, b := range spec.Buffers {
+			for i := range spec.Kernel.Slots {
 				if names[i] == g {
-					dims := b.Dims(rs)
+					dims, err := spec.Extents(i, rs)
+					if err != nil {
+						t.Fatal(err)
+					}
 					bytes = dims[0] * dims[1] * 4
 				}
 			}

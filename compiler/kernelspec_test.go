@@ -47,25 +47,27 @@ func TestDocumentKernelLaunches(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := k.Launch[platform]
+		abi := spec.Platform.ABI()
 		wgmma := platform == "nvidia-sm90a"
-		if wgmma != (spec.Arch == "sm_90a") || wgmma != (len(spec.CompileOptions) == 1) || spec.BlockN != want.BlockN {
-			t.Errorf("%s: arch %q, options %q, block n %d", platform, spec.Arch, spec.CompileOptions, spec.BlockN)
+		if spec.Platform.String() != platform || wgmma != (abi.Arch == "sm_90a") || wgmma != (len(abi.CompileOptions) == 1) {
+			t.Errorf("%s: platform %s, arch %q, options %q", platform, spec.Platform, abi.Arch, abi.CompileOptions)
 		}
-		if spec.NumThreads != want.Threads || spec.SharedBytes != want.SharedMemBytes || spec.HeadDim != 128 ||
-			spec.Flex != p.File.Source || len(spec.Buffers) != 1 || spec.Sparsity != runtime.SparsityAnalytic {
-			t.Fatalf("%s: threads %d, shared %d, head dim %d, %d buffers, sparsity %d; want %+v",
-				backend, spec.NumThreads, spec.SharedBytes, spec.HeadDim, len(spec.Buffers), spec.Sparsity, want)
+		// The spec carries the kernel's descriptor itself, with the file
+		// names the compile logs show.
+		if spec.Kernel.HeadDim != 128 || spec.Flex != p.File.Source || len(spec.Kernel.Slots) != 1 || spec.Kernel.Sparsity != hipsrc.SparsityAnalytic ||
+			spec.Kernel.Launch[platform] != k.Launch[platform] || spec.Kernel.SourceFile != k.Name+".cu" || spec.Kernel.BwdSourceFile != k.Name+".bwd.cu" ||
+			spec.Source != k.Source || spec.BwdSource != k.BwdSource {
+			t.Fatalf("%s: spec %+v", backend, spec.Kernel)
 		}
 	}
 	spec, err := KernelSpec(p, k, "fake", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b := spec.Buffers[0]; b.DType != "i32" || !b.Segments {
+	if b := spec.Kernel.Slots[0]; b.DType != "i32" || !b.Segments {
 		t.Errorf("doc buffer spec: dtype %q, segments %v; want i32, true (CheckSegments reads it)", b.DType, b.Segments)
 	}
-	if !spec.SegCheck {
+	if spec.Kernel.SegCheckEntry != runtime.SegCheckEntry {
 		t.Error("a kernel with a segments buffer has no segments check")
 	}
 	fb := fake.New()
@@ -120,7 +122,8 @@ func TestLaunchGeometryMatchesTheTemplate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec.Sparsity = runtime.SparsityPrepass // the fake kernels stand in for the template's
+	// the fake kernels stand in for the template's
+	spec.Kernel.Sparsity, spec.Kernel.FlagsEntry = hipsrc.SparsityPrepass, hipsrc.TileFlagsEntry
 	fb := fake.New()
 	grids := map[string]runtime.Dim3{}
 	record := func(name string) fake.Kernel {
@@ -173,9 +176,9 @@ func TestBackwardSpecPerHeadDim(t *testing.T) {
 			t.Fatal(err)
 		}
 		want, _ := hipsrc.BwdLaunchOn(hipsrc.NVIDIAWGMMA, k.HeadDim)
-		if spec.Source == "" || spec.Backward == nil || spec.Backward.BlockM != tc.blockM || spec.Backward.BlockN != tc.blockN ||
-			spec.Backward.SharedBytes != want.SharedMemBytes {
-			t.Errorf("%s: forward %v, backward %+v, want %dx%d", tc.file, spec.Source != "", spec.Backward, tc.blockM, tc.blockN)
+		got := spec.Kernel.BwdLaunch[spec.Platform.String()]
+		if spec.Source == "" || spec.BwdSource == "" || got.BlockM != tc.blockM || got.BlockN != tc.blockN || got != want {
+			t.Errorf("%s: forward %v, backward %+v, want %dx%d", tc.file, spec.Source != "", got, tc.blockM, tc.blockN)
 		}
 	}
 }

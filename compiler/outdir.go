@@ -352,18 +352,14 @@ func CleanPathError(err error) error {
 // WriteKernel writes the forward source of kernel k, generated for block d
 // (nil: a kernel asked for without a plan) of the .flex file flex, as file
 // and its backward source beside it (hipsrc.BwdSourceName), and returns
-// the kernel's manifest entry.
-func (s *OutDir) WriteKernel(k *codegen.Kernel, d *classify.Decision, file, flex string) (hipsrc.KernelManifest, error) {
-	bwd := hipsrc.BwdSourceName(file)
-	if err := s.WriteFile(file, []byte(k.Source)); err != nil {
-		return hipsrc.KernelManifest{}, err
+// the kernel's descriptor as written (KernelDesc).
+func (s *OutDir) WriteKernel(k *codegen.Kernel, d *classify.Decision, file, flex string) (hipsrc.KernelDesc, error) {
+	m := KernelDesc(k, d, file, flex)
+	if err := s.WriteFile(m.SourceFile, []byte(k.Source)); err != nil {
+		return hipsrc.KernelDesc{}, err
 	}
-	if err := s.WriteFile(bwd, []byte(k.BwdSource)); err != nil {
-		return hipsrc.KernelManifest{}, err
-	}
-	m := KernelManifest(k, d, file, flex)
-	if err := m.SetBackward(bwd); err != nil {
-		return hipsrc.KernelManifest{}, err
+	if err := s.WriteFile(m.BwdSourceFile, []byte(k.BwdSource)); err != nil {
+		return hipsrc.KernelDesc{}, err
 	}
 	return m, nil
 }

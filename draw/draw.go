@@ -39,6 +39,9 @@ type Picture struct {
 	Map   *tilemap.Map
 	Scale int
 	Title string
+	// Lines are more caption lines, after the counts (maskc draw: the
+	// tile list and its cost estimates).
+	Lines []string
 }
 
 // Colors of the picture.
@@ -126,6 +129,7 @@ func Layout(p Picture) (*Canvas, error) {
 		fmt.Sprintf("kept pairs %d of %d (density %.4f), slice b=%d h=%d", ct.KeptPairs, ct.Pairs, ct.Density, m.B, m.H),
 		fmt.Sprintf("tiles %d: visited %d, with kept pairs %d, full %d", ct.Tiles, ct.Visited, ct.WithKept, ct.Full),
 	}
+	lines = append(lines, p.Lines...)
 	width := max(x, 2*margin+2*pw+gap, 2*margin+charW*len(p.Title))
 	for _, ln := range lines {
 		y += lineH + 2

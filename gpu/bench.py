@@ -32,8 +32,9 @@ import torch
 from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
-from maskc import harness  # noqa: E402  (the package's launcher: python/maskc)
-from maskc.runlog import JsonLog  # noqa: E402
+import buffers  # noqa: E402  (gpu/buffers.py)
+import harness  # noqa: E402  (gpu/harness.py, on the package's launcher: python/maskc)
+from runlog import JsonLog  # noqa: E402  (gpu/runlog.py)
 
 B, H, S, D = 2, 16, 8192, 128
 
@@ -50,7 +51,7 @@ def flex_cases(dev):
     """The flex_baseline.py mods and buffers, and the generated kernel named
     like each case (gpu/bench_cases/*.flex)."""
     g = torch.Generator().manual_seed(1)
-    doc = harness.doc_ids(S, g).to(dev)
+    doc = buffers.doc_ids(S, g).to(dev)
     slopes = torch.exp2(-8.0 * (torch.arange(H, device=dev) + 1) / H)
     causal = lambda b, h, q, kv: q >= kv
     return [

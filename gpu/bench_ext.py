@@ -35,8 +35,8 @@ import torch
 from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
-from maskc import harness  # noqa: E402  (the package's launcher: python/maskc)
-from maskc.runlog import JsonLog  # noqa: E402
+import harness  # noqa: E402  (gpu/harness.py, on the package's launcher: python/maskc)
+from runlog import JsonLog  # noqa: E402  (gpu/runlog.py)
 
 B, H, S, D = 2, 16, 8192, 128
 
@@ -157,8 +157,8 @@ def main():
             given[b["name"]]["dims"]).contiguous().to(dev) for b in specs]
         ns = dict(B=B, H=H, HKV=H, Q=S, KV=S, torch=torch)
         ns.update({b["name"]: t for b, t in zip(specs, bufs)})
-        mask = eval("lambda b, h, q, kv: " + e["mask_torch"], ns) if e.get("mask_torch") else None
-        score = eval("lambda score, b, h, q, kv: " + e["score_torch"], ns) if e.get("score_torch") else None
+        mask = harness.TorchExpr(e["mask_torch"], ("b", "h", "q", "kv"), ns) if e.get("mask_torch") else None
+        score = harness.TorchExpr(e["score_torch"], ("score", "b", "h", "q", "kv"), ns) if e.get("score_torch") else None
         t = tiles.get(cid, {})
         kept = t.get("kept_pairs") or B * H * S * S * harness.density(mask, S, S, H, dev)
         flops = 4.0 * D * kept
@@ -172,8 +172,11 @@ def main():
             fa = torch.compile(flex_attention)
             # A kernel without a mask meets FlexAttention with flex_baseline.py's all-true block mask.
             fmask = mask if mask is not None else (lambda b, h, q, kv: (q >= 0) & (kv >= 0))
+            t0 = time.time()  # the BlockMask is built outside the timing; its build time is reported beside
             bm = create_block_mask(fmask, B if e.get("mask_uses_b") else None, H if e.get("mask_uses_h") else None,
                                    S, S, device=dev)
+            torch.cuda.synchronize()
+            row["block_mask_ms"] = round((time.time() - t0) * 1e3, 2)
             fwd = lambda: fa(q, k, v, score_mod=score, block_mask=bm, scale=scale)
             ref = harness.time_flex(row, fwd, flops)
         except Exception as ex:

@@ -4,7 +4,8 @@
 #   gpu/bench_ext.sh gen   (where Go is) writes .devbin/ext: the kernels of
 #       the eight baseline cases, gpu/bench_cases_ext and every example that
 #       generates a kernel (gen/), their buffer contents (buffers.json) and the
-#       exact tile counts of the benchmark launch (tiles.jsonl).
+#       exact tile counts of the benchmark launch (tiles.jsonl). CORPUS=1 adds
+#       testdata/tilemasks (issue 27's corpus, buffers.py's contents).
 #   gpu/bench_ext.sh run   (on the GPU machine, .devbin/ext carried) runs
 #       gpu/bench_ext.py, then gpu/check.py on the same kernels, writing
 #       bench_ext.* and check.* into $OUT (default /tmp/maskc-ext). Extra
@@ -19,6 +20,9 @@ gen)
 	rm -rf "$DIR"
 	mkdir -p "$DIR"
 	FILES="gpu/bench_cases/*.flex gpu/bench_cases_ext/*.flex $EXAMPLES"
+	# CORPUS=1 adds the tile-map corpus (testdata/tilemasks, issue 27) with
+	# buffers.py's realistic contents.
+	[ "${CORPUS:-0}" = 1 ] && FILES="$FILES testdata/tilemasks/*.flex"
 	go run ./cmd/genkernels -o "$DIR/gen" $FILES || exit 1
 	names=$(python3 -c "import json; import os; print(' '.join(sorted({os.path.basename(k['flex'])[:-5] + ':' + k['attention'] for k in json.load(open('$DIR/gen/manifest.json'))['kernels']})))")
 	python3 gpu/bench_ext_buffers.py $SHAPE "$DIR/buffers.json" $names || exit 1

@@ -6,7 +6,9 @@ Usage (where Go is): python3 gpu/bench_ext_buffers.py B,H,S OUT.json FLEX:ATTENT
 writes {"FLEX:ATTENTION": {buffer: {"dims": [...], "data": [...]}}} for the
 cases named (FLEX the .flex file's base name; cases without buffers get {}).
 """
+import importlib.util
 import json
+import os
 import random
 import sys
 
@@ -21,10 +23,36 @@ def doc_ids(n, rnd):
     return out
 
 
+def corpus_buffers(mask, H, S):
+    """The tile-map corpus's realistic contents (testdata/tilemasks/buffers.py)
+    of mask, by name: (dims, flat values); None for a mask not in it."""
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "testdata", "tilemasks")
+    if not os.path.exists(os.path.join(path, mask + ".flex")):
+        return None
+    # by path, under its own name: gpu/buffers.py is another module `buffers`
+    spec = importlib.util.spec_from_file_location("tilemask_buffers", os.path.join(path, "buffers.py"))
+    corpus = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(corpus)
+    out = {}
+    for name, vals in corpus.buffers(mask, H, S).items():
+        sel = corpus.DECLARED.get(mask)
+        if sel is None:
+            dims = [S]
+        elif sel[4]:
+            dims = [sel[3]]
+        else:
+            dims = [H, sel[3]]
+        out[name] = (dims, vals)
+    return out
+
+
 def buffers(case, B, H, S):
     """The buffers of one benchmark case (FLEX:ATTENTION), by name: (dims,
     flat values)."""
     kernel = case.split(":")[-1]
+    corpus = corpus_buffers(case.split(":")[0], H, S)
+    if corpus is not None:
+        return corpus
     rnd = random.Random(case)  # str seeds are deterministic across runs
     if kernel in ("document", "document_sliding"):
         return {"doc": ([S], doc_ids(S, random.Random(1)))}

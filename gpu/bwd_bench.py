@@ -2,11 +2,15 @@
 torch.compile(flex_attention) forward + backward, in one GPU run, on the
 eight cases of shared/bench/flex_baseline.py (bf16, B=2, H=16, S=8192, D=128).
 
-Usage: python3 gpu/bwd_bench.py --generated DIR [--cases a,b] [--out FILE.jsonl]
+Usage: python3 gpu/bwd_bench.py --generated DIR [--cases a,b] [--out FILE.jsonl] [--ext-buffers BUF.json]
                                 [--variant NAME=DIR|NAME:MASKC_X=V[,MASKC_Y=W] [--variant-cases a,b]] ...
 
 DIR is genkernels output of gpu/bench_cases/*.flex (kernels named like the
-cases' headers, as bench.py). TFLOP/s count only unmasked (q, kv) pairs: 4*D
+cases' headers, as bench.py); with --ext-buffers, DIR may be gpu/bench_ext.sh's
+gen directory, and its other kernels run too (bench_ext.py's cases: the
+manifest's torch mask and score over BUF.json's buffers; CORPUS=1 puts
+testdata/tilemasks among them). The BlockMask is built outside the timing;
+its build time is reported beside (block_mask_ms). TFLOP/s count only unmasked (q, kv) pairs: 4*D
 flops per pair forward, the backward counted as 2.5x that (fwd+bwd 3.5x, as
 flex_baseline.py). maskc's time is its forward (with the tile pre-pass where
 the kernel has one) plus its backward (default mode: dQ atomics; and
@@ -35,9 +39,33 @@ import torch
 from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
-from maskc import harness  # noqa: E402  (the package's launcher: python/maskc)
-from maskc.runlog import JsonLog  # noqa: E402
+import harness  # noqa: E402  (gpu/harness.py, on the package's launcher: python/maskc)
+from runlog import JsonLog  # noqa: E402  (gpu/runlog.py)
 from bench import B, H, S, D, flex_cases
+
+
+def manifest_cases(man, bufvals, taken, dev, names):
+    """bench_ext.py's cases of the manifest's kernels not in taken (kernel
+    names): (FLEX:ATTENTION, kernel name, mask, score, buffers), the mask
+    and score the manifest's torch expressions over the buffer contents
+    bufvals gives (keyed FLEX:ATTENTION); only names when given."""
+    out = []
+    for e in man["kernels"]:
+        cid = os.path.basename(e["flex"]).rsplit(".", 1)[0] + ":" + e["attention"]
+        if e["name"] in taken or (names and cid not in names.split(",")):
+            continue
+        specs = sorted(e.get("buffers") or [], key=lambda b: b["slot"])
+        given = bufvals.get(cid, {})
+        bufs = [torch.tensor(given[b["name"]]["data"], dtype=harness.TORCH_DTYPES[b["dtype"]]).reshape(
+            given[b["name"]]["dims"]).contiguous().to(dev) for b in specs]
+        ns = dict(B=B, H=H, HKV=H, Q=S, KV=S, torch=torch)
+        ns.update({b["name"]: t for b, t in zip(specs, bufs)})
+        mask = harness.TorchExpr(e["mask_torch"], ("b", "h", "q", "kv"), ns) if e.get("mask_torch") else \
+            (lambda b, h, q, kv: (q >= 0) & (kv >= 0))
+        score = harness.TorchExpr(e["score_torch"], ("score", "b", "h", "q", "kv"), ns) if e.get("score_torch") \
+            else None
+        out.append((cid, e["name"], mask, score, bufs))
+    return out
 
 
 def main():
@@ -50,6 +78,10 @@ def main():
     ap.add_argument("--variant-cases", help="the cases the variants run (default all)")
     ap.add_argument("--split", action="store_true",
                     help="also time each launch of the atomic backward alone (split_ms: {entry: ms})")
+    ap.add_argument("--ext-buffers", metavar="BUF.json",
+                    help="also run every other kernel of --generated (a gpu/bench_ext.sh gen directory, e.g. with "
+                         "CORPUS=1), named FLEX:ATTENTION, its mask and score the manifest's torch expressions over "
+                         "these buffers (gpu/bench_ext_buffers.py)")
     ap.add_argument("--flex-bufgrad", action="store_true",
                     help="also time FlexAttention with maskc's differentiated float buffers requiring grad")
     a = ap.parse_args()
@@ -64,6 +96,8 @@ def main():
     man = json.load(open(a.generated + "/manifest.json"))
     abi = harness.ABI(man["abi"])
     by_name = {e["name"]: e for e in man["kernels"]}
+    if a.ext_buffers:
+        cases += manifest_cases(man, json.load(open(a.ext_buffers)), {c[1] for c in cases}, dev, a.cases)
     jobs = [(c[0], by_name[c[1]]) for c in cases if c[1] in by_name]
     vcases = a.variant_cases.split(",") if a.variant_cases else None
     variants, defines = [("main", a.generated, None)], {}
@@ -116,7 +150,12 @@ def main():
         row = dict(kind="bench", case=name, density=round(dens, 4))
         fg = None
         try:
-            bm = create_block_mask(mm, None, None, S, S, device=dev)
+            t0 = time.time()  # the BlockMask is built outside the timing; its build time is reported beside
+            e_ = by_name.get(header) or {}  # a mask reading b or h gets a BlockMask per batch or head
+            bm = create_block_mask(mm, B if e_.get("mask_uses_b") else None, H if e_.get("mask_uses_h") else None, S, S,
+                                   device=dev)
+            torch.cuda.synchronize()
+            row["block_mask_ms"] = round((time.time() - t0) * 1e3, 2)
 
             def fb():
                 qf.grad = kf.grad = vf.grad = None

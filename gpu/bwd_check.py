@@ -30,7 +30,8 @@ import time
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
-from maskc import harness  # noqa: E402  (the package's launcher: python/maskc)
+import harness  # noqa: E402  (gpu/harness.py, on the package's launcher: python/maskc)
+import corpus_buffers  # noqa: E402  (realistic buffers of testdata/tilemasks)
 
 TOL = 1e-2
 # (B, H, HKV, Sq, Skv, dlse variants)
@@ -65,10 +66,10 @@ def ref_mods(case, B, H, HKV, Sq, Skv, bufs):
     names = [b["name"] for b in specs]
     mask = score = None
     if e.get("mask_torch"):
-        mfn = eval("lambda b, h, q, kv, %s: %s" % (", ".join(names + ["_unused=None"]), e["mask_torch"]), base)
+        mfn = harness.TorchExpr(e["mask_torch"], ["b", "h", "q", "kv"] + names, base)
         mask = lambda b, h, q, kv: mfn(b, h, q, kv, *bufs)
     if e.get("score_torch"):
-        sfn = eval("lambda score, b, h, q, kv, %s: %s" % (", ".join(names + ["_unused=None"]), e["score_torch"]), base)
+        sfn = harness.TorchExpr(e["score_torch"], ["score", "b", "h", "q", "kv"] + names, base)
 
         def score(s, b, h, q, kv, leaves):
             return sfn(s, b, h, q, kv, *[leaves.get(i, t) for i, t in enumerate(bufs)])
@@ -216,7 +217,7 @@ def main():
     for e in man["kernels"]:
         if names and e["name"] not in names:
             continue
-        jobs.append((harness.GeneratedCase(e), harness.read(a.generated + "/" + e["bwd_source"])))
+        jobs.append((corpus_buffers.wrap(harness.GeneratedCase(e)), harness.read(a.generated + "/" + e["bwd_source"])))
     harness.libs()
     torch.empty(1, device="cuda")
     t0 = time.time()

@@ -30,7 +30,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
-from maskc import harness  # noqa: E402  (the package's launcher: python/maskc)
+import harness  # noqa: E402  (gpu/harness.py, on the package's launcher: python/maskc)
 
 
 def child(a):

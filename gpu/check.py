@@ -34,7 +34,8 @@ import time
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
-from maskc import harness  # noqa: E402  (the package's launcher: python/maskc)
+import harness  # noqa: E402  (gpu/harness.py, on the package's launcher: python/maskc)
+import corpus_buffers  # noqa: E402  (realistic buffers of testdata/tilemasks)
 
 TOL = 1e-2
 # (B, H, HKV, Sq, Skv, layout)
@@ -133,6 +134,7 @@ def main():
     defines = harness.parse_defines(a.define)
     abi, cases = harness.generated_cases(a.generated)
     for case, src in cases:  # the manifest's torch expressions are the reference
+        case = corpus_buffers.wrap(case)
         if names and case.name not in names:
             continue
         # A buffer sized by KV alone may be indexed by q: such a file takes no Sq > Skv.

@@ -11,7 +11,7 @@ Usage:
   python3 gpu/dense_bench.py --generated DIR --mode check [--variants ...] [--dims ...] [--big]
 
 DIR holds gpu/dense_cases' kernels, named MASK_dD (full_d64 ... causal_d256);
-each is launched through the package's launcher (python/maskc/harness.py) with
+each is launched through the package's launcher (gpu/harness.py, on maskc.launcher) with
 the manifest's geometry, its forward and backward from NAME.bwd.cu (which
 holds the forward's entry points too), as gpu/bwd_bench.py does.
 
@@ -62,8 +62,8 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
-from maskc import harness  # noqa: E402  (the package's launcher: python/maskc)
-from maskc.runlog import JsonLog  # noqa: E402
+import harness  # noqa: E402  (gpu/harness.py, on the package's launcher: python/maskc)
+from runlog import JsonLog  # noqa: E402  (gpu/runlog.py)
 
 PLATFORM = "nvidia-sm90a"
 WS = {"MASKC_NV_WS": 1}

@@ -8,25 +8,19 @@ FlexAttention mod captures), and evaluates an attention block's `mask =` /
 gpu/ported_torch.py (golden files for the evaluator) and gpu/ported_check.py
 (a generated kernel against FlexAttention running the original score_mod).
 """
-import importlib.util
 import math
 import os
 import re
+import sys
 
 import torch
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(1, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
+import buffers  # noqa: E402  (gpu/buffers.py: the GPU scripts' one random-buffer generator)
+from maskc import checks  # noqa: E402  (buffer extents without eval; no torch needed)
 
-def _load_dtypes():
-    """python/maskc/dtypes.py, the table generated from buftype/buftype.go,
-    loaded by path so that this module needs torch only."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python", "maskc", "dtypes.py")
-    spec = importlib.util.spec_from_file_location("maskc_dtypes", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-DTYPES = {name: getattr(torch, t) for name, t in _load_dtypes().TORCH.items()}
+DTYPES = buffers.DTYPES
 
 _BUFFER = re.compile(r"^buffer\s+(\w+)\s*:\s*(\w+)\[([^\]]*)\]\s*(\w+)?")
 _PARAM = re.compile(r"^param\s+(\w+)\s*=\s*(.+?)\s*(#.*)?$")
@@ -72,25 +66,12 @@ class FlexFile:
 
 
 def draw_buffer(dtype, dims, prop, sizes, gen):
-    """Random contents for a captured buffer: sorted document ids for a
-    `segments` buffer, ints in [0, 64), normal floats, random bools."""
-    shape = [int(eval(d, {"__builtins__": {}}, dict(sizes))) for d in dims]
-    n = math.prod(shape)
-    dt = DTYPES[dtype]
-    if prop == "segments":
-        lens, rem = [], n
-        while rem > 0:
-            k = min(rem, int(torch.randint(8, 96, (1,), generator=gen)))
-            lens.append(k)
-            rem -= k
-        t = torch.repeat_interleave(torch.arange(len(lens)), torch.tensor(lens))
-    elif dt == torch.bool:
-        t = torch.randint(0, 2, (n,), generator=gen).bool()
-    elif dt.is_floating_point:
-        t = torch.randn(n, generator=gen)
-    else:
-        t = torch.randint(0, 64, (n,), generator=gen)
-    return t.to(dt).reshape(shape).contiguous()
+    """Random contents for a captured buffer of element type dtype with
+    extents dims (.flex texts over B H HKV Q KV, sizes their values),
+    `segments` when prop says so: gpu/buffers.py's random_buffer, the
+    distribution Go's harness.Buffer draws from."""
+    sz = checks.Sizes(sizes["B"], sizes["H"], sizes["HKV"], sizes["Q"], sizes["KV"], 0)
+    return buffers.random_buffer(dtype, checks.eval_dims(dims, sz), prop == "segments", sizes["KV"], gen)[0]
 
 
 def namespace(ff, buffers):

@@ -5,7 +5,7 @@ Usage: python3 gpu/ported_check.py --generated DIR --flex FILE.flex [--out FILE.
 
 DIR is `go run ./cmd/genkernels -o DIR FILE.flex` output. For every
 kernel and shape: fresh random inputs and buffers, O and LSE poisoned with
-NaN, the kernel launched (python/maskc/harness.py), and O and LSE compared with
+NaN, the kernel launched (gpu/harness.py), and O and LSE compared with
 (1) a float64 reference attention and (2) torch FlexAttention, both running
 the mods as the .flex file's defs execute under Python (gpu/ported.py),
 not maskc's translation of them. Shares gpu/check.py's comparison
@@ -22,7 +22,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
-from maskc import harness  # noqa: E402  (the package's launcher: python/maskc)
+import harness  # noqa: E402  (gpu/harness.py, on the package's launcher: python/maskc)
 import ported  # noqa: E402
 
 # (B, H, HKV, Sq, Skv, layout)

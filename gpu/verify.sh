@@ -30,10 +30,14 @@
 #                attn_implementation="maskc" against eager, and generate()
 #                against eager (HFM_ARGS appended, e.g. "--models llama
 #                --no-speed")
-#         dec    python/gpu_tests/bench_decode.py: one query row against 4k..128k
-#                cached keys (the decode step maskc.transformers runs today,
-#                before any split-KV kernel) against SDPA flash and cuDNN,
-#                each output checked against float64 (DEC_ARGS appended)
+#         dec    python/gpu_tests/check_decode.py (issue 29's split-KV decode
+#                kernel: Sq 1/4/16, GQA 1/4/8, head dims 64/128, causal,
+#                sliding, document ids, soft-cap, O and LSE against float64,
+#                a CUDA graph of a decode step), then
+#                python/gpu_tests/bench_decode.py: one query row against
+#                4k..128k cached keys, the decode kernel and the forward
+#                kernel against SDPA flash and cuDNN, each output checked
+#                against float64, HBM bandwidth (DEC_ARGS appended)
 #         dropin python/gpu_tests/check_dropin.py (maskc.torch.flex_attention
 #                on Python mods against torch's flex_attention and float64)
 #                and python/gpu_tests/readme_flex_example.py (issue 28)
@@ -146,6 +150,8 @@ run)
 			;;
 		dec)
 			install_wheel
+			step decc "${DEC_TIMEOUT:-300}" env PYTHONPATH=/tmp/site python3 python/gpu_tests/check_decode.py --out "$OUT/check_decode.jsonl"
+			grep -E "^FAIL|poisoned|^PASS" "$OUT/decc.txt" | tail -8 | cut -c1-400
 			step dec "${DEC_TIMEOUT:-300}" env PYTHONPATH=/tmp/site python3 python/gpu_tests/bench_decode.py --out "$OUT" ${DEC_ARGS:-}
 			sed -n '/^      L /,$p' "$OUT/dec.txt" | cut -c1-300
 			;;

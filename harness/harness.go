@@ -57,6 +57,9 @@ func Tensor(rng *rand.Rand, half host.Half, layout hipsrc.Layout, B, heads, n, D
 // dtype and extents dims, and says how: segments get random non-decreasing
 // document ids per row, other ints uniform values in [0, kv] (lengths and
 // positions; [0, max] for a type whose max is below kv), bools fair coins and floats standard normals.
+// The GPU scripts draw from the same distribution (gpu/buffers.py
+// random_buffer, with torch's generator); testdata/buffers.json states it
+// case by case, and both tests check their draws against it.
 func Buffer(rng *rand.Rand, dtype string, segments bool, dims []int, kv int) ([]float64, string) {
 	n := 1
 	for _, d := range dims {

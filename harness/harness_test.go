@@ -1,6 +1,9 @@
 package harness
 
 import (
+	"encoding/json"
+	"math"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -89,5 +92,111 @@ func TestTensorLayouts(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// bufferVectors is testdata/buffers.json: the distribution of Buffer's
+// draws, case by case, which the GPU scripts' Python generator
+// (gpu/buffers.py random_buffer) mirrors and checks against the same file
+// (gpu/tests/test_buffers.py).
+type bufferVectors struct {
+	Draws int
+	Cases []struct {
+		DType    string
+		Segments bool
+		Dims     []int
+		KV       int
+		How      string
+		Docs     []int
+		Range    []float64
+		Inside   bool
+		Normal   bool
+	}
+}
+
+// TestBufferVectors draws every case of testdata/buffers.json and checks
+// the draws against the distribution the file states.
+func TestBufferVectors(t *testing.T) {
+	data, err := os.ReadFile("testdata/buffers.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vec bufferVectors
+	if err := json.Unmarshal(data, &vec); err != nil {
+		t.Fatal(err)
+	}
+	if len(vec.Cases) == 0 || vec.Draws == 0 {
+		t.Fatal("testdata/buffers.json has no cases")
+	}
+	rng := NewRand(7)
+	for _, c := range vec.Cases {
+		n := 1
+		for _, d := range c.Dims {
+			n *= d
+		}
+		var all []float64
+		docs := map[int]bool{}
+		for range vec.Draws {
+			vals, how := Buffer(rng, c.DType, c.Segments, c.Dims, c.KV)
+			if how != c.How || len(vals) != n {
+				t.Fatalf("%+v: %d values, %q", c, len(vals), how)
+			}
+			all = append(all, vals...)
+			if !c.Segments {
+				continue
+			}
+			row := c.Dims[len(c.Dims)-1]
+			for start := 0; start < n; start += row {
+				for i := start; i < start+row; i++ {
+					if step := vals[i] - vals[max(i-1, start)]; i == start && vals[i] != 0 || step != 0 && step != 1 {
+						t.Fatalf("%+v: row %v: ids must count up from 0 by 0 or 1", c, vals[start:start+row])
+					}
+				}
+				docs[int(vals[start+row-1])+1] = true
+			}
+		}
+		checkDistribution(t, c.How, all, c.Range, c.Inside, c.Normal)
+		for k := range docs {
+			if k < c.Docs[0] || k > c.Docs[1] {
+				t.Errorf("%+v: a row of %d documents", c, k)
+			}
+		}
+		if c.Segments && len(docs) != c.Docs[1]-c.Docs[0]+1 {
+			t.Errorf("%+v: rows of %v documents only", c, docs)
+		}
+	}
+}
+
+// checkDistribution checks values against a range (every value in it; its
+// ends reached unless inside; the mean within 5%% of the width of its
+// middle) or, for normal, a mean within 0.1 of 0 and a standard deviation
+// within 0.1 of 1.
+func checkDistribution(t *testing.T, what string, vals []float64, rng []float64, inside, normal bool) {
+	t.Helper()
+	mean, sq := 0.0, 0.0
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, v := range vals {
+		mean += v
+		sq += v * v
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	mean /= float64(len(vals))
+	std := math.Sqrt(sq/float64(len(vals)) - mean*mean)
+	if normal && (math.Abs(mean) > 0.1 || math.Abs(std-1) > 0.1) {
+		t.Errorf("%s: mean %v, standard deviation %v", what, mean, std)
+	}
+	if rng == nil {
+		return
+	}
+	if lo < rng[0] || hi > rng[1] || !inside && (lo != rng[0] || hi != rng[1]) {
+		t.Errorf("%s: values in [%v, %v]", what, lo, hi)
+	}
+	for _, v := range vals {
+		if v != math.Trunc(v) {
+			t.Fatalf("%s: %v is not an integer", what, v)
+		}
+	}
+	if mid := (rng[0] + rng[1]) / 2; math.Abs(mean-mid) > 0.05*(rng[1]-rng[0]) {
+		t.Errorf("%s: mean %v, want about %v", what, mean, mid)
 	}
 }

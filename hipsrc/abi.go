@@ -36,6 +36,9 @@ const (
 	// SegCheckEntry checks the order of a kernel's segments buffers into
 	// the status words; kernels with integer segments buffers have it.
 	SegCheckEntry = "maskc_seg_check"
+	// DecodeEntry and DecodeMergeEntry are the split-KV decode kernel and
+	// the merge of its splits (attn_decode.h).
+	DecodeEntry, DecodeMergeEntry = "maskc_attn_decode", "maskc_attn_decode_merge"
 )
 
 // Limits of MaskcBuffers, the struct that carries captured tensors.
@@ -358,6 +361,19 @@ func BwdEntryNames() []string {
 	return out
 }
 
+// EntryNamed returns the entry point called name, forward (Entries) or
+// backward (BwdEntries).
+func EntryNamed(name string) (Entry, bool) {
+	for _, es := range [][]Entry{Entries, BwdEntries} {
+		for _, e := range es {
+			if e.Name == name {
+				return e, true
+			}
+		}
+	}
+	return Entry{}, false
+}
+
 // BwdEntry returns the backward entry point called name.
 func BwdEntry(name string) (Entry, bool) {
 	for _, e := range BwdEntries {
@@ -428,7 +444,9 @@ type Entry struct {
 	// of sparsity prepass, before the forward, on the same stream) or
 	// "segments" (only kernels whose manifest names it as
 	// seg_check_entry, first, before every forward and every backward, on
-	// the same stream).
+	// the same stream) or "decode" (the split-KV decode kernel, for query
+	// blocks of at most DecodeMaxSq rows (maskc.decode), instead of the
+	// forward; the merge after it when n_split > 1; DecodeThreads threads).
 	When string `json:"when"`
 }
 
@@ -470,6 +488,22 @@ var Entries = []Entry{
 		SharedMem: false,
 		When:      "segments",
 	},
+	{Name: DecodeEntry, Params: decodeParams(true), Grid: [3]GridDim{{Size: "n"}, {Size: "HKV"}, {Size: "B"}}, When: "decode"},
+	{Name: DecodeMergeEntry, Params: decodeParams(false), Grid: [3]GridDim{{Size: "Sq"}, {Size: "H"}, {Size: "B"}}, When: "decode"},
+}
+
+// decodeParams returns the parameters of maskc_attn_decode (all the
+// forward's, then the workspace) or of maskc_attn_decode_merge (O, LSE,
+// shape, then the workspace).
+func decodeParams(split bool) []Param {
+	ps := []Param{{Name: "O", CType: "T*"}, {Name: "LSE", CType: "float*"}, {Name: "shape", CType: "MaskcShape"}}
+	if split {
+		ps = []Param{{Name: "Q", CType: "const T*"}, {Name: "K", CType: "const T*"}, {Name: "V", CType: "const T*"},
+			ps[0], ps[1], ps[2], {Name: "buf", CType: "MaskcBuffers"}}
+	}
+	return append(ps, Param{Name: "ws_o", CType: "float*", Doc: "workspace [B, H, Sq, n_split, D] fp32: each split's normalised O"},
+		Param{Name: "ws_lse", CType: "float*", Doc: "workspace [B, H, Sq, n_split] fp32: each split's base-2 LSE"},
+		Param{Name: "n_split", CType: "int", Doc: "key splits per row block (n = n_split * ceil(Sq * H/HKV / DecodeRows))"})
 }
 
 // LaunchSizes are the sizes a grid rule reads.
@@ -605,6 +639,8 @@ func (p Platform) ABI() PlatformABI {
 
 // ABIDesc is the "abi" section of manifest.json.
 type ABIDesc struct {
+	// Version is ABIVersion (MASKC_ABI_VERSION in every kernel source).
+	Version int `json:"version"`
 	// Structs are the argument structs with their layouts.
 	Structs []Struct `json:"structs"`
 	// Entries are the entry points and their grid rules.
@@ -634,7 +670,7 @@ type ABIDesc struct {
 
 // Describe returns the ABI description written into manifests.
 func Describe() ABIDesc {
-	d := ABIDesc{Structs: Structs, Entries: Entries, BlockM: BlockM, MaxSeqLen: MaxSeqLen, MaxBuffers: MaxBuffers, MaxBufferRank: MaxBufferRank, TileFlags: TileFlags,
+	d := ABIDesc{Version: ABIVersion, Structs: Structs, Entries: Entries, BlockM: BlockM, MaxSeqLen: MaxSeqLen, MaxBuffers: MaxBuffers, MaxBufferRank: MaxBufferRank, TileFlags: TileFlags,
 		BwdStructs: []Struct{BwdShapeStruct}, BwdEntries: BwdEntries, BwdFixOne: BwdFixOne,
 		Status: StatusDesc{Words: StatusWords, Bits: StatusBits, SlotWord: "1 + slot: 1 when segments buffer slot's ids are non-decreasing along each row for this launch, else 0 (written before each launch by the segments check)"}}
 	for _, p := range Platforms {

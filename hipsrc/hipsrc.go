@@ -37,7 +37,10 @@
 //     maskc_attn_fwd and maskc_tile_flags with C linkage; then AttnFwdSM90
 //     (attn_fwd_sm90.h), the warp-specialized Hopper forward that replaces
 //     AttnFwd's maskc_attn_fwd when compiled with WSOptions.
-//  9. For the backward source only, the backward's tiles for the head dim
+//  9. AttnDecode (attn_decode.h): the split-KV decode kernel for short
+//     query blocks (maskc_attn_decode, maskc_attn_decode_merge), from the
+//     same generated part.
+//  10. For the backward source only, the backward's tiles for the head dim
 //     (BwdTileDefines) and AttnBwd: the backward kernels
 //     (maskc_attn_bwd_pre, maskc_attn_bwd, maskc_attn_bwd_dq, ...).
 //
@@ -110,6 +113,27 @@ var AttnFwd string
 //go:embed attn_fwd_sm90.h
 var AttnFwdSM90 string
 
+// AttnDecode is the split-KV decode kernel (hipsrc/attn_decode.h), compiled
+// after AttnFwdSM90 in every source.
+//
+//go:embed attn_decode.h
+var AttnDecode string
+
+// Launch shape of the decode kernels (attn_decode.h's MASKC_DEC_WARPS,
+// MASKC_DEC_ROWS, MASKC_DEC_MAX_SQ).
+const (
+	// DecodeWarps is the warps per block of both decode entry points.
+	DecodeWarps = 4
+	// DecodeRows is the query rows (of the Sq * H/HKV rows of one kv head)
+	// one maskc_attn_decode block computes.
+	DecodeRows = 8
+	// DecodeMaxSq is the longest query block the decode kernel is for.
+	DecodeMaxSq = 16
+)
+
+// DecodeThreads returns the block size of the decode entry points on p.
+func (p Platform) DecodeThreads() int { return DecodeWarps * p.WarpSize() }
+
 // headDimDefine is the generated part's head dim.
 var headDimDefine = regexp.MustCompile(`(?m)^#define MASKC_HEAD_DIM \d+\n`)
 
@@ -120,7 +144,7 @@ var headDimDefine = regexp.MustCompile(`(?m)^#define MASKC_HEAD_DIM \d+\n`)
 func Assemble(generated string, more ...string) string {
 	var b strings.Builder
 	b.WriteString(headDimDefine.FindString(generated))
-	for _, p := range append([]string{Prelude, MMASync, MMAWGMMA, MMAMFMA, ABIHeader(), Runtime, generated, Frame, TileWalk, AttnFwd, AttnFwdSM90}, more...) {
+	for _, p := range append([]string{Prelude, MMASync, MMAWGMMA, MMAMFMA, ABIHeader(), Runtime, generated, Frame, TileWalk, AttnFwd, AttnFwdSM90, AttnDecode}, more...) {
 		b.WriteString(p)
 		if !strings.HasSuffix(p, "\n") {
 			b.WriteByte('\n')

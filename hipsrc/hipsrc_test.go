@@ -188,7 +188,7 @@ func TestGrids(t *testing.T) {
 // the prelude.
 func TestSourcesNeedNoHeaders(t *testing.T) {
 	for name, src := range map[string]string{"attn_fwd.h": AttnFwd, "attn_fwd_sm90.h": AttnFwdSM90, "tile_walk.h": TileWalk, "mma_sync.h": MMASync, "mma_wgmma.h": MMAWGMMA,
-		"mma_mfma.h": MMAMFMA, "runtime.h": Runtime, "abi.h": ABIHeader()} {
+		"mma_mfma.h": MMAMFMA, "runtime.h": Runtime, "abi.h": ABIHeader(), "attn_decode.h": AttnDecode} {
 		if strings.Contains(src, "#include") {
 			t.Errorf("%s includes a header", name)
 		}
@@ -229,7 +229,7 @@ func TestBackEndsAreGuarded(t *testing.T) {
 	}
 	src := Assemble("// GENERATED PART\n")
 	last := -1
-	for i, part := range []string{Prelude, MMASync, MMAWGMMA, MMAMFMA, ABIHeader(), Runtime, "// GENERATED PART\n", TileWalk, AttnFwd, AttnFwdSM90} {
+	for i, part := range []string{Prelude, MMASync, MMAWGMMA, MMAMFMA, ABIHeader(), Runtime, "// GENERATED PART\n", TileWalk, AttnFwd, AttnFwdSM90, AttnDecode} {
 		at := strings.Index(src, part)
 		if at <= last {
 			t.Errorf("part %d of the assembled source is missing or out of order", i)
@@ -321,8 +321,8 @@ func TestManifestRoundTrip(t *testing.T) {
 		ws["nvidia"] != launch["nvidia"] && ws["nvidia"].Threads != NVIDIA.NumThreads() {
 		t.Errorf("warp-specialized launches %+v", ws)
 	}
-	m.Kernels = append(m.Kernels, KernelManifest{Name: "k", Source: "k.cu", Sparsity: SparsityPrepass, Launch: launch,
-		Buffers: []BufferSlot{{Name: "doc", DType: "i32", ElemBytes: BufferElemBytes("i32"), Dims: []string{"KV"}}}})
+	m.Kernels = append(m.Kernels, KernelDesc{ID: "k", SourceFile: "k.cu", Sparsity: SparsityPrepass, Launch: launch,
+		Slots: []BufferSlot{{Name: "doc", DType: "i32", ElemBytes: BufferElemBytes("i32"), Dims: []string{"KV"}}}})
 	b, err := m.Marshal()
 	if err != nil {
 		t.Fatal(err)
@@ -336,15 +336,23 @@ func TestManifestRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := got.Kernels[0]
-	if k.Sparsity != SparsityPrepass || k.Launch["nvidia-sm90a"].BlockN != WGMMABlockN || k.Buffers[0].ElemBytes != 4 ||
+	if k.Sparsity != SparsityPrepass || k.Launch["nvidia-sm90a"].BlockN != WGMMABlockN || k.Slots[0].ElemBytes != 4 || got.Kernel("k") != &got.Kernels[0] || got.Kernel("x") != nil ||
 		len(got.ABI.Structs) != 2 || got.ABI.Structs[0].Fields[5].Offset != 24 || got.ABI.Entries[1].Grid[0].Tile != "block_n" {
 		t.Errorf("round trip: %+v", got)
 	}
-	if err := os.WriteFile(filepath.Join(dir, ManifestFile), []byte(`{"version": 1}`), 0o644); err != nil {
-		t.Fatal(err)
+	if got.Version != ManifestVersion || got.ABI.Version != ABIVersion {
+		t.Errorf("versions: manifest %d, abi %d", got.Version, got.ABI.Version)
 	}
-	if _, err := ReadManifest(dir); err == nil || !strings.Contains(err.Error(), "version 1") {
-		t.Errorf("an old manifest: %v", err)
+	// Older manifests are refused by their version, before their fields are
+	// read: version 4's kernels[].buffers had the same key, and a kernel
+	// entry whose fields no longer fit must not fail as a type error.
+	for _, old := range []string{`{"version": 1}`, `{"version": 4, "kernels": [{"name": 3}]}`} {
+		if err := os.WriteFile(filepath.Join(dir, ManifestFile), []byte(old), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadManifest(dir); err == nil || !strings.Contains(err.Error(), "manifest version") || !strings.Contains(err.Error(), "rewrite it") {
+			t.Errorf("an old manifest %s: %v", old, err)
+		}
 	}
 }
 

@@ -13,26 +13,45 @@ import (
 // ManifestFile is the manifest's file name in an output directory.
 const ManifestFile = "manifest.json"
 
+// ManifestVersion is the version of manifest.json's schema. It is its own
+// number, apart from ABIVersion (the kernel ABI, compiled into every source
+// as MASKC_ABI_VERSION), which the manifest states as abi.version: the
+// schema may change while the kernels stay byte for byte the same.
+// Version 5 made a kernel entry the one descriptor of its kernel
+// (KernelDesc) and plan.json name it instead of restating it; versions 1
+// to 4 were ABIVersion's.
+const ManifestVersion = 5
+
 // Manifest is manifest.json: the kernel ABI and every kernel written beside
 // it, enough for a launcher that has only this file and the sources or code
 // objects. MANIFEST.md documents the schema.
 type Manifest struct {
-	// Version is ABIVersion.
+	// Version is ManifestVersion.
 	Version int `json:"version"`
 	// ABI is the kernel ABI all kernels share.
 	ABI ABIDesc `json:"abi"`
 	// Kernels are the kernels in input order.
-	Kernels []KernelManifest `json:"kernels"`
+	Kernels []KernelDesc `json:"kernels"`
 	// Skipped are the attention blocks that could not be generated.
 	Skipped []Skipped `json:"skipped"`
 }
 
-// KernelManifest describes one generated kernel.
-type KernelManifest struct {
-	// Name identifies the kernel: its source's file name without extension.
-	Name string `json:"name"`
-	// Source is the kernel's source file, relative to the manifest.
-	Source string `json:"source"`
+// KernelDesc is the one descriptor of a generated kernel: every per-kernel
+// fact a launcher, a plan or a tool reads. codegen fills it (codegen.Kernel
+// embeds it), the output writer adds the file names, manifest.json's
+// kernels[] is its serialisation, plan.json names it (ID), the Go runtime
+// launches from it (runtime.AttentionSpec.Kernel) and the Python package
+// reads it (maskc.abi.KernelSpec: every key, under its JSON name). A new
+// per-kernel fact is a field here, filled in codegen, documented in
+// MANIFEST.md; its readers need no other edit to see it.
+type KernelDesc struct {
+	// ID identifies the kernel in the manifest (JSON "name", what plan.json
+	// refers to): its source's file name without extension. The output
+	// writer sets it (Kernel.Files).
+	ID string `json:"name"`
+	// SourceFile is the kernel's source file, relative to the manifest
+	// (JSON "source"); the output writer sets it.
+	SourceFile string `json:"source"`
 	// CodeObjects are prebuilt code objects by architecture (e.g.
 	// "gfx90a"), relative to the manifest.
 	CodeObjects map[string]string `json:"code_objects,omitempty"`
@@ -77,17 +96,18 @@ type KernelManifest struct {
 	// MaskUsesB and MaskUsesH decide the tile-flag layout (TileFlags).
 	MaskUsesB bool `json:"mask_uses_b"`
 	MaskUsesH bool `json:"mask_uses_h"`
-	// Buffers are the MaskcBuffers slots in order.
-	Buffers []BufferSlot `json:"buffers"`
+	// Slots are the MaskcBuffers slots in order (JSON "buffers").
+	Slots []BufferSlot `json:"buffers"`
 	// ScoreGradReads is MASKC_SCORE_GRAD_READS, the number of buffer reads
 	// maskc_score_grad reports.
 	ScoreGradReads int `json:"score_grad_reads"`
-	// BwdSource is the backward kernels' source file (AttnBwd after the
-	// forward), BwdEntries their entry points in launch order; empty where
-	// no backward source was written.
-	BwdSource  string   `json:"bwd_source,omitempty"`
-	BwdEntries []string `json:"bwd_entries,omitempty"`
-	// BwdCodeObjects are prebuilt code objects of BwdSource by
+	// BwdSourceFile is the backward kernels' source file (AttnBwd after
+	// the forward; JSON "bwd_source"), empty where none was written;
+	// BwdEntries are their entry points in launch order (BwdEntries's
+	// names).
+	BwdSourceFile string   `json:"bwd_source,omitempty"`
+	BwdEntries    []string `json:"bwd_entries,omitempty"`
+	// BwdCodeObjects are prebuilt code objects of BwdSourceFile by
 	// architecture, relative to the manifest.
 	BwdCodeObjects map[string]string `json:"bwd_code_objects,omitempty"`
 	// BwdLaunch is the backward's tiles, block size and dynamic shared
@@ -108,17 +128,14 @@ type KernelManifest struct {
 	Reads []ReadBound `json:"reads"`
 }
 
-// SetBackward records the backward source written beside the forward:
-// source (relative to the manifest), the entry points BwdEntries, the
-// backward tiles and shared memory per platform for the kernel's head dim.
-// It is the one place that fills the bwd_* fields (maskc compile and
-// genkernels).
-func (k *KernelManifest) SetBackward(source string) error {
-	launch, err := BwdLaunches(k.HeadDim)
-	if err != nil {
-		return err
+// Kernel returns the descriptor of the kernel called id (KernelDesc.ID),
+// or nil.
+func (m *Manifest) Kernel(id string) *KernelDesc {
+	for i := range m.Kernels {
+		if m.Kernels[i].ID == id {
+			return &m.Kernels[i]
+		}
 	}
-	k.BwdSource, k.BwdEntries, k.BwdLaunch = source, BwdEntryNames(), launch
 	return nil
 }
 
@@ -246,7 +263,7 @@ type Skipped struct {
 
 // NewManifest returns an empty manifest of the current version.
 func NewManifest() *Manifest {
-	return &Manifest{Version: ABIVersion, ABI: Describe(), Kernels: []KernelManifest{}, Skipped: []Skipped{}}
+	return &Manifest{Version: ManifestVersion, ABI: Describe(), Kernels: []KernelDesc{}, Skipped: []Skipped{}}
 }
 
 // Marshal returns the manifest as indented JSON with a final newline
@@ -262,18 +279,26 @@ func (m *Manifest) Marshal() ([]byte, error) {
 	return []byte(b.String()), nil
 }
 
-// ReadManifest reads DIR/manifest.json and checks its version.
+// ReadManifest reads DIR/manifest.json and checks its version before
+// anything else of it: an older manifest is refused, never misread.
 func ReadManifest(dir string) (*Manifest, error) {
-	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	path := filepath.Join(dir, ManifestFile)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
+	var v struct {
+		Version int `json:"version"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if v.Version != ManifestVersion {
+		return nil, fmt.Errorf("%s: manifest version %d, this maskc reads %d (rewrite it with this maskc: maskc compile or genkernels)", path, v.Version, ManifestVersion)
+	}
 	var m Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, ManifestFile), err)
-	}
-	if m.Version != ABIVersion {
-		return nil, fmt.Errorf("%s: manifest version %d, this maskc reads %d", filepath.Join(dir, ManifestFile), m.Version, ABIVersion)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &m, nil
 }

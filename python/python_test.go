@@ -64,21 +64,45 @@ func readInputs(t *testing.T) {
 	}
 }
 
-// TestPytest builds the maskc binary and runs python/tests against it.
-func TestPytest(t *testing.T) {
-	readInputs(t)
-	py := pythonWithPytest(t)
+// buildMaskc builds the maskc binary the Python tests run.
+func buildMaskc(t *testing.T) string {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), "maskc")
 	build := exec.Command("go", "build", "-o", bin, "../cmd/maskc")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/maskc: %v\n%s", err, out)
 	}
-	cmd := exec.Command(py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests")
+	return bin
+}
+
+// runPytest runs pytest on dir (relative to python/) with the maskc binary
+// bin and a fresh cache.
+func runPytest(t *testing.T, py, bin, dir string) {
+	t.Helper()
+	cmd := exec.Command(py, "-m", "pytest", "-q", "-p", "no:cacheprovider", dir)
 	cmd.Env = append(os.Environ(), "MASKC_BIN="+bin, "MASKC_CACHE_DIR="+t.TempDir(), "PYTHONDONTWRITEBYTECODE=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("%s -m pytest python/tests: %v\n%s", py, err, out)
+		t.Fatalf("%s -m pytest %s: %v\n%s", py, dir, err, out)
 	}
 	t.Logf("%s", out)
+}
+
+// TestPytest builds the maskc binary and runs python/tests against it.
+func TestPytest(t *testing.T) {
+	readInputs(t)
+	runPytest(t, pythonWithPytest(t), buildMaskc(t), "tests")
+}
+
+// TestGPUToolingPytest runs gpu/tests, the tests of the GPU scripts'
+// tooling (gpu/harness.py, gpu/buffers.py, gpu/runlog.py: beside the
+// scripts, not in the wheel), under Debian's CPU torch.
+func TestGPUToolingPytest(t *testing.T) {
+	readInputs(t)
+	// the shared vectors of gpu/buffers.py and Go's harness.Buffer (readInputs skips testdata)
+	if _, err := os.ReadFile("../harness/testdata/buffers.json"); err != nil {
+		t.Fatal(err)
+	}
+	runPytest(t, pythonWithPytest(t), buildMaskc(t), "../gpu/tests")
 }

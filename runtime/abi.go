@@ -17,7 +17,7 @@ const (
 	AttentionEntry = hipsrc.AttentionEntry
 	// TileFlagsEntry is the PREPASS kernel's name.
 	TileFlagsEntry = hipsrc.TileFlagsEntry
-	// SegCheckEntry is the segments check's name (AttentionSpec.SegCheck).
+	// SegCheckEntry is the segments check's name (a descriptor's SegCheckEntry).
 	SegCheckEntry = hipsrc.SegCheckEntry
 	// MaxBuffers is the number of captured tensors MaskcBuffers holds.
 	MaxBuffers = hipsrc.MaxBuffers

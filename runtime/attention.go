@@ -12,19 +12,6 @@ import (
 	"github.com/maskc/maskc/hipsrc"
 )
 
-// Sparsity says how a generated kernel skips masked-out tiles.
-type Sparsity int
-
-const (
-	// SparsityNone evaluates the mask on every tile.
-	SparsityNone Sparsity = iota
-	// SparsityAnalytic uses the generated maskc_kv_range/maskc_tile_full.
-	SparsityAnalytic
-	// SparsityPrepass runs maskc_tile_flags before every forward and the
-	// forward reads its per-tile flags.
-	SparsityPrepass
-)
-
 // Sizes are the run-time size symbols B, H, HKV, Q and KV.
 type Sizes struct {
 	// B, H, HKV, Q and KV are batch, query heads, kv heads, query length
@@ -32,73 +19,51 @@ type Sizes struct {
 	B, H, HKV, Q, KV int64
 }
 
-// BufferSpec describes one captured tensor of a kernel, in declaration
-// order (the order of MaskcBuffers.ptr).
-type BufferSpec struct {
-	// Name is the .flex buffer name, for messages.
-	Name string
-	// Dims returns the extents written to MaskcBuffers.dim for a shape
-	// (a 1-D buffer's second extent is 1). Called once per new shape.
-	Dims func(Sizes) [2]int64
-	// DType is the element type as declared, e.g. "i32".
-	DType string
-	// Grad says that the score reads the buffer differentiably: Backward
-	// can compute its gradient.
-	Grad bool
-	// Segments says the buffer is declared `segments`: document ids the
-	// kernel binary-searches when they are sorted. Any ids give the mask
-	// as written (maskc_seg_check finds unsorted ones on the device, and
-	// Status reports StatusSegmentsUnsorted); CheckSegments checks the
-	// promise on the host, on request.
-	Segments bool
-}
-
-// AttentionSpec is everything the launcher needs to know about a generated
-// attention kernel; codegen fills it from its Kernel.
+// AttentionSpec is what the launcher is given about a generated attention
+// kernel: its descriptor, the platform it runs as and its sources. Every
+// launch fact (entry points, block size, key tile, shared memory,
+// sparsity, tile-flag layout, buffers, reads, the backward's tiles) is
+// read from the descriptor, the one record codegen fills and
+// manifest.json serialises; nothing is restated here.
 type AttentionSpec struct {
+	// Kernel is the kernel's descriptor (codegen.Kernel's, or a
+	// manifest.json entry). Its SourceFile and BwdSourceFile name the
+	// sources in compiler logs.
+	Kernel hipsrc.KernelDesc
+	// Platform is the kernel variant the sources are compiled as on this
+	// device (hipsrc.ForDevice): it picks Kernel.Launch's and
+	// Kernel.BwdLaunch's entries, the compile target and options.
+	Platform hipsrc.Platform
 	// Source is the complete kernel source (prelude, generated part,
 	// template).
 	Source string
-	// Name is the source's file name in compiler logs, e.g. "causal.cu".
-	Name string
-	// Flex is the .flex file named by the source's #line directives.
-	Flex *dsl.Source
-	// CompileOptions are extra compiler options.
-	CompileOptions []string
-	// Arch is the compile target when it is not the device's own
-	// architecture (e.g. "sm_90a"); empty: the device's.
-	Arch string
-	// BlockM and BlockN are MASKC_BLOCK_M and MASKC_BLOCK_N: query rows per
-	// block (always hipsrc.BlockM) and kv columns per tile.
-	BlockM, BlockN int
-	// NumThreads is MASKC_NUM_THREADS, the block size.
-	NumThreads int
-	// SharedBytes is the dynamic shared memory per block.
-	SharedBytes int
-	// HeadDim is MASKC_HEAD_DIM (hipsrc.HeadDims); it sets the default scale.
-	HeadDim int
-	// Sparsity is the kernel's tile-skipping scheme.
-	Sparsity Sparsity
-	// FlagsPerBatch and FlagsPerHead say whether PREPASS flags depend on
-	// the batch and head index (the mask reads b or h: MASKC_MASK_USES_B,
-	// MASKC_MASK_USES_H); otherwise one set of flags is shared.
-	FlagsPerBatch, FlagsPerHead bool
-	// Buffers are the captured tensors, at most MaxBuffers.
-	Buffers []BufferSpec
-	// Reads are the mask's and score's buffer reads with their index
-	// ranges by the call's sizes (codegen.ReadBounds): a shape at which one
-	// would fall outside its buffer is refused (CodeReadRange) before
-	// anything is launched. Empty: no reads are checked.
-	Reads []hipsrc.ReadBound
-	// SegCheck says the source has maskc_seg_check (the kernel has integer
-	// segments buffers, codegen's SegCheckEntry): it is launched first,
-	// before every forward and backward, and writes whether their ids are
-	// sorted into the status words, which decides whether the kernel's
-	// segment searches may narrow its tile walk.
-	SegCheck bool
-	// Backward is the backward kernels' source and launch; nil: Backward
+	// BwdSource is the complete backward source (codegen.Kernel.BwdSource:
+	// the forward's followed by the backward kernels); empty: Backward
 	// fails. Its module is compiled on the first Backward.
-	Backward *BackwardSpec
+	BwdSource string
+	// Flex is the .flex file named by the sources' #line directives.
+	Flex *dsl.Source
+}
+
+// Extents returns the extents of buffer slot i written to
+// MaskcBuffers.dim for sizes (a 1-D buffer's second extent is 1): its
+// declared dims (hipsrc.BufferSlot.Dims) evaluated.
+func (s AttentionSpec) Extents(i int, sz Sizes) ([2]int64, error) {
+	b := s.Kernel.Slots[i]
+	got, err := hipsrc.EvalDims(b.Dims, map[string]int64{"B": sz.B, "H": sz.H, "HKV": sz.HKV, "Q": sz.Q, "KV": sz.KV})
+	if err != nil {
+		return [2]int64{}, err
+	}
+	out := [2]int64{1, 1}
+	copy(out[:], got)
+	return out, nil
+}
+
+// compileOptions are the options of the platform's compile (its target
+// when not the device's own, and the options that select its kernel).
+func (s AttentionSpec) compileOptions(name string) CompileOptions {
+	abi := s.Platform.ABI()
+	return CompileOptions{Name: name, Flex: s.Flex, Options: abi.CompileOptions, Arch: abi.Arch}
 }
 
 // Layout is the memory order of Q, K, V and O.
@@ -143,11 +108,12 @@ func ContiguousShape(layout Layout, b, h, hkv, sq, skv, d int) Shape {
 	}
 }
 
-// attnArgs is one pinned argument block for both entry points.
+// attnArgs is one pinned argument block of the forward's launches: the
+// values (fwdFields) and each entry's parameter array over them.
 type attnArgs struct {
-	params          [7]unsafe.Pointer // Q, K, V, O, LSE, shape, buf
-	flagParams      [3]unsafe.Pointer // shape, buf, flags
-	segParams       [1]unsafe.Pointer // buf
+	params          []unsafe.Pointer // maskc_attn_fwd's, by the ABI's entry
+	flagParams      []unsafe.Pointer // maskc_tile_flags's
+	segParams       []unsafe.Pointer // maskc_seg_check's
 	q, k, v, o, lse uintptr
 	flags           uintptr
 	shape           cShape
@@ -160,14 +126,13 @@ type argSlot struct {
 	args *attnArgs
 }
 
-func newAttnArgs(p *goruntime.Pinner) *attnArgs {
+// newAttnArgs returns an argument block with k's entries' parameter
+// arrays, pinned by p.
+func (k *AttentionKernel) newAttnArgs(p *goruntime.Pinner) *attnArgs {
 	a := new(attnArgs)
-	a.params = [7]unsafe.Pointer{
-		unsafe.Pointer(&a.q), unsafe.Pointer(&a.k), unsafe.Pointer(&a.v), unsafe.Pointer(&a.o),
-		unsafe.Pointer(&a.lse), unsafe.Pointer(&a.shape), unsafe.Pointer(&a.buf),
-	}
-	a.flagParams = [3]unsafe.Pointer{unsafe.Pointer(&a.shape), unsafe.Pointer(&a.buf), unsafe.Pointer(&a.flags)}
-	a.segParams = [1]unsafe.Pointer{unsafe.Pointer(&a.buf)}
+	a.params = k.fwdB.params(a, p)
+	a.flagParams = k.flagsB.params(a, p)
+	a.segParams = k.segB.params(a, p)
 	p.Pin(a)
 	return a
 }
@@ -186,6 +151,7 @@ type shapeEntry struct {
 	dims      [MaxBuffers][2]int64
 	grid      Dim3
 	flagsGrid Dim3
+	segGrid   Dim3
 	flags     DevicePtr
 	// status is this (shape, stream)'s StatusWords device words, zeroed
 	// when made: the segments check's per-slot words must not be shared by
@@ -203,11 +169,15 @@ type shapeEntry struct {
 type AttentionKernel struct {
 	d      *Device
 	spec   AttentionSpec
+	launch hipsrc.LaunchConfig // the descriptor's for spec.Platform
 	module *Module
 	fwd    *Kernel
-	flags  *Kernel // nil unless PREPASS
-	seg    *Kernel // nil unless spec.SegCheck
+	flags  *Kernel // nil unless the descriptor names a FlagsEntry
+	seg    *Kernel // nil unless it names a SegCheckEntry
 	block  Dim3
+	// fwdB, flagsB and segB are the forward's entries' parameters bound
+	// to attnArgs (params.go).
+	fwdB, flagsB, segB binding[attnArgs]
 
 	pins  *goruntime.Pinner // separate object so a cleanup can unpin if Close is never called
 	slots []argSlot
@@ -227,11 +197,22 @@ func (d *Device) NewAttention(spec AttentionSpec) (*AttentionKernel, error) {
 	if err := checkSpec(spec, d.Info().SharedMemPerBlockOptin); err != nil {
 		return nil, err
 	}
-	m, err := d.Compile(spec.Source, CompileOptions{Name: spec.Name, Flex: spec.Flex, Options: spec.CompileOptions, Arch: spec.Arch})
+	launch := spec.Kernel.Launch[spec.Platform.String()]
+	k := &AttentionKernel{d: d, spec: spec, launch: launch, block: Dim3{X: uint32(launch.Threads), Y: 1, Z: 1}}
+	var err error
+	if k.fwdB, err = bind(spec.Kernel.Entry, fwdFields); err == nil {
+		if k.flagsB, err = bind(TileFlagsEntry, fwdFields); err == nil {
+			k.segB, err = bind(SegCheckEntry, fwdFields)
+		}
+	}
+	if err != nil {
+		return nil, errorf(CodeSpec, err, "kernel %s", spec.Kernel.Attention)
+	}
+	m, err := d.Compile(spec.Source, spec.compileOptions(spec.Kernel.SourceFile))
 	if err != nil {
 		return nil, err
 	}
-	k := &AttentionKernel{d: d, spec: spec, module: m, block: Dim3{X: uint32(spec.NumThreads), Y: 1, Z: 1}}
+	k.module = m
 	if err := k.loadEntries(); err != nil {
 		m.Close()
 		return nil, err
@@ -241,7 +222,7 @@ func (d *Device) NewAttention(spec AttentionSpec) (*AttentionKernel, error) {
 	k.slots = make([]argSlot, n)
 	k.pins = new(goruntime.Pinner)
 	for i := range k.slots {
-		k.slots[i].args = newAttnArgs(k.pins)
+		k.slots[i].args = k.newAttnArgs(k.pins)
 	}
 	goruntime.AddCleanup(k, unpin, k.pins)
 	empty := map[shapeKey]*shapeEntry{}
@@ -253,62 +234,91 @@ func (d *Device) NewAttention(spec AttentionSpec) (*AttentionKernel, error) {
 // memory the forward needs.
 func (k *AttentionKernel) loadEntries() error {
 	var err error
-	if k.fwd, err = k.module.Kernel(AttentionEntry); err != nil {
+	kd := k.spec.Kernel
+	if k.fwd, err = k.module.Kernel(kd.Entry); err != nil {
 		return err
 	}
-	if k.spec.Sparsity == SparsityPrepass {
-		if k.flags, err = k.module.Kernel(TileFlagsEntry); err != nil {
+	if kd.FlagsEntry != "" {
+		if k.flags, err = k.module.Kernel(kd.FlagsEntry); err != nil {
 			return err
 		}
 	}
-	if k.spec.SegCheck {
-		if k.seg, err = k.module.Kernel(SegCheckEntry); err != nil {
+	if kd.SegCheckEntry != "" {
+		if k.seg, err = k.module.Kernel(kd.SegCheckEntry); err != nil {
 			return err
 		}
 	}
 	const defaultSharedLimit = 48 << 10 // what NVIDIA allows without opting in
-	if k.spec.SharedBytes > defaultSharedLimit {
-		return k.fwd.SetMaxDynamicSharedMemory(k.spec.SharedBytes)
+	if k.fwdB.entry.SharedMem && k.launch.SharedMemBytes > defaultSharedLimit {
+		return k.fwd.SetMaxDynamicSharedMemory(k.launch.SharedMemBytes)
 	}
 	return nil
 }
 
+// checkSpec checks the descriptor of s against the ABI and the device
+// before anything is compiled.
 func checkSpec(s AttentionSpec, maxShared int) error {
 	bad := func(format string, args ...any) error { return errorf(CodeSpec, nil, format, args...) }
+	kd := s.Kernel
+	launch, ok := kd.Launch[s.Platform.String()]
 	switch {
 	case s.Source == "":
 		return bad("attention kernel has no source")
-	case s.BlockM != hipsrc.BlockM || s.BlockN <= 0:
-		return bad("block sizes %dx%d: the kernel ABI has %d query rows per block and a positive key tile", s.BlockM, s.BlockN, hipsrc.BlockM)
-	case s.NumThreads <= 0 || s.NumThreads > 1024:
-		return bad("%d threads per block; want 1 to 1024", s.NumThreads)
-	case !hipsrc.HeadDimSupported(s.HeadDim):
-		return bad("head dimension %d; generated kernels support %s", s.HeadDim, hipsrc.HeadDimList())
-	case s.SharedBytes < 0 || s.SharedBytes > maxShared:
-		return bad("%d bytes of shared memory; the device allows %d per block", s.SharedBytes, maxShared)
-	case len(s.Buffers) > MaxBuffers:
-		return bad("%d captured buffers; the kernel ABI holds at most %d", len(s.Buffers), MaxBuffers)
-	case s.Sparsity < SparsityNone || s.Sparsity > SparsityPrepass:
-		return bad("unknown sparsity scheme %d", s.Sparsity)
+	case kd.SourceFile == "":
+		return bad("attention kernel %s: the descriptor names no source file", kd.Attention)
+	case kd.Entry != AttentionEntry:
+		return bad("entry point %q; this runtime launches %s", kd.Entry, AttentionEntry)
+	case !ok:
+		return bad("kernel %s has no launch configuration for %s", kd.Attention, s.Platform)
+	case launch.BlockN <= 0:
+		return bad("key tile %d: the kernel ABI has a positive key tile", launch.BlockN)
+	case launch.Threads <= 0 || launch.Threads > 1024:
+		return bad("%d threads per block; want 1 to 1024", launch.Threads)
+	case !hipsrc.HeadDimSupported(kd.HeadDim):
+		return bad("head dimension %d; generated kernels support %s", kd.HeadDim, hipsrc.HeadDimList())
+	case launch.SharedMemBytes < 0 || launch.SharedMemBytes > maxShared:
+		return bad("%d bytes of shared memory; the device allows %d per block", launch.SharedMemBytes, maxShared)
+	case len(kd.Slots) > MaxBuffers:
+		return bad("%d captured buffers; the kernel ABI holds at most %d", len(kd.Slots), MaxBuffers)
+	case kd.Sparsity != hipsrc.SparsityNone && kd.Sparsity != hipsrc.SparsityAnalytic && kd.Sparsity != hipsrc.SparsityPrepass:
+		return bad("unknown sparsity scheme %q", kd.Sparsity)
+	case (kd.Sparsity == hipsrc.SparsityPrepass) != (kd.FlagsEntry == TileFlagsEntry) || kd.FlagsEntry != "" && kd.FlagsEntry != TileFlagsEntry:
+		return bad("sparsity %s with flags entry %q", kd.Sparsity, kd.FlagsEntry)
+	case kd.SegCheckEntry != "" && kd.SegCheckEntry != SegCheckEntry:
+		return bad("segments check entry %q; the ABI has %s", kd.SegCheckEntry, SegCheckEntry)
 	}
-	for i, b := range s.Buffers {
-		if b.Dims == nil {
-			return bad("buffer %d (%s) has no extents", i, b.Name)
+	for i, b := range kd.Slots {
+		if b.Slot != i || len(b.Dims) < 1 || len(b.Dims) > hipsrc.MaxBufferRank {
+			return bad("buffer %s: slot %d with %d extents, expected slot %d with 1 to %d", b.Name, b.Slot, len(b.Dims), i, hipsrc.MaxBufferRank)
 		}
 	}
-	if b := s.Backward; b != nil {
+	if s.BwdSource != "" {
+		b, ok := kd.BwdLaunch[s.Platform.String()]
 		switch {
-		case b.Source == "":
-			return bad("the backward has no source")
-		case b.Threads <= 0 || b.Threads > 1024 || b.PreRows <= 0:
-			return bad("backward launch of %d threads and %d rows per row-pass block", b.Threads, b.PreRows)
+		case kd.BwdSourceFile == "":
+			return bad("the descriptor names no backward source file")
+		case len(kd.BwdEntries) == 0:
+			return bad("the descriptor lists no backward entry points")
+		case !ok:
+			return bad("kernel %s has no backward launch configuration for %s", kd.Attention, s.Platform)
+		case b.Threads <= 0 || b.Threads > 1024 || s.Platform.BwdPreRows() <= 0:
+			return bad("backward launch of %d threads and %d rows per row-pass block", b.Threads, s.Platform.BwdPreRows())
 		case b.BlockM <= 0 || b.BlockN <= 0:
 			return bad("backward tiles %dx%d", b.BlockM, b.BlockN)
-		case b.SharedBytes < 0 || b.SharedBytes > maxShared:
-			return bad("the backward takes %d bytes of shared memory; the device allows %d per block", b.SharedBytes, maxShared)
+		case b.SharedMemBytes < 0 || b.SharedMemBytes > maxShared:
+			return bad("the backward takes %d bytes of shared memory; the device allows %d per block", b.SharedMemBytes, maxShared)
 		}
 	}
 	return nil
+}
+
+// fwdSharedMem is the forward's dynamic shared memory: the descriptor's,
+// where the ABI's entry takes it.
+func (k *AttentionKernel) fwdSharedMem() int {
+	if k.fwdB.entry.SharedMem {
+		return k.launch.SharedMemBytes
+	}
+	return 0
 }
 
 // Spec returns the kernel's description.
@@ -323,23 +333,25 @@ func (k *AttentionKernel) Spec() AttentionSpec { return k.spec }
 // broken promise should stop the caller with the offending element named.
 // It costs one copy of each segments buffer (4 or 8 bytes per id).
 func (k *AttentionKernel) CheckSegments(shape Shape, buffers []DevicePtr) error {
-	if len(buffers) != len(k.spec.Buffers) {
-		return errorf(CodeBuffers, nil, "%d captured buffers passed, the kernel reads %d", len(buffers), len(k.spec.Buffers))
+	if len(buffers) != len(k.spec.Kernel.Slots) {
+		return errorf(CodeBuffers, nil, "%d captured buffers passed, the kernel reads %d", len(buffers), len(k.spec.Kernel.Slots))
 	}
 	sizes := Sizes{B: int64(shape.B), H: int64(shape.H), HKV: int64(shape.HKV), Q: int64(shape.Sq), KV: int64(shape.Skv)}
-	for i, b := range k.spec.Buffers {
+	for i, b := range k.spec.Kernel.Slots {
 		if !b.Segments {
 			continue
 		}
 		if buffers[i] == 0 {
 			return errorf(CodeBuffers, nil, "captured buffer %d (%s) is a null pointer", i, b.Name)
 		}
-		dims := b.Dims(sizes)
+		dims, err := k.spec.Extents(i, sizes)
+		if err != nil {
+			return errorf(CodeBuffers, err, "segments buffer %s", b.Name)
+		}
 		n := dims[0] * dims[1]
 		if dims[0] < 0 || dims[1] < 0 || n > 1<<31 {
 			return errorf(CodeBuffers, nil, "segments buffer %s has extents %v", b.Name, dims)
 		}
-		var err error
 		switch b.DType {
 		case "i32":
 			ids := make([]int32, n)
@@ -379,12 +391,12 @@ func (k *AttentionKernel) Forward(s Stream, q, kk, v, o, lse DevicePtr, shape Sh
 	if q == 0 || kk == 0 || v == 0 || o == 0 || lse == 0 {
 		return errorf(CodeShape, nil, "null tensor pointer (q=%#x k=%#x v=%#x o=%#x lse=%#x)", q, kk, v, o, lse)
 	}
-	if len(buffers) != len(k.spec.Buffers) {
-		return errorf(CodeBuffers, nil, "%d captured buffers passed, the kernel reads %d", len(buffers), len(k.spec.Buffers))
+	if len(buffers) != len(k.spec.Kernel.Slots) {
+		return errorf(CodeBuffers, nil, "%d captured buffers passed, the kernel reads %d", len(buffers), len(k.spec.Kernel.Slots))
 	}
 	for i, b := range buffers {
 		if b == 0 {
-			return errorf(CodeBuffers, nil, "captured buffer %d (%s) is a null pointer", i, k.spec.Buffers[i].Name)
+			return errorf(CodeBuffers, nil, "captured buffer %d (%s) is a null pointer", i, k.spec.Kernel.Slots[i].Name)
 		}
 	}
 	slot := k.acquire()
@@ -400,7 +412,7 @@ func (k *AttentionKernel) Forward(s Stream, q, kk, v, o, lse DevicePtr, shape Sh
 	if k.seg != nil {
 		e.launch.Lock()
 		defer e.launch.Unlock()
-		if err := k.d.Launch(k.seg.fn, Dim3{X: 1, Y: 1, Z: 1}, k.block, 0, s, unsafe.Pointer(&a.segParams[0])); err != nil {
+		if err := k.d.Launch(k.seg.fn, e.segGrid, k.block, 0, s, unsafe.Pointer(&a.segParams[0])); err != nil {
 			k.release(slot)
 			return errorf(CodeLaunch, err, "launching %s", SegCheckEntry)
 		}
@@ -413,7 +425,7 @@ func (k *AttentionKernel) Forward(s Stream, q, kk, v, o, lse DevicePtr, shape Sh
 			return errorf(CodeLaunch, err, "launching %s with grid %v", TileFlagsEntry, e.flagsGrid)
 		}
 	}
-	err = k.d.Launch(k.fwd.fn, e.grid, k.block, uint32(k.spec.SharedBytes), s, unsafe.Pointer(&a.params[0]))
+	err = k.d.Launch(k.fwd.fn, e.grid, k.block, uint32(k.fwdSharedMem()), s, unsafe.Pointer(&a.params[0]))
 	k.release(slot)
 	if err != nil {
 		return errorf(CodeLaunch, err, "launching %s with grid %v block %v", AttentionEntry, e.grid, k.block)
@@ -432,7 +444,7 @@ func (k *AttentionKernel) acquire() *argSlot {
 	s := &argSlot{}
 	s.busy.Store(true)
 	p := new(goruntime.Pinner)
-	s.args = newAttnArgs(p)
+	s.args = k.newAttnArgs(p)
 	goruntime.AddCleanup(s, unpin, p)
 	return s
 }
@@ -494,8 +506,8 @@ func (k *AttentionKernel) newEntry(key shapeKey) (*shapeEntry, error) {
 		name string
 		s    [3]int64
 	}{{"Q", sh.QStride}, {"K", sh.KStride}, {"V", sh.VStride}, {"O", sh.OStride}} {
-		if st.s[0] < 0 || st.s[1] < 0 || st.s[2] < int64(k.spec.HeadDim) {
-			return nil, errorf(CodeShape, nil, "%s strides %v: batch and head strides must be >= 0 and the seq stride >= the head dimension %d (use ContiguousShape)", st.name, st.s, k.spec.HeadDim)
+		if st.s[0] < 0 || st.s[1] < 0 || st.s[2] < int64(k.spec.Kernel.HeadDim) {
+			return nil, errorf(CodeShape, nil, "%s strides %v: batch and head strides must be >= 0 and the seq stride >= the head dimension %d (use ContiguousShape)", st.name, st.s, k.spec.Kernel.HeadDim)
 		}
 	}
 	if math.IsNaN(float64(sh.Scale)) || math.IsInf(float64(sh.Scale), 0) {
@@ -504,7 +516,7 @@ func (k *AttentionKernel) newEntry(key shapeKey) (*shapeEntry, error) {
 	e := &shapeEntry{key: key}
 	scale := sh.Scale
 	if scale == 0 {
-		scale = float32(dsl.DefaultScale(k.spec.HeadDim))
+		scale = float32(dsl.DefaultScale(k.spec.Kernel.HeadDim))
 	}
 	e.shape = cShape{
 		B: int32(sh.B), H: int32(sh.H), HKV: int32(sh.HKV), Sq: int32(sh.Sq), Skv: int32(sh.Skv),
@@ -512,26 +524,30 @@ func (k *AttentionKernel) newEntry(key shapeKey) (*shapeEntry, error) {
 		Scale: scale, Sink: uintptr(sh.Sink),
 	}
 	sizes := Sizes{B: int64(sh.B), H: int64(sh.H), HKV: int64(sh.HKV), Q: int64(sh.Sq), KV: int64(sh.Skv)}
-	for i, b := range k.spec.Buffers {
-		dims := b.Dims(sizes)
+	for i, b := range k.spec.Kernel.Slots {
+		dims, err := k.spec.Extents(i, sizes)
+		if err != nil {
+			return nil, errorf(CodeBuffers, err, "buffer %s", b.Name)
+		}
 		if dims[0] < 1 || dims[1] < 1 {
 			return nil, errorf(CodeBuffers, nil, "buffer %s has extents %v for shape B=%d H=%d Q=%d KV=%d; extents must be positive", b.Name, dims, sh.B, sh.H, sh.Sq, sh.Skv)
 		}
 		e.dims[i] = dims
 	}
 	env := hipsrc.BoundEnv(sizes.B, sizes.H, sizes.HKV, sizes.Q, sizes.KV, 0, 0, 0, sizes.Q, sizes.KV, sizes.H)
-	for _, r := range k.spec.Reads {
-		if r.Slot < 0 || r.Slot >= len(k.spec.Buffers) || len(r.Index) > hipsrc.MaxBufferRank {
-			return nil, errorf(CodeSpec, nil, "read %s names buffer slot %d of %d", r.Text, r.Slot, len(k.spec.Buffers))
+	for _, r := range k.spec.Kernel.Reads {
+		if r.Slot < 0 || r.Slot >= len(k.spec.Kernel.Slots) || len(r.Index) > hipsrc.MaxBufferRank {
+			return nil, errorf(CodeSpec, nil, "read %s names buffer slot %d of %d", r.Text, r.Slot, len(k.spec.Kernel.Slots))
 		}
 		if err := hipsrc.CheckRead(r, env, e.dims[r.Slot][:len(r.Index)]); err != nil {
 			return nil, errorf(CodeReadRange, err, "refused before launch")
 		}
 	}
-	// The grids and the flag buffer follow the ABI's rule (hipsrc.Entries,
-	// hipsrc.TileFlags).
-	dim3 := func(g [3]int) Dim3 { return Dim3{X: uint32(g[0]), Y: uint32(g[1]), Z: uint32(g[2])} }
-	e.grid = dim3(hipsrc.AttnGrid(sh.B, sh.H, sh.Sq))
+	// The grids and the flag buffer follow the ABI's rules (the entries'
+	// grids, hipsrc.TileFlags) at the descriptor's key tile.
+	sz := hipsrc.LaunchSizes{B: sh.B, H: sh.H, HKV: sh.HKV, Sq: sh.Sq, Skv: sh.Skv}
+	tiles := map[string]int{"block_m": hipsrc.BlockM, "block_n": k.launch.BlockN}
+	e.grid, e.segGrid = gridOf(k.fwdB.entry, sz, tiles), gridOf(k.segB.entry, sz, tiles)
 	status, err := k.d.Alloc(4 * StatusWords)
 	if err != nil {
 		return nil, errorf(CodeLaunch, err, "allocating the %d status words", StatusWords)
@@ -543,13 +559,13 @@ func (k *AttentionKernel) newEntry(key shapeKey) (*shapeEntry, error) {
 	e.status = status
 	if k.flags != nil {
 		fb, fh := 1, 1
-		if k.spec.FlagsPerBatch {
+		if k.spec.Kernel.MaskUsesB {
 			fb = sh.B
 		}
-		if k.spec.FlagsPerHead {
+		if k.spec.Kernel.MaskUsesH {
 			fh = sh.H
 		}
-		n := int64(hipsrc.FlagsBytes(k.spec.BlockN, fb, fh, sh.Sq, sh.Skv))
+		n := int64(hipsrc.FlagsBytes(k.launch.BlockN, fb, fh, sh.Sq, sh.Skv))
 		flags, err := k.d.Alloc(n)
 		if err != nil {
 			k.d.Free(e.status)
@@ -557,7 +573,7 @@ func (k *AttentionKernel) newEntry(key shapeKey) (*shapeEntry, error) {
 		}
 		e.flags = flags
 		e.shape.TileFlags = uintptr(flags)
-		e.flagsGrid = dim3(hipsrc.FlagsGrid(k.spec.BlockN, sh.Sq, sh.Skv))
+		e.flagsGrid = gridOf(k.flagsB.entry, sz, tiles)
 	}
 	return e, nil
 }

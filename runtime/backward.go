@@ -5,8 +5,6 @@ import (
 	"sync"
 	"unsafe"
 
-	goruntime "runtime"
-
 	"github.com/maskc/maskc/hipsrc"
 )
 
@@ -25,25 +23,6 @@ type cBwdShape struct {
 	DBuf                               [MaxBuffers]uintptr
 }
 
-// BackwardSpec is the backward half of an AttentionSpec: its source and
-// launch. The tiles and shared memory are hipsrc's for the platform and
-// head dim (hipsrc.BwdLaunchOn); the block size and row-pass rows depend on
-// the platform (hipsrc.Platform.BwdThreads, BwdPreRows).
-type BackwardSpec struct {
-	// Source is the complete backward source: the forward's source
-	// followed by the backward kernels (codegen.Kernel.BwdSource).
-	Source string
-	// Name is its file name in compiler logs, e.g. "causal.bwd.cu".
-	Name string
-	// Threads is MASKC_BWD_THREADS, PreRows MASKC_BWD_PRE_ROWS.
-	Threads, PreRows int
-	// BlockM and BlockN are MASKC_BWD_BLOCK_M and MASKC_BWD_BLOCK_N.
-	BlockM, BlockN int
-	// SharedBytes is the dynamic shared memory of maskc_attn_bwd and
-	// maskc_attn_bwd_dq.
-	SharedBytes int
-}
-
 // Gradients are the tensors of one Backward call besides the forward's
 // inputs. DO is laid out like O (Shape.OStride), DQ like Q, DK like K and
 // DV like V; DLSE, when not 0, is fp32 [B, H, Sq] (the gradient of the
@@ -55,47 +34,48 @@ type Gradients struct {
 	DQ, DK, DV DevicePtr
 	// DBufs are, per buffer slot, fp32 tensors with the buffer's extents
 	// that receive its gradient, or 0 where it is not wanted; only slots
-	// whose BufferSpec.Grad is set may be non-zero. Empty: none wanted.
+	// whose descriptor slot has Grad set may be non-zero. Empty: none wanted.
 	DBufs []DevicePtr
 	// DSink receives the sink gradient, fp32 [H], when not 0 (the shape
 	// must have a sink).
 	DSink DevicePtr
 }
 
+// bwdCall is one entry point of the backward module: its function and
+// its parameters bound to bwdArgs (params.go).
+type bwdCall struct {
+	kern   *Kernel
+	bind   binding[bwdArgs]
+	params []unsafe.Pointer // over the state's one bwdArgs
+}
+
 // bwdKernels are the backward module and its entry points, loaded on the
-// first Backward.
+// first Backward: the descriptor's BwdEntries in launch order, and the
+// forward's entries the backward reruns.
 type bwdKernels struct {
-	module                             *Module
-	pre, main, dq, convert, sink, bufc *Kernel
-	flags                              *Kernel // nil unless PREPASS
-	seg                                *Kernel // nil unless the spec's SegCheck
-	block                              Dim3
+	module *Module
+	order  []*bwdCall // Kernel.BwdEntries's, in launch order
+	flags  *bwdCall   // nil unless the descriptor names a FlagsEntry
+	seg    *bwdCall   // nil unless it names a SegCheckEntry
+	launch hipsrc.BwdLaunchConfig
+	block  Dim3
 }
 
 // bwdScratch is the per-(shape, stream) device scratch of the backward:
 // delta, dQ's fp32 accumulator (atomic mode, made on first use) and the
-// fixed-point sums of each differentiable buffer.
+// fixed-point sums of each differentiable buffer, and the grids of its
+// entries.
 type bwdScratch struct {
 	delta, dqAcc DevicePtr
 	acc          [MaxBuffers]DevicePtr
 	n            [MaxBuffers]int64
-	preGrid      Dim3
-	mainGrid     Dim3
-	dqGrid       Dim3
-	sinkGrid     Dim3
+	grids        map[string]Dim3 // by entry name; "grad" entries' depend on the buffer (gridOf at launch)
 }
 
-// bwdArgs is the pinned argument block of the backward launches.
+// bwdArgs is the pinned argument block of the backward launches: the
+// values every entry's parameters are bound to by name (bwdFields,
+// bwdFlagsFields).
 type bwdArgs struct {
-	pre     [3]unsafe.Pointer // O, dO, shape
-	main    [8]unsafe.Pointer // Q, K, V, dO, dK, dV, shape, buf
-	dq      [7]unsafe.Pointer // Q, K, V, dO, dQ, shape, buf
-	convert [2]unsafe.Pointer // dQ, shape
-	sink    [1]unsafe.Pointer // shape
-	bufc    [3]unsafe.Pointer // acc, out, n
-	flags   [3]unsafe.Pointer // forward shape, buf, flags
-	seg     [1]unsafe.Pointer // buf
-
 	q, k, v, o, do, dQ, dK, dV uintptr
 	acc, out                   uintptr
 	n                          int64
@@ -103,20 +83,6 @@ type bwdArgs struct {
 	sh                         cBwdShape
 	fsh                        cShape
 	buf                        cBuffers
-}
-
-func newBwdArgs(p *goruntime.Pinner) *bwdArgs {
-	a := new(bwdArgs)
-	a.pre = [3]unsafe.Pointer{unsafe.Pointer(&a.o), unsafe.Pointer(&a.do), unsafe.Pointer(&a.sh)}
-	a.main = [8]unsafe.Pointer{unsafe.Pointer(&a.q), unsafe.Pointer(&a.k), unsafe.Pointer(&a.v), unsafe.Pointer(&a.do), unsafe.Pointer(&a.dK), unsafe.Pointer(&a.dV), unsafe.Pointer(&a.sh), unsafe.Pointer(&a.buf)}
-	a.dq = [7]unsafe.Pointer{unsafe.Pointer(&a.q), unsafe.Pointer(&a.k), unsafe.Pointer(&a.v), unsafe.Pointer(&a.do), unsafe.Pointer(&a.dQ), unsafe.Pointer(&a.sh), unsafe.Pointer(&a.buf)}
-	a.convert = [2]unsafe.Pointer{unsafe.Pointer(&a.dQ), unsafe.Pointer(&a.sh)}
-	a.sink = [1]unsafe.Pointer{unsafe.Pointer(&a.sh)}
-	a.bufc = [3]unsafe.Pointer{unsafe.Pointer(&a.acc), unsafe.Pointer(&a.out), unsafe.Pointer(&a.n)}
-	a.flags = [3]unsafe.Pointer{unsafe.Pointer(&a.fsh), unsafe.Pointer(&a.buf), unsafe.Pointer(&a.flagsPtr)}
-	a.seg = [1]unsafe.Pointer{unsafe.Pointer(&a.buf)}
-	p.Pin(a)
-	return a
 }
 
 // backwardState is the AttentionKernel's backward half: loaded lazily, one
@@ -130,57 +96,75 @@ type backwardState struct {
 
 // HasBackward says whether the kernel was described with a backward
 // source.
-func (k *AttentionKernel) HasBackward() bool { return k.spec.Backward != nil }
+func (k *AttentionKernel) HasBackward() bool { return k.spec.BwdSource != "" }
 
 // loadBackward compiles (through the cache) and loads the backward module
-// on first use; the caller holds k.bwd.mu.
+// on first use, binding each entry point's parameters as the ABI lists
+// them; the caller holds k.bwd.mu.
 func (k *AttentionKernel) loadBackward() (*bwdKernels, error) {
 	if k.bwd.kernels != nil {
 		return k.bwd.kernels, nil
 	}
-	bs := k.spec.Backward
-	m, err := k.d.Compile(bs.Source, CompileOptions{Name: bs.Name, Flex: k.spec.Flex, Options: k.spec.CompileOptions, Arch: k.spec.Arch})
+	kd := k.spec.Kernel
+	bl := kd.BwdLaunch[k.spec.Platform.String()] // checkSpec found it
+	if k.bwd.args == nil {
+		a := new(bwdArgs)
+		k.pins.Pin(a)
+		k.bwd.args = a
+	}
+	a := k.bwd.args
+	bk := &bwdKernels{launch: bl, block: Dim3{X: uint32(bl.Threads), Y: 1, Z: 1}}
+	entry := func(name string, fields map[string]field[bwdArgs]) (*bwdCall, error) {
+		b, err := bind(name, fields)
+		if err != nil {
+			return nil, errorf(CodeSpec, err, "kernel %s's backward", kd.Attention)
+		}
+		return &bwdCall{bind: b, params: b.params(a, k.pins)}, nil
+	}
+	var all []*bwdCall
+	for _, name := range kd.BwdEntries {
+		if _, ok := hipsrc.BwdEntry(name); !ok {
+			return nil, errorf(CodeSpec, nil, "kernel %s names backward entry %s, which the ABI does not list", kd.Attention, name)
+		}
+		l, err := entry(name, bwdFields)
+		if err != nil {
+			return nil, err
+		}
+		bk.order = append(bk.order, l)
+		all = append(all, l)
+	}
+	var err error
+	if kd.FlagsEntry != "" {
+		if bk.flags, err = entry(kd.FlagsEntry, bwdFlagsFields); err != nil {
+			return nil, err
+		}
+		all = append(all, bk.flags)
+	}
+	if kd.SegCheckEntry != "" {
+		if bk.seg, err = entry(kd.SegCheckEntry, bwdFlagsFields); err != nil {
+			return nil, err
+		}
+		all = append(all, bk.seg)
+	}
+	m, err := k.d.Compile(k.spec.BwdSource, k.spec.compileOptions(kd.BwdSourceFile))
 	if err != nil {
 		return nil, err
 	}
-	bk := &bwdKernels{module: m, block: Dim3{X: uint32(bs.Threads), Y: 1, Z: 1}}
-	for _, e := range []struct {
-		name string
-		dst  **Kernel
-	}{
-		{hipsrc.BwdPreEntry, &bk.pre}, {hipsrc.BwdMainEntry, &bk.main}, {hipsrc.BwdDQEntry, &bk.dq},
-		{hipsrc.BwdDQConvertEntry, &bk.convert}, {hipsrc.BwdSinkEntry, &bk.sink}, {hipsrc.BwdBufConvertEntry, &bk.bufc},
-	} {
-		if *e.dst, err = m.Kernel(e.name); err != nil {
-			m.Close()
-			return nil, err
-		}
-	}
-	if k.spec.Sparsity == SparsityPrepass {
-		if bk.flags, err = m.Kernel(TileFlagsEntry); err != nil {
-			m.Close()
-			return nil, err
-		}
-	}
-	if k.spec.SegCheck {
-		if bk.seg, err = m.Kernel(SegCheckEntry); err != nil {
-			m.Close()
-			return nil, err
-		}
-	}
+	bk.module = m
 	const defaultSharedLimit = 48 << 10
-	if bs.SharedBytes > defaultSharedLimit {
-		for _, kk := range []*Kernel{bk.main, bk.dq} {
-			if err := kk.SetMaxDynamicSharedMemory(bs.SharedBytes); err != nil {
+	for _, l := range all {
+		if l.kern, err = m.Kernel(l.bind.entry.Name); err != nil {
+			m.Close()
+			return nil, err
+		}
+		if l != bk.flags && l != bk.seg && l.bind.entry.SharedMem && bl.SharedMemBytes > defaultSharedLimit {
+			if err := l.kern.SetMaxDynamicSharedMemory(bl.SharedMemBytes); err != nil {
 				m.Close()
 				return nil, err
 			}
 		}
 	}
 	k.bwd.kernels = bk
-	if k.bwd.args == nil {
-		k.bwd.args = newBwdArgs(k.pins)
-	}
 	return bk, nil
 }
 
@@ -189,7 +173,7 @@ func (k *AttentionKernel) loadBackward() (*bwdKernels, error) {
 // the caller holds k.bwd.mu.
 func (k *AttentionKernel) scratchFor(e *shapeEntry, atomic bool) (*bwdScratch, error) {
 	sh := e.key.shape
-	bs := k.spec.Backward
+	bk := k.bwd.kernels
 	sc := k.bwd.scratch[e.key]
 	if sc == nil {
 		sc = &bwdScratch{}
@@ -198,7 +182,7 @@ func (k *AttentionKernel) scratchFor(e *shapeEntry, atomic bool) (*bwdScratch, e
 		if sc.delta, err = k.d.Alloc(4 * rows); err != nil {
 			return nil, errorf(CodeLaunch, err, "allocating %d bytes of backward delta", 4*rows)
 		}
-		for i, b := range k.spec.Buffers {
+		for i, b := range k.spec.Kernel.Slots {
 			if !b.Grad {
 				continue
 			}
@@ -210,21 +194,17 @@ func (k *AttentionKernel) scratchFor(e *shapeEntry, atomic bool) (*bwdScratch, e
 			}
 			sc.acc[i], sc.n[i] = p, n
 		}
-		tiles := map[string]int{"bwd_block_m": bs.BlockM, "bwd_block_n": bs.BlockN, "bwd_pre_rows": bs.PreRows, "bwd_threads": bs.Threads}
-		sz := hipsrc.LaunchSizes{B: sh.B, H: sh.H, HKV: sh.HKV, Sq: sh.Sq, Skv: sh.Skv}
-		grid := func(name string) Dim3 {
-			en, _ := hipsrc.BwdEntry(name)
-			g := en.EvalWith(sz, tiles)
-			return Dim3{X: uint32(g[0]), Y: uint32(g[1]), Z: uint32(g[2])}
+		sc.grids = map[string]Dim3{}
+		for _, l := range bk.order {
+			sc.grids[l.bind.entry.Name] = gridOf(l.bind.entry, k.bwdSizes(sh, 0), k.bwdTiles())
 		}
-		sc.preGrid, sc.mainGrid, sc.dqGrid, sc.sinkGrid = grid(hipsrc.BwdPreEntry), grid(hipsrc.BwdMainEntry), grid(hipsrc.BwdDQEntry), grid(hipsrc.BwdSinkEntry)
 		if k.bwd.scratch == nil {
 			k.bwd.scratch = map[shapeKey]*bwdScratch{}
 		}
 		k.bwd.scratch[e.key] = sc
 	}
 	if atomic && sc.dqAcc == 0 {
-		n := 4 * int64(sh.B) * int64(sh.H) * int64(sh.Sq) * int64(k.spec.HeadDim)
+		n := 4 * int64(sh.B) * int64(sh.H) * int64(sh.Sq) * int64(k.spec.Kernel.HeadDim)
 		p, err := k.d.Alloc(n)
 		if err != nil {
 			return nil, errorf(CodeLaunch, err, "allocating %d bytes of dQ accumulator", n)
@@ -232,6 +212,20 @@ func (k *AttentionKernel) scratchFor(e *shapeEntry, atomic bool) (*bwdScratch, e
 		sc.dqAcc = p
 	}
 	return sc, nil
+}
+
+// bwdSizes are the sizes the backward's grid rules read for a shape and a
+// buffer of n elements.
+func (k *AttentionKernel) bwdSizes(sh Shape, n int64) hipsrc.LaunchSizes {
+	return hipsrc.LaunchSizes{B: sh.B, H: sh.H, HKV: sh.HKV, Sq: sh.Sq, Skv: sh.Skv, N: int(n)}
+}
+
+// bwdTiles are the tile values of the backward's grid rules: the
+// descriptor's tiles and block size on the platform, the platform's
+// row-pass rows.
+func (k *AttentionKernel) bwdTiles() map[string]int {
+	bl := k.bwd.kernels.launch
+	return map[string]int{"bwd_block_m": bl.BlockM, "bwd_block_n": bl.BlockN, "bwd_pre_rows": k.spec.Platform.BwdPreRows(), "bwd_threads": bl.Threads}
 }
 
 func (k *AttentionKernel) freeScratch(sc *bwdScratch) error {
@@ -260,8 +254,8 @@ func (k *AttentionKernel) Backward(s Stream, q, kk, v, o, lse DevicePtr, shape S
 	if k.closed.Load() {
 		return errorf(CodeLaunch, nil, "attention kernel used after Close")
 	}
-	if k.spec.Backward == nil {
-		return errorf(CodeSpec, nil, "attention kernel %s was loaded without a backward source", k.spec.Name)
+	if k.spec.BwdSource == "" {
+		return errorf(CodeSpec, nil, "attention kernel %s was loaded without a backward source", k.spec.Kernel.SourceFile)
 	}
 	e, err := k.entry(shapeKey{shape: shape, stream: s})
 	if err != nil {
@@ -273,20 +267,21 @@ func (k *AttentionKernel) Backward(s Stream, q, kk, v, o, lse DevicePtr, shape S
 	if g.DO == 0 || g.DQ == 0 || g.DK == 0 || g.DV == 0 {
 		return errorf(CodeShape, nil, "null gradient pointer (dO=%#x dQ=%#x dK=%#x dV=%#x); only dLSE, buffer and sink gradients are optional", g.DO, g.DQ, g.DK, g.DV)
 	}
-	if len(buffers) != len(k.spec.Buffers) {
-		return errorf(CodeBuffers, nil, "%d captured buffers passed, the kernel reads %d", len(buffers), len(k.spec.Buffers))
+	slots := k.spec.Kernel.Slots
+	if len(buffers) != len(slots) {
+		return errorf(CodeBuffers, nil, "%d captured buffers passed, the kernel reads %d", len(buffers), len(slots))
 	}
 	for i, b := range buffers {
 		if b == 0 {
-			return errorf(CodeBuffers, nil, "captured buffer %d (%s) is a null pointer", i, k.spec.Buffers[i].Name)
+			return errorf(CodeBuffers, nil, "captured buffer %d (%s) is a null pointer", i, slots[i].Name)
 		}
 	}
-	if len(g.DBufs) != 0 && len(g.DBufs) != len(k.spec.Buffers) {
-		return errorf(CodeBuffers, nil, "%d buffer gradients passed: give none, or one per buffer slot (%d, 0 where not wanted)", len(g.DBufs), len(k.spec.Buffers))
+	if len(g.DBufs) != 0 && len(g.DBufs) != len(slots) {
+		return errorf(CodeBuffers, nil, "%d buffer gradients passed: give none, or one per buffer slot (%d, 0 where not wanted)", len(g.DBufs), len(slots))
 	}
 	for i, p := range g.DBufs {
-		if p != 0 && !k.spec.Buffers[i].Grad {
-			return errorf(CodeBuffers, nil, "buffer %s has no gradient: the score does not read it differentiably (an index, an integer or the mask's); pass 0 for its slot", k.spec.Buffers[i].Name)
+		if p != 0 && !slots[i].Grad {
+			return errorf(CodeBuffers, nil, "buffer %s has no gradient: the score does not read it differentiably (an index, an integer or the mask's); pass 0 for its slot", slots[i].Name)
 		}
 	}
 	if g.DSink != 0 && shape.Sink == 0 {
@@ -328,64 +323,70 @@ func (k *AttentionKernel) Backward(s Stream, q, kk, v, o, lse DevicePtr, shape S
 			a.sh.DBuf[i] = uintptr(sc.acc[i])
 		}
 	}
-	launch := func(kern *Kernel, grid Dim3, shared int, params unsafe.Pointer) error {
-		if err := k.d.Launch(kern.fn, grid, bk.block, uint32(shared), s, params); err != nil {
-			return errorf(CodeLaunch, err, "launching %s with grid %v block %v", kern.Name, grid, bk.block)
+	launch := func(l *bwdCall, grid, block Dim3, shared int) error {
+		if !l.bind.entry.SharedMem {
+			shared = 0
+		}
+		if err := k.d.Launch(l.kern.fn, grid, block, uint32(shared), s, unsafe.Pointer(&l.params[0])); err != nil {
+			return errorf(CodeLaunch, err, "launching %s with grid %v block %v", l.kern.Name, grid, block)
 		}
 		return nil
 	}
 	for i, p := range g.DBufs {
 		if p != 0 {
 			if err := k.d.MemsetAsync(sc.acc[i], 0, 8*sc.n[i], s); err != nil {
-				return errorf(CodeLaunch, err, "zeroing the gradient sums of buffer %s", k.spec.Buffers[i].Name)
+				return errorf(CodeLaunch, err, "zeroing the gradient sums of buffer %s", slots[i].Name)
 			}
 		}
 	}
 	if bk.seg != nil {
-		// The segments check first (the forward's block size), held with
-		// the launches that read its words.
+		// The segments check first (the forward's block size and grid),
+		// held with the launches that read its words.
 		e.launch.Lock()
 		defer e.launch.Unlock()
-		if err := k.d.Launch(bk.seg.fn, Dim3{X: 1, Y: 1, Z: 1}, k.block, 0, s, unsafe.Pointer(&a.seg[0])); err != nil {
-			return errorf(CodeLaunch, err, "launching %s", SegCheckEntry)
-		}
-	}
-	if err := launch(bk.pre, sc.preGrid, 0, unsafe.Pointer(&a.pre[0])); err != nil {
-		return err
-	}
-	if bk.flags != nil {
-		// The forward's flag buffer of this (shape, stream), rewritten so
-		// that a backward on another stream than its forward sees flags.
-		a.flagsPtr = uintptr(e.flags)
-		if err := k.d.Launch(bk.flags.fn, e.flagsGrid, k.block, 0, s, unsafe.Pointer(&a.flags[0])); err != nil {
-			return errorf(CodeLaunch, err, "launching %s with grid %v", TileFlagsEntry, e.flagsGrid)
-		}
-	}
-	bs := k.spec.Backward
-	if err := launch(bk.main, sc.mainGrid, bs.SharedBytes, unsafe.Pointer(&a.main[0])); err != nil {
-		return err
-	}
-	if deterministic {
-		err = launch(bk.dq, sc.dqGrid, bs.SharedBytes, unsafe.Pointer(&a.dq[0]))
-	} else {
-		err = launch(bk.convert, sc.preGrid, 0, unsafe.Pointer(&a.convert[0]))
-	}
-	if err != nil {
-		return err
-	}
-	if g.DSink != 0 {
-		if err := launch(bk.sink, sc.sinkGrid, 0, unsafe.Pointer(&a.sink[0])); err != nil {
+		if err := launch(bk.seg, e.segGrid, k.block, 0); err != nil {
 			return err
 		}
 	}
-	for i, p := range g.DBufs {
-		if p == 0 {
+	// The descriptor's backward entries in launch order, each when its
+	// When (hipsrc.BwdEntries) says; the forward's tile-flag pre-pass
+	// right after the row pre-pass (MANIFEST.md, "Launching the backward").
+	for _, l := range bk.order {
+		en := l.bind.entry
+		switch en.When {
+		case "always":
+		case "deterministic", "atomic":
+			if deterministic != (en.When == "deterministic") {
+				continue
+			}
+		case "sink":
+			if g.DSink == 0 {
+				continue
+			}
+		case "grad":
+			for i, p := range g.DBufs {
+				if p == 0 {
+					continue
+				}
+				a.acc, a.out, a.n = uintptr(sc.acc[i]), uintptr(p), sc.n[i]
+				if err := launch(l, gridOf(en, k.bwdSizes(e.key.shape, sc.n[i]), k.bwdTiles()), bk.block, bk.launch.SharedMemBytes); err != nil {
+					return err
+				}
+			}
 			continue
+		default:
+			return errorf(CodeSpec, nil, "backward entry %s runs %q, which this runtime does not know", en.Name, en.When)
 		}
-		a.acc, a.out, a.n = uintptr(sc.acc[i]), uintptr(p), sc.n[i]
-		grid := Dim3{X: uint32((sc.n[i] + int64(bs.Threads) - 1) / int64(bs.Threads)), Y: 1, Z: 1}
-		if err := launch(bk.bufc, grid, 0, unsafe.Pointer(&a.bufc[0])); err != nil {
+		if err := launch(l, sc.grids[en.Name], bk.block, bk.launch.SharedMemBytes); err != nil {
 			return err
+		}
+		if en.Name == hipsrc.BwdPreEntry && bk.flags != nil {
+			// The forward's flag buffer of this (shape, stream), rewritten so
+			// that a backward on another stream than its forward sees flags.
+			a.flagsPtr = uintptr(e.flags)
+			if err := launch(bk.flags, e.flagsGrid, k.block, 0); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

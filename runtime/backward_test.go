@@ -142,9 +142,10 @@ var bwdSmem128 = func() int {
 func bwdProbeSpec(t testing.TB, sparsity Sparsity) AttentionSpec {
 	s := probeSpec(t, sparsity)
 	s.Source = bwdSource
-	s.Buffers[1].Grad = true // bias[H, 64]
-	s.Backward = &BackwardSpec{Source: bwdSource, Name: "probe.bwd.cu", Threads: 128, PreRows: 8, BlockM: 64, BlockN: 64,
-		SharedBytes: bwdSmem128}
+	s.Kernel.Slots[1].Grad = true // bias[H, 64]
+	s.BwdSource = bwdSource
+	s.Kernel.BwdSourceFile, s.Kernel.BwdEntries = "probe.bwd.cu", hipsrc.BwdEntryNames()
+	s.Kernel.BwdLaunch = map[string]hipsrc.BwdLaunchConfig{"nvidia": {BlockM: 64, BlockN: 64, Threads: 128, SharedMemBytes: bwdSmem128}}
 	return s
 }
 
@@ -182,7 +183,7 @@ func TestBackwardMarshalsTheABI(t *testing.T) {
 				}
 				want := strings.Join([]string{hipsrc.BwdPreEntry, hipsrc.BwdMainEntry, dq, hipsrc.BwdSinkEntry, hipsrc.BwdBufConvertEntry}, " ")
 				if got := strings.Join(names, " "); got != want {
-					t.Fatalf("sparsity %d det %v: launches %s, want %s", sparsity, det, got, want)
+					t.Fatalf("sparsity %s det %v: launches %s, want %s", sparsity, det, got, want)
 				}
 				if sparsity == SparsityPrepass && (len(rec.records) != 1 || rec.records[0].entry != TileFlagsEntry) {
 					t.Errorf("prepass backward: forward-module launches %v, want the tile flags once", rec.records)
@@ -322,7 +323,7 @@ func TestBackwardChecksSegmentsFirst(t *testing.T) {
 		return nil
 	})
 	spec := bwdProbeSpec(t, SparsityAnalytic)
-	spec.SegCheck = true
+	spec.Kernel.SegCheckEntry = SegCheckEntry
 	k, err := d.NewAttention(spec)
 	if err != nil {
 		t.Fatal(err)

@@ -13,14 +13,20 @@
 //	err = attn.Forward(stream, q, k, v, o, lse, shape, buffers)
 //	err = attn.Backward(stream, q, k, v, o, lse, shape, buffers, grads, deterministic)
 //
-// Backward (when the spec carries a BackwardSpec) compiles the backward
-// kernels on first use and launches them as hipsrc.BwdEntries says:
-// delta, the tile flags (pre-pass kernels), dK/dV per kv tile, dQ by
-// atomics or the deterministic per-q-tile kernel, the sink and the buffer
-// gradients.
+// A spec is the kernel's descriptor (hipsrc.KernelDesc: what codegen fills
+// and manifest.json serialises), the platform and the sources; every launch
+// fact is read from the descriptor, and every entry point's parameters are
+// bound by name to the values the runtime holds, as the ABI's entries list
+// them (params.go).
+//
+// Backward (when the spec carries a backward source) compiles the backward
+// kernels on first use and launches the descriptor's BwdEntries in order,
+// each when its hipsrc.BwdEntries When says: delta, the tile flags
+// (pre-pass kernels), dK/dV per kv tile, dQ by atomics or the
+// deterministic per-q-tile kernel, the sink and the buffer gradients.
 //
 // A new shape is checked before anything is launched for it: beside the
-// sizes and strides, every buffer read of the spec's Reads (the code
+// sizes and strides, every buffer read of the descriptor's Reads (the code
 // generator's index ranges by the sizes) against the buffers' extents, so
 // a call at whose sizes a read would fall outside is refused (E410, naming
 // the .flex read, its range and the extent) instead of reading 0. A read
@@ -30,7 +36,7 @@
 //
 // Sub-packages: backend (the interface), cuda, hip, fake (implementations),
 // kcache (the on-disk cache), jitlog (compiler logs to diagnostics),
-// genkernel (AttentionSpec and Shape from a codegen.Kernel), host (bf16 and
+// host (bf16 and
 // fp16 conversion and buffer encoding for host-side data). Package
 // github.com/maskc/maskc/compiler is the trainer-facing API on top: compile a
 // .flex file once, then Load, Bind, Forward and Backward per attention

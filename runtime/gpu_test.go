@@ -205,13 +205,20 @@ func TestGPUCompileCacheLaunch(t *testing.T) {
 func TestGPUAttentionABI(t *testing.T) {
 	d := openGPU(t, t.TempDir())
 	defer d.Close()
+	platform := hipsrc.NVIDIA // the probe's own geometry, compiled for the device's architecture
+	if d.Info().Backend == "hip" {
+		platform = hipsrc.AMD
+	}
 	spec := AttentionSpec{
-		Source: abiProbe, Name: "probe.cu", BlockM: 128, BlockN: 64, NumThreads: 256, SharedBytes: 96 << 10,
-		HeadDim: 128, Sparsity: SparsityPrepass, FlagsPerHead: true,
-		Buffers: []BufferSpec{
-			{Name: "doc", Dims: func(s Sizes) [2]int64 { return [2]int64{s.KV, 1} }},
-			{Name: "bias", Dims: func(s Sizes) [2]int64 { return [2]int64{s.H, 8191} }},
+		Kernel: hipsrc.KernelDesc{
+			SourceFile: "probe.cu", Entry: AttentionEntry, FlagsEntry: TileFlagsEntry, HeadDim: 128, Sparsity: SparsityPrepass, MaskUsesH: true,
+			Launch: map[string]hipsrc.LaunchConfig{platform.String(): {BlockN: 64, Threads: 256, SharedMemBytes: 96 << 10}},
+			Slots: []hipsrc.BufferSlot{
+				{Name: "doc", Slot: 0, DType: "i32", ElemBytes: 4, Dims: []string{"KV"}},
+				{Name: "bias", Slot: 1, DType: "f32", ElemBytes: 4, Dims: []string{"H", "8191"}},
+			},
 		},
+		Platform: platform, Source: abiProbe,
 	}
 	k, err := d.NewAttention(spec)
 	if err != nil {

@@ -100,16 +100,31 @@ func probeFlex(t testing.TB) *dsl.Source {
 	return dsl.NewSource("probe.flex", text)
 }
 
+// Sparsity and its values name the descriptor's sparsity in these tests.
+type Sparsity = hipsrc.Sparsity
+
+const (
+	SparsityNone     = hipsrc.SparsityNone
+	SparsityAnalytic = hipsrc.SparsityAnalytic
+	SparsityPrepass  = hipsrc.SparsityPrepass
+)
+
+// probeSpec is a spec of the probe kernel on the NVIDIA platform: 256
+// threads, key tile 64, 64 KiB of shared memory, flags per head.
 func probeSpec(t testing.TB, sparsity Sparsity) AttentionSpec {
-	return AttentionSpec{
-		Source: attnSource, Name: "probe.cu", Flex: probeFlex(t),
-		BlockM: 128, BlockN: 64, NumThreads: 256, SharedBytes: 64 << 10, HeadDim: 128, Sparsity: sparsity,
-		FlagsPerBatch: false, FlagsPerHead: true,
-		Buffers: []BufferSpec{
-			{Name: "doc", Dims: func(s Sizes) [2]int64 { return [2]int64{s.KV, 1} }},
-			{Name: "bias", Dims: func(s Sizes) [2]int64 { return [2]int64{s.H, 64} }},
+	kd := hipsrc.KernelDesc{
+		ID: "probe", SourceFile: "probe.cu", Attention: "probe", Entry: AttentionEntry, HeadDim: 128, Sparsity: sparsity,
+		MaskUsesB: false, MaskUsesH: true,
+		Launch: map[string]hipsrc.LaunchConfig{"nvidia": {BlockN: 64, Threads: 256, SharedMemBytes: 64 << 10}},
+		Slots: []hipsrc.BufferSlot{
+			{Name: "doc", Slot: 0, DType: "f32", ElemBytes: 4, Dims: []string{"KV"}},
+			{Name: "bias", Slot: 1, DType: "f32", ElemBytes: 4, Dims: []string{"H", "64"}},
 		},
 	}
+	if sparsity == SparsityPrepass {
+		kd.FlagsEntry = TileFlagsEntry
+	}
+	return AttentionSpec{Kernel: kd, Platform: hipsrc.NVIDIA, Source: attnSource, Flex: probeFlex(t)}
 }
 
 // TestCLayoutMatchesABI checks the Go mirror of the ABI structs against
@@ -381,7 +396,7 @@ func TestForwardMarshalsTheABI(t *testing.T) {
 			want = 2
 		}
 		if len(rec.records) != want {
-			t.Fatalf("sparsity %d: %d launches, want %d", sparsity, len(rec.records), want)
+			t.Fatalf("sparsity %s: %d launches, want %d", sparsity, len(rec.records), want)
 		}
 		fwd := rec.records[len(rec.records)-1]
 		if fwd.entry != AttentionEntry || fwd.grid != (dim3(3, 8, 2)) || fwd.block != (dim3(256, 1, 1)) || fwd.shared != 64<<10 || fwd.stream != stream {
@@ -473,7 +488,7 @@ func TestStatusWords(t *testing.T) {
 		return nil
 	})
 	spec := probeSpec(t, SparsityPrepass)
-	spec.SegCheck = true
+	spec.Kernel.SegCheckEntry = SegCheckEntry
 	k, err := d.NewAttention(spec)
 	if err != nil {
 		t.Fatal(err)
@@ -593,12 +608,23 @@ func TestNewAttentionRejectsBadSpecs(t *testing.T) {
 		code dsl.Code
 	}{
 		{"no source", mod(func(s *AttentionSpec) { s.Source = "" }), CodeSpec},
-		{"zero block", mod(func(s *AttentionSpec) { s.BlockN = 0 }), CodeSpec},
-		{"too many threads", mod(func(s *AttentionSpec) { s.NumThreads = 2048 }), CodeSpec},
-		{"head dim 96", mod(func(s *AttentionSpec) { s.HeadDim = 96 }), CodeSpec},
-		{"too much shared memory", mod(func(s *AttentionSpec) { s.SharedBytes = 1 << 20 }), CodeSpec},
-		{"nine buffers", mod(func(s *AttentionSpec) { s.Buffers = make([]BufferSpec, 9) }), CodeSpec},
-		{"buffer without extents", mod(func(s *AttentionSpec) { s.Buffers[0].Dims = nil }), CodeSpec},
+		{"zero block", mod(func(s *AttentionSpec) { s.Kernel.Launch = map[string]hipsrc.LaunchConfig{"nvidia": {Threads: 256}} }), CodeSpec},
+		{"too many threads", mod(func(s *AttentionSpec) {
+			s.Kernel.Launch = map[string]hipsrc.LaunchConfig{"nvidia": {BlockN: 64, Threads: 2048}}
+		}), CodeSpec},
+		{"no launch for the platform", mod(func(s *AttentionSpec) { s.Platform = hipsrc.AMD }), CodeSpec},
+		{"head dim 96", mod(func(s *AttentionSpec) { s.Kernel.HeadDim = 96 }), CodeSpec},
+		{"too much shared memory", mod(func(s *AttentionSpec) {
+			s.Kernel.Launch = map[string]hipsrc.LaunchConfig{"nvidia": {BlockN: 64, Threads: 256, SharedMemBytes: 1 << 20}}
+		}), CodeSpec},
+		{"nine buffers", mod(func(s *AttentionSpec) { s.Kernel.Slots = make([]hipsrc.BufferSlot, 9) }), CodeSpec},
+		{"buffer without extents", mod(func(s *AttentionSpec) { s.Kernel.Slots[0].Dims = nil }), CodeSpec},
+		{"slots out of order", mod(func(s *AttentionSpec) { s.Kernel.Slots[1].Slot = 0 }), CodeSpec},
+		{"unknown sparsity", mod(func(s *AttentionSpec) { s.Kernel.Sparsity = "blocked" }), CodeSpec},
+		{"prepass without flags", mod(func(s *AttentionSpec) { s.Kernel.Sparsity = SparsityPrepass }), CodeSpec},
+		{"other entry", mod(func(s *AttentionSpec) { s.Kernel.Entry = "maskc_attn_decode" }), CodeSpec},
+		{"no source file", mod(func(s *AttentionSpec) { s.Kernel.SourceFile = "" }), CodeSpec},
+		{"backward without launch", mod(func(s *AttentionSpec) { s.BwdSource, s.Kernel.BwdSourceFile = bwdSource, "probe.bwd.cu" }), CodeSpec},
 		{"no forward entry", mod(func(s *AttentionSpec) { s.Source = "extern \"C\" __global__ void other() {}" }), CodeModule},
 	}
 	for _, tc := range tests {
@@ -613,7 +639,7 @@ func TestNewAttentionRejectsBadSpecs(t *testing.T) {
 func TestForwardBufferExtentsMustBePositive(t *testing.T) {
 	d, _, _ := newFakeDevice(t, "")
 	spec := probeSpec(t, SparsityNone)
-	spec.Buffers[1].Dims = func(s Sizes) [2]int64 { return [2]int64{s.H - 4, 64} }
+	spec.Kernel.Slots[1].Dims = []string{"H - 4", "64"}
 	k, err := d.NewAttention(spec)
 	if err != nil {
 		t.Fatal(err)
@@ -689,7 +715,7 @@ func TestForwardSteadyStateDoesNotAllocate(t *testing.T) {
 			}
 		})
 		if allocs != 0 {
-			t.Errorf("sparsity %d: Forward allocates %v times per call", sparsity, allocs)
+			t.Errorf("sparsity %s: Forward allocates %v times per call", sparsity, allocs)
 		}
 		if fb.Launches() == 0 {
 			t.Fatal("no launches")
@@ -735,7 +761,7 @@ func dim3(x, y, z uint32) Dim3 { return Dim3{X: x, Y: y, Z: z} }
 func TestCheckSegments(t *testing.T) {
 	d, _, _ := newFakeDevice(t, "")
 	spec := probeSpec(t, SparsityNone)
-	spec.Buffers[0].DType, spec.Buffers[0].Segments = "i32", true
+	spec.Kernel.Slots[0].DType, spec.Kernel.Slots[0].Segments = "i32", true
 	k, err := d.NewAttention(spec)
 	if err != nil {
 		t.Fatal(err)

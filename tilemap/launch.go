@@ -437,3 +437,49 @@ func (w Waste) Loose(c Counts) string {
 	}
 	return msg
 }
+
+// VisitedTiles counts, for each of ps, the tiles an analytic kernel's walk
+// visits over the launch (those meeting its kv intervals), without
+// evaluating the mask: LaunchAll's Visited at a fraction of its cost, for
+// cost estimates (classify --shape, draw: the analytic tile list beside a
+// data-driven one, codegen.Kernel.WithoutSelection).
+func VisitedTiles(k *codegen.Kernel, env *eval.Env, ps []hipsrc.Platform) ([]int64, error) {
+	if k.Sparsity != hipsrc.SparsityAnalytic {
+		cs, err := LaunchAll(k, env, ps)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]int64, len(cs))
+		for i, c := range cs {
+			out[i] = c.Visited
+		}
+		return out, nil
+	}
+	hs, err := k.HostSparsity(env)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int64, len(ps))
+	for b := int64(0); b < env.B; b++ {
+		for h := int64(0); h < env.H; h++ {
+			for q0 := int64(0); q0 < env.Q; q0 += hipsrc.BlockM {
+				los, his, err := hs.KVIntervals(b, h, q0, min(q0+hipsrc.BlockM, env.Q))
+				if err != nil {
+					return nil, err
+				}
+				for pi, p := range ps {
+					bn := int64(p.BlockN())
+					seen := map[int64]bool{}
+					for i := range los {
+						lo, hi := max(los[i], 0), min(his[i], env.KV)
+						for kt := lo / bn; lo < hi && kt < ceilDiv(hi, bn); kt++ {
+							seen[kt] = true
+						}
+					}
+					out[pi] += int64(len(seen))
+				}
+			}
+		}
+	}
+	return out, nil
+}

@@ -63,12 +63,12 @@ func TestRun(t *testing.T) {
 				t.Fatalf("%d kernels, %d skipped; want %d, %d", len(m.Kernels), len(m.Skipped), tt.kernels, tt.skipped)
 			}
 			for _, k := range m.Kernels {
-				src, err := os.ReadFile(filepath.Join(dir, k.Source))
+				src, err := os.ReadFile(filepath.Join(dir, k.SourceFile))
 				if err != nil {
 					t.Fatal(err)
 				}
 				if !strings.Contains(string(src), "maskc_attn_fwd(") || !strings.Contains(string(src), "#define MASKC_HEAD_DIM "+itoa(k.HeadDim)) {
-					t.Errorf("%s is not a full kernel source of head dim %d", k.Source, k.HeadDim)
+					t.Errorf("%s is not a full kernel source of head dim %d", k.SourceFile, k.HeadDim)
 				}
 			}
 		})
@@ -87,11 +87,11 @@ func TestManifestContent(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := m.Kernels[0]
-	if doc.Name != "document_causal" || doc.Source != "document_causal.cu" || doc.Flex != "../../codegen/testdata/golden/document.flex" {
+	if doc.ID != "document_causal" || doc.SourceFile != "document_causal.cu" || doc.Flex != "../../codegen/testdata/golden/document.flex" {
 		t.Errorf("document kernel names: %+v", doc)
 	}
 	if doc.Attention != "document_causal" || doc.Sparsity != "analytic" || doc.MaskTorch != "((q >= kv) & (doc[q] == doc[kv]))" ||
-		len(doc.Buffers) != 1 || doc.Buffers[0].Name != "doc" || !doc.Buffers[0].Segments || doc.Buffers[0].Dims[0] != "KV" {
+		len(doc.Slots) != 1 || doc.Slots[0].Name != "doc" || !doc.Slots[0].Segments || doc.Slots[0].Dims[0] != "KV" {
 		t.Errorf("document kernel: %+v", doc)
 	}
 	perHead := m.Kernels[2]
@@ -114,10 +114,10 @@ func TestManifestGradBuffers(t *testing.T) {
 		t.Fatal(err)
 	}
 	rel, doc := m.Kernels[0], m.Kernels[1]
-	if rel.ScoreGradReads != 1 || len(rel.Buffers) != 1 || rel.Buffers[0].Name != "bias" || !rel.Buffers[0].Grad {
+	if rel.ScoreGradReads != 1 || len(rel.Slots) != 1 || rel.Slots[0].Name != "bias" || !rel.Slots[0].Grad {
 		t.Errorf("relative bias kernel: %+v", rel)
 	}
-	if doc.ScoreGradReads != 0 || len(doc.Buffers) != 1 || doc.Buffers[0].Grad {
+	if doc.ScoreGradReads != 0 || len(doc.Slots) != 1 || doc.Slots[0].Grad {
 		t.Errorf("document kernel (an int buffer in the mask): %+v", doc)
 	}
 }
@@ -127,8 +127,8 @@ func itoa(i int) string {
 	return string(b)
 }
 
-// pythonReader loads the package's GPU harness (python/maskc/harness.py,
-// on maskc.abi) with a stand-in torch module (the
+// pythonReader loads the GPU scripts' harness (gpu/harness.py, on the
+// package's maskc.abi and maskc.launcher) with a stand-in torch module (the
 // harness needs a GPU only to launch) and prints what it reads from the
 // manifest in DIR: struct sizes and offsets, the two grids for fixed
 // sizes, and each kernel's nvidia-sm90a launch.
@@ -138,9 +138,9 @@ class _Torch(types.ModuleType):
     def __getattr__(self, name):
         return name
 sys.modules["torch"] = _Torch("torch")
-sys.path.insert(0, sys.argv[1])
-from maskc import harness as mg
-abi, kernels = mg.load_manifest(sys.argv[2])
+sys.path[:0] = [sys.argv[1], sys.argv[2]]
+import harness as mg
+abi, kernels = mg.load_manifest(sys.argv[3])
 sizes = {"B": 3, "H": 5, "Sq": 1000, "Skv": 777}
 out = {
     "shape": [ctypes.sizeof(abi.Shape), abi.Shape.scale.offset, abi.Shape.tile_flags.offset],
@@ -153,7 +153,7 @@ out = {
 print(json.dumps(out))
 `
 
-// TestPythonHarnessReadsManifest checks that maskc.harness, which
+// TestPythonHarnessReadsManifest checks that gpu/harness.py, which
 // launches kernels from manifest.json alone, reads from it the layouts,
 // grids and launch configuration hipsrc defines.
 func TestPythonHarnessReadsManifest(t *testing.T) {
@@ -169,7 +169,7 @@ func TestPythonHarnessReadsManifest(t *testing.T) {
 	if code := run([]string{"-o", dir, "../../codegen/testdata/golden/lookup.flex"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	out, err := exec.Command(python, "-c", pythonReader, "../../python", dir).CombinedOutput()
+	out, err := exec.Command(python, "-c", pythonReader, "../../python", "../../gpu", dir).CombinedOutput()
 	if err != nil {
 		t.Fatalf("python: %v\n%s", err, out)
 	}
@@ -225,10 +225,10 @@ func TestManifestBackward(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range m.Kernels {
-		if want := k.Name + ".bwd.cu"; k.BwdSource != want {
-			t.Errorf("%s: bwd_source %q, want %q", k.Name, k.BwdSource, want)
+		if want := k.ID + ".bwd.cu"; k.BwdSourceFile != want {
+			t.Errorf("%s: bwd_source %q, want %q", k.ID, k.BwdSourceFile, want)
 		}
-		src, err := os.ReadFile(filepath.Join(dir, k.BwdSource))
+		src, err := os.ReadFile(filepath.Join(dir, k.BwdSourceFile))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -238,13 +238,13 @@ func TestManifestBackward(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !strings.HasSuffix(body, strings.TrimRight(hipsrc.AttnFwd, "\n")+"\n"+strings.TrimRight(hipsrc.AttnFwdSM90, "\n")+"\n"+
-			tiles+strings.TrimRight(hipsrc.AttnBwd, "\n")) ||
+			strings.TrimRight(hipsrc.AttnDecode, "\n")+"\n"+tiles+strings.TrimRight(hipsrc.AttnBwd, "\n")) ||
 			!strings.HasPrefix(body, fmt.Sprintf("#define MASKC_HEAD_DIM %d\n", k.HeadDim)+hipsrc.Prelude[:200]) {
-			t.Errorf("%s: the backward source is not the head dim, the prelude ... attn_fwd.h, attn_fwd_sm90.h, the tiles, attn_bwd.h", k.Name)
+			t.Errorf("%s: the backward source is not the head dim, the prelude ... attn_fwd.h, attn_fwd_sm90.h, attn_decode.h, the tiles, attn_bwd.h", k.ID)
 		}
 		for _, e := range k.BwdEntries {
 			if !strings.Contains(string(src), "maskc_attn_bwd") || !strings.Contains(string(src), e+"(") {
-				t.Errorf("%s: backward source lacks entry point %s", k.Name, e)
+				t.Errorf("%s: backward source lacks entry point %s", k.ID, e)
 			}
 		}
 		want, err := hipsrc.BwdLaunches(k.HeadDim)
@@ -252,7 +252,7 @@ func TestManifestBackward(t *testing.T) {
 			t.Fatal(err)
 		}
 		if len(k.BwdEntries) != len(codegen.BwdEntries) || !reflect.DeepEqual(k.BwdLaunch, want) {
-			t.Errorf("%s: backward launch fields %+v", k.Name, k)
+			t.Errorf("%s: backward launch fields %+v", k.ID, k)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/maskc/maskc/classify"
 	"github.com/maskc/maskc/codegen"
@@ -23,7 +24,7 @@ func runClassify(e *env, args []string) int {
 	tc := &runConfig{buffers: bufferFlags{}}
 	fs.IntVar(&tc.sq, "sq", 0, "with --shape: query length (default S)")
 	fs.IntVar(&tc.skv, "skv", 0, "with --shape: key/value length (default S)")
-	fs.Var(tc.buffers, "buffer", "with --shape: contents of a captured buffer, row-major: `NAME=v0,v1,...` (default random)")
+	fs.Var(tc.buffers, "buffer", "with --shape: contents of a captured buffer, row-major: `NAME=v0,v1,...` or NAME=@FILE (default random)")
 	seed := fs.Uint64("seed", 1, "with --shape: random seed for buffers not given with --buffer")
 	files, code, ok := parseArgs(fs, args)
 	if !ok {
@@ -132,8 +133,10 @@ func runTargets(e *env, args []string) int {
 
 // tileMapJSON is the tile_map object of a generated block (PLAN.md).
 type tileMapJSON struct {
-	Shape     map[string]int                 `json:"shape"`
-	Sparsity  hipsrc.Sparsity                `json:"sparsity"`
+	Shape    map[string]int  `json:"shape"`
+	Sparsity hipsrc.Sparsity `json:"sparsity"`
+	// TileList is the kernel's tile list (codegen.Kernel.TileList).
+	TileList  codegen.TileList               `json:"tile_list"`
 	Pairs     int64                          `json:"pairs"`
 	KeptPairs int64                          `json:"kept_pairs"`
 	Density   float64                        `json:"density"`
@@ -148,6 +151,39 @@ type tileMapPlatformJSON struct {
 	Visited  int64 `json:"tiles_visited"`
 	WithKept int64 `json:"tiles_with_kept_pairs"`
 	Full     int64 `json:"full_tiles"`
+	// Estimate is each tile list's cost at this launch in visited tiles
+	// (tileEstimates).
+	Estimate map[codegen.TileList]float64 `json:"estimate"`
+}
+
+// estimateLine prints the tile list chosen and tileEstimates' costs
+// (the launch's, all slices), the chosen list first.
+func estimateLine(kind codegen.TileList, est map[codegen.TileList]float64) string {
+	parts := []string{fmt.Sprintf("%s %.0f", kind, est[kind])}
+	for _, k := range []codegen.TileList{codegen.TileListDataDriven, codegen.TileListAnalytic, codegen.TileListPrepass} {
+		if v, ok := est[k]; ok && k != kind {
+			parts = append(parts, fmt.Sprintf("%s %.0f", k, v))
+		}
+	}
+	return fmt.Sprintf("tile list %s; estimated cost of the launch in visited tiles: %s", kind, strings.Join(parts, ", "))
+}
+
+// tileEstimates is the cost model of codegen.Kernel.TileList at one
+// launch, in visited tiles: the chosen list's visits (plus its flags for
+// the pre-pass), the pre-pass's flags (codegen.PrepassTileCost each) plus
+// the tiles holding a kept pair, and for a data-driven list the analytic
+// list's visits (alt, tilemap.VisitedTiles of Kernel.WithoutSelection).
+func tileEstimates(kind codegen.TileList, c tilemap.Counts, alt int64) map[codegen.TileList]float64 {
+	prepass := float64(c.WithKept) + codegen.PrepassTileCost*float64(c.Tiles)
+	est := map[codegen.TileList]float64{codegen.TileListPrepass: prepass}
+	switch kind {
+	case codegen.TileListDataDriven:
+		est[kind] = float64(c.Visited)
+		est[codegen.TileListAnalytic] = float64(alt)
+	case codegen.TileListAnalytic, codegen.TileListNone:
+		est[kind] = float64(c.Visited)
+	}
+	return est
 }
 
 // tileCounts computes the tile_map of every block the plan runs (or may
@@ -186,15 +222,25 @@ func tileCounts(e *env, u *unit, cu *compiler.Unit, cfg *runConfig, seed uint64)
 		if err != nil {
 			return nil, printEvalError(e, u, err)
 		}
-		tm := tileMapJSON{Shape: map[string]int{"B": c.b, "H": c.h, "Sq": c.sq, "Skv": c.skv}, Sparsity: k.Sparsity, Platforms: map[string]tileMapPlatformJSON{}}
+		kind, _ := k.TileList()
+		alt := make([]int64, len(r.Counts))
+		if kind == codegen.TileListDataDriven {
+			v, err := tilemap.VisitedTiles(k.WithoutSelection(), env, hipsrc.Platforms)
+			if err != nil {
+				return nil, printEvalError(e, u, err)
+			}
+			copy(alt, v)
+		}
+		tm := tileMapJSON{Shape: map[string]int{"B": c.b, "H": c.h, "Sq": c.sq, "Skv": c.skv}, Sparsity: k.Sparsity, TileList: kind, Platforms: map[string]tileMapPlatformJSON{}}
 		for _, ct := range r.Counts {
 			if msg := ct.Waste.Loose(ct.Counts); msg != "" {
 				fmt.Fprintf(e.stderr, "maskc: warning: attention %s: at B=%d H=%d Sq=%d Skv=%d the %s kernel %s\n", name, c.b, c.h, c.sq, c.skv, ct.Platform, msg)
 			}
 		}
-		for _, ct := range r.Counts {
+		for i, ct := range r.Counts {
 			tm.Pairs, tm.KeptPairs, tm.Density = ct.Pairs, ct.KeptPairs, ct.Density
-			tm.Platforms[ct.Platform.String()] = tileMapPlatformJSON{BlockM: hipsrc.BlockM, BlockN: int64(ct.Platform.BlockN()), Tiles: ct.Tiles, Visited: ct.Visited, WithKept: ct.WithKept, Full: ct.Full}
+			tm.Platforms[ct.Platform.String()] = tileMapPlatformJSON{BlockM: hipsrc.BlockM, BlockN: int64(ct.Platform.BlockN()), Tiles: ct.Tiles, Visited: ct.Visited, WithKept: ct.WithKept, Full: ct.Full,
+				Estimate: tileEstimates(kind, ct.Counts, alt[i])}
 		}
 		out[name] = tm
 	}

@@ -89,7 +89,6 @@ func runCompile(e *env, args []string) int {
 			if err != nil {
 				return err
 			}
-			pk := compiler.NewPlanKernel(k, name)
 			for _, arch := range strings.Split(*archs, ",") {
 				if arch = strings.TrimSpace(arch); arch == "" {
 					continue
@@ -98,8 +97,8 @@ func runCompile(e *env, args []string) int {
 					file, obj, what string
 					objs            *map[string]string
 				}{
-					{name, fmt.Sprintf("%s.%s.hsaco", pa.Name, arch), pa.Name, &pk.CodeObjects},
-					{mk.BwdSource, fmt.Sprintf("%s.bwd.%s.hsaco", pa.Name, arch), pa.Name + "'s backward", &mk.BwdCodeObjects},
+					{name, fmt.Sprintf("%s.%s.hsaco", pa.Name, arch), pa.Name, &mk.CodeObjects},
+					{mk.BwdSourceFile, fmt.Sprintf("%s.bwd.%s.hsaco", pa.Name, arch), pa.Name + "'s backward", &mk.BwdCodeObjects},
 				} {
 					prog.update(len(manifest.Kernels), todo, "hipcc "+src.obj)
 					args := append(hipsrc.HIPOptions(arch), "--genco", "-o", out.Path(src.obj), out.Path(src.file))
@@ -115,8 +114,7 @@ func runCompile(e *env, args []string) int {
 					(*src.objs)[arch] = src.obj
 				}
 			}
-			mk.CodeObjects = pk.CodeObjects
-			pa.Kernel = pk
+			pa.Kernel = mk.ID
 			manifest.Kernels = append(manifest.Kernels, mk)
 		}
 		prog.done()

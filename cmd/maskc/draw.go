@@ -43,7 +43,7 @@ func runDraw(e *env, args []string) int {
 	seed := fs.Uint64("seed", 1, "random seed for buffers not given with --buffer")
 	fs.StringVar(&cfg.target, "target", "", "Turbo target profile for the plan (see 'maskc targets')")
 	fs.Var(cfg.defines, "D", "override a param: `NAME=VALUE` (repeatable)")
-	fs.Var(cfg.buffers, "buffer", "contents of a captured buffer, row-major: `NAME=v0,v1,...` (repeatable; default random)")
+	fs.Var(cfg.buffers, "buffer", "contents of a captured buffer, row-major: `NAME=v0,v1,...` or NAME=@FILE (repeatable; default random)")
 	files, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code
@@ -124,8 +124,18 @@ func runDraw(e *env, args []string) int {
 	if msg := waste[0].Loose(cts[0]); msg != "" {
 		fmt.Fprintf(e.stderr, "maskc: warning: attention %s: at B=%d H=%d Sq=%d Skv=%d the %s kernel %s\n", a.Name, cfg.b, cfg.h, cfg.sq, cfg.skv, p, msg)
 	}
+	kind, _ := k.TileList()
+	var alt int64
+	if kind == codegen.TileListDataDriven {
+		v, err := tilemap.VisitedTiles(k.WithoutSelection(), env, []hipsrc.Platform{p})
+		if err != nil {
+			return printEvalError(e, u, err)
+		}
+		alt = v[0]
+	}
+	estimate := estimateLine(kind, tileEstimates(kind, cts[0], alt))
 	title := fmt.Sprintf("%s: attention %s, B=%d H=%d Sq=%d Skv=%d D=%d", filepath.Base(cfg.path), a.Name, cfg.b, cfg.h, cfg.sq, cfg.skv, cfg.d)
-	c, err := draw.Layout(draw.Picture{Map: m, Scale: scale, Title: title})
+	c, err := draw.Layout(draw.Picture{Map: m, Scale: scale, Title: title, Lines: []string{estimate}})
 	if err != nil {
 		return printRunError(e, err)
 	}
@@ -146,6 +156,7 @@ func runDraw(e *env, args []string) int {
 	fmt.Fprintf(e.stdout, "attention %s: sparsity %s, %s tiles %dx%d, slice b=%d h=%d\n", a.Name, k.Sparsity, p, m.BlockM, m.BlockN, *sb, *sh)
 	fmt.Fprintf(e.stdout, "kept pairs %d of %d (density %.4f)\n", ct.KeptPairs, ct.Pairs, ct.Density)
 	fmt.Fprintf(e.stdout, "tiles %d: visited %d, with kept pairs %d, full %d\n", ct.Tiles, ct.Visited, ct.WithKept, ct.Full)
+	fmt.Fprintln(e.stdout, estimate)
 	fmt.Fprintf(e.stdout, "wrote %s (%dx%d pixels, %s)\n", *out, c.W, c.H, ms(time.Since(t0)))
 	return exitOK
 }

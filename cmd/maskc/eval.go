@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 
@@ -18,7 +19,8 @@ import (
 // in a terminal anyway.
 const maxGrid = 512
 
-// bufferFlags collects repeated `--buffer NAME=v0,v1,...` contents.
+// bufferFlags collects repeated `--buffer NAME=v0,v1,...` contents (or
+// NAME=@FILE: the values from FILE, separated by commas or white space).
 type bufferFlags map[string][]float64
 
 func (b bufferFlags) String() string { return "" }
@@ -28,6 +30,13 @@ func (b bufferFlags) Set(s string) error {
 	name = strings.TrimSpace(name)
 	if !ok || name == "" {
 		return fmt.Errorf("want NAME=v0,v1,..., got %q", s)
+	}
+	if path, ok := strings.CutPrefix(vals, "@"); ok { // NAME=@FILE: the values from a file
+		text, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("buffer %s: %v", name, err)
+		}
+		vals = strings.Join(strings.Fields(string(text)), ",")
 	}
 	var data []float64
 	for _, f := range strings.Split(vals, ",") {
@@ -60,7 +69,7 @@ func runEval(e *env, args []string) int {
 	sizeHKV := fs.Int("HKV", 0, "key/value heads HKV (default H)")
 	defines := defineFlag(fs)
 	buffers := bufferFlags{}
-	fs.Var(buffers, "buffer", "contents of a captured buffer, row-major: `NAME=v0,v1,...` (repeatable)")
+	fs.Var(buffers, "buffer", "contents of a captured buffer, row-major: `NAME=v0,v1,...` or NAME=@FILE (repeatable)")
 	files, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code

@@ -140,7 +140,7 @@ func parseRunArgs(e *env, args []string) (*runConfig, int, bool) {
 	seed := fs.String("seed", "", "random seed for inputs and default buffers (default: from the clock)")
 	fs.StringVar(&cfg.target, "target", "", "Turbo target profile for the plan (see 'maskc targets')")
 	fs.Var(cfg.defines, "D", "override a param: `NAME=VALUE` (repeatable)")
-	fs.Var(cfg.buffers, "buffer", "contents of a captured buffer, row-major: `NAME=v0,v1,...` (repeatable; default random)")
+	fs.Var(cfg.buffers, "buffer", "contents of a captured buffer, row-major: `NAME=v0,v1,...` or NAME=@FILE (repeatable; default random)")
 	files, code, ok := parseArgs(fs, args)
 	if !ok {
 		return nil, code, false

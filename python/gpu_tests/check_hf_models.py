@@ -179,7 +179,7 @@ def make_batch(gen, B, S, decoder):
     return dict(input_ids=inp, attention_mask=torch.ones_like(ids), labels=labels)
 
 
-def train(model, impl, steps, seed, B, S, decoder, time_from=None, lr=2e-3):
+def train(model, impl, steps, seed, B, S, decoder, time_from=None, lr=5e-4):
     """Trains model in place: the losses of `steps` AdamW steps (bf16
     autocast, fp32 master weights) and tokens/s over the steps from
     time_from on."""
@@ -292,8 +292,8 @@ def check_model(name, a, log):
     except Exception as e:
         emit("build", "FAIL", "%s: %s" % (type(e).__name__, e))
         return rows
-    res, trained = {}, {}
-    for impl in ("maskc", "eager"):
+    res, trained = {}, {"eager": base}
+    for impl in ("maskc", "eager") if a.train else ():
         try:
             trained[impl] = copy.deepcopy(base)
             res[impl] = train(trained[impl], impl, a.steps, a.seed + 1, a.batch, a.seq, decoder, lr=a.lr)
@@ -301,12 +301,13 @@ def check_model(name, a, log):
             traceback.print_exc()
             emit("train", "FAIL", "%s on %s: %s: %s" % (impl, name, type(e).__name__, str(e)[:300]))
             return rows
-    lm, le = res["maskc"][0], res["eager"][0]
-    diff = [abs(x - y) for x, y in zip(lm, le)]
-    tail = sum(diff[-20:]) / len(diff[-20:])
-    ok = all(math.isfinite(x) for x in lm) and max(diff) <= TOL_STEP and tail <= TOL_TAIL
-    emit("train", "PASS" if ok else "FAIL", "max step diff %.4f (<= %.2f), last-20 mean %.4f (<= %.2f), loss %.3f -> "
-         "%.3f" % (max(diff), TOL_STEP, tail, TOL_TAIL, le[0], le[-1]), losses_maskc=lm, losses_eager=le)
+    if a.train:
+        lm, le = res["maskc"][0], res["eager"][0]
+        diff = [abs(x - y) for x, y in zip(lm, le)]
+        tail = sum(diff[-20:]) / len(diff[-20:])
+        ok = all(math.isfinite(x) for x in lm) and max(diff) <= TOL_STEP and tail <= TOL_TAIL
+        emit("train", "PASS" if ok else "FAIL", "max step diff %.4f (<= %.2f), last-20 mean %.4f (<= %.2f), loss "
+             "%.3f -> %.3f" % (max(diff), TOL_STEP, tail, TOL_TAIL, le[0], le[-1]), losses_maskc=lm, losses_eager=le)
     if a.speed:
         tps = {}
         for impl in a.speed_impls.split(","):
@@ -344,7 +345,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", default=",".join(MODELS), help="comma-separated, of: " + ", ".join(MODELS))
     ap.add_argument("--steps", type=int, default=100)
-    ap.add_argument("--lr", type=float, default=2e-3, help="AdamW learning rate of the training comparison")
+    ap.add_argument("--lr", type=float, default=5e-4,
+                    help="AdamW learning rate of the training comparison (at 2e-3 the tiny gpt-oss and "
+                         "ModernBERT configs diverge on eager too, and any two runs drift apart)")
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--seq", type=int, default=512)
     ap.add_argument("--seed", type=int, default=0)
@@ -355,6 +358,9 @@ def main():
                     help="implementations timed (flex_attention compiles: about a minute per model)")
     ap.add_argument("--no-speed", dest="speed", action="store_false")
     ap.add_argument("--no-gen", dest="gen", action="store_false")
+    ap.add_argument("--no-train", dest="train", action="store_false",
+                    help="skip the training comparison (speed and generate() only; generate() then runs the "
+                         "untrained weights)")
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp"))
     a = ap.parse_args()
     names = [m for m in a.models.split(",") if m]
@@ -385,7 +391,7 @@ def main():
     print("\n%-11s %-17s %-6s %s" % ("model", "check", "status", "detail"))
     for r in rows:
         print("%-11s %-17s %-6s %s" % r)
-    if fails or not passed:
+    if fails or not (passed or not a.train):
         print("FAILED %d (%d passed, %d models skipped)" % (fails, passed, skipped), flush=True)
         return 1
     print("ALL PASS (%d checks passed, %d models skipped)" % (passed, skipped), flush=True)

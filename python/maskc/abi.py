@@ -20,10 +20,13 @@ import re
 
 from .diagnostics import MaskcError
 
-__all__ = ["ABI_VERSION", "MANIFEST_FILE", "FRAME_FIELDS", "BufferSpec", "Platform", "Entry", "KernelSpec", "Manifest",
+__all__ = ["ABI_VERSION", "MANIFEST_VERSION", "MANIFEST_FILE", "FRAME_FIELDS", "BufferSpec", "Platform", "Entry", "KernelSpec", "Manifest",
            "read_manifest", "pick_platform"]
 
-#: The manifest schema and kernel ABI version this package reads (hipsrc.ABIVersion).
+#: The manifest schema version this package reads (hipsrc.ManifestVersion): 5 made each kernels[] entry
+#: the kernel's one descriptor (hipsrc.KernelDesc), which plan.json names.
+MANIFEST_VERSION = 5
+#: The kernel ABI version this package fills structs for (hipsrc.ABIVersion, the manifest's abi.version).
 ABI_VERSION = 4
 #: The manifest's file name in a compile output directory.
 MANIFEST_FILE = "manifest.json"
@@ -243,10 +246,16 @@ def _check_read(r, kernel, nbuf):
 
 
 class KernelSpec:
-    """One kernel of the manifest: the block it computes and how it is launched."""
+    """One kernel of the manifest: its descriptor (hipsrc.KernelDesc, a
+    kernels[] entry), the block it computes and how it is launched. The
+    facts a launcher reads are checked and typed here; every key of the
+    descriptor is also an attribute under its JSON name (spec.mask_torch,
+    spec.kv_heads, ...), so a fact the descriptor gains reaches Python
+    without an edit here. desc is the entry as the manifest has it."""
 
     def __init__(self, d, manifest):
         self.manifest = manifest
+        self.desc = dict(d)
         self.name, self.source = d["name"], d["source"]
         self.attention = d["attention"]
         self.code_objects = dict(d.get("code_objects") or {})
@@ -294,6 +303,13 @@ class KernelSpec:
             if e not in manifest.entries:
                 raise MaskcError("manifest: kernel %s names entry %s, which the ABI does not list" % (self.name, e))
 
+    def __getattr__(self, name):
+        # only for names __init__ did not set: the descriptor's other keys
+        desc = self.__dict__.get("desc")
+        if desc is not None and name in desc:
+            return desc[name]
+        raise AttributeError("kernel descriptor has no %r" % name)
+
     def flag_bytes(self, sizes, block_n):
         """The size of the tile-flag buffer of a prepass kernel for sizes."""
         fb = sizes["B"] if self.mask_uses_b else 1
@@ -306,12 +322,15 @@ class Manifest:
     platforms, block_m) and the kernels by attention block."""
 
     def __init__(self, doc):
-        if not isinstance(doc, dict) or doc.get("version") != ABI_VERSION:
+        if not isinstance(doc, dict) or doc.get("version") != MANIFEST_VERSION:
             raise MaskcError("manifest.json has version %r; this package reads version %d (use the maskc binary "
-                             "of the same release)" % (doc.get("version") if isinstance(doc, dict) else None,
-                                                       ABI_VERSION))
+                             "of the same release, or delete the compile cache entry an older maskc wrote)" %
+                             (doc.get("version") if isinstance(doc, dict) else None, MANIFEST_VERSION))
         try:
             a = doc["abi"]
+            if a.get("version") != ABI_VERSION:
+                raise MaskcError("manifest.json describes kernel ABI %r; this package fills ABI %d" %
+                                 (a.get("version"), ABI_VERSION))
             structs = {s["name"]: s for s in a["structs"]}
             self.Shape = _struct(structs["MaskcShape"], _SHAPE_FIELDS)
             self.Buffers = _struct(structs["MaskcBuffers"], _BUFFERS_FIELDS)
@@ -336,10 +355,12 @@ class Manifest:
             if self.status_words != 1 + self.max_buffers:
                 raise MaskcError("manifest: %d status words; this package expects 1 + max_buffers = %d" %
                                  (self.status_words, 1 + self.max_buffers))
-            self.kernels = {}
+            self.kernels = {}  # by attention block
+            self.descriptors = {}  # the kernels[] entries by name, what plan.json's kernel names
             for k in doc["kernels"]:
                 spec = KernelSpec(k, self)
                 self.kernels[spec.attention] = spec
+                self.descriptors[spec.name] = spec.desc
         except (KeyError, TypeError, ValueError) as e:
             raise MaskcError("manifest.json is malformed: %s %s" % (type(e).__name__, e))
         ptr_dims = [f.get("dims") for f in structs["MaskcBuffers"]["fields"] if f["name"] == "ptr"]

@@ -26,7 +26,7 @@ __all__ = ["PLAN_VERSION", "GENERATED_ENTRY", "TURBO_ENTRIES", "Decision", "Plan
            "precondition_holds", "choose", "BACKENDS"]
 
 #: The plan.json schema version this package reads.
-PLAN_VERSION = 1
+PLAN_VERSION = 2
 #: The entry of a block computed by maskc's generated kernel.
 GENERATED_ENTRY = "maskc_generated"
 #: The Primus-Turbo functions a plan may name.
@@ -56,7 +56,14 @@ class Decision:
         self.segments = d.get("segments", "")
         self.reason = d.get("reason", "")
         self.canonical = d.get("canonical", "")
-        self.kernel = d.get("kernel")
+        # The generated kernel's name in manifest.json (plan version 2: plan.json names the kernel's
+        # descriptor instead of restating it); kernel is that descriptor, the manifest's kernels[] entry,
+        # once Plan has the manifest's (None without one).
+        self.kernel_name = d.get("kernel")
+        if self.kernel_name is not None and not isinstance(self.kernel_name, str):
+            raise MaskcError("plan.json: block %s's kernel is %s, not a manifest kernel's name (a plan of an older "
+                             "maskc: compile the file again)" % (self.name, type(self.kernel_name).__name__))
+        self.kernel = None
         if self.entry != GENERATED_ENTRY and self.entry not in TURBO_ENTRIES:
             raise MaskcError("plan.json: block %s names entry %r, which this package does not know" %
                              (self.name, self.entry))
@@ -70,13 +77,16 @@ class Decision:
     def has_generated(self):
         """Whether maskc compile wrote a generated kernel for this block
         (its pattern, or its fallback)."""
-        return self.kernel is not None
+        return self.kernel_name is not None
 
 
 class Plan:
-    """A parsed plan.json: target profile and decisions by block name."""
+    """A parsed plan.json: target profile and decisions by block name.
+    kernels: the manifest's kernel descriptors by name (maskc.abi.Manifest.
+    descriptors) that the decisions' kernel names resolve to; None when
+    there is no manifest beside the plan."""
 
-    def __init__(self, doc):
+    def __init__(self, doc, kernels=None):
         if not isinstance(doc, dict):
             raise MaskcError("plan.json is not an object")
         if doc.get("version") != PLAN_VERSION:
@@ -86,6 +96,11 @@ class Plan:
         self.attentions = {}
         for a in doc.get("attentions") or []:
             dec = Decision(a)
+            if dec.kernel_name is not None and kernels is not None:
+                if dec.kernel_name not in kernels:
+                    raise MaskcError("plan.json: block %s names kernel %r, which manifest.json does not describe "
+                                     "(it has: %s)" % (dec.name, dec.kernel_name, ", ".join(sorted(kernels)) or "none"))
+                dec.kernel = kernels[dec.kernel_name]
             self.attentions[dec.name] = dec
 
     def attention(self, name):

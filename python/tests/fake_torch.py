@@ -199,6 +199,10 @@ class Stream:
     cuda_stream = 0x5eed
 
 
+#: maskc's modules that import torch at the top (maskc.torch and the modules it re-exports).
+TORCH_MODULES = ("torch", "api", "dispatch", "launcher", "ops")
+
+
 def install(monkeypatch):
     """Puts the fake torch (and its submodules) into sys.modules."""
     rec.calls.clear()
@@ -216,7 +220,8 @@ def install(monkeypatch):
     ops = types.SimpleNamespace(maskc=types.SimpleNamespace())
     torch.ops = ops
     cuda = types.SimpleNamespace(current_device=lambda: 0, device=lambda i: contextlib.nullcontext(),
-                                 get_device_capability=lambda i=0: (9, 0), current_stream=lambda d=None: Stream())
+                                 get_device_capability=lambda i=0: (9, 0), current_stream=lambda d=None: Stream(),
+                                 get_device_properties=lambda i=0: types.SimpleNamespace(multi_processor_count=132))
     torch.cuda = cuda
     nn = types.ModuleType("torch.nn")
     attention = types.ModuleType("torch.nn.attention")
@@ -226,5 +231,11 @@ def install(monkeypatch):
     torch.nn = nn
     for name, mod in (("torch", torch), ("torch.nn", nn), ("torch.nn.attention", attention)):
         monkeypatch.setitem(sys.modules, name, mod)
-    monkeypatch.delitem(sys.modules, "maskc.torch", raising=False)
+    # The modules that import torch are imported afresh over this one: out of
+    # sys.modules, and off the maskc package (whose attribute a later
+    # `from . import NAME` would otherwise return).
+    import maskc
+    for name in TORCH_MODULES:
+        monkeypatch.delitem(sys.modules, "maskc." + name, raising=False)
+        monkeypatch.delattr(maskc, name, raising=False)
     return torch

@@ -1,8 +1,9 @@
 """The ABI manifest read into ctypes structs, grids and argument lists.
 
-testdata/manifest_v4.json is a manifest written by the hipsrc package
-(genkernels over examples and a prepass mask); once maskc compile writes
-manifests on main, test_launch_plan reads the binary's own output too."""
+testdata/manifest_v5.json is a manifest written by the hipsrc package
+(genkernels over examples and a prepass mask: version 4's, whose kernels[]
+keys version 5 kept, with the version fields of 5); test_launch_plan reads
+the binary's own output too."""
 import copy
 import ctypes
 import json
@@ -19,7 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 @pytest.fixture
 def doc():
-    with open(os.path.join(HERE, "testdata", "manifest_v4.json")) as f:
+    with open(os.path.join(HERE, "testdata", "manifest_v5.json")) as f:
         return json.load(f)
 
 
@@ -148,7 +149,9 @@ def edit(doc, what):
     d = copy.deepcopy(doc)
     shape = d["abi"]["structs"][0]
     if what == "version":
-        d["version"] = 5
+        d["version"] = 4  # an older maskc's manifest (a compile cache entry it wrote)
+    elif what == "abi version":
+        d["abi"]["version"] = 5
     elif what == "offset":
         shape["fields"][5]["offset"] += 8
     elif what == "unknown field":
@@ -170,7 +173,8 @@ def edit(doc, what):
 
 
 @pytest.mark.parametrize("what, msg", [
-    ("version", "version 5"), ("offset", "q_stride is at offset 32"), ("unknown field", "MaskcShape.window"),
+    ("version", "has version 4; this package reads version 5 .*delete the compile cache entry"),
+    ("abi version", "kernel ABI 5; this package fills ABI 4"), ("offset", "q_stride is at offset 32"), ("unknown field", "MaskcShape.window"),
     ("missing field", "lacks tile_flags"), ("c_type", "'short'"), ("grid", "D/block_m"),
     ("slots", "slots \\[3\\]"), ("entry", "maskc_attn_fwd2"), ("key", "malformed"),
 ])
@@ -189,3 +193,21 @@ def test_manifest_changes_are_refused(doc, what, msg):
 def test_buffer_covers_shapes(dims, sq, skv, want):
     from maskc.abi import BufferSpec
     assert BufferSpec("t", 0, "i32", dims).covers(sq, skv) is want
+
+
+def test_a_new_descriptor_fact_needs_no_edit_here(doc):
+    """A per-kernel fact the descriptor (hipsrc.KernelDesc) gains is an
+    attribute of KernelSpec, and the plan's kernel, under its JSON name,
+    with no change to this package; a name the descriptor lacks is an
+    AttributeError, never a silent None."""
+    from maskc.plan import Plan
+    d = copy.deepcopy(doc)
+    d["kernels"][0]["mask_uses_q"] = True  # a fact this package has never heard of
+    m = Manifest(d)
+    spec = m.kernels[d["kernels"][0]["attention"]]
+    assert spec.mask_uses_q is True and spec.mask_torch == d["kernels"][0]["mask_torch"]
+    with pytest.raises(AttributeError, match="no 'mask_uses_r'"):
+        spec.mask_uses_r
+    plan = Plan({"version": 2, "attentions": [{"name": spec.attention, "pattern": "generated", "entry": "maskc_generated",
+                                               "kernel": spec.name}]}, m.descriptors)
+    assert plan.attention(spec.attention).kernel["mask_uses_q"] is True

@@ -169,8 +169,9 @@ def env(monkeypatch, maskc_bin, cache_dir):
     monkeypatch.setenv("MASKC_BIN", maskc_bin)
     ft.install(monkeypatch)
     import maskc.torch as mt
+    from maskc import launcher
     drv = FakeDriver()
-    monkeypatch.setattr(mt, "_libs", lambda: (drv, FakeNVRTC()))
+    monkeypatch.setattr(launcher, "_libs", lambda: (drv, FakeNVRTC()))
     return mt, drv
 
 

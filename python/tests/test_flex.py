@@ -25,11 +25,12 @@ def env(monkeypatch, maskc_bin, cache_dir):
     monkeypatch.setenv("MASKC_BIN", maskc_bin)
     ft.install(monkeypatch)
     import maskc.torch as mt
+    from maskc import launcher
     from maskc import flex
     monkeypatch.setattr(flex, "_resolved", {})
     monkeypatch.setattr(flex, "_programs", {})
     drv, nv = FakeDriver(), FakeNVRTC()
-    monkeypatch.setattr(mt, "_libs", lambda: (drv, nv))
+    monkeypatch.setattr(launcher, "_libs", lambda: (drv, nv))
     import dropin_mods
     return types.SimpleNamespace(mt=mt, flex=flex, drv=drv, nv=nv, dm=dropin_mods, bin=maskc_bin)
 

@@ -25,9 +25,10 @@ def plans(maskc_bin):
 
 
 def with_kernel(d):
-    """The decision as compile writes it: a kernel object where one is generated."""
+    """The decision as compile writes it: a kernel named where one is
+    generated (and its manifest descriptor resolved)."""
     if d.entry == "maskc_generated" or d.fallback == "generated":
-        d.kernel = {"entry": "maskc_attn_fwd"}
+        d.kernel_name, d.kernel = d.name, {"name": d.name, "entry": "maskc_attn_fwd"}
     return d
 
 
@@ -112,18 +113,34 @@ def test_precondition_holds(cond, sq, skv, ok):
     assert precondition_holds(cond, CallFacts(sq, skv))[0] is ok
 
 
-@pytest.mark.parametrize("doc, msg", [
-    ({"version": 2, "attentions": []}, "schema version 2"),
-    ([], "not an object"),
-    ({"version": 1, "attentions": [{"name": "a"}]}, "lacks"),
-    ({"version": 1, "attentions": [{"name": "a", "pattern": "x", "entry": "other_func", "kwargs": {}}]}, "other_func"),
+_GEN = {"name": "a", "pattern": "generated", "entry": "maskc_generated", "kwargs": {}}
+
+
+@pytest.mark.parametrize("doc, kernels, msg", [
+    ({"version": 3, "attentions": []}, None, "schema version 3"),
+    # version 1's kernel was an object restating the manifest's entry: refused, never misread
+    ({"version": 1, "attentions": [dict(_GEN, kernel={"source": "a.hip"})]}, None, "schema version 1"),
+    ({"version": 2, "attentions": [dict(_GEN, kernel={"source": "a.hip"})]}, None, "not a manifest kernel's name"),
+    ({"version": 2, "attentions": [dict(_GEN, kernel="a")]}, {"b": {"name": "b"}}, "names kernel 'a', which manifest"),
+    ([], None, "not an object"),
+    ({"version": 2, "attentions": [{"name": "a"}]}, None, "lacks"),
+    ({"version": 2, "attentions": [{"name": "a", "pattern": "x", "entry": "other_func", "kwargs": {}}]}, None,
+     "other_func"),
 ])
-def test_bad_plans(doc, msg):
+def test_bad_plans(doc, kernels, msg):
     with pytest.raises(MaskcError, match=msg):
-        Plan(doc)
+        Plan(doc, kernels)
+
+
+def test_plan_resolves_kernel_names():
+    desc = {"name": "a", "head_dim": 64}
+    p = Plan({"version": 2, "attentions": [dict(_GEN, kernel="a")]}, {"a": desc})
+    assert p.attention("a").kernel is desc and p.attention("a").has_generated
+    alone = Plan({"version": 2, "attentions": [dict(_GEN, kernel="a")]})  # no manifest beside the plan
+    assert alone.attention("a").kernel is None and alone.attention("a").has_generated
 
 
 def test_unknown_block_lists_names():
-    p = Plan({"version": 1, "attentions": [{"name": "a", "pattern": "full", "entry": "flash_attn_func"}]})
+    p = Plan({"version": 2, "attentions": [{"name": "a", "pattern": "full", "entry": "flash_attn_func"}]})
     with pytest.raises(MaskcError, match="no attention block 'b'; the file declares: a"):
         p.attention("b")

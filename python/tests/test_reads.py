@@ -25,8 +25,9 @@ def env(monkeypatch, maskc_bin, cache_dir):
     monkeypatch.setenv("MASKC_BIN", maskc_bin)
     ft.install(monkeypatch)
     import maskc.torch as mt
+    from maskc import launcher
     drv, nv = FakeDriver(), FakeNVRTC()
-    monkeypatch.setattr(mt, "_libs", lambda: (drv, nv))
+    monkeypatch.setattr(launcher, "_libs", lambda: (drv, nv))
     return mt, drv, nv
 
 

@@ -144,7 +144,8 @@ def test_turbo_varlen_takes_contiguous_documents_only(mt, turbo, monkeypatch):
     q, doc = ft.Tensor((1, 256, 8, 128)), ft.Tensor((256,), ft.int32)
     cu = ft.Tensor((3,), ft.int32)
     answer = [(cu, 200, True)]
-    monkeypatch.setattr(mt, "cu_seqlens_from_segments", lambda d, B, S: answer[0])
+    from maskc import dispatch
+    monkeypatch.setattr(dispatch, "cu_seqlens_from_segments", lambda d, B, S: answer[0])
     attn._generated = lambda *args: "generated ran"
     attn(q, q, q, buffers={"doc": doc})
     ((_, _, kw),) = turbo
@@ -157,3 +158,26 @@ def test_turbo_varlen_takes_contiguous_documents_only(mt, turbo, monkeypatch):
     with pytest.raises(MaskcError, match="no generated kernel for the block"):
         attn(q, q, q, buffers={"doc": doc})
     assert len(turbo) == 1
+
+
+def test_an_older_cache_entry_is_refused_not_misread(mt, tmp_path):
+    """A compile output of an older maskc (manifest version 4, plan version 1
+    with the kernel restated as an object) is refused when loaded, naming
+    the versions, never read with this package's meaning of its fields."""
+    import json
+    import shutil
+    from maskc import cache
+    e = cache.compile_flex(os.path.join(EXAMPLES, "prefix_lm.flex"))
+    old = str(tmp_path / "old")
+    shutil.copytree(e.directory, old)
+    for name, version in (("manifest.json", 4), ("plan.json", 1)):
+        with open(os.path.join(old, name)) as f:
+            doc = json.load(f)
+        doc["version"] = version
+        with open(os.path.join(old, name), "w") as f:
+            json.dump(doc, f)
+    with pytest.raises(MaskcError, match="manifest.json has version 4; this package reads version 5"):
+        mt.Program(cache.Entry(old, "old", {}))
+    os.remove(os.path.join(old, "manifest.json"))  # the plan alone: refused by its own version
+    with pytest.raises(MaskcError, match="schema version 1"):
+        mt.Program(cache.Entry(old, "old", {}))

@@ -213,6 +213,7 @@ def test_decode_step_runs_generated_with_frame(tf, mtf, maskc_bin, cache_dir, mo
     monkeypatch.setenv("MASKC_BIN", maskc_bin)
     ft.install(monkeypatch)
     import maskc.torch as mt
+    from maskc import launcher
     from maskc import abi
     launches = []
 
@@ -238,7 +239,7 @@ def test_decode_step_runs_generated_with_frame(tf, mtf, maskc_bin, cache_dir, mo
 
         def compile(self, src, name, options):
             return b"CUBIN", ""
-    monkeypatch.setattr(mt, "_libs", lambda: (Drv(), NV()))
+    monkeypatch.setattr(launcher, "_libs", lambda: (Drv(), NV()))
     pad = ft.Tensor((2, 38), ft.bool_)
     pad.all = lambda: False
     info = info_for(mtf, mu, 2, 1, 38, q0=37, pad=pad)

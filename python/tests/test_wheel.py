@@ -46,6 +46,22 @@ def test_record_matches_every_file(wheel):
     assert not any("__pycache__" in n or n.startswith("tests/") for n in names)
 
 
+# The wheel's files: what users call (maskc.torch's modules and the
+# integrations) and their build-time parts, no more. The GPU scripts'
+# tooling (gpu/harness.py, buffers.py, runlog.py) is not among them.
+PACKAGE = ["__init__", "abi", "api", "binary", "cache", "checks", "cp", "cuda", "decode", "diagnostics", "dispatch",
+           "dtypes", "flex", "launcher", "megatron", "megatron_core", "ops", "plan", "torch", "transformers"]
+
+
+def test_file_list(wheel):
+    ver = build_wheel.version()
+    with zipfile.ZipFile(wheel) as z:
+        names = sorted(z.namelist())
+    info = "maskc-%s.dist-info/" % ver
+    assert names == sorted(["maskc/%s.py" % m for m in PACKAGE] + ["maskc/bin/maskc"] +
+                           [info + n for n in ("METADATA", "WHEEL", "top_level.txt", "RECORD")])
+
+
 def test_binary_is_executable_and_found(wheel, tmp_path, maskc_bin):
     target = tmp_path / "site"
     with zipfile.ZipFile(wheel) as z:

@@ -2,7 +2,7 @@
 # 64-query block attends its own block causally plus 8 earlier 64-key blocks
 # chosen by sel (flattened [Q/64 * 8]; -1 selects nothing).
 
-buffer sel: i32[1024]  # 8 block numbers per query block, Q <= 8192
+buffer sel: i32[4096]  # 8 block numbers per query block, Q <= 32768
 
 mask nsa(b, h, q, kv) = kv <= q and (q // 64 == kv // 64 or sel[(q // 64) * 8 + 0] == kv // 64 or sel[(q // 64) * 8 + 1] == kv // 64 or sel[(q // 64) * 8 + 2] == kv // 64 or sel[(q // 64) * 8 + 3] == kv // 64 or sel[(q // 64) * 8 + 4] == kv // 64 or sel[(q // 64) * 8 + 5] == kv // 64 or sel[(q // 64) * 8 + 6] == kv // 64 or sel[(q // 64) * 8 + 7] == kv // 64)
 

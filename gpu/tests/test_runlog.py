@@ -1,9 +1,9 @@
-"""maskc.runlog: every emitted object is one JSON line on stdout and in the file."""
+"""gpu/runlog.py: every emitted object is one JSON line on stdout and in the file."""
 import json
 
 import pytest
 
-from maskc.runlog import JsonLog
+from runlog import JsonLog
 
 
 def test_lines_on_stdout_and_in_file(tmp_path, capsys):

@@ -1,9 +1,7 @@
 """The GPU scripts' one variant mechanism: tuning switches set by -D
-(maskc.harness.parse_defines, switch_options), refused when the source has
+(gpu/harness.py's parse_defines, switch_options), refused when the source has
 no such switch."""
 import pytest
-
-import fake_torch as ft
 
 SRC = """
 #ifndef MASKC_SCHED_GROUP
@@ -16,9 +14,8 @@ SRC = """
 
 
 @pytest.fixture
-def harness(monkeypatch):
-    ft.install(monkeypatch)
-    from maskc import harness
+def harness():
+    import harness
     return harness
 
 

@@ -1,50 +1,51 @@
 """The GPU test harness of maskc's generated kernels (NVIDIA), on the package's launcher.
 
-gpu/check.py, bench.py, bwd_check.py, bwd_bench.py, bwd_sanitize.py and
-ported_check.py import this module (`sys.path` holding python/). It reads a
-directory written by `go run ./cmd/genkernels -o DIR ...` or
-`maskc compile FILE -o DIR`: DIR/manifest.json (hipsrc/MANIFEST.md), parsed
-by maskc.abi (the same reader maskc.torch launches through), and the kernel
-sources it lists. Struct layouts, grids, platforms, launch geometry and the
-backward's launch sequence (maskc.abi.Manifest.bwd_launches) come from the
-manifest; NVRTC and the CUDA driver are maskc.cuda's, every call checked;
-modules load into PyTorch's context and launch on torch tensors. What is
-harness-only here: kernels compiled from a source text (tuning variants),
-launches packed once and replayed, random cases from the manifest's
-mask_torch / score_torch expressions, and the float64 references.
+GPU-script tooling, not part of the wheel: gpu/check.py, bench.py,
+bwd_check.py, bwd_bench.py, bwd_sanitize.py, dense_bench.py and
+ported_check.py import it as `harness` (their directory), with python/ on
+sys.path for the maskc package it launches through. It reads a directory
+written by `go run ./cmd/genkernels -o DIR ...` or `maskc compile FILE -o
+DIR`: DIR/manifest.json (hipsrc/MANIFEST.md), parsed by maskc.abi (the same
+reader maskc.torch launches through), and the kernel sources it lists.
+Struct layouts, grids, platforms, launch geometry and the launch sequences
+(maskc.launcher.fwd_launches, maskc.abi.Manifest.bwd_launches) come from the
+manifest; code objects load and kernels launch through maskc.launcher
+(load_functions, launch_all) with the package's NVRTC and CUDA driver
+(maskc.cuda, every call checked), into PyTorch's context, on torch tensors.
+What is harness-only here: kernels compiled from a source text (tuning
+variants), launches packed once and replayed, random cases from the
+manifest's mask_torch / score_torch expressions (read by a small
+interpreter of the expressions maskc's codegen.TorchExpr prints: no eval),
+their buffers drawn by gpu/buffers.py, and the float64 references.
 """
-import ctypes
+import ast
 import json
-import math
+import operator
 import os
 import re
+import sys
 import time
 
 import torch
 
-from . import abi as _abi
-from . import checks as _checks
-from . import cuda as _cuda_mod
-from . import dtypes as _dtypes
+import buffers as _buffers
+from maskc import abi as _abi
+from maskc import checks as _checks
+from maskc import cuda as _cuda_mod
+from maskc import launcher as _launcher
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # --------------------------------------------------------------------------- libraries
-_nvrtc = None
-_drv = None
-
-
 def libs():
-    """(maskc.cuda.NVRTC, maskc.cuda.Driver) of this process, loaded once."""
-    global _nvrtc, _drv
-    if _drv is None:
-        _drv = _cuda_mod.Driver()
-        _nvrtc = _cuda_mod.NVRTC()
-    return _nvrtc, _drv
+    """(maskc.cuda.NVRTC, maskc.cuda.Driver) of this process: the package
+    launcher's (maskc.launcher._libs), loaded once."""
+    drv, nvrtc = _launcher._libs()
+    return nvrtc, drv
 
 
 # --------------------------------------------------------------------------- ABI (from the manifest)
-ABI_VERSION = _abi.ABI_VERSION  # hipsrc.ABIVersion: the manifest schema this harness reads
+MANIFEST_VERSION = _abi.MANIFEST_VERSION  # hipsrc.ManifestVersion: the manifest schema this harness reads
 
 
 class ABI:
@@ -53,7 +54,7 @@ class ABI:
 
     def __init__(self, abi):
         self.raw = abi
-        self.man = _abi.Manifest({"version": ABI_VERSION, "abi": abi, "kernels": []})
+        self.man = _abi.Manifest({"version": MANIFEST_VERSION, "abi": abi, "kernels": []})
         self.Shape, self.Buffers = self.man.Shape, self.man.Buffers
         self.entries = dict(self.man.entries, **self.man.bwd_entries)
         self.platforms = {p.name: p for p in self.man.platforms}
@@ -73,8 +74,9 @@ class ABI:
 def load_manifest(directory):
     """(ABI, [kernel entries]) of DIR/manifest.json."""
     man = json.load(open(os.path.join(directory, "manifest.json")))
-    if man.get("version") != ABI_VERSION:
-        raise ValueError("%s: manifest version %s, this harness reads %d" % (directory, man.get("version"), ABI_VERSION))
+    if man.get("version") != MANIFEST_VERSION:
+        raise ValueError("%s: manifest version %s, this harness reads %d" % (directory, man.get("version"),
+                                                                           MANIFEST_VERSION))
     return ABI(man["abi"]), man["kernels"]
 
 
@@ -154,11 +156,12 @@ class Kernel:
         self.mtiles = (1 if self.platform == "nvidia-sm90a" or self.head_dim > 128 else
                        int(mts[1]) if len(mts) > 1 else None)
         self.cubin, self.log = compiled if compiled is not None else compile_source(src, name, self.platform, abi)
-        self.module = drv.load_module(self.cubin)
-        self.fwd = drv.function(self.module, entry["entry"])
-        self.flags_fn = drv.function(self.module, entry["flags_entry"]) if self.prepass else None
-        self.seg_fn = drv.function(self.module, self.spec.seg_check_entry) if self.spec.seg_check_entry else None
-        drv.set_max_dynamic_smem(self.fwd, self.smem)
+        self.module, self.fns = _launcher.load_functions(
+            self.cubin, (entry["entry"], entry.get("flags_entry"), self.spec.seg_check_entry), self.smem,
+            (entry["entry"],))
+        self.fwd = self.fns[entry["entry"]]
+        self.flags_fn = self.fns[entry["flags_entry"]] if self.prepass else None
+        self.seg_fn = self.fns.get(self.spec.seg_check_entry)
         # the kernel's status words (MANIFEST.md "Status words"), zeroed once, passed in every launch
         self.status_words = torch.zeros(abi.man.status_words, dtype=torch.int32, device="cuda")
         self.regs = drv.attribute(self.fwd, _cuda_mod.ATTR_NUM_REGS)
@@ -178,10 +181,6 @@ class Kernel:
 
     def _attr(self, f, attr):
         return libs()[1].attribute(f, attr)
-
-    @staticmethod
-    def _launch(f, grid, block, smem, args, what="cuLaunchKernel"):
-        libs()[1].launch(f, grid, (block, 1, 1), smem, torch.cuda.current_stream().cuda_stream, args, what)
 
     def prepare(self, q, k, v, o, lse, scale, buffers=(), sink=None):
         """Packs the launch of q, k, v, o as [B, H, S, D] views (any strides,
@@ -209,24 +208,18 @@ class Kernel:
                             flags.data_ptr() if flags is not None else 0,
                             [(t.data_ptr(), list(t.shape)) for t in buffers], status=self.status_words.data_ptr())
         keep = [q, k, v, o, lse, sink, flags] + list(buffers)
-        e = man.entries[self.entry["entry"]]
-        fwd_grid = e.grid_dims(sizes, self.block_m, self.block_n)
-        fwd_args = e.args(dict(Q=q.data_ptr(), K=k.data_ptr(), V=v.data_ptr(), O=o.data_ptr(), LSE=lse.data_ptr(),
-                               shape=sh, buf=bufs), man.structs)
-        if flags is not None:
-            fe = man.entries[self.entry["flags_entry"]]
-            flags_grid = fe.grid_dims(sizes, self.block_m, self.block_n)
-            flag_args = fe.args(dict(shape=sh, buf=bufs, flags=flags.data_ptr()), man.structs)
-        seg = man.seg_check_launch(self.spec, self.plat, bufs)
+        launches = _launcher.fwd_launches(man, self.spec, self.plat, sizes,
+                                          dict(Q=q.data_ptr(), K=k.data_ptr(), V=v.data_ptr(), O=o.data_ptr(),
+                                               LSE=lse.data_ptr()),
+                                          sh, bufs, flags.data_ptr() if flags is not None else 0,
+                                          (self.block_n, self.threads, self.smem))
+        without_prepass = [ln for ln in launches if ln[0] != self.entry.get("flags_entry")]
 
         def run(prepass=True):
             if Sq == 0:
                 return
-            if seg is not None:  # the segments check first, as every launcher runs it
-                self._launch(self.seg_fn, seg[1], seg[2], 0, seg[4], seg[0])
-            if flags is not None and prepass:
-                self._launch(self.flags_fn, flags_grid, self.threads, 0, flag_args, "maskc_tile_flags")
-            self._launch(self.fwd, fwd_grid, self.threads, self.smem, fwd_args, "maskc_attn_fwd")
+            _launcher.launch_all(self.fns, launches if prepass else without_prepass,
+                                 torch.cuda.current_stream().cuda_stream)
         run.keep = keep
         run.flags = flags
         run.shape, run.bufs = sh, bufs
@@ -242,15 +235,6 @@ def _refuse_outside_reads(spec, B, H, HKV, Sq, Skv, D, buffers):
     _checks.check_reads(spec.reads, _checks.bound_env(sz, sz, None), [list(t.shape) for t in buffers])
 
 
-def doc_ids(n, gen):
-    lens, rem = [], n
-    while rem > 0:
-        l = min(rem, int(torch.randint(256, 2048, (1,), generator=gen)))
-        lens.append(l)
-        rem -= l
-    return torch.repeat_interleave(torch.arange(len(lens)), torch.tensor(lens))
-
-
 class Case:
     """A mask/score with its torch definition (the reference) and its
     captured buffers."""
@@ -263,32 +247,110 @@ class Case:
         return self.make(B, H, HKV, Sq, Skv, device, gen)
 
 
-TORCH_DTYPES = {name: getattr(torch, t) for name, t in _dtypes.TORCH.items()}
+TORCH_DTYPES = _buffers.DTYPES
 
 
-def _random_buffer(spec, sizes, dev, gen):
-    """Random contents for a captured buffer of a generated kernel: sorted
-    document ids for `segments` buffers, ints in [0, max(Q, KV)], normal
-    floats, random bools. Dims are .flex expressions over B H HKV Q KV."""
-    dims = [int(eval(d, {"__builtins__": {}}, dict(sizes))) for d in spec["dims"]]
-    n = 1
-    for d in dims:
-        n *= d
-    dt = TORCH_DTYPES[spec["dtype"]]
-    if spec.get("segments"):
-        lens, rem = [], n
-        while rem > 0:
-            l = min(rem, int(torch.randint(max(1, n // 16), max(2, n // 3) + 1, (1,), generator=gen)))
-            lens.append(l)
-            rem -= l
-        t = torch.repeat_interleave(torch.arange(len(lens)), torch.tensor(lens))
-    elif dt == torch.bool:
-        t = torch.randint(0, 2, (n,), generator=gen).bool()
-    elif dt.is_floating_point:
-        t = torch.randn(n, generator=gen)
-    else:
-        t = torch.randint(0, max(sizes["Q"], sizes["KV"]) + 1, (n,), generator=gen)
-    return t.to(dt).reshape(dims).contiguous().to(dev)
+# --------------------------------------------------------------------------- manifest expressions
+# mask_torch / score_torch are PyTorch expressions that codegen.TorchExpr
+# prints: names (the call's index tensors, the sizes, the buffers, torch),
+# numbers and strings, arithmetic, comparisons, `x if c else y`, and/or/not,
+# calls of torch functions and tensor methods, subscripts. TorchExpr reads
+# them with Python's semantics, as eval would, but nothing else: no name
+# outside the call's, no attribute beginning with "_", no other syntax.
+_EXPR_BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+                ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
+                ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.BitXor: operator.xor,
+                ast.LShift: operator.lshift, ast.RShift: operator.rshift}
+_EXPR_UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert, ast.Not: operator.not_}
+_EXPR_COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+                 ast.Gt: operator.gt, ast.GtE: operator.ge}
+# the Python builtins a tensor-free part may call (codegen's pyScalar: min(Q, KV), float('inf'), ...)
+_EXPR_INDEX = (ast.Index,) if sys.version_info < (3, 9) else ()
+_EXPR_BUILTINS = {f.__name__: f for f in (min, max, abs, int, float, bool, round, pow)}
+
+
+class TorchExpr:
+    """A manifest's mask_torch or score_torch text over params (the mod's
+    arguments), parsed once; calling it with the params' values evaluates it
+    in ns (the sizes, torch and the buffers by name). ValueError, with the
+    column, for text outside that language."""
+
+    def __init__(self, text, params, ns):
+        self.text, self.params, self.ns = text, tuple(params), dict(_EXPR_BUILTINS, **ns)
+        try:
+            self.tree = ast.parse(text.strip(), mode="eval").body
+        except SyntaxError as e:
+            raise ValueError("manifest expression %r: %s (column %s)" % (text, e.msg, e.offset))
+        for node in ast.walk(self.tree):
+            self._allowed(node)
+
+    def _allowed(self, node):
+        ok = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop, ast.keyword, ast.Constant,
+              ast.Name, ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.IfExp, ast.Call, ast.Attribute,
+              ast.Subscript, ast.Tuple, ast.List, ast.Slice) + _EXPR_INDEX
+        bad = None
+        if not isinstance(node, ok):
+            bad = type(node).__name__
+        elif isinstance(node, ast.operator) and type(node) not in _EXPR_BINOPS:
+            bad = type(node).__name__
+        elif isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+            bad = "attribute " + node.attr
+        elif isinstance(node, ast.keyword) and node.arg is None:
+            bad = "**"
+        elif isinstance(node, ast.Name) and node.id not in self.ns and node.id not in self.params:
+            bad = "name " + node.id
+        elif isinstance(node, ast.Constant) and not isinstance(node.value, (int, float, str, type(None))):
+            bad = "constant %r" % (node.value,)
+        if bad:
+            raise ValueError("manifest expression %r, column %d: %s is not part of a TorchExpr" %
+                             (self.text, getattr(node, "col_offset", 0) + 1, bad))
+
+    def __call__(self, *args):
+        return self._eval(self.tree, dict(self.ns, **dict(zip(self.params, args))))
+
+    def _eval(self, n, env):
+        ev = lambda x: self._eval(x, env)  # noqa: E731
+        if isinstance(n, ast.Constant):
+            return n.value
+        if isinstance(n, ast.Name):
+            return env[n.id]
+        if isinstance(n, ast.BinOp):
+            return _EXPR_BINOPS[type(n.op)](ev(n.left), ev(n.right))
+        if isinstance(n, ast.UnaryOp):
+            return _EXPR_UNARY[type(n.op)](ev(n.operand))
+        if isinstance(n, ast.Compare):  # chained as Python chains them: a < b < c is (a < b) and (b < c)
+            left = ev(n.left)
+            for op, right in zip(n.ops, n.comparators):
+                right = ev(right)
+                res = _EXPR_COMPARE[type(op)](left, right)
+                if len(n.ops) == 1 or not res:
+                    return res
+                left = right
+            return res
+        if isinstance(n, ast.BoolOp):  # Python's and/or: the deciding operand
+            val = None
+            for x in n.values:
+                val = ev(x)
+                if bool(val) == isinstance(n.op, ast.Or):
+                    return val
+            return val
+        if isinstance(n, ast.IfExp):
+            return ev(n.body) if ev(n.test) else ev(n.orelse)
+        if isinstance(n, ast.Call):
+            return ev(n.func)(*[ev(a) for a in n.args], **{k.arg: ev(k.value) for k in n.keywords})
+        if isinstance(n, ast.Attribute):
+            return getattr(ev(n.value), n.attr)
+        if isinstance(n, ast.Subscript):
+            return ev(n.value)[ev(n.slice)]
+        if isinstance(n, ast.Tuple):
+            return tuple(ev(x) for x in n.elts)
+        if isinstance(n, ast.List):
+            return [ev(x) for x in n.elts]
+        if _EXPR_INDEX and isinstance(n, _EXPR_INDEX):  # Python 3.8 wraps a subscript's index
+            return ev(n.value)
+        if isinstance(n, ast.Slice):
+            return slice(*(ev(x) if x is not None else None for x in (n.lower, n.upper, n.step)))
+        raise ValueError("manifest expression %r: cannot evaluate %s" % (self.text, type(n).__name__))
 
 
 class GeneratedCase(Case):
@@ -302,16 +364,17 @@ class GeneratedCase(Case):
         self.entry = entry
 
     def _make(self, B, H, HKV, Sq, Skv, dev, gen):
-        sizes = {"B": B, "H": H, "HKV": HKV, "Q": Sq, "KV": Skv}
+        sz = _checks.Sizes(B, H, HKV, Sq, Skv, self.entry["head_dim"])
         specs = sorted(self.entry.get("buffers") or [], key=lambda b: b["slot"])
-        bufs = [_random_buffer(b, sizes, dev, gen) for b in specs]
-        ns = dict(sizes, torch=torch)
+        bufs = [_buffers.random_buffer(b["dtype"], _checks.eval_dims(b["dims"], sz), bool(b.get("segments")), Skv,
+                                       gen)[0].to(dev) for b in specs]
+        ns = dict(sz.symbols(), torch=torch)
         ns.update({b["name"]: t for b, t in zip(specs, bufs)})
         mask = score = None
         if self.entry.get("mask_torch"):
-            mask = eval("lambda b, h, q, kv: " + self.entry["mask_torch"], ns)
+            mask = TorchExpr(self.entry["mask_torch"], ("b", "h", "q", "kv"), ns)
         if self.entry.get("score_torch"):
-            score = eval("lambda score, b, h, q, kv: " + self.entry["score_torch"], ns)
+            score = TorchExpr(self.entry["score_torch"], ("score", "b", "h", "q", "kv"), ns)
         return bufs, mask, score
 
     def covers(self, Sq, Skv):
@@ -515,17 +578,16 @@ class BwdKernel(Kernel):
                 return dbufs, dsink
             for a in accs.values():
                 a.zero_()
-            for name, grid, threads, smem, args in launches:
-                self._launch(self.bwd_fns[name], grid, threads, smem, args, name)
+            _launcher.launch_all(self.bwd_fns, launches, torch.cuda.current_stream().cuda_stream)
             return dbufs, dsink
         run.keep = keep
         run.dsink, run.dbufs = dsink, dbufs
 
-        def part(name, grid, threads, smem, args):
-            return lambda: self._launch(self.bwd_fns[name], grid, threads, smem, args, name)
+        def part(ln):
+            return lambda: _launcher.launch_all(self.bwd_fns, [ln], torch.cuda.current_stream().cuda_stream)
         # each launch alone, for timing the backward's kernels one by one
         # (run() in between: a part alone leaves the scratch as the whole does not)
-        run.parts = [(ln[0], part(*ln)) for ln in launches]
+        run.parts = [(ln[0], part(ln)) for ln in launches]
         return run
 
 

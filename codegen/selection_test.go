@@ -1,0 +1,188 @@
+package codegen
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/maskc/maskc/eval"
+)
+
+// TestSelectionIntervals checks that a block-selection term's kv
+// intervals are the selected blocks exactly: every 128 x 32 tile the
+// intervals meet holds a kept pair, for MoBA-style selection with values
+// out of range (negative, past KV, huge i64) among them, which select
+// nothing; that tiles inside a selected block below the diagonal are
+// proven full (and no full tile masks a pair); and that the count of
+// intervals is the one the kernel declares.
+func TestSelectionIntervals(t *testing.T) {
+	cases := []struct {
+		name, decl, mask string
+		count            int
+		vals             func(h, i int) float64
+		full             bool // a selected tile is proven full (one read per tile)
+	}{
+		{"moba", "buffer sel: i64[H, 16]\n", "kv <= q and (q // 128 == kv // 128 or sel[h, (q // 128) * 4] == kv // 128 or sel[h, (q // 128) * 4 + 1] == kv // 128 or sel[h, (q // 128) * 4 + 2] == kv // 128 or sel[h, (q // 128) * 4 + 3] == kv // 128)", 5,
+			func(h, i int) float64 {
+				return []float64{-5, 99, 1 << 40, -(1 << 40), 0, 1, 2, 3}[(h*7+i*3)%8]
+			}, true},
+		// 64-row query blocks: two reads per 128-row tile
+		{"nsa", "buffer sel: i32[32]\n", "kv <= q and (q // 64 == kv // 64 or sel[(q // 64) * 2] == kv // 64 or sel[(q // 64) * 2 + 1] == kv // 64)", 5,
+			func(h, i int) float64 { return float64((i*5)%9 - 1) }, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			hc := casesOf(t, tc.name+".flex", maskCaseSource(tc.decl, tc.mask, ""))[0]
+			if want := fmt.Sprintf("constexpr int maskc_kv_interval_count = %d;", tc.count); !strings.Contains(hc.kernel.Generated, want) {
+				t.Fatalf("the kernel does not declare %q", want)
+			}
+			env := &eval.Env{B: 1, H: 2, HKV: 2, Q: 512, KV: 512, Buffers: map[string]*eval.Tensor{}}
+			bb := hc.prog.Buffer("sel")
+			var dims []int
+			for _, d := range bb.Dims {
+				dims = append(dims, int(d.Eval(sizeMap(env))))
+			}
+			tn := eval.NewTensor(dims...)
+			row := dims[len(dims)-1]
+			for i := range tn.Data {
+				tn.Data[i] = tc.vals(i/row, i%row)
+			}
+			env.Buffers["sel"] = tn
+			hs, err := hc.kernel.HostSparsity(env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			visited, kept, fulls := 0, 0, 0
+			for h := int64(0); h < env.H; h++ {
+				for q0 := int64(0); q0 < env.Q; q0 += 128 {
+					lo, hi, err := hs.KVIntervals(0, h, q0, q0+128)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for k0 := int64(0); k0 < env.KV; k0 += 32 {
+						in := false
+						for i := range lo {
+							in = in || lo[i] < k0+32 && k0 < hi[i]
+						}
+						some, all := false, true
+						for q := q0; q < q0+128; q++ {
+							for kv := k0; kv < k0+32; kv++ {
+								m, err := hs.Mask(0, h, q, kv)
+								if err != nil {
+									t.Fatal(err)
+								}
+								some, all = some || m, all && m
+							}
+						}
+						full, err := hs.TileFull(0, h, q0, q0+128, k0, k0+32)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if full && !all {
+							t.Fatalf("h=%d q tile %d: kv tile %d is proven full but masks a pair", h, q0, k0)
+						}
+						if full && in {
+							fulls++
+						}
+						switch {
+						case some && !in:
+							t.Fatalf("h=%d q tile %d: kv tile %d holds a kept pair outside the intervals %v %v", h, q0, k0, lo, hi)
+						case in && !some:
+							t.Errorf("h=%d q tile %d: kv tile %d is visited without a kept pair (intervals %v %v)", h, q0, k0, lo, hi)
+						}
+						if in {
+							visited++
+						}
+						if some {
+							kept++
+						}
+					}
+				}
+			}
+			if kept == 0 || visited != kept {
+				t.Errorf("visited %d tiles, %d with a kept pair", visited, kept)
+			}
+			if tc.full && fulls == 0 {
+				t.Errorf("no selected tile is proven full (%d visited)", visited)
+			}
+		})
+	}
+}
+
+// rewriteCases are masks whose walks use block selection (selection.go)
+// or the rewrites of samequot.go; exact names those whose kv ranges and
+// full tiles must be exact.
+var rewriteCases = []struct {
+	name, decls, mask string
+	exact             bool // kv ranges and full tiles exact
+	walked            bool // no condition left to the per-element test
+}{
+	// block selection (selection.go): kv blocks read from a buffer per block of q rows,
+	// one read and several per tile, a divisor of no 128 rows, kv itself, extreme i8 values
+	{"select_blocks", "buffer sel: i32[H, 8]\n", "kv <= q and (q // 32 == kv // 32 or sel[h, (q // 32) * 2] == kv // 3 or sel[h, (q // 32) * 2 + 1] == kv // 3)", false, false},
+	{"select_shared", "buffer sel: i8[4]\n", "kv <= q + 40 and (sel[q // 48] == kv // 5 or sel[3] == kv or kv // 7 == sel[(q // 48) + 1])", false, false},
+	// chunked relations through // and % (samequot.go): the remainders compare as q and kv
+	{"chunk_mod", "", "q // 8 == kv // 8 and q % 8 >= kv % 8", true, true},
+	{"chunk_mod_scaled", "", "kv // 5 == q // 5 and 2 * (kv % 5) <= q % 5 + 3 or kv // 5 == q // 5 and -3 * (q % 5) > kv % 5 - 9", false, false},
+	// quotients the term pins (samequot.go): BD3-LM's halves, a pinned q block
+	{"bd3lm_pinned", "", "(q // 16 == 0 and kv // 16 == 0 and q // 4 == kv // 4) or (q // 16 == 0 and kv // 16 == 1 and (kv % 16) // 4 < q // 4) or (q // 16 == 1 and kv // 16 == 1 and (kv % 16) // 4 <= (q % 16) // 4)", false, true},
+	{"pinned_q_block", "", "q // 8 == 2 and (q % 8) // 3 + kv // 5 >= 3 and (q - 16) // 2 <= kv or kv // 10 == 3 and (kv % 10) // 4 == 1", false, true},
+}
+
+// TestHostRewrites runs the host semantics check (TestHostSemantics's) on
+// rewriteCases: the compiled kv intervals, ranges and full tests are sound,
+// exact where asked, and what HostSparsity computes; and it checks that
+// each case's walk takes the selection or rewrite it is there for.
+func TestHostRewrites(t *testing.T) {
+	var cases []hostCase
+	for _, rc := range rewriteCases {
+		cs := casesOf(t, rc.name+".flex", maskCaseSource(rc.decls, rc.mask, ""))
+		for i := range cs {
+			cs[i].exact = rc.exact
+			p := cs[i].kernel.sparsity
+			sel := slices.ContainsFunc(p.disjuncts, func(d disjunctPlan) bool { return d.kv.sel != nil })
+			if strings.HasPrefix(rc.name, "select") != (sel && selWalk(p)) {
+				t.Errorf("%s: selection walk %v, want it for the select cases only", rc.name, sel && selWalk(p))
+			}
+			for _, d := range p.disjuncts {
+				if rc.walked && (len(d.kv.loose) > 0 || len(d.q.loose) > 0) {
+					t.Errorf("%s: term %s leaves %v %v to the per-element test: not rewritten into bounds the walks read", rc.name, d.text, d.kv.loose, d.q.loose)
+				}
+			}
+		}
+		cases = append(cases, cs...)
+	}
+	runProperty(t, cases, 200, 5)
+}
+
+// TestTileList checks the tile list each kind of mask gets: data-driven
+// where a term selects blocks, pre-pass where a term bounds no kv, none
+// without a mask, analytic otherwise; and that WithoutSelection gives the
+// analytic list back.
+func TestTileList(t *testing.T) {
+	cases := []struct {
+		decls, mask string
+		want        TileList
+	}{
+		{"buffer sel: i32[H, 8]\n", "kv <= q and (q // 128 == kv // 128 or sel[h, q // 128] == kv // 128)", TileListDataDriven},
+		{"buffer sel: i32[H, 8]\n", "sel[h, q // 128] == kv // 128", TileListPrepass}, // no kv bound without the selection
+		{"", "q // 8 == kv // 8 and q % 8 >= kv % 8", TileListAnalytic},
+		{"", "", TileListNone},
+	}
+	for _, tc := range cases {
+		src := maskCaseSource(tc.decls, tc.mask, "")
+		if tc.mask == "" {
+			src = maskCaseSource("", "", "score")
+		}
+		k := casesOf(t, "tl.flex", src)[0].kernel
+		got, why := k.TileList()
+		if got != tc.want || why == "" {
+			t.Errorf("%q: tile list %s (%q), want %s", tc.mask, got, why, tc.want)
+		}
+		alt, _ := k.WithoutSelection().TileList()
+		if want := map[TileList]TileList{TileListDataDriven: TileListAnalytic}[got]; want != "" && alt != want || want == "" && alt != got {
+			t.Errorf("%q: without selection %s", tc.mask, alt)
+		}
+	}
+}

@@ -1,0 +1,270 @@
+package hipsrc
+
+import (
+	"strings"
+	"testing"
+)
+
+// decodeHostMain runs attn_decode.h's two kernels on the host, as plain
+// C++: every block of a grid in turn, its MASKC_DEC_THREADS threads as
+// pthreads (block barriers, and warp shuffles and votes through per-warp
+// barriers), over the real frame.h and tile_walk.h and a hand-written
+// generated part in the global frame: a causal window whose width depends
+// on the head (so the kernel's head loop and per-row tile tests matter), a
+// tanh soft-cap score plus a per-head bias, and a sink. The queries are the
+// last Sq positions of the keys (the position frame of a decode step).
+// Each case checks every row's O (bf16) and LSE against a float64
+// reference, with O and LSE poisoned (NaN) before the launch; it prints
+// "ok" or the first failure.
+const decodeHostMain = `
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vector>
+#define __device__
+#define __global__
+#define __forceinline__ inline
+#define __shared__ static
+#define __launch_bounds__(...)
+#if defined(MASKC_PLATFORM_AMD)
+#define MASKC_WARP_SIZE 64
+#else
+#define MASKC_WARP_SIZE 32
+#endif
+#define MASKC_HEAD_DIM 64
+#define MASKC_DTYPE_BF16 1
+#define MASKC_HAS_MASK 1
+#define MASKC_HAS_SCORE 1
+#define MASKC_HAS_SINK 1
+#define MASKC_SPARSITY_ANALYTIC 1
+#define MASKC_MASK_USES_B 0
+#define MASKC_MASK_USES_H 1
+struct MaskcDim { unsigned x, y, z; };
+static MaskcDim blockIdx, gridDim;
+static thread_local MaskcDim threadIdx;
+typedef unsigned short maskc_elem_t;
+typedef unsigned int maskc_u32;
+enum { MASKC_BF16 = 0, MASKC_F16 = 1 };
+#define MASKC_DT MASKC_BF16
+#define MASKC_LOG2E 1.4426950408889634f
+#define MASKC_LN2 0.6931471805599453f
+static float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
+static unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
+static int __ffs(unsigned x) { return __builtin_ffs((int)x); }
+static float maskc_neg_inf() { return -INFINITY; }
+static float maskc_exp2(float x) { return exp2f(x); }
+static float maskc_log2(float x) { return log2f(x); }
+static int maskc_nonneg(int x) { return x; }
+static int min(int a, int b) { return a < b ? a : b; }
+static unsigned bf16(float x) {
+  unsigned u = __float_as_uint(x);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (u >> 16) | 0x40u;
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return u >> 16;
+}
+template <int DT>
+static maskc_u32 maskc_pack2(float lo, float hi) { return bf16(lo) | bf16(hi) << 16; }
+// One block's threads: a barrier for the block and one per warp.
+static pthread_barrier_t block_bar, warp_bar[16];
+static float warp_f[16][MASKC_WARP_SIZE];
+static void __syncthreads() { pthread_barrier_wait(&block_bar); }
+static float maskc_shfl_xor(float x, int m) {
+  const int w = threadIdx.x / MASKC_WARP_SIZE, l = threadIdx.x % MASKC_WARP_SIZE;
+  warp_f[w][l] = x;
+  pthread_barrier_wait(&warp_bar[w]);
+  const float r = warp_f[w][l ^ m];
+  pthread_barrier_wait(&warp_bar[w]);
+  return r;
+}
+static bool maskc_warp_all(bool p) {
+  const int w = threadIdx.x / MASKC_WARP_SIZE, l = threadIdx.x % MASKC_WARP_SIZE;
+  warp_f[w][l] = p;
+  pthread_barrier_wait(&warp_bar[w]);
+  bool all = true;
+  for (int i = 0; i < MASKC_WARP_SIZE; ++i) all = all && warp_f[w][i] != 0.f;
+  pthread_barrier_wait(&warp_bar[w]);
+  return all;
+}
+#if defined(MASKC_PLATFORM_AMD)  // tile_walk.h's AMD flag-walk primitives (unused here)
+static unsigned long long __ballot(bool) { abort(); }
+static unsigned __shfl(unsigned, int, int) { abort(); }
+#else
+static unsigned long long maskc_walk_ballot(bool) { abort(); }
+static unsigned long long maskc_walk_shfl64(unsigned long long, int) { abort(); }
+#endif
+ABI_HEADER
+// The generated part, in the global frame: keys kv <= q within W(h) of q.
+static long long W(long long h) { return 50 + 20 * (h % 4); }
+struct MaskcMaskRow {};
+struct MaskcMaskCol {};
+struct MaskcScoreRow {};
+struct MaskcScoreCol {};
+struct MaskcScoreGradRead { int slot; long long idx; float d; };
+constexpr int maskc_kv_interval_count = 1;
+constexpr int maskc_q_interval_count = 1;
+#define GA const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q, long long KV
+static MaskcMaskRow maskc_g_mask_row(GA, long long, long long, long long) { return {}; }
+static MaskcMaskCol maskc_g_mask_col(GA, long long, long long, long long) { return {}; }
+static bool maskc_g_mask(GA, long long b, long long h, long long q, long long kv) { return kv <= q && q - kv < W(h); }
+static bool maskc_g_mask_rc(GA, const MaskcMaskRow&, const MaskcMaskCol&, long long b, long long h, long long q, long long kv) {
+  return maskc_g_mask(buf, B, H, HKV, Q, KV, b, h, q, kv);
+}
+static MaskcScoreRow maskc_g_score_row(GA, long long, long long, long long) { return {}; }
+static MaskcScoreCol maskc_g_score_col(GA, long long, long long, long long) { return {}; }
+static float maskc_g_score(GA, float s, long long b, long long h, long long q, long long kv) {
+  return 20.f * tanhf(s / 20.f) + 0.01f * (float)h;
+}
+static float maskc_g_score_rc(GA, const MaskcScoreRow&, const MaskcScoreCol&, float s, long long b, long long h, long long q, long long kv) {
+  return maskc_g_score(buf, B, H, HKV, Q, KV, s, b, h, q, kv);
+}
+static float maskc_g_score_grad(GA, float s, long long, long long, long long, long long, MaskcScoreGradRead*) { return 1.f; }
+static void maskc_g_kv_range(GA, long long b, long long h, long long q_lo, long long q_hi, long long* lo, long long* hi) {
+  *lo = q_lo - W(h) + 1;
+  *hi = q_hi;
+}
+static void maskc_g_kv_intervals(GA, long long b, long long h, long long q_lo, long long q_hi, long long* lo, long long* hi) {
+  maskc_g_kv_range(buf, B, H, HKV, Q, KV, b, h, q_lo, q_hi, lo, hi);
+}
+static void maskc_g_q_range(GA, long long b, long long h, long long kv_lo, long long kv_hi, long long* lo, long long* hi) {
+  *lo = kv_lo;
+  *hi = kv_hi + W(h) - 1;
+}
+static void maskc_g_q_intervals(GA, long long b, long long h, long long kv_lo, long long kv_hi, long long* lo, long long* hi) {
+  maskc_g_q_range(buf, B, H, HKV, Q, KV, b, h, kv_lo, kv_hi, lo, hi);
+}
+static bool maskc_g_tile_full(GA, long long b, long long h, long long q_lo, long long q_hi, long long kv_lo, long long kv_hi) {
+  return kv_hi - 1 <= q_lo && q_hi - 1 - kv_lo < W(h);
+}
+FRAME
+TILE_WALK
+DECODE
+
+static float val(maskc_elem_t x) { return __uint_as_float((unsigned)x << 16); }
+
+// Runs fn in every block of grid with MASKC_DEC_THREADS threads.
+template <typename F>
+static void launch(MaskcDim grid, F fn) {
+  gridDim = grid;
+  pthread_barrier_init(&block_bar, nullptr, MASKC_DEC_THREADS);
+  for (int w = 0; w < MASKC_DEC_WARPS; ++w) pthread_barrier_init(&warp_bar[w], nullptr, MASKC_WARP_SIZE);
+  for (unsigned z = 0; z < grid.z; ++z)
+    for (unsigned y = 0; y < grid.y; ++y)
+      for (unsigned x = 0; x < grid.x; ++x) {
+        blockIdx = {x, y, z};
+        std::vector<pthread_t> ts(MASKC_DEC_THREADS);
+        struct Arg { F* fn; unsigned t; };
+        std::vector<Arg> args(MASKC_DEC_THREADS);
+        for (int t = 0; t < MASKC_DEC_THREADS; ++t) {
+          args[t] = {&fn, (unsigned)t};
+          pthread_create(&ts[t], nullptr, [](void* p) -> void* {
+            Arg* a = (Arg*)p;
+            threadIdx = {a->t, 0, 0};
+            (*a->fn)();
+            return nullptr;
+          }, &args[t]);
+        }
+        for (auto& t : ts) pthread_join(t, nullptr);
+      }
+}
+
+static int run(int B, int HKV, int G, int Sq, int Skv, int n_split, unsigned seed, int kv_off = 0) {
+  const int H = HKV * G, D = MASKC_HEAD_DIM;
+  srand(seed);
+  auto rnd = [] { return (maskc_elem_t)bf16((float)rand() / RAND_MAX * 2.f - 1.f); };
+  std::vector<maskc_elem_t> q((size_t)B * H * Sq * D), k((size_t)B * HKV * Skv * D), v(k.size());
+  for (auto& x : q) x = rnd();
+  for (auto& x : k) x = rnd();
+  for (auto& x : v) x = rnd();
+  std::vector<float> sink(H);
+  for (int h = 0; h < H; ++h) sink[h] = (float)(h % 3) - 1.f;
+  std::vector<maskc_elem_t> o(q.size(), 0x7fc0);  // NaN
+  std::vector<float> lse((size_t)B * H * Sq, NAN), ws_o((size_t)B * H * Sq * n_split * D, NAN), ws_l((size_t)B * H * Sq * n_split, NAN);
+  MaskcShape sh = {};
+  sh.B = B, sh.H = H, sh.HKV = HKV, sh.Sq = Sq, sh.Skv = Skv;
+  const long long qs[3] = {(long long)H * Sq * D, (long long)Sq * D, D}, ks[3] = {(long long)HKV * Skv * D, (long long)Skv * D, D};
+  for (int i = 0; i < 3; ++i) sh.q_stride[i] = sh.o_stride[i] = qs[i], sh.k_stride[i] = sh.v_stride[i] = ks[i];
+  sh.scale = 0.125f;
+  sh.sink = sink.data();
+  MaskcBuffers buf = {};
+  buf.q_offset = Skv - Sq;  // the last Sq positions, or before every key with kv_off >= Skv
+  buf.kv_offset = kv_off;
+  buf.q_total = Skv;
+  buf.kv_total = Skv + kv_off;
+  const int row_blocks = (Sq * G + MASKC_DEC_ROWS - 1) / MASKC_DEC_ROWS;
+  launch({(unsigned)(n_split * row_blocks), (unsigned)HKV, (unsigned)B}, [&] {
+    maskc_attn_decode(q.data(), k.data(), v.data(), o.data(), lse.data(), sh, buf, ws_o.data(), ws_l.data(), n_split);
+  });
+  if (n_split > 1)
+    launch({(unsigned)Sq, (unsigned)H, (unsigned)B}, [&] {
+      maskc_attn_decode_merge(o.data(), lse.data(), sh, ws_o.data(), ws_l.data(), n_split);
+    });
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < H; ++h)
+      for (int i = 0; i < Sq; ++i) {
+        const long long qg = Skv - Sq + i;
+        const int hk = h / G;
+        std::vector<double> x;
+        std::vector<int> kv_of;
+        for (int kv = 0; kv < Skv; ++kv) {
+          if (!(kv + kv_off <= qg && qg - kv - kv_off < W(h))) continue;
+          double s = 0;
+          for (int d = 0; d < D; ++d)
+            s += (double)val(q[(((size_t)b * H + h) * Sq + i) * D + d]) * val(k[(((size_t)b * HKV + hk) * Skv + kv) * D + d]);
+          s *= 0.125;
+          x.push_back(20.0 * tanh(s / 20.0) + 0.01 * h);
+          kv_of.push_back(kv);
+        }
+        double mx = sink[h];
+        for (double y : x) mx = y > mx ? y : mx;
+        double sum = exp(sink[h] - mx);
+        for (double y : x) sum += exp(y - mx);
+        const double want_lse = mx + log(sum);
+        const size_t row = ((size_t)b * H + h) * Sq + i;
+        if (!(fabs(lse[row] - want_lse) <= 2e-3)) {
+          printf("B=%d HKV=%d G=%d Sq=%d Skv=%d splits=%d: lse[b=%d h=%d q=%d] = %g, want %g\n", B, HKV, G, Sq, Skv, n_split, b, h, i,
+                 lse[row], want_lse);
+          return 1;
+        }
+        for (int d = 0; d < D; ++d) {
+          double want = 0;
+          for (size_t j = 0; j < x.size(); ++j)
+            want += exp(x[j] - want_lse) * val(v[(((size_t)b * HKV + hk) * Skv + kv_of[j]) * D + d]);
+          const double got = val(o[row * D + d]);
+          if (!(fabs(got - want) <= 1e-2)) {
+            printf("B=%d HKV=%d G=%d Sq=%d Skv=%d splits=%d: O[b=%d h=%d q=%d d=%d] = %g, want %g\n", B, HKV, G, Sq, Skv, n_split, b,
+                   h, i, d, got, want);
+            return 1;
+          }
+        }
+      }
+  return 0;
+}
+
+int main() {
+  // (B, HKV, G, Sq, Skv, splits): two row blocks and several splits; one
+  // split (O written by the kernel itself); more splits than visible tiles
+  // (empty splits); 16 query rows of one head; a ragged last tile; keys
+  // from position 40 (the frame's kv_offset); queries before every key
+  // (fully masked rows: O = 0, the LSE the sink's), split and not.
+  if (run(2, 2, 4, 3, 300, 3, 1) || run(1, 1, 8, 1, 200, 1, 2) || run(1, 2, 2, 2, 130, 7, 3) ||
+      run(1, 1, 1, 16, 64, 2, 4) || run(1, 1, 4, 1, 301, 2, 5) || run(1, 2, 2, 2, 100, 1, 6, 40) ||
+      run(1, 1, 2, 1, 100, 3, 7, 200) || run(1, 1, 2, 1, 100, 1, 8, 200))
+    return 1;
+  printf("ok\n");
+  return 0;
+}
+`
+
+// TestDecodeOnHost runs the decode kernel and its merge on the host against
+// a float64 reference (decodeHostMain), in NVIDIA's geometry (32-lane
+// warps, 4 rows a lane) and AMD's (64-lane wavefronts, 2 rows a lane).
+func TestDecodeOnHost(t *testing.T) {
+	cxx := hostCxx(t)
+	r := strings.NewReplacer("ABI_HEADER", ABIHeader(), "FRAME", Frame, "TILE_WALK", TileWalk, "DECODE", AttnDecode)
+	for _, platform := range []string{"-DMASKC_PLATFORM_HOST", "-DMASKC_PLATFORM_AMD"} {
+		runHostProgram(t, cxx, "decode_host", r.Replace(decodeHostMain), platform, "-std=c++17", "-O1", "-pthread",
+			"-Wno-unused-function", "-Wno-unused-variable", "-Wno-unused-but-set-variable")
+	}
+}

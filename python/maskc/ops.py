@@ -1,0 +1,77 @@
+"""maskc's torch custom ops: maskc::attn_fwd and maskc::attn_bwd over the
+generated-kernel launcher (maskc.launcher), with their fake implementations
+(shapes only, for torch.compile and meta tensors) and the forward's autograd
+registration, so that torch.compile(fullgraph=True) traces through a call.
+Importing this module registers them (maskc.torch does).
+"""
+from typing import List, Optional, Tuple
+
+import torch
+
+from .launcher import _launcher, _out_lse_like
+
+
+@torch.library.custom_op("maskc::attn_fwd", mutates_args=())
+def attn_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, buffers: List[torch.Tensor],
+             sink: Optional[torch.Tensor], kernel: str, layout: str, deterministic: bool,
+             frame: Optional[List[int]]) -> Tuple[torch.Tensor, torch.Tensor]:
+    """maskc's generated attention forward: (out in q's layout, LSE [B, H, Sq]).
+    kernel names a launcher of this process; buffers are in slot order;
+    sink is the block's f32 [H] sink logits or None; frame the position
+    frame's six ints (abi.FRAME_FIELDS) or None for the whole attention.
+    frame has no default on purpose: torch's dispatcher drops an argument
+    equal to its default before autograd, and the backward must return one
+    gradient per argument it kept (device run 17 cp)."""
+    return _launcher(kernel).forward(q, k, v, buffers, sink, layout, frame)
+
+
+@attn_fwd.register_fake
+def _attn_fwd_fake(q, k, v, buffers, sink, kernel, layout, deterministic, frame):
+    return _out_lse_like(q, layout)
+
+
+@torch.library.custom_op("maskc::attn_bwd", mutates_args=())
+def attn_bwd(dout: torch.Tensor, dlse: Optional[torch.Tensor], q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+             out: torch.Tensor, lse: torch.Tensor, buffers: List[torch.Tensor], sink: Optional[torch.Tensor],
+             kernel: str, layout: str, deterministic: bool, want: int, frame: Optional[List[int]] = None
+             ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, List[torch.Tensor]]:
+    """maskc's generated attention backward: (dq, dk, dv, grads) where grads
+    holds one gradient per buffer (zeros for buffers that are not
+    differentiable or not wanted), then dsink when there is a sink. want:
+    bit i asks for buffer slot i's gradient, bit max_buffers for dsink;
+    frame as in attn_fwd."""
+    return _launcher(kernel).backward(dout, dlse, q, k, v, out, lse, buffers, sink, layout, deterministic, want,
+                                      frame)
+
+
+@attn_bwd.register_fake
+def _attn_bwd_fake(dout, dlse, q, k, v, out, lse, buffers, sink, kernel, layout, deterministic, want, frame=None):
+    return (q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape),
+            [b.new_empty(b.shape) for b in buffers] + ([] if sink is None else [sink.new_empty(sink.shape)]))
+
+
+def _setup_context(ctx, inputs, output):
+    q, k, v, buffers, sink, kernel, layout, deterministic, frame = inputs
+    out, lse = output
+    ctx.save_for_backward(q, k, v, out, lse, sink, *buffers)
+    ctx.kernel, ctx.layout, ctx.deterministic, ctx.frame = kernel, layout, deterministic, frame
+    want = 0
+    for i, b in enumerate(buffers):
+        if b.requires_grad:
+            want |= 1 << i
+    if sink is not None and sink.requires_grad:
+        want |= 1 << _launcher(kernel).man.max_buffers
+    ctx.want = want
+
+
+def _backward(ctx, dout, dlse):
+    q, k, v, out, lse, sink, *buffers = ctx.saved_tensors
+    dq, dk, dv, grads = attn_bwd(dout, dlse, q, k, v, out, lse, buffers, sink, ctx.kernel, ctx.layout,
+                                 ctx.deterministic, ctx.want, ctx.frame)
+    dbufs = [g if b.dtype.is_floating_point and ctx.want >> i & 1 else None
+             for i, (g, b) in enumerate(zip(grads, buffers))]
+    dsink = grads[len(buffers)] if sink is not None else None
+    return dq, dk, dv, dbufs, dsink, None, None, None, None
+
+
+attn_fwd.register_autograd(_backward, setup_context=_setup_context)
