@@ -19,8 +19,9 @@ import (
 //     kv that the global mask keeps, and is the global range shifted and
 //     clamped to the slice; maskc_q_range likewise for a local kv tile;
 //   - maskc_tile_full is true only when every local pair is kept;
-//   - maskc_kv_tile_meets of a local tile is the global one of the tile
-//     shifted, and true wherever the tile holds a kept pair;
+//   - maskc_kv_tile_meets (block-selection masks only: null elsewhere) of a
+//     local tile is the global one of the tile shifted, and true wherever
+//     the tile holds a kept pair;
 //   - with the frame all zero, every local function is its twin.
 //
 // It prints one line per disagreement and then "checked N".
@@ -101,8 +102,8 @@ int main() {
                 printf("case %d: (h=%lld q=%lld kv=%lld) kept outside kv_range [%lld, %lld)\n", c, h, q, kv, lo, hi);
           for (long long k0 = 0; k0 < Skv; k0 += BT) {
             const long long k1 = k0 + BT < Skv ? k0 + BT : Skv;
-            const bool meets = f.meets(buf, 1, H, HKV, Sq, Skv, 0, h, t0, t1, k0, k1);
-            const bool gmeets = f.meets(gbuf, 1, Hg, HKVg, Qg, KVg, 0, h + s[4], t0 + s[0], t1 + s[0], k0 + s[2], k1 + s[2]);
+            const bool meets = !f.meets || f.meets(buf, 1, H, HKV, Sq, Skv, 0, h, t0, t1, k0, k1);
+            const bool gmeets = !f.meets || f.meets(gbuf, 1, Hg, HKVg, Qg, KVg, 0, h + s[4], t0 + s[0], t1 + s[0], k0 + s[2], k1 + s[2]);
             if (meets != gmeets) printf("case %d: kv_tile_meets(h=%lld, q %lld.. kv %lld..) = %d, global %d\n", c, h, t0, k0, meets, gmeets);
             for (long long q = t0; q < t1 && !meets; ++q)
               for (long long kv = k0; kv < k1; ++kv)
@@ -163,9 +164,13 @@ func TestFrame(t *testing.T) {
 		for _, b := range cases[i].kernel.Buffers {
 			slot[b.Name] = b.Slot
 		}
+		meets := "nullptr" // maskc_kv_tile_meets is there for selections only
+		if selWalk(cases[i].kernel.sparsity) {
+			meets = fmt.Sprintf("case%d::maskc_kv_tile_meets", i)
+		}
 		return fmt.Sprintf("{case%[1]d::maskc_mask, case%[1]d::maskc_g_mask, case%[1]d::maskc_score, case%[1]d::maskc_g_score, "+
 			"case%[1]d::maskc_kv_range, case%[1]d::maskc_g_kv_range, case%[1]d::maskc_q_range, case%[1]d::maskc_g_q_range, "+
-			"case%[1]d::maskc_tile_full, %[2]d, %[3]d, case%[1]d::maskc_kv_tile_meets}", i, slot["doc"], slot["slopes"])
+			"case%[1]d::maskc_tile_full, %[2]d, %[3]d, %[4]s}", i, slot["doc"], slot["slopes"], meets)
 	})
 	out, err := exec.Command(exe).CombinedOutput()
 	if err != nil {

@@ -44,6 +44,10 @@ type hostCase struct {
 	kernel *Kernel
 }
 
+// frameFacts are the generated facts that hipsrc/frame.h tests, defined
+// around each case's copy of it in the host builds.
+var frameFacts = []string{"MASKC_KV_SELECTION"}
+
 // hostPrelude makes the generated device code plain host C++.
 const hostPrelude = `#include <math.h>
 #include <stdio.h>
@@ -227,7 +231,22 @@ func buildHostMain(t *testing.T, cases []hostCase, main string, fn func(i int) s
 			b.WriteString("  (void)buf;\n")
 		}
 		b.WriteString("}\n")
-		b.WriteString(hipsrc.Frame + "}\n")
+		// frame.h's parts for some masks, under the facts the case defines
+		// (its #define lines are not copied: the cases share one file).
+		var facts []string
+		for _, f := range frameFacts {
+			if strings.Contains(c.kernel.Generated, "#define "+f+" 1\n") {
+				facts = append(facts, f)
+			}
+		}
+		for _, f := range facts {
+			b.WriteString("#define " + f + " 1\n")
+		}
+		b.WriteString(hipsrc.Frame)
+		for _, f := range facts {
+			b.WriteString("#undef " + f + "\n")
+		}
+		b.WriteString("}\n")
 		fns = append(fns, fn(i))
 		checks = append(checks, fmt.Sprintf("case%d::host_seg_check", i))
 	}
