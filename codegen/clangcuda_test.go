@@ -196,9 +196,6 @@ func TestBwdSwitchesResolve(t *testing.T) {
 		want := map[string]string{
 			"MASKC_BWD_WG":           "1",
 			"MASKC_BWD_CLS_AHEAD_ON": "0",
-			"MASKC_BWD_GLOBAL_POS":   "1",
-			"MASKC_BWD_READS_EARLY":  "1",
-			"MASKC_BWD_DQ_RED":       "2", // dQ by bulk reductions (device run 21x)
 			"MASKC_BWD_CLS_FREE_ON":  "0",
 		}
 		if tc.ahead {

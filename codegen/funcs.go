@@ -49,6 +49,18 @@ func ScoreFunc(src *dsl.Source, l *dsl.Lowered, bufs []BufferABI) (string, dsl.D
 	return modFunc(src, l, dsl.ScoreMod, bufs)
 }
 
+// partBool is the type of a bool field of the row and column parts'
+// structs, partBoolDef its definition: one byte on AMD, where clang's SROA
+// leaves an array of structs of bool fields (the kernels' row and column
+// slots) in scratch memory (8 bytes per lane in every kernel of a mask
+// reading a bool buffer per row and per key, issue 26) and an unsigned char
+// stays in registers; bool on NVIDIA, where the preprocessed source is
+// unchanged. Defined where used (also host builds of the generated part).
+const (
+	partBool    = "MASKC_PART_BOOL"
+	partBoolDef = "#if defined(MASKC_PLATFORM_AMD)\n#define MASKC_PART_BOOL unsigned char\n#else\n#define MASKC_PART_BOOL bool\n#endif\n"
+)
+
 // splitFuncs assembles the functions of one mod from the bodies of its row
 // part, column part and combination (with their structs' fields).
 func splitFuncs(kind dsl.ModKind, rowFields, rowBody, colFields, colBody, rcBody string) string {
@@ -58,6 +70,9 @@ func splitFuncs(kind dsl.ModKind, rowFields, rowBody, colFields, colBody, rcBody
 	}
 	lo := strings.ToLower(n)
 	var b strings.Builder
+	if strings.Contains(rowFields+colFields, partBool) {
+		b.WriteString(partBoolDef)
+	}
 	fmt.Fprintf(&b, "struct Maskc%sRow {%s};  // the %s's buffer reads that depend on q, not kv\n", n, rowFields, lo)
 	fmt.Fprintf(&b, "__device__ __forceinline__ Maskc%sRow maskc_g_%s_row(%s,\n    long long b, long long h, long long q) {\n", n, lo, sizeParams)
 	fmt.Fprintf(&b, "  Maskc%sRow r;\n%s  return r;\n}\n", n, rowBody)
@@ -139,7 +154,11 @@ func hoist(w *funcWriter, reads []dsl.Expr, v string) (fields, body string) {
 			return "", ""
 		}
 		hw.stmt(r.Span(), "%s.%s = %s;", v, val.code, val.code)
-		fs = append(fs, fmt.Sprintf(" %s %s;", val.typ, val.code))
+		typ := string(val.typ)
+		if val.typ == cBool {
+			typ = partBool
+		}
+		fs = append(fs, fmt.Sprintf(" %s %s;", typ, val.code))
 		w.temps[w.key(r)] = cExpr{v + "." + val.code, val.typ}
 	}
 	body = hw.body.String()

@@ -42,15 +42,8 @@ B, H, S, D = 2, 16, 8192, 128
 # the manifest platform to build (None: as maskc's runtime picks).
 VARIANTS = {
     "base": ({}, None),
-    # per-warp tile classification (hipsrc/attn_fwd.h MASKC_WARP_TILE_CLASS)
-    "warpfull": ({"MASKC_WARP_TILE_CLASS": 1}, None),
-    "warpskip": ({"MASKC_WARP_TILE_CLASS": 2}, None),
     # mma.sync instead of the sm_90a warpgroup MMA that the H200 gets by default
     "sync": ({}, "nvidia"),
-    # wgmma with 1 block per SM (no spills)
-    "wg1": ({"MASKC_NV_WG_MIN_BLOCKS": 1}, None),
-    # the mods' row/column parts read after the tile's MMA (hipsrc/attn_fwd.h)
-    "colate": ({"MASKC_COL_EARLY": 0}, None),
 }
 
 

@@ -45,33 +45,16 @@ VARIANTS = {
     # q tiles rank-major over groups of heads (hipsrc/tile_walk.h MASKC_SCHED_GROUP, default 4)
     "sched1": {"MASKC_SCHED_GROUP": 1},
     "sched16": {"MASKC_SCHED_GROUP": 16},
-    # the pre-pass flag row walked block-wide with a load per tile (before run 17)
-    "walk0": {"MASKC_FLAG_WALK": 0},
     # the mask evaluated after the tile's MMA, per element (before run 17)
     "bits0": {"MASKC_MASK_BITS": 0},
     # q tiles in the plain order, not longest-first by measured row lengths (hipsrc/attn_fwd.h MASKC_SCHED_LPT)
     "lpt0": {"MASKC_SCHED_LPT": 0},
     "sched8": {"MASKC_SCHED_GROUP": 8},
     "sched32": {"MASKC_SCHED_GROUP": 32},
-    # sm_90a: the tile's Q.K^T issued before the keep bits and column reads, waited for after (attn_fwd.h
-    # MASKC_QK_OVERLAP, off by default)
-    "ovl1": {"MASKC_QK_OVERLAP": 1},
     # keep bits before the MMA on every masked kernel (their default: reads per key, dilated masks)
     "bits1": {"MASKC_MASK_BITS": 1},
     # partial tiles of masks whose rows are exact intervals evaluate the mask, not the intervals (attn_fwd.h)
     "rowbits0": {"MASKC_ROW_BITS": 0},
-    # one block of attn_fwd.h per SM on sm_90a (255 registers a thread, no spills; prelude.h)
-    "minb1": {"MASKC_NV_WG_MIN_BLOCKS": 1},
-    # tiles classified full / partial per warpgroup (1), and skipped where empty for it (2) (attn_fwd.h)
-    "wtc1": {"MASKC_WARP_TILE_CLASS": 1},
-    "wtc2": {"MASKC_WARP_TILE_CLASS": 2},
-    # row intervals searched by every lane for each of its rows, not one row a thread through shared memory
-    "rbs0": {"MASKC_ROW_BITS_SMEM": 0},
-    # tiles proven full by maskc_tile_full over the block's rows, not by each warp's row intervals
-    "rfull0": {"MASKC_ROW_FULL": 0},
-    # with row intervals, the logits tested against them after the MMA rather than by keep bits before it
-    "rowdirect": {"MASKC_ROW_DIRECT": 1},
-    "rowdirect_rbs0": {"MASKC_ROW_DIRECT": 1, "MASKC_ROW_BITS_SMEM": 0},
     # mask column parts loaded by every lane for its column slots, not read once and shuffled
     "shfl0": {"MASKC_COL_SHFL": 0},
     # the key loop's copies, Q descriptors and row fallback built as before MASKC_LOOP_LEAN (attn_fwd.h; its

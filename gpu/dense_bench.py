@@ -36,16 +36,14 @@ takes no column of it along): the kernel's forward source with switches set
 by -D (harness.switch_options); "ws*" compile attn_fwd_sm90.h (MASKC_NV_WS 1) and launch it with
 its own geometry (WS_THREADS threads, ws_smem bytes). "ws": the file's
 defaults (the manifest's own kernel at D = 64, 128; at D = 256, where
-codegen keeps attn_fwd.h, the warp-specialized one instead); "ws-seq" /
-"ws-ov" / "ws-pp": one consumer step after the other / softmax overlapped
-with the next tile's MMAs / ping-pong of the two consumer warpgroups as
-well; "*-r240": the register split of FA3's two-consumer kernels (producer
+codegen keeps attn_fwd.h, the warp-specialized one instead); "*-r240": the register split of FA3's two-consumer kernels (producer
 24, consumers 240, instead of 40 / 232: what the producer gives back is all
 the consumers can take, attn_fwd_sm90.h's static_assert); "ws-reuse*": 4-D
 tensor maps built once per multiprocessor and launch (MASKC_WS_TMAP_REUSE)
 instead of per block, with the mbarrier wait's trap (MASKC_WS_WAIT_TRAP);
-"ws-lag", "ws3", "ws-n64", "ws-cpasync" as runs 14 and 17 measured them
-(docs/kernel-decisions.md). --check-variants LIST (bench mode) then checks those
+the cp.async copies instead of the copy engine, the overlapped and ping-pong consumer steps,
+the lagged barrier arrival, 3 stages and 64-key tiles at D = 128 were measured in runs 14 and 17
+and removed with their switches (docs/kernel-decisions.md, issue 26). --check-variants LIST (bench mode) then checks those
 variants (compiled for it at every one of --dims) on gpu/check.py's shapes
 (without the 8192-token one): fresh random inputs, NaN-poisoned O and LSE,
 float64 reference, check.py's tolerance.
@@ -74,25 +72,12 @@ R240 = {"MASKC_WS_PRODUCER_REGS": 24, "MASKC_WS_CONSUMER_REGS": 240}
 # traps after about 2^33 cycles instead of hanging the call; run 17a timed
 # the copy-engine loads with it).
 REUSE = {"MASKC_WS_TMAP_REUSE": 1, "MASKC_WS_WAIT_TRAP": 1}
-SEQ = {"MASKC_WS_OVERLAP": 0, "MASKC_WS_PINGPONG": 0}
-OV = {"MASKC_WS_OVERLAP": 1, "MASKC_WS_PINGPONG": 0}
-PP = {"MASKC_WS_OVERLAP": 1, "MASKC_WS_PINGPONG": 1}
 # Each variant is the switches it sets by -D (harness.switch_options).
 VARIANTS = {
     "ws": WS,
-    "ws-seq": {**WS, **SEQ},
-    "ws-ov": {**WS, **OV},
-    "ws-pp": {**WS, **PP},
-    "ws-r240": {**WS, **SEQ, **R240},
-    "ws-ov-r240": {**WS, **OV, **R240},
-    "ws-pp-r240": {**WS, **PP, **R240},
+    "ws-r240": {**WS, **R240},
     "ws-reuse": {**WS, **REUSE},
-    "ws-reuse-r240": {**WS, **REUSE, **SEQ, **R240},
-    "ws-reuse-pp-r240": {**WS, **REUSE, **PP, **R240},
-    "ws-lag": {**WS, "MASKC_WS_NOINC": 0},
-    "ws3": {**WS, "MASKC_WS_STAGES": 3},
-    "ws-n64": {**WS, "MASKC_WS_BLOCK_N": 64},
-    "ws-cpasync": {**WS, "MASKC_WS_TMA": 0},
+    "ws-reuse-r240": {**WS, **REUSE, **R240},
 }
 SMEM_MAX = 232448  # sm_90's opt-in dynamic shared memory per block
 HEADS = {64: 32, 128: 16, 256: 8}

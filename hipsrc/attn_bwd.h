@@ -59,7 +59,7 @@
 #ifndef MASKC_ATTN_BWD_H
 #define MASKC_ATTN_BWD_H
 
-#ifndef MASKC_SCORE_GRAD_READS
+#if !defined(MASKC_SCORE_GRAD_READS)
 #error "maskc: the generated part lacks maskc_score_grad (MASKC_SCORE_GRAD_READS)"
 #endif
 
@@ -101,38 +101,27 @@
 // MASKC_BWD_WG_BATCH: the wgmma kernel issues S^T with dP^T and dV with dK
 // as one commit group each (0: one wait per product).
 #define MASKC_BWD_WG_BATCH 1
-// MASKC_BWD_DQ_RED: how the wgmma maskc_attn_bwd adds dQ into dq_acc.
-// 1: 4-float vector reductions (red.global.add.v4.f32) from registers;
-// 0: one atomic per float (1.2-2x slower forward + backward on the H200,
-// gpu/NOTES.md run 14); 2: each warp stores its 16 rows of the tile's dQ to
-// shared memory and adds them with one bulk reduction
-// (cp.reduce.async.bulk ... add.f32, as FlashAttention-3's dQ accumulation):
-// a quarter of the L2 requests (whole lines instead of 32-byte pieces of 16
-// rows per instruction) and no reduction instruction per lane. dq_acc's rows
-// then hold their columns in the order maskc_bwd_dq_chunk_col gives
-// (conflict-free shared stores), which maskc_attn_bwd_dq_convert undoes.
-// Device run 21x: 2 against 1, backward -6..-12% on every benchmark case.
-// Tried and removed (device run 21y, branch bwd6 commit 5c16677): dQ
-// converted inside this kernel by the last warp to add to each 16 rows
-// (arrival counters after dq_acc, counted by the pre-pass from the walk's
-// q ranges; the warp waits for its bulk reduction to complete, fences and
-// decrements): document's backward 1.45 ms against 1.15, dilated2048 2.95
-// against 2.37. The wait for completion, not just .read, and the fence cost
-// +0.13 ms a step apart; the conversion on the warpgroup's critical path
-// +0.15 ms, more than the 0.05 ms pass it saves.
-#ifndef MASKC_BWD_DQ_RED
-#define MASKC_BWD_DQ_RED 2
-#endif
+// The wgmma maskc_attn_bwd adds dQ into dq_acc by bulk reductions: each
+// warp stores its 16 rows of the tile's dQ to shared memory and adds them
+// with one cp.reduce.async.bulk ... add.f32 (as FlashAttention-3's dQ
+// accumulation): a quarter of the L2 requests of 4-float vector reductions
+// from registers (whole lines instead of 32-byte pieces of 16 rows per
+// instruction) and no reduction instruction per lane; one atomic per float
+// was slower still (docs/kernel-decisions.md). dq_acc's rows then hold their
+// columns in the order maskc_bwd_dq_chunk_col gives (conflict-free shared
+// stores), which maskc_attn_bwd_dq_convert undoes. Converting dQ inside this
+// kernel, by the last warp to add to each 16 rows, was tried and removed
+// (docs/kernel-decisions.md, "dQ converted in the main kernel").
 // MASKC_BWD_LPT N > 0: the wgmma kernels take their tiles longest first
 // within groups of N (batch, head) pairs of consecutive blocks:
 // maskc_attn_bwd's kv tile index is the slowest-varying part of the block's
 // linear index inside a group (kv tile 0, seen by the most q tiles under
 // causal-like masks, of the group's heads first), maskc_attn_bwd_dq's q tile
 // the slowest, in reverse. Same programs, other launch order. 0: grid order,
-// one head's tiles together. Over all 32 pairs of the benchmark (run 15):
+// one head's tiles together. Over all 32 pairs of the benchmark on the H200:
 // fwd+bwd 0.60 against 0.76-0.81 on full (concurrent blocks of 32 heads share
 // no Q, dO tiles in L2), -5% on sliding1024 and prefix2048, +4-7% on
-// causal+softcap and deterministic causal and document (gpu/NOTES.md).
+// causal+softcap and deterministic causal and document (docs/kernel-decisions.md).
 #define MASKC_BWD_LPT 0
 // MASKC_BWD_KVSTAGES 2: the wgmma maskc_attn_bwd_dq keeps two K/V stages (the
 // second in 32 KiB of static shared memory) and copies the next kv tile
@@ -143,15 +132,15 @@
 // rarely taken branch per read (a new element), so that the per-element
 // loop has no data-dependent control flow in the common case (0: the
 // derivative and the run only under P != 0; +4-11% fwd+bwd on causal+softcap
-// and causal+alibi with 1, gpu/NOTES.md run 15).
+// and causal+alibi with 1 on the H200).
 #define MASKC_BWD_ELEM_SELECT 1
 #if defined(MASKC_PLATFORM_NVIDIA) && MASKC_NV_WGMMA && MASKC_BWD_USE_WGMMA && MASKC_HEAD_DIM <= 128
 #define MASKC_BWD_WG 1
 #else
 #define MASKC_BWD_WG 0
 #endif
-// dq_acc's rows hold their columns permuted (MASKC_BWD_DQ_RED 2).
-#define MASKC_BWD_DQ_BULK (MASKC_BWD_WG && MASKC_BWD_DQ_RED == 2)
+// dq_acc's rows hold their columns permuted (the wgmma kernel's bulk reductions).
+#define MASKC_BWD_DQ_BULK MASKC_BWD_WG
 
 // dq_acc's rows in 16-byte chunks of four floats: chunk ch of row q holds
 // the column pairs (c, c + 1) and (c + d, c + d + 1) with c =
@@ -555,6 +544,11 @@ __device__ __forceinline__ void maskc_bufgrad_open(const MaskcBwdShape& sh, cons
       run.slot[r] = slot;
       run.idx[r] = reads[r].idx;
     }
+#if defined(MASKC_PLATFORM_AMD)
+    // Held through the head's q tiles in vector registers: uniform, they
+    // would take scalar ones, which the backward has none to spare of.
+    asm volatile("" : "+v"(run.slot[r]), "+v"(run.idx[r]));
+#endif
   }
 #else
   (void)sh, (void)buf, (void)run, (void)b, (void)h;
@@ -574,16 +568,13 @@ __device__ __forceinline__ void maskc_bufgrad_init(MaskcBufGradRun& run) {
 #endif
 }
 
-// Where the sm_90a kernels evaluate the mask and the score of an element
-// (MASKC_BWD_GLOBAL_POS 1): the generated maskc_g_ twins at int global
+// Where the sm_90a kernels evaluate the mask and the score of an element:
+// the generated maskc_g_ twins at int global
 // positions, the local ones plus the position frame's offsets taken once
 // per program, instead of frame.h's wrappers, which add the 64-bit offsets
 // on every element (and so keep 64-bit compares in the mask). The same
 // values: the generated int arithmetic already assumes every global
 // position below MaxSeqLen (codegen/intrange.go), so the int sums are exact.
-#ifndef MASKC_BWD_GLOBAL_POS
-#define MASKC_BWD_GLOBAL_POS 1
-#endif
 struct MaskcBwdPos {
   long long H, HKV, Q, KV;  // the frame's global sizes, as the mask sees them
   int h0, q0, kv0;          // global index of local head, row and key 0
@@ -695,7 +686,7 @@ __device__ __forceinline__ float maskc_bwd_elem_rc(const MaskcBwdShape& sh, cons
 }
 
 // maskc_bwd_elem_rc with the generated twins at the global positions of
-// local (h, q, kv) (MASKC_BWD_GLOBAL_POS).
+// local (h, q, kv).
 __device__ __forceinline__ float maskc_bwd_elem_pos(const MaskcBwdShape& sh, const MaskcBuffers& buf,
                                                     const MaskcBwdPos& pos, int b, int h, int q, int kv, bool keep,
                                                     float qk, float dp, float lse, float delta, float* ds,
@@ -714,18 +705,12 @@ __device__ __forceinline__ float maskc_bwd_elem_pos(const MaskcBwdShape& sh, con
 
 #if defined(MASKC_HAS_MASK)
 // The mask at local (h, q, kv), q and kv non-negative, from the row and
-// column reads: through frame.h, or at global positions with
-// MASKC_BWD_GLOBAL_POS.
+// column reads, at global positions.
 __device__ __forceinline__ bool maskc_bwd_mask_rc(const MaskcBwdShape& sh, const MaskcBuffers& buf,
                                                   const MaskcBwdPos& pos, const MaskcMaskRow& r, const MaskcMaskCol& c,
                                                   int b, int h, int q, int kv) {
-#if MASKC_BWD_GLOBAL_POS
   return maskc_g_mask_rc(buf, sh.B, pos.H, pos.HKV, pos.Q, pos.KV, r, c, b, maskc_nonneg(h + pos.h0),
                          maskc_nonneg(q + pos.q0), maskc_nonneg(kv + pos.kv0));
-#else
-  (void)pos;
-  return maskc_mask_rc(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, r, c, b, h, q, kv);
-#endif
 }
 #endif
 
@@ -816,11 +801,6 @@ __device__ __forceinline__ void maskc_bwd_wgmma_tt_n64(float* d, unsigned long l
 #undef MASKC_BWD_WG_TT
 }
 
-// p[0..3] += (a, b, c, d) in one vector reduction (sm_90; p 16-byte aligned).
-__device__ __forceinline__ void maskc_bwd_red4(float* p, float a, float b, float c, float d) {
-  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
-}
-
 // p[0..3] = (a, b, c, d) in shared memory (p 16-byte aligned).
 __device__ __forceinline__ void maskc_bwd_st4(float* p, float a, float b, float c, float d) {
   asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(maskc_smem_addr(p)), "f"(a), "f"(b), "f"(c), "f"(d)
@@ -877,44 +857,31 @@ __device__ __forceinline__ void maskc_bwd_lpt_block(int* t, int* z) {
 
 // The walk of one kv tile: (query head, q tile) pairs of the kv head's
 // group in order, each head's q tiles narrowed to the closed-form q range
-// of the tile's columns, tiles of class 0 skipped. With
-// MASKC_BWD_CLS_AHEAD the classes of up to MASKC_BWD_CLS_CAP q tiles are
-// computed before the walk reaches them, the four warps taking every fourth
-// tile, into cls (shared memory): a class costs dependent global reads
-// where the mask reads a buffer (document's segment searches), which the
-// warps then overlap with one another instead of paying them one walk step
-// at a time on the critical path. The classes are the same.
-// 1: where a class costs reads of memory (a mask reading a buffer per key,
-// such as document's segment ids, or the pre-pass flags), 2: every masked
-// kernel, 0: never.
-#ifndef MASKC_BWD_CLS_AHEAD
-#define MASKC_BWD_CLS_AHEAD 1
-#endif
-// MASKC_BWD_CLS_FREE: under MASKC_SPARSITY_ANALYTIC the walk visits every q
-// tile of the closed-form range as a partial one, with no tile class at all
-// (exact: the mask is evaluated per element; an empty tile of the range
-// would cost its products and give zeros). 1: where a class costs more than
-// it saves: a mask reading a buffer per key (MASKC_MASK_COL_READS:
+// of the tile's columns, tiles of class 0 skipped.
+// MASKC_BWD_CLS_FREE_ON, under MASKC_SPARSITY_ANALYTIC where a class costs
+// more than it saves (a mask reading a buffer per key, MASKC_MASK_COL_READS:
 // document's class is two segment searches and four reads per tile, its
-// ranges hold no empty tile) or one with no full tile (MASKC_MASK_PER_ELEMENT:
-// dilated windows); 2: every analytic mask; 0: never. Device run 21x
-// (fwd+bwd against FlexAttention): document 0.767 with classes ahead
-// without the emptiness test, 0.797 free; 2 loses 7-14% on causal, prefix2048,
-// sliding1024 and causal+alibi, whose classes are a few integer operations
-// and spare the per-element mask on full tiles.
-#ifndef MASKC_BWD_CLS_FREE
-#define MASKC_BWD_CLS_FREE 1
-#endif
+// ranges hold no empty tile; or one with no full tile,
+// MASKC_MASK_PER_ELEMENT: dilated windows): the walk visits every q tile of
+// the closed-form range as a partial one, with no tile class at all (exact:
+// the mask is evaluated per element; an empty tile of the range would cost
+// its products and give zeros). Masks whose classes are a few integer
+// operations keep them: they spare the per-element mask on full tiles.
+// MASKC_BWD_CLS_AHEAD_ON, where a class costs reads of memory otherwise (a
+// mask reading a buffer per key, or the pre-pass flags): the classes of up
+// to MASKC_BWD_CLS_CAP q tiles are computed before the walk reaches them,
+// the four warps taking every fourth tile, into cls (shared memory), so
+// that the warps overlap their dependent global reads with one another
+// instead of paying them one walk step at a time on the critical path. The
+// classes are the same.
 #if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC) && \
-    (MASKC_BWD_CLS_FREE == 2 ||                                   \
-     (MASKC_BWD_CLS_FREE == 1 && (defined(MASKC_MASK_COL_READS) || defined(MASKC_MASK_PER_ELEMENT))))
+    (defined(MASKC_MASK_COL_READS) || defined(MASKC_MASK_PER_ELEMENT))
 #define MASKC_BWD_CLS_FREE_ON 1
 #else
 #define MASKC_BWD_CLS_FREE_ON 0
 #endif
 #if defined(MASKC_HAS_MASK) && !MASKC_BWD_CLS_FREE_ON && \
-    (MASKC_BWD_CLS_AHEAD == 2 ||                          \
-     (MASKC_BWD_CLS_AHEAD == 1 && (defined(MASKC_MASK_COL_READS) || defined(MASKC_SPARSITY_PREPASS))))
+    (defined(MASKC_MASK_COL_READS) || defined(MASKC_SPARSITY_PREPASS))
 #define MASKC_BWD_CLS_AHEAD_ON 1
 #else
 #define MASKC_BWD_CLS_AHEAD_ON 0
@@ -928,41 +895,10 @@ __device__ __forceinline__ void maskc_bwd_lpt_block(int* t, int* z) {
 #undef MASKC_BWD_CLS_FREE_ON
 #define MASKC_BWD_CLS_FREE_ON 0
 #endif
-// MASKC_BWD_READS_EARLY: the next pair's mask and score row reads (its BM
-// rows, threads below BM) and the lane's column reads are made when its
-// Q and dO copies are issued, so their global latency passes during the
-// current pair's dQ product instead of before the next pair's S^T.
-#ifndef MASKC_BWD_READS_EARLY
-#define MASKC_BWD_READS_EARLY 1
-#endif
-// MASKC_BWD_ROTATE: each program walks a head's q tiles starting at its
-// diagonal tile (the q tile at its kv tile's position, where the range
-// holds it), wrapping round to the range's start. Where many kv tiles share
-// a q range (full, a prefix's columns) their programs, started together,
-// otherwise walk the same q tiles in step and add dQ to the same rows of
-// dq_acc at the same time; rotated, they start spread over the range.
-// Causal-like ranges already start at the diagonal (nothing changes there).
-// Every program's order is fixed, so the deterministic mode stays bitwise
-// reproducible. 0: every range from its start.
-#ifndef MASKC_BWD_ROTATE
-#define MASKC_BWD_ROTATE 0
-#endif
-// MASKC_BWD_SPEC_FIRST: a program starts the copies of its diagonal q tile
-// (of the kv head's first query head) before its walk has found the first
-// pair, and keeps them when that pair is the diagonal tile (causal-like and
-// document masks; full and prefix columns with MASKC_BWD_ROTATE); otherwise
-// it waits for them and copies the first pair's tiles. The walk's latency
-// (document: the closed-form range's segment searches, the classes) then
-// passes during the copies instead of before them. Device run 21x: no
-// measurable change (document's backward 1.204 ms without, 1.206 with), so
-// off.
-#ifndef MASKC_BWD_SPEC_FIRST
-#define MASKC_BWD_SPEC_FIRST 0
-#endif
 struct MaskcBwdWalk {
   int h, qt, qt_end, cls;
   int c0, c1;  // cls holds the classes of q tiles [c0, c1) of head h
-  int lo, n, len, rot;  // q tile qt = lo + (n + rot) % len, n = 0 .. len - 1
+  int lo, n, len, rot;  // q tile qt = lo + (n + rot) % len, n = 0 .. len - 1; rot is 0 (each range from its start)
 };
 
 // The classes of q tiles [t0, t1) of head h against kv tile k0 into
@@ -1004,12 +940,6 @@ __device__ __forceinline__ bool maskc_bwd_walk_next(const MaskcBwdShape& sh, con
       w.n = 0;
       w.len = w.qt_end - w.lo;
       w.rot = 0;
-#if MASKC_BWD_ROTATE
-      {
-        const int diag = k0 / BM;  // k0 is a multiple of BN, BN a multiple of BM
-        if (diag > w.lo && diag < w.qt_end) w.rot = diag - w.lo;
-      }
-#endif
     }
     w.qt = w.lo + (w.n + w.rot < w.len ? w.n + w.rot : w.n + w.rot - w.len);
 #if MASKC_BWD_CLS_AHEAD_ON
@@ -1112,13 +1042,15 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
   w.qt = w.qt_end = w.cls = w.c0 = w.c1 = 0;
   w.lo = w.n = w.len = w.rot = 0;
   float lse_next = 0.f, delta_next = 0.f;
-  // The row and column reads of pair w (MASKC_BWD_READS_EARLY).
+  // The row and column reads of the next pair (its BM rows, threads below
+  // BM, and the lane's columns), made when its Q and dO copies are issued,
+  // so that their global latency passes during the current pair's dQ
+  // product instead of before the next pair's S^T.
   MaskcMaskRow mrow_next;
   MaskcScoreRow srow_next;
   MaskcMaskCol mcol_next[2];
   MaskcScoreCol scol_next[2];
   auto read_next = [&](const MaskcBwdWalk& nw) {
-#if MASKC_BWD_READS_EARLY
     if (kRowsShared && tid < BM) {
       mrow_next = maskc_mask_row(buf, nB, nH, nHKV, nQ, nKV, b, nw.h, maskc_nonneg(nw.qt * BM + tid));
       srow_next = maskc_score_row(buf, nB, nH, nHKV, nQ, nKV, b, nw.h, maskc_nonneg(nw.qt * BM + tid));
@@ -1129,31 +1061,10 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
       mcol_next[sl] = maskc_mask_col(buf, nB, nH, nHKV, nQ, nKV, b, nw.h, kv);
       scol_next[sl] = maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, nw.h, kv);
     }
-#else
-    (void)nw;
-#endif
   };
-#if MASKC_BWD_SPEC_FIRST
-  // The diagonal q tile of the group's first head, copied while the walk
-  // looks for the first pair (its closed-form range, tile classes).
-  int spec_qt = -1;
-  if (k0 / BM < (Sq + BM - 1) / BM) {
-    MaskcBwdWalk sw = w;
-    sw.h = hkv * (sh.H / sh.HKV);
-    sw.qt = spec_qt = k0 / BM;
-    maskc_bwd_issue_q(sh, Q, dO, sQ, sdO, b, sw, tid, &lse_next, &delta_next);
-  }
-#endif
   bool have = maskc_bwd_walk_next(sh, buf, b, hkv, k0, w, sCls);
   if (have) {
-#if MASKC_BWD_SPEC_FIRST
-    if (w.h != hkv * (sh.H / sh.HKV) || w.qt != spec_qt) {
-      if (spec_qt >= 0) maskc_copy_wait_all();  // the guess lands before the right tile's copies
-      maskc_bwd_issue_q(sh, Q, dO, sQ, sdO, b, w, tid, &lse_next, &delta_next);
-    }
-#else
     maskc_bwd_issue_q(sh, Q, dO, sQ, sdO, b, w, tid, &lse_next, &delta_next);
-#endif
     read_next(w);
   }
   while (have) {
@@ -1165,13 +1076,8 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
       sLse[tid] = lse_next;
       sDelta[tid] = delta_next;
       if (kRowsShared) {
-#if MASKC_BWD_READS_EARLY
         sMrow[tid] = mrow_next;
         sSrow[tid] = srow_next;
-#else
-        sMrow[tid] = maskc_mask_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q0 + tid));
-        sSrow[tid] = maskc_score_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q0 + tid));
-#endif
       }
     }
     // The column reads of the lane's two keys.
@@ -1179,14 +1085,8 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
     MaskcScoreCol scol[2];
 #pragma unroll
     for (int sl = 0; sl < 2; ++sl) {
-#if MASKC_BWD_READS_EARLY
       mcol[sl] = mcol_next[sl];
       scol[sl] = scol_next[sl];
-#else
-      const int kv = maskc_nonneg(k0 + 16 * warp + (lane >> 2) + 8 * sl);
-      mcol[sl] = maskc_mask_col(buf, nB, nH, nHKV, nQ, nKV, b, h, kv);
-      scol[sl] = maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, h, kv);
-#endif
     }
     __syncthreads();
 
@@ -1228,13 +1128,8 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
 #endif
       float ds;
       const MaskcScoreRow& srow = kRowsShared ? sSrow[qc] : maskc_score_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q));
-#if MASKC_BWD_GLOBAL_POS
       st[i] = maskc_bwd_elem_pos(sh, buf, pos, b, h, q, kv, keep, st[i], dpt[i], sLse[qc], sDelta[qc], &ds, &run, srow,
                                  scol[sl]);
-#else
-      st[i] = maskc_bwd_elem_rc(sh, buf, b, h, q, kv, keep, st[i], dpt[i], sLse[qc], sDelta[qc], &ds, &run, srow,
-                                scol[sl]);
-#endif
       dpt[i] = ds;
     }
     // dS^T to shared memory for dQ (pairs of adjacent columns); the
@@ -1325,26 +1220,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
             maskc_bwd_st4(rows + g * D + chunk * 4, c[0], c[1], c[4], c[5]);
             maskc_bwd_st4(rows + (g + 8) * D + chunk * 4, c[2], c[3], c[6], c[7]);
           }
-        }
-#elif MASKC_BWD_DQ_RED
-        // Four adjacent columns per lane: lane pairs swap the halves of an
-        // n8 block, the even lane taking row g, the odd one row g + 8.
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          const float* c = dq + 4 * j;
-          const bool odd = (lane & 1) != 0;
-          const float r0 = maskc_shfl_xor(odd ? c[0] : c[2], 1), r1 = maskc_shfl_xor(odd ? c[1] : c[3], 1);
-          const int q = q0 + 16 * warp + (lane >> 2) + (odd ? 8 : 0);
-          if (q < Sq)
-            maskc_bwd_red4(sh.dq_acc + (row0 + q) * D + nb * 64 + 8 * j + 2 * (lane & 2), odd ? r0 : c[0],
-                           odd ? r1 : c[1], odd ? c[2] : r0, odd ? c[3] : r1);
-        }
-#else
-#pragma unroll
-        for (int i = 0; i < MASKC_BACC(64); ++i) {
-          const int q = q0 + 16 * warp + maskc_bacc_row<64>(lane, i);
-          if (q < Sq && dq[i] != 0.f)
-            maskc_atomic_add_f32(sh.dq_acc + (row0 + q) * D + nb * 64 + maskc_bacc_col<64>(lane, i), dq[i]);
         }
 #endif
       }
@@ -1565,11 +1440,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
 #endif
       float ds;
       const MaskcScoreCol& scol = kColsShared ? sScol[kc] : maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(kv));
-#if MASKC_BWD_GLOBAL_POS
       maskc_bwd_elem_pos(sh, buf, pos, b, h, q, kv, keep, s[i], dp[i], sLse[qr], sDelta[qr], &ds, nullptr, srow[sl], scol);
-#else
-      maskc_bwd_elem_rc(sh, buf, b, h, q, kv, keep, s[i], dp[i], sLse[qr], sDelta[qr], &ds, nullptr, srow[sl], scol);
-#endif
       s[i] = ds;
     }
     maskc_mma_pv<MASKC_DT, D, BN>(dq, s, cK, lane);  // dQ += dS . K
@@ -1620,6 +1491,11 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
   const int kb = warp % MASKC_BWD_KB, part = warp / MASKC_BWD_KB;  // S^T, dK, dV
   const int qb = warp % MASKC_BWD_QB, qpart = warp / MASKC_BWD_QB;  // dQ
   const int kt = blockIdx.x, hkv = blockIdx.y, b = blockIdx.z;
+#if defined(MASKC_PLATFORM_AMD)
+  // Non-negative: their 64-bit products need no sign word, a scalar
+  // register held through the loop.
+  __builtin_assume(kt >= 0 && hkv >= 0 && b >= 0);
+#endif
   const int Sq = sh.Sq, Skv = sh.Skv, k0 = kt * BN;
   const int group = sh.H / sh.HKV;
   const int n_qt = (Sq + BM - 1) / BM;
@@ -1641,12 +1517,20 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
   for (int i = 0; i < MASKC_BACC(DW); ++i) dk[i] = dv[i] = 0.f;
   MaskcBufGradRun run;
   maskc_bufgrad_init(run);
+#if defined(MASKC_PLATFORM_AMD)
+  // The epilogue's key tile, batch and kv head, held through the loop in
+  // vector registers (copies the compiler cannot prove uniform): in scalar
+  // ones they would spill (the backward has none to spare).
+  int ep_k0 = k0, ep_b = b, ep_hkv = hkv;
+  asm volatile("" : "+v"(ep_k0), "+v"(ep_b), "+v"(ep_hkv));
+#endif
 
   for (int h = hkv * group; h < (hkv + 1) * group; ++h) {
 #if defined(MASKC_PLATFORM_AMD)
     // The shape, buffers and position frame, read per head, not held through the loop (maskc_kernarg).
     const MaskcBwdShape& sh = *(const MaskcBwdShape*)maskc_kernarg<MaskcBwdShape, decltype(maskc_attn_bwd), 6>();
     const MaskcBuffers& buf = *(const MaskcBuffers*)maskc_kernarg<MaskcBuffers, decltype(maskc_attn_bwd), 7>();
+    const int Sq = sh.Sq;
 #endif
     const maskc_elem_t* Qp = Q + b * sh.q_stride[0] + h * sh.q_stride[1];
     const maskc_elem_t* dOp = dO + b * sh.do_stride[0] + h * sh.do_stride[1];
@@ -1741,28 +1625,31 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
 #if defined(MASKC_PLATFORM_AMD)
   // dK, dV and their strides read here, not held through the loop (maskc_kernarg).
   const MASKC_KERNARG_AS MaskcBwdShape* const shl = maskc_kernarg<MaskcBwdShape, decltype(maskc_attn_bwd), 6>();
-  maskc_elem_t* dKp =
-      *maskc_kernarg<maskc_elem_t*, decltype(maskc_attn_bwd), 4>() + b * shl->dk_stride[0] + hkv * shl->dk_stride[1];
-  maskc_elem_t* dVp =
-      *maskc_kernarg<maskc_elem_t*, decltype(maskc_attn_bwd), 5>() + b * shl->dv_stride[0] + hkv * shl->dv_stride[1];
+  maskc_elem_t* dKp = *maskc_kernarg<maskc_elem_t*, decltype(maskc_attn_bwd), 4>() + ep_b * shl->dk_stride[0] +
+                      ep_hkv * shl->dk_stride[1];
+  maskc_elem_t* dVp = *maskc_kernarg<maskc_elem_t*, decltype(maskc_attn_bwd), 5>() + ep_b * shl->dv_stride[0] +
+                      ep_hkv * shl->dv_stride[1];
   const long long dk_row = shl->dk_stride[2], dv_row = shl->dv_stride[2];
+#pragma unroll
+  for (int i = 0; i < MASKC_BACC(DW); ++i) {
+    const int kv = ep_k0 + 16 * kb + maskc_bacc_row<DW>(lane, i), c = part * DW + maskc_bacc_col<DW>(lane, i);
+    if (kv < Skv) {
+      dKp[(long long)kv * dk_row + c] = maskc_to_elem<MASKC_DT>(dk[i]);
+      dVp[(long long)kv * dv_row + c] = maskc_to_elem<MASKC_DT>(dv[i]);
+    }
+  }
 #else
   maskc_elem_t* dKp = dK + b * sh.dk_stride[0] + hkv * sh.dk_stride[1];
   maskc_elem_t* dVp = dV + b * sh.dv_stride[0] + hkv * sh.dv_stride[1];
-#endif
 #pragma unroll
   for (int i = 0; i < MASKC_BACC(DW); ++i) {
     const int kv = k0 + 16 * kb + maskc_bacc_row<DW>(lane, i), c = part * DW + maskc_bacc_col<DW>(lane, i);
     if (kv < Skv) {
-#if defined(MASKC_PLATFORM_AMD)
-      dKp[(long long)kv * dk_row + c] = maskc_to_elem<MASKC_DT>(dk[i]);
-      dVp[(long long)kv * dv_row + c] = maskc_to_elem<MASKC_DT>(dv[i]);
-#else
       dKp[(long long)kv * sh.dk_stride[2] + c] = maskc_to_elem<MASKC_DT>(dk[i]);
       dVp[(long long)kv * sh.dv_stride[2] + c] = maskc_to_elem<MASKC_DT>(dv[i]);
-#endif
     }
   }
+#endif
 }
 
 // Deterministic dQ: one program per q tile of one (b, h), kv tiles in order.
@@ -1828,6 +1715,11 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
   }
 #endif
   for (int kt = kt_begin; kt < kt_end; ++kt) {
+#if defined(MASKC_PLATFORM_AMD)
+    // The shape, buffers and position frame, read per tile, not held through the loop (maskc_kernarg).
+    const MaskcBwdShape& sh = *(const MaskcBwdShape*)maskc_kernarg<MaskcBwdShape, decltype(maskc_attn_bwd_dq), 5>();
+    const MaskcBuffers& buf = *(const MaskcBuffers*)maskc_kernarg<MaskcBuffers, decltype(maskc_attn_bwd_dq), 6>();
+#endif
     const int k0 = kt * BN;
     const int cls = maskc_bwd_tile_class(sh, buf, b, h, q0, k0);
     if (cls == 0) continue;
@@ -1867,6 +1759,18 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
     maskc_bwd_gemm<MASKC_DT, QW, BN, MASKC_A_ROW, MASKC_B_KN, BN, D>(dq, sdS, 16 * qb, sK, lane, part * QW);
   }
   maskc_copy_wait_all();
+#if defined(MASKC_PLATFORM_AMD)
+  // dQ and its strides read here, not held through the loop (maskc_kernarg).
+  const MASKC_KERNARG_AS MaskcBwdShape* const shl = maskc_kernarg<MaskcBwdShape, decltype(maskc_attn_bwd_dq), 5>();
+  maskc_elem_t* dQp =
+      *maskc_kernarg<maskc_elem_t*, decltype(maskc_attn_bwd_dq), 4>() + b * shl->dq_stride[0] + h * shl->dq_stride[1];
+  const long long dq_row = shl->dq_stride[2];
+#pragma unroll
+  for (int i = 0; i < MASKC_BACC(QW); ++i) {
+    const int q = q0 + 16 * qb + maskc_bacc_row<QW>(lane, i);
+    if (q < Sq) dQp[(long long)q * dq_row + part * QW + maskc_bacc_col<QW>(lane, i)] = maskc_to_elem<MASKC_DT>(dq[i]);
+  }
+#else
   maskc_elem_t* dQp = dQ + b * sh.dq_stride[0] + h * sh.dq_stride[1];
 #pragma unroll
   for (int i = 0; i < MASKC_BACC(QW); ++i) {
@@ -1874,6 +1778,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
     if (q < Sq)
       dQp[(long long)q * sh.dq_stride[2] + part * QW + maskc_bacc_col<QW>(lane, i)] = maskc_to_elem<MASKC_DT>(dq[i]);
   }
+#endif
 }
 
 #endif  // MASKC_BWD_WG

@@ -6,8 +6,8 @@
 //   block shape depends on it), MASKC_DTYPE_BF16 or MASKC_DTYPE_F16,
 //   optionally MASKC_HAS_MASK, MASKC_HAS_SCORE, MASKC_HAS_SINK,
 //   one of MASKC_SPARSITY_ANALYTIC / _PREPASS / _NONE,
-//   optionally MASKC_MASK_USES_B / MASKC_MASK_USES_H (0 when the mask does not
-//   depend on b / h: the pre-pass flags are then shared; default 1),
+//   MASKC_MASK_USES_B / MASKC_MASK_USES_H (0 when the mask does not depend on
+//   b / h: the pre-pass flags are then shared),
 //   MASKC_SPLIT_MODS, and maskc_mask / maskc_score (with their row and
 //   column parts) / maskc_kv_range / maskc_tile_full.
 //
@@ -61,70 +61,28 @@
 #if !defined(MASKC_SPARSITY_ANALYTIC) && !defined(MASKC_SPARSITY_PREPASS) && !defined(MASKC_SPARSITY_NONE)
 #define MASKC_SPARSITY_NONE 1
 #endif
-// With analytic sparsity, a tile is classified per warp (over its
-// MASKC_WARP_ROWS rows) rather than per block: on a diagonal or at a band
-// or document edge, most of a block's partial tiles are full or empty for
-// some of its warps; a full one skips the per-element mask (level >= 1), an
-// empty one (outside the warp's maskc_kv_range) skips the tile's arithmetic
-// (level 2). 0 classifies per block, the default: on the H200 (run 8,
-// gpu/NOTES.md) levels 1 and 2 cost more in registers (spills at level 2)
-// than they save.
-#ifndef MASKC_WARP_TILE_CLASS
-#define MASKC_WARP_TILE_CLASS 0
-#endif
-// The rows one classification covers: a warp's, or with wgmma a
-// warpgroup's (its MMAs need all four warps, so a skip must be theirs).
-#if defined(MASKC_NV_WGMMA) && MASKC_NV_WGMMA
-#define MASKC_CLASS_ROWS 64
-#else
-#define MASKC_CLASS_ROWS MASKC_WARP_ROWS
-#endif
 // With MASKC_SPLIT_MODS (the generated part's mods come with row and
 // column parts), a lane reads the mask's and score's q-only buffer values
 // once per block and the kv-only ones once per column of a tile, rather
-// than at every element. MASKC_COL_EARLY 1 reads the columns before the
-// tile's Q.K^T, so that the reads overlap the MMA.
-#ifndef MASKC_COL_EARLY
-#define MASKC_COL_EARLY 1
-#endif
+// than at every element; the columns before the tile's Q.K^T, so that the
+// reads overlap the MMA.
 #if !defined(MASKC_SPLIT_MODS)
 #error "maskc: the generated part must give the mods' row and column parts (MASKC_SPLIT_MODS)"
-#endif
-// The pre-pass flag row is walked from a per-warp register window (1,
-// MaskcFlagWalk in tile_walk.h) or, as before run 17, by a block-wide pass
-// narrowing [first, last] non-empty tile and then one load (or one 8-flag
-// word) per tile inside (0).
-#ifndef MASKC_FLAG_WALK
-#define MASKC_FLAG_WALK 1
-#endif
-// MASKC_QK_OVERLAP 1 (sm_90a warpgroup MMA, the back end's
-// MASKC_HAS_QK_SPLIT): the tile's Q.K^T is issued first and waited for
-// after the keep bits and the column reads, which then run while the tensor
-// cores work (0: bits, reads, then the MMA). Off by default: on the H200
-// (gpu/NOTES.md, run 19x) it changed nothing on the dilated masks and
-// lost 1-2% on documents and Longformer.
-#ifndef MASKC_QK_OVERLAP
-#define MASKC_QK_OVERLAP 0
-#endif
-#if MASKC_QK_OVERLAP && defined(MASKC_HAS_QK_SPLIT)
-#define MASKC_QK_SPLIT 1
-#else
-#define MASKC_QK_SPLIT 0
 #endif
 // MASKC_MASK_BITS 1: on a partial tile, the mask (its column parts and
 // the per-element test, with keys past Skv) is evaluated before the tile's
 // Q.K^T into one bit per logit, so that only the bits, not the column
 // values, are live across the MMA; the logits then take -inf by bit.
 // 0: the column values are read before the MMA and the mask is evaluated
-// after it, per element (before run 17). The default is 1 where the mask
+// after it, per element. The default is 1 where the mask
 // reads a buffer per key (the generated part's MASKC_MASK_COL_READS:
 // documents, Longformer's global tokens), whose column values otherwise
-// stay live across the MMA and spill: on the H200 (gpu/NOTES.md, run 17)
+// stay live across the MMA and spill: on the H200 (docs/kernel-decisions.md)
 // document +9%, document_sliding +12%, longformer +13%, and spills 144 ->
 // 72 bytes; on an arithmetic mask (neighbourhood_2d, pre-pass) 1 lost 4%.
 // It is also 1 on sm_90a where no tile can be proven full and no kv bound
 // goes through floor division (MASKC_MASK_PER_ELEMENT, codegen: dilated
-// windows): run 19x, dilated2048 0.901 -> 0.940, dilated_window 0.891 ->
+// windows): on the H200, dilated2048 0.901 -> 0.940, dilated_window 0.891 ->
 // 0.926 of Flex, where neighbourhood_2d lost 9% and masks with full tiles
 // (block_causal, spec_decode, prefix_lm_per_batch) 3-5%.
 #ifndef MASKC_MASK_BITS
@@ -142,7 +100,7 @@
 // an unsigned compare per logit and interval) instead of reading the
 // mask's columns and evaluating it. Used with MASKC_MASK_BITS, where
 // maskc_kv_rows_exact holds at run time. NVIDIA by default (measured on the
-// H200, gpu/NOTES.md run 19x).
+// H200, docs/kernel-decisions.md).
 #if defined(MASKC_KV_ROWS_EXACT) && defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC) && MASKC_MASK_BITS
 #ifndef MASKC_ROW_BITS
 #if defined(MASKC_PLATFORM_NVIDIA)
@@ -164,54 +122,25 @@
 // (and, with pre-pass flags, MASKC_SCHED_LPT_MAX_FLAGS flags of a (b, h)),
 // so that the measuring stays a small share of a block's work; beyond, the
 // plain order. The default is 1 for pre-pass kernels on NVIDIA: on the
-// H200 (gpu/NOTES.md, run 19x) Longformer +5%; documents lost 15-25% (the
+// H200 (docs/kernel-decisions.md) Longformer +5%; documents lost 15-25% (the
 // measuring, 64 walks with segment searches per block, costs more than the
 // order wins: their rows are a few tiles each); not measured on AMD, where
 // gfx90a's build of a pre-pass kernel took 20 bytes of scratch with it.
-// MASKC_ROW_BITS_SMEM 1 (with MASKC_ROW_BITS, where stage 1's memory is
+// MASKC_ROW_BITS_SMEM (with MASKC_ROW_BITS, where stage 1's memory is
 // free before the loop: Q not kept in it): each thread computes the
 // intervals of one row of the block (its segment searches) into stage 1's
 // memory while the first tiles are copied, and every lane then reads its
 // row slots' intervals from there, instead of each lane searching for all
 // its MASKC_ROW_SLOTS rows one search loop after another (documents: 4 rows
 // x 2 binary searches of dependent loads per lane, before the first tile).
-// On the H200 (run 21x): document_sliding 0.887x -> 0.934x of Flex,
-// document 0.932x -> 0.919x (within the run's noise).
-// MASKC_ROW_FULL 1 (with MASKC_ROW_BITS): a tile is full for a warp when
-// each of its rows holds the tile's keys in one of its intervals
-// (maskc_rows_hold, a few compares, no loads) rather than by
-// maskc_tile_full over the block's rows (for documents, segment ids read at
-// the tile's corners before every tile's MMA). On the H200 (gpu/NOTES.md,
-// run 21x) document 0.842x -> 0.919x of Flex, document_sliding 0.870x ->
-// 0.934x.
-#if MASKC_ROW_BITS
-#ifndef MASKC_ROW_FULL
-#define MASKC_ROW_FULL 1
-#endif
-#else
-#undef MASKC_ROW_FULL
-#define MASKC_ROW_FULL 0
-#endif
-// MASKC_ROW_DIRECT 1 (with MASKC_ROW_BITS, where rows are exact): no keep
-// bits; the logits are tested against their rows' intervals after the MMA
-// (the intervals are live there anyway). Off: on the H200 (gpu/NOTES.md,
-// run 21x) document 0.918x -> 0.904x of Flex, document_sliding 0.936x ->
-// 0.920x, although ptxas 12.4 reports fewer spills with it (144 against 176
-// bytes).
-#if MASKC_ROW_BITS
-#ifndef MASKC_ROW_DIRECT
-#define MASKC_ROW_DIRECT 0
-#endif
-#else
-#undef MASKC_ROW_DIRECT
-#define MASKC_ROW_DIRECT 0
-#endif
+// With MASKC_ROW_BITS, a tile is full for a warp when each of its rows holds
+// the tile's keys in one of its intervals (maskc_rows_hold, a few compares,
+// no loads) rather than by maskc_tile_full over the block's rows (for
+// documents, segment ids read at the tile's corners before every tile's
+// MMA).
 #if MASKC_ROW_BITS && !MASKC_Q_IN_REGS
-#ifndef MASKC_ROW_BITS_SMEM
 #define MASKC_ROW_BITS_SMEM 1
-#endif
 #else
-#undef MASKC_ROW_BITS_SMEM
 #define MASKC_ROW_BITS_SMEM 0
 #endif
 #ifndef MASKC_SCHED_LPT
@@ -221,19 +150,15 @@
 #define MASKC_SCHED_LPT 0
 #endif
 #endif
-#ifndef MASKC_SCHED_LPT_MAX_QT
 #define MASKC_SCHED_LPT_MAX_QT 256
-#endif
-#ifndef MASKC_SCHED_LPT_MAX_FLAGS
 #define MASKC_SCHED_LPT_MAX_FLAGS 65536
-#endif
 // MASKC_COL_SHFL 1 (NVIDIA, with MASKC_MASK_BITS and the mask's column
 // reads): a partial tile's mask column parts are read by every lane for
 // MASKC_BLOCK_N / MASKC_WARP_SIZE keys (kv0 + r * warp size + lane: coalesced
 // and independent loads) and handed to the lanes' column slots by shuffles
 // (maskc_mask_cols_shfl), instead of MASKC_BLOCK_N / 4 loads in every lane,
 // which ptxas issues one after another at 128 registers (each waits for its
-// load): on the H200 (gpu/NOTES.md, run 21x) Longformer's is_global[kv]
+// load): on the H200 (docs/kernel-decisions.md) Longformer's is_global[kv]
 // 0.83x -> 0.98x of Flex; documents (whose row bits skip the reads)
 // unchanged.
 #if defined(MASKC_PLATFORM_NVIDIA) && defined(MASKC_MASK_COL_READS) && MASKC_MASK_BITS
@@ -246,7 +171,7 @@
 #endif
 // MASKC_LOOP_LEAN 1 (NVIDIA): fewer values held across the key loop, which
 // on sm_90a runs at the 128-register cap (two blocks of 256 threads per SM;
-// one block at 255 registers lost 18% on documents, gpu/NOTES.md run 19x)
+// one block at 255 registers lost 18% on documents on the H200)
 // and spilled there: the K/V copies go through maskc_load_tile_lean (each
 // thread's source pointer and shared offset rebuilt per tile) instead of
 // per-round 64-bit offsets hoisted out of the loop; the Q descriptors are
@@ -256,7 +181,7 @@
 // spill stores / 212 B loads (24 LDL a loop pass) -> 0 / 0 (none), 1232 ->
 // 1194 instructions in the loop; document_sliding 172 / 196 (23 LDL) -> 0 / 0,
 // 1331 -> 1272. Default 1 with MASKC_ROW_BITS (the documents), else 0 (on
-// the others it removes most spills too, gpu/NOTES.md run 21x (docfwd), but
+// the others it removes most spills too (docs/kernel-decisions.md), but
 // Longformer's and neighbourhood_2d's loops spill more with it).
 #if defined(MASKC_PLATFORM_NVIDIA)
 #ifndef MASKC_LOOP_LEAN
@@ -270,11 +195,8 @@
 #undef MASKC_LOOP_LEAN
 #define MASKC_LOOP_LEAN 0  // the opaque moves are PTX
 #endif
-#ifndef MASKC_MASK_USES_B
-#define MASKC_MASK_USES_B 1
-#endif
-#ifndef MASKC_MASK_USES_H
-#define MASKC_MASK_USES_H 1
+#if !defined(MASKC_MASK_USES_B) || !defined(MASKC_MASK_USES_H)
+#error "maskc: the generated part must say whether the mask reads b and h (MASKC_MASK_USES_B, _H)"
 #endif
 
 // Tile shape: mirrored by the Go constants in hipsrc.go (a test keeps them equal).
@@ -559,7 +481,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
 #endif
 #if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_PREPASS)
   const unsigned char* flags = shape.tile_flags + maskc_flag_row(shape, b, h, qt, n_qt, n_kt);
-#if MASKC_FLAG_WALK
   // Each warp walks the flag row from a register window (tile_walk.h): no
   // dependent load per visited tile, no pass over the row before the loop.
   MaskcFlagWalk fwalk;
@@ -570,57 +491,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
     next_flag = fwalk.flag;
     return t;
   };
-#else
-  // Narrow [kt_begin, kt_end) to the first and last non-empty tiles (one
-  // coalesced pass over the flag row, reduced through stage 0's memory before
-  // any tile is loaded); empty tiles inside are skipped one by one.
-  {
-    int lo = n_kt, hi = 0;
-    for (int t = tid; t < n_kt; t += MASKC_NUM_THREADS)
-      if (flags[t] != 0) {
-        lo = min(lo, t);
-        hi = t + 1;
-      }
-#pragma unroll
-    for (int w = 1; w < MASKC_WARP_SIZE; w *= 2) {
-      lo = min(lo, maskc_shfl_xor_int(lo, w));
-      hi = max(hi, maskc_shfl_xor_int(hi, w));
-    }
-    int* red = (int*)maskc_smem_raw;
-    if (lane == 0) {
-      red[2 * warp] = lo;
-      red[2 * warp + 1] = hi;
-    }
-    __syncthreads();
-#pragma unroll
-    for (int w = 0; w < MASKC_NUM_WARPS; ++w) {
-      lo = min(lo, red[2 * w]);
-      hi = max(hi, red[2 * w + 1]);
-    }
-    __syncthreads();
-    kt_begin = lo;
-    kt_end = hi;
-  }
-  int next_flag = 0;  // flag of the tile next_tile returned
-  // Runs of empty tiles are skipped eight flags per load where the row is
-  // 8-byte aligned, so that a long row with few visited tiles does not wait
-  // on one dependent load per tile (flags are bytes, little-endian in a word).
-  auto next_tile = [&](int t) {
-    while (t < kt_end) {
-      if (((unsigned long long)(flags + t) & 7) == 0 && t + 8 <= kt_end) {
-        const unsigned long long w = *(const unsigned long long*)(flags + t);
-        if (w == 0) {
-          t += 8;
-          continue;
-        }
-        for (unsigned long long x = w; (x & 0xff) == 0; x >>= 8) ++t;  // first non-zero byte, in registers
-      }
-      if ((next_flag = flags[t]) != 0) break;
-      ++t;
-    }
-    return t;
-  };
-#endif
 #elif defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
   auto next_tile = [&](int t) { return walk.next(t); };
 #else
@@ -677,22 +547,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
   const float unit = shape.scale * MASKC_LOG2E;
 #endif
   const int row_base = q0 + warp * MASKC_WARP_ROWS;
-  // The rows whose tiles this warp classifies: its own (its warpgroup's
-  // with wgmma), or the block's when it has none (a ragged last block;
-  // such rows are never stored).
-  const int class_base = q0 + warp * MASKC_WARP_ROWS / MASKC_CLASS_ROWS * MASKC_CLASS_ROWS;
-  const int wq0 = MASKC_WARP_TILE_CLASS && class_base < q_end ? class_base : q0;
-  const int wq1 = MASKC_WARP_TILE_CLASS && class_base < q_end ? min(class_base + MASKC_CLASS_ROWS, q_end) : q_end;
-  (void)wq0, (void)wq1;
-#if MASKC_WARP_TILE_CLASS >= 2 && defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
-  int w_lo = 0, w_hi = Skv;  // keys outside [w_lo, w_hi) are masked for every row of this warp
-  {
-    long long lo = 0, hi = Skv;
-    maskc_kv_range(buf, nB, nH, nHKV, nQ, nKV, b, h, wq0, wq1, &lo, &hi);
-    w_lo = lo < 0 ? 0 : (int)(lo < Skv ? lo : Skv);
-    w_hi = hi > Skv ? Skv : (int)(hi > 0 ? hi : 0);
-  }
-#endif
   MaskcMaskRow mrow[MASKC_ROW_SLOTS];
   MaskcScoreRow srow[MASKC_ROW_SLOTS];
 #pragma unroll
@@ -777,15 +631,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
 #endif
     }
     maskc_copy_commit();
-#if MASKC_WARP_TILE_CLASS >= 2 && defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
-    if (kt * MASKC_BLOCK_N >= w_hi || (kt + 1) * MASKC_BLOCK_N <= w_lo) {
-      // Every key of this tile is masked for this warp's rows: the tile would
-      // leave m, l and o unchanged. Loads and barriers stay block-wide.
-      kt = kt_next;
-      stage ^= 1;
-      continue;
-    }
-#endif
     const maskc_elem_t* sK = sKV + stage * MASKC_STAGE_ELEMS;
     const maskc_elem_t* sV = sK + MASKC_KV_TILE_ELEMS;
 
@@ -798,12 +643,12 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
     full = full && cur_flag == 2;
     cur_flag = next_flag;
 #elif defined(MASKC_SPARSITY_ANALYTIC)
-#if MASKC_ROW_FULL
+#if MASKC_ROW_BITS
     if (rows_exact)
       full = full && maskc_warp_all(maskc_rows_hold<MASKC_ROW_SLOTS, maskc_kv_interval_count>(rlo, rlen, kv0, MASKC_BLOCK_N));
     else
 #endif
-    full = full && maskc_tile_full(buf, nB, nH, nHKV, nQ, nKV, b, h, wq0, wq1, kv0, kv0 + MASKC_BLOCK_N);
+    full = full && maskc_tile_full(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q_end, kv0, kv0 + MASKC_BLOCK_N);
 #else
     full = false;
 #endif
@@ -812,11 +657,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
 #define MASKC_S_ROW(i) maskc_nonneg(row_base + maskc_frag_row<MASKC_BLOCK_N>(lane, i))
 #define MASKC_S_COL(i) maskc_nonneg(kv0 + maskc_frag_col<MASKC_BLOCK_N>(lane, i))
     float s[MASKC_S_ELEMS];
-#if MASKC_QK_SPLIT
-#pragma unroll
-    for (int i = 0; i < MASKC_S_ELEMS; ++i) s[i] = 0.f;
-    maskc_mma_qk_issue<MASKC_DT, MASKC_HEAD_DIM, MASKC_BLOCK_N>(s, qf, sK);
-#endif
 #if MASKC_MASK_BITS
     // The tile's keep bits (bit i % 32 of word i / 32: logit i kept).
     unsigned kbits[(MASKC_S_ELEMS + 31) / 32];
@@ -826,7 +666,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
 #if MASKC_ROW_BITS
       if (rows_exact) {
 #pragma unroll
-        for (int i = 0; i < (MASKC_ROW_DIRECT ? 0 : MASKC_S_ELEMS); ++i) {
+        for (int i = 0; i < MASKC_S_ELEMS; ++i) {
           const int sl = maskc_frag_slot<MASKC_BLOCK_N>(i);
           const bool keep = maskc_in_intervals<maskc_kv_interval_count>(rlo[sl], rlen[sl], MASKC_S_COL(i));
           kbits[i / 32] |= (unsigned)keep << (i % 32);
@@ -877,12 +717,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
       }
     }
 #endif
-#if MASKC_COL_EARLY
     MASKC_READ_COLS()
-#endif
-#if MASKC_QK_SPLIT
-    maskc_mma_qk_wait<MASKC_BLOCK_N>(s);
-#else
 #pragma unroll
     for (int i = 0; i < MASKC_S_ELEMS; ++i) s[i] = 0.f;
 #if MASKC_LOOP_LEAN && MASKC_NV_WGMMA
@@ -895,10 +730,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
     }
 #else
     maskc_mma_qk<MASKC_DT, MASKC_HEAD_DIM, MASKC_BLOCK_N>(s, qf, sK, lane);
-#endif
-#endif
-#if !MASKC_COL_EARLY
-    MASKC_READ_COLS()
 #endif
 
     // Score mod on the scaled logit, then the mask.
@@ -919,13 +750,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
         const float x = s[i];
 #endif
 #if MASKC_MASK_BITS
-#if MASKC_ROW_DIRECT
-        const bool keep = rows_exact ? maskc_in_intervals<maskc_kv_interval_count>(
-                                           rlo[maskc_frag_slot<MASKC_BLOCK_N>(i)], rlen[maskc_frag_slot<MASKC_BLOCK_N>(i)], kvi)
-                                     : ((kbits[i / 32] >> (i % 32)) & 1u) != 0;
-#else
         const bool keep = (kbits[i / 32] >> (i % 32)) & 1u;
-#endif
 #else
         bool keep = kvi < Skv;
 #if defined(MASKC_HAS_MASK)

@@ -13,59 +13,38 @@
 //   - warpgroup 0, the producer, gives up registers (setmaxnreg.dec) and
 //     copies Q once, then K and V tiles of MASKC_WS_BLOCK_N keys into a ring
 //     of MASKC_WS_STAGES stages, in the swizzled layout of the wgmma
-//     descriptors: by default one thread drives the bulk tensor copy engine
-//     (MASKC_WS_TMA, tensor maps built by the block), else (or where the
+//     descriptors: one thread drives the bulk tensor copy engine
+//     (tensor maps built by the block), else (where the
 //     engine cannot take the strides) all 128 threads copy by cp.async. A
 //     stage's "full" mbarrier completes when its bytes have landed; the
 //     consumers' "empty" mbarrier hands the stage back.
 //   - warpgroups 1 and 2, the consumers, take the registers
 //     (setmaxnreg.inc) and own 64 rows each: S = Q.K^T and O += P.V by
 //     wgmma, the mask and score mods, the online softmax, the epilogue.
-// With MASKC_WS_OVERLAP, a consumer issues Q.K^T of tile j and P.V of tile
-// j-1 together and runs tile j's softmax while P.V(j-1) is in flight. With
-// MASKC_WS_PINGPONG as well, two named barriers make the consumers take
-// turns issuing their MMAs, so that one's softmax runs under the other's
-// MMAs. Tiles are visited in ascending order; those known to be full (the
+// A consumer's step is sequential: Q.K^T, the mods and the softmax, then
+// P.V (overlapping tile j's softmax with P.V of tile j-1, with or without
+// a ping-pong of the two consumers, was slower: docs/kernel-decisions.md).
+// Tiles are visited in ascending order; those known to be full (the
 // closed-form maskc_tile_full, or pre-pass flags) skip the per-element mask.
 // The semantics are attn_fwd.h's (mods, fully masked rows, sink, LSE).
 #ifndef MASKC_ATTN_FWD_SM90_H
 #define MASKC_ATTN_FWD_SM90_H
 #if defined(MASKC_PLATFORM_NVIDIA) && MASKC_NV_WGMMA && defined(MASKC_NV_WS) && MASKC_NV_WS
 
-// Both off by default: on the H200 (gpu/NOTES.md, run 14 (fwdfast)) the
-// sequential consumer step was the fastest of the three at D = 128 and 256
-// (full 469.5 TFLOP/s against 455.5 with the overlap and 440.0 with the
-// ping-pong as well).
-#ifndef MASKC_WS_OVERLAP
-#define MASKC_WS_OVERLAP 0
-#endif
-#ifndef MASKC_WS_PINGPONG
-#define MASKC_WS_PINGPONG 0
-#endif
-#if MASKC_WS_PINGPONG && !MASKC_WS_OVERLAP
-#error "maskc: MASKC_WS_PINGPONG needs MASKC_WS_OVERLAP"
-#endif
 // Key tile per head dim (hipsrc.WSBlockN mirrors it): the accumulators of
 // S (BN/2 floats) and O (D/2 floats) fit one consumer's registers.
-#ifndef MASKC_WS_BLOCK_N
 #if MASKC_HEAD_DIM == 256
 #define MASKC_WS_BLOCK_N 64
 #else
 #define MASKC_WS_BLOCK_N 128
 #endif
-#endif
-#ifndef MASKC_WS_STAGES
+// The K and V ring's stages (hipsrc.WSStages mirrors it).
 #define MASKC_WS_STAGES 2
-#endif
-// How a producer thread signals a stage's "full" barrier: 1, by
-// cp.async.mbarrier.arrive.noinc (the arrival happens when its copies land,
+// A producer thread signals a stage's "full" barrier by
+// cp.async.mbarrier.arrive.noinc: the arrival happens when its copies land,
 // every stage's copies can be in flight; each consumer thread then fences
-// the async proxy after its wait); 0, by waiting for all but its newest
-// cp.async group, fencing and arriving (at most two groups in flight).
-#ifndef MASKC_WS_NOINC
-#define MASKC_WS_NOINC 1
-#endif
-// 1: K, V and Q tiles are copied by the bulk tensor copy engine (TMA): one
+// the async proxy after its wait.
+// K, V and Q tiles are copied by the bulk tensor copy engine (TMA): one
 // producer thread issues cp.async.bulk.tensor per 64-column block of a tile,
 // completing on the stage's "full" mbarrier by transaction count, and the
 // consumers need no proxy fence. The tensor maps (2-D: D columns, the
@@ -75,10 +54,7 @@
 // nothing new. A block falls back to the cp.async copies when its slot is
 // taken or its strides do not meet the engine's alignment (16-byte row
 // stride and base address).
-#ifndef MASKC_WS_TMA
-#define MASKC_WS_TMA 1
-#endif
-// 1 (with MASKC_WS_TMA): the tensor maps are 4-D over the whole of Q, K
+// MASKC_WS_TMAP_REUSE 1: the tensor maps are 4-D over the whole of Q, K
 // and V (D columns, the sequence's rows, heads, batch) instead of 2-D at a
 // block's (b, h) base, so they are the same for every block of a launch: a
 // block whose multiprocessor slot already holds the maps of the same
@@ -111,7 +87,7 @@ static_assert(MASKC_WS_BLOCK_N % MASKC_BLOCK_N == 0, "a key tile is whole pre-pa
 // allocated that whole budget). setmaxnreg.inc takes registers only from
 // what the block's own warps gave back by setmaxnreg.dec, not from the
 // multiprocessor's unallocated rest: consumers asking for more than the
-// producer released wait forever (run 19x (dense3): producer 32, consumers
+// producer released wait forever (on the H200: producer 32, consumers
 // 240 hung its first launch, though 32 * 128 + 240 * 256 = 65536 fits the
 // register file).
 #define MASKC_WS_LAUNCH_REGS 168
@@ -154,16 +130,12 @@ __device__ __forceinline__ void maskc_mbar_wait(maskc_u32 bar, int parity) {
       "r"(parity)
       : "memory");
 }
-// A consumer's wait for a "full" barrier: with MASKC_WS_NOINC, copies by
+// A consumer's wait for a "full" barrier: copies by
 // cp.async were written through the generic proxy and are read by wgmma
 // (fence true); the copy engine's need no fence.
 __device__ __forceinline__ void maskc_ws_wait_full(maskc_u32 bar, int parity, bool fence) {
   maskc_mbar_wait(bar, parity);
-#if MASKC_WS_NOINC
   if (fence) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-#else
-  (void)fence;
-#endif
 }
 __device__ __forceinline__ void maskc_named_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
@@ -172,7 +144,6 @@ __device__ __forceinline__ void maskc_named_arrive(int id, int threads) {
   asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
-#if MASKC_WS_TMA
 // Tensor-map slots: one block of this kernel per multiprocessor at a time
 // (its 384 threads hold the whole register file); maskc_ws_tmap_owner
 // enforces it, a block that finds its slot taken copies by cp.async.
@@ -301,7 +272,6 @@ __device__ __forceinline__ void maskc_ws_tma_load(maskc_elem_t* dst, const void*
 __device__ __forceinline__ void maskc_mbar_expect_tx(maskc_u32 bar, int bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
 }
-#endif
 
 // The key tiles a block visits, in MASKC_WS_BLOCK_N-key units: [begin, end)
 // minus the tiles the pre-pass marked empty. Producer and consumers walk
@@ -455,10 +425,9 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
   const maskc_elem_t* Kp = K + b * shape.k_stride[0] + hkv * shape.k_stride[1];
   const maskc_elem_t* Vp = V + b * shape.v_stride[0] + hkv * shape.v_stride[1];
   bool tma = false;  // this block's copies by the copy engine (else cp.async)
-#if MASKC_WS_TMA && MASKC_WS_TMAP_REUSE
+#if MASKC_WS_TMAP_REUSE
   bool build = false;  // the slot's maps must be (re)built (thread 0 finds out)
 #endif
-#if MASKC_WS_TMA
   const unsigned slot = maskc_smid();
   if (tid == 0) {
     // The engine's limits: 16-byte aligned base and row stride (below 2^40
@@ -506,7 +475,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
     tma = fits && slot < MASKC_WS_TMAP_SLOTS && maskc_ws_slot_take(&maskc_ws_tmap_owner[slot]);
 #endif
   }
-#endif
   if (tid == 0) {
     // Full barriers: one arrival (with the transaction count) per copy-engine
     // stage, one per producer thread with cp.async.
@@ -521,14 +489,13 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
     maskc_mbar_init(MASKC_BAR_Q, nfull);
   }
   tma = __syncthreads_or(tma) != 0;
-#if MASKC_WS_TMA && MASKC_WS_TMAP_REUSE
+#if MASKC_WS_TMAP_REUSE
   build = __syncthreads_or(build) != 0;
 #endif
 
   if (wg == 0) {
     // ------------------------------------------------------------ producer
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(MASKC_WS_PRODUCER_REGS));
-#if MASKC_WS_TMA
     if (tma) {
       if (tid < 32) {
         // Warp 0 builds the Q, K and V maps in the last V stage (free until
@@ -607,27 +574,13 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
         }
       }
     } else
-#endif
     {
-#if MASKC_WS_NOINC
     // Each thread's arrival on a group's barrier fires when its copies land.
     auto signal_pending = [&](maskc_u32 bar) {
       asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
     };
     maskc_ws_load<MASKC_BLOCK_M>(sQ, Qp, shape.q_stride[2], q0, Sq, tid);
     signal_pending(MASKC_BAR_Q);
-#else
-    // Each group's barrier is signalled once the next group is issued (one
-    // group stays in flight), the last one at the end.
-    maskc_u32 pending = MASKC_BAR_Q;
-    auto signal_pending = [&](maskc_u32 next) {
-      asm volatile("cp.async.wait_group 1;" ::: "memory");
-      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-      maskc_mbar_arrive(pending);
-      pending = next;
-    };
-    maskc_ws_load<MASKC_BLOCK_M>(sQ, Qp, shape.q_stride[2], q0, Sq, tid);
-#endif
     int ik = 0, iv = 0;  // K and V tiles loaded so far
     int kt = tiles.next(tiles.begin);
     if (kt < tiles.end) {
@@ -651,13 +604,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
       ++iv;
       kt = kn;
     }
-#if MASKC_WS_NOINC
     asm volatile("cp.async.wait_all;" ::: "memory");  // no copy outlives its thread
-#else
-    asm volatile("cp.async.wait_group 0;" ::: "memory");
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    maskc_mbar_arrive(pending);
-#endif
     }
   } else {
     // ------------------------------------------------------------ consumers
@@ -670,9 +617,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
     // Shared addresses: the warpgroup's Q rows, K and V stage 0.
     const maskc_u32 sq_wg = maskc_smem_addr(sQ) + cw * 64 * 128;
     const maskc_u32 sk0 = maskc_smem_addr(sK), sv0 = maskc_smem_addr(sV);
-#if MASKC_WS_PINGPONG
-    if (cw == 1) maskc_named_arrive(1, 256);  // warpgroup 1 issues first
-#endif
 
     float o[D / 2];
 #pragma unroll
@@ -803,69 +747,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
 
     maskc_ws_wait_full(MASKC_BAR_Q, 0, ws_fence);
     int kt = tiles.next(tiles.begin);
-#if MASKC_WS_OVERLAP
-    if (kt < tiles.end) {
-      // First tile: Q.K^T and its softmax; its P.V waits for the next tile.
-      {
-        const int ks = ik % MASKC_WS_STAGES;
-        maskc_ws_wait_full(MASKC_BAR_FULL_K(ks), (ik / MASKC_WS_STAGES) & 1, ws_fence);
-#if MASKC_WS_PINGPONG
-        maskc_named_sync(1 + cw, 256);
-#endif
-        MASKC_WS_ZERO_S()
-        maskc_ws_issue_qk<MASKC_DT, D, BN>(s, sq_wg, sk0 + ks * (2 * MASKC_WS_KV_ELEMS));
-#if MASKC_WS_PINGPONG
-        maskc_named_arrive(2 - cw, 256);
-#endif
-        MASKC_WS_COLS(kt)
-        maskc_wg_wait_n<0>();
-        maskc_wg_fence_regs<BN / 2>(s);
-        MASKC_WS_RELEASE(MASKC_BAR_EMPTY_K(ks))
-        ++ik;
-        MASKC_WS_SOFTMAX()
-        MASKC_WS_PACK_P()
-      }
-      kt = tiles.next(kt + 1);
-      while (kt < tiles.end) {
-        const int ks = ik % MASKC_WS_STAGES, vs = iv % MASKC_WS_STAGES;
-        maskc_ws_wait_full(MASKC_BAR_FULL_K(ks), (ik / MASKC_WS_STAGES) & 1, ws_fence);
-#if MASKC_WS_PINGPONG
-        maskc_named_sync(1 + cw, 256);
-#endif
-        MASKC_WS_ZERO_S()
-        maskc_ws_issue_qk<MASKC_DT, D, BN>(s, sq_wg, sk0 + ks * (2 * MASKC_WS_KV_ELEMS));
-        MASKC_WS_RESCALE()
-        maskc_ws_wait_full(MASKC_BAR_FULL_V(vs), (iv / MASKC_WS_STAGES) & 1, ws_fence);
-        maskc_ws_issue_pv<MASKC_DT, D, BN>(o, a, sv0 + vs * (2 * MASKC_WS_KV_ELEMS));
-#if MASKC_WS_PINGPONG
-        maskc_named_arrive(2 - cw, 256);
-#endif
-        MASKC_WS_COLS(kt)
-        maskc_wg_wait_n<1>();  // Q.K^T of tile kt done; P.V of the previous tile may run on
-        maskc_wg_fence_regs<BN / 2>(s);
-        MASKC_WS_RELEASE(MASKC_BAR_EMPTY_K(ks))
-        ++ik;
-        MASKC_WS_SOFTMAX()
-        maskc_wg_wait_n<0>();
-        maskc_wg_fence_regs<D / 2>(o);
-        maskc_wg_fence_u32<BN / 4>(&a[0][0]);
-        MASKC_WS_RELEASE(MASKC_BAR_EMPTY_V(vs))
-        ++iv;
-        MASKC_WS_PACK_P()
-        kt = tiles.next(kt + 1);
-      }
-      // The last tile's P.V.
-      const int vs = iv % MASKC_WS_STAGES;
-      MASKC_WS_RESCALE()
-      maskc_ws_wait_full(MASKC_BAR_FULL_V(vs), (iv / MASKC_WS_STAGES) & 1, ws_fence);
-      maskc_ws_issue_pv<MASKC_DT, D, BN>(o, a, sv0 + vs * (2 * MASKC_WS_KV_ELEMS));
-      maskc_wg_wait_n<0>();
-      maskc_wg_fence_regs<D / 2>(o);
-      maskc_wg_fence_u32<BN / 4>(&a[0][0]);
-      MASKC_WS_RELEASE(MASKC_BAR_EMPTY_V(vs))
-      ++iv;
-    }
-#else
     while (kt < tiles.end) {
       const int ks = ik % MASKC_WS_STAGES, vs = iv % MASKC_WS_STAGES;
       maskc_ws_wait_full(MASKC_BAR_FULL_K(ks), (ik / MASKC_WS_STAGES) & 1, ws_fence);
@@ -888,9 +769,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
       ++iv;
       kt = tiles.next(kt + 1);
     }
-#endif
 
-#if MASKC_WS_TMA
     // Every copy of the block has landed (warpgroup 1 waited for each): the
     // tensor-map slot is free for the multiprocessor's next block.
     if (tma && tid == 128) {
@@ -899,7 +778,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
 #endif
       maskc_ws_slot_give(&maskc_ws_tmap_owner[slot]);
     }
-#endif
     // Normalise, fold in the sink, store O and the natural-log LSE.
     float inv[MASKC_ROW_SLOTS], lse[MASKC_ROW_SLOTS];
 #pragma unroll

@@ -53,7 +53,7 @@ int main() {
 `
 
 // TestDQLayoutHost pins the permuted dq_acc rows of the bulk-reduced dQ
-// (MASKC_BWD_DQ_RED 2): a wrong inverse would scramble dQ's columns with no
+// (MASKC_BWD_DQ_BULK): a wrong inverse would scramble dQ's columns with no
 // other symptom than wrong gradients on the GPU.
 func TestDQLayoutHost(t *testing.T) {
 	cxx := hostCxx(t)

@@ -209,10 +209,8 @@ __device__ __forceinline__ void maskc_wgmma_rs(float* d, const maskc_u32 (&a)[4]
 
 // s += Q_wg . K_tile^T for the warpgroup's 64 rows (q.sQ points at them),
 // in two halves: maskc_mma_qk_issue starts the MMAs (s must then not be
-// read or written) and maskc_mma_qk_wait waits for them, so that a kernel
-// can do work that does not touch s in between (attn_fwd.h's
-// MASKC_QK_OVERLAP: the mask's keep bits); maskc_mma_qk does both.
-#define MASKC_HAS_QK_SPLIT 1
+// read or written) and maskc_mma_qk_wait waits for them; maskc_mma_qk does
+// both.
 template <int DT, int D, int BN>
 __device__ __forceinline__ void maskc_mma_qk_issue(float* s, const MaskcQFrag<D>& q, const maskc_elem_t* sK) {
   maskc_wg_fence_regs<BN / 2>(s);

@@ -53,7 +53,7 @@
 
 // The head dim comes first in a generated source (hipsrc.Assemble): the
 // block shape below depends on it.
-#ifndef MASKC_HEAD_DIM
+#if !defined(MASKC_HEAD_DIM)
 #error "maskc: MASKC_HEAD_DIM must be defined before the prelude (hipsrc.Assemble)"
 #endif
 
@@ -69,19 +69,15 @@
 #define MASKC_NV_MTILES 1
 #define MASKC_WARP_ROWS 16
 #define MASKC_NUM_WARPS 8
-#ifndef MASKC_NV_WG_MIN_BLOCKS
 #if MASKC_HEAD_DIM > 128  // 128 output floats per thread: one block per SM
-#define MASKC_NV_WG_MIN_BLOCKS 1
+#define MASKC_MIN_BLOCKS 1
 #else
-#define MASKC_NV_WG_MIN_BLOCKS 2
+#define MASKC_MIN_BLOCKS 2
 #endif
-#endif
-#define MASKC_MIN_BLOCKS MASKC_NV_WG_MIN_BLOCKS
 #define MASKC_Q_IN_REGS 0
 #ifndef MASKC_BLOCK_N
 #define MASKC_BLOCK_N 64
 #endif
-#define MASKC_SMEM_ALIGN 1024
 #elif MASKC_HEAD_DIM <= 128
 #define MASKC_NV_MTILES 2
 #define MASKC_WARP_ROWS (16 * MASKC_NV_MTILES)
@@ -226,7 +222,7 @@ __device__ __forceinline__ void maskc_copy_wait_all() {}
 // The XOR takes as many bits of the row as a row has chunks (MASKC_SWZ_MASK:
 // 7 from 64 elements up, 3 for the backward's 32-wide P^T and dS^T tiles), so
 // that every element stays in its own row: XOR-ing a 4-chunk row by row % 8
-// wrote into the next row (run 18: the 32 x 32 backward tiles' gradients).
+// wrote into the next row (the 32 x 32 backward tiles' gradients were wrong).
 #define MASKC_SWZ_MASK(D) (((D) >= 64 ? 64 : (D)) / 8 - 1)
 template <int D>
 __device__ __forceinline__ int maskc_smem_index(int row, int col) {
@@ -248,7 +244,10 @@ __device__ __forceinline__ int maskc_tile_index(int row, int col) {
   return maskc_smem_index<D>(row, col);
 #endif
 }
-#ifndef MASKC_SMEM_ALIGN
+// The dynamic shared memory's alignment: the wgmma descriptors' 1024 bytes.
+#if defined(MASKC_PLATFORM_NVIDIA) && MASKC_NV_WGMMA
+#define MASKC_SMEM_ALIGN 1024
+#else
 #define MASKC_SMEM_ALIGN 16
 #endif
 

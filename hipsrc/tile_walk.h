@@ -218,7 +218,7 @@ struct MaskcFlagWalk {
 // heads of a group share their first wave, and a group's K and V (G * Skv *
 // D * 4 bytes) stay in L2 while its q tiles run. Group 1 is the plain
 // order: every q tile of (0, 0), longest first, then (0, 1). On the H200
-// (gpu/NOTES.md, run 14) 4 beat 1 on every case measured: prefix2048 +6%,
+// (docs/kernel-decisions.md) 4 beat 1 on every case measured: prefix2048 +6%,
 // head_windows +5%, spec_decode +3%, document +2.5%.
 #ifndef MASKC_SCHED_GROUP
 #define MASKC_SCHED_GROUP 4
