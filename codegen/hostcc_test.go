@@ -576,8 +576,11 @@ func checkTiles(t *testing.T, cases []hostCase, tiles []tileCase, res []hostResu
 			lo, hi, err1 := hs.KVRange(tc.b, tc.h, tc.qlo, tc.qhi)
 			full, err2 := hs.TileFull(tc.b, tc.h, tc.qlo, tc.qhi, tc.kvlo, tc.kvhi)
 			ilo, ihi, err3 := hs.KVIntervals(tc.b, tc.h, tc.qlo, tc.qhi)
+			qlo, qhi, err4 := hs.QRange(tc.b, tc.h, tc.kvlo, tc.kvhi)
 			switch {
-			case err1 != nil || err2 != nil || err3 != nil:
+			case err1 != nil || err2 != nil || err3 != nil || err4 != nil:
+			case qlo != r.qlo || qhi != r.qhi:
+				report("%s: host plan gives q range [%d, %d), maskc_q_range [%d, %d)", where, qlo, qhi, r.qlo, r.qhi)
 			case lo != r.lo || hi != r.hi || full != r.full:
 				report("%s: host plan gives range [%d, %d) full %v, maskc_kv_range [%d, %d) maskc_tile_full %v", where, lo, hi, full, r.lo, r.hi, r.full)
 			case !slices.Equal(ilo, r.ilo) || !slices.Equal(ihi, r.ihi):
