@@ -352,8 +352,9 @@ func (s *HostSparsity) KVTileMeets(b, h, qLo, qHi, kvLo, kvHi int64) (bool, erro
 // BwdTileClass returns the class maskc_bwd_tile_class (hipsrc/attn_bwd.h)
 // gives an analytic kernel's tile of rows [qLo, qHi) and keys [kvLo,
 // kvHi): 0 when KVRange misses the keys or, where the row walk takes
-// selections (MASKC_KV_SELECTION), when KVTileMeets is false; else 2 when
-// TileFull holds, 1 otherwise. Without a mask every tile is full (2); a
+// selections (MASKC_KV_SELECTION), when KVTileMeets is false (its
+// intervals lie in KVRange, which the kernel then does not compute); else
+// 2 when TileFull holds, 1 otherwise. Without a mask every tile is full (2); a
 // pre-pass kernel reads the forward's flags instead, which this does not
 // model (an error).
 func (s *HostSparsity) BwdTileClass(b, h, qLo, qHi, kvLo, kvHi int64) (int, error) {
@@ -363,14 +364,12 @@ func (s *HostSparsity) BwdTileClass(b, h, qLo, qHi, kvLo, kvHi int64) (int, erro
 	case SparsityPrepass:
 		return 0, fmt.Errorf("codegen: the backward's pre-pass classes read the forward's flags; BwdTileClass models the analytic ones")
 	}
-	lo, hi, err := s.KVRange(b, h, qLo, qHi)
-	if err != nil || hi <= lo || hi <= kvLo || lo >= kvHi {
-		return 0, err
-	}
 	if selWalk(s.k.sparsity) {
 		if meets, err := s.KVTileMeets(b, h, qLo, qHi, kvLo, kvHi); err != nil || !meets {
 			return 0, err
 		}
+	} else if lo, hi, err := s.KVRange(b, h, qLo, qHi); err != nil || hi <= lo || hi <= kvLo || lo >= kvHi {
+		return 0, err
 	}
 	full, err := s.TileFull(b, h, qLo, qHi, kvLo, kvHi)
 	if err != nil || !full {

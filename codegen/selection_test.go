@@ -279,6 +279,8 @@ func TestSelectionBwdClasses(t *testing.T) {
 								t.Errorf("%dx%d h=%d q tile %d kv tile %d: classed %d without a kept pair", bm, bn, h, q0, k0, cls)
 							case cls == 2 && !all:
 								t.Fatalf("%dx%d h=%d q tile %d kv tile %d: classed full but masks a pair", bm, bn, h, q0, k0)
+							case cls != 0 && !hullMeets(t, hs, h, q0, q1, k0, k0+bn):
+								t.Fatalf("%dx%d h=%d q tile %d kv tile %d: the selected blocks reach outside maskc_kv_range's hull", bm, bn, h, q0, k0)
 							case some && old == 0:
 								t.Fatalf("%dx%d h=%d q tile %d kv tile %d: the analytic class drops a kept pair", bm, bn, h, q0, k0)
 							}
@@ -301,4 +303,16 @@ func TestSelectionBwdClasses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hullMeets reports whether KVRange of the rows [q0, q1) meets the keys
+// [k0, k1): the backward's selection test (KVTileMeets) must imply it, as
+// maskc_bwd_tile_class takes it in place of the hull test.
+func hullMeets(t *testing.T, hs *HostSparsity, h, q0, q1, k0, k1 int64) bool {
+	t.Helper()
+	lo, hi, err := hs.KVRange(0, h, q0, q1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lo < hi && lo < k1 && k0 < hi
 }

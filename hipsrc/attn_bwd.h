@@ -463,12 +463,14 @@ __device__ __forceinline__ int maskc_bwd_tile_class(const MaskcBwdShape& sh, con
   const long long nB = sh.B, nH = sh.H, nHKV = sh.HKV, nQ = sh.Sq, nKV = sh.Skv;
   const int q1 = min(q0 + MASKC_BWD_BLOCK_M, sh.Sq), k1 = k0 + MASKC_BWD_BLOCK_N;
 #if defined(MASKC_SPARSITY_ANALYTIC)
+#if defined(MASKC_KV_SELECTION)
+  // The kv blocks the q tile's rows select (each interval lies in its term's kv range, so
+  // in maskc_kv_range's hull): a kv tile none of them meets holds no kept pair.
+  if (!maskc_kv_tile_meets(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q1, k0, k1)) return 0;
+#else
   long long lo = 0, hi = sh.Skv;
   maskc_kv_range(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q1, &lo, &hi);
   if (hi <= lo || hi <= k0 || lo >= k1) return 0;
-#if defined(MASKC_KV_SELECTION)
-  // The kv blocks the q tile's rows select: a kv tile none of them meets holds no kept pair.
-  if (!maskc_kv_tile_meets(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q1, k0, k1)) return 0;
 #endif
   return maskc_tile_full(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q1, k0, k1) ? 2 : 1;
 #elif defined(MASKC_SPARSITY_PREPASS)
