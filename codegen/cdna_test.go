@@ -443,7 +443,7 @@ func TestHipccMFMA(t *testing.T) {
 // kernels that came after the CDNA work: maskc_attn_fwd with the selection
 // walk's full-tile test, maskc_attn_decode, and maskc_attn_bwd with the
 // selection test of its tile classes (maskc_kv_tile_meets: 6-15 on gfx942
-// and gfx950, none on gfx90a).
+// and gfx950 with the chroot's hipcc; none on gfx90a with the host's).
 var cdnaKnownSpills = []struct{ source, kernel string }{
 	{"several_buffers_scaled_bias_d64", "maskc_attn_bwd"},
 	{"several_buffers_block_select_", "maskc_attn_fwd"},
