@@ -342,6 +342,89 @@ __device__ __forceinline__ long long maskc_flag_row(const MaskcShape& sh, int b,
   return ((long long)z * n_qt + qt) * n_kt;
 }
 
+// Online softmax, one definition for both forwards (this file's kernel and
+// attn_fwd_sm90.h's consumer warpgroups), as FlashAttention-3's
+// hopper/softmax.h is for its main loops. A lane holds, for each of its
+// MASKC_ROW_SLOTS rows, the running maximum m of the row's logits in base-2
+// units (-inf while the row has seen no visible key) and the running sum l
+// of this lane's share of exp2(logit - m); the tile's logits s are the MMA
+// back end's fragment of a W-key tile (element i in row slot
+// maskc_frag_slot<W>(i)), in units of `unit` base-2 logits, masked ones
+// -inf. The sink is folded in once, at the end (maskc_softmax_finish).
+
+// maskc_softmax_tile takes one tile into the running state: it moves each
+// row's m to the tile's maximum, scales l by alpha = exp2(m_old - m_new),
+// turns s into the probabilities exp2(s * unit - m) (the operand of P.V) and
+// adds them to l. A row with no visible key yet keeps m = -inf and uses 0 as
+// its reference, so that no -inf - -inf is ever formed. It returns whether
+// some row's maximum moved anywhere in the warp: the accumulator must then
+// be multiplied by alpha (maskc_softmax_rescale) before the tile's P.V.
+template <int W, int NS, int SLOTS>
+__device__ __forceinline__ bool maskc_softmax_tile(float (&s)[NS], float (&m)[SLOTS], float (&l)[SLOTS],
+                                                   float (&alpha)[SLOTS], float unit) {
+  float mx[SLOTS], mref[SLOTS];
+#pragma unroll
+  for (int sl = 0; sl < SLOTS; ++sl) mx[sl] = maskc_neg_inf();
+#pragma unroll
+  for (int i = 0; i < NS; ++i) mx[maskc_frag_slot<W>(i)] = fmaxf(mx[maskc_frag_slot<W>(i)], s[i]);
+  bool same_max = true;
+#pragma unroll
+  for (int sl = 0; sl < SLOTS; ++sl) {
+    const float m_new = fmaxf(m[sl], maskc_row_max(mx[sl]) * unit);
+    mref[sl] = m_new == maskc_neg_inf() ? 0.f : m_new;
+    alpha[sl] = maskc_exp2(m[sl] - mref[sl]);
+    same_max = same_max && m_new == m[sl];
+    m[sl] = m_new;
+    l[sl] *= alpha[sl];
+  }
+#pragma unroll
+  for (int i = 0; i < NS; ++i) {
+    const int sl = maskc_frag_slot<W>(i);
+    s[i] = maskc_exp2(fmaf(s[i], unit, -mref[sl]));
+    l[sl] += s[i];
+  }
+  return !maskc_warp_all(same_max);
+}
+
+// maskc_softmax_rescale multiplies the O accumulator (the back end's
+// fragment of a D-column tile, element i in row slot maskc_frag_slot<D>(i))
+// by each row's alpha from maskc_softmax_tile.
+template <int D, int NO, int SLOTS>
+__device__ __forceinline__ void maskc_softmax_rescale(float (&o)[NO], const float (&alpha)[SLOTS]) {
+#pragma unroll
+  for (int i = 0; i < NO; ++i) o[i] *= alpha[maskc_frag_slot<D>(i)];
+}
+
+// maskc_softmax_finish ends the rows after the last tile: it sums l over the
+// lanes of each row, folds in head h's sink (a logit shape.sink[h], natural
+// log, in every row's denominator and in no output) when the kernel has one,
+// and gives each row the factor inv that normalises O and the natural-log
+// LSE. A row that saw no visible key (and no sink) gets inv 0 (O = 0) and
+// LSE -inf.
+template <int SLOTS>
+__device__ __forceinline__ void maskc_softmax_finish(const float (&m)[SLOTS], const float (&l)[SLOTS],
+                                                     const MaskcShape& shape, int h, float (&inv)[SLOTS],
+                                                     float (&lse)[SLOTS]) {
+#pragma unroll
+  for (int sl = 0; sl < SLOTS; ++sl) {
+    float mm = m[sl], ll = maskc_row_sum(l[sl]), corr = 1.f;
+#if defined(MASKC_HAS_SINK)
+    if (shape.sink != nullptr) {
+      const float s2 = shape.sink[h] * MASKC_LOG2E;
+      const float mf = fmaxf(mm, s2);
+      corr = maskc_exp2(mm - mf);
+      ll = ll * corr + maskc_exp2(s2 - mf);
+      mm = mf;
+    }
+#else
+    (void)shape;
+    (void)h;
+#endif
+    inv[sl] = ll > 0.f ? corr / ll : 0.f;
+    lse[sl] = ll > 0.f ? (mm + maskc_log2(ll)) * MASKC_LN2 : maskc_neg_inf();
+  }
+}
+
 #if !MASKC_FWD_WS
 #if MASKC_COL_SHFL && defined(MASKC_HAS_MASK)
 // The mask's column parts of a lane's column slots of the tile at kv0
@@ -763,35 +846,9 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
 #undef MASKC_S_ROW
 #undef MASKC_S_COL
 
-    // Online softmax in base 2 (m is in base-2 logits). A row with no visible
-    // key yet keeps m = -inf and uses 0 as its reference, so that no
-    // -inf - -inf is ever formed.
-    float mx[MASKC_ROW_SLOTS], mref[MASKC_ROW_SLOTS], alpha[MASKC_ROW_SLOTS];
-#pragma unroll
-    for (int sl = 0; sl < MASKC_ROW_SLOTS; ++sl) mx[sl] = maskc_neg_inf();
-#pragma unroll
-    for (int i = 0; i < MASKC_S_ELEMS; ++i)
-      mx[maskc_frag_slot<MASKC_BLOCK_N>(i)] = fmaxf(mx[maskc_frag_slot<MASKC_BLOCK_N>(i)], s[i]);
-    bool same_max = true;
-#pragma unroll
-    for (int sl = 0; sl < MASKC_ROW_SLOTS; ++sl) {
-      const float m_new = fmaxf(m[sl], maskc_row_max(mx[sl]) * unit);
-      mref[sl] = m_new == maskc_neg_inf() ? 0.f : m_new;
-      alpha[sl] = maskc_exp2(m[sl] - mref[sl]);
-      same_max = same_max && m_new == m[sl];
-      m[sl] = m_new;
-      l[sl] *= alpha[sl];
-    }
-#pragma unroll
-    for (int i = 0; i < MASKC_S_ELEMS; ++i) {
-      const int sl = maskc_frag_slot<MASKC_BLOCK_N>(i);
-      s[i] = maskc_exp2(fmaf(s[i], unit, -mref[sl]));
-      l[sl] += s[i];
-    }
-    if (!maskc_warp_all(same_max)) {  // rescale only when some row's max moved
-#pragma unroll
-      for (int i = 0; i < MASKC_O_ELEMS; ++i) o[i] *= alpha[maskc_frag_slot<MASKC_HEAD_DIM>(i)];
-    }
+    // Online softmax in base 2; O rescaled only when some row's max moved.
+    float alpha[MASKC_ROW_SLOTS];
+    if (maskc_softmax_tile<MASKC_BLOCK_N>(s, m, l, alpha, unit)) maskc_softmax_rescale<MASKC_HEAD_DIM>(o, alpha);
 
     maskc_mma_pv<MASKC_DT, MASKC_HEAD_DIM, MASKC_BLOCK_N>(o, s, sV, lane);
     kt = kt_next;
@@ -800,21 +857,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
 
   // Normalise, fold in the sink, store O and the natural-log LSE.
   float inv[MASKC_ROW_SLOTS], lse[MASKC_ROW_SLOTS];
-#pragma unroll
-  for (int sl = 0; sl < MASKC_ROW_SLOTS; ++sl) {
-    float mm = m[sl], ll = maskc_row_sum(l[sl]), corr = 1.f;
-#if defined(MASKC_HAS_SINK)
-    if (shape.sink != nullptr) {
-      const float s2 = shape.sink[h] * MASKC_LOG2E;
-      const float mf = fmaxf(mm, s2);
-      corr = maskc_exp2(mm - mf);
-      ll = ll * corr + maskc_exp2(s2 - mf);
-      mm = mf;
-    }
-#endif
-    inv[sl] = ll > 0.f ? corr / ll : 0.f;
-    lse[sl] = ll > 0.f ? (mm + maskc_log2(ll)) * MASKC_LN2 : maskc_neg_inf();
-  }
+  maskc_softmax_finish(m, l, shape, h, inv, lse);
 #pragma unroll
   for (int i = 0; i < MASKC_O_ELEMS; i += 2) {
     const int q = row_base + maskc_frag_row<MASKC_HEAD_DIM>(lane, i);

@@ -709,30 +709,10 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
         s[i] = MASKC_WS_KEEP(i, qi, kvi) ? x : maskc_neg_inf();                                           \
       }                                                                                                   \
     }                                                                                                     \
-    float mx[MASKC_ROW_SLOTS], mref[MASKC_ROW_SLOTS];                                                     \
-    _Pragma("unroll") for (int sl = 0; sl < MASKC_ROW_SLOTS; ++sl) mx[sl] = maskc_neg_inf();              \
-    _Pragma("unroll") for (int i = 0; i < BN / 2; ++i) mx[maskc_frag_slot<BN>(i)] =                       \
-        fmaxf(mx[maskc_frag_slot<BN>(i)], s[i]);                                                          \
-    bool same_max = true;                                                                                 \
-    _Pragma("unroll") for (int sl = 0; sl < MASKC_ROW_SLOTS; ++sl) {                                      \
-      const float m_new = fmaxf(m[sl], maskc_row_max(mx[sl]) * unit);                                     \
-      mref[sl] = m_new == maskc_neg_inf() ? 0.f : m_new;                                                  \
-      alpha[sl] = maskc_exp2(m[sl] - mref[sl]);                                                           \
-      same_max = same_max && m_new == m[sl];                                                              \
-      m[sl] = m_new;                                                                                      \
-      l[sl] *= alpha[sl];                                                                                 \
-    }                                                                                                     \
-    _Pragma("unroll") for (int i = 0; i < BN / 2; ++i) {                                                  \
-      const int sl = maskc_frag_slot<BN>(i);                                                              \
-      s[i] = maskc_exp2(fmaf(s[i], unit, -mref[sl]));                                                     \
-      l[sl] += s[i];                                                                                      \
-    }                                                                                                     \
-    rescale = !maskc_warp_all(same_max);                                                                  \
+    rescale = maskc_softmax_tile<BN>(s, m, l, alpha, unit);                                               \
   }
 #define MASKC_WS_RESCALE()                                                                                \
-  if (rescale) {                                                                                          \
-    _Pragma("unroll") for (int i = 0; i < D / 2; ++i) o[i] *= alpha[maskc_frag_slot<D>(i)];               \
-  }
+  if (rescale) maskc_softmax_rescale<D>(o, alpha);
 #define MASKC_WS_PACK_P()                                                                                 \
   _Pragma("unroll") for (int kk = 0; kk < BN / 16; ++kk) {                                                \
     const float* pm = s + (2 * kk) * 4;                                                                   \
@@ -780,21 +760,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
     }
     // Normalise, fold in the sink, store O and the natural-log LSE.
     float inv[MASKC_ROW_SLOTS], lse[MASKC_ROW_SLOTS];
-#pragma unroll
-    for (int sl = 0; sl < MASKC_ROW_SLOTS; ++sl) {
-      float mm = m[sl], ll = maskc_row_sum(l[sl]), corr = 1.f;
-#if defined(MASKC_HAS_SINK)
-      if (shape.sink != nullptr) {
-        const float s2 = shape.sink[h] * MASKC_LOG2E;
-        const float mf = fmaxf(mm, s2);
-        corr = maskc_exp2(mm - mf);
-        ll = ll * corr + maskc_exp2(s2 - mf);
-        mm = mf;
-      }
-#endif
-      inv[sl] = ll > 0.f ? corr / ll : 0.f;
-      lse[sl] = ll > 0.f ? (mm + maskc_log2(ll)) * MASKC_LN2 : maskc_neg_inf();
-    }
+    maskc_softmax_finish(m, l, shape, h, inv, lse);
 #pragma unroll
     for (int i = 0; i < D / 2; i += 2) {
       const int q = row_base + maskc_frag_row<D>(lane, i);
