@@ -465,25 +465,35 @@ type cdnaKnownSpill struct {
 // and the decode of the block selections (MoBA's 4-16 terms, NSA's: per
 // term a tile interval of the walk and a full-tile test, state the kernels
 // carry across the kv loop, not yet measured apart) and the decode of the
-// id masks; the sin/cos score (golden/
-// trig.flex): the forward's VGPRs (the range reductions of sinf, cosf and
-// tanf beside the accumulators, to scratch) and the backward's SGPRs.
+// id masks; the backward and dQ of the block selections (13-50 and 2-25
+// since the selection test of the tile classes, maskc_kv_tile_meets, came
+// with selbwd); the sin/cos score
+// (golden/trig.flex): the forward's VGPRs (the range reductions of sinf,
+// cosf and tanf beside the accumulators, to scratch) and the backward's
+// SGPRs.
 var cdnaKnownSpills = []cdnaKnownSpill{
 	{"several_buffers_block_select_", "maskc_attn_fwd", 11, 0, 0},
+	{"several_buffers_block_select_", "maskc_attn_bwd", 15, 0, 0},
 	{"several_buffers_two_ids_", "maskc_attn_decode", 6, 0, 0},
 	{"several_buffers_scaled_bias_d64", "maskc_attn_bwd", 6, 0, 0},
 	{"moba_moba_d", "maskc_attn_fwd", 9, 0, 0},
+	{"moba_moba_d", "maskc_attn_bwd", 13, 0, 0},
 	{"moba_k8_moba_k8_d", "maskc_attn_fwd", 62, 0, 0},
 	{"moba_k8_moba_k8_d", "maskc_attn_decode", 39, 0, 0},
-	{"moba_k8_moba_k8_d", "maskc_attn_bwd", 3, 0, 0},
+	{"moba_k8_moba_k8_d", "maskc_attn_bwd", 21, 0, 0},
+	{"moba_k8_moba_k8_d", "maskc_attn_bwd_dq", 2, 0, 0},
 	{"moba_k16_shared_moba_k16_shared_d", "maskc_attn_fwd", 118, 0, 0},
 	{"moba_k16_shared_moba_k16_shared_d", "maskc_attn_decode", 213, 0, 0},
-	{"moba_k16_shared_moba_k16_shared_d", "maskc_attn_bwd", 12, 0, 0},
+	{"moba_k16_shared_moba_k16_shared_d", "maskc_attn_bwd", 50, 0, 0},
+	{"moba_k16_shared_moba_k16_shared_d", "maskc_attn_bwd_dq", 25, 0, 0},
 	{"nsa_per_head_nsa_per_head_d", "maskc_attn_fwd", 96, 0, 0},
 	{"nsa_per_head_nsa_per_head_d", "maskc_attn_decode", 96, 0, 0},
-	{"nsa_per_head_nsa_per_head_d", "maskc_attn_bwd", 3, 0, 0},
+	{"nsa_per_head_nsa_per_head_d", "maskc_attn_bwd", 48, 0, 0},
+	{"nsa_per_head_nsa_per_head_d", "maskc_attn_bwd_dq", 25, 0, 0},
 	{"nsa_shared_nsa_shared_d", "maskc_attn_fwd", 89, 0, 0},
 	{"nsa_shared_nsa_shared_d", "maskc_attn_decode", 140, 0, 0},
+	{"nsa_shared_nsa_shared_d", "maskc_attn_bwd", 43, 0, 0},
+	{"nsa_shared_nsa_shared_d", "maskc_attn_bwd_dq", 21, 0, 0},
 	{"multimodal_multimodal_d", "maskc_attn_decode", 4, 0, 0},
 	{"multimodal_spans_multimodal_spans_d", "maskc_attn_fwd", 10, 0, 0},
 	{"multimodal_spans_multimodal_spans_d", "maskc_attn_decode", 32, 0, 0},

@@ -175,10 +175,20 @@ func TestClangCUDA(t *testing.T) {
 func TestBwdSwitchesResolve(t *testing.T) {
 	clang, shim := needClang(t)
 	dir := t.TempDir()
+	// A block selection with no full tile (the remainder is evaluated per
+	// element): class-free otherwise, it keeps its classes, which hold the
+	// selection test (MASKC_KV_SELECTION).
+	perElementSel := filepath.Join(dir, "sel_per_element.flex")
+	if err := os.WriteFile(perElementSel, []byte(maskCaseSource("buffer sel: i32[H, 64]\n",
+		"kv <= q and (q + kv) % 2 == 0 and sel[h, q // 128] == kv // 128", "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		file, attention string
 		ahead, free     bool
 	}{
+		{"../testdata/tilemasks/moba.flex", "moba", false, false},
+		{perElementSel, "a", false, false},
 		{"../gpu/bench_cases/document.flex", "document", false, true},
 		{"../gpu/bench_cases/dilated2048.flex", "dilated2048", false, true},
 		{"testdata/golden/lookup.flex", "per_head", true, false}, // pre-pass flags
@@ -204,9 +214,15 @@ func TestBwdSwitchesResolve(t *testing.T) {
 		if tc.free {
 			want["MASKC_BWD_CLS_FREE_ON"] = "1"
 		}
+		if sel := k.sparsity.kind == SparsityAnalytic && selWalk(k.sparsity); sel != (defs["MASKC_KV_SELECTION"] == "1") {
+			t.Errorf("%s: selection walk %v, MASKC_KV_SELECTION %q", tc.file, sel, defs["MASKC_KV_SELECTION"])
+		}
+		if tc.file == perElementSel && defs["MASKC_MASK_PER_ELEMENT"] != "1" {
+			t.Errorf("%s: has a full tile (MASKC_MASK_PER_ELEMENT %q): not the case it is here for", tc.file, defs["MASKC_MASK_PER_ELEMENT"])
+		}
 		for name, v := range want {
 			if defs[name] != v {
-				t.Errorf("%s: %s = %q, want %s", tc.attention, name, defs[name], v)
+				t.Errorf("%s: %s = %q, want %s", tc.file, name, defs[name], v)
 			}
 		}
 	}

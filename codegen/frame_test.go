@@ -19,6 +19,9 @@ import (
 //     kv that the global mask keeps, and is the global range shifted and
 //     clamped to the slice; maskc_q_range likewise for a local kv tile;
 //   - maskc_tile_full is true only when every local pair is kept;
+//   - maskc_kv_tile_meets (block-selection masks only: null elsewhere) of a
+//     local tile is the global one of the tile shifted, and true wherever
+//     the tile holds a kept pair;
 //   - with the frame all zero, every local function is its twin.
 //
 // It prints one line per disagreement and then "checked N".
@@ -27,7 +30,7 @@ typedef bool (*mask_fn)(const MaskcBuffers&, long long, long long, long long, lo
 typedef float (*score_fn)(const MaskcBuffers&, long long, long long, long long, long long, long long, float, long long, long long, long long, long long);
 typedef void (*range_fn)(const MaskcBuffers&, long long, long long, long long, long long, long long, long long, long long, long long, long long, long long*, long long*);
 typedef bool (*full_fn)(const MaskcBuffers&, long long, long long, long long, long long, long long, long long, long long, long long, long long, long long, long long);
-struct Fns { mask_fn mask, gmask; score_fn score, gscore; range_fn kv, gkv, q, gq; full_fn full; int doc_slot, slope_slot; };
+struct Fns { mask_fn mask, gmask; score_fn score, gscore; range_fn kv, gkv, q, gq; full_fn full; int doc_slot, slope_slot; full_fn meets; };
 static const Fns fns[] = { FNS };
 
 static const long long QG = 300, KVG = 300, HG = 8, HKVG = 4, BT = 17;  // global sizes, tile
@@ -99,6 +102,13 @@ int main() {
                 printf("case %d: (h=%lld q=%lld kv=%lld) kept outside kv_range [%lld, %lld)\n", c, h, q, kv, lo, hi);
           for (long long k0 = 0; k0 < Skv; k0 += BT) {
             const long long k1 = k0 + BT < Skv ? k0 + BT : Skv;
+            const bool meets = !f.meets || f.meets(buf, 1, H, HKV, Sq, Skv, 0, h, t0, t1, k0, k1);
+            const bool gmeets = !f.meets || f.meets(gbuf, 1, Hg, HKVg, Qg, KVg, 0, h + s[4], t0 + s[0], t1 + s[0], k0 + s[2], k1 + s[2]);
+            if (meets != gmeets) printf("case %d: kv_tile_meets(h=%lld, q %lld.. kv %lld..) = %d, global %d\n", c, h, t0, k0, meets, gmeets);
+            for (long long q = t0; q < t1 && !meets; ++q)
+              for (long long kv = k0; kv < k1; ++kv)
+                if (f.mask(buf, 1, H, HKV, Sq, Skv, 0, h, q, kv))
+                  printf("case %d: (h=%lld q=%lld kv=%lld) kept in a tile kv_tile_meets misses\n", c, h, q, kv);
             if (!f.full(buf, 1, H, HKV, Sq, Skv, 0, h, t0, t1, k0, k1)) continue;
             for (long long q = t0; q < t1; ++q)
               for (long long kv = k0; kv < k1; ++kv)
@@ -141,17 +151,26 @@ func TestFrame(t *testing.T) {
 		{"q - Q >= kv - KV", ""},
 		{"(q >= kv) | (h % 2 == 1) & (kv < 10)", "score * slopes[h] + q * 0.001 - kv * 0.002"},
 		{"", "score + slopes[h] * H"},
+		// blocks selected per 64 rows (the row walk's selection, MASKC_KV_SELECTION)
+		{"(q >= kv) & ((q // 64 == kv // 64) | (doc[q // 64] == kv // 16))", ""},
 	} {
 		cases = append(cases, casesOf(t, "frame.flex", maskCaseSource(decls, tc.mask, tc.score))...)
+	}
+	if sel := cases[len(cases)-1]; !selWalk(sel.kernel.sparsity) {
+		t.Fatalf("%s: the row walk takes no selection", sel.name)
 	}
 	exe := buildHostMain(t, cases, frameMain, func(i int) string {
 		slot := map[string]int{"doc": -1, "slopes": -1}
 		for _, b := range cases[i].kernel.Buffers {
 			slot[b.Name] = b.Slot
 		}
+		meets := "nullptr" // maskc_kv_tile_meets is there for selections only
+		if selWalk(cases[i].kernel.sparsity) {
+			meets = fmt.Sprintf("case%d::maskc_kv_tile_meets", i)
+		}
 		return fmt.Sprintf("{case%[1]d::maskc_mask, case%[1]d::maskc_g_mask, case%[1]d::maskc_score, case%[1]d::maskc_g_score, "+
 			"case%[1]d::maskc_kv_range, case%[1]d::maskc_g_kv_range, case%[1]d::maskc_q_range, case%[1]d::maskc_g_q_range, "+
-			"case%[1]d::maskc_tile_full, %[2]d, %[3]d}", i, slot["doc"], slot["slopes"])
+			"case%[1]d::maskc_tile_full, %[2]d, %[3]d, %[4]s}", i, slot["doc"], slot["slopes"], meets)
 	})
 	out, err := exec.Command(exe).CombinedOutput()
 	if err != nil {

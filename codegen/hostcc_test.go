@@ -44,6 +44,10 @@ type hostCase struct {
 	kernel *Kernel
 }
 
+// frameFacts are the generated facts that hipsrc/frame.h tests, defined
+// around each case's copy of it in the host builds.
+var frameFacts = []string{"MASKC_KV_SELECTION"}
+
 // hostPrelude makes the generated device code plain host C++.
 const hostPrelude = `#include <math.h>
 #include <stdio.h>
@@ -227,7 +231,22 @@ func buildHostMain(t *testing.T, cases []hostCase, main string, fn func(i int) s
 			b.WriteString("  (void)buf;\n")
 		}
 		b.WriteString("}\n")
-		b.WriteString(hipsrc.Frame + "}\n")
+		// frame.h's parts for some masks, under the facts the case defines
+		// (its #define lines are not copied: the cases share one file).
+		var facts []string
+		for _, f := range frameFacts {
+			if strings.Contains(c.kernel.Generated, "#define "+f+" 1\n") {
+				facts = append(facts, f)
+			}
+		}
+		for _, f := range facts {
+			b.WriteString("#define " + f + " 1\n")
+		}
+		b.WriteString(hipsrc.Frame)
+		for _, f := range facts {
+			b.WriteString("#undef " + f + "\n")
+		}
+		b.WriteString("}\n")
 		fns = append(fns, fn(i))
 		checks = append(checks, fmt.Sprintf("case%d::host_seg_check", i))
 	}
@@ -557,8 +576,11 @@ func checkTiles(t *testing.T, cases []hostCase, tiles []tileCase, res []hostResu
 			lo, hi, err1 := hs.KVRange(tc.b, tc.h, tc.qlo, tc.qhi)
 			full, err2 := hs.TileFull(tc.b, tc.h, tc.qlo, tc.qhi, tc.kvlo, tc.kvhi)
 			ilo, ihi, err3 := hs.KVIntervals(tc.b, tc.h, tc.qlo, tc.qhi)
+			qlo, qhi, err4 := hs.QRange(tc.b, tc.h, tc.kvlo, tc.kvhi)
 			switch {
-			case err1 != nil || err2 != nil || err3 != nil:
+			case err1 != nil || err2 != nil || err3 != nil || err4 != nil:
+			case qlo != r.qlo || qhi != r.qhi:
+				report("%s: host plan gives q range [%d, %d), maskc_q_range [%d, %d)", where, qlo, qhi, r.qlo, r.qhi)
 			case lo != r.lo || hi != r.hi || full != r.full:
 				report("%s: host plan gives range [%d, %d) full %v, maskc_kv_range [%d, %d) maskc_tile_full %v", where, lo, hi, full, r.lo, r.hi, r.full)
 			case !slices.Equal(ilo, r.ilo) || !slices.Equal(ihi, r.ihi):

@@ -256,10 +256,43 @@ func (s *HostSparsity) IntervalTerms() []string {
 // non-empty q range and a non-empty kv range), q range [qa, qb] and kv
 // range [ka, kb], as the code walkDisjuncts prints does.
 func (s *HostSparsity) disjunctRanges(b, h, qLo, qHi int64, sink func(i int, live bool, qa, qb, ka, kb int64) error) error {
-	p, KV := s.k.sparsity, s.env.KV
+	return s.walkRanges(dsl.VarKV, b, h, qLo, qHi, sink)
+}
+
+// QRange returns what maskc_q_range returns for (b, h) and the keys
+// [kvLo, kvHi): every q outside [lo, hi) masks those keys (the backward's
+// column walk visits the q tiles of that range).
+func (s *HostSparsity) QRange(b, h, kvLo, kvHi int64) (lo, hi int64, err error) {
+	if !s.k.sparsity.analysed {
+		return 0, s.env.Q, nil
+	}
+	loAll, hiAll := s.env.Q, int64(0)
+	err = s.walkRanges(dsl.VarQ, b, h, kvLo, kvHi, func(_ int, live bool, qa, qb, _, _ int64) error {
+		if live {
+			loAll, hiAll = min(loAll, qa), max(hiAll, qb+1)
+		}
+		return nil
+	})
+	if err != nil || loAll >= hiAll {
+		return 0, 0, err
+	}
+	return loAll, hiAll, nil
+}
+
+// walkRanges is walkDisjuncts on the host: each term's walk over the
+// outer range [oLo, oHi) (q rows for inner kv, kv columns for inner q),
+// passed to sink with the term's liveness and its q and kv ranges.
+func (s *HostSparsity) walkRanges(inner dsl.Var, b, h, oLo, oHi int64, sink func(i int, live bool, qa, qb, ka, kb int64) error) error {
+	p, Q, KV := s.k.sparsity, s.env.Q, s.env.KV
 	for i, d := range p.disjuncts {
 		w := d.kv
-		qa, qb, ka, kb := qLo, qHi-1, int64(0), KV-1
+		qa, qb, ka, kb := oLo, oHi-1, int64(0), KV-1
+		oa, ob, ia, ib, size := &qa, &qb, &ka, &kb, KV
+		if inner == dsl.VarQ {
+			w = d.q
+			qa, qb, ka, kb = 0, Q-1, oLo, oHi-1
+			oa, ob, ia, ib, size = &ka, &kb, &qa, &qb, Q
+		}
 		live := true
 		for _, c := range w.live {
 			if !live {
@@ -271,15 +304,20 @@ func (s *HostSparsity) disjunctRanges(b, h, qLo, qHi int64, sink func(i int, liv
 			}
 			live = v
 		}
-		// narrow applies steps to [*lo, *hi], each side evaluated with q
-		// at qa or qb (q of the outer steps is never read).
+		// narrow applies steps to [*lo, *hi], each side evaluated with the
+		// outer variable at its range's start or end (the outer steps
+		// read neither q nor kv).
 		narrow := func(steps []sideStep, lo, hi *int64) error {
 			for _, st := range steps {
-				q := qa
+				o := *oa
 				if st.atHi {
-					q = qb
+					o = *ob
 				}
-				v, err := s.side(st, b, h, q, 0)
+				q, kv := o, int64(0)
+				if inner == dsl.VarQ {
+					q, kv = 0, o
+				}
+				v, err := s.side(st, b, h, q, kv)
 				if err != nil {
 					return err
 				}
@@ -291,18 +329,18 @@ func (s *HostSparsity) disjunctRanges(b, h, qLo, qHi int64, sink func(i int, liv
 			}
 			return nil
 		}
-		if err := narrow(w.outerSteps, &qa, &qb); err != nil {
+		if err := narrow(w.outerSteps, oa, ob); err != nil {
 			return err
 		}
-		if err := narrow(w.innerSteps, &ka, &kb); err != nil {
+		if err := narrow(w.innerSteps, ia, ib); err != nil {
 			return err
 		}
 		for _, sb := range w.segs {
 			seg := s.segs[sb]
 			n := int64(len(seg))
-			if !s.unsorted[sb] && qa >= 0 && qa <= qb && qb < n && KV <= n {
-				ka = max(ka, segSearch(seg, seg[qa], false))
-				kb = min(kb, segSearch(seg, seg[qb], true)-1)
+			if !s.unsorted[sb] && *oa >= 0 && *oa <= *ob && *ob < n && size <= n {
+				*ia = max(*ia, segSearch(seg, seg[*oa], false))
+				*ib = min(*ib, segSearch(seg, seg[*ob], true)-1)
 			}
 		}
 		if err := sink(i, live && qa <= qb && ka <= kb, qa, qb, ka, kb); err != nil {

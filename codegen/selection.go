@@ -198,6 +198,17 @@ func (g *sparsityWriter) selCode(s *selStep, n walkNames, slot int) {
 	}
 }
 
+// selectionFact is MASKC_KV_SELECTION's definition, printed before
+// maskc_kv_intervals where the row walk takes selections (selWalk): the
+// backward's tile classes (hipsrc/attn_bwd.h) then also test each tile
+// against the q tile's kv intervals (maskc_kv_tile_meets, hipsrc/frame.h),
+// so that its column walk skips the q tiles whose selections miss the kv
+// tile, as the forward's row walk never visits them. Kernels of other
+// masks do not define it and are unchanged.
+const selectionFact = "// maskc_kv_intervals reads the kv blocks selected per block of q rows from a buffer:\n" +
+	"// the backward classes a tile empty when it meets none of them (maskc_kv_tile_meets).\n" +
+	"#define MASKC_KV_SELECTION 1\n"
+
 // selWalk reports whether the row walk takes the plan's selections.
 func selWalk(p sparsityPlan) bool {
 	_, ok := selIntervals(p)
@@ -336,4 +347,49 @@ func (g *sparsityWriter) selValue(s *selStep, q string, perTile bool) {
 	g.w.indent = saved
 	g.w.temps = map[string]cExpr{}
 	g.line("  const long long v = maskc_py_min(maskc_py_max(%s, -1LL), KV / %s + 1);", v, intLit(s.blk))
+}
+
+// KVTileMeets returns what maskc_kv_tile_meets (hipsrc/frame.h) returns
+// for (b, h): whether the keys [kvLo, kvHi) meet one of KVIntervals of the
+// query rows [qLo, qHi).
+func (s *HostSparsity) KVTileMeets(b, h, qLo, qHi, kvLo, kvHi int64) (bool, error) {
+	lo, hi, err := s.KVIntervals(b, h, qLo, qHi)
+	if err != nil {
+		return false, err
+	}
+	for i := range lo {
+		if lo[i] < hi[i] && lo[i] < kvHi && kvLo < hi[i] {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// BwdTileClass returns the class maskc_bwd_tile_class (hipsrc/attn_bwd.h)
+// gives an analytic kernel's tile of rows [qLo, qHi) and keys [kvLo,
+// kvHi): 0 when KVRange misses the keys or, where the row walk takes
+// selections (MASKC_KV_SELECTION), when KVTileMeets is false (its
+// intervals lie in KVRange, which the kernel then does not compute); else
+// 2 when TileFull holds, 1 otherwise. Without a mask every tile is full (2); a
+// pre-pass kernel reads the forward's flags instead, which this does not
+// model (an error).
+func (s *HostSparsity) BwdTileClass(b, h, qLo, qHi, kvLo, kvHi int64) (int, error) {
+	switch s.k.sparsity.kind {
+	case SparsityNone:
+		return 2, nil
+	case SparsityPrepass:
+		return 0, fmt.Errorf("codegen: the backward's pre-pass classes read the forward's flags; BwdTileClass models the analytic ones")
+	}
+	if selWalk(s.k.sparsity) {
+		if meets, err := s.KVTileMeets(b, h, qLo, qHi, kvLo, kvHi); err != nil || !meets {
+			return 0, err
+		}
+	} else if lo, hi, err := s.KVRange(b, h, qLo, qHi); err != nil || hi <= lo || hi <= kvLo || lo >= kvHi {
+		return 0, err
+	}
+	full, err := s.TileFull(b, h, qLo, qHi, kvLo, kvHi)
+	if err != nil || !full {
+		return 1, err
+	}
+	return 2, nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/maskc/maskc/eval"
+	"github.com/maskc/maskc/hipsrc"
 )
 
 // TestSelectionIntervals checks that a block-selection term's kv
@@ -185,4 +186,133 @@ func TestTileList(t *testing.T) {
 			t.Errorf("%q: without selection %s", tc.mask, alt)
 		}
 	}
+}
+
+// TestSelectionBwdClasses checks the backward's tile classes
+// (BwdTileClass, maskc_bwd_tile_class's logic) on block-selection masks:
+// at every backward tile shape (hipsrc.BwdTileFor), a tile is classed
+// non-empty exactly when it holds a kept pair, with selected values out of
+// range (negative, past KV, huge) mixed in and grouped heads; a tile
+// classed full keeps every pair; and the classes without the selection
+// test (WithoutSelection) visit more tiles, the ones the column walk
+// skips now.
+func TestSelectionBwdClasses(t *testing.T) {
+	cases := []struct {
+		name, decl, mask string
+		vals             func(h, i int) float64
+	}{
+		{"moba", "buffer sel: i64[H, 16]\n", "kv <= q and (q // 128 == kv // 128 or sel[h, (q // 128) * 4] == kv // 128 or sel[h, (q // 128) * 4 + 1] == kv // 128 or sel[h, (q // 128) * 4 + 2] == kv // 128 or sel[h, (q // 128) * 4 + 3] == kv // 128)",
+			func(h, i int) float64 { return []float64{-5, 99, 1 << 40, -(1 << 40), 0, 1, 2, 3}[(h*7+i*3)%8] }},
+		{"nsa", "buffer sel: i32[32]\n", "kv <= q and (q // 64 == kv // 64 or sel[(q // 64) * 2] == kv // 64 or sel[(q // 64) * 2 + 1] == kv // 64)",
+			func(h, i int) float64 { return float64((i*5)%9 - 1) }},
+		// q blocks of 48 rows (no tile height's divisor), kv itself selected
+		{"shared48", "buffer sel: i8[16]\n", "kv <= q + 40 and (sel[q // 48] == kv // 40 or sel[3] == kv)",
+			func(h, i int) float64 { return []float64{-128, 127, 0, 5, 2, 11, 1, 3}[(i*3)%8] }},
+	}
+	shapes := map[[2]int64]bool{}
+	for _, p := range []hipsrc.Platform{hipsrc.NVIDIA, hipsrc.NVIDIAWGMMA, hipsrc.AMD} {
+		for _, d := range hipsrc.HeadDims {
+			tile, err := p.BwdTileFor(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			shapes[[2]int64{int64(tile.BlockM), int64(tile.BlockN)}] = true
+		}
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			hc := casesOf(t, tc.name+".flex", maskCaseSource(tc.decl, tc.mask, ""))[0]
+			if !selWalk(hc.kernel.sparsity) || !strings.Contains(hc.kernel.Generated, "#define MASKC_KV_SELECTION 1") {
+				t.Fatalf("the kernel takes no selection walk or does not define MASKC_KV_SELECTION")
+			}
+			env := &eval.Env{B: 1, H: 4, HKV: 2, Q: 448, KV: 480, Buffers: map[string]*eval.Tensor{}}
+			bb := hc.prog.Buffer("sel")
+			var dims []int
+			for _, d := range bb.Dims {
+				dims = append(dims, int(d.Eval(sizeMap(env))))
+			}
+			tn := eval.NewTensor(dims...)
+			row := dims[len(dims)-1]
+			for i := range tn.Data {
+				tn.Data[i] = tc.vals(i/row, i%row)
+			}
+			env.Buffers["sel"] = tn
+			hs, err := hc.kernel.HostSparsity(env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wo, err := hc.kernel.WithoutSelection().HostSparsity(env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for shape := range shapes {
+				bm, bn := shape[0], shape[1]
+				visited, kept, before := 0, 0, 0
+				for h := int64(0); h < env.H; h++ {
+					for k0 := int64(0); k0 < env.KV; k0 += bn { // the column walk: kv tile major
+						for q0 := int64(0); q0 < env.Q; q0 += bm {
+							q1 := min(q0+bm, env.Q)
+							cls, err := hs.BwdTileClass(0, h, q0, q1, k0, k0+bn)
+							if err != nil {
+								t.Fatal(err)
+							}
+							old, err := wo.BwdTileClass(0, h, q0, q1, k0, k0+bn)
+							if err != nil {
+								t.Fatal(err)
+							}
+							some, all := false, true
+							for q := q0; q < q1; q++ {
+								for kv := k0; kv < k0+bn; kv++ {
+									m := false
+									if kv < env.KV {
+										if m, err = hs.Mask(0, h, q, kv); err != nil {
+											t.Fatal(err)
+										}
+									}
+									some, all = some || m, all && m
+								}
+							}
+							switch {
+							case some && cls == 0:
+								t.Fatalf("%dx%d h=%d q tile %d kv tile %d: holds a kept pair, classed empty", bm, bn, h, q0, k0)
+							case !some && cls != 0:
+								t.Errorf("%dx%d h=%d q tile %d kv tile %d: classed %d without a kept pair", bm, bn, h, q0, k0, cls)
+							case cls == 2 && !all:
+								t.Fatalf("%dx%d h=%d q tile %d kv tile %d: classed full but masks a pair", bm, bn, h, q0, k0)
+							case cls != 0 && !hullMeets(t, hs, h, q0, q1, k0, k0+bn):
+								t.Fatalf("%dx%d h=%d q tile %d kv tile %d: the selected blocks reach outside maskc_kv_range's hull", bm, bn, h, q0, k0)
+							case some && old == 0:
+								t.Fatalf("%dx%d h=%d q tile %d kv tile %d: the analytic class drops a kept pair", bm, bn, h, q0, k0)
+							}
+							if cls != 0 {
+								visited++
+							}
+							if some {
+								kept++
+							}
+							if old != 0 {
+								before++
+							}
+						}
+					}
+				}
+				if kept == 0 || visited != kept || before <= visited {
+					t.Errorf("%dx%d: visited %d tiles, %d with a kept pair, %d without the selection test", bm, bn, visited, kept, before)
+				}
+				t.Logf("%dx%d: %d tiles visited, %d with a kept pair (%d without the selection test)", bm, bn, visited, kept, before)
+			}
+		})
+	}
+}
+
+// hullMeets reports whether KVRange of the rows [q0, q1) meets the keys
+// [k0, k1): the backward's selection test (KVTileMeets) must imply it, as
+// maskc_bwd_tile_class takes it in place of the hull test.
+func hullMeets(t *testing.T, hs *HostSparsity, h, q0, q1, k0, k1 int64) bool {
+	t.Helper()
+	lo, hi, err := hs.KVRange(0, h, q0, q1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lo < hi && lo < k1 && k0 < hi
 }

@@ -625,6 +625,9 @@ func (g *sparsityWriter) walkRange(p sparsityPlan, wf walkFuncs) string {
 		})
 	}
 	intervals := wf.listDoc + fmt.Sprintf("constexpr int %s = %d;\n", wf.count, n) + wf.listSig + " {\n" + g.w.body.String() + "}\n"
+	if _, ok := selIntervals(p); ok && wf.inner == dsl.VarKV {
+		intervals = selectionFact + intervals
+	}
 	return hull + "\n" + intervals
 }
 

@@ -151,14 +151,7 @@ def main():
     results = []
     for c, _ in cases:
         e, cid = c.entry, case_id(c.entry)
-        specs = sorted(e.get("buffers") or [], key=lambda b: b["slot"])
-        given = bufvals.get(cid, {})
-        bufs = [torch.tensor(given[b["name"]]["data"], dtype=harness.TORCH_DTYPES[b["dtype"]]).reshape(
-            given[b["name"]]["dims"]).contiguous().to(dev) for b in specs]
-        ns = dict(B=B, H=H, HKV=H, Q=S, KV=S, torch=torch)
-        ns.update({b["name"]: t for b, t in zip(specs, bufs)})
-        mask = harness.TorchExpr(e["mask_torch"], ("b", "h", "q", "kv"), ns) if e.get("mask_torch") else None
-        score = harness.TorchExpr(e["score_torch"], ("score", "b", "h", "q", "kv"), ns) if e.get("score_torch") else None
+        bufs, mask, score = harness.given_case(e, bufvals.get(cid, {}), dev, B, H, S)
         t = tiles.get(cid, {})
         kept = t.get("kept_pairs") or B * H * S * S * harness.density(mask, S, S, H, dev)
         flops = 4.0 * D * kept

@@ -54,16 +54,9 @@ def manifest_cases(man, bufvals, taken, dev, names):
         cid = os.path.basename(e["flex"]).rsplit(".", 1)[0] + ":" + e["attention"]
         if e["name"] in taken or (names and cid not in names.split(",")):
             continue
-        specs = sorted(e.get("buffers") or [], key=lambda b: b["slot"])
-        given = bufvals.get(cid, {})
-        bufs = [torch.tensor(given[b["name"]]["data"], dtype=harness.TORCH_DTYPES[b["dtype"]]).reshape(
-            given[b["name"]]["dims"]).contiguous().to(dev) for b in specs]
-        ns = dict(B=B, H=H, HKV=H, Q=S, KV=S, torch=torch)
-        ns.update({b["name"]: t for b, t in zip(specs, bufs)})
-        mask = harness.TorchExpr(e["mask_torch"], ("b", "h", "q", "kv"), ns) if e.get("mask_torch") else \
-            (lambda b, h, q, kv: (q >= 0) & (kv >= 0))
-        score = harness.TorchExpr(e["score_torch"], ("score", "b", "h", "q", "kv"), ns) if e.get("score_torch") \
-            else None
+        bufs, mask, score = harness.given_case(e, bufvals.get(cid, {}), dev, B, H, S)
+        if mask is None:
+            mask = lambda b, h, q, kv: (q >= 0) & (kv >= 0)  # noqa: E731 (Flex's all-true block mask)
         out.append((cid, e["name"], mask, score, bufs))
     return out
 

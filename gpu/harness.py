@@ -395,6 +395,22 @@ def generated_cases(directory):
 
 
 # --------------------------------------------------------------------------- reference
+def given_case(entry, given, device, B, H, S):
+    """A manifest entry's buffers at the contents `given` holds (name ->
+    {"data", "dims"}, as bench_ext_buffers.py writes them), in slot order on
+    device, with its mask and score as torch functions over them at B x H x
+    S x S (TorchExpr of the manifest's mask_torch / score_torch; None where
+    the entry has none): (buffers, mask, score)."""
+    specs = sorted(entry.get("buffers") or [], key=lambda b: b["slot"])
+    bufs = [torch.tensor(given[b["name"]]["data"], dtype=TORCH_DTYPES[b["dtype"]]).reshape(
+        given[b["name"]]["dims"]).contiguous().to(device) for b in specs]
+    ns = dict(B=B, H=H, HKV=H, Q=S, KV=S, torch=torch)
+    ns.update({b["name"]: t for b, t in zip(specs, bufs)})
+    mask = TorchExpr(entry["mask_torch"], ("b", "h", "q", "kv"), ns) if entry.get("mask_torch") else None
+    score = TorchExpr(entry["score_torch"], ("score", "b", "h", "q", "kv"), ns) if entry.get("score_torch") else None
+    return bufs, mask, score
+
+
 def reference(q, k, v, scale, mask, score, rows, sink=None):
     """float64 attention for query rows `rows` of q [B,H,Sq,D] against k, v
     [B,HKV,Skv,D]: returns (O [B,H,R,D], LSE [B,H,R]) with fully masked rows

@@ -463,9 +463,15 @@ __device__ __forceinline__ int maskc_bwd_tile_class(const MaskcBwdShape& sh, con
   const long long nB = sh.B, nH = sh.H, nHKV = sh.HKV, nQ = sh.Sq, nKV = sh.Skv;
   const int q1 = min(q0 + MASKC_BWD_BLOCK_M, sh.Sq), k1 = k0 + MASKC_BWD_BLOCK_N;
 #if defined(MASKC_SPARSITY_ANALYTIC)
+#if defined(MASKC_KV_SELECTION)
+  // The kv blocks the q tile's rows select (each interval lies in its term's kv range, so
+  // in maskc_kv_range's hull): a kv tile none of them meets holds no kept pair.
+  if (!maskc_kv_tile_meets(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q1, k0, k1)) return 0;
+#else
   long long lo = 0, hi = sh.Skv;
   maskc_kv_range(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q1, &lo, &hi);
   if (hi <= lo || hi <= k0 || lo >= k1) return 0;
+#endif
   return maskc_tile_full(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q1, k0, k1) ? 2 : 1;
 #elif defined(MASKC_SPARSITY_PREPASS)
   (void)nB, (void)nH, (void)nHKV, (void)nQ, (void)nKV, (void)q1, (void)buf;
@@ -883,6 +889,14 @@ __device__ __forceinline__ void maskc_bwd_lpt_block(int* t, int* z) {
 #define MASKC_BWD_CLS_AHEAD_ON 0
 #endif
 #define MASKC_BWD_CLS_CAP 1024
+// A mask whose kv intervals are blocks a buffer selects (MASKC_KV_SELECTION)
+// keeps its classes: the column walk's closed-form q range reads no buffer,
+// so only maskc_bwd_tile_class's test of the selections skips the q tiles
+// whose rows select none of the kv tile's keys.
+#if defined(MASKC_KV_SELECTION) && MASKC_BWD_CLS_FREE_ON
+#undef MASKC_BWD_CLS_FREE_ON
+#define MASKC_BWD_CLS_FREE_ON 0
+#endif
 struct MaskcBwdWalk {
   int h, qt, qt_end, cls;
   int c0, c1;  // cls holds the classes of q tiles [c0, c1) of head h
@@ -1254,6 +1268,14 @@ __device__ __forceinline__ int maskc_bwd_next_kt(const MaskcBwdShape& sh, const 
     const int k0 = kt * MASKC_BWD_BLOCK_N;
 #if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
     const int k1 = k0 + MASKC_BWD_BLOCK_N;
+#if defined(MASKC_KV_SELECTION)
+    // The kv blocks the q tile's rows select (maskc_bwd_tile_class's test).
+    if (!(kv_hi <= kv_lo || kv_hi <= k0 || kv_lo >= k1) &&
+        !maskc_kv_tile_meets(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, h, q0, min(q0 + MASKC_BWD_BLOCK_M, sh.Sq), k0, k1)) {
+      *cls = 0;
+      continue;
+    }
+#endif
 #if MASKC_BWD_CLS_FREE_ON
     *cls = kv_hi <= kv_lo || kv_hi <= k0 || kv_lo >= k1 ? 0 : 1;
 #else

@@ -112,6 +112,21 @@ __device__ __forceinline__ void maskc_kv_intervals(const MaskcBuffers& buf, long
   maskc_g_kv_intervals(buf, B, f.H, f.HKV, f.Q, f.KV, b, h + f.h0, q_lo + f.q0, q_hi + f.q0, lo, hi);
   for (int i = 0; i < maskc_kv_interval_count; ++i) maskc_frame_local(&lo[i], &hi[i], f.kv0, KV);
 }
+// Whether the local keys [kv_lo, kv_hi) meet one of the maskc_kv_intervals of the local q rows
+// [q_lo, q_hi): false only when the mask keeps no pair of the tile. Defined where the intervals
+// are the kv blocks a buffer selects (MASKC_KV_SELECTION): the backward's tile classes
+// (attn_bwd.h) ask it for each tile, since a kv tile's closed-form q range reads no buffer.
+#if defined(MASKC_KV_SELECTION)
+__device__ __forceinline__ bool maskc_kv_tile_meets(const MaskcBuffers& buf, long long B, long long H, long long HKV,
+                                                    long long Q, long long KV, long long b, long long h, long long q_lo,
+                                                    long long q_hi, long long kv_lo, long long kv_hi) {
+  long long lo[maskc_kv_interval_count], hi[maskc_kv_interval_count];
+  maskc_kv_intervals(buf, B, H, HKV, Q, KV, b, h, q_lo, q_hi, lo, hi);
+  bool meets = false;
+  for (int i = 0; i < maskc_kv_interval_count; ++i) meets = meets || (lo[i] < hi[i] && lo[i] < kv_hi && kv_lo < hi[i]);
+  return meets;
+}
+#endif
 #if defined(MASKC_KV_ROWS_EXACT)
 // maskc_kv_intervals with per-lane segment searches (each lane its own rows),
 // and whether one row's intervals are exactly its kept keys in this launch.

@@ -154,6 +154,19 @@ type tileMapPlatformJSON struct {
 	// Estimate is each tile list's cost at this launch in visited tiles
 	// (tileEstimates).
 	Estimate map[codegen.TileList]float64 `json:"estimate"`
+	// Backward is the backward's column walk in its own tile
+	// (tilemap.BwdCounts); absent for a pre-pass kernel.
+	Backward *tileMapBwdJSON `json:"backward,omitempty"`
+}
+
+// tileMapBwdJSON is the backward's tile counts on one platform.
+type tileMapBwdJSON struct {
+	BlockM   int64 `json:"block_m"`
+	BlockN   int64 `json:"block_n"`
+	Tiles    int64 `json:"tiles"`
+	Visited  int64 `json:"tiles_visited"`
+	WithKept int64 `json:"tiles_with_kept_pairs"`
+	Full     int64 `json:"full_tiles"`
 }
 
 // estimateLine prints the tile list chosen and tileEstimates' costs
@@ -231,6 +244,16 @@ func tileCounts(e *env, u *unit, cu *compiler.Unit, cfg *runConfig, seed uint64)
 			}
 			copy(alt, v)
 		}
+		var bwd []tilemap.Counts
+		if k.Sparsity != hipsrc.SparsityPrepass {
+			ps := make([]hipsrc.Platform, len(r.Counts))
+			for i, ct := range r.Counts {
+				ps[i] = ct.Platform
+			}
+			if bwd, err = tilemap.BwdCounts(k, env, ps); err != nil {
+				return nil, printEvalError(e, u, err)
+			}
+		}
 		tm := tileMapJSON{Shape: map[string]int{"B": c.b, "H": c.h, "Sq": c.sq, "Skv": c.skv}, Sparsity: k.Sparsity, TileList: kind, Platforms: map[string]tileMapPlatformJSON{}}
 		for _, ct := range r.Counts {
 			if msg := ct.Waste.Loose(ct.Counts); msg != "" {
@@ -239,8 +262,17 @@ func tileCounts(e *env, u *unit, cu *compiler.Unit, cfg *runConfig, seed uint64)
 		}
 		for i, ct := range r.Counts {
 			tm.Pairs, tm.KeptPairs, tm.Density = ct.Pairs, ct.KeptPairs, ct.Density
-			tm.Platforms[ct.Platform.String()] = tileMapPlatformJSON{BlockM: hipsrc.BlockM, BlockN: int64(ct.Platform.BlockN()), Tiles: ct.Tiles, Visited: ct.Visited, WithKept: ct.WithKept, Full: ct.Full,
+			pj := tileMapPlatformJSON{BlockM: hipsrc.BlockM, BlockN: int64(ct.Platform.BlockN()), Tiles: ct.Tiles, Visited: ct.Visited, WithKept: ct.WithKept, Full: ct.Full,
 				Estimate: tileEstimates(kind, ct.Counts, alt[i])}
+			if bwd != nil {
+				tile, err := ct.Platform.BwdTileFor(k.HeadDim)
+				if err != nil {
+					return nil, printRunError(e, err)
+				}
+				b := bwd[i]
+				pj.Backward = &tileMapBwdJSON{BlockM: int64(tile.BlockM), BlockN: int64(tile.BlockN), Tiles: b.Tiles, Visited: b.Visited, WithKept: b.WithKept, Full: b.Full}
+			}
+			tm.Platforms[ct.Platform.String()] = pj
 		}
 		out[name] = tm
 	}

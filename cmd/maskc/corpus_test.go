@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/maskc/maskc/codegen"
 	"github.com/maskc/maskc/compiler"
 	"github.com/maskc/maskc/hipsrc"
 	"github.com/maskc/maskc/internal/golden"
@@ -102,6 +103,25 @@ func TestCorpusTileMaps(t *testing.T) {
 						if corpusOver[name] == "" {
 							t.Errorf("%s at S=%d on %s visits %.3fx the tiles with a kept pair, over %.2f", name, s, p, r, corpusLimit)
 						}
+					}
+				}
+				if k.Sparsity == hipsrc.SparsityPrepass {
+					continue // the backward reads the forward's flags (tilemap.BwdCounts)
+				}
+				bwd, err := tilemap.BwdCounts(k, ev, hipsrc.Platforms)
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				sel, _ := k.TileList()
+				for i, p := range hipsrc.Platforms {
+					c := bwd[i]
+					if c.WithKept == 0 || c.KeptPairs != counts[i].KeptPairs {
+						t.Fatalf("%s at S=%d on %s: the backward's tiles keep %d pairs, the forward's %d", name, s, p, c.KeptPairs, counts[i].KeptPairs)
+					}
+					r := float64(c.Visited) / float64(c.WithKept)
+					fmt.Fprintf(&out, "%-18s S=%-5d %-12s bwd      visited %8d with_kept %8d full %8d  %.3f\n", name, s, p, c.Visited, c.WithKept, c.Full, r)
+					if sel == codegen.TileListDataDriven && c.Visited != c.WithKept {
+						t.Errorf("%s at S=%d on %s: the backward visits %d tiles, %d holding a kept pair: the selections are not exact there", name, s, p, c.Visited, c.WithKept)
 					}
 				}
 			}

@@ -186,3 +186,23 @@ def test_harness_launches_what_the_package_launches(fake, tmp_path, flex, block,
         del drv.calls[:]
         run(prepass=False)
         assert launch_facts(drv) == package[1:]
+
+
+def test_given_case_builds_buffers_mask_and_score_from_a_manifest_entry():
+    """bench_ext.py's and bwd_bench.py's cases: the buffers at the given contents in slot order,
+    the mask and score the manifest's torch expressions compute over them."""
+    entry = {
+        "buffers": [{"name": "doc", "slot": 1, "dtype": "i32"}, {"name": "bias", "slot": 0, "dtype": "f32"}],
+        "mask_torch": "(doc[b, q] == doc[b, kv]) & (kv <= q)",
+        "score_torch": "score + bias[h]",
+    }
+    given = {"doc": {"data": [0, 0, 1, 1, 0, 1, 1, 1], "dims": [2, 4]}, "bias": {"data": [0.5, -1.0], "dims": [2]}}
+    bufs, mask, score = harness.given_case(entry, given, "cpu", 2, 2, 4)
+    assert [b.dtype for b in bufs] == [torch.float32, torch.int32]
+    assert bufs[1].shape == (2, 4) and bufs[0].tolist() == [0.5, -1.0]
+    q, kv = torch.tensor([2, 3, 3]), torch.tensor([1, 2, 0])
+    b = torch.tensor([0, 0, 1])
+    assert mask(b, 0, q, kv).tolist() == [False, True, False]
+    assert float(score(torch.tensor(1.0), 0, 1, 3, 2)) == 0.0  # 1.0 + bias[1]
+    _, none_mask, none_score = harness.given_case({"buffers": []}, {}, "cpu", 1, 1, 4)
+    assert none_mask is None and none_score is None
