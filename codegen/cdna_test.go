@@ -177,11 +177,14 @@ type cdnaBuild struct {
 // makes, internal/sidrocm), the backward source (which holds the forward's
 // kernels too) of every example attention that classify sends to a
 // generated kernel, at every head dim of hipsrc.HeadDims (64, 128, 256),
-// plus a pre-pass kernel, an fp16 kernel and the masks and scores of
-// testdata/cdna/several_buffers.flex (several buffer values read per pair)
-// from testdata, for gfx90a, gfx942 and gfx950; then, for every code object:
+// plus a pre-pass kernel, an fp16 kernel, the masks and scores of
+// testdata/cdna/several_buffers.flex (several buffer values read per pair),
+// the tile-mask corpus (../testdata/tilemasks) and a sin/cos score
+// (golden/trig.flex) from testdata, for gfx90a, gfx942 and gfx950; then,
+// for every code object:
 //   - its metadata note (llvm-readelf-21 --notes) lists every entry point,
-//     no kernel spills vector or scalar registers or uses scratch memory,
+//     no kernel spills vector or scalar registers or uses scratch memory
+//     (but those of cdnaKnownSpills, within their bounds),
 //     and every kernel's explicit arguments lie in the kernarg segment as
 //     attn_bwd.h's maskc_kernarg assumes (checkKernargLayout);
 //   - maskc_attn_fwd, maskc_attn_bwd and maskc_attn_bwd_dq use MFMA
@@ -243,6 +246,17 @@ func TestHipccMFMA(t *testing.T) {
 			write("testdata/cdna/several_buffers.flex", a, hd)
 		}
 	}
+	// The tile-mask corpus (issue 27: block selections, sparse-attention
+	// selections, document and span ids), each at its own head dim, and a
+	// score of sin and cos.
+	corpus, _ := filepath.Glob("../testdata/tilemasks/*.flex")
+	if len(corpus) == 0 {
+		t.Fatal("no testdata/tilemasks/*.flex")
+	}
+	for _, f := range corpus {
+		write(f, "", 0)
+	}
+	write("testdata/golden/trig.flex", "rotary", 0)
 
 	// One hipcc run per (source, target), NumCPU at a time; a code object
 	// already built from the same source, target and toolchain comes from
@@ -371,7 +385,8 @@ func TestHipccMFMA(t *testing.T) {
 				if k.VGPRSpills > 0 || k.SGPRSpills > 0 || k.Scratch > 0 {
 					msg := fmt.Sprintf("%s %s %s: %d VGPR spills, %d SGPR spills, %d bytes of scratch", b.name, k.Name, arch,
 						k.VGPRSpills, k.SGPRSpills, k.Scratch)
-					if i := cdnaKnownSpill(b.name, k.Name); i >= 0 && k.VGPRSpills == 0 && k.Scratch == 0 && k.SGPRSpills <= 48 {
+					if i := cdnaKnownIndex(b.name, k.Name); i >= 0 && k.SGPRSpills <= cdnaKnownSpills[i].sgpr &&
+						k.VGPRSpills <= cdnaKnownSpills[i].vgpr && k.Scratch <= cdnaKnownSpills[i].scratch {
 						knownSeen[i] = true
 						t.Logf("known (cdnaKnownSpills): %s", msg)
 					} else {
@@ -433,29 +448,65 @@ func TestHipccMFMA(t *testing.T) {
 	}
 }
 
-// cdnaKnownSpills are the kernels of testdata/cdna/several_buffers.flex
-// that still spill scalar registers (at most 48, never a VGPR or scratch)
-// on some target and head dim: issue 26's open part, listed so that every
-// other kernel is held to none; an entry that no longer spills anywhere
-// fails the test, so that the list only shrinks. By source name prefix and entry point:
-// the scaled bias's backward at head dim 64 (the head loop's bound and the
-// lane mask of tid < BM), and the block-selection and two-id masks in the
-// kernels that came after the CDNA work: maskc_attn_fwd with the selection
-// walk's full-tile test, maskc_attn_decode, and maskc_attn_bwd with the
-// selection test of its tile classes (maskc_kv_tile_meets: 6-15 on gfx942
-// and gfx950 with the chroot's hipcc; none on gfx90a with the host's).
-var cdnaKnownSpills = []struct{ source, kernel string }{
-	{"several_buffers_scaled_bias_d64", "maskc_attn_bwd"},
-	{"several_buffers_block_select_", "maskc_attn_fwd"},
-	{"several_buffers_block_select_", "maskc_attn_bwd"},
-	{"several_buffers_block_select_", "maskc_attn_decode"},
-	{"several_buffers_two_ids_", "maskc_attn_decode"},
+// cdnaKnownSpill is a kernel that still spills on some target: by source
+// name prefix and entry point, with the most SGPR spills, VGPR spills and
+// scratch bytes per lane it may show (more fails the test).
+type cdnaKnownSpill struct {
+	source, kernel      string
+	sgpr, vgpr, scratch int
 }
 
-// cdnaKnownSpill returns the index in cdnaKnownSpills of the entry for
+// cdnaKnownSpills are the kernels that still spill on some target and head
+// dim: issues 26 and 27's open part, listed with their bounds (sid hipcc 7,
+// the worst over the targets) so that every other kernel is held to none
+// and these to no more; an entry that no longer spills anywhere fails the
+// test, so that the list only shrinks. The scaled bias's backward at head
+// dim 64 (the head loop's bound and the lane mask of tid < BM); the forward
+// and the decode of the block selections (MoBA's 4-16 terms, NSA's: per
+// term a tile interval of the walk and a full-tile test, state the kernels
+// carry across the kv loop, not yet measured apart) and the decode of the
+// id masks; the backward and dQ of the block selections (13-50 and 2-25
+// since the selection test of the tile classes, maskc_kv_tile_meets, came
+// with selbwd); the sin/cos score
+// (golden/trig.flex): the forward's VGPRs (the range reductions of sinf,
+// cosf and tanf beside the accumulators, to scratch) and the backward's
+// SGPRs.
+var cdnaKnownSpills = []cdnaKnownSpill{
+	{"several_buffers_block_select_", "maskc_attn_fwd", 11, 0, 0},
+	{"several_buffers_block_select_", "maskc_attn_bwd", 15, 0, 0},
+	{"several_buffers_two_ids_", "maskc_attn_decode", 6, 0, 0},
+	{"several_buffers_scaled_bias_d64", "maskc_attn_bwd", 6, 0, 0},
+	{"moba_moba_d", "maskc_attn_fwd", 9, 0, 0},
+	{"moba_moba_d", "maskc_attn_bwd", 13, 0, 0},
+	{"moba_k8_moba_k8_d", "maskc_attn_fwd", 62, 0, 0},
+	{"moba_k8_moba_k8_d", "maskc_attn_decode", 39, 0, 0},
+	{"moba_k8_moba_k8_d", "maskc_attn_bwd", 21, 0, 0},
+	{"moba_k8_moba_k8_d", "maskc_attn_bwd_dq", 2, 0, 0},
+	{"moba_k16_shared_moba_k16_shared_d", "maskc_attn_fwd", 118, 0, 0},
+	{"moba_k16_shared_moba_k16_shared_d", "maskc_attn_decode", 213, 0, 0},
+	{"moba_k16_shared_moba_k16_shared_d", "maskc_attn_bwd", 50, 0, 0},
+	{"moba_k16_shared_moba_k16_shared_d", "maskc_attn_bwd_dq", 25, 0, 0},
+	{"nsa_per_head_nsa_per_head_d", "maskc_attn_fwd", 96, 0, 0},
+	{"nsa_per_head_nsa_per_head_d", "maskc_attn_decode", 96, 0, 0},
+	{"nsa_per_head_nsa_per_head_d", "maskc_attn_bwd", 48, 0, 0},
+	{"nsa_per_head_nsa_per_head_d", "maskc_attn_bwd_dq", 25, 0, 0},
+	{"nsa_shared_nsa_shared_d", "maskc_attn_fwd", 89, 0, 0},
+	{"nsa_shared_nsa_shared_d", "maskc_attn_decode", 140, 0, 0},
+	{"nsa_shared_nsa_shared_d", "maskc_attn_bwd", 43, 0, 0},
+	{"nsa_shared_nsa_shared_d", "maskc_attn_bwd_dq", 21, 0, 0},
+	{"multimodal_multimodal_d", "maskc_attn_decode", 4, 0, 0},
+	{"multimodal_spans_multimodal_spans_d", "maskc_attn_fwd", 10, 0, 0},
+	{"multimodal_spans_multimodal_spans_d", "maskc_attn_decode", 32, 0, 0},
+	{"trig_rotary_d", "maskc_attn_fwd", 0, 48, 180},
+	{"trig_rotary_d", "maskc_attn_decode", 4, 24, 0},
+	{"trig_rotary_d", "maskc_attn_bwd", 29, 0, 0},
+	{"trig_rotary_d", "maskc_attn_bwd_dq", 5, 0, 0},
+}
+
+// cdnaKnownIndex returns the index in cdnaKnownSpills of the entry for
 // kernel of source, or -1.
-func cdnaKnownSpill(source, kernel string) int {
-	return slices.IndexFunc(cdnaKnownSpills, func(k struct{ source, kernel string }) bool {
+func cdnaKnownIndex(source, kernel string) int {
+	return slices.IndexFunc(cdnaKnownSpills, func(k cdnaKnownSpill) bool {
 		return strings.HasPrefix(source, k.source) && kernel == k.kernel
 	})
 }

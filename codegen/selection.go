@@ -190,7 +190,7 @@ func (g *sparsityWriter) selCode(s *selStep, n walkNames, slot int) {
 			qj = fmt.Sprintf("maskc_py_max(%s, (maskc_py_floordiv(%s, %s) + %d) * %s)", n.qa, n.qa, intLit(s.qDiv), j, intLit(s.qDiv))
 		}
 		g.line("if (%s && fits%d && %s <= %s) {", some, slot, qj, n.qb)
-		g.selValue(s, qj)
+		g.selValue(s, qj, false)
 		g.line("  const long long a = maskc_py_max(%s, v * %s), e = maskc_py_min(%s, v * %s + %s);", n.ka, intLit(s.blk), n.kb, intLit(s.blk), intLit(s.blk-1))
 		g.line("  lo[%d] = a <= e ? a : 0;", i)
 		g.line("  hi[%d] = a <= e ? e + 1 : 0;", i)
@@ -297,7 +297,7 @@ func (g *sparsityWriter) selFull(s *selStep, i int) string {
 	}
 	g.line("bool %s = false;  // %s over the whole tile", name, s.text)
 	g.line("if (%s) {", one)
-	g.selValue(s, "qa")
+	g.selValue(s, "qa", true)
 	g.line("  %s = ka >= v * %s && kb <= v * %s + %s;", name, intLit(s.blk), intLit(s.blk), intLit(s.blk-1))
 	g.line("}")
 	return name
@@ -320,9 +320,25 @@ func (s *HostSparsity) selFull(sel *selStep, b, h, qa, qb, ka, kb int64) (bool, 
 // the buffer read of s gives for the rows starting at q (the q it reads is
 // declared when the index reads q // D). v is clamped first so that B*v
 // cannot overflow; a clamped value still selects no kv in [0, KV).
-func (g *sparsityWriter) selValue(s *selStep, q string) {
+//
+// With perTile (the full-tile test, asked once per kv tile), the q it
+// reads is pinned on AMD to a vector register by an empty asm statement
+// that the compiler cannot move: the read and v are then made again on
+// every tile, in vector registers, where clang otherwise hoisted every
+// term's v out of the kernels' kv loops into scalar registers held across
+// them, and spilled those (CDNA: maskc_attn_fwd 1-43, maskc_attn_decode
+// 4-14 SGPR spills for a 4-term block selection, issue 26). NVIDIA's
+// source is unchanged.
+func (g *sparsityWriter) selValue(s *selStep, q string, perTile bool) {
 	g.w.temps = map[string]cExpr{}
-	if s.qDiv != 0 {
+	if s.qDiv != 0 && perTile {
+		g.w.body.WriteString("#if defined(MASKC_PLATFORM_AMD)\n")
+		g.line("  long long q = %s;", q)
+		g.line("  __asm__ volatile(\"\" : \"+v\"(q));  // per tile, in a vector register (selValue)")
+		g.w.body.WriteString("#else\n")
+		g.line("  const long long q = %s;", q)
+		g.w.body.WriteString("#endif\n")
+	} else if s.qDiv != 0 {
 		g.line("  const long long q = %s;", q)
 	}
 	saved := g.w.indent

@@ -1,8 +1,8 @@
 # torch's elementwise math in a score (a rotary-style phase per head) over
 # the narrow integer buffers: the registry's sin, cos, tan and erf and the
 # buftype table's i8, u8 and i16 rows, generated and compiled for NVIDIA
-# (clang's CUDA front end) and on the host. Not for CDNA: the range reduction
-# of sinf, cosf and tanf spills registers there at head dim 128.
+# (clang's CUDA front end), on the host and for CDNA, where the range reductions
+# of sinf, cosf and tanf still spill registers at head dim 128 (cdnaKnownSpills).
 buffer phase: i8[H]
 buffer tag: u8[KV]
 buffer bucket: i16[KV]
