@@ -33,14 +33,7 @@ func BwdCounts(k *codegen.Kernel, env *eval.Env, ps []hipsrc.Platform) ([]Counts
 	if err != nil {
 		return nil, err
 	}
-	nb, nh := env.B, env.H
-	var rep int64 = 1
-	if !k.MaskUsesB {
-		rep, nb = rep*env.B, 1
-	}
-	if !k.MaskUsesH {
-		rep, nh = rep*env.H, 1
-	}
+	nb, nh, rep := slices(k, env)
 	out := make([]Counts, len(ps))
 	for pi, p := range ps {
 		tile, err := p.BwdTileFor(k.HeadDim)

@@ -66,14 +66,7 @@ func launchAll(k *codegen.Kernel, env *eval.Env, ps []hipsrc.Platform) ([]Counts
 	for _, p := range ps[1:] {
 		g = gcd(g, int64(p.BlockN()))
 	}
-	nb, nh := env.B, env.H
-	var rep int64 = 1
-	if !k.MaskUsesB {
-		rep, nb = rep*env.B, 1
-	}
-	if !k.MaskUsesH {
-		rep, nh = rep*env.H, 1
-	}
+	nb, nh, rep := slices(k, env)
 	total := make([]Counts, len(ps))
 	for b := int64(0); b < nb; b++ {
 		for h := int64(0); h < nh; h++ {
@@ -482,4 +475,18 @@ func VisitedTiles(k *codegen.Kernel, env *eval.Env, ps []hipsrc.Platform) ([]int
 		}
 	}
 	return out, nil
+}
+
+// slices returns the (b, h) slices whose tiles differ for k at env, nb x
+// nh, and rep, how many slices of the launch each stands for: a mask that
+// reads neither b nor h has one slice standing for all B x H.
+func slices(k *codegen.Kernel, env *eval.Env) (nb, nh, rep int64) {
+	nb, nh, rep = env.B, env.H, 1
+	if !k.MaskUsesB {
+		rep, nb = rep*env.B, 1
+	}
+	if !k.MaskUsesH {
+		rep, nh = rep*env.H, 1
+	}
+	return nb, nh, rep
 }

@@ -145,22 +145,19 @@ type tileMapJSON struct {
 
 // tileMapPlatformJSON is one platform's tiles in a tile_map.
 type tileMapPlatformJSON struct {
-	BlockM   int64 `json:"block_m"`
-	BlockN   int64 `json:"block_n"`
-	Tiles    int64 `json:"tiles"`
-	Visited  int64 `json:"tiles_visited"`
-	WithKept int64 `json:"tiles_with_kept_pairs"`
-	Full     int64 `json:"full_tiles"`
+	tileCountsJSON
 	// Estimate is each tile list's cost at this launch in visited tiles
 	// (tileEstimates).
 	Estimate map[codegen.TileList]float64 `json:"estimate"`
 	// Backward is the backward's column walk in its own tile
 	// (tilemap.BwdCounts); absent for a pre-pass kernel.
-	Backward *tileMapBwdJSON `json:"backward,omitempty"`
+	Backward *tileCountsJSON `json:"backward,omitempty"`
 }
 
-// tileMapBwdJSON is the backward's tile counts on one platform.
-type tileMapBwdJSON struct {
+// tileCountsJSON is one walk's tiles on one platform: the tile's size, the
+// tiles of the launch, those the walk visits, those holding a kept pair and
+// the full ones.
+type tileCountsJSON struct {
 	BlockM   int64 `json:"block_m"`
 	BlockN   int64 `json:"block_n"`
 	Tiles    int64 `json:"tiles"`
@@ -262,15 +259,16 @@ func tileCounts(e *env, u *unit, cu *compiler.Unit, cfg *runConfig, seed uint64)
 		}
 		for i, ct := range r.Counts {
 			tm.Pairs, tm.KeptPairs, tm.Density = ct.Pairs, ct.KeptPairs, ct.Density
-			pj := tileMapPlatformJSON{BlockM: hipsrc.BlockM, BlockN: int64(ct.Platform.BlockN()), Tiles: ct.Tiles, Visited: ct.Visited, WithKept: ct.WithKept, Full: ct.Full,
-				Estimate: tileEstimates(kind, ct.Counts, alt[i])}
+			pj := tileMapPlatformJSON{
+				tileCountsJSON: tileCountsJSON{BlockM: hipsrc.BlockM, BlockN: int64(ct.Platform.BlockN()), Tiles: ct.Tiles, Visited: ct.Visited, WithKept: ct.WithKept, Full: ct.Full},
+				Estimate:       tileEstimates(kind, ct.Counts, alt[i])}
 			if bwd != nil {
 				tile, err := ct.Platform.BwdTileFor(k.HeadDim)
 				if err != nil {
 					return nil, printRunError(e, err)
 				}
 				b := bwd[i]
-				pj.Backward = &tileMapBwdJSON{BlockM: int64(tile.BlockM), BlockN: int64(tile.BlockN), Tiles: b.Tiles, Visited: b.Visited, WithKept: b.WithKept, Full: b.Full}
+				pj.Backward = &tileCountsJSON{BlockM: int64(tile.BlockM), BlockN: int64(tile.BlockN), Tiles: b.Tiles, Visited: b.Visited, WithKept: b.WithKept, Full: b.Full}
 			}
 			tm.Platforms[ct.Platform.String()] = pj
 		}
