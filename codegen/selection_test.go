@@ -39,21 +39,7 @@ func TestSelectionIntervals(t *testing.T) {
 				t.Fatalf("the kernel does not declare %q", want)
 			}
 			env := &eval.Env{B: 1, H: 2, HKV: 2, Q: 512, KV: 512, Buffers: map[string]*eval.Tensor{}}
-			bb := hc.prog.Buffer("sel")
-			var dims []int
-			for _, d := range bb.Dims {
-				dims = append(dims, int(d.Eval(sizeMap(env))))
-			}
-			tn := eval.NewTensor(dims...)
-			row := dims[len(dims)-1]
-			for i := range tn.Data {
-				tn.Data[i] = tc.vals(i/row, i%row)
-			}
-			env.Buffers["sel"] = tn
-			hs, err := hc.kernel.HostSparsity(env)
-			if err != nil {
-				t.Fatal(err)
-			}
+			hs := selSparsity(t, hc, env, tc.vals)
 			visited, kept, fulls := 0, 0, 0
 			for h := int64(0); h < env.H; h++ {
 				for q0 := int64(0); q0 < env.Q; q0 += 128 {
@@ -226,21 +212,7 @@ func TestSelectionBwdClasses(t *testing.T) {
 				t.Fatalf("the kernel takes no selection walk or does not define MASKC_KV_SELECTION")
 			}
 			env := &eval.Env{B: 1, H: 4, HKV: 2, Q: 448, KV: 480, Buffers: map[string]*eval.Tensor{}}
-			bb := hc.prog.Buffer("sel")
-			var dims []int
-			for _, d := range bb.Dims {
-				dims = append(dims, int(d.Eval(sizeMap(env))))
-			}
-			tn := eval.NewTensor(dims...)
-			row := dims[len(dims)-1]
-			for i := range tn.Data {
-				tn.Data[i] = tc.vals(i/row, i%row)
-			}
-			env.Buffers["sel"] = tn
-			hs, err := hc.kernel.HostSparsity(env)
-			if err != nil {
-				t.Fatal(err)
-			}
+			hs := selSparsity(t, hc, env, tc.vals)
 			wo, err := hc.kernel.WithoutSelection().HostSparsity(env)
 			if err != nil {
 				t.Fatal(err)
@@ -315,4 +287,26 @@ func hullMeets(t *testing.T, hs *HostSparsity, h, q0, q1, k0, k1 int64) bool {
 		t.Fatal(err)
 	}
 	return lo < hi && lo < k1 && k0 < hi
+}
+
+// selSparsity fills env's buffer sel, at the extents hc's declaration
+// gives at env's sizes, with vals(row, column) of its last axis, and
+// returns hc's kernel's host sparsity at env.
+func selSparsity(t *testing.T, hc hostCase, env *eval.Env, vals func(h, i int) float64) *HostSparsity {
+	t.Helper()
+	var dims []int
+	for _, d := range hc.prog.Buffer("sel").Dims {
+		dims = append(dims, int(d.Eval(sizeMap(env))))
+	}
+	tn := eval.NewTensor(dims...)
+	row := dims[len(dims)-1]
+	for i := range tn.Data {
+		tn.Data[i] = vals(i/row, i%row)
+	}
+	env.Buffers["sel"] = tn
+	hs, err := hc.kernel.HostSparsity(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hs
 }
