@@ -178,12 +178,7 @@ def generate_bad(w):
 	for _, tc := range cases {
 		t.Run(tc.mask, func(t *testing.T) {
 			p, diags := checkSource(t, src+"attention a {\n    mask = "+tc.mask+"\n}\n", nil)
-			var errs []string
-			for _, d := range diags {
-				if d.Severity == dsl.SeverityError {
-					errs = append(errs, string(d.Code)+" "+d.Message)
-				}
-			}
+			errs := errorLines(diags)
 			if errs != nil {
 				assert.Equal(t, []string{tc.want}, errs)
 				return
@@ -207,12 +202,7 @@ func TestToDTypeOf(t *testing.T) {
 		t.Run(tc.body, func(t *testing.T) {
 			src := "buffer bias: f32[H]\nbuffer idx: i64[KV]\nbuffer half: f16[H]\ndef s(score, b, h, q_idx, kv_idx):\n    return " + tc.body + "\nattention a {\n    score = s\n}\n"
 			p, diags := checkSource(t, src, nil)
-			var errs []string
-			for _, d := range diags {
-				if d.Severity == dsl.SeverityError {
-					errs = append(errs, string(d.Code)+" "+d.Message)
-				}
-			}
+			errs := errorLines(diags)
 			if errs != nil {
 				assert.Equal(t, []string{tc.want}, errs)
 				return
@@ -274,12 +264,7 @@ def falls_off(w):
 	for _, tc := range cases {
 		t.Run(tc.setting, func(t *testing.T) {
 			p, diags := checkSource(t, src+"attention a {\n    "+tc.setting+"\n}\n", nil)
-			var errs []string
-			for _, d := range diags {
-				if d.Severity == dsl.SeverityError {
-					errs = append(errs, string(d.Code)+" "+d.Message)
-				}
-			}
+			errs := errorLines(diags)
 			if errs != nil {
 				assert.Equal(t, []string{tc.want}, errs)
 				return
@@ -332,12 +317,7 @@ def generate_read(w):
 	for _, tc := range cases {
 		t.Run(tc.mask, func(t *testing.T) {
 			p, diags := checkSource(t, src+"attention a {\n    mask = "+tc.mask+"\n}\n", nil)
-			var errs []string
-			for _, d := range diags {
-				if d.Severity == dsl.SeverityError {
-					errs = append(errs, string(d.Code)+" "+d.Message)
-				}
-			}
+			errs := errorLines(diags)
 			if errs != nil {
 				assert.Equal(t, []string{tc.want}, errs)
 				return
@@ -361,12 +341,7 @@ func TestChainedIndexing(t *testing.T) {
 		t.Run(tc.body, func(t *testing.T) {
 			src := "buffer table: f32[H, 32]\nbuffer t3: f32[B, H, 8]\ndef s(score, b, h, q_idx, kv_idx):\n    return " + tc.body + "\nattention a {\n    score = s\n}\n"
 			p, diags := checkSource(t, src, nil)
-			var errs []string
-			for _, d := range diags {
-				if d.Severity == dsl.SeverityError {
-					errs = append(errs, string(d.Code)+" "+d.Message)
-				}
-			}
+			errs := errorLines(diags)
 			if errs != nil {
 				assert.Equal(t, []string{tc.want}, errs)
 				return
@@ -416,12 +391,7 @@ def docs(b, h, q_idx, kv_idx):
 	for _, tc := range cases {
 		t.Run(tc.setting, func(t *testing.T) {
 			p, diags := checkSource(t, src+mods+"attention a {\n    "+tc.setting+"\n}\n", nil)
-			var errs []string
-			for _, d := range diags {
-				if d.Severity == dsl.SeverityError {
-					errs = append(errs, string(d.Code)+" "+d.Message)
-				}
-			}
+			errs := errorLines(diags)
 			if errs != nil {
 				assert.Equal(t, []string{tc.want}, errs)
 				return
@@ -521,12 +491,7 @@ def poly(score, b, h, q_idx, kv_idx):
 	for _, tc := range cases {
 		t.Run(tc.setting, func(t *testing.T) {
 			p, diags := checkSource(t, src+"attention a {\n    "+tc.setting+"\n}\n", nil)
-			var errs []string
-			for _, d := range diags {
-				if d.Severity == dsl.SeverityError {
-					errs = append(errs, string(d.Code)+" "+d.Message)
-				}
-			}
+			errs := errorLines(diags)
 			if errs != nil {
 				assert.Equal(t, []string{tc.want}, errs)
 				return
@@ -551,12 +516,7 @@ def poly(score, b, h, q_idx, kv_idx):
 			continue
 		}
 		_, diags := Check(f, Options{})
-		var errs []string
-		for _, d := range diags {
-			if d.Severity == dsl.SeverityError {
-				errs = append(errs, string(d.Code)+" "+d.Message)
-			}
-		}
+		errs := errorLines(diags)
 		assert.Equal(t, []string{tc.want}, errs)
 	}
 }
@@ -593,12 +553,7 @@ def generate_bad(pair):
 	for _, tc := range cases {
 		t.Run(tc.mask, func(t *testing.T) {
 			p, diags := checkSource(t, src+"attention a {\n    mask = "+tc.mask+"\n}\n", nil)
-			var errs []string
-			for _, d := range diags {
-				if d.Severity == dsl.SeverityError {
-					errs = append(errs, string(d.Code)+" "+d.Message)
-				}
-			}
+			errs := errorLines(diags)
 			if errs != nil {
 				assert.Equal(t, []string{tc.want}, errs)
 				return
@@ -676,4 +631,14 @@ attention a {
 	p, diags := checkSource(t, src, nil)
 	assert.Empty(t, codesOf(diags), diags.Render())
 	assert.Equal(t, "(kv - left_padding[b]) // 32 == (q - left_padding[b]) // 32 and kv <= q", fmtExpr(p.Attention("a").Mask.Expr))
+}
+
+// errorLines is each error of diags as "CODE message", in order; nil when
+// there is none.
+func errorLines(diags dsl.Diagnostics) []string {
+	var errs []string
+	for _, d := range diags.Errors() {
+		errs = append(errs, string(d.Code)+" "+d.Message)
+	}
+	return errs
 }
