@@ -50,6 +50,9 @@ type disjunctPlan struct {
 	// selection is its only opaque condition); it becomes full where the
 	// row walk takes the selections (newSparsityPlan).
 	selFull []fullTest
+	// periods are the term's remainder conditions on q and kv, which the
+	// tile filter tests per tile (period.go).
+	periods []periodStep
 }
 
 // walkPlan computes one term's range [ia, ib] of the inner variable (kv in
@@ -161,6 +164,7 @@ func segmentBuffer(a *normal.Atom, byName map[string]*BufferABI) *BufferABI {
 func planTerm(f *normal.Form, t *normal.Term, byName map[string]*BufferABI) disjunctPlan {
 	d := disjunctPlan{text: termText(f, t)}
 	t = rewriteTerm(f, t)
+	d.periods = termPeriods(f, t)
 	d.kv = planWalk(f, t, dsl.VarKV, dsl.VarQ, byName)
 	d.q = planWalk(f, t, dsl.VarQ, dsl.VarKV, byName)
 	full := []fullTest{}
