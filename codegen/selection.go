@@ -244,10 +244,12 @@ const PrepassTileCost = 0.125
 // of the analytic one's tiles and costs one read per selected block, so
 // it is taken wherever a term selects blocks and the intervals fit; the
 // pre-pass costs PrepassTileCost per tile plus the tiles holding a kept
-// pair, below the analytic list only where that visits every tile (a term
-// with no kv bound, unless its only unbounded conditions are remainders,
-// which the analytic list's tile filter tests per tile, period.go), and is
-// taken only there.
+// pair, below the analytic list wherever that visits tiles without one —
+// a term with no kv bound (unless its only unbounded conditions are
+// remainders, which the analytic list's tile filter tests per tile,
+// period.go), or a term whose conditions relate q and kv through buffer
+// values (`img[q] == img[kv]` over ids not declared segments), whose
+// empty tiles only the data shows — and is taken only there.
 func (k *Kernel) TileList() (TileList, string) {
 	p := k.sparsity
 	switch {
@@ -266,6 +268,23 @@ func (k *Kernel) TileList() (TileList, string) {
 		return TileListDataDriven, fmt.Sprintf("%d kv intervals, the selected blocks of %s read from the buffer per block of q rows; %s", n, strings.Join(uniq(sels), ", "), p.reason)
 	}
 	return TileListAnalytic, p.reason
+}
+
+// AnalyticAlternative returns k with the analytic tile list in place of a
+// data-driven or pre-pass one whose mask has an analysed normal form, for
+// the tile map's estimates (tilemap.VisitedTiles of it is that list's
+// cost); nil where k's list is analytic already or there is none.
+func (k *Kernel) AnalyticAlternative() *Kernel {
+	kind, _ := k.TileList()
+	switch {
+	case kind == TileListDataDriven:
+		return k.WithoutSelection()
+	case kind == TileListPrepass && k.sparsity.analysed:
+		c := *k
+		c.Sparsity, c.sparsity.kind = SparsityAnalytic, SparsityAnalytic
+		return &c
+	}
+	return nil
 }
 
 // WithoutSelection returns k with its block selections walked as the

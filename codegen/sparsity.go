@@ -208,6 +208,9 @@ func choose(p sparsityPlan) (hipsrc.Sparsity, string) {
 		if !w.bounded && len(w.loose) > 0 && !(filtered && periodsCover(d)) {
 			return SparsityPrepass, fmt.Sprintf("`%s` bounds no kv range (buffer lookup or non-linear term); the pre-pass flags empty and full tiles", w.loose[len(w.loose)-1])
 		}
+		if len(w.dataRel) > 0 && !selWalk(p) {
+			return SparsityPrepass, fmt.Sprintf("`%s` relates q and kv through buffer values, which leave tiles of the term's kv range empty that only the data shows; the pre-pass flags empty and full tiles (PrepassTileCost per tile against a visit)", w.dataRel[0])
+		}
 		segN += len(w.segs)
 		for _, s := range w.innerSteps {
 			if s.side.Mul > 1 || s.side.Num.UsesExtras() && readsDiv(p.form, s.side.Num) {

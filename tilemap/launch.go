@@ -494,6 +494,15 @@ func VisitedTiles(k *codegen.Kernel, env *eval.Env, ps []hipsrc.Platform) ([]int
 	return out, nil
 }
 
+// SharedSlices returns how many (b, h) slices of the launch share one
+// tile map, and so one set of pre-pass flags (maskc_tile_flags flags a
+// mask that reads neither b nor h once for all B x H): a pre-pass flags
+// Counts.Tiles / SharedSlices tiles.
+func SharedSlices(k *codegen.Kernel, env *eval.Env) int64 {
+	_, _, rep := slices(k, env)
+	return rep
+}
+
 // slices returns the (b, h) slices whose tiles differ for k at env, nb x
 // nh, and rep, how many slices of the launch each stands for: a mask that
 // reads neither b nor h has one slice standing for all B x H.

@@ -24,9 +24,7 @@ const corpusLimit = 1.05
 // corpusOver are the corpus masks still above corpusLimit, and why: the
 // test fails when one of them comes under it (take it off the list) or
 // another goes over.
-var corpusOver = map[string]string{
-	"multimodal": "img[q] == img[kv] over an unsorted buffer (-1 for text) bounds no kv range; multimodal_spans spells the spans as sorted runs",
-}
+var corpusOver = map[string]string{}
 
 // TestCorpusTileMaps pins the tile maps of testdata/tilemasks at 1x2xSxS
 // for S = 8192 and 32768 with buffers.py's contents (buffers_2xS.txt.gz,
