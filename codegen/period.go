@@ -33,6 +33,9 @@ type periodStep struct {
 	den    int64
 	lo, hi int64 // the remainders kept, 0 <= lo <= hi <= den-1
 	text   string
+	// covers is the text of the condition the step is equivalent to when
+	// it was derived from one (an equality of two remainders, samequot.go).
+	covers string
 }
 
 // termPeriods returns the remainder conditions of t that a tile can fail
@@ -384,6 +387,9 @@ func periodsCover(d disjunctPlan) bool {
 	tested := map[string]bool{}
 	for _, s := range d.periods {
 		tested[s.text] = true
+		if s.covers != "" {
+			tested[s.covers] = true
+		}
 	}
 	for _, l := range d.kv.loose {
 		if !tested[l] {

@@ -51,6 +51,8 @@ var periodCases = []struct {
 	{"", "kv <= q and (q // 256 - kv // 256) % 2 == 0", true},
 	{"", "(q // 100 + 2 * (kv // 50) + 1) % 7 == 3 and kv <= q", true},
 	{"", "((q + 5) // 64 - kv) % 300 < 9", true},
+	{"", "kv <= q and (q // 192) % 3 == (kv // 192) % 3", true},
+	{"", "(q // 100) % 4 == (kv // 40) % 4", true},
 	{"", "kv <= q and (q - kv) % 2 == 0", false},
 }
 

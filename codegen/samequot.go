@@ -20,11 +20,127 @@ import (
 //     // C, where the quotients cancel: chunk-causal `q // C == kv // C and
 //     q % C >= kv % C` walks kv <= q inside the chunk.
 
-// rewriteTerm applies both rewrites to t (pinned quotients first); t
+//   - an equality of two remainders by one divisor, `a % k == b % k` (or
+//     their difference a constant w), implies (a - b) % k == w mod k, a
+//     remainder of one dividend, which the tile filter tests (period.go):
+//     `kv <= q and (q // 192) % 3 == (kv // 192) % 3` visits only the key
+//     blocks of its query block's residue. The implied bound is added
+//     beside the equality, which the mask still evaluates per element.
+
+// rewriteTerm applies the rewrites to t (pinned quotients first); t
 // itself when nothing changes. New quotients are added to f (the plan's
-// own copy of the form).
-func rewriteTerm(f *normal.Form, t *normal.Term) *normal.Term {
-	return sameQuotients(f, pinQuotients(f, t))
+// own copy of the form). implied maps the text of each remainder bound
+// added by equalRemainders to the text of the equality it is equivalent
+// to.
+func rewriteTerm(f *normal.Form, t *normal.Term) (rt *normal.Term, implied map[string]string) {
+	return equalRemainders(f, sameQuotients(f, pinQuotients(f, t)))
+}
+
+// equalRemainders returns t with, for each bound `rem(A) - rem(B) == v`
+// (rem(X) = X - k * (X // k), in either sign), the implied bound `(A - B)
+// % k == (±v) mod k` added, and the texts of the added bounds mapped to
+// those of the equalities; t itself when there is none. Only v = 0 makes
+// the two equivalent (for v != 0 the implied bound is weaker: it is not
+// mapped).
+func equalRemainders(f *normal.Form, t *normal.Term) (*normal.Term, map[string]string) {
+	var added []normal.Bound
+	implied := map[string]string{}
+	for _, b := range t.Bounds {
+		if !b.HasLo || !b.HasHi || b.Lo != b.Hi {
+			continue
+		}
+		a, bb, k, s, ok := remainderDifference(f, b.Dir)
+		if !ok {
+			continue
+		}
+		num, ok := linearSum(a, 1, bb, -1)
+		if !ok || num.IsConst() {
+			continue
+		}
+		x, ok := f.AddDiv(num, k)
+		if !ok {
+			continue
+		}
+		dir := num
+		dir.X[x] -= k
+		r := s * b.Lo
+		r -= k * floorDiv(r, k)
+		nb, ok := f.NewBound(dir, r, r, true, true)
+		if !ok || !safeBound(nb) {
+			continue
+		}
+		added = append(added, nb)
+		if b.Lo == 0 {
+			implied[nb.String()] = b.String()
+		}
+	}
+	if len(added) == 0 {
+		return t, nil
+	}
+	return &normal.Term{Bounds: append(append([]normal.Bound(nil), t.Bounds...), added...), Atoms: t.Atoms}, implied
+}
+
+// remainderDifference reads d as s * (rem(A) - rem(B)) for floor
+// quotients xA = A // k and xB = B // k of f (s = ±1): rem(X) = X - k*xX.
+func remainderDifference(f *normal.Form, d normal.Linear) (a, b normal.Linear, k, s int64, ok bool) {
+	for i, ci := range d.X {
+		ei := extraAt(f, i)
+		if ci == 0 || ei == nil || ei.Kind != normal.ExtraDiv || (ci != -ei.Den && ci != ei.Den) {
+			continue
+		}
+		for j, cj := range d.X {
+			ej := extraAt(f, j)
+			if j == i || cj != -ci || ej == nil || ej.Kind != normal.ExtraDiv || ej.Den != ei.Den {
+				continue
+			}
+			s = -ci / ei.Den // d holds -s*k*xA
+			ra, ok1 := linearSum(ei.Num, 1, unitExtra(i), -ei.Den)
+			rb, ok2 := linearSum(ej.Num, 1, unitExtra(j), -ej.Den)
+			if !ok1 || !ok2 {
+				continue
+			}
+			want, ok3 := linearSum(ra, s, rb, -s)
+			if ok3 && want == d {
+				return ei.Num, ej.Num, ei.Den, s, true
+			}
+		}
+	}
+	return normal.Linear{}, normal.Linear{}, 0, 0, false
+}
+
+// extraAt is f's extra variable i, nil past them.
+func extraAt(f *normal.Form, i int) *normal.Extra {
+	if i >= len(f.Extras) {
+		return nil
+	}
+	return f.Extras[i]
+}
+
+// unitExtra is the linear form x_i.
+func unitExtra(i int) normal.Linear {
+	var l normal.Linear
+	l.X[i] = 1
+	return l
+}
+
+// linearSum is ca*a + cb*b; ok is false when a coefficient leaves the
+// plan's small range.
+func linearSum(a normal.Linear, ca int64, b normal.Linear, cb int64) (normal.Linear, bool) {
+	var out normal.Linear
+	ok := true
+	mix := func(x, y int64) int64 {
+		v := ca*x + cb*y
+		ok = ok && small(x) && small(y) && small(v)
+		return v
+	}
+	for i := range out.Coef {
+		out.Coef[i] = mix(a.Coef[i], b.Coef[i])
+	}
+	for i := range out.X {
+		out.X[i] = mix(a.X[i], b.X[i])
+	}
+	out.K = mix(a.K, b.K)
+	return out, ok
 }
 
 // pinQuotients replaces each extra (v + k) // C (v q or kv) whose value

@@ -39,14 +39,15 @@ func env(b, h, sq, skv int64, bufs map[string]*eval.Tensor) *eval.Env {
 	return &eval.Env{B: b, H: h, HKV: h, Q: sq, KV: skv, Buffers: bufs}
 }
 
-// mapCases cover a segments mask, a band, a disjunction, a pre-pass mask
-// and block indices bounding kv, with lengths that are not multiples of
-// the tiles.
+// mapCases cover a segments mask, a band, a disjunction, a pre-pass mask,
+// block indices bounding kv and remainders the tile filter tests, with
+// lengths that are not multiples of the tiles.
 var mapCases = []mapCase{
 	{"document.flex", "packed", env(1, 1, 1000, 1000, map[string]*eval.Tensor{"doc": docIDs(150, 420, 430)}), codegen.SparsityAnalytic},
 	{"sliding_window.flex", "local", env(1, 1, 1000, 1000, nil), codegen.SparsityAnalytic},
 	{"prefix.flex", "prefix_layer", env(1, 2, 900, 1100, nil), codegen.SparsityAnalytic},
-	{"blocks.flex", "strided_layer", env(1, 1, 1000, 1000, nil), codegen.SparsityPrepass},
+	{"blocks.flex", "strided_layer", env(1, 1, 1000, 1000, nil), codegen.SparsityAnalytic},
+	{"blocks.flex", "products_layer", env(1, 1, 700, 900, nil), codegen.SparsityPrepass},
 	{"blocks.flex", "neighbourhood_layer", env(1, 1, 1000, 1000, nil), codegen.SparsityAnalytic},
 	{"periodic.flex", "strided_layer", env(1, 1, 1000, 1000, nil), codegen.SparsityAnalytic},
 	{"periodic.flex", "skew_layer", env(1, 1, 700, 900, nil), codegen.SparsityAnalytic},

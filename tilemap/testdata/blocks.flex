@@ -1,6 +1,7 @@
 # Strided blocks: a query block of 192 sees every key block of the same
-# residue mod 3. Floor division and modulo bound no kv range, so the kernel
-# classifies tiles with the pre-pass.
+# residue mod 3. Floor division and modulo bound no kv range; the equal
+# remainders are (q // 192 - kv // 192) % 3 == 0, which the kernel's tile
+# filter tests on every tile.
 mask strided(b, h, q, kv) = (q // 192) % 3 == (kv // 192) % 3
 
 attention strided_layer {
@@ -15,4 +16,12 @@ mask nat(b, h, q, kv) = abs(q // 160 - kv // 160) <= 1 and abs(q % 160 - kv % 16
 
 attention neighbourhood_layer {
     mask = nat
+}
+
+# Products of block indices: a non-linear relation that bounds no kv range,
+# so the kernel classifies tiles with the pre-pass.
+mask products(b, h, q, kv) = (q // 100) * (kv // 100) % 3 == 0
+
+attention products_layer {
+    mask = products
 }
