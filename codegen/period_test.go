@@ -53,6 +53,7 @@ var periodCases = []struct {
 	{"", "((q + 5) // 64 - kv) % 300 < 9", true},
 	{"", "kv <= q and (q // 192) % 3 == (kv // 192) % 3", true},
 	{"", "(q // 100) % 4 == (kv // 40) % 4", true},
+	{"", "kv <= q and (q % 512) // 64 == (kv % 512) // 64", true},
 	{"", "kv <= q and (q - kv) % 2 == 0", false},
 }
 

@@ -1,6 +1,8 @@
 package codegen
 
 import (
+	"fmt"
+
 	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/normal"
 )
@@ -20,31 +22,88 @@ import (
 //     // C, where the quotients cancel: chunk-causal `q // C == kv // C and
 //     q % C >= kv % C` walks kv <= q inside the chunk.
 
+//   - a quotient of a remainder by a divisor of its period is a remainder
+//     of a quotient: (X % P) // B is (X // B) % (P / B) where B divides P;
 //   - an equality of two remainders by one divisor, `a % k == b % k` (or
 //     their difference a constant w), implies (a - b) % k == w mod k, a
 //     remainder of one dividend, which the tile filter tests (period.go):
 //     `kv <= q and (q // 192) % 3 == (kv // 192) % 3` visits only the key
-//     blocks of its query block's residue. The implied bound is added
-//     beside the equality, which the mask still evaluates per element.
+//     blocks of its query block's residue. The equality stays (the mask
+//     evaluates it per element); the derived condition only filters tiles.
 
 // rewriteTerm applies the rewrites to t (pinned quotients first); t
 // itself when nothing changes. New quotients are added to f (the plan's
-// own copy of the form). implied maps the text of each remainder bound
-// added by equalRemainders to the text of the equality it is equivalent
-// to.
-func rewriteTerm(f *normal.Form, t *normal.Term) (rt *normal.Term, implied map[string]string) {
-	return equalRemainders(f, sameQuotients(f, pinQuotients(f, t)))
+// own copy of the form). implied are the remainder conditions that
+// equalRemainders derives, for the tile filter.
+func rewriteTerm(f *normal.Form, t *normal.Term) (rt *normal.Term, implied []periodStep) {
+	rt = remainderQuotients(f, sameQuotients(f, pinQuotients(f, t)))
+	return rt, equalRemainders(f, rt)
 }
 
-// equalRemainders returns t with, for each bound `rem(A) - rem(B) == v`
-// (rem(X) = X - k * (X // k), in either sign), the implied bound `(A - B)
-// % k == (±v) mod k` added, and the texts of the added bounds mapped to
-// those of the equalities; t itself when there is none. Only v = 0 makes
-// the two equivalent (for v != 0 the implied bound is weaker: it is not
-// mapped).
-func equalRemainders(f *normal.Form, t *normal.Term) (*normal.Term, map[string]string) {
-	var added []normal.Bound
-	implied := map[string]string{}
+// remainderQuotients returns t with each quotient of a remainder by a
+// divisor of its period, (X % P) // B with B | P, replaced by the remainder
+// of the quotient it equals, (X // B) % (P / B) (X = P a + r: X // B = (P /
+// B) a + r // B), which equalRemainders then reads: `(q % 512) // 64 ==
+// (kv % 512) // 64` is `(q // 64) % 8 == (kv // 64) % 8`. t itself when
+// there is none.
+func remainderQuotients(f *normal.Form, t *normal.Term) *normal.Term {
+	subst := func(l normal.Linear) (normal.Linear, bool) {
+		changed := false
+		for i, c := range l.X {
+			if c == 0 {
+				continue
+			}
+			x, b, p, ok := remainderQuotient(f, i)
+			if !ok {
+				continue
+			}
+			m := p / b
+			qb, ok1 := f.AddDiv(x, b)
+			if !ok1 {
+				return l, false
+			}
+			qm, ok2 := f.AddDiv(unitExtra(qb), m)
+			if !ok2 || !small(c*m) {
+				return l, false
+			}
+			l.X[i] = 0
+			l.X[qb] += c
+			l.X[qm] -= c * m
+			changed = true
+		}
+		return l, changed
+	}
+	return rebuild(f, t, func(b normal.Bound) (normal.Linear, bool) { return subst(b.Dir) })
+}
+
+// remainderQuotient reads f's extra i as (X - P * (X // P)) // B with B
+// dividing P (B < P), and returns X, B and P.
+func remainderQuotient(f *normal.Form, i int) (x normal.Linear, b, p int64, ok bool) {
+	e := extraAt(f, i)
+	if e == nil || e.Kind != normal.ExtraDiv || e.Num.K != 0 {
+		return normal.Linear{}, 0, 0, false
+	}
+	for j, c := range e.Num.X {
+		ej := extraAt(f, j)
+		if c == 0 || ej == nil || ej.Kind != normal.ExtraDiv || c != -ej.Den || ej.Den <= e.Den || ej.Den%e.Den != 0 {
+			continue
+		}
+		rest := e.Num
+		rest.X[j] = 0
+		if rest == ej.Num {
+			return ej.Num, e.Den, ej.Den, true
+		}
+	}
+	return normal.Linear{}, 0, 0, false
+}
+
+// equalRemainders returns, for each bound `rem(A) - rem(B) == v` of t
+// (rem(X) = X - k * (X // k), in either sign), the remainder condition
+// `(A - B) % k == (±v) mod k` it implies, as a step of the tile filter (no
+// extra variable is needed for it); the step covers the bound when v is 0
+// (the two are then equivalent).
+func equalRemainders(f *normal.Form, t *normal.Term) []periodStep {
+	var out []periodStep
 	for _, b := range t.Bounds {
 		if !b.HasLo || !b.HasHi || b.Lo != b.Hi {
 			continue
@@ -54,30 +113,19 @@ func equalRemainders(f *normal.Form, t *normal.Term) (*normal.Term, map[string]s
 			continue
 		}
 		num, ok := linearSum(a, 1, bb, -1)
-		if !ok || num.IsConst() {
+		if !ok || num.IsConst() || !small(k) || !safeLinear(f, num) || !periodDividend(f, num) {
 			continue
 		}
-		x, ok := f.AddDiv(num, k)
-		if !ok {
-			continue
-		}
-		dir := num
-		dir.X[x] -= k
 		r := s * b.Lo
 		r -= k * floorDiv(r, k)
-		nb, ok := f.NewBound(dir, r, r, true, true)
-		if !ok || !safeBound(nb) {
-			continue
-		}
-		added = append(added, nb)
+		text := num.Format(func(i int) string { return f.Extras[i].Text })
+		st := periodStep{num: num, den: k, lo: r, hi: r, text: fmt.Sprintf("(%s) %% %d == %d", text, k, r)}
 		if b.Lo == 0 {
-			implied[nb.String()] = b.String()
+			st.covers = b.String()
 		}
+		out = append(out, st)
 	}
-	if len(added) == 0 {
-		return t, nil
-	}
-	return &normal.Term{Bounds: append(append([]normal.Bound(nil), t.Bounds...), added...), Atoms: t.Atoms}, implied
+	return out
 }
 
 // remainderDifference reads d as s * (rem(A) - rem(B)) for floor

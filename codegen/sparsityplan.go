@@ -168,12 +168,7 @@ func segmentBuffer(a *normal.Atom, byName map[string]*BufferABI) *BufferABI {
 func planTerm(f *normal.Form, t *normal.Term, byName map[string]*BufferABI) disjunctPlan {
 	d := disjunctPlan{text: termText(f, t)}
 	t, implied := rewriteTerm(f, t)
-	d.periods = termPeriods(f, t)
-	for i := range d.periods {
-		if eq, ok := implied[d.periods[i].text]; ok {
-			d.periods[i].covers = eq
-		}
-	}
+	d.periods = append(termPeriods(f, t), implied...)
 	d.kv = planWalk(f, t, dsl.VarKV, dsl.VarQ, byName)
 	d.q = planWalk(f, t, dsl.VarQ, dsl.VarKV, byName)
 	full := []fullTest{}

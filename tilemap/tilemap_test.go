@@ -53,6 +53,7 @@ var mapCases = []mapCase{
 	{"periodic.flex", "skew_layer", env(1, 1, 700, 900, nil), codegen.SparsityAnalytic},
 	{"periodic.flex", "wrap_layer", env(1, 1, 900, 700, nil), codegen.SparsityAnalytic},
 	{"periodic.flex", "checker_layer", env(1, 1, 1000, 1100, nil), codegen.SparsityAnalytic},
+	{"periodic.flex", "slot_layer", env(1, 1, 1200, 1200, nil), codegen.SparsityAnalytic},
 }
 
 // kernelOf generates the kernel of one attention block of testdata/file.

@@ -1,7 +1,8 @@
 # Remainder conditions on q and kv, which the kernel's tile filter tests per
 # tile (codegen/period.go): a strided pattern with an offset residue, a
 # remainder range over a sum with a coefficient, one over kv - q that wraps
-# below zero, and one of block indices (floor quotients).
+# below zero, and ones of block indices (floor quotients) and of quotients
+# of remainders.
 mask strided(b, h, q, kv) = kv <= q and (q - kv < 100 or (q - kv) % 300 == 7)
 
 attention strided_layer {
@@ -24,4 +25,10 @@ mask checker(b, h, q, kv) = kv <= q and (q // 256 - kv // 256) % 2 == 0
 
 attention checker_layer {
     mask = checker
+}
+
+mask slot(b, h, q, kv) = kv <= q and (q % 512) // 64 == (kv % 512) // 64
+
+attention slot_layer {
+    mask = slot
 }
