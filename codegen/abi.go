@@ -2,6 +2,8 @@ package codegen
 
 import (
 	"fmt"
+	"maps"
+	"math"
 	"sort"
 	"strings"
 
@@ -196,9 +198,71 @@ func writeReader32(w *strings.Builder, b *BufferABI, flagged bool) {
 	if flagged {
 		w.WriteString(flagLine)
 	}
-	fmt.Fprintf(w, "  const long long at = ok ? %s : 0;\n", rowMajor(len(b.Dims), "(long long)"))
+	at := rowMajor(len(b.Dims), "(long long)")
+	if len(b.Dims) >= 3 && trailingExtentsFit31(b) {
+		// Every extent past the first is below 2^31, so m_d == n_d
+		// wherever ok holds: the offset from the 32-bit extents, each
+		// product 64 x 32 bits (AMD's v_mad_u64_u32) instead of 64 x 64
+		// with both halves of every extent held in scalar registers.
+		at = "(long long)(" + rowMajorWith(len(b.Dims), "(unsigned long long)(unsigned)", "(unsigned)", "m") + ")"
+	}
+	fmt.Fprintf(w, "  const long long at = ok ? %s : 0;\n", at)
 	elem := fmt.Sprintf("((const %s*)buf.ptr[%d])[at]", info.storage, b.Slot)
 	fmt.Fprintf(w, "  return ok ? %s : %s;\n}\n\n", fmt.Sprintf(info.read, elem), info.zero)
+}
+
+// trailingExtentsFit31 reports whether every declared extent of b past the
+// first is at most 2^31 - 1 at every size the ABI allows (B, H, HKV up to
+// MaxHeadsOrBatch, Q and KV up to MaxSeqLen): constants below 2^31, KV, H,
+// KV + 1, but not 2 * KV. Extents are linear in the sizes (the checker's
+// E033), so the largest value is at a corner of the box of sizes: each
+// size at its largest where its coefficient is positive, else at 1. The
+// linear form is measured with hipsrc.EvalDims, and an extent that does
+// not evaluate, or whose corner value disagrees with its linear form,
+// does not fit.
+func trailingExtentsFit31(b *BufferABI) bool {
+	syms := map[string]int64{"B": MaxHeadsOrBatch, "H": MaxHeadsOrBatch, "HKV": MaxHeadsOrBatch, "Q": MaxSeqLen, "KV": MaxSeqLen}
+	at := func(text string, sizes map[string]int64) (int64, bool) {
+		v, err := hipsrc.EvalDims([]string{text}, sizes)
+		if err != nil {
+			return 0, false
+		}
+		return v[0], true
+	}
+	ones := map[string]int64{}
+	for n := range syms {
+		ones[n] = 1
+	}
+	for _, text := range b.Dims[1:] {
+		base, ok := at(text, ones)
+		if !ok {
+			return false
+		}
+		corner, want := map[string]int64{}, base
+		for n, hi := range syms {
+			one := maps.Clone(ones)
+			one[n] = 2
+			v, ok := at(text, one)
+			if !ok {
+				return false
+			}
+			coef := v - base
+			corner[n] = 1
+			if coef > 0 {
+				if coef > math.MaxInt32 {
+					return false
+				}
+				corner[n] = hi
+				if want += coef * (hi - 1); want > math.MaxInt32 {
+					return false
+				}
+			}
+		}
+		if v, ok := at(text, corner); !ok || v != want || want > math.MaxInt32 {
+			return false
+		}
+	}
+	return true
 }
 
 func writeReader64(w *strings.Builder, b *BufferABI, flagged bool) {
@@ -237,12 +301,19 @@ func writeReader64(w *strings.Builder, b *BufferABI, flagged bool) {
 // partial sum is below the product of the extents it has covered, so no
 // product overflows: the element count of a buffer that exists fits.
 func rowMajor(rank int, cast string) string {
+	return rowMajorWith(rank, cast, "", "n")
+}
+
+// rowMajorWith is rowMajor with i0 converted by cast, every other index by
+// icast and the extents named ext0, ext1, ... (n: the long long extents; m:
+// the int accessor's unsigned ones).
+func rowMajorWith(rank int, cast, icast, ext string) string {
 	at := cast + "i0"
 	for i := 1; i < rank; i++ {
 		if i > 1 {
 			at = "(" + at + ")"
 		}
-		at = fmt.Sprintf("%s * n%d + i%d", at, i, i)
+		at = fmt.Sprintf("%s * %s%d + %si%d", at, ext, i, icast, i)
 	}
 	return at
 }

@@ -25,17 +25,21 @@ func TestNDReadsOnHost(t *testing.T) {
 	cases := []struct {
 		dtype string
 		dims  []int
+		decl  []string // the declared extents when not dims (the accessor's form depends on them)
 	}{
-		{"i32", []int{5}},
-		{"f32", []int{3, 4}},
-		{"i32", []int{2, 3, 4}},
-		{"i64", []int{1, 4, 1}},
-		{"bf16", []int{3, 1, 5}},
-		{"f32", []int{2, 3, 2, 3}},
-		{"u8", []int{2, 2, 3, 1, 2}},
-		{"i16", []int{1, 2, 1, 2, 3, 1}},
-		{"bool", []int{2, 2, 2, 2, 2, 2, 2, 2}},
-		{"f64", []int{1, 1, 1, 1, 1, 1, 1, 3}},
+		{"i32", []int{5}, nil},
+		{"f32", []int{3, 4}, nil},
+		{"i32", []int{2, 3, 4}, nil},
+		{"i64", []int{1, 4, 1}, nil},
+		{"bf16", []int{3, 1, 5}, nil},
+		{"f32", []int{2, 3, 2, 3}, nil},
+		{"u8", []int{2, 2, 3, 1, 2}, nil},
+		{"i16", []int{1, 2, 1, 2, 3, 1}, nil},
+		{"bool", []int{2, 2, 2, 2, 2, 2, 2, 2}, nil},
+		{"f64", []int{1, 1, 1, 1, 1, 1, 1, 3}, nil},
+		// trailing extents that may reach 2^31: the 64 x 64-bit offset
+		{"i32", []int{2, 3, 4}, []string{"2", "2 * KV", "4"}},
+		{"f32", []int{3, 2, 2, 3}, []string{"H", "2", "Q + KV", "3"}},
 	}
 	cxx, err := exec.LookPath("g++")
 	if err != nil {
@@ -59,14 +63,22 @@ func TestNDReadsOnHost(t *testing.T) {
 			dims[i] = fmt.Sprint(d)
 			n *= d
 		}
+		if c.decl != nil {
+			dims = c.decl
+		}
 		b := &BufferABI{Name: fmt.Sprintf("t%d", k), Slot: k % MaxBuffers, DType: c.dtype, Dims: dims}
 		var w strings.Builder
 		writeReader(&w, b, true)
+		// Rank 3 and up with trailing extents below 2^31: the int
+		// accessor's offset from its 32-bit extents.
+		if narrow := len(c.dims) >= 3 && c.decl == nil; strings.Contains(w.String(), "(unsigned long long)(unsigned)i0") != narrow {
+			t.Fatalf("case %d (%s[%s]): narrow offset %v expected:\n%s", k, c.dtype, strings.Join(dims, ", "), narrow, w.String())
+		}
 		src.WriteString(w.String())
 		info := elemType(c.dtype)
 		// The elements: distinct bit patterns (every byte of the
 		// allocation written, so that any element can be told apart).
-		fmt.Fprintf(&body, "  {  // case %d: %s[%s]\n", k, c.dtype, strings.Join(dims, ", "))
+		fmt.Fprintf(&body, "  {  // case %d: %s%v declared [%s]\n", k, c.dtype, c.dims, strings.Join(dims, ", "))
 		fmt.Fprintf(&body, "    const long long n = %d;\n", n)
 		fmt.Fprintf(&body, "    %s* data = (%s*)malloc(n * sizeof(%s));\n", info.storage, info.storage, info.storage)
 		fmt.Fprintf(&body, "    for (long long j = 0; j < n; ++j) data[j] = (%s)(%s);\n", info.storage, map[bool]string{true: "j % 2", false: "j * 3 + 1"}[c.dtype == "bool"])
@@ -136,5 +148,32 @@ func TestNDReadsOnHost(t *testing.T) {
 	}
 	if got := strings.Count(string(out), " ok\n"); got != len(cases) {
 		t.Fatalf("%d of %d cases ran:\n%s", got, len(cases), out)
+	}
+}
+
+// TestTrailingExtentsFit31: which declarations take the int accessor's
+// 32-bit-extent offset (every extent past the first at most 2^31 - 1 at
+// every size the ABI allows).
+func TestTrailingExtentsFit31(t *testing.T) {
+	for _, tc := range []struct {
+		dims []string
+		want bool
+	}{
+		{[]string{"H", "256", "4"}, true},
+		{[]string{"2147483647", "2147483647", "1"}, true},
+		{[]string{"H", "2147483648", "4"}, false},
+		{[]string{"B", "H", "Q", "KV"}, true},
+		{[]string{"B", "KV + 256", "3"}, true},
+		{[]string{"B", "KV + 257", "3"}, false},
+		{[]string{"B", "2 * KV - 1", "3"}, false},
+		{[]string{"B", "Q + KV", "3"}, false},
+		{[]string{"B", "4 - H", "3"}, true},
+		{[]string{"B", "H * 2", "3"}, false},
+		{[]string{"B", "KV // 2", "3"}, false}, // not linear: never assumed
+		{[]string{"B", "x", "3"}, false},
+	} {
+		if got := trailingExtentsFit31(&BufferABI{Dims: tc.dims}); got != tc.want {
+			t.Errorf("%v: %v, want %v", tc.dims, got, tc.want)
+		}
 	}
 }
