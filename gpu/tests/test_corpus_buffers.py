@@ -1,6 +1,7 @@
 """gpu/corpus_buffers.py: the tile-map corpus's kernels get buffers.py's
 realistic contents with out-of-range block numbers mixed in, and a
 reference mask over those buffers; other kernels are left as they are."""
+import math
 import os
 
 import torch
@@ -74,3 +75,20 @@ def test_3d_selection_matches_its_flat_spelling(maskc_bin):
     kv = torch.arange(S).view(1, 1, 1, -1)
     m2, m3 = mask2(b, h, q, kv), mask3(b, h, q, kv)
     assert torch.equal(m2, m3) and bool(m3.any()) and not bool(m3.all())
+
+
+def test_extents_are_the_declared_ones():
+    # buffers.py's extents (what gpu/bench_ext_buffers.py gives a benchmark
+    # launch) are every corpus buffer's declared extents, 3-D ones included,
+    # and its values fill them.
+    import glob
+    import re
+    H, S = 3, 1024
+    for path in sorted(glob.glob(os.path.join(CORPUS, "*.flex"))):
+        mask = os.path.basename(path)[:-len(".flex")]
+        decl = dict(re.findall(r"^buffer (\w+): \w+\[([^\]]*)\]", open(path).read(), re.M))
+        ext, vals = corpus_buffers.buffers_py.extents(mask, H, S), corpus_buffers.buffers_py.buffers(mask, H, S)
+        assert set(ext) == set(vals) and set(vals) <= set(decl), mask
+        for name, dims in ext.items():
+            want = [eval(d, {"B": 1, "H": H, "HKV": H, "Q": S, "KV": S}) for d in decl[name].split(",")]
+            assert dims == want and len(vals[name]) == math.prod(dims), (mask, name, dims, want)

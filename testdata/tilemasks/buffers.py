@@ -35,6 +35,20 @@ DECLARED = {
 # same row-major order)
 SAME = {"moba_3d": "moba"}
 
+# masks whose selection is declared 3-D, [heads, query blocks, k], instead
+# of [heads, query blocks * k]
+SPLIT = {"moba_3d"}
+
+
+def extents(mask, H, S):
+    """The declared extents of each buffer of mask for heads H and length S
+    (what the values of buffers() fill, row-major)."""
+    if mask in DECLARED:
+        name, k, _, width, shared = DECLARED[mask]
+        dims = [] if shared else [H]
+        return {name: dims + ([width // k, k] if mask in SPLIT else [width])}
+    return {name: [S] for name in buffers(mask, H, S)}
+
 
 def selection(rnd, blocks, k, width):
     """k distinct earlier blocks per query block (fewer where fewer exist),
