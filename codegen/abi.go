@@ -200,10 +200,12 @@ func writeReader32(w *strings.Builder, b *BufferABI, flagged bool) {
 	}
 	at := rowMajor(len(b.Dims), "(long long)")
 	if len(b.Dims) >= 3 && trailingExtentsFit31(b) {
-		// Every extent past the first is below 2^31, so m_d == n_d
-		// wherever ok holds: the offset from the 32-bit extents, each
-		// product 64 x 32 bits (AMD's v_mad_u64_u32) instead of 64 x 64
-		// with both halves of every extent held in scalar registers.
+		// Every extent past the first is declared below 2^31, so the
+		// launcher's n_d (the declaration evaluated) equals m_d: the
+		// offset from the 32-bit extents, each product 64 x 32 bits
+		// (AMD's v_mad_u64_u32) instead of 64 x 64 with both halves of
+		// every extent held in scalar registers. Were some n_d larger,
+		// m_d <= n_d still keeps the offset below the element count.
 		at = "(long long)(" + rowMajorWith(len(b.Dims), "(unsigned long long)(unsigned)", "(unsigned)", "m") + ")"
 	}
 	fmt.Fprintf(w, "  const long long at = ok ? %s : 0;\n", at)
