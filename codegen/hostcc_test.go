@@ -46,7 +46,7 @@ type hostCase struct {
 
 // frameFacts are the generated facts that hipsrc/frame.h tests, defined
 // around each case's copy of it in the host builds.
-var frameFacts = []string{"MASKC_KV_SELECTION"}
+var frameFacts = []string{"MASKC_KV_SELECTION", "MASKC_KV_TILE_FILTER"}
 
 // hostPrelude makes the generated device code plain host C++.
 const hostPrelude = `#include <math.h>

@@ -244,8 +244,12 @@ const PrepassTileCost = 0.125
 // of the analytic one's tiles and costs one read per selected block, so
 // it is taken wherever a term selects blocks and the intervals fit; the
 // pre-pass costs PrepassTileCost per tile plus the tiles holding a kept
-// pair, below the analytic list only where that visits every tile (a term
-// with no kv bound), and is taken only there.
+// pair, below the analytic list wherever that visits tiles without one —
+// a term with no kv bound (unless its only unbounded conditions are
+// remainders, which the analytic list's tile filter tests per tile,
+// period.go), or a term whose conditions relate q and kv through buffer
+// values (`img[q] == img[kv]` over ids not declared segments), whose
+// empty tiles only the data shows — and is taken only there.
 func (k *Kernel) TileList() (TileList, string) {
 	p := k.sparsity
 	switch {
@@ -264,6 +268,23 @@ func (k *Kernel) TileList() (TileList, string) {
 		return TileListDataDriven, fmt.Sprintf("%d kv intervals, the selected blocks of %s read from the buffer per block of q rows; %s", n, strings.Join(uniq(sels), ", "), p.reason)
 	}
 	return TileListAnalytic, p.reason
+}
+
+// AnalyticAlternative returns k with the analytic tile list in place of a
+// data-driven or pre-pass one whose mask has an analysed normal form, for
+// the tile map's estimates (tilemap.VisitedTiles of it is that list's
+// cost); nil where k's list is analytic already or there is none.
+func (k *Kernel) AnalyticAlternative() *Kernel {
+	kind, _ := k.TileList()
+	switch {
+	case kind == TileListDataDriven:
+		return k.WithoutSelection()
+	case kind == TileListPrepass && k.sparsity.analysed:
+		c := *k
+		c.Sparsity, c.sparsity.kind = SparsityAnalytic, SparsityAnalytic
+		return &c
+	}
+	return nil
 }
 
 // WithoutSelection returns k with its block selections walked as the
@@ -351,25 +372,22 @@ func (g *sparsityWriter) selValue(s *selStep, q string, perTile bool) {
 
 // KVTileMeets returns what maskc_kv_tile_meets (hipsrc/frame.h) returns
 // for (b, h): whether the keys [kvLo, kvHi) meet one of KVIntervals of the
-// query rows [qLo, qHi).
+// query rows [qLo, qHi) and, where the kernel filters tiles (Filters), the
+// term of that interval can keep a pair there (KVTileLive).
 func (s *HostSparsity) KVTileMeets(b, h, qLo, qHi, kvLo, kvHi int64) (bool, error) {
 	lo, hi, err := s.KVIntervals(b, h, qLo, qHi)
 	if err != nil {
 		return false, err
 	}
-	for i := range lo {
-		if lo[i] < hi[i] && lo[i] < kvHi && kvLo < hi[i] {
-			return true, nil
-		}
-	}
-	return false, nil
+	return s.KVTileLive(b, h, qLo, qHi, kvLo, kvHi, lo, hi)
 }
 
 // BwdTileClass returns the class maskc_bwd_tile_class (hipsrc/attn_bwd.h)
 // gives an analytic kernel's tile of rows [qLo, qHi) and keys [kvLo,
 // kvHi): 0 when KVRange misses the keys or, where the row walk takes
-// selections (MASKC_KV_SELECTION), when KVTileMeets is false (its
-// intervals lie in KVRange, which the kernel then does not compute); else
+// selections (MASKC_KV_SELECTION) or the kernel filters tiles
+// (MASKC_KV_TILE_FILTER), when KVTileMeets is false (its intervals lie in
+// KVRange, which the kernel then does not compute); else
 // 2 when TileFull holds, 1 otherwise. Without a mask every tile is full (2); a
 // pre-pass kernel reads the forward's flags instead, which this does not
 // model (an error).
@@ -380,7 +398,7 @@ func (s *HostSparsity) BwdTileClass(b, h, qLo, qHi, kvLo, kvHi int64) (int, erro
 	case SparsityPrepass:
 		return 0, fmt.Errorf("codegen: the backward's pre-pass classes read the forward's flags; BwdTileClass models the analytic ones")
 	}
-	if selWalk(s.k.sparsity) {
+	if selWalk(s.k.sparsity) || s.Filters() {
 		if meets, err := s.KVTileMeets(b, h, qLo, qHi, kvLo, kvHi); err != nil || !meets {
 			return 0, err
 		}

@@ -92,7 +92,7 @@ func planSparsity(l *dsl.Lowered, bufs []BufferABI, opts Options, diags *dsl.Dia
 			qRangeSig + " {\n  // not analysed: the pre-pass decides\n  *lo = 0;\n  *hi = Q;\n}\n\n" + trivialQIntervals + "\n" + tileFullSig + " {\n  return false;\n}\n"}
 	}
 	g := &sparsityWriter{w: newFuncWriter(nil, l, cDouble, bufs, diags), f: p.form}
-	return sparsity{plan: p, code: g.kvRange(p) + "\n" + g.rowIntervals(p) + perElementFact(p) + g.qRange(p) + "\n" + g.tileFull(p), segments: p.segments()}
+	return sparsity{plan: p, code: g.kvRange(p) + "\n" + g.rowIntervals(p) + g.termLive(p) + perElementFact(p) + g.qRange(p) + "\n" + g.tileFull(p), segments: p.segments()}
 }
 
 // perElement reports whether no tile of an analytic mask can be proven
@@ -202,10 +202,14 @@ func (g *sparsityWriter) rowIntervals(p sparsityPlan) string {
 func choose(p sparsityPlan) (hipsrc.Sparsity, string) {
 	var linearN, segN, blockN int
 	var loose []string
+	filtered := filterable(p)
 	for _, d := range p.disjuncts {
 		w := d.kv
-		if !w.bounded && len(w.loose) > 0 {
+		if !w.bounded && len(w.loose) > 0 && !(filtered && periodsCover(d)) {
 			return SparsityPrepass, fmt.Sprintf("`%s` bounds no kv range (buffer lookup or non-linear term); the pre-pass flags empty and full tiles", w.loose[len(w.loose)-1])
+		}
+		if len(w.dataRel) > 0 && !selWalk(p) {
+			return SparsityPrepass, fmt.Sprintf("`%s` relates q and kv through buffer values, which leave tiles of the term's kv range empty that only the data shows; the pre-pass flags empty and full tiles (PrepassTileCost per tile against a visit)", w.dataRel[0])
 		}
 		segN += len(w.segs)
 		for _, s := range w.innerSteps {
@@ -229,6 +233,15 @@ func choose(p sparsityPlan) (hipsrc.Sparsity, string) {
 	}
 	if blockN > 0 {
 		parts = append(parts, fmt.Sprintf("%d block-index bound(s) through floor division", blockN))
+	}
+	if filtered {
+		var periods []string
+		for _, d := range p.disjuncts {
+			for _, s := range d.periods {
+				periods = append(periods, "`"+s.text+"`")
+			}
+		}
+		parts = append(parts, "tiles filtered by the remainder condition(s) "+strings.Join(uniq(periods), ", "))
 	}
 	if len(loose) > 0 {
 		parts = append(parts, "evaluated per element: "+strings.Join(uniq(loose), ", "))

@@ -23,7 +23,14 @@ func TestSparsityChoice(t *testing.T) {
 		{"document", "buffer doc: i32[KV] segments\n", "doc[q] == doc[kv]", SparsityAnalytic, "a search of the segments buffer"},
 		{"undeclared segments", "buffer doc: i32[KV]\n", "doc[q] == doc[kv]", SparsityPrepass, "`doc[q] == doc[kv]` bounds no kv range"},
 		{"lookup", "buffer allow: bool[Q, KV]\n", "allow[q, kv]", SparsityPrepass, "`allow[q, kv]` bounds no kv range"},
-		{"bounded lookup", "buffer allow: bool[Q, KV]\n", "allow[q, kv] and kv <= q", SparsityAnalytic, "evaluated per element: allow[q, kv]"},
+		// A relation of q and kv through buffer values leaves tiles of its
+		// range empty that only the data shows: the pre-pass's loss is
+		// bounded (PrepassTileCost a tile), the analytic list's is not.
+		{"bounded lookup", "buffer allow: bool[Q, KV]\n", "allow[q, kv] and kv <= q", SparsityPrepass, "`allow[q, kv]` relates q and kv through buffer values"},
+		{"image spans", "buffer doc: i32[KV] segments\nbuffer img: i32[KV]\n", "doc[q] == doc[kv] and (q >= kv or (img[q] >= 0 and img[q] == img[kv]))", SparsityPrepass, "`img[q] == img[kv]` relates q and kv through buffer values"},
+		{"arithmetic per element", "", "abs(q // 160 - kv // 160) <= 1 and abs(q % 160 - kv % 160) <= 40", SparsityAnalytic, "block-index bound(s)"},
+		{"strided", "", "kv <= q and (q - kv < 256 or (q - kv) % 256 == 0)", SparsityAnalytic, "tiles filtered by the remainder condition(s) `(q - kv) % 256 == 0`"},
+		{"remainder alone", "", "(kv - q + 13) % 400 >= 390", SparsityAnalytic, "tiles filtered by the remainder condition(s)"},
 		{"non-linear", "", "q * kv < 100", SparsityPrepass, "`q * kv < 100` bounds no kv range"},
 		{"head choice", "", "q >= kv if h < 4 else kv < 10", SparsityAnalytic, "2 disjunct(s)"},
 	}

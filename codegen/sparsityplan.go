@@ -50,6 +50,9 @@ type disjunctPlan struct {
 	// selection is its only opaque condition); it becomes full where the
 	// row walk takes the selections (newSparsityPlan).
 	selFull []fullTest
+	// periods are the term's remainder conditions on q and kv, which the
+	// tile filter tests per tile (period.go).
+	periods []periodStep
 }
 
 // walkPlan computes one term's range [ia, ib] of the inner variable (kv in
@@ -72,6 +75,10 @@ type walkPlan struct {
 	loose []string
 	// bounded is set when some step bounds the inner variable.
 	bounded bool
+	// dataRel are the loose conditions that relate q and kv through buffer
+	// values (`img[q] == img[kv]` over ids not declared segments): which
+	// tiles of the range they empty only the data says (choose).
+	dataRel []string
 	// sel is the term's first block selection (selection.go), kv walk
 	// only; its atom is in loose too (evaluated per element).
 	sel *selStep
@@ -161,6 +168,7 @@ func segmentBuffer(a *normal.Atom, byName map[string]*BufferABI) *BufferABI {
 func planTerm(f *normal.Form, t *normal.Term, byName map[string]*BufferABI) disjunctPlan {
 	d := disjunctPlan{text: termText(f, t)}
 	t = rewriteTerm(f, t)
+	d.periods = termPeriods(f, t)
 	d.kv = planWalk(f, t, dsl.VarKV, dsl.VarQ, byName)
 	d.q = planWalk(f, t, dsl.VarQ, dsl.VarKV, byName)
 	full := []fullTest{}
@@ -275,10 +283,38 @@ func planWalk(f *normal.Form, t *normal.Term, inner, outer dsl.Var, byName map[s
 			if inner == dsl.VarKV && w.sel == nil {
 				w.sel = selectionAtom(a, byName)
 			}
+			if (w.sel == nil || w.sel.text != a.Text) && relatesThroughBuffer(a) {
+				w.dataRel = append(w.dataRel, a.Text)
+			}
 			w.loose = append(w.loose, a.Text)
 		}
 	}
 	return w
+}
+
+// relatesThroughBuffer reports whether a reads q and kv and a buffer
+// value: an equality of buffer ids or an opaque condition with a buffer
+// read.
+func relatesThroughBuffer(a *normal.Atom) bool {
+	var q, kv bool
+	for _, v := range a.Vars {
+		q = q || v == dsl.VarQ
+		kv = kv || v == dsl.VarKV
+	}
+	if !q || !kv {
+		return false
+	}
+	if a.Kind == normal.AtomSegment {
+		return true
+	}
+	reads := false
+	dsl.Inspect(a.Expr, func(e dsl.Expr) bool {
+		if _, ok := e.(*dsl.IndexExpr); ok {
+			reads = true
+		}
+		return !reads
+	})
+	return reads
 }
 
 // addOuter records a side on the outer variable, or notes it loose.

@@ -463,9 +463,10 @@ __device__ __forceinline__ int maskc_bwd_tile_class(const MaskcBwdShape& sh, con
   const long long nB = sh.B, nH = sh.H, nHKV = sh.HKV, nQ = sh.Sq, nKV = sh.Skv;
   const int q1 = min(q0 + MASKC_BWD_BLOCK_M, sh.Sq), k1 = k0 + MASKC_BWD_BLOCK_N;
 #if defined(MASKC_SPARSITY_ANALYTIC)
-#if defined(MASKC_KV_SELECTION)
-  // The kv blocks the q tile's rows select (each interval lies in its term's kv range, so
-  // in maskc_kv_range's hull): a kv tile none of them meets holds no kept pair.
+#if defined(MASKC_KV_TILE_TEST)
+  // The kv blocks the q tile's rows select, or the kv intervals whose terms' remainder
+  // conditions can hold on the tile (each interval lies in its term's kv range, so in
+  // maskc_kv_range's hull): a kv tile none of them meets holds no kept pair.
   if (!maskc_kv_tile_meets(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q1, k0, k1)) return 0;
 #else
   long long lo = 0, hi = sh.Skv;
@@ -890,10 +891,11 @@ __device__ __forceinline__ void maskc_bwd_lpt_block(int* t, int* z) {
 #endif
 #define MASKC_BWD_CLS_CAP 1024
 // A mask whose kv intervals are blocks a buffer selects (MASKC_KV_SELECTION)
-// keeps its classes: the column walk's closed-form q range reads no buffer,
-// so only maskc_bwd_tile_class's test of the selections skips the q tiles
-// whose rows select none of the kv tile's keys.
-#if defined(MASKC_KV_SELECTION) && MASKC_BWD_CLS_FREE_ON
+// or whose tiles are filtered by remainders (MASKC_KV_TILE_FILTER) keeps its
+// classes: the column walk's closed-form q range reads neither, so only
+// maskc_bwd_tile_class's test (maskc_kv_tile_meets) skips the q tiles whose
+// rows keep none of the kv tile's keys.
+#if defined(MASKC_KV_TILE_TEST) && MASKC_BWD_CLS_FREE_ON
 #undef MASKC_BWD_CLS_FREE_ON
 #define MASKC_BWD_CLS_FREE_ON 0
 #endif
@@ -1268,8 +1270,8 @@ __device__ __forceinline__ int maskc_bwd_next_kt(const MaskcBwdShape& sh, const 
     const int k0 = kt * MASKC_BWD_BLOCK_N;
 #if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
     const int k1 = k0 + MASKC_BWD_BLOCK_N;
-#if defined(MASKC_KV_SELECTION)
-    // The kv blocks the q tile's rows select (maskc_bwd_tile_class's test).
+#if defined(MASKC_KV_TILE_TEST)
+    // The kv blocks the q tile's rows select, or its filtered intervals (maskc_bwd_tile_class's test).
     if (!(kv_hi <= kv_lo || kv_hi <= k0 || kv_lo >= k1) &&
         !maskc_kv_tile_meets(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, h, q0, min(q0 + MASKC_BWD_BLOCK_M, sh.Sq), k0, k1)) {
       *cls = 0;

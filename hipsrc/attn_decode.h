@@ -18,11 +18,10 @@
 // The rows of a block are MASKC_DEC_ROWS of the Sq * G query rows of the G
 // query heads that share its kv head (row r: head r / Sq of the group, query
 // r % Sq), so that every key and value it reads serves all of them. The key
-// tiles that the forward would visit for those rows (analytic sparsity: the
-// kv intervals of the mask, tile_walk.h; otherwise every tile, masked per
-// element, with no pre-pass launch) are counted and dealt out evenly to the
-// n_split blocks of the row block, so that a sliding window reads only the
-// window's keys however long the cache is.
+// tiles of the mask's kv intervals for those rows (tile_walk.h; for a
+// pre-pass mask too, with no pre-pass launch: MASKC_DEC_WALK) are counted
+// and dealt out evenly to the n_split blocks of the row block, so that a
+// sliding window reads only the window's keys however long the cache is.
 // Tiles of MASKC_DEC_BLOCK_N keys are read with 16-byte loads into registers
 // while the block computes on the previous tile, converted to fp32 and
 // stored to shared memory once (not once per row). Each warp takes a quarter
@@ -72,6 +71,12 @@
 // 16-byte chunks of one K (or V) tile, and per thread for both.
 #define MASKC_DEC_TILE_CHUNKS (MASKC_DEC_BLOCK_N * MASKC_HEAD_DIM / 8)
 #define MASKC_DEC_LOADS (2 * MASKC_DEC_TILE_CHUNKS / MASKC_DEC_THREADS)
+// The decode walks the mask's kv intervals and tests tiles full wherever the generated part
+// has them: analytic masks, and pre-pass masks, whose intervals and full tests are sound too (a
+// mask too complex to analyse has [0, KV) and no full tile); a decode step launches no pre-pass.
+#if defined(MASKC_HAS_MASK) && (defined(MASKC_SPARSITY_ANALYTIC) || defined(MASKC_SPARSITY_PREPASS))
+#define MASKC_DEC_WALK 1
+#endif
 
 static_assert(MASKC_DEC_WARP_KEYS >= 1 && MASKC_DEC_BLOCK_N % MASKC_DEC_WARPS == 0, "whole keys per warp");
 static_assert(MASKC_DEC_ELEMS % 4 == 0, "float4 chunks per lane");
@@ -213,7 +218,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_DEC_THREADS)
 
   // The key tiles of this row block, and this split's share of them.
   const int n_kt = (Skv + MASKC_DEC_BLOCK_N - 1) / MASKC_DEC_BLOCK_N;
-#if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
+#if defined(MASKC_DEC_WALK)
   MaskcTileWalk<maskc_kv_interval_count> walk;
   {
     // The hull, per disjunct, of the kv intervals of the block's heads.
@@ -240,7 +245,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_DEC_THREADS)
   const int n_vis = n_kt;
 #endif
   const int rank0 = (int)((long long)n_vis * split / n_split), rank1 = (int)((long long)n_vis * (split + 1) / n_split);
-#if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
+#if defined(MASKC_DEC_WALK)
   int kt = rank0 < rank1 ? maskc_dec_walk_at(walk, rank0) : n_kt;
   auto next_tile = [&](int t) { return walk.next(t); };
 #else
@@ -305,7 +310,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_DEC_THREADS)
     // Is every (row, key) of the tile kept? Then the mask is skipped.
     bool full = kv0 + MASKC_DEC_BLOCK_N <= Skv;
 #if defined(MASKC_HAS_MASK)
-#if defined(MASKC_SPARSITY_ANALYTIC)
+#if defined(MASKC_DEC_WALK)
 #pragma unroll
     for (int j = 0; j < MASKC_DEC_RPL; ++j)
       full = full && maskc_tile_full(buf, nB, nH, nHKV, nQ, nKV, b, h[j], qi[j], qi[j] + 1, kv0, kv0 + MASKC_DEC_BLOCK_N);

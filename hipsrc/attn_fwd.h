@@ -558,7 +558,14 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
   int kt_begin = 0, kt_end = n_kt;
 #if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
   MaskcTileWalk<maskc_kv_interval_count> walk;
+#if defined(MASKC_KV_TILE_FILTER)
+  // The rows' kv intervals stay for the tile filter (maskc_walk_next_live).
+  long long live_lo[maskc_kv_interval_count], live_hi[maskc_kv_interval_count];
+  maskc_kv_intervals(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q_end, live_lo, live_hi);
+  maskc_walk_from(walk, live_lo, live_hi, (int)nKV, MASKC_BLOCK_N);
+#else
   maskc_walk_build(walk, buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q_end, MASKC_BLOCK_N);
+#endif
   kt_begin = walk.begin();
   kt_end = walk.end();
 #endif
@@ -573,6 +580,10 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
     t = fwalk.next(t);
     next_flag = fwalk.flag;
     return t;
+  };
+#elif defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC) && defined(MASKC_KV_TILE_FILTER)
+  auto next_tile = [&](int t) {
+    return maskc_walk_next_live(walk, live_lo, live_hi, buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q_end, t, MASKC_BLOCK_N);
   };
 #elif defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
   auto next_tile = [&](int t) { return walk.next(t); };

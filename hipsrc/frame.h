@@ -112,19 +112,45 @@ __device__ __forceinline__ void maskc_kv_intervals(const MaskcBuffers& buf, long
   maskc_g_kv_intervals(buf, B, f.H, f.HKV, f.Q, f.KV, b, h + f.h0, q_lo + f.q0, q_hi + f.q0, lo, hi);
   for (int i = 0; i < maskc_kv_interval_count; ++i) maskc_frame_local(&lo[i], &hi[i], f.kv0, KV);
 }
+#if defined(MASKC_KV_TILE_FILTER)
+// Whether the forward's walk visits the local keys [kv_lo, kv_hi) of the local q rows [q_lo,
+// q_hi), whose maskc_kv_intervals are lo, hi: some term's interval meets the keys and the term's
+// remainder conditions can hold on the pairs there (maskc_g_kv_term_live, codegen/period.go).
+// Interval i is term i's (the generated part defines the filter only then).
+__device__ __forceinline__ bool maskc_kv_tile_live(const MaskcBuffers& buf, long long B, long long H, long long HKV,
+                                                   long long Q, long long KV, long long b, long long h, long long q_lo,
+                                                   long long q_hi, long long kv_lo, long long kv_hi, const long long* lo,
+                                                   const long long* hi) {
+  const MaskcFrame f = maskc_frame(buf, H, HKV, Q, KV);
+  bool live = false;
+  for (int i = 0; i < maskc_kv_interval_count; ++i) {
+    const long long a = lo[i] > kv_lo ? lo[i] : kv_lo, z = hi[i] < kv_hi ? hi[i] : kv_hi;
+    live = live || (a < z && maskc_g_kv_term_live(buf, B, f.H, f.HKV, f.Q, f.KV, i, b, h + f.h0, q_lo + f.q0,
+                                                  q_hi + f.q0, a + f.kv0, z + f.kv0));
+  }
+  return live;
+}
+#endif
 // Whether the local keys [kv_lo, kv_hi) meet one of the maskc_kv_intervals of the local q rows
-// [q_lo, q_hi): false only when the mask keeps no pair of the tile. Defined where the intervals
-// are the kv blocks a buffer selects (MASKC_KV_SELECTION): the backward's tile classes
-// (attn_bwd.h) ask it for each tile, since a kv tile's closed-form q range reads no buffer.
-#if defined(MASKC_KV_SELECTION)
+// [q_lo, q_hi) (and, with MASKC_KV_TILE_FILTER, pass maskc_kv_tile_live): false only when the
+// mask keeps no pair of the tile. Defined where the intervals are the kv blocks a buffer selects
+// (MASKC_KV_SELECTION) or the tiles are filtered (MASKC_KV_TILE_FILTER), as MASKC_KV_TILE_TEST:
+// the backward's tile classes (attn_bwd.h) ask it for each tile, since a kv tile's closed-form q
+// range reads no buffer and no remainder.
+#if defined(MASKC_KV_SELECTION) || defined(MASKC_KV_TILE_FILTER)
+#define MASKC_KV_TILE_TEST 1
 __device__ __forceinline__ bool maskc_kv_tile_meets(const MaskcBuffers& buf, long long B, long long H, long long HKV,
                                                     long long Q, long long KV, long long b, long long h, long long q_lo,
                                                     long long q_hi, long long kv_lo, long long kv_hi) {
   long long lo[maskc_kv_interval_count], hi[maskc_kv_interval_count];
   maskc_kv_intervals(buf, B, H, HKV, Q, KV, b, h, q_lo, q_hi, lo, hi);
+#if defined(MASKC_KV_TILE_FILTER)
+  return maskc_kv_tile_live(buf, B, H, HKV, Q, KV, b, h, q_lo, q_hi, kv_lo, kv_hi, lo, hi);
+#else
   bool meets = false;
   for (int i = 0; i < maskc_kv_interval_count; ++i) meets = meets || (lo[i] < hi[i] && lo[i] < kv_hi && kv_lo < hi[i]);
   return meets;
+#endif
 }
 #endif
 #if defined(MASKC_KV_ROWS_EXACT)

@@ -14,6 +14,8 @@
 //                           (maskc_q_intervals, one interval per disjunct).
 //   w.next(t)               the first visited tile >= t (w.end() when none).
 //   w.begin(), w.end()      the first visited tile and one past the last.
+//   maskc_walk_next_live(w, ...) w.next(t) that also skips the tiles no term's
+//                           remainder conditions keep (MASKC_KV_TILE_FILTER).
 //   MaskcFlagWalk           the non-empty tiles of a pre-pass flag row, a
 //                           warp at a time (ballot + shuffle, no load per tile).
 //   maskc_q_tile_order(...) the (q tile, h, b) a block of the forward grid
@@ -144,6 +146,24 @@ __device__ __forceinline__ void maskc_walk_build(MaskcTileWalk<maskc_kv_interval
   maskc_kv_intervals(buf, B, H, HKV, Q, KV, b, h, q_lo, q_hi, lo, hi);
   maskc_walk_from(w, lo, hi, (int)KV, block_n);
 }
+
+#if defined(MASKC_KV_TILE_FILTER)
+// The first tile >= t of the walk w of the rows [q_lo, q_hi) of (b, h) that maskc_kv_tile_live
+// keeps (lo, hi: the rows' maskc_kv_intervals, which w was built from), or w.end(): the tiles
+// between a periodic term's kept keys are skipped (codegen/period.go). Every thread of the block
+// gets the same answers.
+template <int N>
+__device__ __forceinline__ int maskc_walk_next_live(const MaskcTileWalk<N>& w, const long long* lo, const long long* hi,
+                                                    const MaskcBuffers& buf, long long B, long long H, long long HKV,
+                                                    long long Q, long long KV, long long b, long long h, long long q_lo,
+                                                    long long q_hi, int t, int block_n) {
+  for (t = w.next(t); t < w.end(); t = w.next(t + 1)) {
+    const long long k0 = (long long)t * block_n, k1 = k0 + block_n < KV ? k0 + block_n : KV;
+    if (maskc_kv_tile_live(buf, B, H, HKV, Q, KV, b, h, q_lo, q_hi, k0, k1, lo, hi)) break;
+  }
+  return t;
+}
+#endif
 
 // The column walk of the keys [kv_lo, kv_hi) of (b, h): the q tiles of
 // block_m rows that meet some disjunct's q interval (maskc_q_intervals).

@@ -307,14 +307,15 @@ func (s *sliceWorker) row(qt int) error {
 		c := &s.sum[pi]
 		c.Pairs += rows * KV
 		c.Tiles += kvTiles
-		visited := func(kt int64) bool {
+		visited := func(kt int64) (bool, error) {
 			for i := range los {
 				lo, hi := max(los[i], 0), min(his[i], KV)
 				if lo < hi && kt >= lo/bn && kt < ceilDiv(hi, bn) {
-					return true
+					// In the walk; the tile filter may still skip it.
+					return s.hs.KVTileLive(s.b, s.h, q0, qEnd, kt*bn, min(kt*bn+bn, KV), los, his)
 				}
 			}
-			return false
+			return false, nil
 		}
 		for kt := int64(0); kt < kvTiles; kt++ {
 			kv0 := kt * bn
@@ -335,7 +336,10 @@ func (s *sliceWorker) row(qt int) error {
 					state = Partial
 				}
 			case hipsrc.SparsityAnalytic:
-				if !visited(kt) {
+				if in, err := visited(kt); err != nil || !in {
+					if err != nil {
+						return err
+					}
 					continue
 				}
 				state = Partial
@@ -466,15 +470,37 @@ func VisitedTiles(k *codegen.Kernel, env *eval.Env, ps []hipsrc.Platform) ([]int
 					for i := range los {
 						lo, hi := max(los[i], 0), min(his[i], env.KV)
 						for kt := lo / bn; lo < hi && kt < ceilDiv(hi, bn); kt++ {
-							seen[kt] = true
+							if seen[kt] {
+								continue
+							}
+							live, err := hs.KVTileLive(b, h, q0, min(q0+hipsrc.BlockM, env.Q), kt*bn, min(kt*bn+bn, env.KV), los, his)
+							if err != nil {
+								return nil, err
+							}
+							seen[kt] = live
 						}
 					}
-					out[pi] += int64(len(seen))
+					n := int64(0)
+					for _, live := range seen {
+						if live {
+							n++
+						}
+					}
+					out[pi] += n
 				}
 			}
 		}
 	}
 	return out, nil
+}
+
+// SharedSlices returns how many (b, h) slices of the launch share one
+// tile map, and so one set of pre-pass flags (maskc_tile_flags flags a
+// mask that reads neither b nor h once for all B x H): a pre-pass flags
+// Counts.Tiles / SharedSlices tiles.
+func SharedSlices(k *codegen.Kernel, env *eval.Env) int64 {
+	_, _, rep := slices(k, env)
+	return rep
 }
 
 // slices returns the (b, h) slices whose tiles differ for k at env, nb x

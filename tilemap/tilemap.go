@@ -367,6 +367,12 @@ func (r *rowWorker) row(qt int) error {
 					continue
 				}
 				kv0 := int64(kt) * m.BlockN
+				if live, err := r.hs.KVTileLive(b, h, q0, qEnd, kv0, min(kv0+m.BlockN, m.Skv), los, his); err != nil || !live {
+					if err != nil {
+						return err
+					}
+					continue // the tile filter skips it (maskc_walk_next_live)
+				}
 				full := inKV(kt)
 				if full {
 					if full, err = r.hs.TileFull(b, h, q0, qEnd, kv0, kv0+m.BlockN); err != nil {

@@ -48,6 +48,10 @@ var mapCases = []mapCase{
 	{"prefix.flex", "prefix_layer", env(1, 2, 900, 1100, nil), codegen.SparsityAnalytic},
 	{"blocks.flex", "strided_layer", env(1, 1, 1000, 1000, nil), codegen.SparsityPrepass},
 	{"blocks.flex", "neighbourhood_layer", env(1, 1, 1000, 1000, nil), codegen.SparsityAnalytic},
+	{"periodic.flex", "strided_layer", env(1, 1, 1000, 1000, nil), codegen.SparsityAnalytic},
+	{"periodic.flex", "skew_layer", env(1, 1, 700, 900, nil), codegen.SparsityAnalytic},
+	{"periodic.flex", "wrap_layer", env(1, 1, 900, 700, nil), codegen.SparsityAnalytic},
+	{"periodic.flex", "checker_layer", env(1, 1, 1000, 1100, nil), codegen.SparsityAnalytic},
 }
 
 // kernelOf generates the kernel of one attention block of testdata/file.
@@ -281,5 +285,54 @@ func TestUnsortedSegments(t *testing.T) {
 	e.Q, e.KV = 4, 4
 	if m, err := Build(doc, e, Options{}); err != nil || len(m.Notes) != 0 {
 		t.Errorf("sorted ids: %v, notes %q", err, m.Notes)
+	}
+}
+
+// TestBwdAgainstBruteForce checks the backward's column walk on the
+// analytic cases: the tiles it skips (outside the q ranges, or classed
+// empty, filtered by a remainder included) keep no pair, so its kept
+// pairs are the reference mask's.
+func TestBwdAgainstBruteForce(t *testing.T) {
+	for _, c := range mapCases {
+		if c.sparsity != codegen.SparsityAnalytic {
+			continue
+		}
+		k := kernelOf(t, c.file, c.attention)
+		fn, err := eval.Compile(k.Mask)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bd, err := fn.Bind(c.env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var total int64
+		for b := int64(0); b < c.env.B; b++ {
+			for h := int64(0); h < c.env.H; h++ {
+				for q := int64(0); q < c.env.Q; q++ {
+					for kv := int64(0); kv < c.env.KV; kv++ {
+						keep, err := bd.Mask(b, h, q, kv)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if keep {
+							total++
+						}
+					}
+				}
+			}
+		}
+		counts, err := BwdCounts(k, c.env, hipsrc.Platforms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, p := range hipsrc.Platforms {
+			if counts[i].KeptPairs != total {
+				t.Errorf("%s %s on %s: the backward's tiles keep %d pairs, brute force %d", c.file, c.attention, p, counts[i].KeptPairs, total)
+			}
+			if counts[i].WithKept == 0 || counts[i].Visited < counts[i].WithKept {
+				t.Errorf("%s %s on %s: visits %d tiles, %d with a kept pair", c.file, c.attention, p, counts[i].Visited, counts[i].WithKept)
+			}
+		}
 	}
 }

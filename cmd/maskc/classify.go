@@ -135,12 +135,14 @@ func runTargets(e *env, args []string) int {
 type tileMapJSON struct {
 	Shape    map[string]int  `json:"shape"`
 	Sparsity hipsrc.Sparsity `json:"sparsity"`
-	// TileList is the kernel's tile list (codegen.Kernel.TileList).
-	TileList  codegen.TileList               `json:"tile_list"`
-	Pairs     int64                          `json:"pairs"`
-	KeptPairs int64                          `json:"kept_pairs"`
-	Density   float64                        `json:"density"`
-	Platforms map[string]tileMapPlatformJSON `json:"platforms"`
+	// TileList is the kernel's tile list and TileListReason why it was
+	// chosen (codegen.Kernel.TileList).
+	TileList       codegen.TileList               `json:"tile_list"`
+	TileListReason string                         `json:"tile_list_reason"`
+	Pairs          int64                          `json:"pairs"`
+	KeptPairs      int64                          `json:"kept_pairs"`
+	Density        float64                        `json:"density"`
+	Platforms      map[string]tileMapPlatformJSON `json:"platforms"`
 }
 
 // tileMapPlatformJSON is one platform's tiles in a tile_map.
@@ -181,15 +183,18 @@ func estimateLine(kind codegen.TileList, est map[codegen.TileList]float64) strin
 // tileEstimates is the cost model of codegen.Kernel.TileList at one
 // launch, in visited tiles: the chosen list's visits (plus its flags for
 // the pre-pass), the pre-pass's flags (codegen.PrepassTileCost each) plus
-// the tiles holding a kept pair, and for a data-driven list the analytic
-// list's visits (alt, tilemap.VisitedTiles of Kernel.WithoutSelection).
-func tileEstimates(kind codegen.TileList, c tilemap.Counts, alt int64) map[codegen.TileList]float64 {
-	prepass := float64(c.WithKept) + codegen.PrepassTileCost*float64(c.Tiles)
+// the tiles holding a kept pair, and for a data-driven or pre-pass list
+// the analytic list's visits where there is one (alt, tilemap.VisitedTiles
+// of Kernel.AnalyticAlternative; -1: none).
+func tileEstimates(kind codegen.TileList, c tilemap.Counts, shared, alt int64) map[codegen.TileList]float64 {
+	prepass := float64(c.WithKept) + codegen.PrepassTileCost*float64(c.Tiles/shared)
 	est := map[codegen.TileList]float64{codegen.TileListPrepass: prepass}
+	if alt >= 0 && (kind == codegen.TileListDataDriven || kind == codegen.TileListPrepass) {
+		est[codegen.TileListAnalytic] = float64(alt)
+	}
 	switch kind {
 	case codegen.TileListDataDriven:
 		est[kind] = float64(c.Visited)
-		est[codegen.TileListAnalytic] = float64(alt)
 	case codegen.TileListAnalytic, codegen.TileListNone:
 		est[kind] = float64(c.Visited)
 	}
@@ -232,10 +237,13 @@ func tileCounts(e *env, u *unit, cu *compiler.Unit, cfg *runConfig, seed uint64)
 		if err != nil {
 			return nil, printEvalError(e, u, err)
 		}
-		kind, _ := k.TileList()
+		kind, why := k.TileList()
 		alt := make([]int64, len(r.Counts))
-		if kind == codegen.TileListDataDriven {
-			v, err := tilemap.VisitedTiles(k.WithoutSelection(), env, hipsrc.Platforms)
+		for i := range alt {
+			alt[i] = -1
+		}
+		if ak := k.AnalyticAlternative(); ak != nil {
+			v, err := tilemap.VisitedTiles(ak, env, hipsrc.Platforms)
 			if err != nil {
 				return nil, printEvalError(e, u, err)
 			}
@@ -251,7 +259,7 @@ func tileCounts(e *env, u *unit, cu *compiler.Unit, cfg *runConfig, seed uint64)
 				return nil, printEvalError(e, u, err)
 			}
 		}
-		tm := tileMapJSON{Shape: map[string]int{"B": c.b, "H": c.h, "Sq": c.sq, "Skv": c.skv}, Sparsity: k.Sparsity, TileList: kind, Platforms: map[string]tileMapPlatformJSON{}}
+		tm := tileMapJSON{Shape: map[string]int{"B": c.b, "H": c.h, "Sq": c.sq, "Skv": c.skv}, Sparsity: k.Sparsity, TileList: kind, TileListReason: why, Platforms: map[string]tileMapPlatformJSON{}}
 		for _, ct := range r.Counts {
 			if msg := ct.Waste.Loose(ct.Counts); msg != "" {
 				fmt.Fprintf(e.stderr, "maskc: warning: attention %s: at B=%d H=%d Sq=%d Skv=%d the %s kernel %s\n", name, c.b, c.h, c.sq, c.skv, ct.Platform, msg)
@@ -261,7 +269,7 @@ func tileCounts(e *env, u *unit, cu *compiler.Unit, cfg *runConfig, seed uint64)
 			tm.Pairs, tm.KeptPairs, tm.Density = ct.Pairs, ct.KeptPairs, ct.Density
 			pj := tileMapPlatformJSON{
 				tileCountsJSON: tileCountsJSON{BlockM: hipsrc.BlockM, BlockN: int64(ct.Platform.BlockN()), Tiles: ct.Tiles, Visited: ct.Visited, WithKept: ct.WithKept, Full: ct.Full},
-				Estimate:       tileEstimates(kind, ct.Counts, alt[i])}
+				Estimate:       tileEstimates(kind, ct.Counts, tilemap.SharedSlices(k, env), alt[i])}
 			if bwd != nil {
 				tile, err := ct.Platform.BwdTileFor(k.HeadDim)
 				if err != nil {

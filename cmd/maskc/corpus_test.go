@@ -24,10 +24,7 @@ const corpusLimit = 1.05
 // corpusOver are the corpus masks still above corpusLimit, and why: the
 // test fails when one of them comes under it (take it off the list) or
 // another goes over.
-var corpusOver = map[string]string{
-	"strided":    "(q - kv) % 256 == 0 keeps every 256th key back: a periodic kv set, which the walk's intervals cannot list",
-	"multimodal": "img[q] == img[kv] over an unsorted buffer (-1 for text) bounds no kv range; multimodal_spans spells the spans as sorted runs",
-}
+var corpusOver = map[string]string{}
 
 // corpusSame are corpus masks that spell another one differently, with the
 // same buffer contents (buffers.py's SAME), and must have its tile maps:

@@ -125,15 +125,15 @@ func runDraw(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "maskc: warning: attention %s: at B=%d H=%d Sq=%d Skv=%d the %s kernel %s\n", a.Name, cfg.b, cfg.h, cfg.sq, cfg.skv, p, msg)
 	}
 	kind, _ := k.TileList()
-	var alt int64
-	if kind == codegen.TileListDataDriven {
-		v, err := tilemap.VisitedTiles(k.WithoutSelection(), env, []hipsrc.Platform{p})
+	alt := int64(-1)
+	if ak := k.AnalyticAlternative(); ak != nil {
+		v, err := tilemap.VisitedTiles(ak, env, []hipsrc.Platform{p})
 		if err != nil {
 			return printEvalError(e, u, err)
 		}
 		alt = v[0]
 	}
-	estimate := estimateLine(kind, tileEstimates(kind, cts[0], alt))
+	estimate := estimateLine(kind, tileEstimates(kind, cts[0], tilemap.SharedSlices(k, env), alt))
 	title := fmt.Sprintf("%s: attention %s, B=%d H=%d Sq=%d Skv=%d D=%d", filepath.Base(cfg.path), a.Name, cfg.b, cfg.h, cfg.sq, cfg.skv, cfg.d)
 	c, err := draw.Layout(draw.Picture{Map: m, Scale: scale, Title: title, Lines: []string{estimate}})
 	if err != nil {
