@@ -328,8 +328,8 @@ def generate_read(w):
 }
 
 // TestChainedIndexing pins x[a][b]: the element x[a, b], one buffer read,
-// for buffers of any rank (N-D ones are refused only by the code
-// generator, E304, whose ABI carries two dimensions).
+// for buffers of any rank (the code generator refuses only buffers of more
+// than hipsrc.MaxBufferRank = 8 dimensions, E304).
 func TestChainedIndexing(t *testing.T) {
 	cases := []struct{ body, want string }{
 		{"score + table[h][(q_idx - kv_idx).clamp(0, 31)]", "score + table[h, min(max(q - kv, 0), 31)]"},

@@ -2,6 +2,8 @@ package codegen
 
 import (
 	"fmt"
+	"maps"
+	"math"
 	"sort"
 	"strings"
 
@@ -28,9 +30,9 @@ type BufferABI struct {
 	Slot int
 	// DType is the element type as declared: i32, i64, f16, bf16, f32, f64 or bool.
 	DType string
-	// Dims are the declared extents as .flex expressions, e.g. ["H", "8191"].
-	// The launcher passes the evaluated extents in MaskcBuffers.dim[Slot]
-	// (a 1-D buffer passes 1 as its second extent).
+	// Dims are the declared extents as .flex expressions, e.g. ["H", "8191"],
+	// 1 to MaxBufferRank of them. The launcher passes the evaluated extents
+	// in MaskcBuffers.dim[Slot], outermost first (1 past the buffer's rank).
 	Dims []string
 	// Segments reports the `segments` property: non-decreasing document ids.
 	Segments bool
@@ -96,8 +98,8 @@ func BufferTable(src *dsl.Source, ls ...*dsl.Lowered) ([]BufferABI, dsl.Diagnost
 			break
 		}
 		if len(d.Dims) == 0 || len(d.Dims) > MaxBufferRank {
-			diags.Add(src, d.Sp, CodeBufferRank, "buffer %s has %d dimensions; a generated kernel reads buffers of 1 or 2 dimensions", d.Name.Name, len(d.Dims)).
-				WithHint("flatten the buffer and compute the index in the mask, e.g. t[i * N + j]")
+			diags.Add(src, d.Sp, CodeBufferRank, "buffer %s has %d dimensions; a generated kernel reads buffers of 1 to %d dimensions", d.Name.Name, len(d.Dims), MaxBufferRank).
+				WithHint("flatten some dimensions and compute the index in the mask, e.g. t[i * N + j] for t[i, j]")
 			continue
 		}
 		dtype := ""
@@ -196,13 +198,73 @@ func writeReader32(w *strings.Builder, b *BufferABI, flagged bool) {
 	if flagged {
 		w.WriteString(flagLine)
 	}
-	at := "(long long)i0"
-	if len(b.Dims) == 2 {
-		at = "(long long)i0 * n1 + i1"
+	at := rowMajor(len(b.Dims), "(long long)")
+	if len(b.Dims) >= 3 && trailingExtentsFit31(b) {
+		// Every extent past the first is declared below 2^31, so the
+		// launcher's n_d (the declaration evaluated) equals m_d: the
+		// offset from the 32-bit extents, each product 64 x 32 bits
+		// (AMD's v_mad_u64_u32) instead of 64 x 64 with both halves of
+		// every extent held in scalar registers. Were some n_d larger,
+		// m_d <= n_d still keeps the offset below the element count.
+		at = "(long long)(" + rowMajorWith(len(b.Dims), "(unsigned long long)(unsigned)", "(unsigned)", "m") + ")"
 	}
 	fmt.Fprintf(w, "  const long long at = ok ? %s : 0;\n", at)
 	elem := fmt.Sprintf("((const %s*)buf.ptr[%d])[at]", info.storage, b.Slot)
 	fmt.Fprintf(w, "  return ok ? %s : %s;\n}\n\n", fmt.Sprintf(info.read, elem), info.zero)
+}
+
+// trailingExtentsFit31 reports whether every declared extent of b past the
+// first is at most 2^31 - 1 at every size the ABI allows (B, H, HKV up to
+// MaxHeadsOrBatch, Q and KV up to MaxSeqLen): constants below 2^31, KV, H,
+// KV + 1, but not 2 * KV. Extents are linear in the sizes (the checker's
+// E033), so the largest value is at a corner of the box of sizes: each
+// size at its largest where its coefficient is positive, else at 1. The
+// linear form is measured with hipsrc.EvalDims, and an extent that does
+// not evaluate, or whose corner value disagrees with its linear form,
+// does not fit.
+func trailingExtentsFit31(b *BufferABI) bool {
+	syms := map[string]int64{"B": MaxHeadsOrBatch, "H": MaxHeadsOrBatch, "HKV": MaxHeadsOrBatch, "Q": MaxSeqLen, "KV": MaxSeqLen}
+	at := func(text string, sizes map[string]int64) (int64, bool) {
+		v, err := hipsrc.EvalDims([]string{text}, sizes)
+		if err != nil {
+			return 0, false
+		}
+		return v[0], true
+	}
+	ones := map[string]int64{}
+	for n := range syms {
+		ones[n] = 1
+	}
+	for _, text := range b.Dims[1:] {
+		base, ok := at(text, ones)
+		if !ok {
+			return false
+		}
+		corner, want := map[string]int64{}, base
+		for n, hi := range syms {
+			one := maps.Clone(ones)
+			one[n] = 2
+			v, ok := at(text, one)
+			if !ok {
+				return false
+			}
+			coef := v - base
+			corner[n] = 1
+			if coef > 0 {
+				if coef > math.MaxInt32 {
+					return false
+				}
+				corner[n] = hi
+				if want += coef * (hi - 1); want > math.MaxInt32 {
+					return false
+				}
+			}
+		}
+		if v, ok := at(text, corner); !ok || v != want || want > math.MaxInt32 {
+			return false
+		}
+	}
+	return true
 }
 
 func writeReader64(w *strings.Builder, b *BufferABI, flagged bool) {
@@ -228,13 +290,34 @@ func writeReader64(w *strings.Builder, b *BufferABI, flagged bool) {
 	if flagged {
 		w.WriteString(flagLine)
 	}
-	at := "i0"
-	if len(b.Dims) == 2 {
-		at = "i0 * n1 + i1"
-	}
-	fmt.Fprintf(w, "  const long long at = ok ? %s : 0;\n", at)
+	fmt.Fprintf(w, "  const long long at = ok ? %s : 0;\n", rowMajor(len(b.Dims), ""))
 	elem := fmt.Sprintf("((const %s*)buf.ptr[%d])[at]", info.storage, b.Slot)
 	fmt.Fprintf(w, "  return ok ? %s : %s;\n}\n\n", fmt.Sprintf(info.read, elem), info.zero)
+}
+
+// rowMajor is the C offset of element (i0, ..., i{rank-1}) of a row-major
+// buffer of extents n0, ..., n{rank-1}: i0 for rank 1, i0 * n1 + i1 for
+// rank 2, (i0 * n1 + i1) * n2 + i2 for rank 3, and so on (Horner's rule).
+// cast converts i0 to long long (the int accessor's "(long long)"), so
+// that every product is 64-bit. Under the accessor's bounds check every
+// partial sum is below the product of the extents it has covered, so no
+// product overflows: the element count of a buffer that exists fits.
+func rowMajor(rank int, cast string) string {
+	return rowMajorWith(rank, cast, "", "n")
+}
+
+// rowMajorWith is rowMajor with i0 converted by cast, every other index by
+// icast and the extents named ext0, ext1, ... (n: the long long extents; m:
+// the int accessor's unsigned ones).
+func rowMajorWith(rank int, cast, icast, ext string) string {
+	at := cast + "i0"
+	for i := 1; i < rank; i++ {
+		if i > 1 {
+			at = "(" + at + ")"
+		}
+		at = fmt.Sprintf("%s * %s%d + %si%d", at, ext, i, icast, i)
+	}
+	return at
 }
 
 // segSortedName is the function that says whether a segments buffer's ids
@@ -255,8 +338,9 @@ func segCheckBuffers(bufs []BufferABI) []*BufferABI {
 
 // writeSegCheck emits maskc_g_seg_check, the body of the maskc_seg_check
 // entry (hipsrc/attn_fwd.h, one block launched before every forward and
-// backward): for each segments buffer, whether every row (a 1-D buffer is
-// one row, a 2-D [B, KV] buffer B rows) is non-decreasing, written to
+// backward): for each segments buffer, whether every row along its last
+// dimension (a 1-D buffer is one row, a 2-D [B, KV] buffer B rows) is
+// non-decreasing, written to
 // status word 1 + slot, and MASKC_STATUS_SEGMENTS_UNSORTED or-ed into word 0
 // when one is not. The searches (writeSegmentSearch) narrow nothing and no
 // tile is proven full through a buffer whose word is 0, so the kernel
@@ -269,9 +353,15 @@ func writeSegCheck(w *strings.Builder, bufs []*BufferABI) {
 	w.WriteString("#define MASKC_SEG_CHECK 1\n")
 	w.WriteString("__device__ __forceinline__ void maskc_g_seg_check(const MaskcBuffers& buf) {\n")
 	for _, b := range bufs {
-		ctype, rows, n := elemType(b.DType).storage, "1", fmt.Sprintf("buf.dim[%d][0]", b.Slot)
-		if len(b.Dims) == 2 {
-			rows, n = fmt.Sprintf("buf.dim[%d][0]", b.Slot), fmt.Sprintf("buf.dim[%d][1]", b.Slot)
+		// rows: the product of the extents before the last; n: the last.
+		ctype, rows, n := elemType(b.DType).storage, "1", fmt.Sprintf("buf.dim[%d][%d]", b.Slot, len(b.Dims)-1)
+		for i := 0; i < len(b.Dims)-1; i++ {
+			d := fmt.Sprintf("buf.dim[%d][%d]", b.Slot, i)
+			if i == 0 {
+				rows = d
+			} else {
+				rows += " * " + d
+			}
 		}
 		fmt.Fprintf(w, "  {  // %s: %s[%s]\n", b.Name, b.DType, strings.Join(b.Dims, ", "))
 		fmt.Fprintf(w, "    const %s* ids = (const %s*)buf.ptr[%d];\n", ctype, ctype, b.Slot)

@@ -464,8 +464,11 @@ type cdnaKnownSpill struct {
 // dim 64 (the head loop's bound and the lane mask of tid < BM); the forward
 // and the decode of the block selections (MoBA's 4-16 terms, NSA's: per
 // term a tile interval of the walk and a full-tile test, state the kernels
-// carry across the kv loop, not yet measured apart) and the decode of the
-// id masks; the backward and dQ of the block selections (13-50 and 2-25
+// carry across the kv loop, not yet measured apart; moba_3d, moba's
+// selection as a 3-D buffer, measured with sid hipcc 7: forward 18/7/7
+// SGPR spills on gfx90a/gfx942/gfx950, decode 14/6/6, backward 7/2/8, its
+// three extents taking a few more scalar registers than moba's two) and
+// the decode of the id masks; the backward and dQ of the block selections (13-50 and 2-25
 // since the selection test of the tile classes, maskc_kv_tile_meets, came
 // with selbwd); the sin/cos score
 // (golden/trig.flex): the forward's VGPRs (the range reductions of sinf,
@@ -478,6 +481,9 @@ var cdnaKnownSpills = []cdnaKnownSpill{
 	{"several_buffers_scaled_bias_d64", "maskc_attn_bwd", 6, 0, 0},
 	{"moba_moba_d", "maskc_attn_fwd", 9, 0, 0},
 	{"moba_moba_d", "maskc_attn_bwd", 13, 0, 0},
+	{"moba_3d_moba_3d_d", "maskc_attn_fwd", 18, 0, 0},
+	{"moba_3d_moba_3d_d", "maskc_attn_decode", 14, 0, 0},
+	{"moba_3d_moba_3d_d", "maskc_attn_bwd", 8, 0, 0},
 	{"moba_k8_moba_k8_d", "maskc_attn_fwd", 62, 0, 0},
 	{"moba_k8_moba_k8_d", "maskc_attn_decode", 39, 0, 0},
 	{"moba_k8_moba_k8_d", "maskc_attn_bwd", 21, 0, 0},

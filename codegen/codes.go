@@ -1,6 +1,10 @@
 package codegen
 
-import "github.com/maskc/maskc/dsl"
+import (
+	"fmt"
+
+	"github.com/maskc/maskc/dsl"
+)
 
 // Diagnostic codes reported by the code generator (range E300-E399, W300-W399).
 const (
@@ -41,8 +45,8 @@ var Codes = map[dsl.Code]string{
 	CodeHeadDim:        "head dimension without a generated-kernel configuration (64, 128 or 256)",
 	CodeDType:          "element type without a generated-kernel configuration (bf16 or fp16)",
 	CodeLayout:         "tensor layout other than bshd or bhsd",
-	CodeTooManyBuffers: "more captured buffers than a generated kernel takes (8)",
-	CodeBufferRank:     "captured buffer with more than 2 dimensions",
+	CodeTooManyBuffers: fmt.Sprintf("more captured buffers than a generated kernel takes (%d)", MaxBuffers),
+	CodeBufferRank:     fmt.Sprintf("captured buffer with more dimensions than a generated kernel reads (%d)", MaxBufferRank),
 	CodeUnsupported:    "expression construct the code generator cannot express",
 	CodePowExponent:    "int ** with an exponent that is not a non-negative constant",
 	CodeBufferIndex:    "buffer read with the wrong number of indices, or of an undeclared buffer",

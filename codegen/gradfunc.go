@@ -198,11 +198,7 @@ func writeAt(w *strings.Builder, b *BufferABI) {
 		fmt.Fprintf(w, "  const long long n%d = buf.dim[%d][%d];\n", i, b.Slot, i)
 		conds = append(conds, fmt.Sprintf("i%d >= 0 && i%d < n%d", i, i, i))
 	}
-	at := "i0"
-	if len(b.Dims) == 2 {
-		at = "i0 * n1 + i1"
-	}
-	fmt.Fprintf(w, "  return %s ? %s : -1;\n}\n\n", strings.Join(conds, " && "), at)
+	fmt.Fprintf(w, "  return %s ? %s : -1;\n}\n\n", strings.Join(conds, " && "), rowMajor(len(b.Dims), ""))
 }
 
 // clip shortens a printed derivative for a one-line comment.

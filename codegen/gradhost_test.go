@@ -71,7 +71,10 @@ func TestScoreGradHost(t *testing.T) {
 	// A read that leaves its buffer (t has 4 elements, q goes further): the
 	// forward reads 0 there, and the gradient read must be dropped.
 	outside := "buffer t: f32[4]\nscore s(score, b, h, q, kv) = score * t[q] + t[kv]\nattention outside {\n    score = s\n}\n"
-	progs := []*check.Program{checkSource(t, "scores.flex", src), checkSource(t, "outside.flex", outside)}
+	// N-D buffers: the element offset of a 3-D and a 4-D read (row-major),
+	// one of them leaving its buffer in its middle dimension.
+	nd := "buffer t3: f32[H, 3, 5]\nbuffer t4: f32[B, 2, H, 4]\nscore s(score, b, h, q, kv) = score * t3[h, q - kv, kv % 5] + t4[b, q % 2, h, kv % 4] * t4[b, kv % 2, h, q % 4]\nattention nd {\n    score = s\n}\n"
+	progs := []*check.Program{checkSource(t, "scores.flex", src), checkSource(t, "outside.flex", outside), checkSource(t, "nd.flex", nd)}
 	files, err := filepath.Glob("../examples/*.flex")
 	require.NoError(t, err)
 	for _, f := range files {
@@ -122,16 +125,7 @@ func TestScoreGradHost(t *testing.T) {
 		fmt.Fprintf(w, "%d %d %d %d %d %d %d %d %d %d %.17g %d\n", pt.tc.idx, e.B, e.H, e.HKV, e.Q, e.KV, pt.tc.b, pt.tc.h,
 			pt.q, pt.kv, float64(float32(pt.tc.score)), len(c.kernel.Buffers))
 		for _, bb := range c.kernel.Buffers {
-			t := e.Buffers[bb.Name]
-			d0, d1 := t.Dims[0], 1
-			if len(t.Dims) == 2 {
-				d1 = t.Dims[1]
-			}
-			fmt.Fprintf(w, "%d %d %d %d", bb.Slot, dtypeCode[bb.DType], d0, d1)
-			for _, v := range pt.tc.bits[bb.Name] {
-				fmt.Fprintf(w, " %.17g", v)
-			}
-			w.WriteString("\n")
+			writeBuffer(w, bb, e.Buffers[bb.Name].Dims, pt.tc.bits[bb.Name])
 		}
 	}
 	w.Flush()

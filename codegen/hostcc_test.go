@@ -72,21 +72,28 @@ static inline unsigned atomicOr(unsigned* p, unsigned v) { const unsigned o = *p
 `
 
 // readBuffers is the C++ the host mains read a case's buffers with: per
-// buffer its slot, dtype code (i32 i64 f16 bf16 f32 f64 bool u8 i8 i16), two extents
-// and the elements; store keeps them alive. It returns 0, or the exit code
-// of a malformed input.
+// buffer its slot, dtype code (i32 i64 f16 bf16 f32 f64 bool u8 i8 i16), its
+// rank, its extents and the elements (writeBuffer); store keeps them alive.
+// The extents past the rank are 1, as a launcher fills MaskcBuffers.dim.
+// It returns 0, or the exit code of a malformed input.
 const readBuffers = `
 static int read_buffers(int nbuf, MaskcBuffers* buf, std::vector<std::vector<unsigned char> >* store) {
   memset(buf, 0, sizeof *buf);
   store->assign(nbuf, std::vector<unsigned char>());
   for (int i = 0; i < nbuf; ++i) {
-    int slot, dt;
-    long long d0, d1;
-    if (scanf("%d %d %lld %lld", &slot, &dt, &d0, &d1) != 4) return 4;
+    int slot, dt, rank;
+    if (scanf("%d %d %d", &slot, &dt, &rank) != 3 || rank < 1 || rank > MASKC_MAX_BUFFER_RANK) return 4;
+    long long n = 1;
+    for (int d = 0; d < MASKC_MAX_BUFFER_RANK; ++d) {
+      long long e = 1;
+      if (d < rank && scanf("%lld", &e) != 1) return 4;
+      buf->dim[slot][d] = e;
+      n *= e;
+    }
     const int size[] = {4, 8, 2, 2, 4, 8, 1, 1, 1, 2};
-    (*store)[i].resize((size_t)(d0 * d1 * size[dt]) + 8);
+    (*store)[i].resize((size_t)(n * size[dt]) + 8);
     unsigned char* p = (*store)[i].data();
-    for (long long j = 0; j < d0 * d1; ++j) {
+    for (long long j = 0; j < n; ++j) {
       double v;
       if (scanf("%lf", &v) != 1) return 5;
       switch (dt) {
@@ -102,8 +109,6 @@ static int read_buffers(int nbuf, MaskcBuffers* buf, std::vector<std::vector<uns
       }
     }
     buf->ptr[slot] = p;
-    buf->dim[slot][0] = d0;
-    buf->dim[slot][1] = d1;
   }
   return 0;
 }
@@ -452,17 +457,21 @@ func writeTile(w *bufio.Writer, c hostCase, tc tileCase) {
 	fmt.Fprintf(w, "%d %d %d %d %d %d %d %d %d %d %d %d %.17g %d\n", tc.idx, e.B, e.H, e.HKV, e.Q, e.KV, tc.b, tc.h,
 		tc.qlo, tc.qhi, tc.kvlo, tc.kvhi, tc.score, len(c.kernel.Buffers))
 	for _, bb := range c.kernel.Buffers {
-		t := e.Buffers[bb.Name]
-		d0, d1 := t.Dims[0], 1
-		if len(t.Dims) == 2 {
-			d1 = t.Dims[1]
-		}
-		fmt.Fprintf(w, "%d %d %d %d", bb.Slot, dtypeCode[bb.DType], d0, d1)
-		for _, v := range tc.bits[bb.Name] {
-			fmt.Fprintf(w, " %.17g", v)
-		}
-		w.WriteString("\n")
+		writeBuffer(w, bb, e.Buffers[bb.Name].Dims, tc.bits[bb.Name])
 	}
+}
+
+// writeBuffer writes one buffer in readBuffers's format: slot, dtype code,
+// rank, extents, elements (as the host program stores them).
+func writeBuffer(w *bufio.Writer, bb BufferABI, dims []int, bits []float64) {
+	fmt.Fprintf(w, "%d %d %d", bb.Slot, dtypeCode[bb.DType], len(dims))
+	for _, d := range dims {
+		fmt.Fprintf(w, " %d", d)
+	}
+	for _, v := range bits {
+		fmt.Fprintf(w, " %.17g", v)
+	}
+	w.WriteString("\n")
 }
 
 // hostResult is what the host program printed for one tile.

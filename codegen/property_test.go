@@ -75,6 +75,14 @@ var maskCases = []struct{ name, decls, mask, score string }{
 	{"i64_2d", "buffer t: i64[H, 9]\n", "t[h, q - kv] >= 0", ""},
 	{"bool_table", "buffer allowed: bool[Q, KV]\n", "allowed[q, kv] or q == kv", ""},
 	{"batch_prefix", "buffer plen: i32[B]\n", "kv < plen[b] or q >= kv", ""},
+	// N-D buffers (issue 27): row-major reads of rank 3, 4 and 8, in range
+	// and out of it (a middle index below 0 or past its extent).
+	{"i32_3d", "buffer t: i32[H, 3, KV]\n", "t[h, q % 3, kv] >= 0 or q == kv", ""},
+	{"bool_3d_oob", "buffer a: bool[Q, 4, KV]\n", "a[q, q - kv, kv] or q == kv", ""},
+	{"i16_4d", "buffer t: i16[B, H, 2, KV]\n", "t[b, h, (q + kv) % 2, kv] < 0 or q >= kv", ""},
+	{"sel_3d", "buffer sel: i32[H, 8, 2]\n", "kv <= q and (q // 16 == kv // 16 or sel[h, q // 16, 0] == kv // 16 or sel[h, q // 16, 1] == kv // 16)", ""},
+	{"f32_4d_score", "buffer w: f32[B, H, 2, 9]\n", "q >= kv", "score + w[b, h, q % 2, q - kv]"},
+	{"i8_8d", "buffer t: i8[2, 2, 2, 2, 2, 2, 2, KV]\n", "t[q % 2, kv % 2, h % 2, b % 2, 1, 0, (q // 2) % 2, kv] > 0 or q == kv", ""},
 	{"segments", "buffer doc: i32[KV] segments\n", "doc[q] == doc[kv]", ""},
 	{"segments_causal", "buffer doc: i64[KV] segments\n", "doc[kv] == doc[q] and q >= kv and q - kv < 20", ""},
 	{"segments_or", "buffer doc: i32[KV] segments\n", "doc[q] == doc[kv] or kv < 3", ""},

@@ -28,6 +28,12 @@ func TestSelectionIntervals(t *testing.T) {
 			func(h, i int) float64 {
 				return []float64{-5, 99, 1 << 40, -(1 << 40), 0, 1, 2, 3}[(h*7+i*3)%8]
 			}, true},
+		// the same selection, its natural 3-D spelling (issue 27): the walk
+		// recognises sel[h, q // 128, j] as it does sel[h, (q // 128) * 4 + j]
+		{"moba_3d", "buffer sel: i64[H, 4, 4]\n", "kv <= q and (q // 128 == kv // 128 or sel[h, q // 128, 0] == kv // 128 or sel[h, q // 128, 1] == kv // 128 or sel[h, q // 128, 2] == kv // 128 or sel[h, q // 128, 3] == kv // 128)", 5,
+			func(h, i int) float64 {
+				return []float64{-5, 99, 1 << 40, -(1 << 40), 0, 1, 2, 3}[(h*7+i*3)%8]
+			}, true},
 		// 64-row query blocks: two reads per 128-row tile
 		{"nsa", "buffer sel: i32[32]\n", "kv <= q and (q // 64 == kv // 64 or sel[(q // 64) * 2] == kv // 64 or sel[(q // 64) * 2 + 1] == kv // 64)", 5,
 			func(h, i int) float64 { return float64((i*5)%9 - 1) }, false},
@@ -299,9 +305,14 @@ func selSparsity(t *testing.T, hc hostCase, env *eval.Env, vals func(h, i int) f
 		dims = append(dims, int(d.Eval(sizeMap(env))))
 	}
 	tn := eval.NewTensor(dims...)
-	row := dims[len(dims)-1]
+	// vals(h, i): i is the position within head h's entries, row-major,
+	// for a [H, ...] table of any rank (a 1-D table is one head's).
+	per := len(tn.Data)
+	if len(dims) >= 2 {
+		per /= dims[0]
+	}
 	for i := range tn.Data {
-		tn.Data[i] = vals(i/row, i%row)
+		tn.Data[i] = vals(i/per, i%per)
 	}
 	env.Buffers["sel"] = tn
 	hs, err := hc.kernel.HostSparsity(env)

@@ -36,6 +36,11 @@ func TestTorchExpr(t *testing.T) {
 		{"narrow ints", "buffer tag: u8[KV]\nbuffer b16: i16[KV]\nbuffer doc32: i32[KV]\n", "tag[kv] + 200 >= 300 or b16[q] * 4 > 70000 or doc32[kv] == 1", "",
 			"((((tag[kv].long() + 200) >= 300) | ((b16[q].long() * 4) > 70000)) | (doc32[kv] == 1))"},
 		{"trig", "", "", "torch.sin(score) + cos(score) * tan(score) - erf(score)", "((torch.sin(score) + (torch.cos(score) * torch.tan(score))) - torch.erf(score))"},
+		// N-D buffers: one index per dimension, as torch indexes them.
+		{"3-D selection", "buffer sel: i32[H, 256, 4]\n", "sel[h, q // 128, 1] == kv // 128", "",
+			"(sel[h, torch.div(q, 128, rounding_mode='floor'), 1] == torch.div(kv, 128, rounding_mode='floor'))"},
+		{"4-D table", "buffer keep: bool[B, 2, 128, 128]\n", "keep[b, h % 2, q // 64, kv // 64]", "",
+			"keep[b, torch.remainder(h, 2), torch.div(q, 64, rounding_mode='floor'), torch.div(kv, 64, rounding_mode='floor')]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -33,17 +33,8 @@ def corpus_buffers(mask, H, S):
     spec = importlib.util.spec_from_file_location("tilemask_buffers", os.path.join(path, "buffers.py"))
     corpus = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(corpus)
-    out = {}
-    for name, vals in corpus.buffers(mask, H, S).items():
-        sel = corpus.DECLARED.get(mask)
-        if sel is None:
-            dims = [S]
-        elif sel[4]:
-            dims = [sel[3]]
-        else:
-            dims = [H, sel[3]]
-        out[name] = (dims, vals)
-    return out
+    dims = corpus.extents(mask, H, S)
+    return {name: (dims[name], vals) for name, vals in corpus.buffers(mask, H, S).items()}
 
 
 def buffers(case, B, H, S):

@@ -18,8 +18,9 @@ import (
 // rule or a manifest field changes meaning (3: the position frame in
 // MaskcBuffers; the backward's tiles per platform and head dim,
 // kernels[].bwd_launch; 4: the status words, MaskcBuffers.status and
-// abi.status).
-const ABIVersion = 4
+// abi.status; 5: MaskcBuffers.dim carries MaxBufferRank = 8 extents per
+// buffer, was 2).
+const ABIVersion = 5
 
 // MaxSeqLen is the longest Sq and Skv a kernel may be launched with:
 // 2^31 - 257. MaskcShape's lengths are C ints with 256 of headroom for tile
@@ -45,8 +46,18 @@ const (
 const (
 	// MaxBuffers is the number of captured tensors a kernel can take.
 	MaxBuffers = 8
-	// MaxBufferRank is the number of dimensions a captured tensor can have.
-	MaxBufferRank = 2
+	// MaxBufferRank is the number of dimensions a captured tensor can have:
+	// the extents MaskcBuffers.dim carries per slot, and the rank every
+	// reader (the generated accessors, the Go runtime, the Python package)
+	// fills and checks. 8 covers what masks index in practice with room to
+	// spare: [B, H, Q/D, k] block selections (MoBA, NSA) are 4-D, as are
+	// FlexAttention's BlockMask index tensors [B, H, q blocks, kv blocks];
+	// a per-head table of 2-D canvases is 5-D. Torch allows more (up to 64
+	// dimensions) but no attention mask we know of reads one, and every
+	// extent costs 8 bytes of kernel parameter per slot: MaskcBuffers is
+	// 632 bytes at 8 x 8, far inside the 4 KiB that CUDA and HIP pass by
+	// value. It equals MaxBuffers by choice, not by necessity.
+	MaxBufferRank = 8
 )
 
 // The status words: StatusWords device words (unsigned int) that a launcher
@@ -213,8 +224,8 @@ var ShapeStruct = layout("MaskcShape", "Shapes and strides of one launch (the sa
 
 // BuffersStruct is struct MaskcBuffers: the captured tensors, by slot.
 var BuffersStruct = layout("MaskcBuffers", "What the mask and score read: captured tensors by slot (declaration order of the buffers the\n"+
-	"kernel reads): ptr[i] is the data (row-major, contiguous), dim[i] its extents (a 1-D buffer has\n"+
-	"dim[i][1] == 1); and the position frame (hipsrc/frame.h): the launch computes the rows\n"+
+	"kernel reads): ptr[i] is the data (row-major, contiguous), dim[i] its extents (outermost first;\n"+
+	"the extents past a buffer's rank are 1); and the position frame (hipsrc/frame.h): the launch computes the rows\n"+
 	"q_offset .. q_offset+Sq-1 against the keys kv_offset .. kv_offset+Skv-1 and the heads\n"+
 	"h_offset .. h_offset+H-1 of an attention of q_total x kv_total positions and h_total heads,\n"+
 	"which is what the mask and score see (all zero: the launch is the whole attention).",
@@ -686,7 +697,7 @@ func ABIHeader() string {
 	b.WriteString("// Code generated from hipsrc/abi.go by `go generate ./hipsrc`; DO NOT EDIT.\n")
 	b.WriteString("// The kernel ABI structs (hipsrc/MANIFEST.md documents them and their layout).\n")
 	b.WriteString("#ifndef MASKC_ABI_H\n#define MASKC_ABI_H\n")
-	fmt.Fprintf(&b, "#define MASKC_ABI_VERSION %d\n#define MASKC_MAX_BUFFERS %d\n", ABIVersion, MaxBuffers)
+	fmt.Fprintf(&b, "#define MASKC_ABI_VERSION %d\n#define MASKC_MAX_BUFFERS %d\n#define MASKC_MAX_BUFFER_RANK %d\n", ABIVersion, MaxBuffers, MaxBufferRank)
 	b.WriteString("// The status words MaskcBuffers.status points at: [0] sticky bits, [1 + slot] segments sorted.\n")
 	b.WriteString("#define MASKC_STATUS_WORDS (1 + MASKC_MAX_BUFFERS)\n")
 	for _, sb := range StatusBits {

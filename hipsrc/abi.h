@@ -2,8 +2,9 @@
 // The kernel ABI structs (hipsrc/MANIFEST.md documents them and their layout).
 #ifndef MASKC_ABI_H
 #define MASKC_ABI_H
-#define MASKC_ABI_VERSION 4
+#define MASKC_ABI_VERSION 5
 #define MASKC_MAX_BUFFERS 8
+#define MASKC_MAX_BUFFER_RANK 8
 // The status words MaskcBuffers.status points at: [0] sticky bits, [1 + slot] segments sorted.
 #define MASKC_STATUS_WORDS (1 + MASKC_MAX_BUFFERS)
 #define MASKC_STATUS_SEGMENTS_UNSORTED 1u  // a segments buffer's ids were not non-decreasing along a row (the promise was broken; the result is still the mask as written)
@@ -26,14 +27,14 @@ struct MaskcShape {
 };
 
 // What the mask and score read: captured tensors by slot (declaration order of the buffers the
-// kernel reads): ptr[i] is the data (row-major, contiguous), dim[i] its extents (a 1-D buffer has
-// dim[i][1] == 1); and the position frame (hipsrc/frame.h): the launch computes the rows
+// kernel reads): ptr[i] is the data (row-major, contiguous), dim[i] its extents (outermost first;
+// the extents past a buffer's rank are 1); and the position frame (hipsrc/frame.h): the launch computes the rows
 // q_offset .. q_offset+Sq-1 against the keys kv_offset .. kv_offset+Skv-1 and the heads
 // h_offset .. h_offset+H-1 of an attention of q_total x kv_total positions and h_total heads,
 // which is what the mask and score see (all zero: the launch is the whole attention).
 struct MaskcBuffers {
   const void* ptr[8];
-  long long dim[8][2];
+  long long dim[8][8];
   long long q_offset;                  // global position of local query row 0 (>= 0)
   long long kv_offset;                 // global position of local key 0 (>= 0)
   long long h_offset;                  // global index of local query head 0 (>= 0, a multiple of H / HKV)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -300,8 +301,9 @@ func TestABILayout(t *testing.T) {
 	}
 	// The layout the launchers were first written against (ABI 3 added the
 	// six position-frame members at the end of MaskcBuffers, ABI 4 the
-	// status pointer after them).
-	if ShapeStruct.Size != 144 || BuffersStruct.Size != 192+8*len(FrameFields)+8 {
+	// status pointer after them, ABI 5 widened dim from [8][2] to [8][8]:
+	// 632 bytes, as MaxBufferRank's comment says).
+	if ShapeStruct.Size != 144 || BuffersStruct.Size != 8*MaxBuffers+8*MaxBuffers*MaxBufferRank+8*len(FrameFields)+8 || BuffersStruct.Size != 632 {
 		t.Errorf("MaskcShape %d bytes, MaskcBuffers %d", ShapeStruct.Size, BuffersStruct.Size)
 	}
 }
@@ -353,6 +355,15 @@ func TestManifestRoundTrip(t *testing.T) {
 		if _, err := ReadManifest(dir); err == nil || !strings.Contains(err.Error(), "manifest version") || !strings.Contains(err.Error(), "rewrite it") {
 			t.Errorf("an old manifest %s: %v", old, err)
 		}
+	}
+	// A manifest of this schema whose kernels were built for an older ABI
+	// (4: MaskcBuffers.dim of 2 extents) is refused naming both versions.
+	old := fmt.Sprintf(`{"version": %d, "abi": {"version": %d}}`, ManifestVersion, ABIVersion-1)
+	if err := os.WriteFile(filepath.Join(dir, ManifestFile), []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadManifest(dir); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("kernel ABI %d, this maskc fills ABI %d", ABIVersion-1, ABIVersion)) {
+		t.Errorf("a manifest of ABI 4: %v", err)
 	}
 }
 
@@ -671,5 +682,29 @@ func TestStatusWordsExported(t *testing.T) {
 			t.Errorf("status bit %s = %d: want distinct single bits", b.Name, b.Value)
 		}
 		seen |= b.Value
+	}
+}
+
+// TestEntryParamsFit: every entry point's parameters, MaskcBuffers of
+// MaxBufferRank extents per slot included, fit in the 4 KiB that CUDA and
+// HIP pass to a kernel by value (each scalar counted as 8 bytes, an upper
+// bound of its aligned size).
+func TestEntryParamsFit(t *testing.T) {
+	sizes := map[string]int{}
+	for _, s := range append(append([]Struct(nil), Structs...), BwdShapeStruct) {
+		sizes[s.Name] = s.Size
+	}
+	for _, e := range append(append([]Entry(nil), Entries...), BwdEntries...) {
+		n := 0
+		for _, p := range e.Params {
+			if sz, ok := sizes[p.CType]; ok {
+				n += sz
+			} else {
+				n += 8
+			}
+		}
+		if n > 4096 || n < BuffersStruct.Size && slices.ContainsFunc(e.Params, func(p Param) bool { return p.CType == "MaskcBuffers" }) {
+			t.Errorf("%s: %d bytes of parameters", e.Name, n)
+		}
 	}
 }

@@ -289,12 +289,18 @@ func ReadManifest(dir string) (*Manifest, error) {
 	}
 	var v struct {
 		Version int `json:"version"`
+		ABI     struct {
+			Version int `json:"version"`
+		} `json:"abi"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if v.Version != ManifestVersion {
 		return nil, fmt.Errorf("%s: manifest version %d, this maskc reads %d (rewrite it with this maskc: maskc compile or genkernels)", path, v.Version, ManifestVersion)
+	}
+	if v.ABI.Version != ABIVersion {
+		return nil, fmt.Errorf("%s: kernel ABI %d, this maskc fills ABI %d (rewrite it with this maskc: maskc compile or genkernels)", path, v.ABI.Version, ABIVersion)
 	}
 	var m Manifest
 	if err := json.Unmarshal(b, &m); err != nil {

@@ -30,6 +30,9 @@ func TestGeneratorDiagnostics(t *testing.T) {
 			codegen.CodeIntOverflow, protocol.Position{Line: 0, Character: 22}},
 		{"too many buffers", nine + "mask m(b, h, q, kv) = " + strings.Join(reads, " + ") + " > 0\nattention a {\n    mask = m\n}\n",
 			codegen.CodeTooManyBuffers, protocol.Position{Line: 8, Character: 7}},
+		// 9 dimensions, one more than the kernel ABI carries (issue 27).
+		{"buffer rank", "buffer t9: f32[B, H, 2, 2, 2, 2, 2, 2, KV]\nmask m(b, h, q, kv) = t9[b, h, 0, 1, 0, 1, 0, 1, kv] > 0\nattention a {\n    mask = m\n}\n",
+			codegen.CodeBufferRank, protocol.Position{Line: 0, Character: 0}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -59,7 +59,7 @@ type cShape struct {
 type cBuffers struct {
 	_   structs.HostLayout
 	Ptr [MaxBuffers]uintptr
-	Dim [MaxBuffers][hipsrc.MaxBufferRank]int64
+	Dim [MaxBuffers]Extents // dim[slot]: hipsrc.MaxBufferRank extents
 	// The position frame (hipsrc.FrameFields); this runtime launches whole
 	// attentions, so it leaves them zero.
 	QOffset, KVOffset, HOffset, QTotal, KVTotal, HTotal int64

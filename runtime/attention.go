@@ -45,16 +45,40 @@ type AttentionSpec struct {
 	Flex *dsl.Source
 }
 
+// Extents are one buffer's extents as MaskcBuffers.dim holds them:
+// outermost first, 1 past the buffer's rank.
+type Extents [hipsrc.MaxBufferRank]int64
+
+// Elements returns the number of elements, false when an extent is below 1
+// or the product exceeds 2^62 (no device holds such a buffer; the bound
+// keeps byte counts of 8-byte elements inside int64).
+func (e Extents) Elements() (int64, bool) {
+	n := int64(1)
+	for _, d := range e {
+		if d < 1 || d > (1<<62)/n {
+			return 0, false
+		}
+		n *= d
+	}
+	return n, true
+}
+
 // Extents returns the extents of buffer slot i written to
-// MaskcBuffers.dim for sizes (a 1-D buffer's second extent is 1): its
-// declared dims (hipsrc.BufferSlot.Dims) evaluated.
-func (s AttentionSpec) Extents(i int, sz Sizes) ([2]int64, error) {
+// MaskcBuffers.dim for sizes: its declared dims (hipsrc.BufferSlot.Dims)
+// evaluated, then 1 up to hipsrc.MaxBufferRank.
+func (s AttentionSpec) Extents(i int, sz Sizes) (Extents, error) {
 	b := s.Kernel.Slots[i]
 	got, err := hipsrc.EvalDims(b.Dims, map[string]int64{"B": sz.B, "H": sz.H, "HKV": sz.HKV, "Q": sz.Q, "KV": sz.KV})
 	if err != nil {
-		return [2]int64{}, err
+		return Extents{}, err
 	}
-	out := [2]int64{1, 1}
+	if len(got) > hipsrc.MaxBufferRank {
+		return Extents{}, fmt.Errorf("%d extents; MaskcBuffers holds at most %d", len(got), hipsrc.MaxBufferRank)
+	}
+	var out Extents
+	for j := range out {
+		out[j] = 1
+	}
 	copy(out[:], got)
 	return out, nil
 }
@@ -148,7 +172,7 @@ type shapeKey struct {
 type shapeEntry struct {
 	key       shapeKey
 	shape     cShape
-	dims      [MaxBuffers][2]int64
+	dims      [MaxBuffers]Extents
 	grid      Dim3
 	flagsGrid Dim3
 	segGrid   Dim3
@@ -348,9 +372,9 @@ func (k *AttentionKernel) CheckSegments(shape Shape, buffers []DevicePtr) error 
 		if err != nil {
 			return errorf(CodeBuffers, err, "segments buffer %s", b.Name)
 		}
-		n := dims[0] * dims[1]
-		if dims[0] < 0 || dims[1] < 0 || n > 1<<31 {
-			return errorf(CodeBuffers, nil, "segments buffer %s has extents %v", b.Name, dims)
+		n, ok := dims.Elements()
+		if !ok || n > 1<<31 {
+			return errorf(CodeBuffers, nil, "segments buffer %s has extents %v", b.Name, dims[:len(b.Dims)])
 		}
 		switch b.DType {
 		case "i32":
@@ -529,8 +553,8 @@ func (k *AttentionKernel) newEntry(key shapeKey) (*shapeEntry, error) {
 		if err != nil {
 			return nil, errorf(CodeBuffers, err, "buffer %s", b.Name)
 		}
-		if dims[0] < 1 || dims[1] < 1 {
-			return nil, errorf(CodeBuffers, nil, "buffer %s has extents %v for shape B=%d H=%d Q=%d KV=%d; extents must be positive", b.Name, dims, sh.B, sh.H, sh.Sq, sh.Skv)
+		if _, ok := dims.Elements(); !ok {
+			return nil, errorf(CodeBuffers, nil, "buffer %s has extents %v for shape B=%d H=%d Q=%d KV=%d; extents must be positive, their product at most 2^62", b.Name, dims[:len(b.Dims)], sh.B, sh.H, sh.Sq, sh.Skv)
 		}
 		e.dims[i] = dims
 	}

@@ -186,7 +186,7 @@ func (k *AttentionKernel) scratchFor(e *shapeEntry, atomic bool) (*bwdScratch, e
 			if !b.Grad {
 				continue
 			}
-			n := e.dims[i][0] * e.dims[i][1]
+			n, _ := e.dims[i].Elements() // the forward's shape check refused any other
 			p, err := k.d.Alloc(8 * n)
 			if err != nil {
 				k.freeScratch(sc)

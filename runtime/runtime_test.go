@@ -418,7 +418,7 @@ func TestForwardMarshalsTheABI(t *testing.T) {
 		if fwd.buf.Ptr[0] != uintptr(bufs[0]) || fwd.buf.Ptr[1] != uintptr(bufs[1]) || fwd.buf.Ptr[2] != 0 {
 			t.Errorf("buffer pointers %v", fwd.buf.Ptr)
 		}
-		if fwd.buf.Dim[0] != [2]int64{200, 1} || fwd.buf.Dim[1] != [2]int64{8, 64} {
+		if fwd.buf.Dim[0] != (Extents{200, 1, 1, 1, 1, 1, 1, 1}) || fwd.buf.Dim[1] != (Extents{8, 64, 1, 1, 1, 1, 1, 1}) {
 			t.Errorf("buffer dims %v", fwd.buf.Dim[:2])
 		}
 		if sparsity == SparsityPrepass {
@@ -632,6 +632,51 @@ func TestNewAttentionRejectsBadSpecs(t *testing.T) {
 		var re *Error
 		if !errors.As(err, &re) || re.Code != tc.code {
 			t.Errorf("%s: got %v, want %s", tc.name, err, tc.code)
+		}
+	}
+}
+
+// TestForwardMarshalsNDExtents: a buffer of 3 and one of
+// hipsrc.MaxBufferRank dimensions pass every extent, outermost first, and 1
+// past the rank.
+func TestForwardMarshalsNDExtents(t *testing.T) {
+	d, _, rec := newFakeDevice(t, "")
+	spec := probeSpec(t, SparsityNone)
+	spec.Kernel.Slots[0].Dims = []string{"H", "KV // 8", "8"}
+	spec.Kernel.Slots[1].Dims = []string{"2", "H // 4", "2", "2", "2", "2", "2", "1"}
+	k, err := d.NewAttention(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	q, kk, v, o, lse, bufs := tensors(t, d)
+	if err := k.Forward(0, q, kk, v, o, lse, ContiguousShape(BSHD, 2, 8, 2, 300, 200, 128), bufs); err != nil {
+		t.Fatal(err)
+	}
+	fwd := rec.records[len(rec.records)-1]
+	if fwd.buf.Dim[0] != (Extents{8, 25, 8, 1, 1, 1, 1, 1}) || fwd.buf.Dim[1] != (Extents{2, 2, 2, 2, 2, 2, 2, 1}) {
+		t.Errorf("buffer dims %v", fwd.buf.Dim[:2])
+	}
+}
+
+// TestExtentsElements: the element count of every rank, and the refusals
+// (an extent below 1, a product past 2^62).
+func TestExtentsElements(t *testing.T) {
+	for _, tc := range []struct {
+		e    Extents
+		n    int64
+		okay bool
+	}{
+		{Extents{5, 1, 1, 1, 1, 1, 1, 1}, 5, true},
+		{Extents{2, 3, 4, 1, 1, 1, 1, 1}, 24, true},
+		{Extents{2, 2, 2, 2, 2, 2, 2, 3}, 384, true},
+		{Extents{2, 0, 4, 1, 1, 1, 1, 1}, 0, false},
+		{Extents{1 << 31, 1 << 31, 1, 1, 1, 1, 1, 1}, 1 << 62, true},
+		{Extents{1 << 31, 1 << 31, 2, 1, 1, 1, 1, 1}, 0, false},
+		{Extents{1 << 40, 1 << 40, 1 << 40, 1, 1, 1, 1, 1}, 0, false},
+	} {
+		if n, ok := tc.e.Elements(); n != tc.n || ok != tc.okay {
+			t.Errorf("%v: %d %v, want %d %v", tc.e, n, ok, tc.n, tc.okay)
 		}
 	}
 }

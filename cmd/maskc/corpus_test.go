@@ -26,6 +26,11 @@ const corpusLimit = 1.05
 // another goes over.
 var corpusOver = map[string]string{}
 
+// corpusSame are corpus masks that spell another one differently, with the
+// same buffer contents (buffers.py's SAME), and must have its tile maps:
+// moba_3d reads moba's selection as the natural 3-D [H, 256, 4] buffer.
+var corpusSame = map[string]string{"moba_3d": "moba"}
+
 // TestCorpusTileMaps pins the tile maps of testdata/tilemasks at 1x2xSxS
 // for S = 8192 and 32768 with buffers.py's contents (buffers_2xS.txt.gz,
 // `python3 buffers.py 2 S MASK... | gzip -9n`; BD3-LM's N is S/2), every
@@ -39,6 +44,7 @@ func TestCorpusTileMaps(t *testing.T) {
 	}
 	var out strings.Builder
 	over := map[string]bool{}
+	lines := map[string]string{} // the lines of each mask, without its name
 	for _, s := range []int{8192, 32768} {
 		real := corpusBuffers(t, fmt.Sprintf("../../testdata/tilemasks/buffers_2x%d.txt.gz", s))
 		for _, path := range files {
@@ -94,7 +100,9 @@ func TestCorpusTileMaps(t *testing.T) {
 						t.Fatalf("%s at S=%d on %s: keeps nothing", name, s, p)
 					}
 					r := float64(c.Visited) / float64(c.WithKept)
-					fmt.Fprintf(&out, "%-18s S=%-5d %-12s %-8s visited %8d with_kept %8d full %8d  %.3f\n", name, s, p, k.Sparsity, c.Visited, c.WithKept, c.Full, r)
+					line := fmt.Sprintf("S=%-5d %-12s %-8s visited %8d with_kept %8d full %8d  %.3f\n", s, p, k.Sparsity, c.Visited, c.WithKept, c.Full, r)
+					lines[name] += line
+					fmt.Fprintf(&out, "%-18s %s", name, line)
 					if r > corpusLimit {
 						over[name] = true
 						if corpusOver[name] == "" {
@@ -116,12 +124,19 @@ func TestCorpusTileMaps(t *testing.T) {
 						t.Fatalf("%s at S=%d on %s: the backward's tiles keep %d pairs, the forward's %d", name, s, p, c.KeptPairs, counts[i].KeptPairs)
 					}
 					r := float64(c.Visited) / float64(c.WithKept)
-					fmt.Fprintf(&out, "%-18s S=%-5d %-12s bwd      visited %8d with_kept %8d full %8d  %.3f\n", name, s, p, c.Visited, c.WithKept, c.Full, r)
+					line := fmt.Sprintf("S=%-5d %-12s bwd      visited %8d with_kept %8d full %8d  %.3f\n", s, p, c.Visited, c.WithKept, c.Full, r)
+					lines[name] += line
+					fmt.Fprintf(&out, "%-18s %s", name, line)
 					if sel == codegen.TileListDataDriven && c.Visited != c.WithKept {
 						t.Errorf("%s at S=%d on %s: the backward visits %d tiles, %d holding a kept pair: the selections are not exact there", name, s, p, c.Visited, c.WithKept)
 					}
 				}
 			}
+		}
+	}
+	for name, same := range corpusSame {
+		if lines[name] == "" || lines[name] != lines[same] {
+			t.Errorf("%s's tile maps differ from %s's:\n%s\n%s", name, same, lines[name], lines[same])
 		}
 	}
 	for name := range corpusOver {

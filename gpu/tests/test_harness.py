@@ -17,7 +17,10 @@ from maskc import cache
 from maskc.diagnostics import MaskcError
 
 FLEX = sorted(glob.glob(os.path.join(EXAMPLES, "*.flex")) +
-              glob.glob(os.path.join(REPO, "codegen", "testdata", "golden", "*.flex")))
+              glob.glob(os.path.join(REPO, "codegen", "testdata", "golden", "*.flex")) +
+              # N-D buffers (issue 27): 3-D and 4-D reads in masks and scores
+              [os.path.join(REPO, "gpu", "bwd_cases", "nd_buffers.flex"),
+               os.path.join(REPO, "testdata", "tilemasks", "moba_3d.flex")])
 
 
 def generated_entries(maskc_bin):

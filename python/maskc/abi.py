@@ -27,7 +27,7 @@ __all__ = ["ABI_VERSION", "MANIFEST_VERSION", "MANIFEST_FILE", "FRAME_FIELDS", "
 #: the kernel's one descriptor (hipsrc.KernelDesc), which plan.json names.
 MANIFEST_VERSION = 5
 #: The kernel ABI version this package fills structs for (hipsrc.ABIVersion, the manifest's abi.version).
-ABI_VERSION = 4
+ABI_VERSION = 5
 #: The manifest's file name in a compile output directory.
 MANIFEST_FILE = "manifest.json"
 

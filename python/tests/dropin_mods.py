@@ -161,3 +161,15 @@ def generate_dilated_sliding_window(window_size, dilation):
         return in_window & is_dilated
     dilated_sliding_window.__name__ = f"dilated_sliding_window_{window_size}_dilation_{dilation}"
     return dilated_sliding_window
+
+
+def generate_moba_mask(selected, block=128):
+    # MoBA-style block selection with its natural 3-D tensor (issue 27):
+    # selected[h, query block, j] names a key block each query block attends
+    def moba_mask(b, h, q_idx, kv_idx):
+        causal = q_idx >= kv_idx
+        own = q_idx // block == kv_idx // block
+        picked = (selected[h, q_idx // block, 0] == kv_idx // block) | (selected[h, q_idx // block, 1] == kv_idx // block)
+        return causal & (own | picked)
+
+    return moba_mask

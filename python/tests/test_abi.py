@@ -2,8 +2,8 @@
 
 testdata/manifest_v5.json is a manifest written by the hipsrc package
 (genkernels over examples and a prepass mask: version 4's, whose kernels[]
-keys version 5 kept, with the version fields of 5); test_launch_plan reads
-the binary's own output too."""
+keys version 5 kept, with the version fields of 5, and MaskcBuffers of ABI
+5: dim[8][8]); test_launch_plan reads the binary's own output too."""
 import copy
 import ctypes
 import json
@@ -27,7 +27,7 @@ def doc():
 def test_structs_match_the_manifest_layout(doc):
     m = Manifest(doc)
     shape = {s["name"]: s for s in doc["abi"]["structs"]}["MaskcShape"]
-    assert ctypes.sizeof(m.Shape) == shape["size"] and ctypes.sizeof(m.Buffers) == 248
+    assert ctypes.sizeof(m.Shape) == shape["size"] and ctypes.sizeof(m.Buffers) == 632
     for f in shape["fields"]:
         assert getattr(m.Shape, f["name"]).offset == f["offset"]
 
@@ -91,10 +91,32 @@ def test_pack_one_dim_buffer_second_extent_is_one(doc):
     spec = m.kernel("packed_layer")
     _, bufs = m.pack(spec, dict(B=1, H=1, HKV=1, Sq=5, Skv=5), dict(q=(0,) * 3, k=(0,) * 3, v=(0,) * 3, o=(0,) * 3),
                      1.0, 0, 0, [(64, [5])])
-    assert list(bufs.dim[0]) == [5, 1]
+    assert list(bufs.dim[0]) == [5, 1, 1, 1, 1, 1, 1, 1]
     with pytest.raises(MaskcError, match="takes 1 buffers, got 0"):
         m.pack(spec, dict(B=1, H=1, HKV=1, Sq=5, Skv=5), dict(q=(0,) * 3, k=(0,) * 3, v=(0,) * 3, o=(0,) * 3),
                1.0, 0, 0, [])
+
+
+@pytest.mark.parametrize("ext", [[5], [2, 3], [4, 3, 2], [2, 16, 64, 4], [2] * 8])
+def test_pack_nd_extents(doc, ext):
+    # Every rank up to max_buffer_rank: the extents outermost first, then 1s,
+    # at the manifest's offset of dim[slot].
+    m = Manifest(doc)
+    assert m.max_rank == 8
+    spec = m.kernel("packed_layer")
+    z = dict(q=(0,) * 3, k=(0,) * 3, v=(0,) * 3, o=(0,) * 3)
+    _, bufs = m.pack(spec, dict(B=1, H=1, HKV=1, Sq=5, Skv=5), z, 1.0, 0, 0, [(64, ext)])
+    want = list(ext) + [1] * (8 - len(ext))
+    assert list(bufs.dim[0]) == want
+    off = {f["name"]: f["offset"] for s in doc["abi"]["structs"] if s["name"] == "MaskcBuffers" for f in s["fields"]}["dim"]
+    assert list(struct.unpack_from("<8q", bytes(bufs), off)) == want
+
+
+def test_pack_refuses_more_extents_than_the_abi_holds(doc):
+    m = Manifest(doc)
+    z = dict(q=(0,) * 3, k=(0,) * 3, v=(0,) * 3, o=(0,) * 3)
+    with pytest.raises(MaskcError, match="has 9 extents; MaskcBuffers holds 1 to 8"):
+        m.pack(m.kernel("packed_layer"), dict(B=1, H=1, HKV=1, Sq=5, Skv=5), z, 1.0, 0, 0, [(64, [2] * 9)])
 
 
 def test_grids_and_flags(doc):
@@ -151,7 +173,7 @@ def edit(doc, what):
     if what == "version":
         d["version"] = 4  # an older maskc's manifest (a compile cache entry it wrote)
     elif what == "abi version":
-        d["abi"]["version"] = 5
+        d["abi"]["version"] = 4  # an older maskc's kernels: MaskcBuffers.dim[8][2]
     elif what == "offset":
         shape["fields"][5]["offset"] += 8
     elif what == "unknown field":
@@ -174,7 +196,7 @@ def edit(doc, what):
 
 @pytest.mark.parametrize("what, msg", [
     ("version", "has version 4; this package reads version 5 .*delete the compile cache entry"),
-    ("abi version", "kernel ABI 5; this package fills ABI 4"), ("offset", "q_stride is at offset 32"), ("unknown field", "MaskcShape.window"),
+    ("abi version", "kernel ABI 4; this package fills ABI 5"), ("offset", "q_stride is at offset 32"), ("unknown field", "MaskcShape.window"),
     ("missing field", "lacks tile_flags"), ("c_type", "'short'"), ("grid", "D/block_m"),
     ("slots", "slots \\[3\\]"), ("entry", "maskc_attn_fwd2"), ("key", "malformed"),
 ])

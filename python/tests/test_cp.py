@@ -186,7 +186,7 @@ def test_frame_reaches_the_kernel_and_buffers_are_global(env):
     bufs = attn.generated().man.Buffers.from_buffer_copy(args[6])
     assert check[0] == args[6]
     assert [getattr(bufs, n) for n in abi.FRAME_FIELDS] == [3 * S, S, 0, 4 * S, 4 * S, 0]
-    assert list(bufs.dim[0]) == [4 * S, 1]
+    assert list(bufs.dim[0]) == [4 * S] + [1] * 7
     with pytest.raises(MaskcError, match=r"doc has shape \[256\]"):  # a local doc vector is refused
         attn(q, q, q, buffers={"doc": ft.Tensor((S,), ft.int32)},
              frame=Frame(q_offset=S, kv_offset=0, q_total=4 * S, kv_total=4 * S))

@@ -542,3 +542,23 @@ def test_all_kernels_is_its_own_cache_entry(env):
     assert not plain.has("encoder.hip") and every.has("encoder.hip") and every.has("encoder.bwd.hip")
     assert env.mt.Program(every).attention("encoder").decision.has_generated
     assert cache.compile_flex(path, all_kernels=True).directory == every.directory  # reused
+
+
+def test_3d_captured_tensor_is_read_as_written(env):
+    # A mod indexing a captured 3-D tensor (issue 27) pastes as is: the
+    # buffer keeps its three extents, the read its three indices, and the
+    # generated kernel gets the tensor with its extents in MaskcBuffers.dim.
+    mt, dm = env.mt, env.dm
+    B, H, S, D = 1, 8, 512, 64
+    sel = ft.Tensor((H, S // 128, 2), ft.int32)
+    mod = dm.generate_moba_mask(sel)
+    em = env.flex.emit(mod, None, {"B": B, "H": H, "Q": S, "KV": S}, "bf16", D, None)
+    assert "buffer selected: i32[H, 4, 2]" in em.text, em.text
+    assert "(selected[h, q_idx // block, 0] == kv_idx // block)" in em.text, em.text
+    q = ft.Tensor((B, H, S, D))
+    out = mt.flex_attention(q, q, q, block_mask=mt.create_block_mask(mod, None, None, S, S, device="cuda"))
+    assert out.shape == q.shape
+    ((_, f, grid, block, smem, stream, args),) = launches(env.drv)
+    res = next(iter(env.flex._resolved.values()))
+    bufs = res.attn.generated().man.Buffers.from_buffer_copy(args[6])
+    assert bufs.ptr[0] == sel.data_ptr() and list(bufs.dim[0]) == [H, S // 128, 2, 1, 1, 1, 1, 1]

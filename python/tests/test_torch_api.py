@@ -78,6 +78,10 @@ def test_ops_are_registered_with_fake_and_autograd(mt):
     assert out.shape == q.shape and out.is_contiguous() and lse.shape == (2, 8, 100) and lse.dtype is ft.float32
     q2 = ft.Tensor((2, 8, 100, 128))
     assert fwd.fake(q2, k, k, [], None, "key", "bhsd", False, None)[1].shape == (2, 8, 100)
+    # the backward's fake gives each buffer, of any rank, a gradient of its shape
+    sel, bias = ft.Tensor((8, 4, 2), ft.int32), ft.Tensor((2, 8, 3, 5), ft.float32)
+    grads = bwd.fake(q, None, q, k, k, q, ft.Tensor((2, 8, 100), ft.float32), [sel, bias], None, "key", "bshd", False, 0)[3]
+    assert [g.shape for g in grads] == [(8, 4, 2), (2, 8, 3, 5)]
 
 
 @pytest.fixture

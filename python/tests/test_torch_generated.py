@@ -104,7 +104,7 @@ def test_document_block_launch(env):
     assert list(sh.q_stride) == [S * H * D, D, H * D] and list(sh.k_stride) == [S * HKV * D, D, HKV * D]
     assert abs(sh.scale - 1 / D ** 0.5) < 1e-7 and not sh.sink and not sh.tile_flags
     bufs = man.Buffers.from_buffer_copy(args[6])
-    assert bufs.ptr[0] == doc.data_ptr() and list(bufs.dim[0]) == [S, 1]
+    assert bufs.ptr[0] == doc.data_ptr() and list(bufs.dim[0]) == [S] + [1] * 7
     # A second call reuses the loaded module; a new program reuses the cubin.
     attn(q, k, v, buffers={"doc": doc})
     assert len([c for c in drv.calls if c[0] == "load"]) == 1 and len(launches(drv)) == 4
@@ -398,3 +398,39 @@ def test_segments_check_is_opt_in(env, monkeypatch):
     with pytest.raises(MaskcError, match="segments buffer doc: element 1 \\(4\\) is smaller than element 0 \\(5\\)"):
         attn(q, q, q, buffers={"doc": doc})
     assert len(launches(drv)) == 4
+
+
+MOBA3 = """buffer sel: i32[H, 16, 4]
+mask moba(b, h, q, kv) = kv <= q and (q // 128 == kv // 128 or sel[h, q // 128, 0] == kv // 128 or sel[h, q // 128, 3] == kv // 128)
+attention moba {
+    mask = moba
+    layout = bhsd
+    dtype = bf16
+    head_dim = 128
+}
+"""
+
+
+def test_nd_buffer_fill_and_bounds(env, tmp_path):
+    # A 3-D buffer (issue 27): its three extents, outermost first, then 1s,
+    # in MaskcBuffers.dim; a tensor of another shape, and a call at whose
+    # sizes a read falls outside the second dimension, raise before launch.
+    mt, drv, nv = env
+    p = tmp_path / "moba3.flex"
+    p.write_text(MOBA3)
+    attn = mt.load(str(p)).attention("moba")
+    B, H, S, D = 1, 2, 2048, 128
+    q = ft.Tensor((B, H, S, D), ft.bfloat16)
+    sel = ft.Tensor((H, 16, 4), ft.int32)
+    attn(q, q, q, buffers={"sel": sel})
+    (_, f, _, _, _, _, args), = [c for c in launches(drv) if c[1] == 100]
+    bufs = attn.generated().man.Buffers.from_buffer_copy(args[6])
+    assert bufs.ptr[0] == sel.data_ptr() and list(bufs.dim[0]) == [H, 16, 4, 1, 1, 1, 1, 1]
+    n = len(launches(drv))
+    with pytest.raises(MaskcError, match=r"buffer sel has shape \[2, 64\]; declared \[H, 16, 4\] is \[2, 16, 4\]"):
+        attn(q, q, q, buffers={"sel": ft.Tensor((H, 64), ft.int32)})
+    q2 = ft.Tensor((B, H, 2 * S, D), ft.bfloat16)
+    with pytest.raises(MaskcError, match=r"moba3.flex:2:\d+: sel\[h, q // 128, 0\] reads sel outside its extents: "
+                                         r"index in dimension 1 0..31 at .* sel is declared \[H, 16, 4\] = 16 there"):
+        attn(q2, q2, q2, buffers={"sel": sel})
+    assert len(launches(drv)) == n

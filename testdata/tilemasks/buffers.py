@@ -7,6 +7,12 @@ base name), for heads H and sequence length S (Q = KV = S); the values
 after the mask's name are what `maskc classify --buffer` takes. With
 --files, the values go to DIR/MASK.NAME.txt and the line is `MASK
 NAME=@DIR/MASK.NAME.txt` (for sizes past the command line's limit).
+
+The pinned files (cmd/maskc's TestCorpusTileMaps, TestLaunchAllMatchesPairs)
+are, with M="moba moba_k8 moba_k16_shared nsa_shared nsa_per_head bigbird
+multimodal multimodal_spans moba_3d":
+    for S in 8192 32768; do python3 buffers.py 2 $S $M | gzip -9n > buffers_2x$S.txt.gz; done
+    python3 buffers.py 3 640 $M > buffers_3x640.txt
 """
 import os
 import random
@@ -21,7 +27,27 @@ DECLARED = {
     "nsa_shared": ("sel", 8, 64, 4096, True),
     "nsa_per_head": ("sel", 8, 64, 4096, False),
     "bigbird": ("rnd", 3, 64, 1536, False),
+    "moba_3d": ("sel", 4, 128, 1024, False),
 }
+
+# masks that spell another's selection differently and draw its contents
+# (moba_3d reads moba's [H, 1024] as [H, 256, 4]: the same values in the
+# same row-major order)
+SAME = {"moba_3d": "moba"}
+
+# masks whose selection is declared 3-D, [heads, query blocks, k], instead
+# of [heads, query blocks * k]
+SPLIT = {"moba_3d"}
+
+
+def extents(mask, H, S):
+    """The declared extents of each buffer of mask for heads H and length S
+    (what the values of buffers() fill, row-major)."""
+    if mask in DECLARED:
+        name, k, _, width, shared = DECLARED[mask]
+        dims = [] if shared else [H]
+        return {name: dims + ([width // k, k] if mask in SPLIT else [width])}
+    return {name: [S] for name in buffers(mask, H, S)}
 
 
 def selection(rnd, blocks, k, width):
@@ -60,7 +86,7 @@ def segments(rnd, n):
 
 
 def buffers(mask, H, S):
-    rnd = random.Random(mask)
+    rnd = random.Random(SAME.get(mask, mask))
     if mask in DECLARED:
         name, k, block, width, shared = DECLARED[mask]
         heads = 1 if shared else H
