@@ -139,6 +139,20 @@ static int read_tile_case(TileCase* t) {
   seg_checks[t->idx](t->buf);
   return 0;
 }
+// for_each_tile_case reads the number of cases, then each case, and runs
+// run(t) on it; it returns 0, or the exit code of a malformed input.
+template <typename F>
+static int for_each_tile_case(F run) {
+  int ncases;
+  if (scanf("%d", &ncases) != 1) return 2;
+  for (int c = 0; c < ncases; ++c) {
+    TileCase t;
+    if (int rc = read_tile_case(&t)) return rc;
+    run(t);
+  }
+  return 0;
+}
+typedef bool (*mask_fn)(const MaskcBuffers&, long long, long long, long long, long long, long long, long long, long long, long long, long long);
 `
 
 // hostMain reads cases from stdin. Per case: the namespace index, B H HKV Q
@@ -147,7 +161,6 @@ static int read_tile_case(TileCase* t) {
 // "lo hi full qlo qhi" (qlo, qhi: maskc_q_range of [kv_lo, kv_hi)), then one line of 0/1 per q in [q_lo, q_hi) over kv in
 // [0, KV), then one line of scores over the tile.
 const hostMain = readTileCase + `
-typedef bool (*mask_fn)(const MaskcBuffers&, long long, long long, long long, long long, long long, long long, long long, long long, long long);
 typedef float (*score_fn)(const MaskcBuffers&, long long, long long, long long, long long, long long, float, long long, long long, long long, long long);
 typedef void (*range_fn)(const MaskcBuffers&, long long, long long, long long, long long, long long, long long, long long, long long, long long, long long*, long long*);
 typedef bool (*full_fn)(const MaskcBuffers&, long long, long long, long long, long long, long long, long long, long long, long long, long long, long long, long long);
@@ -155,11 +168,7 @@ struct Fns { mask_fn mask; score_fn score; range_fn range; full_fn full; range_f
 static const Fns fns[] = { FNS };
 
 int main() {
-  int ncases;
-  if (scanf("%d", &ncases) != 1) return 2;
-  for (int c = 0; c < ncases; ++c) {
-    TileCase t;
-    if (int rc = read_tile_case(&t)) return rc;
+  return for_each_tile_case([](TileCase& t) {
     const int idx = t.idx;
     const long long B = t.B, H = t.H, HKV = t.HKV, Q = t.Q, KV = t.KV, b = t.b, h = t.h;
     const long long qlo = t.qlo, qhi = t.qhi, klo = t.klo, khi = t.khi;
@@ -188,8 +197,7 @@ int main() {
     for (long long q = qlo; q < qhi; ++q)
       for (long long kv = klo; kv < khi; ++kv) printf("%.9g ", (double)f.score(buf, B, H, HKV, Q, KV, (float)score, b, h, q, kv));
     putchar('\n');
-  }
-  return 0;
+  });
 }
 `
 

@@ -61,24 +61,18 @@ var periodCases = []struct {
 // maskc_kv_tile_meets (hipsrc/frame.h under MASKC_KV_TILE_FILTER) keeps
 // it, then whether the mask keeps a pair of it.
 const filterMain = readTileCase + `
-typedef bool (*mask_fn)(const MaskcBuffers&, long long, long long, long long, long long, long long, long long, long long, long long, long long);
 typedef bool (*meets_fn)(const MaskcBuffers&, long long, long long, long long, long long, long long, long long, long long, long long, long long, long long, long long);
 struct Fns { mask_fn mask; meets_fn meets; };
 static const Fns fns[] = { FNS };
 
 int main() {
-  int ncases;
-  if (scanf("%d", &ncases) != 1) return 2;
-  for (int c = 0; c < ncases; ++c) {
-    TileCase t;
-    if (int rc = read_tile_case(&t)) return rc;
+  return for_each_tile_case([](TileCase& t) {
     const Fns& f = fns[t.idx];
     bool any = false;
     for (long long q = t.qlo; q < t.qhi && !any; ++q)
       for (long long kv = t.klo; kv < t.khi && !any; ++kv) any = f.mask(t.buf, t.B, t.H, t.HKV, t.Q, t.KV, t.b, t.h, q, kv);
     printf("%d %d\n", f.meets(t.buf, t.B, t.H, t.HKV, t.Q, t.KV, t.b, t.h, t.qlo, t.qhi, t.klo, t.khi) ? 1 : 0, any ? 1 : 0);
-  }
-  return 0;
+  });
 }
 `
 

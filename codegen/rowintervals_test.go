@@ -14,18 +14,13 @@ import (
 // clamps it) is exactly the set of kv that maskc_mask keeps. It prints per
 // tile "rows mismatches q kv" (the first mismatch, else -1 -1).
 const rowIntervalsMain = readTileCase + `
-typedef bool (*mask_fn)(const MaskcBuffers&, long long, long long, long long, long long, long long, long long, long long, long long, long long);
 typedef void (*range_fn)(const MaskcBuffers&, long long, long long, long long, long long, long long, long long, long long, long long, long long, long long*, long long*);
 typedef bool (*exact_fn)(const MaskcBuffers&, long long, long long, long long, long long, long long);
 struct Fns { mask_fn mask; range_fn lane; int nint; exact_fn exact; };
 static const Fns fns[] = { FNS };
 
 int main() {
-  int ncases;
-  if (scanf("%d", &ncases) != 1) return 2;
-  for (int c = 0; c < ncases; ++c) {
-    TileCase t;
-    if (int rc = read_tile_case(&t)) return rc;
+  return for_each_tile_case([](TileCase& t) {
     const int idx = t.idx;
     const long long B = t.B, H = t.H, HKV = t.HKV, Q = t.Q, KV = t.KV, b = t.b, h = t.h;
     const long long qlo = t.qlo, qhi = t.qhi;
@@ -50,8 +45,7 @@ int main() {
       }
     }
     printf("%lld %lld %lld %lld\n", rows, bad, bq, bkv);
-  }
-  return 0;
+  });
 }
 `
 

@@ -120,20 +120,27 @@ func TestGoldenCounts(t *testing.T) {
 	golden.CheckString(t, filepath.Join("testdata", "counts.golden"), b.String())
 }
 
+// boundMask is k's reference mask bound to env.
+func boundMask(t *testing.T, k *codegen.Kernel, env *eval.Env) *eval.Bound {
+	t.Helper()
+	fn, err := eval.Compile(k.Mask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bd, err := fn.Bind(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bd
+}
+
 // TestAgainstBruteForce checks every tile's kept pairs and every raster
 // cell against the reference mask evaluated pair by pair, and the kernel's
 // promises: a skipped tile keeps nothing, a full one keeps everything.
 func TestAgainstBruteForce(t *testing.T) {
 	for _, c := range mapCases {
 		k := kernelOf(t, c.file, c.attention)
-		fn, err := eval.Compile(k.Mask)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bd, err := fn.Bind(c.env)
-		if err != nil {
-			t.Fatal(err)
-		}
+		bd := boundMask(t, k, c.env)
 		for _, p := range hipsrc.Platforms {
 			grid := &Grid{Rows: 37, Cols: 53}
 			calls := 0
@@ -300,14 +307,7 @@ func TestBwdAgainstBruteForce(t *testing.T) {
 			continue
 		}
 		k := kernelOf(t, c.file, c.attention)
-		fn, err := eval.Compile(k.Mask)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bd, err := fn.Bind(c.env)
-		if err != nil {
-			t.Fatal(err)
-		}
+		bd := boundMask(t, k, c.env)
 		var total int64
 		for b := int64(0); b < c.env.B; b++ {
 			for h := int64(0); h < c.env.H; h++ {
