@@ -186,7 +186,7 @@ type cdnaBuild struct {
 //     no kernel spills vector or scalar registers or uses scratch memory
 //     (but those of cdnaKnownSpills, within their bounds),
 //     and every kernel's explicit arguments lie in the kernarg segment as
-//     attn_bwd.h's maskc_kernarg assumes (checkKernargLayout);
+//     prelude.h's maskc_kernarg assumes (checkKernargLayout);
 //   - maskc_attn_fwd, maskc_attn_bwd and maskc_attn_bwd_dq use MFMA
 //     instructions (llvm-objdump-21), gfx950's own 16x16x32 on gfx950;
 //   - the resource table (VGPR/AGPR/SGPR, spills, scratch, LDS with the
@@ -460,51 +460,25 @@ type cdnaKnownSpill struct {
 // dim: issues 26 and 27's open part, listed with their bounds (sid hipcc 7,
 // the worst over the targets) so that every other kernel is held to none
 // and these to no more; an entry that no longer spills anywhere fails the
-// test, so that the list only shrinks. The scaled bias's backward at head
-// dim 64 (the head loop's bound and the lane mask of tid < BM); the forward
-// and the decode of the block selections (MoBA's 4-16 terms, NSA's: per
-// term a tile interval of the walk and a full-tile test, state the kernels
-// carry across the kv loop, not yet measured apart; moba_3d, moba's
-// selection as a 3-D buffer, measured with sid hipcc 7: forward 18/7/7
-// SGPR spills on gfx90a/gfx942/gfx950, decode 14/6/6, backward 7/2/8, its
-// three extents taking a few more scalar registers than moba's two) and
-// the decode of the id masks; the backward and dQ of the block selections (13-50 and 2-25
-// since the selection test of the tile classes, maskc_kv_tile_meets, came
-// with selbwd); the sin/cos score
-// (golden/trig.flex): the forward's VGPRs (the range reductions of sinf,
-// cosf and tanf beside the accumulators, to scratch) and the backward's
-// SGPRs.
+// test, so that the list only shrinks. Since the block selections' walk,
+// tile tests and buffer addresses left the scalar registers on AMD
+// (docs/kernel-decisions.md), what is left spills 1-11 SGPRs in
+// maskc_attn_bwd of the selection masks (its head loop's bounds and the
+// kernel's own state beside the tile classes; gfx90a and gfx950, and
+// gfx942 for MoBA-16), 2 in the forward of the multimodal spans on gfx90a,
+// 3-6 in the scaled bias's backward at head dim 64 (the head loop's bound
+// and the lane mask of tid < BM), and the sin/cos score (golden/trig.flex):
+// the forward's VGPRs (the range reductions of sinf, cosf and tanf beside
+// the accumulators, to scratch: the 512-thread block caps a lane at 256)
+// and the backward's SGPRs.
 var cdnaKnownSpills = []cdnaKnownSpill{
-	{"several_buffers_block_select_", "maskc_attn_fwd", 11, 0, 0},
-	{"several_buffers_block_select_", "maskc_attn_bwd", 15, 0, 0},
-	{"several_buffers_two_ids_", "maskc_attn_decode", 6, 0, 0},
 	{"several_buffers_scaled_bias_d64", "maskc_attn_bwd", 6, 0, 0},
-	{"moba_moba_d", "maskc_attn_fwd", 9, 0, 0},
-	{"moba_moba_d", "maskc_attn_bwd", 13, 0, 0},
-	{"moba_3d_moba_3d_d", "maskc_attn_fwd", 18, 0, 0},
-	{"moba_3d_moba_3d_d", "maskc_attn_decode", 14, 0, 0},
-	{"moba_3d_moba_3d_d", "maskc_attn_bwd", 8, 0, 0},
-	{"moba_k8_moba_k8_d", "maskc_attn_fwd", 62, 0, 0},
-	{"moba_k8_moba_k8_d", "maskc_attn_decode", 39, 0, 0},
-	{"moba_k8_moba_k8_d", "maskc_attn_bwd", 21, 0, 0},
-	{"moba_k8_moba_k8_d", "maskc_attn_bwd_dq", 2, 0, 0},
-	{"moba_k16_shared_moba_k16_shared_d", "maskc_attn_fwd", 118, 0, 0},
-	{"moba_k16_shared_moba_k16_shared_d", "maskc_attn_decode", 213, 0, 0},
-	{"moba_k16_shared_moba_k16_shared_d", "maskc_attn_bwd", 50, 0, 0},
-	{"moba_k16_shared_moba_k16_shared_d", "maskc_attn_bwd_dq", 25, 0, 0},
-	{"nsa_per_head_nsa_per_head_d", "maskc_attn_fwd", 96, 0, 0},
-	{"nsa_per_head_nsa_per_head_d", "maskc_attn_decode", 96, 0, 0},
-	{"nsa_per_head_nsa_per_head_d", "maskc_attn_bwd", 48, 0, 0},
-	{"nsa_per_head_nsa_per_head_d", "maskc_attn_bwd_dq", 25, 0, 0},
-	{"nsa_shared_nsa_shared_d", "maskc_attn_fwd", 89, 0, 0},
-	{"nsa_shared_nsa_shared_d", "maskc_attn_decode", 140, 0, 0},
-	{"nsa_shared_nsa_shared_d", "maskc_attn_bwd", 43, 0, 0},
-	{"nsa_shared_nsa_shared_d", "maskc_attn_bwd_dq", 21, 0, 0},
-	{"multimodal_multimodal_d", "maskc_attn_decode", 4, 0, 0},
-	{"multimodal_spans_multimodal_spans_d", "maskc_attn_fwd", 10, 0, 0},
-	{"multimodal_spans_multimodal_spans_d", "maskc_attn_decode", 32, 0, 0},
+	{"moba_k8_moba_k8_d", "maskc_attn_bwd", 1, 0, 0},
+	{"moba_k16_shared_moba_k16_shared_d", "maskc_attn_bwd", 11, 0, 0},
+	{"nsa_per_head_nsa_per_head_d", "maskc_attn_bwd", 5, 0, 0},
+	{"nsa_shared_nsa_shared_d", "maskc_attn_bwd", 4, 0, 0},
+	{"multimodal_spans_multimodal_spans_d", "maskc_attn_fwd", 2, 0, 0},
 	{"trig_rotary_d", "maskc_attn_fwd", 0, 48, 180},
-	{"trig_rotary_d", "maskc_attn_decode", 4, 24, 0},
 	{"trig_rotary_d", "maskc_attn_bwd", 29, 0, 0},
 	{"trig_rotary_d", "maskc_attn_bwd_dq", 5, 0, 0},
 }
@@ -518,7 +492,7 @@ func cdnaKnownIndex(source, kernel string) int {
 }
 
 // checkKernargLayout checks that a kernel's explicit arguments lie in the
-// kernarg segment as attn_bwd.h's maskc_kernarg assumes when it reads them
+// kernarg segment as prelude.h's maskc_kernarg assumes when it reads them
 // where they are used (it cannot see the compiler's layout): in order, the
 // first at 0, each at the next multiple of its alignment (here the largest
 // power of two, up to 8, dividing its size: pointers and the ABI structs of

@@ -356,59 +356,6 @@ __device__ __forceinline__ void maskc_bwd_sync_warp() {
   __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
 }
 
-// Kernel arguments read where they are used. The compiler loads every
-// kernel argument at the kernel's entry, so an argument used only after the
-// main loop (the epilogue's output pointers and strides), or in a few
-// instructions per iteration of it (the strides of a head's rows, the
-// position frame of the tile classes), holds scalar registers through the
-// whole loop, with what is derived from it (per-lane addresses in vector
-// registers), and the backward has none to spare: at the per-wave limit
-// they spill (v_writelane).
-// maskc_kernarg<T, F, I>() points at parameter I (a T) of kernel type F in
-// the kernarg segment, through an opaque copy of the segment's pointer made
-// where it is called, so what is read through it is loaded there (scalar
-// loads from the scalar cache; inside a loop, once per iteration). The
-// offset follows the AMDGPU code object ABI, the explicit arguments in order
-// each at its own alignment; codegen's TestHipccMFMA checks the code
-// objects' metadata against that rule.
-#define MASKC_KERNARG_AS __attribute__((address_space(4)))
-template <int I, class A0, class... A>
-struct MaskcArgType {
-  using type = typename MaskcArgType<I - 1, A...>::type;
-};
-template <class A0, class... A>
-struct MaskcArgType<0, A0, A...> {
-  using type = A0;
-};
-template <class F>
-struct MaskcKernargs;
-template <class... A>
-struct MaskcKernargs<void(A...)> {
-  template <int I>
-  using type = typename MaskcArgType<I, A...>::type;
-  static constexpr unsigned offset(int i) {
-    constexpr unsigned size[] = {sizeof(A)...}, align[] = {alignof(A)...};
-    unsigned off = 0;
-    for (int j = 0; j < i; ++j) off = (off + align[j] - 1) / align[j] * align[j] + size[j];
-    return (off + align[i] - 1) / align[i] * align[i];
-  }
-};
-template <class T, class U>
-struct MaskcSameType {
-  static constexpr bool value = false;
-};
-template <class T>
-struct MaskcSameType<T, T> {
-  static constexpr bool value = true;
-};
-template <class T, class F, int I>
-__device__ __forceinline__ const MASKC_KERNARG_AS T* maskc_kernarg() {
-  static_assert(MaskcSameType<T, typename MaskcKernargs<F>::template type<I>>::value, "kernel parameter I is not a T");
-  const MASKC_KERNARG_AS char* p = (const MASKC_KERNARG_AS char*)__builtin_amdgcn_kernarg_segment_ptr();
-  asm volatile("" : "+s"(p));
-  return (const MASKC_KERNARG_AS T*)(p + MaskcKernargs<F>::offset(I));
-}
-
 #endif  // platform
 
 // One element in the element type.
@@ -463,7 +410,14 @@ __device__ __forceinline__ int maskc_bwd_tile_class(const MaskcBwdShape& sh, con
   const long long nB = sh.B, nH = sh.H, nHKV = sh.HKV, nQ = sh.Sq, nKV = sh.Skv;
   const int q1 = min(q0 + MASKC_BWD_BLOCK_M, sh.Sq), k1 = k0 + MASKC_BWD_BLOCK_N;
 #if defined(MASKC_SPARSITY_ANALYTIC)
-#if defined(MASKC_KV_TILE_TEST)
+#if defined(MASKC_KV_SELECTION) && defined(MASKC_PLATFORM_AMD)
+  // As below, with the q tile's rows in vector registers (maskc_walk_vgpr): the intervals'
+  // 64-bit bounds, 2 per term, were held in scalar registers across the callers' tile loops
+  // and spilled. The callers ask for a warp-uniform tile: the answers back in scalars.
+  const long long vq0 = maskc_walk_vgpr(q0), vq1 = maskc_walk_vgpr(q1);
+  if (!__builtin_amdgcn_readfirstlane(maskc_kv_tile_meets(buf, nB, nH, nHKV, nQ, nKV, b, h, vq0, vq1, k0, k1))) return 0;
+  return __builtin_amdgcn_readfirstlane(maskc_tile_full(buf, nB, nH, nHKV, nQ, nKV, b, h, vq0, vq1, k0, k1)) ? 2 : 1;
+#elif defined(MASKC_KV_TILE_TEST)
   // The kv blocks the q tile's rows select, or the kv intervals whose terms' remainder
   // conditions can hold on the tile (each interval lies in its term's kv range, so in
   // maskc_kv_range's hull): a kv tile none of them meets holds no kept pair.

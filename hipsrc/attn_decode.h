@@ -126,7 +126,11 @@ __device__ __forceinline__ int maskc_dec_walk_at(const MaskcTileWalk<N>& w, int 
   bool found = false;
 #pragma unroll
   for (int i = 0; i < N; ++i) {
+#if defined(MASKC_PLATFORM_AMD)
+    {  // an interval not live is empty on AMD (maskc_walk_from)
+#else
     if ((w.live >> i) & 1u) {
+#endif
       const int n = w.hi[i] - w.lo[i];
       if (!found && r < seen + n) {
         at = w.lo[i] + (r - seen);
@@ -229,7 +233,13 @@ extern "C" __global__ void __launch_bounds__(MASKC_DEC_THREADS)
     const int g0 = r0 / Sq, g1 = MASKC_MASK_USES_H ? (r1 - 1) / Sq : g0;
     for (int gg = g0; gg <= g1; ++gg) {
       long long l1[maskc_kv_interval_count], h1[maskc_kv_interval_count];
+#if defined(MASKC_PLATFORM_AMD)
+      // The walk held across the lanes (from 2 intervals): built in vector registers.
+      maskc_kv_intervals(buf, nB, nH, nHKV, nQ, nKV, b, maskc_nonneg(hkv * G + gg), walk.lanes ? maskc_walk_vgpr(0) : 0,
+                         walk.lanes ? maskc_walk_vgpr(Sq) : Sq, l1, h1);
+#else
       maskc_kv_intervals(buf, nB, nH, nHKV, nQ, nKV, b, maskc_nonneg(hkv * G + gg), 0, Sq, l1, h1);
+#endif
 #pragma unroll
       for (int i = 0; i < maskc_kv_interval_count; ++i) {
         if (l1[i] >= h1[i]) continue;
@@ -240,13 +250,24 @@ extern "C" __global__ void __launch_bounds__(MASKC_DEC_THREADS)
     }
     maskc_walk_from(walk, lo, hi, Skv, MASKC_DEC_BLOCK_N);
   }
+#if defined(MASKC_PLATFORM_AMD)
+  // The intervals came through vector registers (maskc_walk_vgpr): the
+  // walk's bounds, its count and its first tile back in scalar registers.
+  maskc_walk_uniform(walk);
+  const int n_vis = __builtin_amdgcn_readfirstlane(walk.count());
+#else
   const int n_vis = walk.count();
+#endif
 #else
   const int n_vis = n_kt;
 #endif
   const int rank0 = (int)((long long)n_vis * split / n_split), rank1 = (int)((long long)n_vis * (split + 1) / n_split);
 #if defined(MASKC_DEC_WALK)
+#if defined(MASKC_PLATFORM_AMD)
+  int kt = rank0 < rank1 ? __builtin_amdgcn_readfirstlane(maskc_dec_walk_at(walk, rank0)) : n_kt;
+#else
   int kt = rank0 < rank1 ? maskc_dec_walk_at(walk, rank0) : n_kt;
+#endif
   auto next_tile = [&](int t) { return walk.next(t); };
 #else
   int kt = rank0 < rank1 ? rank0 : n_kt;
@@ -309,11 +330,24 @@ extern "C" __global__ void __launch_bounds__(MASKC_DEC_THREADS)
 
     // Is every (row, key) of the tile kept? Then the mask is skipped.
     bool full = kv0 + MASKC_DEC_BLOCK_N <= Skv;
+#if defined(MASKC_PLATFORM_AMD) && defined(MASKC_HAS_MASK)
+    // The mask's buffers read through the kernarg segment here, once a
+    // tile (maskc_kernarg): otherwise each term's read address (its
+    // buffer's pointer plus the term's constant offset) is hoisted out of
+    // the loop, 2 scalar registers a term.
+    const MaskcBuffers& kbuf = *(const MaskcBuffers*)maskc_kernarg<MaskcBuffers, decltype(maskc_attn_decode), 6>();
+#endif
 #if defined(MASKC_HAS_MASK)
 #if defined(MASKC_DEC_WALK)
+#if defined(MASKC_PLATFORM_AMD)
+#pragma unroll
+    for (int j = 0; j < MASKC_DEC_RPL; ++j)
+      full = full && maskc_tile_full(kbuf, nB, nH, nHKV, nQ, nKV, b, h[j], qi[j], qi[j] + 1, kv0, kv0 + MASKC_DEC_BLOCK_N);
+#else
 #pragma unroll
     for (int j = 0; j < MASKC_DEC_RPL; ++j)
       full = full && maskc_tile_full(buf, nB, nH, nHKV, nQ, nKV, b, h[j], qi[j], qi[j] + 1, kv0, kv0 + MASKC_DEC_BLOCK_N);
+#endif
     full = maskc_warp_all(full);
 #else
     full = false;
@@ -352,7 +386,9 @@ extern "C" __global__ void __launch_bounds__(MASKC_DEC_THREADS)
         bool keep = true;
         if (!full) {
           keep = kv < Skv;
-#if defined(MASKC_HAS_MASK)
+#if defined(MASKC_HAS_MASK) && defined(MASKC_PLATFORM_AMD)
+          keep = keep && maskc_mask(kbuf, nB, nH, nHKV, nQ, nKV, b, h[j], qi[j], kv);
+#elif defined(MASKC_HAS_MASK)
           keep = keep && maskc_mask(buf, nB, nH, nHKV, nQ, nKV, b, h[j], qi[j], kv);
 #endif
         }
@@ -450,6 +486,13 @@ extern "C" __global__ void __launch_bounds__(MASKC_DEC_THREADS)
   // Each row's normalised O and base-2 LSE (M + log2 L, -inf when this
   // split kept nothing): O and the LSE with one split, else the workspace.
   if (warp != 0) return;
+#if defined(MASKC_PLATFORM_AMD)
+  {  // The output pointers read here, not held through the loop (maskc_kernarg).
+    maskc_elem_t* const O = *maskc_kernarg<maskc_elem_t*, decltype(maskc_attn_decode), 3>();
+    float* const LSE = *maskc_kernarg<float*, decltype(maskc_attn_decode), 4>();
+    float* const ws_o = *maskc_kernarg<float*, decltype(maskc_attn_decode), 7>();
+    float* const ws_lse = *maskc_kernarg<float*, decltype(maskc_attn_decode), 8>();
+#endif
 #pragma unroll
   for (int j = 0; j < MASKC_DEC_RPL; ++j) {
     if (!row_ok[j]) continue;
@@ -467,6 +510,9 @@ extern "C" __global__ void __launch_bounds__(MASKC_DEC_THREADS)
       if (part == 0) ws_lse[orow * n_split + split] = lse2;
     }
   }
+#if defined(MASKC_PLATFORM_AMD)
+  }
+#endif
 }
 
 // Merges the n_split partials of one row (b, h, q) = (blockIdx.z, .y, .x).

@@ -563,6 +563,13 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
   long long live_lo[maskc_kv_interval_count], live_hi[maskc_kv_interval_count];
   maskc_kv_intervals(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q_end, live_lo, live_hi);
   maskc_walk_from(walk, live_lo, live_hi, (int)nKV, MASKC_BLOCK_N);
+#elif defined(MASKC_PLATFORM_AMD)
+  if (walk.lanes) {  // the walk held across the lanes: built in vector registers
+    maskc_walk_build(walk, buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_walk_vgpr(q0), maskc_walk_vgpr(q_end), MASKC_BLOCK_N);
+    maskc_walk_uniform(walk);
+  } else {
+    maskc_walk_build(walk, buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q_end, MASKC_BLOCK_N);
+  }
 #else
   maskc_walk_build(walk, buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q_end, MASKC_BLOCK_N);
 #endif
@@ -704,6 +711,14 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
                 mcol[maskc_frag_colslot<MASKC_BLOCK_N>(i)], b, h, qi, kvi)
   int stage = 0;
   bool first = true;
+#if defined(MASKC_PLATFORM_AMD) && defined(MASKC_KV_SELECTION) && defined(MASKC_HAS_MASK)
+  // AMD, block selections: maskc_tile_full of the MASKC_WARP_SIZE tiles from
+  // full_base, lane i asking for tile full_base + i, as the bits of a ballot.
+  // Asked per tile, the test's reads of the selected blocks and their
+  // addresses were held across the loop in scalar registers, and spilled.
+  int full_base = -MASKC_WARP_SIZE;
+  unsigned long long full_bits = 0;
+#endif
 
   while (kt < kt_end) {
     if (!first) {
@@ -742,7 +757,23 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
       full = full && maskc_warp_all(maskc_rows_hold<MASKC_ROW_SLOTS, maskc_kv_interval_count>(rlo, rlen, kv0, MASKC_BLOCK_N));
     else
 #endif
+#if defined(MASKC_PLATFORM_AMD) && defined(MASKC_KV_SELECTION)
+    {
+      if (kt >= full_base + MASKC_WARP_SIZE) {
+        // The buffers read through the kernarg segment here (maskc_kernarg):
+        // otherwise each term's read address (its buffer's pointer plus the
+        // term's constant offset) is hoisted out of the loop, 2 scalar
+        // registers a term.
+        const MaskcBuffers& kbuf = *(const MaskcBuffers*)maskc_kernarg<MaskcBuffers, decltype(maskc_attn_fwd), 6>();
+        full_base = kt;
+        const long long t0 = (long long)(kt + lane) * MASKC_BLOCK_N;
+        full_bits = maskc_walk_ballot(maskc_tile_full(kbuf, nB, nH, nHKV, nQ, nKV, b, h, q0, q_end, t0, t0 + MASKC_BLOCK_N));
+      }
+      full = full && ((full_bits >> (kt - full_base)) & 1ull) != 0;
+    }
+#else
     full = full && maskc_tile_full(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q_end, kv0, kv0 + MASKC_BLOCK_N);
+#endif
 #else
     full = false;
 #endif

@@ -87,9 +87,35 @@ static bool maskc_warp_all(bool p) {
   pthread_barrier_wait(&warp_bar[w]);
   return all;
 }
-#if defined(MASKC_PLATFORM_AMD)  // tile_walk.h's AMD flag-walk primitives (unused here)
-static unsigned long long __ballot(bool) { abort(); }
-static unsigned __shfl(unsigned, int, int) { abort(); }
+#if defined(MASKC_PLATFORM_AMD)  // tile_walk.h's AMD primitives: MaskcTileWalk::next's ballot and lane read
+static unsigned warp_u[16][MASKC_WARP_SIZE];
+static unsigned long long __ballot(bool p) {
+  const int w = threadIdx.x / MASKC_WARP_SIZE, l = threadIdx.x % MASKC_WARP_SIZE;
+  warp_u[w][l] = p;
+  pthread_barrier_wait(&warp_bar[w]);
+  unsigned long long m = 0;
+  for (int i = 0; i < MASKC_WARP_SIZE; ++i) m |= (unsigned long long)(warp_u[w][i] != 0) << i;
+  pthread_barrier_wait(&warp_bar[w]);
+  return m;
+}
+static unsigned __shfl(unsigned x, int src, int) {
+  const int w = threadIdx.x / MASKC_WARP_SIZE, l = threadIdx.x % MASKC_WARP_SIZE;
+  warp_u[w][l] = x;
+  pthread_barrier_wait(&warp_bar[w]);
+  const unsigned r = warp_u[w][src];
+  pthread_barrier_wait(&warp_bar[w]);
+  return r;
+}
+#define __builtin_amdgcn_readlane(x, src) ((int)__shfl((unsigned)(x), (src), MASKC_WARP_SIZE))
+#define __builtin_amdgcn_readfirstlane(x) ((int)__shfl((unsigned)(x), 0, MASKC_WARP_SIZE))
+// maskc_kernarg (prelude.h): the decode launch's parameter I.
+static const void* host_kernarg[10];
+#define MASKC_KERNARG_AS
+template <class T, class F, int I>
+static const T* maskc_kernarg() {
+  if (host_kernarg[I] == nullptr) abort();
+  return (const T*)host_kernarg[I];
+}
 #else
 static unsigned long long maskc_walk_ballot(bool) { abort(); }
 static unsigned long long maskc_walk_shfl64(unsigned long long, int) { abort(); }
@@ -193,8 +219,17 @@ static int run(int B, int HKV, int G, int Sq, int Skv, int n_split, unsigned see
   buf.q_total = Skv;
   buf.kv_total = Skv + kv_off;
   const int row_blocks = (Sq * G + MASKC_DEC_ROWS - 1) / MASKC_DEC_ROWS;
+  maskc_elem_t* o_p = o.data();
+  float *lse_p = lse.data(), *ws_o_p = ws_o.data(), *ws_l_p = ws_l.data();
+#if defined(MASKC_PLATFORM_AMD)
+  host_kernarg[3] = &o_p;
+  host_kernarg[4] = &lse_p;
+  host_kernarg[6] = &buf;
+  host_kernarg[7] = &ws_o_p;
+  host_kernarg[8] = &ws_l_p;
+#endif
   launch({(unsigned)(n_split * row_blocks), (unsigned)HKV, (unsigned)B}, [&] {
-    maskc_attn_decode(q.data(), k.data(), v.data(), o.data(), lse.data(), sh, buf, ws_o.data(), ws_l.data(), n_split);
+    maskc_attn_decode(q.data(), k.data(), v.data(), o_p, lse_p, sh, buf, ws_o_p, ws_l_p, n_split);
   });
   if (n_split > 1)
     launch({(unsigned)Sq, (unsigned)H, (unsigned)B}, [&] {

@@ -213,6 +213,59 @@ __device__ __forceinline__ void maskc_copy16(void* dst, const void* src, bool va
 __device__ __forceinline__ void maskc_copy_commit() {}
 __device__ __forceinline__ void maskc_copy_wait_all() {}
 
+// Kernel arguments read where they are used. The compiler loads every
+// kernel argument at the kernel's entry, so an argument used only after the
+// main loop (the epilogue's output pointers and strides), or in a few
+// instructions per iteration of it (the strides of a head's rows, the
+// position frame of the tile classes), holds scalar registers through the
+// whole loop, with what is derived from it (per-lane addresses in vector
+// registers), and the kernels have none to spare: at the per-wave limit
+// they spill (v_writelane).
+// maskc_kernarg<T, F, I>() points at parameter I (a T) of kernel type F in
+// the kernarg segment, through an opaque copy of the segment's pointer made
+// where it is called, so what is read through it is loaded there (scalar
+// loads from the scalar cache; inside a loop, once per iteration). The
+// offset follows the AMDGPU code object ABI, the explicit arguments in order
+// each at its own alignment; codegen's TestHipccMFMA checks the code
+// objects' metadata against that rule.
+#define MASKC_KERNARG_AS __attribute__((address_space(4)))
+template <int I, class A0, class... A>
+struct MaskcArgType {
+  using type = typename MaskcArgType<I - 1, A...>::type;
+};
+template <class A0, class... A>
+struct MaskcArgType<0, A0, A...> {
+  using type = A0;
+};
+template <class F>
+struct MaskcKernargs;
+template <class... A>
+struct MaskcKernargs<void(A...)> {
+  template <int I>
+  using type = typename MaskcArgType<I, A...>::type;
+  static constexpr unsigned offset(int i) {
+    constexpr unsigned size[] = {sizeof(A)...}, align[] = {alignof(A)...};
+    unsigned off = 0;
+    for (int j = 0; j < i; ++j) off = (off + align[j] - 1) / align[j] * align[j] + size[j];
+    return (off + align[i] - 1) / align[i] * align[i];
+  }
+};
+template <class T, class U>
+struct MaskcSameType {
+  static constexpr bool value = false;
+};
+template <class T>
+struct MaskcSameType<T, T> {
+  static constexpr bool value = true;
+};
+template <class T, class F, int I>
+__device__ __forceinline__ const MASKC_KERNARG_AS T* maskc_kernarg() {
+  static_assert(MaskcSameType<T, typename MaskcKernargs<F>::template type<I>>::value, "kernel parameter I is not a T");
+  const MASKC_KERNARG_AS char* p = (const MASKC_KERNARG_AS char*)__builtin_amdgcn_kernarg_segment_ptr();
+  asm volatile("" : "+s"(p));
+  return (const MASKC_KERNARG_AS T*)(p + MaskcKernargs<F>::offset(I));
+}
+
 #endif  // platform
 
 // ---------------------------------------------------------------------------

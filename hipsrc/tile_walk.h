@@ -12,7 +12,10 @@
 //   maskc_q_walk_build(w, ...) the backward's column walk: the q tiles of
 //                           block_m rows that can see keys [kv_lo, kv_hi)
 //                           (maskc_q_intervals, one interval per disjunct).
-//   w.next(t)               the first visited tile >= t (w.end() when none).
+//   w.next(t)               the first visited tile >= t (w.end() when none);
+//                           on AMD from 2 intervals a wavefront-wide step (a
+//                           ballot over the intervals held one a lane): every
+//                           lane asks alike.
 //   w.begin(), w.end()      the first visited tile and one past the last.
 //   maskc_walk_next_live(w, ...) w.next(t) that also skips the tiles no term's
 //                           remainder conditions keep (MASKC_KV_TILE_FILTER).
@@ -27,8 +30,9 @@
 #ifndef MASKC_TILE_WALK_H
 #define MASKC_TILE_WALK_H
 
-// Warp primitives of the flag walk (MaskcFlagWalk): a ballot as a 64-bit
-// lane mask, a 64-bit shuffle from one lane, and the index of the lowest set
+// Warp primitives of the flag walk (MaskcFlagWalk) and of AMD's
+// MaskcTileWalk::next: a ballot as a 64-bit lane mask, a 64-bit shuffle
+// from one lane, (AMD) one lane's value, and the index of the lowest set
 // bit of a non-zero word (from 32-bit __ffs, which both platforms have).
 // Without a platform (the host test, tilewalk_test.go) the includer gives
 // the first two.
@@ -46,6 +50,9 @@ __device__ __forceinline__ unsigned long long maskc_walk_shfl64(unsigned long lo
   const unsigned hi = __shfl((unsigned)(x >> 32), src, 64);
   return (unsigned long long)hi << 32 | lo;
 }
+// Lane src's x, src the same in every lane: a scalar register (the uniform
+// tile loops keep their tile index scalar).
+__device__ __forceinline__ int maskc_walk_readlane(int x, int src) { return __builtin_amdgcn_readlane(x, src); }
 #endif
 __device__ __forceinline__ int maskc_walk_ctz64(unsigned long long x) {
   const unsigned lo = (unsigned)x;
@@ -66,6 +73,16 @@ struct MaskcTileWalk {
   int last;       // one past the last visited tile (0 when none)
   int lo[N];      // tile intervals [lo[i], hi[i]); the live ones sorted,
   int hi[N];      // disjoint and non-empty
+#if defined(MASKC_PLATFORM_AMD)
+  // From 2 intervals (unions, block selections), the walk across the wavefront's
+  // lanes for next(): lane i < N holds interval i when it is live (lane_hi =
+  // INT_MIN otherwise). Held in the loop as two vector registers instead of
+  // the arrays and a lane mask of each live bit in scalar registers (2N +
+  // 2N), which spilled them (CDNA); fewer intervals stay scalar, where a
+  // kernel at its vector register limit has none to give.
+  static constexpr bool lanes = N >= 2;
+  int lane_lo, lane_hi;
+#endif
 
   __device__ __forceinline__ int begin() const { return first; }
   __device__ __forceinline__ int end() const { return last; }
@@ -74,11 +91,26 @@ struct MaskcTileWalk {
     int c = 0;
 #pragma unroll
     for (int i = 0; i < N; ++i)
+#if defined(MASKC_PLATFORM_AMD)
+      c += hi[i] - lo[i];  // 0 for the intervals not live (maskc_walk_from)
+#else
       if ((live >> i) & 1u) c += hi[i] - lo[i];
+#endif
     return c;
   }
   // The first visited tile >= t, or end() when none.
   __device__ __forceinline__ int next(int t) const {
+#if defined(MASKC_PLATFORM_AMD)
+    if (lanes) {
+      // Asked by every lane of the wavefront alike (the kernels' uniform
+      // tile loops): the lowest lane whose interval ends after t is the
+      // earliest live interval ending after t (lanes are in sorted order).
+      const unsigned long long m = maskc_walk_ballot(lane_hi > t);
+      if (m == 0) return last;
+      const int l = maskc_walk_readlane(lane_lo, maskc_walk_ctz64(m));
+      return t > l ? t : l;
+    }
+#endif
     int r = last;
 #pragma unroll
     for (int i = N - 1; i >= 0; --i)  // the earliest live interval ending after t wins
@@ -134,7 +166,46 @@ __device__ __forceinline__ void maskc_walk_from(MaskcTileWalk<N>& w, const long 
 #pragma unroll
   for (int i = 0; i < N; ++i)
     if ((w.live >> i) & 1u) w.last = w.hi[i];
+#if defined(MASKC_PLATFORM_AMD)
+  // The intervals not live made empty, so that count() and the decode's
+  // maskc_dec_walk_at need no live bit (each a 64-bit lane mask when the
+  // walk is in vector registers).
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    if (!((w.live >> i) & 1u)) w.lo[i] = w.hi[i] = 0;
+  static_assert(N <= MASKC_WARP_SIZE, "one lane per interval");
+  const int lane = (int)(threadIdx.x % MASKC_WARP_SIZE);
+  w.lane_lo = 0;
+  w.lane_hi = -0x7fffffff - 1;
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    if (w.lanes && lane == i && ((w.live >> i) & 1u)) {
+      w.lane_lo = w.lo[i];
+      w.lane_hi = w.hi[i];
+    }
+#endif
 }
+
+#if defined(MASKC_PLATFORM_AMD)
+// A walk built from values the whole wavefront shares but that came through
+// vector registers (maskc_walk_vgpr): its begin and end back in scalar
+// registers, so that the tile loops stay uniform (the intervals stay in
+// vector registers: a scalar live bit is a 64-bit lane mask each).
+template <int N>
+__device__ __forceinline__ void maskc_walk_uniform(MaskcTileWalk<N>& w) {
+  w.first = __builtin_amdgcn_readfirstlane(w.first);
+  w.last = __builtin_amdgcn_readfirstlane(w.last);
+}
+// x in a vector register: what is computed from it is computed there too
+// (a walk's 64-bit interval arithmetic, 2 N values and their lane masks in
+// scalar registers otherwise, spilled them).
+__device__ __forceinline__ long long maskc_walk_vgpr(long long x) {
+#if defined(__AMDGCN__)  // the device (the host tests run this header too)
+  __asm__ volatile("" : "+v"(x));
+#endif
+  return x;
+}
+#endif
 
 // The walk of the query rows [q_lo, q_hi) of (b, h): the key tiles that
 // meet some disjunct's kv interval (maskc_kv_intervals).

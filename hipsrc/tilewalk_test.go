@@ -25,7 +25,11 @@ static MaskcDim blockIdx, gridDim;
 static thread_local MaskcDim threadIdx;
 static pthread_barrier_t warp_bar;
 static unsigned long long warp_vals[MASKC_WARP_SIZE];
+#if defined(MASKC_PLATFORM_AMD)  // the AMD primitives tile_walk.h builds its own from
+static unsigned long long __ballot(bool p) {
+#else
 static unsigned long long maskc_walk_ballot(bool p) {
+#endif
   warp_vals[threadIdx.x] = p;
   pthread_barrier_wait(&warp_bar);
   unsigned long long m = 0;
@@ -33,13 +37,19 @@ static unsigned long long maskc_walk_ballot(bool p) {
   pthread_barrier_wait(&warp_bar);
   return m;
 }
+#if defined(MASKC_PLATFORM_AMD)
+static unsigned __shfl(unsigned x, int src, int) {
+#else
 static unsigned long long maskc_walk_shfl64(unsigned long long x, int src) {
+#endif
   warp_vals[threadIdx.x] = x;
   pthread_barrier_wait(&warp_bar);
   const unsigned long long r = warp_vals[src];
   pthread_barrier_wait(&warp_bar);
   return r;
 }
+#define __builtin_amdgcn_readlane(x, src) ((int)__shfl((unsigned)(x), (src), MASKC_WARP_SIZE))
+#define __builtin_amdgcn_readfirstlane(x) ((int)__shfl((unsigned)(x), 0, MASKC_WARP_SIZE))
 static int __ffs(unsigned x) { return __builtin_ffs((int)x); }
 struct MaskcBuffers {};
 constexpr int maskc_kv_interval_count = 3;
@@ -50,15 +60,26 @@ inline void maskc_q_intervals(const MaskcBuffers&, long long, long long, long lo
                               long long, long long, long long* lo, long long* hi) { for (int i = 0; i < 3; ++i) lo[i] = hi[i] = 0; }
 TILE_WALK
 
+// Every lane of a warp runs it alike (the same seed: the same walks), in
+// lock step where next() is collective (AMD: a ballot and a lane read).
 template <int N>
 static int check_walk(unsigned seed) {
-  srand(seed);
-  for (int it = 0; it < 20000; ++it) {
+  unsigned st = seed;
+  auto rnd = [&st] {
+    st = st * 1103515245u + 12345u;
+    return (int)((st >> 8) & 0x7fffff);
+  };
+#if defined(MASKC_PLATFORM_AMD)
+  const int iters = 2000;  // every next() is 4 barriers of the simulated warp
+#else
+  const int iters = 20000;
+#endif
+  for (int it = 0; it < iters; ++it) {
     long long lo[N], hi[N];
-    const int kv_len = 1 + rand() % 60, bn = (int[]){1, 3, 4, 8}[rand() % 4];
+    const int kv_len = 1 + rnd() % 60, bn = (int[]){1, 3, 4, 8}[rnd() % 4];
     for (int i = 0; i < N; ++i) {
-      lo[i] = rand() % 70 - 5;
-      hi[i] = lo[i] + rand() % 30 - 5;
+      lo[i] = rnd() % 70 - 5;
+      hi[i] = lo[i] + rnd() % 30 - 5;
     }
     MaskcTileWalk<N> w;
     maskc_walk_from(w, lo, hi, kv_len, bn);
@@ -133,7 +154,6 @@ static void* flag_lane(void* arg) {
 
 static int check_flag_walk() {
   srand(7);
-  pthread_barrier_init(&warp_bar, nullptr, MASKC_WARP_SIZE);
   for (int it = 0; it < 800; ++it) {
     const int n = 1 + rand() % 300, dens = rand() % 4;
     flag_row.assign(n, 0);
@@ -192,9 +212,21 @@ static int check_lpt() {
   return 0;
 }
 
+static int walk_failed[MASKC_WARP_SIZE];
+static void* walk_lane(void* arg) {
+  threadIdx.x = (unsigned)(long)arg;
+  walk_failed[threadIdx.x] = check_walk<1>(1) || check_walk<2>(2) || check_walk<3>(3) || check_walk<8>(4);
+  return nullptr;
+}
+
 int main() {
-  if (check_walk<1>(1) || check_walk<2>(2) || check_walk<3>(3) || check_walk<8>(4) || check_order() ||
-      check_flag_walk() || check_lpt())
+  pthread_barrier_init(&warp_bar, nullptr, MASKC_WARP_SIZE);
+  pthread_t th[MASKC_WARP_SIZE];
+  for (long i = 0; i < MASKC_WARP_SIZE; ++i) pthread_create(&th[i], nullptr, walk_lane, (void*)i);
+  for (int i = 0; i < MASKC_WARP_SIZE; ++i) pthread_join(th[i], nullptr);
+  for (int i = 0; i < MASKC_WARP_SIZE; ++i)
+    if (walk_failed[i]) return 1;
+  if (check_order() || check_flag_walk() || check_lpt())
     return 1;
   printf("ok\n");
   return 0;
@@ -205,9 +237,12 @@ int main() {
 // against a brute-force union of the intervals' tiles, and that the q-tile
 // order runs every (q tile, h, b) once, each (b, h)'s longest-first, and
 // the flag walk against the list of a flag row's non-zero tiles, and the
-// longest-first places of maskc_lpt_rank.
+// longest-first places of maskc_lpt_rank; without a platform and with AMD's
+// (MaskcTileWalk::next across the warp's lanes: a ballot and a lane read).
 func TestTileWalkHost(t *testing.T) {
 	cxx := hostCxx(t)
-	runHostProgram(t, cxx, "walk", strings.Replace(tileWalkMain, "TILE_WALK", TileWalk, 1),
-		"-O1", "-std=c++14", "-Wno-unused-variable", "-pthread")
+	for _, platform := range []string{"-DMASKC_PLATFORM_HOST", "-DMASKC_PLATFORM_AMD"} {
+		runHostProgram(t, cxx, "walk", strings.Replace(tileWalkMain, "TILE_WALK", TileWalk, 1),
+			platform, "-O1", "-std=c++14", "-Wno-unused-variable", "-pthread")
+	}
 }
