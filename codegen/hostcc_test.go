@@ -209,9 +209,9 @@ func buildHost(t *testing.T, cases []hostCase) string {
 	})
 }
 
-// buildHostMain compiles the cases, each in its namespace, with main
-// (whose FNS stands for the list of fn(i) over the cases).
-func buildHostMain(t *testing.T, cases []hostCase, main string, fn func(i int) string) string {
+// hostGxx returns the host C++ compiler the host tests of the generated
+// code build with; outside CI a missing one skips the test, in CI it fails.
+func hostGxx(t *testing.T) string {
 	t.Helper()
 	cxx, err := exec.LookPath("g++")
 	if err != nil {
@@ -220,6 +220,14 @@ func buildHostMain(t *testing.T, cases []hostCase, main string, fn func(i int) s
 		}
 		t.Skip("g++ not found: the host tests of the generated code need a C++ compiler")
 	}
+	return cxx
+}
+
+// buildHostMain compiles the cases, each in its namespace, with main
+// (whose FNS stands for the list of fn(i) over the cases).
+func buildHostMain(t *testing.T, cases []hostCase, main string, fn func(i int) string) string {
+	t.Helper()
+	cxx := hostGxx(t)
 	var b strings.Builder
 	b.WriteString(hostPrelude)
 	b.WriteString(hipsrc.ABIHeader() + hipsrc.Runtime)

@@ -93,13 +93,7 @@ func TestIntRanges(t *testing.T) {
 // its standard output.
 func hostRun(t *testing.T, body string) string {
 	t.Helper()
-	cxx, err := exec.LookPath("g++")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("g++ is required in CI to test the generated code on the host")
-		}
-		t.Skip("g++ not found: the host tests of the generated code need a C++ compiler")
-	}
+	cxx := hostGxx(t)
 	dir := t.TempDir()
 	srcPath, exe := filepath.Join(dir, "b.cc"), filepath.Join(dir, "b")
 	if err := os.WriteFile(srcPath, []byte(hostPrelude+hipsrc.ABIHeader()+hipsrc.Runtime+body), 0o644); err != nil {

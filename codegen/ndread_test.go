@@ -41,13 +41,7 @@ func TestNDReadsOnHost(t *testing.T) {
 		{"i32", []int{2, 3, 4}, []string{"2", "2 * KV", "4"}},
 		{"f32", []int{3, 2, 2, 3}, []string{"H", "2", "Q + KV", "3"}},
 	}
-	cxx, err := exec.LookPath("g++")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("g++ is required in CI to test the generated code on the host")
-		}
-		t.Skip("g++ not found: the host tests of the generated code need a C++ compiler")
-	}
+	cxx := hostGxx(t)
 	var src strings.Builder
 	src.WriteString(hostPrelude)
 	src.WriteString(hipsrc.ABIHeader() + hipsrc.Runtime)
