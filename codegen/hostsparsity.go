@@ -26,6 +26,9 @@ type HostSparsity struct {
 	// as maskc_seg_check reports them, their searches narrow nothing and
 	// prove nothing full.
 	unsorted map[*BufferABI]bool
+	// filter is tileFilter of the kernel's plan, decided once for the
+	// per-tile KVTileLive.
+	filter bool
 }
 
 // HostSparsity binds the kernel's sparsity plan and mask to env's sizes
@@ -38,7 +41,7 @@ func (k *Kernel) HostSparsity(env *eval.Env) (*HostSparsity, error) {
 	if env == nil || env.Q < 1 || env.KV < 1 || env.B < 1 || env.H < 1 {
 		return nil, fmt.Errorf("codegen: host sparsity needs positive sizes")
 	}
-	s := &HostSparsity{k: k, env: env, exprs: map[dsl.Expr]*eval.BoundExpr{}, segs: map[*BufferABI][]float64{}, unsorted: map[*BufferABI]bool{}}
+	s := &HostSparsity{k: k, env: env, exprs: map[dsl.Expr]*eval.BoundExpr{}, segs: map[*BufferABI][]float64{}, unsorted: map[*BufferABI]bool{}, filter: tileFilter(k.sparsity)}
 	if k.Mask == nil {
 		return s, nil
 	}

@@ -36,6 +36,16 @@ type periodStep struct {
 	// covers is the text of the condition the step is equivalent to when
 	// it was derived from one (an equality of two remainders, samequot.go).
 	covers string
+	// rest and parts split num (periodParts), once for the printer and the
+	// host's per-tile test.
+	rest  normal.Linear
+	parts []periodPart
+}
+
+// newPeriodStep is the step `num % den` in [lo, hi] of f.
+func newPeriodStep(f *normal.Form, num normal.Linear, den, lo, hi int64, text string) periodStep {
+	rest, parts := periodParts(f, num)
+	return periodStep{num: num, den: den, lo: lo, hi: hi, text: text, rest: rest, parts: parts}
 }
 
 // termPeriods returns the remainder conditions of t that a tile can fail
@@ -48,7 +58,7 @@ func termPeriods(f *normal.Form, t *normal.Term) []periodStep {
 		if !ok || !small(den) || !safeLinear(f, num) || !periodDividend(f, num) {
 			continue
 		}
-		s := periodStep{num: num, den: den, lo: 0, hi: den - 1, text: b.String()}
+		s := newPeriodStep(f, num, den, 0, den-1, b.String())
 		if r.HasLo {
 			s.lo = max(r.Lo, 0)
 		}
@@ -238,13 +248,12 @@ func (g *sparsityWriter) termLive(p sparsityPlan) string {
 // the tile [qa, qb] x [ka, kb] (periodParts).
 func (g *sparsityWriter) periodRange(s periodStep) (lo, hi string) {
 	end := func(upper bool) string {
-		rest, parts := periodParts(g.f, s.num)
-		ts := g.linTerms(rest, "", "")
-		for _, pt := range parts {
+		ts := g.linTerms(s.rest, "", "")
+		for _, pt := range s.parts {
 			qv, kvv := pt.at(upper)
 			ts = append(ts, term{pt.coef, g.linCode(pt.base, qv, kvv)})
 		}
-		return sumCode(ts, rest.K, intLit)
+		return sumCode(ts, s.rest.K, intLit)
 	}
 	return end(false), end(true)
 }
@@ -312,15 +321,13 @@ func periodMeets(nLo, nHi, d, rLo, rHi int64) bool {
 // termLive is maskc_g_kv_term_live on the host, with the tile [qa, qb] x
 // [ka, kb] in the mask's coordinates.
 func (s *HostSparsity) termLive(i int, b, h, qa, qb, ka, kb int64) (bool, error) {
-	f := s.k.sparsity.form
 	for _, st := range s.k.sparsity.disjuncts[i].periods {
-		rest, parts := periodParts(f, st.num)
-		base, err := s.lin(rest, b, h, 0, 0)
+		base, err := s.lin(st.rest, b, h, 0, 0)
 		if err != nil {
 			return false, err
 		}
 		lo, hi := base, base
-		for _, pt := range parts {
+		for _, pt := range st.parts {
 			at := func(upper bool) (int64, error) {
 				q, kv := qa, ka
 				if pt.up == upper {
@@ -349,7 +356,7 @@ func (s *HostSparsity) termLive(i int, b, h, qa, qb, ka, kb int64) (bool, error)
 // Filters reports whether the kernel filters its walk's tiles by the
 // terms' remainder conditions (MASKC_KV_TILE_FILTER): KVTileLive then
 // decides the forward's visits and KVTileMeets the backward's classes.
-func (s *HostSparsity) Filters() bool { return tileFilter(s.k.sparsity) }
+func (s *HostSparsity) Filters() bool { return s.filter }
 
 // KVTileLive returns what maskc_kv_tile_live (hipsrc/frame.h) returns: for
 // the rows [qLo, qHi) of (b, h), whose KVIntervals are los, his, whether
@@ -358,13 +365,12 @@ func (s *HostSparsity) Filters() bool { return tileFilter(s.k.sparsity) }
 // pairs there. The forward's walk visits a tile of its intervals only
 // where this holds.
 func (s *HostSparsity) KVTileLive(b, h, qLo, qHi, kvLo, kvHi int64, los, his []int64) (bool, error) {
-	filter := s.Filters()
 	for i := range los {
 		a, z := max(los[i], kvLo), min(his[i], kvHi)
 		if a >= z {
 			continue
 		}
-		if !filter {
+		if !s.filter {
 			return true, nil
 		}
 		live, err := s.termLive(i, b, h, qLo, qHi-1, a, z-1)

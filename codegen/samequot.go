@@ -119,7 +119,7 @@ func equalRemainders(f *normal.Form, t *normal.Term) []periodStep {
 		r := s * b.Lo
 		r -= k * floorDiv(r, k)
 		text := num.Format(func(i int) string { return f.Extras[i].Text })
-		st := periodStep{num: num, den: k, lo: r, hi: r, text: fmt.Sprintf("(%s) %% %d == %d", text, k, r)}
+		st := newPeriodStep(f, num, k, r, r, fmt.Sprintf("(%s) %% %d == %d", text, k, r))
 		if b.Lo == 0 {
 			st.covers = b.String()
 		}

@@ -307,15 +307,10 @@ func (s *sliceWorker) row(qt int) error {
 		c := &s.sum[pi]
 		c.Pairs += rows * KV
 		c.Tiles += kvTiles
+		// A walk's tile meets a kv interval, and passes the tile filter
+		// where the kernel has one: KVTileLive decides both.
 		visited := func(kt int64) (bool, error) {
-			for i := range los {
-				lo, hi := max(los[i], 0), min(his[i], KV)
-				if lo < hi && kt >= lo/bn && kt < ceilDiv(hi, bn) {
-					// In the walk; the tile filter may still skip it.
-					return s.hs.KVTileLive(s.b, s.h, q0, qEnd, kt*bn, min(kt*bn+bn, KV), los, his)
-				}
-			}
-			return false, nil
+			return s.hs.KVTileLive(s.b, s.h, q0, qEnd, kt*bn, min(kt*bn+bn, KV), los, his)
 		}
 		for kt := int64(0); kt < kvTiles; kt++ {
 			kv0 := kt * bn
