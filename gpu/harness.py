@@ -19,6 +19,7 @@ interpreter of the expressions maskc's codegen.TorchExpr prints: no eval),
 their buffers drawn by gpu/buffers.py, and the float64 references.
 """
 import ast
+import inspect
 import json
 import operator
 import os
@@ -202,7 +203,7 @@ class Kernel:
             flags = torch.empty(max(1, self.spec.flag_bytes(sizes, self.block_n)), dtype=torch.uint8, device=q.device)
         assert len(buffers) <= self.abi.max_buffers
         for t in buffers:
-            assert t.is_contiguous() and t.dim() in (1, 2)
+            assert t.is_contiguous() and 1 <= t.dim() <= self.abi.man.max_rank
         strides = {n: t.stride()[:3] for n, t in (("q", q), ("k", k), ("v", v), ("o", o))}
         sh, bufs = man.pack(self.spec, sizes, strides, scale, sink.data_ptr() if sink is not None else 0,
                             flags.data_ptr() if flags is not None else 0,
@@ -304,6 +305,14 @@ class TorchExpr:
         if bad:
             raise ValueError("manifest expression %r, column %d: %s is not part of a TorchExpr" %
                              (self.text, getattr(node, "col_offset", 0) + 1, bad))
+
+    @property
+    def __signature__(self):
+        # FlexAttention (torch >= 2.11) counts a mod's positional parameters
+        # with inspect.signature and refuses a bare *args: the expression's
+        # own parameters are its signature.
+        return inspect.Signature([inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                                  for p in self.params])
 
     def __call__(self, *args):
         return self._eval(self.tree, dict(self.ns, **dict(zip(self.params, args))))

@@ -97,6 +97,18 @@ def test_torch_expr_reads_what_eval_reads(text, params, want):
         assert torch.equal(got, torch.tensor(want))
 
 
+def test_torch_expr_has_its_parameters_as_signature():
+    # FlexAttention (torch 2.11) counts a mod's positional parameters with
+    # inspect.signature: 4 for a mask_mod, 5 for a score_mod, never *args.
+    import inspect
+    mask = harness.TorchExpr("q >= kv", ("b", "h", "q", "kv"), {"torch": torch})
+    score = harness.TorchExpr("score + q - kv", ("score", "b", "h", "q", "kv"), {"torch": torch})
+    assert list(inspect.signature(mask).parameters) == ["b", "h", "q", "kv"]
+    assert list(inspect.signature(score).parameters) == ["score", "b", "h", "q", "kv"]
+    assert all(p.default is inspect.Parameter.empty for p in inspect.signature(score).parameters.values())
+    assert bool(mask(0, 0, torch.tensor(3), torch.tensor(2)))
+
+
 @pytest.mark.parametrize("text, what", [
     ("__import__('os').system('true')", "name __import__"),
     ("q.__class__", "attribute __class__"),
