@@ -281,11 +281,10 @@ __device__ __forceinline__ void maskc_mbar_expect_tx(maskc_u32 bar, int bytes) {
 // intervals, a block selection, remainders filtered per tile), as codegen asks with MASKC_WS_WALK:
 // one thread builds the walk into shared memory before the warpgroups part, and producer and
 // consumers read it there for each tile (a few broadcast loads), so that it costs the consumers
-// no registers across the key loop. lo/hi: the walk's tile intervals, sorted and disjoint (an
-// interval not in the walk has hi = -1); key_lo/key_hi: the rows' kv intervals the filter reads.
+// no registers across the key loop. tiles: the walk (tile_walk.h's MaskcWalkTable); key_lo/key_hi:
+// the rows' kv intervals, which the filter reads.
 struct MaskcWsWalk {
-  int first, last;  // the walk's begin() and end()
-  int lo[maskc_kv_interval_count], hi[maskc_kv_interval_count];
+  MaskcWalkTable<maskc_kv_interval_count> tiles;
 #if defined(MASKC_KV_TILE_FILTER)
   long long key_lo[maskc_kv_interval_count], key_hi[maskc_kv_interval_count];
 #endif
@@ -317,16 +316,7 @@ struct MaskcWsTiles {
   }
 #if defined(MASKC_WS_WALK)
   const MaskcWsWalk* walk;  // the block's walk, in shared memory
-  // The first tile >= t of the walk's intervals, or end.
-  __device__ __forceinline__ int walk_next(int t) const {
-    int r = end;
-#pragma unroll
-    for (int i = maskc_kv_interval_count - 1; i >= 0; --i) {  // the earliest interval ending after t wins
-      const int lo = walk->lo[i], hi = walk->hi[i];
-      if (hi > t) r = t > lo ? t : lo;
-    }
-    return r;
-  }
+  __device__ __forceinline__ int walk_next(int t) const { return maskc_walk_table_next(walk->tiles, t); }
   // The first tile >= t of the walk that the filter keeps for the block's rows [q_lo, q_hi)
   // (maskc_kv_tile_live), or end.
   __device__ __forceinline__ int next(int t, const MaskcBuffers& buf, long long nB, long long nH, long long nHKV,
@@ -468,17 +458,14 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
     long long klo[maskc_kv_interval_count], khi[maskc_kv_interval_count];
     maskc_kv_intervals(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q_end, klo, khi);
     maskc_walk_from(w, klo, khi, Skv, BN);
-    ws_walk.first = w.begin();
-    ws_walk.last = w.end();
+    maskc_walk_table_store(ws_walk.tiles, w);
+#if defined(MASKC_KV_TILE_FILTER)
 #pragma unroll
     for (int i = 0; i < maskc_kv_interval_count; ++i) {
-      ws_walk.lo[i] = w.lo[i];
-      ws_walk.hi[i] = (w.live >> i) & 1u ? w.hi[i] : -1;
-#if defined(MASKC_KV_TILE_FILTER)
       ws_walk.key_lo[i] = klo[i];
       ws_walk.key_hi[i] = khi[i];
-#endif
     }
+#endif
   }
   tiles.walk = &ws_walk;
 #elif defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
@@ -572,8 +559,8 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
   build = __syncthreads_or(build) != 0;
 #endif
 #if defined(MASKC_WS_WALK)
-  tiles.begin = ws_walk.first;  // written by thread 128 before the barrier above
-  tiles.end = ws_walk.last;
+  tiles.begin = ws_walk.tiles.first;  // stored by thread 128 before the barrier above
+  tiles.end = ws_walk.tiles.last;
 #endif
 
   if (wg == 0) {

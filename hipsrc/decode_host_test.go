@@ -121,19 +121,32 @@ static unsigned long long maskc_walk_ballot(bool) { abort(); }
 static unsigned long long maskc_walk_shfl64(unsigned long long, int) { abort(); }
 #endif
 ABI_HEADER
-// The generated part, in the global frame: keys kv <= q within W(h) of q.
+// The generated part, in the global frame: keys kv <= q within W(h) of q; with HOST_STRIDED also
+// the keys a multiple of P back ((q - kv) % P == 0), a second term whose remainder the decode's
+// walk filters per tile (MASKC_KV_TILE_FILTER: frame.h's maskc_kv_tile_live).
 static long long W(long long h) { return 50 + 20 * (h % 4); }
+#if defined(HOST_STRIDED)
+#define MASKC_KV_TILE_FILTER 1
+static const long long P = 150;
+static bool host_keep(long long h, long long q, long long kv) { return kv <= q && (q - kv < W(h) || (q - kv) % P == 0); }
+#else
+static bool host_keep(long long h, long long q, long long kv) { return kv <= q && q - kv < W(h); }
+#endif
 struct MaskcMaskRow {};
 struct MaskcMaskCol {};
 struct MaskcScoreRow {};
 struct MaskcScoreCol {};
 struct MaskcScoreGradRead { int slot; long long idx; float d; };
+#if defined(HOST_STRIDED)
+constexpr int maskc_kv_interval_count = 2;
+#else
 constexpr int maskc_kv_interval_count = 1;
+#endif
 constexpr int maskc_q_interval_count = 1;
 #define GA const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q, long long KV
 static MaskcMaskRow maskc_g_mask_row(GA, long long, long long, long long) { return {}; }
 static MaskcMaskCol maskc_g_mask_col(GA, long long, long long, long long) { return {}; }
-static bool maskc_g_mask(GA, long long b, long long h, long long q, long long kv) { return kv <= q && q - kv < W(h); }
+static bool maskc_g_mask(GA, long long b, long long h, long long q, long long kv) { return host_keep(h, q, kv); }
 static bool maskc_g_mask_rc(GA, const MaskcMaskRow&, const MaskcMaskCol&, long long b, long long h, long long q, long long kv) {
   return maskc_g_mask(buf, B, H, HKV, Q, KV, b, h, q, kv);
 }
@@ -146,6 +159,30 @@ static float maskc_g_score_rc(GA, const MaskcScoreRow&, const MaskcScoreCol&, fl
   return maskc_g_score(buf, B, H, HKV, Q, KV, s, b, h, q, kv);
 }
 static float maskc_g_score_grad(GA, float s, long long, long long, long long, long long, MaskcScoreGradRead*) { return 1.f; }
+#if defined(HOST_STRIDED)
+static void maskc_g_kv_range(GA, long long b, long long h, long long q_lo, long long q_hi, long long* lo, long long* hi) {
+  *lo = 0;
+  *hi = q_hi;
+}
+static void maskc_g_kv_intervals(GA, long long b, long long h, long long q_lo, long long q_hi, long long* lo, long long* hi) {
+  lo[0] = q_lo - W(h) + 1, hi[0] = q_hi;  // the window
+  lo[1] = 0, hi[1] = q_hi;                 // the stride: bounded by kv <= q only
+}
+static void maskc_g_q_range(GA, long long b, long long h, long long kv_lo, long long kv_hi, long long* lo, long long* hi) {
+  *lo = kv_lo;
+  *hi = Q;
+}
+// Term 1's remainder: some q - kv of the tile, at least 0, is a multiple of P.
+static long long filter_rejects;  // tiles the filter turned down (the test asks for some)
+static bool maskc_g_kv_term_live(GA, int i, long long b, long long h, long long q_lo, long long q_hi, long long kv_lo,
+                                 long long kv_hi) {
+  if (i == 0) return true;
+  const long long d_lo = q_lo - (kv_hi - 1) > 0 ? q_lo - (kv_hi - 1) : 0, d_hi = q_hi - 1 - kv_lo;
+  const bool live = d_lo <= d_hi && (d_lo + P - 1) / P * P <= d_hi;
+  if (!live) __atomic_add_fetch(&filter_rejects, 1, __ATOMIC_RELAXED);
+  return live;
+}
+#else
 static void maskc_g_kv_range(GA, long long b, long long h, long long q_lo, long long q_hi, long long* lo, long long* hi) {
   *lo = q_lo - W(h) + 1;
   *hi = q_hi;
@@ -157,11 +194,12 @@ static void maskc_g_q_range(GA, long long b, long long h, long long kv_lo, long 
   *lo = kv_lo;
   *hi = kv_hi + W(h) - 1;
 }
+#endif
 static void maskc_g_q_intervals(GA, long long b, long long h, long long kv_lo, long long kv_hi, long long* lo, long long* hi) {
   maskc_g_q_range(buf, B, H, HKV, Q, KV, b, h, kv_lo, kv_hi, lo, hi);
 }
 static bool maskc_g_tile_full(GA, long long b, long long h, long long q_lo, long long q_hi, long long kv_lo, long long kv_hi) {
-  return kv_hi - 1 <= q_lo && q_hi - 1 - kv_lo < W(h);
+  return kv_hi - 1 <= q_lo && q_hi - 1 - kv_lo < W(h);  // the window's (a tile inside it)
 }
 FRAME
 TILE_WALK
@@ -243,7 +281,7 @@ static int run(int B, int HKV, int G, int Sq, int Skv, int n_split, unsigned see
         std::vector<double> x;
         std::vector<int> kv_of;
         for (int kv = 0; kv < Skv; ++kv) {
-          if (!(kv + kv_off <= qg && qg - kv - kv_off < W(h))) continue;
+          if (!host_keep(h, qg, kv + kv_off)) continue;
           double s = 0;
           for (int d = 0; d < D; ++d)
             s += (double)val(q[(((size_t)b * H + h) * Sq + i) * D + d]) * val(k[(((size_t)b * HKV + hk) * Skv + kv) * D + d]);
@@ -287,6 +325,16 @@ int main() {
       run(1, 1, 1, 16, 64, 2, 4) || run(1, 1, 4, 1, 301, 2, 5) || run(1, 2, 2, 2, 100, 1, 6, 40) ||
       run(1, 1, 2, 1, 100, 3, 7, 200) || run(1, 1, 2, 1, 100, 1, 8, 200))
     return 1;
+#if defined(HOST_STRIDED)
+  // Long caches, where most tiles past the window hold no multiple of P: split and not, several
+  // heads a row block, and keys from position 40.
+  if (run(1, 2, 2, 3, 1200, 4, 9) || run(1, 1, 4, 1, 1000, 1, 10) || run(1, 1, 1, 16, 900, 3, 11, 40))
+    return 1;
+  if (filter_rejects == 0) {
+    printf("the filter turned down no tile: the test does not exercise it\n");
+    return 1;
+  }
+#endif
   printf("ok\n");
   return 0;
 }
@@ -294,12 +342,16 @@ int main() {
 
 // TestDecodeOnHost runs the decode kernel and its merge on the host against
 // a float64 reference (decodeHostMain), in NVIDIA's geometry (32-lane
-// warps, 4 rows a lane) and AMD's (64-lane wavefronts, 2 rows a lane).
+// warps, 4 rows a lane) and AMD's (64-lane wavefronts, 2 rows a lane), on
+// a head-dependent window and on the window with a stride whose remainder
+// the walk filters per tile (HOST_STRIDED, MASKC_DEC_FILTER).
 func TestDecodeOnHost(t *testing.T) {
 	cxx := hostCxx(t)
 	r := strings.NewReplacer("ABI_HEADER", ABIHeader(), "FRAME", Frame, "TILE_WALK", TileWalk, "DECODE", AttnDecode)
 	for _, platform := range []string{"-DMASKC_PLATFORM_HOST", "-DMASKC_PLATFORM_AMD"} {
-		runHostProgram(t, cxx, "decode_host", r.Replace(decodeHostMain), platform, "-std=c++17", "-O1", "-pthread",
-			"-Wno-unused-function", "-Wno-unused-variable", "-Wno-unused-but-set-variable")
+		for _, mask := range []string{"-DHOST_WINDOW", "-DHOST_STRIDED"} {
+			runHostProgram(t, cxx, "decode_host", r.Replace(decodeHostMain), platform, mask, "-std=c++17", "-O1", "-pthread",
+				"-Wno-unused-function", "-Wno-unused-variable", "-Wno-unused-but-set-variable")
+		}
 	}
 }

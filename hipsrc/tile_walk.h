@@ -17,6 +17,8 @@
 //                           ballot over the intervals held one a lane): every
 //                           lane asks alike.
 //   w.begin(), w.end()      the first visited tile and one past the last.
+//   MaskcWalkTable          a walk stored for other threads to read
+//                           (maskc_walk_table_store, maskc_walk_table_next).
 //   maskc_walk_next_live(w, ...) w.next(t) that also skips the tiles no term's
 //                           remainder conditions keep (MASKC_KV_TILE_FILTER).
 //   MaskcFlagWalk           the non-empty tiles of a pre-pass flag row, a
@@ -184,6 +186,37 @@ __device__ __forceinline__ void maskc_walk_from(MaskcTileWalk<N>& w, const long 
       w.lane_hi = w.hi[i];
     }
 #endif
+}
+
+// A walk as a table that other threads read (the warp-specialized sm_90a forward keeps one in
+// shared memory, stored by one thread): the tile intervals as MaskcTileWalk holds them, sorted and
+// disjoint, an interval not in the walk stored with hi = -1 (it ends after no tile), and the
+// walk's begin() and end().
+template <int N>
+struct MaskcWalkTable {
+  int first, last;
+  int lo[N], hi[N];
+};
+template <int N>
+__device__ __forceinline__ void maskc_walk_table_store(MaskcWalkTable<N>& tab, const MaskcTileWalk<N>& w) {
+  tab.first = w.begin();
+  tab.last = w.end();
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    tab.lo[i] = w.lo[i];
+    tab.hi[i] = (w.live >> i) & 1u ? w.hi[i] : -1;
+  }
+}
+// The first tile >= t of the table's walk, or its end (MaskcTileWalk::next, read from the table).
+template <int N>
+__device__ __forceinline__ int maskc_walk_table_next(const MaskcWalkTable<N>& tab, int t) {
+  int r = tab.last;
+#pragma unroll
+  for (int i = N - 1; i >= 0; --i) {  // the earliest interval ending after t wins
+    const int lo = tab.lo[i], hi = tab.hi[i];
+    if (hi > t) r = t > lo ? t : lo;
+  }
+  return r;
 }
 
 #if defined(MASKC_PLATFORM_AMD)

@@ -103,6 +103,19 @@ static int check_walk(unsigned seed) {
       printf("walk N=%d kv_len=%d bn=%d: %zu tiles visited, %zu meet an interval\n", N, kv_len, bn, got.size(), want.size());
       return 1;
     }
+    // The same walk stored as a table (MaskcWalkTable, the warp-specialized forward's shared
+    // memory) and read back tile by tile, from its first tile and from a random one.
+    MaskcWalkTable<N> tab;
+    maskc_walk_table_store(tab, w);
+    std::vector<int> from_table;
+    for (int t = maskc_walk_table_next(tab, tab.first); t < tab.last; t = maskc_walk_table_next(tab, t + 1)) from_table.push_back(t);
+    const int start = rnd() % (n_kt + 2);
+    if (from_table != want || tab.first != w.begin() || tab.last != w.end() ||
+        maskc_walk_table_next(tab, start) != w.next(start)) {
+      printf("walk table N=%d kv_len=%d bn=%d: %zu tiles, %zu meet an interval; next(%d) %d, walk's %d\n", N, kv_len, bn,
+             from_table.size(), want.size(), start, maskc_walk_table_next(tab, start), w.next(start));
+      return 1;
+    }
   }
   return 0;
 }
