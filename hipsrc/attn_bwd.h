@@ -414,9 +414,9 @@ __device__ __forceinline__ int maskc_bwd_tile_class(const MaskcBwdShape& sh, con
   // As below, with the q tile's rows in vector registers (maskc_walk_vgpr): the intervals'
   // 64-bit bounds, 2 per term, were held in scalar registers across the callers' tile loops
   // and spilled. The callers ask for a warp-uniform tile: the answers back in scalars.
-  const long long vq0 = maskc_walk_vgpr(q0), vq1 = maskc_walk_vgpr(q1);
-  if (!__builtin_amdgcn_readfirstlane(maskc_kv_tile_meets(buf, nB, nH, nHKV, nQ, nKV, b, h, vq0, vq1, k0, k1))) return 0;
-  return __builtin_amdgcn_readfirstlane(maskc_tile_full(buf, nB, nH, nHKV, nQ, nKV, b, h, vq0, vq1, k0, k1)) ? 2 : 1;
+  const long long vq0 = maskc_walk_vgpr(q0), vq1 = maskc_walk_vgpr(q1), vk0 = maskc_walk_vgpr(k0), vk1 = maskc_walk_vgpr(k1);
+  if (!__builtin_amdgcn_readfirstlane(maskc_kv_tile_meets(buf, nB, nH, nHKV, nQ, nKV, b, h, vq0, vq1, vk0, vk1))) return 0;
+  return __builtin_amdgcn_readfirstlane(maskc_tile_full(buf, nB, nH, nHKV, nQ, nKV, b, h, vq0, vq1, vk0, vk1)) ? 2 : 1;
 #elif defined(MASKC_KV_TILE_TEST)
   // The kv blocks the q tile's rows select, or the kv intervals whose terms' remainder
   // conditions can hold on the tile (each interval lies in its term's kv range, so in
@@ -1501,7 +1501,15 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
 #if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
     {
       long long lo = 0, hi = Sq;
+#if defined(MASKC_PLATFORM_AMD)
+      // The key tile's bounds made here for each head: computed once before the loop, they and
+      // their 64-bit forms were held in scalar registers through it, and spilled.
+      int kq0 = k0;
+      asm volatile("" : "+s"(kq0));
+      maskc_q_range(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, h, kq0, min(kq0 + BN, sh.Skv), &lo, &hi);
+#else
       maskc_q_range(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, h, k0, min(k0 + BN, Skv), &lo, &hi);
+#endif
       lo = lo < 0 ? 0 : lo;
       hi = hi > Sq ? Sq : hi;
       qt_begin = hi <= lo ? 0 : (int)(lo / BM);

@@ -771,6 +771,11 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
       }
       full = full && ((full_bits >> (kt - full_base)) & 1ull) != 0;
     }
+#elif defined(MASKC_PLATFORM_AMD)
+    // The buffers read through the kernarg segment here (maskc_kernarg), as above: the test's
+    // read addresses of the q tile's rows were hoisted out of the loop into scalar registers.
+    full = full && maskc_tile_full(*(const MaskcBuffers*)maskc_kernarg<MaskcBuffers, decltype(maskc_attn_fwd), 6>(), nB,
+                                   nH, nHKV, nQ, nKV, b, h, q0, q_end, kv0, kv0 + MASKC_BLOCK_N);
 #else
     full = full && maskc_tile_full(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q_end, kv0, kv0 + MASKC_BLOCK_N);
 #endif
