@@ -67,11 +67,17 @@ func TestClangCUDA(t *testing.T) {
 	dir := t.TempDir()
 	var names []string
 	headDims := map[string]int{}
-	write := func(file, attention string, headDim int) {
-		k := generateAttention(t, file, attention, Options{HeadDim: headDim})
+	writeOpts := func(file, attention string, opts Options) {
+		k := generateAttention(t, file, attention, opts)
 		name := strings.TrimSuffix(filepath.Base(file), ".flex") + "_" + k.Name
-		if headDim != 0 {
-			name += fmt.Sprintf("_d%d", headDim)
+		if opts.HeadDim != 0 {
+			name += fmt.Sprintf("_d%d", opts.HeadDim)
+		}
+		if opts.WSWalks {
+			if !k.WSWalk {
+				return
+			}
+			name += "_wswalk"
 		}
 		headDims[name] = k.HeadDim
 		if err := os.WriteFile(filepath.Join(dir, name+".bwd.cu"), []byte(k.BwdSource), 0o644); err != nil {
@@ -79,6 +85,7 @@ func TestClangCUDA(t *testing.T) {
 		}
 		names = append(names, name)
 	}
+	write := func(file, attention string, headDim int) { writeOpts(file, attention, Options{HeadDim: headDim}) }
 	examples, _ := filepath.Glob("../examples/*.flex")
 	for _, f := range examples {
 		plan, _ := classify.Classify(loadProgram(t, f), classify.Options{})
@@ -101,6 +108,8 @@ func TestClangCUDA(t *testing.T) {
 		plan, _ := classify.Classify(loadProgram(t, f), classify.Options{})
 		for _, d := range plan.Attentions {
 			write(f, d.Name, 0)
+			// The warp-specialized forward walking the mask's intervals (Options.WSWalks).
+			writeOpts(f, d.Name, Options{WSWalks: true})
 		}
 	}
 	write("testdata/golden/lookup.flex", "per_head", 0)        // pre-pass sparsity

@@ -28,6 +28,14 @@ type Options struct {
 	// classifier's, classify.Plan.Forms): a mask's form is taken from here
 	// and computed only when missing. Read only.
 	Forms map[*dsl.Lowered]*normal.Form
+	// WSWalks gives the analytic masks that warpSpecialized leaves on
+	// attn_fwd.h (unions walked interval by interval, block selections,
+	// remainder filters, block relations, segment equalities) the
+	// warp-specialized sm_90a forward too, walking their intervals there
+	// (MASKC_WS_WALK, hipsrc/attn_fwd_sm90.h). Off by default: an
+	// experiment until the GPU times it (cmd/genkernels -ws-walks,
+	// bench_ext.py --alt).
+	WSWalks bool
 }
 
 // canon is the normal form of l: opts.Forms's, else computed.
@@ -67,6 +75,9 @@ type Kernel struct {
 	// sm_90a forward (#define MASKC_NV_WS 1, hipsrc/attn_fwd_sm90.h) for
 	// NVIDIAWGMMA, and Launch launches it (warpSpecialized gives the rule).
 	WarpSpecialized bool
+	// WSWalk says that the warp-specialized forward walks the mask's kv
+	// intervals (Options.WSWalks; #define MASKC_WS_WALK 1).
+	WSWalk bool
 	// Buffers are the MaskcBuffers entries in slot order, with their
 	// declarations (KernelDesc.Slots describes them for launchers).
 	Buffers []BufferABI
@@ -166,8 +177,17 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 	}
 	k.Sparsity, k.SparsityReason = sp.plan.kind, sp.plan.reason
 	k.sparsity = sp.plan
-	if k.WarpSpecialized = warpSpecialized(k, sp.plan); k.WarpSpecialized {
+	k.WarpSpecialized = warpSpecialized(k, sp.plan)
+	if !k.WarpSpecialized && opts.WSWalks && sp.plan.kind == SparsityAnalytic && k.HasMask && wsShape(k) {
+		k.WarpSpecialized, k.WSWalk = true, true
+	}
+	if k.WarpSpecialized {
 		k.Launch, _ = hipsrc.Launches(k.HeadDim, true) // head dim 64 or 128: no error
+		if k.WSWalk {
+			c := k.Launch[hipsrc.NVIDIAWGMMA.String()]
+			c.SharedMemBytes += hipsrc.WSWalkBytes
+			k.Launch[hipsrc.NVIDIAWGMMA.String()] = c
+		}
 	}
 	if sp.plan.kind == SparsityPrepass {
 		k.FlagsEntry = hipsrc.TileFlagsEntry
@@ -357,6 +377,9 @@ func (k *Kernel) writeHeader(w *strings.Builder, src *dsl.Source) {
 	if k.WarpSpecialized { // -DMASKC_NV_WS=0 still builds attn_fwd.h's forward (experiments)
 		w.WriteString("#ifndef MASKC_NV_WS\n#define MASKC_NV_WS 1\n#endif\n")
 	}
+	if k.WSWalk {
+		w.WriteString("#define MASKC_WS_WALK 1\n")
+	}
 	fmt.Fprintf(w, "#define MASKC_MASK_USES_B %d\n", b2i(k.MaskUsesB))
 	fmt.Fprintf(w, "#define MASKC_MASK_USES_H %d\n", b2i(k.MaskUsesH))
 	if k.HasScore && !lightScore(k.Score) {
@@ -425,7 +448,7 @@ func firstNonEmpty(xs ...string) string {
 // intervals (hullExact), terms whose union is not one interval
 // (sliding_global_prefix, 0.225x against 1.05x): run 18.
 func warpSpecialized(k *Kernel, p sparsityPlan) bool {
-	if k.HasScore && !lightScore(k.Score) || (k.HeadDim != 64 && k.HeadDim != 128) {
+	if !wsShape(k) {
 		return false
 	}
 	switch p.kind {
@@ -447,6 +470,12 @@ func warpSpecialized(k *Kernel, p sparsityPlan) bool {
 		return len(p.disjuncts) > 0 && hullExact(p)
 	}
 	return false
+}
+
+// wsShape reports whether the warp-specialized forward takes k's head dim
+// (64 or 128) and score (none, or a light one).
+func wsShape(k *Kernel) bool {
+	return (!k.HasScore || lightScore(k.Score)) && (k.HeadDim == 64 || k.HeadDim == 128)
 }
 
 // lightScore reports whether a score mod is arithmetic on the logit,

@@ -77,6 +77,13 @@
 #if defined(MASKC_HAS_MASK) && (defined(MASKC_SPARSITY_ANALYTIC) || defined(MASKC_SPARSITY_PREPASS))
 #define MASKC_DEC_WALK 1
 #endif
+// Where a term's remainder conditions can fail on a whole tile (MASKC_KV_TILE_FILTER: `(q - kv) %
+// S == 0` and its kin, codegen/period.go), the walk's tiles that no term keeps for any row of the
+// block are passed over as the forward's walk passes them (maskc_walk_next_live): neither loaded nor
+// computed. The splits still share the walk's tiles by rank, the passed ones included.
+#if defined(MASKC_DEC_WALK) && defined(MASKC_KV_TILE_FILTER)
+#define MASKC_DEC_FILTER 1
+#endif
 
 static_assert(MASKC_DEC_WARP_KEYS >= 1 && MASKC_DEC_BLOCK_N % MASKC_DEC_WARPS == 0, "whole keys per warp");
 static_assert(MASKC_DEC_ELEMS % 4 == 0, "float4 chunks per lane");
@@ -224,6 +231,15 @@ extern "C" __global__ void __launch_bounds__(MASKC_DEC_THREADS)
   const int n_kt = (Skv + MASKC_DEC_BLOCK_N - 1) / MASKC_DEC_BLOCK_N;
 #if defined(MASKC_DEC_WALK)
   MaskcTileWalk<maskc_kv_interval_count> walk;
+#if defined(MASKC_DEC_FILTER)
+  // The hull and the block's heads outlive the walk's build: the filter reads them per tile.
+  long long lo[maskc_kv_interval_count], hi[maskc_kv_interval_count];
+  const int r0 = rblock * MASKC_DEC_ROWS, r1 = min(r0 + MASKC_DEC_ROWS, n_rows);
+  const int g0 = r0 / Sq, g1 = MASKC_MASK_USES_H ? (r1 - 1) / Sq : g0;
+  {
+#pragma unroll
+    for (int i = 0; i < maskc_kv_interval_count; ++i) lo[i] = hi[i] = 0;
+#else
   {
     // The hull, per disjunct, of the kv intervals of the block's heads.
     long long lo[maskc_kv_interval_count], hi[maskc_kv_interval_count];
@@ -231,6 +247,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_DEC_THREADS)
     for (int i = 0; i < maskc_kv_interval_count; ++i) lo[i] = hi[i] = 0;
     const int r0 = rblock * MASKC_DEC_ROWS, r1 = min(r0 + MASKC_DEC_ROWS, n_rows);
     const int g0 = r0 / Sq, g1 = MASKC_MASK_USES_H ? (r1 - 1) / Sq : g0;
+#endif
     for (int gg = g0; gg <= g1; ++gg) {
       long long l1[maskc_kv_interval_count], h1[maskc_kv_interval_count];
 #if defined(MASKC_PLATFORM_AMD)
@@ -274,6 +291,23 @@ extern "C" __global__ void __launch_bounds__(MASKC_DEC_THREADS)
   auto next_tile = [](int t) { return t; };
 #endif
   (void)n_kt;
+#if defined(MASKC_DEC_FILTER)
+  // Passes over the walk's tiles from t on that no row of the block keeps a pair of (of the n
+  // tiles left of the split; n counts the tiles passed): t is then a kept tile, or n is 0.
+  // The hull's intervals serve every head of the block (a wider interval only keeps more).
+  auto pass_dead = [&](int& t, int& n) {
+    for (; n > 0; t = next_tile(t + 1)) {
+      const long long k0 = (long long)t * MASKC_DEC_BLOCK_N, k1 = min(k0 + MASKC_DEC_BLOCK_N, (long long)Skv);
+      bool live = false;
+      for (int gg = g0; gg <= g1 && !live; ++gg)
+        live = maskc_kv_tile_live(buf, nB, nH, nHKV, nQ, nKV, b, maskc_nonneg(hkv * G + gg), 0, Sq, k0, k1, lo, hi);
+#if defined(MASKC_PLATFORM_AMD)
+      live = __builtin_amdgcn_readfirstlane(live);
+#endif
+      if (live || --n == 0) break;
+    }
+  };
+#endif
 
   // Register staging of one tile: chunk i of this thread is
   // tid + i * MASKC_DEC_THREADS over K's chunks then V's.
@@ -319,13 +353,24 @@ extern "C" __global__ void __launch_bounds__(MASKC_DEC_THREADS)
   }
 
   int left = rank1 - rank0;
+#if defined(MASKC_DEC_FILTER)
+  pass_dead(kt, left);
+#endif
   if (left > 0) load(kt);
   while (left > 0) {
     __syncthreads();  // every warp is done with the previous tile's memory
     store();
     __syncthreads();
     const int kv0 = kt * MASKC_DEC_BLOCK_N;
+#if defined(MASKC_DEC_FILTER)
+    int kt_next = kt;
+    if (--left > 0) {
+      kt_next = next_tile(kt + 1);
+      pass_dead(kt_next, left);
+    }
+#else
     const int kt_next = --left > 0 ? next_tile(kt + 1) : kt;
+#endif
     if (left > 0) load(kt_next);  // in flight while this tile is computed
 
     // Is every (row, key) of the tile kept? Then the mask is skipped.

@@ -78,6 +78,9 @@ static_assert(MASKC_WS_THREADS == MASKC_NUM_THREADS, "the pre-pass and the forwa
 // empty V per stage, then Q's).
 #define MASKC_WS_BAR_OFFSET (2 * (MASKC_WS_Q_ELEMS + 2 * MASKC_WS_STAGES * MASKC_WS_KV_ELEMS))
 #define MASKC_WS_SMEM_BYTES (MASKC_WS_BAR_OFFSET + 8 * (4 * MASKC_WS_STAGES + 1))
+// With MASKC_WS_WALK, the walk (MaskcWsWalk) follows at MASKC_WS_SMEM_BYTES: the launch
+// gives this much more (hipsrc.WSWalkBytes).
+#define MASKC_WS_WALK_BYTES 640
 #define MASKC_WS_FLAGS_PER_TILE (MASKC_WS_BLOCK_N / MASKC_BLOCK_N)
 
 static_assert(MASKC_BLOCK_M == 128, "two consumer warpgroups of 64 rows");
@@ -273,9 +276,26 @@ __device__ __forceinline__ void maskc_mbar_expect_tx(maskc_u32 bar, int bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
 }
 
+#if defined(MASKC_WS_WALK)
+// The key tiles of a block whose mask's kv intervals are walked (tile_walk.h: a union's
+// intervals, a block selection, remainders filtered per tile), as codegen asks with MASKC_WS_WALK:
+// one thread builds the walk into shared memory before the warpgroups part, and producer and
+// consumers read it there for each tile (a few broadcast loads), so that it costs the consumers
+// no registers across the key loop. lo/hi: the walk's tile intervals, sorted and disjoint (an
+// interval not in the walk has hi = -1); key_lo/key_hi: the rows' kv intervals the filter reads.
+struct MaskcWsWalk {
+  int first, last;  // the walk's begin() and end()
+  int lo[maskc_kv_interval_count], hi[maskc_kv_interval_count];
+#if defined(MASKC_KV_TILE_FILTER)
+  long long key_lo[maskc_kv_interval_count], key_hi[maskc_kv_interval_count];
+#endif
+};
+#endif
+
 // The key tiles a block visits, in MASKC_WS_BLOCK_N-key units: [begin, end)
-// minus the tiles the pre-pass marked empty. Producer and consumers walk
-// the same sequence.
+// minus the tiles the pre-pass marked empty (or, with MASKC_WS_WALK, the
+// tiles outside the walk and those its filter drops). Producer and consumers
+// walk the same sequence.
 struct MaskcWsTiles {
   int begin, end;
   const unsigned char* flags;  // the block's pre-pass flag row, or nullptr
@@ -295,11 +315,49 @@ struct MaskcWsTiles {
     }
     return f;
   }
+#if defined(MASKC_WS_WALK)
+  const MaskcWsWalk* walk;  // the block's walk, in shared memory
+  // The first tile >= t of the walk's intervals, or end.
+  __device__ __forceinline__ int walk_next(int t) const {
+    int r = end;
+#pragma unroll
+    for (int i = maskc_kv_interval_count - 1; i >= 0; --i) {  // the earliest interval ending after t wins
+      const int lo = walk->lo[i], hi = walk->hi[i];
+      if (hi > t) r = t > lo ? t : lo;
+    }
+    return r;
+  }
+  // The first tile >= t of the walk that the filter keeps for the block's rows [q_lo, q_hi)
+  // (maskc_kv_tile_live), or end.
+  __device__ __forceinline__ int next(int t, const MaskcBuffers& buf, long long nB, long long nH, long long nHKV,
+                                      long long nQ, long long nKV, long long b, long long h, long long q_lo,
+                                      long long q_hi) const {
+    t = walk_next(t);
+#if defined(MASKC_KV_TILE_FILTER)
+    while (t < end) {
+      const long long k0 = (long long)t * MASKC_WS_BLOCK_N;
+      const long long k1 = k0 + MASKC_WS_BLOCK_N < nKV ? k0 + MASKC_WS_BLOCK_N : nKV;
+      if (maskc_kv_tile_live(buf, nB, nH, nHKV, nQ, nKV, b, h, q_lo, q_hi, k0, k1, walk->key_lo, walk->key_hi)) break;
+      t = walk_next(t + 1);
+    }
+#else
+    (void)buf, (void)nB, (void)nH, (void)nHKV, (void)nQ, (void)nKV, (void)b, (void)h, (void)q_lo, (void)q_hi;
+#endif
+    return t;
+  }
+#else
   __device__ __forceinline__ int next(int t) const {
     while (t < end && flag(t) == 0) ++t;
     return t;
   }
+#endif
 };
+// A block's next visited tile from t on (MaskcWsTiles::next).
+#if defined(MASKC_WS_WALK)
+#define MASKC_WS_NEXT(t) tiles.next(t, buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q_end)
+#else
+#define MASKC_WS_NEXT(t) tiles.next(t)
+#endif
 
 // Copies rows [row0, row0 + ROWS) of a [rows][D] matrix into the swizzled
 // wgmma tile layout with the producer's 128 threads (rows at or past nrows
@@ -402,7 +460,28 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
   tiles.end = (Skv + BN - 1) / BN;
   tiles.flags = nullptr;
   tiles.n_fkt = 0;
-#if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
+#if defined(MASKC_WS_WALK)
+  static_assert(sizeof(MaskcWsWalk) <= MASKC_WS_WALK_BYTES && MASKC_WS_SMEM_BYTES % 8 == 0, "the walk fits after the barriers");
+  MaskcWsWalk& ws_walk = *(MaskcWsWalk*)(maskc_smem_raw + MASKC_WS_SMEM_BYTES);
+  if (tid == 128) {  // not thread 0, which sets up the copies meanwhile
+    MaskcTileWalk<maskc_kv_interval_count> w;
+    long long klo[maskc_kv_interval_count], khi[maskc_kv_interval_count];
+    maskc_kv_intervals(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q_end, klo, khi);
+    maskc_walk_from(w, klo, khi, Skv, BN);
+    ws_walk.first = w.begin();
+    ws_walk.last = w.end();
+#pragma unroll
+    for (int i = 0; i < maskc_kv_interval_count; ++i) {
+      ws_walk.lo[i] = w.lo[i];
+      ws_walk.hi[i] = (w.live >> i) & 1u ? w.hi[i] : -1;
+#if defined(MASKC_KV_TILE_FILTER)
+      ws_walk.key_lo[i] = klo[i];
+      ws_walk.key_hi[i] = khi[i];
+#endif
+    }
+  }
+  tiles.walk = &ws_walk;
+#elif defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
   {
     long long lo = 0, hi = Skv;
     maskc_kv_range(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q_end, &lo, &hi);
@@ -492,6 +571,10 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
 #if MASKC_WS_TMAP_REUSE
   build = __syncthreads_or(build) != 0;
 #endif
+#if defined(MASKC_WS_WALK)
+  tiles.begin = ws_walk.first;  // written by thread 128 before the barrier above
+  tiles.end = ws_walk.last;
+#endif
 
   if (wg == 0) {
     // ------------------------------------------------------------ producer
@@ -549,14 +632,14 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
           maskc_mbar_expect_tx(MASKC_BAR_Q, MASKC_BLOCK_M * MASKC_HEAD_DIM * 2);
           maskc_ws_tma_load<MASKC_BLOCK_M>(sQ, tmQ, q0, MASKC_BAR_Q, h, b);
           int ik = 0, iv = 0;
-          int kt = tiles.next(tiles.begin);
+          int kt = MASKC_WS_NEXT(tiles.begin);
           if (kt < tiles.end) {
             maskc_mbar_expect_tx(MASKC_BAR_FULL_K(0), kTileBytes);
             maskc_ws_tma_load<BN>(sK, tmK, kt * BN, MASKC_BAR_FULL_K(0), hkv, b);
             ik = 1;
           }
           while (kt < tiles.end) {
-            const int kn = tiles.next(kt + 1);
+            const int kn = MASKC_WS_NEXT(kt + 1);
             if (kn < tiles.end) {
               const int s = ik % MASKC_WS_STAGES;
               maskc_mbar_wait(MASKC_BAR_EMPTY_K(s), ((ik / MASKC_WS_STAGES) & 1) ^ 1);
@@ -582,14 +665,14 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
     maskc_ws_load<MASKC_BLOCK_M>(sQ, Qp, shape.q_stride[2], q0, Sq, tid);
     signal_pending(MASKC_BAR_Q);
     int ik = 0, iv = 0;  // K and V tiles loaded so far
-    int kt = tiles.next(tiles.begin);
+    int kt = MASKC_WS_NEXT(tiles.begin);
     if (kt < tiles.end) {
       maskc_ws_load<BN>(sK, Kp, shape.k_stride[2], kt * BN, Skv, tid);
       signal_pending(MASKC_BAR_FULL_K(0));
       ik = 1;
     }
     while (kt < tiles.end) {
-      const int kn = tiles.next(kt + 1);
+      const int kn = MASKC_WS_NEXT(kt + 1);
       if (kn < tiles.end) {
         const int s = ik % MASKC_WS_STAGES;
         maskc_mbar_wait(MASKC_BAR_EMPTY_K(s), ((ik / MASKC_WS_STAGES) & 1) ^ 1);
@@ -726,7 +809,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
 #define MASKC_WS_ZERO_S() _Pragma("unroll") for (int i = 0; i < BN / 2; ++i) s[i] = 0.f;
 
     maskc_ws_wait_full(MASKC_BAR_Q, 0, ws_fence);
-    int kt = tiles.next(tiles.begin);
+    int kt = MASKC_WS_NEXT(tiles.begin);
     while (kt < tiles.end) {
       const int ks = ik % MASKC_WS_STAGES, vs = iv % MASKC_WS_STAGES;
       maskc_ws_wait_full(MASKC_BAR_FULL_K(ks), (ik / MASKC_WS_STAGES) & 1, ws_fence);
@@ -747,7 +830,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
       maskc_wg_fence_u32<BN / 4>(&a[0][0]);
       MASKC_WS_RELEASE(MASKC_BAR_EMPTY_V(vs))
       ++iv;
-      kt = tiles.next(kt + 1);
+      kt = MASKC_WS_NEXT(kt + 1);
     }
 
     // Every copy of the block has landed (warpgroup 1 waited for each): the

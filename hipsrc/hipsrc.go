@@ -321,6 +321,10 @@ const (
 	WSThreads = 384
 	// WSStages is MASKC_WS_STAGES, the K and V ring depth.
 	WSStages = 2
+	// WSWalkBytes is MASKC_WS_WALK_BYTES: the shared memory a kernel with
+	// MASKC_WS_WALK adds after WSSharedMemBytes for its walk (MaskcWsWalk:
+	// up to 24 intervals in tiles and in keys).
+	WSWalkBytes = 640
 )
 
 // WSHeadDims are the head dims the warp-specialized forward supports.

@@ -630,6 +630,9 @@ func TestWSConstantsMirrorSource(t *testing.T) {
 	if got := define(t, AttnFwdSM90, "MASKC_WS_STAGES"); got != WSStages {
 		t.Errorf("MASKC_WS_STAGES %d, WSStages %d", got, WSStages)
 	}
+	if got := define(t, AttnFwdSM90, "MASKC_WS_WALK_BYTES"); got != WSWalkBytes {
+		t.Errorf("MASKC_WS_WALK_BYTES %d, WSWalkBytes %d", got, WSWalkBytes)
+	}
 	for _, tt := range []struct{ d, bn, smem int }{
 		{64, 128, 2*(128*64+2*2*128*64) + 72},
 		{128, 128, 2*(128*128+2*2*128*128) + 72},

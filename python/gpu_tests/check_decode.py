@@ -33,9 +33,10 @@ import tempfile
 
 import torch
 
-B, H, W, CAP = 2, 8, 256, 20.0
+B, H, W, CAP, STRIDE = 2, 8, 256, 20.0, 256
 TOL_O, TOL_LSE = 2e-2, 5e-3
-MASKS = ("causal", "sliding", "document", "softcap")
+# strided: a remainder condition the decode walk filters per tile (MASKC_DEC_FILTER, issue 27).
+MASKS = ("causal", "sliding", "document", "softcap", "strided")
 
 
 def flex_text(mask, head_dim):
@@ -44,7 +45,9 @@ def flex_text(mask, head_dim):
             "sliding": ("param W = %d\n" % W, "mask m(b, h, q, kv) = (q >= kv) & (q - kv < W)\n"),
             "document": ("buffer doc: i32[KV] segments\n", "mask m(b, h, q, kv) = (q >= kv) & (doc[q] == doc[kv])\n"),
             "softcap": ("param CAP = %r\n" % CAP,
-                        "mask m(b, h, q, kv) = q >= kv\nscore s(score, b, h, q, kv) = CAP * tanh(score / CAP)\n")}[mask]
+                        "mask m(b, h, q, kv) = q >= kv\nscore s(score, b, h, q, kv) = CAP * tanh(score / CAP)\n"),
+            "strided": ("param S = %d\n" % STRIDE,
+                        "mask m(b, h, q, kv) = kv <= q and (q - kv < S or (q - kv) % S == 0)\n")}[mask]
     score = "    score = s\n" if mask == "softcap" else ""
     return ("# issue 29 decode check: %s\n%s%sattention layer {\n    mask = m\n%s    layout = bhsd\n    dtype = bf16\n"
             "    head_dim = %d\n}\n" % (mask, decl[0], decl[1], score, head_dim))
@@ -68,6 +71,8 @@ def reference(q, k, v, mask, L, doc=None):
     if mask == "document":
         d = doc.long()
         keep = keep & (d[pq] == d[pk])
+    if mask == "strided":
+        keep = keep & ((pq - pk < STRIDE) | ((pq - pk) % STRIDE == 0))
     s = s.masked_fill(~keep, float("-inf"))
     lse = torch.logsumexp(s, -1)
     o = torch.einsum("bkgql,bkld->bkgqd", torch.softmax(s, -1), v.double())
@@ -111,8 +116,8 @@ def self_test():
     Bn, Hn, HKV, Sq, L, D = 2, 4, 2, 3, 40, 8
     q, k, v = (torch.randn(Bn, n, s, D, generator=g) for n, s in ((Hn, Sq), (HKV, L), (HKV, L)))
     doc = random_doc(L, g)
-    global W
-    W = 7
+    global W, STRIDE
+    W, STRIDE = 7, 5
     for mask in MASKS:
         o, lse = reference(q, k, v, mask, L, doc)
         for b in range(Bn):
@@ -124,7 +129,8 @@ def self_test():
                     if mask == "softcap":
                         s = CAP * torch.tanh(s / CAP)
                     keep = [kv <= p and (mask != "sliding" or p - kv < W) and
-                            (mask != "document" or int(doc[kv]) == int(doc[p])) for kv in range(L)]
+                            (mask != "document" or int(doc[kv]) == int(doc[p])) and
+                            (mask != "strided" or p - kv < STRIDE or (p - kv) % STRIDE == 0) for kv in range(L)]
                     s = torch.where(torch.tensor(keep), s, torch.tensor(float("-inf"), dtype=torch.float64))
                     assert abs(torch.logsumexp(s, 0) - lse[b, h, i]) < 1e-12, (mask, b, h, i)
                     assert (torch.softmax(s, 0) @ vv - o[b, h, i]).abs().max() < 1e-12, (mask, b, h, i)
