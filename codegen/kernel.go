@@ -382,6 +382,11 @@ func (k *Kernel) writeHeader(w *strings.Builder, src *dsl.Source) {
 	}
 	fmt.Fprintf(w, "#define MASKC_MASK_USES_B %d\n", b2i(k.MaskUsesB))
 	fmt.Fprintf(w, "#define MASKC_MASK_USES_H %d\n", b2i(k.MaskUsesH))
+	if k.HasScore && !lightScore(k.Score) {
+		// A score calling transcendental functions (lightScore): attn_fwd.h
+		// makes each logit's score before the next one's on CDNA.
+		w.WriteString("#define MASKC_SCORE_HEAVY 1\n")
+	}
 	// The mask and score come with row and column parts (funcs.go).
 	w.WriteString("#define MASKC_SPLIT_MODS 1\n\n")
 }

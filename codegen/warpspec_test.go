@@ -2,6 +2,7 @@ package codegen
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -32,6 +33,29 @@ func TestWarpSpecializedRule(t *testing.T) {
 		k := generateAttention(t, filepath.Join("..", "gpu", tc.file), "", Options{})
 		if k.WarpSpecialized != tc.want {
 			t.Errorf("%s: warp-specialized %v, want %v (sparsity %s: %s)", tc.file, k.WarpSpecialized, tc.want, k.Sparsity, k.SparsityReason)
+		}
+	}
+}
+
+// TestScoreHeavyFact: a score calling a transcendental built-in (the same
+// rule, lightScore) is marked MASKC_SCORE_HEAVY in the generated source, on
+// which the CDNA forward makes each logit before the next one's; a light
+// score, or none, is not.
+func TestScoreHeavyFact(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		want bool
+	}{
+		{"../gpu/bench_cases/causal_softcap.flex", true}, // tanh
+		{"../examples/t5_bias.flex", true},               // log
+		{"testdata/golden/trig.flex", true},              // sin, cos, tan, erf
+		{"../gpu/bench_cases/causal_alibi.flex", false},  // arithmetic
+		{"../examples/relative_bias.flex", false},        // a buffer read
+		{"../gpu/bench_cases/causal.flex", false},        // no score
+	} {
+		k := generateAttention(t, tc.file, "", Options{})
+		if got := strings.Contains(k.Source, "\n#define MASKC_SCORE_HEAVY 1\n"); got != tc.want {
+			t.Errorf("%s: MASKC_SCORE_HEAVY %v, want %v", tc.file, got, tc.want)
 		}
 	}
 }

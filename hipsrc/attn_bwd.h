@@ -414,9 +414,18 @@ __device__ __forceinline__ int maskc_bwd_tile_class(const MaskcBwdShape& sh, con
   // As below, with the q tile's rows in vector registers (maskc_walk_vgpr): the intervals'
   // 64-bit bounds, 2 per term, were held in scalar registers across the callers' tile loops
   // and spilled. The callers ask for a warp-uniform tile: the answers back in scalars.
-  const long long vq0 = maskc_walk_vgpr(q0), vq1 = maskc_walk_vgpr(q1);
-  if (!__builtin_amdgcn_readfirstlane(maskc_kv_tile_meets(buf, nB, nH, nHKV, nQ, nKV, b, h, vq0, vq1, k0, k1))) return 0;
-  return __builtin_amdgcn_readfirstlane(maskc_tile_full(buf, nB, nH, nHKV, nQ, nKV, b, h, vq0, vq1, k0, k1)) ? 2 : 1;
+  const long long vq0 = maskc_walk_vgpr(q0), vq1 = maskc_walk_vgpr(q1), vk0 = maskc_walk_vgpr(k0), vk1 = maskc_walk_vgpr(k1);
+  if (!__builtin_amdgcn_readfirstlane(maskc_kv_tile_meets(buf, nB, nH, nHKV, nQ, nKV, b, h, vq0, vq1, vk0, vk1))) return 0;
+  return __builtin_amdgcn_readfirstlane(maskc_tile_full(buf, nB, nH, nHKV, nQ, nKV, b, h, vq0, vq1, vk0, vk1)) ? 2 : 1;
+#elif defined(MASKC_PLATFORM_AMD) && !defined(MASKC_KV_TILE_TEST)
+  // As below, with the key tile made opaque here: what the tests compute from it (its
+  // 64-bit bounds) was hoisted out of the callers' tile loops into scalar registers.
+  const int k0_tile = maskc_uniform_here(k0);
+  const long long vk0 = k0_tile, vk1 = k0_tile + MASKC_BWD_BLOCK_N;
+  long long lo = 0, hi = sh.Skv;
+  maskc_kv_range(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q1, &lo, &hi);
+  if (hi <= lo || hi <= vk0 || lo >= vk1) return 0;
+  return maskc_tile_full(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q1, vk0, vk1) ? 2 : 1;
 #elif defined(MASKC_KV_TILE_TEST)
   // The kv blocks the q tile's rows select, or the kv intervals whose terms' remainder
   // conditions can hold on the tile (each interval lies in its term's kv range, so in
@@ -1485,10 +1494,15 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
 
   for (int h = hkv * group; h < (hkv + 1) * group; ++h) {
 #if defined(MASKC_PLATFORM_AMD)
-    // The shape, buffers and position frame, read per head, not held through the loop (maskc_kernarg).
+    // The shape, buffers and position frame, read per head, not held through the loop (maskc_kernarg),
+    // the q tile count made from them and the batch read back from its vector copy (readfirstlane):
+    // held through the loop, they took scalar registers, and spilled.
     const MaskcBwdShape& sh = *(const MaskcBwdShape*)maskc_kernarg<MaskcBwdShape, decltype(maskc_attn_bwd), 6>();
     const MaskcBuffers& buf = *(const MaskcBuffers*)maskc_kernarg<MaskcBuffers, decltype(maskc_attn_bwd), 7>();
-    const int Sq = sh.Sq;
+    const int Sq = sh.Sq, n_qt = (Sq + BM - 1) / BM;
+    const int b = __builtin_amdgcn_readfirstlane(ep_b);
+    const maskc_elem_t* __restrict__ const Q = *maskc_kernarg<const maskc_elem_t*, decltype(maskc_attn_bwd), 0>();
+    const maskc_elem_t* __restrict__ const dO = *maskc_kernarg<const maskc_elem_t*, decltype(maskc_attn_bwd), 3>();
 #endif
     const maskc_elem_t* Qp = Q + b * sh.q_stride[0] + h * sh.q_stride[1];
     const maskc_elem_t* dOp = dO + b * sh.do_stride[0] + h * sh.do_stride[1];
@@ -1501,7 +1515,14 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
 #if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
     {
       long long lo = 0, hi = Sq;
+#if defined(MASKC_PLATFORM_AMD)
+      // The key tile's bounds made here for each head: computed once before the loop, they and
+      // their 64-bit forms were held in scalar registers through it, and spilled.
+      const int kq0 = maskc_uniform_here(k0);
+      maskc_q_range(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, h, kq0, min(kq0 + BN, sh.Skv), &lo, &hi);
+#else
       maskc_q_range(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, h, k0, min(k0 + BN, Skv), &lo, &hi);
+#endif
       lo = lo < 0 ? 0 : lo;
       hi = hi > Sq ? Sq : hi;
       qt_begin = hi <= lo ? 0 : (int)(lo / BM);
@@ -1510,8 +1531,11 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
 #endif
     for (int qt = qt_begin; qt < qt_end; ++qt) {
 #if defined(MASKC_PLATFORM_AMD)
-      // The buffers and the position frame, read per tile, not held through the loop (maskc_kernarg).
+      // The buffers and the position frame, read per tile, not held through the loop (maskc_kernarg),
+      // and the key count made opaque per tile: the lane's tests kv < Skv were hoisted out of
+      // the loops as 64-bit lane masks, 2 scalar registers each, and spilled.
       const MaskcBuffers& buf = *(const MaskcBuffers*)maskc_kernarg<MaskcBuffers, decltype(maskc_attn_bwd), 7>();
+      const int Skv = maskc_uniform_here(sh.Skv);
 #endif
       const int q0 = qt * BM;
       const int cls = maskc_bwd_tile_class(sh, buf, b, h, q0, k0);
@@ -1520,7 +1544,14 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
       maskc_bwd_load<BM>(sQ, Qp, sh.q_stride[2], q0, Sq, tid);
       maskc_bwd_load<BM>(sdO, dOp, sh.do_stride[2], q0, Sq, tid);
       maskc_copy_commit();
+#if defined(MASKC_PLATFORM_AMD)
+      // Its lane mask made per tile: held through the loops it took 2 scalar registers.
+      int row_tid = tid;
+      asm volatile("" : "+v"(row_tid));
+      if (row_tid < BM) {
+#else
       if (tid < BM) {
+#endif
         const bool ok = q0 + tid < Sq;
         sLse[tid] = ok ? sh.lse[row0 + q0 + tid] : maskc_neg_inf();
         sDelta[tid] = ok ? sh.delta[row0 + q0 + tid] : 0.f;
@@ -1674,9 +1705,16 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
 #endif
   for (int kt = kt_begin; kt < kt_end; ++kt) {
 #if defined(MASKC_PLATFORM_AMD)
-    // The shape, buffers and position frame, read per tile, not held through the loop (maskc_kernarg).
+    // The shape, buffers and position frame, read per tile, not held through the loop (maskc_kernarg),
+    // so are K's and V's rows, and the row count made opaque per tile: the lane's tests q < Sq were
+    // hoisted out of the loop as 64-bit lane masks, 2 scalar registers each, and spilled.
     const MaskcBwdShape& sh = *(const MaskcBwdShape*)maskc_kernarg<MaskcBwdShape, decltype(maskc_attn_bwd_dq), 5>();
     const MaskcBuffers& buf = *(const MaskcBuffers*)maskc_kernarg<MaskcBuffers, decltype(maskc_attn_bwd_dq), 6>();
+    const maskc_elem_t* __restrict__ const Kp =
+        *maskc_kernarg<const maskc_elem_t*, decltype(maskc_attn_bwd_dq), 1>() + b * sh.k_stride[0] + hkv * sh.k_stride[1];
+    const maskc_elem_t* __restrict__ const Vp =
+        *maskc_kernarg<const maskc_elem_t*, decltype(maskc_attn_bwd_dq), 2>() + b * sh.v_stride[0] + hkv * sh.v_stride[1];
+    const int Sq = maskc_uniform_here(sh.Sq);
 #endif
     const int k0 = kt * BN;
     const int cls = maskc_bwd_tile_class(sh, buf, b, h, q0, k0);

@@ -261,6 +261,15 @@ __device__ __forceinline__ void maskc_load_tile(maskc_elem_t* dst, const maskc_e
   }
 }
 
+#if defined(MASKC_PLATFORM_AMD)
+// x, made here: an empty asm of it in a vector register, so that what computes it cannot
+// be sunk past what follows (the forward's logits under a heavy score, MASKC_SCORE_HEAVY).
+__device__ __forceinline__ float maskc_score_done(float x) {
+  asm volatile("" : "+v"(x));
+  return x;
+}
+#endif
+
 #if MASKC_LOOP_LEAN
 // x, through a volatile move: the compiler cannot hoist what is computed
 // from it out of the key loop (MASKC_LOOP_LEAN, NVIDIA only), so such values
@@ -771,6 +780,11 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
       }
       full = full && ((full_bits >> (kt - full_base)) & 1ull) != 0;
     }
+#elif defined(MASKC_PLATFORM_AMD)
+    // The buffers read through the kernarg segment here (maskc_kernarg), as above: the test's
+    // read addresses of the q tile's rows were hoisted out of the loop into scalar registers.
+    full = full && maskc_tile_full(*(const MaskcBuffers*)maskc_kernarg<MaskcBuffers, decltype(maskc_attn_fwd), 6>(), nB,
+                                   nH, nHKV, nQ, nKV, b, h, q0, q_end, kv0, kv0 + MASKC_BLOCK_N);
 #else
     full = full && maskc_tile_full(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q_end, kv0, kv0 + MASKC_BLOCK_N);
 #endif
@@ -858,11 +872,20 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
 #endif
 
     // Score mod on the scaled logit, then the mask.
+#if defined(MASKC_PLATFORM_AMD) && defined(MASKC_SCORE_HEAVY)
+    // Each logit made before the next one's score (maskc_score_done): a transcendental
+    // function's argument reduction branches, and the compiler sank every logit's
+    // remaining arithmetic past the last branch, holding all their reduced arguments
+    // at once (trig.flex: 48 VGPRs to scratch).
+#define MASKC_SCORE_DONE(x) maskc_score_done(x)
+#else
+#define MASKC_SCORE_DONE(x) x
+#endif
     if (full) {
 #if defined(MASKC_HAS_SCORE)
 #pragma unroll
       for (int i = 0; i < MASKC_S_ELEMS; ++i)
-        s[i] = MASKC_SCORE_AT(i, s[i] * shape.scale, MASKC_S_ROW(i), MASKC_S_COL(i));
+        s[i] = MASKC_SCORE_DONE(MASKC_SCORE_AT(i, s[i] * shape.scale, MASKC_S_ROW(i), MASKC_S_COL(i)));
 #endif
     } else {
 #pragma unroll
@@ -882,9 +905,10 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
         keep = keep && MASKC_MASK_AT(i, qi, kvi);
 #endif
 #endif
-        s[i] = keep ? x : maskc_neg_inf();
+        s[i] = MASKC_SCORE_DONE(keep ? x : maskc_neg_inf());
       }
     }
+#undef MASKC_SCORE_DONE
 #undef MASKC_S_ROW
 #undef MASKC_S_COL
 

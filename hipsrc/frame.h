@@ -148,7 +148,13 @@ __device__ __forceinline__ bool maskc_kv_tile_meets(const MaskcBuffers& buf, lon
   return maskc_kv_tile_live(buf, B, H, HKV, Q, KV, b, h, q_lo, q_hi, kv_lo, kv_hi, lo, hi);
 #else
   bool meets = false;
+#if defined(MASKC_PLATFORM_AMD)
+  // Without short circuits: with the bounds in vector registers each || was a branch whose
+  // saved lane masks nested, 2 scalar registers an interval, and spilled.
+  for (int i = 0; i < maskc_kv_interval_count; ++i) meets |= (lo[i] < hi[i]) & (lo[i] < kv_hi) & (kv_lo < hi[i]);
+#else
   for (int i = 0; i < maskc_kv_interval_count; ++i) meets = meets || (lo[i] < hi[i] && lo[i] < kv_hi && kv_lo < hi[i]);
+#endif
   return meets;
 #endif
 }

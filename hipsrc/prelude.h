@@ -213,6 +213,17 @@ __device__ __forceinline__ void maskc_copy16(void* dst, const void* src, bool va
 __device__ __forceinline__ void maskc_copy_commit() {}
 __device__ __forceinline__ void maskc_copy_wait_all() {}
 
+// x, the same on every lane, made where this is called: through an empty asm
+// in a vector register and back (readfirstlane), so that what is computed from
+// it cannot be hoisted out of the loop around the call into scalar registers
+// held through it (the kernels have none to spare). An "s" operand would do
+// the same in one instruction less, but Debian's hipcc 5.2 (clang 15) takes
+// some such values for divergent and stops ("illegal SGPR to VGPR copy").
+__device__ __forceinline__ int maskc_uniform_here(int x) {
+  asm volatile("" : "+v"(x));
+  return __builtin_amdgcn_readfirstlane(x);
+}
+
 // Kernel arguments read where they are used. The compiler loads every
 // kernel argument at the kernel's entry, so an argument used only after the
 // main loop (the epilogue's output pointers and strides), or in a few
