@@ -63,6 +63,9 @@ var maskCases = []struct{ name, decls, mask, score string }{
 	{"sizes", "", "kv <= q + KV - Q and kv < KV // 2 + 7", ""},
 	{"q_only", "", "q >= 10 and kv < 20 or q < 3", ""},
 	{"many_disjuncts", "", "kv == 0 or kv == 3 or kv == 6 or kv == 9 or q == kv + 12 or kv == 15 or kv == 18 or kv == 21 or q == 2 * kv", ""},
+	// 24 terms, each walked as its own kv interval (maxKVIntervals); 26, walked as their hull.
+	{"union_24", "", "kv == 0 or kv == 3 or kv == 6 or kv == 9 or kv == 12 or kv == 15 or kv == 18 or kv == 21 or kv == 24 or kv == 27 or kv == 30 or kv == 33 or kv == 36 or kv == 39 or kv == 42 or kv == 45 or kv == 48 or kv == 51 or kv == 54 or kv == 57 or kv == 60 or kv == 63 or q == kv + 12 or q == 2 * kv", ""},
+	{"union_26", "", "kv == 1 or kv == 3 or kv == 5 or kv == 7 or kv == 9 or kv == 11 or kv == 13 or kv == 15 or kv == 17 or kv == 19 or kv == 21 or kv == 23 or kv == 25 or kv == 27 or kv == 29 or kv == 31 or kv == 33 or kv == 35 or kv == 37 or kv == 39 or kv == 41 or kv == 43 or kv == 45 or kv == 47 or q == kv + 5 or q == 3 * kv", ""},
 	{"never", "", "q < kv and kv < q", ""},
 	{"prefix_or", "", "kv < 5 or q >= kv or kv > 60", ""},
 	{"float_cmp", "", "q / 2 >= kv / 3", ""},
@@ -112,7 +115,7 @@ var exactAnalysis = map[string]bool{
 	"band": true, "strict_band": true, "scaled": true, "abs_window": true, "not_equal": false,
 	"negation": true, "where_mask": true, "head_dep": true, "batch_dep": true, "sizes": true,
 	"batch_prefix": true, "min_max": true, "softcap": true, "alibi": true,
-	"clamp": true, "equal": true, "q_only": true, "prefix_or": true, "cond": true, "many_disjuncts": true, "never": true,
+	"clamp": true, "equal": true, "q_only": true, "prefix_or": true, "cond": true, "many_disjuncts": true, "union_24": true, "union_26": true, "never": true,
 }
 
 // maskCaseSource renders one maskCases entry as a .flex file.

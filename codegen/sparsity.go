@@ -28,8 +28,17 @@ const kvIntervalsSig = `__device__ __forceinline__ void maskc_g_kv_intervals(con
                                                      long long b, long long h, long long q_lo, long long q_hi, long long* lo, long long* hi)`
 
 // maxKVIntervals bounds maskc_kv_interval_count: masks with more disjuncts
-// get their hull as one interval.
-const maxKVIntervals = 8
+// get their hull as one interval. As many as a block selection walks
+// (maxSelIntervals): the walk's machinery is the same (tile_walk.h), and a
+// union of more than 8 windows or global ranges walked as its hull visited
+// several times the tiles it keeps.
+const maxKVIntervals = maxSelIntervals
+
+// maxQIntervals bounds maskc_q_interval_count, the backward's column walk:
+// masks with more disjuncts get their q hull as one interval. Kept at 8,
+// where the measured backwards were built (the selections' q lists reach 9
+// and 17), until a GPU run times a longer list there.
+const maxQIntervals = 8
 
 // trivialIntervals is maskc_kv_intervals when every kv may be visible.
 const trivialIntervals = "constexpr int maskc_kv_interval_count = 1;\n" + kvIntervalsSig + " {\n  lo[0] = 0;\n  hi[0] = KV;\n}\n"
@@ -612,6 +621,10 @@ func (g *sparsityWriter) walkRange(p sparsityPlan, wf walkFuncs) string {
 
 	g.reset()
 	n := len(p.disjuncts)
+	limit := maxKVIntervals
+	if wf.inner == dsl.VarQ {
+		limit = maxQIntervals
+	}
 	if total, ok := selIntervals(p); ok && wf.inner == dsl.VarKV {
 		slot := 0
 		g.walkDisjuncts(p, wf.inner, func(i int, n walkNames) {
@@ -626,7 +639,7 @@ func (g *sparsityWriter) walkRange(p sparsityPlan, wf walkFuncs) string {
 			slot++
 		})
 		n = total
-	} else if n > maxKVIntervals || n == 0 {
+	} else if n > limit || n == 0 {
 		n = 1
 		g.line("%s(buf, B, H, HKV, Q, KV, b, h, %s, &lo[0], &hi[0]);  // their hull", funcName(wf.hullSig), wf.args)
 	} else {

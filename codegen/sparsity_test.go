@@ -1,6 +1,7 @@
 package codegen
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -83,6 +84,31 @@ func TestPartialTileFacts(t *testing.T) {
 		}
 		if rows && !strings.Contains(k.Generated, "maskc_g_kv_intervals_lane(") {
 			t.Errorf("%s: exact rows without maskc_g_kv_intervals_lane", tc.file)
+		}
+	}
+}
+
+// TestUnionIntervalCounts pins how many intervals each walk lists for a
+// union of n columns: one a term on the forward's kv walk up to
+// maxKVIntervals, then their hull; the backward's column walk one a term up
+// to maxQIntervals, then its hull.
+func TestUnionIntervalCounts(t *testing.T) {
+	for _, tt := range []struct{ terms, kv, q int }{
+		{2, 2, 2}, {maxQIntervals, maxQIntervals, maxQIntervals}, {maxQIntervals + 1, maxQIntervals + 1, 1},
+		{maxKVIntervals, maxKVIntervals, 1}, {maxKVIntervals + 1, 1, 1},
+	} {
+		cols := make([]string, tt.terms)
+		for i := range cols {
+			cols[i] = fmt.Sprintf("kv == %d", 100*i)
+		}
+		k := casesOf(t, "u.flex", maskCaseSource("", strings.Join(cols, " or "), ""))[0].kernel
+		for _, w := range []struct {
+			name string
+			want int
+		}{{"maskc_kv_interval_count", tt.kv}, {"maskc_q_interval_count", tt.q}} {
+			if !strings.Contains(k.Generated, fmt.Sprintf("constexpr int %s = %d;\n", w.name, w.want)) {
+				t.Errorf("%d terms: want %s = %d", tt.terms, w.name, w.want)
+			}
 		}
 	}
 }

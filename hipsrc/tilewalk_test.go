@@ -229,6 +229,9 @@ static int walk_failed[MASKC_WARP_SIZE];
 static void* walk_lane(void* arg) {
   threadIdx.x = (unsigned)(long)arg;
   walk_failed[threadIdx.x] = check_walk<1>(1) || check_walk<2>(2) || check_walk<3>(3) || check_walk<8>(4);
+#if !defined(MASKC_PLATFORM_AMD)  // AMD's walk takes one lane an interval: this warp has 8
+  walk_failed[threadIdx.x] = walk_failed[threadIdx.x] || check_walk<24>(5);  // codegen's maxKVIntervals
+#endif
   return nullptr;
 }
 
