@@ -316,24 +316,18 @@ struct MaskcWsTiles {
   }
 #if defined(MASKC_WS_WALK)
   const MaskcWsWalk* walk;  // the block's walk, in shared memory
-  __device__ __forceinline__ int walk_next(int t) const { return maskc_walk_table_next(walk->tiles, t); }
   // The first tile >= t of the walk that the filter keeps for the block's rows [q_lo, q_hi)
-  // (maskc_kv_tile_live), or end.
+  // (maskc_walk_next_live), or end.
   __device__ __forceinline__ int next(int t, const MaskcBuffers& buf, long long nB, long long nH, long long nHKV,
                                       long long nQ, long long nKV, long long b, long long h, long long q_lo,
                                       long long q_hi) const {
-    t = walk_next(t);
 #if defined(MASKC_KV_TILE_FILTER)
-    while (t < end) {
-      const long long k0 = (long long)t * MASKC_WS_BLOCK_N;
-      const long long k1 = k0 + MASKC_WS_BLOCK_N < nKV ? k0 + MASKC_WS_BLOCK_N : nKV;
-      if (maskc_kv_tile_live(buf, nB, nH, nHKV, nQ, nKV, b, h, q_lo, q_hi, k0, k1, walk->key_lo, walk->key_hi)) break;
-      t = walk_next(t + 1);
-    }
+    return maskc_walk_next_live(walk->tiles, walk->key_lo, walk->key_hi, buf, nB, nH, nHKV, nQ, nKV, b, h, q_lo, q_hi, t,
+                                MASKC_WS_BLOCK_N);
 #else
     (void)buf, (void)nB, (void)nH, (void)nHKV, (void)nQ, (void)nKV, (void)b, (void)h, (void)q_lo, (void)q_hi;
+    return walk->tiles.next(t);
 #endif
-    return t;
   }
 #else
   __device__ __forceinline__ int next(int t) const {
@@ -559,8 +553,8 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
   build = __syncthreads_or(build) != 0;
 #endif
 #if defined(MASKC_WS_WALK)
-  tiles.begin = ws_walk.tiles.first;  // stored by thread 128 before the barrier above
-  tiles.end = ws_walk.tiles.last;
+  tiles.begin = ws_walk.tiles.begin();  // stored by thread 128 before the barrier above
+  tiles.end = ws_walk.tiles.end();
 #endif
 
   if (wg == 0) {

@@ -18,7 +18,7 @@
 //                           lane asks alike.
 //   w.begin(), w.end()      the first visited tile and one past the last.
 //   MaskcWalkTable          a walk stored for other threads to read
-//                           (maskc_walk_table_store, maskc_walk_table_next).
+//                           (maskc_walk_table_store; begin, end, next).
 //   maskc_walk_next_live(w, ...) w.next(t) that also skips the tiles no term's
 //                           remainder conditions keep (MASKC_KV_TILE_FILTER).
 //   MaskcFlagWalk           the non-empty tiles of a pre-pass flag row, a
@@ -189,13 +189,24 @@ __device__ __forceinline__ void maskc_walk_from(MaskcTileWalk<N>& w, const long 
 }
 
 // A walk as a table that other threads read (the warp-specialized sm_90a forward keeps one in
-// shared memory, stored by one thread): the tile intervals as MaskcTileWalk holds them, sorted and
-// disjoint, an interval not in the walk stored with hi = -1 (it ends after no tile), and the
-// walk's begin() and end().
+// shared memory, stored by one thread with maskc_walk_table_store): the tile intervals as
+// MaskcTileWalk holds them, sorted and disjoint, an interval not in the walk stored with hi = -1
+// (it ends after no tile). begin(), end() and next(t) answer as the walk's.
 template <int N>
 struct MaskcWalkTable {
   int first, last;
   int lo[N], hi[N];
+
+  __device__ __forceinline__ int begin() const { return first; }
+  __device__ __forceinline__ int end() const { return last; }
+  // The first visited tile >= t, or end() when none.
+  __device__ __forceinline__ int next(int t) const {
+    int r = last;
+#pragma unroll
+    for (int i = N - 1; i >= 0; --i)  // the earliest interval ending after t wins
+      if (hi[i] > t) r = t > lo[i] ? t : lo[i];
+    return r;
+  }
 };
 template <int N>
 __device__ __forceinline__ void maskc_walk_table_store(MaskcWalkTable<N>& tab, const MaskcTileWalk<N>& w) {
@@ -206,17 +217,6 @@ __device__ __forceinline__ void maskc_walk_table_store(MaskcWalkTable<N>& tab, c
     tab.lo[i] = w.lo[i];
     tab.hi[i] = (w.live >> i) & 1u ? w.hi[i] : -1;
   }
-}
-// The first tile >= t of the table's walk, or its end (MaskcTileWalk::next, read from the table).
-template <int N>
-__device__ __forceinline__ int maskc_walk_table_next(const MaskcWalkTable<N>& tab, int t) {
-  int r = tab.last;
-#pragma unroll
-  for (int i = N - 1; i >= 0; --i) {  // the earliest interval ending after t wins
-    const int lo = tab.lo[i], hi = tab.hi[i];
-    if (hi > t) r = t > lo ? t : lo;
-  }
-  return r;
 }
 
 #if defined(MASKC_PLATFORM_AMD)
@@ -252,12 +252,12 @@ __device__ __forceinline__ void maskc_walk_build(MaskcTileWalk<maskc_kv_interval
 }
 
 #if defined(MASKC_KV_TILE_FILTER)
-// The first tile >= t of the walk w of the rows [q_lo, q_hi) of (b, h) that maskc_kv_tile_live
-// keeps (lo, hi: the rows' maskc_kv_intervals, which w was built from), or w.end(): the tiles
-// between a periodic term's kept keys are skipped (codegen/period.go). Every thread of the block
-// gets the same answers.
-template <int N>
-__device__ __forceinline__ int maskc_walk_next_live(const MaskcTileWalk<N>& w, const long long* lo, const long long* hi,
+// The first tile >= t of the walk w (a MaskcTileWalk or a MaskcWalkTable) of the rows [q_lo,
+// q_hi) of (b, h) that maskc_kv_tile_live keeps (lo, hi: the rows' maskc_kv_intervals, which w
+// was built from), or w.end(): the tiles between a periodic term's kept keys are skipped
+// (codegen/period.go). Every thread of the block gets the same answers.
+template <typename Walk>
+__device__ __forceinline__ int maskc_walk_next_live(const Walk& w, const long long* lo, const long long* hi,
                                                     const MaskcBuffers& buf, long long B, long long H, long long HKV,
                                                     long long Q, long long KV, long long b, long long h, long long q_lo,
                                                     long long q_hi, int t, int block_n) {

@@ -108,12 +108,11 @@ static int check_walk(unsigned seed) {
     MaskcWalkTable<N> tab;
     maskc_walk_table_store(tab, w);
     std::vector<int> from_table;
-    for (int t = maskc_walk_table_next(tab, tab.first); t < tab.last; t = maskc_walk_table_next(tab, t + 1)) from_table.push_back(t);
+    for (int t = tab.next(tab.begin()); t < tab.end(); t = tab.next(t + 1)) from_table.push_back(t);
     const int start = rnd() % (n_kt + 2);
-    if (from_table != want || tab.first != w.begin() || tab.last != w.end() ||
-        maskc_walk_table_next(tab, start) != w.next(start)) {
+    if (from_table != want || tab.begin() != w.begin() || tab.end() != w.end() || tab.next(start) != w.next(start)) {
       printf("walk table N=%d kv_len=%d bn=%d: %zu tiles, %zu meet an interval; next(%d) %d, walk's %d\n", N, kv_len, bn,
-             from_table.size(), want.size(), start, maskc_walk_table_next(tab, start), w.next(start));
+             from_table.size(), want.size(), start, tab.next(start), w.next(start));
       return 1;
     }
   }
