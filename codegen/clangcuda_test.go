@@ -177,7 +177,9 @@ func TestClangCUDA(t *testing.T) {
 // closed-form mask reads a buffer per key (document's segment ids, codegen's
 // MASKC_MASK_COL_READS) or has no full tile (MASKC_MASK_PER_ELEMENT:
 // dilated windows), and the tile classes computed ahead
-// (MASKC_BWD_CLS_AHEAD_ON) for the pre-pass flags. A renamed generated
+// (MASKC_BWD_CLS_AHEAD_ON) for the pre-pass flags and block selections,
+// one thread a tile (MASKC_BWD_CLS_LANES) where no class searches a
+// segments buffer (a warp-collective search). A renamed generated
 // define would silently turn the walk back to one class per step (device
 // run 19x: document's fwd+bwd 0.698x of FlexAttention with classes ahead,
 // 0.630x without; run 21x: 0.797x class-free).
@@ -186,25 +188,27 @@ func TestBwdSwitchesResolve(t *testing.T) {
 	dir := t.TempDir()
 	// A block selection with no full tile (the remainder is evaluated per
 	// element): class-free otherwise, it keeps its classes, which hold the
-	// selection test (MASKC_KV_SELECTION).
+	// selection test (MASKC_KV_SELECTION), computed ahead.
 	perElementSel := filepath.Join(dir, "sel_per_element.flex")
 	if err := os.WriteFile(perElementSel, []byte(maskCaseSource("buffer sel: i32[H, 64]\n",
 		"kv <= q and (q + kv) % 2 == 0 and sel[h, q // 128] == kv // 128", "")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		file, attention string
-		ahead, free     bool
+		file, attention    string
+		ahead, lanes, free bool
 	}{
-		{"../testdata/tilemasks/moba.flex", "moba", false, false},
-		{perElementSel, "a", false, false},
-		{"../gpu/bench_cases/document.flex", "document", false, true},
-		{"../gpu/bench_cases/dilated2048.flex", "dilated2048", false, true},
-		{"testdata/golden/lookup.flex", "per_head", true, false}, // pre-pass flags
-		{"../gpu/bench_cases/causal.flex", "causal", false, false},
-		{"../gpu/bench_cases/prefix2048.flex", "prefix2048", false, false},
-		{"../gpu/bench_cases/causal_alibi.flex", "causal_alibi", false, false},
-		{"../gpu/bench_cases/full.flex", "full", false, false},
+		{"../testdata/tilemasks/moba.flex", "moba", true, true, false},
+		{"../testdata/tilemasks/bigbird.flex", "bigbird", true, true, false},
+		{perElementSel, "a", true, true, false},
+		{"../gpu/bench_cases/document.flex", "document", false, false, true},
+		{"../gpu/bench_cases/dilated2048.flex", "dilated2048", false, false, true},
+		{"testdata/golden/lookup.flex", "per_head", true, true, false},              // pre-pass flags
+		{"../testdata/tilemasks/multimodal.flex", "multimodal", true, false, false}, // pre-pass, segment searches
+		{"../gpu/bench_cases/causal.flex", "causal", false, false, false},
+		{"../gpu/bench_cases/prefix2048.flex", "prefix2048", false, false, false},
+		{"../gpu/bench_cases/causal_alibi.flex", "causal_alibi", false, false, false},
+		{"../gpu/bench_cases/full.flex", "full", false, false, false},
 	} {
 		k := generateAttention(t, tc.file, tc.attention, Options{})
 		src := filepath.Join(dir, tc.attention+".bwd.cu")
@@ -216,9 +220,13 @@ func TestBwdSwitchesResolve(t *testing.T) {
 			"MASKC_BWD_WG":           "1",
 			"MASKC_BWD_CLS_AHEAD_ON": "0",
 			"MASKC_BWD_CLS_FREE_ON":  "0",
+			"MASKC_BWD_CLS_LANES":    "0",
 		}
 		if tc.ahead {
 			want["MASKC_BWD_CLS_AHEAD_ON"] = "1"
+		}
+		if tc.lanes {
+			want["MASKC_BWD_CLS_LANES"] = "1"
 		}
 		if tc.free {
 			want["MASKC_BWD_CLS_FREE_ON"] = "1"

@@ -834,11 +834,12 @@ __device__ __forceinline__ void maskc_bwd_lpt_block(int* t, int* z) {
 // its products and give zeros). Masks whose classes are a few integer
 // operations keep them: they spare the per-element mask on full tiles.
 // MASKC_BWD_CLS_AHEAD_ON, where a class costs reads of memory otherwise (a
-// mask reading a buffer per key, or the pre-pass flags): the classes of up
-// to MASKC_BWD_CLS_CAP q tiles are computed before the walk reaches them,
-// the four warps taking every fourth tile, into cls (shared memory), so
-// that the warps overlap their dependent global reads with one another
-// instead of paying them one walk step at a time on the critical path. The
+// mask reading a buffer per key, the pre-pass flags, or on NVIDIA the
+// blocks a buffer selects): the classes of up to MASKC_BWD_CLS_CAP q tiles
+// are computed before the walk reaches them, into cls (shared memory), the
+// four warps taking every fourth tile (each thread its own tile where
+// MASKC_BWD_CLS_LANES), so that their dependent global reads overlap
+// instead of being paid one walk step at a time on the critical path. The
 // classes are the same.
 #if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC) && \
     (defined(MASKC_MASK_COL_READS) || defined(MASKC_MASK_PER_ELEMENT))
@@ -846,11 +847,21 @@ __device__ __forceinline__ void maskc_bwd_lpt_block(int* t, int* z) {
 #else
 #define MASKC_BWD_CLS_FREE_ON 0
 #endif
-#if defined(MASKC_HAS_MASK) && !MASKC_BWD_CLS_FREE_ON && \
-    (defined(MASKC_MASK_COL_READS) || defined(MASKC_SPARSITY_PREPASS))
+#if (defined(MASKC_HAS_MASK) && !MASKC_BWD_CLS_FREE_ON &&                 \
+     (defined(MASKC_MASK_COL_READS) || defined(MASKC_SPARSITY_PREPASS))) || \
+    (defined(MASKC_KV_SELECTION) && defined(MASKC_PLATFORM_NVIDIA))
 #define MASKC_BWD_CLS_AHEAD_ON 1
 #else
 #define MASKC_BWD_CLS_AHEAD_ON 0
+#endif
+// MASKC_BWD_CLS_LANES: where no class needs a warp-collective segment search
+// (no segments buffer, MASKC_SEG_CHECK), each thread of the block computes
+// the class of its own q tile, so that a block selection's buffer reads for
+// 128 q tiles are in flight at once instead of one tile per warp and step.
+#if MASKC_BWD_CLS_AHEAD_ON && !defined(MASKC_SEG_CHECK) && defined(MASKC_PLATFORM_NVIDIA)
+#define MASKC_BWD_CLS_LANES 1
+#else
+#define MASKC_BWD_CLS_LANES 0
 #endif
 #define MASKC_BWD_CLS_CAP 1024
 // A mask whose kv intervals are blocks a buffer selects (MASKC_KV_SELECTION)
@@ -872,12 +883,17 @@ struct MaskcBwdWalk {
 // cls[0 .. t1 - t0). Every thread of the block calls it.
 __device__ __forceinline__ void maskc_bwd_classify(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int h,
                                                    int k0, int t0, int t1, unsigned char* cls) {
-  const int warp = (int)threadIdx.x / MASKC_WARP_SIZE, lane = (int)threadIdx.x % MASKC_WARP_SIZE;
   __syncthreads();  // every thread is done with the previous classes
+#if MASKC_BWD_CLS_LANES
+  for (int t = t0 + (int)threadIdx.x; t < t1; t += MASKC_BWD_THREADS)
+    cls[t - t0] = (unsigned char)maskc_bwd_tile_class(sh, buf, b, h, t * MASKC_BWD_BLOCK_M, k0);
+#else
+  const int warp = (int)threadIdx.x / MASKC_WARP_SIZE, lane = (int)threadIdx.x % MASKC_WARP_SIZE;
   for (int t = t0 + warp; t < t1; t += MASKC_BWD_WARPS) {  // warp-uniform: the segment searches are warp-collective
     const int c = maskc_bwd_tile_class(sh, buf, b, h, t * MASKC_BWD_BLOCK_M, k0);
     if (lane == 0) cls[t - t0] = (unsigned char)c;
   }
+#endif
   __syncthreads();
 }
 
