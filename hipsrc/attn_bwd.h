@@ -883,12 +883,13 @@ struct MaskcBwdWalk {
 // cls[0 .. t1 - t0). Every thread of the block calls it.
 __device__ __forceinline__ void maskc_bwd_classify(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int h,
                                                    int k0, int t0, int t1, unsigned char* cls) {
-  __syncthreads();  // every thread is done with the previous classes
 #if MASKC_BWD_CLS_LANES
+  __syncthreads();  // every thread is done with the previous classes
   for (int t = t0 + (int)threadIdx.x; t < t1; t += MASKC_BWD_THREADS)
     cls[t - t0] = (unsigned char)maskc_bwd_tile_class(sh, buf, b, h, t * MASKC_BWD_BLOCK_M, k0);
 #else
   const int warp = (int)threadIdx.x / MASKC_WARP_SIZE, lane = (int)threadIdx.x % MASKC_WARP_SIZE;
+  __syncthreads();  // every thread is done with the previous classes
   for (int t = t0 + warp; t < t1; t += MASKC_BWD_WARPS) {  // warp-uniform: the segment searches are warp-collective
     const int c = maskc_bwd_tile_class(sh, buf, b, h, t * MASKC_BWD_BLOCK_M, k0);
     if (lane == 0) cls[t - t0] = (unsigned char)c;
