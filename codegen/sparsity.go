@@ -212,9 +212,14 @@ func choose(p sparsityPlan) (hipsrc.Sparsity, string) {
 	var linearN, segN, blockN int
 	var loose []string
 	filtered := filterable(p)
+	asWalk := p
+	asWalk.kind = SparsityAnalytic
+	selected := selWalk(asWalk)
 	for _, d := range p.disjuncts {
 		w := d.kv
-		if !w.bounded && len(w.loose) > 0 && !(filtered && periodsCover(d)) {
+		// A term whose kv range is bounded only by a block selection walks
+		// the blocks it selects (selCode) where the row walk takes them.
+		if !w.bounded && len(w.loose) > 0 && !(filtered && periodsCover(d)) && !(selected && w.sel != nil) {
 			return SparsityPrepass, fmt.Sprintf("`%s` bounds no kv range (buffer lookup or non-linear term); the pre-pass flags empty and full tiles", w.loose[len(w.loose)-1])
 		}
 		if len(w.dataRel) > 0 && !selWalk(p) {
