@@ -29,12 +29,15 @@ type Options struct {
 	// and computed only when missing. Read only.
 	Forms map[*dsl.Lowered]*normal.Form
 	// WSWalks gives the analytic masks that warpSpecialized leaves on
-	// attn_fwd.h (unions walked interval by interval, block selections,
-	// remainder filters, block relations, segment equalities) the
-	// warp-specialized sm_90a forward too, walking their intervals there
-	// (MASKC_WS_WALK, hipsrc/attn_fwd_sm90.h). Off by default: an
-	// experiment until the GPU times it (cmd/genkernels -ws-walks,
-	// bench_ext.py --alt).
+	// attn_fwd.h (unions walked interval by interval, remainder filters,
+	// block relations, segment equalities) the warp-specialized sm_90a
+	// forward too, walking their intervals there (MASKC_WS_WALK,
+	// hipsrc/attn_fwd_sm90.h). Block selections (a walk that reads the
+	// selected blocks from a buffer, selWalk) take that forward without it:
+	// on the H200 MoBA with k = 4, 8 and 16 and BigBird ran 1.5-2.2x faster
+	// there, NSA's 64-row blocks 5% slower (run 29). Off by default for the
+	// rest: dilated2048 measured 0.725x of Flex there against 0.937x on
+	// attn_fwd.h (cmd/genkernels -ws-walks, bench_ext.py --alt).
 	WSWalks bool
 }
 
@@ -178,7 +181,7 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 	k.Sparsity, k.SparsityReason = sp.plan.kind, sp.plan.reason
 	k.sparsity = sp.plan
 	k.WarpSpecialized = warpSpecialized(k, sp.plan)
-	if !k.WarpSpecialized && opts.WSWalks && sp.plan.kind == SparsityAnalytic && k.HasMask && wsShape(k) {
+	if !k.WarpSpecialized && (opts.WSWalks || selWalk(sp.plan)) && sp.plan.kind == SparsityAnalytic && k.HasMask && wsShape(k) {
 		k.WarpSpecialized, k.WSWalk = true, true
 	}
 	if k.WarpSpecialized {
