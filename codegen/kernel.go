@@ -79,7 +79,8 @@ type Kernel struct {
 	// NVIDIAWGMMA, and Launch launches it (warpSpecialized gives the rule).
 	WarpSpecialized bool
 	// WSWalk says that the warp-specialized forward walks the mask's kv
-	// intervals (Options.WSWalks; #define MASKC_WS_WALK 1).
+	// intervals (a block selection, or any walked mask with
+	// Options.WSWalks; #define MASKC_WS_WALK 1).
 	WSWalk bool
 	// Buffers are the MaskcBuffers entries in slot order, with their
 	// declarations (KernelDesc.Slots describes them for launchers).
