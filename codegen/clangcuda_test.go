@@ -74,8 +74,8 @@ func TestClangCUDA(t *testing.T) {
 			name += fmt.Sprintf("_d%d", opts.HeadDim)
 		}
 		if opts.WSWalks {
-			if !k.WSWalk {
-				return
+			if !k.WSWalk || generateAttention(t, file, attention, Options{HeadDim: opts.HeadDim}).WSWalk {
+				return // no walk, or the default build walks already (a block selection)
 			}
 			name += "_wswalk"
 		}

@@ -9,30 +9,39 @@ import (
 // TestWarpSpecializedRule pins which benchmark masks get the
 // warp-specialized sm_90a forward (warpSpecialized): those the H200
 // measured ahead, and not the ones it measured behind (run 18), among them
-// masks whose rows are not one interval (the kernel walks the hull).
+// masks whose rows are not one interval (the kernel walks the hull); and
+// which take it walking their intervals (WSWalk): block selections, which
+// measured 1.5-2.2x faster there (run 29), not the other walked masks.
 func TestWarpSpecializedRule(t *testing.T) {
 	for _, tc := range []struct {
-		file string
-		want bool
+		file       string
+		want, walk bool
 	}{
-		{"bench_cases/full.flex", true},
-		{"bench_cases/causal.flex", true},
-		{"bench_cases/sliding1024.flex", true},
-		{"bench_cases/prefix2048.flex", true}, // kv <= q or kv < 2048: both start at 0
-		{"bench_cases_ext/head_windows.flex", true},
-		{"bench_cases_ext/sliding_global_prefix.flex", false}, // [q-W, q] and [0, G): a gap
-		{"bench_cases/document.flex", false},                  // segments
-		{"bench_cases_ext/document_sliding.flex", false},
-		{"bench_cases/dilated2048.flex", false},    // opaque
-		{"bench_cases/causal_softcap.flex", false}, // a heavy score (tanh)
-		{"bench_cases/causal_alibi.flex", true},    // a light score (slopes[h] * (kv - q))
-		{"../examples/relative_bias.flex", true},   // a light score (a buffer read)
-		{"../examples/t5_bias.flex", false},        // a heavy score (log buckets)
-		{"bench_cases_ext/longformer.flex", false}, // pre-pass
+		{"../testdata/tilemasks/moba.flex", true, true},
+		{"../testdata/tilemasks/moba_k16_shared.flex", true, true},
+		{"../testdata/tilemasks/bigbird.flex", true, true}, // selections as the only kv bound
+		{"../testdata/tilemasks/nsa_shared.flex", true, true},
+		{"../testdata/tilemasks/strided.flex", false, false},    // a remainder filter
+		{"bench_cases_ext/spec_decode.flex", false, false},      // a union of block relations
+		{"../testdata/tilemasks/multimodal.flex", false, false}, // pre-pass
+		{"bench_cases/full.flex", true, false},
+		{"bench_cases/causal.flex", true, false},
+		{"bench_cases/sliding1024.flex", true, false},
+		{"bench_cases/prefix2048.flex", true, false}, // kv <= q or kv < 2048: both start at 0
+		{"bench_cases_ext/head_windows.flex", true, false},
+		{"bench_cases_ext/sliding_global_prefix.flex", false, false}, // [q-W, q] and [0, G): a gap
+		{"bench_cases/document.flex", false, false},                  // segments
+		{"bench_cases_ext/document_sliding.flex", false, false},
+		{"bench_cases/dilated2048.flex", false, false},    // opaque
+		{"bench_cases/causal_softcap.flex", false, false}, // a heavy score (tanh)
+		{"bench_cases/causal_alibi.flex", true, false},    // a light score (slopes[h] * (kv - q))
+		{"../examples/relative_bias.flex", true, false},   // a light score (a buffer read)
+		{"../examples/t5_bias.flex", false, false},        // a heavy score (log buckets)
+		{"bench_cases_ext/longformer.flex", false, false}, // pre-pass
 	} {
 		k := generateAttention(t, filepath.Join("..", "gpu", tc.file), "", Options{})
-		if k.WarpSpecialized != tc.want {
-			t.Errorf("%s: warp-specialized %v, want %v (sparsity %s: %s)", tc.file, k.WarpSpecialized, tc.want, k.Sparsity, k.SparsityReason)
+		if k.WarpSpecialized != tc.want || k.WSWalk != tc.walk {
+			t.Errorf("%s: warp-specialized %v walking %v, want %v, %v (sparsity %s: %s)", tc.file, k.WarpSpecialized, k.WSWalk, tc.want, tc.walk, k.Sparsity, k.SparsityReason)
 		}
 	}
 }
