@@ -247,7 +247,7 @@ func TestHipccMFMA(t *testing.T) {
 	}
 	// The tile-mask corpus (issue 27: block selections, sparse-attention
 	// selections, document and span ids), each at its own head dim, and a
-	// score of sin and cos.
+	// score of sin, cos, tan and erf at every head dim.
 	corpus, _ := filepath.Glob("../testdata/tilemasks/*.flex")
 	if len(corpus) == 0 {
 		t.Fatal("no testdata/tilemasks/*.flex")
@@ -255,7 +255,9 @@ func TestHipccMFMA(t *testing.T) {
 	for _, f := range corpus {
 		write(f, "", 0)
 	}
-	write("testdata/golden/trig.flex", "rotary", 0)
+	for _, hd := range hipsrc.HeadDims {
+		write("testdata/golden/trig.flex", "rotary", hd)
+	}
 
 	// One hipcc run per (source, target), NumCPU at a time; a code object
 	// already built from the same source, target and toolchain comes from
