@@ -184,8 +184,7 @@ type cdnaBuild struct {
 // for every code object:
 //   - its metadata note (llvm-readelf-21 --notes) lists every entry point,
 //     no kernel spills vector or scalar registers or uses scratch memory
-//     (but those of cdnaKnownSpills, within their bounds),
-//     and every kernel's explicit arguments lie in the kernarg segment as
+//     (issue 26: none is excepted), and every kernel's explicit arguments lie in the kernarg segment as
 //     prelude.h's maskc_kernarg assumes (checkKernargLayout);
 //   - maskc_attn_fwd, maskc_attn_bwd and maskc_attn_bwd_dq use MFMA
 //     instructions (llvm-objdump-21), gfx950's own 16x16x32 on gfx950;
@@ -248,7 +247,7 @@ func TestHipccMFMA(t *testing.T) {
 	}
 	// The tile-mask corpus (issue 27: block selections, sparse-attention
 	// selections, document and span ids), each at its own head dim, and a
-	// score of sin and cos.
+	// score of sin, cos, tan and erf at every head dim.
 	corpus, _ := filepath.Glob("../testdata/tilemasks/*.flex")
 	if len(corpus) == 0 {
 		t.Fatal("no testdata/tilemasks/*.flex")
@@ -256,7 +255,9 @@ func TestHipccMFMA(t *testing.T) {
 	for _, f := range corpus {
 		write(f, "", 0)
 	}
-	write("testdata/golden/trig.flex", "rotary", 0)
+	for _, hd := range hipsrc.HeadDims {
+		write("testdata/golden/trig.flex", "rotary", hd)
+	}
 
 	// One hipcc run per (source, target), NumCPU at a time; a code object
 	// already built from the same source, target and toolchain comes from
@@ -335,7 +336,6 @@ func TestHipccMFMA(t *testing.T) {
 		}
 	}
 
-	knownSeen := make([]bool, len(cdnaKnownSpills))
 	var table strings.Builder
 	type sumKey struct {
 		kernel, arch string
@@ -381,17 +381,10 @@ func TestHipccMFMA(t *testing.T) {
 				// A VGPR spill goes to scratch memory, other scratch is a
 				// private array indexed at run time, and an SGPR spill
 				// takes a lane of a VGPR (v_writelane, v_readlane): the
-				// test fails on all three (issue 15).
+				// test fails on all three, in every kernel (issues 15, 26).
 				if k.VGPRSpills > 0 || k.SGPRSpills > 0 || k.Scratch > 0 {
-					msg := fmt.Sprintf("%s %s %s: %d VGPR spills, %d SGPR spills, %d bytes of scratch", b.name, k.Name, arch,
+					t.Errorf("%s %s %s: %d VGPR spills, %d SGPR spills, %d bytes of scratch", b.name, k.Name, arch,
 						k.VGPRSpills, k.SGPRSpills, k.Scratch)
-					if i := cdnaKnownIndex(b.name, k.Name); i >= 0 && k.SGPRSpills <= cdnaKnownSpills[i].sgpr &&
-						k.VGPRSpills <= cdnaKnownSpills[i].vgpr && k.Scratch <= cdnaKnownSpills[i].scratch {
-						knownSeen[i] = true
-						t.Logf("known (cdnaKnownSpills): %s", msg)
-					} else {
-						t.Error(msg)
-					}
 				}
 				if err := checkKernargLayout(k.Args); err != nil {
 					t.Errorf("%s %s %s: %v", b.name, k.Name, arch, err)
@@ -410,11 +403,6 @@ func TestHipccMFMA(t *testing.T) {
 					t.Errorf("%s %s %s: no workgroup fits on a compute unit (%d VGPRs, %d bytes of LDS)", b.name, k.Name, arch, k.VGPRs, lds)
 				}
 			}
-		}
-	}
-	for i, seen := range knownSeen {
-		if !seen {
-			t.Errorf("cdnaKnownSpills %v spills no more: remove it", cdnaKnownSpills[i])
 		}
 	}
 	// The summary: per entry point, target and head dim, the range or worst
@@ -446,38 +434,6 @@ func TestHipccMFMA(t *testing.T) {
 			t.Error(err)
 		}
 	}
-}
-
-// cdnaKnownSpill is a kernel that still spills on some target: by source
-// name prefix and entry point, with the most SGPR spills, VGPR spills and
-// scratch bytes per lane it may show (more fails the test).
-type cdnaKnownSpill struct {
-	source, kernel      string
-	sgpr, vgpr, scratch int
-}
-
-// cdnaKnownSpills are the kernels that still spill on some target and head
-// dim: issues 26 and 27's open part, listed with their bounds (sid hipcc 7,
-// the worst over the targets) so that every other kernel is held to none
-// and these to no more; an entry that no longer spills anywhere fails the
-// test, so that the list only shrinks. Every kernel of the tile-mask corpus
-// and of several_buffers.flex, and the sin/cos score's forward, spills
-// nowhere (docs/kernel-decisions.md: uniform state out of the scalar
-// registers on AMD, each heavy score's logit made before the next). What is
-// left is the sin/cos score's backward (golden/trig.flex): its SGPRs, about
-// 20 of which hold the constants of sinf's, cosf's and tanf's argument
-// reductions through the loops.
-var cdnaKnownSpills = []cdnaKnownSpill{
-	{"trig_rotary_d", "maskc_attn_bwd", 7, 0, 0},
-	{"trig_rotary_d", "maskc_attn_bwd_dq", 4, 0, 0},
-}
-
-// cdnaKnownIndex returns the index in cdnaKnownSpills of the entry for
-// kernel of source, or -1.
-func cdnaKnownIndex(source, kernel string) int {
-	return slices.IndexFunc(cdnaKnownSpills, func(k cdnaKnownSpill) bool {
-		return strings.HasPrefix(source, k.source) && kernel == k.kernel
-	})
 }
 
 // checkKernargLayout checks that a kernel's explicit arguments lie in the

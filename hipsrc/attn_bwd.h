@@ -559,6 +559,26 @@ __device__ __forceinline__ MaskcBwdPos maskc_bwd_pos(const MaskcBwdShape& sh, co
   return p;
 }
 
+// MASKC_BWD_ELEM_INDEX(x): an element's row or key index in the MFMA kernels'
+// per-element loops. On CDNA under a heavy score (MASKC_SCORE_HEAVY) it is made
+// where the element is (maskc_bwd_elem_index: an empty asm of it in a vector
+// register; volatile asms keep their order, and each is ordered after the
+// previous element's stores of P and dS), so that the element's tests (q < Sq,
+// kv < Skv, the mask) are made after the previous element's score: the compiler
+// made every element's tests first, each a 64-bit lane mask, and held them in
+// scalar registers through all the elements' transcendental functions
+// (trig.flex: 5-7 SGPRs spilled in maskc_attn_bwd, 1-4 in maskc_attn_bwd_dq).
+// Elsewhere it is x.
+#if defined(MASKC_PLATFORM_AMD) && defined(MASKC_SCORE_HEAVY)
+__device__ __forceinline__ int maskc_bwd_elem_index(int x) {
+  asm volatile("" : "+v"(x));
+  return x;
+}
+#define MASKC_BWD_ELEM_INDEX(x) maskc_bwd_elem_index(x)
+#else
+#define MASKC_BWD_ELEM_INDEX(x) x
+#endif
+
 // The gradient of one logit: given the raw q.k `qk`, dP and the row's LSE
 // and delta, returns P and stores d loss / d qk (including the scale) in
 // *ds. score(x) is the score at the element, grad(x, reads) its derivative
@@ -1589,7 +1609,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
 #pragma unroll
       for (int i = 0; i < MASKC_BACC(SW); ++i) {
         const int kr = 16 * kb + maskc_bacc_row<SW>(lane, i), qc = part * SW + maskc_bacc_col<SW>(lane, i);
-        const int q = q0 + qc, kv = k0 + kr;
+        const int q = MASKC_BWD_ELEM_INDEX(q0 + qc), kv = MASKC_BWD_ELEM_INDEX(k0 + kr);
         bool keep = q < Sq && kv < Skv;
 #if defined(MASKC_HAS_MASK)
         if (keep && cls != 2)
@@ -1755,7 +1775,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
 #pragma unroll
     for (int i = 0; i < MASKC_BACC(SW); ++i) {
       const int qr = 16 * qb + maskc_bacc_row<SW>(lane, i), kc = part * SW + maskc_bacc_col<SW>(lane, i);
-      const int q = q0 + qr, kv = k0 + kc;
+      const int q = MASKC_BWD_ELEM_INDEX(q0 + qr), kv = MASKC_BWD_ELEM_INDEX(k0 + kc);
       bool keep = q < Sq && kv < Skv;
 #if defined(MASKC_HAS_MASK)
       if (keep && cls != 2)

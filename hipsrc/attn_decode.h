@@ -401,7 +401,15 @@ extern "C" __global__ void __launch_bounds__(MASKC_DEC_THREADS)
     // Logits of this warp's keys for the lane's rows, summed over the row
     // group's PARTS lanes, then the score mod and the mask.
     float s[MASKC_DEC_RPL][MASKC_DEC_WARP_KEYS];
+#if defined(MASKC_PLATFORM_AMD) && defined(MASKC_SCORE_HEAVY)
+    // A count, not a bare pragma: LLVM drops a full unroll whose body is over its size
+    // threshold (a heavy score's keys at D = 64, trig.flex), and s[][] then went to
+    // scratch memory (144 bytes per lane); a count is unrolled whatever the size.
+    constexpr int maskc_dec_keys = MASKC_DEC_WARP_KEYS;
+#pragma unroll maskc_dec_keys
+#else
 #pragma unroll
+#endif
     for (int k = 0; k < MASKC_DEC_WARP_KEYS; ++k) {
       const float* kr = sKV + (warp * MASKC_DEC_WARP_KEYS + k) * MASKC_HEAD_DIM;
       float acc[MASKC_DEC_RPL];
@@ -532,7 +540,8 @@ extern "C" __global__ void __launch_bounds__(MASKC_DEC_THREADS)
   // split kept nothing): O and the LSE with one split, else the workspace.
   if (warp != 0) return;
 #if defined(MASKC_PLATFORM_AMD)
-  {  // The output pointers read here, not held through the loop (maskc_kernarg).
+  {  // The output pointers and the shape (its strides) read here, not held through the loop (maskc_kernarg).
+    const MaskcShape& shape = *(const MaskcShape*)maskc_kernarg<MaskcShape, decltype(maskc_attn_decode), 5>();
     maskc_elem_t* const O = *maskc_kernarg<maskc_elem_t*, decltype(maskc_attn_decode), 3>();
     float* const LSE = *maskc_kernarg<float*, decltype(maskc_attn_decode), 4>();
     float* const ws_o = *maskc_kernarg<float*, decltype(maskc_attn_decode), 7>();

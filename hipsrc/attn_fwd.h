@@ -546,7 +546,9 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
   const maskc_elem_t* Qp = Q + b * shape.q_stride[0] + h * shape.q_stride[1];
   const maskc_elem_t* Kp = K + b * shape.k_stride[0] + hkv * shape.k_stride[1];
   const maskc_elem_t* Vp = V + b * shape.v_stride[0] + hkv * shape.v_stride[1];
+#if !defined(MASKC_PLATFORM_AMD)  // AMD reads O's pointer at the end (maskc_kernarg)
   maskc_elem_t* Op = O + b * shape.o_stride[0] + h * shape.o_stride[1];
+#endif
   const long long nB = shape.B, nH = shape.H, nHKV = shape.HKV, nQ = Sq, nKV = Skv;
   (void)nB, (void)nH, (void)nHKV, (void)nQ, (void)nKV;
 
@@ -922,6 +924,13 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
   }
 
   // Normalise, fold in the sink, store O and the natural-log LSE.
+#if defined(MASKC_PLATFORM_AMD)
+  {  // The shape and the output pointers read here, not held through the loop (maskc_kernarg).
+    const MaskcShape& shape = *(const MaskcShape*)maskc_kernarg<MaskcShape, decltype(maskc_attn_fwd), 5>();
+    maskc_elem_t* const Op =
+        *maskc_kernarg<maskc_elem_t*, decltype(maskc_attn_fwd), 3>() + b * shape.o_stride[0] + h * shape.o_stride[1];
+    float* const LSE = *maskc_kernarg<float*, decltype(maskc_attn_fwd), 4>();
+#endif
   float inv[MASKC_ROW_SLOTS], lse[MASKC_ROW_SLOTS];
   maskc_softmax_finish(m, l, shape, h, inv, lse);
 #pragma unroll
@@ -938,6 +947,9 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
     const int q = row_base + maskc_slot_row(lane, sl);
     if (maskc_row_leader(lane) && q < Sq) LSE[((long long)b * shape.H + h) * Sq + q] = lse[sl];
   }
+#if defined(MASKC_PLATFORM_AMD)
+  }
+#endif
 }
 
 #endif  // !MASKC_FWD_WS

@@ -262,6 +262,7 @@ static int run(int B, int HKV, int G, int Sq, int Skv, int n_split, unsigned see
 #if defined(MASKC_PLATFORM_AMD)
   host_kernarg[3] = &o_p;
   host_kernarg[4] = &lse_p;
+  host_kernarg[5] = &sh;
   host_kernarg[6] = &buf;
   host_kernarg[7] = &ws_o_p;
   host_kernarg[8] = &ws_l_p;

@@ -1,8 +1,8 @@
 # torch's elementwise math in a score (a rotary-style phase per head) over
 # the narrow integer buffers: the registry's sin, cos, tan and erf and the
 # buftype table's i8, u8 and i16 rows, generated and compiled for NVIDIA
-# (clang's CUDA front end), on the host and for CDNA, where the range reductions
-# of sinf, cosf and tanf still spill registers at head dim 128 (cdnaKnownSpills).
+# (clang's CUDA front end), on the host and for CDNA, where none of its kernels
+# spills a register beside the range reductions of sinf, cosf and tanf.
 buffer phase: i8[H]
 buffer tag: u8[KV]
 buffer bucket: i16[KV]
