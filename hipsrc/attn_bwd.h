@@ -561,20 +561,15 @@ __device__ __forceinline__ MaskcBwdPos maskc_bwd_pos(const MaskcBwdShape& sh, co
 
 // MASKC_BWD_ELEM_INDEX(x): an element's row or key index in the MFMA kernels'
 // per-element loops. On CDNA under a heavy score (MASKC_SCORE_HEAVY) it is made
-// where the element is (maskc_bwd_elem_index: an empty asm of it in a vector
-// register; volatile asms keep their order, and each is ordered after the
-// previous element's stores of P and dS), so that the element's tests (q < Sq,
+// where the element is (maskc_vgpr; volatile asms keep their order, and each
+// is ordered after the previous element's stores of P and dS), so that the element's tests (q < Sq,
 // kv < Skv, the mask) are made after the previous element's score: the compiler
 // made every element's tests first, each a 64-bit lane mask, and held them in
 // scalar registers through all the elements' transcendental functions
 // (trig.flex: 5-7 SGPRs spilled in maskc_attn_bwd, 1-4 in maskc_attn_bwd_dq).
 // Elsewhere it is x.
 #if defined(MASKC_PLATFORM_AMD) && defined(MASKC_SCORE_HEAVY)
-__device__ __forceinline__ int maskc_bwd_elem_index(int x) {
-  asm volatile("" : "+v"(x));
-  return x;
-}
-#define MASKC_BWD_ELEM_INDEX(x) maskc_bwd_elem_index(x)
+#define MASKC_BWD_ELEM_INDEX(x) maskc_vgpr(x)
 #else
 #define MASKC_BWD_ELEM_INDEX(x) x
 #endif
@@ -1583,9 +1578,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
       maskc_copy_commit();
 #if defined(MASKC_PLATFORM_AMD)
       // Its lane mask made per tile: held through the loops it took 2 scalar registers.
-      int row_tid = tid;
-      asm volatile("" : "+v"(row_tid));
-      if (row_tid < BM) {
+      if (maskc_vgpr(tid) < BM) {
 #else
       if (tid < BM) {
 #endif

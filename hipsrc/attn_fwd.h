@@ -261,15 +261,6 @@ __device__ __forceinline__ void maskc_load_tile(maskc_elem_t* dst, const maskc_e
   }
 }
 
-#if defined(MASKC_PLATFORM_AMD)
-// x, made here: an empty asm of it in a vector register, so that what computes it cannot
-// be sunk past what follows (the forward's logits under a heavy score, MASKC_SCORE_HEAVY).
-__device__ __forceinline__ float maskc_score_done(float x) {
-  asm volatile("" : "+v"(x));
-  return x;
-}
-#endif
-
 #if MASKC_LOOP_LEAN
 // x, through a volatile move: the compiler cannot hoist what is computed
 // from it out of the key loop (MASKC_LOOP_LEAN, NVIDIA only), so such values
@@ -875,11 +866,11 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
 
     // Score mod on the scaled logit, then the mask.
 #if defined(MASKC_PLATFORM_AMD) && defined(MASKC_SCORE_HEAVY)
-    // Each logit made before the next one's score (maskc_score_done): a transcendental
+    // Each logit made before the next one's score (maskc_vgpr): a transcendental
     // function's argument reduction branches, and the compiler sank every logit's
     // remaining arithmetic past the last branch, holding all their reduced arguments
     // at once (trig.flex: 48 VGPRs to scratch).
-#define MASKC_SCORE_DONE(x) maskc_score_done(x)
+#define MASKC_SCORE_DONE(x) maskc_vgpr(x)
 #else
 #define MASKC_SCORE_DONE(x) x
 #endif

@@ -213,16 +213,22 @@ __device__ __forceinline__ void maskc_copy16(void* dst, const void* src, bool va
 __device__ __forceinline__ void maskc_copy_commit() {}
 __device__ __forceinline__ void maskc_copy_wait_all() {}
 
-// x, the same on every lane, made where this is called: through an empty asm
-// in a vector register and back (readfirstlane), so that what is computed from
-// it cannot be hoisted out of the loop around the call into scalar registers
-// held through it (the kernels have none to spare). An "s" operand would do
-// the same in one instruction less, but Debian's hipcc 5.2 (clang 15) takes
-// some such values for divergent and stops ("illegal SGPR to VGPR copy").
-__device__ __forceinline__ int maskc_uniform_here(int x) {
+// x, made here in a vector register: through an empty volatile asm, which
+// the compiler neither moves nor sees through, so that what computes x is not
+// sunk past what follows the call (volatile asms keep their order) and what is
+// computed from x is not hoisted above it, out of the loop around the call
+// into scalar registers held through it (the kernels have none to spare).
+template <typename T>
+__device__ __forceinline__ T maskc_vgpr(T x) {
   asm volatile("" : "+v"(x));
-  return __builtin_amdgcn_readfirstlane(x);
+  return x;
 }
+
+// x, the same on every lane, made where this is called: maskc_vgpr and back
+// (readfirstlane). An "s" operand would do the same in one instruction less,
+// but Debian's hipcc 5.2 (clang 15) takes some such values for divergent and
+// stops ("illegal SGPR to VGPR copy").
+__device__ __forceinline__ int maskc_uniform_here(int x) { return __builtin_amdgcn_readfirstlane(maskc_vgpr(x)); }
 
 // Kernel arguments read where they are used. The compiler loads every
 // kernel argument at the kernel's entry, so an argument used only after the
