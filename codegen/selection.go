@@ -141,11 +141,22 @@ func qQuotient(e dsl.Expr) (int64, bool) {
 }
 
 // selIntervals reports whether the plan's row walk takes selections: it is
-// analytic, some term has one, and their intervals number at most
-// maxSelIntervals. It returns the number of intervals, one per term
-// without a selection and reads() per term with one.
+// analytic and its terms' selections fit (selFit). It returns the number
+// of intervals.
 func selIntervals(p sparsityPlan) (int, bool) {
-	if p.kind != SparsityAnalytic || len(p.disjuncts) == 0 {
+	if p.kind != SparsityAnalytic {
+		return 0, false
+	}
+	return selFit(p)
+}
+
+// selFit reports whether an analytic walk of the plan's terms would take
+// their selections: some term has one, and the intervals number at most
+// maxSelIntervals. It returns the number of intervals, one per term
+// without a selection and reads() per term with one. choose asks it before
+// the plan's kind is set.
+func selFit(p sparsityPlan) (int, bool) {
+	if len(p.disjuncts) == 0 {
 		return 0, false
 	}
 	n, any := 0, false

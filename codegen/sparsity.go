@@ -212,9 +212,7 @@ func choose(p sparsityPlan) (hipsrc.Sparsity, string) {
 	var linearN, segN, blockN int
 	var loose []string
 	filtered := filterable(p)
-	asWalk := p
-	asWalk.kind = SparsityAnalytic
-	selected := selWalk(asWalk)
+	_, selected := selFit(p)
 	for _, d := range p.disjuncts {
 		w := d.kv
 		// A term whose kv range is bounded only by a block selection walks
@@ -222,7 +220,7 @@ func choose(p sparsityPlan) (hipsrc.Sparsity, string) {
 		if !w.bounded && len(w.loose) > 0 && !(filtered && periodsCover(d)) && !(selected && w.sel != nil) {
 			return SparsityPrepass, fmt.Sprintf("`%s` bounds no kv range (buffer lookup or non-linear term); the pre-pass flags empty and full tiles", w.loose[len(w.loose)-1])
 		}
-		if len(w.dataRel) > 0 && !selWalk(p) {
+		if len(w.dataRel) > 0 { // selections or not: only the data shows the empty tiles
 			return SparsityPrepass, fmt.Sprintf("`%s` relates q and kv through buffer values, which leave tiles of the term's kv range empty that only the data shows; the pre-pass flags empty and full tiles (PrepassTileCost per tile against a visit)", w.dataRel[0])
 		}
 		segN += len(w.segs)
