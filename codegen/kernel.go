@@ -39,6 +39,11 @@ type Options struct {
 	// rest: dilated2048 measured 0.725x of Flex there against 0.937x on
 	// attn_fwd.h (cmd/genkernels -ws-walks, bench_ext.py --alt).
 	WSWalks bool
+	// BwdWideAll gives every kernel's backward the wide key tile
+	// (hipsrc.BwdTileOf), which bwdWide gives only kernels without a mask:
+	// an experiment for timing it on masked cases (cmd/genkernels
+	// -bwd-wide, bwd_bench.py --variant).
+	BwdWideAll bool
 }
 
 // canon is the normal form of l: opts.Forms's, else computed.
@@ -229,7 +234,7 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 	generated := g.String()
 	k.Generated = resolveLineResets(generated, a.Name+".generated.h")
 	k.Source = resolveLineResets(hipsrc.Assemble(generated), a.Name+".cu")
-	bwdTiles, err := hipsrc.BwdTileDefines(k.HeadDim) // configure checked the head dim
+	bwdTiles, err := hipsrc.BwdTileDefines(k.HeadDim, bwdWide(k, opts)) // configure checked the head dim
 	if err != nil {
 		panic(err)
 	}
@@ -292,7 +297,7 @@ func (k *Kernel) configure(src *dsl.Source, a *check.Attention, opts Options, di
 	}
 	k.HeadDim = firstNonZero(opts.HeadDim, a.ResolvedHeadDim())
 	launch, err := hipsrc.Launches(k.HeadDim, false)
-	if _, bwdErr := hipsrc.BwdLaunches(k.HeadDim); err == nil {
+	if _, bwdErr := hipsrc.BwdLaunches(k.HeadDim, false); err == nil {
 		err = bwdErr
 	}
 	if err != nil {
@@ -301,7 +306,7 @@ func (k *Kernel) configure(src *dsl.Source, a *check.Attention, opts Options, di
 	}
 	k.Launch = launch
 	k.BwdEntries = hipsrc.BwdEntryNames()
-	k.BwdLaunch, _ = hipsrc.BwdLaunches(k.HeadDim) // nil where the head dim was refused above
+	k.BwdLaunch, _ = hipsrc.BwdLaunches(k.HeadDim, bwdWide(k, opts)) // nil where the head dim was refused above
 	k.DType = firstNonEmpty(opts.DType, a.ResolvedDType())
 	if k.DType != "bf16" && k.DType != "fp16" {
 		diags.Add(src, at("dtype"), CodeDType, "a generated kernel has no configuration for dtype %s", k.DType).
@@ -433,6 +438,14 @@ func firstNonEmpty(xs ...string) string {
 	}
 	return ""
 }
+
+// bwdWide reports whether k's backward takes the platforms' wide key tile
+// (hipsrc.BwdTileOf; on sm_90a at head dim 128 two warpgroups on 128 keys):
+// a kernel without a mask, every column of whose walk is the whole query
+// length. Full attention ran 1.10x as fast on it as on the 64-key tiles,
+// every masked case of the benchmark 0.83-0.99x (hipsrc's bwdWideTiles,
+// run 30e); every kernel under Options.BwdWideAll.
+func bwdWide(k *Kernel, opts Options) bool { return !k.HasMask || opts.BwdWideAll }
 
 // warpSpecialized is the rule that gives a kernel the warp-specialized
 // sm_90a forward: where the H200 measured it ahead of attn_fwd.h's kernel

@@ -175,7 +175,7 @@ func TestBackwardSpecPerHeadDim(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, _ := hipsrc.BwdLaunchOn(hipsrc.NVIDIAWGMMA, k.HeadDim)
+		want, _ := hipsrc.BwdLaunchOn(hipsrc.NVIDIAWGMMA, k.HeadDim, !k.HasMask)
 		got := spec.Kernel.BwdLaunch[spec.Platform.String()]
 		if spec.Source == "" || spec.BwdSource == "" || got.BlockM != tc.blockM || got.BlockN != tc.blockN || got != want {
 			t.Errorf("%s: forward %v, backward %+v, want %dx%d", tc.file, spec.Source != "", got, tc.blockM, tc.blockN)

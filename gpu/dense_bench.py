@@ -191,7 +191,7 @@ def load_kernels(a, emit, clock):
                 k = harness.BwdKernel(src, e, abi, name, compiled=compiled, platform=PLATFORM)
                 emit(kind="kernel", name=label, t=clock(), fwd_regs=k.regs, fwd_local_bytes=k.local_bytes,
                      bwd_regs=k.bwd_regs, bwd_local_bytes=k.bwd_local_bytes, dq_regs=k.bwd_dq_regs,
-                     threads=k.threads, smem=k.smem, bwd_smem=k.bwd_smem, **ptxas_summary(k.log))
+                     threads=k.threads, smem=k.smem, bwd_smem=k.bwd_launch.shared_mem_bytes, bwd_threads=k.bwd_launch.main_threads, **ptxas_summary(k.log))
             else:
                 k = WSKernel(src, e, abi, label, compiled, e["head_dim"], stages_of(v), block_n_of(v))
                 emit(kind="kernel", name=label, t=clock(), regs=k.regs, local_bytes=k.local_bytes, smem=k.smem,

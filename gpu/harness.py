@@ -550,12 +550,11 @@ class BwdKernel(Kernel):
             self.bwd_fns[self.spec.seg_check_entry] = self._func(self.spec.seg_check_entry)
         for e in self.spec.bwd_entries:
             setattr(self, e[len("maskc_attn_"):], self.bwd_fns[e])
-        self.bwd_threads = self.plat.bwd_threads
-        self.bwd_smem = self.spec.bwd_launch[self.plat.name][3]
+        self.bwd_launch = self.spec.bwd_launch[self.plat.name]
         drv = libs()[1]
         for e in self.spec.bwd_entries:
             if abi.man.bwd_entries[e].shared_mem:
-                drv.set_max_dynamic_smem(self.bwd_fns[e], self.bwd_smem)
+                drv.set_max_dynamic_smem(self.bwd_fns[e], self.bwd_launch.entry(e)[1])
         self.bwd_regs = self._attr(self.bwd, _cuda_mod.ATTR_NUM_REGS)
         self.bwd_local_bytes = self._attr(self.bwd, _cuda_mod.ATTR_LOCAL_SIZE_BYTES)
         self.bwd_dq_regs = self._attr(self.bwd_dq, _cuda_mod.ATTR_NUM_REGS)

@@ -13,7 +13,7 @@
 //                         - dLSE (dLSE optional), and zeroes dq_acc's rows.
 //   maskc_tile_flags      (attn_fwd.h) when MASKC_SPARSITY_PREPASS.
 //   maskc_attn_bwd        grid (ceil(Skv/MASKC_BWD_BLOCK_N), HKV, B),
-//                         MASKC_BWD_THREADS threads, MASKC_BWD_SMEM_BYTES
+//                         MASKC_BWD_MAIN_THREADS threads, MASKC_BWD_SMEM_BYTES
 //                         dynamic shared memory: one program per kv tile of
 //                         one (b, kv head) walks the q tiles that can see it,
 //                         for every query head of the kv head's group; dK and
@@ -25,9 +25,12 @@
 //                         64-bit fixed point (MASKC_BWD_FIX_ONE), which sums
 //                         the same bits in any order.
 //   maskc_attn_bwd_dq     deterministic mode only (dq_acc == nullptr): grid
-//                         (ceil(Sq/MASKC_BWD_BLOCK_M), H, B): one program per
-//                         q tile walks its kv tiles in order and stores dQ
-//                         directly: no atomics, bitwise reproducible.
+//                         (ceil(Sq/MASKC_BWD_BLOCK_M), H, B),
+//                         MASKC_BWD_THREADS threads, MASKC_BWD_DQ_SMEM_BYTES
+//                         dynamic shared memory: one program per q tile walks
+//                         its kv tiles (MASKC_BWD_DQ_N keys each) in order and
+//                         stores dQ directly: no atomics, bitwise
+//                         reproducible.
 //   maskc_attn_bwd_dq_convert  default mode only: grid (ceil(Sq/
 //                         MASKC_BWD_PRE_ROWS), H, B): dQ = dq_acc in the
 //                         element type (its columns back in order).
@@ -64,22 +67,33 @@
 #endif
 
 // Tile shape of the backward: MASKC_BWD_BLOCK_M query rows per step,
-// MASKC_BWD_BLOCK_N keys per program and MASKC_BWD_AREGS (the operands only
-// a warp's own rows read kept in registers) depend on the platform and head
-// dim; the backward source defines them before this file, from hipsrc's one
-// table (hipsrc.BwdTileDefines). Warps: MASKC_BWD_WARPS on every platform.
-#if !defined(MASKC_BWD_BLOCK_M) || !defined(MASKC_BWD_BLOCK_N) || !defined(MASKC_BWD_AREGS)
-#error "maskc: the backward's tiles (MASKC_BWD_BLOCK_M, _N, _AREGS) are not defined (hipsrc.BwdTileDefines)"
+// MASKC_BWD_BLOCK_N keys per program of maskc_attn_bwd, MASKC_BWD_GROUPS
+// groups of MASKC_BWD_WARPS warps in that program (each group its share of
+// the keys; more than one only on sm_90a, where a group is one warpgroup)
+// and MASKC_BWD_AREGS (the operands only a warp's own rows read kept in
+// registers) depend on the platform and head dim; the backward source
+// defines them before this file, from hipsrc's one table
+// (hipsrc.BwdTileDefines). Every other backward kernel is one group.
+#if !defined(MASKC_BWD_BLOCK_M) || !defined(MASKC_BWD_BLOCK_N) || !defined(MASKC_BWD_AREGS) || \
+    !defined(MASKC_BWD_GROUPS)
+#error "maskc: the backward's tiles (MASKC_BWD_BLOCK_M, _N, _AREGS, _GROUPS) are not defined (hipsrc.BwdTileDefines)"
 #endif
 #define MASKC_BWD_WARPS 4
 #define MASKC_BWD_THREADS (MASKC_BWD_WARPS * MASKC_WARP_SIZE)
+#define MASKC_BWD_MAIN_THREADS (MASKC_BWD_GROUPS * MASKC_BWD_THREADS)  // maskc_attn_bwd's block
 #define MASKC_BWD_PRE_ROWS (MASKC_BWD_THREADS / 16)  // 16 lanes per row in the row passes
-// Shared memory: K, V tiles [BN][D] (K alone with MASKC_BWD_AREGS), Q, dO
-// tiles [BM][D], P^T and dS^T [BN][BM], LSE and delta [BM] floats.
-#define MASKC_BWD_SMEM_BYTES                                                                              \
-  (2 * ((2 - MASKC_BWD_AREGS) * MASKC_BWD_BLOCK_N * MASKC_HEAD_DIM + 2 * MASKC_BWD_BLOCK_M * MASKC_HEAD_DIM + \
-        2 * MASKC_BWD_BLOCK_N * MASKC_BWD_BLOCK_M) +                                                      \
+// The deterministic dQ kernel's keys per step: one group's share.
+#define MASKC_BWD_DQ_N (MASKC_BWD_BLOCK_N / MASKC_BWD_GROUPS)
+// Shared memory (hipsrc.BwdTile.SharedMemBytes): K, V tiles [BN][D] (K
+// alone with MASKC_BWD_AREGS), Q, dO tiles [BM][D], P^T and dS^T [BN][BM],
+// LSE and delta [BM] floats; the dQ kernel's the same with its BN of
+// MASKC_BWD_DQ_N keys.
+#define MASKC_BWD_SMEM_FOR(BN)                                                                 \
+  (2 * ((2 - MASKC_BWD_AREGS) * (BN) * MASKC_HEAD_DIM + 2 * MASKC_BWD_BLOCK_M * MASKC_HEAD_DIM + \
+        2 * (BN) * MASKC_BWD_BLOCK_M) +                                                        \
    8 * MASKC_BWD_BLOCK_M)
+#define MASKC_BWD_SMEM_BYTES MASKC_BWD_SMEM_FOR(MASKC_BWD_BLOCK_N)
+#define MASKC_BWD_DQ_SMEM_BYTES MASKC_BWD_SMEM_FOR(MASKC_BWD_DQ_N)
 // How the warps share a tile (the mma.sync and MFMA kernels): a kv tile has
 // MASKC_BWD_KB blocks of 16 keys, each taken by MASKC_BWD_WK warps, which
 // split its S^T columns (query rows) and its dK, dV columns (the head dim);
@@ -139,6 +153,9 @@
 #else
 #define MASKC_BWD_WG 0
 #endif
+#if MASKC_BWD_GROUPS != 1 && !MASKC_BWD_WG
+#error "maskc: more than one group of warps in maskc_attn_bwd is the sm_90a warpgroup kernel's"
+#endif
 // dq_acc's rows hold their columns permuted (the wgmma kernel's bulk reductions).
 #define MASKC_BWD_DQ_BULK MASKC_BWD_WG
 
@@ -168,6 +185,7 @@ __device__ __forceinline__ int maskc_bwd_dq_chunk_col(int q, int ch, int* d) {
 #endif
 }
 
+#if !MASKC_BWD_WG  // the warpgroup kernels' layout is their own (below)
 static_assert(MASKC_BWD_WARPS % MASKC_BWD_KB == 0 && MASKC_BWD_KB * MASKC_BWD_WK == MASKC_BWD_WARPS,
               "the warps take whole 16-key blocks");
 static_assert(MASKC_BWD_WARPS % MASKC_BWD_QB == 0 && MASKC_BWD_QB * MASKC_BWD_WQ == MASKC_BWD_WARPS,
@@ -175,8 +193,10 @@ static_assert(MASKC_BWD_WARPS % MASKC_BWD_QB == 0 && MASKC_BWD_QB * MASKC_BWD_WQ
 static_assert((MASKC_BWD_BLOCK_M / MASKC_BWD_WK) % 16 == 0 && (MASKC_BWD_BLOCK_N / MASKC_BWD_WQ) % 16 == 0 &&
                   (MASKC_HEAD_DIM / MASKC_BWD_WK) % 16 == 0 && (MASKC_HEAD_DIM / MASKC_BWD_WQ) % 16 == 0,
               "a warp's share of a product is whole 16-column blocks");
+#endif
 static_assert(MASKC_BLOCK_M % MASKC_BWD_BLOCK_M == 0, "a backward q tile lies in one pre-pass q tile");
-static_assert(MASKC_BWD_BLOCK_N % MASKC_BLOCK_N == 0 || MASKC_BLOCK_N % MASKC_BWD_BLOCK_N == 0,
+static_assert((MASKC_BWD_BLOCK_N % MASKC_BLOCK_N == 0 || MASKC_BLOCK_N % MASKC_BWD_BLOCK_N == 0) &&
+                  (MASKC_BWD_DQ_N % MASKC_BLOCK_N == 0 || MASKC_BLOCK_N % MASKC_BWD_DQ_N == 0),
               "a backward kv tile is whole pre-pass kv tiles or lies in one");
 #if MASKC_BWD_AREGS && (!defined(MASKC_PLATFORM_AMD) || MASKC_BWD_BLOCK_M > MASKC_BWD_BLOCK_N || MASKC_BWD_WK != 2 || \
                         MASKC_BWD_WQ != 2)
@@ -396,8 +416,8 @@ __device__ __forceinline__ void maskc_bwd_load(maskc_elem_t* dst, const maskc_el
   }
 }
 
-// Which of the (q rows [q0, q0+BM), keys [k0, k0+BN)) pairs the mask may
-// keep: 0 none, 1 some, 2 all (the mask need not be evaluated). The same
+// Which of the (q rows [q0, q0+BM), keys [k0, k0+kn)) pairs the mask may
+// keep (kn: the caller's key tile): 0 none, 1 some, 2 all (the mask need not be evaluated). The same
 // analysis as the forward's row ranges: its closed-form kv range and full
 // test over this q tile, or the pre-pass flags of the forward tiles that
 // cover this one, read transposed. The walks first narrow their tiles to
@@ -405,10 +425,10 @@ __device__ __forceinline__ void maskc_bwd_load(maskc_elem_t* dst, const maskc_el
 // tile), so a program visits O(its range) tiles, not all of them. Padding rows and keys are excluded by
 // the caller.
 __device__ __forceinline__ int maskc_bwd_tile_class(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int h,
-                                                    int q0, int k0) {
+                                                    int q0, int k0, int kn) {
 #if defined(MASKC_HAS_MASK)
   const long long nB = sh.B, nH = sh.H, nHKV = sh.HKV, nQ = sh.Sq, nKV = sh.Skv;
-  const int q1 = min(q0 + MASKC_BWD_BLOCK_M, sh.Sq), k1 = k0 + MASKC_BWD_BLOCK_N;
+  const int q1 = min(q0 + MASKC_BWD_BLOCK_M, sh.Sq), k1 = k0 + kn;
 #if defined(MASKC_SPARSITY_ANALYTIC)
 #if defined(MASKC_KV_SELECTION) && defined(MASKC_PLATFORM_AMD)
   // As below, with the q tile's rows in vector registers (maskc_walk_vgpr): the intervals'
@@ -421,7 +441,7 @@ __device__ __forceinline__ int maskc_bwd_tile_class(const MaskcBwdShape& sh, con
   // As below, with the key tile made opaque here: what the tests compute from it (its
   // 64-bit bounds) was hoisted out of the callers' tile loops into scalar registers.
   const int k0_tile = maskc_uniform_here(k0);
-  const long long vk0 = k0_tile, vk1 = k0_tile + MASKC_BWD_BLOCK_N;
+  const long long vk0 = k0_tile, vk1 = k0_tile + kn;
   long long lo = 0, hi = sh.Skv;
   maskc_kv_range(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q1, &lo, &hi);
   if (hi <= lo || hi <= vk0 || lo >= vk1) return 0;
@@ -455,7 +475,7 @@ __device__ __forceinline__ int maskc_bwd_tile_class(const MaskcBwdShape& sh, con
   return 1;
 #endif
 #else
-  (void)sh, (void)buf, (void)b, (void)h, (void)q0, (void)k0;
+  (void)sh, (void)buf, (void)b, (void)h, (void)q0, (void)k0, (void)kn;
   return 2;
 #endif
 }
@@ -752,17 +772,31 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
 
 #if MASKC_BWD_WG
 // ---------------------------------------------------------------------------
-// sm_90a warpgroup-MMA backward (FlashAttention-3's products on FA2's tiles).
-// The block's 4 warps are one warpgroup; a kv tile's 64 keys are the M rows
-// of S^T = K.Q^T and dP^T = V.dO^T (both operands from shared memory,
-// K-major), whose accumulators are directly the A operands of dV += P^T.dO
-// and dK += dS^T.Q (A from registers, dO and Q MN-major from shared memory,
-// as the forward's P.V). dS^T is stored once to shared memory for dQ = dS.K
-// (A = dS^T read transposed, B = K MN-major), in two 64-column halves of D.
-// The next q tile's Q and dO are copied while dQ is computed and added.
+// sm_90a warpgroup-MMA backward (FlashAttention-3's products and its
+// two-warpgroup split of the key tile, on FA2's synchronous pipeline).
+// maskc_attn_bwd: MASKC_BWD_GROUPS warpgroups share the program's Q and dO
+// tiles (and the walk, one class per 64 x BN tile); warpgroup g owns keys
+// [64g, 64g + 64) of the kv tile: they are the M rows of its S^T = K.Q^T and
+// dP^T = V.dO^T (both operands from shared memory, K-major), whose
+// accumulators are directly the A operands of dV += P^T.dO and dK += dS^T.Q
+// (A from registers, dO and Q MN-major from shared memory, as the forward's
+// P.V). dS^T [BN][64] is stored once to shared memory; dQ = dS.K (A = dS^T
+// read transposed, B = K MN-major) sums over all BN keys, warpgroup g
+// taking the 64-column blocks g, g + GROUPS, ... of D, so that the tile's
+// Q, dO loads and dQ's bulk reductions are paid once per BN keys rather
+// than once per 64. The next q tile's Q and dO are copied while dQ is
+// computed and added (one group, two blocks per SM), or through the whole
+// current pair into a second stage (MASKC_BWD_QSTAGES). maskc_attn_bwd_dq
+// is one warpgroup on 64-key steps.
 // Shared tiles use the forward's 128-byte-swizzle layout (maskc_tile_index).
-static_assert(MASKC_BWD_BLOCK_M == 64 && MASKC_BWD_BLOCK_N == 64 && MASKC_BWD_THREADS == 128,
-              "the wgmma backward is one warpgroup on 64 keys x 64 query rows");
+static_assert(MASKC_BWD_BLOCK_M == 64 && MASKC_BWD_BLOCK_N == 64 * MASKC_BWD_GROUPS && MASKC_BWD_THREADS == 128 &&
+                  MASKC_BWD_DQ_N == 64,
+              "the wgmma backward's warpgroups take 64 keys x 64 query rows each");
+// MASKC_BWD_QSTAGES: maskc_attn_bwd's Q, dO stages. With one block per SM
+// (more than one group) the next pair's Q and dO are copied during the
+// whole current pair into a second stage; two blocks per SM (one group)
+// overlap each other's copies instead, and a second stage would not fit.
+#define MASKC_BWD_QSTAGES (MASKC_BWD_GROUPS > 1 ? 2 : 1)
 static_assert(MASKC_HEAD_DIM % 64 == 0, "the wgmma backward takes whole 64-column blocks of the head dim");
 
 // d += A . B, one m64n64k16 step, A and B from descriptors, both MN-major
@@ -806,16 +840,28 @@ __device__ __forceinline__ void maskc_bwd_bulk_wait() { asm volatile("cp.async.b
 // (before the barrier that precedes them).
 __device__ __forceinline__ void maskc_bwd_fence_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 
+// The two warps of a warpgroup pair that hold the same 16 query rows of dQ
+// (warp w of every group) meet here: barrier 1 + w, 32 x GROUPS threads.
+__device__ __forceinline__ void maskc_bwd_rows_barrier(int w) {
+#if MASKC_BWD_GROUPS > 1
+  asm volatile("bar.sync %0, %1;" ::"r"(1 + w), "r"(MASKC_BWD_GROUPS * MASKC_WARP_SIZE) : "memory");
+#else
+  (void)w;
+  __syncwarp();
+#endif
+}
+
 // Rows [row0, row0 + ROWS) of a [rows][D] matrix into a [ROWS][D] tile in
-// the wgmma layout (maskc_tile_index), rows at or past nrows zero-filled.
-template <int ROWS>
+// the wgmma layout (maskc_tile_index), rows at or past nrows zero-filled,
+// by the NT threads of the block.
+template <int ROWS, int NT = MASKC_BWD_THREADS>
 __device__ __forceinline__ void maskc_bwd_load_wg(maskc_elem_t* dst, const maskc_elem_t* src, long long stride,
                                                   int row0, int nrows, int tid) {
   constexpr int kChunks = MASKC_HEAD_DIM / 8;
-  static_assert((ROWS * kChunks) % MASKC_BWD_THREADS == 0, "whole rounds");
+  static_assert((ROWS * kChunks) % NT == 0, "whole rounds");
 #pragma unroll
-  for (int it = 0; it < ROWS * kChunks / MASKC_BWD_THREADS; ++it) {
-    const int c = tid + it * MASKC_BWD_THREADS;
+  for (int it = 0; it < ROWS * kChunks / NT; ++it) {
+    const int c = tid + it * NT;
     const int r = c / kChunks, ch = c % kChunks;
     const bool valid = row0 + r < nrows;
     const maskc_elem_t* g = src + (long long)(valid ? row0 + r : 0) * stride + ch * 8;
@@ -852,7 +898,7 @@ __device__ __forceinline__ void maskc_bwd_lpt_block(int* t, int* z) {
 // mask reading a buffer per key, the pre-pass flags, or on NVIDIA the
 // blocks a buffer selects): the classes of up to MASKC_BWD_CLS_CAP q tiles
 // are computed before the walk reaches them, into cls (shared memory), the
-// four warps taking every fourth tile (each thread its own tile where
+// warps taking every warp-count-th tile (each thread its own tile where
 // MASKC_BWD_CLS_LANES), so that their dependent global reads overlap
 // instead of being paid one walk step at a time on the critical path. The
 // classes are the same.
@@ -900,13 +946,13 @@ __device__ __forceinline__ void maskc_bwd_classify(const MaskcBwdShape& sh, cons
                                                    int k0, int t0, int t1, unsigned char* cls) {
 #if MASKC_BWD_CLS_LANES
   __syncthreads();  // every thread is done with the previous classes
-  for (int t = t0 + (int)threadIdx.x; t < t1; t += MASKC_BWD_THREADS)
-    cls[t - t0] = (unsigned char)maskc_bwd_tile_class(sh, buf, b, h, t * MASKC_BWD_BLOCK_M, k0);
+  for (int t = t0 + (int)threadIdx.x; t < t1; t += MASKC_BWD_MAIN_THREADS)
+    cls[t - t0] = (unsigned char)maskc_bwd_tile_class(sh, buf, b, h, t * MASKC_BWD_BLOCK_M, k0, MASKC_BWD_BLOCK_N);
 #else
   const int warp = (int)threadIdx.x / MASKC_WARP_SIZE, lane = (int)threadIdx.x % MASKC_WARP_SIZE;
   __syncthreads();  // every thread is done with the previous classes
-  for (int t = t0 + warp; t < t1; t += MASKC_BWD_WARPS) {  // warp-uniform: the segment searches are warp-collective
-    const int c = maskc_bwd_tile_class(sh, buf, b, h, t * MASKC_BWD_BLOCK_M, k0);
+  for (int t = t0 + warp; t < t1; t += MASKC_BWD_GROUPS * MASKC_BWD_WARPS) {  // warp-uniform: the segment searches are warp-collective
+    const int c = maskc_bwd_tile_class(sh, buf, b, h, t * MASKC_BWD_BLOCK_M, k0, MASKC_BWD_BLOCK_N);
     if (lane == 0) cls[t - t0] = (unsigned char)c;
   }
 #endif
@@ -953,7 +999,7 @@ __device__ __forceinline__ bool maskc_bwd_walk_next(const MaskcBwdShape& sh, con
 #elif MASKC_BWD_CLS_FREE_ON
     w.cls = 1;
 #else
-    w.cls = maskc_bwd_tile_class(sh, buf, b, w.h, w.qt * BM, k0);
+    w.cls = maskc_bwd_tile_class(sh, buf, b, w.h, w.qt * BM, k0, BN);
 #endif
     if (w.cls != 0) return true;
   }
@@ -966,8 +1012,10 @@ __device__ __forceinline__ void maskc_bwd_issue_q(const MaskcBwdShape& sh, const
                                                   int b, const MaskcBwdWalk& w, int tid, float* lse, float* delta) {
   constexpr int BM = MASKC_BWD_BLOCK_M;
   const int q0 = w.qt * BM;
-  maskc_bwd_load_wg<BM>(sQ, Q + b * sh.q_stride[0] + w.h * sh.q_stride[1], sh.q_stride[2], q0, sh.Sq, tid);
-  maskc_bwd_load_wg<BM>(sdO, dO + b * sh.do_stride[0] + w.h * sh.do_stride[1], sh.do_stride[2], q0, sh.Sq, tid);
+  maskc_bwd_load_wg<BM, MASKC_BWD_MAIN_THREADS>(sQ, Q + b * sh.q_stride[0] + w.h * sh.q_stride[1], sh.q_stride[2],
+                                                q0, sh.Sq, tid);
+  maskc_bwd_load_wg<BM, MASKC_BWD_MAIN_THREADS>(sdO, dO + b * sh.do_stride[0] + w.h * sh.do_stride[1],
+                                                sh.do_stride[2], q0, sh.Sq, tid);
   maskc_copy_commit();
   if (tid < BM) {
     const long long row = ((long long)b * sh.H + w.h) * sh.Sq + q0 + tid;
@@ -978,7 +1026,7 @@ __device__ __forceinline__ void maskc_bwd_issue_q(const MaskcBwdShape& sh, const
 }
 
 // dK, dV (and dQ's atomics, buffer gradients) per kv tile.
-extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
+extern "C" __global__ void __launch_bounds__(MASKC_BWD_MAIN_THREADS, MASKC_BWD_GROUPS == 1 ? 2 : 1)
     maskc_attn_bwd(const maskc_elem_t* __restrict__ Q, const maskc_elem_t* __restrict__ K,
                    const maskc_elem_t* __restrict__ V, const maskc_elem_t* __restrict__ dO,
                    maskc_elem_t* __restrict__ dK, maskc_elem_t* __restrict__ dV, MaskcBwdShape sh, MaskcBuffers buf) {
@@ -986,9 +1034,9 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
   constexpr int D = MASKC_HEAD_DIM, BM = MASKC_BWD_BLOCK_M, BN = MASKC_BWD_BLOCK_N;
   maskc_elem_t* const sK = (maskc_elem_t*)maskc_bwd_smem;  // every tile 1024-byte aligned
   maskc_elem_t* const sV = sK + BN * D;
-  maskc_elem_t* const sQ = sV + BN * D;
-  maskc_elem_t* const sdO = sQ + BM * D;
-  maskc_elem_t* const sdS = sdO + BM * D;  // dS^T [BN][BM]
+  maskc_elem_t* const sQ0 = sV + BN * D;  // (stage 0's) Q and dO tiles
+  maskc_elem_t* const sdO0 = sQ0 + BM * D;
+  maskc_elem_t* const sdS = sdO0 + BM * D;  // dS^T [BN][BM]
   // The mask's and score's row reads of the tile's BM rows, in the P^T area.
   MaskcMaskRow* const sMrow = (MaskcMaskRow*)(sdS + BN * BM);
   MaskcScoreRow* const sSrow = (MaskcScoreRow*)(sMrow + BM);
@@ -1001,15 +1049,23 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
   float* const sDelta = sLse + BM;
   if ((maskc_smem_addr(maskc_bwd_smem) & 1023) != 0) __trap();  // descriptors need it
 #if MASKC_BWD_DQ_BULK
-  // Each warp's 16 rows of the tile's dQ before their bulk reduction, in
-  // static shared memory (the dynamic size is every platform's).
+  // The tile's dQ before its bulk reductions, 16 rows per warp of a group
+  // (the rows that warp w of every group holds: columns by group), in static
+  // shared memory (the dynamic size is every platform's).
   __shared__ __attribute__((aligned(128))) float sDQ[MASKC_BWD_WARPS * 16 * MASKC_HEAD_DIM];
 #endif
   const long long nB = sh.B, nH = sh.H, nHKV = sh.HKV, nQ = sh.Sq, nKV = sh.Skv;
   const MaskcBwdPos pos = maskc_bwd_pos(sh, buf);
   (void)pos;
 
+  // warp: the warp in the block, whose 16 keys are 16 * warp .. + 15 of the
+  // tile; group: its warpgroup (keys 64 * group ..), gw: its warp in the group.
   const int tid = threadIdx.x, warp = tid / MASKC_WARP_SIZE, lane = tid % MASKC_WARP_SIZE;
+  // (Constants with one group: the compiler cannot bound threadIdx.x, and a
+  // group index it must compute made the one-group kernel spill.)
+  const int group = MASKC_BWD_GROUPS == 1 ? 0 : warp / MASKC_BWD_WARPS;
+  const int gw = MASKC_BWD_GROUPS == 1 ? warp : warp % MASKC_BWD_WARPS;
+  constexpr int NT = MASKC_BWD_MAIN_THREADS;
 #if MASKC_BWD_LPT
   int kt, z;
   maskc_bwd_lpt_block(&kt, &z);
@@ -1019,16 +1075,21 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
 #endif
   const int Sq = sh.Sq, Skv = sh.Skv, k0 = kt * BN;
 
-  maskc_bwd_load_wg<BN>(sK, K + b * sh.k_stride[0] + hkv * sh.k_stride[1], sh.k_stride[2], k0, Skv, tid);
-  maskc_bwd_load_wg<BN>(sV, V + b * sh.v_stride[0] + hkv * sh.v_stride[1], sh.v_stride[2], k0, Skv, tid);
+  maskc_bwd_load_wg<BN, NT>(sK, K + b * sh.k_stride[0] + hkv * sh.k_stride[1], sh.k_stride[2], k0, Skv, tid);
+  maskc_bwd_load_wg<BN, NT>(sV, V + b * sh.v_stride[0] + hkv * sh.v_stride[1], sh.v_stride[2], k0, Skv, tid);
   maskc_copy_commit();
 
+  // The group's 64 rows of K and V (128-byte rows: 8 KiB, whole swizzle atoms).
+  const maskc_elem_t* const sKg = sK + group * 64 * 64;
+  const maskc_elem_t* const sVg = sV + group * 64 * 64;
+  (void)sKg, (void)sVg;
   float dk[MASKC_BACC(D)], dv[MASKC_BACC(D)];
 #pragma unroll
   for (int i = 0; i < MASKC_BACC(D); ++i) dk[i] = dv[i] = 0.f;
   MaskcBufGradRun run;
   maskc_bufgrad_init(run);
 #if !MASKC_BWD_WG_BATCH
+  static_assert(MASKC_BWD_GROUPS == 1, "the unbatched products are one warpgroup's");
   MaskcQFrag<D> kfrag, vfrag;  // the MMA's A rows: the whole K and V tiles
   kfrag.sQ = sK;
   kfrag.dblock = BN * 64;
@@ -1061,13 +1122,27 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
       scol_next[sl] = maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, nw.h, kv);
     }
   };
+#if MASKC_BWD_QSTAGES == 2
+  // Stage 1's Q and dO tiles (static: the host's shared-memory formula,
+  // hipsrc.BwdTile.SharedMemBytes, counts one stage); pair n takes stage n % 2.
+  __shared__ __attribute__((aligned(1024))) maskc_elem_t maskc_bwd_qdo1[2 * BM * D];
+  if ((maskc_smem_addr(maskc_bwd_qdo1) & 1023) != 0) __trap();
+  int stage = 0;
+#endif
   bool have = maskc_bwd_walk_next(sh, buf, b, hkv, k0, w, sCls);
   if (have) {
-    maskc_bwd_issue_q(sh, Q, dO, sQ, sdO, b, w, tid, &lse_next, &delta_next);
+    maskc_bwd_issue_q(sh, Q, dO, sQ0, sdO0, b, w, tid, &lse_next, &delta_next);
     read_next(w);
   }
   while (have) {
     const int h = w.h, q0 = w.qt * BM, cls = w.cls;
+#if MASKC_BWD_QSTAGES == 2
+    maskc_elem_t* const sQ = stage ? maskc_bwd_qdo1 : sQ0;
+    maskc_elem_t* const sdO = stage ? maskc_bwd_qdo1 + BM * D : sdO0;
+#else
+    maskc_elem_t* const sQ = sQ0;
+    maskc_elem_t* const sdO = sdO0;
+#endif
     const long long row0 = ((long long)b * sh.H + h) * Sq;
     maskc_bufgrad_open(sh, buf, run, b, h);
     maskc_copy_wait_all();  // this thread's copies of K, V, Q, dO landed, visible to the MMA after the barrier
@@ -1088,6 +1163,18 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
       scol[sl] = scol_next[sl];
     }
     __syncthreads();
+#if MASKC_BWD_QSTAGES == 2
+    // The next pair's copies into the other stage, in flight through this
+    // whole pair (its last readers, the previous pair's dK, dV products,
+    // were done before that pair's second barrier).
+    have = maskc_bwd_walk_next(sh, buf, b, hkv, k0, w, sCls);
+    if (have) {
+      maskc_bwd_issue_q(sh, Q, dO, stage ? sQ0 : maskc_bwd_qdo1, stage ? sdO0 : maskc_bwd_qdo1 + BM * D, b, w, tid,
+                        &lse_next, &delta_next);
+      read_next(w);
+    }
+    stage ^= 1;
+#endif
 
     // S^T and dP^T: the 64 keys against the BM rows.
     float st[MASKC_BACC(BM)], dpt[MASKC_BACC(BM)];
@@ -1100,11 +1187,11 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
     maskc_wg_fence();
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
-      maskc_wgmma_ss<MASKC_DT, BM>(st, maskc_wg_desc(sK + (kk >> 2) * (BN * 64) + (kk & 3) * 16, 16, 1024),
+      maskc_wgmma_ss<MASKC_DT, BM>(st, maskc_wg_desc(sKg + (kk >> 2) * (BN * 64) + (kk & 3) * 16, 16, 1024),
                                    maskc_wg_desc(sQ + (kk >> 2) * (BM * 64) + (kk & 3) * 16, 16, 1024));
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
-      maskc_wgmma_ss<MASKC_DT, BM>(dpt, maskc_wg_desc(sV + (kk >> 2) * (BN * 64) + (kk & 3) * 16, 16, 1024),
+      maskc_wgmma_ss<MASKC_DT, BM>(dpt, maskc_wg_desc(sVg + (kk >> 2) * (BN * 64) + (kk & 3) * 16, 16, 1024),
                                    maskc_wg_desc(sdO + (kk >> 2) * (BM * 64) + (kk & 3) * 16, 16, 1024));
     maskc_wg_commit();
     maskc_wg_wait();
@@ -1172,23 +1259,29 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
     maskc_mma_pv<MASKC_DT, D, BM>(dv, st, sdO, lane);  // dV += P^T . dO
     maskc_mma_pv<MASKC_DT, D, BM>(dk, dpt, sQ, lane);  // dK += dS^T . Q
 #endif
+#if MASKC_BWD_DQ_BULK
+    // The previous bulk reductions have read sDQ (before the barrier, after
+    // which every warp may write it again).
+    if (group == 0 && lane == 0) maskc_bwd_bulk_wait_read();
+#endif
     __syncthreads();  // Q and dO are free for the next tile; dS^T is complete
 
+#if MASKC_BWD_QSTAGES == 1
     have = maskc_bwd_walk_next(sh, buf, b, hkv, k0, w, sCls);
     if (have) {
       maskc_bwd_issue_q(sh, Q, dO, sQ, sdO, b, w, tid, &lse_next, &delta_next);
       read_next(w);
     }
+#endif
 
     if (sh.dq_acc != nullptr) {
-#if MASKC_BWD_DQ_BULK
-      // The warp's previous bulk reduction has read its rows of sDQ.
-      if (lane == 0) maskc_bwd_bulk_wait_read();
-      __syncwarp();
-#endif
-      // dQ rows q0 .. q0+63 = dS . K, one 64-column half of D at a time.
+      // dQ rows q0 .. q0+63 = dS . K over the tile's BN keys, the group's
+      // 64-column blocks nb of D (group, group + GROUPS, ...).
+      constexpr int kBlocks = (D / 64 + MASKC_BWD_GROUPS - 1) / MASKC_BWD_GROUPS;
 #pragma unroll
-      for (int nb = 0; nb < D / 64; ++nb) {
+      for (int j = 0; j < kBlocks; ++j) {
+        const int nb = group + j * MASKC_BWD_GROUPS;
+        if (nb >= D / 64) break;  // uniform in the group
         float dq[MASKC_BACC(64)];
 #pragma unroll
         for (int i = 0; i < MASKC_BACC(64); ++i) dq[i] = 0.f;
@@ -1211,7 +1304,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
         // a quarter-warp's 8 chunks (rows g, g + 1) fill all 32 banks.
         {
           const int g = lane >> 2, t = lane & 3;
-          float* const rows = sDQ + warp * (16 * D);
+          float* const rows = sDQ + gw * (16 * D);
 #pragma unroll
           for (int jp = 0; jp < 4; ++jp) {
             const float* c = dq + 8 * jp;
@@ -1223,12 +1316,13 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
 #endif
       }
 #if MASKC_BWD_DQ_BULK
-      // The warp's rows (contiguous in dq_acc) in one bulk reduction.
+      // The 16 rows of warp gw of every group (contiguous in dq_acc) in one
+      // bulk reduction, by group 0's warp.
       maskc_bwd_fence_async();
-      __syncwarp();
-      const int qw = q0 + 16 * warp, nrows = min(16, Sq - qw);
-      if (lane == 0 && nrows > 0)
-        maskc_bwd_bulk_add(sh.dq_acc + (row0 + qw) * D, sDQ + warp * (16 * D), (unsigned)(nrows * D * 4));
+      maskc_bwd_rows_barrier(gw);
+      const int qw = q0 + 16 * gw, nrows = min(16, Sq - qw);
+      if (group == 0 && lane == 0 && nrows > 0)
+        maskc_bwd_bulk_add(sh.dq_acc + (row0 + qw) * D, sDQ + gw * (16 * D), (unsigned)(nrows * D * 4));
 #endif
     }
   }
@@ -1262,9 +1356,9 @@ __device__ __forceinline__ int maskc_bwd_next_kt(const MaskcBwdShape& sh, const 
                                                  int q0, int kt, int kt_end, long long kv_lo, long long kv_hi,
                                                  int* cls) {
   for (++kt; kt < kt_end; ++kt) {
-    const int k0 = kt * MASKC_BWD_BLOCK_N;
+    const int k0 = kt * MASKC_BWD_DQ_N;
 #if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
-    const int k1 = k0 + MASKC_BWD_BLOCK_N;
+    const int k1 = k0 + MASKC_BWD_DQ_N;
 #if defined(MASKC_KV_TILE_TEST)
     // The kv blocks the q tile's rows select, or its filtered intervals (maskc_bwd_tile_class's test).
     if (!(kv_hi <= kv_lo || kv_hi <= k0 || kv_lo >= k1) &&
@@ -1285,7 +1379,7 @@ __device__ __forceinline__ int maskc_bwd_next_kt(const MaskcBwdShape& sh, const 
 #endif
 #else
     (void)kv_lo, (void)kv_hi;
-    *cls = maskc_bwd_tile_class(sh, buf, b, h, q0, k0);
+    *cls = maskc_bwd_tile_class(sh, buf, b, h, q0, k0, MASKC_BWD_DQ_N);
 #endif
     if (*cls != 0) break;
   }
@@ -1300,7 +1394,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
                       const maskc_elem_t* __restrict__ V, const maskc_elem_t* __restrict__ dO,
                       maskc_elem_t* __restrict__ dQ, MaskcBwdShape sh, MaskcBuffers buf) {
   extern __shared__ __attribute__((aligned(1024))) unsigned char maskc_bwd_smem[];
-  constexpr int D = MASKC_HEAD_DIM, BM = MASKC_BWD_BLOCK_M, BN = MASKC_BWD_BLOCK_N;
+  constexpr int D = MASKC_HEAD_DIM, BM = MASKC_BWD_BLOCK_M, BN = MASKC_BWD_DQ_N;
   maskc_elem_t* const sK = (maskc_elem_t*)maskc_bwd_smem;
   maskc_elem_t* const sV = sK + BN * D;
   maskc_elem_t* const sQ = sV + BN * D;
@@ -1570,7 +1664,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
       const int Skv = maskc_uniform_here(sh.Skv);
 #endif
       const int q0 = qt * BM;
-      const int cls = maskc_bwd_tile_class(sh, buf, b, h, q0, k0);
+      const int cls = maskc_bwd_tile_class(sh, buf, b, h, q0, k0, BN);
       if (cls == 0) continue;
       __syncthreads();  // every warp is done with the previous tile's Q, dO, P, dS
       maskc_bwd_load<BM>(sQ, Qp, sh.q_stride[2], q0, Sq, tid);
@@ -1747,7 +1841,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
     const int Sq = maskc_uniform_here(sh.Sq);
 #endif
     const int k0 = kt * BN;
-    const int cls = maskc_bwd_tile_class(sh, buf, b, h, q0, k0);
+    const int cls = maskc_bwd_tile_class(sh, buf, b, h, q0, k0, BN);
     if (cls == 0) continue;
     __syncthreads();  // every warp is done with the previous K, V and dS (and Q, dO's staging)
     maskc_bwd_load<BN>(sK, Kp, sh.k_stride[2], k0, Skv, tid);

@@ -175,7 +175,8 @@ const (
 
 // BwdTile is the tile shape of maskc_attn_bwd and maskc_attn_bwd_dq on one
 // platform at one head dim: maskc_attn_bwd takes BlockN keys per program and
-// BlockM query rows per step, maskc_attn_bwd_dq BlockM rows per program.
+// BlockM query rows per step, maskc_attn_bwd_dq BlockM rows per program and
+// BlockN / Groups keys per step.
 type BwdTile struct {
 	// BlockM is MASKC_BWD_BLOCK_M, BlockN MASKC_BWD_BLOCK_N.
 	BlockM, BlockN int
@@ -183,6 +184,11 @@ type BwdTile struct {
 	// read (V in maskc_attn_bwd; Q and dO in maskc_attn_bwd_dq) are kept in
 	// registers rather than in shared memory, whose V tile is then left out.
 	ARegs bool
+	// Groups is MASKC_BWD_GROUPS: maskc_attn_bwd's block is Groups groups of
+	// BwdWarps warps, each taking BlockN / Groups of the program's keys (the
+	// sm_90a warpgroup kernel's split of the key tile; 1 elsewhere). Every
+	// other backward kernel is one group.
+	Groups int
 }
 
 // bwdTiles is the one table of backward tiles, by platform and head dim,
@@ -190,21 +196,46 @@ type BwdTile struct {
 // gfx90a and gfx942 (the AMD kernels run on gfx950's 160 KiB as well), 99
 // KiB of shared memory on the smallest NVIDIA parts of the mma.sync
 // platform (sm_86, sm_89), 227 KiB on the H200. Four warps each own 16
-// keys of S^T and of dK, dV (16 query rows of dQ); where the tile has fewer
+// keys of S^T and of dK, dV (16 query rows of dQ) in the mma.sync and MFMA
+// kernels; where the tile has fewer
 // 16-key (16-row) blocks than warps, the warps of one block split its
 // columns (attn_bwd.h; on the H200 at head dim 256 these column-split
 // tiles passed the float64 gradient check in gpu/NOTES.md run 19, after
 // run 18 had caught maskc_smem_index's swizzle leaving 32-wide rows). The
 // sm_90a warpgroup-MMA backward takes 64 x 64 tiles at head dims 64 and
-// 128; at 256 the mma.sync kernel runs there.
+// 128 (two blocks per SM); at 256 the mma.sync kernel runs there.
 var bwdTiles = map[Platform]map[int]BwdTile{
-	NVIDIA:      {64: {64, 64, false}, 128: {64, 64, false}, 256: {32, 32, false}},
-	NVIDIAWGMMA: {64: {64, 64, false}, 128: {64, 64, false}, 256: {32, 32, false}},
-	AMD:         {64: {64, 64, false}, 128: {32, 64, false}, 256: {32, 32, true}},
+	NVIDIA:      {64: {64, 64, false, 1}, 128: {64, 64, false, 1}, 256: {32, 32, false, 1}},
+	NVIDIAWGMMA: {64: {64, 64, false, 1}, 128: {64, 64, false, 1}, 256: {32, 32, false, 1}},
+	AMD:         {64: {64, 64, false, 1}, 128: {32, 64, false, 1}, 256: {32, 32, true, 1}},
+}
+
+// bwdWideTiles are the wide key tiles (BwdTileOf with wide), where a
+// platform has one: on sm_90a at head dim 128 two warpgroups of 64 keys
+// each share the 64-row Q and dO tiles of a 128-key program
+// (FlashAttention-3's split of the key tile; 192 KiB of shared memory with
+// two Q, dO stages, one block per SM), which halves the Q, dO loads and
+// dQ's bulk reductions per key. On the H100 (run 30e, rotated rounds)
+// forward + backward of full attention ran 1.10x as fast as on the 64 x 64
+// tiles, but every masked case of the benchmark 0.83-0.99x as fast: their
+// short columns pay the program's K, V loads and dK, dV stores with no
+// second block beside it (docs/kernel-decisions.md). codegen takes it for
+// kernels without a mask (codegen.bwdWide). Head dim 64 would fit too; it
+// has not been timed against the narrow tile.
+var bwdWideTiles = map[Platform]map[int]BwdTile{
+	NVIDIAWGMMA: {128: {64, 128, false, 2}},
 }
 
 // BwdTileFor returns the backward tile on p at a head dim (HeadDims).
-func (p Platform) BwdTileFor(headDim int) (BwdTile, error) {
+func (p Platform) BwdTileFor(headDim int) (BwdTile, error) { return p.BwdTileOf(headDim, false) }
+
+// BwdTileOf returns the backward tile on p at a head dim (HeadDims): the
+// wide one (bwdWideTiles) where wide and the platform has one, else
+// BwdTileFor's.
+func (p Platform) BwdTileOf(headDim int, wide bool) (BwdTile, error) {
+	if t, ok := bwdWideTiles[p][headDim]; ok && wide {
+		return t, nil
+	}
 	t, ok := bwdTiles[p][headDim]
 	if !ok {
 		return BwdTile{}, fmt.Errorf("hipsrc: head dim %d has no backward tile (%v)", headDim, HeadDims)
@@ -213,34 +244,39 @@ func (p Platform) BwdTileFor(headDim int) (BwdTile, error) {
 }
 
 // SharedMemBytes returns MASKC_BWD_SMEM_BYTES, the dynamic shared memory of
-// maskc_attn_bwd and maskc_attn_bwd_dq at a head dim: K and V tiles (K
-// alone with ARegs), Q and dO tiles, P^T and dS^T, and a row's LSE and
-// delta.
-func (t BwdTile) SharedMemBytes(headDim int) int {
+// maskc_attn_bwd at a head dim: K and V tiles of BlockN keys (K alone with
+// ARegs), Q and dO tiles, P^T and dS^T, and a row's LSE and delta.
+func (t BwdTile) SharedMemBytes(headDim int) int { return t.smemFor(t.BlockN, headDim) }
+
+// DQSharedMemBytes returns MASKC_BWD_DQ_SMEM_BYTES, maskc_attn_bwd_dq's:
+// the same tiles with its BlockN / Groups keys.
+func (t BwdTile) DQSharedMemBytes(headDim int) int { return t.smemFor(t.BlockN/t.Groups, headDim) }
+
+func (t BwdTile) smemFor(blockN, headDim int) int {
 	kv := 2
 	if t.ARegs {
 		kv = 1
 	}
-	return ElemBytes*(kv*t.BlockN*headDim+2*t.BlockM*headDim+2*t.BlockN*t.BlockM) + 8*t.BlockM
+	return ElemBytes*(kv*blockN*headDim+2*t.BlockM*headDim+2*blockN*t.BlockM) + 8*t.BlockM
 }
 
 // BwdTileDefines returns the C text that configures attn_bwd.h's tiles for
-// a head dim on every platform (the branch of the platform a source is
-// compiled for applies): the backward source has it right before AttnBwd,
-// so that bwdTiles is the one definition of the tiles.
-func BwdTileDefines(headDim int) (string, error) {
+// a head dim (wide: BwdTileOf's) on every platform (the branch of the
+// platform a source is compiled for applies): the backward source has it
+// right before AttnBwd, so that bwdTiles is the one definition of the tiles.
+func BwdTileDefines(headDim int, wide bool) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "// Backward tiles at head dim %d per platform (hipsrc.BwdTileFor).\n", headDim)
 	for _, c := range []struct {
 		p    Platform
 		cond string
 	}{{AMD, "#if defined(MASKC_PLATFORM_AMD)"}, {NVIDIAWGMMA, "#elif MASKC_NV_WGMMA"}, {NVIDIA, "#else"}} {
-		t, err := c.p.BwdTileFor(headDim)
+		t, err := c.p.BwdTileOf(headDim, wide)
 		if err != nil {
 			return "", err
 		}
-		fmt.Fprintf(&b, "%s  // %s\n#define MASKC_BWD_BLOCK_M %d\n#define MASKC_BWD_BLOCK_N %d\n#define MASKC_BWD_AREGS %d\n",
-			c.cond, c.p, t.BlockM, t.BlockN, b2i(t.ARegs))
+		fmt.Fprintf(&b, "%s  // %s\n#define MASKC_BWD_BLOCK_M %d\n#define MASKC_BWD_BLOCK_N %d\n#define MASKC_BWD_AREGS %d\n#define MASKC_BWD_GROUPS %d\n",
+			c.cond, c.p, t.BlockM, t.BlockN, b2i(t.ARegs), t.Groups)
 	}
 	b.WriteString("#endif\n")
 	return b.String(), nil
@@ -253,7 +289,9 @@ func b2i(b bool) int {
 	return 0
 }
 
-// BwdThreads returns the block size of every backward kernel on p.
+// BwdThreads returns the block size of every backward kernel on p but
+// maskc_attn_bwd, whose block is BwdTile.Groups times it
+// (BwdLaunchConfig.MainThreads).
 func (p Platform) BwdThreads() int { return BwdWarps * p.WarpSize() }
 
 // BwdPreRows returns MASKC_BWD_PRE_ROWS on p: the query rows one block of

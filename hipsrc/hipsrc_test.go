@@ -377,9 +377,17 @@ func TestBwdConstantsMirrorSource(t *testing.T) {
 	if !strings.Contains(AttnBwd, "#define MASKC_BWD_FIX_ONE 4294967296.0f") || BwdFixOne != 4294967296 {
 		t.Error("MASKC_BWD_FIX_ONE and BwdFixOne differ")
 	}
-	// MASKC_BWD_SMEM_BYTES's formula, which SharedMemBytes mirrors.
-	if !strings.Contains(AttnBwd, "(2 * ((2 - MASKC_BWD_AREGS) * MASKC_BWD_BLOCK_N * MASKC_HEAD_DIM + 2 * MASKC_BWD_BLOCK_M * MASKC_HEAD_DIM + \\\n        2 * MASKC_BWD_BLOCK_N * MASKC_BWD_BLOCK_M) +") {
-		t.Error("MASKC_BWD_SMEM_BYTES changed: update BwdTile.SharedMemBytes")
+	// MASKC_BWD_SMEM_FOR's formula, which smemFor mirrors, and its two uses.
+	for _, want := range []string{
+		"(2 * ((2 - MASKC_BWD_AREGS) * (BN) * MASKC_HEAD_DIM + 2 * MASKC_BWD_BLOCK_M * MASKC_HEAD_DIM + \\\n        2 * (BN) * MASKC_BWD_BLOCK_M) +",
+		"#define MASKC_BWD_SMEM_BYTES MASKC_BWD_SMEM_FOR(MASKC_BWD_BLOCK_N)\n",
+		"#define MASKC_BWD_DQ_SMEM_BYTES MASKC_BWD_SMEM_FOR(MASKC_BWD_DQ_N)\n",
+		"#define MASKC_BWD_DQ_N (MASKC_BWD_BLOCK_N / MASKC_BWD_GROUPS)\n",
+		"#define MASKC_BWD_MAIN_THREADS (MASKC_BWD_GROUPS * MASKC_BWD_THREADS)",
+	} {
+		if !strings.Contains(AttnBwd, want) {
+			t.Errorf("attn_bwd.h no longer has %q: update BwdTile.SharedMemBytes, DQSharedMemBytes or BwdLaunchConfig", want)
+		}
 	}
 	if AMD.BwdThreads() != 256 || NVIDIA.BwdThreads() != 128 || NVIDIAWGMMA.BwdThreads() != 128 {
 		t.Errorf("BwdThreads: amd %d, nvidia %d", AMD.BwdThreads(), NVIDIA.BwdThreads())
@@ -391,36 +399,61 @@ func TestBwdConstantsMirrorSource(t *testing.T) {
 // configures attn_bwd.h with them.
 func TestBwdTiles(t *testing.T) {
 	for _, tc := range []struct {
-		p                Platform
-		headDim          int
-		blockM, blockN   int
-		aregs            bool
-		smem, limitBytes int
+		p                      Platform
+		headDim                int
+		wide                   bool
+		blockM, blockN, groups int
+		aregs                  bool
+		smem, dqSmem           int // maskc_attn_bwd's, maskc_attn_bwd_dq's
+		limitBytes             int
 	}{
-		{NVIDIAWGMMA, 64, 64, 64, false, 2*(2*64*64+2*64*64+2*64*64) + 8*64, 227 << 10},
-		{NVIDIAWGMMA, 128, 64, 64, false, 2*(2*64*128+2*64*128+2*64*64) + 8*64, 227 << 10},
-		{NVIDIA, 128, 64, 64, false, 82432, 99 << 10},
+		// Two warpgroups on 128 keys; the dQ kernel one on 64-key steps. The
+		// main kernel's static 32 KiB of dQ rows come on top (one block per SM).
+		// The wide tile: two warpgroups on 128 keys; the dQ kernel one on
+		// 64-key steps. The main kernel's static 32 KiB of dQ rows come on
+		// top (one block per SM).
+		// (A second Q, dO stage of 32 KiB in static shared memory as well.)
+		{NVIDIAWGMMA, 128, true, 64, 128, 2, false, 2*(2*128*128+2*64*128+2*128*64) + 8*64, 2*(2*64*128+2*64*128+2*64*64) + 8*64, 227<<10 - 64<<10},
+		// Head dim 64 has no wide tile (not timed against the narrow one).
+		{NVIDIAWGMMA, 64, true, 64, 64, 1, false, 2*(2*64*64+2*64*64+2*64*64) + 8*64, 2*(2*64*64+2*64*64+2*64*64) + 8*64, 227 << 10},
+		{NVIDIAWGMMA, 64, false, 64, 64, 1, false, 2*(2*64*64+2*64*64+2*64*64) + 8*64, 2*(2*64*64+2*64*64+2*64*64) + 8*64, 227 << 10},
+		{NVIDIAWGMMA, 128, false, 64, 64, 1, false, 82432, 82432, 227 << 10},
+		// Platforms without a wide tile take the narrow one.
+		{NVIDIA, 128, true, 64, 64, 1, false, 82432, 82432, 99 << 10},
 		// The MFMA backward at head dim 128 in gfx90a's and gfx942's 64 KiB.
-		{AMD, 64, 64, 64, false, 49664, 64 << 10},
-		{AMD, 128, 32, 64, false, 57600, 64 << 10},
+		{AMD, 64, true, 64, 64, 1, false, 49664, 49664, 64 << 10},
+		{AMD, 128, false, 32, 64, 1, false, 57600, 57600, 64 << 10},
 		// Head dim 256: V (and in the dQ kernel Q, dO) in registers on AMD.
-		{AMD, 256, 32, 32, true, 2*(32*256+2*32*256+2*32*32) + 8*32, 64 << 10},
-		{NVIDIA, 256, 32, 32, false, 69888, 99 << 10},
-		{NVIDIAWGMMA, 256, 32, 32, false, 69888, 227 << 10},
+		{AMD, 256, false, 32, 32, 1, true, 2*(32*256+2*32*256+2*32*32) + 8*32, 2*(32*256+2*32*256+2*32*32) + 8*32, 64 << 10},
+		{NVIDIA, 256, false, 32, 32, 1, false, 69888, 69888, 99 << 10},
+		{NVIDIAWGMMA, 256, true, 32, 32, 1, false, 69888, 69888, 227 << 10},
 	} {
-		tile, err := tc.p.BwdTileFor(tc.headDim)
+		tile, err := tc.p.BwdTileOf(tc.headDim, tc.wide)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if tile.BlockM != tc.blockM || tile.BlockN != tc.blockN || tile.ARegs != tc.aregs {
+		if tile.BlockM != tc.blockM || tile.BlockN != tc.blockN || tile.ARegs != tc.aregs || tile.Groups != tc.groups {
 			t.Errorf("%s D=%d: tile %+v", tc.p, tc.headDim, tile)
 		}
 		if got := tile.SharedMemBytes(tc.headDim); got != tc.smem || got > tc.limitBytes {
 			t.Errorf("%s D=%d: %d bytes of shared memory, want %d (at most %d)", tc.p, tc.headDim, got, tc.smem, tc.limitBytes)
 		}
-		c, err := BwdLaunchOn(tc.p, tc.headDim)
-		if err != nil || c.BlockM != tc.blockM || c.BlockN != tc.blockN || c.Threads != tc.p.BwdThreads() || c.SharedMemBytes != tc.smem {
+		if got := tile.DQSharedMemBytes(tc.headDim); got != tc.dqSmem {
+			t.Errorf("%s D=%d: the dQ kernel's %d bytes of shared memory, want %d", tc.p, tc.headDim, got, tc.dqSmem)
+		}
+		c, err := BwdLaunchOn(tc.p, tc.headDim, tc.wide)
+		if err != nil || c.BlockM != tc.blockM || c.BlockN != tc.blockN || c.Threads != tc.p.BwdThreads() ||
+			c.MainThreads != tc.groups*tc.p.BwdThreads() || c.SharedMemBytes != tc.smem || c.DQSharedMemBytes != tc.dqSmem {
 			t.Errorf("BwdLaunchOn(%s, %d) = %+v, %v", tc.p, tc.headDim, c, err)
+		}
+		for _, e := range []struct {
+			name          string
+			threads, smem int
+		}{{BwdMainEntry, c.MainThreads, c.SharedMemBytes}, {BwdDQEntry, c.Threads, c.DQSharedMemBytes},
+			{BwdPreEntry, c.Threads, 0}, {BwdDQConvertEntry, c.Threads, 0}} {
+			if th, sm := c.Entry(e.name); th != e.threads || sm != e.smem {
+				t.Errorf("%s D=%d: %s launches %d threads, %d bytes; want %d, %d", tc.p, tc.headDim, e.name, th, sm, e.threads, e.smem)
+			}
 		}
 	}
 	for _, d := range HeadDims {
@@ -434,21 +467,24 @@ func TestBwdTiles(t *testing.T) {
 			}
 		}
 		// The C text gives each platform's branch its tile.
-		text, err := BwdTileDefines(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		branches := strings.Split(text, "\n#")
-		for _, p := range Platforms {
-			tile, _ := p.BwdTileFor(d)
-			want := fmt.Sprintf("  // %s\n#define MASKC_BWD_BLOCK_M %d\n#define MASKC_BWD_BLOCK_N %d\n#define MASKC_BWD_AREGS %d\n", p, tile.BlockM, tile.BlockN, b2i(tile.ARegs))
-			if !strings.Contains(text, want) {
-				t.Errorf("BwdTileDefines(%d) lacks %q:\n%s", d, want, text)
+		for _, wide := range []bool{false, true} {
+			text, err := BwdTileDefines(d, wide)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		if len(branches) < 4 || !strings.HasPrefix(text, "// ") || !strings.Contains(text, "#if defined(MASKC_PLATFORM_AMD)  // amd\n") ||
-			!strings.Contains(text, "#elif MASKC_NV_WGMMA  // nvidia-sm90a\n") || !strings.HasSuffix(text, "#endif\n") {
-			t.Errorf("BwdTileDefines(%d):\n%s", d, text)
+			branches := strings.Split(text, "\n#")
+			for _, p := range Platforms {
+				tile, _ := p.BwdTileOf(d, wide)
+				want := fmt.Sprintf("  // %s\n#define MASKC_BWD_BLOCK_M %d\n#define MASKC_BWD_BLOCK_N %d\n#define MASKC_BWD_AREGS %d\n#define MASKC_BWD_GROUPS %d\n",
+					p, tile.BlockM, tile.BlockN, b2i(tile.ARegs), tile.Groups)
+				if !strings.Contains(text, want) {
+					t.Errorf("BwdTileDefines(%d, %v) lacks %q:\n%s", d, wide, want, text)
+				}
+			}
+			if len(branches) < 4 || !strings.HasPrefix(text, "// ") || !strings.Contains(text, "#if defined(MASKC_PLATFORM_AMD)  // amd\n") ||
+				!strings.Contains(text, "#elif MASKC_NV_WGMMA  // nvidia-sm90a\n") || !strings.HasSuffix(text, "#endif\n") {
+				t.Errorf("BwdTileDefines(%d, %v):\n%s", d, wide, text)
+			}
 		}
 	}
 	if got := HeadDimList(); got != "64, 128 or 256" {
@@ -457,7 +493,7 @@ func TestBwdTiles(t *testing.T) {
 	if _, err := NVIDIA.BwdTileFor(96); err == nil {
 		t.Error("head dim 96 has a backward tile")
 	}
-	if _, err := BwdTileDefines(96); err == nil {
+	if _, err := BwdTileDefines(96, true); err == nil {
 		t.Error("BwdTileDefines(96) gave no error")
 	}
 }

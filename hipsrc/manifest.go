@@ -19,8 +19,10 @@ const ManifestFile = "manifest.json"
 // schema may change while the kernels stay byte for byte the same.
 // Version 5 made a kernel entry the one descriptor of its kernel
 // (KernelDesc) and plan.json name it instead of restating it; versions 1
-// to 4 were ABIVersion's.
-const ManifestVersion = 5
+// to 4 were ABIVersion's. Version 6 gave maskc_attn_bwd and
+// maskc_attn_bwd_dq their own block size and shared memory
+// (BwdLaunchConfig.MainThreads, DQSharedMemBytes).
+const ManifestVersion = 6
 
 // Manifest is manifest.json: the kernel ABI and every kernel written beside
 // it, enough for a launcher that has only this file and the sources or code
@@ -139,23 +141,41 @@ func (m *Manifest) Kernel(id string) *KernelDesc {
 	return nil
 }
 
-// BwdLaunchConfig is how the backward kernels are launched on one platform:
-// maskc_attn_bwd and maskc_attn_bwd_dq take SharedMemBytes of dynamic
-// shared memory, every backward kernel Threads threads.
+// BwdLaunchConfig is how the backward kernels are launched on one platform
+// (Entry gives each kernel's block and shared memory).
 type BwdLaunchConfig struct {
 	// BlockM and BlockN are MASKC_BWD_BLOCK_M and MASKC_BWD_BLOCK_N.
 	BlockM int `json:"block_m"`
 	BlockN int `json:"block_n"`
-	// Threads is MASKC_BWD_THREADS.
-	Threads int `json:"threads"`
-	// SharedMemBytes is MASKC_BWD_SMEM_BYTES.
-	SharedMemBytes int `json:"shared_mem_bytes"`
+	// Threads is MASKC_BWD_THREADS, the block size of every backward
+	// kernel but maskc_attn_bwd; MainThreads is MASKC_BWD_MAIN_THREADS,
+	// maskc_attn_bwd's.
+	Threads     int `json:"threads"`
+	MainThreads int `json:"main_threads"`
+	// SharedMemBytes is MASKC_BWD_SMEM_BYTES, maskc_attn_bwd's dynamic
+	// shared memory; DQSharedMemBytes is MASKC_BWD_DQ_SMEM_BYTES,
+	// maskc_attn_bwd_dq's.
+	SharedMemBytes   int `json:"shared_mem_bytes"`
+	DQSharedMemBytes int `json:"dq_shared_mem_bytes"`
+}
+
+// Entry returns the block size and the dynamic shared memory of the
+// backward entry point called name under c (0 bytes for an entry that
+// takes none).
+func (c BwdLaunchConfig) Entry(name string) (threads, sharedMemBytes int) {
+	switch name {
+	case BwdMainEntry:
+		return c.MainThreads, c.SharedMemBytes
+	case BwdDQEntry:
+		return c.Threads, c.DQSharedMemBytes
+	}
+	return c.Threads, 0
 }
 
 // BwdLaunchOn returns the backward's launch configuration on p at a head
-// dim.
-func BwdLaunchOn(p Platform, headDim int) (BwdLaunchConfig, error) {
-	t, err := p.BwdTileFor(headDim)
+// dim (wide: BwdTileOf's).
+func BwdLaunchOn(p Platform, headDim int, wide bool) (BwdLaunchConfig, error) {
+	t, err := p.BwdTileOf(headDim, wide)
 	if err != nil {
 		return BwdLaunchConfig{}, err
 	}
@@ -164,15 +184,16 @@ func BwdLaunchOn(p Platform, headDim int) (BwdLaunchConfig, error) {
 
 // launchOn is t's launch configuration on p at a head dim.
 func (t BwdTile) launchOn(p Platform, headDim int) BwdLaunchConfig {
-	return BwdLaunchConfig{BlockM: t.BlockM, BlockN: t.BlockN, Threads: p.BwdThreads(), SharedMemBytes: t.SharedMemBytes(headDim)}
+	return BwdLaunchConfig{BlockM: t.BlockM, BlockN: t.BlockN, Threads: p.BwdThreads(), MainThreads: t.Groups * p.BwdThreads(),
+		SharedMemBytes: t.SharedMemBytes(headDim), DQSharedMemBytes: t.DQSharedMemBytes(headDim)}
 }
 
 // BwdLaunches returns the backward's launch configuration of every
-// platform for a head dim.
-func BwdLaunches(headDim int) (map[string]BwdLaunchConfig, error) {
+// platform for a head dim (wide: BwdTileOf's).
+func BwdLaunches(headDim int, wide bool) (map[string]BwdLaunchConfig, error) {
 	m := map[string]BwdLaunchConfig{}
 	for _, p := range Platforms {
-		t, err := p.BwdTileFor(headDim)
+		t, err := p.BwdTileOf(headDim, wide)
 		if err != nil {
 			return nil, err
 		}

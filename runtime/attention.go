@@ -325,12 +325,12 @@ func checkSpec(s AttentionSpec, maxShared int) error {
 			return bad("the descriptor lists no backward entry points")
 		case !ok:
 			return bad("kernel %s has no backward launch configuration for %s", kd.Attention, s.Platform)
-		case b.Threads <= 0 || b.Threads > 1024 || s.Platform.BwdPreRows() <= 0:
-			return bad("backward launch of %d threads and %d rows per row-pass block", b.Threads, s.Platform.BwdPreRows())
+		case b.Threads <= 0 || b.Threads > 1024 || b.MainThreads <= 0 || b.MainThreads > 1024 || s.Platform.BwdPreRows() <= 0:
+			return bad("backward launch of %d threads (%d in the main kernel) and %d rows per row-pass block", b.Threads, b.MainThreads, s.Platform.BwdPreRows())
 		case b.BlockM <= 0 || b.BlockN <= 0:
 			return bad("backward tiles %dx%d", b.BlockM, b.BlockN)
-		case b.SharedMemBytes < 0 || b.SharedMemBytes > maxShared:
-			return bad("the backward takes %d bytes of shared memory; the device allows %d per block", b.SharedMemBytes, maxShared)
+		case b.SharedMemBytes < 0 || b.SharedMemBytes > maxShared || b.DQSharedMemBytes < 0 || b.DQSharedMemBytes > maxShared:
+			return bad("the backward takes %d bytes of shared memory (%d in the dQ kernel); the device allows %d per block", b.SharedMemBytes, b.DQSharedMemBytes, maxShared)
 		}
 	}
 	return nil

@@ -54,11 +54,10 @@ type bwdCall struct {
 // forward's entries the backward reruns.
 type bwdKernels struct {
 	module *Module
-	order  []*bwdCall // Kernel.BwdEntries's, in launch order
-	flags  *bwdCall   // nil unless the descriptor names a FlagsEntry
-	seg    *bwdCall   // nil unless it names a SegCheckEntry
-	launch hipsrc.BwdLaunchConfig
-	block  Dim3
+	order  []*bwdCall             // Kernel.BwdEntries's, in launch order
+	flags  *bwdCall               // nil unless the descriptor names a FlagsEntry
+	seg    *bwdCall               // nil unless it names a SegCheckEntry
+	launch hipsrc.BwdLaunchConfig // each entry's block and shared memory: launch.Entry
 }
 
 // bwdScratch is the per-(shape, stream) device scratch of the backward:
@@ -113,7 +112,7 @@ func (k *AttentionKernel) loadBackward() (*bwdKernels, error) {
 		k.bwd.args = a
 	}
 	a := k.bwd.args
-	bk := &bwdKernels{launch: bl, block: Dim3{X: uint32(bl.Threads), Y: 1, Z: 1}}
+	bk := &bwdKernels{launch: bl}
 	entry := func(name string, fields map[string]field[bwdArgs]) (*bwdCall, error) {
 		b, err := bind(name, fields)
 		if err != nil {
@@ -157,8 +156,8 @@ func (k *AttentionKernel) loadBackward() (*bwdKernels, error) {
 			m.Close()
 			return nil, err
 		}
-		if l != bk.flags && l != bk.seg && l.bind.entry.SharedMem && bl.SharedMemBytes > defaultSharedLimit {
-			if err := l.kern.SetMaxDynamicSharedMemory(bl.SharedMemBytes); err != nil {
+		if _, smem := bl.Entry(l.bind.entry.Name); l != bk.flags && l != bk.seg && l.bind.entry.SharedMem && smem > defaultSharedLimit {
+			if err := l.kern.SetMaxDynamicSharedMemory(smem); err != nil {
 				m.Close()
 				return nil, err
 			}
@@ -332,6 +331,12 @@ func (k *AttentionKernel) Backward(s Stream, q, kk, v, o, lse DevicePtr, shape S
 		}
 		return nil
 	}
+	// A backward entry's launch: its block size and shared memory from the
+	// descriptor's launch configuration (hipsrc.BwdLaunchConfig.Entry).
+	launchEntry := func(l *bwdCall, grid Dim3) error {
+		threads, shared := bk.launch.Entry(l.bind.entry.Name)
+		return launch(l, grid, Dim3{X: uint32(threads), Y: 1, Z: 1}, shared)
+	}
 	for i, p := range g.DBufs {
 		if p != 0 {
 			if err := k.d.MemsetAsync(sc.acc[i], 0, 8*sc.n[i], s); err != nil {
@@ -369,7 +374,7 @@ func (k *AttentionKernel) Backward(s Stream, q, kk, v, o, lse DevicePtr, shape S
 					continue
 				}
 				a.acc, a.out, a.n = uintptr(sc.acc[i]), uintptr(p), sc.n[i]
-				if err := launch(l, gridOf(en, k.bwdSizes(e.key.shape, sc.n[i]), k.bwdTiles()), bk.block, bk.launch.SharedMemBytes); err != nil {
+				if err := launchEntry(l, gridOf(en, k.bwdSizes(e.key.shape, sc.n[i]), k.bwdTiles())); err != nil {
 					return err
 				}
 			}
@@ -377,7 +382,7 @@ func (k *AttentionKernel) Backward(s Stream, q, kk, v, o, lse DevicePtr, shape S
 		default:
 			return errorf(CodeSpec, nil, "backward entry %s runs %q, which this runtime does not know", en.Name, en.When)
 		}
-		if err := launch(l, sc.grids[en.Name], bk.block, bk.launch.SharedMemBytes); err != nil {
+		if err := launchEntry(l, sc.grids[en.Name]); err != nil {
 			return err
 		}
 		if en.Name == hipsrc.BwdPreEntry && bk.flags != nil {

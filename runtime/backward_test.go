@@ -132,7 +132,7 @@ func registerBwd(fb *fake.Backend) *[]bwdLaunch {
 
 // bwdSmem128 is the backward's shared memory on NVIDIA at head dim 128.
 var bwdSmem128 = func() int {
-	c, err := hipsrc.BwdLaunchOn(hipsrc.NVIDIA, 128)
+	c, err := hipsrc.BwdLaunchOn(hipsrc.NVIDIA, 128, false)
 	if err != nil {
 		panic(err)
 	}
@@ -145,7 +145,7 @@ func bwdProbeSpec(t testing.TB, sparsity Sparsity) AttentionSpec {
 	s.Kernel.Slots[1].Grad = true // bias[H, 64]
 	s.BwdSource = bwdSource
 	s.Kernel.BwdSourceFile, s.Kernel.BwdEntries = "probe.bwd.cu", hipsrc.BwdEntryNames()
-	s.Kernel.BwdLaunch = map[string]hipsrc.BwdLaunchConfig{"nvidia": {BlockM: 64, BlockN: 64, Threads: 128, SharedMemBytes: bwdSmem128}}
+	s.Kernel.BwdLaunch = map[string]hipsrc.BwdLaunchConfig{"nvidia": {BlockM: 64, BlockN: 64, Threads: 128, MainThreads: 128, SharedMemBytes: bwdSmem128, DQSharedMemBytes: bwdSmem128}}
 	return s
 }
 

@@ -11,8 +11,8 @@ import (
 
 // BwdCounts counts, for each of ps, the tiles of the backward's column
 // walk (maskc_attn_bwd in hipsrc/attn_bwd.h: dK, dV and dQ) over the
-// launch, in the backward tile of the kernel's head dim on that platform
-// (hipsrc.BwdTileFor): Tiles, the (q tile, kv tile) pairs; Visited, the q
+// launch, in the kernel's backward tile on that platform (its descriptor's
+// BwdLaunch, hipsrc.BwdTileOf): Tiles, the (q tile, kv tile) pairs; Visited, the q
 // tiles of each kv tile's closed-form q range (HostSparsity.QRange) that
 // maskc_bwd_tile_class classes non-empty (HostSparsity.BwdTileClass); Full,
 // those classed full; WithKept, the visited tiles holding a kept pair, and
@@ -36,9 +36,9 @@ func BwdCounts(k *codegen.Kernel, env *eval.Env, ps []hipsrc.Platform) ([]Counts
 	nb, nh, rep := slices(k, env)
 	out := make([]Counts, len(ps))
 	for pi, p := range ps {
-		tile, err := p.BwdTileFor(k.HeadDim)
-		if err != nil {
-			return nil, err
+		tile, ok := k.BwdLaunch[p.String()]
+		if !ok {
+			return nil, fmt.Errorf("tilemap: kernel %s has no backward launch on %s", k.Name, p)
 		}
 		bm, bn := int64(tile.BlockM), int64(tile.BlockN)
 		c := &out[pi]

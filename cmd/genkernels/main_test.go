@@ -233,7 +233,8 @@ func TestManifestBackward(t *testing.T) {
 			t.Fatal(err)
 		}
 		body := strings.TrimRight(string(src), "\n")
-		tiles, err := hipsrc.BwdTileDefines(k.HeadDim)
+		wide := !k.HasMask // codegen's bwdWide: the wide key tile without a mask
+		tiles, err := hipsrc.BwdTileDefines(k.HeadDim, wide)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -247,7 +248,7 @@ func TestManifestBackward(t *testing.T) {
 				t.Errorf("%s: backward source lacks entry point %s", k.ID, e)
 			}
 		}
-		want, err := hipsrc.BwdLaunches(k.HeadDim)
+		want, err := hipsrc.BwdLaunches(k.HeadDim, wide)
 		if err != nil {
 			t.Fatal(err)
 		}

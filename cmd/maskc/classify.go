@@ -271,10 +271,7 @@ func tileCounts(e *env, u *unit, cu *compiler.Unit, cfg *runConfig, seed uint64)
 				tileCountsJSON: tileCountsJSON{BlockM: hipsrc.BlockM, BlockN: int64(ct.Platform.BlockN()), Tiles: ct.Tiles, Visited: ct.Visited, WithKept: ct.WithKept, Full: ct.Full},
 				Estimate:       tileEstimates(kind, ct.Counts, tilemap.SharedSlices(k, env), alt[i])}
 			if bwd != nil {
-				tile, err := ct.Platform.BwdTileFor(k.HeadDim)
-				if err != nil {
-					return nil, printRunError(e, err)
-				}
+				tile := k.BwdLaunch[ct.Platform.String()] // BwdCounts found it
 				b := bwd[i]
 				pj.Backward = &tileCountsJSON{BlockM: int64(tile.BlockM), BlockN: int64(tile.BlockN), Tiles: b.Tiles, Visited: b.Visited, WithKept: b.WithKept, Full: b.Full}
 			}

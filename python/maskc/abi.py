@@ -13,6 +13,7 @@ Field and parameter *names* are the contract this package fills values in
 by (MaskcShape.B, maskc_attn_fwd's Q, ...); a name it does not know is an
 error when the manifest is read, never a silently zero argument.
 """
+import collections
 import ctypes
 import json
 import os
@@ -20,12 +21,13 @@ import re
 
 from .diagnostics import MaskcError
 
-__all__ = ["ABI_VERSION", "MANIFEST_VERSION", "MANIFEST_FILE", "FRAME_FIELDS", "BufferSpec", "Platform", "Entry", "KernelSpec", "Manifest",
+__all__ = ["ABI_VERSION", "MANIFEST_VERSION", "MANIFEST_FILE", "FRAME_FIELDS", "BufferSpec", "Platform", "Entry", "BwdLaunch", "KernelSpec", "Manifest",
            "read_manifest", "pick_platform"]
 
 #: The manifest schema version this package reads (hipsrc.ManifestVersion): 5 made each kernels[] entry
-#: the kernel's one descriptor (hipsrc.KernelDesc), which plan.json names.
-MANIFEST_VERSION = 5
+#: the kernel's one descriptor (hipsrc.KernelDesc), which plan.json names; 6 gave the backward's main
+#: and dQ kernels their own block size and shared memory (bwd_launch main_threads, dq_shared_mem_bytes).
+MANIFEST_VERSION = 6
 #: The kernel ABI version this package fills structs for (hipsrc.ABIVersion, the manifest's abi.version).
 ABI_VERSION = 5
 #: The manifest's file name in a compile output directory.
@@ -245,6 +247,23 @@ def _check_read(r, kernel, nbuf):
         _check_bound(ix.get("hi"), where)
 
 
+class BwdLaunch(collections.namedtuple("BwdLaunch", "block_m block_n threads shared_mem_bytes main_threads "
+                                                    "dq_shared_mem_bytes")):
+    """The backward's launch on one platform (hipsrc.BwdLaunchConfig): its
+    tiles, the block size of every backward kernel but maskc_attn_bwd
+    (threads) and of maskc_attn_bwd (main_threads), and the dynamic shared
+    memory of maskc_attn_bwd and of maskc_attn_bwd_dq."""
+
+    def entry(self, name):
+        """(threads, dynamic shared memory bytes) of backward entry name
+        (hipsrc.BwdLaunchConfig.Entry)."""
+        if name == "maskc_attn_bwd":
+            return self.main_threads, self.shared_mem_bytes
+        if name == "maskc_attn_bwd_dq":
+            return self.threads, self.dq_shared_mem_bytes
+        return self.threads, 0
+
+
 class KernelSpec:
     """One kernel of the manifest: its descriptor (hipsrc.KernelDesc, a
     kernels[] entry), the block it computes and how it is launched. The
@@ -275,9 +294,11 @@ class KernelSpec:
         # The backward (absent from a manifest of a maskc without one).
         self.bwd_source = d.get("bwd_source", "")
         self.bwd_entries = list(d.get("bwd_entries") or [])
-        # platform name -> (block_m, block_n, threads, shared_mem_bytes): the backward's tiles per platform
-        # at this kernel's head dim, its block size and the dynamic shared memory of its main kernels
-        self.bwd_launch = {p: (int(c["block_m"]), int(c["block_n"]), int(c["threads"]), int(c["shared_mem_bytes"]))
+        # platform name -> BwdLaunch: the backward's tiles per platform at this kernel's head dim,
+        # its kernels' block sizes and dynamic shared memory (hipsrc.BwdLaunchConfig)
+        self.bwd_launch = {p: BwdLaunch(int(c["block_m"]), int(c["block_n"]), int(c["threads"]),
+                                        int(c["shared_mem_bytes"]), int(c["main_threads"]),
+                                        int(c["dq_shared_mem_bytes"]))
                            for p, c in (d.get("bwd_launch") or {}).items()}
         self.bwd_code_objects = dict(d.get("bwd_code_objects") or {})
         if self.bwd_source:
@@ -446,7 +467,7 @@ class Manifest:
         if not spec.bwd_source:
             raise MaskcError("kernel %s has no backward in this manifest" % spec.name)
         tiles = self.bwd_tiles(spec, platform)
-        threads, bwd_smem = spec.bwd_launch[platform.name][2:]
+        bl = spec.bwd_launch[platform.name]
         out = []
         seg = self.seg_check_launch(spec, platform, buf)
         if seg is not None:
@@ -457,7 +478,8 @@ class Manifest:
                 continue
             if e.when == "sink" and not dsink:
                 continue
-            smem = bwd_smem if e.shared_mem else 0
+            threads, smem = bl.entry(name)
+            smem = smem if e.shared_mem else 0
             if e.when == "grad":
                 for slot in sorted(dbufs):
                     acc, dst, n = dbufs[slot]
@@ -497,9 +519,9 @@ class Manifest:
         platform and the kernel's head dim: its bwd_launch)."""
         if platform.name not in spec.bwd_launch:
             raise MaskcError("kernel %s has no backward launch for platform %s" % (spec.name, platform.name))
-        block_m, block_n, threads, _ = spec.bwd_launch[platform.name]
-        return {"bwd_block_m": block_m, "bwd_block_n": block_n,
-                "bwd_pre_rows": platform.bwd_pre_rows, "bwd_threads": threads}
+        bl = spec.bwd_launch[platform.name]
+        return {"bwd_block_m": bl.block_m, "bwd_block_n": bl.block_n,
+                "bwd_pre_rows": platform.bwd_pre_rows, "bwd_threads": bl.threads}
 
 
 def read_manifest(directory):

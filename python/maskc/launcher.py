@@ -267,7 +267,7 @@ class _Generated:
                 plat, target = self._target(idx)
                 _, fns = load_functions(self._cubin(plat, target, spec.bwd_source),
                                         list(spec.bwd_entries) + [spec.flags_entry, spec.seg_check_entry],
-                                        spec.bwd_launch[plat.name][3],
+                                        max(spec.bwd_launch[plat.name].entry(e)[1] for e in spec.bwd_entries),
                                         [e for e in spec.bwd_entries if self.man.bwd_entries[e].shared_mem])
             self._status_words(device, torch.cuda.current_stream(device).cuda_stream)
             self._bwd_loaded[idx] = (plat, fns)

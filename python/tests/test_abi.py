@@ -1,9 +1,10 @@
 """The ABI manifest read into ctypes structs, grids and argument lists.
 
-testdata/manifest_v5.json is a manifest written by the hipsrc package
+testdata/manifest_v6.json is a manifest written by the hipsrc package
 (genkernels over examples and a prepass mask: version 4's, whose kernels[]
-keys version 5 kept, with the version fields of 5, and MaskcBuffers of ABI
-5: dim[8][8]); test_launch_plan reads the binary's own output too."""
+keys versions 5 and 6 kept (it has no bwd_launch, which 6 changed), with
+the manifest version field of 6, and MaskcBuffers of ABI 5: dim[8][8]);
+test_launch_plan reads the binary's own output too."""
 import copy
 import ctypes
 import json
@@ -20,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 @pytest.fixture
 def doc():
-    with open(os.path.join(HERE, "testdata", "manifest_v5.json")) as f:
+    with open(os.path.join(HERE, "testdata", "manifest_v6.json")) as f:
         return json.load(f)
 
 
@@ -195,7 +196,7 @@ def edit(doc, what):
 
 
 @pytest.mark.parametrize("what, msg", [
-    ("version", "has version 4; this package reads version 5 .*delete the compile cache entry"),
+    ("version", "has version 4; this package reads version 6 .*delete the compile cache entry"),
     ("abi version", "kernel ABI 4; this package fills ABI 5"), ("offset", "q_stride is at offset 32"), ("unknown field", "MaskcShape.window"),
     ("missing field", "lacks tile_flags"), ("c_type", "'short'"), ("grid", "D/block_m"),
     ("slots", "slots \\[3\\]"), ("entry", "maskc_attn_fwd2"), ("key", "malformed"),

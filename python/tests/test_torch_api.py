@@ -165,7 +165,7 @@ def test_turbo_varlen_takes_contiguous_documents_only(mt, turbo, monkeypatch):
 
 
 def test_an_older_cache_entry_is_refused_not_misread(mt, tmp_path):
-    """A compile output of an older maskc (manifest version 4, plan version 1
+    """A compile output of an older maskc (manifest version 5, plan version 1
     with the kernel restated as an object) is refused when loaded, naming
     the versions, never read with this package's meaning of its fields."""
     import json
@@ -174,13 +174,13 @@ def test_an_older_cache_entry_is_refused_not_misread(mt, tmp_path):
     e = cache.compile_flex(os.path.join(EXAMPLES, "prefix_lm.flex"))
     old = str(tmp_path / "old")
     shutil.copytree(e.directory, old)
-    for name, version in (("manifest.json", 4), ("plan.json", 1)):
+    for name, version in (("manifest.json", 5), ("plan.json", 1)):
         with open(os.path.join(old, name)) as f:
             doc = json.load(f)
         doc["version"] = version
         with open(os.path.join(old, name), "w") as f:
             json.dump(doc, f)
-    with pytest.raises(MaskcError, match="manifest.json has version 4; this package reads version 5"):
+    with pytest.raises(MaskcError, match="manifest.json has version 5; this package reads version 6"):
         mt.Program(cache.Entry(old, "old", {}))
     os.remove(os.path.join(old, "manifest.json"))  # the plan alone: refused by its own version
     with pytest.raises(MaskcError, match="schema version 1"):

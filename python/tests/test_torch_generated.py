@@ -155,10 +155,10 @@ def test_prepass_backward_keeps_its_own_block_size(env, tmp_path):
     bw = launches(drv)[nfwd:]
     spec = attn.generated().spec
     fwd_block_n, fwd_threads, _ = spec.launch["nvidia-sm90a"]
-    bwd_threads = spec.bwd_launch["nvidia-sm90a"][2]
-    assert fwd_threads != bwd_threads  # else this test shows nothing
-    assert [(c[1], c[3][0]) for c in bw] == [(300, bwd_threads), (200, fwd_threads), (301, bwd_threads),
-                                            (303, bwd_threads)]
+    bl = spec.bwd_launch["nvidia-sm90a"]
+    assert fwd_threads != bl.threads  # else this test shows nothing
+    assert [(c[1], c[3][0]) for c in bw] == [(300, bl.threads), (200, fwd_threads), (301, bl.main_threads),
+                                            (303, bl.threads)]
     assert bw[1][2] == (-(-S // fwd_block_n), 3, 1)
 
 
@@ -226,10 +226,12 @@ def test_backward_launches_from_the_manifest(env, deterministic):
     assert ("dilated_layer.bwd.hip", ["--gpu-architecture=sm_90a", "-std=c++17", "-DMASKC_NV_WGMMA=1"]) in nv.compiles
     bw = launches(drv)[nfwd:]
     dqf = (302, (-(-S // 64), H, B)) if deterministic else (303, (-(-S // 8), H, B))
-    assert [(c[1], c[2]) for c in bw] == [(300, (-(-S // 8), H, B)), (301, (-(-S // 64), HKV, B)), dqf]
-    assert all(c[3] == (128, 1, 1) for c in bw)
-    smem = spec.bwd_launch["nvidia-sm90a"][3]
+    bl = spec.bwd_launch["nvidia-sm90a"]
+    assert [(c[1], c[2]) for c in bw] == [(300, (-(-S // 8), H, B)), (301, (-(-S // bl.block_n), HKV, B)), dqf]
+    assert [c[3][0] for c in bw] == [bl.threads, bl.main_threads, bl.threads] == [128, 128, 128]
+    smem = bl.shared_mem_bytes
     assert bw[1][4] == smem > 48 * 1024 and ("smem", 301, smem) in drv.calls
+    assert bw[2][4] == (bl.dq_shared_mem_bytes if deterministic else 0)
     man = attn.generated().man
     sh = man.BwdShape.from_buffer_copy(bw[1][6][6])
     assert (sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv) == (B, H, HKV, S, S)
@@ -292,10 +294,29 @@ def test_backward_tiles_per_platform(env):
     assert tiles_amd == dict(bwd_block_m=32, bwd_block_n=64, bwd_pre_rows=16, bwd_threads=256)
     assert dq.grid_dims(sizes, tiles=tiles_amd) == (32, 8, 2)
     assert dq.grid_dims(sizes, tiles=man.bwd_tiles(spec, sm90)) == (16, 8, 2)
-    assert spec.bwd_launch["amd"] == (32, 64, 256, 57600) and spec.bwd_launch["nvidia-sm90a"][3] == 82432
+    assert spec.bwd_launch["amd"] == (32, 64, 256, 57600, 256, 57600)
+    assert spec.bwd_launch["nvidia-sm90a"] == (64, 64, 128, 82432, 128, 82432)
     del spec.bwd_launch["amd"]
     with pytest.raises(MaskcError, match="no backward launch for platform amd"):
         man.bwd_tiles(spec, amd)
+
+
+def test_unmasked_backward_takes_the_wide_tile(env):
+    """Attention without a mask (T5's bias; codegen's bwdWide): on sm_90a at
+    head dim 128 the main kernel is two warpgroups (256 threads) on 128 keys
+    with its own shared memory, the dQ kernel one warpgroup with less; the
+    other platforms keep their tiles."""
+    mt, drv, nv = env
+    gen = mt.load(os.path.join(EXAMPLES, "t5_bias.flex")).attention("t5_encoder").generated()
+    spec = gen.spec
+    sm90 = spec.bwd_launch["nvidia-sm90a"]
+    assert sm90 == (64, 128, 128, 131584, 256, 82432)
+    assert sm90.entry("maskc_attn_bwd") == (256, 131584) and sm90.entry("maskc_attn_bwd_dq") == (128, 82432)
+    assert sm90.entry("maskc_attn_bwd_pre") == (128, 0)
+    assert spec.bwd_launch["amd"] == (32, 64, 256, 57600, 256, 57600)
+    sizes = dict(B=2, H=8, HKV=2, Sq=1000, Skv=1000)
+    main = gen.man.bwd_entries["maskc_attn_bwd"]
+    assert main.grid_dims(sizes, tiles=gen.man.bwd_tiles(spec, gen.man.platform("nvidia-sm90a"))) == (8, 2, 2)
 
 
 def test_head_dim_256_forward_and_backward(env):
@@ -319,7 +340,7 @@ def test_head_dim_256_forward_and_backward(env):
     backward_through_op(attn, q, k, v, [])
     bw = launches(drv)[nfwd:]
     assert [c[2] for c in bw][1] == (-(-S // 32), HKV, B) and bw[1][4] == 69888
-    assert spec.bwd_launch["amd"] == (32, 32, 256, 53504)
+    assert spec.bwd_launch["amd"] == (32, 32, 256, 53504, 256, 53504)
 
 
 def test_backward_buffer_gradient_and_dlse(env):
