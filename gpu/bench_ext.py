@@ -21,6 +21,8 @@ changes which forward a kernel gets) as variant NAME, against the same Flex
 figures. Per case: TFLOP/s of both, ratio =
 flex ms / maskc ms, tiles visited / tiles holding a kept pair, and the
 relative difference of the outputs (NaN-poisoned before the timed launch).
+Flex and every variant are timed in --rounds rounds, each in a rotated
+order, the least median kept.
 """
 import argparse
 import concurrent.futures
@@ -80,6 +82,10 @@ def main():
     ap.add_argument("--alt", default="", help="NAME=DIR[,NAME=DIR]: the same cases from another generated DIR, "
                                                "timed as variant NAME")
     ap.add_argument("--out", default="bench_ext.jsonl")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="timing rounds per case: FlexAttention and every variant timed once a round, each round in "
+                         "a rotated order, the least median kept (a fixed order biased bwd_bench.py's comparisons "
+                         "by up to 10%% on the H100, run 30)")
     a = ap.parse_args()
     emit = JsonLog(a.out)
 
@@ -175,6 +181,9 @@ def main():
         except Exception as ex:
             row["flex_error"] = repr(ex)[:400]
             ref = None
+        # Every variant checked first (poisoned output, one run, compared with
+        # Flex's), then Flex and all of them timed in rotated rounds.
+        runs = []
         for var in variants:
             kern = kernels.get((cid, var))
             if kern is None:
@@ -186,12 +195,23 @@ def main():
             r = dict(row, variant=var, nan_outputs=int(torch.isnan(o).any(-1).sum().item()))
             if ref is not None:
                 r["o_vs_flex"] = harness.rel_err(o, ref)
-            ms = harness.time_ms(run)
-            r.update(maskc_ms=ms, maskc_tflops=round(flops / ms / 1e9, 1))
+            runs.append((r, run))
+        timed = ([("flex", fwd)] if ref is not None else []) + [(j, run) for j, (_, run) in enumerate(runs)]
+        best = {}
+        for rd in range(max(1, a.rounds)):
+            for key, fn in timed[rd % len(timed):] + timed[:rd % len(timed)] if timed else []:
+                ms = harness.time_ms(fn)
+                best[key] = min(best.get(key, ms), ms)
+        if ref is not None:
+            row["flex_ms"] = min(row["flex_ms"], best["flex"])
+            row["flex_tflops"] = round(flops / row["flex_ms"] / 1e9, 1)
+        for j, (r, run) in enumerate(runs):
+            ms = best[j]
+            r.update(maskc_ms=ms, maskc_tflops=round(flops / ms / 1e9, 1), rounds=max(1, a.rounds))
             if run.flags is not None:  # the pre-pass's share: the flags are reusable like a BlockMask
                 r["maskc_fwd_only_ms"] = harness.time_ms(lambda: run(prepass=False))
             if ref is not None:
-                r["ratio"] = round(row["flex_ms"] / ms, 3)
+                r.update(flex_ms=row["flex_ms"], flex_tflops=row["flex_tflops"], ratio=round(row["flex_ms"] / ms, 3))
             emit(**r)
             results.append(r)
         if not any(r["case"] == cid for r in results):
