@@ -79,6 +79,13 @@ func TestClangCUDA(t *testing.T) {
 			}
 			name += "_wswalk"
 		}
+		if opts.BwdWideAll {
+			// The wide backward tile on a masked kernel (genkernels -bwd-wide).
+			if !strings.Contains(k.BwdSource, "#define MASKC_BWD_GROUPS 2\n") {
+				t.Fatalf("%s %s: -bwd-wide source has no two-warpgroup tile", file, attention)
+			}
+			name += "_bwdwide"
+		}
 		headDims[name] = k.HeadDim
 		if err := os.WriteFile(filepath.Join(dir, name+".bwd.cu"), []byte(k.BwdSource), 0o644); err != nil {
 			t.Fatal(err)
@@ -112,6 +119,12 @@ func TestClangCUDA(t *testing.T) {
 			writeOpts(f, d.Name, Options{WSWalks: true})
 		}
 	}
+	// The wide backward tile, which codegen gives kernels without a mask, on
+	// masked kernels (the experiment of genkernels -bwd-wide): classes ahead
+	// per lane (a block selection), per warp (segments) and pre-pass flags.
+	writeOpts("../testdata/tilemasks/moba.flex", "moba", Options{BwdWideAll: true})
+	writeOpts("../examples/document_causal.flex", "packed_layer", Options{BwdWideAll: true})
+	writeOpts("testdata/golden/lookup.flex", "per_head", Options{BwdWideAll: true})
 	write("testdata/golden/lookup.flex", "per_head", 0)        // pre-pass sparsity
 	write("testdata/golden/sliding_window.flex", "sliding", 0) // fp16, head dim 64
 	write("testdata/golden/trig.flex", "rotary", 0)            // sin, cos, tan, erf; i8, u8, i16 buffers
