@@ -137,17 +137,16 @@ func abs64(x int64) int64 {
 }
 
 // filterTiles are the (rows, keys) tiles the filter is asked about: every
-// platform's forward tile and backward tiles (narrow and wide) at every head
-// dim.
+// platform's forward tile and backward tile at every head dim (the narrow
+// ones: the wide backward tile is only for kernels without a mask, which have
+// no term to filter).
 func filterTiles() [][2]int64 {
 	var out [][2]int64
 	for _, p := range hipsrc.Platforms {
 		out = append(out, [2]int64{hipsrc.BlockM, int64(p.BlockN())})
 		for _, d := range hipsrc.HeadDims {
-			for _, wide := range []bool{false, true} {
-				if t, err := p.BwdTileOf(d, wide); err == nil {
-					out = append(out, [2]int64{int64(t.BlockM), int64(t.BlockN)})
-				}
+			if t, err := p.BwdTileFor(d); err == nil {
+				out = append(out, [2]int64{int64(t.BlockM), int64(t.BlockN)})
 			}
 		}
 	}
