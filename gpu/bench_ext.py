@@ -197,11 +197,7 @@ def main():
                 r["o_vs_flex"] = harness.rel_err(o, ref)
             runs.append((r, run))
         timed = ([("flex", fwd)] if ref is not None else []) + [(j, run) for j, (_, run) in enumerate(runs)]
-        best = {}
-        for rd in range(max(1, a.rounds)):
-            for key, fn in timed[rd % len(timed):] + timed[:rd % len(timed)] if timed else []:
-                ms = harness.time_ms(fn)
-                best[key] = min(best.get(key, ms), ms)
+        best = harness.time_rounds(timed, a.rounds)
         if ref is not None:
             row["flex_ms"] = min(row["flex_ms"], best["flex"])
             row["flex_tflops"] = round(flops / row["flex_ms"] / 1e9, 1)

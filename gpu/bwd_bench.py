@@ -248,15 +248,10 @@ def main():
                     r.update(dq_vs_flex=harness.rel_err(dq, fg[0]), dk_vs_flex=harness.rel_err(dk, fg[1]),
                              dv_vs_flex=harness.rel_err(dv, fg[2]))
                 runs.append((r, step, bwd))
-        # The timing rounds: round i starts at entry i of the list (Flex first
-        # in round 0), each entry's least median kept.
+        # The timing rounds (harness.time_rounds), Flex first in round 0.
         timed = ([("flex", fb)] if "flex_ms" in row else []) + [(j, st) for j, (_, st, _) in enumerate(runs)] + \
             [(("bwd", j), bw) for j, (_, _, bw) in enumerate(runs)]
-        best = {}
-        for rd in range(max(1, a.rounds)):
-            for key, fn in timed[rd % len(timed):] + timed[:rd % len(timed)]:
-                ms = harness.time_ms(fn, iters=10)
-                best[key] = min(best.get(key, ms), ms)
+        best = harness.time_rounds(timed, a.rounds, iters=10)
         if "flex_ms" in row:
             row["flex_ms"] = min(row["flex_ms"], best["flex"])
             row["flex_tflops"] = round(flops / row["flex_ms"] / 1e9, 1)
