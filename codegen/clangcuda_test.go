@@ -86,6 +86,13 @@ func TestClangCUDA(t *testing.T) {
 			}
 			name += "_bwdwide"
 		}
+		if opts.BwdDQOrder {
+			// The ordered deterministic dQ (genkernels -bwd-dq-order).
+			if !strings.Contains(k.BwdSource, hipsrc.BwdDQOrderDefine) {
+				t.Fatalf("%s %s: -bwd-dq-order source does not ask for the ordered dQ", file, attention)
+			}
+			name += "_dqorder"
+		}
 		headDims[name] = k.HeadDim
 		if err := os.WriteFile(filepath.Join(dir, name+".bwd.cu"), []byte(k.BwdSource), 0o644); err != nil {
 			t.Fatal(err)
@@ -125,6 +132,12 @@ func TestClangCUDA(t *testing.T) {
 	writeOpts("../testdata/tilemasks/moba.flex", "moba", Options{BwdWideAll: true})
 	writeOpts("../examples/document_causal.flex", "packed_layer", Options{BwdWideAll: true})
 	writeOpts("testdata/golden/lookup.flex", "per_head", Options{BwdWideAll: true})
+	// The ordered dQ on the narrow and the wide tile: document-causal (a
+	// segments search in the envelope), a soft-capped window, head dim 64.
+	writeOpts("../examples/document_causal.flex", "packed_layer", Options{BwdDQOrder: true})
+	writeOpts("../examples/document_causal.flex", "packed_layer", Options{BwdDQOrder: true, BwdWideAll: true})
+	writeOpts("../examples/softcap.flex", "capped_layer", Options{BwdDQOrder: true})
+	writeOpts("../examples/gpt_oss.flex", "layer_0", Options{BwdDQOrder: true})
 	write("testdata/golden/lookup.flex", "per_head", 0)        // pre-pass sparsity
 	write("testdata/golden/sliding_window.flex", "sliding", 0) // fp16, head dim 64
 	write("testdata/golden/trig.flex", "rotary", 0)            // sin, cos, tan, erf; i8, u8, i16 buffers

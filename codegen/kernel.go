@@ -44,6 +44,12 @@ type Options struct {
 	// an experiment for timing it on masked cases (cmd/genkernels
 	// -bwd-wide, bwd_bench.py --variant).
 	BwdWideAll bool
+	// BwdDQOrder gives the deterministic backward of masks whose columns
+	// start on a diagonal the ordered dQ (bwdDQOrdered,
+	// hipsrc.BwdDQOrderDefine): an experiment (cmd/genkernels
+	// -bwd-dq-order), off by default: compiled into maskc_attn_bwd it
+	// costs the atomic mode's registers (docs/kernel-decisions.md).
+	BwdDQOrder bool
 }
 
 // canon is the normal form of l: opts.Forms's, else computed.
@@ -201,6 +207,9 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 	if sp.plan.kind == SparsityPrepass {
 		k.FlagsEntry = hipsrc.TileFlagsEntry
 	}
+	if k.BwdLaunch != nil && bwdDQOrdered(k, opts) {
+		k.BwdLaunch = hipsrc.WithDQOrdered(k.BwdLaunch, k.HeadDim)
+	}
 	reads, spans := readBounds(src, mask, score, bufs)
 	if reads != nil {
 		k.Reads = reads
@@ -237,6 +246,9 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 	bwdTiles, err := hipsrc.BwdTileDefines(k.HeadDim, bwdWide(k, opts)) // configure checked the head dim
 	if err != nil {
 		panic(err)
+	}
+	if bwdDQOrdered(k, opts) {
+		bwdTiles += hipsrc.BwdDQOrderDefine
 	}
 	k.BwdSource = resolveLineResets(hipsrc.Assemble(generated, bwdTiles, hipsrc.AttnBwd), a.Name+".bwd.cu")
 	return k, diags
@@ -446,6 +458,41 @@ func firstNonEmpty(xs ...string) string {
 // every masked case of the benchmark 0.83-0.99x (hipsrc's bwdWideTiles,
 // run 30e); every kernel under Options.BwdWideAll.
 func bwdWide(k *Kernel, opts Options) bool { return !k.HasMask || opts.BwdWideAll }
+
+// bwdDQOrdered reports whether k's deterministic backward adds dQ in
+// maskc_attn_bwd in a fixed order (hipsrc.BwdDQOrderDefine;
+// maskc_bwd_ordered in attn_bwd.h) rather than in maskc_attn_bwd_dq, which
+// computes S and dP again per q tile: under Options.BwdDQOrder, a mask
+// whose every term starts its column on a diagonal (diagonalColumns). Each
+// kv tile waits there for the tiles after it to have added a row; a column
+// whose first row moves on with its key tile meets each row about one step
+// after the next tile (FlashAttention-3 orders its causal backward so),
+// while columns that all start at row 0 (full attention, a prefix) would
+// queue every kv tile at every row one after another.
+func bwdDQOrdered(k *Kernel, opts Options) bool {
+	return opts.BwdDQOrder && k.HasMask && diagonalColumns(k.sparsity)
+}
+
+// diagonalColumns reports whether every term of an analytic plan bounds q
+// from below by a side that grows with kv (q >= kv + c, q >= 2 * kv, ...),
+// so that each kv tile's column starts later the later the tile.
+func diagonalColumns(p sparsityPlan) bool {
+	if p.kind != SparsityAnalytic || len(p.disjuncts) == 0 {
+		return false
+	}
+	for _, d := range p.disjuncts {
+		grows := false
+		for _, s := range d.q.innerSteps {
+			if m, ok := p.form.Monotone(s.side.Num, dsl.VarKV); ok && m > 0 && !s.upper {
+				grows = true
+			}
+		}
+		if !grows {
+			return false
+		}
+	}
+	return true
+}
 
 // warpSpecialized is the rule that gives a kernel the warp-specialized
 // sm_90a forward: where the H200 measured it ahead of attn_fwd.h's kernel

@@ -33,7 +33,7 @@ func fakeBwdDevice(seen *bwdSeen) *runtime.Device {
 		fb.Register(e.Name, func(_ *fake.Backend, l fake.Launch) error {
 			seen.entries = append(seen.entries, e.Name)
 			if e.Name == hipsrc.BwdMainEntry {
-				sh := fake.Param[[344]byte](l.Params, 6)
+				sh := fake.Param[[352]byte](l.Params, 6)
 				f, _ := hipsrc.BwdShapeStruct.Field("dbuf")
 				for i := range seen.dbuf {
 					seen.dbuf[i] = binary.LittleEndian.Uint64(sh[f.Offset+8*i:])
@@ -51,7 +51,7 @@ func fakeBwdDevice(seen *bwdSeen) *runtime.Device {
 // the right MaskcBwdShape slots, launches the entries in order, and
 // refuses a wrong count with the names it wants.
 func TestBackwardMapsGradientBuffers(t *testing.T) {
-	if got := int(hipsrc.BwdShapeStruct.Size); got != 344 {
+	if got := int(hipsrc.BwdShapeStruct.Size); got != 352 {
 		t.Fatalf("MaskcBwdShape is %d bytes; update the fake's view", got)
 	}
 	var seen bwdSeen

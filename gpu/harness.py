@@ -575,10 +575,12 @@ class BwdKernel(Kernel):
         self.bwd_dq_regs = self._attr(self.bwd_dq, _cuda_mod.ATTR_NUM_REGS)
 
     def prepare_bwd(self, q, k, v, o, lse, do, dq, dk, dv, scale, buffers=(), grad_slots=(), sink=None,
-                    dlse=None, flags=None, deterministic=False):
+                    dlse=None, flags=None, deterministic=False, ordered=True):
         """A callable running the backward on [B, H, S, D] views: dq, dk, dv
         written; returns (dbufs {slot: fp32 tensor}, dsink or None) tensors
-        that each call refills. flags: the forward's tile flags (prepass)."""
+        that each call refills. flags: the forward's tile flags (prepass).
+        ordered False: deterministic mode through maskc_attn_bwd_dq even
+        where the kernel adds dQ in order (bwd_launch dq_ordered)."""
         B, H, Sq, D = q.shape
         HKV, Skv = k.shape[1], k.shape[2]
         for t in (q, k, v, o, do, dq, dk, dv):
@@ -588,7 +590,9 @@ class BwdKernel(Kernel):
         sizes = {"B": B, "H": H, "HKV": HKV, "Sq": Sq, "Skv": Skv}
         _refuse_outside_reads(self.spec, B, H, HKV, Sq, Skv, D, buffers)
         delta = torch.empty(B, H, Sq, device=dev, dtype=torch.float32)
-        dq_acc = None if deterministic else torch.empty(B, H, Sq, D, device=dev, dtype=torch.float32)
+        by_main = self.bwd_launch.dq_by_main(deterministic) and (ordered or not deterministic)
+        dq_acc = torch.empty(B, H, Sq, D, device=dev, dtype=torch.float32) if by_main else None
+        dq_sem = torch.empty(B, H, (Sq + 15) // 16, device=dev, dtype=torch.int32) if by_main and deterministic else None
         dsink = torch.empty(H, device=dev, dtype=torch.float32) if sink is not None else None
         accs, dbufs = {}, {}
         for s in grad_slots:
@@ -599,7 +603,7 @@ class BwdKernel(Kernel):
                                                    ("dk", dk), ("dv", dv))}
         sh = man.pack_bwd(sizes, strides, scale, dict(sink=ptr(sink), tile_flags=ptr(flags), lse=ptr(lse),
                                                         dlse=ptr(dlse), delta=ptr(delta), dq_acc=ptr(dq_acc),
-                                                        dsink=ptr(dsink)),
+                                                        dq_sem=ptr(dq_sem), dsink=ptr(dsink)),
                           {s: a.data_ptr() for s, a in accs.items()})
         _, bufs = man.pack(self.spec, sizes, {n: (0, 0, 0) for n in "qkvo"}, scale, 0, 0,
                            [(t.data_ptr(), list(t.shape)) for t in buffers], status=self.status_words.data_ptr())
@@ -607,8 +611,10 @@ class BwdKernel(Kernel):
                                     dict(O=o.data_ptr(), dO=do.data_ptr(), Q=q.data_ptr(), K=k.data_ptr(),
                                          V=v.data_ptr(), dQ=dq.data_ptr(), dK=dk.data_ptr(), dV=dv.data_ptr()),
                                     sh, bufs, deterministic, dsink is not None,
-                                    {s: (accs[s].data_ptr(), dbufs[s].data_ptr(), accs[s].numel()) for s in accs})
-        keep = [q, k, v, o, lse, do, dq, dk, dv, sink, dlse, flags, delta, dq_acc, dsink, accs, dbufs, list(buffers)]
+                                    {s: (accs[s].data_ptr(), dbufs[s].data_ptr(), accs[s].numel()) for s in accs},
+                                    ordered=ordered)
+        keep = [q, k, v, o, lse, do, dq, dk, dv, sink, dlse, flags, delta, dq_acc, dq_sem, dsink, accs, dbufs,
+                list(buffers)]
 
         def run():
             if Sq == 0 or Skv == 0:  # nothing attends: every gradient is zero

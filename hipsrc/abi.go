@@ -19,8 +19,8 @@ import (
 // MaskcBuffers; the backward's tiles per platform and head dim,
 // kernels[].bwd_launch; 4: the status words, MaskcBuffers.status and
 // abi.status; 5: MaskcBuffers.dim carries MaxBufferRank = 8 extents per
-// buffer, was 2).
-const ABIVersion = 5
+// buffer, was 2; 6: MaskcBwdShape.dq_sem, the ordered deterministic dQ).
+const ABIVersion = 6
 
 // MaxSeqLen is the longest Sq and Skv a kernel may be launched with:
 // 2^31 - 257. MaskcShape's lengths are C ints with 256 of headroom for tile
@@ -272,7 +272,8 @@ var BwdShapeStruct = layout("MaskcBwdShape", "Shapes, strides and auxiliary tens
 	Field{Name: "lse", CType: "const float*", Doc: "[B, H, Sq] natural-log LSE of the forward"},
 	Field{Name: "dlse", CType: "const float*", Doc: "nullptr or [B, H, Sq]: the gradient of the LSE"},
 	Field{Name: "delta", CType: "float*", Doc: "[B, H, Sq] fp32 scratch: rowsum(dO * O) - dLSE"},
-	Field{Name: "dq_acc", CType: "float*", Doc: "[B, H, Sq, D] fp32 scratch (atomic mode; opaque: each row's columns may be stored permuted, maskc_bwd_dq_chunk_col); nullptr: deterministic mode"},
+	Field{Name: "dq_acc", CType: "float*", Doc: "[B, H, Sq, D] fp32 scratch (atomic mode, and deterministic mode where bwd_launch.dq_ordered; opaque: each row's columns may be stored permuted, maskc_bwd_dq_chunk_col); nullptr: deterministic mode through maskc_attn_bwd_dq"},
+	Field{Name: "dq_sem", CType: "unsigned int*", Doc: "nullptr, or in deterministic mode where bwd_launch.dq_ordered: [B, H, ceil(Sq / 16)] scratch (zeroed by maskc_attn_bwd_pre), the turns of dQ's ordered additions"},
 	Field{Name: "dsink", CType: "float*", Doc: "nullptr or [H] fp32: the sink gradient"},
 	Field{Name: "dbuf", CType: "long long*", Dims: []int{MaxBuffers}, Doc: "per buffer slot: zeroed int64 fixed-point gradient sums (BwdFixOne), or nullptr"},
 )

@@ -2,7 +2,7 @@
 // The kernel ABI structs (hipsrc/MANIFEST.md documents them and their layout).
 #ifndef MASKC_ABI_H
 #define MASKC_ABI_H
-#define MASKC_ABI_VERSION 5
+#define MASKC_ABI_VERSION 6
 #define MASKC_MAX_BUFFERS 8
 #define MASKC_MAX_BUFFER_RANK 8
 // The status words MaskcBuffers.status points at: [0] sticky bits, [1 + slot] segments sorted.

@@ -75,7 +75,7 @@
 // defines them before this file, from hipsrc's one table
 // (hipsrc.BwdTileDefines). Every other backward kernel is one group.
 #if !defined(MASKC_BWD_BLOCK_M) || !defined(MASKC_BWD_BLOCK_N) || !defined(MASKC_BWD_AREGS) || \
-    !defined(MASKC_BWD_GROUPS)
+    !defined(MASKC_BWD_GROUPS) || !defined(MASKC_BWD_WG_MAX_HEAD_DIM)
 #error "maskc: the backward's tiles (MASKC_BWD_BLOCK_M, _N, _AREGS, _GROUPS) are not defined (hipsrc.BwdTileDefines)"
 #endif
 #define MASKC_BWD_WARPS 4
@@ -148,7 +148,7 @@
 // derivative and the run only under P != 0; +4-11% fwd+bwd on causal+softcap
 // and causal+alibi with 1 on the H200).
 #define MASKC_BWD_ELEM_SELECT 1
-#if defined(MASKC_PLATFORM_NVIDIA) && MASKC_NV_WGMMA && MASKC_BWD_USE_WGMMA && MASKC_HEAD_DIM <= 128
+#if defined(MASKC_PLATFORM_NVIDIA) && MASKC_NV_WGMMA && MASKC_BWD_USE_WGMMA && MASKC_HEAD_DIM <= MASKC_BWD_WG_MAX_HEAD_DIM
 #define MASKC_BWD_WG 1
 #else
 #define MASKC_BWD_WG 0
@@ -158,6 +158,18 @@
 #endif
 // dq_acc's rows hold their columns permuted (the wgmma kernel's bulk reductions).
 #define MASKC_BWD_DQ_BULK MASKC_BWD_WG
+// MASKC_BWD_DQ_ORDER: deterministic mode adds dQ in maskc_attn_bwd, in a
+// fixed order (the kv tiles of a q tile's 16 rows last to first, each
+// waiting for its turn on dq_sem), instead of maskc_attn_bwd_dq recomputing
+// S and dP per q tile. The generated part asks for it
+// (MASKC_BWD_DQ_ORDERED, codegen's rule; the manifest's
+// bwd_launch.dq_ordered tells the host to pass dq_sem and dq_acc in
+// deterministic mode); only the sm_90a kernel has it.
+#if defined(MASKC_BWD_DQ_ORDERED) && MASKC_BWD_WG
+#define MASKC_BWD_DQ_ORDER 1
+#else
+#define MASKC_BWD_DQ_ORDER 0
+#endif
 
 // dq_acc's rows in 16-byte chunks of four floats: chunk ch of row q holds
 // the column pairs (c, c + 1) and (c + d, c + d + 1) with c =
@@ -217,6 +229,7 @@ struct MaskcBwdShape {
   const float* dlse;                // nullptr or [B][H][Sq] gradient of the LSE
   float* delta;                     // [B][H][Sq] scratch: rowsum(dO * O) - dLSE
   float* dq_acc;                    // [B][H][Sq][D] fp32 (default mode), nullptr: deterministic mode
+  unsigned int* dq_sem;             // nullptr, or [B][H][ceil(Sq/16)] (ordered deterministic dQ, MASKC_BWD_DQ_ORDER)
   float* dsink;                     // nullptr or [H]
   long long* dbuf[8];               // per buffer slot: fixed-point gradient sums, or nullptr
 };
@@ -768,6 +781,9 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
   if (part == 0) sh.delta[row] = acc - (sh.dlse != nullptr ? sh.dlse[row] : 0.f);
   if (sh.dq_acc != nullptr)  // 16-byte stores: dq_acc's rows are 16-byte aligned
     for (int c = part * 4; c < MASKC_HEAD_DIM; c += 64) maskc_bwd_zero4_global(sh.dq_acc + row * MASKC_HEAD_DIM + c);
+  // The ordered dQ's turn counters, one per 16 rows.
+  if (sh.dq_sem != nullptr && part == 0 && q % 16 == 0)
+    sh.dq_sem[((long long)b * sh.H + h) * ((sh.Sq + 15) / 16) + q / 16] = 0u;
 }
 
 #if MASKC_BWD_WG
@@ -849,6 +865,68 @@ __device__ __forceinline__ void maskc_bwd_rows_barrier(int w) {
   (void)w;
   __syncwarp();
 #endif
+}
+
+// The ordered deterministic dQ (MASKC_BWD_DQ_ORDER, FlashAttention-3's
+// semaphores). Program kt of (b, kv head) adds its dQ of 16 rows when
+// dq_sem of those rows counts gridDim.x - 1 - kt: programs take kv tiles
+// last first (kt = gridDim.x - 1 - blockIdx.x, so a program waits only for
+// blocks that started before it) and each counter goes up once per program
+// that has added its rows or will never add them. A program walks the q
+// tiles [lo, hi) of its envelope, lo the least first q tile of the kv tiles
+// from kt on and hi the greatest end of those up to kt (maskc_q_range,
+// empty ranges left out), so that both ends never fall as kt grows; it
+// counts the rows before lo at once (a program after kt, which starts
+// past them), waits for its turn on every row of [lo, hi), adding its dQ
+// or nothing (a tile of class 0), and leaves the rows from hi on to the
+// programs before it. A waiter's rows are then counted by exactly the
+// programs after it, whatever the mask: the sums are in one order, bitwise
+// the same every run.
+// Everything it reads is a kernel parameter or a special register, so that
+// it holds no register through the main loop: the kernel is ordered when
+// sh.dq_sem is set (deterministic mode), a program's turn is
+// gridDim.x - 1 - kt = blockIdx.x, and (b, h) has ceil(Sq / 16) counters.
+__device__ __forceinline__ bool maskc_bwd_ordered(const MaskcBwdShape& sh) {
+  return MASKC_BWD_DQ_ORDER && sh.dq_sem != nullptr;
+}
+// A bound on a turn's wait, in polls (seconds): a program that waits longer
+// traps rather than hang (the counts of a broken launch never come).
+#define MASKC_BWD_SEM_POLLS (1ll << 26)
+__device__ __forceinline__ unsigned maskc_bwd_sem_load(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+// The counter at p counts this program once; release: its bulk reductions,
+// completed before, are visible to the next program's.
+__device__ __forceinline__ void maskc_bwd_sem_count(unsigned* p) {
+  asm volatile("fence.proxy.async.global;\n"
+               "red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(1u)
+               : "memory");
+}
+// Waits until the counter at p reaches turn; the reductions of the programs
+// counted are complete before this thread's next bulk reduction.
+__device__ __forceinline__ void maskc_bwd_sem_wait(const unsigned* p, unsigned turn) {
+  for (long long n = 0; maskc_bwd_sem_load(p) != turn; ++n) {
+    if (n > MASKC_BWD_SEM_POLLS) __trap();
+    asm volatile("nanosleep.u32 64;");
+  }
+  asm volatile("fence.proxy.async.global;" ::: "memory");
+}
+
+// The counter of rows [16c, 16c + 16) of (b, h).
+__device__ __forceinline__ unsigned* maskc_bwd_sem_at(const MaskcBwdShape& sh, int b, int h, int c) {
+  return sh.dq_sem + ((long long)b * sh.H + h) * ((sh.Sq + 15) / 16) + c;
+}
+// A q tile the walk passes without adding (class 0): its four counters,
+// one per warp of group 0 (the warps that add dQ), each in its turn.
+__device__ __forceinline__ void maskc_bwd_sem_pass(const MaskcBwdShape& sh, int b, int h, int qt) {
+  const int c = qt * (MASKC_BWD_BLOCK_M / 16) + (int)threadIdx.x / MASKC_WARP_SIZE;
+  if (threadIdx.x < MASKC_BWD_THREADS && threadIdx.x % MASKC_WARP_SIZE == 0 && c < (sh.Sq + 15) / 16) {
+    unsigned* const p = maskc_bwd_sem_at(sh, b, h, c);
+    maskc_bwd_sem_wait(p, blockIdx.x);
+    maskc_bwd_sem_count(p);
+  }
 }
 
 // Rows [row0, row0 + ROWS) of a [rows][D] matrix into a [ROWS][D] tile in
@@ -961,27 +1039,77 @@ __device__ __forceinline__ void maskc_bwd_classify(const MaskcBwdShape& sh, cons
 
 // Advances w to the next pair of the walk; false when none is left. Every
 // thread of the block computes the same, so the walk is uniform.
+// The q tiles [*lo, *end) that kv tile kt's keys may see (the closed-form
+// q range; every q tile without one); *lo = *end = 0 when none.
+__device__ __forceinline__ void maskc_bwd_q_tiles(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int h,
+                                                  int kt, int* lo, int* end) {
+  constexpr int BM = MASKC_BWD_BLOCK_M, BN = MASKC_BWD_BLOCK_N;
+  *lo = 0;
+  *end = (sh.Sq + BM - 1) / BM;
+#if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
+  const int k0 = kt * BN;
+  long long qlo = 0, qhi = sh.Sq;
+  maskc_q_range(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, h, k0, min(k0 + BN, sh.Skv), &qlo, &qhi);
+  qlo = qlo < 0 ? 0 : qlo;
+  qhi = qhi > sh.Sq ? sh.Sq : qhi;
+  *lo = qhi <= qlo ? 0 : (int)(qlo / BM);
+  *end = qhi <= qlo ? 0 : (int)((qhi + BM - 1) / BM);
+#else
+  (void)buf, (void)b, (void)h, (void)kt;
+#endif
+}
+
+#if MASKC_BWD_DQ_ORDER
+// The ordered walk's q tiles of head h for kv tile kt (maskc_bwd_ordered): the
+// envelope [*lo, *end) of the ranges of every kv tile (*end <= *lo: none),
+// reduced over the block's warps in env (two ints of shared memory), each
+// warp taking whole kv tiles (a q range may search a segments buffer,
+// warp-collectively), and the counters of the q tiles before *lo counted.
+// Every thread of the block calls it.
+__device__ __forceinline__ void maskc_bwd_order_tiles(const MaskcBwdShape& sh, const MaskcBuffers& buf, int* env,
+                                                      int b, int h, int kt, int* lo, int* end) {
+  const int n_qt = (sh.Sq + MASKC_BWD_BLOCK_M - 1) / MASKC_BWD_BLOCK_M;
+  constexpr int kWarps = MASKC_BWD_MAIN_THREADS / MASKC_WARP_SIZE;
+  int first = n_qt, last = 0;
+  for (int p = (int)threadIdx.x / MASKC_WARP_SIZE; p < (int)gridDim.x; p += kWarps) {
+    int a, e;
+    maskc_bwd_q_tiles(sh, buf, b, h, p, &a, &e);
+    if (a < e) {
+      if (p >= kt) first = min(first, a);
+      if (p <= kt) last = max(last, e);
+    }
+  }
+  __syncthreads();  // every thread has read the previous head's envelope
+  if (threadIdx.x == 0) env[0] = n_qt, env[1] = 0;
+  __syncthreads();
+  if (threadIdx.x % MASKC_WARP_SIZE == 0) {
+    atomicMin(env, first);
+    atomicMax(env + 1, last);
+  }
+  __syncthreads();
+  *lo = env[0];
+  *end = max(env[1], *lo);
+  const int lead = min(*lo * (MASKC_BWD_BLOCK_M / 16), (sh.Sq + 15) / 16);
+  for (int c = threadIdx.x; c < lead; c += MASKC_BWD_MAIN_THREADS) atomicAdd(maskc_bwd_sem_at(sh, b, h, c), 1u);
+}
+#endif
+
 __device__ __forceinline__ bool maskc_bwd_walk_next(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int hkv,
                                                     int k0, MaskcBwdWalk& w, unsigned char* cls) {
   constexpr int BM = MASKC_BWD_BLOCK_M, BN = MASKC_BWD_BLOCK_N;
   const int group = sh.H / sh.HKV;
-  const int n_qt = (sh.Sq + BM - 1) / BM;
   (void)cls;
   for (;;) {
     ++w.n;
     while (w.n >= w.len) {
       if (++w.h >= (hkv + 1) * group) return false;
-      w.lo = 0;
-      w.qt_end = n_qt;
       w.c0 = w.c1 = 0;
-#if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
-      long long lo = 0, hi = sh.Sq;
-      maskc_q_range(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, w.h, k0, min(k0 + BN, sh.Skv), &lo, &hi);
-      lo = lo < 0 ? 0 : lo;
-      hi = hi > sh.Sq ? sh.Sq : hi;
-      w.lo = hi <= lo ? 0 : (int)(lo / BM);
-      w.qt_end = hi <= lo ? 0 : (int)((hi + BM - 1) / BM);
+#if MASKC_BWD_DQ_ORDER
+      if (maskc_bwd_ordered(sh))  // env: the two ints before the classes (maskc_attn_bwd's shared memory)
+        maskc_bwd_order_tiles(sh, buf, (int*)cls - 2, b, w.h, k0 / BN, &w.lo, &w.qt_end);
+      else
 #endif
+        maskc_bwd_q_tiles(sh, buf, b, w.h, k0 / BN, &w.lo, &w.qt_end);
       w.n = 0;
       w.len = w.qt_end - w.lo;
       w.rot = 0;
@@ -1002,6 +1130,9 @@ __device__ __forceinline__ bool maskc_bwd_walk_next(const MaskcBwdShape& sh, con
     w.cls = maskc_bwd_tile_class(sh, buf, b, w.h, w.qt * BM, k0, BN);
 #endif
     if (w.cls != 0) return true;
+#if MASKC_BWD_DQ_ORDER
+    if (maskc_bwd_ordered(sh)) maskc_bwd_sem_pass(sh, b, w.h, w.qt);
+#endif
   }
 }
 
@@ -1041,10 +1172,11 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_MAIN_THREADS, MASKC_BWD_G
   MaskcMaskRow* const sMrow = (MaskcMaskRow*)(sdS + BN * BM);
   MaskcScoreRow* const sSrow = (MaskcScoreRow*)(sMrow + BM);
   // The walk's tile classes in the area's last MASKC_BWD_CLS_CAP bytes.
+  // (The ordered dQ's envelope, maskc_bwd_order_tiles, in the two ints before them.)
   unsigned char* const sCls = (unsigned char*)(sdS + 2 * BN * BM) - MASKC_BWD_CLS_CAP;
-  static_assert(2 * BN * BM >= MASKC_BWD_CLS_CAP, "the tile classes fit in the P^T area");
+  static_assert(2 * BN * BM >= MASKC_BWD_CLS_CAP + 8, "the tile classes fit in the P^T area");
   constexpr bool kRowsShared =
-      BM * (sizeof(MaskcMaskRow) + sizeof(MaskcScoreRow)) <= 2 * BN * BM - MASKC_BWD_CLS_CAP;
+      BM * (sizeof(MaskcMaskRow) + sizeof(MaskcScoreRow)) <= 2 * BN * BM - MASKC_BWD_CLS_CAP - 8 * MASKC_BWD_DQ_ORDER;
   float* const sLse = (float*)(sdS + 2 * BN * BM);
   float* const sDelta = sLse + BM;
   if ((maskc_smem_addr(maskc_bwd_smem) & 1023) != 0) __trap();  // descriptors need it
@@ -1067,9 +1199,15 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_MAIN_THREADS, MASKC_BWD_G
   const int gw = MASKC_BWD_GROUPS == 1 ? warp : warp % MASKC_BWD_WARPS;
   constexpr int NT = MASKC_BWD_MAIN_THREADS;
 #if MASKC_BWD_LPT
+  static_assert(!MASKC_BWD_DQ_ORDER, "the ordered dQ takes kv tiles last first, not longest first");
   int kt, z;
   maskc_bwd_lpt_block(&kt, &z);
   const int hkv = z % gridDim.y, b = z / gridDim.y;
+#elif MASKC_BWD_DQ_ORDER
+  // Ordered: kv tiles last first, so that the programs a turn waits for
+  // started before it.
+  const int kt = maskc_bwd_ordered(sh) ? (int)(gridDim.x - 1 - blockIdx.x) : (int)blockIdx.x, hkv = blockIdx.y,
+            b = blockIdx.z;
 #else
   const int kt = blockIdx.x, hkv = blockIdx.y, b = blockIdx.z;
 #endif
@@ -1321,6 +1459,16 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_MAIN_THREADS, MASKC_BWD_G
       maskc_bwd_fence_async();
       maskc_bwd_rows_barrier(gw);
       const int qw = q0 + 16 * gw, nrows = min(16, Sq - qw);
+#if MASKC_BWD_DQ_ORDER
+      if (maskc_bwd_ordered(sh) && group == 0 && lane == 0 && nrows > 0) {
+        // In its turn (maskc_bwd_ordered), complete before it is counted.
+        unsigned* const sem = maskc_bwd_sem_at(sh, b, h, qw / 16);
+        maskc_bwd_sem_wait(sem, blockIdx.x);
+        maskc_bwd_bulk_add(sh.dq_acc + (row0 + qw) * D, sDQ + gw * (16 * D), (unsigned)(nrows * D * 4));
+        maskc_bwd_bulk_wait();
+        maskc_bwd_sem_count(sem);
+      } else
+#endif
       if (group == 0 && lane == 0 && nrows > 0)
         maskc_bwd_bulk_add(sh.dq_acc + (row0 + qw) * D, sDQ + gw * (16 * D), (unsigned)(nrows * D * 4));
 #endif

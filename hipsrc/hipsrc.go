@@ -260,6 +260,24 @@ func (t BwdTile) smemFor(blockN, headDim int) int {
 	return ElemBytes*(kv*blockN*headDim+2*t.BlockM*headDim+2*blockN*t.BlockM) + 8*t.BlockM
 }
 
+// BwdWGMaxHeadDim is the largest head dim of the sm_90a warpgroup-MMA
+// backward (MASKC_BWD_WG in attn_bwd.h, which reads it as
+// MASKC_BWD_WG_MAX_HEAD_DIM from BwdTileDefines); above it sm_90a runs the
+// mma.sync kernels.
+const BwdWGMaxHeadDim = 128
+
+// BwdDQOrders reports whether p's maskc_attn_bwd can add dQ in order in
+// deterministic mode (MASKC_BWD_DQ_ORDER: the sm_90a warpgroup kernel) at
+// a head dim, where the source asks for it (BwdDQOrderDefine).
+func (p Platform) BwdDQOrders(headDim int) bool {
+	return p == NVIDIAWGMMA && headDim <= BwdWGMaxHeadDim
+}
+
+// BwdDQOrderDefine is the C text by which a backward source asks for the
+// ordered deterministic dQ (attn_bwd.h's MASKC_BWD_DQ_ORDER; the kernel's
+// bwd_launch says DQOrdered on the platforms that have it, WithDQOrdered).
+const BwdDQOrderDefine = "#define MASKC_BWD_DQ_ORDERED 1  // deterministic dQ added in order in maskc_attn_bwd\n"
+
 // BwdTileDefines returns the C text that configures attn_bwd.h's tiles for
 // a head dim (wide: BwdTileOf's) on every platform (the branch of the
 // platform a source is compiled for applies): the backward source has it
@@ -267,6 +285,7 @@ func (t BwdTile) smemFor(blockN, headDim int) int {
 func BwdTileDefines(headDim int, wide bool) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "// Backward tiles at head dim %d per platform (hipsrc.BwdTileFor).\n", headDim)
+	fmt.Fprintf(&b, "#define MASKC_BWD_WG_MAX_HEAD_DIM %d\n", BwdWGMaxHeadDim)
 	for _, c := range []struct {
 		p    Platform
 		cond string

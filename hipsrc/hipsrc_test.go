@@ -564,8 +564,8 @@ func TestBwdShapeMatchesHeader(t *testing.T) {
 			t.Errorf("member %d: header %s %s%v, BwdShapeStruct %s %s%v", i, c[i].CType, c[i].Name, c[i].Dims, f.CType, f.Name, f.Dims)
 		}
 	}
-	if f, _ := BwdShapeStruct.Field("dbuf"); f.Offset != 280 || BwdShapeStruct.Size != 344 {
-		t.Errorf("dbuf at %d, size %d; want 280 and 344 (5 ints + pad, 8 stride triples, float + pad, 7 pointers, 8 pointers)", f.Offset, BwdShapeStruct.Size)
+	if f, _ := BwdShapeStruct.Field("dbuf"); f.Offset != 288 || BwdShapeStruct.Size != 352 {
+		t.Errorf("dbuf at %d, size %d; want 288 and 352 (5 ints + pad, 8 stride triples, float + pad, 8 pointers, 8 pointers)", f.Offset, BwdShapeStruct.Size)
 	}
 }
 

@@ -21,8 +21,9 @@ const ManifestFile = "manifest.json"
 // (KernelDesc) and plan.json name it instead of restating it; versions 1
 // to 4 were ABIVersion's. Version 6 gave maskc_attn_bwd and
 // maskc_attn_bwd_dq their own block size and shared memory
-// (BwdLaunchConfig.MainThreads, DQSharedMemBytes).
-const ManifestVersion = 6
+// (BwdLaunchConfig.MainThreads, DQSharedMemBytes); version 7 says where
+// deterministic mode adds dQ in maskc_attn_bwd (DQOrdered).
+const ManifestVersion = 7
 
 // Manifest is manifest.json: the kernel ABI and every kernel written beside
 // it, enough for a launcher that has only this file and the sources or code
@@ -157,7 +158,18 @@ type BwdLaunchConfig struct {
 	// maskc_attn_bwd_dq's.
 	SharedMemBytes   int `json:"shared_mem_bytes"`
 	DQSharedMemBytes int `json:"dq_shared_mem_bytes"`
+	// DQOrdered says that in deterministic mode maskc_attn_bwd adds dQ
+	// into dq_acc in a fixed order (MaskcBwdShape.dq_sem set, then
+	// maskc_attn_bwd_dq_convert) instead of maskc_attn_bwd_dq computing it
+	// (BwdDQOrders; the source has BwdDQOrderDefine).
+	DQOrdered bool `json:"dq_ordered"`
 }
+
+// DQByMain reports whether a backward under c in the given mode adds dQ
+// into dq_acc in maskc_attn_bwd (atomic mode, or deterministic mode where
+// DQOrdered): its launches are then the entries whose When is "atomic",
+// else those whose When is "deterministic" (BwdEntries).
+func (c BwdLaunchConfig) DQByMain(deterministic bool) bool { return !deterministic || c.DQOrdered }
 
 // Entry returns the block size and the dynamic shared memory of the
 // backward entry point called name under c (0 bytes for an entry that
@@ -170,6 +182,18 @@ func (c BwdLaunchConfig) Entry(name string) (threads, sharedMemBytes int) {
 		return c.Threads, c.DQSharedMemBytes
 	}
 	return c.Threads, 0
+}
+
+// WithDQOrdered returns m (BwdLaunches's) with DQOrdered set on every
+// platform whose backward orders dQ at the head dim (BwdDQOrders).
+func WithDQOrdered(m map[string]BwdLaunchConfig, headDim int) map[string]BwdLaunchConfig {
+	for _, p := range Platforms {
+		if c, ok := m[p.String()]; ok && p.BwdDQOrders(headDim) {
+			c.DQOrdered = true
+			m[p.String()] = c
+		}
+	}
+	return m
 }
 
 // BwdLaunchOn returns the backward's launch configuration on p at a head

@@ -19,7 +19,7 @@ type cBwdShape struct {
 	Scale                              float32
 	_                                  int32
 	Sink, TileFlags, LSE, DLSE         uintptr
-	Delta, DQAcc, DSink                uintptr
+	Delta, DQAcc, DQSem, DSink         uintptr
 	DBuf                               [MaxBuffers]uintptr
 }
 
@@ -61,14 +61,15 @@ type bwdKernels struct {
 }
 
 // bwdScratch is the per-(shape, stream) device scratch of the backward:
-// delta, dQ's fp32 accumulator (atomic mode, made on first use) and the
-// fixed-point sums of each differentiable buffer, and the grids of its
-// entries.
+// delta, dQ's fp32 accumulator (made on first use by a mode that adds dQ
+// in maskc_attn_bwd), the ordered dQ's turn counters (made on first use in
+// deterministic mode where the kernel orders dQ) and the fixed-point sums
+// of each differentiable buffer, and the grids of its entries.
 type bwdScratch struct {
-	delta, dqAcc DevicePtr
-	acc          [MaxBuffers]DevicePtr
-	n            [MaxBuffers]int64
-	grids        map[string]Dim3 // by entry name; "grad" entries' depend on the buffer (gridOf at launch)
+	delta, dqAcc, dqSem DevicePtr
+	acc                 [MaxBuffers]DevicePtr
+	n                   [MaxBuffers]int64
+	grids               map[string]Dim3 // by entry name; "grad" entries' depend on the buffer (gridOf at launch)
 }
 
 // bwdArgs is the pinned argument block of the backward launches: the
@@ -170,7 +171,7 @@ func (k *AttentionKernel) loadBackward() (*bwdKernels, error) {
 // scratchFor returns the backward scratch of a shape entry, allocating it
 // on first use (dQ's accumulator only when atomic mode first needs it);
 // the caller holds k.bwd.mu.
-func (k *AttentionKernel) scratchFor(e *shapeEntry, atomic bool) (*bwdScratch, error) {
+func (k *AttentionKernel) scratchFor(e *shapeEntry, atomic, ordered bool) (*bwdScratch, error) {
 	sh := e.key.shape
 	bk := k.bwd.kernels
 	sc := k.bwd.scratch[e.key]
@@ -210,6 +211,14 @@ func (k *AttentionKernel) scratchFor(e *shapeEntry, atomic bool) (*bwdScratch, e
 		}
 		sc.dqAcc = p
 	}
+	if ordered && sc.dqSem == 0 {
+		n := 4 * int64(sh.B) * int64(sh.H) * ((int64(sh.Sq) + 15) / 16)
+		p, err := k.d.Alloc(n)
+		if err != nil {
+			return nil, errorf(CodeLaunch, err, "allocating %d bytes of dQ turn counters", n)
+		}
+		sc.dqSem = p
+	}
 	return sc, nil
 }
 
@@ -229,7 +238,7 @@ func (k *AttentionKernel) bwdTiles() map[string]int {
 
 func (k *AttentionKernel) freeScratch(sc *bwdScratch) error {
 	var first error
-	for _, p := range append([]DevicePtr{sc.delta, sc.dqAcc}, sc.acc[:]...) {
+	for _, p := range append([]DevicePtr{sc.delta, sc.dqAcc, sc.dqSem}, sc.acc[:]...) {
 		if p != 0 {
 			if err := k.d.Free(p); err != nil && first == nil {
 				first = err
@@ -243,7 +252,9 @@ func (k *AttentionKernel) freeScratch(sc *bwdScratch) error {
 // forward's inputs (q, kk, v, buffers, shape: the same values as the
 // Forward that produced o and lse) and g's incoming gradients, it writes
 // dQ, dK, dV and the wanted buffer and sink gradients, for the loss
-// sum(O * dO) + sum(LSE * dLSE). Deterministic mode computes dQ with a
+// sum(O * dO) + sum(LSE * dLSE). Deterministic mode adds dQ in a fixed
+// order where the kernel can (its bwd_launch's DQOrdered), else computes it
+// with a
 // second kernel walking each q tile's kv tiles in order instead of fp32
 // atomics: every output is then bitwise reproducible run to run (the
 // buffer gradients are in either mode). The first call compiles the
@@ -293,7 +304,9 @@ func (k *AttentionKernel) Backward(s Stream, q, kk, v, o, lse DevicePtr, shape S
 	if err != nil {
 		return err
 	}
-	sc, err := k.scratchFor(e, !deterministic)
+	byMain := bk.launch.DQByMain(deterministic) // dQ added into dq_acc by maskc_attn_bwd
+	ordered := deterministic && byMain
+	sc, err := k.scratchFor(e, byMain, ordered)
 	if err != nil {
 		return err
 	}
@@ -314,8 +327,11 @@ func (k *AttentionKernel) Backward(s Stream, q, kk, v, o, lse DevicePtr, shape S
 		Scale: fs.Scale, Sink: fs.Sink, TileFlags: fs.TileFlags, LSE: uintptr(lse), DLSE: uintptr(g.DLSE),
 		Delta: uintptr(sc.delta), DSink: uintptr(g.DSink),
 	}
-	if !deterministic {
+	if byMain {
 		a.sh.DQAcc = uintptr(sc.dqAcc)
+	}
+	if ordered {
+		a.sh.DQSem = uintptr(sc.dqSem)
 	}
 	for i, p := range g.DBufs {
 		if p != 0 {
@@ -361,7 +377,7 @@ func (k *AttentionKernel) Backward(s Stream, q, kk, v, o, lse DevicePtr, shape S
 		switch en.When {
 		case "always":
 		case "deterministic", "atomic":
-			if deterministic != (en.When == "deterministic") {
+			if byMain != (en.When == "atomic") {
 				continue
 			}
 		case "sink":

@@ -23,7 +23,7 @@ func TestBwdCLayoutMatchesABI(t *testing.T) {
 		"dq_stride": unsafe.Offsetof(s.DQStride), "dk_stride": unsafe.Offsetof(s.DKStride), "dv_stride": unsafe.Offsetof(s.DVStride),
 		"scale": unsafe.Offsetof(s.Scale), "sink": unsafe.Offsetof(s.Sink), "tile_flags": unsafe.Offsetof(s.TileFlags),
 		"lse": unsafe.Offsetof(s.LSE), "dlse": unsafe.Offsetof(s.DLSE), "delta": unsafe.Offsetof(s.Delta),
-		"dq_acc": unsafe.Offsetof(s.DQAcc), "dsink": unsafe.Offsetof(s.DSink), "dbuf": unsafe.Offsetof(s.DBuf),
+		"dq_acc": unsafe.Offsetof(s.DQAcc), "dq_sem": unsafe.Offsetof(s.DQSem), "dsink": unsafe.Offsetof(s.DSink), "dbuf": unsafe.Offsetof(s.DBuf),
 	}
 	st := hipsrc.BwdShapeStruct
 	if int(unsafe.Sizeof(s)) != st.Size {
@@ -150,14 +150,21 @@ func bwdProbeSpec(t testing.TB, sparsity Sparsity) AttentionSpec {
 }
 
 // TestBackwardMarshalsTheABI runs Backward on the fake device in both
-// modes and checks every launch: order, grids, shared memory, the
-// MaskcBwdShape fields and the scratch.
+// modes, on a kernel whose deterministic dQ is the dQ kernel's and on one
+// that adds it in order (bwd_launch dq_ordered), and checks every launch:
+// order, grids, shared memory, the MaskcBwdShape fields and the scratch.
 func TestBackwardMarshalsTheABI(t *testing.T) {
 	for _, sparsity := range []Sparsity{SparsityAnalytic, SparsityPrepass} {
-		for _, det := range []bool{false, true} {
+		for _, c := range []struct{ det, ordered bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+			det := c.det
+			dqKernel := det && !c.ordered // dQ by maskc_attn_bwd_dq; else added into dq_acc
 			d, fb, rec := newFakeDevice(t, "")
 			recs := registerBwd(fb)
-			k, err := d.NewAttention(bwdProbeSpec(t, sparsity))
+			spec := bwdProbeSpec(t, sparsity)
+			bl := spec.Kernel.BwdLaunch["nvidia"]
+			bl.DQOrdered = c.ordered
+			spec.Kernel.BwdLaunch["nvidia"] = bl
+			k, err := d.NewAttention(spec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -178,12 +185,12 @@ func TestBackwardMarshalsTheABI(t *testing.T) {
 					names = append(names, r.entry)
 				}
 				dq := hipsrc.BwdDQConvertEntry
-				if det {
+				if dqKernel {
 					dq = hipsrc.BwdDQEntry
 				}
 				want := strings.Join([]string{hipsrc.BwdPreEntry, hipsrc.BwdMainEntry, dq, hipsrc.BwdSinkEntry, hipsrc.BwdBufConvertEntry}, " ")
 				if got := strings.Join(names, " "); got != want {
-					t.Fatalf("sparsity %s det %v: launches %s, want %s", sparsity, det, got, want)
+					t.Fatalf("sparsity %s det %v ordered %v: launches %s, want %s", sparsity, det, c.ordered, got, want)
 				}
 				if sparsity == SparsityPrepass && (len(rec.records) != 1 || rec.records[0].entry != TileFlagsEntry) {
 					t.Errorf("prepass backward: forward-module launches %v, want the tile flags once", rec.records)
@@ -205,7 +212,7 @@ func TestBackwardMarshalsTheABI(t *testing.T) {
 				if st := statusOf(t, k, shape, stream); main.status == 0 || main.status != uintptr(st) || len(rec.records) > 0 && rec.records[0].buf.Status != main.status {
 					t.Errorf("status words: main %#x, the (shape, stream)'s %#x, forward-module launches %v", main.status, st, rec.records)
 				}
-				if det && byName[hipsrc.BwdDQEntry].status != main.status {
+				if dqKernel && byName[hipsrc.BwdDQEntry].status != main.status {
 					t.Errorf("dq status %#x, main %#x", byName[hipsrc.BwdDQEntry].status, main.status)
 				}
 				if main.ptrs[4] != uintptr(g.DK) || main.ptrs[5] != uintptr(g.DV) || main.ptrs[0] != uintptr(q) {
@@ -218,8 +225,8 @@ func TestBackwardMarshalsTheABI(t *testing.T) {
 				if sh.LSE != uintptr(lse) || sh.DLSE != uintptr(g.DLSE) || sh.Sink != uintptr(bufs[0]) || sh.DSink != uintptr(g.DSink) || sh.Delta == 0 {
 					t.Errorf("aux pointers %+v", sh)
 				}
-				if det != (sh.DQAcc == 0) {
-					t.Errorf("deterministic %v with dq_acc %#x", det, sh.DQAcc)
+				if dqKernel != (sh.DQAcc == 0) || (det && c.ordered) != (sh.DQSem != 0) {
+					t.Errorf("deterministic %v ordered %v with dq_acc %#x dq_sem %#x", det, c.ordered, sh.DQAcc, sh.DQSem)
 				}
 				if sh.DBuf[0] != 0 || sh.DBuf[1] == 0 || sh.DBuf[1] == uintptr(g.DBufs[1]) {
 					t.Errorf("dbuf %v: slot 0 not wanted, slot 1 fixed-point sums", sh.DBuf[:2])
@@ -227,7 +234,7 @@ func TestBackwardMarshalsTheABI(t *testing.T) {
 				if (sparsity == SparsityPrepass) != (sh.TileFlags != 0) {
 					t.Errorf("tile_flags %#x", sh.TileFlags)
 				}
-				if det {
+				if dqKernel {
 					r := byName[hipsrc.BwdDQEntry]
 					if r.grid != dim3(5, 8, 2) || r.shared != main.shared || r.ptrs[4] != uintptr(g.DQ) {
 						t.Errorf("dq launch %+v", r)

@@ -238,6 +238,10 @@ func TestManifestBackward(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The ordered deterministic dQ is an experiment (-bwd-dq-order).
+		if k.BwdLaunch[hipsrc.NVIDIAWGMMA.String()].DQOrdered {
+			t.Errorf("%s: dq_ordered without -bwd-dq-order", k.ID)
+		}
 		if !strings.HasSuffix(body, strings.TrimRight(hipsrc.AttnFwd, "\n")+"\n"+strings.TrimRight(hipsrc.AttnFwdSM90, "\n")+"\n"+
 			strings.TrimRight(hipsrc.AttnDecode, "\n")+"\n"+tiles+strings.TrimRight(hipsrc.AttnBwd, "\n")) ||
 			!strings.HasPrefix(body, fmt.Sprintf("#define MASKC_HEAD_DIM %d\n", k.HeadDim)+hipsrc.Prelude[:200]) {

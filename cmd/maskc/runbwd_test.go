@@ -28,7 +28,7 @@ type abiBwdShape struct {
 	Scale                                    float32
 	_                                        int32
 	Sink, TileFlags, LSE, DLSE, Delta, DQAcc uintptr
-	DSink                                    uintptr
+	DQSem, DSink                             uintptr
 	DBuf                                     [8]uintptr
 }
 

@@ -38,6 +38,9 @@ __device__ float atomicAdd(float* p, float x) { return __nvvm_atom_add_gen_f(p, 
 __device__ unsigned long long atomicAdd(unsigned long long* p, unsigned long long x) { return __nvvm_atom_add_gen_ll((long long*)p, x); }
 __device__ int atomicAdd(int* p, int x) { return __nvvm_atom_add_gen_i(p, x); }
 __device__ unsigned atomicOr(unsigned* p, unsigned x) { return (unsigned)__nvvm_atom_or_gen_i((int*)p, (int)x); }
+__device__ unsigned atomicAdd(unsigned* p, unsigned x) { return (unsigned)__nvvm_atom_add_gen_i((int*)p, (int)x); }
+__device__ int atomicMin(int* p, int x) { return __nvvm_atom_min_gen_i(p, x); }
+__device__ int atomicMax(int* p, int x) { return __nvvm_atom_max_gen_i(p, x); }
 __device__ float fmaxf(float a, float b) { return __builtin_fmaxf(a, b); }
 __device__ float fminf(float a, float b) { return __builtin_fminf(a, b); }
 __device__ float log2f(float a) { return __builtin_log2f(a); }

@@ -26,10 +26,11 @@ __all__ = ["ABI_VERSION", "MANIFEST_VERSION", "MANIFEST_FILE", "FRAME_FIELDS", "
 
 #: The manifest schema version this package reads (hipsrc.ManifestVersion): 5 made each kernels[] entry
 #: the kernel's one descriptor (hipsrc.KernelDesc), which plan.json names; 6 gave the backward's main
-#: and dQ kernels their own block size and shared memory (bwd_launch main_threads, dq_shared_mem_bytes).
-MANIFEST_VERSION = 6
+#: and dQ kernels their own block size and shared memory (bwd_launch main_threads, dq_shared_mem_bytes); 7 says
+#: where deterministic mode adds dQ in order in the main kernel (bwd_launch dq_ordered).
+MANIFEST_VERSION = 7
 #: The kernel ABI version this package fills structs for (hipsrc.ABIVersion, the manifest's abi.version).
-ABI_VERSION = 5
+ABI_VERSION = 6
 #: The manifest's file name in a compile output directory.
 MANIFEST_FILE = "manifest.json"
 
@@ -45,7 +46,7 @@ _GRID_TILES = ("", "block_m", "block_n", "bwd_block_m", "bwd_block_n", "bwd_pre_
 # The backward's struct, filled by name through pack_bwd.
 _BWD_SHAPE_FIELDS = {"B", "H", "HKV", "Sq", "Skv", "q_stride", "k_stride", "v_stride", "o_stride", "do_stride",
                      "dq_stride", "dk_stride", "dv_stride", "scale", "sink", "tile_flags", "lse", "dlse", "delta",
-                     "dq_acc", "dsink", "dbuf"}
+                     "dq_acc", "dq_sem", "dsink", "dbuf"}
 
 
 def _ctype(c_type, dims, where):
@@ -248,11 +249,18 @@ def _check_read(r, kernel, nbuf):
 
 
 class BwdLaunch(collections.namedtuple("BwdLaunch", "block_m block_n threads shared_mem_bytes main_threads "
-                                                    "dq_shared_mem_bytes")):
+                                                    "dq_shared_mem_bytes dq_ordered")):
     """The backward's launch on one platform (hipsrc.BwdLaunchConfig): its
     tiles, the block size of every backward kernel but maskc_attn_bwd
-    (threads) and of maskc_attn_bwd (main_threads), and the dynamic shared
-    memory of maskc_attn_bwd and of maskc_attn_bwd_dq."""
+    (threads) and of maskc_attn_bwd (main_threads), the dynamic shared
+    memory of maskc_attn_bwd and of maskc_attn_bwd_dq, and whether
+    deterministic mode adds dQ in order in maskc_attn_bwd (dq_ordered)."""
+
+    def dq_by_main(self, deterministic):
+        """Whether maskc_attn_bwd adds dQ into dq_acc in this mode: atomic
+        mode, or deterministic mode where dq_ordered (then with dq_sem)
+        (hipsrc.BwdLaunchConfig.DQByMain)."""
+        return not deterministic or self.dq_ordered
 
     def entry(self, name):
         """(threads, dynamic shared memory bytes) of backward entry name
@@ -298,7 +306,7 @@ class KernelSpec:
         # its kernels' block sizes and dynamic shared memory (hipsrc.BwdLaunchConfig)
         self.bwd_launch = {p: BwdLaunch(int(c["block_m"]), int(c["block_n"]), int(c["threads"]),
                                         int(c["shared_mem_bytes"]), int(c["main_threads"]),
-                                        int(c["dq_shared_mem_bytes"]))
+                                        int(c["dq_shared_mem_bytes"]), bool(c["dq_ordered"]))
                            for p, c in (d.get("bwd_launch") or {}).items()}
         self.bwd_code_objects = dict(d.get("bwd_code_objects") or {})
         if self.bwd_source:
@@ -438,7 +446,7 @@ class Manifest:
     def pack_bwd(self, sizes, strides, scale, ptrs, dbufs):
         """MaskcBwdShape for one backward launch: sizes {B, H, HKV, Sq, Skv},
         strides {q, k, v, o, do, dq, dk, dv: (batch, head, seq)}, device
-        pointers ptrs {sink, tile_flags, lse, dlse, delta, dq_acc, dsink}
+        pointers ptrs {sink, tile_flags, lse, dlse, delta, dq_acc, dq_sem, dsink}
         (0 for none), dbufs {slot: pointer of its zeroed int64 sums}."""
         if self.BwdShape is None:
             raise MaskcError("the manifest has no backward ABI (abi.bwd_structs): this maskc writes no backward")
@@ -447,19 +455,21 @@ class Manifest:
         for n in ("q", "k", "v", "o", "do", "dq", "dk", "dv"):
             getattr(sh, n + "_stride")[:] = list(strides[n])
         sh.scale = scale
-        for n in ("sink", "tile_flags", "lse", "dlse", "delta", "dq_acc", "dsink"):
+        for n in ("sink", "tile_flags", "lse", "dlse", "delta", "dq_acc", "dq_sem", "dsink"):
             setattr(sh, n, ptrs.get(n) or None)
         for slot, p in dbufs.items():
             sh.dbuf[slot] = p
         return sh
 
-    def bwd_launches(self, spec, platform, sizes, ptrs, shape, buf, deterministic, dsink, dbufs):
+    def bwd_launches(self, spec, platform, sizes, ptrs, shape, buf, deterministic, dsink, dbufs, ordered=True):
         """The backward's launches in order, as manifest entries say, each
         (entry name, grid, threads, dynamic shared memory bytes, ctypes
         argument list): the segments check (kernels with one), the row pre-pass, the tile-flag pre-pass for
         prepass kernels (flags_shape/flags_buf/flags pointer in ptrs), the
-        main kernel, dQ by the deterministic kernel or the atomic
-        accumulator's conversion, the sink gradient when dsink, and one
+        main kernel, dQ by the deterministic kernel or the accumulator's
+        conversion (BwdLaunch.dq_by_main; ordered False: the dQ kernel in
+        deterministic mode even where the kernel orders dQ, for
+        comparisons; shape's dq_acc and dq_sem must agree), the sink gradient when dsink, and one
         conversion per wanted buffer gradient (dbufs {slot: (int64 sums
         pointer, fp32 output pointer, element count)}). ptrs holds the
         device pointers O, dO, Q, K, V, dQ, dK, dV; shape is the filled
@@ -474,7 +484,8 @@ class Manifest:
             out.append(seg)
         for name in spec.bwd_entries:
             e = self.bwd_entries[name]
-            if e.when == "deterministic" and not deterministic or e.when == "atomic" and deterministic:
+            by_main = bl.dq_by_main(deterministic) and (ordered or not deterministic)
+            if e.when == "deterministic" and by_main or e.when == "atomic" and not by_main:
                 continue
             if e.when == "sink" and not dsink:
                 continue

@@ -405,7 +405,8 @@ class _Generated:
         want, in the buffer's dtype; zeros for the others) then dsink (f32
         [H]) when there is a sink (bit max_buffers of want). dlse, the
         gradient of the LSE output, may be None. Launches on the current
-        stream; no synchronisation; deterministic selects the dQ kernel
+        stream; no synchronisation; deterministic adds dQ in a fixed order
+        (where the kernel's bwd_launch says dq_ordered) or by the dQ kernel,
         without atomics (bitwise-reproducible gradients). frame: the
         forward's position frame (six ints or None); out and lse may be a
         merged output and LSE of several framed calls (maskc.cp's ring)."""
@@ -427,7 +428,11 @@ class _Generated:
         plat, fns = self._bwd_module(q.device)
         dev = q.device
         delta = torch.empty((sz.B, sz.H, sz.Q), dtype=torch.float32, device=dev)
-        dq_acc = None if deterministic else torch.empty((sz.B, sz.H, sz.Q, sz.D), dtype=torch.float32, device=dev)
+        by_main = spec.bwd_launch[plat.name].dq_by_main(deterministic)  # dQ added into dq_acc by maskc_attn_bwd
+        dq_acc = torch.empty((sz.B, sz.H, sz.Q, sz.D), dtype=torch.float32, device=dev) if by_main else None
+        # the ordered dQ's turn counters, one per 16 rows (zeroed by maskc_attn_bwd_pre)
+        dq_sem = torch.empty((sz.B, sz.H, (sz.Q + 15) // 16), dtype=torch.int32, device=dev) \
+            if by_main and deterministic else None
         accs = {s: torch.zeros(buffers[s].numel(), dtype=torch.int64, device=dev) for s in slots}
         dbufs = {s: torch.empty(buffers[s].shape, dtype=torch.float32, device=dev) for s in slots}
         if dlse is not None:
@@ -446,7 +451,8 @@ class _Generated:
                            self._status_words(dev, stream).data_ptr())
         sh = man.pack_bwd(sizes, strides, spec.scale,
                           dict(sink=ptr(sink), tile_flags=ptr(flags), lse=lse.data_ptr(), dlse=ptr(dlse),
-                               delta=delta.data_ptr(), dq_acc=ptr(dq_acc), dsink=ptr(dsink) if with_sink else 0),
+                               delta=delta.data_ptr(), dq_acc=ptr(dq_acc), dq_sem=ptr(dq_sem),
+                               dsink=ptr(dsink) if with_sink else 0),
                           {s: a.data_ptr() for s, a in accs.items()})
         ptrs = dict(O=out.data_ptr(), dO=dout.data_ptr(), Q=q.data_ptr(), K=k.data_ptr(), V=v.data_ptr(),
                     dQ=dq.data_ptr(), dK=dk.data_ptr(), dV=dv.data_ptr(), flags=ptr(flags), flags_shape=fsh)

@@ -1,9 +1,10 @@
 """The ABI manifest read into ctypes structs, grids and argument lists.
 
-testdata/manifest_v6.json is a manifest written by the hipsrc package
+testdata/manifest_v7.json is a manifest written by the hipsrc package
 (genkernels over examples and a prepass mask: version 4's, whose kernels[]
-keys versions 5 and 6 kept (it has no bwd_launch, which 6 changed), with
-the manifest version field of 6, and MaskcBuffers of ABI 5: dim[8][8]);
+keys versions 5 to 7 kept (it has no bwd_launch, which 6 and 7 changed),
+with the manifest version field of 7, and MaskcBuffers of ABI 6 (5's:
+dim[8][8]; 6 changed MaskcBwdShape only));
 test_launch_plan reads the binary's own output too."""
 import copy
 import ctypes
@@ -21,7 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 @pytest.fixture
 def doc():
-    with open(os.path.join(HERE, "testdata", "manifest_v6.json")) as f:
+    with open(os.path.join(HERE, "testdata", "manifest_v7.json")) as f:
         return json.load(f)
 
 
@@ -196,8 +197,8 @@ def edit(doc, what):
 
 
 @pytest.mark.parametrize("what, msg", [
-    ("version", "has version 4; this package reads version 6 .*delete the compile cache entry"),
-    ("abi version", "kernel ABI 4; this package fills ABI 5"), ("offset", "q_stride is at offset 32"), ("unknown field", "MaskcShape.window"),
+    ("version", "has version 4; this package reads version 7 .*delete the compile cache entry"),
+    ("abi version", "kernel ABI 4; this package fills ABI 6"), ("offset", "q_stride is at offset 32"), ("unknown field", "MaskcShape.window"),
     ("missing field", "lacks tile_flags"), ("c_type", "'short'"), ("grid", "D/block_m"),
     ("slots", "slots \\[3\\]"), ("entry", "maskc_attn_fwd2"), ("key", "malformed"),
 ])

@@ -180,7 +180,7 @@ def test_an_older_cache_entry_is_refused_not_misread(mt, tmp_path):
         doc["version"] = version
         with open(os.path.join(old, name), "w") as f:
             json.dump(doc, f)
-    with pytest.raises(MaskcError, match="manifest.json has version 5; this package reads version 6"):
+    with pytest.raises(MaskcError, match="manifest.json has version 5; this package reads version 7"):
         mt.Program(cache.Entry(old, "old", {}))
     os.remove(os.path.join(old, "manifest.json"))  # the plan alone: refused by its own version
     with pytest.raises(MaskcError, match="schema version 1"):

@@ -210,9 +210,18 @@ def backward_through_op(attn, q, k, v, buffers, dlse=None):
 
 
 @pytest.mark.parametrize("deterministic", [False, True])
-def test_backward_launches_from_the_manifest(env, deterministic):
+@pytest.mark.parametrize("ordered", [False, True])
+def test_backward_launches_from_the_manifest(env, deterministic, ordered):
+    """The backward's launches as the manifest says: deterministic dQ by
+    maskc_attn_bwd_dq, or, where the kernel's bwd_launch says dq_ordered
+    (genkernels -bwd-dq-order; set here on the loaded descriptor), added in
+    order by maskc_attn_bwd with dq_sem and converted as in atomic mode."""
     mt, drv, nv = env
-    attn = mt.load(os.path.join(EXAMPLES, "dilated_window.flex")).attention("dilated_layer")
+    layer = "dilated_layer"
+    attn = mt.load(os.path.join(EXAMPLES, "dilated_window.flex")).attention(layer)
+    if ordered:
+        spec = attn.generated().spec
+        spec.bwd_launch["nvidia-sm90a"] = spec.bwd_launch["nvidia-sm90a"]._replace(dq_ordered=True)
     B, S, H, HKV, D = 2, 1000, 8, 2, 128
     q = ft.Tensor((B, S, H, D), requires_grad=True)
     k, v = ft.Tensor((B, S, HKV, D), requires_grad=True), ft.Tensor((B, S, HKV, D), requires_grad=True)
@@ -223,21 +232,24 @@ def test_backward_launches_from_the_manifest(env, deterministic):
     dq, dk, dv, dbufs, dsink = grads[:5]
     assert (dq.shape, dk.shape, dv.shape, dbufs, dsink) == (q.shape, k.shape, v.shape, [], None)
     spec = attn.generated().spec
-    assert ("dilated_layer.bwd.hip", ["--gpu-architecture=sm_90a", "-std=c++17", "-DMASKC_NV_WGMMA=1"]) in nv.compiles
+    assert (layer + ".bwd.hip", ["--gpu-architecture=sm_90a", "-std=c++17", "-DMASKC_NV_WGMMA=1"]) \
+        in nv.compiles
     bw = launches(drv)[nfwd:]
-    dqf = (302, (-(-S // 64), H, B)) if deterministic else (303, (-(-S // 8), H, B))
     bl = spec.bwd_launch["nvidia-sm90a"]
+    assert bl.dq_ordered == ordered
+    dq_kernel = deterministic and not bl.dq_ordered
+    dqf = (302, (-(-S // 64), H, B)) if dq_kernel else (303, (-(-S // 8), H, B))
     assert [(c[1], c[2]) for c in bw] == [(300, (-(-S // 8), H, B)), (301, (-(-S // bl.block_n), HKV, B)), dqf]
     assert [c[3][0] for c in bw] == [bl.threads, bl.main_threads, bl.threads] == [128, 128, 128]
     smem = bl.shared_mem_bytes
     assert bw[1][4] == smem > 48 * 1024 and ("smem", 301, smem) in drv.calls
-    assert bw[2][4] == (bl.dq_shared_mem_bytes if deterministic else 0)
+    assert bw[2][4] == (bl.dq_shared_mem_bytes if dq_kernel else 0)
     man = attn.generated().man
     sh = man.BwdShape.from_buffer_copy(bw[1][6][6])
     assert (sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv) == (B, H, HKV, S, S)
     assert list(sh.dq_stride) == [S * H * D, D, H * D] and list(sh.dk_stride) == [S * HKV * D, D, HKV * D]
     assert sh.lse == lse.data_ptr() and not sh.dlse and sh.delta and not sh.dsink and not any(sh.dbuf)
-    assert bool(sh.dq_acc) != deterministic
+    assert bool(sh.dq_acc) != dq_kernel and bool(sh.dq_sem) == (deterministic and bl.dq_ordered)
     assert [ptr(a) for a in bw[1][6][:6]] == [q.data_ptr(), k.data_ptr(), v.data_ptr(), ptr(bw[0][6][1]),
                                                dk.data_ptr(), dv.data_ptr()]
     assert ptr(bw[0][6][0]) == o.data_ptr()
@@ -294,8 +306,8 @@ def test_backward_tiles_per_platform(env):
     assert tiles_amd == dict(bwd_block_m=32, bwd_block_n=64, bwd_pre_rows=16, bwd_threads=256)
     assert dq.grid_dims(sizes, tiles=tiles_amd) == (32, 8, 2)
     assert dq.grid_dims(sizes, tiles=man.bwd_tiles(spec, sm90)) == (16, 8, 2)
-    assert spec.bwd_launch["amd"] == (32, 64, 256, 57600, 256, 57600)
-    assert spec.bwd_launch["nvidia-sm90a"] == (64, 64, 128, 82432, 128, 82432)
+    assert spec.bwd_launch["amd"] == (32, 64, 256, 57600, 256, 57600, False)
+    assert spec.bwd_launch["nvidia-sm90a"] == (64, 64, 128, 82432, 128, 82432, False)
     del spec.bwd_launch["amd"]
     with pytest.raises(MaskcError, match="no backward launch for platform amd"):
         man.bwd_tiles(spec, amd)
@@ -310,10 +322,10 @@ def test_unmasked_backward_takes_the_wide_tile(env):
     gen = mt.load(os.path.join(EXAMPLES, "t5_bias.flex")).attention("t5_encoder").generated()
     spec = gen.spec
     sm90 = spec.bwd_launch["nvidia-sm90a"]
-    assert sm90 == (64, 128, 128, 131584, 256, 82432)
+    assert sm90 == (64, 128, 128, 131584, 256, 82432, False)
     assert sm90.entry("maskc_attn_bwd") == (256, 131584) and sm90.entry("maskc_attn_bwd_dq") == (128, 82432)
     assert sm90.entry("maskc_attn_bwd_pre") == (128, 0)
-    assert spec.bwd_launch["amd"] == (32, 64, 256, 57600, 256, 57600)
+    assert spec.bwd_launch["amd"] == (32, 64, 256, 57600, 256, 57600, False)
     sizes = dict(B=2, H=8, HKV=2, Sq=1000, Skv=1000)
     main = gen.man.bwd_entries["maskc_attn_bwd"]
     assert main.grid_dims(sizes, tiles=gen.man.bwd_tiles(spec, gen.man.platform("nvidia-sm90a"))) == (8, 2, 2)
@@ -340,7 +352,7 @@ def test_head_dim_256_forward_and_backward(env):
     backward_through_op(attn, q, k, v, [])
     bw = launches(drv)[nfwd:]
     assert [c[2] for c in bw][1] == (-(-S // 32), HKV, B) and bw[1][4] == 69888
-    assert spec.bwd_launch["amd"] == (32, 32, 256, 53504, 256, 53504)
+    assert spec.bwd_launch["amd"] == (32, 32, 256, 53504, 256, 53504, False)
 
 
 def test_backward_buffer_gradient_and_dlse(env):
