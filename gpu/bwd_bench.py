@@ -230,9 +230,14 @@ def main():
                     for t, b in zip(bufs, sorted(e.get("buffers") or [], key=lambda b: b["slot"]))]
             grad_slots = [b["slot"] for b in e.get("buffers") or [] if b.get("grad")]
             fwd = kern.prepare(q, k, v, o, lse, scale, args)
-            for det in (False, True):
+            # atomic, deterministic as the manifest says, and where that adds dQ in order
+            # (bwd_launch dq_ordered) also through the dQ kernel (det-dqk)
+            modes = [("atomic", False, True), ("det", True, True)]
+            if kern.bwd_launch.dq_ordered:
+                modes.append(("det-dqk", True, False))
+            for mode, det, ordered in modes:
                 bwd = kern.prepare_bwd(q, k, v, o, lse, do, dq, dk, dv, scale, args, grad_slots, None, None,
-                                       fwd.flags, det)
+                                       fwd.flags, det, ordered=ordered)
 
                 def step(fwd=fwd, bwd=bwd):  # bound now: the steps are timed after the loop
                     fwd()
@@ -241,7 +246,6 @@ def main():
                     t.fill_(float("nan"))
                 step()
                 torch.cuda.synchronize()
-                mode = "det" if det else "atomic"
                 r = dict(row, variant=mode if vn == "main" else vn + "/" + mode,
                          nan_outputs=int(sum(torch.isnan(t).sum().item() for t in (dq, dk, dv))))
                 if fg is not None:
