@@ -44,11 +44,10 @@ type Options struct {
 	// an experiment for timing it on masked cases (cmd/genkernels
 	// -bwd-wide, bwd_bench.py --variant).
 	BwdWideAll bool
-	// BwdDQOrder gives the deterministic backward of masks whose columns
-	// start on a diagonal the ordered dQ (bwdDQOrdered,
-	// hipsrc.BwdDQOrderDefine): an experiment (cmd/genkernels
-	// -bwd-dq-order), off by default: compiled into maskc_attn_bwd it
-	// costs the atomic mode's registers (docs/kernel-decisions.md).
+	// BwdDQOrder gives the deterministic backward of every mask whose
+	// columns start on a diagonal the ordered dQ (bwdDQOrdered,
+	// hipsrc.BwdDQOrderDefine), not only those with a transcendental
+	// score: an experiment (cmd/genkernels -bwd-dq-order).
 	BwdDQOrder bool
 }
 
@@ -209,6 +208,7 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 	}
 	if k.BwdLaunch != nil && bwdDQOrdered(k, opts) {
 		k.BwdLaunch = hipsrc.WithDQOrdered(k.BwdLaunch, k.HeadDim)
+		k.BwdEntries = hipsrc.BwdEntryNamesFor(true)
 	}
 	reads, spans := readBounds(src, mask, score, bufs)
 	if reads != nil {
@@ -459,18 +459,25 @@ func firstNonEmpty(xs ...string) string {
 // run 30e); every kernel under Options.BwdWideAll.
 func bwdWide(k *Kernel, opts Options) bool { return !k.HasMask || opts.BwdWideAll }
 
-// bwdDQOrdered reports whether k's deterministic backward adds dQ in
-// maskc_attn_bwd in a fixed order (hipsrc.BwdDQOrderDefine;
-// maskc_bwd_ordered in attn_bwd.h) rather than in maskc_attn_bwd_dq, which
-// computes S and dP again per q tile: under Options.BwdDQOrder, a mask
-// whose every term starts its column on a diagonal (diagonalColumns). Each
-// kv tile waits there for the tiles after it to have added a row; a column
-// whose first row moves on with its key tile meets each row about one step
-// after the next tile (FlashAttention-3 orders its causal backward so),
-// while columns that all start at row 0 (full attention, a prefix) would
-// queue every kv tile at every row one after another.
+// bwdDQOrdered reports whether k's deterministic backward adds dQ in a
+// fixed order in maskc_attn_bwd_ordered (hipsrc.BwdDQOrderDefine) rather
+// than in maskc_attn_bwd_dq, which computes S and dP again per q tile: a
+// mask whose every term starts its column on a diagonal (diagonalColumns)
+// with a score that calls transcendental functions (not lightScore), whose
+// second evaluation costs the dQ kernel most; every diagonal mask under
+// Options.BwdDQOrder. Each kv tile waits there for the tiles after it to
+// have added a row; a column whose first row moves on with its key tile
+// meets each row about one step after the next tile (FlashAttention-3
+// orders its causal backward so), while columns that all start at row 0
+// (full attention, a prefix) would queue every kv tile at every row. On
+// the H100 (run 32d, deterministic fwd+bwd over Flex) causal+softcap ran
+// 0.784 against the dQ kernel's 0.664; causal 0.789 against 0.821,
+// sliding1024 0.763 / 0.777, dilated2048 0.822 / 0.863, causal+alibi
+// 0.725 / 0.749 and document 0.514 / 0.711 (one document's kv tiles all
+// start at its first row) ran slower.
 func bwdDQOrdered(k *Kernel, opts Options) bool {
-	return opts.BwdDQOrder && k.HasMask && diagonalColumns(k.sparsity)
+	heavy := k.HasScore && !lightScore(k.Score)
+	return (heavy || opts.BwdDQOrder) && k.HasMask && diagonalColumns(k.sparsity)
 }
 
 // diagonalColumns reports whether every term of an analytic plan bounds q

@@ -143,6 +143,7 @@ def main():
                 ptxas = [ln.strip() for ln in cub[1].splitlines() if "maskc_attn_bwd" in ln or "spill" in ln]
                 emit(kind="kernel", variant=vn, case=n, fwd_regs=kk.regs, bwd_regs=kk.bwd_regs,
                      bwd_local_bytes=kk.bwd_local_bytes, dq_regs=kk.bwd_dq_regs,
+                     ordered_regs=kk.bwd_ordered_regs, ordered_local_bytes=kk.bwd_ordered_local_bytes,
                      wgmma_fwd=kk.platform == "nvidia-sm90a", ptxas=ptxas[:16])
             except Exception as ex_:
                 emit(kind="kernel", variant=vn, case=n, error=repr(ex_)[-3000:])

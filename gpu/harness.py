@@ -572,6 +572,10 @@ class BwdKernel(Kernel):
                 drv.set_max_dynamic_smem(self.bwd_fns[e], self.bwd_launch.entry(e)[1])
         self.bwd_regs = self._attr(self.bwd, _cuda_mod.ATTR_NUM_REGS)
         self.bwd_local_bytes = self._attr(self.bwd, _cuda_mod.ATTR_LOCAL_SIZE_BYTES)
+        # maskc_attn_bwd_ordered's, where the kernel has one (-1 where not)
+        ordered = self.bwd_fns.get("maskc_attn_bwd_ordered")
+        self.bwd_ordered_regs = self._attr(ordered, _cuda_mod.ATTR_NUM_REGS) if ordered else -1
+        self.bwd_ordered_local_bytes = self._attr(ordered, _cuda_mod.ATTR_LOCAL_SIZE_BYTES) if ordered else -1
         self.bwd_dq_regs = self._attr(self.bwd_dq, _cuda_mod.ATTR_NUM_REGS)
 
     def prepare_bwd(self, q, k, v, o, lse, do, dq, dk, dv, scale, buffers=(), grad_slots=(), sink=None,

@@ -285,6 +285,9 @@ const (
 	// BwdMainEntry computes dK, dV (and dQ's atomics and the buffer
 	// gradients) per kv tile.
 	BwdMainEntry = "maskc_attn_bwd"
+	// BwdMainOrderedEntry is BwdMainEntry adding dQ in a fixed order
+	// (deterministic mode where bwd_launch.dq_ordered, in its place).
+	BwdMainOrderedEntry = "maskc_attn_bwd_ordered"
 	// BwdDQEntry is the deterministic dQ kernel.
 	BwdDQEntry = "maskc_attn_bwd_dq"
 	// BwdDQConvertEntry converts dq_acc to dQ's element type (atomic mode).
@@ -298,7 +301,10 @@ const (
 // BwdEntries are the backward entry points in launch order; every launch
 // uses the platform's bwd_threads per block. Their When: "always";
 // "prepass" (maskc_tile_flags of the forward, from the same module, before
-// maskc_attn_bwd); "deterministic" or "atomic" (the dQ mode chosen); "sink"
+// maskc_attn_bwd); "unordered" (every backward but an ordered deterministic
+// one) or "ordered" (deterministic mode where bwd_launch.dq_ordered;
+// BwdLaunchConfig.Ordered); "deterministic" (dQ by maskc_attn_bwd_dq) or
+// "atomic" (dQ converted from dq_acc; BwdLaunchConfig.DQByMain); "sink"
 // (kernels with a sink, when its gradient is wanted); "grad" (once per
 // differentiable buffer whose gradient is wanted, size n its element
 // count).
@@ -325,7 +331,21 @@ var BwdEntries = []Entry{
 		},
 		Grid:      [3]GridDim{{Size: "Skv", Tile: "bwd_block_n"}, {Size: "HKV"}, {Size: "B"}},
 		SharedMem: true,
-		When:      "always",
+		When:      "unordered",
+	},
+	{
+		Name: BwdMainOrderedEntry,
+		Params: []Param{
+			{Name: "Q", CType: "const T*"}, {Name: "K", CType: "const T*"}, {Name: "V", CType: "const T*"},
+			{Name: "dO", CType: "const T*"},
+			{Name: "dK", CType: "T*", Doc: "like K, strides shape.dk_stride"},
+			{Name: "dV", CType: "T*", Doc: "like V, strides shape.dv_stride"},
+			{Name: "shape", CType: "MaskcBwdShape"},
+			{Name: "buf", CType: "MaskcBuffers"},
+		},
+		Grid:      [3]GridDim{{Size: "Skv", Tile: "bwd_block_n"}, {Size: "HKV"}, {Size: "B"}},
+		SharedMem: true,
+		When:      "ordered",
 	},
 	{
 		Name: BwdDQEntry,
@@ -364,11 +384,19 @@ var BwdEntries = []Entry{
 	},
 }
 
-// BwdEntryNames returns the names of BwdEntries in launch order.
-func BwdEntryNames() []string {
+// BwdEntryNames returns the names of BwdEntries in launch order that a
+// kernel without the ordered dQ has (all but BwdMainOrderedEntry).
+func BwdEntryNames() []string { return BwdEntryNamesFor(false) }
+
+// BwdEntryNamesFor returns the names of BwdEntries in launch order that a
+// kernel has: BwdMainOrderedEntry only where its source asks for the
+// ordered dQ (BwdDQOrderDefine; every platform's module defines it then).
+func BwdEntryNamesFor(ordered bool) []string {
 	var out []string
 	for _, e := range BwdEntries {
-		out = append(out, e.Name)
+		if e.Name != BwdMainOrderedEntry || ordered {
+			out = append(out, e.Name)
+		}
 	}
 	return out
 }

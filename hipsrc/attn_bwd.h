@@ -24,6 +24,9 @@
 //                         maskc_bwd_dq_chunk_col); buffer gradients are added in
 //                         64-bit fixed point (MASKC_BWD_FIX_ONE), which sums
 //                         the same bits in any order.
+//   maskc_attn_bwd_ordered  deterministic mode, in place of maskc_attn_bwd,
+//                         where the kernel orders dQ (MASKC_BWD_DQ_ORDER):
+//                         the same launch, dQ added in a fixed order.
 //   maskc_attn_bwd_dq     deterministic mode only (dq_acc == nullptr): grid
 //                         (ceil(Sq/MASKC_BWD_BLOCK_M), H, B),
 //                         MASKC_BWD_THREADS threads, MASKC_BWD_DQ_SMEM_BYTES
@@ -158,13 +161,12 @@
 #endif
 // dq_acc's rows hold their columns permuted (the wgmma kernel's bulk reductions).
 #define MASKC_BWD_DQ_BULK MASKC_BWD_WG
-// MASKC_BWD_DQ_ORDER: deterministic mode adds dQ in maskc_attn_bwd, in a
-// fixed order (the kv tiles of a q tile's 16 rows last to first, each
-// waiting for its turn on dq_sem), instead of maskc_attn_bwd_dq recomputing
-// S and dP per q tile. The generated part asks for it
-// (MASKC_BWD_DQ_ORDERED, codegen's rule; the manifest's
-// bwd_launch.dq_ordered tells the host to pass dq_sem and dq_acc in
-// deterministic mode); only the sm_90a kernel has it.
+// MASKC_BWD_DQ_ORDER: deterministic mode runs maskc_attn_bwd_ordered, which
+// adds dQ in a fixed order (the kv tiles of a q tile's 16 rows last to
+// first, each waiting for its turn on dq_sem), instead of maskc_attn_bwd
+// then maskc_attn_bwd_dq recomputing S and dP per q tile. The generated part
+// asks for it (MASKC_BWD_DQ_ORDERED, codegen's bwdDQOrdered; the manifest's
+// bwd_launch.dq_ordered tells the host); only the sm_90a kernel has it.
 #if defined(MASKC_BWD_DQ_ORDERED) && MASKC_BWD_WG
 #define MASKC_BWD_DQ_ORDER 1
 #else
@@ -882,13 +884,11 @@ __device__ __forceinline__ void maskc_bwd_rows_barrier(int w) {
 // programs before it. A waiter's rows are then counted by exactly the
 // programs after it, whatever the mask: the sums are in one order, bitwise
 // the same every run.
-// Everything it reads is a kernel parameter or a special register, so that
-// it holds no register through the main loop: the kernel is ordered when
-// sh.dq_sem is set (deterministic mode), a program's turn is
-// gridDim.x - 1 - kt = blockIdx.x, and (b, h) has ceil(Sq / 16) counters.
-__device__ __forceinline__ bool maskc_bwd_ordered(const MaskcBwdShape& sh) {
-  return MASKC_BWD_DQ_ORDER && sh.dq_sem != nullptr;
-}
+// It is its own entry point, maskc_attn_bwd_ordered (maskc_attn_bwd's main
+// loop compiled with kOrdered), launched instead of maskc_attn_bwd in
+// deterministic mode, so that the atomic kernel's registers stay its own.
+// A program's turn is gridDim.x - 1 - kt = blockIdx.x, and (b, h) has
+// ceil(Sq / 16) counters: nothing held in registers through the loop.
 // A bound on a turn's wait, in polls (seconds): a program that waits longer
 // traps rather than hang (the counts of a broken launch never come).
 #define MASKC_BWD_SEM_POLLS (1ll << 26)
@@ -1060,7 +1060,7 @@ __device__ __forceinline__ void maskc_bwd_q_tiles(const MaskcBwdShape& sh, const
 }
 
 #if MASKC_BWD_DQ_ORDER
-// The ordered walk's q tiles of head h for kv tile kt (maskc_bwd_ordered): the
+// The ordered walk's q tiles of head h for kv tile kt: the
 // envelope [*lo, *end) of the ranges of every kv tile (*end <= *lo: none),
 // reduced over the block's warps in env (two ints of shared memory), each
 // warp taking whole kv tiles (a q range may search a segments buffer,
@@ -1094,6 +1094,7 @@ __device__ __forceinline__ void maskc_bwd_order_tiles(const MaskcBwdShape& sh, c
 }
 #endif
 
+template <bool kOrdered>
 __device__ __forceinline__ bool maskc_bwd_walk_next(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int hkv,
                                                     int k0, MaskcBwdWalk& w, unsigned char* cls) {
   constexpr int BM = MASKC_BWD_BLOCK_M, BN = MASKC_BWD_BLOCK_N;
@@ -1105,7 +1106,7 @@ __device__ __forceinline__ bool maskc_bwd_walk_next(const MaskcBwdShape& sh, con
       if (++w.h >= (hkv + 1) * group) return false;
       w.c0 = w.c1 = 0;
 #if MASKC_BWD_DQ_ORDER
-      if (maskc_bwd_ordered(sh))  // env: the two ints before the classes (maskc_attn_bwd's shared memory)
+      if (kOrdered)  // env: the two ints before the classes (maskc_attn_bwd's shared memory)
         maskc_bwd_order_tiles(sh, buf, (int*)cls - 2, b, w.h, k0 / BN, &w.lo, &w.qt_end);
       else
 #endif
@@ -1131,7 +1132,7 @@ __device__ __forceinline__ bool maskc_bwd_walk_next(const MaskcBwdShape& sh, con
 #endif
     if (w.cls != 0) return true;
 #if MASKC_BWD_DQ_ORDER
-    if (maskc_bwd_ordered(sh)) maskc_bwd_sem_pass(sh, b, w.h, w.qt);
+    if (kOrdered) maskc_bwd_sem_pass(sh, b, w.h, w.qt);
 #endif
   }
 }
@@ -1156,11 +1157,13 @@ __device__ __forceinline__ void maskc_bwd_issue_q(const MaskcBwdShape& sh, const
   }
 }
 
-// dK, dV (and dQ's atomics, buffer gradients) per kv tile.
-extern "C" __global__ void __launch_bounds__(MASKC_BWD_MAIN_THREADS, MASKC_BWD_GROUPS == 1 ? 2 : 1)
-    maskc_attn_bwd(const maskc_elem_t* __restrict__ Q, const maskc_elem_t* __restrict__ K,
-                   const maskc_elem_t* __restrict__ V, const maskc_elem_t* __restrict__ dO,
-                   maskc_elem_t* __restrict__ dK, maskc_elem_t* __restrict__ dV, MaskcBwdShape sh, MaskcBuffers buf) {
+// dK, dV (and dQ's additions, buffer gradients) per kv tile: the main loop
+// of maskc_attn_bwd and, with kOrdered, of maskc_attn_bwd_ordered.
+template <bool kOrdered>
+__device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restrict__ Q, const maskc_elem_t* __restrict__ K,
+                                                    const maskc_elem_t* __restrict__ V, const maskc_elem_t* __restrict__ dO,
+                                                    maskc_elem_t* __restrict__ dK, maskc_elem_t* __restrict__ dV,
+                                                    const MaskcBwdShape& sh, const MaskcBuffers& buf) {
   extern __shared__ __attribute__((aligned(1024))) unsigned char maskc_bwd_smem[];
   constexpr int D = MASKC_HEAD_DIM, BM = MASKC_BWD_BLOCK_M, BN = MASKC_BWD_BLOCK_N;
   maskc_elem_t* const sK = (maskc_elem_t*)maskc_bwd_smem;  // every tile 1024-byte aligned
@@ -1199,17 +1202,14 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_MAIN_THREADS, MASKC_BWD_G
   const int gw = MASKC_BWD_GROUPS == 1 ? warp : warp % MASKC_BWD_WARPS;
   constexpr int NT = MASKC_BWD_MAIN_THREADS;
 #if MASKC_BWD_LPT
-  static_assert(!MASKC_BWD_DQ_ORDER, "the ordered dQ takes kv tiles last first, not longest first");
+  static_assert(!kOrdered, "the ordered dQ takes kv tiles last first, not longest first");
   int kt, z;
   maskc_bwd_lpt_block(&kt, &z);
   const int hkv = z % gridDim.y, b = z / gridDim.y;
-#elif MASKC_BWD_DQ_ORDER
+#else
   // Ordered: kv tiles last first, so that the programs a turn waits for
   // started before it.
-  const int kt = maskc_bwd_ordered(sh) ? (int)(gridDim.x - 1 - blockIdx.x) : (int)blockIdx.x, hkv = blockIdx.y,
-            b = blockIdx.z;
-#else
-  const int kt = blockIdx.x, hkv = blockIdx.y, b = blockIdx.z;
+  const int kt = kOrdered ? (int)(gridDim.x - 1 - blockIdx.x) : (int)blockIdx.x, hkv = blockIdx.y, b = blockIdx.z;
 #endif
   const int Sq = sh.Sq, Skv = sh.Skv, k0 = kt * BN;
 
@@ -1267,7 +1267,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_MAIN_THREADS, MASKC_BWD_G
   if ((maskc_smem_addr(maskc_bwd_qdo1) & 1023) != 0) __trap();
   int stage = 0;
 #endif
-  bool have = maskc_bwd_walk_next(sh, buf, b, hkv, k0, w, sCls);
+  bool have = maskc_bwd_walk_next<kOrdered>(sh, buf, b, hkv, k0, w, sCls);
   if (have) {
     maskc_bwd_issue_q(sh, Q, dO, sQ0, sdO0, b, w, tid, &lse_next, &delta_next);
     read_next(w);
@@ -1305,7 +1305,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_MAIN_THREADS, MASKC_BWD_G
     // The next pair's copies into the other stage, in flight through this
     // whole pair (its last readers, the previous pair's dK, dV products,
     // were done before that pair's second barrier).
-    have = maskc_bwd_walk_next(sh, buf, b, hkv, k0, w, sCls);
+    have = maskc_bwd_walk_next<kOrdered>(sh, buf, b, hkv, k0, w, sCls);
     if (have) {
       maskc_bwd_issue_q(sh, Q, dO, stage ? sQ0 : maskc_bwd_qdo1, stage ? sdO0 : maskc_bwd_qdo1 + BM * D, b, w, tid,
                         &lse_next, &delta_next);
@@ -1405,7 +1405,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_MAIN_THREADS, MASKC_BWD_G
     __syncthreads();  // Q and dO are free for the next tile; dS^T is complete
 
 #if MASKC_BWD_QSTAGES == 1
-    have = maskc_bwd_walk_next(sh, buf, b, hkv, k0, w, sCls);
+    have = maskc_bwd_walk_next<kOrdered>(sh, buf, b, hkv, k0, w, sCls);
     if (have) {
       maskc_bwd_issue_q(sh, Q, dO, sQ, sdO, b, w, tid, &lse_next, &delta_next);
       read_next(w);
@@ -1460,8 +1460,8 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_MAIN_THREADS, MASKC_BWD_G
       maskc_bwd_rows_barrier(gw);
       const int qw = q0 + 16 * gw, nrows = min(16, Sq - qw);
 #if MASKC_BWD_DQ_ORDER
-      if (maskc_bwd_ordered(sh) && group == 0 && lane == 0 && nrows > 0) {
-        // In its turn (maskc_bwd_ordered), complete before it is counted.
+      if (kOrdered && group == 0 && lane == 0 && nrows > 0) {
+        // In its turn, complete before it is counted.
         unsigned* const sem = maskc_bwd_sem_at(sh, b, h, qw / 16);
         maskc_bwd_sem_wait(sem, blockIdx.x);
         maskc_bwd_bulk_add(sh.dq_acc + (row0 + qw) * D, sDQ + gw * (16 * D), (unsigned)(nrows * D * 4));
@@ -1493,6 +1493,24 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_MAIN_THREADS, MASKC_BWD_G
     }
   }
 }
+
+extern "C" __global__ void __launch_bounds__(MASKC_BWD_MAIN_THREADS, MASKC_BWD_GROUPS == 1 ? 2 : 1)
+    maskc_attn_bwd(const maskc_elem_t* __restrict__ Q, const maskc_elem_t* __restrict__ K,
+                   const maskc_elem_t* __restrict__ V, const maskc_elem_t* __restrict__ dO,
+                   maskc_elem_t* __restrict__ dK, maskc_elem_t* __restrict__ dV, MaskcBwdShape sh, MaskcBuffers buf) {
+  maskc_attn_bwd_main<false>(Q, K, V, dO, dK, dV, sh, buf);
+}
+
+#if MASKC_BWD_DQ_ORDER
+// Deterministic mode's maskc_attn_bwd where the kernel orders dQ (above).
+extern "C" __global__ void __launch_bounds__(MASKC_BWD_MAIN_THREADS, MASKC_BWD_GROUPS == 1 ? 2 : 1)
+    maskc_attn_bwd_ordered(const maskc_elem_t* __restrict__ Q, const maskc_elem_t* __restrict__ K,
+                           const maskc_elem_t* __restrict__ V, const maskc_elem_t* __restrict__ dO,
+                           maskc_elem_t* __restrict__ dK, maskc_elem_t* __restrict__ dV, MaskcBwdShape sh,
+                           MaskcBuffers buf) {
+  maskc_attn_bwd_main<true>(Q, K, V, dO, dK, dV, sh, buf);
+}
+#endif
 
 // The first kv tile after kt, before kt_end, that q tile q0 may see (its
 // class in *cls); kt_end when none. kv_lo, kv_hi: maskc_kv_range of the q
@@ -2101,5 +2119,18 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
   const long long i = (long long)blockIdx.x * MASKC_BWD_THREADS + threadIdx.x;
   if (i < n) out[i] = (float)((double)acc[i] / (double)MASKC_BWD_FIX_ONE);
 }
+
+#if defined(MASKC_BWD_DQ_ORDERED) && !MASKC_BWD_DQ_ORDER
+// The source asks for the ordered dQ, which this platform's kernels lack
+// (its bwd_launch says dq_ordered false: hipsrc.BwdDQOrders): the entry
+// exists so that every platform's module has the descriptor's entry points;
+// it is never launched.
+extern "C" __global__ void maskc_attn_bwd_ordered(const maskc_elem_t* Q, const maskc_elem_t* K, const maskc_elem_t* V,
+                                                  const maskc_elem_t* dO, maskc_elem_t* dK, maskc_elem_t* dV,
+                                                  MaskcBwdShape sh, MaskcBuffers buf) {
+  (void)Q, (void)K, (void)V, (void)dO, (void)dK, (void)dV, (void)sh, (void)buf;
+  __builtin_trap();
+}
+#endif
 
 #endif  // MASKC_ATTN_BWD_H

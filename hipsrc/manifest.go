@@ -158,10 +158,11 @@ type BwdLaunchConfig struct {
 	// maskc_attn_bwd_dq's.
 	SharedMemBytes   int `json:"shared_mem_bytes"`
 	DQSharedMemBytes int `json:"dq_shared_mem_bytes"`
-	// DQOrdered says that in deterministic mode maskc_attn_bwd adds dQ
-	// into dq_acc in a fixed order (MaskcBwdShape.dq_sem set, then
-	// maskc_attn_bwd_dq_convert) instead of maskc_attn_bwd_dq computing it
-	// (BwdDQOrders; the source has BwdDQOrderDefine).
+	// DQOrdered says that in deterministic mode maskc_attn_bwd_ordered,
+	// in place of maskc_attn_bwd, adds dQ into dq_acc in a fixed order
+	// (MaskcBwdShape.dq_sem set, then maskc_attn_bwd_dq_convert) instead
+	// of maskc_attn_bwd_dq computing it (BwdDQOrders; the source has
+	// BwdDQOrderDefine).
 	DQOrdered bool `json:"dq_ordered"`
 }
 
@@ -171,12 +172,17 @@ type BwdLaunchConfig struct {
 // else those whose When is "deterministic" (BwdEntries).
 func (c BwdLaunchConfig) DQByMain(deterministic bool) bool { return !deterministic || c.DQOrdered }
 
+// Ordered reports whether a backward under c in the given mode runs
+// BwdMainOrderedEntry in place of BwdMainEntry (deterministic mode where
+// DQOrdered): the entries whose When is "ordered", else "unordered".
+func (c BwdLaunchConfig) Ordered(deterministic bool) bool { return deterministic && c.DQOrdered }
+
 // Entry returns the block size and the dynamic shared memory of the
 // backward entry point called name under c (0 bytes for an entry that
 // takes none).
 func (c BwdLaunchConfig) Entry(name string) (threads, sharedMemBytes int) {
 	switch name {
-	case BwdMainEntry:
+	case BwdMainEntry, BwdMainOrderedEntry:
 		return c.MainThreads, c.SharedMemBytes
 	case BwdDQEntry:
 		return c.Threads, c.DQSharedMemBytes

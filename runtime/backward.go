@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"slices"
 	"structs"
 	"sync"
 	"unsafe"
@@ -120,6 +121,10 @@ func (k *AttentionKernel) loadBackward() (*bwdKernels, error) {
 			return nil, errorf(CodeSpec, err, "kernel %s's backward", kd.Attention)
 		}
 		return &bwdCall{bind: b, params: b.params(a, k.pins)}, nil
+	}
+	if bl.DQOrdered && !slices.Contains(kd.BwdEntries, hipsrc.BwdMainOrderedEntry) {
+		// Deterministic mode would launch neither main kernel.
+		return nil, errorf(CodeSpec, nil, "kernel %s's bwd_launch orders dQ (dq_ordered) but its backward has no %s", kd.Attention, hipsrc.BwdMainOrderedEntry)
 	}
 	var all []*bwdCall
 	for _, name := range kd.BwdEntries {
@@ -304,8 +309,8 @@ func (k *AttentionKernel) Backward(s Stream, q, kk, v, o, lse DevicePtr, shape S
 	if err != nil {
 		return err
 	}
-	byMain := bk.launch.DQByMain(deterministic) // dQ added into dq_acc by maskc_attn_bwd
-	ordered := deterministic && byMain
+	byMain := bk.launch.DQByMain(deterministic) // dQ added into dq_acc by maskc_attn_bwd(_ordered)
+	ordered := bk.launch.Ordered(deterministic)
 	sc, err := k.scratchFor(e, byMain, ordered)
 	if err != nil {
 		return err
@@ -376,6 +381,10 @@ func (k *AttentionKernel) Backward(s Stream, q, kk, v, o, lse DevicePtr, shape S
 		en := l.bind.entry
 		switch en.When {
 		case "always":
+		case "unordered", "ordered":
+			if ordered != (en.When == "ordered") {
+				continue
+			}
 		case "deterministic", "atomic":
 			if byMain != (en.When == "atomic") {
 				continue

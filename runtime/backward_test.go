@@ -43,6 +43,7 @@ func TestBwdCLayoutMatchesABI(t *testing.T) {
 var bwdSource = attnSource + `
 extern "C" __global__ void maskc_attn_bwd_pre(const T* O, const T* dO, MaskcBwdShape sh) {}
 extern "C" __global__ void maskc_attn_bwd(const T* Q, const T* K, const T* V, const T* dO, T* dK, T* dV, MaskcBwdShape sh, MaskcBuffers buf) {}
+extern "C" __global__ void maskc_attn_bwd_ordered(const T* Q, const T* K, const T* V, const T* dO, T* dK, T* dV, MaskcBwdShape sh, MaskcBuffers buf) {}
 extern "C" __global__ void maskc_attn_bwd_dq(const T* Q, const T* K, const T* V, const T* dO, T* dQ, MaskcBwdShape sh, MaskcBuffers buf) {}
 extern "C" __global__ void maskc_attn_bwd_dq_convert(T* dQ, MaskcBwdShape sh) {}
 extern "C" __global__ void maskc_attn_bwd_sink(MaskcBwdShape sh) {}
@@ -69,6 +70,7 @@ func registerBwd(fb *fake.Backend) *[]bwdLaunch {
 	var mu sync.Mutex
 	var recs []bwdLaunch
 	add := func(l bwdLaunch) { mu.Lock(); recs = append(recs, l); mu.Unlock() }
+	var mainLaunch func(name string, mem *fake.Backend, l fake.Launch) error
 	ptrs := func(l fake.Launch, n int) []uintptr {
 		var out []uintptr
 		for i := 0; i < n; i++ {
@@ -80,7 +82,11 @@ func registerBwd(fb *fake.Backend) *[]bwdLaunch {
 		add(bwdLaunch{entry: hipsrc.BwdPreEntry, grid: l.Grid, block: l.Block, shared: l.SharedBytes, ptrs: ptrs(l, 2), sh: fake.Param[cBwdShape](l.Params, 2)})
 		return nil
 	})
-	fb.Register(hipsrc.BwdMainEntry, func(mem *fake.Backend, l fake.Launch) error {
+	// maskc_attn_bwd and maskc_attn_bwd_ordered: the same launch
+	main := func(name string) func(mem *fake.Backend, l fake.Launch) error {
+		return func(mem *fake.Backend, l fake.Launch) error { return mainLaunch(name, mem, l) }
+	}
+	mainLaunch = func(name string, mem *fake.Backend, l fake.Launch) error {
 		sh := fake.Param[cBwdShape](l.Params, 6)
 		zeroed := true
 		for _, p := range sh.DBuf {
@@ -96,10 +102,12 @@ func registerBwd(fb *fake.Backend) *[]bwdLaunch {
 			}
 			*(*int64)(unsafe.Pointer(&b[0])) += 5
 		}
-		add(bwdLaunch{entry: hipsrc.BwdMainEntry, grid: l.Grid, block: l.Block, shared: l.SharedBytes, ptrs: ptrs(l, 6), sh: sh, accWasZeroed: zeroed,
+		add(bwdLaunch{entry: name, grid: l.Grid, block: l.Block, shared: l.SharedBytes, ptrs: ptrs(l, 6), sh: sh, accWasZeroed: zeroed,
 			status: fake.Param[cBuffers](l.Params, 7).Status})
 		return nil
-	})
+	}
+	fb.Register(hipsrc.BwdMainEntry, main(hipsrc.BwdMainEntry))
+	fb.Register(hipsrc.BwdMainOrderedEntry, main(hipsrc.BwdMainOrderedEntry))
 	fb.Register(hipsrc.BwdDQEntry, func(mem *fake.Backend, l fake.Launch) error {
 		add(bwdLaunch{entry: hipsrc.BwdDQEntry, grid: l.Grid, block: l.Block, shared: l.SharedBytes, ptrs: ptrs(l, 5), sh: fake.Param[cBwdShape](l.Params, 5),
 			status: fake.Param[cBuffers](l.Params, 6).Status})
@@ -164,6 +172,11 @@ func TestBackwardMarshalsTheABI(t *testing.T) {
 			bl := spec.Kernel.BwdLaunch["nvidia"]
 			bl.DQOrdered = c.ordered
 			spec.Kernel.BwdLaunch["nvidia"] = bl
+			spec.Kernel.BwdEntries = hipsrc.BwdEntryNamesFor(c.ordered)
+			mainEntry := hipsrc.BwdMainEntry
+			if det && c.ordered {
+				mainEntry = hipsrc.BwdMainOrderedEntry
+			}
 			k, err := d.NewAttention(spec)
 			if err != nil {
 				t.Fatal(err)
@@ -188,7 +201,7 @@ func TestBackwardMarshalsTheABI(t *testing.T) {
 				if dqKernel {
 					dq = hipsrc.BwdDQEntry
 				}
-				want := strings.Join([]string{hipsrc.BwdPreEntry, hipsrc.BwdMainEntry, dq, hipsrc.BwdSinkEntry, hipsrc.BwdBufConvertEntry}, " ")
+				want := strings.Join([]string{hipsrc.BwdPreEntry, mainEntry, dq, hipsrc.BwdSinkEntry, hipsrc.BwdBufConvertEntry}, " ")
 				if got := strings.Join(names, " "); got != want {
 					t.Fatalf("sparsity %s det %v ordered %v: launches %s, want %s", sparsity, det, c.ordered, got, want)
 				}
@@ -202,7 +215,7 @@ func TestBackwardMarshalsTheABI(t *testing.T) {
 						t.Errorf("%s: block %v", r.entry, r.block)
 					}
 				}
-				pre, main := byName[hipsrc.BwdPreEntry], byName[hipsrc.BwdMainEntry]
+				pre, main := byName[hipsrc.BwdPreEntry], byName[mainEntry]
 				if pre.grid != dim3(38, 8, 2) || pre.shared != 0 || pre.ptrs[0] != uintptr(o) || pre.ptrs[1] != uintptr(g.DO) {
 					t.Errorf("pre launch %+v", pre)
 				}
@@ -312,6 +325,21 @@ func TestBackwardRejectsBadCalls(t *testing.T) {
 	var re *Error
 	if !errors.As(err, &re) || re.Code != CodeSpec || !strings.Contains(err.Error(), "without a backward source") {
 		t.Errorf("forward-only kernel: %v", err)
+	}
+	// A descriptor that orders dQ but lists no ordered main kernel would
+	// launch neither main kernel in deterministic mode: refused.
+	spec := bwdProbeSpec(t, SparsityNone)
+	bl := spec.Kernel.BwdLaunch["nvidia"]
+	bl.DQOrdered = true
+	spec.Kernel.BwdLaunch["nvidia"] = bl
+	noOrdered, err := d.NewAttention(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer noOrdered.Close()
+	err = noOrdered.Backward(0, q, kk, v, o, lse, shape, bufs, good, true)
+	if !errors.As(err, &re) || re.Code != CodeSpec || !strings.Contains(err.Error(), "has no maskc_attn_bwd_ordered") {
+		t.Errorf("dq_ordered without the ordered entry: %v", err)
 	}
 }
 

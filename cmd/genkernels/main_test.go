@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/maskc/maskc/codegen"
 	"github.com/maskc/maskc/hipsrc"
 )
 
@@ -212,11 +211,12 @@ func TestPythonHarnessReadsManifest(t *testing.T) {
 }
 
 // TestManifestBackward: every kernel's backward source is written beside
-// its forward and the manifest describes how to launch it.
+// its forward and the manifest describes how to launch it (the soft-capped
+// window's with the ordered deterministic dQ).
 func TestManifestBackward(t *testing.T) {
 	dir := t.TempDir()
 	var stdout, stderr strings.Builder
-	if code := run([]string{"-o", dir, "../../codegen/testdata/golden/document.flex", "../../codegen/testdata/golden/lookup.flex"}, &stdout, &stderr); code != 0 {
+	if code := run([]string{"-o", dir, "../../codegen/testdata/golden/document.flex", "../../codegen/testdata/golden/lookup.flex", "../../examples/softcap.flex"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, "manifest.json"))
@@ -238,9 +238,15 @@ func TestManifestBackward(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The ordered deterministic dQ is an experiment (-bwd-dq-order).
-		if k.BwdLaunch[hipsrc.NVIDIAWGMMA.String()].DQOrdered {
-			t.Errorf("%s: dq_ordered without -bwd-dq-order", k.ID)
+		// The ordered deterministic dQ (codegen's bwdDQOrdered: a diagonal
+		// mask with a transcendental score) is in the source, its entries and
+		// its launch together; never without a score.
+		ordered := k.BwdLaunch[hipsrc.NVIDIAWGMMA.String()].DQOrdered
+		if ordered != (k.ID == "capped_layer") {
+			t.Errorf("%s: dq_ordered %v (only the soft-capped window's score is transcendental)", k.ID, ordered)
+		}
+		if ordered {
+			tiles += hipsrc.BwdDQOrderDefine
 		}
 		if !strings.HasSuffix(body, strings.TrimRight(hipsrc.AttnFwd, "\n")+"\n"+strings.TrimRight(hipsrc.AttnFwdSM90, "\n")+"\n"+
 			strings.TrimRight(hipsrc.AttnDecode, "\n")+"\n"+tiles+strings.TrimRight(hipsrc.AttnBwd, "\n")) ||
@@ -256,7 +262,10 @@ func TestManifestBackward(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(k.BwdEntries) != len(codegen.BwdEntries) || !reflect.DeepEqual(k.BwdLaunch, want) {
+		if ordered {
+			want = hipsrc.WithDQOrdered(want, k.HeadDim)
+		}
+		if !reflect.DeepEqual(k.BwdEntries, hipsrc.BwdEntryNamesFor(ordered)) || !reflect.DeepEqual(k.BwdLaunch, want) {
 			t.Errorf("%s: backward launch fields %+v", k.ID, k)
 		}
 	}

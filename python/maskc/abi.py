@@ -257,15 +257,20 @@ class BwdLaunch(collections.namedtuple("BwdLaunch", "block_m block_n threads sha
     deterministic mode adds dQ in order in maskc_attn_bwd (dq_ordered)."""
 
     def dq_by_main(self, deterministic):
-        """Whether maskc_attn_bwd adds dQ into dq_acc in this mode: atomic
-        mode, or deterministic mode where dq_ordered (then with dq_sem)
-        (hipsrc.BwdLaunchConfig.DQByMain)."""
+        """Whether the main kernel adds dQ into dq_acc in this mode: atomic
+        mode, or deterministic mode where dq_ordered (then
+        maskc_attn_bwd_ordered, with dq_sem) (hipsrc.BwdLaunchConfig.DQByMain)."""
         return not deterministic or self.dq_ordered
+
+    def ordered(self, deterministic):
+        """Whether maskc_attn_bwd_ordered runs in place of maskc_attn_bwd:
+        deterministic mode where dq_ordered (hipsrc.BwdLaunchConfig.Ordered)."""
+        return deterministic and self.dq_ordered
 
     def entry(self, name):
         """(threads, dynamic shared memory bytes) of backward entry name
         (hipsrc.BwdLaunchConfig.Entry)."""
-        if name == "maskc_attn_bwd":
+        if name in ("maskc_attn_bwd", "maskc_attn_bwd_ordered"):
             return self.main_threads, self.shared_mem_bytes
         if name == "maskc_attn_bwd_dq":
             return self.threads, self.dq_shared_mem_bytes
@@ -309,6 +314,10 @@ class KernelSpec:
                                         int(c["dq_shared_mem_bytes"]), bool(c["dq_ordered"]))
                            for p, c in (d.get("bwd_launch") or {}).items()}
         self.bwd_code_objects = dict(d.get("bwd_code_objects") or {})
+        if any(bl.dq_ordered for bl in self.bwd_launch.values()) and "maskc_attn_bwd_ordered" not in self.bwd_entries:
+            # deterministic mode would launch neither main kernel
+            raise MaskcError("manifest: kernel %s's bwd_launch orders dQ (dq_ordered) but its bwd_entries lack "
+                             "maskc_attn_bwd_ordered" % self.name)
         if self.bwd_source:
             for e in self.bwd_entries:
                 if e not in manifest.bwd_entries:
@@ -486,6 +495,9 @@ class Manifest:
             e = self.bwd_entries[name]
             by_main = bl.dq_by_main(deterministic) and (ordered or not deterministic)
             if e.when == "deterministic" and by_main or e.when == "atomic" and not by_main:
+                continue
+            in_order = bl.ordered(deterministic) and ordered
+            if e.when == "unordered" and in_order or e.when == "ordered" and not in_order:
                 continue
             if e.when == "sink" and not dsink:
                 continue

@@ -39,7 +39,7 @@ class FakeDriver:
         self.calls.append(("function", name))
         return {"maskc_attn_fwd": 100, "maskc_tile_flags": 200, "maskc_attn_bwd_pre": 300, "maskc_attn_bwd": 301,
                 "maskc_attn_bwd_dq": 302, "maskc_attn_bwd_dq_convert": 303, "maskc_attn_bwd_sink": 304,
-                "maskc_attn_bwd_buf_convert": 305, "maskc_seg_check": 106}[name]
+                "maskc_attn_bwd_buf_convert": 305, "maskc_attn_bwd_ordered": 306, "maskc_seg_check": 106}[name]
 
     def set_max_dynamic_smem(self, f, n):
         self.calls.append(("smem", f, n))
@@ -222,6 +222,7 @@ def test_backward_launches_from_the_manifest(env, deterministic, ordered):
     if ordered:
         spec = attn.generated().spec
         spec.bwd_launch["nvidia-sm90a"] = spec.bwd_launch["nvidia-sm90a"]._replace(dq_ordered=True)
+        spec.bwd_entries.insert(spec.bwd_entries.index("maskc_attn_bwd") + 1, "maskc_attn_bwd_ordered")
     B, S, H, HKV, D = 2, 1000, 8, 2, 128
     q = ft.Tensor((B, S, H, D), requires_grad=True)
     k, v = ft.Tensor((B, S, HKV, D), requires_grad=True), ft.Tensor((B, S, HKV, D), requires_grad=True)
@@ -238,11 +239,12 @@ def test_backward_launches_from_the_manifest(env, deterministic, ordered):
     bl = spec.bwd_launch["nvidia-sm90a"]
     assert bl.dq_ordered == ordered
     dq_kernel = deterministic and not bl.dq_ordered
+    main_kernel = 306 if deterministic and ordered else 301  # maskc_attn_bwd_ordered, maskc_attn_bwd
     dqf = (302, (-(-S // 64), H, B)) if dq_kernel else (303, (-(-S // 8), H, B))
-    assert [(c[1], c[2]) for c in bw] == [(300, (-(-S // 8), H, B)), (301, (-(-S // bl.block_n), HKV, B)), dqf]
+    assert [(c[1], c[2]) for c in bw] == [(300, (-(-S // 8), H, B)), (main_kernel, (-(-S // bl.block_n), HKV, B)), dqf]
     assert [c[3][0] for c in bw] == [bl.threads, bl.main_threads, bl.threads] == [128, 128, 128]
     smem = bl.shared_mem_bytes
-    assert bw[1][4] == smem > 48 * 1024 and ("smem", 301, smem) in drv.calls
+    assert bw[1][4] == smem > 48 * 1024 and ("smem", main_kernel, smem) in drv.calls
     assert bw[2][4] == (bl.dq_shared_mem_bytes if dq_kernel else 0)
     man = attn.generated().man
     sh = man.BwdShape.from_buffer_copy(bw[1][6][6])
