@@ -319,34 +319,8 @@ var BwdEntries = []Entry{
 		Grid: [3]GridDim{{Size: "Sq", Tile: "bwd_pre_rows"}, {Size: "H"}, {Size: "B"}},
 		When: "always",
 	},
-	{
-		Name: BwdMainEntry,
-		Params: []Param{
-			{Name: "Q", CType: "const T*"}, {Name: "K", CType: "const T*"}, {Name: "V", CType: "const T*"},
-			{Name: "dO", CType: "const T*"},
-			{Name: "dK", CType: "T*", Doc: "like K, strides shape.dk_stride"},
-			{Name: "dV", CType: "T*", Doc: "like V, strides shape.dv_stride"},
-			{Name: "shape", CType: "MaskcBwdShape"},
-			{Name: "buf", CType: "MaskcBuffers"},
-		},
-		Grid:      [3]GridDim{{Size: "Skv", Tile: "bwd_block_n"}, {Size: "HKV"}, {Size: "B"}},
-		SharedMem: true,
-		When:      "unordered",
-	},
-	{
-		Name: BwdMainOrderedEntry,
-		Params: []Param{
-			{Name: "Q", CType: "const T*"}, {Name: "K", CType: "const T*"}, {Name: "V", CType: "const T*"},
-			{Name: "dO", CType: "const T*"},
-			{Name: "dK", CType: "T*", Doc: "like K, strides shape.dk_stride"},
-			{Name: "dV", CType: "T*", Doc: "like V, strides shape.dv_stride"},
-			{Name: "shape", CType: "MaskcBwdShape"},
-			{Name: "buf", CType: "MaskcBuffers"},
-		},
-		Grid:      [3]GridDim{{Size: "Skv", Tile: "bwd_block_n"}, {Size: "HKV"}, {Size: "B"}},
-		SharedMem: true,
-		When:      "ordered",
-	},
+	bwdMainEntry(BwdMainEntry, "unordered"),
+	bwdMainEntry(BwdMainOrderedEntry, "ordered"),
 	{
 		Name: BwdDQEntry,
 		Params: []Param{
@@ -382,6 +356,25 @@ var BwdEntries = []Entry{
 		Grid: [3]GridDim{{Size: "n", Tile: "bwd_threads"}, {Size: "1"}, {Size: "1"}},
 		When: "grad",
 	},
+}
+
+// bwdMainEntry is maskc_attn_bwd's entry point, or maskc_attn_bwd_ordered's
+// (the same launch), run when when says.
+func bwdMainEntry(name, when string) Entry {
+	return Entry{
+		Name: name,
+		Params: []Param{
+			{Name: "Q", CType: "const T*"}, {Name: "K", CType: "const T*"}, {Name: "V", CType: "const T*"},
+			{Name: "dO", CType: "const T*"},
+			{Name: "dK", CType: "T*", Doc: "like K, strides shape.dk_stride"},
+			{Name: "dV", CType: "T*", Doc: "like V, strides shape.dv_stride"},
+			{Name: "shape", CType: "MaskcBwdShape"},
+			{Name: "buf", CType: "MaskcBuffers"},
+		},
+		Grid:      [3]GridDim{{Size: "Skv", Tile: "bwd_block_n"}, {Size: "HKV"}, {Size: "B"}},
+		SharedMem: true,
+		When:      when,
+	}
 }
 
 // BwdEntryNames returns the names of BwdEntries in launch order that a
