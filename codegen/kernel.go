@@ -463,7 +463,8 @@ func bwdWide(k *Kernel, opts Options) bool { return !k.HasMask || opts.BwdWideAl
 // fixed order in maskc_attn_bwd_ordered (hipsrc.BwdDQOrderDefine) rather
 // than in maskc_attn_bwd_dq, which computes S and dP again per q tile: a
 // mask whose every term starts its column on a diagonal (diagonalColumns)
-// with a score that calls transcendental functions (not lightScore), whose
+// at a head dim some platform orders dQ at (hipsrc.BwdDQOrdersAt), with a
+// score that calls transcendental functions (not lightScore), whose
 // second evaluation costs the dQ kernel most; every diagonal mask under
 // Options.BwdDQOrder. Each kv tile waits there for the tiles after it to
 // have added a row; a column whose first row moves on with its key tile
@@ -477,7 +478,7 @@ func bwdWide(k *Kernel, opts Options) bool { return !k.HasMask || opts.BwdWideAl
 // start at its first row) ran slower.
 func bwdDQOrdered(k *Kernel, opts Options) bool {
 	heavy := k.HasScore && !lightScore(k.Score)
-	return (heavy || opts.BwdDQOrder) && k.HasMask && diagonalColumns(k.sparsity)
+	return (heavy || opts.BwdDQOrder) && k.HasMask && diagonalColumns(k.sparsity) && hipsrc.BwdDQOrdersAt(k.HeadDim)
 }
 
 // diagonalColumns reports whether every term of an analytic plan bounds q

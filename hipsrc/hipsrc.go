@@ -273,6 +273,17 @@ func (p Platform) BwdDQOrders(headDim int) bool {
 	return p == NVIDIAWGMMA && headDim <= BwdWGMaxHeadDim
 }
 
+// BwdDQOrdersAt reports whether some platform orders dQ at a head dim
+// (BwdDQOrders).
+func BwdDQOrdersAt(headDim int) bool {
+	for _, p := range Platforms {
+		if p.BwdDQOrders(headDim) {
+			return true
+		}
+	}
+	return false
+}
+
 // BwdDQOrderDefine is the C text by which a backward source asks for the
 // ordered deterministic dQ (attn_bwd.h's MASKC_BWD_DQ_ORDER; the kernel's
 // bwd_launch says DQOrdered on the platforms that have it, WithDQOrdered).

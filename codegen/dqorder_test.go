@@ -1,0 +1,49 @@
+package codegen
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/maskc/maskc/hipsrc"
+)
+
+// TestBwdDQOrdered: the ordered deterministic dQ (bwdDQOrdered) is written
+// where a mask's every column starts on a diagonal and its score is
+// transcendental, at a head dim where sm_90a orders dQ (the source's
+// define, the entry point and bwd_launch together), for every diagonal
+// mask under Options.BwdDQOrder, and never for columns that start at row 0.
+func TestBwdDQOrdered(t *testing.T) {
+	for _, tc := range []struct {
+		file, attention   string
+		diagonal, ordered bool // diagonalColumns; bwdDQOrdered by default
+	}{
+		{"../gpu/bench_cases/causal_softcap.flex", "causal_softcap", true, true},
+		{"../gpu/bench_cases/causal.flex", "causal", true, false},
+		{"../gpu/bench_cases/sliding1024.flex", "sliding1024", true, false},
+		{"../gpu/bench_cases/document.flex", "document", true, false},
+		{"../gpu/bench_cases/causal_alibi.flex", "causal_alibi", true, false}, // a light score
+		{"../gpu/bench_cases/prefix2048.flex", "prefix2048", false, false},    // prefix columns start at row 0
+		{"../gpu/bench_cases/full.flex", "full", false, false},                // no mask
+		{"../gpu/bwd_cases/softcap_d256.flex", "softcap_d256", true, false},   // no platform orders dQ at head dim 256
+	} {
+		for _, all := range []bool{false, true} {
+			k := generateAttention(t, tc.file, tc.attention, Options{BwdDQOrder: all})
+			want := tc.ordered || all && tc.diagonal && k.HeadDim <= hipsrc.BwdWGMaxHeadDim
+			if got := diagonalColumns(k.sparsity); got != tc.diagonal {
+				t.Errorf("%s: diagonalColumns %v, want %v", tc.attention, got, tc.diagonal)
+			}
+			if got := strings.Contains(k.BwdSource, hipsrc.BwdDQOrderDefine); got != want {
+				t.Errorf("%s (BwdDQOrder %v): source asks for the ordered dQ %v, want %v", tc.attention, all, got, want)
+			}
+			if strings.Join(k.BwdEntries, " ") != strings.Join(hipsrc.BwdEntryNamesFor(want), " ") {
+				t.Errorf("%s (BwdDQOrder %v): entries %v", tc.attention, all, k.BwdEntries)
+			}
+			for name, c := range k.BwdLaunch {
+				p := hipsrc.NVIDIAWGMMA.String()
+				if c.DQOrdered != (want && name == p) {
+					t.Errorf("%s (BwdDQOrder %v): %s dq_ordered %v", tc.attention, all, name, c.DQOrdered)
+				}
+			}
+		}
+	}
+}
