@@ -238,8 +238,11 @@ def main():
             print("COMPILE FAIL %s: %s" % (case.name, str(kern)[-3000:]), flush=True)
             fails += 1
             continue
-        print("kernel %-28s bwd regs=%d local=%d dq regs=%d wgmma_fwd=%s" % (
-            case.name, kern.bwd_regs, kern.bwd_local_bytes, kern.bwd_dq_regs, kern.platform == "nvidia-sm90a"), flush=True)
+        ordered = "" if kern.bwd_ordered_regs < 0 else " ordered regs=%d local=%d (det dQ in order)" % (
+            kern.bwd_ordered_regs, kern.bwd_ordered_local_bytes)
+        print("kernel %-28s bwd regs=%d local=%d dq regs=%d wgmma_fwd=%s%s" % (
+            case.name, kern.bwd_regs, kern.bwd_local_bytes, kern.bwd_dq_regs, kern.platform == "nvidia-sm90a", ordered),
+            flush=True)
         for si, shape in enumerate(SHAPES):
             if a.shapes and str(si) not in a.shapes.split(","):
                 continue
