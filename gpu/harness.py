@@ -594,9 +594,9 @@ class BwdKernel(Kernel):
         sizes = {"B": B, "H": H, "HKV": HKV, "Sq": Sq, "Skv": Skv}
         _refuse_outside_reads(self.spec, B, H, HKV, Sq, Skv, D, buffers)
         delta = torch.empty(B, H, Sq, device=dev, dtype=torch.float32)
-        by_main = self.bwd_launch.dq_by_main(deterministic) and (ordered or not deterministic)
-        dq_acc = torch.empty(B, H, Sq, D, device=dev, dtype=torch.float32) if by_main else None
-        dq_sem = torch.empty(B, H, (Sq + 15) // 16, device=dev, dtype=torch.int32) if by_main and deterministic else None
+        bl = self.bwd_launch if ordered else self.bwd_launch._replace(dq_ordered=False)  # as bwd_launches does
+        dq_acc = torch.empty(B, H, Sq, D, device=dev, dtype=torch.float32) if bl.dq_by_main(deterministic) else None
+        dq_sem = torch.empty(B, H, (Sq + 15) // 16, device=dev, dtype=torch.int32) if bl.ordered(deterministic) else None
         dsink = torch.empty(H, device=dev, dtype=torch.float32) if sink is not None else None
         accs, dbufs = {}, {}
         for s in grad_slots:

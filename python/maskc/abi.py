@@ -254,7 +254,8 @@ class BwdLaunch(collections.namedtuple("BwdLaunch", "block_m block_n threads sha
     tiles, the block size of every backward kernel but maskc_attn_bwd
     (threads) and of maskc_attn_bwd (main_threads), the dynamic shared
     memory of maskc_attn_bwd and of maskc_attn_bwd_dq, and whether
-    deterministic mode adds dQ in order in maskc_attn_bwd (dq_ordered)."""
+    deterministic mode runs maskc_attn_bwd_ordered, which adds dQ in order,
+    in place of maskc_attn_bwd (dq_ordered)."""
 
     def dq_by_main(self, deterministic):
         """Whether the main kernel adds dQ into dq_acc in this mode: atomic
@@ -487,16 +488,17 @@ class Manifest:
             raise MaskcError("kernel %s has no backward in this manifest" % spec.name)
         tiles = self.bwd_tiles(spec, platform)
         bl = spec.bwd_launch[platform.name]
+        if not ordered:  # the dQ kernel in deterministic mode, as a kernel without the ordered dQ
+            bl = bl._replace(dq_ordered=False)
         out = []
         seg = self.seg_check_launch(spec, platform, buf)
         if seg is not None:
             out.append(seg)
         for name in spec.bwd_entries:
             e = self.bwd_entries[name]
-            by_main = bl.dq_by_main(deterministic) and (ordered or not deterministic)
+            by_main, in_order = bl.dq_by_main(deterministic), bl.ordered(deterministic)
             if e.when == "deterministic" and by_main or e.when == "atomic" and not by_main:
                 continue
-            in_order = bl.ordered(deterministic) and ordered
             if e.when == "unordered" and in_order or e.when == "ordered" and not in_order:
                 continue
             if e.when == "sink" and not dsink:
