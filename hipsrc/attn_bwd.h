@@ -236,6 +236,14 @@ struct MaskcBwdShape {
   long long* dbuf[8];               // per buffer slot: fixed-point gradient sums, or nullptr
 };
 
+// dq_sem's counters (the ordered dQ's turns, maskc_attn_bwd_ordered): one
+// per 16 query rows of each (b, h); maskc_attn_bwd_pre zeroes them.
+__device__ __forceinline__ int maskc_bwd_sem_chunks(const MaskcBwdShape& sh) { return (sh.Sq + 15) / 16; }
+// The counter of rows [16c, 16c + 16) of (b, h).
+__device__ __forceinline__ unsigned* maskc_bwd_sem_at(const MaskcBwdShape& sh, int b, int h, int c) {
+  return sh.dq_sem + (((long long)b * sh.H + h) * maskc_bwd_sem_chunks(sh) + c);
+}
+
 // ---------------------------------------------------------------------------
 // Platform warp GEMMs. MASKC_BACC(W): accumulator floats per lane of a 16 x W
 // tile.
@@ -784,8 +792,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
   if (sh.dq_acc != nullptr)  // 16-byte stores: dq_acc's rows are 16-byte aligned
     for (int c = part * 4; c < MASKC_HEAD_DIM; c += 64) maskc_bwd_zero4_global(sh.dq_acc + row * MASKC_HEAD_DIM + c);
   // The ordered dQ's turn counters, one per 16 rows.
-  if (sh.dq_sem != nullptr && part == 0 && q % 16 == 0)
-    sh.dq_sem[((long long)b * sh.H + h) * ((sh.Sq + 15) / 16) + q / 16] = 0u;
+  if (sh.dq_sem != nullptr && part == 0 && q % 16 == 0) *maskc_bwd_sem_at(sh, b, h, q / 16) = 0u;
 }
 
 #if MASKC_BWD_WG
@@ -914,15 +921,11 @@ __device__ __forceinline__ void maskc_bwd_sem_wait(const unsigned* p, unsigned t
   asm volatile("fence.proxy.async.global;" ::: "memory");
 }
 
-// The counter of rows [16c, 16c + 16) of (b, h).
-__device__ __forceinline__ unsigned* maskc_bwd_sem_at(const MaskcBwdShape& sh, int b, int h, int c) {
-  return sh.dq_sem + ((long long)b * sh.H + h) * ((sh.Sq + 15) / 16) + c;
-}
 // A q tile the walk passes without adding (class 0): its four counters,
 // one per warp of group 0 (the warps that add dQ), each in its turn.
 __device__ __forceinline__ void maskc_bwd_sem_pass(const MaskcBwdShape& sh, int b, int h, int qt) {
   const int c = qt * (MASKC_BWD_BLOCK_M / 16) + (int)threadIdx.x / MASKC_WARP_SIZE;
-  if (threadIdx.x < MASKC_BWD_THREADS && threadIdx.x % MASKC_WARP_SIZE == 0 && c < (sh.Sq + 15) / 16) {
+  if (threadIdx.x < MASKC_BWD_THREADS && threadIdx.x % MASKC_WARP_SIZE == 0 && c < maskc_bwd_sem_chunks(sh)) {
     unsigned* const p = maskc_bwd_sem_at(sh, b, h, c);
     maskc_bwd_sem_wait(p, blockIdx.x);
     maskc_bwd_sem_count(p);
@@ -1089,7 +1092,7 @@ __device__ __forceinline__ void maskc_bwd_order_tiles(const MaskcBwdShape& sh, c
   __syncthreads();
   *lo = env[0];
   *end = max(env[1], *lo);
-  const int lead = min(*lo * (MASKC_BWD_BLOCK_M / 16), (sh.Sq + 15) / 16);
+  const int lead = min(*lo * (MASKC_BWD_BLOCK_M / 16), maskc_bwd_sem_chunks(sh));
   for (int c = threadIdx.x; c < lead; c += MASKC_BWD_MAIN_THREADS) atomicAdd(maskc_bwd_sem_at(sh, b, h, c), 1u);
 }
 #endif

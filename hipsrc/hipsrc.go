@@ -266,9 +266,9 @@ func (t BwdTile) smemFor(blockN, headDim int) int {
 // mma.sync kernels.
 const BwdWGMaxHeadDim = 128
 
-// BwdDQOrders reports whether p's maskc_attn_bwd can add dQ in order in
-// deterministic mode (MASKC_BWD_DQ_ORDER: the sm_90a warpgroup kernel) at
-// a head dim, where the source asks for it (BwdDQOrderDefine).
+// BwdDQOrders reports whether p has maskc_attn_bwd_ordered, which adds dQ
+// in order in deterministic mode (MASKC_BWD_DQ_ORDER: the sm_90a warpgroup
+// kernel), at a head dim, where the source asks for it (BwdDQOrderDefine).
 func (p Platform) BwdDQOrders(headDim int) bool {
 	return p == NVIDIAWGMMA && headDim <= BwdWGMaxHeadDim
 }
@@ -287,7 +287,7 @@ func BwdDQOrdersAt(headDim int) bool {
 // BwdDQOrderDefine is the C text by which a backward source asks for the
 // ordered deterministic dQ (attn_bwd.h's MASKC_BWD_DQ_ORDER; the kernel's
 // bwd_launch says DQOrdered on the platforms that have it, WithDQOrdered).
-const BwdDQOrderDefine = "#define MASKC_BWD_DQ_ORDERED 1  // deterministic dQ added in order in maskc_attn_bwd\n"
+const BwdDQOrderDefine = "#define MASKC_BWD_DQ_ORDERED 1  // deterministic dQ added in order by maskc_attn_bwd_ordered\n"
 
 // BwdTileDefines returns the C text that configures attn_bwd.h's tiles for
 // a head dim (wide: BwdTileOf's) on every platform (the branch of the

@@ -22,7 +22,7 @@ const ManifestFile = "manifest.json"
 // to 4 were ABIVersion's. Version 6 gave maskc_attn_bwd and
 // maskc_attn_bwd_dq their own block size and shared memory
 // (BwdLaunchConfig.MainThreads, DQSharedMemBytes); version 7 says where
-// deterministic mode adds dQ in maskc_attn_bwd (DQOrdered).
+// deterministic mode runs maskc_attn_bwd_ordered (DQOrdered).
 const ManifestVersion = 7
 
 // Manifest is manifest.json: the kernel ABI and every kernel written beside
