@@ -174,9 +174,10 @@ func (k *AttentionKernel) loadBackward() (*bwdKernels, error) {
 }
 
 // scratchFor returns the backward scratch of a shape entry, allocating it
-// on first use (dQ's accumulator only when atomic mode first needs it);
-// the caller holds k.bwd.mu.
-func (k *AttentionKernel) scratchFor(e *shapeEntry, atomic, ordered bool) (*bwdScratch, error) {
+// on first use (dQ's accumulator only when a mode that adds dQ in the main
+// kernel first needs it, byMain; the turn counters when the ordered dQ
+// first does); the caller holds k.bwd.mu.
+func (k *AttentionKernel) scratchFor(e *shapeEntry, byMain, ordered bool) (*bwdScratch, error) {
 	sh := e.key.shape
 	bk := k.bwd.kernels
 	sc := k.bwd.scratch[e.key]
@@ -208,7 +209,7 @@ func (k *AttentionKernel) scratchFor(e *shapeEntry, atomic, ordered bool) (*bwdS
 		}
 		k.bwd.scratch[e.key] = sc
 	}
-	if atomic && sc.dqAcc == 0 {
+	if byMain && sc.dqAcc == 0 {
 		n := 4 * int64(sh.B) * int64(sh.H) * int64(sh.Sq) * int64(k.spec.Kernel.HeadDim)
 		p, err := k.d.Alloc(n)
 		if err != nil {
