@@ -57,8 +57,10 @@ func findClang() string {
 // testdata/nvrtc_shim.h declares what NVRTC builds in. It checks that every
 // source compiles and that every forward and backward entry point is
 // defined, with wgmma in the sm_90a build (the forward's, m64n256 at head dim
-// 256, and up to head dim 128 the backward's: the backward alone issues
-// transposed-A products, "p, 1, 1, 1, 1") and none in the mma.sync build.
+// 256, and the backward's: the backward alone issues transposed-A products,
+// "p, 1, 1, 1, 1"; at head dim 256 the head-dim split's m64n32 S^T and its
+// dV, dK products from shared P^T, dS^T, "p, 1, 1, 0, 1") and none in the
+// mma.sync build.
 // The PTX itself is only assembled on the GPU (gpu/bwd.sh).
 //
 // Outside CI a missing clang skips the test; with CI=true it fails.
@@ -143,11 +145,12 @@ func TestClangCUDA(t *testing.T) {
 	write("testdata/golden/trig.flex", "rotary", 0)            // sin, cos, tan, erf; i8, u8, i16 buffers
 	write("testdata/golden/narrow.flex", "narrow", 0)          // as CDNA builds it
 	// Head dim 256: the mma.sync kernel's 8-warp shape, the wgmma forward's
-	// m64n256 P.V, the mma.sync backward on sm_90a; with a buffer gradient
-	// and with the pre-pass.
+	// m64n256 P.V, the wgmma backward split by the head dim on sm_90a; with
+	// a buffer gradient, with the pre-pass, with a segments search.
 	write("../examples/softcap.flex", "capped_layer", 256)
 	write("../examples/relative_bias.flex", "biased_layer", 256)
 	write("testdata/golden/lookup.flex", "per_head", 256)
+	write("../examples/document_causal.flex", "packed_layer", 256)
 
 	entries := append([]string{"maskc_attn_fwd", hipsrc.DecodeEntry, hipsrc.DecodeMergeEntry}, BwdEntries...)
 	// wg 2: the sm_90a build with the warp-specialized forward
@@ -180,10 +183,14 @@ func TestClangCUDA(t *testing.T) {
 			if ws != (wg == 2) {
 				t.Errorf("%s (build %d): warp-specialized forward %v", n, wg, ws)
 			}
-			// Above head dim 128 the backward is the mma.sync kernel on
-			// sm_90a too (MASKC_BWD_WG).
-			if wg >= 1 && (!hasWG || hasBwdWG != (headDims[n] <= 128)) {
+			// Every head dim's backward is the warpgroup kernel on sm_90a
+			// (MASKC_BWD_WG), split by the head dim at 256 (MASKC_BWD_SPLIT_D).
+			if wg >= 1 && (!hasWG || !hasBwdWG) {
 				t.Errorf("%s: the sm_90a build: wgmma %v, the backward's dQ product %v", n, hasWG, hasBwdWG)
+			}
+			split := strings.Contains(ir, "m64n32k16") && strings.Contains(ir, "p, 1, 1, 0, 1;")
+			if wg >= 1 && split != (headDims[n] == 256) {
+				t.Errorf("%s (build %d): the head-dim split backward's products %v at head dim %d", n, wg, split, headDims[n])
 			}
 			if wg >= 1 && headDims[n] == 256 && !strings.Contains(ir, "m64n256k16") {
 				t.Errorf("%s (build %d): head dim 256 without the m64n256k16 P.V product", n, wg)

@@ -28,7 +28,7 @@ func TestBwdDQOrdered(t *testing.T) {
 	} {
 		for _, all := range []bool{false, true} {
 			k := generateAttention(t, tc.file, tc.attention, Options{BwdDQOrder: all})
-			want := tc.ordered || all && tc.diagonal && k.HeadDim <= hipsrc.BwdWGMaxHeadDim
+			want := tc.ordered || all && tc.diagonal && k.HeadDim <= hipsrc.BwdDQOrderMaxHeadDim
 			if got := diagonalColumns(k.sparsity); got != tc.diagonal {
 				t.Errorf("%s: diagonalColumns %v, want %v", tc.attention, got, tc.diagonal)
 			}

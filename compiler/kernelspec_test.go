@@ -161,14 +161,15 @@ func TestLaunchGeometryMatchesTheTemplate(t *testing.T) {
 
 // TestBackwardSpecPerHeadDim: the runtime spec's backward takes the
 // platform's tile for the kernel's head dim (hipsrc.BwdTileFor): the
-// column-split 32 x 32 tile at 256, 64 x 64 at 128 on the H200.
+// 64 x 64 tile on two warpgroups split by the head dim at 256 (256
+// threads), 64 x 64 on one at 128 on the H200.
 func TestBackwardSpecPerHeadDim(t *testing.T) {
 	for _, tc := range []struct {
-		file           string
-		blockM, blockN int
+		file                    string
+		blockM, blockN, threads int
 	}{
-		{"../gpu/bwd_cases/softcap_d256.flex", 32, 32},
-		{"../examples/document_causal.flex", 64, 64},
+		{"../gpu/bwd_cases/softcap_d256.flex", 64, 64, 256},
+		{"../examples/document_causal.flex", 64, 64, 128},
 	} {
 		p, k := generateFirst(t, tc.file)
 		spec, err := KernelSpec(p, k, "cuda", "sm_90")
@@ -177,8 +178,9 @@ func TestBackwardSpecPerHeadDim(t *testing.T) {
 		}
 		want, _ := hipsrc.BwdLaunchOn(hipsrc.NVIDIAWGMMA, k.HeadDim, !k.HasMask)
 		got := spec.Kernel.BwdLaunch[spec.Platform.String()]
-		if spec.Source == "" || spec.BwdSource == "" || got.BlockM != tc.blockM || got.BlockN != tc.blockN || got != want {
-			t.Errorf("%s: forward %v, backward %+v, want %dx%d", tc.file, spec.Source != "", got, tc.blockM, tc.blockN)
+		if spec.Source == "" || spec.BwdSource == "" || got.BlockM != tc.blockM || got.BlockN != tc.blockN ||
+			got.MainThreads != tc.threads || got != want {
+			t.Errorf("%s: forward %v, backward %+v, want %dx%d on %d threads", tc.file, spec.Source != "", got, tc.blockM, tc.blockN, tc.threads)
 		}
 	}
 }

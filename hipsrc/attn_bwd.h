@@ -78,8 +78,8 @@
 // defines them before this file, from hipsrc's one table
 // (hipsrc.BwdTileDefines). Every other backward kernel is one group.
 #if !defined(MASKC_BWD_BLOCK_M) || !defined(MASKC_BWD_BLOCK_N) || !defined(MASKC_BWD_AREGS) || \
-    !defined(MASKC_BWD_GROUPS) || !defined(MASKC_BWD_WG_MAX_HEAD_DIM)
-#error "maskc: the backward's tiles (MASKC_BWD_BLOCK_M, _N, _AREGS, _GROUPS) are not defined (hipsrc.BwdTileDefines)"
+    !defined(MASKC_BWD_GROUPS) || !defined(MASKC_BWD_SPLIT_D) || !defined(MASKC_BWD_WG_MAX_HEAD_DIM)
+#error "maskc: the backward's tiles (MASKC_BWD_BLOCK_M, _N, _AREGS, _GROUPS, _SPLIT_D) are not defined (hipsrc.BwdTileDefines)"
 #endif
 #define MASKC_BWD_WARPS 4
 #define MASKC_BWD_THREADS (MASKC_BWD_WARPS * MASKC_WARP_SIZE)
@@ -89,13 +89,15 @@
 #define MASKC_BWD_DQ_N (MASKC_BWD_BLOCK_N / MASKC_BWD_GROUPS)
 // Shared memory (hipsrc.BwdTile.SharedMemBytes): K, V tiles [BN][D] (K
 // alone with MASKC_BWD_AREGS), Q, dO tiles [BM][D], P^T and dS^T [BN][BM],
-// LSE and delta [BM] floats; the dQ kernel's the same with its BN of
-// MASKC_BWD_DQ_N keys.
+// LSE and delta [BM] floats (maskc_attn_bwd with MASKC_BWD_SPLIT_D: a
+// second P^T tile); the dQ kernel's the same with its BN of MASKC_BWD_DQ_N
+// keys.
 #define MASKC_BWD_SMEM_FOR(BN)                                                                 \
   (2 * ((2 - MASKC_BWD_AREGS) * (BN) * MASKC_HEAD_DIM + 2 * MASKC_BWD_BLOCK_M * MASKC_HEAD_DIM + \
         2 * (BN) * MASKC_BWD_BLOCK_M) +                                                        \
    8 * MASKC_BWD_BLOCK_M)
-#define MASKC_BWD_SMEM_BYTES MASKC_BWD_SMEM_FOR(MASKC_BWD_BLOCK_N)
+#define MASKC_BWD_SMEM_BYTES \
+  (MASKC_BWD_SMEM_FOR(MASKC_BWD_BLOCK_N) + 2 * MASKC_BWD_SPLIT_D * MASKC_BWD_BLOCK_N * MASKC_BWD_BLOCK_M)
 #define MASKC_BWD_DQ_SMEM_BYTES MASKC_BWD_SMEM_FOR(MASKC_BWD_DQ_N)
 // How the warps share a tile (the mma.sync and MFMA kernels): a kv tile has
 // MASKC_BWD_KB blocks of 16 keys, each taken by MASKC_BWD_WK warps, which
@@ -158,6 +160,9 @@
 #endif
 #if MASKC_BWD_GROUPS != 1 && !MASKC_BWD_WG
 #error "maskc: more than one group of warps in maskc_attn_bwd is the sm_90a warpgroup kernel's"
+#endif
+#if MASKC_BWD_SPLIT_D && (MASKC_BWD_GROUPS != 2 || !MASKC_BWD_WG)
+#error "maskc: the head dim split of maskc_attn_bwd is the sm_90a kernel's, on two warpgroups"
 #endif
 // dq_acc's rows hold their columns permuted (the wgmma kernel's bulk reductions).
 #define MASKC_BWD_DQ_BULK MASKC_BWD_WG
@@ -811,17 +816,28 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
 // Q, dO loads and dQ's bulk reductions are paid once per BN keys rather
 // than once per 64. The next q tile's Q and dO are copied while dQ is
 // computed and added (one group, two blocks per SM), or through the whole
-// current pair into a second stage (MASKC_BWD_QSTAGES). maskc_attn_bwd_dq
-// is one warpgroup on 64-key steps.
+// current pair into a second stage (MASKC_BWD_QSTAGES).
+// With MASKC_BWD_SPLIT_D (head dim 256, where 64 keys' dK and dV do not fit
+// one warpgroup's registers) the two warpgroups share all 64 keys of the
+// tile instead, as FlashAttention-3 does at that head dim: warpgroup g
+// computes the S^T and dP^T columns of query rows [32g, 32g + 32) (N = 32),
+// stores its P^T and dS^T columns, and after a barrier of both takes dK and
+// dV columns [128g, 128g + 128) from the whole P^T and dS^T tiles in shared
+// memory (A K-major, dO and Q MN-major); dQ as above.
+// maskc_attn_bwd_dq is one warpgroup on MASKC_BWD_DQ_N-key steps.
 // Shared tiles use the forward's 128-byte-swizzle layout (maskc_tile_index).
-static_assert(MASKC_BWD_BLOCK_M == 64 && MASKC_BWD_BLOCK_N == 64 * MASKC_BWD_GROUPS && MASKC_BWD_THREADS == 128 &&
-                  MASKC_BWD_DQ_N == 64,
-              "the wgmma backward's warpgroups take 64 keys x 64 query rows each");
+static_assert(MASKC_BWD_BLOCK_M == 64 && MASKC_BWD_BLOCK_N == 64 * (MASKC_BWD_SPLIT_D ? 1 : MASKC_BWD_GROUPS) &&
+                  MASKC_BWD_THREADS == 128 && MASKC_BWD_DQ_N == (MASKC_BWD_SPLIT_D ? 32 : 64),
+              "the wgmma backward's warpgroups take 64 keys x 64 query rows each (split by the head dim: 64 x 32)");
+// A warpgroup's share of maskc_attn_bwd's tile: the query rows of its S^T
+// and dP^T columns, and the head dim's columns of its dK and dV.
+#define MASKC_BWD_GROUP_M (MASKC_BWD_BLOCK_M / (MASKC_BWD_SPLIT_D ? MASKC_BWD_GROUPS : 1))
+#define MASKC_BWD_GROUP_D (MASKC_HEAD_DIM / (MASKC_BWD_SPLIT_D ? MASKC_BWD_GROUPS : 1))
 // MASKC_BWD_QSTAGES: maskc_attn_bwd's Q, dO stages. With one block per SM
 // (more than one group) the next pair's Q and dO are copied during the
 // whole current pair into a second stage; two blocks per SM (one group)
 // overlap each other's copies instead, and a second stage would not fit.
-#define MASKC_BWD_QSTAGES (MASKC_BWD_GROUPS > 1 ? 2 : 1)
+#define MASKC_BWD_QSTAGES (MASKC_BWD_GROUPS > 1 && !MASKC_BWD_SPLIT_D ? 2 : 1)
 static_assert(MASKC_HEAD_DIM % 64 == 0, "the wgmma backward takes whole 64-column blocks of the head dim");
 
 // d += A . B, one m64n64k16 step, A and B from descriptors, both MN-major
@@ -839,6 +855,23 @@ __device__ __forceinline__ void maskc_bwd_wgmma_tt_n64(float* d, unsigned long l
   else
     MASKC_BWD_WG_TT("bf16");
 #undef MASKC_BWD_WG_TT
+}
+
+// d += A . B, one m64n128k16 step, A and B from descriptors, A K-major
+// (stored [m][k]) and B MN-major (stored [k][n]; transposed by the MMA).
+template <int DT>
+__device__ __forceinline__ void maskc_bwd_wgmma_nt_n128(float* d, unsigned long long da, unsigned long long db) {
+#define MASKC_BWD_WG_NT(T)                                                                          \
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %66, 0;\n"                                                \
+               "wgmma.mma_async.sync.aligned.m64n128k16.f32." T "." T " " MASKC_WG_REGS64               \
+               ", %64, %65, p, 1, 1, 0, 1; }"                                                           \
+               : MASKC_WG_ACC64(d)                                                                     \
+               : "l"(da), "l"(db), "r"(1))
+  if (DT == MASKC_F16)
+    MASKC_BWD_WG_NT("f16");
+  else
+    MASKC_BWD_WG_NT("bf16");
+#undef MASKC_BWD_WG_NT
 }
 
 // p[0..3] = (a, b, c, d) in shared memory (p 16-byte aligned).
@@ -1183,7 +1216,10 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
   static_assert(2 * BN * BM >= MASKC_BWD_CLS_CAP + 8, "the tile classes fit in the P^T area");
   constexpr bool kRowsShared =
       BM * (sizeof(MaskcMaskRow) + sizeof(MaskcScoreRow)) <= 2 * BN * BM - MASKC_BWD_CLS_CAP - 8 * MASKC_BWD_DQ_ORDER;
-  float* const sLse = (float*)(sdS + 2 * BN * BM);
+  // With MASKC_BWD_SPLIT_D, the P^T tile [BN][BM] both warpgroups read.
+  maskc_elem_t* const sP = sdS + 2 * BN * BM;
+  (void)sP;
+  float* const sLse = (float*)(sdS + (2 + MASKC_BWD_SPLIT_D) * BN * BM);
   float* const sDelta = sLse + BM;
   if ((maskc_smem_addr(maskc_bwd_smem) & 1023) != 0) __trap();  // descriptors need it
 #if MASKC_BWD_DQ_BULK
@@ -1203,6 +1239,13 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
   // group index it must compute made the one-group kernel spill.)
   const int group = MASKC_BWD_GROUPS == 1 ? 0 : warp / MASKC_BWD_WARPS;
   const int gw = MASKC_BWD_GROUPS == 1 ? warp : warp % MASKC_BWD_WARPS;
+  // kw: the warp's 16 keys (16 * kw .. + 15 of the tile); qg, dg: the
+  // group's first S^T column (query row) and first dK, dV column.
+  const int kw = MASKC_BWD_SPLIT_D ? gw : warp;
+  const int qg = MASKC_BWD_SPLIT_D ? MASKC_BWD_GROUP_M * group : 0;
+  const int dg = MASKC_BWD_SPLIT_D ? MASKC_BWD_GROUP_D * group : 0;
+  constexpr int GM = MASKC_BWD_GROUP_M, GD = MASKC_BWD_GROUP_D;
+  static_assert(!MASKC_BWD_SPLIT_D || GD == 128, "a split warpgroup's dK, dV columns are one m64n128 product");
   constexpr int NT = MASKC_BWD_MAIN_THREADS;
 #if MASKC_BWD_LPT
   static_assert(!kOrdered, "the ordered dQ takes kv tiles last first, not longest first");
@@ -1220,13 +1263,14 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
   maskc_bwd_load_wg<BN, NT>(sV, V + b * sh.v_stride[0] + hkv * sh.v_stride[1], sh.v_stride[2], k0, Skv, tid);
   maskc_copy_commit();
 
-  // The group's 64 rows of K and V (128-byte rows: 8 KiB, whole swizzle atoms).
-  const maskc_elem_t* const sKg = sK + group * 64 * 64;
-  const maskc_elem_t* const sVg = sV + group * 64 * 64;
+  // The group's 64 rows of K and V (128-byte rows: 8 KiB, whole swizzle
+  // atoms): all of them when the groups split the head dim.
+  const maskc_elem_t* const sKg = MASKC_BWD_SPLIT_D ? sK : sK + group * 64 * 64;
+  const maskc_elem_t* const sVg = MASKC_BWD_SPLIT_D ? sV : sV + group * 64 * 64;
   (void)sKg, (void)sVg;
-  float dk[MASKC_BACC(D)], dv[MASKC_BACC(D)];
+  float dk[MASKC_BACC(GD)], dv[MASKC_BACC(GD)];
 #pragma unroll
-  for (int i = 0; i < MASKC_BACC(D); ++i) dk[i] = dv[i] = 0.f;
+  for (int i = 0; i < MASKC_BACC(GD); ++i) dk[i] = dv[i] = 0.f;
   MaskcBufGradRun run;
   maskc_bufgrad_init(run);
 #if !MASKC_BWD_WG_BATCH
@@ -1258,7 +1302,7 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
     }
 #pragma unroll
     for (int sl = 0; sl < 2; ++sl) {
-      const int kv = maskc_nonneg(k0 + 16 * warp + (lane >> 2) + 8 * sl);
+      const int kv = maskc_nonneg(k0 + 16 * kw + (lane >> 2) + 8 * sl);
       mcol_next[sl] = maskc_mask_col(buf, nB, nH, nHKV, nQ, nKV, b, nw.h, kv);
       scol_next[sl] = maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, nw.h, kv);
     }
@@ -1277,6 +1321,20 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
   }
   while (have) {
     const int h = w.h, q0 = w.qt * BM, cls = w.cls;
+    // The step's shared-memory descriptors (MASKC_BWD_DESC). Split by the
+    // head dim, they are built from the area's address taken anew each step
+    // (an opaque copy), so that the compiler computes each where it is used
+    // instead of holding the 90-odd descriptors of a step's k-steps in
+    // registers through the whole walk.
+#if MASKC_BWD_SPLIT_D
+    static_assert(MASKC_BWD_QSTAGES == 1, "every tile a descriptor reads lies in the dynamic area");
+    maskc_u32 sbase = maskc_smem_addr(maskc_bwd_smem);
+    asm volatile("" : "+r"(sbase));
+#define MASKC_BWD_DESC(p, lbo, sbo) \
+  maskc_wg_desc_at(sbase + (maskc_u32)((const unsigned char*)(p) - maskc_bwd_smem), lbo, sbo)
+#else
+#define MASKC_BWD_DESC(p, lbo, sbo) maskc_wg_desc(p, lbo, sbo)
+#endif
 #if MASKC_BWD_QSTAGES == 2
     maskc_elem_t* const sQ = stage ? maskc_bwd_qdo1 : sQ0;
     maskc_elem_t* const sdO = stage ? maskc_bwd_qdo1 + BM * D : sdO0;
@@ -1317,34 +1375,35 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
     stage ^= 1;
 #endif
 
-    // S^T and dP^T: the 64 keys against the BM rows.
-    float st[MASKC_BACC(BM)], dpt[MASKC_BACC(BM)];
+    // S^T and dP^T: the 64 keys against the group's GM rows.
+    float st[MASKC_BACC(GM)], dpt[MASKC_BACC(GM)];
 #pragma unroll
-    for (int i = 0; i < MASKC_BACC(BM); ++i) st[i] = dpt[i] = 0.f;
+    for (int i = 0; i < MASKC_BACC(GM); ++i) st[i] = dpt[i] = 0.f;
 #if MASKC_BWD_WG_BATCH
-    // Both products in one commit group: K-major descriptors as maskc_mma_qk.
-    maskc_wg_fence_regs<MASKC_BACC(BM)>(st);
-    maskc_wg_fence_regs<MASKC_BACC(BM)>(dpt);
+    // Both products in one commit group: K-major descriptors as maskc_mma_qk
+    // (the group's rows of Q, dO: GM rows from row qg, whole 8-row groups).
+    maskc_wg_fence_regs<MASKC_BACC(GM)>(st);
+    maskc_wg_fence_regs<MASKC_BACC(GM)>(dpt);
     maskc_wg_fence();
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
-      maskc_wgmma_ss<MASKC_DT, BM>(st, maskc_wg_desc(sKg + (kk >> 2) * (BN * 64) + (kk & 3) * 16, 16, 1024),
-                                   maskc_wg_desc(sQ + (kk >> 2) * (BM * 64) + (kk & 3) * 16, 16, 1024));
+      maskc_wgmma_ss<MASKC_DT, GM>(st, MASKC_BWD_DESC(sKg + (kk >> 2) * (BN * 64) + (kk & 3) * 16, 16, 1024),
+                                   MASKC_BWD_DESC(sQ + (kk >> 2) * (BM * 64) + qg * 64 + (kk & 3) * 16, 16, 1024));
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
-      maskc_wgmma_ss<MASKC_DT, BM>(dpt, maskc_wg_desc(sVg + (kk >> 2) * (BN * 64) + (kk & 3) * 16, 16, 1024),
-                                   maskc_wg_desc(sdO + (kk >> 2) * (BM * 64) + (kk & 3) * 16, 16, 1024));
+      maskc_wgmma_ss<MASKC_DT, GM>(dpt, MASKC_BWD_DESC(sVg + (kk >> 2) * (BN * 64) + (kk & 3) * 16, 16, 1024),
+                                   MASKC_BWD_DESC(sdO + (kk >> 2) * (BM * 64) + qg * 64 + (kk & 3) * 16, 16, 1024));
     maskc_wg_commit();
     maskc_wg_wait();
-    maskc_wg_fence_regs<MASKC_BACC(BM)>(st);
-    maskc_wg_fence_regs<MASKC_BACC(BM)>(dpt);
+    maskc_wg_fence_regs<MASKC_BACC(GM)>(st);
+    maskc_wg_fence_regs<MASKC_BACC(GM)>(dpt);
 #else
     maskc_mma_qk<MASKC_DT, D, BM>(st, kfrag, sQ, lane);
     maskc_mma_qk<MASKC_DT, D, BM>(dpt, vfrag, sdO, lane);
 #endif
 #pragma unroll
-    for (int i = 0; i < MASKC_BACC(BM); ++i) {
-      const int kr = 16 * warp + maskc_bacc_row<BM>(lane, i), qc = maskc_bacc_col<BM>(lane, i);
+    for (int i = 0; i < MASKC_BACC(GM); ++i) {
+      const int kr = 16 * kw + maskc_bacc_row<GM>(lane, i), qc = qg + maskc_bacc_col<GM>(lane, i);
       const int q = q0 + qc, kv = k0 + kr, sl = (i >> 1) & 1;  // sl: the lane's key slot of element i
       bool keep = q < Sq && kv < Skv;
 #if defined(MASKC_HAS_MASK)
@@ -1360,16 +1419,41 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
       dpt[i] = ds;
     }
     // dS^T to shared memory for dQ (pairs of adjacent columns); the
-    // deterministic mode's dQ kernel computes its own.
-    if (sh.dq_acc != nullptr) {
+    // deterministic mode's dQ kernel computes its own. Split by the head
+    // dim, P^T and dS^T are dV's and dK's A operands too.
+    if (MASKC_BWD_SPLIT_D || sh.dq_acc != nullptr) {
 #pragma unroll
-      for (int i = 0; i < MASKC_BACC(BM); i += 2) {
-        const int kr = 16 * warp + maskc_bacc_row<BM>(lane, i), qc = maskc_bacc_col<BM>(lane, i);
+      for (int i = 0; i < MASKC_BACC(GM); i += 2) {
+        const int kr = 16 * kw + maskc_bacc_row<GM>(lane, i), qc = qg + maskc_bacc_col<GM>(lane, i);
         *(maskc_u32*)(sdS + maskc_tile_index<BN, BM>(kr, qc)) = maskc_pack2<MASKC_DT>(dpt[i], dpt[i + 1]);
+        if (MASKC_BWD_SPLIT_D)
+          *(maskc_u32*)(sP + maskc_tile_index<BN, BM>(kr, qc)) = maskc_pack2<MASKC_DT>(st[i], st[i + 1]);
       }
       maskc_bwd_fence_async();
     }
-#if MASKC_BWD_WG_BATCH
+#if MASKC_BWD_SPLIT_D
+    {
+      // dV += P^T . dO and dK += dS^T . Q over all BM rows, the group's GD
+      // columns (64-column blocks dg / 64 and the next, BM * 128 bytes
+      // apart): P^T and dS^T from shared memory (K-major), dO and Q MN-major.
+      __syncthreads();  // both groups' P^T and dS^T columns are stored
+      maskc_wg_fence_regs<MASKC_BACC(GD)>(dv);
+      maskc_wg_fence_regs<MASKC_BACC(GD)>(dk);
+      maskc_wg_fence();
+#pragma unroll
+      for (int kk = 0; kk < BM / 16; ++kk)
+        maskc_bwd_wgmma_nt_n128<MASKC_DT>(dv, MASKC_BWD_DESC(sP + kk * 16, 16, 1024),
+                                          MASKC_BWD_DESC(sdO + dg * BM + kk * 16 * 64, BM * 128, 1024));
+#pragma unroll
+      for (int kk = 0; kk < BM / 16; ++kk)
+        maskc_bwd_wgmma_nt_n128<MASKC_DT>(dk, MASKC_BWD_DESC(sdS + kk * 16, 16, 1024),
+                                          MASKC_BWD_DESC(sQ + dg * BM + kk * 16 * 64, BM * 128, 1024));
+      maskc_wg_commit();
+      maskc_wg_wait();
+      maskc_wg_fence_regs<MASKC_BACC(GD)>(dv);
+      maskc_wg_fence_regs<MASKC_BACC(GD)>(dk);
+    }
+#elif MASKC_BWD_WG_BATCH
     {
       // dV += P^T . dO and dK += dS^T . Q in one commit group, A from
       // registers (as maskc_mma_pv), dO and Q MN-major.
@@ -1387,10 +1471,10 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
       maskc_wg_fence();
 #pragma unroll
       for (int kk = 0; kk < BM / 16; ++kk)
-        maskc_wgmma_rs<MASKC_DT, D>(dv, pa[kk], maskc_wg_desc(sdO + kk * 16 * 64, BM * 128, 1024));
+        maskc_wgmma_rs<MASKC_DT, D>(dv, pa[kk], MASKC_BWD_DESC(sdO + kk * 16 * 64, BM * 128, 1024));
 #pragma unroll
       for (int kk = 0; kk < BM / 16; ++kk)
-        maskc_wgmma_rs<MASKC_DT, D>(dk, sa[kk], maskc_wg_desc(sQ + kk * 16 * 64, BM * 128, 1024));
+        maskc_wgmma_rs<MASKC_DT, D>(dk, sa[kk], MASKC_BWD_DESC(sQ + kk * 16 * 64, BM * 128, 1024));
       maskc_wg_commit();
       maskc_wg_wait();
       maskc_wg_fence_regs<MASKC_BACC(D)>(dv);
@@ -1432,8 +1516,8 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
         for (int kk = 0; kk < BN / 16; ++kk) {
           // keys kk*16 .. +15: 16 rows of 128 bytes in dS^T [BN][64] and in
           // K's column block nb; 8-row groups at 1024 bytes.
-          const unsigned long long da = maskc_wg_desc(sdS + kk * 16 * 64, BN * 128, 1024);
-          const unsigned long long db = maskc_wg_desc(sK + nb * (BN * 64) + kk * 16 * 64, BN * 128, 1024);
+          const unsigned long long da = MASKC_BWD_DESC(sdS + kk * 16 * 64, BN * 128, 1024);
+          const unsigned long long db = MASKC_BWD_DESC(sK + nb * (BN * 64) + kk * 16 * 64, BN * 128, 1024);
           maskc_bwd_wgmma_tt_n64<MASKC_DT>(dq, da, db);
         }
         maskc_wg_commit();
@@ -1477,6 +1561,7 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
 #endif
     }
   }
+#undef MASKC_BWD_DESC
 #if MASKC_BWD_DQ_BULK
   if (lane == 0) maskc_bwd_bulk_wait();  // complete before the block ends
 #endif
@@ -1488,8 +1573,8 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
   maskc_elem_t* dKp = dK + b * sh.dk_stride[0] + hkv * sh.dk_stride[1];
   maskc_elem_t* dVp = dV + b * sh.dv_stride[0] + hkv * sh.dv_stride[1];
 #pragma unroll
-  for (int i = 0; i < MASKC_BACC(D); i += 2) {
-    const int kv = k0 + 16 * warp + maskc_bacc_row<D>(lane, i), c = maskc_bacc_col<D>(lane, i);
+  for (int i = 0; i < MASKC_BACC(GD); i += 2) {
+    const int kv = k0 + 16 * kw + maskc_bacc_row<GD>(lane, i), c = dg + maskc_bacc_col<GD>(lane, i);
     if (kv < Skv) {
       *(maskc_u32*)(dKp + (long long)kv * sh.dk_stride[2] + c) = maskc_pack2<MASKC_DT>(dk[i], dk[i + 1]);
       *(maskc_u32*)(dVp + (long long)kv * sh.dv_stride[2] + c) = maskc_pack2<MASKC_DT>(dv[i], dv[i + 1]);
@@ -1724,7 +1809,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
   }
 }
 
-#else  // !MASKC_BWD_WG: mma.sync (NVIDIA before sm_90a, and sm_90a at head dims above 128) and MFMA (AMD)
+#else  // !MASKC_BWD_WG: mma.sync (NVIDIA before sm_90a) and MFMA (AMD)
 
 // dK, dV (and dQ's atomics, buffer gradients) per kv tile. Warp w takes the
 // keys of 16-key block w % KB and the part w / KB of its S^T columns (query

@@ -186,9 +186,17 @@ type BwdTile struct {
 	ARegs bool
 	// Groups is MASKC_BWD_GROUPS: maskc_attn_bwd's block is Groups groups of
 	// BwdWarps warps, each taking BlockN / Groups of the program's keys (the
-	// sm_90a warpgroup kernel's split of the key tile; 1 elsewhere). Every
+	// sm_90a warpgroup kernel's split of the key tile; 1 elsewhere), or with
+	// SplitD all BlockN keys and D / Groups columns of dK and dV. Every
 	// other backward kernel is one group.
 	Groups int
+	// SplitD is MASKC_BWD_SPLIT_D: the groups of maskc_attn_bwd split the
+	// head dim of dK and dV (and the query rows of S^T and dP^T) instead of
+	// the keys, and pass P^T through shared memory, whose P^T tile
+	// [BlockN][BlockM] SharedMemBytes then counts (sm_90a at head dim 256,
+	// where one warpgroup cannot hold dK and dV of 64 keys; FlashAttention-3's
+	// split at that head dim).
+	SplitD bool
 }
 
 // bwdTiles is the one table of backward tiles, by platform and head dim,
@@ -203,11 +211,13 @@ type BwdTile struct {
 // tiles passed the float64 gradient check in gpu/NOTES.md run 19, after
 // run 18 had caught maskc_smem_index's swizzle leaving 32-wide rows). The
 // sm_90a warpgroup-MMA backward takes 64 x 64 tiles at head dims 64 and
-// 128 (two blocks per SM); at 256 the mma.sync kernel runs there.
+// 128 (two blocks per SM); at 256 two warpgroups share a 64 x 64 tile,
+// each with half of dK's and dV's columns (SplitD, one block per SM: 217
+// KiB of shared memory with the dQ rows' staging).
 var bwdTiles = map[Platform]map[int]BwdTile{
-	NVIDIA:      {64: {64, 64, false, 1}, 128: {64, 64, false, 1}, 256: {32, 32, false, 1}},
-	NVIDIAWGMMA: {64: {64, 64, false, 1}, 128: {64, 64, false, 1}, 256: {32, 32, false, 1}},
-	AMD:         {64: {64, 64, false, 1}, 128: {32, 64, false, 1}, 256: {32, 32, true, 1}},
+	NVIDIA:      {64: {64, 64, false, 1, false}, 128: {64, 64, false, 1, false}, 256: {32, 32, false, 1, false}},
+	NVIDIAWGMMA: {64: {64, 64, false, 1, false}, 128: {64, 64, false, 1, false}, 256: {64, 64, false, 2, true}},
+	AMD:         {64: {64, 64, false, 1, false}, 128: {32, 64, false, 1, false}, 256: {32, 32, true, 1, false}},
 }
 
 // bwdWideTiles are the wide key tiles (BwdTileOf with wide), where a
@@ -223,7 +233,7 @@ var bwdTiles = map[Platform]map[int]BwdTile{
 // kernels without a mask (codegen.bwdWide). Head dim 64 would fit too; it
 // has not been timed against the narrow tile.
 var bwdWideTiles = map[Platform]map[int]BwdTile{
-	NVIDIAWGMMA: {128: {64, 128, false, 2}},
+	NVIDIAWGMMA: {128: {64, 128, false, 2, false}},
 }
 
 // BwdTileFor returns the backward tile on p at a head dim (HeadDims).
@@ -245,8 +255,15 @@ func (p Platform) BwdTileOf(headDim int, wide bool) (BwdTile, error) {
 
 // SharedMemBytes returns MASKC_BWD_SMEM_BYTES, the dynamic shared memory of
 // maskc_attn_bwd at a head dim: K and V tiles of BlockN keys (K alone with
-// ARegs), Q and dO tiles, P^T and dS^T, and a row's LSE and delta.
-func (t BwdTile) SharedMemBytes(headDim int) int { return t.smemFor(t.BlockN, headDim) }
+// ARegs), Q and dO tiles, P^T and dS^T, and a row's LSE and delta (and with
+// SplitD a second P^T tile, the one the groups share).
+func (t BwdTile) SharedMemBytes(headDim int) int {
+	n := t.smemFor(t.BlockN, headDim)
+	if t.SplitD {
+		n += ElemBytes * t.BlockN * t.BlockM
+	}
+	return n
+}
 
 // DQSharedMemBytes returns MASKC_BWD_DQ_SMEM_BYTES, maskc_attn_bwd_dq's:
 // the same tiles with its BlockN / Groups keys.
@@ -264,13 +281,17 @@ func (t BwdTile) smemFor(blockN, headDim int) int {
 // backward (MASKC_BWD_WG in attn_bwd.h, which reads it as
 // MASKC_BWD_WG_MAX_HEAD_DIM from BwdTileDefines); above it sm_90a runs the
 // mma.sync kernels.
-const BwdWGMaxHeadDim = 128
+const BwdWGMaxHeadDim = 256
+
+// BwdDQOrderMaxHeadDim is the largest head dim at which the sm_90a kernel
+// orders dQ (BwdDQOrders): the ordered entry has been timed up to 128.
+const BwdDQOrderMaxHeadDim = 128
 
 // BwdDQOrders reports whether p has maskc_attn_bwd_ordered, which adds dQ
 // in order in deterministic mode (MASKC_BWD_DQ_ORDER: the sm_90a warpgroup
 // kernel), at a head dim, where the source asks for it (BwdDQOrderDefine).
 func (p Platform) BwdDQOrders(headDim int) bool {
-	return p == NVIDIAWGMMA && headDim <= BwdWGMaxHeadDim
+	return p == NVIDIAWGMMA && headDim <= BwdWGMaxHeadDim && headDim <= BwdDQOrderMaxHeadDim
 }
 
 // BwdDQOrdersAt reports whether some platform orders dQ at a head dim
@@ -305,8 +326,8 @@ func BwdTileDefines(headDim int, wide bool) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		fmt.Fprintf(&b, "%s  // %s\n#define MASKC_BWD_BLOCK_M %d\n#define MASKC_BWD_BLOCK_N %d\n#define MASKC_BWD_AREGS %d\n#define MASKC_BWD_GROUPS %d\n",
-			c.cond, c.p, t.BlockM, t.BlockN, b2i(t.ARegs), t.Groups)
+		fmt.Fprintf(&b, "%s  // %s\n#define MASKC_BWD_BLOCK_M %d\n#define MASKC_BWD_BLOCK_N %d\n#define MASKC_BWD_AREGS %d\n#define MASKC_BWD_GROUPS %d\n#define MASKC_BWD_SPLIT_D %d\n",
+			c.cond, c.p, t.BlockM, t.BlockN, b2i(t.ARegs), t.Groups, b2i(t.SplitD))
 	}
 	b.WriteString("#endif\n")
 	return b.String(), nil

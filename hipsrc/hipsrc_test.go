@@ -380,7 +380,7 @@ func TestBwdConstantsMirrorSource(t *testing.T) {
 	// MASKC_BWD_SMEM_FOR's formula, which smemFor mirrors, and its two uses.
 	for _, want := range []string{
 		"(2 * ((2 - MASKC_BWD_AREGS) * (BN) * MASKC_HEAD_DIM + 2 * MASKC_BWD_BLOCK_M * MASKC_HEAD_DIM + \\\n        2 * (BN) * MASKC_BWD_BLOCK_M) +",
-		"#define MASKC_BWD_SMEM_BYTES MASKC_BWD_SMEM_FOR(MASKC_BWD_BLOCK_N)\n",
+		"#define MASKC_BWD_SMEM_BYTES \\\n  (MASKC_BWD_SMEM_FOR(MASKC_BWD_BLOCK_N) + 2 * MASKC_BWD_SPLIT_D * MASKC_BWD_BLOCK_N * MASKC_BWD_BLOCK_M)\n",
 		"#define MASKC_BWD_DQ_SMEM_BYTES MASKC_BWD_SMEM_FOR(MASKC_BWD_DQ_N)\n",
 		"#define MASKC_BWD_DQ_N (MASKC_BWD_BLOCK_N / MASKC_BWD_GROUPS)\n",
 		"#define MASKC_BWD_MAIN_THREADS (MASKC_BWD_GROUPS * MASKC_BWD_THREADS)",
@@ -426,13 +426,19 @@ func TestBwdTiles(t *testing.T) {
 		// Head dim 256: V (and in the dQ kernel Q, dO) in registers on AMD.
 		{AMD, 256, false, 32, 32, 1, true, 2*(32*256+2*32*256+2*32*32) + 8*32, 2*(32*256+2*32*256+2*32*32) + 8*32, 64 << 10},
 		{NVIDIA, 256, false, 32, 32, 1, false, 69888, 69888, 99 << 10},
-		{NVIDIAWGMMA, 256, true, 32, 32, 1, false, 69888, 69888, 227 << 10},
+		// Head dim 256 on sm_90a: two warpgroups split dK's and dV's columns
+		// of a 64 x 64 tile, P^T shared in a second 8 KiB tile; the main
+		// kernel's static 64 KiB of dQ rows come on top. The dQ kernel is
+		// one warpgroup on 32-key steps (BlockN / Groups).
+		{NVIDIAWGMMA, 256, true, 64, 64, 2, false, 2*(2*64*256+2*64*256+2*64*64) + 8*64 + 2*64*64,
+			2*(2*32*256+2*64*256+2*32*64) + 8*64, 227<<10 - 64<<10},
 	} {
 		tile, err := tc.p.BwdTileOf(tc.headDim, tc.wide)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if tile.BlockM != tc.blockM || tile.BlockN != tc.blockN || tile.ARegs != tc.aregs || tile.Groups != tc.groups {
+		if tile.BlockM != tc.blockM || tile.BlockN != tc.blockN || tile.ARegs != tc.aregs || tile.Groups != tc.groups ||
+			tile.SplitD != (tc.p == NVIDIAWGMMA && tc.headDim == 256) {
 			t.Errorf("%s D=%d: tile %+v", tc.p, tc.headDim, tile)
 		}
 		if got := tile.SharedMemBytes(tc.headDim); got != tc.smem || got > tc.limitBytes {
@@ -475,8 +481,8 @@ func TestBwdTiles(t *testing.T) {
 			branches := strings.Split(text, "\n#")
 			for _, p := range Platforms {
 				tile, _ := p.BwdTileOf(d, wide)
-				want := fmt.Sprintf("  // %s\n#define MASKC_BWD_BLOCK_M %d\n#define MASKC_BWD_BLOCK_N %d\n#define MASKC_BWD_AREGS %d\n#define MASKC_BWD_GROUPS %d\n",
-					p, tile.BlockM, tile.BlockN, b2i(tile.ARegs), tile.Groups)
+				want := fmt.Sprintf("  // %s\n#define MASKC_BWD_BLOCK_M %d\n#define MASKC_BWD_BLOCK_N %d\n#define MASKC_BWD_AREGS %d\n#define MASKC_BWD_GROUPS %d\n#define MASKC_BWD_SPLIT_D %d\n",
+					p, tile.BlockM, tile.BlockN, b2i(tile.ARegs), tile.Groups, b2i(tile.SplitD))
 				if !strings.Contains(text, want) {
 					t.Errorf("BwdTileDefines(%d, %v) lacks %q:\n%s", d, wide, want, text)
 				}

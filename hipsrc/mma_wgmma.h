@@ -18,9 +18,13 @@
 
 // Shared-memory matrix descriptor, 128-byte swizzle: start address, leading
 // and stride byte offsets (PTX ISA "Matrix Descriptor Format").
-__device__ __forceinline__ unsigned long long maskc_wg_desc(const maskc_elem_t* p, unsigned lbo, unsigned sbo) {
-  return (unsigned long long)((maskc_smem_addr(p) & 0x3FFFF) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |
+// maskc_wg_desc_at takes the shared-memory address itself.
+__device__ __forceinline__ unsigned long long maskc_wg_desc_at(maskc_u32 addr, unsigned lbo, unsigned sbo) {
+  return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |
          ((unsigned long long)(sbo >> 4) << 32) | (1ull << 62);
+}
+__device__ __forceinline__ unsigned long long maskc_wg_desc(const maskc_elem_t* p, unsigned lbo, unsigned sbo) {
+  return maskc_wg_desc_at(maskc_smem_addr(p), lbo, sbo);
 }
 __device__ __forceinline__ void maskc_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void maskc_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
@@ -45,6 +49,11 @@ __device__ __forceinline__ void maskc_load_q(MaskcQFrag<D>& q, const maskc_elem_
 }
 
 // Accumulator operand lists of the inline assembly: N/2 floats per thread.
+#define MASKC_WG_ACC16(d) \
+  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+  "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+#define MASKC_WG_REGS16 \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
 #define MASKC_WG_ACC32(d) \
   "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
@@ -67,6 +76,22 @@ __device__ __forceinline__ void maskc_load_q(MaskcQFrag<D>& q, const maskc_elem_
   "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31," \
   "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47," \
   "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+
+// d += A . B, one m64n32k16 step: A and B from descriptors, both K-major.
+template <int DT>
+__device__ __forceinline__ void maskc_wgmma_ss_n32(float* d, unsigned long long da, unsigned long long db) {
+#define MASKC_WG_SS(T)                                                                              \
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %18, 0;\n"                                                \
+               "wgmma.mma_async.sync.aligned.m64n32k16.f32." T "." T " " MASKC_WG_REGS16                \
+               ", %16, %17, p, 1, 1, 0, 0; }"                                                           \
+               : MASKC_WG_ACC16(d)                                                                     \
+               : "l"(da), "l"(db), "r"(1))
+  if (DT == MASKC_F16)
+    MASKC_WG_SS("f16");
+  else
+    MASKC_WG_SS("bf16");
+#undef MASKC_WG_SS
+}
 
 // d += A . B, one m64n64k16 step: A and B from descriptors, both K-major.
 template <int DT>
@@ -190,8 +215,10 @@ __device__ __forceinline__ void maskc_wg_fence_u32(maskc_u32* r) {
 
 template <int DT, int N>
 __device__ __forceinline__ void maskc_wgmma_ss(float* d, unsigned long long da, unsigned long long db) {
-  static_assert(N == 64 || N == 128, "wgmma tile width");
-  if (N == 64)
+  static_assert(N == 32 || N == 64 || N == 128, "wgmma tile width");
+  if constexpr (N == 32)
+    maskc_wgmma_ss_n32<DT>(d, da, db);
+  else if constexpr (N == 64)
     maskc_wgmma_ss_n64<DT>(d, da, db);
   else
     maskc_wgmma_ss_n128<DT>(d, da, db);
