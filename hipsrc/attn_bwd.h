@@ -1321,13 +1321,13 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
   }
   while (have) {
     const int h = w.h, q0 = w.qt * BM, cls = w.cls;
-    // The step's shared-memory descriptors (MASKC_BWD_DESC). Split by the
-    // head dim, they are built from the area's address taken anew each step
-    // (an opaque copy), so that the compiler computes each where it is used
-    // instead of holding the 90-odd descriptors of a step's k-steps in
-    // registers through the whole walk.
-#if MASKC_BWD_SPLIT_D
-    static_assert(MASKC_BWD_QSTAGES == 1, "every tile a descriptor reads lies in the dynamic area");
+    // The step's shared-memory descriptors (MASKC_BWD_DESC), built from the
+    // area's address taken anew each step (an opaque copy), so that the
+    // compiler computes each where it is used instead of holding every
+    // k-step's descriptor (90-odd at head dim 256) in registers through the
+    // whole walk. With a second Q, dO stage (static shared memory) the
+    // descriptors are the tiles' own.
+#if MASKC_BWD_QSTAGES == 1
     maskc_u32 sbase = maskc_smem_addr(maskc_bwd_smem);
     asm volatile("" : "+r"(sbase));
 #define MASKC_BWD_DESC(p, lbo, sbo) \
