@@ -192,11 +192,11 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 	k.Sparsity, k.SparsityReason = sp.plan.kind, sp.plan.reason
 	k.sparsity = sp.plan
 	k.WarpSpecialized = warpSpecialized(k, sp.plan)
-	if !k.WarpSpecialized && (opts.WSWalks || selWalk(sp.plan)) && sp.plan.kind == SparsityAnalytic && k.HasMask && wsShape(k) {
+	if !k.WarpSpecialized && (opts.WSWalks || selWalk(sp.plan)) && sp.plan.kind == SparsityAnalytic && k.HasMask && wsShape(k, true) {
 		k.WarpSpecialized, k.WSWalk = true, true
 	}
 	if k.WarpSpecialized {
-		k.Launch, _ = hipsrc.Launches(k.HeadDim, true) // head dim 64 or 128: no error
+		k.Launch, _ = hipsrc.Launches(k.HeadDim, true) // a head dim of hipsrc.HeadDims: no error
 		if k.WSWalk {
 			c := k.Launch[hipsrc.NVIDIAWGMMA.String()]
 			c.SharedMemBytes += hipsrc.WSWalkBytes
@@ -519,8 +519,11 @@ func diagonalColumns(p sparsityPlan) bool {
 // tiles each) and, since it visits the hull of a row's kv range rather than the union of its
 // intervals (hullExact), terms whose union is not one interval
 // (sliding_global_prefix, 0.225x against 1.05x): run 18.
+// At head dim 256 (64-key tiles, 192 KiB of shared memory) it measured
+// 0.79-0.93 of cuDNN SDPA on full and causal attention against attn_fwd.h's
+// 0.56-0.65 (gpu/NOTES.md run 33f); the same masks take it there.
 func warpSpecialized(k *Kernel, p sparsityPlan) bool {
-	if !wsShape(k) {
+	if !wsShape(k, false) {
 		return false
 	}
 	switch p.kind {
@@ -545,9 +548,11 @@ func warpSpecialized(k *Kernel, p sparsityPlan) bool {
 }
 
 // wsShape reports whether the warp-specialized forward takes k's head dim
-// (64 or 128) and score (none, or a light one).
-func wsShape(k *Kernel) bool {
-	return (!k.HasScore || lightScore(k.Score)) && (k.HeadDim == 64 || k.HeadDim == 128)
+// (64 or 128, and 256 but where it walks a mask's intervals: walk, whose
+// interval lists would come on top of head dim 256's 192 KiB and which has
+// not been timed there) and score (none, or a light one).
+func wsShape(k *Kernel, walk bool) bool {
+	return (!k.HasScore || lightScore(k.Score)) && (k.HeadDim == 64 || k.HeadDim == 128 || k.HeadDim == 256 && !walk)
 }
 
 // lightScore reports whether a score mod is arithmetic on the logit,

@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/maskc/maskc/hipsrc"
 )
 
 // TestWarpSpecializedRule pins which benchmark masks get the
@@ -42,6 +44,28 @@ func TestWarpSpecializedRule(t *testing.T) {
 		k := generateAttention(t, filepath.Join("..", "gpu", tc.file), "", Options{})
 		if k.WarpSpecialized != tc.want || k.WSWalk != tc.walk {
 			t.Errorf("%s: warp-specialized %v walking %v, want %v, %v (sparsity %s: %s)", tc.file, k.WarpSpecialized, k.WSWalk, tc.want, tc.walk, k.Sparsity, k.SparsityReason)
+		}
+	}
+	// Head dim 256: the same masks and scores (full and causal timed there,
+	// run 33f), but no walk of a mask's intervals (untimed there); the
+	// launch is the warp-specialized kernel's (192 KiB of shared memory).
+	for _, tc := range []struct {
+		file    string
+		headDim int // 0: the file's
+		want    bool
+	}{
+		{"../gpu/dense_cases/full_d256.flex", 0, true},
+		{"../gpu/dense_cases/causal_d256.flex", 0, true},
+		{"../gpu/bwd_cases/softcap_d256.flex", 0, false},  // a heavy score (tanh)
+		{"../gpu/bwd_cases/document_d256.flex", 0, false}, // segments
+		{"../testdata/tilemasks/moba.flex", 256, false},   // a block selection: the walk stays at 64 and 128
+	} {
+		k := generateAttention(t, tc.file, "", Options{HeadDim: tc.headDim})
+		if k.HeadDim != 256 || k.WarpSpecialized != tc.want || k.WSWalk {
+			t.Errorf("%s at head dim %d: warp-specialized %v walking %v, want %v", tc.file, k.HeadDim, k.WarpSpecialized, k.WSWalk, tc.want)
+		}
+		if c := k.Launch[hipsrc.NVIDIAWGMMA.String()]; tc.want && (c.Threads != hipsrc.WSThreads || c.SharedMemBytes != hipsrc.WSSharedMemBytes(256)) {
+			t.Errorf("%s: sm_90a launch %+v", tc.file, c)
 		}
 	}
 }
