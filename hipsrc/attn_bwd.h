@@ -841,38 +841,12 @@ static_assert(MASKC_BWD_BLOCK_M == 64 && MASKC_BWD_BLOCK_N == 64 * (MASKC_BWD_SP
 static_assert(MASKC_HEAD_DIM % 64 == 0, "the wgmma backward takes whole 64-column blocks of the head dim");
 
 // d += A . B, one m64n64k16 step, A and B from descriptors, both MN-major
-// (A stored [k][m], B stored [k][n]; transposed by the MMA).
-template <int DT>
-__device__ __forceinline__ void maskc_bwd_wgmma_tt_n64(float* d, unsigned long long da, unsigned long long db) {
-#define MASKC_BWD_WG_TT(T)                                                                          \
-  asm volatile("{ .reg .pred p; setp.ne.b32 p, %34, 0;\n"                                                \
-               "wgmma.mma_async.sync.aligned.m64n64k16.f32." T "." T " " MASKC_WG_REGS32                \
-               ", %32, %33, p, 1, 1, 1, 1; }"                                                           \
-               : MASKC_WG_ACC32(d)                                                                     \
-               : "l"(da), "l"(db), "r"(1))
-  if (DT == MASKC_F16)
-    MASKC_BWD_WG_TT("f16");
-  else
-    MASKC_BWD_WG_TT("bf16");
-#undef MASKC_BWD_WG_TT
-}
-
+// (A stored [k][m], B stored [k][n]; transposed by the MMA): dQ = dS.K.
+MASKC_WG_DEFINE_SS(maskc_bwd_wgmma_tt_n64, "m64n64k16", MASKC_WG_ACC32, MASKC_WG_REGS32, "%32", "%33", "%34", "1, 1")
 // d += A . B, one m64n128k16 step, A and B from descriptors, A K-major
-// (stored [m][k]) and B MN-major (stored [k][n]; transposed by the MMA).
-template <int DT>
-__device__ __forceinline__ void maskc_bwd_wgmma_nt_n128(float* d, unsigned long long da, unsigned long long db) {
-#define MASKC_BWD_WG_NT(T)                                                                          \
-  asm volatile("{ .reg .pred p; setp.ne.b32 p, %66, 0;\n"                                                \
-               "wgmma.mma_async.sync.aligned.m64n128k16.f32." T "." T " " MASKC_WG_REGS64               \
-               ", %64, %65, p, 1, 1, 0, 1; }"                                                           \
-               : MASKC_WG_ACC64(d)                                                                     \
-               : "l"(da), "l"(db), "r"(1))
-  if (DT == MASKC_F16)
-    MASKC_BWD_WG_NT("f16");
-  else
-    MASKC_BWD_WG_NT("bf16");
-#undef MASKC_BWD_WG_NT
-}
+// (stored [m][k]) and B MN-major (stored [k][n]): dV += P^T.dO and dK +=
+// dS^T.Q of the head-dim split.
+MASKC_WG_DEFINE_SS(maskc_bwd_wgmma_nt_n128, "m64n128k16", MASKC_WG_ACC64, MASKC_WG_REGS64, "%64", "%65", "%66", "0, 1")
 
 // p[0..3] = (a, b, c, d) in shared memory (p 16-byte aligned).
 __device__ __forceinline__ void maskc_bwd_st4(float* p, float a, float b, float c, float d) {

@@ -77,87 +77,46 @@ __device__ __forceinline__ void maskc_load_q(MaskcQFrag<D>& q, const maskc_elem_
   "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47," \
   "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
 
-// d += A . B, one m64n32k16 step: A and B from descriptors, both K-major.
-template <int DT>
-__device__ __forceinline__ void maskc_wgmma_ss_n32(float* d, unsigned long long da, unsigned long long db) {
-#define MASKC_WG_SS(T)                                                                              \
-  asm volatile("{ .reg .pred p; setp.ne.b32 p, %18, 0;\n"                                                \
-               "wgmma.mma_async.sync.aligned.m64n32k16.f32." T "." T " " MASKC_WG_REGS16                \
-               ", %16, %17, p, 1, 1, 0, 0; }"                                                           \
-               : MASKC_WG_ACC16(d)                                                                     \
-               : "l"(da), "l"(db), "r"(1))
-  if (DT == MASKC_F16)
-    MASKC_WG_SS("f16");
-  else
-    MASKC_WG_SS("bf16");
-#undef MASKC_WG_SS
-}
+// The products as functions name<DT>(d, ...) adding A . B into the N/2
+// accumulator floats d of one SHAPE step (m64nNk16), in the element type DT:
+// MASKC_WG_DEFINE_SS with A and B from descriptors (da, db), their transpose
+// flags TNSP ("0, 0": both K-major; 1: MN-major, transposed by the MMA);
+// MASKC_WG_DEFINE_RS with A from 4 registers (the mma.sync A layout) and B
+// MN-major from a descriptor. ACC and REGS are the accumulators' operand
+// and register lists; IA, IB, IP the operand numbers (after the N/2
+// accumulators) of A, B and the predicate's input (scale-d: 1, accumulate).
+#define MASKC_WG_PRODUCT(SHAPE, T, REGS, IA, IB, IP, TNSP) \
+  "{ .reg .pred p; setp.ne.b32 p, " IP ", 0;\n" \
+  "wgmma.mma_async.sync.aligned." SHAPE ".f32." T "." T " " REGS ", " IA ", " IB ", p, 1, 1, " TNSP "; }"
+#define MASKC_WG_DEFINE_SS(name, SHAPE, ACC, REGS, IA, IB, IP, TNSP)                                             \
+  template <int DT>                                                                                             \
+  __device__ __forceinline__ void name(float* d, unsigned long long da, unsigned long long db) {                \
+    if (DT == MASKC_F16)                                                                                        \
+      asm volatile(MASKC_WG_PRODUCT(SHAPE, "f16", REGS, IA, IB, IP, TNSP) : ACC(d) : "l"(da), "l"(db), "r"(1));  \
+    else                                                                                                        \
+      asm volatile(MASKC_WG_PRODUCT(SHAPE, "bf16", REGS, IA, IB, IP, TNSP) : ACC(d) : "l"(da), "l"(db), "r"(1)); \
+  }
+#define MASKC_WG_DEFINE_RS(name, SHAPE, ACC, REGS, IA, IB, IP)                                                  \
+  template <int DT>                                                                                             \
+  __device__ __forceinline__ void name(float* d, const maskc_u32(&a)[4], unsigned long long db) {               \
+    if (DT == MASKC_F16)                                                                                        \
+      asm volatile(MASKC_WG_PRODUCT(SHAPE, "f16", REGS, IA, IB, IP, "1")                                        \
+                   : ACC(d)                                                                                     \
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));                              \
+    else                                                                                                        \
+      asm volatile(MASKC_WG_PRODUCT(SHAPE, "bf16", REGS, IA, IB, IP, "1")                                       \
+                   : ACC(d)                                                                                     \
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));                              \
+  }
 
-// d += A . B, one m64n64k16 step: A and B from descriptors, both K-major.
-template <int DT>
-__device__ __forceinline__ void maskc_wgmma_ss_n64(float* d, unsigned long long da, unsigned long long db) {
-#define MASKC_WG_SS(T)                                                                              \
-  asm volatile("{ .reg .pred p; setp.ne.b32 p, %34, 0;\n"                                                \
-               "wgmma.mma_async.sync.aligned.m64n64k16.f32." T "." T " " MASKC_WG_REGS32                \
-               ", %32, %33, p, 1, 1, 0, 0; }"                                                           \
-               : MASKC_WG_ACC32(d)                                                                     \
-               : "l"(da), "l"(db), "r"(1))
-  if (DT == MASKC_F16)
-    MASKC_WG_SS("f16");
-  else
-    MASKC_WG_SS("bf16");
-#undef MASKC_WG_SS
-}
-
-// d += A . B, one m64n64k16 step: A from 4 registers (the mma.sync A
-// layout), B from a descriptor, MN-major (transposed by the MMA).
-template <int DT>
-__device__ __forceinline__ void maskc_wgmma_rs_n64(float* d, const maskc_u32 (&a)[4], unsigned long long db) {
-#define MASKC_WG_RS(T)                                                                              \
-  asm volatile("{ .reg .pred p; setp.ne.b32 p, %37, 0;\n"                                                \
-               "wgmma.mma_async.sync.aligned.m64n64k16.f32." T "." T " " MASKC_WG_REGS32                \
-               ", {%32, %33, %34, %35}, %36, p, 1, 1, 1; }"                                            \
-               : MASKC_WG_ACC32(d)                                                                     \
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1))
-  if (DT == MASKC_F16)
-    MASKC_WG_RS("f16");
-  else
-    MASKC_WG_RS("bf16");
-#undef MASKC_WG_RS
-}
-
-// d += A . B, one m64n128k16 step: A and B from descriptors, both K-major.
-template <int DT>
-__device__ __forceinline__ void maskc_wgmma_ss_n128(float* d, unsigned long long da, unsigned long long db) {
-#define MASKC_WG_SS(T)                                                                              \
-  asm volatile("{ .reg .pred p; setp.ne.b32 p, %66, 0;\n"                                                \
-               "wgmma.mma_async.sync.aligned.m64n128k16.f32." T "." T " " MASKC_WG_REGS64                \
-               ", %64, %65, p, 1, 1, 0, 0; }"                                                           \
-               : MASKC_WG_ACC64(d)                                                                     \
-               : "l"(da), "l"(db), "r"(1))
-  if (DT == MASKC_F16)
-    MASKC_WG_SS("f16");
-  else
-    MASKC_WG_SS("bf16");
-#undef MASKC_WG_SS
-}
-
-// d += A . B, one m64n128k16 step: A from 4 registers (the mma.sync A
-// layout), B from a descriptor, MN-major (transposed by the MMA).
-template <int DT>
-__device__ __forceinline__ void maskc_wgmma_rs_n128(float* d, const maskc_u32 (&a)[4], unsigned long long db) {
-#define MASKC_WG_RS(T)                                                                              \
-  asm volatile("{ .reg .pred p; setp.ne.b32 p, %69, 0;\n"                                                \
-               "wgmma.mma_async.sync.aligned.m64n128k16.f32." T "." T " " MASKC_WG_REGS64                \
-               ", {%64, %65, %66, %67}, %68, p, 1, 1, 1; }"                                            \
-               : MASKC_WG_ACC64(d)                                                                     \
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1))
-  if (DT == MASKC_F16)
-    MASKC_WG_RS("f16");
-  else
-    MASKC_WG_RS("bf16");
-#undef MASKC_WG_RS
-}
+// maskc_wgmma_ss_nN: A and B K-major (S = Q.K^T), N = 32, 64, 128.
+MASKC_WG_DEFINE_SS(maskc_wgmma_ss_n32, "m64n32k16", MASKC_WG_ACC16, MASKC_WG_REGS16, "%16", "%17", "%18", "0, 0")
+MASKC_WG_DEFINE_SS(maskc_wgmma_ss_n64, "m64n64k16", MASKC_WG_ACC32, MASKC_WG_REGS32, "%32", "%33", "%34", "0, 0")
+MASKC_WG_DEFINE_SS(maskc_wgmma_ss_n128, "m64n128k16", MASKC_WG_ACC64, MASKC_WG_REGS64, "%64", "%65", "%66", "0, 0")
+// maskc_wgmma_rs_nN: A from registers (O += P.V), N = 64, 128, 256.
+MASKC_WG_DEFINE_RS(maskc_wgmma_rs_n64, "m64n64k16", MASKC_WG_ACC32, MASKC_WG_REGS32, "{%32, %33, %34, %35}", "%36", "%37")
+MASKC_WG_DEFINE_RS(maskc_wgmma_rs_n128, "m64n128k16", MASKC_WG_ACC64, MASKC_WG_REGS64, "{%64, %65, %66, %67}", "%68",
+                   "%69")
 
 // d += A . B, one m64n256k16 step (head dim 256's P.V): A from 4 registers
 // (the mma.sync A layout), B from a descriptor, MN-major.
@@ -187,20 +146,8 @@ __device__ __forceinline__ void maskc_wgmma_rs_n128(float* d, const maskc_u32 (&
   "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95," \
   "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111," \
   "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
-template <int DT>
-__device__ __forceinline__ void maskc_wgmma_rs_n256(float* d, const maskc_u32 (&a)[4], unsigned long long db) {
-#define MASKC_WG_RS(T)                                                                              \
-  asm volatile("{ .reg .pred p; setp.ne.b32 p, %133, 0;\n"                                               \
-               "wgmma.mma_async.sync.aligned.m64n256k16.f32." T "." T " " MASKC_WG_REGS128              \
-               ", {%128, %129, %130, %131}, %132, p, 1, 1, 1; }"                                       \
-               : MASKC_WG_ACC128(d)                                                                    \
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1))
-  if (DT == MASKC_F16)
-    MASKC_WG_RS("f16");
-  else
-    MASKC_WG_RS("bf16");
-#undef MASKC_WG_RS
-}
+MASKC_WG_DEFINE_RS(maskc_wgmma_rs_n256, "m64n256k16", MASKC_WG_ACC128, MASKC_WG_REGS128, "{%128, %129, %130, %131}",
+                   "%132", "%133")
 
 // Waits until at most N of this warpgroup's committed MMA groups are pending.
 template <int N>
