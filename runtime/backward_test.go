@@ -273,6 +273,48 @@ func TestBackwardMarshalsTheABI(t *testing.T) {
 	}
 }
 
+// TestBackwardLaunchesEachEntryItsShape: a backward whose maskc_attn_bwd
+// takes a block and shared memory of its own (sm_90a's head-dim split at
+// 256: two warpgroups, 156,160 bytes; the dQ kernel one warpgroup and
+// 107,008 bytes) launches each entry as bwd_launch says (BwdLaunchConfig.Entry),
+// in both modes.
+func TestBackwardLaunchesEachEntryItsShape(t *testing.T) {
+	bl, err := hipsrc.BwdLaunchOn(hipsrc.NVIDIAWGMMA, 256, false)
+	if err != nil || bl.MainThreads != 256 || bl.Threads != 128 || bl.SharedMemBytes == bl.DQSharedMemBytes {
+		t.Fatalf("sm_90a's head-dim-256 backward launch %+v, %v", bl, err)
+	}
+	for _, det := range []bool{false, true} {
+		d, fb, _ := newFakeDevice(t, "")
+		recs := registerBwd(fb)
+		spec := bwdProbeSpec(t, SparsityAnalytic)
+		spec.Kernel.BwdLaunch["nvidia"] = bl
+		k, err := d.NewAttention(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, kk, v, o, lse, bufs := tensors(t, d)
+		grads := func() backend.DevicePtr { p, _ := d.Alloc(1 << 16); return p }
+		g := Gradients{DO: grads(), DLSE: grads(), DQ: grads(), DK: grads(), DV: grads(), DBufs: []DevicePtr{0, grads()}, DSink: grads()}
+		shape := ContiguousShape(BSHD, 2, 8, 2, 300, 200, 128)
+		shape.Sink = bufs[0]
+		stream, _ := d.NewStream()
+		if err := k.Backward(stream, q, kk, v, o, lse, shape, bufs, g, det); err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, r := range *recs {
+			seen[r.entry] = true
+			threads, smem := bl.Entry(r.entry)
+			if r.block != dim3(uint32(threads), 1, 1) || r.shared != uint32(smem) {
+				t.Errorf("det %v: %s launched with block %v and %d bytes, want %d threads and %d bytes", det, r.entry, r.block, r.shared, threads, smem)
+			}
+		}
+		if !seen[hipsrc.BwdMainEntry] || seen[hipsrc.BwdDQEntry] != det {
+			t.Errorf("det %v: launches %v", det, seen)
+		}
+	}
+}
+
 func TestBackwardRejectsBadCalls(t *testing.T) {
 	d, fb, _ := newFakeDevice(t, "")
 	registerBwd(fb)
