@@ -2,14 +2,15 @@
 torch.compile(flex_attention) forward + backward, in one GPU run, on the
 eight cases of shared/bench/flex_baseline.py (bf16, B=2, H=16, S=8192, D=128).
 
-Usage: python3 gpu/bwd_bench.py --generated DIR [--cases a,b] [--out FILE.jsonl] [--ext-buffers BUF.json]
+Usage: python3 gpu/bwd_bench.py --generated DIR [--cases a,b] [--out FILE.jsonl] [--ext-buffers BUF.json] [--head-dim D]
                                 [--variant NAME=DIR|NAME:MASKC_X=V[,MASKC_Y=W] [--variant-cases a,b]] ...
 
 DIR is genkernels output of gpu/bench_cases/*.flex (kernels named like the
 cases' headers, as bench.py); with --ext-buffers, DIR may be gpu/bench_ext.sh's
 gen directory, and its other kernels run too (bench_ext.py's cases: the
 manifest's torch mask and score over BUF.json's buffers; CORPUS=1 puts
-testdata/tilemasks among them). The BlockMask is built outside the timing;
+testdata/tilemasks among them). --head-dim times the same cases at another head
+dim (DIR from genkernels -head-dim D; a kernel built for another is refused). The BlockMask is built outside the timing;
 its build time is reported beside (block_mask_ms). TFLOP/s count only unmasked (q, kv) pairs: 4*D
 flops per pair forward, the backward counted as 2.5x that (fwd+bwd 3.5x, as
 flex_baseline.py). maskc's time is its forward (with the tile pre-pass where
@@ -45,7 +46,8 @@ from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
 import harness  # noqa: E402  (gpu/harness.py, on the package's launcher: python/maskc)
 from runlog import JsonLog  # noqa: E402  (gpu/runlog.py)
-from bench import B, H, S, D, flex_cases
+import bench  # noqa: E402
+from bench import B, H, S, flex_cases
 
 
 def manifest_cases(man, bufvals, taken, dev, names):
@@ -81,6 +83,9 @@ def main():
                          "these buffers (gpu/bench_ext_buffers.py)")
     ap.add_argument("--flex-bufgrad", action="store_true",
                     help="also time FlexAttention with maskc's differentiated float buffers requiring grad")
+    ap.add_argument("--head-dim", type=int, default=bench.D,
+                    help="the head dim of q, k, v (default flex_baseline.py's %d); DIR's kernels built for it "
+                         "(genkernels -head-dim)" % bench.D)
     ap.add_argument("--rounds", type=int, default=3,
                     help="timing rounds per case: FlexAttention and every (variant, mode) timed once a round, each "
                          "round in another order (rotated), the least median of each kept: the H100 ran the same "
@@ -88,9 +93,11 @@ def main():
                          "(run 30b), so a comparison in one fixed order measures the order")
     a = ap.parse_args()
     emit = JsonLog(a.out)
+    D = a.head_dim
 
     dev = "cuda"
-    emit(kind="env", torch=torch.__version__, gpu=torch.cuda.get_device_name(), triton=__import__("triton").__version__)
+    emit(kind="env", torch=torch.__version__, gpu=torch.cuda.get_device_name(), triton=__import__("triton").__version__,
+         head_dim=D)
     cases = flex_cases(dev)
     if a.cases:  # in the order given
         order = a.cases.split(",")
@@ -98,6 +105,9 @@ def main():
     man = json.load(open(a.generated + "/manifest.json"))
     abi = harness.ABI(man["abi"])
     by_name = {e["name"]: e for e in man["kernels"]}
+    other = sorted(n for n, e in by_name.items() if e["head_dim"] != D)
+    if other:
+        sys.exit("bwd_bench: %s not built for head dim %d (--head-dim; genkernels -head-dim)" % (", ".join(other), D))
     if a.ext_buffers:
         cases += manifest_cases(man, json.load(open(a.ext_buffers)), {c[1] for c in cases}, dev, a.cases)
     jobs = [(c[0], by_name[c[1]]) for c in cases if c[1] in by_name]
