@@ -55,8 +55,9 @@
 // maskc_attn_bwd (its int64 sums hold |gradient| < 2^31); tile_flags from
 // maskc_tile_flags on the same shape; Sq, Skv >= 1 (the host writes zeros
 // itself when either is 0). On sm_90a (MASKC_NV_WGMMA) maskc_attn_bwd and
-// maskc_attn_bwd_dq are warpgroup-MMA kernels (MASKC_BWD_WG, below) with the
-// same tiles, grids and shared memory as the mma.sync and MFMA kernels.
+// maskc_attn_bwd_dq are warpgroup-MMA kernels (MASKC_BWD_WG, below) on
+// tiles of their own (hipsrc.BwdTileOf), launched, as every platform's, as
+// the manifest's bwd_launch says.
 //
 // Warp GEMMs (below, per platform): C[16 x N] += A[16 x K] . B[K x N] with A
 // and B in swizzled shared tiles (maskc_smem_index), A stored [m][k] (ROW)
@@ -112,10 +113,9 @@
 #define MASKC_BWD_FIX_ONE 4294967296.0f
 
 // On sm_90a (MASKC_NV_WGMMA) maskc_attn_bwd and maskc_attn_bwd_dq are
-// warpgroup-MMA kernels (MASKC_BWD_WG; the 4 warps are one warpgroup) with
-// the same tiles, grids and shared memory as the mma.sync and MFMA kernels,
-// so the host launches every platform alike. gpu/bwd_bench.py's variants
-// rewrite the switch line below to time the mma.sync kernels on sm_90a.
+// warpgroup-MMA kernels (MASKC_BWD_WG; 4 warps are one warpgroup, and
+// maskc_attn_bwd is MASKC_BWD_GROUPS of them), at every head dim; 0 below
+// builds the mma.sync kernels there instead (a source edit, experiments).
 #define MASKC_BWD_USE_WGMMA 1
 // MASKC_BWD_WG_BATCH: the wgmma kernel issues S^T with dP^T and dV with dK
 // as one commit group each (0: one wait per product).
