@@ -157,6 +157,37 @@ func bwdProbeSpec(t testing.TB, sparsity Sparsity) AttentionSpec {
 	return s
 }
 
+// bwdTestCall is one backward call's arguments on a fake device: the probe
+// tensors (tensors), gradients with slot 1's buffer gradient and the sink's,
+// a 2 x 8 (2 kv heads) x 300 x 200 shape at head dim 128 with the sink, and
+// a stream.
+type bwdTestCall struct {
+	q, k, v, o, lse DevicePtr
+	bufs            []DevicePtr
+	g               Gradients
+	shape           Shape
+	stream          Stream
+}
+
+func newBwdTestCall(t testing.TB, d *Device) bwdTestCall {
+	var c bwdTestCall
+	c.q, c.k, c.v, c.o, c.lse, c.bufs = tensors(t, d)
+	grads := func() backend.DevicePtr { p, _ := d.Alloc(1 << 16); return p }
+	c.g = Gradients{DO: grads(), DLSE: grads(), DQ: grads(), DK: grads(), DV: grads(), DBufs: []DevicePtr{0, grads()}, DSink: grads()}
+	c.shape = ContiguousShape(BSHD, 2, 8, 2, 300, 200, 128)
+	c.shape.Sink = c.bufs[0]
+	var err error
+	if c.stream, err = d.NewStream(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// run calls k.Backward with c's arguments.
+func (c bwdTestCall) run(k *AttentionKernel, deterministic bool) error {
+	return k.Backward(c.stream, c.q, c.k, c.v, c.o, c.lse, c.shape, c.bufs, c.g, deterministic)
+}
+
 // TestBackwardMarshalsTheABI runs Backward on the fake device in both
 // modes, on a kernel whose deterministic dQ is the dQ kernel's and on one
 // that adds it in order (bwd_launch dq_ordered), and checks every launch:
@@ -181,12 +212,8 @@ func TestBackwardMarshalsTheABI(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			q, kk, v, o, lse, bufs := tensors(t, d)
-			grads := func() backend.DevicePtr { p, _ := d.Alloc(1 << 16); return p }
-			g := Gradients{DO: grads(), DLSE: grads(), DQ: grads(), DK: grads(), DV: grads(), DBufs: []DevicePtr{0, grads()}, DSink: grads()}
-			shape := ContiguousShape(BSHD, 2, 8, 2, 300, 200, 128)
-			shape.Sink = bufs[0]
-			stream, _ := d.NewStream()
+			bc := newBwdTestCall(t, d)
+			q, kk, v, o, lse, bufs, g, shape, stream := bc.q, bc.k, bc.v, bc.o, bc.lse, bc.bufs, bc.g, bc.shape, bc.stream
 			for call := 0; call < 2; call++ { // the second reuses the scratch: sums zeroed again
 				*recs = nil
 				rec.records = nil
@@ -292,13 +319,7 @@ func TestBackwardLaunchesEachEntryItsShape(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		q, kk, v, o, lse, bufs := tensors(t, d)
-		grads := func() backend.DevicePtr { p, _ := d.Alloc(1 << 16); return p }
-		g := Gradients{DO: grads(), DLSE: grads(), DQ: grads(), DK: grads(), DV: grads(), DBufs: []DevicePtr{0, grads()}, DSink: grads()}
-		shape := ContiguousShape(BSHD, 2, 8, 2, 300, 200, 128)
-		shape.Sink = bufs[0]
-		stream, _ := d.NewStream()
-		if err := k.Backward(stream, q, kk, v, o, lse, shape, bufs, g, det); err != nil {
+		if err := newBwdTestCall(t, d).run(k, det); err != nil {
 			t.Fatal(err)
 		}
 		seen := map[string]bool{}
