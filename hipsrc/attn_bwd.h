@@ -1296,11 +1296,11 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
   while (have) {
     const int h = w.h, q0 = w.qt * BM, cls = w.cls;
     // The step's shared-memory descriptors (MASKC_BWD_DESC), built from the
-    // area's address taken anew each step (an opaque copy), so that the
-    // compiler computes each where it is used instead of holding every
-    // k-step's descriptor (90-odd at head dim 256) in registers through the
-    // whole walk. With a second Q, dO stage (static shared memory) the
-    // descriptors are the tiles' own.
+    // area's address taken anew each step (an opaque copy; the forward's
+    // maskc_ws_desc makes one per use), so that the compiler computes each
+    // where it is used instead of holding every k-step's descriptor (90-odd
+    // at head dim 256) in registers through the whole walk. With a second
+    // Q, dO stage (static shared memory) the descriptors are the tiles' own.
 #if MASKC_BWD_QSTAGES == 1
     maskc_u32 sbase = maskc_smem_addr(maskc_bwd_smem);
     asm volatile("" : "+r"(sbase));

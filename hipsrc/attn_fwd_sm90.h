@@ -374,8 +374,7 @@ __device__ __forceinline__ void maskc_ws_load(maskc_elem_t* dst, const maskc_ele
 __device__ __forceinline__ unsigned long long maskc_ws_desc(maskc_u32 saddr, unsigned lbo, unsigned sbo) {
   maskc_u32 a;
   asm volatile("mov.b32 %0, %1;" : "=r"(a) : "r"(saddr));
-  return (unsigned long long)((a & 0x3FFFF) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |
-         ((unsigned long long)(sbo >> 4) << 32) | (1ull << 62);
+  return maskc_wg_desc_at(a, lbo, sbo);
 }
 
 // S = Q_wg . K_tile^T issued (not waited): s must be zeroed by the caller.
