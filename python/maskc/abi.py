@@ -490,13 +490,13 @@ class Manifest:
         bl = spec.bwd_launch[platform.name]
         if not ordered:  # the dQ kernel in deterministic mode, as a kernel without the ordered dQ
             bl = bl._replace(dq_ordered=False)
+        by_main, in_order = bl.dq_by_main(deterministic), bl.ordered(deterministic)
         out = []
         seg = self.seg_check_launch(spec, platform, buf)
         if seg is not None:
             out.append(seg)
         for name in spec.bwd_entries:
             e = self.bwd_entries[name]
-            by_main, in_order = bl.dq_by_main(deterministic), bl.ordered(deterministic)
             if e.when == "deterministic" and by_main or e.when == "atomic" and not by_main:
                 continue
             if e.when == "unordered" and in_order or e.when == "ordered" and not in_order:
