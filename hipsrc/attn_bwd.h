@@ -1047,8 +1047,6 @@ __device__ __forceinline__ void maskc_bwd_classify(const MaskcBwdShape& sh, cons
   __syncthreads();
 }
 
-// Advances w to the next pair of the walk; false when none is left. Every
-// thread of the block computes the same, so the walk is uniform.
 // The q tiles [*lo, *end) that kv tile kt's keys may see (the closed-form
 // q range; every q tile without one); *lo = *end = 0 when none.
 __device__ __forceinline__ void maskc_bwd_q_tiles(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int h,
@@ -1104,6 +1102,10 @@ __device__ __forceinline__ void maskc_bwd_order_tiles(const MaskcBwdShape& sh, c
 }
 #endif
 
+// Advances w to the next pair of the walk; false when none is left. Every
+// thread of the block computes the same, so the walk is uniform. kOrdered:
+// the ordered dQ's walk (maskc_bwd_order_tiles' envelope, and the turns of
+// the q tiles it passes).
 template <bool kOrdered>
 __device__ __forceinline__ bool maskc_bwd_walk_next(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int hkv,
                                                     int k0, MaskcBwdWalk& w, unsigned char* cls) {
