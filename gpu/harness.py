@@ -595,8 +595,9 @@ class BwdKernel(Kernel):
         _refuse_outside_reads(self.spec, B, H, HKV, Sq, Skv, D, buffers)
         delta = torch.empty(B, H, Sq, device=dev, dtype=torch.float32)
         bl = self.bwd_launch if ordered else self.bwd_launch._replace(dq_ordered=False)  # as bwd_launches does
-        dq_acc = torch.empty(B, H, Sq, D, device=dev, dtype=torch.float32) if bl.dq_by_main(deterministic) else None
-        dq_sem = torch.empty(B, H, (Sq + 15) // 16, device=dev, dtype=torch.int32) if bl.ordered(deterministic) else None
+        acc_dims, sem_dims = bl.dq_scratch(deterministic, B, H, Sq, D)
+        dq_acc = torch.empty(acc_dims, device=dev, dtype=torch.float32) if acc_dims else None
+        dq_sem = torch.empty(sem_dims, device=dev, dtype=torch.int32) if sem_dims else None
         dsink = torch.empty(H, device=dev, dtype=torch.float32) if sink is not None else None
         accs, dbufs = {}, {}
         for s in grad_slots:

@@ -21,7 +21,7 @@ import re
 
 from .diagnostics import MaskcError
 
-__all__ = ["ABI_VERSION", "MANIFEST_VERSION", "MANIFEST_FILE", "FRAME_FIELDS", "BufferSpec", "Platform", "Entry", "BwdLaunch", "KernelSpec", "Manifest",
+__all__ = ["ABI_VERSION", "MANIFEST_VERSION", "MANIFEST_FILE", "BWD_SEM_ROWS", "FRAME_FIELDS", "BufferSpec", "Platform", "Entry", "BwdLaunch", "KernelSpec", "Manifest",
            "read_manifest", "pick_platform"]
 
 #: The manifest schema version this package reads (hipsrc.ManifestVersion): 5 made each kernels[] entry
@@ -33,6 +33,8 @@ MANIFEST_VERSION = 7
 ABI_VERSION = 6
 #: The manifest's file name in a compile output directory.
 MANIFEST_FILE = "manifest.json"
+#: Query rows per turn counter of the ordered dQ (MaskcBwdShape.dq_sem; attn_bwd.h's maskc_bwd_sem_chunks).
+BWD_SEM_ROWS = 16
 
 _SCALARS = {"int": ctypes.c_int32, "long long": ctypes.c_int64, "float": ctypes.c_float}
 # The values this package knows how to fill, by struct and field name.
@@ -267,6 +269,16 @@ class BwdLaunch(collections.namedtuple("BwdLaunch", "block_m block_n threads sha
         """Whether maskc_attn_bwd_ordered runs in place of maskc_attn_bwd:
         deterministic mode where dq_ordered (hipsrc.BwdLaunchConfig.Ordered)."""
         return deterministic and self.dq_ordered
+
+    def dq_scratch(self, deterministic, B, H, Sq, D):
+        """The extents of the backward's dQ scratch in this mode (both None
+        where it takes none): dq_acc, float32 [B, H, Sq, D], where the main
+        kernel adds dQ (dq_by_main), and dq_sem, the ordered dQ's int32 turn
+        counters [B, H, ceil(Sq / BWD_SEM_ROWS)] (zeroed by
+        maskc_attn_bwd_pre), where it adds them in order (ordered)."""
+        acc = (B, H, Sq, D) if self.dq_by_main(deterministic) else None
+        sem = (B, H, (Sq + BWD_SEM_ROWS - 1) // BWD_SEM_ROWS) if self.ordered(deterministic) else None
+        return acc, sem
 
     def entry(self, name):
         """(threads, dynamic shared memory bytes) of backward entry name

@@ -428,13 +428,9 @@ class _Generated:
         plat, fns = self._bwd_module(q.device)
         dev = q.device
         delta = torch.empty((sz.B, sz.H, sz.Q), dtype=torch.float32, device=dev)
-        bl = spec.bwd_launch[plat.name]
-        # dQ added into dq_acc by the main kernel; the ordered dQ's turn counters, one per 16 rows (zeroed by
-        # maskc_attn_bwd_pre)
-        dq_acc = torch.empty((sz.B, sz.H, sz.Q, sz.D), dtype=torch.float32, device=dev) \
-            if bl.dq_by_main(deterministic) else None
-        dq_sem = torch.empty((sz.B, sz.H, (sz.Q + 15) // 16), dtype=torch.int32, device=dev) \
-            if bl.ordered(deterministic) else None
+        acc_dims, sem_dims = spec.bwd_launch[plat.name].dq_scratch(deterministic, sz.B, sz.H, sz.Q, sz.D)
+        dq_acc = torch.empty(acc_dims, dtype=torch.float32, device=dev) if acc_dims else None
+        dq_sem = torch.empty(sem_dims, dtype=torch.int32, device=dev) if sem_dims else None
         accs = {s: torch.zeros(buffers[s].numel(), dtype=torch.int64, device=dev) for s in slots}
         dbufs = {s: torch.empty(buffers[s].shape, dtype=torch.float32, device=dev) for s in slots}
         if dlse is not None:

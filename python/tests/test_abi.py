@@ -235,3 +235,17 @@ def test_a_new_descriptor_fact_needs_no_edit_here(doc):
     plan = Plan({"version": 2, "attentions": [{"name": spec.attention, "pattern": "generated", "entry": "maskc_generated",
                                                "kernel": spec.name}]}, m.descriptors)
     assert plan.attention(spec.attention).kernel["mask_uses_q"] is True
+
+
+@pytest.mark.parametrize("ordered", [False, True])
+@pytest.mark.parametrize("deterministic", [False, True])
+def test_bwd_dq_scratch_per_mode(deterministic, ordered):
+    """dq_acc where the main kernel adds dQ (atomic mode, or deterministic
+    mode with dq_ordered), dq_sem (one counter per 16 query rows, rounded
+    up) only where it adds them in order."""
+    from maskc.abi import BWD_SEM_ROWS, BwdLaunch
+    bl = BwdLaunch(64, 64, 128, 82432, 128, 82432, ordered)
+    acc, sem = bl.dq_scratch(deterministic, 2, 8, 17, 128)
+    assert acc == ((2, 8, 17, 128) if not deterministic or ordered else None)
+    assert sem == ((2, 8, 2) if deterministic and ordered else None)
+    assert BWD_SEM_ROWS == 16
