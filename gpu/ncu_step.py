@@ -5,7 +5,7 @@ benchmarks only give times.
 
 Usage (on the GPU machine; DIR is genkernels output, NAME a kernel of it):
   ncu --profile-from-start off --set full -k regex:maskc_ --export OUT/NAME \\
-      python3 gpu/profile.py --generated DIR --kernel NAME [--shape 2,16,8192] [--deterministic]
+      python3 gpu/ncu_step.py --generated DIR --kernel NAME [--shape 2,16,8192] [--deterministic]
   ncu --import OUT/NAME.ncu-rep --page details --csv > OUT/NAME.csv
 
 The kernel's buffers (a mask or score reading one) take the contents
