@@ -425,6 +425,33 @@ __device__ __forceinline__ void maskc_softmax_finish(const float (&m)[SLOTS], co
   }
 }
 
+// The forward's epilogue, one definition for both forwards: it ends the
+// rows (maskc_softmax_finish), stores the lane's share of O (the back end's
+// fragment of a D-column tile, NO floats, rows from row_base; Op at head
+// (b, h)) normalised and rounded to the element type, and the natural-log
+// LSE of the rows the lane leads; rows at or past Sq are not stored.
+template <int D, int NO, int SLOTS>
+__device__ __forceinline__ void maskc_fwd_epilogue(const float (&o)[NO], const float (&m)[SLOTS],
+                                                   const float (&l)[SLOTS], const MaskcShape& shape, int b, int h,
+                                                   int row_base, int lane, int Sq, maskc_elem_t* Op, float* LSE) {
+  float inv[SLOTS], lse[SLOTS];
+  maskc_softmax_finish(m, l, shape, h, inv, lse);
+#pragma unroll
+  for (int i = 0; i < NO; i += 2) {
+    const int q = row_base + maskc_frag_row<D>(lane, i);
+    if (q < Sq) {
+      const float f = inv[maskc_frag_slot<D>(i)];
+      *(maskc_u32*)(Op + (long long)q * shape.o_stride[2] + maskc_frag_col<D>(lane, i)) =
+          maskc_pack2<MASKC_DT>(o[i] * f, o[i + 1] * f);
+    }
+  }
+#pragma unroll
+  for (int sl = 0; sl < SLOTS; ++sl) {
+    const int q = row_base + maskc_slot_row(lane, sl);
+    if (maskc_row_leader(lane) && q < Sq) LSE[((long long)b * shape.H + h) * Sq + q] = lse[sl];
+  }
+}
+
 #if !MASKC_FWD_WS
 #if MASKC_COL_SHFL && defined(MASKC_HAS_MASK)
 // The mask's column parts of a lane's column slots of the tile at kv0
@@ -922,22 +949,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
         *maskc_kernarg<maskc_elem_t*, decltype(maskc_attn_fwd), 3>() + b * shape.o_stride[0] + h * shape.o_stride[1];
     float* const LSE = *maskc_kernarg<float*, decltype(maskc_attn_fwd), 4>();
 #endif
-  float inv[MASKC_ROW_SLOTS], lse[MASKC_ROW_SLOTS];
-  maskc_softmax_finish(m, l, shape, h, inv, lse);
-#pragma unroll
-  for (int i = 0; i < MASKC_O_ELEMS; i += 2) {
-    const int q = row_base + maskc_frag_row<MASKC_HEAD_DIM>(lane, i);
-    if (q < Sq) {
-      const float f = inv[maskc_frag_slot<MASKC_HEAD_DIM>(i)];
-      *(maskc_u32*)(Op + (long long)q * shape.o_stride[2] + maskc_frag_col<MASKC_HEAD_DIM>(lane, i)) =
-          maskc_pack2<MASKC_DT>(o[i] * f, o[i + 1] * f);
-    }
-  }
-#pragma unroll
-  for (int sl = 0; sl < MASKC_ROW_SLOTS; ++sl) {
-    const int q = row_base + maskc_slot_row(lane, sl);
-    if (maskc_row_leader(lane) && q < Sq) LSE[((long long)b * shape.H + h) * Sq + q] = lse[sl];
-  }
+  maskc_fwd_epilogue<MASKC_HEAD_DIM>(o, m, l, shape, b, h, row_base, lane, Sq, Op, LSE);
 #if defined(MASKC_PLATFORM_AMD)
   }
 #endif

@@ -822,22 +822,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
       maskc_ws_slot_give(&maskc_ws_tmap_owner[slot]);
     }
     // Normalise, fold in the sink, store O and the natural-log LSE.
-    float inv[MASKC_ROW_SLOTS], lse[MASKC_ROW_SLOTS];
-    maskc_softmax_finish(m, l, shape, h, inv, lse);
-#pragma unroll
-    for (int i = 0; i < D / 2; i += 2) {
-      const int q = row_base + maskc_frag_row<D>(lane, i);
-      if (q < Sq) {
-        const float f = inv[maskc_frag_slot<D>(i)];
-        *(maskc_u32*)(Op + (long long)q * shape.o_stride[2] + maskc_frag_col<D>(lane, i)) =
-            maskc_pack2<MASKC_DT>(o[i] * f, o[i + 1] * f);
-      }
-    }
-#pragma unroll
-    for (int sl = 0; sl < MASKC_ROW_SLOTS; ++sl) {
-      const int q = row_base + maskc_slot_row(lane, sl);
-      if (maskc_row_leader(lane) && q < Sq) LSE[((long long)b * shape.H + h) * Sq + q] = lse[sl];
-    }
+    maskc_fwd_epilogue<D>(o, m, l, shape, b, h, row_base, lane, Sq, Op, LSE);
   }
 #undef MASKC_WS_COLS
 #undef MASKC_WS_FULL
