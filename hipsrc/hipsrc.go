@@ -230,8 +230,9 @@ var bwdTiles = map[Platform]map[int]BwdTile{
 // tiles, but every masked case of the benchmark 0.83-0.99x as fast: their
 // short columns pay the program's K, V loads and dK, dV stores with no
 // second block beside it (docs/kernel-decisions.md). codegen takes it for
-// kernels without a mask (codegen.bwdWide). Head dim 64 would fit too; it
-// has not been timed against the narrow tile.
+// kernels without a mask (codegen.bwdWide). At head dim 64 it fits too,
+// and ran within noise of the narrow tile (docs/kernel-decisions.md), which
+// stays.
 var bwdWideTiles = map[Platform]map[int]BwdTile{
 	NVIDIAWGMMA: {128: {64, 128, false, 2, false}},
 }
