@@ -236,15 +236,20 @@ struct MaskcBwdShape {
   const float* dlse;                // nullptr or [B][H][Sq] gradient of the LSE
   float* delta;                     // [B][H][Sq] scratch: rowsum(dO * O) - dLSE
   float* dq_acc;                    // [B][H][Sq][D] fp32 (default mode), nullptr: deterministic mode
-  unsigned int* dq_sem;             // nullptr, or [B][H][ceil(Sq/16)] (ordered deterministic dQ, MASKC_BWD_DQ_ORDER)
+  unsigned int* dq_sem;             // nullptr, or [B][H][ceil(Sq/MASKC_BWD_SEM_ROWS)] (ordered deterministic dQ, MASKC_BWD_DQ_ORDER)
   float* dsink;                     // nullptr or [H]
   long long* dbuf[8];               // per buffer slot: fixed-point gradient sums, or nullptr
 };
 
 // dq_sem's counters (the ordered dQ's turns, maskc_attn_bwd_ordered): one
-// per 16 query rows of each (b, h); maskc_attn_bwd_pre zeroes them.
-__device__ __forceinline__ int maskc_bwd_sem_chunks(const MaskcBwdShape& sh) { return (sh.Sq + 15) / 16; }
-// The counter of rows [16c, 16c + 16) of (b, h).
+// per MASKC_BWD_SEM_ROWS query rows of each (b, h), the rows of one warp's
+// bulk reduction (hipsrc.BwdSemRows, maskc.abi.BWD_SEM_ROWS mirror it);
+// maskc_attn_bwd_pre zeroes them.
+#define MASKC_BWD_SEM_ROWS 16
+__device__ __forceinline__ int maskc_bwd_sem_chunks(const MaskcBwdShape& sh) {
+  return (sh.Sq + MASKC_BWD_SEM_ROWS - 1) / MASKC_BWD_SEM_ROWS;
+}
+// The counter of rows [c * MASKC_BWD_SEM_ROWS, (c + 1) * MASKC_BWD_SEM_ROWS) of (b, h).
 __device__ __forceinline__ unsigned* maskc_bwd_sem_at(const MaskcBwdShape& sh, int b, int h, int c) {
   return sh.dq_sem + (((long long)b * sh.H + h) * maskc_bwd_sem_chunks(sh) + c);
 }
@@ -797,7 +802,8 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
   if (sh.dq_acc != nullptr)  // 16-byte stores: dq_acc's rows are 16-byte aligned
     for (int c = part * 4; c < MASKC_HEAD_DIM; c += 64) maskc_bwd_zero4_global(sh.dq_acc + row * MASKC_HEAD_DIM + c);
   // The ordered dQ's turn counters, one per 16 rows.
-  if (sh.dq_sem != nullptr && part == 0 && q % 16 == 0) *maskc_bwd_sem_at(sh, b, h, q / 16) = 0u;
+  if (sh.dq_sem != nullptr && part == 0 && q % MASKC_BWD_SEM_ROWS == 0)
+    *maskc_bwd_sem_at(sh, b, h, q / MASKC_BWD_SEM_ROWS) = 0u;
 }
 
 #if MASKC_BWD_WG
@@ -1097,7 +1103,7 @@ __device__ __forceinline__ void maskc_bwd_order_tiles(const MaskcBwdShape& sh, c
   __syncthreads();
   *lo = env[0];
   *end = max(env[1], *lo);
-  const int lead = min(*lo * (MASKC_BWD_BLOCK_M / 16), maskc_bwd_sem_chunks(sh));
+  const int lead = min(*lo * (MASKC_BWD_BLOCK_M / MASKC_BWD_SEM_ROWS), maskc_bwd_sem_chunks(sh));
   for (int c = threadIdx.x; c < lead; c += MASKC_BWD_MAIN_THREADS) atomicAdd(maskc_bwd_sem_at(sh, b, h, c), 1u);
 }
 #endif
@@ -1525,7 +1531,7 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
 #if MASKC_BWD_DQ_ORDER
       if (kOrdered && group == 0 && lane == 0 && nrows > 0) {
         // In its turn, complete before it is counted.
-        unsigned* const sem = maskc_bwd_sem_at(sh, b, h, qw / 16);
+        unsigned* const sem = maskc_bwd_sem_at(sh, b, h, qw / MASKC_BWD_SEM_ROWS);
         maskc_bwd_sem_wait(sem, blockIdx.x);
         maskc_bwd_bulk_add(sh.dq_acc + (row0 + qw) * D, sDQ + gw * (16 * D), (unsigned)(nrows * D * 4));
         maskc_bwd_bulk_wait();

@@ -284,6 +284,11 @@ func (t BwdTile) smemFor(blockN, headDim int) int {
 // mma.sync kernels.
 const BwdWGMaxHeadDim = 256
 
+// BwdSemRows is MASKC_BWD_SEM_ROWS: the query rows of one of the ordered
+// dQ's turn counters (MaskcBwdShape.dq_sem holds ceil(Sq / BwdSemRows)
+// per (b, h)), the rows of one warp's bulk reduction of dQ.
+const BwdSemRows = 16
+
 // BwdDQOrderMaxHeadDim is the largest head dim at which the sm_90a kernel
 // orders dQ (BwdDQOrders): the ordered entry has been timed up to 128.
 const BwdDQOrderMaxHeadDim = 128

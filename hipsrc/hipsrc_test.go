@@ -308,6 +308,14 @@ func TestABILayout(t *testing.T) {
 	}
 }
 
+// TestBwdSemRows: the turn counters' rows, one definition in the kernel
+// (MASKC_BWD_SEM_ROWS) that BwdSemRows mirrors.
+func TestBwdSemRows(t *testing.T) {
+	if got := define(t, AttnBwd, "MASKC_BWD_SEM_ROWS"); got != BwdSemRows {
+		t.Errorf("MASKC_BWD_SEM_ROWS %d, BwdSemRows %d", got, BwdSemRows)
+	}
+}
+
 // TestManifestRoundTrip writes a manifest and reads it back.
 func TestManifestRoundTrip(t *testing.T) {
 	m := NewManifest()

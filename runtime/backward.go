@@ -218,7 +218,7 @@ func (k *AttentionKernel) scratchFor(e *shapeEntry, byMain, ordered bool) (*bwdS
 		sc.dqAcc = p
 	}
 	if ordered && sc.dqSem == 0 {
-		n := 4 * int64(sh.B) * int64(sh.H) * ((int64(sh.Sq) + 15) / 16)
+		n := 4 * int64(sh.B) * int64(sh.H) * ((int64(sh.Sq) + hipsrc.BwdSemRows - 1) / hipsrc.BwdSemRows)
 		p, err := k.d.Alloc(n)
 		if err != nil {
 			return nil, errorf(CodeLaunch, err, "allocating %d bytes of dQ turn counters", n)

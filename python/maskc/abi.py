@@ -33,7 +33,8 @@ MANIFEST_VERSION = 7
 ABI_VERSION = 6
 #: The manifest's file name in a compile output directory.
 MANIFEST_FILE = "manifest.json"
-#: Query rows per turn counter of the ordered dQ (MaskcBwdShape.dq_sem; attn_bwd.h's maskc_bwd_sem_chunks).
+#: Query rows per turn counter of the ordered dQ (MaskcBwdShape.dq_sem): attn_bwd.h's MASKC_BWD_SEM_ROWS
+#: (hipsrc.BwdSemRows), which a test compares.
 BWD_SEM_ROWS = 16
 
 _SCALARS = {"int": ctypes.c_int32, "long long": ctypes.c_int64, "float": ctypes.c_float}

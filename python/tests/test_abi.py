@@ -241,11 +241,21 @@ def test_a_new_descriptor_fact_needs_no_edit_here(doc):
 @pytest.mark.parametrize("deterministic", [False, True])
 def test_bwd_dq_scratch_per_mode(deterministic, ordered):
     """dq_acc where the main kernel adds dQ (atomic mode, or deterministic
-    mode with dq_ordered), dq_sem (one counter per 16 query rows, rounded
-    up) only where it adds them in order."""
+    mode with dq_ordered), dq_sem (one counter per BWD_SEM_ROWS query rows,
+    rounded up) only where it adds them in order."""
     from maskc.abi import BWD_SEM_ROWS, BwdLaunch
     bl = BwdLaunch(64, 64, 128, 82432, 128, 82432, ordered)
     acc, sem = bl.dq_scratch(deterministic, 2, 8, 17, 128)
     assert acc == ((2, 8, 17, 128) if not deterministic or ordered else None)
     assert sem == ((2, 8, 2) if deterministic and ordered else None)
     assert BWD_SEM_ROWS == 16
+
+
+def test_bwd_sem_rows_is_the_kernels():
+    """BWD_SEM_ROWS mirrors the kernel's MASKC_BWD_SEM_ROWS (hipsrc/attn_bwd.h,
+    which the Go runtime's hipsrc.BwdSemRows mirrors too)."""
+    import re
+    from maskc.abi import BWD_SEM_ROWS
+    with open(os.path.join(HERE, "..", "..", "hipsrc", "attn_bwd.h")) as f:
+        m = re.search(r"^#define MASKC_BWD_SEM_ROWS (\d+)$", f.read(), re.M)
+    assert m is not None and int(m.group(1)) == BWD_SEM_ROWS
