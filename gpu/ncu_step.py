@@ -42,13 +42,13 @@ def main():
     man = json.load(open(os.path.join(a.generated, "manifest.json")))
     e = {k["name"]: k for k in man["kernels"]}.get(a.kernel)
     if e is None:
-        sys.exit("profile: no kernel %r in %s" % (a.kernel, a.generated))
+        sys.exit("ncu_step: no kernel %r in %s" % (a.kernel, a.generated))
     B, H, S = (int(x) for x in a.shape.split(","))
     D, dev = e["head_dim"], "cuda"
     harness.libs()
     abi = harness.ABI(man["abi"])
-    cub = harness.compile_source(harness.read(os.path.join(a.generated, e["bwd_source"])), a.kernel + "_bwd", None, abi)
-    kern = harness.BwdKernel(harness.read(os.path.join(a.generated, e["bwd_source"])), e, abi, a.kernel, compiled=cub)
+    src = harness.read(os.path.join(a.generated, e["bwd_source"]))
+    kern = harness.BwdKernel(src, e, abi, a.kernel, compiled=harness.compile_source(src, a.kernel + "_bwd", None, abi))
     gen = torch.Generator(device=dev)
     gen.manual_seed(0)
     q, k, v, do = (torch.randn(B, H, S, D, generator=gen, device=dev).to(torch.bfloat16) for _ in range(4))
@@ -84,7 +84,7 @@ def main():
                           nan_elements=unwritten)))
     # A fully masked row's O is 0, not NaN: any NaN is an element no launch wrote.
     if any(unwritten.values()):
-        sys.exit("profile: unwritten outputs %s" % unwritten)
+        sys.exit("ncu_step: unwritten outputs %s" % unwritten)
 
 
 if __name__ == "__main__":
