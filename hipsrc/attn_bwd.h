@@ -1383,15 +1383,15 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
     stage ^= 1;
 #endif
 
-#if MASKC_BWD_OV
-    // S^T and dP^T: the 64 keys against the group's GM rows (K-major
-    // descriptors as maskc_mma_qk: the group's rows of Q, dO, GM rows from
-    // row qg, whole 8-row groups). Phased, S^T is a commit group of its own,
-    // so that P is computed while dP^T is still in the tensor pipe and dV's
-    // product is issued before dS is computed.
+    // S^T and dP^T: the 64 keys against the group's GM rows.
     float st[MASKC_BACC(GM)], dpt[MASKC_BACC(GM)];
 #pragma unroll
     for (int i = 0; i < MASKC_BACC(GM); ++i) st[i] = dpt[i] = 0.f;
+#if MASKC_BWD_WG_BATCH
+    // Both products in one commit group: K-major descriptors as maskc_mma_qk
+    // (the group's rows of Q, dO: GM rows from row qg, whole 8-row groups).
+    // Phased (MASKC_BWD_PHASED), S^T is a commit group of its own, so that P
+    // is computed while dP^T is still in the tensor pipe.
     maskc_wg_fence_regs<MASKC_BACC(GM)>(st);
     maskc_wg_fence_regs<MASKC_BACC(GM)>(dpt);
     maskc_wg_fence();
@@ -1415,6 +1415,10 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
     maskc_wg_fence_regs<MASKC_BACC(GM)>(st);
     maskc_wg_fence_regs<MASKC_BACC(GM)>(dpt);
 #endif
+#else
+    maskc_mma_qk<MASKC_DT, D, BM>(st, kfrag, sQ, lane);
+    maskc_mma_qk<MASKC_DT, D, BM>(dpt, vfrag, sdO, lane);
+#endif
 #pragma unroll
     for (int i = 0; i < MASKC_BACC(GM); ++i) {
       const int kr = 16 * kw + maskc_bacc_row<GM>(lane, i), qc = qg + maskc_bacc_col<GM>(lane, i);
@@ -1437,6 +1441,7 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
       dpt[i] = ds;
 #endif
     }
+#if MASKC_BWD_OV
     // dV += P^T . dO, A from registers (as maskc_mma_pv), dO MN-major; its
     // commit group runs while dS^T is computed and stored.
     maskc_u32 pa[BM / 16][4], sa[BM / 16][4];
@@ -1489,50 +1494,7 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
     maskc_wg_fence_u32<4 * (BM / 16)>(&pa[0][0]);
     maskc_wg_fence_u32<4 * (BM / 16)>(&sa[0][0]);
 #endif
-#else  // !MASKC_BWD_OV
-    // S^T and dP^T: the 64 keys against the group's GM rows.
-    float st[MASKC_BACC(GM)], dpt[MASKC_BACC(GM)];
-#pragma unroll
-    for (int i = 0; i < MASKC_BACC(GM); ++i) st[i] = dpt[i] = 0.f;
-#if MASKC_BWD_WG_BATCH
-    // Both products in one commit group: K-major descriptors as maskc_mma_qk
-    // (the group's rows of Q, dO: GM rows from row qg, whole 8-row groups).
-    maskc_wg_fence_regs<MASKC_BACC(GM)>(st);
-    maskc_wg_fence_regs<MASKC_BACC(GM)>(dpt);
-    maskc_wg_fence();
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk)
-      maskc_wgmma_ss<MASKC_DT, GM>(st, MASKC_BWD_DESC(sKg + (kk >> 2) * (BN * 64) + (kk & 3) * 16, 16, 1024),
-                                   MASKC_BWD_DESC(sQ + (kk >> 2) * (BM * 64) + qg * 64 + (kk & 3) * 16, 16, 1024));
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk)
-      maskc_wgmma_ss<MASKC_DT, GM>(dpt, MASKC_BWD_DESC(sVg + (kk >> 2) * (BN * 64) + (kk & 3) * 16, 16, 1024),
-                                   MASKC_BWD_DESC(sdO + (kk >> 2) * (BM * 64) + qg * 64 + (kk & 3) * 16, 16, 1024));
-    maskc_wg_commit();
-    maskc_wg_wait();
-    maskc_wg_fence_regs<MASKC_BACC(GM)>(st);
-    maskc_wg_fence_regs<MASKC_BACC(GM)>(dpt);
-#else
-    maskc_mma_qk<MASKC_DT, D, BM>(st, kfrag, sQ, lane);
-    maskc_mma_qk<MASKC_DT, D, BM>(dpt, vfrag, sdO, lane);
-#endif
-#pragma unroll
-    for (int i = 0; i < MASKC_BACC(GM); ++i) {
-      const int kr = 16 * kw + maskc_bacc_row<GM>(lane, i), qc = qg + maskc_bacc_col<GM>(lane, i);
-      const int q = q0 + qc, kv = k0 + kr, sl = (i >> 1) & 1;  // sl: the lane's key slot of element i
-      bool keep = q < Sq && kv < Skv;
-#if defined(MASKC_HAS_MASK)
-      if (keep && cls != 2)
-        keep = maskc_bwd_mask_rc(sh, buf, pos,
-                                 kRowsShared ? sMrow[qc] : maskc_mask_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q)),
-                                 mcol[sl], b, h, maskc_nonneg(q), maskc_nonneg(kv));
-#endif
-      float ds;
-      const MaskcScoreRow& srow = kRowsShared ? sSrow[qc] : maskc_score_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q));
-      st[i] = maskc_bwd_elem_pos(sh, buf, pos, b, h, q, kv, keep, st[i], dpt[i], sLse[qc], sDelta[qc], &ds, &run, srow,
-                                 scol[sl]);
-      dpt[i] = ds;
-    }
+#else  // !MASKC_BWD_OV: dV and dK waited for here
     // dS^T to shared memory for dQ (pairs of adjacent columns); the
     // deterministic mode's dQ kernel computes its own. Split by the head
     // dim, P^T and dS^T are dV's and dK's A operands too.
