@@ -95,13 +95,6 @@ func TestClangCUDA(t *testing.T) {
 			}
 			name += "_dqorder"
 		}
-		if opts.BwdOverlap {
-			// The overlapped products (genkernels -bwd-overlap).
-			if !strings.Contains(k.BwdSource, hipsrc.BwdOverlapDefine) {
-				t.Fatalf("%s %s: -bwd-overlap source does not ask for the overlapped products", file, attention)
-			}
-			name += "_bwdov"
-		}
 		headDims[name] = k.HeadDim
 		if err := os.WriteFile(filepath.Join(dir, name+".bwd.cu"), []byte(k.BwdSource), 0o644); err != nil {
 			t.Fatal(err)
@@ -147,15 +140,6 @@ func TestClangCUDA(t *testing.T) {
 	writeOpts("../examples/document_causal.flex", "packed_layer", Options{BwdDQOrder: true, BwdWideAll: true})
 	writeOpts("../examples/softcap.flex", "capped_layer", Options{BwdDQOrder: true})
 	writeOpts("../examples/gpt_oss.flex", "layer_0", Options{BwdDQOrder: true})
-	// The overlapped backward products (Options.BwdOverlap): the wide tile
-	// phased (no score), the narrow tile phased with a mask, a score with
-	// a buffer gradient (not phased), the ordered dQ, head dim 256 (the
-	// split tile, which keeps its own products).
-	writeOpts("../gpu/bench_cases/full.flex", "full", Options{BwdOverlap: true})
-	writeOpts("../gpu/bench_cases/document.flex", "document", Options{BwdOverlap: true})
-	writeOpts("../examples/relative_bias.flex", "biased_layer", Options{BwdOverlap: true})
-	writeOpts("../examples/softcap.flex", "capped_layer", Options{BwdOverlap: true, BwdDQOrder: true})
-	writeOpts("../examples/softcap.flex", "capped_layer", Options{BwdOverlap: true, HeadDim: 256})
 	write("testdata/golden/lookup.flex", "per_head", 0)        // pre-pass sparsity
 	write("testdata/golden/sliding_window.flex", "sliding", 0) // fp16, head dim 64
 	write("testdata/golden/trig.flex", "rotary", 0)            // sin, cos, tan, erf; i8, u8, i16 buffers
@@ -290,43 +274,6 @@ func TestBwdSwitchesResolve(t *testing.T) {
 			if defs[name] != v {
 				t.Errorf("%s: %s = %q, want %s", tc.file, name, defs[name], v)
 			}
-		}
-	}
-}
-
-// TestBwdOverlapResolves checks which kernels the backward's overlapped
-// products (Options.BwdOverlap, hipsrc.BwdOverlapDefine) reach on sm_90a:
-// MASKC_BWD_OV on the one- and two-warpgroup tiles, not on the head-dim
-// split (256) nor without the option; MASKC_BWD_PHASED (P while dP runs)
-// only without a score mod, whose derivative needs the logit after P.
-func TestBwdOverlapResolves(t *testing.T) {
-	clang, shim := needClang(t)
-	dir := t.TempDir()
-	for _, tc := range []struct {
-		file, attention string
-		opts            Options
-		ov, phased      bool
-	}{
-		{"../gpu/bench_cases/full.flex", "full", Options{BwdOverlap: true}, true, true},
-		{"../gpu/bench_cases/causal.flex", "causal", Options{BwdOverlap: true, HeadDim: 64}, true, true},
-		{"../gpu/bench_cases/causal_softcap.flex", "causal_softcap", Options{BwdOverlap: true}, true, false},
-		{"../gpu/bench_cases/causal.flex", "causal", Options{BwdOverlap: true, HeadDim: 256}, false, false},
-		{"../gpu/bench_cases/full.flex", "full", Options{}, false, false},
-	} {
-		k := generateAttention(t, tc.file, tc.attention, tc.opts)
-		src := filepath.Join(dir, fmt.Sprintf("%s_%d_%v.bwd.cu", tc.attention, tc.opts.HeadDim, tc.opts.BwdOverlap))
-		if err := os.WriteFile(src, []byte(k.BwdSource), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		defs := resolvedDefines(t, clang, shim, src, "1")
-		for name, want := range map[string]bool{"MASKC_BWD_OV": tc.ov, "MASKC_BWD_PHASED": tc.phased} {
-			if got := defs[name] == "1"; got != want {
-				t.Errorf("%s %+v: %s = %q, want on %v", tc.file, tc.opts, name, defs[name], want)
-			}
-		}
-		// The mma.sync build has neither (MASKC_BWD_WG is 0 there).
-		if defs0 := resolvedDefines(t, clang, shim, src, "0"); defs0["MASKC_BWD_OV"] != "0" {
-			t.Errorf("%s %+v: mma.sync build MASKC_BWD_OV = %q", tc.file, tc.opts, defs0["MASKC_BWD_OV"])
 		}
 	}
 }

@@ -49,10 +49,6 @@ type Options struct {
 	// hipsrc.BwdDQOrderDefine), not only those with a transcendental
 	// score: an experiment (cmd/genkernels -bwd-dq-order).
 	BwdDQOrder bool
-	// BwdOverlap asks for the sm_90a backward's overlapped products
-	// (hipsrc.BwdOverlapDefine): an experiment (cmd/genkernels
-	// -bwd-overlap) until timed against the default.
-	BwdOverlap bool
 }
 
 // canon is the normal form of l: opts.Forms's, else computed.
@@ -253,9 +249,6 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 	}
 	if bwdDQOrdered(k, opts) {
 		bwdTiles += hipsrc.BwdDQOrderDefine
-	}
-	if opts.BwdOverlap {
-		bwdTiles += hipsrc.BwdOverlapDefine
 	}
 	k.BwdSource = resolveLineResets(hipsrc.Assemble(generated, bwdTiles, hipsrc.AttnBwd), a.Name+".bwd.cu")
 	return k, diags

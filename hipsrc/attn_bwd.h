@@ -164,22 +164,6 @@
 #if MASKC_BWD_SPLIT_D && (MASKC_BWD_GROUPS != 2 || !MASKC_BWD_WG)
 #error "maskc: the head dim split of maskc_attn_bwd is the sm_90a kernel's, on two warpgroups"
 #endif
-// MASKC_BWD_OV, where the generated part asks for it (MASKC_BWD_OVERLAP,
-// codegen's Options.BwdOverlap, an experiment until timed): the wgmma
-// maskc_attn_bwd (two keys' groups or one, not the head-dim split) leaves
-// dV's and dK's products in flight through dS^T's stores, the barrier and
-// dQ's product; MASKC_BWD_PHASED: without a score mod it also computes P
-// while dP^T runs and dS while dV's product runs.
-#if defined(MASKC_BWD_OVERLAP) && MASKC_BWD_WG && MASKC_BWD_WG_BATCH && !MASKC_BWD_SPLIT_D
-#define MASKC_BWD_OV 1
-#else
-#define MASKC_BWD_OV 0
-#endif
-#if MASKC_BWD_OV && !defined(MASKC_HAS_SCORE)
-#define MASKC_BWD_PHASED 1
-#else
-#define MASKC_BWD_PHASED 0
-#endif
 // dq_acc's rows hold their columns permuted (the wgmma kernel's bulk reductions).
 #define MASKC_BWD_DQ_BULK MASKC_BWD_WG
 // MASKC_BWD_DQ_ORDER: deterministic mode runs maskc_attn_bwd_ordered, which
@@ -643,17 +627,6 @@ __device__ __forceinline__ MaskcBwdPos maskc_bwd_pos(const MaskcBwdShape& sh, co
 #define MASKC_BWD_ELEM_INDEX(x) x
 #endif
 
-// P of one pair from its score y (the logit through the score mod) and its
-// row's LSE. Rows with LSE = -inf (nothing kept, no sink) have P = 0
-// everywhere.
-__device__ __forceinline__ float maskc_bwd_prob(bool keep, float y, float lse) {
-  return keep && lse != maskc_neg_inf() ? maskc_exp2((y - lse) * MASKC_LOG2E) : 0.f;
-}
-// d loss / d qk of one pair without a score mod: P (dP - delta), scaled.
-__device__ __forceinline__ float maskc_bwd_dscore(float p, float dp, float delta, float scale) {
-  return p * (dp - delta) * scale;
-}
-
 // The gradient of one logit: given the raw q.k `qk`, dP and the row's LSE
 // and delta, returns P and stores d loss / d qk (including the scale) in
 // *ds. score(x) is the score at the element, grad(x, reads) its derivative
@@ -671,7 +644,8 @@ __device__ __forceinline__ float maskc_bwd_elem_core(const MaskcBwdShape& sh, bo
 #else
   const float y = x;
 #endif
-  const float p = maskc_bwd_prob(keep, y, lse);
+  // Rows with LSE = -inf (nothing kept, no sink) have P = 0 everywhere.
+  const float p = keep && lse != maskc_neg_inf() ? maskc_exp2((y - lse) * MASKC_LOG2E) : 0.f;
   const float dy = p * (dp - delta);
   float dx = dy;
 #if defined(MASKC_HAS_SCORE) && MASKC_BWD_ELEM_SELECT
@@ -1390,8 +1364,6 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
 #if MASKC_BWD_WG_BATCH
     // Both products in one commit group: K-major descriptors as maskc_mma_qk
     // (the group's rows of Q, dO: GM rows from row qg, whole 8-row groups).
-    // Phased (MASKC_BWD_PHASED), S^T is a commit group of its own, so that P
-    // is computed while dP^T is still in the tensor pipe.
     maskc_wg_fence_regs<MASKC_BACC(GM)>(st);
     maskc_wg_fence_regs<MASKC_BACC(GM)>(dpt);
     maskc_wg_fence();
@@ -1399,22 +1371,14 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
     for (int kk = 0; kk < D / 16; ++kk)
       maskc_wgmma_ss<MASKC_DT, GM>(st, MASKC_BWD_DESC(sKg + (kk >> 2) * (BN * 64) + (kk & 3) * 16, 16, 1024),
                                    MASKC_BWD_DESC(sQ + (kk >> 2) * (BM * 64) + qg * 64 + (kk & 3) * 16, 16, 1024));
-#if MASKC_BWD_PHASED
-    maskc_wg_commit();
-#endif
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
       maskc_wgmma_ss<MASKC_DT, GM>(dpt, MASKC_BWD_DESC(sVg + (kk >> 2) * (BN * 64) + (kk & 3) * 16, 16, 1024),
                                    MASKC_BWD_DESC(sdO + (kk >> 2) * (BM * 64) + qg * 64 + (kk & 3) * 16, 16, 1024));
     maskc_wg_commit();
-#if MASKC_BWD_PHASED
-    maskc_wg_wait_n<1>();  // S^T
-    maskc_wg_fence_regs<MASKC_BACC(GM)>(st);
-#else
     maskc_wg_wait();
     maskc_wg_fence_regs<MASKC_BACC(GM)>(st);
     maskc_wg_fence_regs<MASKC_BACC(GM)>(dpt);
-#endif
 #else
     maskc_mma_qk<MASKC_DT, D, BM>(st, kfrag, sQ, lane);
     maskc_mma_qk<MASKC_DT, D, BM>(dpt, vfrag, sdO, lane);
@@ -1430,71 +1394,12 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
                                  kRowsShared ? sMrow[qc] : maskc_mask_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q)),
                                  mcol[sl], b, h, maskc_nonneg(q), maskc_nonneg(kv));
 #endif
-#if MASKC_BWD_PHASED
-      (void)sl;
-      st[i] = maskc_bwd_prob(keep, st[i] * sh.scale, sLse[qc]);
-#else
       float ds;
       const MaskcScoreRow& srow = kRowsShared ? sSrow[qc] : maskc_score_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q));
       st[i] = maskc_bwd_elem_pos(sh, buf, pos, b, h, q, kv, keep, st[i], dpt[i], sLse[qc], sDelta[qc], &ds, &run, srow,
                                  scol[sl]);
       dpt[i] = ds;
-#endif
     }
-#if MASKC_BWD_OV
-    // dV += P^T . dO, A from registers (as maskc_mma_pv), dO MN-major; its
-    // commit group runs while dS^T is computed and stored.
-    maskc_u32 pa[BM / 16][4], sa[BM / 16][4];
-#pragma unroll
-    for (int kk = 0; kk < BM / 16; ++kk)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) pa[kk][r] = maskc_pack2<MASKC_DT>(st[8 * kk + 2 * r], st[8 * kk + 2 * r + 1]);
-    maskc_wg_fence_regs<MASKC_BACC(D)>(dv);
-    maskc_wg_fence();
-#pragma unroll
-    for (int kk = 0; kk < BM / 16; ++kk)
-      maskc_wgmma_rs<MASKC_DT, D>(dv, pa[kk], MASKC_BWD_DESC(sdO + kk * 16 * 64, BM * 128, 1024));
-    maskc_wg_commit();
-#if MASKC_BWD_PHASED
-    maskc_wg_wait_n<1>();  // dP^T (dV's group may still run)
-    maskc_wg_fence_regs<MASKC_BACC(GM)>(dpt);
-#pragma unroll
-    for (int i = 0; i < MASKC_BACC(GM); ++i) {
-      const int qc = qg + maskc_bacc_col<GM>(lane, i);
-      dpt[i] = maskc_bwd_dscore(st[i], dpt[i], sDelta[qc], sh.scale);
-    }
-#endif
-    // dS^T: dK's A operand, and to shared memory for dQ (pairs of adjacent
-    // columns; the deterministic mode's dQ kernel computes its own).
-#pragma unroll
-    for (int kk = 0; kk < BM / 16; ++kk)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) sa[kk][r] = maskc_pack2<MASKC_DT>(dpt[8 * kk + 2 * r], dpt[8 * kk + 2 * r + 1]);
-    if (sh.dq_acc != nullptr) {
-#pragma unroll
-      for (int i = 0; i < MASKC_BACC(GM); i += 2) {
-        const int kr = 16 * kw + maskc_bacc_row<GM>(lane, i), qc = qg + maskc_bacc_col<GM>(lane, i);
-        *(maskc_u32*)(sdS + maskc_tile_index<BN, BM>(kr, qc)) = sa[i / 8][(i % 8) / 2];
-      }
-      maskc_bwd_fence_async();
-    }
-    // dK += dS^T . Q, Q MN-major: in flight through the barrier below and
-    // dQ's product, both waited for with dQ's (with one Q, dO stage, before
-    // the barrier, after which the next pair's copies overwrite them).
-    maskc_wg_fence_regs<MASKC_BACC(D)>(dk);
-    maskc_wg_fence();
-#pragma unroll
-    for (int kk = 0; kk < BM / 16; ++kk)
-      maskc_wgmma_rs<MASKC_DT, D>(dk, sa[kk], MASKC_BWD_DESC(sQ + kk * 16 * 64, BM * 128, 1024));
-    maskc_wg_commit();
-#if MASKC_BWD_QSTAGES == 1
-    maskc_wg_wait();
-    maskc_wg_fence_regs<MASKC_BACC(D)>(dv);
-    maskc_wg_fence_regs<MASKC_BACC(D)>(dk);
-    maskc_wg_fence_u32<4 * (BM / 16)>(&pa[0][0]);
-    maskc_wg_fence_u32<4 * (BM / 16)>(&sa[0][0]);
-#endif
-#else  // !MASKC_BWD_OV: dV and dK waited for here
     // dS^T to shared memory for dQ (pairs of adjacent columns); the
     // deterministic mode's dQ kernel computes its own. Split by the head
     // dim, P^T and dS^T are dV's and dK's A operands too.
@@ -1561,7 +1466,6 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
     maskc_mma_pv<MASKC_DT, D, BM>(dv, st, sdO, lane);  // dV += P^T . dO
     maskc_mma_pv<MASKC_DT, D, BM>(dk, dpt, sQ, lane);  // dK += dS^T . Q
 #endif
-#endif  // MASKC_BWD_OV
 #if MASKC_BWD_DQ_BULK
     // The previous bulk reductions have read sDQ (before the barrier, after
     // which every warp may write it again).
@@ -1638,15 +1542,6 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
         maskc_bwd_bulk_add(sh.dq_acc + (row0 + qw) * D, sDQ + gw * (16 * D), (unsigned)(nrows * D * 4));
 #endif
     }
-#if MASKC_BWD_OV && MASKC_BWD_QSTAGES == 2
-    // dV's and dK's products (waited for with dQ's where there is one); their
-    // A registers live until here.
-    maskc_wg_wait();
-    maskc_wg_fence_regs<MASKC_BACC(D)>(dv);
-    maskc_wg_fence_regs<MASKC_BACC(D)>(dk);
-    maskc_wg_fence_u32<4 * (BM / 16)>(&pa[0][0]);
-    maskc_wg_fence_u32<4 * (BM / 16)>(&sa[0][0]);
-#endif
   }
 #undef MASKC_BWD_DESC
 #if MASKC_BWD_DQ_BULK

@@ -316,14 +316,6 @@ func BwdDQOrdersAt(headDim int) bool {
 // bwd_launch says DQOrdered on the platforms that have it, WithDQOrdered).
 const BwdDQOrderDefine = "#define MASKC_BWD_DQ_ORDERED 1  // deterministic dQ added in order by maskc_attn_bwd_ordered\n"
 
-// BwdOverlapDefine is the C text by which a backward source asks for the
-// overlapped products of the sm_90a maskc_attn_bwd (attn_bwd.h's
-// MASKC_BWD_OV and MASKC_BWD_PHASED): dV's and dK's products left in flight
-// through dS's stores, the barrier and dQ's product, and without a score
-// mod P computed while dP runs. An experiment (codegen.Options.BwdOverlap)
-// until timed against the default.
-const BwdOverlapDefine = "#define MASKC_BWD_OVERLAP 1  // dV, dK products in flight through dS and dQ\n"
-
 // BwdTileDefines returns the C text that configures attn_bwd.h's tiles for
 // a head dim (wide: BwdTileOf's) on every platform (the branch of the
 // platform a source is compiled for applies): the backward source has it
