@@ -777,6 +777,30 @@ __device__ __forceinline__ void maskc_bwd_zero4_global(float* p) {
 #endif
 }
 
+// The kv tiles [begin, end) of BN keys that q rows [q0, q0 + BM) of (b, h)
+// may see (each still has its own class, maskc_bwd_tile_class): with an
+// analytic plan those that meet the mask's closed-form kv range [lo, hi)
+// (maskc_kv_range, with the arguments maskc_bwd_tile_class gives it; not
+// clamped), else all of them.
+struct MaskcBwdKvTiles {
+  int begin, end;
+  long long lo, hi;
+};
+template <int BM, int BN>
+__device__ __forceinline__ MaskcBwdKvTiles maskc_bwd_kv_tiles(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b,
+                                                              int h, int q0) {
+  MaskcBwdKvTiles t = {0, (sh.Skv + BN - 1) / BN, 0, sh.Skv};
+#if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
+  maskc_kv_range(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, h, q0, min(q0 + BM, sh.Sq), &t.lo, &t.hi);
+  const long long lo = t.lo < 0 ? 0 : t.lo, hi = t.hi > sh.Skv ? sh.Skv : t.hi;
+  t.begin = hi <= lo ? 0 : (int)(lo / BN);
+  t.end = hi <= lo ? 0 : (int)((hi + BN - 1) / BN);
+#else
+  (void)buf, (void)b, (void)h, (void)q0;
+#endif
+  return t;
+}
+
 // ---------------------------------------------------------------------------
 // delta = rowsum(dO * O) - dLSE; zeroes dq_acc's rows. 16 lanes per row.
 extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
@@ -1658,7 +1682,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
 #endif
   const int Sq = sh.Sq, Skv = sh.Skv, q0 = qt * BM;
   const int hkv = h / (sh.H / sh.HKV);
-  const int n_kt = (Skv + BN - 1) / BN;
   const long long row0 = ((long long)b * sh.H + h) * Sq;
   const maskc_elem_t* Kp = K + b * sh.k_stride[0] + hkv * sh.k_stride[1];
   const maskc_elem_t* Vp = V + b * sh.v_stride[0] + hkv * sh.v_stride[1];
@@ -1689,18 +1712,11 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
   dofrag.sQ = sdO;
   dofrag.dblock = BM * 64;
 
-  int kt_begin = 0, kt_end = n_kt;
   // The q tile's kv range, as maskc_bwd_tile_class computes it for every
   // pair (the same arguments): computed once, for every pair's class.
-  long long kv_lo = 0, kv_hi = Skv;
-#if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
-  {
-    maskc_kv_range(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, h, q0, min(q0 + BM, Sq), &kv_lo, &kv_hi);
-    const long long lo = kv_lo < 0 ? 0 : kv_lo, hi = kv_hi > Skv ? Skv : kv_hi;
-    kt_begin = hi <= lo ? 0 : (int)(lo / BN);
-    kt_end = hi <= lo ? 0 : (int)((hi + BN - 1) / BN);
-  }
-#endif
+  const MaskcBwdKvTiles kts = maskc_bwd_kv_tiles<BM, BN>(sh, buf, b, h, q0);
+  const int kt_begin = kts.begin, kt_end = kts.end;
+  const long long kv_lo = kts.lo, kv_hi = kts.hi;
   // The column reads of kv tile t into shared memory.
 #define MASKC_BWD_READ_COLS(t)                                                                      \
   if (kColsShared && tid < BN) {                                                                    \
@@ -2026,7 +2042,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
   const int qt = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
   const int Sq = sh.Sq, Skv = sh.Skv, q0 = qt * BM;
   const int hkv = h / (sh.H / sh.HKV);
-  const int n_kt = (Skv + BN - 1) / BN;
   const long long row0 = ((long long)b * sh.H + h) * Sq;
   const maskc_elem_t* Kp = K + b * sh.k_stride[0] + hkv * sh.k_stride[1];
   const maskc_elem_t* Vp = V + b * sh.v_stride[0] + hkv * sh.v_stride[1];
@@ -2052,18 +2067,8 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
 
   // The kv tiles this q tile may see: the forward's closed-form kv range,
   // then each tile's own class.
-  int kt_begin = 0, kt_end = n_kt;
-#if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
-  {
-    long long lo = 0, hi = Skv;
-    maskc_kv_range(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, h, q0, min(q0 + BM, Sq), &lo, &hi);
-    lo = lo < 0 ? 0 : lo;
-    hi = hi > Skv ? Skv : hi;
-    kt_begin = hi <= lo ? 0 : (int)(lo / BN);
-    kt_end = hi <= lo ? 0 : (int)((hi + BN - 1) / BN);
-  }
-#endif
-  for (int kt = kt_begin; kt < kt_end; ++kt) {
+  const MaskcBwdKvTiles kts = maskc_bwd_kv_tiles<BM, BN>(sh, buf, b, h, q0);
+  for (int kt = kts.begin; kt < kts.end; ++kt) {
 #if defined(MASKC_PLATFORM_AMD)
     // The shape, buffers and position frame, read per tile, not held through the loop (maskc_kernarg),
     // so are K's and V's rows, and the row count made opaque per tile: the lane's tests q < Sq were
