@@ -298,3 +298,54 @@ func resolvedDefines(t *testing.T, clang, shim, src, wgmma string) map[string]st
 	}
 	return defs
 }
+
+// TestClangCUDAPersist compiles the persistent warp-specialized forward
+// (attn_fwd_sm90.h with -DMASKC_WS_PERSIST=1, the experiment gpu/persist.sh
+// times) on the sm_90a build of kernels of each kind of key-tile range: full
+// attention, analytic ranges (causal; a window, fp16 at head dim 64), a
+// score mod; and checks that it is on there (the consumers'
+// release of Q, maskc_ws_q_empty) and off where the forward walks its key
+// tiles (a block selection), whose walk it does not take.
+func TestClangCUDAPersist(t *testing.T) {
+	clang, shim := needClang(t)
+	dir := t.TempDir()
+	cases := []struct {
+		file, attention string
+		opts            Options
+		persistent      bool
+	}{
+		{"../examples/full.flex", "", Options{}, true},
+		{"testdata/golden/sliding_window.flex", "sliding", Options{}, true},
+		{"../examples/causal.flex", "", Options{}, true},
+		{"../examples/alibi.flex", "alibi_layer", Options{}, true},
+		{"../testdata/tilemasks/moba.flex", "moba", Options{}, false},
+	}
+	for i, tc := range cases {
+		k := generateAttention(t, tc.file, tc.attention, tc.opts)
+		if !k.WarpSpecialized {
+			t.Fatalf("%s: not the warp-specialized forward", tc.file)
+		}
+		src := filepath.Join(dir, fmt.Sprintf("k%d.cu", i))
+		if err := os.WriteFile(src, []byte(k.Source), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ll := src + ".ll"
+		cmd := exec.Command(clang, "-x", "cuda", "--cuda-gpu-arch=sm_80", "-nocudainc", "-nocudalib", "--cuda-device-only",
+			"-std=c++17", "-Xclang", "-target-feature", "-Xclang", "+ptx75", "-O0", "-S", "-emit-llvm", "-include", shim,
+			"-DMASKC_NV_WGMMA=1", "-DMASKC_NV_WS=1", "-DMASKC_WS_PERSIST=1", "-o", ll, src)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", tc.file, err, out)
+		}
+		b, err := os.ReadFile(ll)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ir := string(b)
+		if !strings.Contains(ir, "@maskc_attn_fwd(") || !strings.Contains(ir, "setmaxnreg.inc") {
+			t.Errorf("%s: no warp-specialized maskc_attn_fwd", tc.file)
+		}
+		if got := strings.Contains(ir, "maskc_ws_q_empty"); got != tc.persistent {
+			t.Errorf("%s: persistent forward %v, want %v", tc.file, got, tc.persistent)
+		}
+	}
+}

@@ -41,6 +41,10 @@ codegen keeps attn_fwd.h, the warp-specialized one instead); "*-r240": the regis
 the consumers can take, attn_fwd_sm90.h's static_assert); "ws-reuse*": 4-D
 tensor maps built once per multiprocessor and launch (MASKC_WS_TMAP_REUSE)
 instead of per block, with the mbarrier wait's trap (MASKC_WS_WAIT_TRAP);
+"ws-persist": the persistent forward (MASKC_WS_PERSIST: a block takes tile
+after tile, the next tile's copies under the last one's softmax and
+epilogue) on one block per multiprocessor, "ws-persist2"/"4" on a block per
+2 or 4 tiles, "ws-persist-grid" on the manifest's grid;
 the cp.async copies instead of the copy engine, the overlapped and ping-pong consumer steps,
 the lagged barrier arrival, 3 stages and 64-key tiles at D = 128 were measured in runs 14 and 17
 and removed with their switches (docs/kernel-decisions.md, issue 26). --check-variants LIST (bench mode) then checks those
@@ -72,13 +76,35 @@ R240 = {"MASKC_WS_PRODUCER_REGS": 24, "MASKC_WS_CONSUMER_REGS": 240}
 # traps after about 2^33 cycles instead of hanging the call; run 17a timed
 # the copy-engine loads with it).
 REUSE = {"MASKC_WS_TMAP_REUSE": 1, "MASKC_WS_WAIT_TRAP": 1}
+# The persistent forward (MASKC_WS_PERSIST), with the wait's trap, on the
+# grids of PERSIST_GRIDS.
+PERSIST = {"MASKC_WS_PERSIST": 1, "MASKC_WS_WAIT_TRAP": 1}
 # Each variant is the switches it sets by -D (harness.switch_options).
 VARIANTS = {
     "ws": WS,
     "ws-r240": {**WS, **R240},
     "ws-reuse": {**WS, **REUSE},
     "ws-reuse-r240": {**WS, **REUSE, **R240},
+    "ws-persist": {**WS, **PERSIST},
+    "ws-persist2": {**WS, **PERSIST},
+    "ws-persist4": {**WS, **PERSIST},
+    "ws-persist-grid": {**WS, **PERSIST},
 }
+
+
+def persist_grid(variant):
+    """The persistent variants' forward grid as a function of the sizes:
+    one block per multiprocessor, a block per 2 or per 4 tiles, or the
+    manifest's (None: one tile per block, the code's cost without the
+    schedule's)."""
+    def tiles(z):
+        return -(-z["Sq"] // 128) * z["H"] * z["B"]
+    if variant == "ws-persist":
+        return (torch.cuda.get_device_properties(0).multi_processor_count, 1, 1)
+    if variant in ("ws-persist2", "ws-persist4"):
+        per = int(variant[-1])
+        return lambda z: (-(-tiles(z) // per), 1, 1)
+    return None
 SMEM_MAX = 232448  # sm_90's opt-in dynamic shared memory per block
 HEADS = {64: 32, 128: 16, 256: 8}
 WS_THREADS = 384  # hipsrc.WSThreads
@@ -194,6 +220,7 @@ def load_kernels(a, emit, clock):
                      threads=k.threads, smem=k.smem, bwd_smem=k.bwd_launch.shared_mem_bytes, bwd_threads=k.bwd_launch.main_threads, **ptxas_summary(k.log))
             else:
                 k = WSKernel(src, e, abi, label, compiled, e["head_dim"], stages_of(v), block_n_of(v))
+                k.fwd_grid = persist_grid(v)
                 emit(kind="kernel", name=label, t=clock(), regs=k.regs, local_bytes=k.local_bytes, smem=k.smem,
                      **ptxas_summary(k.log))
         except Exception as ex_:
