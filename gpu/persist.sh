@@ -6,15 +6,16 @@
 #   gpu/persist.sh gen   (where Go is) writes into .devbin:
 #       dense      gpu/dense_cases (full, causal; D = 64, 128, 256)
 #       pchk       gpu/bench_cases, gpu/bwd_cases, two examples
-#   gpu/persist.sh run [bench]   (on the GPU machine, .devbin carried; about
-#   200 s; "bench": the dense_bench rounds only):
-#       check.py with -D MASKC_WS_PERSIST=1 on 7 blocks and on one per
-#       multiprocessor (many tiles per block, every (b, h) change), then
+#   gpu/persist.sh run [bench|quick]   (on the GPU machine, .devbin carried;
+#   about 200 s; "bench": the dense_bench rounds only; "quick", about 130 s:
+#   only ws-persist2 checked on check.py's shapes):
+#       check.py with -D MASKC_WS_PERSIST=1 on 7 blocks (many tiles per
+#       block, every (b, h) change), then
 #       dense_bench.py: main's forward and the persistent one on one block
 #       per multiprocessor (ws-persist) and on a block per 2 or 4 tiles
 #       (ws-persist2, ws-persist4) over cuDNN at D = 128 and 64, two
-#       processes in rotated order, the variants checked on check.py's
-#       shapes in the first. Logs under $OUT (default /tmp/maskc-persist).
+#       processes in rotated order, ws-persist and ws-persist2 checked on
+#       check.py's shapes in the first. Logs under $OUT (default /tmp/maskc-persist).
 set -u
 cd "$(dirname "$0")/.."
 case "${1:-}" in
@@ -30,19 +31,18 @@ run)
 	nvidia-smi -L
 	S0=$(date +%s)
 	el() { echo $(($(date +%s) - S0)); }
-	sms=$(python3 -c "import torch; print(torch.cuda.get_device_properties(0).multi_processor_count)")
-	for g in 7 "$sms"; do
-		[ "${2:-}" = bench ] && break
-		timeout 100 python3 gpu/check.py --generated .devbin/pchk --no-flex -D MASKC_WS_PERSIST=1 --fwd-grid "$g" \
-			--out "$OUT/check_g$g.jsonl" >"$OUT/check_g$g.txt" 2>&1
-		echo "check.py persistent, $g blocks: exit $? [$(el) s]"
-		grep -E "FAIL|passed|failed|^kernel" "$OUT/check_g$g.txt" | cut -c1-120 | tail -20
-	done
+	if [ "${2:-}" != bench ]; then
+		timeout 100 python3 gpu/check.py --generated .devbin/pchk --no-flex -D MASKC_WS_PERSIST=1 --fwd-grid 7 \
+			--out "$OUT/check_g7.jsonl" >"$OUT/check_g7.txt" 2>&1
+		echo "check.py persistent, 7 blocks: exit $? [$(el) s]"
+		grep -E "FAIL|passed|failed|^kernel" "$OUT/check_g7.txt" | cut -c1-120 | tail -20
+	fi
 	for r in 1 2; do
 		v=ws-persist,ws-persist2,ws-persist4
 		[ $r = 2 ] && v=ws-persist4,ws-persist2,ws-persist
 		chk=""
-		[ $r = 1 ] && chk="--check-variants ws-persist,ws-persist2,ws-persist4"
+		[ $r = 1 ] && chk="--check-variants ws-persist,ws-persist2"
+		[ $r = 1 ] && [ "${2:-}" = quick ] && chk="--check-variants ws-persist2"
 		# shellcheck disable=SC2086
 		timeout 150 python3 gpu/dense_bench.py --generated .devbin/dense --mode bench --dims 128,64 \
 			--seqs 8192,32768,2048 --iters 10 --no-flex --variants $v --variant-dims 128,64 $chk \
