@@ -49,6 +49,12 @@ type Options struct {
 	// hipsrc.BwdDQOrderDefine), not only those with a transcendental
 	// score: an experiment (cmd/genkernels -bwd-dq-order).
 	BwdDQOrder bool
+	// FwdPersistent gives every warp-specialized forward that does not
+	// walk its key tiles the persistent form (hipsrc.WSPersistDefine; its
+	// NVIDIAWGMMA launch takes hipsrc.WSPersistQTiles q tiles per block):
+	// an experiment (cmd/genkernels -fwd-persistent) until timed against
+	// the default (gpu/persist.sh).
+	FwdPersistent bool
 }
 
 // canon is the normal form of l: opts.Forms's, else computed.
@@ -92,6 +98,10 @@ type Kernel struct {
 	// intervals (a block selection, or any walked mask with
 	// Options.WSWalks; #define MASKC_WS_WALK 1).
 	WSWalk bool
+	// WSPersist says that the warp-specialized forward is the persistent
+	// one (Options.FwdPersistent; #define MASKC_WS_PERSIST 1), launched on
+	// a block per hipsrc.WSPersistQTiles q tiles (LaunchConfig.QTilesPerBlock).
+	WSPersist bool
 	// Buffers are the MaskcBuffers entries in slot order, with their
 	// declarations (KernelDesc.Slots describes them for launchers).
 	Buffers []BufferABI
@@ -197,11 +207,14 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 	}
 	if k.WarpSpecialized {
 		k.Launch, _ = hipsrc.Launches(k.HeadDim, true) // a head dim of hipsrc.HeadDims: no error
+		c := k.Launch[hipsrc.NVIDIAWGMMA.String()]
 		if k.WSWalk {
-			c := k.Launch[hipsrc.NVIDIAWGMMA.String()]
 			c.SharedMemBytes += hipsrc.WSWalkBytes
-			k.Launch[hipsrc.NVIDIAWGMMA.String()] = c
 		}
+		if k.WSPersist = opts.FwdPersistent && !k.WSWalk; k.WSPersist {
+			c.QTilesPerBlock = hipsrc.WSPersistQTiles
+		}
+		k.Launch[hipsrc.NVIDIAWGMMA.String()] = c
 	}
 	if sp.plan.kind == SparsityPrepass {
 		k.FlagsEntry = hipsrc.TileFlagsEntry
@@ -400,6 +413,9 @@ func (k *Kernel) writeHeader(w *strings.Builder, src *dsl.Source) {
 	}
 	if k.WSWalk {
 		w.WriteString("#define MASKC_WS_WALK 1\n")
+	}
+	if k.WSPersist {
+		w.WriteString(hipsrc.WSPersistDefine)
 	}
 	fmt.Fprintf(w, "#define MASKC_MASK_USES_B %d\n", b2i(k.MaskUsesB))
 	fmt.Fprintf(w, "#define MASKC_MASK_USES_H %d\n", b2i(k.MaskUsesH))

@@ -6,11 +6,13 @@
 #   gpu/persist.sh gen   (where Go is) writes into .devbin:
 #       dense      gpu/dense_cases (full, causal; D = 64, 128, 256)
 #       pchk       gpu/bench_cases, gpu/bwd_cases, two examples
+#       pchk-p     gpu/dense_cases, gpu/bench_cases with -fwd-persistent
 #   gpu/persist.sh run [bench|quick]   (on the GPU machine, .devbin carried;
 #   about 200 s; "bench": the dense_bench rounds only; "quick", about 130 s:
 #   only ws-persist2 checked on check.py's shapes):
 #       check.py with -D MASKC_WS_PERSIST=1 on 7 blocks (many tiles per
-#       block, every (b, h) change), then
+#       block, every (b, h) change) and on pchk-p (the manifest's grid of
+#       a block per two q tiles, q_tiles_per_block), then
 #       dense_bench.py: main's forward and the persistent one on one block
 #       per multiprocessor (ws-persist) and on a block per 2 or 4 tiles
 #       (ws-persist2, ws-persist4) over cuDNN at D = 128 and 64, two
@@ -20,10 +22,11 @@ set -u
 cd "$(dirname "$0")/.."
 case "${1:-}" in
 gen)
-	rm -rf .devbin/dense .devbin/pchk
+	rm -rf .devbin/dense .devbin/pchk .devbin/pchk-p
 	G="go run ./cmd/genkernels"
 	$G -o .devbin/dense gpu/dense_cases/*.flex &&
-		$G -o .devbin/pchk examples/full.flex examples/t5_bias.flex gpu/bwd_cases/*.flex gpu/bench_cases/*.flex
+		$G -o .devbin/pchk examples/full.flex examples/t5_bias.flex gpu/bwd_cases/*.flex gpu/bench_cases/*.flex &&
+		$G -fwd-persistent -o .devbin/pchk-p gpu/dense_cases/*.flex gpu/bench_cases/*.flex
 	;;
 run)
 	OUT=${OUT:-/tmp/maskc-persist}
@@ -36,6 +39,11 @@ run)
 			--out "$OUT/check_g7.jsonl" >"$OUT/check_g7.txt" 2>&1
 		echo "check.py persistent, 7 blocks: exit $? [$(el) s]"
 		grep -E "FAIL|passed|failed|^kernel" "$OUT/check_g7.txt" | cut -c1-120 | tail -20
+		# genkernels -fwd-persistent: the manifest's grid of a block per two q tiles, as the launchers read it
+		timeout 80 python3 gpu/check.py --generated .devbin/pchk-p --no-flex --out "$OUT/check_p.jsonl" \
+			>"$OUT/check_p.txt" 2>&1
+		echo "check.py, -fwd-persistent build: exit $? [$(el) s]"
+		grep -E "FAIL|passed|failed" "$OUT/check_p.txt" | cut -c1-120 | tail -6
 	fi
 	for r in 1 2; do
 		v=ws-persist,ws-persist2,ws-persist4

@@ -280,7 +280,18 @@ type LaunchConfig struct {
 	Threads int `json:"threads"`
 	// SharedMemBytes is the dynamic shared memory per block.
 	SharedMemBytes int `json:"shared_mem_bytes"`
+	// QTilesPerBlock is the q tiles of BlockM rows one block of the
+	// forward takes: its grid's x is ceil(Sq / (BlockM * QTilesPerBlock))
+	// (FwdBlockM); 0 (absent) means one. Only a forward that takes any grid
+	// has more (the persistent warp-specialized forward, WSPersistDefine),
+	// so a launcher that reads no such field still launches it correctly.
+	QTilesPerBlock int `json:"q_tiles_per_block,omitempty"`
 }
+
+// FwdBlockM is the query rows per block of the forward's grid: the grid
+// tile "block_m" of the forward entry's launch (the pre-pass and the
+// segments check keep BlockM).
+func (c LaunchConfig) FwdBlockM() int { return BlockM * max(1, c.QTilesPerBlock) }
 
 // Launches returns the launch configuration of every platform for a head
 // dim; ws says that the kernel's source selects the warp-specialized

@@ -139,7 +139,8 @@ def fwd_launches(man, spec, plat, sizes, ptrs, sh, bf, flags=0, geometry=None):
         out.append((spec.flags_entry, e.grid_dims(sizes, man.block_m, block_n), threads, 0,
                     e.args(dict(shape=sh, buf=bf, flags=flags), man.structs)))
     e = man.entries[spec.entry]
-    out.append((spec.entry, e.grid_dims(sizes, man.block_m, block_n), threads, smem if e.shared_mem else 0,
+    block_m = man.block_m * spec.q_tiles_per_block.get(plat.name, 1)  # hipsrc.LaunchConfig.FwdBlockM
+    out.append((spec.entry, e.grid_dims(sizes, block_m, block_n), threads, smem if e.shared_mem else 0,
                 e.args(dict(ptrs, shape=sh, buf=bf), man.structs)))
     return out
 
