@@ -5,11 +5,13 @@
 #       the eight baseline cases, gpu/bench_cases_ext and every example that
 #       generates a kernel (gen/), their buffer contents (buffers.json) and the
 #       exact tile counts of the benchmark launch (tiles.jsonl). CORPUS=1 adds
-#       testdata/tilemasks (issue 27's corpus, buffers.py's contents).
+#       testdata/tilemasks (issue 27's corpus, buffers.py's contents);
+#       PERSIST=1 adds gen-p, the same kernels with -fwd-persistent.
 #   gpu/bench_ext.sh run   (on the GPU machine, .devbin/ext carried) runs
 #       gpu/bench_ext.py, then gpu/check.py on the same kernels, writing
 #       bench_ext.* and check.* into $OUT (default /tmp/maskc-ext). Extra
-#       arguments go to bench_ext.py (e.g. --variants base,sched4).
+#       arguments go to bench_ext.py (e.g. --variants base,sched4, or
+#       --alt persist=.devbin/ext/gen-p).
 set -u
 cd "$(dirname "$0")/.."
 DIR=${EXT_DIR:-.devbin/ext}
@@ -24,6 +26,11 @@ gen)
 	# buffers.py's realistic contents.
 	[ "${CORPUS:-0}" = 1 ] && FILES="$FILES testdata/tilemasks/*.flex"
 	go run ./cmd/genkernels -o "$DIR/gen" $FILES || exit 1
+	# PERSIST=1 also writes the persistent forward's build (genkernels
+	# -fwd-persistent) into gen-p, for bench_ext.py --alt persist=$DIR/gen-p.
+	if [ "${PERSIST:-0}" = 1 ]; then
+		go run ./cmd/genkernels -fwd-persistent -o "$DIR/gen-p" $FILES || exit 1
+	fi
 	names=$(python3 -c "import json; import os; print(' '.join(sorted({os.path.basename(k['flex'])[:-5] + ':' + k['attention'] for k in json.load(open('$DIR/gen/manifest.json'))['kernels']})))")
 	python3 gpu/bench_ext_buffers.py $SHAPE "$DIR/buffers.json" $names || exit 1
 	go run ./cmd/tilecount -shape $SHAPE,8192 -buffers "$DIR/buffers.json" $FILES >"$DIR/tiles.jsonl" || exit 1
