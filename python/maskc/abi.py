@@ -353,8 +353,8 @@ class KernelSpec:
                        for p, c in d["launch"].items()}
         # The q tiles one block of the forward takes (hipsrc.LaunchConfig.QTilesPerBlock;
         # absent: one): the forward's grid tile block_m is block_m times it (fwd_block_m).
-        self.q_tiles_per_block = {p: int(c.get("q_tiles_per_block") or 1) for p, c in d["launch"].items()}
-        if any(n < 1 for n in self.q_tiles_per_block.values()):
+        self.q_tiles_per_block = {p: c.get("q_tiles_per_block") or 1 for p, c in d["launch"].items()}
+        if any(type(n) is not int or n < 1 for n in self.q_tiles_per_block.values()):
             raise MaskcError("manifest: kernel %s has q_tiles_per_block %s; want 1 or more (or none)" %
                              (self.name, self.q_tiles_per_block))
         for e in [self.entry] + [x for x in (self.flags_entry, self.seg_check_entry) if x]:
