@@ -38,16 +38,16 @@ its own geometry (WS_THREADS threads, ws_smem bytes). "ws": the file's
 defaults (the manifest's own kernel at D = 64, 128; at D = 256, where
 codegen keeps attn_fwd.h, the warp-specialized one instead); "*-r240": the register split of FA3's two-consumer kernels (producer
 24, consumers 240, instead of 40 / 232: what the producer gives back is all
-the consumers can take, attn_fwd_sm90.h's static_assert); "ws-reuse*": 4-D
-tensor maps built once per multiprocessor and launch (MASKC_WS_TMAP_REUSE)
-instead of per block, with the mbarrier wait's trap (MASKC_WS_WAIT_TRAP);
+the consumers can take, attn_fwd_sm90.h's static_assert);
 "ws-persist": the persistent forward (MASKC_WS_PERSIST: a block takes tile
 after tile, the next tile's copies under the last one's softmax and
 epilogue) on one block per multiprocessor, "ws-persist2"/"4" on a block per
-2 or 4 tiles, "ws-persist-grid" on the manifest's grid;
+2 or 4 tiles, "ws-persist-grid" on the manifest's grid, each with the
+mbarrier wait's trap (MASKC_WS_WAIT_TRAP: a copy that never lands traps
+after about 2^33 cycles instead of hanging the call);
 the cp.async copies instead of the copy engine, the overlapped and ping-pong consumer steps,
-the lagged barrier arrival, 3 stages and 64-key tiles at D = 128 were measured in runs 14 and 17
-and removed with their switches (docs/kernel-decisions.md, issue 26). --check-variants LIST (bench mode) then checks those
+the lagged barrier arrival, 3 stages and 64-key tiles at D = 128 were measured in runs 14 and 17,
+4-D tensor maps built once per multiprocessor in run 37, and removed with their switches (docs/kernel-decisions.md, issue 26). --check-variants LIST (bench mode) then checks those
 variants (compiled for it at every one of --dims) on gpu/check.py's shapes
 (without the 8192-token one): fresh random inputs, NaN-poisoned O and LSE,
 float64 reference, check.py's tolerance.
@@ -72,19 +72,13 @@ from runlog import JsonLog  # noqa: E402  (gpu/runlog.py)
 PLATFORM = "nvidia-sm90a"
 WS = {"MASKC_NV_WS": 1}
 R240 = {"MASKC_WS_PRODUCER_REGS": 24, "MASKC_WS_CONSUMER_REGS": 240}
-# The reuse variants wait with MASKC_WS_WAIT_TRAP (a copy that never lands
-# traps after about 2^33 cycles instead of hanging the call; run 17a timed
-# the copy-engine loads with it).
-REUSE = {"MASKC_WS_TMAP_REUSE": 1, "MASKC_WS_WAIT_TRAP": 1}
 # The persistent forward (MASKC_WS_PERSIST), with the wait's trap, on the
-# grids of PERSIST_GRIDS.
+# grids persist_grid gives.
 PERSIST = {"MASKC_WS_PERSIST": 1, "MASKC_WS_WAIT_TRAP": 1}
 # Each variant is the switches it sets by -D (harness.switch_options).
 VARIANTS = {
     "ws": WS,
     "ws-r240": {**WS, **R240},
-    "ws-reuse": {**WS, **REUSE},
-    "ws-reuse-r240": {**WS, **REUSE, **R240},
     "ws-persist": {**WS, **PERSIST},
     "ws-persist2": {**WS, **PERSIST},
     "ws-persist4": {**WS, **PERSIST},

@@ -54,16 +54,6 @@
 // nothing new. A block falls back to the cp.async copies when its slot is
 // taken or its strides do not meet the engine's alignment (16-byte row
 // stride and base address).
-// MASKC_WS_TMAP_REUSE 1: the tensor maps are 4-D over the whole of Q, K
-// and V (D columns, the sequence's rows, heads, batch) instead of 2-D at a
-// block's (b, h) base, so they are the same for every block of a launch: a
-// block whose multiprocessor slot already holds the maps of the same
-// pointers, strides and sizes (maskc_ws_tmap_key) uses them as they are,
-// and only the first block on each multiprocessor builds and publishes them
-// (tensormap.replace, then a release at GPU scope per map).
-#ifndef MASKC_WS_TMAP_REUSE
-#define MASKC_WS_TMAP_REUSE 0
-#endif
 #define MASKC_WS_THREADS 384
 static_assert(MASKC_WS_THREADS == MASKC_NUM_THREADS, "the pre-pass and the forward share the platform's block size");
 #ifndef MASKC_WS_PRODUCER_REGS
@@ -92,9 +82,6 @@ static_assert(MASKC_WS_THREADS == MASKC_NUM_THREADS, "the pre-pass and the forwa
 // epilogue. The copy engine's 2-D maps are built again where the tile's
 // (b, h) changes, into the other of the slot's two sets.
 #if defined(MASKC_WS_PERSIST) && MASKC_WS_PERSIST && !defined(MASKC_WS_WALK)
-#if MASKC_WS_TMAP_REUSE
-#error "maskc: the persistent forward builds 2-D maps"
-#endif
 #define MASKC_WS_PERSIST_ON 1
 #else
 #define MASKC_WS_PERSIST_ON 0
@@ -174,13 +161,6 @@ __device__ __attribute__((aligned(128))) unsigned char maskc_ws_tmaps[MASKC_WS_T
 __device__ __attribute__((aligned(128))) unsigned char maskc_ws_tmaps[MASKC_WS_TMAP_SLOTS][3][128];
 #endif
 __device__ unsigned int maskc_ws_tmap_owner[MASKC_WS_TMAP_SLOTS];
-#if MASKC_WS_TMAP_REUSE
-// What a slot's maps were built from: pointers, strides, sizes (kWsKeyWords
-// words; all zero before the first build, which no launch matches: Q is
-// never null where a block copies by the engine).
-#define MASKC_WS_KEY_WORDS 15
-__device__ unsigned long long maskc_ws_tmap_key[MASKC_WS_TMAP_SLOTS][MASKC_WS_KEY_WORDS];
-#endif
 
 // Takes the slot (0 -> 1) and says whether it was free; gives it back.
 __device__ __forceinline__ bool maskc_ws_slot_take(unsigned* owner) {
@@ -225,72 +205,52 @@ __device__ __forceinline__ void maskc_tmap_fill(maskc_u32 tm, const void* gaddr,
     asm volatile("tensormap.replace.tile.elemtype.shared::cta.b1024.b32 [%0], 10;" ::"r"(tm) : "memory");
   asm volatile("tensormap.replace.tile.swizzle_mode.shared::cta.b1024.b32 [%0], 3;" ::"r"(tm) : "memory");
 }
-#if MASKC_WS_TMAP_REUSE
-// Fills the zeroed 128-byte tensor map at shared address tm (one thread): a
-// [nb][nh][rows][D] bf16/f16 tensor at gaddr with the given element
-// strides (row, head, batch), read in boxes of 64 columns x box_rows rows
-// of one head, 128-byte swizzle, zero fill out of bounds (rows past `rows`
-// read as zeros; a box never crosses into the next head).
-__device__ __forceinline__ void maskc_tmap_fill4(maskc_u32 tm, const void* gaddr, int rows, int nh, int nb,
-                                                 long long batch_stride, long long head_stride, long long row_stride,
-                                                 int box_rows) {
-  asm volatile("tensormap.replace.tile.global_address.shared::cta.b1024.b64 [%0], %1;" ::"r"(tm), "l"(gaddr) : "memory");
-  asm volatile("tensormap.replace.tile.rank.shared::cta.b1024.b32 [%0], 3;" ::"r"(tm) : "memory");
-  asm volatile("tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%0], 0, 64;" ::"r"(tm) : "memory");
-  asm volatile("tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%0], 1, %1;" ::"r"(tm), "r"(box_rows) : "memory");
-  asm volatile("tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%0], 2, 1;" ::"r"(tm) : "memory");
-  asm volatile("tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%0], 3, 1;" ::"r"(tm) : "memory");
-  asm volatile("tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%0], 0, %1;" ::"r"(tm), "r"(MASKC_HEAD_DIM)
-               : "memory");
-  asm volatile("tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%0], 1, %1;" ::"r"(tm), "r"(rows) : "memory");
-  asm volatile("tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%0], 2, %1;" ::"r"(tm), "r"(nh) : "memory");
-  asm volatile("tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%0], 3, %1;" ::"r"(tm), "r"(nb) : "memory");
-  // Strides of dims 1..3 in bytes (row, head, batch); see maskc_tmap_fill for the 16-byte units.
-  unsigned long long sb[3] = {2ull * row_stride, 2ull * head_stride, 2ull * batch_stride};
+// Builds the copy engine's maps of one (b, h)'s Q, K and V ([Sq or Skv][D]
+// matrices at Qb, Kb, Vb, rows the shape's strides apart) and publishes them
+// at tm (three 128-byte maps in global memory), for copies issued after it
+// returns: called by a whole warp (lane: the thread's lane), which zero-fills
+// 384 bytes of shared memory at scratch, fills them (lane 0), copies them
+// to tm with a release at GPU scope and acquires them for the engine.
+__device__ __forceinline__ void maskc_ws_build_maps(maskc_u32 scratch, unsigned long long tm, const maskc_elem_t* Qb,
+                                                    const maskc_elem_t* Kb, const maskc_elem_t* Vb, int Sq, int Skv,
+                                                    const MaskcShape& shape, int lane) {
 #pragma unroll
-  for (int i = 0; i < 3; ++i) {
-#if defined(__CUDACC_VER_MAJOR__) && (__CUDACC_VER_MAJOR__ < 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ < 7))
-    sb[i] >>= 4;
-#endif
+  for (int i = 0; i < 3; ++i)
+    asm volatile("st.shared.b32 [%0], %1;" ::"r"(scratch + 4 * (32 * i + lane)), "r"(0) : "memory");
+  __syncwarp();
+  if (lane == 0) {
+    maskc_tmap_fill(scratch, Qb, MASKC_HEAD_DIM, Sq, 2ull * shape.q_stride[2], MASKC_BLOCK_M);
+    maskc_tmap_fill(scratch + 128, Kb, MASKC_HEAD_DIM, Skv, 2ull * shape.k_stride[2], MASKC_WS_BLOCK_N);
+    maskc_tmap_fill(scratch + 256, Vb, MASKC_HEAD_DIM, Skv, 2ull * shape.v_stride[2], MASKC_WS_BLOCK_N);
   }
-  asm volatile("tensormap.replace.tile.global_stride.shared::cta.b1024.b64 [%0], 0, %1;" ::"r"(tm), "l"(sb[0]) : "memory");
-  asm volatile("tensormap.replace.tile.global_stride.shared::cta.b1024.b64 [%0], 1, %1;" ::"r"(tm), "l"(sb[1]) : "memory");
-  asm volatile("tensormap.replace.tile.global_stride.shared::cta.b1024.b64 [%0], 2, %1;" ::"r"(tm), "l"(sb[2]) : "memory");
-  asm volatile("tensormap.replace.tile.element_stride.shared::cta.b1024.b32 [%0], 0, 1;" ::"r"(tm) : "memory");
-  asm volatile("tensormap.replace.tile.element_stride.shared::cta.b1024.b32 [%0], 1, 1;" ::"r"(tm) : "memory");
-  asm volatile("tensormap.replace.tile.element_stride.shared::cta.b1024.b32 [%0], 2, 1;" ::"r"(tm) : "memory");
-  asm volatile("tensormap.replace.tile.element_stride.shared::cta.b1024.b32 [%0], 3, 1;" ::"r"(tm) : "memory");
-  if (MASKC_DT == MASKC_F16)
-    asm volatile("tensormap.replace.tile.elemtype.shared::cta.b1024.b32 [%0], 6;" ::"r"(tm) : "memory");
-  else
-    asm volatile("tensormap.replace.tile.elemtype.shared::cta.b1024.b32 [%0], 10;" ::"r"(tm) : "memory");
-  asm volatile("tensormap.replace.tile.swizzle_mode.shared::cta.b1024.b32 [%0], 3;" ::"r"(tm) : "memory");
+  __syncwarp();
+#pragma unroll
+  for (int m = 0; m < 3; ++m)
+    asm volatile(
+        "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned [%0], [%1], 128;" ::"l"(
+            tm + 128 * m),
+        "r"(scratch + 128 * m)
+        : "memory");
+#pragma unroll
+  for (int m = 0; m < 3; ++m)
+    asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(tm + 128 * m) : "memory");
+  // (Triton's workaround for a fence ptxas may leave out after the acquire.)
+  asm volatile("cp.async.bulk.commit_group;\n\tcp.async.bulk.wait_group.read 0;" ::: "memory");
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the scratch's stores before the engine's
 }
-#endif
+
 // Copies tile rows [row0, row0 + ROWS) of the map's matrix into the swizzled
 // layout at dst (D / 64 boxes) on mbarrier bar, whose transaction count the
 // caller raised by ROWS * D * 2 bytes. Rows past the matrix arrive as zeros.
-// With MASKC_WS_TMAP_REUSE the maps are 4-D and (hh, bb) pick the head and
-// batch (unused otherwise).
 template <int ROWS>
-__device__ __forceinline__ void maskc_ws_tma_load(maskc_elem_t* dst, const void* tmap, int row0, maskc_u32 bar,
-                                                  int hh, int bb) {
+__device__ __forceinline__ void maskc_ws_tma_load(maskc_elem_t* dst, const void* tmap, int row0, maskc_u32 bar) {
 #pragma unroll
   for (int c = 0; c < MASKC_HEAD_DIM / 64; ++c) {
-#if MASKC_WS_TMAP_REUSE
-    asm volatile(
-        "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], "
-        "[%6];" ::"r"(maskc_smem_addr(dst + c * ROWS * 64)),
-        "l"(tmap), "r"(c * 64), "r"(row0), "r"(hh), "r"(bb), "r"(bar)
-        : "memory");
-#else
-    (void)hh, (void)bb;
     asm volatile(
         "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(
             maskc_smem_addr(dst + c * ROWS * 64)),
         "l"(tmap), "r"(c * 64), "r"(row0), "r"(bar)
         : "memory");
-#endif
   }
 }
 __device__ __forceinline__ void maskc_mbar_expect_tx(maskc_u32 bar, int bytes) {
@@ -567,9 +527,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
   const maskc_elem_t* Vp = V + b * shape.v_stride[0] + hkv * shape.v_stride[1];
 #endif  // MASKC_WS_PERSIST_ON
   bool tma = false;  // this block's copies by the copy engine (else cp.async)
-#if MASKC_WS_TMAP_REUSE
-  bool build = false;  // the slot's maps must be (re)built (thread 0 finds out)
-#endif
   const unsigned slot = maskc_smid();
   if (tid == 0) {
     // The engine's limits: 16-byte aligned base and row stride (below 2^40
@@ -587,43 +544,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
                       shape.q_stride[2] % 8 == 0 && shape.k_stride[2] % 8 == 0 && shape.v_stride[2] % 8 == 0 &&
                       shape.q_stride[2] > 0 && shape.k_stride[2] > 0 && shape.v_stride[2] > 0 &&
                       shape.q_stride[2] < lim && shape.k_stride[2] < lim && shape.v_stride[2] < lim && Skv > 0;
-#if MASKC_WS_TMAP_REUSE
-    // The 4-D maps start at Q, K, V and step by every stride.
-    const bool fits4 = (((unsigned long long)Q | (unsigned long long)K | (unsigned long long)V) & 15) == 0 &&
-                       shape.q_stride[0] % 8 == 0 && shape.q_stride[1] % 8 == 0 && shape.k_stride[0] % 8 == 0 &&
-                       shape.k_stride[1] % 8 == 0 && shape.v_stride[0] % 8 == 0 && shape.v_stride[1] % 8 == 0 &&
-                       shape.q_stride[0] >= 0 && shape.q_stride[1] >= 0 && shape.k_stride[0] >= 0 &&
-                       shape.k_stride[1] >= 0 && shape.v_stride[0] >= 0 && shape.v_stride[1] >= 0 &&
-                       shape.q_stride[0] < lim && shape.q_stride[1] < lim && shape.k_stride[0] < lim &&
-                       shape.k_stride[1] < lim && shape.v_stride[0] < lim && shape.v_stride[1] < lim;
-    tma = fits && fits4 && slot < MASKC_WS_TMAP_SLOTS && maskc_ws_slot_take(&maskc_ws_tmap_owner[slot]);
-    if (tma) {
-      // Compare the slot's key (written by the last block that built its
-      // maps, before it gave the slot back) with this launch's.
-      __threadfence();
-      const unsigned long long key[MASKC_WS_KEY_WORDS] = {
-          (unsigned long long)Q, (unsigned long long)K, (unsigned long long)V,
-          (unsigned long long)shape.q_stride[0], (unsigned long long)shape.q_stride[1],
-          (unsigned long long)shape.q_stride[2], (unsigned long long)shape.k_stride[0],
-          (unsigned long long)shape.k_stride[1], (unsigned long long)shape.k_stride[2],
-          (unsigned long long)shape.v_stride[0], (unsigned long long)shape.v_stride[1],
-          (unsigned long long)shape.v_stride[2], ((unsigned long long)(unsigned)Sq << 32) | (unsigned)Skv,
-          ((unsigned long long)(unsigned)shape.B << 32) | (unsigned)shape.H, (unsigned long long)(unsigned)shape.HKV};
-      volatile unsigned long long* const stored = maskc_ws_tmap_key[slot];
-      bool same = true;
-#pragma unroll
-      for (int i = 0; i < MASKC_WS_KEY_WORDS; ++i) same = same && stored[i] == key[i];
-      build = !same;
-      if (!same) {
-        // The maps are rebuilt below, before any copy; the key is written now
-        // and published with them (the release that publishes the maps orders it).
-#pragma unroll
-        for (int i = 0; i < MASKC_WS_KEY_WORDS; ++i) stored[i] = key[i];
-      }
-    }
-#else
     tma = fits && slot < MASKC_WS_TMAP_SLOTS && maskc_ws_slot_take(&maskc_ws_tmap_owner[slot]);
-#endif
   }
   if (tid == 0) {
     // Full barriers: one arrival (with the transaction count) per copy-engine
@@ -642,9 +563,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
 #endif
   }
   tma = __syncthreads_or(tma) != 0;
-#if MASKC_WS_TMAP_REUSE
-  build = __syncthreads_or(build) != 0;
-#endif
 #if defined(MASKC_WS_WALK)
   tiles.begin = ws_walk.tiles.begin();  // stored by thread 128 before the barrier above
   tiles.end = ws_walk.tiles.end();
@@ -702,45 +620,22 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
           if (b * shape.H + h != maps_bh) {
             maps_bh = b * shape.H + h;
             set ^= 1;
-#pragma unroll
-            for (int i = 0; i < 3; ++i)
-              asm volatile("st.shared.b32 [%0], %1;" ::"r"(scratch + 4 * (32 * i + tid)), "r"(0) : "memory");
-            __syncwarp();
-            if (tid == 0) {
-              maskc_tmap_fill(scratch, Q + b * shape.q_stride[0] + h * shape.q_stride[1], MASKC_HEAD_DIM, Sq,
-                              2ull * shape.q_stride[2], MASKC_BLOCK_M);
-              maskc_tmap_fill(scratch + 128, K + b * shape.k_stride[0] + hkv * shape.k_stride[1], MASKC_HEAD_DIM,
-                              Skv, 2ull * shape.k_stride[2], BN);
-              maskc_tmap_fill(scratch + 256, V + b * shape.v_stride[0] + hkv * shape.v_stride[1], MASKC_HEAD_DIM,
-                              Skv, 2ull * shape.v_stride[2], BN);
-            }
-            __syncwarp();
-            const unsigned long long tm = tm0 + 3 * 128 * set;
-#pragma unroll
-            for (int m = 0; m < 3; ++m)
-              asm volatile(
-                  "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned [%0], [%1], "
-                  "128;" ::"l"(tm + 128 * m),
-                  "r"(scratch + 128 * m)
-                  : "memory");
-#pragma unroll
-            for (int m = 0; m < 3; ++m)
-              asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(tm + 128 * m) : "memory");
-            asm volatile("cp.async.bulk.commit_group;\n\tcp.async.bulk.wait_group.read 0;" ::: "memory");
-            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the scratch's stores before Q's copy
+            maskc_ws_build_maps(scratch, tm0 + 3 * 128 * set, Q + b * shape.q_stride[0] + h * shape.q_stride[1],
+                                K + b * shape.k_stride[0] + hkv * shape.k_stride[1],
+                                V + b * shape.v_stride[0] + hkv * shape.v_stride[1], Sq, Skv, shape, tid);
           }
           if (tid == 0) {
             const void* tmQ = &maskc_ws_tmaps[slot][3 * set][0];
             const void* tmK = &maskc_ws_tmaps[slot][3 * set + 1][0];
             const void* tmV = &maskc_ws_tmaps[slot][3 * set + 2][0];
             maskc_mbar_expect_tx(MASKC_BAR_Q, MASKC_BLOCK_M * MASKC_HEAD_DIM * 2);
-            maskc_ws_tma_load<MASKC_BLOCK_M>(sQ, tmQ, q0, MASKC_BAR_Q, h, b);
+            maskc_ws_tma_load<MASKC_BLOCK_M>(sQ, tmQ, q0, MASKC_BAR_Q);
 #define MASKC_WS_TMA_K(kt, s)                                      \
   maskc_mbar_expect_tx(MASKC_BAR_FULL_K(s), kTileBytes);           \
-  maskc_ws_tma_load<BN>(sK + (s) * MASKC_WS_KV_ELEMS, tmK, (kt) * BN, MASKC_BAR_FULL_K(s), hkv, b)
+  maskc_ws_tma_load<BN>(sK + (s) * MASKC_WS_KV_ELEMS, tmK, (kt) * BN, MASKC_BAR_FULL_K(s))
 #define MASKC_WS_TMA_V(kt, s)                                      \
   maskc_mbar_expect_tx(MASKC_BAR_FULL_V(s), kTileBytes);           \
-  maskc_ws_tma_load<BN>(sV + (s) * MASKC_WS_KV_ELEMS, tmV, (kt) * BN, MASKC_BAR_FULL_V(s), hkv, b)
+  maskc_ws_tma_load<BN>(sV + (s) * MASKC_WS_KV_ELEMS, tmV, (kt) * BN, MASKC_BAR_FULL_V(s))
             MASKC_WS_PRODUCE_KV(MASKC_WS_TMA_K, MASKC_WS_TMA_V)
 #undef MASKC_WS_TMA_K
 #undef MASKC_WS_TMA_V
@@ -781,56 +676,19 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
         const maskc_u32 scratch = maskc_smem_addr(sV + (MASKC_WS_STAGES - 1) * MASKC_WS_KV_ELEMS);
         unsigned long long tm;  // the slot's global address
         asm("cvta.to.global.u64 %0, %1;" : "=l"(tm) : "l"(&maskc_ws_tmaps[slot][0][0]));
-#if MASKC_WS_TMAP_REUSE
-        if (build) {
-#endif
-#pragma unroll
-        for (int i = 0; i < 3; ++i)
-          asm volatile("st.shared.b32 [%0], %1;" ::"r"(scratch + 4 * (32 * i + tid)), "r"(0) : "memory");
-        __syncwarp();
-        if (tid == 0) {
-#if MASKC_WS_TMAP_REUSE
-          maskc_tmap_fill4(scratch, Q, Sq, shape.H, shape.B, shape.q_stride[0], shape.q_stride[1], shape.q_stride[2],
-                           MASKC_BLOCK_M);
-          maskc_tmap_fill4(scratch + 128, K, Skv, shape.HKV, shape.B, shape.k_stride[0], shape.k_stride[1],
-                           shape.k_stride[2], BN);
-          maskc_tmap_fill4(scratch + 256, V, Skv, shape.HKV, shape.B, shape.v_stride[0], shape.v_stride[1],
-                           shape.v_stride[2], BN);
-#else
-          maskc_tmap_fill(scratch, Qp, MASKC_HEAD_DIM, Sq, 2ull * shape.q_stride[2], MASKC_BLOCK_M);
-          maskc_tmap_fill(scratch + 128, Kp, MASKC_HEAD_DIM, Skv, 2ull * shape.k_stride[2], BN);
-          maskc_tmap_fill(scratch + 256, Vp, MASKC_HEAD_DIM, Skv, 2ull * shape.v_stride[2], BN);
-#endif
-        }
-        __syncwarp();
-#pragma unroll
-        for (int m = 0; m < 3; ++m)
-          asm volatile(
-              "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned [%0], [%1], 128;" ::"l"(
-                  tm + 128 * m),
-              "r"(scratch + 128 * m)
-              : "memory");
-#if MASKC_WS_TMAP_REUSE
-        }
-#endif
-#pragma unroll
-        for (int m = 0; m < 3; ++m)
-          asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(tm + 128 * m) : "memory");
-        // (Triton's workaround for a fence ptxas may leave out after the acquire.)
-        asm volatile("cp.async.bulk.commit_group;\n\tcp.async.bulk.wait_group.read 0;" ::: "memory");
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the scratch's stores before the engine's
+        maskc_ws_build_maps(scratch, tm, Qp, Kp, Vp, Sq, Skv, shape, tid);
         if (tid == 0) {
           const void* tmQ = &maskc_ws_tmaps[slot][0][0];
           const void* tmK = &maskc_ws_tmaps[slot][1][0];
           const void* tmV = &maskc_ws_tmaps[slot][2][0];
           constexpr int kTileBytes = BN * MASKC_HEAD_DIM * 2;
           maskc_mbar_expect_tx(MASKC_BAR_Q, MASKC_BLOCK_M * MASKC_HEAD_DIM * 2);
-          maskc_ws_tma_load<MASKC_BLOCK_M>(sQ, tmQ, q0, MASKC_BAR_Q, h, b);
+          maskc_ws_tma_load<MASKC_BLOCK_M>(sQ, tmQ, q0, MASKC_BAR_Q);
           int ik = 0, iv = 0;
           int kt = MASKC_WS_NEXT(tiles.begin);
           if (kt < tiles.end) {
             maskc_mbar_expect_tx(MASKC_BAR_FULL_K(0), kTileBytes);
-            maskc_ws_tma_load<BN>(sK, tmK, kt * BN, MASKC_BAR_FULL_K(0), hkv, b);
+            maskc_ws_tma_load<BN>(sK, tmK, kt * BN, MASKC_BAR_FULL_K(0));
             ik = 1;
           }
           while (kt < tiles.end) {
@@ -839,13 +697,13 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
               const int s = ik % MASKC_WS_STAGES;
               maskc_mbar_wait(MASKC_BAR_EMPTY_K(s), ((ik / MASKC_WS_STAGES) & 1) ^ 1);
               maskc_mbar_expect_tx(MASKC_BAR_FULL_K(s), kTileBytes);
-              maskc_ws_tma_load<BN>(sK + s * MASKC_WS_KV_ELEMS, tmK, kn * BN, MASKC_BAR_FULL_K(s), hkv, b);
+              maskc_ws_tma_load<BN>(sK + s * MASKC_WS_KV_ELEMS, tmK, kn * BN, MASKC_BAR_FULL_K(s));
               ++ik;
             }
             const int s = iv % MASKC_WS_STAGES;
             maskc_mbar_wait(MASKC_BAR_EMPTY_V(s), ((iv / MASKC_WS_STAGES) & 1) ^ 1);
             maskc_mbar_expect_tx(MASKC_BAR_FULL_V(s), kTileBytes);
-            maskc_ws_tma_load<BN>(sV + s * MASKC_WS_KV_ELEMS, tmV, kt * BN, MASKC_BAR_FULL_V(s), hkv, b);
+            maskc_ws_tma_load<BN>(sV + s * MASKC_WS_KV_ELEMS, tmV, kt * BN, MASKC_BAR_FULL_V(s));
             ++iv;
             kt = kn;
           }
@@ -1058,9 +916,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
     // Every copy of the block has landed (warpgroup 1 waited for each): the
     // tensor-map slot is free for the multiprocessor's next block.
     if (tma && tid == 128) {
-#if MASKC_WS_TMAP_REUSE
-      __threadfence();  // the slot's key and maps before the slot is free
-#endif
       maskc_ws_slot_give(&maskc_ws_tmap_owner[slot]);
     }
 #if !MASKC_WS_PERSIST_ON
