@@ -478,8 +478,8 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
   const int n_qt = (shape.Sq + MASKC_BLOCK_M - 1) / MASKC_BLOCK_M;
 #if MASKC_WS_PERSIST_ON
   // Block L of G (any grid) and, in each loop over its tiles, the tile's
-  // q tile qt of (b, h), its rows [q0, q_end), the key-value head and the
-  // key tiles it visits.
+  // q tile qt of (b, h), its rows [q0, q_end) and the key-value head
+  // (MASKC_WS_TILE_VARS), then the key tiles it visits (MASKC_WS_TILE_KEYS).
   const int L = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
   const int G = gridDim.x * gridDim.y * gridDim.z;
   const int Sq = maskc_nonneg(shape.Sq), Skv = maskc_nonneg(shape.Skv);
@@ -489,8 +489,8 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
   const int qt = (tile).qt, h = maskc_nonneg((tile).h), b = maskc_nonneg((tile).b);   \
   const int q0 = qt * MASKC_BLOCK_M, q_end = min(q0 + MASKC_BLOCK_M, Sq);              \
   const int hkv = h / (shape.H / shape.HKV);                                           \
-  const MaskcWsTiles tiles = maskc_ws_tiles(shape, buf, b, h, qt, n_qt, q0, q_end);    \
-  (void)hkv;
+  (void)qt, (void)q0, (void)q_end, (void)hkv;
+#define MASKC_WS_TILE_KEYS() const MaskcWsTiles tiles = maskc_ws_tiles(shape, buf, b, h, qt, n_qt, q0, q_end);
 #else
   const int qt = n_qt - 1 - (int)blockIdx.x;  // longest rows of causal-like masks first
   const int h = maskc_nonneg(blockIdx.y), b = maskc_nonneg(blockIdx.z);
@@ -625,6 +625,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
                                 V + b * shape.v_stride[0] + hkv * shape.v_stride[1], Sq, Skv, shape, tid);
           }
           if (tid == 0) {
+            MASKC_WS_TILE_KEYS()
             const void* tmQ = &maskc_ws_tmaps[slot][3 * set][0];
             const void* tmK = &maskc_ws_tmaps[slot][3 * set + 1][0];
             const void* tmV = &maskc_ws_tmaps[slot][3 * set + 2][0];
@@ -649,6 +650,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
       };
       for (int k = 0; maskc_ws_sched(k, L, G, n_qt, shape.H, shape.B, &tile); ++k) {
         MASKC_WS_TILE_VARS(tile)
+        MASKC_WS_TILE_KEYS()
         const maskc_elem_t* Kp = K + b * shape.k_stride[0] + hkv * shape.k_stride[1];
         const maskc_elem_t* Vp = V + b * shape.v_stride[0] + hkv * shape.v_stride[1];
         maskc_mbar_wait(MASKC_BAR_Q_EMPTY, (k & 1) ^ 1);
@@ -755,6 +757,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
     MaskcWsTile tile;
     for (int k = 0; maskc_ws_sched(k, L, G, n_qt, shape.H, shape.B, &tile); ++k) {
     MASKC_WS_TILE_VARS(tile)
+    MASKC_WS_TILE_KEYS()
 #endif
     maskc_elem_t* Op = O + b * shape.o_stride[0] + h * shape.o_stride[1];
     // Shared addresses: the warpgroup's Q rows, K and V stage 0.
@@ -945,6 +948,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
 #if MASKC_WS_PERSIST_ON
 #undef MASKC_BAR_Q_EMPTY
 #undef MASKC_WS_TILE_VARS
+#undef MASKC_WS_TILE_KEYS
 #endif
 }
 
