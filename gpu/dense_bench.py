@@ -86,18 +86,21 @@ VARIANTS = {
 }
 
 
-def persist_grid(variant):
+# The q tiles per block of the variants launched on a block per that many tiles.
+PERSIST_TILES = {"ws-persist2": 2, "ws-persist4": 4}
+
+
+def persist_grid(variant, block_m):
     """The persistent variants' forward grid as a function of the sizes:
-    one block per multiprocessor, a block per 2 or per 4 tiles, or the
-    manifest's (None: one tile per block, the code's cost without the
-    schedule's)."""
-    def tiles(z):
-        return -(-z["Sq"] // 128) * z["H"] * z["B"]
+    one block per multiprocessor, a block per PERSIST_TILES tiles of
+    block_m rows, or the manifest's (None: one tile per block, the code's
+    cost without the schedule's)."""
     if variant == "ws-persist":
         return (torch.cuda.get_device_properties(0).multi_processor_count, 1, 1)
-    if variant in ("ws-persist2", "ws-persist4"):
-        per = int(variant[-1])
-        return lambda z: (-(-tiles(z) // per), 1, 1)
+    if variant in PERSIST_TILES:
+        def tiles(z):  # the launch's q tiles
+            return -(-z["Sq"] // block_m) * z["H"] * z["B"]
+        return lambda z: (-(-tiles(z) // PERSIST_TILES[variant]), 1, 1)
     return None
 SMEM_MAX = 232448  # sm_90's opt-in dynamic shared memory per block
 HEADS = {64: 32, 128: 16, 256: 8}
@@ -214,7 +217,7 @@ def load_kernels(a, emit, clock):
                      threads=k.threads, smem=k.smem, bwd_smem=k.bwd_launch.shared_mem_bytes, bwd_threads=k.bwd_launch.main_threads, **ptxas_summary(k.log))
             else:
                 k = WSKernel(src, e, abi, label, compiled, e["head_dim"], stages_of(v), block_n_of(v))
-                k.fwd_grid = persist_grid(v)
+                k.fwd_grid = persist_grid(v, k.block_m)
                 emit(kind="kernel", name=label, t=clock(), regs=k.regs, local_bytes=k.local_bytes, smem=k.smem,
                      **ptxas_summary(k.log))
         except Exception as ex_:

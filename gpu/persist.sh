@@ -63,7 +63,7 @@ run)
 	done
 	;;
 *)
-	echo "usage: gpu/persist.sh gen | run" >&2
+	echo "usage: gpu/persist.sh gen | run [bench|quick]" >&2
 	exit 2
 	;;
 esac
