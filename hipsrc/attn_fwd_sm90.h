@@ -29,6 +29,145 @@
 // The semantics are attn_fwd.h's (mods, fully masked rows, sink, LSE).
 #ifndef MASKC_ATTN_FWD_SM90_H
 #define MASKC_ATTN_FWD_SM90_H
+#if defined(MASKC_PLATFORM_NVIDIA) && MASKC_NV_WGMMA
+// sm_90a's asynchronous copies and barriers, which the warp-specialized
+// forward below and the warp-specialized backward (attn_bwd.h,
+// MASKC_BWD_WS) share.
+
+// mbarrier and named-barrier primitives (PTX ISA, sm_90).
+__device__ __forceinline__ void maskc_mbar_init(maskc_u32 bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void maskc_mbar_arrive(maskc_u32 bar) {
+  asm volatile("{ .reg .b64 st; mbarrier.arrive.shared::cta.b64 st, [%0]; }" ::"r"(bar) : "memory");
+}
+// Waits for the completion of the barrier's phase of the given parity.
+// MASKC_WS_WAIT_TRAP (experiments): trap after about 2^33 cycles instead of
+// waiting forever, so that a copy that never lands fails the launch.
+__device__ __forceinline__ void maskc_mbar_wait(maskc_u32 bar, int parity) {
+#if defined(MASKC_WS_WAIT_TRAP) && MASKC_WS_WAIT_TRAP
+  const long long t0 = clock64();
+  for (;;) {
+    maskc_u32 done;
+    asm volatile(
+        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+    if (done) return;
+    if (clock64() - t0 > (1ll << 33)) __trap();
+  }
+#endif
+  asm volatile(
+      "{ .reg .pred p;\n"
+      "MASKC_WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+      "@p bra MASKC_DONE;\n"
+      "bra MASKC_WAIT;\n"
+      "MASKC_DONE:\n"
+      "}" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+__device__ __forceinline__ void maskc_named_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void maskc_named_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+// Takes the slot (0 -> 1) and says whether it was free; gives it back.
+__device__ __forceinline__ bool maskc_ws_slot_take(unsigned* owner) {
+  unsigned old;
+  asm volatile("atom.cas.b32 %0, [%1], 0, 1;" : "=r"(old) : "l"(owner) : "memory");
+  return old == 0;
+}
+__device__ __forceinline__ void maskc_ws_slot_give(unsigned* owner) {
+  unsigned old;
+  asm volatile("atom.exch.b32 %0, [%1], 0;" : "=r"(old) : "l"(owner) : "memory");
+  (void)old;
+}
+__device__ __forceinline__ unsigned maskc_smid() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(r));
+  return r;
+}
+// Fills the zeroed 128-byte tensor map at shared address tm (one thread):
+// a [rows][D] bf16/f16 matrix at gaddr, rows stride_bytes apart, read in
+// boxes of 64 columns x box_rows rows, 128-byte swizzle, zero fill out of
+// bounds. ptxas of PTX ISA 8.5 and older read the stride field in 16-byte
+// units (as Triton's device-side tensor maps work around).
+__device__ __forceinline__ void maskc_tmap_fill(maskc_u32 tm, const void* gaddr, int cols, int rows,
+                                                unsigned long long stride_bytes, int box_rows) {
+#if defined(__CUDACC_VER_MAJOR__) && (__CUDACC_VER_MAJOR__ < 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ < 7))
+  stride_bytes >>= 4;
+#endif
+  asm volatile("tensormap.replace.tile.global_address.shared::cta.b1024.b64 [%0], %1;" ::"r"(tm), "l"(gaddr) : "memory");
+  asm volatile("tensormap.replace.tile.rank.shared::cta.b1024.b32 [%0], 1;" ::"r"(tm) : "memory");
+  asm volatile("tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%0], 0, 64;" ::"r"(tm) : "memory");
+  asm volatile("tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%0], 1, %1;" ::"r"(tm), "r"(box_rows) : "memory");
+  asm volatile("tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%0], 0, %1;" ::"r"(tm), "r"(cols) : "memory");
+  asm volatile("tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%0], 1, %1;" ::"r"(tm), "r"(rows) : "memory");
+  asm volatile("tensormap.replace.tile.global_stride.shared::cta.b1024.b64 [%0], 0, %1;" ::"r"(tm), "l"(stride_bytes)
+               : "memory");
+  asm volatile("tensormap.replace.tile.element_stride.shared::cta.b1024.b32 [%0], 0, 1;" ::"r"(tm) : "memory");
+  asm volatile("tensormap.replace.tile.element_stride.shared::cta.b1024.b32 [%0], 1, 1;" ::"r"(tm) : "memory");
+  // elemtype: 6 f16, 10 bf16 (PTX ISA, tensormap.replace); swizzle 3: 128 bytes.
+  if (MASKC_DT == MASKC_F16)
+    asm volatile("tensormap.replace.tile.elemtype.shared::cta.b1024.b32 [%0], 6;" ::"r"(tm) : "memory");
+  else
+    asm volatile("tensormap.replace.tile.elemtype.shared::cta.b1024.b32 [%0], 10;" ::"r"(tm) : "memory");
+  asm volatile("tensormap.replace.tile.swizzle_mode.shared::cta.b1024.b32 [%0], 3;" ::"r"(tm) : "memory");
+}
+// A warp's share of building N tensor maps in shared memory: maskc_tmap_zero
+// zero-fills the N 128-byte objects at scratch (every lane; lane 0 then
+// fills them, maskc_tmap_fill), maskc_tmap_publish copies them to global
+// memory at tm with a release at GPU scope and acquires them for the copy
+// engine, for copies issued after it returns (every lane: the copies are
+// warp-collective).
+template <int N>
+__device__ __forceinline__ void maskc_tmap_zero(maskc_u32 scratch, int lane) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    asm volatile("st.shared.b32 [%0], %1;" ::"r"(scratch + 4 * (32 * i + lane)), "r"(0) : "memory");
+  __syncwarp();
+}
+template <int N>
+__device__ __forceinline__ void maskc_tmap_publish(maskc_u32 scratch, unsigned long long tm) {
+  __syncwarp();
+#pragma unroll
+  for (int m = 0; m < N; ++m)
+    asm volatile(
+        "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned [%0], [%1], 128;" ::"l"(
+            tm + 128 * m),
+        "r"(scratch + 128 * m)
+        : "memory");
+#pragma unroll
+  for (int m = 0; m < N; ++m)
+    asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(tm + 128 * m) : "memory");
+  // (Triton's workaround for a fence ptxas may leave out after the acquire.)
+  asm volatile("cp.async.bulk.commit_group;\n\tcp.async.bulk.wait_group.read 0;" ::: "memory");
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the scratch's stores before the engine's
+}
+// Copies tile rows [row0, row0 + ROWS) of the map's matrix into the swizzled
+// layout at dst (D / 64 boxes) on mbarrier bar, whose transaction count the
+// caller raised by ROWS * D * 2 bytes. Rows past the matrix arrive as zeros.
+template <int ROWS>
+__device__ __forceinline__ void maskc_ws_tma_load(maskc_elem_t* dst, const void* tmap, int row0, maskc_u32 bar) {
+#pragma unroll
+  for (int c = 0; c < MASKC_HEAD_DIM / 64; ++c) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(
+            maskc_smem_addr(dst + c * ROWS * 64)),
+        "l"(tmap), "r"(c * 64), "r"(row0), "r"(bar)
+        : "memory");
+  }
+}
+__device__ __forceinline__ void maskc_mbar_expect_tx(maskc_u32 bar, int bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+#endif  // MASKC_PLATFORM_NVIDIA && MASKC_NV_WGMMA
+
 #if defined(MASKC_PLATFORM_NVIDIA) && MASKC_NV_WGMMA && defined(MASKC_NV_WS) && MASKC_NV_WS
 
 // Key tile per head dim (hipsrc.WSBlockN mirrors it): the accumulators of
@@ -102,41 +241,6 @@ static_assert(MASKC_WS_PRODUCER_REGS % 8 == 0 && MASKC_WS_CONSUMER_REGS % 8 == 0
 static_assert(2 * (MASKC_WS_CONSUMER_REGS - MASKC_WS_LAUNCH_REGS) <= MASKC_WS_LAUNCH_REGS - MASKC_WS_PRODUCER_REGS,
               "the consumers' setmaxnreg.inc must be covered by the producer's setmaxnreg.dec, or it never returns");
 
-// mbarrier and named-barrier primitives (PTX ISA, sm_90).
-__device__ __forceinline__ void maskc_mbar_init(maskc_u32 bar, int count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void maskc_mbar_arrive(maskc_u32 bar) {
-  asm volatile("{ .reg .b64 st; mbarrier.arrive.shared::cta.b64 st, [%0]; }" ::"r"(bar) : "memory");
-}
-// Waits for the completion of the barrier's phase of the given parity.
-// MASKC_WS_WAIT_TRAP (experiments): trap after about 2^33 cycles instead of
-// waiting forever, so that a copy that never lands fails the launch.
-__device__ __forceinline__ void maskc_mbar_wait(maskc_u32 bar, int parity) {
-#if defined(MASKC_WS_WAIT_TRAP) && MASKC_WS_WAIT_TRAP
-  const long long t0 = clock64();
-  for (;;) {
-    maskc_u32 done;
-    asm volatile(
-        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-    if (done) return;
-    if (clock64() - t0 > (1ll << 33)) __trap();
-  }
-#endif
-  asm volatile(
-      "{ .reg .pred p;\n"
-      "MASKC_WAIT:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-      "@p bra MASKC_DONE;\n"
-      "bra MASKC_WAIT;\n"
-      "MASKC_DONE:\n"
-      "}" ::"r"(bar),
-      "r"(parity)
-      : "memory");
-}
 // A consumer's wait for a "full" barrier: copies by
 // cp.async were written through the generic proxy and are read by wgmma
 // (fence true); the copy engine's need no fence.
@@ -144,13 +248,6 @@ __device__ __forceinline__ void maskc_ws_wait_full(maskc_u32 bar, int parity, bo
   maskc_mbar_wait(bar, parity);
   if (fence) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
-__device__ __forceinline__ void maskc_named_sync(int id, int threads) {
-  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
-}
-__device__ __forceinline__ void maskc_named_arrive(int id, int threads) {
-  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
-}
-
 // Tensor-map slots: one block of this kernel per multiprocessor at a time
 // (its 384 threads hold the whole register file); maskc_ws_tmap_owner
 // enforces it, a block that finds its slot taken copies by cp.async.
@@ -162,55 +259,15 @@ __device__ __attribute__((aligned(128))) unsigned char maskc_ws_tmaps[MASKC_WS_T
 #endif
 __device__ unsigned int maskc_ws_tmap_owner[MASKC_WS_TMAP_SLOTS];
 
-// Takes the slot (0 -> 1) and says whether it was free; gives it back.
-__device__ __forceinline__ bool maskc_ws_slot_take(unsigned* owner) {
-  unsigned old;
-  asm volatile("atom.cas.b32 %0, [%1], 0, 1;" : "=r"(old) : "l"(owner) : "memory");
-  return old == 0;
-}
-__device__ __forceinline__ void maskc_ws_slot_give(unsigned* owner) {
-  unsigned old;
-  asm volatile("atom.exch.b32 %0, [%1], 0;" : "=r"(old) : "l"(owner) : "memory");
-  (void)old;
-}
-__device__ __forceinline__ unsigned maskc_smid() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(r));
-  return r;
-}
-// Fills the zeroed 128-byte tensor map at shared address tm (one thread):
-// a [rows][D] bf16/f16 matrix at gaddr, rows stride_bytes apart, read in
-// boxes of 64 columns x box_rows rows, 128-byte swizzle, zero fill out of
-// bounds. ptxas of PTX ISA 8.5 and older read the stride field in 16-byte
-// units (as Triton's device-side tensor maps work around).
-__device__ __forceinline__ void maskc_tmap_fill(maskc_u32 tm, const void* gaddr, int cols, int rows,
-                                                unsigned long long stride_bytes, int box_rows) {
-#if defined(__CUDACC_VER_MAJOR__) && (__CUDACC_VER_MAJOR__ < 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ < 7))
-  stride_bytes >>= 4;
-#endif
-  asm volatile("tensormap.replace.tile.global_address.shared::cta.b1024.b64 [%0], %1;" ::"r"(tm), "l"(gaddr) : "memory");
-  asm volatile("tensormap.replace.tile.rank.shared::cta.b1024.b32 [%0], 1;" ::"r"(tm) : "memory");
-  asm volatile("tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%0], 0, 64;" ::"r"(tm) : "memory");
-  asm volatile("tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%0], 1, %1;" ::"r"(tm), "r"(box_rows) : "memory");
-  asm volatile("tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%0], 0, %1;" ::"r"(tm), "r"(cols) : "memory");
-  asm volatile("tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%0], 1, %1;" ::"r"(tm), "r"(rows) : "memory");
-  asm volatile("tensormap.replace.tile.global_stride.shared::cta.b1024.b64 [%0], 0, %1;" ::"r"(tm), "l"(stride_bytes)
-               : "memory");
-  asm volatile("tensormap.replace.tile.element_stride.shared::cta.b1024.b32 [%0], 0, 1;" ::"r"(tm) : "memory");
-  asm volatile("tensormap.replace.tile.element_stride.shared::cta.b1024.b32 [%0], 1, 1;" ::"r"(tm) : "memory");
-  // elemtype: 6 f16, 10 bf16 (PTX ISA, tensormap.replace); swizzle 3: 128 bytes.
-  if (MASKC_DT == MASKC_F16)
-    asm volatile("tensormap.replace.tile.elemtype.shared::cta.b1024.b32 [%0], 6;" ::"r"(tm) : "memory");
-  else
-    asm volatile("tensormap.replace.tile.elemtype.shared::cta.b1024.b32 [%0], 10;" ::"r"(tm) : "memory");
-  asm volatile("tensormap.replace.tile.swizzle_mode.shared::cta.b1024.b32 [%0], 3;" ::"r"(tm) : "memory");
-}
 // Builds the copy engine's maps of one (b, h)'s Q, K and V ([Sq or Skv][D]
 // matrices at Qb, Kb, Vb, rows the shape's strides apart) and publishes them
 // at tm (three 128-byte maps in global memory), for copies issued after it
 // returns: called by a whole warp (lane: the thread's lane), which zero-fills
 // 384 bytes of shared memory at scratch, fills them (lane 0), copies them
-// to tm with a release at GPU scope and acquires them for the engine.
+// to tm with a release at GPU scope and acquires them for the engine
+// (maskc_tmap_zero and maskc_tmap_publish written out: through them the
+// optimiser places the block prologue's address sums otherwise, a changed
+// program that waits for a device run).
 __device__ __forceinline__ void maskc_ws_build_maps(maskc_u32 scratch, unsigned long long tm, const maskc_elem_t* Qb,
                                                     const maskc_elem_t* Kb, const maskc_elem_t* Vb, int Sq, int Skv,
                                                     const MaskcShape& shape, int lane) {
@@ -237,24 +294,6 @@ __device__ __forceinline__ void maskc_ws_build_maps(maskc_u32 scratch, unsigned 
   // (Triton's workaround for a fence ptxas may leave out after the acquire.)
   asm volatile("cp.async.bulk.commit_group;\n\tcp.async.bulk.wait_group.read 0;" ::: "memory");
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the scratch's stores before the engine's
-}
-
-// Copies tile rows [row0, row0 + ROWS) of the map's matrix into the swizzled
-// layout at dst (D / 64 boxes) on mbarrier bar, whose transaction count the
-// caller raised by ROWS * D * 2 bytes. Rows past the matrix arrive as zeros.
-template <int ROWS>
-__device__ __forceinline__ void maskc_ws_tma_load(maskc_elem_t* dst, const void* tmap, int row0, maskc_u32 bar) {
-#pragma unroll
-  for (int c = 0; c < MASKC_HEAD_DIM / 64; ++c) {
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(
-            maskc_smem_addr(dst + c * ROWS * 64)),
-        "l"(tmap), "r"(c * 64), "r"(row0), "r"(bar)
-        : "memory");
-  }
-}
-__device__ __forceinline__ void maskc_mbar_expect_tx(maskc_u32 bar, int bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
 }
 
 #if defined(MASKC_WS_WALK)
