@@ -468,7 +468,7 @@ func dynamicLDS(kernel string, headDim int) int {
 		n, _ := hipsrc.SharedMemBytes(hipsrc.AMD, headDim)
 		return n
 	case "maskc_attn_bwd", "maskc_attn_bwd_dq":
-		c, _ := hipsrc.BwdLaunchOn(hipsrc.AMD, headDim, false)
+		c, _ := hipsrc.BwdLaunchOn(hipsrc.AMD, headDim, hipsrc.BwdChoice{})
 		return c.SharedMemBytes
 	}
 	return 0

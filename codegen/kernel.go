@@ -55,6 +55,13 @@ type Options struct {
 	// an experiment (cmd/genkernels -fwd-persistent) until timed against
 	// the default (gpu/persist.sh).
 	FwdPersistent bool
+	// BwdWS gives every kernel's sm_90a backward at head dims 64 and 128
+	// the warp-specialized maskc_attn_bwd (hipsrc.BwdChoice.WarpSpecialized:
+	// a producer warpgroup copying Q and dO by the bulk tensor copy engine
+	// for two consumer warpgroups on 128 keys), but where the deterministic
+	// dQ is ordered: an experiment (cmd/genkernels -bwd-ws) until timed
+	// against the default (gpu/bwd_ws.sh).
+	BwdWS bool
 }
 
 // canon is the normal form of l: opts.Forms's, else computed.
@@ -219,6 +226,7 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 	if sp.plan.kind == SparsityPrepass {
 		k.FlagsEntry = hipsrc.TileFlagsEntry
 	}
+	k.BwdLaunch, _ = hipsrc.BwdLaunches(k.HeadDim, bwdChoice(k, opts)) // nil where configure refused the head dim
 	if k.BwdLaunch != nil && bwdDQOrdered(k, opts) {
 		k.BwdLaunch = hipsrc.WithDQOrdered(k.BwdLaunch, k.HeadDim)
 		k.BwdEntries = hipsrc.BwdEntryNamesFor(true)
@@ -256,7 +264,7 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 	generated := g.String()
 	k.Generated = resolveLineResets(generated, a.Name+".generated.h")
 	k.Source = resolveLineResets(hipsrc.Assemble(generated), a.Name+".cu")
-	bwdTiles, err := hipsrc.BwdTileDefines(k.HeadDim, bwdWide(k, opts)) // configure checked the head dim
+	bwdTiles, err := hipsrc.BwdTileDefines(k.HeadDim, bwdChoice(k, opts)) // configure checked the head dim
 	if err != nil {
 		panic(err)
 	}
@@ -322,7 +330,7 @@ func (k *Kernel) configure(src *dsl.Source, a *check.Attention, opts Options, di
 	}
 	k.HeadDim = firstNonZero(opts.HeadDim, a.ResolvedHeadDim())
 	launch, err := hipsrc.Launches(k.HeadDim, false)
-	if _, bwdErr := hipsrc.BwdLaunches(k.HeadDim, false); err == nil {
+	if _, bwdErr := hipsrc.BwdLaunches(k.HeadDim, hipsrc.BwdChoice{}); err == nil {
 		err = bwdErr
 	}
 	if err != nil {
@@ -331,7 +339,6 @@ func (k *Kernel) configure(src *dsl.Source, a *check.Attention, opts Options, di
 	}
 	k.Launch = launch
 	k.BwdEntries = hipsrc.BwdEntryNames()
-	k.BwdLaunch, _ = hipsrc.BwdLaunches(k.HeadDim, bwdWide(k, opts)) // nil where the head dim was refused above
 	k.DType = firstNonEmpty(opts.DType, a.ResolvedDType())
 	if k.DType != "bf16" && k.DType != "fp16" {
 		diags.Add(src, at("dtype"), CodeDType, "a generated kernel has no configuration for dtype %s", k.DType).
@@ -474,6 +481,14 @@ func firstNonEmpty(xs ...string) string {
 // every masked case of the benchmark 0.83-0.99x (hipsrc's bwdWideTiles,
 // run 30e); every kernel under Options.BwdWideAll.
 func bwdWide(k *Kernel, opts Options) bool { return !k.HasMask || opts.BwdWideAll }
+
+// bwdChoice is the backward tile k asks for (hipsrc.BwdTileOf): wide as
+// bwdWide says, and under Options.BwdWS the warp-specialized kernel's,
+// except where the deterministic dQ is ordered (bwdDQOrdered), which that
+// kernel does not do.
+func bwdChoice(k *Kernel, opts Options) hipsrc.BwdChoice {
+	return hipsrc.BwdChoice{Wide: bwdWide(k, opts), WarpSpecialized: opts.BwdWS && !bwdDQOrdered(k, opts)}
+}
 
 // bwdDQOrdered reports whether k's deterministic backward adds dQ in a
 // fixed order in maskc_attn_bwd_ordered (hipsrc.BwdDQOrderDefine) rather

@@ -177,6 +177,14 @@
 #else
 #define MASKC_BWD_DQ_ORDER 0
 #endif
+// MASKC_BWD_WS: maskc_attn_bwd is the warp-specialized sm_90a kernel (below,
+// an experiment that codegen writes into the source, codegen.Options.BwdWS;
+// its launch takes hipsrc.BwdTile.Producer's block and shared memory).
+#if defined(MASKC_BWD_WS) && MASKC_BWD_WS && MASKC_BWD_WG
+#define MASKC_BWD_WS_ON 1
+#else
+#define MASKC_BWD_WS_ON 0
+#endif
 
 // dq_acc's rows in 16-byte chunks of four floats: chunk ch of row q holds
 // the column pairs (c, c + 1) and (c + d, c + d + 1) with c =
@@ -1588,12 +1596,14 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
   }
 }
 
+#if !MASKC_BWD_WS_ON  // else the warp-specialized kernel below
 extern "C" __global__ void __launch_bounds__(MASKC_BWD_MAIN_THREADS, MASKC_BWD_GROUPS == 1 ? 2 : 1)
     maskc_attn_bwd(const maskc_elem_t* __restrict__ Q, const maskc_elem_t* __restrict__ K,
                    const maskc_elem_t* __restrict__ V, const maskc_elem_t* __restrict__ dO,
                    maskc_elem_t* __restrict__ dK, maskc_elem_t* __restrict__ dV, MaskcBwdShape sh, MaskcBuffers buf) {
   maskc_attn_bwd_main<false>(Q, K, V, dO, dK, dV, sh, buf);
 }
+#endif
 
 #if MASKC_BWD_DQ_ORDER
 // Deterministic mode's maskc_attn_bwd where the kernel orders dQ (above).
@@ -1605,6 +1615,457 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_MAIN_THREADS, MASKC_BWD_G
   maskc_attn_bwd_main<true>(Q, K, V, dO, dK, dV, sh, buf);
 }
 #endif
+
+#if MASKC_BWD_WS_ON
+// ---------------------------------------------------------------------------
+// The warp-specialized sm_90a backward (MASKC_BWD_WS, which codegen writes
+// into the backward source under codegen.Options.BwdWS: an experiment until
+// timed against maskc_attn_bwd_main's kernel), in the structure of
+// FlashAttention-3's backward (hopper/mainloop_bwd_sm90_tma_gmma_ws.hpp). A
+// block of three warpgroups owns the 128 keys of kv tile blockIdx.x of
+// (batch blockIdx.z, kv head blockIdx.y):
+//   - warpgroup 0, the producer, gives up registers; its warp 0 copies the K
+//     and V tiles once, then walks the (query head, q tile) pairs
+//     (maskc_bwd_ws_walk_next: maskc_attn_bwd_main's walk, the tile class
+//     computed at the pair) and for each copies Q and dO into one of two
+//     stages, with the rows' LSE, delta and the mask's and score's row reads,
+//     and the pair itself (MaskcBwdWsPair; a q tile of -1 ends the walk). One
+//     lane drives the bulk tensor copy engine (2-D maps the block builds: K
+//     and V at the block's (b, kv head), Q and dO built again where the
+//     pair's head changes, into the other of two sets); where the engine
+//     cannot take the strides, or the multiprocessor's map slot is taken,
+//     the warp copies by cp.async. Its other three warps leave.
+//   - warpgroups 1 and 2, the consumers, own 64 keys each (as
+//     maskc_attn_bwd_main's two groups): S^T and dP^T, the element
+//     derivatives, dV += P^T.dO and dK += dS^T.Q from registers; then, after
+//     a named barrier that both groups' dS^T are stored, 64 columns each of
+//     the pair's dQ = dS.K over all 128 keys, added to dq_acc by bulk
+//     reductions. dS^T has two buffers, pair n writing buffer n % 2: a group
+//     reaches pair n + 2 only after the other has passed pair n + 1's
+//     barrier, and so finished pair n's dQ.
+// Stage s's "full" mbarrier completes when its copies have landed and the
+// producer's stores are made (one arrival with the transaction count, or 32
+// cp.async arrivals and one for the stores); its "empty" mbarrier when lane 0
+// of each of the 8 consumer warps has read it.
+static_assert(MASKC_BWD_WG && MASKC_BWD_GROUPS == 2 && !MASKC_BWD_SPLIT_D && MASKC_BWD_BLOCK_N == 128 &&
+                  MASKC_BWD_BLOCK_M == 64 && MASKC_HEAD_DIM <= 128,
+              "the warp-specialized backward is two consumer warpgroups of 64 keys on 64-row Q and dO tiles");
+#if MASKC_BWD_DQ_ORDER
+#error "maskc: the warp-specialized backward has no ordered dQ (MASKC_BWD_DQ_ORDERED)"
+#endif
+#define MASKC_BWD_WS_THREADS (MASKC_BWD_MAIN_THREADS + 128)
+// setmaxnreg: __launch_bounds__(384, 1) gives every thread 168 registers; the
+// consumers' increase must be covered by the producer's decrease
+// (attn_fwd_sm90.h says why).
+#define MASKC_BWD_WS_LAUNCH_REGS 168
+#define MASKC_BWD_WS_PRODUCER_REGS 24
+#define MASKC_BWD_WS_CONSUMER_REGS 240
+static_assert(2 * (MASKC_BWD_WS_CONSUMER_REGS - MASKC_BWD_WS_LAUNCH_REGS) <=
+                  MASKC_BWD_WS_LAUNCH_REGS - MASKC_BWD_WS_PRODUCER_REGS,
+              "the consumers' setmaxnreg.inc must be covered by the producer's setmaxnreg.dec");
+// The consumers' named barrier of a pair's dS^T stored (1 .. 4 are
+// maskc_bwd_rows_barrier's).
+#define MASKC_BWD_WS_BAR_DS 5
+// Tensor-map slots, one per multiprocessor (one block of this kernel fits
+// one): K, V, then two sets of Q, dO.
+#define MASKC_BWD_WS_SLOTS 256
+__device__ __attribute__((aligned(128))) unsigned char maskc_bwd_tmaps[MASKC_BWD_WS_SLOTS][6][128];
+__device__ unsigned int maskc_bwd_tmap_owner[MASKC_BWD_WS_SLOTS];
+
+// One pair of the walk as the producer hands it over: query head h, q tile
+// qt (-1: the walk has ended) and its class against the kv tile.
+struct MaskcBwdWsPair {
+  int h, qt, cls;
+};
+
+// maskc_bwd_walk_next's unordered walk with the class computed at each pair
+// (the producer's: it runs ahead of the consumers by the two stages).
+// Called by the whole producer warp (a class may search a segments buffer
+// warp-collectively).
+__device__ __forceinline__ bool maskc_bwd_ws_walk_next(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int hkv,
+                                                       int k0, MaskcBwdWalk& w) {
+  constexpr int BM = MASKC_BWD_BLOCK_M, BN = MASKC_BWD_BLOCK_N;
+  const int group = sh.H / sh.HKV;
+  for (;;) {
+    ++w.n;
+    while (w.n >= w.len) {
+      if (++w.h >= (hkv + 1) * group) return false;
+      maskc_bwd_q_tiles(sh, buf, b, w.h, k0 / BN, &w.lo, &w.qt_end);
+      w.n = 0;
+      w.len = w.qt_end - w.lo;
+    }
+    w.qt = w.lo + w.n;
+#if MASKC_BWD_CLS_FREE_ON
+    w.cls = 1;
+#else
+    w.cls = maskc_bwd_tile_class(sh, buf, b, w.h, w.qt * BM, k0, BN);
+#endif
+    if (w.cls != 0) return true;
+  }
+}
+
+// Rows [row0, row0 + ROWS) of a [rows][D] matrix into the wgmma tile layout
+// by the 32 lanes of the producer warp, by cp.async (rows at or past nrows
+// zero-filled, not read), one commit group; a rolled loop keeps the producer
+// within its registers.
+template <int ROWS>
+__device__ __forceinline__ void maskc_bwd_ws_copy(maskc_elem_t* dst, const maskc_elem_t* src, long long stride, int row0,
+                                                  int nrows, int lane) {
+  constexpr int kChunks = MASKC_HEAD_DIM / 8, kStep = 32 / kChunks;
+  static_assert(32 % kChunks == 0 && ROWS % kStep == 0, "whole rounds of 32 copies");
+  const int ch = lane % kChunks;
+#pragma unroll 1
+  for (int r = lane / kChunks; r < ROWS; r += kStep) {
+    const bool valid = row0 + r < nrows;
+    maskc_copy16(dst + maskc_tile_index<ROWS, MASKC_HEAD_DIM>(r, ch * 8),
+                 src + (long long)(valid ? row0 + r : 0) * stride + ch * 8, valid);
+  }
+  maskc_copy_commit();
+}
+
+extern "C" __global__ void __launch_bounds__(MASKC_BWD_WS_THREADS, 1)
+    maskc_attn_bwd(const maskc_elem_t* __restrict__ Q, const maskc_elem_t* __restrict__ K,
+                   const maskc_elem_t* __restrict__ V, const maskc_elem_t* __restrict__ dO,
+                   maskc_elem_t* __restrict__ dK, maskc_elem_t* __restrict__ dV, MaskcBwdShape sh, MaskcBuffers buf) {
+  extern __shared__ __attribute__((aligned(1024))) unsigned char maskc_bwd_smem[];
+  constexpr int D = MASKC_HEAD_DIM, BM = MASKC_BWD_BLOCK_M, BN = MASKC_BWD_BLOCK_N;
+  // Dynamic shared memory (hipsrc.BwdTile.SharedMemBytes with Producer): K
+  // and V [BN][D], two stages of Q and dO [BM][D] (stage s's Q at
+  // sQs + 2 s BM D, its dO BM D after), two dS^T buffers [BN][BM]; every
+  // tile 1024-byte aligned.
+  maskc_elem_t* const sK = (maskc_elem_t*)maskc_bwd_smem;
+  maskc_elem_t* const sV = sK + BN * D;
+  maskc_elem_t* const sQs = sV + BN * D;
+  maskc_elem_t* const sdSs = sQs + 4 * BM * D;
+  // The rest in static shared memory: dQ's staging (16 rows per warp of a
+  // group, as maskc_attn_bwd_main's), each stage's row data and pair, the
+  // mbarriers (full, empty of each stage; K and V's) and the producer's
+  // scratch for tensor maps.
+  __shared__ __attribute__((aligned(128))) float sDQ[MASKC_BWD_WARPS * 16 * D];
+  __shared__ float sLse[2][BM], sDelta[2][BM];
+  __shared__ MaskcMaskRow sMrow[2][BM];
+  __shared__ MaskcScoreRow sSrow[2][BM];
+  __shared__ MaskcBwdWsPair sPair[2];
+  __shared__ __attribute__((aligned(8))) unsigned long long sBars[5];
+  __shared__ __attribute__((aligned(128))) unsigned char sScratch[2 * 128];
+  if ((maskc_smem_addr(maskc_bwd_smem) & 1023) != 0) __trap();  // the descriptors need it
+  const maskc_u32 bars = maskc_smem_addr(sBars);
+#define MASKC_BWD_WS_FULL(s) (bars + 8 * (s))
+#define MASKC_BWD_WS_EMPTY(s) (bars + 8 * (2 + (s)))
+#define MASKC_BWD_WS_KV (bars + 32)
+  const int tid = threadIdx.x;
+  const int kt = blockIdx.x, hkv = blockIdx.y, b = blockIdx.z;
+  const int Sq = sh.Sq, Skv = sh.Skv, k0 = kt * BN;
+  const long long nB = sh.B, nH = sh.H, nHKV = sh.HKV, nQ = sh.Sq, nKV = sh.Skv;
+  (void)nB, (void)nH, (void)nHKV, (void)nQ, (void)nKV;
+  const unsigned slot = maskc_smid();
+  bool tma = false;  // the block's copies by the copy engine (else cp.async)
+  if (tid == 0) {
+    // The engine's limits: 16-byte aligned bases and strides (every (b, h)
+    // base aligned where the tensors and their batch and head strides are),
+    // row strides below 2^40 bytes, at least one row.
+    const long long lim = 1ll << 39;
+    const bool fits =
+        (((unsigned long long)Q | (unsigned long long)K | (unsigned long long)V | (unsigned long long)dO) & 15) == 0 &&
+        sh.q_stride[0] % 8 == 0 && sh.q_stride[1] % 8 == 0 && sh.do_stride[0] % 8 == 0 && sh.do_stride[1] % 8 == 0 &&
+        sh.k_stride[0] % 8 == 0 && sh.k_stride[1] % 8 == 0 && sh.v_stride[0] % 8 == 0 && sh.v_stride[1] % 8 == 0 &&
+        sh.q_stride[2] % 8 == 0 && sh.do_stride[2] % 8 == 0 && sh.k_stride[2] % 8 == 0 && sh.v_stride[2] % 8 == 0 &&
+        sh.q_stride[2] > 0 && sh.do_stride[2] > 0 && sh.k_stride[2] > 0 && sh.v_stride[2] > 0 &&
+        sh.q_stride[2] < lim && sh.do_stride[2] < lim && sh.k_stride[2] < lim && sh.v_stride[2] < lim && Sq > 0 &&
+        Skv > 0;
+    tma = fits && slot < MASKC_BWD_WS_SLOTS && maskc_ws_slot_take(&maskc_bwd_tmap_owner[slot]);
+    const int nfull = tma ? 1 : 33;
+#pragma unroll
+    for (int s = 0; s < 2; ++s) {
+      maskc_mbar_init(MASKC_BWD_WS_FULL(s), nfull);
+      maskc_mbar_init(MASKC_BWD_WS_EMPTY(s), 8);  // lane 0 of each consumer warp
+    }
+    maskc_mbar_init(MASKC_BWD_WS_KV, tma ? 1 : 32);
+  }
+  tma = __syncthreads_or(tma) != 0;
+
+  if (tid < 128) {
+    // ------------------------------------------------------------ producer
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(MASKC_BWD_WS_PRODUCER_REGS));
+    if (tid >= 32) return;
+    const int lane = tid;
+    unsigned long long tm0 = 0;  // the slot's maps in global memory
+    const maskc_u32 scratch = maskc_smem_addr(sScratch);
+    if (tma) {
+      asm("cvta.to.global.u64 %0, %1;" : "=l"(tm0) : "l"(&maskc_bwd_tmaps[slot][0][0]));
+      maskc_tmap_zero<2>(scratch, lane);
+      if (lane == 0) {
+        maskc_tmap_fill(scratch, K + b * sh.k_stride[0] + hkv * sh.k_stride[1], D, Skv, 2ull * sh.k_stride[2], BN);
+        maskc_tmap_fill(scratch + 128, V + b * sh.v_stride[0] + hkv * sh.v_stride[1], D, Skv, 2ull * sh.v_stride[2], BN);
+      }
+      maskc_tmap_publish<2>(scratch, tm0);
+      if (lane == 0) {
+        maskc_mbar_expect_tx(MASKC_BWD_WS_KV, 2 * BN * D * 2);
+        maskc_ws_tma_load<BN>(sK, &maskc_bwd_tmaps[slot][0][0], k0, MASKC_BWD_WS_KV);
+        maskc_ws_tma_load<BN>(sV, &maskc_bwd_tmaps[slot][1][0], k0, MASKC_BWD_WS_KV);
+      }
+    } else {
+      maskc_bwd_ws_copy<BN>(sK, K + b * sh.k_stride[0] + hkv * sh.k_stride[1], sh.k_stride[2], k0, Skv, lane);
+      maskc_bwd_ws_copy<BN>(sV, V + b * sh.v_stride[0] + hkv * sh.v_stride[1], sh.v_stride[2], k0, Skv, lane);
+      asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(MASKC_BWD_WS_KV) : "memory");
+    }
+    MaskcBwdWalk w;
+    w.h = hkv * (sh.H / sh.HKV) - 1;
+    w.qt = w.qt_end = w.cls = w.c0 = w.c1 = 0;
+    w.lo = w.n = w.len = w.rot = 0;
+    int maps_h = -1, set = 1;  // the head whose Q, dO maps set `set` holds
+    int n = 0;
+    for (;; ++n) {
+      const bool have = maskc_bwd_ws_walk_next(sh, buf, b, hkv, k0, w);
+      const int s = n & 1;
+      // Stage s is free once the consumers are done with pair n - 2: then
+      // every copy through the map set built two heads ago has landed too.
+      maskc_mbar_wait(MASKC_BWD_WS_EMPTY(s), ((n >> 1) & 1) ^ 1);
+      if (!have) {
+        if (lane == 0) sPair[s].qt = -1;
+        __syncwarp();
+        if (!tma) asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(MASKC_BWD_WS_FULL(s)) : "memory");
+        if (lane == 0) maskc_mbar_arrive(MASKC_BWD_WS_FULL(s));
+        break;
+      }
+      const int h = w.h, q0 = w.qt * BM;
+      for (int r = lane; r < BM; r += 32) {
+        const long long row = ((long long)b * sh.H + h) * Sq + q0 + r;
+        const bool ok = q0 + r < Sq;
+        sLse[s][r] = ok ? sh.lse[row] : maskc_neg_inf();
+        sDelta[s][r] = ok ? sh.delta[row] : 0.f;
+        sMrow[s][r] = maskc_mask_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q0 + r));
+        sSrow[s][r] = maskc_score_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q0 + r));
+      }
+      if (lane == 0) {
+        sPair[s].h = h;
+        sPair[s].qt = w.qt;
+        sPair[s].cls = w.cls;
+      }
+      maskc_elem_t* const sQ = sQs + s * 2 * BM * D;
+      maskc_elem_t* const sdO = sQ + BM * D;
+      const maskc_elem_t* const Qh = Q + b * sh.q_stride[0] + h * sh.q_stride[1];
+      const maskc_elem_t* const dOh = dO + b * sh.do_stride[0] + h * sh.do_stride[1];
+      if (tma) {
+        if (h != maps_h) {
+          maps_h = h;
+          set ^= 1;
+          maskc_tmap_zero<2>(scratch, lane);
+          if (lane == 0) {
+            maskc_tmap_fill(scratch, Qh, D, Sq, 2ull * sh.q_stride[2], BM);
+            maskc_tmap_fill(scratch + 128, dOh, D, Sq, 2ull * sh.do_stride[2], BM);
+          }
+          maskc_tmap_publish<2>(scratch, tm0 + 256 + 256 * set);
+        }
+        __syncwarp();  // the lanes' stores above, before lane 0's arrival releases them
+        if (lane == 0) {
+          maskc_mbar_expect_tx(MASKC_BWD_WS_FULL(s), 2 * BM * D * 2);
+          maskc_ws_tma_load<BM>(sQ, &maskc_bwd_tmaps[slot][2 + 2 * set][0], q0, MASKC_BWD_WS_FULL(s));
+          maskc_ws_tma_load<BM>(sdO, &maskc_bwd_tmaps[slot][3 + 2 * set][0], q0, MASKC_BWD_WS_FULL(s));
+        }
+      } else {
+        maskc_bwd_ws_copy<BM>(sQ, Qh, sh.q_stride[2], q0, Sq, lane);
+        maskc_bwd_ws_copy<BM>(sdO, dOh, sh.do_stride[2], q0, Sq, lane);
+        asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(MASKC_BWD_WS_FULL(s)) : "memory");
+        __syncwarp();
+        if (lane == 0) maskc_mbar_arrive(MASKC_BWD_WS_FULL(s));
+      }
+    }
+    // The consumers have read the end (and so every copy has landed): the
+    // slot's maps are no longer read.
+    maskc_mbar_wait(MASKC_BWD_WS_EMPTY(n & 1), (n >> 1) & 1);
+    if (tma && lane == 0) maskc_ws_slot_give(&maskc_bwd_tmap_owner[slot]);
+    return;
+  }
+
+  // -------------------------------------------------------------- consumers
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(MASKC_BWD_WS_CONSUMER_REGS));
+  // warp: the consumer warp (0 .. 7), whose 16 keys are 16 * warp .. + 15 of
+  // the tile; group: its warpgroup (keys 64 * group ..), gw: its warp in the
+  // group.
+  const int ctid = tid - 128, warp = ctid / MASKC_WARP_SIZE, lane = ctid % MASKC_WARP_SIZE;
+  const int group = warp / MASKC_BWD_WARPS, gw = warp % MASKC_BWD_WARPS;
+  const MaskcBwdPos pos = maskc_bwd_pos(sh, buf);
+  (void)pos;
+  const maskc_elem_t* const sKg = sK + group * 64 * 64;
+  const maskc_elem_t* const sVg = sV + group * 64 * 64;
+  float dk[MASKC_BACC(D)], dv[MASKC_BACC(D)];
+#pragma unroll
+  for (int i = 0; i < MASKC_BACC(D); ++i) dk[i] = dv[i] = 0.f;
+  MaskcBufGradRun run;
+  maskc_bufgrad_init(run);
+  // The column reads of the lane's two keys, made again where the head changes.
+  MaskcMaskCol mcol[2];
+  MaskcScoreCol scol[2];
+  int col_h = -1;
+  maskc_mbar_wait(MASKC_BWD_WS_KV, 0);
+  if (!tma) maskc_bwd_fence_async();  // cp.async wrote through the generic proxy
+  for (int n = 0;; ++n) {
+    const int s = n & 1;
+    maskc_mbar_wait(MASKC_BWD_WS_FULL(s), (n >> 1) & 1);
+    if (!tma) maskc_bwd_fence_async();
+    const MaskcBwdWsPair pair = sPair[s];
+    if (pair.qt < 0) {
+      if (lane == 0) maskc_mbar_arrive(MASKC_BWD_WS_EMPTY(s));
+      break;
+    }
+    const int h = pair.h, q0 = pair.qt * BM, cls = pair.cls;
+    (void)cls;
+    if (h != col_h) {
+      col_h = h;
+#pragma unroll
+      for (int sl = 0; sl < 2; ++sl) {
+        const int kv = maskc_nonneg(k0 + 16 * warp + (lane >> 2) + 8 * sl);
+        mcol[sl] = maskc_mask_col(buf, nB, nH, nHKV, nQ, nKV, b, h, kv);
+        scol[sl] = maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, h, kv);
+      }
+    }
+    maskc_bufgrad_open(sh, buf, run, b, h);
+    const maskc_elem_t* const sQ = sQs + s * 2 * BM * D;
+    const maskc_elem_t* const sdO = sQ + BM * D;
+    maskc_elem_t* const sdS = sdSs + s * BN * BM;  // pair n's dS^T buffer (n % 2 = s)
+
+    // S^T and dP^T: the group's 64 keys against the BM rows, one commit group.
+    float st[MASKC_BACC(BM)], dpt[MASKC_BACC(BM)];
+#pragma unroll
+    for (int i = 0; i < MASKC_BACC(BM); ++i) st[i] = dpt[i] = 0.f;
+    maskc_wg_fence_regs<MASKC_BACC(BM)>(st);
+    maskc_wg_fence_regs<MASKC_BACC(BM)>(dpt);
+    maskc_wg_fence();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+      maskc_wgmma_ss<MASKC_DT, BM>(st, maskc_wg_desc(sKg + (kk >> 2) * (BN * 64) + (kk & 3) * 16, 16, 1024),
+                                   maskc_wg_desc(sQ + (kk >> 2) * (BM * 64) + (kk & 3) * 16, 16, 1024));
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+      maskc_wgmma_ss<MASKC_DT, BM>(dpt, maskc_wg_desc(sVg + (kk >> 2) * (BN * 64) + (kk & 3) * 16, 16, 1024),
+                                   maskc_wg_desc(sdO + (kk >> 2) * (BM * 64) + (kk & 3) * 16, 16, 1024));
+    maskc_wg_commit();
+    maskc_wg_wait();
+    maskc_wg_fence_regs<MASKC_BACC(BM)>(st);
+    maskc_wg_fence_regs<MASKC_BACC(BM)>(dpt);
+#pragma unroll
+    for (int i = 0; i < MASKC_BACC(BM); ++i) {
+      const int kr = 16 * warp + maskc_bacc_row<BM>(lane, i), qc = maskc_bacc_col<BM>(lane, i);
+      const int q = q0 + qc, kv = k0 + kr, sl = (i >> 1) & 1;  // sl: the lane's key slot of element i
+      bool keep = q < Sq && kv < Skv;
+#if defined(MASKC_HAS_MASK)
+      if (keep && cls != 2)
+        keep = maskc_bwd_mask_rc(sh, buf, pos, sMrow[s][qc], mcol[sl], b, h, maskc_nonneg(q), maskc_nonneg(kv));
+#endif
+      float ds;
+      st[i] = maskc_bwd_elem_pos(sh, buf, pos, b, h, q, kv, keep, st[i], dpt[i], sLse[s][qc], sDelta[s][qc], &ds, &run,
+                                 sSrow[s][qc], scol[sl]);
+      dpt[i] = ds;
+    }
+    // dS^T to shared memory for dQ (pairs of adjacent columns).
+    if (sh.dq_acc != nullptr) {
+#pragma unroll
+      for (int i = 0; i < MASKC_BACC(BM); i += 2) {
+        const int kr = 16 * warp + maskc_bacc_row<BM>(lane, i), qc = maskc_bacc_col<BM>(lane, i);
+        *(maskc_u32*)(sdS + maskc_tile_index<BN, BM>(kr, qc)) = maskc_pack2<MASKC_DT>(dpt[i], dpt[i + 1]);
+      }
+      maskc_bwd_fence_async();
+    }
+    // dV += P^T.dO and dK += dS^T.Q in one commit group, A from registers,
+    // dO and Q MN-major.
+    {
+      maskc_u32 pa[BM / 16][4], sa[BM / 16][4];
+#pragma unroll
+      for (int kk = 0; kk < BM / 16; ++kk) {
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          pa[kk][r] = maskc_pack2<MASKC_DT>(st[8 * kk + 2 * r], st[8 * kk + 2 * r + 1]);
+          sa[kk][r] = maskc_pack2<MASKC_DT>(dpt[8 * kk + 2 * r], dpt[8 * kk + 2 * r + 1]);
+        }
+      }
+      maskc_wg_fence_regs<MASKC_BACC(D)>(dv);
+      maskc_wg_fence_regs<MASKC_BACC(D)>(dk);
+      maskc_wg_fence();
+#pragma unroll
+      for (int kk = 0; kk < BM / 16; ++kk)
+        maskc_wgmma_rs<MASKC_DT, D>(dv, pa[kk], maskc_wg_desc(sdO + kk * 16 * 64, BM * 128, 1024));
+#pragma unroll
+      for (int kk = 0; kk < BM / 16; ++kk)
+        maskc_wgmma_rs<MASKC_DT, D>(dk, sa[kk], maskc_wg_desc(sQ + kk * 16 * 64, BM * 128, 1024));
+      maskc_wg_commit();
+    }
+    if (sh.dq_acc == nullptr) {
+      maskc_wg_wait();
+      maskc_wg_fence_regs<MASKC_BACC(D)>(dv);
+      maskc_wg_fence_regs<MASKC_BACC(D)>(dk);
+      if (lane == 0) maskc_mbar_arrive(MASKC_BWD_WS_EMPTY(s));  // Q, dO and the stage's rows are read
+      continue;
+    }
+    // dQ rows q0 .. q0 + 63, the group's 64 columns (block nb = group of D;
+    // at D = 64 group 1 has none) = dS.K over the tile's BN keys, once both
+    // groups' dS^T are stored.
+    maskc_named_sync(MASKC_BWD_WS_BAR_DS, MASKC_BWD_MAIN_THREADS);
+    const int nb = group;
+    float dq[MASKC_BACC(64)];
+#pragma unroll
+    for (int i = 0; i < MASKC_BACC(64); ++i) dq[i] = 0.f;
+    if (nb < D / 64) {  // uniform in the group
+      maskc_wg_fence_regs<MASKC_BACC(64)>(dq);
+      maskc_wg_fence();
+#pragma unroll
+      for (int kk = 0; kk < BN / 16; ++kk) {
+        // keys kk*16 .. +15: 16 rows of 128 bytes in dS^T [BN][64] and in
+        // K's column block nb; 8-row groups at 1024 bytes.
+        maskc_bwd_wgmma_tt_n64<MASKC_DT>(dq, maskc_wg_desc(sdS + kk * 16 * 64, BN * 128, 1024),
+                                         maskc_wg_desc(sK + nb * (BN * 64) + kk * 16 * 64, BN * 128, 1024));
+      }
+      maskc_wg_commit();
+    }
+    maskc_wg_wait();  // dV, dK and dQ
+    maskc_wg_fence_regs<MASKC_BACC(D)>(dv);
+    maskc_wg_fence_regs<MASKC_BACC(D)>(dk);
+    maskc_wg_fence_regs<MASKC_BACC(64)>(dq);
+    if (lane == 0) maskc_mbar_arrive(MASKC_BWD_WS_EMPTY(s));  // Q, dO and the stage's rows are read
+    // The warp's 16 rows into sDQ (maskc_attn_bwd_main's chunk order), once
+    // the last pair's bulk reduction of them has read it, then one bulk
+    // reduction of the 16 rows of warp gw of both groups, by group 0's warp.
+    if (group == 0 && lane == 0) maskc_bwd_bulk_wait_read();
+    maskc_bwd_rows_barrier(gw);
+    if (nb < D / 64) {
+      const int g = lane >> 2, t = lane & 3;
+      float* const rows = sDQ + gw * (16 * D);
+#pragma unroll
+      for (int jp = 0; jp < 4; ++jp) {
+        const float* c = dq + 8 * jp;
+        const int chunk = maskc_bwd_dq_chunk(g, nb, jp, t);  // rows g and g + 8: same parity
+        maskc_bwd_st4(rows + g * D + chunk * 4, c[0], c[1], c[4], c[5]);
+        maskc_bwd_st4(rows + (g + 8) * D + chunk * 4, c[2], c[3], c[6], c[7]);
+      }
+    }
+    maskc_bwd_fence_async();
+    maskc_bwd_rows_barrier(gw);
+    const int qw = q0 + 16 * gw, nrows = min(16, Sq - qw);
+    if (group == 0 && lane == 0 && nrows > 0) {
+      const long long row0 = ((long long)b * sh.H + h) * Sq;
+      maskc_bwd_bulk_add(sh.dq_acc + (row0 + qw) * D, sDQ + gw * (16 * D), (unsigned)(nrows * D * 4));
+    }
+  }
+#undef MASKC_BWD_WS_FULL
+#undef MASKC_BWD_WS_EMPTY
+#undef MASKC_BWD_WS_KV
+  if (lane == 0) maskc_bwd_bulk_wait();  // complete before the block ends
+#if MASKC_SCORE_GRAD_READS > 0
+#pragma unroll
+  for (int r = 0; r < MASKC_SCORE_GRAD_READS; ++r) maskc_bufgrad_flush(sh, run, r);
+#endif
+  maskc_elem_t* dKp = dK + b * sh.dk_stride[0] + hkv * sh.dk_stride[1];
+  maskc_elem_t* dVp = dV + b * sh.dv_stride[0] + hkv * sh.dv_stride[1];
+#pragma unroll
+  for (int i = 0; i < MASKC_BACC(D); i += 2) {
+    const int kv = k0 + 16 * warp + maskc_bacc_row<D>(lane, i), c = maskc_bacc_col<D>(lane, i);
+    if (kv < Skv) {
+      *(maskc_u32*)(dKp + (long long)kv * sh.dk_stride[2] + c) = maskc_pack2<MASKC_DT>(dk[i], dk[i + 1]);
+      *(maskc_u32*)(dVp + (long long)kv * sh.dv_stride[2] + c) = maskc_pack2<MASKC_DT>(dv[i], dv[i + 1]);
+    }
+  }
+}
+#endif  // MASKC_BWD_WS_ON
 
 // The first kv tile after kt, before kt_end, that q tile q0 may see (its
 // class in *cls); kt_end when none. kv_lo, kv_hi: maskc_kv_range of the q

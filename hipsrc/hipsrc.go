@@ -197,6 +197,12 @@ type BwdTile struct {
 	// where one warpgroup cannot hold dK and dV of 64 keys; FlashAttention-3's
 	// split at that head dim).
 	SplitD bool
+	// Producer is MASKC_BWD_WS: maskc_attn_bwd is the warp-specialized
+	// sm_90a kernel (attn_bwd.h), whose block has a producer warpgroup
+	// beside the Groups consumer groups (MainThreads counts it) and whose
+	// shared memory holds two Q, dO stages and two dS^T buffers
+	// (SharedMemBytes); the other backward kernels are as without it.
+	Producer bool
 }
 
 // bwdTiles is the one table of backward tiles, by platform and head dim,
@@ -215,9 +221,9 @@ type BwdTile struct {
 // each with half of dK's and dV's columns (SplitD, one block per SM: 217
 // KiB of shared memory with the dQ rows' staging).
 var bwdTiles = map[Platform]map[int]BwdTile{
-	NVIDIA:      {64: {64, 64, false, 1, false}, 128: {64, 64, false, 1, false}, 256: {32, 32, false, 1, false}},
-	NVIDIAWGMMA: {64: {64, 64, false, 1, false}, 128: {64, 64, false, 1, false}, 256: {64, 64, false, 2, true}},
-	AMD:         {64: {64, 64, false, 1, false}, 128: {32, 64, false, 1, false}, 256: {32, 32, true, 1, false}},
+	NVIDIA:      {64: {64, 64, false, 1, false, false}, 128: {64, 64, false, 1, false, false}, 256: {32, 32, false, 1, false, false}},
+	NVIDIAWGMMA: {64: {64, 64, false, 1, false, false}, 128: {64, 64, false, 1, false, false}, 256: {64, 64, false, 2, true, false}},
+	AMD:         {64: {64, 64, false, 1, false, false}, 128: {32, 64, false, 1, false, false}, 256: {32, 32, true, 1, false, false}},
 }
 
 // bwdWideTiles are the wide key tiles (BwdTileOf with wide), where a
@@ -234,17 +240,40 @@ var bwdTiles = map[Platform]map[int]BwdTile{
 // and ran within noise of the narrow tile (docs/kernel-decisions.md), which
 // stays.
 var bwdWideTiles = map[Platform]map[int]BwdTile{
-	NVIDIAWGMMA: {128: {64, 128, false, 2, false}},
+	NVIDIAWGMMA: {128: {64, 128, false, 2, false, false}},
+}
+
+// bwdWSTiles are the tiles of the warp-specialized backward (BwdTile.Producer,
+// BwdChoice.WarpSpecialized), where a platform has it: on sm_90a at head dims
+// 64 and 128, the wide tile's two consumer warpgroups of 64 keys on 64-row
+// Q and dO tiles, and a producer warpgroup (FlashAttention-3's backward). An
+// experiment (codegen.Options.BwdWS) until timed against the default.
+var bwdWSTiles = map[Platform]map[int]BwdTile{
+	NVIDIAWGMMA: {64: {64, 128, false, 2, false, true}, 128: {64, 128, false, 2, false, true}},
+}
+
+// BwdChoice is what a kernel asks of the backward's tiles; a platform without
+// such a tile at the head dim gives the next one down (BwdTileOf).
+type BwdChoice struct {
+	// Wide asks for the wide key tile (bwdWideTiles).
+	Wide bool
+	// WarpSpecialized asks for the warp-specialized kernel's tile
+	// (bwdWSTiles), before the wide one.
+	WarpSpecialized bool
 }
 
 // BwdTileFor returns the backward tile on p at a head dim (HeadDims).
-func (p Platform) BwdTileFor(headDim int) (BwdTile, error) { return p.BwdTileOf(headDim, false) }
+func (p Platform) BwdTileFor(headDim int) (BwdTile, error) { return p.BwdTileOf(headDim, BwdChoice{}) }
 
 // BwdTileOf returns the backward tile on p at a head dim (HeadDims): the
-// wide one (bwdWideTiles) where wide and the platform has one, else
-// BwdTileFor's.
-func (p Platform) BwdTileOf(headDim int, wide bool) (BwdTile, error) {
-	if t, ok := bwdWideTiles[p][headDim]; ok && wide {
+// warp-specialized one (bwdWSTiles) where c asks for it and the platform has
+// one, else the wide one (bwdWideTiles) where c asks for that and the
+// platform has one, else BwdTileFor's.
+func (p Platform) BwdTileOf(headDim int, c BwdChoice) (BwdTile, error) {
+	if t, ok := bwdWSTiles[p][headDim]; ok && c.WarpSpecialized {
+		return t, nil
+	}
+	if t, ok := bwdWideTiles[p][headDim]; ok && c.Wide {
 		return t, nil
 	}
 	t, ok := bwdTiles[p][headDim]
@@ -257,8 +286,12 @@ func (p Platform) BwdTileOf(headDim int, wide bool) (BwdTile, error) {
 // SharedMemBytes returns MASKC_BWD_SMEM_BYTES, the dynamic shared memory of
 // maskc_attn_bwd at a head dim: K and V tiles of BlockN keys (K alone with
 // ARegs), Q and dO tiles, P^T and dS^T, and a row's LSE and delta (and with
-// SplitD a second P^T tile, the one the groups share).
+// SplitD a second P^T tile, the one the groups share); with Producer, K and
+// V, two stages of Q and dO and two dS^T buffers.
 func (t BwdTile) SharedMemBytes(headDim int) int {
+	if t.Producer { // the rest is static shared memory
+		return ElemBytes * (2*t.BlockN*headDim + 4*t.BlockM*headDim + 2*t.BlockN*t.BlockM)
+	}
 	n := t.smemFor(t.BlockN, headDim)
 	if t.SplitD {
 		n += ElemBytes * t.BlockN * t.BlockM
@@ -317,23 +350,26 @@ func BwdDQOrdersAt(headDim int) bool {
 const BwdDQOrderDefine = "#define MASKC_BWD_DQ_ORDERED 1  // deterministic dQ added in order by maskc_attn_bwd_ordered\n"
 
 // BwdTileDefines returns the C text that configures attn_bwd.h's tiles for
-// a head dim (wide: BwdTileOf's) on every platform (the branch of the
+// a head dim (c: BwdTileOf's) on every platform (the branch of the
 // platform a source is compiled for applies): the backward source has it
 // right before AttnBwd, so that bwdTiles is the one definition of the tiles.
-func BwdTileDefines(headDim int, wide bool) (string, error) {
+func BwdTileDefines(headDim int, c BwdChoice) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "// Backward tiles at head dim %d per platform (hipsrc.BwdTileFor).\n", headDim)
 	fmt.Fprintf(&b, "#define MASKC_BWD_WG_MAX_HEAD_DIM %d\n", BwdWGMaxHeadDim)
-	for _, c := range []struct {
+	for _, pc := range []struct {
 		p    Platform
 		cond string
 	}{{AMD, "#if defined(MASKC_PLATFORM_AMD)"}, {NVIDIAWGMMA, "#elif MASKC_NV_WGMMA"}, {NVIDIA, "#else"}} {
-		t, err := c.p.BwdTileOf(headDim, wide)
+		t, err := pc.p.BwdTileOf(headDim, c)
 		if err != nil {
 			return "", err
 		}
 		fmt.Fprintf(&b, "%s  // %s\n#define MASKC_BWD_BLOCK_M %d\n#define MASKC_BWD_BLOCK_N %d\n#define MASKC_BWD_AREGS %d\n#define MASKC_BWD_GROUPS %d\n#define MASKC_BWD_SPLIT_D %d\n",
-			c.cond, c.p, t.BlockM, t.BlockN, b2i(t.ARegs), t.Groups, b2i(t.SplitD))
+			pc.cond, pc.p, t.BlockM, t.BlockN, b2i(t.ARegs), t.Groups, b2i(t.SplitD))
+		if t.Producer {
+			b.WriteString("#define MASKC_BWD_WS 1  // maskc_attn_bwd: the warp-specialized kernel\n")
+		}
 	}
 	b.WriteString("#endif\n")
 	return b.String(), nil

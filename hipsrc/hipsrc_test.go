@@ -441,7 +441,7 @@ func TestBwdTiles(t *testing.T) {
 		{NVIDIAWGMMA, 256, true, 64, 64, 2, false, 2*(2*64*256+2*64*256+2*64*64) + 8*64 + 2*64*64,
 			2*(2*32*256+2*64*256+2*32*64) + 8*64, 227<<10 - 64<<10},
 	} {
-		tile, err := tc.p.BwdTileOf(tc.headDim, tc.wide)
+		tile, err := tc.p.BwdTileOf(tc.headDim, BwdChoice{Wide: tc.wide})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -455,7 +455,7 @@ func TestBwdTiles(t *testing.T) {
 		if got := tile.DQSharedMemBytes(tc.headDim); got != tc.dqSmem {
 			t.Errorf("%s D=%d: the dQ kernel's %d bytes of shared memory, want %d", tc.p, tc.headDim, got, tc.dqSmem)
 		}
-		c, err := BwdLaunchOn(tc.p, tc.headDim, tc.wide)
+		c, err := BwdLaunchOn(tc.p, tc.headDim, BwdChoice{Wide: tc.wide})
 		if err != nil || c.BlockM != tc.blockM || c.BlockN != tc.blockN || c.Threads != tc.p.BwdThreads() ||
 			c.MainThreads != tc.groups*tc.p.BwdThreads() || c.SharedMemBytes != tc.smem || c.DQSharedMemBytes != tc.dqSmem {
 			t.Errorf("BwdLaunchOn(%s, %d) = %+v, %v", tc.p, tc.headDim, c, err)
@@ -481,23 +481,23 @@ func TestBwdTiles(t *testing.T) {
 			}
 		}
 		// The C text gives each platform's branch its tile.
-		for _, wide := range []bool{false, true} {
-			text, err := BwdTileDefines(d, wide)
+		for _, choice := range []BwdChoice{{}, {Wide: true}, {WarpSpecialized: true}} {
+			text, err := BwdTileDefines(d, choice)
 			if err != nil {
 				t.Fatal(err)
 			}
 			branches := strings.Split(text, "\n#")
 			for _, p := range Platforms {
-				tile, _ := p.BwdTileOf(d, wide)
+				tile, _ := p.BwdTileOf(d, choice)
 				want := fmt.Sprintf("  // %s\n#define MASKC_BWD_BLOCK_M %d\n#define MASKC_BWD_BLOCK_N %d\n#define MASKC_BWD_AREGS %d\n#define MASKC_BWD_GROUPS %d\n#define MASKC_BWD_SPLIT_D %d\n",
 					p, tile.BlockM, tile.BlockN, b2i(tile.ARegs), tile.Groups, b2i(tile.SplitD))
 				if !strings.Contains(text, want) {
-					t.Errorf("BwdTileDefines(%d, %v) lacks %q:\n%s", d, wide, want, text)
+					t.Errorf("BwdTileDefines(%d, %+v) lacks %q:\n%s", d, choice, want, text)
 				}
 			}
 			if len(branches) < 4 || !strings.HasPrefix(text, "// ") || !strings.Contains(text, "#if defined(MASKC_PLATFORM_AMD)  // amd\n") ||
 				!strings.Contains(text, "#elif MASKC_NV_WGMMA  // nvidia-sm90a\n") || !strings.HasSuffix(text, "#endif\n") {
-				t.Errorf("BwdTileDefines(%d, %v):\n%s", d, wide, text)
+				t.Errorf("BwdTileDefines(%d, %+v):\n%s", d, choice, text)
 			}
 		}
 	}
@@ -507,7 +507,7 @@ func TestBwdTiles(t *testing.T) {
 	if _, err := NVIDIA.BwdTileFor(96); err == nil {
 		t.Error("head dim 96 has a backward tile")
 	}
-	if _, err := BwdTileDefines(96, true); err == nil {
+	if _, err := BwdTileDefines(96, BwdChoice{Wide: true}); err == nil {
 		t.Error("BwdTileDefines(96) gave no error")
 	}
 }
@@ -758,6 +758,51 @@ func TestEntryParamsFit(t *testing.T) {
 		}
 		if n > 4096 || n < BuffersStruct.Size && slices.ContainsFunc(e.Params, func(p Param) bool { return p.CType == "MaskcBuffers" }) {
 			t.Errorf("%s: %d bytes of parameters", e.Name, n)
+		}
+	}
+}
+
+// TestBwdWarpSpecializedTile checks the warp-specialized backward's tile
+// (BwdChoice.WarpSpecialized): on sm_90a at head dims 64 and 128 the wide
+// tile's two consumer groups on 128 keys with a producer warpgroup (384
+// threads in maskc_attn_bwd, 128 in the other kernels), K, V, two Q and dO
+// stages and two dS^T buffers of dynamic shared memory, and MASKC_BWD_WS in
+// the sm_90a branch of the C text only; every other platform and head dim
+// keeps the tile it has without it.
+func TestBwdWarpSpecializedTile(t *testing.T) {
+	ws := BwdChoice{WarpSpecialized: true}
+	for _, d := range HeadDims {
+		for _, p := range Platforms {
+			tile, err := p.BwdTileOf(d, ws)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := BwdLaunchOn(p, d, ws)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p != NVIDIAWGMMA || d > 128 {
+				plain, _ := p.BwdTileFor(d)
+				if tile != plain {
+					t.Errorf("%s D=%d: tile %+v, want the plain %+v", p, d, tile, plain)
+				}
+				continue
+			}
+			smem := 2 * (2*128*d + 4*64*d + 2*128*64)
+			if tile != (BwdTile{BlockM: 64, BlockN: 128, Groups: 2, Producer: true}) || c.MainThreads != 384 ||
+				c.Threads != 128 || c.SharedMemBytes != smem || c.DQSharedMemBytes != tile.DQSharedMemBytes(d) ||
+				smem+4*16*d*4 > 227<<10 {
+				t.Errorf("%s D=%d: tile %+v, launch %+v (want %d bytes)", p, d, tile, c, smem)
+			}
+		}
+		text, err := BwdTileDefines(d, ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wgmma := text[strings.Index(text, "#elif MASKC_NV_WGMMA"):strings.Index(text, "#else")]
+		got, want := strings.Contains(wgmma, "#define MASKC_BWD_WS 1"), d <= 128
+		if got != want || strings.Count(text, "MASKC_BWD_WS") != b2i(want) {
+			t.Errorf("BwdTileDefines(%d, %+v): MASKC_BWD_WS in the sm_90a branch %v, want %v (and nowhere else):\n%s", d, ws, got, want, text)
 		}
 	}
 }

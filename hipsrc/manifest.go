@@ -203,9 +203,9 @@ func WithDQOrdered(m map[string]BwdLaunchConfig, headDim int) map[string]BwdLaun
 }
 
 // BwdLaunchOn returns the backward's launch configuration on p at a head
-// dim (wide: BwdTileOf's).
-func BwdLaunchOn(p Platform, headDim int, wide bool) (BwdLaunchConfig, error) {
-	t, err := p.BwdTileOf(headDim, wide)
+// dim (c: BwdTileOf's).
+func BwdLaunchOn(p Platform, headDim int, c BwdChoice) (BwdLaunchConfig, error) {
+	t, err := p.BwdTileOf(headDim, c)
 	if err != nil {
 		return BwdLaunchConfig{}, err
 	}
@@ -214,16 +214,20 @@ func BwdLaunchOn(p Platform, headDim int, wide bool) (BwdLaunchConfig, error) {
 
 // launchOn is t's launch configuration on p at a head dim.
 func (t BwdTile) launchOn(p Platform, headDim int) BwdLaunchConfig {
-	return BwdLaunchConfig{BlockM: t.BlockM, BlockN: t.BlockN, Threads: p.BwdThreads(), MainThreads: t.Groups * p.BwdThreads(),
+	groups := t.Groups
+	if t.Producer {
+		groups++
+	}
+	return BwdLaunchConfig{BlockM: t.BlockM, BlockN: t.BlockN, Threads: p.BwdThreads(), MainThreads: groups * p.BwdThreads(),
 		SharedMemBytes: t.SharedMemBytes(headDim), DQSharedMemBytes: t.DQSharedMemBytes(headDim)}
 }
 
 // BwdLaunches returns the backward's launch configuration of every
-// platform for a head dim (wide: BwdTileOf's).
-func BwdLaunches(headDim int, wide bool) (map[string]BwdLaunchConfig, error) {
+// platform for a head dim (c: BwdTileOf's).
+func BwdLaunches(headDim int, c BwdChoice) (map[string]BwdLaunchConfig, error) {
 	m := map[string]BwdLaunchConfig{}
 	for _, p := range Platforms {
-		t, err := p.BwdTileOf(headDim, wide)
+		t, err := p.BwdTileOf(headDim, c)
 		if err != nil {
 			return nil, err
 		}

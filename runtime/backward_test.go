@@ -140,7 +140,7 @@ func registerBwd(fb *fake.Backend) *[]bwdLaunch {
 
 // bwdSmem128 is the backward's shared memory on NVIDIA at head dim 128.
 var bwdSmem128 = func() int {
-	c, err := hipsrc.BwdLaunchOn(hipsrc.NVIDIA, 128, false)
+	c, err := hipsrc.BwdLaunchOn(hipsrc.NVIDIA, 128, hipsrc.BwdChoice{})
 	if err != nil {
 		panic(err)
 	}
@@ -306,7 +306,7 @@ func TestBackwardMarshalsTheABI(t *testing.T) {
 // 107,008 bytes) launches each entry as bwd_launch says (BwdLaunchConfig.Entry),
 // in both modes.
 func TestBackwardLaunchesEachEntryItsShape(t *testing.T) {
-	bl, err := hipsrc.BwdLaunchOn(hipsrc.NVIDIAWGMMA, 256, false)
+	bl, err := hipsrc.BwdLaunchOn(hipsrc.NVIDIAWGMMA, 256, hipsrc.BwdChoice{})
 	if err != nil || bl.MainThreads != 256 || bl.Threads != 128 || bl.SharedMemBytes == bl.DQSharedMemBytes {
 		t.Fatalf("sm_90a's head-dim-256 backward launch %+v, %v", bl, err)
 	}

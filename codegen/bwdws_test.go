@@ -1,0 +1,81 @@
+package codegen
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/maskc/maskc/hipsrc"
+)
+
+// TestBwdWS: Options.BwdWS gives the backward the warp-specialized sm_90a
+// kernel (hipsrc.BwdChoice.WarpSpecialized) at head dims 64 and 128, masked
+// or not, but where the deterministic dQ is ordered (a diagonal mask with a
+// transcendental score), which that kernel does not do: its source says
+// MASKC_BWD_WS in the sm_90a branch and its sm_90a launch is 384 threads on
+// 128-key tiles; every other platform's launch is the one without the
+// option. clang's CUDA front end then compiles the sm_90a build of each
+// (the setmaxnreg of its producer and consumers in maskc_attn_bwd).
+func TestBwdWS(t *testing.T) {
+	clang, shim := needClang(t)
+	dir := t.TempDir()
+	sm90 := hipsrc.NVIDIAWGMMA.String()
+	for i, tc := range []struct {
+		file, attention string
+		headDim         int
+		want            bool
+	}{
+		{"../examples/full.flex", "", 0, true},
+		{"../examples/causal.flex", "", 0, true},
+		{"../examples/causal.flex", "", 64, true},
+		{"../examples/alibi.flex", "alibi_layer", 0, true},
+		{"../examples/document_causal.flex", "packed_layer", 0, true},
+		{"../testdata/tilemasks/moba.flex", "moba", 0, true},
+		{"../examples/softcap.flex", "capped_layer", 0, false}, // the ordered deterministic dQ
+		{"../examples/causal.flex", "", 256, false},            // no such tile at 256
+	} {
+		k := generateAttention(t, tc.file, tc.attention, Options{BwdWS: true, HeadDim: tc.headDim})
+		plain := generateAttention(t, tc.file, tc.attention, Options{HeadDim: tc.headDim})
+		name := fmt.Sprintf("%s:%s@%d", tc.file, tc.attention, k.HeadDim)
+		if got := strings.Contains(k.BwdSource, "#define MASKC_BWD_WS 1"); got != tc.want {
+			t.Errorf("%s: the source asks for the warp-specialized backward: %v, want %v", name, got, tc.want)
+		}
+		for p, c := range k.BwdLaunch {
+			want := plain.BwdLaunch[p]
+			if p == sm90 && tc.want {
+				tile, _ := hipsrc.NVIDIAWGMMA.BwdTileOf(k.HeadDim, hipsrc.BwdChoice{WarpSpecialized: true})
+				want = hipsrc.BwdLaunchConfig{BlockM: 64, BlockN: 128, Threads: 128, MainThreads: 384,
+					SharedMemBytes: tile.SharedMemBytes(k.HeadDim), DQSharedMemBytes: tile.DQSharedMemBytes(k.HeadDim)}
+			}
+			if c != want {
+				t.Errorf("%s: %s backward launch %+v, want %+v", name, p, c, want)
+			}
+		}
+		if !tc.want {
+			continue
+		}
+		src := filepath.Join(dir, fmt.Sprintf("k%d.bwd.cu", i))
+		if err := os.WriteFile(src, []byte(k.BwdSource), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ll := src + ".ll"
+		cmd := exec.Command(clang, "-x", "cuda", "--cuda-gpu-arch=sm_80", "-nocudainc", "-nocudalib", "--cuda-device-only",
+			"-std=c++17", "-Xclang", "-target-feature", "-Xclang", "+ptx75", "-O0", "-S", "-emit-llvm", "-include", shim,
+			"-DMASKC_NV_WGMMA=1", fmt.Sprintf("-DMASKC_NV_WS=%d", b2i(k.WarpSpecialized)), "-o", ll, src)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", name, err, out)
+		}
+		b, err := os.ReadFile(ll)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ir := string(b)
+		if !strings.Contains(ir, "@maskc_attn_bwd(") || !strings.Contains(ir, "setmaxnreg.dec") ||
+			!strings.Contains(ir, "setmaxnreg.inc") || !strings.Contains(ir, "cp.async.bulk.tensor.2d") {
+			t.Errorf("%s: maskc_attn_bwd is not the warp-specialized kernel", name)
+		}
+	}
+}
