@@ -13,15 +13,19 @@
 #       deterministic bitwise x3), then, if it passed (or with "bench"),
 #       bwd_bench.py main against ws (rotated rounds) and dense_bench.py's
 #       forward + backward of .devbin/dense and of dense-ws at D = 128, 64
-#       over cuDNN, each in its own process. Logs under $OUT (default
-#       /tmp/maskc-bwd-ws).
+#       over cuDNN, each in its own process; then compute-sanitizer
+#       (memcheck, racecheck) on $SANITIZE (kernel names, default none) of
+#       the checked build. Logs under $OUT (default /tmp/maskc-bwd-ws).
+#   Other builds: $WS_BUILD (default .devbin/bws) is the one checked,
+#   $WS_VARIANTS (default "ws=.devbin/bws") bwd_bench's variants, $DENSE
+#   (default "dense dense-ws") the dense builds under .devbin.
 set -u
 cd "$(dirname "$0")/.."
 case "${1:-}" in
 gen)
 	rm -rf .devbin/bws .devbin/bmain .devbin/dense-ws
 	G="go run ./cmd/genkernels"
-	$G -bwd-ws -o .devbin/bws examples/full.flex examples/t5_bias.flex gpu/bwd_cases/*.flex gpu/bench_cases/*.flex &&
+	$G -bwd-ws -o "${WS_BUILD:-.devbin/bws}" examples/full.flex examples/t5_bias.flex gpu/bwd_cases/*.flex gpu/bench_cases/*.flex &&
 		$G -o .devbin/bmain gpu/bench_cases/*.flex &&
 		$G -bwd-ws -o .devbin/dense-ws gpu/dense_cases/*.flex
 	;;
@@ -33,7 +37,7 @@ run)
 	el() { echo $(($(date +%s) - S0)); }
 	rc=0
 	if [ "${2:-}" != bench ]; then
-		timeout "${CHECK_TIMEOUT:-150}" python3 gpu/bwd_check.py --generated .devbin/bws --no-flex --max-len 1000 \
+		timeout "${CHECK_TIMEOUT:-150}" python3 gpu/bwd_check.py --generated "${WS_BUILD:-.devbin/bws}" --no-flex --max-len 1000 \
 			--out "$OUT/ws_check.jsonl" >"$OUT/ws_check.txt" 2>&1
 		rc=$?
 		echo "bwd_check.py, -bwd-ws build: exit $rc [$(el) s]"
@@ -41,11 +45,13 @@ run)
 	fi
 	[ "${2:-}" = check ] && exit $rc
 	if [ $rc = 0 ]; then
-		timeout "${BENCH_TIMEOUT:-200}" python3 gpu/bwd_bench.py --generated .devbin/bmain --variant ws=.devbin/bws \
+		vs=()
+		for v in ${WS_VARIANTS:-ws=.devbin/bws}; do vs+=(--variant "$v"); done
+		timeout "${BENCH_TIMEOUT:-200}" python3 gpu/bwd_bench.py --generated .devbin/bmain "${vs[@]}" \
 			--rounds "${ROUNDS:-2}" --out "$OUT/ws_bench.jsonl" >"$OUT/ws_bench.txt" 2>&1
 		echo "bwd_bench.py main / ws: exit $? [$(el) s]"
 		grep -E "^(full|causal|sliding|prefix|document|dilated)" "$OUT/ws_bench.txt" | grep -v split | cut -c1-130 | tail -40
-		for d in dense dense-ws; do
+		for d in ${DENSE:-dense dense-ws}; do
 			timeout 120 python3 gpu/dense_bench.py --generated .devbin/$d --mode bench --dims 128,64 \
 				--seqs 8192,2048,32768 --iters 10 --no-flex --out "$OUT/$d.jsonl" >"$OUT/$d.txt" 2>&1
 			echo "dense_bench.py $d: exit $? [$(el) s]"
@@ -53,6 +59,12 @@ run)
 			grep -E "^mask " "$OUT/$d.txt" | tail -1 | cut -c1-160
 			grep -E "^(full|causal) +[0-9]" "$OUT/$d.txt" | tail -12 | cut -c1-160
 		done
+		if [ -n "${SANITIZE:-}" ]; then
+			timeout 150 python3 gpu/bwd_sanitize.py --generated "${WS_BUILD:-.devbin/bws}" --cases "$SANITIZE" \
+				--out "$OUT" >"$OUT/sanitize.txt" 2>&1
+			echo "bwd_sanitize.py $SANITIZE: exit $? [$(el) s]"
+			tail -4 "$OUT/sanitize.txt"
+		fi
 	fi
 	exit $rc
 	;;
