@@ -1643,10 +1643,12 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_MAIN_THREADS, MASKC_BWD_G
 //     reductions. dS^T has two buffers, pair n writing buffer n % 2: a group
 //     reaches pair n + 2 only after the other has passed pair n + 1's
 //     barrier, and so finished pair n's dQ.
-// Stage s's "full" mbarrier completes when its copies have landed and the
-// producer's stores are made (one arrival with the transaction count, or 32
-// cp.async arrivals and one for the stores); its "empty" mbarrier when lane 0
-// of each of the 8 consumer warps has read it.
+// Stage s's "full" mbarrier completes when its copies have landed and every
+// producer lane has arrived after its stores (lane 0's arrival carries the
+// copy engine's transaction count; with cp.async each lane's copies arrive
+// too); its "empty" mbarrier when every consumer thread has arrived after
+// its reads. (One arrival per warp, after the others' accesses only by
+// program order, is what compute-sanitizer's racecheck cannot follow.)
 static_assert(MASKC_BWD_WG && MASKC_BWD_GROUPS == 2 && !MASKC_BWD_SPLIT_D && MASKC_BWD_BLOCK_N == 128 &&
                   MASKC_BWD_BLOCK_M == 64 && MASKC_HEAD_DIM <= 128,
               "the warp-specialized backward is two consumer warpgroups of 64 keys on 64-row Q and dO tiles");
@@ -1774,11 +1776,11 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_WS_THREADS, 1)
         sh.q_stride[2] < lim && sh.do_stride[2] < lim && sh.k_stride[2] < lim && sh.v_stride[2] < lim && Sq > 0 &&
         Skv > 0;
     tma = fits && slot < MASKC_BWD_WS_SLOTS && maskc_ws_slot_take(&maskc_bwd_tmap_owner[slot]);
-    const int nfull = tma ? 1 : 33;
+    const int nfull = tma ? 32 : 64;  // the producer's lanes (and their cp.async)
 #pragma unroll
     for (int s = 0; s < 2; ++s) {
       maskc_mbar_init(MASKC_BWD_WS_FULL(s), nfull);
-      maskc_mbar_init(MASKC_BWD_WS_EMPTY(s), 8);  // lane 0 of each consumer warp
+      maskc_mbar_init(MASKC_BWD_WS_EMPTY(s), MASKC_BWD_MAIN_THREADS);  // every consumer thread
     }
     maskc_mbar_init(MASKC_BWD_WS_KV, tma ? 1 : 32);
   }
@@ -1823,9 +1825,8 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_WS_THREADS, 1)
       maskc_mbar_wait(MASKC_BWD_WS_EMPTY(s), ((n >> 1) & 1) ^ 1);
       if (!have) {
         if (lane == 0) sPair[s].qt = -1;
-        __syncwarp();
         if (!tma) asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(MASKC_BWD_WS_FULL(s)) : "memory");
-        if (lane == 0) maskc_mbar_arrive(MASKC_BWD_WS_FULL(s));
+        maskc_mbar_arrive(MASKC_BWD_WS_FULL(s));
         break;
       }
       const int h = w.h, q0 = w.qt * BM;
@@ -1857,18 +1858,18 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_WS_THREADS, 1)
           }
           maskc_tmap_publish<2>(scratch, tm0 + 256 + 256 * set);
         }
-        __syncwarp();  // the lanes' stores above, before lane 0's arrival releases them
         if (lane == 0) {
           maskc_mbar_expect_tx(MASKC_BWD_WS_FULL(s), 2 * BM * D * 2);
           maskc_ws_tma_load<BM>(sQ, &maskc_bwd_tmaps[slot][2 + 2 * set][0], q0, MASKC_BWD_WS_FULL(s));
           maskc_ws_tma_load<BM>(sdO, &maskc_bwd_tmaps[slot][3 + 2 * set][0], q0, MASKC_BWD_WS_FULL(s));
+        } else {
+          maskc_mbar_arrive(MASKC_BWD_WS_FULL(s));
         }
       } else {
         maskc_bwd_ws_copy<BM>(sQ, Qh, sh.q_stride[2], q0, Sq, lane);
         maskc_bwd_ws_copy<BM>(sdO, dOh, sh.do_stride[2], q0, Sq, lane);
         asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(MASKC_BWD_WS_FULL(s)) : "memory");
-        __syncwarp();
-        if (lane == 0) maskc_mbar_arrive(MASKC_BWD_WS_FULL(s));
+        maskc_mbar_arrive(MASKC_BWD_WS_FULL(s));
       }
     }
     // The consumers have read the end (and so every copy has landed): the
@@ -1906,7 +1907,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_WS_THREADS, 1)
     if (!tma) maskc_bwd_fence_async();
     const MaskcBwdWsPair pair = sPair[s];
     if (pair.qt < 0) {
-      if (lane == 0) maskc_mbar_arrive(MASKC_BWD_WS_EMPTY(s));
+      maskc_mbar_arrive(MASKC_BWD_WS_EMPTY(s));
       break;
     }
     const int h = pair.h, q0 = pair.qt * BM, cls = pair.cls;
@@ -1989,12 +1990,15 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_WS_THREADS, 1)
       for (int kk = 0; kk < BM / 16; ++kk)
         maskc_wgmma_rs<MASKC_DT, D>(dk, sa[kk], maskc_wg_desc(sQ + kk * 16 * 64, BM * 128, 1024));
       maskc_wg_commit();
-    }
-    if (sh.dq_acc == nullptr) {
+      // Waited for here, not under dQ's product: until then the MMA reads
+      // P and dS from registers (pa, sa), which beside dQ's accumulators
+      // would not fit the consumer's registers.
       maskc_wg_wait();
       maskc_wg_fence_regs<MASKC_BACC(D)>(dv);
       maskc_wg_fence_regs<MASKC_BACC(D)>(dk);
-      if (lane == 0) maskc_mbar_arrive(MASKC_BWD_WS_EMPTY(s));  // Q, dO and the stage's rows are read
+    }
+    if (sh.dq_acc == nullptr) {
+      maskc_mbar_arrive(MASKC_BWD_WS_EMPTY(s));  // Q, dO and the stage's rows are read
       continue;
     }
     // dQ rows q0 .. q0 + 63, the group's 64 columns (block nb = group of D;
@@ -2017,11 +2021,9 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_WS_THREADS, 1)
       }
       maskc_wg_commit();
     }
-    maskc_wg_wait();  // dV, dK and dQ
-    maskc_wg_fence_regs<MASKC_BACC(D)>(dv);
-    maskc_wg_fence_regs<MASKC_BACC(D)>(dk);
+    maskc_wg_wait();
     maskc_wg_fence_regs<MASKC_BACC(64)>(dq);
-    if (lane == 0) maskc_mbar_arrive(MASKC_BWD_WS_EMPTY(s));  // Q, dO and the stage's rows are read
+    maskc_mbar_arrive(MASKC_BWD_WS_EMPTY(s));  // Q, dO and the stage's rows are read
     // The warp's 16 rows into sDQ (maskc_attn_bwd_main's chunk order), once
     // the last pair's bulk reduction of them has read it, then one bulk
     // reduction of the 16 rows of warp gw of both groups, by group 0's warp.
