@@ -69,6 +69,7 @@ func TestClangCUDA(t *testing.T) {
 	dir := t.TempDir()
 	var names []string
 	headDims := map[string]int{}
+	bwdWS := map[string]bool{} // sources with the warp-specialized backward
 	writeOpts := func(file, attention string, opts Options) {
 		k := generateAttention(t, file, attention, opts)
 		name := strings.TrimSuffix(filepath.Base(file), ".flex") + "_" + k.Name
@@ -81,12 +82,12 @@ func TestClangCUDA(t *testing.T) {
 			}
 			name += "_wswalk"
 		}
-		if opts.BwdWideAll {
-			// The wide backward tile on a masked kernel (genkernels -bwd-wide).
-			if !strings.Contains(k.BwdSource, "#define MASKC_BWD_GROUPS 2\n") {
-				t.Fatalf("%s %s: -bwd-wide source has no two-warpgroup tile", file, attention)
+		if opts.BwdWS {
+			// The warp-specialized backward on a masked kernel (genkernels -bwd-ws).
+			if !strings.Contains(k.BwdSource, "#define MASKC_BWD_WS 1") {
+				t.Fatalf("%s %s: -bwd-ws source does not ask for the warp-specialized backward", file, attention)
 			}
-			name += "_bwdwide"
+			name += "_bwdws"
 		}
 		if opts.BwdDQOrder {
 			// The ordered deterministic dQ (genkernels -bwd-dq-order).
@@ -96,6 +97,7 @@ func TestClangCUDA(t *testing.T) {
 			name += "_dqorder"
 		}
 		headDims[name] = k.HeadDim
+		bwdWS[name] = strings.Contains(k.BwdSource, "#define MASKC_BWD_WS 1")
 		if err := os.WriteFile(filepath.Join(dir, name+".bwd.cu"), []byte(k.BwdSource), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -128,16 +130,16 @@ func TestClangCUDA(t *testing.T) {
 			writeOpts(f, d.Name, Options{WSWalks: true})
 		}
 	}
-	// The wide backward tile, which codegen gives kernels without a mask, on
-	// masked kernels (the experiment of genkernels -bwd-wide): classes ahead
-	// per lane (a block selection), per warp (segments) and pre-pass flags.
-	writeOpts("../testdata/tilemasks/moba.flex", "moba", Options{BwdWideAll: true})
-	writeOpts("../examples/document_causal.flex", "packed_layer", Options{BwdWideAll: true})
-	writeOpts("testdata/golden/lookup.flex", "per_head", Options{BwdWideAll: true})
-	// The ordered dQ on the narrow and the wide tile: document-causal (a
-	// segments search in the envelope), a soft-capped window, head dim 64.
+	// The warp-specialized backward, which codegen gives kernels without a
+	// mask, on masked kernels (the experiment of genkernels -bwd-ws): a block
+	// selection, segments (a warp-collective class) and pre-pass flags, each
+	// class computed by the producer warp.
+	writeOpts("../testdata/tilemasks/moba.flex", "moba", Options{BwdWS: true})
+	writeOpts("../examples/document_causal.flex", "packed_layer", Options{BwdWS: true})
+	writeOpts("testdata/golden/lookup.flex", "per_head", Options{BwdWS: true})
+	// The ordered dQ: document-causal (a segments search in the envelope), a
+	// soft-capped window, head dim 64.
 	writeOpts("../examples/document_causal.flex", "packed_layer", Options{BwdDQOrder: true})
-	writeOpts("../examples/document_causal.flex", "packed_layer", Options{BwdDQOrder: true, BwdWideAll: true})
 	writeOpts("../examples/softcap.flex", "capped_layer", Options{BwdDQOrder: true})
 	writeOpts("../examples/gpt_oss.flex", "layer_0", Options{BwdDQOrder: true})
 	write("testdata/golden/lookup.flex", "per_head", 0)        // pre-pass sparsity
@@ -179,9 +181,14 @@ func TestClangCUDA(t *testing.T) {
 			}
 			hasWG := strings.Contains(ir, "wgmma.mma_async")
 			hasBwdWG := strings.Contains(ir, "p, 1, 1, 1, 1;")
-			ws := strings.Contains(ir, "setmaxnreg.inc") && strings.Contains(ir, "cp.async.mbarrier.arrive.noinc")
+			fwd, bwd := irFunc(ir, "maskc_attn_fwd"), irFunc(ir, "maskc_attn_bwd")
+			ws := strings.Contains(fwd, "setmaxnreg.inc") && strings.Contains(ir, "cp.async.mbarrier.arrive.noinc")
 			if ws != (wg == 2) {
 				t.Errorf("%s (build %d): warp-specialized forward %v", n, wg, ws)
+			}
+			// The warp-specialized backward (MASKC_BWD_WS), on sm_90a only.
+			if got, want := strings.Contains(bwd, "setmaxnreg.inc"), wg >= 1 && bwdWS[n]; got != want {
+				t.Errorf("%s (build %d): warp-specialized backward %v, want %v", n, wg, got, want)
 			}
 			// Every head dim's backward is the warpgroup kernel on sm_90a
 			// (MASKC_BWD_WG), split by the head dim at 256 (MASKC_BWD_SPLIT_D).
@@ -348,4 +355,15 @@ func TestClangCUDAPersist(t *testing.T) {
 			t.Errorf("%s: persistent forward %v, want %v", tc.file, got, tc.persistent)
 		}
 	}
+}
+
+// irFunc returns the text of function name's definition in the LLVM IR ir
+// (from its define line to the closing brace), or "" where it has none.
+func irFunc(ir, name string) string {
+	for _, part := range strings.SplitAfter(ir, "\n}\n") {
+		if i := strings.Index(part, "\ndefine "); i >= 0 && strings.Contains(part[i:strings.Index(part[i+1:], "\n")+i+1], "@"+name+"(") {
+			return part[i:]
+		}
+	}
+	return ""
 }

@@ -39,11 +39,6 @@ type Options struct {
 	// rest: dilated2048 measured 0.725x of Flex there against 0.937x on
 	// attn_fwd.h (cmd/genkernels -ws-walks, bench_ext.py --alt).
 	WSWalks bool
-	// BwdWideAll gives every kernel's backward the wide key tile
-	// (hipsrc.BwdTileOf), which bwdWide gives only kernels without a mask:
-	// an experiment for timing it on masked cases (cmd/genkernels
-	// -bwd-wide, bwd_bench.py --variant).
-	BwdWideAll bool
 	// BwdDQOrder gives the deterministic backward of every mask whose
 	// columns start on a diagonal the ordered dQ (bwdDQOrdered,
 	// hipsrc.BwdDQOrderDefine), not only those with a transcendental
@@ -55,12 +50,13 @@ type Options struct {
 	// an experiment (cmd/genkernels -fwd-persistent) until timed against
 	// the default (gpu/persist.sh).
 	FwdPersistent bool
-	// BwdWS gives every kernel's sm_90a backward at head dims 64 and 128
-	// the warp-specialized maskc_attn_bwd (hipsrc.BwdChoice.WarpSpecialized:
-	// a producer warpgroup copying Q and dO by the bulk tensor copy engine
-	// for two consumer warpgroups on 128 keys), but where the deterministic
-	// dQ is ordered: an experiment (cmd/genkernels -bwd-ws) until timed
-	// against the default (gpu/bwd_ws.sh).
+	// BwdWS gives every kernel's sm_90a backward at head dim 128 the
+	// warp-specialized maskc_attn_bwd (hipsrc.BwdChoice.WarpSpecialized: a
+	// producer warpgroup copying Q and dO by the bulk tensor copy engine
+	// for two consumer warpgroups on 128 keys), which bwdChoice gives
+	// kernels without a mask, but where the deterministic dQ is ordered: an
+	// experiment for masks (cmd/genkernels -bwd-ws, gpu/bwd_ws.sh), which
+	// lost 4-15% on those with short columns (run 38).
 	BwdWS bool
 }
 
@@ -474,20 +470,14 @@ func firstNonEmpty(xs ...string) string {
 	return ""
 }
 
-// bwdWide reports whether k's backward takes the platforms' wide key tile
-// (hipsrc.BwdTileOf; on sm_90a at head dim 128 two warpgroups on 128 keys):
-// a kernel without a mask, every column of whose walk is the whole query
-// length. Full attention ran 1.10x as fast on it as on the 64-key tiles,
-// every masked case of the benchmark 0.83-0.99x (hipsrc's bwdWideTiles,
-// run 30e); every kernel under Options.BwdWideAll.
-func bwdWide(k *Kernel, opts Options) bool { return !k.HasMask || opts.BwdWideAll }
-
-// bwdChoice is the backward tile k asks for (hipsrc.BwdTileOf): wide as
-// bwdWide says, and under Options.BwdWS the warp-specialized kernel's,
-// except where the deterministic dQ is ordered (bwdDQOrdered), which that
-// kernel does not do.
+// bwdChoice is the backward tile k asks for (hipsrc.BwdTileOf): the
+// warp-specialized kernel's for a kernel without a mask, every column of
+// whose walk is the whole query length (full attention: 1.16x as fast as
+// on the same tile without the producer, hipsrc's bwdWSTiles), or for every
+// kernel under Options.BwdWS; not where the deterministic dQ is ordered
+// (bwdDQOrdered), which that kernel does not do.
 func bwdChoice(k *Kernel, opts Options) hipsrc.BwdChoice {
-	return hipsrc.BwdChoice{Wide: bwdWide(k, opts), WarpSpecialized: opts.BwdWS && !bwdDQOrdered(k, opts)}
+	return hipsrc.BwdChoice{WarpSpecialized: (!k.HasMask || opts.BwdWS) && !bwdDQOrdered(k, opts)}
 }
 
 // bwdDQOrdered reports whether k's deterministic backward adds dQ in a

@@ -176,7 +176,7 @@ func TestBackwardSpecPerHeadDim(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, _ := hipsrc.BwdLaunchOn(hipsrc.NVIDIAWGMMA, k.HeadDim, hipsrc.BwdChoice{Wide: !k.HasMask})
+		want, _ := hipsrc.BwdLaunchOn(hipsrc.NVIDIAWGMMA, k.HeadDim, hipsrc.BwdChoice{WarpSpecialized: !k.HasMask})
 		got := spec.Kernel.BwdLaunch[spec.Platform.String()]
 		if spec.Source == "" || spec.BwdSource == "" || got.BlockM != tc.blockM || got.BlockN != tc.blockN ||
 			got.MainThreads != tc.threads || got != want {

@@ -840,21 +840,17 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
 
 #if MASKC_BWD_WG
 // ---------------------------------------------------------------------------
-// sm_90a warpgroup-MMA backward (FlashAttention-3's products and its
-// two-warpgroup split of the key tile, on FA2's synchronous pipeline).
-// maskc_attn_bwd: MASKC_BWD_GROUPS warpgroups share the program's Q and dO
-// tiles (and the walk, one class per 64 x BN tile); warpgroup g owns keys
-// [64g, 64g + 64) of the kv tile: they are the M rows of its S^T = K.Q^T and
-// dP^T = V.dO^T (both operands from shared memory, K-major), whose
-// accumulators are directly the A operands of dV += P^T.dO and dK += dS^T.Q
-// (A from registers, dO and Q MN-major from shared memory, as the forward's
-// P.V). dS^T [BN][64] is stored once to shared memory; dQ = dS.K (A = dS^T
-// read transposed, B = K MN-major) sums over all BN keys, warpgroup g
-// taking the 64-column blocks g, g + GROUPS, ... of D, so that the tile's
-// Q, dO loads and dQ's bulk reductions are paid once per BN keys rather
-// than once per 64. The next q tile's Q and dO are copied while dQ is
-// computed and added (one group, two blocks per SM), or through the whole
-// current pair into a second stage (MASKC_BWD_QSTAGES).
+// sm_90a warpgroup-MMA backward (FlashAttention-3's products on FA2's
+// synchronous pipeline; the warp-specialized kernel, MASKC_BWD_WS, is below).
+// maskc_attn_bwd: one warpgroup owns the 64 keys of the kv tile: they are
+// the M rows of its S^T = K.Q^T and dP^T = V.dO^T (both operands from
+// shared memory, K-major), whose accumulators are directly the A operands of
+// dV += P^T.dO and dK += dS^T.Q (A from registers, dO and Q MN-major from
+// shared memory, as the forward's P.V). dS^T [BN][64] is stored once to
+// shared memory; dQ = dS.K (A = dS^T read transposed, B = K MN-major) sums
+// over the BN keys, warpgroup g taking the 64-column blocks g, g + GROUPS,
+// ... of D. The next q tile's Q and dO are copied while dQ is computed and
+// added; two blocks per SM overlap each other's copies.
 // With MASKC_BWD_SPLIT_D (head dim 256, where 64 keys' dK and dV do not fit
 // one warpgroup's registers) the two warpgroups share all 64 keys of the
 // tile instead, as FlashAttention-3 does at that head dim: warpgroup g
@@ -871,11 +867,9 @@ static_assert(MASKC_BWD_BLOCK_M == 64 && MASKC_BWD_BLOCK_N == 64 * (MASKC_BWD_SP
 // and dP^T columns, and the head dim's columns of its dK and dV.
 #define MASKC_BWD_GROUP_M (MASKC_BWD_BLOCK_M / (MASKC_BWD_SPLIT_D ? MASKC_BWD_GROUPS : 1))
 #define MASKC_BWD_GROUP_D (MASKC_HEAD_DIM / (MASKC_BWD_SPLIT_D ? MASKC_BWD_GROUPS : 1))
-// MASKC_BWD_QSTAGES: maskc_attn_bwd's Q, dO stages. With one block per SM
-// (more than one group) the next pair's Q and dO are copied during the
-// whole current pair into a second stage; two blocks per SM (one group)
-// overlap each other's copies instead, and a second stage would not fit.
-#define MASKC_BWD_QSTAGES (MASKC_BWD_GROUPS > 1 && !MASKC_BWD_SPLIT_D ? 2 : 1)
+#if MASKC_BWD_GROUPS > 1 && !MASKC_BWD_SPLIT_D && !MASKC_BWD_WS_ON
+#error "maskc: two warpgroups on 128 keys are the warp-specialized backward's (MASKC_BWD_WS)"
+#endif
 static_assert(MASKC_HEAD_DIM % 64 == 0, "the wgmma backward takes whole 64-column blocks of the head dim");
 
 // d += A . B, one m64n64k16 step, A and B from descriptors, both MN-major
@@ -1321,13 +1315,6 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
       scol_next[sl] = maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, nw.h, kv);
     }
   };
-#if MASKC_BWD_QSTAGES == 2
-  // Stage 1's Q and dO tiles (static: the host's shared-memory formula,
-  // hipsrc.BwdTile.SharedMemBytes, counts one stage); pair n takes stage n % 2.
-  __shared__ __attribute__((aligned(1024))) maskc_elem_t maskc_bwd_qdo1[2 * BM * D];
-  if ((maskc_smem_addr(maskc_bwd_qdo1) & 1023) != 0) __trap();
-  int stage = 0;
-#endif
   bool have = maskc_bwd_walk_next<kOrdered>(sh, buf, b, hkv, k0, w, sCls);
   if (have) {
     maskc_bwd_issue_q(sh, Q, dO, sQ0, sdO0, b, w, tid, &lse_next, &delta_next);
@@ -1339,23 +1326,13 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
     // area's address taken anew each step (an opaque copy; the forward's
     // maskc_ws_desc makes one per use), so that the compiler computes each
     // where it is used instead of holding every k-step's descriptor (90-odd
-    // at head dim 256) in registers through the whole walk. With a second
-    // Q, dO stage (static shared memory) the descriptors are the tiles' own.
-#if MASKC_BWD_QSTAGES == 1
+    // at head dim 256) in registers through the whole walk.
     maskc_u32 sbase = maskc_smem_addr(maskc_bwd_smem);
     asm volatile("" : "+r"(sbase));
 #define MASKC_BWD_DESC(p, lbo, sbo) \
   maskc_wg_desc_at(sbase + (maskc_u32)((const unsigned char*)(p) - maskc_bwd_smem), lbo, sbo)
-#else
-#define MASKC_BWD_DESC(p, lbo, sbo) maskc_wg_desc(p, lbo, sbo)
-#endif
-#if MASKC_BWD_QSTAGES == 2
-    maskc_elem_t* const sQ = stage ? maskc_bwd_qdo1 : sQ0;
-    maskc_elem_t* const sdO = stage ? maskc_bwd_qdo1 + BM * D : sdO0;
-#else
     maskc_elem_t* const sQ = sQ0;
     maskc_elem_t* const sdO = sdO0;
-#endif
     const long long row0 = ((long long)b * sh.H + h) * Sq;
     maskc_bufgrad_open(sh, buf, run, b, h);
     maskc_copy_wait_all();  // this thread's copies of K, V, Q, dO landed, visible to the MMA after the barrier
@@ -1376,18 +1353,6 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
       scol[sl] = scol_next[sl];
     }
     __syncthreads();
-#if MASKC_BWD_QSTAGES == 2
-    // The next pair's copies into the other stage, in flight through this
-    // whole pair (its last readers, the previous pair's dK, dV products,
-    // were done before that pair's second barrier).
-    have = maskc_bwd_walk_next<kOrdered>(sh, buf, b, hkv, k0, w, sCls);
-    if (have) {
-      maskc_bwd_issue_q(sh, Q, dO, stage ? sQ0 : maskc_bwd_qdo1, stage ? sdO0 : maskc_bwd_qdo1 + BM * D, b, w, tid,
-                        &lse_next, &delta_next);
-      read_next(w);
-    }
-    stage ^= 1;
-#endif
 
     // S^T and dP^T: the 64 keys against the group's GM rows.
     float st[MASKC_BACC(GM)], dpt[MASKC_BACC(GM)];
@@ -1505,13 +1470,11 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
 #endif
     __syncthreads();  // Q and dO are free for the next tile; dS^T is complete
 
-#if MASKC_BWD_QSTAGES == 1
     have = maskc_bwd_walk_next<kOrdered>(sh, buf, b, hkv, k0, w, sCls);
     if (have) {
       maskc_bwd_issue_q(sh, Q, dO, sQ, sdO, b, w, tid, &lse_next, &delta_next);
       read_next(w);
     }
-#endif
 
     if (sh.dq_acc != nullptr) {
       // dQ rows q0 .. q0+63 = dS . K over the tile's BN keys, the group's

@@ -226,39 +226,30 @@ var bwdTiles = map[Platform]map[int]BwdTile{
 	AMD:         {64: {64, 64, false, 1, false, false}, 128: {32, 64, false, 1, false, false}, 256: {32, 32, true, 1, false, false}},
 }
 
-// bwdWideTiles are the wide key tiles (BwdTileOf with wide), where a
-// platform has one: on sm_90a at head dim 128 two warpgroups of 64 keys
-// each share the 64-row Q and dO tiles of a 128-key program
-// (FlashAttention-3's split of the key tile; 192 KiB of shared memory with
-// two Q, dO stages, one block per SM), which halves the Q, dO loads and
-// dQ's bulk reductions per key. On the H100 (run 30e, rotated rounds)
-// forward + backward of full attention ran 1.10x as fast as on the 64 x 64
-// tiles, but every masked case of the benchmark 0.83-0.99x as fast: their
-// short columns pay the program's K, V loads and dK, dV stores with no
-// second block beside it (docs/kernel-decisions.md). codegen takes it for
-// kernels without a mask (codegen.bwdWide). At head dim 64 it fits too,
-// and ran within noise of the narrow tile (docs/kernel-decisions.md), which
-// stays.
-var bwdWideTiles = map[Platform]map[int]BwdTile{
-	NVIDIAWGMMA: {128: {64, 128, false, 2, false, false}},
-}
-
 // bwdWSTiles are the tiles of the warp-specialized backward (BwdTile.Producer,
-// BwdChoice.WarpSpecialized), where a platform has it: on sm_90a at head dims
-// 64 and 128, the wide tile's two consumer warpgroups of 64 keys on 64-row
-// Q and dO tiles, and a producer warpgroup (FlashAttention-3's backward). An
-// experiment (codegen.Options.BwdWS) until timed against the default.
+// BwdChoice.WarpSpecialized), where a platform has it: on sm_90a at head dim
+// 128, two consumer warpgroups of 64 keys each share the 64-row Q and dO
+// tiles of a 128-key program, which a producer warpgroup copies
+// (FlashAttention-3's backward; K, V, two Q and dO stages and two dS^T
+// buffers: 160 KiB of dynamic shared memory, 32 KiB of static dQ staging,
+// one block per SM). On the H100 (gpu/NOTES.md run 38) forward + backward
+// of full attention ran 1.16x as fast as on the same 128-key tile without
+// the producer (the wide tile it replaced) and 1.05-1.15x at S = 2048 to
+// 32768 against cuDNN; masks with short columns (a 1024-key window, a
+// 2048-token prefix, documents) 0.85-0.96x as fast as on the 64 x 64
+// tiles, which keep two blocks per SM; at head dim 64, where one consumer
+// group computes all of dQ, 0.88-0.99x. codegen takes it for kernels
+// without a mask (codegen.bwdChoice), every kernel under
+// codegen.Options.BwdWS.
 var bwdWSTiles = map[Platform]map[int]BwdTile{
-	NVIDIAWGMMA: {64: {64, 128, false, 2, false, true}, 128: {64, 128, false, 2, false, true}},
+	NVIDIAWGMMA: {128: {64, 128, false, 2, false, true}},
 }
 
 // BwdChoice is what a kernel asks of the backward's tiles; a platform without
-// such a tile at the head dim gives the next one down (BwdTileOf).
+// such a tile at the head dim gives its plain one (BwdTileOf).
 type BwdChoice struct {
-	// Wide asks for the wide key tile (bwdWideTiles).
-	Wide bool
 	// WarpSpecialized asks for the warp-specialized kernel's tile
-	// (bwdWSTiles), before the wide one.
+	// (bwdWSTiles).
 	WarpSpecialized bool
 }
 
@@ -267,13 +258,9 @@ func (p Platform) BwdTileFor(headDim int) (BwdTile, error) { return p.BwdTileOf(
 
 // BwdTileOf returns the backward tile on p at a head dim (HeadDims): the
 // warp-specialized one (bwdWSTiles) where c asks for it and the platform has
-// one, else the wide one (bwdWideTiles) where c asks for that and the
-// platform has one, else BwdTileFor's.
+// one, else BwdTileFor's.
 func (p Platform) BwdTileOf(headDim int, c BwdChoice) (BwdTile, error) {
 	if t, ok := bwdWSTiles[p][headDim]; ok && c.WarpSpecialized {
-		return t, nil
-	}
-	if t, ok := bwdWideTiles[p][headDim]; ok && c.Wide {
 		return t, nil
 	}
 	t, ok := bwdTiles[p][headDim]

@@ -233,7 +233,7 @@ func TestManifestBackward(t *testing.T) {
 			t.Fatal(err)
 		}
 		body := strings.TrimRight(string(src), "\n")
-		wide := hipsrc.BwdChoice{Wide: !k.HasMask} // codegen's bwdWide: the wide key tile without a mask
+		wide := hipsrc.BwdChoice{WarpSpecialized: !k.HasMask} // codegen's bwdChoice: the warp-specialized backward without a mask
 		tiles, err := hipsrc.BwdTileDefines(k.HeadDim, wide)
 		if err != nil {
 			t.Fatal(err)
