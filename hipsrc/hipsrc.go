@@ -232,15 +232,15 @@ var bwdTiles = map[Platform]map[int]BwdTile{
 // tiles of a 128-key program, which a producer warpgroup copies
 // (FlashAttention-3's backward; K, V, two Q and dO stages and two dS^T
 // buffers: 160 KiB of dynamic shared memory, 32 KiB of static dQ staging,
-// one block per SM). On the H100 (gpu/NOTES.md run 38) forward + backward
-// of full attention ran 1.16x as fast as on the same 128-key tile without
-// the producer (the wide tile it replaced) and 1.05-1.15x at S = 2048 to
-// 32768 against cuDNN; masks with short columns (a 1024-key window, a
-// 2048-token prefix, documents) 0.85-0.96x as fast as on the 64 x 64
-// tiles, which keep two blocks per SM; at head dim 64, where one consumer
-// group computes all of dQ, 0.88-0.99x. codegen takes it for kernels
-// without a mask (codegen.bwdChoice), every kernel under
-// codegen.Options.BwdWS.
+// one block per SM). On the H100 (gpu/NOTES.md run 38c) forward + backward
+// of full attention ran 1.20x as fast as on the same 128-key tile without
+// the producer (the wide tile it replaced), 0.73-0.81 of cuDNN at S = 2048
+// to 32768 against 0.63-0.69; masks with short columns (a 1024-key window,
+// a 2048-token prefix, documents, dilated windows, ALiBi) 0.87-0.98x as fast
+// as on the 64 x 64 tiles, which keep two blocks per SM; at head dim 64,
+// where one consumer group computes all of dQ, causal 0.92-0.98x (run 38b).
+// codegen takes it for kernels without a mask (codegen.bwdChoice), every
+// kernel under codegen.Options.BwdWS.
 var bwdWSTiles = map[Platform]map[int]BwdTile{
 	NVIDIAWGMMA: {128: {64, 128, false, 2, false, true}},
 }

@@ -425,7 +425,7 @@ func TestBwdTiles(t *testing.T) {
 		{NVIDIAWGMMA, 64, true, 64, 64, 1, false, 2*(2*64*64+2*64*64+2*64*64) + 8*64, 2*(2*64*64+2*64*64+2*64*64) + 8*64, 227 << 10},
 		{NVIDIAWGMMA, 64, false, 64, 64, 1, false, 2*(2*64*64+2*64*64+2*64*64) + 8*64, 2*(2*64*64+2*64*64+2*64*64) + 8*64, 227 << 10},
 		{NVIDIAWGMMA, 128, false, 64, 64, 1, false, 82432, 82432, 227 << 10},
-		// Platforms without a wide tile take the narrow one.
+		// Platforms without a warp-specialized tile take the plain one.
 		{NVIDIA, 128, true, 64, 64, 1, false, 82432, 82432, 99 << 10},
 		// The MFMA backward at head dim 128 in gfx90a's and gfx942's 64 KiB.
 		{AMD, 64, true, 64, 64, 1, false, 49664, 49664, 64 << 10},
