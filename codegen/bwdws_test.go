@@ -3,7 +3,6 @@ package codegen
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -64,18 +63,7 @@ func TestBwdWS(t *testing.T) {
 		if err := os.WriteFile(src, []byte(k.BwdSource), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		ll := src + ".ll"
-		cmd := exec.Command(clang, "-x", "cuda", "--cuda-gpu-arch=sm_80", "-nocudainc", "-nocudalib", "--cuda-device-only",
-			"-std=c++17", "-Xclang", "-target-feature", "-Xclang", "+ptx75", "-O0", "-S", "-emit-llvm", "-include", shim,
-			"-DMASKC_NV_WGMMA=1", fmt.Sprintf("-DMASKC_NV_WS=%d", b2i(k.WarpSpecialized)), "-o", ll, src)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v\n%s", name, err, out)
-		}
-		b, err := os.ReadFile(ll)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ir := string(b)
+		ir := clangIR(t, clang, shim, src, "-DMASKC_NV_WGMMA=1", fmt.Sprintf("-DMASKC_NV_WS=%d", b2i(k.WarpSpecialized)))
 		if !strings.Contains(ir, "@maskc_attn_bwd(") || !strings.Contains(ir, "setmaxnreg.dec") ||
 			!strings.Contains(ir, "setmaxnreg.inc") || !strings.Contains(ir, "cp.async.bulk.tensor.2d") {
 			t.Errorf("%s: maskc_attn_bwd is not the warp-specialized kernel", name)

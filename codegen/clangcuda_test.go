@@ -159,21 +159,8 @@ func TestClangCUDA(t *testing.T) {
 	// (hipsrc.WSOptions), whose IR must show its producer/consumer split.
 	for _, wg := range []int{0, 1, 2} {
 		for _, n := range names {
-			ll := filepath.Join(dir, fmt.Sprintf("%s.wg%d.ll", n, wg))
-			args := []string{"-x", "cuda", "--cuda-gpu-arch=sm_80", "-nocudainc", "-nocudalib", "--cuda-device-only",
-				"-std=c++17", "-Xclang", "-target-feature", "-Xclang", "+ptx75", "-O0", "-S", "-emit-llvm",
-				"-include", shim, fmt.Sprintf("-DMASKC_NV_WGMMA=%d", min(wg, 1)), fmt.Sprintf("-DMASKC_NV_WS=%d", wg/2),
-				"-o", ll, n + ".bwd.cu"}
-			cmd := exec.Command(clang, args...)
-			cmd.Dir = dir
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("%s (MASKC_NV_WGMMA=%d): %v\n%s", n, wg, err, out)
-			}
-			b, err := os.ReadFile(ll)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ir := string(b)
+			ir := clangIR(t, clang, shim, filepath.Join(dir, n+".bwd.cu"),
+				fmt.Sprintf("-DMASKC_NV_WGMMA=%d", min(wg, 1)), fmt.Sprintf("-DMASKC_NV_WS=%d", wg/2))
 			for _, e := range entries {
 				if !strings.Contains(ir, "@"+e+"(") {
 					t.Errorf("%s (MASKC_NV_WGMMA=%d): no entry point %s", n, wg, e)
@@ -336,18 +323,7 @@ func TestClangCUDAPersist(t *testing.T) {
 		if err := os.WriteFile(src, []byte(k.Source), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		ll := src + ".ll"
-		cmd := exec.Command(clang, "-x", "cuda", "--cuda-gpu-arch=sm_80", "-nocudainc", "-nocudalib", "--cuda-device-only",
-			"-std=c++17", "-Xclang", "-target-feature", "-Xclang", "+ptx75", "-O0", "-S", "-emit-llvm", "-include", shim,
-			"-DMASKC_NV_WGMMA=1", "-DMASKC_NV_WS=1", "-DMASKC_WS_PERSIST=1", "-o", ll, src)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v\n%s", tc.file, err, out)
-		}
-		b, err := os.ReadFile(ll)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ir := string(b)
+		ir := clangIR(t, clang, shim, src, "-DMASKC_NV_WGMMA=1", "-DMASKC_NV_WS=1", "-DMASKC_WS_PERSIST=1")
 		if !strings.Contains(ir, "@maskc_attn_fwd(") || !strings.Contains(ir, "setmaxnreg.inc") {
 			t.Errorf("%s: no warp-specialized maskc_attn_fwd", tc.file)
 		}
@@ -355,6 +331,26 @@ func TestClangCUDAPersist(t *testing.T) {
 			t.Errorf("%s: persistent forward %v, want %v", tc.file, got, tc.persistent)
 		}
 	}
+}
+
+// clangIR builds the CUDA source file src with clang's CUDA front end as
+// TestClangCUDA does (device only, to LLVM IR at -O0, through the NVRTC shim)
+// with the options given (-D switches) and returns the IR; a build that
+// fails fails the test.
+func clangIR(t *testing.T, clang, shim, src string, options ...string) string {
+	t.Helper()
+	ll := src + ".ll"
+	args := append([]string{"-x", "cuda", "--cuda-gpu-arch=sm_80", "-nocudainc", "-nocudalib", "--cuda-device-only",
+		"-std=c++17", "-Xclang", "-target-feature", "-Xclang", "+ptx75", "-O0", "-S", "-emit-llvm", "-include", shim},
+		options...)
+	if out, err := exec.Command(clang, append(args, "-o", ll, src)...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %v: %v\n%s", filepath.Base(src), options, err, out)
+	}
+	b, err := os.ReadFile(ll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // irFunc returns the text of function name's definition in the LLVM IR ir
