@@ -1582,8 +1582,8 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_MAIN_THREADS, MASKC_BWD_G
 #if MASKC_BWD_WS_ON
 // ---------------------------------------------------------------------------
 // The warp-specialized sm_90a backward (MASKC_BWD_WS, which codegen writes
-// into the backward source under codegen.Options.BwdWS: an experiment until
-// timed against maskc_attn_bwd_main's kernel), in the structure of
+// into the backward source of a kernel without a mask at head dim 128, and
+// of every such kernel under codegen.Options.BwdWS), in the structure of
 // FlashAttention-3's backward (hopper/mainloop_bwd_sm90_tma_gmma_ws.hpp). A
 // block of three warpgroups owns the 128 keys of kv tile blockIdx.x of
 // (batch blockIdx.z, kv head blockIdx.y):
@@ -1619,14 +1619,11 @@ static_assert(MASKC_BWD_WG && MASKC_BWD_GROUPS == 2 && !MASKC_BWD_SPLIT_D && MAS
 #error "maskc: the warp-specialized backward has no ordered dQ (MASKC_BWD_DQ_ORDERED)"
 #endif
 #define MASKC_BWD_WS_THREADS (MASKC_BWD_MAIN_THREADS + 128)
-// setmaxnreg: __launch_bounds__(384, 1) gives every thread 168 registers; the
-// consumers' increase must be covered by the producer's decrease
-// (attn_fwd_sm90.h says why).
-#define MASKC_BWD_WS_LAUNCH_REGS 168
+// setmaxnreg: the consumers' increase over the launch's registers
+// (MASKC_WS_LAUNCH_REGS) must be covered by the producer's decrease.
 #define MASKC_BWD_WS_PRODUCER_REGS 24
 #define MASKC_BWD_WS_CONSUMER_REGS 240
-static_assert(2 * (MASKC_BWD_WS_CONSUMER_REGS - MASKC_BWD_WS_LAUNCH_REGS) <=
-                  MASKC_BWD_WS_LAUNCH_REGS - MASKC_BWD_WS_PRODUCER_REGS,
+static_assert(2 * (MASKC_BWD_WS_CONSUMER_REGS - MASKC_WS_LAUNCH_REGS) <= MASKC_WS_LAUNCH_REGS - MASKC_BWD_WS_PRODUCER_REGS,
               "the consumers' setmaxnreg.inc must be covered by the producer's setmaxnreg.dec");
 // The consumers' named barrier of a pair's dS^T stored (1 .. 4 are
 // maskc_bwd_rows_barrier's).

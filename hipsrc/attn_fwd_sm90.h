@@ -76,6 +76,17 @@ __device__ __forceinline__ void maskc_named_arrive(int id, int threads) {
   asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
+// Registers per thread at the launch of a warp-specialized kernel (the
+// forward below, attn_bwd.h's backward): __launch_bounds__(384, 1) gives ptxas
+// 65536 / 384, rounded down to a multiple of 8 (setmaxnreg kernels are
+// allocated that whole budget). setmaxnreg.inc takes registers only from
+// what the block's own warps gave back by setmaxnreg.dec, not from the
+// multiprocessor's unallocated rest: consumers asking for more than the
+// producer released wait forever (on the H200: producer 32, consumers
+// 240 hung its first launch, though 32 * 128 + 240 * 256 = 65536 fits the
+// register file).
+#define MASKC_WS_LAUNCH_REGS 168
+
 // Takes the slot (0 -> 1) and says whether it was free; gives it back.
 __device__ __forceinline__ bool maskc_ws_slot_take(unsigned* owner) {
   unsigned old;
@@ -228,15 +239,6 @@ static_assert(MASKC_WS_THREADS == MASKC_NUM_THREADS, "the pre-pass and the forwa
 
 static_assert(MASKC_BLOCK_M == 128, "two consumer warpgroups of 64 rows");
 static_assert(MASKC_WS_BLOCK_N % MASKC_BLOCK_N == 0, "a key tile is whole pre-pass flag tiles");
-// Registers per thread at launch: __launch_bounds__(384, 1) gives ptxas
-// 65536 / 384, rounded down to a multiple of 8 (setmaxnreg kernels are
-// allocated that whole budget). setmaxnreg.inc takes registers only from
-// what the block's own warps gave back by setmaxnreg.dec, not from the
-// multiprocessor's unallocated rest: consumers asking for more than the
-// producer released wait forever (on the H200: producer 32, consumers
-// 240 hung its first launch, though 32 * 128 + 240 * 256 = 65536 fits the
-// register file).
-#define MASKC_WS_LAUNCH_REGS 168
 static_assert(MASKC_WS_PRODUCER_REGS % 8 == 0 && MASKC_WS_CONSUMER_REGS % 8 == 0, "setmaxnreg counts are multiples of 8");
 static_assert(2 * (MASKC_WS_CONSUMER_REGS - MASKC_WS_LAUNCH_REGS) <= MASKC_WS_LAUNCH_REGS - MASKC_WS_PRODUCER_REGS,
               "the consumers' setmaxnreg.inc must be covered by the producer's setmaxnreg.dec, or it never returns");
