@@ -222,8 +222,8 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 	if sp.plan.kind == SparsityPrepass {
 		k.FlagsEntry = hipsrc.TileFlagsEntry
 	}
-	k.BwdLaunch, _ = hipsrc.BwdLaunches(k.HeadDim, bwdChoice(k, opts)) // nil where configure refused the head dim
-	if k.BwdLaunch != nil && bwdDQOrdered(k, opts) {
+	k.BwdLaunch, _ = hipsrc.BwdLaunches(k.HeadDim, bwdChoice(k, opts)) // configure checked the head dim
+	if bwdDQOrdered(k, opts) {
 		k.BwdLaunch = hipsrc.WithDQOrdered(k.BwdLaunch, k.HeadDim)
 		k.BwdEntries = hipsrc.BwdEntryNamesFor(true)
 	}
