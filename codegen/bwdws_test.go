@@ -10,14 +10,15 @@ import (
 	"github.com/maskc/maskc/hipsrc"
 )
 
-// TestBwdWS: a kernel without a mask, and under Options.BwdWS every kernel,
-// takes the warp-specialized sm_90a backward (hipsrc.BwdChoice.WarpSpecialized)
-// at head dim 128, but where the deterministic dQ is ordered (a diagonal mask
-// with a transcendental score), which that kernel does not do: its source
-// says MASKC_BWD_WS in the sm_90a branch and its sm_90a launch is 384 threads
-// on 128-key tiles; every other platform's launch is the plain one. clang's
-// CUDA front end then compiles the sm_90a build of each (the setmaxnreg of
-// its producer and consumers in maskc_attn_bwd).
+// TestBwdWS: a kernel without a mask or with open columns, and under
+// Options.BwdWS every kernel, takes the warp-specialized sm_90a backward (hipsrc.BwdChoice.WarpSpecialized)
+// at head dim 128: its source says MASKC_BWD_WS in the sm_90a branch and its
+// sm_90a launch is 384 threads on 128-key tiles, dq_ordered as without the
+// option; every other platform's launch is the plain one. clang's CUDA front
+// end then compiles the sm_90a build of each (the setmaxnreg of its producer
+// and consumers in maskc_attn_bwd) and, where the deterministic dQ is
+// ordered (a diagonal mask with a transcendental score, or Options.BwdDQOrder),
+// maskc_attn_bwd_ordered with the dQ writer's turns.
 func TestBwdWS(t *testing.T) {
 	clang, shim := needClang(t)
 	dir := t.TempDir()
@@ -25,23 +26,31 @@ func TestBwdWS(t *testing.T) {
 	for i, tc := range []struct {
 		file, attention string
 		headDim         int
-		option, want    bool
+		option, want    bool // Options.BwdWS; the warp-specialized backward
+		order, ordered  bool // Options.BwdDQOrder; the ordered deterministic dQ
 	}{
-		{"../examples/full.flex", "", 0, false, true},
-		{"../examples/full.flex", "", 64, false, false}, // no such tile at 64
-		{"../examples/t5_bias.flex", "", 0, false, true},
-		{"../examples/causal.flex", "", 0, false, false},
-		{"../examples/causal.flex", "", 0, true, true},
-		{"../examples/causal.flex", "", 64, true, false},
-		{"../examples/alibi.flex", "alibi_layer", 0, true, true},
-		{"../examples/document_causal.flex", "packed_layer", 0, true, true},
-		{"../testdata/tilemasks/moba.flex", "moba", 0, true, true},
-		{"../examples/softcap.flex", "capped_layer", 0, true, false}, // the ordered deterministic dQ
-		{"../examples/causal.flex", "", 256, true, false},
+		{"../examples/full.flex", "", 0, false, true, false, true},
+		{"../examples/full.flex", "", 0, false, true, true, true},
+		{"../examples/full.flex", "", 64, false, false, false, false}, // no such tile at 64
+		{"../examples/t5_bias.flex", "", 0, false, true, false, true},
+		{"../examples/causal.flex", "", 0, false, true, false, true}, // open columns
+		{"../examples/prefix_lm.flex", "", 0, false, true, false, true},
+		{"../examples/sliding_window.flex", "", 0, false, false, false, false}, // a window's columns end
+		{"../examples/sliding_window.flex", "", 0, true, true, false, false},
+		{"../examples/sliding_window.flex", "", 0, true, true, true, true},
+		{"../examples/dilated_window.flex", "", 0, false, false, false, false},
+		{"../examples/causal.flex", "", 64, true, false, false, false},
+		{"../examples/alibi.flex", "alibi_layer", 0, true, true, false, true},
+		{"../examples/document_causal.flex", "packed_layer", 0, false, false, false, false}, // segments
+		{"../examples/document_causal.flex", "packed_layer", 0, true, true, false, false},
+		{"../testdata/tilemasks/moba.flex", "moba", 0, true, true, false, false},
+		{"../examples/softcap.flex", "capped_layer", 0, false, true, false, true},
+		{"../examples/causal.flex", "", 256, true, false, false, false},
 	} {
-		k := generateAttention(t, tc.file, tc.attention, Options{BwdWS: tc.option, HeadDim: tc.headDim})
-		plain := generateAttention(t, tc.file, tc.attention, Options{HeadDim: tc.headDim})
-		name := fmt.Sprintf("%s:%s@%d (option %v)", tc.file, tc.attention, k.HeadDim, tc.option)
+		k := generateAttention(t, tc.file, tc.attention, Options{BwdWS: tc.option, BwdDQOrder: tc.order, HeadDim: tc.headDim})
+		plain := generateAttention(t, tc.file, tc.attention, Options{BwdDQOrder: tc.order, HeadDim: tc.headDim})
+		name := fmt.Sprintf("%s:%s@%d (option %v, order %v)", tc.file, tc.attention, k.HeadDim, tc.option, tc.order)
+		ordered := strings.Contains(k.BwdSource, hipsrc.BwdDQOrderDefine)
 		if got := strings.Contains(k.BwdSource, "#define MASKC_BWD_WS 1"); got != tc.want {
 			t.Errorf("%s: the source asks for the warp-specialized backward: %v, want %v", name, got, tc.want)
 		}
@@ -50,13 +59,17 @@ func TestBwdWS(t *testing.T) {
 			if p == sm90 && tc.want && tc.option {
 				tile, _ := hipsrc.NVIDIAWGMMA.BwdTileOf(k.HeadDim, hipsrc.BwdChoice{WarpSpecialized: true})
 				want = hipsrc.BwdLaunchConfig{BlockM: 64, BlockN: 128, Threads: 128, MainThreads: 384,
-					SharedMemBytes: tile.SharedMemBytes(k.HeadDim), DQSharedMemBytes: tile.DQSharedMemBytes(k.HeadDim)}
+					SharedMemBytes: tile.SharedMemBytes(k.HeadDim), DQSharedMemBytes: tile.DQSharedMemBytes(k.HeadDim),
+					DQOrdered: want.DQOrdered}
 			}
 			if c != want || (p == sm90 && (c.MainThreads == 384) != tc.want) {
 				t.Errorf("%s: %s backward launch %+v, want %+v", name, p, c, want)
 			}
 		}
 		if !tc.want {
+			if ordered != tc.ordered {
+				t.Errorf("%s: the source asks for the ordered dQ: %v, want %v", name, ordered, tc.ordered)
+			}
 			continue
 		}
 		src := filepath.Join(dir, fmt.Sprintf("k%d.bwd.cu", i))
@@ -67,6 +80,13 @@ func TestBwdWS(t *testing.T) {
 		if !strings.Contains(ir, "@maskc_attn_bwd(") || !strings.Contains(ir, "setmaxnreg.dec") ||
 			!strings.Contains(ir, "setmaxnreg.inc") || !strings.Contains(ir, "cp.async.bulk.tensor.2d") {
 			t.Errorf("%s: maskc_attn_bwd is not the warp-specialized kernel", name)
+		}
+		if got := strings.Contains(ir, "@maskc_attn_bwd_ordered(") && strings.Contains(ir, "ld.acquire.gpu.global.u32") &&
+			strings.Contains(ir, "red.release.gpu.global.add.u32"); got != ordered {
+			t.Errorf("%s: maskc_attn_bwd_ordered with the writer's turns: %v, want %v", name, got, ordered)
+		}
+		if ordered != tc.ordered {
+			t.Errorf("%s: the source asks for the ordered dQ: %v, want %v", name, ordered, tc.ordered)
 		}
 	}
 }

@@ -8,29 +8,39 @@ import (
 )
 
 // TestBwdDQOrdered: the ordered deterministic dQ (bwdDQOrdered) is written
-// where a mask's every column starts on a diagonal and its score is
-// transcendental, at a head dim where sm_90a orders dQ (the source's
-// define, the entry point and bwd_launch together), for every diagonal
-// mask under Options.BwdDQOrder, and never for columns that start at row 0.
+// for every kernel on the warp-specialized backward (no mask, or open
+// columns) and where a mask's every column starts on a diagonal and its
+// score is transcendental, at a head dim where sm_90a orders dQ (the
+// source's define, the entry point and bwd_launch together); for every
+// diagonal mask and every warp-specialized kernel under Options.BwdDQOrder;
+// never for windows and documents by default.
 func TestBwdDQOrdered(t *testing.T) {
 	for _, tc := range []struct {
-		file, attention   string
-		diagonal, ordered bool // diagonalColumns; bwdDQOrdered by default
+		file, attention         string
+		diagonal, open, ordered bool // diagonalColumns; openColumns; bwdDQOrdered by default
 	}{
-		{"../gpu/bench_cases/causal_softcap.flex", "causal_softcap", true, true},
-		{"../gpu/bench_cases/causal.flex", "causal", true, false},
-		{"../gpu/bench_cases/sliding1024.flex", "sliding1024", true, false},
-		{"../gpu/bench_cases/document.flex", "document", true, false},
-		{"../gpu/bench_cases/causal_alibi.flex", "causal_alibi", true, false}, // a light score
-		{"../gpu/bench_cases/prefix2048.flex", "prefix2048", false, false},    // prefix columns start at row 0
-		{"../gpu/bench_cases/full.flex", "full", false, false},                // no mask
-		{"../gpu/bwd_cases/softcap_d256.flex", "softcap_d256", true, false},   // no platform orders dQ at head dim 256
+		{"../gpu/bench_cases/causal_softcap.flex", "causal_softcap", true, true, true},
+		{"../gpu/bench_cases/causal.flex", "causal", true, true, true},
+		{"../gpu/bench_cases/sliding1024.flex", "sliding1024", true, false, false},
+		{"../gpu/bench_cases/document.flex", "document", true, false, false},
+		{"../gpu/bench_cases/dilated2048.flex", "dilated2048", true, false, false},
+		{"../gpu/bench_cases/causal_alibi.flex", "causal_alibi", true, true, true},
+		{"../gpu/bench_cases/prefix2048.flex", "prefix2048", false, true, true},   // prefix columns start at row 0
+		{"../gpu/bench_cases/full.flex", "full", false, false, true},              // no mask
+		{"../gpu/bwd_cases/softcap_d256.flex", "softcap_d256", true, true, false}, // no platform orders dQ at head dim 256
 	} {
 		for _, all := range []bool{false, true} {
 			k := generateAttention(t, tc.file, tc.attention, Options{BwdDQOrder: all})
-			want := tc.ordered || all && tc.diagonal && k.HeadDim <= hipsrc.BwdDQOrderMaxHeadDim
+			ws := (!k.HasMask || tc.open) && hipsrc.BwdWSAt(k.HeadDim)
+			want := tc.ordered || all && (tc.diagonal || ws) && k.HeadDim <= hipsrc.BwdDQOrderMaxHeadDim
 			if got := diagonalColumns(k.sparsity); got != tc.diagonal {
 				t.Errorf("%s: diagonalColumns %v, want %v", tc.attention, got, tc.diagonal)
+			}
+			if got := openColumns(k.sparsity); got != tc.open {
+				t.Errorf("%s: openColumns %v, want %v", tc.attention, got, tc.open)
+			}
+			if got := strings.Contains(k.BwdSource, "#define MASKC_BWD_WS 1"); got != ws {
+				t.Errorf("%s: the warp-specialized backward %v, want %v", tc.attention, got, ws)
 			}
 			if got := strings.Contains(k.BwdSource, hipsrc.BwdDQOrderDefine); got != want {
 				t.Errorf("%s (BwdDQOrder %v): source asks for the ordered dQ %v, want %v", tc.attention, all, got, want)

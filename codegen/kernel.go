@@ -40,8 +40,9 @@ type Options struct {
 	// attn_fwd.h (cmd/genkernels -ws-walks, bench_ext.py --alt).
 	WSWalks bool
 	// BwdDQOrder gives the deterministic backward of every mask whose
-	// columns start on a diagonal the ordered dQ (bwdDQOrdered,
-	// hipsrc.BwdDQOrderDefine), not only those with a transcendental
+	// columns start on a diagonal, and of every kernel on the
+	// warp-specialized backward (bwdChoice), the ordered dQ (bwdDQOrdered,
+	// hipsrc.BwdDQOrderDefine), not only masks with a transcendental
 	// score: an experiment (cmd/genkernels -bwd-dq-order).
 	BwdDQOrder bool
 	// FwdPersistent gives every warp-specialized forward that does not
@@ -471,35 +472,73 @@ func firstNonEmpty(xs ...string) string {
 }
 
 // bwdChoice is the backward tile k asks for (hipsrc.BwdTileOf): the
-// warp-specialized kernel's for a kernel without a mask, every column of
-// whose walk is the whole query length (full attention: 1.16x as fast as
-// on the same tile without the producer, hipsrc's bwdWSTiles), or for every
-// kernel under Options.BwdWS; not where the deterministic dQ is ordered
-// (bwdDQOrdered), which that kernel does not do.
+// warp-specialized kernel's for a kernel without a mask or with open
+// columns (openColumns: causal, a prefix, and scores on them), whose kv
+// tiles walk long columns, or for every kernel under Options.BwdWS. On the
+// H100 (gpu/NOTES.md run 39a, forward + backward over Flex, against the
+// 64 x 64 tiles) causal ran 1.019 against 0.916, causal+softcap 0.970 /
+// 0.933, full 1.147 / 1.159 (the same kernel but its dQ writer),
+// prefix2048 0.862 / 0.878 and causal+alibi 0.863 / 0.884; with the
+// ordered dQ in deterministic mode (bwdDQOrdered) prefix2048 0.820 /
+// 0.707 and causal+alibi 0.848 / 0.765. Short columns lost: a 1024-key
+// window 0.817 / 0.924, dilated windows 0.915 / 0.954, documents (whose
+// ordered dQ queues every kv tile of a document at its first row) 0.428 /
+// 0.730 deterministic.
 func bwdChoice(k *Kernel, opts Options) hipsrc.BwdChoice {
-	return hipsrc.BwdChoice{WarpSpecialized: (!k.HasMask || opts.BwdWS) && !bwdDQOrdered(k, opts)}
+	return hipsrc.BwdChoice{WarpSpecialized: !k.HasMask || openColumns(k.sparsity) || opts.BwdWS}
 }
 
 // bwdDQOrdered reports whether k's deterministic backward adds dQ in a
 // fixed order in maskc_attn_bwd_ordered (hipsrc.BwdDQOrderDefine) rather
-// than in maskc_attn_bwd_dq, which computes S and dP again per q tile: a
-// mask whose every term starts its column on a diagonal (diagonalColumns)
-// at a head dim some platform orders dQ at (hipsrc.BwdDQOrdersAt), with a
-// score that calls transcendental functions (not lightScore), whose
-// second evaluation costs the dQ kernel most; every diagonal mask under
-// Options.BwdDQOrder. Each kv tile waits there for the tiles after it to
-// have added a row; a column whose first row moves on with its key tile
-// meets each row about one step after the next tile (FlashAttention-3
-// orders its causal backward so), while columns that all start at row 0
-// (full attention, a prefix) would queue every kv tile at every row. On
-// the H100 (run 32d, deterministic fwd+bwd over Flex) causal+softcap ran
-// 0.784 against the dQ kernel's 0.664; causal 0.789 against 0.821,
-// sliding1024 0.763 / 0.777, dilated2048 0.822 / 0.863, causal+alibi
-// 0.725 / 0.749 and document 0.514 / 0.711 (one document's kv tiles all
-// start at its first row) ran slower.
+// than in maskc_attn_bwd_dq, which computes S and dP again per q tile, at a
+// head dim some platform orders dQ at (hipsrc.BwdDQOrdersAt):
+//   - every kernel on the warp-specialized backward without a mask or with
+//     open columns (bwdChoice), whose dQ writer waits for the turns off the
+//     consumers' path. On the H100 (gpu/NOTES.md run 39a, deterministic
+//     fwd+bwd over Flex, against the dQ kernel) full ran 1.136 / 0.858,
+//     causal 0.969 / 0.798, causal+softcap 0.944 / 0.670, prefix2048 0.820
+//     / 0.656 and causal+alibi 0.848 / 0.722: 0.95-0.99 of the atomic mode;
+//   - on the 64 x 64 tiles, a mask whose every term starts its column on a
+//     diagonal (diagonalColumns) with a score that calls transcendental
+//     functions (not lightScore), whose second evaluation costs the dQ
+//     kernel most: there each kv tile's warps wait for their turns
+//     themselves (run 32d: causal+softcap 0.784 against 0.664, but causal
+//     0.789 / 0.821, sliding1024 0.763 / 0.777);
+//   - under Options.BwdDQOrder, every diagonal mask and every kernel on the
+//     warp-specialized backward. Documents lose there: a document's kv
+//     tiles all start at its first row and queue there (0.428 / 0.683 on
+//     the warp-specialized kernel, run 39a; 0.514 / 0.711, run 32d).
 func bwdDQOrdered(k *Kernel, opts Options) bool {
+	if !hipsrc.BwdDQOrdersAt(k.HeadDim) {
+		return false
+	}
 	heavy := k.HasScore && !lightScore(k.Score)
-	return (heavy || opts.BwdDQOrder) && k.HasMask && diagonalColumns(k.sparsity) && hipsrc.BwdDQOrdersAt(k.HeadDim)
+	diagonal := k.HasMask && diagonalColumns(k.sparsity)
+	ws := bwdChoice(k, opts).WarpSpecialized && hipsrc.BwdWSAt(k.HeadDim)
+	open := !k.HasMask || openColumns(k.sparsity)
+	return (heavy && diagonal) || (ws && open) || (opts.BwdDQOrder && (diagonal || ws))
+}
+
+// openColumns reports whether every term of an analytic plan keeps a key's
+// column from its first row to the last query row: no bound above on q,
+// no segments, nothing left to the element (loose conditions, data
+// relations, remainders, block selections), so that every kv tile walks a
+// long column that holds no empty tile (causal, a prefix, their union).
+func openColumns(p sparsityPlan) bool {
+	if p.kind != SparsityAnalytic || len(p.disjuncts) == 0 {
+		return false
+	}
+	for _, d := range p.disjuncts {
+		if len(d.q.segs) > 0 || len(d.q.loose) > 0 || len(d.q.dataRel) > 0 || len(d.periods) > 0 || d.q.sel != nil {
+			return false
+		}
+		for _, s := range d.q.innerSteps {
+			if s.upper {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // diagonalColumns reports whether every term of an analytic plan bounds q

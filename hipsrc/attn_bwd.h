@@ -1568,7 +1568,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_MAIN_THREADS, MASKC_BWD_G
 }
 #endif
 
-#if MASKC_BWD_DQ_ORDER
+#if MASKC_BWD_DQ_ORDER && !MASKC_BWD_WS_ON
 // Deterministic mode's maskc_attn_bwd where the kernel orders dQ (above).
 extern "C" __global__ void __launch_bounds__(MASKC_BWD_MAIN_THREADS, MASKC_BWD_GROUPS == 1 ? 2 : 1)
     maskc_attn_bwd_ordered(const maskc_elem_t* __restrict__ Q, const maskc_elem_t* __restrict__ K,
@@ -1597,15 +1597,18 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_MAIN_THREADS, MASKC_BWD_G
 //     and V at the block's (b, kv head), Q and dO built again where the
 //     pair's head changes, into the other of two sets); where the engine
 //     cannot take the strides, or the multiprocessor's map slot is taken,
-//     the warp copies by cp.async. Its other three warps leave.
+//     the warp copies by cp.async. Its warp 1 is the dQ writer
+//     (maskc_bwd_ws_dq_writer): it adds each pair's dQ from shared memory to
+//     dq_acc by bulk reductions, in deterministic mode's turns under
+//     kOrdered. Its other two warps leave.
 //   - warpgroups 1 and 2, the consumers, own 64 keys each (as
 //     maskc_attn_bwd_main's two groups): S^T and dP^T, the element
 //     derivatives, dV += P^T.dO and dK += dS^T.Q from registers; then, after
 //     a named barrier that both groups' dS^T are stored, 64 columns each of
-//     the pair's dQ = dS.K over all 128 keys, added to dq_acc by bulk
-//     reductions. dS^T has two buffers, pair n writing buffer n % 2: a group
-//     reaches pair n + 2 only after the other has passed pair n + 1's
-//     barrier, and so finished pair n's dQ.
+//     the pair's dQ = dS.K over all 128 keys, into sDQ for the writer once it
+//     has read the last pair's. dS^T has two buffers, pair n writing buffer
+//     n % 2: a group reaches pair n + 2 only after the other has passed pair
+//     n + 1's barrier, and so finished pair n's dQ.
 // Stage s's "full" mbarrier completes when its copies have landed and every
 // producer lane has arrived after its stores (lane 0's arrival carries the
 // copy engine's transaction count; with cp.async each lane's copies arrive
@@ -1615,9 +1618,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_MAIN_THREADS, MASKC_BWD_G
 static_assert(MASKC_BWD_WG && MASKC_BWD_GROUPS == 2 && !MASKC_BWD_SPLIT_D && MASKC_BWD_BLOCK_N == 128 &&
                   MASKC_BWD_BLOCK_M == 64 && MASKC_HEAD_DIM <= 128,
               "the warp-specialized backward is two consumer warpgroups of 64 keys on 64-row Q and dO tiles");
-#if MASKC_BWD_DQ_ORDER
-#error "maskc: the warp-specialized backward has no ordered dQ (MASKC_BWD_DQ_ORDERED)"
-#endif
 #define MASKC_BWD_WS_THREADS (MASKC_BWD_MAIN_THREADS + 128)
 // setmaxnreg: the consumers' increase over the launch's registers
 // (MASKC_WS_LAUNCH_REGS) must be covered by the producer's decrease.
@@ -1626,8 +1626,14 @@ static_assert(MASKC_BWD_WG && MASKC_BWD_GROUPS == 2 && !MASKC_BWD_SPLIT_D && MAS
 static_assert(2 * (MASKC_BWD_WS_CONSUMER_REGS - MASKC_WS_LAUNCH_REGS) <= MASKC_WS_LAUNCH_REGS - MASKC_BWD_WS_PRODUCER_REGS,
               "the consumers' setmaxnreg.inc must be covered by the producer's setmaxnreg.dec");
 // The consumers' named barrier of a pair's dS^T stored (1 .. 4 are
-// maskc_bwd_rows_barrier's).
+// maskc_bwd_rows_barrier's), and the two between the consumers and the dQ
+// writer (the producer warpgroup's warp 1): sDQ holds a pair's dQ (FULL),
+// sDQ is free again (EMPTY), each of the consumers' threads and the
+// writer's.
 #define MASKC_BWD_WS_BAR_DS 5
+#define MASKC_BWD_WS_BAR_DQ_FULL 6
+#define MASKC_BWD_WS_BAR_DQ_EMPTY 7
+#define MASKC_BWD_WS_DQ_THREADS (MASKC_BWD_MAIN_THREADS + MASKC_WARP_SIZE)
 // Tensor-map slots, one per multiprocessor (one block of this kernel fits
 // one): K, V, then two sets of Q, dO.
 #define MASKC_BWD_WS_SLOTS 256
@@ -1640,19 +1646,64 @@ struct MaskcBwdWsPair {
   int h, qt, cls;
 };
 
-// maskc_bwd_walk_next's unordered walk with the class computed at each pair
-// (the producer's: it runs ahead of the consumers by the two stages).
+#if MASKC_BWD_DQ_ORDER
+// The ordered walk's q tiles [*lo, *end) of head h for kv tile kt
+// (maskc_bwd_order_tiles' envelope, computed by the producer warp alone,
+// every lane taking every kv tile: a q range may search a segments buffer
+// warp-collectively), and the counters of the q tiles before *lo counted.
+__device__ __forceinline__ void maskc_bwd_ws_order_tiles(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int h,
+                                                         int kt, int lane, int* lo, int* end) {
+  const int n_qt = (sh.Sq + MASKC_BWD_BLOCK_M - 1) / MASKC_BWD_BLOCK_M;
+  int first = n_qt, last = 0;
+#pragma unroll 1
+  for (int p = 0; p < (int)gridDim.x; ++p) {
+    int a, e;
+    maskc_bwd_q_tiles(sh, buf, b, h, p, &a, &e);
+    if (a < e) {
+      if (p >= kt) first = min(first, a);
+      if (p <= kt) last = max(last, e);
+    }
+  }
+  *lo = first;
+  *end = max(last, first);
+  const int lead = min(first * (MASKC_BWD_BLOCK_M / MASKC_BWD_SEM_ROWS), maskc_bwd_sem_chunks(sh));
+  for (int c = lane; c < lead; c += MASKC_WARP_SIZE) atomicAdd(maskc_bwd_sem_at(sh, b, h, c), 1u);
+}
+
+// A q tile the ordered walk passes without adding (class 0): its counters,
+// one per lane below BM / 16 of the producer warp, each in its turn.
+__device__ __forceinline__ void maskc_bwd_ws_sem_pass(const MaskcBwdShape& sh, int b, int h, int qt, int lane) {
+  const int c = qt * (MASKC_BWD_BLOCK_M / MASKC_BWD_SEM_ROWS) + lane;
+  if (lane < MASKC_BWD_BLOCK_M / MASKC_BWD_SEM_ROWS && c < maskc_bwd_sem_chunks(sh)) {
+    unsigned* const p = maskc_bwd_sem_at(sh, b, h, c);
+    maskc_bwd_sem_wait(p, blockIdx.x);
+    maskc_bwd_sem_count(p);
+  }
+  __syncwarp();
+}
+#endif
+
+// maskc_bwd_walk_next's walk with the class computed at each pair (the
+// producer's: it runs ahead of the consumers by the two stages); kOrdered:
+// the ordered dQ's (the envelope, and the turns of the q tiles it passes).
 // Called by the whole producer warp (a class may search a segments buffer
 // warp-collectively).
+template <bool kOrdered>
 __device__ __forceinline__ bool maskc_bwd_ws_walk_next(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int hkv,
-                                                       int k0, MaskcBwdWalk& w) {
+                                                       int k0, MaskcBwdWalk& w, int lane) {
   constexpr int BM = MASKC_BWD_BLOCK_M, BN = MASKC_BWD_BLOCK_N;
   const int group = sh.H / sh.HKV;
+  (void)lane;
   for (;;) {
     ++w.n;
     while (w.n >= w.len) {
       if (++w.h >= (hkv + 1) * group) return false;
-      maskc_bwd_q_tiles(sh, buf, b, w.h, k0 / BN, &w.lo, &w.qt_end);
+#if MASKC_BWD_DQ_ORDER
+      if (kOrdered)
+        maskc_bwd_ws_order_tiles(sh, buf, b, w.h, k0 / BN, lane, &w.lo, &w.qt_end);
+      else
+#endif
+        maskc_bwd_q_tiles(sh, buf, b, w.h, k0 / BN, &w.lo, &w.qt_end);
       w.n = 0;
       w.len = w.qt_end - w.lo;
     }
@@ -1663,7 +1714,47 @@ __device__ __forceinline__ bool maskc_bwd_ws_walk_next(const MaskcBwdShape& sh, 
     w.cls = maskc_bwd_tile_class(sh, buf, b, w.h, w.qt * BM, k0, BN);
 #endif
     if (w.cls != 0) return true;
+#if MASKC_BWD_DQ_ORDER
+    if (kOrdered) maskc_bwd_ws_sem_pass(sh, b, w.h, w.qt, lane);
+#endif
   }
+}
+
+// The dQ writer (the producer warpgroup's warp 1): for each pair the
+// consumers hand over in sDQ (its 64 rows, both groups' columns, in
+// maskc_bwd_dq_chunk_col's order) and *pair, one bulk reduction per 16 rows
+// into dq_acc by lanes 0 .. 3, sDQ given back once they have read it.
+// kOrdered: each lane's reduction waits for its rows' turn on dq_sem and is
+// counted once complete (maskc_bwd_ws_walk_next's turns). The consumers
+// never wait for a reduction; only for sDQ to be read.
+template <bool kOrdered>
+__device__ __forceinline__ void maskc_bwd_ws_dq_writer(const MaskcBwdShape& sh, const float* sDQ,
+                                                       const volatile MaskcBwdWsPair* pair, int b, int lane) {
+  constexpr int D = MASKC_HEAD_DIM, BM = MASKC_BWD_BLOCK_M, R = MASKC_BWD_SEM_ROWS;
+  static_assert(BM / R <= MASKC_WARP_SIZE && MASKC_BWD_WARPS * 16 == BM, "a lane per 16 rows of sDQ");
+  const int Sq = sh.Sq;
+  maskc_named_arrive(MASKC_BWD_WS_BAR_DQ_EMPTY, MASKC_BWD_WS_DQ_THREADS);  // sDQ starts free
+  for (;;) {
+    maskc_named_sync(MASKC_BWD_WS_BAR_DQ_FULL, MASKC_BWD_WS_DQ_THREADS);
+    const int h = pair->h, qt = pair->qt;
+    if (qt < 0) break;
+    const int qw = qt * BM + R * lane, nrows = min(R, Sq - qw);
+    const bool mine = lane < BM / R && nrows > 0;
+    unsigned* const sem = kOrdered && mine ? maskc_bwd_sem_at(sh, b, h, qw / R) : nullptr;
+    if (mine) {
+      if (kOrdered) maskc_bwd_sem_wait(sem, blockIdx.x);
+      maskc_bwd_bulk_add(sh.dq_acc + (((long long)b * sh.H + h) * Sq + qw) * D, sDQ + lane * (R * D),
+                         (unsigned)(nrows * D * 4));
+      maskc_bwd_bulk_wait_read();
+    }
+    __syncwarp();
+    maskc_named_arrive(MASKC_BWD_WS_BAR_DQ_EMPTY, MASKC_BWD_WS_DQ_THREADS);
+    if (kOrdered && mine) {
+      maskc_bwd_bulk_wait();
+      maskc_bwd_sem_count(sem);
+    }
+  }
+  maskc_bwd_bulk_wait();  // complete before the block ends
 }
 
 // Rows [row0, row0 + ROWS) of a [rows][D] matrix into the wgmma tile layout
@@ -1685,10 +1776,14 @@ __device__ __forceinline__ void maskc_bwd_ws_copy(maskc_elem_t* dst, const maskc
   maskc_copy_commit();
 }
 
-extern "C" __global__ void __launch_bounds__(MASKC_BWD_WS_THREADS, 1)
-    maskc_attn_bwd(const maskc_elem_t* __restrict__ Q, const maskc_elem_t* __restrict__ K,
-                   const maskc_elem_t* __restrict__ V, const maskc_elem_t* __restrict__ dO,
-                   maskc_elem_t* __restrict__ dK, maskc_elem_t* __restrict__ dV, MaskcBwdShape sh, MaskcBuffers buf) {
+// The kernel's body: maskc_attn_bwd's and, with kOrdered, deterministic
+// mode's maskc_attn_bwd_ordered, whose blocks take the kv tiles last first
+// and add dQ in the turns of maskc_bwd_ws_walk_next.
+template <bool kOrdered>
+__device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict__ Q, const maskc_elem_t* __restrict__ K,
+                                                  const maskc_elem_t* __restrict__ V, const maskc_elem_t* __restrict__ dO,
+                                                  maskc_elem_t* __restrict__ dK, maskc_elem_t* __restrict__ dV,
+                                                  const MaskcBwdShape& sh, const MaskcBuffers& buf) {
   extern __shared__ __attribute__((aligned(1024))) unsigned char maskc_bwd_smem[];
   constexpr int D = MASKC_HEAD_DIM, BM = MASKC_BWD_BLOCK_M, BN = MASKC_BWD_BLOCK_N;
   // Dynamic shared memory (hipsrc.BwdTile.SharedMemBytes with Producer): K
@@ -1700,10 +1795,11 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_WS_THREADS, 1)
   maskc_elem_t* const sQs = sV + BN * D;
   maskc_elem_t* const sdSs = sQs + 4 * BM * D;
   // The rest in static shared memory: dQ's staging (16 rows per warp of a
-  // group, as maskc_attn_bwd_main's), each stage's row data and pair, the
-  // mbarriers (full, empty of each stage; K and V's) and the producer's
-  // scratch for tensor maps.
+  // group, as maskc_attn_bwd_main's) and its pair, each stage's row data and
+  // pair, the mbarriers (full, empty of each stage; K and V's) and the
+  // producer's scratch for tensor maps.
   __shared__ __attribute__((aligned(128))) float sDQ[MASKC_BWD_WARPS * 16 * D];
+  __shared__ MaskcBwdWsPair sDQPair;
   __shared__ float sLse[2][BM], sDelta[2][BM];
   __shared__ MaskcMaskRow sMrow[2][BM];
   __shared__ MaskcScoreRow sSrow[2][BM];
@@ -1716,7 +1812,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_WS_THREADS, 1)
 #define MASKC_BWD_WS_EMPTY(s) (bars + 8 * (2 + (s)))
 #define MASKC_BWD_WS_KV (bars + 32)
   const int tid = threadIdx.x;
-  const int kt = blockIdx.x, hkv = blockIdx.y, b = blockIdx.z;
+  const int kt = kOrdered ? (int)gridDim.x - 1 - (int)blockIdx.x : (int)blockIdx.x, hkv = blockIdx.y, b = blockIdx.z;
   const int Sq = sh.Sq, Skv = sh.Skv, k0 = kt * BN;
   const long long nB = sh.B, nH = sh.H, nHKV = sh.HKV, nQ = sh.Sq, nKV = sh.Skv;
   (void)nB, (void)nH, (void)nHKV, (void)nQ, (void)nKV;
@@ -1749,7 +1845,11 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_WS_THREADS, 1)
   if (tid < 128) {
     // ------------------------------------------------------------ producer
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(MASKC_BWD_WS_PRODUCER_REGS));
-    if (tid >= 32) return;
+    if (tid >= 32) {
+      if (tid < 64 && sh.dq_acc != nullptr)
+        maskc_bwd_ws_dq_writer<kOrdered>(sh, sDQ, &sDQPair, b, tid - 32);
+      return;
+    }
     const int lane = tid;
     unsigned long long tm0 = 0;  // the slot's maps in global memory
     const maskc_u32 scratch = maskc_smem_addr(sScratch);
@@ -1778,7 +1878,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_WS_THREADS, 1)
     int maps_h = -1, set = 1;  // the head whose Q, dO maps set `set` holds
     int n = 0;
     for (;; ++n) {
-      const bool have = maskc_bwd_ws_walk_next(sh, buf, b, hkv, k0, w);
+      const bool have = maskc_bwd_ws_walk_next<kOrdered>(sh, buf, b, hkv, k0, w, lane);
       const int s = n & 1;
       // Stage s is free once the consumers are done with pair n - 2: then
       // every copy through the map set built two heads ago has landed too.
@@ -1868,6 +1968,11 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_WS_THREADS, 1)
     const MaskcBwdWsPair pair = sPair[s];
     if (pair.qt < 0) {
       maskc_mbar_arrive(MASKC_BWD_WS_EMPTY(s));
+      if (sh.dq_acc != nullptr) {  // the writer's end
+        maskc_named_sync(MASKC_BWD_WS_BAR_DQ_EMPTY, MASKC_BWD_WS_DQ_THREADS);
+        if (ctid == 0) sDQPair.qt = -1;
+        maskc_named_arrive(MASKC_BWD_WS_BAR_DQ_FULL, MASKC_BWD_WS_DQ_THREADS);
+      }
       break;
     }
     const int h = pair.h, q0 = pair.qt * BM, cls = pair.cls;
@@ -1984,11 +2089,10 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_WS_THREADS, 1)
     maskc_wg_wait();
     maskc_wg_fence_regs<MASKC_BACC(64)>(dq);
     maskc_mbar_arrive(MASKC_BWD_WS_EMPTY(s));  // Q, dO and the stage's rows are read
-    // The warp's 16 rows into sDQ (maskc_attn_bwd_main's chunk order), once
-    // the last pair's bulk reduction of them has read it, then one bulk
-    // reduction of the 16 rows of warp gw of both groups, by group 0's warp.
-    if (group == 0 && lane == 0) maskc_bwd_bulk_wait_read();
-    maskc_bwd_rows_barrier(gw);
+    // The group's columns of the pair's rows into sDQ (maskc_attn_bwd_main's
+    // chunk order, warp gw's 16 rows at gw * 16 * D) once the writer has
+    // read the last pair's, then handed to the writer.
+    maskc_named_sync(MASKC_BWD_WS_BAR_DQ_EMPTY, MASKC_BWD_WS_DQ_THREADS);
     if (nb < D / 64) {
       const int g = lane >> 2, t = lane & 3;
       float* const rows = sDQ + gw * (16 * D);
@@ -2000,18 +2104,16 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_WS_THREADS, 1)
         maskc_bwd_st4(rows + (g + 8) * D + chunk * 4, c[2], c[3], c[6], c[7]);
       }
     }
-    maskc_bwd_fence_async();
-    maskc_bwd_rows_barrier(gw);
-    const int qw = q0 + 16 * gw, nrows = min(16, Sq - qw);
-    if (group == 0 && lane == 0 && nrows > 0) {
-      const long long row0 = ((long long)b * sh.H + h) * Sq;
-      maskc_bwd_bulk_add(sh.dq_acc + (row0 + qw) * D, sDQ + gw * (16 * D), (unsigned)(nrows * D * 4));
+    if (ctid == 0) {
+      sDQPair.h = h;
+      sDQPair.qt = pair.qt;
     }
+    maskc_bwd_fence_async();  // the writer's bulk reductions read sDQ through the async proxy
+    maskc_named_arrive(MASKC_BWD_WS_BAR_DQ_FULL, MASKC_BWD_WS_DQ_THREADS);
   }
 #undef MASKC_BWD_WS_FULL
 #undef MASKC_BWD_WS_EMPTY
 #undef MASKC_BWD_WS_KV
-  if (lane == 0) maskc_bwd_bulk_wait();  // complete before the block ends
 #if MASKC_SCORE_GRAD_READS > 0
 #pragma unroll
   for (int r = 0; r < MASKC_SCORE_GRAD_READS; ++r) maskc_bufgrad_flush(sh, run, r);
@@ -2027,6 +2129,23 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_WS_THREADS, 1)
     }
   }
 }
+
+extern "C" __global__ void __launch_bounds__(MASKC_BWD_WS_THREADS, 1)
+    maskc_attn_bwd(const maskc_elem_t* __restrict__ Q, const maskc_elem_t* __restrict__ K,
+                   const maskc_elem_t* __restrict__ V, const maskc_elem_t* __restrict__ dO,
+                   maskc_elem_t* __restrict__ dK, maskc_elem_t* __restrict__ dV, MaskcBwdShape sh, MaskcBuffers buf) {
+  maskc_attn_bwd_ws<false>(Q, K, V, dO, dK, dV, sh, buf);
+}
+#if MASKC_BWD_DQ_ORDER
+// Deterministic mode's maskc_attn_bwd, dQ added in order (above).
+extern "C" __global__ void __launch_bounds__(MASKC_BWD_WS_THREADS, 1)
+    maskc_attn_bwd_ordered(const maskc_elem_t* __restrict__ Q, const maskc_elem_t* __restrict__ K,
+                           const maskc_elem_t* __restrict__ V, const maskc_elem_t* __restrict__ dO,
+                           maskc_elem_t* __restrict__ dK, maskc_elem_t* __restrict__ dV, MaskcBwdShape sh,
+                           MaskcBuffers buf) {
+  maskc_attn_bwd_ws<true>(Q, K, V, dO, dK, dV, sh, buf);
+}
+#endif
 #endif  // MASKC_BWD_WS_ON
 
 // The first kv tile after kt, before kt_end, that q tile q0 may see (its

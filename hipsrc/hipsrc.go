@@ -245,6 +245,17 @@ var bwdWSTiles = map[Platform]map[int]BwdTile{
 	NVIDIAWGMMA: {128: {64, 128, false, 2, false, true}},
 }
 
+// BwdWSAt reports whether some platform has the warp-specialized backward
+// at a head dim (bwdWSTiles).
+func BwdWSAt(headDim int) bool {
+	for _, tiles := range bwdWSTiles {
+		if _, ok := tiles[headDim]; ok {
+			return true
+		}
+	}
+	return false
+}
+
 // BwdChoice is what a kernel asks of the backward's tiles; a platform without
 // such a tile at the head dim gives its plain one (BwdTileOf).
 type BwdChoice struct {

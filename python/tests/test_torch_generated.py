@@ -319,15 +319,17 @@ def test_unmasked_backward_is_warp_specialized(env):
     """Attention without a mask (T5's bias; codegen's bwdChoice): on sm_90a at
     head dim 128 the main kernel is the warp-specialized one (a producer and
     two consumer warpgroups, 384 threads) on 128 keys with its own shared
-    memory (K, V, two Q and dO stages, two dS^T buffers), the dQ kernel one
-    warpgroup with less; the other platforms keep their tiles."""
+    memory (K, V, two Q and dO stages, two dS^T buffers), deterministic
+    mode's maskc_attn_bwd_ordered the same launch (dq_ordered), the dQ kernel
+    one warpgroup with less; the other platforms keep their tiles."""
     mt, drv, nv = env
     gen = mt.load(os.path.join(EXAMPLES, "t5_bias.flex")).attention("t5_encoder").generated()
     spec = gen.spec
     sm90 = spec.bwd_launch["nvidia-sm90a"]
     smem = 2 * (2 * 128 * 128 + 4 * 64 * 128 + 2 * 128 * 64)
-    assert sm90 == (64, 128, 128, smem, 384, 82432, False)
+    assert sm90 == (64, 128, 128, smem, 384, 82432, True)
     assert sm90.entry("maskc_attn_bwd") == (384, smem) and sm90.entry("maskc_attn_bwd_dq") == (128, 82432)
+    assert sm90.entry("maskc_attn_bwd_ordered") == (384, smem) and sm90.ordered(True) and not sm90.ordered(False)
     assert sm90.entry("maskc_attn_bwd_pre") == (128, 0)
     assert spec.bwd_launch["amd"] == (32, 64, 256, 57600, 256, 57600, False)
     sizes = dict(B=2, H=8, HKV=2, Sq=1000, Skv=1000)
