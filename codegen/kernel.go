@@ -472,20 +472,23 @@ func firstNonEmpty(xs ...string) string {
 }
 
 // bwdChoice is the backward tile k asks for (hipsrc.BwdTileOf): the
-// warp-specialized kernel's for a kernel without a mask or with open
-// columns (openColumns: causal, a prefix, and scores on them), whose kv
-// tiles walk long columns, or for every kernel under Options.BwdWS. On the
-// H100 (gpu/NOTES.md run 39a, forward + backward over Flex, against the
-// 64 x 64 tiles) causal ran 1.019 against 0.916, causal+softcap 0.970 /
-// 0.933, full 1.147 / 1.159 (the same kernel but its dQ writer),
-// prefix2048 0.862 / 0.878 and causal+alibi 0.863 / 0.884; with the
-// ordered dQ in deterministic mode (bwdDQOrdered) prefix2048 0.820 /
-// 0.707 and causal+alibi 0.848 / 0.765. Short columns lost: a 1024-key
-// window 0.817 / 0.924, dilated windows 0.915 / 0.954, documents (whose
-// ordered dQ queues every kv tile of a document at its first row) 0.428 /
-// 0.730 deterministic.
+// warp-specialized kernel's for a kernel without a mask, or whose columns
+// run from the diagonal to the last row (openColumns and diagonalColumns:
+// causal, and scores on it), whose kv tiles walk long columns; for every
+// kernel under Options.BwdWS. On the H100 (gpu/NOTES.md runs 39a-c,
+// forward + backward over Flex, against the 64 x 64 tiles) causal ran
+// 1.00-1.03 against 0.90-0.92, causal+softcap 0.97 / 0.93, causal+alibi
+// 0.86-0.88 / 0.85-0.88, full 1.15-1.16 on both (the same kernel but its
+// dQ writer); with the ordered dQ in deterministic mode (bwdDQOrdered)
+// 0.94-0.98 of the atomic mode. A prefix's columns, which start at row 0
+// for its first keys, lost 2-7% in the atomic mode (0.85 / 0.88-0.91)
+// though its ordered dQ ran 1.15x the dQ kernel; short columns lost more:
+// a 1024-key window 0.82 / 0.92, dilated windows 0.92 / 0.95, documents
+// (whose ordered dQ queues every kv tile of a document at its first row)
+// 0.43 / 0.73 deterministic (run 39a).
 func bwdChoice(k *Kernel, opts Options) hipsrc.BwdChoice {
-	return hipsrc.BwdChoice{WarpSpecialized: !k.HasMask || openColumns(k.sparsity) || opts.BwdWS}
+	causal := openColumns(k.sparsity) && diagonalColumns(k.sparsity)
+	return hipsrc.BwdChoice{WarpSpecialized: !k.HasMask || causal || opts.BwdWS}
 }
 
 // bwdDQOrdered reports whether k's deterministic backward adds dQ in a
@@ -496,8 +499,9 @@ func bwdChoice(k *Kernel, opts Options) hipsrc.BwdChoice {
 //     open columns (bwdChoice), whose dQ writer waits for the turns off the
 //     consumers' path. On the H100 (gpu/NOTES.md run 39a, deterministic
 //     fwd+bwd over Flex, against the dQ kernel) full ran 1.136 / 0.858,
-//     causal 0.969 / 0.798, causal+softcap 0.944 / 0.670, prefix2048 0.820
-//     / 0.656 and causal+alibi 0.848 / 0.722: 0.95-0.99 of the atomic mode;
+//     causal 0.969 / 0.798, causal+softcap 0.944 / 0.670, prefix2048 (under
+//     Options.BwdWS) 0.820 / 0.656 and causal+alibi 0.848 / 0.722: 0.95-0.99
+//     of the atomic mode;
 //   - on the 64 x 64 tiles, a mask whose every term starts its column on a
 //     diagonal (diagonalColumns) with a score that calls transcendental
 //     functions (not lightScore), whose second evaluation costs the dQ
