@@ -17,8 +17,10 @@
 #       (memcheck, racecheck) on $SANITIZE (kernel names, default none) of
 #       the checked build. Logs under $OUT (default /tmp/maskc-bwd-ws).
 #   Other builds: $WS_BUILD (default .devbin/bws) is the one checked,
-#   $WS_VARIANTS (default "ws=.devbin/bws") bwd_bench's variants, $DENSE
-#   (default "dense dense-ws") the dense builds under .devbin.
+#   $WS_VARIANTS (default "ws=.devbin/bws") bwd_bench's variants against
+#   $BWD_MAIN (default .devbin/bmain) at $HEAD_DIM (default the kernels'
+#   own, 128), $DENSE (default "dense dense-ws") the dense builds under
+#   .devbin.
 set -u
 cd "$(dirname "$0")/.."
 case "${1:-}" in
@@ -47,7 +49,7 @@ run)
 	if [ $rc = 0 ]; then
 		vs=()
 		for v in ${WS_VARIANTS:-ws=.devbin/bws}; do vs+=(--variant "$v"); done
-		timeout "${BENCH_TIMEOUT:-200}" python3 gpu/bwd_bench.py --generated .devbin/bmain "${vs[@]}" \
+		timeout "${BENCH_TIMEOUT:-200}" python3 gpu/bwd_bench.py --generated "${BWD_MAIN:-.devbin/bmain}" "${vs[@]}" ${HEAD_DIM:+--head-dim "$HEAD_DIM"} \
 			--rounds "${ROUNDS:-2}" --out "$OUT/ws_bench.jsonl" >"$OUT/ws_bench.txt" 2>&1
 		echo "bwd_bench.py main / ws: exit $? [$(el) s]"
 		grep -E "^(full|causal|sliding|prefix|document|dilated)" "$OUT/ws_bench.txt" | grep -v split | cut -c1-130 | tail -40

@@ -177,9 +177,10 @@
 #else
 #define MASKC_BWD_DQ_ORDER 0
 #endif
-// MASKC_BWD_WS: maskc_attn_bwd is the warp-specialized sm_90a kernel (below,
-// an experiment that codegen writes into the source, codegen.Options.BwdWS;
-// its launch takes hipsrc.BwdTile.Producer's block and shared memory).
+// MASKC_BWD_WS: maskc_attn_bwd (and maskc_attn_bwd_ordered) is the
+// warp-specialized sm_90a kernel (below; codegen writes it into the source,
+// codegen.bwdChoice; its launch takes hipsrc.BwdTile.Producer's block and
+// shared memory).
 #if defined(MASKC_BWD_WS) && MASKC_BWD_WS && MASKC_BWD_WG
 #define MASKC_BWD_WS_ON 1
 #else
@@ -1582,8 +1583,9 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_MAIN_THREADS, MASKC_BWD_G
 #if MASKC_BWD_WS_ON
 // ---------------------------------------------------------------------------
 // The warp-specialized sm_90a backward (MASKC_BWD_WS, which codegen writes
-// into the backward source of a kernel without a mask at head dim 128, and
-// of every such kernel under codegen.Options.BwdWS), in the structure of
+// into the backward source of a kernel at head dim 128 without a mask or
+// whose columns run from the diagonal to the last row, and of every such
+// kernel under codegen.Options.BwdWS), in the structure of
 // FlashAttention-3's backward (hopper/mainloop_bwd_sm90_tma_gmma_ws.hpp). A
 // block of three warpgroups owns the 128 keys of kv tile blockIdx.x of
 // (batch blockIdx.z, kv head blockIdx.y):
@@ -1605,8 +1607,8 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_MAIN_THREADS, MASKC_BWD_G
 //     maskc_attn_bwd_main's two groups): S^T and dP^T, the element
 //     derivatives, dV += P^T.dO and dK += dS^T.Q from registers; then, after
 //     a named barrier that both groups' dS^T are stored, 64 columns each of
-//     the pair's dQ = dS.K over all 128 keys, into sDQ for the writer once it
-//     has read the last pair's. dS^T has two buffers, pair n writing buffer
+//     the pair's dQ = dS.K over all 128 keys, into sDQ for the writer once
+//     it has read the last pair's. dS^T has two buffers, pair n writing buffer
 //     n % 2: a group reaches pair n + 2 only after the other has passed pair
 //     n + 1's barrier, and so finished pair n's dQ.
 // Stage s's "full" mbarrier completes when its copies have landed and every
@@ -1614,10 +1616,14 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_MAIN_THREADS, MASKC_BWD_G
 // copy engine's transaction count; with cp.async each lane's copies arrive
 // too); its "empty" mbarrier when every consumer thread has arrived after
 // its reads. (One arrival per warp, after the others' accesses only by
-// program order, is what compute-sanitizer's racecheck cannot follow.)
+// program order, is what compute-sanitizer's racecheck cannot follow.) sDQ
+// has a full and an empty mbarrier the same way: every consumer thread
+// arrives after its stores, every writer lane after its reads (a named
+// barrier's bar.arrive, which racecheck does not take as ordering them,
+// showed hazards on sDQ's pair there).
 static_assert(MASKC_BWD_WG && MASKC_BWD_GROUPS == 2 && !MASKC_BWD_SPLIT_D && MASKC_BWD_BLOCK_N == 128 &&
-                  MASKC_BWD_BLOCK_M == 64 && MASKC_HEAD_DIM <= 128,
-              "the warp-specialized backward is two consumer warpgroups of 64 keys on 64-row Q and dO tiles");
+                  MASKC_BWD_BLOCK_M == 64 && MASKC_HEAD_DIM == 128,
+              "the warp-specialized backward is two consumer warpgroups of 64 keys on 64-row Q and dO tiles, D = 128");
 #define MASKC_BWD_WS_THREADS (MASKC_BWD_MAIN_THREADS + 128)
 // setmaxnreg: the consumers' increase over the launch's registers
 // (MASKC_WS_LAUNCH_REGS) must be covered by the producer's decrease.
@@ -1626,14 +1632,8 @@ static_assert(MASKC_BWD_WG && MASKC_BWD_GROUPS == 2 && !MASKC_BWD_SPLIT_D && MAS
 static_assert(2 * (MASKC_BWD_WS_CONSUMER_REGS - MASKC_WS_LAUNCH_REGS) <= MASKC_WS_LAUNCH_REGS - MASKC_BWD_WS_PRODUCER_REGS,
               "the consumers' setmaxnreg.inc must be covered by the producer's setmaxnreg.dec");
 // The consumers' named barrier of a pair's dS^T stored (1 .. 4 are
-// maskc_bwd_rows_barrier's), and the two between the consumers and the dQ
-// writer (the producer warpgroup's warp 1): sDQ holds a pair's dQ (FULL),
-// sDQ is free again (EMPTY), each of the consumers' threads and the
-// writer's.
+// maskc_bwd_rows_barrier's).
 #define MASKC_BWD_WS_BAR_DS 5
-#define MASKC_BWD_WS_BAR_DQ_FULL 6
-#define MASKC_BWD_WS_BAR_DQ_EMPTY 7
-#define MASKC_BWD_WS_DQ_THREADS (MASKC_BWD_MAIN_THREADS + MASKC_WARP_SIZE)
 // Tensor-map slots, one per multiprocessor (one block of this kernel fits
 // one): K, V, then two sets of Q, dO.
 #define MASKC_BWD_WS_SLOTS 256
@@ -1724,18 +1724,20 @@ __device__ __forceinline__ bool maskc_bwd_ws_walk_next(const MaskcBwdShape& sh, 
 // consumers hand over in sDQ (its 64 rows, both groups' columns, in
 // maskc_bwd_dq_chunk_col's order) and *pair, one bulk reduction per 16 rows
 // into dq_acc by lanes 0 .. 3, sDQ given back once they have read it.
-// kOrdered: each lane's reduction waits for its rows' turn on dq_sem and is
-// counted once complete (maskc_bwd_ws_walk_next's turns). The consumers
-// never wait for a reduction; only for sDQ to be read.
+// Handover m completes mbarrier full (every consumer thread arrives after
+// its stores) in phase m; every lane of the writer arrives on empty after
+// its reads. kOrdered: each lane's reduction waits for its rows' turn on
+// dq_sem and is counted once complete (maskc_bwd_ws_walk_next's turns). The
+// consumers never wait for a reduction; only for sDQ to be read.
 template <bool kOrdered>
 __device__ __forceinline__ void maskc_bwd_ws_dq_writer(const MaskcBwdShape& sh, const float* sDQ,
-                                                       const volatile MaskcBwdWsPair* pair, int b, int lane) {
+                                                       const MaskcBwdWsPair* pair, maskc_u32 full, maskc_u32 empty,
+                                                       int b, int lane) {
   constexpr int D = MASKC_HEAD_DIM, BM = MASKC_BWD_BLOCK_M, R = MASKC_BWD_SEM_ROWS;
   static_assert(BM / R <= MASKC_WARP_SIZE && MASKC_BWD_WARPS * 16 == BM, "a lane per 16 rows of sDQ");
   const int Sq = sh.Sq;
-  maskc_named_arrive(MASKC_BWD_WS_BAR_DQ_EMPTY, MASKC_BWD_WS_DQ_THREADS);  // sDQ starts free
-  for (;;) {
-    maskc_named_sync(MASKC_BWD_WS_BAR_DQ_FULL, MASKC_BWD_WS_DQ_THREADS);
+  for (int m = 0;; ++m) {
+    maskc_mbar_wait(full, m & 1);
     const int h = pair->h, qt = pair->qt;
     if (qt < 0) break;
     const int qw = qt * BM + R * lane, nrows = min(R, Sq - qw);
@@ -1747,8 +1749,7 @@ __device__ __forceinline__ void maskc_bwd_ws_dq_writer(const MaskcBwdShape& sh, 
                          (unsigned)(nrows * D * 4));
       maskc_bwd_bulk_wait_read();
     }
-    __syncwarp();
-    maskc_named_arrive(MASKC_BWD_WS_BAR_DQ_EMPTY, MASKC_BWD_WS_DQ_THREADS);
+    maskc_mbar_arrive(empty);
     if (kOrdered && mine) {
       maskc_bwd_bulk_wait();
       maskc_bwd_sem_count(sem);
@@ -1796,21 +1797,23 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
   maskc_elem_t* const sdSs = sQs + 4 * BM * D;
   // The rest in static shared memory: dQ's staging (16 rows per warp of a
   // group, as maskc_attn_bwd_main's) and its pair, each stage's row data and
-  // pair, the mbarriers (full, empty of each stage; K and V's) and the
-  // producer's scratch for tensor maps.
+  // pair, the mbarriers (full, empty of each stage; K and V's; sDQ's full
+  // and empty) and the producer's scratch for tensor maps.
   __shared__ __attribute__((aligned(128))) float sDQ[MASKC_BWD_WARPS * 16 * D];
   __shared__ MaskcBwdWsPair sDQPair;
   __shared__ float sLse[2][BM], sDelta[2][BM];
   __shared__ MaskcMaskRow sMrow[2][BM];
   __shared__ MaskcScoreRow sSrow[2][BM];
   __shared__ MaskcBwdWsPair sPair[2];
-  __shared__ __attribute__((aligned(8))) unsigned long long sBars[5];
+  __shared__ __attribute__((aligned(8))) unsigned long long sBars[7];
   __shared__ __attribute__((aligned(128))) unsigned char sScratch[2 * 128];
   if ((maskc_smem_addr(maskc_bwd_smem) & 1023) != 0) __trap();  // the descriptors need it
   const maskc_u32 bars = maskc_smem_addr(sBars);
 #define MASKC_BWD_WS_FULL(s) (bars + 8 * (s))
 #define MASKC_BWD_WS_EMPTY(s) (bars + 8 * (2 + (s)))
 #define MASKC_BWD_WS_KV (bars + 32)
+#define MASKC_BWD_WS_DQ_FULL (bars + 40)
+#define MASKC_BWD_WS_DQ_EMPTY (bars + 48)
   const int tid = threadIdx.x;
   const int kt = kOrdered ? (int)gridDim.x - 1 - (int)blockIdx.x : (int)blockIdx.x, hkv = blockIdx.y, b = blockIdx.z;
   const int Sq = sh.Sq, Skv = sh.Skv, k0 = kt * BN;
@@ -1839,6 +1842,8 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
       maskc_mbar_init(MASKC_BWD_WS_EMPTY(s), MASKC_BWD_MAIN_THREADS);  // every consumer thread
     }
     maskc_mbar_init(MASKC_BWD_WS_KV, tma ? 1 : 32);
+    maskc_mbar_init(MASKC_BWD_WS_DQ_FULL, MASKC_BWD_MAIN_THREADS);  // every consumer thread
+    maskc_mbar_init(MASKC_BWD_WS_DQ_EMPTY, 32);                     // every writer lane
   }
   tma = __syncthreads_or(tma) != 0;
 
@@ -1847,7 +1852,7 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(MASKC_BWD_WS_PRODUCER_REGS));
     if (tid >= 32) {
       if (tid < 64 && sh.dq_acc != nullptr)
-        maskc_bwd_ws_dq_writer<kOrdered>(sh, sDQ, &sDQPair, b, tid - 32);
+        maskc_bwd_ws_dq_writer<kOrdered>(sh, sDQ, &sDQPair, MASKC_BWD_WS_DQ_FULL, MASKC_BWD_WS_DQ_EMPTY, b, tid - 32);
       return;
     }
     const int lane = tid;
@@ -1968,10 +1973,10 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
     const MaskcBwdWsPair pair = sPair[s];
     if (pair.qt < 0) {
       maskc_mbar_arrive(MASKC_BWD_WS_EMPTY(s));
-      if (sh.dq_acc != nullptr) {  // the writer's end
-        maskc_named_sync(MASKC_BWD_WS_BAR_DQ_EMPTY, MASKC_BWD_WS_DQ_THREADS);
+      if (sh.dq_acc != nullptr) {  // the writer's end: handover n
+        maskc_mbar_wait(MASKC_BWD_WS_DQ_EMPTY, (n & 1) ^ 1);
         if (ctid == 0) sDQPair.qt = -1;
-        maskc_named_arrive(MASKC_BWD_WS_BAR_DQ_FULL, MASKC_BWD_WS_DQ_THREADS);
+        maskc_mbar_arrive(MASKC_BWD_WS_DQ_FULL);
       }
       break;
     }
@@ -2066,34 +2071,31 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
       maskc_mbar_arrive(MASKC_BWD_WS_EMPTY(s));  // Q, dO and the stage's rows are read
       continue;
     }
-    // dQ rows q0 .. q0 + 63, the group's 64 columns (block nb = group of D;
-    // at D = 64 group 1 has none) = dS.K over the tile's BN keys, once both
-    // groups' dS^T are stored.
+    // dQ rows q0 .. q0 + 63, the group's 64 columns (block nb = group of D)
+    // = dS.K over the tile's BN keys, once both groups' dS^T are stored.
     maskc_named_sync(MASKC_BWD_WS_BAR_DS, MASKC_BWD_MAIN_THREADS);
     const int nb = group;
     float dq[MASKC_BACC(64)];
 #pragma unroll
     for (int i = 0; i < MASKC_BACC(64); ++i) dq[i] = 0.f;
-    if (nb < D / 64) {  // uniform in the group
-      maskc_wg_fence_regs<MASKC_BACC(64)>(dq);
-      maskc_wg_fence();
+    maskc_wg_fence_regs<MASKC_BACC(64)>(dq);
+    maskc_wg_fence();
 #pragma unroll
-      for (int kk = 0; kk < BN / 16; ++kk) {
-        // keys kk*16 .. +15: 16 rows of 128 bytes in dS^T [BN][64] and in
-        // K's column block nb; 8-row groups at 1024 bytes.
-        maskc_bwd_wgmma_tt_n64<MASKC_DT>(dq, maskc_wg_desc(sdS + kk * 16 * 64, BN * 128, 1024),
-                                         maskc_wg_desc(sK + nb * (BN * 64) + kk * 16 * 64, BN * 128, 1024));
-      }
-      maskc_wg_commit();
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      // keys kk*16 .. +15: 16 rows of 128 bytes in dS^T [BN][64] and in
+      // K's column block nb; 8-row groups at 1024 bytes.
+      maskc_bwd_wgmma_tt_n64<MASKC_DT>(dq, maskc_wg_desc(sdS + kk * 16 * 64, BN * 128, 1024),
+                                       maskc_wg_desc(sK + nb * (BN * 64) + kk * 16 * 64, BN * 128, 1024));
     }
+    maskc_wg_commit();
     maskc_wg_wait();
     maskc_wg_fence_regs<MASKC_BACC(64)>(dq);
     maskc_mbar_arrive(MASKC_BWD_WS_EMPTY(s));  // Q, dO and the stage's rows are read
     // The group's columns of the pair's rows into sDQ (maskc_attn_bwd_main's
     // chunk order, warp gw's 16 rows at gw * 16 * D) once the writer has
-    // read the last pair's, then handed to the writer.
-    maskc_named_sync(MASKC_BWD_WS_BAR_DQ_EMPTY, MASKC_BWD_WS_DQ_THREADS);
-    if (nb < D / 64) {
+    // read the last pair's, then handed to the writer (handover n).
+    maskc_mbar_wait(MASKC_BWD_WS_DQ_EMPTY, (n & 1) ^ 1);
+    {
       const int g = lane >> 2, t = lane & 3;
       float* const rows = sDQ + gw * (16 * D);
 #pragma unroll
@@ -2109,11 +2111,13 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
       sDQPair.qt = pair.qt;
     }
     maskc_bwd_fence_async();  // the writer's bulk reductions read sDQ through the async proxy
-    maskc_named_arrive(MASKC_BWD_WS_BAR_DQ_FULL, MASKC_BWD_WS_DQ_THREADS);
+    maskc_mbar_arrive(MASKC_BWD_WS_DQ_FULL);
   }
 #undef MASKC_BWD_WS_FULL
 #undef MASKC_BWD_WS_EMPTY
 #undef MASKC_BWD_WS_KV
+#undef MASKC_BWD_WS_DQ_FULL
+#undef MASKC_BWD_WS_DQ_EMPTY
 #if MASKC_SCORE_GRAD_READS > 0
 #pragma unroll
   for (int r = 0; r < MASKC_SCORE_GRAD_READS; ++r) maskc_bufgrad_flush(sh, run, r);
