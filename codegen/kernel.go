@@ -54,10 +54,11 @@ type Options struct {
 	// BwdWS gives every kernel's sm_90a backward at head dim 128 the
 	// warp-specialized maskc_attn_bwd (hipsrc.BwdChoice.WarpSpecialized: a
 	// producer warpgroup copying Q and dO by the bulk tensor copy engine
-	// for two consumer warpgroups on 128 keys), which bwdChoice gives
-	// kernels without a mask, but where the deterministic dQ is ordered: an
-	// experiment for masks (cmd/genkernels -bwd-ws, gpu/bwd_ws.sh), which
-	// lost 4-15% on those with short columns (run 38).
+	// for two consumer warpgroups on 128 keys, and a dQ writer), which
+	// bwdChoice gives kernels without a mask or with causal columns: an
+	// experiment for the other masks (cmd/genkernels -bwd-ws,
+	// gpu/bwd_ws.sh), which lost 2-12% on prefixes and short columns (runs
+	// 38, 39).
 	BwdWS bool
 }
 

@@ -229,17 +229,18 @@ var bwdTiles = map[Platform]map[int]BwdTile{
 // bwdWSTiles are the tiles of the warp-specialized backward (BwdTile.Producer,
 // BwdChoice.WarpSpecialized), where a platform has it: on sm_90a at head dim
 // 128, two consumer warpgroups of 64 keys each share the 64-row Q and dO
-// tiles of a 128-key program, which a producer warpgroup copies
-// (FlashAttention-3's backward; K, V, two Q and dO stages and two dS^T
-// buffers: 160 KiB of dynamic shared memory, 32 KiB of static dQ staging,
-// one block per SM). On the H100 (gpu/NOTES.md run 38c) forward + backward
-// of full attention ran 1.20x as fast as on the same 128-key tile without
-// the producer (the wide tile it replaced), 0.73-0.81 of cuDNN at S = 2048
-// to 32768 against 0.63-0.69; masks with short columns (a 1024-key window,
-// a 2048-token prefix, documents, dilated windows, ALiBi) 0.87-0.98x as fast
-// as on the 64 x 64 tiles, which keep two blocks per SM; at head dim 64,
-// where one consumer group computes all of dQ, causal 0.92-0.98x (run 38b).
-// codegen takes it for kernels without a mask (codegen.bwdChoice), every
+// tiles of a 128-key program, which a producer warp copies, and a writer
+// warp adds their dQ (FlashAttention-3's backward; K, V, two Q and dO
+// stages and two dS^T buffers: 160 KiB of dynamic shared memory, 32 KiB of
+// static dQ staging, one block per SM). On the H100 (gpu/NOTES.md runs 38c,
+// 39c) forward + backward of full attention ran 1.20x as fast as on the
+// same 128-key tile without the producer (the wide tile it replaced),
+// causal 1.09x as fast as on the 64 x 64 tiles; masks with short columns
+// (a 1024-key window, documents, dilated windows) and prefixes 0.88-0.98x,
+// which keep the 64 x 64 tiles and their two blocks per SM. At head dim 64
+// causal ran 0.92-0.98x, with one consumer group computing all of dQ (run
+// 38b) or each group half of its sum (run 39d). codegen takes it for
+// kernels without a mask or with causal columns (codegen.bwdChoice), every
 // kernel under codegen.Options.BwdWS.
 var bwdWSTiles = map[Platform]map[int]BwdTile{
 	NVIDIAWGMMA: {128: {64, 128, false, 2, false, true}},
