@@ -90,7 +90,7 @@ func TestBackwardReadsRefusedBeforeLaunch(t *testing.T) {
 	}
 	fb := fake.New()
 	launches := 0
-	for _, e := range append([]string{runtime.AttentionEntry, runtime.TileFlagsEntry}, hipsrc.BwdEntryNames()...) {
+	for _, e := range append([]string{runtime.AttentionEntry, runtime.TileFlagsEntry}, hipsrc.BwdEntryNamesFor(true)...) {
 		fb.Register(e, func(_ *fake.Backend, l fake.Launch) error { launches++; return nil })
 	}
 	d := runtime.NewDevice(fb, runtime.Options{DisableCache: true})

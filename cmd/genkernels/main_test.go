@@ -212,7 +212,7 @@ func TestPythonHarnessReadsManifest(t *testing.T) {
 
 // TestManifestBackward: every kernel's backward source is written beside
 // its forward and the manifest describes how to launch it (the soft-capped
-// window's with the ordered deterministic dQ).
+// causal layer's warp-specialized, with the ordered deterministic dQ).
 func TestManifestBackward(t *testing.T) {
 	dir := t.TempDir()
 	var stdout, stderr strings.Builder
@@ -233,17 +233,19 @@ func TestManifestBackward(t *testing.T) {
 			t.Fatal(err)
 		}
 		body := strings.TrimRight(string(src), "\n")
-		wide := hipsrc.BwdChoice{WarpSpecialized: !k.HasMask} // codegen's bwdChoice: the warp-specialized backward without a mask
+		// codegen's bwdChoice: the warp-specialized backward without a mask
+		// or with causal columns (the soft-capped causal layer); its ordered
+		// deterministic dQ (bwdDQOrdered) in the source, its entries and its
+		// launch together. Documents and the lookup table's columns end.
+		causal := k.ID == "capped_layer"
+		wide := hipsrc.BwdChoice{WarpSpecialized: !k.HasMask || causal}
 		tiles, err := hipsrc.BwdTileDefines(k.HeadDim, wide)
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The ordered deterministic dQ (codegen's bwdDQOrdered: a diagonal
-		// mask with a transcendental score) is in the source, its entries and
-		// its launch together; never without a score.
 		ordered := k.BwdLaunch[hipsrc.NVIDIAWGMMA.String()].DQOrdered
-		if ordered != (k.ID == "capped_layer") {
-			t.Errorf("%s: dq_ordered %v (only the soft-capped window's score is transcendental)", k.ID, ordered)
+		if ordered != causal {
+			t.Errorf("%s: dq_ordered %v, want %v", k.ID, ordered, causal)
 		}
 		if ordered {
 			tiles += hipsrc.BwdDQOrderDefine

@@ -121,89 +121,99 @@ func cpuBackward(t *testing.T, fb *fake.Backend, file, name string, fault bwdFau
 		return decodeBuffer("f32", raw), nil
 	}
 	fb.Register(hipsrc.BwdPreEntry, func(*fake.Backend, fake.Launch) error { return nil })
-	fb.Register(hipsrc.BwdMainEntry, func(mem *fake.Backend, l fake.Launch) error {
-		sh := fake.Param[abiBwdShape](l.Params, 6)
-		bufs := fake.Param[abiBuffers](l.Params, 7)
-		B, H, HKV, Sq, Skv := int(sh.B), int(sh.H), int(sh.HKV), int(sh.Sq), int(sh.Skv)
-		q, err := readHalf(mem, fake.Param[uintptr](l.Params, 0), sh.QStride, B, H, Sq)
-		if err != nil {
-			return err
-		}
-		kk, _ := readHalf(mem, fake.Param[uintptr](l.Params, 1), sh.KStride, B, HKV, Skv)
-		v, _ := readHalf(mem, fake.Param[uintptr](l.Params, 2), sh.VStride, B, HKV, Skv)
-		dO, err := readHalf(mem, fake.Param[uintptr](l.Params, 3), sh.DOStride, B, H, Sq)
-		if err != nil {
-			return err
-		}
-		env := &eval.Env{B: int64(B), H: int64(H), HKV: int64(HKV), Q: int64(Sq), KV: int64(Skv), Buffers: map[string]*eval.Tensor{}}
-		for i, b := range k.Buffers {
-			n := bufs.Dim[i][0] * bufs.Dim[i][1]
-			raw, err := mem.Bytes(backend.DevicePtr(bufs.Ptr[i]), n*int64(host.ElemSize(b.DType)))
+	// maskc_attn_bwd and, where dQ is ordered, maskc_attn_bwd_ordered
+	// (ordered): the float64 backward, dQ into dq_acc when it is given.
+	main := func(ordered bool) func(mem *fake.Backend, l fake.Launch) error {
+		return func(mem *fake.Backend, l fake.Launch) error {
+			sh := fake.Param[abiBwdShape](l.Params, 6)
+			bufs := fake.Param[abiBuffers](l.Params, 7)
+			B, H, HKV, Sq, Skv := int(sh.B), int(sh.H), int(sh.HKV), int(sh.Sq), int(sh.Skv)
+			q, err := readHalf(mem, fake.Param[uintptr](l.Params, 0), sh.QStride, B, H, Sq)
 			if err != nil {
 				return err
 			}
-			dims := []int{int(bufs.Dim[i][0])}
-			if len(u.Program.Buffer(b.Name).Dims) == 2 {
-				dims = append(dims, int(bufs.Dim[i][1]))
-			}
-			env.Buffers[b.Name] = &eval.Tensor{Dims: dims, Data: decodeBuffer(b.DType, raw)}
-		}
-		s := spec
-		s.Env, s.Scale = env, float64(sh.Scale)
-		if sh.Sink != 0 {
-			if s.Sink, err = floats(mem, sh.Sink, H); err != nil {
-				return err
-			}
-		}
-		var dLSE *eval.Tensor
-		if sh.DLSE != 0 {
-			d, err := floats(mem, sh.DLSE, B*H*Sq)
+			kk, _ := readHalf(mem, fake.Param[uintptr](l.Params, 1), sh.KStride, B, HKV, Skv)
+			v, _ := readHalf(mem, fake.Param[uintptr](l.Params, 2), sh.VStride, B, HKV, Skv)
+			dO, err := readHalf(mem, fake.Param[uintptr](l.Params, 3), sh.DOStride, B, H, Sq)
 			if err != nil {
 				return err
 			}
-			dLSE = &eval.Tensor{Dims: []int{B, H, Sq}, Data: d}
-		}
-		g, err := eval.AttentionBackward(s, gf, q, kk, v, dO, dLSE)
-		if err != nil {
-			return err
-		}
-		last = g
-		calls++
-		add := 0.0
-		if fault == bwdFaultPerturbDK {
-			add = 0.5
-		}
-		if err := writeHalf(mem, fake.Param[uintptr](l.Params, 4), sh.DKStride, g.DK, add); err != nil {
-			return err
-		}
-		if err := writeHalf(mem, fake.Param[uintptr](l.Params, 5), sh.DVStride, g.DV, 0); err != nil {
-			return err
-		}
-		if sh.DQAcc != 0 {
-			raw, err := mem.Bytes(backend.DevicePtr(sh.DQAcc), int64(4*len(g.DQ.Data)))
+			env := &eval.Env{B: int64(B), H: int64(H), HKV: int64(HKV), Q: int64(Sq), KV: int64(Skv), Buffers: map[string]*eval.Tensor{}}
+			for i, b := range k.Buffers {
+				n := bufs.Dim[i][0] * bufs.Dim[i][1]
+				raw, err := mem.Bytes(backend.DevicePtr(bufs.Ptr[i]), n*int64(host.ElemSize(b.DType)))
+				if err != nil {
+					return err
+				}
+				dims := []int{int(bufs.Dim[i][0])}
+				if len(u.Program.Buffer(b.Name).Dims) == 2 {
+					dims = append(dims, int(bufs.Dim[i][1]))
+				}
+				env.Buffers[b.Name] = &eval.Tensor{Dims: dims, Data: decodeBuffer(b.DType, raw)}
+			}
+			s := spec
+			s.Env, s.Scale = env, float64(sh.Scale)
+			if sh.Sink != 0 {
+				if s.Sink, err = floats(mem, sh.Sink, H); err != nil {
+					return err
+				}
+			}
+			var dLSE *eval.Tensor
+			if sh.DLSE != 0 {
+				d, err := floats(mem, sh.DLSE, B*H*Sq)
+				if err != nil {
+					return err
+				}
+				dLSE = &eval.Tensor{Dims: []int{B, H, Sq}, Data: d}
+			}
+			g, err := eval.AttentionBackward(s, gf, q, kk, v, dO, dLSE)
 			if err != nil {
 				return err
 			}
-			for i, x := range g.DQ.Data {
-				binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(float32(x)))
+			last = g
+			calls++
+			add := 0.0
+			if fault == bwdFaultPerturbDK {
+				add = 0.5
 			}
-		}
-		for i, b := range k.Buffers {
-			if sh.DBuf[i] == 0 {
-				continue
-			}
-			d := g.DBufs[b.Name]
-			raw, err := mem.Bytes(backend.DevicePtr(sh.DBuf[i]), int64(8*len(d.Data)))
-			if err != nil {
+			if err := writeHalf(mem, fake.Param[uintptr](l.Params, 4), sh.DKStride, g.DK, add); err != nil {
 				return err
 			}
-			for j, x := range d.Data {
-				old := int64(binary.LittleEndian.Uint64(raw[8*j:]))
-				binary.LittleEndian.PutUint64(raw[8*j:], uint64(old+int64(math.Round(x*hipsrc.BwdFixOne))))
+			if err := writeHalf(mem, fake.Param[uintptr](l.Params, 5), sh.DVStride, g.DV, 0); err != nil {
+				return err
 			}
+			if sh.DQAcc != 0 {
+				raw, err := mem.Bytes(backend.DevicePtr(sh.DQAcc), int64(4*len(g.DQ.Data)))
+				if err != nil {
+					return err
+				}
+				drift := 0.0
+				if fault == bwdFaultDrift && ordered {
+					drift = float64(calls) * 1e-2
+				}
+				for i, x := range g.DQ.Data {
+					binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(float32(x+drift)))
+				}
+			}
+			for i, b := range k.Buffers {
+				if sh.DBuf[i] == 0 {
+					continue
+				}
+				d := g.DBufs[b.Name]
+				raw, err := mem.Bytes(backend.DevicePtr(sh.DBuf[i]), int64(8*len(d.Data)))
+				if err != nil {
+					return err
+				}
+				for j, x := range d.Data {
+					old := int64(binary.LittleEndian.Uint64(raw[8*j:]))
+					binary.LittleEndian.PutUint64(raw[8*j:], uint64(old+int64(math.Round(x*hipsrc.BwdFixOne))))
+				}
+			}
+			return nil
 		}
-		return nil
-	})
+	}
+	fb.Register(hipsrc.BwdMainEntry, main(false))
+	fb.Register(hipsrc.BwdMainOrderedEntry, main(true))
 	fb.Register(hipsrc.BwdDQEntry, func(mem *fake.Backend, l fake.Launch) error {
 		sh := fake.Param[abiBwdShape](l.Params, 5)
 		drift := 0.0
