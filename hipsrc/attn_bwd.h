@@ -1560,26 +1560,6 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
   }
 }
 
-#if !MASKC_BWD_WS_ON  // else the warp-specialized kernel below
-extern "C" __global__ void __launch_bounds__(MASKC_BWD_MAIN_THREADS, MASKC_BWD_GROUPS == 1 ? 2 : 1)
-    maskc_attn_bwd(const maskc_elem_t* __restrict__ Q, const maskc_elem_t* __restrict__ K,
-                   const maskc_elem_t* __restrict__ V, const maskc_elem_t* __restrict__ dO,
-                   maskc_elem_t* __restrict__ dK, maskc_elem_t* __restrict__ dV, MaskcBwdShape sh, MaskcBuffers buf) {
-  maskc_attn_bwd_main<false>(Q, K, V, dO, dK, dV, sh, buf);
-}
-#endif
-
-#if MASKC_BWD_DQ_ORDER && !MASKC_BWD_WS_ON
-// Deterministic mode's maskc_attn_bwd where the kernel orders dQ (above).
-extern "C" __global__ void __launch_bounds__(MASKC_BWD_MAIN_THREADS, MASKC_BWD_GROUPS == 1 ? 2 : 1)
-    maskc_attn_bwd_ordered(const maskc_elem_t* __restrict__ Q, const maskc_elem_t* __restrict__ K,
-                           const maskc_elem_t* __restrict__ V, const maskc_elem_t* __restrict__ dO,
-                           maskc_elem_t* __restrict__ dK, maskc_elem_t* __restrict__ dV, MaskcBwdShape sh,
-                           MaskcBuffers buf) {
-  maskc_attn_bwd_main<true>(Q, K, V, dO, dK, dV, sh, buf);
-}
-#endif
-
 #if MASKC_BWD_WS_ON
 // ---------------------------------------------------------------------------
 // The warp-specialized sm_90a backward (MASKC_BWD_WS, which codegen writes
@@ -2134,23 +2114,37 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
   }
 }
 
-extern "C" __global__ void __launch_bounds__(MASKC_BWD_WS_THREADS, 1)
+#endif  // MASKC_BWD_WS_ON
+
+// The main kernel's entry points on sm_90a: maskc_attn_bwd and, where the
+// kernel orders dQ, deterministic mode's maskc_attn_bwd_ordered, one body
+// (kOrdered its template argument): the warp-specialized kernel's where
+// codegen asks for it, else maskc_attn_bwd_main's, at that kernel's launch
+// bounds.
+#if MASKC_BWD_WS_ON
+#define MASKC_BWD_MAIN_BOUNDS __launch_bounds__(MASKC_BWD_WS_THREADS, 1)
+#define MASKC_BWD_MAIN_BODY maskc_attn_bwd_ws
+#else
+#define MASKC_BWD_MAIN_BOUNDS __launch_bounds__(MASKC_BWD_MAIN_THREADS, MASKC_BWD_GROUPS == 1 ? 2 : 1)
+#define MASKC_BWD_MAIN_BODY maskc_attn_bwd_main
+#endif
+extern "C" __global__ void MASKC_BWD_MAIN_BOUNDS
     maskc_attn_bwd(const maskc_elem_t* __restrict__ Q, const maskc_elem_t* __restrict__ K,
                    const maskc_elem_t* __restrict__ V, const maskc_elem_t* __restrict__ dO,
                    maskc_elem_t* __restrict__ dK, maskc_elem_t* __restrict__ dV, MaskcBwdShape sh, MaskcBuffers buf) {
-  maskc_attn_bwd_ws<false>(Q, K, V, dO, dK, dV, sh, buf);
+  MASKC_BWD_MAIN_BODY<false>(Q, K, V, dO, dK, dV, sh, buf);
 }
 #if MASKC_BWD_DQ_ORDER
-// Deterministic mode's maskc_attn_bwd, dQ added in order (above).
-extern "C" __global__ void __launch_bounds__(MASKC_BWD_WS_THREADS, 1)
+extern "C" __global__ void MASKC_BWD_MAIN_BOUNDS
     maskc_attn_bwd_ordered(const maskc_elem_t* __restrict__ Q, const maskc_elem_t* __restrict__ K,
                            const maskc_elem_t* __restrict__ V, const maskc_elem_t* __restrict__ dO,
                            maskc_elem_t* __restrict__ dK, maskc_elem_t* __restrict__ dV, MaskcBwdShape sh,
                            MaskcBuffers buf) {
-  maskc_attn_bwd_ws<true>(Q, K, V, dO, dK, dV, sh, buf);
+  MASKC_BWD_MAIN_BODY<true>(Q, K, V, dO, dK, dV, sh, buf);
 }
 #endif
-#endif  // MASKC_BWD_WS_ON
+#undef MASKC_BWD_MAIN_BOUNDS
+#undef MASKC_BWD_MAIN_BODY
 
 // The first kv tile after kt, before kt_end, that q tile q0 may see (its
 // class in *cls); kt_end when none. kv_lo, kv_hi: maskc_kv_range of the q
