@@ -122,6 +122,12 @@ def main():
             defines[name] = harness.parse_defines(switches.split(","))
         else:
             variants.append((v.split("=", 1)[0], v.split("=", 1)[1], vcases))
+    names = [vn for vn, _, _ in variants]
+    if len(set(names)) != len(names):
+        # The kernels are keyed by variant name: a second "main" (or any
+        # repeated name) would silently replace the first one's (run 39g).
+        sys.exit("bwd_bench: variant names must differ from each other and from the base build's \"main\": %s"
+                 % ", ".join(names[1:]))
     # A variant directory with a manifest of its own launches its kernels as
     # that manifest says (its backward's tiles and blocks may differ).
     vspec = {}
