@@ -497,8 +497,9 @@ func bwdChoice(k *Kernel, opts Options) hipsrc.BwdChoice {
 // than in maskc_attn_bwd_dq, which computes S and dP again per q tile, at a
 // head dim some platform orders dQ at (hipsrc.BwdDQOrdersAt):
 //   - every kernel on the warp-specialized backward without a mask or with
-//     open columns (bwdChoice), whose dQ writer waits for the turns off the
-//     consumers' path. On the H100 (gpu/NOTES.md run 39a, deterministic
+//     open columns (bwdChoice), whose dQ writer takes the turns and waits
+//     for each reduction to complete, the consumers waiting only until it
+//     has read their staging buffer. On the H100 (gpu/NOTES.md run 39a, deterministic
 //     fwd+bwd over Flex, against the dQ kernel) full ran 1.136 / 0.858,
 //     causal 0.969 / 0.798, causal+softcap 0.944 / 0.670, prefix2048 (under
 //     Options.BwdWS) 0.820 / 0.656 and causal+alibi 0.848 / 0.722: 0.95-0.99
