@@ -114,12 +114,9 @@
 
 // On sm_90a (MASKC_NV_WGMMA) maskc_attn_bwd and maskc_attn_bwd_dq are
 // warpgroup-MMA kernels (MASKC_BWD_WG; 4 warps are one warpgroup, and
-// maskc_attn_bwd is MASKC_BWD_GROUPS of them), at every head dim; 0 below
-// builds the mma.sync kernels there instead (a source edit, experiments).
-#define MASKC_BWD_USE_WGMMA 1
-// MASKC_BWD_WG_BATCH: the wgmma kernel issues S^T with dP^T and dV with dK
-// as one commit group each (0: one wait per product).
-#define MASKC_BWD_WG_BATCH 1
+// maskc_attn_bwd is MASKC_BWD_GROUPS of them), at every head dim. The wgmma
+// maskc_attn_bwd issues S^T with dP^T and dV with dK as one commit group
+// each.
 // The wgmma maskc_attn_bwd adds dQ into dq_acc by bulk reductions: each
 // warp stores its 16 rows of the tile's dQ to shared memory and adds them
 // with one cp.reduce.async.bulk ... add.f32 (as FlashAttention-3's dQ
@@ -131,29 +128,11 @@
 // stores), which maskc_attn_bwd_dq_convert undoes. Converting dQ inside this
 // kernel, by the last warp to add to each 16 rows, was tried and removed
 // (docs/kernel-decisions.md, "dQ converted in the main kernel").
-// MASKC_BWD_LPT N > 0: the wgmma kernels take their tiles longest first
-// within groups of N (batch, head) pairs of consecutive blocks:
-// maskc_attn_bwd's kv tile index is the slowest-varying part of the block's
-// linear index inside a group (kv tile 0, seen by the most q tiles under
-// causal-like masks, of the group's heads first), maskc_attn_bwd_dq's q tile
-// the slowest, in reverse. Same programs, other launch order. 0: grid order,
-// one head's tiles together. Over all 32 pairs of the benchmark on the H200:
-// fwd+bwd 0.60 against 0.76-0.81 on full (concurrent blocks of 32 heads share
-// no Q, dO tiles in L2), -5% on sliding1024 and prefix2048, +4-7% on
-// causal+softcap and deterministic causal and document (docs/kernel-decisions.md).
-#define MASKC_BWD_LPT 0
-// MASKC_BWD_KVSTAGES 2: the wgmma maskc_attn_bwd_dq keeps two K/V stages (the
-// second in 32 KiB of static shared memory) and copies the next kv tile
-// during the current one (1: one stage, each copy waited for at once).
-#define MASKC_BWD_KVSTAGES 2
-// MASKC_BWD_ELEM_SELECT: the score's derivative is computed on every element
-// and selected where P = 0, and the buffer-gradient run is kept with one
-// rarely taken branch per read (a new element), so that the per-element
-// loop has no data-dependent control flow in the common case (0: the
-// derivative and the run only under P != 0; +4-11% fwd+bwd on causal+softcap
-// and causal+alibi with 1 on the H200).
-#define MASKC_BWD_ELEM_SELECT 1
-#if defined(MASKC_PLATFORM_NVIDIA) && MASKC_NV_WGMMA && MASKC_BWD_USE_WGMMA && MASKC_HEAD_DIM <= MASKC_BWD_WG_MAX_HEAD_DIM
+// The wgmma maskc_attn_bwd_dq keeps two K/V stages (the second in 32 KiB
+// of static shared memory) and copies the next kv tile during the current
+// one. Blocks take their tiles in grid order, one head's tiles together
+// (longest first within groups of heads lost, docs/kernel-decisions.md).
+#if defined(MASKC_PLATFORM_NVIDIA) && MASKC_NV_WGMMA && MASKC_HEAD_DIM <= MASKC_BWD_WG_MAX_HEAD_DIM
 #define MASKC_BWD_WG 1
 #else
 #define MASKC_BWD_WG 0
@@ -657,10 +636,13 @@ __device__ __forceinline__ float maskc_bwd_elem_core(const MaskcBwdShape& sh, bo
   const float p = keep && lse != maskc_neg_inf() ? maskc_exp2((y - lse) * MASKC_LOG2E) : 0.f;
   const float dy = p * (dp - delta);
   float dx = dy;
-#if defined(MASKC_HAS_SCORE) && MASKC_BWD_ELEM_SELECT
+#if defined(MASKC_HAS_SCORE)
   {
     // Every element's derivative (the generated reads are guarded, as the
-    // score's own), kept where P != 0: dx = dy on the others, as below.
+    // score's own), kept where P != 0 (dx = dy on the others), and the
+    // buffer-gradient run kept with one rarely taken branch per read (a new
+    // element): the per-element loop has no data-dependent control flow in
+    // the common case.
     const bool on = p != 0.f;
 #if MASKC_SCORE_GRAD_READS > 0
     MaskcScoreGradRead reads[MASKC_SCORE_GRAD_READS];
@@ -682,27 +664,6 @@ __device__ __forceinline__ float maskc_bwd_elem_core(const MaskcBwdShape& sh, bo
 #else
     const float g = grad(x, nullptr);
     dx = on ? dy * g : dy;
-#endif
-  }
-#elif defined(MASKC_HAS_SCORE)
-  if (p != 0.f) {
-#if MASKC_SCORE_GRAD_READS > 0
-    MaskcScoreGradRead reads[MASKC_SCORE_GRAD_READS];
-    dx = dy * grad(x, reads);
-    if (run != nullptr) {
-#pragma unroll
-      for (int r = 0; r < MASKC_SCORE_GRAD_READS; ++r) {
-        if (reads[r].slot < 0) continue;
-        if (maskc_score_grad_read_axes(r) != 0 && (reads[r].slot != run->slot[r] || reads[r].idx != run->idx[r])) {
-          maskc_bufgrad_flush(sh, *run, r);
-          run->slot[r] = reads[r].slot;
-          run->idx[r] = reads[r].idx;
-        }
-        run->sum[r] += dy * reads[r].d;
-      }
-    }
-#else
-    dx = dy * grad(x, nullptr);
 #endif
   }
 #endif
@@ -990,19 +951,6 @@ __device__ __forceinline__ void maskc_bwd_load_wg(maskc_elem_t* dst, const maskc
   }
 }
 
-// The block's (tile, pair) under MASKC_BWD_LPT: blocks start in linear
-// order (x fastest); inside each group of MASKC_BWD_LPT (b, head) pairs the
-// tile index x is the slowest part, so tile 0 of every pair of the group
-// starts first. *t is the tile, *z the pair (y + gridDim.y * z).
-__device__ __forceinline__ void maskc_bwd_lpt_block(int* t, int* z) {
-  const int nx = gridDim.x, nz = gridDim.y * gridDim.z;
-  const int lin = blockIdx.x + nx * (blockIdx.y + gridDim.y * blockIdx.z);
-  const int g = lin / (nx * MASKC_BWD_LPT), r = lin % (nx * MASKC_BWD_LPT);
-  const int gsize = min(MASKC_BWD_LPT, nz - g * MASKC_BWD_LPT);
-  *t = r / gsize;
-  *z = g * MASKC_BWD_LPT + r % gsize;
-}
-
 // The walk of one kv tile: (query head, q tile) pairs of the kv head's
 // group in order, each head's q tiles narrowed to the closed-form q range
 // of the tile's columns, tiles of class 0 skipped.
@@ -1256,16 +1204,9 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
   constexpr int GM = MASKC_BWD_GROUP_M, GD = MASKC_BWD_GROUP_D;
   static_assert(!MASKC_BWD_SPLIT_D || GD == 128, "a split warpgroup's dK, dV columns are one m64n128 product");
   constexpr int NT = MASKC_BWD_MAIN_THREADS;
-#if MASKC_BWD_LPT
-  static_assert(!kOrdered, "the ordered dQ takes kv tiles last first, not longest first");
-  int kt, z;
-  maskc_bwd_lpt_block(&kt, &z);
-  const int hkv = z % gridDim.y, b = z / gridDim.y;
-#else
   // Ordered: kv tiles last first, so that the programs a turn waits for
   // started before it.
   const int kt = kOrdered ? (int)(gridDim.x - 1 - blockIdx.x) : (int)blockIdx.x, hkv = blockIdx.y, b = blockIdx.z;
-#endif
   const int Sq = sh.Sq, Skv = sh.Skv, k0 = kt * BN;
 
   maskc_bwd_load_wg<BN, NT>(sK, K + b * sh.k_stride[0] + hkv * sh.k_stride[1], sh.k_stride[2], k0, Skv, tid);
@@ -1282,14 +1223,6 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
   for (int i = 0; i < MASKC_BACC(GD); ++i) dk[i] = dv[i] = 0.f;
   MaskcBufGradRun run;
   maskc_bufgrad_init(run);
-#if !MASKC_BWD_WG_BATCH
-  static_assert(MASKC_BWD_GROUPS == 1, "the unbatched products are one warpgroup's");
-  MaskcQFrag<D> kfrag, vfrag;  // the MMA's A rows: the whole K and V tiles
-  kfrag.sQ = sK;
-  kfrag.dblock = BN * 64;
-  vfrag.sQ = sV;
-  vfrag.dblock = BN * 64;
-#endif
 
   MaskcBwdWalk w;
   w.h = hkv * (sh.H / sh.HKV) - 1;
@@ -1359,7 +1292,6 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
     float st[MASKC_BACC(GM)], dpt[MASKC_BACC(GM)];
 #pragma unroll
     for (int i = 0; i < MASKC_BACC(GM); ++i) st[i] = dpt[i] = 0.f;
-#if MASKC_BWD_WG_BATCH
     // Both products in one commit group: K-major descriptors as maskc_mma_qk
     // (the group's rows of Q, dO: GM rows from row qg, whole 8-row groups).
     maskc_wg_fence_regs<MASKC_BACC(GM)>(st);
@@ -1377,10 +1309,6 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
     maskc_wg_wait();
     maskc_wg_fence_regs<MASKC_BACC(GM)>(st);
     maskc_wg_fence_regs<MASKC_BACC(GM)>(dpt);
-#else
-    maskc_mma_qk<MASKC_DT, D, BM>(st, kfrag, sQ, lane);
-    maskc_mma_qk<MASKC_DT, D, BM>(dpt, vfrag, sdO, lane);
-#endif
 #pragma unroll
     for (int i = 0; i < MASKC_BACC(GM); ++i) {
       const int kr = 16 * kw + maskc_bacc_row<GM>(lane, i), qc = qg + maskc_bacc_col<GM>(lane, i);
@@ -1433,7 +1361,7 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
       maskc_wg_fence_regs<MASKC_BACC(GD)>(dv);
       maskc_wg_fence_regs<MASKC_BACC(GD)>(dk);
     }
-#elif MASKC_BWD_WG_BATCH
+#else
     {
       // dV += P^T . dO and dK += dS^T . Q in one commit group, A from
       // registers (as maskc_mma_pv), dO and Q MN-major.
@@ -1460,9 +1388,6 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
       maskc_wg_fence_regs<MASKC_BACC(D)>(dv);
       maskc_wg_fence_regs<MASKC_BACC(D)>(dk);
     }
-#else
-    maskc_mma_pv<MASKC_DT, D, BM>(dv, st, sdO, lane);  // dV += P^T . dO
-    maskc_mma_pv<MASKC_DT, D, BM>(dk, dpt, sQ, lane);  // dK += dS^T . Q
 #endif
 #if MASKC_BWD_DQ_BULK
     // The previous bulk reductions have read sDQ (before the barrier, after
@@ -2211,15 +2136,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
   (void)pos;
 
   const int tid = threadIdx.x, warp = tid / MASKC_WARP_SIZE, lane = tid % MASKC_WARP_SIZE;
-#if MASKC_BWD_LPT
-  // q tiles last first: the last (the most kv tiles under causal-like
-  // masks) of every pair of the group starts first.
-  int t, z;
-  maskc_bwd_lpt_block(&t, &z);
-  const int qt = gridDim.x - 1 - t, h = z % gridDim.y, b = z / gridDim.y;
-#else
   const int qt = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
-#endif
   const int Sq = sh.Sq, Skv = sh.Skv, q0 = qt * BM;
   const int hkv = h / (sh.H / sh.HKV);
   const long long row0 = ((long long)b * sh.H + h) * Sq;
@@ -2265,7 +2182,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
   }
   int cls = 0;
   int kt = maskc_bwd_next_kt(sh, buf, b, h, q0, kt_begin - 1, kt_end, kv_lo, kv_hi, &cls);
-#if MASKC_BWD_KVSTAGES == 2
   // Stage 1's K and V tiles.
   __shared__ __attribute__((aligned(1024))) maskc_elem_t maskc_bwd_kv1[2 * BN * D];
   if ((maskc_smem_addr(maskc_bwd_kv1) & 1023) != 0) __trap();
@@ -2275,13 +2191,11 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
     maskc_bwd_load_wg<BN>(sV, Vp, sh.v_stride[2], kt * BN, Skv, tid);
     maskc_copy_commit();
   }
-#endif
   while (kt < kt_end) {
     const int k0 = kt * BN;
     __syncthreads();  // every warp's MMAs on the previous K, V are done
     MASKC_BWD_READ_COLS(kt)
     int next_cls = 0;
-#if MASKC_BWD_KVSTAGES == 2
     maskc_elem_t* const cK = stage ? maskc_bwd_kv1 : sK;
     maskc_elem_t* const cV = stage ? maskc_bwd_kv1 + BN * D : sV;
     // The next tile's copies into the other stage (its last readers, the
@@ -2295,23 +2209,12 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
     maskc_copy_commit();
     asm volatile("cp.async.wait_group 1;" ::: "memory");
     maskc_bwd_fence_async();
-#else
-    maskc_elem_t* const cK = sK;
-    maskc_elem_t* const cV = sV;
-    maskc_bwd_load_wg<BN>(sK, Kp, sh.k_stride[2], k0, Skv, tid);
-    maskc_bwd_load_wg<BN>(sV, Vp, sh.v_stride[2], k0, Skv, tid);
-    maskc_copy_commit();
-    maskc_copy_wait_all();
-#endif
     __syncthreads();
     float s[MASKC_BACC(BN)], dp[MASKC_BACC(BN)];
 #pragma unroll
     for (int i = 0; i < MASKC_BACC(BN); ++i) s[i] = dp[i] = 0.f;
     maskc_mma_qk<MASKC_DT, D, BN>(s, qfrag, cK, lane);
     maskc_mma_qk<MASKC_DT, D, BN>(dp, dofrag, cV, lane);
-#if MASKC_BWD_KVSTAGES != 2
-    const int next_kt = maskc_bwd_next_kt(sh, buf, b, h, q0, kt, kt_end, kv_lo, kv_hi, &next_cls);
-#endif
 #pragma unroll
     for (int i = 0; i < MASKC_BACC(BN); ++i) {
       const int qr = 16 * warp + maskc_bacc_row<BN>(lane, i), kc = maskc_bacc_col<BN>(lane, i);
@@ -2331,9 +2234,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
     maskc_mma_pv<MASKC_DT, D, BN>(dq, s, cK, lane);  // dQ += dS . K
     kt = next_kt;
     cls = next_cls;
-#if MASKC_BWD_KVSTAGES == 2
     stage ^= 1;
-#endif
   }
 #undef MASKC_BWD_READ_COLS
   maskc_copy_wait_all();
