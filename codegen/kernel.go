@@ -499,11 +499,11 @@ func bwdChoice(k *Kernel, opts Options) hipsrc.BwdChoice {
 //   - every kernel on the warp-specialized backward without a mask or with
 //     open columns (bwdChoice), whose dQ writer takes the turns and waits
 //     for each reduction to complete, the consumers waiting only until it
-//     has read their staging buffer. On the H100 (gpu/NOTES.md run 39a, deterministic
-//     fwd+bwd over Flex, against the dQ kernel) full ran 1.136 / 0.858,
-//     causal 0.969 / 0.798, causal+softcap 0.944 / 0.670, prefix2048 (under
-//     Options.BwdWS) 0.820 / 0.656 and causal+alibi 0.848 / 0.722: 0.95-0.99
-//     of the atomic mode;
+//     has read their staging buffer. On the H100 (gpu/NOTES.md run 39a,
+//     deterministic fwd+bwd over Flex, against the dQ kernel) full ran
+//     1.136 / 0.858, causal 0.969 / 0.798, causal+softcap 0.944 / 0.670,
+//     prefix2048 (under Options.BwdWS) 0.820 / 0.656 and causal+alibi
+//     0.848 / 0.722: 0.95-0.99 of the atomic mode;
 //   - on the 64 x 64 tiles, a mask whose every term starts its column on a
 //     diagonal (diagonalColumns) with a score that calls transcendental
 //     functions (not lightScore), whose second evaluation costs the dQ
