@@ -1150,6 +1150,25 @@ __device__ __forceinline__ void maskc_bwd_issue_q(const MaskcBwdShape& sh, const
   }
 }
 
+// Runs elements(partial), a tile's element loop, inlined once with partial
+// true (class 1: the mask is evaluated per element) and once with it false
+// (class 2: every pair in range is kept), chosen by the tile's class
+// (uniform in the warpgroup): a tile that the mask keeps whole runs no mask
+// code, not even predicated off (the loop's mask evaluation, if-converted,
+// took issue slots on every tile).
+template <class Elements>
+__device__ __forceinline__ void maskc_bwd_by_class(int cls, const Elements& elements) {
+#if defined(MASKC_HAS_MASK)
+  if (cls != 2) {
+    elements(true);
+    return;
+  }
+#else
+  (void)cls;
+#endif
+  elements(false);
+}
+
 // dK, dV (and dQ's additions, buffer gradients) per kv tile: the main loop
 // of maskc_attn_bwd and, with kOrdered, of maskc_attn_bwd_ordered.
 template <bool kOrdered>
@@ -1309,23 +1328,27 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
     maskc_wg_wait();
     maskc_wg_fence_regs<MASKC_BACC(GM)>(st);
     maskc_wg_fence_regs<MASKC_BACC(GM)>(dpt);
+    const auto elements = [&](bool partial) {
 #pragma unroll
-    for (int i = 0; i < MASKC_BACC(GM); ++i) {
-      const int kr = 16 * kw + maskc_bacc_row<GM>(lane, i), qc = qg + maskc_bacc_col<GM>(lane, i);
-      const int q = q0 + qc, kv = k0 + kr, sl = (i >> 1) & 1;  // sl: the lane's key slot of element i
-      bool keep = q < Sq && kv < Skv;
+      for (int i = 0; i < MASKC_BACC(GM); ++i) {
+        const int kr = 16 * kw + maskc_bacc_row<GM>(lane, i), qc = qg + maskc_bacc_col<GM>(lane, i);
+        const int q = q0 + qc, kv = k0 + kr, sl = (i >> 1) & 1;  // sl: the lane's key slot of element i
+        bool keep = q < Sq && kv < Skv;
 #if defined(MASKC_HAS_MASK)
-      if (keep && cls != 2)
-        keep = maskc_bwd_mask_rc(sh, buf, pos,
-                                 kRowsShared ? sMrow[qc] : maskc_mask_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q)),
-                                 mcol[sl], b, h, maskc_nonneg(q), maskc_nonneg(kv));
+        if (partial && keep)
+          keep = maskc_bwd_mask_rc(
+              sh, buf, pos, kRowsShared ? sMrow[qc] : maskc_mask_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q)),
+              mcol[sl], b, h, maskc_nonneg(q), maskc_nonneg(kv));
 #endif
-      float ds;
-      const MaskcScoreRow& srow = kRowsShared ? sSrow[qc] : maskc_score_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q));
-      st[i] = maskc_bwd_elem_pos(sh, buf, pos, b, h, q, kv, keep, st[i], dpt[i], sLse[qc], sDelta[qc], &ds, &run, srow,
-                                 scol[sl]);
-      dpt[i] = ds;
-    }
+        float ds;
+        const MaskcScoreRow& srow =
+            kRowsShared ? sSrow[qc] : maskc_score_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q));
+        st[i] = maskc_bwd_elem_pos(sh, buf, pos, b, h, q, kv, keep, st[i], dpt[i], sLse[qc], sDelta[qc], &ds, &run, srow,
+                                   scol[sl]);
+        dpt[i] = ds;
+      }
+    };
+    maskc_bwd_by_class(cls, elements);
     // dS^T to shared memory for dQ (pairs of adjacent columns); the
     // deterministic mode's dQ kernel computes its own. Split by the head
     // dim, P^T and dS^T are dV's and dK's A operands too.
@@ -1920,20 +1943,23 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
     maskc_wg_wait();
     maskc_wg_fence_regs<MASKC_BACC(BM)>(st);
     maskc_wg_fence_regs<MASKC_BACC(BM)>(dpt);
+    const auto elements = [&](bool partial) {
 #pragma unroll
-    for (int i = 0; i < MASKC_BACC(BM); ++i) {
-      const int kr = 16 * warp + maskc_bacc_row<BM>(lane, i), qc = maskc_bacc_col<BM>(lane, i);
-      const int q = q0 + qc, kv = k0 + kr, sl = (i >> 1) & 1;  // sl: the lane's key slot of element i
-      bool keep = q < Sq && kv < Skv;
+      for (int i = 0; i < MASKC_BACC(BM); ++i) {
+        const int kr = 16 * warp + maskc_bacc_row<BM>(lane, i), qc = maskc_bacc_col<BM>(lane, i);
+        const int q = q0 + qc, kv = k0 + kr, sl = (i >> 1) & 1;  // sl: the lane's key slot of element i
+        bool keep = q < Sq && kv < Skv;
 #if defined(MASKC_HAS_MASK)
-      if (keep && cls != 2)
-        keep = maskc_bwd_mask_rc(sh, buf, pos, sMrow[s][qc], mcol[sl], b, h, maskc_nonneg(q), maskc_nonneg(kv));
+        if (partial && keep)
+          keep = maskc_bwd_mask_rc(sh, buf, pos, sMrow[s][qc], mcol[sl], b, h, maskc_nonneg(q), maskc_nonneg(kv));
 #endif
-      float ds;
-      st[i] = maskc_bwd_elem_pos(sh, buf, pos, b, h, q, kv, keep, st[i], dpt[i], sLse[s][qc], sDelta[s][qc], &ds, &run,
-                                 sSrow[s][qc], scol[sl]);
-      dpt[i] = ds;
-    }
+        float ds;
+        st[i] = maskc_bwd_elem_pos(sh, buf, pos, b, h, q, kv, keep, st[i], dpt[i], sLse[s][qc], sDelta[s][qc], &ds, &run,
+                                   sSrow[s][qc], scol[sl]);
+        dpt[i] = ds;
+      }
+    };
+    maskc_bwd_by_class(cls, elements);
     // dS^T to shared memory for dQ (pairs of adjacent columns).
     if (sh.dq_acc != nullptr) {
 #pragma unroll
@@ -2215,22 +2241,28 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
     for (int i = 0; i < MASKC_BACC(BN); ++i) s[i] = dp[i] = 0.f;
     maskc_mma_qk<MASKC_DT, D, BN>(s, qfrag, cK, lane);
     maskc_mma_qk<MASKC_DT, D, BN>(dp, dofrag, cV, lane);
+    const auto elements = [&](bool partial) {
 #pragma unroll
-    for (int i = 0; i < MASKC_BACC(BN); ++i) {
-      const int qr = 16 * warp + maskc_bacc_row<BN>(lane, i), kc = maskc_bacc_col<BN>(lane, i);
-      const int q = q0 + qr, kv = k0 + kc, sl = (i >> 1) & 1;  // sl: the lane's row slot of element i
-      bool keep = q < Sq && kv < Skv;
+      for (int i = 0; i < MASKC_BACC(BN); ++i) {
+        const int qr = 16 * warp + maskc_bacc_row<BN>(lane, i), kc = maskc_bacc_col<BN>(lane, i);
+        const int q = q0 + qr, kv = k0 + kc, sl = (i >> 1) & 1;  // sl: the lane's row slot of element i
+        bool keep = q < Sq && kv < Skv;
 #if defined(MASKC_HAS_MASK)
-      if (keep && cls != 2)
-        keep = maskc_bwd_mask_rc(sh, buf, pos, mrow[sl],
-                                 kColsShared ? sMcol[kc] : maskc_mask_col(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(kv)),
-                                 b, h, maskc_nonneg(q), maskc_nonneg(kv));
+        if (partial && keep)
+          keep = maskc_bwd_mask_rc(
+              sh, buf, pos, mrow[sl],
+              kColsShared ? sMcol[kc] : maskc_mask_col(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(kv)), b, h,
+              maskc_nonneg(q), maskc_nonneg(kv));
 #endif
-      float ds;
-      const MaskcScoreCol& scol = kColsShared ? sScol[kc] : maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(kv));
-      maskc_bwd_elem_pos(sh, buf, pos, b, h, q, kv, keep, s[i], dp[i], sLse[qr], sDelta[qr], &ds, nullptr, srow[sl], scol);
-      s[i] = ds;
-    }
+        float ds;
+        const MaskcScoreCol& scol =
+            kColsShared ? sScol[kc] : maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(kv));
+        maskc_bwd_elem_pos(sh, buf, pos, b, h, q, kv, keep, s[i], dp[i], sLse[qr], sDelta[qr], &ds, nullptr, srow[sl],
+                           scol);
+        s[i] = ds;
+      }
+    };
+    maskc_bwd_by_class(cls, elements);
     maskc_mma_pv<MASKC_DT, D, BN>(dq, s, cK, lane);  // dQ += dS . K
     kt = next_kt;
     cls = next_cls;
