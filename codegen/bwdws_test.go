@@ -10,7 +10,7 @@ import (
 	"github.com/maskc/maskc/hipsrc"
 )
 
-// TestBwdWS: a kernel without a mask or with causal columns, and under
+// TestBwdWS: a kernel without a mask or with open columns, and under
 // Options.BwdWS every kernel, takes the warp-specialized sm_90a backward (hipsrc.BwdChoice.WarpSpecialized)
 // at head dim 128: its source says MASKC_BWD_WS in the sm_90a branch and its
 // sm_90a launch is 384 threads on 128-key tiles, dq_ordered as without the
@@ -33,8 +33,8 @@ func TestBwdWS(t *testing.T) {
 		{"../examples/full.flex", "", 0, false, true, true, true},
 		{"../examples/full.flex", "", 64, false, false, false, false}, // no such tile at 64
 		{"../examples/t5_bias.flex", "", 0, false, true, false, true},
-		{"../examples/causal.flex", "", 0, false, true, false, true},      // open columns
-		{"../examples/prefix_lm.flex", "", 0, false, false, false, false}, // columns from row 0
+		{"../examples/causal.flex", "", 0, false, true, false, true},    // open columns
+		{"../examples/prefix_lm.flex", "", 0, false, true, false, true}, // open columns, some from row 0
 		{"../examples/prefix_lm.flex", "", 0, true, true, false, true},
 		{"../examples/sliding_window.flex", "", 0, false, false, false, false}, // a window's columns end
 		{"../examples/sliding_window.flex", "", 0, true, true, false, false},

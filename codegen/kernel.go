@@ -55,10 +55,10 @@ type Options struct {
 	// warp-specialized maskc_attn_bwd (hipsrc.BwdChoice.WarpSpecialized: a
 	// producer warpgroup copying Q and dO by the bulk tensor copy engine
 	// for two consumer warpgroups on 128 keys, and a dQ writer), which
-	// bwdChoice gives kernels without a mask or with causal columns: an
+	// bwdChoice gives kernels without a mask or with open columns: an
 	// experiment for the other masks (cmd/genkernels -bwd-ws,
-	// gpu/bwd_ws.sh), which lost 2-12% on prefixes and short columns (runs
-	// 38, 39).
+	// gpu/bwd_ws.sh), whose short columns ran as fast in the atomic mode
+	// and slower in the deterministic one (run 40c).
 	BwdWS bool
 }
 
@@ -474,22 +474,19 @@ func firstNonEmpty(xs ...string) string {
 
 // bwdChoice is the backward tile k asks for (hipsrc.BwdTileOf): the
 // warp-specialized kernel's for a kernel without a mask, or whose columns
-// run from the diagonal to the last row (openColumns and diagonalColumns:
-// causal, and scores on it), whose kv tiles walk long columns; for every
-// kernel under Options.BwdWS. On the H100 (gpu/NOTES.md runs 39a-c,
-// forward + backward over Flex, against the 64 x 64 tiles) causal ran
-// 1.00-1.03 against 0.90-0.92, causal+softcap 0.97 / 0.93, causal+alibi
-// 0.86-0.88 / 0.85-0.88, full 1.15-1.16 on both (the same kernel but its
-// dQ writer); with the ordered dQ in deterministic mode (bwdDQOrdered)
-// 0.94-0.98 of the atomic mode. A prefix's columns, which start at row 0
-// for its first keys, lost 2-7% in the atomic mode (0.85 / 0.88-0.91)
-// though its ordered dQ ran 1.15x the dQ kernel; short columns lost more:
-// a 1024-key window 0.82 / 0.92, dilated windows 0.92 / 0.95, documents
-// (whose ordered dQ queues every kv tile of a document at its first row)
-// 0.43 / 0.73 deterministic (run 39a).
+// run to the last row (openColumns: causal, prefixes, and scores on them),
+// whose kv tiles walk long columns; for every kernel under Options.BwdWS.
+// On the H100 (gpu/NOTES.md run 40c, forward + backward over Flex, the
+// element loops compiled once per tile class, maskc_bwd_by_class), against
+// the 64 x 64 tiles with the same loops: prefix2048 1.09 / 0.90
+// (deterministic, dQ ordered, 1.00 / 0.71); causal 1.10-1.14, full
+// 1.13-1.15 on this kernel. Before the loops per class prefixes lost 2-7%
+// here (runs 39a-c). Short columns keep the 64 x 64 tiles: a 1024-key
+// window ran 0.97 / 0.93 atomic but 0.74 / 0.78 deterministic (the dQ
+// kernel in both), documents and dilated windows the same atomic (0.87,
+// 1.05) and lower deterministic (0.72 / 0.76, 0.90 / 0.93).
 func bwdChoice(k *Kernel, opts Options) hipsrc.BwdChoice {
-	causal := openColumns(k.sparsity) && diagonalColumns(k.sparsity)
-	return hipsrc.BwdChoice{WarpSpecialized: !k.HasMask || causal || opts.BwdWS}
+	return hipsrc.BwdChoice{WarpSpecialized: !k.HasMask || openColumns(k.sparsity) || opts.BwdWS}
 }
 
 // bwdDQOrdered reports whether k's deterministic backward adds dQ in a
@@ -502,8 +499,9 @@ func bwdChoice(k *Kernel, opts Options) hipsrc.BwdChoice {
 //     has read their staging buffer. On the H100 (gpu/NOTES.md run 39a,
 //     deterministic fwd+bwd over Flex, against the dQ kernel) full ran
 //     1.136 / 0.858, causal 0.969 / 0.798, causal+softcap 0.944 / 0.670,
-//     prefix2048 (under Options.BwdWS) 0.820 / 0.656 and causal+alibi
-//     0.848 / 0.722: 0.95-0.99 of the atomic mode;
+//     prefix2048 0.820 / 0.656 and causal+alibi 0.848 / 0.722: 0.95-0.99 of
+//     the atomic mode (run 40c, prefix2048 on this kernel against the 64 x
+//     64 tiles' dQ kernel: 0.996 / 0.716);
 //   - on the 64 x 64 tiles, a mask whose every term starts its column on a
 //     diagonal (diagonalColumns) with a score that calls transcendental
 //     functions (not lightScore), whose second evaluation costs the dQ

@@ -235,13 +235,14 @@ var bwdTiles = map[Platform]map[int]BwdTile{
 // static dQ staging, one block per SM). On the H100 (gpu/NOTES.md runs 38c,
 // 39c) forward + backward of full attention ran 1.20x as fast as on the
 // same 128-key tile without the producer (the wide tile it replaced),
-// causal 1.09x as fast as on the 64 x 64 tiles; masks with short columns
-// (a 1024-key window, documents, dilated windows) and prefixes 0.88-0.98x,
-// which keep the 64 x 64 tiles and their two blocks per SM. At head dim 64
-// causal ran 0.92-0.98x, with one consumer group computing all of dQ (run
-// 38b) or each group half of its sum (run 39d). codegen takes it for
-// kernels without a mask or with causal columns (codegen.bwdChoice), every
-// kernel under codegen.Options.BwdWS.
+// causal 1.09x as fast as on the 64 x 64 tiles; with the element loops
+// per tile class (run 40c) prefixes 1.25x, masks with short columns (a
+// 1024-key window, documents, dilated windows) as fast in the atomic mode
+// and slower in the deterministic one, so they keep the 64 x 64 tiles and
+// their two blocks per SM. At head dim 64 causal ran 0.92-0.98x, with one
+// consumer group computing all of dQ (run 38b) or each group half of its
+// sum (run 39d). codegen takes it for kernels without a mask or with open
+// columns (codegen.bwdChoice), every kernel under codegen.Options.BwdWS.
 var bwdWSTiles = map[Platform]map[int]BwdTile{
 	NVIDIAWGMMA: {128: {64, 128, false, 2, false, true}},
 }

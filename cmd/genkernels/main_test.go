@@ -234,7 +234,7 @@ func TestManifestBackward(t *testing.T) {
 		}
 		body := strings.TrimRight(string(src), "\n")
 		// codegen's bwdChoice: the warp-specialized backward without a mask
-		// or with causal columns (the soft-capped causal layer); its ordered
+		// or with open columns (the soft-capped causal layer); its ordered
 		// deterministic dQ (bwdDQOrdered) in the source, its entries and its
 		// launch together. Documents and the lookup table's columns end.
 		causal := k.ID == "capped_layer"
