@@ -184,7 +184,7 @@ run)
 			;;
 		go)
 			install_wheel
-			step go "${GO_TIMEOUT:-150}" bash gpu/verify_go.sh /tmp/site/maskc/bin/maskc .devbin/v/gotests.tgz
+			step go "${GO_TIMEOUT:-300}" bash gpu/verify_go.sh /tmp/site/maskc/bin/maskc .devbin/v/gotests.tgz
 			grep -E "^(--- |ok|FAIL|PASS|==)" "$OUT/go.txt" | tail -24
 			;;
 		dense)
