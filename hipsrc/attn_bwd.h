@@ -1512,8 +1512,8 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
 // ---------------------------------------------------------------------------
 // The warp-specialized sm_90a backward (MASKC_BWD_WS, which codegen writes
 // into the backward source of a kernel at head dim 128 without a mask or
-// whose columns run from the diagonal to the last row, and of every such
-// kernel under codegen.Options.BwdWS), in the structure of
+// whose columns run to the last row, codegen.bwdChoice, and of every kernel
+// at head dim 128 under codegen.Options.BwdWS), in the structure of
 // FlashAttention-3's backward (hopper/mainloop_bwd_sm90_tma_gmma_ws.hpp). A
 // block of three warpgroups owns the 128 keys of kv tile blockIdx.x of
 // (batch blockIdx.z, kv head blockIdx.y):
@@ -1909,7 +1909,6 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
       break;
     }
     const int h = pair.h, q0 = pair.qt * BM, cls = pair.cls;
-    (void)cls;
     if (h != col_h) {
       col_h = h;
 #pragma unroll
