@@ -285,7 +285,13 @@ func (l *lowering) exprNoRecord(f *frame, e dsl.Expr) result {
 			WithHint("keyword arguments are understood only where torch takes them: x.clamp(min=..., max=...), torch.div(..., rounding_mode=...)")
 		return result{}
 	case *dsl.SelectorExpr:
-		l.expr(f, x.X)
+		recv := l.expr(f, x.X)
+		switch {
+		case recv.typ == dsl.TypeBuffer:
+			return l.bufferAttr(f, x, recv.buf)
+		case !recv.ok() && recv.fn == "":
+			return result{} // reported, or unknown until a factory is applied
+		}
 		l.errorf(f, x.Sp, CodeMethod, "method .%s is used without calling it", x.Sel.Name).
 			WithHint("call it: %s()", sourceText(f, x))
 		return result{}
@@ -305,7 +311,11 @@ func (l *lowering) exprNoRecord(f *frame, e dsl.Expr) result {
 
 // value lowers e where a scalar (bool, int or float) is needed.
 func (l *lowering) value(f *frame, e dsl.Expr) result {
-	r := l.expr(f, e)
+	return l.valueOf(f, e, l.expr(f, e))
+}
+
+// valueOf is value for e already lowered to r.
+func (l *lowering) valueOf(f *frame, e dsl.Expr, r result) result {
 	if r.scalar() || (!r.ok() && r.fn == "") {
 		return r
 	}

@@ -98,7 +98,11 @@ func (l *lowering) callArgs(f *frame, args []dsl.Expr) callArgs {
 
 // method lowers a tensor method call, x = recv.name(args).
 func (l *lowering) method(f *frame, x *dsl.CallExpr, sel *dsl.SelectorExpr) result {
-	recv := l.value(f, sel.X)
+	recv := l.expr(f, sel.X)
+	if recv.typ == dsl.TypeBuffer {
+		return l.bufferMethod(f, x, sel, recv.buf)
+	}
+	recv = l.valueOf(f, sel.X, recv)
 	name := sel.Sel.Name
 	var a callArgs
 	if name == "to" {

@@ -278,3 +278,54 @@ func TestPortingWarnings(t *testing.T) {
 		})
 	}
 }
+
+// TestPortingBufferShape pins what a captured tensor's shape lowers to: its
+// declared extents, as constants or int expressions of the sizes.
+func TestPortingBufferShape(t *testing.T) {
+	decls := "buffer bias: f32[H, 2 * KV - 1]\nbuffer sel: i32[H, 64, 4]\n"
+	tests := []struct{ expr, want string }{
+		{"bias.shape[-1]", "score + (2 * KV + -1)"},
+		{"bias.shape[0] + sel.shape[1]", "score + H + 64"},
+		{"bias.size(1)", "score + (2 * KV + -1)"},
+		{"bias.size()[0]", "score + H"},
+		{"sel.size(-1) + sel.ndim + sel.dim()", "score + 4 + 3 + 3"},
+		{"sel.numel()", "score + H * 64 * 4"},
+		{"bias.numel()", "score + H * (2 * KV + -1)"},
+		{"bias[h, (q_idx - kv_idx).clamp(min=0, max=bias.shape[1] - 1)]", "score + bias[h, min(max(q - kv, 0), 2 * KV + -1 - 1)]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.expr, func(t *testing.T) {
+			src := decls + "def s(score, b, h, q_idx, kv_idx):\n    return score + " + tt.expr + "\n"
+			p, diags := checkSource(t, src, nil)
+			require.False(t, diags.HasErrors(), diags.Render())
+			low, diags := p.LowerMod("s")
+			require.False(t, diags.HasErrors(), diags.Render())
+			assert.Equal(t, tt.want, format.Expr(low.Expr))
+			assert.Empty(t, loweredInvariants(p, low))
+		})
+	}
+}
+
+// TestPortingBufferShapeDiagnostics pins the mistakes around a buffer's
+// shape, each positioned.
+func TestPortingBufferShapeDiagnostics(t *testing.T) {
+	tests := []struct{ body, want string }{
+		{"return score + bias.shape[2]", "5:31: error[E030]: tuple index 2 out of range for a tuple of 2"},
+		{"return score + bias.shape[q_idx]", "5:31: error[E031]: a tuple index must be a constant int, got q_idx"},
+		{"return score + bias.dtype", "5:25: error[E074]: buffer bias has no attribute .dtype"},
+		{"return score + bias.shape()", "5:25: error[E074]: buffer bias has no method .shape"},
+		{"return score + bias.abs()", "5:25: error[E074]: buffer bias has no method .abs"},
+		{"return score + bias.numel", "5:20: error[E074]: method .numel is used without calling it"},
+		{"return score + bias.size(0, 1)", "5:20: error[E023]: bias.size takes at most one argument, got 2"},
+		{"return score + bias.size(dim=0)", "5:30: error[E075]: bias.size takes no keyword argument dim="},
+		{"return score + bias.shape", "5:20: error[E028]: bias.shape is a tuple, not a value"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.body, func(t *testing.T) {
+			src := "# pasted\nbuffer bias: f32[H, 2 * KV - 1]\n\ndef s(score, b, h, q_idx, kv_idx):\n    " + tt.body + "\n"
+			_, diags := checkSource(t, src, nil)
+			require.True(t, diags.HasErrors())
+			assert.Contains(t, diags[0].Render(), tt.want)
+		})
+	}
+}
