@@ -16,11 +16,13 @@ flops per pair forward, the backward counted as 2.5x that (fwd+bwd 3.5x, as
 flex_baseline.py). maskc's time is its forward (with the tile pre-pass where
 the kernel has one) plus its backward (default mode: dQ atomics; and
 deterministic mode alongside); FlexAttention's is out = fa(q, k, v) then
-out.backward(dO) with the same BlockMask; where maskc's kernel computes a float
-buffer's gradient (causal+alibi's slopes) and FlexAttention does not (its
-captured tensors do not require grad), --flex-bufgrad times FlexAttention a
-second time with that buffer requiring grad, so that both compute the same
-set of gradients (ratio_bufgrad; device run 19x: 1877 ms for causal+alibi,
+out.backward(dO) with the same BlockMask. Both compute dQ, dK and dV only:
+FlexAttention's captured tensors do not require grad, and maskc.attention
+differentiates a buffer only when it requires grad. Where maskc's kernel can
+differentiate a float buffer (causal+alibi's slopes, relative_bias's table),
+the mode atomic+dbuf also computes those gradients; it has a ratio only with
+--flex-bufgrad, which times FlexAttention a second time with those buffers
+requiring grad (ratio_bufgrad; device run 19x: 1877 ms for causal+alibi,
 torch 2.11's unfused path, against 5.3 ms without). Also prints how far maskc's dQ,
 dK, dV are from FlexAttention's on the same inputs. Each --variant is
 another genkernels output of the same cases (NAME=DIR: another tree's
@@ -248,12 +250,21 @@ def main():
             grad_slots = [b["slot"] for b in e.get("buffers") or [] if b.get("grad")]
             fwd = kern.prepare(q, k, v, o, lse, scale, args)
             # atomic, deterministic as the manifest says, and where that adds dQ in order
-            # (bwd_launch dq_ordered) also through the dQ kernel (det-dqk)
-            modes = [("atomic", False, True), ("det", True, True)]
+            # (bwd_launch dq_ordered) also through the dQ kernel (det-dqk). These
+            # compute the gradients FlexAttention computes: dQ, dK, dV, not a
+            # buffer's (its captured tensors do not require grad, and
+            # maskc.attention computes a buffer's gradient only for a tensor
+            # that requires grad). Where the kernel can differentiate a float
+            # buffer, atomic+dbuf also computes those gradients; its ratio is
+            # against FlexAttention computing them too (--flex-bufgrad), or
+            # none.
+            modes = [("atomic", False, True, ()), ("det", True, True, ())]
             if kern.bwd_launch.dq_ordered:
-                modes.append(("det-dqk", True, False))
-            for mode, det, ordered in modes:
-                bwd = kern.prepare_bwd(q, k, v, o, lse, do, dq, dk, dv, scale, args, grad_slots, None, None,
+                modes.append(("det-dqk", True, False, ()))
+            if grad_slots:
+                modes.append(("atomic+dbuf", False, True, grad_slots))
+            for mode, det, ordered, slots in modes:
+                bwd = kern.prepare_bwd(q, k, v, o, lse, do, dq, dk, dv, scale, args, slots, None, None,
                                        fwd.flags, det, ordered=ordered)
 
                 def step(fwd=fwd, bwd=bwd):  # bound now: the steps are timed after the loop
@@ -263,7 +274,7 @@ def main():
                     t.fill_(float("nan"))
                 step()
                 torch.cuda.synchronize()
-                r = dict(row, variant=mode if vn == "main" else vn + "/" + mode,
+                r = dict(row, variant=mode if vn == "main" else vn + "/" + mode, buffer_grads=len(slots),
                          nan_outputs=int(sum(torch.isnan(t).sum().item() for t in (dq, dk, dv))))
                 if fg is not None:
                     r.update(dq_vs_flex=harness.rel_err(dq, fg[0]), dk_vs_flex=harness.rel_err(dk, fg[1]),
@@ -281,8 +292,10 @@ def main():
             r.update(maskc_ms=ms, maskc_bwd_ms=best[("bwd", j)], maskc_tflops=round(flops / ms / 1e9, 1),
                      rounds=max(1, a.rounds))
             if "flex_ms" in row:
-                r.update(flex_ms=row["flex_ms"], flex_tflops=row["flex_tflops"], ratio=round(row["flex_ms"] / ms, 3))
-            if "flex_bufgrad_ms" in row:
+                r.update(flex_ms=row["flex_ms"], flex_tflops=row["flex_tflops"])
+                if not r["buffer_grads"]:  # the same gradients on both sides
+                    r["ratio"] = round(row["flex_ms"] / ms, 3)
+            if "flex_bufgrad_ms" in row and r["buffer_grads"]:
                 r["ratio_bufgrad"] = round(row["flex_bufgrad_ms"] / ms, 3)
             if a.split and r["variant"].endswith("atomic"):  # after the checks: a launch alone leaves the scratch inconsistent
                 split = {}
