@@ -2,8 +2,9 @@
 # Issue 11's extended benchmark and the correctness check of its kernels.
 #
 #   gpu/bench_ext.sh gen   (where Go is) writes .devbin/ext: the kernels of
-#       the eight baseline cases, gpu/bench_cases_ext and every example that
-#       generates a kernel (gen/), their buffer contents (buffers.json) and the
+#       the eight baseline cases, gpu/bench_cases_ext, every example that
+#       generates a kernel and the masks pasted from public code ($OUTSIDE)
+#       (gen/), their buffer contents (buffers.json) and the
 #       exact tile counts of the benchmark launch (tiles.jsonl). CORPUS=1 adds
 #       testdata/tilemasks (issue 27's corpus, buffers.py's contents);
 #       PERSIST=1 adds gen-p, the same kernels with -fwd-persistent.
@@ -17,11 +18,14 @@ cd "$(dirname "$0")/.."
 DIR=${EXT_DIR:-.devbin/ext}
 SHAPE=2,16,8192
 EXAMPLES="examples/dilated_window.flex examples/prefix_lm.flex examples/prefix_lm_per_batch.flex examples/relative_bias.flex examples/softcap.flex examples/t5_bias.flex"
+# Masks pasted from public code (testdata/ported): Gemma 4's sliding layers
+# with images (transformers' token_type_ids_mask_function, or-ed with the window).
+OUTSIDE="testdata/ported/gemma4_sliding.flex"
 case "${1:-}" in
 gen)
 	rm -rf "$DIR"
 	mkdir -p "$DIR"
-	FILES="gpu/bench_cases/*.flex gpu/bench_cases_ext/*.flex $EXAMPLES"
+	FILES="gpu/bench_cases/*.flex gpu/bench_cases_ext/*.flex $EXAMPLES $OUTSIDE"
 	# CORPUS=1 adds the tile-map corpus (testdata/tilemasks, issue 27) with
 	# buffers.py's realistic contents.
 	[ "${CORPUS:-0}" = 1 ] && FILES="$FILES testdata/tilemasks/*.flex"

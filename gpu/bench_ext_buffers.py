@@ -23,6 +23,19 @@ def doc_ids(n, rnd):
     return out
 
 
+def image_groups(n, rnd):
+    """Gemma's image_group_ids of n tokens: images of 256 soft tokens (its
+    tokens_per_image) numbered from 0, separated by 128 to 2048 text tokens
+    (-1)."""
+    out, g = [], 0
+    while len(out) < n:
+        out += [-1] * min(n - len(out), rnd.randrange(128, 2048))
+        w = min(n - len(out), 256)
+        out += [g] * w
+        g += 1
+    return out
+
+
 def corpus_buffers(mask, H, S):
     """The tile-map corpus's realistic contents (testdata/tilemasks/buffers.py)
     of mask, by name: (dims, flat values); None for a mask not in it."""
@@ -58,6 +71,8 @@ def buffers(case, B, H, S):
         return {"bias": ([H, 2 * S - 1], [round(rnd.gauss(0, 1), 3) for _ in range(H * (2 * S - 1))])}
     if kernel == "t5_encoder":
         return {"relative_attention_bias": ([H, 32], [round(rnd.gauss(0, 1), 3) for _ in range(H * 32)])}
+    if case == "gemma4_sliding:sliding_layer":  # testdata/ported: Gemma 4's vision groups, per sequence
+        return {"image_group_ids": ([B, S], sum((image_groups(S, random.Random(b)) for b in range(B)), []))}
     if kernel == "causal_alibi":  # flex_baseline.py's slopes
         return {"slopes": ([H], [2.0 ** (-8.0 * (h + 1) / H) for h in range(H)])}
     return {}
