@@ -1169,6 +1169,39 @@ __device__ __forceinline__ void maskc_bwd_by_class(int cls, const Elements& elem
   elements(false);
 }
 
+// Whether a backward launch asks for any buffer's gradient (a dbuf sum is
+// given): uniform over the launch.
+__device__ __forceinline__ bool maskc_bwd_wants_dbuf(const MaskcBwdShape& sh) {
+  bool any = false;
+#if MASKC_SCORE_GRAD_READS > 0
+#pragma unroll
+  for (int s = 0; s < MASKC_MAX_BUFFERS; ++s) any = any || sh.dbuf[s] != nullptr;
+#else
+  (void)sh;
+#endif
+  return any;
+}
+
+// maskc_bwd_by_class for an element loop that may add buffer-gradient
+// terms: elements(partial, run) is inlined with run = &run where the launch
+// asks for a buffer's gradient (dbuf) and with run = nullptr where it asks
+// for none, so that a launch without buffer gradients makes no buffer-
+// gradient reads nor run bookkeeping per element (a score reading the
+// table at q - kv changes its element at every pair, and its bookkeeping,
+// taken for nothing, made relative_bias's backward 4.5 times causal's).
+template <class Elements>
+__device__ __forceinline__ void maskc_bwd_by_class(int cls, bool dbuf, MaskcBufGradRun& run, const Elements& elements) {
+#if MASKC_SCORE_GRAD_READS > 0
+  if (!dbuf) {
+    maskc_bwd_by_class(cls, [&](bool partial) { elements(partial, static_cast<MaskcBufGradRun*>(nullptr)); });
+    return;
+  }
+#else
+  (void)dbuf;
+#endif
+  maskc_bwd_by_class(cls, [&](bool partial) { elements(partial, &run); });
+}
+
 // dK, dV (and dQ's additions, buffer gradients) per kv tile: the main loop
 // of maskc_attn_bwd and, with kOrdered, of maskc_attn_bwd_ordered.
 template <bool kOrdered>
@@ -1242,6 +1275,7 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
   for (int i = 0; i < MASKC_BACC(GD); ++i) dk[i] = dv[i] = 0.f;
   MaskcBufGradRun run;
   maskc_bufgrad_init(run);
+  const bool dbuf = maskc_bwd_wants_dbuf(sh);
 
   MaskcBwdWalk w;
   w.h = hkv * (sh.H / sh.HKV) - 1;
@@ -1328,7 +1362,7 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
     maskc_wg_wait();
     maskc_wg_fence_regs<MASKC_BACC(GM)>(st);
     maskc_wg_fence_regs<MASKC_BACC(GM)>(dpt);
-    const auto elements = [&](bool partial) {
+    const auto elements = [&](bool partial, MaskcBufGradRun* rp) {
 #pragma unroll
       for (int i = 0; i < MASKC_BACC(GM); ++i) {
         const int kr = 16 * kw + maskc_bacc_row<GM>(lane, i), qc = qg + maskc_bacc_col<GM>(lane, i);
@@ -1343,12 +1377,12 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
         float ds;
         const MaskcScoreRow& srow =
             kRowsShared ? sSrow[qc] : maskc_score_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q));
-        st[i] = maskc_bwd_elem_pos(sh, buf, pos, b, h, q, kv, keep, st[i], dpt[i], sLse[qc], sDelta[qc], &ds, &run, srow,
+        st[i] = maskc_bwd_elem_pos(sh, buf, pos, b, h, q, kv, keep, st[i], dpt[i], sLse[qc], sDelta[qc], &ds, rp, srow,
                                    scol[sl]);
         dpt[i] = ds;
       }
     };
-    maskc_bwd_by_class(cls, elements);
+    maskc_bwd_by_class(cls, dbuf, run, elements);
     // dS^T to shared memory for dQ (pairs of adjacent columns); the
     // deterministic mode's dQ kernel computes its own. Split by the head
     // dim, P^T and dS^T are dV's and dK's A operands too.
@@ -1888,6 +1922,7 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
   for (int i = 0; i < MASKC_BACC(D); ++i) dk[i] = dv[i] = 0.f;
   MaskcBufGradRun run;
   maskc_bufgrad_init(run);
+  const bool dbuf = maskc_bwd_wants_dbuf(sh);
   // The column reads of the lane's two keys, made again where the head changes.
   MaskcMaskCol mcol[2];
   MaskcScoreCol scol[2];
@@ -1942,7 +1977,7 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
     maskc_wg_wait();
     maskc_wg_fence_regs<MASKC_BACC(BM)>(st);
     maskc_wg_fence_regs<MASKC_BACC(BM)>(dpt);
-    const auto elements = [&](bool partial) {
+    const auto elements = [&](bool partial, MaskcBufGradRun* rp) {
 #pragma unroll
       for (int i = 0; i < MASKC_BACC(BM); ++i) {
         const int kr = 16 * warp + maskc_bacc_row<BM>(lane, i), qc = maskc_bacc_col<BM>(lane, i);
@@ -1953,12 +1988,12 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
           keep = maskc_bwd_mask_rc(sh, buf, pos, sMrow[s][qc], mcol[sl], b, h, maskc_nonneg(q), maskc_nonneg(kv));
 #endif
         float ds;
-        st[i] = maskc_bwd_elem_pos(sh, buf, pos, b, h, q, kv, keep, st[i], dpt[i], sLse[s][qc], sDelta[s][qc], &ds, &run,
+        st[i] = maskc_bwd_elem_pos(sh, buf, pos, b, h, q, kv, keep, st[i], dpt[i], sLse[s][qc], sDelta[s][qc], &ds, rp,
                                    sSrow[s][qc], scol[sl]);
         dpt[i] = ds;
       }
     };
-    maskc_bwd_by_class(cls, elements);
+    maskc_bwd_by_class(cls, dbuf, run, elements);
     // dS^T to shared memory for dQ (pairs of adjacent columns).
     if (sh.dq_acc != nullptr) {
 #pragma unroll
