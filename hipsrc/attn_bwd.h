@@ -2131,16 +2131,25 @@ extern "C" __global__ void MASKC_BWD_MAIN_BOUNDS
 #undef MASKC_BWD_MAIN_BOUNDS
 #undef MASKC_BWD_MAIN_BODY
 
+// Every kv tile, for maskc_bwd_next_kt where the mask has no analytic walk.
+struct MaskcBwdEveryTile {
+  __device__ __forceinline__ int next(int t) const { return t; }
+};
+
 // The first kv tile after kt, before kt_end, that q tile q0 may see (its
-// class in *cls); kt_end when none. kv_lo, kv_hi: maskc_kv_range of the q
-// tile (analytic sparsity), which maskc_bwd_tile_class would compute again
-// for every pair: the classes are the same. Under MASKC_BWD_CLS_FREE_ON
-// every kv tile of that range is class 1 (no maskc_tile_full reads on the
-// step's critical path; the mask per element), as maskc_attn_bwd's walk.
+// class in *cls); kt_end when none. walk: the q tile's key tiles as the
+// forward visits them (a MaskcTileWalk, whose end is kt_end: a union's gaps
+// are skipped, not classed tile by tile), or MaskcBwdEveryTile. kv_lo,
+// kv_hi: maskc_kv_range of the q tile (analytic sparsity), which
+// maskc_bwd_tile_class would compute again for every pair: the classes are
+// the same. Under MASKC_BWD_CLS_FREE_ON every kv tile of that range is class
+// 1 (no maskc_tile_full reads on the step's critical path; the mask per
+// element), as maskc_attn_bwd's walk.
+template <class Walk>
 __device__ __forceinline__ int maskc_bwd_next_kt(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int h,
-                                                 int q0, int kt, int kt_end, long long kv_lo, long long kv_hi,
-                                                 int* cls) {
-  for (++kt; kt < kt_end; ++kt) {
+                                                 int q0, int kt, int kt_end, const Walk& walk, long long kv_lo,
+                                                 long long kv_hi, int* cls) {
+  for (kt = walk.next(kt + 1); kt < kt_end; kt = walk.next(kt + 1)) {
     const int k0 = kt * MASKC_BWD_DQ_N;
 #if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
     const int k1 = k0 + MASKC_BWD_DQ_N;
@@ -2232,8 +2241,18 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
   // The q tile's kv range, as maskc_bwd_tile_class computes it for every
   // pair (the same arguments): computed once, for every pair's class.
   const MaskcBwdKvTiles kts = maskc_bwd_kv_tiles<BM, BN>(sh, buf, b, h, q0);
-  const int kt_begin = kts.begin, kt_end = kts.end;
   const long long kv_lo = kts.lo, kv_hi = kts.hi;
+#if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
+  // The q tile's key tiles as the forward walks them: the tiles between the
+  // disjuncts' kv intervals (a window's and its global keys', a union's)
+  // are not visited, where the range [kts.begin, kts.end) spans them.
+  MaskcTileWalk<maskc_kv_interval_count> walk;
+  maskc_walk_build(walk, buf, nB, nH, nHKV, nQ, nKV, b, h, q0, min(q0 + BM, Sq), BN);
+  const int kt_begin = walk.begin(), kt_end = walk.end();
+#else
+  const MaskcBwdEveryTile walk;
+  const int kt_begin = kts.begin, kt_end = kts.end;
+#endif
   // The column reads of kv tile t into shared memory.
 #define MASKC_BWD_READ_COLS(t)                                                                      \
   if (kColsShared && tid < BN) {                                                                    \
@@ -2241,7 +2260,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
     sScol[tid] = maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg((t) * BN + tid));    \
   }
   int cls = 0;
-  int kt = maskc_bwd_next_kt(sh, buf, b, h, q0, kt_begin - 1, kt_end, kv_lo, kv_hi, &cls);
+  int kt = maskc_bwd_next_kt(sh, buf, b, h, q0, kt_begin - 1, kt_end, walk, kv_lo, kv_hi, &cls);
   // Stage 1's K and V tiles.
   __shared__ __attribute__((aligned(1024))) maskc_elem_t maskc_bwd_kv1[2 * BN * D];
   if ((maskc_smem_addr(maskc_bwd_kv1) & 1023) != 0) __trap();
@@ -2261,7 +2280,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
     // The next tile's copies into the other stage (its last readers, the
     // previous tile's products, finished before the barrier above), then
     // this tile's wait: one group may stay in flight.
-    const int next_kt = maskc_bwd_next_kt(sh, buf, b, h, q0, kt, kt_end, kv_lo, kv_hi, &next_cls);
+    const int next_kt = maskc_bwd_next_kt(sh, buf, b, h, q0, kt, kt_end, walk, kv_lo, kv_hi, &next_cls);
     if (next_kt < kt_end) {
       maskc_bwd_load_wg<BN>(stage ? sK : maskc_bwd_kv1, Kp, sh.k_stride[2], next_kt * BN, Skv, tid);
       maskc_bwd_load_wg<BN>(stage ? sV : maskc_bwd_kv1 + BN * D, Vp, sh.v_stride[2], next_kt * BN, Skv, tid);
