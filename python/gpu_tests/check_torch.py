@@ -198,12 +198,14 @@ def poison(nbytes_list):
 KNOWN_CANCELLING = {("alibi", "slopes")}
 
 
-def grads_of(attn, q, k, v, bufs, layout, do, dlse, deterministic):
+def grads_of(attn, q, k, v, bufs, layout, do, dlse, deterministic, buffer_grads=True):
     """(out, lse or None, {name: grad}) of one forward + backward through
-    the block with fresh leaves: q, k, v, every float buffer, the loss
-    sum(out * do) (+ sum(lse * dlse) over finite rows when dlse)."""
+    the block with fresh leaves: q, k, v, every float buffer (buffer_grads
+    False: the buffers frozen, as a captured tensor that does not require
+    grad, so that only q, k, v have gradients), the loss sum(out * do) (+
+    sum(lse * dlse) over finite rows when dlse)."""
     qg, kg, vg = (x.detach().clone().requires_grad_() for x in (q, k, v))
-    bg = {n: (t.detach().clone().requires_grad_() if t.dtype.is_floating_point else t) for n, t in bufs.items()}
+    bg = {n: (t.detach().clone().requires_grad_(buffer_grads and t.dtype.is_floating_point)) for n, t in bufs.items()}
     got = attn(qg, kg, vg, layout=layout, buffers=bg, return_lse=dlse is not None, deterministic=deterministic)
     out, lse = got if dlse is not None else (got, None)
     loss = (out.float() * do.float()).sum()
@@ -211,7 +213,7 @@ def grads_of(attn, q, k, v, bufs, layout, do, dlse, deterministic):
         loss = loss + torch.where(torch.isfinite(lse), lse * dlse, torch.zeros_like(lse)).sum()
     loss.backward()
     g = {"q": qg.grad, "k": kg.grad, "v": vg.grad}
-    g.update({n: t.grad for n, t in bg.items() if t.dtype.is_floating_point})
+    g.update({n: t.grad for n, t in bg.items() if t.requires_grad})
     return out, lse, g
 
 
@@ -319,6 +321,12 @@ def check_case(case, prog_cache, log, gen):
         res["grad_rel_err"] = {n: rel(g[n], ref[n]) for n in ref}
         gate = [e for n, e in res["grad_rel_err"].items() if (name, n) not in KNOWN_CANCELLING]
         ok = ok and all(e < TOL for e in gate)
+        if kind == "generated" and any(t.dtype.is_floating_point for t in bufs.values()):
+            # the buffers frozen: the kernel asks for no buffer gradient (its
+            # own element loop), and dQ, dK, dV are the same
+            _, _, fz = grads_of(attn, q, k, v, bufs, layout, do, dlse, False, buffer_grads=False)
+            res["frozen_grad_rel_err"] = {n: rel(fz[n], ref[n]) for n in ("q", "k", "v")}
+            ok = ok and all(e < TOL for e in res["frozen_grad_rel_err"].values()) and set(fz) == {"q", "k", "v"}
         if kind == "generated":
             # deterministic mode: bitwise equal run to run, and as close to the reference
             _, _, d1 = grads_of(attn, q, k, v, bufs, layout, do, dlse, True)
