@@ -40,6 +40,8 @@ func TestBwdWS(t *testing.T) {
 		{"../examples/sliding_window.flex", "", 0, true, true, false, false},
 		{"../examples/sliding_window.flex", "", 0, true, true, true, true},
 		{"../examples/dilated_window.flex", "", 0, false, false, false, false},
+		{"../gpu/bench_cases_ext/head_windows.flex", "", 0, false, true, false, false}, // long columns, dQ kernel
+		{"../gpu/bench_cases_ext/block_diffusion.flex", "", 0, false, true, false, false},
 		{"../examples/causal.flex", "", 64, true, false, false, false},
 		{"../examples/alibi.flex", "alibi_layer", 0, true, true, false, true},
 		{"../examples/document_causal.flex", "packed_layer", 0, false, false, false, false}, // segments

@@ -130,6 +130,9 @@ type Kernel struct {
 	// sparsity is the plan maskc_kv_range and maskc_tile_full were printed
 	// from; HostSparsity evaluates it.
 	sparsity sparsityPlan
+	// longColumns: the mask's columns are long on average (longColumns), which
+	// gives it the warp-specialized backward (bwdChoice).
+	longColumns bool
 }
 
 // BwdEntries are the backward kernels' entry points in BwdSource, in the
@@ -206,6 +209,7 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 	}
 	k.Sparsity, k.SparsityReason = sp.plan.kind, sp.plan.reason
 	k.sparsity = sp.plan
+	k.longColumns = longColumns(k)
 	k.WarpSpecialized = warpSpecialized(k, sp.plan)
 	if !k.WarpSpecialized && (opts.WSWalks || selWalk(sp.plan)) && sp.plan.kind == SparsityAnalytic && k.HasMask && wsShape(k, true) {
 		k.WarpSpecialized, k.WSWalk = true, true
@@ -475,7 +479,13 @@ func firstNonEmpty(xs ...string) string {
 // bwdChoice is the backward tile k asks for (hipsrc.BwdTileOf): the
 // warp-specialized kernel's for a kernel without a mask, or whose columns
 // run to the last row (openColumns: causal, prefixes, and scores on them),
-// whose kv tiles walk long columns; for every kernel under Options.BwdWS.
+// or are long on average in full tiles (longColumns: windows of thousands
+// of keys, block diffusion, a speculative decoder's prompt), whose kv tiles
+// walk long columns; for every kernel under Options.BwdWS. Long columns
+// (run 41, against the 64 x 64 tiles, atomic / deterministic through the
+// dQ kernel): block diffusion 0.74 -> 0.91 / 0.73 -> 0.74, bd3lm 0.67 ->
+// 0.91 / 0.67 -> 0.74, spec_decode 0.76 -> 1.02 / 0.73 -> 0.77,
+// head_windows 0.92 -> 1.04 / 0.84 -> 0.81.
 // On the H100 (gpu/NOTES.md run 40c, forward + backward over Flex, the
 // element loops compiled once per tile class, maskc_bwd_by_class), against
 // the 64 x 64 tiles with the same loops: prefix2048 1.09 / 0.90
@@ -486,7 +496,7 @@ func firstNonEmpty(xs ...string) string {
 // kernel in both), documents and dilated windows the same atomic (0.87,
 // 1.05) and lower deterministic (0.72 / 0.76, 0.90 / 0.93).
 func bwdChoice(k *Kernel, opts Options) hipsrc.BwdChoice {
-	return hipsrc.BwdChoice{WarpSpecialized: !k.HasMask || openColumns(k.sparsity) || opts.BwdWS}
+	return hipsrc.BwdChoice{WarpSpecialized: !k.HasMask || openColumns(k.sparsity) || k.longColumns || opts.BwdWS}
 }
 
 // bwdDQOrdered reports whether k's deterministic backward adds dQ in a

@@ -139,7 +139,8 @@ func abs64(x int64) int64 {
 // filterTiles are the (rows, keys) tiles the filter is asked about: every
 // platform's forward tile and backward tile at every head dim (the narrow
 // ones: the warp-specialized backward's 128-key tile is for kernels without a
-// mask or with open columns, openColumns, which have no remainder to filter).
+// mask, with open columns (openColumns), which have no remainder to filter,
+// or with long columns (longColumns), which leaves out filtered masks).
 func filterTiles() [][2]int64 {
 	var out [][2]int64
 	for _, p := range hipsrc.Platforms {
