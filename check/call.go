@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/maskc/maskc/dsl"
+	"github.com/maskc/maskc/parser"
 )
 
 // call lowers a call: a built-in, a mod applied to index arguments, a
@@ -233,8 +234,16 @@ func (l *lowering) instantiate(f *frame, x *dsl.CallExpr, m *Mod) result {
 			mv.args = append(mv.args, &binding{kind: bindBuffer, buf: r.buf, sym: withType(sym, dsl.TypeBuffer), ident: p})
 			names[i] = r.buf.Name
 		case r.typ == dsl.TypeBuffer:
-			l.errorf(f, a.Span(), CodeFactoryArg, "argument %s of %s must be a constant, got buffer %s", p.Name, m.Name, r.buf.Name).
-				WithHint("%s uses %s as a number; pass a literal or a param", m.Name, p.Name)
+			if use, stmt := wholeBufferUse(m.Decl, p.Name); use != nil && !m.std && f.site == nil {
+				// torchtitan's document mask: `eos_mask = batch == eos_id`,
+				// a cumsum, then the inner def reads the result.
+				l.errorf(f, use.Span(), parser.CodeTensorWork, "%s computes with the whole tensor %s (`%s`), which is buffer %s here: a mod reads a buffer one element at a time",
+					m.Name, p.Name, f.src.Slice(stmt.Span()), r.buf.Name).
+					WithHint("prepare the tensor the inner def reads in Python before the call, pass it as a buffer (declare it, e.g. buffer ids: i32[B, KV]) and index it in the inner def")
+			} else {
+				l.errorf(f, a.Span(), CodeFactoryArg, "argument %s of %s must be a constant, got buffer %s", p.Name, m.Name, r.buf.Name).
+					WithHint("%s uses %s as a number; pass a literal or a param", m.Name, p.Name)
+			}
 			okAll = false
 		case r.typ == dsl.TypeNone || r.typ == dsl.TypeTuple:
 			mv.args = append(mv.args, &binding{kind: bindValue, res: r, sym: withType(sym, r.typ), ident: p})
@@ -814,4 +823,42 @@ func (l *lowering) applyHelper(f *frame, x *dsl.CallExpr, mv *modValue) result {
 	l.stack = append(l.stack, m)
 	defer func() { l.stack = l.stack[:len(l.stack)-1] }()
 	return l.body(inner, m)
+}
+
+// wholeBufferUse finds, in a factory's statements before its inner def and
+// in its body, a use of factory parameter name other than as the buffer an
+// index reads (`name[...]`): the identifier, and the statement value or
+// expression it is in. nil when every use indexes it.
+func wholeBufferUse(d *dsl.ModDecl, name string) (use *dsl.Ident, in dsl.Expr) {
+	if d == nil {
+		return nil, nil
+	}
+	var exprs []dsl.Expr
+	for _, st := range d.FactoryPre {
+		if let, ok := st.(*dsl.LetStmt); ok {
+			exprs = append(exprs, let.Value)
+		}
+	}
+	exprs = append(exprs, (&dsl.Body{Stmts: d.FactoryPre}).Exprs()...)
+	if d.Body != nil {
+		exprs = append(exprs, d.Body.Exprs()...)
+	}
+	for _, e := range exprs {
+		indexed := map[*dsl.Ident]bool{}
+		dsl.Inspect(e, func(x dsl.Expr) bool {
+			if ix, ok := x.(*dsl.IndexExpr); ok {
+				if id, ok := dsl.Unparen(ix.X).(*dsl.Ident); ok {
+					indexed[id] = true
+				}
+			}
+			if id, ok := x.(*dsl.Ident); ok && id.Name == name && !indexed[id] && use == nil {
+				use = id
+			}
+			return use == nil
+		})
+		if use != nil {
+			return use, e
+		}
+	}
+	return nil, nil
 }

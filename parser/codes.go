@@ -53,6 +53,11 @@ const (
 	// CodeDecorator is a decorator: a note when maskc reads past it (it
 	// does not change the function), an error otherwise.
 	CodeDecorator dsl.Code = "E019"
+	// CodeTensorWork is work on whole tensors that a mod cannot do (it
+	// computes one value per (q, kv) pair): assigning into a tensor, a
+	// slice; the checker reports a factory computing with a whole buffer
+	// under it too.
+	CodeTensorWork dsl.Code = "E079"
 )
 
 // Codes describes every diagnostic code the parser emits, one line each.
@@ -79,4 +84,5 @@ var Codes = map[dsl.Code]string{
 	CodeDefIndent:         "def body indented wrongly",
 	CodeDefShape:          "def that is not a mask_mod, score_mod or factory of one",
 	CodeDecorator:         "a decorator: read past with a note when it leaves the function unchanged, an error otherwise",
+	CodeTensorWork:        "work on a whole tensor (an assignment into it, a slice, a whole-buffer computation in a factory), which belongs before the call",
 }

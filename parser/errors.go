@@ -284,6 +284,12 @@ func (e *errorSite) explainDef() *explanation {
 		return why(CodeMissingBody, fmt.Sprintf("a local variable cannot be annotated: `%s: ...`", prev.Value),
 			fmt.Sprintf("drop the annotation and write `%s = ...`: a local's type is that of its value", prev.Value))
 	}
+	if prev.Type == tokIdent && e.before(2).Type == tokNewline && t.Value == "[" && depth == 0 {
+		// `eos_mask[:, -1] = True`: a factory preparing a tensor (torchtitan's
+		// document mask), which no mod can do.
+		return why(CodeTensorWork, fmt.Sprintf("assigning into `%s[...]` changes a tensor in place, which a mod cannot do: a mod computes one value per (q, kv) pair", prev.Value),
+			"prepare tensors in Python before the call (here, what def `"+name+"` does before its inner def) and pass the result as a buffer: declare it, e.g. `buffer ids: i32[B, KV]`, and index it in the inner def")
+	}
 	if prev.Type == tokIdent && e.before(2).Type == tokNewline && t.Value != "=" && depth == 0 {
 		return why(CodeMissingBody, fmt.Sprintf("expected `=` after `%s`, found %s", prev.Value, found),
 			"a def body holds assignments `name = ...` and a final `return ...`")
@@ -437,6 +443,29 @@ func (e *errorSite) explainHeader() *explanation {
 	return nil
 }
 
+// inIndex reports whether the unexpected token is inside square brackets
+// that follow an operand (an index, not a list).
+func (e *errorSite) inIndex() bool {
+	depth := 0
+	for k := e.i - 1; k >= e.first; k-- {
+		switch e.tokens[k].Value {
+		case ")", "]":
+			depth++
+		case "(":
+			if depth == 0 {
+				return false
+			}
+			depth--
+		case "[":
+			if depth == 0 {
+				return k > e.first && operandEnd(e.tokens[k-1])
+			}
+			depth--
+		}
+	}
+	return false
+}
+
 // explainExpr explains a failure inside an expression.
 func (e *errorSite) explainExpr() *explanation {
 	t, prev, found := e.tok(), e.before(1), e.found()
@@ -447,6 +476,11 @@ func (e *errorSite) explainExpr() *explanation {
 		}
 		return why(CodeUnexpectedToken, "a list is not a value in maskc: a mod computes one value per (q, kv) pair",
 			"a table of values is a `buffer` read with an index, e.g. `buffer t: f32[H]` and `t[h]`")
+	}
+	if t.Value == ":" && e.inIndex() {
+		// `x[:, 1:]`: a slice takes part of a tensor.
+		return why(CodeTensorWork, "a slice (`:`) takes part of a tensor, but a mod reads one element per index: it computes one value per (q, kv) pair",
+			"index with one expression per dimension, e.g. `ids[b, kv_idx]`; prepare sliced or shifted tensors in Python and pass the result as a buffer")
 	}
 	if !operandEnd(prev) {
 		hint := fmt.Sprintf("complete the expression after `%s`", prev.Value)
