@@ -546,19 +546,29 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
 #if defined(MASKC_WS_WALK)
   static_assert(sizeof(MaskcWsWalk) <= MASKC_WS_WALK_BYTES && MASKC_WS_SMEM_BYTES % 8 == 0, "the walk fits after the barriers");
   MaskcWsWalk& ws_walk = *(MaskcWsWalk*)(maskc_smem_raw + MASKC_WS_SMEM_BYTES);
-  if (tid == 128) {  // not thread 0, which sets up the copies meanwhile
+  // Thread 128 builds it (not thread 0, which sets up the copies
+  // meanwhile); with segments buffers its whole warp computes the intervals,
+  // whose segment searches are warp-collective (one lane alone never
+  // finished, run 41b).
+#if defined(MASKC_SEG_CHECK)
+  if (tid / MASKC_WARP_SIZE == 128 / MASKC_WARP_SIZE) {
+#else
+  if (tid == 128) {
+#endif
     MaskcTileWalk<maskc_kv_interval_count> w;
     long long klo[maskc_kv_interval_count], khi[maskc_kv_interval_count];
     maskc_kv_intervals(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q_end, klo, khi);
     maskc_walk_from(w, klo, khi, Skv, BN);
-    maskc_walk_table_store(ws_walk.tiles, w);
+    if (tid == 128) {
+      maskc_walk_table_store(ws_walk.tiles, w);
 #if defined(MASKC_KV_TILE_FILTER)
 #pragma unroll
-    for (int i = 0; i < maskc_kv_interval_count; ++i) {
-      ws_walk.key_lo[i] = klo[i];
-      ws_walk.key_hi[i] = khi[i];
-    }
+      for (int i = 0; i < maskc_kv_interval_count; ++i) {
+        ws_walk.key_lo[i] = klo[i];
+        ws_walk.key_hi[i] = khi[i];
+      }
 #endif
+    }
   }
   tiles.walk = &ws_walk;
 #endif
