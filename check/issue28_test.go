@@ -464,8 +464,9 @@ def generate_softcap(cap: float, exact: bool = True):
 	}
 }
 
-// TestLoops pins `for i in range(...)` over compile-time bounds, unrolled,
-// and the loops maskc refuses.
+// TestLoops pins `for i in range(...)` over compile-time bounds and `for x
+// in` a tuple (of mods, constants or expressions), unrolled, and the loops
+// maskc refuses.
 func TestLoops(t *testing.T) {
 	const src = `
 def generate_multi_window(windows: int = 3, base: int = 8):
@@ -475,6 +476,26 @@ def generate_multi_window(windows: int = 3, base: int = 8):
             keep = keep | ((q_idx - kv_idx >= i * 2 * base) & (q_idx - kv_idx < i * 2 * base + base))
         return keep
     return multi
+
+def _causal(b, h, q_idx, kv_idx):
+    return q_idx >= kv_idx
+
+def _near(b, h, q_idx, kv_idx):
+    return q_idx - kv_idx < 64
+
+def all_of(mods):
+    def both(b, h, q_idx, kv_idx):
+        keep = q_idx >= 0
+        for mod in mods:
+            keep = keep & mod(b, h, q_idx, kv_idx)
+        return keep
+    return both
+
+def spread(score, b, h, q_idx, kv_idx):
+    total = score
+    for x in (q_idx, kv_idx, 2):
+        total = total + x
+    return total
 
 def poly(score, b, h, q_idx, kv_idx):
     acc = score * 0
@@ -486,6 +507,8 @@ def poly(score, b, h, q_idx, kv_idx):
 		{"mask = generate_multi_window(2, base=4)", "(q < 0) | (q - kv >= 0) & (q - kv < 4) | (q - kv >= 8) & (q - kv < 12)"},
 		{"score = poly", "score * 0 + score ** 3 / 3 + score ** 2 / 2 + score ** 1 / 1"},
 		{"mask = generate_multi_window(0)", "q < 0"},
+		{"mask = all_of((_causal, _near))", "(q >= 0) & (q >= kv) & (q - kv < 64)"},
+		{"score = spread", "score + q + kv + 2"},
 		{"mask = generate_multi_window(5000)", "E055 `for` over range(windows) runs more than 4096 times; maskc unrolls loops"},
 	}
 	for _, tc := range cases {
@@ -507,7 +530,7 @@ def poly(score, b, h, q_idx, kv_idx):
 	for _, tc := range []struct{ body, want string }{
 		{"for i in range(q_idx):\n        pass\n    return q_idx >= kv_idx", "E078 `for` over range(q_idx): the bound depends on a run-time value; maskc unrolls loops at compile time"},
 		{"for i in [1, 2]:\n        pass\n    return q_idx >= kv_idx", ""},
-		{"for i in enumerate(3):\n        pass\n    return q_idx >= kv_idx", "E078 `for` over enumerate(3): maskc unrolls loops over range(...) of constants only"},
+		{"for i in enumerate(3):\n        pass\n    return q_idx >= kv_idx", "E078 `for` over enumerate(3): maskc unrolls loops over range(...) of constants and over tuples only"},
 	} {
 		src := "def m(b, h, q_idx, kv_idx):\n    " + tc.body + "\nattention a {\n    mask = m\n}\n"
 		f, pd := parser.ParseFile("test.flex", []byte(src))

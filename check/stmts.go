@@ -39,7 +39,7 @@ func (l *lowering) run(f *frame, m *Mod, stmts []dsl.Stmt, lets *[]*binding) (re
 				return result{}, nil, true
 			}
 		case *dsl.ForStmt:
-			vals, known := l.rangeOf(f, st)
+			vals, known := l.iterOf(f, st)
 			if !known {
 				l.partial = true
 				return result{}, nil, true
@@ -227,7 +227,7 @@ func (l *lowering) runPre(fr *frame, m *Mod, call string, stmts []dsl.Stmt) bool
 			}
 		case *dsl.PassStmt:
 		case *dsl.ForStmt:
-			vals, known := l.rangeOf(fr, st)
+			vals, known := l.iterOf(fr, st)
 			if !known {
 				return false
 			}
@@ -268,15 +268,53 @@ func (l *lowering) runPre(fr *frame, m *Mod, call string, stmts []dsl.Stmt) bool
 // budgets bound what the iterations build.
 const maxUnroll = 4096
 
-// rangeOf evaluates the iterable of a `for` loop, which must be
-// range(stop), range(start, stop) or range(start, stop, step) of
-// compile-time ints, to its values. known is false after an error, or
-// while a factory's declaration is checked (arguments unknown).
+// iterOf evaluates the iterable of a `for` loop to the values its variable
+// takes: range(...) of compile-time ints (rangeOf), or a compile-time tuple
+// (of constants, mods or buffers: a factory's `*mask_mods`, a tuple
+// argument). known is false after an error, or while a factory's
+// declaration is checked (arguments unknown).
+func (l *lowering) iterOf(f *frame, st *dsl.ForStmt) (vals []result, known bool) {
+	if call, ok := dsl.Unparen(st.Iter).(*dsl.CallExpr); ok {
+		if id, isID := dsl.Unparen(call.Fun).(*dsl.Ident); isID && id.Name == "range" && f.names["range"] == nil {
+			ints, known := l.rangeOf(f, st)
+			for _, v := range ints {
+				vals = append(vals, l.constant(f, dsl.Int(v), st.Var.Sp))
+			}
+			return vals, known
+		}
+	}
+	if _, isID := dsl.Unparen(st.Iter).(*dsl.Ident); isID {
+		r := l.expr(f, st.Iter)
+		switch {
+		case !r.ok() && r.fn == "":
+			return nil, false // reported, or unknown until the factory is applied
+		case r.typ == dsl.TypeTuple:
+			if len(r.elems) > maxUnroll {
+				l.errorf(f, st.Iter.Span(), CodeTooLarge, "`for` over %s runs more than %d times; maskc unrolls loops", sourceText(f, st.Iter), maxUnroll).
+					WithHint("write the loop as a closed form")
+				return nil, false
+			}
+			return r.elems, true
+		}
+	} else if tup, ok := dsl.Unparen(st.Iter).(*dsl.TupleExpr); ok {
+		r := l.expr(f, tup)
+		if !r.ok() {
+			return nil, false
+		}
+		return r.elems, true
+	}
+	l.errorf(f, st.Iter.Span(), CodeStatement, "`for` over %s: maskc unrolls loops over range(...) of constants and over tuples only", sourceText(f, st.Iter)).
+		WithHint("write for i in range(N), with N a constant, a param or a factory argument, or loop over a tuple of constants or mods")
+	return nil, false
+}
+
+// rangeOf evaluates a `for` loop's range(stop), range(start, stop) or
+// range(start, stop, step) of compile-time ints to its values.
 func (l *lowering) rangeOf(f *frame, st *dsl.ForStmt) (vals []int64, known bool) {
-	call, ok := dsl.Unparen(st.Iter).(*dsl.CallExpr)
-	if id, isID := dsl.Unparen(exprOrNil(call)).(*dsl.Ident); !ok || !isID || id.Name != "range" || len(call.Args) < 1 || len(call.Args) > 3 {
-		l.errorf(f, st.Iter.Span(), CodeStatement, "`for` over %s: maskc unrolls loops over range(...) of constants only", sourceText(f, st.Iter)).
-			WithHint("write for i in range(N), with N a constant, a param or a factory argument")
+	call := dsl.Unparen(st.Iter).(*dsl.CallExpr)
+	if len(call.Args) < 1 || len(call.Args) > 3 {
+		l.errorf(f, st.Iter.Span(), CodeStatement, "range() takes 1 to 3 arguments, got %d", len(call.Args)).
+			WithHint("write range(stop), range(start, stop) or range(start, stop, step)")
 		return nil, false
 	}
 	args := make([]int64, len(call.Args))
@@ -319,18 +357,13 @@ func (l *lowering) rangeOf(f *frame, st *dsl.ForStmt) (vals []int64, known bool)
 	return vals, true
 }
 
-// exprOrNil is call's callee, or nil.
-func exprOrNil(call *dsl.CallExpr) dsl.Expr {
-	if call == nil {
-		return nil
+// bindLoopVar binds a `for` loop's variable to v, a compile-time value.
+func (l *lowering) bindLoopVar(f *frame, st *dsl.ForStmt, v result) {
+	b := &binding{kind: bindValue, res: v, ident: st.Var, sym: Symbol{Kind: SymLet, Name: st.Var.Name, Decl: st.Var, Type: v.typ}}
+	if v.typ == dsl.TypeBuffer {
+		b.kind, b.buf = bindBuffer, v.buf
 	}
-	return call.Fun
-}
-
-// bindLoopVar binds a `for` loop's variable to the constant v.
-func (l *lowering) bindLoopVar(f *frame, st *dsl.ForStmt, v int64) {
-	f.names[st.Var.Name] = &binding{kind: bindValue, res: l.constant(f, dsl.Int(v), st.Var.Sp), ident: st.Var,
-		sym: Symbol{Kind: SymLet, Name: st.Var.Name, Decl: st.Var, Type: dsl.TypeInt}}
+	f.names[st.Var.Name] = b
 }
 
 // tupleIndex reads an element of a compile-time tuple, t[i] (or t[i][j]
