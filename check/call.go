@@ -176,6 +176,9 @@ func factorySignature(m *Mod) string {
 	for i, p := range m.Decl.FactoryParams {
 		names[i] = p.Name
 	}
+	if m.Decl.Variadic && len(names) > 0 {
+		names[len(names)-1] = "*" + names[len(names)-1]
+	}
 	return m.Name + "(" + strings.Join(names, ", ") + ")"
 }
 
@@ -350,10 +353,26 @@ func (l *lowering) factoryArgs(f *frame, x *dsl.CallExpr, m *Mod) (args []dsl.Ex
 		params = m.Decl.Params
 	}
 	args, frames = make([]dsl.Expr, len(params)), make([]*frame, len(params))
+	// A variadic factory's last parameter (`*mask_mods`) takes the
+	// positional arguments after the others, as a tuple (empty when none).
+	variadic := !m.Helper && m.Decl.Variadic && len(params) > 0
+	var rest *dsl.TupleExpr
+	if variadic {
+		rest = &dsl.TupleExpr{Sp: x.Sp}
+		args[len(params)-1], frames[len(params)-1] = rest, f
+	}
 	n := 0
 	for _, a := range x.Args {
 		kw, isKw := a.(*dsl.KeywordArg)
 		if !isKw {
+			if variadic && n >= len(params)-1 {
+				if len(rest.Elems) == 0 {
+					rest.Sp = a.Span()
+				}
+				rest.Elems = append(rest.Elems, a)
+				rest.Sp = rest.Sp.Join(a.Span())
+				continue
+			}
 			if n >= len(params) {
 				return nil, nil, true
 			}
@@ -362,6 +381,9 @@ func (l *lowering) factoryArgs(f *frame, x *dsl.CallExpr, m *Mod) (args []dsl.Ex
 			continue
 		}
 		i := slices.IndexFunc(params, func(p *dsl.Ident) bool { return p.Name == kw.Name.Name })
+		if variadic && i == len(params)-1 {
+			i = -1 // Python takes no keyword for *args
+		}
 		switch {
 		case i < 0:
 			l.errorf(f, kw.Name.Sp, CodeKeywordArg, "%s has no parameter %s", callableName(m), kw.Name.Name).

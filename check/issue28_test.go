@@ -491,6 +491,14 @@ def all_of(mods):
         return keep
     return both
 
+def every(*mods):
+    def both(b, h, q_idx, kv_idx):
+        keep = q_idx >= 0
+        for mod in mods:
+            keep = keep & mod(b, h, q_idx, kv_idx)
+        return keep
+    return both
+
 def spread(score, b, h, q_idx, kv_idx):
     total = score
     for x in (q_idx, kv_idx, 2):
@@ -509,6 +517,9 @@ def poly(score, b, h, q_idx, kv_idx):
 		{"mask = generate_multi_window(0)", "q < 0"},
 		{"mask = all_of((_causal, _near))", "(q >= 0) & (q >= kv) & (q - kv < 64)"},
 		{"score = spread", "score + q + kv + 2"},
+		{"mask = every(_causal, _near)", "(q >= 0) & (q >= kv) & (q - kv < 64)"},
+		{"mask = every()", "q >= 0"},
+		{"mask = every(mods=_causal)", "E075 factory every has no parameter mods"},
 		{"mask = generate_multi_window(5000)", "E055 `for` over range(windows) runs more than 4096 times; maskc unrolls loops"},
 	}
 	for _, tc := range cases {

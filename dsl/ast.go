@@ -143,6 +143,10 @@ type ModDecl struct {
 	// FactoryParams are the constant parameters of a factory, e.g. `W` in
 	// `mask sliding(W)(b, h, q, kv)`; nil for a plain mod.
 	FactoryParams []*Ident
+	// Variadic is set when the last of a def factory's FactoryParams is
+	// written `*name` (`def and_masks(*mask_mods)`): it binds the call's
+	// remaining positional arguments, as a tuple.
+	Variadic bool
 	// Params are the index parameters in order, names free: (b, h, q, kv)
 	// for a mask, (score, b, h, q, kv) for a score.
 	Params []*Ident

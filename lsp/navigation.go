@@ -148,7 +148,12 @@ func modSignature(d *dsl.ModDecl) string {
 	var b strings.Builder
 	b.WriteString(d.Kind.String())
 	if d.FactoryParams != nil {
-		b.WriteString(identList(d.FactoryParams))
+		list := identList(d.FactoryParams)
+		if d.Variadic && len(d.FactoryParams) > 0 {
+			last := d.FactoryParams[len(d.FactoryParams)-1].Name
+			list = strings.TrimSuffix(list, last+")") + "*" + last + ")"
+		}
+		b.WriteString(list)
 	}
 	b.WriteString(identList(d.Params))
 	return b.String()

@@ -96,6 +96,9 @@ func (c *converter) mod(g *modG) *dsl.ModDecl {
 		out := make([]*dsl.Ident, 0, len(list))
 		for _, n := range list {
 			switch {
+			case n.Star != nil:
+				c.fail(span(*n.Star), CodeDefShape, "a `*%s` parameter is only written in a def factory", n.Tok.Value).
+					WithHint("declare the factory as a def, `def NAME(*%s):` with an inner def", n.Tok.Value)
 			case n.Annot != nil:
 				c.fail(c.expr(n.Annot).Span(), CodeDefShape, "type annotations are only written in a def").
 					WithHint("write the parameter name alone: %s", n.Tok.Value)

@@ -48,6 +48,8 @@ func (c *converter) def(g *defG) *dsl.ModDecl {
 			d.Doc = stringLit(*body.Doc)
 		}
 		d.FactoryParams = params
+		d.Variadic = c.variadic(g.Params, true)
+		c.variadic(inner.Params, false)
 		d.Inner = ident(inner.Name)
 		var inDefaults []dsl.Expr
 		d.Params, inAnnots, inDefaults, inReturns = c.defParams(inner)
@@ -73,6 +75,7 @@ func (c *converter) def(g *defG) *dsl.ModDecl {
 		}
 	} else {
 		d.Params = params
+		c.variadic(g.Params, false)
 		if defaults != nil && (len(params) == 4 || len(params) == 5) {
 			c.noModDefaults(g, defaults)
 		}
@@ -100,6 +103,34 @@ func (c *converter) def(g *defG) *dsl.ModDecl {
 		d.Sp = d.Sp.Join(retEnd)
 	}
 	return d
+}
+
+// variadic reports whether a def's parameter list ends in `*name`, which a
+// factory binds to its call's remaining positional arguments; factory is
+// false for the function that computes a mod (FlexAttention passes it
+// exactly four or five), which refuses one. A `*name` anywhere but last, or
+// with a default, is an error.
+func (c *converter) variadic(l *paramListG, factory bool) bool {
+	names := c.paramNames(l)
+	for i, n := range names {
+		if n.Star == nil {
+			continue
+		}
+		switch {
+		case !factory:
+			c.fail(span(*n.Star), CodeDefShape, "`*%s` is taken only by a factory (a def that returns its inner def); a mod's parameters are exactly (b, h, q_idx, kv_idx)", n.Tok.Value).
+				WithHint("name each parameter: (b, h, q_idx, kv_idx), or (score, b, h, q_idx, kv_idx) for a score_mod; a helper takes a tuple argument instead")
+		case i != len(names)-1:
+			c.fail(span(*n.Star), CodeDefShape, "`*%s` must be the last parameter of %s", n.Tok.Value, "the factory").
+				WithHint("move *%s after the other parameters (maskc takes no keyword-only parameters)", n.Tok.Value)
+		case n.Default != nil:
+			c.fail(span(*n.Eq), CodeDefShape, "`*%s` cannot have a default", n.Tok.Value).
+				WithHint("remove the default: *%s is the empty tuple when no argument is left", n.Tok.Value)
+		default:
+			return true
+		}
+	}
+	return false
 }
 
 // defParams converts a def's parameter list and returns its annotations

@@ -119,6 +119,27 @@ var diagnosticCases = []struct {
 			"   = hint: index with one expression per dimension, e.g. `ids[b, kv_idx]`; prepare sliced or shifted tensors in Python and pass the result as a buffer\n",
 	},
 	{
+		"def f(*mods, w):\n    def m(b, h, q_idx, kv_idx):\n        return q_idx >= kv_idx\n    return m\n",
+		"t.flex:1:7: error[E072]: `*mods` must be the last parameter of the factory\n" +
+			" 1 | def f(*mods, w):\n" +
+			"   |       ^\n" +
+			"   = hint: move *mods after the other parameters (maskc takes no keyword-only parameters)\n",
+	},
+	{
+		"def f(b, h, *idx):\n    return b >= 0\n",
+		"t.flex:1:13: error[E072]: `*idx` is taken only by a factory (a def that returns its inner def); a mod's parameters are exactly (b, h, q_idx, kv_idx)\n" +
+			" 1 | def f(b, h, *idx):\n" +
+			"   |             ^\n" +
+			"   = hint: name each parameter: (b, h, q_idx, kv_idx), or (score, b, h, q_idx, kv_idx) for a score_mod; a helper takes a tuple argument instead\n",
+	},
+	{
+		"mask m(*w)(b, h, q, kv) = q >= kv\n",
+		"t.flex:1:8: error[E072]: a `*w` parameter is only written in a def factory\n" +
+			" 1 | mask m(*w)(b, h, q, kv) = q >= kv\n" +
+			"   |        ^\n" +
+			"   = hint: declare the factory as a def, `def NAME(*w):` with an inner def\n",
+	},
+	{
 		"def A(b, h, q, kv):\n    foo(q)\n    return q > 0\n",
 		"t.flex:2:8: error[E012]: expected `=` after `foo`, found `(`\n" +
 			" 2 |     foo(q)\n" +

@@ -97,6 +97,7 @@ func (c *converter) flatDef(g *flatDefG) *dsl.ModDecl {
 	switch {
 	case len(inDefs) == 0:
 		d.Params = params
+		c.variadic(head.Params, false)
 		if defaults != nil && (len(params) == 4 || len(params) == 5) {
 			c.noModDefaults(&defG{Name: head.Name}, defaults)
 		}
@@ -157,6 +158,8 @@ func (c *converter) flatDef(g *flatDefG) *dsl.ModDecl {
 		at = end - 1 // the statements after the defs follow
 		fnHead, body = inner.g.Def, inner.kids
 		d.FactoryParams, d.Defaults = params, defaults
+		d.Variadic = c.variadic(head.Params, true)
+		c.variadic(fnHead.Params, false)
 		d.Inner = ident(fnHead.Name)
 		inParams, inAnnots, inDefaults, inReturns := c.defParams(&defG{Params: fnHead.Params, Returns: fnHead.Returns})
 		d.Params = inParams
@@ -381,6 +384,7 @@ func (c *converter) localDef(outer *dsl.ModDecl, l *flatLine) *dsl.ModDecl {
 	h := l.g.Def
 	params, annots, defaults, returns := c.defParams(&defG{Params: h.Params, Returns: h.Returns})
 	d := &dsl.ModDecl{Name: ident(h.Name), Def: true, Params: params}
+	c.variadic(h.Params, false)
 	switch len(params) {
 	case 4:
 		d.Kind = dsl.MaskMod

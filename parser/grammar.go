@@ -117,6 +117,7 @@ type paramElemG struct {
 // nameG is one parameter name, with a def's optional annotation (any
 // expression: `int`, `tuple[int, int]`, `int | None`) and default value.
 type nameG struct {
+	Star    *lexer.Token `parser:"@'*'?"`
 	Tok     lexer.Token  `parser:"@Ident"`
 	Colon   *lexer.Token `parser:"( @':'"`
 	Annot   *exprG       `parser:"  @@ )?"`
