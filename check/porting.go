@@ -104,6 +104,9 @@ func (l *lowering) method(f *frame, x *dsl.CallExpr, sel *dsl.SelectorExpr) resu
 	}
 	recv = l.valueOf(f, sel.X, recv)
 	name := sel.Sel.Name
+	if _, ok := newScalarMethods[name]; ok {
+		return l.newScalar(f, x, sel, recv)
+	}
 	var a callArgs
 	if name == "to" {
 		// The argument is a dtype, not a value: to() reads it itself.
@@ -115,8 +118,11 @@ func (l *lowering) method(f *frame, x *dsl.CallExpr, sel *dsl.SelectorExpr) resu
 		a = l.callArgs(f, x.Args)
 	}
 	if _, ok := tensorMethods[name]; !ok {
-		names := make([]string, 0, len(tensorMethods))
+		names := make([]string, 0, len(tensorMethods)+len(newScalarMethods))
 		for n := range tensorMethods {
+			names = append(names, n)
+		}
+		for n := range newScalarMethods {
 			names = append(names, n)
 		}
 		sort.Strings(names)
@@ -348,11 +354,15 @@ var torchDTypes = map[string]dsl.Type{
 	"bool": dsl.TypeBool,
 }
 
-// to lowers x.to(torch.DTYPE).
+// to lowers x.to(torch.DTYPE), and x.to(y.device), which moves no value.
 func (l *lowering) to(f *frame, x *dsl.CallExpr, a callArgs) result {
 	arg := a.exprs[1]
 	if k, ok := arg.(*dsl.KeywordArg); ok {
 		arg = k.Value
+	}
+	if sel, ok := dsl.Unparen(arg).(*dsl.SelectorExpr); ok && sel.Sel.Name == "device" {
+		l.expr(f, sel.X) // for its diagnostics; a device changes no value
+		return a.vals[0]
 	}
 	id, _ := dsl.Unparen(arg).(*dsl.Ident)
 	var t dsl.Type
@@ -591,4 +601,95 @@ func (l *lowering) floatString(f *frame, s *dsl.StringLit) result {
 		return result{}
 	}
 	return l.constant(f, dsl.Float(v), s.Sp)
+}
+
+// newScalarMethods are the tensor factories a mod writes as a receiver's
+// method for a scalar of the receiver's (or a given) dtype, with what each
+// fills it with: transformers' and torch's and_masks start from
+// q_idx.new_ones((), dtype=torch.bool).
+var newScalarMethods = map[string]string{"new_ones": "1", "new_zeros": "0", "new_full": "the fill value"}
+
+// newScalar lowers recv.new_ones(()), recv.new_zeros(()) and
+// recv.new_full((), v), each with an optional dtype=: a 0-d tensor, the
+// constant 1, 0 or v in the dtype given, else in recv's.
+func (l *lowering) newScalar(f *frame, x *dsl.CallExpr, sel *dsl.SelectorExpr, recv result) result {
+	name := sel.Sel.Name
+	var pos []dsl.Expr
+	var dtype dsl.Expr
+	for _, e := range x.Args {
+		if k, ok := e.(*dsl.KeywordArg); ok {
+			if k.Name.Name != "dtype" {
+				l.errorf(f, k.Name.Sp, CodeKeywordArg, ".%s takes no keyword argument %s= here", name, k.Name.Name).
+					WithHint("maskc reads .%s(()) with dtype= only: a scalar of that dtype", name)
+				return result{}
+			}
+			dtype = k.Value
+			continue
+		}
+		pos = append(pos, e)
+	}
+	want := 1
+	if name == "new_full" {
+		want = 2
+	}
+	if !recv.ok() {
+		return result{}
+	}
+	if len(pos) != want {
+		l.errorf(f, x.Sp, CodeArgCount, ".%s takes %d positional %s, got %d", name, want, plural(want, "argument", "arguments"), len(pos)).
+			WithHint("write .%s(()%s, dtype=...): a scalar filled with %s", name, map[bool]string{true: ", v", false: ""}[want == 2], newScalarMethods[name])
+		return result{}
+	}
+	if t, ok := dsl.Unparen(pos[0]).(*dsl.TupleExpr); !ok || len(t.Elems) != 0 {
+		l.errorf(f, pos[0].Span(), CodeNotAValue, ".%s(%s) makes a tensor of that shape; a mod computes one value per (q, kv) pair", name, sourceText(f, pos[0])).
+			WithHint("pass the shape () for a scalar, as and_masks does: .%s(()%s)", name, map[bool]string{true: ", v", false: ""}[want == 2])
+		return result{}
+	}
+	typ := recv.typ
+	if dtype != nil {
+		var ok bool
+		typ, ok = dsl.TypeInvalid, false
+		if id, isID := dsl.Unparen(dtype).(*dsl.Ident); isID {
+			if n, isTorch := strings.CutPrefix(id.Name, "torch."); isTorch {
+				typ, ok = torchDTypes[n]
+			}
+		}
+		if !ok {
+			l.errorf(f, dtype.Span(), CodeConversion, "dtype=%s is not a dtype maskc makes exactly", sourceText(f, dtype)).
+				WithHint("use torch.bool, torch.int64, torch.int32, torch.float32 or torch.float64; half-precision rounding is not modelled")
+			return result{}
+		}
+	}
+	var v dsl.Value
+	switch name {
+	case "new_ones":
+		v = dsl.Int(1)
+	case "new_zeros":
+		v = dsl.Int(0)
+	default:
+		fill := l.value(f, pos[1])
+		if !fill.ok() {
+			return result{}
+		}
+		if !fill.isConst() {
+			l.errorf(f, pos[1].Span(), CodeConversion, "the fill value of .new_full must be a constant, got a run-time %s", fill.typ).
+				WithHint("write the value itself: .new_full((), v) of a run-time v is v")
+			return result{}
+		}
+		v = fill.val
+	}
+	switch typ {
+	case dsl.TypeBool:
+		return l.constant(f, dsl.Bool(v.Truth()), x.Sp)
+	case dsl.TypeFloat:
+		return l.constant(f, dsl.Float(v.AsFloat()), x.Sp)
+	case dsl.TypeInt:
+		if v.Type == dsl.TypeFloat {
+			return l.toInt(f, x, pos[len(pos)-1], l.constant(f, v, x.Sp))
+		}
+		return l.constant(f, dsl.Int(v.I), x.Sp)
+	}
+	l.errorf(f, sel.X.Span(), CodeConversion, ".%s on %s, which has no dtype maskc models", name, sourceText(f, sel.X)).
+		WithHint("call it on an index (q_idx), the score, or a comparison")
+	return result{}
 }

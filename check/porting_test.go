@@ -52,6 +52,9 @@ func TestPortingLowers(t *testing.T) {
 		{"math.floor(7 / 2) + math.ceil(7 / 2)", "score + 3 + 4"},
 		{"math.floor(score)", "score + floor(score)"},
 		{"torch.ones_like(q_idx) + torch.full_like(score, 2) + torch.zeros_like(q_idx > 0)", "score + 1 + 2.0 + False"},
+		{"q_idx.new_ones((), dtype=torch.bool) + q_idx.new_zeros(()) + score.new_full((), 3)", "score + True + 0 + 3.0"},
+		{"q_idx.new_full((), 2.5, dtype=torch.float32) + q_idx.new_ones(())", "score + 2.5 + 1"},
+		{"(q_idx - kv_idx).to(score.device) + score.to(device=q_idx.device)", "score + (q - kv) + score"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {
@@ -167,6 +170,11 @@ func TestPortingDiagnostics(t *testing.T) {
 		{"return score + \"x\"", "4:20: error[E073]: a string is not a value"},
 		{"return score + abs(q_idx, base=2)", "4:31: error[E075]: abs takes no keyword argument base="},
 		{"return torch.logical_and(q_idx, score > 0)", "4:12: error[E025]: score s must give a number, got bool"},
+		{"return score + q_idx.new_ones((2, 2))", "4:35: error[E028]: .new_ones((2, 2)) makes a tensor of that shape; a mod computes one value per (q, kv) pair"},
+		{"return score + q_idx.new_ones(())[0]", "4:20: error[E032]"},
+		{"return score + q_idx.new_zeros((), dtype=torch.float16)", "4:46: error[E076]: dtype=torch.float16 is not a dtype maskc makes exactly"}, {"return score + ()", "4:20: error[E028]: () is a tuple, not a value"},
+		{"return score + q_idx.new_full((), kv_idx)", "4:39: error[E076]: the fill value of .new_full must be a constant, got a run-time int"},
+		{"return score + q_idx.new_ones((), device=q_idx.device)", "4:39: error[E075]: .new_ones takes no keyword argument device= here"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.body, func(t *testing.T) {

@@ -389,9 +389,13 @@ func (c *converter) atom(t lexer.Token) dsl.Expr {
 	return &dsl.IntLit{Sp: span(t), Raw: t.Value, Value: i}
 }
 
-// group converts `(x)` to a ParenExpr and `(x, y)` or `(x,)` to a TupleExpr.
+// group converts `(x)` to a ParenExpr and `(x, y)`, `(x,)` or `()` to a
+// TupleExpr.
 func (c *converter) group(g *groupG) dsl.Expr {
 	sp := span(g.Open).Join(span(g.Close))
+	if g.First == nil && len(g.Rest) == 0 {
+		return &dsl.TupleExpr{Sp: sp} // the empty tuple, e.g. the shape of new_ones((), ...)
+	}
 	if len(g.Rest) == 0 {
 		return &dsl.ParenExpr{Sp: sp, X: c.arg(g.First, false)}
 	}

@@ -413,13 +413,6 @@ var diagnosticCases = []struct {
 			"   = hint: remove the `,`: write one index per buffer dimension\n",
 	},
 	{
-		"mask m(b, h, q, kv) = ()\n",
-		"t.flex:1:24: error[E011]: expected an expression after `(`, found `)`\n" +
-			" 1 | mask m(b, h, q, kv) = ()\n" +
-			"   |                        ^\n" +
-			"   = hint: `()` is not a value: write an expression inside the parentheses\n",
-	},
-	{
 		"mask m(b, h, q, kv) = q = kv\n",
 		"t.flex:1:25: error[E011]: unexpected `=` in an expression\n" +
 			" 1 | mask m(b, h, q, kv) = q = kv\n" +

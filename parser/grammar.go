@@ -224,7 +224,7 @@ type listElemG struct {
 // groupG is `(x)` or a tuple `(x, y)` / `(x,)`.
 type groupG struct {
 	Open  lexer.Token  `parser:"@'('"`
-	First *argG        `parser:"@@"`
+	First *argG        `parser:"@@?"`
 	Rest  []*listElemG `parser:"@@*"`
 	Close lexer.Token  `parser:"@')'"`
 }
