@@ -15,6 +15,9 @@ func (l *lowering) call(f *frame, x *dsl.CallExpr) result {
 	if r, handled := l.torchCall(f, x); handled {
 		return r
 	}
+	if r, handled := l.pythonCall(f, x); handled {
+		return r
+	}
 	callee := l.expr(f, x.Fun)
 	switch {
 	case callee.fn == "and_masks" || callee.fn == "or_masks":
@@ -515,8 +518,21 @@ func (l *lowering) apply(f *frame, mv *modValue, args []result, site dsl.Span) r
 			WithHint("declare it as %s %s(%s)", m.Kind, m.Name, strings.Join(kindParams(m.Kind), ", "))
 		return result{}
 	}
+	nested := 0 // instances of factory m being applied
 	for i, s := range l.stack {
 		if s == m {
+			if m.Factory && !slices.Contains(l.instances, mv) {
+				// Another instance of the factory, built from compile-time
+				// arguments (and_masks(and_masks(a, b), c) of a pasted
+				// and_masks): an application, not a cycle, unless they nest
+				// without end.
+				if nested++; nested < maxFactoryNesting {
+					continue
+				}
+				l.errorf(f, site, CodeRecursion, "instances of factory %s nested more than %d deep", m.Name, maxFactoryNesting).
+					WithHint("a factory whose mod builds another instance of it never ends; write the condition without recursion")
+				return result{}
+			}
 			cycle := make([]string, 0, len(l.stack)-i+1)
 			for _, t := range l.stack[i:] {
 				cycle = append(cycle, t.Name)
@@ -544,7 +560,11 @@ func (l *lowering) apply(f *frame, mv *modValue, args []result, site dsl.Span) r
 	l.work += applyCost
 	l.c.work += applyCost
 	l.stack = append(l.stack, m)
-	defer func() { l.stack = l.stack[:len(l.stack)-1] }()
+	l.instances = append(l.instances, mv)
+	defer func() {
+		l.stack = l.stack[:len(l.stack)-1]
+		l.instances = l.instances[:len(l.instances)-1]
+	}()
 	if r, ok := l.reuseBody(f, m, args); ok {
 		return r
 	}
@@ -884,3 +904,8 @@ func wholeBufferUse(d *dsl.ModDecl, name string) (use *dsl.Ident, in dsl.Expr) {
 	}
 	return nil, nil
 }
+
+// maxFactoryNesting bounds how many instances of one factory are applied
+// inside each other: far past any real mask (and_masks of and_masks ...),
+// and short of the Go stack when a factory's mod builds itself anew.
+const maxFactoryNesting = 64

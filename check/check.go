@@ -108,6 +108,14 @@ func reservedName(name string) string {
 	return ""
 }
 
+// pythonCombinator reports whether d is a def factory named and_masks or
+// or_masks: pasted Python (torch's and transformers' own definitions) that
+// shadows the built-in combinator, as the def does in Python.
+func pythonCombinator(d dsl.Decl) bool {
+	m, ok := d.(*dsl.ModDecl)
+	return ok && m.Def && m.Inner != nil && (m.Name.Name == "and_masks" || m.Name.Name == "or_masks")
+}
+
 // declare creates the Program's declarations and reports duplicates.
 func (c *checker) declare() {
 	comments := newCommentIndex(c.prog.File)
@@ -116,7 +124,7 @@ func (c *checker) declare() {
 		if id == nil || id.Name == "" {
 			continue
 		}
-		if what := reservedName(id.Name); what != "" {
+		if what := reservedName(id.Name); what != "" && !pythonCombinator(d) {
 			c.diags.Add(c.src, id.Sp, CodeReservedName, "%s cannot be declared: it is %s", id.Name, what).
 				WithHint("choose another name")
 			continue

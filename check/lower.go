@@ -112,6 +112,13 @@ type lowering struct {
 	// condition or loop bound on a factory argument, unknown while its
 	// declaration is checked): uses were not all counted.
 	partial bool
+	// exploring counts the branches of unknown conditions being run for
+	// their diagnostics (run): a raise there is not reached.
+	exploring int
+	// instances are the mod values being applied, innermost last: a
+	// factory's instance on it again is a cycle, another instance of the
+	// same factory is not.
+	instances []*modValue
 	// stackBuf holds the first entries of stack, saving an allocation.
 	stackBuf [4]*Mod
 	// declPass is set while a mod's own declaration is checked.
@@ -294,6 +301,10 @@ func (l *lowering) exprNoRecord(f *frame, e dsl.Expr) result {
 		}
 		l.errorf(f, x.Sp, CodeMethod, "method .%s is used without calling it", x.Sel.Name).
 			WithHint("call it: %s()", sourceText(f, x))
+		return result{}
+	case *dsl.GeneratorExpr:
+		l.errorf(f, x.Sp, CodeNotAValue, "a generator is read only by all() and any()").
+			WithHint("all(c for x in xs) or any(c for x in xs), with xs a tuple or range(...) of constants")
 		return result{}
 	case *dsl.VarRef:
 		// Already lowered (Program.Lower of a lowered expression).

@@ -33,6 +33,7 @@ func TestPortingLowers(t *testing.T) {
 		{"torch.where(q_idx >= kv_idx, 0.0, float(\"-inf\"))", "score + where(q >= kv, 0.0, -inf)"},
 		{"(-math.inf if q_idx < 0 else 1.0)", "score + (-inf if q < 0 else 1.0)"},
 		{"float(\"1e3\") + math.pi", "score + 1000.0 + 3.141592653589793"},
+		{"float(r\"1e3\") + float(f'2')", "score + 1000.0 + 2.0"},
 		{"torch.remainder(q_idx, 7)", "score + q % 7"},
 		{"torch.floor_divide(q_idx, 7)", "score + q // 7"},
 		{"torch.div(q_idx, 7)", "score + q / 7"},

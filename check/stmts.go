@@ -21,6 +21,23 @@ func (l *lowering) run(f *frame, m *Mod, stmts []dsl.Stmt, lets *[]*binding) (re
 		case *dsl.LetStmt:
 			l.assign(f, m, st, lets)
 		case *dsl.PassStmt:
+		case *dsl.RaiseStmt:
+			// Reached: Python raises here (a guard's condition held). It is
+			// reported where the mod is used (once, with what uses it), not
+			// while a declaration is checked nor while both branches of an
+			// unknown condition are explored.
+			switch {
+			case l.exploring > 0 || l.declPass:
+				l.partial = true
+			case !l.rootSpan.IsValid():
+				l.errorf(f, st.Sp, CodeStatement, "%s is reached", raiseText(f, st)).
+					WithHint("the conditions before it are decided at compile time and hold here")
+			default:
+				line := f.src.Position(st.Sp.Start).Line
+				l.c.diags.Add(l.c.src, l.rootSpan, CodeStatement, "%s in def %s (line %d) is reached for %s", raiseText(f, st), defName(m), line, l.root()).
+					WithHint("pass arguments for which Python does not raise")
+			}
+			return result{}, nil, true
 		case *dsl.ReturnStmt:
 			return l.result(f, m, st.Value), st.Value, true
 		case *dsl.AssertStmt:
@@ -60,7 +77,9 @@ func (l *lowering) run(f *frame, m *Mod, stmts []dsl.Stmt, lets *[]*binding) (re
 						g.names[k] = v
 					}
 					var scratch []*binding
+					l.exploring++
 					l.run(&g, m, block, &scratch)
+					l.exploring--
 				}
 				l.partial = true
 				return result{}, nil, true
@@ -226,6 +245,10 @@ func (l *lowering) runPre(fr *frame, m *Mod, call string, stmts []dsl.Stmt) bool
 				fr.names[st.Name.Name].kind = bindBuffer
 			}
 		case *dsl.PassStmt:
+		case *dsl.RaiseStmt:
+			l.errorf(fr, st.Sp, CodeStatement, "%s in factory %s is reached for %s", raiseText(fr, st), m.Name, call).
+				WithHint("pass arguments for which Python does not raise")
+			return false
 		case *dsl.ForStmt:
 			vals, known := l.iterOf(fr, st)
 			if !known {
@@ -274,46 +297,52 @@ const maxUnroll = 4096
 // argument). known is false after an error, or while a factory's
 // declaration is checked (arguments unknown).
 func (l *lowering) iterOf(f *frame, st *dsl.ForStmt) (vals []result, known bool) {
-	if call, ok := dsl.Unparen(st.Iter).(*dsl.CallExpr); ok {
+	return l.iterValues(f, st.Iter, "`for` over")
+}
+
+// iterValues evaluates iter, the iterable of a `for` loop or a generator
+// (what names it in messages, "`for` over"), to its values: range(...) of
+// compile-time ints (rangeOf), or a compile-time tuple.
+func (l *lowering) iterValues(f *frame, iter dsl.Expr, what string) (vals []result, known bool) {
+	if call, ok := dsl.Unparen(iter).(*dsl.CallExpr); ok {
 		if id, isID := dsl.Unparen(call.Fun).(*dsl.Ident); isID && id.Name == "range" && f.names["range"] == nil {
-			ints, known := l.rangeOf(f, st)
+			ints, known := l.rangeOf(f, call, what)
 			for _, v := range ints {
-				vals = append(vals, l.constant(f, dsl.Int(v), st.Var.Sp))
+				vals = append(vals, l.constant(f, dsl.Int(v), iter.Span()))
 			}
 			return vals, known
 		}
 	}
-	if _, isID := dsl.Unparen(st.Iter).(*dsl.Ident); isID {
-		r := l.expr(f, st.Iter)
+	if _, isID := dsl.Unparen(iter).(*dsl.Ident); isID {
+		r := l.expr(f, iter)
 		switch {
 		case !r.ok() && r.fn == "":
 			return nil, false // reported, or unknown until the factory is applied
 		case r.typ == dsl.TypeTuple:
 			if len(r.elems) > maxUnroll {
-				l.errorf(f, st.Iter.Span(), CodeTooLarge, "`for` over %s runs more than %d times; maskc unrolls loops", sourceText(f, st.Iter), maxUnroll).
+				l.errorf(f, iter.Span(), CodeTooLarge, "%s %s runs more than %d times; maskc unrolls loops", what, sourceText(f, iter), maxUnroll).
 					WithHint("write the loop as a closed form")
 				return nil, false
 			}
 			return r.elems, true
 		}
-	} else if tup, ok := dsl.Unparen(st.Iter).(*dsl.TupleExpr); ok {
+	} else if tup, ok := dsl.Unparen(iter).(*dsl.TupleExpr); ok {
 		r := l.expr(f, tup)
 		if !r.ok() {
 			return nil, false
 		}
 		return r.elems, true
 	}
-	l.errorf(f, st.Iter.Span(), CodeStatement, "`for` over %s: maskc unrolls loops over range(...) of constants and over tuples only", sourceText(f, st.Iter)).
+	l.errorf(f, iter.Span(), CodeStatement, "%s %s: maskc unrolls loops over range(...) of constants and over tuples only", what, sourceText(f, iter)).
 		WithHint("write for i in range(N), with N a constant, a param or a factory argument, or loop over a tuple of constants or mods")
 	return nil, false
 }
 
-// rangeOf evaluates a `for` loop's range(stop), range(start, stop) or
-// range(start, stop, step) of compile-time ints to its values.
-func (l *lowering) rangeOf(f *frame, st *dsl.ForStmt) (vals []int64, known bool) {
-	call := dsl.Unparen(st.Iter).(*dsl.CallExpr)
+// rangeOf evaluates range(stop), range(start, stop) or range(start, stop,
+// step) of compile-time ints, the iterable of a loop, to its values.
+func (l *lowering) rangeOf(f *frame, call *dsl.CallExpr, what string) (vals []int64, known bool) {
 	if len(call.Args) < 1 || len(call.Args) > 3 {
-		l.errorf(f, st.Iter.Span(), CodeStatement, "range() takes 1 to 3 arguments, got %d", len(call.Args)).
+		l.errorf(f, call.Span(), CodeStatement, "range() takes 1 to 3 arguments, got %d", len(call.Args)).
 			WithHint("write range(stop), range(start, stop) or range(start, stop, step)")
 		return nil, false
 	}
@@ -328,7 +357,7 @@ func (l *lowering) rangeOf(f *frame, st *dsl.ForStmt) (vals []int64, known bool)
 				WithHint("convert with int(...)")
 			return nil, false
 		case !r.isConst():
-			l.errorf(f, a.Span(), CodeStatement, "`for` over range(%s): the bound depends on a run-time value; maskc unrolls loops at compile time", sourceText(f, a)).
+			l.errorf(f, a.Span(), CodeStatement, "%s range(%s): the bound depends on a run-time value; maskc unrolls loops at compile time", what, sourceText(f, a)).
 				WithHint("bound the loop by a constant, a param or a factory argument")
 			return nil, false
 		}
@@ -348,7 +377,7 @@ func (l *lowering) rangeOf(f *frame, st *dsl.ForStmt) (vals []int64, known bool)
 	}
 	for v := start; step > 0 && v < stop || step < 0 && v > stop; v += step {
 		if len(vals) == maxUnroll {
-			l.errorf(f, st.Iter.Span(), CodeTooLarge, "`for` over %s runs more than %d times; maskc unrolls loops", sourceText(f, st.Iter), maxUnroll).
+			l.errorf(f, call.Span(), CodeTooLarge, "%s %s runs more than %d times; maskc unrolls loops", what, sourceText(f, call), maxUnroll).
 				WithHint("write the loop as a closed form")
 			return nil, false
 		}
@@ -439,4 +468,12 @@ func stringValue(e dsl.Expr) bool {
 		return x.Op == dsl.OpAdd && stringValue(x.X) && stringValue(x.Y)
 	}
 	return false
+}
+
+// raiseText is a raise statement as written, for messages.
+func raiseText(f *frame, st *dsl.RaiseStmt) string {
+	if f.site != nil || !st.Sp.IsValid() {
+		return "raise"
+	}
+	return "`" + f.src.Slice(st.Sp) + "`"
 }

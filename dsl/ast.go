@@ -489,8 +489,20 @@ type ParenExpr struct {
 type TupleExpr struct {
 	// Sp covers the parentheses.
 	Sp Span
-	// Elems are the elements (at least two, or one with a trailing comma).
+	// Elems are the elements (at least two, one with a trailing comma, or
+	// none: `()`).
 	Elems []Expr
+}
+
+// GeneratorExpr is a generator expression, `ELT for VAR in ITER`, as the
+// argument of all() or any() (`all(callable(m) for m in mask_mods)`),
+// unrolled over ITER at compile time.
+type GeneratorExpr struct {
+	// Sp covers ELT through ITER.
+	Sp   Span
+	Elt  Expr
+	Var  *Ident
+	Iter Expr
 }
 
 // Span implements Node.
@@ -535,21 +547,25 @@ func (x *ParenExpr) Span() Span { return x.Sp }
 // Span implements Node.
 func (x *TupleExpr) Span() Span { return x.Sp }
 
-func (*Ident) exprNode()        {}
-func (*IntLit) exprNode()       {}
-func (*FloatLit) exprNode()     {}
-func (*BoolLit) exprNode()      {}
-func (*StringLit) exprNode()    {}
-func (*SelectorExpr) exprNode() {}
-func (*KeywordArg) exprNode()   {}
-func (*UnaryExpr) exprNode()    {}
-func (*BinaryExpr) exprNode()   {}
-func (*CompareExpr) exprNode()  {}
-func (*CondExpr) exprNode()     {}
-func (*CallExpr) exprNode()     {}
-func (*IndexExpr) exprNode()    {}
-func (*ParenExpr) exprNode()    {}
-func (*TupleExpr) exprNode()    {}
+// Span implements Node.
+func (x *GeneratorExpr) Span() Span { return x.Sp }
+
+func (*Ident) exprNode()         {}
+func (*IntLit) exprNode()        {}
+func (*FloatLit) exprNode()      {}
+func (*BoolLit) exprNode()       {}
+func (*StringLit) exprNode()     {}
+func (*SelectorExpr) exprNode()  {}
+func (*KeywordArg) exprNode()    {}
+func (*UnaryExpr) exprNode()     {}
+func (*BinaryExpr) exprNode()    {}
+func (*CompareExpr) exprNode()   {}
+func (*CondExpr) exprNode()      {}
+func (*CallExpr) exprNode()      {}
+func (*IndexExpr) exprNode()     {}
+func (*ParenExpr) exprNode()     {}
+func (*TupleExpr) exprNode()     {}
+func (*GeneratorExpr) exprNode() {}
 
 // Unparen strips any number of enclosing parentheses.
 func Unparen(e Expr) Expr {
@@ -576,6 +592,7 @@ func (*IfStmt) stmtNode()     {}
 func (*AssertStmt) stmtNode() {}
 func (*PassStmt) stmtNode()   {}
 func (*ForStmt) stmtNode()    {}
+func (*RaiseStmt) stmtNode()  {}
 
 // ForStmt is `for VAR in range(...):` with its block, unrolled at compile
 // time: range's arguments must be constants.
@@ -625,6 +642,17 @@ type AssertStmt struct {
 // Span implements Node.
 func (s *AssertStmt) Span() Span { return s.Sp }
 
+// RaiseStmt is `raise EXC` (or a bare `raise`): when Python would reach
+// it, maskc reports it, with the expression as written.
+type RaiseStmt struct {
+	Sp Span
+	// Exc is the raised expression, or nil.
+	Exc Expr
+}
+
+// Span implements Node.
+func (s *RaiseStmt) Span() Span { return s.Sp }
+
 // PassStmt is `pass`.
 type PassStmt struct{ Sp Span }
 
@@ -652,6 +680,10 @@ func (b *Body) Exprs() []Expr {
 				out = append(out, st.Cond)
 				if st.Msg != nil {
 					out = append(out, st.Msg)
+				}
+			case *RaiseStmt:
+				if st.Exc != nil {
+					out = append(out, st.Exc)
 				}
 			case *IfStmt:
 				out = append(out, st.Cond)

@@ -41,5 +41,8 @@ func Inspect(e Expr, f func(Expr) bool) {
 		for _, el := range x.Elems {
 			Inspect(el, f)
 		}
+	case *GeneratorExpr:
+		Inspect(x.Elt, f)
+		Inspect(x.Iter, f)
 	}
 }

@@ -78,7 +78,10 @@ def namespace(ff, buffers):
     """Executes the file's defs with torch, math, FlexAttention's and_masks /
     or_masks, its params and the given buffer tensors in scope."""
     import functools
+    import typing
     ns = {"torch": torch, "math": math, "functools": functools, "lru_cache": functools.lru_cache, "__builtins__": __builtins__}
+    # the typing names pasted annotations use (transformers' `-> Callable`)
+    ns.update({n: getattr(typing, n) for n in ("Callable", "Optional", "Union", "Any")})
     try:
         from torch.nn.attention.flex_attention import and_masks, or_masks
     except ImportError:  # older torch: the same combinators

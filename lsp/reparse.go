@@ -339,6 +339,9 @@ func (s *spanShifter) stmts(stmts []dsl.Stmt) {
 			s.span(&st.Sp)
 			s.expr(st.Cond)
 			s.expr(st.Msg)
+		case *dsl.RaiseStmt:
+			s.span(&st.Sp)
+			s.expr(st.Exc)
 		case *dsl.PassStmt:
 			s.span(&st.Sp)
 		case *dsl.ForStmt:

@@ -356,6 +356,10 @@ func (c *converter) list(first *argG, rest []*listElemG, open lexer.Token, trail
 // argument.
 func (c *converter) arg(g *argG, kwOK bool) dsl.Expr {
 	x := c.expr(g.X)
+	if g.Gen != nil {
+		iter := c.expr(g.Gen.Iter)
+		x = &dsl.GeneratorExpr{Sp: x.Span().Join(iter.Span()), Elt: x, Var: ident(g.Gen.Var), Iter: iter}
+	}
 	if g.Kw == nil {
 		return x
 	}

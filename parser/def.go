@@ -13,10 +13,11 @@ import (
 // checked its quotes.
 func stringLit(t lexer.Token) *dsl.StringLit {
 	raw, n := t.Value, 1
-	if len(raw) >= 6 && (strings.HasPrefix(raw, `"""`) || strings.HasPrefix(raw, `'''`)) {
+	text := strings.TrimLeft(raw, "fFrRbBuU") // a prefix (lexer.go's stringPrefixes)
+	if len(text) >= 6 && (strings.HasPrefix(text, `"""`) || strings.HasPrefix(text, `'''`)) {
 		n = 3
 	}
-	return &dsl.StringLit{Sp: span(t), Raw: raw, Value: raw[n : len(raw)-n]}
+	return &dsl.StringLit{Sp: span(t), Raw: raw, Value: text[n : len(text)-n]}
 }
 
 // def converts a Python function, `def NAME(b, h, q_idx, kv_idx): ...

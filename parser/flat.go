@@ -34,6 +34,8 @@ func firstToken(g *lineG) lexer.Token {
 		return g.Return.Keyword
 	case g.Assert != nil:
 		return g.Assert.Keyword
+	case g.Raise != nil:
+		return g.Raise.Keyword
 	case g.Pass != nil:
 		return *g.Pass
 	case g.Doc != nil:
@@ -43,10 +45,10 @@ func firstToken(g *lineG) lexer.Token {
 }
 
 // hasControlFlow reports whether the lines hold a statement only the flat
-// form reads: `if`, `elif`, `else`, `assert` or `pass`.
+// form reads: `if`, `elif`, `else`, `assert`, `raise`, `pass` or `for`.
 func hasControlFlow(lines []*lineG) bool {
 	for _, l := range lines {
-		if l.If != nil || l.Else != nil || l.Assert != nil || l.Pass != nil || l.For != nil {
+		if l.If != nil || l.Else != nil || l.Assert != nil || l.Raise != nil || l.Pass != nil || l.For != nil {
 			return true
 		}
 	}
@@ -297,6 +299,13 @@ func (c *converter) stmts(fn string, ls []*flatLine, lets *[]*dsl.LetStmt) []dsl
 			out = append(out, st)
 		case g.Pass != nil:
 			out = append(out, &dsl.PassStmt{Sp: span(*g.Pass)})
+		case g.Raise != nil:
+			st := &dsl.RaiseStmt{Sp: span(g.Raise.Keyword)}
+			if g.Raise.Exc != nil {
+				st.Exc = c.expr(g.Raise.Exc)
+				st.Sp = st.Sp.Join(st.Exc.Span())
+			}
+			out = append(out, st)
 		case g.For != nil:
 			iter := c.expr(g.For.Iter)
 			st := &dsl.ForStmt{Var: ident(g.For.Var), Iter: iter, Body: c.stmts(fn, ls[k].kids, lets)}

@@ -210,8 +210,16 @@ type suffixG struct {
 // argG is a list element: an expression, or in a call a keyword argument
 // `name=expr` (the lexer marks the name).
 type argG struct {
-	Kw *lexer.Token `parser:"( @KwName '=' )?"`
-	X  *exprG       `parser:"@@"`
+	Kw  *lexer.Token `parser:"( @KwName '=' )?"`
+	X   *exprG       `parser:"@@"`
+	Gen *genG        `parser:"@@?"`
+}
+
+// genG makes an argument a generator expression: `for NAME in ITER`.
+type genG struct {
+	For  lexer.Token `parser:"@'for'"`
+	Var  lexer.Token `parser:"@Ident 'in'"`
+	Iter *exprG      `parser:"@@"`
 }
 
 // listElemG is `, expr` in a list; the expression is optional so that a
@@ -308,6 +316,7 @@ type lineG struct {
 	For    *forHeadG    `parser:"| @@"`
 	Return *returnG     `parser:"| @@"`
 	Assert *assertG     `parser:"| @@"`
+	Raise  *raiseG      `parser:"| @@"`
 	Pass   *lexer.Token `parser:"| @'pass'"`
 	Doc    *lexer.Token `parser:"| @String"`
 	Assign *assignG     `parser:"| @@"`
@@ -331,6 +340,12 @@ type assertG struct {
 	Keyword lexer.Token `parser:"@'assert'"`
 	Cond    *exprG      `parser:"@@"`
 	Msg     *exprG      `parser:"( ',' @@ )?"`
+}
+
+// raiseG is `raise EXC` or a bare `raise`.
+type raiseG struct {
+	Keyword lexer.Token `parser:"@'raise'"`
+	Exc     *exprG      `parser:"@@?"`
 }
 
 // forHeadG is `for NAME in ITER:`.

@@ -33,7 +33,7 @@ const (
 var keywords = map[string]bool{
 	"param": true, "buffer": true, "attention": true,
 	"let": true, "if": true, "else": true, "and": true, "or": true, "not": true,
-	"def": true, "return": true, "elif": true, "assert": true, "pass": true, "is": true, "for": true, "in": true,
+	"def": true, "return": true, "elif": true, "assert": true, "pass": true, "raise": true, "is": true, "for": true, "in": true,
 	"True": true, "False": true, "true": true, "false": true,
 }
 
@@ -212,6 +212,10 @@ func (s *scanner) word() {
 		}
 	}
 	w := s.text[start:s.pos]
+	if stringPrefixes[strings.ToLower(w)] && s.pos < s.end && (s.text[s.pos] == '"' || s.text[s.pos] == '\'') {
+		s.strFrom(start) // f"...", r'...': Python's string prefixes
+		return
+	}
 	if !keywords[w] {
 		s.emit(tokIdent, start, s.pos)
 		s.operand()
@@ -271,10 +275,19 @@ func (s *scanner) prefixOperator(off int) {
 	}
 }
 
+// stringPrefixes are Python's string prefixes, lower-cased. A string keeps
+// its prefix in its token; maskc computes no f-string's fields, so one with
+// `{...}` is only ever a message (a value read from it is refused as the
+// text it holds).
+var stringPrefixes = map[string]bool{"f": true, "r": true, "b": true, "u": true, "rb": true, "br": true, "fr": true, "rf": true}
+
 // str scans a string literal: '...' or "..." on one line, or a
 // triple-quoted docstring that may span lines. There are no escapes.
-func (s *scanner) str() {
-	start := s.pos
+func (s *scanner) str() { s.strFrom(s.pos) }
+
+// strFrom scans a string literal whose opening quote is at s.pos and whose
+// token starts at start (before a prefix such as f).
+func (s *scanner) strFrom(start int) {
 	q := s.text[s.pos]
 	if s.pos+2 < s.end && s.text[s.pos+1] == q && s.text[s.pos+2] == q {
 		closer := s.text[s.pos : s.pos+3]
