@@ -483,13 +483,10 @@ def _causal(b, h, q_idx, kv_idx):
 def _near(b, h, q_idx, kv_idx):
     return q_idx - kv_idx < 64
 
-def all_of(mods):
-    def both(b, h, q_idx, kv_idx):
-        keep = q_idx >= 0
-        for mod in mods:
-            keep = keep & mod(b, h, q_idx, kv_idx)
-        return keep
-    return both
+def any_of(mods):
+    def either(b, h, q_idx, kv_idx):
+        return any(mod(b, h, q_idx, kv_idx) for mod in mods)
+    return either
 
 def every(*mods):
     def both(b, h, q_idx, kv_idx):
@@ -515,28 +512,15 @@ def poly(score, b, h, q_idx, kv_idx):
 		{"mask = generate_multi_window(2, base=4)", "(q < 0) | (q - kv >= 0) & (q - kv < 4) | (q - kv >= 8) & (q - kv < 12)"},
 		{"score = poly", "score * 0 + score ** 3 / 3 + score ** 2 / 2 + score ** 1 / 1"},
 		{"mask = generate_multi_window(0)", "q < 0"},
-		{"mask = all_of((_causal, _near))", "(q >= 0) & (q >= kv) & (q - kv < 64)"},
 		{"score = spread", "score + q + kv + 2"},
+		{"mask = any_of((_causal, _near))", "q >= kv or q - kv < 64"},
 		{"mask = every(_causal, _near)", "(q >= 0) & (q >= kv) & (q - kv < 64)"},
 		{"mask = every()", "q >= 0"},
 		{"mask = every(mods=_causal)", "E075 factory every has no parameter mods"},
 		{"mask = generate_multi_window(5000)", "E055 `for` over range(windows) runs more than 4096 times; maskc unrolls loops"},
 	}
 	for _, tc := range cases {
-		t.Run(tc.setting, func(t *testing.T) {
-			p, diags := checkSource(t, src+"attention a {\n    "+tc.setting+"\n}\n", nil)
-			errs := errorLines(diags)
-			if errs != nil {
-				assert.Equal(t, []string{tc.want}, errs)
-				return
-			}
-			a := p.Attention("a")
-			if a.Mask != nil {
-				assert.Equal(t, tc.want, fmtExpr(a.Mask.Expr))
-			} else {
-				assert.Equal(t, tc.want, fmtExpr(a.Score.Expr))
-			}
-		})
+		t.Run(tc.setting, func(t *testing.T) { checkSetting(t, src, tc.setting, tc.want) })
 	}
 	for _, tc := range []struct{ body, want string }{
 		{"for i in range(q_idx):\n        pass\n    return q_idx >= kv_idx", "E078 `for` over range(q_idx): the bound depends on a run-time value; maskc unrolls loops at compile time"},
@@ -675,4 +659,22 @@ func errorLines(diags dsl.Diagnostics) []string {
 		errs = append(errs, string(d.Code)+" "+d.Message)
 	}
 	return errs
+}
+
+// checkSetting checks src with an attention block of one setting (mask =
+// ... or score = ...) and compares the lowered mod, or the errors, with
+// want.
+func checkSetting(t *testing.T, src, setting, want string) {
+	t.Helper()
+	p, diags := checkSource(t, src+"attention a {\n    "+setting+"\n}\n", nil)
+	if errs := errorLines(diags); errs != nil {
+		assert.Equal(t, []string{want}, errs)
+		return
+	}
+	a := p.Attention("a")
+	if a.Mask != nil {
+		assert.Equal(t, want, fmtExpr(a.Mask.Expr))
+	} else {
+		assert.Equal(t, want, fmtExpr(a.Score.Expr))
+	}
 }

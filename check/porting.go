@@ -539,20 +539,22 @@ func (l *lowering) fullLike(f *frame, x *dsl.CallExpr, name string, a callArgs) 
 		}
 		fill = a.vals[1].val
 	}
-	var v dsl.Value
-	switch like.typ {
+	return l.constant(f, castFill(like.typ, fill), x.Sp)
+}
+
+// castFill is a tensor factory's fill value in dtype typ, as torch casts
+// it: a float into an int truncates toward zero.
+func castFill(typ dsl.Type, fill dsl.Value) dsl.Value {
+	switch typ {
 	case dsl.TypeFloat:
-		v = dsl.Float(fill.AsFloat())
+		return dsl.Float(fill.AsFloat())
 	case dsl.TypeBool:
-		v = dsl.Bool(fill.Truth())
-	default:
-		if fill.Type == dsl.TypeFloat {
-			v = dsl.Int(dsl.TruncInt(fill.F))
-		} else {
-			v = dsl.Int(fill.I)
-		}
+		return dsl.Bool(fill.Truth())
 	}
-	return l.constant(f, v, x.Sp)
+	if fill.Type == dsl.TypeFloat {
+		return dsl.Int(dsl.TruncInt(fill.F))
+	}
+	return dsl.Int(fill.I)
 }
 
 // mathRound lowers math.floor(x) and math.ceil(x). Of a Python number they
@@ -678,16 +680,8 @@ func (l *lowering) newScalar(f *frame, x *dsl.CallExpr, sel *dsl.SelectorExpr, r
 		}
 		v = fill.val
 	}
-	switch typ {
-	case dsl.TypeBool:
-		return l.constant(f, dsl.Bool(v.Truth()), x.Sp)
-	case dsl.TypeFloat:
-		return l.constant(f, dsl.Float(v.AsFloat()), x.Sp)
-	case dsl.TypeInt:
-		if v.Type == dsl.TypeFloat {
-			return l.toInt(f, x, pos[len(pos)-1], l.constant(f, v, x.Sp))
-		}
-		return l.constant(f, dsl.Int(v.I), x.Sp)
+	if typ == dsl.TypeBool || typ == dsl.TypeFloat || typ == dsl.TypeInt {
+		return l.constant(f, castFill(typ, v), x.Sp)
 	}
 	l.errorf(f, sel.X.Span(), CodeConversion, ".%s on %s, which has no dtype maskc models", name, sourceText(f, sel.X)).
 		WithHint("call it on an index (q_idx), the score, or a comparison")

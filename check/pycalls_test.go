@@ -49,19 +49,7 @@ def capped(score, b, h, q_idx, kv_idx):
 		{"mask = special", "(doc[kv] == 3 or doc[kv] == 5) | True"},
 		{"score = capped", "score"},
 	} {
-		t.Run(tc.setting, func(t *testing.T) {
-			p, diags := checkSource(t, src+"attention a {\n    "+tc.setting+"\n}\n", nil)
-			if errs := errorLines(diags); errs != nil {
-				assert.Equal(t, []string{tc.want}, errs)
-				return
-			}
-			a := p.Attention("a")
-			if a.Mask != nil {
-				assert.Equal(t, tc.want, fmtExpr(a.Mask.Expr))
-			} else {
-				assert.Equal(t, tc.want, fmtExpr(a.Score.Expr))
-			}
-		})
+		t.Run(tc.setting, func(t *testing.T) { checkSetting(t, src, tc.setting, tc.want) })
 	}
 	for _, tc := range []struct{ body, want string }{
 		{"return all(q_idx for q in (1, 2)) == 0", ""},
