@@ -58,16 +58,21 @@ func TestPortingLowers(t *testing.T) {
 		{"(q_idx - kv_idx).to(score.device) + score.to(device=q_idx.device)", "score + (q - kv) + score"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.expr, func(t *testing.T) {
-			src := "def s(score, b, h, q_idx, kv_idx):\n    return score + " + tt.expr + "\n"
-			p, diags := checkSource(t, src, nil)
-			require.False(t, diags.HasErrors(), diags.Render())
-			low, diags := p.LowerMod("s")
-			require.False(t, diags.HasErrors(), diags.Render())
-			assert.Equal(t, tt.want, format.Expr(low.Expr))
-			assert.Empty(t, loweredInvariants(p, low))
-		})
+		t.Run(tt.expr, func(t *testing.T) { checkScoreLowers(t, "", tt.expr, tt.want) })
 	}
+}
+
+// checkScoreLowers checks a def score returning `score + expr` after the
+// declarations decls and compares its lowered, printed form with want.
+func checkScoreLowers(t *testing.T, decls, expr, want string) {
+	t.Helper()
+	src := decls + "def s(score, b, h, q_idx, kv_idx):\n    return score + " + expr + "\n"
+	p, diags := checkSource(t, src, nil)
+	require.False(t, diags.HasErrors(), diags.Render())
+	low, diags := p.LowerMod("s")
+	require.False(t, diags.HasErrors(), diags.Render())
+	assert.Equal(t, want, format.Expr(low.Expr))
+	assert.Empty(t, loweredInvariants(p, low))
 }
 
 // TestPortingTruncDiv checks torch.div(..., rounding_mode="trunc") against
@@ -303,15 +308,7 @@ func TestPortingBufferShape(t *testing.T) {
 		{"bias[h, (q_idx - kv_idx).clamp(min=0, max=bias.shape[1] - 1)]", "score + bias[h, min(max(q - kv, 0), 2 * KV + -1 - 1)]"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.expr, func(t *testing.T) {
-			src := decls + "def s(score, b, h, q_idx, kv_idx):\n    return score + " + tt.expr + "\n"
-			p, diags := checkSource(t, src, nil)
-			require.False(t, diags.HasErrors(), diags.Render())
-			low, diags := p.LowerMod("s")
-			require.False(t, diags.HasErrors(), diags.Render())
-			assert.Equal(t, tt.want, format.Expr(low.Expr))
-			assert.Empty(t, loweredInvariants(p, low))
-		})
+		t.Run(tt.expr, func(t *testing.T) { checkScoreLowers(t, decls, tt.expr, tt.want) })
 	}
 }
 
