@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/maskc/maskc/buftype"
 	"github.com/maskc/maskc/dsl"
 )
 
@@ -25,6 +26,34 @@ var bufferMethods = map[string]string{
 	"size":  "size(): the extents, a tuple; size(i): extent i",
 	"dim":   "the number of dimensions",
 	"numel": "the product of the extents",
+	"long":  "the buffer itself, for an int buffer (every int is read in 64 bits)",
+	"int":   "the buffer itself, for an int buffer of at most 32 bits",
+	"float": "the buffer itself, for a float buffer of at most 32 bits",
+	"bool":  "the buffer itself, for a bool buffer",
+}
+
+// bufferCasts are the whole-buffer dtype casts of bufferMethods.
+var bufferCasts = map[string]bool{"long": true, "int": true, "float": true, "bool": true}
+
+// sameValues reports whether buf.name() (a dtype cast of the whole tensor,
+// Transfusion's modalities.long()) leaves every element's value as maskc
+// reads it: a widening, or no change.
+func sameValues(buf *Buffer, name string) bool {
+	d := buftype.Lookup(buf.DType)
+	if d == nil {
+		return false
+	}
+	switch name {
+	case "long":
+		return d.Kind == buftype.Int
+	case "int":
+		return d.Kind == buftype.Int && d.Size <= 4 && (d.Signed || d.Size < 4)
+	case "float":
+		return d.Kind == buftype.Float && d.Size <= 4
+	case "bool":
+		return d.Kind == buftype.Bool
+	}
+	return false
 }
 
 // bufferAttr lowers buf.NAME (x, not called).
@@ -69,6 +98,14 @@ func (l *lowering) bufferMethod(f *frame, x *dsl.CallExpr, sel *dsl.SelectorExpr
 	maxArgs := 0
 	if name == "size" {
 		maxArgs = 1
+	}
+	if bufferCasts[name] {
+		if len(x.Args) > 0 || !sameValues(buf, name) {
+			l.errorf(f, sel.Sel.Sp, CodeConversion, "%s.%s() changes the values of buffer %s (%s)", buf.Name, name, buf.Name, buf.shape()).
+				WithHint("declare %s with the element type the mod reads, or convert an element: %s[...].%s()", buf.Name, buf.Name, name)
+			return result{}
+		}
+		return result{typ: dsl.TypeBuffer, buf: buf}
 	}
 	if len(x.Args) > maxArgs {
 		l.errorf(f, x.Sp, CodeArgCount, "%s.%s takes %s, got %d", buf.Name, name,

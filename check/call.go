@@ -262,10 +262,18 @@ func (l *lowering) instantiate(f *frame, x *dsl.CallExpr, m *Mod) result {
 		case !r.scalar():
 			l.value(f, a) // reports what a is
 			okAll = false
-		case !r.isConst():
+		case !r.isConst() && len(l.stack) == 0:
 			l.errorf(f, a.Span(), CodeFactoryArg, "argument %s of %s must be a compile-time constant, got a run-time %s", p.Name, m.Name, r.typ).
 				WithHint("factory arguments are literals or params; index variables and sizes change at run time")
 			okAll = false
+		case !r.isConst():
+			// A run-time value, inside a mod (Transfusion's
+			// modality(offset, length)(b, h, q_idx, kv_idx) with offsets read
+			// from a buffer): the inner mod is inlined with it, as Python's
+			// closure computes it; a factory statement that needs a constant
+			// (an if, a range) reports it there.
+			mv.args = append(mv.args, &binding{kind: bindValue, res: r, sym: withType(sym, r.typ), ident: p})
+			names[i] = sourceText(frames[i], a)
 		default:
 			mv.args = append(mv.args, &binding{kind: bindValue, res: r, sym: withType(sym, r.typ), ident: p})
 			names[i] = r.val.String()
@@ -706,7 +714,7 @@ func (l *lowering) assign(f *frame, m *Mod, let *dsl.LetStmt, lets *[]*binding) 
 	b := m.Decl.Body
 	{
 		r := l.expr(f, let.Value)
-		if !r.scalar() && !callable(r) && r.typ != dsl.TypeTuple && r.typ != dsl.TypeNone && (r.ok() || r.fn != "") {
+		if !r.scalar() && !callable(r) && r.typ != dsl.TypeTuple && r.typ != dsl.TypeNone && r.typ != dsl.TypeBuffer && (r.ok() || r.fn != "") {
 			r = l.value(f, let.Value) // reports what it is
 		}
 		if let.Unpack > 0 && r.ok() && (r.typ != dsl.TypeTuple || len(r.elems) != let.Unpack) {
@@ -886,12 +894,15 @@ func wholeBufferUse(d *dsl.ModDecl, name string) (use *dsl.Ident, in dsl.Expr) {
 		exprs = append(exprs, d.Body.Exprs()...)
 	}
 	for _, e := range exprs {
-		indexed := map[*dsl.Ident]bool{}
+		indexed := map[*dsl.Ident]bool{} // read by an index, or cast whole (ids.long())
 		dsl.Inspect(e, func(x dsl.Expr) bool {
 			if ix, ok := x.(*dsl.IndexExpr); ok {
 				if id, ok := dsl.Unparen(ix.X).(*dsl.Ident); ok {
 					indexed[id] = true
 				}
+			}
+			if id, ok := castOf(x).(*dsl.Ident); ok && x != dsl.Expr(id) {
+				indexed[id] = true
 			}
 			if id, ok := x.(*dsl.Ident); ok && id.Name == name && !indexed[id] && use == nil {
 				use = id

@@ -108,6 +108,18 @@ func reservedName(name string) string {
 	return ""
 }
 
+// castOf is e without a whole-tensor dtype cast that keeps the values
+// (`ids.long()`, see bufferMethods), or e.
+func castOf(e dsl.Expr) dsl.Expr {
+	e = dsl.Unparen(e)
+	if call, ok := e.(*dsl.CallExpr); ok && len(call.Args) == 0 {
+		if sel, ok := call.Fun.(*dsl.SelectorExpr); ok && bufferCasts[sel.Sel.Name] {
+			return dsl.Unparen(sel.X)
+		}
+	}
+	return e
+}
+
 // pythonCombinator reports whether d is a def factory named and_masks or
 // or_masks: pasted Python (torch's and transformers' own definitions) that
 // shadows the built-in combinator, as the def does in Python.
@@ -197,7 +209,7 @@ func newMod(d *dsl.ModDecl, src *dsl.Source, std bool, doc string) *Mod {
 	alias := map[string]string{}
 	for _, st := range d.FactoryPre {
 		if let, ok := st.(*dsl.LetStmt); ok && let.Name != nil {
-			if id, ok := dsl.Unparen(let.Value).(*dsl.Ident); ok && factory[id.Name] {
+			if id, ok := castOf(let.Value).(*dsl.Ident); ok && factory[id.Name] {
 				alias[let.Name.Name] = id.Name
 				factory[let.Name.Name] = true
 			}

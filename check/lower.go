@@ -27,7 +27,11 @@ type result struct {
 	size int       // node count of node's tree
 	mod  *modValue // when typ is TypeMask or TypeScore
 	buf  *Buffer   // when typ is TypeBuffer
-	fn   string    // a built-in's canonical name, "and_masks" or "or_masks"
+	// rows are the leading indices already taken when typ is TypeBuffer and
+	// the buffer was indexed with fewer indices than it has dimensions
+	// (`modalities[b]`, a row that a loop iterates or a later index reads).
+	rows []result
+	fn   string // a built-in's canonical name, "and_masks" or "or_masks"
 	// elems are a tuple's elements when typ is TypeTuple: a Python tuple
 	// used at compile time (a factory argument, `a, b = pair`, pair[0]).
 	elems []result
@@ -340,6 +344,12 @@ func (l *lowering) valueOf(f *frame, e dsl.Expr, r result) result {
 			l.errorf(f, e.Span(), CodeNotAValue, "%s is a built-in function, not a value", name).
 				WithHint("call it: %s", dsl.Builtins[r.fn].Doc)
 		}
+	case r.typ == dsl.TypeBuffer && len(r.rows) > 0:
+		// A row read as a value: the index has too few indices.
+		l.errorf(f, e.Span(), CodeIndexCount, "buffer %s has %d %s %s, got %d %s", r.buf.Name, len(r.buf.Dims),
+			plural(len(r.buf.Dims), "dimension", "dimensions"), r.buf.dimsText(), len(r.rows),
+			plural(len(r.rows), "index", "indices")).
+			WithHint("write %s[%s]", r.buf.Name, strings.Join(indexNames(len(r.buf.Dims)), ", "))
 	case r.typ == dsl.TypeBuffer:
 		l.errorf(f, e.Span(), CodeNotAValue, "buffer %s is used without an index", r.buf.Name).
 			WithHint("read an element: %s[%s]", r.buf.Name, strings.Join(indexNames(len(r.buf.Dims)), ", "))
@@ -776,10 +786,21 @@ func (l *lowering) index(f *frame, x *dsl.IndexExpr) result {
 		return result{}
 	}
 	buf := target.buf
-	if len(x.Indices) != len(buf.Dims) {
+	if len(target.rows) > 0 {
+		idx = append(append([]result{}, target.rows...), idx...)
+	}
+	if len(idx) < len(buf.Dims) {
+		// A row: its elements are read by a further index, or by a loop
+		// over it (Transfusion's `for _, offset, length in modalities[b]`).
+		if !okAll {
+			return result{}
+		}
+		return l.readRow(f, buf, idx, x.Sp, x.X.Span())
+	}
+	if len(idx) != len(buf.Dims) {
 		l.errorf(f, x.Sp, CodeIndexCount, "buffer %s has %d %s %s, got %d %s", buf.Name, len(buf.Dims),
-			plural(len(buf.Dims), "dimension", "dimensions"), buf.dimsText(), len(x.Indices),
-			plural(len(x.Indices), "index", "indices")).
+			plural(len(buf.Dims), "dimension", "dimensions"), buf.dimsText(), len(idx),
+			plural(len(idx), "index", "indices")).
 			WithHint("write %s[%s]", buf.Name, strings.Join(indexNames(len(buf.Dims)), ", "))
 		return result{}
 	}
@@ -794,6 +815,19 @@ func (l *lowering) index(f *frame, x *dsl.IndexExpr) result {
 	if !okAll {
 		return result{}
 	}
+	return l.readRow(f, buf, idx, x.Sp, x.X.Span())
+}
+
+// readRow indexes buf with idx, its leading indices: a row when they are
+// fewer than its dimensions, else a read of one element. sp is where the
+// index is written, nameSp where the buffer's name is.
+func (l *lowering) readRow(f *frame, buf *Buffer, idx []result, sp, nameSp dsl.Span) result {
+	if len(idx) < len(buf.Dims) {
+		return result{typ: dsl.TypeBuffer, buf: buf, rows: idx}
+	}
+	if buf.ElemType() == dsl.TypeInvalid {
+		return result{} // its declaration reports it
+	}
 	l.useBuffer(buf)
 	nodes := make([]dsl.Expr, len(idx))
 	size := 2
@@ -801,9 +835,8 @@ func (l *lowering) index(f *frame, x *dsl.IndexExpr) result {
 		nodes[i] = r.node
 		size += r.size
 	}
-	name := &dsl.Ident{Sp: l.span(f, x.X.Span()), Name: buf.Name}
-	node := &dsl.IndexExpr{Sp: l.span(f, x.Sp), X: name, Indices: nodes}
-	return l.add(f, node, buf.ElemType(), size)
+	name := &dsl.Ident{Sp: l.span(f, nameSp), Name: buf.Name}
+	return l.add(f, &dsl.IndexExpr{Sp: l.span(f, sp), X: name, Indices: nodes}, buf.ElemType(), size)
 }
 
 func (l *lowering) useBuffer(b *Buffer) { l.useBufferDecl(b.Decl) }

@@ -79,11 +79,7 @@ func (l *lowering) allAny(f *frame, x *dsl.CallExpr, arg dsl.Expr, all bool) res
 			for k, b := range f.names {
 				inner.names[k] = b
 			}
-			b := &binding{kind: bindValue, res: v, ident: g.Var, sym: Symbol{Kind: SymLet, Name: g.Var.Name, Decl: g.Var, Type: v.typ}}
-			if v.typ == dsl.TypeBuffer {
-				b.kind, b.buf = bindBuffer, v.buf
-			}
-			inner.names[g.Var.Name] = b
+			bindName(&inner, g.Var, v)
 			r := l.value(&inner, g.Elt)
 			if !r.ok() {
 				return result{}

@@ -76,3 +76,65 @@ def capped(score, b, h, q_idx, kv_idx):
 	_, diags = checkSource(t, "mask and_masks(b, h, q, kv) = q >= kv\n", nil)
 	assert.Equal(t, []string{"E053 and_masks cannot be declared: it is the combinator and_masks"}, errorLines(diags))
 }
+
+// TestBufferRows pins rows of a buffer (fewer indices than dimensions),
+// loops over them and over several names, a whole-buffer dtype cast that
+// keeps the values, and a factory called with run-time values inside a
+// mod: Transfusion's mask as written.
+func TestBufferRows(t *testing.T) {
+	const src = `
+buffer spans: i32[B, 2, 3]
+buffer wide: i64[B, 2, 3]
+buffer ragged: i32[B, KV, 3]
+
+def from_to(lo, n):
+    def inner(b, h, q_idx, kv_idx):
+        return (q_idx >= lo) & (kv_idx < lo + n)
+    return inner
+
+def spans_mask(rows):
+    rows = rows.long()
+    def m(b, h, q_idx, kv_idx):
+        keep = q_idx >= kv_idx
+        for _, lo, n in rows[b]:
+            keep = keep | from_to(lo, n)(b, h, q_idx, kv_idx)
+        return keep
+    return m
+
+def firsts(b, h, q_idx, kv_idx):
+    row = spans[b]
+    return q_idx < row[0][1] + row[1, 2]
+
+def same_doc(batch):
+    ids = batch.long()
+    def m(b, h, q_idx, kv_idx):
+        return ids[b, q_idx, 0] == ids[b, kv_idx, 0]
+    return m
+
+def narrowed(rows):
+    rows = rows.int()
+    def m(b, h, q_idx, kv_idx):
+        return q_idx < rows[b, 0, 0]
+    return m
+
+`
+	for _, tc := range []struct{ setting, want string }{
+		{"mask = spans_mask(spans)", "(q >= kv) | (q >= spans[b, 0, 1]) & (kv < spans[b, 0, 1] + spans[b, 0, 2]) | (q >= spans[b, 1, 1]) & (kv < spans[b, 1, 1] + spans[b, 1, 2])"},
+		{"mask = firsts", "q < spans[b, 0, 1] + spans[b, 1, 2]"},
+		{"mask = same_doc(ragged)", "ragged[b, q, 0] == ragged[b, kv, 0]"},
+		{"mask = narrowed(wide)", "E076 wide.int() changes the values of buffer wide (i64[B, 2, 3])"},
+	} {
+		t.Run(tc.setting, func(t *testing.T) { checkSetting(t, src, tc.setting, tc.want) })
+	}
+	for _, tc := range []struct{ loop, want string }{
+		{"for r in ragged[b]:\n        keep = keep | (q_idx == r[0])", "E078 a loop over dimension 1 of buffer ragged (i32[B, KV, 3]), whose extent is not a constant"},
+		{"for lo, n in spans[b]:\n        keep = keep | (q_idx == lo)", "E028 cannot unpack 3 values into the loop's 2 names"},
+	} {
+		body := "buffer spans: i32[B, 2, 3]\nbuffer ragged: i32[B, KV, 3]\ndef m(b, h, q_idx, kv_idx):\n    keep = q_idx < 0\n    " + tc.loop + "\n    return keep\n"
+		_, diags := checkSource(t, body, nil)
+		assert.Equal(t, []string{tc.want}, errorLines(diags), tc.loop)
+	}
+	// A row read as a value is an index with too few indices, as before.
+	_, diags := checkSource(t, "buffer bias: f32[H, 8]\nmask m(b, h, q, kv) = bias[h] > 0\n", nil)
+	assert.Equal(t, []string{"E030 buffer bias has 2 dimensions [H, 8], got 1 index"}, errorLines(diags))
+}

@@ -62,7 +62,9 @@ func (l *lowering) run(f *frame, m *Mod, stmts []dsl.Stmt, lets *[]*binding) (re
 				return result{}, nil, true
 			}
 			for _, v := range vals {
-				l.bindLoopVar(f, st, v)
+				if !l.bindLoopVar(f, st, v) {
+					return result{}, nil, true
+				}
 				if r, e, returned := l.run(f, m, st.Body, lets); returned {
 					return r, e, true
 				}
@@ -173,9 +175,11 @@ func assignedNames(stmts []dsl.Stmt) []*dsl.Ident {
 				walk(st.Then)
 				walk(st.Else)
 			case *dsl.ForStmt:
-				if !seen[st.Var.Name] {
-					seen[st.Var.Name] = true
-					out = append(out, st.Var)
+				for _, v := range append([]*dsl.Ident{st.Var}, st.Targets[min(1, len(st.Targets)):]...) {
+					if !seen[v.Name] {
+						seen[v.Name] = true
+						out = append(out, v)
+					}
 				}
 				walk(st.Body)
 			}
@@ -255,7 +259,9 @@ func (l *lowering) runPre(fr *frame, m *Mod, call string, stmts []dsl.Stmt) bool
 				return false
 			}
 			for _, v := range vals {
-				l.bindLoopVar(fr, st, v)
+				if !l.bindLoopVar(fr, st, v) {
+					return false
+				}
 				if !l.runPre(fr, m, call, st.Body) {
 					return false
 				}
@@ -313,11 +319,14 @@ func (l *lowering) iterValues(f *frame, iter dsl.Expr, what string) (vals []resu
 			return vals, known
 		}
 	}
-	if _, isID := dsl.Unparen(iter).(*dsl.Ident); isID {
+	switch dsl.Unparen(iter).(type) {
+	case *dsl.Ident, *dsl.TupleExpr, *dsl.IndexExpr:
 		r := l.expr(f, iter)
 		switch {
 		case !r.ok() && r.fn == "":
 			return nil, false // reported, or unknown until the factory is applied
+		case r.typ == dsl.TypeBuffer:
+			return l.elementsOf(f, r, iter.Span())
 		case r.typ == dsl.TypeTuple:
 			if len(r.elems) > maxUnroll {
 				l.errorf(f, iter.Span(), CodeTooLarge, "%s %s runs more than %d times; maskc unrolls loops", what, sourceText(f, iter), maxUnroll).
@@ -326,12 +335,6 @@ func (l *lowering) iterValues(f *frame, iter dsl.Expr, what string) (vals []resu
 			}
 			return r.elems, true
 		}
-	} else if tup, ok := dsl.Unparen(iter).(*dsl.TupleExpr); ok {
-		r := l.expr(f, tup)
-		if !r.ok() {
-			return nil, false
-		}
-		return r.elems, true
 	}
 	l.errorf(f, iter.Span(), CodeStatement, "%s %s: maskc unrolls loops over range(...) of constants and over tuples only", what, sourceText(f, iter)).
 		WithHint("write for i in range(N), with N a constant, a param or a factory argument, or loop over a tuple of constants or mods")
@@ -386,13 +389,73 @@ func (l *lowering) rangeOf(f *frame, call *dsl.CallExpr, what string) (vals []in
 	return vals, true
 }
 
-// bindLoopVar binds a `for` loop's variable to v, a compile-time value.
-func (l *lowering) bindLoopVar(f *frame, st *dsl.ForStmt, v result) {
-	b := &binding{kind: bindValue, res: v, ident: st.Var, sym: Symbol{Kind: SymLet, Name: st.Var.Name, Decl: st.Var, Type: v.typ}}
-	if v.typ == dsl.TypeBuffer {
+// bindLoopVar binds a `for` loop's variable to v, one value of its
+// iterable, or its names (`for _, offset, length in rows`) to v's
+// elements: a tuple's, or a buffer row's along its next dimension. It
+// reports whether the names could be bound.
+func (l *lowering) bindLoopVar(f *frame, st *dsl.ForStmt, v result) bool {
+	if len(st.Targets) == 0 {
+		bindName(f, st.Var, v)
+		return true
+	}
+	elems, ok := l.elementsOf(f, v, st.Iter.Span())
+	if !ok {
+		return false
+	}
+	if len(elems) != len(st.Targets) {
+		l.errorf(f, st.Iter.Span(), CodeNotAValue, "cannot unpack %d values into the loop's %d names", len(elems), len(st.Targets)).
+			WithHint("give the loop as many names as each element has values")
+		return false
+	}
+	for i, t := range st.Targets {
+		bindName(f, t, elems[i])
+	}
+	return true
+}
+
+// bindName binds a loop's or a generator's name to v.
+func bindName(f *frame, id *dsl.Ident, v result) {
+	b := &binding{kind: bindValue, res: v, ident: id, sym: Symbol{Kind: SymLet, Name: id.Name, Decl: id, Type: v.typ}}
+	if v.typ == dsl.TypeBuffer && len(v.rows) == 0 {
 		b.kind, b.buf = bindBuffer, v.buf
 	}
-	f.names[st.Var.Name] = b
+	f.names[id.Name] = b
+}
+
+// elementsOf lists what a loop over v takes in turn: a tuple's elements,
+// or a buffer's (or row's) elements along its next dimension, whose extent
+// must be a constant (each a further row, or a read of one element). sp is
+// the iterable's span, for messages.
+func (l *lowering) elementsOf(f *frame, v result, sp dsl.Span) ([]result, bool) {
+	switch {
+	case v.typ == dsl.TypeTuple:
+		return v.elems, true
+	case v.typ != dsl.TypeBuffer:
+		l.errorf(f, sp, CodeNotAValue, "cannot unpack %s %s", article(v.typ), v.typ).
+			WithHint("loop over a tuple or a buffer row")
+		return nil, false
+	}
+	dim := v.buf.Dims[len(v.rows)]
+	if len(dim.Coef) > 0 {
+		l.errorf(f, sp, CodeStatement, "a loop over dimension %d of buffer %s (%s), whose extent is not a constant", len(v.rows), v.buf.Name, v.buf.shape()).
+			WithHint("maskc unrolls loops at compile time: declare that dimension with a constant extent")
+		return nil, false
+	}
+	if dim.Const > maxUnroll {
+		l.errorf(f, sp, CodeTooLarge, "a loop over %d rows of buffer %s runs more than %d times; maskc unrolls loops", dim.Const, v.buf.Name, maxUnroll).
+			WithHint("write the loop as a closed form")
+		return nil, false
+	}
+	out := make([]result, 0, dim.Const)
+	for j := int64(0); j < dim.Const; j++ {
+		idx := append(append([]result{}, v.rows...), l.constant(f, dsl.Int(j), sp))
+		r := l.readRow(f, v.buf, idx, sp, sp)
+		if !r.ok() {
+			return nil, false
+		}
+		out = append(out, r)
+	}
+	return out, true
 }
 
 // tupleIndex reads an element of a compile-time tuple, t[i] (or t[i][j]

@@ -597,10 +597,13 @@ func (*RaiseStmt) stmtNode()  {}
 // ForStmt is `for VAR in range(...):` with its block, unrolled at compile
 // time: range's arguments must be constants.
 type ForStmt struct {
-	Sp   Span
-	Var  *Ident
-	Iter Expr // the `range(...)` call as written
-	Body []Stmt
+	Sp  Span
+	Var *Ident
+	// Targets are the names of `for a, b, c in ...` (Var is the first);
+	// nil for one name.
+	Targets []*Ident
+	Iter    Expr // the `range(...)` call, tuple or buffer row as written
+	Body    []Stmt
 }
 
 // Span implements Node.

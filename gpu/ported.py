@@ -94,7 +94,9 @@ def namespace(ff, buffers):
     for name, text in ff.params.items():
         ns[name] = eval(text.replace("true", "True").replace("false", "False"), dict(ns))
     ns.update(buffers)
-    exec(compile(ff.defs, "<defs>", "exec"), ns)
+    # Annotations stay text, as maskc keeps them (jaxtyping's Int['b m 3']
+    # names a module the pasted file imports elsewhere).
+    exec(compile("from __future__ import annotations\n" + ff.defs, "<defs>", "exec"), ns)
     return ns
 
 

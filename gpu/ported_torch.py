@@ -77,8 +77,15 @@ def run_file(path, gen):
         b, h, q, kv = sample(gen)
         rec = {"name": name, "points": torch.stack([b, h, q, kv], 1).tolist()}
         if mask is not None:
-            m = torch.broadcast_to(mask(bi, hi, qi, ki), (B, H, Q, KV))
-            rec["mask"] = [bool(x) for x in m[b, h, q, kv].tolist()]
+            try:
+                m = torch.broadcast_to(mask(bi, hi, qi, ki), (B, H, Q, KV))
+                rec["mask"] = [bool(x) for x in m[b, h, q, kv].tolist()]
+            except (ValueError, TypeError, IndexError, RuntimeError):
+                # A def that only runs as FlexAttention runs it, one (b, h,
+                # q_idx, kv_idx) of 0-d tensors at a time under vmap (a loop
+                # over modalities[b]'s rows): evaluated point by point.
+                rec["mask"] = [bool(mask(*(torch.tensor(v, dtype=INDEX) for v in p)))
+                               for p in zip(b.tolist(), h.tolist(), q.tolist(), kv.tolist())]
         if score is not None:
             s_in = torch.randn(B, H, Q, KV, generator=gen, dtype=torch.float32) * 3
             s_out = torch.broadcast_to(score(s_in, bi, hi, qi, ki), (B, H, Q, KV))

@@ -347,6 +347,9 @@ func (s *spanShifter) stmts(stmts []dsl.Stmt) {
 		case *dsl.ForStmt:
 			s.span(&st.Sp)
 			s.ident(st.Var)
+			for _, t := range st.Targets[min(1, len(st.Targets)):] {
+				s.ident(t)
+			}
 			s.expr(st.Iter)
 			s.stmts(st.Body)
 		case *dsl.IfStmt:

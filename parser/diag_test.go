@@ -140,13 +140,6 @@ var diagnosticCases = []struct {
 			"   = hint: declare the factory as a def, `def NAME(*w):` with an inner def\n",
 	},
 	{
-		"def m(b, h, q_idx, kv_idx):\n    keep = q_idx >= kv_idx\n    for _, lo, n in spans:\n        keep = keep | (kv_idx >= lo)\n    return keep\n",
-		"t.flex:3:5: error[E011]: a `for` loop with several names (`for _, ...`) in def `m`: maskc's loops bind one name\n" +
-			" 3 |     for _, lo, n in spans:\n" +
-			"   |     ^^^\n" +
-			"   = hint: maskc unrolls loops over range(...) of constants and over tuples, one name a loop; over a buffer's rows, index them: `for m in range(M):` then `offset = rows[b, m, 1]`\n",
-	},
-	{
 		"def A(b, h, q, kv):\n    foo(q)\n    return q > 0\n",
 		"t.flex:2:8: error[E012]: expected `=` after `foo`, found `(`\n" +
 			" 2 |     foo(q)\n" +

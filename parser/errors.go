@@ -251,10 +251,6 @@ func (e *errorSite) explainDef() *explanation {
 		}
 	}
 	switch {
-	case t.Value == "for" && e.after(1).Type == tokIdent && e.after(2).Value == ",":
-		// `for _, offset, length in modality_batch:` (Transfusion's mask).
-		return why(CodeUnexpectedToken, fmt.Sprintf("a `for` loop with several names (`for %s, ...`) in def `%s`: maskc's loops bind one name", e.after(1).Value, innermost),
-			"maskc unrolls loops over range(...) of constants and over tuples, one name a loop; over a buffer's rows, index them: `for m in range(M):` then `offset = rows[b, m, 1]`")
 	case t.Value == "pass" || prev.Value == "pass":
 		return why(CodeUnexpectedToken, fmt.Sprintf("`pass` is not a statement of def `%s`: a def computes one value", name),
 			"end the body with `return EXPR`; a mask that keeps every pair returns `True`")

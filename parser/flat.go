@@ -309,6 +309,12 @@ func (c *converter) stmts(fn string, ls []*flatLine, lets *[]*dsl.LetStmt) []dsl
 		case g.For != nil:
 			iter := c.expr(g.For.Iter)
 			st := &dsl.ForStmt{Var: ident(g.For.Var), Iter: iter, Body: c.stmts(fn, ls[k].kids, lets)}
+			if len(g.For.More) > 0 {
+				st.Targets = []*dsl.Ident{st.Var}
+				for _, t := range g.For.More {
+					st.Targets = append(st.Targets, ident(t.Tok))
+				}
+			}
 			st.Sp = blockSpan(span(g.For.Keyword).Join(span(g.For.Colon)), st.Body)
 			out = append(out, st)
 		case g.Doc != nil:

@@ -351,7 +351,8 @@ type raiseG struct {
 // forHeadG is `for NAME in ITER:`.
 type forHeadG struct {
 	Keyword lexer.Token `parser:"@'for'"`
-	Var     lexer.Token `parser:"@Ident 'in'"`
+	Var     lexer.Token `parser:"@Ident"`
+	More    []*targetG  `parser:"( ',' @@ )* 'in'"`
 	Iter    *exprG      `parser:"@@"`
 	Colon   lexer.Token `parser:"@':'"`
 }
