@@ -12,7 +12,7 @@ const NumVars = int(dsl.SizeKV) + 1
 
 // MaxExtras is the number of extra variables (floor quotients and symbols
 // free of q and kv, Form.Extras) one form may use.
-const MaxExtras = 8
+const MaxExtras = 16
 
 // Linear is an integer linear form Σ Coef[v]·v + Σ X[i]·x_i + K over the
 // index variables b, h, q, kv, the size symbols B, H, HKV, Q, KV (never

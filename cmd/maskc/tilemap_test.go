@@ -34,6 +34,10 @@ func TestLaunchAllMatchesPairs(t *testing.T) {
 	if len(files) < 20 {
 		t.Fatalf("found %d masks, want the examples, bench_ext and the corpus", len(files))
 	}
+	// Masks pasted from public code whose plans reach the kernels' limits
+	// (nine terms with 16 buffer symbols; a union with a pre-pass).
+	files = append(files, "../../testdata/ported/transfusion.flex", "../../testdata/ported/gemma4_sliding.flex",
+		"../../testdata/ported/hf_masking_utils.flex")
 	// The corpus's realistic buffers at 1x3x640 (buffers.py 3 640 ...).
 	real := map[string]bufferFlags{}
 	text, err := os.ReadFile("../../testdata/tilemasks/buffers_3x640.txt")
