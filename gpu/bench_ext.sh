@@ -19,8 +19,9 @@ DIR=${EXT_DIR:-.devbin/ext}
 SHAPE=2,16,8192
 EXAMPLES="examples/dilated_window.flex examples/prefix_lm.flex examples/prefix_lm_per_batch.flex examples/relative_bias.flex examples/softcap.flex examples/t5_bias.flex"
 # Masks pasted from public code (testdata/ported): Gemma 4's sliding layers
-# with images (transformers' token_type_ids_mask_function, or-ed with the window).
-OUTSIDE="testdata/ported/gemma4_sliding.flex"
+# with images (transformers' token_type_ids_mask_function, or-ed with the
+# window) and Transfusion's causal mask with bidirectional image spans.
+OUTSIDE="testdata/ported/gemma4_sliding.flex testdata/ported/transfusion.flex"
 case "${1:-}" in
 gen)
 	rm -rf "$DIR"

@@ -36,6 +36,20 @@ def image_groups(n, rnd):
     return out
 
 
+def modality_rows(n, rnd, rows=8):
+    """Transfusion's modality table of one sequence of n tokens: rows of
+    (type, offset, length), images of 256, 576 or 1024 tokens separated by
+    100 to 700 text tokens, padded with zero rows (length 0: no span)."""
+    out, t = [], rnd.randrange(100, 700)
+    for _ in range(rows):
+        length = rnd.choice([256, 576, 1024])
+        if t + length > n:
+            break
+        out += [1, t, length]
+        t += length + rnd.randrange(100, 700)
+    return out + [0] * (3 * rows - len(out))
+
+
 def corpus_buffers(mask, H, S):
     """The tile-map corpus's realistic contents (testdata/tilemasks/buffers.py)
     of mask, by name: (dims, flat values); None for a mask not in it."""
@@ -71,6 +85,8 @@ def buffers(case, B, H, S):
         return {"bias": ([H, 2 * S - 1], [round(rnd.gauss(0, 1), 3) for _ in range(H * (2 * S - 1))])}
     if kernel == "t5_encoder":
         return {"relative_attention_bias": ([H, 32], [round(rnd.gauss(0, 1), 3) for _ in range(H * 32)])}
+    if case == "transfusion:transfusion_layer":  # testdata/ported: up to 8 (type, offset, length) spans a sequence
+        return {"modalities": ([B, 8, 3], sum((modality_rows(S, random.Random(100 + b)) for b in range(B)), []))}
     if case == "gemma4_sliding:sliding_layer":  # testdata/ported: Gemma 4's vision groups, per sequence
         return {"image_group_ids": ([B, S], sum((image_groups(S, random.Random(b)) for b in range(B)), []))}
     if kernel == "causal_alibi":  # flex_baseline.py's slopes
