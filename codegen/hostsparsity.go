@@ -228,11 +228,15 @@ func (s *HostSparsity) IntervalTerms() []string {
 	case !p.analysed:
 		return []string{"the whole key range (the mask has no analysed normal form)"}
 	case len(p.disjuncts) > maxKVIntervals && !selWalk(p):
-		texts := make([]string, len(p.disjuncts))
-		for i, d := range p.disjuncts {
-			texts[i] = d.text
+		// The first terms only: a union past the walk's ranges is large, and
+		// the message says how many there are.
+		const shown, width = 2, 120
+		texts := make([]string, 0, shown)
+		for _, d := range p.disjuncts[:shown] {
+			texts = append(texts, clipText(d.text, width))
 		}
-		return []string{fmt.Sprintf("the hull of the %d terms %s (more than the %d ranges the kernel walks one by one)", len(texts), strings.Join(texts, " | "), maxKVIntervals)}
+		return []string{fmt.Sprintf("the hull of the %d terms %s | ... (%d more; more than the %d ranges the kernel walks one by one)",
+			len(p.disjuncts), strings.Join(texts, " | "), len(p.disjuncts)-shown, maxKVIntervals)}
 	case len(p.disjuncts) == 0:
 		return []string{"false"}
 	}
@@ -564,4 +568,12 @@ func segSearch(seg []float64, v float64, after bool) int64 {
 		}
 		return seg[i] >= v
 	}))
+}
+
+// clipText is text cut to at most n bytes, ending in "..." where cut.
+func clipText(text string, n int) string {
+	if len(text) <= n {
+		return text
+	}
+	return text[:n-3] + "..."
 }
