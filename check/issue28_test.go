@@ -525,7 +525,7 @@ def poly(score, b, h, q_idx, kv_idx):
 	for _, tc := range []struct{ body, want string }{
 		{"for i in range(q_idx):\n        pass\n    return q_idx >= kv_idx", "E078 `for` over range(q_idx): the bound depends on a run-time value; maskc unrolls loops at compile time"},
 		{"for i in [1, 2]:\n        pass\n    return q_idx >= kv_idx", ""},
-		{"for i in enumerate(3):\n        pass\n    return q_idx >= kv_idx", "E078 `for` over enumerate(3): maskc unrolls loops over range(...) of constants and over tuples only"},
+		{"for i in enumerate(3):\n        pass\n    return q_idx >= kv_idx", "E078 `for` over enumerate(3): maskc unrolls loops over range(...) of constants, tuples and buffer rows only"},
 	} {
 		src := "def m(b, h, q_idx, kv_idx):\n    " + tc.body + "\nattention a {\n    mask = m\n}\n"
 		f, pd := parser.ParseFile("test.flex", []byte(src))

@@ -298,17 +298,17 @@ func (l *lowering) runPre(fr *frame, m *Mod, call string, stmts []dsl.Stmt) bool
 const maxUnroll = 4096
 
 // iterOf evaluates the iterable of a `for` loop to the values its variable
-// takes: range(...) of compile-time ints (rangeOf), or a compile-time tuple
-// (of constants, mods or buffers: a factory's `*mask_mods`, a tuple
-// argument). known is false after an error, or while a factory's
-// declaration is checked (arguments unknown).
+// takes: range(...) of compile-time ints (rangeOf), a tuple (of constants,
+// expressions, mods or buffers: a factory's `*mask_mods`, a tuple
+// argument), or a buffer row along its next dimension (elementsOf). known
+// is false after an error, or while a factory's declaration is checked
+// (arguments unknown).
 func (l *lowering) iterOf(f *frame, st *dsl.ForStmt) (vals []result, known bool) {
 	return l.iterValues(f, st.Iter, "`for` over")
 }
 
 // iterValues evaluates iter, the iterable of a `for` loop or a generator
-// (what names it in messages, "`for` over"), to its values: range(...) of
-// compile-time ints (rangeOf), or a compile-time tuple.
+// (what names it in messages, "`for` over"), to its values, as iterOf.
 func (l *lowering) iterValues(f *frame, iter dsl.Expr, what string) (vals []result, known bool) {
 	if call, ok := dsl.Unparen(iter).(*dsl.CallExpr); ok {
 		if id, isID := dsl.Unparen(call.Fun).(*dsl.Ident); isID && id.Name == "range" && f.names["range"] == nil {
@@ -336,8 +336,8 @@ func (l *lowering) iterValues(f *frame, iter dsl.Expr, what string) (vals []resu
 			return r.elems, true
 		}
 	}
-	l.errorf(f, iter.Span(), CodeStatement, "%s %s: maskc unrolls loops over range(...) of constants and over tuples only", what, sourceText(f, iter)).
-		WithHint("write for i in range(N), with N a constant, a param or a factory argument, or loop over a tuple of constants or mods")
+	l.errorf(f, iter.Span(), CodeStatement, "%s %s: maskc unrolls loops over range(...) of constants, tuples and buffer rows only", what, sourceText(f, iter)).
+		WithHint("write for i in range(N), with N a constant, a param or a factory argument, or loop over a tuple or over a buffer row of constant extent")
 	return nil, false
 }
 
