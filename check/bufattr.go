@@ -20,20 +20,28 @@ import (
 // what each gives, for hints.
 var bufferAttrs = map[string]string{"shape": "the extents, a tuple", "ndim": "the number of dimensions"}
 
-// bufferMethods are the tensor methods of a buffer itself (not of an
-// element), with what each gives.
-var bufferMethods = map[string]string{
-	"size":  "size(): the extents, a tuple; size(i): extent i",
-	"dim":   "the number of dimensions",
-	"numel": "the product of the extents",
+// bufferCasts are the whole-buffer dtype casts a buffer takes where they
+// keep its values (sameValues), with what each gives.
+var bufferCasts = map[string]string{
 	"long":  "the buffer itself, for an int buffer (every int is read in 64 bits)",
 	"int":   "the buffer itself, for an int buffer of at most 32 bits",
 	"float": "the buffer itself, for a float buffer of at most 32 bits",
 	"bool":  "the buffer itself, for a bool buffer",
 }
 
-// bufferCasts are the whole-buffer dtype casts of bufferMethods.
-var bufferCasts = map[string]bool{"long": true, "int": true, "float": true, "bool": true}
+// bufferMethods are the tensor methods of a buffer itself (not of an
+// element), with what each gives: its shape's, and bufferCasts.
+var bufferMethods = func() map[string]string {
+	m := map[string]string{
+		"size":  "size(): the extents, a tuple; size(i): extent i",
+		"dim":   "the number of dimensions",
+		"numel": "the product of the extents",
+	}
+	for name, doc := range bufferCasts {
+		m[name] = doc
+	}
+	return m
+}()
 
 // sameValues reports whether buf.name() (a dtype cast of the whole tensor,
 // Transfusion's modalities.long()) leaves every element's value as maskc
@@ -99,7 +107,7 @@ func (l *lowering) bufferMethod(f *frame, x *dsl.CallExpr, sel *dsl.SelectorExpr
 	if name == "size" {
 		maxArgs = 1
 	}
-	if bufferCasts[name] {
+	if _, cast := bufferCasts[name]; cast {
 		if len(x.Args) > 0 || !sameValues(buf, name) {
 			l.errorf(f, sel.Sel.Sp, CodeConversion, "%s.%s() changes the values of buffer %s (%s)", buf.Name, name, buf.Name, buf.shape()).
 				WithHint("declare %s with the element type the mod reads, or convert an element: %s[...].%s()", buf.Name, buf.Name, name)

@@ -109,12 +109,14 @@ func reservedName(name string) string {
 }
 
 // castOf is e without a whole-tensor dtype cast that keeps the values
-// (`ids.long()`, see bufferMethods), or e.
+// (`ids.long()`, bufferCasts), or e.
 func castOf(e dsl.Expr) dsl.Expr {
 	e = dsl.Unparen(e)
 	if call, ok := e.(*dsl.CallExpr); ok && len(call.Args) == 0 {
-		if sel, ok := call.Fun.(*dsl.SelectorExpr); ok && bufferCasts[sel.Sel.Name] {
-			return dsl.Unparen(sel.X)
+		if sel, ok := call.Fun.(*dsl.SelectorExpr); ok {
+			if _, cast := bufferCasts[sel.Sel.Name]; cast {
+				return dsl.Unparen(sel.X)
+			}
 		}
 	}
 	return e

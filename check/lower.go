@@ -94,6 +94,17 @@ type frame struct {
 	python bool
 }
 
+// child is a copy of f whose new bindings stay its own (a branch run for
+// its diagnostics, a generator's variable).
+func (f *frame) child() *frame {
+	g := *f
+	g.names = make(map[string]*binding, len(f.names)+1)
+	for k, v := range f.names {
+		g.names[k] = v
+	}
+	return &g
+}
+
 // lowering is the state of one lowering: the types of the nodes built, the
 // buffers read, the mods being inlined, and the node budget.
 type lowering struct {

@@ -354,6 +354,18 @@ var torchDTypes = map[string]dsl.Type{
 	"bool": dsl.TypeBool,
 }
 
+// torchDType is the scalar type of e when e names a dtype that maskc
+// converts to exactly (torchDTypes: torch.int64, torch.bool, ...).
+func torchDType(e dsl.Expr) (dsl.Type, bool) {
+	if id, ok := dsl.Unparen(e).(*dsl.Ident); ok {
+		if name, ok := strings.CutPrefix(id.Name, "torch."); ok {
+			t, known := torchDTypes[name]
+			return t, known
+		}
+	}
+	return dsl.TypeInvalid, false
+}
+
 // to lowers x.to(torch.DTYPE), and x.to(y.device), which moves no value.
 func (l *lowering) to(f *frame, x *dsl.CallExpr, a callArgs) result {
 	arg := a.exprs[1]
@@ -364,17 +376,11 @@ func (l *lowering) to(f *frame, x *dsl.CallExpr, a callArgs) result {
 		l.expr(f, sel.X) // for its diagnostics; a device changes no value
 		return a.vals[0]
 	}
-	id, _ := dsl.Unparen(arg).(*dsl.Ident)
-	var t dsl.Type
 	if sel, ok := dsl.Unparen(arg).(*dsl.SelectorExpr); ok && sel.Sel.Name == "dtype" {
 		return l.toDTypeOf(f, x, a, sel)
 	}
-	if id != nil {
-		if name, ok := strings.CutPrefix(id.Name, "torch."); ok {
-			t = torchDTypes[name]
-		}
-	}
-	if t == dsl.TypeInvalid {
+	t, ok := torchDType(arg)
+	if !ok {
 		l.errorf(f, arg.Span(), CodeConversion, ".to(%s) is not a conversion maskc makes exactly", sourceText(f, arg)).
 			WithHint("convert with .to(torch.int64), .to(torch.int32), .to(torch.float32) or .to(torch.bool); half-precision rounding is not modelled")
 		return result{}
@@ -630,33 +636,27 @@ func (l *lowering) newScalar(f *frame, x *dsl.CallExpr, sel *dsl.SelectorExpr, r
 		}
 		pos = append(pos, e)
 	}
-	want := 1
+	want, fillArg := 1, "" // positional arguments; new_full's fill in the hints
 	if name == "new_full" {
-		want = 2
+		want, fillArg = 2, ", v"
 	}
 	if !recv.ok() {
 		return result{}
 	}
 	if len(pos) != want {
 		l.errorf(f, x.Sp, CodeArgCount, ".%s takes %d positional %s, got %d", name, want, plural(want, "argument", "arguments"), len(pos)).
-			WithHint("write .%s(()%s, dtype=...): a scalar filled with %s", name, map[bool]string{true: ", v", false: ""}[want == 2], newScalarMethods[name])
+			WithHint("write .%s(()%s, dtype=...): a scalar filled with %s", name, fillArg, newScalarMethods[name])
 		return result{}
 	}
 	if t, ok := dsl.Unparen(pos[0]).(*dsl.TupleExpr); !ok || len(t.Elems) != 0 {
 		l.errorf(f, pos[0].Span(), CodeNotAValue, ".%s(%s) makes a tensor of that shape; a mod computes one value per (q, kv) pair", name, sourceText(f, pos[0])).
-			WithHint("pass the shape () for a scalar, as and_masks does: .%s(()%s)", name, map[bool]string{true: ", v", false: ""}[want == 2])
+			WithHint("pass the shape () for a scalar, as and_masks does: .%s(()%s)", name, fillArg)
 		return result{}
 	}
 	typ := recv.typ
 	if dtype != nil {
 		var ok bool
-		typ, ok = dsl.TypeInvalid, false
-		if id, isID := dsl.Unparen(dtype).(*dsl.Ident); isID {
-			if n, isTorch := strings.CutPrefix(id.Name, "torch."); isTorch {
-				typ, ok = torchDTypes[n]
-			}
-		}
-		if !ok {
+		if typ, ok = torchDType(dtype); !ok {
 			l.errorf(f, dtype.Span(), CodeConversion, "dtype=%s is not a dtype maskc makes exactly", sourceText(f, dtype)).
 				WithHint("use torch.bool, torch.int64, torch.int32, torch.float32 or torch.float64; half-precision rounding is not modelled")
 			return result{}

@@ -37,7 +37,7 @@ func (l *lowering) pythonCall(f *frame, x *dsl.CallExpr) (result, bool) {
 	if id.Name == "callable" {
 		return l.callableOf(f, x, arg), true
 	}
-	return l.allAny(f, x, arg, id.Name == "all"), true
+	return l.allAny(f, x, arg, id.Name), true
 }
 
 var pythonCallUsage = map[string]string{
@@ -61,11 +61,12 @@ func (l *lowering) callableOf(f *frame, x *dsl.CallExpr, arg dsl.Expr) result {
 	return l.constant(f, dsl.Bool(r.mod != nil || r.fn != "" || r.typ == dsl.TypeFunc), x.Sp)
 }
 
-// allAny lowers all(arg) (every true) or any(arg): arg a generator, `ELT
-// for VAR in ITER` unrolled over ITER's compile-time values, or a tuple.
-// Each element is read as Python's bool() reads it; the result is a
-// constant where every element is, else the and (or) of them.
-func (l *lowering) allAny(f *frame, x *dsl.CallExpr, arg dsl.Expr, all bool) result {
+// allAny lowers all(arg) (every true) or any(arg), as name says: arg a
+// generator, `ELT for VAR in ITER` unrolled over ITER's compile-time values,
+// or a tuple. Each element is read as Python's bool() reads it; the result
+// is a constant where every element is, else the and (or) of them.
+func (l *lowering) allAny(f *frame, x *dsl.CallExpr, arg dsl.Expr, name string) result {
+	all := name == "all"
 	var elts []result
 	var exprs []dsl.Expr
 	if g, isGen := arg.(*dsl.GeneratorExpr); isGen {
@@ -74,17 +75,13 @@ func (l *lowering) allAny(f *frame, x *dsl.CallExpr, arg dsl.Expr, all bool) res
 			return result{}
 		}
 		for _, v := range vals {
-			inner := *f
-			inner.names = make(map[string]*binding, len(f.names)+1)
-			for k, b := range f.names {
-				inner.names[k] = b
-			}
-			bindName(&inner, g.Var, v)
-			r := l.value(&inner, g.Elt)
+			inner := f.child() // the generator's variable is its own
+			bindName(inner, g.Var, v)
+			r := l.value(inner, g.Elt)
 			if !r.ok() {
 				return result{}
 			}
-			elts, exprs = append(elts, l.truth(&inner, x, g.Elt, r)), append(exprs, g.Elt)
+			elts, exprs = append(elts, l.truth(inner, x, g.Elt, r)), append(exprs, g.Elt)
 		}
 	} else {
 		r := l.expr(f, arg)
@@ -92,13 +89,13 @@ func (l *lowering) allAny(f *frame, x *dsl.CallExpr, arg dsl.Expr, all bool) res
 		case !r.ok() && r.fn == "":
 			return result{}
 		case r.typ != dsl.TypeTuple:
-			l.errorf(f, arg.Span(), CodeNotAValue, "%s of %s, which is not a tuple or a generator", map[bool]string{true: "all", false: "any"}[all], sourceText(f, arg)).
-				WithHint("%s", pythonCallUsage[map[bool]string{true: "all", false: "any"}[all]])
+			l.errorf(f, arg.Span(), CodeNotAValue, "%s of %s, which is not a tuple or a generator", name, sourceText(f, arg)).
+				WithHint("%s", pythonCallUsage[name])
 			return result{}
 		}
 		for _, e := range r.elems {
 			if !e.scalar() {
-				l.errorf(f, arg.Span(), CodeNotAValue, "%s of a tuple holding %s, which has no truth value here", map[bool]string{true: "all", false: "any"}[all], describeResult(e)).
+				l.errorf(f, arg.Span(), CodeNotAValue, "%s of a tuple holding %s, which has no truth value here", name, describeResult(e)).
 					WithHint("give it numbers or bools")
 				return result{}
 			}

@@ -56,7 +56,7 @@ func (l *lowering) run(f *frame, m *Mod, stmts []dsl.Stmt, lets *[]*binding) (re
 				return result{}, nil, true
 			}
 		case *dsl.ForStmt:
-			vals, known := l.iterOf(f, st)
+			vals, known := l.iterValues(f, st.Iter, "`for` over")
 			if !known {
 				l.partial = true
 				return result{}, nil, true
@@ -73,14 +73,9 @@ func (l *lowering) run(f *frame, m *Mod, stmts []dsl.Stmt, lets *[]*binding) (re
 			c, known := l.decide(f, st.Cond, "if")
 			if !known {
 				for _, block := range [][]dsl.Stmt{st.Then, st.Else} {
-					g := *f
-					g.names = make(map[string]*binding, len(f.names))
-					for k, v := range f.names {
-						g.names[k] = v
-					}
 					var scratch []*binding
 					l.exploring++
-					l.run(&g, m, block, &scratch)
+					l.run(f.child(), m, block, &scratch)
 					l.exploring--
 				}
 				l.partial = true
@@ -254,7 +249,7 @@ func (l *lowering) runPre(fr *frame, m *Mod, call string, stmts []dsl.Stmt) bool
 				WithHint("pass arguments for which Python does not raise")
 			return false
 		case *dsl.ForStmt:
-			vals, known := l.iterOf(fr, st)
+			vals, known := l.iterValues(fr, st.Iter, "`for` over")
 			if !known {
 				return false
 			}
@@ -297,18 +292,13 @@ func (l *lowering) runPre(fr *frame, m *Mod, call string, stmts []dsl.Stmt) bool
 // budgets bound what the iterations build.
 const maxUnroll = 4096
 
-// iterOf evaluates the iterable of a `for` loop to the values its variable
+// iterValues evaluates iter, the iterable of a `for` loop or a generator
+// (what names it in messages, "`for` over"), to the values its variable
 // takes: range(...) of compile-time ints (rangeOf), a tuple (of constants,
 // expressions, mods or buffers: a factory's `*mask_mods`, a tuple
 // argument), or a buffer row along its next dimension (elementsOf). known
 // is false after an error, or while a factory's declaration is checked
 // (arguments unknown).
-func (l *lowering) iterOf(f *frame, st *dsl.ForStmt) (vals []result, known bool) {
-	return l.iterValues(f, st.Iter, "`for` over")
-}
-
-// iterValues evaluates iter, the iterable of a `for` loop or a generator
-// (what names it in messages, "`for` over"), to its values, as iterOf.
 func (l *lowering) iterValues(f *frame, iter dsl.Expr, what string) (vals []result, known bool) {
 	if call, ok := dsl.Unparen(iter).(*dsl.CallExpr); ok {
 		if id, isID := dsl.Unparen(call.Fun).(*dsl.Ident); isID && id.Name == "range" && f.names["range"] == nil {
