@@ -175,14 +175,7 @@ func exampleDecl(k dsl.ModKind) string {
 
 // factorySignature shows how a factory is instantiated, e.g. sliding(W).
 func factorySignature(m *Mod) string {
-	names := make([]string, len(m.Decl.FactoryParams))
-	for i, p := range m.Decl.FactoryParams {
-		names[i] = p.Name
-	}
-	if m.Decl.Variadic && len(names) > 0 {
-		names[len(names)-1] = "*" + names[len(names)-1]
-	}
-	return m.Name + "(" + strings.Join(names, ", ") + ")"
+	return m.Name + "(" + strings.Join(m.Decl.FactoryParamNames(), ", ") + ")"
 }
 
 // modSignature shows a mod's declared parameters, e.g.

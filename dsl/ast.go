@@ -145,7 +145,8 @@ type ModDecl struct {
 	FactoryParams []*Ident
 	// Variadic is set when the last of a def factory's FactoryParams is
 	// written `*name` (`def and_masks(*mask_mods)`): it binds the call's
-	// remaining positional arguments, as a tuple.
+	// remaining positional arguments, as a tuple (FactoryParamNames shows
+	// it).
 	Variadic bool
 	// Params are the index parameters in order, names free: (b, h, q, kv)
 	// for a mask, (score, b, h, q, kv) for a score.
@@ -301,6 +302,24 @@ func (d *ParamDecl) Span() Span { return d.Sp }
 
 // Span implements Node.
 func (d *BufferDecl) Span() Span { return d.Sp }
+
+// FactoryParamNames are the factory's parameters as the def writes them,
+// the variadic one with its `*`; nil parameters (a broken declaration) are
+// left out.
+func (d *ModDecl) FactoryParamNames() []string {
+	var out []string
+	for i, p := range d.FactoryParams {
+		if p == nil {
+			continue
+		}
+		if d.Variadic && i == len(d.FactoryParams)-1 {
+			out = append(out, "*"+p.Name)
+		} else {
+			out = append(out, p.Name)
+		}
+	}
+	return out
+}
 
 // Span implements Node.
 func (d *ModDecl) Span() Span { return d.Sp }

@@ -148,12 +148,7 @@ func modSignature(d *dsl.ModDecl) string {
 	var b strings.Builder
 	b.WriteString(d.Kind.String())
 	if d.FactoryParams != nil {
-		list := identList(d.FactoryParams)
-		if d.Variadic && len(d.FactoryParams) > 0 {
-			last := d.FactoryParams[len(d.FactoryParams)-1].Name
-			list = strings.TrimSuffix(list, last+")") + "*" + last + ")"
-		}
-		b.WriteString(list)
+		b.WriteString("(" + strings.Join(d.FactoryParamNames(), ", ") + ")")
 	}
 	b.WriteString(identList(d.Params))
 	return b.String()

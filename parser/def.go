@@ -13,7 +13,7 @@ import (
 // checked its quotes.
 func stringLit(t lexer.Token) *dsl.StringLit {
 	raw, n := t.Value, 1
-	text := strings.TrimLeft(raw, "fFrRbBuU") // a prefix (lexer.go's stringPrefixes)
+	text := raw[strings.IndexAny(raw, `"'`):] // past a prefix (lexer.go's stringPrefixes)
 	if len(text) >= 6 && (strings.HasPrefix(text, `"""`) || strings.HasPrefix(text, `'''`)) {
 		n = 3
 	}
@@ -122,7 +122,7 @@ func (c *converter) variadic(l *paramListG, factory bool) bool {
 			c.fail(span(*n.Star), CodeDefShape, "`*%s` is taken only by a factory (a def that returns its inner def); a mod's parameters are exactly (b, h, q_idx, kv_idx)", n.Tok.Value).
 				WithHint("name each parameter: (b, h, q_idx, kv_idx), or (score, b, h, q_idx, kv_idx) for a score_mod; a helper takes a tuple argument instead")
 		case i != len(names)-1:
-			c.fail(span(*n.Star), CodeDefShape, "`*%s` must be the last parameter of %s", n.Tok.Value, "the factory").
+			c.fail(span(*n.Star), CodeDefShape, "`*%s` must be the last parameter of the factory", n.Tok.Value).
 				WithHint("move *%s after the other parameters (maskc takes no keyword-only parameters)", n.Tok.Value)
 		case n.Default != nil:
 			c.fail(span(*n.Eq), CodeDefShape, "`*%s` cannot have a default", n.Tok.Value).
