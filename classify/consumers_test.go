@@ -79,6 +79,34 @@ func (o *oracle) verifySparsity(a *check.Attention, k *codegen.Kernel, e *eval.E
 						a.Name, qlo, qhi, kvlo, kvhi, b, h, e.Q, e.KV, o.src(a))
 				}
 			}
+			if hs.QRangeMonotone() {
+				o.verifyQRangeMonotone(a, hs, b, h, e)
+			}
+		}
+	}
+}
+
+// verifyQRangeMonotone checks MASKC_Q_RANGE_MONOTONE's promise, on which
+// the ordered dQ's turns rest: over kv tiles of every width the backward
+// takes, the ends of the non-empty q ranges never fall.
+func (o *oracle) verifyQRangeMonotone(a *check.Attention, hs *codegen.HostSparsity, b, h int64, e *eval.Env) {
+	for _, bn := range []int64{1, 3, 64} {
+		lastLo, lastHi := int64(-1), int64(-1)
+		for k0 := int64(0); k0 < e.KV; k0 += bn {
+			lo, hi, err := hs.QRange(b, h, k0, min(k0+bn, e.KV))
+			if err != nil {
+				return // an out-of-range read: the launch refuses it
+			}
+			if lo >= hi {
+				continue
+			}
+			o.checked["q range monotone"]++
+			if lo < lastLo || hi < lastHi {
+				o.failf("%s: q range of kv [%d, %d) is [%d, %d), after [%d, %d) for an earlier kv tile (b=%d h=%d, tiles of %d), but MASKC_Q_RANGE_MONOTONE is defined\n%s",
+					a.Name, k0, min(k0+bn, e.KV), lo, hi, lastLo, lastHi, b, h, bn, o.src(a))
+				return
+			}
+			lastLo, lastHi = lo, hi
 		}
 	}
 }

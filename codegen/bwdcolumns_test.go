@@ -1,6 +1,7 @@
 package codegen
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -34,6 +35,40 @@ func TestLongColumns(t *testing.T) {
 			}
 			assert.Equal(t, tc.want, longColumns(k))
 			assert.Equal(t, tc.want || openColumns(k.sparsity), bwdChoice(k, Options{}).WarpSpecialized)
+		})
+	}
+}
+
+// TestQRangeMonotone pins which masks define MASKC_Q_RANGE_MONOTONE, the
+// ordered dQ's shortcut to a kv tile's own q range: single terms whose q
+// sides grow with kv (and sorted documents), not unions, sides that fall
+// as kv grows, or ranges the data narrows. classify's property test checks
+// the promise on random masks (verifyQRangeMonotone).
+func TestQRangeMonotone(t *testing.T) {
+	for _, tc := range []struct {
+		name, mask string
+		want       bool
+	}{
+		{"causal", "mask m(b, h, q, kv) = kv <= q", true},
+		{"window", "mask m(b, h, q, kv) = 0 <= q - kv < 1024", true},
+		{"dilated window", "mask m(b, h, q, kv) = abs(q - kv) <= 2048 and (q - kv) % 2 == 0", true},
+		{"chunks", "mask m(b, h, q, kv) = q // 256 == kv // 256 and kv <= q", true},
+		{"documents", "buffer doc: i32[KV] segments\nmask m(b, h, q, kv) = doc[q] == doc[kv] and kv <= q", true},
+		{"anti-diagonal", "mask m(b, h, q, kv) = q + kv < 8192", false},
+		{"prefix (a union)", "mask m(b, h, q, kv) = kv < 2048 or kv <= q", false},
+		{"window and global keys", "mask m(b, h, q, kv) = abs(q - kv) <= 256 or q < 64 or kv < 64", false},
+		{"ids not declared segments", "buffer img: i32[KV]\nmask m(b, h, q, kv) = img[q] == img[kv] and kv <= q", false},
+		{"no mask", "mask m(b, h, q, kv) = q >= 0", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := tc.mask + "\nattention a {\n    mask = m\n    head_dim = 128\n}\n"
+			p := checkSource(t, "in.flex", src)
+			k, diags := Generate(p, p.Attentions[0], Options{})
+			if diags.HasErrors() {
+				t.Fatal(diags.Render())
+			}
+			assert.Equal(t, tc.want, qRangeMonotone(k.sparsity))
+			assert.Equal(t, tc.want, strings.Contains(k.BwdSource, "#define MASKC_Q_RANGE_MONOTONE 1"))
 		})
 	}
 }

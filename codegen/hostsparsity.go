@@ -286,6 +286,11 @@ func (s *HostSparsity) QRange(b, h, kvLo, kvHi int64) (lo, hi int64, err error) 
 	return loAll, hiAll, nil
 }
 
+// QRangeMonotone reports whether the kernel's source defines
+// MASKC_Q_RANGE_MONOTONE: QRange's ends never fall from one kv tile to
+// the next of those whose range is not empty (qRangeMonotone).
+func (s *HostSparsity) QRangeMonotone() bool { return qRangeMonotone(s.k.sparsity) }
+
 // walkRanges is walkDisjuncts on the host: each term's walk over the
 // outer range [oLo, oHi) (q rows for inner kv, kv columns for inner q),
 // passed to sink with the term's liveness and its q and kv ranges.

@@ -101,7 +101,7 @@ func planSparsity(l *dsl.Lowered, bufs []BufferABI, opts Options, diags *dsl.Dia
 			qRangeSig + " {\n  // not analysed: the pre-pass decides\n  *lo = 0;\n  *hi = Q;\n}\n\n" + trivialQIntervals + "\n" + tileFullSig + " {\n  return false;\n}\n"}
 	}
 	g := &sparsityWriter{w: newFuncWriter(nil, l, cDouble, bufs, diags), f: p.form}
-	return sparsity{plan: p, code: g.kvRange(p) + "\n" + g.rowIntervals(p) + g.termLive(p) + perElementFact(p) + g.qRange(p) + "\n" + g.tileFull(p), segments: p.segments()}
+	return sparsity{plan: p, code: g.kvRange(p) + "\n" + g.rowIntervals(p) + g.termLive(p) + perElementFact(p) + qRangeMonotoneFact(p) + g.qRange(p) + "\n" + g.tileFull(p), segments: p.segments()}
 }
 
 // perElement reports whether no tile of an analytic mask can be proven
@@ -136,6 +136,41 @@ func perElementFact(p sparsityPlan) string {
 		return ""
 	}
 	return "// No tile can be proven full: every visited tile evaluates the mask per element.\n#define MASKC_MASK_PER_ELEMENT 1\n\n"
+}
+
+// qRangeMonotone reports whether maskc_q_range's ends never fall as its kv
+// range moves right over the kv tiles whose range is not empty: a single
+// term (a union's hull moves back where a term is born or dies) whose
+// sides on q all grow or stay with kv (normal.Form.Monotone), with no
+// block selection or data relation narrowing q; its segment searches give
+// the first and last row of the documents of the range's ends, which grow
+// with kv where the ids are sorted (and apply to every tile or none). The
+// ordered dQ's envelope of such a kv tile is then its own range
+// (attn_bwd.h's maskc_bwd_order_tiles), not a reduction over every kv
+// tile of the head.
+func qRangeMonotone(p sparsityPlan) bool {
+	if p.kind != SparsityAnalytic || len(p.disjuncts) != 1 {
+		return false
+	}
+	w := p.disjuncts[0].q
+	if w.sel != nil || len(w.dataRel) > 0 {
+		return false
+	}
+	for _, s := range w.innerSteps {
+		if m, ok := p.form.Monotone(s.side.Num, dsl.VarKV); !ok || m < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// qRangeMonotoneFact is MASKC_Q_RANGE_MONOTONE's definition where
+// qRangeMonotone holds, else "".
+func qRangeMonotoneFact(p sparsityPlan) string {
+	if !qRangeMonotone(p) {
+		return ""
+	}
+	return "// maskc_q_range's ends never fall as its kv range moves right (one term, sides growing with kv).\n#define MASKC_Q_RANGE_MONOTONE 1\n\n"
 }
 
 const kvIntervalsLaneSig = `__device__ __forceinline__ void maskc_g_kv_intervals_lane(const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q, long long KV,

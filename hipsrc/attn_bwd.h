@@ -1054,11 +1054,23 @@ __device__ __forceinline__ void maskc_bwd_q_tiles(const MaskcBwdShape& sh, const
 // reduced over the block's warps in env (two ints of shared memory), each
 // warp taking whole kv tiles (a q range may search a segments buffer,
 // warp-collectively), and the counters of the q tiles before *lo counted.
+// Where the mask's q range never moves back as the kv tile moves right
+// (MASKC_Q_RANGE_MONOTONE, codegen), the envelope of a kv tile with a
+// range is that range: one q range instead of one per kv tile (with segment
+// searches, most of a short column's time).
 // Every thread of the block calls it.
 __device__ __forceinline__ void maskc_bwd_order_tiles(const MaskcBwdShape& sh, const MaskcBuffers& buf, int* env,
                                                       int b, int h, int kt, int* lo, int* end) {
   const int n_qt = (sh.Sq + MASKC_BWD_BLOCK_M - 1) / MASKC_BWD_BLOCK_M;
   constexpr int kWarps = MASKC_BWD_MAIN_THREADS / MASKC_WARP_SIZE;
+#if defined(MASKC_Q_RANGE_MONOTONE)
+  maskc_bwd_q_tiles(sh, buf, b, h, kt, lo, end);
+  if (*lo < *end) {
+    const int lead = min(*lo * (MASKC_BWD_BLOCK_M / MASKC_BWD_SEM_ROWS), maskc_bwd_sem_chunks(sh));
+    for (int c = threadIdx.x; c < lead; c += MASKC_BWD_MAIN_THREADS) atomicAdd(maskc_bwd_sem_at(sh, b, h, c), 1u);
+    return;
+  }
+#endif
   int first = n_qt, last = 0;
   for (int p = (int)threadIdx.x / MASKC_WARP_SIZE; p < (int)gridDim.x; p += kWarps) {
     int a, e;
@@ -1618,13 +1630,20 @@ __device__ __forceinline__ void maskc_bwd_ws_order_tiles(const MaskcBwdShape& sh
                                                          int kt, int lane, int* lo, int* end) {
   const int n_qt = (sh.Sq + MASKC_BWD_BLOCK_M - 1) / MASKC_BWD_BLOCK_M;
   int first = n_qt, last = 0;
+#if defined(MASKC_Q_RANGE_MONOTONE)  // a kv tile with a range: that range (maskc_bwd_order_tiles)
+  maskc_bwd_q_tiles(sh, buf, b, h, kt, &first, &last);
+  if (first >= last)
+#endif
+  {
+    first = n_qt, last = 0;
 #pragma unroll 1
-  for (int p = 0; p < (int)gridDim.x; ++p) {
-    int a, e;
-    maskc_bwd_q_tiles(sh, buf, b, h, p, &a, &e);
-    if (a < e) {
-      if (p >= kt) first = min(first, a);
-      if (p <= kt) last = max(last, e);
+    for (int p = 0; p < (int)gridDim.x; ++p) {
+      int a, e;
+      maskc_bwd_q_tiles(sh, buf, b, h, p, &a, &e);
+      if (a < e) {
+        if (p >= kt) first = min(first, a);
+        if (p <= kt) last = max(last, e);
+      }
     }
   }
   *lo = first;
