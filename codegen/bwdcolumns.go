@@ -22,43 +22,102 @@ const (
 	longColumnRows = 1536
 )
 
-// longColumns reports whether an analytic mask that does not read buffers
-// keeps long columns on average without running each to the last row
-// (openColumns): the mean, over the key blocks of the warp-specialized
-// backward that some pair of 16 heads at 8192 x 8192 keeps, of the query
-// rows in the full tiles (maskc_tile_full) of its column walk (the union of
-// the terms' q intervals, in q tiles) is at least longColumnRows. Block
+// wideColumnRows is the mean number of query rows in the visited tiles of
+// the non-empty key blocks from which a mask whose q range is monotone
+// (qRangeMonotone) takes the warp-specialized backward with the ordered
+// dQ (gpu/NOTES.md run 42): a 1024-key window (1,080 rows) and a dilated
+// window of 2,048 (1,904) won in both modes, chunks of 512 (576) and a
+// 2-D neighbourhood (628) lost 2-5% in the atomic mode.
+const wideColumnRows = 1024
+
+// columnRows returns, for an analytic mask that does not read buffers, the
+// mean over the key blocks of the warp-specialized backward that some pair
+// of 16 heads at 8192 x 8192 keeps of the query rows in the q tiles of its
+// column walk (the union of the terms' q intervals) and in those of them
+// that the mask keeps whole (maskc_tile_full); ok is false for block
 // selections (their walk reads the buffer), remainder filters (the walk
-// visits rows the filter skips), masks that read buffers and any error
-// leave it false.
-func longColumns(k *Kernel) bool {
+// visits rows the filter skips), masks that read buffers and any error.
+func columnRows(k *Kernel) (visited, full int64, ok bool) {
 	p := k.sparsity
 	if !k.HasMask || p.kind != SparsityAnalytic || len(p.disjuncts) == 0 || selWalk(p) || tileFilter(p) {
-		return false
+		return 0, 0, false
 	}
 	tile, err := hipsrc.NVIDIAWGMMA.BwdTileOf(k.HeadDim, hipsrc.BwdChoice{WarpSpecialized: true})
 	if err != nil {
-		return false
+		return 0, 0, false
 	}
 	hs, err := k.HostSparsity(&eval.Env{B: 1, H: bwdRefHeads, HKV: bwdRefHeads, Q: bwdRefLen, KV: bwdRefLen})
 	if err != nil {
-		return false // a buffer read: the mask has no value without its contents
+		return 0, 0, false // a buffer read: the mask has no value without its contents
 	}
 	bm, bn := int64(tile.BlockM), int64(tile.BlockN)
-	var rows, blocks int64
+	var rows, fullRows, blocks int64
 	for h := int64(0); h < bwdRefHeads; h++ {
 		for k0 := int64(0); k0 < bwdRefLen; k0 += bn {
-			visited, full, err := columnTiles(hs, h, k0, min(k0+bn, bwdRefLen), bm)
+			v, f, err := columnTiles(hs, h, k0, min(k0+bn, bwdRefLen), bm)
 			if err != nil {
-				return false
+				return 0, 0, false
 			}
-			if visited > 0 {
-				rows += full * bm
+			if v > 0 {
+				rows += v * bm
+				fullRows += f * bm
 				blocks++
 			}
 		}
 	}
-	return blocks > 0 && rows >= longColumnRows*blocks
+	if blocks == 0 {
+		return 0, 0, false
+	}
+	return rows / blocks, fullRows / blocks, true
+}
+
+// longColumns reports whether an analytic mask that does not read buffers
+// keeps long columns on average without running each to the last row
+// (openColumns): columnRows' mean rows in full tiles is at least
+// longColumnRows.
+func longColumns(k *Kernel) bool {
+	_, full, ok := columnRows(k)
+	return ok && full >= longColumnRows
+}
+
+// monotoneColumns reports whether a mask whose q range is monotone
+// (qRangeMonotone, so that its ordered dQ's envelope is each kv tile's own
+// range) has columns wide enough for the warp-specialized backward: at
+// least wideColumnRows rows visited on average (columnRows), or a single
+// term whose columns run to their document's end (segmentColumns).
+func monotoneColumns(k *Kernel) bool {
+	if !k.HasMask || !qRangeMonotone(k.sparsity) {
+		return false
+	}
+	if segmentColumns(k.sparsity) {
+		return true
+	}
+	visited, _, ok := columnRows(k)
+	return ok && visited >= wideColumnRows
+}
+
+// segmentColumns reports whether a single-term plan bounds q only through
+// segments equalities from above: each key's column runs to the end of its
+// document (a document mask, causal inside each document or not). Documents
+// of 256-2,047 tokens ran the same in the atomic mode on the
+// warp-specialized backward as on the 64 x 64 tiles and 14% faster
+// deterministic, with the ordered dQ (gpu/NOTES.md run 42b); a document
+// mask with a window of its own lost 4% atomic there and keeps the 64 x 64
+// tiles.
+func segmentColumns(p sparsityPlan) bool {
+	if p.kind != SparsityAnalytic || len(p.disjuncts) != 1 {
+		return false
+	}
+	w := p.disjuncts[0].q
+	if len(w.segs) == 0 || len(w.loose) > 0 || len(p.disjuncts[0].periods) > 0 {
+		return false
+	}
+	for _, s := range w.innerSteps {
+		if s.upper {
+			return false
+		}
+	}
+	return true
 }
 
 // columnTiles counts the q tiles of bm rows that the column walk of keys

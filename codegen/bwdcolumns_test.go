@@ -8,23 +8,28 @@ import (
 )
 
 // TestLongColumns pins which masks longColumns gives the warp-specialized
-// backward: long full columns on average at 16 x 8192, not short windows,
-// partial tiles, remainder filters, selections or buffer reads.
+// backward (long full columns on average at 16 x 8192, not short windows,
+// partial tiles, remainder filters, selections or buffer reads) and which
+// monotoneColumns gives it (a monotone q range over about a thousand rows
+// per column, or a document's column).
 func TestLongColumns(t *testing.T) {
 	for _, tc := range []struct {
 		name, mask string
-		want       bool
+		long, wide bool // longColumns; monotoneColumns
 	}{
-		{"window of 4096", "mask m(b, h, q, kv) = 0 <= q - kv < 4096", true},
-		{"window of 1024", "mask m(b, h, q, kv) = 0 <= q - kv < 1024", false},
-		{"two-sided window of 1024", "mask m(b, h, q, kv) = abs(q - kv) <= 1024", true},
-		{"windows per head", "mask m(b, h, q, kv) = kv <= q and q - kv < 256 * (h + 1)", true},
-		{"dilated window", "mask m(b, h, q, kv) = abs(q - kv) <= 2048 and (q - kv) % 2 == 0", false},
-		{"window and global keys", "mask m(b, h, q, kv) = abs(q - kv) <= 256 or q < 64 or kv < 64", false},
-		{"chunks of 256", "mask m(b, h, q, kv) = q // 256 == kv // 256 and kv <= q", false},
-		{"prompt and drafts", "mask m(b, h, q, kv) = (q < 4096 and kv <= q) or (q >= 4096 and kv < 4096) or (q >= 4096 and kv >= 4096 and (q - 4096) // 256 == (kv - 4096) // 256 and kv <= q)", true},
-		{"documents", "buffer doc: i32[KV]\nmask m(b, h, q, kv) = doc[q] == doc[kv]", false},
-		{"causal (open columns instead)", "mask m(b, h, q, kv) = kv <= q", true},
+		{"window of 4096", "mask m(b, h, q, kv) = 0 <= q - kv < 4096", true, true},
+		{"window of 1024", "mask m(b, h, q, kv) = 0 <= q - kv < 1024", false, true},
+		{"window of 512", "mask m(b, h, q, kv) = 0 <= q - kv < 512", false, false},
+		{"two-sided window of 1024", "mask m(b, h, q, kv) = abs(q - kv) <= 1024", true, true},
+		{"windows per head", "mask m(b, h, q, kv) = kv <= q and q - kv < 256 * (h + 1)", true, true},
+		{"dilated window", "mask m(b, h, q, kv) = abs(q - kv) <= 2048 and (q - kv) % 2 == 0", false, true},
+		{"window and global keys", "mask m(b, h, q, kv) = abs(q - kv) <= 256 or q < 64 or kv < 64", false, false},
+		{"chunks of 256", "mask m(b, h, q, kv) = q // 256 == kv // 256 and kv <= q", false, false},
+		{"prompt and drafts", "mask m(b, h, q, kv) = (q < 4096 and kv <= q) or (q >= 4096 and kv < 4096) or (q >= 4096 and kv >= 4096 and (q - 4096) // 256 == (kv - 4096) // 256 and kv <= q)", true, false},
+		{"documents", "buffer doc: i32[KV]\nmask m(b, h, q, kv) = doc[q] == doc[kv]", false, false},
+		{"sorted documents", "buffer doc: i32[KV] segments\nmask m(b, h, q, kv) = doc[q] == doc[kv] and kv <= q", false, true},
+		{"sorted documents with a window", "buffer doc: i32[KV] segments\nmask m(b, h, q, kv) = doc[q] == doc[kv] and 0 <= q - kv < 512", false, false},
+		{"causal (open columns instead)", "mask m(b, h, q, kv) = kv <= q", true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := tc.mask + "\nattention a {\n    mask = m\n    head_dim = 128\n}\n"
@@ -33,8 +38,9 @@ func TestLongColumns(t *testing.T) {
 			if diags.HasErrors() {
 				t.Fatal(diags.Render())
 			}
-			assert.Equal(t, tc.want, longColumns(k))
-			assert.Equal(t, tc.want || openColumns(k.sparsity), bwdChoice(k, Options{}).WarpSpecialized)
+			assert.Equal(t, tc.long, longColumns(k), "longColumns")
+			assert.Equal(t, tc.wide, monotoneColumns(k), "monotoneColumns")
+			assert.Equal(t, tc.long || tc.wide || openColumns(k.sparsity), bwdChoice(k, Options{}).WarpSpecialized)
 		})
 	}
 }

@@ -10,14 +10,16 @@ import (
 	"github.com/maskc/maskc/hipsrc"
 )
 
-// TestBwdWS: a kernel without a mask or with open columns, and under
-// Options.BwdWS every kernel, takes the warp-specialized sm_90a backward (hipsrc.BwdChoice.WarpSpecialized)
+// TestBwdWS: a kernel without a mask, with open columns, long columns or
+// wide columns with a monotone q range, and under Options.BwdWS every
+// kernel, takes the warp-specialized sm_90a backward (hipsrc.BwdChoice.WarpSpecialized)
 // at head dim 128: its source says MASKC_BWD_WS in the sm_90a branch and its
 // sm_90a launch is 384 threads on 128-key tiles, dq_ordered as without the
 // option; every other platform's launch is the plain one. clang's CUDA front
 // end then compiles the sm_90a build of each (the setmaxnreg of its producer
 // and consumers in maskc_attn_bwd) and, where the deterministic dQ is
-// ordered (a diagonal mask with a transcendental score, or Options.BwdDQOrder),
+// ordered (open columns, a monotone q range, a diagonal mask with a
+// transcendental score, or Options.BwdDQOrder),
 // maskc_attn_bwd_ordered with the dQ writer's turns.
 func TestBwdWS(t *testing.T) {
 	clang, shim := needClang(t)
@@ -36,16 +38,17 @@ func TestBwdWS(t *testing.T) {
 		{"../examples/causal.flex", "", 0, false, true, false, true},    // open columns
 		{"../examples/prefix_lm.flex", "", 0, false, true, false, true}, // open columns, some from row 0
 		{"../examples/prefix_lm.flex", "", 0, true, true, false, true},
-		{"../examples/sliding_window.flex", "", 0, false, false, false, false}, // a window's columns end
-		{"../examples/sliding_window.flex", "", 0, true, true, false, false},
+		{"../examples/sliding_window.flex", "", 0, false, true, false, true},                  // a window of 1025 keys, a monotone q range
+		{"../examples/sliding_window.flex", "local_512_layer", 0, false, false, false, false}, // 513 keys: short columns
+		{"../examples/sliding_window.flex", "local_512_layer", 0, true, true, false, true},
 		{"../examples/sliding_window.flex", "", 0, true, true, true, true},
-		{"../examples/dilated_window.flex", "", 0, false, false, false, false},
-		{"../gpu/bench_cases_ext/head_windows.flex", "", 0, false, true, false, false}, // long columns, dQ kernel
-		{"../gpu/bench_cases_ext/block_diffusion.flex", "", 0, false, true, false, false},
+		{"../examples/dilated_window.flex", "", 0, false, true, false, true},              // wide columns, a monotone q range
+		{"../gpu/bench_cases_ext/head_windows.flex", "", 0, false, true, false, true},     // long columns, a monotone q range
+		{"../gpu/bench_cases_ext/block_diffusion.flex", "", 0, false, true, false, false}, // long columns of a union: dQ kernel
 		{"../examples/causal.flex", "", 64, true, false, false, false},
 		{"../examples/alibi.flex", "alibi_layer", 0, true, true, false, true},
-		{"../examples/document_causal.flex", "packed_layer", 0, false, false, false, false}, // segments
-		{"../examples/document_causal.flex", "packed_layer", 0, true, true, false, false},
+		{"../examples/document_causal.flex", "packed_layer", 0, false, true, false, true}, // columns to the document's end
+		{"../examples/document_causal.flex", "packed_layer", 0, true, true, false, true},
 		{"../testdata/tilemasks/moba.flex", "moba", 0, true, true, false, false},
 		{"../examples/softcap.flex", "capped_layer", 0, false, true, false, true},
 		{"../examples/causal.flex", "", 256, true, false, false, false},

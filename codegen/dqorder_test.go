@@ -8,30 +8,32 @@ import (
 )
 
 // TestBwdDQOrdered: the ordered deterministic dQ (bwdDQOrdered) is written
-// for every kernel on the warp-specialized backward (no mask, or open
-// columns: causal, prefixes) and where a mask's every column starts on a diagonal and its
-// score is transcendental, at a head dim where sm_90a orders dQ (the
-// source's define, the entry point and bwd_launch together); for every
-// diagonal mask and every warp-specialized kernel under Options.BwdDQOrder;
-// never for windows and documents by default.
+// for every kernel on the warp-specialized backward without a mask, with
+// open columns (causal, prefixes) or with a monotone q range (windows of
+// a thousand keys and more, documents: monotoneColumns), and where a mask's
+// every column starts on a diagonal and its score is transcendental, at a
+// head dim where sm_90a orders dQ (the source's define, the entry point and
+// bwd_launch together); for every diagonal mask and every warp-specialized
+// kernel under Options.BwdDQOrder.
 func TestBwdDQOrdered(t *testing.T) {
 	for _, tc := range []struct {
-		file, attention         string
-		diagonal, open, ordered bool // diagonalColumns; openColumns; bwdDQOrdered by default
+		file, attention             string
+		diagonal, open, ws, ordered bool // diagonalColumns; openColumns; the warp-specialized backward; bwdDQOrdered by default
 	}{
-		{"../gpu/bench_cases/causal_softcap.flex", "causal_softcap", true, true, true},
-		{"../gpu/bench_cases/causal.flex", "causal", true, true, true},
-		{"../gpu/bench_cases/sliding1024.flex", "sliding1024", true, false, false},
-		{"../gpu/bench_cases/document.flex", "document", true, false, false},
-		{"../gpu/bench_cases/dilated2048.flex", "dilated2048", true, false, false},
-		{"../gpu/bench_cases/causal_alibi.flex", "causal_alibi", true, true, true},
-		{"../gpu/bench_cases/prefix2048.flex", "prefix2048", false, true, true},   // open columns, some from row 0
-		{"../gpu/bench_cases/full.flex", "full", false, false, true},              // no mask
-		{"../gpu/bwd_cases/softcap_d256.flex", "softcap_d256", true, true, false}, // no platform orders dQ at head dim 256
+		{"../gpu/bench_cases/causal_softcap.flex", "causal_softcap", true, true, true, true},
+		{"../gpu/bench_cases/causal.flex", "causal", true, true, true, true},
+		{"../gpu/bench_cases/sliding1024.flex", "sliding1024", true, false, true, true},
+		{"../gpu/bench_cases/document.flex", "document", true, false, true, true},
+		{"../gpu/bench_cases/dilated2048.flex", "dilated2048", true, false, true, true},
+		{"../gpu/bench_cases_ext/chunked_causal.flex", "chunked_causal", true, false, false, false}, // short columns
+		{"../gpu/bench_cases/causal_alibi.flex", "causal_alibi", true, true, true, true},
+		{"../gpu/bench_cases/prefix2048.flex", "prefix2048", false, true, true, true},    // open columns, some from row 0
+		{"../gpu/bench_cases/full.flex", "full", false, false, true, true},               // no mask
+		{"../gpu/bwd_cases/softcap_d256.flex", "softcap_d256", true, true, false, false}, // no platform orders dQ at head dim 256
 	} {
 		for _, all := range []bool{false, true} {
 			k := generateAttention(t, tc.file, tc.attention, Options{BwdDQOrder: all})
-			ws := (!k.HasMask || tc.open) && hipsrc.BwdWSAt(k.HeadDim)
+			ws := tc.ws
 			want := tc.ordered || all && (tc.diagonal || ws) && k.HeadDim <= hipsrc.BwdDQOrderMaxHeadDim
 			if got := diagonalColumns(k.sparsity); got != tc.diagonal {
 				t.Errorf("%s: diagonalColumns %v, want %v", tc.attention, got, tc.diagonal)

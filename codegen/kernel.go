@@ -130,9 +130,10 @@ type Kernel struct {
 	// sparsity is the plan maskc_kv_range and maskc_tile_full were printed
 	// from; HostSparsity evaluates it.
 	sparsity sparsityPlan
-	// longColumns: the mask's columns are long on average (longColumns), which
-	// gives it the warp-specialized backward (bwdChoice).
-	longColumns bool
+	// wsColumns: the mask's columns are long on average (longColumns) or
+	// wide with a monotone q range (monotoneColumns), which gives it the
+	// warp-specialized backward (bwdChoice).
+	wsColumns bool
 }
 
 // BwdEntries are the backward kernels' entry points in BwdSource, in the
@@ -209,7 +210,7 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 	}
 	k.Sparsity, k.SparsityReason = sp.plan.kind, sp.plan.reason
 	k.sparsity = sp.plan
-	k.longColumns = longColumns(k)
+	k.wsColumns = longColumns(k) || monotoneColumns(k)
 	k.WarpSpecialized = warpSpecialized(k, sp.plan)
 	if !k.WarpSpecialized && (opts.WSWalks || selWalk(sp.plan)) && sp.plan.kind == SparsityAnalytic && k.HasMask && wsShape(k, true) {
 		k.WarpSpecialized, k.WSWalk = true, true
@@ -485,7 +486,13 @@ func firstNonEmpty(xs ...string) string {
 // (run 41, against the 64 x 64 tiles, atomic / deterministic through the
 // dQ kernel): block diffusion 0.74 -> 0.91 / 0.73 -> 0.74, bd3lm 0.67 ->
 // 0.91 / 0.67 -> 0.74, spec_decode 0.76 -> 1.02 / 0.73 -> 0.77,
-// head_windows 0.92 -> 1.04 / 0.84 -> 0.81.
+// head_windows 0.92 -> 1.04 / 0.84 -> 0.81. Masks whose q range is
+// monotone take it from about a thousand rows per column, and documents
+// (monotoneColumns), with the ordered dQ (run 42b, atomic / deterministic,
+// against the 64 x 64 tiles and the dQ kernel): sliding1024 0.93 -> 0.98 /
+// 0.89 -> 0.96, dilated2048 1.05 -> 1.08 / 0.94 -> 1.04, document 0.86 ->
+// 0.86 / 0.73 -> 0.83; chunks of 512, a 2-D neighbourhood and a document
+// with a window of its own lost 2-5% atomic there.
 // On the H100 (gpu/NOTES.md run 40c, forward + backward over Flex, the
 // element loops compiled once per tile class, maskc_bwd_by_class), against
 // the 64 x 64 tiles with the same loops: prefix2048 1.09 / 0.90
@@ -496,15 +503,16 @@ func firstNonEmpty(xs ...string) string {
 // kernel in both), documents and dilated windows the same atomic (0.87,
 // 1.05) and lower deterministic (0.72 / 0.76, 0.90 / 0.93).
 func bwdChoice(k *Kernel, opts Options) hipsrc.BwdChoice {
-	return hipsrc.BwdChoice{WarpSpecialized: !k.HasMask || openColumns(k.sparsity) || k.longColumns || opts.BwdWS}
+	return hipsrc.BwdChoice{WarpSpecialized: !k.HasMask || openColumns(k.sparsity) || k.wsColumns || opts.BwdWS}
 }
 
 // bwdDQOrdered reports whether k's deterministic backward adds dQ in a
 // fixed order in maskc_attn_bwd_ordered (hipsrc.BwdDQOrderDefine) rather
 // than in maskc_attn_bwd_dq, which computes S and dP again per q tile, at a
 // head dim some platform orders dQ at (hipsrc.BwdDQOrdersAt):
-//   - every kernel on the warp-specialized backward without a mask or with
-//     open columns (bwdChoice), whose dQ writer takes the turns and waits
+//   - every kernel on the warp-specialized backward without a mask, with
+//     open columns or with a monotone q range (qRangeMonotone, each kv
+//     tile's envelope its own range), whose dQ writer takes the turns and waits
 //     for each reduction to complete, the consumers waiting only until it
 //     has read their staging buffer. On the H100 (gpu/NOTES.md run 39a,
 //     deterministic fwd+bwd over Flex, against the dQ kernel) full ran
@@ -519,9 +527,12 @@ func bwdChoice(k *Kernel, opts Options) hipsrc.BwdChoice {
 //     themselves (run 32d: causal+softcap 0.784 against 0.664, but causal
 //     0.789 / 0.821, sliding1024 0.763 / 0.777);
 //   - under Options.BwdDQOrder, every diagonal mask and every kernel on the
-//     warp-specialized backward. Documents lose there: a document's kv
-//     tiles all start at its first row and queue there (0.428 / 0.683 on
-//     the warp-specialized kernel, run 39a; 0.514 / 0.711, run 32d).
+//     warp-specialized backward. Where the q range is not monotone each
+//     program reduces the ranges of every kv tile of its head into its
+//     envelope, with segment searches most of a short column's time: that,
+//     not a queue, is why documents lost there before run 42 (0.428 /
+//     0.683 on the warp-specialized kernel, run 39a; 0.514 / 0.711, run 32d;
+//     0.83 / 0.73 with their own range as envelope, run 42b).
 func bwdDQOrdered(k *Kernel, opts Options) bool {
 	if !hipsrc.BwdDQOrdersAt(k.HeadDim) {
 		return false
@@ -530,7 +541,8 @@ func bwdDQOrdered(k *Kernel, opts Options) bool {
 	diagonal := k.HasMask && diagonalColumns(k.sparsity)
 	ws := bwdChoice(k, opts).WarpSpecialized && hipsrc.BwdWSAt(k.HeadDim)
 	open := !k.HasMask || openColumns(k.sparsity)
-	return (heavy && diagonal) || (ws && open) || (opts.BwdDQOrder && (diagonal || ws))
+	monotone := k.HasMask && qRangeMonotone(k.sparsity)
+	return (heavy && diagonal) || (ws && (open || monotone)) || (opts.BwdDQOrder && (diagonal || ws))
 }
 
 // openColumns reports whether every term of an analytic plan keeps a key's

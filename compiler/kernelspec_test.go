@@ -162,21 +162,26 @@ func TestLaunchGeometryMatchesTheTemplate(t *testing.T) {
 // TestBackwardSpecPerHeadDim: the runtime spec's backward takes the
 // platform's tile for the kernel's head dim (hipsrc.BwdTileFor): the
 // 64 x 64 tile on two warpgroups split by the head dim at 256 (256
-// threads), 64 x 64 on one at 128 on the H200.
+// threads), 64 x 64 on one at 128 on the H200 for short columns, and the
+// warp-specialized 64 x 128 tile (384 threads) for columns that run to
+// each document's end.
 func TestBackwardSpecPerHeadDim(t *testing.T) {
 	for _, tc := range []struct {
 		file                    string
 		blockM, blockN, threads int
+		ws                      bool
 	}{
-		{"../gpu/bwd_cases/softcap_d256.flex", 64, 64, 256},
-		{"../examples/document_causal.flex", 64, 64, 128},
+		{"../gpu/bwd_cases/softcap_d256.flex", 64, 64, 256, false},
+		{"../gpu/bench_cases_ext/chunked_causal.flex", 64, 64, 128, false},
+		{"../examples/document_causal.flex", 64, 128, 384, true},
 	} {
 		p, k := generateFirst(t, tc.file)
 		spec, err := KernelSpec(p, k, "cuda", "sm_90")
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, _ := hipsrc.BwdLaunchOn(hipsrc.NVIDIAWGMMA, k.HeadDim, hipsrc.BwdChoice{WarpSpecialized: !k.HasMask})
+		want, _ := hipsrc.BwdLaunchOn(hipsrc.NVIDIAWGMMA, k.HeadDim, hipsrc.BwdChoice{WarpSpecialized: !k.HasMask || tc.ws})
+		want.DQOrdered = tc.ws // the ordered dQ with it (codegen's bwdDQOrdered)
 		got := spec.Kernel.BwdLaunch[spec.Platform.String()]
 		if spec.Source == "" || spec.BwdSource == "" || got.BlockM != tc.blockM || got.BlockN != tc.blockN ||
 			got.MainThreads != tc.threads || got != want {

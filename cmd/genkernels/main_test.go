@@ -233,19 +233,20 @@ func TestManifestBackward(t *testing.T) {
 			t.Fatal(err)
 		}
 		body := strings.TrimRight(string(src), "\n")
-		// codegen's bwdChoice: the warp-specialized backward without a mask
-		// or with open columns (the soft-capped causal layer); its ordered
-		// deterministic dQ (bwdDQOrdered) in the source, its entries and its
-		// launch together. Documents and the lookup table's columns end.
-		causal := k.ID == "capped_layer"
-		wide := hipsrc.BwdChoice{WarpSpecialized: !k.HasMask || causal}
+		// codegen's bwdChoice: the warp-specialized backward without a mask,
+		// with open columns (the soft-capped causal layer) or with columns
+		// to each document's end (document_causal's monotone q range); its
+		// ordered deterministic dQ (bwdDQOrdered) in the source, its entries
+		// and its launch together. The lookup table's columns end.
+		ws := k.ID == "capped_layer" || k.ID == "document_causal"
+		wide := hipsrc.BwdChoice{WarpSpecialized: !k.HasMask || ws}
 		tiles, err := hipsrc.BwdTileDefines(k.HeadDim, wide)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ordered := k.BwdLaunch[hipsrc.NVIDIAWGMMA.String()].DQOrdered
-		if ordered != causal {
-			t.Errorf("%s: dq_ordered %v, want %v", k.ID, ordered, causal)
+		if ordered != ws {
+			t.Errorf("%s: dq_ordered %v, want %v", k.ID, ordered, ws)
 		}
 		if ordered {
 			tiles += hipsrc.BwdDQOrderDefine

@@ -217,8 +217,8 @@ def test_backward_launches_from_the_manifest(env, deterministic, ordered):
     (genkernels -bwd-dq-order; set here on the loaded descriptor), added in
     order by maskc_attn_bwd with dq_sem and converted as in atomic mode."""
     mt, drv, nv = env
-    layer = "dilated_layer"
-    attn = mt.load(os.path.join(EXAMPLES, "dilated_window.flex")).attention(layer)
+    layer = "local_512_layer"  # a short window: the 64 x 64 tiles
+    attn = mt.load(os.path.join(EXAMPLES, "sliding_window.flex")).attention(layer)
     if ordered:
         spec = attn.generated().spec
         spec.bwd_launch["nvidia-sm90a"] = spec.bwd_launch["nvidia-sm90a"]._replace(dq_ordered=True)
@@ -298,7 +298,7 @@ def test_backward_tiles_per_platform(env):
     at head dim 128 the MFMA kernels take 32 query rows (gfx90a and gfx942's
     64 KiB of LDS), the NVIDIA ones 64."""
     mt, drv, nv = env
-    attn = mt.load(os.path.join(EXAMPLES, "dilated_window.flex")).attention("dilated_layer")
+    attn = mt.load(os.path.join(EXAMPLES, "sliding_window.flex")).attention("local_512_layer")
     gen = attn.generated()
     man, spec = gen.man, gen.spec
     sizes = dict(B=2, H=8, HKV=2, Sq=1000, Skv=1000)
