@@ -548,8 +548,8 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
   MaskcWsWalk& ws_walk = *(MaskcWsWalk*)(maskc_smem_raw + MASKC_WS_SMEM_BYTES);
   // Thread 128 builds it (not thread 0, which sets up the copies
   // meanwhile); with segments buffers its whole warp computes the intervals,
-  // whose segment searches are warp-collective (one lane alone never
-  // finished, run 41b).
+  // whose segment searches are warp-collective (one lane alone would wait
+  // for lanes that never join).
 #if defined(MASKC_SEG_CHECK)
   if (tid / MASKC_WARP_SIZE == 128 / MASKC_WARP_SIZE) {
 #else
