@@ -32,12 +32,7 @@ func TestLongColumns(t *testing.T) {
 		{"causal (open columns instead)", "mask m(b, h, q, kv) = kv <= q", true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			src := tc.mask + "\nattention a {\n    mask = m\n    head_dim = 128\n}\n"
-			p := checkSource(t, "in.flex", src)
-			k, diags := Generate(p, p.Attentions[0], Options{})
-			if diags.HasErrors() {
-				t.Fatal(diags.Render())
-			}
+			k := maskKernel(t, tc.mask)
 			assert.Equal(t, tc.long, longColumns(k), "longColumns")
 			assert.Equal(t, tc.wide, monotoneColumns(k), "monotoneColumns")
 			assert.Equal(t, tc.long || tc.wide || openColumns(k.sparsity), bwdChoice(k, Options{}).WarpSpecialized)
@@ -67,14 +62,21 @@ func TestQRangeMonotone(t *testing.T) {
 		{"no mask", "mask m(b, h, q, kv) = q >= 0", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			src := tc.mask + "\nattention a {\n    mask = m\n    head_dim = 128\n}\n"
-			p := checkSource(t, "in.flex", src)
-			k, diags := Generate(p, p.Attentions[0], Options{})
-			if diags.HasErrors() {
-				t.Fatal(diags.Render())
-			}
+			k := maskKernel(t, tc.mask)
 			assert.Equal(t, tc.want, qRangeMonotone(k.sparsity))
 			assert.Equal(t, tc.want, strings.Contains(k.BwdSource, "#define MASKC_Q_RANGE_MONOTONE 1"))
 		})
 	}
+}
+
+// maskKernel generates the kernel of an attention block at head dim 128
+// whose mask is m, declared (with its buffers) by decls.
+func maskKernel(t *testing.T, decls string) *Kernel {
+	t.Helper()
+	p := checkSource(t, "in.flex", decls+"\nattention a {\n    mask = m\n    head_dim = 128\n}\n")
+	k, diags := Generate(p, p.Attentions[0], Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Render())
+	}
+	return k
 }
