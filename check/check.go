@@ -475,8 +475,13 @@ func (c *checker) checkParams(defines map[string]string) {
 			if r.typ == dsl.TypeBuffer {
 				what = "buffer " + r.buf.Name
 			}
+			hint := "params are constants such as 1024, 30.0 or True; declare mods with mask or score"
+			if p.Decl.Python {
+				// `both = or_masks(a, b)` at the top of a pasted file
+				hint = "a Python module constant (NAME = ... at the start of a line) is a param: 1024, 30.0 or True; name a combination of mods in an attention block instead (mask = ...)"
+			}
 			c.diags.Add(c.src, p.Decl.Value.Span(), CodeParamType, "param %s must be an int, float or bool, got %s", p.Name, what).
-				WithHint("params are constants such as 1024, 30.0 or True; declare mods with mask or score")
+				WithHint("%s", hint)
 		case !r.isConst():
 			c.diags.Add(c.src, p.Decl.Value.Span(), CodeParamNotConst, "param %s is not a compile-time constant", p.Name).
 				WithHint("params may use literals, params declared above and built-in functions; sizes (B H HKV Q KV) are run-time values")

@@ -335,3 +335,25 @@ func TestPortingBufferShapeDiagnostics(t *testing.T) {
 		})
 	}
 }
+
+// TestPortingModuleConstant checks a Python module constant pasted above the
+// def that reads it (the FlexAttention blog's sliding window): it is a param,
+// so -D overrides it, a local of the same name shadows it as in Python, and
+// one bound to anything but an int, float or bool is E042 with a hint for
+// the Python form.
+func TestPortingModuleConstant(t *testing.T) {
+	src := "SLIDING_WINDOW = 1024\n\ndef sliding_window_causal(b, h, q_idx, kv_idx):\n    causal_mask = q_idx >= kv_idx\n    window_mask = q_idx - kv_idx <= SLIDING_WINDOW \n    return causal_mask & window_mask\n\n" +
+		"def local(b, h, q_idx, kv_idx):\n    SLIDING_WINDOW = 8\n    return q_idx - kv_idx <= SLIDING_WINDOW\n"
+	prog, diags := checkSource(t, src, map[string]string{"SLIDING_WINDOW": "4096"})
+	require.False(t, diags.HasErrors(), diags.Render())
+	require.Len(t, prog.Params, 1)
+	assert.True(t, prog.Params[0].Decl.Python)
+	assert.Equal(t, "4096", prog.Params[0].Value.String())
+	assert.Contains(t, diags.Render(), "let SLIDING_WINDOW shadows the param SLIDING_WINDOW")
+
+	src = "def c(b, h, q_idx, kv_idx):\n    return q_idx >= kv_idx\n\nboth = or_masks(c, c)\n"
+	_, diags = checkSource(t, src, nil)
+	require.True(t, diags.HasErrors())
+	assert.Contains(t, diags.Render(), "4:8: error[E042]: param both must be an int, float or bool, got mask or_masks(c, c)")
+	assert.Contains(t, diags.Render(), "hint: a Python module constant (NAME = ... at the start of a line) is a param")
+}

@@ -66,13 +66,20 @@ type Decl interface {
 //
 //	param WINDOW = 1024
 //	param CAP = 30.0
+//
+// A Python module constant pasted with the defs that read it,
+// `SLIDING_WINDOW = 1024` at the start of a line, is a param too (Python).
 type ParamDecl struct {
-	// Sp covers `param` through the end of Value.
+	// Sp covers `param` (or the name of a Python constant) through the end
+	// of Value.
 	Sp Span
 	// Name is the param's name, e.g. WINDOW.
 	Name *Ident
 	// Value is a constant expression, e.g. `1024`, `30.0`, `True` or `2 * W`.
 	Value Expr
+	// Python is set for a param written as a Python assignment, without
+	// the keyword.
+	Python bool
 }
 
 // BufferDecl declares a captured tensor, an input of the kernel whose

@@ -53,7 +53,11 @@ type line struct {
 func declLines(d dsl.Decl) []line {
 	switch d := d.(type) {
 	case *dsl.ParamDecl:
-		return []line{{text: "param " + name(d.Name) + " = " + Expr(d.Value), sp: d.Sp}}
+		kw := "param "
+		if d.Python {
+			kw = ""
+		}
+		return []line{{text: kw + name(d.Name) + " = " + Expr(d.Value), sp: d.Sp}}
 	case *dsl.BufferDecl:
 		var b strings.Builder
 		b.WriteString("buffer " + name(d.Name) + ": " + name(d.DType))

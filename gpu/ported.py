@@ -24,6 +24,8 @@ DTYPES = buffers.DTYPES
 
 _BUFFER = re.compile(r"^buffer\s+(\w+)\s*:\s*(\w+)\[([^\]]*)\]\s*(\w+)?")
 _PARAM = re.compile(r"^param\s+(\w+)\s*=\s*(.+?)\s*(#.*)?$")
+# a Python module constant, `SLIDING_WINDOW = 1024` from the first column: a param
+_GLOBAL = re.compile(r"^(?!(?:param|buffer|mask|score|attention)\b)([A-Za-z_]\w*)\s*=(?!=)\s*(.+?)\s*(#.*)?$")
 _SETTING = re.compile(r"^\s*(\w+)\s*=\s*(.+?)\s*(#.*)?$")
 
 
@@ -49,7 +51,7 @@ class FlexFile:
             m = _BUFFER.match(line)
             if m:
                 self.buffers.append((m.group(1), m.group(2), [d.strip() for d in m.group(3).split(",")], m.group(4)))
-            m = _PARAM.match(line)
+            m = _PARAM.match(line) or _GLOBAL.match(line)
             if m:
                 self.params[m.group(1)] = m.group(2)
             if line.startswith("attention "):

@@ -49,6 +49,13 @@ func (c *converter) decl(g *declG) dsl.Decl {
 	case g.Param != nil:
 		v := c.expr(g.Param.Value)
 		return &dsl.ParamDecl{Sp: span(g.Param.Keyword).Join(v.Span()), Name: ident(g.Param.Name), Value: v}
+	case g.Global != nil:
+		if c.src.Position(g.Global.Name.Pos.Offset).Column != 1 {
+			c.fail(span(g.Global.Name), CodeExpectedDecl, "a Python module constant starts at the start of its line").
+				WithHint("remove the indentation before %s, as Python requires", g.Global.Name.Value)
+		}
+		v := c.expr(g.Global.Value)
+		return &dsl.ParamDecl{Sp: span(g.Global.Name).Join(v.Span()), Name: ident(g.Global.Name), Value: v, Python: true}
 	case g.Buffer != nil:
 		return c.buffer(g.Buffer)
 	case g.Mod != nil:

@@ -2,6 +2,7 @@ package parser_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/maskc/maskc/dsl"
@@ -197,6 +198,47 @@ func TestFlatDefErrors(t *testing.T) {
 		pos := diags[0].Position()
 		if got := fmt.Sprintf("t.flex:%d:%d: error[%s]: %s", pos.Line, pos.Column, diags[0].Code, diags[0].Message); got != tt.want {
 			t.Errorf("%q:\n got  %s\n want %s", tt.src, got, tt.want)
+		}
+	}
+}
+
+// TestPythonModuleConstant checks that `NAME = value` from the first column
+// of a line, a Python module constant pasted with the def that reads it (the
+// FlexAttention blog's `SLIDING_WINDOW = 1024`), starts a piece and is a
+// param written the Python way, while a setting inside an attention
+// block's braces (even one not indented), a continuation line inside
+// brackets and an indented assignment do not start one.
+func TestPythonModuleConstant(t *testing.T) {
+	src := "SLIDING_WINDOW = 1024\n" +
+		"def sliding_window_causal(b, h, q_idx, kv_idx):\n    window_mask = q_idx - kv_idx <= SLIDING_WINDOW\n    return window_mask\n" +
+		"CAP = (\n30.0)  # a ( in a comment\n" +
+		"ON = True\n" +
+		"attention a {\nmask = sliding_window_causal\n}\n"
+	starts := parser.DeclStarts([]byte(src))
+	if len(starts) != 5 {
+		t.Errorf("DeclStarts = %v, want 5 pieces", starts)
+	}
+	f, diags := parser.ParseFile("t.flex", []byte(src))
+	if len(diags) > 0 || len(f.Decls) != 5 {
+		t.Fatalf("%d declarations, diagnostics:\n%s", len(f.Decls), diags.Render())
+	}
+	for i, want := range map[int]string{0: "param SLIDING_WINDOW = 1024=1024", 2: "param CAP = (paren 30.0=30)", 3: "param ON = True=true"} {
+		d, ok := f.Decls[i].(*dsl.ParamDecl)
+		if !ok || !d.Python || declDump(d) != want {
+			t.Errorf("decl %d = %s, want the Python constant %s", i, declDump(f.Decls[i]), want)
+			continue
+		}
+		if got := string(src[d.Sp.Start:d.Sp.End]); !strings.HasPrefix(got, d.Name.Name+" = ") {
+			t.Errorf("decl %d covers %q", i, got)
+		}
+	}
+	if a, ok := f.Decls[4].(*dsl.AttentionDecl); !ok || len(a.Settings) != 1 {
+		t.Errorf("decl 4 = %s, want the attention block with its setting", declDump(f.Decls[4]))
+	}
+	// `==` is no assignment; a keyword is no name.
+	for _, src := range []string{"X == 1\n", "pass = 1\n"} {
+		if _, diags := parser.ParseFile("t.flex", []byte(src)); len(diags) == 0 {
+			t.Errorf("%q parsed without a diagnostic", src)
 		}
 	}
 }

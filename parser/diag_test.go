@@ -294,9 +294,16 @@ var diagnosticCases = []struct {
 			"   = hint: close the `[` with `]` first\n",
 	},
 	{
-		"foo = 1\n",
+		"  WINDOW = 1024\n",
+		"t.flex:1:3: error[E010]: a Python module constant starts at the start of its line\n" +
+			" 1 |   WINDOW = 1024\n" +
+			"   |   ^^^^^^\n" +
+			"   = hint: remove the indentation before WINDOW, as Python requires\n",
+	},
+	{
+		"foo 1\n",
 		"t.flex:1:1: error[E010]: expected a declaration, found `foo`\n" +
-			" 1 | foo = 1\n" +
+			" 1 | foo 1\n" +
 			"   | ^^^\n" +
 			"   = hint: a declaration starts with `param`, `buffer`, `mask`, `score`, `def` or `attention`\n",
 	},

@@ -56,6 +56,13 @@ func newErrorSite(src *dsl.Source, tokens []lexer.Token, err error) *errorSite {
 	for e.first < e.i && tokens[e.first].Type == tokNewline {
 		e.first++
 	}
+	// A name that starts a line begins a Python module constant only when
+	// `=` follows it (and not `= lambda`, which explainOutside hints at):
+	// otherwise the line is no declaration, whatever fails later in it.
+	if f := e.first; f < e.i && tokens[f].Type == tokIdent && !declKeywords[tokens[f].Value] &&
+		(f+1 >= len(tokens) || tokens[f+1].Value != "=" || f+2 < len(tokens) && tokens[f+2].Value == "lambda") {
+		e.i = f
+	}
 	for _, t := range tokens[e.first:e.i] {
 		switch t.Value {
 		case "(", "[", "{":

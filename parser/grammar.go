@@ -21,13 +21,14 @@ type exprChunkG struct {
 	Expr *exprG `parser:"Newline* @@ Newline*"`
 }
 
-// declG is one of the five declarations.
+// declG is one of the six declarations.
 type declG struct {
 	Param     *paramG     `parser:"@@"`
 	Buffer    *bufferG    `parser:"| @@"`
 	Mod       *modG       `parser:"| @@"`
 	Def       *defG       `parser:"| @@"`
 	Attention *attentionG `parser:"| @@"`
+	Global    *globalG    `parser:"| @@"`
 }
 
 // defG: def NAME(params): body, a mod written as a Python function. The
@@ -77,6 +78,13 @@ type paramG struct {
 	Keyword lexer.Token `parser:"@'param'"`
 	Name    lexer.Token `parser:"@Ident '='"`
 	Value   *exprG      `parser:"@@"`
+}
+
+// globalG: NAME = expr at the start of a line, a Python module constant
+// (`SLIDING_WINDOW = 1024` above the def that reads it), which is a param.
+type globalG struct {
+	Name  lexer.Token `parser:"@Ident '='"`
+	Value *exprG      `parser:"@@"`
 }
 
 // bufferG: buffer NAME: DTYPE[dims] property?

@@ -39,6 +39,9 @@ func docstringAfter(text []byte, doc byte) byte {
 // followed by a name (not a keyword) on the same line; such a line can never
 // continue a valid declaration (a setting `mask = ...` is followed by `=`, a
 // result `score if c else 0` by a keyword).
+// A piece also starts at a Python module constant, `NAME = ...` at the very
+// start of a line outside any bracket (an attention block's settings are
+// inside its braces).
 // The first piece holds whatever precedes the first declaration (comments,
 // blank lines). It returns the start offsets of the pieces; the first is 0.
 // ParseFile parses the pieces separately; the language server re-parses
@@ -46,6 +49,7 @@ func docstringAfter(text []byte, doc byte) byte {
 func DeclStarts(text []byte) []int {
 	starts := []int{0}
 	doc := byte(0) // the quote of the docstring a line starts in, or 0
+	depth := 0     // brackets open at the start of the line
 	for line := 0; line < len(text); {
 		inDoc := doc != 0
 		doc = docstringAfter(text[line:], doc)
@@ -60,6 +64,11 @@ func DeclStarts(text []byte) []int {
 		i := line
 		for i < len(text) && (text[i] == ' ' || text[i] == '\t') {
 			i++
+		}
+		open := depth > 0
+		depth = bracketsAfter(text[line:], depth)
+		if !open && line > 0 && isGlobalAssign(text[line:]) {
+			starts = append(starts, line)
 		}
 		j := i
 		for j < len(text) && isIdentStart(text[j]) {
@@ -86,4 +95,55 @@ func DeclStarts(text []byte) []int {
 		line += next + 1
 	}
 	return starts
+}
+
+// isGlobalAssign reports whether the line that starts text is `NAME = ...`
+// from its first column: a name that is not a keyword, then `=` (not `==`).
+func isGlobalAssign(text []byte) bool {
+	if len(text) == 0 || !isIdentStart(text[0]) {
+		return false
+	}
+	j := 1
+	for j < len(text) && (isIdentStart(text[j]) || isDigit(text[j])) {
+		j++
+	}
+	if keywords[string(text[:j])] || declKeywords[string(text[:j])] {
+		return false
+	}
+	for j < len(text) && (text[j] == ' ' || text[j] == '\t') {
+		j++
+	}
+	return j < len(text) && text[j] == '=' && (j+1 == len(text) || text[j+1] != '=')
+}
+
+// bracketsAfter returns how many brackets ((, [, {) are open at the end of
+// the line that starts text, given depth open at its start. Brackets in
+// strings and comments do not count; it stops at a triple-quoted string
+// (docstringAfter skips the lines inside one).
+func bracketsAfter(text []byte, depth int) int {
+	for i := 0; i < len(text) && text[i] != '\n'; i++ {
+		switch c := text[i]; c {
+		case '#':
+			return depth
+		case '"', '\'':
+			if i+2 < len(text) && text[i+1] == c && text[i+2] == c {
+				return depth
+			}
+			for i++; i < len(text) && text[i] != '\n' && text[i] != c; i++ {
+				if text[i] == '\\' {
+					i++
+				}
+			}
+			if i >= len(text) || text[i] == '\n' {
+				return depth
+			}
+		case '(', '[', '{':
+			depth++
+		case ')', ']', '}':
+			if depth > 0 {
+				depth--
+			}
+		}
+	}
+	return depth
 }

@@ -1,4 +1,6 @@
 # Python that real FlexAttention code carries (issue 28): fmt keeps it.
+SLIDING_WINDOW  =   1024   # a Python module constant, printed without `param`
+
 buffer document_id: i32[KV]
 
 @lru_cache
