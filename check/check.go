@@ -139,8 +139,15 @@ func (c *checker) declare() {
 			continue
 		}
 		if what := reservedName(id.Name); what != "" && !pythonCombinator(d) {
+			hint := "choose another name"
+			if p, ok := d.(*dsl.ParamDecl); ok && p.Python {
+				if _, size := dsl.SizeVar(id.Name); size {
+					// `H = 128` pasted above a def that reads H: the call's size is that value.
+					hint = fmt.Sprintf("in a mod %s is the call's size, known at run time: delete this line if the constant is that size, or rename it and the uses that mean it", id.Name)
+				}
+			}
 			c.diags.Add(c.src, id.Sp, CodeReservedName, "%s cannot be declared: it is %s", id.Name, what).
-				WithHint("choose another name")
+				WithHint("%s", hint)
 			continue
 		}
 		if _, isAttn := d.(*dsl.AttentionDecl); !isAttn {

@@ -357,3 +357,17 @@ func TestPortingModuleConstant(t *testing.T) {
 	assert.Contains(t, diags.Render(), "4:8: error[E042]: param both must be an int, float or bool, got mask or_masks(c, c)")
 	assert.Contains(t, diags.Render(), "hint: a Python module constant (NAME = ... at the start of a line) is a param")
 }
+
+// TestPortingSizeConstant: a Python module constant named like a size
+// symbol (attention-gym's notebook sets `H = 128` above its mods) is E053
+// with a hint that says what H means in a mod and the two ways out.
+func TestPortingSizeConstant(t *testing.T) {
+	src := "H = 128\n\ndef per_head(b, h, q_idx, kv_idx):\n    return h < H // 2\n"
+	_, diags := checkSource(t, src, nil)
+	require.True(t, diags.HasErrors())
+	out := diags.Render()
+	assert.Contains(t, out, "1:1: error[E053]: H cannot be declared: it is the size symbol H")
+	assert.Contains(t, out, "hint: in a mod H is the call's size, known at run time: delete this line if the constant is that size")
+	_, diags = checkSource(t, "param H = 128\n", nil)
+	assert.Contains(t, diags.Render(), "hint: choose another name")
+}
