@@ -137,9 +137,12 @@ func TestClangCUDA(t *testing.T) {
 	writeOpts("../testdata/tilemasks/moba.flex", "moba", Options{BwdWS: true})
 	writeOpts("../examples/document_causal.flex", "packed_layer", Options{BwdWS: true})
 	writeOpts("testdata/golden/lookup.flex", "per_head", Options{BwdWS: true})
-	// The ordered dQ: document-causal (a segments search in the envelope), a
+	// The ordered dQ: document-causal (warp-specialized; a segments search
+	// in the envelope, its own range where the range is monotone), a short
+	// window on the 64 x 64 tiles (its own range as the envelope), a
 	// soft-capped window, head dim 64.
 	writeOpts("../examples/document_causal.flex", "packed_layer", Options{BwdDQOrder: true})
+	writeOpts("../examples/sliding_window.flex", "local_512_layer", Options{BwdDQOrder: true})
 	writeOpts("../examples/softcap.flex", "capped_layer", Options{BwdDQOrder: true})
 	writeOpts("../examples/gpt_oss.flex", "layer_0", Options{BwdDQOrder: true})
 	write("testdata/golden/lookup.flex", "per_head", 0)        // pre-pass sparsity
