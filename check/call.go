@@ -765,8 +765,13 @@ func (l *lowering) checkResult(f *frame, m *Mod, r result, e dsl.Expr) result {
 	case dsl.ScoreMod:
 		switch r.typ {
 		case dsl.TypeBool:
-			l.errorf(f, e.Span(), CodeScoreNotFloat, "score %s must give a number, got bool", m.Name).
-				WithHint("to drop pairs from a score, write where(cond, score, -inf); or make it a mask")
+			d := l.errorf(f, e.Span(), CodeScoreNotFloat, "score %s must give a number, got bool", m.Name)
+			if ps := m.Decl.Params; m.Decl.Def && len(ps) == 5 && strings.HasPrefix(ps[2].Name, "q") && strings.HasPrefix(ps[3].Name, "k") {
+				// def f(b, h, q_idx, kv_idx, offset), bound later by functools.partial
+				d.WithHint("a def of five parameters is a score_mod (score, b, h, q_idx, kv_idx); a mask with a parameter of its own is a factory: def make(%s): def mask(b, h, q_idx, kv_idx): ...; return mask", m.Decl.Params[4].Name)
+			} else {
+				d.WithHint("to drop pairs from a score, write where(cond, score, -inf); or make it a mask")
+			}
 			return result{}
 		case dsl.TypeInt:
 			// Python promotes an int score to float: make that explicit.

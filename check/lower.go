@@ -514,7 +514,10 @@ func (l *lowering) unknownName(f *frame, x *dsl.Ident) {
 		cands = append(cands, n)
 	}
 	d := l.errorf(f, x.Sp, CodeUnknownName, "unknown name %s", x.Name)
-	if h := didYouMean(x.Name, cands); h != "" {
+	if x.Name == "partial" || x.Name == "functools.partial" {
+		// torchtune binds a mask's extra parameter so: partial(kv_offset_mask_flex, offset=n).
+		d.WithHint("functools.partial is not supported: write the mod as a factory, def make(offset): def mask(b, h, q_idx, kv_idx): ...; return mask, and use make(n)")
+	} else if h := didYouMean(x.Name, cands); h != "" {
 		d.WithHint("%s", h)
 	} else if prefix, _, ok := strings.Cut(x.Name, "."); ok {
 		// issue 31: torch.erf said "unknown name" without what exists.

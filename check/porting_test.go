@@ -371,3 +371,21 @@ func TestPortingSizeConstant(t *testing.T) {
 	_, diags = checkSource(t, "param H = 128\n", nil)
 	assert.Contains(t, diags.Render(), "hint: choose another name")
 }
+
+// TestPortingPartial: torchtune's mask with an offset of its own, bound by
+// functools.partial, is refused with hints that say how to write it: the
+// five-parameter def reads as a score_mod (E025), and partial is unknown
+// (E020); a real score that gives a bool keeps the where() hint.
+func TestPortingPartial(t *testing.T) {
+	src := "def kv_offset_mask_flex(b, h, q_idx, kv_idx, offset):\n    return (q_idx + offset) >= kv_idx\n\n" +
+		"attention a {\n    mask = partial(kv_offset_mask_flex, offset=16)\n}\n"
+	_, diags := checkSource(t, src, nil)
+	out := diags.Render()
+	assert.Contains(t, out, "2:12: error[E025]: score kv_offset_mask_flex must give a number, got bool")
+	assert.Contains(t, out, "hint: a def of five parameters is a score_mod (score, b, h, q_idx, kv_idx); a mask with a parameter of its own is a factory: def make(offset)")
+	assert.Contains(t, out, "5:12: error[E020]: unknown name partial")
+	assert.Contains(t, out, "hint: functools.partial is not supported: write the mod as a factory")
+
+	_, diags = checkSource(t, "def s(score, b, h, q_idx, kv_idx):\n    return q_idx >= kv_idx\n", nil)
+	assert.Contains(t, diags.Render(), "hint: to drop pairs from a score, write where(cond, score, -inf); or make it a mask")
+}
