@@ -12,6 +12,9 @@ import (
 // call lowers a call: a built-in, a mod applied to index arguments, a
 // factory instantiation or a combination.
 func (l *lowering) call(f *frame, x *dsl.CallExpr) result {
+	if name, ok := l.partialOf(f, x); ok {
+		return l.partialCall(f, x, name)
+	}
 	if r, handled := l.torchCall(f, x); handled {
 		return r
 	}
@@ -130,6 +133,10 @@ func (l *lowering) modValue(f *frame, e dsl.Expr, want dsl.ModKind, context stri
 			d.WithHint("declare a mod: %s", exampleDecl(want))
 		}
 		return nil
+	case r.typ == dsl.TypeFunc && r.mod.mod.partialTarget && len(r.mod.mod.Decl.Params) == want.Arity():
+		// A def that a partial(...) binds elsewhere, used here as it is: a
+		// function of the mod's parameters, as in Python.
+		return &modValue{kind: want, name: r.mod.name, partial: &partialApp{fn: r.mod, bound: make([]*result, want.Arity())}}
 	case r.typ == dsl.TypeFunc:
 		n := len(r.mod.mod.Decl.Params)
 		l.errorf(f, e.Span(), CodeNotAMod, "%s needs a %s mod, got the helper function %s, which takes %d %s", context, want, text, n, plural(n, "parameter", "parameters")).
@@ -487,6 +494,9 @@ func (l *lowering) apply(f *frame, mv *modValue, args []result, site dsl.Span) r
 	if l.aborted {
 		return result{}
 	}
+	if mv.partial != nil {
+		return l.applyPartial(f, mv, args, site)
+	}
 	if mv.mod == nil {
 		var acc result
 		for i, part := range mv.parts {
@@ -768,7 +778,8 @@ func (l *lowering) checkResult(f *frame, m *Mod, r result, e dsl.Expr) result {
 			d := l.errorf(f, e.Span(), CodeScoreNotFloat, "score %s must give a number, got bool", m.Name)
 			if ps := m.Decl.Params; m.Decl.Def && len(ps) == 5 && strings.HasPrefix(ps[2].Name, "q") && strings.HasPrefix(ps[3].Name, "k") {
 				// def f(b, h, q_idx, kv_idx, offset), bound later by functools.partial
-				d.WithHint("a def of five parameters is a score_mod (score, b, h, q_idx, kv_idx); a mask with a parameter of its own is a factory: def make(%s): def mask(b, h, q_idx, kv_idx): ...; return mask", m.Decl.Params[4].Name)
+				d.WithHint("a def of five parameters is a score_mod (score, b, h, q_idx, kv_idx); bind a mask's own parameter where it is used, partial(%s, %s=...), or write a factory: def make(%s): def mask(b, h, q_idx, kv_idx): ...; return mask",
+					m.Name, m.Decl.Params[4].Name, m.Decl.Params[4].Name)
 			} else {
 				d.WithHint("to drop pairs from a score, write where(cond, score, -inf); or make it a mask")
 			}

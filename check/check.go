@@ -133,6 +133,7 @@ func pythonCombinator(d dsl.Decl) bool {
 // declare creates the Program's declarations and reports duplicates.
 func (c *checker) declare() {
 	comments := newCommentIndex(c.prog.File)
+	partials := partialTargets(c.prog.File)
 	for _, d := range c.prog.File.Decls {
 		id := d.DeclName()
 		if id == nil || id.Name == "" {
@@ -169,6 +170,9 @@ func (c *checker) declare() {
 			c.prog.buffers[b.Name] = b
 		case *dsl.ModDecl:
 			m := newMod(d, c.src, false, comments.docComment(d))
+			if partialHelper(d, partials) {
+				m.Helper, m.paramCount, m.partialTarget = true, true, true // bound by functools.partial where it is used
+			}
 			c.prog.Mods = append(c.prog.Mods, m)
 			c.prog.mods[m.Name] = m
 		case *dsl.AttentionDecl:

@@ -54,6 +54,7 @@ type modValue struct {
 	locals    []*binding  // names a factory's statements before its inner def bind
 	comb      dsl.Op      // dsl.OpAnd or dsl.OpOr for a combination
 	parts     []*modValue // the combined mods
+	partial   *partialApp // a functools.partial of a helper def (mod and parts unset)
 }
 
 // bindKind says what a local name is bound to.
@@ -514,9 +515,8 @@ func (l *lowering) unknownName(f *frame, x *dsl.Ident) {
 		cands = append(cands, n)
 	}
 	d := l.errorf(f, x.Sp, CodeUnknownName, "unknown name %s", x.Name)
-	if x.Name == "partial" || x.Name == "functools.partial" {
-		// torchtune binds a mask's extra parameter so: partial(kv_offset_mask_flex, offset=n).
-		d.WithHint("functools.partial is not supported: write the mod as a factory, def make(offset): def mask(b, h, q_idx, kv_idx): ...; return mask, and use make(n)")
+	if isPartial(x.Name) {
+		d.WithHint("functools.partial is called with the def it binds: partial(f, offset=16)")
 	} else if h := didYouMean(x.Name, cands); h != "" {
 		d.WithHint("%s", h)
 	} else if prefix, _, ok := strings.Cut(x.Name, "."); ok {

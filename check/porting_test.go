@@ -2,6 +2,7 @@ package check
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -372,20 +373,66 @@ func TestPortingSizeConstant(t *testing.T) {
 	assert.Contains(t, diags.Render(), "hint: choose another name")
 }
 
-// TestPortingPartial: torchtune's mask with an offset of its own, bound by
-// functools.partial, is refused with hints that say how to write it: the
-// five-parameter def reads as a score_mod (E025), and partial is unknown
-// (E020); a real score that gives a bool keeps the where() hint.
+// TestPortingPartial: functools.partial binds a def's own parameters, by
+// position from the first and by name, and the parameters left are the
+// mod's; a def that partial binds is a function, a mod too where it takes
+// exactly a mod's parameters. What Python would refuse (a name bound twice
+// or before FlexAttention's positional arguments, too many arguments) and
+// what is no mod (three parameters left, a factory) are positioned errors.
 func TestPortingPartial(t *testing.T) {
-	src := "def kv_offset_mask_flex(b, h, q_idx, kv_idx, offset):\n    return (q_idx + offset) >= kv_idx\n\n" +
-		"attention a {\n    mask = partial(kv_offset_mask_flex, offset=16)\n}\n"
-	_, diags := checkSource(t, src, nil)
-	out := diags.Render()
-	assert.Contains(t, out, "2:12: error[E025]: score kv_offset_mask_flex must give a number, got bool")
-	assert.Contains(t, out, "hint: a def of five parameters is a score_mod (score, b, h, q_idx, kv_idx); a mask with a parameter of its own is a factory: def make(offset)")
-	assert.Contains(t, out, "5:12: error[E020]: unknown name partial")
-	assert.Contains(t, out, "hint: functools.partial is not supported: write the mod as a factory")
-
+	defs := "buffer lens: i32[B, 4]\n" +
+		"def kv_offset_mask_flex(b, h, q_idx, kv_idx, offset):\n    return (q_idx + offset) >= kv_idx\n\n" +
+		"def causal_mask(rank, b, h, q_idx, kv_idx):\n    return q_idx + rank * 128 >= kv_idx\n\n" +
+		"def mode(max_len, lens, b, _, q_idx, kv_idx):\n    return (q_idx >= kv_idx) & (kv_idx < lens[b, 0] + max_len)\n\n" +
+		"def bias(score, b, h, q_idx, kv_idx, slope):\n    return score + slope * (kv_idx - q_idx)\n\n" +
+		"def plain(b, h, q_idx, kv_idx):\n    return q_idx >= kv_idx\n\n" +
+		"def factory(n):\n    def inner(b, h, q_idx, kv_idx):\n        return q_idx >= kv_idx + n\n    return inner\n\n"
+	for _, tc := range []struct {
+		name, settings string
+		want           string // the lowered mask (and score), or an error
+	}{
+		{"by name", "mask = partial(kv_offset_mask_flex, offset=16)", "mask q + 16 >= kv"},
+		{"by position", "mask = functools.partial(causal_mask, 2)", "mask q + 256 >= kv"},
+		{"a buffer bound", "mask = partial(mode, 64, lens)", "mask (q >= kv) & (kv < lens[b, 0] + 64)"},
+		{"a score", "mask = plain\n    score = partial(bias, slope=0.5)", "score score + 0.5 * (kv - q)"},
+		{"the def itself", "mask = and_masks(plain, partial(plain))", "mask q >= kv and q >= kv"},
+		{"bound before the mod's", "mask = partial(causal_mask, rank=1)",
+			"error[E023]: partial binds rank by name, but b comes after it: FlexAttention's arguments would fill rank by position too"},
+		{"three left", "mask = partial(kv_offset_mask_flex, 1, 2)",
+			"error[E023]: partial leaves 3 parameters of kv_offset_mask_flex unbound (q_idx, kv_idx, offset); a mask_mod takes 4 and a score_mod 5"},
+		{"no such parameter", "mask = partial(kv_offset_mask_flex, window=1)", "error[E075]: function kv_offset_mask_flex has no parameter window"},
+		{"bound twice", "mask = partial(causal_mask, 1, rank=2)", "error[E075]: partial binds rank twice"},
+		{"too many", "mask = partial(plain, 1, 2, 3, 4, 5)", "error[E023]: partial binds more arguments than plain takes (4)"},
+		{"a factory", "mask = partial(factory, 3)", "error[E054]: partial binds the parameters of a def, got factory"},
+		{"a mask as the score", "mask = plain\n    score = partial(kv_offset_mask_flex, offset=1)",
+			"error[E040]: partial(kv_offset_mask_flex, offset=1) is a mask mod, but the score setting needs a score mod"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Every def bound by some partial, as in a file that uses them all.
+			all := "attention all {\n    mask = and_masks(partial(causal_mask, 0), partial(mode, 1, lens), partial(kv_offset_mask_flex, offset=0))\n" +
+				"    score = partial(bias, slope=1.0)\n}\n"
+			src := defs + "attention a {\n    " + tc.settings + "\n}\n" + all
+			prog, diags := checkSource(t, src, nil)
+			if strings.Contains(tc.want, "error[") {
+				assert.Contains(t, diags.Render(), tc.want)
+				return
+			}
+			require.False(t, diags.HasErrors(), diags.Render())
+			a := prog.Attentions[0]
+			got := ""
+			if a.Mask != nil {
+				got = "mask " + fmtExpr(a.Mask.Expr)
+			}
+			if a.Score != nil {
+				got = "score " + fmtExpr(a.Score.Expr)
+			}
+			assert.Equal(t, tc.want, got)
+		})
+	}
+	// Not bound anywhere, a def of five parameters that gives a bool reads
+	// as a score, with a hint that names partial.
+	_, diags := checkSource(t, "def kv_offset_mask_flex(b, h, q_idx, kv_idx, offset):\n    return (q_idx + offset) >= kv_idx\n", nil)
+	assert.Contains(t, diags.Render(), "hint: a def of five parameters is a score_mod (score, b, h, q_idx, kv_idx); bind a mask's own parameter where it is used, partial(kv_offset_mask_flex, offset=...)")
 	_, diags = checkSource(t, "def s(score, b, h, q_idx, kv_idx):\n    return q_idx >= kv_idx\n", nil)
 	assert.Contains(t, diags.Render(), "hint: to drop pairs from a score, write where(cond, score, -inf); or make it a mask")
 }

@@ -136,6 +136,10 @@ type Mod struct {
 	// Helper is true for a helper function (dsl.ModDecl.Helper): inlined
 	// where called, never a mask or score itself.
 	Helper bool
+	// partialTarget is set for a def that a functools.partial of the file
+	// binds (partialTargets): a helper, and a mod where its parameters are
+	// exactly a mod's.
+	partialTarget bool
 	// locals are a factory's other inner defs (dsl.ModDecl.Locals), each
 	// a factory of the same parameters.
 	locals []*Mod

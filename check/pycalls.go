@@ -5,7 +5,8 @@ import "github.com/maskc/maskc/dsl"
 // This file lowers the Python built-ins that mods and factories call on
 // compile-time values: all() and any() over a generator or a tuple, and
 // callable() (torch's and transformers' and_masks guard their arguments
-// with `if not all(callable(arg) for arg in mask_mods): raise ...`).
+// with `if not all(callable(arg) for arg in mask_mods): raise ...`);
+// functools.partial is partial.go's.
 
 // pythonCall lowers x when it calls all, any or callable (not rebound by
 // the file), and reports whether it did.

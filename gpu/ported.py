@@ -81,7 +81,8 @@ def namespace(ff, buffers):
     or_masks, its params and the given buffer tensors in scope."""
     import functools
     import typing
-    ns = {"torch": torch, "math": math, "functools": functools, "lru_cache": functools.lru_cache, "__builtins__": __builtins__}
+    ns = {"torch": torch, "math": math, "functools": functools, "lru_cache": functools.lru_cache, "partial": functools.partial,
+          "__builtins__": __builtins__}
     # the typing names pasted annotations use (transformers' `-> Callable`)
     ns.update({n: getattr(typing, n) for n in ("Callable", "Optional", "Union", "Any")})
     try:

@@ -1,0 +1,267 @@
+package check
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/maskc/maskc/dsl"
+)
+
+// This file lowers functools.partial(f, *args, **kwargs), as FlexAttention
+// code binds the extra parameters of a mod: partial(causal_mask_mod,
+// context_len=n), functools.partial(causal_mask, rank),
+// partial(causal_mask_mode, max_seq_length, block_lengths). f is a def; the
+// arguments bind its leading parameters by position and others by name,
+// as Python binds them, and the parameters left unbound, in order, take
+// what FlexAttention passes: four for a mask_mod (b, h, q_idx, kv_idx),
+// five for a score_mod (score first). A def that some partial(...) of the
+// file names is a helper function (partialTargets): its parameters are
+// known only where it is applied, whatever their number.
+
+// isPartial reports whether name is functools.partial.
+func isPartial(name string) bool { return name == "partial" || name == "functools.partial" }
+
+// partialFun returns how fun names functools.partial (`partial` or
+// `functools.partial`), and whether it does.
+func partialFun(fun dsl.Expr) (string, bool) {
+	switch e := dsl.Unparen(fun).(type) {
+	case *dsl.Ident:
+		return e.Name, isPartial(e.Name)
+	case *dsl.SelectorExpr:
+		if id, ok := dsl.Unparen(e.X).(*dsl.Ident); ok && id.Name == "functools" && e.Sel.Name == "partial" {
+			return "functools.partial", true
+		}
+	}
+	return "", false
+}
+
+// partialOf reports whether x calls functools.partial (neither name
+// rebound by the file), and how.
+func (l *lowering) partialOf(f *frame, x *dsl.CallExpr) (string, bool) {
+	name, ok := partialFun(x.Fun)
+	if !ok {
+		return "", false
+	}
+	first, _, _ := strings.Cut(name, ".")
+	if _, declared := l.c.lookup(f, first); declared || f.names[first] != nil {
+		return "", false
+	}
+	return name, true
+}
+
+// partialTargets returns the names of the top-level defs that a
+// partial(...) call of the file names as its function.
+func partialTargets(file *dsl.File) map[string]bool {
+	targets := map[string]bool{}
+	visit := func(e dsl.Expr) {
+		dsl.Inspect(e, func(e dsl.Expr) bool {
+			call, ok := e.(*dsl.CallExpr)
+			if !ok || len(call.Args) == 0 {
+				return true
+			}
+			if _, ok := partialFun(call.Fun); ok {
+				if id, ok := dsl.Unparen(call.Args[0]).(*dsl.Ident); ok {
+					targets[id.Name] = true
+				}
+			}
+			return true
+		})
+	}
+	var visitMod func(d *dsl.ModDecl)
+	visitMod = func(d *dsl.ModDecl) {
+		if d.Body != nil {
+			for _, e := range d.Body.Exprs() {
+				visit(e)
+			}
+		}
+		pre := dsl.Body{Stmts: d.FactoryPre}
+		for _, e := range pre.Exprs() {
+			visit(e)
+		}
+		for _, let := range d.FactoryLets {
+			visit(let.Value)
+		}
+		if d.FactoryResult != nil {
+			visit(d.FactoryResult)
+		}
+		for _, ld := range d.Locals {
+			visitMod(ld)
+		}
+	}
+	for _, d := range file.Decls {
+		switch d := d.(type) {
+		case *dsl.AttentionDecl:
+			for _, s := range d.Settings {
+				visit(s.Value)
+			}
+		case *dsl.ModDecl:
+			visitMod(d)
+		}
+	}
+	return targets
+}
+
+// partialHelper reports whether d, declared at the top of a file whose
+// partial(...) calls name targets, is a def that they bind: a plain def
+// (not a factory, whose parameters are its own), which is then checked
+// and applied as a helper function.
+func partialHelper(d *dsl.ModDecl, targets map[string]bool) bool {
+	return targets[d.Name.Name] && d.Def && d.FactoryParams == nil && d.Inner == nil
+}
+
+// partialApp is a partial application of a helper def: the parameters
+// bound by the partial(...) call, the others taken from the mod's
+// arguments in order.
+type partialApp struct {
+	fn    *modValue // the helper def (with a factory's arguments when it is an inner def)
+	bound []*result // per parameter of fn: its bound value, or nil
+}
+
+// partialCall lowers partial(f, args...) (x) to a mod value.
+func (l *lowering) partialCall(f *frame, x *dsl.CallExpr, name string) result {
+	usage := "bind a def's extra parameters, e.g. partial(causal_mask_mod, context_len=16) of def causal_mask_mod(b, h, q_idx, kv_idx, context_len)"
+	if len(x.Args) == 0 {
+		l.errorf(f, x.Sp, CodeArgCount, "%s needs the function it binds", name).WithHint("%s", usage)
+		return result{}
+	}
+	fnExpr := x.Args[0]
+	if _, kw := fnExpr.(*dsl.KeywordArg); kw {
+		l.lowerArgs(f, x)
+		l.errorf(f, fnExpr.Span(), CodeArgCount, "%s takes the function it binds first, by position", name).WithHint("%s", usage)
+		return result{}
+	}
+	fn := l.expr(f, fnExpr)
+	if !fn.ok() && fn.mod == nil {
+		l.lowerArgs(f, &dsl.CallExpr{Sp: x.Sp, Fun: x.Fun, Args: x.Args[1:]})
+		return result{}
+	}
+	if fn.mod == nil || fn.mod.mod == nil || !fn.mod.mod.Helper || fn.mod.unapplied {
+		l.lowerArgs(f, &dsl.CallExpr{Sp: x.Sp, Fun: x.Fun, Args: x.Args[1:]})
+		l.errorf(f, fnExpr.Span(), CodeNotAMod, "%s binds the parameters of a def, got %s", name, sourceText(f, fnExpr)).
+			WithHint("name a def declared in this file; mods, factories and combinators are passed as they are")
+		return result{}
+	}
+	m := fn.mod.mod
+	params := m.Decl.Params
+	bound := make([]*result, len(params))
+	texts := []string{m.Name}
+	pos := 0
+	okAll := true
+	for _, a := range x.Args[1:] {
+		texts = append(texts, sourceText(f, a))
+		kw, isKw := a.(*dsl.KeywordArg)
+		i := pos
+		value := a
+		if isKw {
+			value = kw.Value
+			i = slices.IndexFunc(params, func(p *dsl.Ident) bool { return p.Name == kw.Name.Name })
+			switch {
+			case i < 0:
+				l.expr(f, value)
+				l.errorf(f, kw.Name.Sp, CodeKeywordArg, "%s has no parameter %s", callableName(m), kw.Name.Name).
+					WithHint("its parameters are %s(%s)", m.Name, strings.Join(paramNames(params), ", "))
+				okAll = false
+				continue
+			case bound[i] != nil:
+				l.expr(f, value)
+				l.errorf(f, kw.Name.Sp, CodeKeywordArg, "%s binds %s twice", name, kw.Name.Name).
+					WithHint("bind %s once, by position or as %s=", kw.Name.Name, kw.Name.Name)
+				okAll = false
+				continue
+			}
+		} else {
+			if pos >= len(params) {
+				l.expr(f, value)
+				l.errorf(f, a.Span(), CodeArgCount, "%s binds more arguments than %s takes (%d)", name, m.Name, len(params)).
+					WithHint("its parameters are %s(%s)", m.Name, strings.Join(paramNames(params), ", "))
+				okAll = false
+				continue
+			}
+			pos++
+		}
+		r := l.expr(f, value)
+		if !r.ok() && r.typ != dsl.TypeNone {
+			okAll = false
+			continue
+		}
+		bound[i] = &r
+	}
+	if !okAll {
+		return result{}
+	}
+	// Python passes the mod's arguments by position to the parameters after
+	// those bound by position: one of them bound by name before a free one
+	// would take two values (a TypeError).
+	var free []*dsl.Ident
+	for i := pos; i < len(params); i++ {
+		if bound[i] != nil {
+			continue
+		}
+		if len(free) < i-pos {
+			named := params[pos+len(free)]
+			l.errorf(f, x.Sp, CodeArgCount, "%s binds %s by name, but %s comes after it: FlexAttention's arguments would fill %s by position too",
+				name, named.Name, params[i].Name, named.Name).
+				WithHint("bind by name only parameters after the mod's (b, h, q_idx, kv_idx), or bind %s by position", named.Name)
+			return result{}
+		}
+		free = append(free, params[i])
+	}
+	var kind dsl.ModKind
+	switch len(free) {
+	case dsl.MaskMod.Arity():
+		kind = dsl.MaskMod
+	case dsl.ScoreMod.Arity():
+		kind = dsl.ScoreMod
+	default:
+		l.errorf(f, x.Sp, CodeArgCount, "%s leaves %d parameters of %s unbound (%s); a mask_mod takes 4 and a score_mod 5", name,
+			len(free), m.Name, strings.Join(paramNames(free), ", ")).
+			WithHint("bind the parameters that are not the mod's by position or by name: %s", usage)
+		return result{}
+	}
+	mv := &modValue{kind: kind, name: "partial(" + strings.Join(texts, ", ") + ")",
+		partial: &partialApp{fn: fn.mod, bound: bound}}
+	return result{typ: kindType(kind), mod: mv}
+}
+
+// applyPartial inlines partial application mv applied to the lowered mod
+// arguments args: the def's body with its bound parameters bound and the
+// others taking args in order, checked as a mod of mv's kind.
+func (l *lowering) applyPartial(f *frame, mv *modValue, args []result, site dsl.Span) result {
+	p := mv.partial
+	m := p.fn.mod
+	if slices.Contains(l.stack, m) {
+		l.errorf(f, site, CodeRecursion, "function %s calls itself", m.Name).
+			WithHint("maskc inlines every call; write the recursion out")
+		return result{}
+	}
+	inner := &frame{src: m.src, names: map[string]*binding{}, std: m.std, site: f.site, stdName: f.stdName}
+	for _, b := range p.fn.args { // an inner def of a factory sees its arguments
+		inner.names[b.ident.Name] = b
+	}
+	for _, b := range p.fn.locals {
+		inner.names[b.ident.Name] = b
+	}
+	next := 0
+	for i, param := range m.Decl.Params {
+		r := p.bound[i]
+		if r == nil {
+			r = &args[next]
+			next++
+		}
+		b := &binding{kind: bindValue, res: *r, buf: r.buf, ident: param,
+			sym: Symbol{Kind: SymModParam, Name: param.Name, Decl: param, Type: r.typ}}
+		if r.typ == dsl.TypeBuffer {
+			b.kind = bindBuffer
+		}
+		inner.names[param.Name] = b
+	}
+	l.work += applyCost
+	l.c.work += applyCost
+	l.stack = append(l.stack, m)
+	defer func() { l.stack = l.stack[:len(l.stack)-1] }()
+	// The body as a mod of mv's kind: its result checked as one (a mask's
+	// bool, a score's number).
+	asMod := *m
+	asMod.Kind, asMod.Helper = mv.kind, false
+	return l.body(inner, &asMod)
+}
