@@ -316,13 +316,7 @@ func (l *lowering) instantiate(f *frame, x *dsl.CallExpr, m *Mod) result {
 // arguments and the inner function's name is the instantiated mod mv.
 func (l *lowering) factoryResult(f *frame, x *dsl.CallExpr, m *Mod, mv *modValue) result {
 	d := m.Decl
-	fr := &frame{src: m.src, names: map[string]*binding{}, std: m.std, stdName: f.stdName, site: f.site}
-	for _, b := range mv.args {
-		fr.names[b.ident.Name] = b
-	}
-	for _, b := range mv.locals {
-		fr.names[b.ident.Name] = b
-	}
+	fr := bodyFrame(f, mv) // mv.mod is m
 	inner := result{typ: kindType(m.Kind), mod: mv}
 	fr.names[d.Inner.Name] = &binding{kind: bindValue, res: inner, ident: d.Inner,
 		sym: Symbol{Kind: SymMod, Name: d.Inner.Name, Decl: d, Type: inner.typ}}
@@ -859,29 +853,44 @@ func (l *lowering) applyHelper(f *frame, x *dsl.CallExpr, mv *modValue) result {
 			WithHint("maskc inlines every call; write the recursion out")
 		return result{}
 	}
-	inner := &frame{src: m.src, names: map[string]*binding{}, std: m.std, site: f.site, stdName: f.stdName}
-	for _, b := range mv.args { // an inner def of a factory sees its arguments
-		inner.names[b.ident.Name] = b
-	}
-	for _, b := range mv.locals {
-		inner.names[b.ident.Name] = b
-	}
+	inner := bodyFrame(f, mv)
 	for i, p := range m.Decl.Params {
 		r := l.expr(frames[i], args[i])
 		if !r.ok() && r.typ != dsl.TypeNone {
 			return result{}
 		}
-		b := &binding{kind: bindValue, res: r, buf: r.buf, ident: p, sym: Symbol{Kind: SymModParam, Name: p.Name, Decl: p, Type: r.typ}}
-		if r.typ == dsl.TypeBuffer {
-			b.kind = bindBuffer
-		}
-		inner.names[p.Name] = b
+		inner.names[p.Name] = argBinding(p, r)
 	}
 	l.work += applyCost
 	l.c.work += applyCost
 	l.stack = append(l.stack, m)
 	defer func() { l.stack = l.stack[:len(l.stack)-1] }()
 	return l.body(inner, m)
+}
+
+// bodyFrame is the frame, inlined from f, in which a body of mod value mv
+// sees what its factory's call bound: the factory's arguments and the
+// locals its statements before the inner def assigned.
+func bodyFrame(f *frame, mv *modValue) *frame {
+	m := mv.mod
+	inner := &frame{src: m.src, names: map[string]*binding{}, std: m.std, site: f.site, stdName: f.stdName}
+	for _, b := range mv.args {
+		inner.names[b.ident.Name] = b
+	}
+	for _, b := range mv.locals {
+		inner.names[b.ident.Name] = b
+	}
+	return inner
+}
+
+// argBinding binds a helper's parameter p to the value r of its argument
+// (a buffer binds as one).
+func argBinding(p *dsl.Ident, r result) *binding {
+	b := &binding{kind: bindValue, res: r, buf: r.buf, ident: p, sym: Symbol{Kind: SymModParam, Name: p.Name, Decl: p, Type: r.typ}}
+	if r.typ == dsl.TypeBuffer {
+		b.kind = bindBuffer
+	}
+	return b
 }
 
 // wholeBufferUse finds, in a factory's statements before its inner def and

@@ -234,13 +234,7 @@ func (l *lowering) applyPartial(f *frame, mv *modValue, args []result, site dsl.
 			WithHint("maskc inlines every call; write the recursion out")
 		return result{}
 	}
-	inner := &frame{src: m.src, names: map[string]*binding{}, std: m.std, site: f.site, stdName: f.stdName}
-	for _, b := range p.fn.args { // an inner def of a factory sees its arguments
-		inner.names[b.ident.Name] = b
-	}
-	for _, b := range p.fn.locals {
-		inner.names[b.ident.Name] = b
-	}
+	inner := bodyFrame(f, p.fn)
 	next := 0
 	for i, param := range m.Decl.Params {
 		r := p.bound[i]
@@ -248,12 +242,7 @@ func (l *lowering) applyPartial(f *frame, mv *modValue, args []result, site dsl.
 			r = &args[next]
 			next++
 		}
-		b := &binding{kind: bindValue, res: *r, buf: r.buf, ident: param,
-			sym: Symbol{Kind: SymModParam, Name: param.Name, Decl: param, Type: r.typ}}
-		if r.typ == dsl.TypeBuffer {
-			b.kind = bindBuffer
-		}
-		inner.names[param.Name] = b
+		inner.names[param.Name] = argBinding(param, *r)
 	}
 	l.work += applyCost
 	l.c.work += applyCost
