@@ -133,10 +133,16 @@ func (l *lowering) modValue(f *frame, e dsl.Expr, want dsl.ModKind, context stri
 			d.WithHint("declare a mod: %s", exampleDecl(want))
 		}
 		return nil
-	case r.typ == dsl.TypeFunc && r.mod.mod.partialTarget && len(r.mod.mod.Decl.Params) == want.Arity():
-		// A def that a partial(...) binds elsewhere, used here as it is: a
-		// function of the mod's parameters, as in Python.
-		return &modValue{kind: want, name: r.mod.name, partial: &partialApp{fn: r.mod, bound: make([]*result, want.Arity())}}
+	case r.typ == dsl.TypeFunc && (r.mod.mod.partialTarget || r.mod.mod.Decl.KwOnly > 0) &&
+		len(r.mod.mod.Decl.Params)-r.mod.mod.Decl.KwOnly == want.Arity():
+		// A def that a partial(...) binds elsewhere, or whose parameters
+		// after a bare `*` have defaults, used here as it is: a function of
+		// the mod's parameters, as in Python.
+		mv, _ := l.bindPartial(f, e.Span(), context, r.mod, nil)
+		if mv != nil {
+			mv.name = r.mod.name
+		}
+		return mv
 	case r.typ == dsl.TypeFunc:
 		n := len(r.mod.mod.Decl.Params)
 		l.errorf(f, e.Span(), CodeNotAMod, "%s needs a %s mod, got the helper function %s, which takes %d %s", context, want, text, n, plural(n, "parameter", "parameters")).
@@ -378,7 +384,7 @@ func (l *lowering) factoryArgs(f *frame, x *dsl.CallExpr, m *Mod) (args []dsl.Ex
 				rest.Sp = rest.Sp.Join(a.Span())
 				continue
 			}
-			if n >= len(params) {
+			if n >= len(params)-m.Decl.KwOnly { // past a bare `*` only names reach
 				return nil, nil, true
 			}
 			args[n], frames[n] = a, f

@@ -119,36 +119,56 @@ type partialApp struct {
 
 // partialCall lowers partial(f, args...) (x) to a mod value.
 func (l *lowering) partialCall(f *frame, x *dsl.CallExpr, name string) result {
-	usage := "bind a def's extra parameters, e.g. partial(causal_mask_mod, context_len=16) of def causal_mask_mod(b, h, q_idx, kv_idx, context_len)"
 	if len(x.Args) == 0 {
-		l.errorf(f, x.Sp, CodeArgCount, "%s needs the function it binds", name).WithHint("%s", usage)
+		l.errorf(f, x.Sp, CodeArgCount, "%s needs the function it binds", name).WithHint("%s", partialUsage)
 		return result{}
 	}
 	fnExpr := x.Args[0]
+	rest := &dsl.CallExpr{Sp: x.Sp, Fun: x.Fun, Args: x.Args[1:]}
 	if _, kw := fnExpr.(*dsl.KeywordArg); kw {
 		l.lowerArgs(f, x)
-		l.errorf(f, fnExpr.Span(), CodeArgCount, "%s takes the function it binds first, by position", name).WithHint("%s", usage)
+		l.errorf(f, fnExpr.Span(), CodeArgCount, "%s takes the function it binds first, by position", name).WithHint("%s", partialUsage)
 		return result{}
 	}
 	fn := l.expr(f, fnExpr)
 	if !fn.ok() && fn.mod == nil {
-		l.lowerArgs(f, &dsl.CallExpr{Sp: x.Sp, Fun: x.Fun, Args: x.Args[1:]})
+		l.lowerArgs(f, rest)
 		return result{}
 	}
 	if fn.mod == nil || fn.mod.mod == nil || !fn.mod.mod.Helper || fn.mod.unapplied {
-		l.lowerArgs(f, &dsl.CallExpr{Sp: x.Sp, Fun: x.Fun, Args: x.Args[1:]})
+		l.lowerArgs(f, rest)
 		l.errorf(f, fnExpr.Span(), CodeNotAMod, "%s binds the parameters of a def, got %s", name, sourceText(f, fnExpr)).
 			WithHint("name a def declared in this file; mods, factories and combinators are passed as they are")
 		return result{}
 	}
-	m := fn.mod.mod
+	texts := []string{fn.mod.mod.Name}
+	for _, a := range rest.Args {
+		texts = append(texts, sourceText(f, a))
+	}
+	mv, kind := l.bindPartial(f, x.Sp, name, fn.mod, rest.Args)
+	if mv == nil {
+		return result{}
+	}
+	mv.name = "partial(" + strings.Join(texts, ", ") + ")"
+	return result{typ: kindType(kind), mod: mv}
+}
+
+// partialUsage is the hint of a partial(...) that binds nothing usable.
+const partialUsage = "bind a def's own parameters, e.g. partial(causal_mask_mod, context_len=16) of def causal_mask_mod(b, h, q_idx, kv_idx, context_len)"
+
+// bindPartial binds args (positional, then by name, as Python binds them)
+// to the parameters of helper def fn, where site (what, e.g. "partial")
+// applies it: the mod value of the partial application and its kind, from
+// the positional parameters left unbound; nil after an error. A parameter
+// after a bare `*` takes an argument only by name, or its default.
+func (l *lowering) bindPartial(f *frame, site dsl.Span, what string, fn *modValue, args []dsl.Expr) (*modValue, dsl.ModKind) {
+	m := fn.mod
 	params := m.Decl.Params
+	npos := len(params) - m.Decl.KwOnly // those a position reaches
 	bound := make([]*result, len(params))
-	texts := []string{m.Name}
 	pos := 0
 	okAll := true
-	for _, a := range x.Args[1:] {
-		texts = append(texts, sourceText(f, a))
+	for _, a := range args {
 		kw, isKw := a.(*dsl.KeywordArg)
 		i := pos
 		value := a
@@ -164,15 +184,15 @@ func (l *lowering) partialCall(f *frame, x *dsl.CallExpr, name string) result {
 				continue
 			case bound[i] != nil:
 				l.expr(f, value)
-				l.errorf(f, kw.Name.Sp, CodeKeywordArg, "%s binds %s twice", name, kw.Name.Name).
+				l.errorf(f, kw.Name.Sp, CodeKeywordArg, "%s binds %s twice", what, kw.Name.Name).
 					WithHint("bind %s once, by position or as %s=", kw.Name.Name, kw.Name.Name)
 				okAll = false
 				continue
 			}
 		} else {
-			if pos >= len(params) {
+			if pos >= npos {
 				l.expr(f, value)
-				l.errorf(f, a.Span(), CodeArgCount, "%s binds more arguments than %s takes (%d)", name, m.Name, len(params)).
+				l.errorf(f, a.Span(), CodeArgCount, "%s binds more arguments by position than %s takes (%d)", what, m.Name, npos).
 					WithHint("its parameters are %s(%s)", m.Name, strings.Join(paramNames(params), ", "))
 				okAll = false
 				continue
@@ -187,24 +207,40 @@ func (l *lowering) partialCall(f *frame, x *dsl.CallExpr, name string) result {
 		bound[i] = &r
 	}
 	if !okAll {
-		return result{}
+		return nil, 0
 	}
 	// Python passes the mod's arguments by position to the parameters after
 	// those bound by position: one of them bound by name before a free one
 	// would take two values (a TypeError).
 	var free []*dsl.Ident
-	for i := pos; i < len(params); i++ {
+	for i := pos; i < npos; i++ {
 		if bound[i] != nil {
 			continue
 		}
 		if len(free) < i-pos {
 			named := params[pos+len(free)]
-			l.errorf(f, x.Sp, CodeArgCount, "%s binds %s by name, but %s comes after it: FlexAttention's arguments would fill %s by position too",
-				name, named.Name, params[i].Name, named.Name).
+			l.errorf(f, site, CodeArgCount, "%s binds %s by name, but %s comes after it: FlexAttention's arguments would fill %s by position too",
+				what, named.Name, params[i].Name, named.Name).
 				WithHint("bind by name only parameters after the mod's (b, h, q_idx, kv_idx), or bind %s by position", named.Name)
-			return result{}
+			return nil, 0
 		}
 		free = append(free, params[i])
+	}
+	// A parameter taken only by name and not bound takes its default.
+	for i := npos; i < len(params); i++ {
+		if bound[i] != nil {
+			continue
+		}
+		if i >= len(m.Decl.Defaults) || m.Decl.Defaults[i] == nil {
+			l.errorf(f, site, CodeArgCount, "%s leaves %s of %s unbound, which is taken only by name and has no default", what, params[i].Name, m.Name).
+				WithHint("bind it: partial(%s, %s=...)", m.Name, params[i].Name)
+			return nil, 0
+		}
+		r := l.expr(&frame{src: m.src, names: map[string]*binding{}, record: f.record && !m.std, std: m.std}, m.Decl.Defaults[i])
+		if !r.ok() {
+			return nil, 0
+		}
+		bound[i] = &r
 	}
 	var kind dsl.ModKind
 	switch len(free) {
@@ -213,14 +249,12 @@ func (l *lowering) partialCall(f *frame, x *dsl.CallExpr, name string) result {
 	case dsl.ScoreMod.Arity():
 		kind = dsl.ScoreMod
 	default:
-		l.errorf(f, x.Sp, CodeArgCount, "%s leaves %d parameters of %s unbound (%s); a mask_mod takes 4 and a score_mod 5", name,
+		l.errorf(f, site, CodeArgCount, "%s leaves %d parameters of %s unbound (%s); a mask_mod takes 4 and a score_mod 5", what,
 			len(free), m.Name, strings.Join(paramNames(free), ", ")).
-			WithHint("bind the parameters that are not the mod's by position or by name: %s", usage)
-		return result{}
+			WithHint("bind the parameters that are not the mod's by position or by name: %s", partialUsage)
+		return nil, 0
 	}
-	mv := &modValue{kind: kind, name: "partial(" + strings.Join(texts, ", ") + ")",
-		partial: &partialApp{fn: fn.mod, bound: bound}}
-	return result{typ: kindType(kind), mod: mv}
+	return &modValue{kind: kind, name: m.Name, partial: &partialApp{fn: fn, bound: bound}}, kind
 }
 
 // applyPartial inlines partial application mv applied to the lowered mod

@@ -386,7 +386,9 @@ func TestPortingPartial(t *testing.T) {
 		"def mode(max_len, lens, b, _, q_idx, kv_idx):\n    return (q_idx >= kv_idx) & (kv_idx < lens[b, 0] + max_len)\n\n" +
 		"def bias(score, b, h, q_idx, kv_idx, slope):\n    return score + slope * (kv_idx - q_idx)\n\n" +
 		"def plain(b, h, q_idx, kv_idx):\n    return q_idx >= kv_idx\n\n" +
-		"def factory(n):\n    def inner(b, h, q_idx, kv_idx):\n        return q_idx >= kv_idx + n\n    return inner\n\n"
+		"def factory(n):\n    def inner(b, h, q_idx, kv_idx):\n        return q_idx >= kv_idx + n\n    return inner\n\n" +
+		"def causal_mask_mod(b, h, q_idx, kv_idx, *, context_len):\n    return (q_idx + context_len) >= kv_idx\n\n" +
+		"def shifted(b, h, q_idx, kv_idx, *, shift=8):\n    return q_idx + shift >= kv_idx\n\n"
 	for _, tc := range []struct {
 		name, settings string
 		want           string // the lowered mask (and score), or an error
@@ -402,14 +404,22 @@ func TestPortingPartial(t *testing.T) {
 			"error[E023]: partial leaves 3 parameters of kv_offset_mask_flex unbound (q_idx, kv_idx, offset); a mask_mod takes 4 and a score_mod 5"},
 		{"no such parameter", "mask = partial(kv_offset_mask_flex, window=1)", "error[E075]: function kv_offset_mask_flex has no parameter window"},
 		{"bound twice", "mask = partial(causal_mask, 1, rank=2)", "error[E075]: partial binds rank twice"},
-		{"too many", "mask = partial(plain, 1, 2, 3, 4, 5)", "error[E023]: partial binds more arguments than plain takes (4)"},
+		{"too many", "mask = partial(plain, 1, 2, 3, 4, 5)", "error[E023]: partial binds more arguments by position than plain takes (4)"},
 		{"a factory", "mask = partial(factory, 3)", "error[E054]: partial binds the parameters of a def, got factory"},
+		{"keyword-only", "mask = partial(causal_mask_mod, context_len=4)", "mask q + 4 >= kv"},
+		{"keyword-only by position", "mask = partial(causal_mask_mod, 1, 2, 3, 4, 5)",
+			"error[E023]: partial binds more arguments by position than causal_mask_mod takes (4)"},
+		{"keyword-only unbound", "mask = partial(causal_mask_mod)",
+			"error[E023]: partial leaves context_len of causal_mask_mod unbound, which is taken only by name and has no default"},
+		{"keyword-only default", "mask = shifted", "mask q + 8 >= kv"},
+		{"keyword-only default bound", "mask = partial(shifted, shift=2)", "mask q + 2 >= kv"},
+		{"keyword-only default, called", "mask = and_masks(plain, partial(shifted))", "mask q >= kv and q + 8 >= kv"},
 		{"a mask as the score", "mask = plain\n    score = partial(kv_offset_mask_flex, offset=1)",
 			"error[E040]: partial(kv_offset_mask_flex, offset=1) is a mask mod, but the score setting needs a score mod"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// Every def bound by some partial, as in a file that uses them all.
-			all := "attention all {\n    mask = and_masks(partial(causal_mask, 0), partial(mode, 1, lens), partial(kv_offset_mask_flex, offset=0))\n" +
+			all := "attention all {\n    mask = and_masks(partial(causal_mask, 0), partial(mode, 1, lens), partial(kv_offset_mask_flex, offset=0), partial(causal_mask_mod, context_len=0))\n" +
 				"    score = partial(bias, slope=1.0)\n}\n"
 			src := defs + "attention a {\n    " + tc.settings + "\n}\n" + all
 			prog, diags := checkSource(t, src, nil)

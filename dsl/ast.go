@@ -187,6 +187,10 @@ type ModDecl struct {
 	// calls it, with any number of parameters and a value of any scalar
 	// type. Kind is MaskMod and means nothing for it.
 	Helper bool
+	// KwOnly is the number of a plain def's trailing parameters after a
+	// bare `*` (Python's keyword-only parameters: arguments reach them only
+	// by name); such a def is a Helper.
+	KwOnly int
 	// FactoryPre are a factory def's statements before its inner def:
 	// assignments of compile-time values (`half = window // 2`), `if`,
 	// `assert` and `pass`, run when the factory is called; the inner

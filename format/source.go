@@ -124,12 +124,15 @@ func defLines(d *dsl.ModDecl) []line {
 	if an == nil {
 		an = &dsl.Annotations{}
 	}
-	head := func(fn *dsl.Ident, params, annots []*dsl.Ident, defaults []dsl.Expr, returns *dsl.Ident, variadic bool) string {
+	head := func(fn *dsl.Ident, params, annots []*dsl.Ident, defaults []dsl.Expr, returns *dsl.Ident, variadic bool, kwOnly int) string {
 		var b strings.Builder
 		b.WriteString("def " + name(fn) + "(")
 		for i, p := range params {
 			if i > 0 {
 				b.WriteString(", ")
+			}
+			if kwOnly > 0 && i == len(params)-kwOnly {
+				b.WriteString("*, ") // Python's bare star: the rest only by name
 			}
 			if variadic && i == len(params)-1 {
 				b.WriteString("*")
@@ -163,7 +166,7 @@ func defLines(d *dsl.ModDecl) []line {
 	indent := 0
 	fn, returns := d.Name, an.Returns
 	if d.Inner != nil {
-		out = append(out, line{text: head(d.Name, d.FactoryParams, an.FactoryParams, d.Defaults, an.Returns, d.Variadic), sp: spanOf(d.Name)})
+		out = append(out, line{text: head(d.Name, d.FactoryParams, an.FactoryParams, d.Defaults, an.Returns, d.Variadic, 0), sp: spanOf(d.Name)})
 		if d.Doc != nil {
 			out = append(out, line{indent: 1, text: d.Doc.Raw, sp: d.Doc.Sp})
 		}
@@ -177,7 +180,7 @@ func defLines(d *dsl.ModDecl) []line {
 		}
 		out = append(out, line{indent: 1, text: name(l.Name) + " " + op + " " + Expr(value), sp: l.Sp})
 	}
-	out = append(out, line{indent: indent, text: head(fn, d.Params, an.Params, helperDefaults(d), returns, false), sp: spanOf(fn)})
+	out = append(out, line{indent: indent, text: head(fn, d.Params, an.Params, helperDefaults(d), returns, false, d.KwOnly), sp: spanOf(fn)})
 	if body := d.Body; body != nil {
 		if body.Doc != nil {
 			out = append(out, line{indent: indent + 1, text: body.Doc.Raw, sp: body.Doc.Sp})

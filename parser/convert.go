@@ -415,12 +415,46 @@ func (c *converter) group(g *groupG) dsl.Expr {
 
 // paramNames returns the names of a parameter list, refusing an empty
 // element other than a trailing comma: `(a, , b)` or `(,)`.
+// kwOnly returns how many parameters of l follow a bare `*` (Python's
+// keyword-only parameters; 0 when there is none) and the star; a second
+// star, or one that no parameter follows, is an error.
+func (c *converter) kwOnly(l *paramListG) (int, *lexer.Token) {
+	var star *lexer.Token
+	n := 0
+	for _, e := range l.Rest {
+		switch {
+		case e.bare() && star != nil:
+			c.fail(span(*e.Star), CodeDefShape, "a second `*` in one parameter list").
+				WithHint("one `*` marks where the parameters taken only by name begin")
+		case e.bare():
+			star = e.Star
+		case star != nil && e.Name != nil:
+			if e.Star != nil || e.Name.Star != nil {
+				c.fail(span(e.Name.Tok), CodeDefShape, "`*%s` after a bare `*`", e.Name.Tok.Value).
+					WithHint("Python takes one of them: `*` alone, or `*%s`", e.Name.Tok.Value)
+			}
+			n++
+		}
+	}
+	if star != nil && n == 0 {
+		c.fail(span(*star), CodeDefShape, "a bare `*` must be followed by a parameter").
+			WithHint("name the parameters taken only by name after it, or remove it")
+	}
+	return n, star
+}
+
 func (c *converter) paramNames(l *paramListG) []*nameG {
 	if l.First == nil {
 		return nil
 	}
 	out := []*nameG{l.First}
 	for i, e := range l.Rest {
+		if e.bare() {
+			continue // kwOnly's
+		}
+		if e.Star != nil && e.Name.Star == nil {
+			e.Name.Star = e.Star // `*name`
+		}
 		if e.Name == nil {
 			if i < len(l.Rest)-1 {
 				c.fail(span(l.Rest[i+1].Comma), CodeUnexpectedToken, "expected a parameter name between the two commas").

@@ -25,7 +25,7 @@ func stringLit(t lexer.Token) *dsl.StringLit {
 // return inner`, to a mod declaration.
 func (c *converter) def(g *defG) *dsl.ModDecl {
 	d := &dsl.ModDecl{Name: ident(g.Name), Def: true}
-	params, annots, defaults, returns := c.defParams(g)
+	params, annots, defaults, returns, kwOnly := c.defParams(g)
 	var inAnnots []*dsl.Ident
 	var inReturns *dsl.Ident
 	c.checkIndent(g)
@@ -53,7 +53,11 @@ func (c *converter) def(g *defG) *dsl.ModDecl {
 		c.variadic(inner.Params, false)
 		d.Inner = ident(inner.Name)
 		var inDefaults []dsl.Expr
-		d.Params, inAnnots, inDefaults, inReturns = c.defParams(inner)
+		var inKwOnly int
+		d.Params, inAnnots, inDefaults, inReturns, inKwOnly = c.defParams(inner)
+		if kwOnly > 0 || inKwOnly > 0 {
+			c.factoryKwOnly(d.Name.Name, g.Params, inner.Params)
+		}
 		d.Defaults = defaults
 		if inDefaults != nil {
 			c.noModDefaults(inner, inDefaults)
@@ -75,9 +79,9 @@ func (c *converter) def(g *defG) *dsl.ModDecl {
 			d.Annotations = &dsl.Annotations{FactoryParams: annots, Params: inAnnots, Returns: returns, InnerReturns: inReturns}
 		}
 	} else {
-		d.Params = params
+		d.Params, d.KwOnly = params, kwOnly
 		c.variadic(g.Params, false)
-		if defaults != nil && (len(params) == 4 || len(params) == 5) {
+		if defaults != nil && kwOnly == 0 && (len(params) == 4 || len(params) == 5) {
 			c.noModDefaults(g, defaults)
 		}
 		d.Defaults = defaults // a helper's (Helper)
@@ -86,6 +90,10 @@ func (c *converter) def(g *defG) *dsl.ModDecl {
 		}
 	}
 	switch {
+	case d.KwOnly > 0:
+		// Parameters taken only by name: a function that functools.partial
+		// binds, or that is called with them named.
+		d.Helper = true
 	case len(d.Params) == 4:
 		d.Kind = dsl.MaskMod
 	case len(d.Params) == 5:
@@ -137,8 +145,9 @@ func (c *converter) variadic(l *paramListG, factory bool) bool {
 // defParams converts a def's parameter list and returns its annotations
 // (nil when there are none; each kept as its source text), its default
 // values (nil when there are none) and its return annotation.
-func (c *converter) defParams(g *defG) (params, annots []*dsl.Ident, defaults []dsl.Expr, returns *dsl.Ident) {
+func (c *converter) defParams(g *defG) (params, annots []*dsl.Ident, defaults []dsl.Expr, returns *dsl.Ident, kwOnly int) {
 	names := c.paramNames(g.Params)
+	kwOnly, _ = c.kwOnly(g.Params)
 	params = make([]*dsl.Ident, 0, len(names))
 	for i, n := range names {
 		params = append(params, ident(n.Tok))
@@ -154,7 +163,7 @@ func (c *converter) defParams(g *defG) (params, annots []*dsl.Ident, defaults []
 				defaults = make([]dsl.Expr, len(names))
 			}
 			defaults[i] = c.expr(n.Default)
-		} else if defaults != nil {
+		} else if defaults != nil && i < len(names)-kwOnly { // Python orders only the positional ones
 			c.fail(span(n.Tok), CodeDefShape, "parameter %s without a default follows a parameter with one", n.Tok.Value).
 				WithHint("give %s a default too, or move it before the parameters that have one (as Python requires)", n.Tok.Value)
 		}
@@ -163,7 +172,7 @@ func (c *converter) defParams(g *defG) (params, annots []*dsl.Ident, defaults []
 		sp := c.expr(g.Returns).Span() // kept as its text, like the parameters' annotations
 		returns = &dsl.Ident{Sp: sp, Name: string(c.src.Text[sp.Start:sp.End])}
 	}
-	return params, annots, defaults, returns
+	return params, annots, defaults, returns, kwOnly
 }
 
 // defBody converts the body of the function that computes a mod's value:
@@ -294,4 +303,19 @@ func (c *converter) tupleOf(first *exprG, rest []*exprG) dsl.Expr {
 	}
 	t.Sp = v.Span().Join(t.Elems[len(t.Elems)-1].Span())
 	return t
+}
+
+// factoryKwOnly refuses a bare `*` in the parameter lists of factory name
+// (its own or an inner def's): maskc binds parameters taken only by name
+// in a plain def, where functools.partial or a call names them.
+func (c *converter) factoryKwOnly(name string, lists ...*paramListG) {
+	for _, l := range lists {
+		for _, e := range l.Rest {
+			if e.bare() {
+				c.fail(span(*e.Star), CodeDefShape, "parameters taken only by name (after a bare `*`) in factory %s", name).
+					WithHint("maskc takes them in a plain def that functools.partial binds, partial(f, name=value); here, pass them by position")
+				return
+			}
+		}
+	}
 }

@@ -242,3 +242,30 @@ func TestPythonModuleConstant(t *testing.T) {
 		}
 	}
 }
+
+// TestKeywordOnlyParams checks Python's bare `*`: the parameters after it
+// are counted in KwOnly and make the def a helper (functools.partial binds
+// them by name), may have defaults in any order, and a second star, a star
+// that nothing follows, `*name` after it and a star in a factory are
+// positioned errors.
+func TestKeywordOnlyParams(t *testing.T) {
+	f, diags := parser.ParseFile("t.flex", []byte("def m(b, h, q_idx, kv_idx, *, context_len, shift=1, w):\n    return q_idx + context_len >= kv_idx\n"))
+	if len(diags) > 0 {
+		t.Fatal(diags.Render())
+	}
+	d := f.Decls[0].(*dsl.ModDecl)
+	if d.KwOnly != 3 || !d.Helper || len(d.Params) != 7 {
+		t.Errorf("KwOnly %d, Helper %v, %d params; want 3, true, 7", d.KwOnly, d.Helper, len(d.Params))
+	}
+	for src, want := range map[string]string{
+		"def m(b, h, *, x, *, y):\n    return b\n":                                            "1:19: error[E072]: a second `*` in one parameter list",
+		"def m(b, h, *):\n    return b\n":                                                     "1:13: error[E072]: a bare `*` must be followed by a parameter",
+		"def m(b, h, *, *x):\n    return b\n":                                                 "error[E072]: `*x` after a bare `*`",
+		"def make(n, *, w):\n    def m(b, h, q, kv):\n        return q >= kv\n    return m\n": "1:13: error[E072]: parameters taken only by name (after a bare `*`) in factory make",
+	} {
+		_, diags := parser.ParseFile("t.flex", []byte(src))
+		if got := diags.Render(); !strings.Contains(got, want) {
+			t.Errorf("%q: got\n%s\nwant %s", src, got, want)
+		}
+	}
+}

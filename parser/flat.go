@@ -88,7 +88,7 @@ func (c *converter) flatDef(g *flatDefG) *dsl.ModDecl {
 		return nil
 	}
 	d := &dsl.ModDecl{Name: ident(head.Name), Def: true}
-	params, annots, defaults, returns := c.defParams(&defG{Params: head.Params, Returns: head.Returns})
+	params, annots, defaults, returns, kwOnly := c.defParams(&defG{Params: head.Params, Returns: head.Returns})
 	fnHead, body := head, top
 	var inDefs []int
 	for i, l := range top {
@@ -98,9 +98,9 @@ func (c *converter) flatDef(g *flatDefG) *dsl.ModDecl {
 	}
 	switch {
 	case len(inDefs) == 0:
-		d.Params = params
+		d.Params, d.KwOnly = params, kwOnly
 		c.variadic(head.Params, false)
-		if defaults != nil && (len(params) == 4 || len(params) == 5) {
+		if defaults != nil && kwOnly == 0 && (len(params) == 4 || len(params) == 5) {
 			c.noModDefaults(&defG{Name: head.Name}, defaults)
 		}
 		d.Defaults = defaults // a helper's (Helper)
@@ -163,8 +163,11 @@ func (c *converter) flatDef(g *flatDefG) *dsl.ModDecl {
 		d.Variadic = c.variadic(head.Params, true)
 		c.variadic(fnHead.Params, false)
 		d.Inner = ident(fnHead.Name)
-		inParams, inAnnots, inDefaults, inReturns := c.defParams(&defG{Params: fnHead.Params, Returns: fnHead.Returns})
+		inParams, inAnnots, inDefaults, inReturns, inKwOnly := c.defParams(&defG{Params: fnHead.Params, Returns: fnHead.Returns})
 		d.Params = inParams
+		if kwOnly > 0 || inKwOnly > 0 {
+			c.factoryKwOnly(d.Name.Name, head.Params, fnHead.Params)
+		}
 		if inDefaults != nil {
 			c.noModDefaults(&defG{Name: fnHead.Name}, inDefaults)
 		}
@@ -193,10 +196,12 @@ func (c *converter) flatDef(g *flatDefG) *dsl.ModDecl {
 		}
 		d.Sp = span(head.Keyword).Join(span(ret.Keyword)).Join(rv.Span())
 	}
-	switch len(d.Params) {
-	case 4:
+	switch {
+	case d.KwOnly > 0:
+		d.Helper = true // see def
+	case len(d.Params) == 4:
 		d.Kind = dsl.MaskMod
-	case 5:
+	case len(d.Params) == 5:
 		d.Kind = dsl.ScoreMod
 	default:
 		if d.Inner == nil {
@@ -397,8 +402,12 @@ func firstReturn(stmts []dsl.Stmt) *dsl.ReturnStmt {
 // parameters.
 func (c *converter) localDef(outer *dsl.ModDecl, l *flatLine) *dsl.ModDecl {
 	h := l.g.Def
-	params, annots, defaults, returns := c.defParams(&defG{Params: h.Params, Returns: h.Returns})
+	params, annots, defaults, returns, kwOnly := c.defParams(&defG{Params: h.Params, Returns: h.Returns})
 	d := &dsl.ModDecl{Name: ident(h.Name), Def: true, Params: params}
+	if kwOnly > 0 {
+		c.factoryKwOnly(outer.Name.Name, h.Params)
+		return nil
+	}
 	c.variadic(h.Params, false)
 	switch len(params) {
 	case 4:

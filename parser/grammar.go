@@ -115,12 +115,18 @@ type paramListG struct {
 	Close lexer.Token   `parser:"@')'"`
 }
 
-// paramElemG is `, name` in a parameter list; the name is optional so that
-// a trailing comma parses.
+// paramElemG is `, name` in a parameter list, `, *name` (Star, which the
+// converter moves onto the name), or `, *` (Python's bare star, no name:
+// the parameters after it take arguments only by name); the name is
+// optional so that a trailing comma parses.
 type paramElemG struct {
-	Comma lexer.Token `parser:"@','"`
-	Name  *nameG      `parser:"@@?"`
+	Comma lexer.Token  `parser:"@','"`
+	Star  *lexer.Token `parser:"@'*'?"`
+	Name  *nameG       `parser:"@@?"`
 }
+
+// bare reports whether e is Python's bare `*`.
+func (e *paramElemG) bare() bool { return e.Star != nil && e.Name == nil }
 
 // nameG is one parameter name, with a def's optional annotation (any
 // expression: `int`, `tuple[int, int]`, `int | None`) and default value.

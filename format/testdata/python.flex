@@ -55,3 +55,7 @@ def generate_half_window(window: int = 128):
     def half_window(b, h, q_idx, kv_idx):
         return q_idx - kv_idx <= half
     return half_window
+
+# parameters taken only by name, after a bare *
+def causal_mask_mod(b, h, q_idx, kv_idx, *,context_len):
+    return (q_idx + context_len) >= kv_idx

@@ -4,9 +4,11 @@
 # partial(..., offset=...)), a rank bound first by position
 # (functools.partial(causal_mask, rank), a PyTorch issue's repro), a length
 # and a captured tensor bound before them (partial(causal_mask_mode,
-# max_seq_length, block_lengths)), a score's slope bound by name, and the
-# same def used as a mod of its own where it takes exactly the mod's
-# parameters.
+# max_seq_length, block_lengths)), a parameter taken only by name (def
+# causal_mask_mod(b, h, q_idx, kv_idx, *, context_len), bound with
+# partial(causal_mask_mod, context_len=ctx_len) in several public tests), a
+# score's slope bound by name, and the same def used as a mod of its own
+# where it takes exactly the mod's parameters.
 buffer block_lengths: i32[B, 4]
 
 def kv_offset_mask_flex(b, h, q_idx, kv_idx, offset):
@@ -17,6 +19,9 @@ def causal_mask(rank, b, h, q_idx, kv_idx):
 
 def causal_mask_mode(max_seq_length, block_lengths, b, _, q_idx, kv_idx):
     return (q_idx >= kv_idx) & (kv_idx < block_lengths[b, 0] % max_seq_length + 64)
+
+def causal_mask_mod(b, h, q_idx, kv_idx, *, context_len):
+    return (q_idx + context_len) >= kv_idx
 
 def plain_causal(b, h, q_idx, kv_idx):
     return q_idx >= kv_idx
@@ -34,6 +39,10 @@ attention rank_layer {
 
 attention lengths_layer {
     mask = partial(causal_mask_mode, 256, block_lengths)
+}
+
+attention context_layer {
+    mask = partial(causal_mask_mod, context_len=32)
 }
 
 attention biased_layer {
