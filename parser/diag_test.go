@@ -294,6 +294,13 @@ var diagnosticCases = []struct {
 			"   = hint: close the `[` with `]` first\n",
 	},
 	{
+		"def m(b, h, q_idx, kv_idx):  if q_idx > 0:\n",
+		"t.flex:1:42: error[E071]: expected an indented block after `if`\n" +
+			" 1 | def m(b, h, q_idx, kv_idx):  if q_idx > 0:\n" +
+			"   |                                          ^\n" +
+			"   = hint: put the statements of the `if` on the lines under it, indented past it (`pass` for none)\n",
+	},
+	{
 		"  WINDOW = 1024\n",
 		"t.flex:1:3: error[E010]: a Python module constant starts at the start of its line\n" +
 			" 1 |   WINDOW = 1024\n" +

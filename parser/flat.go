@@ -312,6 +312,7 @@ func (c *converter) stmts(fn string, ls []*flatLine, lets *[]*dsl.LetStmt) []dsl
 			}
 			out = append(out, st)
 		case g.For != nil:
+			c.needBlock(ls[k], g.For.Keyword, g.For.Colon)
 			iter := c.expr(g.For.Iter)
 			st := &dsl.ForStmt{Var: ident(g.For.Var), Iter: iter, Body: c.stmts(fn, ls[k].kids, lets)}
 			if len(g.For.More) > 0 {
@@ -345,6 +346,7 @@ func (c *converter) stmts(fn string, ls []*flatLine, lets *[]*dsl.LetStmt) []dsl
 // it returns the statement and the index of its last line.
 func (c *converter) ifStmt(fn string, ls []*flatLine, k int, lets *[]*dsl.LetStmt) (*dsl.IfStmt, int) {
 	h := ls[k].g.If
+	c.needBlock(ls[k], h.Keyword, h.Colon)
 	cond := c.expr(h.Cond)
 	st := &dsl.IfStmt{KeywordSp: span(h.Keyword), Cond: cond, Then: c.stmts(fn, ls[k].kids, lets)}
 	st.Sp = blockSpan(span(h.Keyword), st.Then)
@@ -359,12 +361,23 @@ func (c *converter) ifStmt(fn string, ls []*flatLine, k int, lets *[]*dsl.LetStm
 			}
 			return st, k
 		case n.Else != nil:
+			c.needBlock(ls[k+1], n.Else.Keyword, n.Else.Colon)
 			st.Else = c.stmts(fn, ls[k+1].kids, lets)
 			st.Sp = blockSpan(st.Sp.Join(span(n.Else.Colon)), st.Else)
 			return st, k + 1
 		}
 	}
 	return st, k
+}
+
+// needBlock reports an `if`, `elif`, `else` or `for` line l (keyword kw,
+// colon) with no indented statement under it, as Python's
+// IndentationError does.
+func (c *converter) needBlock(l *flatLine, kw, colon lexer.Token) {
+	if len(l.kids) == 0 {
+		c.fail(span(colon), CodeDefIndent, "expected an indented block after `%s`", kw.Value).
+			WithHint("put the statements of the `%s` on the lines under it, indented past it (`pass` for none)", kw.Value)
+	}
 }
 
 // blockSpan joins sp with the span of the last statement of a block.
