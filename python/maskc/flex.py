@@ -30,6 +30,7 @@ flex_attention for such a call instead, with a warning naming the reason
 """
 import ast
 import builtins
+import functools
 import hashlib
 import linecache
 import math
@@ -225,6 +226,34 @@ def _defaulted(node):
     for x, d in zip(a.kwonlyargs, a.kw_defaults):
         if d is not None:
             out[x.arg] = ("kwdefault", x.arg)
+    return out
+
+
+def _partial_bound(node, part, where):
+    """{parameter name: ("parg", i) | ("pkw", name)} of the parameters of
+    def node that functools.partial part binds (positional arguments to the
+    leading parameters, keywords by name), as Python binds them. One bound
+    by name before a parameter FlexAttention's positional arguments fill
+    would get two values, which Python refuses: so does this."""
+    a = node.args
+    pos = [x.arg for x in a.posonlyargs + a.args]
+    kwonly = [x.arg for x in a.kwonlyargs]
+    if len(part.args) > len(pos):
+        raise _refuse(where, "functools.partial binds %d arguments by position; `%s` takes %d" % (
+            len(part.args), node.name if hasattr(node, "name") else "the lambda", len(pos)))
+    out = {p: ("parg", i) for i, p in enumerate(pos[:len(part.args)])}
+    for k in part.keywords:
+        if k not in pos and k not in kwonly:
+            raise _refuse(where, "functools.partial binds %s, which `%s` has no parameter of" % (
+                k, getattr(node, "name", "the lambda")))
+        if k in out:
+            raise _refuse(where, "functools.partial binds %s twice" % k)
+        out[k] = ("pkw", k)
+    free = [p for p in pos if p not in out]
+    for p in pos[len(part.args):]:
+        if p in out and free and pos.index(p) < pos.index(free[-1]):
+            raise _refuse(where, "functools.partial binds %s by name, but FlexAttention's arguments fill it by "
+                                 "position" % p, "bind by name only the parameters after (b, h, q_idx, kv_idx)")
     return out
 
 
@@ -458,21 +487,29 @@ class _Emitter:
             return n
         if id(f) in self.funcs:
             return self.funcs[id(f)]
+        # functools.partial(fn, *args, **kwargs) of a def: its bound
+        # parameters stand in its body like defaults (_partial_bound).
+        part, ppath = None, None
+        if isinstance(f, functools.partial) and isinstance(f.func, types.FunctionType):
+            part, ppath, f, path = f, path, f.func, path + (("pfunc", 0),)
         if not isinstance(f, types.FunctionType):
             if isinstance(f, types.MethodType) or hasattr(f, "func"):
-                what = "a bound method" if isinstance(f, types.MethodType) else "a functools.partial"
+                what = "a bound method" if isinstance(f, types.MethodType) else "a functools.partial of a %s" % type(
+                    f.func).__name__
             else:
                 what = "a %s object" % type(f).__name__
             raise _refuse(where or _fn_where(f), "%s: maskc reads mods written as a def or a lambda" % what,
-                          "pass a plain function (a factory's inner def is fine)")
+                          "pass a plain function (a factory's inner def is fine), or functools.partial of one")
         node, lines = _find_node(f)
         fw = _fn_where(f)
         name = self.fresh(f.__name__ if f.__name__ != "<lambda>" else "lambda_mod")
-        self.funcs[id(f)] = name
-        self.keep.append(f)
+        self.funcs[id(part if part is not None else f)] = name
+        self.keep.append(part if part is not None else f)
         a = node.args
         defaulted = _defaulted(node)
-        if a.vararg or a.kwarg or any(d is None for d in a.kw_defaults):
+        if part is not None:
+            defaulted.update(_partial_bound(node, part, where or fw))
+        if a.vararg or a.kwarg or any(d is None and x.arg not in defaulted for x, d in zip(a.kwonlyargs, a.kw_defaults)):
             raise _refuse(fw, "`%s` takes *args, **kwargs or a keyword-only parameter without a default; a mod takes "
                               "(b, h, q_idx, kv_idx) or (score, b, h, q_idx, kv_idx)" % f.__name__)
         self.arg_names.update(x.arg for x in a.posonlyargs + a.args if x.arg not in defaulted)
@@ -481,14 +518,17 @@ class _Emitter:
         for n, uses in free.items():
             w = _Where(f.__code__.co_filename, uses[0][0], uses[0][1] + 1)
             step = defaulted.get(n)
-            if step is not None:  # a parameter with a default value: FlexAttention never passes it
+            vpath = path
+            if step is not None and step[0] in ("parg", "pkw"):  # bound by the partial: a step from it
+                found, v, vpath = True, (part.args[step[1]] if step[0] == "parg" else part.keywords[n]), ppath
+            elif step is not None:  # a parameter with a default value: FlexAttention never passes it
                 found, v = True, (f.__defaults__[step[1]] if step[0] == "default" else f.__kwdefaults__[n])
             else:
                 found, v = _lookup(f, n)
             if not found:
                 raise _refuse(w, "`%s` is not defined where this function runs (no closure cell, global or builtin "
                                  "of that name)" % n)
-            text = self.value(f, n, v, w, path, step)
+            text = self.value(f, n, v, w, vpath, step)
             for line, col, end in uses:
                 if text != n:
                     subs[(line, col)] = (end, text)
@@ -673,6 +713,9 @@ def _fingerprint(v, memo=None, depth=0):
     comb = _combination(v) if callable(v) else None
     if comb is not None:
         return ("comb", comb[0]) + tuple(_fingerprint(m, memo, depth + 1) for m in comb[1])
+    if isinstance(v, functools.partial):
+        return ("partial", _fingerprint(v.func, memo, depth + 1), _fingerprint(tuple(v.args), memo, depth + 1),
+                tuple((k, _fingerprint(x, memo, depth + 1)) for k, x in sorted(v.keywords.items())))
     if isinstance(v, types.FunctionType) and depth < 64:
         code = v.__code__
         cells = []
@@ -705,6 +748,12 @@ def _walk(roots, path):
             v = v.__defaults__[x]
         elif kind == "kwdefault":
             v = v.__kwdefaults__[x]
+        elif kind == "pfunc":
+            v = v.func
+        elif kind == "parg":
+            v = v.args[x]
+        elif kind == "pkw":
+            v = v.keywords[x]
         else:
             v = _combination(v)[1][x]
     return v

@@ -173,3 +173,21 @@ def generate_moba_mask(selected, block=128):
         return causal & (own | picked)
 
     return moba_mask
+
+
+# functools.partial of a def with parameters of its own (torchtune's
+# kv_offset_mask_flex; a keyword-only context length; a rank first; ids).
+def kv_offset_mask_flex(b, h, q_idx, kv_idx, offset):
+    return (q_idx + offset) >= kv_idx
+
+
+def context_mask_mod(b, h, q_idx, kv_idx, *, context_len):
+    return (q_idx + context_len) >= kv_idx
+
+
+def rank_mask(rank, b, h, q_idx, kv_idx):
+    return q_idx + rank * 128 >= kv_idx
+
+
+def ids_mask(ids, b, h, q_idx, kv_idx):
+    return (ids[q_idx] == ids[kv_idx]) & (q_idx >= kv_idx)

@@ -562,3 +562,41 @@ def test_3d_captured_tensor_is_read_as_written(env):
     res = next(iter(env.flex._resolved.values()))
     bufs = res.attn.generated().man.Buffers.from_buffer_copy(args[6])
     assert bufs.ptr[0] == sel.data_ptr() and list(bufs.dim[0]) == [H, S // 128, 2, 1, 1, 1, 1, 1]
+
+
+def test_functools_partial_binds_like_defaults(env, tmp_path):
+    """A functools.partial of a def: its bound parameters (by position from
+    the first, by name, keyword-only) stand in the body like defaults, a
+    bound tensor is a buffer read through the partial at every call, and
+    what Python would refuse is refused at the def."""
+    import functools
+    dm, flex, mt = env.dm, env.flex, env.mt
+    for mod, name, param in [
+        (functools.partial(dm.kv_offset_mask_flex, offset=16), "kv_offset_mask_flex", "param offset = 16"),
+        (functools.partial(dm.context_mask_mod, context_len=4), "context_mask_mod", "param context_len = 4"),
+        (functools.partial(dm.rank_mask, 2), "rank_mask", "param rank = 2"),
+    ]:
+        em = flex.emit(mod, None, SIZES, "bf16", 64, None)
+        lines = em.text.splitlines()
+        assert "def %s(b, h, q_idx, kv_idx):" % name in lines and param in lines, em.text
+        rc, out = check_text(env, tmp_path, em.text)
+        assert rc == 0, em.text + out
+    fp = flex._fingerprint
+    offset = functools.partial(functools.partial, dm.kv_offset_mask_flex)
+    assert fp(offset(offset=16)) == fp(offset(offset=16)) and fp(offset(offset=16)) != fp(offset(offset=8))
+    # a tensor bound by position: a buffer, read through the partial at each call
+    B, H, S, D = 1, 2, 128, 64
+    q = ft.Tensor((B, H, S, D))
+    ids = doc_ids(S)
+    mt.flex_attention(q, q, q, block_mask=mt.create_block_mask(functools.partial(dm.ids_mask, ids), None, None, S, S))
+    man = next(iter(flex._resolved.values())).attn.generated().man
+    assert man.Buffers.from_buffer_copy(launches(env.drv)[-1][6][6]).ptr[0] == ids.data_ptr()
+    ids2 = doc_ids(S)
+    mt.flex_attention(q, q, q, block_mask=mt.create_block_mask(functools.partial(dm.ids_mask, ids2), None, None, S, S))
+    assert man.Buffers.from_buffer_copy(launches(env.drv)[-1][6][6]).ptr[0] == ids2.data_ptr()
+    assert len(flex._resolved) == 1
+    # bound by name where FlexAttention's positional arguments would fill it
+    with pytest.raises(MaskcError, match="binds rank by name, but FlexAttention's arguments fill it by position"):
+        flex.emit(functools.partial(dm.rank_mask, rank=1), None, SIZES, "bf16", 64, None)
+    with pytest.raises(MaskcError, match="binds window, which `kv_offset_mask_flex` has no parameter of"):
+        flex.emit(functools.partial(dm.kv_offset_mask_flex, window=1), None, SIZES, "bf16", 64, None)
