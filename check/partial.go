@@ -14,9 +14,10 @@ import (
 // arguments bind its leading parameters by position and others by name,
 // as Python binds them, and the parameters left unbound, in order, take
 // what FlexAttention passes: four for a mask_mod (b, h, q_idx, kv_idx),
-// five for a score_mod (score first). A def that some partial(...) of the
-// file names is a helper function (partialTargets): its parameters are
-// known only where it is applied, whatever their number.
+// five for a score_mod (score first); a parameter after a bare `*` takes
+// an argument only by name, or its default. A def that some partial(...)
+// of the file names is a helper function (partialTargets): its parameters
+// are known only where it is applied, whatever their number.
 
 // isPartial reports whether name is functools.partial.
 func isPartial(name string) bool { return name == "partial" || name == "functools.partial" }
@@ -50,16 +51,23 @@ func (l *lowering) partialOf(f *frame, x *dsl.CallExpr) (string, bool) {
 }
 
 // partialTargets returns the names of the top-level defs that a
-// partial(...) call of the file names as its function.
+// partial(...) call of the file names as its function (not where the file
+// declares a `partial` or `functools` of its own, as partialOf).
 func partialTargets(file *dsl.File) map[string]bool {
 	targets := map[string]bool{}
+	declared := map[string]bool{}
+	for _, d := range file.Decls {
+		if id := d.DeclName(); id != nil {
+			declared[id.Name] = true
+		}
+	}
 	visit := func(e dsl.Expr) {
 		dsl.Inspect(e, func(e dsl.Expr) bool {
 			call, ok := e.(*dsl.CallExpr)
 			if !ok || len(call.Args) == 0 {
 				return true
 			}
-			if _, ok := partialFun(call.Fun); ok {
+			if name, ok := partialFun(call.Fun); ok && !declared[strings.Split(name, ".")[0]] {
 				if id, ok := dsl.Unparen(call.Args[0]).(*dsl.Ident); ok {
 					targets[id.Name] = true
 				}
