@@ -81,9 +81,15 @@ func (p *Program) LowerIn(src *dsl.Source, e dsl.Expr) (*dsl.Lowered, dsl.Diagno
 	r := l.expr(f, e)
 	var low *dsl.Lowered
 	switch {
-	case r.mod != nil && !r.mod.unapplied:
+	case r.mod != nil && !r.mod.unapplied && r.typ != dsl.TypeFunc:
 		name := r.mod.name
 		low, _ = c.lowerTop(r.mod, name, e.Span())
+	case r.typ == dsl.TypeFunc:
+		// A helper function: a mod only where functools.partial binds it and
+		// it takes exactly a mask's parameters (modValue); else reported.
+		if mv := l.modValue(f, e, dsl.MaskMod, "Lower"); mv != nil {
+			low, _ = c.lowerTop(mv, mv.name, e.Span())
+		}
 	case r.ok() || r.fn != "":
 		l.modValue(f, e, dsl.MaskMod, "Lower") // reports what e is instead
 	}

@@ -446,3 +446,19 @@ func TestPortingPartial(t *testing.T) {
 	_, diags = checkSource(t, "def s(score, b, h, q_idx, kv_idx):\n    return q_idx >= kv_idx\n", nil)
 	assert.Contains(t, diags.Render(), "hint: to drop pairs from a score, write where(cond, score, -inf); or make it a mask")
 }
+
+// TestLowerModHelper: LowerMod of a helper function (FuzzCheck's `def
+// s(A): return 0`) reports that it is no mod instead of lowering its int
+// result as a mask; a def that functools.partial binds elsewhere and that
+// takes exactly a mask's parameters lowers as that mask.
+func TestLowerModHelper(t *testing.T) {
+	prog, diags := checkSource(t, "def s(a):\n    return 0\n\ndef m(b, h, q_idx, kv_idx):\n    return q_idx >= kv_idx\n\n"+
+		"attention x {\n    mask = partial(m)\n}\n", nil)
+	require.False(t, diags.HasErrors(), diags.Render())
+	low, ld := prog.LowerMod("s")
+	assert.Nil(t, low)
+	assert.Contains(t, ld.Render(), "Lower needs a mask mod, got the helper function s, which takes 1 parameter")
+	low, ld = prog.LowerMod("m")
+	require.NotNil(t, low, ld.Render())
+	assert.Equal(t, "q >= kv", fmtExpr(low.Expr))
+}
