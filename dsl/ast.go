@@ -187,6 +187,9 @@ type ModDecl struct {
 	// calls it, with any number of parameters and a value of any scalar
 	// type. Kind is MaskMod and means nothing for it.
 	Helper bool
+	// Lambda is set for a def written `NAME = lambda params: expr` at the
+	// top of the file (printed back that way).
+	Lambda bool
 	// KwOnly is the number of a plain def's trailing parameters after a
 	// bare `*` (Python's keyword-only parameters: arguments reach them only
 	// by name); such a def is a Helper.

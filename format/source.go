@@ -86,6 +86,21 @@ func modLines(d *dsl.ModDecl) []line {
 	if d.Def && (d.Body != nil && (d.Body.Stmts != nil || unpacks(d.Body.Lets)) || !onlyLets(d.FactoryPre) || d.Locals != nil) {
 		return []line{{sp: d.Sp, verbatim: true}}
 	}
+	if d.Lambda {
+		var b strings.Builder
+		b.WriteString(name(d.Name) + " = lambda")
+		for i, p := range d.Params {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			b.WriteString(" " + name(p))
+			if i < len(d.Defaults) && d.Defaults[i] != nil {
+				b.WriteString("=" + Expr(d.Defaults[i]))
+			}
+		}
+		b.WriteString(": " + Expr(d.Body.Result))
+		return []line{{text: b.String(), sp: d.Sp}}
+	}
 	if d.Def {
 		return defLines(d)
 	}

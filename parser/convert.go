@@ -54,6 +54,9 @@ func (c *converter) decl(g *declG) dsl.Decl {
 			c.fail(span(g.Global.Name), CodeExpectedDecl, "a Python module constant starts at the start of its line").
 				WithHint("remove the indentation before %s, as Python requires", g.Global.Name.Value)
 		}
+		if g.Global.Lambda != nil {
+			return c.lambda(g.Global.Name, g.Global.Lambda)
+		}
 		v := c.expr(g.Global.Value)
 		return &dsl.ParamDecl{Sp: span(g.Global.Name).Join(v.Span()), Name: ident(g.Global.Name), Value: v, Python: true}
 	case g.Buffer != nil:

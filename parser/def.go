@@ -319,3 +319,45 @@ func (c *converter) factoryKwOnly(name string, lists ...*paramListG) {
 		}
 	}
 }
+
+// lambda converts `NAME = lambda params: expr` at the top of a file to the
+// def it is: a mask_mod of 4 parameters, a score_mod of 5, else a helper
+// function (ModDecl.Lambda keeps the form for printing). As for a def,
+// FlexAttention never passes a mod's defaulted parameters.
+func (c *converter) lambda(name lexer.Token, g *lambdaG) *dsl.ModDecl {
+	d := &dsl.ModDecl{Name: ident(name), Def: true, Lambda: true}
+	var defaults []dsl.Expr
+	ps := g.Rest
+	if g.First != nil {
+		ps = append([]*lambdaParamG{g.First}, ps...)
+	}
+	for i, p := range ps {
+		d.Params = append(d.Params, ident(p.Tok))
+		switch {
+		case p.Default != nil:
+			if defaults == nil {
+				defaults = make([]dsl.Expr, len(ps))
+			}
+			defaults[i] = c.expr(p.Default)
+		case defaults != nil:
+			c.fail(span(p.Tok), CodeDefShape, "parameter %s without a default follows a parameter with one", p.Tok.Value).
+				WithHint("give %s a default too, or move it before the parameters that have one (as Python requires)", p.Tok.Value)
+		}
+	}
+	switch len(d.Params) {
+	case 4:
+		d.Kind = dsl.MaskMod
+	case 5:
+		d.Kind = dsl.ScoreMod
+	default:
+		d.Helper = true
+	}
+	if defaults != nil && !d.Helper {
+		c.noModDefaults(&defG{Name: name}, defaults)
+	}
+	d.Defaults = defaults
+	result := c.expr(g.Body)
+	d.Body = &dsl.Body{Def: true, Result: result, Sp: span(g.Colon).Join(result.Span())}
+	d.Sp = span(name).Join(result.Span())
+	return d
+}

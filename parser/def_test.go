@@ -269,3 +269,34 @@ func TestKeywordOnlyParams(t *testing.T) {
 		}
 	}
 }
+
+// TestLambdaDecl checks `NAME = lambda params: expr` at the top of a file,
+// as notebooks and PyTorch's tests write mods: the def it is (a mask of
+// four parameters, a score of five, else a helper, defaults kept), printed
+// back as a lambda.
+func TestLambdaDecl(t *testing.T) {
+	src := "causal = lambda b, h, q_idx, kv_idx: q_idx >= kv_idx\n" +
+		"soft = lambda score, b, h, q, kv: score * 2\n" +
+		"near = lambda d, n=4: d < n\n"
+	f, diags := parser.ParseFile("t.flex", []byte(src))
+	if len(diags) > 0 {
+		t.Fatal(diags.Render())
+	}
+	want := []struct {
+		kind   dsl.ModKind
+		helper bool
+		params int
+	}{{dsl.MaskMod, false, 4}, {dsl.ScoreMod, false, 5}, {dsl.MaskMod, true, 2}}
+	for i, w := range want {
+		d, ok := f.Decls[i].(*dsl.ModDecl)
+		if !ok || !d.Lambda || !d.Def || d.Helper != w.helper || len(d.Params) != w.params || !w.helper && d.Kind != w.kind {
+			t.Errorf("decl %d = %s, want a lambda of %d parameters (helper %v)", i, declDump(f.Decls[i]), w.params, w.helper)
+		}
+	}
+	if d := f.Decls[2].(*dsl.ModDecl); len(d.Defaults) != 2 || d.Defaults[1] == nil {
+		t.Errorf("near's defaults = %v", d.Defaults)
+	}
+	if _, diags := parser.ParseFile("t.flex", []byte("f = lambda a=1, b: a\n")); !strings.Contains(diags.Render(), "parameter b without a default follows a parameter with one") {
+		t.Errorf("defaults out of order: %s", diags.Render())
+	}
+}

@@ -42,11 +42,11 @@ var diagnosticCases = []struct {
 			"   = hint: remove one of the commas\n",
 	},
 	{
-		"causal = lambda b, h, q, kv: q >= kv\n",
+		"causal = lambda b, h, q, kv q >= kv\n",
 		"t.flex:1:1: error[E010]: expected a declaration, found `causal`\n" +
-			" 1 | causal = lambda b, h, q, kv: q >= kv\n" +
+			" 1 | causal = lambda b, h, q, kv q >= kv\n" +
 			"   | ^^^^^^\n" +
-			"   = hint: write the lambda as a def: `def causal(b, h, q_idx, kv_idx):` and `return ...` on the next line\n",
+			"   = hint: a lambda bound to a name takes names and one expression: `causal = lambda b, h, q_idx, kv_idx: ...`\n",
 	},
 	{
 		"import torch\n",

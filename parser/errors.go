@@ -352,7 +352,7 @@ func (e *errorSite) explainOutside() *explanation {
 	case t.Value == "import" || t.Value == "from":
 		hint = "a Python import has no place in .flex: remove the line; torch and math are always available"
 	case t.Type == tokIdent && e.i+2 < len(e.tokens) && e.tokens[e.i+1].Value == "=" && e.tokens[e.i+2].Value == "lambda":
-		hint = fmt.Sprintf("write the lambda as a def: `def %s(b, h, q_idx, kv_idx):` and `return ...` on the next line", t.Value)
+		hint = fmt.Sprintf("a lambda bound to a name takes names and one expression: `%s = lambda b, h, q_idx, kv_idx: ...`", t.Value)
 	case (t.Type == tokOp || t.Type == tokPrefix) && kw != "":
 		hint = "to continue an expression on the next line, put it in parentheses"
 	case t.Type == tokIdent && closeKeyword(t.Value) != "":

@@ -83,8 +83,26 @@ type paramG struct {
 // globalG: NAME = expr at the start of a line, a Python module constant
 // (`SLIDING_WINDOW = 1024` above the def that reads it), which is a param.
 type globalG struct {
-	Name  lexer.Token `parser:"@Ident '='"`
-	Value *exprG      `parser:"@@"`
+	Name   lexer.Token `parser:"@Ident '='"`
+	Lambda *lambdaG    `parser:"( @@"`
+	Value  *exprG      `parser:"| @@ )"`
+}
+
+// lambdaG: `lambda params: expr`, bound to a module-level name
+// (`causal = lambda b, h, q_idx, kv_idx: q_idx >= kv_idx`): a def.
+type lambdaG struct {
+	Keyword lexer.Token     `parser:"@'lambda'"`
+	First   *lambdaParamG   `parser:"( @@"`
+	Rest    []*lambdaParamG `parser:"  ( ',' @@ )* )?"`
+	Colon   lexer.Token     `parser:"@':'"`
+	Body    *exprG          `parser:"@@"`
+}
+
+// lambdaParamG is one parameter of a lambda, with its default value.
+type lambdaParamG struct {
+	Tok     lexer.Token  `parser:"@Ident"`
+	Eq      *lexer.Token `parser:"( @'='"`
+	Default *exprG       `parser:"  @@ )?"`
 }
 
 // bufferG: buffer NAME: DTYPE[dims] property?

@@ -59,3 +59,6 @@ def generate_half_window(window: int = 128):
 # parameters taken only by name, after a bare *
 def causal_mask_mod(b, h, q_idx, kv_idx, *,context_len):
     return (q_idx + context_len) >= kv_idx
+
+# a mod bound to a name as a lambda
+near=lambda b,h,q_idx,kv_idx:q_idx-kv_idx<8
