@@ -225,7 +225,7 @@ func (c *converter) flatDef(g *flatDefG) *dsl.ModDecl {
 			WithHint("end the body with `return EXPR` (a factory with `return INNER`)")
 		return nil
 	}
-	b.Sp = span(fnHead.Colon).Join(b.Stmts[len(b.Stmts)-1].Span())
+	b.Sp = blockSpan(span(fnHead.Colon), b.Stmts)
 	if !d.Sp.IsValid() || d.Sp.End < b.Sp.End {
 		d.Sp = span(head.Keyword).Join(b.Sp)
 	}
@@ -380,10 +380,12 @@ func (c *converter) needBlock(l *flatLine, kw, colon lexer.Token) {
 	}
 }
 
-// blockSpan joins sp with the span of the last statement of a block.
+// blockSpan joins sp with the spans of a block's statements (all of them:
+// an unpacking `a, b = v` ends with the lets of its names, whose spans
+// stop before v).
 func blockSpan(sp dsl.Span, block []dsl.Stmt) dsl.Span {
-	if len(block) > 0 {
-		return sp.Join(block[len(block)-1].Span())
+	for _, st := range block {
+		sp = sp.Join(st.Span())
 	}
 	return sp
 }
@@ -453,7 +455,7 @@ func (c *converter) localDef(outer *dsl.ModDecl, l *flatLine) *dsl.ModDecl {
 			WithHint("end the body with `return EXPR`")
 		return nil
 	}
-	b.Sp = span(h.Colon).Join(b.Stmts[len(b.Stmts)-1].Span())
+	b.Sp = blockSpan(span(h.Colon), b.Stmts)
 	d.Body = b
 	d.Sp = span(h.Keyword).Join(b.Sp)
 	return d
