@@ -344,14 +344,7 @@ func (c *converter) lambda(name lexer.Token, g *lambdaG) *dsl.ModDecl {
 				WithHint("give %s a default too, or move it before the parameters that have one (as Python requires)", p.Tok.Value)
 		}
 	}
-	switch len(d.Params) {
-	case 4:
-		d.Kind = dsl.MaskMod
-	case 5:
-		d.Kind = dsl.ScoreMod
-	default:
-		d.Helper = true
-	}
+	kindByArity(d)
 	if defaults != nil && !d.Helper {
 		c.noModDefaults(&defG{Name: name}, defaults)
 	}
@@ -360,4 +353,18 @@ func (c *converter) lambda(name lexer.Token, g *lambdaG) *dsl.ModDecl {
 	d.Body = &dsl.Body{Def: true, Result: result, Sp: span(g.Colon).Join(result.Span())}
 	d.Sp = span(name).Join(result.Span())
 	return d
+}
+
+// kindByArity makes d, a def that is not a factory, what FlexAttention
+// calls it as: a mask_mod of 4 parameters, a score_mod of 5, else a helper
+// function.
+func kindByArity(d *dsl.ModDecl) {
+	switch len(d.Params) {
+	case 4:
+		d.Kind = dsl.MaskMod
+	case 5:
+		d.Kind = dsl.ScoreMod
+	default:
+		d.Helper = true
+	}
 }

@@ -424,14 +424,7 @@ func (c *converter) localDef(outer *dsl.ModDecl, l *flatLine) *dsl.ModDecl {
 		return nil
 	}
 	c.variadic(h.Params, false)
-	switch len(params) {
-	case 4:
-		d.Kind = dsl.MaskMod
-	case 5:
-		d.Kind = dsl.ScoreMod
-	default:
-		d.Helper = true
-	}
+	kindByArity(d)
 	if defaults != nil {
 		c.fail(span(h.Name), CodeDefShape, "default values on the parameters of inner def %s", h.Name.Value).
 			WithHint("give defaults to the factory's parameters instead")
