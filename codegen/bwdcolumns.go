@@ -30,25 +30,34 @@ const (
 // 2-D neighbourhood (628) lost 2-5% in the atomic mode.
 const wideColumnRows = 1024
 
+// columnStats is what columnRows measures of a mask's columns: the mean
+// query rows per non-empty key block in visited and in full tiles; ok is
+// false where the mask has no such measure.
+type columnStats struct {
+	visited, full int64
+	ok            bool
+}
+
 // columnRows returns, for an analytic mask that does not read buffers, the
 // mean over the key blocks of the warp-specialized backward that some pair
 // of 16 heads at 8192 x 8192 keeps of the query rows in the q tiles of its
 // column walk (the union of the terms' q intervals) and in those of them
-// that the mask keeps whole (maskc_tile_full); ok is false for block
-// selections (their walk reads the buffer), remainder filters (the walk
-// visits rows the filter skips), masks that read buffers and any error.
-func columnRows(k *Kernel) (visited, full int64, ok bool) {
+// that the mask keeps whole (maskc_tile_full); not ok for block selections
+// (their walk reads the buffer), remainder filters (the walk visits rows
+// the filter skips), masks that read buffers and any error. Generate
+// measures it once for both longColumns and monotoneColumns.
+func columnRows(k *Kernel) columnStats {
 	p := k.sparsity
 	if !k.HasMask || p.kind != SparsityAnalytic || len(p.disjuncts) == 0 || selWalk(p) || tileFilter(p) {
-		return 0, 0, false
+		return columnStats{}
 	}
 	tile, err := hipsrc.NVIDIAWGMMA.BwdTileOf(k.HeadDim, hipsrc.BwdChoice{WarpSpecialized: true})
 	if err != nil {
-		return 0, 0, false
+		return columnStats{}
 	}
 	hs, err := k.HostSparsity(&eval.Env{B: 1, H: bwdRefHeads, HKV: bwdRefHeads, Q: bwdRefLen, KV: bwdRefLen})
 	if err != nil {
-		return 0, 0, false // a buffer read: the mask has no value without its contents
+		return columnStats{} // a buffer read: the mask has no value without its contents
 	}
 	bm, bn := int64(tile.BlockM), int64(tile.BlockN)
 	var rows, fullRows, blocks int64
@@ -56,7 +65,7 @@ func columnRows(k *Kernel) (visited, full int64, ok bool) {
 		for k0 := int64(0); k0 < bwdRefLen; k0 += bn {
 			v, f, err := columnTiles(hs, h, k0, min(k0+bn, bwdRefLen), bm)
 			if err != nil {
-				return 0, 0, false
+				return columnStats{}
 			}
 			if v > 0 {
 				rows += v * bm
@@ -66,34 +75,30 @@ func columnRows(k *Kernel) (visited, full int64, ok bool) {
 		}
 	}
 	if blocks == 0 {
-		return 0, 0, false
+		return columnStats{}
 	}
-	return rows / blocks, fullRows / blocks, true
+	return columnStats{visited: rows / blocks, full: fullRows / blocks, ok: true}
 }
 
 // longColumns reports whether an analytic mask that does not read buffers
 // keeps long columns on average without running each to the last row
-// (openColumns): columnRows' mean rows in full tiles is at least
-// longColumnRows.
-func longColumns(k *Kernel) bool {
-	_, full, ok := columnRows(k)
-	return ok && full >= longColumnRows
+// (openColumns): its columns' (columnRows) mean rows in full tiles is at
+// least longColumnRows.
+func longColumns(cols columnStats) bool {
+	return cols.ok && cols.full >= longColumnRows
 }
 
 // monotoneColumns reports whether a mask whose q range is monotone
 // (qRangeMonotone, so that its ordered dQ's envelope is each kv tile's own
 // range) has columns wide enough for the warp-specialized backward: at
-// least wideColumnRows rows visited on average (columnRows), or a single
-// term whose columns run to their document's end (segmentColumns).
-func monotoneColumns(k *Kernel) bool {
+// least wideColumnRows rows visited on average in its columns (cols,
+// columnRows), or a single term whose columns run to their document's end
+// (segmentColumns).
+func monotoneColumns(k *Kernel, cols columnStats) bool {
 	if !k.HasMask || !qRangeMonotone(k.sparsity) {
 		return false
 	}
-	if segmentColumns(k.sparsity) {
-		return true
-	}
-	visited, _, ok := columnRows(k)
-	return ok && visited >= wideColumnRows
+	return segmentColumns(k.sparsity) || cols.ok && cols.visited >= wideColumnRows
 }
 
 // segmentColumns reports whether a single-term plan bounds q only through

@@ -33,8 +33,9 @@ func TestLongColumns(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k := maskKernel(t, tc.mask)
-			assert.Equal(t, tc.long, longColumns(k), "longColumns")
-			assert.Equal(t, tc.wide, monotoneColumns(k), "monotoneColumns")
+			cols := columnRows(k)
+			assert.Equal(t, tc.long, longColumns(cols), "longColumns")
+			assert.Equal(t, tc.wide, monotoneColumns(k, cols), "monotoneColumns")
 			assert.Equal(t, tc.long || tc.wide || openColumns(k.sparsity), bwdChoice(k, Options{}).WarpSpecialized)
 		})
 	}

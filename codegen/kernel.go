@@ -210,7 +210,8 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 	}
 	k.Sparsity, k.SparsityReason = sp.plan.kind, sp.plan.reason
 	k.sparsity = sp.plan
-	k.wsColumns = longColumns(k) || monotoneColumns(k)
+	cols := columnRows(k)
+	k.wsColumns = longColumns(cols) || monotoneColumns(k, cols)
 	k.WarpSpecialized = warpSpecialized(k, sp.plan)
 	if !k.WarpSpecialized && (opts.WSWalks || selWalk(sp.plan)) && sp.plan.kind == SparsityAnalytic && k.HasMask && wsShape(k, true) {
 		k.WarpSpecialized, k.WSWalk = true, true
