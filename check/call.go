@@ -397,8 +397,7 @@ func (l *lowering) factoryArgs(f *frame, x *dsl.CallExpr, m *Mod) (args []dsl.Ex
 		}
 		switch {
 		case i < 0:
-			l.errorf(f, kw.Name.Sp, CodeKeywordArg, "%s has no parameter %s", callableName(m), kw.Name.Name).
-				WithHint("its parameters are %s(%s)", m.Name, strings.Join(paramNames(params), ", "))
+			l.noParameter(f, kw, m, params)
 			return nil, nil, false
 		case args[i] != nil:
 			l.errorf(f, kw.Name.Sp, CodeKeywordArg, "%s gets %s twice", callableName(m), kw.Name.Name).
@@ -414,9 +413,23 @@ func (l *lowering) factoryArgs(f *frame, x *dsl.CallExpr, m *Mod) (args []dsl.Ex
 		if i >= len(m.Decl.Defaults) || m.Decl.Defaults[i] == nil {
 			return nil, nil, true
 		}
-		args[i], frames[i] = m.Decl.Defaults[i], &frame{src: m.src, names: map[string]*binding{}, record: f.record && !m.std, std: m.std}
+		args[i], frames[i] = m.Decl.Defaults[i], defaultFrame(f, m)
 	}
 	return args, frames, true
+}
+
+// noParameter reports keyword argument kw of a call of m, whose
+// parameters (params) have none of its name.
+func (l *lowering) noParameter(f *frame, kw *dsl.KeywordArg, m *Mod, params []*dsl.Ident) {
+	l.errorf(f, kw.Name.Sp, CodeKeywordArg, "%s has no parameter %s", callableName(m), kw.Name.Name).
+		WithHint("its parameters are %s(%s)", m.Name, strings.Join(paramNames(params), ", "))
+}
+
+// defaultFrame is the frame in which a default value of m's parameters is
+// evaluated from a call in f: the def's own text, where its module's names
+// (params, buffers, mods) are seen, not the caller's locals.
+func defaultFrame(f *frame, m *Mod) *frame {
+	return &frame{src: m.src, names: map[string]*binding{}, record: f.record && !m.std, std: m.std}
 }
 
 // applyCost is what inlining one mod body counts against the node budgets.

@@ -186,8 +186,7 @@ func (l *lowering) bindPartial(f *frame, site dsl.Span, what string, fn *modValu
 			switch {
 			case i < 0:
 				l.expr(f, value)
-				l.errorf(f, kw.Name.Sp, CodeKeywordArg, "%s has no parameter %s", callableName(m), kw.Name.Name).
-					WithHint("its parameters are %s(%s)", m.Name, strings.Join(paramNames(params), ", "))
+				l.noParameter(f, kw, m, params)
 				okAll = false
 				continue
 			case bound[i] != nil:
@@ -244,7 +243,7 @@ func (l *lowering) bindPartial(f *frame, site dsl.Span, what string, fn *modValu
 				WithHint("bind it: partial(%s, %s=...)", m.Name, params[i].Name)
 			return nil, 0
 		}
-		r := l.expr(&frame{src: m.src, names: map[string]*binding{}, record: f.record && !m.std, std: m.std}, m.Decl.Defaults[i])
+		r := l.expr(defaultFrame(f, m), m.Decl.Defaults[i])
 		if !r.ok() {
 			return nil, 0
 		}
