@@ -164,8 +164,7 @@ func (c *converter) defParams(g *defG) (params, annots []*dsl.Ident, defaults []
 			}
 			defaults[i] = c.expr(n.Default)
 		} else if defaults != nil && i < len(names)-kwOnly { // Python orders only the positional ones
-			c.fail(span(n.Tok), CodeDefShape, "parameter %s without a default follows a parameter with one", n.Tok.Value).
-				WithHint("give %s a default too, or move it before the parameters that have one (as Python requires)", n.Tok.Value)
+			c.defaultOrder(n.Tok)
 		}
 	}
 	if g.Returns != nil {
@@ -340,8 +339,7 @@ func (c *converter) lambda(name lexer.Token, g *lambdaG) *dsl.ModDecl {
 			}
 			defaults[i] = c.expr(p.Default)
 		case defaults != nil:
-			c.fail(span(p.Tok), CodeDefShape, "parameter %s without a default follows a parameter with one", p.Tok.Value).
-				WithHint("give %s a default too, or move it before the parameters that have one (as Python requires)", p.Tok.Value)
+			c.defaultOrder(p.Tok)
 		}
 	}
 	kindByArity(d)
@@ -367,4 +365,11 @@ func kindByArity(d *dsl.ModDecl) {
 	default:
 		d.Helper = true
 	}
+}
+
+// defaultOrder reports parameter tok of a def or lambda, without a default
+// after one with a default, which Python refuses.
+func (c *converter) defaultOrder(tok lexer.Token) {
+	c.fail(span(tok), CodeDefShape, "parameter %s without a default follows a parameter with one", tok.Value).
+		WithHint("give %s a default too, or move it before the parameters that have one (as Python requires)", tok.Value)
 }
