@@ -138,7 +138,7 @@ func (l *lowering) modValue(f *frame, e dsl.Expr, want dsl.ModKind, context stri
 		// A def that a partial(...) binds elsewhere, or whose parameters
 		// after a bare `*` have defaults, used here as it is: a function of
 		// the mod's parameters, as in Python.
-		mv, _ := l.bindPartial(f, e.Span(), context, r.mod, nil)
+		mv := l.bindPartial(f, e.Span(), context, r.mod, nil)
 		if mv != nil {
 			mv.name = r.mod.name
 		}
@@ -867,15 +867,27 @@ func (l *lowering) applyHelper(f *frame, x *dsl.CallExpr, mv *modValue) result {
 			WithHint("call it as %s(%s)", m.Name, strings.Join(paramNames(m.Decl.Params), ", "))
 		return result{}
 	}
+	return l.inlineHelper(f, x.Sp, mv, m, func(i int) (result, bool) {
+		r := l.expr(frames[i], args[i])
+		return r, r.ok() || r.typ == dsl.TypeNone
+	})
+}
+
+// inlineHelper inlines the body of helper def mv.mod, applied at site, as
+// mod as (the helper itself, or the mod a functools.partial makes of it,
+// whose result is checked as that mod's): parameter i takes arg(i),
+// evaluated once the call is known not to recurse; false stops.
+func (l *lowering) inlineHelper(f *frame, site dsl.Span, mv *modValue, as *Mod, arg func(i int) (result, bool)) result {
+	m := mv.mod
 	if slices.Contains(l.stack, m) {
-		l.errorf(f, x.Sp, CodeRecursion, "function %s calls itself", m.Name).
+		l.errorf(f, site, CodeRecursion, "function %s calls itself", m.Name).
 			WithHint("maskc inlines every call; write the recursion out")
 		return result{}
 	}
 	inner := bodyFrame(f, mv)
 	for i, p := range m.Decl.Params {
-		r := l.expr(frames[i], args[i])
-		if !r.ok() && r.typ != dsl.TypeNone {
+		r, ok := arg(i)
+		if !ok {
 			return result{}
 		}
 		inner.names[p.Name] = argBinding(p, r)
@@ -884,7 +896,7 @@ func (l *lowering) applyHelper(f *frame, x *dsl.CallExpr, mv *modValue) result {
 	l.c.work += applyCost
 	l.stack = append(l.stack, m)
 	defer func() { l.stack = l.stack[:len(l.stack)-1] }()
-	return l.body(inner, m)
+	return l.body(inner, as)
 }
 
 // bodyFrame is the frame, inlined from f, in which a body of mod value mv

@@ -43,11 +43,18 @@ func (l *lowering) partialOf(f *frame, x *dsl.CallExpr) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	first, _, _ := strings.Cut(name, ".")
-	if _, declared := l.c.lookup(f, first); declared || f.names[first] != nil {
+	root := partialRoot(name)
+	if _, declared := l.c.lookup(f, root); declared || f.names[root] != nil {
 		return "", false
 	}
 	return name, true
+}
+
+// partialRoot is the name a file would rebind to shadow partial name:
+// `partial`, or the module of `functools.partial`.
+func partialRoot(name string) string {
+	root, _, _ := strings.Cut(name, ".")
+	return root
 }
 
 // partialTargets returns the names of the top-level defs that a
@@ -67,7 +74,7 @@ func partialTargets(file *dsl.File) map[string]bool {
 			if !ok || len(call.Args) == 0 {
 				return true
 			}
-			if name, ok := partialFun(call.Fun); ok && !declared[strings.Split(name, ".")[0]] {
+			if name, ok := partialFun(call.Fun); ok && !declared[partialRoot(name)] {
 				if id, ok := dsl.Unparen(call.Args[0]).(*dsl.Ident); ok {
 					targets[id.Name] = true
 				}
@@ -153,12 +160,12 @@ func (l *lowering) partialCall(f *frame, x *dsl.CallExpr, name string) result {
 	for _, a := range rest.Args {
 		texts = append(texts, sourceText(f, a))
 	}
-	mv, kind := l.bindPartial(f, x.Sp, name, fn.mod, rest.Args)
+	mv := l.bindPartial(f, x.Sp, name, fn.mod, rest.Args)
 	if mv == nil {
 		return result{}
 	}
 	mv.name = "partial(" + strings.Join(texts, ", ") + ")"
-	return result{typ: kindType(kind), mod: mv}
+	return result{typ: kindType(mv.kind), mod: mv}
 }
 
 // partialUsage is the hint of a partial(...) that binds nothing usable.
@@ -166,10 +173,10 @@ const partialUsage = "bind a def's own parameters, e.g. partial(causal_mask_mod,
 
 // bindPartial binds args (positional, then by name, as Python binds them)
 // to the parameters of helper def fn, where site (what, e.g. "partial")
-// applies it: the mod value of the partial application and its kind, from
-// the positional parameters left unbound; nil after an error. A parameter
+// applies it: the mod value of the partial application, of the kind the
+// positional parameters left unbound make; nil after an error. A parameter
 // after a bare `*` takes an argument only by name, or its default.
-func (l *lowering) bindPartial(f *frame, site dsl.Span, what string, fn *modValue, args []dsl.Expr) (*modValue, dsl.ModKind) {
+func (l *lowering) bindPartial(f *frame, site dsl.Span, what string, fn *modValue, args []dsl.Expr) *modValue {
 	m := fn.mod
 	params := m.Decl.Params
 	npos := len(params) - m.Decl.KwOnly // those a position reaches
@@ -214,7 +221,7 @@ func (l *lowering) bindPartial(f *frame, site dsl.Span, what string, fn *modValu
 		bound[i] = &r
 	}
 	if !okAll {
-		return nil, 0
+		return nil
 	}
 	// Python passes the mod's arguments by position to the parameters after
 	// those bound by position: one of them bound by name before a free one
@@ -229,7 +236,7 @@ func (l *lowering) bindPartial(f *frame, site dsl.Span, what string, fn *modValu
 			l.errorf(f, site, CodeArgCount, "%s binds %s by name, but %s comes after it: FlexAttention's arguments would fill %s by position too",
 				what, named.Name, params[i].Name, named.Name).
 				WithHint("bind by name only parameters after the mod's (b, h, q_idx, kv_idx), or bind %s by position", named.Name)
-			return nil, 0
+			return nil
 		}
 		free = append(free, params[i])
 	}
@@ -241,11 +248,11 @@ func (l *lowering) bindPartial(f *frame, site dsl.Span, what string, fn *modValu
 		if i >= len(m.Decl.Defaults) || m.Decl.Defaults[i] == nil {
 			l.errorf(f, site, CodeArgCount, "%s leaves %s of %s unbound, which is taken only by name and has no default", what, params[i].Name, m.Name).
 				WithHint("bind it: partial(%s, %s=...)", m.Name, params[i].Name)
-			return nil, 0
+			return nil
 		}
 		r := l.expr(defaultFrame(f, m), m.Decl.Defaults[i])
 		if !r.ok() {
-			return nil, 0
+			return nil
 		}
 		bound[i] = &r
 	}
@@ -259,39 +266,25 @@ func (l *lowering) bindPartial(f *frame, site dsl.Span, what string, fn *modValu
 		l.errorf(f, site, CodeArgCount, "%s leaves %d parameters of %s unbound (%s); a mask_mod takes 4 and a score_mod 5", what,
 			len(free), m.Name, strings.Join(paramNames(free), ", ")).
 			WithHint("bind the parameters that are not the mod's by position or by name: %s", partialUsage)
-		return nil, 0
+		return nil
 	}
-	return &modValue{kind: kind, name: m.Name, partial: &partialApp{fn: fn, bound: bound}}, kind
+	return &modValue{kind: kind, name: m.Name, partial: &partialApp{fn: fn, bound: bound}}
 }
 
 // applyPartial inlines partial application mv applied to the lowered mod
 // arguments args: the def's body with its bound parameters bound and the
-// others taking args in order, checked as a mod of mv's kind.
+// others taking args in order, checked as a mod of mv's kind (a mask's
+// bool, a score's number).
 func (l *lowering) applyPartial(f *frame, mv *modValue, args []result, site dsl.Span) result {
 	p := mv.partial
-	m := p.fn.mod
-	if slices.Contains(l.stack, m) {
-		l.errorf(f, site, CodeRecursion, "function %s calls itself", m.Name).
-			WithHint("maskc inlines every call; write the recursion out")
-		return result{}
-	}
-	inner := bodyFrame(f, p.fn)
-	next := 0
-	for i, param := range m.Decl.Params {
-		r := p.bound[i]
-		if r == nil {
-			r = &args[next]
-			next++
-		}
-		inner.names[param.Name] = argBinding(param, *r)
-	}
-	l.work += applyCost
-	l.c.work += applyCost
-	l.stack = append(l.stack, m)
-	defer func() { l.stack = l.stack[:len(l.stack)-1] }()
-	// The body as a mod of mv's kind: its result checked as one (a mask's
-	// bool, a score's number).
-	asMod := *m
+	asMod := *p.fn.mod
 	asMod.Kind, asMod.Helper = mv.kind, false
-	return l.body(inner, &asMod)
+	next := 0
+	return l.inlineHelper(f, site, p.fn, &asMod, func(i int) (result, bool) {
+		if r := p.bound[i]; r != nil {
+			return *r, true
+		}
+		next++
+		return args[next-1], true
+	})
 }
