@@ -238,14 +238,14 @@ def _partial_bound(node, part, where):
     a = node.args
     pos = [x.arg for x in a.posonlyargs + a.args]
     kwonly = [x.arg for x in a.kwonlyargs]
+    fname = getattr(node, "name", "the lambda")
     if len(part.args) > len(pos):
         raise _refuse(where, "functools.partial binds %d arguments by position; `%s` takes %d" % (
-            len(part.args), node.name if hasattr(node, "name") else "the lambda", len(pos)))
+            len(part.args), fname, len(pos)))
     out = {p: ("parg", i) for i, p in enumerate(pos[:len(part.args)])}
     for k in part.keywords:
         if k not in pos and k not in kwonly:
-            raise _refuse(where, "functools.partial binds %s, which `%s` has no parameter of" % (
-                k, getattr(node, "name", "the lambda")))
+            raise _refuse(where, "functools.partial binds %s, which `%s` has no parameter of" % (k, fname))
         if k in out:
             raise _refuse(where, "functools.partial binds %s twice" % k)
         out[k] = ("pkw", k)
@@ -520,9 +520,9 @@ class _Emitter:
             step = defaulted.get(n)
             vpath = path
             if step is not None and step[0] in ("parg", "pkw"):  # bound by the partial: a step from it
-                found, v, vpath = True, (part.args[step[1]] if step[0] == "parg" else part.keywords[n]), ppath
+                found, v, vpath = True, _step(part, step), ppath
             elif step is not None:  # a parameter with a default value: FlexAttention never passes it
-                found, v = True, (f.__defaults__[step[1]] if step[0] == "default" else f.__kwdefaults__[n])
+                found, v = True, _step(f, step)
             else:
                 found, v = _lookup(f, n)
             if not found:
@@ -739,24 +739,31 @@ def _walk(roots, path):
     """The object at path (Emitter paths: a root name, then closure cells,
     globals and combination members) from roots {"mask": .., "score": ..}."""
     v = roots[path[0]]
-    for kind, x in path[1:]:
-        if kind == "cell":
-            v = v.__closure__[x].cell_contents
-        elif kind == "global":
-            v = v.__globals__[x]
-        elif kind == "default":
-            v = v.__defaults__[x]
-        elif kind == "kwdefault":
-            v = v.__kwdefaults__[x]
-        elif kind == "pfunc":
-            v = v.func
-        elif kind == "parg":
-            v = v.args[x]
-        elif kind == "pkw":
-            v = v.keywords[x]
-        else:
-            v = _combination(v)[1][x]
+    for step in path[1:]:
+        v = _step(v, step)
     return v
+
+
+def _step(v, step):
+    """The object one Emitter path step (kind, x) from v: a closure cell, a
+    global, a default (of a parameter, by position or keyword-only), what a
+    functools.partial binds or wraps, or a combination member."""
+    kind, x = step
+    if kind == "cell":
+        return v.__closure__[x].cell_contents
+    if kind == "global":
+        return v.__globals__[x]
+    if kind == "default":
+        return v.__defaults__[x]
+    if kind == "kwdefault":
+        return v.__kwdefaults__[x]
+    if kind == "pfunc":
+        return v.func
+    if kind == "parg":
+        return v.args[x]
+    if kind == "pkw":
+        return v.keywords[x]
+    return _combination(v)[1][x]
 
 
 def _code_names(code):
