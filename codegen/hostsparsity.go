@@ -199,7 +199,7 @@ func (s *HostSparsity) KVIntervals(b, h, qLo, qHi int64) (lo, hi []int64, err er
 		})
 		return lo, hi, err
 	}
-	if !p.analysed || len(p.disjuncts) > maxKVIntervals {
+	if !p.analysed || len(p.disjuncts) > maxKVIntervals || unionIsHull(p, dsl.VarKV) {
 		l, h, err := s.KVRange(b, h, qLo, qHi)
 		return []int64{l}, []int64{h}, err
 	}
@@ -239,6 +239,13 @@ func (s *HostSparsity) IntervalTerms() []string {
 			len(p.disjuncts), strings.Join(texts, " | "), len(p.disjuncts)-shown, maxKVIntervals)}
 	case len(p.disjuncts) == 0:
 		return []string{"false"}
+	case unionIsHull(p, dsl.VarKV):
+		texts := make([]string, len(p.disjuncts))
+		for i, d := range p.disjuncts {
+			texts[i] = d.text
+		}
+		return []string{fmt.Sprintf("the union of the %d terms `%s`, which is their hull (every range starts at kv = 0 or every range runs to the last key)",
+			len(p.disjuncts), clipText(strings.Join(texts, " | "), 240))}
 	}
 	_, sels := selIntervals(p)
 	var out []string

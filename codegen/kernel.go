@@ -669,22 +669,8 @@ func lightScore(l *dsl.Lowered) bool {
 
 // hullExact reports whether every row's kv set is the hull of its terms'
 // kv ranges, which is what the warp-specialized forward walks: one term, or
-// terms that all start at kv = 0 (no lower bound on kv, no segment search),
-// whose union is then the one interval from 0 to the largest end (causal
-// or a prefix: kv <= q or kv < P).
+// terms whose union is their hull (unionIsHull: causal or a prefix, `kv <= q
+// or kv < P`, Transfusion's causal rows widened to each span's end).
 func hullExact(p sparsityPlan) bool {
-	if len(p.disjuncts) == 1 {
-		return true
-	}
-	for _, d := range p.disjuncts {
-		if len(d.kv.segs) > 0 {
-			return false
-		}
-		for _, st := range d.kv.innerSteps {
-			if !st.upper {
-				return false
-			}
-		}
-	}
-	return true
+	return len(p.disjuncts) == 1 || unionIsHull(p, dsl.VarKV)
 }

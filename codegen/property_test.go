@@ -78,6 +78,10 @@ var maskCases = []struct{ name, decls, mask, score string }{
 	{"i64_2d", "buffer t: i64[H, 9]\n", "t[h, q - kv] >= 0", ""},
 	{"bool_table", "buffer allowed: bool[Q, KV]\n", "allowed[q, kv] or q == kv", ""},
 	{"batch_prefix", "buffer plen: i32[B]\n", "kv < plen[b] or q >= kv", ""},
+	// Unions whose ranges are all prefixes or all suffixes, walked as one
+	// interval (unionIsHull): Transfusion's spans, a suffix union.
+	{"span_prefixes", "buffer sp: i32[B, 3, 2]\n", "q >= kv or q >= sp[b, 0, 0] and kv < sp[b, 0, 0] + sp[b, 0, 1] or q >= sp[b, 1, 0] and kv < sp[b, 1, 0] + sp[b, 1, 1] or q >= sp[b, 2, 0] and kv < sp[b, 2, 0] + sp[b, 2, 1]", ""},
+	{"suffix_union", "", "kv >= q or kv >= 40 or q < 3 and kv > 7", ""},
 	// N-D buffers (issue 27): row-major reads of rank 3, 4 and 8, in range
 	// and out of it (a middle index below 0 or past its extent).
 	{"i32_3d", "buffer t: i32[H, 3, KV]\n", "t[h, q % 3, kv] >= 0 or q == kv", ""},

@@ -182,10 +182,11 @@ const kvRowsExactSig = `__device__ __forceinline__ bool maskc_g_kv_rows_exact(co
 // row's kept set exactly (where maskc_kv_rows_exact holds at run time):
 // every term bounds kv by sides that normal.Interval proves exact, segment
 // equalities and conditions free of q and kv, with nothing left to evaluate
-// per element, and there are at most maxKVIntervals terms (so that none is
-// merged into a hull).
+// per element, and there are at most maxKVIntervals terms or their union is
+// their hull (unionIsHull), so that no interval is a hull wider than its
+// terms.
 func rowsExact(p sparsityPlan) bool {
-	if p.kind != SparsityAnalytic || len(p.disjuncts) == 0 || len(p.disjuncts) > maxKVIntervals {
+	if p.kind != SparsityAnalytic || len(p.disjuncts) == 0 || len(p.disjuncts) > maxKVIntervals && !unionIsHull(p, dsl.VarKV) {
 		return false
 	}
 	for _, d := range p.disjuncts {
@@ -210,11 +211,16 @@ func (g *sparsityWriter) rowIntervals(p sparsityPlan) string {
 	g.lane = "_lane"
 	defer func() { g.lane = "" }()
 	g.reset()
-	g.walkDisjuncts(p, dsl.VarKV, func(i int, n walkNames) {
-		g.line("const bool some%d = %s && %s <= %s && %s <= %s;", i, n.live, n.qa, n.qb, n.ka, n.kb)
-		g.line("lo[%d] = some%d ? %s : 0;", i, i, n.ka)
-		g.line("hi[%d] = some%d ? %s + 1 : 0;", i, i, n.kb)
-	})
+	if unionIsHull(p, dsl.VarKV) {
+		// No segment search: the lanes' rows need no lane-wise one.
+		g.line("%s(buf, B, H, HKV, Q, KV, b, h, q_lo, q_hi, &lo[0], &hi[0]);  // their union is their hull", funcName(kvRangeSig))
+	} else {
+		g.walkDisjuncts(p, dsl.VarKV, func(i int, n walkNames) {
+			g.line("const bool some%d = %s && %s <= %s && %s <= %s;", i, n.live, n.qa, n.qb, n.ka, n.kb)
+			g.line("lo[%d] = some%d ? %s : 0;", i, i, n.ka)
+			g.line("hi[%d] = some%d ? %s + 1 : 0;", i, i, n.kb)
+		})
+	}
 	var b strings.Builder
 	b.WriteString("// The mask keeps exactly the kv of maskc_kv_intervals(q, q + 1) for every row q\n")
 	b.WriteString("// where maskc_kv_rows_exact holds (its terms are exact bounds and segment equalities).\n")
@@ -636,6 +642,40 @@ func (g *sparsityWriter) kvRange(p sparsityPlan) string { return g.walkRange(p, 
 // kv_hi), for the backward's column walk.
 func (g *sparsityWriter) qRange(p sparsityPlan) string { return g.walkRange(p, qWalk) }
 
+// unionIsHull reports whether, over any tile, the union of the terms'
+// ranges of the inner variable (kv in the row walk, q in the column walk) is
+// their hull: every range a prefix (no term bounds the variable from below:
+// each starts at 0) or every range a suffix (none bounds it from above: each
+// runs to the last index), with no segment search, block selection or
+// remainder filter tying an interval to its term. The walk then takes the
+// hull as its one interval: a union of prefixes such as Transfusion's causal
+// rows widened to each modality span's end (`q >= kv or q >= offset[m] and kv
+// < offset[m] + length[m]`, nine terms) walks, tests and keeps one range
+// instead of nine.
+func unionIsHull(p sparsityPlan, inner dsl.Var) bool {
+	if p.kind != SparsityAnalytic || len(p.disjuncts) < 2 {
+		return false
+	}
+	prefix, suffix := true, true
+	for _, d := range p.disjuncts {
+		w := d.kv
+		if inner == dsl.VarQ {
+			w = d.q
+		}
+		if len(w.segs) > 0 || w.sel != nil || len(d.periods) > 0 {
+			return false
+		}
+		for _, s := range w.innerSteps {
+			if s.upper {
+				suffix = false
+			} else {
+				prefix = false
+			}
+		}
+	}
+	return prefix || suffix
+}
+
 // walkRange prints one walk direction's hull and interval-list functions.
 func (g *sparsityWriter) walkRange(p sparsityPlan, wf walkFuncs) string {
 	ends := func(n walkNames) (string, string) {
@@ -677,9 +717,13 @@ func (g *sparsityWriter) walkRange(p sparsityPlan, wf walkFuncs) string {
 			slot++
 		})
 		n = total
-	} else if n > limit || n == 0 {
+	} else if n > limit || n == 0 || unionIsHull(p, wf.inner) {
 		n = 1
-		g.line("%s(buf, B, H, HKV, Q, KV, b, h, %s, &lo[0], &hi[0]);  // their hull", funcName(wf.hullSig), wf.args)
+		why := "their hull"
+		if unionIsHull(p, wf.inner) {
+			why = "their hull, which is their union (every range starts at 0 or every range runs to the end)"
+		}
+		g.line("%s(buf, B, H, HKV, Q, KV, b, h, %s, &lo[0], &hi[0]);  // %s", funcName(wf.hullSig), wf.args, why)
 	} else {
 		g.walkDisjuncts(p, wf.inner, func(i int, n walkNames) {
 			lo, hi := ends(n)

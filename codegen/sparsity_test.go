@@ -89,9 +89,9 @@ func TestPartialTileFacts(t *testing.T) {
 }
 
 // TestUnionIntervalCounts pins how many intervals each walk lists for a
-// union of n columns: one a term on the forward's kv walk up to
-// maxKVIntervals, then their hull; the backward's column walk one a term up
-// to maxQIntervals, then its hull.
+// union of n bounded squares (`kv == c and c <= q < c + 50`): one a term on
+// the forward's kv walk up to maxKVIntervals, then their hull; the
+// backward's column walk one a term up to maxQIntervals, then its hull.
 func TestUnionIntervalCounts(t *testing.T) {
 	for _, tt := range []struct{ terms, kv, q int }{
 		{2, 2, 2}, {maxQIntervals, maxQIntervals, maxQIntervals}, {maxQIntervals + 1, maxQIntervals + 1, 1},
@@ -99,16 +99,58 @@ func TestUnionIntervalCounts(t *testing.T) {
 	} {
 		cols := make([]string, tt.terms)
 		for i := range cols {
-			cols[i] = fmt.Sprintf("kv == %d", 100*i)
+			cols[i] = fmt.Sprintf("kv == %d and %d <= q < %d", 100*i, 100*i, 100*i+50)
 		}
 		k := casesOf(t, "u.flex", maskCaseSource("", strings.Join(cols, " or "), ""))[0].kernel
-		for _, w := range []struct {
-			name string
-			want int
-		}{{"maskc_kv_interval_count", tt.kv}, {"maskc_q_interval_count", tt.q}} {
-			if !strings.Contains(k.Generated, fmt.Sprintf("constexpr int %s = %d;\n", w.name, w.want)) {
-				t.Errorf("%d terms: want %s = %d", tt.terms, w.name, w.want)
-			}
+		checkIntervalCounts(t, fmt.Sprintf("%d terms", tt.terms), k, tt.kv, tt.q)
+	}
+}
+
+// checkIntervalCounts reports where k's walks list other than kv and q
+// intervals.
+func checkIntervalCounts(t *testing.T, name string, k *Kernel, kv, q int) {
+	t.Helper()
+	for _, w := range []struct {
+		name string
+		want int
+	}{{"maskc_kv_interval_count", kv}, {"maskc_q_interval_count", q}} {
+		if !strings.Contains(k.Generated, fmt.Sprintf("constexpr int %s = %d;\n", w.name, w.want)) {
+			t.Errorf("%s: want %s = %d", name, w.name, w.want)
+		}
+	}
+}
+
+// TestUnionIsHull pins which unions each walk takes as one interval (their
+// ranges all prefixes or all suffixes of the walked variable) and that the
+// rows stay exact where they were.
+func TestUnionIsHull(t *testing.T) {
+	spans := make([]string, 8)
+	for i := range spans {
+		spans[i] = fmt.Sprintf("q >= sp[b, %d, 0] and kv < sp[b, %d, 0] + sp[b, %d, 1]", i, i, i)
+	}
+	for _, tt := range []struct {
+		name, decls, mask string
+		kv, q             int
+		rowsExact         bool
+	}{
+		// kv: prefixes [0, q], [0, P); q: suffixes [kv, Q), [0, Q).
+		{"prefix_lm", "", "q >= kv or kv < 100", 1, 1, true},
+		// Transfusion's nine terms (past maxQIntervals): one interval, exact rows.
+		{"spans", "buffer sp: i32[B, 8, 2]\n", "q >= kv or " + strings.Join(spans, " or "), 1, 1, true},
+		// kv: suffixes [q, KV), [40, KV); q: prefixes [0, kv], [0, Q).
+		{"suffixes", "", "kv >= q or kv >= 40", 1, 1, true},
+		// A window's kv range has both ends; a global prefix has one: two
+		// intervals on each walk.
+		{"window_and_globals", "", "0 <= q - kv < 64 or kv < 16", 2, 2, true},
+		// kv: prefixes; q: the second term's q range ends (q < 3): two.
+		{"mixed", "", "q >= kv or q < 3 and kv < 9", 1, 2, true},
+		// Documents: a segment search ties each range to its term.
+		{"documents", "buffer doc: i32[KV] segments\n", "doc[q] == doc[kv] and q >= kv or kv < 4", 2, 2, true},
+	} {
+		k := casesOf(t, tt.name+".flex", maskCaseSource(tt.decls, tt.mask, ""))[0].kernel
+		checkIntervalCounts(t, tt.name, k, tt.kv, tt.q)
+		if got := strings.Contains(k.Generated, "#define MASKC_KV_ROWS_EXACT 1\n"); got != tt.rowsExact {
+			t.Errorf("%s: MASKC_KV_ROWS_EXACT %v, want %v", tt.name, got, tt.rowsExact)
 		}
 	}
 }
