@@ -606,6 +606,11 @@ func diagonalColumns(p sparsityPlan) bool {
 // tiles each) and, since it visits the hull of a row's kv range rather than the union of its
 // intervals (hullExact), terms whose union is not one interval
 // (sliding_global_prefix, 0.225x against 1.05x): run 18.
+// Bounds through buffer values free of q and kv (a prefix per batch, `kv <
+// plen[b]`; Transfusion's spans, `kv < offset[b, m] + length[b, m]`) take it
+// too: on the H100 (gpu/NOTES.md run 43a) prefix_lm_per_batch's forward ran
+// 1.239x of Flex against 1.058x on attn_fwd.h and Transfusion's 0.946x
+// against 0.728x.
 // At head dim 256 (64-key tiles, 192 KiB of shared memory) it measured
 // 0.79-0.93 of cuDNN SDPA on full and causal attention against attn_fwd.h's
 // 0.56-0.65 (gpu/NOTES.md run 33f); the same masks take it there.
@@ -618,13 +623,13 @@ func warpSpecialized(k *Kernel, p sparsityPlan) bool {
 		return !k.HasMask
 	case SparsityAnalytic:
 		// Only the full-tile tests of the measured masks: linear bounds
-		// (causal, sliding, prefix).
+		// (causal, sliding, prefix), buffer values among their terms.
 		for _, d := range p.disjuncts {
 			if d.full == nil {
 				return false
 			}
 			for _, f := range d.full {
-				if f.seg != nil || f.atom != nil || f.bound.Dir.X != ([normal.MaxExtras]int64{}) {
+				if f.seg != nil || f.atom != nil || readsDiv(p.form, f.bound.Dir) {
 					return false // a segment equality, an opaque condition, or a bound through floor quotients (block relations)
 				}
 			}

@@ -29,7 +29,10 @@ func TestWarpSpecializedRule(t *testing.T) {
 		{"bench_cases/full.flex", true, false},
 		{"bench_cases/causal.flex", true, false},
 		{"bench_cases/sliding1024.flex", true, false},
-		{"bench_cases/prefix2048.flex", true, false}, // kv <= q or kv < 2048: both start at 0
+		{"bench_cases/prefix2048.flex", true, false},           // kv <= q or kv < 2048: both start at 0
+		{"../examples/prefix_lm_per_batch.flex", true, false},  // kv < plen[b]: a bound through a buffer value
+		{"../testdata/ported/transfusion.flex", true, false},   // nine prefixes, ends read from a buffer
+		{"../testdata/tilemasks/chunk_mod.flex", false, false}, // bounds through floor quotients
 		{"bench_cases_ext/head_windows.flex", true, false},
 		{"bench_cases_ext/sliding_global_prefix.flex", false, false}, // [q-W, q] and [0, G): a gap
 		{"bench_cases/document.flex", false, false},                  // segments
