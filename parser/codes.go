@@ -58,6 +58,10 @@ const (
 	// slice; the checker reports a factory computing with a whole buffer
 	// under it too.
 	CodeTensorWork dsl.Code = "E079"
+	// CodeImport is the note on a Python import of a module .flex does not
+	// mirror (the line is read past; imports of torch, math, functools and
+	// the annotation modules are read past silently).
+	CodeImport dsl.Code = "E080"
 )
 
 // Codes describes every diagnostic code the parser emits, one line each.
@@ -85,4 +89,5 @@ var Codes = map[dsl.Code]string{
 	CodeDefShape:          "def that is not a mask_mod, score_mod or factory of one",
 	CodeDecorator:         "a decorator: read past with a note when it leaves the function unchanged, an error otherwise",
 	CodeTensorWork:        "work on a whole tensor (an assignment into it, a slice, a whole-buffer computation in a factory), which belongs before the call",
+	CodeImport:            "a Python import of a module .flex does not mirror: read past with a note",
 }

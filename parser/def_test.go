@@ -113,8 +113,9 @@ func TestDeclStartsSkipDocstrings(t *testing.T) {
 // TestPythonReadPast pins the Python that real FlexAttention code carries
 // and the parser now takes as Python does (issue 28): trailing commas in a
 // multi-line def, default values and any annotation, decorators that do not
-// change the function (a note), `fn.__name__ = ...` and string statements
-// (kept as comments for fmt, no meaning).
+// change the function (a note), `fn.__name__ = ...`, string statements and
+// imports (a note for a module .flex does not mirror) (kept as comments for
+// fmt, no meaning).
 func TestPythonReadPast(t *testing.T) {
 	tests := []struct {
 		name, src, want string
@@ -129,6 +130,11 @@ func TestPythonReadPast(t *testing.T) {
 			"def mask causal(b h q kv): return (cmp q >= kv)", []string{"@lru_cache", "@functools.lru_cache(maxsize=None)  # cached", "@torch.compile(fullgraph=True)"}, 3},
 		{"__name__", "def gen(w):\n    def m(b, h, q, kv):\n        return q - kv <= w\n    m.__name__ = f\"window_{w}\"\n    return m\n",
 			"def mask gen(w)(b h q kv) inner m: return (cmp (- q kv) <= w)", []string{"m.__name__ = f\"window_{w}\""}, 0},
+		{"imports", "import torch\nimport torch.nn.functional as F\nfrom functools import partial\nfrom torch.nn.attention.flex_attention import (\n    and_masks,\n    or_masks,\n)\nfrom typing import Optional\ndef causal(b, h, q, kv):\n    import math\n    return q >= kv\n",
+			"def mask causal(b h q kv): return (cmp q >= kv)", []string{"import torch", "import torch.nn.functional as F", "from functools import partial",
+				"from torch.nn.attention.flex_attention import (\n    and_masks,\n    or_masks,\n)", "from typing import Optional", "import math"}, 0},
+		{"import of an unknown module", "from mymodels.attention import helpers  # ours\ndef causal(b, h, q, kv):\n    return q >= kv\n",
+			"def mask causal(b h q kv): return (cmp q >= kv)", []string{"from mymodels.attention import helpers  # ours"}, 1},
 		{"string statement", "def m(b, h, q, kv):\n    \"\"\"doc\"\"\"\n    d = q - kv\n    \"\"\"a note\n    over lines\"\"\"\n    'one more'\n    return d >= 0\n",
 			"def mask m(b h q kv): d = (- q kv); return (cmp d >= 0=0)", []string{"\"\"\"a note\n    over lines\"\"\"", "'one more'"}, 0},
 	}
@@ -142,7 +148,7 @@ func TestPythonReadPast(t *testing.T) {
 				t.Errorf("%d notes, want %d:\n%s", len(diags), tt.notes, diags.Render())
 			}
 			for _, d := range diags {
-				if d.Severity != dsl.SeverityNote || d.Code != parser.CodeDecorator {
+				if d.Severity != dsl.SeverityNote || d.Code != parser.CodeDecorator && d.Code != parser.CodeImport {
 					t.Errorf("unexpected diagnostic %s", d.Message)
 				}
 			}

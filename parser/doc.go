@@ -17,8 +17,8 @@
 //	errors.go   participle failures -> positioned diagnostics in words
 //
 // Every syntax problem is a dsl.Diagnostic with a code from Codes
-// (E001-E019, E070-E072 for strings and defs, and E079 for work on whole
-// tensors), a message that says what was expected, and a hint. A broken
+// (E001-E019, E070-E072 for strings and defs, E079 for work on whole
+// tensors and the note E080 on an import read past), a message that says what was expected, and a hint. A broken
 // declaration yields one diagnostic and does not hide problems in the
 // declarations after it. Bracket nesting is bounded by MaxNesting and runs
 // of prefix operators by MaxPrefixRun, and input by MaxFileSize, so hostile

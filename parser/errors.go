@@ -350,7 +350,7 @@ func (e *errorSite) explainOutside() *explanation {
 	case t.Value == "let":
 		hint = "`let` is only allowed in a block body: `mask m(b, h, q, kv) { let d = ... }`"
 	case t.Value == "import" || t.Value == "from":
-		hint = "a Python import has no place in .flex: remove the line; torch and math are always available"
+		hint = "an import names a module: `import torch`, `from functools import partial`; torch, math and partial are built in"
 	case t.Type == tokIdent && e.i+2 < len(e.tokens) && e.tokens[e.i+1].Value == "=" && e.tokens[e.i+2].Value == "lambda":
 		hint = fmt.Sprintf("a lambda bound to a name takes names and one expression: `%s = lambda b, h, q_idx, kv_idx: ...`", t.Value)
 	case (t.Type == tokOp || t.Type == tokPrefix) && kw != "":

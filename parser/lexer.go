@@ -675,6 +675,9 @@ func (s *scanner) ignoredLine() bool {
 		for i < s.end && (isIdentStart(s.text[i]) || isDigit(s.text[i])) {
 			i++
 		}
+		if w := s.text[start:i]; (w == "import" || w == "from") && i < s.end && (s.text[i] == ' ' || s.text[i] == '\t') {
+			return s.importLine(start, w)
+		}
 		if i >= s.end || s.text[i] != '.' {
 			return false
 		}
@@ -715,6 +718,92 @@ func (s *scanner) ignoredLine() bool {
 		return false
 	}
 	return false
+}
+
+// Modules whose imports a pasted file needs for what .flex has built in
+// (torch and its functions, math, functools.partial, FlexAttention's
+// and_masks/or_masks, type annotations): their imports are read past
+// silently. Any other import gets a note: the names it binds mean
+// nothing here unless the file defines them.
+var knownImports = map[string]bool{
+	"torch": true, "math": true, "functools": true, "typing": true, "__future__": true,
+	"jaxtyping": true, "einops": true,
+}
+
+// importLine reads past a Python import statement starting at start
+// (keyword "import" or "from"): `import torch`, `import torch.nn.functional
+// as F`, `from functools import partial`, `from torch.nn.attention.flex_attention
+// import (and_masks, or_masks)` over several lines. It is kept as a comment,
+// so that `maskc fmt` prints it back; the names it binds are not defined by
+// it (torch, math, partial, and_masks and or_masks are built in). A
+// statement that is not an import's shape (no module name, `from m` without
+// `import`) is left to the grammar's error.
+func (s *scanner) importLine(start int, keyword string) bool {
+	end, _ := s.restOfLine(start)
+	line := s.text[start:end]
+	if i := strings.IndexByte(line, '#'); i >= 0 {
+		line = line[:i]
+	}
+	fields := strings.Fields(strings.NewReplacer(",", " , ", "(", " ( ", ")", " ) ").Replace(line))
+	if len(fields) < 2 || !isDottedName(fields[1]) {
+		return false
+	}
+	if keyword == "from" {
+		if len(fields) < 4 || fields[2] != "import" {
+			return false
+		}
+		if fields[3] == "(" && !strings.Contains(line, ")") {
+			// A parenthesised list over several lines, up to its ')': each
+			// line names and commas only, so that an unclosed list reads
+			// past nothing else.
+			for {
+				if end >= s.end {
+					return false
+				}
+				next, _ := s.restOfLine(end + dsl.LineEndAt(s.text, end))
+				text := s.text[end:next]
+				if i := strings.IndexByte(text, '#'); i >= 0 {
+					text = text[:i]
+				}
+				names, closed := strings.CutSuffix(strings.TrimSpace(text), ")")
+				for _, name := range strings.FieldsFunc(names, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }) {
+					if !isDottedName(name) {
+						return false
+					}
+				}
+				end = next
+				if closed {
+					break
+				}
+				if strings.Contains(text, ")") {
+					return false
+				}
+			}
+		}
+	}
+	module := strings.SplitN(fields[1], ".", 2)[0]
+	if !knownImports[module] {
+		sp := dsl.Span{Start: start, End: start + len(strings.TrimRight(line, " \t"))}
+		s.out.notes = append(s.out.notes, &dsl.Diagnostic{Source: s.src, Span: sp, Code: CodeImport, Severity: dsl.SeverityNote,
+			Message: fmt.Sprintf("import of %s read past: .flex has no modules, so a name it imports means something here only if this file defines it", fields[1])})
+	}
+	s.keepLine(start, end)
+	return true
+}
+
+// isDottedName reports whether t is a module path: names joined by dots.
+func isDottedName(t string) bool {
+	for _, part := range strings.Split(t, ".") {
+		if part == "" || !isIdentStart(part[0]) {
+			return false
+		}
+		for i := 1; i < len(part); i++ {
+			if !isIdentStart(part[i]) && !isDigit(part[i]) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // keepLine records text[start:end] as a comment (Python read past) and
