@@ -8,7 +8,12 @@
 # causal_mask_mod(b, h, q_idx, kv_idx, *, context_len), bound with
 # partial(causal_mask_mod, context_len=ctx_len) in several public tests), a
 # score's slope bound by name, and the same def used as a mod of its own
-# where it takes exactly the mod's parameters.
+# where it takes exactly the mod's parameters. The imports are as pasted.
+import functools
+from functools import partial
+
+import torch
+
 buffer block_lengths: i32[B, 4]
 
 def kv_offset_mask_flex(b, h, q_idx, kv_idx, offset):

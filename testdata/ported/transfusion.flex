@@ -1,7 +1,13 @@
 # lucidrains/transfusion-pytorch's attention mask, pasted: causal, or-ed with
 # bidirectional attention inside each modality span of the sequence, the spans
 # a per-sequence table of (type, offset, length) rows (padded with zeros).
-# Declared i32: an i64 offset + length could overflow (E311).
+# Declared i32: an i64 offset + length could overflow (E311). Its imports as
+# pasted.
+import torch
+from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+from jaxtyping import Int
+
 buffer modalities: i32[B, 8, 3]
 
 def causal(b, h, q_idx, kv_idx):
