@@ -610,6 +610,9 @@ func checkTiles(t *testing.T, cases []hostCase, tiles []tileCase, res []hostResu
 				report("%s: host plan gives range [%d, %d) full %v, maskc_kv_range [%d, %d) maskc_tile_full %v", where, lo, hi, full, r.lo, r.hi, r.full)
 			case !slices.Equal(ilo, r.ilo) || !slices.Equal(ihi, r.ihi):
 				report("%s: host plan gives intervals %v %v, maskc_kv_intervals %v %v", where, ilo, ihi, r.ilo, r.ihi)
+			case len(hs.IntervalTerms()) != len(ilo):
+				// tilemap's waste report counts per interval by these names.
+				report("%s: %d interval names for %d intervals", where, len(hs.IntervalTerms()), len(ilo))
 			default:
 				hostAgreed++
 			}
