@@ -44,6 +44,12 @@ type Ident struct {
 	Sp Span
 	// Name is the identifier text, e.g. "q_idx" or "torch.where".
 	Name string
+	// Lambda is set where the name stands for a lambda written in place
+	// (`mask = lambda b, h, q_idx, kv_idx: q_idx >= kv_idx`, or an argument
+	// of or_masks in a setting): the parser made it a def of its own
+	// (ModDecl.InPlace), declared before the attention block, and Sp covers
+	// the lambda.
+	Lambda *ModDecl
 }
 
 // Span implements Node.
@@ -188,8 +194,13 @@ type ModDecl struct {
 	// type. Kind is MaskMod and means nothing for it.
 	Helper bool
 	// Lambda is set for a def written `NAME = lambda params: expr` at the
-	// top of the file (printed back that way).
+	// top of the file (printed back that way), and for a lambda written in
+	// place (InPlace).
 	Lambda bool
+	// InPlace is set for a lambda written inside an attention setting: its
+	// name is made up (the block's name, `_lambda` and a number) and the
+	// Ident that stands for it prints it back where it was written.
+	InPlace bool
 	// KwOnly is the number of a plain def's trailing parameters after a
 	// bare `*` (Python's keyword-only parameters: arguments reach them only
 	// by name); such a def is a Helper.

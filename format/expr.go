@@ -9,7 +9,8 @@ import (
 // Binding strength of each expression form, following Python; a child
 // printed in a context that needs more gets parentheses.
 const (
-	precCond    = iota // x if c else y
+	precLambda  = iota // lambda params: x
+	precCond           // x if c else y
 	precOr             // or
 	precAnd            // and
 	precNot            // not x
@@ -29,13 +30,17 @@ const (
 // are inserted. A *dsl.VarRef prints as its variable's name.
 func Expr(e dsl.Expr) string {
 	var b strings.Builder
-	writeExpr(&b, e, precCond)
+	writeExpr(&b, e, precLambda)
 	return b.String()
 }
 
 // prec returns the binding strength of e.
 func prec(e dsl.Expr) int {
 	switch x := e.(type) {
+	case *dsl.Ident:
+		if x.Lambda != nil {
+			return precLambda
+		}
 	case *dsl.CondExpr:
 		return precCond
 	case *dsl.BinaryExpr:
@@ -85,7 +90,11 @@ func writeExpr(b *strings.Builder, e dsl.Expr, min int) {
 	}
 	switch x := e.(type) {
 	case *dsl.Ident:
-		b.WriteString(x.Name)
+		if x.Lambda != nil {
+			b.WriteString(lambdaText(x.Lambda))
+		} else {
+			b.WriteString(x.Name)
+		}
 	case *dsl.VarRef:
 		b.WriteString(x.Var.String())
 	case *dsl.IntLit:
@@ -141,7 +150,7 @@ func writeExpr(b *strings.Builder, e dsl.Expr, min int) {
 		b.WriteString(" if ")
 		writeExpr(b, x.Cond, precOr)
 		b.WriteString(" else ")
-		writeExpr(b, x.Else, precCond)
+		writeExpr(b, x.Else, precLambda)
 	case *dsl.CallExpr:
 		writeExpr(b, x.Fun, precPostfix)
 		writeList(b, "(", x.Args, ")", false)
@@ -150,7 +159,7 @@ func writeExpr(b *strings.Builder, e dsl.Expr, min int) {
 		writeList(b, "[", x.Indices, "]", false)
 	case *dsl.ParenExpr:
 		b.WriteByte('(')
-		writeExpr(b, x.X, precCond)
+		writeExpr(b, x.X, precLambda)
 		b.WriteByte(')')
 	case *dsl.TupleExpr:
 		writeList(b, "(", x.Elems, ")", len(x.Elems) == 1)
@@ -170,7 +179,7 @@ func writeExpr(b *strings.Builder, e dsl.Expr, min int) {
 	case *dsl.KeywordArg:
 		b.WriteString(name(x.Name))
 		b.WriteByte('=')
-		writeExpr(b, x.Value, precCond)
+		writeExpr(b, x.Value, precLambda)
 	default:
 		b.WriteString("<?>")
 	}
@@ -184,7 +193,7 @@ func writeList(b *strings.Builder, open string, elems []dsl.Expr, close string, 
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		writeExpr(b, el, precCond)
+		writeExpr(b, el, precLambda)
 	}
 	if trailingComma {
 		b.WriteByte(',')

@@ -23,6 +23,9 @@ func Source(f *dsl.File) []byte {
 	}
 	p := &printer{text: text, comments: f.Comments, lastEnd: -1}
 	for _, d := range f.Decls {
+		if m, ok := d.(*dsl.ModDecl); ok && m.InPlace {
+			continue // printed where it is written (its Ident)
+		}
 		p.lines = append(p.lines, declLines(d)...)
 	}
 	out := p.print()
@@ -87,19 +90,7 @@ func modLines(d *dsl.ModDecl) []line {
 		return []line{{sp: d.Sp, verbatim: true}}
 	}
 	if d.Lambda {
-		var b strings.Builder
-		b.WriteString(name(d.Name) + " = lambda")
-		for i, p := range d.Params {
-			if i > 0 {
-				b.WriteString(",")
-			}
-			b.WriteString(" " + name(p))
-			if i < len(d.Defaults) && d.Defaults[i] != nil {
-				b.WriteString("=" + Expr(d.Defaults[i]))
-			}
-		}
-		b.WriteString(": " + Expr(d.Body.Result))
-		return []line{{text: b.String(), sp: d.Sp}}
+		return []line{{text: name(d.Name) + " = " + lambdaText(d), sp: d.Sp}}
 	}
 	if d.Def {
 		return defLines(d)
@@ -406,4 +397,22 @@ func returned(e dsl.Expr) string {
 		parts[i] = Expr(el)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// lambdaText prints a def written as a lambda: `lambda b, h, q_idx, kv_idx:
+// q_idx >= kv_idx`.
+func lambdaText(d *dsl.ModDecl) string {
+	var b strings.Builder
+	b.WriteString("lambda")
+	for i, p := range d.Params {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(" " + name(p))
+		if i < len(d.Defaults) && d.Defaults[i] != nil {
+			b.WriteString("=" + Expr(d.Defaults[i]))
+		}
+	}
+	b.WriteString(": " + Expr(d.Body.Result))
+	return b.String()
 }

@@ -15,6 +15,13 @@ import (
 type converter struct {
 	src *dsl.Source
 	err *dsl.Diagnostic
+	// settingsOf is the attention block whose settings are being converted
+	// ("" elsewhere): a lambda written in place is a def only there.
+	settingsOf string
+	// lambdas are the defs made of the lambdas written in place, each after
+	// the lambdas written inside it; named counts them as they are met.
+	lambdas []*dsl.ModDecl
+	named   int
 }
 
 func (c *converter) fail(sp dsl.Span, code dsl.Code, format string, args ...any) *dsl.Diagnostic {
@@ -84,6 +91,8 @@ func (c *converter) buffer(g *bufferG) *dsl.BufferDecl {
 
 func (c *converter) attention(g *attentionG) *dsl.AttentionDecl {
 	d := &dsl.AttentionDecl{Sp: span(g.Keyword).Join(span(g.Close)), Name: ident(g.Name)}
+	c.settingsOf = g.Name.Value
+	defer func() { c.settingsOf = "" }()
 	for i, sg := range g.Settings {
 		s := &dsl.Setting{Key: ident(sg.Key), Value: c.expr(sg.Value)}
 		s.Sp = s.Key.Sp.Join(s.Value.Span())
@@ -309,9 +318,12 @@ func (p *pratt) parse(min int) dsl.Expr {
 // parenthesised group, then its calls and indexings.
 func (c *converter) operand(g *operandG) dsl.Expr {
 	var x dsl.Expr
-	if g.Atom != nil {
+	switch {
+	case g.Atom != nil:
 		x = c.atom(*g.Atom)
-	} else {
+	case g.Lambda != nil:
+		x = c.lambdaInPlace(g.Lambda)
+	default:
 		x = c.group(g.Group)
 	}
 	for _, s := range g.Suffixes {
@@ -468,4 +480,26 @@ func (c *converter) paramNames(l *paramListG) []*nameG {
 		out = append(out, e.Name)
 	}
 	return out
+}
+
+// lambdaInPlace makes a lambda written as an operand a def of its own,
+// named after its attention block (`a_lambda1`), and returns the name
+// standing for it. Only an attention setting may hold one: a def's body
+// has inner defs for that.
+func (c *converter) lambdaInPlace(g *lambdaG) dsl.Expr {
+	sp := span(g.Keyword)
+	if c.settingsOf == "" {
+		c.fail(sp, CodeUnexpectedToken, "a lambda is a mod only as an attention setting or bound to a name at the top of the file").
+			WithHint("write it as a def, or as `NAME = lambda b, h, q_idx, kv_idx: ...` on a line of its own")
+		return &dsl.Ident{Sp: sp, Name: "lambda"}
+	}
+	c.named++
+	name := g.Keyword
+	name.Value = fmt.Sprintf("%s_lambda%d", c.settingsOf, c.named)
+	d := c.lambda(name, g)
+	d.InPlace = true
+	d.Name.Sp = sp
+	d.Sp = sp.Join(d.Body.Result.Span())
+	c.lambdas = append(c.lambdas, d)
+	return &dsl.Ident{Sp: d.Sp, Name: name.Value, Lambda: d}
 }

@@ -306,3 +306,68 @@ func TestLambdaDecl(t *testing.T) {
 		t.Errorf("defaults out of order: %s", diags.Render())
 	}
 }
+
+// TestLambdaInPlace: a lambda written in an attention setting (the mask
+// itself, an argument of or_masks, the score) is a def of its own, named
+// after the block and declared before it, that the setting's name stands
+// for (Ident.Lambda); anywhere else it is E011.
+func TestLambdaInPlace(t *testing.T) {
+	src := "attention local {\n" +
+		"    mask = or_masks(causal, lambda b, h, q_idx, kv_idx: kv_idx < 64)\n" +
+		"    score = lambda score, b, h, q_idx, kv_idx: score * 2\n" +
+		"}\n"
+	f, diags := parser.ParseFile("t.flex", []byte(src))
+	if len(diags) > 0 {
+		t.Fatal(diags.Render())
+	}
+	if len(f.Decls) != 3 {
+		t.Fatalf("%d declarations, want the two lambdas' and the block", len(f.Decls))
+	}
+	for i, w := range []struct {
+		name   string
+		kind   dsl.ModKind
+		params int
+	}{{"local_lambda1", dsl.MaskMod, 4}, {"local_lambda2", dsl.ScoreMod, 5}} {
+		d, ok := f.Decls[i].(*dsl.ModDecl)
+		if !ok || !d.InPlace || !d.Lambda || d.Name.Name != w.name || d.Kind != w.kind || len(d.Params) != w.params {
+			t.Errorf("decl %d = %s, want the in-place lambda %s", i, declDump(f.Decls[i]), w.name)
+			continue
+		}
+		if got := src[d.Sp.Start:d.Sp.End]; !strings.HasPrefix(got, "lambda ") {
+			t.Errorf("%s spans %q, want the lambda", w.name, got)
+		}
+	}
+	a := f.Decls[2].(*dsl.AttentionDecl)
+	call, ok := a.Settings[0].Value.(*dsl.CallExpr)
+	if !ok || len(call.Args) != 2 {
+		t.Fatalf("mask = %T", a.Settings[0].Value)
+	}
+	if id, ok := call.Args[1].(*dsl.Ident); !ok || id.Lambda != f.Decls[0] || id.Name != "local_lambda1" {
+		t.Errorf("or_masks' second argument = %#v, want the name of the first lambda", call.Args[1])
+	}
+	if id, ok := a.Settings[1].Value.(*dsl.Ident); !ok || id.Lambda != f.Decls[1] {
+		t.Errorf("score = %#v, want the name of the second lambda", a.Settings[1].Value)
+	}
+	// A lambda inside a lambda: each its own name, the inner one first.
+	f, diags = parser.ParseFile("t.flex", []byte("attention a {\n    mask = lambda b, h, q, kv: (lambda x: x)(q) >= kv\n}\n"))
+	if len(diags) > 0 || len(f.Decls) != 3 {
+		t.Fatalf("nested: %d declarations: %s", len(f.Decls), diags.Render())
+	}
+	inner, outer := f.Decls[0].(*dsl.ModDecl), f.Decls[1].(*dsl.ModDecl)
+	if inner.Name.Name != "a_lambda2" || len(inner.Params) != 1 || outer.Name.Name != "a_lambda1" || len(outer.Params) != 4 {
+		t.Errorf("nested: %s, %s", declDump(inner), declDump(outer))
+	}
+	if id, ok := f.Decls[2].(*dsl.AttentionDecl).Settings[0].Value.(*dsl.Ident); !ok || id.Lambda != outer {
+		t.Errorf("nested: the setting names %#v, want the outer lambda", f.Decls[2].(*dsl.AttentionDecl).Settings[0].Value)
+	}
+	for _, bad := range []string{
+		"def m(b, h, q, kv):\n    return and_masks(lambda b, h, q, kv: q >= kv, m)\n",
+		"param P = lambda x: x\n",
+		"mask m(b, h, q, kv) = (lambda x: x)(q) >= kv\n",
+	} {
+		_, diags := parser.ParseFile("t.flex", []byte(bad))
+		if r := diags.Render(); !strings.Contains(r, "error[E011]: a lambda is a mod only as an attention setting") {
+			t.Errorf("%q: %s", bad, r)
+		}
+	}
+}

@@ -89,7 +89,8 @@ type globalG struct {
 }
 
 // lambdaG: `lambda params: expr`, bound to a module-level name
-// (`causal = lambda b, h, q_idx, kv_idx: q_idx >= kv_idx`): a def.
+// (`causal = lambda b, h, q_idx, kv_idx: q_idx >= kv_idx`) or written in
+// place as an operand (an attention setting): a def.
 type lambdaG struct {
 	Keyword lexer.Token     `parser:"@'lambda'"`
 	First   *lambdaParamG   `parser:"( @@"`
@@ -223,7 +224,8 @@ type binaryTail struct {
 type operandG struct {
 	Tokens   []lexer.Token
 	Prefix   []string     `parser:"@Prefix*"`
-	Atom     *lexer.Token `parser:"( @(Ident | Literal | String)"`
+	Lambda   *lambdaG     `parser:"( @@"`
+	Atom     *lexer.Token `parser:"| @(Ident | Literal | String)"`
 	Group    *groupG      `parser:"| @@ )"`
 	Suffixes []*suffixG   `parser:"@@*"`
 }

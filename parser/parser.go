@@ -36,13 +36,13 @@ func ParseFile(name string, src []byte) (*dsl.File, dsl.Diagnostics) {
 		if i+1 < len(starts) {
 			end = starts[i+1]
 		}
-		decl, comments, notes, d := parsePiece(source, text, start, end)
+		decls, comments, notes, d := parsePiece(source, text, start, end)
 		f.Comments = append(f.Comments, comments...)
 		diags = append(diags, notes...)
 		if d != nil {
 			diags = append(diags, d)
-		} else if decl != nil {
-			f.Decls = append(f.Decls, decl)
+		} else {
+			f.Decls = append(f.Decls, decls...)
 		}
 	}
 	diags.Sort()
@@ -51,10 +51,11 @@ func ParseFile(name string, src []byte) (*dsl.File, dsl.Diagnostics) {
 
 // parsePiece parses the bytes [start, end) of source (whose text is also
 // given as a string), which hold at most
-// one declaration (see DeclStarts). It returns the declaration, or nil for
-// a piece of comments and blank lines, the piece's comments, its notes
-// (Python read past), and its first syntax error.
-func parsePiece(source *dsl.Source, text string, start, end int) (dsl.Decl, []*dsl.Comment, dsl.Diagnostics, *dsl.Diagnostic) {
+// one declaration (see DeclStarts). It returns the declaration, after the
+// defs made of the lambdas it writes in place (none for a piece of
+// comments and blank lines), the piece's comments, its notes (Python read
+// past), and its first syntax error.
+func parsePiece(source *dsl.Source, text string, start, end int) ([]dsl.Decl, []*dsl.Comment, dsl.Diagnostics, *dsl.Diagnostic) {
 	lx := lex(source, text, start, end)
 	if lx.err != nil {
 		return nil, lx.comments, nil, lx.err
@@ -69,7 +70,7 @@ func parsePiece(source *dsl.Source, text string, start, end int) (dsl.Decl, []*d
 			if c.err != nil {
 				return nil, lx.comments, nil, c.err
 			}
-			return d, lx.comments, lx.notes, nil
+			return []dsl.Decl{d}, lx.comments, lx.notes, nil
 		}
 		return nil, lx.comments, nil, syntaxError(source, lx.tokens, err, false)
 	}
@@ -81,7 +82,11 @@ func parsePiece(source *dsl.Source, text string, start, end int) (dsl.Decl, []*d
 	if c.err != nil {
 		return nil, lx.comments, nil, c.err
 	}
-	return d, lx.comments, lx.notes, nil
+	decls := make([]dsl.Decl, 0, len(c.lambdas)+1)
+	for _, l := range c.lambdas {
+		decls = append(decls, l)
+	}
+	return append(decls, d), lx.comments, lx.notes, nil
 }
 
 // ParseExpr parses a single expression (used by tests, -D values, the

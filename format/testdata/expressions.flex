@@ -17,3 +17,9 @@ mask multi(b, h, q, kv) = and_masks(
     band,     # first
     cond,
 )(b, h, q, kv)
+
+# Lambdas written in place: the mask itself, an argument, the score.
+attention inline {
+    mask = or_masks(causal,   lambda b, h, q_idx, kv_idx:  kv_idx < 64)
+    score = lambda score, b, h, q_idx, kv_idx: score*2
+}
