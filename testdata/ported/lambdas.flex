@@ -23,3 +23,9 @@ attention local_layer {
 attention banded_layer {
     mask = banded
 }
+
+# Lambdas written in place, as notebooks pass them to flex_attention.
+attention inline_layer {
+    mask = or_masks(causal_mask, lambda b, h, q_idx, kv_idx: kv_idx < 16)
+    score = lambda score, b, h, q_idx, kv_idx: score - (q_idx - kv_idx).abs() * 0.02
+}
