@@ -717,10 +717,10 @@ func (g *sparsityWriter) walkRange(p sparsityPlan, wf walkFuncs) string {
 			slot++
 		})
 		n = total
-	} else if n > limit || n == 0 || unionIsHull(p, wf.inner) {
+	} else if merged := unionIsHull(p, wf.inner); n > limit || n == 0 || merged {
 		n = 1
 		why := "their hull"
-		if unionIsHull(p, wf.inner) {
+		if merged {
 			why = "their hull, which is their union (every range starts at 0 or every range runs to the end)"
 		}
 		g.line("%s(buf, B, H, HKV, Q, KV, b, h, %s, &lo[0], &hi[0]);  // %s", funcName(wf.hullSig), wf.args, why)

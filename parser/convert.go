@@ -428,8 +428,6 @@ func (c *converter) group(g *groupG) dsl.Expr {
 	return &dsl.TupleExpr{Sp: sp, Elems: c.list(g.First, g.Rest, g.Open, true, false)}
 }
 
-// paramNames returns the names of a parameter list, refusing an empty
-// element other than a trailing comma: `(a, , b)` or `(,)`.
 // kwOnly returns how many parameters of l follow a bare `*` (Python's
 // keyword-only parameters; 0 when there is none) and the star; a second
 // star, or one that no parameter follows, is an error.
@@ -458,6 +456,8 @@ func (c *converter) kwOnly(l *paramListG) (int, *lexer.Token) {
 	return n, star
 }
 
+// paramNames returns the names of a parameter list, refusing an empty
+// element other than a trailing comma: `(a, , b)` or `(,)`.
 func (c *converter) paramNames(l *paramListG) []*nameG {
 	if l.First == nil {
 		return nil

@@ -652,10 +652,7 @@ func (s *scanner) ignoredLine() bool {
 	switch {
 	case c == '@':
 		end, _ := s.restOfLine(start)
-		text := strings.TrimRight(s.text[start:end], " \t")
-		if i := strings.IndexByte(text, '#'); i >= 0 {
-			text = strings.TrimRight(text[:i], " \t")
-		}
+		text := strings.TrimRight(beforeComment(s.text[start:end]), " \t")
 		name := strings.TrimSpace(text[1:])
 		if i := strings.IndexByte(name, '('); i >= 0 {
 			name = strings.TrimSpace(name[:i])
@@ -740,10 +737,7 @@ var knownImports = map[string]bool{
 // `import`) is left to the grammar's error.
 func (s *scanner) importLine(start int, keyword string) bool {
 	end, _ := s.restOfLine(start)
-	line := s.text[start:end]
-	if i := strings.IndexByte(line, '#'); i >= 0 {
-		line = line[:i]
-	}
+	line := beforeComment(s.text[start:end])
 	fields := strings.Fields(strings.NewReplacer(",", " , ", "(", " ( ", ")", " ) ").Replace(line))
 	if len(fields) < 2 || !isDottedName(fields[1]) {
 		return false
@@ -761,10 +755,7 @@ func (s *scanner) importLine(start int, keyword string) bool {
 					return false
 				}
 				next, _ := s.restOfLine(end + dsl.LineEndAt(s.text, end))
-				text := s.text[end:next]
-				if i := strings.IndexByte(text, '#'); i >= 0 {
-					text = text[:i]
-				}
+				text := beforeComment(s.text[end:next])
 				names, closed := strings.CutSuffix(strings.TrimSpace(text), ")")
 				for _, name := range strings.FieldsFunc(names, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }) {
 					if !isDottedName(name) {
@@ -789,6 +780,14 @@ func (s *scanner) importLine(start int, keyword string) bool {
 	}
 	s.keepLine(start, end)
 	return true
+}
+
+// beforeComment returns a line's text up to its `#` comment, if any.
+func beforeComment(line string) string {
+	if i := strings.IndexByte(line, '#'); i >= 0 {
+		return line[:i]
+	}
+	return line
 }
 
 // isDottedName reports whether t is a module path: names joined by dots.
