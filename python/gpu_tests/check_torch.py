@@ -359,14 +359,19 @@ def check_training_paths(attn, q, k, v, bufs, layout, do, res):
     try:  # the forward op with autograd (its registered backward runs under opcheck's aot dispatch test)
         torch.library.opcheck(torch.ops.maskc.attn_fwd.default, (qg, kg, vg, fl, sk, gen_.key, layout, True, None))
         with torch.no_grad():
-            o, lse = torch.ops.maskc.attn_fwd(q, k, v, blist, sk.detach() if sk is not None else None, gen_.key,
-                                              layout, True, None)
+            o, lse, tile_flags = torch.ops.maskc.attn_fwd(q, k, v, blist, sk.detach() if sk is not None else None,
+                                                          gen_.key, layout, True, None)
         dlse = torch.randn_like(lse)
         want = (1 << gen_.man.max_buffers) - 1 | (1 << gen_.man.max_buffers)
         torch.library.opcheck(torch.ops.maskc.attn_bwd.default,
                               (do, dlse, q, k, v, o, lse, blist, sk.detach() if sk is not None else None, gen_.key,
                                layout, True, want))
-        res["opcheck_grad"] = "pass (attn_fwd with autograd, attn_bwd)"
+        if tile_flags.numel():  # the backward on the forward's tile flags, without its own pre-pass
+            torch.library.opcheck(torch.ops.maskc.attn_bwd.default,
+                                  (do, dlse, q, k, v, o, lse, blist, sk.detach() if sk is not None else None,
+                                   gen_.key, layout, True, want, None, tile_flags))
+        res["opcheck_grad"] = "pass (attn_fwd with autograd, attn_bwd%s)" % (
+            " with and without the forward's tile flags" if tile_flags.numel() else "")
     except Exception as e:
         res["opcheck_grad"] = "FAIL: %s" % str(e)[:600]
         ok = False

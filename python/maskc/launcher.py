@@ -194,7 +194,7 @@ class _Generated:
             for t in [q, k, v] + blist + ([sink] if sink is not None else []):
                 grad = grad or t.requires_grad
         if torch.compiler.is_compiling() or grad:
-            out, lse = torch.ops.maskc.attn_fwd(q, k, v, blist, sink, self.key, layout, deterministic, frame)
+            out, lse, _ = torch.ops.maskc.attn_fwd(q, k, v, blist, sink, self.key, layout, deterministic, frame)
         else:  # plain eager inference: skip the dispatcher
             out, lse = self.forward(q, k, v, blist, sink, layout, frame)
         return (out, lse) if return_lse else out
@@ -356,10 +356,30 @@ class _Generated:
         _checks.check_reads(spec.reads, _checks.bound_env(sz, glob, frame), [ext for _, ext in checked])
         return sz, checked
 
-    def forward(self, q, k, v, buffers, sink, layout, frame=None):
+    def flag_count(self, q, k, layout):
+        """Elements of the tile flags that forward(keep_flags=True) returns
+        for q and k in layout: the pre-pass's flag bytes at these sizes on
+        q's device, or 0 where the forward computes none of its own (a
+        kernel without a pre-pass, an empty problem, a forward that runs the
+        decode kernel). Shapes only: the op's fake calls it too."""
+        if not self.spec.flags_entry:
+            return 0
+        h, sq = _heads_seq(q, layout)
+        hkv, skv = _heads_seq(k, layout)
+        if q.shape[0] == 0 or h == 0 or sq == 0 or skv == 0 or _decode.applies(self.man, sq):
+            return 0
+        plat, _ = self._target(self._index(q.device))
+        sizes = dict(B=q.shape[0], H=h, HKV=hkv, Sq=sq, Skv=skv)
+        return self.spec.flag_bytes(sizes, self.spec.launch[plat.name][0])
+
+    def forward(self, q, k, v, buffers, sink, layout, frame=None, keep_flags=False):
         """(out, lse) of the generated kernel: checks, then one or two
         launches on the current stream; no synchronisation. frame: six
-        position-frame ints or None (Attention.__call__)."""
+        position-frame ints or None (Attention.__call__). keep_flags: return
+        (out, lse, flags), flags the tile flags this forward computed, in a
+        uint8 tensor of its own of flag_count elements (empty where it
+        computed none), which the backward of the same call reads instead of
+        recomputing them (backward's flags)."""
         spec, man = self.spec, self.man
         frame = _frame_values(frame)
         sz, checked = self._check_call(q, k, v, buffers, layout, frame)
@@ -371,8 +391,11 @@ class _Generated:
                                  (spec.sink, sz.H, q.device, sink.dtype, list(sink.shape), sink.device))
             sink = sink.contiguous()
         out, lse = _out_lse_like(q, layout)
+        n_kept = self.flag_count(q, k, layout) if keep_flags else 0
+        kept = torch.empty(n_kept, dtype=torch.uint8, device=q.device) if keep_flags else None
+        done = (out, lse, kept) if keep_flags else (out, lse)
         if sz.B == 0 or sz.H == 0 or sz.Q == 0:
-            return out, lse
+            return done
         if sz.KV == 0:
             raise MaskcError("Skv = 0: a generated kernel needs at least one key")
         plat, fns = self._module(q.device)
@@ -380,7 +403,11 @@ class _Generated:
         sizes = dict(B=sz.B, H=sz.H, HKV=sz.HKV, Sq=sz.Q, Skv=sz.KV)
         strides = {n: _checks.bhsd_strides(t, layout)[:3] for n, t in (("q", q), ("k", k), ("v", v), ("o", out))}
         stream = torch.cuda.current_stream(q.device)
-        flags = self._flag_buffer(q.device, stream.cuda_stream, sizes, block_n) if spec.flags_entry else None
+        flags = None
+        if n_kept:  # this call's own flags (flag_count: the pre-pass runs below)
+            flags = kept
+        elif spec.flags_entry:
+            flags = self._flag_buffer(q.device, stream.cuda_stream, sizes, block_n)
         fptr = flags.data_ptr() if flags is not None else 0
         status = self._status_words(q.device, stream.cuda_stream)
         sh, bf = man.pack(spec, sizes, strides, spec.scale, sink.data_ptr() if sink is not None else 0, fptr,
@@ -390,16 +417,20 @@ class _Generated:
         with torch.cuda.device(q.device):
             drv.ensure_context(q.device.index if q.device.index is not None else torch.cuda.current_device())
             dec = _decode.launches(self, plat, sizes, ptrs, sh, bf, q.device)  # Sq <= 16: maskc.decode's kernel
+            if dec and n_kept:  # flag_count said the decode kernel does not apply
+                raise MaskcError("internal: block %s ran the decode kernel where flag_count promised tile flags" %
+                                 spec.attention)
             fs, ls = dec[:2] if dec else (fns, fwd_launches(man, spec, plat, sizes, ptrs, sh, bf, fptr))
             launch_all(fs, ls, stream.cuda_stream)
-        return out, lse
+        return done
 
     def grad_slots(self, buffers):
         """The slots whose gradient the backward can give: buffers the score
         reads differentiably (manifest grad) that are floating point."""
         return [b.slot for b, t in zip(self.spec.buffers, buffers) if b.grad and t.dtype.is_floating_point]
 
-    def backward(self, dout, dlse, q, k, v, out, lse, buffers, sink, layout, deterministic, want=-1, frame=None):
+    def backward(self, dout, dlse, q, k, v, out, lse, buffers, sink, layout, deterministic, want=-1, frame=None,
+                 flags=None):
         """(dq, dk, dv, grads) of the generated backward: dq, dk, dv in
         q's, k's, v's layout (GQA-reduced), grads one per buffer (the
         gradient of each differentiable float buffer whose bit is set in
@@ -410,7 +441,10 @@ class _Generated:
         (where the kernel's bwd_launch says dq_ordered) or by the dQ kernel,
         without atomics (bitwise-reproducible gradients). frame: the
         forward's position frame (six ints or None); out and lse may be a
-        merged output and LSE of several framed calls (maskc.cp's ring)."""
+        merged output and LSE of several framed calls (maskc.cp's ring).
+        flags: the tile flags forward(keep_flags=True) returned for these
+        inputs (their buffers unchanged since), read instead of running the
+        pre-pass again; None or empty: the backward computes its own."""
         spec, man = self.spec, self.man
         frame = _frame_values(frame)
         sz, checked = self._check_call(q, k, v, buffers, layout, frame)
@@ -441,8 +475,17 @@ class _Generated:
         strides = {n: _checks.bhsd_strides(t, layout)[:3] for n, t in named}
         ptr = lambda t: t.data_ptr() if t is not None else 0
         block_n = spec.launch[plat.name][0]
+        given = flags if flags is not None and flags.numel() > 0 and spec.flags_entry else None
+        if given is not None:  # the forward's own flags of these buffers
+            want_n = spec.flag_bytes(sizes, block_n)
+            if given.numel() != want_n or given.dtype != torch.uint8 or given.device != dev:
+                raise MaskcError("block %s: the forward's tile flags are %s %s on %s; this backward reads %d uint8 "
+                                 "on %s" % (spec.attention, given.dtype, tuple(given.shape), given.device, want_n,
+                                            dev))
         flags = None
-        if spec.flags_entry:  # the tile flags of these buffers, recomputed for this backward
+        if given is not None:
+            flags = given
+        elif spec.flags_entry:  # the tile flags of these buffers, recomputed for this backward
             flags = torch.empty(max(1, spec.flag_bytes(sizes, block_n)), dtype=torch.uint8, device=dev)
         stream = torch.cuda.current_stream(dev).cuda_stream
         fsh, bf = man.pack(spec, sizes, {n: strides[n] for n in "qkvo"}, spec.scale, ptr(sink), ptr(flags),
@@ -454,7 +497,8 @@ class _Generated:
                                dsink=ptr(dsink) if with_sink else 0),
                           {s: a.data_ptr() for s, a in accs.items()})
         ptrs = dict(O=out.data_ptr(), dO=dout.data_ptr(), Q=q.data_ptr(), K=k.data_ptr(), V=v.data_ptr(),
-                    dQ=dq.data_ptr(), dK=dk.data_ptr(), dV=dv.data_ptr(), flags=ptr(flags), flags_shape=fsh)
+                    dQ=dq.data_ptr(), dK=dk.data_ptr(), dV=dv.data_ptr(),
+                    flags=ptr(flags) if given is None else 0, flags_shape=fsh)  # 0: no pre-pass launch
         launches = man.bwd_launches(spec, plat, sizes, ptrs, sh, bf, deterministic, with_sink,
                                     {s: (accs[s].data_ptr(), dbufs[s].data_ptr(), accs[s].numel()) for s in slots})
         drv, _ = _libs()

@@ -166,7 +166,8 @@ class CustomOp:
 
     def __call__(self, *args):
         rec.calls.append(("op", self.name, args))
-        return self.fn(*args)
+        self.last = self.fn(*args)  # what the last call returned (its outputs, for setup_context)
+        return self.last
 
 
 def custom_op(name, mutates_args=()):

@@ -236,11 +236,11 @@ def test_the_ops_frame_has_no_default(env):
     attn = mt.load(os.path.join(EXAMPLES, "document_causal.flex")).attention("packed_layer")
     q = ft.Tensor((1, 256, 4, 128), requires_grad=True)
     args = (q, q, q, [ft.Tensor((256,), ft.int32)], None, attn.generated().key, "bshd", False, None)
-    o, lse = ft.ops.maskc.attn_fwd(*args)
+    o, lse, flags = ft.ops.maskc.attn_fwd(*args)
 
     class Ctx:
         def save_for_backward(self, *ts):
             self.saved_tensors = ts
     ctx = Ctx()
-    ft.ops.maskc.attn_fwd.setup(ctx, args, (o, lse))
-    assert len(ft.ops.maskc.attn_fwd.backward(ctx, ft.Tensor(q.shape, q.dtype), None)) == len(args)
+    ft.ops.maskc.attn_fwd.setup(ctx, args, (o, lse, flags))
+    assert len(ft.ops.maskc.attn_fwd.backward(ctx, ft.Tensor(q.shape, q.dtype), None, None)) == len(args)

@@ -70,12 +70,19 @@ def test_unknown_block_names_the_blocks(mt):
         prog.attention("layer_9")
 
 
-def test_ops_are_registered_with_fake_and_autograd(mt):
+def test_ops_are_registered_with_fake_and_autograd(mt, monkeypatch):
+    import types
+    from maskc import launcher
     fwd, bwd = ft.ops.maskc.attn_fwd, ft.ops.maskc.attn_bwd
     assert fwd.fake is not None and fwd.backward is not None and bwd.fake is not None
+    # the fake's tile flags have as many elements as the launcher's flag_count says
+    counts = []
+    stub = types.SimpleNamespace(flag_count=lambda q, k, layout: counts.append((q.shape, k.shape, layout)) or 77)
+    monkeypatch.setitem(launcher._LAUNCHERS, "key", stub)
     q, k = bshd(2, 100, 8), bshd(2, 300, 2)
-    out, lse = fwd.fake(q, k, k, [], None, "key", "bshd", False, None)
+    out, lse, flags = fwd.fake(q, k, k, [], None, "key", "bshd", False, None)
     assert out.shape == q.shape and out.is_contiguous() and lse.shape == (2, 8, 100) and lse.dtype is ft.float32
+    assert flags.shape == (77,) and flags.dtype is ft.uint8 and counts == [(q.shape, k.shape, "bshd")]
     q2 = ft.Tensor((2, 8, 100, 128))
     assert fwd.fake(q2, k, k, [], None, "key", "bhsd", False, None)[1].shape == (2, 8, 100)
     # the backward's fake gives each buffer, of any rank, a gradient of its shape

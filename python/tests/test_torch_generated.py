@@ -136,12 +136,10 @@ def test_prepass_block_launches_flags_first(env, tmp_path):
     assert t.shape == (B * H * 3 * nkt,)  # the mask reads b and h
 
 
-def test_prepass_backward_keeps_its_own_block_size(env, tmp_path):
-    """The backward of a pre-pass block rewrites the tile flags with the
-    forward's block size (256 threads on sm_90a) between its row pre-pass and
-    its main kernel, which take the backward's (128): the H200 run found
-    the main kernel launched with the flag kernel's 256 threads
-    (CUDA_ERROR_INVALID_VALUE)."""
+def test_prepass_backward_reads_the_forwards_flags(env, tmp_path):
+    """Through the op, the forward writes the tile flags into a tensor of
+    its own, its third output, and the backward reads them: no second
+    pre-pass, and every backward kernel's tile_flags is the forward's."""
     mt, drv, nv = env
     p = tmp_path / "odd.flex"
     p.write_text(ODD)
@@ -150,10 +148,42 @@ def test_prepass_backward_keeps_its_own_block_size(env, tmp_path):
     q = ft.Tensor((B, H, S, D), ft.float16, requires_grad=True)
     tab = ft.Tensor((B, S), ft.int32)
     attn(q, q, q, buffers={"tab": tab})
+    (_, ff, _, _, _, _, fargs), _ = launches(drv)
+    _, _, flags = ft.ops.maskc.attn_fwd.last
+    gen = attn.generated()
+    block_n = gen.spec.launch["nvidia-sm90a"][0]
+    assert flags.dtype is ft.uint8 and flags.shape == (B * H * 3 * -(-S // block_n),)
+    assert flags.shape[0] == gen.flag_count(q, q, "bhsd")  # what the op's fake returns
+    assert ff == 200 and ptr(fargs[2]) == flags.data_ptr()
+    assert not gen._flags  # not the cached buffer of inference calls
     nfwd = len(launches(drv))
     backward_through_op(attn, q, q, q, [tab])
     bw = launches(drv)[nfwd:]
-    spec = attn.generated().spec
+    assert [c[1] for c in bw] == [300, 301, 303]
+    bsh = gen.man.BwdShape.from_buffer_copy(bw[1][6][6])
+    assert bsh.tile_flags == flags.data_ptr()
+
+
+def test_prepass_backward_keeps_its_own_block_size(env, tmp_path):
+    """Without the forward's flags (maskc.cp's ring calls the launcher's
+    backward itself), the backward of a pre-pass block rewrites the tile
+    flags with the forward's block size (256 threads on sm_90a) between its
+    row pre-pass and its main kernel, which take the backward's (128): the
+    H200 run found the main kernel launched with the flag kernel's 256
+    threads (CUDA_ERROR_INVALID_VALUE)."""
+    mt, drv, nv = env
+    p = tmp_path / "odd.flex"
+    p.write_text(ODD)
+    attn = mt.load(str(p)).attention("odd_layer")
+    B, H, S, D = 2, 4, 300, 128
+    q = ft.Tensor((B, H, S, D), ft.float16)
+    tab = ft.Tensor((B, S), ft.int32)
+    gen = attn.generated()
+    out, lse = gen.forward(q, q, q, [tab], None, "bhsd")
+    nfwd = len(launches(drv))
+    gen.backward(ft.Tensor(q.shape, q.dtype), None, q, q, q, out, lse, [tab], None, "bhsd", False)
+    bw = launches(drv)[nfwd:]
+    spec = gen.spec
     fwd_block_n, fwd_threads, _ = spec.launch["nvidia-sm90a"]
     bl = spec.bwd_launch["nvidia-sm90a"]
     assert fwd_threads != bl.threads  # else this test shows nothing
@@ -195,16 +225,15 @@ class Ctx:
 
 def backward_through_op(attn, q, k, v, buffers, dlse=None):
     """Runs the op's registered setup_context and backward as autograd
-    would after the forward call that was just made; the backward's
-    launches are the driver calls after the forward's."""
-    out = ft.rec.calls[-1]
+    would after the forward call that was just made, on that call's
+    outputs; the backward's launches are the driver calls after the
+    forward's."""
     op = ft.ops.maskc.attn_fwd
     ((_, _, args),) = [c for c in ft.rec.calls if c[0] == "op"][-1:]
-    o = ft.Tensor(q.shape, q.dtype)
-    lse = ft.Tensor((q.shape[0], q.shape[2], q.shape[1]), ft.float32)
+    o, lse, flags = op.last
     ctx = Ctx()
-    op.setup(ctx, args, (o, lse))
-    grads = op.backward(ctx, ft.Tensor(q.shape, q.dtype), dlse)
+    op.setup(ctx, args, (o, lse, flags))
+    grads = op.backward(ctx, ft.Tensor(q.shape, q.dtype), dlse, None)
     assert len(grads) == len(args)  # torch checks: one gradient per input the op was called with
     return ctx, grads, o, lse
 
