@@ -197,6 +197,12 @@ type ModDecl struct {
 	// top of the file (printed back that way), and for a lambda written in
 	// place (InPlace).
 	Lambda bool
+	// InnerLambda is set for a factory def that returns its inner function
+	// written as a lambda (`def sliding(w): return lambda b, h, q_idx,
+	// kv_idx: ...`): Inner's name is made up (the factory's name and
+	// `_lambda`, spanning the keyword) and the printer keeps the def as
+	// written.
+	InnerLambda bool
 	// InPlace is set for a lambda written inside an attention setting: its
 	// name is made up (the block's name, `_lambda` and a number) and the
 	// Ident that stands for it prints it back where it was written.

@@ -86,7 +86,8 @@ func declLines(d dsl.Decl) []line {
 }
 
 func modLines(d *dsl.ModDecl) []line {
-	if d.Def && (d.Body != nil && (d.Body.Stmts != nil || unpacks(d.Body.Lets)) || !onlyLets(d.FactoryPre) || d.Locals != nil) {
+	if d.Def && (d.Body != nil && (d.Body.Stmts != nil || unpacks(d.Body.Lets)) || !onlyLets(d.FactoryPre) || d.Locals != nil ||
+		d.InnerLambda) {
 		return []line{{sp: d.Sp, verbatim: true}}
 	}
 	if d.Lambda {

@@ -22,6 +22,16 @@ type converter struct {
 	// the lambdas written inside it; named counts them as they are met.
 	lambdas []*dsl.ModDecl
 	named   int
+	// annotation is set while a type annotation is converted (only its
+	// text is kept): a list display is allowed there.
+	annotation bool
+}
+
+// annotationSpan converts a type annotation and returns its span.
+func (c *converter) annotationSpan(x *exprG) dsl.Span {
+	c.annotation = true
+	defer func() { c.annotation = false }()
+	return c.expr(x).Span()
 }
 
 func (c *converter) fail(sp dsl.Span, code dsl.Code, format string, args ...any) *dsl.Diagnostic {
@@ -119,7 +129,7 @@ func (c *converter) mod(g *modG) *dsl.ModDecl {
 				c.fail(span(*n.Star), CodeDefShape, "a `*%s` parameter is only written in a def factory", n.Tok.Value).
 					WithHint("declare the factory as a def, `def NAME(*%s):` with an inner def", n.Tok.Value)
 			case n.Annot != nil:
-				c.fail(c.expr(n.Annot).Span(), CodeDefShape, "type annotations are only written in a def").
+				c.fail(c.annotationSpan(n.Annot), CodeDefShape, "type annotations are only written in a def").
 					WithHint("write the parameter name alone: %s", n.Tok.Value)
 			case n.Default != nil:
 				c.fail(span(*n.Eq).Join(c.expr(n.Default).Span()), CodeDefShape, "default values are only written in a def").
@@ -323,6 +333,8 @@ func (c *converter) operand(g *operandG) dsl.Expr {
 		x = c.atom(*g.Atom)
 	case g.Lambda != nil:
 		x = c.lambdaInPlace(g.Lambda)
+	case g.List != nil:
+		x = c.listDisplay(g.List)
 	default:
 		x = c.group(g.Group)
 	}
@@ -480,6 +492,26 @@ func (c *converter) paramNames(l *paramListG) []*nameG {
 		out = append(out, e.Name)
 	}
 	return out
+}
+
+// listDisplay converts a list display `[x, y]`, which only a type
+// annotation may hold (its text is what maskc keeps of it): elsewhere it
+// is an error.
+func (c *converter) listDisplay(g *listG) dsl.Expr {
+	sp := span(g.Open).Join(span(g.Close))
+	switch {
+	case c.annotation:
+	case g.First != nil && g.First.Gen != nil:
+		c.fail(span(g.Open), CodeUnexpectedToken, "a list comprehension is not a value in maskc: a mod computes one value per (q, kv) pair").
+			WithHint("write the loop out: `any`/`all` over a few values as a chain of `or`/`and`, a sum as `+` terms; a table of values is a `buffer`")
+		return &dsl.Ident{Sp: sp, Name: "list"}
+	default:
+		c.fail(span(g.Open), CodeUnexpectedToken, "a list is not a value in maskc: a mod computes one value per (q, kv) pair").
+			WithHint("a table of values is a `buffer` read with an index, e.g. `buffer t: f32[H]` and `t[h]`")
+		return &dsl.Ident{Sp: sp, Name: "list"}
+	}
+	c.list(g.First, g.Rest, g.Open, true, false) // its elements, checked as in any list
+	return &dsl.Ident{Sp: sp, Name: "list"}
 }
 
 // lambdaInPlace makes a lambda written as an operand a def of its own,

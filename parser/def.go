@@ -25,6 +25,11 @@ func stringLit(t lexer.Token) *dsl.StringLit {
 // return inner`, to a mod declaration.
 func (c *converter) def(g *defG) *dsl.ModDecl {
 	d := &dsl.ModDecl{Name: ident(g.Name), Def: true}
+	lam := returnedLambda(g.Body)
+	if lam != nil {
+		lambdaInner(g, lam)
+		d.InnerLambda = true
+	}
 	params, annots, defaults, returns, kwOnly := c.defParams(g)
 	var inAnnots []*dsl.Ident
 	var inReturns *dsl.Ident
@@ -70,10 +75,17 @@ func (c *converter) def(g *defG) *dsl.ModDecl {
 			v := c.expr(a.Value)
 			d.FactoryLets = append(d.FactoryLets, &dsl.LetStmt{Sp: span(a.Name).Join(v.Span()), Assign: true, Name: ident(a.Name), Value: v})
 		}
-		ret := c.tupleOf(end.Value, end.Rest)
-		retEnd = span(end.Keyword).Join(ret.Span())
-		if id, ok := ret.(*dsl.Ident); !ok || id.Name != inner.Name.Value || len(d.FactoryLets) > 0 {
-			d.FactoryResult = ret
+		if lam != nil {
+			// `return lambda ...`: the made-up name stands for the
+			// lambda, whose span is the keyword's.
+			d.Inner.Sp = span(lam.Keyword)
+			retEnd = span(end.Keyword)
+		} else {
+			ret := c.tupleOf(end.Value, end.Rest)
+			retEnd = span(end.Keyword).Join(ret.Span())
+			if id, ok := ret.(*dsl.Ident); !ok || id.Name != inner.Name.Value || len(d.FactoryLets) > 0 {
+				d.FactoryResult = ret
+			}
 		}
 		if annots != nil || returns != nil || inAnnots != nil || inReturns != nil {
 			d.Annotations = &dsl.Annotations{FactoryParams: annots, Params: inAnnots, Returns: returns, InnerReturns: inReturns}
@@ -102,6 +114,9 @@ func (c *converter) def(g *defG) *dsl.ModDecl {
 		// Not a factory: a helper function (or a mod with a slip, which
 		// check reports where it is used as one).
 		d.Helper = true
+	case lam != nil:
+		c.fail(span(lam.Keyword), CodeDefShape, "the lambda that def %s returns has %d parameters: a mask_mod takes 4 and a score_mod 5", g.Name.Value, len(d.Params)).
+			WithHint("write lambda b, h, q_idx, kv_idx: ... for a mask, lambda score, b, h, q_idx, kv_idx: ... for a score")
 	default:
 		c.fail(span(fn.Name), CodeDefShape, "def %s has %d parameters: a mask_mod takes 4 and a score_mod 5", fn.Name.Value, len(d.Params)).
 			WithHint("write def %s(b, h, q_idx, kv_idx) for a mask, def %s(score, b, h, q_idx, kv_idx) for a score", fn.Name.Value, fn.Name.Value)
@@ -112,6 +127,49 @@ func (c *converter) def(g *defG) *dsl.ModDecl {
 		d.Sp = d.Sp.Join(retEnd)
 	}
 	return d
+}
+
+// returnedLambda is the lambda that a straight-line def body returns as
+// its whole value (`return lambda b, h, q_idx, kv_idx: ...`, a factory's
+// usual shape in trainers' code), or nil.
+func returnedLambda(b *defBodyG) *lambdaG {
+	if b.Inner != nil || b.Return == nil || len(b.Return.Rest) > 0 {
+		return nil
+	}
+	x := b.Return.Value
+	if len(x.Tail) > 0 || x.Head.Lambda == nil || len(x.Head.Prefix) > 0 || len(x.Head.Suffixes) > 0 {
+		return nil
+	}
+	return x.Head.Lambda
+}
+
+// lambdaInner rewrites g, whose body returns lam, as the factory it is:
+// the lambda becomes its inner def, named after g (`NAME_lambda`, which no
+// Python name can be the same as in g's scope that it reads: the lambda
+// has no name), and the body returns that def. Python binds the lambda's
+// free names the same way, at the factory's call.
+func lambdaInner(g *defG, lam *lambdaG) {
+	name := lam.Keyword
+	name.Type = tokIdent
+	name.Value = g.Name.Value + "_lambda"
+	params := &paramListG{Open: lam.Keyword, Close: lam.Colon}
+	ps := lam.Rest
+	if lam.First != nil {
+		ps = append([]*lambdaParamG{lam.First}, ps...)
+	}
+	for i, p := range ps {
+		n := &nameG{Tok: p.Tok, Eq: p.Eq, Default: p.Default}
+		if i == 0 {
+			params.First = n
+		} else {
+			params.Rest = append(params.Rest, &paramElemG{Comma: p.Tok, Name: n})
+		}
+	}
+	ret := g.Body.Return
+	g.Body.Inner = &defG{Keyword: lam.Keyword, Name: name, Params: params, Colon: lam.Colon,
+		Body: &defBodyG{Return: &returnG{Keyword: lam.Colon, Value: lam.Body}}}
+	g.Body.InnerRet = &returnG{Keyword: ret.Keyword, Value: ret.Value}
+	g.Body.Return = nil
 }
 
 // variadic reports whether a def's parameter list ends in `*name`, which a
@@ -155,7 +213,7 @@ func (c *converter) defParams(g *defG) (params, annots []*dsl.Ident, defaults []
 			if annots == nil {
 				annots = make([]*dsl.Ident, len(names))
 			}
-			sp := c.expr(n.Annot).Span()
+			sp := c.annotationSpan(n.Annot)
 			annots[i] = &dsl.Ident{Sp: sp, Name: string(c.src.Text[sp.Start:sp.End])}
 		}
 		if n.Default != nil {
@@ -168,7 +226,7 @@ func (c *converter) defParams(g *defG) (params, annots []*dsl.Ident, defaults []
 		}
 	}
 	if g.Returns != nil {
-		sp := c.expr(g.Returns).Span() // kept as its text, like the parameters' annotations
+		sp := c.annotationSpan(g.Returns) // kept as its text, like the parameters' annotations
 		returns = &dsl.Ident{Sp: sp, Name: string(c.src.Text[sp.Start:sp.End])}
 	}
 	return params, annots, defaults, returns, kwOnly
@@ -207,9 +265,12 @@ func (c *converter) checkIndent(g *defG) {
 	for _, a := range b.Assigns {
 		starts = append(starts, a.Name)
 	}
-	if b.Inner != nil {
+	switch {
+	case b.Inner != nil && b.Inner.Keyword.Value == "lambda": // `return lambda ...` (lambdaInner)
+		starts = append(starts, b.InnerRet.Keyword)
+	case b.Inner != nil:
 		starts = append(starts, b.Inner.Keyword, b.InnerRet.Keyword)
-	} else {
+	default:
 		starts = append(starts, b.Return.Keyword)
 	}
 	col, prevLine := -1, -1

@@ -371,3 +371,57 @@ func TestLambdaInPlace(t *testing.T) {
 		}
 	}
 }
+
+// TestFactoryReturnsLambda: a def whose body returns a lambda (trainers'
+// usual factory, `def sliding(w): return lambda b, h, q_idx, kv_idx: ...`)
+// is the factory whose inner def is that lambda: its made-up name spans the
+// keyword, statements before the return run at the factory's call, and the
+// lambda's parameter count picks the kind. A list display is kept only
+// inside a type annotation (`-> Callable[[int, int, Tensor, Tensor],
+// Tensor]`).
+func TestFactoryReturnsLambda(t *testing.T) {
+	src := "def sliding(window: int) -> Callable[[int, int, Tensor, Tensor], Tensor]:\n" +
+		"    half = window // 2\n" +
+		"    return lambda b, h, q_idx, kv_idx: (q_idx - kv_idx).abs() <= half\n" +
+		"def capped(cap):\n" +
+		"    return lambda score, b, h, q_idx, kv_idx: cap * torch.tanh(\n" +
+		"        score / cap\n" +
+		"    )\n"
+	f, diags := parser.ParseFile("t.flex", []byte(src))
+	if len(diags) > 0 {
+		t.Fatal(diags.Render())
+	}
+	for i, w := range []struct {
+		name, inner, end string
+		kind             dsl.ModKind
+		params, pre      int
+	}{{"sliding", "sliding_lambda", "<= half", dsl.MaskMod, 4, 1}, {"capped", "capped_lambda", "score / cap\n    )", dsl.ScoreMod, 5, 0}} {
+		d := f.Decls[i].(*dsl.ModDecl)
+		if !d.InnerLambda || d.Inner == nil || d.Inner.Name != w.inner || d.Kind != w.kind || len(d.Params) != w.params ||
+			len(d.FactoryParams) != 1 || len(d.FactoryPre) != w.pre || d.FactoryResult != nil {
+			t.Errorf("%s = %s", w.name, declDump(d))
+			continue
+		}
+		if got := src[d.Inner.Sp.Start:d.Inner.Sp.End]; got != "lambda" {
+			t.Errorf("%s's inner name spans %q, want the keyword", w.name, got)
+		}
+		if got := src[d.Sp.Start:d.Sp.End]; !strings.HasPrefix(got, "def "+w.name) || !strings.HasSuffix(got, w.end) {
+			t.Errorf("%s spans %q, want the def through its lambda's end", w.name, got)
+		}
+	}
+	if an := f.Decls[0].(*dsl.ModDecl).Annotations; an == nil || an.Returns == nil || an.Returns.Name != "Callable[[int, int, Tensor, Tensor], Tensor]" {
+		t.Errorf("sliding's return annotation = %#v", an)
+	}
+	for _, c := range []struct{ src, want string }{
+		{"def f(w):\n    return lambda x: x + w\n", "error[E072]: the lambda that def f returns has 1 parameters"},
+		{"def f(w):\n    return (lambda b, h, q, kv: q >= kv) if w else None\n", "error[E011]: a lambda is a mod only"},
+		{"mask m(b, h, q, kv) = f([1, 2])\n", "error[E011]: a list is not a value in maskc"},
+		{"def f(b, h, q_idx, kv_idx) -> list[[int]]:\n    return q_idx >= kv_idx\n", ""},
+	} {
+		_, diags := parser.ParseFile("t.flex", []byte(c.src))
+		r := diags.Render()
+		if c.want == "" && r != "" || c.want != "" && !strings.Contains(r, c.want) {
+			t.Errorf("%q: %s, want %q", c.src, r, c.want)
+		}
+	}
+}

@@ -226,8 +226,19 @@ type operandG struct {
 	Prefix   []string     `parser:"@Prefix*"`
 	Lambda   *lambdaG     `parser:"( @@"`
 	Atom     *lexer.Token `parser:"| @(Ident | Literal | String)"`
-	Group    *groupG      `parser:"| @@ )"`
+	Group    *groupG      `parser:"| @@"`
+	List     *listG       `parser:"| @@ )"`
 	Suffixes []*suffixG   `parser:"@@*"`
+}
+
+// listG is a Python list display `[x, y]`. It has a meaning only inside a
+// type annotation (`-> Callable[[int, int, Tensor, Tensor], Tensor]`),
+// whose text maskc keeps; the converter refuses it elsewhere.
+type listG struct {
+	Open  lexer.Token  `parser:"@'['"`
+	First *argG        `parser:"@@?"`
+	Rest  []*listElemG `parser:"@@*"`
+	Close lexer.Token  `parser:"@']'"`
 }
 
 // suffixG is a call `(args)`, an indexing `[indices]` or a method

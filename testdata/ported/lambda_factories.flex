@@ -1,0 +1,53 @@
+# Factories that return a lambda, the shape trainers' mask helpers take
+# (`def sliding_window_mask(window_size: int) -> Callable[...]: return lambda
+# b, h, q_idx, kv_idx: ...`): a window with a typed Callable return
+# annotation, documents read through a tensor the factory closes over and
+# indexed twice (`ids[b][q_idx]`), a wrapper that shifts another mod's query
+# positions by a shard offset (context parallelism), a value computed before
+# the return, and a score. The imports are as pasted.
+from typing import Callable
+
+import torch
+from torch import Tensor
+
+buffer doc_ids: i32[B, KV]
+
+def causal_mask(b, h, q_idx, kv_idx):
+    return q_idx >= kv_idx
+
+def sliding_window_mask(window_size: int) -> Callable[[int, int, Tensor, Tensor], Tensor]:
+    return lambda b, h, q_idx, kv_idx: kv_idx >= q_idx - window_size
+
+def document_mask(documents: Tensor) -> Callable:
+    return lambda b, h, q_idx, kv_idx: documents[b][q_idx] == documents[b][kv_idx]
+
+def shard_shifted(mask_mod, rank: int, shard_len: int):
+    offset = rank * shard_len
+    return lambda b, h, q_idx, kv_idx: mask_mod(
+        b, h, q_idx + offset, kv_idx
+    )
+
+def tanh_softcap(cap: float):
+    return lambda score, b, h, q_idx, kv_idx: cap * torch.tanh(score / cap)
+
+attention local_layer {
+    mask = and_masks(causal_mask, sliding_window_mask(96))
+    layout = bshd
+    dtype = bf16
+    head_dim = 128
+}
+
+attention packed_layer {
+    mask = and_masks(causal_mask, document_mask(doc_ids))
+    layout = bshd
+    dtype = bf16
+    head_dim = 128
+}
+
+attention shard_layer {
+    mask = shard_shifted(causal_mask, 1, 160)
+    score = tanh_softcap(20.0)
+    layout = bshd
+    dtype = bf16
+    head_dim = 128
+}
