@@ -257,7 +257,7 @@ def check_case(case, prog_cache, log, gen):
             sk = bufs[gen_.spec.sink].float() if gen_.spec.sink else None
             try:
                 torch.library.opcheck(torch.ops.maskc.attn_fwd.default,
-                                      (q, k, v, blist, sk, gen_.key, layout, False, None))
+                                      (q, k, v, blist, sk, gen_.key, layout, False, None, None))
                 res["opcheck"] = "pass"
             except Exception as e:
                 res["opcheck"] = "FAIL: %s" % str(e)[:400]
@@ -357,16 +357,19 @@ def check_training_paths(attn, q, k, v, bufs, layout, do, res):
     sk = bufs[gen_.spec.sink].float().detach().clone().requires_grad_() if gen_.spec.sink else None
     qg, kg, vg = (x.detach().clone().requires_grad_() for x in (q, k, v))
     try:  # the forward op with autograd (its registered backward runs under opcheck's aot dispatch test)
-        torch.library.opcheck(torch.ops.maskc.attn_fwd.default, (qg, kg, vg, fl, sk, gen_.key, layout, True, None))
+        torch.library.opcheck(torch.ops.maskc.attn_fwd.default, (qg, kg, vg, fl, sk, gen_.key, layout, True, None,
+                                                                 None))
         with torch.no_grad():
             o, lse, tile_flags = torch.ops.maskc.attn_fwd(q, k, v, blist, sk.detach() if sk is not None else None,
-                                                          gen_.key, layout, True, None)
+                                                          gen_.key, layout, True, None, None)
         dlse = torch.randn_like(lse)
         want = (1 << gen_.man.max_buffers) - 1 | (1 << gen_.man.max_buffers)
         torch.library.opcheck(torch.ops.maskc.attn_bwd.default,
                               (do, dlse, q, k, v, o, lse, blist, sk.detach() if sk is not None else None, gen_.key,
                                layout, True, want))
-        if tile_flags.numel():  # the backward on the forward's tile flags, without its own pre-pass
+        if tile_flags.numel():  # the forward given tile flags (a TileMap's); the backward on them
+            torch.library.opcheck(torch.ops.maskc.attn_fwd.default, (qg, kg, vg, fl, sk, gen_.key, layout, True, None,
+                                                                     tile_flags))
             torch.library.opcheck(torch.ops.maskc.attn_bwd.default,
                                   (do, dlse, q, k, v, o, lse, blist, sk.detach() if sk is not None else None,
                                    gen_.key, layout, True, want, None, tile_flags))
@@ -401,6 +404,25 @@ def check_training_paths(attn, q, k, v, bufs, layout, do, res):
     except Exception as e:
         res["compile_fwd_bwd_equal"] = "FAIL: %s" % str(e)[:600]
         ok = False
+    # A tile map made once (Attention.tile_map): the same gradients, eager
+    # and under torch.compile(fullgraph=True).
+    def map_step(q, k, v, bl, tm):
+        out = attn(q, k, v, layout=layout, buffers=bl, deterministic=True, tile_map=tm)
+        return (out.float() * do.float()).sum()
+    for how in ("eager", "compile"):
+        try:
+            ls, bl = leaves()
+            tm = attn.tile_map(ls[0], ls[1], layout=layout, buffers=bl)
+            fn = map_step
+            if how == "compile":
+                torch._dynamo.reset()
+                fn = torch.compile(map_step, fullgraph=True)
+            fn(*ls, bl, tm).backward()
+            res["tile_map_%s_equal" % how] = all(torch.equal(a, b) for a, b in zip(grads(ls, bl), eager))
+            ok = ok and res["tile_map_%s_equal" % how]
+        except Exception as e:
+            res["tile_map_%s_equal" % how] = "FAIL: %s" % str(e)[:600]
+            ok = False
     try:
         ls, bl = leaves()
         s = torch.cuda.Stream()

@@ -97,7 +97,7 @@ class Attention:
         return _dispatch.choose(self.decision, q, k, layout or self.layout, return_lse, backend)
 
     def __call__(self, q, k, v, layout=None, buffers=None, return_lse=False, deterministic=False, backend="auto",
-                 frame=None):
+                 frame=None, tile_map=None):
         """Attention of q over k, v (4-D, layout "bshd" or "bhsd"; default the
         block's) with the block's captured tensors in buffers ({name:
         tensor}). Returns the output in q's layout, and with return_lse also
@@ -108,7 +108,11 @@ class Attention:
         and keys kv_offset.. (and heads h_offset..), the mask and score see
         those global positions and sizes, and buffers are the global ones
         (python/maskc/README_CP.md). Only the generated kernel runs a
-        framed call; backend="turbo" or "sdpa" with a frame is refused."""
+        framed call; backend="turbo" or "sdpa" with a frame is refused.
+
+        tile_map (from tile_map() with the same shapes, buffers and frame)
+        spares the generated kernel its pre-pass in this call and its
+        backward."""
         layout = layout or self.layout
         frame = _frame_values(frame)
         if frame is not None:
@@ -128,7 +132,31 @@ class Attention:
         if unknown:
             raise MaskcError("block %s does not read %s (it reads: %s)" % (
                 self.name, ", ".join(unknown), ", ".join(sorted(self.buffer_names)) or "no buffers"))
-        return _dispatch.run(self, q, k, v, layout, buffers, return_lse, deterministic, backend, frame)
+        return _dispatch.run(self, q, k, v, layout, buffers, return_lse, deterministic, backend, frame, tile_map)
+
+    def tile_map(self, q, k, layout=None, buffers=None, frame=None):
+        """The block's tile map for calls on tensors shaped like q and k (on
+        their device; their values are not read) with these buffers and
+        frame: the generated kernel's pre-pass, run once now, whose flags
+        every call given tile_map= reads instead of running it again, as a
+        FlexAttention BlockMask is made once per batch and shared by the
+        layers. A block without a pre-pass gets a map without flags, which
+        changes nothing; one without a generated kernel, None. A call
+        refuses the
+        map when its sizes, device, frame or buffers differ, or a buffer was
+        written since (its version counter): make a new map then."""
+        layout = layout or self.layout
+        if layout not in _checks.LAYOUTS:
+            raise MaskcError("layout=%r: want %s" % (layout, " or ".join(_checks.LAYOUTS)))
+        buffers = dict(buffers or {})
+        gen = self.generated() if self._generated is not None else None
+        if gen is None:
+            return None
+        names = {b.name for b in gen.spec.buffers}  # the sink is not the mask's
+        if names - set(buffers) or set(buffers) - gen.known:
+            raise MaskcError("block %s: tile_map needs the buffers %s; got %s" % (
+                self.name, ", ".join(sorted(names)) or "(none)", ", ".join(sorted(buffers)) or "none"))
+        return gen.tile_map(q, k, [buffers[b.name] for b in gen.spec.buffers], layout, frame)
 
     def status(self, device=None):
         """The sticky status bits the block's generated kernel recorded

@@ -56,10 +56,12 @@ def choose(decision, q, k, layout, return_lse=False, backend="auto"):
     return _plan.choose(decision, facts, backend)
 
 
-def run(attn, q, k, v, layout, buffers, return_lse, deterministic, backend, frame):
+def run(attn, q, k, v, layout, buffers, return_lse, deterministic, backend, frame, tile_map=None):
     """Runs a call of Attention attn whose arguments it checked (layout
     resolved, buffers a dict of names it reads, frame six ints or None)
-    on the kernel the plan chooses: SDPA, Turbo, else the generated kernel."""
+    on the kernel the plan chooses: SDPA, Turbo, else the generated kernel.
+    tile_map (Attention.tile_map) reaches the generated kernel only: SDPA
+    and Turbo run no pre-pass."""
     choice = attn.choose(q, k, layout, return_lse, backend)
     if choice.note:
         _warn_once(choice.note)
@@ -84,7 +86,7 @@ def run(attn, q, k, v, layout, buffers, return_lse, deterministic, backend, fram
                    "compute another mask; such calls run the block's generated kernel (the mask as written)" %
                    (attn.name, seg, attn.decision.entry))
     gen = attn.generated()
-    return gen(q, k, v, layout, buffers, return_lse, deterministic, frame)
+    return gen(q, k, v, layout, buffers, return_lse, deterministic, frame, tile_map)
 
 
 # --------------------------------------------------------------------------- SDPA

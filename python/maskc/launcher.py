@@ -154,6 +154,50 @@ def launch_all(fns, launches, stream):
         drv.launch(fns[name], grid, (threads, 1, 1), smem, stream, args, name)
 
 
+class TileMap:
+    """The tile flags of an attention block's pre-pass for one call's sizes
+    and buffers, made once (Attention.tile_map) and passed to every call with
+    the same sizes, device, frame and buffers (tile_map=), as a FlexAttention
+    BlockMask is built once per batch and shared by the layers: such calls
+    launch no pre-pass, and their backward reads the same flags. A block
+    whose kernel has no pre-pass gets a map without flags (flags None),
+    which changes nothing. A call refuses a map made for another block,
+    sizes, device or frame, or whose buffers are other tensors or have been
+    written since it was made (their version counters): its flags would not
+    be the mask's."""
+
+    def __init__(self, key, sizes, device, frame, buffers, flags):
+        self.key, self.sizes, self.device, self.frame, self.flags = key, dict(sizes), device, frame, flags
+        self._buffers = [(t, t._version) for t in buffers]
+
+    def flags_for(self, gen, q, k, layout, buffers, frame):
+        """This map's flags (None without a pre-pass) for a call of gen on
+        q, k in layout with buffers (slot order) and frame (six ints or
+        None); raises MaskcError where the map is not that call's."""
+        name = gen.spec.attention
+        h, sq = _heads_seq(q, layout)
+        hkv, skv = _heads_seq(k, layout)
+        sizes = dict(B=q.shape[0], H=h, HKV=hkv, Sq=sq, Skv=skv)
+        if self.key != gen.key:
+            raise MaskcError("block %s: tile_map was made for %s" % (name, self.key))
+        if self.sizes != sizes or self.device != q.device or self.frame != frame:
+            raise MaskcError("block %s: tile_map was made for sizes %s on %s (frame %s); this call has %s on %s "
+                             "(frame %s): make one per shape" % (name, _sizes_text(self.sizes), self.device,
+                                                                  self.frame, _sizes_text(sizes), q.device, frame))
+        for (t, version), b, spec in zip(self._buffers, buffers, gen.spec.buffers):
+            if t is not b:
+                raise MaskcError("block %s: buffer %s is another tensor than the one tile_map was made with: make the "
+                                 "map again for these buffers" % (name, spec.name))
+            if t._version != version:
+                raise MaskcError("block %s: buffer %s was written after tile_map was made (version %d, then %d): "
+                                 "make the map again" % (name, spec.name, version, t._version))
+        return self.flags
+
+
+def _sizes_text(sizes):
+    return "B=%(B)d H=%(H)d HKV=%(HKV)d Sq=%(Sq)d Skv=%(Skv)d" % sizes
+
+
 class _Generated:
     """The generated kernel of one block: argument checks, the ABI read from
     the compile output's manifest, the code object (prebuilt, cached, or
@@ -175,7 +219,7 @@ class _Generated:
         self.known = {b.name for b in self.spec.buffers} | ({self.spec.sink} if self.spec.sink else set())
         _LAUNCHERS[self.key] = self
 
-    def __call__(self, q, k, v, layout, buffers, return_lse, deterministic, frame=None):
+    def __call__(self, q, k, v, layout, buffers, return_lse, deterministic, frame=None, tile_map=None):
         spec, known = self.spec, self.known
         unknown = sorted(set(buffers) - known)
         if unknown:
@@ -193,10 +237,14 @@ class _Generated:
         if torch.is_grad_enabled():
             for t in [q, k, v] + blist + ([sink] if sink is not None else []):
                 grad = grad or t.requires_grad
+        given = None
+        if tile_map is not None:
+            given = tile_map.flags_for(self, q, k, layout, blist, _frame_values(frame))
         if torch.compiler.is_compiling() or grad:
-            out, lse, _ = torch.ops.maskc.attn_fwd(q, k, v, blist, sink, self.key, layout, deterministic, frame)
+            out, lse, _ = torch.ops.maskc.attn_fwd(q, k, v, blist, sink, self.key, layout, deterministic, frame,
+                                                   given)
         else:  # plain eager inference: skip the dispatcher
-            out, lse = self.forward(q, k, v, blist, sink, layout, frame)
+            out, lse = self.forward(q, k, v, blist, sink, layout, frame, given_flags=given)
         return (out, lse) if return_lse else out
 
     def _target(self, idx):
@@ -372,14 +420,45 @@ class _Generated:
         sizes = dict(B=q.shape[0], H=h, HKV=hkv, Sq=sq, Skv=skv)
         return self.spec.flag_bytes(sizes, self.spec.launch[plat.name][0])
 
-    def forward(self, q, k, v, buffers, sink, layout, frame=None, keep_flags=False):
+    def tile_map(self, q, k, buffers, layout, frame=None):
+        """A TileMap for calls on q, k (their shapes, layout and device; k
+        stands for v) with buffers (slot order) and frame: the pre-pass
+        launched once into flags of its own (with the segments check before
+        it where the kernel has one), or a map without flags where the
+        forward would run none (flag_count 0)."""
+        spec, man = self.spec, self.man
+        frame = _frame_values(frame)
+        sz, checked = self._check_call(q, k, k, buffers, layout, frame)
+        sizes = dict(B=sz.B, H=sz.H, HKV=sz.HKV, Sq=sz.Q, Skv=sz.KV)
+        n = self.flag_count(q, k, layout)
+        if n == 0:
+            return TileMap(self.key, sizes, q.device, frame, buffers, None)
+        flags = torch.empty(n, dtype=torch.uint8, device=q.device)
+        plat, fns = self._module(q.device)
+        strides = {x: _checks.bhsd_strides(t, layout)[:3] for x, t in (("q", q), ("k", k), ("v", k), ("o", q))}
+        stream = torch.cuda.current_stream(q.device)
+        status = self._status_words(q.device, stream.cuda_stream)
+        sh, bf = man.pack(spec, sizes, strides, spec.scale, 0, flags.data_ptr(),
+                          [(t.data_ptr(), ext) for t, ext in checked], frame, status.data_ptr())
+        ptrs = dict(Q=q.data_ptr(), K=k.data_ptr(), V=k.data_ptr(), O=0, LSE=0)
+        launches = fwd_launches(man, spec, plat, sizes, ptrs, sh, bf, flags.data_ptr())[:-1]  # not the forward
+        drv, _ = _libs()
+        with torch.cuda.device(q.device):
+            drv.ensure_context(q.device.index if q.device.index is not None else torch.cuda.current_device())
+            launch_all(fns, launches, stream.cuda_stream)
+        return TileMap(self.key, sizes, q.device, frame, buffers, flags)
+
+    def forward(self, q, k, v, buffers, sink, layout, frame=None, keep_flags=False, given_flags=None):
         """(out, lse) of the generated kernel: checks, then one or two
         launches on the current stream; no synchronisation. frame: six
         position-frame ints or None (Attention.__call__). keep_flags: return
         (out, lse, flags), flags the tile flags this forward computed, in a
         uint8 tensor of its own of flag_count elements (empty where it
         computed none), which the backward of the same call reads instead of
-        recomputing them (backward's flags)."""
+        recomputing them (backward's flags). given_flags: a TileMap's flags
+        for this call (TileMap.flags_for has checked them): no pre-pass runs,
+        and with keep_flags the flags returned are empty (the caller has
+        them)."""
         spec, man = self.spec, self.man
         frame = _frame_values(frame)
         sz, checked = self._check_call(q, k, v, buffers, layout, frame)
@@ -391,7 +470,7 @@ class _Generated:
                                  (spec.sink, sz.H, q.device, sink.dtype, list(sink.shape), sink.device))
             sink = sink.contiguous()
         out, lse = _out_lse_like(q, layout)
-        n_kept = self.flag_count(q, k, layout) if keep_flags else 0
+        n_kept = self.flag_count(q, k, layout) if keep_flags and given_flags is None else 0
         kept = torch.empty(n_kept, dtype=torch.uint8, device=q.device) if keep_flags else None
         done = (out, lse, kept) if keep_flags else (out, lse)
         if sz.B == 0 or sz.H == 0 or sz.Q == 0:
@@ -403,8 +482,13 @@ class _Generated:
         sizes = dict(B=sz.B, H=sz.H, HKV=sz.HKV, Sq=sz.Q, Skv=sz.KV)
         strides = {n: _checks.bhsd_strides(t, layout)[:3] for n, t in (("q", q), ("k", k), ("v", v), ("o", out))}
         stream = torch.cuda.current_stream(q.device)
-        flags = None
-        if n_kept:  # this call's own flags (flag_count: the pre-pass runs below)
+        flags, run_prepass = None, True
+        if given_flags is not None:  # a TileMap's
+            if given_flags.numel() != self.flag_count(q, k, layout):
+                raise MaskcError("block %s: tile_map's flags have %d elements; this call reads %d" %
+                                 (spec.attention, given_flags.numel(), self.flag_count(q, k, layout)))
+            flags, run_prepass = given_flags, False
+        elif n_kept:  # this call's own flags (flag_count: the pre-pass runs below)
             flags = kept
         elif spec.flags_entry:
             flags = self._flag_buffer(q.device, stream.cuda_stream, sizes, block_n)
@@ -420,7 +504,8 @@ class _Generated:
             if dec and n_kept:  # flag_count said the decode kernel does not apply
                 raise MaskcError("internal: block %s ran the decode kernel where flag_count promised tile flags" %
                                  spec.attention)
-            fs, ls = dec[:2] if dec else (fns, fwd_launches(man, spec, plat, sizes, ptrs, sh, bf, fptr))
+            fs, ls = dec[:2] if dec else (fns, fwd_launches(man, spec, plat, sizes, ptrs, sh, bf,
+                                                            fptr if run_prepass else 0))
             launch_all(fs, ls, stream.cuda_stream)
         return done
 

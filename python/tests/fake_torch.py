@@ -59,6 +59,7 @@ class Tensor:
             _next_ptr[0] += 1 << 20
         self._ptr = ptr
         self.requires_grad = requires_grad
+        self._version = 0  # torch's version counter: in-place writes bump it
 
     def dim(self):
         return len(self.shape)
@@ -96,6 +97,7 @@ class Tensor:
     def zero_(self):
         rec.calls.append(("zero", self._ptr))
         self.value = 0
+        self._version += 1
         return self
 
     def __getitem__(self, idx):

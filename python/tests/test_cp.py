@@ -232,10 +232,11 @@ def test_the_ops_frame_has_no_default(env):
     import inspect
     mt, drv = env
     for op in (mt.attn_fwd,):
-        assert inspect.signature(op.fn).parameters["frame"].default is inspect.Parameter.empty
+        for p in ("frame", "tile_flags"):
+            assert inspect.signature(op.fn).parameters[p].default is inspect.Parameter.empty
     attn = mt.load(os.path.join(EXAMPLES, "document_causal.flex")).attention("packed_layer")
     q = ft.Tensor((1, 256, 4, 128), requires_grad=True)
-    args = (q, q, q, [ft.Tensor((256,), ft.int32)], None, attn.generated().key, "bshd", False, None)
+    args = (q, q, q, [ft.Tensor((256,), ft.int32)], None, attn.generated().key, "bshd", False, None, None)
     o, lse, flags = ft.ops.maskc.attn_fwd(*args)
 
     class Ctx:

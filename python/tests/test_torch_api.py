@@ -80,11 +80,11 @@ def test_ops_are_registered_with_fake_and_autograd(mt, monkeypatch):
     stub = types.SimpleNamespace(flag_count=lambda q, k, layout: counts.append((q.shape, k.shape, layout)) or 77)
     monkeypatch.setitem(launcher._LAUNCHERS, "key", stub)
     q, k = bshd(2, 100, 8), bshd(2, 300, 2)
-    out, lse, flags = fwd.fake(q, k, k, [], None, "key", "bshd", False, None)
+    out, lse, flags = fwd.fake(q, k, k, [], None, "key", "bshd", False, None, None)
     assert out.shape == q.shape and out.is_contiguous() and lse.shape == (2, 8, 100) and lse.dtype is ft.float32
     assert flags.shape == (77,) and flags.dtype is ft.uint8 and counts == [(q.shape, k.shape, "bshd")]
     q2 = ft.Tensor((2, 8, 100, 128))
-    assert fwd.fake(q2, k, k, [], None, "key", "bhsd", False, None)[1].shape == (2, 8, 100)
+    assert fwd.fake(q2, k, k, [], None, "key", "bhsd", False, None, None)[1].shape == (2, 8, 100)
     # the backward's fake gives each buffer, of any rank, a gradient of its shape
     sel, bias = ft.Tensor((8, 4, 2), ft.int32), ft.Tensor((2, 8, 3, 5), ft.float32)
     grads = bwd.fake(q, None, q, k, k, q, ft.Tensor((2, 8, 100), ft.float32), [sel, bias], None, "key", "bshd", False, 0)[3]

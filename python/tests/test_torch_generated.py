@@ -164,6 +164,59 @@ def test_prepass_backward_reads_the_forwards_flags(env, tmp_path):
     assert bsh.tile_flags == flags.data_ptr()
 
 
+def test_tile_map_spares_the_prepass(env, tmp_path):
+    """Attention.tile_map runs the pre-pass once, into flags of its own; a
+    call given the map launches only the forward, on those flags, and its
+    backward reads them too. Another shape, another buffer tensor or a
+    buffer written since is refused before any launch."""
+    mt, drv, nv = env
+    p = tmp_path / "odd.flex"
+    p.write_text(ODD)
+    attn = mt.load(str(p)).attention("odd_layer")
+    B, H, S, D = 2, 4, 300, 128
+    q = ft.Tensor((B, H, S, D), ft.float16)
+    tab = ft.Tensor((B, S), ft.int32)
+    tm = attn.tile_map(q, q, layout="bhsd", buffers={"tab": tab})
+    ((_, ff, _, _, _, _, fargs),) = launches(drv)
+    assert ff == 200 and ptr(fargs[2]) == tm.flags.data_ptr() and tm.flags.dtype is ft.uint8
+    gen = attn.generated()
+    assert tm.flags.shape == (gen.flag_count(q, q, "bhsd"),)
+    for grad in (False, True):
+        n = len(launches(drv))
+        qq = ft.Tensor((B, H, S, D), ft.float16, requires_grad=grad)
+        attn(qq, qq, qq, layout="bhsd", buffers={"tab": tab}, tile_map=tm)
+        ((_, f, _, _, _, _, args),) = launches(drv)[n:]
+        assert f == 100 and gen.man.Shape.from_buffer_copy(args[5]).tile_flags == tm.flags.data_ptr()
+    _, _, kept = ft.ops.maskc.attn_fwd.last
+    assert kept.shape == (0,)  # the op ran no pre-pass: its backward reads the map's flags
+    n = len(launches(drv))
+    backward_through_op(attn, qq, qq, qq, [tab])
+    bw = launches(drv)[n:]
+    assert [c[1] for c in bw] == [300, 301, 303]
+    assert gen.man.BwdShape.from_buffer_copy(bw[1][6][6]).tile_flags == tm.flags.data_ptr()
+    n = len(launches(drv))
+    q2 = ft.Tensor((B, H, S + 1, D), ft.float16)
+    with pytest.raises(MaskcError, match="tile_map was made for sizes B=2 H=4 HKV=4 Sq=300 Skv=300"):
+        attn(q2, q2, q2, layout="bhsd", buffers={"tab": ft.Tensor((B, S + 1), ft.int32)}, tile_map=tm)
+    with pytest.raises(MaskcError, match="buffer tab is another tensor"):
+        attn(q, q, q, layout="bhsd", buffers={"tab": ft.Tensor((B, S), ft.int32)}, tile_map=tm)
+    tab.zero_()
+    with pytest.raises(MaskcError, match="buffer tab was written after tile_map was made"):
+        attn(q, q, q, layout="bhsd", buffers={"tab": tab}, tile_map=tm)
+    assert len(launches(drv)) == n
+    # a block without a pre-pass: a map without flags, which changes nothing
+    doc = mt.load(os.path.join(EXAMPLES, "document_causal.flex")).attention("packed_layer")
+    qd = ft.Tensor((1, 1000, 2, 128))
+    ids = ft.Tensor((1000,), ft.int32)
+    dm = doc.tile_map(qd, qd, buffers={"doc": ids})
+    assert dm.flags is None
+    n = len(launches(drv))
+    doc(qd, qd, qd, buffers={"doc": ids}, tile_map=dm)
+    assert len(launches(drv)) > n
+    with pytest.raises(MaskcError, match="tile_map was made for"):
+        attn(q, q, q, layout="bhsd", buffers={"tab": ft.Tensor((B, S), ft.int32)}, tile_map=dm)
+
+
 def test_prepass_backward_keeps_its_own_block_size(env, tmp_path):
     """Without the forward's flags (maskc.cp's ring calls the launcher's
     backward itself), the backward of a pre-pass block rewrites the tile
