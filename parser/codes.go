@@ -62,6 +62,9 @@ const (
 	// mirror (the line is read past; imports of torch, math, functools and
 	// the annotation modules are read past silently).
 	CodeImport dsl.Code = "E080"
+	// CodeDeletedName is a name read after a `del` statement unbound it
+	// (Python raises NameError there).
+	CodeDeletedName dsl.Code = "E081"
 )
 
 // Codes describes every diagnostic code the parser emits, one line each.
@@ -90,4 +93,5 @@ var Codes = map[dsl.Code]string{
 	CodeDecorator:         "a decorator: read past with a note when it leaves the function unchanged, an error otherwise",
 	CodeTensorWork:        "work on a whole tensor (an assignment into it, a slice, a whole-buffer computation in a factory), which belongs before the call",
 	CodeImport:            "a Python import of a module .flex does not mirror: read past with a note",
+	CodeDeletedName:       "a name read after `del` unbound it",
 }

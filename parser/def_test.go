@@ -425,3 +425,27 @@ func TestFactoryReturnsLambda(t *testing.T) {
 		}
 	}
 }
+
+// TestDelReadPast: `del NAME, ...` (Python's way of marking unused
+// parameters) is read past and kept for fmt; reading a name after it is
+// E081 within the del's block, unless a statement at its indentation binds
+// it again; an inner def's del ends with the inner def.
+func TestDelReadPast(t *testing.T) {
+	for _, c := range []struct{ src, want string }{
+		{"def m(b, h, q_idx, kv_idx):\n    del b, h,\n    return q_idx >= kv_idx\n", ""},
+		{"def m(b, h, q_idx, kv_idx):\n    del b\n    b = 2\n    return q_idx >= kv_idx + b\n", ""},
+		{"def m(b, h, q_idx, kv_idx):\n    del b  # unused\n    return q_idx.b >= kv_idx\n", ""},
+		{"def f(w):\n    def inner(b, h, q_idx, kv_idx):\n        del b\n        return q_idx - kv_idx < w\n    b = w\n    return inner\n", ""},
+		{"def m(b, h, q_idx, kv_idx):\n    del b\n    if q_idx > 0:\n        b = 1\n    return b\n", "error[E081]: b is read after `del b` on line 2"},
+		{"def m(b, h, q_idx, kv_idx):\n    del q_idx\n    return torch.where(kv_idx > 0,\n  q_idx, 0)\n", "error[E081]: q_idx is read after"},
+	} {
+		f, diags := parser.ParseFile("t.flex", []byte(c.src))
+		r := diags.Render()
+		if c.want == "" && r != "" || c.want != "" && !strings.Contains(r, c.want) {
+			t.Errorf("%q: %q, want %q", c.src, r, c.want)
+		}
+		if c.want == "" && (len(f.Comments) == 0 || !strings.HasPrefix(f.Comments[0].Text, "del ") && !strings.Contains(c.src, "inner")) {
+			t.Errorf("%q: the del is not kept as a comment: %v", c.src, f.Comments)
+		}
+	}
+}

@@ -326,7 +326,13 @@ func explainStatement(t, next lexer.Token, outer, innermost string, defs int) *e
 	case "assert":
 		return why(CodeUnexpectedToken, fmt.Sprintf("an `assert` statement in def `%s`: %s", innermost, straight),
 			"remove it, and check the value where the factory is called")
-	case "pass", "raise", "try", "with", "del", "global", "nonlocal", "yield", "import", "from", "print":
+	case "del":
+		if next.Type == tokOp || next.Value == "=" {
+			return nil // a name
+		}
+		return why(CodeUnexpectedToken, fmt.Sprintf("a `del` of something but names in def `%s`: a mod reads tensors, it does not change them", innermost),
+			"remove it; `del` of names only (`del b, h`) is read past")
+	case "pass", "raise", "try", "with", "global", "nonlocal", "yield", "import", "from", "print":
 		if next.Type == tokOp || next.Value == "=" {
 			return nil // a name: `pass_ = ...` is not this
 		}

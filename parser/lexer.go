@@ -73,6 +73,17 @@ type lexResult struct {
 	err *dsl.Diagnostic
 	// notes say what the lexer read past (see ignoredLine).
 	notes dsl.Diagnostics
+	// dels are the `del` statements read past (delLine), in order.
+	dels []delStmt
+}
+
+// delStmt is a `del NAME, ...` statement read past: the names it unbinds,
+// its span and its indentation (column), whose block ends at the first
+// line indented less.
+type delStmt struct {
+	names []string
+	sp    dsl.Span
+	col   int
 }
 
 // openBracket is an unclosed bracket on the lexer's stack.
@@ -102,6 +113,9 @@ type scanner struct {
 func lex(src *dsl.Source, text string, start, end int) lexResult {
 	s := &scanner{src: src, text: text, pos: start, end: end}
 	s.run()
+	if s.out.err == nil {
+		s.checkDels()
+	}
 	return s.out
 }
 
@@ -675,6 +689,9 @@ func (s *scanner) ignoredLine() bool {
 		if w := s.text[start:i]; (w == "import" || w == "from") && i < s.end && (s.text[i] == ' ' || s.text[i] == '\t') {
 			return s.importLine(start, w)
 		}
+		if s.text[start:i] == "del" && i < s.end && (s.text[i] == ' ' || s.text[i] == '\t') {
+			return s.delLine(start, i)
+		}
 		if i >= s.end || s.text[i] != '.' {
 			return false
 		}
@@ -780,6 +797,75 @@ func (s *scanner) importLine(start int, keyword string) bool {
 	}
 	s.keepLine(start, end)
 	return true
+}
+
+// delLine reads past `del NAME, ...` (after the keyword at i), Python's
+// way of saying that a def does not use a parameter (`del b, h`), kept as a
+// comment so that `maskc fmt` prints it back. Unbinding a name changes
+// nothing a mod computes unless the name is read after it, which
+// checkDels refuses. Any other target (`del x[0]`) is left to the
+// grammar's error.
+func (s *scanner) delLine(start, i int) bool {
+	end, _ := s.restOfLine(start)
+	line := strings.TrimRight(beforeComment(s.text[start:end]), " \t")
+	parts := strings.Split(line[i-start:], ",")
+	if n := len(parts); n > 1 && strings.TrimSpace(parts[n-1]) == "" {
+		parts = parts[:n-1] // `del b, h,`
+	}
+	names := make([]string, 0, len(parts))
+	for _, p := range parts {
+		p = strings.TrimSpace(p)
+		if p == "" || keywords[p] || !isDottedName(p) || strings.Contains(p, ".") {
+			return false
+		}
+		names = append(names, p)
+	}
+	s.out.dels = append(s.out.dels, delStmt{names: names, sp: dsl.Span{Start: start, End: start + len(line)},
+		col: s.src.Position(start).Column})
+	s.keepLine(start, end)
+	return true
+}
+
+// checkDels refuses a name read after a `del` that unbound it, in the
+// del's block (the lines after it indented at least as far), unless a
+// statement at the del's indentation bound it again first: Python raises
+// NameError there, where maskc would read the name.
+func (s *scanner) checkDels() {
+	for _, d := range s.out.dels {
+		gone := map[string]bool{}
+		for _, n := range d.names {
+			gone[n] = true
+		}
+		lineStart := true
+		for k, t := range s.out.tokens {
+			if t.Type == tokNewline {
+				lineStart = true
+				continue
+			}
+			start := lineStart
+			lineStart = false
+			if t.Pos.Offset < d.sp.End || t.Type == lexer.EOF {
+				continue
+			}
+			if start {
+				col := s.src.Position(t.Pos.Offset).Column
+				if col < d.col {
+					break // the del's block has ended
+				}
+				if col == d.col && t.Type == tokIdent && k+1 < len(s.out.tokens) && s.out.tokens[k+1].Value == "=" {
+					delete(gone, t.Value) // bound again
+					continue
+				}
+			}
+			if t.Type != tokIdent || !gone[t.Value] || k > 0 && s.out.tokens[k-1].Value == "." {
+				continue
+			}
+			s.fail(span(t), CodeDeletedName, "%s is read after `del %s` on line %d unbound it: Python raises NameError here",
+				t.Value, t.Value, s.src.LineOf(d.sp.Start)).
+				WithHint("remove %s from the `del`, or stop reading it", t.Value)
+			return
+		}
+	}
 }
 
 // beforeComment returns a line's text up to its `#` comment, if any.

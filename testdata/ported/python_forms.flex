@@ -1,7 +1,9 @@
 # Python that real mods carry and maskc reads as Python does (issue 28):
 # defaults and keywords, annotations of any form, string statements,
-# .to(x.dtype) conversions, `x if flag else y` on a factory argument.
+# .to(x.dtype) conversions, `x if flag else y` on a factory argument,
+# `del b, h` saying a mask does not read its batch and head.
 buffer bias: f32[16]
+buffer block_ids: i32[KV]
 
 def generate_bias_mod(scale: float = 0.5, bucket: tuple[int, int] | None = None, symmetric: bool = False):
     """Relative bias from a table, symmetric or not."""
@@ -18,4 +20,13 @@ attention bias_default {
 }
 attention bias_symmetric {
     score = generate_bias_mod(symmetric=True, scale=0.25)
+}
+
+def block_mask_mod(b, h, q_idx, kv_idx):
+    del b, h
+    q_block = block_ids[q_idx]
+    return (q_block >= 0) & (block_ids[kv_idx] <= q_block)
+
+attention blocks {
+    mask = block_mask_mod
 }
