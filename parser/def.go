@@ -25,9 +25,9 @@ func stringLit(t lexer.Token) *dsl.StringLit {
 // return inner`, to a mod declaration.
 func (c *converter) def(g *defG) *dsl.ModDecl {
 	d := &dsl.ModDecl{Name: ident(g.Name), Def: true}
-	lam := returnedLambda(g.Body)
+	lam, lamName := returnedLambda(g.Body)
 	if lam != nil {
-		lambdaInner(g, lam)
+		lambdaInner(g, lam, lamName)
 		d.InnerLambda = true
 	}
 	params, annots, defaults, returns, kwOnly := c.defParams(g)
@@ -75,12 +75,17 @@ func (c *converter) def(g *defG) *dsl.ModDecl {
 			v := c.expr(a.Value)
 			d.FactoryLets = append(d.FactoryLets, &dsl.LetStmt{Sp: span(a.Name).Join(v.Span()), Assign: true, Name: ident(a.Name), Value: v})
 		}
-		if lam != nil {
+		switch {
+		case lam != nil && lamName == "":
 			// `return lambda ...`: the made-up name stands for the
 			// lambda, whose span is the keyword's.
 			d.Inner.Sp = span(lam.Keyword)
 			retEnd = span(end.Keyword)
-		} else {
+		case lam != nil:
+			// `fn = lambda ...` then `return fn`.
+			d.Inner.Sp = span(lam.Keyword)
+			retEnd = span(end.Keyword).Join(c.tupleOf(end.Value, end.Rest).Span())
+		default:
 			ret := c.tupleOf(end.Value, end.Rest)
 			retEnd = span(end.Keyword).Join(ret.Span())
 			if id, ok := ret.(*dsl.Ident); !ok || id.Name != inner.Name.Value || len(d.FactoryLets) > 0 {
@@ -130,28 +135,50 @@ func (c *converter) def(g *defG) *dsl.ModDecl {
 }
 
 // returnedLambda is the lambda that a straight-line def body returns as
-// its whole value (`return lambda b, h, q_idx, kv_idx: ...`, a factory's
-// usual shape in trainers' code), or nil.
-func returnedLambda(b *defBodyG) *lambdaG {
+// its whole value, a factory's usual shape in trainers' code: written in
+// the return (`return lambda b, h, q_idx, kv_idx: ...`; name "") or bound
+// by the body's last assignment to the name it returns (`fn = lambda ...`,
+// `return fn`; name fn). Nil when the body returns anything else.
+func returnedLambda(b *defBodyG) (*lambdaG, string) {
 	if b.Inner != nil || b.Return == nil || len(b.Return.Rest) > 0 {
-		return nil
+		return nil, ""
 	}
-	x := b.Return.Value
-	if len(x.Tail) > 0 || x.Head.Lambda == nil || len(x.Head.Prefix) > 0 || len(x.Head.Suffixes) > 0 {
-		return nil
+	lambdaOf := func(x *exprG) *lambdaG {
+		if len(x.Tail) > 0 || x.Head.Lambda == nil || len(x.Head.Prefix) > 0 || len(x.Head.Suffixes) > 0 {
+			return nil
+		}
+		return x.Head.Lambda
 	}
-	return x.Head.Lambda
+	if lam := lambdaOf(b.Return.Value); lam != nil {
+		return lam, ""
+	}
+	ret := b.Return.Value.Head
+	if n := len(b.Assigns); n > 0 && len(b.Return.Value.Tail) == 0 && ret.Atom != nil && ret.Atom.Type == tokIdent &&
+		len(ret.Prefix) == 0 && len(ret.Suffixes) == 0 {
+		a := b.Assigns[n-1]
+		if a.Name.Value == ret.Atom.Value && len(a.More) == 0 && len(a.Rest) == 0 && a.Op.Value == "=" {
+			if lam := lambdaOf(a.Value); lam != nil {
+				return lam, a.Name.Value
+			}
+		}
+	}
+	return nil, ""
 }
 
 // lambdaInner rewrites g, whose body returns lam, as the factory it is:
-// the lambda becomes its inner def, named after g (`NAME_lambda`, which no
-// Python name can be the same as in g's scope that it reads: the lambda
-// has no name), and the body returns that def. Python binds the lambda's
+// the lambda becomes its inner def, named bound (the name the body bound it
+// to and returns) or, for a lambda in the return itself, after g
+// (`NAME_lambda`, which no name g's lambda reads can be: Python gives the
+// lambda none), and the body returns that def. Python binds the lambda's
 // free names the same way, at the factory's call.
-func lambdaInner(g *defG, lam *lambdaG) {
+func lambdaInner(g *defG, lam *lambdaG, bound string) {
 	name := lam.Keyword
 	name.Type = tokIdent
 	name.Value = g.Name.Value + "_lambda"
+	if bound != "" {
+		name.Value = bound
+		g.Body.Assigns = g.Body.Assigns[:len(g.Body.Assigns)-1]
+	}
 	params := &paramListG{Open: lam.Keyword, Close: lam.Colon}
 	ps := lam.Rest
 	if lam.First != nil {

@@ -386,7 +386,10 @@ func TestFactoryReturnsLambda(t *testing.T) {
 		"def capped(cap):\n" +
 		"    return lambda score, b, h, q_idx, kv_idx: cap * torch.tanh(\n" +
 		"        score / cap\n" +
-		"    )\n"
+		"    )\n" +
+		"def shifted(mod, offset):\n" +
+		"    fn = lambda b, h, q_idx, kv_idx: mod(b, h, q_idx + offset, kv_idx)\n" +
+		"    return fn\n"
 	f, diags := parser.ParseFile("t.flex", []byte(src))
 	if len(diags) > 0 {
 		t.Fatal(diags.Render())
@@ -395,10 +398,11 @@ func TestFactoryReturnsLambda(t *testing.T) {
 		name, inner, end string
 		kind             dsl.ModKind
 		params, pre      int
-	}{{"sliding", "sliding_lambda", "<= half", dsl.MaskMod, 4, 1}, {"capped", "capped_lambda", "score / cap\n    )", dsl.ScoreMod, 5, 0}} {
+	}{{"sliding", "sliding_lambda", "<= half", dsl.MaskMod, 4, 1}, {"capped", "capped_lambda", "score / cap\n    )", dsl.ScoreMod, 5, 0},
+		{"shifted", "fn", "return fn", dsl.MaskMod, 4, 0}} {
 		d := f.Decls[i].(*dsl.ModDecl)
 		if !d.InnerLambda || d.Inner == nil || d.Inner.Name != w.inner || d.Kind != w.kind || len(d.Params) != w.params ||
-			len(d.FactoryParams) != 1 || len(d.FactoryPre) != w.pre || d.FactoryResult != nil {
+			len(d.FactoryParams) < 1 || len(d.FactoryPre) != w.pre || d.FactoryResult != nil {
 			t.Errorf("%s = %s", w.name, declDump(d))
 			continue
 		}

@@ -4,7 +4,8 @@
 # annotation, documents read through a tensor the factory closes over and
 # indexed twice (`ids[b][q_idx]`), a wrapper that shifts another mod's query
 # positions by a shard offset (context parallelism), a value computed before
-# the return, and a score. The imports are as pasted.
+# the return, a lambda bound to a name that the factory returns, and a
+# score. The imports are as pasted.
 from typing import Callable
 
 import torch
@@ -27,6 +28,10 @@ def shard_shifted(mask_mod, rank: int, shard_len: int):
         b, h, q_idx + offset, kv_idx
     )
 
+def prefix_mask(prefix_len: int):
+    mask_fn = lambda b, h, q_idx, kv_idx: kv_idx < prefix_len
+    return mask_fn
+
 def tanh_softcap(cap: float):
     return lambda score, b, h, q_idx, kv_idx: cap * torch.tanh(score / cap)
 
@@ -47,6 +52,13 @@ attention packed_layer {
 attention shard_layer {
     mask = shard_shifted(causal_mask, 1, 160)
     score = tanh_softcap(20.0)
+    layout = bshd
+    dtype = bf16
+    head_dim = 128
+}
+
+attention prefix_layer {
+    mask = or_masks(causal_mask, prefix_mask(64))
     layout = bshd
     dtype = bf16
     head_dim = 128
