@@ -140,8 +140,8 @@ class Attention:
         frame: the generated kernel's pre-pass, run once now, whose flags
         every call given tile_map= reads instead of running it again, as a
         FlexAttention BlockMask is made once per batch and shared by the
-        layers. A block without a pre-pass gets a map without flags, which
-        changes nothing; one without a generated kernel, None. A call
+        layers. A block whose generated kernel has no pre-pass (or that has
+        no generated kernel) gets None, which changes nothing. A call
         refuses the
         map when its sizes, device, frame or buffers differ, or a buffer was
         written since (its version counter): make a new map then."""
@@ -149,8 +149,8 @@ class Attention:
         if layout not in _checks.LAYOUTS:
             raise MaskcError("layout=%r: want %s" % (layout, " or ".join(_checks.LAYOUTS)))
         buffers = dict(buffers or {})
-        gen = self.generated() if self._generated is not None else None
-        if gen is None:
+        gen = self._generated
+        if gen is None or not gen.spec.flags_entry:
             return None
         names = {b.name for b in gen.spec.buffers}  # the sink is not the mask's
         if names - set(buffers) or set(buffers) - gen.known:

@@ -77,14 +77,20 @@ class MaskInfo:
     list of (name, kind, tensor)), and the call geometry the mask builder
     got: batch_size, q_length, kv_length, q_offset (the cache's length: the
     first query's position; an int or a 0-d tensor with StaticCache),
-    kv_offset (the first key's position)."""
+    kv_offset (the first key's position). The model passes the same
+    MaskInfo to every layer of one forward: what the layers can share is
+    made once and kept in it (shared: the buffers as the kernels read them,
+    and the blocks' tile maps, so a mask with a pre-pass runs it once per
+    forward, not once per layer)."""
 
-    __slots__ = ("expr", "buffers", "batch_size", "q_length", "kv_length", "q_offset", "kv_offset", "source")
+    __slots__ = ("expr", "buffers", "batch_size", "q_length", "kv_length", "q_offset", "kv_offset", "source",
+                 "shared")
 
     def __init__(self, expr, buffers, batch_size, q_length, kv_length, q_offset=0, kv_offset=0, source=""):
         self.expr, self.buffers = expr, list(buffers)
         self.batch_size, self.q_length, self.kv_length = batch_size, q_length, kv_length
         self.q_offset, self.kv_offset, self.source = q_offset, kv_offset, source
+        self.shared = {}
 
     def __getattr__(self, name):
         raise MaskNotATensor("the model's code reads attention_mask.%s, as if the mask were a tensor; under "
@@ -408,15 +414,40 @@ def _fit(t, n, fill):
     return t.contiguous()
 
 
-def _buffer_tensors(call):
+def _buffer_tensors(call, shared=None):
+    """The call's buffers as the kernel reads them, {name: tensor}; made
+    once per (name, key length) in shared (a MaskInfo's) when given, so
+    that every layer passes the same tensors (which its tile map needs)."""
     import torch
     out = {}
     for name, kind, t in call.buffers:
-        if kind == "lp":
-            out[name] = t.to(torch.int32).reshape(-1).contiguous()
-        else:
-            out[name] = _fit(t, call.kv_total, _BUF[kind][2])
+        key = ("buffer", name, kind, call.kv_total)
+        got = shared.get(key) if shared is not None else None
+        if got is None:
+            if kind == "lp":
+                got = t.to(torch.int32).reshape(-1).contiguous()
+            else:
+                got = _fit(t, call.kv_total, _BUF[kind][2])
+            if shared is not None:
+                shared[key] = got
+        out[name] = got
     return out
+
+
+def _shared_tile_map(shared, attn, query, key, bufs, frame):
+    """The tile map of attn for this call, made by the first layer that
+    needs it and kept in shared (a MaskInfo's) for the others; None under
+    torch.compile, where the map's launch cannot be traced (each call then
+    runs its own pre-pass)."""
+    import torch
+    if torch.compiler.is_compiling():
+        return None
+    k = ("tile map", id(attn), tuple(query.shape), tuple(key.shape), str(query.device), tuple(frame or ()))
+    tm = shared.get(k)
+    if tm is None:
+        tm = attn.tile_map(query, key, layout="bhsd", buffers=bufs, frame=frame)
+        shared[k] = tm
+    return tm
 
 
 def attention_forward(module, query, key, value, attention_mask, scaling=None, dropout=0.0, softcap=None,
@@ -431,22 +462,31 @@ def attention_forward(module, query, key, value, attention_mask, scaling=None, d
     out_dtype = query.dtype
     if call.cast:
         query, key, value = query.to(torch.bfloat16), key.to(torch.bfloat16), value.to(torch.bfloat16)
-    bufs = _buffer_tensors(call)
+    # Buffers made here from the mask are shared by the layers of one
+    # forward, with the tile map over them; buffers the user's function
+    # gives are the user's (a tile map per call would gain nothing).
+    shared = attention_mask.shared if isinstance(attention_mask, MaskInfo) else None
+    bufs = _buffer_tensors(call, shared)
+    tm = None
     if call.text is not None:
         attn = _derived_attention(call.text)
+        if shared is not None:
+            tm = _shared_tile_map(shared, attn, query, key, bufs, call.frame)
         if call.sink is not None:
             bufs["sinks"] = call.sink
     else:
         attn = _user_program().attention(call.block)
         if _STATE.buffers is not None:
             bufs = dict(_STATE.buffers(module, attention_mask) if callable(_STATE.buffers) else _STATE.buffers)
+        elif shared is not None:
+            tm = _shared_tile_map(shared, attn, query, key, bufs, call.frame)
         sink_name = attn.decision.kwargs.get("sink") or (attn.decision.kernel or {}).get("sink")
         if call.sink is not None:
             if not sink_name:
                 raise MaskcError("%s: the model passes sinks, but block %s has no sink setting" % (call.layer,
                                                                                                call.block))
             bufs[sink_name] = call.sink
-    out = attn(query, key, value, layout="bhsd", buffers=bufs, frame=call.frame)
+    out = attn(query, key, value, layout="bhsd", buffers=bufs, frame=call.frame, tile_map=tm)
     return out.transpose(1, 2).to(out_dtype), None
 
 

@@ -204,17 +204,19 @@ def test_tile_map_spares_the_prepass(env, tmp_path):
     with pytest.raises(MaskcError, match="buffer tab was written after tile_map was made"):
         attn(q, q, q, layout="bhsd", buffers={"tab": tab}, tile_map=tm)
     assert len(launches(drv)) == n
-    # a block without a pre-pass: a map without flags, which changes nothing
+    # a block without a pre-pass: no map (its kernel's tile list is computed in the kernel)
     doc = mt.load(os.path.join(EXAMPLES, "document_causal.flex")).attention("packed_layer")
     qd = ft.Tensor((1, 1000, 2, 128))
-    ids = ft.Tensor((1000,), ft.int32)
-    dm = doc.tile_map(qd, qd, buffers={"doc": ids})
-    assert dm.flags is None
     n = len(launches(drv))
-    doc(qd, qd, qd, buffers={"doc": ids}, tile_map=dm)
-    assert len(launches(drv)) > n
-    with pytest.raises(MaskcError, match="tile_map was made for"):
-        attn(q, q, q, layout="bhsd", buffers={"tab": ft.Tensor((B, S), ft.int32)}, tile_map=dm)
+    assert doc.tile_map(qd, qd, buffers={"doc": ft.Tensor((1000,), ft.int32)}) is None
+    assert len(launches(drv)) == n
+    # a map of another block
+    p2 = tmp_path / "odd2.flex"
+    p2.write_text(ODD.replace("% 7 != 3", "% 5 != 3"))
+    other = mt.load(str(p2)).attention("odd_layer")
+    tab2 = ft.Tensor((B, S), ft.int32)
+    with pytest.raises(MaskcError, match="odd_layer: tile_map was made for .*odd_layer"):
+        other(q, q, q, layout="bhsd", buffers={"tab": tab2}, tile_map=attn.tile_map(q, q, "bhsd", {"tab": tab2}))
 
 
 def test_prepass_backward_keeps_its_own_block_size(env, tmp_path):

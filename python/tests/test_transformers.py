@@ -255,6 +255,57 @@ def test_decode_step_runs_generated_with_frame(tf, mtf, maskc_bin, cache_dir, mo
     assert (sh.Sq, sh.Skv) == (1, 38) and abs(sh.scale - 0.125) < 1e-9
 
 
+def test_layers_of_one_forward_share_buffers_and_tile_map(tf, mtf, maskc_bin, cache_dir, monkeypatch):
+    """Gemma 3's mask with images (a window or-ed with bidirectional image
+    blocks) takes the pre-pass: the layers of one forward, which get the
+    same MaskInfo, run it once (the first layer's tile map) on one set of
+    buffer tensors; the next forward's MaskInfo makes its own."""
+    _, mu = tf
+    monkeypatch.setenv("MASKC_BIN", maskc_bin)
+    ft.install(monkeypatch)
+    import maskc.torch  # noqa: F401 (registers the ops on the stand-in torch)
+    from maskc import launcher
+    launches = []
+
+    class Drv:
+        def ensure_context(self, o):
+            return 1
+
+        def load_module(self, image):
+            return 7
+
+        def function(self, mod, name):
+            return name
+
+        def set_max_dynamic_smem(self, f, n):
+            pass
+
+        def launch(self, f, grid, block, smem, stream, args, what=""):
+            launches.append((f, [bytes(a) for a in args]))
+
+    class NV:
+        def version(self):
+            return "nvrtc-13.0"
+
+        def compile(self, src, name, options):
+            return b"CUBIN", ""
+    monkeypatch.setattr(launcher, "_libs", lambda: (Drv(), NV()))
+    # the int32 [B, KV] tensor the kernel reads, made anew at each conversion
+    monkeypatch.setattr(mtf, "_fit", lambda t, n, fill: ft.Tensor((2, n), ft.int32))
+    blk = Grid([[0, 0, 1, 1, 1, 0, 2, 2] * 8, [0] * 64])
+    fn = mu.or_masks(mu.sliding_window_causal_mask_function(3), mu.blockwise_overlay(blk))
+    q, k = bhsd(2, 8, 64), bhsd(2, 2, 64)
+    for forward in range(2):
+        info = info_for(mtf, mu, 2, 64, 64, fn=fn)
+        for layer in range(3):
+            mtf.attention_forward(Module(layer_idx=layer), q, k, k, info, scaling=0.125)
+        names = [f for f, _ in launches]
+        assert names.count("maskc_tile_flags") == 1 and names.count("maskc_attn_fwd") == 3, names
+        fwd_bufs = {a[6] for f, a in launches if f == "maskc_attn_fwd"}
+        assert len(fwd_bufs) == 1  # one set of buffer tensors for the three layers
+        launches.clear()
+
+
 def test_register_fills_both_interfaces(tf, mtf):
     t, mu = tf
     assert mtf.register() == "maskc"
