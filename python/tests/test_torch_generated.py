@@ -23,6 +23,15 @@ attention odd_layer {
 """
 
 
+def odd_block(mt, tmp_path, requires_grad=False):
+    """ODD's pre-pass block loaded, a q of 2 x 4 x 300 x 128 (bhsd) and its
+    tab buffer."""
+    p = tmp_path / "odd.flex"
+    p.write_text(ODD)
+    attn = mt.load(str(p)).attention("odd_layer")
+    return attn, ft.Tensor((2, 4, 300, 128), ft.float16, requires_grad=requires_grad), ft.Tensor((2, 300), ft.int32)
+
+
 class FakeDriver:
     def __init__(self):
         self.calls = []
@@ -115,12 +124,8 @@ def test_document_block_launch(env):
 
 def test_prepass_block_launches_flags_first(env, tmp_path):
     mt, drv, nv = env
-    p = tmp_path / "odd.flex"
-    p.write_text(ODD)
-    attn = mt.load(str(p)).attention("odd_layer")
-    B, H, S, D = 2, 4, 300, 128
-    q = ft.Tensor((B, H, S, D), ft.float16)
-    tab = ft.Tensor((B, S), ft.int32)
+    attn, q, tab = odd_block(mt, tmp_path)
+    B, H, S, D = q.shape
     attn(q, q, q, buffers={"tab": tab})
     (_, ff, fgrid, fblock, fsmem, _, fargs), (_, f, grid, _, _, _, args) = launches(drv)
     man = attn.generated().man
@@ -141,12 +146,8 @@ def test_prepass_backward_reads_the_forwards_flags(env, tmp_path):
     its own, its third output, and the backward reads them: no second
     pre-pass, and every backward kernel's tile_flags is the forward's."""
     mt, drv, nv = env
-    p = tmp_path / "odd.flex"
-    p.write_text(ODD)
-    attn = mt.load(str(p)).attention("odd_layer")
-    B, H, S, D = 2, 4, 300, 128
-    q = ft.Tensor((B, H, S, D), ft.float16, requires_grad=True)
-    tab = ft.Tensor((B, S), ft.int32)
+    attn, q, tab = odd_block(mt, tmp_path, requires_grad=True)
+    B, H, S, D = q.shape
     attn(q, q, q, buffers={"tab": tab})
     (_, ff, _, _, _, _, fargs), _ = launches(drv)
     _, _, flags = ft.ops.maskc.attn_fwd.last
@@ -170,12 +171,8 @@ def test_tile_map_spares_the_prepass(env, tmp_path):
     backward reads them too. Another shape, another buffer tensor or a
     buffer written since is refused before any launch."""
     mt, drv, nv = env
-    p = tmp_path / "odd.flex"
-    p.write_text(ODD)
-    attn = mt.load(str(p)).attention("odd_layer")
-    B, H, S, D = 2, 4, 300, 128
-    q = ft.Tensor((B, H, S, D), ft.float16)
-    tab = ft.Tensor((B, S), ft.int32)
+    attn, q, tab = odd_block(mt, tmp_path)
+    B, H, S, D = q.shape
     tm = attn.tile_map(q, q, layout="bhsd", buffers={"tab": tab})
     ((_, ff, _, _, _, _, fargs),) = launches(drv)
     assert ff == 200 and ptr(fargs[2]) == tm.flags.data_ptr() and tm.flags.dtype is ft.uint8
@@ -227,12 +224,8 @@ def test_prepass_backward_keeps_its_own_block_size(env, tmp_path):
     H200 run found the main kernel launched with the flag kernel's 256
     threads (CUDA_ERROR_INVALID_VALUE)."""
     mt, drv, nv = env
-    p = tmp_path / "odd.flex"
-    p.write_text(ODD)
-    attn = mt.load(str(p)).attention("odd_layer")
-    B, H, S, D = 2, 4, 300, 128
-    q = ft.Tensor((B, H, S, D), ft.float16)
-    tab = ft.Tensor((B, S), ft.int32)
+    attn, q, tab = odd_block(mt, tmp_path)
+    B, H, S, D = q.shape
     gen = attn.generated()
     out, lse = gen.forward(q, q, q, [tab], None, "bhsd")
     nfwd = len(launches(drv))

@@ -126,6 +126,37 @@ def bhsd(B, H, S, D=64, dtype=ft.bfloat16):
     return ft.Tensor((B, H, S, D), dtype)
 
 
+class StubDriver:
+    """The CUDA driver maskc's launcher drives, recording each launch as
+    (entry name, its argument bytes)."""
+
+    def __init__(self):
+        self.launches = []
+
+    def ensure_context(self, o):
+        return 1
+
+    def load_module(self, image):
+        return 7
+
+    def function(self, mod, name):
+        return name
+
+    def set_max_dynamic_smem(self, f, n):
+        pass
+
+    def launch(self, f, grid, block, smem, stream, args, what=""):
+        self.launches.append((f, [bytes(a) for a in args]))
+
+
+class StubNVRTC:
+    def version(self):
+        return "nvrtc-13.0"
+
+    def compile(self, src, name, options):
+        return b"CUBIN", ""
+
+
 def info_for(mtf, mu, B, Sq, Skv, q0=0, kv0=0, fn=None, pad=None):
     return mtf.mask_interface(B, Sq, Skv, q0, kv0, mask_function=fn or mu.causal_mask_function, attention_mask=pad)
 
@@ -215,38 +246,15 @@ def test_decode_step_runs_generated_with_frame(tf, mtf, maskc_bin, cache_dir, mo
     import maskc.torch as mt
     from maskc import launcher
     from maskc import abi
-    launches = []
-
-    class Drv:
-        def ensure_context(self, o):
-            return 1
-
-        def load_module(self, image):
-            return 7
-
-        def function(self, mod, name):
-            return 100
-
-        def set_max_dynamic_smem(self, f, n):
-            pass
-
-        def launch(self, f, grid, block, smem, stream, args, what=""):
-            launches.append([bytes(a) for a in args])
-
-    class NV:
-        def version(self):
-            return "nvrtc-13.0"
-
-        def compile(self, src, name, options):
-            return b"CUBIN", ""
-    monkeypatch.setattr(launcher, "_libs", lambda: (Drv(), NV()))
+    drv = StubDriver()
+    monkeypatch.setattr(launcher, "_libs", lambda: (drv, StubNVRTC()))
     pad = ft.Tensor((2, 38), ft.bool_)
     pad.all = lambda: False
     info = info_for(mtf, mu, 2, 1, 38, q0=37, pad=pad)
     q, k = bhsd(2, 8, 1), bhsd(2, 2, 38)
     out, w = mtf.attention_forward(Module(), q, k, k, info, scaling=0.125)
     assert w is None and out.shape == (2, 1, 8, 64)
-    (args,) = launches
+    ((_, args),) = drv.launches
     gen = mtf._derived_attention(mtf.plan_call(Module(), q, k, k, info, scaling=0.125).text).generated()
     bufs = gen.man.Buffers.from_buffer_copy(args[6])
     assert [getattr(bufs, n) for n in abi.FRAME_FIELDS] == [37, 0, 0, 38, 38, 0]
@@ -265,31 +273,9 @@ def test_layers_of_one_forward_share_buffers_and_tile_map(tf, mtf, maskc_bin, ca
     ft.install(monkeypatch)
     import maskc.torch  # noqa: F401 (registers the ops on the stand-in torch)
     from maskc import launcher
-    launches = []
-
-    class Drv:
-        def ensure_context(self, o):
-            return 1
-
-        def load_module(self, image):
-            return 7
-
-        def function(self, mod, name):
-            return name
-
-        def set_max_dynamic_smem(self, f, n):
-            pass
-
-        def launch(self, f, grid, block, smem, stream, args, what=""):
-            launches.append((f, [bytes(a) for a in args]))
-
-    class NV:
-        def version(self):
-            return "nvrtc-13.0"
-
-        def compile(self, src, name, options):
-            return b"CUBIN", ""
-    monkeypatch.setattr(launcher, "_libs", lambda: (Drv(), NV()))
+    drv = StubDriver()
+    launches = drv.launches
+    monkeypatch.setattr(launcher, "_libs", lambda: (drv, StubNVRTC()))
     # the int32 [B, KV] tensor the kernel reads, made anew at each conversion
     monkeypatch.setattr(mtf, "_fit", lambda t, n, fill: ft.Tensor((2, n), ft.int32))
     blk = Grid([[0, 0, 1, 1, 1, 0, 2, 2] * 8, [0] * 64])
