@@ -139,6 +139,24 @@ def test_flex_attention_runs_the_generated_kernel_with_the_closures_tensor(env):
     assert len(env.nv.compiles) == 1
 
 
+def test_one_block_mask_runs_the_prepass_once(env):
+    """The calls given one block mask (every layer's) share its pre-pass's
+    tile map: one flag launch for three calls, and a new one once the
+    captured tensor is written (its version counter moves)."""
+    mt, dm = env.mt, env.dm
+    q = ft.Tensor((2, 8, 256, 64))
+    doc = doc_ids(256)
+    bm = mt.create_block_mask(dm.generate_doc_mask_mod(dm.causal_mask, doc), None, None, 256, 256)
+    for _ in range(3):
+        mt.flex_attention(q, q, q, block_mask=bm)
+    assert [c[1] for c in launches(env.drv)] == [200, 100, 100, 100]
+    man = next(iter(env.flex._resolved.values())).attn.generated().man
+    assert len({man.Shape.from_buffer_copy(c[6][5]).tile_flags for c in launches(env.drv) if c[1] == 100}) == 1
+    doc.zero_()
+    mt.flex_attention(q, q, q, block_mask=bm)
+    assert [c[1] for c in launches(env.drv)][4:] == [200, 100]
+
+
 def test_gqa_return_lse_and_aux(env):
     mt, dm = env.mt, env.dm
     q, k = ft.Tensor((1, 8, 128, 64)), ft.Tensor((1, 2, 128, 64))
