@@ -47,6 +47,7 @@ func TestBwdWS(t *testing.T) {
 		{"../gpu/bench_cases_ext/block_diffusion.flex", "", 0, false, true, false, false}, // long columns of a union: dQ kernel
 		{"../examples/causal.flex", "", 64, true, false, false, false},
 		{"../examples/alibi.flex", "alibi_layer", 0, true, true, false, true},
+		{"../testdata/ported/transfusion.flex", "", 0, false, true, false, true},          // open columns; rows free of q
 		{"../examples/document_causal.flex", "packed_layer", 0, false, true, false, true}, // columns to the document's end
 		{"../examples/document_causal.flex", "packed_layer", 0, true, true, false, true},
 		{"../testdata/tilemasks/moba.flex", "moba", 0, true, true, false, false},

@@ -181,6 +181,10 @@ func modFunc(src *dsl.Source, l *dsl.Lowered, kind dsl.ModKind, bufs []BufferABI
 	w := newFuncWriter(src, l, float, bufs, &diags)
 	w.count(l.Expr)
 	rows, cols := hoistableReads(w, l.Expr)
+	rowsFreeOfQ := len(rows) > 0
+	for _, r := range rows {
+		rowsFreeOfQ = rowsFreeOfQ && !exprUsesVar(r, dsl.VarQ)
+	}
 	rowFields, rowBody := hoist(w, rows, "r")
 	colFields, colBody := hoist(w, cols, "c")
 	if len(diags) > 0 {
@@ -206,8 +210,26 @@ func modFunc(src *dsl.Source, l *dsl.Lowered, kind dsl.ModKind, bufs []BufferABI
 	} else {
 		b.WriteString("// ints are int32 where intrange.go proves it exact, else int64, with Python's floor // and %; floats are computed in fp32 like the kernel\n")
 	}
+	if rowsFreeOfQ {
+		// The row part reads nothing that depends on q (a buffer indexed by b
+		// or h only): a kernel may compute it once for all its rows
+		// (attn_bwd.h's warp-specialized producer).
+		fmt.Fprintf(&b, "#define MASKC_%s_ROW_FREE_OF_Q 1\n", strings.ToUpper(kind.String()))
+	}
 	b.WriteString(splitFuncs(kind, rowFields, rowBody, colFields, colBody, rcBody))
 	return b.String(), diags
+}
+
+// exprUsesVar reports whether e refers to v.
+func exprUsesVar(e dsl.Expr, v dsl.Var) bool {
+	found := false
+	dsl.Inspect(e, func(x dsl.Expr) bool {
+		if r, ok := x.(*dsl.VarRef); ok && r.Var == v {
+			found = true
+		}
+		return !found
+	})
+	return found
 }
 
 // resolveLineResets replaces every line-reset marker in text by a #line

@@ -439,18 +439,9 @@ func (k *Kernel) writeHeader(w *strings.Builder, src *dsl.Source) {
 	w.WriteString("#define MASKC_SPLIT_MODS 1\n\n")
 }
 
+// usesVar reports whether the lowered mod l refers to v.
 func usesVar(l *dsl.Lowered, v dsl.Var) bool {
-	if l == nil {
-		return false
-	}
-	found := false
-	dsl.Inspect(l.Expr, func(x dsl.Expr) bool {
-		if r, ok := x.(*dsl.VarRef); ok && r.Var == v {
-			found = true
-		}
-		return !found
-	})
-	return found
+	return l != nil && exprUsesVar(l.Expr, v)
 }
 
 func b2i(b bool) int {

@@ -1784,8 +1784,22 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
   __shared__ __attribute__((aligned(128))) float sDQ[MASKC_BWD_WARPS * 16 * D];
   __shared__ MaskcBwdWsPair sDQPair;
   __shared__ float sLse[2][BM], sDelta[2][BM];
+  // Each stage's rows' mask and score parts; a part that names no q (a
+  // buffer read by b or h only: Transfusion's spans, ALiBi's slope; codegen's
+  // MASKC_MASK_ROW_FREE_OF_Q, MASKC_SCORE_ROW_FREE_OF_Q) is the same for
+  // every row, and only row 0's is computed and read (MASKC_BWD_WS_MROW/_SROW).
   __shared__ MaskcMaskRow sMrow[2][BM];
   __shared__ MaskcScoreRow sSrow[2][BM];
+#if defined(MASKC_MASK_ROW_FREE_OF_Q)
+#define MASKC_BWD_WS_MROW(r) 0
+#else
+#define MASKC_BWD_WS_MROW(r) (r)
+#endif
+#if defined(MASKC_SCORE_ROW_FREE_OF_Q)
+#define MASKC_BWD_WS_SROW(r) 0
+#else
+#define MASKC_BWD_WS_SROW(r) (r)
+#endif
   __shared__ MaskcBwdWsPair sPair[2];
   __shared__ __attribute__((aligned(8))) unsigned long long sBars[7];
   __shared__ __attribute__((aligned(128))) unsigned char sScratch[2 * 128];
@@ -1882,8 +1896,8 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
         const bool ok = q0 + r < Sq;
         sLse[s][r] = ok ? sh.lse[row] : maskc_neg_inf();
         sDelta[s][r] = ok ? sh.delta[row] : 0.f;
-        sMrow[s][r] = maskc_mask_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q0 + r));
-        sSrow[s][r] = maskc_score_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q0 + r));
+        if (MASKC_BWD_WS_MROW(r) == r) sMrow[s][r] = maskc_mask_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q0 + r));
+        if (MASKC_BWD_WS_SROW(r) == r) sSrow[s][r] = maskc_score_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q0 + r));
       }
       if (lane == 0) {
         sPair[s].h = h;
@@ -2005,11 +2019,12 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
         bool keep = q < Sq && kv < Skv;
 #if defined(MASKC_HAS_MASK)
         if (partial && keep)
-          keep = maskc_bwd_mask_rc(sh, buf, pos, sMrow[s][qc], mcol[sl], b, h, maskc_nonneg(q), maskc_nonneg(kv));
+          keep = maskc_bwd_mask_rc(sh, buf, pos, sMrow[s][MASKC_BWD_WS_MROW(qc)], mcol[sl], b, h, maskc_nonneg(q),
+                                   maskc_nonneg(kv));
 #endif
         float ds;
         st[i] = maskc_bwd_elem_pos(sh, buf, pos, b, h, q, kv, keep, st[i], dpt[i], sLse[s][qc], sDelta[s][qc], &ds, rp,
-                                   sSrow[s][qc], scol[sl]);
+                                   sSrow[s][MASKC_BWD_WS_SROW(qc)], scol[sl]);
         dpt[i] = ds;
       }
     };
@@ -2103,6 +2118,8 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
 #undef MASKC_BWD_WS_KV
 #undef MASKC_BWD_WS_DQ_FULL
 #undef MASKC_BWD_WS_DQ_EMPTY
+#undef MASKC_BWD_WS_MROW
+#undef MASKC_BWD_WS_SROW
 #if MASKC_SCORE_GRAD_READS > 0
 #pragma unroll
   for (int r = 0; r < MASKC_SCORE_GRAD_READS; ++r) maskc_bufgrad_flush(sh, run, r);
