@@ -1003,10 +1003,22 @@ __device__ __forceinline__ void maskc_bwd_load_wg(maskc_elem_t* dst, const maskc
 #undef MASKC_BWD_CLS_FREE_ON
 #define MASKC_BWD_CLS_FREE_ON 0
 #endif
+// MASKC_BWD_WS_CLS_LANES: the warp-specialized backward's producer warp
+// computes the classes of the next 32 q tiles of its walk at once, a lane
+// each, where no class needs a warp-collective segment search.
+#if defined(MASKC_HAS_MASK) && !MASKC_BWD_CLS_FREE_ON && !defined(MASKC_SEG_CHECK)
+#define MASKC_BWD_WS_CLS_LANES 1
+#else
+#define MASKC_BWD_WS_CLS_LANES 0
+#endif
 struct MaskcBwdWalk {
   int h, qt, qt_end, cls;
   int c0, c1;  // cls holds the classes of q tiles [c0, c1) of head h
   int lo, n, len, rot;  // q tile qt = lo + (n + rot) % len, n = 0 .. len - 1; rot is 0 (each range from its start)
+  // MASKC_BWD_WS_CLS_LANES: bit i of any (full) says q tile cb + i of head ch holds a kept pair
+  // (only kept pairs).
+  int ch, cb;
+  unsigned any, full;
 };
 
 // The classes of q tiles [t0, t1) of head h against kv tile k0 into
@@ -1666,7 +1678,9 @@ __device__ __forceinline__ void maskc_bwd_ws_sem_pass(const MaskcBwdShape& sh, i
 #endif
 
 // maskc_bwd_walk_next's walk with the class computed at each pair (the
-// producer's: it runs ahead of the consumers by the two stages); kOrdered:
+// producer's: it runs ahead of the consumers by the two stages; under
+// MASKC_BWD_WS_CLS_LANES the classes of 32 q tiles at a time, a lane each,
+// so that a class's buffer reads are paid once per 32 pairs); kOrdered:
 // the ordered dQ's (the envelope, and the turns of the q tiles it passes).
 // Called by the whole producer warp (a class may search a segments buffer
 // warp-collectively).
@@ -1692,6 +1706,17 @@ __device__ __forceinline__ bool maskc_bwd_ws_walk_next(const MaskcBwdShape& sh, 
     w.qt = w.lo + w.n;
 #if MASKC_BWD_CLS_FREE_ON
     w.cls = 1;
+#elif MASKC_BWD_WS_CLS_LANES
+    if (w.h != w.ch || w.qt < w.cb || w.qt >= w.cb + 32) {
+      w.ch = w.h;
+      w.cb = w.qt;
+      const int t = w.qt + lane;
+      const int c = t < w.qt_end ? maskc_bwd_tile_class(sh, buf, b, w.h, t * BM, k0, BN) : 0;
+      w.any = __ballot_sync(0xffffffffu, c != 0);
+      w.full = __ballot_sync(0xffffffffu, c == 2);
+    }
+    const int bit = w.qt - w.cb;
+    w.cls = ((w.any >> bit) & 1u) ? (((w.full >> bit) & 1u) ? 2 : 1) : 0;
 #else
     w.cls = maskc_bwd_tile_class(sh, buf, b, w.h, w.qt * BM, k0, BN);
 #endif
@@ -1876,6 +1901,9 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
     w.h = hkv * (sh.H / sh.HKV) - 1;
     w.qt = w.qt_end = w.cls = w.c0 = w.c1 = 0;
     w.lo = w.n = w.len = w.rot = 0;
+    w.ch = -1;
+    w.cb = 0;
+    w.any = w.full = 0u;
     int maps_h = -1, set = 1;  // the head whose Q, dO maps set `set` holds
     int n = 0;
     for (;; ++n) {
