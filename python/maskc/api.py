@@ -112,7 +112,8 @@ class Attention:
 
         tile_map (from tile_map() with the same shapes, buffers and frame)
         spares the generated kernel its pre-pass in this call and its
-        backward."""
+        backward; under torch.compile it is not read (the compiled call runs
+        its pre-pass)."""
         layout = layout or self.layout
         frame = _frame_values(frame)
         if frame is not None:

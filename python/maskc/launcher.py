@@ -238,7 +238,10 @@ class _Generated:
             for t in [q, k, v] + blist + ([sink] if sink is not None else []):
                 grad = grad or t.requires_grad
         given = None
-        if tile_map is not None:
+        if tile_map is not None and not torch.compiler.is_compiling():
+            # Under torch.compile the map is not read: its checks (buffer
+            # identities and version counters) cannot be traced, and a
+            # compiled call runs its own pre-pass (device run 44a).
             given = tile_map.flags_for(self, q, k, layout, blist, _frame_values(frame))
         if torch.compiler.is_compiling() or grad:
             out, lse, _ = torch.ops.maskc.attn_fwd(q, k, v, blist, sink, self.key, layout, deterministic, frame,

@@ -5,6 +5,7 @@ manifest; bad calls raise before any launch."""
 import ctypes
 import os
 import struct
+import sys
 
 import pytest
 
@@ -214,6 +215,21 @@ def test_tile_map_spares_the_prepass(env, tmp_path):
     tab2 = ft.Tensor((B, S), ft.int32)
     with pytest.raises(MaskcError, match="odd_layer: tile_map was made for .*odd_layer"):
         other(q, q, q, layout="bhsd", buffers={"tab": tab2}, tile_map=attn.tile_map(q, q, "bhsd", {"tab": tab2}))
+
+
+def test_tile_map_is_not_read_under_compile(env, tmp_path, monkeypatch):
+    """Under torch.compile a tile map is not read (its checks read version
+    counters, which dynamo cannot trace; device run 44a): the compiled call
+    runs its own pre-pass through the op."""
+    mt, drv, nv = env
+    attn, q, tab = odd_block(mt, tmp_path)
+    tm = attn.tile_map(q, q, layout="bhsd", buffers={"tab": tab})
+    n = len(launches(drv))
+    monkeypatch.setattr(sys.modules["torch"].compiler, "is_compiling", lambda: True)
+    tab.zero_()  # a map that would be refused: not even checked
+    attn(q, q, q, layout="bhsd", buffers={"tab": tab}, tile_map=tm)
+    assert [c[1] for c in launches(drv)[n:]] == [200, 100]
+    assert ft.ops.maskc.attn_fwd.last[2].shape[0] > 0  # its own flags, for its backward
 
 
 def test_prepass_backward_keeps_its_own_block_size(env, tmp_path):
