@@ -25,6 +25,9 @@ type converter struct {
 	// annotation is set while a type annotation is converted (only its
 	// text is kept): a list display is allowed there.
 	annotation bool
+	// hoisted maps a lambda that a factory's return holds (lambdaInReturn)
+	// to the name of the inner def made of it, which stands for it there.
+	hoisted map[*lambdaG]string
 }
 
 // annotationSpan converts a type annotation and returns its span.
@@ -520,6 +523,9 @@ func (c *converter) listDisplay(g *listG) dsl.Expr {
 // has inner defs for that.
 func (c *converter) lambdaInPlace(g *lambdaG) dsl.Expr {
 	sp := span(g.Keyword)
+	if name, ok := c.hoisted[g]; ok {
+		return &dsl.Ident{Sp: sp, Name: name}
+	}
 	if c.settingsOf == "" {
 		c.fail(sp, CodeUnexpectedToken, "a lambda is a mod only as an attention setting or bound to a name at the top of the file").
 			WithHint("write it as a def, or as `NAME = lambda b, h, q_idx, kv_idx: ...` on a line of its own")

@@ -26,9 +26,20 @@ func stringLit(t lexer.Token) *dsl.StringLit {
 func (c *converter) def(g *defG) *dsl.ModDecl {
 	d := &dsl.ModDecl{Name: ident(g.Name), Def: true}
 	lam, lamName := returnedLambda(g.Body)
+	inReturn := false
+	if lam == nil {
+		// `return or_masks(causal, lambda b, h, q_idx, kv_idx: ...)`
+		if l := lambdaInReturn(g.Body); l != nil {
+			lam, inReturn = l, true
+		}
+	}
 	if lam != nil {
 		lambdaInner(g, lam, lamName)
 		d.InnerLambda = true
+		if inReturn {
+			c.hoisted = map[*lambdaG]string{lam: g.Body.Inner.Name.Value}
+			defer func() { c.hoisted = nil }()
+		}
 	}
 	params, annots, defaults, returns, kwOnly := c.defParams(g)
 	var inAnnots []*dsl.Ident
@@ -76,6 +87,12 @@ func (c *converter) def(g *defG) *dsl.ModDecl {
 			d.FactoryLets = append(d.FactoryLets, &dsl.LetStmt{Sp: span(a.Name).Join(v.Span()), Assign: true, Name: ident(a.Name), Value: v})
 		}
 		switch {
+		case inReturn:
+			// The return's expression, the lambda standing there as its
+			// inner def's name: the factory's result.
+			d.Inner.Sp = span(lam.Keyword)
+			d.FactoryResult = c.tupleOf(end.Value, end.Rest)
+			retEnd = span(end.Keyword).Join(d.FactoryResult.Span())
 		case lam != nil && lamName == "":
 			// `return lambda ...`: the made-up name stands for the
 			// lambda, whose span is the keyword's.
@@ -163,6 +180,72 @@ func returnedLambda(b *defBodyG) (*lambdaG, string) {
 		}
 	}
 	return nil, ""
+}
+
+// lambdaInReturn is the one lambda of a mod's arity (4 or 5 parameters)
+// written inside the return expression of a straight-line def body without
+// an inner def (`return or_masks(causal, lambda b, h, q_idx, kv_idx: kv_idx
+// < prefix)`), which makes the def a factory whose inner def is the
+// lambda; nil when there is none, or more than one.
+func lambdaInReturn(b *defBodyG) *lambdaG {
+	if b.Inner != nil || b.Return == nil {
+		return nil
+	}
+	var found []*lambdaG
+	var expr func(x *exprG)
+	var operand func(o *operandG)
+	arg := func(a *argG) {
+		if a != nil {
+			expr(a.X)
+			if a.Gen != nil {
+				expr(a.Gen.Iter)
+			}
+		}
+	}
+	elems := func(first *argG, rest []*listElemG) {
+		arg(first)
+		for _, e := range rest {
+			arg(e.X)
+		}
+	}
+	operand = func(o *operandG) {
+		switch {
+		case o.Lambda != nil:
+			ps := len(o.Lambda.Rest)
+			if o.Lambda.First != nil {
+				ps++
+			}
+			if ps == 4 || ps == 5 {
+				found = append(found, o.Lambda)
+			}
+		case o.Group != nil:
+			elems(o.Group.First, o.Group.Rest)
+		case o.List != nil:
+			elems(o.List.First, o.List.Rest)
+		}
+		for _, sfx := range o.Suffixes {
+			if sfx.Open != nil {
+				elems(sfx.First, sfx.Rest)
+			}
+		}
+	}
+	expr = func(x *exprG) {
+		if x == nil {
+			return
+		}
+		operand(x.Head)
+		for _, t := range x.Tail {
+			operand(t.Y)
+		}
+	}
+	expr(b.Return.Value)
+	for _, r := range b.Return.Rest {
+		expr(r)
+	}
+	if len(found) != 1 {
+		return nil
+	}
+	return found[0]
 }
 
 // lambdaInner rewrites g, whose body returns lam, as the factory it is:

@@ -361,7 +361,7 @@ func TestLambdaInPlace(t *testing.T) {
 		t.Errorf("nested: the setting names %#v, want the outer lambda", f.Decls[2].(*dsl.AttentionDecl).Settings[0].Value)
 	}
 	for _, bad := range []string{
-		"def m(b, h, q, kv):\n    return and_masks(lambda b, h, q, kv: q >= kv, m)\n",
+		"def m(b, h, q, kv):\n    x = lambda b, h, q, kv: q >= kv\n    return x(b, h, q, kv)\n",
 		"param P = lambda x: x\n",
 		"mask m(b, h, q, kv) = (lambda x: x)(q) >= kv\n",
 	} {
@@ -389,7 +389,9 @@ func TestFactoryReturnsLambda(t *testing.T) {
 		"    )\n" +
 		"def shifted(mod, offset):\n" +
 		"    fn = lambda b, h, q_idx, kv_idx: mod(b, h, q_idx + offset, kv_idx)\n" +
-		"    return fn\n"
+		"    return fn\n" +
+		"def prefix_lm(prefix):\n" +
+		"    return or_masks(causal, lambda b, h, q_idx, kv_idx: kv_idx < prefix)\n"
 	f, diags := parser.ParseFile("t.flex", []byte(src))
 	if len(diags) > 0 {
 		t.Fatal(diags.Render())
@@ -399,10 +401,10 @@ func TestFactoryReturnsLambda(t *testing.T) {
 		kind             dsl.ModKind
 		params, pre      int
 	}{{"sliding", "sliding_lambda", "<= half", dsl.MaskMod, 4, 1}, {"capped", "capped_lambda", "score / cap\n    )", dsl.ScoreMod, 5, 0},
-		{"shifted", "fn", "return fn", dsl.MaskMod, 4, 0}} {
+		{"shifted", "fn", "return fn", dsl.MaskMod, 4, 0}, {"prefix_lm", "prefix_lm_lambda", "< prefix)", dsl.MaskMod, 4, 0}} {
 		d := f.Decls[i].(*dsl.ModDecl)
 		if !d.InnerLambda || d.Inner == nil || d.Inner.Name != w.inner || d.Kind != w.kind || len(d.Params) != w.params ||
-			len(d.FactoryParams) < 1 || len(d.FactoryPre) != w.pre || d.FactoryResult != nil {
+			len(d.FactoryParams) < 1 || len(d.FactoryPre) != w.pre || (d.FactoryResult != nil) != (w.name == "prefix_lm") {
 			t.Errorf("%s = %s", w.name, declDump(d))
 			continue
 		}
@@ -413,12 +415,16 @@ func TestFactoryReturnsLambda(t *testing.T) {
 			t.Errorf("%s spans %q, want the def through its lambda's end", w.name, got)
 		}
 	}
+	if call, ok := f.Decls[3].(*dsl.ModDecl).FactoryResult.(*dsl.CallExpr); !ok || len(call.Args) != 2 ||
+		call.Args[1].(*dsl.Ident).Name != "prefix_lm_lambda" {
+		t.Errorf("prefix_lm's result = %#v, want or_masks(causal, prefix_lm_lambda)", f.Decls[3].(*dsl.ModDecl).FactoryResult)
+	}
 	if an := f.Decls[0].(*dsl.ModDecl).Annotations; an == nil || an.Returns == nil || an.Returns.Name != "Callable[[int, int, Tensor, Tensor], Tensor]" {
 		t.Errorf("sliding's return annotation = %#v", an)
 	}
 	for _, c := range []struct{ src, want string }{
 		{"def f(w):\n    return lambda x: x + w\n", "error[E072]: the lambda that def f returns has 1 parameters"},
-		{"def f(w):\n    return (lambda b, h, q, kv: q >= kv) if w else None\n", "error[E011]: a lambda is a mod only"},
+		{"def f(w):\n    return or_masks(lambda b, h, q, kv: q >= kv, lambda b, h, q, kv: kv < w)\n", "error[E011]: a lambda is a mod only"},
 		{"mask m(b, h, q, kv) = f([1, 2])\n", "error[E011]: a list is not a value in maskc"},
 		{"def f(b, h, q_idx, kv_idx) -> list[[int]]:\n    return q_idx >= kv_idx\n", ""},
 	} {

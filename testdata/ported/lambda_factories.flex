@@ -4,8 +4,9 @@
 # annotation, documents read through a tensor the factory closes over and
 # indexed twice (`ids[b][q_idx]`), a wrapper that shifts another mod's query
 # positions by a shard offset (context parallelism), a value computed before
-# the return, a lambda bound to a name that the factory returns, and a
-# score. The imports are as pasted.
+# the return, a lambda bound to a name that the factory returns, a lambda
+# inside the or_masks the factory returns, and a score. The imports are as
+# pasted.
 from typing import Callable
 
 import torch
@@ -31,6 +32,9 @@ def shard_shifted(mask_mod, rank: int, shard_len: int):
 def prefix_mask(prefix_len: int):
     mask_fn = lambda b, h, q_idx, kv_idx: kv_idx < prefix_len
     return mask_fn
+
+def prefix_lm_mask(prefix_len: int):
+    return or_masks(causal_mask, lambda b, h, q_idx, kv_idx: kv_idx < prefix_len)
 
 def tanh_softcap(cap: float):
     return lambda score, b, h, q_idx, kv_idx: cap * torch.tanh(score / cap)
@@ -59,6 +63,13 @@ attention shard_layer {
 
 attention prefix_layer {
     mask = or_masks(causal_mask, prefix_mask(64))
+    layout = bshd
+    dtype = bf16
+    head_dim = 128
+}
+
+attention prefix_lm_layer {
+    mask = prefix_lm_mask(48)
     layout = bshd
     dtype = bf16
     head_dim = 128
