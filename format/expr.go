@@ -43,6 +43,8 @@ func prec(e dsl.Expr) int {
 		}
 	case *dsl.CondExpr:
 		return precCond
+	case *dsl.GeneratorExpr:
+		return precLambda
 	case *dsl.BinaryExpr:
 		switch x.Op {
 		case dsl.OpOr:
@@ -180,6 +182,11 @@ func writeExpr(b *strings.Builder, e dsl.Expr, min int) {
 		b.WriteString(name(x.Name))
 		b.WriteByte('=')
 		writeExpr(b, x.Value, precLambda)
+	case *dsl.GeneratorExpr:
+		// `ELT for VAR in ITER`, ITER an or_test as Python's grammar has it.
+		writeExpr(b, x.Elt, precLambda)
+		b.WriteString(" for " + name(x.Var) + " in ")
+		writeExpr(b, x.Iter, precOr)
 	default:
 		b.WriteString("<?>")
 	}

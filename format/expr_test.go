@@ -36,6 +36,9 @@ func TestExprParsed(t *testing.T) {
 		{"torch.tanh(score/CAP)", "torch.tanh(score / CAP)"},
 		{"a//b%c", "a // b % c"},
 		{"a|b&c", "a | b & c"},
+		{"any(q==kv+d for d in (1,2))", "any(q == kv + d for d in (1, 2))"},
+		{"all(m(b,h,q,kv) for m in (a or b))", "all(m(b, h, q, kv) for m in (a or b))"},
+		{"x[0 for i in y]", "x[0 for i in y]"},
 	}
 	for _, tt := range tests {
 		e, diags := parser.ParseExpr("e", tt.src)
