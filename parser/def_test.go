@@ -137,6 +137,8 @@ func TestPythonReadPast(t *testing.T) {
 			"def mask causal(b h q kv): return (cmp q >= kv)", []string{"from mymodels.attention import helpers  # ours"}, 1},
 		{"string statement", "def m(b, h, q, kv):\n    \"\"\"doc\"\"\"\n    d = q - kv\n    \"\"\"a note\n    over lines\"\"\"\n    'one more'\n    return d >= 0\n",
 			"def mask m(b h q kv): d = (- q kv); return (cmp d >= 0=0)", []string{"\"\"\"a note\n    over lines\"\"\"", "'one more'"}, 0},
+		{"module docstring", "\"\"\"Masks of our model.\"\"\"\nimport torch\n\"a string between defs\"\ndef m(b, h, q, kv):\n    \"\"\"doc\"\"\"\n    return q >= kv\n",
+			"def mask m(b h q kv): return (cmp q >= kv)", []string{"\"\"\"Masks of our model.\"\"\"", "import torch", "\"a string between defs\""}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -714,8 +714,8 @@ func (s *scanner) ignoredLine() bool {
 		return true
 	case c == '"' || c == '\'':
 		n := len(s.out.tokens)
-		if n < 2 || s.out.tokens[n-2].Value == ":" {
-			return false // a docstring, which the grammar reads
+		if n >= 2 && s.out.tokens[n-2].Value == ":" {
+			return false // a def's docstring, which the grammar reads
 		}
 		save := s.pos
 		s.str()
