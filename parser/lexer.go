@@ -827,9 +827,10 @@ func (s *scanner) delLine(start, i int) bool {
 }
 
 // checkDels refuses a name read after a `del` that unbound it, in the
-// del's block (the lines after it indented at least as far), unless a
-// statement at the del's indentation bound it again first: Python raises
-// NameError there, where maskc would read the name.
+// del's block (the lines after it indented at least as far as the del, or
+// as the line after it where that is less), unless a statement at the
+// block's indentation bound it again first: Python raises NameError there,
+// where maskc would read the name.
 func (s *scanner) checkDels() {
 	for _, d := range s.out.dels {
 		gone := map[string]bool{}
@@ -837,6 +838,7 @@ func (s *scanner) checkDels() {
 			gone[n] = true
 		}
 		lineStart := true
+		blockCol := -1 // the del's block: the del's indentation, or the next line's where less (maskc fmt re-indents the del)
 		for k, t := range s.out.tokens {
 			if t.Type == tokNewline {
 				lineStart = true
@@ -849,10 +851,13 @@ func (s *scanner) checkDels() {
 			}
 			if start {
 				col := s.src.Position(t.Pos.Offset).Column
-				if col < d.col {
+				if blockCol < 0 {
+					blockCol = min(d.col, col)
+				}
+				if col < blockCol {
 					break // the del's block has ended
 				}
-				if col == d.col && t.Type == tokIdent && k+1 < len(s.out.tokens) && s.out.tokens[k+1].Value == "=" {
+				if col == blockCol && t.Type == tokIdent && k+1 < len(s.out.tokens) && s.out.tokens[k+1].Value == "=" {
 					delete(gone, t.Value) // bound again
 					continue
 				}
