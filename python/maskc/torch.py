@@ -22,10 +22,10 @@ maskc.ops (the custom ops and their autograd).
 from .api import Attention, Program, load
 from .diagnostics import MaskcError
 from .dispatch import cu_seqlens_from_segments
-from .launcher import dtype_name
+from .launcher import TileMap, dtype_name
 from .ops import attn_bwd, attn_fwd  # noqa: F401  (torch.ops.maskc.*, registered on import)
 
-__all__ = ["load", "Program", "Attention", "MaskcError", "dtype_name", "cu_seqlens_from_segments"]
+__all__ = ["load", "Program", "Attention", "TileMap", "MaskcError", "dtype_name", "cu_seqlens_from_segments"]
 
 
 # FlexAttention's API over the user's own Python mods (maskc.flex reads their
