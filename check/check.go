@@ -130,6 +130,48 @@ func pythonCombinator(d dsl.Decl) bool {
 	return ok && m.Def && m.Inner != nil && (m.Name.Name == "and_masks" || m.Name.Name == "or_masks")
 }
 
+// rebind takes d, a Python module constant assigned again (`WINDOW = 256`
+// then `WINDOW = 512`, as notebooks leave them), as the value of the param
+// first declared: Python's mods read a global when they run, after the
+// whole module, so they see its last value. It reports whether d was such
+// an assignment (a warning then); any other second declaration is E021.
+// An assignment that reads the name it rebinds (`W = W * 2`) would need
+// the value before it, which one param does not keep: it is E021.
+func (c *checker) rebind(first, d dsl.Decl) bool {
+	fp, ok1 := first.(*dsl.ParamDecl)
+	np, ok2 := d.(*dsl.ParamDecl)
+	if !ok1 || !ok2 || !fp.Python || !np.Python {
+		return false
+	}
+	if readsName(np.Value, np.Name.Name) {
+		c.diags.Add(c.src, np.Name.Sp, CodeDuplicate, "%s is assigned again from its own value: a param holds one value", np.Name.Name).
+			WithHint("write the value out (`%s = ...` once), or give the new value a name of its own", np.Name.Name)
+		return true
+	}
+	p := c.prog.params[np.Name.Name]
+	if p == nil {
+		return false
+	}
+	p.Decl = np
+	c.decls[np.Name.Name] = np
+	c.diags.Warn(c.src, fp.Name.Sp, CodeRebound, "%s is assigned again on line %d: the mods read that value, as Python's do when they run",
+		np.Name.Name, c.src.LineOf(np.Name.Sp.Start)).
+		WithHint("delete this assignment, or rename one of them if both values are meant")
+	return true
+}
+
+// readsName reports whether e refers to name.
+func readsName(e dsl.Expr, name string) bool {
+	found := false
+	dsl.Inspect(e, func(x dsl.Expr) bool {
+		if id, ok := x.(*dsl.Ident); ok && id.Name == name {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
 // declare creates the Program's declarations and reports duplicates.
 func (c *checker) declare() {
 	comments := newCommentIndex(c.prog.File)
@@ -153,6 +195,9 @@ func (c *checker) declare() {
 		}
 		if _, isAttn := d.(*dsl.AttentionDecl); !isAttn {
 			if first, dup := c.decls[id.Name]; dup {
+				if c.rebind(first, d) {
+					continue
+				}
 				c.diags.Add(c.src, id.Sp, CodeDuplicate, "%s is already declared", id.Name).
 					WithHint("%s", c.firstDeclared(c.src, first.DeclName()))
 				continue

@@ -91,6 +91,7 @@ var diagnosticCases = []struct {
 	{CodeUnusedLet, "mask m(b, h, q, kv) {\n    let d = q - kv\n    q >= kv\n}\n", nil},
 	{CodeShadow, "param W = 4\nmask m(b, h, q, kv) {\n    let W = 8\n    q - kv <= W\n}\nmask n(b, h, q, kv) = q < W\n", nil},
 	{CodeBitwisePrecedence, "mask m(b, h, q, kv) = q >= kv & q < 5\n", nil},
+	{CodeRebound, "W = 4\nW = 8\nmask m(b, h, q, kv) = q - kv <= W\nattention a {\n    mask = m\n}\n", nil},
 	{CodeNoGradient, "buffer t: f32[H]\nscore s(score, b, h, q, kv) = floor(score) + t[h] * (score > 0) + where(floor(score) > 1, score, 0.0)\nattention a {\n    score = s\n}\n", nil},
 	{CodeStringValue, "def m(b, h, q_idx, kv_idx):\n    return q_idx >= \"kv_idx\"\n", nil},
 	{CodeMethod, "def m(b, h, q_idx, kv_idx):\n    d = (q_idx - kv_idx).sum()\n    return d <= 4\n", nil},

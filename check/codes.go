@@ -55,6 +55,7 @@ const (
 	CodeUnusedLet         dsl.Code = "W004"
 	CodeShadow            dsl.Code = "W005"
 	CodeBitwisePrecedence dsl.Code = "W006"
+	CodeRebound           dsl.Code = "W007"
 	CodeNoGradient        dsl.Code = "W010"
 	CodeTorchBool         dsl.Code = "W030"
 	CodeFloat32Range      dsl.Code = "E091" // W020 until issue 31: now an error
@@ -107,6 +108,7 @@ var Codes = map[dsl.Code]string{
 	CodeUnusedMod:         "a mod that is never used (files with attention blocks only)",
 	CodeUnusedLet:         "a let binding that is never used",
 	CodeShadow:            "a mod parameter or let that shadows a param, buffer, mod or built-in",
+	CodeRebound:           "a Python module constant assigned again: the mods read its last value",
 	CodeBitwisePrecedence: "`&` or `|` between two comparisons of a chain, where Python makes it bitwise on ints",
 	CodeNoGradient:        "an attention's score depends on the score or a float buffer only through floor, ceil, `//` or a comparison used as a number, where no gradient flows (the forward is exact: a warning)",
 	CodeTorchBool:         "`and`, `or`, `not`, a chained comparison or `if else` on tensors in a def, where torch raises",

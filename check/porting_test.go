@@ -462,3 +462,21 @@ func TestLowerModHelper(t *testing.T) {
 	require.NotNil(t, low, ld.Render())
 	assert.Equal(t, "q >= kv", fmtExpr(low.Expr))
 }
+
+// TestPortingReboundConstant: a module constant assigned twice (a notebook
+// pasted whole) has its last value, as Python's mods read it when they run
+// (W007 on the first assignment); one assigned from its own earlier value
+// is E021.
+func TestPortingReboundConstant(t *testing.T) {
+	src := "WINDOW = 256\nWINDOW = 512\n\ndef m(b, h, q_idx, kv_idx):\n    return q_idx - kv_idx < WINDOW\n"
+	p, diags := checkSource(t, src, nil)
+	require.False(t, diags.HasErrors(), diags.Render())
+	require.Len(t, diags, 1)
+	assert.Contains(t, diags[0].Render(), "1:1: warning[W007]: WINDOW is assigned again on line 2")
+	require.Len(t, p.Params, 1)
+	assert.Equal(t, "512", p.Params[0].Value.String())
+	_, diags = checkSource(t, "W = 256\nW = W * 2\n\ndef m(b, h, q_idx, kv_idx):\n    return q_idx - kv_idx < W\n", nil)
+	assert.Contains(t, diags.Render(), "2:1: error[E021]: W is assigned again from its own value")
+	_, diags = checkSource(t, "param W = 256\nW = 512\n\ndef m(b, h, q_idx, kv_idx):\n    return q_idx - kv_idx < W\n", nil)
+	assert.Contains(t, diags.Render(), "2:1: error[E021]: W is already declared") // a `param` is declared once
+}
