@@ -384,8 +384,19 @@ func (l *lowering) factoryArgs(f *frame, x *dsl.CallExpr, m *Mod) (args []dsl.Ex
 				rest.Sp = rest.Sp.Join(a.Span())
 				continue
 			}
-			if n >= len(params)-m.Decl.KwOnly { // past a bare `*` only names reach
-				return nil, nil, true
+			kwOnly := m.Decl.KwOnly
+			if !m.Helper {
+				kwOnly = m.Decl.FactoryKwOnly
+			}
+			if n >= len(params)-kwOnly { // past a bare `*` only names reach
+				if kwOnly == 0 || n >= len(params) {
+					return nil, nil, true // too many: the caller reports the count
+				}
+				l.lowerArgs(f, x)
+				l.errorf(f, a.Span(), CodeArgCount, "%s takes %s only by name (it follows a bare `*`), got an argument by position",
+					m.Name, params[n].Name).
+					WithHint("pass it as %s=...", params[n].Name)
+				return nil, nil, false
 			}
 			args[n], frames[n] = a, f
 			n++

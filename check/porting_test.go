@@ -480,3 +480,26 @@ func TestPortingReboundConstant(t *testing.T) {
 	_, diags = checkSource(t, "param W = 256\nW = 512\n\ndef m(b, h, q_idx, kv_idx):\n    return q_idx - kv_idx < W\n", nil)
 	assert.Contains(t, diags.Render(), "2:1: error[E021]: W is already declared") // a `param` is declared once
 }
+
+// TestPortingFactoryKeywordOnly: a factory's parameters after a bare `*`
+// are bound by name (or their defaults); one passed by position is refused
+// naming it, as Python's TypeError would.
+func TestPortingFactoryKeywordOnly(t *testing.T) {
+	src := "def sliding(scale, *, window, left=0):\n    def m(b, h, q_idx, kv_idx):\n        return q_idx - kv_idx < window * scale + left\n    return m\n" +
+		"attention a {\n    mask = sliding(2, window=64)\n}\n"
+	p, diags := checkSource(t, src, nil)
+	require.False(t, diags.HasErrors(), diags.Render())
+	a := p.Attention("a")
+	require.NotNil(t, a)
+	_, diags = checkSource(t, strings.Replace(src, "sliding(2, window=64)", "sliding(2, 64)", 1), nil)
+	assert.Contains(t, diags.Render(), "6:23: error[E023]: sliding takes window only by name (it follows a bare `*`), got an argument by position")
+	_, diags = checkSource(t, strings.Replace(src, "sliding(2, window=64)", "sliding(left=1, window=64, scale=2)", 1), nil)
+	assert.False(t, diags.HasErrors(), diags.Render())
+	// A bare `*` first: every parameter by name.
+	first := "def sliding(*, window):\n    return lambda b, h, q_idx, kv_idx: q_idx - kv_idx < window\n" +
+		"attention a {\n    mask = sliding(window=64)\n}\n"
+	_, diags = checkSource(t, first, nil)
+	assert.False(t, diags.HasErrors(), diags.Render())
+	_, diags = checkSource(t, strings.Replace(first, "sliding(window=64)", "sliding(64)", 1), nil)
+	assert.Contains(t, diags.Render(), "error[E023]: sliding takes window only by name")
+}

@@ -211,6 +211,10 @@ type ModDecl struct {
 	// bare `*` (Python's keyword-only parameters: arguments reach them only
 	// by name); such a def is a Helper.
 	KwOnly int
+	// FactoryKwOnly is the number of a factory's trailing FactoryParams
+	// after a bare `*` (`def sliding(*, window)`): a call passes them only
+	// by name.
+	FactoryKwOnly int
 	// FactoryPre are a factory def's statements before its inner def:
 	// assignments of compile-time values (`half = window // 2`), `if`,
 	// `assert` and `pass`, run when the factory is called; the inner

@@ -173,7 +173,7 @@ func defLines(d *dsl.ModDecl) []line {
 	indent := 0
 	fn, returns := d.Name, an.Returns
 	if d.Inner != nil {
-		out = append(out, line{text: head(d.Name, d.FactoryParams, an.FactoryParams, d.Defaults, an.Returns, d.Variadic, 0), sp: spanOf(d.Name)})
+		out = append(out, line{text: head(d.Name, d.FactoryParams, an.FactoryParams, d.Defaults, an.Returns, d.Variadic, d.FactoryKwOnly), sp: spanOf(d.Name)})
 		if d.Doc != nil {
 			out = append(out, line{indent: 1, text: d.Doc.Raw, sp: d.Doc.Sp})
 		}

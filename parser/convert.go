@@ -449,6 +449,16 @@ func (c *converter) group(g *groupG) dsl.Expr {
 func (c *converter) kwOnly(l *paramListG) (int, *lexer.Token) {
 	var star *lexer.Token
 	n := 0
+	if l.Lead != nil { // `(*, w, ...)`: every parameter after it
+		star = l.Lead
+		if l.First != nil {
+			if l.First.Star != nil {
+				c.fail(span(l.First.Tok), CodeDefShape, "`*%s` after a bare `*`", l.First.Tok.Value).
+					WithHint("Python takes one of them: `*` alone, or `*%s`", l.First.Tok.Value)
+			}
+			n++
+		}
+	}
 	for _, e := range l.Rest {
 		switch {
 		case e.bare() && star != nil:

@@ -71,9 +71,10 @@ func (c *converter) def(g *defG) *dsl.ModDecl {
 		var inDefaults []dsl.Expr
 		var inKwOnly int
 		d.Params, inAnnots, inDefaults, inReturns, inKwOnly = c.defParams(inner)
-		if kwOnly > 0 || inKwOnly > 0 {
-			c.factoryKwOnly(d.Name.Name, g.Params, inner.Params)
+		if inKwOnly > 0 {
+			c.factoryKwOnly(d.Name.Name, inner.Params)
 		}
+		d.FactoryKwOnly = kwOnly
 		d.Defaults = defaults
 		if inDefaults != nil {
 			c.noModDefaults(inner, inDefaults)
@@ -475,15 +476,21 @@ func (c *converter) tupleOf(first *exprG, rest []*exprG) dsl.Expr {
 	return t
 }
 
-// factoryKwOnly refuses a bare `*` in the parameter lists of factory name
-// (its own or an inner def's): maskc binds parameters taken only by name
-// in a plain def, where functools.partial or a call names them.
+// factoryKwOnly refuses a bare `*` in the parameter list of factory name's
+// inner def (or another def inside it): FlexAttention passes a mod its
+// parameters by position. (The factory's own parameters may have one:
+// ModDecl.FactoryKwOnly.)
 func (c *converter) factoryKwOnly(name string, lists ...*paramListG) {
 	for _, l := range lists {
+		if l.Lead != nil {
+			c.fail(span(*l.Lead), CodeDefShape, "parameters taken only by name (after a bare `*`) in the mod of factory %s", name).
+				WithHint("FlexAttention passes a mod its parameters by position: remove the `*`")
+			return
+		}
 		for _, e := range l.Rest {
 			if e.bare() {
-				c.fail(span(*e.Star), CodeDefShape, "parameters taken only by name (after a bare `*`) in factory %s", name).
-					WithHint("maskc takes them in a plain def that functools.partial binds, partial(f, name=value); here, pass them by position")
+				c.fail(span(*e.Star), CodeDefShape, "parameters taken only by name (after a bare `*`) in the mod of factory %s", name).
+					WithHint("FlexAttention passes a mod its parameters by position: remove the `*`")
 				return
 			}
 		}

@@ -254,8 +254,9 @@ func TestPythonModuleConstant(t *testing.T) {
 // TestKeywordOnlyParams checks Python's bare `*`: the parameters after it
 // are counted in KwOnly and make the def a helper (functools.partial binds
 // them by name), may have defaults in any order, and a second star, a star
-// that nothing follows, `*name` after it and a star in a factory are
-// positioned errors.
+// that nothing follows, `*name` after it and a star in a factory's inner
+// def are positioned errors; a factory's own star counts its keyword-only
+// parameters in FactoryKwOnly.
 func TestKeywordOnlyParams(t *testing.T) {
 	f, diags := parser.ParseFile("t.flex", []byte("def m(b, h, q_idx, kv_idx, *, context_len, shift=1, w):\n    return q_idx + context_len >= kv_idx\n"))
 	if len(diags) > 0 {
@@ -265,11 +266,30 @@ func TestKeywordOnlyParams(t *testing.T) {
 	if d.KwOnly != 3 || !d.Helper || len(d.Params) != 7 {
 		t.Errorf("KwOnly %d, Helper %v, %d params; want 3, true, 7", d.KwOnly, d.Helper, len(d.Params))
 	}
+	f, diags = parser.ParseFile("t.flex", []byte("def make(n, *, w, v=2):\n    def m(b, h, q, kv):\n        return q - kv < w * n\n    return m\n"))
+	if len(diags) > 0 {
+		t.Fatal(diags.Render())
+	}
+	if d := f.Decls[0].(*dsl.ModDecl); d.FactoryKwOnly != 2 || d.KwOnly != 0 || d.Helper || len(d.FactoryParams) != 3 {
+		t.Errorf("factory: FactoryKwOnly %d, KwOnly %d, Helper %v, %d factory params; want 2, 0, false, 3",
+			d.FactoryKwOnly, d.KwOnly, d.Helper, len(d.FactoryParams))
+	}
+	// A bare `*` first: every parameter by name.
+	f, diags = parser.ParseFile("t.flex", []byte("def sliding(*, window: int, left=0):\n    return lambda b, h, q, kv: q - kv < window + left\n"))
+	if len(diags) > 0 {
+		t.Fatal(diags.Render())
+	}
+	if d := f.Decls[0].(*dsl.ModDecl); d.FactoryKwOnly != 2 || len(d.FactoryParams) != 2 {
+		t.Errorf("bare star first: FactoryKwOnly %d, %d factory params; want 2, 2", d.FactoryKwOnly, len(d.FactoryParams))
+	}
 	for src, want := range map[string]string{
-		"def m(b, h, *, x, *, y):\n    return b\n":                                            "1:19: error[E072]: a second `*` in one parameter list",
-		"def m(b, h, *):\n    return b\n":                                                     "1:13: error[E072]: a bare `*` must be followed by a parameter",
-		"def m(b, h, *, *x):\n    return b\n":                                                 "error[E072]: `*x` after a bare `*`",
-		"def make(n, *, w):\n    def m(b, h, q, kv):\n        return q >= kv\n    return m\n": "1:13: error[E072]: parameters taken only by name (after a bare `*`) in factory make",
+		"def m(b, h, *, x, *, y):\n    return b\n":                                         "1:19: error[E072]: a second `*` in one parameter list",
+		"def m(b, h, *):\n    return b\n":                                                  "1:13: error[E072]: a bare `*` must be followed by a parameter",
+		"def m(b, h, *, *x):\n    return b\n":                                              "error[E072]: `*x` after a bare `*`",
+		"def make(n):\n    def m(b, h, q, *, kv):\n        return q >= kv\n    return m\n": "2:20: error[E072]: parameters taken only by name (after a bare `*`) in the mod of factory make",
+		"def make(n):\n    def m(*, b, h, q, kv):\n        return q >= kv\n    return m\n": "2:11: error[E072]: parameters taken only by name (after a bare `*`) in the mod of factory make",
+		"def m(*, *x):\n    return x\n":                                                    "error[E072]: `*x` after a bare `*`",
+		"def m(*,):\n    return 1\n":                                                       "error[E072]: a bare `*` must be followed by a parameter",
 	} {
 		_, diags := parser.ParseFile("t.flex", []byte(src))
 		if got := diags.Render(); !strings.Contains(got, want) {

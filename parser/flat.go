@@ -165,9 +165,10 @@ func (c *converter) flatDef(g *flatDefG) *dsl.ModDecl {
 		d.Inner = ident(fnHead.Name)
 		inParams, inAnnots, inDefaults, inReturns, inKwOnly := c.defParams(&defG{Params: fnHead.Params, Returns: fnHead.Returns})
 		d.Params = inParams
-		if kwOnly > 0 || inKwOnly > 0 {
-			c.factoryKwOnly(d.Name.Name, head.Params, fnHead.Params)
+		if inKwOnly > 0 {
+			c.factoryKwOnly(d.Name.Name, fnHead.Params)
 		}
+		d.FactoryKwOnly = kwOnly
 		if inDefaults != nil {
 			c.noModDefaults(&defG{Name: fnHead.Name}, inDefaults)
 		}

@@ -129,6 +129,7 @@ type modG struct {
 // a multi-line def); the converter refuses an empty element elsewhere.
 type paramListG struct {
 	Open  lexer.Token   `parser:"@'('"`
+	Lead  *lexer.Token  `parser:"( @BareStar ',' )?"` // `def f(*, w)`: every parameter taken only by name
 	First *nameG        `parser:"( @@"`
 	Rest  []*paramElemG `parser:"  @@* )?"`
 	Close lexer.Token   `parser:"@')'"`
@@ -291,16 +292,17 @@ type tokenDefinition struct{}
 // built.)
 func (tokenDefinition) Symbols() map[string]lexer.TokenType {
 	return map[string]lexer.TokenType{
-		"EOF":     lexer.EOF,
-		"Ident":   tokIdent,
-		"Literal": tokLiteral,
-		"Keyword": tokKeyword,
-		"Op":      tokOp,
-		"Prefix":  tokPrefix,
-		"Punct":   tokPunct,
-		"Newline": tokNewline,
-		"String":  tokString,
-		"KwName":  tokKwName,
+		"EOF":      lexer.EOF,
+		"Ident":    tokIdent,
+		"Literal":  tokLiteral,
+		"Keyword":  tokKeyword,
+		"Op":       tokOp,
+		"Prefix":   tokPrefix,
+		"Punct":    tokPunct,
+		"Newline":  tokNewline,
+		"String":   tokString,
+		"KwName":   tokKwName,
+		"BareStar": tokBareStar,
 	}
 }
 

@@ -15,15 +15,16 @@ import (
 // text and everything else by type: one type per role lets participle match
 // an operator, or a separator, with a single comparison.
 const (
-	tokIdent   lexer.TokenType = iota + 1
-	tokLiteral                 // numbers (1024, 0x7f, 30.0, .5) and True False true false
-	tokKeyword                 // param buffer attention let
-	tokOp                      // binary operators: * / // % ** comparisons | & and or if else, and + - after an operand
-	tokPrefix                  // prefix operators: ~ not, and + - where an operand is expected
-	tokPunct                   // = : , and brackets
-	tokNewline                 // a `;`, or the end of a line outside ( ) and [ ]
-	tokString                  // a string literal: "inf", 'floor', or a triple-quoted docstring
-	tokKwName                  // the name of a keyword argument: `min` in `x.clamp(min=0)`
+	tokIdent    lexer.TokenType = iota + 1
+	tokLiteral                  // numbers (1024, 0x7f, 30.0, .5) and True False true false
+	tokKeyword                  // param buffer attention let
+	tokOp                       // binary operators: * / // % ** comparisons | & and or if else, and + - after an operand
+	tokPrefix                   // prefix operators: ~ not, and + - where an operand is expected
+	tokPunct                    // = : , and brackets
+	tokNewline                  // a `;`, or the end of a line outside ( ) and [ ]
+	tokString                   // a string literal: "inf", 'floor', or a triple-quoted docstring
+	tokKwName                   // the name of a keyword argument: `min` in `x.clamp(min=0)`
+	tokBareStar                 // a `*` right after `(` and before `,`: a parameter list's bare star first, `def f(*, w)`
 )
 
 // keywords are the reserved words; they are never names. `mask` and
@@ -538,8 +539,31 @@ func (s *scanner) punct() {
 	} else {
 		s.prefixRun = 0
 	}
+	if c == '*' && s.bareStarFirst(start) {
+		typ = tokBareStar
+	}
 	s.emit(typ, start, s.pos)
 	s.afterOperand = c == ')' || c == ']'
+}
+
+// bareStarFirst reports whether the `*` at start opens a parameter list
+// as Python's bare star (`(*, w)`): the token before it is `(` and the
+// next character that is not a space is `,`.
+func (s *scanner) bareStarFirst(start int) bool {
+	n := len(s.out.tokens)
+	if n == 0 || s.out.tokens[n-1].Value != "(" {
+		return false
+	}
+	for i := start + 1; i < s.end; i++ {
+		switch s.text[i] {
+		case ' ', '\t':
+			continue
+		case ',':
+			return true
+		}
+		return false
+	}
+	return false
 }
 
 // punctType is the token type of a one-character operator or delimiter.

@@ -5,8 +5,8 @@
 # indexed twice (`ids[b][q_idx]`), a wrapper that shifts another mod's query
 # positions by a shard offset (context parallelism), a value computed before
 # the return, a lambda bound to a name that the factory returns, a lambda
-# inside the or_masks the factory returns, and a score. The imports are as
-# pasted.
+# inside the or_masks the factory returns, one whose parameters are taken
+# only by name (a bare `*` first), and a score. The imports are as pasted.
 from typing import Callable
 
 import torch
@@ -35,6 +35,9 @@ def prefix_mask(prefix_len: int):
 
 def prefix_lm_mask(prefix_len: int):
     return or_masks(causal_mask, lambda b, h, q_idx, kv_idx: kv_idx < prefix_len)
+
+def chunked_mask(*, chunk: int, causal: bool = True):
+    return lambda b, h, q_idx, kv_idx: (q_idx // chunk == kv_idx // chunk) & ((kv_idx <= q_idx) | (not causal))
 
 def tanh_softcap(cap: float):
     return lambda score, b, h, q_idx, kv_idx: cap * torch.tanh(score / cap)
@@ -70,6 +73,13 @@ attention prefix_layer {
 
 attention prefix_lm_layer {
     mask = prefix_lm_mask(48)
+    layout = bshd
+    dtype = bf16
+    head_dim = 128
+}
+
+attention chunk_layer {
+    mask = chunked_mask(chunk=64)
     layout = bshd
     dtype = bf16
     head_dim = 128
