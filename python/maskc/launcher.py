@@ -159,9 +159,10 @@ class TileMap:
     and buffers, made once (Attention.tile_map) and passed to every call with
     the same sizes, device, frame and buffers (tile_map=), as a FlexAttention
     BlockMask is built once per batch and shared by the layers: such calls
-    launch no pre-pass, and their backward reads the same flags. A block
-    whose kernel has no pre-pass gets a map without flags (flags None),
-    which changes nothing. A call refuses a map made for another block,
+    launch no pre-pass, and their backward reads the same flags. Where the
+    forward runs no pre-pass of its own (a decode-sized call) the map has
+    no flags (flags None) and changes nothing; Attention.tile_map gives
+    None for a block without a pre-pass. A call refuses a map made for another block,
     sizes, device or frame, or whose buffers are other tensors or have been
     written since it was made (their version counters): its flags would not
     be the mask's."""
