@@ -503,3 +503,21 @@ func TestPortingFactoryKeywordOnly(t *testing.T) {
 	_, diags = checkSource(t, strings.Replace(first, "sliding(window=64)", "sliding(64)", 1), nil)
 	assert.Contains(t, diags.Render(), "error[E023]: sliding takes window only by name")
 }
+
+// TestPortingDeviceAsserts: `assert a.device == b.device` over tensors of
+// the call holds (the launcher runs a call only with every tensor on q's
+// device), `!=` fails as Python's would, and a constant has no .device.
+func TestPortingDeviceAsserts(t *testing.T) {
+	body := func(cond string) string {
+		return "buffer doc: i32[KV]\n\ndef m(b, h, q_idx, kv_idx):\n    assert " + cond + ", \"devices\"\n    return doc[q_idx] == doc[kv_idx]\n" +
+			"attention a {\n    mask = m\n}\n"
+	}
+	_, diags := checkSource(t, body("doc.device == q_idx.device"), nil)
+	assert.False(t, diags.HasErrors(), diags.Render())
+	_, diags = checkSource(t, body("kv_idx.device == doc.device"), nil)
+	assert.False(t, diags.HasErrors(), diags.Render())
+	_, diags = checkSource(t, body("doc.device != q_idx.device"), nil)
+	assert.Contains(t, diags.Render(), "error[E078]: assertion doc.device != q_idx.device in def m (line 4) fails")
+	_, diags = checkSource(t, body("(3).device == q_idx.device"), nil)
+	assert.Contains(t, diags.Render(), "error[E074]: (3) is not a tensor of the call: it has no .device")
+}

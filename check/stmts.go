@@ -99,6 +99,9 @@ func (l *lowering) run(f *frame, m *Mod, stmts []dsl.Stmt, lets *[]*binding) (re
 // unknown one (a factory's parameter while its declaration is checked, or
 // an error already reported) is not known.
 func (l *lowering) decide(f *frame, cond dsl.Expr, what string) (value, known bool) {
+	if v, known, handled := l.sameDevice(f, cond); handled {
+		return v, known
+	}
 	r := l.expr(f, cond)
 	switch {
 	case r.typ == dsl.TypeNone:
@@ -118,6 +121,40 @@ func (l *lowering) decide(f *frame, cond dsl.Expr, what string) (value, known bo
 	}
 	l.value(f, cond) // reports what cond is
 	return false, false
+}
+
+// sameDevice decides `a.device == b.device` (or `!=`), as asserts and
+// conditions in pasted mods write it, where a and b are tensors of the
+// call: buffers, the index parameters, the score. A call runs with every
+// tensor on q's device (the launcher checks it before any launch), so the
+// devices are equal. handled is false for any other condition; known is
+// false when an operand failed (reported).
+func (l *lowering) sameDevice(f *frame, cond dsl.Expr) (value, known, handled bool) {
+	x, ok := cond.(*dsl.CompareExpr)
+	if !ok || len(x.Ops) != 1 || x.Ops[0] != dsl.OpEQ && x.Ops[0] != dsl.OpNE {
+		return false, false, false
+	}
+	var tensors [2]dsl.Expr
+	for i, o := range x.Operands {
+		sel, ok := o.(*dsl.SelectorExpr)
+		if !ok || sel.Sel.Name != "device" {
+			return false, false, false
+		}
+		tensors[i] = sel.X
+	}
+	for _, t := range tensors {
+		r := l.expr(f, t)
+		switch {
+		case !r.ok():
+			return false, false, true
+		case r.typ == dsl.TypeBuffer || r.scalar() && !r.isConst():
+		default:
+			l.errorf(f, t.Span(), CodeMethod, "%s is not a tensor of the call: it has no .device", sourceText(f, t)).
+				WithHint("compare the devices of buffers, q_idx, kv_idx, b, h or the score")
+			return false, false, true
+		}
+	}
+	return x.Ops[0] == dsl.OpEQ, true, true
 }
 
 // isNone lowers `x is None` and `x is not None`, decided at compile time:
