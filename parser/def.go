@@ -25,7 +25,7 @@ func stringLit(t lexer.Token) *dsl.StringLit {
 // return inner`, to a mod declaration.
 func (c *converter) def(g *defG) *dsl.ModDecl {
 	d := &dsl.ModDecl{Name: ident(g.Name), Def: true}
-	lam, lamName := returnedLambda(g.Body)
+	lam, lamName, lamAt := returnedLambda(g.Body)
 	inReturn := false
 	if lam == nil {
 		// `return or_masks(causal, lambda b, h, q_idx, kv_idx: ...)`
@@ -34,7 +34,7 @@ func (c *converter) def(g *defG) *dsl.ModDecl {
 		}
 	}
 	if lam != nil {
-		lambdaInner(g, lam, lamName)
+		lambdaInner(g, lam, lamAt)
 		d.InnerLambda = true
 		if inReturn {
 			c.hoisted = map[*lambdaG]string{lam: g.Body.Inner.Name.Value}
@@ -99,11 +99,7 @@ func (c *converter) def(g *defG) *dsl.ModDecl {
 			// lambda, whose span is the keyword's.
 			d.Inner.Sp = span(lam.Keyword)
 			retEnd = span(end.Keyword)
-		case lam != nil:
-			// `fn = lambda ...` then `return fn`.
-			d.Inner.Sp = span(lam.Keyword)
-			retEnd = span(end.Keyword).Join(c.tupleOf(end.Value, end.Rest).Span())
-		default:
+		default: // an inner def, or `fn = lambda ...` (the def named fn) and what follows it
 			ret := c.tupleOf(end.Value, end.Rest)
 			retEnd = span(end.Keyword).Join(ret.Span())
 			if id, ok := ret.(*dsl.Ident); !ok || id.Name != inner.Name.Value || len(d.FactoryLets) > 0 {
@@ -152,14 +148,16 @@ func (c *converter) def(g *defG) *dsl.ModDecl {
 	return d
 }
 
-// returnedLambda is the lambda that a straight-line def body returns as
-// its whole value, a factory's usual shape in trainers' code: written in
-// the return (`return lambda b, h, q_idx, kv_idx: ...`; name "") or bound
-// by the body's last assignment to the name it returns (`fn = lambda ...`,
-// `return fn`; name fn). Nil when the body returns anything else.
-func returnedLambda(b *defBodyG) (*lambdaG, string) {
+// returnedLambda is the lambda that makes a straight-line def body a
+// factory, a factory's usual shape in trainers' code: written in the return
+// (`return lambda b, h, q_idx, kv_idx: ...`; name "") or bound by one of the
+// body's assignments (`fn = lambda ...`, then `return fn` or statements
+// that build the result from it, `both = and_masks(fn, causal)`; name fn,
+// the assignment's index in at). Nil when there is none, or more than one
+// assignment binds a lambda of a mod's arity.
+func returnedLambda(b *defBodyG) (lam *lambdaG, name string, at int) {
 	if b.Inner != nil || b.Return == nil || len(b.Return.Rest) > 0 {
-		return nil, ""
+		return nil, "", -1
 	}
 	lambdaOf := func(x *exprG) *lambdaG {
 		if len(x.Tail) > 0 || x.Head.Lambda == nil || len(x.Head.Prefix) > 0 || len(x.Head.Suffixes) > 0 {
@@ -167,101 +165,144 @@ func returnedLambda(b *defBodyG) (*lambdaG, string) {
 		}
 		return x.Head.Lambda
 	}
-	if lam := lambdaOf(b.Return.Value); lam != nil {
-		return lam, ""
+	if l := lambdaOf(b.Return.Value); l != nil {
+		return l, "", -1
 	}
-	ret := b.Return.Value.Head
-	if n := len(b.Assigns); n > 0 && len(b.Return.Value.Tail) == 0 && ret.Atom != nil && ret.Atom.Type == tokIdent &&
-		len(ret.Prefix) == 0 && len(ret.Suffixes) == 0 {
-		a := b.Assigns[n-1]
-		if a.Name.Value == ret.Atom.Value && len(a.More) == 0 && len(a.Rest) == 0 && a.Op.Value == "=" {
-			if lam := lambdaOf(a.Value); lam != nil {
-				return lam, a.Name.Value
-			}
+	at = -1
+	for i, a := range b.Assigns {
+		l := lambdaOf(a.Value)
+		if l == nil || len(a.More) > 0 || len(a.Rest) > 0 || a.Op.Value != "=" {
+			continue
 		}
+		if n := len(l.Rest) + 1; l.First == nil || n != 4 && n != 5 {
+			continue // not a mod: a helper lambda stays E011 (write a def)
+		}
+		if lam != nil {
+			return nil, "", -1 // two: write defs
+		}
+		lam, name, at = l, a.Name.Value, i
 	}
-	return nil, ""
+	if lam != nil && calledName(b.Assigns[at+1:], b.Return, name) {
+		// `x = lambda ...` called where it is used: the def computes a
+		// value with a local function, not a factory (E011: write a def).
+		return nil, "", -1
+	}
+	return lam, name, at
 }
 
 // lambdaInReturn is the one lambda of a mod's arity (4 or 5 parameters)
 // written inside the return expression of a straight-line def body without
-// an inner def (`return or_masks(causal, lambda b, h, q_idx, kv_idx: kv_idx
-// < prefix)`), which makes the def a factory whose inner def is the
-// lambda; nil when there is none, or more than one.
+// an inner def and passed there as a value (`return or_masks(causal,
+// lambda b, h, q_idx, kv_idx: kv_idx < prefix)`), which makes the def a
+// factory whose inner def is the lambda; nil when there is none, more than
+// one, or the return calls one (`(lambda ...)(b, h, q, kv)` is a value).
 func lambdaInReturn(b *defBodyG) *lambdaG {
 	if b.Inner != nil || b.Return == nil {
 		return nil
 	}
 	var found []*lambdaG
-	var expr func(x *exprG)
-	var operand func(o *operandG)
-	arg := func(a *argG) {
-		if a != nil {
-			expr(a.X)
-			if a.Gen != nil {
-				expr(a.Gen.Iter)
-			}
-		}
-	}
-	elems := func(first *argG, rest []*listElemG) {
-		arg(first)
-		for _, e := range rest {
-			arg(e.X)
-		}
-	}
-	operand = func(o *operandG) {
-		switch {
-		case o.Lambda != nil:
-			ps := len(o.Lambda.Rest)
-			if o.Lambda.First != nil {
-				ps++
-			}
-			if ps == 4 || ps == 5 {
-				found = append(found, o.Lambda)
-			}
-		case o.Group != nil:
-			elems(o.Group.First, o.Group.Rest)
-		case o.List != nil:
-			elems(o.List.First, o.List.Rest)
-		}
-		for _, sfx := range o.Suffixes {
-			if sfx.Open != nil {
-				elems(sfx.First, sfx.Rest)
-			}
-		}
-	}
-	expr = func(x *exprG) {
-		if x == nil {
+	called := false
+	visit := func(o *operandG, call bool) {
+		if o.Lambda == nil {
 			return
 		}
-		operand(x.Head)
-		for _, t := range x.Tail {
-			operand(t.Y)
+		if n := len(o.Lambda.Rest) + 1; o.Lambda.First != nil && (n == 4 || n == 5) {
+			found = append(found, o.Lambda)
+			called = called || call
 		}
 	}
-	expr(b.Return.Value)
-	for _, r := range b.Return.Rest {
-		expr(r)
+	for _, x := range append([]*exprG{b.Return.Value}, b.Return.Rest...) {
+		walkOperands(x, false, visit)
 	}
-	if len(found) != 1 {
+	if len(found) != 1 || called {
 		return nil
 	}
 	return found[0]
 }
 
-// lambdaInner rewrites g, whose body returns lam, as the factory it is:
-// the lambda becomes its inner def, named bound (the name the body bound it
-// to and returns) or, for a lambda in the return itself, after g
-// (`NAME_lambda`, which no name g's lambda reads can be: Python gives the
-// lambda none), and the body returns that def. Python binds the lambda's
-// free names the same way, at the factory's call.
-func lambdaInner(g *defG, lam *lambdaG, bound string) {
+// calledName reports whether name is called (`name(...)`) anywhere in
+// the assignments as or the return r.
+func calledName(as []*assignG, r *returnG, name string) bool {
+	called := false
+	visit := func(o *operandG, call bool) {
+		if o.Atom != nil && o.Atom.Type == tokIdent && o.Atom.Value == name && call {
+			called = true
+		}
+	}
+	var xs []*exprG
+	for _, a := range as {
+		xs = append(append(xs, a.Value), a.Rest...)
+	}
+	xs = append(append(xs, r.Value), r.Rest...)
+	for _, x := range xs {
+		walkOperands(x, false, visit)
+	}
+	return called
+}
+
+// walkOperands calls visit on every operand of x, and of the lists,
+// groups and lambdas inside it, with whether the operand is called: its
+// own first suffix is a call, or it stands alone in a group that is
+// (`(lambda ...)(b, h, q, kv)`).
+func walkOperands(x *exprG, inCalled bool, visit func(o *operandG, call bool)) {
+	if x == nil {
+		return
+	}
+	alone := len(x.Tail) == 0
+	operand := func(o *operandG) {
+		call := len(o.Suffixes) > 0 && o.Suffixes[0].Open != nil && o.Suffixes[0].Open.Value == "("
+		visit(o, call || inCalled && alone && len(o.Prefix) == 0)
+		elems := func(first *argG, rest []*listElemG, called bool) {
+			args := []*argG{first}
+			for _, e := range rest {
+				args = append(args, e.X)
+			}
+			for _, a := range args {
+				if a == nil {
+					continue
+				}
+				walkOperands(a.X, called && len(args) == 1, visit)
+				if a.Gen != nil {
+					walkOperands(a.Gen.Iter, false, visit)
+				}
+			}
+		}
+		switch {
+		case o.Lambda != nil:
+			walkOperands(o.Lambda.Body, false, visit)
+		case o.Group != nil:
+			elems(o.Group.First, o.Group.Rest, call)
+		case o.List != nil:
+			elems(o.List.First, o.List.Rest, false)
+		}
+		for _, sfx := range o.Suffixes {
+			if sfx.Open != nil {
+				elems(sfx.First, sfx.Rest, false)
+			}
+		}
+	}
+	operand(x.Head)
+	for _, t := range x.Tail {
+		operand(t.Y)
+	}
+}
+
+// lambdaInner rewrites g, whose body returns lam or builds its result from
+// it, as the factory it is: the lambda becomes its inner def, named as the
+// assignment at index at binds it (the assignments after it become the
+// factory's statements after its inner def) or, for a lambda in the return
+// itself (at < 0), after g (`NAME_lambda`, which no name g's lambda reads
+// can be: Python gives the lambda none). Python binds the lambda's free
+// names the same way, at the factory's call.
+func lambdaInner(g *defG, lam *lambdaG, at int) {
 	name := lam.Keyword
 	name.Type = tokIdent
 	name.Value = g.Name.Value + "_lambda"
-	if bound != "" {
-		name.Value = bound
-		g.Body.Assigns = g.Body.Assigns[:len(g.Body.Assigns)-1]
+	if at >= 0 { // `NAME = lambda ...`: the def NAME; the assignments after it build the result
+		b := g.Body
+		name = b.Assigns[at].Name
+		b.After = b.Assigns[at+1:]
+		b.Assigns = b.Assigns[:at]
 	}
 	params := &paramListG{Open: lam.Keyword, Close: lam.Colon}
 	ps := lam.Rest

@@ -413,7 +413,12 @@ func TestFactoryReturnsLambda(t *testing.T) {
 		"    fn = lambda b, h, q_idx, kv_idx: mod(b, h, q_idx + offset, kv_idx)\n" +
 		"    return fn\n" +
 		"def prefix_lm(prefix):\n" +
-		"    return or_masks(causal, lambda b, h, q_idx, kv_idx: kv_idx < prefix)\n"
+		"    return or_masks(causal, lambda b, h, q_idx, kv_idx: kv_idx < prefix)\n" +
+		"def banded(w):\n" +
+		"    half = w // 2\n" +
+		"    near = lambda b, h, q_idx, kv_idx: (q_idx - kv_idx).abs() <= half\n" +
+		"    both = and_masks(near, causal)\n" +
+		"    return both\n"
 	f, diags := parser.ParseFile("t.flex", []byte(src))
 	if len(diags) > 0 {
 		t.Fatal(diags.Render())
@@ -423,15 +428,16 @@ func TestFactoryReturnsLambda(t *testing.T) {
 		kind             dsl.ModKind
 		params, pre      int
 	}{{"sliding", "sliding_lambda", "<= half", dsl.MaskMod, 4, 1}, {"capped", "capped_lambda", "score / cap\n    )", dsl.ScoreMod, 5, 0},
-		{"shifted", "fn", "return fn", dsl.MaskMod, 4, 0}, {"prefix_lm", "prefix_lm_lambda", "< prefix)", dsl.MaskMod, 4, 0}} {
+		{"shifted", "fn", "return fn", dsl.MaskMod, 4, 0}, {"prefix_lm", "prefix_lm_lambda", "< prefix)", dsl.MaskMod, 4, 0},
+		{"banded", "near", "return both", dsl.MaskMod, 4, 1}} {
 		d := f.Decls[i].(*dsl.ModDecl)
 		if !d.InnerLambda || d.Inner == nil || d.Inner.Name != w.inner || d.Kind != w.kind || len(d.Params) != w.params ||
-			len(d.FactoryParams) < 1 || len(d.FactoryPre) != w.pre || (d.FactoryResult != nil) != (w.name == "prefix_lm") {
+			len(d.FactoryParams) < 1 || len(d.FactoryPre) != w.pre || (d.FactoryResult != nil) != (w.name == "prefix_lm" || w.name == "banded") {
 			t.Errorf("%s = %s", w.name, declDump(d))
 			continue
 		}
-		if got := src[d.Inner.Sp.Start:d.Inner.Sp.End]; got != "lambda" {
-			t.Errorf("%s's inner name spans %q, want the keyword", w.name, got)
+		if got, want := src[d.Inner.Sp.Start:d.Inner.Sp.End], map[bool]string{true: w.inner, false: "lambda"}[w.name == "shifted" || w.name == "banded"]; got != want {
+			t.Errorf("%s's inner name spans %q, want %q", w.name, got, want)
 		}
 		if got := src[d.Sp.Start:d.Sp.End]; !strings.HasPrefix(got, "def "+w.name) || !strings.HasSuffix(got, w.end) {
 			t.Errorf("%s spans %q, want the def through its lambda's end", w.name, got)
@@ -447,6 +453,8 @@ func TestFactoryReturnsLambda(t *testing.T) {
 	for _, c := range []struct{ src, want string }{
 		{"def f(w):\n    return lambda x: x + w\n", "error[E072]: the lambda that def f returns has 1 parameters"},
 		{"def f(w):\n    return or_masks(lambda b, h, q, kv: q >= kv, lambda b, h, q, kv: kv < w)\n", "error[E011]: a lambda is a mod only"},
+		{"def f(w):\n    return (lambda b, h, q, kv: q - kv < w)(0, 0, 1, 0)\n", "error[E011]: a lambda is a mod only"},
+		{"def m(b, h, q, kv):\n    x = lambda b, h, q, kv: q >= kv\n    y = x(b, h, q, kv)\n    return y\n", "error[E011]: a lambda is a mod only"},
 		{"mask m(b, h, q, kv) = f([1, 2])\n", "error[E011]: a list is not a value in maskc"},
 		{"def f(b, h, q_idx, kv_idx) -> list[[int]]:\n    return q_idx >= kv_idx\n", ""},
 	} {

@@ -6,7 +6,8 @@
 # positions by a shard offset (context parallelism), a value computed before
 # the return, a lambda bound to a name that the factory returns, a lambda
 # inside the or_masks the factory returns, one whose parameters are taken
-# only by name (a bare `*` first), and a score. The imports are as pasted.
+# only by name (a bare `*` first), one that combines its lambda with
+# and_masks before returning, and a score. The imports are as pasted.
 from typing import Callable
 
 import torch
@@ -38,6 +39,12 @@ def prefix_lm_mask(prefix_len: int):
 
 def chunked_mask(*, chunk: int, causal: bool = True):
     return lambda b, h, q_idx, kv_idx: (q_idx // chunk == kv_idx // chunk) & ((kv_idx <= q_idx) | (not causal))
+
+def banded_causal(width: int):
+    half = width // 2
+    near = lambda b, h, q_idx, kv_idx: (q_idx - kv_idx).abs() <= half
+    both = and_masks(near, causal_mask)
+    return both
 
 def tanh_softcap(cap: float):
     return lambda score, b, h, q_idx, kv_idx: cap * torch.tanh(score / cap)
@@ -80,6 +87,13 @@ attention prefix_lm_layer {
 
 attention chunk_layer {
     mask = chunked_mask(chunk=64)
+    layout = bshd
+    dtype = bf16
+    head_dim = 128
+}
+
+attention band_layer {
+    mask = banded_causal(96)
     layout = bshd
     dtype = bf16
     head_dim = 128
