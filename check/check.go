@@ -162,14 +162,10 @@ func (c *checker) rebind(first, d dsl.Decl) bool {
 
 // readsName reports whether e refers to name.
 func readsName(e dsl.Expr, name string) bool {
-	found := false
-	dsl.Inspect(e, func(x dsl.Expr) bool {
-		if id, ok := x.(*dsl.Ident); ok && id.Name == name {
-			found = true
-		}
-		return !found
+	return dsl.Any(e, func(x dsl.Expr) bool {
+		id, ok := x.(*dsl.Ident)
+		return ok && id.Name == name
 	})
-	return found
 }
 
 // declare creates the Program's declarations and reports duplicates.

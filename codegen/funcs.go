@@ -222,14 +222,10 @@ func modFunc(src *dsl.Source, l *dsl.Lowered, kind dsl.ModKind, bufs []BufferABI
 
 // exprUsesVar reports whether e refers to v.
 func exprUsesVar(e dsl.Expr, v dsl.Var) bool {
-	found := false
-	dsl.Inspect(e, func(x dsl.Expr) bool {
-		if r, ok := x.(*dsl.VarRef); ok && r.Var == v {
-			found = true
-		}
-		return !found
+	return dsl.Any(e, func(x dsl.Expr) bool {
+		r, ok := x.(*dsl.VarRef)
+		return ok && r.Var == v
 	})
-	return found
 }
 
 // resolveLineResets replaces every line-reset marker in text by a #line

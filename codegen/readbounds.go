@@ -327,14 +327,10 @@ func isIndexVar(v dsl.Var) bool {
 }
 
 func usesIndexVar(e dsl.Expr) bool {
-	found := false
-	dsl.Inspect(e, func(x dsl.Expr) bool {
-		if v, ok := x.(*dsl.VarRef); ok && isIndexVar(v.Var) {
-			found = true
-		}
-		return !found
+	return dsl.Any(e, func(x dsl.Expr) bool {
+		v, ok := x.(*dsl.VarRef)
+		return ok && isIndexVar(v.Var)
 	})
-	return found
 }
 
 // affineOf writes e as an affine form, or false.

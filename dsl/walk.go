@@ -1,5 +1,16 @@
 package dsl
 
+// Any reports whether pred holds for some node of the tree rooted at e,
+// visited in Inspect's order, stopping at the first.
+func Any(e Expr, pred func(Expr) bool) bool {
+	found := false
+	Inspect(e, func(x Expr) bool {
+		found = found || pred(x)
+		return !found
+	})
+	return found
+}
+
 // Inspect walks the expression tree rooted at e in depth-first order, calling
 // f for each node before its children; if f returns false the children are
 // skipped. Nil expressions are ignored.
