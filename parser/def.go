@@ -25,7 +25,7 @@ func stringLit(t lexer.Token) *dsl.StringLit {
 // return inner`, to a mod declaration.
 func (c *converter) def(g *defG) *dsl.ModDecl {
 	d := &dsl.ModDecl{Name: ident(g.Name), Def: true}
-	lam, lamName, lamAt := returnedLambda(g.Body)
+	lam, lamAt := returnedLambda(g.Body)
 	inReturn := false
 	if lam == nil {
 		// `return or_masks(causal, lambda b, h, q_idx, kv_idx: ...)`
@@ -94,7 +94,7 @@ func (c *converter) def(g *defG) *dsl.ModDecl {
 			d.Inner.Sp = span(lam.Keyword)
 			d.FactoryResult = c.tupleOf(end.Value, end.Rest)
 			retEnd = span(end.Keyword).Join(d.FactoryResult.Span())
-		case lam != nil && lamName == "":
+		case lam != nil && lamAt < 0:
 			// `return lambda ...`: the made-up name stands for the
 			// lambda, whose span is the keyword's.
 			d.Inner.Sp = span(lam.Keyword)
@@ -150,14 +150,14 @@ func (c *converter) def(g *defG) *dsl.ModDecl {
 
 // returnedLambda is the lambda that makes a straight-line def body a
 // factory, a factory's usual shape in trainers' code: written in the return
-// (`return lambda b, h, q_idx, kv_idx: ...`; name "") or bound by one of the
+// (`return lambda b, h, q_idx, kv_idx: ...`; at -1) or bound by one of the
 // body's assignments (`fn = lambda ...`, then `return fn` or statements
-// that build the result from it, `both = and_masks(fn, causal)`; name fn,
-// the assignment's index in at). Nil when there is none, or more than one
+// that build the result from it, `both = and_masks(fn, causal)`; at the
+// assignment's index). Nil when there is none, or more than one
 // assignment binds a lambda of a mod's arity.
-func returnedLambda(b *defBodyG) (lam *lambdaG, name string, at int) {
+func returnedLambda(b *defBodyG) (lam *lambdaG, at int) {
 	if b.Inner != nil || b.Return == nil || len(b.Return.Rest) > 0 {
-		return nil, "", -1
+		return nil, -1
 	}
 	lambdaOf := func(x *exprG) *lambdaG {
 		if len(x.Tail) > 0 || x.Head.Lambda == nil || len(x.Head.Prefix) > 0 || len(x.Head.Suffixes) > 0 {
@@ -166,7 +166,7 @@ func returnedLambda(b *defBodyG) (lam *lambdaG, name string, at int) {
 		return x.Head.Lambda
 	}
 	if l := lambdaOf(b.Return.Value); l != nil {
-		return l, "", -1
+		return l, -1
 	}
 	at = -1
 	for i, a := range b.Assigns {
@@ -174,20 +174,20 @@ func returnedLambda(b *defBodyG) (lam *lambdaG, name string, at int) {
 		if l == nil || len(a.More) > 0 || len(a.Rest) > 0 || a.Op.Value != "=" {
 			continue
 		}
-		if n := len(l.Rest) + 1; l.First == nil || n != 4 && n != 5 {
-			continue // not a mod: a helper lambda stays E011 (write a def)
+		if !l.isMod() {
+			continue // a helper lambda stays E011 (write a def)
 		}
 		if lam != nil {
-			return nil, "", -1 // two: write defs
+			return nil, -1 // two: write defs
 		}
-		lam, name, at = l, a.Name.Value, i
+		lam, at = l, i
 	}
-	if lam != nil && calledName(b.Assigns[at+1:], b.Return, name) {
+	if lam != nil && calledName(b.Assigns[at+1:], b.Return, b.Assigns[at].Name.Value) {
 		// `x = lambda ...` called where it is used: the def computes a
 		// value with a local function, not a factory (E011: write a def).
-		return nil, "", -1
+		return nil, -1
 	}
-	return lam, name, at
+	return lam, at
 }
 
 // lambdaInReturn is the one lambda of a mod's arity (4 or 5 parameters)
@@ -206,7 +206,7 @@ func lambdaInReturn(b *defBodyG) *lambdaG {
 		if o.Lambda == nil {
 			return
 		}
-		if n := len(o.Lambda.Rest) + 1; o.Lambda.First != nil && (n == 4 || n == 5) {
+		if o.Lambda.isMod() {
 			found = append(found, o.Lambda)
 			called = called || call
 		}
@@ -305,11 +305,7 @@ func lambdaInner(g *defG, lam *lambdaG, at int) {
 		b.Assigns = b.Assigns[:at]
 	}
 	params := &paramListG{Open: lam.Keyword, Close: lam.Colon}
-	ps := lam.Rest
-	if lam.First != nil {
-		ps = append([]*lambdaParamG{lam.First}, ps...)
-	}
-	for i, p := range ps {
+	for i, p := range lam.params() {
 		n := &nameG{Tok: p.Tok, Eq: p.Eq, Default: p.Default}
 		if i == 0 {
 			params.First = n
@@ -545,10 +541,7 @@ func (c *converter) factoryKwOnly(name string, lists ...*paramListG) {
 func (c *converter) lambda(name lexer.Token, g *lambdaG) *dsl.ModDecl {
 	d := &dsl.ModDecl{Name: ident(name), Def: true, Lambda: true}
 	var defaults []dsl.Expr
-	ps := g.Rest
-	if g.First != nil {
-		ps = append([]*lambdaParamG{g.First}, ps...)
-	}
+	ps := g.params()
 	for i, p := range ps {
 		d.Params = append(d.Params, ident(p.Tok))
 		switch {

@@ -99,6 +99,21 @@ type lambdaG struct {
 	Body    *exprG          `parser:"@@"`
 }
 
+// params are the lambda's parameters in order.
+func (g *lambdaG) params() []*lambdaParamG {
+	if g.First == nil {
+		return nil
+	}
+	return append([]*lambdaParamG{g.First}, g.Rest...)
+}
+
+// isMod reports whether the lambda takes a mod's parameters: four (a
+// mask_mod) or five (a score_mod).
+func (g *lambdaG) isMod() bool {
+	n := len(g.params())
+	return n == 4 || n == 5
+}
+
 // lambdaParamG is one parameter of a lambda, with its default value.
 type lambdaParamG struct {
 	Tok     lexer.Token  `parser:"@Ident"`

@@ -839,7 +839,7 @@ func (s *scanner) delLine(start, i int) bool {
 	names := make([]string, 0, len(parts))
 	for _, p := range parts {
 		p = strings.TrimSpace(p)
-		if p == "" || keywords[p] || !isDottedName(p) || strings.Contains(p, ".") {
+		if keywords[p] || !isName(p) {
 			return false
 		}
 		names = append(names, p)
@@ -908,13 +908,22 @@ func beforeComment(line string) string {
 // isDottedName reports whether t is a module path: names joined by dots.
 func isDottedName(t string) bool {
 	for _, part := range strings.Split(t, ".") {
-		if part == "" || !isIdentStart(part[0]) {
+		if !isName(part) {
 			return false
 		}
-		for i := 1; i < len(part); i++ {
-			if !isIdentStart(part[i]) && !isDigit(part[i]) {
-				return false
-			}
+	}
+	return true
+}
+
+// isName reports whether t is one Python name (letters, digits, `_`, not
+// starting with a digit).
+func isName(t string) bool {
+	if t == "" || !isIdentStart(t[0]) {
+		return false
+	}
+	for i := 1; i < len(t); i++ {
+		if !isIdentStart(t[i]) && !isDigit(t[i]) {
+			return false
 		}
 	}
 	return true
