@@ -176,9 +176,7 @@ class TileMap:
         q, k in layout with buffers (slot order) and frame (six ints or
         None); raises MaskcError where the map is not that call's."""
         name = gen.spec.attention
-        h, sq = _heads_seq(q, layout)
-        hkv, skv = _heads_seq(k, layout)
-        sizes = dict(B=q.shape[0], H=h, HKV=hkv, Sq=sq, Skv=skv)
+        sizes = _shape_sizes(q, k, layout)
         if self.key != gen.key:
             raise MaskcError("block %s: tile_map was made for %s" % (name, self.key))
         if self.sizes != sizes or self.device != q.device or self.frame != frame:
@@ -193,6 +191,14 @@ class TileMap:
                 raise MaskcError("block %s: buffer %s was written after tile_map was made (version %d, then %d): "
                                  "make the map again" % (name, spec.name, version, t._version))
         return self.flags
+
+
+def _shape_sizes(q, k, layout):
+    """The kernel's sizes {B, H, HKV, Sq, Skv} read off q's and k's shapes
+    in layout (unchecked: _check_call checks them)."""
+    h, sq = _heads_seq(q, layout)
+    hkv, skv = _heads_seq(k, layout)
+    return dict(B=q.shape[0], H=h, HKV=hkv, Sq=sq, Skv=skv)
 
 
 def _sizes_text(sizes):
@@ -416,12 +422,10 @@ class _Generated:
         decode kernel). Shapes only: the op's fake calls it too."""
         if not self.spec.flags_entry:
             return 0
-        h, sq = _heads_seq(q, layout)
-        hkv, skv = _heads_seq(k, layout)
-        if q.shape[0] == 0 or h == 0 or sq == 0 or skv == 0 or _decode.applies(self.man, sq):
+        sizes = _shape_sizes(q, k, layout)
+        if 0 in (sizes["B"], sizes["H"], sizes["Sq"], sizes["Skv"]) or _decode.applies(self.man, sizes["Sq"]):
             return 0
         plat, _ = self._target(self._index(q.device))
-        sizes = dict(B=q.shape[0], H=h, HKV=hkv, Sq=sq, Skv=skv)
         return self.spec.flag_bytes(sizes, self.spec.launch[plat.name][0])
 
     def tile_map(self, q, k, buffers, layout, frame=None):
@@ -488,9 +492,10 @@ class _Generated:
         stream = torch.cuda.current_stream(q.device)
         flags, run_prepass = None, True
         if given_flags is not None:  # a TileMap's
-            if given_flags.numel() != self.flag_count(q, k, layout):
+            want = self.flag_count(q, k, layout)
+            if given_flags.numel() != want:
                 raise MaskcError("block %s: tile_map's flags have %d elements; this call reads %d" %
-                                 (spec.attention, given_flags.numel(), self.flag_count(q, k, layout)))
+                                 (spec.attention, given_flags.numel(), want))
             flags, run_prepass = given_flags, False
         elif n_kept:  # this call's own flags (flag_count: the pre-pass runs below)
             flags = kept
