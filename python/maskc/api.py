@@ -159,6 +159,31 @@ class Attention:
                 self.name, ", ".join(sorted(names)) or "(none)", ", ".join(sorted(buffers)) or "none"))
         return gen.tile_map(q, k, [buffers[b.name] for b in gen.spec.buffers], layout, frame)
 
+    def _cached_tile_map(self, cache, q, k, layout=None, buffers=None, frame=None):
+        """The tile map for this call kept in cache, a dict its caller owns
+        for calls that share one (a forward's MaskInfo, a BlockMask): made by
+        the first call that needs it, and again when it no longer fits (other
+        buffer tensors, or buffers written since: TileMap.flags_for). None for
+        a block without a pre-pass, and under torch.compile, where the map's
+        launch cannot be traced (the compiled call runs its own pre-pass)."""
+        gen = self._generated
+        if gen is None or not gen.spec.flags_entry or torch.compiler.is_compiling():
+            return None
+        layout = layout or self.layout
+        frame = _frame_values(frame)
+        buffers = dict(buffers or {})
+        key = ("tile map", gen.key, tuple(q.shape), tuple(k.shape), str(q.device), tuple(frame or ()))
+        tm = cache.get(key)
+        if tm is not None:
+            try:
+                tm.flags_for(gen, q, k, layout, [buffers.get(b.name) for b in gen.spec.buffers], frame)
+                return tm
+            except MaskcError:
+                pass  # no longer these buffers: a new map for them
+        tm = self.tile_map(q, k, layout, buffers, frame)
+        cache[key] = tm
+        return tm
+
     def status(self, device=None):
         """The sticky status bits the block's generated kernel recorded
         (_Generated.status: segments_unsorted 1, read_out_of_range 2); 0

@@ -797,7 +797,7 @@ class BlockMask:
         self.device = device
         self.BLOCK_SIZE = (BLOCK_SIZE, BLOCK_SIZE) if isinstance(BLOCK_SIZE, int) else tuple(BLOCK_SIZE)
         self._torch_mask = None
-        self._tile_maps = {}  # the pre-pass's tile maps of the calls given this mask (_block_tile_map)
+        self._tile_maps = {}  # the pre-pass's tile maps of the calls given this mask (Attention._cached_tile_map)
 
     @property
     def shape(self):
@@ -1041,32 +1041,6 @@ def _prepare(query, key, value, score_mod, block_mask, scale, enable_gqa):
     return r, r.buffer_values(mask_mod, score_mod), Ep
 
 
-def _block_tile_map(block_mask, attn, q, k, buffers):
-    """The tile map of attn's pre-pass for this call, kept on block_mask (a
-    maskc BlockMask) by the first call that needs it, so that the calls
-    given the same block mask (every layer's, as FlexAttention shares its
-    blocks) run the pre-pass once. A map whose buffers are no longer these
-    (another captured tensor, or one written in place since) is made again.
-    None without a maskc BlockMask, for a block without a pre-pass, and
-    under torch.compile (the map's launch cannot be traced there)."""
-    gen = getattr(attn, "_generated", None)
-    if not isinstance(block_mask, BlockMask) or gen is None or not gen.spec.flags_entry:
-        return None
-    if _torch().compiler.is_compiling():
-        return None
-    key = (gen.key, tuple(q.shape), tuple(k.shape), str(q.device))
-    tm = block_mask._tile_maps.get(key)
-    if tm is not None:
-        try:
-            tm.flags_for(gen, q, k, "bhsd", [buffers[b.name] for b in gen.spec.buffers], None)
-            return tm
-        except MaskcError:
-            pass  # the buffers changed: a new map for them
-    tm = attn.tile_map(q, k, layout="bhsd", buffers=buffers)
-    block_mask._tile_maps[key] = tm
-    return tm
-
-
 def flex_attention(query, key, value, score_mod=None, block_mask=None, scale=None, enable_gqa=False,
                    return_lse=False, kernel_options=None, *, return_aux=None, fallback=None):
     """FlexAttention on maskc: query [B, Hq, L, E], key and value [B, Hkv, S,
@@ -1093,7 +1067,9 @@ def flex_attention(query, key, value, score_mod=None, block_mask=None, scale=Non
         if Ep != E:  # zero columns: the same scores, the same first E output columns, differentiably
             pad = _torch().nn.functional.pad
             q, k, v = (pad(t, (0, Ep - E)) for t in (query, key, value))
-        tm = _block_tile_map(block_mask, r.attn, q, k, buffers)
+        # the pre-pass's tile map kept on the block mask for every call given it
+        tm = (r.attn._cached_tile_map(block_mask._tile_maps, q, k, "bhsd", buffers)
+              if isinstance(block_mask, BlockMask) else None)
         # checks raise before launch
         got = r.attn(q, k, v, layout="bhsd", buffers=buffers, return_lse=want_lse, tile_map=tm)
     except MaskcError as e:

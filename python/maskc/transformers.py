@@ -434,22 +434,6 @@ def _buffer_tensors(call, shared=None):
     return out
 
 
-def _shared_tile_map(shared, attn, query, key, bufs, frame):
-    """The tile map of attn for this call, made by the first layer that
-    needs it and kept in shared (a MaskInfo's) for the others; None under
-    torch.compile, where the map's launch cannot be traced (each call then
-    runs its own pre-pass)."""
-    import torch
-    if torch.compiler.is_compiling():
-        return None
-    k = ("tile map", id(attn), tuple(query.shape), tuple(key.shape), str(query.device), tuple(frame or ()))
-    tm = shared.get(k)
-    if tm is None:
-        tm = attn.tile_map(query, key, layout="bhsd", buffers=bufs, frame=frame)
-        shared[k] = tm
-    return tm
-
-
 def attention_forward(module, query, key, value, attention_mask, scaling=None, dropout=0.0, softcap=None,
                       s_aux=None, **kwargs):
     """transformers' attention function for "maskc" (AttentionInterface):
@@ -463,29 +447,25 @@ def attention_forward(module, query, key, value, attention_mask, scaling=None, d
     if call.cast:
         query, key, value = query.to(torch.bfloat16), key.to(torch.bfloat16), value.to(torch.bfloat16)
     # Buffers made here from the mask are shared by the layers of one
-    # forward, with the tile map over them; buffers the user's function
-    # gives are the user's (a tile map per call would gain nothing).
+    # forward, with the tile map over them.
     shared = attention_mask.shared if isinstance(attention_mask, MaskInfo) else None
     bufs = _buffer_tensors(call, shared)
-    tm = None
     if call.text is not None:
         attn = _derived_attention(call.text)
-        if shared is not None:
-            tm = _shared_tile_map(shared, attn, query, key, bufs, call.frame)
         if call.sink is not None:
             bufs["sinks"] = call.sink
     else:
         attn = _user_program().attention(call.block)
         if _STATE.buffers is not None:
             bufs = dict(_STATE.buffers(module, attention_mask) if callable(_STATE.buffers) else _STATE.buffers)
-        elif shared is not None:
-            tm = _shared_tile_map(shared, attn, query, key, bufs, call.frame)
+            shared = None  # the user's function gives its own tensors: a map per call would gain nothing
         sink_name = attn.decision.kwargs.get("sink") or (attn.decision.kernel or {}).get("sink")
         if call.sink is not None:
             if not sink_name:
                 raise MaskcError("%s: the model passes sinks, but block %s has no sink setting" % (call.layer,
                                                                                                call.block))
             bufs[sink_name] = call.sink
+    tm = attn._cached_tile_map(shared, query, key, "bhsd", bufs, call.frame) if shared is not None else None
     out = attn(query, key, value, layout="bhsd", buffers=bufs, frame=call.frame, tile_map=tm)
     return out.transpose(1, 2).to(out_dtype), None
 
