@@ -359,9 +359,9 @@ func (l *lowering) factoryResult(f *frame, x *dsl.CallExpr, m *Mod, mv *modValue
 // (reported by the caller); a keyword argument that names no parameter, or
 // one already given, is an error (ok false).
 func (l *lowering) factoryArgs(f *frame, x *dsl.CallExpr, m *Mod) (args []dsl.Expr, frames []*frame, ok bool) {
-	params := m.Decl.FactoryParams
+	params, kwOnly := m.Decl.FactoryParams, m.Decl.FactoryKwOnly
 	if m.Helper {
-		params = m.Decl.Params
+		params, kwOnly = m.Decl.Params, m.Decl.KwOnly
 	}
 	args, frames = make([]dsl.Expr, len(params)), make([]*frame, len(params))
 	// A variadic factory's last parameter (`*mask_mods`) takes the
@@ -384,15 +384,10 @@ func (l *lowering) factoryArgs(f *frame, x *dsl.CallExpr, m *Mod) (args []dsl.Ex
 				rest.Sp = rest.Sp.Join(a.Span())
 				continue
 			}
-			kwOnly := m.Decl.KwOnly
-			if !m.Helper {
-				kwOnly = m.Decl.FactoryKwOnly
-			}
 			if n >= len(params)-kwOnly { // past a bare `*` only names reach
 				if kwOnly == 0 || n >= len(params) {
 					return nil, nil, true // too many: the caller reports the count
 				}
-				l.lowerArgs(f, x)
 				l.errorf(f, a.Span(), CodeArgCount, "%s takes %s only by name (it follows a bare `*`), got an argument by position",
 					m.Name, params[n].Name).
 					WithHint("pass it as %s=...", params[n].Name)
