@@ -351,6 +351,23 @@ struct MaskcWsTiles {
     return walk->tiles.next(t);
 #endif
   }
+#elif defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_PREPASS)
+  // The flags of kAhead tiles are loaded at once, independent loads: a run
+  // of empty tiles costs one load latency per kAhead tiles, not one per tile
+  // (the producer's copies and the consumers' loop wait on this scan).
+  __device__ __forceinline__ int next(int t) const {
+    constexpr int kAhead = 8;
+#pragma unroll 1
+    for (; t < end; t += kAhead) {
+      int f[kAhead];
+#pragma unroll
+      for (int r = 0; r < kAhead; ++r) f[r] = t + r < end ? flag(t + r) : 0;
+#pragma unroll
+      for (int r = 0; r < kAhead; ++r)
+        if (f[r] != 0) return t + r;
+    }
+    return end;
+  }
 #else
   __device__ __forceinline__ int next(int t) const {
     while (t < end && flag(t) == 0) ++t;
