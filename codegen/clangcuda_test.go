@@ -82,13 +82,6 @@ func TestClangCUDA(t *testing.T) {
 			}
 			name += "_wswalk"
 		}
-		if opts.WSPrepass {
-			// The warp-specialized forward on pre-pass flags (genkernels -ws-prepass).
-			if !k.WarpSpecialized || k.Sparsity != SparsityPrepass {
-				t.Fatalf("%s %s: -ws-prepass gave no warp-specialized forward on a pre-pass", file, attention)
-			}
-			name += "_wsprepass"
-		}
 		if opts.BwdWS {
 			// The warp-specialized backward on a masked kernel (genkernels -bwd-ws).
 			if !strings.Contains(k.BwdSource, "#define MASKC_BWD_WS 1") {
@@ -153,8 +146,6 @@ func TestClangCUDA(t *testing.T) {
 	writeOpts("../examples/softcap.flex", "capped_layer", Options{BwdDQOrder: true})
 	writeOpts("../examples/gpt_oss.flex", "layer_0", Options{BwdDQOrder: true})
 	write("testdata/golden/lookup.flex", "per_head", 0)        // pre-pass sparsity
-	writeOpts("testdata/golden/lookup.flex", "per_head", Options{WSPrepass: true})
-	writeOpts("../testdata/ported/gemma4_sliding.flex", "sliding_layer", Options{WSPrepass: true})
 	write("testdata/golden/sliding_window.flex", "sliding", 0) // fp16, head dim 64
 	write("testdata/golden/trig.flex", "rotary", 0)            // sin, cos, tan, erf; i8, u8, i16 buffers
 	write("testdata/golden/narrow.flex", "narrow", 0)          // as CDNA builds it

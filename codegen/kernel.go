@@ -39,13 +39,6 @@ type Options struct {
 	// rest: dilated2048 measured 0.725x of Flex there against 0.937x on
 	// attn_fwd.h (cmd/genkernels -ws-walks, bench_ext.py --alt).
 	WSWalks bool
-	// WSPrepass gives masks under a pre-pass (tile flags computed on the
-	// device at call time) the warp-specialized sm_90a forward, which reads
-	// the flags as it walks (MaskcWsTiles::next). Off by default: run 43a
-	// measured longformer, Gemma 4's sliding layer and packed multimodal
-	// documents 0.57-0.59x of Flex there against 0.59-0.98x on attn_fwd.h,
-	// when the walk loaded one flag at a time (cmd/genkernels -ws-prepass).
-	WSPrepass bool
 	// BwdDQOrder gives the deterministic backward of every mask whose
 	// columns start on a diagonal, and of every kernel on the
 	// warp-specialized backward (bwdChoice), the ordered dQ (bwdDQOrdered,
@@ -222,9 +215,6 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 	k.WarpSpecialized = warpSpecialized(k, sp.plan)
 	if !k.WarpSpecialized && (opts.WSWalks || selWalk(sp.plan)) && sp.plan.kind == SparsityAnalytic && k.HasMask && wsShape(k, true) {
 		k.WarpSpecialized, k.WSWalk = true, true
-	}
-	if !k.WarpSpecialized && opts.WSPrepass && sp.plan.kind == SparsityPrepass && k.HasMask && wsShape(k, false) {
-		k.WarpSpecialized = true
 	}
 	if k.WarpSpecialized {
 		k.Launch, _ = hipsrc.Launches(k.HeadDim, true) // a head dim of hipsrc.HeadDims: no error

@@ -6,8 +6,10 @@
 // it for; hipsrc.WSOptions for experiments): it then replaces attn_fwd.h's
 // maskc_attn_fwd (same entry point, parameters and grid, (ceil(Sq/128), H,
 // B)), with MASKC_WS_THREADS threads and MASKC_WS_SMEM_BYTES of dynamic
-// shared memory (the manifest's launch); maskc_tile_flags stays
-// attn_fwd.h's (flags in its MASKC_BLOCK_N-key tiles, same block size).
+// shared memory (the manifest's launch). Masks under a pre-pass stay on
+// attn_fwd.h: codegen never selects this forward for them (measured slower
+// here, docs/kernel-decisions.md), and built here by hand (MASKC_NV_WS=1)
+// one visits every key tile and evaluates the mask on each, without flags.
 //
 // A block of three warpgroups owns 128 query rows of one (b, h):
 //   - warpgroup 0, the producer, gives up registers (setmaxnreg.dec) and
@@ -25,7 +27,7 @@
 // P.V (overlapping tile j's softmax with P.V of tile j-1, with or without
 // a ping-pong of the two consumers, was slower: docs/kernel-decisions.md).
 // Tiles are visited in ascending order; those known to be full (the
-// closed-form maskc_tile_full, or pre-pass flags) skip the per-element mask.
+// closed-form maskc_tile_full) skip the per-element mask.
 // The semantics are attn_fwd.h's (mods, fully masked rows, sink, LSE).
 #ifndef MASKC_ATTN_FWD_SM90_H
 #define MASKC_ATTN_FWD_SM90_H
@@ -221,7 +223,6 @@ static_assert(MASKC_WS_THREADS == MASKC_NUM_THREADS, "the pre-pass and the forwa
 // With MASKC_WS_WALK, the walk (MaskcWsWalk) follows at MASKC_WS_SMEM_BYTES: the launch
 // gives this much more (hipsrc.WSWalkBytes).
 #define MASKC_WS_WALK_BYTES 640
-#define MASKC_WS_FLAGS_PER_TILE (MASKC_WS_BLOCK_N / MASKC_BLOCK_N)
 // MASKC_WS_PERSIST 1 (an experiment; off where the kernel walks its key
 // tiles, MASKC_WS_WALK): a block takes the tiles maskc_ws_sched deals it, one after
 // another, on any grid (one block per multiprocessor makes it persistent).
@@ -238,7 +239,6 @@ static_assert(MASKC_WS_THREADS == MASKC_NUM_THREADS, "the pre-pass and the forwa
 #endif
 
 static_assert(MASKC_BLOCK_M == 128, "two consumer warpgroups of 64 rows");
-static_assert(MASKC_WS_BLOCK_N % MASKC_BLOCK_N == 0, "a key tile is whole pre-pass flag tiles");
 static_assert(MASKC_WS_PRODUCER_REGS % 8 == 0 && MASKC_WS_CONSUMER_REGS % 8 == 0, "setmaxnreg counts are multiples of 8");
 static_assert(2 * (MASKC_WS_CONSUMER_REGS - MASKC_WS_LAUNCH_REGS) <= MASKC_WS_LAUNCH_REGS - MASKC_WS_PRODUCER_REGS,
               "the consumers' setmaxnreg.inc must be covered by the producer's setmaxnreg.dec, or it never returns");
@@ -314,28 +314,10 @@ struct MaskcWsWalk {
 #endif
 
 // The key tiles a block visits, in MASKC_WS_BLOCK_N-key units: [begin, end)
-// minus the tiles the pre-pass marked empty (or, with MASKC_WS_WALK, the
-// tiles outside the walk and those its filter drops). Producer and consumers
-// walk the same sequence.
+// (with MASKC_WS_WALK, minus the tiles outside the walk and those its filter
+// drops). Producer and consumers walk the same sequence.
 struct MaskcWsTiles {
   int begin, end;
-  const unsigned char* flags;  // the block's pre-pass flag row, or nullptr
-  int n_fkt;                   // flag tiles per row
-  // 0 empty, 1 partial, 2 full (always 1 without pre-pass flags: the
-  // closed-form test is the consumers').
-  __device__ __forceinline__ int flag(int t) const {
-    if (flags == nullptr) return 1;
-    int f = flags[t * MASKC_WS_FLAGS_PER_TILE];
-#pragma unroll
-    for (int r = 1; r < MASKC_WS_FLAGS_PER_TILE; ++r) {
-      const int i = t * MASKC_WS_FLAGS_PER_TILE + r;
-      if (i < n_fkt) {
-        const int g = flags[i];
-        f = (f == 2 && g == 2) ? 2 : (f != 0 || g != 0) ? 1 : 0;
-      }
-    }
-    return f;
-  }
 #if defined(MASKC_WS_WALK)
   const MaskcWsWalk* walk;  // the block's walk, in shared memory
   // The first tile >= t of the walk that the filter keeps for the block's rows [q_lo, q_hi)
@@ -351,34 +333,13 @@ struct MaskcWsTiles {
     return walk->tiles.next(t);
 #endif
   }
-#elif defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_PREPASS)
-  // The flags of kAhead tiles are loaded at once, independent loads: a run
-  // of empty tiles costs one load latency per kAhead tiles, not one per tile
-  // (the producer's copies and the consumers' loop wait on this scan).
-  __device__ __forceinline__ int next(int t) const {
-    constexpr int kAhead = 8;
-#pragma unroll 1
-    for (; t < end; t += kAhead) {
-      int f[kAhead];
-#pragma unroll
-      for (int r = 0; r < kAhead; ++r) f[r] = t + r < end ? flag(t + r) : 0;
-#pragma unroll
-      for (int r = 0; r < kAhead; ++r)
-        if (f[r] != 0) return t + r;
-    }
-    return end;
-  }
 #else
-  __device__ __forceinline__ int next(int t) const {
-    while (t < end && flag(t) == 0) ++t;
-    return t;
-  }
+  __device__ __forceinline__ int next(int t) const { return t; }
 #endif
 };
 // The key tiles of q tile qt of (b, h), rows [q0, q_end), but the walk's
 // (MASKC_WS_WALK: the kernel builds that in shared memory): from the
-// closed-form kv range under an analytic plan, the pre-pass flags under a
-// pre-pass.
+// closed-form kv range under an analytic plan.
 __device__ __forceinline__ MaskcWsTiles maskc_ws_tiles(const MaskcShape& shape, const MaskcBuffers& buf, int b, int h,
                                                        int qt, int n_qt, int q0, int q_end) {
   constexpr int BN = MASKC_WS_BLOCK_N;
@@ -390,8 +351,6 @@ __device__ __forceinline__ MaskcWsTiles maskc_ws_tiles(const MaskcShape& shape, 
   MaskcWsTiles tiles;
   tiles.begin = 0;
   tiles.end = (Skv + BN - 1) / BN;
-  tiles.flags = nullptr;
-  tiles.n_fkt = 0;
 #if !defined(MASKC_WS_WALK) && defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
   {
     long long lo = 0, hi = Skv;
@@ -405,10 +364,6 @@ __device__ __forceinline__ MaskcWsTiles maskc_ws_tiles(const MaskcShape& shape, 
       tiles.end = (int)((hi + BN - 1) / BN);
     }
   }
-#endif
-#if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_PREPASS)
-  tiles.n_fkt = (Skv + MASKC_BLOCK_N - 1) / MASKC_BLOCK_N;
-  tiles.flags = shape.tile_flags + maskc_flag_row(shape, b, h, qt, n_qt, tiles.n_fkt);
 #endif
   return tiles;
 }
@@ -877,9 +832,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
     if (!full) mcol[cs] = maskc_mask_col(buf, nB, nH, nHKV, nQ, nKV, b, h, kvs);                       \
     scol[cs] = maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, h, kvs);                                 \
   }
-#if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_PREPASS)
-#define MASKC_WS_FULL(kt) full = full && tiles.flag(kt) == 2;
-#elif defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
+#if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
 #define MASKC_WS_FULL(kt) \
   full = full && maskc_tile_full(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q_end, kv0, kv0 + BN);
 #elif defined(MASKC_HAS_MASK)

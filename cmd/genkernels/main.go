@@ -58,7 +58,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&opts.FwdPersistent, "fwd-persistent", false, "experiment: the warp-specialized sm_90a forward is the persistent one, launched on a block per two q tiles (codegen.Options.FwdPersistent)")
 	fs.BoolVar(&opts.BwdWS, "bwd-ws", false, "experiment: every sm_90a backward at head dim 128 is the warp-specialized kernel (a producer warpgroup with a dQ writer, two consumer warpgroups on 128 keys), as for kernels without a mask or whose columns run to the last row or are long (codegen.Options.BwdWS)")
 	fs.BoolVar(&opts.WSWalks, "ws-walks", false, "experiment: every walked analytic mask on the warp-specialized sm_90a forward, not only block selections (codegen.Options.WSWalks)")
-	fs.BoolVar(&opts.WSPrepass, "ws-prepass", false, "experiment: masks under a pre-pass on the warp-specialized sm_90a forward (codegen.Options.WSPrepass)")
 	defs := defines{}
 	fs.Var(defs, "D", "override a param: -D NAME=VALUE (repeatable)")
 	fs.Usage = func() {
