@@ -32,12 +32,22 @@ type Options struct {
 	// attn_fwd.h (unions walked interval by interval, remainder filters,
 	// block relations, segment equalities) the warp-specialized sm_90a
 	// forward too, walking their intervals there (MASKC_WS_WALK,
-	// hipsrc/attn_fwd_sm90.h). Block selections (a walk that reads the
-	// selected blocks from a buffer, selWalk) take that forward without it:
-	// on the H200 MoBA with k = 4, 8 and 16 and BigBird ran 1.5-2.2x faster
-	// there, NSA's 64-row blocks 5% slower (run 29). Off by default for the
-	// rest: dilated2048 measured 0.725x of Flex there against 0.937x on
-	// attn_fwd.h (cmd/genkernels -ws-walks, bench_ext.py --alt).
+	// hipsrc/attn_fwd_sm90.h). Two kinds take that forward without it:
+	//   - block selections (a walk that reads the selected blocks from a
+	//     buffer, selWalk): on the H200 MoBA with k = 4, 8 and 16 and
+	//     BigBird ran 1.5-2.2x faster there, NSA's 64-row blocks 5% slower
+	//     (run 29);
+	//   - masks with long runs of full tiles (longColumns, the host
+	//     estimate the backward's choice reads): on the H100 (run 45b,
+	//     forward over Flex, attn_fwd.h -> here) block_causal 1.13 -> 1.39,
+	//     block diffusion 1.00 -> 1.19, bd3lm 0.99 -> 1.28 and 1.01 ->
+	//     1.17, a speculative decoder's mask 1.02 -> 1.25.
+	// The rest measured slower there in the same call (documents 1.05 ->
+	// 0.83, a document with a window 1.08 -> 0.70, dilated windows 0.93 ->
+	// 0.72, strided and % masks, packed multimodal spans, a 2-D
+	// neighbourhood: short runs, where the warp-specialized block's fixed
+	// cost is not paid back): off by default (cmd/genkernels -ws-walks,
+	// bench_ext.py --alt).
 	WSWalks bool
 	// BwdDQOrder gives the deterministic backward of every mask whose
 	// columns start on a diagonal, and of every kernel on the
@@ -213,7 +223,7 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 	cols := columnRows(k)
 	k.wsColumns = longColumns(cols) || monotoneColumns(k, cols)
 	k.WarpSpecialized = warpSpecialized(k, sp.plan)
-	if !k.WarpSpecialized && (opts.WSWalks || selWalk(sp.plan)) && sp.plan.kind == SparsityAnalytic && k.HasMask && wsShape(k, true) {
+	if !k.WarpSpecialized && (opts.WSWalks || selWalk(sp.plan) || longColumns(cols)) && sp.plan.kind == SparsityAnalytic && k.HasMask && wsShape(k, true) {
 		k.WarpSpecialized, k.WSWalk = true, true
 	}
 	if k.WarpSpecialized {
