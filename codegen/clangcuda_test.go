@@ -82,6 +82,13 @@ func TestClangCUDA(t *testing.T) {
 			}
 			name += "_wswalk"
 		}
+		if opts.FwdFirstRowsLongest {
+			// The forwards' q tiles first to last (genkernels -fwd-first-longest).
+			if !k.FirstRowsLongest {
+				t.Fatalf("%s %s: -fwd-first-longest did not take the first rows first", file, attention)
+			}
+			name += "_firstrows"
+		}
 		if opts.BwdWS {
 			// The warp-specialized backward on a masked kernel (genkernels -bwd-ws).
 			if !strings.Contains(k.BwdSource, "#define MASKC_BWD_WS 1") {
@@ -145,7 +152,8 @@ func TestClangCUDA(t *testing.T) {
 	writeOpts("../examples/sliding_window.flex", "local_512_layer", Options{BwdDQOrder: true})
 	writeOpts("../examples/softcap.flex", "capped_layer", Options{BwdDQOrder: true})
 	writeOpts("../examples/gpt_oss.flex", "layer_0", Options{BwdDQOrder: true})
-	write("testdata/golden/lookup.flex", "per_head", 0)        // pre-pass sparsity
+	write("testdata/golden/lookup.flex", "per_head", 0) // pre-pass sparsity
+	writeOpts("../testdata/tilemasks/window_global.flex", "window_global", Options{FwdFirstRowsLongest: true})
 	write("testdata/golden/sliding_window.flex", "sliding", 0) // fp16, head dim 64
 	write("testdata/golden/trig.flex", "rotary", 0)            // sin, cos, tan, erf; i8, u8, i16 buffers
 	write("testdata/golden/narrow.flex", "narrow", 0)          // as CDNA builds it

@@ -61,6 +61,14 @@ type Options struct {
 	// an experiment (cmd/genkernels -fwd-persistent) until timed against
 	// the default (gpu/persist.sh).
 	FwdPersistent bool
+	// FwdFirstRowsLongest starts the forward's q tiles from the first
+	// (#define MASKC_FIRST_ROWS_LONGEST 1) where the host estimate says the
+	// first q tile's row visits more than twice the key tiles of the last
+	// one's (firstRowsLongest: global query rows, as a window with global
+	// tokens or BigBird has), instead of from the last, longest for
+	// causal-like masks: the launch would otherwise end on the long rows.
+	// An experiment (cmd/genkernels -fwd-first-longest) until timed.
+	FwdFirstRowsLongest bool
 	// BwdWS gives every kernel's sm_90a backward at head dim 128 the
 	// warp-specialized maskc_attn_bwd (hipsrc.BwdChoice.WarpSpecialized: a
 	// producer warpgroup copying Q and dO by the bulk tensor copy engine
@@ -117,6 +125,10 @@ type Kernel struct {
 	// one (Options.FwdPersistent; #define MASKC_WS_PERSIST 1), launched on
 	// a block per hipsrc.WSPersistQTiles q tiles (LaunchConfig.QTilesPerBlock).
 	WSPersist bool
+	// FirstRowsLongest says that the forward runs the q tiles of a head
+	// first to last (Options.FwdFirstRowsLongest and firstRowsLongest;
+	// #define MASKC_FIRST_ROWS_LONGEST 1).
+	FirstRowsLongest bool
 	// Buffers are the MaskcBuffers entries in slot order, with their
 	// declarations (KernelDesc.Slots describes them for launchers).
 	Buffers []BufferABI
@@ -240,6 +252,7 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 	if sp.plan.kind == SparsityPrepass {
 		k.FlagsEntry = hipsrc.TileFlagsEntry
 	}
+	k.FirstRowsLongest = opts.FwdFirstRowsLongest && !k.WSPersist && firstRowsLongest(k)
 	k.BwdLaunch, _ = hipsrc.BwdLaunches(k.HeadDim, bwdChoice(k, opts)) // configure checked the head dim
 	if bwdDQOrdered(k, opts) {
 		k.BwdLaunch = hipsrc.WithDQOrdered(k.BwdLaunch, k.HeadDim)
@@ -437,6 +450,9 @@ func (k *Kernel) writeHeader(w *strings.Builder, src *dsl.Source) {
 	}
 	if k.WSPersist {
 		w.WriteString(hipsrc.WSPersistDefine)
+	}
+	if k.FirstRowsLongest {
+		w.WriteString("#define MASKC_FIRST_ROWS_LONGEST 1\n")
 	}
 	fmt.Fprintf(w, "#define MASKC_MASK_USES_B %d\n", b2i(k.MaskUsesB))
 	fmt.Fprintf(w, "#define MASKC_MASK_USES_H %d\n", b2i(k.MaskUsesH))

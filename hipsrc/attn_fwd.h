@@ -555,6 +555,8 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
   lpt = lpt && (long long)n_qt * n_kt <= MASKC_SCHED_LPT_MAX_FLAGS;
 #endif
   if (lpt) qt = maskc_lpt_q_tile(n_qt - 1 - qt, n_qt, n_kt, shape, buf, b_, h_, (int*)maskc_smem_raw);
+#elif defined(MASKC_FIRST_ROWS_LONGEST)
+  qt = n_qt - 1 - qt;  // the first q tiles' rows are the longest (codegen's estimate): they start first
 #endif
   const int h = maskc_nonneg(h_), b = maskc_nonneg(b_);
   const int Sq = maskc_nonneg(shape.Sq), Skv = maskc_nonneg(shape.Skv);

@@ -505,7 +505,11 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
   (void)qt, (void)q0, (void)q_end, (void)hkv;
 #define MASKC_WS_TILE_KEYS() const MaskcWsTiles tiles = maskc_ws_tiles(shape, buf, b, h, qt, n_qt, q0, q_end);
 #else
+#if defined(MASKC_FIRST_ROWS_LONGEST)
+  const int qt = (int)blockIdx.x;  // the first q tiles' rows are the longest (codegen's estimate)
+#else
   const int qt = n_qt - 1 - (int)blockIdx.x;  // longest rows of causal-like masks first
+#endif
   const int h = maskc_nonneg(blockIdx.y), b = maskc_nonneg(blockIdx.z);
   const int Sq = maskc_nonneg(shape.Sq), Skv = maskc_nonneg(shape.Skv);
   const int q0 = qt * MASKC_BLOCK_M;
