@@ -38,7 +38,8 @@ type Options struct {
 	//     BigBird ran 1.5-2.2x faster there, NSA's 64-row blocks 5% slower
 	//     (run 29);
 	//   - masks with long runs of full tiles (longColumns, the host
-	//     estimate the backward's choice reads): on the H100 (run 45b,
+	//     estimate the backward's choice reads), at head dim 128, where
+	//     they were timed: on the H100 (run 45b,
 	//     forward over Flex, attn_fwd.h -> here) block_causal 1.13 -> 1.39,
 	//     block diffusion 1.00 -> 1.19, bd3lm 0.99 -> 1.28 and 1.01 ->
 	//     1.17, a speculative decoder's mask 1.02 -> 1.25.
@@ -235,7 +236,7 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 	cols := columnRows(k)
 	k.wsColumns = longColumns(cols) || monotoneColumns(k, cols)
 	k.WarpSpecialized = warpSpecialized(k, sp.plan)
-	if !k.WarpSpecialized && (opts.WSWalks || selWalk(sp.plan) || longColumns(cols)) && sp.plan.kind == SparsityAnalytic && k.HasMask && wsShape(k, true) {
+	if !k.WarpSpecialized && (opts.WSWalks || selWalk(sp.plan) || longColumns(cols) && k.HeadDim == 128) && sp.plan.kind == SparsityAnalytic && k.HasMask && wsShape(k, true) {
 		k.WarpSpecialized, k.WSWalk = true, true
 	}
 	if k.WarpSpecialized {

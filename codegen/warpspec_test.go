@@ -69,6 +69,7 @@ func TestWarpSpecializedRule(t *testing.T) {
 		{"../gpu/bwd_cases/softcap_d256.flex", 0, false},  // a heavy score (tanh)
 		{"../gpu/bwd_cases/document_d256.flex", 0, false}, // segments
 		{"../testdata/tilemasks/moba.flex", 256, false},   // a block selection: the walk stays at 64 and 128
+		{"../gpu/bench_cases_ext/block_causal.flex", 256, false},
 	} {
 		k := generateAttention(t, tc.file, "", Options{HeadDim: tc.headDim})
 		if k.HeadDim != 256 || k.WarpSpecialized != tc.want || k.WSWalk {
@@ -99,6 +100,18 @@ func TestScoreHeavyFact(t *testing.T) {
 		k := generateAttention(t, tc.file, "", Options{})
 		if got := strings.Contains(k.Source, "\n#define MASKC_SCORE_HEAVY 1\n"); got != tc.want {
 			t.Errorf("%s: MASKC_SCORE_HEAVY %v, want %v", tc.file, got, tc.want)
+		}
+	}
+}
+
+// TestLongRunsWalkAt128: the masks with long runs of full tiles take the
+// warp-specialized forward's walk at head dim 128, where run 45b timed
+// them, and keep attn_fwd.h at 64 (untimed there).
+func TestLongRunsWalkAt128(t *testing.T) {
+	for _, d := range []int{64, 128} {
+		k := generateAttention(t, "../gpu/bench_cases_ext/block_causal.flex", "", Options{HeadDim: d})
+		if want := d == 128; k.WarpSpecialized != want || k.WSWalk != want {
+			t.Errorf("block_causal at head dim %d: warp-specialized %v walking %v, want %v", d, k.WarpSpecialized, k.WSWalk, want)
 		}
 	}
 }
