@@ -68,6 +68,9 @@
 #       lines (e.g. EXT_ARGS="--alt NAME=DIR@CASE+CASE": another build timed
 #       against the same FlexAttention figures).
 #       Default: the first six. Exit status: the number of steps that failed.
+#       VERIFY_PACK=1 packs everything the steps wrote under $OUT into one
+#       $OUT/logs.tgz when they have ended: the device call brings back at
+#       most 8 files (two folders down), and the steps write dozens.
 set -u
 cd "$(dirname "$0")/.."
 case "${1:-}" in
@@ -231,6 +234,10 @@ run)
 			i=$((i + 1))
 		done
 	done
+	if [ "${VERIFY_PACK:-0}" = 1 ]; then
+		(cd "$OUT" && files=$(ls -A | grep -v -x logs.tgz) && tar czf logs.tgz --remove-files $files) ||
+			echo "packing $OUT failed" >&2
+	fi
 	exit $failed
 	;;
 *)
