@@ -18,16 +18,7 @@ import (
 // "ok" or the first failure.
 const decodeHostMain = `
 #include <math.h>
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <vector>
-#define __device__
-#define __global__
-#define __forceinline__ inline
-#define __shared__ static
-#define __launch_bounds__(...)
+HOST_CUDA_PRELUDE
 #if defined(MASKC_PLATFORM_AMD)
 #define MASKC_WARP_SIZE 64
 #else
@@ -41,9 +32,6 @@ const decodeHostMain = `
 #define MASKC_SPARSITY_ANALYTIC 1
 #define MASKC_MASK_USES_B 0
 #define MASKC_MASK_USES_H 1
-struct MaskcDim { unsigned x, y, z; };
-static MaskcDim blockIdx, gridDim;
-static thread_local MaskcDim threadIdx;
 typedef unsigned short maskc_elem_t;
 typedef unsigned int maskc_u32;
 enum { MASKC_BF16 = 0, MASKC_F16 = 1 };
@@ -70,6 +58,9 @@ static maskc_u32 maskc_pack2(float lo, float hi) { return bf16(lo) | bf16(hi) <<
 static pthread_barrier_t block_bar, warp_bar[16];
 static float warp_f[16][MASKC_WARP_SIZE];
 static void __syncthreads() { pthread_barrier_wait(&block_bar); }
+#define HOST_THREADS MASKC_DEC_THREADS
+#define HOST_LAUNCH_INIT() \
+  for (int w = 0; w < MASKC_DEC_WARPS; ++w) pthread_barrier_init(&warp_bar[w], nullptr, MASKC_WARP_SIZE);
 static float maskc_shfl_xor(float x, int m) {
   const int w = threadIdx.x / MASKC_WARP_SIZE, l = threadIdx.x % MASKC_WARP_SIZE;
   warp_f[w][l] = x;
@@ -207,31 +198,7 @@ DECODE
 
 static float val(maskc_elem_t x) { return __uint_as_float((unsigned)x << 16); }
 
-// Runs fn in every block of grid with MASKC_DEC_THREADS threads.
-template <typename F>
-static void launch(MaskcDim grid, F fn) {
-  gridDim = grid;
-  pthread_barrier_init(&block_bar, nullptr, MASKC_DEC_THREADS);
-  for (int w = 0; w < MASKC_DEC_WARPS; ++w) pthread_barrier_init(&warp_bar[w], nullptr, MASKC_WARP_SIZE);
-  for (unsigned z = 0; z < grid.z; ++z)
-    for (unsigned y = 0; y < grid.y; ++y)
-      for (unsigned x = 0; x < grid.x; ++x) {
-        blockIdx = {x, y, z};
-        std::vector<pthread_t> ts(MASKC_DEC_THREADS);
-        struct Arg { F* fn; unsigned t; };
-        std::vector<Arg> args(MASKC_DEC_THREADS);
-        for (int t = 0; t < MASKC_DEC_THREADS; ++t) {
-          args[t] = {&fn, (unsigned)t};
-          pthread_create(&ts[t], nullptr, [](void* p) -> void* {
-            Arg* a = (Arg*)p;
-            threadIdx = {a->t, 0, 0};
-            (*a->fn)();
-            return nullptr;
-          }, &args[t]);
-        }
-        for (auto& t : ts) pthread_join(t, nullptr);
-      }
-}
+HOST_GRID_RUNNER
 
 static int run(int B, int HKV, int G, int Sq, int Skv, int n_split, unsigned seed, int kv_off = 0) {
   const int H = HKV * G, D = MASKC_HEAD_DIM;
@@ -348,7 +315,8 @@ int main() {
 // the walk filters per tile (HOST_STRIDED, MASKC_DEC_FILTER).
 func TestDecodeOnHost(t *testing.T) {
 	cxx := hostCxx(t)
-	r := strings.NewReplacer("ABI_HEADER", ABIHeader(), "FRAME", Frame, "TILE_WALK", TileWalk, "DECODE", AttnDecode)
+	r := strings.NewReplacer("ABI_HEADER", ABIHeader(), "FRAME", Frame, "TILE_WALK", TileWalk, "DECODE", AttnDecode,
+		"HOST_CUDA_PRELUDE", hostCUDAPrelude, "HOST_GRID_RUNNER", hostGridRunner)
 	for _, platform := range []string{"-DMASKC_PLATFORM_HOST", "-DMASKC_PLATFORM_AMD"} {
 		for _, mask := range []string{"-DHOST_WINDOW", "-DHOST_STRIDED"} {
 			runHostProgram(t, cxx, "decode_host", r.Replace(decodeHostMain), platform, mask, "-std=c++17", "-O1", "-pthread",

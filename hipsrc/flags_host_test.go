@@ -19,16 +19,7 @@ import (
 // fails on a row part read past Sq or a column part past Skv; it prints
 // "ok" or the first failure.
 const flagsHostMain = `
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <vector>
-#define __device__
-#define __global__
-#define __forceinline__ inline
-#define __shared__ static
-#define __launch_bounds__(...)
+HOST_CUDA_PRELUDE
 #if defined(MASKC_PLATFORM_AMD)
 #define MASKC_WARP_SIZE 64
 #define MASKC_NUM_THREADS 512
@@ -43,15 +34,14 @@ const flagsHostMain = `
 #define MASKC_SPARSITY_PREPASS 1
 #define MASKC_MASK_USES_B 1
 #define MASKC_MASK_USES_H 0
-struct MaskcDim { unsigned x, y, z; };
-static MaskcDim blockIdx, gridDim;
-static thread_local MaskcDim threadIdx;
 static int maskc_nonneg(int x) { return x; }
 static int min(int a, int b) { return a < b ? a : b; }
 // One block's threads: its barrier, and the votes of __syncthreads_or/_and.
 static pthread_barrier_t block_bar;
 static int votes[MASKC_NUM_THREADS];
 static void __syncthreads() { pthread_barrier_wait(&block_bar); }
+#define HOST_THREADS MASKC_NUM_THREADS
+#define HOST_LAUNCH_INIT()
 static bool block_vote(bool p, bool all) {
   votes[threadIdx.x] = p;
   pthread_barrier_wait(&block_bar);
@@ -108,31 +98,7 @@ FRAME
 FLAG_ROW
 TILE_FLAGS
 
-// Runs fn in every block of grid with MASKC_NUM_THREADS threads.
-template <typename F>
-static void launch(MaskcDim grid, F fn) {
-  gridDim = grid;
-  pthread_barrier_init(&block_bar, nullptr, MASKC_NUM_THREADS);
-  for (unsigned z = 0; z < grid.z; ++z)
-    for (unsigned y = 0; y < grid.y; ++y)
-      for (unsigned x = 0; x < grid.x; ++x) {
-        blockIdx = {x, y, z};
-        std::vector<pthread_t> ts(MASKC_NUM_THREADS);
-        struct Arg { F* fn; unsigned t; };
-        std::vector<Arg> args(MASKC_NUM_THREADS);
-        for (int t = 0; t < MASKC_NUM_THREADS; ++t) {
-          args[t] = {&fn, (unsigned)t};
-          pthread_create(&ts[t], nullptr, [](void* p) -> void* {
-            Arg* a = (Arg*)p;
-            threadIdx = {a->t, 0, 0};
-            (*a->fn)();
-            return nullptr;
-          }, &args[t]);
-        }
-        for (auto& t : ts) pthread_join(t, nullptr);
-      }
-  pthread_barrier_destroy(&block_bar);
-}
+HOST_GRID_RUNNER
 
 // images: (start, length) spans per batch, group ids numbered from 0.
 static int run(int B, int Sq, int Skv, std::vector<std::vector<int>> images) {
@@ -194,7 +160,8 @@ func TestTileFlagsOnHost(t *testing.T) {
 	flagRow := cutSource(t, AttnFwd, "// Index of the first pre-pass flag of (b, h, q_tile).", "\n}\n", "maskc_flag_row")
 	flags := cutSource(t, AttnFwd, "// Pre-pass for masks without a closed-form block structure", "\n}\n\n#if defined(MASKC_SEG_CHECK)", "maskc_tile_flags")
 	flags = strings.TrimSuffix(flags, "#if defined(MASKC_SEG_CHECK)")
-	r := strings.NewReplacer("ABI_HEADER", ABIHeader(), "FRAME", Frame, "FLAG_ROW", flagRow, "TILE_FLAGS", flags)
+	r := strings.NewReplacer("ABI_HEADER", ABIHeader(), "FRAME", Frame, "FLAG_ROW", flagRow, "TILE_FLAGS", flags,
+		"HOST_CUDA_PRELUDE", hostCUDAPrelude, "HOST_GRID_RUNNER", hostGridRunner)
 	for _, platform := range []string{"-DMASKC_PLATFORM_HOST", "-DMASKC_PLATFORM_AMD"} {
 		runHostProgram(t, cxx, "flags_host", r.Replace(flagsHostMain), platform, "-std=c++17", "-O1", "-pthread",
 			"-Wno-unused-function", "-Wno-unused-variable", "-Wno-unused-but-set-variable")
