@@ -66,7 +66,7 @@ type Options struct {
 	// (#define MASKC_FIRST_ROWS_LONGEST 1) where the host estimate says the
 	// first q tile's row visits more than twice the key tiles of the last
 	// one's (firstRowsLongest: global query rows, as a window with global
-	// tokens or BigBird has), instead of from the last, longest for
+	// tokens has), instead of from the last, longest for
 	// causal-like masks: the launch would otherwise end on the long rows.
 	// An experiment (cmd/genkernels -fwd-first-longest) until timed.
 	FwdFirstRowsLongest bool

@@ -11,10 +11,11 @@ import (
 // host's sparsity), the first q tile of hipsrc.BlockM rows visits more
 // than twice the key tiles of the last one, on some head, and no head the
 // other way round. Global query rows (a window with global tokens,
-// BigBird, Longformer's analytic form) are such: started last, as the
-// reverse order made for causal-like masks does, the launch ends on them.
-// A mask whose rows depend on buffer contents (documents, selections) has
-// no estimate here and keeps the reverse order.
+// Longformer's analytic form) are such: started last, as the reverse order
+// made for causal-like masks does, the launch ends on them. A mask whose
+// rows depend on buffer contents (documents, selections, BigBird's random
+// blocks beside its global rows) has no estimate here and keeps the
+// reverse order.
 func firstRowsLongest(k *Kernel) bool {
 	p := k.sparsity
 	if !k.HasMask || p.kind != SparsityAnalytic || len(p.disjuncts) == 0 {
