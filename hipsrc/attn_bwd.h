@@ -1712,8 +1712,8 @@ __device__ __forceinline__ bool maskc_bwd_ws_walk_next(const MaskcBwdShape& sh, 
       w.cb = w.qt;
       const int t = w.qt + lane;
       const int c = t < w.qt_end ? maskc_bwd_tile_class(sh, buf, b, w.h, t * BM, k0, BN) : 0;
-      w.any = __ballot_sync(0xffffffffu, c != 0);
-      w.full = __ballot_sync(0xffffffffu, c == 2);
+      w.any = (unsigned)maskc_walk_ballot(c != 0);
+      w.full = (unsigned)maskc_walk_ballot(c == 2);
     }
     const int bit = w.qt - w.cb;
     w.cls = ((w.any >> bit) & 1u) ? (((w.full >> bit) & 1u) ? 2 : 1) : 0;
