@@ -513,24 +513,20 @@ func (c *converter) tupleOf(first *exprG, rest []*exprG) dsl.Expr {
 	return t
 }
 
-// factoryKwOnly refuses a bare `*` in the parameter list of factory name's
-// inner def (or another def inside it): FlexAttention passes a mod its
+// factoryKwOnly refuses a bare `*` in l, the parameter list of factory
+// name's inner def (or another def inside it): FlexAttention passes a mod its
 // parameters by position. (The factory's own parameters may have one:
 // ModDecl.FactoryKwOnly.)
-func (c *converter) factoryKwOnly(name string, lists ...*paramListG) {
-	for _, l := range lists {
-		if l.Lead != nil {
-			c.fail(span(*l.Lead), CodeDefShape, "parameters taken only by name (after a bare `*`) in the mod of factory %s", name).
-				WithHint("FlexAttention passes a mod its parameters by position: remove the `*`")
-			return
+func (c *converter) factoryKwOnly(name string, l *paramListG) {
+	star := l.Lead
+	for _, e := range l.Rest {
+		if star == nil && e.bare() {
+			star = e.Star
 		}
-		for _, e := range l.Rest {
-			if e.bare() {
-				c.fail(span(*e.Star), CodeDefShape, "parameters taken only by name (after a bare `*`) in the mod of factory %s", name).
-					WithHint("FlexAttention passes a mod its parameters by position: remove the `*`")
-				return
-			}
-		}
+	}
+	if star != nil {
+		c.fail(span(*star), CodeDefShape, "parameters taken only by name (after a bare `*`) in the mod of factory %s", name).
+			WithHint("FlexAttention passes a mod its parameters by position: remove the `*`")
 	}
 }
 
