@@ -143,9 +143,8 @@ class Attention:
         FlexAttention BlockMask is made once per batch and shared by the
         layers. A block whose generated kernel has no pre-pass (or that has
         no generated kernel) gets None, which changes nothing. A call
-        refuses the
-        map when its sizes, device, frame or buffers differ, or a buffer was
-        written since (its version counter): make a new map then."""
+        refuses the map when its sizes, device, frame or buffers differ, or a
+        buffer was written since (its version counter): make a new map then."""
         layout = layout or self.layout
         if layout not in _checks.LAYOUTS:
             raise MaskcError("layout=%r: want %s" % (layout, " or ".join(_checks.LAYOUTS)))

@@ -39,6 +39,11 @@ class Sizes:
     def __init__(self, B, H, HKV, Q, KV, D):
         self.B, self.H, self.HKV, self.Q, self.KV, self.D = B, H, HKV, Q, KV, D
 
+    def launch_sizes(self):
+        """The sizes as the kernel's launch rules and the manifest name them:
+        {B, H, HKV, Sq, Skv}."""
+        return dict(B=self.B, H=self.H, HKV=self.HKV, Sq=self.Q, Skv=self.KV)
+
     def symbols(self):
         """The names a buffer's declared extents may use."""
         return {"B": self.B, "H": self.H, "HKV": self.HKV, "Q": self.Q, "KV": self.KV}

@@ -437,7 +437,7 @@ class _Generated:
         spec, man = self.spec, self.man
         frame = _frame_values(frame)
         sz, checked = self._check_call(q, k, k, buffers, layout, frame)
-        sizes = dict(B=sz.B, H=sz.H, HKV=sz.HKV, Sq=sz.Q, Skv=sz.KV)
+        sizes = sz.launch_sizes()
         n = self.flag_count(q, k, layout)
         if n == 0:
             return TileMap(self.key, sizes, q.device, frame, buffers, None)
@@ -487,7 +487,7 @@ class _Generated:
             raise MaskcError("Skv = 0: a generated kernel needs at least one key")
         plat, fns = self._module(q.device)
         block_n = spec.launch[plat.name][0]
-        sizes = dict(B=sz.B, H=sz.H, HKV=sz.HKV, Sq=sz.Q, Skv=sz.KV)
+        sizes = sz.launch_sizes()
         strides = {n: _checks.bhsd_strides(t, layout)[:3] for n, t in (("q", q), ("k", k), ("v", v), ("o", out))}
         stream = torch.cuda.current_stream(q.device)
         flags, run_prepass = None, True
@@ -564,7 +564,7 @@ class _Generated:
         dbufs = {s: torch.empty(buffers[s].shape, dtype=torch.float32, device=dev) for s in slots}
         if dlse is not None:
             dlse = dlse.to(torch.float32).contiguous()
-        sizes = dict(B=sz.B, H=sz.H, HKV=sz.HKV, Sq=sz.Q, Skv=sz.KV)
+        sizes = sz.launch_sizes()
         named = (("q", q), ("k", k), ("v", v), ("o", out), ("do", dout), ("dq", dq), ("dk", dk), ("dv", dv))
         strides = {n: _checks.bhsd_strides(t, layout)[:3] for n, t in named}
         ptr = lambda t: t.data_ptr() if t is not None else 0
