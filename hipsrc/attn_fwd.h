@@ -961,9 +961,19 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS
 
 // Pre-pass for masks without a closed-form block structure: one block per
 // (q tile, kv tile) evaluates the mask over the tile for every (b', h').
+// The row parts of the mask (its buffer reads that name q, not kv) of the
+// tile's MASKC_BLOCK_M rows are read into shared memory first, one row a
+// thread, all at once: read inside the row loop, each waited for the last
+// (the loop may stop early, so the loads are not issued ahead), a load
+// latency per row for every thread of an empty tile.
+#if defined(MASKC_HAS_MASK)
+#define MASKC_FLAGS_ROWS_SMEM (sizeof(MaskcMaskRow) * MASKC_BLOCK_M <= 16384)
+#endif
 extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS)
     maskc_tile_flags(MaskcShape shape, MaskcBuffers buf, unsigned char* flags) {
 #if defined(MASKC_HAS_MASK)
+  static_assert(MASKC_BLOCK_M <= MASKC_NUM_THREADS, "one row part a thread");
+  __shared__ MaskcMaskRow srow[MASKC_FLAGS_ROWS_SMEM ? MASKC_BLOCK_M : 1];
   const int n_qt = (shape.Sq + MASKC_BLOCK_M - 1) / MASKC_BLOCK_M;
   const int n_kt = (shape.Skv + MASKC_BLOCK_N - 1) / MASKC_BLOCK_N;
   const int kt = blockIdx.x, qt = blockIdx.y;
@@ -979,12 +989,19 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS)
       // tile is partial and stops.
       const int kv = maskc_nonneg(kv0 + (int)threadIdx.x % MASKC_BLOCK_N);
       const int q_stop = min(q0 + MASKC_BLOCK_M, shape.Sq);
+      if (MASKC_FLAGS_ROWS_SMEM) {  // (the last (b, h)'s reads of srow ended at its maskc_block_all)
+        const int q = q0 + (int)threadIdx.x;
+        if (threadIdx.x < MASKC_BLOCK_M && q < q_stop)
+          srow[threadIdx.x] = maskc_mask_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q));
+        __syncthreads();
+      }
       if (kv < shape.Skv) {
         const MaskcMaskCol mcol = maskc_mask_col(buf, nB, nH, nHKV, nQ, nKV, b, h, kv);
         for (int q = q0 + (int)threadIdx.x / MASKC_BLOCK_N; q < q_stop; q += MASKC_NUM_THREADS / MASKC_BLOCK_N) {
           const int qs = maskc_nonneg(q);
-          const bool keep = maskc_mask_rc(buf, nB, nH, nHKV, nQ, nKV,
-                                          maskc_mask_row(buf, nB, nH, nHKV, nQ, nKV, b, h, qs), mcol, b, h, qs, kv);
+          const MaskcMaskRow row =
+              MASKC_FLAGS_ROWS_SMEM ? srow[q - q0] : maskc_mask_row(buf, nB, nH, nHKV, nQ, nKV, b, h, qs);
+          const bool keep = maskc_mask_rc(buf, nB, nH, nHKV, nQ, nKV, row, mcol, b, h, qs, kv);
           any = any || keep;
           all = all && keep;
           if (any && !all) break;
