@@ -62,6 +62,10 @@ static bool maskc_block_all(bool p) { return maskc_block_vote(p, false); }
 // What maskc_seg_check's body (compiled here, not run) needs.
 static MaskcDim3 blockDim;
 static int __syncthreads_or(int p) { return maskc_block_vote(p != 0, true); }
+static void __syncthreads() { maskc_bar->arrive_and_wait(); }
+// A block's shared memory: one object for the threads of the block, whose
+// blocks run one after another.
+#define __shared__ static
 static unsigned atomicOr(unsigned* p, unsigned v) { return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST); }
 `
 
@@ -151,6 +155,18 @@ func attnFwdPiece(t *testing.T, start string) string {
 	return ""
 }
 
+// attnFwdLine returns the line of hipsrc.AttnFwd that starts with start.
+func attnFwdLine(t *testing.T, start string) string {
+	t.Helper()
+	for _, ln := range strings.Split(hipsrc.AttnFwd, "\n") {
+		if strings.HasPrefix(ln, start) {
+			return ln + "\n"
+		}
+	}
+	t.Fatalf("hipsrc.AttnFwd has no line starting %q", start)
+	return ""
+}
+
 // prepassRun is one kernel's pre-pass on one platform.
 type prepassRun struct {
 	k *codegen.Kernel
@@ -174,6 +190,7 @@ func buildPrepass(t *testing.T, runs []prepassRun) string {
 	b.WriteString(hipsrc.Runtime)
 	pieces := attnFwdPiece(t, "__device__ __forceinline__ int maskc_nonneg(") +
 		attnFwdPiece(t, "__device__ __forceinline__ long long maskc_flag_row(") +
+		attnFwdLine(t, "#define MASKC_FLAGS_ROWS_SMEM ") +
 		strings.Replace(attnFwdPiece(t, `extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS)`), `extern "C" `, "", 1)
 	var names []string
 	for i, r := range runs {
