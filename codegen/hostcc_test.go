@@ -17,6 +17,7 @@ import (
 	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/eval"
 	"github.com/maskc/maskc/hipsrc"
+	"github.com/maskc/maskc/internal/hostcuda"
 )
 
 // The tests in this file compile the generated device functions as host C++
@@ -209,25 +210,11 @@ func buildHost(t *testing.T, cases []hostCase) string {
 	})
 }
 
-// hostGxx returns the host C++ compiler the host tests of the generated
-// code build with; outside CI a missing one skips the test, in CI it fails.
-func hostGxx(t *testing.T) string {
-	t.Helper()
-	cxx, err := exec.LookPath("g++")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("g++ is required in CI to test the generated code on the host")
-		}
-		t.Skip("g++ not found: the host tests of the generated code need a C++ compiler")
-	}
-	return cxx
-}
-
 // buildHostMain compiles the cases, each in its namespace, with main
 // (whose FNS stands for the list of fn(i) over the cases).
 func buildHostMain(t *testing.T, cases []hostCase, main string, fn func(i int) string) string {
 	t.Helper()
-	cxx := hostGxx(t)
+	cxx := hostcuda.Cxx(t)
 	var b strings.Builder
 	b.WriteString(hostPrelude)
 	b.WriteString(hipsrc.ABIHeader() + hipsrc.Runtime)

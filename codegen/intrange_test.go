@@ -13,6 +13,7 @@ import (
 	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/eval"
 	"github.com/maskc/maskc/hipsrc"
+	"github.com/maskc/maskc/internal/hostcuda"
 )
 
 // lowerInt checks `mask m(...) = (E) == 0` and returns the lowered mask and
@@ -93,7 +94,7 @@ func TestIntRanges(t *testing.T) {
 // its standard output.
 func hostRun(t *testing.T, body string) string {
 	t.Helper()
-	cxx := hostGxx(t)
+	cxx := hostcuda.Cxx(t)
 	dir := t.TempDir()
 	srcPath, exe := filepath.Join(dir, "b.cc"), filepath.Join(dir, "b")
 	if err := os.WriteFile(srcPath, []byte(hostPrelude+hipsrc.ABIHeader()+hipsrc.Runtime+body), 0o644); err != nil {

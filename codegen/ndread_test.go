@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/maskc/maskc/hipsrc"
+	"github.com/maskc/maskc/internal/hostcuda"
 )
 
 // TestNDReadsOnHost compiles the accessors of buffers of rank 1 to
@@ -41,7 +42,7 @@ func TestNDReadsOnHost(t *testing.T) {
 		{"i32", []int{2, 3, 4}, []string{"2", "2 * KV", "4"}},
 		{"f32", []int{3, 2, 2, 3}, []string{"H", "2", "Q + KV", "3"}},
 	}
-	cxx := hostGxx(t)
+	cxx := hostcuda.Cxx(t)
 	var src strings.Builder
 	src.WriteString(hostPrelude)
 	src.WriteString(hipsrc.ABIHeader() + hipsrc.Runtime)

@@ -3,6 +3,8 @@ package hipsrc
 import (
 	"strings"
 	"testing"
+
+	"github.com/maskc/maskc/internal/hostcuda"
 )
 
 // decodeHostMain runs attn_decode.h's two kernels on the host, as plain
@@ -314,9 +316,9 @@ int main() {
 // a head-dependent window and on the window with a stride whose remainder
 // the walk filters per tile (HOST_STRIDED, MASKC_DEC_FILTER).
 func TestDecodeOnHost(t *testing.T) {
-	cxx := hostCxx(t)
+	cxx := hostcuda.Cxx(t)
 	r := strings.NewReplacer("ABI_HEADER", ABIHeader(), "FRAME", Frame, "TILE_WALK", TileWalk, "DECODE", AttnDecode,
-		"HOST_CUDA_PRELUDE", hostCUDAPrelude, "HOST_GRID_RUNNER", hostGridRunner)
+		"HOST_CUDA_PRELUDE", hostcuda.Prelude, "HOST_GRID_RUNNER", hostcuda.GridRunner)
 	for _, platform := range []string{"-DMASKC_PLATFORM_HOST", "-DMASKC_PLATFORM_AMD"} {
 		for _, mask := range []string{"-DHOST_WINDOW", "-DHOST_STRIDED"} {
 			runHostProgram(t, cxx, "decode_host", r.Replace(decodeHostMain), platform, mask, "-std=c++17", "-O1", "-pthread",

@@ -3,6 +3,8 @@ package hipsrc
 import (
 	"strings"
 	"testing"
+
+	"github.com/maskc/maskc/internal/hostcuda"
 )
 
 // dqLayoutMain checks, on the host, attn_bwd.h's dq_acc layout under
@@ -56,7 +58,7 @@ int main() {
 // (MASKC_BWD_DQ_BULK): a wrong inverse would scramble dQ's columns with no
 // other symptom than wrong gradients on the GPU.
 func TestDQLayoutHost(t *testing.T) {
-	cxx := hostCxx(t)
+	cxx := hostcuda.Cxx(t)
 	layout := cutSource(t, AttnBwd, "__device__ __forceinline__ int maskc_bwd_dq_chunk(", "#endif\n}\n",
 		"attn_bwd.h's maskc_bwd_dq_chunk and maskc_bwd_dq_chunk_col")
 	runHostProgram(t, cxx, "dqlayout", strings.Replace(dqLayoutMain, "DQ_LAYOUT", layout, 1), "-std=c++14")

@@ -3,6 +3,8 @@ package hipsrc
 import (
 	"strings"
 	"testing"
+
+	"github.com/maskc/maskc/internal/hostcuda"
 )
 
 // flagsHostMain runs attn_fwd.h's pre-pass, maskc_tile_flags, on the host
@@ -156,12 +158,12 @@ int main() {
 // mask whose row and column parts read a buffer (Gemma 4's image groups
 // or-ed with a causal window).
 func TestTileFlagsOnHost(t *testing.T) {
-	cxx := hostCxx(t)
+	cxx := hostcuda.Cxx(t)
 	flagRow := cutSource(t, AttnFwd, "// Index of the first pre-pass flag of (b, h, q_tile).", "\n}\n", "maskc_flag_row")
 	flags := cutSource(t, AttnFwd, "// Pre-pass for masks without a closed-form block structure", "\n}\n\n#if defined(MASKC_SEG_CHECK)", "maskc_tile_flags")
 	flags = strings.TrimSuffix(flags, "#if defined(MASKC_SEG_CHECK)")
 	r := strings.NewReplacer("ABI_HEADER", ABIHeader(), "FRAME", Frame, "FLAG_ROW", flagRow, "TILE_FLAGS", flags,
-		"HOST_CUDA_PRELUDE", hostCUDAPrelude, "HOST_GRID_RUNNER", hostGridRunner)
+		"HOST_CUDA_PRELUDE", hostcuda.Prelude, "HOST_GRID_RUNNER", hostcuda.GridRunner)
 	for _, platform := range []string{"-DMASKC_PLATFORM_HOST", "-DMASKC_PLATFORM_AMD"} {
 		runHostProgram(t, cxx, "flags_host", r.Replace(flagsHostMain), platform, "-std=c++17", "-O1", "-pthread",
 			"-Wno-unused-function", "-Wno-unused-variable", "-Wno-unused-but-set-variable")

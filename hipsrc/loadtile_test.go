@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/maskc/maskc/internal/hostcuda"
 )
 
 // loadTileMain runs attn_fwd.h's maskc_load_tile and maskc_load_tile_lean
@@ -74,7 +76,7 @@ int main() {
 // row-swizzled layout, at head dims 64, 128 and 256, with full, ragged and
 // empty tiles (rows at or past nrows zero-filled).
 func TestLoadTileLeanHost(t *testing.T) {
-	cxx := hostCxx(t)
+	cxx := hostcuda.Cxx(t)
 	smem := cutSource(t, Prelude, "#define MASKC_SWZ_MASK", "\n}\n", "prelude.h's maskc_smem_index")
 	tile := cutSource(t, Prelude, "template <int ROWS, int D>\n__device__ __forceinline__ int maskc_tile_index", "\n}\n",
 		"prelude.h's maskc_tile_index")

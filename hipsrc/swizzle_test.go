@@ -3,6 +3,8 @@ package hipsrc
 import (
 	"strings"
 	"testing"
+
+	"github.com/maskc/maskc/internal/hostcuda"
 )
 
 // swizzleMain checks maskc_smem_index (prelude.h) on the host for every row
@@ -39,7 +41,7 @@ int main() {
 // 256, and AMD's 32-row tiles at 128) store P^T and dS^T with rows of 32
 // elements, which the old row % 8 swizzle pushed into the next row.
 func TestSmemIndexHost(t *testing.T) {
-	cxx := hostCxx(t)
+	cxx := hostcuda.Cxx(t)
 	index := cutSource(t, Prelude, "#define MASKC_SWZ_MASK", "\n}\n", "prelude.h's maskc_smem_index and MASKC_SWZ_MASK")
 	runHostProgram(t, cxx, "swizzle", strings.Replace(swizzleMain, "SMEM_INDEX", index, 1), "-std=c++14")
 }

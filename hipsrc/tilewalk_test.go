@@ -3,6 +3,8 @@ package hipsrc
 import (
 	"strings"
 	"testing"
+
+	"github.com/maskc/maskc/internal/hostcuda"
 )
 
 // tileWalkMain exercises tile_walk.h on the host: random interval sets
@@ -255,7 +257,7 @@ int main() {
 // longest-first places of maskc_lpt_rank; without a platform and with AMD's
 // (MaskcTileWalk::next across the warp's lanes: a ballot and a lane read).
 func TestTileWalkHost(t *testing.T) {
-	cxx := hostCxx(t)
+	cxx := hostcuda.Cxx(t)
 	for _, platform := range []string{"-DMASKC_PLATFORM_HOST", "-DMASKC_PLATFORM_AMD"} {
 		runHostProgram(t, cxx, "walk", strings.Replace(tileWalkMain, "TILE_WALK", TileWalk, 1),
 			platform, "-O1", "-std=c++14", "-Wno-unused-variable", "-pthread")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/maskc/maskc/codegen"
 	"github.com/maskc/maskc/hipsrc"
+	"github.com/maskc/maskc/internal/hostcuda"
 )
 
 // The test in this file builds the kernel's own pre-pass, maskc_tile_flags
@@ -19,21 +20,15 @@ import (
 // be the tile map's: for a pre-pass kernel its states, for every kernel its
 // tiles with kept pairs (flag != 0) and tiles that keep every pair (flag 2).
 
-// hostShim makes the pre-pass's device code host C++.
+// hostShim makes the pre-pass's device code host C++ after hostcuda.Prelude:
+// a block's threads as std::threads that run every block in turn, its
+// barrier and votes.
 const hostShim = `#include <algorithm>
 #include <barrier>
 #include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <thread>
-#include <vector>
 using std::max;
 using std::min;
-#define __device__
-#define __forceinline__ inline
-#define __global__
-#define __launch_bounds__(...)
 #define __builtin_assume(x) ((void)0)
 // Warp-collective segment searches, one lane after another.
 #define MASKC_WARP_SIZE 5
@@ -43,8 +38,6 @@ int maskc_warp_count(F probe) {
   for (int lane = 0; lane < MASKC_WARP_SIZE; ++lane) n += probe(lane) ? 1 : 0;
   return n;
 }
-struct MaskcDim3 { int x, y, z; };
-static thread_local MaskcDim3 threadIdx, blockIdx;
 static std::barrier<>* maskc_bar;
 static int maskc_nthreads;
 static std::vector<char> maskc_votes(1024);
@@ -59,13 +52,10 @@ static bool maskc_block_vote(bool p, bool any) {
 }
 static bool maskc_block_any(bool p) { return maskc_block_vote(p, true); }
 static bool maskc_block_all(bool p) { return maskc_block_vote(p, false); }
-// What maskc_seg_check's body (compiled here, not run) needs.
-static MaskcDim3 blockDim;
-static int __syncthreads_or(int p) { return maskc_block_vote(p != 0, true); }
 static void __syncthreads() { maskc_bar->arrive_and_wait(); }
-// A block's shared memory: one object for the threads of the block, whose
-// blocks run one after another.
-#define __shared__ static
+// What maskc_seg_check's body (compiled here, not run) needs.
+static MaskcDim blockDim;
+static int __syncthreads_or(int p) { return maskc_block_vote(p != 0, true); }
 static unsigned atomicOr(unsigned* p, unsigned v) { return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST); }
 `
 
@@ -84,10 +74,10 @@ std::vector<unsigned char> run(MaskcShape shape, MaskcBuffers buf, int* dims) {
   std::vector<std::thread> threads;
   for (int t = 0; t < MASKC_NUM_THREADS; ++t)
     threads.emplace_back([&, t] {
-      threadIdx = MaskcDim3{t, 0, 0};
+      threadIdx = MaskcDim{(unsigned)t, 0, 0};
       for (int qt = 0; qt < n_qt; ++qt)
         for (int kt = 0; kt < n_kt; ++kt) {
-          blockIdx = MaskcDim3{kt, qt, 0};
+          blockIdx = MaskcDim{(unsigned)kt, (unsigned)qt, 0};
           maskc_tile_flags(shape, buf, flags.data());
         }
     });
@@ -176,16 +166,10 @@ type prepassRun struct {
 // buildPrepass compiles the pre-pass of every run into one host program.
 func buildPrepass(t *testing.T, runs []prepassRun) string {
 	t.Helper()
-	cxx, err := exec.LookPath("g++")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("g++ is required in CI to run the kernel's pre-pass on the host")
-		}
-		t.Skip("g++ not found: the host pre-pass test needs a C++ compiler")
-	}
+	cxx := hostcuda.Cxx(t)
 	var b strings.Builder
 	fmt.Fprintf(&b, "#define MASKC_BLOCK_M %d\n", hipsrc.BlockM)
-	b.WriteString(hostShim)
+	b.WriteString(hostcuda.Prelude + hostShim)
 	b.WriteString(hipsrc.ABIHeader())
 	b.WriteString(hipsrc.Runtime)
 	pieces := attnFwdPiece(t, "__device__ __forceinline__ int maskc_nonneg(") +
