@@ -3,7 +3,7 @@
 # cases built from the working tree (base) and from other revisions
 # (branches with untimed kernel changes), checked, then timed side by side.
 #
-#   gpu/ab.sh gen DIR CASES REV[=NAME] ...   (where Go is) builds each
+#   gpu/ab.sh gen DIR CASES [REV[=NAME] ...]   (where Go is) builds each
 #       revision's kernels of the extended benchmark and the corpus
 #       (gpu/bench_ext.sh gen with CORPUS=1, in a git worktree of REV) and
 #       keeps those of CASES (comma-separated case ids, file:attention as
@@ -11,7 +11,8 @@
 #       in DIR/NAME (NAME defaults to REV with / replaced), the working
 #       tree's in DIR/base, each with a manifest of just those kernels, and
 #       the benchmark's buffer contents and tile counts in DIR. Carry DIR
-#       (and nothing else of .devbin) to the device.
+#       (and nothing else of .devbin) to the device. With no REV, DIR/base
+#       alone (for gpu/profile.sh).
 #   gpu/ab.sh run DIR   (on the GPU machine) runs, in $OUT (default
 #       /tmp/maskc-ab), gpu/check.py and gpu/bwd_check.py (float64
 #       reference, up to 1000 tokens, no Flex) on every variant side by
@@ -25,7 +26,7 @@ set -u
 cd "$(dirname "$0")/.."
 case "${1:-}" in
 gen)
-	[ $# -ge 4 ] || { echo "usage: gpu/ab.sh gen DIR CASES REV[=NAME] ..." >&2; exit 2; }
+	[ $# -ge 3 ] || { echo "usage: gpu/ab.sh gen DIR CASES [REV[=NAME] ...]" >&2; exit 2; }
 	dir=$2 cases=$3
 	shift 3
 	rm -rf "$dir"
@@ -106,7 +107,7 @@ run)
 	(cd "$OUT" && tar czf raw.tgz --remove-files $(ls | grep -v -E '^(fwd|bwd)\.txt$|^raw\.tgz$'))
 	;;
 *)
-	echo "usage: gpu/ab.sh gen DIR CASES REV[=NAME] ... | run DIR" >&2
+	echo "usage: gpu/ab.sh gen DIR CASES [REV[=NAME] ...] | run DIR" >&2
 	exit 2
 	;;
 esac
