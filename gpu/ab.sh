@@ -20,7 +20,8 @@
 #       gpu/bwd_bench.py (forward + backward, atomic and deterministic) with
 #       each as --variant, against base, ROUNDS rounds (default 2), the last
 #       within LIMIT seconds of the start (default 540); it prints the
-#       checks' counts and both tables, and leaves fwd.txt, bwd.txt and
+#       checks' counts, both tables and each kernel's registers and local
+#       memory, and leaves fwd.txt, bwd.txt and
 #       raw.tgz (the checks' logs and every JSON line) in $OUT.
 set -u
 cd "$(dirname "$0")/.."
@@ -102,6 +103,23 @@ run)
 	echo "bwd_bench exit $? [$(($(date +%s) - start)) s]"
 	grep -E "^[a-z_0-9+]+(:[a-z_0-9]+)? +[a-z0-9/-]+ +[0-9.]+ +[0-9.]+" "$OUT/bwd.txt" |
 		awk '{printf "%-34s %-12s %7s %7s %7s %6s\n", $1, $2, $4, $6, $7, $9}'
+	# Registers and local memory per variant (ptxas, as the benchmarks record them): a
+	# change that spills shows here before it shows in a time.
+	python3 - "$OUT/fwd.txt" "$OUT/bwd.txt" <<'EOF'
+import json, sys
+keys = ("regs", "local_bytes", "bwd_regs", "bwd_local_bytes", "dq_regs", "ordered_regs", "ordered_local_bytes", "error")
+for path in sys.argv[1:]:
+    for line in open(path, errors="replace"):
+        if not line.startswith("{"):
+            continue
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue
+        if r.get("kind") == "kernel":
+            print("%-8s %-34s %-8s %s" % (path.rsplit("/", 1)[-1][:-4], r.get("case"), r.get("variant"),
+                                          " ".join("%s=%s" % (k, str(r[k])[:80]) for k in keys if k in r)))
+EOF
 	# A device call brings back at most eight files: the two tables, and the
 	# rest (checks' logs, JSON lines) in one archive.
 	(cd "$OUT" && tar czf raw.tgz --remove-files $(ls | grep -v -E '^(fwd|bwd)\.txt$|^raw\.tgz$'))
