@@ -57,9 +57,8 @@ static unsigned bf16(float x) {
 template <int DT>
 static maskc_u32 maskc_pack2(float lo, float hi) { return bf16(lo) | bf16(hi) << 16; }
 // One block's threads: a barrier for the block and one per warp.
-static pthread_barrier_t block_bar, warp_bar[16];
+static pthread_barrier_t warp_bar[16];
 static float warp_f[16][MASKC_WARP_SIZE];
-static void __syncthreads() { pthread_barrier_wait(&block_bar); }
 #define HOST_THREADS MASKC_DEC_THREADS
 #define HOST_LAUNCH_INIT() \
   for (int w = 0; w < MASKC_DEC_WARPS; ++w) pthread_barrier_init(&warp_bar[w], nullptr, MASKC_WARP_SIZE);

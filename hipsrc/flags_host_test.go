@@ -9,7 +9,7 @@ import (
 
 // flagsHostMain runs attn_fwd.h's pre-pass, maskc_tile_flags, on the host
 // as plain C++: every block of its (kv tiles, q tiles) grid in turn, its
-// MASKC_NUM_THREADS threads as pthreads (__syncthreads_or/_and through a
+// MASKC_NUM_THREADS threads as pthreads (hostcuda's votes through a
 // block barrier), over the real frame.h and a hand-written generated part
 // in the global frame shaped like Gemma 4's sliding layer with images: a
 // causal window of W keys, or-ed with both positions in the same image
@@ -38,22 +38,8 @@ HOST_CUDA_PRELUDE
 #define MASKC_MASK_USES_H 0
 static int maskc_nonneg(int x) { return x; }
 static int min(int a, int b) { return a < b ? a : b; }
-// One block's threads: its barrier, and the votes of __syncthreads_or/_and.
-static pthread_barrier_t block_bar;
-static int votes[MASKC_NUM_THREADS];
-static void __syncthreads() { pthread_barrier_wait(&block_bar); }
 #define HOST_THREADS MASKC_NUM_THREADS
 #define HOST_LAUNCH_INIT()
-static bool block_vote(bool p, bool all) {
-  votes[threadIdx.x] = p;
-  pthread_barrier_wait(&block_bar);
-  bool r = all;
-  for (int i = 0; i < MASKC_NUM_THREADS; ++i) r = all ? r && votes[i] : r || votes[i];
-  pthread_barrier_wait(&block_bar);
-  return r;
-}
-static bool maskc_block_any(bool p) { return block_vote(p, false); }
-static bool maskc_block_all(bool p) { return block_vote(p, true); }
 static unsigned long long maskc_walk_ballot(bool) { abort(); }
 static unsigned long long maskc_walk_shfl64(unsigned long long, int) { abort(); }
 ABI_HEADER

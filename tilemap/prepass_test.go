@@ -15,16 +15,14 @@ import (
 
 // The test in this file builds the kernel's own pre-pass, maskc_tile_flags
 // as hipsrc/attn_fwd.h writes it, with the generated maskc_mask, as host
-// C++ (g++): one std::thread per GPU thread, block-wide votes through a
-// std::barrier, every block of the grid in turn. The flags it writes must
+// C++ (g++): one std::thread per GPU thread, block-wide votes through
+// hostcuda's block barrier, every block of the grid in turn. The flags it writes must
 // be the tile map's: for a pre-pass kernel its states, for every kernel its
 // tiles with kept pairs (flag != 0) and tiles that keep every pair (flag 2).
 
-// hostShim makes the pre-pass's device code host C++ after hostcuda.Prelude:
-// a block's threads as std::threads that run every block in turn, its
-// barrier and votes.
+// hostShim makes the pre-pass's device code host C++ after hostcuda.Prelude
+// (whose block barrier and votes the threads of hostPrepassRun meet at).
 const hostShim = `#include <algorithm>
-#include <barrier>
 #include <math.h>
 #include <thread>
 using std::max;
@@ -38,24 +36,8 @@ int maskc_warp_count(F probe) {
   for (int lane = 0; lane < MASKC_WARP_SIZE; ++lane) n += probe(lane) ? 1 : 0;
   return n;
 }
-static std::barrier<>* maskc_bar;
-static int maskc_nthreads;
-static std::vector<char> maskc_votes(1024);
-// __syncthreads_or / __syncthreads_and: every thread votes, all read.
-static bool maskc_block_vote(bool p, bool any) {
-  maskc_votes[threadIdx.x] = p;
-  maskc_bar->arrive_and_wait();
-  bool r = !any;
-  for (int t = 0; t < maskc_nthreads; ++t) r = any ? (r || maskc_votes[t]) : (r && maskc_votes[t]);
-  maskc_bar->arrive_and_wait();
-  return r;
-}
-static bool maskc_block_any(bool p) { return maskc_block_vote(p, true); }
-static bool maskc_block_all(bool p) { return maskc_block_vote(p, false); }
-static void __syncthreads() { maskc_bar->arrive_and_wait(); }
 // What maskc_seg_check's body (compiled here, not run) needs.
 static MaskcDim blockDim;
-static int __syncthreads_or(int p) { return maskc_block_vote(p != 0, true); }
 static unsigned atomicOr(unsigned* p, unsigned v) { return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST); }
 `
 
@@ -68,9 +50,8 @@ std::vector<unsigned char> run(MaskcShape shape, MaskcBuffers buf, int* dims) {
   const int nb = MASKC_MASK_USES_B ? shape.B : 1, nh = MASKC_MASK_USES_H ? shape.H : 1;
   dims[0] = nb, dims[1] = nh, dims[2] = n_qt, dims[3] = n_kt;
   std::vector<unsigned char> flags((size_t)nb * nh * n_qt * n_kt, 7);
-  std::barrier<> bar(MASKC_NUM_THREADS);
-  maskc_bar = &bar;
-  maskc_nthreads = MASKC_NUM_THREADS;
+  pthread_barrier_init(&block_bar, nullptr, MASKC_NUM_THREADS);
+  host_block_threads = MASKC_NUM_THREADS;
   std::vector<std::thread> threads;
   for (int t = 0; t < MASKC_NUM_THREADS; ++t)
     threads.emplace_back([&, t] {
@@ -82,6 +63,7 @@ std::vector<unsigned char> run(MaskcShape shape, MaskcBuffers buf, int* dims) {
         }
     });
   for (auto& th : threads) th.join();
+  pthread_barrier_destroy(&block_bar);
   return flags;
 }
 `

@@ -17,9 +17,13 @@ import (
 // Prelude opens a host program that runs kernel code: the headers the
 // tests use, CUDA's function and variable qualifiers as plain C++
 // (__shared__ a static: a block's threads share it, and blocks run one
-// after another), and blockIdx, threadIdx (each thread's own) and gridDim.
-// __syncthreads and the block's votes are the program's: they depend on
-// how it runs a block's threads.
+// after another), blockIdx, threadIdx (each thread's own) and gridDim, and
+// a block's meeting point: block_bar, a barrier of host_block_threads
+// threads (the runner initializes both, as GridRunner does), with
+// __syncthreads and the block-wide votes (__syncthreads_or, and
+// prelude.h's maskc_block_any and maskc_block_all, which the programs do
+// not include): each thread's vote is written, then read by all, between
+// two waits.
 const Prelude = `#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,19 +37,34 @@ const Prelude = `#include <pthread.h>
 struct MaskcDim { unsigned x, y, z; };
 static thread_local MaskcDim blockIdx, threadIdx;
 static MaskcDim gridDim;
+static pthread_barrier_t block_bar;
+static int host_block_threads;
+static bool host_votes[1024];
+static void __syncthreads() { pthread_barrier_wait(&block_bar); }
+static bool host_block_vote(bool p, bool all) {
+  host_votes[threadIdx.x] = p;
+  pthread_barrier_wait(&block_bar);
+  bool r = all;
+  for (int i = 0; i < host_block_threads; ++i) r = all ? r && host_votes[i] : r || host_votes[i];
+  pthread_barrier_wait(&block_bar);
+  return r;
+}
+static bool maskc_block_any(bool p) { return host_block_vote(p, false); }
+static bool maskc_block_all(bool p) { return host_block_vote(p, true); }
+static int __syncthreads_or(int p) { return host_block_vote(p != 0, false); }
 `
 
 // GridRunner is the grid runner of host programs opened by Prelude:
 // launch(grid, fn) runs fn in every block of grid in turn (gridDim set, and
 // each thread's blockIdx and threadIdx), HOST_THREADS threads a block as
-// pthreads, with block_bar (the program's pthread_barrier_t) a barrier of
-// HOST_THREADS and HOST_LAUNCH_INIT() run first (the program's other
-// barriers).
+// pthreads, with block_bar a barrier of HOST_THREADS and HOST_LAUNCH_INIT()
+// run first (the program's other barriers).
 const GridRunner = `
 template <typename F>
 static void launch(MaskcDim grid, F fn) {
   gridDim = grid;
   pthread_barrier_init(&block_bar, nullptr, HOST_THREADS);
+  host_block_threads = HOST_THREADS;
   HOST_LAUNCH_INIT()
   for (unsigned z = 0; z < grid.z; ++z)
     for (unsigned y = 0; y < grid.y; ++y)
