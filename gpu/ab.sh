@@ -48,9 +48,9 @@ gen)
 	done
 	python3 - "$dir" "$cases" $builds <<'EOF' || exit 1
 import json, os, shutil, sys
+sys.path.insert(0, "gpu")
+from cases import case_id
 out, cases, builds = sys.argv[1], sys.argv[2].split(","), sys.argv[3:]
-def case_id(k):
-    return os.path.basename(k["flex"]).rsplit(".", 1)[0] + ":" + k["attention"]
 for b in builds:
     name, src = b.split("=", 1)
     man = json.load(open(os.path.join(src, "manifest.json")))
@@ -77,7 +77,7 @@ run)
 	start=$(date +%s)
 	nvidia-smi -L
 	variants=$(cd "$dir" && ls -d */ | tr -d / | grep -v '^base$')
-	cases=$(python3 -c "import json, os, sys; print(','.join(os.path.basename(k['flex']).rsplit('.', 1)[0] + ':' + k['attention'] for k in json.load(open('$dir/base/manifest.json'))['kernels']))")
+	cases=$(python3 -c "import sys; sys.path.insert(0, 'gpu'); from cases import manifest_case_ids; print(','.join(manifest_case_ids('$dir/base/manifest.json')))")
 	n=0
 	for v in $variants; do
 		n=$((n + 1))

@@ -38,6 +38,7 @@ from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
 import harness  # noqa: E402  (gpu/harness.py, on the package's launcher: python/maskc)
+from cases import case_id  # noqa: E402
 from runlog import JsonLog  # noqa: E402  (gpu/runlog.py)
 
 B, H, S, D = 2, 16, 8192, 128
@@ -64,10 +65,6 @@ VARIANTS = {
     "lean0": {"MASKC_LOOP_LEAN": 0},
     "lean1": {"MASKC_LOOP_LEAN": 1},
 }
-
-
-def case_id(entry):
-    return os.path.basename(entry["flex"]).rsplit(".", 1)[0] + ":" + entry["attention"]
 
 
 def main():

@@ -36,7 +36,7 @@ gen)
 	if [ "${PERSIST:-0}" = 1 ]; then
 		go run ./cmd/genkernels -fwd-persistent -o "$DIR/gen-p" $FILES || exit 1
 	fi
-	names=$(python3 -c "import json; import os; print(' '.join(sorted({os.path.basename(k['flex'])[:-5] + ':' + k['attention'] for k in json.load(open('$DIR/gen/manifest.json'))['kernels']})))")
+	names=$(python3 -c "import sys; sys.path.insert(0, 'gpu'); from cases import manifest_case_ids; print(' '.join(sorted(set(manifest_case_ids('$DIR/gen/manifest.json')))))")
 	python3 gpu/bench_ext_buffers.py $SHAPE "$DIR/buffers.json" $names || exit 1
 	go run ./cmd/tilecount -shape $SHAPE,8192 -buffers "$DIR/buffers.json" $FILES >"$DIR/tiles.jsonl" || exit 1
 	python3 -c "

@@ -47,6 +47,7 @@ from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
 import harness  # noqa: E402  (gpu/harness.py, on the package's launcher: python/maskc)
+from cases import case_id  # noqa: E402
 from runlog import JsonLog  # noqa: E402  (gpu/runlog.py)
 import bench  # noqa: E402
 from bench import B, H, S, flex_cases
@@ -59,7 +60,7 @@ def manifest_cases(man, bufvals, taken, dev, names):
     bufvals gives (keyed FLEX:ATTENTION); only names when given."""
     out = []
     for e in man["kernels"]:
-        cid = os.path.basename(e["flex"]).rsplit(".", 1)[0] + ":" + e["attention"]
+        cid = case_id(e)
         if e["name"] in taken or (names and cid not in names.split(",")):
             continue
         bufs, mask, score = harness.given_case(e, bufvals.get(cid, {}), dev, B, H, S)

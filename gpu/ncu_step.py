@@ -29,6 +29,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
 import harness  # noqa: E402  (gpu/harness.py, on the package's launcher: python/maskc)
+from cases import case_id  # noqa: E402
 
 
 def main():
@@ -56,7 +57,7 @@ def main():
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     specs = sorted(e.get("buffers") or [], key=lambda b: b["slot"])
     if a.buffers:
-        cid = os.path.basename(e["flex"]).rsplit(".", 1)[0] + ":" + e["attention"]
+        cid = case_id(e)
         bufs = harness.given_case(e, json.load(open(a.buffers)).get(cid, {}), dev, B, H, S)[0]
     else:
         bufs = harness.GeneratedCase(e).build(B, H, H, S, S, dev, torch.Generator(device=dev).manual_seed(0))[0]
