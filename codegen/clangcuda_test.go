@@ -89,6 +89,13 @@ func TestClangCUDA(t *testing.T) {
 			}
 			name += "_firstrows"
 		}
+		if opts.SelectionRows {
+			// A block selection's full test from the q tile's intervals (genkernels -sel-rows).
+			if !strings.Contains(k.Generated, "#define MASKC_TILE_FULL_ROWS 1\n") || !k.WSWalk {
+				t.Fatalf("%s %s: -sel-rows did not give the walked forward maskc_tile_full_rows", file, attention)
+			}
+			name += "_selrows"
+		}
 		if opts.BwdWS {
 			// The warp-specialized backward on a masked kernel (genkernels -bwd-ws).
 			if !strings.Contains(k.BwdSource, "#define MASKC_BWD_WS 1") {
@@ -154,6 +161,8 @@ func TestClangCUDA(t *testing.T) {
 	writeOpts("../examples/gpt_oss.flex", "layer_0", Options{BwdDQOrder: true})
 	write("testdata/golden/lookup.flex", "per_head", 0) // pre-pass sparsity
 	writeOpts("../testdata/tilemasks/window_global.flex", "window_global", Options{FwdFirstRowsLongest: true})
+	writeOpts("../testdata/tilemasks/moba_k16_shared.flex", "moba_k16_shared", Options{SelectionRows: true})
+	writeOpts("../testdata/tilemasks/bigbird.flex", "bigbird", Options{SelectionRows: true})
 	write("testdata/golden/sliding_window.flex", "sliding", 0) // fp16, head dim 64
 	write("testdata/golden/trig.flex", "rotary", 0)            // sin, cos, tan, erf; i8, u8, i16 buffers
 	write("testdata/golden/narrow.flex", "narrow", 0)          // as CDNA builds it

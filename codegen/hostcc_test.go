@@ -47,7 +47,7 @@ type hostCase struct {
 
 // frameFacts are the generated facts that hipsrc/frame.h tests, defined
 // around each case's copy of it in the host builds.
-var frameFacts = []string{"MASKC_KV_SELECTION", "MASKC_KV_TILE_FILTER"}
+var frameFacts = []string{"MASKC_KV_SELECTION", "MASKC_KV_TILE_FILTER", "MASKC_TILE_FULL_ROWS"}
 
 // hostPrelude makes the generated device code plain host C++.
 const hostPrelude = `#include <math.h>
@@ -180,7 +180,8 @@ int main() {
     f.range(buf, B, H, HKV, Q, KV, b, h, qlo, qhi, &lo, &hi);
     long long qlo_r = -1, qhi_r = -1;
     f.qrange(buf, B, H, HKV, Q, KV, b, h, klo, khi, &qlo_r, &qhi_r);
-    printf("%lld %lld %d %lld %lld\n", lo, hi, f.full(buf, B, H, HKV, Q, KV, b, h, qlo, qhi, klo, khi) ? 1 : 0, qlo_r, qhi_r);
+    printf("%lld %lld %d %lld %lld %d\n", lo, hi, f.full(buf, B, H, HKV, Q, KV, b, h, qlo, qhi, klo, khi) ? 1 : 0, qlo_r, qhi_r,
+           full_rows[idx](buf, B, H, HKV, Q, KV, b, h, qlo, qhi, klo, khi) ? 1 : 0);
     std::vector<long long> ilo(f.nint, -7), ihi(f.nint, -7);
     f.intervals(buf, B, H, HKV, Q, KV, b, h, qlo, qhi, ilo.data(), ihi.data());
     printf("%d", f.nint);
@@ -218,7 +219,7 @@ func buildHostMain(t *testing.T, cases []hostCase, main string, fn func(i int) s
 	var b strings.Builder
 	b.WriteString(hostPrelude)
 	b.WriteString(hipsrc.ABIHeader() + hipsrc.Runtime)
-	var fns, checks []string
+	var fns, checks, rows []string
 	// One MaskcScoreGradRead for all cases, so that main can call any
 	// case's maskc_score_grad.
 	b.WriteString(gradReadStruct + "\n")
@@ -254,11 +255,25 @@ func buildHostMain(t *testing.T, cases []hostCase, main string, fn func(i int) s
 		for _, f := range facts {
 			b.WriteString("#undef " + f + "\n")
 		}
-		b.WriteString("}\n")
+		// The full test as the kernels that hold the rows' intervals ask it
+		// (maskc_tile_full_rows, block selections under
+		// Options.SelectionRows), else maskc_tile_full.
+		b.WriteString("inline bool host_full_rows(const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q, long long KV,\n" +
+			"                           long long b, long long h, long long q_lo, long long q_hi, long long kv_lo, long long kv_hi) {\n")
+		if slices.Contains(facts, "MASKC_TILE_FULL_ROWS") {
+			b.WriteString("  long long lo[maskc_kv_interval_count], hi[maskc_kv_interval_count];\n" +
+				"  maskc_kv_intervals(buf, B, H, HKV, Q, KV, b, h, q_lo, q_hi, lo, hi);\n" +
+				"  return maskc_tile_full_rows(buf, B, H, HKV, Q, KV, b, h, q_lo, q_hi, kv_lo, kv_hi, lo, hi);\n")
+		} else {
+			b.WriteString("  return maskc_tile_full(buf, B, H, HKV, Q, KV, b, h, q_lo, q_hi, kv_lo, kv_hi);\n")
+		}
+		b.WriteString("}\n}\n")
 		fns = append(fns, fn(i))
 		checks = append(checks, fmt.Sprintf("case%d::host_seg_check", i))
+		rows = append(rows, fmt.Sprintf("case%d::host_full_rows", i))
 	}
 	fmt.Fprintf(&b, "\nstatic void (*const seg_checks[])(const MaskcBuffers&) = {%s};\n", strings.Join(checks, ", "))
+	fmt.Fprintf(&b, "static bool (*const full_rows[])(const MaskcBuffers&, long long, long long, long long, long long, long long, long long, long long, long long, long long, long long, long long) = {%s};\n", strings.Join(rows, ", "))
 	b.WriteString(strings.Replace(main, "FNS", strings.Join(fns, ",\n  "), 1))
 	dir := t.TempDir()
 	srcPath, exe := filepath.Join(dir, "gen.cc"), filepath.Join(dir, "gen")
@@ -483,6 +498,9 @@ type hostResult struct {
 	// qlo, qhi: maskc_q_range of the tile's kv columns
 	qlo, qhi int64
 	full     bool
+	// fullRows: maskc_tile_full_rows of the tile from the rows' intervals
+	// (maskc_tile_full where the kernel takes no block selection)
+	fullRows bool
 	// ilo, ihi: maskc_kv_intervals of the tile's q rows; qilo, qihi:
 	// maskc_q_intervals of its kv columns
 	ilo, ihi, qilo, qihi []int64
@@ -524,11 +542,11 @@ func runHost(t *testing.T, exe string, cases []hostCase, tiles []tileCase) []hos
 	}
 	res := make([]hostResult, len(tiles))
 	for i, tc := range tiles {
-		var full int
-		if _, err := fmt.Sscan(next(), &res[i].lo, &res[i].hi, &full, &res[i].qlo, &res[i].qhi); err != nil {
+		var full, fullRows int
+		if _, err := fmt.Sscan(next(), &res[i].lo, &res[i].hi, &full, &res[i].qlo, &res[i].qhi, &fullRows); err != nil {
 			t.Fatalf("tile %d: %v", i, err)
 		}
-		res[i].full = full == 1
+		res[i].full, res[i].fullRows = full == 1, fullRows == 1
 		res[i].ilo, res[i].ihi = parseIntervals(t, i, next())
 		res[i].qilo, res[i].qihi = parseIntervals(t, i, next())
 		for q := tc.qlo; q < tc.qhi; q++ {
@@ -653,6 +671,11 @@ func checkTiles(t *testing.T, cases []hostCase, tiles []tileCase, res []hostResu
 			if !allFull {
 				report("%s: maskc_tile_full is true but the tile has masked pairs", where)
 			}
+		}
+		if r.fullRows && !r.full {
+			// maskc_tile_full_rows answers a selection from an interval inside
+			// the block maskc_tile_full reads: never more often full.
+			report("%s: maskc_tile_full_rows is true, maskc_tile_full false", where)
 		}
 		if score != nil {
 			n := 0

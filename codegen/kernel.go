@@ -70,6 +70,15 @@ type Options struct {
 	// causal-like masks: the launch would otherwise end on the long rows.
 	// An experiment (cmd/genkernels -fwd-first-longest) until timed.
 	FwdFirstRowsLongest bool
+	// SelectionRows makes a block selection's buffer reads with no branch
+	// around them and gives the kernels that hold a q tile's kv intervals
+	// (the warp-specialized forward's walk, the backward's tile classes on
+	// NVIDIA) the full test that answers each selection from those
+	// intervals instead of the buffer (#define MASKC_TILE_FULL_ROWS 1,
+	// maskc_g_tile_full_rows): MoBA-16's forward spent 39% of its stall
+	// samples in the full test's reads, each waited on before the next
+	// (run 46a). An experiment (cmd/genkernels -sel-rows) until timed.
+	SelectionRows bool
 	// BwdWS gives every kernel's sm_90a backward at head dim 128 the
 	// warp-specialized maskc_attn_bwd (hipsrc.BwdChoice.WarpSpecialized: a
 	// producer warpgroup copying Q and dO by the bulk tensor copy engine

@@ -11,10 +11,16 @@ import (
 // casesOf generates every attention block of a checked .flex text.
 func casesOf(t *testing.T, name, text string) []hostCase {
 	t.Helper()
+	return casesWith(t, name, text, Options{})
+}
+
+// casesWith is casesOf with options.
+func casesWith(t *testing.T, name, text string, opts Options) []hostCase {
+	t.Helper()
 	p := checkSource(t, name, text)
 	var out []hostCase
 	for _, a := range p.Attentions {
-		k, diags := Generate(p, a, Options{})
+		k, diags := Generate(p, a, opts)
 		if diags.HasErrors() {
 			t.Fatalf("%s: %s", name, diags.Render())
 		}

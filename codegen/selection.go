@@ -176,6 +176,12 @@ func selFit(p sparsityPlan) (int, bool) {
 // rows [qa, qb], its kv block [B*v, B*v + B) met with [ka, kb]; where the
 // rows meet more blocks than there are reads, slot's interval is [ka, kb]
 // and the others empty. A value outside [0, ceil(KV/B)) selects no kv.
+//
+// With g.rows (Options.SelectionRows) every read is made before the tests
+// that use it, with no branch around it (the reads check their indices,
+// so a row outside the tile reads nothing out of bounds): the reads of all
+// terms are then in flight together instead of each waiting for the
+// branch before it.
 func (g *sparsityWriter) selCode(s *selStep, n walkNames, slot int) {
 	k := s.reads()
 	fits, why := "true", "one read (the index reads no q)"
@@ -188,6 +194,17 @@ func (g *sparsityWriter) selCode(s *selStep, n walkNames, slot int) {
 	g.line("const bool fits%d = %s;", slot, fits)
 	for j := 0; j < k; j++ {
 		i := slot + j
+		qj := n.qa
+		if s.qDiv != 0 {
+			qj = fmt.Sprintf("maskc_py_max(%s, (maskc_py_floordiv(%s, %s) + %d) * %s)", n.qa, n.qa, intLit(s.qDiv), j, intLit(s.qDiv))
+		}
+		if g.rows {
+			g.line("long long v%d;  // read with no branch around it", i)
+			g.line("{")
+			g.selValue(s, qj, false)
+			g.line("  v%d = v;", i)
+			g.line("}")
+		}
 		g.line("lo[%d] = 0;", i)
 		g.line("hi[%d] = 0;", i)
 		if j == 0 {
@@ -196,13 +213,13 @@ func (g *sparsityWriter) selCode(s *selStep, n walkNames, slot int) {
 			g.line("  hi[%d] = %s + 1;", i, n.kb)
 			g.line("}")
 		}
-		qj := n.qa
-		if s.qDiv != 0 {
-			qj = fmt.Sprintf("maskc_py_max(%s, (maskc_py_floordiv(%s, %s) + %d) * %s)", n.qa, n.qa, intLit(s.qDiv), j, intLit(s.qDiv))
-		}
 		g.line("if (%s && fits%d && %s <= %s) {", some, slot, qj, n.qb)
-		g.selValue(s, qj, false)
-		g.line("  const long long a = maskc_py_max(%s, v * %s), e = maskc_py_min(%s, v * %s + %s);", n.ka, intLit(s.blk), n.kb, intLit(s.blk), intLit(s.blk-1))
+		v := fmt.Sprintf("v%d", i)
+		if !g.rows {
+			g.selValue(s, qj, false)
+			v = "v"
+		}
+		g.line("  const long long a = maskc_py_max(%s, %s * %s), e = maskc_py_min(%s, %s * %s + %s);", n.ka, v, intLit(s.blk), n.kb, v, intLit(s.blk), intLit(s.blk-1))
 		g.line("  lo[%d] = a <= e ? a : 0;", i)
 		g.line("  hi[%d] = a <= e ? e + 1 : 0;", i)
 		g.line("}")
@@ -320,12 +337,36 @@ func (k *Kernel) WithoutSelection() *Kernel {
 // selFull prints the statements before term i's full test that decide
 // whether the tile's rows [qa, qb] read one selected block v (one D-row
 // block of q, or an index free of q) and its keys [ka, kb] lie in [B*v,
-// B*v + B), and returns the variable holding it.
-func (g *sparsityWriter) selFull(s *selStep, i int) string {
+// B*v + B), and returns the variable holding it. With g.rows the read is
+// made with no branch around it (see selCode).
+//
+// With rows (maskc_g_tile_full_rows), the rows' kv intervals iv_lo,
+// iv_hi (maskc_kv_intervals, local keys, iv_off the frame's first key)
+// give the answer with no read: where the rows lie in one D-row block,
+// the term's first interval slot is [B*v, B*v + B) met with the term's kv
+// range over the rows, and a tile inside it lies in the block (a tile
+// reaching outside that range holds a pair the term's bounds drop, so its
+// full test fails either way).
+func (g *sparsityWriter) selFull(s *selStep, i, slot int, rows bool) string {
 	name := fmt.Sprintf("sel_full%d", i)
 	one := "true"
 	if s.qDiv != 0 {
 		one = fmt.Sprintf("maskc_py_floordiv(qa, %s) == maskc_py_floordiv(qb, %s)", intLit(s.qDiv), intLit(s.qDiv))
+	}
+	if rows {
+		g.line("// %s over the whole tile, from the rows' interval %d", s.text, slot)
+		g.line("const bool %s = %s && ka >= iv_lo[%d] + iv_off && kb < iv_hi[%d] + iv_off;", name, one, slot, slot)
+		return name
+	}
+	if g.rows {
+		g.line("// %s over the whole tile", s.text)
+		g.line("long long v%d;  // read with no branch around it", i)
+		g.line("{")
+		g.selValue(s, "qa", true)
+		g.line("  v%d = v;", i)
+		g.line("}")
+		g.line("const bool %s = %s && ka >= v%d * %s && kb <= v%d * %s + %s;", name, one, i, intLit(s.blk), i, intLit(s.blk), intLit(s.blk-1))
+		return name
 	}
 	g.line("bool %s = false;  // %s over the whole tile", name, s.text)
 	g.line("if (%s) {", one)

@@ -194,21 +194,26 @@ func TestTileList(t *testing.T) {
 // classed full keeps every pair; and the classes without the selection
 // test (WithoutSelection) visit more tiles, the ones the column walk
 // skips now.
+// selectionCases are block selections of every shape selStep takes, with
+// values out of range among them (which select nothing): per head and
+// shared tables, q blocks of 128, 64 and 48 rows, kv itself selected.
+var selectionCases = []struct {
+	name, decl, mask string
+	vals             func(h, i int) float64
+}{
+	{"moba", "buffer sel: i64[H, 16]\n", "kv <= q and (q // 128 == kv // 128 or sel[h, (q // 128) * 4] == kv // 128 or sel[h, (q // 128) * 4 + 1] == kv // 128 or sel[h, (q // 128) * 4 + 2] == kv // 128 or sel[h, (q // 128) * 4 + 3] == kv // 128)",
+		func(h, i int) float64 { return []float64{-5, 99, 1 << 40, -(1 << 40), 0, 1, 2, 3}[(h*7+i*3)%8] }},
+	{"nsa", "buffer sel: i32[32]\n", "kv <= q and (q // 64 == kv // 64 or sel[(q // 64) * 2] == kv // 64 or sel[(q // 64) * 2 + 1] == kv // 64)",
+		func(h, i int) float64 { return float64((i*5)%9 - 1) }},
+	{"bigbird", "buffer sel: i32[H, 24]\n", "abs(q // 64 - kv // 64) <= 1 or q < 64 or kv < 64 or sel[h, (q // 64) * 3] == kv // 64 or sel[h, (q // 64) * 3 + 1] == kv // 64 or sel[h, (q // 64) * 3 + 2] == kv // 64",
+		func(h, i int) float64 { return float64((i*5+h*3)%11 - 1) }},
+	// q blocks of 48 rows (no tile height's divisor), kv itself selected
+	{"shared48", "buffer sel: i8[16]\n", "kv <= q + 40 and (sel[q // 48] == kv // 40 or sel[3] == kv)",
+		func(h, i int) float64 { return []float64{-128, 127, 0, 5, 2, 11, 1, 3}[(i*3)%8] }},
+}
+
 func TestSelectionBwdClasses(t *testing.T) {
-	cases := []struct {
-		name, decl, mask string
-		vals             func(h, i int) float64
-	}{
-		{"moba", "buffer sel: i64[H, 16]\n", "kv <= q and (q // 128 == kv // 128 or sel[h, (q // 128) * 4] == kv // 128 or sel[h, (q // 128) * 4 + 1] == kv // 128 or sel[h, (q // 128) * 4 + 2] == kv // 128 or sel[h, (q // 128) * 4 + 3] == kv // 128)",
-			func(h, i int) float64 { return []float64{-5, 99, 1 << 40, -(1 << 40), 0, 1, 2, 3}[(h*7+i*3)%8] }},
-		{"nsa", "buffer sel: i32[32]\n", "kv <= q and (q // 64 == kv // 64 or sel[(q // 64) * 2] == kv // 64 or sel[(q // 64) * 2 + 1] == kv // 64)",
-			func(h, i int) float64 { return float64((i*5)%9 - 1) }},
-		{"bigbird", "buffer sel: i32[H, 24]\n", "abs(q // 64 - kv // 64) <= 1 or q < 64 or kv < 64 or sel[h, (q // 64) * 3] == kv // 64 or sel[h, (q // 64) * 3 + 1] == kv // 64 or sel[h, (q // 64) * 3 + 2] == kv // 64",
-			func(h, i int) float64 { return float64((i*5+h*3)%11 - 1) }},
-		// q blocks of 48 rows (no tile height's divisor), kv itself selected
-		{"shared48", "buffer sel: i8[16]\n", "kv <= q + 40 and (sel[q // 48] == kv // 40 or sel[3] == kv)",
-			func(h, i int) float64 { return []float64{-128, 127, 0, 5, 2, 11, 1, 3}[(i*3)%8] }},
-	}
+	cases := selectionCases
 	shapes := map[[2]int64]bool{}
 	for _, p := range []hipsrc.Platform{hipsrc.NVIDIA, hipsrc.NVIDIAWGMMA, hipsrc.AMD} {
 		for _, d := range hipsrc.HeadDims {
@@ -328,4 +333,59 @@ func selSparsity(t *testing.T, hc hostCase, env *eval.Env, vals func(h, i int) f
 		t.Fatal(err)
 	}
 	return hs
+}
+
+// TestTileFullRows checks maskc_tile_full_rows (Options.SelectionRows: the
+// full test with each block selection answered from the rows' kv
+// intervals, no buffer read, and the reads made first)
+// against maskc_tile_full compiled on the host, on every aligned tile of
+// the selection cases at the kernels' tile shapes: never full where
+// maskc_tile_full is not (checkTiles: never where a pair is masked), and
+// full wherever it is on the tiles inside the keys, so that the kernels
+// asking it lose no full tile.
+func TestTileFullRows(t *testing.T) {
+	var cases []hostCase
+	for _, tc := range selectionCases {
+		c := casesWith(t, tc.name+".flex", maskCaseSource(tc.decl, tc.mask, ""), Options{SelectionRows: true})[0]
+		if !strings.Contains(c.kernel.Generated, "#define MASKC_TILE_FULL_ROWS 1\n") {
+			t.Fatalf("%s: -sel-rows did not define MASKC_TILE_FULL_ROWS", tc.name)
+		}
+		cases = append(cases, c)
+	}
+	exe := buildHost(t, cases)
+	var tiles []tileCase
+	for i, tc := range selectionCases {
+		env := &eval.Env{B: 1, H: 4, HKV: 4, Q: 448, KV: 480, Buffers: map[string]*eval.Tensor{}}
+		selSparsity(t, cases[i], env, tc.vals)
+		bits := map[string][]float64{"sel": env.Buffers["sel"].Data}
+		for _, shape := range [][2]int64{{128, 64}, {128, 128}, {64, 64}} {
+			bm, bn := shape[0], shape[1]
+			for h := int64(0); h < env.H; h++ {
+				for q0 := int64(0); q0 < env.Q; q0 += bm {
+					for k0 := int64(0); k0 < env.KV; k0 += bn {
+						tiles = append(tiles, tileCase{idx: i, env: env, bits: bits, h: h, qlo: q0, qhi: min(q0+bm, env.Q), kvlo: k0, kvhi: min(k0+bn, env.KV)})
+					}
+				}
+			}
+		}
+	}
+	res := runHost(t, exe, cases, tiles)
+	checkTiles(t, cases, tiles, res)
+	full := make([]int, len(cases))
+	for i, tc := range tiles {
+		r := res[i]
+		if r.full != r.fullRows {
+			t.Errorf("%s h=%d rows [%d, %d) keys [%d, %d): maskc_tile_full %v, maskc_tile_full_rows %v",
+				selectionCases[tc.idx].name, tc.h, tc.qlo, tc.qhi, tc.kvlo, tc.kvhi, r.full, r.fullRows)
+		}
+		if r.fullRows {
+			full[tc.idx]++
+		}
+	}
+	for i, n := range full {
+		if n == 0 && selectionCases[i].name != "shared48" {
+			t.Errorf("%s: no tile full: the rows' test is not exercised", selectionCases[i].name)
+		}
+		t.Logf("%s: %d full tiles", selectionCases[i].name, n)
+	}
 }

@@ -100,7 +100,7 @@ func planSparsity(l *dsl.Lowered, bufs []BufferABI, opts Options, diags *dsl.Dia
 		return sparsity{plan: p, code: kvRangeSig + " {\n  // not analysed: the pre-pass decides\n  *lo = 0;\n  *hi = KV;\n}\n\n" + trivialIntervals + "\n" +
 			qRangeSig + " {\n  // not analysed: the pre-pass decides\n  *lo = 0;\n  *hi = Q;\n}\n\n" + trivialQIntervals + "\n" + tileFullSig + " {\n  return false;\n}\n"}
 	}
-	g := &sparsityWriter{w: newFuncWriter(nil, l, cDouble, bufs, diags), f: p.form}
+	g := &sparsityWriter{w: newFuncWriter(nil, l, cDouble, bufs, diags), f: p.form, rows: opts.SelectionRows}
 	return sparsity{plan: p, code: g.kvRange(p) + "\n" + g.rowIntervals(p) + g.termLive(p) + perElementFact(p) + qRangeMonotoneFact(p) + g.qRange(p) + "\n" + g.tileFull(p), segments: p.segments()}
 }
 
@@ -391,6 +391,9 @@ type sparsityWriter struct {
 	// lane is appended to the segment searches' names: "" for the
 	// warp-collective ones, "_lane" for per-lane binary searches.
 	lane string
+	// rows is Options.SelectionRows: selection reads made first, and
+	// maskc_g_tile_full_rows beside maskc_g_tile_full.
+	rows bool
 }
 
 // reset starts a new function body.
@@ -751,11 +754,44 @@ func (g *sparsityWriter) hullEnd(none string) {
 	g.line("*hi = hi_all;")
 }
 
+// tileFullRowsSig is maskc_g_tile_full_rows: maskc_g_tile_full given the
+// rows' kv intervals (selFull's rows).
+const tileFullRowsSig = `__device__ __forceinline__ bool maskc_g_tile_full_rows(const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q, long long KV,
+                                                       long long b, long long h, long long q_lo, long long q_hi, long long kv_lo, long long kv_hi,
+                                                       const long long* iv_lo, const long long* iv_hi, long long iv_off)`
+
+// tileFull prints maskc_g_tile_full and, where the row walk takes block
+// selections and g.rows is set, maskc_g_tile_full_rows: the same test with each selection
+// answered from the rows' kv intervals instead of the buffer
+// (hipsrc/frame.h's maskc_tile_full_rows; the kernels that hold a q tile's
+// intervals ask it once per kv tile).
 func (g *sparsityWriter) tileFull(p sparsityPlan) string {
+	out := "// True only if every (q, kv) of [q_lo, q_hi) x [kv_lo, kv_hi) is kept by the mask.\n" +
+		tileFullSig + " {\n" + g.tileFullBody(p, false) + "}\n"
+	if g.rows && selWalk(p) {
+		out += "// maskc_g_tile_full, the block selections read from the rows' maskc_kv_intervals iv_lo, iv_hi\n" +
+			"// (local keys; iv_off: the frame's first key) instead of the buffer: the kernels that hold\n" +
+			"// a q tile's intervals ask it (hipsrc/frame.h's maskc_tile_full_rows).\n" +
+			"#define MASKC_TILE_FULL_ROWS 1\n" +
+			tileFullRowsSig + " {\n" + g.tileFullBody(p, true) + "}\n"
+	}
+	return out
+}
+
+// tileFullBody is the body of tileFull's functions (rows: the selections
+// from the intervals).
+func (g *sparsityWriter) tileFullBody(p sparsityPlan, rows bool) string {
 	g.reset()
 	g.line("const long long qa = q_lo, qb = q_hi - 1, ka = kv_lo, kb = kv_hi - 1;")
 	var fulls []string
+	slot := 0 // the term's first slot of maskc_kv_intervals (walkRange's order)
 	for i, d := range p.disjuncts {
+		first := slot
+		if d.kv.sel != nil {
+			slot += d.kv.sel.reads()
+		} else {
+			slot++
+		}
 		if d.full == nil {
 			g.line("// disjunct %d (%s) cannot be proven full: it has a condition evaluated per element", i, d.text)
 			continue
@@ -764,7 +800,7 @@ func (g *sparsityWriter) tileFull(p sparsityPlan) string {
 		for _, f := range d.full {
 			switch {
 			case f.sel != nil:
-				conds = append(conds, g.selFull(f.sel, i))
+				conds = append(conds, g.selFull(f.sel, i, first, rows))
 			case f.seg != nil:
 				rd, n := readerName(f.seg), fmt.Sprintf("buf.dim[%d][0]", f.seg.Slot)
 				conds = append(conds, fmt.Sprintf("(%s(buf) && qa >= 0 && ka >= 0 && qb < %s && kb < %s && %s(buf, qa) == %s(buf, qb) && %s(buf, ka) == %s(buf, kb) && %s(buf, qa) == %s(buf, ka))",
@@ -789,9 +825,11 @@ func (g *sparsityWriter) tileFull(p sparsityPlan) string {
 	if len(fulls) == 0 {
 		fulls = []string{"false"}
 	}
+	if rows {
+		g.line("(void)buf, (void)B, (void)H, (void)HKV, (void)Q, (void)KV, (void)b, (void)h;")
+	}
 	g.line("return %s;", strings.Join(fulls, " || "))
-	return "// True only if every (q, kv) of [q_lo, q_hi) x [kv_lo, kv_hi) is kept by the mask.\n" +
-		tileFullSig + " {\n" + g.w.body.String() + "}\n"
+	return g.w.body.String()
 }
 
 // corner names a tile corner variable: qb or qa (v "q"), kb or ka (v "k").

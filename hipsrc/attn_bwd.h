@@ -467,10 +467,14 @@ __device__ __forceinline__ int maskc_bwd_tile_class(const MaskcBwdShape& sh, con
   maskc_kv_range(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q1, &lo, &hi);
   if (hi <= lo || hi <= vk0 || lo >= vk1) return 0;
   return maskc_tile_full(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q1, vk0, vk1) ? 2 : 1;
+#elif defined(MASKC_TILE_FULL_ROWS) && !defined(MASKC_KV_TILE_FILTER)
+  // The kv blocks the q tile's rows select: a kv tile none of them meets holds no kept pair,
+  // and the full test reads the selections from the same intervals.
+  return maskc_kv_tile_class(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q1, k0, k1);
 #elif defined(MASKC_KV_TILE_TEST)
-  // The kv blocks the q tile's rows select, or the kv intervals whose terms' remainder
-  // conditions can hold on the tile (each interval lies in its term's kv range, so in
-  // maskc_kv_range's hull): a kv tile none of them meets holds no kept pair.
+  // The kv intervals whose terms' remainder conditions can hold on the tile (each interval
+  // lies in its term's kv range, so in maskc_kv_range's hull): a kv tile none of them meets
+  // holds no kept pair.
   if (!maskc_kv_tile_meets(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q1, k0, k1)) return 0;
 #else
   long long lo = 0, hi = sh.Skv;
@@ -2218,6 +2222,16 @@ __device__ __forceinline__ int maskc_bwd_next_kt(const MaskcBwdShape& sh, const 
     const int k0 = kt * MASKC_BWD_DQ_N;
 #if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
     const int k1 = k0 + MASKC_BWD_DQ_N;
+#if defined(MASKC_TILE_FULL_ROWS) && !defined(MASKC_KV_TILE_FILTER) && !defined(MASKC_PLATFORM_AMD) && !MASKC_BWD_CLS_FREE_ON
+    // The kv blocks the q tile's rows select, met and tested for fullness from one computation
+    // of its intervals (maskc_bwd_tile_class's test).
+    *cls = kv_hi <= kv_lo || kv_hi <= k0 || kv_lo >= k1
+               ? 0
+               : maskc_kv_tile_class(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, h, q0,
+                                     min(q0 + MASKC_BWD_BLOCK_M, sh.Sq), k0, k1);
+    if (*cls != 0) break;
+    continue;
+#endif
 #if defined(MASKC_KV_TILE_TEST)
     // The kv blocks the q tile's rows select, or its filtered intervals (maskc_bwd_tile_class's test).
     if (!(kv_hi <= kv_lo || kv_hi <= k0 || kv_lo >= k1) &&

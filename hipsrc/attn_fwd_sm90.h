@@ -304,10 +304,14 @@ __device__ __forceinline__ void maskc_ws_build_maps(maskc_u32 scratch, unsigned 
 // one thread builds the walk into shared memory before the warpgroups part, and producer and
 // consumers read it there for each tile (a few broadcast loads), so that it costs the consumers
 // no registers across the key loop. tiles: the walk (tile_walk.h's MaskcWalkTable); key_lo/key_hi:
-// the rows' kv intervals, which the filter reads.
+// the rows' kv intervals, which the filter reads and from which the consumers' full test takes
+// a block selection's blocks (maskc_tile_full_rows: no buffer read per key tile).
+#if defined(MASKC_KV_TILE_FILTER) || defined(MASKC_TILE_FULL_ROWS)
+#define MASKC_WS_WALK_KEYS 1
+#endif
 struct MaskcWsWalk {
   MaskcWalkTable<maskc_kv_interval_count> tiles;
-#if defined(MASKC_KV_TILE_FILTER)
+#if defined(MASKC_WS_WALK_KEYS)
   long long key_lo[maskc_kv_interval_count], key_hi[maskc_kv_interval_count];
 #endif
 };
@@ -537,7 +541,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
     maskc_walk_from(w, klo, khi, Skv, BN);
     if (tid == 128) {
       maskc_walk_table_store(ws_walk.tiles, w);
-#if defined(MASKC_KV_TILE_FILTER)
+#if defined(MASKC_WS_WALK_KEYS)
 #pragma unroll
       for (int i = 0; i < maskc_kv_interval_count; ++i) {
         ws_walk.key_lo[i] = klo[i];
@@ -836,7 +840,12 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
     if (!full) mcol[cs] = maskc_mask_col(buf, nB, nH, nHKV, nQ, nKV, b, h, kvs);                       \
     scol[cs] = maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, h, kvs);                                 \
   }
-#if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
+#if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC) && defined(MASKC_WS_WALK) && \
+    defined(MASKC_TILE_FULL_ROWS)
+#define MASKC_WS_FULL(kt)                                                                                \
+  full = full && maskc_tile_full_rows(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q_end, kv0, kv0 + BN,        \
+                                      tiles.walk->key_lo, tiles.walk->key_hi);
+#elif defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
 #define MASKC_WS_FULL(kt) \
   full = full && maskc_tile_full(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q_end, kv0, kv0 + BN);
 #elif defined(MASKC_HAS_MASK)

@@ -198,3 +198,33 @@ __device__ __forceinline__ bool maskc_tile_full(const MaskcBuffers& buf, long lo
   return maskc_g_tile_full(buf, B, f.H, f.HKV, f.Q, f.KV, b, h + f.h0, q_lo + f.q0, q_hi + f.q0, kv_lo + f.kv0,
                            kv_hi + f.kv0);
 }
+#if defined(MASKC_TILE_FULL_ROWS)
+// maskc_tile_full of the local q rows [q_lo, q_hi) whose maskc_kv_intervals are lo, hi: the
+// block selections answered from those intervals, with no buffer read (the kernels that
+// hold a q tile's intervals ask it once per key tile). Defined with the generated
+// maskc_g_tile_full_rows (codegen.Options.SelectionRows).
+__device__ __forceinline__ bool maskc_tile_full_rows(const MaskcBuffers& buf, long long B, long long H, long long HKV,
+                                                     long long Q, long long KV, long long b, long long h, long long q_lo,
+                                                     long long q_hi, long long kv_lo, long long kv_hi, const long long* lo,
+                                                     const long long* hi) {
+  const MaskcFrame f = maskc_frame(buf, H, HKV, Q, KV);
+  return maskc_g_tile_full_rows(buf, B, f.H, f.HKV, f.Q, f.KV, b, h + f.h0, q_lo + f.q0, q_hi + f.q0, kv_lo + f.kv0,
+                                kv_hi + f.kv0, lo, hi, f.kv0);
+}
+#if !defined(MASKC_KV_TILE_FILTER)
+// The class of the local keys [kv_lo, kv_hi) for the local q rows [q_lo, q_hi) from one
+// computation of their intervals: 0 when maskc_kv_tile_meets is false, 2 when
+// maskc_tile_full holds, else 1 (the backward's tile classes, which would compute the
+// intervals twice).
+__device__ __forceinline__ int maskc_kv_tile_class(const MaskcBuffers& buf, long long B, long long H, long long HKV,
+                                                   long long Q, long long KV, long long b, long long h, long long q_lo,
+                                                   long long q_hi, long long kv_lo, long long kv_hi) {
+  long long lo[maskc_kv_interval_count], hi[maskc_kv_interval_count];
+  maskc_kv_intervals(buf, B, H, HKV, Q, KV, b, h, q_lo, q_hi, lo, hi);
+  bool meets = false;
+  for (int i = 0; i < maskc_kv_interval_count; ++i) meets = meets || (lo[i] < hi[i] && lo[i] < kv_hi && kv_lo < hi[i]);
+  if (!meets) return 0;
+  return maskc_tile_full_rows(buf, B, H, HKV, Q, KV, b, h, q_lo, q_hi, kv_lo, kv_hi, lo, hi) ? 2 : 1;
+}
+#endif
+#endif
