@@ -89,6 +89,13 @@ func TestClangCUDA(t *testing.T) {
 			}
 			name += "_firstrows"
 		}
+		if opts.PrepassTerms {
+			// The pre-pass's tests per term (genkernels -prepass-terms).
+			if !strings.Contains(k.Generated, "#define MASKC_PREPASS_TERMS 1\n") {
+				t.Fatalf("%s %s: -prepass-terms did not give the pre-pass its tests per term", file, attention)
+			}
+			name += "_terms"
+		}
 		if opts.SelectionRows {
 			// A block selection's full test from the q tile's intervals (genkernels -sel-rows).
 			if !strings.Contains(k.Generated, "#define MASKC_TILE_FULL_ROWS 1\n") || !k.WSWalk {
@@ -163,6 +170,8 @@ func TestClangCUDA(t *testing.T) {
 	writeOpts("../testdata/tilemasks/window_global.flex", "window_global", Options{FwdFirstRowsLongest: true})
 	writeOpts("../testdata/tilemasks/moba_k16_shared.flex", "moba_k16_shared", Options{SelectionRows: true})
 	writeOpts("../testdata/tilemasks/bigbird.flex", "bigbird", Options{SelectionRows: true})
+	writeOpts("../testdata/ported/gemma4_sliding.flex", "sliding_layer", Options{PrepassTerms: true})
+	writeOpts("../testdata/tilemasks/multimodal.flex", "multimodal", Options{PrepassTerms: true})
 	write("testdata/golden/sliding_window.flex", "sliding", 0) // fp16, head dim 64
 	write("testdata/golden/trig.flex", "rotary", 0)            // sin, cos, tan, erf; i8, u8, i16 buffers
 	write("testdata/golden/narrow.flex", "narrow", 0)          // as CDNA builds it

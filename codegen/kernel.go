@@ -79,6 +79,16 @@ type Options struct {
 	// samples in the full test's reads, each waited on before the next
 	// (run 46a). An experiment (cmd/genkernels -sel-rows) until timed.
 	SelectionRows bool
+	// PrepassTerms gives a pre-pass kernel whose mask has an analysed
+	// normal form the pre-pass's tests per term (#define
+	// MASKC_PREPASS_TERMS 1, sparsity.go's prepassTerms): a tile that no
+	// term live on its rows and ranging over its keys meets is flagged
+	// empty, a tile maskc_tile_full proves full flagged full, neither
+	// evaluating its pairs. Gemma 4's pre-pass was 0.23 ms of its 2.28 ms
+	// forward + backward on the H200 (run 46), most of it proving empty
+	// tiles pair by pair. An experiment (cmd/genkernels -prepass-terms)
+	// until timed.
+	PrepassTerms bool
 	// BwdWS gives every kernel's sm_90a backward at head dim 128 the
 	// warp-specialized maskc_attn_bwd (hipsrc.BwdChoice.WarpSpecialized: a
 	// producer warpgroup copying Q and dO by the bulk tensor copy engine

@@ -2,6 +2,7 @@ package codegen
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/maskc/maskc/dsl"
@@ -101,8 +102,71 @@ func planSparsity(l *dsl.Lowered, bufs []BufferABI, opts Options, diags *dsl.Dia
 			qRangeSig + " {\n  // not analysed: the pre-pass decides\n  *lo = 0;\n  *hi = Q;\n}\n\n" + trivialQIntervals + "\n" + tileFullSig + " {\n  return false;\n}\n"}
 	}
 	g := &sparsityWriter{w: newFuncWriter(nil, l, cDouble, bufs, diags), f: p.form, rows: opts.SelectionRows}
-	return sparsity{plan: p, code: g.kvRange(p) + "\n" + g.rowIntervals(p) + g.termLive(p) + perElementFact(p) + qRangeMonotoneFact(p) + g.qRange(p) + "\n" + g.tileFull(p), segments: p.segments()}
+	return sparsity{plan: p, code: g.kvRange(p) + "\n" + g.rowIntervals(p) + g.termLive(p) + perElementFact(p) + qRangeMonotoneFact(p) + g.qRange(p) + "\n" + g.tileFull(p) + g.prepassTerms(p, opts), segments: p.segments()}
 }
+
+// maxPrepassTerms bounds the terms the pre-pass tests one by one (a bit
+// each of maskc_g_term_rows's answer).
+const maxPrepassTerms = 32
+
+// prepassTerms prints, for a pre-pass kernel whose mask has an analysed
+// normal form of at most maxPrepassTerms terms and Options.PrepassTerms,
+// MASKC_PREPASS_TERMS and what hipsrc/attn_fwd.h's maskc_tile_flags reads
+// with it: maskc_g_term_rows, one bit per term, set where the term's
+// conditions on q alone (its atoms that read q and not kv) hold at a row,
+// and maskc_g_kv_term_ranges, each term's kv range over the rows (its
+// bounds and segment equalities; the conditions that bound nothing assumed
+// true, as maskc_kv_range does). A tile that no term both live on one of
+// its rows and ranging over its keys meets holds no kept pair: the
+// pre-pass flags it empty without evaluating its pairs, and a tile
+// maskc_tile_full proves full, full. Gemma 4's image groups (`g[q] >= 0
+// and g[q] == g[kv]`) are such a term: live on the q tiles holding image
+// rows only.
+func (g *sparsityWriter) prepassTerms(p sparsityPlan, opts Options) string {
+	if !opts.PrepassTerms || p.kind != SparsityPrepass || !p.analysed || len(p.disjuncts) == 0 || len(p.disjuncts) > maxPrepassTerms {
+		return ""
+	}
+	g.reset()
+	g.line("unsigned bits = 0;")
+	for i, t := range p.form.Terms {
+		var conds []string
+		for _, a := range t.Atoms {
+			if a.Kind == normal.AtomOpaque && slices.Contains(a.Vars, dsl.VarQ) && !slices.Contains(a.Vars, dsl.VarKV) {
+				conds = append(conds, g.condCode(cond{atom: a}))
+			}
+		}
+		if len(conds) == 0 {
+			g.line("bits |= 1u << %d;  // disjunct %d: no condition on q alone", i, i)
+			continue
+		}
+		g.line("bits |= (%s) ? 1u << %d : 0u;  // disjunct %d", strings.Join(conds, " && "), i, i)
+	}
+	g.line("(void)buf, (void)B, (void)H, (void)HKV, (void)Q, (void)KV, (void)b, (void)h, (void)q;")
+	g.line("return bits;")
+	rows := g.w.body.String()
+
+	g.reset()
+	g.walkDisjuncts(p, dsl.VarKV, func(i int, n walkNames) {
+		g.line("const bool some%d = %s && %s <= %s && %s <= %s;", i, n.live, n.qa, n.qb, n.ka, n.kb)
+		g.line("lo[%d] = some%d ? %s : 0;", i, i, n.ka)
+		g.line("hi[%d] = some%d ? %s + 1 : 0;", i, i, n.kb)
+	})
+	ranges := g.w.body.String()
+	return "\n// The pre-pass's tests per term (hipsrc/attn_fwd.h's maskc_tile_flags): a tile that no term\n" +
+		"// live on one of its rows and ranging over its keys meets holds no kept pair.\n" +
+		"#define MASKC_PREPASS_TERMS 1\n" +
+		fmt.Sprintf("constexpr int maskc_term_count = %d;\n", len(p.disjuncts)) +
+		"// Bit i: term i's conditions on q alone (its atoms that read q, not kv) hold at row q.\n" +
+		termRowsSig + " {\n" + rows + "}\n" +
+		"// Term i's kv range [lo[i], hi[i]) over the rows [q_lo, q_hi) (empty when lo[i] >= hi[i]).\n" +
+		termRangesSig + " {\n" + ranges + "}\n"
+}
+
+const termRowsSig = `__device__ __forceinline__ unsigned maskc_g_term_rows(const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q, long long KV,
+                                                    long long b, long long h, long long q)`
+
+const termRangesSig = `__device__ __forceinline__ void maskc_g_kv_term_ranges(const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q, long long KV,
+                                                        long long b, long long h, long long q_lo, long long q_hi, long long* lo, long long* hi)`
 
 // perElement reports whether no tile of an analytic mask can be proven
 // full (every term has a condition evaluated per element), while its kv

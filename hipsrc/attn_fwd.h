@@ -980,6 +980,9 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS)
   const int q0 = qt * MASKC_BLOCK_M, kv0 = kt * MASKC_BLOCK_N;
   const long long nB = shape.B, nH = shape.H, nHKV = shape.HKV, nQ = shape.Sq, nKV = shape.Skv;
   const int nb = MASKC_MASK_USES_B ? shape.B : 1, nh = MASKC_MASK_USES_H ? shape.H : 1;
+#if defined(MASKC_PREPASS_TERMS)
+  __shared__ unsigned terms_live;  // bit i: term i's conditions on q alone hold on a row of the tile
+#endif
   for (int b = 0; b < nb; ++b) {
     for (int h = 0; h < nh; ++h) {
       bool any = false, all = true;
@@ -989,12 +992,47 @@ extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS)
       // tile is partial and stops.
       const int kv = maskc_nonneg(kv0 + (int)threadIdx.x % MASKC_BLOCK_N);
       const int q_stop = min(q0 + MASKC_BLOCK_M, shape.Sq);
+#if defined(MASKC_PREPASS_TERMS)
+      // The terms live on the tile's rows, each thread a row, and their kv ranges over the
+      // rows: a tile that none of the live ones meets holds no kept pair, and a tile
+      // maskc_tile_full proves full is full, neither evaluating a pair (every thread
+      // decides alike). (The last (b, h)'s read of terms_live ended at its maskc_block_all.)
+      if (threadIdx.x == 0) terms_live = 0;
+      __syncthreads();
+      {
+        const int q = q0 + (int)threadIdx.x;
+        if (threadIdx.x < MASKC_BLOCK_M && q < q_stop)
+          atomicOr(&terms_live, maskc_term_rows(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q)));
+      }
+#endif
       if (MASKC_FLAGS_ROWS_SMEM) {  // (the last (b, h)'s reads of srow ended at its maskc_block_all)
         const int q = q0 + (int)threadIdx.x;
         if (threadIdx.x < MASKC_BLOCK_M && q < q_stop)
           srow[threadIdx.x] = maskc_mask_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q));
         __syncthreads();
       }
+#if defined(MASKC_PREPASS_TERMS)
+      if (!MASKC_FLAGS_ROWS_SMEM) __syncthreads();
+      {
+        const unsigned live = terms_live;
+        const long long k1 = min(kv0 + MASKC_BLOCK_N, shape.Skv);
+        long long lo[maskc_term_count], hi[maskc_term_count];
+        maskc_kv_term_ranges(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q_stop, lo, hi);
+        bool meets = false;
+        for (int i = 0; i < maskc_term_count; ++i)
+          meets = meets || (((live >> i) & 1u) && lo[i] < hi[i] && lo[i] < k1 && kv0 < hi[i]);
+        const int decided = !meets ? 0
+                            : kv0 + MASKC_BLOCK_N <= shape.Skv &&
+                                      maskc_tile_full(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q_stop, kv0, kv0 + MASKC_BLOCK_N)
+                                ? 2
+                                : -1;
+        if (decided >= 0) {
+          if (threadIdx.x == 0) flags[maskc_flag_row(shape, b, h, qt, n_qt, n_kt) + kt] = (unsigned char)decided;
+          __syncthreads();  // srow and terms_live are read no more
+          continue;
+        }
+      }
+#endif
       if (kv < shape.Skv) {
         const MaskcMaskCol mcol = maskc_mask_col(buf, nB, nH, nHKV, nQ, nKV, b, h, kv);
         for (int q = q0 + (int)threadIdx.x / MASKC_BLOCK_N; q < q_stop; q += MASKC_NUM_THREADS / MASKC_BLOCK_N) {

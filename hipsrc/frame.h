@@ -198,6 +198,22 @@ __device__ __forceinline__ bool maskc_tile_full(const MaskcBuffers& buf, long lo
   return maskc_g_tile_full(buf, B, f.H, f.HKV, f.Q, f.KV, b, h + f.h0, q_lo + f.q0, q_hi + f.q0, kv_lo + f.kv0,
                            kv_hi + f.kv0);
 }
+#if defined(MASKC_PREPASS_TERMS)
+// maskc_g_term_rows at the local row q: bit i set where term i's conditions on q alone hold.
+__device__ __forceinline__ unsigned maskc_term_rows(const MaskcBuffers& buf, long long B, long long H, long long HKV,
+                                                    long long Q, long long KV, long long b, long long h, long long q) {
+  const MaskcFrame f = maskc_frame(buf, H, HKV, Q, KV);
+  return maskc_g_term_rows(buf, B, f.H, f.HKV, f.Q, f.KV, b, h + f.h0, q + f.q0);
+}
+// maskc_g_kv_term_ranges of the local rows [q_lo, q_hi), in local keys.
+__device__ __forceinline__ void maskc_kv_term_ranges(const MaskcBuffers& buf, long long B, long long H, long long HKV,
+                                                     long long Q, long long KV, long long b, long long h, long long q_lo,
+                                                     long long q_hi, long long* lo, long long* hi) {
+  const MaskcFrame f = maskc_frame(buf, H, HKV, Q, KV);
+  maskc_g_kv_term_ranges(buf, B, f.H, f.HKV, f.Q, f.KV, b, h + f.h0, q_lo + f.q0, q_hi + f.q0, lo, hi);
+  for (int i = 0; i < maskc_term_count; ++i) maskc_frame_local(&lo[i], &hi[i], f.kv0, KV);
+}
+#endif
 #if defined(MASKC_TILE_FULL_ROWS)
 // maskc_tile_full of the local q rows [q_lo, q_hi) whose maskc_kv_intervals are lo, hi: the
 // block selections answered from those intervals, with no buffer read (the kernels that

@@ -169,6 +169,15 @@ func buildPrepass(t *testing.T, runs []prepassRun) string {
 		if r.k.HasMask {
 			b.WriteString("#define MASKC_HAS_MASK 1\n")
 		}
+		// The generated facts the pre-pass and frame.h test (the #define lines
+		// are not copied: the runs share one file).
+		var facts []string
+		for _, f := range []string{"MASKC_PREPASS_TERMS"} {
+			if strings.Contains(r.k.Generated, "#define "+f+" 1\n") {
+				facts = append(facts, f)
+				fmt.Fprintf(&b, "#define %s 1\n", f)
+			}
+		}
 		fmt.Fprintf(&b, "namespace run%d {\n", i)
 		for _, ln := range strings.Split(r.k.Generated, "\n") {
 			if !strings.HasPrefix(ln, "#define ") {
@@ -176,6 +185,9 @@ func buildPrepass(t *testing.T, runs []prepassRun) string {
 			}
 		}
 		b.WriteString(hipsrc.Frame + pieces + hostPrepassRun + "}\n")
+		for _, f := range facts {
+			fmt.Fprintf(&b, "#undef %s\n", f)
+		}
 		names = append(names, fmt.Sprintf("run%d::run", i))
 	}
 	b.WriteString(strings.Replace(hostPrepassMain, "RUNS", strings.Join(names, ", "), 1))
@@ -203,6 +215,7 @@ func b2i(b bool) int {
 func TestPrepassOnHost(t *testing.T) {
 	var runs []prepassRun
 	var cases []mapCase
+	terms := 0
 	for _, c := range mapCases {
 		k := kernelOf(t, c.file, c.attention)
 		// Both key tiles for the pre-pass kernel; one for the others, whose
@@ -216,6 +229,21 @@ func TestPrepassOnHost(t *testing.T) {
 			runs = append(runs, prepassRun{k, p})
 			cases = append(cases, c)
 		}
+		// The pre-pass's tests per term (codegen.Options.PrepassTerms), where
+		// the mask has an analysed form: the same flags.
+		if k.Sparsity == codegen.SparsityPrepass {
+			kt := kernelWith(t, c.file, c.attention, codegen.Options{PrepassTerms: true})
+			if strings.Contains(kt.Generated, "#define MASKC_PREPASS_TERMS 1\n") {
+				terms++
+				for _, p := range platforms {
+					runs = append(runs, prepassRun{kt, p})
+					cases = append(cases, c)
+				}
+			}
+		}
+	}
+	if terms < 2 {
+		t.Errorf("%d pre-pass cases take the tests per term: Gemma 4's and the multimodal mask should", terms)
 	}
 	exe := buildPrepass(t, runs)
 	var in strings.Builder

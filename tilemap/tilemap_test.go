@@ -35,6 +35,21 @@ func docIDs(lengths ...int) *eval.Tensor {
 	return eval.FromInts(ids...)
 }
 
+// groupIDs is n image-group ids: -1 (text) but for the spans given as
+// (start, length) pairs, numbered from 0.
+func groupIDs(n int, spans ...int) *eval.Tensor {
+	ids := make([]int64, n)
+	for i := range ids {
+		ids[i] = -1
+	}
+	for j := 0; j+1 < len(spans); j += 2 {
+		for i := spans[j]; i < spans[j]+spans[j+1] && i < n; i++ {
+			ids[i] = int64(j / 2)
+		}
+	}
+	return eval.FromInts(ids...)
+}
+
 func env(b, h, sq, skv int64, bufs map[string]*eval.Tensor) *eval.Env {
 	return &eval.Env{B: b, H: h, HKV: h, Q: sq, KV: skv, Buffers: bufs}
 }
@@ -54,10 +69,18 @@ var mapCases = []mapCase{
 	{"periodic.flex", "wrap_layer", env(1, 1, 900, 700, nil), codegen.SparsityAnalytic},
 	{"periodic.flex", "checker_layer", env(1, 1, 1000, 1100, nil), codegen.SparsityAnalytic},
 	{"periodic.flex", "slot_layer", env(1, 1, 1200, 1200, nil), codegen.SparsityAnalytic},
+	{"groups.flex", "gemma_layer", env(1, 1, 1000, 1000, map[string]*eval.Tensor{"g": groupIDs(1000, 90, 300, 560, 130, 820, 50)}), codegen.SparsityPrepass},
+	{"groups.flex", "multimodal_layer", env(1, 1, 1000, 1000, map[string]*eval.Tensor{"doc": docIDs(380, 300, 320), "g": groupIDs(1000, 50, 150, 420, 90, 700, 200)}), codegen.SparsityPrepass},
 }
 
 // kernelOf generates the kernel of one attention block of testdata/file.
 func kernelOf(t testing.TB, file, attention string) *codegen.Kernel {
+	t.Helper()
+	return kernelWith(t, file, attention, codegen.Options{})
+}
+
+// kernelWith is kernelOf with options.
+func kernelWith(t testing.TB, file, attention string, opts codegen.Options) *codegen.Kernel {
 	t.Helper()
 	text, err := os.ReadFile(filepath.Join("testdata", file))
 	if err != nil {
@@ -75,7 +98,7 @@ func kernelOf(t testing.TB, file, attention string) *codegen.Kernel {
 	if a == nil {
 		t.Fatalf("%s has no attention %s", file, attention)
 	}
-	k, diags := codegen.Generate(p, a, codegen.Options{})
+	k, diags := codegen.Generate(p, a, opts)
 	if diags.HasErrors() {
 		t.Fatal(diags.Render())
 	}
