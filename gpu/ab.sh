@@ -3,9 +3,11 @@
 # cases built from the working tree (base) and from other revisions
 # (branches with untimed kernel changes), checked, then timed side by side.
 #
-#   gpu/ab.sh gen DIR CASES [REV[=NAME] ...]   (where Go is) builds each
-#       revision's kernels of the extended benchmark and the corpus
-#       (gpu/bench_ext.sh gen with CORPUS=1, in a git worktree of REV) and
+#   gpu/ab.sh gen DIR CASES [REV[=NAME[:FLAGS]] ...]   (where Go is) builds
+#       each revision's kernels of the extended benchmark and the corpus
+#       (gpu/bench_ext.sh gen with CORPUS=1, in a git worktree of REV, with
+#       FLAGS, comma-separated genkernels flags, e.g. HEAD=rows:-sel-rows
+#       for an experiment of the working tree's revision) and
 #       keeps those of CASES (comma-separated case ids, file:attention as
 #       bench_ext.py names them, e.g. moba:moba,gemma4_sliding:sliding_layer)
 #       in DIR/NAME (NAME defaults to REV with / replaced), the working
@@ -41,8 +43,10 @@ gen)
 		rev=${spec%%=*}
 		name=${spec#*=}
 		[ "$name" = "$spec" ] && name=${rev//\//_}
+		flags=
+		case "$name" in *:*) flags=${name#*:} name=${name%%:*} ;; esac
 		git worktree add -q --detach "$tmp/wt-$name" "$rev" || exit 1
-		(cd "$tmp/wt-$name" && CORPUS=1 EXT_DIR="$tmp/$name" bash gpu/bench_ext.sh gen) >"$tmp/$name.log" 2>&1 ||
+		(cd "$tmp/wt-$name" && CORPUS=1 EXT_DIR="$tmp/$name" GENFLAGS="${flags//,/ }" bash gpu/bench_ext.sh gen) >"$tmp/$name.log" 2>&1 ||
 			{ cat "$tmp/$name.log"; exit 1; }
 		builds="$builds $name=$tmp/$name/gen"
 	done
