@@ -208,9 +208,9 @@ func TestHipccMFMA(t *testing.T) {
 	}
 	dir := t.TempDir()
 	var builds []cdnaBuild
-	write := func(file, attention string, headDim int) {
-		k := generateAttention(t, file, attention, Options{HeadDim: headDim})
-		name := fmt.Sprintf("%s_%s_d%d", strings.TrimSuffix(filepath.Base(file), ".flex"), k.Name, k.HeadDim)
+	writeOpts := func(file, attention string, opts Options, suffix string) {
+		k := generateAttention(t, file, attention, opts)
+		name := fmt.Sprintf("%s_%s_d%d%s", strings.TrimSuffix(filepath.Base(file), ".flex"), k.Name, k.HeadDim, suffix)
 		// The backward source holds the forward's kernels too (the same
 		// generated part and attn_fwd.h): one build gives both.
 		if !strings.Contains(k.BwdSource, k.Source[strings.Index(k.Source, "#ifndef MASKC_ATTN_FWD_H"):]) {
@@ -220,6 +220,9 @@ func TestHipccMFMA(t *testing.T) {
 			t.Fatal(err)
 		}
 		builds = append(builds, cdnaBuild{name, k.HeadDim})
+	}
+	write := func(file, attention string, headDim int) {
+		writeOpts(file, attention, Options{HeadDim: headDim}, "")
 	}
 	examples, _ := filepath.Glob("../examples/*.flex")
 	for _, f := range examples {
@@ -258,6 +261,12 @@ func TestHipccMFMA(t *testing.T) {
 	for _, hd := range hipsrc.HeadDims {
 		write("testdata/golden/trig.flex", "rotary", hd)
 	}
+	// The experiments that change AMD's source (genkernels -sel-rows,
+	// -prepass-terms), so that one made the default needs no new build.
+	writeOpts("../testdata/tilemasks/moba_k16_shared.flex", "", Options{SelectionRows: true}, "_selrows")
+	writeOpts("../testdata/tilemasks/bigbird.flex", "", Options{SelectionRows: true}, "_selrows")
+	writeOpts("../testdata/ported/gemma4_sliding.flex", "", Options{PrepassTerms: true}, "_terms")
+	writeOpts("../testdata/tilemasks/multimodal.flex", "", Options{PrepassTerms: true}, "_terms")
 
 	// One hipcc run per (source, target), NumCPU at a time; a code object
 	// already built from the same source, target and toolchain comes from
