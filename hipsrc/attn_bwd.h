@@ -2214,21 +2214,33 @@ struct MaskcBwdEveryTile {
 // the same. Under MASKC_BWD_CLS_FREE_ON every kv tile of that range is class
 // 1 (no maskc_tile_full reads on the step's critical path; the mask per
 // element), as maskc_attn_bwd's walk.
+//
+// MASKC_BWD_DQ_ROWS (block selections under codegen.Options.SelectionRows,
+// NVIDIA): key_lo, key_hi are the q tile's maskc_kv_intervals, which the
+// walk was built from, kept in shared memory; a tile of the walk meets one
+// of them, so its class is 0 outside the range and else the full test with
+// the selections read from them (maskc_tile_full_rows), no buffer read.
+#if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC) && defined(MASKC_TILE_FULL_ROWS) && \
+    !defined(MASKC_KV_TILE_FILTER) && !defined(MASKC_PLATFORM_AMD) && !MASKC_BWD_CLS_FREE_ON
+#define MASKC_BWD_DQ_ROWS 1
+#endif
 template <class Walk>
 __device__ __forceinline__ int maskc_bwd_next_kt(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int h,
                                                  int q0, int kt, int kt_end, const Walk& walk, long long kv_lo,
-                                                 long long kv_hi, int* cls) {
+                                                 long long kv_hi, int* cls, const long long* key_lo = nullptr,
+                                                 const long long* key_hi = nullptr) {
+  (void)key_lo, (void)key_hi;
   for (kt = walk.next(kt + 1); kt < kt_end; kt = walk.next(kt + 1)) {
     const int k0 = kt * MASKC_BWD_DQ_N;
 #if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
     const int k1 = k0 + MASKC_BWD_DQ_N;
-#if defined(MASKC_TILE_FULL_ROWS) && !defined(MASKC_KV_TILE_FILTER) && !defined(MASKC_PLATFORM_AMD) && !MASKC_BWD_CLS_FREE_ON
-    // The kv blocks the q tile's rows select, met and tested for fullness from one computation
-    // of its intervals (maskc_bwd_tile_class's test).
+#if defined(MASKC_BWD_DQ_ROWS)
     *cls = kv_hi <= kv_lo || kv_hi <= k0 || kv_lo >= k1
                ? 0
-               : maskc_kv_tile_class(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, h, q0,
-                                     min(q0 + MASKC_BWD_BLOCK_M, sh.Sq), k0, k1);
+               : (maskc_tile_full_rows(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, h, q0,
+                                       min(q0 + MASKC_BWD_BLOCK_M, sh.Sq), k0, k1, key_lo, key_hi)
+                      ? 2
+                      : 1);
     if (*cls != 0) break;
     continue;
 #endif
@@ -2326,7 +2338,25 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
   // disjuncts' kv intervals (a window's and its global keys', a union's)
   // are not visited, where the range [kts.begin, kts.end) spans them.
   MaskcTileWalk<maskc_kv_interval_count> walk;
+#if defined(MASKC_BWD_DQ_ROWS)
+  // Its kv intervals kept in shared memory for the classes (maskc_bwd_next_kt).
+  __shared__ long long sKeyLo[maskc_kv_interval_count], sKeyHi[maskc_kv_interval_count];
+  {
+    long long klo[maskc_kv_interval_count], khi[maskc_kv_interval_count];
+    maskc_kv_intervals(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, min(q0 + BM, Sq), klo, khi);
+    maskc_walk_from(walk, klo, khi, (int)nKV, BN);
+    if (tid == 0) {
+#pragma unroll
+      for (int i = 0; i < maskc_kv_interval_count; ++i) {
+        sKeyLo[i] = klo[i];
+        sKeyHi[i] = khi[i];
+      }
+    }
+  }
+  __syncthreads();
+#else
   maskc_walk_build(walk, buf, nB, nH, nHKV, nQ, nKV, b, h, q0, min(q0 + BM, Sq), BN);
+#endif
   const int kt_begin = walk.begin(), kt_end = walk.end();
 #else
   const MaskcBwdEveryTile walk;
@@ -2339,7 +2369,12 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
     sScol[tid] = maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg((t) * BN + tid));    \
   }
   int cls = 0;
-  int kt = maskc_bwd_next_kt(sh, buf, b, h, q0, kt_begin - 1, kt_end, walk, kv_lo, kv_hi, &cls);
+#if defined(MASKC_BWD_DQ_ROWS)
+#define MASKC_BWD_DQ_KEYS , sKeyLo, sKeyHi
+#else
+#define MASKC_BWD_DQ_KEYS
+#endif
+  int kt = maskc_bwd_next_kt(sh, buf, b, h, q0, kt_begin - 1, kt_end, walk, kv_lo, kv_hi, &cls MASKC_BWD_DQ_KEYS);
   // Stage 1's K and V tiles.
   __shared__ __attribute__((aligned(1024))) maskc_elem_t maskc_bwd_kv1[2 * BN * D];
   if ((maskc_smem_addr(maskc_bwd_kv1) & 1023) != 0) __trap();
@@ -2359,7 +2394,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
     // The next tile's copies into the other stage (its last readers, the
     // previous tile's products, finished before the barrier above), then
     // this tile's wait: one group may stay in flight.
-    const int next_kt = maskc_bwd_next_kt(sh, buf, b, h, q0, kt, kt_end, walk, kv_lo, kv_hi, &next_cls);
+    const int next_kt = maskc_bwd_next_kt(sh, buf, b, h, q0, kt, kt_end, walk, kv_lo, kv_hi, &next_cls MASKC_BWD_DQ_KEYS);
     if (next_kt < kt_end) {
       maskc_bwd_load_wg<BN>(stage ? sK : maskc_bwd_kv1, Kp, sh.k_stride[2], next_kt * BN, Skv, tid);
       maskc_bwd_load_wg<BN>(stage ? sV : maskc_bwd_kv1 + BN * D, Vp, sh.v_stride[2], next_kt * BN, Skv, tid);
@@ -2401,6 +2436,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
     stage ^= 1;
   }
 #undef MASKC_BWD_READ_COLS
+#undef MASKC_BWD_DQ_KEYS
   maskc_copy_wait_all();
   maskc_elem_t* dQp = dQ + b * sh.dq_stride[0] + h * sh.dq_stride[1];
 #pragma unroll
