@@ -161,14 +161,19 @@ func selFit(p sparsityPlan) (int, bool) {
 	}
 	n, any := 0, false
 	for _, d := range p.disjuncts {
-		if d.kv.sel != nil {
-			n += d.kv.sel.reads()
-			any = true
-		} else {
-			n++
-		}
+		n += d.selSlots()
+		any = any || d.kv.sel != nil
 	}
 	return n, any && n <= maxSelIntervals
+}
+
+// selSlots is how many slots of maskc_kv_intervals the term takes in a
+// walk with selections: reads() with a selection, else one.
+func (d *disjunctPlan) selSlots() int {
+	if d.kv.sel != nil {
+		return d.kv.sel.reads()
+	}
+	return 1
 }
 
 // selCode prints the intervals slot .. slot+reads()-1 of a term with a
@@ -199,11 +204,7 @@ func (g *sparsityWriter) selCode(s *selStep, n walkNames, slot int) {
 			qj = fmt.Sprintf("maskc_py_max(%s, (maskc_py_floordiv(%s, %s) + %d) * %s)", n.qa, n.qa, intLit(s.qDiv), j, intLit(s.qDiv))
 		}
 		if g.rows {
-			g.line("long long v%d;  // read with no branch around it", i)
-			g.line("{")
-			g.selValue(s, qj, false)
-			g.line("  v%d = v;", i)
-			g.line("}")
+			g.selRead(s, qj, i, false)
 		}
 		g.line("lo[%d] = 0;", i)
 		g.line("hi[%d] = 0;", i)
@@ -360,11 +361,7 @@ func (g *sparsityWriter) selFull(s *selStep, i, slot int, rows bool) string {
 	}
 	if g.rows {
 		g.line("// %s over the whole tile", s.text)
-		g.line("long long v%d;  // read with no branch around it", i)
-		g.line("{")
-		g.selValue(s, "qa", true)
-		g.line("  v%d = v;", i)
-		g.line("}")
+		g.selRead(s, "qa", i, true)
 		g.line("const bool %s = %s && ka >= v%d * %s && kb <= v%d * %s + %s;", name, one, i, intLit(s.blk), i, intLit(s.blk), intLit(s.blk-1))
 		return name
 	}
@@ -387,6 +384,16 @@ func (s *HostSparsity) selFull(sel *selStep, b, h, qa, qb, ka, kb int64) (bool, 
 	}
 	v = min(max(v, -1), s.env.KV/sel.blk+1)
 	return ka >= v*sel.blk && kb <= v*sel.blk+sel.blk-1, nil
+}
+
+// selRead prints v<i>, the block selValue reads at row q, declared at the
+// function's level so that no branch surrounds the read (g.rows).
+func (g *sparsityWriter) selRead(s *selStep, q string, i int, perTile bool) {
+	g.line("long long v%d;  // read with no branch around it", i)
+	g.line("{")
+	g.selValue(s, q, perTile)
+	g.line("  v%d = v;", i)
+	g.line("}")
 }
 
 // selValue prints, inside an open block, the selected block number v that

@@ -146,11 +146,7 @@ func (g *sparsityWriter) prepassTerms(p sparsityPlan, opts Options) string {
 	rows := g.w.body.String()
 
 	g.reset()
-	g.walkDisjuncts(p, dsl.VarKV, func(i int, n walkNames) {
-		g.line("const bool some%d = %s && %s <= %s && %s <= %s;", i, n.live, n.qa, n.qb, n.ka, n.kb)
-		g.line("lo[%d] = some%d ? %s : 0;", i, i, n.ka)
-		g.line("hi[%d] = some%d ? %s + 1 : 0;", i, i, n.kb)
-	})
+	g.walkDisjuncts(p, dsl.VarKV, func(i int, n walkNames) { g.termInterval(i, n, n.ka, n.kb) })
 	ranges := g.w.body.String()
 	return "\n// The pre-pass's tests per term (hipsrc/attn_fwd.h's maskc_tile_flags): a tile that no term\n" +
 		"// live on one of its rows and ranging over its keys meets holds no kept pair.\n" +
@@ -279,11 +275,7 @@ func (g *sparsityWriter) rowIntervals(p sparsityPlan) string {
 		// No segment search: the lanes' rows need no lane-wise one.
 		g.line("%s(buf, B, H, HKV, Q, KV, b, h, q_lo, q_hi, &lo[0], &hi[0]);  // their union is their hull", funcName(kvRangeSig))
 	} else {
-		g.walkDisjuncts(p, dsl.VarKV, func(i int, n walkNames) {
-			g.line("const bool some%d = %s && %s <= %s && %s <= %s;", i, n.live, n.qa, n.qb, n.ka, n.kb)
-			g.line("lo[%d] = some%d ? %s : 0;", i, i, n.ka)
-			g.line("hi[%d] = some%d ? %s + 1 : 0;", i, i, n.kb)
-		})
+		g.walkDisjuncts(p, dsl.VarKV, func(i int, n walkNames) { g.termInterval(i, n, n.ka, n.kb) })
 	}
 	var b strings.Builder
 	b.WriteString("// The mask keeps exactly the kv of maskc_kv_intervals(q, q + 1) for every row q\n")
@@ -775,13 +767,10 @@ func (g *sparsityWriter) walkRange(p sparsityPlan, wf walkFuncs) string {
 		g.walkDisjuncts(p, wf.inner, func(i int, n walkNames) {
 			if s := p.disjuncts[i].kv.sel; s != nil {
 				g.selCode(s, n, slot)
-				slot += s.reads()
-				return
+			} else {
+				g.termInterval(slot, n, n.ka, n.kb)
 			}
-			g.line("const bool some%d = %s && %s <= %s && %s <= %s;", slot, n.live, n.qa, n.qb, n.ka, n.kb)
-			g.line("lo[%d] = some%d ? %s : 0;", slot, slot, n.ka)
-			g.line("hi[%d] = some%d ? %s + 1 : 0;", slot, slot, n.kb)
-			slot++
+			slot += p.disjuncts[i].selSlots()
 		})
 		n = total
 	} else if merged := unionIsHull(p, wf.inner); n > limit || n == 0 || merged {
@@ -794,9 +783,7 @@ func (g *sparsityWriter) walkRange(p sparsityPlan, wf walkFuncs) string {
 	} else {
 		g.walkDisjuncts(p, wf.inner, func(i int, n walkNames) {
 			lo, hi := ends(n)
-			g.line("const bool some%d = %s && %s <= %s && %s <= %s;", i, n.live, n.qa, n.qb, n.ka, n.kb)
-			g.line("lo[%d] = some%d ? %s : 0;", i, i, lo)
-			g.line("hi[%d] = some%d ? %s + 1 : 0;", i, i, hi)
+			g.termInterval(i, n, lo, hi)
 		})
 	}
 	intervals := wf.listDoc + fmt.Sprintf("constexpr int %s = %d;\n", wf.count, n) + wf.listSig + " {\n" + g.w.body.String() + "}\n"
@@ -816,6 +803,15 @@ func (g *sparsityWriter) hullEnd(none string) {
 	g.line("}")
 	g.line("*lo = lo_all;")
 	g.line("*hi = hi_all;")
+}
+
+// termInterval prints interval slot of an interval list: [lo, hi + 1]
+// (lo and hi name the term's inner range, ka..kb or qa..qb) where the term
+// is live and both its ranges are non-empty, else [0, 0).
+func (g *sparsityWriter) termInterval(slot int, n walkNames, lo, hi string) {
+	g.line("const bool some%d = %s && %s <= %s && %s <= %s;", slot, n.live, n.qa, n.qb, n.ka, n.kb)
+	g.line("lo[%d] = some%d ? %s : 0;", slot, slot, lo)
+	g.line("hi[%d] = some%d ? %s + 1 : 0;", slot, slot, hi)
 }
 
 // tileFullRowsSig is maskc_g_tile_full_rows: maskc_g_tile_full given the
@@ -851,11 +847,7 @@ func (g *sparsityWriter) tileFullBody(p sparsityPlan, rows bool) string {
 	slot := 0 // the term's first slot of maskc_kv_intervals (walkRange's order)
 	for i, d := range p.disjuncts {
 		first := slot
-		if d.kv.sel != nil {
-			slot += d.kv.sel.reads()
-		} else {
-			slot++
-		}
+		slot += d.selSlots()
 		if d.full == nil {
 			g.line("// disjunct %d (%s) cannot be proven full: it has a condition evaluated per element", i, d.text)
 			continue
