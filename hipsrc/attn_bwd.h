@@ -2227,8 +2227,8 @@ struct MaskcBwdEveryTile {
 template <class Walk>
 __device__ __forceinline__ int maskc_bwd_next_kt(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int h,
                                                  int q0, int kt, int kt_end, const Walk& walk, long long kv_lo,
-                                                 long long kv_hi, int* cls, const long long* key_lo = nullptr,
-                                                 const long long* key_hi = nullptr) {
+                                                 long long kv_hi, int* cls, const long long* key_lo,
+                                                 const long long* key_hi) {
   (void)key_lo, (void)key_hi;
   for (kt = walk.next(kt + 1); kt < kt_end; kt = walk.next(kt + 1)) {
     const int k0 = kt * MASKC_BWD_DQ_N;
@@ -2329,6 +2329,13 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
   dofrag.sQ = sdO;
   dofrag.dblock = BM * 64;
 
+  // The q tile's kv intervals for maskc_bwd_next_kt's classes (MASKC_BWD_DQ_ROWS).
+#if defined(MASKC_BWD_DQ_ROWS)
+  __shared__ long long sKeyLo[maskc_kv_interval_count], sKeyHi[maskc_kv_interval_count];
+#else
+  const long long* const sKeyLo = nullptr;
+  const long long* const sKeyHi = nullptr;
+#endif
   // The q tile's kv range, as maskc_bwd_tile_class computes it for every
   // pair (the same arguments): computed once, for every pair's class.
   const MaskcBwdKvTiles kts = maskc_bwd_kv_tiles<BM, BN>(sh, buf, b, h, q0);
@@ -2340,7 +2347,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
   MaskcTileWalk<maskc_kv_interval_count> walk;
 #if defined(MASKC_BWD_DQ_ROWS)
   // Its kv intervals kept in shared memory for the classes (maskc_bwd_next_kt).
-  __shared__ long long sKeyLo[maskc_kv_interval_count], sKeyHi[maskc_kv_interval_count];
   {
     long long klo[maskc_kv_interval_count], khi[maskc_kv_interval_count];
     maskc_kv_intervals(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, min(q0 + BM, Sq), klo, khi);
@@ -2369,12 +2375,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
     sScol[tid] = maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg((t) * BN + tid));    \
   }
   int cls = 0;
-#if defined(MASKC_BWD_DQ_ROWS)
-#define MASKC_BWD_DQ_KEYS , sKeyLo, sKeyHi
-#else
-#define MASKC_BWD_DQ_KEYS
-#endif
-  int kt = maskc_bwd_next_kt(sh, buf, b, h, q0, kt_begin - 1, kt_end, walk, kv_lo, kv_hi, &cls MASKC_BWD_DQ_KEYS);
+  int kt = maskc_bwd_next_kt(sh, buf, b, h, q0, kt_begin - 1, kt_end, walk, kv_lo, kv_hi, &cls, sKeyLo, sKeyHi);
   // Stage 1's K and V tiles.
   __shared__ __attribute__((aligned(1024))) maskc_elem_t maskc_bwd_kv1[2 * BN * D];
   if ((maskc_smem_addr(maskc_bwd_kv1) & 1023) != 0) __trap();
@@ -2394,7 +2395,8 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
     // The next tile's copies into the other stage (its last readers, the
     // previous tile's products, finished before the barrier above), then
     // this tile's wait: one group may stay in flight.
-    const int next_kt = maskc_bwd_next_kt(sh, buf, b, h, q0, kt, kt_end, walk, kv_lo, kv_hi, &next_cls MASKC_BWD_DQ_KEYS);
+    const int next_kt = maskc_bwd_next_kt(sh, buf, b, h, q0, kt, kt_end, walk, kv_lo, kv_hi, &next_cls, sKeyLo,
+                                          sKeyHi);
     if (next_kt < kt_end) {
       maskc_bwd_load_wg<BN>(stage ? sK : maskc_bwd_kv1, Kp, sh.k_stride[2], next_kt * BN, Skv, tid);
       maskc_bwd_load_wg<BN>(stage ? sV : maskc_bwd_kv1 + BN * D, Vp, sh.v_stride[2], next_kt * BN, Skv, tid);
@@ -2436,7 +2438,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
     stage ^= 1;
   }
 #undef MASKC_BWD_READ_COLS
-#undef MASKC_BWD_DQ_KEYS
   maskc_copy_wait_all();
   maskc_elem_t* dQp = dQ + b * sh.dq_stride[0] + h * sh.dq_stride[1];
 #pragma unroll

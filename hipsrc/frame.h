@@ -139,14 +139,9 @@ __device__ __forceinline__ bool maskc_kv_tile_live(const MaskcBuffers& buf, long
 // range reads no buffer and no remainder.
 #if defined(MASKC_KV_SELECTION) || defined(MASKC_KV_TILE_FILTER)
 #define MASKC_KV_TILE_TEST 1
-__device__ __forceinline__ bool maskc_kv_tile_meets(const MaskcBuffers& buf, long long B, long long H, long long HKV,
-                                                    long long Q, long long KV, long long b, long long h, long long q_lo,
-                                                    long long q_hi, long long kv_lo, long long kv_hi) {
-  long long lo[maskc_kv_interval_count], hi[maskc_kv_interval_count];
-  maskc_kv_intervals(buf, B, H, HKV, Q, KV, b, h, q_lo, q_hi, lo, hi);
-#if defined(MASKC_KV_TILE_FILTER)
-  return maskc_kv_tile_live(buf, B, H, HKV, Q, KV, b, h, q_lo, q_hi, kv_lo, kv_hi, lo, hi);
-#else
+// Whether the keys [kv_lo, kv_hi) meet one of the intervals lo, hi (maskc_kv_intervals').
+__device__ __forceinline__ bool maskc_kv_intervals_meet(const long long* lo, const long long* hi, long long kv_lo,
+                                                        long long kv_hi) {
   bool meets = false;
 #if defined(MASKC_PLATFORM_AMD)
   // Without short circuits: with the bounds in vector registers each || was a branch whose
@@ -156,6 +151,16 @@ __device__ __forceinline__ bool maskc_kv_tile_meets(const MaskcBuffers& buf, lon
   for (int i = 0; i < maskc_kv_interval_count; ++i) meets = meets || (lo[i] < hi[i] && lo[i] < kv_hi && kv_lo < hi[i]);
 #endif
   return meets;
+}
+__device__ __forceinline__ bool maskc_kv_tile_meets(const MaskcBuffers& buf, long long B, long long H, long long HKV,
+                                                    long long Q, long long KV, long long b, long long h, long long q_lo,
+                                                    long long q_hi, long long kv_lo, long long kv_hi) {
+  long long lo[maskc_kv_interval_count], hi[maskc_kv_interval_count];
+  maskc_kv_intervals(buf, B, H, HKV, Q, KV, b, h, q_lo, q_hi, lo, hi);
+#if defined(MASKC_KV_TILE_FILTER)
+  return maskc_kv_tile_live(buf, B, H, HKV, Q, KV, b, h, q_lo, q_hi, kv_lo, kv_hi, lo, hi);
+#else
+  return maskc_kv_intervals_meet(lo, hi, kv_lo, kv_hi);
 #endif
 }
 #endif
@@ -237,9 +242,7 @@ __device__ __forceinline__ int maskc_kv_tile_class(const MaskcBuffers& buf, long
                                                    long long q_hi, long long kv_lo, long long kv_hi) {
   long long lo[maskc_kv_interval_count], hi[maskc_kv_interval_count];
   maskc_kv_intervals(buf, B, H, HKV, Q, KV, b, h, q_lo, q_hi, lo, hi);
-  bool meets = false;
-  for (int i = 0; i < maskc_kv_interval_count; ++i) meets = meets || (lo[i] < hi[i] && lo[i] < kv_hi && kv_lo < hi[i]);
-  if (!meets) return 0;
+  if (!maskc_kv_intervals_meet(lo, hi, kv_lo, kv_hi)) return 0;
   return maskc_tile_full_rows(buf, B, H, HKV, Q, KV, b, h, q_lo, q_hi, kv_lo, kv_hi, lo, hi) ? 2 : 1;
 }
 #endif
