@@ -29,7 +29,7 @@ set -u
 cd "$(dirname "$0")/.."
 case "${1:-}" in
 gen)
-	[ $# -ge 3 ] || { echo "usage: gpu/ab.sh gen DIR CASES [REV[=NAME] ...]" >&2; exit 2; }
+	[ $# -ge 3 ] || { echo "usage: gpu/ab.sh gen DIR CASES [REV[=NAME[:FLAGS]] ...]" >&2; exit 2; }
 	dir=$2 cases=$3
 	shift 3
 	rm -rf "$dir"
@@ -129,7 +129,7 @@ EOF
 	(cd "$OUT" && tar czf raw.tgz --remove-files $(ls | grep -v -E '^(fwd|bwd)\.txt$|^raw\.tgz$'))
 	;;
 *)
-	echo "usage: gpu/ab.sh gen DIR CASES [REV[=NAME] ...] | run DIR" >&2
+	echo "usage: gpu/ab.sh gen DIR CASES [REV[=NAME[:FLAGS]] ...] | run DIR" >&2
 	exit 2
 	;;
 esac
