@@ -362,6 +362,54 @@ func TestClangCUDAPersist(t *testing.T) {
 	}
 }
 
+// TestClangCUDAOverlap compiles the intra-warpgroup overlap of the
+// warp-specialized forward (attn_fwd_sm90.h with -DMASKC_WS_OVERLAP=1, the
+// experiment gpu/dense_bench.py's ws-overlap variants time) on the sm_90a
+// build of kernels of each kind of key-tile range, alone and with the
+// persistent forward, and checks that it is on (a wait for all but the last
+// committed MMA group, the Q.K^T issued before the last tile's P.V) only
+// with the switch.
+func TestClangCUDAOverlap(t *testing.T) {
+	clang, shim := needClang(t)
+	dir := t.TempDir()
+	cases := []struct{ file, attention string }{
+		{"../examples/full.flex", ""},
+		{"testdata/golden/sliding_window.flex", "sliding"},
+		{"../examples/causal.flex", ""},
+		{"../examples/alibi.flex", "alibi_layer"},
+		{"../testdata/tilemasks/moba.flex", "moba"},
+	}
+	// maskc_wg_wait_n<1>, inlined (it is always_inline, even at -O0)
+	const waitAllButOne = `"wgmma.wait_group.sync.aligned $0;", "n,~{memory}"(i32 1)`
+	for i, tc := range cases {
+		k := generateAttention(t, tc.file, tc.attention, Options{})
+		if !k.WarpSpecialized {
+			t.Fatalf("%s: not the warp-specialized forward", tc.file)
+		}
+		src := filepath.Join(dir, fmt.Sprintf("k%d.cu", i))
+		if err := os.WriteFile(src, []byte(k.Source), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range []struct {
+			options []string
+			overlap bool
+		}{
+			{nil, false},
+			{[]string{"-DMASKC_WS_OVERLAP=1"}, true},
+			{[]string{"-DMASKC_WS_OVERLAP=1", "-DMASKC_WS_PERSIST=1"}, true},
+		} {
+			ir := clangIR(t, clang, shim, src, append([]string{"-DMASKC_NV_WGMMA=1", "-DMASKC_NV_WS=1"}, v.options...)...)
+			fwd := irFunc(ir, "maskc_attn_fwd")
+			if fwd == "" || !strings.Contains(fwd, "setmaxnreg.inc") {
+				t.Fatalf("%s %v: no warp-specialized maskc_attn_fwd", tc.file, v.options)
+			}
+			if got := strings.Contains(fwd, waitAllButOne); got != v.overlap {
+				t.Errorf("%s %v: overlapped consumer step %v, want %v", tc.file, v.options, got, v.overlap)
+			}
+		}
+	}
+}
+
 // clangIR builds the CUDA source file src with clang's CUDA front end as
 // TestClangCUDA does (device only, to LLVM IR at -O0, through the NVRTC shim)
 // with the options given (-D switches) and returns the IR; a build that

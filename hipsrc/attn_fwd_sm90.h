@@ -238,6 +238,17 @@ static_assert(MASKC_WS_THREADS == MASKC_NUM_THREADS, "the pre-pass and the forwa
 #define MASKC_WS_PERSIST_ON 0
 #endif
 
+// MASKC_WS_OVERLAP 1 (an experiment, FlashAttention-3's intra-warpgroup
+// overlap): a consumer issues tile j's Q.K^T and tile j - 1's P.V together
+// and runs j's mods and softmax while that P.V is in flight (P of j - 1
+// held packed beside j's logits). Measured slower in the kernel's first
+// form (docs/kernel-decisions.md), tried again on today's.
+#if defined(MASKC_WS_OVERLAP) && MASKC_WS_OVERLAP
+#define MASKC_WS_OVERLAP_ON 1
+#else
+#define MASKC_WS_OVERLAP_ON 0
+#endif
+
 static_assert(MASKC_BLOCK_M == 128, "two consumer warpgroups of 64 rows");
 static_assert(MASKC_WS_PRODUCER_REGS % 8 == 0 && MASKC_WS_CONSUMER_REGS % 8 == 0, "setmaxnreg counts are multiples of 8");
 static_assert(2 * (MASKC_WS_CONSUMER_REGS - MASKC_WS_LAUNCH_REGS) <= MASKC_WS_LAUNCH_REGS - MASKC_WS_PRODUCER_REGS,
@@ -915,6 +926,67 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
     maskc_ws_wait_full(MASKC_BAR_Q, 0, ws_fence);
     int kt = MASKC_WS_NEXT(tiles.begin);
 #endif
+#if MASKC_WS_OVERLAP_ON
+    // Tile j's Q.K^T and tile j - 1's P.V in flight together, j's mods and
+    // softmax under j - 1's P.V; o is rescaled to j's row maxima once that
+    // P.V has completed, before j's P.V is issued (with j + 1's Q.K^T).
+    if (kt < tiles.end) {
+      int kn;
+      {  // the first tile: Q.K^T, mods, softmax; o is still zero (no rescale)
+        const int ks = ik % MASKC_WS_STAGES;
+        maskc_ws_wait_full(MASKC_BAR_FULL_K(ks), (ik / MASKC_WS_STAGES) & 1, ws_fence);
+        MASKC_WS_ZERO_S()
+        maskc_ws_issue_qk<MASKC_DT, D, BN>(s, sq_wg, sk0 + ks * (2 * MASKC_WS_KV_ELEMS));
+        MASKC_WS_COLS(kt)
+        maskc_wg_wait_n<0>();
+        maskc_wg_fence_regs<BN / 2>(s);
+        MASKC_WS_RELEASE(MASKC_BAR_EMPTY_K(ks))
+        ++ik;
+        kn = MASKC_WS_NEXT(kt + 1);
+#if MASKC_WS_PERSIST_ON
+        if (kn >= tiles.end) MASKC_WS_RELEASE(MASKC_BAR_Q_EMPTY)  // the tile's last Q.K^T is done
+#endif
+        MASKC_WS_SOFTMAX()
+        MASKC_WS_PACK_P()
+      }
+      kt = kn;
+      while (kt < tiles.end) {
+        const int ks = ik % MASKC_WS_STAGES, vs = iv % MASKC_WS_STAGES;
+        maskc_ws_wait_full(MASKC_BAR_FULL_K(ks), (ik / MASKC_WS_STAGES) & 1, ws_fence);
+        MASKC_WS_ZERO_S()
+        maskc_ws_issue_qk<MASKC_DT, D, BN>(s, sq_wg, sk0 + ks * (2 * MASKC_WS_KV_ELEMS));
+        maskc_ws_wait_full(MASKC_BAR_FULL_V(vs), (iv / MASKC_WS_STAGES) & 1, ws_fence);
+        maskc_ws_issue_pv<MASKC_DT, D, BN>(o, a, sv0 + vs * (2 * MASKC_WS_KV_ELEMS));
+        MASKC_WS_COLS(kt)
+        maskc_wg_wait_n<1>();  // groups complete in order: Q.K^T's is done
+        maskc_wg_fence_regs<BN / 2>(s);
+        MASKC_WS_RELEASE(MASKC_BAR_EMPTY_K(ks))
+        ++ik;
+        kn = MASKC_WS_NEXT(kt + 1);
+#if MASKC_WS_PERSIST_ON
+        if (kn >= tiles.end) MASKC_WS_RELEASE(MASKC_BAR_Q_EMPTY)
+#endif
+        MASKC_WS_SOFTMAX()
+        maskc_wg_wait_n<0>();  // the last tile's P.V
+        maskc_wg_fence_regs<D / 2>(o);
+        maskc_wg_fence_u32<BN / 4>(&a[0][0]);
+        MASKC_WS_RELEASE(MASKC_BAR_EMPTY_V(vs))
+        ++iv;
+        MASKC_WS_RESCALE()
+        MASKC_WS_PACK_P()
+        kt = kn;
+      }
+      // The last tile's P.V.
+      const int vs = iv % MASKC_WS_STAGES;
+      maskc_ws_wait_full(MASKC_BAR_FULL_V(vs), (iv / MASKC_WS_STAGES) & 1, ws_fence);
+      maskc_ws_issue_pv<MASKC_DT, D, BN>(o, a, sv0 + vs * (2 * MASKC_WS_KV_ELEMS));
+      maskc_wg_wait_n<0>();
+      maskc_wg_fence_regs<D / 2>(o);
+      maskc_wg_fence_u32<BN / 4>(&a[0][0]);
+      MASKC_WS_RELEASE(MASKC_BAR_EMPTY_V(vs))
+      ++iv;
+    }
+#else
     while (kt < tiles.end) {
       const int ks = ik % MASKC_WS_STAGES, vs = iv % MASKC_WS_STAGES;
       maskc_ws_wait_full(MASKC_BAR_FULL_K(ks), (ik / MASKC_WS_STAGES) & 1, ws_fence);
@@ -945,6 +1017,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
       kt = MASKC_WS_NEXT(kt + 1);
 #endif
     }
+#endif  // MASKC_WS_OVERLAP_ON
 #if MASKC_WS_PERSIST_ON
     maskc_fwd_epilogue<D>(o, m, l, shape, b, h, row_base, lane, Sq, Op, LSE);
     }  // the block's tiles
