@@ -89,6 +89,12 @@ type Options struct {
 	// tiles pair by pair. An experiment (cmd/genkernels -prepass-terms)
 	// until timed.
 	PrepassTerms bool
+	// WSOverlap gives every warp-specialized forward FlashAttention-3's
+	// intra-warpgroup overlap (#define MASKC_WS_OVERLAP 1: a consumer
+	// issues tile j's Q.K^T with tile j - 1's P.V and runs j's mods and
+	// softmax under that P.V). An experiment (cmd/genkernels -ws-overlap,
+	// gpu/dense_bench.py's ws-overlap variants) until timed.
+	WSOverlap bool
 	// BwdWS gives every kernel's sm_90a backward at head dim 128 the
 	// warp-specialized maskc_attn_bwd (hipsrc.BwdChoice.WarpSpecialized: a
 	// producer warpgroup copying Q and dO by the bulk tensor copy engine
@@ -145,6 +151,10 @@ type Kernel struct {
 	// one (Options.FwdPersistent; #define MASKC_WS_PERSIST 1), launched on
 	// a block per hipsrc.WSPersistQTiles q tiles (LaunchConfig.QTilesPerBlock).
 	WSPersist bool
+	// WSOverlap says that the warp-specialized forward overlaps a tile's
+	// softmax with the last tile's P.V (Options.WSOverlap; #define
+	// MASKC_WS_OVERLAP 1).
+	WSOverlap bool
 	// FirstRowsLongest says that the forward runs the q tiles of a head
 	// first to last (Options.FwdFirstRowsLongest and firstRowsLongest;
 	// #define MASKC_FIRST_ROWS_LONGEST 1).
@@ -268,6 +278,7 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 			c.QTilesPerBlock = hipsrc.WSPersistQTiles
 		}
 		k.Launch[hipsrc.NVIDIAWGMMA.String()] = c
+		k.WSOverlap = opts.WSOverlap
 	}
 	if sp.plan.kind == SparsityPrepass {
 		k.FlagsEntry = hipsrc.TileFlagsEntry
@@ -470,6 +481,9 @@ func (k *Kernel) writeHeader(w *strings.Builder, src *dsl.Source) {
 	}
 	if k.WSPersist {
 		w.WriteString(hipsrc.WSPersistDefine)
+	}
+	if k.WSOverlap {
+		w.WriteString("#define MASKC_WS_OVERLAP 1\n")
 	}
 	if k.FirstRowsLongest {
 		w.WriteString("#define MASKC_FIRST_ROWS_LONGEST 1\n")

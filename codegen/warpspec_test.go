@@ -146,3 +146,31 @@ func TestFirstRowsLongest(t *testing.T) {
 		}
 	}
 }
+
+// TestWSOverlapOption pins Options.WSOverlap: the warp-specialized forwards
+// (full attention, causal, a block selection's walk) define MASKC_WS_OVERLAP
+// with it and not without it; a pre-pass mask's forward (attn_fwd.h) never
+// does.
+func TestWSOverlapOption(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		ws   bool
+	}{
+		{"../examples/full.flex", true},
+		{"../gpu/bench_cases/causal.flex", true},
+		{"../testdata/tilemasks/moba.flex", true},
+		{"../gpu/bench_cases_ext/longformer.flex", false},
+	} {
+		on, off := generateAttention(t, tc.file, "", Options{WSOverlap: true}), generateAttention(t, tc.file, "", Options{})
+		if on.WarpSpecialized != tc.ws {
+			t.Fatalf("%s: warp-specialized %v, want %v", tc.file, on.WarpSpecialized, tc.ws)
+		}
+		const def = "#define MASKC_WS_OVERLAP 1"
+		if got := strings.Contains(on.Source, def) && on.WSOverlap; got != tc.ws {
+			t.Errorf("%s: overlap with the option %v, want %v", tc.file, got, tc.ws)
+		}
+		if strings.Contains(off.Source, def) || off.WSOverlap {
+			t.Errorf("%s: overlap without the option", tc.file)
+		}
+	}
+}
