@@ -2349,8 +2349,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS, 2)
   // Its kv intervals kept in shared memory for the classes (maskc_bwd_next_kt).
   {
     long long klo[maskc_kv_interval_count], khi[maskc_kv_interval_count];
-    maskc_kv_intervals(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, min(q0 + BM, Sq), klo, khi);
-    maskc_walk_from(walk, klo, khi, (int)nKV, BN);
+    maskc_walk_build(walk, klo, khi, buf, nB, nH, nHKV, nQ, nKV, b, h, q0, min(q0 + BM, Sq), BN);
     if (tid == 0) {
 #pragma unroll
       for (int i = 0; i < maskc_kv_interval_count; ++i) {

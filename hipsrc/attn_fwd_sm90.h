@@ -548,8 +548,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
 #endif
     MaskcTileWalk<maskc_kv_interval_count> w;
     long long klo[maskc_kv_interval_count], khi[maskc_kv_interval_count];
-    maskc_kv_intervals(buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q_end, klo, khi);
-    maskc_walk_from(w, klo, khi, Skv, BN);
+    maskc_walk_build(w, klo, khi, buf, nB, nH, nHKV, nQ, nKV, b, h, q0, q_end, BN);
     if (tid == 128) {
       maskc_walk_table_store(ws_walk.tiles, w);
 #if defined(MASKC_WS_WALK_KEYS)

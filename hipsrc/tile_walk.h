@@ -241,14 +241,24 @@ __device__ __forceinline__ long long maskc_walk_vgpr(long long x) {
 #endif
 
 // The walk of the query rows [q_lo, q_hi) of (b, h): the key tiles that
-// meet some disjunct's kv interval (maskc_kv_intervals).
+// meet some disjunct's kv interval (maskc_kv_intervals), those intervals
+// left in lo and hi for callers that keep them.
+__device__ __forceinline__ void maskc_walk_build(MaskcTileWalk<maskc_kv_interval_count>& w,
+                                                 long long (&lo)[maskc_kv_interval_count],
+                                                 long long (&hi)[maskc_kv_interval_count], const MaskcBuffers& buf,
+                                                 long long B, long long H, long long HKV, long long Q, long long KV,
+                                                 long long b, long long h, long long q_lo, long long q_hi,
+                                                 int block_n) {
+  maskc_kv_intervals(buf, B, H, HKV, Q, KV, b, h, q_lo, q_hi, lo, hi);
+  maskc_walk_from(w, lo, hi, (int)KV, block_n);
+}
+// The same walk, its intervals dropped.
 __device__ __forceinline__ void maskc_walk_build(MaskcTileWalk<maskc_kv_interval_count>& w, const MaskcBuffers& buf,
                                                  long long B, long long H, long long HKV, long long Q, long long KV,
                                                  long long b, long long h, long long q_lo, long long q_hi,
                                                  int block_n) {
   long long lo[maskc_kv_interval_count], hi[maskc_kv_interval_count];
-  maskc_kv_intervals(buf, B, H, HKV, Q, KV, b, h, q_lo, q_hi, lo, hi);
-  maskc_walk_from(w, lo, hi, (int)KV, block_n);
+  maskc_walk_build(w, lo, hi, buf, B, H, HKV, Q, KV, b, h, q_lo, q_hi, block_n);
 }
 
 #if defined(MASKC_KV_TILE_FILTER)
