@@ -362,29 +362,32 @@ func TestClangCUDAPersist(t *testing.T) {
 	}
 }
 
-// TestClangCUDAOverlap compiles the intra-warpgroup overlap of the
-// warp-specialized forward (attn_fwd_sm90.h with -DMASKC_WS_OVERLAP=1, the
-// experiment gpu/dense_bench.py's ws-overlap variants time) on the sm_90a
-// build of kernels of each kind of key-tile range, alone and with the
-// persistent forward, and checks that it is on (a wait for all but the last
-// committed MMA group, the Q.K^T issued before the last tile's P.V) only
-// with the switch.
+// TestClangCUDAOverlap compiles the warp-specialized forward's two
+// consumer steps on the sm_90a build of kernels of each kind of key-tile
+// range, alone and with the persistent forward: the intra-warpgroup overlap
+// (a wait for all but the last committed MMA group, the Q.K^T issued before
+// the last tile's P.V) where codegen writes MASKC_WS_OVERLAP (every kernel
+// here but the block selection's walk) or -DMASKC_WS_OVERLAP=1 asks for it,
+// the sequential step under -DMASKC_WS_OVERLAP=0 (and the walk's default).
 func TestClangCUDAOverlap(t *testing.T) {
 	clang, shim := needClang(t)
 	dir := t.TempDir()
-	cases := []struct{ file, attention string }{
-		{"../examples/full.flex", ""},
-		{"testdata/golden/sliding_window.flex", "sliding"},
-		{"../examples/causal.flex", ""},
-		{"../examples/alibi.flex", "alibi_layer"},
-		{"../testdata/tilemasks/moba.flex", "moba"},
+	cases := []struct {
+		file, attention string
+		walks           bool
+	}{
+		{"../examples/full.flex", "", false},
+		{"testdata/golden/sliding_window.flex", "sliding", false},
+		{"../examples/causal.flex", "", false},
+		{"../examples/alibi.flex", "alibi_layer", false},
+		{"../testdata/tilemasks/moba.flex", "moba", true},
 	}
 	// maskc_wg_wait_n<1>, inlined (it is always_inline, even at -O0)
 	const waitAllButOne = `"wgmma.wait_group.sync.aligned $0;", "n,~{memory}"(i32 1)`
 	for i, tc := range cases {
 		k := generateAttention(t, tc.file, tc.attention, Options{})
-		if !k.WarpSpecialized {
-			t.Fatalf("%s: not the warp-specialized forward", tc.file)
+		if !k.WarpSpecialized || k.WSWalk != tc.walks {
+			t.Fatalf("%s: warp-specialized %v, walks %v", tc.file, k.WarpSpecialized, k.WSWalk)
 		}
 		src := filepath.Join(dir, fmt.Sprintf("k%d.cu", i))
 		if err := os.WriteFile(src, []byte(k.Source), 0o644); err != nil {
@@ -394,7 +397,8 @@ func TestClangCUDAOverlap(t *testing.T) {
 			options []string
 			overlap bool
 		}{
-			{nil, false},
+			{nil, !tc.walks},
+			{[]string{"-DMASKC_WS_OVERLAP=0"}, false},
 			{[]string{"-DMASKC_WS_OVERLAP=1"}, true},
 			{[]string{"-DMASKC_WS_OVERLAP=1", "-DMASKC_WS_PERSIST=1"}, true},
 		} {

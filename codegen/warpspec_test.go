@@ -147,30 +147,36 @@ func TestFirstRowsLongest(t *testing.T) {
 	}
 }
 
-// TestWSOverlapOption pins Options.WSOverlap: the warp-specialized forwards
-// (full attention, causal, a block selection's walk) define MASKC_WS_OVERLAP
-// with it and not without it; a pre-pass mask's forward (attn_fwd.h) never
-// does.
-func TestWSOverlapOption(t *testing.T) {
+// TestWSOverlap pins which warp-specialized forwards run the
+// intra-warpgroup overlap: those that do not walk their key tiles (full
+// attention, causal, a window, ALiBi) by default, the walks (a block
+// selection, a long-column mask) only with Options.WSOverlap; a pre-pass
+// mask's forward (attn_fwd.h) never. The source's define leaves
+// -DMASKC_WS_OVERLAP=0 to experiments.
+func TestWSOverlap(t *testing.T) {
 	for _, tc := range []struct {
-		file string
-		ws   bool
+		file      string
+		ws, walks bool
 	}{
-		{"../examples/full.flex", true},
-		{"../gpu/bench_cases/causal.flex", true},
-		{"../testdata/tilemasks/moba.flex", true},
-		{"../gpu/bench_cases_ext/longformer.flex", false},
+		{"../examples/full.flex", true, false},
+		{"../gpu/bench_cases/causal.flex", true, false},
+		{"../gpu/bench_cases/sliding1024.flex", true, false},
+		{"../gpu/bench_cases/causal_alibi.flex", true, false},
+		{"../testdata/tilemasks/moba.flex", true, true},
+		{"../gpu/bench_cases_ext/block_causal.flex", true, true},
+		{"../gpu/bench_cases_ext/longformer.flex", false, false},
 	} {
-		on, off := generateAttention(t, tc.file, "", Options{WSOverlap: true}), generateAttention(t, tc.file, "", Options{})
-		if on.WarpSpecialized != tc.ws {
-			t.Fatalf("%s: warp-specialized %v, want %v", tc.file, on.WarpSpecialized, tc.ws)
-		}
-		const def = "#define MASKC_WS_OVERLAP 1"
-		if got := strings.Contains(on.Source, def) && on.WSOverlap; got != tc.ws {
-			t.Errorf("%s: overlap with the option %v, want %v", tc.file, got, tc.ws)
-		}
-		if strings.Contains(off.Source, def) || off.WSOverlap {
-			t.Errorf("%s: overlap without the option", tc.file)
+		const def = "#ifndef MASKC_WS_OVERLAP\n#define MASKC_WS_OVERLAP 1\n#endif\n"
+		for _, opt := range []bool{false, true} {
+			k := generateAttention(t, tc.file, "", Options{WSOverlap: opt})
+			if k.WarpSpecialized != tc.ws || k.WSWalk != tc.walks {
+				t.Fatalf("%s: warp-specialized %v, walks %v; want %v, %v", tc.file, k.WarpSpecialized, k.WSWalk, tc.ws, tc.walks)
+			}
+			want := tc.ws && (opt || !tc.walks)
+			if k.WSOverlap != want || strings.Contains(k.Source, def) != want {
+				t.Errorf("%s (option %v): overlap %v, source defines it %v; want %v", tc.file, opt, k.WSOverlap,
+					strings.Contains(k.Source, def), want)
+			}
 		}
 	}
 }

@@ -67,6 +67,9 @@ VARIANTS = {
     # default is 1 on documents, 0 elsewhere): lean0 turns it off everywhere, lean1 on everywhere
     "lean0": {"MASKC_LOOP_LEAN": 0},
     "lean1": {"MASKC_LOOP_LEAN": 1},
+    # the warp-specialized forward's sequential consumer step instead of the intra-warpgroup overlap that
+    # codegen writes into those that do not walk their key tiles (attn_fwd_sm90.h MASKC_WS_OVERLAP)
+    "seq": {"MASKC_WS_OVERLAP": 0},
 }
 
 

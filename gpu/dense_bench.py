@@ -45,10 +45,12 @@ epilogue) on one block per multiprocessor, "ws-persist2"/"4" on a block per
 2 or 4 tiles, "ws-persist-grid" on the manifest's grid, each with the
 mbarrier wait's trap (MASKC_WS_WAIT_TRAP: a copy that never lands traps
 after about 2^33 cycles instead of hanging the call);
-"ws-overlap": FlashAttention-3's intra-warpgroup overlap (MASKC_WS_OVERLAP:
-a consumer issues tile j's Q.K^T with tile j - 1's P.V and runs j's softmax
-under it), "-r240" with the 24 / 240 split, "ws-overlap-persist" with the
-persistent forward on one block per multiprocessor;
+"ws-seq": the consumers' sequential step (MASKC_WS_OVERLAP 0: Q.K^T, softmax,
+P.V one after another) instead of the intra-warpgroup overlap that codegen
+writes into the warp-specialized forwards that do not walk their key tiles
+(run 49 measured the overlap with the 24 / 240 split, no faster and 16-24
+bytes of local memory, and on one block per multiprocessor, 0.46-0.85 of
+cuDNN);
 the cp.async copies instead of the copy engine, the overlapped and ping-pong consumer steps,
 the lagged barrier arrival, 3 stages and 64-key tiles at D = 128 were measured in runs 14 and 17,
 4-D tensor maps built once per multiprocessor in run 37, and removed with their switches (docs/kernel-decisions.md, issue 26). --check-variants LIST (bench mode) then checks those
@@ -79,9 +81,6 @@ R240 = {"MASKC_WS_PRODUCER_REGS": 24, "MASKC_WS_CONSUMER_REGS": 240}
 # The persistent forward (MASKC_WS_PERSIST), with the wait's trap, on the
 # grids persist_grid gives.
 PERSIST = {"MASKC_WS_PERSIST": 1, "MASKC_WS_WAIT_TRAP": 1}
-# FlashAttention-3's intra-warpgroup overlap (MASKC_WS_OVERLAP): tile j's
-# softmax under tile j - 1's P.V.
-OVERLAP = {"MASKC_WS_OVERLAP": 1}
 # Each variant is the switches it sets by -D (harness.switch_options).
 VARIANTS = {
     "ws": WS,
@@ -90,9 +89,7 @@ VARIANTS = {
     "ws-persist2": {**WS, **PERSIST},
     "ws-persist4": {**WS, **PERSIST},
     "ws-persist-grid": {**WS, **PERSIST},
-    "ws-overlap": {**WS, **OVERLAP},
-    "ws-overlap-r240": {**WS, **OVERLAP, **R240},
-    "ws-overlap-persist": {**WS, **OVERLAP, **PERSIST},
+    "ws-seq": {**WS, "MASKC_WS_OVERLAP": 0},
 }
 
 
@@ -105,7 +102,7 @@ def persist_grid(variant, block_m):
     one block per multiprocessor, a block per PERSIST_TILES tiles of
     block_m rows, or the manifest's (None: one tile per block, the code's
     cost without the schedule's)."""
-    if variant in ("ws-persist", "ws-overlap-persist"):
+    if variant == "ws-persist":
         return (torch.cuda.get_device_properties(0).multi_processor_count, 1, 1)
     if variant in PERSIST_TILES:
         def tiles(z):  # the launch's q tiles

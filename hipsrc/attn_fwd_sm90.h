@@ -23,9 +23,11 @@
 //   - warpgroups 1 and 2, the consumers, take the registers
 //     (setmaxnreg.inc) and own 64 rows each: S = Q.K^T and O += P.V by
 //     wgmma, the mask and score mods, the online softmax, the epilogue.
-// A consumer's step is sequential: Q.K^T, the mods and the softmax, then
-// P.V (overlapping tile j's softmax with P.V of tile j-1, with or without
-// a ping-pong of the two consumers, was slower: docs/kernel-decisions.md).
+// A consumer's step overlaps where codegen writes MASKC_WS_OVERLAP 1 (every
+// forward that does not walk its key tiles): tile j's Q.K^T and tile
+// j - 1's P.V in flight together, j's mods and softmax under that P.V
+// (FlashAttention-3's intra-warpgroup overlap); elsewhere it is sequential:
+// Q.K^T, the mods and the softmax, then P.V.
 // Tiles are visited in ascending order; those known to be full (the
 // closed-form maskc_tile_full) skip the per-element mask.
 // The semantics are attn_fwd.h's (mods, fully masked rows, sink, LSE).
@@ -238,11 +240,10 @@ static_assert(MASKC_WS_THREADS == MASKC_NUM_THREADS, "the pre-pass and the forwa
 #define MASKC_WS_PERSIST_ON 0
 #endif
 
-// MASKC_WS_OVERLAP 1 (an experiment, FlashAttention-3's intra-warpgroup
-// overlap): a consumer issues tile j's Q.K^T and tile j - 1's P.V together
-// and runs j's mods and softmax while that P.V is in flight (P of j - 1
-// held packed beside j's logits). Measured slower in the kernel's first
-// form (docs/kernel-decisions.md), tried again on today's.
+// MASKC_WS_OVERLAP 1 (written by codegen, codegen.Kernel.WSOverlap):
+// FlashAttention-3's intra-warpgroup overlap. A consumer issues tile j's
+// Q.K^T and tile j - 1's P.V together and runs j's mods and softmax while
+// that P.V is in flight (P of j - 1 held packed beside j's logits).
 #if defined(MASKC_WS_OVERLAP) && MASKC_WS_OVERLAP
 #define MASKC_WS_OVERLAP_ON 1
 #else
