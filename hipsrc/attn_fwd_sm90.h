@@ -917,6 +917,25 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
 #define MASKC_WS_RELEASE(bar) \
   if (lane == 0) maskc_mbar_arrive(bar);
 #define MASKC_WS_ZERO_S() _Pragma("unroll") for (int i = 0; i < BN / 2; ++i) s[i] = 0.f;
+    // The steps' MMAs: S = Q.K^T on K stage ks (once its copy has landed)
+    // and O += P.V on V stage vs issued; once an MMA's group is complete,
+    // its registers fenced and its stage handed back to the producer.
+#define MASKC_WS_ISSUE_QK(ks)                                                          \
+  maskc_ws_wait_full(MASKC_BAR_FULL_K(ks), (ik / MASKC_WS_STAGES) & 1, ws_fence);     \
+  MASKC_WS_ZERO_S()                                                                    \
+  maskc_ws_issue_qk<MASKC_DT, D, BN>(s, sq_wg, sk0 + (ks) * (2 * MASKC_WS_KV_ELEMS));
+#define MASKC_WS_ISSUE_PV(vs)                                                          \
+  maskc_ws_wait_full(MASKC_BAR_FULL_V(vs), (iv / MASKC_WS_STAGES) & 1, ws_fence);     \
+  maskc_ws_issue_pv<MASKC_DT, D, BN>(o, a, sv0 + (vs) * (2 * MASKC_WS_KV_ELEMS));
+#define MASKC_WS_QK_DONE(ks)                \
+  maskc_wg_fence_regs<BN / 2>(s);           \
+  MASKC_WS_RELEASE(MASKC_BAR_EMPTY_K(ks))   \
+  ++ik;
+#define MASKC_WS_PV_DONE(vs)                \
+  maskc_wg_fence_regs<D / 2>(o);            \
+  maskc_wg_fence_u32<BN / 4>(&a[0][0]);     \
+  MASKC_WS_RELEASE(MASKC_BAR_EMPTY_V(vs))   \
+  ++iv;
 
 #if MASKC_WS_PERSIST_ON
     maskc_ws_wait_full(MASKC_BAR_Q, k & 1, ws_fence);
@@ -934,14 +953,10 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
       int kn;
       {  // the first tile: Q.K^T, mods, softmax; o is still zero (no rescale)
         const int ks = ik % MASKC_WS_STAGES;
-        maskc_ws_wait_full(MASKC_BAR_FULL_K(ks), (ik / MASKC_WS_STAGES) & 1, ws_fence);
-        MASKC_WS_ZERO_S()
-        maskc_ws_issue_qk<MASKC_DT, D, BN>(s, sq_wg, sk0 + ks * (2 * MASKC_WS_KV_ELEMS));
+        MASKC_WS_ISSUE_QK(ks)
         MASKC_WS_COLS(kt)
         maskc_wg_wait_n<0>();
-        maskc_wg_fence_regs<BN / 2>(s);
-        MASKC_WS_RELEASE(MASKC_BAR_EMPTY_K(ks))
-        ++ik;
+        MASKC_WS_QK_DONE(ks)
         kn = MASKC_WS_NEXT(kt + 1);
 #if MASKC_WS_PERSIST_ON
         if (kn >= tiles.end) MASKC_WS_RELEASE(MASKC_BAR_Q_EMPTY)  // the tile's last Q.K^T is done
@@ -952,51 +967,35 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
       kt = kn;
       while (kt < tiles.end) {
         const int ks = ik % MASKC_WS_STAGES, vs = iv % MASKC_WS_STAGES;
-        maskc_ws_wait_full(MASKC_BAR_FULL_K(ks), (ik / MASKC_WS_STAGES) & 1, ws_fence);
-        MASKC_WS_ZERO_S()
-        maskc_ws_issue_qk<MASKC_DT, D, BN>(s, sq_wg, sk0 + ks * (2 * MASKC_WS_KV_ELEMS));
-        maskc_ws_wait_full(MASKC_BAR_FULL_V(vs), (iv / MASKC_WS_STAGES) & 1, ws_fence);
-        maskc_ws_issue_pv<MASKC_DT, D, BN>(o, a, sv0 + vs * (2 * MASKC_WS_KV_ELEMS));
+        MASKC_WS_ISSUE_QK(ks)
+        MASKC_WS_ISSUE_PV(vs)
         MASKC_WS_COLS(kt)
         maskc_wg_wait_n<1>();  // groups complete in order: Q.K^T's is done
-        maskc_wg_fence_regs<BN / 2>(s);
-        MASKC_WS_RELEASE(MASKC_BAR_EMPTY_K(ks))
-        ++ik;
+        MASKC_WS_QK_DONE(ks)
         kn = MASKC_WS_NEXT(kt + 1);
 #if MASKC_WS_PERSIST_ON
         if (kn >= tiles.end) MASKC_WS_RELEASE(MASKC_BAR_Q_EMPTY)
 #endif
         MASKC_WS_SOFTMAX()
         maskc_wg_wait_n<0>();  // the last tile's P.V
-        maskc_wg_fence_regs<D / 2>(o);
-        maskc_wg_fence_u32<BN / 4>(&a[0][0]);
-        MASKC_WS_RELEASE(MASKC_BAR_EMPTY_V(vs))
-        ++iv;
+        MASKC_WS_PV_DONE(vs)
         MASKC_WS_RESCALE()
         MASKC_WS_PACK_P()
         kt = kn;
       }
       // The last tile's P.V.
       const int vs = iv % MASKC_WS_STAGES;
-      maskc_ws_wait_full(MASKC_BAR_FULL_V(vs), (iv / MASKC_WS_STAGES) & 1, ws_fence);
-      maskc_ws_issue_pv<MASKC_DT, D, BN>(o, a, sv0 + vs * (2 * MASKC_WS_KV_ELEMS));
+      MASKC_WS_ISSUE_PV(vs)
       maskc_wg_wait_n<0>();
-      maskc_wg_fence_regs<D / 2>(o);
-      maskc_wg_fence_u32<BN / 4>(&a[0][0]);
-      MASKC_WS_RELEASE(MASKC_BAR_EMPTY_V(vs))
-      ++iv;
+      MASKC_WS_PV_DONE(vs)
     }
 #else
     while (kt < tiles.end) {
       const int ks = ik % MASKC_WS_STAGES, vs = iv % MASKC_WS_STAGES;
-      maskc_ws_wait_full(MASKC_BAR_FULL_K(ks), (ik / MASKC_WS_STAGES) & 1, ws_fence);
-      MASKC_WS_ZERO_S()
-      maskc_ws_issue_qk<MASKC_DT, D, BN>(s, sq_wg, sk0 + ks * (2 * MASKC_WS_KV_ELEMS));
+      MASKC_WS_ISSUE_QK(ks)
       MASKC_WS_COLS(kt)
       maskc_wg_wait_n<0>();
-      maskc_wg_fence_regs<BN / 2>(s);
-      MASKC_WS_RELEASE(MASKC_BAR_EMPTY_K(ks))
-      ++ik;
+      MASKC_WS_QK_DONE(ks)
 #if MASKC_WS_PERSIST_ON
       const int kn = MASKC_WS_NEXT(kt + 1);
       if (kn >= tiles.end) MASKC_WS_RELEASE(MASKC_BAR_Q_EMPTY)  // the tile's last Q.K^T is done
@@ -1004,13 +1003,9 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
       MASKC_WS_SOFTMAX()
       MASKC_WS_RESCALE()
       MASKC_WS_PACK_P()
-      maskc_ws_wait_full(MASKC_BAR_FULL_V(vs), (iv / MASKC_WS_STAGES) & 1, ws_fence);
-      maskc_ws_issue_pv<MASKC_DT, D, BN>(o, a, sv0 + vs * (2 * MASKC_WS_KV_ELEMS));
+      MASKC_WS_ISSUE_PV(vs)
       maskc_wg_wait_n<0>();
-      maskc_wg_fence_regs<D / 2>(o);
-      maskc_wg_fence_u32<BN / 4>(&a[0][0]);
-      MASKC_WS_RELEASE(MASKC_BAR_EMPTY_V(vs))
-      ++iv;
+      MASKC_WS_PV_DONE(vs)
 #if MASKC_WS_PERSIST_ON
       kt = kn;
 #else
@@ -1047,6 +1042,10 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
 #undef MASKC_WS_PACK_P
 #undef MASKC_WS_RELEASE
 #undef MASKC_WS_ZERO_S
+#undef MASKC_WS_ISSUE_QK
+#undef MASKC_WS_ISSUE_PV
+#undef MASKC_WS_QK_DONE
+#undef MASKC_WS_PV_DONE
 #undef MASKC_BAR_FULL_K
 #undef MASKC_BAR_EMPTY_K
 #undef MASKC_BAR_FULL_V
