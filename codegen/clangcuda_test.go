@@ -322,6 +322,21 @@ func resolvedDefines(t *testing.T, clang, shim, src, wgmma string) map[string]st
 	return defs
 }
 
+// wsKeyRangeCases are warp-specialized forwards of each kind of key-tile
+// range that the sm_90a variant tests build: full attention, analytic
+// ranges (causal; a window, fp16 at head dim 64), a score mod, and a block
+// selection, the one that walks its key tiles (Kernel.WSWalk).
+var wsKeyRangeCases = []struct {
+	file, attention string
+	walks           bool
+}{
+	{"../examples/full.flex", "", false},
+	{"testdata/golden/sliding_window.flex", "sliding", false},
+	{"../examples/causal.flex", "", false},
+	{"../examples/alibi.flex", "alibi_layer", false},
+	{"../testdata/tilemasks/moba.flex", "moba", true},
+}
+
 // TestClangCUDAPersist compiles the persistent warp-specialized forward
 // (attn_fwd_sm90.h with -DMASKC_WS_PERSIST=1, the experiment gpu/persist.sh
 // times) on the sm_90a build of kernels of each kind of key-tile range: full
@@ -332,19 +347,8 @@ func resolvedDefines(t *testing.T, clang, shim, src, wgmma string) map[string]st
 func TestClangCUDAPersist(t *testing.T) {
 	clang, shim := needClang(t)
 	dir := t.TempDir()
-	cases := []struct {
-		file, attention string
-		opts            Options
-		persistent      bool
-	}{
-		{"../examples/full.flex", "", Options{}, true},
-		{"testdata/golden/sliding_window.flex", "sliding", Options{}, true},
-		{"../examples/causal.flex", "", Options{}, true},
-		{"../examples/alibi.flex", "alibi_layer", Options{}, true},
-		{"../testdata/tilemasks/moba.flex", "moba", Options{}, false},
-	}
-	for i, tc := range cases {
-		k := generateAttention(t, tc.file, tc.attention, tc.opts)
+	for i, tc := range wsKeyRangeCases {
+		k := generateAttention(t, tc.file, tc.attention, Options{})
 		if !k.WarpSpecialized {
 			t.Fatalf("%s: not the warp-specialized forward", tc.file)
 		}
@@ -356,8 +360,8 @@ func TestClangCUDAPersist(t *testing.T) {
 		if !strings.Contains(ir, "@maskc_attn_fwd(") || !strings.Contains(ir, "setmaxnreg.inc") {
 			t.Errorf("%s: no warp-specialized maskc_attn_fwd", tc.file)
 		}
-		if got := strings.Contains(ir, "maskc_ws_q_empty"); got != tc.persistent {
-			t.Errorf("%s: persistent forward %v, want %v", tc.file, got, tc.persistent)
+		if got := strings.Contains(ir, "maskc_ws_q_empty"); got != !tc.walks {
+			t.Errorf("%s: persistent forward %v, want %v", tc.file, got, !tc.walks)
 		}
 	}
 }
@@ -372,19 +376,9 @@ func TestClangCUDAPersist(t *testing.T) {
 func TestClangCUDAOverlap(t *testing.T) {
 	clang, shim := needClang(t)
 	dir := t.TempDir()
-	cases := []struct {
-		file, attention string
-		walks           bool
-	}{
-		{"../examples/full.flex", "", false},
-		{"testdata/golden/sliding_window.flex", "sliding", false},
-		{"../examples/causal.flex", "", false},
-		{"../examples/alibi.flex", "alibi_layer", false},
-		{"../testdata/tilemasks/moba.flex", "moba", true},
-	}
 	// maskc_wg_wait_n<1>, inlined (it is always_inline, even at -O0)
 	const waitAllButOne = `"wgmma.wait_group.sync.aligned $0;", "n,~{memory}"(i32 1)`
-	for i, tc := range cases {
+	for i, tc := range wsKeyRangeCases {
 		k := generateAttention(t, tc.file, tc.attention, Options{})
 		if !k.WarpSpecialized || k.WSWalk != tc.walks {
 			t.Fatalf("%s: warp-specialized %v, walks %v", tc.file, k.WarpSpecialized, k.WSWalk)
