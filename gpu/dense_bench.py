@@ -51,7 +51,7 @@ writes into the warp-specialized forwards that do not walk their key tiles
 (run 49 measured the overlap with the 24 / 240 split, no faster and 16-24
 bytes of local memory, and on one block per multiprocessor, 0.46-0.85 of
 cuDNN);
-the cp.async copies instead of the copy engine, the overlapped and ping-pong consumer steps,
+the cp.async copies instead of the copy engine, the ping-pong consumer step,
 the lagged barrier arrival, 3 stages and 64-key tiles at D = 128 were measured in runs 14 and 17,
 4-D tensor maps built once per multiprocessor in run 37, and removed with their switches (docs/kernel-decisions.md, issue 26). --check-variants LIST (bench mode) then checks those
 variants (compiled for it at every one of --dims) on gpu/check.py's shapes
