@@ -239,6 +239,7 @@ func TestHipccMFMA(t *testing.T) {
 		t.Fatal("no example is classified as generated")
 	}
 	write("testdata/golden/lookup.flex", "per_head", 0)        // pre-pass sparsity
+	write("../testdata/ported/gemma4_sliding.flex", "", 0)     // the pre-pass tests its terms
 	write("testdata/golden/sliding_window.flex", "sliding", 0) // fp16, head dim 64
 	write("testdata/golden/narrow.flex", "narrow", 0)          // erf; i8, u8 buffers
 	// Masks and scores that read several buffer values per pair (issue
@@ -261,13 +262,6 @@ func TestHipccMFMA(t *testing.T) {
 	for _, hd := range hipsrc.HeadDims {
 		write("testdata/golden/trig.flex", "rotary", hd)
 	}
-	// The experiments that change AMD's source (genkernels -sel-rows,
-	// -prepass-terms), so that one made the default needs no new build.
-	writeOpts("../testdata/tilemasks/moba_k16_shared.flex", "", Options{SelectionRows: true}, "_selrows")
-	writeOpts("../testdata/tilemasks/bigbird.flex", "", Options{SelectionRows: true}, "_selrows")
-	writeOpts("../testdata/ported/gemma4_sliding.flex", "", Options{PrepassTerms: true}, "_terms")
-	writeOpts("../testdata/tilemasks/multimodal.flex", "", Options{PrepassTerms: true}, "_terms")
-
 	// One hipcc run per (source, target), NumCPU at a time; a code object
 	// already built from the same source, target and toolchain comes from
 	// the object cache. The chroot's tools read and write dir.

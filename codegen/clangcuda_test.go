@@ -82,27 +82,6 @@ func TestClangCUDA(t *testing.T) {
 			}
 			name += "_wswalk"
 		}
-		if opts.FwdFirstRowsLongest {
-			// The forwards' q tiles first to last (genkernels -fwd-first-longest).
-			if !k.FirstRowsLongest {
-				t.Fatalf("%s %s: -fwd-first-longest did not take the first rows first", file, attention)
-			}
-			name += "_firstrows"
-		}
-		if opts.PrepassTerms {
-			// The pre-pass's tests per term (genkernels -prepass-terms).
-			if !strings.Contains(k.Generated, "#define MASKC_PREPASS_TERMS 1\n") {
-				t.Fatalf("%s %s: -prepass-terms did not give the pre-pass its tests per term", file, attention)
-			}
-			name += "_terms"
-		}
-		if opts.SelectionRows {
-			// A block selection's full test from the q tile's intervals (genkernels -sel-rows).
-			if !strings.Contains(k.Generated, "#define MASKC_TILE_FULL_ROWS 1\n") || !k.WSWalk {
-				t.Fatalf("%s %s: -sel-rows did not give the walked forward maskc_tile_full_rows", file, attention)
-			}
-			name += "_selrows"
-		}
 		if opts.BwdWS {
 			// The warp-specialized backward on a masked kernel (genkernels -bwd-ws).
 			if !strings.Contains(k.BwdSource, "#define MASKC_BWD_WS 1") {
@@ -166,15 +145,11 @@ func TestClangCUDA(t *testing.T) {
 	writeOpts("../examples/sliding_window.flex", "local_512_layer", Options{BwdDQOrder: true})
 	writeOpts("../examples/softcap.flex", "capped_layer", Options{BwdDQOrder: true})
 	writeOpts("../examples/gpt_oss.flex", "layer_0", Options{BwdDQOrder: true})
-	write("testdata/golden/lookup.flex", "per_head", 0) // pre-pass sparsity
-	writeOpts("../testdata/tilemasks/window_global.flex", "window_global", Options{FwdFirstRowsLongest: true})
-	writeOpts("../testdata/tilemasks/moba_k16_shared.flex", "moba_k16_shared", Options{SelectionRows: true})
-	writeOpts("../testdata/tilemasks/bigbird.flex", "bigbird", Options{SelectionRows: true})
-	writeOpts("../testdata/ported/gemma4_sliding.flex", "sliding_layer", Options{PrepassTerms: true})
-	writeOpts("../testdata/tilemasks/multimodal.flex", "multimodal", Options{PrepassTerms: true})
-	write("testdata/golden/sliding_window.flex", "sliding", 0) // fp16, head dim 64
-	write("testdata/golden/trig.flex", "rotary", 0)            // sin, cos, tan, erf; i8, u8, i16 buffers
-	write("testdata/golden/narrow.flex", "narrow", 0)          // as CDNA builds it
+	write("testdata/golden/lookup.flex", "per_head", 0)                 // pre-pass sparsity
+	write("../testdata/ported/gemma4_sliding.flex", "sliding_layer", 0) // the pre-pass tests its terms
+	write("testdata/golden/sliding_window.flex", "sliding", 0)          // fp16, head dim 64
+	write("testdata/golden/trig.flex", "rotary", 0)                     // sin, cos, tan, erf; i8, u8, i16 buffers
+	write("testdata/golden/narrow.flex", "narrow", 0)                   // as CDNA builds it
 	// Head dim 256: the mma.sync kernel's 8-warp shape, the wgmma forward's
 	// m64n256 P.V, the wgmma backward split by the head dim on sm_90a; with
 	// a buffer gradient, with the pre-pass, with a segments search.

@@ -256,8 +256,7 @@ func buildHostMain(t *testing.T, cases []hostCase, main string, fn func(i int) s
 			b.WriteString("#undef " + f + "\n")
 		}
 		// The full test as the kernels that hold the rows' intervals ask it
-		// (maskc_tile_full_rows, block selections under
-		// Options.SelectionRows), else maskc_tile_full.
+		// (maskc_tile_full_rows, block selections), else maskc_tile_full.
 		b.WriteString("inline bool host_full_rows(const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q, long long KV,\n" +
 			"                           long long b, long long h, long long q_lo, long long q_hi, long long kv_lo, long long kv_hi) {\n")
 		if slices.Contains(facts, "MASKC_TILE_FULL_ROWS") {

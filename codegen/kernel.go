@@ -62,33 +62,6 @@ type Options struct {
 	// an experiment (cmd/genkernels -fwd-persistent) until timed against
 	// the default (gpu/persist.sh).
 	FwdPersistent bool
-	// FwdFirstRowsLongest starts the forward's q tiles from the first
-	// (#define MASKC_FIRST_ROWS_LONGEST 1) where the host estimate says the
-	// first q tile's row visits more than twice the key tiles of the last
-	// one's (firstRowsLongest: global query rows, as a window with global
-	// tokens has), instead of from the last, longest for
-	// causal-like masks: the launch would otherwise end on the long rows.
-	// An experiment (cmd/genkernels -fwd-first-longest) until timed.
-	FwdFirstRowsLongest bool
-	// SelectionRows makes a block selection's buffer reads with no branch
-	// around them and gives the kernels that hold a q tile's kv intervals
-	// (the warp-specialized forward's walk, the backward's tile classes on
-	// NVIDIA) the full test that answers each selection from those
-	// intervals instead of the buffer (#define MASKC_TILE_FULL_ROWS 1,
-	// maskc_g_tile_full_rows): MoBA-16's forward spent 39% of its stall
-	// samples in the full test's reads, each waited on before the next
-	// (run 46a). An experiment (cmd/genkernels -sel-rows) until timed.
-	SelectionRows bool
-	// PrepassTerms gives a pre-pass kernel whose mask has an analysed
-	// normal form the pre-pass's tests per term (#define
-	// MASKC_PREPASS_TERMS 1, sparsity.go's prepassTerms): a tile that no
-	// term live on its rows and ranging over its keys meets is flagged
-	// empty, a tile maskc_tile_full proves full flagged full, neither
-	// evaluating its pairs. Gemma 4's pre-pass was 0.23 ms of its 2.28 ms
-	// forward + backward on the H200 (run 46), most of it proving empty
-	// tiles pair by pair. An experiment (cmd/genkernels -prepass-terms)
-	// until timed.
-	PrepassTerms bool
 	// WSOverlap gives the warp-specialized forwards that walk their key
 	// tiles (Kernel.WSWalk: block selections, long-column masks) the
 	// intra-warpgroup overlap that every other warp-specialized forward has
@@ -162,8 +135,7 @@ type Kernel struct {
 	// 32768; at D = 64 the same or higher (0.71-0.97 -> 0.71-1.00).
 	WSOverlap bool
 	// FirstRowsLongest says that the forward runs the q tiles of a head
-	// first to last (Options.FwdFirstRowsLongest and firstRowsLongest;
-	// #define MASKC_FIRST_ROWS_LONGEST 1).
+	// first to last (firstRowsLongest; #define MASKC_FIRST_ROWS_LONGEST 1).
 	FirstRowsLongest bool
 	// Buffers are the MaskcBuffers entries in slot order, with their
 	// declarations (KernelDesc.Slots describes them for launchers).
@@ -289,7 +261,7 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 	if sp.plan.kind == SparsityPrepass {
 		k.FlagsEntry = hipsrc.TileFlagsEntry
 	}
-	k.FirstRowsLongest = opts.FwdFirstRowsLongest && !k.WSPersist && firstRowsLongest(k)
+	k.FirstRowsLongest = !k.WSPersist && firstRowsLongest(k)
 	k.BwdLaunch, _ = hipsrc.BwdLaunches(k.HeadDim, bwdChoice(k, opts)) // configure checked the head dim
 	if bwdDQOrdered(k, opts) {
 		k.BwdLaunch = hipsrc.WithDQOrdered(k.BwdLaunch, k.HeadDim)

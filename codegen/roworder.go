@@ -5,8 +5,8 @@ import (
 	"github.com/maskc/maskc/hipsrc"
 )
 
-// firstRowsLongest reports whether the forward should start a head's q
-// tiles from the first (Options.FwdFirstRowsLongest): at the reference
+// firstRowsLongest reports whether the forward starts a head's q tiles
+// from the first (Kernel.FirstRowsLongest): at the reference
 // size of the backward's estimates (bwdRefHeads heads of bwdRefLen, the
 // host's sparsity), the first q tile of hipsrc.BlockM rows visits more
 // than twice the key tiles of the last one, on some head, and no head the

@@ -182,11 +182,10 @@ func (d *disjunctPlan) selSlots() int {
 // rows meet more blocks than there are reads, slot's interval is [ka, kb]
 // and the others empty. A value outside [0, ceil(KV/B)) selects no kv.
 //
-// With g.rows (Options.SelectionRows) every read is made before the tests
-// that use it, with no branch around it (the reads check their indices,
-// so a row outside the tile reads nothing out of bounds): the reads of all
-// terms are then in flight together instead of each waiting for the
-// branch before it.
+// Every read is made before the tests that use it, with no branch around
+// it (the reads check their indices, so a row outside the tile reads
+// nothing out of bounds): the reads of all terms are then in flight
+// together instead of each waiting for the branch before it.
 func (g *sparsityWriter) selCode(s *selStep, n walkNames, slot int) {
 	k := s.reads()
 	fits, why := "true", "one read (the index reads no q)"
@@ -203,9 +202,7 @@ func (g *sparsityWriter) selCode(s *selStep, n walkNames, slot int) {
 		if s.qDiv != 0 {
 			qj = fmt.Sprintf("maskc_py_max(%s, (maskc_py_floordiv(%s, %s) + %d) * %s)", n.qa, n.qa, intLit(s.qDiv), j, intLit(s.qDiv))
 		}
-		if g.rows {
-			g.selRead(s, qj, i, false)
-		}
+		g.selRead(s, qj, i, false)
 		g.line("lo[%d] = 0;", i)
 		g.line("hi[%d] = 0;", i)
 		if j == 0 {
@@ -216,10 +213,6 @@ func (g *sparsityWriter) selCode(s *selStep, n walkNames, slot int) {
 		}
 		g.line("if (%s && fits%d && %s <= %s) {", some, slot, qj, n.qb)
 		v := fmt.Sprintf("v%d", i)
-		if !g.rows {
-			g.selValue(s, qj, false)
-			v = "v"
-		}
 		g.line("  const long long a = maskc_py_max(%s, %s * %s), e = maskc_py_min(%s, %s * %s + %s);", n.ka, v, intLit(s.blk), n.kb, v, intLit(s.blk), intLit(s.blk-1))
 		g.line("  lo[%d] = a <= e ? a : 0;", i)
 		g.line("  hi[%d] = a <= e ? e + 1 : 0;", i)
@@ -338,8 +331,8 @@ func (k *Kernel) WithoutSelection() *Kernel {
 // selFull prints the statements before term i's full test that decide
 // whether the tile's rows [qa, qb] read one selected block v (one D-row
 // block of q, or an index free of q) and its keys [ka, kb] lie in [B*v,
-// B*v + B), and returns the variable holding it. With g.rows the read is
-// made with no branch around it (see selCode).
+// B*v + B), and returns the variable holding it. The read is made with
+// no branch around it (see selCode).
 //
 // With rows (maskc_g_tile_full_rows), the rows' kv intervals iv_lo,
 // iv_hi (maskc_kv_intervals, local keys, iv_off the frame's first key)
@@ -359,17 +352,9 @@ func (g *sparsityWriter) selFull(s *selStep, i, slot int, rows bool) string {
 		g.line("const bool %s = %s && ka >= iv_lo[%d] + iv_off && kb < iv_hi[%d] + iv_off;", name, one, slot, slot)
 		return name
 	}
-	if g.rows {
-		g.line("// %s over the whole tile", s.text)
-		g.selRead(s, "qa", i, true)
-		g.line("const bool %s = %s && ka >= v%d * %s && kb <= v%d * %s + %s;", name, one, i, intLit(s.blk), i, intLit(s.blk), intLit(s.blk-1))
-		return name
-	}
-	g.line("bool %s = false;  // %s over the whole tile", name, s.text)
-	g.line("if (%s) {", one)
-	g.selValue(s, "qa", true)
-	g.line("  %s = ka >= v * %s && kb <= v * %s + %s;", name, intLit(s.blk), intLit(s.blk), intLit(s.blk-1))
-	g.line("}")
+	g.line("// %s over the whole tile", s.text)
+	g.selRead(s, "qa", i, true)
+	g.line("const bool %s = %s && ka >= v%d * %s && kb <= v%d * %s + %s;", name, one, i, intLit(s.blk), i, intLit(s.blk), intLit(s.blk-1))
 	return name
 }
 
@@ -387,7 +372,7 @@ func (s *HostSparsity) selFull(sel *selStep, b, h, qa, qb, ka, kb int64) (bool, 
 }
 
 // selRead prints v<i>, the block selValue reads at row q, declared at the
-// function's level so that no branch surrounds the read (g.rows).
+// function's level so that no branch surrounds the read.
 func (g *sparsityWriter) selRead(s *selStep, q string, i int, perTile bool) {
 	g.line("long long v%d;  // read with no branch around it", i)
 	g.line("{")

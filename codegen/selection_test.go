@@ -335,9 +335,8 @@ func selSparsity(t *testing.T, hc hostCase, env *eval.Env, vals func(h, i int) f
 	return hs
 }
 
-// TestTileFullRows checks maskc_tile_full_rows (Options.SelectionRows: the
-// full test with each block selection answered from the rows' kv
-// intervals, no buffer read, and the reads made first)
+// TestTileFullRows checks maskc_tile_full_rows (the full test with each
+// block selection answered from the rows' kv intervals, no buffer read)
 // against maskc_tile_full compiled on the host, on every aligned tile of
 // the selection cases at the kernels' tile shapes: never full where
 // maskc_tile_full is not (checkTiles: never where a pair is masked), and
@@ -346,9 +345,9 @@ func selSparsity(t *testing.T, hc hostCase, env *eval.Env, vals func(h, i int) f
 func TestTileFullRows(t *testing.T) {
 	var cases []hostCase
 	for _, tc := range selectionCases {
-		c := casesWith(t, tc.name+".flex", maskCaseSource(tc.decl, tc.mask, ""), Options{SelectionRows: true})[0]
+		c := casesWith(t, tc.name+".flex", maskCaseSource(tc.decl, tc.mask, ""), Options{})[0]
 		if !strings.Contains(c.kernel.Generated, "#define MASKC_TILE_FULL_ROWS 1\n") {
-			t.Fatalf("%s: -sel-rows did not define MASKC_TILE_FULL_ROWS", tc.name)
+			t.Fatalf("%s: a block selection without MASKC_TILE_FULL_ROWS", tc.name)
 		}
 		cases = append(cases, c)
 	}

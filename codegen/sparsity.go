@@ -101,39 +101,78 @@ func planSparsity(l *dsl.Lowered, bufs []BufferABI, opts Options, diags *dsl.Dia
 		return sparsity{plan: p, code: kvRangeSig + " {\n  // not analysed: the pre-pass decides\n  *lo = 0;\n  *hi = KV;\n}\n\n" + trivialIntervals + "\n" +
 			qRangeSig + " {\n  // not analysed: the pre-pass decides\n  *lo = 0;\n  *hi = Q;\n}\n\n" + trivialQIntervals + "\n" + tileFullSig + " {\n  return false;\n}\n"}
 	}
-	g := &sparsityWriter{w: newFuncWriter(nil, l, cDouble, bufs, diags), f: p.form, rows: opts.SelectionRows}
-	return sparsity{plan: p, code: g.kvRange(p) + "\n" + g.rowIntervals(p) + g.termLive(p) + perElementFact(p) + qRangeMonotoneFact(p) + g.qRange(p) + "\n" + g.tileFull(p) + g.prepassTerms(p, opts), segments: p.segments()}
+	g := &sparsityWriter{w: newFuncWriter(nil, l, cDouble, bufs, diags), f: p.form}
+	return sparsity{plan: p, code: g.kvRange(p) + "\n" + g.rowIntervals(p) + g.termLive(p) + perElementFact(p) + qRangeMonotoneFact(p) + g.qRange(p) + "\n" + g.tileFull(p) + g.prepassTerms(p), segments: p.segments()}
 }
 
 // maxPrepassTerms bounds the terms the pre-pass tests one by one (a bit
 // each of maskc_g_term_rows's answer).
 const maxPrepassTerms = 32
 
-// prepassTerms prints, for a pre-pass kernel whose mask has an analysed
-// normal form of at most maxPrepassTerms terms and Options.PrepassTerms,
-// MASKC_PREPASS_TERMS and what hipsrc/attn_fwd.h's maskc_tile_flags reads
-// with it: maskc_g_term_rows, one bit per term, set where the term's
-// conditions on q alone (its atoms that read q and not kv) hold at a row,
-// and maskc_g_kv_term_ranges, each term's kv range over the rows (its
-// bounds and segment equalities; the conditions that bound nothing assumed
-// true, as maskc_kv_range does). A tile that no term both live on one of
-// its rows and ranging over its keys meets holds no kept pair: the
-// pre-pass flags it empty without evaluating its pairs, and a tile
-// maskc_tile_full proves full, full. Gemma 4's image groups (`g[q] >= 0
-// and g[q] == g[kv]`) are such a term: live on the q tiles holding image
-// rows only.
-func (g *sparsityWriter) prepassTerms(p sparsityPlan, opts Options) string {
-	if !opts.PrepassTerms || p.kind != SparsityPrepass || !p.analysed || len(p.disjuncts) == 0 || len(p.disjuncts) > maxPrepassTerms {
+// prepassTermTests reports whether the pre-pass tests a tile term by term
+// before evaluating its pairs (prepassTerms): a pre-pass kernel whose mask
+// has an analysed normal form of at most maxPrepassTerms terms, each of
+// which narrows the tiles it can meet (termNarrows) with no search of a
+// segments buffer. The tests are made by every thread of a pre-pass block:
+// where each term's range is closed form, a few integer operations decide
+// most tiles (Gemma 4's sliding layer: its pre-pass 0.146 -> 0.052 ms at
+// 2x16x8192 on the H100, docs/kernel-decisions.md); where each range is
+// two binary searches of a document buffer, their dependent reads cost
+// more than evaluating the tile's pairs (packed multimodal documents:
+// 0.063 -> 0.085 ms); and a term that meets every tile (`flag[kv]`) leaves
+// no tile to decide empty.
+func prepassTermTests(p sparsityPlan) bool {
+	if p.kind != SparsityPrepass || !p.analysed || len(p.disjuncts) == 0 || len(p.disjuncts) > maxPrepassTerms ||
+		len(p.disjuncts) != len(p.form.Terms) {
+		return false
+	}
+	for i, d := range p.disjuncts {
+		if len(d.kv.segs) > 0 || !termNarrows(d, p.form.Terms[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// termNarrows reports whether term t (its plan d) leaves some tiles of a
+// (b, h) unmet: it bounds the keys over a tile's rows, or it has a
+// condition on q alone (qOnlyAtoms) that fails on some rows.
+func termNarrows(d disjunctPlan, t *normal.Term) bool {
+	return d.kv.bounded || len(d.kv.outerSteps) > 0 || len(qOnlyAtoms(t)) > 0
+}
+
+// qOnlyAtoms are the opaque conditions of t that read q and not kv.
+func qOnlyAtoms(t *normal.Term) []*normal.Atom {
+	var out []*normal.Atom
+	for _, a := range t.Atoms {
+		if a.Kind == normal.AtomOpaque && slices.Contains(a.Vars, dsl.VarQ) && !slices.Contains(a.Vars, dsl.VarKV) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// prepassTerms prints, where prepassTermTests holds, MASKC_PREPASS_TERMS
+// and what hipsrc/attn_fwd.h's maskc_tile_flags reads with it:
+// maskc_g_term_rows, one bit per term, set where the term's conditions on
+// q alone (its atoms that read q and not kv) hold at a row, and
+// maskc_g_kv_term_ranges, each term's kv range over the rows (its bounds;
+// the conditions that bound nothing assumed true, as maskc_kv_range does).
+// A tile that no term both live on one of its rows and ranging over its
+// keys meets holds no kept pair: the pre-pass flags it empty without
+// evaluating its pairs, and a tile maskc_tile_full proves full, full.
+// Gemma 4's image groups (`g[q] >= 0 and g[q] == g[kv]`) are such a term:
+// live on the q tiles holding image rows only.
+func (g *sparsityWriter) prepassTerms(p sparsityPlan) string {
+	if !prepassTermTests(p) {
 		return ""
 	}
 	g.reset()
 	g.line("unsigned bits = 0;")
 	for i, t := range p.form.Terms {
 		var conds []string
-		for _, a := range t.Atoms {
-			if a.Kind == normal.AtomOpaque && slices.Contains(a.Vars, dsl.VarQ) && !slices.Contains(a.Vars, dsl.VarKV) {
-				conds = append(conds, g.condCode(cond{atom: a}))
-			}
+		for _, a := range qOnlyAtoms(t) {
+			conds = append(conds, g.condCode(cond{atom: a}))
 		}
 		if len(conds) == 0 {
 			g.line("bits |= 1u << %d;  // disjunct %d: no condition on q alone", i, i)
@@ -447,9 +486,6 @@ type sparsityWriter struct {
 	// lane is appended to the segment searches' names: "" for the
 	// warp-collective ones, "_lane" for per-lane binary searches.
 	lane string
-	// rows is Options.SelectionRows: selection reads made first, and
-	// maskc_g_tile_full_rows beside maskc_g_tile_full.
-	rows bool
 }
 
 // reset starts a new function body.
@@ -821,14 +857,14 @@ const tileFullRowsSig = `__device__ __forceinline__ bool maskc_g_tile_full_rows(
                                                        const long long* iv_lo, const long long* iv_hi, long long iv_off)`
 
 // tileFull prints maskc_g_tile_full and, where the row walk takes block
-// selections and g.rows is set, maskc_g_tile_full_rows: the same test with each selection
+// selections, maskc_g_tile_full_rows: the same test with each selection
 // answered from the rows' kv intervals instead of the buffer
 // (hipsrc/frame.h's maskc_tile_full_rows; the kernels that hold a q tile's
 // intervals ask it once per kv tile).
 func (g *sparsityWriter) tileFull(p sparsityPlan) string {
 	out := "// True only if every (q, kv) of [q_lo, q_hi) x [kv_lo, kv_hi) is kept by the mask.\n" +
 		tileFullSig + " {\n" + g.tileFullBody(p, false) + "}\n"
-	if g.rows && selWalk(p) {
+	if selWalk(p) {
 		out += "// maskc_g_tile_full, the block selections read from the rows' maskc_kv_intervals iv_lo, iv_hi\n" +
 			"// (local keys; iv_off: the frame's first key) instead of the buffer: the kernels that hold\n" +
 			"// a q tile's intervals ask it (hipsrc/frame.h's maskc_tile_full_rows).\n" +

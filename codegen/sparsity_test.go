@@ -154,3 +154,29 @@ func TestUnionIsHull(t *testing.T) {
 		}
 	}
 }
+
+// TestPrepassTermTests pins which pre-pass kernels test a tile term by term
+// before its pairs (prepassTermTests, MASKC_PREPASS_TERMS): a mask whose
+// terms each narrow the tiles by closed-form ranges or conditions on q
+// does; one whose ranges are searches of a segments buffer, one with a
+// term that meets every tile, one without an analysed form and an analytic
+// mask do not.
+func TestPrepassTermTests(t *testing.T) {
+	for _, tc := range []struct {
+		file, attention string
+		want            bool
+	}{
+		{"../testdata/ported/gemma4_sliding.flex", "sliding_layer", true}, // a window or image groups
+		{"../testdata/tilemasks/multimodal.flex", "multimodal", false},    // documents: segment searches
+		{"testdata/golden/lookup.flex", "per_head", false},                // a term on every key of its heads
+		{"testdata/golden/lookup.flex", "block_lookup", false},            // no analysed form
+		{"../gpu/bench_cases_ext/longformer.flex", "", false},             // is_global[kv] meets every tile
+		{"../gpu/bench_cases/causal.flex", "", false},                     // analytic: no pre-pass
+	} {
+		k := generateAttention(t, tc.file, tc.attention, Options{})
+		got := strings.Contains(k.Generated, "#define MASKC_PREPASS_TERMS 1\n")
+		if got != tc.want || got && k.Sparsity != SparsityPrepass {
+			t.Errorf("%s: tests per term %v (sparsity %s), want %v", tc.file, got, k.Sparsity, tc.want)
+		}
+	}
+}

@@ -116,11 +116,10 @@ func TestLongRunsWalkAt128(t *testing.T) {
 	}
 }
 
-// TestFirstRowsLongest pins the estimate behind Options.FwdFirstRowsLongest:
+// TestFirstRowsLongest pins the estimate behind Kernel.FirstRowsLongest:
 // a window with global query rows starts its first q tile first; masks whose
 // last rows are as long or longer (causal, a window, a prefix) and masks
-// whose rows depend on buffer contents (documents, selections) do not; and
-// without the option no kernel does.
+// whose rows depend on buffer contents (documents, selections) do not.
 func TestFirstRowsLongest(t *testing.T) {
 	for _, tc := range []struct {
 		file string
@@ -134,15 +133,12 @@ func TestFirstRowsLongest(t *testing.T) {
 		{"../gpu/bench_cases/document.flex", false},                  // segments: no estimate without contents
 		{"../testdata/tilemasks/bigbird.flex", false},                // a selection buffer: the same
 	} {
-		k := generateAttention(t, tc.file, "", Options{FwdFirstRowsLongest: true})
+		k := generateAttention(t, tc.file, "", Options{})
 		if k.FirstRowsLongest != tc.want {
 			t.Errorf("%s: first rows longest %v, want %v", tc.file, k.FirstRowsLongest, tc.want)
 		}
 		if got := strings.Contains(k.Source, "#define MASKC_FIRST_ROWS_LONGEST 1"); got != tc.want {
 			t.Errorf("%s: source defines MASKC_FIRST_ROWS_LONGEST: %v, want %v", tc.file, got, tc.want)
-		}
-		if generateAttention(t, tc.file, "", Options{}).FirstRowsLongest {
-			t.Errorf("%s: first rows longest without the option", tc.file)
 		}
 	}
 }

@@ -76,12 +76,6 @@ var mapCases = []mapCase{
 // kernelOf generates the kernel of one attention block of testdata/file.
 func kernelOf(t testing.TB, file, attention string) *codegen.Kernel {
 	t.Helper()
-	return kernelWith(t, file, attention, codegen.Options{})
-}
-
-// kernelWith is kernelOf with options.
-func kernelWith(t testing.TB, file, attention string, opts codegen.Options) *codegen.Kernel {
-	t.Helper()
 	text, err := os.ReadFile(filepath.Join("testdata", file))
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +92,7 @@ func kernelWith(t testing.TB, file, attention string, opts codegen.Options) *cod
 	if a == nil {
 		t.Fatalf("%s has no attention %s", file, attention)
 	}
-	k, diags := codegen.Generate(p, a, opts)
+	k, diags := codegen.Generate(p, a, codegen.Options{})
 	if diags.HasErrors() {
 		t.Fatal(diags.Render())
 	}
