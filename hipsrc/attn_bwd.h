@@ -2215,11 +2215,12 @@ struct MaskcBwdEveryTile {
 // 1 (no maskc_tile_full reads on the step's critical path; the mask per
 // element), as maskc_attn_bwd's walk.
 //
-// MASKC_BWD_DQ_ROWS (block selections under codegen.Options.SelectionRows,
-// NVIDIA): key_lo, key_hi are the q tile's maskc_kv_intervals, which the
-// walk was built from, kept in shared memory; a tile of the walk meets one
-// of them, so its class is 0 outside the range and else the full test with
-// the selections read from them (maskc_tile_full_rows), no buffer read.
+// MASKC_BWD_DQ_ROWS (block selections, whose full test codegen also writes
+// from the rows' intervals, MASKC_TILE_FULL_ROWS; NVIDIA): key_lo, key_hi
+// are the q tile's maskc_kv_intervals, which the walk was built from, kept
+// in shared memory; a tile of the walk meets one of them, so its class is
+// 0 outside the range and else the full test with the selections read from
+// them (maskc_tile_full_rows), no buffer read.
 #if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC) && defined(MASKC_TILE_FULL_ROWS) && \
     !defined(MASKC_KV_TILE_FILTER) && !defined(MASKC_PLATFORM_AMD) && !MASKC_BWD_CLS_FREE_ON
 #define MASKC_BWD_DQ_ROWS 1

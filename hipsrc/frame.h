@@ -223,7 +223,7 @@ __device__ __forceinline__ void maskc_kv_term_ranges(const MaskcBuffers& buf, lo
 // maskc_tile_full of the local q rows [q_lo, q_hi) whose maskc_kv_intervals are lo, hi: the
 // block selections answered from those intervals, with no buffer read (the kernels that
 // hold a q tile's intervals ask it once per key tile). Defined with the generated
-// maskc_g_tile_full_rows (codegen.Options.SelectionRows).
+// maskc_g_tile_full_rows (block selections' walks).
 __device__ __forceinline__ bool maskc_tile_full_rows(const MaskcBuffers& buf, long long B, long long H, long long HKV,
                                                      long long Q, long long KV, long long b, long long h, long long q_lo,
                                                      long long q_hi, long long kv_lo, long long kv_hi, const long long* lo,
