@@ -346,8 +346,8 @@ func TestClangCUDAPersist(t *testing.T) {
 // range, alone and with the persistent forward: the intra-warpgroup overlap
 // (a wait for all but the last committed MMA group, the Q.K^T issued before
 // the last tile's P.V) where codegen writes MASKC_WS_OVERLAP (every kernel
-// here but the block selection's walk) or -DMASKC_WS_OVERLAP=1 asks for it,
-// the sequential step under -DMASKC_WS_OVERLAP=0 (and the walk's default).
+// here, the block selection's walk too) or -DMASKC_WS_OVERLAP=1 asks for
+// it, the sequential step under -DMASKC_WS_OVERLAP=0.
 func TestClangCUDAOverlap(t *testing.T) {
 	clang, shim := needClang(t)
 	dir := t.TempDir()
@@ -366,7 +366,7 @@ func TestClangCUDAOverlap(t *testing.T) {
 			options []string
 			overlap bool
 		}{
-			{nil, !tc.walks},
+			{nil, true},
 			{[]string{"-DMASKC_WS_OVERLAP=0"}, false},
 			{[]string{"-DMASKC_WS_OVERLAP=1"}, true},
 			{[]string{"-DMASKC_WS_OVERLAP=1", "-DMASKC_WS_PERSIST=1"}, true},

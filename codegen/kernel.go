@@ -62,12 +62,6 @@ type Options struct {
 	// an experiment (cmd/genkernels -fwd-persistent) until timed against
 	// the default (gpu/persist.sh).
 	FwdPersistent bool
-	// WSOverlap gives the warp-specialized forwards that walk their key
-	// tiles (Kernel.WSWalk: block selections, long-column masks) the
-	// intra-warpgroup overlap that every other warp-specialized forward has
-	// by default (Kernel.WSOverlap). An experiment (cmd/genkernels
-	// -ws-overlap) until the walks are timed with it.
-	WSOverlap bool
 	// BwdWS gives every kernel's sm_90a backward at head dim 128 the
 	// warp-specialized maskc_attn_bwd (hipsrc.BwdChoice.WarpSpecialized: a
 	// producer warpgroup copying Q and dO by the bulk tensor copy engine
@@ -124,16 +118,6 @@ type Kernel struct {
 	// one (Options.FwdPersistent; #define MASKC_WS_PERSIST 1), launched on
 	// a block per hipsrc.WSPersistQTiles q tiles (LaunchConfig.QTilesPerBlock).
 	WSPersist bool
-	// WSOverlap says that the warp-specialized forward runs
-	// FlashAttention-3's intra-warpgroup overlap (#define MASKC_WS_OVERLAP
-	// 1: a consumer issues tile j's Q.K^T with tile j - 1's P.V and runs
-	// j's mods and softmax under that P.V): every such forward that does
-	// not walk its key tiles, and the walks with Options.WSOverlap. On the
-	// H200 (gpu/NOTES.md run 49, forward over cuDNN SDPA, two calls) full
-	// and causal attention at D = 128 rose from 0.80-0.86 to 0.96-0.97 at
-	// S = 8192, 0.69-0.77 to 0.78-0.83 at 2048, 0.89-0.93 to 0.98-1.09 at
-	// 32768; at D = 64 the same or higher (0.71-0.97 -> 0.71-1.00).
-	WSOverlap bool
 	// FirstRowsLongest says that the forward runs the q tiles of a head
 	// first to last (firstRowsLongest; #define MASKC_FIRST_ROWS_LONGEST 1).
 	FirstRowsLongest bool
@@ -256,7 +240,6 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 			c.QTilesPerBlock = hipsrc.WSPersistQTiles
 		}
 		k.Launch[hipsrc.NVIDIAWGMMA.String()] = c
-		k.WSOverlap = opts.WSOverlap || !k.WSWalk
 	}
 	if sp.plan.kind == SparsityPrepass {
 		k.FlagsEntry = hipsrc.TileFlagsEntry
@@ -460,7 +443,17 @@ func (k *Kernel) writeHeader(w *strings.Builder, src *dsl.Source) {
 	if k.WSPersist {
 		w.WriteString(hipsrc.WSPersistDefine)
 	}
-	if k.WSOverlap { // -DMASKC_WS_OVERLAP=0 still builds the sequential step (experiments)
+	if k.WarpSpecialized {
+		// FlashAttention-3's intra-warpgroup overlap (attn_fwd_sm90.h): a
+		// consumer issues tile j's Q.K^T with tile j - 1's P.V and runs j's
+		// mods and softmax under that P.V. On the H200 (gpu/NOTES.md run
+		// 49, forward over cuDNN SDPA) full and causal attention at D = 128
+		// rose from 0.80-0.86 to 0.96-0.97 at S = 8192, 0.69-0.77 to
+		// 0.78-0.83 at 2048; on the H100 (run 50, over Flex) masked
+		// forwards rose (causal+alibi 1.099 -> 1.360, block_causal 1.381 ->
+		// 1.441, spec_decode 1.251 -> 1.391) but for a bias table read per
+		// pair (1.258 -> 1.195). -DMASKC_WS_OVERLAP=0 still builds the
+		// sequential step (the benchmarks' seq variant).
 		w.WriteString("#ifndef MASKC_WS_OVERLAP\n#define MASKC_WS_OVERLAP 1\n#endif\n")
 	}
 	if k.FirstRowsLongest {

@@ -143,11 +143,10 @@ func TestFirstRowsLongest(t *testing.T) {
 	}
 }
 
-// TestWSOverlap pins which warp-specialized forwards run the
-// intra-warpgroup overlap: those that do not walk their key tiles (full
-// attention, causal, a window, ALiBi) by default, the walks (a block
-// selection, a long-column mask) only with Options.WSOverlap; a pre-pass
-// mask's forward (attn_fwd.h) never. The source's define leaves
+// TestWSOverlap pins which forwards run the intra-warpgroup overlap: every
+// warp-specialized one, walking its key tiles (a block selection, a
+// long-column mask) or not (full attention, causal, a window, ALiBi); a
+// pre-pass mask's forward (attn_fwd.h) never. The source's define leaves
 // -DMASKC_WS_OVERLAP=0 to experiments.
 func TestWSOverlap(t *testing.T) {
 	for _, tc := range []struct {
@@ -163,16 +162,12 @@ func TestWSOverlap(t *testing.T) {
 		{"../gpu/bench_cases_ext/longformer.flex", false, false},
 	} {
 		const def = "#ifndef MASKC_WS_OVERLAP\n#define MASKC_WS_OVERLAP 1\n#endif\n"
-		for _, opt := range []bool{false, true} {
-			k := generateAttention(t, tc.file, "", Options{WSOverlap: opt})
-			if k.WarpSpecialized != tc.ws || k.WSWalk != tc.walks {
-				t.Fatalf("%s: warp-specialized %v, walks %v; want %v, %v", tc.file, k.WarpSpecialized, k.WSWalk, tc.ws, tc.walks)
-			}
-			want := tc.ws && (opt || !tc.walks)
-			if k.WSOverlap != want || strings.Contains(k.Source, def) != want {
-				t.Errorf("%s (option %v): overlap %v, source defines it %v; want %v", tc.file, opt, k.WSOverlap,
-					strings.Contains(k.Source, def), want)
-			}
+		k := generateAttention(t, tc.file, "", Options{})
+		if k.WarpSpecialized != tc.ws || k.WSWalk != tc.walks {
+			t.Fatalf("%s: warp-specialized %v, walks %v; want %v, %v", tc.file, k.WarpSpecialized, k.WSWalk, tc.ws, tc.walks)
+		}
+		if got := strings.Contains(k.Source, def); got != tc.ws {
+			t.Errorf("%s: source defines the overlap %v, want %v", tc.file, got, tc.ws)
 		}
 	}
 }

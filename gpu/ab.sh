@@ -6,7 +6,7 @@
 #   gpu/ab.sh gen DIR CASES [REV[=NAME[:FLAGS]] ...]   (where Go is) builds
 #       each revision's kernels of the extended benchmark and the corpus
 #       (gpu/bench_ext.sh gen with CORPUS=1, in a git worktree of REV, with
-#       FLAGS, comma-separated genkernels flags, e.g. HEAD=ov:-ws-overlap
+#       FLAGS, comma-separated genkernels flags, e.g. HEAD=bws:-bwd-ws
 #       for an experiment of the working tree's revision) and
 #       keeps those of CASES (comma-separated case ids, file:attention as
 #       bench_ext.py names them, e.g. moba:moba,gemma4_sliding:sliding_layer)

@@ -30,7 +30,7 @@ gen)
 	# CORPUS=1 adds the tile-map corpus (testdata/tilemasks, issue 27) with
 	# buffers.py's realistic contents.
 	[ "${CORPUS:-0}" = 1 ] && FILES="$FILES testdata/tilemasks/*.flex"
-	# GENFLAGS: more genkernels flags (its experiments, e.g. -ws-overlap).
+	# GENFLAGS: more genkernels flags (its experiments, e.g. -bwd-ws).
 	go run ./cmd/genkernels ${GENFLAGS:-} -o "$DIR/gen" $FILES || exit 1
 	# PERSIST=1 also writes the persistent forward's build (genkernels
 	# -fwd-persistent) into gen-p, for bench_ext.py --alt persist=$DIR/gen-p.

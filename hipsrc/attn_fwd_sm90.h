@@ -240,7 +240,7 @@ static_assert(MASKC_WS_THREADS == MASKC_NUM_THREADS, "the pre-pass and the forwa
 #define MASKC_WS_PERSIST_ON 0
 #endif
 
-// MASKC_WS_OVERLAP 1 (written by codegen, codegen.Kernel.WSOverlap):
+// MASKC_WS_OVERLAP 1 (written by codegen into every warp-specialized forward):
 // FlashAttention-3's intra-warpgroup overlap. A consumer issues tile j's
 // Q.K^T and tile j - 1's P.V together and runs j's mods and softmax while
 // that P.V is in flight (P of j - 1 held packed beside j's logits).
