@@ -383,6 +383,42 @@ func TestClangCUDAOverlap(t *testing.T) {
 	}
 }
 
+// TestClangCUDAQFirst compiles the experiment -DMASKC_WS_Q_FIRST=1 (Q's
+// maps and copy issued before the block barrier that waits for the walk)
+// on the sm_90a build of kernels of each kind of key-tile range, and checks
+// that it is on there (the mbarriers' initialisation fenced for the copy
+// engine) and off on the persistent forward, whose Q copies follow its
+// tiles.
+func TestClangCUDAQFirst(t *testing.T) {
+	clang, shim := needClang(t)
+	dir := t.TempDir()
+	const fence = "fence.mbarrier_init.release.cluster;"
+	for i, tc := range wsKeyRangeCases {
+		k := generateAttention(t, tc.file, tc.attention, Options{})
+		src := filepath.Join(dir, fmt.Sprintf("k%d.cu", i))
+		if err := os.WriteFile(src, []byte(k.Source), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range []struct {
+			options []string
+			first   bool
+		}{
+			{nil, false},
+			{[]string{"-DMASKC_WS_Q_FIRST=1"}, true},
+			{[]string{"-DMASKC_WS_Q_FIRST=1", "-DMASKC_WS_PERSIST=1"}, tc.walks}, // a walk is never persistent
+		} {
+			ir := clangIR(t, clang, shim, src, append([]string{"-DMASKC_NV_WGMMA=1", "-DMASKC_NV_WS=1"}, v.options...)...)
+			fwd := irFunc(ir, "maskc_attn_fwd")
+			if fwd == "" || !strings.Contains(fwd, "setmaxnreg.inc") {
+				t.Fatalf("%s %v: no warp-specialized maskc_attn_fwd", tc.file, v.options)
+			}
+			if got := strings.Contains(fwd, fence); got != v.first {
+				t.Errorf("%s %v: Q's copy before the barrier %v, want %v", tc.file, v.options, got, v.first)
+			}
+		}
+	}
+}
+
 // clangIR builds the CUDA source file src with clang's CUDA front end as
 // TestClangCUDA does (device only, to LLVM IR at -O0, through the NVRTC shim)
 // with the options given (-D switches) and returns the IR; a build that

@@ -70,6 +70,9 @@ VARIANTS = {
     # the warp-specialized forward's sequential consumer step instead of the intra-warpgroup overlap that
     # codegen writes into those that do not walk their key tiles (attn_fwd_sm90.h MASKC_WS_OVERLAP)
     "seq": {"MASKC_WS_OVERLAP": 0},
+    # the warp-specialized forward's Q maps and copy issued before the block barrier that waits for the walk
+    # (attn_fwd_sm90.h MASKC_WS_Q_FIRST, an experiment)
+    "qfirst": {"MASKC_WS_Q_FIRST": 1},
 }
 
 
