@@ -254,9 +254,9 @@ static_assert(MASKC_WS_THREADS == MASKC_NUM_THREADS, "the pre-pass and the forwa
 // forward with the copy engine): warp 0 builds the tensor maps and thread 0
 // issues Q's copy before the block barrier, under the walk's build by
 // thread 128 (MASKC_WS_WALK), instead of after it; the K and V copies,
-// which need the walk, still wait for the barrier. MoBA-16's forward had
-// every warp at that barrier for 6% of its stall samples (gpu/NOTES.md
-// run 50d) while the walk, then the maps, then Q's copy ran in turn.
+// which need the walk, still wait for the barrier (docs/kernel-decisions.md:
+// without it the walk, then the maps, then Q's copy run in turn while every
+// warp waits).
 #if defined(MASKC_WS_Q_FIRST) && MASKC_WS_Q_FIRST && !MASKC_WS_PERSIST_ON
 #define MASKC_WS_Q_FIRST_ON 1
 #else
