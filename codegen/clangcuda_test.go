@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -415,6 +416,37 @@ func TestClangCUDAQFirst(t *testing.T) {
 			if got := strings.Contains(fwd, fence); got != v.first {
 				t.Errorf("%s %v: Q's copy before the barrier %v, want %v", tc.file, v.options, got, v.first)
 			}
+		}
+	}
+}
+
+// TestClangCUDAOneBlock compiles the experiment -DMASKC_FWD_ONE_BLOCK=1
+// (attn_fwd.h's sm_90a forward launched for one block per SM, every
+// register for its key loop) on a pre-pass mask's kernel, which takes that
+// forward, and checks the launch bounds it gives: two blocks per SM by
+// default, one with the define.
+func TestClangCUDAOneBlock(t *testing.T) {
+	clang, shim := needClang(t)
+	k := generateAttention(t, "../testdata/ported/gemma4_sliding.flex", "sliding_layer", Options{})
+	if k.WarpSpecialized || k.Sparsity != SparsityPrepass {
+		t.Fatalf("Gemma 4's sliding layer: warp-specialized %v, sparsity %s; want attn_fwd.h's pre-pass forward", k.WarpSpecialized, k.Sparsity)
+	}
+	src := filepath.Join(t.TempDir(), "k.cu")
+	if err := os.WriteFile(src, []byte(k.Source), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	minBlocks := regexp.MustCompile(`@maskc_attn_fwd, !"minctasm", i32 (\d+)`)
+	for _, v := range []struct {
+		options []string
+		want    string
+	}{
+		{nil, "2"},
+		{[]string{"-DMASKC_FWD_ONE_BLOCK=1"}, "1"},
+	} {
+		ir := clangIR(t, clang, shim, src, append([]string{"-DMASKC_NV_WGMMA=1"}, v.options...)...)
+		m := minBlocks.FindStringSubmatch(ir)
+		if m == nil || m[1] != v.want {
+			t.Errorf("%v: maskc_attn_fwd's blocks per SM %v, want %s", v.options, m, v.want)
 		}
 	}
 }

@@ -73,6 +73,9 @@ VARIANTS = {
     # the warp-specialized forward's Q maps and copy issued before the block barrier that waits for the walk
     # (attn_fwd_sm90.h MASKC_WS_Q_FIRST, an experiment)
     "qfirst": {"MASKC_WS_Q_FIRST": 1},
+    # attn_fwd.h's sm_90a forward at one block per SM, all its registers (prelude.h MASKC_FWD_ONE_BLOCK, an
+    # experiment: the pre-pass masks' key loops spill at 128)
+    "oneblock": {"MASKC_FWD_ONE_BLOCK": 1},
 }
 
 
