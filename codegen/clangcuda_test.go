@@ -342,18 +342,22 @@ func TestClangCUDAPersist(t *testing.T) {
 	}
 }
 
-// TestClangCUDAOverlap compiles the warp-specialized forward's two
-// consumer steps on the sm_90a build of kernels of each kind of key-tile
-// range, alone and with the persistent forward: the intra-warpgroup overlap
-// (a wait for all but the last committed MMA group, the Q.K^T issued before
-// the last tile's P.V) where codegen writes MASKC_WS_OVERLAP (every kernel
-// here, the block selection's walk too) or -DMASKC_WS_OVERLAP=1 asks for
-// it, the sequential step under -DMASKC_WS_OVERLAP=0.
-func TestClangCUDAOverlap(t *testing.T) {
+// wsIRCheck is one build of checkWSForwardIR: its -D options and whether
+// the marker is wanted in the forward of a kernel that walks its key tiles
+// (walks) or not.
+type wsIRCheck struct {
+	options []string
+	want    func(walks bool) bool
+}
+
+// checkWSForwardIR compiles each of wsKeyRangeCases on the sm_90a
+// warp-specialized build with each check's options and checks that the IR
+// of its maskc_attn_fwd holds marker exactly where the check wants it
+// (what names the marker in the failure).
+func checkWSForwardIR(t *testing.T, what, marker string, checks []wsIRCheck) {
+	t.Helper()
 	clang, shim := needClang(t)
 	dir := t.TempDir()
-	// maskc_wg_wait_n<1>, inlined (it is always_inline, even at -O0)
-	const waitAllButOne = `"wgmma.wait_group.sync.aligned $0;", "n,~{memory}"(i32 1)`
 	for i, tc := range wsKeyRangeCases {
 		k := generateAttention(t, tc.file, tc.attention, Options{})
 		if !k.WarpSpecialized || k.WSWalk != tc.walks {
@@ -363,25 +367,41 @@ func TestClangCUDAOverlap(t *testing.T) {
 		if err := os.WriteFile(src, []byte(k.Source), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		for _, v := range []struct {
-			options []string
-			overlap bool
-		}{
-			{nil, true},
-			{[]string{"-DMASKC_WS_OVERLAP=0"}, false},
-			{[]string{"-DMASKC_WS_OVERLAP=1"}, true},
-			{[]string{"-DMASKC_WS_OVERLAP=1", "-DMASKC_WS_PERSIST=1"}, true},
-		} {
-			ir := clangIR(t, clang, shim, src, append([]string{"-DMASKC_NV_WGMMA=1", "-DMASKC_NV_WS=1"}, v.options...)...)
+		for _, c := range checks {
+			ir := clangIR(t, clang, shim, src, append([]string{"-DMASKC_NV_WGMMA=1", "-DMASKC_NV_WS=1"}, c.options...)...)
 			fwd := irFunc(ir, "maskc_attn_fwd")
 			if fwd == "" || !strings.Contains(fwd, "setmaxnreg.inc") {
-				t.Fatalf("%s %v: no warp-specialized maskc_attn_fwd", tc.file, v.options)
+				t.Fatalf("%s %v: no warp-specialized maskc_attn_fwd", tc.file, c.options)
 			}
-			if got := strings.Contains(fwd, waitAllButOne); got != v.overlap {
-				t.Errorf("%s %v: overlapped consumer step %v, want %v", tc.file, v.options, got, v.overlap)
+			if got, want := strings.Contains(fwd, marker), c.want(tc.walks); got != want {
+				t.Errorf("%s %v: %s %v, want %v", tc.file, c.options, what, got, want)
 			}
 		}
 	}
+}
+
+// always, never and walks are wsIRCheck wants: on every kernel, on none,
+// on the walks only.
+func always(bool) bool      { return true }
+func never(bool) bool       { return false }
+func walks(walks bool) bool { return walks }
+
+// TestClangCUDAOverlap compiles the warp-specialized forward's two
+// consumer steps on the sm_90a build of kernels of each kind of key-tile
+// range, alone and with the persistent forward: the intra-warpgroup overlap
+// (a wait for all but the last committed MMA group, the Q.K^T issued before
+// the last tile's P.V) where codegen writes MASKC_WS_OVERLAP (every kernel
+// here, the block selection's walk too) or -DMASKC_WS_OVERLAP=1 asks for
+// it, the sequential step under -DMASKC_WS_OVERLAP=0.
+func TestClangCUDAOverlap(t *testing.T) {
+	// maskc_wg_wait_n<1>, inlined (it is always_inline, even at -O0)
+	const waitAllButOne = `"wgmma.wait_group.sync.aligned $0;", "n,~{memory}"(i32 1)`
+	checkWSForwardIR(t, "overlapped consumer step", waitAllButOne, []wsIRCheck{
+		{nil, always},
+		{[]string{"-DMASKC_WS_OVERLAP=0"}, never},
+		{[]string{"-DMASKC_WS_OVERLAP=1"}, always},
+		{[]string{"-DMASKC_WS_OVERLAP=1", "-DMASKC_WS_PERSIST=1"}, always},
+	})
 }
 
 // TestClangCUDAQFirst compiles the experiment -DMASKC_WS_Q_FIRST=1 (Q's
@@ -389,35 +409,13 @@ func TestClangCUDAOverlap(t *testing.T) {
 // on the sm_90a build of kernels of each kind of key-tile range, and checks
 // that it is on there (the mbarriers' initialisation fenced for the copy
 // engine) and off on the persistent forward, whose Q copies follow its
-// tiles.
+// tiles (a walk is never persistent).
 func TestClangCUDAQFirst(t *testing.T) {
-	clang, shim := needClang(t)
-	dir := t.TempDir()
-	const fence = "fence.mbarrier_init.release.cluster;"
-	for i, tc := range wsKeyRangeCases {
-		k := generateAttention(t, tc.file, tc.attention, Options{})
-		src := filepath.Join(dir, fmt.Sprintf("k%d.cu", i))
-		if err := os.WriteFile(src, []byte(k.Source), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		for _, v := range []struct {
-			options []string
-			first   bool
-		}{
-			{nil, false},
-			{[]string{"-DMASKC_WS_Q_FIRST=1"}, true},
-			{[]string{"-DMASKC_WS_Q_FIRST=1", "-DMASKC_WS_PERSIST=1"}, tc.walks}, // a walk is never persistent
-		} {
-			ir := clangIR(t, clang, shim, src, append([]string{"-DMASKC_NV_WGMMA=1", "-DMASKC_NV_WS=1"}, v.options...)...)
-			fwd := irFunc(ir, "maskc_attn_fwd")
-			if fwd == "" || !strings.Contains(fwd, "setmaxnreg.inc") {
-				t.Fatalf("%s %v: no warp-specialized maskc_attn_fwd", tc.file, v.options)
-			}
-			if got := strings.Contains(fwd, fence); got != v.first {
-				t.Errorf("%s %v: Q's copy before the barrier %v, want %v", tc.file, v.options, got, v.first)
-			}
-		}
-	}
+	checkWSForwardIR(t, "Q's copy before the barrier", "fence.mbarrier_init.release.cluster;", []wsIRCheck{
+		{nil, never},
+		{[]string{"-DMASKC_WS_Q_FIRST=1"}, always},
+		{[]string{"-DMASKC_WS_Q_FIRST=1", "-DMASKC_WS_PERSIST=1"}, walks},
+	})
 }
 
 // TestClangCUDAOneBlock compiles the experiment -DMASKC_FWD_ONE_BLOCK=1
