@@ -68,7 +68,7 @@ VARIANTS = {
     "lean0": {"MASKC_LOOP_LEAN": 0},
     "lean1": {"MASKC_LOOP_LEAN": 1},
     # the warp-specialized forward's sequential consumer step instead of the intra-warpgroup overlap that
-    # codegen writes into those that do not walk their key tiles (attn_fwd_sm90.h MASKC_WS_OVERLAP)
+    # codegen writes into every warp-specialized forward (attn_fwd_sm90.h MASKC_WS_OVERLAP)
     "seq": {"MASKC_WS_OVERLAP": 0},
     # the warp-specialized forward's Q maps and copy issued before the block barrier that waits for the walk
     # (attn_fwd_sm90.h MASKC_WS_Q_FIRST, an experiment)

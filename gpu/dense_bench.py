@@ -47,8 +47,7 @@ mbarrier wait's trap (MASKC_WS_WAIT_TRAP: a copy that never lands traps
 after about 2^33 cycles instead of hanging the call);
 "ws-seq": the consumers' sequential step (MASKC_WS_OVERLAP 0: Q.K^T, softmax,
 P.V one after another) instead of the intra-warpgroup overlap that codegen
-writes into the warp-specialized forwards that do not walk their key tiles
-(run 49 measured the overlap with the 24 / 240 split, no faster and 16-24
+writes into every warp-specialized forward (run 49 measured the overlap with the 24 / 240 split, no faster and 16-24
 bytes of local memory, and on one block per multiprocessor, 0.46-0.85 of
 cuDNN);
 the cp.async copies instead of the copy engine, the ping-pong consumer step,

@@ -23,10 +23,10 @@
 //   - warpgroups 1 and 2, the consumers, take the registers
 //     (setmaxnreg.inc) and own 64 rows each: S = Q.K^T and O += P.V by
 //     wgmma, the mask and score mods, the online softmax, the epilogue.
-// A consumer's step overlaps where codegen writes MASKC_WS_OVERLAP 1 (every
-// forward that does not walk its key tiles): tile j's Q.K^T and tile
-// j - 1's P.V in flight together, j's mods and softmax under that P.V
-// (FlashAttention-3's intra-warpgroup overlap); elsewhere it is sequential:
+// A consumer's step overlaps (MASKC_WS_OVERLAP 1, which codegen writes into
+// every warp-specialized forward): tile j's Q.K^T and tile j - 1's P.V in
+// flight together, j's mods and softmax under that P.V (FlashAttention-3's
+// intra-warpgroup overlap); under MASKC_WS_OVERLAP 0 it is sequential:
 // Q.K^T, the mods and the softmax, then P.V.
 // Tiles are visited in ascending order; those known to be full (the
 // closed-form maskc_tile_full) skip the per-element mask.
