@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -300,17 +299,20 @@ func resolvedDefines(t *testing.T, clang, shim, src, wgmma string) map[string]st
 
 // wsKeyRangeCases are warp-specialized forwards of each kind of key-tile
 // range that the sm_90a variant tests build: full attention, analytic
-// ranges (causal; a window, fp16 at head dim 64), a score mod, and a block
-// selection, the one that walks its key tiles (Kernel.WSWalk).
+// ranges (causal; a window, fp16 at head dim 64), a score mod, and two
+// that walk their key tiles (Kernel.WSWalk): a block selection, whose walk
+// reads its buffer, and block-causal's long columns, in closed form.
 var wsKeyRangeCases = []struct {
 	file, attention string
-	walks           bool
+	walks           bool // the forward walks its key tiles (Kernel.WSWalk)
+	selection       bool // ... from a block selection's buffer (Kernel.WSQFirst)
 }{
-	{"../examples/full.flex", "", false},
-	{"testdata/golden/sliding_window.flex", "sliding", false},
-	{"../examples/causal.flex", "", false},
-	{"../examples/alibi.flex", "alibi_layer", false},
-	{"../testdata/tilemasks/moba.flex", "moba", true},
+	{"../examples/full.flex", "", false, false},
+	{"testdata/golden/sliding_window.flex", "sliding", false, false},
+	{"../examples/causal.flex", "", false, false},
+	{"../examples/alibi.flex", "alibi_layer", false, false},
+	{"../testdata/tilemasks/moba.flex", "moba", true, true},
+	{"../gpu/bench_cases_ext/block_causal.flex", "block_causal", true, false},
 }
 
 // TestClangCUDAPersist compiles the persistent warp-specialized forward
@@ -343,11 +345,10 @@ func TestClangCUDAPersist(t *testing.T) {
 }
 
 // wsIRCheck is one build of checkWSForwardIR: its -D options and whether
-// the marker is wanted in the forward of a kernel that walks its key tiles
-// (walks) or not.
+// the marker is wanted in a kernel's forward.
 type wsIRCheck struct {
 	options []string
-	want    func(walks bool) bool
+	want    func(k *Kernel) bool
 }
 
 // checkWSForwardIR compiles each of wsKeyRangeCases on the sm_90a
@@ -360,8 +361,8 @@ func checkWSForwardIR(t *testing.T, what, marker string, checks []wsIRCheck) {
 	dir := t.TempDir()
 	for i, tc := range wsKeyRangeCases {
 		k := generateAttention(t, tc.file, tc.attention, Options{})
-		if !k.WarpSpecialized || k.WSWalk != tc.walks {
-			t.Fatalf("%s: warp-specialized %v, walks %v", tc.file, k.WarpSpecialized, k.WSWalk)
+		if !k.WarpSpecialized || k.WSWalk != tc.walks || k.WSQFirst != tc.selection {
+			t.Fatalf("%s: warp-specialized %v, walks %v, Q first %v", tc.file, k.WarpSpecialized, k.WSWalk, k.WSQFirst)
 		}
 		src := filepath.Join(dir, fmt.Sprintf("k%d.cu", i))
 		if err := os.WriteFile(src, []byte(k.Source), 0o644); err != nil {
@@ -373,18 +374,20 @@ func checkWSForwardIR(t *testing.T, what, marker string, checks []wsIRCheck) {
 			if fwd == "" || !strings.Contains(fwd, "setmaxnreg.inc") {
 				t.Fatalf("%s %v: no warp-specialized maskc_attn_fwd", tc.file, c.options)
 			}
-			if got, want := strings.Contains(fwd, marker), c.want(tc.walks); got != want {
+			if got, want := strings.Contains(fwd, marker), c.want(k); got != want {
 				t.Errorf("%s %v: %s %v, want %v", tc.file, c.options, what, got, want)
 			}
 		}
 	}
 }
 
-// always, never and walks are wsIRCheck wants: on every kernel, on none,
-// on the walks only.
-func always(bool) bool      { return true }
-func never(bool) bool       { return false }
-func walks(walks bool) bool { return walks }
+// always, never, walks and qFirst are wsIRCheck wants: on every kernel, on
+// none, on the forwards that walk their key tiles, on those codegen gives
+// Q's copy before the walk's barrier.
+func always(*Kernel) bool   { return true }
+func never(*Kernel) bool    { return false }
+func walks(k *Kernel) bool  { return k.WSWalk }
+func qFirst(k *Kernel) bool { return k.WSQFirst }
 
 // TestClangCUDAOverlap compiles the warp-specialized forward's two
 // consumer steps on the sm_90a build of kernels of each kind of key-tile
@@ -404,49 +407,21 @@ func TestClangCUDAOverlap(t *testing.T) {
 	})
 }
 
-// TestClangCUDAQFirst compiles the experiment -DMASKC_WS_Q_FIRST=1 (Q's
-// maps and copy issued before the block barrier that waits for the walk)
-// on the sm_90a build of kernels of each kind of key-tile range, and checks
-// that it is on there (the mbarriers' initialisation fenced for the copy
-// engine) and off on the persistent forward, whose Q copies follow its
-// tiles (a walk is never persistent).
+// TestClangCUDAQFirst compiles the warp-specialized forward on the sm_90a
+// build of kernels of each kind of key-tile range and checks where Q's maps
+// and copy are issued before the block barrier that waits for the walk (the
+// mbarriers' initialisation fenced for the copy engine): where codegen
+// writes MASKC_WS_Q_FIRST (the walk of a block selection, not the closed
+// form of block_causal's), everywhere under -DMASKC_WS_Q_FIRST=1 but on
+// the persistent forward, whose Q copies follow its tiles (a walk is never
+// persistent), nowhere under -DMASKC_WS_Q_FIRST=0.
 func TestClangCUDAQFirst(t *testing.T) {
 	checkWSForwardIR(t, "Q's copy before the barrier", "fence.mbarrier_init.release.cluster;", []wsIRCheck{
-		{nil, never},
+		{nil, qFirst},
+		{[]string{"-DMASKC_WS_Q_FIRST=0"}, never},
 		{[]string{"-DMASKC_WS_Q_FIRST=1"}, always},
 		{[]string{"-DMASKC_WS_Q_FIRST=1", "-DMASKC_WS_PERSIST=1"}, walks},
 	})
-}
-
-// TestClangCUDAOneBlock compiles the experiment -DMASKC_FWD_ONE_BLOCK=1
-// (attn_fwd.h's sm_90a forward launched for one block per SM, every
-// register for its key loop) on a pre-pass mask's kernel, which takes that
-// forward, and checks the launch bounds it gives: two blocks per SM by
-// default, one with the define.
-func TestClangCUDAOneBlock(t *testing.T) {
-	clang, shim := needClang(t)
-	k := generateAttention(t, "../testdata/ported/gemma4_sliding.flex", "sliding_layer", Options{})
-	if k.WarpSpecialized || k.Sparsity != SparsityPrepass {
-		t.Fatalf("Gemma 4's sliding layer: warp-specialized %v, sparsity %s; want attn_fwd.h's pre-pass forward", k.WarpSpecialized, k.Sparsity)
-	}
-	src := filepath.Join(t.TempDir(), "k.cu")
-	if err := os.WriteFile(src, []byte(k.Source), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	minBlocks := regexp.MustCompile(`@maskc_attn_fwd, !"minctasm", i32 (\d+)`)
-	for _, v := range []struct {
-		options []string
-		want    string
-	}{
-		{nil, "2"},
-		{[]string{"-DMASKC_FWD_ONE_BLOCK=1"}, "1"},
-	} {
-		ir := clangIR(t, clang, shim, src, append([]string{"-DMASKC_NV_WGMMA=1"}, v.options...)...)
-		m := minBlocks.FindStringSubmatch(ir)
-		if m == nil || m[1] != v.want {
-			t.Errorf("%v: maskc_attn_fwd's blocks per SM %v, want %s", v.options, m, v.want)
-		}
-	}
 }
 
 // clangIR builds the CUDA source file src with clang's CUDA front end as

@@ -114,6 +114,11 @@ type Kernel struct {
 	// intervals (a block selection, or any walked mask with
 	// Options.WSWalks; #define MASKC_WS_WALK 1).
 	WSWalk bool
+	// WSQFirst says that the warp-specialized forward builds its tensor maps
+	// and copies Q before the block barrier that waits for its walk
+	// (#define MASKC_WS_Q_FIRST 1): where the walk reads a block selection's
+	// buffer (selWalk), whose build is long.
+	WSQFirst bool
 	// WSPersist says that the warp-specialized forward is the persistent
 	// one (Options.FwdPersistent; #define MASKC_WS_PERSIST 1), launched on
 	// a block per hipsrc.WSPersistQTiles q tiles (LaunchConfig.QTilesPerBlock).
@@ -235,6 +240,7 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 		c := k.Launch[hipsrc.NVIDIAWGMMA.String()]
 		if k.WSWalk {
 			c.SharedMemBytes += hipsrc.WSWalkBytes
+			k.WSQFirst = selWalk(sp.plan)
 		}
 		if k.WSPersist = opts.FwdPersistent && !k.WSWalk; k.WSPersist {
 			c.QTilesPerBlock = hipsrc.WSPersistQTiles
@@ -439,6 +445,15 @@ func (k *Kernel) writeHeader(w *strings.Builder, src *dsl.Source) {
 	}
 	if k.WSWalk {
 		w.WriteString("#define MASKC_WS_WALK 1\n")
+	}
+	if k.WSQFirst {
+		// Q's maps and copy under the walk's build (attn_fwd_sm90.h). On the
+		// H100 (gpu/NOTES.md run 51a, forward over Flex) the block selections
+		// rose (moba 0.973 -> 0.994, moba_k8 0.960 -> 0.990, MoBA-16 0.763
+		// -> 0.795, BigBird 0.830 -> 0.847, NSA 0.962 -> 0.973); where the
+		// walk is closed-form or absent the barrier waits for the maps
+		// instead (block_causal 1.541 -> 1.494, full 1.492 -> 1.416).
+		w.WriteString("#ifndef MASKC_WS_Q_FIRST\n#define MASKC_WS_Q_FIRST 1\n#endif\n")
 	}
 	if k.WSPersist {
 		w.WriteString(hipsrc.WSPersistDefine)

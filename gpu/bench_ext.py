@@ -71,11 +71,10 @@ VARIANTS = {
     # codegen writes into every warp-specialized forward (attn_fwd_sm90.h MASKC_WS_OVERLAP)
     "seq": {"MASKC_WS_OVERLAP": 0},
     # the warp-specialized forward's Q maps and copy issued before the block barrier that waits for the walk
-    # (attn_fwd_sm90.h MASKC_WS_Q_FIRST, an experiment)
+    # (attn_fwd_sm90.h MASKC_WS_Q_FIRST; codegen writes it where the walk reads a block selection): qfirst on
+    # every warp-specialized forward, qfirst0 on none
     "qfirst": {"MASKC_WS_Q_FIRST": 1},
-    # attn_fwd.h's sm_90a forward at one block per SM, all its registers (prelude.h MASKC_FWD_ONE_BLOCK, an
-    # experiment: the pre-pass masks' key loops spill at 128)
-    "oneblock": {"MASKC_FWD_ONE_BLOCK": 1},
+    "qfirst0": {"MASKC_WS_Q_FIRST": 0},
 }
 
 

@@ -69,11 +69,7 @@
 #define MASKC_NV_MTILES 1
 #define MASKC_WARP_ROWS 16
 #define MASKC_NUM_WARPS 8
-// One block per SM above head dim 128 (128 output floats per thread), and
-// under MASKC_FWD_ONE_BLOCK 1 (an experiment, -DMASKC_FWD_ONE_BLOCK=1: all
-// 255 registers for a forward whose key loop spills at 128, as pre-pass
-// masks' do); else two.
-#if MASKC_HEAD_DIM > 128 || (defined(MASKC_FWD_ONE_BLOCK) && MASKC_FWD_ONE_BLOCK)
+#if MASKC_HEAD_DIM > 128  // 128 output floats per thread: one block per SM
 #define MASKC_MIN_BLOCKS 1
 #else
 #define MASKC_MIN_BLOCKS 2
