@@ -256,7 +256,9 @@ static_assert(MASKC_WS_THREADS == MASKC_NUM_THREADS, "the pre-pass and the forwa
 // barrier, under the walk's build by thread 128 (MASKC_WS_WALK), instead of
 // after it; the K and V copies, which need the walk, still wait for the
 // barrier. Where the walk is quick to build (closed-form intervals) or
-// absent, the barrier then waits for the maps instead.
+// absent, the barrier then waits for the maps instead. (The two places
+// repeat the maps' build and Q's copy: called through a shared function,
+// the optimiser builds the default prologue otherwise.)
 #if defined(MASKC_WS_Q_FIRST) && MASKC_WS_Q_FIRST && !MASKC_WS_PERSIST_ON
 #define MASKC_WS_Q_FIRST_ON 1
 #else
@@ -617,29 +619,21 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
     maskc_mbar_init(MASKC_BAR_Q_EMPTY, 8);  // lane 0 of each consumer warp
 #endif
   }
-#if !MASKC_WS_PERSIST_ON
-  // Warp 0 builds the Q, K and V maps in the last V stage (free until its
-  // first copy, issued after the block barrier) and publishes them;
-  // thread 0 then copies Q.
-  auto ws_build_maps = [&]() {
+#if MASKC_WS_Q_FIRST_ON
+  if (tid < 32 && __shfl_sync(0xffffffffu, (int)tma, 0)) {
+    // Q's maps and copy now (MASKC_WS_Q_FIRST): the mbarriers' initialisation
+    // is made visible to the copy engine first; the maps are built in the
+    // last V stage, free until its first copy (issued after the barrier).
+    if (tid == 0) asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    __syncwarp();
     const maskc_u32 scratch = maskc_smem_addr(sV + (MASKC_WS_STAGES - 1) * MASKC_WS_KV_ELEMS);
     unsigned long long tm;  // the slot's global address
     asm("cvta.to.global.u64 %0, %1;" : "=l"(tm) : "l"(&maskc_ws_tmaps[slot][0][0]));
     maskc_ws_build_maps(scratch, tm, Qp, Kp, Vp, Sq, Skv, shape, tid);
-  };
-  auto ws_copy_q = [&]() {
-    maskc_mbar_expect_tx(MASKC_BAR_Q, MASKC_BLOCK_M * MASKC_HEAD_DIM * 2);
-    maskc_ws_tma_load<MASKC_BLOCK_M>(sQ, &maskc_ws_tmaps[slot][0][0], q0, MASKC_BAR_Q);
-  };
-#endif
-#if MASKC_WS_Q_FIRST_ON
-  if (tid < 32 && __shfl_sync(0xffffffffu, (int)tma, 0)) {
-    // Q's maps and copy now, the mbarriers' initialisation made visible to
-    // the copy engine first.
-    if (tid == 0) asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    __syncwarp();
-    ws_build_maps();
-    if (tid == 0) ws_copy_q();
+    if (tid == 0) {
+      maskc_mbar_expect_tx(MASKC_BAR_Q, MASKC_BLOCK_M * MASKC_HEAD_DIM * 2);
+      maskc_ws_tma_load<MASKC_BLOCK_M>(sQ, &maskc_ws_tmaps[slot][0][0], q0, MASKC_BAR_Q);
+    }
   }
 #endif
   tma = __syncthreads_or(tma) != 0;
@@ -753,15 +747,21 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
 #else
     if (tma) {
       if (tid < 32) {
+        // Warp 0 builds the Q, K and V maps in the last V stage (free until
+        // its first copy, issued below by this warp) and publishes them.
 #if !MASKC_WS_Q_FIRST_ON  // else built, and Q's copy issued, before the block barrier
-        ws_build_maps();
+        const maskc_u32 scratch = maskc_smem_addr(sV + (MASKC_WS_STAGES - 1) * MASKC_WS_KV_ELEMS);
+        unsigned long long tm;  // the slot's global address
+        asm("cvta.to.global.u64 %0, %1;" : "=l"(tm) : "l"(&maskc_ws_tmaps[slot][0][0]));
+        maskc_ws_build_maps(scratch, tm, Qp, Kp, Vp, Sq, Skv, shape, tid);
 #endif
         if (tid == 0) {
           const void* tmK = &maskc_ws_tmaps[slot][1][0];
           const void* tmV = &maskc_ws_tmaps[slot][2][0];
           constexpr int kTileBytes = BN * MASKC_HEAD_DIM * 2;
 #if !MASKC_WS_Q_FIRST_ON
-          ws_copy_q();
+          maskc_mbar_expect_tx(MASKC_BAR_Q, MASKC_BLOCK_M * MASKC_HEAD_DIM * 2);
+          maskc_ws_tma_load<MASKC_BLOCK_M>(sQ, &maskc_ws_tmaps[slot][0][0], q0, MASKC_BAR_Q);
 #endif
           int ik = 0, iv = 0;
           int kt = MASKC_WS_NEXT(tiles.begin);
