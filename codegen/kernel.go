@@ -71,6 +71,12 @@ type Options struct {
 	// gpu/bwd_ws.sh), whose short columns ran as fast in the atomic mode
 	// and slower in the deterministic one (run 40c).
 	BwdWS bool
+	// BwdWSPair gives the kernels that bwdChoice asks the warp-specialized
+	// backward for at head dim 64, which has none, its two-tile steps
+	// (hipsrc.BwdChoice.PairQTiles: FlashAttention-3's 128 x 128 tile at
+	// that head dim): an experiment (cmd/genkernels -bwd-ws-pair) until
+	// timed against the 64 x 64 tiles.
+	BwdWSPair bool
 }
 
 // canon is the normal form of l: opts.Forms's, else computed.
@@ -541,7 +547,8 @@ func firstNonEmpty(xs ...string) string {
 // kernel in both), documents and dilated windows the same atomic (0.87,
 // 1.05) and lower deterministic (0.72 / 0.76, 0.90 / 0.93).
 func bwdChoice(k *Kernel, opts Options) hipsrc.BwdChoice {
-	return hipsrc.BwdChoice{WarpSpecialized: !k.HasMask || openColumns(k.sparsity) || k.wsColumns || opts.BwdWS}
+	return hipsrc.BwdChoice{WarpSpecialized: !k.HasMask || openColumns(k.sparsity) || k.wsColumns || opts.BwdWS,
+		PairQTiles: opts.BwdWSPair}
 }
 
 // bwdDQOrdered reports whether k's deterministic backward adds dQ in a

@@ -1612,9 +1612,21 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
 // arrives after its stores, every writer lane after its reads (a named
 // barrier's bar.arrive, which racecheck does not take as ordering them,
 // showed hazards on sDQ's pair there).
+// MASKC_BWD_WS_PAIR (hipsrc.BwdTile.PairQTiles, at head dim 64): a step
+// takes two q tiles, 128 rows, when the walk gives two in a row (as
+// FlashAttention-3's 128 x 128 tile at that head dim), else one: S^T and
+// dP^T are m64n128 products, and after the dS^T barrier each group computes
+// all 64 columns of dQ for its 64 rows (dS^T's column block `group`) instead
+// of 64 columns of the step's 64 rows. MASKC_BWD_WS_M is the rows of a step.
+#if defined(MASKC_BWD_WS_PAIR)
+#define MASKC_BWD_WS_M (2 * MASKC_BWD_BLOCK_M)
+#else
+#define MASKC_BWD_WS_M MASKC_BWD_BLOCK_M
+#endif
 static_assert(MASKC_BWD_WG && MASKC_BWD_GROUPS == 2 && !MASKC_BWD_SPLIT_D && MASKC_BWD_BLOCK_N == 128 &&
-                  MASKC_BWD_BLOCK_M == 64 && MASKC_HEAD_DIM == 128,
-              "the warp-specialized backward is two consumer warpgroups of 64 keys on 64-row Q and dO tiles, D = 128");
+                  MASKC_BWD_BLOCK_M == 64 && MASKC_HEAD_DIM * MASKC_BWD_WS_M == 128 * 64,
+              "the warp-specialized backward is two consumer warpgroups of 64 keys on 64-row Q and dO tiles at "
+              "D = 128, on 128-row steps (two q tiles) at D = 64");
 #define MASKC_BWD_WS_THREADS (MASKC_BWD_MAIN_THREADS + 128)
 // setmaxnreg: the consumers' increase over the launch's registers
 // (MASKC_WS_LAUNCH_REGS) must be covered by the producer's decrease.
@@ -1632,9 +1644,14 @@ __device__ __attribute__((aligned(128))) unsigned char maskc_bwd_tmaps[MASKC_BWD
 __device__ unsigned int maskc_bwd_tmap_owner[MASKC_BWD_WS_SLOTS];
 
 // One pair of the walk as the producer hands it over: query head h, q tile
-// qt (-1: the walk has ended) and its class against the kv tile.
+// qt (-1: the walk has ended) and its class against the kv tile; with
+// MASKC_BWD_WS_PAIR the q tiles of the step, qt and maybe qt + 1 (tiles),
+// and the class of both (2 only where both are full).
 struct MaskcBwdWsPair {
   int h, qt, cls;
+#if defined(MASKC_BWD_WS_PAIR)
+  int tiles;
+#endif
 };
 
 #if MASKC_BWD_DQ_ORDER
@@ -1732,9 +1749,10 @@ __device__ __forceinline__ bool maskc_bwd_ws_walk_next(const MaskcBwdShape& sh, 
 }
 
 // The dQ writer (the producer warpgroup's warp 1): for each pair the
-// consumers hand over in sDQ (its 64 rows, both groups' columns, in
-// maskc_bwd_dq_chunk_col's order) and *pair, one bulk reduction per 16 rows
-// into dq_acc by lanes 0 .. 3, sDQ given back once they have read it.
+// consumers hand over in sDQ (its 64 rows, both groups' columns, or on a
+// two-tile step each group's 64 rows, in maskc_bwd_dq_chunk_col's order)
+// and *pair, one bulk reduction per 16 rows into dq_acc by lanes 0 .. 3
+// (0 .. 7 for two q tiles), sDQ given back once they have read it.
 // Handover m completes mbarrier full (every consumer thread arrives after
 // its stores) in phase m; every lane of the writer arrives on empty after
 // its reads. kOrdered: each lane's reduction waits for its rows' turn on
@@ -1745,14 +1763,18 @@ __device__ __forceinline__ void maskc_bwd_ws_dq_writer(const MaskcBwdShape& sh, 
                                                        const MaskcBwdWsPair* pair, maskc_u32 full, maskc_u32 empty,
                                                        int b, int lane) {
   constexpr int D = MASKC_HEAD_DIM, BM = MASKC_BWD_BLOCK_M, R = MASKC_BWD_SEM_ROWS;
-  static_assert(BM / R <= MASKC_WARP_SIZE && MASKC_BWD_WARPS * 16 == BM, "a lane per 16 rows of sDQ");
+  static_assert(MASKC_BWD_WS_M / R <= MASKC_WARP_SIZE && MASKC_BWD_WARPS * 16 == BM, "a lane per 16 rows of sDQ");
   const int Sq = sh.Sq;
   for (int m = 0;; ++m) {
     maskc_mbar_wait(full, m & 1);
     const int h = pair->h, qt = pair->qt;
     if (qt < 0) break;
     const int qw = qt * BM + R * lane, nrows = min(R, Sq - qw);
+#if defined(MASKC_BWD_WS_PAIR)
+    const bool mine = lane < pair->tiles * BM / R && nrows > 0;
+#else
     const bool mine = lane < BM / R && nrows > 0;
+#endif
     unsigned* const sem = kOrdered && mine ? maskc_bwd_sem_at(sh, b, h, qw / R) : nullptr;
     if (mine) {
       if (kOrdered) maskc_bwd_sem_wait(sem, blockIdx.x);
@@ -1798,27 +1820,29 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
                                                   const MaskcBwdShape& sh, const MaskcBuffers& buf) {
   extern __shared__ __attribute__((aligned(1024))) unsigned char maskc_bwd_smem[];
   constexpr int D = MASKC_HEAD_DIM, BM = MASKC_BWD_BLOCK_M, BN = MASKC_BWD_BLOCK_N;
+  // SM: a step's rows (BM, or two q tiles under MASKC_BWD_WS_PAIR).
+  constexpr int SM = MASKC_BWD_WS_M;
   // Dynamic shared memory (hipsrc.BwdTile.SharedMemBytes with Producer): K
-  // and V [BN][D], two stages of Q and dO [BM][D] (stage s's Q at
-  // sQs + 2 s BM D, its dO BM D after), two dS^T buffers [BN][BM]; every
+  // and V [BN][D], two stages of Q and dO [SM][D] (stage s's Q at
+  // sQs + 2 s SM D, its dO SM D after), two dS^T buffers [BN][SM]; every
   // tile 1024-byte aligned.
   maskc_elem_t* const sK = (maskc_elem_t*)maskc_bwd_smem;
   maskc_elem_t* const sV = sK + BN * D;
   maskc_elem_t* const sQs = sV + BN * D;
-  maskc_elem_t* const sdSs = sQs + 4 * BM * D;
+  maskc_elem_t* const sdSs = sQs + 4 * SM * D;
   // The rest in static shared memory: dQ's staging (16 rows per warp of a
   // group, as maskc_attn_bwd_main's) and its pair, each stage's row data and
   // pair, the mbarriers (full, empty of each stage; K and V's; sDQ's full
   // and empty) and the producer's scratch for tensor maps.
-  __shared__ __attribute__((aligned(128))) float sDQ[MASKC_BWD_WARPS * 16 * D];
+  __shared__ __attribute__((aligned(128))) float sDQ[SM * D];
   __shared__ MaskcBwdWsPair sDQPair;
-  __shared__ float sLse[2][BM], sDelta[2][BM];
+  __shared__ float sLse[2][SM], sDelta[2][SM];
   // Each stage's rows' mask and score parts; a part that names no q (a
   // buffer read by b or h only: Transfusion's spans, ALiBi's slope; codegen's
   // MASKC_MASK_ROW_FREE_OF_Q, MASKC_SCORE_ROW_FREE_OF_Q) is the same for
   // every row, and only row 0's is computed and read (MASKC_BWD_WS_MROW/_SROW).
-  __shared__ MaskcMaskRow sMrow[2][BM];
-  __shared__ MaskcScoreRow sSrow[2][BM];
+  __shared__ MaskcMaskRow sMrow[2][SM];
+  __shared__ MaskcScoreRow sSrow[2][SM];
 #if defined(MASKC_MASK_ROW_FREE_OF_Q)
 #define MASKC_BWD_WS_MROW(r) 0
 #else
@@ -1910,8 +1934,29 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
     w.any = w.full = 0u;
     int maps_h = -1, set = 1;  // the head whose Q, dO maps set `set` holds
     int n = 0;
+#if defined(MASKC_BWD_WS_PAIR)
+    // held: the walk's current q tile (w) came after the last step's first
+    // without following it, and is the next step's first.
+    bool held = false;
+#endif
     for (;; ++n) {
+#if defined(MASKC_BWD_WS_PAIR)
+      const bool have = held || maskc_bwd_ws_walk_next<kOrdered>(sh, buf, b, hkv, k0, w, lane);
+      const int step_h = w.h, step_qt = w.qt;
+      int step_cls = w.cls, tiles = 1;
+      held = false;
+      if (have && maskc_bwd_ws_walk_next<kOrdered>(sh, buf, b, hkv, k0, w, lane)) {
+        if (w.h == step_h && w.qt == step_qt + 1) {
+          tiles = 2;
+          step_cls = step_cls == 2 && w.cls == 2 ? 2 : 1;
+        } else {
+          held = true;
+        }
+      }
+#else
       const bool have = maskc_bwd_ws_walk_next<kOrdered>(sh, buf, b, hkv, k0, w, lane);
+      const int &step_h = w.h, &step_qt = w.qt, &step_cls = w.cls;
+#endif
       const int s = n & 1;
       // Stage s is free once the consumers are done with pair n - 2: then
       // every copy through the map set built two heads ago has landed too.
@@ -1922,10 +1967,15 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
         maskc_mbar_arrive(MASKC_BWD_WS_FULL(s));
         break;
       }
-      const int h = w.h, q0 = w.qt * BM;
-      for (int r = lane; r < BM; r += 32) {
+      const int h = step_h, q0 = step_qt * BM;
+#if defined(MASKC_BWD_WS_PAIR)
+      const int q_lim = min(Sq, q0 + tiles * BM);
+#else
+      const int& q_lim = Sq;
+#endif
+      for (int r = lane; r < SM; r += 32) {
         const long long row = ((long long)b * sh.H + h) * Sq + q0 + r;
-        const bool ok = q0 + r < Sq;
+        const bool ok = q0 + r < q_lim;
         sLse[s][r] = ok ? sh.lse[row] : maskc_neg_inf();
         sDelta[s][r] = ok ? sh.delta[row] : 0.f;
         if (MASKC_BWD_WS_MROW(r) == r) sMrow[s][r] = maskc_mask_row(buf, nB, nH, nHKV, nQ, nKV, b, h, maskc_nonneg(q0 + r));
@@ -1933,11 +1983,14 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
       }
       if (lane == 0) {
         sPair[s].h = h;
-        sPair[s].qt = w.qt;
-        sPair[s].cls = w.cls;
+        sPair[s].qt = step_qt;
+        sPair[s].cls = step_cls;
+#if defined(MASKC_BWD_WS_PAIR)
+        sPair[s].tiles = tiles;
+#endif
       }
-      maskc_elem_t* const sQ = sQs + s * 2 * BM * D;
-      maskc_elem_t* const sdO = sQ + BM * D;
+      maskc_elem_t* const sQ = sQs + s * 2 * SM * D;
+      maskc_elem_t* const sdO = sQ + SM * D;
       const maskc_elem_t* const Qh = Q + b * sh.q_stride[0] + h * sh.q_stride[1];
       const maskc_elem_t* const dOh = dO + b * sh.do_stride[0] + h * sh.do_stride[1];
       if (tma) {
@@ -1946,21 +1999,21 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
           set ^= 1;
           maskc_tmap_zero<2>(scratch, lane);
           if (lane == 0) {
-            maskc_tmap_fill(scratch, Qh, D, Sq, 2ull * sh.q_stride[2], BM);
-            maskc_tmap_fill(scratch + 128, dOh, D, Sq, 2ull * sh.do_stride[2], BM);
+            maskc_tmap_fill(scratch, Qh, D, Sq, 2ull * sh.q_stride[2], SM);
+            maskc_tmap_fill(scratch + 128, dOh, D, Sq, 2ull * sh.do_stride[2], SM);
           }
           maskc_tmap_publish<2>(scratch, tm0 + 256 + 256 * set);
         }
         if (lane == 0) {
-          maskc_mbar_expect_tx(MASKC_BWD_WS_FULL(s), 2 * BM * D * 2);
-          maskc_ws_tma_load<BM>(sQ, &maskc_bwd_tmaps[slot][2 + 2 * set][0], q0, MASKC_BWD_WS_FULL(s));
-          maskc_ws_tma_load<BM>(sdO, &maskc_bwd_tmaps[slot][3 + 2 * set][0], q0, MASKC_BWD_WS_FULL(s));
+          maskc_mbar_expect_tx(MASKC_BWD_WS_FULL(s), 2 * SM * D * 2);
+          maskc_ws_tma_load<SM>(sQ, &maskc_bwd_tmaps[slot][2 + 2 * set][0], q0, MASKC_BWD_WS_FULL(s));
+          maskc_ws_tma_load<SM>(sdO, &maskc_bwd_tmaps[slot][3 + 2 * set][0], q0, MASKC_BWD_WS_FULL(s));
         } else {
           maskc_mbar_arrive(MASKC_BWD_WS_FULL(s));
         }
       } else {
-        maskc_bwd_ws_copy<BM>(sQ, Qh, sh.q_stride[2], q0, Sq, lane);
-        maskc_bwd_ws_copy<BM>(sdO, dOh, sh.do_stride[2], q0, Sq, lane);
+        maskc_bwd_ws_copy<SM>(sQ, Qh, sh.q_stride[2], q0, Sq, lane);
+        maskc_bwd_ws_copy<SM>(sdO, dOh, sh.do_stride[2], q0, Sq, lane);
         asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(MASKC_BWD_WS_FULL(s)) : "memory");
         maskc_mbar_arrive(MASKC_BWD_WS_FULL(s));
       }
@@ -2010,6 +2063,11 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
       break;
     }
     const int h = pair.h, q0 = pair.qt * BM, cls = pair.cls;
+#if defined(MASKC_BWD_WS_PAIR)
+    const int q_lim = min(Sq, q0 + pair.tiles * BM);  // the step's one q tile or two
+#else
+    const int& q_lim = Sq;
+#endif
     if (h != col_h) {
       col_h = h;
 #pragma unroll
@@ -2020,35 +2078,35 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
       }
     }
     maskc_bufgrad_open(sh, buf, run, b, h);
-    const maskc_elem_t* const sQ = sQs + s * 2 * BM * D;
-    const maskc_elem_t* const sdO = sQ + BM * D;
-    maskc_elem_t* const sdS = sdSs + s * BN * BM;  // pair n's dS^T buffer (n % 2 = s)
+    const maskc_elem_t* const sQ = sQs + s * 2 * SM * D;
+    const maskc_elem_t* const sdO = sQ + SM * D;
+    maskc_elem_t* const sdS = sdSs + s * BN * SM;  // pair n's dS^T buffer (n % 2 = s)
 
-    // S^T and dP^T: the group's 64 keys against the BM rows, one commit group.
-    float st[MASKC_BACC(BM)], dpt[MASKC_BACC(BM)];
+    // S^T and dP^T: the group's 64 keys against the SM rows, one commit group.
+    float st[MASKC_BACC(SM)], dpt[MASKC_BACC(SM)];
 #pragma unroll
-    for (int i = 0; i < MASKC_BACC(BM); ++i) st[i] = dpt[i] = 0.f;
-    maskc_wg_fence_regs<MASKC_BACC(BM)>(st);
-    maskc_wg_fence_regs<MASKC_BACC(BM)>(dpt);
+    for (int i = 0; i < MASKC_BACC(SM); ++i) st[i] = dpt[i] = 0.f;
+    maskc_wg_fence_regs<MASKC_BACC(SM)>(st);
+    maskc_wg_fence_regs<MASKC_BACC(SM)>(dpt);
     maskc_wg_fence();
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
-      maskc_wgmma_ss<MASKC_DT, BM>(st, maskc_wg_desc(sKg + (kk >> 2) * (BN * 64) + (kk & 3) * 16, 16, 1024),
-                                   maskc_wg_desc(sQ + (kk >> 2) * (BM * 64) + (kk & 3) * 16, 16, 1024));
+      maskc_wgmma_ss<MASKC_DT, SM>(st, maskc_wg_desc(sKg + (kk >> 2) * (BN * 64) + (kk & 3) * 16, 16, 1024),
+                                   maskc_wg_desc(sQ + (kk >> 2) * (SM * 64) + (kk & 3) * 16, 16, 1024));
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
-      maskc_wgmma_ss<MASKC_DT, BM>(dpt, maskc_wg_desc(sVg + (kk >> 2) * (BN * 64) + (kk & 3) * 16, 16, 1024),
-                                   maskc_wg_desc(sdO + (kk >> 2) * (BM * 64) + (kk & 3) * 16, 16, 1024));
+      maskc_wgmma_ss<MASKC_DT, SM>(dpt, maskc_wg_desc(sVg + (kk >> 2) * (BN * 64) + (kk & 3) * 16, 16, 1024),
+                                   maskc_wg_desc(sdO + (kk >> 2) * (SM * 64) + (kk & 3) * 16, 16, 1024));
     maskc_wg_commit();
     maskc_wg_wait();
-    maskc_wg_fence_regs<MASKC_BACC(BM)>(st);
-    maskc_wg_fence_regs<MASKC_BACC(BM)>(dpt);
+    maskc_wg_fence_regs<MASKC_BACC(SM)>(st);
+    maskc_wg_fence_regs<MASKC_BACC(SM)>(dpt);
     const auto elements = [&](bool partial, MaskcBufGradRun* rp) {
 #pragma unroll
-      for (int i = 0; i < MASKC_BACC(BM); ++i) {
-        const int kr = 16 * warp + maskc_bacc_row<BM>(lane, i), qc = maskc_bacc_col<BM>(lane, i);
+      for (int i = 0; i < MASKC_BACC(SM); ++i) {
+        const int kr = 16 * warp + maskc_bacc_row<SM>(lane, i), qc = maskc_bacc_col<SM>(lane, i);
         const int q = q0 + qc, kv = k0 + kr, sl = (i >> 1) & 1;  // sl: the lane's key slot of element i
-        bool keep = q < Sq && kv < Skv;
+        bool keep = q < q_lim && kv < Skv;
 #if defined(MASKC_HAS_MASK)
         if (partial && keep)
           keep = maskc_bwd_mask_rc(sh, buf, pos, sMrow[s][MASKC_BWD_WS_MROW(qc)], mcol[sl], b, h, maskc_nonneg(q),
@@ -2064,18 +2122,18 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
     // dS^T to shared memory for dQ (pairs of adjacent columns).
     if (sh.dq_acc != nullptr) {
 #pragma unroll
-      for (int i = 0; i < MASKC_BACC(BM); i += 2) {
-        const int kr = 16 * warp + maskc_bacc_row<BM>(lane, i), qc = maskc_bacc_col<BM>(lane, i);
-        *(maskc_u32*)(sdS + maskc_tile_index<BN, BM>(kr, qc)) = maskc_pack2<MASKC_DT>(dpt[i], dpt[i + 1]);
+      for (int i = 0; i < MASKC_BACC(SM); i += 2) {
+        const int kr = 16 * warp + maskc_bacc_row<SM>(lane, i), qc = maskc_bacc_col<SM>(lane, i);
+        *(maskc_u32*)(sdS + maskc_tile_index<BN, SM>(kr, qc)) = maskc_pack2<MASKC_DT>(dpt[i], dpt[i + 1]);
       }
       maskc_bwd_fence_async();
     }
     // dV += P^T.dO and dK += dS^T.Q in one commit group, A from registers,
     // dO and Q MN-major.
     {
-      maskc_u32 pa[BM / 16][4], sa[BM / 16][4];
+      maskc_u32 pa[SM / 16][4], sa[SM / 16][4];
 #pragma unroll
-      for (int kk = 0; kk < BM / 16; ++kk) {
+      for (int kk = 0; kk < SM / 16; ++kk) {
 #pragma unroll
         for (int r = 0; r < 4; ++r) {
           pa[kk][r] = maskc_pack2<MASKC_DT>(st[8 * kk + 2 * r], st[8 * kk + 2 * r + 1]);
@@ -2086,11 +2144,11 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
       maskc_wg_fence_regs<MASKC_BACC(D)>(dk);
       maskc_wg_fence();
 #pragma unroll
-      for (int kk = 0; kk < BM / 16; ++kk)
-        maskc_wgmma_rs<MASKC_DT, D>(dv, pa[kk], maskc_wg_desc(sdO + kk * 16 * 64, BM * 128, 1024));
+      for (int kk = 0; kk < SM / 16; ++kk)
+        maskc_wgmma_rs<MASKC_DT, D>(dv, pa[kk], maskc_wg_desc(sdO + kk * 16 * 64, SM * 128, 1024));
 #pragma unroll
-      for (int kk = 0; kk < BM / 16; ++kk)
-        maskc_wgmma_rs<MASKC_DT, D>(dk, sa[kk], maskc_wg_desc(sQ + kk * 16 * 64, BM * 128, 1024));
+      for (int kk = 0; kk < SM / 16; ++kk)
+        maskc_wgmma_rs<MASKC_DT, D>(dk, sa[kk], maskc_wg_desc(sQ + kk * 16 * 64, SM * 128, 1024));
       maskc_wg_commit();
       // Waited for here, not under dQ's product: until then the MMA reads
       // P and dS from registers (pa, sa), which beside dQ's accumulators
@@ -2103,10 +2161,12 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
       maskc_mbar_arrive(MASKC_BWD_WS_EMPTY(s));  // Q, dO and the stage's rows are read
       continue;
     }
-    // dQ rows q0 .. q0 + 63, the group's 64 columns (block nb = group of D)
-    // = dS.K over the tile's BN keys, once both groups' dS^T are stored.
+    // dQ = dS.K over the tile's BN keys, once both groups' dS^T are stored:
+    // rows q0 .. q0 + 63, the group's 64 columns (block nb = group of D); on
+    // two-tile steps (D = 64) the group's 64 rows (qb = group: dS^T's
+    // column block, sDQ's rows 64 qb ..), every column.
     maskc_named_sync(MASKC_BWD_WS_BAR_DS, MASKC_BWD_MAIN_THREADS);
-    const int nb = group;
+    const int nb = SM == BM ? group : 0, qb = SM == BM ? 0 : group;
     float dq[MASKC_BACC(64)];
 #pragma unroll
     for (int i = 0; i < MASKC_BACC(64); ++i) dq[i] = 0.f;
@@ -2116,7 +2176,7 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
     for (int kk = 0; kk < BN / 16; ++kk) {
       // keys kk*16 .. +15: 16 rows of 128 bytes in dS^T [BN][64] and in
       // K's column block nb; 8-row groups at 1024 bytes.
-      maskc_bwd_wgmma_tt_n64<MASKC_DT>(dq, maskc_wg_desc(sdS + kk * 16 * 64, BN * 128, 1024),
+      maskc_bwd_wgmma_tt_n64<MASKC_DT>(dq, maskc_wg_desc(sdS + qb * (BN * 64) + kk * 16 * 64, BN * 128, 1024),
                                        maskc_wg_desc(sK + nb * (BN * 64) + kk * 16 * 64, BN * 128, 1024));
     }
     maskc_wg_commit();
@@ -2129,7 +2189,7 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
     maskc_mbar_wait(MASKC_BWD_WS_DQ_EMPTY, (n & 1) ^ 1);
     {
       const int g = lane >> 2, t = lane & 3;
-      float* const rows = sDQ + gw * (16 * D);
+      float* const rows = sDQ + (qb * MASKC_BWD_WARPS + gw) * (16 * D);
 #pragma unroll
       for (int jp = 0; jp < 4; ++jp) {
         const float* c = dq + 8 * jp;
@@ -2141,6 +2201,9 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
     if (ctid == 0) {
       sDQPair.h = h;
       sDQPair.qt = pair.qt;
+#if defined(MASKC_BWD_WS_PAIR)
+      sDQPair.tiles = pair.tiles;
+#endif
     }
     maskc_bwd_fence_async();  // the writer's bulk reductions read sDQ through the async proxy
     maskc_mbar_arrive(MASKC_BWD_WS_DQ_FULL);

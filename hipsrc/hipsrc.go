@@ -203,6 +203,20 @@ type BwdTile struct {
 	// shared memory holds two Q, dO stages and two dS^T buffers
 	// (SharedMemBytes); the other backward kernels are as without it.
 	Producer bool
+	// PairQTiles is MASKC_BWD_WS_PAIR: a step of the warp-specialized
+	// kernel takes two q tiles of BlockM rows where the walk gives two in a
+	// row (StepRows), its stages and dS^T buffers twice as tall; BlockM
+	// stays every other kernel's and the q tiles' unit.
+	PairQTiles bool
+}
+
+// StepRows returns the query rows of one step of maskc_attn_bwd:
+// BlockM, or two q tiles' with PairQTiles.
+func (t BwdTile) StepRows() int {
+	if t.PairQTiles {
+		return 2 * t.BlockM
+	}
+	return t.BlockM
 }
 
 // bwdTiles is the one table of backward tiles, by platform and head dim,
@@ -221,9 +235,9 @@ type BwdTile struct {
 // each with half of dK's and dV's columns (SplitD, one block per SM: 217
 // KiB of shared memory with the dQ rows' staging).
 var bwdTiles = map[Platform]map[int]BwdTile{
-	NVIDIA:      {64: {64, 64, false, 1, false, false}, 128: {64, 64, false, 1, false, false}, 256: {32, 32, false, 1, false, false}},
-	NVIDIAWGMMA: {64: {64, 64, false, 1, false, false}, 128: {64, 64, false, 1, false, false}, 256: {64, 64, false, 2, true, false}},
-	AMD:         {64: {64, 64, false, 1, false, false}, 128: {32, 64, false, 1, false, false}, 256: {32, 32, true, 1, false, false}},
+	NVIDIA:      {64: {64, 64, false, 1, false, false, false}, 128: {64, 64, false, 1, false, false, false}, 256: {32, 32, false, 1, false, false, false}},
+	NVIDIAWGMMA: {64: {64, 64, false, 1, false, false, false}, 128: {64, 64, false, 1, false, false, false}, 256: {64, 64, false, 2, true, false, false}},
+	AMD:         {64: {64, 64, false, 1, false, false, false}, 128: {32, 64, false, 1, false, false, false}, 256: {32, 32, true, 1, false, false, false}},
 }
 
 // bwdWSTiles are the tiles of the warp-specialized backward (BwdTile.Producer,
@@ -244,7 +258,17 @@ var bwdTiles = map[Platform]map[int]BwdTile{
 // sum (run 39d). codegen takes it for kernels without a mask or with open
 // columns (codegen.bwdChoice), every kernel under codegen.Options.BwdWS.
 var bwdWSTiles = map[Platform]map[int]BwdTile{
-	NVIDIAWGMMA: {128: {64, 128, false, 2, false, true}},
+	NVIDIAWGMMA: {128: {64, 128, false, 2, false, true, false}},
+}
+
+// bwdWSPairTiles are the warp-specialized backward's tiles on two-tile
+// steps (BwdChoice.PairQTiles, an experiment): at head dim 64,
+// FlashAttention-3's 128 x 128 tile, each consumer group's S^T and dP^T
+// m64n128 products over 128 query rows and its dQ 64 rows of all 64
+// columns (the registers of the head-dim-128 tile: S^T, dP^T 64 each, dK,
+// dV 32 each), 160 KiB of dynamic shared memory and 32 KiB of dQ staging.
+var bwdWSPairTiles = map[Platform]map[int]BwdTile{
+	NVIDIAWGMMA: {64: {64, 128, false, 2, false, true, true}},
 }
 
 // BwdWSAt reports whether some platform has the warp-specialized backward
@@ -264,6 +288,9 @@ type BwdChoice struct {
 	// WarpSpecialized asks for the warp-specialized kernel's tile
 	// (bwdWSTiles).
 	WarpSpecialized bool
+	// PairQTiles, with WarpSpecialized, asks for its two-tile steps
+	// (bwdWSPairTiles) where a platform has them at the head dim.
+	PairQTiles bool
 }
 
 // BwdTileFor returns the backward tile on p at a head dim (HeadDims).
@@ -273,6 +300,9 @@ func (p Platform) BwdTileFor(headDim int) (BwdTile, error) { return p.BwdTileOf(
 // warp-specialized one (bwdWSTiles) where c asks for it and the platform has
 // one, else BwdTileFor's.
 func (p Platform) BwdTileOf(headDim int, c BwdChoice) (BwdTile, error) {
+	if t, ok := bwdWSPairTiles[p][headDim]; ok && c.WarpSpecialized && c.PairQTiles {
+		return t, nil
+	}
 	if t, ok := bwdWSTiles[p][headDim]; ok && c.WarpSpecialized {
 		return t, nil
 	}
@@ -290,7 +320,8 @@ func (p Platform) BwdTileOf(headDim int, c BwdChoice) (BwdTile, error) {
 // V, two stages of Q and dO and two dS^T buffers.
 func (t BwdTile) SharedMemBytes(headDim int) int {
 	if t.Producer { // the rest is static shared memory
-		return ElemBytes * (2*t.BlockN*headDim + 4*t.BlockM*headDim + 2*t.BlockN*t.BlockM)
+		m := t.StepRows()
+		return ElemBytes * (2*t.BlockN*headDim + 4*m*headDim + 2*t.BlockN*m)
 	}
 	n := t.smemFor(t.BlockN, headDim)
 	if t.SplitD {
@@ -369,6 +400,9 @@ func BwdTileDefines(headDim int, c BwdChoice) (string, error) {
 			pc.cond, pc.p, t.BlockM, t.BlockN, b2i(t.ARegs), t.Groups, b2i(t.SplitD))
 		if t.Producer {
 			b.WriteString("#define MASKC_BWD_WS 1  // maskc_attn_bwd: the warp-specialized kernel\n")
+		}
+		if t.PairQTiles {
+			b.WriteString("#define MASKC_BWD_WS_PAIR 1  // ... on steps of two q tiles\n")
 		}
 	}
 	b.WriteString("#endif\n")
