@@ -81,3 +81,33 @@ func maskKernel(t *testing.T, decls string) *Kernel {
 	}
 	return k
 }
+
+// TestPairSteps pins which kernels' backward takes two q tiles a step
+// (pairSteps, hipsrc.BwdTile.PairQTiles): at head dim 64 the kernels
+// without a score whose columns run to the last row or that have no mask;
+// not documents, windows or scores, and no kernel at head dim 128, whose
+// warp-specialized tile has one-tile steps.
+func TestPairSteps(t *testing.T) {
+	for _, tc := range []struct {
+		file, attention string
+		headDim         int
+		want            bool
+	}{
+		{"../examples/full.flex", "", 64, true},
+		{"../examples/causal.flex", "", 64, true},
+		{"../gpu/bench_cases/prefix2048.flex", "", 64, true},
+		{"../examples/full.flex", "", 128, false},
+		{"../examples/causal.flex", "", 128, false},
+		{"../examples/softcap.flex", "capped_layer", 64, false},
+		{"../examples/alibi.flex", "alibi_layer", 64, false},
+		{"../examples/document_causal.flex", "packed_layer", 64, false},
+		{"../gpu/bench_cases/sliding1024.flex", "", 64, false},
+	} {
+		k := generateAttention(t, tc.file, tc.attention, Options{HeadDim: tc.headDim})
+		got := strings.Contains(k.BwdSource, "#define MASKC_BWD_WS_PAIR 1")
+		assert.Equal(t, tc.want, got, "%s at head dim %d", tc.file, tc.headDim)
+		if got {
+			assert.Contains(t, k.BwdSource, "#define MASKC_BWD_WS 1", "%s: two-tile steps are the warp-specialized kernel's", tc.file)
+		}
+	}
+}

@@ -89,14 +89,6 @@ func TestClangCUDA(t *testing.T) {
 			}
 			name += "_bwdws"
 		}
-		if opts.BwdWSPair {
-			// The warp-specialized backward on two-tile steps at head dim 64
-			// (genkernels -bwd-ws-pair).
-			if !strings.Contains(k.BwdSource, "#define MASKC_BWD_WS_PAIR 1") {
-				t.Fatalf("%s %s: -bwd-ws-pair source does not ask for two-tile steps", file, attention)
-			}
-			name += "_wspair"
-		}
 		if opts.BwdDQOrder {
 			// The ordered deterministic dQ (genkernels -bwd-dq-order).
 			if !strings.Contains(k.BwdSource, hipsrc.BwdDQOrderDefine) {
@@ -153,13 +145,12 @@ func TestClangCUDA(t *testing.T) {
 	writeOpts("../examples/sliding_window.flex", "local_512_layer", Options{BwdDQOrder: true})
 	writeOpts("../examples/softcap.flex", "capped_layer", Options{BwdDQOrder: true})
 	writeOpts("../examples/gpt_oss.flex", "layer_0", Options{BwdDQOrder: true})
-	// Two-tile steps of the warp-specialized backward at head dim 64: no
-	// mask, causal, a soft-capped causal score (its deterministic dQ
-	// ordered), document-causal (a segments search, monotone columns).
-	for _, c := range [][2]string{{"../examples/full.flex", ""}, {"../examples/causal.flex", ""},
-		{"../examples/softcap.flex", "capped_layer"}, {"../examples/document_causal.flex", "packed_layer"}} {
-		writeOpts(c[0], c[1], Options{HeadDim: 64, BwdWSPair: true})
-	}
+	// Two-tile steps of the warp-specialized backward at head dim 64
+	// (pairSteps): no mask, causal, and causal with its deterministic dQ
+	// ordered (genkernels -bwd-dq-order).
+	write("../examples/full.flex", "", 64)
+	write("../examples/causal.flex", "", 64)
+	writeOpts("../examples/causal.flex", "", Options{HeadDim: 64, BwdDQOrder: true})
 	write("testdata/golden/lookup.flex", "per_head", 0)                 // pre-pass sparsity
 	write("../testdata/ported/gemma4_sliding.flex", "sliding_layer", 0) // the pre-pass tests its terms
 	write("testdata/golden/sliding_window.flex", "sliding", 0)          // fp16, head dim 64

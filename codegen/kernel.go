@@ -71,12 +71,6 @@ type Options struct {
 	// gpu/bwd_ws.sh), whose short columns ran as fast in the atomic mode
 	// and slower in the deterministic one (run 40c).
 	BwdWS bool
-	// BwdWSPair gives the kernels that bwdChoice asks the warp-specialized
-	// backward for at head dim 64, which has none, its two-tile steps
-	// (hipsrc.BwdChoice.PairQTiles: FlashAttention-3's 128 x 128 tile at
-	// that head dim): an experiment (cmd/genkernels -bwd-ws-pair) until
-	// timed against the 64 x 64 tiles.
-	BwdWSPair bool
 }
 
 // canon is the normal form of l: opts.Forms's, else computed.
@@ -548,7 +542,23 @@ func firstNonEmpty(xs ...string) string {
 // 1.05) and lower deterministic (0.72 / 0.76, 0.90 / 0.93).
 func bwdChoice(k *Kernel, opts Options) hipsrc.BwdChoice {
 	return hipsrc.BwdChoice{WarpSpecialized: !k.HasMask || openColumns(k.sparsity) || k.wsColumns || opts.BwdWS,
-		PairQTiles: opts.BwdWSPair}
+		PairQTiles: pairSteps(k)}
+}
+
+// pairSteps reports whether k's warp-specialized backward takes two q
+// tiles a step where a platform has such a tile at its head dim
+// (hipsrc.BwdChoice.PairQTiles; sm_90a at head dim 64, where the kernel
+// has no one-tile step): a kernel without a score whose columns run to the
+// last row or that has no mask. On the H100 (gpu/NOTES.md run 51b, head dim
+// 64, forward + backward over Flex, against the 64 x 64 tiles) full ran
+// 0.990 -> 1.193, causal 0.950 -> 1.057, prefix2048 0.903 -> 1.046 (the
+// dense table over cuDNN: full 0.69-0.74 -> 0.75-0.89, causal 0.66-0.76
+// -> 0.69-0.85); the other kernels that bwdChoice sends to the
+// warp-specialized kernel lost there: documents 0.994 -> 0.831, dilated
+// windows 1.074 -> 1.029, and scores at their register limit (causal +
+// soft-cap 1.045 -> 0.967, causal + ALiBi 0.907 -> 0.877).
+func pairSteps(k *Kernel) bool {
+	return !k.HasScore && (!k.HasMask || openColumns(k.sparsity))
 }
 
 // bwdDQOrdered reports whether k's deterministic backward adds dQ in a
@@ -585,9 +595,13 @@ func bwdDQOrdered(k *Kernel, opts Options) bool {
 	heavy := k.HasScore && !lightScore(k.Score)
 	diagonal := k.HasMask && diagonalColumns(k.sparsity)
 	ws := bwdChoice(k, opts).WarpSpecialized && hipsrc.BwdWSAt(k.HeadDim)
+	// The warp-specialized kernel on two-tile steps (pairSteps, head dim
+	// 64) orders dQ only under Options.BwdDQOrder until timed.
+	tile, err := hipsrc.NVIDIAWGMMA.BwdTileOf(k.HeadDim, bwdChoice(k, opts))
+	anyWS := err == nil && tile.Producer
 	open := !k.HasMask || openColumns(k.sparsity)
 	monotone := k.HasMask && qRangeMonotone(k.sparsity)
-	return (heavy && diagonal) || (ws && (open || monotone)) || (opts.BwdDQOrder && (diagonal || ws))
+	return (heavy && diagonal) || (ws && (open || monotone)) || (opts.BwdDQOrder && (diagonal || anyWS))
 }
 
 // openColumns reports whether every term of an analytic plan keeps a key's

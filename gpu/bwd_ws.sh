@@ -20,16 +20,22 @@
 #   $WS_VARIANTS (default "ws=.devbin/bws") bwd_bench's variants against
 #   $BWD_MAIN (default .devbin/bmain) at $HEAD_DIM (default the kernels'
 #   own, 128), $DENSE (default "dense dense-ws") the dense builds under
-#   .devbin.
+#   .devbin, timed at head dims $DENSE_DIMS (default 128,64).
+#   Other experiments: gen builds bws and dense-ws with $WS_FLAGS (default
+#   -bwd-ws), and bws and bmain at $HEAD_DIM where it is set (e.g.
+#   WS_FLAGS=-bwd-ws-pair HEAD_DIM=64: the two-tile steps at head dim 64).
 set -u
 cd "$(dirname "$0")/.."
 case "${1:-}" in
 gen)
 	rm -rf .devbin/bws .devbin/bmain .devbin/dense-ws
 	G="go run ./cmd/genkernels"
-	$G -bwd-ws -o "${WS_BUILD:-.devbin/bws}" examples/full.flex examples/t5_bias.flex gpu/bwd_cases/*.flex gpu/bench_cases/*.flex &&
-		$G -o .devbin/bmain gpu/bench_cases/*.flex &&
-		$G -bwd-ws -o .devbin/dense-ws gpu/dense_cases/*.flex
+	flags=${WS_FLAGS:--bwd-ws}
+	dim=${HEAD_DIM:+-head-dim $HEAD_DIM}
+	# shellcheck disable=SC2086 # flags and dim are word lists
+	$G $flags $dim -o "${WS_BUILD:-.devbin/bws}" examples/full.flex examples/t5_bias.flex gpu/bwd_cases/*.flex gpu/bench_cases/*.flex &&
+		$G $dim -o .devbin/bmain gpu/bench_cases/*.flex &&
+		$G $flags -o .devbin/dense-ws gpu/dense_cases/*.flex
 	;;
 run)
 	OUT=${OUT:-/tmp/maskc-bwd-ws}
@@ -54,7 +60,7 @@ run)
 		echo "bwd_bench.py main / ws: exit $? [$(el) s]"
 		grep -E "^(full|causal|sliding|prefix|document|dilated)" "$OUT/ws_bench.txt" | grep -v split | cut -c1-130 | tail -40
 		for d in ${DENSE:-dense dense-ws}; do
-			timeout 120 python3 gpu/dense_bench.py --generated .devbin/$d --mode bench --dims 128,64 \
+			timeout 120 python3 gpu/dense_bench.py --generated .devbin/$d --mode bench --dims "${DENSE_DIMS:-128,64}" \
 				--seqs 8192,2048,32768 --iters 10 --no-flex --out "$OUT/$d.jsonl" >"$OUT/$d.txt" 2>&1
 			echo "dense_bench.py $d: exit $? [$(el) s]"
 			grep -E "BAD|nan rows|FAIL|Error" "$OUT/$d.txt" | grep -v "nan rows/grads 0/0" | head -6

@@ -1576,7 +1576,8 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
 // into the backward source of a kernel at head dim 128 without a mask or
 // whose columns run to the last row or are long in full tiles,
 // codegen.bwdChoice, and of every kernel
-// at head dim 128 under codegen.Options.BwdWS), in the structure of
+// at head dim 128 under codegen.Options.BwdWS; at head dim 64 on two-tile
+// steps, MASKC_BWD_WS_PAIR, codegen.pairSteps), in the structure of
 // FlashAttention-3's backward (hopper/mainloop_bwd_sm90_tma_gmma_ws.hpp). A
 // block of three warpgroups owns the 128 keys of kv tile blockIdx.x of
 // (batch blockIdx.z, kv head blockIdx.y):
