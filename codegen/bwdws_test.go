@@ -13,7 +13,7 @@ import (
 // TestBwdWS: a kernel without a mask, with open columns, long columns or
 // wide columns with a monotone q range, and under Options.BwdWS every
 // kernel, takes the warp-specialized sm_90a backward (hipsrc.BwdChoice.WarpSpecialized)
-// at head dim 128: its source says MASKC_BWD_WS in the sm_90a branch and its
+// at head dim 128, and at 64 on two-tile steps where pairSteps says so: its source says MASKC_BWD_WS in the sm_90a branch and its
 // sm_90a launch is 384 threads on 128-key tiles, dq_ordered as without the
 // option; every other platform's launch is the plain one. clang's CUDA front
 // end then compiles the sm_90a build of each (the setmaxnreg of its producer
@@ -33,7 +33,7 @@ func TestBwdWS(t *testing.T) {
 	}{
 		{"../examples/full.flex", "", 0, false, true, false, true},
 		{"../examples/full.flex", "", 0, false, true, true, true},
-		{"../examples/full.flex", "", 64, false, false, false, false}, // no such tile at 64
+		{"../examples/full.flex", "", 64, false, true, false, false}, // two-tile steps (pairSteps); dQ kernel
 		{"../examples/t5_bias.flex", "", 0, false, true, false, true},
 		{"../examples/causal.flex", "", 0, false, true, false, true},    // open columns
 		{"../examples/prefix_lm.flex", "", 0, false, true, false, true}, // open columns, some from row 0
@@ -45,7 +45,8 @@ func TestBwdWS(t *testing.T) {
 		{"../examples/dilated_window.flex", "", 0, false, true, false, true},              // wide columns, a monotone q range
 		{"../gpu/bench_cases_ext/head_windows.flex", "", 0, false, true, false, true},     // long columns, a monotone q range
 		{"../gpu/bench_cases_ext/block_diffusion.flex", "", 0, false, true, false, false}, // long columns of a union: dQ kernel
-		{"../examples/causal.flex", "", 64, true, false, false, false},
+		{"../examples/causal.flex", "", 64, true, true, false, false},
+		{"../examples/alibi.flex", "alibi_layer", 64, false, false, false, false}, // a score: no tile at 64
 		{"../examples/alibi.flex", "alibi_layer", 0, true, true, false, true},
 		{"../testdata/ported/transfusion.flex", "", 0, false, true, false, true},          // open columns; rows free of q
 		{"../examples/document_causal.flex", "packed_layer", 0, false, true, false, true}, // columns to the document's end
@@ -64,7 +65,7 @@ func TestBwdWS(t *testing.T) {
 		for p, c := range k.BwdLaunch {
 			want := plain.BwdLaunch[p]
 			if p == sm90 && tc.want && tc.option {
-				tile, _ := hipsrc.NVIDIAWGMMA.BwdTileOf(k.HeadDim, hipsrc.BwdChoice{WarpSpecialized: true})
+				tile, _ := hipsrc.NVIDIAWGMMA.BwdTileOf(k.HeadDim, bwdChoice(k, Options{BwdWS: true}))
 				want = hipsrc.BwdLaunchConfig{BlockM: 64, BlockN: 128, Threads: 128, MainThreads: 384,
 					SharedMemBytes: tile.SharedMemBytes(k.HeadDim), DQSharedMemBytes: tile.DQSharedMemBytes(k.HeadDim),
 					DQOrdered: tc.ordered}

@@ -151,7 +151,9 @@ func TestHeadDims(t *testing.T) {
 			t.Fatalf("head dim %d: %s", d, diags.Render())
 		}
 		want, _ := hipsrc.Launches(d, false)
-		tiles, _ := hipsrc.BwdTileDefines(d, hipsrc.BwdChoice{WarpSpecialized: true}) // causal: open columns, the warp-specialized tile where there is one
+		// causal: open columns and no score, the warp-specialized tile where
+		// there is one, on two-tile steps where there are (pairSteps)
+		tiles, _ := hipsrc.BwdTileDefines(d, hipsrc.BwdChoice{WarpSpecialized: true, PairQTiles: true})
 		define := fmt.Sprintf("#define MASKC_HEAD_DIM %d\n", d)
 		if k.HeadDim != d || k.Launch["amd"] != want["amd"] || k.Launch["nvidia"] != want["nvidia"] ||
 			!strings.HasPrefix(k.Source, define) || !strings.HasPrefix(k.BwdSource, define) || !strings.Contains(k.BwdSource, tiles) {
