@@ -33,7 +33,7 @@ func TestBwdWS(t *testing.T) {
 	}{
 		{"../examples/full.flex", "", 0, false, true, false, true},
 		{"../examples/full.flex", "", 0, false, true, true, true},
-		{"../examples/full.flex", "", 64, false, true, false, false}, // two-tile steps (pairSteps); dQ kernel
+		{"../examples/full.flex", "", 64, false, true, false, true}, // two-tile steps (pairSteps), dQ ordered
 		{"../examples/t5_bias.flex", "", 0, false, true, false, true},
 		{"../examples/causal.flex", "", 0, false, true, false, true},    // open columns
 		{"../examples/prefix_lm.flex", "", 0, false, true, false, true}, // open columns, some from row 0
@@ -45,7 +45,7 @@ func TestBwdWS(t *testing.T) {
 		{"../examples/dilated_window.flex", "", 0, false, true, false, true},              // wide columns, a monotone q range
 		{"../gpu/bench_cases_ext/head_windows.flex", "", 0, false, true, false, true},     // long columns, a monotone q range
 		{"../gpu/bench_cases_ext/block_diffusion.flex", "", 0, false, true, false, false}, // long columns of a union: dQ kernel
-		{"../examples/causal.flex", "", 64, true, true, false, false},
+		{"../examples/causal.flex", "", 64, true, true, false, true},
 		{"../examples/alibi.flex", "alibi_layer", 64, false, false, false, false}, // a score: no tile at 64
 		{"../examples/alibi.flex", "alibi_layer", 0, true, true, false, true},
 		{"../testdata/ported/transfusion.flex", "", 0, false, true, false, true},          // open columns; rows free of q

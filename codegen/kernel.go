@@ -574,7 +574,10 @@ func pairSteps(k *Kernel) bool {
 //     1.136 / 0.858, causal 0.969 / 0.798, causal+softcap 0.944 / 0.670,
 //     prefix2048 0.820 / 0.656 and causal+alibi 0.848 / 0.722: 0.95-0.99 of
 //     the atomic mode (run 40c, prefix2048 on this kernel against the 64 x
-//     64 tiles' dQ kernel: 0.996 / 0.716);
+//     64 tiles' dQ kernel: 0.996 / 0.716); at head dim 64 on two-tile steps
+//     (pairSteps; run 51c, against the dQ kernel) full 1.128 / 1.005,
+//     causal 1.005 / 0.871, prefix2048 0.952 / 0.850, 0.91-0.96 of the
+//     atomic mode;
 //   - on the 64 x 64 tiles, a mask whose every term starts its column on a
 //     diagonal (diagonalColumns) with a score that calls transcendental
 //     functions (not lightScore), whose second evaluation costs the dQ
@@ -594,14 +597,11 @@ func bwdDQOrdered(k *Kernel, opts Options) bool {
 	}
 	heavy := k.HasScore && !lightScore(k.Score)
 	diagonal := k.HasMask && diagonalColumns(k.sparsity)
-	ws := bwdChoice(k, opts).WarpSpecialized && hipsrc.BwdWSAt(k.HeadDim)
-	// The warp-specialized kernel on two-tile steps (pairSteps, head dim
-	// 64) orders dQ only under Options.BwdDQOrder until timed.
 	tile, err := hipsrc.NVIDIAWGMMA.BwdTileOf(k.HeadDim, bwdChoice(k, opts))
-	anyWS := err == nil && tile.Producer
+	ws := err == nil && tile.Producer
 	open := !k.HasMask || openColumns(k.sparsity)
 	monotone := k.HasMask && qRangeMonotone(k.sparsity)
-	return (heavy && diagonal) || (ws && (open || monotone)) || (opts.BwdDQOrder && (diagonal || anyWS))
+	return (heavy && diagonal) || (ws && (open || monotone)) || (opts.BwdDQOrder && (diagonal || ws))
 }
 
 // openColumns reports whether every term of an analytic plan keeps a key's

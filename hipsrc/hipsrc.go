@@ -274,17 +274,6 @@ var bwdWSPairTiles = map[Platform]map[int]BwdTile{
 	NVIDIAWGMMA: {64: {64, 128, false, 2, false, true, true}},
 }
 
-// BwdWSAt reports whether some platform has the warp-specialized backward
-// at a head dim (bwdWSTiles).
-func BwdWSAt(headDim int) bool {
-	for _, tiles := range bwdWSTiles {
-		if _, ok := tiles[headDim]; ok {
-			return true
-		}
-	}
-	return false
-}
-
 // BwdChoice is what a kernel asks of the backward's tiles; a platform without
 // such a tile at the head dim gives its plain one (BwdTileOf).
 type BwdChoice struct {
