@@ -23,7 +23,8 @@
 #   .devbin, timed at head dims $DENSE_DIMS (default 128,64).
 #   Other experiments: gen builds bws and dense-ws with $WS_FLAGS (default
 #   -bwd-ws), and bws and bmain at $HEAD_DIM where it is set (e.g.
-#   WS_FLAGS=-bwd-ws-pair HEAD_DIM=64: the two-tile steps at head dim 64).
+#   WS_FLAGS=-bwd-dq-order HEAD_DIM=64: the ordered dQ at head dim 64,
+#   run 51c).
 set -u
 cd "$(dirname "$0")/.."
 case "${1:-}" in
