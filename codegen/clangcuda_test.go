@@ -430,6 +430,26 @@ func TestClangCUDAQFirst(t *testing.T) {
 	})
 }
 
+// TestClangCUDAHostMaps compiles the warp-specialized forward on the sm_90a
+// build of kernels of each kind of key-tile range with the experiment
+// -DMASKC_WS_HOST_MAPS=1 (the launcher's 4-D maps in the last parameter,
+// gpu/dense_bench.py's ws-hostmaps): its copies go through 4-D maps and no
+// block builds maps (no tensormap.replace), on every kernel but the
+// persistent forward, which keeps its own maps (a walk is never persistent);
+// without the switch, none.
+func TestClangCUDAHostMaps(t *testing.T) {
+	const load4 = "cp.async.bulk.tensor.4d.shared::cluster.global"
+	checkWSForwardIR(t, "copies through the launcher's 4-D maps", load4, []wsIRCheck{
+		{nil, never},
+		{[]string{"-DMASKC_WS_HOST_MAPS=1"}, always},
+		{[]string{"-DMASKC_WS_HOST_MAPS=1", "-DMASKC_WS_PERSIST=1"}, walks},
+	})
+	checkWSForwardIR(t, "maps built by the block", "tensormap.replace", []wsIRCheck{
+		{nil, always},
+		{[]string{"-DMASKC_WS_HOST_MAPS=1"}, never},
+	})
+}
+
 // clangIR builds the CUDA source file src with clang's CUDA front end as
 // TestClangCUDA does (device only, to LLVM IR at -O0, through the NVRTC shim)
 // with the options given (-D switches) and returns the IR; a build that

@@ -259,7 +259,20 @@ static_assert(MASKC_WS_THREADS == MASKC_NUM_THREADS, "the pre-pass and the forwa
 // absent, the barrier then waits for the maps instead. (The two places
 // repeat the maps' build and Q's copy: called through a shared function,
 // the optimiser builds the default prologue otherwise.)
-#if defined(MASKC_WS_Q_FIRST) && MASKC_WS_Q_FIRST && !MASKC_WS_PERSIST_ON
+// MASKC_WS_HOST_MAPS 1 (an experiment: gpu/dense_bench.py's ws-hostmaps
+// variant; not where the forward is persistent): the launcher encodes 4-D
+// maps of Q, K and V (D columns, the sequence's rows, heads, batches at the
+// shape's strides; cuTensorMapEncodeTiled) on the host and passes them in
+// the kernel's last parameter, MaskcWsHostMaps, as FlashAttention-3 passes
+// its maps; no block takes a slot or builds maps, and Q's copy is issued
+// once the mbarriers are initialised. ok = 0 there: the copies by cp.async.
+#if defined(MASKC_WS_HOST_MAPS) && MASKC_WS_HOST_MAPS && !MASKC_WS_PERSIST_ON
+#define MASKC_WS_HOST_MAPS_ON 1
+#else
+#define MASKC_WS_HOST_MAPS_ON 0
+#endif
+
+#if defined(MASKC_WS_Q_FIRST) && MASKC_WS_Q_FIRST && !MASKC_WS_PERSIST_ON && !MASKC_WS_HOST_MAPS_ON
 #define MASKC_WS_Q_FIRST_ON 1
 #else
 #define MASKC_WS_Q_FIRST_ON 0
@@ -277,6 +290,34 @@ __device__ __forceinline__ void maskc_ws_wait_full(maskc_u32 bar, int parity, bo
   maskc_mbar_wait(bar, parity);
   if (fence) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
+#if MASKC_WS_HOST_MAPS_ON
+// The launcher's maps (MASKC_WS_HOST_MAPS): three CUtensorMap objects (64-byte
+// aligned, 128 bytes each) of Q, K and V, and whether they were encoded.
+struct MaskcWsHostMaps {
+  alignas(64) unsigned char q[128];
+  alignas(64) unsigned char k[128];
+  alignas(64) unsigned char v[128];
+  int ok;
+};
+// maskc_ws_tma_load through a 4-D map: rows [row0, row0 + ROWS) of head
+// `head` of batch `batch`.
+template <int ROWS>
+__device__ __forceinline__ void maskc_ws_tma_load4(maskc_elem_t* dst, const void* tmap, int row0, int head, int batch,
+                                                   maskc_u32 bar) {
+#pragma unroll
+  for (int c = 0; c < MASKC_HEAD_DIM / 64; ++c) {
+    asm volatile(
+        "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], "
+        "[%6];" ::"r"(maskc_smem_addr(dst + c * ROWS * 64)),
+        "l"(tmap), "r"(c * 64), "r"(row0), "r"(head), "r"(batch), "r"(bar)
+        : "memory");
+  }
+}
+#define MASKC_WS_TMA(ROWS, dst, tmap, row0, head, bar) maskc_ws_tma_load4<ROWS>(dst, tmap, row0, head, b, bar)
+#else
+#define MASKC_WS_TMA(ROWS, dst, tmap, row0, head, bar) maskc_ws_tma_load<ROWS>(dst, tmap, row0, bar)
+#endif
+
 // Tensor-map slots: one block of this kernel per multiprocessor at a time
 // (its 384 threads hold the whole register file); maskc_ws_tmap_owner
 // enforces it, a block that finds its slot taken copies by cp.async.
@@ -497,7 +538,12 @@ __device__ __forceinline__ void maskc_ws_issue_pv(float* o, maskc_u32 (&a)[BN / 
 extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
     maskc_attn_fwd(const maskc_elem_t* __restrict__ Q, const maskc_elem_t* __restrict__ K,
                    const maskc_elem_t* __restrict__ V, maskc_elem_t* __restrict__ O, float* __restrict__ LSE,
-                   MaskcShape shape, MaskcBuffers buf) {
+                   MaskcShape shape, MaskcBuffers buf
+#if MASKC_WS_HOST_MAPS_ON
+                   ,
+                   const __grid_constant__ MaskcWsHostMaps maps
+#endif
+    ) {
   constexpr int BN = MASKC_WS_BLOCK_N;
   constexpr int D = MASKC_HEAD_DIM;
   extern __shared__ __attribute__((aligned(1024))) unsigned char maskc_smem_raw[];
@@ -586,6 +632,13 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
   bool tma = false;  // this block's copies by the copy engine (else cp.async)
   const unsigned slot = maskc_smid();
   if (tid == 0) {
+#if MASKC_WS_HOST_MAPS_ON
+    // The launcher encoded the maps where the engine can copy (ok).
+    (void)slot;
+#pragma unroll
+    for (int m = 0; m < 3; ++m) asm volatile("prefetch.tensormap [%0];" ::"l"(&maps.q[0] + 128 * m) : "memory");
+    tma = maps.ok != 0;
+#else
     // The engine's limits: 16-byte aligned base and row stride (below 2^40
     // bytes), at least one row.
     const long long lim = 1ll << 39;
@@ -602,6 +655,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
                       shape.q_stride[2] > 0 && shape.k_stride[2] > 0 && shape.v_stride[2] > 0 &&
                       shape.q_stride[2] < lim && shape.k_stride[2] < lim && shape.v_stride[2] < lim && Skv > 0;
     tma = fits && slot < MASKC_WS_TMAP_SLOTS && maskc_ws_slot_take(&maskc_ws_tmap_owner[slot]);
+#endif  // MASKC_WS_HOST_MAPS_ON
   }
   if (tid == 0) {
     // Full barriers: one arrival (with the transaction count) per copy-engine
@@ -617,6 +671,13 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
     maskc_mbar_init(MASKC_BAR_Q, nfull);
 #if MASKC_WS_PERSIST_ON
     maskc_mbar_init(MASKC_BAR_Q_EMPTY, 8);  // lane 0 of each consumer warp
+#endif
+#if MASKC_WS_HOST_MAPS_ON
+    if (tma) {  // Q's copy now, the mbarriers' initialisation visible to the engine first
+      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+      maskc_mbar_expect_tx(MASKC_BAR_Q, MASKC_BLOCK_M * MASKC_HEAD_DIM * 2);
+      MASKC_WS_TMA(MASKC_BLOCK_M, sQ, &maps.q[0], q0, h, MASKC_BAR_Q);
+    }
 #endif
   }
 #if MASKC_WS_Q_FIRST_ON
@@ -749,17 +810,22 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
       if (tid < 32) {
         // Warp 0 builds the Q, K and V maps in the last V stage (free until
         // its first copy, issued below by this warp) and publishes them.
-#if !MASKC_WS_Q_FIRST_ON  // else built, and Q's copy issued, before the block barrier
+#if !MASKC_WS_Q_FIRST_ON && !MASKC_WS_HOST_MAPS_ON  // else built, and Q's copy issued, before the block barrier
         const maskc_u32 scratch = maskc_smem_addr(sV + (MASKC_WS_STAGES - 1) * MASKC_WS_KV_ELEMS);
         unsigned long long tm;  // the slot's global address
         asm("cvta.to.global.u64 %0, %1;" : "=l"(tm) : "l"(&maskc_ws_tmaps[slot][0][0]));
         maskc_ws_build_maps(scratch, tm, Qp, Kp, Vp, Sq, Skv, shape, tid);
 #endif
         if (tid == 0) {
+#if MASKC_WS_HOST_MAPS_ON
+          const void* tmK = &maps.k[0];
+          const void* tmV = &maps.v[0];
+#else
           const void* tmK = &maskc_ws_tmaps[slot][1][0];
           const void* tmV = &maskc_ws_tmaps[slot][2][0];
+#endif
           constexpr int kTileBytes = BN * MASKC_HEAD_DIM * 2;
-#if !MASKC_WS_Q_FIRST_ON
+#if !MASKC_WS_Q_FIRST_ON && !MASKC_WS_HOST_MAPS_ON
           maskc_mbar_expect_tx(MASKC_BAR_Q, MASKC_BLOCK_M * MASKC_HEAD_DIM * 2);
           maskc_ws_tma_load<MASKC_BLOCK_M>(sQ, &maskc_ws_tmaps[slot][0][0], q0, MASKC_BAR_Q);
 #endif
@@ -767,7 +833,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
           int kt = MASKC_WS_NEXT(tiles.begin);
           if (kt < tiles.end) {
             maskc_mbar_expect_tx(MASKC_BAR_FULL_K(0), kTileBytes);
-            maskc_ws_tma_load<BN>(sK, tmK, kt * BN, MASKC_BAR_FULL_K(0));
+            MASKC_WS_TMA(BN, sK, tmK, kt * BN, hkv, MASKC_BAR_FULL_K(0));
             ik = 1;
           }
           while (kt < tiles.end) {
@@ -776,13 +842,13 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
               const int s = ik % MASKC_WS_STAGES;
               maskc_mbar_wait(MASKC_BAR_EMPTY_K(s), ((ik / MASKC_WS_STAGES) & 1) ^ 1);
               maskc_mbar_expect_tx(MASKC_BAR_FULL_K(s), kTileBytes);
-              maskc_ws_tma_load<BN>(sK + s * MASKC_WS_KV_ELEMS, tmK, kn * BN, MASKC_BAR_FULL_K(s));
+              MASKC_WS_TMA(BN, sK + s * MASKC_WS_KV_ELEMS, tmK, kn * BN, hkv, MASKC_BAR_FULL_K(s));
               ++ik;
             }
             const int s = iv % MASKC_WS_STAGES;
             maskc_mbar_wait(MASKC_BAR_EMPTY_V(s), ((iv / MASKC_WS_STAGES) & 1) ^ 1);
             maskc_mbar_expect_tx(MASKC_BAR_FULL_V(s), kTileBytes);
-            maskc_ws_tma_load<BN>(sV + s * MASKC_WS_KV_ELEMS, tmV, kt * BN, MASKC_BAR_FULL_V(s));
+            MASKC_WS_TMA(BN, sV + s * MASKC_WS_KV_ELEMS, tmV, kt * BN, hkv, MASKC_BAR_FULL_V(s));
             ++iv;
             kt = kn;
           }
@@ -1055,9 +1121,11 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
 
     // Every copy of the block has landed (warpgroup 1 waited for each): the
     // tensor-map slot is free for the multiprocessor's next block.
+#if !MASKC_WS_HOST_MAPS_ON
     if (tma && tid == 128) {
       maskc_ws_slot_give(&maskc_ws_tmap_owner[slot]);
     }
+#endif
 #if !MASKC_WS_PERSIST_ON
     // Normalise, fold in the sink, store O and the natural-log LSE.
     maskc_fwd_epilogue<D>(o, m, l, shape, b, h, row_base, lane, Sq, Op, LSE);
@@ -1086,6 +1154,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
 #undef MASKC_BAR_FULL_V
 #undef MASKC_BAR_EMPTY_V
 #undef MASKC_BAR_Q
+#undef MASKC_WS_TMA
 #if MASKC_WS_PERSIST_ON
 #undef MASKC_BAR_Q_EMPTY
 #undef MASKC_WS_TILE_VARS
