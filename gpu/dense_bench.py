@@ -45,6 +45,10 @@ epilogue) on one block per multiprocessor, "ws-persist2"/"4" on a block per
 2 or 4 tiles, "ws-persist-grid" on the manifest's grid, each with the
 mbarrier wait's trap (MASKC_WS_WAIT_TRAP: a copy that never lands traps
 after about 2^33 cycles instead of hanging the call);
+"ws-hostmaps": the forward with Q, K and V's 4-D tensor maps encoded on the
+host (cuTensorMapEncodeTiled) and passed as its last parameter
+(MASKC_WS_HOST_MAPS), instead of each block taking a slot and building 2-D
+maps: what the per-block map build costs;
 "ws-seq": the consumers' sequential step (MASKC_WS_OVERLAP 0: Q.K^T, softmax,
 P.V one after another) instead of the intra-warpgroup overlap that codegen
 writes into every warp-specialized forward (run 49 measured the overlap with the 24 / 240 split, no faster and 16-24
