@@ -414,39 +414,63 @@ func TestClangCUDAOverlap(t *testing.T) {
 }
 
 // TestClangCUDAQFirst compiles the warp-specialized forward on the sm_90a
-// build of kernels of each kind of key-tile range and checks where Q's maps
-// and copy are issued before the block barrier that waits for the walk (the
-// mbarriers' initialisation fenced for the copy engine): where codegen
-// writes MASKC_WS_Q_FIRST (the walk of a block selection, not the closed
-// form of block_causal's), everywhere under -DMASKC_WS_Q_FIRST=1 but on
-// the persistent forward, whose Q copies follow its tiles (a walk is never
-// persistent), nowhere under -DMASKC_WS_Q_FIRST=0.
+// build of kernels of each kind of key-tile range with the block-built maps
+// (-DMASKC_WS_HOST_MAPS=0) and checks where Q's maps and copy are issued
+// before the block barrier that waits for the walk (the mbarriers'
+// initialisation fenced for the copy engine): where codegen writes
+// MASKC_WS_Q_FIRST (the walk of a block selection, not the closed form of
+// block_causal's), everywhere under -DMASKC_WS_Q_FIRST=1 but on the
+// persistent forward, whose Q copies follow its tiles (a walk is never
+// persistent), nowhere under -DMASKC_WS_Q_FIRST=0. (With the launcher's
+// maps, TestClangCUDAHostMaps, Q's copy always comes first.)
 func TestClangCUDAQFirst(t *testing.T) {
+	const blockMaps = "-DMASKC_WS_HOST_MAPS=0" // the launcher's maps need no build: Q's copy is first anyway
 	checkWSForwardIR(t, "Q's copy before the barrier", "fence.mbarrier_init.release.cluster;", []wsIRCheck{
-		{nil, qFirst},
-		{[]string{"-DMASKC_WS_Q_FIRST=0"}, never},
-		{[]string{"-DMASKC_WS_Q_FIRST=1"}, always},
-		{[]string{"-DMASKC_WS_Q_FIRST=1", "-DMASKC_WS_PERSIST=1"}, walks},
+		{[]string{blockMaps}, qFirst},
+		{[]string{blockMaps, "-DMASKC_WS_Q_FIRST=0"}, never},
+		{[]string{blockMaps, "-DMASKC_WS_Q_FIRST=1"}, always},
+		{[]string{blockMaps, "-DMASKC_WS_Q_FIRST=1", "-DMASKC_WS_PERSIST=1"}, walks},
 	})
 }
 
 // TestClangCUDAHostMaps compiles the warp-specialized forward on the sm_90a
-// build of kernels of each kind of key-tile range with the experiment
-// -DMASKC_WS_HOST_MAPS=1 (the launcher's 4-D maps in the last parameter,
-// gpu/dense_bench.py's ws-hostmaps): its copies go through 4-D maps and no
-// block builds maps (no tensormap.replace), on every kernel but the
-// persistent forward, which keeps its own maps (a walk is never persistent);
-// without the switch, none.
+// build of kernels of each kind of key-tile range and checks where it
+// copies through the launcher's 4-D maps (MaskcTensorMaps) and builds none
+// itself (no tensormap.replace): where codegen writes MASKC_WS_HOST_MAPS
+// (every kernel here), not under -DMASKC_WS_HOST_MAPS=0, and not on the
+// persistent forward, which builds its own maps (a walk is never
+// persistent).
 func TestClangCUDAHostMaps(t *testing.T) {
+	// The launch that asks the launcher for them, with the boxes' rows the
+	// kernel copies: the forward's block_m and its key tile (not the
+	// platform's block_n); no other platform's launch.
+	for _, tc := range wsKeyRangeCases {
+		k := generateAttention(t, tc.file, tc.attention, Options{})
+		for p, c := range k.Launch {
+			want := (*hipsrc.TensorMapRows)(nil)
+			if p == hipsrc.NVIDIAWGMMA.String() {
+				want = &hipsrc.TensorMapRows{Q: hipsrc.BlockM, KV: hipsrc.WSBlockN(k.HeadDim)}
+			}
+			if (c.TensorMaps == nil) != (want == nil) || want != nil && *c.TensorMaps != *want {
+				t.Errorf("%s: %s launch's tensor maps %+v, want %+v", tc.file, p, c.TensorMaps, want)
+			}
+		}
+		if !k.WSHostMaps {
+			t.Errorf("%s: not WSHostMaps", tc.file)
+		}
+	}
 	const load4 = "cp.async.bulk.tensor.4d.shared::cluster.global"
 	checkWSForwardIR(t, "copies through the launcher's 4-D maps", load4, []wsIRCheck{
-		{nil, never},
-		{[]string{"-DMASKC_WS_HOST_MAPS=1"}, always},
-		{[]string{"-DMASKC_WS_HOST_MAPS=1", "-DMASKC_WS_PERSIST=1"}, walks},
+		{nil, always},
+		{[]string{"-DMASKC_WS_HOST_MAPS=0"}, never},
+		{[]string{"-DMASKC_WS_PERSIST=1"}, walks},
 	})
 	checkWSForwardIR(t, "maps built by the block", "tensormap.replace", []wsIRCheck{
+		{nil, never},
+		{[]string{"-DMASKC_WS_HOST_MAPS=0"}, always},
+	})
+	checkWSForwardIR(t, "Q's copy before the barrier", "fence.mbarrier_init.release.cluster;", []wsIRCheck{
 		{nil, always},
-		{[]string{"-DMASKC_WS_HOST_MAPS=1"}, never},
 	})
 }
 

@@ -119,6 +119,10 @@ type Kernel struct {
 	// (#define MASKC_WS_Q_FIRST 1): where the walk reads a block selection's
 	// buffer (selWalk), whose build is long.
 	WSQFirst bool
+	// WSHostMaps says that the warp-specialized forward copies through the
+	// launcher's tensor maps (#define MASKC_WS_HOST_MAPS 1; its NVIDIAWGMMA
+	// launch says TensorMaps): every one but the persistent forward.
+	WSHostMaps bool
 	// WSPersist says that the warp-specialized forward is the persistent
 	// one (Options.FwdPersistent; #define MASKC_WS_PERSIST 1), launched on
 	// a block per hipsrc.WSPersistQTiles q tiles (LaunchConfig.QTilesPerBlock).
@@ -244,6 +248,9 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 		}
 		if k.WSPersist = opts.FwdPersistent && !k.WSWalk; k.WSPersist {
 			c.QTilesPerBlock = hipsrc.WSPersistQTiles
+		}
+		if k.WSHostMaps = !k.WSPersist; k.WSHostMaps {
+			c.TensorMaps = &hipsrc.TensorMapRows{Q: c.FwdBlockM(), KV: hipsrc.WSBlockN(k.HeadDim)}
 		}
 		k.Launch[hipsrc.NVIDIAWGMMA.String()] = c
 	}
@@ -457,6 +464,15 @@ func (k *Kernel) writeHeader(w *strings.Builder, src *dsl.Source) {
 	}
 	if k.WSPersist {
 		w.WriteString(hipsrc.WSPersistDefine)
+	}
+	if k.WSHostMaps {
+		// The launcher's 4-D tensor maps (attn_fwd_sm90.h, MaskcTensorMaps)
+		// instead of each block taking a slot and building 2-D maps: on the
+		// H100 (gpu/NOTES.md run 52a, forward over cuDNN SDPA, D = 128, the
+		// same process) full 0.835 -> 0.873 and causal 0.774 -> 0.854 at S =
+		// 2048, full 0.953 -> 0.979 at 8192. -DMASKC_WS_HOST_MAPS=0 still
+		// builds the block-built maps (the launcher's are then unread).
+		w.WriteString("#ifndef MASKC_WS_HOST_MAPS\n#define MASKC_WS_HOST_MAPS 1\n#endif\n")
 	}
 	if k.WarpSpecialized {
 		// FlashAttention-3's intra-warpgroup overlap (attn_fwd_sm90.h): a

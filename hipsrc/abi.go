@@ -19,8 +19,10 @@ import (
 // MaskcBuffers; the backward's tiles per platform and head dim,
 // kernels[].bwd_launch; 4: the status words, MaskcBuffers.status and
 // abi.status; 5: MaskcBuffers.dim carries MaxBufferRank = 8 extents per
-// buffer, was 2; 6: MaskcBwdShape.dq_sem, the ordered deterministic dQ).
-const ABIVersion = 6
+// buffer, was 2; 6: MaskcBwdShape.dq_sem, the ordered deterministic dQ;
+// 7: the forward's last parameter, MaskcTensorMaps, and
+// launch[platform].tensor_maps).
+const ABIVersion = 7
 
 // MaxSeqLen is the longest Sq and Skv a kernel may be launched with:
 // 2^31 - 257. MaskcShape's lengths are C ints with 256 of headroom for tile
@@ -172,6 +174,8 @@ func scalarSize(ctype string) int {
 		return 8
 	case ctype == "int", ctype == "float":
 		return 4
+	case ctype == "unsigned char":
+		return 1
 	}
 	panic("hipsrc: no layout for C type " + ctype)
 }
@@ -193,6 +197,14 @@ func layout(name, doc string, fields ...Field) Struct {
 		s.Fields = append(s.Fields, f)
 	}
 	s.Size = (off + s.Align - 1) / s.Align * s.Align
+	return s
+}
+
+// alignedTo returns s with alignment align (a power of two above its
+// members' own, as C's alignas on the struct): its size rounded up to it.
+func alignedTo(s Struct, align int) Struct {
+	s.Align = max(s.Align, align)
+	s.Size = (s.Size + s.Align - 1) / s.Align * s.Align
 	return s
 }
 
@@ -245,8 +257,34 @@ var BuffersStruct = layout("MaskcBuffers", "What the mask and score read: captur
 // launch that is the whole attention).
 var FrameFields = []string{"q_offset", "kv_offset", "h_offset", "q_total", "kv_total", "h_total"}
 
+// The copy engine's tensor maps that a launcher passes to a forward whose
+// launch says tensor_maps (LaunchConfig.TensorMaps): CUtensorMap objects
+// (cuda.h) of TensorMapBytes bytes at TensorMapAlign-byte alignment,
+// encoded by cuTensorMapEncodeTiled as 4-D maps of Q, K and V (dimensions,
+// innermost first: D, the sequence, heads, batches; the byte strides of
+// MaskcShape's seq, head and batch strides), read in boxes of
+// TensorMapBoxCols columns x the rows LaunchConfig.TensorMaps gives,
+// TensorMapSwizzleBytes-byte swizzle, no interleave, no L2 promotion, zero
+// fill out of bounds.
+const (
+	TensorMapBytes        = 128
+	TensorMapAlign        = 64
+	TensorMapBoxCols      = 64
+	TensorMapSwizzleBytes = 128
+)
+
+// TensorMapsStruct is struct MaskcTensorMaps, the forward's last parameter:
+// the maps of Q, K and V and whether the launcher encoded them.
+var TensorMapsStruct = alignedTo(layout("MaskcTensorMaps", "The copy engine's maps of Q, K and V for a forward whose launch says tensor_maps (MANIFEST.md):\n"+
+	"CUtensorMap objects encoded by the launcher, ok = 1; else all zero, and the kernel copies by cp.async.",
+	Field{Name: "q", CType: "unsigned char", Dims: []int{TensorMapBytes}, Doc: "Q's 4-D map: D x Sq x H x B, boxes of 64 columns x tensor_maps.q_rows"},
+	Field{Name: "k", CType: "unsigned char", Dims: []int{TensorMapBytes}, Doc: "K's: D x Skv x HKV x B, boxes of 64 columns x tensor_maps.kv_rows"},
+	Field{Name: "v", CType: "unsigned char", Dims: []int{TensorMapBytes}, Doc: "V's, as K's"},
+	Field{Name: "ok", CType: "int", Doc: "1: q, k and v are encoded; 0: not (any other launch)"},
+), TensorMapAlign)
+
 // Structs are the ABI structs in declaration order.
-var Structs = []Struct{ShapeStruct, BuffersStruct}
+var Structs = []Struct{ShapeStruct, BuffersStruct, TensorMapsStruct}
 
 // BwdShapeStruct is struct MaskcBwdShape, the backward kernels' sizes,
 // strides and auxiliary tensors (declared in attn_bwd.h, which the backward
@@ -423,7 +461,15 @@ func (s Struct) CDecl() string {
 	for _, l := range strings.Split(s.Doc, "\n") {
 		b.WriteString("// " + l + "\n")
 	}
-	fmt.Fprintf(&b, "struct %s {\n", s.Name)
+	natural := 1
+	for _, f := range s.Fields {
+		natural = max(natural, scalarSize(f.CType))
+	}
+	if s.Align > natural { // alignedTo's
+		fmt.Fprintf(&b, "struct alignas(%d) %s {\n", s.Align, s.Name)
+	} else {
+		fmt.Fprintf(&b, "struct %s {\n", s.Name)
+	}
 	for _, f := range s.Fields {
 		decl := f.CType + " " + f.Name
 		for _, d := range f.Dims {
@@ -496,6 +542,7 @@ var Entries = []Entry{
 			{Name: "LSE", CType: "float*", Doc: "[B, H, Sq] natural-log logsumexp, contiguous"},
 			{Name: "shape", CType: "MaskcShape"},
 			{Name: "buf", CType: "MaskcBuffers"},
+			{Name: "maps", CType: "MaskcTensorMaps", Doc: "encoded where the launch says tensor_maps, else zero"},
 		},
 		Grid:      [3]GridDim{{Size: "Sq", Tile: "block_m"}, {Size: "H"}, {Size: "B"}},
 		SharedMem: true,
@@ -699,13 +746,26 @@ type ABIDesc struct {
 	BwdFixOne  int64    `json:"bwd_fix_one"`
 	// Status describes the status words MaskcBuffers.status points at.
 	Status StatusDesc `json:"status"`
+	// TensorMaps says how a launcher encodes MaskcTensorMaps.
+	TensorMaps TensorMapDesc `json:"tensor_maps"`
+}
+
+// TensorMapDesc is the "tensor_maps" section of the manifest's abi: how a
+// launcher encodes the maps of MaskcTensorMaps (TensorMapBytes and the
+// constants beside it) for a forward whose launch says tensor_maps.
+type TensorMapDesc struct {
+	// BoxCols is the columns of a box (TensorMapBoxCols).
+	BoxCols int `json:"box_cols"`
+	// SwizzleBytes is the shared-memory swizzle (TensorMapSwizzleBytes).
+	SwizzleBytes int `json:"swizzle_bytes"`
 }
 
 // Describe returns the ABI description written into manifests.
 func Describe() ABIDesc {
 	d := ABIDesc{Version: ABIVersion, Structs: Structs, Entries: Entries, BlockM: BlockM, MaxSeqLen: MaxSeqLen, MaxBuffers: MaxBuffers, MaxBufferRank: MaxBufferRank, TileFlags: TileFlags,
 		BwdStructs: []Struct{BwdShapeStruct}, BwdEntries: BwdEntries, BwdFixOne: BwdFixOne,
-		Status: StatusDesc{Words: StatusWords, Bits: StatusBits, SlotWord: "1 + slot: 1 when segments buffer slot's ids are non-decreasing along each row for this launch, else 0 (written before each launch by the segments check)"}}
+		Status:     StatusDesc{Words: StatusWords, Bits: StatusBits, SlotWord: "1 + slot: 1 when segments buffer slot's ids are non-decreasing along each row for this launch, else 0 (written before each launch by the segments check)"},
+		TensorMaps: TensorMapDesc{BoxCols: TensorMapBoxCols, SwizzleBytes: TensorMapSwizzleBytes}}
 	for _, p := range Platforms {
 		d.Platforms = append(d.Platforms, p.ABI())
 	}

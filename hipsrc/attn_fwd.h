@@ -533,7 +533,8 @@ __device__ __forceinline__ int maskc_lpt_q_tile(int rank, int n_qt, int n_kt, co
 extern "C" __global__ void __launch_bounds__(MASKC_NUM_THREADS, MASKC_MIN_BLOCKS)
     maskc_attn_fwd(const maskc_elem_t* __restrict__ Q, const maskc_elem_t* __restrict__ K,
                    const maskc_elem_t* __restrict__ V, maskc_elem_t* __restrict__ O, float* __restrict__ LSE,
-                   MaskcShape shape, MaskcBuffers buf) {
+                   MaskcShape shape, MaskcBuffers buf, const MaskcTensorMaps maps) {
+  (void)maps;  // the warp-specialized forward's (attn_fwd_sm90.h); this one's launch passes them zero
   extern __shared__ __attribute__((aligned(MASKC_SMEM_ALIGN))) unsigned char maskc_smem_raw[];
   maskc_elem_t* const sKV = (maskc_elem_t*)maskc_smem_raw;  // stage s: K at s*STAGE, V after it
   maskc_elem_t* const sQ = sKV + MASKC_Q_OFFSET_ELEMS;

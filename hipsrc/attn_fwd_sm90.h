@@ -259,13 +259,16 @@ static_assert(MASKC_WS_THREADS == MASKC_NUM_THREADS, "the pre-pass and the forwa
 // absent, the barrier then waits for the maps instead. (The two places
 // repeat the maps' build and Q's copy: called through a shared function,
 // the optimiser builds the default prologue otherwise.)
-// MASKC_WS_HOST_MAPS 1 (an experiment: gpu/dense_bench.py's ws-hostmaps
-// variant; not where the forward is persistent): the launcher encodes 4-D
-// maps of Q, K and V (D columns, the sequence's rows, heads, batches at the
-// shape's strides; cuTensorMapEncodeTiled) on the host and passes them in
-// the kernel's last parameter, MaskcWsHostMaps, as FlashAttention-3 passes
-// its maps; no block takes a slot or builds maps, and Q's copy is issued
-// once the mbarriers are initialised. ok = 0 there: the copies by cp.async.
+// MASKC_WS_HOST_MAPS 1 (written by codegen into every warp-specialized
+// forward but the persistent one, whose maps follow its tiles' heads; its
+// launch says tensor_maps): the copy engine's maps are the launcher's, in
+// the last parameter (MaskcTensorMaps, abi.h: 4-D maps of Q, K and V, as
+// FlashAttention-3 passes its maps), so no block takes a slot or builds
+// maps, and Q's copy is issued as soon as the mbarriers are initialised.
+// maps.ok = 0 (the launcher could not encode them): copies by cp.async.
+// -DMASKC_WS_HOST_MAPS=0 builds the block-built maps instead (each block
+// takes its multiprocessor's slot of maskc_ws_tmaps and builds 2-D maps
+// at its (b, h) base, as the persistent forward does).
 #if defined(MASKC_WS_HOST_MAPS) && MASKC_WS_HOST_MAPS && !MASKC_WS_PERSIST_ON
 #define MASKC_WS_HOST_MAPS_ON 1
 #else
@@ -291,14 +294,6 @@ __device__ __forceinline__ void maskc_ws_wait_full(maskc_u32 bar, int parity, bo
   if (fence) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
 #if MASKC_WS_HOST_MAPS_ON
-// The launcher's maps (MASKC_WS_HOST_MAPS): three CUtensorMap objects (64-byte
-// aligned, 128 bytes each) of Q, K and V, and whether they were encoded.
-struct MaskcWsHostMaps {
-  alignas(64) unsigned char q[128];
-  alignas(64) unsigned char k[128];
-  alignas(64) unsigned char v[128];
-  int ok;
-};
 // maskc_ws_tma_load through a 4-D map: rows [row0, row0 + ROWS) of head
 // `head` of batch `batch`.
 template <int ROWS>
@@ -538,12 +533,7 @@ __device__ __forceinline__ void maskc_ws_issue_pv(float* o, maskc_u32 (&a)[BN / 
 extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
     maskc_attn_fwd(const maskc_elem_t* __restrict__ Q, const maskc_elem_t* __restrict__ K,
                    const maskc_elem_t* __restrict__ V, maskc_elem_t* __restrict__ O, float* __restrict__ LSE,
-                   MaskcShape shape, MaskcBuffers buf
-#if MASKC_WS_HOST_MAPS_ON
-                   ,
-                   const __grid_constant__ MaskcWsHostMaps maps
-#endif
-    ) {
+                   MaskcShape shape, MaskcBuffers buf, const __grid_constant__ MaskcTensorMaps maps) {
   constexpr int BN = MASKC_WS_BLOCK_N;
   constexpr int D = MASKC_HEAD_DIM;
   extern __shared__ __attribute__((aligned(1024))) unsigned char maskc_smem_raw[];
@@ -563,6 +553,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
 #endif
 
   if ((maskc_smem_addr(maskc_smem_raw) & 1023) != 0) __trap();  // the descriptors need it
+  (void)maps;  // read only with MASKC_WS_HOST_MAPS
   const int tid = threadIdx.x;
   const int wg = tid / 128;
   const int n_qt = (shape.Sq + MASKC_BLOCK_M - 1) / MASKC_BLOCK_M;

@@ -347,7 +347,7 @@ func TestManifestRoundTrip(t *testing.T) {
 	}
 	k := got.Kernels[0]
 	if k.Sparsity != SparsityPrepass || k.Launch["nvidia-sm90a"].BlockN != WGMMABlockN || k.Slots[0].ElemBytes != 4 || got.Kernel("k") != &got.Kernels[0] || got.Kernel("x") != nil ||
-		len(got.ABI.Structs) != 2 || got.ABI.Structs[0].Fields[5].Offset != 24 || got.ABI.Entries[1].Grid[0].Tile != "block_n" {
+		len(got.ABI.Structs) != len(Structs) || got.ABI.Structs[2].Align != TensorMapAlign || got.ABI.TensorMaps.BoxCols != TensorMapBoxCols || got.ABI.Structs[0].Fields[5].Offset != 24 || got.ABI.Entries[1].Grid[0].Tile != "block_n" {
 		t.Errorf("round trip: %+v", got)
 	}
 	if got.Version != ManifestVersion || got.ABI.Version != ABIVersion {

@@ -290,6 +290,20 @@ type LaunchConfig struct {
 	// has more (the persistent warp-specialized forward, WSPersistDefine),
 	// so a launcher that reads no such field still launches it correctly.
 	QTilesPerBlock int `json:"q_tiles_per_block,omitempty"`
+	// TensorMaps says that the forward reads the launcher's tensor maps
+	// (the entry's MaskcTensorMaps, encoded as the abi's tensor_maps says;
+	// the warp-specialized forward, MASKC_WS_HOST_MAPS) and gives their
+	// boxes' rows; nil (absent), the launcher passes them zero.
+	TensorMaps *TensorMapRows `json:"tensor_maps,omitempty"`
+}
+
+// TensorMapRows are the rows of the boxes of a forward's tensor maps: Q's
+// (the forward's block_m, FwdBlockM) and K's and V's (the key tile of the
+// kernel that reads them, which need not be the launch's block_n: the
+// warp-specialized forward's is WSBlockN).
+type TensorMapRows struct {
+	Q  int `json:"q_rows"`
+	KV int `json:"kv_rows"`
 }
 
 // FwdBlockM is the query rows per block of the forward's grid: the grid
