@@ -8,9 +8,10 @@ import (
 
 // The generated-kernel ABI is defined once, in hipsrc/abi.go (structs,
 // entry points, grid rule, tile flags; hipsrc/MANIFEST.md documents it).
-// cShape and cBuffers below are its Go mirror for passing the structs by
-// value; TestCLayoutMatchesABI checks every field's offset and each size
-// against hipsrc.ShapeStruct and hipsrc.BuffersStruct.
+// cShape, cBuffers and cTensorMaps below are its Go mirror for passing the
+// structs by value; TestCLayoutMatchesABI checks every field's offset and
+// each size against hipsrc.ShapeStruct, hipsrc.BuffersStruct and
+// hipsrc.TensorMapsStruct.
 
 const (
 	// AttentionEntry is the forward kernel's name.
@@ -65,4 +66,16 @@ type cBuffers struct {
 	QOffset, KVOffset, HOffset, QTotal, KVTotal, HTotal int64
 	// Status is the kernel handle's status words (hipsrc.StatusWords).
 	Status uintptr
+}
+
+// cTensorMaps is struct MaskcTensorMaps (hipsrc.TensorMapsStruct): the
+// forward's tensor maps of Q, K and V, encoded where its launch says
+// tensor_maps (OK = 1), else all zero. The C struct is alignas(64); this
+// mirror has its size and offsets but Go's alignment, which is enough: a
+// launch copies the value into the kernel's own, aligned parameter space.
+type cTensorMaps struct {
+	_       structs.HostLayout
+	Q, K, V [hipsrc.TensorMapBytes]byte
+	OK      int32
+	_       [60]byte // padding to the 64-byte alignment: 448 bytes
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/maskc/maskc/dsl"
 	"github.com/maskc/maskc/hipsrc"
+	"github.com/maskc/maskc/runtime/backend"
 )
 
 // Sizes are the run-time size symbols B, H, HKV, Q and KV.
@@ -142,6 +143,7 @@ type attnArgs struct {
 	flags           uintptr
 	shape           cShape
 	buf             cBuffers
+	maps            cTensorMaps // the forward's (fillMaps)
 }
 
 // argSlot is an argument block that one Forward call owns at a time.
@@ -184,6 +186,10 @@ type shapeEntry struct {
 	// launch keeps a segments check and the launches that read its words
 	// together when several goroutines enqueue on one stream at once.
 	launch sync.Mutex
+	// maps are the forward's tensor maps but their addresses (planMaps);
+	// mapsRefused is set once the encoder refused them (fillMaps).
+	maps        tensorMapPlan
+	mapsRefused atomic.Bool
 }
 
 // AttentionKernel launches a compiled generated attention kernel. Forward
@@ -202,6 +208,9 @@ type AttentionKernel struct {
 	// fwdB, flagsB and segB are the forward's entries' parameters bound
 	// to attnArgs (params.go).
 	fwdB, flagsB, segB binding[attnArgs]
+	// enc encodes the forward's tensor maps: nil unless the launch says
+	// tensor_maps and the backend can encode them (tensormaps.go).
+	enc backend.TensorMapEncoder
 
 	pins  *goruntime.Pinner // separate object so a cleanup can unpin if Close is never called
 	slots []argSlot
@@ -237,6 +246,7 @@ func (d *Device) NewAttention(spec AttentionSpec) (*AttentionKernel, error) {
 		return nil, err
 	}
 	k.module = m
+	k.enc = k.tensorMapEncoder()
 	if err := k.loadEntries(); err != nil {
 		m.Close()
 		return nil, err
@@ -304,6 +314,8 @@ func checkSpec(s AttentionSpec, maxShared int) error {
 		return bad("%d bytes of shared memory; the device allows %d per block", launch.SharedMemBytes, maxShared)
 	case launch.QTilesPerBlock < 0:
 		return bad("%d q tiles per block; want 0 (one) or more", launch.QTilesPerBlock)
+	case launch.TensorMaps != nil && !validMapType(kd.DType):
+		return bad("kernel %s reads tensor maps of dtype %q; they are encoded for bf16 or fp16", kd.Attention, kd.DType)
 	case len(kd.Slots) > MaxBuffers:
 		return bad("%d captured buffers; the kernel ABI holds at most %d", len(kd.Slots), MaxBuffers)
 	case kd.Sparsity != hipsrc.SparsityNone && kd.Sparsity != hipsrc.SparsityAnalytic && kd.Sparsity != hipsrc.SparsityPrepass:
@@ -435,6 +447,7 @@ func (k *AttentionKernel) Forward(s Stream, q, kk, v, o, lse DevicePtr, shape Sh
 	for i, b := range buffers {
 		a.buf.Ptr[i] = uintptr(b)
 	}
+	k.fillMaps(a, e, q, kk, v)
 	if k.seg != nil {
 		e.launch.Lock()
 		defer e.launch.Unlock()
@@ -539,7 +552,7 @@ func (k *AttentionKernel) newEntry(key shapeKey) (*shapeEntry, error) {
 	if math.IsNaN(float64(sh.Scale)) || math.IsInf(float64(sh.Scale), 0) {
 		return nil, bad("scale %v is not finite", sh.Scale)
 	}
-	e := &shapeEntry{key: key}
+	e := &shapeEntry{key: key, maps: k.planMaps(sh)}
 	scale := sh.Scale
 	if scale == 0 {
 		scale = float32(dsl.DefaultScale(k.spec.Kernel.HeadDim))

@@ -43,7 +43,7 @@ func openGPU(t *testing.T, cacheDir string) *Device {
 var abiProbe = hipsrc.ABIHeader() + `
 typedef unsigned short T;
 
-extern "C" __global__ void maskc_attn_fwd(const T* Q, const T* K, const T* V, T* O, float* LSE, MaskcShape shape, MaskcBuffers buf) {
+extern "C" __global__ void maskc_attn_fwd(const T* Q, const T* K, const T* V, T* O, float* LSE, MaskcShape shape, MaskcBuffers buf, const MaskcTensorMaps maps) {
   extern __shared__ unsigned char smem[];
   smem[threadIdx.x] = 1;
   if (blockIdx.x != gridDim.x - 1 || blockIdx.y != gridDim.y - 1 || blockIdx.z != gridDim.z - 1 || threadIdx.x != 0) return;
@@ -58,6 +58,8 @@ extern "C" __global__ void maskc_attn_fwd(const T* Q, const T* K, const T* V, T*
   for (int i = 0; i < 8; ++i) { out[22 + i] = (long long)buf.ptr[i]; out[30 + 2*i] = buf.dim[i][0]; out[31 + 2*i] = buf.dim[i][1]; }
   out[46] = gridDim.x; out[47] = gridDim.y; out[48] = gridDim.z; out[49] = blockDim.x;
   out[50] = shape.tile_flags ? shape.tile_flags[0] : -1;
+  out[51] = maps.ok; out[52] = sizeof(MaskcTensorMaps); out[53] = alignof(MaskcTensorMaps);
+  for (int i = 0; i < 3 * 128; ++i) ((unsigned char*)O)[512 + i] = ((const unsigned char*)&maps)[i];
   LSE[0] = shape.scale;
 }
 
@@ -247,7 +249,7 @@ func TestGPUAttentionABI(t *testing.T) {
 	if err := d.SynchronizeStream(s); err != nil {
 		t.Fatal(err)
 	}
-	got := make([]int64, 51)
+	got := make([]int64, 54)
 	if err := d.CopyDtoH(bytesOf(got), o); err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +266,7 @@ func TestGPUAttentionABI(t *testing.T) {
 	for i := 0; i < 12; i++ {
 		want = append(want, 0)
 	}
-	want = append(want, 3, 8, 3, 256, 2)
+	want = append(want, 3, 8, 3, 256, 2, 0, 448, 64) // maps: none (the launch says no tensor_maps), sizeof, alignof
 	for i := range want {
 		if got[i] != want[i] {
 			t.Errorf("word %d: kernel saw %d, want %d", i, got[i], want[i])
@@ -332,4 +334,75 @@ func TestGPUCompilesToolkitHeaders(t *testing.T) {
 		t.Fatalf("cuda_bf16.h: %v", err)
 	}
 	t.Logf("cuda_bf16.h compiled in %v", m.Stats.Compile)
+}
+
+// TestGPUAttentionTensorMaps: a forward whose launch says tensor_maps
+// receives, by value, the maps the backend encodes (ok = 1 and the bytes of
+// Q's, K's and V's maps as the ABI defines them) on CUDA 12 and later, and
+// all zero (ok = 0) where the backend encodes none (HIP).
+func TestGPUAttentionTensorMaps(t *testing.T) {
+	d := openGPU(t, t.TempDir())
+	defer d.Close()
+	platform := hipsrc.NVIDIA
+	if d.Info().Backend == "hip" {
+		platform = hipsrc.AMD
+	}
+	spec := AttentionSpec{
+		Kernel: hipsrc.KernelDesc{
+			SourceFile: "probe.cu", Entry: AttentionEntry, HeadDim: 128, DType: "bf16", Sparsity: SparsityNone,
+			Launch: map[string]hipsrc.LaunchConfig{platform.String(): {BlockN: 64, Threads: 128, SharedMemBytes: 1024, QTilesPerBlock: 2, TensorMaps: &hipsrc.TensorMapRows{Q: 256, KV: 64}}},
+		},
+		Platform: platform, Source: abiProbe,
+	}
+	k, err := d.NewAttention(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	shape := ContiguousShape(BHSD, 2, 4, 2, 300, 500, 128)
+	alloc := func(n int64) DevicePtr {
+		p, err := d.Alloc(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Free(p) })
+		return p
+	}
+	q, kk, v, o, lse := alloc(2*2*4*300*128), alloc(2*2*2*500*128), alloc(2*2*2*500*128), alloc(1024), alloc(64)
+	if err := k.Forward(0, q, kk, v, o, lse, shape, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	raw := make([]byte, 1024)
+	if err := d.CopyDtoH(raw, o); err != nil {
+		t.Fatal(err)
+	}
+	ok := *(*int64)(unsafe.Pointer(&raw[51*8]))
+	enc, can := d.Backend.(backend.TensorMapEncoder)
+	if !can || !enc.CanEncodeTensorMaps() {
+		if ok != 0 || string(raw[512:896]) != string(make([]byte, 384)) {
+			t.Errorf("%s: no encoder, yet ok = %d or the maps are not zero", d.Info().DriverVersion, ok)
+		}
+		return
+	}
+	if ok != 1 {
+		t.Fatalf("%s: maps.ok = %d, want 1", d.Info().DriverVersion, ok)
+	}
+	plan := k.planMaps(shape)
+	for i, p := range []DevicePtr{q, kk, v} {
+		m := plan.maps[i]
+		m.Address = p
+		var want [hipsrc.TensorMapBytes]byte
+		if err := enc.EncodeTensorMap(&want, m); err != nil {
+			t.Fatal(err)
+		}
+		if got := raw[512+128*i : 640+128*i]; string(got) != string(want[:]) {
+			t.Errorf("map %d: the kernel received % x, the encoding is % x", i, got, want)
+		}
+	}
+	if plan.maps[0].Box[1] != 256 || plan.maps[1].Box[1] != 64 || plan.maps[0].Strides != [4]uint64{256, 300 * 256, 4 * 300 * 256} {
+		t.Errorf("plan %+v", plan.maps)
+	}
 }

@@ -75,6 +75,7 @@ var fwdFields = map[string]field[attnArgs]{
 	"flags": {"ptr", func(a *attnArgs) unsafe.Pointer { return unsafe.Pointer(&a.flags) }},
 	"shape": {"MaskcShape", func(a *attnArgs) unsafe.Pointer { return unsafe.Pointer(&a.shape) }},
 	"buf":   {"MaskcBuffers", func(a *attnArgs) unsafe.Pointer { return unsafe.Pointer(&a.buf) }},
+	"maps":  {"MaskcTensorMaps", func(a *attnArgs) unsafe.Pointer { return unsafe.Pointer(&a.maps) }},
 }
 
 // bwdFields are the values of the backward's launches in a bwdArgs; the

@@ -23,7 +23,7 @@ const attnSource = `
 #line 5 "probe.flex"
 __device__ bool maskc_mask();
 #line 1 "probe.cu"
-extern "C" __global__ void maskc_attn_fwd(const T* Q, const T* K, const T* V, T* O, float* LSE, MaskcShape shape, MaskcBuffers buf) {}
+extern "C" __global__ void maskc_attn_fwd(const T* Q, const T* K, const T* V, T* O, float* LSE, MaskcShape shape, MaskcBuffers buf, const MaskcTensorMaps maps) {}
 extern "C" __global__ void maskc_tile_flags(MaskcShape shape, MaskcBuffers buf, unsigned char* flags) {}
 extern "C" __global__ void maskc_seg_check(MaskcBuffers buf) {}
 `
@@ -37,6 +37,7 @@ type launchRecord struct {
 	q, k, v, o, lse uintptr
 	shape           cShape
 	buf             cBuffers
+	maps            cTensorMaps
 	flags           uintptr
 }
 
@@ -52,6 +53,7 @@ func (r *recorder) register(b *fake.Backend) {
 			q: fake.Param[uintptr](l.Params, 0), k: fake.Param[uintptr](l.Params, 1), v: fake.Param[uintptr](l.Params, 2),
 			o: fake.Param[uintptr](l.Params, 3), lse: fake.Param[uintptr](l.Params, 4),
 			shape: fake.Param[cShape](l.Params, 5), buf: fake.Param[cBuffers](l.Params, 6),
+			maps: fake.Param[cTensorMaps](l.Params, 7),
 		}
 		// Touch the output so that a wrong pointer is an error.
 		out, err := mem.Bytes(backend.DevicePtr(rec.lse), 4)
@@ -128,10 +130,13 @@ func probeSpec(t testing.TB, sparsity Sparsity) AttentionSpec {
 }
 
 // TestCLayoutMatchesABI checks the Go mirror of the ABI structs against
-// their one definition, hipsrc.ShapeStruct and hipsrc.BuffersStruct.
+// their one definition, hipsrc.ShapeStruct, hipsrc.BuffersStruct and
+// hipsrc.TensorMapsStruct (whose alignment, 64, the mirror need not have:
+// a launch copies parameters into the kernel's own aligned layout).
 func TestCLayoutMatchesABI(t *testing.T) {
 	var s cShape
 	var b cBuffers
+	var m cTensorMaps
 	tests := []struct {
 		st    hipsrc.Struct
 		size  uintptr
@@ -147,6 +152,8 @@ func TestCLayoutMatchesABI(t *testing.T) {
 			"q_offset": unsafe.Offsetof(b.QOffset), "kv_offset": unsafe.Offsetof(b.KVOffset), "h_offset": unsafe.Offsetof(b.HOffset),
 			"q_total": unsafe.Offsetof(b.QTotal), "kv_total": unsafe.Offsetof(b.KVTotal), "h_total": unsafe.Offsetof(b.HTotal),
 			"status": unsafe.Offsetof(b.Status)}},
+		{hipsrc.TensorMapsStruct, unsafe.Sizeof(m), map[string]uintptr{"q": unsafe.Offsetof(m.Q), "k": unsafe.Offsetof(m.K),
+			"v": unsafe.Offsetof(m.V), "ok": unsafe.Offsetof(m.OK)}},
 	}
 	for _, tc := range tests {
 		if int(tc.size) != tc.st.Size {

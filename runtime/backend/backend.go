@@ -237,3 +237,101 @@ type Backend interface {
 	// afterwards.
 	Close() error
 }
+
+// TensorMapBytes is the size of an encoded tensor map (CUDA's CUtensorMap,
+// hipsrc.TensorMapBytes): what a kernel receives by value and hands to the
+// copy engine.
+const TensorMapBytes = 128
+
+// TensorMapMaxRank is the most dimensions a tiled tensor map can have.
+const TensorMapMaxRank = 5
+
+// The enums of a tiled tensor map. Their values are CUDA's (cuda.h), so
+// that a CUDA backend passes them to the driver unchanged.
+type (
+	// TensorMapDataType is the element type (CUtensorMapDataType).
+	TensorMapDataType int32
+	// TensorMapInterleave is the interleaved layout (CUtensorMapInterleave).
+	TensorMapInterleave int32
+	// TensorMapSwizzle is the shared-memory swizzle of a box
+	// (CUtensorMapSwizzle).
+	TensorMapSwizzle int32
+	// TensorMapL2Promotion is the L2 promotion of a copy
+	// (CUtensorMapL2promotion).
+	TensorMapL2Promotion int32
+	// TensorMapOOBFill is what a copy reads out of bounds
+	// (CUtensorMapFloatOOBfill).
+	TensorMapOOBFill int32
+)
+
+const (
+	// TensorMapFloat16 is CU_TENSOR_MAP_DATA_TYPE_FLOAT16: IEEE half.
+	TensorMapFloat16 TensorMapDataType = 6
+	// TensorMapBFloat16 is CU_TENSOR_MAP_DATA_TYPE_BFLOAT16.
+	TensorMapBFloat16 TensorMapDataType = 9
+)
+
+// TensorMapInterleaveNone is CU_TENSOR_MAP_INTERLEAVE_NONE.
+const TensorMapInterleaveNone TensorMapInterleave = 0
+
+const (
+	// TensorMapSwizzleNone is CU_TENSOR_MAP_SWIZZLE_NONE.
+	TensorMapSwizzleNone TensorMapSwizzle = 0
+	// TensorMapSwizzle32B is CU_TENSOR_MAP_SWIZZLE_32B.
+	TensorMapSwizzle32B TensorMapSwizzle = 1
+	// TensorMapSwizzle64B is CU_TENSOR_MAP_SWIZZLE_64B.
+	TensorMapSwizzle64B TensorMapSwizzle = 2
+	// TensorMapSwizzle128B is CU_TENSOR_MAP_SWIZZLE_128B.
+	TensorMapSwizzle128B TensorMapSwizzle = 3
+)
+
+// TensorMapL2PromotionNone is CU_TENSOR_MAP_L2_PROMOTION_NONE.
+const TensorMapL2PromotionNone TensorMapL2Promotion = 0
+
+// TensorMapOOBFillNone is CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: zeros.
+const TensorMapOOBFillNone TensorMapOOBFill = 0
+
+// TiledTensorMap is one tiled tensor map as cuTensorMapEncodeTiled takes
+// it: a Rank-dimensional tensor in device memory read in boxes. Arrays hold
+// dimensions innermost first; entries past Rank are ignored.
+type TiledTensorMap struct {
+	// DataType is the element type.
+	DataType TensorMapDataType
+	// Rank is the number of dimensions, 1 to TensorMapMaxRank.
+	Rank int
+	// Address is the tensor's first element.
+	Address DevicePtr
+	// Dims are the extents in elements.
+	Dims [TensorMapMaxRank]uint64
+	// Strides are the byte strides of dimensions 1 to Rank-1 (dimension 0
+	// is contiguous): Rank-1 entries.
+	Strides [TensorMapMaxRank - 1]uint64
+	// Box is the extent of one copy in elements, per dimension.
+	Box [TensorMapMaxRank]uint32
+	// ElementStrides are the steps between elements copied, per dimension
+	// (1: every element).
+	ElementStrides [TensorMapMaxRank]uint32
+	// Interleave, Swizzle, L2Promotion and OOBFill are the map's modes.
+	Interleave  TensorMapInterleave
+	Swizzle     TensorMapSwizzle
+	L2Promotion TensorMapL2Promotion
+	OOBFill     TensorMapOOBFill
+}
+
+// TensorMapEncoder is implemented by a Backend whose kernels can read
+// tensors through the copy engine's tensor maps (CUDA 12 and later: the
+// TMA of sm_90 and later). A launcher that finds it encodes the maps a
+// kernel's launch asks for; without it (HIP, an older CUDA driver) it
+// passes them zero and the kernel copies without them.
+type TensorMapEncoder interface {
+	// CanEncodeTensorMaps reports whether EncodeTensorMap can succeed at
+	// all (false: the runtime has no encoder, e.g. a CUDA driver without
+	// cuTensorMapEncodeTiled).
+	CanEncodeTensorMaps() bool
+	// EncodeTensorMap encodes m into out, the bytes a kernel receives as
+	// its CUtensorMap. Where the runtime refuses m (its rules: a 16-byte
+	// aligned address and strides, boxes of at most 256 elements per
+	// dimension, ...) it returns an error and out is unspecified. It is
+	// safe for concurrent use and allocates nothing unless it fails.
+	EncodeTensorMap(out *[TensorMapBytes]byte, m TiledTensorMap) error
+}

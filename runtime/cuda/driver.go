@@ -8,8 +8,10 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	goruntime "runtime"
+	"sync"
 	"unsafe"
 
 	"github.com/maskc/maskc/runtime/backend"
@@ -94,6 +96,9 @@ type driver struct {
 	cuEventDestroy            func(e uintptr) result
 	launchKernel              uintptr // cuLaunchKernel, called through dl.Call: no allocation
 	ctxSetCurrent             uintptr // cuCtxSetCurrent, likewise
+	// tensorMapEncodeTiled is cuTensorMapEncodeTiled (CUDA 12 and later),
+	// called through dl.Call; 0 where the driver lacks it.
+	tensorMapEncodeTiled uintptr
 }
 
 // driverNames are the file names tried for the driver library.
@@ -157,6 +162,10 @@ func loadDriver() (*driver, error) {
 	if d.ctxSetCurrent, err = lib.Sym("cuCtxSetCurrent"); err != nil {
 		return nil, err
 	}
+	// Optional: a driver before CUDA 12 has no tensor maps and still loads.
+	if lib.HasSym("cuTensorMapEncodeTiled") {
+		d.tensorMapEncodeTiled, _ = lib.Sym("cuTensorMapEncodeTiled")
+	}
 	return d, nil
 }
 
@@ -185,7 +194,10 @@ type Backend struct {
 	nvrtc
 }
 
-var _ backend.Backend = (*Backend)(nil)
+var (
+	_ backend.Backend          = (*Backend)(nil)
+	_ backend.TensorMapEncoder = (*Backend)(nil)
+)
 
 // Open loads the driver, initialises it and retains the primary context of
 // device ordinal. With no driver it returns a *dl.NotFoundError listing the
@@ -468,4 +480,60 @@ func (b *Backend) Synchronize() error {
 // Close implements backend.Backend: it releases the primary context.
 func (b *Backend) Close() error {
 	return b.d.check("cuDevicePrimaryCtxRelease", b.d.cuDevicePrimaryCtxRelease(b.dev))
+}
+
+// tensorMapScratch is the host memory one cuTensorMapEncodeTiled call
+// reads and writes: the output, which the driver wants 64-byte aligned
+// (map is over-allocated; the aligned 128 bytes are copied out), and the
+// argument arrays. It holds no Go pointers, and the call keeps it alive.
+type tensorMapScratch struct {
+	dims      [backend.TensorMapMaxRank]uint64
+	strides   [backend.TensorMapMaxRank - 1]uint64
+	box       [backend.TensorMapMaxRank]uint32
+	elemSteps [backend.TensorMapMaxRank]uint32
+	m         [backend.TensorMapBytes + tensorMapAlign]byte
+}
+
+// tensorMapAlign is the alignment cuTensorMapEncodeTiled wants of its
+// output (cuda.h declares CUtensorMap alignas(64)).
+const tensorMapAlign = 64
+
+// tensorMapScratches recycles scratch blocks so that encoding does not
+// allocate (and needs no lock) once warm.
+var tensorMapScratches = sync.Pool{New: func() any { return new(tensorMapScratch) }}
+
+// errNoTensorMaps is EncodeTensorMap's error where the driver lacks
+// cuTensorMapEncodeTiled.
+var errNoTensorMaps = errors.New("cuda: the driver has no cuTensorMapEncodeTiled (CUDA 12 or later)")
+
+// CanEncodeTensorMaps implements backend.TensorMapEncoder: true where the
+// driver exports cuTensorMapEncodeTiled (CUDA 12 and later).
+func (b *Backend) CanEncodeTensorMaps() bool { return b.d.tensorMapEncodeTiled != 0 }
+
+// EncodeTensorMap implements backend.TensorMapEncoder with
+// cuTensorMapEncodeTiled, called through dl.Call on integer arguments into
+// a pooled scratch block, so it does not allocate unless it fails. The
+// encoding is host work on its arguments alone: it needs no context.
+func (b *Backend) EncodeTensorMap(out *[backend.TensorMapBytes]byte, m backend.TiledTensorMap) error {
+	if b.d.tensorMapEncodeTiled == 0 {
+		return errNoTensorMaps
+	}
+	if m.Rank < 1 || m.Rank > backend.TensorMapMaxRank {
+		return fmt.Errorf("cuda: tensor map of rank %d; want 1 to %d", m.Rank, backend.TensorMapMaxRank)
+	}
+	s := tensorMapScratches.Get().(*tensorMapScratch)
+	s.dims, s.strides, s.box, s.elemSteps = m.Dims, m.Strides, m.Box, m.ElementStrides
+	base := uintptr(unsafe.Pointer(&s.m[0]))
+	off := (tensorMapAlign - base%tensorMapAlign) % tensorMapAlign
+	r := dl.Call(b.d.tensorMapEncodeTiled, base+off, uintptr(m.DataType), uintptr(m.Rank), uintptr(m.Address),
+		uintptr(unsafe.Pointer(&s.dims[0])), uintptr(unsafe.Pointer(&s.strides[0])),
+		uintptr(unsafe.Pointer(&s.box[0])), uintptr(unsafe.Pointer(&s.elemSteps[0])),
+		uintptr(m.Interleave), uintptr(m.Swizzle), uintptr(m.L2Promotion), uintptr(m.OOBFill))
+	copy(out[:], s.m[off:off+backend.TensorMapBytes])
+	goruntime.KeepAlive(s)
+	tensorMapScratches.Put(s)
+	if int32(r) != 0 {
+		return b.d.check("cuTensorMapEncodeTiled", result(int32(r)))
+	}
+	return nil
 }

@@ -64,6 +64,12 @@ type Backend struct {
 	launches atomic.Int64
 	compiles atomic.Int64
 	closed   atomic.Bool
+
+	// The tensor map encoder (tensormap.go).
+	tmMu    sync.Mutex
+	tmOff   atomic.Bool
+	tmFail  func(backend.TiledTensorMap) error
+	tmCalls []TensorMapCall
 }
 
 var _ backend.Backend = (*Backend)(nil)

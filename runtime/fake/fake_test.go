@@ -179,3 +179,51 @@ func TestEvents(t *testing.T) {
 		t.Errorf("elapsed %v, %v", ms, err)
 	}
 }
+
+// TestTensorMapEncoder: the fake records every encoding, writes its
+// recognisable bytes (EncodedTensorMap) and fails as the hook or the
+// switch says.
+func TestTensorMapEncoder(t *testing.T) {
+	b := New()
+	m := backend.TiledTensorMap{DataType: backend.TensorMapBFloat16, Rank: 4, Address: 0x10000,
+		Dims: [5]uint64{128, 300, 8, 2}, Strides: [4]uint64{2048, 256, 614400}, Box: [5]uint32{64, 128, 1, 1}}
+	refused := errors.New("refused")
+	tests := []struct {
+		name string
+		on   bool
+		fail func(backend.TiledTensorMap) error
+		rank int
+		err  error // nil: encoded
+	}{
+		{"encoded", true, nil, 4, nil},
+		{"hook refuses", true, func(backend.TiledTensorMap) error { return refused }, 4, refused},
+		{"off", false, nil, 4, errNoTensorMaps},
+		{"rank 6 refused", true, nil, 6, nil},
+	}
+	for i, tc := range tests {
+		b.SetTensorMaps(tc.on, tc.fail)
+		if b.CanEncodeTensorMaps() != tc.on {
+			t.Errorf("%s: CanEncodeTensorMaps %v", tc.name, !tc.on)
+		}
+		mm := m
+		mm.Rank = tc.rank
+		var out [backend.TensorMapBytes]byte
+		err := b.EncodeTensorMap(&out, mm)
+		calls := b.TensorMapCalls()
+		if len(calls) != i+1 || calls[i].Map != mm || calls[i].Err != err {
+			t.Fatalf("%s: calls %+v", tc.name, calls)
+		}
+		switch {
+		case tc.rank > backend.TensorMapMaxRank:
+			if err == nil {
+				t.Errorf("%s: encoded", tc.name)
+			}
+		case tc.err != nil:
+			if err != tc.err || out != ([backend.TensorMapBytes]byte{}) {
+				t.Errorf("%s: %v, out % x", tc.name, err, out[:16])
+			}
+		case err != nil || out != EncodedTensorMap(m.Address, i+1) || string(out[:8]) != TensorMapMagic || out[127] != TensorMapFill:
+			t.Errorf("%s: %v, out % x", tc.name, err, out[:24])
+		}
+	}
+}

@@ -161,7 +161,9 @@ func (r *runtimeLib) check(fn string, e hipError) error {
 	return &Error{Func: fn, Code: int32(e), Name: r.hipGetErrorName(e), Desc: r.hipGetErrorString(e)}
 }
 
-// Backend drives one HIP device.
+// Backend drives one HIP device. It is no backend.TensorMapEncoder: AMD
+// devices have no tensor maps, so a launcher passes a forward's
+// MaskcTensorMaps zero (ok = 0).
 type Backend struct {
 	r    *runtimeLib
 	dev  int32

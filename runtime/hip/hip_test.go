@@ -5,8 +5,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/maskc/maskc/runtime/backend"
 	"github.com/maskc/maskc/runtime/internal/dl"
 )
+
+// TestNoTensorMapEncoder: HIP has no tensor maps, so the backend offers no
+// encoder and launchers pass a forward's maps zero.
+func TestNoTensorMapEncoder(t *testing.T) {
+	if _, ok := any((*Backend)(nil)).(backend.TensorMapEncoder); ok {
+		t.Error("the HIP backend claims to encode tensor maps")
+	}
+}
 
 func TestArchFromProperties(t *testing.T) {
 	props := func(parts ...string) []byte {
