@@ -21,29 +21,41 @@ import re
 
 from .diagnostics import MaskcError
 
-__all__ = ["ABI_VERSION", "MANIFEST_VERSION", "MANIFEST_FILE", "BWD_SEM_ROWS", "FRAME_FIELDS", "BufferSpec", "Platform", "Entry", "BwdLaunch", "KernelSpec", "Manifest",
-           "read_manifest", "pick_platform"]
+__all__ = ["ABI_VERSION", "MANIFEST_VERSION", "MANIFEST_FILE", "BWD_SEM_ROWS", "FRAME_FIELDS", "TENSOR_MAP_BYTES",
+           "BufferSpec", "Platform", "Entry", "BwdLaunch", "TensorMapDesc", "KernelSpec", "Manifest", "read_manifest",
+           "pick_platform"]
 
 #: The manifest schema version this package reads (hipsrc.ManifestVersion): 5 made each kernels[] entry
 #: the kernel's one descriptor (hipsrc.KernelDesc), which plan.json names; 6 gave the backward's main
 #: and dQ kernels their own block size and shared memory (bwd_launch main_threads, dq_shared_mem_bytes); 7 says
 #: where deterministic mode adds dQ in order in the main kernel (bwd_launch dq_ordered).
 MANIFEST_VERSION = 7
-#: The kernel ABI version this package fills structs for (hipsrc.ABIVersion, the manifest's abi.version).
-ABI_VERSION = 6
+#: The kernel ABI version this package fills structs for (hipsrc.ABIVersion, the manifest's abi.version):
+#: 7 gave maskc_attn_fwd its last parameter, MaskcTensorMaps (abi.tensor_maps, launch[platform].tensor_maps).
+ABI_VERSION = 7
 #: The manifest's file name in a compile output directory.
 MANIFEST_FILE = "manifest.json"
 #: Query rows per turn counter of the ordered dQ (MaskcBwdShape.dq_sem): attn_bwd.h's MASKC_BWD_SEM_ROWS
 #: (hipsrc.BwdSemRows), which a test compares.
 BWD_SEM_ROWS = 16
 
-_SCALARS = {"int": ctypes.c_int32, "long long": ctypes.c_int64, "float": ctypes.c_float}
+_SCALARS = {"int": ctypes.c_int32, "long long": ctypes.c_int64, "float": ctypes.c_float,
+            "unsigned char": ctypes.c_uint8}
 # The values this package knows how to fill, by struct and field name.
 _SHAPE_FIELDS = {"B", "H", "HKV", "Sq", "Skv", "q_stride", "k_stride", "v_stride", "o_stride", "scale", "sink",
                  "tile_flags"}
 #: The position frame's members of MaskcBuffers (hipsrc.FrameFields, hipsrc/frame.h), in order.
 FRAME_FIELDS = ("q_offset", "kv_offset", "h_offset", "q_total", "kv_total", "h_total")
 _BUFFERS_FIELDS = {"ptr", "dim", "status"} | set(FRAME_FIELDS)
+# MaskcTensorMaps, the forward's copy-engine maps (hipsrc.TensorMapsStruct), filled by Manifest.pack_maps.
+_TENSOR_MAPS_FIELDS = {"q", "k", "v", "ok"}
+#: The bytes of one CUtensorMap (cuda.h: 16 64-bit words), what MaskcTensorMaps.q, .k and .v hold
+#: (hipsrc.TensorMapBytes) and cuTensorMapEncodeTiled writes.
+TENSOR_MAP_BYTES = 128
+# CUtensorMapSwizzle (cuda.h) by the swizzle's bytes, the manifest's abi.tensor_maps.swizzle_bytes.
+_SWIZZLES = {32: 1, 64: 2, 128: 3}
+# CUtensorMapDataType (cuda.h) and element bytes of the kernels' dtypes (KernelSpec.dtype) a map can describe.
+_MAP_DTYPES = {"bf16": (9, 2), "f16": (6, 2)}  # CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, CU_TENSOR_MAP_DATA_TYPE_FLOAT16
 _GRID_SIZES = {"B", "H", "HKV", "Sq", "Skv", "n", "1"}
 _GRID_TILES = ("", "block_m", "block_n", "bwd_block_m", "bwd_block_n", "bwd_pre_rows", "bwd_threads")
 # The backward's struct, filled by name through pack_bwd.
@@ -78,15 +90,28 @@ def _struct(desc, known=None):
             raise MaskcError("manifest: %s.%s is a field this package does not know how to fill (upgrade maskc's "
                              "Python package)" % (name, f["name"]))
         fields.append((f["name"], _ctype(f["c_type"], f.get("dims"), "%s.%s" % (name, f["name"]))))
+    natural = type(str(name), (ctypes.Structure,), {"_fields_": list(fields)})
+    rounded = -(-ctypes.sizeof(natural) // desc["align"]) * desc["align"]
+    if desc["align"] > ctypes.alignment(natural) and rounded == desc["size"] > ctypes.sizeof(natural):
+        # A struct declared alignas(N) above its members' alignment (MaskcTensorMaps: alignas(64)) has
+        # its size rounded up to a multiple of N in C; ctypes has no alignas, so C's tail padding is an
+        # explicit field here (only that much: any other size is refused below).
+        fields.append(("_alignas_tail", ctypes.c_uint8 * (rounded - ctypes.sizeof(natural))))
     cls = type(str(name), (ctypes.Structure,), {"_fields_": fields})
     for f in desc["fields"]:
         got = (getattr(cls, f["name"]).offset, getattr(cls, f["name"]).size)
         if got != (f["offset"], f["size"]):
             raise MaskcError("manifest: %s.%s is at offset %d, size %d; this host lays it out at %d, %d" %
                              (name, f["name"], f["offset"], f["size"], got[0], got[1]))
-    if (ctypes.sizeof(cls), ctypes.alignment(cls)) != (desc["size"], desc["align"]):
+    # The size must be the manifest's; the alignment too, except that a declared alignment above ctypes'
+    # (alignas, which ctypes cannot express) is accepted once every offset and the size match: these
+    # structs reach the device only as kernel parameters, which cuLaunchKernel copies by value (their
+    # bytes, from kernelParams) into the kernel's own parameter layout, aligned as the kernel declares
+    # them, so the alignment of the host object the bytes are copied from does not matter.
+    size, align = ctypes.sizeof(cls), ctypes.alignment(cls)
+    if size != desc["size"] or (align != desc["align"] and not (desc["align"] > align and desc["align"] % align == 0)):
         raise MaskcError("manifest: %s is %d bytes (align %d); this host makes it %d (align %d)" %
-                         (name, desc["size"], desc["align"], ctypes.sizeof(cls), ctypes.alignment(cls)))
+                         (name, desc["size"], desc["align"], size, align))
     missing = known - {f["name"] for f in desc["fields"]}
     if missing:
         raise MaskcError("manifest: %s lacks %s" % (name, ", ".join(sorted(missing))))
@@ -291,6 +316,23 @@ class BwdLaunch(collections.namedtuple("BwdLaunch", "block_m block_n threads sha
         return self.threads, 0
 
 
+class TensorMapDesc(collections.namedtuple("TensorMapDesc", "box_cols swizzle_bytes swizzle")):
+    """The manifest's abi.tensor_maps (hipsrc.TensorMapDesc): how a launcher
+    encodes MaskcTensorMaps for a forward whose launch gives tensor_maps:
+    boxes of box_cols columns by the rows the launch gives, swizzle_bytes-byte
+    swizzle (swizzle: its CUtensorMapSwizzle)."""
+
+    @classmethod
+    def read(cls, d):
+        box_cols, swizzle_bytes = d["box_cols"], d["swizzle_bytes"]
+        if type(box_cols) is not int or not 0 < box_cols <= 256:
+            raise MaskcError("manifest: abi.tensor_maps.box_cols is %r; want 1 to 256 columns" % (box_cols,))
+        if type(swizzle_bytes) is not int or swizzle_bytes not in _SWIZZLES:
+            raise MaskcError("manifest: abi.tensor_maps.swizzle_bytes is %r; this package encodes swizzles of %s "
+                             "bytes (CUtensorMapSwizzle)" % (swizzle_bytes, ", ".join(map(str, sorted(_SWIZZLES)))))
+        return cls(box_cols, swizzle_bytes, _SWIZZLES[swizzle_bytes])
+
+
 class KernelSpec:
     """One kernel of the manifest: its descriptor (hipsrc.KernelDesc, a
     kernels[] entry), the block it computes and how it is launched. The
@@ -357,6 +399,22 @@ class KernelSpec:
         if any(type(n) is not int or n < 1 for n in self.q_tiles_per_block.values()):
             raise MaskcError("manifest: kernel %s has q_tiles_per_block %s; want 1 or more (or none)" %
                              (self.name, self.q_tiles_per_block))
+        # Where the forward on a platform reads the launcher's tensor maps (hipsrc.LaunchConfig.TensorMaps,
+        # {q_rows, kv_rows}; absent: it does not), the rows of their boxes (Q's, K's and V's): its
+        # MaskcTensorMaps are then encoded (Manifest.tensor_map_requests), else zero.
+        self.tensor_maps = {}
+        for p, c in d["launch"].items():
+            tm = c.get("tensor_maps")
+            if tm is None:
+                continue
+            rows = tm.get("q_rows") if isinstance(tm, dict) else None, tm.get("kv_rows") if isinstance(tm, dict) else None
+            if any(type(r) is not int or not 0 < r <= 256 for r in rows):
+                raise MaskcError("manifest: kernel %s has tensor_maps %r on %s; want {q_rows, kv_rows} of 1 to 256 "
+                                 "rows (or none)" % (self.name, tm, p))
+            self.tensor_maps[p] = rows
+        if any(self.tensor_maps.values()) and self.dtype not in _MAP_DTYPES:
+            raise MaskcError("manifest: kernel %s of dtype %s reads tensor maps; this package encodes maps of %s" %
+                             (self.name, self.dtype, ", ".join(sorted(_MAP_DTYPES))))
         for e in [self.entry] + [x for x in (self.flags_entry, self.seg_check_entry) if x]:
             if e not in manifest.entries:
                 raise MaskcError("manifest: kernel %s names entry %s, which the ABI does not list" % (self.name, e))
@@ -392,7 +450,15 @@ class Manifest:
             structs = {s["name"]: s for s in a["structs"]}
             self.Shape = _struct(structs["MaskcShape"], _SHAPE_FIELDS)
             self.Buffers = _struct(structs["MaskcBuffers"], _BUFFERS_FIELDS)
-            self.structs = {"MaskcShape": self.Shape, "MaskcBuffers": self.Buffers}
+            self.TensorMaps = _struct(structs["MaskcTensorMaps"], _TENSOR_MAPS_FIELDS)
+            for n in ("q", "k", "v"):
+                if getattr(self.TensorMaps, n).size != TENSOR_MAP_BYTES:
+                    raise MaskcError("manifest: MaskcTensorMaps.%s is %d bytes; a CUtensorMap is %d" %
+                                     (n, getattr(self.TensorMaps, n).size, TENSOR_MAP_BYTES))
+            self.structs = {"MaskcShape": self.Shape, "MaskcBuffers": self.Buffers,
+                            "MaskcTensorMaps": self.TensorMaps}
+            # How MaskcTensorMaps are encoded (MANIFEST.md): boxes, swizzle.
+            self.tensor_maps = TensorMapDesc.read(a["tensor_maps"])
             self.entries = {e["name"]: Entry(e) for e in a["entries"]}
             self.block_m = int(a["block_m"])
             self.max_buffers, self.max_rank = int(a["max_buffers"]), int(a["max_buffer_rank"])
@@ -471,6 +537,47 @@ class Manifest:
         bufs.status = status or None
         return sh, bufs
 
+    def tensor_map_requests(self, spec, platform, sh, ptrs):
+        """What to encode for MaskcTensorMaps of one forward launch of kernel
+        spec on platform (its name): [(field, keyword arguments of
+        cuda.Driver.encode_tensor_map)] for q, k and v, or None where the
+        launch reads no maps (its launch gives no tensor_maps) or a size
+        is zero. sh is the launch's packed MaskcShape (sizes and element
+        strides), ptrs its Q, K, V addresses. Each map is 4-D, innermost
+        first: (D, Sq, H, B) for Q and (D, Skv, HKV, B) for K and V, byte
+        strides of the (seq, head, batch) element strides, boxes of box_cols
+        x (the launch's q_rows or kv_rows) x 1 x 1."""
+        rows = spec.tensor_maps.get(platform)
+        if rows is None or min(sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv) <= 0:
+            return None
+        tm = self.tensor_maps
+        dtype, size = _MAP_DTYPES[spec.dtype]
+        q_rows, kv_rows = rows
+
+        def one(ptr, seq, heads, stride, box_rows):
+            return dict(dtype=dtype, address=int(ptr), dims=(spec.head_dim, seq, heads, sh.B),
+                        strides=(size * stride[2], size * stride[1], size * stride[0]),
+                        box=(tm.box_cols, box_rows, 1, 1), element_strides=(1, 1, 1, 1), interleave=0,
+                        swizzle=tm.swizzle, l2_promotion=0, oob_fill=0)
+
+        return [("q", one(ptrs["Q"], sh.Sq, sh.H, sh.q_stride, q_rows)),
+                ("k", one(ptrs["K"], sh.Skv, sh.HKV, sh.k_stride, kv_rows)),
+                ("v", one(ptrs["V"], sh.Skv, sh.HKV, sh.v_stride, kv_rows))]
+
+    def pack_maps(self, encoded=None):
+        """MaskcTensorMaps for one forward launch: encoded {q, k, v: the
+        TENSOR_MAP_BYTES of each CUtensorMap} with ok = 1, or all zero
+        (None: the kernel copies Q, K and V by cp.async)."""
+        maps = self.TensorMaps()
+        if encoded is not None:
+            for n in ("q", "k", "v"):
+                b = bytes(encoded[n])
+                if len(b) != TENSOR_MAP_BYTES:
+                    raise MaskcError("an encoded tensor map of %s is %d bytes; a CUtensorMap is %d" %
+                                     (n.upper(), len(b), TENSOR_MAP_BYTES))
+                getattr(maps, n)[:] = b
+            maps.ok = 1
+        return maps
 
     def pack_bwd(self, sizes, strides, scale, ptrs, dbufs):
         """MaskcBwdShape for one backward launch: sizes {B, H, HKV, Sq, Skv},

@@ -23,6 +23,10 @@ ATTR_NUM_REGS = 4
 ATTR_LOCAL_SIZE_BYTES = 3
 ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 
+# A CUtensorMap (cuda.h): 16 64-bit words, 64-byte aligned.
+TENSOR_MAP_BYTES = 128
+TENSOR_MAP_ALIGN = 64
+
 
 class CudaError(MaskcError):
     """A CUDA driver or NVRTC call failed: call, code, and the library's text."""
@@ -69,6 +73,14 @@ class Driver:
             lib.cuFuncGetAttribute.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_int, _vp]
             lib.cuLaunchKernel.argtypes = [_vp, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint,
                                            ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, _vp, ctypes.POINTER(_vp), _vp]
+            try:  # CUDA 12's; an older driver lacks it (encode_tensor_map then encodes nothing)
+                enc = lib.cuTensorMapEncodeTiled
+            except AttributeError:
+                pass
+            else:
+                u32p, u64p = ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint64)
+                enc.argtypes = [_vp, ctypes.c_int, ctypes.c_uint32, _vp, u64p, u64p, u32p, u32p, ctypes.c_int,
+                                ctypes.c_int, ctypes.c_int, ctypes.c_int]
         self.lib = lib
 
     def check(self, rc, call):
@@ -133,6 +145,38 @@ class Driver:
         v = ctypes.c_int()
         self.check(self.lib.cuFuncGetAttribute(ctypes.byref(v), attr, _vp(f)), "cuFuncGetAttribute")
         return v.value
+
+    def encode_tensor_map(self, dtype, address, dims, strides, box, element_strides=None, interleave=0, swizzle=0,
+                          l2_promotion=0, oob_fill=0):
+        """The TENSOR_MAP_BYTES bytes of a tiled CUtensorMap that
+        cuTensorMapEncodeTiled encodes: dtype a CUtensorMapDataType, the
+        tensor at device address address of len(dims) dimensions dims
+        (innermost first), strides the byte strides of every dimension but
+        the innermost, box the box's extents, element_strides (default all
+        1), and the CUtensorMapInterleave, CUtensorMapSwizzle,
+        CUtensorMapL2promotion and CUtensorMapFloatOOBfill values. Encoded
+        into a 64-byte-aligned scratch, as the driver requires, and copied
+        out. Returns None where the driver has no cuTensorMapEncodeTiled
+        (before CUDA 12): it cannot encode. CudaError where it refuses the
+        arguments (a misaligned address or stride, a box too large)."""
+        fn = getattr(self.lib, "cuTensorMapEncodeTiled", None)
+        if fn is None:
+            return None
+        rank = len(dims)
+        element_strides = [1] * rank if element_strides is None else list(element_strides)
+        if not 1 <= rank <= 5 or len(strides) != rank - 1 or len(box) != rank or len(element_strides) != rank:
+            raise MaskcError("a tensor map of rank %d takes %d dims, %d strides, %d box extents and %d element "
+                             "strides; got %d, %d, %d, %d" % (rank, rank, rank - 1, rank, rank, len(dims),
+                                                              len(strides), len(box), len(element_strides)))
+        scratch = ctypes.create_string_buffer(TENSOR_MAP_BYTES + TENSOR_MAP_ALIGN)
+        at = -(-ctypes.addressof(scratch) // TENSOR_MAP_ALIGN) * TENSOR_MAP_ALIGN
+        u32, u64 = ctypes.c_uint32, ctypes.c_uint64
+        self.check(fn(_vp(at), ctypes.c_int(dtype), u32(rank), _vp(address), (u64 * rank)(*dims),
+                      (u64 * max(1, rank - 1))(*strides), (u32 * rank)(*box), (u32 * rank)(*element_strides),
+                      ctypes.c_int(interleave), ctypes.c_int(swizzle), ctypes.c_int(l2_promotion),
+                      ctypes.c_int(oob_fill)),
+                   "cuTensorMapEncodeTiled(dims %s, strides %s, box %s)" % (tuple(dims), tuple(strides), tuple(box)))
+        return ctypes.string_at(at, TENSOR_MAP_BYTES)
 
     def launch(self, f, grid, block, smem, stream, args, what="cuLaunchKernel"):
         """Launches f on stream (a CUstream handle, e.g.

@@ -120,7 +120,37 @@ def load_functions(cubin, names, smem=0, smem_names=()):
     return mod, fns
 
 
-def fwd_launches(man, spec, plat, sizes, ptrs, sh, bf, flags=0, geometry=None):
+def fwd_maps(man, spec, plat, sh, ptrs, drv=None):
+    """The forward's MaskcTensorMaps (its last parameter) for one launch of
+    kernel spec on platform plat: where the launch gives tensor_maps (the
+    rows of their boxes, spec.tensor_maps) and no size is zero, the
+    maps of Q, K and V (man.tensor_map_requests) encoded by drv (default
+    the process's Driver) with ok = 1; else, and where the driver cannot
+    encode them (no cuTensorMapEncodeTiled, or a stand-in driver without
+    encode_tensor_map) or refuses one (CudaError: a stride or address the
+    copy engine cannot take), all zero: the kernel then copies Q, K and V
+    by cp.async, as correct, slower."""
+    reqs = man.tensor_map_requests(spec, plat.name, sh, ptrs)
+    if reqs is None:
+        return man.pack_maps()
+    from .cuda import CudaError
+    if drv is None:
+        drv, _ = _libs()
+    encode = getattr(drv, "encode_tensor_map", None)
+    if encode is None:
+        return man.pack_maps()
+    encoded = {}
+    for name, kw in reqs:
+        try:
+            encoded[name] = encode(**kw)
+        except CudaError:
+            return man.pack_maps()
+        if encoded[name] is None:  # the driver has no cuTensorMapEncodeTiled
+            return man.pack_maps()
+    return man.pack_maps(encoded)
+
+
+def fwd_launches(man, spec, plat, sizes, ptrs, sh, bf, flags=0, geometry=None, maps=True):
     """The forward's launches of kernel spec on platform plat, in order, as
     (entry, grid, threads, dynamic smem, ctypes args): the segments check
     (first: whether the ids are sorted, for the launches after it), the
@@ -128,7 +158,9 @@ def fwd_launches(man, spec, plat, sizes, ptrs, sh, bf, flags=0, geometry=None):
     its buffer) is set, the forward. ptrs: the Q, K, V, O and LSE
     addresses; sh, bf: the packed MaskcShape and MaskcBuffers (man.pack);
     geometry: (block_n, threads, smem), default the manifest's for plat.
-    The backward's are man.bwd_launches."""
+    The forward's MaskcTensorMaps are fwd_maps' (encoded where the launch
+    says tensor_maps); maps False: all zero, encoding nothing (a caller
+    that drops the forward's launch). The backward's are man.bwd_launches."""
     block_n, threads, smem = geometry or spec.launch[plat.name]
     out = []
     seg = man.seg_check_launch(spec, plat, bf)
@@ -140,8 +172,9 @@ def fwd_launches(man, spec, plat, sizes, ptrs, sh, bf, flags=0, geometry=None):
                     e.args(dict(shape=sh, buf=bf, flags=flags), man.structs)))
     e = man.entries[spec.entry]
     block_m = man.block_m * spec.q_tiles_per_block.get(plat.name, 1)  # hipsrc.LaunchConfig.FwdBlockM
+    tm = fwd_maps(man, spec, plat, sh, ptrs) if maps else man.pack_maps()
     out.append((spec.entry, e.grid_dims(sizes, block_m, block_n), threads, smem if e.shared_mem else 0,
-                e.args(dict(ptrs, shape=sh, buf=bf), man.structs)))
+                e.args(dict(ptrs, shape=sh, buf=bf, maps=tm), man.structs)))
     return out
 
 
@@ -449,7 +482,8 @@ class _Generated:
         sh, bf = man.pack(spec, sizes, strides, spec.scale, 0, flags.data_ptr(),
                           [(t.data_ptr(), ext) for t, ext in checked], frame, status.data_ptr())
         ptrs = dict(Q=q.data_ptr(), K=k.data_ptr(), V=k.data_ptr(), O=0, LSE=0)
-        launches = fwd_launches(man, spec, plat, sizes, ptrs, sh, bf, flags.data_ptr())[:-1]  # not the forward
+        launches = fwd_launches(man, spec, plat, sizes, ptrs, sh, bf, flags.data_ptr(),
+                                maps=False)[:-1]  # not the forward
         drv, _ = _libs()
         with torch.cuda.device(q.device):
             drv.ensure_context(q.device.index if q.device.index is not None else torch.cuda.current_device())

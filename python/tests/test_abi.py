@@ -3,8 +3,10 @@
 testdata/manifest_v7.json is a manifest written by the hipsrc package
 (genkernels over examples and a prepass mask: version 4's, whose kernels[]
 keys versions 5 to 7 kept (it has no bwd_launch, which 6 and 7 changed),
-with the manifest version field of 7, and MaskcBuffers of ABI 6 (5's:
-dim[8][8]; 6 changed MaskcBwdShape only));
+with the manifest version field of 7, MaskcBuffers of ABI 6 (5's:
+dim[8][8]; 6 changed MaskcBwdShape only), and ABI 7's MaskcTensorMaps,
+maskc_attn_fwd's maps and abi.tensor_maps, as hipsrc writes them, with
+launch["nvidia-sm90a"].tensor_maps on odd_layer and packed_layer);
 test_launch_plan reads the binary's own output too."""
 import copy
 import ctypes
@@ -161,12 +163,18 @@ def test_args_by_parameter_name(doc):
     m = Manifest(doc)
     fwd = m.entries["maskc_attn_fwd"]
     sh, bufs = m.Shape(), m.Buffers()
-    args = fwd.args(dict(Q=16, K=32, V=48, O=64, LSE=80, shape=sh, buf=bufs), m.structs)
+    maps = m.pack_maps()
+    args = fwd.args(dict(Q=16, K=32, V=48, O=64, LSE=80, shape=sh, buf=bufs, maps=maps), m.structs)
     assert [a.value for a in args[:5]] == [16, 32, 48, 64, 80] and args[5] is sh and args[6] is bufs
+    assert args[7] is maps and len(args) == 8  # ABI 7: the maps are the last parameter
     with pytest.raises(MaskcError, match="no value for parameter LSE"):
-        fwd.args(dict(Q=16, K=32, V=48, O=64, shape=sh, buf=bufs), m.structs)
+        fwd.args(dict(Q=16, K=32, V=48, O=64, shape=sh, buf=bufs, maps=maps), m.structs)
+    with pytest.raises(MaskcError, match="no value for parameter maps"):
+        fwd.args(dict(Q=16, K=32, V=48, O=64, LSE=80, shape=sh, buf=bufs), m.structs)
     with pytest.raises(MaskcError, match="wants a MaskcShape"):
-        fwd.args(dict(Q=16, K=32, V=48, O=64, LSE=80, shape=bufs, buf=bufs), m.structs)
+        fwd.args(dict(Q=16, K=32, V=48, O=64, LSE=80, shape=bufs, buf=bufs, maps=maps), m.structs)
+    with pytest.raises(MaskcError, match="maps wants a MaskcTensorMaps"):
+        fwd.args(dict(Q=16, K=32, V=48, O=64, LSE=80, shape=sh, buf=bufs, maps=sh), m.structs)
 
 
 def edit(doc, what):
@@ -202,7 +210,7 @@ def edit(doc, what):
 
 @pytest.mark.parametrize("what, msg", [
     ("version", "has version 4; this package reads version 7 .*delete the compile cache entry"),
-    ("abi version", "kernel ABI 4; this package fills ABI 6"), ("offset", "q_stride is at offset 32"), ("unknown field", "MaskcShape.window"),
+    ("abi version", "kernel ABI 4; this package fills ABI 7"), ("offset", "q_stride is at offset 32"), ("unknown field", "MaskcShape.window"),
     ("missing field", "lacks tile_flags"), ("c_type", "'short'"), ("grid", "D/block_m"),
     ("slots", "slots \\[3\\]"), ("entry", "maskc_attn_fwd2"), ("key", "malformed"),
     ("q tiles", "q_tiles_per_block .*-1"), ("q tiles type", "q_tiles_per_block .*'2'"),
@@ -264,3 +272,144 @@ def test_bwd_sem_rows_is_the_kernels():
     with open(os.path.join(HERE, "..", "..", "hipsrc", "attn_bwd.h")) as f:
         m = re.search(r"^#define MASKC_BWD_SEM_ROWS (\d+)$", f.read(), re.M)
     assert m is not None and int(m.group(1)) == BWD_SEM_ROWS
+
+
+def tensor_maps_struct(doc):
+    return next(s for s in doc["abi"]["structs"] if s["name"] == "MaskcTensorMaps")
+
+
+def test_tensor_maps_struct_matches_the_manifest(doc):
+    """MaskcTensorMaps (alignas(64) in C): every field at the manifest's
+    offset and size, 448 bytes with the tail padding C adds; ctypes' own
+    alignment (4) stands for the declared 64, and pack_maps writes the
+    maps and ok where the kernel reads them."""
+    m = Manifest(doc)
+    desc = tensor_maps_struct(doc)
+    assert (desc["size"], desc["align"]) == (448, 64)
+    assert ctypes.sizeof(m.TensorMaps) == 448 == len(bytes(m.TensorMaps()))
+    assert ctypes.alignment(m.TensorMaps) < 64  # what the relaxed check accepts
+    want = {"q": (0, 128), "k": (128, 128), "v": (256, 128), "ok": (384, 4)}
+    assert {f["name"]: (f["offset"], f["size"]) for f in desc["fields"]} == want
+    for name, (off, size) in want.items():
+        assert (getattr(m.TensorMaps, name).offset, getattr(m.TensorMaps, name).size) == (off, size)
+    assert m.structs["MaskcTensorMaps"] is m.TensorMaps
+    assert bytes(m.pack_maps()) == bytes(448)  # no maps: all zero, ok = 0
+    enc = {n: bytes([i + 1]) * 128 for i, n in enumerate("qkv")}
+    raw = bytes(m.pack_maps(enc))
+    assert raw[0:128] == enc["q"] and raw[128:256] == enc["k"] and raw[256:384] == enc["v"]
+    assert struct.unpack_from("<i", raw, 384) == (1,) and raw[388:] == bytes(60)
+    with pytest.raises(MaskcError, match="tensor map of K is 64 bytes; a CUtensorMap is 128"):
+        m.pack_maps(dict(enc, k=bytes(64)))
+
+
+def edit_maps(doc, what):
+    d = copy.deepcopy(doc)
+    tm = tensor_maps_struct(d)
+    fields = {f["name"]: f for f in tm["fields"]}
+    if what == "ok offset":
+        fields["ok"]["offset"] = 388
+    elif what == "k offset":
+        fields["k"]["offset"] = 136
+    elif what == "size":
+        tm["size"] = 512  # more than alignas(64) pads
+    elif what == "align":
+        tm["align"] = 32  # 388 rounds to 416, not the 448 stated
+    elif what == "under-aligned":
+        tm["align"], tm["size"] = 2, 388  # below the members' own alignment
+    elif what == "map size":
+        for n in "qkv":
+            fields[n]["dims"], fields[n]["size"] = [64], 64
+        fields["k"]["offset"], fields["v"]["offset"], fields["ok"]["offset"] = 64, 128, 192
+        tm["size"] = 256
+    elif what == "unknown field":
+        fields["ok"]["name"] = "valid"
+    elif what == "no struct":
+        d["abi"]["structs"].remove(tm)
+    elif what == "swizzle":
+        d["abi"]["tensor_maps"]["swizzle_bytes"] = 256
+    elif what == "rows":
+        k = next(k for k in d["kernels"] if k["launch"]["nvidia-sm90a"].get("tensor_maps"))
+        k["launch"]["nvidia-sm90a"]["tensor_maps"]["kv_rows"] = 0
+    elif what == "box":
+        d["abi"]["tensor_maps"]["box_cols"] = 0
+    elif what == "launch flag":
+        d["kernels"][0]["launch"]["nvidia-sm90a"]["tensor_maps"] = "yes"
+    elif what == "dtype":
+        k = next(k for k in d["kernels"] if k["launch"]["nvidia-sm90a"].get("tensor_maps"))
+        k["dtype"] = "f32"
+    return d
+
+
+@pytest.mark.parametrize("what, msg", [
+    ("ok offset", "MaskcTensorMaps.ok is at offset 388, size 4; this host lays it out at 384, 4"),
+    ("k offset", "MaskcTensorMaps.k is at offset 136"),
+    ("size", "MaskcTensorMaps is 512 bytes \\(align 64\\); this host makes it 388"),
+    ("align", "MaskcTensorMaps is 448 bytes \\(align 32\\); this host makes it 388"),
+    ("under-aligned", "MaskcTensorMaps is 388 bytes \\(align 2\\); this host makes it 388 \\(align 4\\)"),
+    ("map size", "MaskcTensorMaps.q is 64 bytes; a CUtensorMap is 128"),
+    ("unknown field", "MaskcTensorMaps.valid is a field this package does not know"),
+    ("no struct", "malformed: KeyError 'MaskcTensorMaps'"),
+    ("swizzle", "swizzle_bytes is 256; this package encodes swizzles of 32, 64, 128 bytes"),
+    ("rows", "tensor_maps .*'kv_rows': 0.*want \\{q_rows, kv_rows\\}"), ("box", "box_cols is 0"),
+    ("launch flag", "tensor_maps .*'yes'"), ("dtype", "of dtype f32 reads tensor maps"),
+])
+def test_tensor_maps_changes_are_refused(doc, what, msg):
+    with pytest.raises(MaskcError, match=msg):
+        Manifest(edit_maps(doc, what))
+
+
+def test_tensor_maps_launch_flag_and_abi_section(doc):
+    m = Manifest(doc)
+    assert tuple(m.tensor_maps) == (64, 128, 3)  # CU_TENSOR_MAP_SWIZZLE_128B = 3
+    assert m.kernel("packed_layer").tensor_maps == {"nvidia-sm90a": (128, 128)}
+    assert m.kernel("odd_layer").tensor_maps == {"nvidia-sm90a": (256, 128)}
+    assert m.kernel("biased_layer").tensor_maps == {}
+
+
+def packed(m, spec, sizes, strides):
+    sh, _ = m.pack(spec, sizes, strides, 1.0, 0, 0, [(64, [sizes["Skv"]])] * len(spec.buffers))
+    return sh
+
+
+# (kernel, sizes, element strides (batch, head, seq) of q and of k and v, the launch's q_rows and kv_rows
+# (not its block_n, 64), dtype)
+REQUEST_CASES = [
+    # packed_layer: bf16 bshd, GQA (H 8 over HKV 2), Sq != Skv
+    ("packed_layer", dict(B=2, H=8, HKV=2, Sq=300, Skv=520), (300 * 8 * 128, 128, 8 * 128),
+     (520 * 2 * 128, 128, 2 * 128), 128, 128, 9),
+    # odd_layer: f16 bhsd
+    ("odd_layer", dict(B=3, H=4, HKV=4, Sq=1000, Skv=1000), (4 * 1000 * 128, 1000 * 128, 128),
+     (4 * 1000 * 128, 1000 * 128, 128), 256, 128, 6),
+]
+
+
+@pytest.mark.parametrize("name, sizes, qs, kvs, block_m, block_n, dtype", REQUEST_CASES)
+def test_tensor_map_requests(doc, name, sizes, qs, kvs, block_m, block_n, dtype):  # block_m, block_n: the rows
+    """Three 4-D maps, innermost first: Q (D, Sq, H, B), K and V (D, Skv,
+    HKV, B); byte strides of the (seq, head, batch) element strides; boxes
+    of 64 columns x the launch's q_rows (Q) or kv_rows (K, V); the kernel's dtype;
+    128-byte swizzle; nothing else."""
+    m = Manifest(doc)
+    spec = m.kernel(name)
+    vs = tuple(2 * x for x in kvs)  # V laid out unlike K: its own strides
+    sh = packed(m, spec, sizes, dict(q=qs, k=kvs, v=vs, o=qs))
+    B, H, HKV, Sq, Skv = (sizes[n] for n in ("B", "H", "HKV", "Sq", "Skv"))
+    common = dict(dtype=dtype, element_strides=(1, 1, 1, 1), interleave=0, swizzle=3, l2_promotion=0, oob_fill=0)
+    want = [
+        ("q", dict(common, address=0x1000, dims=(128, Sq, H, B), strides=(2 * qs[2], 2 * qs[1], 2 * qs[0]),
+                   box=(64, block_m, 1, 1))),
+        ("k", dict(common, address=0x2000, dims=(128, Skv, HKV, B), strides=(2 * kvs[2], 2 * kvs[1], 2 * kvs[0]),
+                   box=(64, block_n, 1, 1))),
+        ("v", dict(common, address=0x3000, dims=(128, Skv, HKV, B), strides=(2 * vs[2], 2 * vs[1], 2 * vs[0]),
+                   box=(64, block_n, 1, 1))),
+    ]
+    ptrs = dict(Q=0x1000, K=0x2000, V=0x3000, O=0x4000, LSE=0x5000)
+    assert m.tensor_map_requests(spec, "nvidia-sm90a", sh, ptrs) == want
+    # platforms whose launch reads no maps, and empty problems: nothing to encode
+    assert m.tensor_map_requests(spec, "nvidia", sh, ptrs) is None
+    for zero in ("Sq", "Skv", "B"):
+        sh0 = packed(m, spec, dict(sizes, **{zero: 0}), dict(q=qs, k=kvs, v=vs, o=qs))
+        assert m.tensor_map_requests(spec, "nvidia-sm90a", sh0, ptrs) is None
+    other = m.kernel("biased_layer")
+    assert m.tensor_map_requests(other, "nvidia-sm90a", packed(m, other, sizes, dict(q=qs, k=kvs, v=vs, o=qs)),
+                                 ptrs) is None

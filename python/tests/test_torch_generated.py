@@ -12,6 +12,7 @@ import pytest
 import fake_torch as ft
 from conftest import EXAMPLES, REPO
 from maskc.diagnostics import MaskcError
+from test_cuda import FakeCuda
 
 ODD = """buffer tab: i32[B, KV]
 mask odd(b, h, q, kv) = (q * kv + h + tab[b, kv]) % 7 != 3
@@ -34,8 +35,17 @@ def odd_block(mt, tmp_path, requires_grad=False):
 
 
 class FakeDriver:
+    """Records the launcher's driver calls. Tensor maps are encoded by the
+    real maskc.cuda.Driver over test_cuda's stand-in libcuda (self.cuda:
+    its encodes, fail codes, or none of the symbol)."""
+
     def __init__(self):
         self.calls = []
+        self.cuda = FakeCuda()
+
+    def encode_tensor_map(self, *args, **kw):
+        from maskc.cuda import Driver
+        return Driver(self.cuda).encode_tensor_map(*args, **kw)
 
     def ensure_context(self, ordinal):
         self.calls.append(("context", ordinal))
