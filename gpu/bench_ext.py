@@ -75,6 +75,10 @@ VARIANTS = {
     # every warp-specialized forward, qfirst0 on none
     "qfirst": {"MASKC_WS_Q_FIRST": 1},
     "qfirst0": {"MASKC_WS_Q_FIRST": 0},
+    # the warp-specialized forward's tensor maps built by each block in its multiprocessor's slot (2-D maps
+    # at its (b, h) base) instead of the launcher's 4-D maps that codegen has it read (attn_fwd_sm90.h
+    # MASKC_WS_HOST_MAPS; Q's copy before the walk's barrier where codegen writes MASKC_WS_Q_FIRST, as before)
+    "blockmaps": {"MASKC_WS_HOST_MAPS": 0},
 }
 
 

@@ -45,10 +45,9 @@ epilogue) on one block per multiprocessor, "ws-persist2"/"4" on a block per
 2 or 4 tiles, "ws-persist-grid" on the manifest's grid, each with the
 mbarrier wait's trap (MASKC_WS_WAIT_TRAP: a copy that never lands traps
 after about 2^33 cycles instead of hanging the call);
-"ws-hostmaps": the forward with Q, K and V's 4-D tensor maps encoded on the
-host (cuTensorMapEncodeTiled) and passed as its last parameter
-(MASKC_WS_HOST_MAPS), instead of each block taking a slot and building 2-D
-maps: what the per-block map build costs;
+"ws-blockmaps": the forward's tensor maps built by each block (a slot of
+its multiprocessor, 2-D maps at its (b, h) base; -DMASKC_WS_HOST_MAPS=0)
+instead of the launcher's 4-D maps (MaskcTensorMaps), as before run 52;
 "ws-seq": the consumers' sequential step (MASKC_WS_OVERLAP 0: Q.K^T, softmax,
 P.V one after another) instead of the intra-warpgroup overlap that codegen
 writes into every warp-specialized forward (run 49 measured the overlap with the 24 / 240 split, no faster and 16-24
@@ -93,54 +92,8 @@ VARIANTS = {
     "ws-persist4": {**WS, **PERSIST},
     "ws-persist-grid": {**WS, **PERSIST},
     "ws-seq": {**WS, "MASKC_WS_OVERLAP": 0},
-    "ws-hostmaps": {**WS, "MASKC_WS_HOST_MAPS": 1},
+    "ws-blockmaps": {**WS, "MASKC_WS_HOST_MAPS": 0},
 }
-# The variants whose forward takes the host's tensor maps (MaskcWsHostMaps) as
-# its last parameter.
-HOST_MAPS = ("ws-hostmaps",)
-
-# cuTensorMapEncodeTiled's enums (cuda.h): data types, no interleave, 128-byte
-# swizzle, no L2 promotion (as the maps the kernel builds), zero fill.
-_TMAP_DTYPE = {torch.bfloat16: 9, torch.float16: 6}
-_TMAP_SWIZZLE_128B = 3
-
-
-def host_maps(block_m, block_n):
-    """The forward's extra parameters for MASKC_WS_HOST_MAPS: a callable
-    (q, k, v) -> [MaskcWsHostMaps as bytes] encoding 4-D maps of [B, H, S, D]
-    views (boxes of 64 columns x block_m rows of Q, block_n rows of K and
-    V), ok = 1; ok = 0 (cp.async) where the driver refuses."""
-    import ctypes
-    drv = harness.libs()[1]
-    enc = drv.lib.cuTensorMapEncodeTiled
-    enc.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64),
-                    ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint32),
-                    ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
-    scratch = (ctypes.c_ubyte * 192)()  # a 64-byte aligned CUtensorMap inside
-    at = (ctypes.addressof(scratch) + 63) // 64 * 64
-
-    def encode(t, rows):
-        B, H, S, D = t.shape
-        dims = (ctypes.c_uint64 * 4)(D, S, H, B)
-        strides = (ctypes.c_uint64 * 3)(*(2 * x for x in (t.stride(2), t.stride(1), t.stride(0))))
-        box = (ctypes.c_uint32 * 4)(64, rows, 1, 1)
-        one = (ctypes.c_uint32 * 4)(1, 1, 1, 1)
-        rc = enc(ctypes.c_void_p(at), _TMAP_DTYPE[t.dtype], 4, ctypes.c_void_p(t.data_ptr()), dims, strides, box, one,
-                 0, _TMAP_SWIZZLE_128B, 0, 0)
-        return rc, ctypes.string_at(at, 128)
-
-    def args(q, k, v):
-        buf = (ctypes.c_ubyte * 448)()  # q, k, v at 0, 128, 256; ok at 384; 64-byte aligned size
-        ok = 1
-        for i, (t, rows) in enumerate(((q, block_m), (k, block_n), (v, block_n))):
-            rc, m = encode(t, rows)
-            if rc != 0:
-                ok = 0
-                break
-            ctypes.memmove(ctypes.addressof(buf) + 128 * i, m, 128)
-        ctypes.c_int.from_buffer(buf, 384).value = ok
-        return [buf]
-    return args
 
 
 # The q tiles per block of the variants launched on a block per that many tiles.
@@ -275,8 +228,6 @@ def load_kernels(a, emit, clock):
             else:
                 k = WSKernel(src, e, abi, label, compiled, e["head_dim"], stages_of(v), block_n_of(v))
                 k.fwd_grid = persist_grid(v, k.block_m)
-                if v in HOST_MAPS:
-                    k.fwd_extra_args = host_maps(k.block_m, block_n_of(v) or ws_block_n(e["head_dim"]))
                 emit(kind="kernel", name=label, t=clock(), regs=k.regs, local_bytes=k.local_bytes, smem=k.smem,
                      **ptxas_summary(k.log))
         except Exception as ex_:

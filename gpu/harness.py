@@ -221,11 +221,6 @@ class Kernel:
         if self.fwd_grid is not None:
             grid = self.fwd_grid(sizes) if callable(self.fwd_grid) else self.fwd_grid
             launches = [(n, grid if n == self.entry["entry"] else g, t, m, args) for n, g, t, m, args in launches]
-        extra = getattr(self, "fwd_extra_args", None)
-        if extra is not None:  # an experiment's parameters after the manifest's (dense_bench's ws-hostmaps)
-            more = extra(q, k, v)
-            keep.append(more)
-            launches = [(n, g, t, m, args + more if n == self.entry["entry"] else args) for n, g, t, m, args in launches]
         without_prepass = [ln for ln in launches if ln[0] != self.entry.get("flags_entry")]
 
         def run(prepass=True):
