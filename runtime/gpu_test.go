@@ -77,6 +77,19 @@ func bytesOf[T any](s []T) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(s[0])))
 }
 
+// gpuAlloc returns an allocator of n bytes on d that fails t on an error
+// and frees what it gave when t ends.
+func gpuAlloc(t *testing.T, d *Device) func(n int64) DevicePtr {
+	return func(n int64) DevicePtr {
+		p, err := d.Alloc(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Free(p) })
+		return p
+	}
+}
+
 func TestGPUDeviceAndMemory(t *testing.T) {
 	d := openGPU(t, t.TempDir())
 	defer d.Close()
@@ -227,14 +240,7 @@ func TestGPUAttentionABI(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer k.Close()
-	alloc := func(n int64) DevicePtr {
-		p, err := d.Alloc(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { d.Free(p) })
-		return p
-	}
+	alloc := gpuAlloc(t, d)
 	q, kk, v, o, lse, sink, doc, bias := alloc(64), alloc(64), alloc(64), alloc(1024), alloc(64), alloc(64), alloc(64), alloc(64)
 	shape := ContiguousShape(BSHD, 3, 8, 2, 300, 500, 128)
 	shape.Sink = sink
@@ -360,14 +366,7 @@ func TestGPUAttentionTensorMaps(t *testing.T) {
 	}
 	defer k.Close()
 	shape := ContiguousShape(BHSD, 2, 4, 2, 300, 500, 128)
-	alloc := func(n int64) DevicePtr {
-		p, err := d.Alloc(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { d.Free(p) })
-		return p
-	}
+	alloc := gpuAlloc(t, d)
 	q, kk, v, o, lse := alloc(2*2*4*300*128), alloc(2*2*2*500*128), alloc(2*2*2*500*128), alloc(1024), alloc(64)
 	if err := k.Forward(0, q, kk, v, o, lse, shape, nil); err != nil {
 		t.Fatal(err)

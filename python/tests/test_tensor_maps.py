@@ -13,7 +13,7 @@ import pytest
 import fake_torch as ft
 from conftest import EXAMPLES
 from test_cuda import FakeCuda, map_bytes
-from test_torch_generated import FakeDriver, FakeNVRTC, launches, ptr
+from test_torch_generated import env, launches, ptr  # noqa: F401  (env: the fake driver and NVRTC, a fixture)
 
 SM90A = "nvidia-sm90a"
 
@@ -26,17 +26,6 @@ attention half_layer {
     head_dim = 128
 }
 """
-
-
-@pytest.fixture
-def env(monkeypatch, maskc_bin, cache_dir):
-    monkeypatch.setenv("MASKC_BIN", maskc_bin)
-    ft.install(monkeypatch)
-    import maskc.torch as mt
-    from maskc import launcher
-    drv, nv = FakeDriver(), FakeNVRTC()
-    monkeypatch.setattr(launcher, "_libs", lambda: (drv, nv))
-    return mt, drv
 
 
 def block(mt, tmp_path, name):
@@ -81,7 +70,7 @@ CASES = [
 @pytest.mark.filterwarnings("ignore:block .* runs maskc's generated kernel")  # the plan's, where Sq != Skv
 @pytest.mark.parametrize("name, layout, dtype, map_dtype, B, H, HKV, Sq, Skv, view", CASES)
 def test_forward_encodes_q_k_v(env, tmp_path, name, layout, dtype, map_dtype, B, H, HKV, Sq, Skv, view):
-    mt, drv = env
+    mt, drv, _ = env
     attn = block(mt, tmp_path, name)
     gen = attn.generated()
     man, spec = gen.man, gen.spec
@@ -123,7 +112,7 @@ def test_without_tensor_maps_the_maps_are_zero(env, tmp_path, monkeypatch):
     """A kernel whose launch does not say tensor_maps, the same kernel with
     the flag off, and a device whose platform's launch has no maps (sm_80):
     all zero, nothing encoded."""
-    mt, drv = env
+    mt, drv, _ = env
     B, S, H, D = 1, 1000, 2, 128
     doc = mt.load(os.path.join(EXAMPLES, "document_causal.flex")).attention("packed_layer")
     assert SM90A not in doc.generated().spec.tensor_maps, "packed_layer reads maps now: this test shows nothing"
@@ -141,7 +130,7 @@ def test_without_tensor_maps_the_maps_are_zero(env, tmp_path, monkeypatch):
 
 
 def test_a_platform_without_maps_passes_zero(env, tmp_path, monkeypatch):
-    mt, drv = env
+    mt, drv, _ = env
     monkeypatch.setattr(sys.modules["torch"].cuda, "get_device_capability", lambda i=0: (8, 0))
     dec = block(mt, tmp_path, "decoder")
     gen = dec.generated()
@@ -159,7 +148,7 @@ def test_a_platform_without_maps_passes_zero(env, tmp_path, monkeypatch):
     ("no cuTensorMapEncodeTiled", 0),  # a driver before CUDA 12
 ])
 def test_a_refused_encoding_passes_zero_and_launches(env, tmp_path, how, tried):
-    mt, drv = env
+    mt, drv, _ = env
     dec = block(mt, tmp_path, "decoder")
     q, k, v = qkv("bshd", ft.bfloat16, 2, 8, 2, 300, 300, 128, False)
     if how == "every encode fails":
@@ -186,7 +175,7 @@ def test_a_refused_encoding_passes_zero_and_launches(env, tmp_path, how, tried):
 def test_tile_map_encodes_nothing(env, tmp_path, monkeypatch):
     """Attention.tile_map launches the pre-pass only (fwd_launches without
     its last launch): no map is encoded for a forward it never launches."""
-    mt, drv = env
+    mt, drv, _ = env
     p = tmp_path / "odd.flex"
     from test_torch_generated import ODD
     p.write_text(ODD)
