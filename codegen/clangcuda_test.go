@@ -321,35 +321,6 @@ var wsKeyRangeCases = []struct {
 	{"../gpu/bench_cases_ext/block_causal.flex", "block_causal", true, false},
 }
 
-// TestClangCUDAPersist compiles the persistent warp-specialized forward
-// (attn_fwd_sm90.h with -DMASKC_WS_PERSIST=1, the experiment gpu/persist.sh
-// times) on the sm_90a build of kernels of each kind of key-tile range: full
-// attention, analytic ranges (causal; a window, fp16 at head dim 64), a
-// score mod; and checks that it is on there (the consumers'
-// release of Q, maskc_ws_q_empty) and off where the forward walks its key
-// tiles (a block selection), whose walk it does not take.
-func TestClangCUDAPersist(t *testing.T) {
-	clang, shim := needClang(t)
-	dir := t.TempDir()
-	for i, tc := range wsKeyRangeCases {
-		k := generateAttention(t, tc.file, tc.attention, Options{})
-		if !k.WarpSpecialized {
-			t.Fatalf("%s: not the warp-specialized forward", tc.file)
-		}
-		src := filepath.Join(dir, fmt.Sprintf("k%d.cu", i))
-		if err := os.WriteFile(src, []byte(k.Source), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		ir := clangIR(t, clang, shim, src, "-DMASKC_NV_WGMMA=1", "-DMASKC_NV_WS=1", "-DMASKC_WS_PERSIST=1")
-		if !strings.Contains(ir, "@maskc_attn_fwd(") || !strings.Contains(ir, "setmaxnreg.inc") {
-			t.Errorf("%s: no warp-specialized maskc_attn_fwd", tc.file)
-		}
-		if got := strings.Contains(ir, "maskc_ws_q_empty"); got != !tc.walks {
-			t.Errorf("%s: persistent forward %v, want %v", tc.file, got, !tc.walks)
-		}
-	}
-}
-
 // wsIRCheck is one build of checkWSForwardIR: its -D options and whether
 // the marker is wanted in a kernel's forward.
 type wsIRCheck struct {
@@ -397,7 +368,7 @@ func qFirst(k *Kernel) bool { return k.WSQFirst }
 
 // TestClangCUDAOverlap compiles the warp-specialized forward's two
 // consumer steps on the sm_90a build of kernels of each kind of key-tile
-// range, alone and with the persistent forward: the intra-warpgroup overlap
+// range: the intra-warpgroup overlap
 // (a wait for all but the last committed MMA group, the Q.K^T issued before
 // the last tile's P.V) where codegen writes MASKC_WS_OVERLAP (every kernel
 // here, the block selection's walk too) or -DMASKC_WS_OVERLAP=1 asks for
@@ -409,7 +380,6 @@ func TestClangCUDAOverlap(t *testing.T) {
 		{nil, always},
 		{[]string{"-DMASKC_WS_OVERLAP=0"}, never},
 		{[]string{"-DMASKC_WS_OVERLAP=1"}, always},
-		{[]string{"-DMASKC_WS_OVERLAP=1", "-DMASKC_WS_PERSIST=1"}, always},
 	})
 }
 
@@ -419,9 +389,8 @@ func TestClangCUDAOverlap(t *testing.T) {
 // before the block barrier that waits for the walk (the mbarriers'
 // initialisation fenced for the copy engine): where codegen writes
 // MASKC_WS_Q_FIRST (the walk of a block selection, not the closed form of
-// block_causal's), everywhere under -DMASKC_WS_Q_FIRST=1 but on the
-// persistent forward, whose Q copies follow its tiles (a walk is never
-// persistent), nowhere under -DMASKC_WS_Q_FIRST=0. (With the launcher's
+// block_causal's), everywhere under -DMASKC_WS_Q_FIRST=1, nowhere under
+// -DMASKC_WS_Q_FIRST=0. (With the launcher's
 // maps, TestClangCUDAHostMaps, Q's copy always comes first.)
 func TestClangCUDAQFirst(t *testing.T) {
 	const blockMaps = "-DMASKC_WS_HOST_MAPS=0" // the launcher's maps need no build: Q's copy is first anyway
@@ -429,7 +398,6 @@ func TestClangCUDAQFirst(t *testing.T) {
 		{[]string{blockMaps}, qFirst},
 		{[]string{blockMaps, "-DMASKC_WS_Q_FIRST=0"}, never},
 		{[]string{blockMaps, "-DMASKC_WS_Q_FIRST=1"}, always},
-		{[]string{blockMaps, "-DMASKC_WS_Q_FIRST=1", "-DMASKC_WS_PERSIST=1"}, walks},
 	})
 }
 
@@ -437,9 +405,7 @@ func TestClangCUDAQFirst(t *testing.T) {
 // build of kernels of each kind of key-tile range and checks where it
 // copies through the launcher's 4-D maps (MaskcTensorMaps) and builds none
 // itself (no tensormap.replace): where codegen writes MASKC_WS_HOST_MAPS
-// (every kernel here), not under -DMASKC_WS_HOST_MAPS=0, and not on the
-// persistent forward, which builds its own maps (a walk is never
-// persistent).
+// (every kernel here), not under -DMASKC_WS_HOST_MAPS=0.
 func TestClangCUDAHostMaps(t *testing.T) {
 	// The launch that asks the launcher for them, with the boxes' rows the
 	// kernel copies: the forward's block_m and its key tile (not the
@@ -455,15 +421,11 @@ func TestClangCUDAHostMaps(t *testing.T) {
 				t.Errorf("%s: %s launch's tensor maps %+v, want %+v", tc.file, p, c.TensorMaps, want)
 			}
 		}
-		if !k.WSHostMaps {
-			t.Errorf("%s: not WSHostMaps", tc.file)
-		}
 	}
 	const load4 = "cp.async.bulk.tensor.4d.shared::cluster.global"
 	checkWSForwardIR(t, "copies through the launcher's 4-D maps", load4, []wsIRCheck{
 		{nil, always},
 		{[]string{"-DMASKC_WS_HOST_MAPS=0"}, never},
-		{[]string{"-DMASKC_WS_PERSIST=1"}, walks},
 	})
 	checkWSForwardIR(t, "maps built by the block", "tensormap.replace", []wsIRCheck{
 		{nil, never},

@@ -56,12 +56,6 @@ type Options struct {
 	// hipsrc.BwdDQOrderDefine), not only masks with a transcendental
 	// score: an experiment (cmd/genkernels -bwd-dq-order).
 	BwdDQOrder bool
-	// FwdPersistent gives every warp-specialized forward that does not
-	// walk its key tiles the persistent form (hipsrc.WSPersistDefine; its
-	// NVIDIAWGMMA launch takes hipsrc.WSPersistQTiles q tiles per block):
-	// an experiment (cmd/genkernels -fwd-persistent) until timed against
-	// the default (gpu/persist.sh).
-	FwdPersistent bool
 	// BwdWS gives every kernel's sm_90a backward at head dim 128 the
 	// warp-specialized maskc_attn_bwd (hipsrc.BwdChoice.WarpSpecialized: a
 	// producer warpgroup copying Q and dO by the bulk tensor copy engine
@@ -119,14 +113,6 @@ type Kernel struct {
 	// (#define MASKC_WS_Q_FIRST 1): where the walk reads a block selection's
 	// buffer (selWalk), whose build is long.
 	WSQFirst bool
-	// WSHostMaps says that the warp-specialized forward copies through the
-	// launcher's tensor maps (#define MASKC_WS_HOST_MAPS 1; its NVIDIAWGMMA
-	// launch says TensorMaps): every one but the persistent forward.
-	WSHostMaps bool
-	// WSPersist says that the warp-specialized forward is the persistent
-	// one (Options.FwdPersistent; #define MASKC_WS_PERSIST 1), launched on
-	// a block per hipsrc.WSPersistQTiles q tiles (LaunchConfig.QTilesPerBlock).
-	WSPersist bool
 	// FirstRowsLongest says that the forward runs the q tiles of a head
 	// first to last (firstRowsLongest; #define MASKC_FIRST_ROWS_LONGEST 1).
 	FirstRowsLongest bool
@@ -246,18 +232,14 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 			c.SharedMemBytes += hipsrc.WSWalkBytes
 			k.WSQFirst = selWalk(sp.plan)
 		}
-		if k.WSPersist = opts.FwdPersistent && !k.WSWalk; k.WSPersist {
-			c.QTilesPerBlock = hipsrc.WSPersistQTiles
-		}
-		if k.WSHostMaps = !k.WSPersist; k.WSHostMaps {
-			c.TensorMaps = &hipsrc.TensorMapRows{Q: c.FwdBlockM(), KV: hipsrc.WSBlockN(k.HeadDim)}
-		}
+		// The forward reads the launcher's tensor maps (MASKC_WS_HOST_MAPS).
+		c.TensorMaps = &hipsrc.TensorMapRows{Q: c.FwdBlockM(), KV: hipsrc.WSBlockN(k.HeadDim)}
 		k.Launch[hipsrc.NVIDIAWGMMA.String()] = c
 	}
 	if sp.plan.kind == SparsityPrepass {
 		k.FlagsEntry = hipsrc.TileFlagsEntry
 	}
-	k.FirstRowsLongest = !k.WSPersist && firstRowsLongest(k)
+	k.FirstRowsLongest = firstRowsLongest(k)
 	k.BwdLaunch, _ = hipsrc.BwdLaunches(k.HeadDim, bwdChoice(k, opts)) // configure checked the head dim
 	if bwdDQOrdered(k, opts) {
 		k.BwdLaunch = hipsrc.WithDQOrdered(k.BwdLaunch, k.HeadDim)
@@ -462,10 +444,7 @@ func (k *Kernel) writeHeader(w *strings.Builder, src *dsl.Source) {
 		// instead (block_causal 1.541 -> 1.494, full 1.492 -> 1.416).
 		w.WriteString("#ifndef MASKC_WS_Q_FIRST\n#define MASKC_WS_Q_FIRST 1\n#endif\n")
 	}
-	if k.WSPersist {
-		w.WriteString(hipsrc.WSPersistDefine)
-	}
-	if k.WSHostMaps {
+	if k.WarpSpecialized {
 		// The launcher's 4-D tensor maps (attn_fwd_sm90.h, MaskcTensorMaps)
 		// instead of each block taking a slot and building 2-D maps: on the
 		// H100 (gpu/NOTES.md run 52a, forward over cuDNN SDPA, D = 128, the

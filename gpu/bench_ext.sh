@@ -6,13 +6,12 @@
 #       generates a kernel and the masks pasted from public code ($OUTSIDE)
 #       (gen/), their buffer contents (buffers.json) and the
 #       exact tile counts of the benchmark launch (tiles.jsonl). CORPUS=1 adds
-#       testdata/tilemasks (issue 27's corpus, buffers.py's contents);
-#       PERSIST=1 adds gen-p, the same kernels with -fwd-persistent.
+#       testdata/tilemasks (issue 27's corpus, buffers.py's contents).
 #   gpu/bench_ext.sh run   (on the GPU machine, .devbin/ext carried) runs
 #       gpu/bench_ext.py, then gpu/check.py on the same kernels, writing
 #       bench_ext.* and check.* into $OUT (default /tmp/maskc-ext). Extra
-#       arguments go to bench_ext.py (e.g. --variants base,sched4, or
-#       --alt persist=.devbin/ext/gen-p).
+#       arguments go to bench_ext.py (e.g. --variants base,blockmaps, or
+#       --alt other=DIR, another genkernels build of the same cases).
 set -u
 cd "$(dirname "$0")/.."
 DIR=${EXT_DIR:-.devbin/ext}
@@ -32,11 +31,6 @@ gen)
 	[ "${CORPUS:-0}" = 1 ] && FILES="$FILES testdata/tilemasks/*.flex"
 	# GENFLAGS: more genkernels flags (its experiments, e.g. -bwd-ws).
 	go run ./cmd/genkernels ${GENFLAGS:-} -o "$DIR/gen" $FILES || exit 1
-	# PERSIST=1 also writes the persistent forward's build (genkernels
-	# -fwd-persistent) into gen-p, for bench_ext.py --alt persist=$DIR/gen-p.
-	if [ "${PERSIST:-0}" = 1 ]; then
-		go run ./cmd/genkernels -fwd-persistent -o "$DIR/gen-p" $FILES || exit 1
-	fi
 	names=$(python3 -c "import sys; sys.path.insert(0, 'gpu'); from cases import manifest_case_ids; print(' '.join(sorted(set(manifest_case_ids('$DIR/gen/manifest.json')))))")
 	python3 gpu/bench_ext_buffers.py $SHAPE "$DIR/buffers.json" $names || exit 1
 	go run ./cmd/tilecount -shape $SHAPE,8192 -buffers "$DIR/buffers.json" $FILES >"$DIR/tiles.jsonl" || exit 1

@@ -115,14 +115,6 @@ def check_one(kern, case, shape, D, dtype, gen, flex=False):
     return r
 
 
-def persistent_forward(src, defines):
-    """Whether src's forward, built with defines, takes any grid: the
-    warp-specialized sm_90a forward with MASKC_WS_PERSIST, unless it walks
-    its key tiles (attn_fwd_sm90.h)."""
-    return (defines.get("MASKC_WS_PERSIST") == "1" and re.search(r"^#define MASKC_NV_WS 1$", src, re.M) is not None
-            and re.search(r"^#define MASKC_WS_WALK 1$", src, re.M) is None)
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--generated", required=True, help="genkernels output directory (manifest.json + NAME.cu)")
@@ -133,8 +125,6 @@ def main():
     ap.add_argument("--platform", help="manifest platform to build (default: as maskc's runtime picks for this GPU)")
     ap.add_argument("-D", "--define", action="append", default=[], metavar="MASKC_NAME=VALUE",
                     help="set a tuning switch of every source by -D (one that keeps the launch geometry)")
-    ap.add_argument("--fwd-grid", type=int, metavar="N",
-                    help="launch the forward on N blocks where it takes any grid (-D MASKC_WS_PERSIST=1, persistent_forward)")
     a = ap.parse_args()
     names = a.cases.split(",") if a.cases else None
     gen = torch.Generator(device="cuda").manual_seed(int(time.time()))
@@ -161,8 +151,6 @@ def main():
         try:  # modules load on this thread, in torch's context
             kernels.append(harness.Kernel(src, c.entry, abi, "%s_%s_d%d" % (c.name, dt, d), compiled=f.result(),
                                      platform=a.platform))
-            if a.fwd_grid and persistent_forward(src, defines):
-                kernels[-1].fwd_grid = (a.fwd_grid, 1, 1)
         except Exception as e:  # keep going: report the failure per case
             kernels.append(e)
     print("compiled %d kernels in %.1fs" % (len(jobs), time.time() - t0), flush=True)

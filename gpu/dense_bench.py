@@ -39,23 +39,17 @@ defaults (the manifest's own kernel at D = 64, 128; at D = 256, where
 codegen keeps attn_fwd.h, the warp-specialized one instead); "*-r240": the register split of FA3's two-consumer kernels (producer
 24, consumers 240, instead of 40 / 232: what the producer gives back is all
 the consumers can take, attn_fwd_sm90.h's static_assert);
-"ws-persist": the persistent forward (MASKC_WS_PERSIST: a block takes tile
-after tile, the next tile's copies under the last one's softmax and
-epilogue) on one block per multiprocessor, "ws-persist2"/"4" on a block per
-2 or 4 tiles, "ws-persist-grid" on the manifest's grid, each with the
-mbarrier wait's trap (MASKC_WS_WAIT_TRAP: a copy that never lands traps
-after about 2^33 cycles instead of hanging the call);
 "ws-blockmaps": the forward's tensor maps built by each block (a slot of
 its multiprocessor, 2-D maps at its (b, h) base; -DMASKC_WS_HOST_MAPS=0)
 instead of the launcher's 4-D maps (MaskcTensorMaps), as before run 52;
 "ws-seq": the consumers' sequential step (MASKC_WS_OVERLAP 0: Q.K^T, softmax,
 P.V one after another) instead of the intra-warpgroup overlap that codegen
 writes into every warp-specialized forward (run 49 measured the overlap with the 24 / 240 split, no faster and 16-24
-bytes of local memory, and on one block per multiprocessor, 0.46-0.85 of
-cuDNN);
+bytes of local memory);
 the cp.async copies instead of the copy engine, the ping-pong consumer step,
 the lagged barrier arrival, 3 stages and 64-key tiles at D = 128 were measured in runs 14 and 17,
-4-D tensor maps built once per multiprocessor in run 37, and removed with their switches (docs/kernel-decisions.md, issue 26). --check-variants LIST (bench mode) then checks those
+4-D tensor maps built once per multiprocessor in run 37, the persistent forward (its ws-persist
+variants) in runs 37-38 and 52a, and removed with their switches (docs/kernel-decisions.md, issue 26). --check-variants LIST (bench mode) then checks those
 variants (compiled for it at every one of --dims) on gpu/check.py's shapes
 (without the 8192-token one): fresh random inputs, NaN-poisoned O and LSE,
 float64 reference, check.py's tolerance.
@@ -80,38 +74,15 @@ from runlog import JsonLog  # noqa: E402  (gpu/runlog.py)
 PLATFORM = "nvidia-sm90a"
 WS = {"MASKC_NV_WS": 1}
 R240 = {"MASKC_WS_PRODUCER_REGS": 24, "MASKC_WS_CONSUMER_REGS": 240}
-# The persistent forward (MASKC_WS_PERSIST), with the wait's trap, on the
-# grids persist_grid gives.
-PERSIST = {"MASKC_WS_PERSIST": 1, "MASKC_WS_WAIT_TRAP": 1}
 # Each variant is the switches it sets by -D (harness.switch_options).
 VARIANTS = {
     "ws": WS,
     "ws-r240": {**WS, **R240},
-    "ws-persist": {**WS, **PERSIST},
-    "ws-persist2": {**WS, **PERSIST},
-    "ws-persist4": {**WS, **PERSIST},
-    "ws-persist-grid": {**WS, **PERSIST},
     "ws-seq": {**WS, "MASKC_WS_OVERLAP": 0},
     "ws-blockmaps": {**WS, "MASKC_WS_HOST_MAPS": 0},
 }
 
 
-# The q tiles per block of the variants launched on a block per that many tiles.
-PERSIST_TILES = {"ws-persist2": 2, "ws-persist4": 4}
-
-
-def persist_grid(variant, block_m):
-    """The persistent variants' forward grid as a function of the sizes:
-    one block per multiprocessor, a block per PERSIST_TILES tiles of
-    block_m rows, or the manifest's (None: one tile per block, the code's
-    cost without the schedule's)."""
-    if variant == "ws-persist":
-        return (torch.cuda.get_device_properties(0).multi_processor_count, 1, 1)
-    if variant in PERSIST_TILES:
-        def tiles(z):  # the launch's q tiles
-            return -(-z["Sq"] // block_m) * z["H"] * z["B"]
-        return lambda z: (-(-tiles(z) // PERSIST_TILES[variant]), 1, 1)
-    return None
 SMEM_MAX = 232448  # sm_90's opt-in dynamic shared memory per block
 HEADS = {64: 32, 128: 16, 256: 8}
 WS_THREADS = 384  # hipsrc.WSThreads
@@ -227,7 +198,6 @@ def load_kernels(a, emit, clock):
                      threads=k.threads, smem=k.smem, bwd_smem=k.bwd_launch.shared_mem_bytes, bwd_threads=k.bwd_launch.main_threads, **ptxas_summary(k.log))
             else:
                 k = WSKernel(src, e, abi, label, compiled, e["head_dim"], stages_of(v), block_n_of(v))
-                k.fwd_grid = persist_grid(v, k.block_m)
                 emit(kind="kernel", name=label, t=clock(), regs=k.regs, local_bytes=k.local_bytes, smem=k.smem,
                      **ptxas_summary(k.log))
         except Exception as ex_:

@@ -167,10 +167,6 @@ class Kernel:
         self.status_words = torch.zeros(abi.man.status_words, dtype=torch.int32, device="cuda")
         self.regs = drv.attribute(self.fwd, _cuda_mod.ATTR_NUM_REGS)
         self.local_bytes = drv.attribute(self.fwd, _cuda_mod.ATTR_LOCAL_SIZE_BYTES)
-        # The forward's grid where a build takes any grid (the persistent
-        # sm_90a forward, MASKC_WS_PERSIST): (x, y, z) or a function of the
-        # sizes {B, H, HKV, Sq, Skv} giving it; None: the manifest's.
-        self.fwd_grid = None
 
     def status(self):
         """Word 0's sticky bits (abi.man.status_bits) since creation or
@@ -218,9 +214,6 @@ class Kernel:
                                                LSE=lse.data_ptr()),
                                           sh, bufs, flags.data_ptr() if flags is not None else 0,
                                           (self.block_n, self.threads, self.smem))
-        if self.fwd_grid is not None:
-            grid = self.fwd_grid(sizes) if callable(self.fwd_grid) else self.fwd_grid
-            launches = [(n, grid if n == self.entry["entry"] else g, t, m, args) for n, g, t, m, args in launches]
         without_prepass = [ln for ln in launches if ln[0] != self.entry.get("flags_entry")]
 
         def run(prepass=True):

@@ -225,21 +225,6 @@ static_assert(MASKC_WS_THREADS == MASKC_NUM_THREADS, "the pre-pass and the forwa
 // With MASKC_WS_WALK, the walk (MaskcWsWalk) follows at MASKC_WS_SMEM_BYTES: the launch
 // gives this much more (hipsrc.WSWalkBytes).
 #define MASKC_WS_WALK_BYTES 640
-// MASKC_WS_PERSIST 1 (an experiment; off where the kernel walks its key
-// tiles, MASKC_WS_WALK): a block takes the tiles maskc_ws_sched deals it, one after
-// another, on any grid (one block per multiprocessor makes it persistent).
-// The producer copies a tile's Q once the consumers have issued the last
-// tile's last Q.K^T (Q's "empty" barrier, in static shared memory: the
-// launch's dynamic shared memory is the same) and its K and V through the same ring, so
-// that a tile's first copies run under the last tile's softmax, P.V and
-// epilogue. The copy engine's 2-D maps are built again where the tile's
-// (b, h) changes, into the other of the slot's two sets.
-#if defined(MASKC_WS_PERSIST) && MASKC_WS_PERSIST && !defined(MASKC_WS_WALK)
-#define MASKC_WS_PERSIST_ON 1
-#else
-#define MASKC_WS_PERSIST_ON 0
-#endif
-
 // MASKC_WS_OVERLAP 1 (written by codegen into every warp-specialized forward):
 // FlashAttention-3's intra-warpgroup overlap. A consumer issues tile j's
 // Q.K^T and tile j - 1's P.V together and runs j's mods and softmax while
@@ -260,22 +245,21 @@ static_assert(MASKC_WS_THREADS == MASKC_NUM_THREADS, "the pre-pass and the forwa
 // repeat the maps' build and Q's copy: called through a shared function,
 // the optimiser builds the default prologue otherwise.)
 // MASKC_WS_HOST_MAPS 1 (written by codegen into every warp-specialized
-// forward but the persistent one, whose maps follow its tiles' heads; its
-// launch says tensor_maps): the copy engine's maps are the launcher's, in
+// forward; its launch gives tensor_maps): the copy engine's maps are the launcher's, in
 // the last parameter (MaskcTensorMaps, abi.h: 4-D maps of Q, K and V, as
 // FlashAttention-3 passes its maps), so no block takes a slot or builds
 // maps, and Q's copy is issued as soon as the mbarriers are initialised.
 // maps.ok = 0 (the launcher could not encode them): copies by cp.async.
 // -DMASKC_WS_HOST_MAPS=0 builds the block-built maps instead (each block
 // takes its multiprocessor's slot of maskc_ws_tmaps and builds 2-D maps
-// at its (b, h) base, as the persistent forward does).
-#if defined(MASKC_WS_HOST_MAPS) && MASKC_WS_HOST_MAPS && !MASKC_WS_PERSIST_ON
+// at its (b, h) base).
+#if defined(MASKC_WS_HOST_MAPS) && MASKC_WS_HOST_MAPS
 #define MASKC_WS_HOST_MAPS_ON 1
 #else
 #define MASKC_WS_HOST_MAPS_ON 0
 #endif
 
-#if defined(MASKC_WS_Q_FIRST) && MASKC_WS_Q_FIRST && !MASKC_WS_PERSIST_ON && !MASKC_WS_HOST_MAPS_ON
+#if defined(MASKC_WS_Q_FIRST) && MASKC_WS_Q_FIRST && !MASKC_WS_HOST_MAPS_ON
 #define MASKC_WS_Q_FIRST_ON 1
 #else
 #define MASKC_WS_Q_FIRST_ON 0
@@ -317,11 +301,7 @@ __device__ __forceinline__ void maskc_ws_tma_load4(maskc_elem_t* dst, const void
 // (its 384 threads hold the whole register file); maskc_ws_tmap_owner
 // enforces it, a block that finds its slot taken copies by cp.async.
 #define MASKC_WS_TMAP_SLOTS 256
-#if MASKC_WS_PERSIST_ON
-__device__ __attribute__((aligned(128))) unsigned char maskc_ws_tmaps[MASKC_WS_TMAP_SLOTS][2 * 3][128];
-#else
 __device__ __attribute__((aligned(128))) unsigned char maskc_ws_tmaps[MASKC_WS_TMAP_SLOTS][3][128];
-#endif
 __device__ unsigned int maskc_ws_tmap_owner[MASKC_WS_TMAP_SLOTS];
 
 // Builds the copy engine's maps of one (b, h)'s Q, K and V ([Sq or Skv][D]
@@ -435,29 +415,6 @@ __device__ __forceinline__ MaskcWsTiles maskc_ws_tiles(const MaskcShape& shape, 
   return tiles;
 }
 
-#if MASKC_WS_PERSIST_ON
-// A tile of the launch: q tile qt of head h of batch b.
-struct MaskcWsTile {
-  int qt, h, b;
-};
-// The k-th tile of block L of G, false past the last: block L takes the
-// m = ceil(T / G) tiles [L m, L m + m) of the launch's T = n_qt * H * B
-// tiles in folded order: (b, h) after (b, h), and in each the q tiles
-// longest and shortest first in turn (under causal-like masks, n_qt - 1, 0,
-// n_qt - 2, 1, ...), so that two tiles in a row cost about the same as any
-// other two. On a grid of ceil(T / 2) blocks a block takes such a pair of
-// one (b, h), and the hardware's dispatch balances the blocks; on fewer,
-// longer runs of them.
-__device__ __forceinline__ bool maskc_ws_sched(int k, int L, int G, int n_qt, int H, int B, MaskcWsTile* tile) {
-  const long long T = (long long)n_qt * H * B, m = (T + G - 1) / G, t = (long long)L * m + k;
-  if (k >= m || t >= T) return false;
-  const int bh = (int)(t / n_qt), j = (int)(t - (long long)bh * n_qt);
-  tile->qt = (j & 1) ? j / 2 : n_qt - 1 - j / 2;
-  tile->h = bh % H;
-  tile->b = bh / H;
-  return true;
-}
-#endif
 
 // A block's next visited tile from t on (MaskcWsTiles::next).
 #if defined(MASKC_WS_WALK)
@@ -547,32 +504,12 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
 #define MASKC_BAR_FULL_V(s) (bars + 8 * (2 * MASKC_WS_STAGES + (s)))
 #define MASKC_BAR_EMPTY_V(s) (bars + 8 * (3 * MASKC_WS_STAGES + (s)))
 #define MASKC_BAR_Q (bars + 8 * (4 * MASKC_WS_STAGES))
-#if MASKC_WS_PERSIST_ON
-  __shared__ __attribute__((aligned(8))) unsigned long long maskc_ws_q_empty;
-#define MASKC_BAR_Q_EMPTY maskc_smem_addr(&maskc_ws_q_empty)
-#endif
 
   if ((maskc_smem_addr(maskc_smem_raw) & 1023) != 0) __trap();  // the descriptors need it
   (void)maps;  // read only with MASKC_WS_HOST_MAPS
   const int tid = threadIdx.x;
   const int wg = tid / 128;
   const int n_qt = (shape.Sq + MASKC_BLOCK_M - 1) / MASKC_BLOCK_M;
-#if MASKC_WS_PERSIST_ON
-  // Block L of G (any grid) and, in each loop over its tiles, the tile's
-  // q tile qt of (b, h), its rows [q0, q_end) and the key-value head
-  // (MASKC_WS_TILE_VARS), then the key tiles it visits (MASKC_WS_TILE_KEYS).
-  const int L = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-  const int G = gridDim.x * gridDim.y * gridDim.z;
-  const int Sq = maskc_nonneg(shape.Sq), Skv = maskc_nonneg(shape.Skv);
-  const long long nB = shape.B, nH = shape.H, nHKV = shape.HKV, nQ = Sq, nKV = Skv;
-  (void)nB, (void)nH, (void)nHKV, (void)nQ, (void)nKV;
-#define MASKC_WS_TILE_VARS(tile)                                                       \
-  const int qt = (tile).qt, h = maskc_nonneg((tile).h), b = maskc_nonneg((tile).b);   \
-  const int q0 = qt * MASKC_BLOCK_M, q_end = min(q0 + MASKC_BLOCK_M, Sq);              \
-  const int hkv = h / (shape.H / shape.HKV);                                           \
-  (void)qt, (void)q0, (void)q_end, (void)hkv;
-#define MASKC_WS_TILE_KEYS() const MaskcWsTiles tiles = maskc_ws_tiles(shape, buf, b, h, qt, n_qt, q0, q_end);
-#else
 #if defined(MASKC_FIRST_ROWS_LONGEST)
   const int qt = (int)blockIdx.x;  // the first q tiles' rows are the longest (codegen's estimate)
 #else
@@ -619,7 +556,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
   const maskc_elem_t* Qp = Q + b * shape.q_stride[0] + h * shape.q_stride[1];
   const maskc_elem_t* Kp = K + b * shape.k_stride[0] + hkv * shape.k_stride[1];
   const maskc_elem_t* Vp = V + b * shape.v_stride[0] + hkv * shape.v_stride[1];
-#endif  // MASKC_WS_PERSIST_ON
   bool tma = false;  // this block's copies by the copy engine (else cp.async)
   const unsigned slot = maskc_smid();
   if (tid == 0) {
@@ -633,15 +569,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
     // The engine's limits: 16-byte aligned base and row stride (below 2^40
     // bytes), at least one row.
     const long long lim = 1ll << 39;
-#if MASKC_WS_PERSIST_ON
-    // Every (b, h) base is aligned where Q, K and V and their batch and
-    // head strides are.
-    const bool fits = (((unsigned long long)Q | (unsigned long long)K | (unsigned long long)V) & 15) == 0 &&
-                      shape.q_stride[0] % 8 == 0 && shape.q_stride[1] % 8 == 0 && shape.k_stride[0] % 8 == 0 &&
-                      shape.k_stride[1] % 8 == 0 && shape.v_stride[0] % 8 == 0 && shape.v_stride[1] % 8 == 0 &&
-#else
     const bool fits = (((unsigned long long)Qp | (unsigned long long)Kp | (unsigned long long)Vp) & 15) == 0 &&
-#endif
                       shape.q_stride[2] % 8 == 0 && shape.k_stride[2] % 8 == 0 && shape.v_stride[2] % 8 == 0 &&
                       shape.q_stride[2] > 0 && shape.k_stride[2] > 0 && shape.v_stride[2] > 0 &&
                       shape.q_stride[2] < lim && shape.k_stride[2] < lim && shape.v_stride[2] < lim && Skv > 0;
@@ -660,9 +588,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
       maskc_mbar_init(MASKC_BAR_EMPTY_V(s), 8);
     }
     maskc_mbar_init(MASKC_BAR_Q, nfull);
-#if MASKC_WS_PERSIST_ON
-    maskc_mbar_init(MASKC_BAR_Q_EMPTY, 8);  // lane 0 of each consumer warp
-#endif
 #if MASKC_WS_HOST_MAPS_ON
     if (tma) {  // Q's copy now, the mbarriers' initialisation visible to the engine first
       asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -697,106 +622,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
   if (wg == 0) {
     // ------------------------------------------------------------ producer
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(MASKC_WS_PRODUCER_REGS));
-#if MASKC_WS_PERSIST_ON
-    // The key tiles of one tile, from ik and iv copied so far (the ring's
-    // stages and phases run on across tiles): COPY_K(kt, s), COPY_V(kt, s)
-    // copy tile kt into stage s, completing on its full barrier.
-#define MASKC_WS_PRODUCE_KV(COPY_K, COPY_V)                                             \
-  {                                                                                   \
-    int kt = MASKC_WS_NEXT(tiles.begin);                                              \
-    if (kt < tiles.end) {                                                             \
-      const int s = ik % MASKC_WS_STAGES;                                             \
-      maskc_mbar_wait(MASKC_BAR_EMPTY_K(s), ((ik / MASKC_WS_STAGES) & 1) ^ 1);        \
-      COPY_K(kt, s);                                                                  \
-      ++ik;                                                                           \
-    }                                                                                 \
-    while (kt < tiles.end) {                                                          \
-      const int kn = MASKC_WS_NEXT(kt + 1);                                           \
-      if (kn < tiles.end) {                                                           \
-        const int s = ik % MASKC_WS_STAGES;                                           \
-        maskc_mbar_wait(MASKC_BAR_EMPTY_K(s), ((ik / MASKC_WS_STAGES) & 1) ^ 1);      \
-        COPY_K(kn, s);                                                                \
-        ++ik;                                                                         \
-      }                                                                               \
-      const int s = iv % MASKC_WS_STAGES;                                             \
-      maskc_mbar_wait(MASKC_BAR_EMPTY_V(s), ((iv / MASKC_WS_STAGES) & 1) ^ 1);        \
-      COPY_V(kt, s);                                                                  \
-      ++iv;                                                                           \
-      kt = kn;                                                                        \
-    }                                                                                 \
-  }
-    int ik = 0, iv = 0;  // K and V tiles copied so far
-    MaskcWsTile tile;
-    if (tma) {
-      if (tid < 32) {
-        // Warp 0 builds the maps of each new (b, h) in Q's tile (free: the
-        // consumers are done with the last tile's Q, whose empty barrier
-        // passed, and this tile's Q is not copied yet) and publishes them
-        // into the slot's other set (a set is built again only after every
-        // copy through it has landed: the consumers have waited for all of
-        // the tiles before the last); thread 0 issues the copies.
-        const maskc_u32 scratch = maskc_smem_addr(sQ);
-        unsigned long long tm0;  // the slot's global address
-        asm("cvta.to.global.u64 %0, %1;" : "=l"(tm0) : "l"(&maskc_ws_tmaps[slot][0][0]));
-        constexpr int kTileBytes = BN * MASKC_HEAD_DIM * 2;
-        int maps_bh = -1, set = 1;
-        for (int k = 0; maskc_ws_sched(k, L, G, n_qt, shape.H, shape.B, &tile); ++k) {
-          MASKC_WS_TILE_VARS(tile)
-          maskc_mbar_wait(MASKC_BAR_Q_EMPTY, (k & 1) ^ 1);
-          if (b * shape.H + h != maps_bh) {
-            maps_bh = b * shape.H + h;
-            set ^= 1;
-            maskc_ws_build_maps(scratch, tm0 + 3 * 128 * set, Q + b * shape.q_stride[0] + h * shape.q_stride[1],
-                                K + b * shape.k_stride[0] + hkv * shape.k_stride[1],
-                                V + b * shape.v_stride[0] + hkv * shape.v_stride[1], Sq, Skv, shape, tid);
-          }
-          if (tid == 0) {
-            MASKC_WS_TILE_KEYS()
-            const void* tmQ = &maskc_ws_tmaps[slot][3 * set][0];
-            const void* tmK = &maskc_ws_tmaps[slot][3 * set + 1][0];
-            const void* tmV = &maskc_ws_tmaps[slot][3 * set + 2][0];
-            maskc_mbar_expect_tx(MASKC_BAR_Q, MASKC_BLOCK_M * MASKC_HEAD_DIM * 2);
-            maskc_ws_tma_load<MASKC_BLOCK_M>(sQ, tmQ, q0, MASKC_BAR_Q);
-#define MASKC_WS_TMA_K(kt, s)                                      \
-  maskc_mbar_expect_tx(MASKC_BAR_FULL_K(s), kTileBytes);           \
-  maskc_ws_tma_load<BN>(sK + (s) * MASKC_WS_KV_ELEMS, tmK, (kt) * BN, MASKC_BAR_FULL_K(s))
-#define MASKC_WS_TMA_V(kt, s)                                      \
-  maskc_mbar_expect_tx(MASKC_BAR_FULL_V(s), kTileBytes);           \
-  maskc_ws_tma_load<BN>(sV + (s) * MASKC_WS_KV_ELEMS, tmV, (kt) * BN, MASKC_BAR_FULL_V(s))
-            MASKC_WS_PRODUCE_KV(MASKC_WS_TMA_K, MASKC_WS_TMA_V)
-#undef MASKC_WS_TMA_K
-#undef MASKC_WS_TMA_V
-          }
-          __syncwarp();
-        }
-      }
-    } else {
-      auto signal_pending = [&](maskc_u32 bar) {
-        asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
-      };
-      for (int k = 0; maskc_ws_sched(k, L, G, n_qt, shape.H, shape.B, &tile); ++k) {
-        MASKC_WS_TILE_VARS(tile)
-        MASKC_WS_TILE_KEYS()
-        const maskc_elem_t* Kp = K + b * shape.k_stride[0] + hkv * shape.k_stride[1];
-        const maskc_elem_t* Vp = V + b * shape.v_stride[0] + hkv * shape.v_stride[1];
-        maskc_mbar_wait(MASKC_BAR_Q_EMPTY, (k & 1) ^ 1);
-        maskc_ws_load<MASKC_BLOCK_M>(sQ, Q + b * shape.q_stride[0] + h * shape.q_stride[1], shape.q_stride[2], q0, Sq,
-                                     tid);
-        signal_pending(MASKC_BAR_Q);
-#define MASKC_WS_CP_K(kt, s)                                                               \
-  maskc_ws_load<BN>(sK + (s) * MASKC_WS_KV_ELEMS, Kp, shape.k_stride[2], (kt) * BN, Skv, tid); \
-  signal_pending(MASKC_BAR_FULL_K(s))
-#define MASKC_WS_CP_V(kt, s)                                                               \
-  maskc_ws_load<BN>(sV + (s) * MASKC_WS_KV_ELEMS, Vp, shape.v_stride[2], (kt) * BN, Skv, tid); \
-  signal_pending(MASKC_BAR_FULL_V(s))
-        MASKC_WS_PRODUCE_KV(MASKC_WS_CP_K, MASKC_WS_CP_V)
-#undef MASKC_WS_CP_K
-#undef MASKC_WS_CP_V
-      }
-      asm volatile("cp.async.wait_all;" ::: "memory");  // no copy outlives its thread
-    }
-#undef MASKC_WS_PRODUCE_KV
-#else
     if (tma) {
       if (tid < 32) {
         // Warp 0 builds the Q, K and V maps in the last V stage (free until
@@ -878,7 +703,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
     }
     asm volatile("cp.async.wait_all;" ::: "memory");  // no copy outlives its thread
     }
-#endif  // MASKC_WS_PERSIST_ON
   } else {
     // ------------------------------------------------------------ consumers
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(MASKC_WS_CONSUMER_REGS));
@@ -886,13 +710,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
     const int cw = wg - 1;  // consumer warpgroup: rows q0 + 64 cw ..
     const int lane = tid % 32;
     const int wl = (tid / 32) % 4;  // warp in the warpgroup: 16 rows
-#if MASKC_WS_PERSIST_ON
-    int ik = 0, iv = 0;  // K and V tiles consumed
-    MaskcWsTile tile;
-    for (int k = 0; maskc_ws_sched(k, L, G, n_qt, shape.H, shape.B, &tile); ++k) {
-    MASKC_WS_TILE_VARS(tile)
-    MASKC_WS_TILE_KEYS()
-#endif
     maskc_elem_t* Op = O + b * shape.o_stride[0] + h * shape.o_stride[1];
     // Shared addresses: the warpgroup's Q rows, K and V stage 0.
     const maskc_u32 sq_wg = maskc_smem_addr(sQ) + cw * 64 * 128;
@@ -925,9 +742,7 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
     }
     float s[BN / 2];
     maskc_u32 a[BN / 16][4];  // P of the tile whose P.V is next, packed
-#if !MASKC_WS_PERSIST_ON
     int ik = 0, iv = 0;  // K and V tiles consumed
-#endif
 
     // Whether every (q, kv) of tile kt is visible (the mask is then
     // skipped), and the column parts of the mods (the mask's only where
@@ -1029,14 +844,8 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
   MASKC_WS_RELEASE(MASKC_BAR_EMPTY_V(vs))   \
   ++iv;
 
-#if MASKC_WS_PERSIST_ON
-    maskc_ws_wait_full(MASKC_BAR_Q, k & 1, ws_fence);
-    int kt = MASKC_WS_NEXT(tiles.begin);
-    if (kt >= tiles.end) MASKC_WS_RELEASE(MASKC_BAR_Q_EMPTY)  // no key tile: Q is free at once
-#else
     maskc_ws_wait_full(MASKC_BAR_Q, 0, ws_fence);
     int kt = MASKC_WS_NEXT(tiles.begin);
-#endif
 #if MASKC_WS_OVERLAP_ON
     // Tile j's Q.K^T and tile j - 1's P.V in flight together, j's mods and
     // softmax under j - 1's P.V; o is rescaled to j's row maxima once that
@@ -1050,9 +859,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
         maskc_wg_wait_n<0>();
         MASKC_WS_QK_DONE(ks)
         kn = MASKC_WS_NEXT(kt + 1);
-#if MASKC_WS_PERSIST_ON
-        if (kn >= tiles.end) MASKC_WS_RELEASE(MASKC_BAR_Q_EMPTY)  // the tile's last Q.K^T is done
-#endif
         MASKC_WS_SOFTMAX()
         MASKC_WS_PACK_P()
       }
@@ -1065,9 +871,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
         maskc_wg_wait_n<1>();  // groups complete in order: Q.K^T's is done
         MASKC_WS_QK_DONE(ks)
         kn = MASKC_WS_NEXT(kt + 1);
-#if MASKC_WS_PERSIST_ON
-        if (kn >= tiles.end) MASKC_WS_RELEASE(MASKC_BAR_Q_EMPTY)
-#endif
         MASKC_WS_SOFTMAX()
         maskc_wg_wait_n<0>();  // the last tile's P.V
         MASKC_WS_PV_DONE(vs)
@@ -1088,27 +891,15 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
       MASKC_WS_COLS(kt)
       maskc_wg_wait_n<0>();
       MASKC_WS_QK_DONE(ks)
-#if MASKC_WS_PERSIST_ON
-      const int kn = MASKC_WS_NEXT(kt + 1);
-      if (kn >= tiles.end) MASKC_WS_RELEASE(MASKC_BAR_Q_EMPTY)  // the tile's last Q.K^T is done
-#endif
       MASKC_WS_SOFTMAX()
       MASKC_WS_RESCALE()
       MASKC_WS_PACK_P()
       MASKC_WS_ISSUE_PV(vs)
       maskc_wg_wait_n<0>();
       MASKC_WS_PV_DONE(vs)
-#if MASKC_WS_PERSIST_ON
-      kt = kn;
-#else
       kt = MASKC_WS_NEXT(kt + 1);
-#endif
     }
 #endif  // MASKC_WS_OVERLAP_ON
-#if MASKC_WS_PERSIST_ON
-    maskc_fwd_epilogue<D>(o, m, l, shape, b, h, row_base, lane, Sq, Op, LSE);
-    }  // the block's tiles
-#endif
 
     // Every copy of the block has landed (warpgroup 1 waited for each): the
     // tensor-map slot is free for the multiprocessor's next block.
@@ -1117,10 +908,8 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
       maskc_ws_slot_give(&maskc_ws_tmap_owner[slot]);
     }
 #endif
-#if !MASKC_WS_PERSIST_ON
     // Normalise, fold in the sink, store O and the natural-log LSE.
     maskc_fwd_epilogue<D>(o, m, l, shape, b, h, row_base, lane, Sq, Op, LSE);
-#endif
   }
 #undef MASKC_WS_COLS
 #undef MASKC_WS_FULL
@@ -1146,11 +935,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
 #undef MASKC_BAR_EMPTY_V
 #undef MASKC_BAR_Q
 #undef MASKC_WS_TMA
-#if MASKC_WS_PERSIST_ON
-#undef MASKC_BAR_Q_EMPTY
-#undef MASKC_WS_TILE_VARS
-#undef MASKC_WS_TILE_KEYS
-#endif
 }
 
 #endif  // MASKC_PLATFORM_NVIDIA && MASKC_NV_WGMMA && MASKC_NV_WS

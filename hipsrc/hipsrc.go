@@ -482,20 +482,7 @@ const (
 	// MASKC_WS_WALK adds after WSSharedMemBytes for its walk (MaskcWsWalk:
 	// up to 24 intervals in tiles and in keys).
 	WSWalkBytes = 640
-	// WSPersistQTiles is the q tiles a block of the persistent forward
-	// takes on the grid launchers give it (LaunchConfig.QTilesPerBlock):
-	// maskc_ws_sched deals each block a pair of one (b, h), longest and
-	// shortest q tile, which balances causal rows, and the hardware's
-	// dispatch balances the blocks.
-	WSPersistQTiles = 2
 )
-
-// WSPersistDefine is the C text by which a kernel source selects the
-// persistent warp-specialized forward (attn_fwd_sm90.h's MASKC_WS_PERSIST:
-// a block takes tile after tile, its next tile's copies running under the
-// last one's softmax and epilogue, on any grid). An experiment
-// (codegen.Options.FwdPersistent) until timed against the default.
-const WSPersistDefine = "#define MASKC_WS_PERSIST 1  // the forward takes WSPersistQTiles q tiles per block\n"
 
 // WSHeadDims are the head dims the warp-specialized forward supports.
 var WSHeadDims = []int{64, 128, 256}

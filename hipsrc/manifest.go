@@ -287,8 +287,9 @@ type LaunchConfig struct {
 	// QTilesPerBlock is the q tiles of BlockM rows one block of the
 	// forward takes: its grid's x is ceil(Sq / (BlockM * QTilesPerBlock))
 	// (FwdBlockM); 0 (absent) means one. Only a forward that takes any grid
-	// has more (the persistent warp-specialized forward, WSPersistDefine),
-	// so a launcher that reads no such field still launches it correctly.
+	// may have more; no kernel maskc generates does (the persistent
+	// warp-specialized forward that had two was deleted after run 52a), and
+	// launchers keep reading it.
 	QTilesPerBlock int `json:"q_tiles_per_block,omitempty"`
 	// TensorMaps says that the forward reads the launcher's tensor maps
 	// (the entry's MaskcTensorMaps, encoded as the abi's tensor_maps says;

@@ -453,8 +453,8 @@ func TestForwardMarshalsTheABI(t *testing.T) {
 }
 
 // TestForwardGridTakesQTilesPerBlock: a kernel whose launch takes more than
-// one q tile per block (hipsrc.LaunchConfig.QTilesPerBlock, the persistent
-// sm_90a forward) gets a forward grid of ceil(Sq / (BlockM * n)) in x, the
+// one q tile per block (hipsrc.LaunchConfig.QTilesPerBlock, which a forward
+// that takes any grid may give) gets a forward grid of ceil(Sq / (BlockM * n)) in x, the
 // pre-pass its own grid of BlockM-row tiles; 0 means one tile.
 func TestForwardGridTakesQTilesPerBlock(t *testing.T) {
 	for _, tc := range []struct {

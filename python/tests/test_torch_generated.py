@@ -582,8 +582,8 @@ def test_nd_buffer_fill_and_bounds(env, tmp_path):
 
 def test_forward_takes_q_tiles_per_block(env):
     """A launch of two q tiles per block (manifest launch q_tiles_per_block,
-    hipsrc.LaunchConfig.QTilesPerBlock: the persistent sm_90a forward,
-    genkernels -fwd-persistent): the forward's grid is ceil(Sq / 256) in x;
+    hipsrc.LaunchConfig.QTilesPerBlock, which a forward that takes any grid
+    may give): the forward's grid is ceil(Sq / 256) in x;
     without the key, one tile per block."""
     mt, drv, nv = env
     B, S, H, D = 2, 1000, 8, 128
