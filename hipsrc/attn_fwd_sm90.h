@@ -235,15 +235,6 @@ static_assert(MASKC_WS_THREADS == MASKC_NUM_THREADS, "the pre-pass and the forwa
 #define MASKC_WS_OVERLAP_ON 0
 #endif
 
-// MASKC_WS_Q_FIRST 1 (written by codegen where the walk reads a block
-// selection's buffer; -DMASKC_WS_Q_FIRST=1 asks for it anywhere): warp 0
-// builds the tensor maps and thread 0 issues Q's copy before the block
-// barrier, under the walk's build by thread 128 (MASKC_WS_WALK), instead of
-// after it; the K and V copies, which need the walk, still wait for the
-// barrier. Where the walk is quick to build (closed-form intervals) or
-// absent, the barrier then waits for the maps instead. (The two places
-// repeat the maps' build and Q's copy: called through a shared function,
-// the optimiser builds the default prologue otherwise.)
 // MASKC_WS_HOST_MAPS 1 (written by codegen into every warp-specialized
 // forward; its launch gives tensor_maps): the copy engine's maps are the launcher's, in
 // the last parameter (MaskcTensorMaps, abi.h: 4-D maps of Q, K and V, as
@@ -259,6 +250,16 @@ static_assert(MASKC_WS_THREADS == MASKC_NUM_THREADS, "the pre-pass and the forwa
 #define MASKC_WS_HOST_MAPS_ON 0
 #endif
 
+// MASKC_WS_Q_FIRST 1 (written by codegen where the walk reads a block
+// selection's buffer; -DMASKC_WS_Q_FIRST=1 asks for it anywhere; only with
+// the block-built maps, -DMASKC_WS_HOST_MAPS=0): warp 0
+// builds the tensor maps and thread 0 issues Q's copy before the block
+// barrier, under the walk's build by thread 128 (MASKC_WS_WALK), instead of
+// after it; the K and V copies, which need the walk, still wait for the
+// barrier. Where the walk is quick to build (closed-form intervals) or
+// absent, the barrier then waits for the maps instead. (The two places
+// repeat the maps' build and Q's copy: called through a shared function,
+// the optimiser builds the default prologue otherwise.)
 #if defined(MASKC_WS_Q_FIRST) && MASKC_WS_Q_FIRST && !MASKC_WS_HOST_MAPS_ON
 #define MASKC_WS_Q_FIRST_ON 1
 #else
@@ -292,6 +293,8 @@ __device__ __forceinline__ void maskc_ws_tma_load4(maskc_elem_t* dst, const void
         : "memory");
   }
 }
+// MASKC_WS_TMA: a tile's copy through the launcher's 4-D maps (head `head`
+// of the block's batch b) or the block's 2-D maps (built at its (b, h) base).
 #define MASKC_WS_TMA(ROWS, dst, tmap, row0, head, bar) maskc_ws_tma_load4<ROWS>(dst, tmap, row0, head, b, bar)
 #else
 #define MASKC_WS_TMA(ROWS, dst, tmap, row0, head, bar) maskc_ws_tma_load<ROWS>(dst, tmap, row0, bar)
@@ -624,9 +627,9 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(MASKC_WS_PRODUCER_REGS));
     if (tma) {
       if (tid < 32) {
+#if !MASKC_WS_Q_FIRST_ON && !MASKC_WS_HOST_MAPS_ON  // else built (or the launcher's), and Q's copy issued, before the block barrier
         // Warp 0 builds the Q, K and V maps in the last V stage (free until
         // its first copy, issued below by this warp) and publishes them.
-#if !MASKC_WS_Q_FIRST_ON && !MASKC_WS_HOST_MAPS_ON  // else built, and Q's copy issued, before the block barrier
         const maskc_u32 scratch = maskc_smem_addr(sV + (MASKC_WS_STAGES - 1) * MASKC_WS_KV_ELEMS);
         unsigned long long tm;  // the slot's global address
         asm("cvta.to.global.u64 %0, %1;" : "=l"(tm) : "l"(&maskc_ws_tmaps[slot][0][0]));
