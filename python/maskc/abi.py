@@ -19,6 +19,7 @@ import json
 import os
 import re
 
+from .cuda import TENSOR_MAP_BYTES  # what MaskcTensorMaps.q, .k and .v hold (hipsrc.TensorMapBytes)
 from .diagnostics import MaskcError
 
 __all__ = ["ABI_VERSION", "MANIFEST_VERSION", "MANIFEST_FILE", "BWD_SEM_ROWS", "FRAME_FIELDS", "TENSOR_MAP_BYTES",
@@ -49,9 +50,6 @@ FRAME_FIELDS = ("q_offset", "kv_offset", "h_offset", "q_total", "kv_total", "h_t
 _BUFFERS_FIELDS = {"ptr", "dim", "status"} | set(FRAME_FIELDS)
 # MaskcTensorMaps, the forward's copy-engine maps (hipsrc.TensorMapsStruct), filled by Manifest.pack_maps.
 _TENSOR_MAPS_FIELDS = {"q", "k", "v", "ok"}
-#: The bytes of one CUtensorMap (cuda.h: 16 64-bit words), what MaskcTensorMaps.q, .k and .v hold
-#: (hipsrc.TensorMapBytes) and cuTensorMapEncodeTiled writes.
-TENSOR_MAP_BYTES = 128
 # CUtensorMapSwizzle (cuda.h) by the swizzle's bytes, the manifest's abi.tensor_maps.swizzle_bytes.
 _SWIZZLES = {32: 1, 64: 2, 128: 3}
 # CUtensorMapDataType (cuda.h) and element bytes of the kernels' dtypes (KernelSpec.dtype) a map can describe.

@@ -23,7 +23,8 @@ ATTR_NUM_REGS = 4
 ATTR_LOCAL_SIZE_BYTES = 3
 ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 
-# A CUtensorMap (cuda.h): 16 64-bit words, 64-byte aligned.
+# A CUtensorMap (cuda.h): 16 64-bit words, 64-byte aligned; what cuTensorMapEncodeTiled writes (abi.py
+# checks MaskcTensorMaps' fields against it).
 TENSOR_MAP_BYTES = 128
 TENSOR_MAP_ALIGN = 64
 
