@@ -68,10 +68,15 @@ func TestBwdWS(t *testing.T) {
 				tile, _ := hipsrc.NVIDIAWGMMA.BwdTileOf(k.HeadDim, bwdChoice(k, Options{BwdWS: true}))
 				want = hipsrc.BwdLaunchConfig{BlockM: 64, BlockN: 128, Threads: 128, MainThreads: 384,
 					SharedMemBytes: tile.SharedMemBytes(k.HeadDim), DQSharedMemBytes: tile.DQSharedMemBytes(k.HeadDim),
-					DQOrdered: tc.ordered}
+					DQOrdered: tc.ordered, TensorMaps: &hipsrc.TensorMapRows{Q: tile.StepRows(), KV: 128}}
 			}
-			if c != want || (p == sm90 && (c.MainThreads == 384) != tc.want) {
+			if !sameBwdLaunch(c, want) || (p == sm90 && (c.MainThreads == 384) != tc.want) {
 				t.Errorf("%s: %s backward launch %+v, want %+v", name, p, c, want)
+			}
+			// The launcher's tensor maps: the warp-specialized kernel's (a
+			// step's rows of Q and dO, 128 keys), no other's.
+			if ws := p == sm90 && tc.want; (c.TensorMaps != nil) != ws {
+				t.Errorf("%s: %s backward launch's tensor maps %+v; want them: %v", name, p, c.TensorMaps, ws)
 			}
 		}
 		if !tc.want {
@@ -85,9 +90,23 @@ func TestBwdWS(t *testing.T) {
 			t.Fatal(err)
 		}
 		ir := clangIR(t, clang, shim, src, "-DMASKC_NV_WGMMA=1", fmt.Sprintf("-DMASKC_NV_WS=%d", b2i(k.WarpSpecialized)))
-		if !strings.Contains(ir, "@maskc_attn_bwd(") || !strings.Contains(ir, "setmaxnreg.dec") ||
-			!strings.Contains(ir, "setmaxnreg.inc") || !strings.Contains(ir, "cp.async.bulk.tensor.2d") {
+		main := irFunc(ir, "maskc_attn_bwd")
+		if main == "" || !strings.Contains(main, "setmaxnreg.dec") || !strings.Contains(main, "setmaxnreg.inc") {
 			t.Errorf("%s: maskc_attn_bwd is not the warp-specialized kernel", name)
+		}
+		// Its copies through the launcher's 4-D maps, none built by a block
+		// (MASKC_BWD_HOST_MAPS); the block-built 2-D maps under
+		// -DMASKC_BWD_HOST_MAPS=0.
+		if !strings.Contains(main, "cp.async.bulk.tensor.4d") || strings.Contains(main, "tensormap.replace") {
+			t.Errorf("%s: maskc_attn_bwd does not copy through the launcher's maps alone", name)
+		}
+		if i == 0 {
+			blocks := irFunc(clangIR(t, clang, shim, src, "-DMASKC_NV_WGMMA=1", "-DMASKC_BWD_HOST_MAPS=0",
+				fmt.Sprintf("-DMASKC_NV_WS=%d", b2i(k.WarpSpecialized))), "maskc_attn_bwd")
+			if !strings.Contains(blocks, "cp.async.bulk.tensor.2d") || !strings.Contains(blocks, "tensormap.replace") ||
+				strings.Contains(blocks, "cp.async.bulk.tensor.4d") {
+				t.Errorf("%s: -DMASKC_BWD_HOST_MAPS=0 does not build the block-built maps", name)
+			}
 		}
 		if got := strings.Contains(ir, "@maskc_attn_bwd_ordered(") && strings.Contains(ir, "ld.acquire.gpu.global.u32") &&
 			strings.Contains(ir, "red.release.gpu.global.add.u32"); got != ordered {
@@ -97,4 +116,12 @@ func TestBwdWS(t *testing.T) {
 			t.Errorf("%s: the source asks for the ordered dQ: %v, want %v", name, ordered, tc.ordered)
 		}
 	}
+}
+
+// sameBwdLaunch reports whether two backward launches are equal, their
+// tensor maps' rows by value.
+func sameBwdLaunch(a, b hipsrc.BwdLaunchConfig) bool {
+	am, bm := a.TensorMaps, b.TensorMaps
+	a.TensorMaps, b.TensorMaps = nil, nil
+	return a == b && (am == nil) == (bm == nil) && (am == nil || *am == *bm)
 }

@@ -42,6 +42,12 @@ the consumers can take, attn_fwd_sm90.h's static_assert);
 "ws-blockmaps": the forward's tensor maps built by each block (a slot of
 its multiprocessor, 2-D maps at its (b, h) base; -DMASKC_WS_HOST_MAPS=0)
 instead of the launcher's 4-D maps (MaskcTensorMaps), as before run 52;
+"bwd-blockmaps" (a backward variant: forward + backward with the
+manifest's forward, in rounds rotated with the manifest's backward, its
+dQ, dK, dV compared with the manifest's): the warp-specialized backward's
+tensor maps built by each block (a slot of its multiprocessor, K and V and
+each head's Q and dO as 2-D maps; -DMASKC_BWD_HOST_MAPS=0) instead of the
+launcher's 4-D maps (ABI 8), as before run 53;
 "ws-seq": the consumers' sequential step (MASKC_WS_OVERLAP 0: Q.K^T, softmax,
 P.V one after another) instead of the intra-warpgroup overlap that codegen
 writes into every warp-specialized forward (run 49 measured the overlap with the 24 / 240 split, no faster and 16-24
@@ -80,6 +86,12 @@ VARIANTS = {
     "ws-r240": {**WS, **R240},
     "ws-seq": {**WS, "MASKC_WS_OVERLAP": 0},
     "ws-blockmaps": {**WS, "MASKC_WS_HOST_MAPS": 0},
+}
+# Backward variants: the manifest's backward source with switches set by -D,
+# timed forward + backward (the manifest's forward) in rounds rotated with the
+# manifest's own backward, their gradients compared with its.
+BWD_VARIANTS = {
+    "bwd-blockmaps": {"MASKC_BWD_HOST_MAPS": 0},
 }
 
 
@@ -153,8 +165,8 @@ def load_kernels(a, emit, clock):
     vdims = [int(x) for x in (a.variant_dims or a.dims).split(",")]
     variants = [v for v in a.variants.split(",") if v]
     for v in variants:
-        if v not in VARIANTS:
-            sys.exit("unknown variant %s (known: %s)" % (v, ", ".join(VARIANTS)))
+        if v not in VARIANTS and v not in BWD_VARIANTS:
+            sys.exit("unknown variant %s (known: %s)" % (v, ", ".join(list(VARIANTS) + list(BWD_VARIANTS))))
     ex = concurrent.futures.ThreadPoolExecutor(12)  # leave cores to inductor's compile workers
     futs, vkeys = {}, []
     for d in dims:  # head dim order = the bench's order, so the first rows' kernels come first
@@ -167,6 +179,11 @@ def load_kernels(a, emit, clock):
             futs[(name, "")] = (bsrc, ex.submit(harness.compile_source, bsrc, name + "_bwd", PLATFORM, abi))
             fsrc = harness.read(os.path.join(a.generated, e["source"]))
             for v in variants:
+                if v in BWD_VARIANTS:
+                    if d in vdims:
+                        futs[(name, v)] = (bsrc, ex.submit(harness.compile_source, bsrc, "%s_%s" % (name, v),
+                                                           PLATFORM, abi, BWD_VARIANTS[v]))
+                    continue
                 check_dim = v in a.check_variants.split(",") or a.mode == "check"
                 if d not in vdims and not check_dim:
                     continue
@@ -191,7 +208,7 @@ def load_kernels(a, emit, clock):
         label = name + ("/" + v if v else "")
         try:
             compiled = fut.result()
-            if not v:
+            if not v or v in BWD_VARIANTS:
                 k = harness.BwdKernel(src, e, abi, name, compiled=compiled, platform=PLATFORM)
                 emit(kind="kernel", name=label, t=clock(), fwd_regs=k.regs, fwd_local_bytes=k.local_bytes,
                      bwd_regs=k.bwd_regs, bwd_local_bytes=k.bwd_local_bytes, dq_regs=k.bwd_dq_regs,
@@ -419,7 +436,11 @@ def bench(a, emit, clock, cases, get, vkeys):
         except Exception as e:
             row["variants_ref_error"] = repr(e)[:300]
         vrow = dict(kind="variants", mask=row["mask"], D=d, S=S)
+        bwd_variants(row, vrow, name, [v for v in variants if v in BWD_VARIANTS], get, q, k, v, o, lse, scale,
+                     3.5 * fl)
         for var in variants:
+            if var in BWD_VARIANTS:
+                continue
             vk = get(name, var)
             if vk is None:
                 continue
@@ -440,13 +461,60 @@ def bench(a, emit, clock, cases, get, vkeys):
             except Exception as e:
                 vrow[var + "_error"] = repr(e)[:400]
         row.update({k_: x for k_, x in vrow.items() if k_ not in ("kind", "mask", "D", "S")})
-        ratios(row, variants)
-        vrow.update({k_: row[k_] for k_ in row if k_.endswith("_fwd_vs_cudnn") and k_[:-len("_fwd_vs_cudnn")] in variants})
+        ratios(row, variants + ["main2"])
+        vrow.update({k_: row[k_] for k_ in row if k_.endswith(("_fwd_vs_cudnn", "_fb_vs_cudnn")) and
+                     k_.rsplit("_", 3)[0] in variants + ["main2"]})
         vrow["t"] = clock()
         emit(**vrow)
         del q, k, v, o, lse, ref
         torch.cuda.empty_cache()
     return rows
+
+
+def bwd_variants(row, vrow, name, bvars, get, q, k, v, o, lse, scale, fb_flops):
+    """Each backward variant of bvars on the row's kernel name: the
+    manifest's forward then the variant's backward (fresh dO), its dQ, dK,
+    dV against the manifest backward's on the same inputs (relative error,
+    NaN count) and its forward + backward time in rounds rotated with the
+    manifest's (main2_fb: the same process, the same inputs), into row and
+    vrow (VAR_fb_ms, VAR_fb_tflops, VAR_grad_vs_main, VAR_grad_nan)."""
+    if not bvars:
+        return
+    base = get(name)
+    if base is None:
+        return
+    do = torch.randn_like(q)
+    grads = {}
+    timed = []
+    for var in ["main2"] + bvars:
+        kern = base if var == "main2" else get(name, var)
+        if kern is None:
+            continue
+        try:
+            dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+            for t in (o, lse, dq, dk, dv):
+                t.fill_(float("nan"))
+            fwd = kern.prepare(q, k, v, o, lse, scale) if var == "main2" else base.prepare(q, k, v, o, lse, scale)
+            bwd = kern.prepare_bwd(q, k, v, o, lse, do, dq, dk, dv, scale, (), (), None, None, fwd.flags, False)
+
+            def step(fwd=fwd, bwd=bwd):
+                fwd()
+                bwd()
+            step()
+            torch.cuda.synchronize()
+            grads[var] = (dq, dk, dv)
+            vrow[var + "_grad_nan"] = int(sum(torch.isnan(t).sum().item() for t in (dq, dk, dv)))
+            timed.append((var, step))
+        except Exception as e:
+            vrow[var + "_error"] = repr(e)[:400]
+    if "main2" in grads:
+        for var in bvars:
+            if var in grads:
+                vrow[var + "_grad_vs_main"] = max(harness.rel_err(g, m) for g, m in zip(grads[var], grads["main2"]))
+    for var, ms in harness.time_rounds(timed, 4, iters=row["iters"]).items():
+        row[var + "_fb_ms"] = vrow[var + "_fb_ms"] = round(ms, 4)
+        row[var + "_fb_tflops"] = vrow[var + "_fb_tflops"] = round(fb_flops / ms / 1e9, 1)
+    torch.cuda.synchronize()
 
 
 def ratios(row, who):
@@ -465,7 +533,7 @@ def print_table(rows, variants):
         return "-" if x is None else ("%.1f" % x if isinstance(x, float) and x >= 10 else str(x))
     head = ("%-6s %-3s %-5s %-4s" % ("mask", "D", "S", "B/H") +
             " | fwd: %-6s %-6s %-6s %-5s %-5s" % ("cuDNN", "flex", "maskc", "m/cu", "f/cu") +
-            "".join(" %-12s" % (v + "/cu") for v in variants) +
+            "".join(" %-12s" % (v + "/cu") for v in variants if v not in BWD_VARIANTS) +
             " | fwd+bwd: %-6s %-6s %-6s %-5s %-5s" % ("cuDNN", "flex", "maskc", "m/cu", "f/cu"))
     print("\nTFLOP/s (4*D flops per kept pair forward, 3.5x forward+backward); m/cu, f/cu: maskc, flex over cuDNN")
     print(head)
@@ -474,9 +542,13 @@ def print_table(rows, variants):
         line += " | fwd: %-6s %-6s %-6s %-5s %-5s" % tuple(f(r, k) for k in (
             "cudnn_fwd_tflops", "flex_fwd_tflops", "maskc_fwd_tflops", "maskc_fwd_vs_cudnn", "flex_fwd_vs_cudnn"))
         line += "".join(" %-12s" % ("%s %s" % (f(r, v + "_fwd_tflops"), f(r, v + "_fwd_vs_cudnn")))
-                        for v in variants)
+                        for v in variants if v not in BWD_VARIANTS)
         line += " | fwd+bwd: %-6s %-6s %-6s %-5s %-5s" % tuple(f(r, k) for k in (
             "cudnn_fb_tflops", "flex_fb_tflops", "maskc_fb_tflops", "maskc_fb_vs_cudnn", "flex_fb_vs_cudnn"))
+        bv = [v for v in variants if v in BWD_VARIANTS]
+        if bv:
+            line += " | rotated f+b/cu: main %s" % f(r, "main2_fb_vs_cudnn") + "".join(
+                " %s %s" % (v, f(r, v + "_fb_vs_cudnn")) for v in bv)
         print(line)
     print("\nmaskc vs cuDNN (relative error of O; dQ, dK, dV) and unwritten outputs:")
     for r in rows:

@@ -612,12 +612,12 @@ class BwdKernel(Kernel):
                           {s: a.data_ptr() for s, a in accs.items()})
         _, bufs = man.pack(self.spec, sizes, {n: (0, 0, 0) for n in "qkvo"}, scale, 0, 0,
                            [(t.data_ptr(), list(t.shape)) for t in buffers], status=self.status_words.data_ptr())
-        launches = man.bwd_launches(self.spec, self.plat, sizes,
-                                    dict(O=o.data_ptr(), dO=do.data_ptr(), Q=q.data_ptr(), K=k.data_ptr(),
-                                         V=v.data_ptr(), dQ=dq.data_ptr(), dK=dk.data_ptr(), dV=dv.data_ptr()),
-                                    sh, bufs, deterministic, dsink is not None,
+        ptrs = dict(O=o.data_ptr(), dO=do.data_ptr(), Q=q.data_ptr(), K=k.data_ptr(), V=v.data_ptr(),
+                    dQ=dq.data_ptr(), dK=dk.data_ptr(), dV=dv.data_ptr())
+        launches = man.bwd_launches(self.spec, self.plat, sizes, ptrs, sh, bufs, deterministic, dsink is not None,
                                     {s: (accs[s].data_ptr(), dbufs[s].data_ptr(), accs[s].numel()) for s in accs},
-                                    ordered=ordered)
+                                    ordered=ordered,
+                                    maps=_launcher.tensor_maps(man, self.spec, self.plat, sh, ptrs, bwd=True))
         keep = [q, k, v, o, lse, do, dq, dk, dv, sink, dlse, flags, delta, dq_acc, dq_sem, dsink, accs, dbufs,
                 list(buffers)]
 

@@ -21,8 +21,9 @@ import (
 // abi.status; 5: MaskcBuffers.dim carries MaxBufferRank = 8 extents per
 // buffer, was 2; 6: MaskcBwdShape.dq_sem, the ordered deterministic dQ;
 // 7: the forward's last parameter, MaskcTensorMaps, and
-// launch[platform].tensor_maps).
-const ABIVersion = 7
+// launch[platform].tensor_maps; 8: MaskcTensorMaps.dout, maskc_attn_bwd's
+// last parameter MaskcTensorMaps and bwd_launch[platform].tensor_maps).
+const ABIVersion = 8
 
 // MaxSeqLen is the longest Sq and Skv a kernel may be launched with:
 // 2^31 - 257. MaskcShape's lengths are C ints with 256 of headroom for tile
@@ -258,12 +259,14 @@ var BuffersStruct = layout("MaskcBuffers", "What the mask and score read: captur
 var FrameFields = []string{"q_offset", "kv_offset", "h_offset", "q_total", "kv_total", "h_total"}
 
 // The copy engine's tensor maps that a launcher passes to a forward whose
-// launch says tensor_maps (LaunchConfig.TensorMaps): CUtensorMap objects
-// (cuda.h) of TensorMapBytes bytes at TensorMapAlign-byte alignment,
-// encoded by cuTensorMapEncodeTiled as 4-D maps of Q, K and V (dimensions,
-// innermost first: D, the sequence, heads, batches; the byte strides of
-// MaskcShape's seq, head and batch strides), read in boxes of
-// TensorMapBoxCols columns x the rows LaunchConfig.TensorMaps gives,
+// launch says tensor_maps (LaunchConfig.TensorMaps), and to a backward
+// whose bwd_launch says them (BwdLaunchConfig.TensorMaps): CUtensorMap
+// objects (cuda.h) of TensorMapBytes bytes at TensorMapAlign-byte
+// alignment, encoded by cuTensorMapEncodeTiled as 4-D maps of Q, K and V
+// (and the backward's dO; dimensions, innermost first: D, the sequence,
+// heads, batches; the byte strides of MaskcShape's or MaskcBwdShape's seq,
+// head and batch strides), read in boxes of TensorMapBoxCols columns x the
+// rows the launch's TensorMapRows give (dO's: Q's),
 // TensorMapSwizzleBytes-byte swizzle, no interleave, no L2 promotion, zero
 // fill out of bounds.
 const (
@@ -273,14 +276,16 @@ const (
 	TensorMapSwizzleBytes = 128
 )
 
-// TensorMapsStruct is struct MaskcTensorMaps, the forward's last parameter:
-// the maps of Q, K and V and whether the launcher encoded them.
-var TensorMapsStruct = alignedTo(layout("MaskcTensorMaps", "The copy engine's maps of Q, K and V for a forward whose launch says tensor_maps (MANIFEST.md):\n"+
+// TensorMapsStruct is struct MaskcTensorMaps, the last parameter of the
+// forward and of maskc_attn_bwd (and maskc_attn_bwd_ordered): the maps of
+// Q, K, V (and dO, the backward's) and whether the launcher encoded them.
+var TensorMapsStruct = alignedTo(layout("MaskcTensorMaps", "The copy engine's maps of Q, K, V and dO for a launch that says tensor_maps (MANIFEST.md):\n"+
 	"CUtensorMap objects encoded by the launcher, ok = 1; else all zero, and the kernel copies by cp.async.",
 	Field{Name: "q", CType: "unsigned char", Dims: []int{TensorMapBytes}, Doc: "Q's 4-D map: D x Sq x H x B, boxes of 64 columns x tensor_maps.q_rows"},
 	Field{Name: "k", CType: "unsigned char", Dims: []int{TensorMapBytes}, Doc: "K's: D x Skv x HKV x B, boxes of 64 columns x tensor_maps.kv_rows"},
 	Field{Name: "v", CType: "unsigned char", Dims: []int{TensorMapBytes}, Doc: "V's, as K's"},
-	Field{Name: "ok", CType: "int", Doc: "1: q, k and v are encoded; 0: not (any other launch)"},
+	Field{Name: "dout", CType: "unsigned char", Dims: []int{TensorMapBytes}, Doc: "the backward's dO, as Q's (strides do_stride); zero in the forward's"},
+	Field{Name: "ok", CType: "int", Doc: "1: the launch's maps are encoded; 0: not (any other launch)"},
 ), TensorMapAlign)
 
 // Structs are the ABI structs in declaration order.
@@ -408,6 +413,7 @@ func bwdMainEntry(name, when string) Entry {
 			{Name: "dV", CType: "T*", Doc: "like V, strides shape.dv_stride"},
 			{Name: "shape", CType: "MaskcBwdShape"},
 			{Name: "buf", CType: "MaskcBuffers"},
+			{Name: "maps", CType: "MaskcTensorMaps", Doc: "encoded where the bwd_launch says tensor_maps, else zero"},
 		},
 		Grid:      [3]GridDim{{Size: "Skv", Tile: "bwd_block_n"}, {Size: "HKV"}, {Size: "B"}},
 		SharedMem: true,

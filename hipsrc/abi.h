@@ -2,7 +2,7 @@
 // The kernel ABI structs (hipsrc/MANIFEST.md documents them and their layout).
 #ifndef MASKC_ABI_H
 #define MASKC_ABI_H
-#define MASKC_ABI_VERSION 7
+#define MASKC_ABI_VERSION 8
 #define MASKC_MAX_BUFFERS 8
 #define MASKC_MAX_BUFFER_RANK 8
 // The status words MaskcBuffers.status points at: [0] sticky bits, [1 + slot] segments sorted.
@@ -44,13 +44,14 @@ struct MaskcBuffers {
   unsigned int* status;                // nullptr or MASKC_STATUS_WORDS launcher-owned words: [0] sticky MASKC_STATUS_* bits, [1 + slot] segments sorted (1) or not (0)
 };
 
-// The copy engine's maps of Q, K and V for a forward whose launch says tensor_maps (MANIFEST.md):
+// The copy engine's maps of Q, K, V and dO for a launch that says tensor_maps (MANIFEST.md):
 // CUtensorMap objects encoded by the launcher, ok = 1; else all zero, and the kernel copies by cp.async.
 struct alignas(64) MaskcTensorMaps {
   unsigned char q[128];                // Q's 4-D map: D x Sq x H x B, boxes of 64 columns x tensor_maps.q_rows
   unsigned char k[128];                // K's: D x Skv x HKV x B, boxes of 64 columns x tensor_maps.kv_rows
   unsigned char v[128];                // V's, as K's
-  int ok;                              // 1: q, k and v are encoded; 0: not (any other launch)
+  unsigned char dout[128];             // the backward's dO, as Q's (strides do_stride); zero in the forward's
+  int ok;                              // 1: the launch's maps are encoded; 0: not (any other launch)
 };
 
 #endif  // MASKC_ABI_H

@@ -165,6 +165,18 @@
 #else
 #define MASKC_BWD_WS_ON 0
 #endif
+// MASKC_BWD_HOST_MAPS 1 (hipsrc.BwdTileDefines writes it beside
+// MASKC_BWD_WS; its launch gives tensor_maps): the warp-specialized
+// kernel's copy engine reads the launcher's 4-D maps of Q, dO, K and V (the
+// entry's MaskcTensorMaps), so no block takes a slot or builds maps, and
+// the K and V copies are issued as soon as the mbarriers are initialised.
+// maps.ok = 0 (the launcher could not encode them): copies by cp.async.
+// -DMASKC_BWD_HOST_MAPS=0 builds the block-built 2-D maps instead.
+#if MASKC_BWD_WS_ON && defined(MASKC_BWD_HOST_MAPS) && MASKC_BWD_HOST_MAPS
+#define MASKC_BWD_HOST_MAPS_ON 1
+#else
+#define MASKC_BWD_HOST_MAPS_ON 0
+#endif
 
 // dq_acc's rows in 16-byte chunks of four floats: chunk ch of row q holds
 // the column pairs (c, c + 1) and (c + d, c + d + 1) with c =
@@ -1587,11 +1599,15 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
 //     computed at the pair) and for each copies Q and dO into one of two
 //     stages, with the rows' LSE, delta and the mask's and score's row reads,
 //     and the pair itself (MaskcBwdWsPair; a q tile of -1 ends the walk). One
-//     lane drives the bulk tensor copy engine (2-D maps the block builds: K
-//     and V at the block's (b, kv head), Q and dO built again where the
-//     pair's head changes, into the other of two sets); where the engine
-//     cannot take the strides, or the multiprocessor's map slot is taken,
-//     the warp copies by cp.async. Its warp 1 is the dQ writer
+//     lane drives the bulk tensor copy engine through the launcher's 4-D
+//     maps (MASKC_BWD_HOST_MAPS; thread 0 issues K and V's copies right
+//     after the mbarriers' initialisation); where the launcher could not
+//     encode them (maps.ok = 0) the warp copies by cp.async. (With
+//     -DMASKC_BWD_HOST_MAPS=0 the block builds 2-D maps instead: K and V at
+//     its (b, kv head), Q and dO again where the pair's head changes, into
+//     the other of two sets, in its multiprocessor's slot; cp.async where
+//     the engine cannot take the strides or the slot is taken.) Its warp 1
+//     is the dQ writer
 //     (maskc_bwd_ws_dq_writer): it adds each pair's dQ from shared memory to
 //     dq_acc by bulk reductions, in deterministic mode's turns under
 //     kOrdered. Its other two warps leave.
@@ -1818,7 +1834,8 @@ template <bool kOrdered>
 __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict__ Q, const maskc_elem_t* __restrict__ K,
                                                   const maskc_elem_t* __restrict__ V, const maskc_elem_t* __restrict__ dO,
                                                   maskc_elem_t* __restrict__ dK, maskc_elem_t* __restrict__ dV,
-                                                  const MaskcBwdShape& sh, const MaskcBuffers& buf) {
+                                                  const MaskcBwdShape& sh, const MaskcBuffers& buf,
+                                                  const MaskcTensorMaps& maps) {
   extern __shared__ __attribute__((aligned(1024))) unsigned char maskc_bwd_smem[];
   constexpr int D = MASKC_HEAD_DIM, BM = MASKC_BWD_BLOCK_M, BN = MASKC_BWD_BLOCK_N;
   // SM: a step's rows (BM, or two q tiles under MASKC_BWD_WS_PAIR).
@@ -1871,7 +1888,14 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
   (void)nB, (void)nH, (void)nHKV, (void)nQ, (void)nKV;
   const unsigned slot = maskc_smid();
   bool tma = false;  // the block's copies by the copy engine (else cp.async)
+  (void)maps;        // read only with MASKC_BWD_HOST_MAPS
   if (tid == 0) {
+#if MASKC_BWD_HOST_MAPS_ON
+    // The launcher encoded the maps where the engine can copy (ok).
+#pragma unroll
+    for (int m = 0; m < 4; ++m) asm volatile("prefetch.tensormap [%0];" ::"l"(&maps.q[0] + 128 * m) : "memory");
+    tma = maps.ok != 0;
+#else
     // The engine's limits: 16-byte aligned bases and strides (every (b, h)
     // base aligned where the tensors and their batch and head strides are),
     // row strides below 2^40 bytes, at least one row.
@@ -1885,6 +1909,7 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
         sh.q_stride[2] < lim && sh.do_stride[2] < lim && sh.k_stride[2] < lim && sh.v_stride[2] < lim && Sq > 0 &&
         Skv > 0;
     tma = fits && slot < MASKC_BWD_WS_SLOTS && maskc_ws_slot_take(&maskc_bwd_tmap_owner[slot]);
+#endif  // MASKC_BWD_HOST_MAPS_ON
     const int nfull = tma ? 32 : 64;  // the producer's lanes (and their cp.async)
 #pragma unroll
     for (int s = 0; s < 2; ++s) {
@@ -1894,6 +1919,14 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
     maskc_mbar_init(MASKC_BWD_WS_KV, tma ? 1 : 32);
     maskc_mbar_init(MASKC_BWD_WS_DQ_FULL, MASKC_BWD_MAIN_THREADS);  // every consumer thread
     maskc_mbar_init(MASKC_BWD_WS_DQ_EMPTY, 32);                     // every writer lane
+#if MASKC_BWD_HOST_MAPS_ON
+    if (tma) {  // K and V's copies now, the mbarriers' initialisation visible to the engine first
+      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+      maskc_mbar_expect_tx(MASKC_BWD_WS_KV, 2 * BN * D * 2);
+      maskc_ws_tma_load4<BN>(sK, &maps.k[0], k0, hkv, b, MASKC_BWD_WS_KV);
+      maskc_ws_tma_load4<BN>(sV, &maps.v[0], k0, hkv, b, MASKC_BWD_WS_KV);
+    }
+#endif
   }
   tma = __syncthreads_or(tma) != 0;
 
@@ -1906,6 +1939,10 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
       return;
     }
     const int lane = tid;
+#if MASKC_BWD_HOST_MAPS_ON
+    (void)sScratch;
+    if (!tma) {  // (the copy engine's K and V: issued by thread 0 above)
+#else
     unsigned long long tm0 = 0;  // the slot's maps in global memory
     const maskc_u32 scratch = maskc_smem_addr(sScratch);
     if (tma) {
@@ -1922,6 +1959,7 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
         maskc_ws_tma_load<BN>(sV, &maskc_bwd_tmaps[slot][1][0], k0, MASKC_BWD_WS_KV);
       }
     } else {
+#endif  // MASKC_BWD_HOST_MAPS_ON
       maskc_bwd_ws_copy<BN>(sK, K + b * sh.k_stride[0] + hkv * sh.k_stride[1], sh.k_stride[2], k0, Skv, lane);
       maskc_bwd_ws_copy<BN>(sV, V + b * sh.v_stride[0] + hkv * sh.v_stride[1], sh.v_stride[2], k0, Skv, lane);
       asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(MASKC_BWD_WS_KV) : "memory");
@@ -1933,7 +1971,9 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
     w.ch = -1;
     w.cb = 0;
     w.any = w.full = 0u;
+#if !MASKC_BWD_HOST_MAPS_ON
     int maps_h = -1, set = 1;  // the head whose Q, dO maps set `set` holds
+#endif
     int n = 0;
 #if defined(MASKC_BWD_WS_PAIR)
     // held: the walk's current q tile (w) came after the last step's first
@@ -1995,6 +2035,15 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
       const maskc_elem_t* const Qh = Q + b * sh.q_stride[0] + h * sh.q_stride[1];
       const maskc_elem_t* const dOh = dO + b * sh.do_stride[0] + h * sh.do_stride[1];
       if (tma) {
+#if MASKC_BWD_HOST_MAPS_ON
+        if (lane == 0) {
+          maskc_mbar_expect_tx(MASKC_BWD_WS_FULL(s), 2 * SM * D * 2);
+          maskc_ws_tma_load4<SM>(sQ, &maps.q[0], q0, h, b, MASKC_BWD_WS_FULL(s));
+          maskc_ws_tma_load4<SM>(sdO, &maps.dout[0], q0, h, b, MASKC_BWD_WS_FULL(s));
+        } else {
+          maskc_mbar_arrive(MASKC_BWD_WS_FULL(s));
+        }
+#else
         if (h != maps_h) {
           maps_h = h;
           set ^= 1;
@@ -2012,6 +2061,7 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
         } else {
           maskc_mbar_arrive(MASKC_BWD_WS_FULL(s));
         }
+#endif  // MASKC_BWD_HOST_MAPS_ON
       } else {
         maskc_bwd_ws_copy<SM>(sQ, Qh, sh.q_stride[2], q0, Sq, lane);
         maskc_bwd_ws_copy<SM>(sdO, dOh, sh.do_stride[2], q0, Sq, lane);
@@ -2019,10 +2069,12 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
         maskc_mbar_arrive(MASKC_BWD_WS_FULL(s));
       }
     }
+#if !MASKC_BWD_HOST_MAPS_ON
     // The consumers have read the end (and so every copy has landed): the
     // slot's maps are no longer read.
     maskc_mbar_wait(MASKC_BWD_WS_EMPTY(n & 1), (n >> 1) & 1);
     if (tma && lane == 0) maskc_ws_slot_give(&maskc_bwd_tmap_owner[slot]);
+#endif
     return;
   }
 
@@ -2239,30 +2291,42 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
 // (kOrdered its template argument): the warp-specialized kernel's where
 // codegen asks for it, else maskc_attn_bwd_main's, at that kernel's launch
 // bounds.
+// The last parameter, MaskcTensorMaps, is read by the warp-specialized
+// kernel (its launch gives tensor_maps) and passed zero, unread, to the
+// others.
 #if MASKC_BWD_WS_ON
 #define MASKC_BWD_MAIN_BOUNDS __launch_bounds__(MASKC_BWD_WS_THREADS, 1)
 #define MASKC_BWD_MAIN_BODY maskc_attn_bwd_ws
+#define MASKC_BWD_MAPS_PARAM const __grid_constant__ MaskcTensorMaps maps
+#define MASKC_BWD_MAPS_ARG , maps
 #else
 #define MASKC_BWD_MAIN_BOUNDS __launch_bounds__(MASKC_BWD_MAIN_THREADS, MASKC_BWD_GROUPS == 1 ? 2 : 1)
 #define MASKC_BWD_MAIN_BODY maskc_attn_bwd_main
+#define MASKC_BWD_MAPS_PARAM const MaskcTensorMaps maps
+#define MASKC_BWD_MAPS_ARG
 #endif
 extern "C" __global__ void MASKC_BWD_MAIN_BOUNDS
     maskc_attn_bwd(const maskc_elem_t* __restrict__ Q, const maskc_elem_t* __restrict__ K,
                    const maskc_elem_t* __restrict__ V, const maskc_elem_t* __restrict__ dO,
-                   maskc_elem_t* __restrict__ dK, maskc_elem_t* __restrict__ dV, MaskcBwdShape sh, MaskcBuffers buf) {
-  MASKC_BWD_MAIN_BODY<false>(Q, K, V, dO, dK, dV, sh, buf);
+                   maskc_elem_t* __restrict__ dK, maskc_elem_t* __restrict__ dV, MaskcBwdShape sh, MaskcBuffers buf,
+                   MASKC_BWD_MAPS_PARAM) {
+  (void)maps;
+  MASKC_BWD_MAIN_BODY<false>(Q, K, V, dO, dK, dV, sh, buf MASKC_BWD_MAPS_ARG);
 }
 #if MASKC_BWD_DQ_ORDER
 extern "C" __global__ void MASKC_BWD_MAIN_BOUNDS
     maskc_attn_bwd_ordered(const maskc_elem_t* __restrict__ Q, const maskc_elem_t* __restrict__ K,
                            const maskc_elem_t* __restrict__ V, const maskc_elem_t* __restrict__ dO,
                            maskc_elem_t* __restrict__ dK, maskc_elem_t* __restrict__ dV, MaskcBwdShape sh,
-                           MaskcBuffers buf) {
-  MASKC_BWD_MAIN_BODY<true>(Q, K, V, dO, dK, dV, sh, buf);
+                           MaskcBuffers buf, MASKC_BWD_MAPS_PARAM) {
+  (void)maps;
+  MASKC_BWD_MAIN_BODY<true>(Q, K, V, dO, dK, dV, sh, buf MASKC_BWD_MAPS_ARG);
 }
 #endif
 #undef MASKC_BWD_MAIN_BOUNDS
 #undef MASKC_BWD_MAIN_BODY
+#undef MASKC_BWD_MAPS_PARAM
+#undef MASKC_BWD_MAPS_ARG
 
 // Every kv tile, for maskc_bwd_next_kt where the mask has no analytic walk.
 struct MaskcBwdEveryTile {
@@ -2908,8 +2972,8 @@ extern "C" __global__ void __launch_bounds__(MASKC_BWD_THREADS)
 // it is never launched.
 extern "C" __global__ void maskc_attn_bwd_ordered(const maskc_elem_t* Q, const maskc_elem_t* K, const maskc_elem_t* V,
                                                   const maskc_elem_t* dO, maskc_elem_t* dK, maskc_elem_t* dV,
-                                                  MaskcBwdShape sh, MaskcBuffers buf) {
-  (void)Q, (void)K, (void)V, (void)dO, (void)dK, (void)dV, (void)sh, (void)buf;
+                                                  MaskcBwdShape sh, MaskcBuffers buf, const MaskcTensorMaps maps) {
+  (void)Q, (void)K, (void)V, (void)dO, (void)dK, (void)dV, (void)sh, (void)buf, (void)maps;
   __builtin_trap();
 }
 #endif

@@ -178,6 +178,20 @@ __device__ __forceinline__ void maskc_ws_tma_load(maskc_elem_t* dst, const void*
         : "memory");
   }
 }
+// maskc_ws_tma_load through a 4-D map (the launcher's, MaskcTensorMaps):
+// rows [row0, row0 + ROWS) of head `head` of batch `batch`.
+template <int ROWS>
+__device__ __forceinline__ void maskc_ws_tma_load4(maskc_elem_t* dst, const void* tmap, int row0, int head, int batch,
+                                                   maskc_u32 bar) {
+#pragma unroll
+  for (int c = 0; c < MASKC_HEAD_DIM / 64; ++c) {
+    asm volatile(
+        "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], "
+        "[%6];" ::"r"(maskc_smem_addr(dst + c * ROWS * 64)),
+        "l"(tmap), "r"(c * 64), "r"(row0), "r"(head), "r"(batch), "r"(bar)
+        : "memory");
+  }
+}
 __device__ __forceinline__ void maskc_mbar_expect_tx(maskc_u32 bar, int bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
 }
@@ -279,20 +293,6 @@ __device__ __forceinline__ void maskc_ws_wait_full(maskc_u32 bar, int parity, bo
   if (fence) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
 #if MASKC_WS_HOST_MAPS_ON
-// maskc_ws_tma_load through a 4-D map: rows [row0, row0 + ROWS) of head
-// `head` of batch `batch`.
-template <int ROWS>
-__device__ __forceinline__ void maskc_ws_tma_load4(maskc_elem_t* dst, const void* tmap, int row0, int head, int batch,
-                                                   maskc_u32 bar) {
-#pragma unroll
-  for (int c = 0; c < MASKC_HEAD_DIM / 64; ++c) {
-    asm volatile(
-        "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], "
-        "[%6];" ::"r"(maskc_smem_addr(dst + c * ROWS * 64)),
-        "l"(tmap), "r"(c * 64), "r"(row0), "r"(head), "r"(batch), "r"(bar)
-        : "memory");
-  }
-}
 // MASKC_WS_TMA: a tile's copy through the launcher's 4-D maps (head `head`
 // of the block's batch b) or the block's 2-D maps (built at its (b, h) base).
 #define MASKC_WS_TMA(ROWS, dst, tmap, row0, head, bar) maskc_ws_tma_load4<ROWS>(dst, tmap, row0, head, b, bar)

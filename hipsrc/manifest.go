@@ -164,6 +164,13 @@ type BwdLaunchConfig struct {
 	// of maskc_attn_bwd_dq computing it (BwdDQOrders; the source has
 	// BwdDQOrderDefine).
 	DQOrdered bool `json:"dq_ordered"`
+	// TensorMaps says that maskc_attn_bwd (and maskc_attn_bwd_ordered)
+	// reads the launcher's tensor maps of Q, dO, K and V (the entry's
+	// MaskcTensorMaps, encoded as the abi's tensor_maps says; the
+	// warp-specialized backward, MASKC_BWD_HOST_MAPS) and gives their
+	// boxes' rows (dO's are Q's); nil (absent), the launcher passes them
+	// zero.
+	TensorMaps *TensorMapRows `json:"tensor_maps,omitempty"`
 }
 
 // DQByMain reports whether a backward under c in the given mode adds dQ
@@ -218,8 +225,12 @@ func (t BwdTile) launchOn(p Platform, headDim int) BwdLaunchConfig {
 	if t.Producer {
 		groups++
 	}
-	return BwdLaunchConfig{BlockM: t.BlockM, BlockN: t.BlockN, Threads: p.BwdThreads(), MainThreads: groups * p.BwdThreads(),
+	c := BwdLaunchConfig{BlockM: t.BlockM, BlockN: t.BlockN, Threads: p.BwdThreads(), MainThreads: groups * p.BwdThreads(),
 		SharedMemBytes: t.SharedMemBytes(headDim), DQSharedMemBytes: t.DQSharedMemBytes(headDim)}
+	if t.Producer { // MASKC_BWD_HOST_MAPS: a step's Q and dO rows, the kv tile's keys
+		c.TensorMaps = &TensorMapRows{Q: t.StepRows(), KV: t.BlockN}
+	}
+	return c
 }
 
 // BwdLaunches returns the backward's launch configuration of every
@@ -298,10 +309,11 @@ type LaunchConfig struct {
 	TensorMaps *TensorMapRows `json:"tensor_maps,omitempty"`
 }
 
-// TensorMapRows are the rows of the boxes of a forward's tensor maps: Q's
-// (the forward's block_m, FwdBlockM) and K's and V's (the key tile of the
-// kernel that reads them, which need not be the launch's block_n: the
-// warp-specialized forward's is WSBlockN).
+// TensorMapRows are the rows of the boxes of a launch's tensor maps: Q's
+// (the forward's block_m, FwdBlockM; the backward's step, BwdTile.StepRows,
+// dO's too) and K's and V's (the key tile of the kernel that reads them,
+// which need not be the launch's block_n: the warp-specialized forward's
+// is WSBlockN).
 type TensorMapRows struct {
 	Q  int `json:"q_rows"`
 	KV int `json:"kv_rows"`

@@ -69,13 +69,14 @@ type cBuffers struct {
 }
 
 // cTensorMaps is struct MaskcTensorMaps (hipsrc.TensorMapsStruct): the
-// forward's tensor maps of Q, K and V, encoded where its launch says
-// tensor_maps (OK = 1), else all zero. The C struct is alignas(64); this
-// mirror has its size and offsets but Go's alignment, which is enough: a
-// launch copies the value into the kernel's own, aligned parameter space.
+// tensor maps of Q, K, V (and the backward's dO), encoded where the
+// launch says tensor_maps (OK = 1), else all zero. The C struct is
+// alignas(64); this mirror has its size and offsets but Go's alignment,
+// which is enough: a launch copies the value into the kernel's own,
+// aligned parameter space.
 type cTensorMaps struct {
-	_       structs.HostLayout
-	Q, K, V [hipsrc.TensorMapBytes]byte
-	OK      int32
-	_       [60]byte // padding to the 64-byte alignment: 448 bytes
+	_             structs.HostLayout
+	Q, K, V, Dout [hipsrc.TensorMapBytes]byte
+	OK            int32
+	_             [60]byte // padding to the 64-byte alignment: 576 bytes
 }

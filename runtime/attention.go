@@ -186,10 +186,11 @@ type shapeEntry struct {
 	// launch keeps a segments check and the launches that read its words
 	// together when several goroutines enqueue on one stream at once.
 	launch sync.Mutex
-	// maps are the forward's tensor maps but their addresses (planMaps);
-	// mapsRefused is set once the encoder refused them (fillMaps).
-	maps        tensorMapPlan
-	mapsRefused atomic.Bool
+	// maps and bwdMaps are the forward's and the backward's tensor maps
+	// but their addresses (planMaps); each has its own flag, set once the
+	// encoder refused them (fillMaps).
+	maps, bwdMaps               tensorMapPlan
+	mapsRefused, bwdMapsRefused atomic.Bool
 }
 
 // AttentionKernel launches a compiled generated attention kernel. Forward
@@ -208,8 +209,9 @@ type AttentionKernel struct {
 	// fwdB, flagsB and segB are the forward's entries' parameters bound
 	// to attnArgs (params.go).
 	fwdB, flagsB, segB binding[attnArgs]
-	// enc encodes the forward's tensor maps: nil unless the launch says
-	// tensor_maps and the backend can encode them (tensormaps.go).
+	// enc encodes the tensor maps of the forward and the backward: nil
+	// unless a launch says tensor_maps and the backend can encode them
+	// (tensormaps.go).
 	enc backend.TensorMapEncoder
 
 	pins  *goruntime.Pinner // separate object so a cleanup can unpin if Close is never called
@@ -345,6 +347,8 @@ func checkSpec(s AttentionSpec, maxShared int) error {
 			return bad("backward tiles %dx%d", b.BlockM, b.BlockN)
 		case b.SharedMemBytes < 0 || b.SharedMemBytes > maxShared || b.DQSharedMemBytes < 0 || b.DQSharedMemBytes > maxShared:
 			return bad("the backward takes %d bytes of shared memory (%d in the dQ kernel); the device allows %d per block", b.SharedMemBytes, b.DQSharedMemBytes, maxShared)
+		case b.TensorMaps != nil && !validMapType(kd.DType):
+			return bad("kernel %s's backward reads tensor maps of dtype %q; they are encoded for bf16 or fp16", kd.Attention, kd.DType)
 		}
 	}
 	return nil
@@ -447,7 +451,7 @@ func (k *AttentionKernel) Forward(s Stream, q, kk, v, o, lse DevicePtr, shape Sh
 	for i, b := range buffers {
 		a.buf.Ptr[i] = uintptr(b)
 	}
-	k.fillMaps(a, e, q, kk, v)
+	k.fillMaps(&a.maps, &e.maps, &e.mapsRefused, q, kk, v, 0)
 	if k.seg != nil {
 		e.launch.Lock()
 		defer e.launch.Unlock()
@@ -552,7 +556,10 @@ func (k *AttentionKernel) newEntry(key shapeKey) (*shapeEntry, error) {
 	if math.IsNaN(float64(sh.Scale)) || math.IsInf(float64(sh.Scale), 0) {
 		return nil, bad("scale %v is not finite", sh.Scale)
 	}
-	e := &shapeEntry{key: key, maps: k.planMaps(sh)}
+	e := &shapeEntry{key: key, maps: k.planMaps(sh, k.launch.TensorMaps, false)}
+	if bl, ok := k.spec.Kernel.BwdLaunch[k.spec.Platform.String()]; ok && k.spec.BwdSource != "" {
+		e.bwdMaps = k.planMaps(sh, bl.TensorMaps, true)
+	}
 	scale := sh.Scale
 	if scale == 0 {
 		scale = float32(dsl.DefaultScale(k.spec.Kernel.HeadDim))

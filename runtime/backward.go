@@ -84,6 +84,7 @@ type bwdArgs struct {
 	sh                         cBwdShape
 	fsh                        cShape
 	buf                        cBuffers
+	maps                       cTensorMaps // maskc_attn_bwd's (fillMaps)
 }
 
 // backwardState is the AttentionKernel's backward half: loaded lazily, one
@@ -344,6 +345,7 @@ func (k *AttentionKernel) Backward(s Stream, q, kk, v, o, lse DevicePtr, shape S
 			a.sh.DBuf[i] = uintptr(sc.acc[i])
 		}
 	}
+	k.fillMaps(&a.maps, &e.bwdMaps, &e.bwdMapsRefused, q, kk, v, g.DO)
 	launch := func(l *bwdCall, grid, block Dim3, shared int) error {
 		if !l.bind.entry.SharedMem {
 			shared = 0

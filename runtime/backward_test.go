@@ -59,7 +59,8 @@ type bwdLaunch struct {
 	ptrs         []uintptr
 	n            int64
 	accWasZeroed bool
-	status       uintptr // MaskcBuffers.status of the launches that take buf
+	status       uintptr     // MaskcBuffers.status of the launches that take buf
+	maps         cTensorMaps // maskc_attn_bwd's MaskcTensorMaps
 }
 
 // registerBwd records the backward launches; the buffer-convert kernel
@@ -103,7 +104,7 @@ func registerBwd(fb *fake.Backend) *[]bwdLaunch {
 			*(*int64)(unsafe.Pointer(&b[0])) += 5
 		}
 		add(bwdLaunch{entry: name, grid: l.Grid, block: l.Block, shared: l.SharedBytes, ptrs: ptrs(l, 6), sh: sh, accWasZeroed: zeroed,
-			status: fake.Param[cBuffers](l.Params, 7).Status})
+			status: fake.Param[cBuffers](l.Params, 7).Status, maps: fake.Param[cTensorMaps](l.Params, 8)})
 		return nil
 	}
 	fb.Register(hipsrc.BwdMainEntry, main(hipsrc.BwdMainEntry))

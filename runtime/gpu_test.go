@@ -389,7 +389,7 @@ func TestGPUAttentionTensorMaps(t *testing.T) {
 	if ok != 1 {
 		t.Fatalf("%s: maps.ok = %d, want 1", d.Info().DriverVersion, ok)
 	}
-	plan := k.planMaps(shape)
+	plan := k.planMaps(shape, k.launch.TensorMaps, false)
 	for i, p := range []DevicePtr{q, kk, v} {
 		m := plan.maps[i]
 		m.Address = p

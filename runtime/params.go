@@ -94,6 +94,7 @@ var bwdFields = map[string]field[bwdArgs]{
 	"n":     {"long long", func(a *bwdArgs) unsafe.Pointer { return unsafe.Pointer(&a.n) }},
 	"shape": {"MaskcBwdShape", func(a *bwdArgs) unsafe.Pointer { return unsafe.Pointer(&a.sh) }},
 	"buf":   {"MaskcBuffers", func(a *bwdArgs) unsafe.Pointer { return unsafe.Pointer(&a.buf) }},
+	"maps":  {"MaskcTensorMaps", func(a *bwdArgs) unsafe.Pointer { return unsafe.Pointer(&a.maps) }},
 }
 
 // bwdFlagsFields are the values of the forward's entries launched with

@@ -153,7 +153,7 @@ func TestCLayoutMatchesABI(t *testing.T) {
 			"q_total": unsafe.Offsetof(b.QTotal), "kv_total": unsafe.Offsetof(b.KVTotal), "h_total": unsafe.Offsetof(b.HTotal),
 			"status": unsafe.Offsetof(b.Status)}},
 		{hipsrc.TensorMapsStruct, unsafe.Sizeof(m), map[string]uintptr{"q": unsafe.Offsetof(m.Q), "k": unsafe.Offsetof(m.K),
-			"v": unsafe.Offsetof(m.V), "ok": unsafe.Offsetof(m.OK)}},
+			"v": unsafe.Offsetof(m.V), "dout": unsafe.Offsetof(m.Dout), "ok": unsafe.Offsetof(m.OK)}},
 	}
 	for _, tc := range tests {
 		if int(tc.size) != tc.st.Size {

@@ -1,17 +1,21 @@
 package runtime
 
 import (
+	"sync/atomic"
+
 	"github.com/maskc/maskc/hipsrc"
 	"github.com/maskc/maskc/runtime/backend"
 )
 
-// The forward's tensor maps (hipsrc.TensorMapsStruct, MaskcTensorMaps): a
-// kernel whose launch on its platform says tensor_maps
+// The tensor maps (hipsrc.TensorMapsStruct, MaskcTensorMaps): a kernel
+// whose forward launch on its platform says tensor_maps
 // (hipsrc.LaunchConfig.TensorMaps) reads Q, K and V through maps the
-// launcher encodes per launch (the pointers change per call) where the
-// backend is a backend.TensorMapEncoder; every other launch passes them
-// zero (ok = 0), and so does one whose maps the encoder refuses: the kernel
-// then copies without them, which is slower, never wrong.
+// launcher encodes per launch (the pointers change per call), and one whose
+// backward launch says them (hipsrc.BwdLaunchConfig.TensorMaps) reads Q,
+// dO, K and V so in maskc_attn_bwd, where the backend is a
+// backend.TensorMapEncoder; every other launch passes them zero (ok = 0),
+// and so does one whose maps the encoder refuses: the kernel then copies
+// without them, which is slower, never wrong.
 //
 // What does not depend on the pointers (dimensions, strides, boxes, modes)
 // is worked out once per (shape, stream) entry (planMaps); a launch fills
@@ -46,10 +50,12 @@ func tensorMapSwizzle(bytes int) (backend.TensorMapSwizzle, bool) {
 	return 0, false
 }
 
-// tensorMapEncoder returns the backend's encoder where the kernel's launch
-// reads tensor maps and the backend can encode them, else nil.
+// tensorMapEncoder returns the backend's encoder where the kernel's forward
+// or backward launch reads tensor maps and the backend can encode them,
+// else nil.
 func (k *AttentionKernel) tensorMapEncoder() backend.TensorMapEncoder {
-	if k.launch.TensorMaps == nil {
+	bl := k.spec.Kernel.BwdLaunch[k.spec.Platform.String()]
+	if k.launch.TensorMaps == nil && (bl.TensorMaps == nil || k.spec.BwdSource == "") {
 		return nil
 	}
 	enc, ok := k.d.Backend.(backend.TensorMapEncoder)
@@ -69,35 +75,43 @@ const (
 	mapMaxBytes = 1 << 40 // byte stride
 )
 
-// tensorMapPlan is an entry's maps of Q, K and V without their addresses.
+// tensorMapPlan is an entry's maps of Q, K, V (and the backward's dO)
+// without their addresses.
 type tensorMapPlan struct {
 	on   bool // encode per launch; false: zero maps
-	maps [3]backend.TiledTensorMap
+	n    int  // maps: 3 (the forward's), 4 (the backward's)
+	maps [4]backend.TiledTensorMap
 }
 
-// planMaps returns the maps of a shape: 4-D, innermost first, Q as
-// {D, Sq, H, B} in boxes of TensorMapBoxCols x the launch's TensorMaps.Q
-// rows, K and V as {D, Skv, HKV, B} in boxes of TensorMapBoxCols x its
-// TensorMaps.KV rows;
-// byte strides of the shape's seq, head and batch strides. It is off
-// where the kernel reads no maps or the backend encodes none, and where a
-// map breaks an encoder rule the shape alone decides.
-func (k *AttentionKernel) planMaps(sh Shape) tensorMapPlan {
+// planMaps returns the maps of a shape for a launch whose boxes' rows are
+// rows (nil: it reads none): 4-D, innermost first, Q as {D, Sq, H, B} in
+// boxes of TensorMapBoxCols x rows.Q, K and V as {D, Skv, HKV, B} in boxes
+// of TensorMapBoxCols x rows.KV, and for the backward (bwd) dO as Q (its
+// strides O's: Gradients.DO is laid out like O); byte strides of the
+// shape's seq, head and batch strides. It is off where the launch reads no
+// maps or the backend encodes none, and where a map breaks an encoder rule
+// the shape alone decides.
+func (k *AttentionKernel) planMaps(sh Shape, rows *hipsrc.TensorMapRows, bwd bool) tensorMapPlan {
 	dt, okType := tensorMapDataType(k.spec.Kernel.DType)
 	sw, okSwizzle := tensorMapSwizzle(hipsrc.TensorMapSwizzleBytes)
-	if k.enc == nil || !okType || !okSwizzle || sh.Sq <= 0 || sh.Skv <= 0 {
+	if rows == nil || k.enc == nil || !okType || !okSwizzle || sh.Sq <= 0 || sh.Skv <= 0 {
 		return tensorMapPlan{}
 	}
 	d := k.spec.Kernel.HeadDim
-	p := tensorMapPlan{on: true}
-	for i, t := range []struct {
+	type tensor struct {
 		seq, heads, rows int
 		stride           [3]int64 // elements: batch, head, seq
-	}{
-		{sh.Sq, sh.H, k.launch.TensorMaps.Q, sh.QStride},
-		{sh.Skv, sh.HKV, k.launch.TensorMaps.KV, sh.KStride},
-		{sh.Skv, sh.HKV, k.launch.TensorMaps.KV, sh.VStride},
-	} {
+	}
+	ts := []tensor{
+		{sh.Sq, sh.H, rows.Q, sh.QStride},
+		{sh.Skv, sh.HKV, rows.KV, sh.KStride},
+		{sh.Skv, sh.HKV, rows.KV, sh.VStride},
+	}
+	if bwd {
+		ts = append(ts, tensor{sh.Sq, sh.H, rows.Q, sh.OStride})
+	}
+	p := tensorMapPlan{on: true, n: len(ts)}
+	for i, t := range ts {
 		m := backend.TiledTensorMap{
 			DataType: dt, Rank: 4,
 			Dims:           [backend.TensorMapMaxRank]uint64{uint64(d), uint64(t.seq), uint64(t.heads), uint64(sh.B)},
@@ -126,27 +140,29 @@ func (k *AttentionKernel) planMaps(sh Shape) tensorMapPlan {
 	return p
 }
 
-// fillMaps sets a.maps for a launch of entry e on the tensors q, k, v:
-// encoded with ok = 1 where e's plan is on, the addresses are aligned and
-// the encoder takes all three maps; all zero otherwise. An encoder's
-// refusal turns the entry's maps off for later launches (the addresses
-// being aligned, what it refused is the shape's).
-func (k *AttentionKernel) fillMaps(a *attnArgs, e *shapeEntry, q, kk, v DevicePtr) {
-	if !e.maps.on || e.mapsRefused.Load() || (q|kk|v)%mapAlign != 0 {
-		a.maps = cTensorMaps{}
+// fillMaps sets out for a launch planned by plan on the tensors q, k, v
+// (and dout, the backward's dO; 0 in the forward's): encoded with ok = 1
+// where the plan is on, the addresses are aligned and the encoder takes
+// every map; all zero otherwise. An encoder's refusal sets refused, which
+// turns the plan off for later launches (the addresses being aligned, what
+// it refused is the shape's).
+func (k *AttentionKernel) fillMaps(out *cTensorMaps, plan *tensorMapPlan, refused *atomic.Bool, q, kk, v, dout DevicePtr) {
+	ptrs := [4]DevicePtr{q, kk, v, dout}
+	if !plan.on || refused.Load() || (q|kk|v|ptrs[plan.n-1])%mapAlign != 0 {
+		*out = cTensorMaps{}
 		return
 	}
-	out := [3]*[hipsrc.TensorMapBytes]byte{&a.maps.Q, &a.maps.K, &a.maps.V}
-	for i, p := range [3]DevicePtr{q, kk, v} {
-		m := e.maps.maps[i]
-		m.Address = p
-		if err := k.enc.EncodeTensorMap(out[i], m); err != nil {
-			e.mapsRefused.Store(true)
-			a.maps = cTensorMaps{}
+	dst := [4]*[hipsrc.TensorMapBytes]byte{&out.Q, &out.K, &out.V, &out.Dout}
+	for i := range plan.n {
+		m := plan.maps[i]
+		m.Address = ptrs[i]
+		if err := k.enc.EncodeTensorMap(dst[i], m); err != nil {
+			refused.Store(true)
+			*out = cTensorMaps{}
 			return
 		}
 	}
-	a.maps.OK = 1
+	out.OK = 1
 }
 
 // validMapType reports whether a kernel's dtype is one the maps are

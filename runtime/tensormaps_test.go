@@ -255,3 +255,90 @@ func TestNewAttentionRefusesTensorMapsOfUnknownDType(t *testing.T) {
 		t.Fatalf("without tensor maps: %v", err)
 	}
 }
+
+// TestBackwardTensorMaps: a backward whose launch on its platform says
+// tensor_maps passes maskc_attn_bwd (both modes' main kernels) the maps
+// the backend encodes: Q's and dO's boxes of the launch's q_rows (dO's
+// strides O's), K's and V's of its kv_rows; a backward launch without
+// tensor_maps passes them zero, whatever the forward's launch says.
+func TestBackwardTensorMaps(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		fwd, bwd  bool // the launches that say tensor_maps
+		wantCalls int  // encoder calls of one backward
+	}{
+		{"backward's maps", false, true, 4},
+		{"forward's maps only", true, false, 0},
+		{"none", false, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, fb, _ := newFakeDevice(t, "")
+			recs := registerBwd(fb)
+			spec := bwdProbeSpec(t, SparsityAnalytic)
+			spec.Platform = hipsrc.NVIDIAWGMMA
+			spec.Kernel.DType = "bf16"
+			fl := hipsrc.LaunchConfig{BlockN: 64, Threads: 256, SharedMemBytes: 64 << 10}
+			if tc.fwd {
+				fl.TensorMaps = &hipsrc.TensorMapRows{Q: 128, KV: 128}
+			}
+			spec.Kernel.Launch = map[string]hipsrc.LaunchConfig{hipsrc.NVIDIAWGMMA.String(): fl}
+			bl := spec.Kernel.BwdLaunch["nvidia"]
+			bl.MainThreads, bl.BlockN = 384, 128
+			if tc.bwd {
+				bl.TensorMaps = &hipsrc.TensorMapRows{Q: 64, KV: 128}
+			}
+			spec.Kernel.BwdLaunch = map[string]hipsrc.BwdLaunchConfig{hipsrc.NVIDIAWGMMA.String(): bl}
+			k, err := d.NewAttention(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer k.Close()
+			c := newBwdTestCall(t, d)
+			c.shape = ContiguousShape(BHSD, 2, 8, 2, 300, 200, 128)
+			c.shape.Sink = c.bufs[0]
+			for _, det := range []bool{false, true} {
+				before := len(fb.TensorMapCalls())
+				if err := c.run(k, det); err != nil {
+					t.Fatal(err)
+				}
+				calls := fb.TensorMapCalls()[before:]
+				if len(calls) != tc.wantCalls {
+					t.Fatalf("deterministic %v: %d encoder calls, want %d", det, len(calls), tc.wantCalls)
+				}
+				var main *bwdLaunch
+				for i := range *recs {
+					if r := &(*recs)[i]; r.entry == hipsrc.BwdMainEntry || r.entry == hipsrc.BwdMainOrderedEntry {
+						main = r
+					}
+				}
+				if main == nil {
+					t.Fatal("no main backward launch")
+				}
+				got := main.maps
+				if !tc.bwd {
+					if got != (cTensorMaps{}) {
+						t.Errorf("deterministic %v: maps not all zero (ok %d)", det, got.OK)
+					}
+					continue
+				}
+				sh := c.shape
+				dt := backend.TensorMapBFloat16
+				want := []backend.TiledTensorMap{
+					wantMap(dt, c.q, 128, sh.Sq, sh.H, sh.B, sh.QStride, 64),
+					wantMap(dt, c.k, 128, sh.Skv, sh.HKV, sh.B, sh.KStride, 128),
+					wantMap(dt, c.v, 128, sh.Skv, sh.HKV, sh.B, sh.VStride, 128),
+					wantMap(dt, c.g.DO, 128, sh.Sq, sh.H, sh.B, sh.OStride, 64),
+				}
+				for i, call := range calls {
+					if call.Map != want[i] {
+						t.Errorf("map %d:\n got %+v\nwant %+v", i, call.Map, want[i])
+					}
+				}
+				if got.OK != 1 || got.Q != calls[0].Encoded || got.K != calls[1].Encoded || got.V != calls[2].Encoded ||
+					got.Dout != calls[3].Encoded {
+					t.Errorf("maps passed: ok %d, q % x, dout % x", got.OK, got.Q[:24], got.Dout[:24])
+				}
+			}
+		})
+	}
+}

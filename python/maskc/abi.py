@@ -32,8 +32,9 @@ __all__ = ["ABI_VERSION", "MANIFEST_VERSION", "MANIFEST_FILE", "BWD_SEM_ROWS", "
 #: where deterministic mode adds dQ in order in the main kernel (bwd_launch dq_ordered).
 MANIFEST_VERSION = 7
 #: The kernel ABI version this package fills structs for (hipsrc.ABIVersion, the manifest's abi.version):
-#: 7 gave maskc_attn_fwd its last parameter, MaskcTensorMaps (abi.tensor_maps, launch[platform].tensor_maps).
-ABI_VERSION = 7
+#: 7 gave maskc_attn_fwd its last parameter, MaskcTensorMaps (abi.tensor_maps, launch[platform].tensor_maps);
+#: 8 gave MaskcTensorMaps dout and maskc_attn_bwd the same last parameter (bwd_launch[platform].tensor_maps).
+ABI_VERSION = 8
 #: The manifest's file name in a compile output directory.
 MANIFEST_FILE = "manifest.json"
 #: Query rows per turn counter of the ordered dQ (MaskcBwdShape.dq_sem): attn_bwd.h's MASKC_BWD_SEM_ROWS
@@ -48,8 +49,9 @@ _SHAPE_FIELDS = {"B", "H", "HKV", "Sq", "Skv", "q_stride", "k_stride", "v_stride
 #: The position frame's members of MaskcBuffers (hipsrc.FrameFields, hipsrc/frame.h), in order.
 FRAME_FIELDS = ("q_offset", "kv_offset", "h_offset", "q_total", "kv_total", "h_total")
 _BUFFERS_FIELDS = {"ptr", "dim", "status"} | set(FRAME_FIELDS)
-# MaskcTensorMaps, the forward's copy-engine maps (hipsrc.TensorMapsStruct), filled by Manifest.pack_maps.
-_TENSOR_MAPS_FIELDS = {"q", "k", "v", "ok"}
+# MaskcTensorMaps, the copy-engine maps of the forward and the backward (hipsrc.TensorMapsStruct), filled by
+# Manifest.pack_maps.
+_TENSOR_MAPS_FIELDS = {"q", "k", "v", "dout", "ok"}
 # CUtensorMapSwizzle (cuda.h) by the swizzle's bytes, the manifest's abi.tensor_maps.swizzle_bytes.
 _SWIZZLES = {32: 1, 64: 2, 128: 3}
 # CUtensorMapDataType (cuda.h) and element bytes of the kernels' dtypes (KernelSpec.dtype) a map can describe.
@@ -275,13 +277,16 @@ def _check_read(r, kernel, nbuf):
 
 
 class BwdLaunch(collections.namedtuple("BwdLaunch", "block_m block_n threads shared_mem_bytes main_threads "
-                                                    "dq_shared_mem_bytes dq_ordered")):
+                                                    "dq_shared_mem_bytes dq_ordered tensor_maps",
+                                        defaults=(None,))):
     """The backward's launch on one platform (hipsrc.BwdLaunchConfig): its
     tiles, the block size of every backward kernel but maskc_attn_bwd
     (threads) and of maskc_attn_bwd (main_threads), the dynamic shared
-    memory of maskc_attn_bwd and of maskc_attn_bwd_dq, and whether
+    memory of maskc_attn_bwd and of maskc_attn_bwd_dq, whether
     deterministic mode runs maskc_attn_bwd_ordered, which adds dQ in order,
-    in place of maskc_attn_bwd (dq_ordered)."""
+    in place of maskc_attn_bwd (dq_ordered), and where maskc_attn_bwd reads
+    the launcher's tensor maps of Q, dO, K and V, the rows of their boxes
+    (tensor_maps: (q_rows, kv_rows), dO's Q's; None: it reads none)."""
 
     def dq_by_main(self, deterministic):
         """Whether the main kernel adds dQ into dq_acc in this mode: atomic
@@ -331,6 +336,18 @@ class TensorMapDesc(collections.namedtuple("TensorMapDesc", "box_cols swizzle_by
         return cls(box_cols, swizzle_bytes, _SWIZZLES[swizzle_bytes])
 
 
+def _map_rows(tm, kernel, platform, where):
+    """The (q_rows, kv_rows) of a launch's tensor_maps (hipsrc.TensorMapRows),
+    None where it gives none; a malformed one is refused."""
+    if tm is None:
+        return None
+    rows = tm.get("q_rows") if isinstance(tm, dict) else None, tm.get("kv_rows") if isinstance(tm, dict) else None
+    if any(type(r) is not int or not 0 < r <= 256 for r in rows):
+        raise MaskcError("manifest: kernel %s has %s tensor_maps %r on %s; want {q_rows, kv_rows} of 1 to 256 "
+                         "rows (or none)" % (kernel, where, tm, platform))
+    return rows
+
+
 class KernelSpec:
     """One kernel of the manifest: its descriptor (hipsrc.KernelDesc, a
     kernels[] entry), the block it computes and how it is launched. The
@@ -365,7 +382,8 @@ class KernelSpec:
         # its kernels' block sizes and dynamic shared memory (hipsrc.BwdLaunchConfig)
         self.bwd_launch = {p: BwdLaunch(int(c["block_m"]), int(c["block_n"]), int(c["threads"]),
                                         int(c["shared_mem_bytes"]), int(c["main_threads"]),
-                                        int(c["dq_shared_mem_bytes"]), bool(c["dq_ordered"]))
+                                        int(c["dq_shared_mem_bytes"]), bool(c["dq_ordered"]),
+                                        _map_rows(c.get("tensor_maps"), self.name, p, "bwd_launch"))
                            for p, c in (d.get("bwd_launch") or {}).items()}
         self.bwd_code_objects = dict(d.get("bwd_code_objects") or {})
         if any(bl.dq_ordered for bl in self.bwd_launch.values()) and "maskc_attn_bwd_ordered" not in self.bwd_entries:
@@ -400,17 +418,10 @@ class KernelSpec:
         # Where the forward on a platform reads the launcher's tensor maps (hipsrc.LaunchConfig.TensorMaps,
         # {q_rows, kv_rows}; absent: it does not), the rows of their boxes (Q's, K's and V's): its
         # MaskcTensorMaps are then encoded (Manifest.tensor_map_requests), else zero.
-        self.tensor_maps = {}
-        for p, c in d["launch"].items():
-            tm = c.get("tensor_maps")
-            if tm is None:
-                continue
-            rows = tm.get("q_rows") if isinstance(tm, dict) else None, tm.get("kv_rows") if isinstance(tm, dict) else None
-            if any(type(r) is not int or not 0 < r <= 256 for r in rows):
-                raise MaskcError("manifest: kernel %s has tensor_maps %r on %s; want {q_rows, kv_rows} of 1 to 256 "
-                                 "rows (or none)" % (self.name, tm, p))
-            self.tensor_maps[p] = rows
-        if any(self.tensor_maps.values()) and self.dtype not in _MAP_DTYPES:
+        self.tensor_maps = {p: _map_rows(c.get("tensor_maps"), self.name, p, "launch") for p, c in d["launch"].items()
+                            if c.get("tensor_maps") is not None}
+        if (any(self.tensor_maps.values()) or any(bl.tensor_maps for bl in self.bwd_launch.values())) and \
+                self.dtype not in _MAP_DTYPES:
             raise MaskcError("manifest: kernel %s of dtype %s reads tensor maps; this package encodes maps of %s" %
                              (self.name, self.dtype, ", ".join(sorted(_MAP_DTYPES))))
         for e in [self.entry] + [x for x in (self.flags_entry, self.seg_check_entry) if x]:
@@ -535,17 +546,23 @@ class Manifest:
         bufs.status = status or None
         return sh, bufs
 
-    def tensor_map_requests(self, spec, platform, sh, ptrs):
+    def tensor_map_requests(self, spec, platform, sh, ptrs, bwd=False):
         """What to encode for MaskcTensorMaps of one forward launch of kernel
-        spec on platform (its name): [(field, keyword arguments of
-        cuda.Driver.encode_tensor_map)] for q, k and v, or None where the
-        launch reads no maps (its launch gives no tensor_maps) or a size
-        is zero. sh is the launch's packed MaskcShape (sizes and element
-        strides), ptrs its Q, K, V addresses. Each map is 4-D, innermost
-        first: (D, Sq, H, B) for Q and (D, Skv, HKV, B) for K and V, byte
-        strides of the (seq, head, batch) element strides, boxes of box_cols
-        x (the launch's q_rows or kv_rows) x 1 x 1."""
-        rows = spec.tensor_maps.get(platform)
+        spec on platform (its name), or with bwd of its maskc_attn_bwd:
+        [(field, keyword arguments of cuda.Driver.encode_tensor_map)] for q,
+        k and v (and dout, the backward's dO), or None where the launch
+        reads no maps (its launch, or bwd_launch, gives no tensor_maps) or a
+        size is zero. sh is the launch's packed MaskcShape (MaskcBwdShape
+        with bwd: sizes and element strides), ptrs its Q, K, V (and dO)
+        addresses. Each map is 4-D, innermost first: (D, Sq, H, B) for Q
+        and dO and (D, Skv, HKV, B) for K and V, byte strides of the (seq,
+        head, batch) element strides, boxes of box_cols x (the launch's
+        q_rows or kv_rows) x 1 x 1."""
+        if bwd:
+            bl = spec.bwd_launch.get(platform)
+            rows = bl.tensor_maps if bl is not None else None
+        else:
+            rows = spec.tensor_maps.get(platform)
         if rows is None or min(sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv) <= 0:
             return None
         tm = self.tensor_maps
@@ -558,17 +575,20 @@ class Manifest:
                         box=(tm.box_cols, box_rows, 1, 1), element_strides=(1, 1, 1, 1), interleave=0,
                         swizzle=tm.swizzle, l2_promotion=0, oob_fill=0)
 
-        return [("q", one(ptrs["Q"], sh.Sq, sh.H, sh.q_stride, q_rows)),
+        reqs = [("q", one(ptrs["Q"], sh.Sq, sh.H, sh.q_stride, q_rows)),
                 ("k", one(ptrs["K"], sh.Skv, sh.HKV, sh.k_stride, kv_rows)),
                 ("v", one(ptrs["V"], sh.Skv, sh.HKV, sh.v_stride, kv_rows))]
+        if bwd:
+            reqs.append(("dout", one(ptrs["dO"], sh.Sq, sh.H, sh.do_stride, q_rows)))
+        return reqs
 
     def pack_maps(self, encoded=None):
-        """MaskcTensorMaps for one forward launch: encoded {q, k, v: the
-        TENSOR_MAP_BYTES of each CUtensorMap} with ok = 1, or all zero
-        (None: the kernel copies Q, K and V by cp.async)."""
+        """MaskcTensorMaps for one launch: encoded {q, k, v (and dout, the
+        backward's): the TENSOR_MAP_BYTES of each CUtensorMap} with ok = 1,
+        or all zero (None: the kernel copies Q, K and V by cp.async)."""
         maps = self.TensorMaps()
         if encoded is not None:
-            for n in ("q", "k", "v"):
+            for n in ("q", "k", "v") + (("dout",) if "dout" in encoded else ()):
                 b = bytes(encoded[n])
                 if len(b) != TENSOR_MAP_BYTES:
                     raise MaskcError("an encoded tensor map of %s is %d bytes; a CUtensorMap is %d" %
@@ -595,7 +615,8 @@ class Manifest:
             sh.dbuf[slot] = p
         return sh
 
-    def bwd_launches(self, spec, platform, sizes, ptrs, shape, buf, deterministic, dsink, dbufs, ordered=True):
+    def bwd_launches(self, spec, platform, sizes, ptrs, shape, buf, deterministic, dsink, dbufs, ordered=True,
+                     maps=None):
         """The backward's launches in order, as manifest entries say, each
         (entry name, grid, threads, dynamic shared memory bytes, ctypes
         argument list): the segments check (kernels with one), the row pre-pass, the tile-flag pre-pass for
@@ -607,7 +628,9 @@ class Manifest:
         conversion per wanted buffer gradient (dbufs {slot: (int64 sums
         pointer, fp32 output pointer, element count)}). ptrs holds the
         device pointers O, dO, Q, K, V, dQ, dK, dV; shape is the filled
-        MaskcBwdShape, buf the forward's MaskcBuffers."""
+        MaskcBwdShape, buf the forward's MaskcBuffers, maps the main
+        kernel's MaskcTensorMaps (launcher.tensor_maps with bwd; None: all
+        zero, which every kernel takes, copying without them)."""
         if not spec.bwd_source:
             raise MaskcError("kernel %s has no backward in this manifest" % spec.name)
         tiles = self.bwd_tiles(spec, platform)
@@ -636,7 +659,7 @@ class Manifest:
                     out.append((name, e.grid_dims(dict(sizes, n=n), tiles=tiles), threads, smem,
                                 e.args(vals, self.structs)))
                 continue
-            vals = dict(ptrs, shape=shape, buf=buf)
+            vals = dict(ptrs, shape=shape, buf=buf, maps=maps if maps is not None else self.pack_maps())
             out.append((name, e.grid_dims(sizes, tiles=tiles), threads, smem, e.args(vals, self.structs)))
             if name == "maskc_attn_bwd_pre" and spec.flags_entry and ptrs.get("flags"):
                 # the forward's tile flags for this shape, rewritten before the kernels that read them

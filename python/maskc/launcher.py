@@ -120,17 +120,18 @@ def load_functions(cubin, names, smem=0, smem_names=()):
     return mod, fns
 
 
-def fwd_maps(man, spec, plat, sh, ptrs, drv=None):
-    """The forward's MaskcTensorMaps (its last parameter) for one launch of
-    kernel spec on platform plat: where the launch gives tensor_maps (the
-    rows of their boxes, spec.tensor_maps) and no size is zero, the
-    maps of Q, K and V (man.tensor_map_requests) encoded by drv (default
+def tensor_maps(man, spec, plat, sh, ptrs, drv=None, bwd=False):
+    """The forward's MaskcTensorMaps (its last parameter), or with bwd
+    maskc_attn_bwd's, for one launch of kernel spec on platform plat: where
+    the launch (bwd_launch) gives tensor_maps (the rows of their boxes) and
+    no size is zero, the maps of Q, K and V (and dO) (man.tensor_map_requests;
+    sh the packed MaskcShape, or MaskcBwdShape) encoded by drv (default
     the process's Driver) with ok = 1; else, and where the driver cannot
     encode them (no cuTensorMapEncodeTiled, or a stand-in driver without
     encode_tensor_map) or refuses one (CudaError: a stride or address the
-    copy engine cannot take), all zero: the kernel then copies Q, K and V
-    by cp.async, as correct, slower."""
-    reqs = man.tensor_map_requests(spec, plat.name, sh, ptrs)
+    copy engine cannot take), all zero: the kernel then copies by cp.async,
+    as correct, slower."""
+    reqs = man.tensor_map_requests(spec, plat.name, sh, ptrs, bwd=bwd)
     if reqs is None:
         return man.pack_maps()
     from .cuda import CudaError
@@ -158,7 +159,7 @@ def fwd_launches(man, spec, plat, sizes, ptrs, sh, bf, flags=0, geometry=None, m
     its buffer) is set, the forward. ptrs: the Q, K, V, O and LSE
     addresses; sh, bf: the packed MaskcShape and MaskcBuffers (man.pack);
     geometry: (block_n, threads, smem), default the manifest's for plat.
-    The forward's MaskcTensorMaps are fwd_maps' (encoded where the launch
+    The forward's MaskcTensorMaps are tensor_maps' (encoded where the launch
     says tensor_maps); maps False: all zero, encoding nothing (a caller
     that drops the forward's launch). The backward's are man.bwd_launches."""
     block_n, threads, smem = geometry or spec.launch[plat.name]
@@ -172,7 +173,7 @@ def fwd_launches(man, spec, plat, sizes, ptrs, sh, bf, flags=0, geometry=None, m
                     e.args(dict(shape=sh, buf=bf, flags=flags), man.structs)))
     e = man.entries[spec.entry]
     block_m = man.block_m * spec.q_tiles_per_block.get(plat.name, 1)  # hipsrc.LaunchConfig.FwdBlockM
-    tm = fwd_maps(man, spec, plat, sh, ptrs) if maps else man.pack_maps()
+    tm = tensor_maps(man, spec, plat, sh, ptrs) if maps else man.pack_maps()
     out.append((spec.entry, e.grid_dims(sizes, block_m, block_n), threads, smem if e.shared_mem else 0,
                 e.args(dict(ptrs, shape=sh, buf=bf, maps=tm), man.structs)))
     return out
@@ -628,7 +629,8 @@ class _Generated:
                     dQ=dq.data_ptr(), dK=dk.data_ptr(), dV=dv.data_ptr(),
                     flags=ptr(flags) if given is None else 0, flags_shape=fsh)  # 0: no pre-pass launch
         launches = man.bwd_launches(spec, plat, sizes, ptrs, sh, bf, deterministic, with_sink,
-                                    {s: (accs[s].data_ptr(), dbufs[s].data_ptr(), accs[s].numel()) for s in slots})
+                                    {s: (accs[s].data_ptr(), dbufs[s].data_ptr(), accs[s].numel()) for s in slots},
+                                    maps=tensor_maps(man, spec, plat, sh, ptrs, bwd=True))
         drv, _ = _libs()
         with torch.cuda.device(dev):
             drv.ensure_context(dev.index if dev.index is not None else torch.cuda.current_device())

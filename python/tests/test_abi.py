@@ -1,12 +1,13 @@
 """The ABI manifest read into ctypes structs, grids and argument lists.
 
-testdata/manifest_v7.json is a manifest written by the hipsrc package
+testdata/manifest_v8.json is a manifest written by the hipsrc package
 (genkernels over examples and a prepass mask: version 4's, whose kernels[]
 keys versions 5 to 7 kept (it has no bwd_launch, which 6 and 7 changed),
 with the manifest version field of 7, MaskcBuffers of ABI 6 (5's:
-dim[8][8]; 6 changed MaskcBwdShape only), and ABI 7's MaskcTensorMaps,
-maskc_attn_fwd's maps and abi.tensor_maps, as hipsrc writes them, with
-launch["nvidia-sm90a"].tensor_maps on odd_layer and packed_layer);
+dim[8][8]; 6 changed MaskcBwdShape only), and ABI 8's MaskcTensorMaps
+(7's with dout), maskc_attn_fwd's maps and abi.tensor_maps, as hipsrc
+writes them, with launch["nvidia-sm90a"].tensor_maps on odd_layer and
+packed_layer);
 test_launch_plan reads the binary's own output too."""
 import copy
 import ctypes
@@ -24,7 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 @pytest.fixture
 def doc():
-    with open(os.path.join(HERE, "testdata", "manifest_v7.json")) as f:
+    with open(os.path.join(HERE, "testdata", "manifest_v8.json")) as f:
         return json.load(f)
 
 
@@ -210,7 +211,7 @@ def edit(doc, what):
 
 @pytest.mark.parametrize("what, msg", [
     ("version", "has version 4; this package reads version 7 .*delete the compile cache entry"),
-    ("abi version", "kernel ABI 4; this package fills ABI 7"), ("offset", "q_stride is at offset 32"), ("unknown field", "MaskcShape.window"),
+    ("abi version", "kernel ABI 4; this package fills ABI 8"), ("offset", "q_stride is at offset 32"), ("unknown field", "MaskcShape.window"),
     ("missing field", "lacks tile_flags"), ("c_type", "'short'"), ("grid", "D/block_m"),
     ("slots", "slots \\[3\\]"), ("entry", "maskc_attn_fwd2"), ("key", "malformed"),
     ("q tiles", "q_tiles_per_block .*-1"), ("q tiles type", "q_tiles_per_block .*'2'"),
@@ -280,24 +281,27 @@ def tensor_maps_struct(doc):
 
 def test_tensor_maps_struct_matches_the_manifest(doc):
     """MaskcTensorMaps (alignas(64) in C): every field at the manifest's
-    offset and size, 448 bytes with the tail padding C adds; ctypes' own
+    offset and size, 576 bytes with the tail padding C adds; ctypes' own
     alignment (4) stands for the declared 64, and pack_maps writes the
     maps and ok where the kernel reads them."""
     m = Manifest(doc)
     desc = tensor_maps_struct(doc)
-    assert (desc["size"], desc["align"]) == (448, 64)
-    assert ctypes.sizeof(m.TensorMaps) == 448 == len(bytes(m.TensorMaps()))
+    assert (desc["size"], desc["align"]) == (576, 64)
+    assert ctypes.sizeof(m.TensorMaps) == 576 == len(bytes(m.TensorMaps()))
     assert ctypes.alignment(m.TensorMaps) < 64  # what the relaxed check accepts
-    want = {"q": (0, 128), "k": (128, 128), "v": (256, 128), "ok": (384, 4)}
+    want = {"q": (0, 128), "k": (128, 128), "v": (256, 128), "dout": (384, 128), "ok": (512, 4)}
     assert {f["name"]: (f["offset"], f["size"]) for f in desc["fields"]} == want
     for name, (off, size) in want.items():
         assert (getattr(m.TensorMaps, name).offset, getattr(m.TensorMaps, name).size) == (off, size)
     assert m.structs["MaskcTensorMaps"] is m.TensorMaps
-    assert bytes(m.pack_maps()) == bytes(448)  # no maps: all zero, ok = 0
+    assert bytes(m.pack_maps()) == bytes(576)  # no maps: all zero, ok = 0
     enc = {n: bytes([i + 1]) * 128 for i, n in enumerate("qkv")}
-    raw = bytes(m.pack_maps(enc))
+    raw = bytes(m.pack_maps(enc))  # the forward's: dout zero
     assert raw[0:128] == enc["q"] and raw[128:256] == enc["k"] and raw[256:384] == enc["v"]
-    assert struct.unpack_from("<i", raw, 384) == (1,) and raw[388:] == bytes(60)
+    assert raw[384:512] == bytes(128) and struct.unpack_from("<i", raw, 512) == (1,) and raw[516:] == bytes(60)
+    raw = bytes(m.pack_maps(dict(enc, dout=bytes([9]) * 128)))  # the backward's
+    assert raw[0:384] == enc["q"] + enc["k"] + enc["v"] and raw[384:512] == bytes([9]) * 128
+    assert struct.unpack_from("<i", raw, 512) == (1,)
     with pytest.raises(MaskcError, match="tensor map of K is 64 bytes; a CUtensorMap is 128"):
         m.pack_maps(dict(enc, k=bytes(64)))
 
@@ -307,20 +311,20 @@ def edit_maps(doc, what):
     tm = tensor_maps_struct(d)
     fields = {f["name"]: f for f in tm["fields"]}
     if what == "ok offset":
-        fields["ok"]["offset"] = 388
+        fields["ok"]["offset"] = 516
     elif what == "k offset":
         fields["k"]["offset"] = 136
     elif what == "size":
-        tm["size"] = 512  # more than alignas(64) pads
+        tm["size"] = 640  # more than alignas(64) pads
     elif what == "align":
-        tm["align"] = 32  # 388 rounds to 416, not the 448 stated
+        tm["align"] = 32  # 516 rounds to 544, not the 576 stated
     elif what == "under-aligned":
-        tm["align"], tm["size"] = 2, 388  # below the members' own alignment
+        tm["align"], tm["size"] = 2, 516  # below the members' own alignment
     elif what == "map size":
-        for n in "qkv":
+        for n in ("q", "k", "v", "dout"):
             fields[n]["dims"], fields[n]["size"] = [64], 64
-        fields["k"]["offset"], fields["v"]["offset"], fields["ok"]["offset"] = 64, 128, 192
-        tm["size"] = 256
+        fields["k"]["offset"], fields["v"]["offset"], fields["dout"]["offset"], fields["ok"]["offset"] = 64, 128, 192, 256
+        tm["size"] = 320
     elif what == "unknown field":
         fields["ok"]["name"] = "valid"
     elif what == "no struct":
@@ -341,11 +345,11 @@ def edit_maps(doc, what):
 
 
 @pytest.mark.parametrize("what, msg", [
-    ("ok offset", "MaskcTensorMaps.ok is at offset 388, size 4; this host lays it out at 384, 4"),
+    ("ok offset", "MaskcTensorMaps.ok is at offset 516, size 4; this host lays it out at 512, 4"),
     ("k offset", "MaskcTensorMaps.k is at offset 136"),
-    ("size", "MaskcTensorMaps is 512 bytes \\(align 64\\); this host makes it 388"),
-    ("align", "MaskcTensorMaps is 448 bytes \\(align 32\\); this host makes it 388"),
-    ("under-aligned", "MaskcTensorMaps is 388 bytes \\(align 2\\); this host makes it 388 \\(align 4\\)"),
+    ("size", "MaskcTensorMaps is 640 bytes \\(align 64\\); this host makes it 516"),
+    ("align", "MaskcTensorMaps is 576 bytes \\(align 32\\); this host makes it 516"),
+    ("under-aligned", "MaskcTensorMaps is 516 bytes \\(align 2\\); this host makes it 516 \\(align 4\\)"),
     ("map size", "MaskcTensorMaps.q is 64 bytes; a CUtensorMap is 128"),
     ("unknown field", "MaskcTensorMaps.valid is a field this package does not know"),
     ("no struct", "malformed: KeyError 'MaskcTensorMaps'"),

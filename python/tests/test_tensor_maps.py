@@ -1,4 +1,4 @@
-"""The forward's MaskcTensorMaps (ABI 7), through the launcher on the
+"""The MaskcTensorMaps of the forward (ABI 7) and the backward (ABI 8), through the launcher on the
 stand-in torch: encoded by maskc.cuda.Driver over test_cuda's stand-in
 libcuda where the kernel's launch on the device's platform says
 tensor_maps, with exactly the dims, strides, boxes, dtype and swizzle of
@@ -39,7 +39,7 @@ def block(mt, tmp_path, name):
 def forward_maps(drv, man):
     """The last launch, the forward: (its function, its MaskcTensorMaps)."""
     _, f, _, _, _, _, args = launches(drv)[-1]
-    assert len(args[-1]) == 448
+    assert len(args[-1]) == 576
     return f, man.TensorMaps.from_buffer_copy(args[-1])
 
 
@@ -119,13 +119,13 @@ def test_without_tensor_maps_the_maps_are_zero(env, tmp_path, monkeypatch):
     q = ft.Tensor((B, S, H, D))
     doc(q, q, q, buffers={"doc": ft.Tensor((S,), ft.int32)}, backend="generated")
     f, maps = forward_maps(drv, doc.generated().man)
-    assert f == 100 and bytes(maps) == bytes(448)
+    assert f == 100 and bytes(maps) == bytes(576)
 
     dec = block(mt, tmp_path, "decoder")
     gen = dec.generated()
     monkeypatch.delitem(gen.spec.tensor_maps, SM90A)
     dec(q, q, q, backend="generated")
-    assert bytes(forward_maps(drv, gen.man)[1]) == bytes(448)
+    assert bytes(forward_maps(drv, gen.man)[1]) == bytes(576)
     assert drv.cuda.encodes == []
 
 
@@ -138,7 +138,7 @@ def test_a_platform_without_maps_passes_zero(env, tmp_path, monkeypatch):
     q = ft.Tensor((2, 300, 4, 128))
     dec(q, q, q, backend="generated")
     assert gen._loaded[0][0].name == "nvidia"
-    assert bytes(forward_maps(drv, gen.man)[1]) == bytes(448) and drv.cuda.encodes == []
+    assert bytes(forward_maps(drv, gen.man)[1]) == bytes(576) and drv.cuda.encodes == []
 
 
 @pytest.mark.parametrize("how, tried", [
@@ -164,7 +164,7 @@ def test_a_refused_encoding_passes_zero_and_launches(env, tmp_path, how, tried):
     assert len(drv.cuda.encodes) == tried
     (launch,) = launches(drv)  # the forward, launched all the same
     f, maps = forward_maps(drv, dec.generated().man)
-    assert f == 100 and maps.ok == 0 and bytes(maps) == bytes(448)
+    assert f == 100 and maps.ok == 0 and bytes(maps) == bytes(576)
     assert [ptr(a) for a in launch[6][:3]] == [q.data_ptr(), k.data_ptr(), v.data_ptr()]
     # the driver takes them again: the next call's maps are encoded
     drv.cuda = FakeCuda()
@@ -188,3 +188,44 @@ def test_tile_map_encodes_nothing(env, tmp_path, monkeypatch):
     assert drv.cuda.encodes == []
     attn(q, q, q, layout="bhsd", buffers={"tab": tab}, tile_map=tm, backend="generated")  # its forward does encode them
     assert len(drv.cuda.encodes) == 3 and forward_maps(drv, gen.man)[1].ok == 1
+
+
+@pytest.mark.parametrize("layout, dtype, map_dtype", [("bshd", ft.bfloat16, 9), ("bhsd", ft.float16, 6)])
+def test_backward_encodes_q_do_k_v(env, tmp_path, layout, dtype, map_dtype):
+    """The warp-specialized backward's maps (ABI 8): its bwd_launch on sm_90a
+    gives tensor_maps (a step's rows of Q and dO, the kv tile's keys), and
+    the launcher passes maskc_attn_bwd Q's, K's, V's and dO's maps encoded
+    with exactly those boxes, dO with its own strides; the backward's other
+    launches take no maps."""
+    mt, drv, _ = env
+    src = HALF_BHSD.replace("layout = bhsd", "layout = " + layout)
+    src = src.replace("fp16", "bf16" if dtype is ft.bfloat16 else "fp16")
+    p = tmp_path / "causal.flex"
+    p.write_text(src)
+    gen = mt.load(str(p)).attention("half_layer").generated()
+    man, spec = gen.man, gen.spec
+    bl = spec.bwd_launch[SM90A]
+    assert bl.main_threads == 384 and bl.tensor_maps == (64, 128), "no warp-specialized backward: this test shows nothing"
+    assert all(spec.bwd_launch[p].tensor_maps is None for p in spec.bwd_launch if p != SM90A)
+    B, H, HKV, Sq, Skv, D = 2, 8, 2, 520, 520, 128
+    q, k, v = qkv(layout, dtype, B, H, HKV, Sq, Skv, D, False)
+    out, lse = gen.forward(q, k, v, [], None, layout)
+    dout = qkv(layout, dtype, B, H, HKV, Sq, Skv, D, False)[0]
+    n_enc, nfwd = len(drv.cuda.encodes), len(launches(drv))
+    gen.backward(dout, None, q, k, v, out, lse, [], None, layout, False)
+    q_rows, kv_rows = bl.tensor_maps
+
+    def want(t, seq, heads, rows):
+        s = seq_head_batch(t, layout)
+        return dict(aligned=True, dtype=map_dtype, rank=4, address=t.data_ptr(), dims=(D, seq, heads, B),
+                    strides=(2 * s[0], 2 * s[1], 2 * s[2]), box=(64, rows, 1, 1), element_strides=(1, 1, 1, 1),
+                    interleave=0, swizzle=3, l2_promotion=0, oob_fill=0)
+
+    assert drv.cuda.encodes[n_enc:] == [want(q, Sq, H, q_rows), want(k, Skv, HKV, kv_rows),
+                                        want(v, Skv, HKV, kv_rows), want(dout, Sq, H, q_rows)]
+    bw = launches(drv)[nfwd:]
+    main = [c for c in bw if c[1] == 301]  # maskc_attn_bwd
+    assert len(main) == 1
+    maps = man.TensorMaps.from_buffer_copy(main[0][-1][-1])
+    assert maps.ok == 1 and bytes(maps.q) == map_bytes(q.data_ptr(), q_rows)
+    assert bytes(maps.dout) == map_bytes(dout.data_ptr(), q_rows) and bytes(maps.v) == map_bytes(v.data_ptr(), kv_rows)

@@ -411,8 +411,8 @@ def test_backward_tiles_per_platform(env):
     assert tiles_amd == dict(bwd_block_m=32, bwd_block_n=64, bwd_pre_rows=16, bwd_threads=256)
     assert dq.grid_dims(sizes, tiles=tiles_amd) == (32, 8, 2)
     assert dq.grid_dims(sizes, tiles=man.bwd_tiles(spec, sm90)) == (16, 8, 2)
-    assert spec.bwd_launch["amd"] == (32, 64, 256, 57600, 256, 57600, False)
-    assert spec.bwd_launch["nvidia-sm90a"] == (64, 64, 128, 82432, 128, 82432, False)
+    assert spec.bwd_launch["amd"] == (32, 64, 256, 57600, 256, 57600, False, None)
+    assert spec.bwd_launch["nvidia-sm90a"] == (64, 64, 128, 82432, 128, 82432, False, None)
     del spec.bwd_launch["amd"]
     with pytest.raises(MaskcError, match="no backward launch for platform amd"):
         man.bwd_tiles(spec, amd)
@@ -430,11 +430,11 @@ def test_unmasked_backward_is_warp_specialized(env):
     spec = gen.spec
     sm90 = spec.bwd_launch["nvidia-sm90a"]
     smem = 2 * (2 * 128 * 128 + 4 * 64 * 128 + 2 * 128 * 64)
-    assert sm90 == (64, 128, 128, smem, 384, 82432, True)
+    assert sm90 == (64, 128, 128, smem, 384, 82432, True, (64, 128))  # tensor_maps: a step's rows, the kv tile
     assert sm90.entry("maskc_attn_bwd") == (384, smem) and sm90.entry("maskc_attn_bwd_dq") == (128, 82432)
     assert sm90.entry("maskc_attn_bwd_ordered") == (384, smem) and sm90.ordered(True) and not sm90.ordered(False)
     assert sm90.entry("maskc_attn_bwd_pre") == (128, 0)
-    assert spec.bwd_launch["amd"] == (32, 64, 256, 57600, 256, 57600, False)
+    assert spec.bwd_launch["amd"] == (32, 64, 256, 57600, 256, 57600, False, None)
     sizes = dict(B=2, H=8, HKV=2, Sq=1000, Skv=1000)
     main = gen.man.bwd_entries["maskc_attn_bwd"]
     assert main.grid_dims(sizes, tiles=gen.man.bwd_tiles(spec, gen.man.platform("nvidia-sm90a"))) == (8, 2, 2)
@@ -462,8 +462,8 @@ def test_head_dim_256_forward_and_backward(env):
     backward_through_op(attn, q, k, v, [])
     bw = launches(drv)[nfwd:]
     assert [c[2] for c in bw][1] == (-(-S // 64), HKV, B) and bw[1][3] == (256, 1, 1) and bw[1][4] == 156160
-    assert spec.bwd_launch["nvidia-sm90a"] == (64, 64, 128, 156160, 256, 107008, False)
-    assert spec.bwd_launch["amd"] == (32, 32, 256, 53504, 256, 53504, False)
+    assert spec.bwd_launch["nvidia-sm90a"] == (64, 64, 128, 156160, 256, 107008, False, None)
+    assert spec.bwd_launch["amd"] == (32, 32, 256, 53504, 256, 53504, False, None)
 
 
 def test_backward_buffer_gradient_and_dlse(env):
