@@ -233,7 +233,7 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 			k.WSQFirst = selWalk(sp.plan)
 		}
 		// The forward reads the launcher's tensor maps (MASKC_WS_HOST_MAPS).
-		c.TensorMaps = &hipsrc.TensorMapRows{Q: c.FwdBlockM(), KV: hipsrc.WSBlockN(k.HeadDim)}
+		c.TensorMaps = &hipsrc.TensorMapRows{Q: hipsrc.BlockM, KV: hipsrc.WSBlockN(k.HeadDim)}
 		k.Launch[hipsrc.NVIDIAWGMMA.String()] = c
 	}
 	if sp.plan.kind == SparsityPrepass {

@@ -295,13 +295,6 @@ type LaunchConfig struct {
 	Threads int `json:"threads"`
 	// SharedMemBytes is the dynamic shared memory per block.
 	SharedMemBytes int `json:"shared_mem_bytes"`
-	// QTilesPerBlock is the q tiles of BlockM rows one block of the
-	// forward takes: its grid's x is ceil(Sq / (BlockM * QTilesPerBlock))
-	// (FwdBlockM); 0 (absent) means one. Only a forward that takes any grid
-	// may have more; no kernel maskc generates does (the persistent
-	// warp-specialized forward that had two was deleted after run 52a), and
-	// launchers keep reading it.
-	QTilesPerBlock int `json:"q_tiles_per_block,omitempty"`
 	// TensorMaps says that the forward reads the launcher's tensor maps
 	// (the entry's MaskcTensorMaps, encoded as the abi's tensor_maps says;
 	// the warp-specialized forward, MASKC_WS_HOST_MAPS) and gives their
@@ -310,7 +303,7 @@ type LaunchConfig struct {
 }
 
 // TensorMapRows are the rows of the boxes of a launch's tensor maps: Q's
-// (the forward's block_m, FwdBlockM; the backward's step, BwdTile.StepRows,
+// (the forward's block_m, BlockM; the backward's step, BwdTile.StepRows,
 // dO's too) and K's and V's (the key tile of the kernel that reads them,
 // which need not be the launch's block_n: the warp-specialized forward's
 // is WSBlockN).
@@ -318,11 +311,6 @@ type TensorMapRows struct {
 	Q  int `json:"q_rows"`
 	KV int `json:"kv_rows"`
 }
-
-// FwdBlockM is the query rows per block of the forward's grid: the grid
-// tile "block_m" of the forward entry's launch (the pre-pass and the
-// segments check keep BlockM).
-func (c LaunchConfig) FwdBlockM() int { return BlockM * max(1, c.QTilesPerBlock) }
 
 // Launches returns the launch configuration of every platform for a head
 // dim; ws says that the kernel's source selects the warp-specialized

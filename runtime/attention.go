@@ -314,8 +314,6 @@ func checkSpec(s AttentionSpec, maxShared int) error {
 		return bad("head dimension %d; generated kernels support %s", kd.HeadDim, hipsrc.HeadDimList())
 	case launch.SharedMemBytes < 0 || launch.SharedMemBytes > maxShared:
 		return bad("%d bytes of shared memory; the device allows %d per block", launch.SharedMemBytes, maxShared)
-	case launch.QTilesPerBlock < 0:
-		return bad("%d q tiles per block; want 0 (one) or more", launch.QTilesPerBlock)
 	case launch.TensorMaps != nil && !validMapType(kd.DType):
 		return bad("kernel %s reads tensor maps of dtype %q; they are encoded for bf16 or fp16", kd.Attention, kd.DType)
 	case len(kd.Slots) > MaxBuffers:
@@ -593,7 +591,7 @@ func (k *AttentionKernel) newEntry(key shapeKey) (*shapeEntry, error) {
 	// grids, hipsrc.TileFlags) at the descriptor's key tile.
 	sz := hipsrc.LaunchSizes{B: sh.B, H: sh.H, HKV: sh.HKV, Sq: sh.Sq, Skv: sh.Skv}
 	tiles := map[string]int{"block_m": hipsrc.BlockM, "block_n": k.launch.BlockN}
-	fwdTiles := map[string]int{"block_m": k.launch.FwdBlockM(), "block_n": k.launch.BlockN}
+	fwdTiles := map[string]int{"block_m": hipsrc.BlockM, "block_n": k.launch.BlockN}
 	e.grid, e.segGrid = gridOf(k.fwdB.entry, sz, fwdTiles), gridOf(k.segB.entry, sz, tiles)
 	status, err := k.d.Alloc(4 * StatusWords)
 	if err != nil {

@@ -356,7 +356,7 @@ func TestGPUAttentionTensorMaps(t *testing.T) {
 	spec := AttentionSpec{
 		Kernel: hipsrc.KernelDesc{
 			SourceFile: "probe.cu", Entry: AttentionEntry, HeadDim: 128, DType: "bf16", Sparsity: SparsityNone,
-			Launch: map[string]hipsrc.LaunchConfig{platform.String(): {BlockN: 64, Threads: 128, SharedMemBytes: 1024, QTilesPerBlock: 2, TensorMaps: &hipsrc.TensorMapRows{Q: 256, KV: 64}}},
+			Launch: map[string]hipsrc.LaunchConfig{platform.String(): {BlockN: 64, Threads: 128, SharedMemBytes: 1024, TensorMaps: &hipsrc.TensorMapRows{Q: 128, KV: 64}}},
 		},
 		Platform: platform, Source: abiProbe,
 	}
@@ -401,7 +401,7 @@ func TestGPUAttentionTensorMaps(t *testing.T) {
 			t.Errorf("map %d: the kernel received % x, the encoding is % x", i, got, want)
 		}
 	}
-	if plan.maps[0].Box[1] != 256 || plan.maps[1].Box[1] != 64 || plan.maps[0].Strides != [4]uint64{256, 300 * 256, 4 * 300 * 256} {
+	if plan.maps[0].Box[1] != 128 || plan.maps[1].Box[1] != 64 || plan.maps[0].Strides != [4]uint64{256, 300 * 256, 4 * 300 * 256} {
 		t.Errorf("plan %+v", plan.maps)
 	}
 }

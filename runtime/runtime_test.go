@@ -452,38 +452,6 @@ func TestForwardMarshalsTheABI(t *testing.T) {
 	}
 }
 
-// TestForwardGridTakesQTilesPerBlock: a kernel whose launch takes more than
-// one q tile per block (hipsrc.LaunchConfig.QTilesPerBlock, which a forward
-// that takes any grid may give) gets a forward grid of ceil(Sq / (BlockM * n)) in x, the
-// pre-pass its own grid of BlockM-row tiles; 0 means one tile.
-func TestForwardGridTakesQTilesPerBlock(t *testing.T) {
-	for _, tc := range []struct {
-		tiles, wantX int
-	}{{0, 3}, {1, 3}, {2, 2}, {3, 1}} {
-		d, _, rec := newFakeDevice(t, "")
-		spec := probeSpec(t, SparsityPrepass)
-		c := spec.Kernel.Launch["nvidia"]
-		c.QTilesPerBlock = tc.tiles
-		spec.Kernel.Launch["nvidia"] = c
-		k, err := d.NewAttention(spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		q, kk, v, o, lse, bufs := tensors(t, d)
-		stream, _ := d.NewStream()
-		if err := k.Forward(stream, q, kk, v, o, lse, ContiguousShape(BSHD, 2, 8, 2, 300, 200, 128), bufs); err != nil {
-			t.Fatal(err)
-		}
-		if len(rec.records) != 2 {
-			t.Fatalf("%d launches", len(rec.records))
-		}
-		if pre, fwd := rec.records[0], rec.records[1]; pre.grid != dim3(4, 3, 1) || fwd.grid != dim3(uint32(tc.wantX), 8, 2) {
-			t.Errorf("q tiles per block %d: pre-pass grid %v, forward grid %v, want x %d", tc.tiles, pre.grid, fwd.grid, tc.wantX)
-		}
-		k.Close()
-	}
-}
-
 // statusOf returns the status words of k's (shape, stream) entry.
 func statusOf(t *testing.T, k *AttentionKernel, shape Shape, s Stream) DevicePtr {
 	t.Helper()
@@ -653,9 +621,6 @@ func TestNewAttentionRejectsBadSpecs(t *testing.T) {
 		}), CodeSpec},
 		{"no launch for the platform", mod(func(s *AttentionSpec) { s.Platform = hipsrc.AMD }), CodeSpec},
 		{"head dim 96", mod(func(s *AttentionSpec) { s.Kernel.HeadDim = 96 }), CodeSpec},
-		{"negative q tiles per block", mod(func(s *AttentionSpec) {
-			s.Kernel.Launch = map[string]hipsrc.LaunchConfig{"nvidia": {BlockN: 64, Threads: 256, QTilesPerBlock: -1}}
-		}), CodeSpec},
 		{"too much shared memory", mod(func(s *AttentionSpec) {
 			s.Kernel.Launch = map[string]hipsrc.LaunchConfig{"nvidia": {BlockN: 64, Threads: 256, SharedMemBytes: 1 << 20}}
 		}), CodeSpec},

@@ -10,16 +10,19 @@ import (
 )
 
 // mapsSpec is the probe kernel as the sm_90a warp-specialized forward: its
-// launch on hipsrc.NVIDIAWGMMA reads tensor maps (Q's boxes of the forward's
-// block_m rows, q tiles per block as given; K's and V's of 128 rows, not
-// the launch's block_n of 64), its launch on hipsrc.NVIDIA does not.
-func mapsSpec(t testing.TB, platform hipsrc.Platform, dtype string, qTiles int, maps bool) AttentionSpec {
+// launch on hipsrc.NVIDIAWGMMA reads tensor maps (Q's boxes of qRows rows,
+// 0: the forward's block_m; K's and V's of 128 rows, not the launch's
+// block_n of 64), its launch on hipsrc.NVIDIA does not.
+func mapsSpec(t testing.TB, platform hipsrc.Platform, dtype string, qRows int, maps bool) AttentionSpec {
 	spec := probeSpec(t, SparsityNone)
 	spec.Platform = platform
 	spec.Kernel.DType = dtype
-	ws := hipsrc.LaunchConfig{BlockN: 64, Threads: 384, SharedMemBytes: 160 << 10, QTilesPerBlock: qTiles}
+	ws := hipsrc.LaunchConfig{BlockN: 64, Threads: 384, SharedMemBytes: 160 << 10}
+	if qRows == 0 {
+		qRows = hipsrc.BlockM
+	}
 	if maps {
-		ws.TensorMaps = &hipsrc.TensorMapRows{Q: ws.FwdBlockM(), KV: 128}
+		ws.TensorMaps = &hipsrc.TensorMapRows{Q: qRows, KV: 128}
 	}
 	spec.Kernel.Launch = map[string]hipsrc.LaunchConfig{
 		hipsrc.NVIDIA.String():      {BlockN: 64, Threads: 256, SharedMemBytes: 64 << 10},
@@ -83,8 +86,8 @@ func TestForwardTensorMaps(t *testing.T) {
 	}{
 		{name: "bf16 bshd", spec: mapsSpec(t, hipsrc.NVIDIAWGMMA, "bf16", 0, true), shape: bshd,
 			calls: 3, wantMaps: true, dt: backend.TensorMapBFloat16, qRows: 128, qStrides: [4]uint64{8 * 128 * 2, 128 * 2, 300 * 8 * 128 * 2}},
-		{name: "fp16 bhsd, two q tiles per block", spec: mapsSpec(t, hipsrc.NVIDIAWGMMA, "fp16", 2, true), shape: bhsd,
-			calls: 3, wantMaps: true, dt: backend.TensorMapFloat16, qRows: 256},
+		{name: "fp16 bhsd, boxes of 64 q rows", spec: mapsSpec(t, hipsrc.NVIDIAWGMMA, "fp16", 64, true), shape: bhsd,
+			calls: 3, wantMaps: true, dt: backend.TensorMapFloat16, qRows: 64},
 		{name: "launch without tensor_maps", spec: mapsSpec(t, hipsrc.NVIDIAWGMMA, "bf16", 0, false), shape: bshd},
 		{name: "launched on a platform without tensor_maps", spec: mapsSpec(t, hipsrc.NVIDIA, "bf16", 0, true), shape: bshd},
 		{name: "backend without an encoder", spec: mapsSpec(t, hipsrc.NVIDIAWGMMA, "bf16", 0, true), shape: bshd, hide: true},
@@ -93,7 +96,7 @@ func TestForwardTensorMaps(t *testing.T) {
 			fail: failNth(3, errRefused)},
 		{name: "q not 16-byte aligned", spec: mapsSpec(t, hipsrc.NVIDIAWGMMA, "bf16", 0, true), shape: bshd, qOffset: 8},
 		{name: "k's seq stride not 16-byte aligned", spec: mapsSpec(t, hipsrc.NVIDIAWGMMA, "bf16", 0, true), shape: oddStride},
-		{name: "q box of 384 rows", spec: mapsSpec(t, hipsrc.NVIDIAWGMMA, "bf16", 3, true), shape: bshd},
+		{name: "q box of 384 rows", spec: mapsSpec(t, hipsrc.NVIDIAWGMMA, "bf16", 384, true), shape: bshd},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -209,7 +212,7 @@ func TestForwardTensorMapsPerLaunch(t *testing.T) {
 func TestForwardWithTensorMapsDoesNotAllocate(t *testing.T) {
 	_, fb := nopDevice()
 	d := NewDevice(quietEncoder{fb}, Options{DisableCache: true})
-	k, err := d.NewAttention(mapsSpec(t, hipsrc.NVIDIAWGMMA, "bf16", 2, true))
+	k, err := d.NewAttention(mapsSpec(t, hipsrc.NVIDIAWGMMA, "bf16", 0, true))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -409,12 +409,6 @@ class KernelSpec:
             _check_read(r, self.name, len(self.buffers))
         self.launch = {p: (int(c["block_n"]), int(c["threads"]), int(c["shared_mem_bytes"]))
                        for p, c in d["launch"].items()}
-        # The q tiles one block of the forward takes (hipsrc.LaunchConfig.QTilesPerBlock;
-        # absent: one): the forward's grid tile block_m is block_m times it (fwd_block_m).
-        self.q_tiles_per_block = {p: c.get("q_tiles_per_block") or 1 for p, c in d["launch"].items()}
-        if any(type(n) is not int or n < 1 for n in self.q_tiles_per_block.values()):
-            raise MaskcError("manifest: kernel %s has q_tiles_per_block %s; want 1 or more (or none)" %
-                             (self.name, self.q_tiles_per_block))
         # Where the forward on a platform reads the launcher's tensor maps (hipsrc.LaunchConfig.TensorMaps,
         # {q_rows, kv_rows}; absent: it does not), the rows of their boxes (Q's, K's and V's): its
         # MaskcTensorMaps are then encoded (Manifest.tensor_map_requests), else zero.

@@ -172,9 +172,8 @@ def fwd_launches(man, spec, plat, sizes, ptrs, sh, bf, flags=0, geometry=None, m
         out.append((spec.flags_entry, e.grid_dims(sizes, man.block_m, block_n), threads, 0,
                     e.args(dict(shape=sh, buf=bf, flags=flags), man.structs)))
     e = man.entries[spec.entry]
-    block_m = man.block_m * spec.q_tiles_per_block.get(plat.name, 1)  # hipsrc.LaunchConfig.FwdBlockM
     tm = tensor_maps(man, spec, plat, sh, ptrs) if maps else man.pack_maps()
-    out.append((spec.entry, e.grid_dims(sizes, block_m, block_n), threads, smem if e.shared_mem else 0,
+    out.append((spec.entry, e.grid_dims(sizes, man.block_m, block_n), threads, smem if e.shared_mem else 0,
                 e.args(dict(ptrs, shape=sh, buf=bf, maps=tm), man.structs)))
     return out
 

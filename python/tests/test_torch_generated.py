@@ -578,23 +578,3 @@ def test_nd_buffer_fill_and_bounds(env, tmp_path):
                                          r"index in dimension 1 0..31 at .* sel is declared \[H, 16, 4\] = 16 there"):
         attn(q2, q2, q2, buffers={"sel": sel})
     assert len(launches(drv)) == n
-
-
-def test_forward_takes_q_tiles_per_block(env):
-    """A launch of two q tiles per block (manifest launch q_tiles_per_block,
-    hipsrc.LaunchConfig.QTilesPerBlock, which a forward that takes any grid
-    may give): the forward's grid is ceil(Sq / 256) in x;
-    without the key, one tile per block."""
-    mt, drv, nv = env
-    B, S, H, D = 2, 1000, 8, 128
-    q, k, v = ft.Tensor((B, S, H, D)), ft.Tensor((B, S, H, D)), ft.Tensor((B, S, H, D))
-    for tiles, want_x in ((None, 8), (2, 4)):
-        attn = mt.load(os.path.join(EXAMPLES, "t5_bias.flex")).attention("t5_encoder")
-        spec = attn.generated().spec
-        assert spec.q_tiles_per_block["nvidia-sm90a"] == 1
-        if tiles:
-            spec.q_tiles_per_block["nvidia-sm90a"] = tiles
-        n = len(launches(drv))
-        attn(q, k, v, buffers={"relative_attention_bias": ft.Tensor((H, 32), ft.float32)})
-        ((_, f, grid, _, _, _, _),) = launches(drv)[n:]
-        assert (f, grid) == (100, (want_x, H, B))
