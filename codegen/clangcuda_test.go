@@ -311,14 +311,13 @@ func resolvedDefines(t *testing.T, clang, shim, src, wgmma string) map[string]st
 var wsKeyRangeCases = []struct {
 	file, attention string
 	walks           bool // the forward walks its key tiles (Kernel.WSWalk)
-	selection       bool // ... from a block selection's buffer (Kernel.WSQFirst)
 }{
-	{"../examples/full.flex", "", false, false},
-	{"testdata/golden/sliding_window.flex", "sliding", false, false},
-	{"../examples/causal.flex", "", false, false},
-	{"../examples/alibi.flex", "alibi_layer", false, false},
-	{"../testdata/tilemasks/moba.flex", "moba", true, true},
-	{"../gpu/bench_cases_ext/block_causal.flex", "block_causal", true, false},
+	{"../examples/full.flex", "", false},
+	{"testdata/golden/sliding_window.flex", "sliding", false},
+	{"../examples/causal.flex", "", false},
+	{"../examples/alibi.flex", "alibi_layer", false},
+	{"../testdata/tilemasks/moba.flex", "moba", true},
+	{"../gpu/bench_cases_ext/block_causal.flex", "block_causal", true},
 }
 
 // wsIRCheck is one build of checkWSForwardIR: its -D options and whether
@@ -338,8 +337,8 @@ func checkWSForwardIR(t *testing.T, what, marker string, checks []wsIRCheck) {
 	dir := t.TempDir()
 	for i, tc := range wsKeyRangeCases {
 		k := generateAttention(t, tc.file, tc.attention, Options{})
-		if !k.WarpSpecialized || k.WSWalk != tc.walks || k.WSQFirst != tc.selection {
-			t.Fatalf("%s: warp-specialized %v, walks %v, Q first %v", tc.file, k.WarpSpecialized, k.WSWalk, k.WSQFirst)
+		if !k.WarpSpecialized || k.WSWalk != tc.walks {
+			t.Fatalf("%s: warp-specialized %v, walks %v", tc.file, k.WarpSpecialized, k.WSWalk)
 		}
 		src := filepath.Join(dir, fmt.Sprintf("k%d.cu", i))
 		if err := os.WriteFile(src, []byte(k.Source), 0o644); err != nil {
@@ -358,13 +357,9 @@ func checkWSForwardIR(t *testing.T, what, marker string, checks []wsIRCheck) {
 	}
 }
 
-// always, never, walks and qFirst are wsIRCheck wants: on every kernel, on
-// none, on the forwards that walk their key tiles, on those codegen gives
-// Q's copy before the walk's barrier.
-func always(*Kernel) bool   { return true }
-func never(*Kernel) bool    { return false }
-func walks(k *Kernel) bool  { return k.WSWalk }
-func qFirst(k *Kernel) bool { return k.WSQFirst }
+// always and never are wsIRCheck wants: on every kernel, on none.
+func always(*Kernel) bool { return true }
+func never(*Kernel) bool  { return false }
 
 // TestClangCUDAOverlap compiles the warp-specialized forward's two
 // consumer steps on the sm_90a build of kernels of each kind of key-tile
@@ -383,29 +378,11 @@ func TestClangCUDAOverlap(t *testing.T) {
 	})
 }
 
-// TestClangCUDAQFirst compiles the warp-specialized forward on the sm_90a
-// build of kernels of each kind of key-tile range with the block-built maps
-// (-DMASKC_WS_HOST_MAPS=0) and checks where Q's maps and copy are issued
-// before the block barrier that waits for the walk (the mbarriers'
-// initialisation fenced for the copy engine): where codegen writes
-// MASKC_WS_Q_FIRST (the walk of a block selection, not the closed form of
-// block_causal's), everywhere under -DMASKC_WS_Q_FIRST=1, nowhere under
-// -DMASKC_WS_Q_FIRST=0. (With the launcher's
-// maps, TestClangCUDAHostMaps, Q's copy always comes first.)
-func TestClangCUDAQFirst(t *testing.T) {
-	const blockMaps = "-DMASKC_WS_HOST_MAPS=0" // the launcher's maps need no build: Q's copy is first anyway
-	checkWSForwardIR(t, "Q's copy before the barrier", "fence.mbarrier_init.release.cluster;", []wsIRCheck{
-		{[]string{blockMaps}, qFirst},
-		{[]string{blockMaps, "-DMASKC_WS_Q_FIRST=0"}, never},
-		{[]string{blockMaps, "-DMASKC_WS_Q_FIRST=1"}, always},
-	})
-}
-
 // TestClangCUDAHostMaps compiles the warp-specialized forward on the sm_90a
-// build of kernels of each kind of key-tile range and checks where it
-// copies through the launcher's 4-D maps (MaskcTensorMaps) and builds none
-// itself (no tensormap.replace): where codegen writes MASKC_WS_HOST_MAPS
-// (every kernel here), not under -DMASKC_WS_HOST_MAPS=0.
+// build of kernels of each kind of key-tile range and checks that it copies
+// through the launcher's 4-D maps (MaskcTensorMaps), builds none itself (no
+// tensormap.replace) and issues Q's copy right after the mbarriers'
+// initialisation (fenced for the copy engine), before the block barrier.
 func TestClangCUDAHostMaps(t *testing.T) {
 	// The launch that asks the launcher for them, with the boxes' rows the
 	// kernel copies: the forward's block_m and its key tile (not the
@@ -423,14 +400,8 @@ func TestClangCUDAHostMaps(t *testing.T) {
 		}
 	}
 	const load4 = "cp.async.bulk.tensor.4d.shared::cluster.global"
-	checkWSForwardIR(t, "copies through the launcher's 4-D maps", load4, []wsIRCheck{
-		{nil, always},
-		{[]string{"-DMASKC_WS_HOST_MAPS=0"}, never},
-	})
-	checkWSForwardIR(t, "maps built by the block", "tensormap.replace", []wsIRCheck{
-		{nil, never},
-		{[]string{"-DMASKC_WS_HOST_MAPS=0"}, always},
-	})
+	checkWSForwardIR(t, "copies through the launcher's 4-D maps", load4, []wsIRCheck{{nil, always}})
+	checkWSForwardIR(t, "maps built by the block", "tensormap.replace", []wsIRCheck{{nil, never}})
 	checkWSForwardIR(t, "Q's copy before the barrier", "fence.mbarrier_init.release.cluster;", []wsIRCheck{
 		{nil, always},
 	})

@@ -108,11 +108,6 @@ type Kernel struct {
 	// intervals (a block selection, or any walked mask with
 	// Options.WSWalks; #define MASKC_WS_WALK 1).
 	WSWalk bool
-	// WSQFirst says that the warp-specialized forward builds its tensor maps
-	// and copies Q before the block barrier that waits for its walk
-	// (#define MASKC_WS_Q_FIRST 1): where the walk reads a block selection's
-	// buffer (selWalk), whose build is long.
-	WSQFirst bool
 	// FirstRowsLongest says that the forward runs the q tiles of a head
 	// first to last (firstRowsLongest; #define MASKC_FIRST_ROWS_LONGEST 1).
 	FirstRowsLongest bool
@@ -230,9 +225,8 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 		c := k.Launch[hipsrc.NVIDIAWGMMA.String()]
 		if k.WSWalk {
 			c.SharedMemBytes += hipsrc.WSWalkBytes
-			k.WSQFirst = selWalk(sp.plan)
 		}
-		// The forward reads the launcher's tensor maps (MASKC_WS_HOST_MAPS).
+		// The forward reads the launcher's tensor maps (attn_fwd_sm90.h).
 		c.TensorMaps = &hipsrc.TensorMapRows{Q: hipsrc.BlockM, KV: hipsrc.WSBlockN(k.HeadDim)}
 		k.Launch[hipsrc.NVIDIAWGMMA.String()] = c
 	}
@@ -434,24 +428,6 @@ func (k *Kernel) writeHeader(w *strings.Builder, src *dsl.Source) {
 	}
 	if k.WSWalk {
 		w.WriteString("#define MASKC_WS_WALK 1\n")
-	}
-	if k.WSQFirst {
-		// Q's maps and copy under the walk's build (attn_fwd_sm90.h). On the
-		// H100 (gpu/NOTES.md run 51a, forward over Flex) the block selections
-		// rose (moba 0.973 -> 0.994, moba_k8 0.960 -> 0.990, MoBA-16 0.763
-		// -> 0.795, BigBird 0.830 -> 0.847, NSA 0.962 -> 0.973); where the
-		// walk is closed-form or absent the barrier waits for the maps
-		// instead (block_causal 1.541 -> 1.494, full 1.492 -> 1.416).
-		w.WriteString("#ifndef MASKC_WS_Q_FIRST\n#define MASKC_WS_Q_FIRST 1\n#endif\n")
-	}
-	if k.WarpSpecialized {
-		// The launcher's 4-D tensor maps (attn_fwd_sm90.h, MaskcTensorMaps)
-		// instead of each block taking a slot and building 2-D maps: on the
-		// H100 (gpu/NOTES.md run 52a, forward over cuDNN SDPA, D = 128, the
-		// same process) full 0.835 -> 0.873 and causal 0.774 -> 0.854 at S =
-		// 2048, full 0.953 -> 0.979 at 8192. -DMASKC_WS_HOST_MAPS=0 still
-		// builds the block-built maps (the launcher's are then unread).
-		w.WriteString("#ifndef MASKC_WS_HOST_MAPS\n#define MASKC_WS_HOST_MAPS 1\n#endif\n")
 	}
 	if k.WarpSpecialized {
 		// FlashAttention-3's intra-warpgroup overlap (attn_fwd_sm90.h): a

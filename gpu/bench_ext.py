@@ -70,15 +70,6 @@ VARIANTS = {
     # the warp-specialized forward's sequential consumer step instead of the intra-warpgroup overlap that
     # codegen writes into every warp-specialized forward (attn_fwd_sm90.h MASKC_WS_OVERLAP)
     "seq": {"MASKC_WS_OVERLAP": 0},
-    # the warp-specialized forward's Q maps and copy issued before the block barrier that waits for the walk
-    # (attn_fwd_sm90.h MASKC_WS_Q_FIRST; codegen writes it where the walk reads a block selection): qfirst on
-    # every warp-specialized forward, qfirst0 on none
-    "qfirst": {"MASKC_WS_Q_FIRST": 1},
-    "qfirst0": {"MASKC_WS_Q_FIRST": 0},
-    # the warp-specialized forward's tensor maps built by each block in its multiprocessor's slot (2-D maps
-    # at its (b, h) base) instead of the launcher's 4-D maps that codegen has it read (attn_fwd_sm90.h
-    # MASKC_WS_HOST_MAPS; Q's copy before the walk's barrier where codegen writes MASKC_WS_Q_FIRST, as before)
-    "blockmaps": {"MASKC_WS_HOST_MAPS": 0},
 }
 
 

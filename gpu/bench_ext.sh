@@ -10,7 +10,7 @@
 #   gpu/bench_ext.sh run   (on the GPU machine, .devbin/ext carried) runs
 #       gpu/bench_ext.py, then gpu/check.py on the same kernels, writing
 #       bench_ext.* and check.* into $OUT (default /tmp/maskc-ext). Extra
-#       arguments go to bench_ext.py (e.g. --variants base,blockmaps, or
+#       arguments go to bench_ext.py (e.g. --variants base,seq, or
 #       --alt other=DIR, another genkernels build of the same cases).
 set -u
 cd "$(dirname "$0")/.."

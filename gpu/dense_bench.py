@@ -39,21 +39,18 @@ defaults (the manifest's own kernel at D = 64, 128; at D = 256, where
 codegen keeps attn_fwd.h, the warp-specialized one instead); "*-r240": the register split of FA3's two-consumer kernels (producer
 24, consumers 240, instead of 40 / 232: what the producer gives back is all
 the consumers can take, attn_fwd_sm90.h's static_assert);
-"ws-blockmaps": the forward's tensor maps built by each block (a slot of
-its multiprocessor, 2-D maps at its (b, h) base; -DMASKC_WS_HOST_MAPS=0)
-instead of the launcher's 4-D maps (MaskcTensorMaps), as before run 52;
-"bwd-blockmaps" (a backward variant: forward + backward with the
-manifest's forward, in rounds rotated with the manifest's backward, its
-dQ, dK, dV compared with the manifest's): the warp-specialized backward's
-tensor maps built by each block (a slot of its multiprocessor, K and V and
-each head's Q and dO as 2-D maps; -DMASKC_BWD_HOST_MAPS=0) instead of the
-launcher's 4-D maps (ABI 8), as before run 53;
+backward variants (BWD_VARIANTS: forward + backward with the manifest's
+forward, in rounds rotated with the manifest's backward, their dQ, dK, dV
+compared with the manifest's; none now: the block-built tensor maps of
+the warp-specialized backward, "bwd-blockmaps", lost to the launcher's in
+run 53a, and were removed with the forward's "ws-blockmaps");
 "ws-seq": the consumers' sequential step (MASKC_WS_OVERLAP 0: Q.K^T, softmax,
 P.V one after another) instead of the intra-warpgroup overlap that codegen
 writes into every warp-specialized forward (run 49 measured the overlap with the 24 / 240 split, no faster and 16-24
 bytes of local memory);
 the cp.async copies instead of the copy engine, the ping-pong consumer step,
 the lagged barrier arrival, 3 stages and 64-key tiles at D = 128 were measured in runs 14 and 17,
+the block-built tensor maps (and Q's copy first with them) in runs 51-53,
 4-D tensor maps built once per multiprocessor in run 37, the persistent forward (its ws-persist
 variants) in runs 37-38 and 52a, and removed with their switches (docs/kernel-decisions.md, issue 26). --check-variants LIST (bench mode) then checks those
 variants (compiled for it at every one of --dims) on gpu/check.py's shapes
@@ -85,14 +82,11 @@ VARIANTS = {
     "ws": WS,
     "ws-r240": {**WS, **R240},
     "ws-seq": {**WS, "MASKC_WS_OVERLAP": 0},
-    "ws-blockmaps": {**WS, "MASKC_WS_HOST_MAPS": 0},
 }
 # Backward variants: the manifest's backward source with switches set by -D,
 # timed forward + backward (the manifest's forward) in rounds rotated with the
 # manifest's own backward, their gradients compared with its.
-BWD_VARIANTS = {
-    "bwd-blockmaps": {"MASKC_BWD_HOST_MAPS": 0},
-}
+BWD_VARIANTS = {}
 
 
 SMEM_MAX = 232448  # sm_90's opt-in dynamic shared memory per block

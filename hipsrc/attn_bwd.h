@@ -165,18 +165,6 @@
 #else
 #define MASKC_BWD_WS_ON 0
 #endif
-// MASKC_BWD_HOST_MAPS 1 (hipsrc.BwdTileDefines writes it beside
-// MASKC_BWD_WS; its launch gives tensor_maps): the warp-specialized
-// kernel's copy engine reads the launcher's 4-D maps of Q, dO, K and V (the
-// entry's MaskcTensorMaps), so no block takes a slot or builds maps, and
-// the K and V copies are issued as soon as the mbarriers are initialised.
-// maps.ok = 0 (the launcher could not encode them): copies by cp.async.
-// -DMASKC_BWD_HOST_MAPS=0 builds the block-built 2-D maps instead.
-#if MASKC_BWD_WS_ON && defined(MASKC_BWD_HOST_MAPS) && MASKC_BWD_HOST_MAPS
-#define MASKC_BWD_HOST_MAPS_ON 1
-#else
-#define MASKC_BWD_HOST_MAPS_ON 0
-#endif
 
 // dq_acc's rows in 16-byte chunks of four floats: chunk ch of row q holds
 // the column pairs (c, c + 1) and (c + d, c + d + 1) with c =
@@ -1600,13 +1588,10 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
 //     stages, with the rows' LSE, delta and the mask's and score's row reads,
 //     and the pair itself (MaskcBwdWsPair; a q tile of -1 ends the walk). One
 //     lane drives the bulk tensor copy engine through the launcher's 4-D
-//     maps (MASKC_BWD_HOST_MAPS; thread 0 issues K and V's copies right
-//     after the mbarriers' initialisation); where the launcher could not
-//     encode them (maps.ok = 0) the warp copies by cp.async. (With
-//     -DMASKC_BWD_HOST_MAPS=0 the block builds 2-D maps instead: K and V at
-//     its (b, kv head), Q and dO again where the pair's head changes, into
-//     the other of two sets, in its multiprocessor's slot; cp.async where
-//     the engine cannot take the strides or the slot is taken.) Its warp 1
+//     maps of Q, dO, K and V (the entry's MaskcTensorMaps, as
+//     FlashAttention-3 passes its maps; thread 0 issues K and V's copies
+//     right after the mbarriers' initialisation); where the launcher could
+//     not encode them (maps.ok = 0) the warp copies by cp.async. Its warp 1
 //     is the dQ writer
 //     (maskc_bwd_ws_dq_writer): it adds each pair's dQ from shared memory to
 //     dq_acc by bulk reductions, in deterministic mode's turns under
@@ -1654,11 +1639,6 @@ static_assert(2 * (MASKC_BWD_WS_CONSUMER_REGS - MASKC_WS_LAUNCH_REGS) <= MASKC_W
 // The consumers' named barrier of a pair's dS^T stored (1 .. 4 are
 // maskc_bwd_rows_barrier's).
 #define MASKC_BWD_WS_BAR_DS 5
-// Tensor-map slots, one per multiprocessor (one block of this kernel fits
-// one): K, V, then two sets of Q, dO.
-#define MASKC_BWD_WS_SLOTS 256
-__device__ __attribute__((aligned(128))) unsigned char maskc_bwd_tmaps[MASKC_BWD_WS_SLOTS][6][128];
-__device__ unsigned int maskc_bwd_tmap_owner[MASKC_BWD_WS_SLOTS];
 
 // One pair of the walk as the producer hands it over: query head h, q tile
 // qt (-1: the walk has ended) and its class against the kv tile; with
@@ -1850,8 +1830,8 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
   maskc_elem_t* const sdSs = sQs + 4 * SM * D;
   // The rest in static shared memory: dQ's staging (16 rows per warp of a
   // group, as maskc_attn_bwd_main's) and its pair, each stage's row data and
-  // pair, the mbarriers (full, empty of each stage; K and V's; sDQ's full
-  // and empty) and the producer's scratch for tensor maps.
+  // pair and the mbarriers (full, empty of each stage; K and V's; sDQ's full
+  // and empty).
   __shared__ __attribute__((aligned(128))) float sDQ[SM * D];
   __shared__ MaskcBwdWsPair sDQPair;
   __shared__ float sLse[2][SM], sDelta[2][SM];
@@ -1873,7 +1853,6 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
 #endif
   __shared__ MaskcBwdWsPair sPair[2];
   __shared__ __attribute__((aligned(8))) unsigned long long sBars[7];
-  __shared__ __attribute__((aligned(128))) unsigned char sScratch[2 * 128];
   if ((maskc_smem_addr(maskc_bwd_smem) & 1023) != 0) __trap();  // the descriptors need it
   const maskc_u32 bars = maskc_smem_addr(sBars);
 #define MASKC_BWD_WS_FULL(s) (bars + 8 * (s))
@@ -1886,30 +1865,12 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
   const int Sq = sh.Sq, Skv = sh.Skv, k0 = kt * BN;
   const long long nB = sh.B, nH = sh.H, nHKV = sh.HKV, nQ = sh.Sq, nKV = sh.Skv;
   (void)nB, (void)nH, (void)nHKV, (void)nQ, (void)nKV;
-  const unsigned slot = maskc_smid();
   bool tma = false;  // the block's copies by the copy engine (else cp.async)
-  (void)maps;        // read only with MASKC_BWD_HOST_MAPS
   if (tid == 0) {
-#if MASKC_BWD_HOST_MAPS_ON
     // The launcher encoded the maps where the engine can copy (ok).
 #pragma unroll
     for (int m = 0; m < 4; ++m) asm volatile("prefetch.tensormap [%0];" ::"l"(&maps.q[0] + 128 * m) : "memory");
     tma = maps.ok != 0;
-#else
-    // The engine's limits: 16-byte aligned bases and strides (every (b, h)
-    // base aligned where the tensors and their batch and head strides are),
-    // row strides below 2^40 bytes, at least one row.
-    const long long lim = 1ll << 39;
-    const bool fits =
-        (((unsigned long long)Q | (unsigned long long)K | (unsigned long long)V | (unsigned long long)dO) & 15) == 0 &&
-        sh.q_stride[0] % 8 == 0 && sh.q_stride[1] % 8 == 0 && sh.do_stride[0] % 8 == 0 && sh.do_stride[1] % 8 == 0 &&
-        sh.k_stride[0] % 8 == 0 && sh.k_stride[1] % 8 == 0 && sh.v_stride[0] % 8 == 0 && sh.v_stride[1] % 8 == 0 &&
-        sh.q_stride[2] % 8 == 0 && sh.do_stride[2] % 8 == 0 && sh.k_stride[2] % 8 == 0 && sh.v_stride[2] % 8 == 0 &&
-        sh.q_stride[2] > 0 && sh.do_stride[2] > 0 && sh.k_stride[2] > 0 && sh.v_stride[2] > 0 &&
-        sh.q_stride[2] < lim && sh.do_stride[2] < lim && sh.k_stride[2] < lim && sh.v_stride[2] < lim && Sq > 0 &&
-        Skv > 0;
-    tma = fits && slot < MASKC_BWD_WS_SLOTS && maskc_ws_slot_take(&maskc_bwd_tmap_owner[slot]);
-#endif  // MASKC_BWD_HOST_MAPS_ON
     const int nfull = tma ? 32 : 64;  // the producer's lanes (and their cp.async)
 #pragma unroll
     for (int s = 0; s < 2; ++s) {
@@ -1919,14 +1880,12 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
     maskc_mbar_init(MASKC_BWD_WS_KV, tma ? 1 : 32);
     maskc_mbar_init(MASKC_BWD_WS_DQ_FULL, MASKC_BWD_MAIN_THREADS);  // every consumer thread
     maskc_mbar_init(MASKC_BWD_WS_DQ_EMPTY, 32);                     // every writer lane
-#if MASKC_BWD_HOST_MAPS_ON
     if (tma) {  // K and V's copies now, the mbarriers' initialisation visible to the engine first
       asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
       maskc_mbar_expect_tx(MASKC_BWD_WS_KV, 2 * BN * D * 2);
       maskc_ws_tma_load4<BN>(sK, &maps.k[0], k0, hkv, b, MASKC_BWD_WS_KV);
       maskc_ws_tma_load4<BN>(sV, &maps.v[0], k0, hkv, b, MASKC_BWD_WS_KV);
     }
-#endif
   }
   tma = __syncthreads_or(tma) != 0;
 
@@ -1939,27 +1898,7 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
       return;
     }
     const int lane = tid;
-#if MASKC_BWD_HOST_MAPS_ON
-    (void)sScratch;
     if (!tma) {  // (the copy engine's K and V: issued by thread 0 above)
-#else
-    unsigned long long tm0 = 0;  // the slot's maps in global memory
-    const maskc_u32 scratch = maskc_smem_addr(sScratch);
-    if (tma) {
-      asm("cvta.to.global.u64 %0, %1;" : "=l"(tm0) : "l"(&maskc_bwd_tmaps[slot][0][0]));
-      maskc_tmap_zero<2>(scratch, lane);
-      if (lane == 0) {
-        maskc_tmap_fill(scratch, K + b * sh.k_stride[0] + hkv * sh.k_stride[1], D, Skv, 2ull * sh.k_stride[2], BN);
-        maskc_tmap_fill(scratch + 128, V + b * sh.v_stride[0] + hkv * sh.v_stride[1], D, Skv, 2ull * sh.v_stride[2], BN);
-      }
-      maskc_tmap_publish<2>(scratch, tm0);
-      if (lane == 0) {
-        maskc_mbar_expect_tx(MASKC_BWD_WS_KV, 2 * BN * D * 2);
-        maskc_ws_tma_load<BN>(sK, &maskc_bwd_tmaps[slot][0][0], k0, MASKC_BWD_WS_KV);
-        maskc_ws_tma_load<BN>(sV, &maskc_bwd_tmaps[slot][1][0], k0, MASKC_BWD_WS_KV);
-      }
-    } else {
-#endif  // MASKC_BWD_HOST_MAPS_ON
       maskc_bwd_ws_copy<BN>(sK, K + b * sh.k_stride[0] + hkv * sh.k_stride[1], sh.k_stride[2], k0, Skv, lane);
       maskc_bwd_ws_copy<BN>(sV, V + b * sh.v_stride[0] + hkv * sh.v_stride[1], sh.v_stride[2], k0, Skv, lane);
       asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(MASKC_BWD_WS_KV) : "memory");
@@ -1971,9 +1910,6 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
     w.ch = -1;
     w.cb = 0;
     w.any = w.full = 0u;
-#if !MASKC_BWD_HOST_MAPS_ON
-    int maps_h = -1, set = 1;  // the head whose Q, dO maps set `set` holds
-#endif
     int n = 0;
 #if defined(MASKC_BWD_WS_PAIR)
     // held: the walk's current q tile (w) came after the last step's first
@@ -1999,8 +1935,7 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
       const int &step_h = w.h, &step_qt = w.qt, &step_cls = w.cls;
 #endif
       const int s = n & 1;
-      // Stage s is free once the consumers are done with pair n - 2: then
-      // every copy through the map set built two heads ago has landed too.
+      // Stage s is free once the consumers are done with pair n - 2.
       maskc_mbar_wait(MASKC_BWD_WS_EMPTY(s), ((n >> 1) & 1) ^ 1);
       if (!have) {
         if (lane == 0) sPair[s].qt = -1;
@@ -2035,7 +1970,6 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
       const maskc_elem_t* const Qh = Q + b * sh.q_stride[0] + h * sh.q_stride[1];
       const maskc_elem_t* const dOh = dO + b * sh.do_stride[0] + h * sh.do_stride[1];
       if (tma) {
-#if MASKC_BWD_HOST_MAPS_ON
         if (lane == 0) {
           maskc_mbar_expect_tx(MASKC_BWD_WS_FULL(s), 2 * SM * D * 2);
           maskc_ws_tma_load4<SM>(sQ, &maps.q[0], q0, h, b, MASKC_BWD_WS_FULL(s));
@@ -2043,25 +1977,6 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
         } else {
           maskc_mbar_arrive(MASKC_BWD_WS_FULL(s));
         }
-#else
-        if (h != maps_h) {
-          maps_h = h;
-          set ^= 1;
-          maskc_tmap_zero<2>(scratch, lane);
-          if (lane == 0) {
-            maskc_tmap_fill(scratch, Qh, D, Sq, 2ull * sh.q_stride[2], SM);
-            maskc_tmap_fill(scratch + 128, dOh, D, Sq, 2ull * sh.do_stride[2], SM);
-          }
-          maskc_tmap_publish<2>(scratch, tm0 + 256 + 256 * set);
-        }
-        if (lane == 0) {
-          maskc_mbar_expect_tx(MASKC_BWD_WS_FULL(s), 2 * SM * D * 2);
-          maskc_ws_tma_load<SM>(sQ, &maskc_bwd_tmaps[slot][2 + 2 * set][0], q0, MASKC_BWD_WS_FULL(s));
-          maskc_ws_tma_load<SM>(sdO, &maskc_bwd_tmaps[slot][3 + 2 * set][0], q0, MASKC_BWD_WS_FULL(s));
-        } else {
-          maskc_mbar_arrive(MASKC_BWD_WS_FULL(s));
-        }
-#endif  // MASKC_BWD_HOST_MAPS_ON
       } else {
         maskc_bwd_ws_copy<SM>(sQ, Qh, sh.q_stride[2], q0, Sq, lane);
         maskc_bwd_ws_copy<SM>(sdO, dOh, sh.do_stride[2], q0, Sq, lane);
@@ -2069,12 +1984,6 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
         maskc_mbar_arrive(MASKC_BWD_WS_FULL(s));
       }
     }
-#if !MASKC_BWD_HOST_MAPS_ON
-    // The consumers have read the end (and so every copy has landed): the
-    // slot's maps are no longer read.
-    maskc_mbar_wait(MASKC_BWD_WS_EMPTY(n & 1), (n >> 1) & 1);
-    if (tma && lane == 0) maskc_ws_slot_give(&maskc_bwd_tmap_owner[slot]);
-#endif
     return;
   }
 

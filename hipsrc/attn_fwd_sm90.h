@@ -91,95 +91,11 @@ __device__ __forceinline__ void maskc_named_arrive(int id, int threads) {
 // register file).
 #define MASKC_WS_LAUNCH_REGS 168
 
-// Takes the slot (0 -> 1) and says whether it was free; gives it back.
-__device__ __forceinline__ bool maskc_ws_slot_take(unsigned* owner) {
-  unsigned old;
-  asm volatile("atom.cas.b32 %0, [%1], 0, 1;" : "=r"(old) : "l"(owner) : "memory");
-  return old == 0;
-}
-__device__ __forceinline__ void maskc_ws_slot_give(unsigned* owner) {
-  unsigned old;
-  asm volatile("atom.exch.b32 %0, [%1], 0;" : "=r"(old) : "l"(owner) : "memory");
-  (void)old;
-}
-__device__ __forceinline__ unsigned maskc_smid() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(r));
-  return r;
-}
-// Fills the zeroed 128-byte tensor map at shared address tm (one thread):
-// a [rows][D] bf16/f16 matrix at gaddr, rows stride_bytes apart, read in
-// boxes of 64 columns x box_rows rows, 128-byte swizzle, zero fill out of
-// bounds. ptxas of PTX ISA 8.5 and older read the stride field in 16-byte
-// units (as Triton's device-side tensor maps work around).
-__device__ __forceinline__ void maskc_tmap_fill(maskc_u32 tm, const void* gaddr, int cols, int rows,
-                                                unsigned long long stride_bytes, int box_rows) {
-#if defined(__CUDACC_VER_MAJOR__) && (__CUDACC_VER_MAJOR__ < 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ < 7))
-  stride_bytes >>= 4;
-#endif
-  asm volatile("tensormap.replace.tile.global_address.shared::cta.b1024.b64 [%0], %1;" ::"r"(tm), "l"(gaddr) : "memory");
-  asm volatile("tensormap.replace.tile.rank.shared::cta.b1024.b32 [%0], 1;" ::"r"(tm) : "memory");
-  asm volatile("tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%0], 0, 64;" ::"r"(tm) : "memory");
-  asm volatile("tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%0], 1, %1;" ::"r"(tm), "r"(box_rows) : "memory");
-  asm volatile("tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%0], 0, %1;" ::"r"(tm), "r"(cols) : "memory");
-  asm volatile("tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%0], 1, %1;" ::"r"(tm), "r"(rows) : "memory");
-  asm volatile("tensormap.replace.tile.global_stride.shared::cta.b1024.b64 [%0], 0, %1;" ::"r"(tm), "l"(stride_bytes)
-               : "memory");
-  asm volatile("tensormap.replace.tile.element_stride.shared::cta.b1024.b32 [%0], 0, 1;" ::"r"(tm) : "memory");
-  asm volatile("tensormap.replace.tile.element_stride.shared::cta.b1024.b32 [%0], 1, 1;" ::"r"(tm) : "memory");
-  // elemtype: 6 f16, 10 bf16 (PTX ISA, tensormap.replace); swizzle 3: 128 bytes.
-  if (MASKC_DT == MASKC_F16)
-    asm volatile("tensormap.replace.tile.elemtype.shared::cta.b1024.b32 [%0], 6;" ::"r"(tm) : "memory");
-  else
-    asm volatile("tensormap.replace.tile.elemtype.shared::cta.b1024.b32 [%0], 10;" ::"r"(tm) : "memory");
-  asm volatile("tensormap.replace.tile.swizzle_mode.shared::cta.b1024.b32 [%0], 3;" ::"r"(tm) : "memory");
-}
-// A warp's share of building N tensor maps in shared memory: maskc_tmap_zero
-// zero-fills the N 128-byte objects at scratch (every lane; lane 0 then
-// fills them, maskc_tmap_fill), maskc_tmap_publish copies them to global
-// memory at tm with a release at GPU scope and acquires them for the copy
-// engine, for copies issued after it returns (every lane: the copies are
-// warp-collective).
-template <int N>
-__device__ __forceinline__ void maskc_tmap_zero(maskc_u32 scratch, int lane) {
-#pragma unroll
-  for (int i = 0; i < N; ++i)
-    asm volatile("st.shared.b32 [%0], %1;" ::"r"(scratch + 4 * (32 * i + lane)), "r"(0) : "memory");
-  __syncwarp();
-}
-template <int N>
-__device__ __forceinline__ void maskc_tmap_publish(maskc_u32 scratch, unsigned long long tm) {
-  __syncwarp();
-#pragma unroll
-  for (int m = 0; m < N; ++m)
-    asm volatile(
-        "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned [%0], [%1], 128;" ::"l"(
-            tm + 128 * m),
-        "r"(scratch + 128 * m)
-        : "memory");
-#pragma unroll
-  for (int m = 0; m < N; ++m)
-    asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(tm + 128 * m) : "memory");
-  // (Triton's workaround for a fence ptxas may leave out after the acquire.)
-  asm volatile("cp.async.bulk.commit_group;\n\tcp.async.bulk.wait_group.read 0;" ::: "memory");
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the scratch's stores before the engine's
-}
-// Copies tile rows [row0, row0 + ROWS) of the map's matrix into the swizzled
+// Copies tile rows [row0, row0 + ROWS) of head `head` of batch `batch`
+// through a 4-D map of the launcher's (MaskcTensorMaps) into the swizzled
 // layout at dst (D / 64 boxes) on mbarrier bar, whose transaction count the
-// caller raised by ROWS * D * 2 bytes. Rows past the matrix arrive as zeros.
-template <int ROWS>
-__device__ __forceinline__ void maskc_ws_tma_load(maskc_elem_t* dst, const void* tmap, int row0, maskc_u32 bar) {
-#pragma unroll
-  for (int c = 0; c < MASKC_HEAD_DIM / 64; ++c) {
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(
-            maskc_smem_addr(dst + c * ROWS * 64)),
-        "l"(tmap), "r"(c * 64), "r"(row0), "r"(bar)
-        : "memory");
-  }
-}
-// maskc_ws_tma_load through a 4-D map (the launcher's, MaskcTensorMaps):
-// rows [row0, row0 + ROWS) of head `head` of batch `batch`.
+// caller raised by ROWS * D * 2 bytes. Rows past the sequence arrive as
+// zeros.
 template <int ROWS>
 __device__ __forceinline__ void maskc_ws_tma_load4(maskc_elem_t* dst, const void* tmap, int row0, int head, int batch,
                                                    maskc_u32 bar) {
@@ -215,13 +131,12 @@ __device__ __forceinline__ void maskc_mbar_expect_tx(maskc_u32 bar, int bytes) {
 // K, V and Q tiles are copied by the bulk tensor copy engine (TMA): one
 // producer thread issues cp.async.bulk.tensor per 64-column block of a tile,
 // completing on the stage's "full" mbarrier by transaction count, and the
-// consumers need no proxy fence. The tensor maps (2-D: D columns, the
-// sequence's rows, at the block's (b, h) base) are built by the block
-// itself (tensormap.replace on a zero-filled object in shared memory, then
-// copied to a per-multiprocessor slot of maskc_ws_tmaps), so launchers pass
-// nothing new. A block falls back to the cp.async copies when its slot is
-// taken or its strides do not meet the engine's alignment (16-byte row
-// stride and base address).
+// consumers need no proxy fence. The maps are the launcher's, in the last
+// parameter (MaskcTensorMaps, abi.h: 4-D maps of Q, K and V, as
+// FlashAttention-3 passes its maps), and Q's copy is issued as soon as the
+// mbarriers are initialised. Where the launcher could not encode them
+// (maps.ok = 0: a stride or base the engine cannot take, a driver without
+// the encoder) the producer copies by cp.async.
 #define MASKC_WS_THREADS 384
 static_assert(MASKC_WS_THREADS == MASKC_NUM_THREADS, "the pre-pass and the forward share the platform's block size");
 #ifndef MASKC_WS_PRODUCER_REGS
@@ -249,37 +164,6 @@ static_assert(MASKC_WS_THREADS == MASKC_NUM_THREADS, "the pre-pass and the forwa
 #define MASKC_WS_OVERLAP_ON 0
 #endif
 
-// MASKC_WS_HOST_MAPS 1 (written by codegen into every warp-specialized
-// forward; its launch gives tensor_maps): the copy engine's maps are the launcher's, in
-// the last parameter (MaskcTensorMaps, abi.h: 4-D maps of Q, K and V, as
-// FlashAttention-3 passes its maps), so no block takes a slot or builds
-// maps, and Q's copy is issued as soon as the mbarriers are initialised.
-// maps.ok = 0 (the launcher could not encode them): copies by cp.async.
-// -DMASKC_WS_HOST_MAPS=0 builds the block-built maps instead (each block
-// takes its multiprocessor's slot of maskc_ws_tmaps and builds 2-D maps
-// at its (b, h) base).
-#if defined(MASKC_WS_HOST_MAPS) && MASKC_WS_HOST_MAPS
-#define MASKC_WS_HOST_MAPS_ON 1
-#else
-#define MASKC_WS_HOST_MAPS_ON 0
-#endif
-
-// MASKC_WS_Q_FIRST 1 (written by codegen where the walk reads a block
-// selection's buffer; -DMASKC_WS_Q_FIRST=1 asks for it anywhere; only with
-// the block-built maps, -DMASKC_WS_HOST_MAPS=0): warp 0
-// builds the tensor maps and thread 0 issues Q's copy before the block
-// barrier, under the walk's build by thread 128 (MASKC_WS_WALK), instead of
-// after it; the K and V copies, which need the walk, still wait for the
-// barrier. Where the walk is quick to build (closed-form intervals) or
-// absent, the barrier then waits for the maps instead. (The two places
-// repeat the maps' build and Q's copy: called through a shared function,
-// the optimiser builds the default prologue otherwise.)
-#if defined(MASKC_WS_Q_FIRST) && MASKC_WS_Q_FIRST && !MASKC_WS_HOST_MAPS_ON
-#define MASKC_WS_Q_FIRST_ON 1
-#else
-#define MASKC_WS_Q_FIRST_ON 0
-#endif
-
 static_assert(MASKC_BLOCK_M == 128, "two consumer warpgroups of 64 rows");
 static_assert(MASKC_WS_PRODUCER_REGS % 8 == 0 && MASKC_WS_CONSUMER_REGS % 8 == 0, "setmaxnreg counts are multiples of 8");
 static_assert(2 * (MASKC_WS_CONSUMER_REGS - MASKC_WS_LAUNCH_REGS) <= MASKC_WS_LAUNCH_REGS - MASKC_WS_PRODUCER_REGS,
@@ -292,57 +176,9 @@ __device__ __forceinline__ void maskc_ws_wait_full(maskc_u32 bar, int parity, bo
   maskc_mbar_wait(bar, parity);
   if (fence) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
-#if MASKC_WS_HOST_MAPS_ON
 // MASKC_WS_TMA: a tile's copy through the launcher's 4-D maps (head `head`
-// of the block's batch b) or the block's 2-D maps (built at its (b, h) base).
+// of the block's batch b).
 #define MASKC_WS_TMA(ROWS, dst, tmap, row0, head, bar) maskc_ws_tma_load4<ROWS>(dst, tmap, row0, head, b, bar)
-#else
-#define MASKC_WS_TMA(ROWS, dst, tmap, row0, head, bar) maskc_ws_tma_load<ROWS>(dst, tmap, row0, bar)
-#endif
-
-// Tensor-map slots: one block of this kernel per multiprocessor at a time
-// (its 384 threads hold the whole register file); maskc_ws_tmap_owner
-// enforces it, a block that finds its slot taken copies by cp.async.
-#define MASKC_WS_TMAP_SLOTS 256
-__device__ __attribute__((aligned(128))) unsigned char maskc_ws_tmaps[MASKC_WS_TMAP_SLOTS][3][128];
-__device__ unsigned int maskc_ws_tmap_owner[MASKC_WS_TMAP_SLOTS];
-
-// Builds the copy engine's maps of one (b, h)'s Q, K and V ([Sq or Skv][D]
-// matrices at Qb, Kb, Vb, rows the shape's strides apart) and publishes them
-// at tm (three 128-byte maps in global memory), for copies issued after it
-// returns: called by a whole warp (lane: the thread's lane), which zero-fills
-// 384 bytes of shared memory at scratch, fills them (lane 0), copies them
-// to tm with a release at GPU scope and acquires them for the engine
-// (maskc_tmap_zero and maskc_tmap_publish written out: through them the
-// optimiser places the block prologue's address sums otherwise, a changed
-// program that waits for a device run).
-__device__ __forceinline__ void maskc_ws_build_maps(maskc_u32 scratch, unsigned long long tm, const maskc_elem_t* Qb,
-                                                    const maskc_elem_t* Kb, const maskc_elem_t* Vb, int Sq, int Skv,
-                                                    const MaskcShape& shape, int lane) {
-#pragma unroll
-  for (int i = 0; i < 3; ++i)
-    asm volatile("st.shared.b32 [%0], %1;" ::"r"(scratch + 4 * (32 * i + lane)), "r"(0) : "memory");
-  __syncwarp();
-  if (lane == 0) {
-    maskc_tmap_fill(scratch, Qb, MASKC_HEAD_DIM, Sq, 2ull * shape.q_stride[2], MASKC_BLOCK_M);
-    maskc_tmap_fill(scratch + 128, Kb, MASKC_HEAD_DIM, Skv, 2ull * shape.k_stride[2], MASKC_WS_BLOCK_N);
-    maskc_tmap_fill(scratch + 256, Vb, MASKC_HEAD_DIM, Skv, 2ull * shape.v_stride[2], MASKC_WS_BLOCK_N);
-  }
-  __syncwarp();
-#pragma unroll
-  for (int m = 0; m < 3; ++m)
-    asm volatile(
-        "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned [%0], [%1], 128;" ::"l"(
-            tm + 128 * m),
-        "r"(scratch + 128 * m)
-        : "memory");
-#pragma unroll
-  for (int m = 0; m < 3; ++m)
-    asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(tm + 128 * m) : "memory");
-  // (Triton's workaround for a fence ptxas may leave out after the acquire.)
-  asm volatile("cp.async.bulk.commit_group;\n\tcp.async.bulk.wait_group.read 0;" ::: "memory");
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the scratch's stores before the engine's
-}
 
 #if defined(MASKC_WS_WALK)
 // The key tiles of a block whose mask's kv intervals are walked (tile_walk.h: a union's
@@ -509,7 +345,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
 #define MASKC_BAR_Q (bars + 8 * (4 * MASKC_WS_STAGES))
 
   if ((maskc_smem_addr(maskc_smem_raw) & 1023) != 0) __trap();  // the descriptors need it
-  (void)maps;  // read only with MASKC_WS_HOST_MAPS
   const int tid = threadIdx.x;
   const int wg = tid / 128;
   const int n_qt = (shape.Sq + MASKC_BLOCK_M - 1) / MASKC_BLOCK_M;
@@ -560,24 +395,11 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
   const maskc_elem_t* Kp = K + b * shape.k_stride[0] + hkv * shape.k_stride[1];
   const maskc_elem_t* Vp = V + b * shape.v_stride[0] + hkv * shape.v_stride[1];
   bool tma = false;  // this block's copies by the copy engine (else cp.async)
-  const unsigned slot = maskc_smid();
   if (tid == 0) {
-#if MASKC_WS_HOST_MAPS_ON
     // The launcher encoded the maps where the engine can copy (ok).
-    (void)slot;
 #pragma unroll
     for (int m = 0; m < 3; ++m) asm volatile("prefetch.tensormap [%0];" ::"l"(&maps.q[0] + 128 * m) : "memory");
     tma = maps.ok != 0;
-#else
-    // The engine's limits: 16-byte aligned base and row stride (below 2^40
-    // bytes), at least one row.
-    const long long lim = 1ll << 39;
-    const bool fits = (((unsigned long long)Qp | (unsigned long long)Kp | (unsigned long long)Vp) & 15) == 0 &&
-                      shape.q_stride[2] % 8 == 0 && shape.k_stride[2] % 8 == 0 && shape.v_stride[2] % 8 == 0 &&
-                      shape.q_stride[2] > 0 && shape.k_stride[2] > 0 && shape.v_stride[2] > 0 &&
-                      shape.q_stride[2] < lim && shape.k_stride[2] < lim && shape.v_stride[2] < lim && Skv > 0;
-    tma = fits && slot < MASKC_WS_TMAP_SLOTS && maskc_ws_slot_take(&maskc_ws_tmap_owner[slot]);
-#endif  // MASKC_WS_HOST_MAPS_ON
   }
   if (tid == 0) {
     // Full barriers: one arrival (with the transaction count) per copy-engine
@@ -591,31 +413,12 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
       maskc_mbar_init(MASKC_BAR_EMPTY_V(s), 8);
     }
     maskc_mbar_init(MASKC_BAR_Q, nfull);
-#if MASKC_WS_HOST_MAPS_ON
     if (tma) {  // Q's copy now, the mbarriers' initialisation visible to the engine first
       asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
       maskc_mbar_expect_tx(MASKC_BAR_Q, MASKC_BLOCK_M * MASKC_HEAD_DIM * 2);
       MASKC_WS_TMA(MASKC_BLOCK_M, sQ, &maps.q[0], q0, h, MASKC_BAR_Q);
     }
-#endif
   }
-#if MASKC_WS_Q_FIRST_ON
-  if (tid < 32 && __shfl_sync(0xffffffffu, (int)tma, 0)) {
-    // Q's maps and copy now (MASKC_WS_Q_FIRST): the mbarriers' initialisation
-    // is made visible to the copy engine first; the maps are built in the
-    // last V stage, free until its first copy (issued after the barrier).
-    if (tid == 0) asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    __syncwarp();
-    const maskc_u32 scratch = maskc_smem_addr(sV + (MASKC_WS_STAGES - 1) * MASKC_WS_KV_ELEMS);
-    unsigned long long tm;  // the slot's global address
-    asm("cvta.to.global.u64 %0, %1;" : "=l"(tm) : "l"(&maskc_ws_tmaps[slot][0][0]));
-    maskc_ws_build_maps(scratch, tm, Qp, Kp, Vp, Sq, Skv, shape, tid);
-    if (tid == 0) {
-      maskc_mbar_expect_tx(MASKC_BAR_Q, MASKC_BLOCK_M * MASKC_HEAD_DIM * 2);
-      maskc_ws_tma_load<MASKC_BLOCK_M>(sQ, &maskc_ws_tmaps[slot][0][0], q0, MASKC_BAR_Q);
-    }
-  }
-#endif
   tma = __syncthreads_or(tma) != 0;
 #if defined(MASKC_WS_WALK)
   tiles.begin = ws_walk.tiles.begin();  // stored by thread 128 before the barrier above
@@ -627,27 +430,10 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(MASKC_WS_PRODUCER_REGS));
     if (tma) {
       if (tid < 32) {
-#if !MASKC_WS_Q_FIRST_ON && !MASKC_WS_HOST_MAPS_ON  // else built (or the launcher's), and Q's copy issued, before the block barrier
-        // Warp 0 builds the Q, K and V maps in the last V stage (free until
-        // its first copy, issued below by this warp) and publishes them.
-        const maskc_u32 scratch = maskc_smem_addr(sV + (MASKC_WS_STAGES - 1) * MASKC_WS_KV_ELEMS);
-        unsigned long long tm;  // the slot's global address
-        asm("cvta.to.global.u64 %0, %1;" : "=l"(tm) : "l"(&maskc_ws_tmaps[slot][0][0]));
-        maskc_ws_build_maps(scratch, tm, Qp, Kp, Vp, Sq, Skv, shape, tid);
-#endif
         if (tid == 0) {
-#if MASKC_WS_HOST_MAPS_ON
           const void* tmK = &maps.k[0];
           const void* tmV = &maps.v[0];
-#else
-          const void* tmK = &maskc_ws_tmaps[slot][1][0];
-          const void* tmV = &maskc_ws_tmaps[slot][2][0];
-#endif
           constexpr int kTileBytes = BN * MASKC_HEAD_DIM * 2;
-#if !MASKC_WS_Q_FIRST_ON && !MASKC_WS_HOST_MAPS_ON
-          maskc_mbar_expect_tx(MASKC_BAR_Q, MASKC_BLOCK_M * MASKC_HEAD_DIM * 2);
-          maskc_ws_tma_load<MASKC_BLOCK_M>(sQ, &maskc_ws_tmaps[slot][0][0], q0, MASKC_BAR_Q);
-#endif
           int ik = 0, iv = 0;
           int kt = MASKC_WS_NEXT(tiles.begin);
           if (kt < tiles.end) {
@@ -904,13 +690,6 @@ extern "C" __global__ void __launch_bounds__(MASKC_WS_THREADS, 1)
     }
 #endif  // MASKC_WS_OVERLAP_ON
 
-    // Every copy of the block has landed (warpgroup 1 waited for each): the
-    // tensor-map slot is free for the multiprocessor's next block.
-#if !MASKC_WS_HOST_MAPS_ON
-    if (tma && tid == 128) {
-      maskc_ws_slot_give(&maskc_ws_tmap_owner[slot]);
-    }
-#endif
     // Normalise, fold in the sink, store O and the natural-log LSE.
     maskc_fwd_epilogue<D>(o, m, l, shape, b, h, row_base, lane, Sq, Op, LSE);
   }

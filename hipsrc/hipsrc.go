@@ -392,10 +392,6 @@ func BwdTileDefines(headDim int, c BwdChoice) (string, error) {
 			pc.cond, pc.p, t.BlockM, t.BlockN, b2i(t.ARegs), t.Groups, b2i(t.SplitD))
 		if t.Producer {
 			b.WriteString("#define MASKC_BWD_WS 1  // maskc_attn_bwd: the warp-specialized kernel\n")
-			// ... reading the launcher's tensor maps (its bwd_launch gives
-			// tensor_maps, BwdLaunchConfig.TensorMaps); -DMASKC_BWD_HOST_MAPS=0
-			// builds the block-built maps.
-			b.WriteString("#ifndef MASKC_BWD_HOST_MAPS\n#define MASKC_BWD_HOST_MAPS 1\n#endif\n")
 		}
 		if t.PairQTiles {
 			b.WriteString("#define MASKC_BWD_WS_PAIR 1  // ... on steps of two q tiles\n")

@@ -167,9 +167,8 @@ type BwdLaunchConfig struct {
 	// TensorMaps says that maskc_attn_bwd (and maskc_attn_bwd_ordered)
 	// reads the launcher's tensor maps of Q, dO, K and V (the entry's
 	// MaskcTensorMaps, encoded as the abi's tensor_maps says; the
-	// warp-specialized backward, MASKC_BWD_HOST_MAPS) and gives their
-	// boxes' rows (dO's are Q's); nil (absent), the launcher passes them
-	// zero.
+	// warp-specialized backward, BwdTile.Producer) and gives their boxes'
+	// rows (dO's are Q's); nil (absent), the launcher passes them zero.
 	TensorMaps *TensorMapRows `json:"tensor_maps,omitempty"`
 }
 
@@ -227,7 +226,7 @@ func (t BwdTile) launchOn(p Platform, headDim int) BwdLaunchConfig {
 	}
 	c := BwdLaunchConfig{BlockM: t.BlockM, BlockN: t.BlockN, Threads: p.BwdThreads(), MainThreads: groups * p.BwdThreads(),
 		SharedMemBytes: t.SharedMemBytes(headDim), DQSharedMemBytes: t.DQSharedMemBytes(headDim)}
-	if t.Producer { // MASKC_BWD_HOST_MAPS: a step's Q and dO rows, the kv tile's keys
+	if t.Producer { // the launcher's maps: a step's Q and dO rows, the kv tile's keys
 		c.TensorMaps = &TensorMapRows{Q: t.StepRows(), KV: t.BlockN}
 	}
 	return c
@@ -297,7 +296,7 @@ type LaunchConfig struct {
 	SharedMemBytes int `json:"shared_mem_bytes"`
 	// TensorMaps says that the forward reads the launcher's tensor maps
 	// (the entry's MaskcTensorMaps, encoded as the abi's tensor_maps says;
-	// the warp-specialized forward, MASKC_WS_HOST_MAPS) and gives their
+	// the warp-specialized forward) and gives their
 	// boxes' rows; nil (absent), the launcher passes them zero.
 	TensorMaps *TensorMapRows `json:"tensor_maps,omitempty"`
 }
