@@ -39,11 +39,13 @@ defaults (the manifest's own kernel at D = 64, 128; at D = 256, where
 codegen keeps attn_fwd.h, the warp-specialized one instead); "*-r240": the register split of FA3's two-consumer kernels (producer
 24, consumers 240, instead of 40 / 232: what the producer gives back is all
 the consumers can take, attn_fwd_sm90.h's static_assert);
-backward variants (BWD_VARIANTS: forward + backward with the manifest's
-forward, in rounds rotated with the manifest's backward, their dQ, dK, dV
-compared with the manifest's; none now: the block-built tensor maps of
-the warp-specialized backward, "bwd-blockmaps", lost to the launcher's in
-run 53a, and were removed with the forward's "ws-blockmaps");
+backward variants, by switches (BWD_VARIANTS; none now: the block-built
+tensor maps of the warp-specialized backward, "bwd-blockmaps", lost to the
+launcher's in run 53a and were removed with the forward's "ws-blockmaps")
+or from another genkernels build of gpu/dense_cases (--bwd-alt NAME=DIR, a
+branch's kernels): forward + backward with the manifest's forward, in rounds
+rotated with the manifest's backward, their dQ, dK, dV compared with the
+manifest's;
 "ws-seq": the consumers' sequential step (MASKC_WS_OVERLAP 0: Q.K^T, softmax,
 P.V one after another) instead of the intra-warpgroup overlap that codegen
 writes into every warp-specialized forward (run 49 measured the overlap with the 24 / 240 split, no faster and 16-24
@@ -87,6 +89,14 @@ VARIANTS = {
 # timed forward + backward (the manifest's forward) in rounds rotated with the
 # manifest's own backward, their gradients compared with its.
 BWD_VARIANTS = {}
+# Backward variants from another genkernels build of gpu/dense_cases
+# (--bwd-alt NAME=DIR: a branch's kernels), timed as BWD_VARIANTS are.
+ALT_BWD = {}
+
+
+def is_bwd(variant):
+    """Whether a variant is a backward one (BWD_VARIANTS or --bwd-alt)."""
+    return variant in BWD_VARIANTS or variant in ALT_BWD
 
 
 SMEM_MAX = 232448  # sm_90's opt-in dynamic shared memory per block
@@ -159,8 +169,10 @@ def load_kernels(a, emit, clock):
     vdims = [int(x) for x in (a.variant_dims or a.dims).split(",")]
     variants = [v for v in a.variants.split(",") if v]
     for v in variants:
-        if v not in VARIANTS and v not in BWD_VARIANTS:
+        if v not in VARIANTS and not is_bwd(v):
             sys.exit("unknown variant %s (known: %s)" % (v, ", ".join(list(VARIANTS) + list(BWD_VARIANTS))))
+    alts = {n: harness.generated_cases(d) for n, d in ALT_BWD.items()}  # NAME: (abi, [(case, _)])
+    alt_spec = {}  # (kernel name, variant): (its entry, its abi)
     ex = concurrent.futures.ThreadPoolExecutor(12)  # leave cores to inductor's compile workers
     futs, vkeys = {}, []
     for d in dims:  # head dim order = the bench's order, so the first rows' kernels come first
@@ -173,6 +185,15 @@ def load_kernels(a, emit, clock):
             futs[(name, "")] = (bsrc, ex.submit(harness.compile_source, bsrc, name + "_bwd", PLATFORM, abi))
             fsrc = harness.read(os.path.join(a.generated, e["source"]))
             for v in variants:
+                if v in ALT_BWD:
+                    acases = {c.name: c for c, _ in alts[v][1]}
+                    if d in vdims and name in acases:
+                        ae = acases[name].entry
+                        asrc = harness.read(os.path.join(ALT_BWD[v], ae["bwd_source"]))
+                        alt_spec[(name, v)] = (ae, alts[v][0])
+                        futs[(name, v)] = (asrc, ex.submit(harness.compile_source, asrc, "%s_%s" % (name, v), PLATFORM,
+                                                           alts[v][0]))
+                    continue
                 if v in BWD_VARIANTS:
                     if d in vdims:
                         futs[(name, v)] = (bsrc, ex.submit(harness.compile_source, bsrc, "%s_%s" % (name, v),
@@ -198,12 +219,12 @@ def load_kernels(a, emit, clock):
         if (name, v) not in futs:
             return None
         src, fut = futs[(name, v)]
-        e = cases[name].entry
+        e, kabi = alt_spec.get((name, v), (cases[name].entry, abi))
         label = name + ("/" + v if v else "")
         try:
             compiled = fut.result()
-            if not v or v in BWD_VARIANTS:
-                k = harness.BwdKernel(src, e, abi, name, compiled=compiled, platform=PLATFORM)
+            if not v or is_bwd(v):
+                k = harness.BwdKernel(src, e, kabi, name, compiled=compiled, platform=PLATFORM)
                 emit(kind="kernel", name=label, t=clock(), fwd_regs=k.regs, fwd_local_bytes=k.local_bytes,
                      bwd_regs=k.bwd_regs, bwd_local_bytes=k.bwd_local_bytes, dq_regs=k.bwd_dq_regs,
                      threads=k.threads, smem=k.smem, bwd_smem=k.bwd_launch.shared_mem_bytes, bwd_threads=k.bwd_launch.main_threads, **ptxas_summary(k.log))
@@ -430,10 +451,10 @@ def bench(a, emit, clock, cases, get, vkeys):
         except Exception as e:
             row["variants_ref_error"] = repr(e)[:300]
         vrow = dict(kind="variants", mask=row["mask"], D=d, S=S)
-        bwd_variants(row, vrow, name, [v for v in variants if v in BWD_VARIANTS], get, q, k, v, o, lse, scale,
+        bwd_variants(row, vrow, name, [v for v in variants if is_bwd(v)], get, q, k, v, o, lse, scale,
                      3.5 * fl)
         for var in variants:
-            if var in BWD_VARIANTS:
+            if is_bwd(var):
                 continue
             vk = get(name, var)
             if vk is None:
@@ -527,7 +548,7 @@ def print_table(rows, variants):
         return "-" if x is None else ("%.1f" % x if isinstance(x, float) and x >= 10 else str(x))
     head = ("%-6s %-3s %-5s %-4s" % ("mask", "D", "S", "B/H") +
             " | fwd: %-6s %-6s %-6s %-5s %-5s" % ("cuDNN", "flex", "maskc", "m/cu", "f/cu") +
-            "".join(" %-12s" % (v + "/cu") for v in variants if v not in BWD_VARIANTS) +
+            "".join(" %-12s" % (v + "/cu") for v in variants if not is_bwd(v)) +
             " | fwd+bwd: %-6s %-6s %-6s %-5s %-5s" % ("cuDNN", "flex", "maskc", "m/cu", "f/cu"))
     print("\nTFLOP/s (4*D flops per kept pair forward, 3.5x forward+backward); m/cu, f/cu: maskc, flex over cuDNN")
     print(head)
@@ -536,10 +557,10 @@ def print_table(rows, variants):
         line += " | fwd: %-6s %-6s %-6s %-5s %-5s" % tuple(f(r, k) for k in (
             "cudnn_fwd_tflops", "flex_fwd_tflops", "maskc_fwd_tflops", "maskc_fwd_vs_cudnn", "flex_fwd_vs_cudnn"))
         line += "".join(" %-12s" % ("%s %s" % (f(r, v + "_fwd_tflops"), f(r, v + "_fwd_vs_cudnn")))
-                        for v in variants if v not in BWD_VARIANTS)
+                        for v in variants if not is_bwd(v))
         line += " | fwd+bwd: %-6s %-6s %-6s %-5s %-5s" % tuple(f(r, k) for k in (
             "cudnn_fb_tflops", "flex_fb_tflops", "maskc_fb_tflops", "maskc_fb_vs_cudnn", "flex_fb_vs_cudnn"))
-        bv = [v for v in variants if v in BWD_VARIANTS]
+        bv = [v for v in variants if is_bwd(v)]
         if bv:
             line += " | rotated f+b/cu: main %s" % f(r, "main2_fb_vs_cudnn") + "".join(
                 " %s %s" % (v, f(r, v + "_fb_vs_cudnn")) for v in bv)
@@ -559,6 +580,9 @@ def main():
     ap.add_argument("--mode", choices=["check", "bench"], required=True)
     ap.add_argument("--variants", default="", help="forward variants (comma-separated, see the module doc)")
     ap.add_argument("--variant-dims", help="head dims the variants are timed at (default --dims)")
+    ap.add_argument("--bwd-alt", action="append", default=[], metavar="NAME=DIR",
+                    help="a backward variant NAME: the backward of DIR's kernels (another genkernels build of "
+                         "gpu/dense_cases), timed as the backward variants are")
     ap.add_argument("--check-variants", default="",
                     help="bench: then check.py's shapes on these variants (comma-separated, in this order)")
     ap.add_argument("--flex-budget-s", type=float, default=1e9,
@@ -572,6 +596,12 @@ def main():
     ap.add_argument("--big", action="store_true", help="check: also the 8192-token shape")
     ap.add_argument("--out", default="dense.jsonl")
     a = ap.parse_args()
+    for alt in a.bwd_alt:
+        name, eq, d = alt.partition("=")
+        if not eq or not name or name in VARIANTS or name in BWD_VARIANTS or name in ALT_BWD:
+            sys.exit("--bwd-alt %r: want NAME=DIR, NAME a new variant name" % alt)
+        ALT_BWD[name] = d
+    a.variants = ",".join([v for v in a.variants.split(",") if v] + list(ALT_BWD))
     emit = JsonLog(a.out, "a")
     clock = Timer()
     harness.libs()
