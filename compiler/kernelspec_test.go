@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"os"
+	"reflect"
 	"testing"
 	"unsafe"
 
@@ -184,7 +185,7 @@ func TestBackwardSpecPerHeadDim(t *testing.T) {
 		want.DQOrdered = tc.ws // the ordered dQ with it (codegen's bwdDQOrdered)
 		got := spec.Kernel.BwdLaunch[spec.Platform.String()]
 		if spec.Source == "" || spec.BwdSource == "" || got.BlockM != tc.blockM || got.BlockN != tc.blockN ||
-			got.MainThreads != tc.threads || got != want {
+			got.MainThreads != tc.threads || !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: forward %v, backward %+v, want %dx%d on %d threads", tc.file, spec.Source != "", got, tc.blockM, tc.blockN, tc.threads)
 		}
 	}
