@@ -758,7 +758,8 @@ type ABIDesc struct {
 
 // TensorMapDesc is the "tensor_maps" section of the manifest's abi: how a
 // launcher encodes the maps of MaskcTensorMaps (TensorMapBytes and the
-// constants beside it) for a forward whose launch says tensor_maps.
+// constants beside it) for a launch that says tensor_maps (the forward's
+// LaunchConfig.TensorMaps, the backward's BwdLaunchConfig.TensorMaps).
 type TensorMapDesc struct {
 	// BoxCols is the columns of a box (TensorMapBoxCols).
 	BoxCols int `json:"box_cols"`

@@ -22,10 +22,12 @@
 // A forward whose launch on its platform says tensor_maps
 // (hipsrc.LaunchConfig.TensorMaps: the sm_90a warp-specialized forward)
 // gets the copy engine's maps of Q, K and V in its last parameter
-// (MaskcTensorMaps), encoded per launch by a backend that is a
-// backend.TensorMapEncoder (CUDA 12 and later); every other forward, and
-// one whose maps the encoder refuses, gets them zero (ok = 0), and the
-// kernel copies without them (tensormaps.go).
+// (MaskcTensorMaps), and a backward whose launch says them
+// (hipsrc.BwdLaunchConfig.TensorMaps: the warp-specialized backward) gets
+// Q's, K's, V's and dO's in maskc_attn_bwd's, encoded per launch by a
+// backend that is a backend.TensorMapEncoder (CUDA 12 and later); every
+// other launch, and one whose maps the encoder refuses, gets them zero
+// (ok = 0), and the kernel copies without them (tensormaps.go).
 //
 // Backward (when the spec carries a backward source) compiles the backward
 // kernels on first use and launches the descriptor's BwdEntries in order,

@@ -321,7 +321,8 @@ class BwdLaunch(collections.namedtuple("BwdLaunch", "block_m block_n threads sha
 
 class TensorMapDesc(collections.namedtuple("TensorMapDesc", "box_cols swizzle_bytes swizzle")):
     """The manifest's abi.tensor_maps (hipsrc.TensorMapDesc): how a launcher
-    encodes MaskcTensorMaps for a forward whose launch gives tensor_maps:
+    encodes MaskcTensorMaps for a forward whose launch (or a backward whose
+    bwd_launch) gives tensor_maps:
     boxes of box_cols columns by the rows the launch gives, swizzle_bytes-byte
     swizzle (swizzle: its CUtensorMapSwizzle)."""
 

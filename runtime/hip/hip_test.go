@@ -10,7 +10,7 @@ import (
 )
 
 // TestNoTensorMapEncoder: HIP has no tensor maps, so the backend offers no
-// encoder and launchers pass a forward's maps zero.
+// encoder and launchers pass the maps zero.
 func TestNoTensorMapEncoder(t *testing.T) {
 	if _, ok := any((*Backend)(nil)).(backend.TensorMapEncoder); ok {
 		t.Error("the HIP backend claims to encode tensor maps")
