@@ -4,8 +4,9 @@
 #
 #   gpu/verify.sh gen   (where Go is) builds maskc's wheel into
 #       .devbin/v and generates the kernels of gpu/generated.sh,
-#       gpu/bwd.sh, gpu/bench_ext.sh and gpu/dense.sh (.devbin/gen,
-#       .devbin/bwd-gen, .devbin/bwd-genbench, .devbin/ext, .devbin/dense).
+#       gpu/bwd.sh, gpu/bench_ext.sh (also with CORPUS=1, the tile-map
+#       corpus) and gpu/dense.sh (.devbin/gen, .devbin/bwd-gen,
+#       .devbin/bwd-genbench, .devbin/ext, .devbin/extc, .devbin/dense).
 #   gpu/verify.sh run [STEP ...]   (on the GPU machine, those carried) runs,
 #       in order, each under its own time limit, logs under $OUT:
 #         fwd    gpu/check.py on every example (float64 reference, Flex)
@@ -14,6 +15,11 @@
 #         torch  python/gpu_tests/check_torch.py with the wheel installed
 #         ext    gpu/bench_ext.py (ratios against Flex, 2x16x8192)
 #         bwdb   gpu/bwd_bench.py on the eight baseline cases
+#         extc   gpu/bench_ext.py on every case with the corpus (.devbin/extc:
+#                the baseline, extended and tile-map masks, forward over Flex)
+#         bwdbx  gpu/bwd_bench.py --ext-buffers on the same 40 cases (forward
+#                + backward over Flex, atomic and deterministic; BWDB_ARGS
+#                appended too)
 #         dense  gpu/dense.sh run: issue 15's dense table (full and causal,
 #                head dims 64/128/256, S 2048/8192/32768, forward and
 #                forward + backward against cuDNN and Flex; .devbin/dense)
@@ -79,6 +85,7 @@ gen)
 	bash gpu/generated.sh gen
 	bash gpu/bwd.sh gen
 	bash gpu/bench_ext.sh gen >/dev/null
+	CORPUS=1 EXT_DIR=.devbin/extc bash gpu/bench_ext.sh gen >/dev/null
 	rm -rf .devbin/v
 	mkdir -p .devbin/v
 	bash gpu/dense.sh gen
@@ -207,6 +214,16 @@ run)
 		bwdb)
 			step bwdb "${BWDB_TIMEOUT:-150}" python3 gpu/bwd_bench.py --generated .devbin/bwd-genbench --out "$OUT/bwd_bench.jsonl" ${BWDB_ARGS:-}
 			tail -14 "$OUT/bwdb.txt"
+			;;
+		extc)
+			step extc "${EXT_TIMEOUT:-150}" python3 gpu/bench_ext.py --generated .devbin/extc/gen --buffers .devbin/extc/buffers.json \
+				--tiles .devbin/extc/tiles.jsonl --out "$OUT/bench_extc.jsonl" ${EXT_ARGS:-}
+			tail -45 "$OUT/extc.txt"
+			;;
+		bwdbx)
+			step bwdbx "${BWDBX_TIMEOUT:-330}" python3 gpu/bwd_bench.py --generated .devbin/extc/gen \
+				--ext-buffers .devbin/extc/buffers.json --out "$OUT/bwd_bench_ext.jsonl" ${BWDB_ARGS:-}
+			grep -E " atomic | det " "$OUT/bwdbx.txt" | awk '{print $1, $2, $3, $9}' | tail -80
 			;;
 		*)
 			echo "unknown step $s" >&2
