@@ -554,10 +554,7 @@ func (k *AttentionKernel) newEntry(key shapeKey) (*shapeEntry, error) {
 	if math.IsNaN(float64(sh.Scale)) || math.IsInf(float64(sh.Scale), 0) {
 		return nil, bad("scale %v is not finite", sh.Scale)
 	}
-	e := &shapeEntry{key: key, maps: k.planMaps(sh, k.launch.TensorMaps, false)}
-	if bl, ok := k.spec.Kernel.BwdLaunch[k.spec.Platform.String()]; ok && k.spec.BwdSource != "" {
-		e.bwdMaps = k.planMaps(sh, bl.TensorMaps, true)
-	}
+	e := &shapeEntry{key: key, maps: k.planMaps(sh, k.launch.TensorMaps, false), bwdMaps: k.planMaps(sh, k.bwdMapRows(), true)}
 	scale := sh.Scale
 	if scale == 0 {
 		scale = float32(dsl.DefaultScale(k.spec.Kernel.HeadDim))

@@ -54,8 +54,7 @@ func tensorMapSwizzle(bytes int) (backend.TensorMapSwizzle, bool) {
 // or backward launch reads tensor maps and the backend can encode them,
 // else nil.
 func (k *AttentionKernel) tensorMapEncoder() backend.TensorMapEncoder {
-	bl := k.spec.Kernel.BwdLaunch[k.spec.Platform.String()]
-	if k.launch.TensorMaps == nil && (bl.TensorMaps == nil || k.spec.BwdSource == "") {
+	if k.launch.TensorMaps == nil && k.bwdMapRows() == nil {
 		return nil
 	}
 	enc, ok := k.d.Backend.(backend.TensorMapEncoder)
@@ -63,6 +62,16 @@ func (k *AttentionKernel) tensorMapEncoder() backend.TensorMapEncoder {
 		return nil
 	}
 	return enc
+}
+
+// bwdMapRows returns the boxes' rows of the backward's tensor maps
+// (hipsrc.BwdLaunchConfig.TensorMaps), nil where the kernel was loaded
+// without a backward source or its backward launch reads no maps.
+func (k *AttentionKernel) bwdMapRows() *hipsrc.TensorMapRows {
+	if k.spec.BwdSource == "" {
+		return nil
+	}
+	return k.spec.Kernel.BwdLaunch[k.spec.Platform.String()].TensorMaps
 }
 
 // Limits of the encoder that planMaps checks before asking it, so that a
