@@ -1883,8 +1883,8 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
     if (tma) {  // K and V's copies now, the mbarriers' initialisation visible to the engine first
       asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
       maskc_mbar_expect_tx(MASKC_BWD_WS_KV, 2 * BN * D * 2);
-      maskc_ws_tma_load4<BN>(sK, &maps.k[0], k0, hkv, b, MASKC_BWD_WS_KV);
-      maskc_ws_tma_load4<BN>(sV, &maps.v[0], k0, hkv, b, MASKC_BWD_WS_KV);
+      maskc_ws_tma_load<BN>(sK, &maps.k[0], k0, hkv, b, MASKC_BWD_WS_KV);
+      maskc_ws_tma_load<BN>(sV, &maps.v[0], k0, hkv, b, MASKC_BWD_WS_KV);
     }
   }
   tma = __syncthreads_or(tma) != 0;
@@ -1972,8 +1972,8 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
       if (tma) {
         if (lane == 0) {
           maskc_mbar_expect_tx(MASKC_BWD_WS_FULL(s), 2 * SM * D * 2);
-          maskc_ws_tma_load4<SM>(sQ, &maps.q[0], q0, h, b, MASKC_BWD_WS_FULL(s));
-          maskc_ws_tma_load4<SM>(sdO, &maps.dout[0], q0, h, b, MASKC_BWD_WS_FULL(s));
+          maskc_ws_tma_load<SM>(sQ, &maps.q[0], q0, h, b, MASKC_BWD_WS_FULL(s));
+          maskc_ws_tma_load<SM>(sdO, &maps.dout[0], q0, h, b, MASKC_BWD_WS_FULL(s));
         } else {
           maskc_mbar_arrive(MASKC_BWD_WS_FULL(s));
         }

@@ -97,8 +97,8 @@ __device__ __forceinline__ void maskc_named_arrive(int id, int threads) {
 // caller raised by ROWS * D * 2 bytes. Rows past the sequence arrive as
 // zeros.
 template <int ROWS>
-__device__ __forceinline__ void maskc_ws_tma_load4(maskc_elem_t* dst, const void* tmap, int row0, int head, int batch,
-                                                   maskc_u32 bar) {
+__device__ __forceinline__ void maskc_ws_tma_load(maskc_elem_t* dst, const void* tmap, int row0, int head, int batch,
+                                                  maskc_u32 bar) {
 #pragma unroll
   for (int c = 0; c < MASKC_HEAD_DIM / 64; ++c) {
     asm volatile(
@@ -178,7 +178,7 @@ __device__ __forceinline__ void maskc_ws_wait_full(maskc_u32 bar, int parity, bo
 }
 // MASKC_WS_TMA: a tile's copy through the launcher's 4-D maps (head `head`
 // of the block's batch b).
-#define MASKC_WS_TMA(ROWS, dst, tmap, row0, head, bar) maskc_ws_tma_load4<ROWS>(dst, tmap, row0, head, b, bar)
+#define MASKC_WS_TMA(ROWS, dst, tmap, row0, head, bar) maskc_ws_tma_load<ROWS>(dst, tmap, row0, head, b, bar)
 
 #if defined(MASKC_WS_WALK)
 // The key tiles of a block whose mask's kv intervals are walked (tile_walk.h: a union's
