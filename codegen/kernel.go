@@ -56,6 +56,12 @@ type Options struct {
 	// hipsrc.BwdDQOrderDefine), not only masks with a transcendental
 	// score: an experiment (cmd/genkernels -bwd-dq-order).
 	BwdDQOrder bool
+	// BwdDQRank gives the deterministic backward of every mask that
+	// bwdDQOrdered leaves on the dQ kernel for want of a monotone q range
+	// (unions, selections, remainders; no segments buffer) the ordered dQ
+	// with turns by rank (bwdDQRanked, hipsrc.BwdDQRankDefine): an
+	// experiment (cmd/genkernels -bwd-dq-rank).
+	BwdDQRank bool
 	// BwdWS gives every kernel's sm_90a backward at head dim 128 the
 	// warp-specialized maskc_attn_bwd (hipsrc.BwdChoice.WarpSpecialized: a
 	// producer warpgroup copying Q and dO by the bulk tensor copy engine
@@ -278,6 +284,9 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 	}
 	if bwdDQOrdered(k, opts) {
 		bwdTiles += hipsrc.BwdDQOrderDefine
+	}
+	if bwdDQRanked(k, opts) {
+		bwdTiles += hipsrc.BwdDQRankDefine
 	}
 	k.BwdSource = resolveLineResets(hipsrc.Assemble(generated, bwdTiles, hipsrc.AttnBwd), a.Name+".bwd.cu")
 	return k, diags
@@ -572,7 +581,26 @@ func bwdDQOrdered(k *Kernel, opts Options) bool {
 	ws := err == nil && tile.Producer
 	open := !k.HasMask || openColumns(k.sparsity)
 	monotone := k.HasMask && qRangeMonotone(k.sparsity)
-	return (heavy && diagonal) || (ws && (open || monotone)) || (opts.BwdDQOrder && (diagonal || ws))
+	return (heavy && diagonal) || (ws && (open || monotone)) || (opts.BwdDQOrder && (diagonal || ws)) ||
+		bwdDQRanked(k, opts)
+}
+
+// bwdDQRanked reports whether k's ordered dQ takes its turns by rank
+// (hipsrc.BwdDQRankDefine: a program's turn on a q tile's rows is the
+// number of later kv tiles whose walk visits it, so that it neither passes
+// q tiles it does not add to nor waits for programs that never add), under
+// Options.BwdDQRank, for the masks whose q range is neither open nor
+// monotone (the envelope of such ranges passes every q tile between
+// them) and that read no segments buffer (whose searches are
+// warp-collective; the ranks test a kv tile per lane).
+func bwdDQRanked(k *Kernel, opts Options) bool {
+	if !opts.BwdDQRank || !k.HasMask || !hipsrc.BwdDQOrdersAt(k.HeadDim) {
+		return false
+	}
+	if openColumns(k.sparsity) || qRangeMonotone(k.sparsity) || len(segCheckBuffers(k.Buffers)) > 0 {
+		return false
+	}
+	return true
 }
 
 // openColumns reports whether every term of an analytic plan keeps a key's

@@ -1064,6 +1064,53 @@ __device__ __forceinline__ void maskc_bwd_q_tiles(const MaskcBwdShape& sh, const
 #endif
 }
 
+// MASKC_BWD_DQ_RANK (the generated part's MASKC_BWD_DQ_RANKED, codegen's
+// bwdDQRanked): the ordered dQ takes its turns by rank. A program walks as
+// the atomic kernel does (its kv tile's closed-form q range, class-0 tiles
+// skipped, none passed), and its turn on the rows of q tile qt is the
+// number of kv tiles after kt whose walk visits (h, qt): exactly the
+// programs that add to those rows before it (kv tiles last first), each
+// counting once after its reduction. Where the q ranges move back and forth
+// as the kv tile moves (unions, selections, remainders), the envelope's
+// walk would pass every q tile of the union of the later and earlier
+// ranges in turn; ranks wait only for the programs that add.
+#if defined(MASKC_BWD_DQ_RANKED) && MASKC_BWD_DQ_ORDER
+#define MASKC_BWD_DQ_RANK 1
+#else
+#define MASKC_BWD_DQ_RANK 0
+#endif
+#if MASKC_BWD_DQ_RANK && defined(MASKC_SEG_CHECK)
+#error "maskc: the ordered dQ's ranks test kv tiles a lane each; a segments buffer's searches are warp-collective"
+#endif
+
+#if MASKC_BWD_DQ_RANK
+// Of the kv tiles first, first + stride, ... (each lane taking its own,
+// first + lane, ...), below gridDim.x: how many visit (h, qt), by the
+// atomic walk's test (the q tile in maskc_bwd_q_tiles' range, then its
+// class unless the walk takes every tile of the range). Warp-uniform;
+// called by a whole warp.
+__device__ __forceinline__ unsigned maskc_bwd_dq_rank_part(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b,
+                                                           int h, int qt, int first, int stride, int lane) {
+  unsigned n = 0;
+#pragma unroll 1
+  for (int p0 = first; p0 < (int)gridDim.x; p0 += stride) {
+    const int p = p0 + lane;
+    bool visits = false;
+    if (p < (int)gridDim.x) {
+      int lo, end;
+      maskc_bwd_q_tiles(sh, buf, b, h, p, &lo, &end);
+      visits = qt >= lo && qt < end;
+#if !MASKC_BWD_CLS_FREE_ON
+      if (visits)
+        visits = maskc_bwd_tile_class(sh, buf, b, h, qt * MASKC_BWD_BLOCK_M, p * MASKC_BWD_BLOCK_N, MASKC_BWD_BLOCK_N) != 0;
+#endif
+    }
+    n += (unsigned)__popcll(maskc_walk_ballot(visits));
+  }
+  return n;
+}
+#endif
+
 #if MASKC_BWD_DQ_ORDER
 // The ordered walk's q tiles of head h for kv tile kt: the
 // envelope [*lo, *end) of the ranges of every kv tile (*end <= *lo: none),
@@ -1127,7 +1174,7 @@ __device__ __forceinline__ bool maskc_bwd_walk_next(const MaskcBwdShape& sh, con
       if (++w.h >= (hkv + 1) * group) return false;
       w.c0 = w.c1 = 0;
 #if MASKC_BWD_DQ_ORDER
-      if (kOrdered)  // env: the two ints before the classes (maskc_attn_bwd's shared memory)
+      if (kOrdered && !MASKC_BWD_DQ_RANK)  // env: the two ints before the classes (maskc_attn_bwd's shared memory)
         maskc_bwd_order_tiles(sh, buf, (int*)cls - 2, b, w.h, k0 / BN, &w.lo, &w.qt_end);
       else
 #endif
@@ -1153,7 +1200,7 @@ __device__ __forceinline__ bool maskc_bwd_walk_next(const MaskcBwdShape& sh, con
 #endif
     if (w.cls != 0) return true;
 #if MASKC_BWD_DQ_ORDER
-    if (kOrdered) maskc_bwd_sem_pass(sh, b, w.h, w.qt);
+    if (kOrdered && !MASKC_BWD_DQ_RANK) maskc_bwd_sem_pass(sh, b, w.h, w.qt);
 #endif
   }
 }
@@ -1330,10 +1377,27 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
       scol_next[sl] = maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, nw.h, kv);
     }
   };
+#if MASKC_BWD_DQ_RANK
+  // The ordered dQ's turn of pair i (maskc_bwd_dq_rank_part) in sRank[i % 2],
+  // a part per warp (warp w taking the kv tiles kt + 1 + 32 w + lane, every
+  // 32 * warps), counted for pair i + 1 as soon as the walk has it, so that
+  // its reads pass during pair i's dQ product; read after the next block
+  // barrier.
+  __shared__ unsigned sRank[2][NT / MASKC_WARP_SIZE];
+  int pair_i = 0;
+  auto rank_next = [&](const MaskcBwdWalk& nw, int i) {
+    if (!kOrdered) return;
+    const unsigned r = maskc_bwd_dq_rank_part(sh, buf, b, nw.h, nw.qt, kt + 1 + MASKC_WARP_SIZE * warp, NT, lane);
+    if (lane == 0) sRank[i & 1][warp] = r;
+  };
+#endif
   bool have = maskc_bwd_walk_next<kOrdered>(sh, buf, b, hkv, k0, w, sCls);
   if (have) {
     maskc_bwd_issue_q(sh, Q, dO, sQ0, sdO0, b, w, tid, &lse_next, &delta_next);
     read_next(w);
+#if MASKC_BWD_DQ_RANK
+    rank_next(w, 0);
+#endif
   }
   while (have) {
     const int h = w.h, q0 = w.qt * BM, cls = w.cls;
@@ -1485,6 +1549,9 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
     if (have) {
       maskc_bwd_issue_q(sh, Q, dO, sQ, sdO, b, w, tid, &lse_next, &delta_next);
       read_next(w);
+#if MASKC_BWD_DQ_RANK
+      rank_next(w, pair_i + 1);
+#endif
     }
 
     if (sh.dq_acc != nullptr) {
@@ -1538,7 +1605,14 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
       if (kOrdered && group == 0 && lane == 0 && nrows > 0) {
         // In its turn, complete before it is counted.
         unsigned* const sem = maskc_bwd_sem_at(sh, b, h, qw / MASKC_BWD_SEM_ROWS);
+#if MASKC_BWD_DQ_RANK
+        unsigned turn = 0;
+#pragma unroll
+        for (int x = 0; x < NT / MASKC_WARP_SIZE; ++x) turn += sRank[pair_i & 1][x];
+        maskc_bwd_sem_wait(sem, turn);
+#else
         maskc_bwd_sem_wait(sem, blockIdx.x);
+#endif
         maskc_bwd_bulk_add(sh.dq_acc + (row0 + qw) * D, sDQ + gw * (16 * D), (unsigned)(nrows * D * 4));
         maskc_bwd_bulk_wait();
         maskc_bwd_sem_count(sem);
@@ -1548,6 +1622,9 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
         maskc_bwd_bulk_add(sh.dq_acc + (row0 + qw) * D, sDQ + gw * (16 * D), (unsigned)(nrows * D * 4));
 #endif
     }
+#if MASKC_BWD_DQ_RANK
+    ++pair_i;
+#endif
   }
 #undef MASKC_BWD_DESC
 #if MASKC_BWD_DQ_BULK
@@ -1649,7 +1726,13 @@ struct MaskcBwdWsPair {
 #if defined(MASKC_BWD_WS_PAIR)
   int tiles;
 #endif
+#if MASKC_BWD_DQ_RANK
+  unsigned turn;  // the ordered dQ's turn on the rows (maskc_bwd_dq_rank_part)
+#endif
 };
+#if MASKC_BWD_DQ_RANK && defined(MASKC_BWD_WS_PAIR)
+#error "maskc: the ordered dQ's ranks are per q tile; a two-tile step would need two"
+#endif
 
 #if MASKC_BWD_DQ_ORDER
 // The ordered walk's q tiles [*lo, *end) of head h for kv tile kt
@@ -1713,7 +1796,7 @@ __device__ __forceinline__ bool maskc_bwd_ws_walk_next(const MaskcBwdShape& sh, 
     while (w.n >= w.len) {
       if (++w.h >= (hkv + 1) * group) return false;
 #if MASKC_BWD_DQ_ORDER
-      if (kOrdered)
+      if (kOrdered && !MASKC_BWD_DQ_RANK)
         maskc_bwd_ws_order_tiles(sh, buf, b, w.h, k0 / BN, lane, &w.lo, &w.qt_end);
       else
 #endif
@@ -1740,7 +1823,7 @@ __device__ __forceinline__ bool maskc_bwd_ws_walk_next(const MaskcBwdShape& sh, 
 #endif
     if (w.cls != 0) return true;
 #if MASKC_BWD_DQ_ORDER
-    if (kOrdered) maskc_bwd_ws_sem_pass(sh, b, w.h, w.qt, lane);
+    if (kOrdered && !MASKC_BWD_DQ_RANK) maskc_bwd_ws_sem_pass(sh, b, w.h, w.qt, lane);
 #endif
   }
 }
@@ -1773,8 +1856,13 @@ __device__ __forceinline__ void maskc_bwd_ws_dq_writer(const MaskcBwdShape& sh, 
     const bool mine = lane < BM / R && nrows > 0;
 #endif
     unsigned* const sem = kOrdered && mine ? maskc_bwd_sem_at(sh, b, h, qw / R) : nullptr;
+#if MASKC_BWD_DQ_RANK
+    const unsigned turn = pair->turn;
+#else
+    const unsigned turn = blockIdx.x;
+#endif
     if (mine) {
-      if (kOrdered) maskc_bwd_sem_wait(sem, blockIdx.x);
+      if (kOrdered) maskc_bwd_sem_wait(sem, turn);
       maskc_bwd_bulk_add(sh.dq_acc + (((long long)b * sh.H + h) * Sq + qw) * D, sDQ + lane * (R * D),
                          (unsigned)(nrows * D * 4));
       maskc_bwd_bulk_wait_read();
@@ -1935,6 +2023,9 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
       const int &step_h = w.h, &step_qt = w.qt, &step_cls = w.cls;
 #endif
       const int s = n & 1;
+#if MASKC_BWD_DQ_RANK
+      const unsigned turn = kOrdered && have ? maskc_bwd_dq_rank_part(sh, buf, b, step_h, step_qt, kt + 1, 32, lane) : 0u;
+#endif
       // Stage s is free once the consumers are done with pair n - 2.
       maskc_mbar_wait(MASKC_BWD_WS_EMPTY(s), ((n >> 1) & 1) ^ 1);
       if (!have) {
@@ -1963,6 +2054,9 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
         sPair[s].cls = step_cls;
 #if defined(MASKC_BWD_WS_PAIR)
         sPair[s].tiles = tiles;
+#endif
+#if MASKC_BWD_DQ_RANK
+        sPair[s].turn = turn;
 #endif
       }
       maskc_elem_t* const sQ = sQs + s * 2 * SM * D;
@@ -2165,6 +2259,9 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
       sDQPair.qt = pair.qt;
 #if defined(MASKC_BWD_WS_PAIR)
       sDQPair.tiles = pair.tiles;
+#endif
+#if MASKC_BWD_DQ_RANK
+      sDQPair.turn = pair.turn;
 #endif
     }
     maskc_bwd_fence_async();  // the writer's bulk reductions read sDQ through the async proxy
