@@ -66,3 +66,54 @@ func TestBwdDQOrdered(t *testing.T) {
 		}
 	}
 }
+
+// TestBwdDQRanked: under Options.BwdDQRank, the masks whose q range is
+// neither open nor monotone and that read no segments buffer (unions,
+// block selections, the pre-pass) get the ordered dQ with turns by rank
+// (both defines, the ordered entry, dq_ordered on sm_90a); the others keep
+// what they had (open and monotone ranges their envelope, segments and
+// head dim 256 the dQ kernel); without the option no source asks for ranks.
+func TestBwdDQRanked(t *testing.T) {
+	for _, tc := range []struct {
+		file, attention string
+		headDim         int  // 0: the block's
+		ranked          bool // under BwdDQRank
+	}{
+		{"../testdata/tilemasks/moba.flex", "moba", 0, true},                   // a block selection
+		{"../testdata/tilemasks/window_global.flex", "window_global", 0, true}, // a union
+		{"../gpu/bench_cases_ext/spec_decode.flex", "spec_decode", 0, true},    // warp-specialized
+		{"../testdata/ported/gemma4_sliding.flex", "sliding_layer", 0, true},   // the pre-pass
+		{"../gpu/bench_cases_ext/longformer.flex", "longformer", 0, true},
+		{"../testdata/tilemasks/moba.flex", "moba", 256, false},           // no platform orders dQ at 256
+		{"../testdata/tilemasks/multimodal.flex", "multimodal", 0, false}, // segments: warp-collective searches
+		{"../gpu/bench_cases/document.flex", "document", 0, false},        // monotone: its own range
+		{"../gpu/bench_cases/causal.flex", "causal", 0, false},            // open columns
+		{"../gpu/bench_cases/sliding1024.flex", "sliding1024", 0, false},  // monotone
+		{"../gpu/bench_cases/full.flex", "full", 0, false},                // no mask
+	} {
+		plain := generateAttention(t, tc.file, tc.attention, Options{HeadDim: tc.headDim})
+		k := generateAttention(t, tc.file, tc.attention, Options{HeadDim: tc.headDim, BwdDQRank: true})
+		if strings.Contains(plain.BwdSource, hipsrc.BwdDQRankDefine) {
+			t.Errorf("%s: the default source asks for ranks", tc.attention)
+		}
+		if got := strings.Contains(k.BwdSource, hipsrc.BwdDQRankDefine); got != tc.ranked {
+			t.Errorf("%s (head dim %d): ranked %v, want %v", tc.attention, k.HeadDim, got, tc.ranked)
+		}
+		// Ranks order dQ; elsewhere the option changes nothing.
+		wantOrdered := tc.ranked || strings.Contains(plain.BwdSource, hipsrc.BwdDQOrderDefine)
+		if got := strings.Contains(k.BwdSource, hipsrc.BwdDQOrderDefine); got != wantOrdered {
+			t.Errorf("%s: ordered %v, want %v", tc.attention, got, wantOrdered)
+		}
+		if !tc.ranked && k.BwdSource != plain.BwdSource {
+			t.Errorf("%s: BwdDQRank changed a source it does not rank", tc.attention)
+		}
+		if strings.Join(k.BwdEntries, " ") != strings.Join(hipsrc.BwdEntryNamesFor(wantOrdered), " ") {
+			t.Errorf("%s: entries %v", tc.attention, k.BwdEntries)
+		}
+		for name, c := range k.BwdLaunch {
+			if c.DQOrdered != (wantOrdered && name == hipsrc.NVIDIAWGMMA.String()) {
+				t.Errorf("%s: %s dq_ordered %v", tc.attention, name, c.DQOrdered)
+			}
+		}
+	}
+}
