@@ -67,12 +67,13 @@ func TestBwdDQOrdered(t *testing.T) {
 	}
 }
 
-// TestBwdDQRanked: under Options.BwdDQRank, the masks whose q range is
-// neither open nor monotone and that read no segments buffer (unions,
-// block selections, the pre-pass) get the ordered dQ with turns by rank
+// TestBwdDQRanked: under Options.BwdDQRank, the masks whose q range is not
+// monotone and that read no segments buffer (unions, block selections, the
+// pre-pass, prefixes) get the ordered dQ with turns by rank
 // (both defines, the ordered entry, dq_ordered on sm_90a); the others keep
-// what they had (open and monotone ranges their envelope, segments and
-// head dim 256 the dQ kernel); without the option no source asks for ranks.
+// what they had (monotone ranges their envelope, segments and head dim 256
+// the dQ kernel, two-tile steps the envelope); without the option no
+// source asks for ranks.
 func TestBwdDQRanked(t *testing.T) {
 	for _, tc := range []struct {
 		file, attention string
@@ -87,7 +88,9 @@ func TestBwdDQRanked(t *testing.T) {
 		{"../testdata/tilemasks/moba.flex", "moba", 256, false},           // no platform orders dQ at 256
 		{"../testdata/tilemasks/multimodal.flex", "multimodal", 0, false}, // segments: warp-collective searches
 		{"../gpu/bench_cases/document.flex", "document", 0, false},        // monotone: its own range
-		{"../gpu/bench_cases/causal.flex", "causal", 0, false},            // open columns
+		{"../gpu/bench_cases/causal.flex", "causal", 0, false},            // open columns, monotone
+		{"../gpu/bench_cases/prefix2048.flex", "prefix2048", 0, true},     // open columns of two terms: the envelope's reduction
+		{"../gpu/bench_cases/prefix2048.flex", "prefix2048", 64, false},   // two q tiles a step
 		{"../gpu/bench_cases/sliding1024.flex", "sliding1024", 0, false},  // monotone
 		{"../gpu/bench_cases/full.flex", "full", 0, false},                // no mask
 	} {

@@ -56,11 +56,11 @@ type Options struct {
 	// hipsrc.BwdDQOrderDefine), not only masks with a transcendental
 	// score: an experiment (cmd/genkernels -bwd-dq-order).
 	BwdDQOrder bool
-	// BwdDQRank gives the deterministic backward of every mask that
-	// bwdDQOrdered leaves on the dQ kernel for want of a monotone q range
-	// (unions, selections, remainders; no segments buffer) the ordered dQ
-	// with turns by rank (bwdDQRanked, hipsrc.BwdDQRankDefine): an
-	// experiment (cmd/genkernels -bwd-dq-rank).
+	// BwdDQRank gives the deterministic backward of every mask without a
+	// monotone q range (unions, selections, remainders, prefixes; no
+	// segments buffer) the ordered dQ with turns by rank (bwdDQRanked,
+	// hipsrc.BwdDQRankDefine), in place of the dQ kernel or the envelope's
+	// turns: an experiment (cmd/genkernels -bwd-dq-rank).
 	BwdDQRank bool
 	// BwdWS gives every kernel's sm_90a backward at head dim 128 the
 	// warp-specialized maskc_attn_bwd (hipsrc.BwdChoice.WarpSpecialized: a
@@ -589,18 +589,22 @@ func bwdDQOrdered(k *Kernel, opts Options) bool {
 // (hipsrc.BwdDQRankDefine: a program's turn on a q tile's rows is the
 // number of later kv tiles whose walk visits it, so that it neither passes
 // q tiles it does not add to nor waits for programs that never add), under
-// Options.BwdDQRank, for the masks whose q range is neither open nor
-// monotone (the envelope of such ranges passes every q tile between
-// them) and that read no segments buffer (whose searches are
-// warp-collective; the ranks test a kv tile per lane).
+// Options.BwdDQRank, for the masks whose q range is not monotone (each
+// program's envelope is a reduction over every kv tile's range, which
+// passes every q tile between them; with open columns, as a prefix's or
+// Transfusion's, the reduction alone), that read no segments buffer (whose
+// searches are warp-collective; the ranks test a kv tile per lane) and
+// whose warp-specialized backward takes one q tile a step (a rank is a q
+// tile's).
 func bwdDQRanked(k *Kernel, opts Options) bool {
 	if !opts.BwdDQRank || !k.HasMask || !hipsrc.BwdDQOrdersAt(k.HeadDim) {
 		return false
 	}
-	if openColumns(k.sparsity) || qRangeMonotone(k.sparsity) || len(segCheckBuffers(k.Buffers)) > 0 {
+	if qRangeMonotone(k.sparsity) || len(segCheckBuffers(k.Buffers)) > 0 {
 		return false
 	}
-	return true
+	tile, err := hipsrc.NVIDIAWGMMA.BwdTileOf(k.HeadDim, bwdChoice(k, opts))
+	return err == nil && !tile.PairQTiles
 }
 
 // openColumns reports whether every term of an analytic plan keeps a key's
