@@ -1,6 +1,7 @@
 package codegen
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -51,18 +52,25 @@ func TestBwdDQOrdered(t *testing.T) {
 			if got := strings.Contains(k.BwdSource, "#define MASKC_BWD_WS 1"); got != ws {
 				t.Errorf("%s: the warp-specialized backward %v, want %v", tc.attention, got, ws)
 			}
-			if got := strings.Contains(k.BwdSource, hipsrc.BwdDQOrderDefine); got != want {
-				t.Errorf("%s (BwdDQOrder %v): source asks for the ordered dQ %v, want %v", tc.attention, all, got, want)
-			}
-			if strings.Join(k.BwdEntries, " ") != strings.Join(hipsrc.BwdEntryNamesFor(want), " ") {
-				t.Errorf("%s (BwdDQOrder %v): entries %v", tc.attention, all, k.BwdEntries)
-			}
-			for name, c := range k.BwdLaunch {
-				p := hipsrc.NVIDIAWGMMA.String()
-				if c.DQOrdered != (want && name == p) {
-					t.Errorf("%s (BwdDQOrder %v): %s dq_ordered %v", tc.attention, all, name, c.DQOrdered)
-				}
-			}
+			checkDQOrdered(t, fmt.Sprintf("%s (BwdDQOrder %v)", tc.attention, all), k, want)
+		}
+	}
+}
+
+// checkDQOrdered: k's backward orders dQ (want) in its source's define,
+// its entry points and its sm_90a launch's dq_ordered together, and no
+// other platform's launch says dq_ordered.
+func checkDQOrdered(t *testing.T, name string, k *Kernel, want bool) {
+	t.Helper()
+	if got := strings.Contains(k.BwdSource, hipsrc.BwdDQOrderDefine); got != want {
+		t.Errorf("%s: source asks for the ordered dQ %v, want %v", name, got, want)
+	}
+	if strings.Join(k.BwdEntries, " ") != strings.Join(hipsrc.BwdEntryNamesFor(want), " ") {
+		t.Errorf("%s: entries %v", name, k.BwdEntries)
+	}
+	for p, c := range k.BwdLaunch {
+		if c.DQOrdered != (want && p == hipsrc.NVIDIAWGMMA.String()) {
+			t.Errorf("%s: %s dq_ordered %v", name, p, c.DQOrdered)
 		}
 	}
 }
@@ -103,20 +111,9 @@ func TestBwdDQRanked(t *testing.T) {
 			t.Errorf("%s (head dim %d): ranked %v, want %v", tc.attention, k.HeadDim, got, tc.ranked)
 		}
 		// Ranks order dQ; elsewhere the option changes nothing.
-		wantOrdered := tc.ranked || strings.Contains(plain.BwdSource, hipsrc.BwdDQOrderDefine)
-		if got := strings.Contains(k.BwdSource, hipsrc.BwdDQOrderDefine); got != wantOrdered {
-			t.Errorf("%s: ordered %v, want %v", tc.attention, got, wantOrdered)
-		}
+		checkDQOrdered(t, tc.attention, k, tc.ranked || strings.Contains(plain.BwdSource, hipsrc.BwdDQOrderDefine))
 		if !tc.ranked && k.BwdSource != plain.BwdSource {
 			t.Errorf("%s: BwdDQRank changed a source it does not rank", tc.attention)
-		}
-		if strings.Join(k.BwdEntries, " ") != strings.Join(hipsrc.BwdEntryNamesFor(wantOrdered), " ") {
-			t.Errorf("%s: entries %v", tc.attention, k.BwdEntries)
-		}
-		for name, c := range k.BwdLaunch {
-			if c.DQOrdered != (wantOrdered && name == hipsrc.NVIDIAWGMMA.String()) {
-				t.Errorf("%s: %s dq_ordered %v", tc.attention, name, c.DQOrdered)
-			}
 		}
 	}
 }
