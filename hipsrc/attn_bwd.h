@@ -2056,7 +2056,7 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
         sPair[s].tiles = tiles;
 #endif
 #if MASKC_BWD_DQ_RANK
-        sPair[s].turn = turn;
+        if (kOrdered) sPair[s].turn = turn;
 #endif
       }
       maskc_elem_t* const sQ = sQs + s * 2 * SM * D;
@@ -2261,7 +2261,7 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
       sDQPair.tiles = pair.tiles;
 #endif
 #if MASKC_BWD_DQ_RANK
-      sDQPair.turn = pair.turn;
+      if (kOrdered) sDQPair.turn = pair.turn;
 #endif
     }
     maskc_bwd_fence_async();  // the writer's bulk reductions read sDQ through the async proxy
