@@ -1087,8 +1087,9 @@ __device__ __forceinline__ void maskc_bwd_q_tiles(const MaskcBwdShape& sh, const
 // Of the kv tiles first, first + stride, ... (each lane taking its own,
 // first + lane, ...), below gridDim.x: how many visit (h, qt), by the
 // atomic walk's test (the q tile in maskc_bwd_q_tiles' range, then its
-// class unless the walk takes every tile of the range). Warp-uniform;
-// called by a whole warp.
+// class unless the walk takes every tile of the range); a change to the
+// walks' test (maskc_bwd_walk_next, maskc_bwd_ws_walk_next) must be made
+// here too, or a turn never comes. Warp-uniform; called by a whole warp.
 __device__ __forceinline__ unsigned maskc_bwd_dq_rank_part(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b,
                                                            int h, int qt, int first, int stride, int lane) {
   unsigned n = 0;
