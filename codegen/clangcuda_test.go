@@ -159,6 +159,8 @@ func TestClangCUDA(t *testing.T) {
 	writeOpts("../testdata/tilemasks/window_global.flex", "window_global", Options{BwdDQRank: true})
 	writeOpts("../gpu/bench_cases_ext/spec_decode.flex", "spec_decode", Options{BwdDQRank: true})
 	writeOpts("../testdata/ported/gemma4_sliding.flex", "sliding_layer", Options{BwdDQRank: true})
+	// Packed documents with image spans: the lanes' own segment searches.
+	writeOpts("../testdata/tilemasks/multimodal.flex", "multimodal", Options{BwdDQRank: true})
 	// Two-tile steps of the warp-specialized backward at head dim 64
 	// (pairSteps): no mask, causal, and causal with its deterministic dQ
 	// ordered (genkernels -bwd-dq-order).

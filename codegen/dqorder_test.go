@@ -93,14 +93,16 @@ func TestBwdDQRanked(t *testing.T) {
 		{"../gpu/bench_cases_ext/spec_decode.flex", "spec_decode", 0, true},    // warp-specialized
 		{"../testdata/ported/gemma4_sliding.flex", "sliding_layer", 0, true},   // the pre-pass
 		{"../gpu/bench_cases_ext/longformer.flex", "longformer", 0, true},
-		{"../testdata/tilemasks/moba.flex", "moba", 256, false},           // no platform orders dQ at 256
-		{"../testdata/tilemasks/multimodal.flex", "multimodal", 0, false}, // segments: warp-collective searches
-		{"../gpu/bench_cases/document.flex", "document", 0, false},        // monotone: its own range
-		{"../gpu/bench_cases/causal.flex", "causal", 0, false},            // open columns, monotone
-		{"../gpu/bench_cases/prefix2048.flex", "prefix2048", 0, true},     // open columns of two terms: the envelope's reduction
-		{"../gpu/bench_cases/prefix2048.flex", "prefix2048", 64, false},   // two q tiles a step
-		{"../gpu/bench_cases/sliding1024.flex", "sliding1024", 0, false},  // monotone
-		{"../gpu/bench_cases/full.flex", "full", 0, false},                // no mask
+		{"../testdata/tilemasks/moba.flex", "moba", 256, false},                        // no platform orders dQ at 256
+		{"../testdata/tilemasks/multimodal.flex", "multimodal", 0, true},               // segments: the lanes' own searches
+		{"../testdata/tilemasks/multimodal_spans.flex", "multimodal_spans", 0, true},   // segments
+		{"../gpu/bench_cases_ext/document_sliding.flex", "document_sliding", 0, false}, // segments, monotone: its own range
+		{"../gpu/bench_cases/document.flex", "document", 0, false},                     // monotone: its own range
+		{"../gpu/bench_cases/causal.flex", "causal", 0, false},                         // open columns, monotone
+		{"../gpu/bench_cases/prefix2048.flex", "prefix2048", 0, true},                  // open columns of two terms: the envelope's reduction
+		{"../gpu/bench_cases/prefix2048.flex", "prefix2048", 64, false},                // two q tiles a step
+		{"../gpu/bench_cases/sliding1024.flex", "sliding1024", 0, false},               // monotone
+		{"../gpu/bench_cases/full.flex", "full", 0, false},                             // no mask
 	} {
 		plain := generateAttention(t, tc.file, tc.attention, Options{HeadDim: tc.headDim})
 		k := generateAttention(t, tc.file, tc.attention, Options{HeadDim: tc.headDim, BwdDQRank: true})
@@ -109,6 +111,15 @@ func TestBwdDQRanked(t *testing.T) {
 		}
 		if got := strings.Contains(k.BwdSource, hipsrc.BwdDQRankDefine); got != tc.ranked {
 			t.Errorf("%s (head dim %d): ranked %v, want %v", tc.attention, k.HeadDim, got, tc.ranked)
+		}
+		// A ranked mask that searches segments buffers holds the lanes' q
+		// range, in the backward source only.
+		lanes := len(k.sparsity.segments()) > 0 && tc.ranked
+		if got := strings.Contains(k.BwdSource, "#define MASKC_Q_RANGE_LANE 1"); got != lanes {
+			t.Errorf("%s: maskc_g_q_range_lane in the backward source %v, want %v", tc.attention, got, lanes)
+		}
+		if strings.Contains(k.Source, "void maskc_g_q_range_lane(") || strings.Contains(plain.BwdSource, "void maskc_g_q_range_lane(") {
+			t.Errorf("%s: the lanes' q range outside a ranked backward source", tc.attention)
 		}
 		// Ranks order dQ; elsewhere the option changes nothing.
 		checkDQOrdered(t, tc.attention, k, tc.ranked || strings.Contains(plain.BwdSource, hipsrc.BwdDQOrderDefine))

@@ -57,8 +57,8 @@ type Options struct {
 	// score: an experiment (cmd/genkernels -bwd-dq-order).
 	BwdDQOrder bool
 	// BwdDQRank gives the deterministic backward of every mask without a
-	// monotone q range (unions, selections, remainders, prefixes; no
-	// segments buffer) the ordered dQ with turns by rank (bwdDQRanked,
+	// monotone q range (unions, selections, remainders, prefixes, packed
+	// documents with spans) the ordered dQ with turns by rank (bwdDQRanked,
 	// hipsrc.BwdDQRankDefine), in place of the dQ kernel or the envelope's
 	// turns: an experiment (cmd/genkernels -bwd-dq-rank).
 	BwdDQRank bool
@@ -140,6 +140,10 @@ type Kernel struct {
 	// sparsity is the plan maskc_kv_range and maskc_tile_full were printed
 	// from; HostSparsity evaluates it.
 	sparsity sparsityPlan
+	// qRangeLane is maskc_g_q_range_lane (sparsityWriter.qRangeLane), which
+	// a ranked backward source holds; "" where the mask searches no
+	// segments buffer or its q range is monotone.
+	qRangeLane string
 	// wsColumns: the mask's columns are long on average (longColumns) or
 	// wide with a monotone q range (monotoneColumns), which gives it the
 	// warp-specialized backward (bwdChoice).
@@ -219,7 +223,7 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 		return nil, diags
 	}
 	k.Sparsity, k.SparsityReason = sp.plan.kind, sp.plan.reason
-	k.sparsity = sp.plan
+	k.sparsity, k.qRangeLane = sp.plan, sp.qRangeLane
 	cols := columnRows(k)
 	k.wsColumns = longColumns(cols) || monotoneColumns(k, cols)
 	k.WarpSpecialized = warpSpecialized(k, sp.plan)
@@ -286,7 +290,7 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 		bwdTiles += hipsrc.BwdDQOrderDefine
 	}
 	if bwdDQRanked(k, opts) {
-		bwdTiles += hipsrc.BwdDQRankDefine
+		bwdTiles += hipsrc.BwdDQRankDefine + k.qRangeLane
 	}
 	k.BwdSource = resolveLineResets(hipsrc.Assemble(generated, bwdTiles, hipsrc.AttnBwd), a.Name+".bwd.cu")
 	return k, diags
@@ -592,15 +596,16 @@ func bwdDQOrdered(k *Kernel, opts Options) bool {
 // Options.BwdDQRank, for the masks whose q range is not monotone (each
 // program's envelope is a reduction over every kv tile's range, which
 // passes every q tile between them; with open columns, as a prefix's or
-// Transfusion's, the reduction alone), that read no segments buffer (whose
-// searches are warp-collective; the ranks test a kv tile per lane) and
-// whose warp-specialized backward takes one q tile a step (a rank is a q
-// tile's).
+// Transfusion's, the reduction alone), whose segments buffers, if any, the
+// q range searches (maskc_g_q_range_lane, sparsityWriter.qRangeLane: the
+// ranks test a kv tile per lane, and the walks' searches are
+// warp-collective) and whose warp-specialized backward takes one q tile a
+// step (a rank is a q tile's).
 func bwdDQRanked(k *Kernel, opts Options) bool {
 	if !opts.BwdDQRank || !k.HasMask || !hipsrc.BwdDQOrdersAt(k.HeadDim) {
 		return false
 	}
-	if qRangeMonotone(k.sparsity) || len(segCheckBuffers(k.Buffers)) > 0 {
+	if qRangeMonotone(k.sparsity) || len(segCheckBuffers(k.Buffers)) > 0 && len(k.sparsity.segments()) == 0 {
 		return false
 	}
 	tile, err := hipsrc.NVIDIAWGMMA.BwdTileOf(k.HeadDim, bwdChoice(k, opts))

@@ -1044,8 +1044,24 @@ __device__ __forceinline__ void maskc_bwd_classify(const MaskcBwdShape& sh, cons
   __syncthreads();
 }
 
+#if defined(MASKC_Q_RANGE_LANE)
+// maskc_q_range with per-lane segment searches (each lane its own kv tile): a
+// ranked backward source's (MASKC_BWD_DQ_RANKED), for maskc_bwd_dq_rank_part.
+__device__ __forceinline__ void maskc_q_range_lane(const MaskcBuffers& buf, long long B, long long H, long long HKV,
+                                                   long long Q, long long KV, long long b, long long h, long long kv_lo,
+                                                   long long kv_hi, long long* lo, long long* hi) {
+  const MaskcFrame f = maskc_frame(buf, H, HKV, Q, KV);
+  maskc_g_q_range_lane(buf, B, f.H, f.HKV, f.Q, f.KV, b, h + f.h0, kv_lo + f.kv0, kv_hi + f.kv0, lo, hi);
+  maskc_frame_local(lo, hi, f.q0, Q);
+}
+#endif
+
 // The q tiles [*lo, *end) that kv tile kt's keys may see (the closed-form
-// q range; every q tile without one); *lo = *end = 0 when none.
+// q range; every q tile without one); *lo = *end = 0 when none. kLane: for
+// one lane alone (lanes may ask for different kv tiles), with the segment
+// searches per lane where the mask has them (MASKC_Q_RANGE_LANE); the
+// same tiles.
+template <bool kLane = false>
 __device__ __forceinline__ void maskc_bwd_q_tiles(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int h,
                                                   int kt, int* lo, int* end) {
   constexpr int BM = MASKC_BWD_BLOCK_M, BN = MASKC_BWD_BLOCK_N;
@@ -1054,7 +1070,12 @@ __device__ __forceinline__ void maskc_bwd_q_tiles(const MaskcBwdShape& sh, const
 #if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
   const int k0 = kt * BN;
   long long qlo = 0, qhi = sh.Sq;
-  maskc_q_range(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, h, k0, min(k0 + BN, sh.Skv), &qlo, &qhi);
+#if defined(MASKC_Q_RANGE_LANE)
+  if (kLane)
+    maskc_q_range_lane(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, h, k0, min(k0 + BN, sh.Skv), &qlo, &qhi);
+  else
+#endif
+    maskc_q_range(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, h, k0, min(k0 + BN, sh.Skv), &qlo, &qhi);
   qlo = qlo < 0 ? 0 : qlo;
   qhi = qhi > sh.Sq ? sh.Sq : qhi;
   *lo = qhi <= qlo ? 0 : (int)(qlo / BM);
@@ -1079,8 +1100,8 @@ __device__ __forceinline__ void maskc_bwd_q_tiles(const MaskcBwdShape& sh, const
 #else
 #define MASKC_BWD_DQ_RANK 0
 #endif
-#if MASKC_BWD_DQ_RANK && defined(MASKC_SEG_CHECK)
-#error "maskc: the ordered dQ's ranks test kv tiles a lane each; a segments buffer's searches are warp-collective"
+#if MASKC_BWD_DQ_RANK && defined(MASKC_SEG_CHECK) && !defined(MASKC_Q_RANGE_LANE)
+#error "maskc: the ordered dQ's ranks test kv tiles a lane each: a mask with segments buffers needs maskc_q_range_lane"
 #endif
 
 #if MASKC_BWD_DQ_RANK
@@ -1089,7 +1110,10 @@ __device__ __forceinline__ void maskc_bwd_q_tiles(const MaskcBwdShape& sh, const
 // atomic walk's test (the q tile in maskc_bwd_q_tiles' range, then its
 // class unless the walk takes every tile of the range); a change to the
 // walks' test (maskc_bwd_walk_next, maskc_bwd_ws_walk_next) must be made
-// here too, or a turn never comes. Warp-uniform; called by a whole warp.
+// here too, or a turn never comes. The q ranges are a lane's own (segment
+// searches per lane); the class, whose kv range of the one q tile searches
+// a segments buffer warp-collectively, is asked by every lane where the
+// mask has one. Warp-uniform; called by a whole warp.
 __device__ __forceinline__ unsigned maskc_bwd_dq_rank_part(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b,
                                                            int h, int qt, int first, int stride, int lane) {
   unsigned n = 0;
@@ -1099,13 +1123,20 @@ __device__ __forceinline__ unsigned maskc_bwd_dq_rank_part(const MaskcBwdShape& 
     bool visits = false;
     if (p < (int)gridDim.x) {
       int lo, end;
-      maskc_bwd_q_tiles(sh, buf, b, h, p, &lo, &end);
+      maskc_bwd_q_tiles<true>(sh, buf, b, h, p, &lo, &end);
       visits = qt >= lo && qt < end;
-#if !MASKC_BWD_CLS_FREE_ON
+#if !MASKC_BWD_CLS_FREE_ON && !defined(MASKC_SEG_CHECK)
       if (visits)
         visits = maskc_bwd_tile_class(sh, buf, b, h, qt * MASKC_BWD_BLOCK_M, p * MASKC_BWD_BLOCK_N, MASKC_BWD_BLOCK_N) != 0;
 #endif
     }
+#if !MASKC_BWD_CLS_FREE_ON && defined(MASKC_SEG_CHECK)
+    {
+      const int pc = min(p, (int)gridDim.x - 1);  // a lane past the grid asks for the last tile
+      const int c = maskc_bwd_tile_class(sh, buf, b, h, qt * MASKC_BWD_BLOCK_M, pc * MASKC_BWD_BLOCK_N, MASKC_BWD_BLOCK_N);
+      visits = visits && c != 0;
+    }
+#endif
     n += (unsigned)__popcll(maskc_walk_ballot(visits));
   }
   return n;
