@@ -109,6 +109,26 @@ func (c *canonizer) compare(a dsl.Expr, op dsl.Op, b dsl.Expr, whole dsl.Expr) *
 			return eq
 		}
 	}
+	// A bool compared with an int is its value 0 or 1 compared (Python's
+	// and torch's promotion): `flag == 1` is flag, `flag == 0` its negation,
+	// so that the terms it conditions stay bounds, not an opaque atom.
+	if c.isBool(a) != c.isBool(b) {
+		flag, other, flagLeft := a, b, true
+		if c.isBool(b) {
+			flag, other, flagLeft = b, a, false
+		}
+		if c.typeOf(other) == dsl.TypeInt {
+			f := c.formula(flag)
+			side := func(v int64) *formula {
+				lit := &dsl.IntLit{Sp: dsl.NoSpan, Value: v}
+				if flagLeft {
+					return c.compare(lit, op, other, whole)
+				}
+				return c.compare(other, op, lit, whole)
+			}
+			return or(and(f, side(1)), and(not(f), side(0)))
+		}
+	}
 	if c.isLattice(a) || c.isLattice(b) {
 		if f, ok := c.compareLattice(a, op, b); ok {
 			return f

@@ -76,6 +76,29 @@ func TestDivModSpellings(t *testing.T) {
 	}
 }
 
+// TestBoolAsInt: a bool compared with an int is its value 0 or 1 compared
+// (torch's promotion, as BD3-LM's `x0_flag_q == 1`), so the comparison is
+// the bool's own bounds or their negation, not an atom evaluated per pair.
+func TestBoolAsInt(t *testing.T) {
+	classes := []struct {
+		want      string
+		spellings []string
+	}{
+		{"q >= 64 and q - kv >= 0", []string{"(q >= 64) == 1 and q >= kv", "(q >= 64) != 0 and q >= kv", "1 == (q >= 64) and q >= kv",
+			"(q < 64) == 0 and q >= kv", "(q >= 64) > 0 and q >= kv", "(q >= 64) >= 1 and (q >= kv) == True"}},
+		{"kv >= 64 or q <= 63", []string{"(q >= 64) == 0 or kv >= 64", "(q >= 64) < 1 or (kv >= 64) == 1"}},
+		{"False", []string{"(q >= kv) == 2", "(q >= kv) < 0", "-1 == (kv >= 4096)"}},
+		{"True", []string{"(q >= kv) <= 1", "(q >= kv) != 2"}},
+	}
+	for _, c := range classes {
+		for _, s := range c.spellings {
+			if got := canonOf(t, s).String(); got != c.want {
+				t.Errorf("Canon(%s) = %q, want %q", s, got, c.want)
+			}
+		}
+	}
+}
+
 // TestExtras: the extra variables a form keeps, with the index variables
 // they read.
 func TestExtras(t *testing.T) {
@@ -107,7 +130,7 @@ func TestPropertyRandom(t *testing.T) {
 	if testing.Short() {
 		total = 200
 	}
-	g := &normaltest.Gen{Rng: rand.New(rand.NewSource(*propSeed)), DivMod: true}
+	g := &normaltest.Gen{Rng: rand.New(rand.NewSource(*propSeed)), DivMod: true, BoolInt: true}
 	const perFile = 40
 	shapes := [][2]int64{{1, 1}, {3, 5}, {5, 3}, {7, 7}, {9, 13}, {17, 17}}
 	var checked, extras, complex, bad int

@@ -207,6 +207,10 @@ type Gen struct {
 	// and q/kv-free symbols (block, strided, per-batch and per-head
 	// masks); unset, the stream of expressions is unchanged by it.
 	DivMod bool
+	// BoolInt, when set, makes some comparisons a bool's value (0 or 1)
+	// compared with an int, as `(q >= 64) == 1` or `flag[q] != 0`; unset,
+	// the stream of expressions is unchanged by it.
+	BoolInt bool
 }
 
 // divMod returns a random comparison built from // and % by constants and
@@ -302,6 +306,11 @@ func (g *Gen) BoolExpr(depth int) string {
 	case 8:
 		c := g.BoolExpr(depth - 1)
 		return g.pick(fmt.Sprintf("where(%s, %s, %s)", a, b, c), fmt.Sprintf("(%s if %s else %s)", b, a, c))
+	}
+	if g.BoolInt && g.Rng.Intn(2) == 0 {
+		op := g.pick("==", "!=", "<", "<=", ">", ">=")
+		n := g.pick("0", "1", "0", "1", "2", "-1", g.IntExpr(1))
+		return g.pick(fmt.Sprintf("(%s) %s %s", a, op, n), fmt.Sprintf("%s %s (%s)", n, op, a))
 	}
 	return g.pick(fmt.Sprintf("(%s) == (%s)", a, b), fmt.Sprintf("(%s) != (%s)", a, b), fmt.Sprintf("~(%s)", a))
 }
