@@ -171,7 +171,8 @@ func platformByName(name string) (hipsrc.Platform, bool) {
 	return 0, false
 }
 
-// sliceEnv returns the sizes and the buffers the kernel's mask reads:
+// sliceEnv returns the sizes and the buffers the kernel's mask reads (a
+// score's only where --buffer gives it: no tile map reads one):
 // given with --buffer, else drawn as `maskc run` draws them.
 func sliceEnv(e *env, cfg *runConfig, prog *check.Program, k *codegen.Kernel, seed uint64) (*eval.Env, error) {
 	env := &eval.Env{B: int64(cfg.b), H: int64(cfg.h), HKV: int64(cfg.hkv), Q: int64(cfg.sq), KV: int64(cfg.skv), Buffers: map[string]*eval.Tensor{}}
@@ -183,6 +184,9 @@ func sliceEnv(e *env, cfg *runConfig, prog *check.Program, k *codegen.Kernel, se
 	rng := harness.NewRand(seed)
 	sizes := map[dsl.Var]int64{dsl.SizeB: env.B, dsl.SizeH: env.H, dsl.SizeHKV: env.HKV, dsl.SizeQ: env.Q, dsl.SizeKV: env.KV}
 	for _, kb := range k.Buffers {
+		if _, given := cfg.buffers[kb.Name]; !given && !maskReads(k, kb.Name) {
+			continue // a score's buffer: the tile map never reads it (a 4-D bias at S = 8192 is 67M values)
+		}
 		b := prog.Buffer(kb.Name)
 		if b == nil {
 			return nil, fmt.Errorf("buffer %s of the kernel is not declared in the program", kb.Name)
@@ -202,6 +206,14 @@ func sliceEnv(e *env, cfg *runConfig, prog *check.Program, k *codegen.Kernel, se
 		fmt.Fprintf(e.stdout, "buffer %s %s%v: %s\n", b.Name, b.DType, dims, harness.Describe(seen, how, b.Segments, dims, maxShownValues))
 	}
 	return env, nil
+}
+
+// maskReads reports whether the kernel's mask reads buffer name.
+func maskReads(k *codegen.Kernel, name string) bool {
+	if k.Mask == nil {
+		return false
+	}
+	return slices.ContainsFunc(k.Mask.Buffers, func(d *dsl.BufferDecl) bool { return d.Name.Name == name })
 }
 
 // printEvalError prints an evaluation error at its position in the file
