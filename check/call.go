@@ -12,6 +12,14 @@ import (
 // call lowers a call: a built-in, a mod applied to index arguments, a
 // factory instantiation or a combination.
 func (l *lowering) call(f *frame, x *dsl.CallExpr) result {
+	if id, ok := x.Fun.(*dsl.Ident); ok {
+		if q, ok := l.c.imported(f, id.Name); ok {
+			// `from math import floor`: floor(x) is math.floor(x).
+			qx := *x
+			qx.Fun = &dsl.Ident{Sp: id.Sp, Name: q}
+			x = &qx
+		}
+	}
 	if name, ok := l.partialOf(f, x); ok {
 		return l.partialCall(f, x, name)
 	}

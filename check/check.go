@@ -84,7 +84,7 @@ func newChecker(f *dsl.File, lib *library) *checker {
 		Defs:   make(map[*dsl.Ident]Symbol, 3*n),
 	}
 	p := &Program{File: f, Info: info, params: map[string]*Param{}, buffers: map[string]*Buffer{},
-		mods: map[string]*Mod{}, attentions: map[string]*Attention{}, stdlib: lib}
+		mods: map[string]*Mod{}, attentions: map[string]*Attention{}, stdlib: lib, imports: pythonImports(f)}
 	return &checker{prog: p, src: f.Source, lib: lib, info: info, decls: map[string]dsl.Decl{}, modSize: make(map[*Mod]int, len(f.Decls)), markUses: true,
 		lowered: map[*Mod]*dsl.Lowered{}, bodies: map[*Mod]*loweredBody{}}
 }
@@ -430,6 +430,9 @@ func (c *checker) lookup(f *frame, name string) (global, bool) {
 	}
 	if v, ok := dsl.SizeVar(name); ok {
 		return global{kind: SymSize, name: name, size: v}, true
+	}
+	if q, ok := c.imported(f, name); ok && q != name {
+		return c.lookup(f, q) // `from math import pi`
 	}
 	switch name {
 	case "inf", "math.inf", "torch.inf":

@@ -35,6 +35,9 @@ type Program struct {
 	attentions map[string]*Attention
 	stdlib     *library
 	modSize    map[*Mod]int
+	// imports maps a name the file's `from math import ...` or `from torch
+	// import ...` binds to the qualified name it stands for (pythonImports).
+	imports map[string]string
 }
 
 // Param is a checked `param NAME = value`.
