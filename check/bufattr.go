@@ -20,13 +20,18 @@ import (
 // what each gives, for hints.
 var bufferAttrs = map[string]string{"shape": "the extents, a tuple", "ndim": "the number of dimensions"}
 
-// bufferCasts are the whole-buffer dtype casts a buffer takes where they
-// keep its values (sameValues), with what each gives.
+// bufferCasts are the whole-buffer dtype casts and copies a buffer takes
+// where they keep its values (sameValues), with what each gives.
 var bufferCasts = map[string]string{
 	"long":  "the buffer itself, for an int buffer (every int is read in 64 bits)",
 	"int":   "the buffer itself, for an int buffer of at most 32 bits",
 	"float": "the buffer itself, for a float buffer of at most 32 bits",
 	"bool":  "the buffer itself, for a bool buffer",
+	// Copies and views that keep every value (transformers' document_ids =
+	// attention_mask_2d.clone()).
+	"clone":      "the buffer itself: a copy of the same values",
+	"contiguous": "the buffer itself: the same values",
+	"detach":     "the buffer itself: the same values",
 }
 
 // bufferMethods are the tensor methods of a buffer itself (not of an
@@ -60,6 +65,8 @@ func sameValues(buf *Buffer, name string) bool {
 		return d.Kind == buftype.Float && d.Size <= 4
 	case "bool":
 		return d.Kind == buftype.Bool
+	case "clone", "contiguous", "detach":
+		return true
 	}
 	return false
 }

@@ -108,18 +108,24 @@ func reservedName(name string) string {
 	return ""
 }
 
-// castOf is e without a whole-tensor dtype cast that keeps the values
-// (`ids.long()`, bufferCasts), or e.
+// castOf is e without the whole-tensor dtype casts and copies that keep
+// the values (`ids.long()`, `mask.clone().contiguous()`, bufferCasts), or e.
 func castOf(e dsl.Expr) dsl.Expr {
 	e = dsl.Unparen(e)
-	if call, ok := e.(*dsl.CallExpr); ok && len(call.Args) == 0 {
-		if sel, ok := call.Fun.(*dsl.SelectorExpr); ok {
-			if _, cast := bufferCasts[sel.Sel.Name]; cast {
-				return dsl.Unparen(sel.X)
-			}
+	for {
+		call, ok := e.(*dsl.CallExpr)
+		if !ok || len(call.Args) != 0 {
+			return e
 		}
+		sel, ok := call.Fun.(*dsl.SelectorExpr)
+		if !ok {
+			return e
+		}
+		if _, cast := bufferCasts[sel.Sel.Name]; !cast {
+			return e
+		}
+		e = dsl.Unparen(sel.X)
 	}
-	return e
 }
 
 // pythonCombinator reports whether d is a def factory named and_masks or

@@ -111,6 +111,12 @@ def same_doc(batch):
         return ids[b, q_idx, 0] == ids[b, kv_idx, 0]
     return m
 
+def copied(batch):
+    ids = batch.clone().contiguous().detach()
+    def m(b, h, q_idx, kv_idx):
+        return ids[b, q_idx, 0] == ids[b, kv_idx, 0]
+    return m
+
 def narrowed(rows):
     rows = rows.int()
     def m(b, h, q_idx, kv_idx):
@@ -122,6 +128,7 @@ def narrowed(rows):
 		{"mask = spans_mask(spans)", "(q >= kv) | (q >= spans[b, 0, 1]) & (kv < spans[b, 0, 1] + spans[b, 0, 2]) | (q >= spans[b, 1, 1]) & (kv < spans[b, 1, 1] + spans[b, 1, 2])"},
 		{"mask = firsts", "q < spans[b, 0, 1] + spans[b, 1, 2]"},
 		{"mask = same_doc(ragged)", "ragged[b, q, 0] == ragged[b, kv, 0]"},
+		{"mask = copied(ragged)", "ragged[b, q, 0] == ragged[b, kv, 0]"},
 		{"mask = narrowed(wide)", "E076 wide.int() changes the values of buffer wide (i64[B, 2, 3])"},
 	} {
 		t.Run(tc.setting, func(t *testing.T) { checkSetting(t, src, tc.setting, tc.want) })

@@ -128,6 +128,8 @@ func TestPythonReadPast(t *testing.T) {
 			"def mask gen(pair w c)(b h q kv) inner m: return (cmp (- q kv) <= w)", nil, 0},
 		{"decorators", "@lru_cache\n@functools.lru_cache(maxsize=None)  # cached\n@torch.compile(fullgraph=True)\ndef causal(b, h, q, kv):\n    return q >= kv\n",
 			"def mask causal(b h q kv): return (cmp q >= kv)", []string{"@lru_cache", "@functools.lru_cache(maxsize=None)  # cached", "@torch.compile(fullgraph=True)"}, 3},
+		{"staticmethod", "@staticmethod\ndef causal(b, h, q, kv):\n    return q >= kv\n",
+			"def mask causal(b h q kv): return (cmp q >= kv)", []string{"@staticmethod"}, 1},
 		{"__name__", "def gen(w):\n    def m(b, h, q, kv):\n        return q - kv <= w\n    m.__name__ = f\"window_{w}\"\n    return m\n",
 			"def mask gen(w)(b h q kv) inner m: return (cmp (- q kv) <= w)", []string{"m.__name__ = f\"window_{w}\""}, 0},
 		{"imports", "import torch\nimport torch.nn.functional as F\nfrom functools import partial\nfrom torch.nn.attention.flex_attention import (\n    and_masks,\n    or_masks,\n)\nfrom typing import Optional\ndef causal(b, h, q, kv):\n    import math\n    return q >= kv\n",

@@ -672,6 +672,9 @@ var transparentDecorators = map[string]bool{
 	"lru_cache": true, "cache": true, "functools.lru_cache": true, "functools.cache": true,
 	"torch.compile": true, "torch.no_grad": true, "torch.inference_mode": true,
 	"torch.compiler.disable": true, "torch._dynamo.disable": true,
+	// A method's decorators that make it a plain function of its
+	// parameters (FastVideo's @staticmethod mask helpers).
+	"staticmethod": true,
 }
 
 // functionAttributes are the attributes of a Python function whose
