@@ -184,11 +184,16 @@ var diagnosticCases = []struct {
 			"   = hint: expressions use Python operators: + - * / // % ** == != < <= > >= & | ~ and or not\n",
 	},
 	{
-		"param A = 1\\\n",
-		"t.flex:1:12: error[E001]: invalid character `\\` (U+005C)\n" +
-			" 1 | param A = 1\\\n" +
-			"   |            ^\n" +
-			"   = hint: there is no `\\` line continuation: break long expressions inside parentheses\n",
+		"param A = 1 \\ 2\n",
+		"t.flex:1:13: error[E001]: invalid character `\\` (U+005C)\n" +
+			" 1 | param A = 1 \\ 2\n" +
+			"   |             ^\n" +
+			"   = hint: a `\\` joins lines only as the last character of its line; or break long expressions inside parentheses\n",
+	},
+	{
+		// Python's explicit line joining: no error.
+		"param A = 1 + \\\n    2\nmask m(b, h, q, kv) = q - kv < A\n",
+		"",
 	},
 	{
 		"param s = \"x\n",

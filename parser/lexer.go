@@ -153,6 +153,9 @@ func (s *scanner) run() {
 			s.pos++ // the "\r" of "\r\n"
 		case c == '\r':
 			s.loneCR()
+		case c == '\\' && s.pos+1 < s.end && dsl.LineEndAt(s.text, s.pos+1) > 0:
+			// Python's explicit line joining: the next line continues this one.
+			s.pos += 1 + dsl.LineEndAt(s.text, s.pos+1)
 		case c == '\n':
 			if (len(s.stack) == 0 || s.stack[len(s.stack)-1].ch == '{') && s.lastType() != tokNewline {
 				s.emit(tokNewline, s.pos, s.pos+1)
@@ -603,7 +606,7 @@ func (s *scanner) invalidChar() {
 	var hint string
 	switch r {
 	case '\\':
-		hint = "there is no `\\` line continuation: break long expressions inside parentheses"
+		hint = "a `\\` joins lines only as the last character of its line; or break long expressions inside parentheses"
 	case '.':
 		hint = "a `.` selects a method after a value, as in `(q_idx - kv_idx).abs()`"
 	case '$', '@', '?', '`':
