@@ -33,6 +33,8 @@ func (l *lowering) call(f *frame, x *dsl.CallExpr) result {
 	switch {
 	case callee.fn == "and_masks" || callee.fn == "or_masks":
 		return l.combine(f, x, callee.fn)
+	case callee.fn == "create_block_mask":
+		return l.blockMask(f, x)
 	case callee.fn != "":
 		return l.builtin(f, x, dsl.Builtins[callee.fn])
 	case callee.mod != nil && callee.mod.unapplied:
@@ -52,6 +54,55 @@ func (l *lowering) call(f *frame, x *dsl.CallExpr) result {
 	l.errorf(f, x.Fun.Span(), CodeNotCallable, "%s is %s, not a function or mod; it cannot be called", sourceText(f, x.Fun), what).
 		WithHint("only built-in functions, mods and factories can be called")
 	return result{}
+}
+
+// blockMaskDoc is create_block_mask's hover text.
+const blockMaskDoc = "create_block_mask(mask_mod, B, H, Q_LEN, KV_LEN, device, BLOCK_SIZE, _compile): " +
+	"FlexAttention's BlockMask of mask_mod, which keeps the pairs mask_mod keeps; maskc reads it as mask_mod " +
+	"(its tiles come from the mask itself, and the sizes from each call)"
+
+// blockMaskArgs are create_block_mask's parameters after mask_mod, in
+// order: none changes which pairs the mask keeps.
+var blockMaskArgs = []string{"B", "H", "Q_LEN", "KV_LEN", "device", "BLOCK_SIZE", "_compile"}
+
+// blockMask lowers create_block_mask(mask_mod, ...), FlexAttention's
+// BlockMask of a mask mod, which pasted factories return
+// (`return create_block_mask(inner, B=None, H=None, Q_LEN=n, KV_LEN=n)`), to
+// mask_mod itself: the block mask keeps exactly the pairs it keeps, and its
+// other arguments (batch and head broadcasting, the sizes, the device, the
+// block size) are each call's concern here, so they are not read.
+func (l *lowering) blockMask(f *frame, x *dsl.CallExpr) result {
+	var mod dsl.Expr
+	positional := 0
+	for _, a := range x.Args {
+		kw, ok := a.(*dsl.KeywordArg)
+		switch {
+		case !ok:
+			if positional == 0 {
+				mod = a
+			} else if positional > len(blockMaskArgs) {
+				l.errorf(f, a.Span(), CodeArgCount, "create_block_mask takes at most %d arguments, got %d", len(blockMaskArgs)+1, positional+1).
+					WithHint("%s", blockMaskDoc)
+				return result{}
+			}
+			positional++
+		case kw.Name.Name == "mask_mod":
+			mod = kw.Value
+		case !slices.Contains(blockMaskArgs, kw.Name.Name):
+			l.errorf(f, kw.Name.Sp, CodeKeywordArg, "create_block_mask takes no keyword argument %s=", kw.Name.Name).
+				WithHint("%s", blockMaskDoc)
+			return result{}
+		}
+	}
+	if mod == nil {
+		l.errorf(f, x.Sp, CodeArgCount, "create_block_mask needs its mask mod").WithHint("%s", blockMaskDoc)
+		return result{}
+	}
+	mv := l.modValue(f, mod, dsl.MaskMod, "create_block_mask")
+	if mv == nil {
+		return result{}
+	}
+	return result{typ: dsl.TypeMask, mod: mv}
 }
 
 // combine lowers and_masks(...)/or_masks(...) to a mod value.

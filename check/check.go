@@ -400,6 +400,9 @@ func (g global) symbol() Symbol {
 	case SymCombinator:
 		s.Type = dsl.TypeMask
 		s.Doc = g.name + "(m1, m2, ...): the mask that keeps a pair when all (and_masks) or any (or_masks) of the masks keep it"
+		if g.name == "create_block_mask" {
+			s.Doc = blockMaskDoc
+		}
 	case SymConstant:
 		s.Type, s.Doc = dsl.TypeFloat, "inf: positive infinity (float)"
 	}
@@ -447,7 +450,7 @@ func (c *checker) lookup(f *frame, name string) (global, bool) {
 		return global{kind: SymConstant, name: name, val: dsl.Float(math.Pi)}, true
 	case "math.e", "torch.e":
 		return global{kind: SymConstant, name: name, val: dsl.Float(math.E)}, true
-	case "and_masks", "or_masks":
+	case "and_masks", "or_masks", "create_block_mask":
 		return global{kind: SymCombinator, name: name}, true
 	}
 	if b := dsl.LookupBuiltin(name); b != nil {
