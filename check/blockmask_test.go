@@ -13,12 +13,12 @@ func TestCreateBlockMask(t *testing.T) {
 def causal(b, h, q_idx, kv_idx):
     return q_idx >= kv_idx
 
-def create_sliding_mask(seq_len, window_size):
-    def sliding_mask(_, __, q_idx, kv_idx):
-        return (q_idx >= kv_idx) & (q_idx - kv_idx <= window_size)
+def banded(n, w):
+    def keep(b, h, q_idx, kv_idx):
+        return (q_idx >= kv_idx) & (q_idx - kv_idx <= w)
 
-    block_mask = create_block_mask(sliding_mask, B = None, H = None, Q_LEN = seq_len, KV_LEN = seq_len, _compile = True)
-    return block_mask
+    bm = create_block_mask(keep, B=None, H=None, Q_LEN=n, KV_LEN=n, _compile=True)
+    return bm
 
 def direct(n):
     def inner(b, h, q_idx, kv_idx):
@@ -27,7 +27,7 @@ def direct(n):
 
 `
 	for _, tc := range []struct{ setting, want string }{
-		{"mask = create_sliding_mask(8192, 64)", "(q >= kv) & (q - kv <= 64)"},
+		{"mask = banded(8192, 64)", "(q >= kv) & (q - kv <= 64)"},
 		{"mask = direct(16)", "kv < 16"},
 		{"mask = create_block_mask(causal, None, None, 1024, 1024)", "q >= kv"},
 		{"mask = create_block_mask(mask_mod=causal, B=2)", "q >= kv"},
