@@ -30,6 +30,7 @@ def direct(n):
 		{"mask = banded(8192, 64)", "(q >= kv) & (q - kv <= 64)"},
 		{"mask = direct(16)", "kv < 16"},
 		{"mask = create_block_mask(causal, None, None, 1024, 1024)", "q >= kv"},
+		{"mask = create_block_mask(noop_mask, None, None, 1024, 1024)", "True"},
 		{"mask = create_block_mask(mask_mod=causal, B=2)", "q >= kv"},
 		{"mask = create_block_mask(causal, block_size=64)", "E075 create_block_mask takes no keyword argument block_size="},
 		{"mask = create_block_mask(B=2)", "E023 create_block_mask needs its mask mod"},

@@ -221,7 +221,7 @@ func TestStdlib(t *testing.T) {
 	require.Empty(t, diags, diags.Render())
 	mods := StdlibMods()
 	require.Len(t, mods, len(lib.names))
-	want := []string{"causal", "full", "sliding_window", "band", "prefix_lm", "document", "document_causal", "alibi", "softcap", "causal_score"}
+	want := []string{"causal", "full", "noop_mask", "sliding_window", "band", "prefix_lm", "document", "document_causal", "alibi", "softcap", "causal_score"}
 	var names []string
 	for _, s := range mods {
 		names = append(names, s.Name)
@@ -229,7 +229,7 @@ func TestStdlib(t *testing.T) {
 		assert.Contains(t, s.Doc, "\n", "%s has a doc comment", s.Name)
 	}
 	assert.Equal(t, want, names)
-	assert.Equal(t, "mask sliding_window(W)(b, h, q, kv)\nCausal sliding window of W + 1 keys including the diagonal: q - W <= kv <= q.", mods[2].Doc)
+	assert.Equal(t, "mask sliding_window(W)(b, h, q, kv)\nCausal sliding window of W + 1 keys including the diagonal: q - W <= kv <= q.", mods[3].Doc)
 
 	// A user declaration shadows the library.
 	p, diags := checkSource(t, "mask causal(b, h, q, kv) = q > kv\nattention a {\n    mask = causal\n}\n", nil)

@@ -7,6 +7,9 @@ mask causal(b, h, q, kv) = q >= kv
 # Full attention: every (q, kv) pair is kept.
 mask full(b, h, q, kv) = True
 
+# FlexAttention's noop_mask (torch.nn.attention.flex_attention): keeps every pair, as full does.
+mask noop_mask(b, h, q, kv) = True
+
 # Causal sliding window of W + 1 keys including the diagonal: q - W <= kv <= q.
 mask sliding_window(W)(b, h, q, kv) = q >= kv and q - kv <= W
 
