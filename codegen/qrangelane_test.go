@@ -47,14 +47,7 @@ func TestHostQRangeLane(t *testing.T) {
 			}
 		}
 	}
-	g := exprGen{rand.New(rand.NewSource(23))}
-	for i := 0; i < 120; i++ {
-		src := maskCaseSource("buffer doc: i32[KV] segments\nbuffer t: i32[KV]\n", g.boolExpr(3), "")
-		for overflows(t, src) {
-			src = maskCaseSource("buffer doc: i32[KV] segments\nbuffer t: i32[KV]\n", g.boolExpr(3), "")
-		}
-		all = append(all, casesOf(t, fmt.Sprintf("random%d.flex", i), src)...)
-	}
+	all = append(all, randomSegmentCases(t, 23, 120)...)
 	var cases []hostCase
 	for _, c := range all {
 		want := len(c.kernel.sparsity.segments()) > 0 && !qRangeMonotone(c.kernel.sparsity)

@@ -45,14 +45,29 @@ func canonOf(t testing.TB, body string) *normal.Form {
 	return normal.Canon(p.Attentions[0].Mask)
 }
 
+// spellings are masks written several ways and the form all of them have.
+type spellings struct {
+	want      string
+	spellings []string
+}
+
+// checkSpellings checks that every spelling of each class has the class's form.
+func checkSpellings(t *testing.T, classes []spellings) {
+	t.Helper()
+	for _, c := range classes {
+		for _, s := range c.spellings {
+			if got := canonOf(t, s).String(); got != c.want {
+				t.Errorf("Canon(%s) = %q, want %q", s, got, c.want)
+			}
+		}
+	}
+}
+
 // TestDivModSpellings: floor quotients and remainders by constants become
 // bounds where a mask bounds them directly, and extra variables with exact
 // bounds otherwise; symbols free of q and kv are linear terms.
 func TestDivModSpellings(t *testing.T) {
-	classes := []struct {
-		want      string
-		spellings []string
-	}{
+	classes := []spellings{
 		{"0 <= q - kv <= 1023", []string{"(q - kv) // 1024 == 0", "(q - kv) // (W) == 0", "(q - kv) % 1024 == q - kv",
 			"q >= kv and (q - kv) // 1024 < 1", "(kv - q) // -1024 == 0", "(2 * q - 2 * kv) // 2048 == 0"}},
 		{"-4 <= q - kv <= 4", []string{"(q - kv + 4) // 9 == 0", "abs(q - kv) // 5 == 0", "abs(q - kv) // 5 < 1"}},
@@ -67,36 +82,21 @@ func TestDivModSpellings(t *testing.T) {
 		{"q - kv >= 0 and q - kv <= heads[h]", []string{"0 <= q - kv <= heads[h]", "kv >= q - heads[h] and q >= kv"}},
 		{"kv - prefix[b] // 2 == 3", []string{"kv - 3 == prefix[b] // 2", "kv - prefix[b] // 2 == 3"}},
 	}
-	for _, c := range classes {
-		for _, s := range c.spellings {
-			if got := canonOf(t, s).String(); got != c.want {
-				t.Errorf("Canon(%s) = %q, want %q", s, got, c.want)
-			}
-		}
-	}
+	checkSpellings(t, classes)
 }
 
 // TestBoolAsInt: a bool compared with an int is its value 0 or 1 compared
 // (torch's promotion, as BD3-LM's `x0_flag_q == 1`), so the comparison is
 // the bool's own bounds or their negation, not an atom evaluated per pair.
 func TestBoolAsInt(t *testing.T) {
-	classes := []struct {
-		want      string
-		spellings []string
-	}{
+	classes := []spellings{
 		{"q >= 64 and q - kv >= 0", []string{"(q >= 64) == 1 and q >= kv", "(q >= 64) != 0 and q >= kv", "1 == (q >= 64) and q >= kv",
 			"(q < 64) == 0 and q >= kv", "(q >= 64) > 0 and q >= kv", "(q >= 64) >= 1 and (q >= kv) == True"}},
 		{"kv >= 64 or q <= 63", []string{"(q >= 64) == 0 or kv >= 64", "(q >= 64) < 1 or (kv >= 64) == 1"}},
 		{"False", []string{"(q >= kv) == 2", "(q >= kv) < 0", "-1 == (kv >= 4096)"}},
 		{"True", []string{"(q >= kv) <= 1", "(q >= kv) != 2"}},
 	}
-	for _, c := range classes {
-		for _, s := range c.spellings {
-			if got := canonOf(t, s).String(); got != c.want {
-				t.Errorf("Canon(%s) = %q, want %q", s, got, c.want)
-			}
-		}
-	}
+	checkSpellings(t, classes)
 }
 
 // TestExtras: the extra variables a form keeps, with the index variables
