@@ -96,13 +96,6 @@ func TestClangCUDA(t *testing.T) {
 			}
 			name += "_dqorder"
 		}
-		if opts.BwdDQRank {
-			// The ordered dQ's turns by rank (genkernels -bwd-dq-rank).
-			if !strings.Contains(k.BwdSource, hipsrc.BwdDQRankDefine) || !strings.Contains(k.BwdSource, hipsrc.BwdDQOrderDefine) {
-				t.Fatalf("%s %s: -bwd-dq-rank source does not ask for the ordered dQ by rank", file, attention)
-			}
-			name += "_dqrank"
-		}
 		headDims[name] = k.HeadDim
 		bwdWS[name] = strings.Contains(k.BwdSource, "#define MASKC_BWD_WS 1")
 		if err := os.WriteFile(filepath.Join(dir, name+".bwd.cu"), []byte(k.BwdSource), 0o644); err != nil {
@@ -152,15 +145,6 @@ func TestClangCUDA(t *testing.T) {
 	writeOpts("../examples/sliding_window.flex", "local_512_layer", Options{BwdDQOrder: true})
 	writeOpts("../examples/softcap.flex", "capped_layer", Options{BwdDQOrder: true})
 	writeOpts("../examples/gpt_oss.flex", "layer_0", Options{BwdDQOrder: true})
-	// Its turns by rank: a block selection and a window with global keys on
-	// the 64 x 64 tiles (a class per lane), a union on the warp-specialized
-	// backward (the producer's rank in the pair), the pre-pass.
-	writeOpts("../testdata/tilemasks/moba.flex", "moba", Options{BwdDQRank: true})
-	writeOpts("../testdata/tilemasks/window_global.flex", "window_global", Options{BwdDQRank: true})
-	writeOpts("../gpu/bench_cases_ext/spec_decode.flex", "spec_decode", Options{BwdDQRank: true})
-	writeOpts("../testdata/ported/gemma4_sliding.flex", "sliding_layer", Options{BwdDQRank: true})
-	// Packed documents with image spans: the lanes' own segment searches.
-	writeOpts("../testdata/tilemasks/multimodal.flex", "multimodal", Options{BwdDQRank: true})
 	// Two-tile steps of the warp-specialized backward at head dim 64
 	// (pairSteps): no mask, causal, and causal with its deterministic dQ
 	// ordered (genkernels -bwd-dq-order).

@@ -56,12 +56,6 @@ type Options struct {
 	// hipsrc.BwdDQOrderDefine), not only masks with a transcendental
 	// score: an experiment (cmd/genkernels -bwd-dq-order).
 	BwdDQOrder bool
-	// BwdDQRank gives the deterministic backward of every mask without a
-	// monotone q range (unions, selections, remainders, prefixes, packed
-	// documents with spans) the ordered dQ with turns by rank (bwdDQRanked,
-	// hipsrc.BwdDQRankDefine), in place of the dQ kernel or the envelope's
-	// turns: an experiment (cmd/genkernels -bwd-dq-rank).
-	BwdDQRank bool
 	// BwdWS gives every kernel's sm_90a backward at head dim 128 the
 	// warp-specialized maskc_attn_bwd (hipsrc.BwdChoice.WarpSpecialized: a
 	// producer warpgroup copying Q and dO by the bulk tensor copy engine
@@ -140,10 +134,6 @@ type Kernel struct {
 	// sparsity is the plan maskc_kv_range and maskc_tile_full were printed
 	// from; HostSparsity evaluates it.
 	sparsity sparsityPlan
-	// qRangeLane is maskc_g_q_range_lane (sparsityWriter.qRangeLane), which
-	// a ranked backward source holds; "" where the mask searches no
-	// segments buffer or its q range is monotone.
-	qRangeLane string
 	// wsColumns: the mask's columns are long on average (longColumns) or
 	// wide with a monotone q range (monotoneColumns), which gives it the
 	// warp-specialized backward (bwdChoice).
@@ -223,7 +213,7 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 		return nil, diags
 	}
 	k.Sparsity, k.SparsityReason = sp.plan.kind, sp.plan.reason
-	k.sparsity, k.qRangeLane = sp.plan, sp.qRangeLane
+	k.sparsity = sp.plan
 	cols := columnRows(k)
 	k.wsColumns = longColumns(cols) || monotoneColumns(k, cols)
 	k.WarpSpecialized = warpSpecialized(k, sp.plan)
@@ -288,9 +278,6 @@ func generate(p *check.Program, a *check.Attention, opts Options, write bool) (*
 	}
 	if bwdDQOrdered(k, opts) {
 		bwdTiles += hipsrc.BwdDQOrderDefine
-	}
-	if bwdDQRanked(k, opts) {
-		bwdTiles += hipsrc.BwdDQRankDefine + k.qRangeLane
 	}
 	k.BwdSource = resolveLineResets(hipsrc.Assemble(generated, bwdTiles, hipsrc.AttnBwd), a.Name+".bwd.cu")
 	return k, diags
@@ -585,31 +572,7 @@ func bwdDQOrdered(k *Kernel, opts Options) bool {
 	ws := err == nil && tile.Producer
 	open := !k.HasMask || openColumns(k.sparsity)
 	monotone := k.HasMask && qRangeMonotone(k.sparsity)
-	return (heavy && diagonal) || (ws && (open || monotone)) || (opts.BwdDQOrder && (diagonal || ws)) ||
-		bwdDQRanked(k, opts)
-}
-
-// bwdDQRanked reports whether k's ordered dQ takes its turns by rank
-// (hipsrc.BwdDQRankDefine: a program's turn on a q tile's rows is the
-// number of later kv tiles whose walk visits it, so that it neither passes
-// q tiles it does not add to nor waits for programs that never add), under
-// Options.BwdDQRank, for the masks whose q range is not monotone (each
-// program's envelope is a reduction over every kv tile's range, which
-// passes every q tile between them; with open columns, as a prefix's or
-// Transfusion's, the reduction alone), whose segments buffers, if any, the
-// q range searches (maskc_g_q_range_lane, sparsityWriter.qRangeLane: the
-// ranks test a kv tile per lane, and the walks' searches are
-// warp-collective) and whose warp-specialized backward takes one q tile a
-// step (a rank is a q tile's).
-func bwdDQRanked(k *Kernel, opts Options) bool {
-	if !opts.BwdDQRank || !k.HasMask || !hipsrc.BwdDQOrdersAt(k.HeadDim) {
-		return false
-	}
-	if qRangeMonotone(k.sparsity) || len(segCheckBuffers(k.Buffers)) > 0 && len(k.sparsity.segments()) == 0 {
-		return false
-	}
-	tile, err := hipsrc.NVIDIAWGMMA.BwdTileOf(k.HeadDim, bwdChoice(k, opts))
-	return err == nil && !tile.PairQTiles
+	return (heavy && diagonal) || (ws && (open || monotone)) || (opts.BwdDQOrder && (diagonal || ws))
 }
 
 // openColumns reports whether every term of an analytic plan keeps a key's

@@ -59,12 +59,9 @@ const tileFullSig = `__device__ __forceinline__ bool maskc_g_tile_full(const Mas
 // sparsity is the block-sparsity plan of one mask and the generated
 // functions implementing it.
 type sparsity struct {
-	plan sparsityPlan
-	code string // maskc_kv_range and maskc_tile_full
-	// qRangeLane is maskc_g_q_range_lane (sparsityWriter.qRangeLane), or ""
-	// where the mask has none; only a ranked backward source holds it.
-	qRangeLane string
-	segments   []*BufferABI // segments buffers whose binary searches the code calls
+	plan     sparsityPlan
+	code     string       // maskc_kv_range and maskc_tile_full
+	segments []*BufferABI // segments buffers whose binary searches the code calls
 }
 
 // tooBigReason is the plan's reason when the mask is not analysed.
@@ -105,7 +102,7 @@ func planSparsity(l *dsl.Lowered, bufs []BufferABI, opts Options, diags *dsl.Dia
 			qRangeSig + " {\n  // not analysed: the pre-pass decides\n  *lo = 0;\n  *hi = Q;\n}\n\n" + trivialQIntervals + "\n" + tileFullSig + " {\n  return false;\n}\n"}
 	}
 	g := &sparsityWriter{w: newFuncWriter(nil, l, cDouble, bufs, diags), f: p.form}
-	return sparsity{plan: p, code: g.kvRange(p) + "\n" + g.rowIntervals(p) + g.termLive(p) + perElementFact(p) + qRangeMonotoneFact(p) + g.qRange(p) + "\n" + g.tileFull(p) + g.prepassTerms(p), qRangeLane: g.qRangeLane(p), segments: p.segments()}
+	return sparsity{plan: p, code: g.kvRange(p) + "\n" + g.rowIntervals(p) + g.termLive(p) + perElementFact(p) + qRangeMonotoneFact(p) + g.qRange(p) + "\n" + g.tileFull(p) + g.prepassTerms(p), segments: p.segments()}
 }
 
 // maxPrepassTerms bounds the terms the pre-pass tests one by one (a bit
@@ -776,7 +773,24 @@ func unionIsHull(p sparsityPlan, inner dsl.Var) bool {
 
 // walkRange prints one walk direction's hull and interval-list functions.
 func (g *sparsityWriter) walkRange(p sparsityPlan, wf walkFuncs) string {
-	hull := wf.hullDoc + wf.hullSig + " {\n" + g.walkHull(p, wf) + "}\n"
+	ends := func(n walkNames) (string, string) {
+		if wf.inner == dsl.VarKV {
+			return n.ka, n.kb
+		}
+		return n.qa, n.qb
+	}
+	g.reset()
+	g.line("long long lo_all = %s;  // hull of the disjuncts' %s ranges, empty so far", wf.size, wf.inner)
+	g.line("long long hi_all = 0;")
+	g.walkDisjuncts(p, wf.inner, func(i int, n walkNames) {
+		lo, hi := ends(n)
+		g.line("if (%s && %s <= %s && %s <= %s) {", n.live, n.qa, n.qb, n.ka, n.kb)
+		g.line("  lo_all = maskc_py_min(lo_all, %s);", lo)
+		g.line("  hi_all = maskc_py_max(hi_all, %s + 1);", hi)
+		g.line("}")
+	})
+	g.hullEnd(wf.none)
+	hull := wf.hullDoc + wf.hullSig + " {\n" + g.w.body.String() + "}\n"
 
 	g.reset()
 	n := len(p.disjuncts)
@@ -804,7 +818,7 @@ func (g *sparsityWriter) walkRange(p sparsityPlan, wf walkFuncs) string {
 		g.line("%s(buf, B, H, HKV, Q, KV, b, h, %s, &lo[0], &hi[0]);  // %s", funcName(wf.hullSig), wf.args, why)
 	} else {
 		g.walkDisjuncts(p, wf.inner, func(i int, n walkNames) {
-			lo, hi := wf.ends(n)
+			lo, hi := ends(n)
 			g.termInterval(i, n, lo, hi)
 		})
 	}
@@ -813,52 +827,6 @@ func (g *sparsityWriter) walkRange(p sparsityPlan, wf walkFuncs) string {
 		intervals = selectionFact + intervals
 	}
 	return hull + "\n" + intervals
-}
-
-// ends names a term's range of the walk's inner variable: ka..kb or qa..qb.
-func (wf walkFuncs) ends(n walkNames) (string, string) {
-	if wf.inner == dsl.VarKV {
-		return n.ka, n.kb
-	}
-	return n.qa, n.qb
-}
-
-// walkHull returns the body of one walk direction's hull function: the
-// hull of the terms' ranges of the inner variable (with the segment
-// searches g.lane names).
-func (g *sparsityWriter) walkHull(p sparsityPlan, wf walkFuncs) string {
-	g.reset()
-	g.line("long long lo_all = %s;  // hull of the disjuncts' %s ranges, empty so far", wf.size, wf.inner)
-	g.line("long long hi_all = 0;")
-	g.walkDisjuncts(p, wf.inner, func(i int, n walkNames) {
-		lo, hi := wf.ends(n)
-		g.line("if (%s && %s <= %s && %s <= %s) {", n.live, n.qa, n.qb, n.ka, n.kb)
-		g.line("  lo_all = maskc_py_min(lo_all, %s);", lo)
-		g.line("  hi_all = maskc_py_max(hi_all, %s + 1);", hi)
-		g.line("}")
-	})
-	g.hullEnd(wf.none)
-	return g.w.body.String()
-}
-
-const qRangeLaneSig = `__device__ __forceinline__ void maskc_g_q_range_lane(const MaskcBuffers& buf, long long B, long long H, long long HKV, long long Q, long long KV,
-                                                     long long b, long long h, long long kv_lo, long long kv_hi, long long* lo, long long* hi)`
-
-// qRangeLane prints, for a mask that searches segments buffers and whose q
-// range is not monotone, MASKC_Q_RANGE_LANE and maskc_g_q_range_lane:
-// maskc_g_q_range with per-lane segment searches, so that each lane may ask
-// for its own kv tile (attn_bwd.h's maskc_bwd_dq_rank_part; the backward
-// source of a ranked kernel holds it, bwdDQRanked). The searches find the
-// same first and end indices as the warp-collective ones, so both give the
-// same range.
-func (g *sparsityWriter) qRangeLane(p sparsityPlan) string {
-	if len(p.segments()) == 0 || qRangeMonotone(p) {
-		return ""
-	}
-	g.lane = "_lane"
-	defer func() { g.lane = "" }()
-	return "// maskc_q_range with per-lane segment searches (lanes may pass different kv tiles).\n" +
-		"#define MASKC_Q_RANGE_LANE 1\n" + qRangeLaneSig + " {\n" + g.walkHull(p, qWalk) + "}\n\n"
 }
 
 // hullEnd closes a hull function body: an empty hull (lo_all >= hi_all,

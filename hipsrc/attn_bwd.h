@@ -1044,24 +1044,8 @@ __device__ __forceinline__ void maskc_bwd_classify(const MaskcBwdShape& sh, cons
   __syncthreads();
 }
 
-#if defined(MASKC_Q_RANGE_LANE)
-// maskc_q_range with per-lane segment searches (each lane its own kv tile): a
-// ranked backward source's (MASKC_BWD_DQ_RANKED), for maskc_bwd_dq_rank_part.
-__device__ __forceinline__ void maskc_q_range_lane(const MaskcBuffers& buf, long long B, long long H, long long HKV,
-                                                   long long Q, long long KV, long long b, long long h, long long kv_lo,
-                                                   long long kv_hi, long long* lo, long long* hi) {
-  const MaskcFrame f = maskc_frame(buf, H, HKV, Q, KV);
-  maskc_g_q_range_lane(buf, B, f.H, f.HKV, f.Q, f.KV, b, h + f.h0, kv_lo + f.kv0, kv_hi + f.kv0, lo, hi);
-  maskc_frame_local(lo, hi, f.q0, Q);
-}
-#endif
-
 // The q tiles [*lo, *end) that kv tile kt's keys may see (the closed-form
-// q range; every q tile without one); *lo = *end = 0 when none. kLane: for
-// one lane alone (lanes may ask for different kv tiles), with the segment
-// searches per lane where the mask has them (MASKC_Q_RANGE_LANE); the
-// same tiles.
-template <bool kLane = false>
+// q range; every q tile without one); *lo = *end = 0 when none.
 __device__ __forceinline__ void maskc_bwd_q_tiles(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b, int h,
                                                   int kt, int* lo, int* end) {
   constexpr int BM = MASKC_BWD_BLOCK_M, BN = MASKC_BWD_BLOCK_N;
@@ -1070,12 +1054,7 @@ __device__ __forceinline__ void maskc_bwd_q_tiles(const MaskcBwdShape& sh, const
 #if defined(MASKC_HAS_MASK) && defined(MASKC_SPARSITY_ANALYTIC)
   const int k0 = kt * BN;
   long long qlo = 0, qhi = sh.Sq;
-#if defined(MASKC_Q_RANGE_LANE)
-  if (kLane)
-    maskc_q_range_lane(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, h, k0, min(k0 + BN, sh.Skv), &qlo, &qhi);
-  else
-#endif
-    maskc_q_range(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, h, k0, min(k0 + BN, sh.Skv), &qlo, &qhi);
+  maskc_q_range(buf, sh.B, sh.H, sh.HKV, sh.Sq, sh.Skv, b, h, k0, min(k0 + BN, sh.Skv), &qlo, &qhi);
   qlo = qlo < 0 ? 0 : qlo;
   qhi = qhi > sh.Sq ? sh.Sq : qhi;
   *lo = qhi <= qlo ? 0 : (int)(qlo / BM);
@@ -1084,64 +1063,6 @@ __device__ __forceinline__ void maskc_bwd_q_tiles(const MaskcBwdShape& sh, const
   (void)buf, (void)b, (void)h, (void)kt;
 #endif
 }
-
-// MASKC_BWD_DQ_RANK (the generated part's MASKC_BWD_DQ_RANKED, codegen's
-// bwdDQRanked): the ordered dQ takes its turns by rank. A program walks as
-// the atomic kernel does (its kv tile's closed-form q range, class-0 tiles
-// skipped, none passed), and its turn on the rows of q tile qt is the
-// number of kv tiles after kt whose walk visits (h, qt): exactly the
-// programs that add to those rows before it (kv tiles last first), each
-// counting once after its reduction. Where the q ranges move back and forth
-// as the kv tile moves (unions, selections, remainders), the envelope's
-// walk would pass every q tile of the union of the later and earlier
-// ranges in turn; ranks wait only for the programs that add.
-#if defined(MASKC_BWD_DQ_RANKED) && MASKC_BWD_DQ_ORDER
-#define MASKC_BWD_DQ_RANK 1
-#else
-#define MASKC_BWD_DQ_RANK 0
-#endif
-#if MASKC_BWD_DQ_RANK && defined(MASKC_SEG_CHECK) && !defined(MASKC_Q_RANGE_LANE)
-#error "maskc: the ordered dQ's ranks test kv tiles a lane each: a mask with segments buffers needs maskc_q_range_lane"
-#endif
-
-#if MASKC_BWD_DQ_RANK
-// Of the kv tiles first, first + stride, ... (each lane taking its own,
-// first + lane, ...), below gridDim.x: how many visit (h, qt), by the
-// atomic walk's test (the q tile in maskc_bwd_q_tiles' range, then its
-// class unless the walk takes every tile of the range); a change to the
-// walks' test (maskc_bwd_walk_next, maskc_bwd_ws_walk_next) must be made
-// here too, or a turn never comes. The q ranges are a lane's own (segment
-// searches per lane); the class, whose kv range of the one q tile searches
-// a segments buffer warp-collectively, is asked by every lane where the
-// mask has one. Warp-uniform; called by a whole warp.
-__device__ __forceinline__ unsigned maskc_bwd_dq_rank_part(const MaskcBwdShape& sh, const MaskcBuffers& buf, int b,
-                                                           int h, int qt, int first, int stride, int lane) {
-  unsigned n = 0;
-#pragma unroll 1
-  for (int p0 = first; p0 < (int)gridDim.x; p0 += stride) {
-    const int p = p0 + lane;
-    bool visits = false;
-    if (p < (int)gridDim.x) {
-      int lo, end;
-      maskc_bwd_q_tiles<true>(sh, buf, b, h, p, &lo, &end);
-      visits = qt >= lo && qt < end;
-#if !MASKC_BWD_CLS_FREE_ON && !defined(MASKC_SEG_CHECK)
-      if (visits)
-        visits = maskc_bwd_tile_class(sh, buf, b, h, qt * MASKC_BWD_BLOCK_M, p * MASKC_BWD_BLOCK_N, MASKC_BWD_BLOCK_N) != 0;
-#endif
-    }
-#if !MASKC_BWD_CLS_FREE_ON && defined(MASKC_SEG_CHECK)
-    {
-      const int pc = min(p, (int)gridDim.x - 1);  // a lane past the grid asks for the last tile
-      const int c = maskc_bwd_tile_class(sh, buf, b, h, qt * MASKC_BWD_BLOCK_M, pc * MASKC_BWD_BLOCK_N, MASKC_BWD_BLOCK_N);
-      visits = visits && c != 0;
-    }
-#endif
-    n += (unsigned)__popcll(maskc_walk_ballot(visits));
-  }
-  return n;
-}
-#endif
 
 #if MASKC_BWD_DQ_ORDER
 // The ordered walk's q tiles of head h for kv tile kt: the
@@ -1206,7 +1127,7 @@ __device__ __forceinline__ bool maskc_bwd_walk_next(const MaskcBwdShape& sh, con
       if (++w.h >= (hkv + 1) * group) return false;
       w.c0 = w.c1 = 0;
 #if MASKC_BWD_DQ_ORDER
-      if (kOrdered && !MASKC_BWD_DQ_RANK)  // env: the two ints before the classes (maskc_attn_bwd's shared memory)
+      if (kOrdered)  // env: the two ints before the classes (maskc_attn_bwd's shared memory)
         maskc_bwd_order_tiles(sh, buf, (int*)cls - 2, b, w.h, k0 / BN, &w.lo, &w.qt_end);
       else
 #endif
@@ -1232,7 +1153,7 @@ __device__ __forceinline__ bool maskc_bwd_walk_next(const MaskcBwdShape& sh, con
 #endif
     if (w.cls != 0) return true;
 #if MASKC_BWD_DQ_ORDER
-    if (kOrdered && !MASKC_BWD_DQ_RANK) maskc_bwd_sem_pass(sh, b, w.h, w.qt);
+    if (kOrdered) maskc_bwd_sem_pass(sh, b, w.h, w.qt);
 #endif
   }
 }
@@ -1409,27 +1330,10 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
       scol_next[sl] = maskc_score_col(buf, nB, nH, nHKV, nQ, nKV, b, nw.h, kv);
     }
   };
-#if MASKC_BWD_DQ_RANK
-  // The ordered dQ's turn of pair i (maskc_bwd_dq_rank_part) in sRank[i % 2],
-  // a part per warp (warp w taking the kv tiles kt + 1 + 32 w + lane, every
-  // 32 * warps), counted for pair i + 1 as soon as the walk has it, so that
-  // its reads pass during pair i's dQ product; read after the next block
-  // barrier.
-  __shared__ unsigned sRank[2][NT / MASKC_WARP_SIZE];
-  int pair_i = 0;
-  auto rank_next = [&](const MaskcBwdWalk& nw, int i) {
-    if (!kOrdered) return;
-    const unsigned r = maskc_bwd_dq_rank_part(sh, buf, b, nw.h, nw.qt, kt + 1 + MASKC_WARP_SIZE * warp, NT, lane);
-    if (lane == 0) sRank[i & 1][warp] = r;
-  };
-#endif
   bool have = maskc_bwd_walk_next<kOrdered>(sh, buf, b, hkv, k0, w, sCls);
   if (have) {
     maskc_bwd_issue_q(sh, Q, dO, sQ0, sdO0, b, w, tid, &lse_next, &delta_next);
     read_next(w);
-#if MASKC_BWD_DQ_RANK
-    rank_next(w, 0);
-#endif
   }
   while (have) {
     const int h = w.h, q0 = w.qt * BM, cls = w.cls;
@@ -1581,9 +1485,6 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
     if (have) {
       maskc_bwd_issue_q(sh, Q, dO, sQ, sdO, b, w, tid, &lse_next, &delta_next);
       read_next(w);
-#if MASKC_BWD_DQ_RANK
-      rank_next(w, pair_i + 1);
-#endif
     }
 
     if (sh.dq_acc != nullptr) {
@@ -1637,14 +1538,7 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
       if (kOrdered && group == 0 && lane == 0 && nrows > 0) {
         // In its turn, complete before it is counted.
         unsigned* const sem = maskc_bwd_sem_at(sh, b, h, qw / MASKC_BWD_SEM_ROWS);
-#if MASKC_BWD_DQ_RANK
-        unsigned turn = 0;
-#pragma unroll
-        for (int x = 0; x < NT / MASKC_WARP_SIZE; ++x) turn += sRank[pair_i & 1][x];
-        maskc_bwd_sem_wait(sem, turn);
-#else
         maskc_bwd_sem_wait(sem, blockIdx.x);
-#endif
         maskc_bwd_bulk_add(sh.dq_acc + (row0 + qw) * D, sDQ + gw * (16 * D), (unsigned)(nrows * D * 4));
         maskc_bwd_bulk_wait();
         maskc_bwd_sem_count(sem);
@@ -1654,9 +1548,6 @@ __device__ __forceinline__ void maskc_attn_bwd_main(const maskc_elem_t* __restri
         maskc_bwd_bulk_add(sh.dq_acc + (row0 + qw) * D, sDQ + gw * (16 * D), (unsigned)(nrows * D * 4));
 #endif
     }
-#if MASKC_BWD_DQ_RANK
-    ++pair_i;
-#endif
   }
 #undef MASKC_BWD_DESC
 #if MASKC_BWD_DQ_BULK
@@ -1758,13 +1649,7 @@ struct MaskcBwdWsPair {
 #if defined(MASKC_BWD_WS_PAIR)
   int tiles;
 #endif
-#if MASKC_BWD_DQ_RANK
-  unsigned turn;  // the ordered dQ's turn on the rows (maskc_bwd_dq_rank_part)
-#endif
 };
-#if MASKC_BWD_DQ_RANK && defined(MASKC_BWD_WS_PAIR)
-#error "maskc: the ordered dQ's ranks are per q tile; a two-tile step would need two"
-#endif
 
 #if MASKC_BWD_DQ_ORDER
 // The ordered walk's q tiles [*lo, *end) of head h for kv tile kt
@@ -1828,7 +1713,7 @@ __device__ __forceinline__ bool maskc_bwd_ws_walk_next(const MaskcBwdShape& sh, 
     while (w.n >= w.len) {
       if (++w.h >= (hkv + 1) * group) return false;
 #if MASKC_BWD_DQ_ORDER
-      if (kOrdered && !MASKC_BWD_DQ_RANK)
+      if (kOrdered)
         maskc_bwd_ws_order_tiles(sh, buf, b, w.h, k0 / BN, lane, &w.lo, &w.qt_end);
       else
 #endif
@@ -1855,7 +1740,7 @@ __device__ __forceinline__ bool maskc_bwd_ws_walk_next(const MaskcBwdShape& sh, 
 #endif
     if (w.cls != 0) return true;
 #if MASKC_BWD_DQ_ORDER
-    if (kOrdered && !MASKC_BWD_DQ_RANK) maskc_bwd_ws_sem_pass(sh, b, w.h, w.qt, lane);
+    if (kOrdered) maskc_bwd_ws_sem_pass(sh, b, w.h, w.qt, lane);
 #endif
   }
 }
@@ -1888,13 +1773,8 @@ __device__ __forceinline__ void maskc_bwd_ws_dq_writer(const MaskcBwdShape& sh, 
     const bool mine = lane < BM / R && nrows > 0;
 #endif
     unsigned* const sem = kOrdered && mine ? maskc_bwd_sem_at(sh, b, h, qw / R) : nullptr;
-#if MASKC_BWD_DQ_RANK
-    const unsigned turn = pair->turn;
-#else
-    const unsigned turn = blockIdx.x;
-#endif
     if (mine) {
-      if (kOrdered) maskc_bwd_sem_wait(sem, turn);
+      if (kOrdered) maskc_bwd_sem_wait(sem, blockIdx.x);
       maskc_bwd_bulk_add(sh.dq_acc + (((long long)b * sh.H + h) * Sq + qw) * D, sDQ + lane * (R * D),
                          (unsigned)(nrows * D * 4));
       maskc_bwd_bulk_wait_read();
@@ -2055,9 +1935,6 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
       const int &step_h = w.h, &step_qt = w.qt, &step_cls = w.cls;
 #endif
       const int s = n & 1;
-#if MASKC_BWD_DQ_RANK
-      const unsigned turn = kOrdered && have ? maskc_bwd_dq_rank_part(sh, buf, b, step_h, step_qt, kt + 1, 32, lane) : 0u;
-#endif
       // Stage s is free once the consumers are done with pair n - 2.
       maskc_mbar_wait(MASKC_BWD_WS_EMPTY(s), ((n >> 1) & 1) ^ 1);
       if (!have) {
@@ -2086,9 +1963,6 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
         sPair[s].cls = step_cls;
 #if defined(MASKC_BWD_WS_PAIR)
         sPair[s].tiles = tiles;
-#endif
-#if MASKC_BWD_DQ_RANK
-        if (kOrdered) sPair[s].turn = turn;
 #endif
       }
       maskc_elem_t* const sQ = sQs + s * 2 * SM * D;
@@ -2291,9 +2165,6 @@ __device__ __forceinline__ void maskc_attn_bwd_ws(const maskc_elem_t* __restrict
       sDQPair.qt = pair.qt;
 #if defined(MASKC_BWD_WS_PAIR)
       sDQPair.tiles = pair.tiles;
-#endif
-#if MASKC_BWD_DQ_RANK
-      if (kOrdered) sDQPair.turn = pair.turn;
 #endif
     }
     maskc_bwd_fence_async();  // the writer's bulk reductions read sDQ through the async proxy

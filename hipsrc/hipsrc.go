@@ -372,12 +372,6 @@ func BwdDQOrdersAt(headDim int) bool {
 // bwd_launch says DQOrdered on the platforms that have it, WithDQOrdered).
 const BwdDQOrderDefine = "#define MASKC_BWD_DQ_ORDERED 1  // deterministic dQ added in order by maskc_attn_bwd_ordered\n"
 
-// BwdDQRankDefine is the C text by which a backward source that asks for
-// the ordered dQ (BwdDQOrderDefine) asks for its turns by rank (attn_bwd.h's
-// MASKC_BWD_DQ_RANK: a program's turn on a q tile's rows is the number of
-// later kv tiles whose walk visits the tile).
-const BwdDQRankDefine = "#define MASKC_BWD_DQ_RANKED 1  // the ordered dQ's turns by rank (maskc_bwd_dq_rank_part)\n"
-
 // BwdTileDefines returns the C text that configures attn_bwd.h's tiles for
 // a head dim (c: BwdTileOf's) on every platform (the branch of the
 // platform a source is compiled for applies): the backward source has it

@@ -55,7 +55,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&opts.DType, "dtype", "", "bf16 or fp16 (default: the block's dtype, else bf16)")
 	fs.StringVar(&opts.Layout, "layout", "", "bshd or bhsd (default: the block's layout, else bshd)")
 	fs.BoolVar(&opts.BwdDQOrder, "bwd-dq-order", false, "experiment: the deterministic backward of masks whose columns start on a diagonal, and of every kernel on the warp-specialized backward, adds dQ in order in maskc_attn_bwd_ordered (sm_90a) instead of the dQ kernel (codegen.Options.BwdDQOrder)")
-	fs.BoolVar(&opts.BwdDQRank, "bwd-dq-rank", false, "experiment: the deterministic backward of masks whose q range is not monotone (unions, selections, remainders, prefixes, packed documents with spans) adds dQ in order with turns by rank, instead of the dQ kernel or the envelope's turns (codegen.Options.BwdDQRank)")
 	fs.BoolVar(&opts.BwdWS, "bwd-ws", false, "experiment: every sm_90a backward at head dim 128 is the warp-specialized kernel (a producer warpgroup with a dQ writer, two consumer warpgroups on 128 keys), as for kernels without a mask or whose columns run to the last row or are long (codegen.Options.BwdWS)")
 	fs.BoolVar(&opts.WSWalks, "ws-walks", false, "experiment: every walked analytic mask on the warp-specialized sm_90a forward, not only block selections (codegen.Options.WSWalks)")
 	defs := defines{}
