@@ -1,7 +1,6 @@
 package codegen
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
@@ -52,25 +51,18 @@ func TestBwdDQOrdered(t *testing.T) {
 			if got := strings.Contains(k.BwdSource, "#define MASKC_BWD_WS 1"); got != ws {
 				t.Errorf("%s: the warp-specialized backward %v, want %v", tc.attention, got, ws)
 			}
-			checkDQOrdered(t, fmt.Sprintf("%s (BwdDQOrder %v)", tc.attention, all), k, want)
-		}
-	}
-}
-
-// checkDQOrdered: k's backward orders dQ (want) in its source's define,
-// its entry points and its sm_90a launch's dq_ordered together, and no
-// other platform's launch says dq_ordered.
-func checkDQOrdered(t *testing.T, name string, k *Kernel, want bool) {
-	t.Helper()
-	if got := strings.Contains(k.BwdSource, hipsrc.BwdDQOrderDefine); got != want {
-		t.Errorf("%s: source asks for the ordered dQ %v, want %v", name, got, want)
-	}
-	if strings.Join(k.BwdEntries, " ") != strings.Join(hipsrc.BwdEntryNamesFor(want), " ") {
-		t.Errorf("%s: entries %v", name, k.BwdEntries)
-	}
-	for p, c := range k.BwdLaunch {
-		if c.DQOrdered != (want && p == hipsrc.NVIDIAWGMMA.String()) {
-			t.Errorf("%s: %s dq_ordered %v", name, p, c.DQOrdered)
+			if got := strings.Contains(k.BwdSource, hipsrc.BwdDQOrderDefine); got != want {
+				t.Errorf("%s (BwdDQOrder %v): source asks for the ordered dQ %v, want %v", tc.attention, all, got, want)
+			}
+			if strings.Join(k.BwdEntries, " ") != strings.Join(hipsrc.BwdEntryNamesFor(want), " ") {
+				t.Errorf("%s (BwdDQOrder %v): entries %v", tc.attention, all, k.BwdEntries)
+			}
+			for name, c := range k.BwdLaunch {
+				p := hipsrc.NVIDIAWGMMA.String()
+				if c.DQOrdered != (want && name == p) {
+					t.Errorf("%s (BwdDQOrder %v): %s dq_ordered %v", tc.attention, all, name, c.DQOrdered)
+				}
+			}
 		}
 	}
 }
