@@ -295,6 +295,12 @@ func (l *lowering) instantiate(f *frame, x *dsl.CallExpr, m *Mod) result {
 			// already reported): keep going, so recursion is still found.
 			mv.args = append(mv.args, &binding{kind: bindUnknown, sym: sym, ident: p})
 			names[i] = "?"
+		case m.bufParams[p.Name] && r.typ == dsl.TypeNone:
+			// An Optional tensor left None (`extra=None`): Python indexes it
+			// only on a path its `if extra is not None` takes, so the
+			// None is refused where it is indexed (index), not here.
+			mv.args = append(mv.args, &binding{kind: bindValue, res: r, sym: withType(sym, r.typ), ident: p})
+			names[i] = sourceText(frames[i], a)
 		case m.bufParams[p.Name]:
 			if r.typ != dsl.TypeBuffer {
 				l.errorf(f, a.Span(), CodeFactoryArg, "argument %s of %s must be a buffer name, got %s", p.Name, m.Name, describeResult(r)).

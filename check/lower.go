@@ -788,6 +788,10 @@ func (l *lowering) index(f *frame, x *dsl.IndexExpr) result {
 	if !target.ok() {
 		return result{}
 	}
+	if target.typ == dsl.TypeNone {
+		l.noneIndexed(f, x)
+		return result{}
+	}
 	if target.typ != dsl.TypeBuffer {
 		what := "a " + target.typ.String()
 		if target.fn != "" {
@@ -830,6 +834,28 @@ func (l *lowering) index(f *frame, x *dsl.IndexExpr) result {
 		return result{}
 	}
 	return l.readRow(f, buf, idx, x.Sp, x.X.Span())
+}
+
+// noneIndexed reports x, an indexing of None on a path Python runs (its
+// TypeError): most often an Optional tensor argument of a factory left None
+// (`extra=None`) and read without an `if extra is not None` guard. The
+// argument is at fault, so the use that passed it is named, as for a
+// failing assert.
+func (l *lowering) noneIndexed(f *frame, x *dsl.IndexExpr) {
+	text := sourceText(f, x.X)
+	b := (*binding)(nil)
+	if id, ok := dsl.Unparen(x.X).(*dsl.Ident); ok {
+		b = f.names[id.Name]
+	}
+	if b == nil || b.sym.Kind != SymFactoryParam || l.declPass || !l.rootSpan.IsValid() || len(l.stack) == 0 {
+		l.errorf(f, x.X.Span(), CodeNotABuffer, "%s is None here, and None cannot be indexed", text).
+			WithHint("index a buffer, or read %s only under `if %s is not None:`", text, text)
+		return
+	}
+	line := f.src.Position(x.Sp.Start).Line
+	l.c.diags.Add(l.c.src, l.rootSpan, CodeFactoryArg, "argument %s is None for %s, and def %s indexes it (line %d: %s)",
+		text, l.root(), defName(l.stack[len(l.stack)-1]), line, sourceText(f, x)).
+		WithHint("pass a buffer for %s (declare it, e.g. buffer %s: i32[B, KV]), or read it only under `if %s is not None:`", text, text, text)
 }
 
 // readRow indexes buf with idx, its leading indices: a row when they are

@@ -1,0 +1,97 @@
+package check
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/maskc/maskc/dsl"
+)
+
+// diagLines renders each diagnostic as "CODE line:col message".
+func diagLines(src string, diags dsl.Diagnostics) []string {
+	s := dsl.NewSource("test.flex", []byte(src))
+	var out []string
+	for _, d := range diags {
+		p := s.Position(d.Span.Start)
+		out = append(out, string(d.Code)+" "+itoa(p.Line)+":"+itoa(p.Column)+" "+d.Message)
+	}
+	return out
+}
+
+func itoa(n int) string {
+	if n < 10 {
+		return string(rune('0' + n))
+	}
+	return itoa(n/10) + string(rune('0'+n%10))
+}
+
+// TestOptionalBufferArgument pins a factory's Optional tensor argument
+// left None (`extra=None`): Python indexes it only on a path its `if extra
+// is not None` guard takes, so the None is refused only where a path that
+// runs indexes it (E045 at the use that passed it), not at the call.
+func TestOptionalBufferArgument(t *testing.T) {
+	const src = `
+buffer keep: bool[B, KV]
+
+def make_mask(window, extra=None):
+    def mask_mod(b, h, q_idx, kv_idx):
+        ok = (kv_idx <= q_idx) & (q_idx - kv_idx < window)
+        if extra is not None:
+            ok = ok | extra[b, kv_idx]
+        return ok
+    return mask_mod
+
+def unguarded(window, extra=None):
+    def mask_mod(b, h, q_idx, kv_idx):
+        return (q_idx - kv_idx < window) | extra[b, kv_idx]
+    return mask_mod
+`
+	cases := []struct{ mask, want string }{
+		{"make_mask(256)", "(kv <= q) & (q - kv < 256)"},
+		{"make_mask(256, None)", "(kv <= q) & (q - kv < 256)"},
+		{"make_mask(window=8, extra=None)", "(kv <= q) & (q - kv < 8)"},
+		{"make_mask(256, keep)", "(kv <= q) & (q - kv < 256) | keep[b, kv]"},
+		{"unguarded(16, keep)", "(q - kv < 16) | keep[b, kv]"},
+		// Indexed on a live path: still E045, at the use, naming the read.
+		{"unguarded(16)", "E045 argument extra is None for the mask unguarded(16, None), and def mask_mod indexes it (line 14: extra[b, kv_idx])"},
+		{"unguarded(16, extra=None)", "E045 argument extra is None for the mask unguarded(16, None), and def mask_mod indexes it (line 14: extra[b, kv_idx])"},
+		// Not a buffer and not None: the argument itself is refused, as before.
+		{"make_mask(256, 3)", "E045 argument extra of make_mask must be a buffer name, got int 3"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.mask, func(t *testing.T) {
+			checkSetting(t, src, "mask = "+tc.mask, tc.want)
+		})
+	}
+	// Where the None is reported: the use that passed it.
+	full := src + "attention a {\n    mask = unguarded(16)\n}\n"
+	_, diags := checkSource(t, full, nil)
+	assert.Equal(t, []string{"E045 17:12 argument extra is None for the mask unguarded(16, None), and def mask_mod indexes it (line 14: extra[b, kv_idx])"},
+		diagLines(full, diags.Errors()))
+}
+
+// TestOptionalBufferSameAsWindow: a factory whose Optional tensor is left
+// None lowers to its window alone (classify's TestPastedDefsClassify pins
+// that it is the hand-written causal window).
+func TestOptionalBufferSameAsWindow(t *testing.T) {
+	const src = `
+def make_mask(window, extra=None):
+    def mask_mod(b, h, q_idx, kv_idx):
+        ok = kv_idx <= q_idx and q_idx - kv_idx < window
+        if extra is not None:
+            ok = ok or extra[b, kv_idx]
+        return ok
+    return mask_mod
+
+attention pasted {
+    mask = make_mask(256)
+}
+attention written {
+    mask = sliding_window(255)
+}
+`
+	p, diags := checkSource(t, src, nil)
+	assert.Empty(t, diags.Errors(), diags.Render())
+	assert.Equal(t, "kv <= q and q - kv < 256", fmtExpr(p.Attention("pasted").Mask.Expr))
+}

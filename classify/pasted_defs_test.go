@@ -1,0 +1,40 @@
+package classify
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// TestPastedDefsClassify: defs pasted in the shapes of real model code
+// (an Optional tensor left None) classify exactly as the mask written by
+// hand that they compute.
+func TestPastedDefsClassify(t *testing.T) {
+	cases := []struct{ name, pasted, setting, written string }{
+		{"optional tensor left None", `
+def make_mask(window, extra=None):
+    def mask_mod(b, h, q_idx, kv_idx):
+        ok = kv_idx <= q_idx and q_idx - kv_idx < window
+        if extra is not None:
+            ok = ok or extra[b, kv_idx]
+        return ok
+    return mask_mod
+`, "make_mask(256)", "sliding_window(255)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			src := tc.pasted + "\nattention pasted {\n    mask = " + tc.setting + "\n    head_dim = 128\n}\n" +
+				"attention written {\n    mask = " + tc.written + "\n    head_dim = 128\n}\n"
+			_, plan, diags := compileSrc(t, "pasted.flex", src, nil)
+			if diags.HasErrors() || plan == nil {
+				t.Fatalf("%s", diags.Render())
+			}
+			pasted, written := plan.Attentions[0], plan.Attentions[1]
+			assert.NotEqual(t, PatternGenerated, written.Pattern)
+			assert.Equal(t, written.Pattern, pasted.Pattern)
+			assert.Equal(t, written.Entry, pasted.Entry)
+			assert.Equal(t, written.Kwargs, pasted.Kwargs)
+			assert.Equal(t, written.Canonical, pasted.Canonical)
+		})
+	}
+}
