@@ -537,6 +537,13 @@ func (l *lowering) applyCall(f *frame, x *dsl.CallExpr, mv *modValue) result {
 	if mv.mod != nil && mv.mod.Helper {
 		return l.applyHelper(f, x, mv)
 	}
+	if mv.mod != nil && mv.mod.asFn != nil {
+		// A def called, and never used as a mod: Python's call, whose value
+		// may be of any type (a bucket index of four ints).
+		fn := *mv
+		fn.mod = mv.mod.asFn
+		return l.applyHelper(f, x, &fn)
+	}
 	want := kindParams(mv.kind)
 	args := make([]result, len(x.Args))
 	okAll := true

@@ -178,6 +178,7 @@ func readsName(e dsl.Expr, name string) bool {
 func (c *checker) declare() {
 	comments := newCommentIndex(c.prog.File)
 	partials := partialTargets(c.prog.File)
+	fns := functionDefs(c.prog.File)
 	for _, d := range c.prog.File.Decls {
 		id := d.DeclName()
 		if id == nil || id.Name == "" {
@@ -219,6 +220,10 @@ func (c *checker) declare() {
 			m := newMod(d, c.src, false, comments.docComment(d))
 			if partialHelper(d, partials) {
 				m.Helper, m.paramCount, m.partialTarget = true, true, true // bound by functools.partial where it is used
+			} else if fns[m.Name] && !m.Helper {
+				fn := *m
+				fn.Helper, fn.paramCount = true, true
+				m.asFn = &fn
 			}
 			c.prog.Mods = append(c.prog.Mods, m)
 			c.prog.mods[m.Name] = m

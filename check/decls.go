@@ -225,6 +225,9 @@ func (c *checker) checkMods() {
 		c.bodies = make(map[*Mod]*loweredBody, len(c.prog.Mods))
 	}
 	for _, m := range dependencyOrder(c.prog.Mods, func(name string) *Mod { return c.prog.mods[name] }) {
+		if m.asFn != nil {
+			m = m.asFn // a function until something uses it as a mod
+		}
 		c.checkMod(m)
 	}
 }
@@ -424,7 +427,10 @@ func (c *checker) warnUnused() {
 		return // a file of mods only is a library: its mods are its output
 	}
 	for _, m := range c.prog.Mods {
-		if !m.Used && m.Helper {
+		if !m.Used && m.asFn != nil {
+			c.diags.Warn(c.src, m.Decl.Name.Sp, CodeUnusedMod, "def %s is never used", m.Name).
+				WithHint("call it from a mod, use it as a %s (%s = %s), or remove it", m.Kind, m.Kind, m.Name)
+		} else if !m.Used && m.Helper {
 			c.diags.Warn(c.src, m.Decl.Name.Sp, CodeUnusedMod, "function %s is never used", m.Name).
 				WithHint("call it from a mod, or remove it (a mask_mod takes 4 parameters, a score_mod 5)")
 		} else if !m.Used {

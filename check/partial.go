@@ -288,3 +288,76 @@ func (l *lowering) applyPartial(f *frame, mv *modValue, args []result, site dsl.
 		return args[next-1], true
 	})
 }
+
+// functionDefs returns the names of the plain top-level defs of a mod's
+// arity (4 or 5 parameters) that the file, when it has attention blocks,
+// never names as a value: not in a setting, an and_masks/or_masks or
+// create_block_mask argument, a factory's return, a default or an
+// assignment, only ever as the function of a call (`bucket(q_idx - kv_idx,
+// 32, 128, True)`) or nowhere. Python calls such a def as a function, so
+// its value need not be a mask's bool or a score's number (checkMods).
+// In a file without attention blocks, a library whose mods are its output,
+// only the defs that it calls and never names as a value are functions.
+func functionDefs(file *dsl.File) map[string]bool {
+	values, called := map[string]bool{}, map[string]bool{}
+	attention := false
+	visit := func(e dsl.Expr) {
+		callee := map[*dsl.Ident]bool{}
+		dsl.Inspect(e, func(e dsl.Expr) bool {
+			switch x := e.(type) {
+			case *dsl.CallExpr:
+				if id, ok := x.Fun.(*dsl.Ident); ok {
+					callee[id], called[id.Name] = true, true
+				}
+			case *dsl.Ident:
+				if !callee[x] {
+					values[x.Name] = true
+				}
+			}
+			return true
+		})
+	}
+	var visitMod func(d *dsl.ModDecl)
+	visitMod = func(d *dsl.ModDecl) {
+		if d.Body != nil {
+			for _, e := range d.Body.Exprs() {
+				visit(e)
+			}
+		}
+		pre := dsl.Body{Stmts: d.FactoryPre}
+		for _, e := range pre.Exprs() {
+			visit(e)
+		}
+		for _, let := range d.FactoryLets {
+			visit(let.Value)
+		}
+		visit(d.FactoryResult)
+		for _, e := range d.Defaults {
+			visit(e)
+		}
+		for _, ld := range d.Locals {
+			visitMod(ld)
+		}
+	}
+	for _, d := range file.Decls {
+		switch d := d.(type) {
+		case *dsl.AttentionDecl:
+			attention = true
+			for _, s := range d.Settings {
+				visit(s.Value)
+			}
+		case *dsl.ModDecl:
+			visitMod(d)
+		case *dsl.ParamDecl:
+			visit(d.Value)
+		}
+	}
+	out := map[string]bool{}
+	for _, d := range file.Decls {
+		if d, ok := d.(*dsl.ModDecl); ok && d.Def && !d.Helper && !d.InPlace && d.FactoryParams == nil && d.Inner == nil &&
+			(len(d.Params) == 4 || len(d.Params) == 5) && !values[d.Name.Name] && (attention || called[d.Name.Name]) {
+			out[d.Name.Name] = true
+		}
+	}
+	return out
+}

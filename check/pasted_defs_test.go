@@ -95,3 +95,75 @@ attention written {
 	assert.Empty(t, diags.Errors(), diags.Render())
 	assert.Equal(t, "kv <= q and q - kv < 256", fmtExpr(p.Attention("pasted").Mask.Expr))
 }
+
+// TestDefUsedAsFunction pins a top-level def of a mod's arity that nothing
+// uses as a mod: it is a function (Python calls it), so its value may be
+// an int (no E024), a call passes it any values, and an unused one gets a
+// neutral W003. Used as a mask it must still give a bool.
+func TestDefUsedAsFunction(t *testing.T) {
+	const plain = `
+def distance_bucket(rel, num_buckets, max_distance, bidirectional):
+    return rel // 2
+
+def mask_mod(b, h, q_idx, kv_idx):
+    return q_idx >= kv_idx
+`
+	const bucket = `
+def distance_bucket(rel, num_buckets, max_distance, bidirectional):
+    if bidirectional:
+        rel = abs(rel)
+    return min(rel // 2, num_buckets - 1) + max_distance * 0
+
+def mask_mod(b, h, q_idx, kv_idx):
+    return q_idx >= kv_idx
+`
+	cases := []struct {
+		name, src string
+		want      []string // every diagnostic
+	}{
+		{"unused", bucket + "attention a {\n    mask = mask_mod\n}\n",
+			[]string{"W003 2:5 def distance_bucket is never used"}},
+		{"unused, plain", plain + "attention a {\n    mask = mask_mod\n}\n",
+			[]string{"W003 2:5 def distance_bucket is never used"}},
+		{"called from a score", bucket + `
+def bias(score, b, h, q_idx, kv_idx):
+    return score + distance_bucket(q_idx - kv_idx, 32, 128, True)
+
+attention a {
+    mask = mask_mod
+    score = bias
+}
+`, nil},
+		{"called by keyword", bucket + `
+def bias(score, b, h, q_idx, kv_idx):
+    return score + distance_bucket(q_idx - kv_idx, 32, max_distance=128, bidirectional=False)
+
+attention a {
+    score = bias
+}
+`, []string{"W003 7:5 def mask_mod is never used"}},
+		{"used as a mask", plain + "attention a {\n    mask = distance_bucket\n}\n",
+			[]string{"E024 3:12 mask distance_bucket must give a bool, got int", "W003 5:5 def mask_mod is never used"}},
+		{"used in and_masks", plain + "attention a {\n    mask = and_masks(mask_mod, distance_bucket)\n}\n",
+			[]string{"E024 3:12 mask distance_bucket must give a bool, got int"}},
+		{"returned by a factory", plain + "def f():\n    return distance_bucket\nattention a {\n    mask = f()\n}\n",
+			[]string{"E024 3:12 mask distance_bucket must give a bool, got int", "W003 5:5 def mask_mod is never used"}},
+		{"library, called", bucket + `
+def bias(score, b, h, q_idx, kv_idx):
+    return score + distance_bucket(q_idx - kv_idx, 32, 128, False)
+`, nil},
+		{"library, not called", "def bucket(b, h, q_idx, kv_idx):\n    return q_idx // 2\n",
+			[]string{"E024 2:12 mask bucket must give a bool, got int"}},
+		{"mask syntax", "mask unused(b, h, q, kv) = q >= kv\nattention a {\n    mask = causal\n}\n",
+			[]string{"W003 1:6 mask unused is never used"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, diags := checkSource(t, tc.src, nil)
+			assert.Equal(t, tc.want, diagLines(tc.src, diags))
+			if tc.name == "called from a score" {
+				assert.Equal(t, "score + (min(abs(q - kv) // 2, 31) + 0)", fmtExpr(p.Attention("a").Score.Expr))
+			}
+		})
+	}
+}

@@ -143,6 +143,12 @@ type Mod struct {
 	// binds (partialTargets): a helper, and a mod where its parameters are
 	// exactly a mod's.
 	partialTarget bool
+	// asFn is set for a plain top-level def of a mod's arity that nothing
+	// in a file with attention blocks names as a value (functionDefs): it
+	// is a mask or score only where something uses it as one, so it is
+	// checked, and called, as a helper function (asFn is its Helper
+	// twin), and is not a mask that must give a bool. Nil otherwise.
+	asFn *Mod
 	// locals are a factory's other inner defs (dsl.ModDecl.Locals), each
 	// a factory of the same parameters.
 	locals []*Mod

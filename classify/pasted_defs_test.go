@@ -7,8 +7,9 @@ import (
 )
 
 // TestPastedDefsClassify: defs pasted in the shapes of real model code
-// (an Optional tensor left None) classify exactly as the mask written by
-// hand that they compute.
+// (an Optional tensor left None, a factory choosing its mask_mod by a
+// compile-time condition, a numeric helper of four parameters) classify
+// exactly as the mask written by hand that they compute.
 func TestPastedDefsClassify(t *testing.T) {
 	cases := []struct{ name, pasted, setting, written string }{
 		{"optional tensor left None", `
@@ -20,6 +21,13 @@ def make_mask(window, extra=None):
         return ok
     return mask_mod
 `, "make_mask(256)", "sliding_window(255)"},
+		{"helper of four parameters", `
+def distance_bucket(rel, num_buckets, max_distance, bidirectional):
+    return rel // 2
+
+def mask_mod(b, h, q_idx, kv_idx):
+    return distance_bucket(q_idx - kv_idx, 32, 128, False) >= 0
+`, "mask_mod", "causal"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
