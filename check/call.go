@@ -317,6 +317,12 @@ func (l *lowering) instantiate(f *frame, x *dsl.CallExpr, m *Mod) result {
 				l.errorf(f, use.Span(), parser.CodeTensorWork, "%s computes with the whole tensor %s (`%s`), which is buffer %s here: a mod reads a buffer one element at a time",
 					m.Name, p.Name, f.src.Slice(stmt.Span()), r.buf.Name).
 					WithHint("prepare the tensor the inner def reads in Python before the call, pass it as a buffer (declare it, e.g. buffer ids: i32[B, KV]) and index it in the inner def")
+			} else if ix, in := preIndexUse(m.Decl, p.Name); ix != nil && !m.std {
+				// `if ids[0] > 0:` before (or around) the inner def: run at
+				// the call, where a buffer's values are unknown.
+				l.errorf(f, ix.Span(), CodeFactoryArg, "factory %s reads %s, buffer %s here, in `%s`, which runs when the factory is called: a buffer's values are known only at run time",
+					m.Name, p.Name, r.buf.Name, f.src.Slice(in.Span())).
+					WithHint("decide the factory's statements on compile-time arguments (`x is None`, a flag, a param); read the buffer inside the inner def, choosing with torch.where there")
 			} else {
 				l.errorf(f, a.Span(), CodeFactoryArg, "argument %s of %s must be a constant, got buffer %s", p.Name, m.Name, r.buf.Name).
 					WithHint("%s uses %s as a number; pass a literal or a param", m.Name, p.Name)
@@ -354,7 +360,10 @@ func (l *lowering) instantiate(f *frame, x *dsl.CallExpr, m *Mod) result {
 		return result{}
 	}
 	mv.name = m.Name + "(" + strings.Join(names, ", ") + ")"
-	if m.Decl.FactoryPre != nil && !l.factoryPre(f, m, mv) {
+	if m.Decl.DefStmts {
+		return l.defStmtsFactory(f, x, m, mv)
+	}
+	if m.Decl.FactoryPre != nil && !l.factoryPre(f, m, mv, nil) {
 		return result{}
 	}
 	if len(m.locals) > 0 {
@@ -381,6 +390,50 @@ func (l *lowering) instantiate(f *frame, x *dsl.CallExpr, m *Mod) result {
 	return result{typ: kindType(m.Kind), mod: mv}
 }
 
+// defStmtsFactory runs the statements of factory m, whose inner defs stand
+// in its `if` blocks (dsl.ModDecl.DefStmts), at a call whose arguments mv
+// binds: each def reached binds its name to its mod (mv itself for the
+// inner def, an instance of a local one), then the `return` reached, else
+// the last one, gives the factory's result. A def in a branch not taken is
+// never bound, so never lowered: its body reports nothing there, as Python
+// never runs it.
+func (l *lowering) defStmtsFactory(f *frame, x *dsl.CallExpr, m *Mod, mv *modValue) result {
+	d := m.Decl
+	keys := map[string]*binding{dsl.DefKey(0): {kind: bindValue, res: result{typ: kindType(m.Kind), mod: mv}, ident: d.Inner,
+		sym: Symbol{Kind: SymMod, Name: d.Inner.Name, Decl: d, Type: kindType(m.Kind)}}}
+	var lvs []*modValue
+	for i, lm := range m.locals {
+		lv := &modValue{kind: lm.Kind, mod: lm, args: mv.args, name: lm.Name}
+		typ := kindType(lm.Kind)
+		if lm.Helper {
+			typ = dsl.TypeFunc
+		}
+		keys[dsl.DefKey(i+1)] = &binding{kind: bindValue, res: result{typ: typ, mod: lv}, ident: lm.Decl.Name,
+			sym: Symbol{Kind: SymMod, Name: lm.Name, Decl: lm.Decl, Type: typ}}
+		lvs = append(lvs, lv)
+	}
+	var ret result
+	saved := l.preReturn
+	l.preReturn = &ret
+	ok := l.factoryPre(f, m, mv, keys)
+	l.preReturn = saved
+	if !ok {
+		return result{}
+	}
+	for _, lv := range lvs {
+		lv.locals = mv.locals // the inner defs see the names the statements bound
+	}
+	if ret.typ == dsl.TypeInvalid {
+		return l.factoryResult(f, x, m, mv)
+	}
+	if ret.mod == nil || ret.mod.unapplied {
+		l.errorf(f, x.Sp, CodeNotAMod, "factory %s returns %s for %s, not a mask or score mod", m.Name, describeResult(ret), mv.name).
+			WithHint("return one of its inner functions, or a mod such as causal")
+		return result{}
+	}
+	return ret
+}
+
 // factoryResult evaluates what a factory def returns when that is not its
 // inner function itself: its assignments after the inner def and its
 // return expression, in a frame where the factory's parameters have their
@@ -388,9 +441,12 @@ func (l *lowering) instantiate(f *frame, x *dsl.CallExpr, m *Mod) result {
 func (l *lowering) factoryResult(f *frame, x *dsl.CallExpr, m *Mod, mv *modValue) result {
 	d := m.Decl
 	fr := bodyFrame(f, mv) // mv.mod is m
-	inner := result{typ: kindType(m.Kind), mod: mv}
-	fr.names[d.Inner.Name] = &binding{kind: bindValue, res: inner, ident: d.Inner,
-		sym: Symbol{Kind: SymMod, Name: d.Inner.Name, Decl: d, Type: inner.typ}}
+	// With DefStmts, the statements bound the inner def's name where they ran.
+	if !d.DefStmts {
+		inner := result{typ: kindType(m.Kind), mod: mv}
+		fr.names[d.Inner.Name] = &binding{kind: bindValue, res: inner, ident: d.Inner,
+			sym: Symbol{Kind: SymMod, Name: d.Inner.Name, Decl: d, Type: inner.typ}}
+	}
 	for _, let := range d.FactoryLets {
 		if stringValue(let.Value) {
 			// `prefix = "a" if approx else "b"` for a __name__: no meaning.
@@ -1047,3 +1103,23 @@ func wholeBufferUse(d *dsl.ModDecl, name string) (use *dsl.Ident, in dsl.Expr) {
 // inside each other: far past any real mask (and_masks of and_masks ...),
 // and short of the Go stack when a factory's mod builds itself anew.
 const maxFactoryNesting = 64
+
+// preIndexUse finds, in the statements of factory d before (or around) its
+// inner def, an index of factory parameter name (`ids[0]`), and the
+// expression it is in; nil when there is none.
+func preIndexUse(d *dsl.ModDecl, name string) (ix *dsl.IndexExpr, in dsl.Expr) {
+	for _, e := range stmtExprs(d.FactoryPre) {
+		dsl.Inspect(e, func(x dsl.Expr) bool {
+			if i, ok := x.(*dsl.IndexExpr); ok && ix == nil {
+				if id, ok := dsl.Unparen(i.X).(*dsl.Ident); ok && id.Name == name {
+					ix, in = i, e
+				}
+			}
+			return ix == nil
+		})
+		if ix != nil {
+			return ix, in
+		}
+	}
+	return nil, nil
+}

@@ -324,6 +324,22 @@ func (c *checker) checkMod(m *Mod) {
 	for _, p := range d.Params {
 		inner[p.Name] = true
 	}
+	if d.DefStmts {
+		// A mod that a branch binds (`else: mask_mod = causal`) is used by
+		// the factory, whichever branch its calls take.
+		params := map[string]bool{}
+		for _, p := range d.FactoryParams {
+			params[p.Name] = true
+		}
+		for _, e := range stmtExprs(d.FactoryPre) {
+			dsl.Inspect(e, func(x dsl.Expr) bool {
+				if id, ok := x.(*dsl.Ident); ok && !params[id.Name] && c.prog.mods[id.Name] != nil {
+					c.prog.mods[id.Name].Used = true
+				}
+				return true
+			})
+		}
+	}
 	for _, id := range assignedNames(d.FactoryPre) {
 		// Known only when the factory is called (factoryPre).
 		if f.names[id.Name] == nil && !inner[id.Name] {

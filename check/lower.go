@@ -139,6 +139,13 @@ type lowering struct {
 	stackBuf [4]*Mod
 	// declPass is set while a mod's own declaration is checked.
 	declPass bool
+	// preReturn, while the statements of a factory with
+	// dsl.ModDecl.DefStmts run (factoryPre), receives the value of a
+	// `return` they reach; nil elsewhere, where they hold none.
+	preReturn *result
+	// defChoice is set while the condition of an `if` whose blocks hold a
+	// factory's inner defs is decided, for decide's hint.
+	defChoice bool
 	// applies counts the mod applications met (inlined or not).
 	applies int
 }

@@ -324,8 +324,7 @@ func functionDefs(file *dsl.File) map[string]bool {
 				visit(e)
 			}
 		}
-		pre := dsl.Body{Stmts: d.FactoryPre}
-		for _, e := range pre.Exprs() {
+		for _, e := range stmtExprs(d.FactoryPre) {
 			visit(e)
 		}
 		for _, let := range d.FactoryLets {
@@ -359,5 +358,27 @@ func functionDefs(file *dsl.File) map[string]bool {
 			out[d.Name.Name] = true
 		}
 	}
+	return out
+}
+
+// stmtExprs lists the expressions of statements, blocks included: the
+// assignments' values too (dsl.Body.Exprs lists those of Body.Lets only).
+func stmtExprs(stmts []dsl.Stmt) []dsl.Expr {
+	out := (&dsl.Body{Stmts: stmts}).Exprs()
+	var walk func([]dsl.Stmt)
+	walk = func(stmts []dsl.Stmt) {
+		for _, st := range stmts {
+			switch st := st.(type) {
+			case *dsl.LetStmt:
+				out = append(out, st.Value)
+			case *dsl.IfStmt:
+				walk(st.Then)
+				walk(st.Else)
+			case *dsl.ForStmt:
+				walk(st.Body)
+			}
+		}
+	}
+	walk(stmts)
 	return out
 }

@@ -167,3 +167,112 @@ def bias(score, b, h, q_idx, kv_idx):
 		})
 	}
 }
+
+// TestDefInFactoryBranch pins a factory that chooses its mask_mod by a
+// compile-time `if` (transformers' shape): a def inside an `if`/`else`
+// block, placed first in it or after other statements, binds its name only
+// where the branch runs; a def in a branch not taken is never lowered (its
+// read of a None argument reports nothing). A condition on a run-time
+// value is E078 at the `if`, saying the factory decides it at compile time.
+func TestDefInFactoryBranch(t *testing.T) {
+	const src = `
+buffer offsets: i32[B]
+buffer doc: i32[KV]
+
+def causal(b, h, q_idx, kv_idx):
+    return kv_idx <= q_idx
+
+def make_mask(offsets):
+    if offsets is not None:
+        def mask_mod(b, h, q_idx, kv_idx):
+            return kv_idx <= q_idx + offsets[b]
+    else:
+        mask_mod = causal
+    return mask_mod
+
+def after_statements(window, doc_ids=None):
+    """Docstring."""
+    if doc_ids is None:
+        half = window // 2
+        def mask_mod(b, h, q_idx, kv_idx):
+            return q_idx - kv_idx <= half
+    elif window > 0:
+        lo = 0
+        def same_doc(b, h, q_idx, kv_idx):
+            return doc_ids[q_idx] == doc_ids[kv_idx]
+        def mask_mod(b, h, q_idx, kv_idx):
+            return same_doc(b, h, q_idx, kv_idx) & (q_idx - kv_idx <= window) & (kv_idx >= lo)
+    else:
+        def mask_mod(b, h, q_idx, kv_idx):
+            return doc_ids[q_idx] == doc_ids[kv_idx]
+    return mask_mod
+
+def early_return(sliding):
+    if sliding is None:
+        return causal
+    if sliding > 0:
+        def window_mask(b, h, q_idx, kv_idx):
+            return (q_idx - kv_idx < sliding) & causal(b, h, q_idx, kv_idx)
+        return window_mask
+    def none(b, h, q_idx, kv_idx):
+        return q_idx < 0
+    return and_masks(none, causal)
+
+def unbound(flag):
+    if flag:
+        def mask_mod(b, h, q_idx, kv_idx):
+            return q_idx >= kv_idx
+    return mask_mod
+
+def runtime_window(w):
+    if w > 0:
+        def mask_mod(b, h, q_idx, kv_idx):
+            return q_idx - kv_idx < w
+    else:
+        mask_mod = causal
+    return mask_mod
+
+def runtime_choice(ids):
+    if ids[0] > 0:
+        def mask_mod(b, h, q_idx, kv_idx):
+            return q_idx >= kv_idx
+    else:
+        mask_mod = causal
+    return mask_mod
+`
+	cases := []struct{ mask, want string }{
+		{"make_mask(offsets)", "kv <= q + offsets[b]"},
+		{"make_mask(None)", "kv <= q"},
+		{"make_mask(offsets=None)", "kv <= q"},
+		{"and_masks(make_mask(None), make_mask(offsets))", "kv <= q and kv <= q + offsets[b]"},
+		{"after_statements(64)", "q - kv <= 32"},
+		{"after_statements(16, doc)", "(doc[q] == doc[kv]) & (q - kv <= 16) & (kv >= 0)"},
+		{"after_statements(0, doc)", "doc[q] == doc[kv]"},
+		{"after_statements(window=-1, doc_ids=doc)", "doc[q] == doc[kv]"},
+		{"early_return(None)", "kv <= q"},
+		{"early_return(8)", "(q - kv < 8) & (kv <= q)"},
+		{"early_return(0)", "q < 0 and kv <= q"},
+		{"unbound(True)", "q >= kv"},
+		{"unbound(False)", "E077 mask_mod is read before it is assigned in this def: Python makes a name assigned anywhere in a function local to all of it, and raises UnboundLocalError here"},
+		{"runtime_choice(doc)", "E045 factory runtime_choice reads ids, buffer doc here, in `ids[0] > 0`, which runs when the factory is called: a buffer's values are known only at run time"},
+		{"inside\n}\ndef inside(b, h, q_idx, kv_idx):\n    return runtime_window(doc[q_idx])(b, h, q_idx, kv_idx)\nattention z {\n    mask = causal",
+			"E078 `if w > 0` depends on a run-time value: maskc decides `if` at compile time"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.mask, func(t *testing.T) {
+			checkSetting(t, src, "mask = "+tc.mask, tc.want)
+		})
+	}
+	full := src + "attention a {\n    mask = runtime_choice(doc)\n}\n"
+	_, diags := checkSource(t, full, nil)
+	assert.Equal(t, []string{"E045 59:8 factory runtime_choice reads ids, buffer doc here, in `ids[0] > 0`, which runs when the factory is called: a buffer's values are known only at run time"},
+		diagLines(full, diags.Errors()))
+	full = src + "def inside(b, h, q_idx, kv_idx):\n    return runtime_window(doc[q_idx])(b, h, q_idx, kv_idx)\nattention a {\n    mask = inside\n}\n"
+	_, diags = checkSource(t, full, nil)
+	assert.Equal(t, []string{"E078 51:8 `if w > 0` depends on a run-time value: maskc decides `if` at compile time"}, diagLines(full, diags.Errors()))
+	assert.Contains(t, diags.Render(), "the factory chooses its mask_mod by this `if` when it is called")
+	// The mod a not-taken branch binds is still used by the factory.
+	full = src + "attention a {\n    mask = make_mask(offsets)\n}\n"
+	_, diags = checkSource(t, full, nil)
+	assert.NotContains(t, diags.Render(), "causal is never used")
+}

@@ -112,9 +112,12 @@ func (l *lowering) decide(f *frame, cond dsl.Expr, what string) (value, known bo
 		return r.val.I != 0 || r.val.F != 0, true
 	case r.scalar():
 		d := l.errorf(f, cond.Span(), CodeStatement, "`%s %s` depends on a run-time value: maskc decides `%s` at compile time", what, sourceText(f, cond), what)
-		if what == "if" {
+		switch {
+		case what == "if" && l.defChoice:
+			d.WithHint("the factory chooses its mask_mod by this `if` when it is called: decide on its arguments and params (`x is None`, a flag), or write one mask_mod that chooses with torch.where(%s, x, y)", sourceText(f, cond))
+		case what == "if":
 			d.WithHint("choose between tensor values with torch.where(%s, x, y)", sourceText(f, cond))
-		} else {
+		default:
 			d.WithHint("remove the assert, or assert on factory arguments and params only")
 		}
 		return false, false
@@ -227,11 +230,27 @@ func assignedNames(stmts []dsl.Stmt) []*dsl.Ident {
 // they rebind takes its new value; the other names they bind become
 // mv.locals, which the inner function sees. It reports whether they ran
 // without error.
-func (l *lowering) factoryPre(f *frame, m *Mod, mv *modValue) bool {
+//
+// keys bind the names (dsl.DefKey) standing for the inner defs of a factory
+// with dsl.ModDecl.DefStmts, whose statements bind each def's name; nil
+// for another factory. There, as in Python, a name the statements assign
+// is the factory's local everywhere in it: read before a statement binds
+// it (a def in a branch not taken), it is unbound (E077).
+func (l *lowering) factoryPre(f *frame, m *Mod, mv *modValue, keys map[string]*binding) bool {
 	d := m.Decl
 	fr := &frame{src: m.src, names: map[string]*binding{}, std: m.std, stdName: f.stdName, site: f.site}
 	for _, b := range mv.args {
 		fr.names[b.ident.Name] = b
+	}
+	for k, b := range keys {
+		fr.names[k] = b
+	}
+	if keys != nil {
+		for _, id := range assignedNames(d.FactoryPre) {
+			if fr.names[id.Name] == nil {
+				fr.names[id.Name] = &binding{kind: bindUnbound, ident: id, sym: Symbol{Kind: SymLet, Name: id.Name, Decl: id}}
+			}
+		}
 	}
 	if !l.runPre(fr, m, mv.name, d.FactoryPre) {
 		return false
@@ -257,7 +276,19 @@ func (l *lowering) factoryPre(f *frame, m *Mod, mv *modValue) bool {
 // named call.
 func (l *lowering) runPre(fr *frame, m *Mod, call string, stmts []dsl.Stmt) bool {
 	for _, st := range stmts {
+		if l.preReturn != nil && l.preReturn.typ != dsl.TypeInvalid {
+			return true // a `return` was reached
+		}
 		switch st := st.(type) {
+		case *dsl.ReturnStmt:
+			// Only in a factory with dsl.ModDecl.DefStmts (the parser refuses
+			// a return before the inner def elsewhere).
+			r := l.expr(fr, st.Value)
+			if !r.ok() || l.preReturn == nil {
+				return false
+			}
+			*l.preReturn = r
+			return true
 		case *dsl.LetStmt:
 			if stringValue(st.Value) {
 				fr.names[st.Name.Name] = &binding{kind: bindValue, res: result{typ: dsl.TypeWord}, ident: st.Name}
@@ -309,7 +340,10 @@ func (l *lowering) runPre(fr *frame, m *Mod, call string, stmts []dsl.Stmt) bool
 				return false
 			}
 		case *dsl.IfStmt:
+			saved := l.defChoice
+			l.defChoice = holdsDef(st)
 			c, known := l.decide(fr, st.Cond, "if")
+			l.defChoice = saved
 			if !known {
 				return false
 			}
@@ -566,4 +600,26 @@ func raiseText(f *frame, st *dsl.RaiseStmt) string {
 		return "raise"
 	}
 	return "`" + f.src.Slice(st.Sp) + "`"
+}
+
+// holdsDef reports whether the blocks of st hold an inner def of a factory
+// with dsl.ModDecl.DefStmts (an assignment of a dsl.DefKey).
+func holdsDef(st *dsl.IfStmt) bool {
+	var in func([]dsl.Stmt) bool
+	in = func(stmts []dsl.Stmt) bool {
+		for _, s := range stmts {
+			switch s := s.(type) {
+			case *dsl.LetStmt:
+				if id, ok := s.Value.(*dsl.Ident); ok && dsl.IsDefKey(id.Name) {
+					return true
+				}
+			case *dsl.IfStmt:
+				if in(s.Then) || in(s.Else) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return in(st.Then) || in(st.Else)
 }

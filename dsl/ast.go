@@ -1,5 +1,10 @@
 package dsl
 
+import (
+	"strconv"
+	"strings"
+)
+
 // Node is implemented by every AST node. Span covers the node's text, from
 // its first to just past its last byte, like go/ast's Pos()/End().
 type Node interface {
@@ -220,6 +225,15 @@ type ModDecl struct {
 	// `assert` and `pass`, run when the factory is called; the inner
 	// function sees the names they bind. Nil when there are none.
 	FactoryPre []Stmt
+	// DefStmts is set for a factory def whose inner defs stand inside its
+	// `if` blocks (`if offsets is not None: def mask_mod(...): ... else:
+	// mask_mod = causal`), as transformers' factories choose a mask_mod.
+	// Each of its inner defs (Inner, then Locals) is then a statement of
+	// FactoryPre: an assignment of its name whose value is the Ident named
+	// DefKey(i) (0 for Inner, i for Locals[i-1]), which binds the name only
+	// where the statement runs; FactoryPre may hold `return`, and
+	// FactoryResult is the factory's last `return`.
+	DefStmts bool
 	// FactoryLets are a factory def's assignments after its inner def,
 	// binding names to mods built from it (`both = and_masks(inner,
 	// causal)`); FactoryResult is what the factory returns when that is not
@@ -233,6 +247,14 @@ type ModDecl struct {
 	// has one.
 	Defaults []Expr
 }
+
+// DefKey is the name of the Ident that stands for inner def i of a factory
+// with DefStmts (0 its Inner, i > 0 its Locals[i-1]); no name written in a
+// file can be one.
+func DefKey(i int) string { return ".def" + strconv.Itoa(i) }
+
+// IsDefKey reports whether name is a DefKey.
+func IsDefKey(name string) bool { return strings.HasPrefix(name, ".def") }
 
 // Annotations are the type annotations of a def. Each slice is parallel to
 // the parameter list it annotates, nil where a parameter has none. An

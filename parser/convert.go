@@ -28,6 +28,10 @@ type converter struct {
 	// hoisted maps a lambda that a factory's return holds (lambdaInReturn)
 	// to the name of the inner def made of it, which stands for it there.
 	hoisted map[*lambdaG]string
+	// defKeys maps the def lines inside the `if` blocks of a factory
+	// (branchedFactory) to the key (dsl.DefKey) that the assignment standing
+	// for each names.
+	defKeys map[*lineG]string
 }
 
 // annotationSpan converts a type annotation and returns its span.

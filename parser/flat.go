@@ -1,6 +1,8 @@
 package parser
 
 import (
+	"sort"
+
 	"github.com/alecthomas/participle/v2/lexer"
 
 	"github.com/maskc/maskc/dsl"
@@ -96,7 +98,29 @@ func (c *converter) flatDef(g *flatDefG) *dsl.ModDecl {
 			inDefs = append(inDefs, i)
 		}
 	}
+	branch := branchDefs(top)
 	switch {
+	case len(branch) > 0:
+		var ok bool
+		fnHead, body, ok = c.branchedFactory(d, head, top, branch)
+		if !ok {
+			return nil
+		}
+		d.FactoryParams, d.Defaults = params, defaults
+		d.Variadic = c.variadic(head.Params, true)
+		c.variadic(fnHead.Params, false)
+		d.FactoryKwOnly = kwOnly
+		inParams, inAnnots, inDefaults, inReturns, inKwOnly := c.defParams(&defG{Params: fnHead.Params, Returns: fnHead.Returns})
+		d.Params = inParams
+		if inKwOnly > 0 {
+			c.factoryKwOnly(d.Name.Name, fnHead.Params)
+		}
+		if inDefaults != nil {
+			c.noModDefaults(&defG{Name: fnHead.Name}, inDefaults)
+		}
+		if annots != nil || returns != nil || inAnnots != nil || inReturns != nil {
+			d.Annotations = &dsl.Annotations{FactoryParams: annots, Params: inAnnots, Returns: returns, InnerReturns: inReturns}
+		}
 	case len(inDefs) == 0:
 		d.Params, d.KwOnly = params, kwOnly
 		c.variadic(head.Params, false)
@@ -335,9 +359,17 @@ func (c *converter) stmts(fn string, ls []*flatLine, lets *[]*dsl.LetStmt) []dsl
 		case g.If != nil || g.Else != nil:
 			c.fail(span(ls[k].first), CodeUnexpectedToken, "`%s` without an `if` before it in def `%s`", ls[k].first.Value, fn).
 				WithHint("indent `%s` like the `if` it continues", ls[k].first.Value)
+		case g.Def != nil && c.defKeys[g] != "":
+			// An inner def of a factory that chooses it (branchedFactory):
+			// where it runs, it binds its name.
+			name := ident(g.Def.Name)
+			let := &dsl.LetStmt{Sp: span(g.Def.Keyword).Join(name.Sp), Assign: true, Name: name,
+				Value: &dsl.Ident{Sp: name.Sp, Name: c.defKeys[g]}}
+			*lets = append(*lets, let)
+			out = append(out, let)
 		case g.Def != nil:
 			c.fail(span(ls[k].first), CodeDefShape, "a def inside a block or after a statement of def `%s`", fn).
-				WithHint("declare %s at the top level", g.Def.Name.Value)
+				WithHint("declare %s at the top level, or in a factory directly or in its `if` blocks", g.Def.Name.Value)
 		}
 	}
 	return out
@@ -453,4 +485,107 @@ func (c *converter) localDef(outer *dsl.ModDecl, l *flatLine) *dsl.ModDecl {
 	d.Body = b
 	d.Sp = span(h.Keyword).Join(b.Sp)
 	return d
+}
+
+// branchDefs returns the def lines inside the `if`/`elif`/`else` blocks
+// among a factory body's lines top (in blocks nested in them too, not in
+// defs or loops), in order; nil when there is none.
+func branchDefs(top []*flatLine) []*flatLine {
+	var out []*flatLine
+	var walk func(ls []*flatLine, inIf bool)
+	walk = func(ls []*flatLine, inIf bool) {
+		for _, l := range ls {
+			switch {
+			case l.g.Def != nil && inIf:
+				out = append(out, l)
+			case l.g.If != nil || l.g.Else != nil:
+				walk(l.kids, true)
+			}
+		}
+	}
+	walk(top, false)
+	return out
+}
+
+// branchedFactory converts factory d whose body's lines top hold inner
+// defs inside its `if` blocks (branch), as transformers' factories choose
+// a mask_mod by a compile-time condition:
+//
+//	if offsets is not None:
+//	    def mask_mod(b, h, q_idx, kv_idx): ...
+//	else:
+//	    mask_mod = causal
+//	return mask_mod
+//
+// Every inner def of the body (in a block or not) becomes a statement of
+// d.FactoryPre that binds its name (dsl.ModDecl.DefStmts); the one the last
+// `return` names, else the first of a mod's 4 or 5 parameters, is d.Inner,
+// whose header and body lines it returns; the others are d.Locals. The
+// checker runs the statements at each call, so a def in a branch not taken
+// is never bound nor lowered.
+func (c *converter) branchedFactory(d *dsl.ModDecl, head *defHeadG, top, branch []*flatLine) (*defHeadG, []*flatLine, bool) {
+	d.DefStmts = true
+	if len(top) > 0 && top[0].g.Doc != nil {
+		d.Doc = stringLit(*top[0].g.Doc)
+		top = top[1:]
+	}
+	last := top[len(top)-1].g.Return
+	if last == nil {
+		c.fail(span(branch[0].first), CodeMissingResult, "factory `%s` ends without `return`", d.Name.Name).
+			WithHint("end the factory with `return %s`, indented like the `if` above it", branch[0].g.Def.Name.Value)
+		return nil, nil, false
+	}
+	var defs []*flatLine
+	for _, l := range top {
+		if l.g.Def != nil {
+			defs = append(defs, l)
+		}
+	}
+	// In the order they are written: a def at the top of the body or in a
+	// block.
+	defs = append(defs, branch...)
+	sort.SliceStable(defs, func(i, j int) bool { return defs[i].first.Pos.Offset < defs[j].first.Pos.Offset })
+	main := -1
+	if len(last.Rest) == 0 && last.Value.Tail == nil && last.Value.Head.Atom != nil && len(last.Value.Head.Suffixes) == 0 {
+		for i, l := range defs {
+			if n := len(c.paramNames(l.g.Def.Params)); l.g.Def.Name.Value == last.Value.Head.Atom.Value && (n == 4 || n == 5) && main < 0 {
+				main = i
+			}
+		}
+	}
+	for i := 0; main < 0 && i < len(defs); i++ {
+		if n := len(c.paramNames(defs[i].g.Def.Params)); n == 4 || n == 5 {
+			main = i
+		}
+	}
+	if main < 0 {
+		main = 0
+	}
+	c.defKeys = map[*lineG]string{defs[main].g: dsl.DefKey(0)}
+	defer func() { c.defKeys = nil }()
+	for i, l := range defs {
+		if i == main {
+			continue
+		}
+		ld := c.localDef(d, l)
+		if ld == nil {
+			return nil, nil, false
+		}
+		d.Locals = append(d.Locals, ld)
+		c.defKeys[l.g] = dsl.DefKey(len(d.Locals))
+	}
+	fn := defs[main]
+	d.Inner = ident(fn.g.Def.Name)
+	var lets []*dsl.LetStmt
+	stmts := c.stmts(d.Name.Name, top, &lets)
+	if c.err != nil {
+		return nil, nil, false
+	}
+	ret, ok := stmts[len(stmts)-1].(*dsl.ReturnStmt)
+	if !ok { // an unpacking's lets end the statements: not a return
+		return nil, nil, false
+	}
+	d.FactoryPre, d.FactoryResult = stmts[:len(stmts)-1], ret.Value
+	d.Sp = span(head.Keyword).Join(ret.Sp)
+	return fn.g.Def, fn.kids, true
 }
