@@ -160,7 +160,7 @@ func (l *lowering) bufferShape(f *frame, buf *Buffer, sp dsl.Span) result {
 }
 
 // bufferExtent is buf's extent i: Const + the sum of Coef[v] * v, its
-// terms in the order of the size symbols.
+// terms in the order of the size symbols, floor-divided by Div if it has one.
 func (l *lowering) bufferExtent(f *frame, buf *Buffer, i int, sp dsl.Span) result {
 	d := buf.Dims[i]
 	vars := make([]dsl.Var, 0, len(d.Coef))
@@ -189,7 +189,10 @@ func (l *lowering) bufferExtent(f *frame, buf *Buffer, i int, sp dsl.Span) resul
 	case acc.typ == dsl.TypeInvalid:
 		return l.constant(f, dsl.Int(d.Const), sp)
 	case d.Const != 0:
-		return l.binaryOf(f, &dsl.BinaryExpr{Sp: sp, Op: dsl.OpAdd, OpSp: sp, X: d.Expr, Y: d.Expr}, acc, l.constant(f, dsl.Int(d.Const), sp))
+		acc = l.binaryOf(f, &dsl.BinaryExpr{Sp: sp, Op: dsl.OpAdd, OpSp: sp, X: d.Expr, Y: d.Expr}, acc, l.constant(f, dsl.Int(d.Const), sp))
+	}
+	if d.Div > 1 && acc.ok() {
+		acc = l.binaryOf(f, &dsl.BinaryExpr{Sp: sp, Op: dsl.OpFloorDiv, OpSp: sp, X: d.Expr, Y: d.Expr}, acc, l.constant(f, dsl.Int(d.Div), sp))
 	}
 	return acc
 }

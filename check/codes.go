@@ -77,7 +77,7 @@ var Codes = map[dsl.Code]string{
 	CodeIndexCount:        "a buffer read with a number of indices different from its dimensions",
 	CodeIndexNotInt:       "a buffer index that is not an int",
 	CodeNotABuffer:        "indexing something that is not a buffer",
-	CodeBadDim:            "a buffer dimension that is not a positive int constant or linear in B H HKV Q KV",
+	CodeBadDim:            "a buffer dimension that is not a positive int constant, linear in B H HKV Q KV, or such a form floor-divided by a positive int constant",
 	CodeUnknownDType:      "an unknown buffer element type",
 	CodeUnknownProperty:   "an unknown buffer property",
 	CodeBadSegments:       "`segments` on a buffer that is not a 1-D integer buffer over Q or KV",

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"fmt"
 	"math"
 	"sort"
 	"strings"
@@ -49,10 +50,16 @@ func (c *checker) checkBuffers() {
 			}
 		}
 		okDims := true
+		texts := make([]string, 0, len(d.Dims)) // empty, not nil, for a 0-d buffer
 		for _, e := range d.Dims {
 			dim, ok := c.dim(e)
 			okDims = okDims && ok
 			b.Dims = append(b.Dims, dim)
+			texts = append(texts, dim.Text)
+		}
+		d.Extents = nil
+		if okDims {
+			d.Extents = texts
 		}
 		if d.Property != nil {
 			switch d.Property.Name {
@@ -87,7 +94,11 @@ func (b *Buffer) dimsText() string {
 	return "[" + strings.Join(parts, ", ") + "]"
 }
 
-// dim types a buffer dimension and reduces it to Const + sum Coef*size.
+// dimHint is the hint of every E033 on an extent's form.
+const dimHint = "write an int constant, an expression such as KV or 2 * KV - 1, or one floor-divided by a positive int constant such as Q // 64 or (Q + 63) // 64"
+
+// dim types a buffer dimension and reduces it to (Const + sum Coef*size)
+// // Div, with its canonical Text.
 func (c *checker) dim(e dsl.Expr) (Dim, bool) {
 	d := Dim{Expr: e}
 	l := c.newLowering()
@@ -97,22 +108,160 @@ func (c *checker) dim(e dsl.Expr) (Dim, bool) {
 	}
 	if r.typ != dsl.TypeInt {
 		c.diags.Add(c.src, e.Span(), CodeBadDim, "buffer dimension must be an int, got %s", r.typ).
-			WithHint("write an int constant or an expression such as KV or 2 * KV - 1")
+			WithHint(dimHint)
 		return d, false
 	}
-	lin, ok := c.linear(e)
+	form, ok := c.dimForm(e)
 	if !ok {
-		c.diags.Add(c.src, e.Span(), CodeBadDim, "buffer dimension must be linear in the sizes B, H, HKV, Q, KV").
-			WithHint("write an int constant or an expression such as KV or 2 * KV - 1")
 		return d, false
 	}
-	d.Const, d.Coef = lin.Const, lin.Coef
+	d.Const, d.Coef, d.Div = form.Const, form.Coef, form.Div
 	if len(d.Coef) == 0 && d.Const <= 0 {
 		c.diags.Add(c.src, e.Span(), CodeBadDim, "buffer dimension must be positive, got %d", d.Const).
 			WithHint("a buffer needs at least one element along each dimension")
 		return d, false
 	}
+	d.Text = d.text()
 	return d, true
+}
+
+// dimForm reduces extent e to a linear form of the sizes, or one
+// floor-divided by a positive int constant (Div > 1), reporting E033 for
+// anything else: a product of sizes, a division by a size or by a
+// constant <= 0, a modulo of a size, a floor division inside a sum.
+func (c *checker) dimForm(e dsl.Expr) (Dim, bool) {
+	if lin, ok := c.linear(e); ok {
+		return lin, true
+	}
+	x, ok := dsl.Unparen(e).(*dsl.BinaryExpr)
+	if !ok || x.Op != dsl.OpFloorDiv {
+		msg := "buffer dimension must be linear in the sizes B, H, HKV, Q, KV, or such a form floor-divided by a positive int constant"
+		if ok && x.Op == dsl.OpMod {
+			msg = "buffer dimension cannot take a modulo of the sizes B, H, HKV, Q, KV"
+		} else if ok && x.Op == dsl.OpMul {
+			msg = "buffer dimension cannot multiply sizes together: it must be linear in B, H, HKV, Q, KV"
+		} else if c.hasFloorDiv(e) {
+			msg = "buffer dimension may floor-divide only as its outermost operation, (linear form) // constant"
+		}
+		c.diags.Add(c.src, e.Span(), CodeBadDim, "%s", msg).WithHint(dimHint)
+		return Dim{}, false
+	}
+	den, ok := c.linear(x.Y)
+	if !ok || len(den.Coef) != 0 {
+		c.diags.Add(c.src, x.Y.Span(), CodeBadDim, "buffer dimension can floor-divide only by an int constant, not by %s", c.src.Slice(x.Y.Span())).
+			WithHint(dimHint)
+		return Dim{}, false
+	}
+	if den.Const <= 0 {
+		c.diags.Add(c.src, x.Y.Span(), CodeBadDim, "buffer dimension must floor-divide by a positive int constant, got %d", den.Const).
+			WithHint(dimHint)
+		return Dim{}, false
+	}
+	num, ok := c.dimForm(x.X) // (L // a) // b is L // (a * b) for a, b > 0
+	if !ok {
+		return Dim{}, false
+	}
+	div, err := dsl.IntMul(max(num.Div, 1), den.Const)
+	if err != nil || div > math.MaxInt32 {
+		c.diags.Add(c.src, x.Y.Span(), CodeBadDim, "buffer dimension divides by more than 2^31 - 1").
+			WithHint(dimHint)
+		return Dim{}, false
+	}
+	num.Div = div
+	return reduceDiv(num), true
+}
+
+// hasFloorDiv reports whether e floor-divides somewhere.
+func (c *checker) hasFloorDiv(e dsl.Expr) bool {
+	found := false
+	dsl.Inspect(e, func(x dsl.Expr) bool {
+		if b, ok := x.(*dsl.BinaryExpr); ok && b.Op == dsl.OpFloorDiv {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// reduceDiv divides d's terms and divisor by their common factor: (2 * Q)
+// // 2 is Q, (2 * Q + 2) // 4 is (Q + 1) // 2 (exact, since floor((g*x) /
+// (g*k)) = floor(x / k) for g > 0); a divisor of 1 is none.
+func reduceDiv(d Dim) Dim {
+	g := d.Div
+	for _, k := range d.Coef {
+		g = gcd64(g, k)
+	}
+	g = gcd64(g, d.Const)
+	if g > 1 {
+		d.Const /= g
+		for v := range d.Coef {
+			d.Coef[v] /= g
+		}
+		d.Div /= g
+	}
+	if d.Div == 1 {
+		d.Div = 0
+	}
+	return d
+}
+
+func gcd64(a, b int64) int64 {
+	if a < 0 {
+		a = -a
+	}
+	if b < 0 {
+		b = -b
+	}
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// text is d's canonical extent text (Dim.Text).
+func (d Dim) text() string {
+	var b strings.Builder
+	terms := 0
+	for v := dsl.SizeB; v <= dsl.SizeKV; v++ {
+		k := d.Coef[v]
+		if k == 0 {
+			continue
+		}
+		switch {
+		case terms == 0 && k == -1:
+			b.WriteString("-")
+		case terms == 0 && k != 1:
+			fmt.Fprintf(&b, "%d * ", k)
+		case terms > 0 && k == 1:
+			b.WriteString(" + ")
+		case terms > 0 && k == -1:
+			b.WriteString(" - ")
+		case terms > 0 && k > 0:
+			fmt.Fprintf(&b, " + %d * ", k)
+		case terms > 0:
+			fmt.Fprintf(&b, " - %d * ", uint64(-k))
+		}
+		b.WriteString(v.String())
+		terms++
+	}
+	switch c := d.Const; {
+	case terms == 0:
+		fmt.Fprintf(&b, "%d", c)
+	case c == math.MinInt64:
+		b.WriteString(" - 9223372036854775807 - 1")
+	case c > 0:
+		fmt.Fprintf(&b, " + %d", c)
+	case c < 0:
+		fmt.Fprintf(&b, " - %d", -c)
+	}
+	if d.Div > 1 {
+		s := b.String()
+		if terms > 1 || d.Const != 0 || strings.HasPrefix(s, "-") || strings.Contains(s, "*") {
+			s = "(" + s + ")"
+		}
+		return fmt.Sprintf("%s // %d", s, d.Div)
+	}
+	return b.String()
 }
 
 // linear reduces an int expression of constants, params and size symbols

@@ -3,6 +3,7 @@ package check
 import (
 	"github.com/maskc/maskc/buftype"
 	"github.com/maskc/maskc/dsl"
+	"github.com/maskc/maskc/hipsrc"
 )
 
 // Options configure a check.
@@ -84,7 +85,9 @@ func (b *Buffer) ElemType() dsl.Type {
 	return dsl.TypeInvalid
 }
 
-// Dim is one buffer extent: Const + sum of Coef[v]*v over size symbols v.
+// Dim is one buffer extent: Const + sum of Coef[v]*v over size symbols v,
+// floor-divided by Div when Div > 1 (a per-block table's `Q // 64`, the
+// ceiling `(Q + 63) // 64`).
 type Dim struct {
 	// Expr is the extent as written, e.g. `2 * KV - 1`.
 	Expr dsl.Expr
@@ -93,35 +96,48 @@ type Dim struct {
 	// Coef maps size symbols (dsl.SizeB ... dsl.SizeKV) to their
 	// coefficients; nil or empty for a constant extent.
 	Coef map[dsl.Var]int64
+	// Div is the positive constant divisor of a floor-divided extent,
+	// (Const + sum Coef[v]*v) // Div; 0 for none. A constant extent is
+	// folded and never has one.
+	Div int64
+	// Text is the extent as the checker reduced it (params and -D folded,
+	// terms in the order B, H, HKV, Q, KV), e.g. "2 * KV - 1" or
+	// "(Q + 63) // 64": what the manifest, the runtime and the Python
+	// package read (dsl.BufferDecl.Extents), evaluated by hipsrc.EvalDims,
+	// the one evaluator of extents. Empty when the extent has errors.
+	Text string
 }
 
-// Eval computes the extent for concrete sizes.
-func (d Dim) Eval(sizes map[dsl.Var]int64) int64 {
-	n := d.Const
-	for v, c := range d.Coef {
-		n += c * sizes[v]
+// sizeValues names sizes as hipsrc.EvalDims reads them.
+func sizeValues(sizes map[dsl.Var]int64) map[string]int64 {
+	out := make(map[string]int64, 5)
+	for v := dsl.SizeB; v <= dsl.SizeKV; v++ {
+		out[v.String()] = sizes[v]
 	}
+	return out
+}
+
+// Eval computes the extent for concrete sizes (0 when it does not
+// evaluate: an extent with errors, or int64 overflow).
+func (d Dim) Eval(sizes map[dsl.Var]int64) int64 {
+	n, _ := d.EvalExact(sizes)
 	return n
 }
 
-// EvalExact is Eval, with ok false when the arithmetic overflows int64.
+// EvalExact is Eval, with ok false when the extent does not evaluate
+// (int64 overflow). It is hipsrc.EvalDims of Text, as every consumer of a
+// buffer's extents evaluates them.
 func (d Dim) EvalExact(sizes map[dsl.Var]int64) (n int64, ok bool) {
-	n = d.Const
-	for v, c := range d.Coef {
-		t, err := dsl.IntMul(c, sizes[v])
-		if err != nil {
-			return 0, false
-		}
-		if n, err = dsl.IntAdd(n, t); err != nil {
-			return 0, false
-		}
+	v, err := hipsrc.EvalDims([]string{d.Text}, sizeValues(sizes))
+	if err != nil {
+		return 0, false
 	}
-	return n, true
+	return v[0], true
 }
 
 // IsSize reports whether the extent is exactly the size symbol v.
 func (d Dim) IsSize(v dsl.Var) bool {
-	return d.Const == 0 && len(d.Coef) == 1 && d.Coef[v] == 1
+	return d.Div <= 1 && d.Const == 0 && len(d.Coef) == 1 && d.Coef[v] == 1
 }
 
 // Mod is a checked user mod declaration.

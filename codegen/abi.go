@@ -2,7 +2,6 @@ package codegen
 
 import (
 	"fmt"
-	"maps"
 	"math"
 	"sort"
 	"strings"
@@ -115,9 +114,12 @@ func BufferTable(src *dsl.Source, ls ...*dsl.Lowered) ([]BufferABI, dsl.Diagnost
 				WithHint("declare it as one of %s", buftype.Names())
 			continue
 		}
-		dims := make([]string, len(d.Dims))
-		for i, e := range d.Dims {
-			dims[i] = exprText(e)
+		dims := d.Extents // the checker's texts, params folded
+		if len(dims) != len(d.Dims) {
+			dims = make([]string, len(d.Dims)) // a declaration built without the checker (tests)
+			for i, e := range d.Dims {
+				dims[i] = exprText(e)
+			}
 		}
 		out = append(out, BufferABI{
 			Name: d.Name.Name, Slot: len(out), DType: dtype, Dims: dims,
@@ -216,52 +218,36 @@ func writeReader32(w *strings.Builder, b *BufferABI, flagged bool) {
 // trailingExtentsFit31 reports whether every declared extent of b past the
 // first is at most 2^31 - 1 at every size the ABI allows (B, H, HKV up to
 // MaxHeadsOrBatch, Q and KV up to MaxSeqLen): constants below 2^31, KV, H,
-// KV + 1, but not 2 * KV. Extents are linear in the sizes (the checker's
-// E033), so the largest value is at a corner of the box of sizes: each
-// size at its largest where its coefficient is positive, else at 1. The
-// linear form is measured with hipsrc.EvalDims, and an extent that does
-// not evaluate, or whose corner value disagrees with its linear form,
-// does not fit.
+// KV + 1, (2 * KV + 63) // 64, but not 2 * KV. An extent is a linear form
+// L of the sizes, or L // c for a positive int constant c (the checker's
+// E033). L takes its largest value over the box of sizes at one of its
+// corners (each size at 1 or at its largest), and x -> x // c is
+// non-decreasing for c > 0, so L // c does too: the largest value of
+// every extent is the largest of its values at the 32 corners, each
+// measured with hipsrc.EvalDims. An extent that does not evaluate at some
+// corner does not fit.
 func trailingExtentsFit31(b *BufferABI) bool {
-	syms := map[string]int64{"B": MaxHeadsOrBatch, "H": MaxHeadsOrBatch, "HKV": MaxHeadsOrBatch, "Q": MaxSeqLen, "KV": MaxSeqLen}
-	at := func(text string, sizes map[string]int64) (int64, bool) {
-		v, err := hipsrc.EvalDims([]string{text}, sizes)
-		if err != nil {
-			return 0, false
+	names := []string{"B", "H", "HKV", "Q", "KV"}
+	top := []int64{MaxHeadsOrBatch, MaxHeadsOrBatch, MaxHeadsOrBatch, MaxSeqLen, MaxSeqLen}
+	if len(b.Dims) < 2 {
+		return true
+	}
+	for corner := 0; corner < 1<<len(names); corner++ {
+		sizes := map[string]int64{}
+		for i, n := range names {
+			sizes[n] = 1
+			if corner&(1<<i) != 0 {
+				sizes[n] = top[i]
+			}
 		}
-		return v[0], true
-	}
-	ones := map[string]int64{}
-	for n := range syms {
-		ones[n] = 1
-	}
-	for _, text := range b.Dims[1:] {
-		base, ok := at(text, ones)
-		if !ok {
+		vals, err := hipsrc.EvalDims(b.Dims[1:], sizes)
+		if err != nil {
 			return false
 		}
-		corner, want := map[string]int64{}, base
-		for n, hi := range syms {
-			one := maps.Clone(ones)
-			one[n] = 2
-			v, ok := at(text, one)
-			if !ok {
+		for _, v := range vals {
+			if v > math.MaxInt32 {
 				return false
 			}
-			coef := v - base
-			corner[n] = 1
-			if coef > 0 {
-				if coef > math.MaxInt32 {
-					return false
-				}
-				corner[n] = hi
-				if want += coef * (hi - 1); want > math.MaxInt32 {
-					return false
-				}
-			}
-		}
-		if v, ok := at(text, corner); !ok || v != want || want > math.MaxInt32 {
-			return false
 		}
 	}
 	return true

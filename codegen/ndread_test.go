@@ -164,11 +164,42 @@ func TestTrailingExtentsFit31(t *testing.T) {
 		{[]string{"B", "Q + KV", "3"}, false},
 		{[]string{"B", "4 - H", "3"}, true},
 		{[]string{"B", "H * 2", "3"}, false},
-		{[]string{"B", "KV // 2", "3"}, false}, // not linear: never assumed
+		{[]string{"B", "KV // 2", "3"}, true}, // floor-divided extents: monotone, largest at a corner
+		{[]string{"B", "(2 * KV + 512) // 2", "3"}, true},
+		{[]string{"B", "(2 * KV + 514) // 2", "3"}, false},
+		{[]string{"B", "(4 * KV + 3) // 2", "3"}, false},
+		{[]string{"B", "(4 - H) // 2", "3"}, true},
+		{[]string{"B", "(Q - KV + 2147483647) // 1", "3"}, false},
+		{[]string{"B", "(Q - KV + 2147483647) // 2", "3"}, true},
+		{[]string{"B", "H", "KV // 0"}, false},
 		{[]string{"B", "x", "3"}, false},
 	} {
 		if got := trailingExtentsFit31(&BufferABI{Dims: tc.dims}); got != tc.want {
 			t.Errorf("%v: %v, want %v", tc.dims, got, tc.want)
 		}
+	}
+}
+
+// TestBufferDimsAreCheckedTexts: the extents a kernel's buffer table (and
+// so the manifest, the Go launcher and the Python package) carries are the
+// checker's texts, params and -D overrides folded, so every consumer can
+// evaluate them with hipsrc.EvalDims; a param name written in a
+// declaration was carried as written before and no launcher could
+// evaluate it.
+func TestBufferDimsAreCheckedTexts(t *testing.T) {
+	src := "param N = 8\nparam BLK = 64\nbuffer t: f32[N * 2, (Q + BLK - 1) // BLK, KV * 1]\n" +
+		"score s(score, b, h, q, kv) = score + t[h % 16, q // 64, kv]\nattention a {\n    score = s\n}\n"
+	p := checkSource(t, "in.flex", src)
+	k, diags := Generate(p, p.Attentions[0], Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Render())
+	}
+	want := []string{"16", "(Q + 63) // 64", "KV"}
+	if got := k.Buffers[0].Dims; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("dims %q, want %q", got, want)
+	}
+	ext, err := hipsrc.EvalDims(k.Buffers[0].Dims, map[string]int64{"B": 1, "H": 2, "HKV": 2, "Q": 130, "KV": 7})
+	if err != nil || ext[0] != 16 || ext[1] != 3 || ext[2] != 7 {
+		t.Fatalf("extents %v, %v", ext, err)
 	}
 }

@@ -120,3 +120,67 @@ func TestBackwardReadsRefusedBeforeLaunch(t *testing.T) {
 		t.Errorf("backward at Q = 5: %v after %d launches, want launches", err, launches)
 	}
 }
+
+// TestBlockTableReads: per-block tables declared with floor-divided
+// extents (testdata/reads/block_tables.flex) through the Go runtime on the
+// fake device. A table of Q // 64 rows has none for the last, partial
+// block: a call whose Q is not a multiple of 64 is refused with E410
+// naming the read and the extent evaluated at its sizes; at a multiple of
+// 64 it launches. The ceiling spelling (Q + 63) // 64 launches at every
+// size.
+func TestBlockTableReads(t *testing.T) {
+	const path = "../testdata/reads/block_tables.flex"
+	text, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, diags := Compile(path, text, Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Render())
+	}
+	tests := []struct {
+		block string
+		sz    Sizes
+		want  string // "" launches
+	}{
+		{"floor_layer", Sizes{B: 1, H: 2, Sq: 128, Skv: 128}, ""},
+		{"floor_layer", Sizes{B: 2, H: 2, Sq: 1024, Skv: 4096}, ""},
+		{"floor_layer", Sizes{B: 1, H: 2, Sq: 100, Skv: 128}, "block_tables.flex:11:42: keep_floor[b, h, q_idx // BLOCK, kv_idx // BLOCK] reads keep_floor outside its extents: index in dimension 2 0..1 at B=1 H=2 HKV=2 Q=100 KV=128, but keep_floor is declared [B, H, Q // 64, KV // 64] = 1 there (valid 0..0)"},
+		{"floor_layer", Sizes{B: 1, H: 2, Sq: 128, Skv: 129}, "index in dimension 3 0..2 at B=1 H=2 HKV=2 Q=128 KV=129, but keep_floor is declared [B, H, Q // 64, KV // 64] = 2 there (valid 0..1)"},
+		{"ceil_layer", Sizes{B: 1, H: 2, Sq: 100, Skv: 129}, ""},
+		{"ceil_layer", Sizes{B: 1, H: 2, Sq: 1, Skv: 1}, ""},
+		{"ceil_layer", Sizes{B: 3, H: 1, Sq: 4097, Skv: 63}, ""},
+		{"sel_layer", Sizes{B: 1, H: 2, Sq: 1000, Skv: 3}, ""},
+	}
+	for _, tt := range tests {
+		fb := fake.New()
+		launches := 0
+		count := func(_ *fake.Backend, l fake.Launch) error { launches++; return nil }
+		for _, e := range []string{runtime.AttentionEntry, runtime.TileFlagsEntry} {
+			fb.Register(e, count)
+		}
+		d := runtime.NewDevice(fb, runtime.Options{DisableCache: true})
+		a, err := u.Load(d, tt.block)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.block, err)
+		}
+		for _, name := range a.Buffers() {
+			p, _ := d.Alloc(1 << 16)
+			if err := a.Bind(name, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ptr := func() runtime.DevicePtr { p, _ := d.Alloc(64); return p }
+		err = a.Forward(0, ptr(), ptr(), ptr(), ptr(), ptr(), tt.sz)
+		var rerr *runtime.Error
+		switch {
+		case tt.want == "" && (err != nil || launches == 0):
+			t.Errorf("%s %+v: %v after %d launches, want a launch", tt.block, tt.sz, err, launches)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want) || !errors.As(err, &rerr) || rerr.Code != runtime.CodeReadRange):
+			t.Errorf("%s %+v: got %v, want E410 containing %q", tt.block, tt.sz, err, tt.want)
+		case tt.want != "" && launches != 0:
+			t.Errorf("%s %+v: refused after %d launches", tt.block, tt.sz, launches)
+		}
+		a.Close()
+	}
+}

@@ -108,6 +108,12 @@ type BufferDecl struct {
 	// Dims are the extents, each a constant or an expression in the size
 	// symbols B H HKV Q KV, e.g. `KV` or `8191`.
 	Dims []Expr
+	// Extents are Dims as the checker reduced them, one canonical text each
+	// (params and -D overrides folded: check.Dim.Text), which the code
+	// generator writes into the manifest and every consumer evaluates with
+	// hipsrc.EvalDims; nil until the declaration is checked, and when it
+	// has errors.
+	Extents []string
 	// Property is an optional declared property, e.g. `segments` (the buffer
 	// holds non-decreasing document ids: documents are contiguous); nil when
 	// absent.

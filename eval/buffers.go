@@ -3,10 +3,11 @@ package eval
 import (
 	"fmt"
 	"math"
-	"strings"
 
 	"github.com/maskc/maskc/buftype"
 	"github.com/maskc/maskc/dsl"
+	"github.com/maskc/maskc/format"
+	"github.com/maskc/maskc/hipsrc"
 )
 
 // index compiles a buffer read `buf[i, j]`. Every index is bounds-checked
@@ -182,8 +183,8 @@ func (fn *Func) bindBuffers(env *Env, fr *frame) error {
 		if len(t.Dims) != len(s.decl.Dims) {
 			return fn.bufErr(s, "buffer %s is declared with %d dimension(s), the tensor has %d", name, len(s.decl.Dims), len(t.Dims))
 		}
-		for d, e := range s.decl.Dims {
-			if want, ok := dimValue(e, fr.sizes); ok && want != int64(t.Dims[d]) {
+		for d := range s.decl.Dims {
+			if want, ok := dimValue(s.decl, d, fr.sizes); ok && want != int64(t.Dims[d]) {
 				return fn.bufErr(s, "buffer %s: dimension %d is declared %d for these sizes, the tensor has %d", name, d, want, t.Dims[d])
 			}
 		}
@@ -199,51 +200,29 @@ func (fn *Func) bufErr(s *bufferSlot, format string, args ...any) *Error {
 	return f.err
 }
 
-// dimValue evaluates a declared extent written with integer literals, the
-// size symbols and + - * //; ok is false for anything else (a param name
-// the lowered form does not resolve), whose check is then left to the
-// element count.
-func dimValue(e dsl.Expr, sizes [5]int64) (int64, bool) {
-	switch x := e.(type) {
-	case *dsl.IntLit:
-		return x.Value, true
-	case *dsl.Ident:
-		if v, ok := dsl.SizeVar(strings.TrimSpace(x.Name)); ok {
-			return sizes[v-dsl.SizeB], true
-		}
-	case *dsl.VarRef:
-		if x.Var.IsSize() {
-			return sizes[x.Var-dsl.SizeB], true
-		}
-	case *dsl.ParenExpr:
-		return dimValue(x.X, sizes)
-	case *dsl.UnaryExpr:
-		if v, ok := dimValue(x.X, sizes); ok && x.Op == dsl.OpNeg {
-			return -v, true
-		}
-	case *dsl.BinaryExpr:
-		a, ok1 := dimValue(x.X, sizes)
-		b, ok2 := dimValue(x.Y, sizes)
-		if !ok1 || !ok2 {
-			return 0, false
-		}
-		var (
-			r   int64
-			err error
-		)
-		switch x.Op {
-		case dsl.OpAdd:
-			r, err = dsl.IntAdd(a, b)
-		case dsl.OpSub:
-			r, err = dsl.IntSub(a, b)
-		case dsl.OpMul:
-			r, err = dsl.IntMul(a, b)
-		case dsl.OpFloorDiv:
-			r, err = dsl.IntFloorDiv(a, b)
-		default:
-			return 0, false
-		}
-		return r, err == nil
+// dimValue is extent d of decl at sizes, as every consumer of a buffer's
+// extents evaluates them: hipsrc.EvalDims of the checker's text
+// (dsl.BufferDecl.Extents, params folded; a declaration built without the
+// checker, as tests build them, is printed as written). ok is false for an
+// extent that does not evaluate (a param name in an unchecked declaration):
+// its check is then left to the element count.
+func dimValue(decl *dsl.BufferDecl, d int, sizes [5]int64) (int64, bool) {
+	text := ""
+	switch {
+	case len(decl.Extents) == len(decl.Dims) && d < len(decl.Extents):
+		text = decl.Extents[d]
+	case d < len(decl.Dims):
+		text = format.Expr(decl.Dims[d])
+	default:
+		return 0, false
 	}
-	return 0, false
+	named := map[string]int64{}
+	for v := dsl.SizeB; v <= dsl.SizeKV; v++ {
+		named[v.String()] = sizes[v-dsl.SizeB]
+	}
+	n, err := hipsrc.EvalDims([]string{text}, named)
+	if err != nil {
+		return 0, false
+	}
+	return n[0], true
 }

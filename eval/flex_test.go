@@ -234,8 +234,8 @@ func exampleEnv(fn *Func) *Env {
 	for _, s := range fn.buffers {
 		dims := make([]int, len(s.decl.Dims))
 		total := int64(1)
-		for i, e := range s.decl.Dims {
-			n, ok := dimValue(e, sizes)
+		for i := range s.decl.Dims {
+			n, ok := dimValue(s.decl, i, sizes)
 			if !ok || n < 0 || n > 1<<16 {
 				total = -1
 				break

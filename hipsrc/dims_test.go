@@ -99,6 +99,11 @@ var dimCases = []struct {
 	{"-(Q - KV)", 200, ""},
 	{"B * H * HKV", 32, ""},
 	{"1_000", 1000, ""},
+	// the checker's canonical floor-divided extents (check.Dim.Text)
+	{"(Q + 127) // 128", 1, ""},
+	{"(-Q + KV) // 64", 3, ""},
+	{"(3 * KV - 2 * Q) // 7", 100, ""},
+	{"(B + H - 1) // 3", 3, ""},
 	{"Q // 0", 0, "divides by zero"},
 	{"D", 0, "D is not one of the sizes"},
 	{"Q +", 0, "expected a number"},
