@@ -41,6 +41,7 @@ var bufferMethods = func() map[string]string {
 		"size":  "size(): the extents, a tuple; size(i): extent i",
 		"dim":   "the number of dimensions",
 		"numel": "the product of the extents",
+		"item":  "the value of a 0-d buffer (a captured scalar tensor)",
 	}
 	for name, doc := range bufferCasts {
 		m[name] = doc
@@ -93,6 +94,15 @@ func (l *lowering) bufferAttr(f *frame, x *dsl.SelectorExpr, buf *Buffer) result
 // bufferMethod lowers buf.NAME(args) (x).
 func (l *lowering) bufferMethod(f *frame, x *dsl.CallExpr, sel *dsl.SelectorExpr, buf *Buffer) result {
 	name := sel.Sel.Name
+	if name == "item" && len(x.Args) == 0 {
+		if len(buf.Dims) != 0 {
+			l.errorf(f, sel.Sel.Sp, CodeMethod, "%s.item() reads a 0-d buffer; %s has %d %s %s", buf.Name, buf.Name, len(buf.Dims),
+				plural(len(buf.Dims), "dimension", "dimensions"), buf.dimsText()).
+				WithHint("read an element: %s[%s]", buf.Name, strings.Join(indexNames(len(buf.Dims)), ", "))
+			return result{}
+		}
+		return l.valueOf(f, x, result{typ: dsl.TypeBuffer, buf: buf})
+	}
 	if _, ok := bufferMethods[name]; !ok {
 		d := l.errorf(f, sel.Sel.Sp, CodeMethod, "buffer %s has no method .%s", buf.Name, name)
 		if _, attr := bufferAttrs[name]; attr {
@@ -132,6 +142,9 @@ func (l *lowering) bufferMethod(f *frame, x *dsl.CallExpr, sel *dsl.SelectorExpr
 	case "dim":
 		return l.constant(f, dsl.Int(int64(len(buf.Dims))), x.Sp)
 	case "numel":
+		if len(buf.Dims) == 0 {
+			return l.constant(f, dsl.Int(1), x.Sp)
+		}
 		n := l.bufferExtent(f, buf, 0, x.Sp)
 		for i := 1; i < len(buf.Dims) && n.ok(); i++ {
 			n = l.binaryOf(f, &dsl.BinaryExpr{Sp: x.Sp, Op: dsl.OpMul, OpSp: x.Sp, X: x, Y: x}, n, l.bufferExtent(f, buf, i, x.Sp))

@@ -106,3 +106,45 @@ func TestDimEvalAgreesWithForm(t *testing.T) {
 		}
 	}
 }
+
+// TestZeroDBuffers: a 0-d buffer (`buffer offset: i32[]`, a captured
+// scalar tensor) checks read as its bare name, offset.item(), offset[()]
+// and with an element method (offset.abs()); the lowered read is an index
+// of no indices. Indexing it with an index, .item() of a buffer with
+// dimensions and `segments` on it are positioned errors.
+func TestZeroDBuffers(t *testing.T) {
+	for _, body := range []string{"kv <= q + offset", "kv <= q + offset.item()", "kv <= q + offset[()]",
+		"kv <= q + offset.abs()", "kv <= q + offset.long()", "kv <= q + offset * offset.numel()"} {
+		p, diags := checkSource(t, "buffer offset: i32[]\nmask m(b, h, q, kv) = "+body+"\nattention a {\n    mask = m\n}\n", nil)
+		if diags.HasErrors() {
+			t.Errorf("%s: %s", body, diags.Render())
+			continue
+		}
+		reads := 0
+		dsl.Inspect(p.Attentions[0].Mask.Expr, func(e dsl.Expr) bool {
+			if x, ok := e.(*dsl.IndexExpr); ok {
+				reads++
+				if len(x.Indices) != 0 {
+					t.Errorf("%s: read %v has indices", body, x)
+				}
+			}
+			return true
+		})
+		if reads == 0 || len(p.Buffers[0].Decl.Extents) != 0 || p.Buffers[0].Decl.Extents == nil {
+			t.Errorf("%s: %d reads, extents %#v", body, reads, p.Buffers[0].Decl.Extents)
+		}
+	}
+	for _, tc := range []struct{ src, want string }{
+		{"buffer offset: i32[]\nmask m(b, h, q, kv) = kv <= q + offset[0]\n",
+			"2:33: error[E030]: buffer offset has 0 dimensions (i32[], a scalar tensor), got 1 index"},
+		{"buffer offset: i32[]\nmask m(b, h, q, kv) = kv <= q + offset[h, 0]\n", "got 2 indices"},
+		{"buffer doc: i32[KV]\nmask m(b, h, q, kv) = kv <= q + doc.item()\n",
+			"2:37: error[E074]: doc.item() reads a 0-d buffer; doc has 1 dimension [KV]"},
+		{"buffer offset: i32[] segments\nmask m(b, h, q, kv) = kv <= q + offset\n", "error[E036]: segments needs a 1-D integer buffer"},
+	} {
+		_, diags := checkSource(t, tc.src, nil)
+		if !strings.Contains(diags.Render(), tc.want) {
+			t.Errorf("%q:\n%s\nwant %q", tc.src, diags.Render(), tc.want)
+		}
+	}
+}

@@ -353,6 +353,11 @@ func (l *lowering) valueOf(f *frame, e dsl.Expr, r result) result {
 	if r.scalar() || (!r.ok() && r.fn == "") {
 		return r
 	}
+	if r.typ == dsl.TypeBuffer && len(r.rows) == 0 && len(r.buf.Dims) == 0 {
+		// A 0-d buffer (a captured scalar tensor, `offset = torch.tensor(5)`)
+		// read as a value is its one element, as torch broadcasts it.
+		return l.readRow(f, r.buf, nil, e.Span(), e.Span())
+	}
 	name := sourceText(f, e)
 	switch {
 	case r.fn != "":
@@ -781,6 +786,13 @@ func (l *lowering) index(f *frame, x *dsl.IndexExpr) result {
 	if target.typ == dsl.TypeTuple {
 		return l.tupleIndex(f, x, target)
 	}
+	if len(x.Indices) == 1 && target.typ == dsl.TypeBuffer {
+		if t, ok := dsl.Unparen(x.Indices[0]).(*dsl.TupleExpr); ok && len(t.Elems) == 0 {
+			// buf[()]: torch's index of no dimensions, the element of a 0-d
+			// tensor (a row's, for a further index of nothing).
+			x = &dsl.IndexExpr{Sp: x.Sp, X: x.X}
+		}
+	}
 	idx := make([]result, len(x.Indices))
 	okAll := true
 	for i, e := range x.Indices {
@@ -821,6 +833,12 @@ func (l *lowering) index(f *frame, x *dsl.IndexExpr) result {
 			return result{}
 		}
 		return l.readRow(f, buf, idx, x.Sp, x.X.Span())
+	}
+	if len(idx) != len(buf.Dims) && len(buf.Dims) == 0 {
+		l.errorf(f, x.Sp, CodeIndexCount, "buffer %s has 0 dimensions (%s, a scalar tensor), got %d %s", buf.Name, buf.shape(), len(idx),
+			plural(len(idx), "index", "indices")).
+			WithHint("read its value as %s (or %s.item(), %s[()])", buf.Name, buf.Name, buf.Name)
+		return result{}
 	}
 	if len(idx) != len(buf.Dims) {
 		l.errorf(f, x.Sp, CodeIndexCount, "buffer %s has %d %s %s, got %d %s", buf.Name, len(buf.Dims),

@@ -100,7 +100,10 @@ func (l *lowering) callArgs(f *frame, args []dsl.Expr) callArgs {
 func (l *lowering) method(f *frame, x *dsl.CallExpr, sel *dsl.SelectorExpr) result {
 	recv := l.expr(f, sel.X)
 	if recv.typ == dsl.TypeBuffer {
-		return l.bufferMethod(f, x, sel, recv.buf)
+		if _, own := bufferMethods[sel.Sel.Name]; own || len(recv.buf.Dims) != 0 || len(recv.rows) != 0 {
+			return l.bufferMethod(f, x, sel, recv.buf)
+		}
+		// An element method of a 0-d buffer (offset.abs()): of its value.
 	}
 	recv = l.valueOf(f, sel.X, recv)
 	name := sel.Sel.Name

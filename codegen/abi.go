@@ -30,7 +30,7 @@ type BufferABI struct {
 	// DType is the element type as declared: i32, i64, f16, bf16, f32, f64 or bool.
 	DType string
 	// Dims are the declared extents as .flex expressions, e.g. ["H", "8191"],
-	// 1 to MaxBufferRank of them. The launcher passes the evaluated extents
+	// 0 (a scalar tensor) to MaxBufferRank of them. The launcher passes the evaluated extents
 	// in MaskcBuffers.dim[Slot], outermost first (1 past the buffer's rank).
 	Dims []string
 	// Segments reports the `segments` property: non-decreasing document ids.
@@ -96,8 +96,8 @@ func BufferTable(src *dsl.Source, ls ...*dsl.Lowered) ([]BufferABI, dsl.Diagnost
 				WithHint("pack small buffers into one (e.g. a [%d, N] table) or drop unused ones", MaxBuffers)
 			break
 		}
-		if len(d.Dims) == 0 || len(d.Dims) > MaxBufferRank {
-			diags.Add(src, d.Sp, CodeBufferRank, "buffer %s has %d dimensions; a generated kernel reads buffers of 1 to %d dimensions", d.Name.Name, len(d.Dims), MaxBufferRank).
+		if len(d.Dims) > MaxBufferRank {
+			diags.Add(src, d.Sp, CodeBufferRank, "buffer %s has %d dimensions; a generated kernel reads buffers of 0 to %d dimensions", d.Name.Name, len(d.Dims), MaxBufferRank).
 				WithHint("flatten some dimensions and compute the index in the mask, e.g. t[i * N + j] for t[i, j]")
 			continue
 		}
@@ -127,6 +127,12 @@ func BufferTable(src *dsl.Source, ls ...*dsl.Lowered) ([]BufferABI, dsl.Diagnost
 		})
 	}
 	return out, diags
+}
+
+// bufParams is the parameter list of a buffer's accessor: the buffers and
+// the indices params (none for a 0-d buffer).
+func bufParams(params []string) string {
+	return strings.Join(append([]string{"const MaskcBuffers& buf"}, params...), ", ")
 }
 
 // cName turns a .flex name into a C identifier fragment.
@@ -163,7 +169,18 @@ func readerName(b *BufferABI) string { return "maskc_read_" + cName(b.Name) }
 // same, and an index outside the extents also sets
 // MASKC_STATUS_READ_OUT_OF_RANGE in status word 0 (the launcher cannot
 // bound such an index from the sizes; readbounds.go).
+//
+// A 0-d buffer (a captured scalar tensor) has one accessor of no index,
+// which reads element 0: every buffer a launcher passes has at least one
+// element, and it has no index to fall outside.
 func writeReader(w *strings.Builder, b *BufferABI, flagged bool) {
+	if len(b.Dims) == 0 {
+		info := elemType(b.DType)
+		elem := fmt.Sprintf("((const %s*)buf.ptr[%d])[0]", info.storage, b.Slot)
+		fmt.Fprintf(w, "// buffer %s: %s[] in buf.ptr[%d], 0-d: its one element\n", b.Name, b.DType, b.Slot)
+		fmt.Fprintf(w, "__device__ __forceinline__ %s %s(const MaskcBuffers& buf) {\n  return %s;\n}\n\n", info.value, readerName(b), fmt.Sprintf(info.read, elem))
+		return
+	}
 	writeReader64(w, b, false)
 	writeReader32(w, b, false)
 	if flagged {
@@ -266,7 +283,7 @@ func writeReader64(w *strings.Builder, b *BufferABI, flagged bool) {
 	for i := range b.Dims {
 		params = append(params, fmt.Sprintf("long long i%d", i))
 	}
-	fmt.Fprintf(w, "__device__ __forceinline__ %s %s(const MaskcBuffers& buf, %s) {\n", info.value, name, strings.Join(params, ", "))
+	fmt.Fprintf(w, "__device__ __forceinline__ %s %s(%s) {\n", info.value, name, bufParams(params))
 	var conds []string
 	for i := range b.Dims {
 		fmt.Fprintf(w, "  const long long n%d = buf.dim[%d][%d];\n", i, b.Slot, i)
@@ -296,6 +313,9 @@ func rowMajor(rank int, cast string) string {
 // icast and the extents named ext0, ext1, ... (n: the long long extents; m:
 // the int accessor's unsigned ones).
 func rowMajorWith(rank int, cast, icast, ext string) string {
+	if rank == 0 {
+		return "0" // a 0-d buffer's one element
+	}
 	at := cast + "i0"
 	for i := 1; i < rank; i++ {
 		if i > 1 {

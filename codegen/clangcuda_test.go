@@ -156,6 +156,8 @@ func TestClangCUDA(t *testing.T) {
 	write("testdata/golden/sliding_window.flex", "sliding", 0)          // fp16, head dim 64
 	write("testdata/golden/trig.flex", "rotary", 0)                     // sin, cos, tan, erf; i8, u8, i16 buffers
 	write("testdata/golden/narrow.flex", "narrow", 0)                   // as CDNA builds it
+	write("testdata/golden/scalar.flex", "shifted", 0)                  // 0-d buffers, a learned scalar's gradient
+	write("testdata/golden/scalar.flex", "blocks", 0)                   // a floor-divided per-block table
 	// Head dim 256: the mma.sync kernel's 8-warp shape, the wgmma forward's
 	// m64n256 P.V, the wgmma backward split by the head dim on sm_90a; with
 	// a buffer gradient, with the pre-pass, with a segments search.

@@ -62,7 +62,7 @@ func TestDiagnostics(t *testing.T) {
 		{code: CodeTooManyBuffers, text: nineBuffers + "mask m(b, h, q, kv) = " + strings.Join(reads, " + ") + " > 0\nattention a {\n    mask = m\n}\n",
 			want: "in.flex:9:8: error[E303]: buffer t8 is captured buffer number 9 of 9; a generated kernel takes at most 8"},
 		{code: CodeBufferRank, text: "buffer t: f32[H, 2, 2, 2, 2, 2, 2, 4, 4]\nscore s(score, b, h, q, kv) = score + t[h, 0, 1, 0, 1, 0, 1, 1, 2]\nattention a {\n    score = s\n}\n",
-			want: "in.flex:1:1: error[E304]: buffer t has 9 dimensions; a generated kernel reads buffers of 1 to 8 dimensions"},
+			want: "in.flex:1:1: error[E304]: buffer t has 9 dimensions; a generated kernel reads buffers of 0 to 8 dimensions"},
 		// check refuses this from source (E090); the generator keeps its guard.
 		{code: CodePowExponent, want: "t.flex:1:6: error[E306]: int power needs a non-negative constant exponent", lower: func() (*dsl.Source, *dsl.Lowered) {
 			src := dsl.NewSource("t.flex", []byte("q ** h >= kv"))

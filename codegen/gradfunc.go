@@ -193,10 +193,13 @@ func writeAt(w *strings.Builder, b *BufferABI) {
 		params = append(params, fmt.Sprintf("long long i%d", i))
 	}
 	fmt.Fprintf(w, "// offset of %s[%s] in buf.ptr[%d], -1 outside its extents\n", b.Name, strings.Join(b.Dims, ", "), b.Slot)
-	fmt.Fprintf(w, "__device__ __forceinline__ long long %s(const MaskcBuffers& buf, %s) {\n", atName(b), strings.Join(params, ", "))
+	fmt.Fprintf(w, "__device__ __forceinline__ long long %s(%s) {\n", atName(b), bufParams(params))
 	for i := range b.Dims {
 		fmt.Fprintf(w, "  const long long n%d = buf.dim[%d][%d];\n", i, b.Slot, i)
 		conds = append(conds, fmt.Sprintf("i%d >= 0 && i%d < n%d", i, i, i))
+	}
+	if len(conds) == 0 {
+		conds = []string{"true"} // a 0-d buffer's one element
 	}
 	fmt.Fprintf(w, "  return %s ? %s : -1;\n}\n\n", strings.Join(conds, " && "), rowMajor(len(b.Dims), ""))
 }

@@ -83,7 +83,7 @@ static int read_buffers(int nbuf, MaskcBuffers* buf, std::vector<std::vector<uns
   store->assign(nbuf, std::vector<unsigned char>());
   for (int i = 0; i < nbuf; ++i) {
     int slot, dt, rank;
-    if (scanf("%d %d %d", &slot, &dt, &rank) != 3 || rank < 1 || rank > MASKC_MAX_BUFFER_RANK) return 4;
+    if (scanf("%d %d %d", &slot, &dt, &rank) != 3 || rank < 0 || rank > MASKC_MAX_BUFFER_RANK) return 4;
     long long n = 1;
     for (int d = 0; d < MASKC_MAX_BUFFER_RANK; ++d) {
       long long e = 1;
@@ -226,7 +226,9 @@ func buildHostMain(t *testing.T, cases []hostCase, main string, fn func(i int) s
 	for i, c := range cases {
 		fmt.Fprintf(&b, "\n// case %d: %s\nnamespace case%d {\n", i, c.name, i)
 		for _, ln := range strings.Split(c.kernel.Generated, "\n") {
-			if strings.HasPrefix(ln, "#define ") || ln == gradReadStruct {
+			// The kernel's facts are per case; partBoolDef's type is the
+			// same in every case (an identical redefinition).
+			if strings.HasPrefix(ln, "#define ") && !strings.HasPrefix(ln, "#define "+partBool+" ") || ln == gradReadStruct {
 				continue
 			}
 			b.WriteString(ln + "\n")

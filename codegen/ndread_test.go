@@ -203,3 +203,48 @@ func TestBufferDimsAreCheckedTexts(t *testing.T) {
 		t.Fatalf("extents %v, %v", ext, err)
 	}
 }
+
+// TestZeroDReadsOnHost compiles the accessor of a 0-d buffer (a captured
+// scalar tensor, `buffer offset: i32[]`) for every element type as host
+// C++ and reads a one-element allocation through it under
+// AddressSanitizer: it reads element 0, whatever MaskcBuffers.dim holds
+// for the slot (a launcher writes 1s past a buffer's rank), and has no
+// index to check, so no flagged variant.
+func TestZeroDReadsOnHost(t *testing.T) {
+	cxx := hostcuda.Cxx(t)
+	var src, body strings.Builder
+	src.WriteString(hostPrelude)
+	src.WriteString(hipsrc.ABIHeader() + hipsrc.Runtime)
+	src.WriteString("#include <stdint.h>\n")
+	for k, dtype := range []string{"i32", "i64", "u8", "i8", "i16", "f16", "bf16", "f32", "f64", "bool"} {
+		b := &BufferABI{Name: "s" + dtype, Slot: k % MaxBuffers, DType: dtype, Dims: []string{}}
+		var w strings.Builder
+		writeReader(&w, b, true)
+		if strings.Contains(w.String(), "_flagged") || strings.Contains(w.String(), "buf.dim") {
+			t.Fatalf("%s: a 0-d accessor with an index check:\n%s", dtype, w.String())
+		}
+		src.WriteString(w.String())
+		info := elemType(dtype)
+		v := map[bool]string{true: "1", false: "5"}[dtype == "bool"]
+		fmt.Fprintf(&body, "  {\n    %s* data = (%s*)malloc(sizeof(%s));\n    data[0] = (%s)(%s);\n", info.storage, info.storage, info.storage, info.storage, v)
+		fmt.Fprintf(&body, "    MaskcBuffers buf;\n    memset(&buf, 0, sizeof buf);\n    buf.ptr[%d] = data;\n", b.Slot)
+		fmt.Fprintf(&body, "    for (int d = 0; d < %d; ++d) buf.dim[%d][d] = 1;\n", MaxBufferRank, b.Slot)
+		fmt.Fprintf(&body, "    if (%s(buf) != %s) { fprintf(stderr, \"%s: wrong value\\n\"); return 1; }\n", readerName(b), fmt.Sprintf(info.read, "data[0]"), dtype)
+		fmt.Fprintf(&body, "    printf(\"%s ok\\n\");\n    free(data);\n  }\n", dtype)
+	}
+	src.WriteString("\nint main() {\n" + body.String() + "  return 0;\n}\n")
+	dir := t.TempDir()
+	srcPath, exe := filepath.Join(dir, "zd.cc"), filepath.Join(dir, "zd")
+	if err := os.WriteFile(srcPath, []byte(src.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(cxx, "-O0", "-std=c++14", "-Wall", "-Wno-unused-variable", "-Wno-unused-function", "-fsanitize=address", "-o", exe, srcPath).CombinedOutput(); err != nil {
+		t.Fatalf("g++ failed: %v\n%s", err, out)
+	}
+	run := exec.Command(exe)
+	run.Env = append(os.Environ(), "ASAN_OPTIONS=detect_leaks=0")
+	out, err := run.CombinedOutput()
+	if err != nil || strings.Count(string(out), " ok\n") != 10 {
+		t.Fatalf("0-d reads: %v\n%s", err, out)
+	}
+}

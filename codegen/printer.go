@@ -89,6 +89,9 @@ func printFlex(b *strings.Builder, e dsl.Expr, top, py bool) {
 		b.WriteByte(')')
 	case *dsl.IndexExpr:
 		printFlex(b, x.X, false, py)
+		if len(x.Indices) == 0 {
+			break // a read of a 0-d buffer is its bare name, as in torch
+		}
 		b.WriteByte('[')
 		for i, a := range x.Indices {
 			if i > 0 {
@@ -259,6 +262,9 @@ func (p torchPrinter) print(e dsl.Expr) string {
 	case *dsl.CondExpr:
 		return "torch.where(" + p.print(x.Cond) + ", " + p.print(x.Then) + ", " + p.print(x.Else) + ")"
 	case *dsl.IndexExpr:
+		if len(x.Indices) == 0 {
+			return exprText(x.X) // a 0-d buffer: the tensor itself
+		}
 		var s strings.Builder
 		s.WriteString(exprText(x.X) + "[")
 		for i, a := range x.Indices {

@@ -184,3 +184,56 @@ func TestBlockTableReads(t *testing.T) {
 		a.Close()
 	}
 }
+
+// TestZeroDBufferLaunch: a 0-d buffer (a captured scalar tensor) goes
+// through the Go runtime as a slot of no extents: MaskcBuffers.dim holds
+// 1 in every place for it (so its one element is the whole tensor), the
+// forward and backward launch, and no read is refused.
+func TestZeroDBufferLaunch(t *testing.T) {
+	src := "buffer offset: i32[]\nbuffer temp: f32[]\n" +
+		"mask shifted(b, h, q, kv) = kv <= q + offset\nscore cooled(score, b, h, q, kv) = score / temp\n" +
+		"attention a {\n    mask = shifted\n    score = cooled\n}\n"
+	u, diags := Compile("scalar.flex", []byte(src), Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Render())
+	}
+	fb := fake.New()
+	launches := 0
+	for _, e := range append([]string{runtime.AttentionEntry, runtime.TileFlagsEntry}, hipsrc.BwdEntryNamesFor(true)...) {
+		fb.Register(e, func(_ *fake.Backend, l fake.Launch) error { launches++; return nil })
+	}
+	d := runtime.NewDevice(fb, runtime.Options{DisableCache: true})
+	a, err := u.Load(d, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	spec := a.Launcher().Spec()
+	for i, slot := range spec.Kernel.Slots {
+		ext, err := spec.Extents(i, runtime.Sizes{B: 2, H: 4, HKV: 4, Q: 300, KV: 300})
+		if len(slot.Dims) != 0 || err != nil || ext != (runtime.Extents{1, 1, 1, 1, 1, 1, 1, 1}) {
+			t.Fatalf("slot %s: dims %q, extents %v, %v", slot.Name, slot.Dims, ext, err)
+		}
+	}
+	p := func() runtime.DevicePtr { p, _ := d.Alloc(1 << 12); return p }
+	for _, name := range a.Buffers() {
+		if err := a.Bind(name, p()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sz := Sizes{B: 2, H: 4, Sq: 300, Skv: 300}
+	if err := a.Forward(0, p(), p(), p(), p(), p(), sz); err != nil || launches == 0 {
+		t.Fatalf("forward: %v after %d launches", err, launches)
+	}
+	dbufs := make([]runtime.DevicePtr, len(a.GradBuffers()))
+	for i := range dbufs {
+		dbufs[i] = p()
+	}
+	if got := a.GradBuffers(); len(got) != 1 || got[0] != "temp" {
+		t.Fatalf("gradient buffers %q, want [temp]", got)
+	}
+	before := launches
+	if err := a.Backward(0, p(), p(), p(), p(), p(), p(), 0, p(), p(), p(), dbufs, sz, false); err != nil || launches == before {
+		t.Fatalf("backward: %v after %d launches", err, launches-before)
+	}
+}

@@ -39,7 +39,15 @@ func TestFromFlex(t *testing.T) {
 		"doc":    FromInts(0, 0, 0, 1, 1, 2, 2, 2, 2),
 		"prefix": FromInts(2, 4),
 		"slopes": {Dims: []int{3}, Data: []float64{0.5, 0.25, 0.125}},
+		// 0-d buffers (captured scalar tensors) and a per-block table of
+		// (KV + 3) // 4 = 3 blocks per head
+		"offset": {Dims: []int{}, Data: []float64{-2}},
+		"temp":   {Dims: []int{}, Data: []float64{0.5}},
+		"on":     {Dims: []int{}, Data: []float64{1}},
+		"blocks": FromInts(1, 0, 1, 0, 1, 1, 1, 1, 0),
 	}}
+	env.Buffers["blocks"].Dims = []int{3, 3}
+	blocks := func(h, j int64) bool { return env.Buffers["blocks"].Data[h*3+j] == 1 }
 	doc := func(i int64) int64 { return int64(env.Buffers["doc"].Data[i]) }
 	tests := []struct {
 		name  string
@@ -83,6 +91,16 @@ func TestFromFlex(t *testing.T) {
 				}
 				return math.Inf(-1)
 			}},
+		{"0-d buffer by its bare name", "buffer offset: i32[]\nbuffer on: bool[]\nmask m(b, h, q, kv) = (kv <= q + offset) & on",
+			func(b, h, q, kv int64) bool { return kv <= q-2 }, nil},
+		{"0-d buffer by item() and [()]", "buffer offset: i64[]\ndef m(b, h, q_idx, kv_idx):\n    return (kv_idx <= q_idx + offset.item()) | (kv_idx == offset[()].abs())",
+			func(b, h, q, kv int64) bool { return kv <= q-2 || kv == 2 }, nil},
+		{"0-d shape", "buffer offset: i32[]\nmask m(b, h, q, kv) = (offset.ndim == 0) & (offset.numel() == 1) & (offset.dim() == 0) & (q >= kv)",
+			func(b, h, q, kv int64) bool { return q >= kv }, nil},
+		{"0-d float buffer in a score", "buffer temp: f32[]\nscore s(score, b, h, q, kv) = score / temp",
+			nil, func(s float64, b, h, q, kv int64) float64 { return s / 0.5 }},
+		{"per-block table of a floor-divided extent", "buffer blocks: bool[H, (KV + 3) // 4]\nmask m(b, h, q, kv) = blocks[h, kv // 4] & (blocks.shape[1] == 3)",
+			func(b, h, q, kv int64) bool { return blocks(h, kv/4) }, nil},
 		{"int score", "score s(score, b, h, q, kv) = q - kv",
 			nil, func(s float64, b, h, q, kv int64) float64 { return float64(q - kv) }},
 	}

@@ -158,7 +158,9 @@ func writeExpr(b *strings.Builder, e dsl.Expr, min int) {
 		writeList(b, "(", x.Args, ")", false)
 	case *dsl.IndexExpr:
 		writeExpr(b, x.X, precPostfix)
-		writeList(b, "[", x.Indices, "]", false)
+		if len(x.Indices) > 0 { // none: a lowered read of a 0-d buffer, its bare name
+			writeList(b, "[", x.Indices, "]", false)
+		}
 	case *dsl.ParenExpr:
 		b.WriteByte('(')
 		writeExpr(b, x.X, precLambda)

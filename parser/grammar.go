@@ -126,7 +126,7 @@ type bufferG struct {
 	Keyword  lexer.Token  `parser:"@'buffer'"`
 	Name     lexer.Token  `parser:"@Ident ':'"`
 	DType    lexer.Token  `parser:"@Ident '['"`
-	Dims     []*exprG     `parser:"@@ ( ',' @@ )*"`
+	Dims     []*exprG     `parser:"( @@ ( ',' @@ )* )?"`
 	Close    lexer.Token  `parser:"@']'"`
 	Property *lexer.Token `parser:"@Ident?"`
 }

@@ -326,8 +326,8 @@ func checkSpec(s AttentionSpec, maxShared int) error {
 		return bad("segments check entry %q; the ABI has %s", kd.SegCheckEntry, SegCheckEntry)
 	}
 	for i, b := range kd.Slots {
-		if b.Slot != i || len(b.Dims) < 1 || len(b.Dims) > hipsrc.MaxBufferRank {
-			return bad("buffer %s: slot %d with %d extents, expected slot %d with 1 to %d", b.Name, b.Slot, len(b.Dims), i, hipsrc.MaxBufferRank)
+		if b.Slot != i || len(b.Dims) > hipsrc.MaxBufferRank {
+			return bad("buffer %s: slot %d with %d extents, expected slot %d with 0 to %d", b.Name, b.Slot, len(b.Dims), i, hipsrc.MaxBufferRank)
 		}
 	}
 	if s.BwdSource != "" {

@@ -126,9 +126,8 @@ class BufferSpec:
     __slots__ = ("name", "slot", "dtype", "dims", "segments", "grad")
 
     def __init__(self, name, slot, dtype, dims, segments=False, grad=False):
-        if not dims:
-            raise MaskcError("buffer %s has no extents" % name)
-        self.name, self.slot, self.dtype, self.dims, self.segments = name, int(slot), dtype, list(dims), bool(segments)
+        # no extents: a 0-d buffer (a captured scalar tensor, torch.tensor(5))
+        self.name, self.slot, self.dtype, self.dims, self.segments = name, int(slot), dtype, list(dims or ()), bool(segments)
         self.grad = bool(grad)  # the score reads it differentiably: the backward can give its gradient
 
     def __repr__(self):
@@ -527,8 +526,8 @@ class Manifest:
             raise MaskcError("kernel %s takes %d buffers, got %d" % (spec.name, len(spec.buffers), len(buffers)))
         bufs = self.Buffers()
         for i, (ptr, ext) in enumerate(buffers):
-            if not 1 <= len(ext) <= self.max_rank:
-                raise MaskcError("buffer %s has %d extents; MaskcBuffers holds 1 to %d" %
+            if not 0 <= len(ext) <= self.max_rank:
+                raise MaskcError("buffer %s has %d extents; MaskcBuffers holds 0 to %d" %
                                  (spec.buffers[i].name, len(ext), self.max_rank))
             bufs.ptr[i] = ptr
             bufs.dim[i][:] = list(ext) + [1] * (self.max_rank - len(ext))

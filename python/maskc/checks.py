@@ -187,6 +187,12 @@ def check_buffers(specs, buffers, sizes, device, dtype_name):
                              (s.name, ", ".join(s.dims), ext, sizes))
         if dtype_name(t) != s.dtype:
             raise MaskcError("buffer %s is %s; it is declared %s" % (s.name, dtype_name(t), s.dtype))
+        if not ext and list(t.shape) != ext:
+            # A 0-d declaration takes a 0-d tensor only, as every buffer
+            # takes exactly its declared extents.
+            raise MaskcError("buffer %s has shape %s; it is declared 0-d, a scalar tensor (%s[]): pass "
+                             "torch.tensor(v) or t.reshape(()), or declare it [1] and read %s[0]" %
+                             (s.name, list(t.shape), s.dtype, s.name))
         if list(t.shape) != ext:
             raise MaskcError("buffer %s has shape %s; declared [%s] is %s for %s" %
                              (s.name, list(t.shape), ", ".join(s.dims), ext, sizes))

@@ -120,7 +120,7 @@ def test_pack_nd_extents(doc, ext):
 def test_pack_refuses_more_extents_than_the_abi_holds(doc):
     m = Manifest(doc)
     z = dict(q=(0,) * 3, k=(0,) * 3, v=(0,) * 3, o=(0,) * 3)
-    with pytest.raises(MaskcError, match="has 9 extents; MaskcBuffers holds 1 to 8"):
+    with pytest.raises(MaskcError, match="has 9 extents; MaskcBuffers holds 0 to 8"):
         m.pack(m.kernel("packed_layer"), dict(B=1, H=1, HKV=1, Sq=5, Skv=5), z, 1.0, 0, 0, [(64, [2] * 9)])
 
 

@@ -155,7 +155,7 @@ def test_compile_errors_carry_positions(maskc_bin, cache_dir, tmp_path):
         cache.compile_flex(str(p), binary=maskc_bin)
     d = ei.value.diagnostics[0]
     assert (d.file, d.line, d.column, d.code) == (str(p), 1, 1, "E304")
-    assert "1 to 8 dimensions" in d.message and d.hint.startswith("flatten some dimensions")
+    assert "0 to 8 dimensions" in d.message and d.hint.startswith("flatten some dimensions")
     assert not [n for _, _, ns in os.walk(cache_dir) for n in ns], "a failed build leaves no files"
 
 

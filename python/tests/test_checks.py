@@ -204,3 +204,33 @@ def test_varlen_documents(rows, cu, maxlen, contiguous):
     if len(rows) == 1:  # a 1-D buffer shared by every batch element: the same runs per row
         got_cu, _, got_contiguous = varlen_documents(doc.reshape(-1), 2, len(rows[0]))
         assert got_cu.tolist() == cu[:-1] + [c + len(rows[0]) for c in cu] and got_contiguous == contiguous
+
+
+# A 0-d buffer (a captured scalar tensor, `buffer offset: i32[]`) takes a
+# 0-d tensor, and only that: its manifest dims are []. Floor-divided
+# extents (a per-block table) evaluate as the Go launcher's do.
+BLOCK_SPECS = [BufferSpec("offset", 0, "i32", []), BufferSpec("keep", 1, "bool", ["B", "H", "Q // 64", "(KV + 63) // 64"])]
+BLOCK_SIZES = Sizes(1, 2, 2, 128, 130, 64)
+
+
+def test_zero_d_and_block_table_buffers(fake):
+    offset, keep = fake((), "i32"), fake((1, 2, 2, 3), "bool")
+    got = check_buffers(BLOCK_SPECS, {"offset": offset, "keep": keep}, BLOCK_SIZES, "cuda:0", dtype_name)
+    assert [e for _, e in got] == [[], [1, 2, 2, 3]]
+
+
+@pytest.mark.parametrize("shape, msg", [
+    ((1,), r"offset has shape \[1\]; it is declared 0-d, a scalar tensor"),
+    ((1, 1), r"offset has shape \[1, 1\]; it is declared 0-d"),
+])
+def test_zero_d_buffer_takes_only_0d(fake, shape, msg):
+    with pytest.raises(MaskcError, match=msg):
+        check_buffers(BLOCK_SPECS, {"offset": fake(shape, "i32"), "keep": fake((1, 2, 2, 3), "bool")}, BLOCK_SIZES,
+                      "cuda:0", dtype_name)
+
+
+def test_block_table_extent_at_sizes(fake):
+    # Q // 64 at Q = 100 is 1 row: a (1, 2, 2, 3) table is refused, as the Go launcher refuses it.
+    with pytest.raises(MaskcError, match=r"keep has shape \[1, 2, 2, 3\]; declared \[B, H, Q // 64, \(KV \+ 63\) // 64\] is \[1, 2, 1, 3\]"):
+        check_buffers(BLOCK_SPECS, {"offset": fake((), "i32"), "keep": fake((1, 2, 2, 3), "bool")},
+                      Sizes(1, 2, 2, 100, 130, 64), "cuda:0", dtype_name)
