@@ -136,12 +136,13 @@ func (c *checker) dimForm(e dsl.Expr) (Dim, bool) {
 	x, ok := dsl.Unparen(e).(*dsl.BinaryExpr)
 	if !ok || x.Op != dsl.OpFloorDiv {
 		msg := "buffer dimension must be linear in the sizes B, H, HKV, Q, KV, or such a form floor-divided by a positive int constant"
-		if ok && x.Op == dsl.OpMod {
+		switch {
+		case ok && x.Op == dsl.OpMod:
 			msg = "buffer dimension cannot take a modulo of the sizes B, H, HKV, Q, KV"
-		} else if ok && x.Op == dsl.OpMul {
-			msg = "buffer dimension cannot multiply sizes together: it must be linear in B, H, HKV, Q, KV"
-		} else if c.hasFloorDiv(e) {
+		case c.hasFloorDiv(e):
 			msg = "buffer dimension may floor-divide only as its outermost operation, (linear form) // constant"
+		case ok && x.Op == dsl.OpMul:
+			msg = "buffer dimension cannot multiply sizes together: it must be linear in B, H, HKV, Q, KV"
 		}
 		c.diags.Add(c.src, e.Span(), CodeBadDim, "%s", msg).WithHint(dimHint)
 		return Dim{}, false

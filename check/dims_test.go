@@ -37,6 +37,7 @@ func TestBufferDimForms(t *testing.T) {
 		{dim: "Q % 64", err: "cannot take a modulo"},
 		{dim: "Q // 64 + 1", err: "floor-divide only as its outermost operation"},
 		{dim: "(Q * Q) // 2", err: "cannot multiply sizes together"},
+		{dim: "(Q // 64) * 2", err: "floor-divide only as its outermost operation"},
 		{dim: "0", err: "must be positive, got 0"},
 	} {
 		src := "param N = 8\nbuffer t: f32[" + tc.dim + "]\nmask m(b, h, q, kv) = t[0] > 0\n"

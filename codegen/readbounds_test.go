@@ -177,3 +177,22 @@ func TestReadBoundsFactoryCalledTwice(t *testing.T) {
 		t.Errorf("refusals at Q = 7, 8: %d, %d; want 0, 1", got7, got8)
 	}
 }
+
+// TestZeroDReadNote: a read of a 0-d buffer has no index, is never
+// refused, and the language server's note says so.
+func TestZeroDReadNote(t *testing.T) {
+	p := checkSource(t, "in.flex", "buffer offset: i32[]\nmask m(b, h, q, kv) = kv <= q + offset\nattention a {\n    mask = m\n}\n")
+	k, diags := Generate(p, p.Attentions[0], Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Render())
+	}
+	if len(k.Reads) != 1 || len(k.Reads[0].Index) != 0 || k.Reads[0].Text != "offset" {
+		t.Fatalf("reads %+v", k.Reads)
+	}
+	if err := hipsrc.CheckRead(k.Reads[0], hipsrc.BoundEnv(1, 1, 1, 9, 9, 0, 0, 0, 9, 9, 1), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := ReadNote(k.Reads[0], ConstExtents(p, k.Buffers[0].Decl)); got != "the one element of a 0-d buffer: always inside" {
+		t.Fatalf("note %q", got)
+	}
+}

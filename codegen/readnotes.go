@@ -195,6 +195,9 @@ func wholeBound(b *hipsrc.Bound) *hipsrc.Bound {
 // for a launch that is the whole attention and, for constant extents ext
 // (nil: not constant), the sizes at which it stays inside.
 func ReadNote(r hipsrc.ReadBound, ext []int64) string {
+	if len(r.Index) == 0 {
+		return "the one element of a 0-d buffer: always inside"
+	}
 	var b strings.Builder
 	for i, ix := range r.Index {
 		if i > 0 {

@@ -625,7 +625,8 @@ func TestNewAttentionRejectsBadSpecs(t *testing.T) {
 			s.Kernel.Launch = map[string]hipsrc.LaunchConfig{"nvidia": {BlockN: 64, Threads: 256, SharedMemBytes: 1 << 20}}
 		}), CodeSpec},
 		{"nine buffers", mod(func(s *AttentionSpec) { s.Kernel.Slots = make([]hipsrc.BufferSlot, 9) }), CodeSpec},
-		{"buffer without extents", mod(func(s *AttentionSpec) { s.Kernel.Slots[0].Dims = nil }), CodeSpec},
+		// no extents is a 0-d buffer (a scalar tensor); more than the ABI holds is refused
+		{"buffer of nine extents", mod(func(s *AttentionSpec) { s.Kernel.Slots[0].Dims = make([]string, 9) }), CodeSpec},
 		{"slots out of order", mod(func(s *AttentionSpec) { s.Kernel.Slots[1].Slot = 0 }), CodeSpec},
 		{"unknown sparsity", mod(func(s *AttentionSpec) { s.Kernel.Sparsity = "blocked" }), CodeSpec},
 		{"prepass without flags", mod(func(s *AttentionSpec) { s.Kernel.Sparsity = SparsityPrepass }), CodeSpec},
