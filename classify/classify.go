@@ -439,6 +439,18 @@ func boundText(bd band) string {
 	return Bound{Dir: dirTopLeft, Lo: bd.lo, Hi: bd.hi, HasLo: bd.hasLo, HasHi: bd.hasHi}.Format(d)
 }
 
+// runTimeExtra returns the text of the first extra variable of dir that is
+// a symbol (a buffer value free of q and kv, `offset`, `prefix_len[b]`)
+// rather than a floor quotient, or "".
+func runTimeExtra(f *Form, dir normal.Linear) string {
+	for i, c := range dir.X {
+		if c != 0 && i < len(f.Extras) && f.Extras[i].Kind == normal.ExtraSymbol {
+			return f.Extras[i].Text
+		}
+	}
+	return ""
+}
+
 // matchMask maps a canonical form onto a mask pattern, or gives the reason
 // it has none.
 func matchMask(f *Form) maskMatch {
@@ -486,6 +498,9 @@ func matchMask(f *Form) maskMatch {
 			}
 			m.band = band{lo: bd.Lo, hi: bd.Hi, hasLo: bd.HasLo, hasHi: bd.HasHi, bottomRight: bd.Dir == dirBottomRight}
 		default:
+			if sym := runTimeExtra(f, bd.Dir); sym != "" {
+				return maskMatch{reason: "`" + bd.String() + "` moves with " + sym + ", a value read at run time: a Turbo window is a constant"}
+			}
 			if bd.Dir.UsesExtras() {
 				return maskMatch{reason: "`" + bd.String() + "` is a block or strided condition (from // or %): no Turbo kernel computes it"}
 			}
