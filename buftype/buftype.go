@@ -95,6 +95,26 @@ var byName = func() map[string]*DType {
 // Lookup returns the element type named name, or nil.
 func Lookup(name string) *DType { return byName[name] }
 
+// torchAliases are torch's other spellings of the dtypes in All.
+var torchAliases = map[string]string{
+	"torch.long": "torch.int64", "torch.int": "torch.int32", "torch.short": "torch.int16",
+	"torch.float": "torch.float32", "torch.double": "torch.float64", "torch.half": "torch.float16",
+}
+
+// FromTorch returns the element type of the torch dtype named name
+// (`torch.int32`, or an alias such as `torch.long`), or nil.
+func FromTorch(name string) *DType {
+	if a, ok := torchAliases[name]; ok {
+		name = a
+	}
+	for _, d := range All {
+		if d.Torch == name {
+			return d
+		}
+	}
+	return nil
+}
+
 // Names lists the element type names, comma-separated, for hints.
 func Names() string {
 	names := make([]string, len(All))

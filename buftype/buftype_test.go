@@ -113,3 +113,17 @@ TORCH = {
 	require.NotEmpty(t, got)
 	golden.Check(t, "../python/maskc/dtypes.py", []byte(got))
 }
+
+// TestFromTorch: torch's dtype names and aliases map to the table's types.
+func TestFromTorch(t *testing.T) {
+	for torch, want := range map[string]string{"torch.int32": "i32", "torch.int": "i32", "torch.long": "i64", "torch.int64": "i64",
+		"torch.bool": "bool", "torch.float": "f32", "torch.float64": "f64", "torch.half": "f16", "torch.bfloat16": "bf16", "torch.uint8": "u8"} {
+		d := FromTorch(torch)
+		if d == nil || d.Name != want {
+			t.Errorf("FromTorch(%q) = %v, want %s", torch, d, want)
+		}
+	}
+	if d := FromTorch("torch.complex64"); d != nil {
+		t.Errorf("FromTorch(torch.complex64) = %s, want nil", d.Name)
+	}
+}
