@@ -668,13 +668,14 @@ type Stmt interface {
 	stmtNode()
 }
 
-func (*LetStmt) stmtNode()    {}
-func (*ReturnStmt) stmtNode() {}
-func (*IfStmt) stmtNode()     {}
-func (*AssertStmt) stmtNode() {}
-func (*PassStmt) stmtNode()   {}
-func (*ForStmt) stmtNode()    {}
-func (*RaiseStmt) stmtNode()  {}
+func (*LetStmt) stmtNode()     {}
+func (*ReturnStmt) stmtNode()  {}
+func (*IfStmt) stmtNode()      {}
+func (*AssertStmt) stmtNode()  {}
+func (*PassStmt) stmtNode()    {}
+func (*ForStmt) stmtNode()     {}
+func (*RaiseStmt) stmtNode()   {}
+func (*InPlaceStmt) stmtNode() {}
 
 // ForStmt is `for VAR in range(...):` with its block, unrolled at compile
 // time: range's arguments must be constants.
@@ -737,6 +738,25 @@ type RaiseStmt struct {
 
 // Span implements Node.
 func (s *RaiseStmt) Span() Span { return s.Sp }
+
+// InPlaceStmt is a statement of a factory's set-up (its statements before
+// its inner def) that changes a tensor in place: an assignment into it
+// (`ids[a:b] = 3`, `sel[i, j] |= x`) or an in-place method (`ids.fill_(0)`,
+// `x.scatter_(...)`). maskc runs no set-up code on tensors; the checker
+// refuses it where the factory is called. The printer keeps the factory as
+// written.
+type InPlaceStmt struct {
+	// Sp covers the statement.
+	Sp Span
+	// Target is the tensor changed, e.g. ids.
+	Target *Ident
+	// Method is the in-place method (`fill_`), or "" for an assignment
+	// into the tensor.
+	Method string
+}
+
+// Span implements Node.
+func (s *InPlaceStmt) Span() Span { return s.Sp }
 
 // PassStmt is `pass`.
 type PassStmt struct{ Sp Span }

@@ -32,6 +32,9 @@ type converter struct {
 	// (branchedFactory) to the key (dsl.DefKey) that the assignment standing
 	// for each names.
 	defKeys map[*lineG]string
+	// inPlace are the lexer's in-place tensor statements, by the offset of
+	// the `pass` token standing for each (scanner.inPlaceLine).
+	inPlace map[int]*dsl.InPlaceStmt
 }
 
 // annotationSpan converts a type annotation and returns its span.

@@ -327,6 +327,8 @@ func (c *converter) stmts(fn string, ls []*flatLine, lets *[]*dsl.LetStmt) []dsl
 				st.Sp = st.Sp.Join(st.Msg.Span())
 			}
 			out = append(out, st)
+		case g.Pass != nil && c.inPlace[g.Pass.Pos.Offset] != nil:
+			out = append(out, c.inPlace[g.Pass.Pos.Offset])
 		case g.Pass != nil:
 			out = append(out, &dsl.PassStmt{Sp: span(*g.Pass)})
 		case g.Raise != nil:

@@ -76,6 +76,9 @@ type lexResult struct {
 	notes dsl.Diagnostics
 	// dels are the `del` statements read past (delLine), in order.
 	dels []delStmt
+	// inPlace are the in-place tensor statements of a factory's set-up
+	// (inPlaceLine), by the offset of the `pass` token standing for each.
+	inPlace map[int]*dsl.InPlaceStmt
 }
 
 // delStmt is a `del NAME, ...` statement read past: the names it unbinds,
@@ -107,12 +110,13 @@ type scanner struct {
 	stack        []openBracket
 	prefixRun    int
 	afterOperand bool // the last token ends an operand: a name, a literal, `)` or `]`
+	pieceStart   int  // where the piece being lexed starts
 }
 
 // lex tokenizes the byte range [start, end) of src, whose text is also
 // given as a string.
 func lex(src *dsl.Source, text string, start, end int) lexResult {
-	s := &scanner{src: src, text: text, pos: start, end: end}
+	s := &scanner{src: src, text: text, pos: start, end: end, pieceStart: start}
 	s.run()
 	if s.out.err == nil {
 		s.checkDels()
@@ -722,6 +726,9 @@ func (s *scanner) ignoredLine() bool {
 		if s.text[start:i] == "del" && i < s.end && (s.text[i] == ' ' || s.text[i] == '\t') {
 			return s.delLine(start, i)
 		}
+		if !keywords[s.text[start:i]] && s.inPlaceLine(start, i) {
+			return true
+		}
 		if i >= s.end || s.text[i] != '.' {
 			return false
 		}
@@ -943,4 +950,137 @@ func (s *scanner) keepLine(start, end int) {
 	}
 	s.out.comments = append(s.out.comments, &dsl.Comment{Sp: dsl.Span{Start: start, End: end}, Text: s.text[start:end], Python: true})
 	s.pos = end
+}
+
+// inPlaceAssign are the operators of an assignment into a tensor,
+// `ids[a:b] = 3`, `sel[i] |= x`.
+var inPlaceAssign = map[string]bool{"=": true, "+=": true, "-=": true, "*=": true, "/=": true, "//=": true, "%=": true,
+	"|=": true, "&=": true, "^=": true}
+
+// inPlaceLine reads, at the start of a statement line of a factory's
+// set-up (inFactorySetup), a statement that changes a tensor in place: an
+// assignment into it (`ids[a:b] = 3`, `sel[i][j] = True`) or an in-place
+// method (`ids.fill_(0)`, `x.index_fill_(0, idx, 1)`), the name at
+// [start, i) being the tensor. It stands a `pass` token in its place,
+// which the converter makes a dsl.InPlaceStmt, so that the checker refuses
+// it where the factory is called, after the set-up's earlier statements
+// (a block holding only it still parses). It reports whether it read one.
+func (s *scanner) inPlaceLine(start, i int) bool {
+	j := i
+	for j < s.end && s.text[j] == '[' {
+		if j = s.closing(j); j < 0 {
+			return false
+		}
+	}
+	method := ""
+	switch {
+	case j > i && j < s.end:
+		k := j
+		for k < s.end && (s.text[k] == ' ' || s.text[k] == '\t') {
+			k++
+		}
+		op := k
+		for op < s.end && strings.IndexByte("+-*/%|&^=", s.text[op]) >= 0 {
+			op++
+		}
+		if !inPlaceAssign[s.text[k:op]] {
+			return false
+		}
+		j = op
+	case j < s.end && s.text[j] == '.':
+		k := j + 1
+		for k < s.end && (isIdentStart(s.text[k]) || isDigit(s.text[k])) {
+			k++
+		}
+		method = s.text[j+1 : k]
+		if !strings.HasSuffix(method, "_") || strings.HasPrefix(method, "_") || k >= s.end || s.text[k] != '(' {
+			return false
+		}
+		if j = s.closing(k); j < 0 {
+			return false
+		}
+		if _, blank := s.restOfLine(j); !blank {
+			return false
+		}
+	default:
+		return false
+	}
+	if !s.inFactorySetup(start) {
+		return false
+	}
+	// The statement ends at the first line end outside brackets.
+	end := j
+	for depth := 0; end < s.end; end++ {
+		c := s.text[end]
+		if depth == 0 && (c == '\n' || c == '\r' || c == '#') {
+			break
+		}
+		switch c {
+		case '(', '[', '{':
+			depth++
+		case ')', ']', '}':
+			depth--
+		}
+	}
+	for end > start && (s.text[end-1] == ' ' || s.text[end-1] == '\t') {
+		end--
+	}
+	if s.out.inPlace == nil {
+		s.out.inPlace = map[int]*dsl.InPlaceStmt{}
+	}
+	s.out.inPlace[start] = &dsl.InPlaceStmt{Sp: dsl.Span{Start: start, End: end},
+		Target: &dsl.Ident{Sp: dsl.Span{Start: start, End: i}, Name: s.text[start:i]}, Method: method}
+	s.out.tokens = append(s.out.tokens, lexer.Token{Type: tokKeyword, Value: "pass", Pos: lexer.Position{Filename: s.src.Name, Offset: start}})
+	s.afterOperand = false
+	s.pos = end
+	return true
+}
+
+// closing returns the offset just past the bracket that closes the one at
+// open, skipping strings, or -1 when none does before the piece ends.
+func (s *scanner) closing(open int) int {
+	depth := 0
+	for k := open; k < s.end; k++ {
+		switch c := s.text[k]; c {
+		case '(', '[', '{':
+			depth++
+		case ')', ']', '}':
+			if depth--; depth == 0 {
+				return k + 1
+			}
+		case '"', '\'':
+			e := strings.IndexByte(s.text[k+1:s.end], c)
+			if e < 0 {
+				return -1
+			}
+			k += 1 + e
+		}
+	}
+	return -1
+}
+
+// inFactorySetup reports whether the statement line at start is in the
+// set-up of a factory def: indented under the piece's top-level def,
+// before any inner def, with an inner def after it.
+func (s *scanner) inFactorySetup(start int) bool {
+	lineStart := strings.LastIndexByte(s.text[:start], '\n') + 1
+	if lineStart == start {
+		return false // the top level
+	}
+	indentedDef := func(line string) bool {
+		t := strings.TrimLeft(line, " \t")
+		return len(t) < len(line) && strings.HasPrefix(t, "def ")
+	}
+	pieceStart := strings.LastIndexByte(s.text[:s.pieceStart], '\n') + 1
+	for _, line := range strings.Split(s.text[pieceStart:lineStart], "\n") {
+		if indentedDef(line) {
+			return false // in or after an inner def
+		}
+	}
+	for _, line := range strings.Split(s.text[start:s.end], "\n")[1:] {
+		if indentedDef(line) {
+			return true
+		}
+	}
+	return false
 }

@@ -65,7 +65,7 @@ func parsePiece(source *dsl.Source, text string, start, end int) ([]dsl.Decl, []
 		// A def with `if`/`elif`/`else`, `assert` or `pass` is read in the
 		// flat form; any other error is the straight-line grammar's.
 		if fg, ferr := flatParser.ParseFromLexer(peeking(lx.tokens)); ferr == nil && (hasControlFlow(fg.Def.Lines) || innerDefs(fg.Def.Lines) > 1) {
-			c := &converter{src: source}
+			c := &converter{src: source, inPlace: lx.inPlace}
 			d := c.flatDef(fg.Def)
 			if c.err != nil {
 				return nil, lx.comments, nil, c.err
