@@ -317,6 +317,7 @@ func (l *lowering) instantiate(f *frame, x *dsl.CallExpr, m *Mod) result {
 				l.errorf(f, use.Span(), parser.CodeTensorWork, "%s computes with the whole tensor %s (`%s`), which is buffer %s here: a mod reads a buffer one element at a time",
 					m.Name, p.Name, f.src.Slice(stmt.Span()), r.buf.Name).
 					WithHint("prepare the tensor the inner def reads in Python before the call, pass it as a buffer (declare it, e.g. buffer ids: i32[B, KV]) and index it in the inner def")
+				l.c.markSetup(m) // its set-up's tensor work, reported here
 			} else if ix, in := preIndexUse(m.Decl, p.Name); ix != nil && !m.std {
 				// `if ids[0] > 0:` before (or around) the inner def: run at
 				// the call, where a buffer's values are unknown.

@@ -31,6 +31,9 @@ type checker struct {
 	// it passes maxCheckNodes.
 	work      int
 	exhausted bool
+	// setupReported are the factories whose set-up's tensor work has been
+	// reported (setupWork): their later calls fail silently.
+	setupReported map[*Mod]bool
 	// lowered caches the lowering of plain (non-factory) mods named by
 	// attention settings.
 	lowered map[*Mod]*dsl.Lowered
@@ -60,6 +63,7 @@ func checkFile(f *dsl.File, opts Options, reuseBodies bool) (*Program, dsl.Diagn
 	c.checkBuffers()
 	c.checkMods()
 	c.checkAttentions()
+	c.uncalledSetups()
 	c.gradientWarnings()
 	c.warnUnused()
 	c.prog.modSize = c.modSize
@@ -536,7 +540,10 @@ func (c *checker) checkParams(defines map[string]string) {
 		f.paramPass = true
 		c.info.Defs[p.Decl.Name] = Symbol{Kind: SymParam, Name: p.Name, Decl: p.Decl}
 		l := c.newLowering()
-		r := l.expr(f, p.Decl.Value)
+		var r result
+		if !l.setupWork(f, nil, &dsl.LetStmt{Sp: p.Decl.Sp, Name: p.Decl.Name, Value: p.Decl.Value}) {
+			r = l.expr(f, p.Decl.Value)
+		}
 		switch {
 		case !r.ok() && r.fn == "":
 		case !r.scalar():

@@ -100,6 +100,7 @@ var diagnosticCases = []struct {
 	{CodeUnboundLocal, "def generate(W: int):\n    def m(b, h, q_idx, kv_idx):\n        W = W * 2\n        return q_idx - kv_idx <= W\n    return m\n\nattention a {\n    mask = generate(4)\n}\n", nil},
 	{CodeStatement, "def m(b, h, q_idx, kv_idx):\n    if q_idx > kv_idx:\n        return True\n    return False\n", nil},
 	{CodeConversion, "def s(score, b, h, q_idx, kv_idx):\n    return score + (q_idx - kv_idx).to(torch.bfloat16)\n", nil},
+	{CodeSetupTensor, "def blocks(n):\n    sel = torch.rand(n, n) < 0.1\n    def m(b, h, q_idx, kv_idx):\n        return sel[q_idx // 128, kv_idx // 128]\n    return m\n\nattention a {\n    mask = blocks(64)\n}\n", nil},
 	{CodeIntPower, "mask m(b, h, q, kv) = 2 ** -(kv % 3) < 0.5\n", nil},
 	{CodeFloat32Range, "param C = 30.0\nscore s(score, b, h, q, kv) = C * tanh(score / C)\nattention a {\n    score = s\n}\n", map[string]string{"C": "1e39"}},
 }

@@ -2,7 +2,7 @@ package check
 
 import "github.com/maskc/maskc/dsl"
 
-// Diagnostic codes reported by the checker (E020-E099, W001-W049).
+// Diagnostic codes reported by the checker (E020-E099 but E079-E081, the parser's; W001-W049).
 const (
 	CodeUnknownName       dsl.Code = "E020"
 	CodeDuplicate         dsl.Code = "E021"
@@ -48,6 +48,7 @@ const (
 	CodeConversion        dsl.Code = "E076"
 	CodeUnboundLocal      dsl.Code = "E077"
 	CodeStatement         dsl.Code = "E078"
+	CodeSetupTensor       dsl.Code = "E082"
 	CodeIntPower          dsl.Code = "E090"
 	CodeUnusedParam       dsl.Code = "W001"
 	CodeUnusedBuffer      dsl.Code = "W002"
@@ -117,6 +118,7 @@ var Codes = map[dsl.Code]string{
 	CodeKeywordArg:        "a keyword argument that the function does not take, or a bad keyword value",
 	CodeUnboundLocal:      "a def's local read before its first assignment (Python's UnboundLocalError)",
 	CodeStatement:         "an `if` or `assert` on a run-time value (decided at compile time only), a failing assert, a def that ends without return, or `is` not against None",
+	CodeSetupTensor:       "a factory's set-up (or a module constant) that builds or changes a tensor (torch.rand, torch.zeros, a loop filling it, `x[a:b] = v`, `.fill_()`): compute it in Python and pass it as a buffer",
 	CodeConversion:        "a conversion maskc cannot make exactly: a dtype other than int32/int64/float32/float64/bool, or float() of a bad string",
 	CodeFloat32Range:      "a score constant that float32, in which kernels compute scores, rounds to inf or 0",
 }

@@ -279,6 +279,15 @@ func (l *lowering) runPre(fr *frame, m *Mod, call string, stmts []dsl.Stmt) bool
 		if l.preReturn != nil && l.preReturn.typ != dsl.TypeInvalid {
 			return true // a `return` was reached
 		}
+		if l.setupWork(fr, m, st) {
+			// Tensor work (reported once): the tensor it builds is unknown,
+			// and the factory's instance fails without further errors.
+			if let, ok := st.(*dsl.LetStmt); ok {
+				fr.names[let.Name.Name] = &binding{kind: bindUnknown, ident: let.Name,
+					sym: Symbol{Kind: SymLet, Name: let.Name.Name, Decl: let}}
+			}
+			return false
+		}
 		switch st := st.(type) {
 		case *dsl.ReturnStmt:
 			// Only in a factory with dsl.ModDecl.DefStmts (the parser refuses
