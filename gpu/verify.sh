@@ -62,6 +62,9 @@
 #                buffer read would fall outside is refused before any kernel
 #                runs, the sandwich table at a size that fits against a
 #                float64 reference, the status word's read_out_of_range bit
+#         forms  python/gpu_tests/check_buffer_forms.py (issue 27 item 2): a
+#                0-d buffer and floor-divided extents, forward and backward
+#                against float64, a floor extent's partial block refused
 #         meg    python/gpu_tests/train_megatron.py (a tiny Megatron-core GPT,
 #                local attention vs maskc's core attention vs CP=2 simulated);
 #                needs Megatron-LM's megatron/ package carried (never
@@ -186,6 +189,11 @@ run)
 			step reads "${READS_TIMEOUT:-150}" env PYTHONPATH=/tmp/site python3 python/gpu_tests/check_reads.py --out "$OUT"
 			tail -8 "$OUT/reads.txt" | cut -c1-400
 			;;
+		forms)
+			install_wheel
+			step forms "${FORMS_TIMEOUT:-150}" env PYTHONPATH=/tmp/site python3 python/gpu_tests/check_buffer_forms.py --out "$OUT"
+			tail -12 "$OUT/forms.txt" | cut -c1-300
+			;;
 		meg)
 			install_wheel
 			step meg "${MEG_TIMEOUT:-150}" env PYTHONPATH="/tmp/site:${MEGATRON_SRC:-.devbin/megatron_src}" \
@@ -258,7 +266,7 @@ run)
 	exit $failed
 	;;
 *)
-	echo "usage: gpu/verify.sh gen | run [fwd|extfwd|bwd|torch|ext|bwdb|hf|hfm|dec|cp|reads|meg|san|dense|go|nccl ...]" >&2
+	echo "usage: gpu/verify.sh gen | run [fwd|extfwd|bwd|torch|ext|bwdb|hf|hfm|dec|cp|reads|forms|meg|san|dense|go|nccl ...]" >&2
 	exit 2
 	;;
 esac
