@@ -784,7 +784,9 @@ func readBounds(src *dsl.Source, mask, score *dsl.Lowered, bufs []BufferABI) ([]
 				return true
 			}
 			b := byName[id.Name]
-			r := hipsrc.ReadBound{Buffer: b.Name, Slot: b.Slot, In: m.in, Dims: b.Dims, Text: exprText(x), At: "<builtin>"}
+			// Index is [] for a 0-d buffer's read, never null: every manifest
+			// reader takes a list.
+			r := hipsrc.ReadBound{Buffer: b.Name, Slot: b.Slot, In: m.in, Dims: b.Dims, Index: []hipsrc.ReadIndex{}, Text: exprText(x), At: "<builtin>"}
 			if src != nil && x.Sp.IsValid() && x.Sp.End <= len(src.Text) {
 				p := src.Position(x.Sp.Start)
 				r.At = src.Name + ":" + itoa(p.Line) + ":" + itoa(p.Column)

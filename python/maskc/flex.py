@@ -340,7 +340,7 @@ def _qualified(v):
 
 class Emitted:
     """A .flex text for one call: text, the attention block's name, the
-    buffers ([(name, path, is 0-d)]: where each tensor is found, _walk)
+    buffers ([(name, path)]: where each tensor is found, _walk)
     and, per line of text, the user's (file, line, column shift) it came from
     (None for lines maskc wrote)."""
 
@@ -372,7 +372,7 @@ class _Emitter:
         self.funcs = {}     # id(function) -> emitted name
         self.tensors = {}   # id(tensor) -> buffer name
         self.scalars = {}   # (name, type, value) -> param name
-        self.buffers = []   # [(name, path, is 0-d)]
+        self.buffers = []   # [(name, path)]
         self.keep = []      # objects whose ids are keys above
 
     def fresh(self, name):
@@ -405,12 +405,12 @@ class _Emitter:
         shape = tuple(t.shape)
         n = self.fresh(name)
         self.decl_names.add(n)
-        self.decls.append(("buffer %s: %s[%s]" % (n, dt, ", ".join(self.dims(shape) if shape else ["1"])), None))
-        ref = n if shape else "%s[0]" % n
-        self.tensors[key] = ref
+        # A 0-d tensor (torch.tensor(5)) is a 0-d buffer, read by its name.
+        self.decls.append(("buffer %s: %s[%s]" % (n, dt, ", ".join(self.dims(shape))), None))
+        self.tensors[key] = n
         self.keep.append(t)
-        self.buffers.append((n, path, not shape))
-        return ref
+        self.buffers.append((n, path))
+        return n
 
     def scalar(self, name, v, where):
         if isinstance(v, float) and not math.isfinite(v):
@@ -875,9 +875,9 @@ class _Resolved:
         same code and layout captures its own tensors)."""
         roots = {"mask": mask_mod, "score": score_mod}
         out = {}
-        for name, path, scalar in self.emitted.buffers:
+        for name, path in self.emitted.buffers:
             t = _walk(roots, path)
-            out[name] = t.reshape(1) if scalar else t.contiguous()  # a copy (differentiable) only when strided
+            out[name] = t.contiguous()  # a copy (differentiable) only when strided
         return out
 
 

@@ -618,3 +618,27 @@ def test_functools_partial_binds_like_defaults(env, tmp_path):
         flex.emit(functools.partial(dm.rank_mask, rank=1), None, SIZES, "bf16", 64, None)
     with pytest.raises(MaskcError, match="binds window, which `kv_offset_mask_flex` has no parameter of"):
         flex.emit(functools.partial(dm.kv_offset_mask_flex, window=1), None, SIZES, "bf16", 64, None)
+
+
+def test_captured_scalar_tensor_is_a_0d_buffer(env, tmp_path):
+    """A mod capturing a 0-d tensor (torch.tensor(37)) emits a 0-d buffer
+    read by its name, which maskc checks, and the launch passes that tensor
+    itself (no reshape, no copy) with no extents."""
+    mt = env.mt
+    B, H, S, D = 2, 8, 256, 64
+    offset = ft.Tensor((), ft.int32)
+
+    def shifted(b, h, q_idx, kv_idx):
+        return kv_idx <= q_idx + offset
+
+    em = env.flex.emit(shifted, None, SIZES, "bf16", 64, None)
+    assert "buffer offset: i32[]" in em.text.splitlines(), em.text
+    rc, out = check_text(env, tmp_path, em.text)
+    assert rc == 0, out
+    q = ft.Tensor((B, H, S, D))
+    mt.flex_attention(q, q, q, block_mask=mt.create_block_mask(shifted, None, None, S, S, device="cuda"))
+    (_, f, grid, block, smem, stream, args) = launches(env.drv)[-1]
+    man = next(iter(env.flex._resolved.values())).attn.generated().man
+    bufs = man.Buffers.from_buffer_copy(args[6])
+    assert bufs.ptr[0] == offset.data_ptr()
+    assert list(bufs.dim[0]) == [1] * man.max_rank  # no extents: every dim entry 1
