@@ -43,35 +43,7 @@ func TestReadsRefusedBeforeLaunch(t *testing.T) {
 		{"index_layer", Sizes{B: 1, H: 1, Sq: 64, Skv: 64}, ""}, // value-dependent: flagged by the kernel, not refused
 	}
 	for _, tt := range tests {
-		fb := fake.New()
-		launches := 0
-		count := func(_ *fake.Backend, l fake.Launch) error { launches++; return nil }
-		for _, e := range []string{runtime.AttentionEntry, runtime.TileFlagsEntry} {
-			fb.Register(e, count)
-		}
-		d := runtime.NewDevice(fb, runtime.Options{DisableCache: true})
-		a, err := u.Load(d, tt.block)
-		if err != nil {
-			t.Fatalf("%s: %v", tt.block, err)
-		}
-		for _, name := range a.Buffers() {
-			p, _ := d.Alloc(64)
-			if err := a.Bind(name, p); err != nil {
-				t.Fatal(err)
-			}
-		}
-		ptr := func() runtime.DevicePtr { p, _ := d.Alloc(64); return p }
-		err = a.Forward(0, ptr(), ptr(), ptr(), ptr(), ptr(), tt.sz)
-		var rerr *runtime.Error
-		switch {
-		case tt.want == "" && (err != nil || launches == 0):
-			t.Errorf("%s %+v: %v after %d launches, want a launch", tt.block, tt.sz, err, launches)
-		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want) || !errors.As(err, &rerr) || rerr.Code != runtime.CodeReadRange):
-			t.Errorf("%s %+v: got %v, want E410 containing %q", tt.block, tt.sz, err, tt.want)
-		case tt.want != "" && launches != 0:
-			t.Errorf("%s %+v: refused after %d launches", tt.block, tt.sz, launches)
-		}
-		a.Close()
+		checkForwardReads(t, u, tt.block, tt.sz, tt.want, 64)
 	}
 }
 
@@ -153,35 +125,7 @@ func TestBlockTableReads(t *testing.T) {
 		{"sel_layer", Sizes{B: 1, H: 2, Sq: 1000, Skv: 3}, ""},
 	}
 	for _, tt := range tests {
-		fb := fake.New()
-		launches := 0
-		count := func(_ *fake.Backend, l fake.Launch) error { launches++; return nil }
-		for _, e := range []string{runtime.AttentionEntry, runtime.TileFlagsEntry} {
-			fb.Register(e, count)
-		}
-		d := runtime.NewDevice(fb, runtime.Options{DisableCache: true})
-		a, err := u.Load(d, tt.block)
-		if err != nil {
-			t.Fatalf("%s: %v", tt.block, err)
-		}
-		for _, name := range a.Buffers() {
-			p, _ := d.Alloc(1 << 16)
-			if err := a.Bind(name, p); err != nil {
-				t.Fatal(err)
-			}
-		}
-		ptr := func() runtime.DevicePtr { p, _ := d.Alloc(64); return p }
-		err = a.Forward(0, ptr(), ptr(), ptr(), ptr(), ptr(), tt.sz)
-		var rerr *runtime.Error
-		switch {
-		case tt.want == "" && (err != nil || launches == 0):
-			t.Errorf("%s %+v: %v after %d launches, want a launch", tt.block, tt.sz, err, launches)
-		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want) || !errors.As(err, &rerr) || rerr.Code != runtime.CodeReadRange):
-			t.Errorf("%s %+v: got %v, want E410 containing %q", tt.block, tt.sz, err, tt.want)
-		case tt.want != "" && launches != 0:
-			t.Errorf("%s %+v: refused after %d launches", tt.block, tt.sz, launches)
-		}
-		a.Close()
+		checkForwardReads(t, u, tt.block, tt.sz, tt.want, 1<<16)
 	}
 }
 
@@ -236,4 +180,40 @@ func TestZeroDBufferLaunch(t *testing.T) {
 	if err := a.Backward(0, p(), p(), p(), p(), p(), p(), 0, p(), p(), p(), dbufs, sz, false); err != nil || launches == before {
 		t.Fatalf("backward: %v after %d launches", err, launches-before)
 	}
+}
+
+// checkForwardReads launches block's forward at sz on a fake device, every
+// buffer bound to bufBytes of device memory: want "" expects a launch,
+// else E410 containing want and no launch.
+func checkForwardReads(t *testing.T, u *Unit, block string, sz Sizes, want string, bufBytes int64) {
+	t.Helper()
+	fb := fake.New()
+	launches := 0
+	count := func(_ *fake.Backend, l fake.Launch) error { launches++; return nil }
+	for _, e := range []string{runtime.AttentionEntry, runtime.TileFlagsEntry} {
+		fb.Register(e, count)
+	}
+	d := runtime.NewDevice(fb, runtime.Options{DisableCache: true})
+	a, err := u.Load(d, block)
+	if err != nil {
+		t.Fatalf("%s: %v", block, err)
+	}
+	for _, name := range a.Buffers() {
+		p, _ := d.Alloc(bufBytes)
+		if err := a.Bind(name, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ptr := func() runtime.DevicePtr { p, _ := d.Alloc(64); return p }
+	err = a.Forward(0, ptr(), ptr(), ptr(), ptr(), ptr(), sz)
+	var rerr *runtime.Error
+	switch {
+	case want == "" && (err != nil || launches == 0):
+		t.Errorf("%s %+v: %v after %d launches, want a launch", block, sz, err, launches)
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want) || !errors.As(err, &rerr) || rerr.Code != runtime.CodeReadRange):
+		t.Errorf("%s %+v: got %v, want E410 containing %q", block, sz, err, want)
+	case want != "" && launches != 0:
+		t.Errorf("%s %+v: refused after %d launches", block, sz, launches)
+	}
+	a.Close()
 }
