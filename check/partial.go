@@ -82,37 +82,7 @@ func partialTargets(file *dsl.File) map[string]bool {
 			return true
 		})
 	}
-	var visitMod func(d *dsl.ModDecl)
-	visitMod = func(d *dsl.ModDecl) {
-		if d.Body != nil {
-			for _, e := range d.Body.Exprs() {
-				visit(e)
-			}
-		}
-		pre := dsl.Body{Stmts: d.FactoryPre}
-		for _, e := range pre.Exprs() {
-			visit(e)
-		}
-		for _, let := range d.FactoryLets {
-			visit(let.Value)
-		}
-		if d.FactoryResult != nil {
-			visit(d.FactoryResult)
-		}
-		for _, ld := range d.Locals {
-			visitMod(ld)
-		}
-	}
-	for _, d := range file.Decls {
-		switch d := d.(type) {
-		case *dsl.AttentionDecl:
-			for _, s := range d.Settings {
-				visit(s.Value)
-			}
-		case *dsl.ModDecl:
-			visitMod(d)
-		}
-	}
+	walkFileExprs(file, visit)
 	return targets
 }
 
@@ -317,6 +287,27 @@ func functionDefs(file *dsl.File) map[string]bool {
 			return true
 		})
 	}
+	walkFileExprs(file, visit)
+	for _, d := range file.Decls {
+		if _, ok := d.(*dsl.AttentionDecl); ok {
+			attention = true
+		}
+	}
+	out := map[string]bool{}
+	for _, d := range file.Decls {
+		if d, ok := d.(*dsl.ModDecl); ok && d.Def && !d.Helper && !d.InPlace && d.FactoryParams == nil && d.Inner == nil &&
+			(len(d.Params) == 4 || len(d.Params) == 5) && !values[d.Name.Name] && (attention || called[d.Name.Name]) {
+			out[d.Name.Name] = true
+		}
+	}
+	return out
+}
+
+// walkFileExprs calls visit on every top-level expression of file: the
+// attention blocks' settings, the params' values, and each mod's body,
+// factory statements (stmtExprs), factory lets, result and defaults, and
+// its local defs' the same way.
+func walkFileExprs(file *dsl.File, visit func(dsl.Expr)) {
 	var visitMod func(d *dsl.ModDecl)
 	visitMod = func(d *dsl.ModDecl) {
 		if d.Body != nil {
@@ -330,9 +321,13 @@ func functionDefs(file *dsl.File) map[string]bool {
 		for _, let := range d.FactoryLets {
 			visit(let.Value)
 		}
-		visit(d.FactoryResult)
+		if d.FactoryResult != nil {
+			visit(d.FactoryResult)
+		}
 		for _, e := range d.Defaults {
-			visit(e)
+			if e != nil {
+				visit(e)
+			}
 		}
 		for _, ld := range d.Locals {
 			visitMod(ld)
@@ -341,7 +336,6 @@ func functionDefs(file *dsl.File) map[string]bool {
 	for _, d := range file.Decls {
 		switch d := d.(type) {
 		case *dsl.AttentionDecl:
-			attention = true
 			for _, s := range d.Settings {
 				visit(s.Value)
 			}
@@ -351,14 +345,6 @@ func functionDefs(file *dsl.File) map[string]bool {
 			visit(d.Value)
 		}
 	}
-	out := map[string]bool{}
-	for _, d := range file.Decls {
-		if d, ok := d.(*dsl.ModDecl); ok && d.Def && !d.Helper && !d.InPlace && d.FactoryParams == nil && d.Inner == nil &&
-			(len(d.Params) == 4 || len(d.Params) == 5) && !values[d.Name.Name] && (attention || called[d.Name.Name]) {
-			out[d.Name.Name] = true
-		}
-	}
-	return out
 }
 
 // stmtExprs lists the expressions of statements, blocks included: the
