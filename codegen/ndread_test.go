@@ -127,17 +127,7 @@ func TestNDReadsOnHost(t *testing.T) {
 		fmt.Fprintf(&body, "    printf(\"case %d ok\\n\");\n    free(data);\n  }\n", k)
 	}
 	src.WriteString("\nint main() {\n" + body.String() + "  return 0;\n}\n")
-	dir := t.TempDir()
-	srcPath, exe := filepath.Join(dir, "nd.cc"), filepath.Join(dir, "nd")
-	if err := os.WriteFile(srcPath, []byte(src.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(cxx, "-O0", "-std=c++14", "-Wall", "-Wno-unused-variable", "-Wno-unused-function", "-fsanitize=address", "-o", exe, srcPath).CombinedOutput(); err != nil {
-		t.Fatalf("g++ failed: %v\n%s", err, out)
-	}
-	run := exec.Command(exe)
-	run.Env = append(os.Environ(), "ASAN_OPTIONS=detect_leaks=0")
-	out, err := run.CombinedOutput()
+	out, err := runUnderASan(t, cxx, src.String())
 	if err != nil {
 		t.Fatalf("N-D reads: %v\n%s", err, out)
 	}
@@ -233,9 +223,19 @@ func TestZeroDReadsOnHost(t *testing.T) {
 		fmt.Fprintf(&body, "    printf(\"%s ok\\n\");\n    free(data);\n  }\n", dtype)
 	}
 	src.WriteString("\nint main() {\n" + body.String() + "  return 0;\n}\n")
+	out, err := runUnderASan(t, cxx, src.String())
+	if err != nil || strings.Count(string(out), " ok\n") != 10 {
+		t.Fatalf("0-d reads: %v\n%s", err, out)
+	}
+}
+
+// runUnderASan compiles a host C++ program with cxx under AddressSanitizer
+// (a read past a buffer's allocation fails it) and returns its output.
+func runUnderASan(t *testing.T, cxx, src string) ([]byte, error) {
+	t.Helper()
 	dir := t.TempDir()
-	srcPath, exe := filepath.Join(dir, "zd.cc"), filepath.Join(dir, "zd")
-	if err := os.WriteFile(srcPath, []byte(src.String()), 0o644); err != nil {
+	srcPath, exe := filepath.Join(dir, "reads.cc"), filepath.Join(dir, "reads")
+	if err := os.WriteFile(srcPath, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := exec.Command(cxx, "-O0", "-std=c++14", "-Wall", "-Wno-unused-variable", "-Wno-unused-function", "-fsanitize=address", "-o", exe, srcPath).CombinedOutput(); err != nil {
@@ -243,8 +243,5 @@ func TestZeroDReadsOnHost(t *testing.T) {
 	}
 	run := exec.Command(exe)
 	run.Env = append(os.Environ(), "ASAN_OPTIONS=detect_leaks=0")
-	out, err := run.CombinedOutput()
-	if err != nil || strings.Count(string(out), " ok\n") != 10 {
-		t.Fatalf("0-d reads: %v\n%s", err, out)
-	}
+	return run.CombinedOutput()
 }
