@@ -18,20 +18,8 @@ import (
 // the same block at sizes that fit launches as before (forward and
 // backward).
 func TestReadsRefusedBeforeLaunch(t *testing.T) {
-	const path = "../testdata/reads/issue33.flex"
-	text, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u, diags := Compile(path, text, Options{})
-	if diags.HasErrors() {
-		t.Fatal(diags.Render())
-	}
-	tests := []struct {
-		block string
-		sz    Sizes
-		want  string // "" launches
-	}{
+	u := compileFile(t, "../testdata/reads/issue33.flex")
+	tests := []readCase{
 		{"rel_layer", Sizes{B: 1, H: 2, Sq: 5, Skv: 5}, ""},
 		{"rel_layer", Sizes{B: 1, H: 2, Sq: 6, Skv: 6}, "issue33.flex:13:46: rel[q - kv + 3] reads rel outside its extents: index 3..8 at B=1 H=2 HKV=2 Q=6 KV=6, but rel is declared [8] = 8 there (valid 0..7)"},
 		{"sandwich_layer", Sizes{B: 1, H: 1, Sq: 8192, Skv: 8192}, ""},
@@ -51,15 +39,7 @@ func TestReadsRefusedBeforeLaunch(t *testing.T) {
 // new shape the same way: rel[q - kv + 3] of rel[8] at Q = 6 launches no
 // backward kernel; at Q = 5 the backward runs.
 func TestBackwardReadsRefusedBeforeLaunch(t *testing.T) {
-	const path = "../testdata/reads/issue33.flex"
-	text, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u, diags := Compile(path, text, Options{})
-	if diags.HasErrors() {
-		t.Fatal(diags.Render())
-	}
+	u := compileFile(t, "../testdata/reads/issue33.flex")
 	fb := fake.New()
 	launches := 0
 	for _, e := range append([]string{runtime.AttentionEntry, runtime.TileFlagsEntry}, hipsrc.BwdEntryNamesFor(true)...) {
@@ -101,20 +81,8 @@ func TestBackwardReadsRefusedBeforeLaunch(t *testing.T) {
 // 64 it launches. The ceiling spelling (Q + 63) // 64 launches at every
 // size.
 func TestBlockTableReads(t *testing.T) {
-	const path = "../testdata/reads/block_tables.flex"
-	text, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u, diags := Compile(path, text, Options{})
-	if diags.HasErrors() {
-		t.Fatal(diags.Render())
-	}
-	tests := []struct {
-		block string
-		sz    Sizes
-		want  string // "" launches
-	}{
+	u := compileFile(t, "../testdata/reads/block_tables.flex")
+	tests := []readCase{
 		{"floor_layer", Sizes{B: 1, H: 2, Sq: 128, Skv: 128}, ""},
 		{"floor_layer", Sizes{B: 2, H: 2, Sq: 1024, Skv: 4096}, ""},
 		{"floor_layer", Sizes{B: 1, H: 2, Sq: 100, Skv: 128}, "block_tables.flex:11:42: keep_floor[b, h, q_idx // BLOCK, kv_idx // BLOCK] reads keep_floor outside its extents: index in dimension 2 0..1 at B=1 H=2 HKV=2 Q=100 KV=128, but keep_floor is declared [B, H, Q // 64, KV // 64] = 1 there (valid 0..0)"},
@@ -216,4 +184,26 @@ func checkForwardReads(t *testing.T, u *Unit, block string, sz Sizes, want strin
 		t.Errorf("%s %+v: refused after %d launches", block, sz, launches)
 	}
 	a.Close()
+}
+
+// readCase is a forward call of checkForwardReads: block at sz, want ""
+// for a launch, else a text of the E410 that refuses it.
+type readCase struct {
+	block string
+	sz    Sizes
+	want  string
+}
+
+// compileFile compiles the .flex file at path, failing t on errors.
+func compileFile(t *testing.T, path string) *Unit {
+	t.Helper()
+	text, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, diags := Compile(path, text, Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Render())
+	}
+	return u
 }
