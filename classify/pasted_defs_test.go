@@ -6,6 +6,21 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
+// choosingFactory picks its mask_mod by a condition on its argument, as
+// transformers' factories do.
+const choosingFactory = `
+def causal(b, h, q_idx, kv_idx):
+    return kv_idx <= q_idx
+
+def make_mask(offsets):
+    if offsets is not None:
+        def mask_mod(b, h, q_idx, kv_idx):
+            return kv_idx <= q_idx + offsets[b]
+    else:
+        mask_mod = causal
+    return mask_mod
+`
+
 // TestPastedDefsClassify: defs pasted in the shapes of real model code
 // (an Optional tensor left None, a factory choosing its mask_mod by a
 // compile-time condition, a numeric helper of four parameters) classify
@@ -28,32 +43,8 @@ def distance_bucket(rel, num_buckets, max_distance, bidirectional):
 def mask_mod(b, h, q_idx, kv_idx):
     return distance_bucket(q_idx - kv_idx, 32, 128, False) >= 0
 `, "mask_mod", "causal"},
-		{"factory choosing its mask_mod, else branch", `
-def causal(b, h, q_idx, kv_idx):
-    return kv_idx <= q_idx
-
-def make_mask(offsets):
-    if offsets is not None:
-        def mask_mod(b, h, q_idx, kv_idx):
-            return kv_idx <= q_idx + offsets[b]
-    else:
-        mask_mod = causal
-    return mask_mod
-`, "make_mask(None)", "causal"},
-		{"factory choosing its mask_mod, def branch", `
-buffer offsets: i32[B]
-
-def causal(b, h, q_idx, kv_idx):
-    return kv_idx <= q_idx
-
-def make_mask(offsets):
-    if offsets is not None:
-        def mask_mod(b, h, q_idx, kv_idx):
-            return kv_idx <= q_idx + offsets[b]
-    else:
-        mask_mod = causal
-    return mask_mod
-
+		{"factory choosing its mask_mod, else branch", choosingFactory, "make_mask(None)", "causal"},
+		{"factory choosing its mask_mod, def branch", "buffer offsets: i32[B]\n" + choosingFactory + `
 def by_hand(b, h, q_idx, kv_idx):
     return kv_idx <= q_idx + offsets[b]
 `, "make_mask(offsets)", "by_hand"},
