@@ -120,6 +120,13 @@ func (l *lowering) setupWork(f *frame, m *Mod, st dsl.Stmt) bool {
 		typ, known = l.tensorType(f, let.Value)
 	}
 	extents := ""
+	if strings.HasPrefix(typ, "i64[") {
+		// torch's default int tensor; int64 values in a mask's int
+		// arithmetic are E311, so the declaration to write is i32, the
+		// tensor passed as .int(), as FlexAttention's index tensors are.
+		typ = "i32" + strings.TrimPrefix(typ, "i64")
+		extents = fmt.Sprintf(" (pass %s.int(): torch makes it int64, and int64 values in a mask's int arithmetic are E311)", name)
+	}
 	if !known {
 		extents = fmt.Sprintf(" (with the element type and the extents %s has: constants or forms of B, H, Q and KV, e.g. bool[Q // 128, KV // 128])", name)
 	}
