@@ -511,6 +511,13 @@ func (c *converter) paramNames(l *paramListG) []*nameG {
 		}
 		out = append(out, e.Name)
 	}
+	for _, n := range out {
+		if n.Tok.Value == "None" { // a name to the grammar, a keyword to Python
+			c.fail(span(n.Tok), CodeKeywordAsName, "`None` is a keyword and cannot be used as a parameter name").
+				WithHint("choose another name, e.g. `None_`; a parameter that may be None takes a default: `extra=None`")
+			break
+		}
+	}
 	return out
 }
 

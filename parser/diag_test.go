@@ -611,6 +611,13 @@ var diagnosticCases = []struct {
 			"   = hint: choose another name, e.g. `if_`\n",
 	},
 	{
+		"def make_mask(None):\n    def mask_mod(b, h, q_idx, kv_idx):\n        return q_idx >= kv_idx\n    return mask_mod\n",
+		"t.flex:1:15: error[E015]: `None` is a keyword and cannot be used as a parameter name\n" +
+			" 1 | def make_mask(None):\n" +
+			"   |               ^^^^\n" +
+			"   = hint: choose another name, e.g. `None_`; a parameter that may be None takes a default: `extra=None`\n",
+	},
+	{
 		"mask m(W)(X)(b, h, q, kv) = q\n",
 		"t.flex:1:13: error[E016]: mask `m` has 3 parameter lists; at most two are allowed\n" +
 			" 1 | mask m(W)(X)(b, h, q, kv) = q\n" +
