@@ -25,7 +25,7 @@ type callArgs struct {
 // the value is the number of positional arguments each takes.
 var torchFuncs = map[string]int{
 	"logical_and": 2, "logical_or": 2, "logical_xor": 2, "logical_not": 1,
-	"minimum": 2, "maximum": 2, "remainder": 2, "floor_divide": 2, "div": 2, "clamp": 1,
+	"minimum": 2, "maximum": 2, "remainder": 2, "fmod": 2, "floor_divide": 2, "div": 2, "clamp": 1,
 	"eq": 2, "ne": 2, "lt": 2, "le": 2, "gt": 2, "ge": 2,
 	"full_like": 2, "zeros_like": 1, "ones_like": 1,
 }
@@ -50,7 +50,7 @@ var otherMethods = map[string]int{
 	"clamp": -1, "clamp_min": 1, "clamp_max": 1,
 	"float": 0, "double": 0, "int": 0, "long": 0, "bool": 0, "to": 1,
 	"logical_and": 1, "logical_or": 1, "logical_xor": 1, "logical_not": 0,
-	"minimum": 1, "maximum": 1, "remainder": 1, "floor_divide": 1, "div": 1,
+	"minimum": 1, "maximum": 1, "remainder": 1, "fmod": 1, "floor_divide": 1, "div": 1,
 	"eq": 1, "ne": 1, "lt": 1, "le": 1, "gt": 1, "ge": 1,
 }
 
@@ -214,6 +214,8 @@ func (l *lowering) operation(f *frame, x *dsl.CallExpr, what, name string, a cal
 		return l.builtinOf(f, x, dsl.Builtins["max"], a.exprs, v)
 	case "remainder":
 		return l.binop(f, x, dsl.OpMod, a.exprs[0], a.exprs[1], v[0], v[1])
+	case "fmod":
+		return l.fmod(f, x, a)
 	case "floor_divide":
 		return l.binop(f, x, dsl.OpFloorDiv, a.exprs[0], a.exprs[1], v[0], v[1])
 	case "div":
@@ -262,6 +264,7 @@ var otherMeanings = map[string]string{
 	"logical_and": "(x != 0) and (y != 0)", "logical_or": "(x != 0) or (y != 0)",
 	"logical_xor": "(x != 0) != (y != 0)", "logical_not": "not (x != 0)",
 	"minimum": "min(x, y)", "maximum": "max(x, y)", "remainder": "x % y (sign of y, as Python)",
+	"fmod":         "the remainder of x / y truncated toward zero (sign of x, as C's fmod); ints only",
 	"floor_divide": "x // y", "div": "x / y; rounding_mode=\"floor\": x // y; \"trunc\": toward zero",
 	"full_like": "the constant v in x's dtype", "zeros_like": "0 in x's dtype", "ones_like": "1 in x's dtype",
 	"eq": "x == y", "ne": "x != y", "lt": "x < y", "le": "x <= y", "gt": "x > y", "ge": "x >= y",
@@ -527,6 +530,35 @@ func (l *lowering) div(f *frame, x *dsl.CallExpr, a callArgs) result {
 	fix := l.binop(f, x, dsl.OpAnd, x, x, inexact, signs)
 	up := l.binop(f, x, dsl.OpAdd, x, x, fl, l.constAt(f, dsl.TypeInt, 1, x.Sp))
 	return l.where(f, x, fix, up, fl)
+}
+
+// fmod lowers torch.fmod(x, y) and x.fmod(y) of ints: the remainder of
+// the division truncated toward zero, which has x's sign where Python's %
+// (torch.remainder) has y's. The two differ by y exactly where y does not
+// divide x and the signs differ. Of floats it is refused: C's fmod is
+// exact, and x % y then a correction by y rounds.
+func (l *lowering) fmod(f *frame, x *dsl.CallExpr, a callArgs) result {
+	ea, eb, p, q := a.exprs[0], a.exprs[1], a.vals[0], a.vals[1]
+	if !p.ok() || !q.ok() {
+		return result{}
+	}
+	for i, r := range []result{p, q} {
+		if r.typ == dsl.TypeFloat {
+			l.errorf(f, a.exprs[i].Span(), CodeArgType, "torch.fmod of a float: maskc computes fmod of ints only, where it is exact").
+				WithHint("for operands of the same sign fmod is x %% y (torch.remainder); else compute it from ints, e.g. fmod of (q_idx - kv_idx).abs()")
+			return result{}
+		}
+	}
+	rem := l.binop(f, x, dsl.OpMod, ea, eb, p, q)
+	if !rem.ok() {
+		return rem
+	}
+	zero := l.constAt(f, dsl.TypeInt, 0, x.Sp)
+	inexact := l.cmp(f, x, dsl.OpNE, x, x, rem, zero)
+	signs := l.cmp(f, x, dsl.OpNE, x, x, l.cmp(f, x, dsl.OpLT, ea, x, p, zero), l.cmp(f, x, dsl.OpLT, eb, x, q, zero))
+	fix := l.binop(f, x, dsl.OpAnd, x, x, inexact, signs)
+	back := l.binop(f, x, dsl.OpSub, x, eb, rem, q)
+	return l.where(f, x, fix, back, rem)
 }
 
 // fullLike lowers torch.full_like(x, v), zeros_like(x) and ones_like(x):

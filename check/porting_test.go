@@ -37,6 +37,7 @@ func TestPortingLowers(t *testing.T) {
 		{"float(r\"1e3\") + float(f'2')", "score + 1000.0 + 2.0"},
 		{"torch.remainder(q_idx, 7)", "score + q % 7"},
 		{"torch.floor_divide(q_idx, 7)", "score + q // 7"},
+		{"torch.fmod(q_idx, 7)", "score + where(q % 7 != 0 and (q < 0) != False, q % 7 - 7, q % 7)"},
 		{"torch.div(q_idx, 7)", "score + q / 7"},
 		{"torch.div(q_idx, 7, rounding_mode=\"floor\")", "score + q // 7"},
 		{"torch.div(q_idx, 7, rounding_mode=None)", "score + q / 7"},
@@ -103,6 +104,38 @@ func TestPortingTruncDiv(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestPortingFmod checks torch.fmod and .fmod() of ints against the
+// remainder truncated toward zero (Go's %, C's fmod: the sign of the
+// dividend) over every sign combination, where Python's % differs.
+func TestPortingFmod(t *testing.T) {
+	src := "def s(score, b, h, q_idx, kv_idx):\n    return score + torch.fmod(q_idx - 7, kv_idx - 3).float()\n" +
+		"def m(score, b, h, q_idx, kv_idx):\n    return score + (q_idx - 7).fmod(kv_idx - 3).float()\n"
+	p, diags := checkSource(t, src, nil)
+	require.False(t, diags.HasErrors(), diags.Render())
+	for _, name := range []string{"s", "m"} {
+		low, diags := p.LowerMod(name)
+		require.False(t, diags.HasErrors(), diags.Render())
+		for q := int64(0); q < 15; q++ {
+			for kv := int64(0); kv < 7; kv++ {
+				if kv == 3 {
+					continue
+				}
+				want := float64((q - 7) % (kv - 3)) // Go's % truncates toward zero
+				assert.Equal(t, want, evalLowered(t, low, 0, q, kv), "%s at q=%d kv=%d", name, q, kv)
+			}
+		}
+	}
+}
+
+// TestPortingFmodFloatRefused pins that torch.fmod of a float is refused
+// where it is written: maskc's % is Python's, and correcting it by y rounds.
+func TestPortingFmodFloatRefused(t *testing.T) {
+	src := "def s(score, b, h, q_idx, kv_idx):\n    return torch.fmod(score, 3)\n"
+	_, diags := checkSource(t, src, nil)
+	require.True(t, diags.HasErrors())
+	assert.Contains(t, diags.Render(), "2:23: error[E056]: torch.fmod of a float")
 }
 
 // evalLowered evaluates a lowered score with dsl's Python operations, at
