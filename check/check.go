@@ -170,6 +170,31 @@ func (c *checker) rebind(first, d dsl.Decl) bool {
 	return true
 }
 
+// checkAlias makes p, a Python module constant whose value is a mod, an
+// alias of that mod. Python evaluates the value once, where the line
+// runs: a partial's or factory's argument that reads a module constant
+// assigned after it (`mask_mod = partial(f, n=N)`, then `N = 16`) has
+// N's earlier value, which a param does not keep, so that is E042.
+func (c *checker) checkAlias(p *Param) {
+	at := p.Decl.Sp.Start
+	var late *Param
+	dsl.Any(p.Decl.Value, func(x dsl.Expr) bool {
+		if id, ok := x.(*dsl.Ident); ok && late == nil {
+			if q := c.prog.params[id.Name]; q != nil && q != p && q.Decl.Sp.Start > at {
+				late = q
+			}
+		}
+		return false
+	})
+	if late != nil {
+		c.diags.Add(c.src, p.Decl.Value.Span(), CodeParamType, "%s binds a mod when its line runs, reading %s, which is assigned on line %d after it",
+			p.Name, late.Name, c.src.LineOf(late.Decl.Name.Sp.Start)).
+			WithHint("Python's %s keeps the value %s had on this line: move the line below the last assignment of %s, or write that value in it", p.Name, late.Name, late.Name)
+		return
+	}
+	p.alias = true
+}
+
 // readsName reports whether e refers to name.
 func readsName(e dsl.Expr, name string) bool {
 	return dsl.Any(e, func(x dsl.Expr) bool {
@@ -524,6 +549,9 @@ func (c *checker) checkShadow(f *frame, id *dsl.Ident, what string) {
 		hidden = "buffer " + id.Name
 	case c.prog.mods[id.Name] != nil:
 		hidden = c.prog.mods[id.Name].Kind.String() + " " + id.Name
+		if c.prog.mods[id.Name].Helper {
+			hidden = "function " + id.Name // a helper, or a def functools.partial binds
+		}
 	case dsl.Builtins[id.Name] != nil:
 		hidden = "built-in " + id.Name
 	default:
@@ -546,6 +574,10 @@ func (c *checker) checkParams(defines map[string]string) {
 		}
 		switch {
 		case !r.ok() && r.fn == "":
+		case p.Decl.Python && r.mod != nil:
+			// `mask_mod = partial(...)` at the top of a pasted script: the
+			// mod it names, wherever the name is used.
+			c.checkAlias(p)
 		case !r.scalar():
 			what := describeResult(r)
 			if r.typ == dsl.TypeBuffer {

@@ -479,6 +479,11 @@ func (l *lowering) ident(f *frame, x *dsl.Ident) result {
 				WithHint("a param may only use params declared above it; move %s up", p.Name)
 			return result{}
 		}
+		if p.alias {
+			// A module constant bound to a mod: its expression, lowered
+			// where the file's top level would read its names.
+			return l.expr(l.c.userFrame(), p.Decl.Value)
+		}
 		if !p.Value.IsValid() {
 			if !l.c.markUses { // Check itself reports the declaration
 				l.errorf(f, x.Sp, CodeParamNotConst, "param %s has no value: its declaration has errors", p.Name).

@@ -385,11 +385,45 @@ func TestPortingModuleConstant(t *testing.T) {
 	assert.Equal(t, "4096", prog.Params[0].Value.String())
 	assert.Contains(t, diags.Render(), "let SLIDING_WINDOW shadows the param SLIDING_WINDOW")
 
-	src = "def c(b, h, q_idx, kv_idx):\n    return q_idx >= kv_idx\n\nboth = or_masks(c, c)\n"
+	src = "buffer ids: i32[KV]\n\nwhole = ids\n"
 	_, diags = checkSource(t, src, nil)
 	require.True(t, diags.HasErrors())
-	assert.Contains(t, diags.Render(), "4:8: error[E042]: param both must be an int, float or bool, got mask or_masks(c, c)")
+	assert.Contains(t, diags.Render(), "3:9: error[E042]: param whole must be an int, float or bool, got buffer ids")
 	assert.Contains(t, diags.Render(), "hint: a Python module constant (NAME = ... at the start of a line) is a param")
+}
+
+// TestPortingModuleAlias checks a Python module constant bound to a mod,
+// as scripts name the mod they pass to create_block_mask (`mask_mod =
+// partial(...)`): each use of the name is that mod, a partial's target is
+// the function it binds (not a score for its five parameters), and an
+// argument read from a constant assigned again after the line is E042,
+// since Python keeps the value it had there.
+func TestPortingModuleAlias(t *testing.T) {
+	src := "from functools import partial\nSPAN = 8\n\n" +
+		"def within(b, h, q_idx, kv_idx, span):\n    return (q_idx - kv_idx).abs() <= span\n\n" +
+		"def lower(b, h, q_idx, kv_idx):\n    return kv_idx <= q_idx\n\n" +
+		"near = partial(within, span=SPAN)\nboth = and_masks(near, lower)\n\n" +
+		"def uses_near(b, h, q_idx, kv_idx):\n    return near(b, h, q_idx, kv_idx) | (kv_idx == 0)\n\n" +
+		"def uses_both(b, h, q_idx, kv_idx):\n    return both(b, h, q_idx, kv_idx)\n"
+	prog, diags := checkSource(t, src, nil)
+	require.False(t, diags.HasErrors(), diags.Render())
+	for name, want := range map[string]string{
+		"uses_near": "(abs(q - kv) <= 8) | (kv == 0)",
+		"uses_both": "abs(q - kv) <= 8 and kv <= q",
+	} {
+		low, diags := prog.LowerMod(name)
+		require.False(t, diags.HasErrors(), diags.Render())
+		assert.Equal(t, want, format.Expr(low.Expr), name)
+	}
+
+	late := "from functools import partial\nSPAN = 8\n\n" +
+		"def within(b, h, q_idx, kv_idx, span):\n    return (q_idx - kv_idx).abs() <= span\n\n" +
+		"near = partial(within, span=SPAN)\nSPAN = 16\n\n" +
+		"def uses_near(b, h, q_idx, kv_idx):\n    return near(b, h, q_idx, kv_idx)\n"
+	_, diags = checkSource(t, late, nil)
+	require.True(t, diags.HasErrors())
+	assert.Contains(t, diags.Render(), "7:8: error[E042]: near binds a mod when its line runs, reading SPAN, which is assigned on line 8 after it")
+	assert.Contains(t, diags.Render(), "hint: Python's near keeps the value SPAN had on this line")
 }
 
 // TestPortingSizeConstant: a Python module constant named like a size

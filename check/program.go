@@ -54,7 +54,11 @@ type Param struct {
 	Overridden bool
 
 	used  bool
-	ready bool   // folded (and overridden); later params may use it
+	ready bool // folded (and overridden); later params may use it
+	// alias is set for a Python module constant bound to a mod (`mask_mod
+	// = partial(prefix_lm, prefix_length=P)`, `both = and_masks(a, b)`):
+	// it has no Value, and a use of its name is its expression.
+	alias bool
 	hover string // paramDoc, once ready: Symbol.Doc of the param
 }
 

@@ -94,12 +94,18 @@ def namespace(ff, buffers):
         def or_masks(*ms):
             return lambda b, h, q, kv: _fold(ms, b, h, q, kv, torch.logical_or)
     ns.update(and_masks=and_masks, or_masks=or_masks)
+    later = []
     for name, text in ff.params.items():
-        ns[name] = eval(text.replace("true", "True").replace("false", "False"), dict(ns))
+        try:
+            ns[name] = eval(text.replace("true", "True").replace("false", "False"), dict(ns))
+        except NameError:
+            later.append((name, text))  # a mod bound to a name (`m = partial(f, n=4)`): after the defs
     ns.update(buffers)
     # Annotations stay text, as maskc keeps them (jaxtyping's Int['b m 3']
     # names a module the pasted file imports elsewhere).
     exec(compile("from __future__ import annotations\n" + ff.defs, "<defs>", "exec"), ns)
+    for name, text in later:
+        ns[name] = eval(text, ns)
     return ns
 
 
