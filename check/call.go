@@ -311,13 +311,33 @@ func (l *lowering) instantiate(f *frame, x *dsl.CallExpr, m *Mod) result {
 			mv.args = append(mv.args, &binding{kind: bindBuffer, buf: r.buf, sym: withType(sym, dsl.TypeBuffer), ident: p})
 			names[i] = r.buf.Name
 		case r.typ == dsl.TypeBuffer:
-			if use, stmt := wholeBufferUse(m.Decl, p.Name); use != nil && !m.std && f.site == nil {
+			use, stmt := wholeBufferUse(m.Decl, p.Name)
+			pf := l.setupFrame(m)
+			work := l.firstSetupWork(pf, m.Decl.FactoryPre)
+			if use != nil && stmt != nil && work != nil && work.Span().Start < stmt.Span().Start || use == nil && work != nil {
+				use = nil // an earlier statement of the set-up builds a tensor
+			}
+			if (use != nil || work != nil) && !m.std && f.site == nil {
 				// torchtitan's document mask: `eos_mask = batch == eos_id`,
-				// a cumsum, then the inner def reads the result.
-				l.errorf(f, use.Span(), parser.CodeTensorWork, "%s computes with the whole tensor %s (`%s`), which is buffer %s here: a mod reads a buffer one element at a time",
-					m.Name, p.Name, f.src.Slice(stmt.Span()), r.buf.Name).
-					WithHint("prepare the tensor the inner def reads in Python before the call, pass it as a buffer (declare it, e.g. buffer ids: i32[B, KV]) and index it in the inner def")
-				l.c.markSetup(m) // its set-up's tensor work, reported here
+				// a cumsum, then the inner def reads the result; lingua's
+				// `lengths.cumsum(0)`; attention-gym's counts and offsets.
+				if use != nil {
+					if let := letOf(m.Decl.FactoryPre, stmt); let != nil {
+						var also []string
+						if let.Unpack > 0 {
+							also = unpackedNames(pf, let)
+						}
+						l.setupError(pf, m, use.Span(), setupName(pf, let), also,
+							fmt.Sprintf("is computed from the whole tensor %s (buffer %s here)", p.Name, r.buf.Name), "", false)
+					} else {
+						l.errorf(f, use.Span(), parser.CodeTensorWork, "%s computes with the whole tensor %s (`%s`), which is buffer %s here: a mod reads a buffer one element at a time",
+							m.Name, p.Name, f.src.Slice(stmt.Span()), r.buf.Name).
+							WithHint("prepare the tensor the inner def reads in Python before the call, pass it as a buffer (declare it, e.g. buffer ids: i32[B, KV]) and index it in the inner def")
+						l.c.markSetup(m) // its set-up's tensor work, reported here
+					}
+				} else {
+					l.setupWork(pf, m, work)
+				}
 			} else if ix, in := preIndexUse(m.Decl, p.Name); ix != nil && !m.std {
 				// `if ids[0] > 0:` before (or around) the inner def: run at
 				// the call, where a buffer's values are unknown.

@@ -43,15 +43,17 @@ func TestGradedMessages(t *testing.T) {
 				"   = hint: end every branch with `return ...`\n"},
 		// torchtitan's document mask prepares its ids from the token batch
 		// in the factory: work on the whole tensor, which belongs before the
-		// call (it was E045, "uses batch as a number").
+		// call (it was E045, "uses batch as a number", then E079): E082
+		// like the set-up's other tensor work, whose hint declares the
+		// tensor the inner def reads (seq), not the first one built.
 		{"factory on a whole buffer", "buffer tokens: i32[B, KV]\n" +
 			"def get_document_mask_mod(batch, eos_id):\n    eos_mask = batch == eos_id\n    seq = torch.cumsum(eos_mask, dim=1)\n" +
 			"    def document_mask(b, h, q_idx, kv_idx):\n        return seq[b, q_idx] == seq[b, kv_idx]\n    return document_mask\n" +
 			"attention a {\n    mask = get_document_mask_mod(tokens, 2)\n}\n",
-			"test.flex:3:16: error[E079]: get_document_mask_mod computes with the whole tensor batch (`batch == eos_id`), which is buffer tokens here: a mod reads a buffer one element at a time\n" +
+			"test.flex:3:16: error[E082]: `eos_mask` is computed from the whole tensor batch (buffer tokens here) when the factory runs: maskc compiles the mask, not the set-up; compute eos_mask in Python and pass it as a buffer\n" +
 				" 3 |     eos_mask = batch == eos_id\n" +
 				"   |                ^^^^^\n" +
-				"   = hint: prepare the tensor the inner def reads in Python before the call, pass it as a buffer (declare it, e.g. buffer ids: i32[B, KV]) and index it in the inner def\n"},
+				"   = hint: the inner def reads seq, built from it: declare `buffer seq: i32[...]` (with the element type and extents each has) and read each with one index per dimension; have get_document_mask_mod take it as an argument, `def get_document_mask_mod(seq)`, and pass it: `get_document_mask_mod(seq)`\n"},
 	}
 	for _, tt := range tests {
 		_, diags := checkSource(t, tt.src, nil)

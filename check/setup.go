@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/maskc/maskc/buftype"
@@ -31,6 +32,20 @@ var tensorBuilders = map[string]bool{
 	"nonzero": true, "argsort": true, "sort": true, "bucketize": true, "searchsorted": true,
 	"repeat_interleave": true, "unique": true, "bincount": true, "diff": true, "flip": true, "roll": true,
 	"meshgrid": true, "tril_indices": true, "triu_indices": true, "outer": true, "block_diag": true,
+	"unique_consecutive": true, "cummax": true, "cummin": true, "sum": true, "prod": true,
+	"masked_fill": true, "gather": true, "index_select": true, "nn.functional.pad": true,
+}
+
+// tensorMethodBuilders are the tensor methods that compute a tensor from a
+// whole one (`lengths.cumsum(0)`, `doc_ids.roll(1)`, `lengths.sum()`),
+// which a factory's set-up writes on its tensor arguments; no mod has them.
+var tensorMethodBuilders = map[string]bool{
+	"cumsum": true, "cumprod": true, "cummax": true, "cummin": true, "roll": true, "flip": true, "diff": true,
+	"repeat_interleave": true, "repeat": true, "unique": true, "unique_consecutive": true, "bincount": true,
+	"sum": true, "prod": true, "argsort": true, "sort": true, "nonzero": true, "argmax": true, "argmin": true,
+	"view": true, "reshape": true, "flatten": true, "expand": true, "unsqueeze": true, "squeeze": true,
+	"masked_fill": true, "gather": true, "index_select": true, "tril": true, "triu": true, "t": true,
+	"transpose": true, "permute": true, "cat": true, "tolist": true,
 }
 
 // builderCall returns the first call in e, in source order, of a torch
@@ -46,6 +61,10 @@ func (l *lowering) builderCall(f *frame, e dsl.Expr) (*dsl.CallExpr, string) {
 		call, ok := x.(*dsl.CallExpr)
 		if !ok {
 			return true
+		}
+		if sel, ok := dsl.Unparen(call.Fun).(*dsl.SelectorExpr); ok && tensorMethodBuilders[sel.Sel.Name] {
+			found, name = call, "."+sel.Sel.Name+"()"
+			return false
 		}
 		id, ok := dsl.Unparen(call.Fun).(*dsl.Ident)
 		if !ok || f.names[id.Name] != nil {
@@ -82,11 +101,14 @@ func (l *lowering) setupWork(f *frame, m *Mod, st dsl.Stmt) bool {
 		if c == nil {
 			return false
 		}
-		call, sp, name, how = c, c.Fun.Span(), st.Name.Name, "is built by "+fn
+		call, sp, name, how = c, c.Fun.Span(), setupName(f, st), "is built by "+fn
 	case *dsl.InPlaceStmt:
 		sp, name = st.Sp, st.Target.Name
 		how = "is changed in place by ." + st.Method + "()"
-		if st.Method == "" {
+		switch {
+		case st.Built != "":
+			how = "is built with " + st.Built
+		case st.Method == "":
 			how = "is assigned into (`" + f.src.Slice(st.Sp) + "`)"
 		}
 	case *dsl.ForStmt:
@@ -104,20 +126,55 @@ func (l *lowering) setupWork(f *frame, m *Mod, st dsl.Stmt) bool {
 	default:
 		return false
 	}
+	typ, known := "", false
+	if let, ok := st.(*dsl.LetStmt); ok && call != nil {
+		typ, known = l.tensorType(f, let.Value)
+	}
+	var also []string
+	switch st := st.(type) {
+	case *dsl.InPlaceStmt:
+		for _, id := range st.Also {
+			also = append(also, id.Name)
+		}
+	case *dsl.LetStmt:
+		if st.Unpack > 0 {
+			also = unpackedNames(f, st)
+		}
+	}
+	l.setupError(f, m, sp, name, also, how, typ, known)
+	return true
+}
+
+// setupError reports, once per factory m (every time for a module
+// constant, m nil), that the tensor name of its set-up is built there, as
+// how says, at sp; also are further names the statement binds (an
+// unpacking), typ is the buffer type to declare ("" for `i32[...]`), known
+// whether its dtype and extents are.
+func (l *lowering) setupError(f *frame, m *Mod, sp dsl.Span, name string, also []string, how, typ string, known bool) {
 	if m != nil {
 		if l.c.setupReported[m] {
-			return true
+			return
 		}
 		l.c.markSetup(m)
+	}
+	if typ == "" {
+		typ = "i32[...]"
 	}
 	when := "when the factory runs"
 	if m == nil {
 		when = "when the module is imported"
 	}
 	d := l.errorf(f, sp, CodeSetupTensor, "%s %s %s: maskc compiles the mask, not the set-up; compute %s in Python and pass it as a buffer", "`"+name+"`", how, when, name)
-	typ, known := "i32[...]", false
-	if let, ok := st.(*dsl.LetStmt); ok && call != nil {
-		typ, known = l.tensorType(f, let.Value)
+	if read, all := innerReads(m); len(read) > 0 && !all[name] {
+		// `eos_mask = batch == eos_id` then `seq = eos_mask.cumsum(1)`:
+		// the inner def reads seq, the tensor to pass.
+		decls := make([]string, len(read))
+		for i, r := range read {
+			decls[i] = "`buffer " + r + ": i32[...]`"
+		}
+		d.WithHint("the inner def reads %s, built from it: declare %s (with the element type and extents each has) and read each with one index per dimension%s",
+			strings.Join(read, ", "), strings.Join(decls, ", "), takeIt(m, read...))
+		return
 	}
 	extents := ""
 	if strings.HasPrefix(typ, "i64[") {
@@ -130,8 +187,117 @@ func (l *lowering) setupWork(f *frame, m *Mod, st dsl.Stmt) bool {
 	if !known {
 		extents = fmt.Sprintf(" (with the element type and the extents %s has: constants or forms of B, H, Q and KV, e.g. bool[Q // 128, KV // 128])", name)
 	}
-	d.WithHint("declare `buffer %s: %s`%s and read it with one index per dimension%s", name, typ, extents, takeIt(m, name))
-	return true
+	names := []string{name}
+	if _, all := innerReads(m); all != nil {
+		for _, n := range also {
+			if all[n] && n != name {
+				names = append(names, n) // `lo, hi = edges[:-1], edges[1:]`: both
+			}
+		}
+	}
+	decl := "`buffer " + name + ": " + typ + "`" + extents
+	for _, n := range names[1:] {
+		decl += ", `buffer " + n + ": i32[...]`"
+	}
+	d.WithHint("declare %s and read it with one index per dimension%s", decl, takeIt(m, names...))
+}
+
+// innerReads are the names factory m's set-up assigns that its inner defs
+// read, in the order of the set-up, and every name those read; none for a
+// module constant.
+func innerReads(m *Mod) ([]string, map[string]bool) {
+	if m == nil {
+		return nil, nil
+	}
+	read := map[string]bool{}
+	for _, d := range append([]*dsl.ModDecl{m.Decl}, m.Decl.Locals...) {
+		for _, e := range bodyExprs(d) {
+			dsl.Inspect(e, func(x dsl.Expr) bool {
+				if id, ok := x.(*dsl.Ident); ok {
+					read[id.Name] = true
+				}
+				return true
+			})
+		}
+	}
+	var out []string
+	for _, id := range assignedNames(m.Decl.FactoryPre) {
+		if read[id.Name] && !strings.HasPrefix(id.Name, ".") {
+			out = append(out, id.Name)
+		}
+	}
+	return out, read
+}
+
+// setupFrame is a frame for factory m's set-up statements with its
+// parameters unknown, for finding and naming their tensor work.
+func (l *lowering) setupFrame(m *Mod) *frame {
+	f := &frame{src: m.src, names: map[string]*binding{}}
+	for _, p := range m.Decl.FactoryParams {
+		f.names[p.Name] = &binding{kind: bindUnknown, ident: p}
+	}
+	return f
+}
+
+// letOf is the assignment of stmts (blocks included) whose value is e, or
+// nil.
+func letOf(stmts []dsl.Stmt, e dsl.Expr) *dsl.LetStmt {
+	var found *dsl.LetStmt
+	var walk func([]dsl.Stmt)
+	walk = func(stmts []dsl.Stmt) {
+		for _, st := range stmts {
+			switch st := st.(type) {
+			case *dsl.LetStmt:
+				if st.Value == e && found == nil {
+					found = st
+				}
+			case *dsl.IfStmt:
+				walk(st.Then)
+				walk(st.Else)
+			case *dsl.ForStmt:
+				walk(st.Body)
+			}
+		}
+	}
+	walk(stmts)
+	return found
+}
+
+// setupName is the name an assignment of a set-up binds (the first one an
+// unpacking keeps).
+func setupName(f *frame, let *dsl.LetStmt) string {
+	if let.Unpack > 0 {
+		return unpackedName(f, let)
+	}
+	return let.Name.Name
+}
+
+// unpackedNames are the names an unpacking assignment binds, as written
+// before its `=`, but the ones Python discards (`_`).
+func unpackedNames(f *frame, st *dsl.LetStmt) []string {
+	head := f.src.Slice(dsl.Span{Start: st.Sp.Start, End: st.Value.Span().Start})
+	head, _, _ = strings.Cut(head, "=")
+	var out []string
+	for _, n := range strings.Split(head, ",") {
+		if n = strings.TrimSpace(n); n != "" && n != "_" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// unpackedName is the first name an unpacking assignment (`_, counts =
+// torch.unique_consecutive(...)`) binds, as written before its `=`, past
+// the ones Python discards (`_`) unless every one is.
+func unpackedName(f *frame, st *dsl.LetStmt) string {
+	head := f.src.Slice(dsl.Span{Start: st.Sp.Start, End: st.Value.Span().Start})
+	head, _, _ = strings.Cut(head, "=")
+	for _, n := range strings.Split(head, ",") {
+		if n = strings.TrimSpace(n); n != "" && n != "_" {
+			return n
+		}
+	}
+	return "_"
 }
 
 // markSetup records that the tensor work of factory m's set-up has been
@@ -145,7 +311,7 @@ func (c *checker) markSetup(m *Mod) {
 
 // takeIt says how the factory m takes the buffer name; nothing for a
 // module constant, which the mods read as it is.
-func takeIt(m *Mod, name string) string {
+func takeIt(m *Mod, names ...string) string {
 	if m == nil {
 		return ""
 	}
@@ -166,14 +332,18 @@ func takeIt(m *Mod, name string) string {
 			return true
 		})
 	}
-	params := []string{name}
+	params := append([]string(nil), names...)
 	for _, p := range m.Decl.FactoryParams {
-		if p.Name != name && read[p.Name] {
+		if !slices.Contains(names, p.Name) && read[p.Name] {
 			params = append(params, p.Name)
 		}
 	}
-	return fmt.Sprintf("; have %s take it as an argument, `def %s(%s)`, and pass it: `%s(%s)`",
-		m.Name, m.Name, strings.Join(params, ", "), m.Name, strings.Join(params, ", "))
+	it, arg := "it", "an argument"
+	if len(names) > 1 {
+		it, arg = "them", "arguments"
+	}
+	return fmt.Sprintf("; have %s take %s as %s, `def %s(%s)`, and pass %s: `%s(%s)`",
+		m.Name, it, arg, m.Name, strings.Join(params, ", "), it, m.Name, strings.Join(params, ", "))
 }
 
 // filledBy returns the first tensor that an in-place statement of stmts
@@ -238,10 +408,7 @@ func (c *checker) uncalledSetups() {
 			continue
 		}
 		l := c.newLowering()
-		f := &frame{src: m.src, names: map[string]*binding{}}
-		for _, p := range m.Decl.FactoryParams {
-			f.names[p.Name] = &binding{kind: bindUnknown, ident: p}
-		}
+		f := l.setupFrame(m)
 		if st := l.firstSetupWork(f, m.Decl.FactoryPre); st != nil {
 			l.setupWork(f, m, st)
 		}

@@ -70,6 +70,25 @@ func TestSetupTensor(t *testing.T) {
 			"3:7", []string{"`sel` is built by torch.rand when the module is imported"}, []string{"`buffer sel: bool[64, 64]`"}},
 		{"factory never called", "def f(n):\n    sel = torch.rand(n) < 0.5\n    def m(b, h, q_idx, kv_idx):\n        return sel[q_idx]\n    return m\n",
 			"2:11", []string{"`sel` is built by torch.rand"}, []string{"`buffer sel: bool[...]`", "`def f(sel)`"}},
+		// Tensor methods on a factory's tensor argument (a run's lengths),
+		// and set-up built with a list or a slice, which no mod expression
+		// has (they were E079 and E011 from the parser, and E045 at the
+		// call for an argument used only there).
+		{"method on a buffer argument", "buffer sizes: i32[8]\ndef f(sizes):\n    firsts = sizes.cumsum(0) - sizes\n" +
+			"    def m(b, h, q_idx, kv_idx):\n        return kv_idx >= firsts[0]\n    return m\n" + attn("f(sizes)"),
+			"3:14", []string{"`firsts` is built by .cumsum() when the factory runs"}, []string{"`buffer firsts: i32[...]`", "`def f(firsts)`"}},
+		{"method then a read of another", "buffer sizes: i32[8]\ndef f(sizes, w):\n    total = sizes.sum()\n    last = total - 1\n" +
+			"    def m(b, h, q_idx, kv_idx):\n        return (q_idx <= last) & (q_idx - kv_idx < w)\n    return m\n" + attn("f(sizes, 4)"),
+			"3:13", []string{"`total` is built by .sum()"}, []string{"the inner def reads last, built from it", "`buffer last: i32[...]`", "`def f(last, w)`"}},
+		{"torch.tensor of a list", "def f(n):\n    marks = torch.tensor([0, n, 2 * n], dtype=torch.int32)\n" +
+			"    def m(b, h, q_idx, kv_idx):\n        return kv_idx == marks[1]\n    return m\n" + attn("f(16)"),
+			"2:5", []string{"`marks` is built with a list `[...]` when the factory runs"}, []string{"`buffer marks: i32[...]`", "`def f(marks)`"}},
+		{"slices unpacked", "buffer edges: i32[9]\ndef f(edges):\n    lo, hi = edges[:-1], edges[1:]\n" +
+			"    def m(b, h, q_idx, kv_idx):\n        return (kv_idx >= lo[0]) & (kv_idx < hi[0])\n    return m\n" + attn("f(edges)"),
+			"3:5", []string{"`lo` is built with a slice `[...:...]` when the factory runs"}, []string{"`def f(lo, hi)`"}},
+		{"unpacked builder", "buffer ids: i32[KV]\ndef f(ids):\n    _, runs = torch.unique_consecutive(ids, return_counts=True)\n    starts = torch.cumsum(runs, 0)\n" +
+			"    def m(b, h, q_idx, kv_idx):\n        return kv_idx >= starts[ids[q_idx]]\n    return m\n" + attn("f(ids)"),
+			"3:15", []string{"`runs` is built by torch.unique_consecutive"}, []string{"the inner def reads starts", "`def f(starts, ids)`"}},
 		{"called twice", "def f(n):\n    sel = torch.rand(n) < 0.5\n    def m(b, h, q_idx, kv_idx):\n        return sel[q_idx]\n    return m\n" +
 			attn("f(64)") + "attention c {\n    mask = f(32)\n    head_dim = 128\n}\n",
 			"2:11", []string{"`sel` is built by torch.rand"}, []string{"`buffer sel: bool[64]`"}},

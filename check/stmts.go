@@ -206,6 +206,16 @@ func assignedNames(stmts []dsl.Stmt) []*dsl.Ident {
 					seen[st.Name.Name] = true
 					out = append(out, st.Name)
 				}
+			case *dsl.InPlaceStmt:
+				if st.Built == "" {
+					break
+				}
+				for _, v := range append([]*dsl.Ident{st.Target}, st.Also...) {
+					if !seen[v.Name] {
+						seen[v.Name] = true
+						out = append(out, v)
+					}
+				}
 			case *dsl.IfStmt:
 				walk(st.Then)
 				walk(st.Else)

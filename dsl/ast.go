@@ -742,7 +742,8 @@ func (s *RaiseStmt) Span() Span { return s.Sp }
 // InPlaceStmt is a statement of a factory's set-up (its statements before
 // its inner def) that changes a tensor in place: an assignment into it
 // (`ids[a:b] = 3`, `sel[i, j] |= x`) or an in-place method (`ids.fill_(0)`,
-// `x.scatter_(...)`). maskc runs no set-up code on tensors; the checker
+// `x.scatter_(...)`); or one that builds a tensor with a list or a slice
+// (Built). maskc runs no set-up code on tensors; the checker
 // refuses it where the factory is called. The printer keeps the factory as
 // written.
 type InPlaceStmt struct {
@@ -753,6 +754,13 @@ type InPlaceStmt struct {
 	// Method is the in-place method (`fill_`), or "" for an assignment
 	// into the tensor.
 	Method string
+	// Built, when not "", makes the statement an assignment to Target
+	// (`offsets = torch.cat([zero, counts.cumsum(0)[:-1]])`) of Python that
+	// builds a tensor with a construct no mod has, which it names: "a list
+	// `[...]`" or "a slice `[...:...]`".
+	Built string
+	// Also are the further names an unpacking Built assigns (`a, b = ...`).
+	Also []*Ident
 }
 
 // Span implements Node.

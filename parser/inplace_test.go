@@ -58,3 +58,49 @@ func TestInPlaceSetup(t *testing.T) {
 		assert.True(t, diags.HasErrors(), "no syntax error for:\n%s", bad)
 	}
 }
+
+// TestSetupBuildLine: an assignment in a factory's set-up whose value holds
+// a list display or a slice (Python building a tensor: torch.tensor([...]),
+// torch.cat of pieces, x[:-1]) parses as a dsl.InPlaceStmt whose Built
+// names the construct and whose Target and Also are the names assigned, so
+// that the checker refuses it with E082; a subscript without a slice, a
+// list or slice in an inner def or outside a factory, and a comparison
+// `==` are not such lines; fmt prints the factory as written.
+func TestSetupBuildLine(t *testing.T) {
+	src := "def f(sizes, n):\n    firsts = torch.tensor([0, n])  # starts\n    lo, hi = sizes[:-1], sizes[1:]\n" +
+		"    both = torch.cat(\n        [lo, hi],\n    )\n    one = sizes[0]\n" +
+		"    def m(b, h, q_idx, kv_idx):\n        return kv_idx >= firsts[one]\n    return m\n"
+	f, diags := parser.ParseFile("t.flex", []byte(src))
+	require.Empty(t, diags, diags.Render())
+	d := f.Decls[0].(*dsl.ModDecl)
+	var got []string
+	for _, st := range d.FactoryPre {
+		if st, ok := st.(*dsl.InPlaceStmt); ok {
+			names := st.Target.Name
+			for _, id := range st.Also {
+				names += "," + id.Name
+			}
+			got = append(got, names+" | "+st.Built+" | "+f.Source.Slice(st.Sp))
+		}
+	}
+	assert.Equal(t, []string{
+		"firsts | a list `[...]` | firsts = torch.tensor([0, n])",
+		"lo,hi | a slice `[...:...]` | lo, hi = sizes[:-1], sizes[1:]",
+		"both | a list `[...]` | both = torch.cat(\n        [lo, hi],\n    )",
+	}, got)
+	_, isLet := d.FactoryPre[len(d.FactoryPre)-1].(*dsl.LetStmt)
+	assert.True(t, isLet, "one = sizes[0] is an ordinary assignment")
+	assert.Equal(t, src, string(format.Source(f)))
+
+	for _, bad := range []string{
+		// in the inner def
+		"def f(ids):\n    def m(b, h, q_idx, kv_idx):\n        x = ids[1:]\n        return q_idx >= kv_idx\n    return m\n",
+		// a def that is no factory
+		"def g(ids):\n    x = [1, 2]\n    return x\n",
+		// at the top of the file
+		"marks = [0, 4]\n",
+	} {
+		_, diags := parser.ParseFile("t.flex", []byte(bad))
+		assert.True(t, diags.HasErrors(), "no syntax error for:\n%s", bad)
+	}
+}

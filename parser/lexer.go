@@ -726,7 +726,7 @@ func (s *scanner) ignoredLine() bool {
 		if s.text[start:i] == "del" && i < s.end && (s.text[i] == ' ' || s.text[i] == '\t') {
 			return s.delLine(start, i)
 		}
-		if !keywords[s.text[start:i]] && s.inPlaceLine(start, i) {
+		if !keywords[s.text[start:i]] && (s.inPlaceLine(start, i) || s.setupBuildLine(start, i)) {
 			return true
 		}
 		if i >= s.end || s.text[i] != '.' {
@@ -1034,6 +1034,114 @@ func (s *scanner) inPlaceLine(start, i int) bool {
 	s.afterOperand = false
 	s.pos = end
 	return true
+}
+
+// setupBuildLine reads, at the start of a statement line of a factory's
+// set-up (inFactorySetup), an assignment to a name (or to names unpacked,
+// `a, b = ...`) whose value holds a list display or a slice, which only
+// set-up code on tensors writes (`offsets = torch.cat([torch.tensor([0]),
+// counts.cumsum(0)[:-1]])`): no expression of a mod has either. It stands a
+// `pass` token in its place, as inPlaceLine does, which the converter makes
+// a dsl.InPlaceStmt whose Built names the construct, so that the checker
+// refuses the set-up (E082, naming the tensor) where the factory is called
+// instead of the parser refusing the construct. The name at [start, i) is
+// the first one assigned. It reports whether it read one.
+func (s *scanner) setupBuildLine(start, i int) bool {
+	j := i
+	var also []*dsl.Ident
+	for {
+		for j < s.end && (s.text[j] == ' ' || s.text[j] == '\t') {
+			j++
+		}
+		if j >= s.end || s.text[j] != ',' {
+			break
+		}
+		j++
+		for j < s.end && (s.text[j] == ' ' || s.text[j] == '\t') {
+			j++
+		}
+		k := j
+		for k < s.end && (isIdentStart(s.text[k]) || isDigit(s.text[k])) {
+			k++
+		}
+		if k == j {
+			return false
+		}
+		also = append(also, &dsl.Ident{Sp: dsl.Span{Start: j, End: k}, Name: s.text[j:k]})
+		j = k
+	}
+	if j+1 >= s.end || s.text[j] != '=' || s.text[j+1] == '=' {
+		return false
+	}
+	built, end := s.builtBy(j + 1)
+	if built == "" || !s.inFactorySetup(start) {
+		return false
+	}
+	for end > start && (s.text[end-1] == ' ' || s.text[end-1] == '\t') {
+		end--
+	}
+	if s.out.inPlace == nil {
+		s.out.inPlace = map[int]*dsl.InPlaceStmt{}
+	}
+	s.out.inPlace[start] = &dsl.InPlaceStmt{Sp: dsl.Span{Start: start, End: end},
+		Target: &dsl.Ident{Sp: dsl.Span{Start: start, End: i}, Name: s.text[start:i]}, Built: built, Also: also}
+	s.out.tokens = append(s.out.tokens, lexer.Token{Type: tokKeyword, Value: "pass", Pos: lexer.Position{Filename: s.src.Name, Offset: start}})
+	s.afterOperand = false
+	s.pos = end
+	return true
+}
+
+// builtBy scans an assignment's value from from to the end of its
+// statement (the first line end outside brackets), skipping strings, and
+// returns the first list display or slice in it ("a list `[...]`", "a
+// slice `[...:...]`"; "" when it holds neither) and the statement's end. A
+// `[` after a name, `)` or `]` is a subscript, and a `:` directly inside a
+// subscript makes it a slice; another `[` opens a list.
+func (s *scanner) builtBy(from int) (string, int) {
+	type open struct {
+		c         byte
+		subscript bool
+	}
+	var stack []open
+	found := ""
+	prev := byte('=')
+	k := from
+	for ; k < s.end; k++ {
+		c := s.text[k]
+		if len(stack) == 0 && (c == '\n' || c == '\r' || c == '#') {
+			break
+		}
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case '\\':
+			continue // a line continuation
+		case '"', '\'':
+			e := strings.IndexByte(s.text[k+1:s.end], c)
+			if e < 0 {
+				return "", s.end
+			}
+			k += 1 + e
+		case '(', '{':
+			stack = append(stack, open{c: c})
+		case '[':
+			sub := isIdentStart(prev) || isDigit(prev) || prev == ')' || prev == ']'
+			if !sub && found == "" {
+				found = "a list `[...]`"
+			}
+			stack = append(stack, open{c: c, subscript: sub})
+		case ')', ']', '}':
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+		case ':':
+			if n := len(stack); n > 0 && stack[n-1].subscript && found == "" {
+				found = "a slice `[...:...]`"
+			}
+		}
+		prev = c
+	}
+	return found, k
 }
 
 // closing returns the offset just past the bracket that closes the one at
