@@ -288,6 +288,14 @@ func (l *lowering) instantiate(f *frame, x *dsl.CallExpr, m *Mod) result {
 	for i, a := range args {
 		p := params[i]
 		sym := Symbol{Kind: SymFactoryParam, Name: p.Name, Decl: p}
+		if stringValue(a) {
+			// A string argument (`device="cuda"`, a mode name): a word the
+			// factory may pass along or compare; the mask itself never
+			// computes with it (a read as a value is refused there).
+			mv.args = append(mv.args, &binding{kind: bindValue, res: l.wordValue(frames[i], a), sym: withType(sym, dsl.TypeWord), ident: p})
+			names[i] = sourceText(frames[i], a)
+			continue
+		}
 		r := l.expr(frames[i], a)
 		switch {
 		case !r.ok() && r.fn == "":

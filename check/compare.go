@@ -19,6 +19,9 @@ func (l *lowering) compare(f *frame, x *dsl.CompareExpr) result {
 	if slices.Contains(x.Ops, dsl.OpIs) || slices.Contains(x.Ops, dsl.OpIsNot) {
 		return l.isNone(f, x)
 	}
+	if len(x.Ops) == 1 && isWord(f, x.Operands[0]) && isWord(f, x.Operands[1]) {
+		return l.compareWords(f, x)
+	}
 	ops := make([]result, len(x.Operands))
 	for i, o := range x.Operands {
 		ops[i] = l.value(f, o)
@@ -134,4 +137,24 @@ func (l *lowering) bitwisePrecedence(f *frame, x *dsl.CompareExpr) {
 			d.WithHint("parenthesise each comparison on both sides of `%s`", be.Op)
 		}
 	}
+}
+
+// compareWords folds `a == b` or `a != b` of two strings known at compile
+// time (a factory's mode argument against a literal: `if kind ==
+// "causal":`), as Python compares them.
+func (l *lowering) compareWords(f *frame, x *dsl.CompareExpr) result {
+	op := x.Ops[0]
+	a, okA := knownWord(f, x.Operands[0])
+	b, okB := knownWord(f, x.Operands[1])
+	switch {
+	case op != dsl.OpEQ && op != dsl.OpNE:
+		l.errorf(f, x.Sp, CodeStringValue, "strings compare only with == and != here").
+			WithHint("compare the factory's string arguments with == or != in its `if`")
+		return result{}
+	case !okA || !okB:
+		l.errorf(f, x.Sp, CodeStringValue, "`%s` compares a string with a value that is not a string known at compile time", sourceText(f, x)).
+			WithHint("compare a factory's string argument with a string literal: `if kind == \"causal\":`")
+		return result{}
+	}
+	return l.constant(f, dsl.Bool((a == b) == (op == dsl.OpEQ)), x.Sp)
 }

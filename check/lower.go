@@ -32,6 +32,11 @@ type result struct {
 	// (`modalities[b]`, a row that a loop iterates or a later index reads).
 	rows []result
 	fn   string // a built-in's canonical name, "and_masks" or "or_masks"
+	// word is the text of a string when typ is TypeWord and it is known
+	// (a factory's string argument, `mode = "causal"`): what a
+	// compile-time `==` compares.
+	word    string
+	hasWord bool
 	// elems are a tuple's elements when typ is TypeTuple: a Python tuple
 	// used at compile time (a factory argument, `a, b = pair`, pair[0]).
 	elems []result
@@ -393,6 +398,13 @@ func (l *lowering) valueOf(f *frame, e dsl.Expr, r result) result {
 	case r.mod != nil:
 		l.errorf(f, e.Span(), CodeNotAValue, "%s %s is a mod, not a value", r.mod.kind, name).
 			WithHint("call it with index arguments: %s(%s)", name, strings.Join(kindParams(r.mod.kind), ", "))
+	case r.typ == dsl.TypeWord:
+		what := "a string"
+		if r.hasWord {
+			what = fmt.Sprintf("the string %q", r.word)
+		}
+		l.errorf(f, e.Span(), CodeNotAValue, "%s is %s, not a value a mod computes with", name, what).
+			WithHint("choose with it at compile time in the factory (`if %s == \"...\":`), or pass a number", name)
 	default:
 		l.errorf(f, e.Span(), CodeNotAValue, "%s is not a value", name)
 	}

@@ -276,3 +276,50 @@ def runtime_choice(ids):
 	_, diags = checkSource(t, full, nil)
 	assert.NotContains(t, diags.Render(), "causal is never used")
 }
+
+// TestFactoryStringArguments: a factory's string arguments, as pasted code
+// passes them (`device="cuda"` for its set-up, a mode name its `if`
+// chooses by): a word the mask never computes with, compared at compile
+// time with == and !=.
+func TestFactoryStringArguments(t *testing.T) {
+	const src = `
+buffer ends: i32[Q]
+
+def block_causal(ends, device="cuda"):
+    def mask_mod(b, h, q_idx, kv_idx):
+        return (kv_idx < ends[q_idx]) | (q_idx == kv_idx)
+    return mask_mod
+
+def by_mode(kind="causal"):
+    if kind == "causal":
+        def mask_mod(b, h, q_idx, kv_idx):
+            return q_idx >= kv_idx
+    elif kind != "full":
+        def mask_mod(b, h, q_idx, kv_idx):
+            return q_idx - kv_idx < 4
+    else:
+        def mask_mod(b, h, q_idx, kv_idx):
+            return q_idx >= 0
+    return mask_mod
+
+def computes(kind):
+    def mask_mod(b, h, q_idx, kv_idx):
+        return q_idx + kind >= kv_idx
+    return mask_mod
+`
+	cases := []struct{ mask, want string }{
+		{`block_causal(ends, device="cuda")`, "(kv < ends[q]) | (q == kv)"},
+		{`block_causal(ends, "cpu")`, "(kv < ends[q]) | (q == kv)"},
+		{`by_mode("causal")`, "q >= kv"},
+		{`by_mode()`, "q >= kv"},
+		{`by_mode("full")`, "q >= 0"},
+		{`by_mode("local")`, "q - kv < 4"},
+		{`by_mode(kind="ca" + "usal")`, "q >= kv"},
+		{`computes("causal")`, `E028 kind is the string "causal", not a value a mod computes with`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.mask, func(t *testing.T) {
+			checkSetting(t, src, "mask = "+tc.mask, tc.want)
+		})
+	}
+}

@@ -310,7 +310,7 @@ func (l *lowering) runPre(fr *frame, m *Mod, call string, stmts []dsl.Stmt) bool
 			return true
 		case *dsl.LetStmt:
 			if stringValue(st.Value) {
-				fr.names[st.Name.Name] = &binding{kind: bindValue, res: result{typ: dsl.TypeWord}, ident: st.Name}
+				fr.names[st.Name.Name] = &binding{kind: bindValue, res: l.wordValue(fr, st.Value), ident: st.Name}
 				continue
 			}
 			r := l.expr(fr, st.Value)
@@ -641,4 +641,46 @@ func holdsDef(st *dsl.IfStmt) bool {
 		return false
 	}
 	return in(st.Then) || in(st.Else)
+}
+
+// wordValue is the TypeWord result of a string expression (stringValue):
+// its text where it is known without running anything, a literal or a
+// sum of literals.
+func (l *lowering) wordValue(f *frame, e dsl.Expr) result {
+	w, ok := knownWord(f, e)
+	return result{typ: dsl.TypeWord, word: w, hasWord: ok}
+}
+
+// knownWord is the text of e where e is a string literal, a sum of known
+// strings or a name bound to a known string.
+func knownWord(f *frame, e dsl.Expr) (string, bool) {
+	switch x := dsl.Unparen(e).(type) {
+	case *dsl.StringLit:
+		return x.Value, true
+	case *dsl.BinaryExpr:
+		if x.Op != dsl.OpAdd {
+			return "", false
+		}
+		a, ok1 := knownWord(f, x.X)
+		b, ok2 := knownWord(f, x.Y)
+		return a + b, ok1 && ok2
+	case *dsl.Ident:
+		if b := f.names[x.Name]; b != nil && b.kind == bindValue && b.res.typ == dsl.TypeWord {
+			return b.res.word, b.res.hasWord
+		}
+	}
+	return "", false
+}
+
+// isWord reports whether e is a string: a literal, a sum of strings or a
+// name bound to one.
+func isWord(f *frame, e dsl.Expr) bool {
+	if stringValue(e) {
+		return true
+	}
+	if id, ok := dsl.Unparen(e).(*dsl.Ident); ok {
+		b := f.names[id.Name]
+		return b != nil && b.kind == bindValue && b.res.typ == dsl.TypeWord
+	}
+	return false
 }
