@@ -127,7 +127,7 @@ var diagnosticCases = []struct {
 		"t.flex:3:12: error[E079]: assigning into `ids[...]` changes a tensor in place, which a mod cannot do: a mod computes one value per (q, kv) pair\n" +
 			" 3 |         ids[:, -1] = 0\n" +
 			"   |            ^\n" +
-			"   = hint: prepare tensors in Python before the call (here, what def `f` does before its inner def) and pass the result as a buffer: declare it, e.g. `buffer ids: i32[B, KV]`, and index it in the inner def\n",
+			"   = hint: prepare tensors in Python before the call (here, the tensor work of def `f`) and pass the result as a buffer: declare it, e.g. `buffer ids: i32[B, KV]`, and index it in the mask_mod\n",
 	},
 	{
 		"def f(b, h, q_idx, kv_idx):\n    return ids[b, 1:] == 0\n",

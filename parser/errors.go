@@ -295,7 +295,7 @@ func (e *errorSite) explainDef() *explanation {
 		// `eos_mask[:, -1] = True`: a factory preparing a tensor (torchtitan's
 		// document mask), which no mod can do.
 		return why(CodeTensorWork, fmt.Sprintf("assigning into `%s[...]` changes a tensor in place, which a mod cannot do: a mod computes one value per (q, kv) pair", prev.Value),
-			"prepare tensors in Python before the call (here, what def `"+name+"` does before its inner def) and pass the result as a buffer: declare it, e.g. `buffer ids: i32[B, KV]`, and index it in the inner def")
+			"prepare tensors in Python before the call (here, the tensor work of def `"+name+"`) and pass the result as a buffer: declare it, e.g. `buffer ids: i32[B, KV]`, and index it in the mask_mod")
 	}
 	if prev.Type == tokIdent && e.before(2).Type == tokNewline && t.Value != "=" && depth == 0 {
 		return why(CodeMissingBody, fmt.Sprintf("expected `=` after `%s`, found %s", prev.Value, found),
