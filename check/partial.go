@@ -351,20 +351,25 @@ func walkFileExprs(file *dsl.File, visit func(dsl.Expr)) {
 // assignments' values too (dsl.Body.Exprs lists those of Body.Lets only).
 func stmtExprs(stmts []dsl.Stmt) []dsl.Expr {
 	out := (&dsl.Body{Stmts: stmts}).Exprs()
-	var walk func([]dsl.Stmt)
-	walk = func(stmts []dsl.Stmt) {
-		for _, st := range stmts {
-			switch st := st.(type) {
-			case *dsl.LetStmt:
-				out = append(out, st.Value)
-			case *dsl.IfStmt:
-				walk(st.Then)
-				walk(st.Else)
-			case *dsl.ForStmt:
-				walk(st.Body)
-			}
+	eachStmt(stmts, func(st dsl.Stmt) {
+		if let, ok := st.(*dsl.LetStmt); ok {
+			out = append(out, let.Value)
+		}
+	})
+	return out
+}
+
+// eachStmt calls fn on every statement of stmts in order, the statements
+// of if and for blocks included (after the block's own statement).
+func eachStmt(stmts []dsl.Stmt, fn func(dsl.Stmt)) {
+	for _, st := range stmts {
+		fn(st)
+		switch st := st.(type) {
+		case *dsl.IfStmt:
+			eachStmt(st.Then, fn)
+			eachStmt(st.Else, fn)
+		case *dsl.ForStmt:
+			eachStmt(st.Body, fn)
 		}
 	}
-	walk(stmts)
-	return out
 }

@@ -243,23 +243,11 @@ func (l *lowering) setupFrame(m *Mod) *frame {
 // nil.
 func letOf(stmts []dsl.Stmt, e dsl.Expr) *dsl.LetStmt {
 	var found *dsl.LetStmt
-	var walk func([]dsl.Stmt)
-	walk = func(stmts []dsl.Stmt) {
-		for _, st := range stmts {
-			switch st := st.(type) {
-			case *dsl.LetStmt:
-				if st.Value == e && found == nil {
-					found = st
-				}
-			case *dsl.IfStmt:
-				walk(st.Then)
-				walk(st.Else)
-			case *dsl.ForStmt:
-				walk(st.Body)
-			}
+	eachStmt(stmts, func(st dsl.Stmt) {
+		if let, ok := st.(*dsl.LetStmt); ok && let.Value == e && found == nil {
+			found = let
 		}
-	}
-	walk(stmts)
+	})
 	return found
 }
 
