@@ -400,13 +400,8 @@ func (l *lowering) instantiate(f *frame, x *dsl.CallExpr, m *Mod) result {
 		// caught where one is inlined).
 		var lvs []*modValue
 		for _, lm := range m.locals {
-			lv := &modValue{kind: lm.Kind, mod: lm, args: mv.args, name: lm.Name}
-			typ := kindType(lm.Kind)
-			if lm.Helper {
-				typ = dsl.TypeFunc
-			}
-			mv.locals = append(mv.locals, &binding{kind: bindValue, res: result{typ: typ, mod: lv}, ident: lm.Decl.Name,
-				sym: Symbol{Kind: SymMod, Name: lm.Name, Decl: lm.Decl, Type: typ}})
+			b, lv := localBinding(lm, mv)
+			mv.locals = append(mv.locals, b)
 			lvs = append(lvs, lv)
 		}
 		for _, lv := range lvs {
@@ -417,6 +412,18 @@ func (l *lowering) instantiate(f *frame, x *dsl.CallExpr, m *Mod) result {
 		return l.factoryResult(f, x, m, mv)
 	}
 	return result{typ: kindType(m.Kind), mod: mv}
+}
+
+// localBinding binds local def lm of a factory called with mv's arguments:
+// its instance (a helper function or a mod) and the binding of its name.
+func localBinding(lm *Mod, mv *modValue) (*binding, *modValue) {
+	lv := &modValue{kind: lm.Kind, mod: lm, args: mv.args, name: lm.Name}
+	typ := kindType(lm.Kind)
+	if lm.Helper {
+		typ = dsl.TypeFunc
+	}
+	return &binding{kind: bindValue, res: result{typ: typ, mod: lv}, ident: lm.Decl.Name,
+		sym: Symbol{Kind: SymMod, Name: lm.Name, Decl: lm.Decl, Type: typ}}, lv
 }
 
 // defStmtsFactory runs the statements of factory m, whose inner defs stand
@@ -432,13 +439,8 @@ func (l *lowering) defStmtsFactory(f *frame, x *dsl.CallExpr, m *Mod, mv *modVal
 		sym: Symbol{Kind: SymMod, Name: d.Inner.Name, Decl: d, Type: kindType(m.Kind)}}}
 	var lvs []*modValue
 	for i, lm := range m.locals {
-		lv := &modValue{kind: lm.Kind, mod: lm, args: mv.args, name: lm.Name}
-		typ := kindType(lm.Kind)
-		if lm.Helper {
-			typ = dsl.TypeFunc
-		}
-		keys[dsl.DefKey(i+1)] = &binding{kind: bindValue, res: result{typ: typ, mod: lv}, ident: lm.Decl.Name,
-			sym: Symbol{Kind: SymMod, Name: lm.Name, Decl: lm.Decl, Type: typ}}
+		b, lv := localBinding(lm, mv)
+		keys[dsl.DefKey(i+1)] = b
 		lvs = append(lvs, lv)
 	}
 	var ret result
