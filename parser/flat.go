@@ -158,20 +158,15 @@ func (c *converter) flatDef(g *flatDefG) *dsl.ModDecl {
 			end++
 		}
 		main := -1
-		if last := top[len(top)-1].g.Return; last != nil && len(last.Rest) == 0 && last.Value.Tail == nil && last.Value.Head.Atom != nil {
+		if name := returnedName(top[len(top)-1].g.Return); name != "" {
 			for i, g := range group {
-				if g.g.Def.Name.Value == last.Value.Head.Atom.Value && len(last.Value.Head.Suffixes) == 0 {
+				if g.g.Def.Name.Value == name {
 					main = i
 				}
 			}
 		}
-		for i := 0; main < 0 && i < len(group); i++ {
-			if n := len(c.paramNames(group[i].g.Def.Params)); n == 4 || n == 5 {
-				main = i
-			}
-		}
 		if main < 0 {
-			main = 0
+			main = c.firstModDef(group)
 		}
 		inner = group[main]
 		for i, g := range group {
@@ -548,20 +543,15 @@ func (c *converter) branchedFactory(d *dsl.ModDecl, head *defHeadG, top, branch 
 	defs = append(defs, branch...)
 	sort.SliceStable(defs, func(i, j int) bool { return defs[i].first.Pos.Offset < defs[j].first.Pos.Offset })
 	main := -1
-	if len(last.Rest) == 0 && last.Value.Tail == nil && last.Value.Head.Atom != nil && len(last.Value.Head.Suffixes) == 0 {
+	if name := returnedName(last); name != "" {
 		for i, l := range defs {
-			if n := len(c.paramNames(l.g.Def.Params)); l.g.Def.Name.Value == last.Value.Head.Atom.Value && (n == 4 || n == 5) && main < 0 {
+			if n := len(c.paramNames(l.g.Def.Params)); l.g.Def.Name.Value == name && (n == 4 || n == 5) && main < 0 {
 				main = i
 			}
 		}
 	}
-	for i := 0; main < 0 && i < len(defs); i++ {
-		if n := len(c.paramNames(defs[i].g.Def.Params)); n == 4 || n == 5 {
-			main = i
-		}
-	}
 	if main < 0 {
-		main = 0
+		main = c.firstModDef(defs)
 	}
 	c.defKeys = map[*lineG]string{defs[main].g: dsl.DefKey(0)}
 	defer func() { c.defKeys = nil }()
@@ -590,4 +580,24 @@ func (c *converter) branchedFactory(d *dsl.ModDecl, head *defHeadG, top, branch 
 	d.FactoryPre, d.FactoryResult = stmts[:len(stmts)-1], ret.Value
 	d.Sp = span(head.Keyword).Join(ret.Sp)
 	return fn.g.Def, fn.kids, true
+}
+
+// returnedName is the name a factory's `return NAME` gives, or "" where
+// its return is no bare name (or there is none).
+func returnedName(r *returnG) string {
+	if r == nil || len(r.Rest) != 0 || r.Value.Tail != nil || r.Value.Head.Atom == nil || len(r.Value.Head.Suffixes) != 0 {
+		return ""
+	}
+	return r.Value.Head.Atom.Value
+}
+
+// firstModDef is the index of the first of defs with a mod's 4 or 5
+// parameters, else 0: the inner def of a factory whose return names none.
+func (c *converter) firstModDef(defs []*flatLine) int {
+	for i, l := range defs {
+		if n := len(c.paramNames(l.g.Def.Params)); n == 4 || n == 5 {
+			return i
+		}
+	}
+	return 0
 }
