@@ -103,6 +103,56 @@ func TestReadLimits(t *testing.T) {
 	}
 }
 
+// TestReadLimitsOnePerBuffer: reads of one buffer with the same finding
+// make one diagnostic at the first of them, which counts the others; reads
+// with another limit, or of another buffer, keep their own.
+func TestReadLimitsOnePerBuffer(t *testing.T) {
+	tests := []struct {
+		score, decls string
+		want         []string
+	}{
+		{"rel[q - kv + 3] + rel[q - kv + 2] + rel[q - kv + 1]", "buffer rel: f32[8]",
+			[]string{"2:39: note[W320]: rel[q - kv + 3] stays inside rel[8] for Q <= 5", "2:57: note[W320]: rel[q - kv + 2] stays inside rel[8] for Q <= 6",
+				"2:75: note[W320]: rel[q - kv + 1] stays inside rel[8] for Q <= 7"}},
+		{"rel[h, 0] + rel[h, 1] + rel[h, 2] + rel[h, 3]", "buffer rel: f32[8, 4]",
+			[]string{"2:39: note[W320]: rel[h, 0] and 3 more reads of rel stay inside rel[8, 4] for H <= 8"}},
+		{"rel[h] * rel[h] + rel[h] + rel[h]", "buffer rel: f32[8]",
+			[]string{"2:39: note[W320]: rel[h] (4 reads) stays inside rel[8] for H <= 8"}},
+		{"rel[h] * rel[h] + rel[h]", "buffer rel: f32[8]",
+			[]string{"2:39: note[W320]: rel[h] (3 reads) stays inside rel[8] for H <= 8"}},
+		{"rel[q - kv + 3] + rel[q - kv + 3]", "buffer rel: f32[8]",
+			[]string{"2:39: note[W320]: rel[q - kv + 3] (2 reads) stays inside rel[8] for Q <= 5"}},
+		{"rel[h] + rel[q - kv + 3] + rel[h]", "buffer rel: f32[8]",
+			[]string{"2:39: note[W320]: rel[h] (2 reads) stays inside rel[8] for H <= 8",
+				"2:48: note[W320]: rel[q - kv + 3] stays inside rel[8] for Q <= 5"}},
+		{"rel[q - kv + 3] + hb[q - kv + 3]", "buffer rel: f32[8]\nbuffer hb: f32[8]",
+			[]string{"note[W320]: rel[q - kv + 3] stays inside rel[8]", "note[W320]: hb[q - kv + 3] stays inside hb[8]"}},
+		{"rel[q - kv + 9] + rel[q - kv + 10]", "buffer rel: f32[8]",
+			[]string{"warning[W320]: rel[q - kv + 9] and rel[q - kv + 10] fall outside rel[8] at every size"}},
+	}
+	for _, tt := range tests {
+		lines := strings.Count(tt.decls, "\n")
+		src := tt.decls + "\nscore s(score, b, h, q, kv) = score + " + tt.score + "\nattention a {\n    mask = causal\n    score = s\n}\n"
+		var got []string
+		for _, d := range generateDiags(t, src) {
+			if d.Code == CodeReadRange {
+				got = append(got, d.Error())
+			}
+		}
+		ok := len(got) == len(tt.want)
+		for i := 0; ok && i < len(got); i++ {
+			want := tt.want[i]
+			if lines > 0 {
+				want = strings.TrimPrefix(want, "2:")
+			}
+			ok = strings.Contains(got[i], want)
+		}
+		if !ok {
+			t.Errorf("score %s:\ngot  %q\nwant %q", tt.score, got, tt.want)
+		}
+	}
+}
+
 // TestReadBoundsCommonPatterns: reads that are inside by construction are
 // never refused, at whole attentions and slices of them, and each pattern's
 // bound is tight where it can be (one size past its limit is refused).

@@ -270,9 +270,34 @@ func ConstExtents(p *check.Program, decl *dsl.BufferDecl) []int64 {
 	return nil
 }
 
-// readDiagnostics reports W320 and W321 for the reads of a kernel.
+// readDiagnostics reports W320 and W321 for the reads of a kernel: one
+// diagnostic per buffer and finding, at the first read with it, which
+// counts the other reads it stands for (a block selection's sixteen reads
+// of one table, inside it up to the same size, are one note, not sixteen).
 func readDiagnostics(src *dsl.Source, p *check.Program, bufs []BufferABI, reads []hipsrc.ReadBound, spans []dsl.Span, diags *dsl.Diagnostics) {
+	// A finding's report: at span, about what (one read's text, or it and
+	// the count of the others), s the verb's "s" where what is one read.
+	type report func(span dsl.Span, what, s string)
+	type finding struct {
+		span   dsl.Span
+		buffer string
+		texts  []string // the reads' texts, the first where the report is
+		report report
+	}
+	var order []*finding
+	found := map[string]*finding{}
+	add := func(r hipsrc.ReadBound, span dsl.Span, key string, rep report) {
+		key = r.Buffer + "\x00" + key
+		if f := found[key]; f != nil {
+			f.texts = append(f.texts, r.Text)
+			return
+		}
+		f := &finding{span: span, buffer: r.Buffer, texts: []string{r.Text}, report: rep}
+		found[key] = f
+		order = append(order, f)
+	}
 	for i, r := range reads {
+		r := r
 		ext := ConstExtents(p, bufs[r.Slot].Decl)
 		if valueDependent(r) {
 			proved := ext != nil
@@ -292,9 +317,16 @@ func readDiagnostics(src *dsl.Source, p *check.Program, bufs []BufferABI, reads 
 			for _, ix := range r.Index {
 				deps = append(deps, ix.Depends...)
 			}
-			diags.Warn(src, spans[i], CodeReadValues, "the index of %s is computed from the values of %s, which no size bounds: a value that makes it fall outside %s is not read; the kernel gives %s instead and sets MASKC_STATUS_READ_OUT_OF_RANGE in its status word",
-				r.Text, strings.Join(uniq(deps), ", "), readExtents(r), strings.TrimSuffix(elemType(bufs[r.Slot].DType).zero, "f")).
-				WithHint("clamp the index into the buffer, or check the status word after the call (Go: AttentionKernel.Status; Python: status())")
+			deps = uniq(deps)
+			add(r, spans[i], "values\x00"+strings.Join(deps, ","), func(span dsl.Span, what, s string) {
+				index := "the index of %s is computed"
+				if s == "" {
+					index = "the indices of %s are computed"
+				}
+				diags.Warn(src, span, CodeReadValues, index+" from the values of %s, which no size bounds: a value that makes it fall outside %s is not read; the kernel gives %s instead and sets MASKC_STATUS_READ_OUT_OF_RANGE in its status word",
+					what, strings.Join(deps, ", "), readExtents(r), strings.TrimSuffix(elemType(bufs[r.Slot].DType).zero, "f")).
+					WithHint("clamp the index into the buffer, or check the status word after the call (Go: AttentionKernel.Status; Python: status())")
+			})
 			continue
 		}
 		if ext == nil {
@@ -304,12 +336,39 @@ func readDiagnostics(src *dsl.Source, p *check.Program, bufs []BufferABI, reads 
 		switch {
 		case always:
 		case never:
-			diags.Warn(src, spans[i], CodeReadRange, "%s falls outside %s at every size: every call is refused before launch", r.Text, readExtents(r)).
-				WithHint("declare %s with more entries, or shift the index into its extents", r.Buffer)
+			add(r, spans[i], "never", func(span dsl.Span, what, s string) {
+				diags.Warn(src, span, CodeReadRange, "%s fall%s outside %s at every size: every call is refused before launch", what, s, readExtents(r)).
+					WithHint("declare %s with more entries, or shift the index into its extents", r.Buffer)
+			})
 		default:
-			d := diags.Warn(src, spans[i], CodeReadRange, "%s stays inside %s for %s; a call at larger sizes is refused before launch", r.Text, readExtents(r), limit)
-			d.Severity = dsl.SeverityNote
-			d.WithHint("declare %s larger (or with extents in B, H, Q, KV) to run at larger sizes", r.Buffer)
+			add(r, spans[i], "limit\x00"+limit, func(span dsl.Span, what, s string) {
+				d := diags.Warn(src, span, CodeReadRange, "%s stay%s inside %s for %s; a call at larger sizes is refused before launch", what, s, readExtents(r), limit)
+				d.Severity = dsl.SeverityNote
+				d.WithHint("declare %s larger (or with extents in B, H, Q, KV) to run at larger sizes", r.Buffer)
+			})
+		}
+	}
+	for _, f := range order {
+		// The distinct texts in order, each with its count where it repeats.
+		var texts []string
+		count := map[string]int{}
+		for _, t := range f.texts {
+			if count[t]++; count[t] == 1 {
+				texts = append(texts, t)
+			}
+		}
+		for i, t := range texts {
+			if count[t] > 1 {
+				texts[i] = fmt.Sprintf("%s (%d reads)", t, count[t])
+			}
+		}
+		switch n := len(texts); {
+		case n == 1:
+			f.report(f.span, texts[0], "s") // "rel[q - kv + 3] stays inside"
+		case n <= 3: // "a and b", "a, b and c"
+			f.report(f.span, strings.Join(texts[:n-1], ", ")+" and "+texts[n-1], "")
+		default:
+			f.report(f.span, fmt.Sprintf("%s and %d more reads of %s", f.texts[0], len(f.texts)-1, f.buffer), "")
 		}
 	}
 }
