@@ -910,6 +910,17 @@ func (l *lowering) assign(f *frame, m *Mod, let *dsl.LetStmt, lets *[]*binding) 
 			prev = nil // the first assignment of a def's local
 			delete(f.names, let.Name.Name)
 		}
+		fresh, shared := l.freshValue(f, r), false
+		if let.AugOp != dsl.OpInvalid && prev != nil && b.Def && runtimeTensor(prev.res) {
+			// In place: the same tensor, changed (a Python number is
+			// rebound instead, to the new value r).
+			fresh = prev.fresh
+			if !prev.fresh {
+				l.errorf(f, let.Name.Sp, CodeInPlaceShared, "`%s %s= ...` changes the tensor %s holds in place under torch, and that tensor may be another name's too (%s): torch would change it there as well", let.Name.Name, let.AugOp, let.Name.Name, sharedWhy(prev)).
+					WithHint("write %s = %s %s ..., which makes a new tensor and leaves the other names as they are", let.Name.Name, let.Name.Name, let.AugOp)
+				r, shared = result{}, true
+			}
+		}
 		switch {
 		case prev != nil && b.Def:
 			// A def body rebinds: each assignment is a new value that the
@@ -924,17 +935,58 @@ func (l *lowering) assign(f *frame, m *Mod, let *dsl.LetStmt, lets *[]*binding) 
 		if let.Assign {
 			doc = f.src.Slice(let.Sp)
 		}
-		bd := &binding{kind: bindValue, res: r, ident: let.Name,
+		bd := &binding{kind: bindValue, res: r, ident: let.Name, fresh: fresh,
 			sym: Symbol{Kind: SymLet, Name: let.Name.Name, Decl: let, Type: r.typ, Doc: doc}}
 		if r.typ == dsl.TypeInvalid && r.fn == "" {
 			bd.kind = bindUnknown
 		}
 		f.names[let.Name.Name] = bd
-		*lets = append(*lets, bd)
+		if !shared { // after E083, no W004 as well
+			*lets = append(*lets, bd)
+		}
 		if f.record {
 			l.c.info.Defs[let.Name] = bd.sym
 		}
 	}
+}
+
+// runtimeTensor reports whether r is a value that torch holds as a tensor
+// at run time (not a Python number decided at compile time).
+func runtimeTensor(r result) bool {
+	return r.ok() && r.scalar() && !r.isConst()
+}
+
+// freshValue reports whether r, a value being bound to a name, is a tensor
+// that no other name of f holds: the result of an operator or a built-in
+// (a new tensor under torch), not an input (q_idx and the other index
+// tensors read as VarRefs) nor the very node another binding holds (`y =
+// x`, a helper that returns its argument, a tuple's element). A binding
+// that shares r's node stops being fresh too.
+func (l *lowering) freshValue(f *frame, r result) bool {
+	if !runtimeTensor(r) {
+		return false
+	}
+	if _, input := r.node.(*dsl.VarRef); input {
+		return false
+	}
+	fresh := true
+	for _, o := range f.names {
+		if o.kind == bindValue && o.res.node == r.node {
+			o.fresh, fresh = false, false
+		}
+	}
+	return fresh
+}
+
+// sharedWhy says why b's tensor may be shared, for E083.
+func sharedWhy(b *binding) string {
+	if _, input := b.res.node.(*dsl.VarRef); input {
+		return "it is an index tensor FlexAttention passes, or one of its names"
+	}
+	if b.sym.Kind != SymLet {
+		return "it is a parameter: the caller's tensor"
+	}
+	return "another name was bound to the same tensor"
 }
 
 // checkResult checks a mod's result r, computed from the expression e,

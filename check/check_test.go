@@ -54,7 +54,17 @@ var diagnosticCases = []struct {
 	{CodeMaskNotBool, "mask m(b, h, q, kv) = q - kv\n", nil},
 	{CodeScoreNotFloat, "score s(score, b, h, q, kv) = q >= kv\n", nil},
 	{CodeLogicalNotBool, "mask m(b, h, q, kv) = q and kv\n", nil},
+	// In-place under torch: a parameter, an index tensor, an alias, a
+	// helper's returned argument.
+	{CodeInPlaceShared, "def bump(v):\n    v += 1\n    return v\n\ndef m(b, h, q_idx, kv_idx):\n    return bump(q_idx) + q_idx >= kv_idx\n", nil},
+	{CodeInPlaceShared, "def m(b, h, q_idx, kv_idx):\n    q = q_idx\n    q_idx += 1\n    return q >= kv_idx\n", nil},
+	{CodeInPlaceShared, "def m(b, h, q_idx, kv_idx):\n    x = q_idx * 2\n    y = x\n    x += 1\n    return y >= kv_idx\n", nil},
+	{CodeInPlaceShared, "def same(v):\n    return v\n\ndef m(b, h, q_idx, kv_idx):\n    x = q_idx * 2\n    y = same(x)\n    x <<= 1\n    return y >= kv_idx\n", nil},
 	{CodeBitwiseOperand, "mask m(b, h, q, kv) = (q >= kv) & 1\n", nil},
+	{CodeBitwiseOperand, "mask m(b, h, q, kv) = (q >= kv) ^ 1\n", nil},
+	{CodeBitwiseOperand, "score s(score, b, h, q, kv) = score << 1\n", nil},
+	{CodeFoldError, "mask m(b, h, q, kv) = q >> -1 >= kv\n", nil},
+	{CodeFoldError, "mask m(b, h, q, kv) = 1 << 64 >= kv\n", nil},
 	{CodeNotAValue, "buffer doc: i32[KV]\nmask m(b, h, q, kv) = doc == 1\n", nil},
 	{CodeConditionNotBool, "mask m(b, h, q, kv) = where(q, True, False)\n", nil},
 	{CodeIndexCount, "buffer bias: f32[H, 8191]\nmask m(b, h, q, kv) = bias[h] > 0\n", nil},

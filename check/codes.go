@@ -49,6 +49,7 @@ const (
 	CodeUnboundLocal      dsl.Code = "E077"
 	CodeStatement         dsl.Code = "E078"
 	CodeSetupTensor       dsl.Code = "E082"
+	CodeInPlaceShared     dsl.Code = "E083"
 	CodeIntPower          dsl.Code = "E090"
 	CodeUnusedParam       dsl.Code = "W001"
 	CodeUnusedBuffer      dsl.Code = "W002"
@@ -72,7 +73,7 @@ var Codes = map[dsl.Code]string{
 	CodeMaskNotBool:       "a mask body that is not bool",
 	CodeScoreNotFloat:     "a score body that is not a number",
 	CodeLogicalNotBool:    "`and`, `or` or `not` applied to a non-bool",
-	CodeBitwiseOperand:    "`&`, `|` or `~` on floats, or mixing bool and int",
+	CodeBitwiseOperand:    "`&`, `|`, `^`, `~`, `<<` or `>>` on floats, or `&`, `|`, `^` mixing bool and int",
 	CodeNotAValue:         "a mod, buffer, function or tuple used where a scalar is needed, or arithmetic on a non-number",
 	CodeConditionNotBool:  "the condition of `where` or `if else` is not bool",
 	CodeIndexCount:        "a buffer read with a number of indices different from its dimensions",
@@ -118,6 +119,7 @@ var Codes = map[dsl.Code]string{
 	CodeKeywordArg:        "a keyword argument that the function does not take, or a bad keyword value",
 	CodeUnboundLocal:      "a def's local read before its first assignment (Python's UnboundLocalError)",
 	CodeStatement:         "an `if` or `assert` on a run-time value (decided at compile time only), a failing assert, a def that ends without return, or `is` not against None",
+	CodeInPlaceShared:     "an augmented assignment (`x += e`, `v &= m`) to a name whose tensor another name may share (a parameter, an alias): torch changes that tensor in place, for every name that holds it",
 	CodeSetupTensor:       "a factory's set-up (or a module constant) that builds or changes a tensor (torch.rand, torch.zeros, a loop filling it, `x[a:b] = v`, `.fill_()`): compute it in Python and pass it as a buffer",
 	CodeConversion:        "a conversion maskc cannot make exactly: a dtype other than int32/int64/float32/float64/bool, or float() of a bad string",
 	CodeFloat32Range:      "a score constant that float32, in which kernels compute scores, rounds to inf or 0",

@@ -106,7 +106,7 @@ func (l *lowering) torchWarningNeeds(f *frame, sp dsl.Span, what, need, use, alt
 }
 
 // bitwisePrecedence warns about `a >= b & c < d`, which Python reads as
-// `a >= (b & c) < d`: a `&` or `|` between two comparisons of a chain. At
+// `a >= (b & c) < d`: a `&`, `|` or `^` between two comparisons of a chain. At
 // either end of a chain (`q & 1 == 0`) the bitwise reading is usually meant.
 func (l *lowering) bitwisePrecedence(f *frame, x *dsl.CompareExpr) {
 	for i, o := range x.Operands {
@@ -114,7 +114,7 @@ func (l *lowering) bitwisePrecedence(f *frame, x *dsl.CompareExpr) {
 			continue
 		}
 		be, ok := o.(*dsl.BinaryExpr)
-		if !ok || (be.Op != dsl.OpBitAnd && be.Op != dsl.OpBitOr) {
+		if !ok || (be.Op != dsl.OpBitAnd && be.Op != dsl.OpBitOr && be.Op != dsl.OpBitXor) {
 			continue
 		}
 		var reads strings.Builder

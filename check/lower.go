@@ -80,6 +80,11 @@ type binding struct {
 	sym   Symbol
 	ident *dsl.Ident // the declaring identifier
 	uses  int
+	// fresh is set where the binding's value is a run-time tensor that
+	// this def made (an operator's or a built-in's result) and no other
+	// name holds: the only tensor an augmented assignment, which torch
+	// runs in place, may change without changing another name's value.
+	fresh bool
 }
 
 // frame is the context of one body being lowered: its source, its local
@@ -642,7 +647,24 @@ func (l *lowering) binaryOf(f *frame, x *dsl.BinaryExpr, a, b result) result {
 			return result{}
 		}
 		typ = dsl.TypeBool
-	case dsl.OpBitAnd, dsl.OpBitOr:
+	case dsl.OpShl, dsl.OpShr:
+		for _, o := range []struct {
+			e dsl.Expr
+			r result
+		}{{x.X, a}, {x.Y, b}} {
+			if o.r.typ == dsl.TypeFloat {
+				l.errorf(f, o.e.Span(), CodeBitwiseOperand, "`%s` needs int operands, got float", x.Op).
+					WithHint("`%s` shifts the bits of an int; for a float write a product with a power of two", x.Op)
+				return result{}
+			}
+		}
+		if b.isConst() && b.val.I < 0 && !a.isConst() {
+			l.errorf(f, x.Y.Span(), CodeFoldError, "negative shift count %d", b.val.I).
+				WithHint("Python raises ValueError for it; shift the other way")
+			return result{}
+		}
+		typ = dsl.TypeInt
+	case dsl.OpBitAnd, dsl.OpBitOr, dsl.OpBitXor:
 		for _, o := range []struct {
 			e dsl.Expr
 			r result

@@ -485,7 +485,7 @@ func (l *lowering) tensorOf(f *frame, e dsl.Expr) (string, []int64) {
 			dt = dt2
 		}
 		switch x.Op {
-		case dsl.OpAnd, dsl.OpOr, dsl.OpBitAnd, dsl.OpBitOr:
+		case dsl.OpAnd, dsl.OpOr, dsl.OpBitAnd, dsl.OpBitOr, dsl.OpBitXor:
 			return dt, dims
 		case dsl.OpDiv:
 			if dt == "f64" {

@@ -432,8 +432,8 @@ func (w *funcWriter) unary(x *dsl.UnaryExpr, t cType) cExpr {
 		if v.typ == cBool {
 			return conv(cExpr{"(!" + v.code + ")", cBool}, t)
 		}
-		if v.typ == cInt {
-			return conv(cExpr{"(~" + v.code + ")", cInt}, t)
+		if v.typ == cInt || v.typ == cInt32 {
+			return conv(cExpr{"(~" + v.code + ")", v.typ}, t)
 		}
 	}
 	return w.fail(x, CodeUnsupported, "", "cannot generate %s on a %s", x.Op, v.typ)
@@ -441,12 +441,15 @@ func (w *funcWriter) unary(x *dsl.UnaryExpr, t cType) cExpr {
 
 func (w *funcWriter) binary(x *dsl.BinaryExpr, t cType) cExpr {
 	switch x.Op {
-	case dsl.OpAnd, dsl.OpOr, dsl.OpBitAnd, dsl.OpBitOr:
+	case dsl.OpAnd, dsl.OpOr, dsl.OpBitAnd, dsl.OpBitOr, dsl.OpBitXor:
 		a, b := w.part(x.X), w.part(x.Y)
 		if t == cBool && a.typ == cBool && b.typ == cBool {
 			op := " && "
-			if x.Op == dsl.OpOr || x.Op == dsl.OpBitOr {
+			switch x.Op {
+			case dsl.OpOr, dsl.OpBitOr:
 				op = " || "
+			case dsl.OpBitXor:
+				op = " != "
 			}
 			return cExpr{"(" + a.code + op + b.code + ")", cBool}
 		}
@@ -460,6 +463,9 @@ func (w *funcWriter) binary(x *dsl.BinaryExpr, t cType) cExpr {
 			return cExpr{"(" + conv(a, t).code + " " + x.Op.String() + " " + conv(b, t).code + ")", t}
 		}
 		return w.fail(x, CodeUnsupported, "", "cannot generate %s on %s and %s", x.Op, a.typ, b.typ)
+	}
+	if x.Op == dsl.OpShl || x.Op == dsl.OpShr {
+		return w.shift(x, t)
 	}
 	a, b := w.expr(x.X), w.expr(x.Y)
 	switch x.Op {
@@ -687,4 +693,35 @@ func (w *funcWriter) divByConst(op dsl.Op, a cExpr, c int64, ar interval, t cTyp
 		fn = "maskc_py_floormod_pos"
 	}
 	return cExpr{fn + "(" + a.code + ", " + lit + ")", t}
+}
+
+// shift writes x << n or x >> n (Python's: x * 2**n, x // 2**n), where
+// the ranges prove n >= 0 (Python raises for a negative count; the kernel
+// could not) and, for <<, no overflow (expr refuses that first, E311). It
+// computes in int32 where x and the result fit it and n <= 31, else in
+// int64. A left shift of a value that may be negative goes through
+// unsigned bits (undefined in C++17 otherwise); a right shift of a signed
+// value is arithmetic (floor), and a count past the width is clamped to
+// width - 1, which gives Python's 0 or -1.
+func (w *funcWriter) shift(x *dsl.BinaryExpr, t cType) cExpr {
+	n, v, r := w.ranges.of(x.Y), w.ranges.of(x.X), w.ranges.of(x)
+	if n.Lo < 0 {
+		return w.fail(x.Y, CodeUnsupported, "bound the count, e.g. max("+w.src.Slice(x.Y.Span())+", 0), or shift the other way",
+			"the shift count %s may be negative, where Python raises ValueError", w.src.Slice(x.Y.Span()))
+	}
+	ct, width, unsigned := cInt, int64(63), "unsigned long long"
+	if v.Fits32() && r.Fits32() && n.Hi <= 31 {
+		ct, width, unsigned = cInt32, 31, "unsigned"
+	}
+	a, b := conv(w.expr(x.X), ct), conv(w.expr(x.Y), ct)
+	if x.Op == dsl.OpShl {
+		if v.Lo >= 0 {
+			return conv(cExpr{"(" + a.code + " << " + b.code + ")", ct}, t)
+		}
+		return conv(cExpr{"((" + string(ct) + ")((" + unsigned + ")" + a.code + " << " + b.code + "))", ct}, t)
+	}
+	if n.Hi > width {
+		b = cExpr{fmt.Sprintf("(%s < %d ? %s : %d)", b.code, width, b.code, width), ct}
+	}
+	return conv(cExpr{"(" + a.code + " >> " + b.code + ")", ct}, t)
 }

@@ -86,6 +86,30 @@ func mulRange(a, b interval) interval {
 	return r
 }
 
+// shiftRange bounds p << q or p >> q (op OpShl, OpShr) for counts q >= 0:
+// a shift is monotone in each operand, so its extremes are at the
+// corners. ok is false where a count may be negative, or a left shift may
+// leave int64.
+func shiftRange(op dsl.Op, p, q interval) (interval, bool) {
+	if q.Lo < 0 {
+		return fullRange, false
+	}
+	if op == dsl.OpShl && p.Lo == 0 && p.Hi == 0 {
+		return point(0), true
+	}
+	r := iv(math.MaxInt64, math.MinInt64)
+	for _, x := range []int64{p.Lo, p.Hi} {
+		for _, n := range []int64{q.Lo, q.Hi} {
+			v, err := dsl.Shift(op, x, n)
+			if err != nil {
+				return fullRange, false
+			}
+			r = iv(min(r.Lo, v), max(r.Hi, v))
+		}
+	}
+	return r, true
+}
+
 // floorDiv64 is Python's a // c for c != 0 (no overflow for c != -1).
 func floorDiv64(a, c int64) int64 {
 	d := a / c
@@ -236,7 +260,7 @@ func (a *rangeAnalysis) compute(e dsl.Expr) interval {
 			return out
 		case dsl.OpAnd, dsl.OpOr: // Python's and/or yield one of the operands
 			return hull(p, q)
-		case dsl.OpBitAnd, dsl.OpBitOr:
+		case dsl.OpBitAnd, dsl.OpBitOr, dsl.OpBitXor:
 			if p.Lo >= 0 && q.Lo >= 0 {
 				if x.Op == dsl.OpBitAnd {
 					return iv(0, min(p.Hi, q.Hi))
@@ -245,6 +269,10 @@ func (a *rangeAnalysis) compute(e dsl.Expr) interval {
 			}
 			if p.Fits32() && q.Fits32() {
 				return int32Range
+			}
+		case dsl.OpShl, dsl.OpShr:
+			if r, ok := shiftRange(x.Op, p, q); ok {
+				return r
 			}
 		}
 	case *dsl.CondExpr:
@@ -463,6 +491,9 @@ func (a *rangeAnalysis) overflows(e dsl.Expr) bool {
 			}
 		case dsl.OpFloorDiv: // MinInt64 // -1
 			return p.Lo == math.MinInt64 && q.Lo <= -1 && q.Hi >= -1
+		case dsl.OpShl: // a negative count is refused apart (funcWriter.shift)
+			_, ok := shiftRange(x.Op, p, iv(max(q.Lo, 0), max(q.Hi, 0)))
+			return !ok
 		case dsl.OpPow:
 			_, hi, ok := a.powExponent(x.Y)
 			if !ok {

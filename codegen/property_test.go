@@ -48,6 +48,17 @@ func overflows(t *testing.T, text string) bool {
 // out of range, bands, disjunctions, head- and batch-dependent masks.
 var maskCases = []struct{ name, decls, mask, score string }{
 	{"floor", "", "(q - kv) // 3 == (q - 2 * kv) % 5 - 2", ""},
+	// bitwise ints: ^, << and >> (Python's floor shifts, negative values
+	// shifted left through unsigned bits, counts past the width), ~ on
+	// int32, ^ of two bools
+	{"bit_xor", "", "(q ^ kv) < 8 or ((q & 7) ^ (kv & 7)) == 0", ""},
+	{"shifts", "", "(q >> 2) == (kv >> 2) and (q << 3) - (kv << 3) >= -16", ""},
+	{"shift_by_var", "", "(q >> (kv % 5)) >= (kv >> 1) - 3", ""},
+	{"shift_negative", "", "(q - 3 * kv) >> 1 <= (kv - q) << 2", ""},
+	{"shift_past_width", "", "(q - 40) >> (kv % 70) >= -1 - (q >> (kv % 40))", ""},
+	{"invert", "", "~q + kv >= ~(kv - 3)", ""},
+	{"morton_bits", "", "(((q >> 1) & 21) ^ (kv & 21)) <= 4 or (q ^ kv) & 1 == 0", ""},
+	{"bool_xor", "", "(q >= kv) ^ (q - kv < 4)", ""},
 	// int powers whose exponent is e % c (issue 31), narrowed and in 64 bits
 	{"pow_mod_exponent", "", "2 ** (kv % 3) + (q - kv) ** (q % 2) <= q + 4", ""},
 	{"pow_mod_exponent_64", "", "(q + 70000) ** (kv % 2) > kv + 70000", ""},

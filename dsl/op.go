@@ -4,7 +4,7 @@ package dsl
 type Op int
 
 // The operators. Precedence follows Python's, lowest first:
-// `if else`, `or`, `and`, `not`, comparisons, `|`, `&`, `+ -`,
+// `if else`, `or`, `and`, `not`, comparisons, `|`, `^`, `&`, `<< >>`, `+ -`,
 // `* / // %`, unary `- + ~`, `**` (right associative, binding tighter than
 // a unary minus on its left: `-2 ** 2 == -4`).
 const (
@@ -19,11 +19,17 @@ const (
 	OpMod      // %  floor modulo: the result has the divisor's sign
 	OpPow      // **
 
-	// Logical; on ints & and | are bitwise, as in Python.
+	// Logical; on ints & | ^ are bitwise, as in Python.
 	OpAnd    // and
 	OpOr     // or
 	OpBitAnd // &
 	OpBitOr  // |
+	OpBitXor // ^
+
+	// Shifts of ints (Python's: x << n is x * 2**n, x >> n is x // 2**n,
+	// a negative n an error).
+	OpShl // <<
+	OpShr // >>
 
 	// Unary.
 	OpNeg    // -x
@@ -46,7 +52,7 @@ const (
 
 var opText = [...]string{
 	OpInvalid: "?", OpAdd: "+", OpSub: "-", OpMul: "*", OpDiv: "/", OpFloorDiv: "//", OpMod: "%", OpPow: "**",
-	OpAnd: "and", OpOr: "or", OpBitAnd: "&", OpBitOr: "|",
+	OpAnd: "and", OpOr: "or", OpBitAnd: "&", OpBitOr: "|", OpBitXor: "^", OpShl: "<<", OpShr: ">>",
 	OpNeg: "-", OpPos: "+", OpNot: "not", OpInvert: "~",
 	OpEQ: "==", OpNE: "!=", OpLT: "<", OpLE: "<=", OpGT: ">", OpGE: ">=",
 	OpIs: "is", OpIsNot: "is not",
@@ -76,14 +82,18 @@ func (o Op) Precedence() int {
 		return 4
 	case OpBitOr:
 		return 5
-	case OpBitAnd:
+	case OpBitXor:
 		return 6
-	case OpAdd, OpSub:
+	case OpBitAnd:
 		return 7
-	case OpMul, OpDiv, OpFloorDiv, OpMod:
+	case OpShl, OpShr:
 		return 8
-	case OpPow:
+	case OpAdd, OpSub:
+		return 9
+	case OpMul, OpDiv, OpFloorDiv, OpMod:
 		return 10
+	case OpPow:
+		return 12
 	}
 	return 0
 }

@@ -26,10 +26,45 @@ var (
 	// ErrComplexResult is a negative float raised to a non-integer power,
 	// which Python answers with a complex number.
 	ErrComplexResult = errors.New("negative number raised to a fractional power")
+	// ErrNegativeShift is `x << n` or `x >> n` with n < 0 (Python's
+	// ValueError: negative shift count).
+	ErrNegativeShift = errors.New("negative shift count")
 	// ErrOperandType is an operand of a type the operator does not take,
 	// e.g. a float operand of `&`.
 	ErrOperandType = errors.New("unsupported operand type")
 )
+
+// BitOp is x & y, x | y or x ^ y (op OpBitAnd, OpBitOr, OpBitXor) on
+// two's-complement int64, which is Python's bitwise arithmetic on ints of
+// that range.
+func BitOp(op Op, x, y int64) int64 {
+	switch op {
+	case OpBitAnd:
+		return x & y
+	case OpBitOr:
+		return x | y
+	}
+	return x ^ y
+}
+
+// Shift is Python's x << n (op OpShl, x * 2**n, ErrIntegerOverflow outside
+// int64) or x >> n (OpShr, x // 2**n: -1 >> 70 == -1); n < 0 is
+// ErrNegativeShift.
+func Shift(op Op, x, n int64) (int64, error) {
+	if n < 0 {
+		return 0, fmt.Errorf("%w: %d %s %d", ErrNegativeShift, x, op, n)
+	}
+	if op == OpShr {
+		return x >> min(n, 63), nil
+	}
+	if x == 0 {
+		return 0, nil
+	}
+	if n > 63 || x<<n>>n != x {
+		return 0, fmt.Errorf("%w: %d << %d", ErrIntegerOverflow, x, n)
+	}
+	return x << n, nil
+}
 
 func operandTypeError(op Op, x, y Value) error {
 	return fmt.Errorf("%w for %s: %s and %s", ErrOperandType, op, x.Type, y.Type)
@@ -88,8 +123,11 @@ func UnaryOp(op Op, x Value) (Value, error) {
 //     negative int; 0 ** negative is ErrDivisionByZero, a negative float
 //     to a non-integer power ErrComplexResult, a finite float power that
 //     overflows ErrFloatOverflow;
-//   - & and | are logical on two bools and bitwise otherwise (bool & int is
+//   - & | ^ are logical on two bools and bitwise otherwise (bool & int is
 //     an int, as in Python); floats are refused;
+//   - << and >> shift ints (bools count as 0 and 1; floats are refused):
+//     x << n is x * 2**n (ErrIntegerOverflow beyond int64), x >> n is
+//     x // 2**n; a negative n is ErrNegativeShift;
 //   - and / or take two bools.
 //
 // Division or modulo by zero, int or float, is ErrDivisionByZero.
@@ -106,18 +144,21 @@ func BinaryOp(op Op, x, y Value) (Value, error) {
 			return Bool(x.I != 0 && y.I != 0), nil
 		}
 		return Bool(x.I != 0 || y.I != 0), nil
-	case OpBitAnd, OpBitOr:
+	case OpBitAnd, OpBitOr, OpBitXor:
 		if x.Type == TypeFloat || y.Type == TypeFloat {
 			return Value{}, operandTypeError(op, x, y)
 		}
-		r := x.I & y.I
-		if op == OpBitOr {
-			r = x.I | y.I
-		}
+		r := BitOp(op, x.I, y.I)
 		if x.Type == TypeBool && y.Type == TypeBool {
 			return Bool(r != 0), nil
 		}
 		return Int(r), nil
+	case OpShl, OpShr:
+		if x.Type == TypeFloat || y.Type == TypeFloat {
+			return Value{}, operandTypeError(op, x, y)
+		}
+		i, err := Shift(op, x.I, y.I)
+		return Int(i), err
 	case OpDiv:
 		if x.Type != TypeFloat && y.Type != TypeFloat {
 			f, err := IntTrueDiv(x.I, y.I)

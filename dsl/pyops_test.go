@@ -342,8 +342,9 @@ func TestCompareOp(t *testing.T) {
 	}
 }
 
-// TestBinaryOpLogical checks & | and or: logical on bools, bitwise on ints
-// (True & 3 == 1 and 6 | True == 7 in Python), refused on floats.
+// TestBinaryOpLogical checks & | ^ and or: logical on bools, bitwise on
+// ints (True & 3 == 1 and 6 | True == 7 in Python), refused on floats; and
+// the shifts << >>, rows from python3 (ValueError is ErrNegativeShift).
 func TestBinaryOpLogical(t *testing.T) {
 	tests := []struct {
 		op      Op
@@ -355,12 +356,31 @@ func TestBinaryOpLogical(t *testing.T) {
 		{OpBitAnd, Bool(true), Bool(true), Bool(true), nil},
 		{OpBitOr, Bool(false), Bool(true), Bool(true), nil},
 		{OpBitOr, Bool(false), Bool(false), Bool(false), nil},
-		{OpBitAnd, Int(6), Int(3), Int(2), nil},     // 6 & 3
-		{OpBitOr, Int(6), Int(3), Int(7), nil},      // 6 | 3
-		{OpBitAnd, Int(-8), Int(13), Int(8), nil},   // -8 & 13
-		{OpBitOr, Int(-8), Int(3), Int(-5), nil},    // -8 | 3
-		{OpBitAnd, Bool(true), Int(3), Int(1), nil}, // True & 3
-		{OpBitOr, Int(6), Bool(true), Int(7), nil},  // 6 | True
+		{OpBitAnd, Int(6), Int(3), Int(2), nil},               // 6 & 3
+		{OpBitOr, Int(6), Int(3), Int(7), nil},                // 6 | 3
+		{OpBitAnd, Int(-8), Int(13), Int(8), nil},             // -8 & 13
+		{OpBitOr, Int(-8), Int(3), Int(-5), nil},              // -8 | 3
+		{OpBitAnd, Bool(true), Int(3), Int(1), nil},           // True & 3
+		{OpBitOr, Int(6), Bool(true), Int(7), nil},            // 6 | True
+		{OpBitXor, Int(6), Int(3), Int(5), nil},               // 6 ^ 3
+		{OpBitXor, Int(-6), Int(3), Int(-7), nil},             // -6 ^ 3
+		{OpBitXor, Bool(true), Bool(true), Bool(false), nil},  // True ^ True
+		{OpBitXor, Bool(true), Int(3), Int(2), nil},           // True ^ 3
+		{OpBitXor, Float(1), Int(1), Value{}, ErrOperandType}, // 1.0 ^ 1
+		{OpShl, Int(5), Int(3), Int(40), nil},                 // 5 << 3
+		{OpShl, Int(-5), Int(3), Int(-40), nil},               // -5 << 3
+		{OpShl, Bool(true), Int(2), Int(4), nil},              // True << 2
+		{OpShl, Int(-1), Int(63), Int(math.MinInt64), nil},    // -1 << 63
+		{OpShl, Int(0), Int(100), Int(0), nil},                // 0 << 100
+		{OpShl, Int(2), Int(62), Value{}, ErrIntegerOverflow}, // 2 << 62 == 2**63
+		{OpShl, Int(1), Int(64), Value{}, ErrIntegerOverflow}, // 1 << 64
+		{OpShl, Int(1), Int(-1), Value{}, ErrNegativeShift},   // 1 << -1
+		{OpShr, Int(5), Int(1), Int(2), nil},                  // 5 >> 1
+		{OpShr, Int(-5), Int(1), Int(-3), nil},                // -5 >> 1
+		{OpShr, Int(-1), Int(70), Int(-1), nil},               // -1 >> 70
+		{OpShr, Int(7), Int(70), Int(0), nil},                 // 7 >> 70
+		{OpShr, Int(7), Int(-2), Value{}, ErrNegativeShift},   // 7 >> -2
+		{OpShr, Float(8), Int(1), Value{}, ErrOperandType},    // 8.0 >> 1
 		{OpBitAnd, Float(1), Int(1), Value{}, ErrOperandType},
 		{OpBitOr, Bool(true), Float(0), Value{}, ErrOperandType},
 		{OpAnd, Bool(true), Bool(false), Bool(false), nil},

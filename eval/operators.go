@@ -29,22 +29,35 @@ func (c *compiler) binary(x *dsl.BinaryExpr) (node, error) {
 			return boolNode(func(f *frame) bool { return a(f) && b(f) }), nil
 		}
 		return boolNode(func(f *frame) bool { return a(f) || b(f) }), nil
-	case dsl.OpBitAnd, dsl.OpBitOr:
+	case dsl.OpBitAnd, dsl.OpBitOr, dsl.OpBitXor:
 		if anyFloat {
 			break
 		}
 		if l.t == dsl.TypeBool && r.t == dsl.TypeBool {
 			a, b := l.b, r.b // both sides are evaluated, as torch's & and | do
-			if x.Op == dsl.OpBitAnd {
+			switch x.Op {
+			case dsl.OpBitAnd:
 				return boolNode(func(f *frame) bool { u, v := a(f), b(f); return u && v }), nil
+			case dsl.OpBitOr:
+				return boolNode(func(f *frame) bool { u, v := a(f), b(f); return u || v }), nil
 			}
-			return boolNode(func(f *frame) bool { u, v := a(f), b(f); return u || v }), nil
+			return boolNode(func(f *frame) bool { return a(f) != b(f) }), nil
 		}
-		a, b := l.asInt(), r.asInt()
-		if x.Op == dsl.OpBitAnd {
-			return intNode(func(f *frame) int64 { return a(f) & b(f) }), nil
+		a, b, op := l.asInt(), r.asInt(), x.Op
+		return intNode(func(f *frame) int64 { return dsl.BitOp(op, a(f), b(f)) }), nil
+	case dsl.OpShl, dsl.OpShr:
+		if anyFloat {
+			break
 		}
-		return intNode(func(f *frame) int64 { return a(f) | b(f) }), nil
+		a, b, op := l.asInt(), r.asInt(), x.Op
+		return intNode(func(f *frame) int64 {
+			u, v := a(f), b(f)
+			s, err := dsl.Shift(op, u, v)
+			if err != nil {
+				f.fail(sp, err, "%v", err)
+			}
+			return s
+		}), nil
 	case dsl.OpDiv:
 		if !anyFloat {
 			a, b := l.asInt(), r.asInt()

@@ -16,7 +16,9 @@ const (
 	precNot            // not x
 	precCmp            // == != < <= > >=
 	precBitOr          // |
+	precBitXor         // ^
 	precBitAnd         // &
+	precShift          // << >>
 	precAdd            // + -
 	precMul            // * / // %
 	precUnary          // -x +x ~x
@@ -53,8 +55,12 @@ func prec(e dsl.Expr) int {
 			return precAnd
 		case dsl.OpBitOr:
 			return precBitOr
+		case dsl.OpBitXor:
+			return precBitXor
 		case dsl.OpBitAnd:
 			return precBitAnd
+		case dsl.OpShl, dsl.OpShr:
+			return precShift
 		case dsl.OpAdd, dsl.OpSub:
 			return precAdd
 		case dsl.OpPow:

@@ -37,7 +37,7 @@ var keywords = map[string]bool{
 
 // operators are the operator spellings, longest first where they share a
 // prefix.
-var operators = []string{"**", "//", "==", "!=", "<=", ">=", "+", "-", "*", "/", "%", "&", "|", "~", "<", ">"}
+var operators = []string{"**", "//", "==", "!=", "<=", ">=", "<<", ">>", "+", "-", "*", "/", "%", "&", "|", "^", "~", "<", ">"}
 
 // scan splits text into highlighting tokens. Unlike the parser's lexer it
 // never fails: anything it does not recognise is skipped one character at

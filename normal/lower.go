@@ -33,6 +33,9 @@ func (c *canonizer) formula(e dsl.Expr) *formula {
 				return and(c.formula(x.X), c.formula(x.Y))
 			case dsl.OpOr, dsl.OpBitOr:
 				return or(c.formula(x.X), c.formula(x.Y))
+			case dsl.OpBitXor: // a != b
+				a, b := c.formula(x.X), c.formula(x.Y)
+				return or(and(a, not(b)), and(not(a), b))
 			}
 		}
 	case *dsl.CompareExpr:
@@ -469,7 +472,7 @@ func (c *canonizer) why(e dsl.Expr) string {
 			reason, found = "reads buffer "+format.Expr(x.X), true
 		case *dsl.BinaryExpr:
 			switch x.Op {
-			case dsl.OpMod, dsl.OpFloorDiv, dsl.OpPow, dsl.OpBitAnd, dsl.OpBitOr:
+			case dsl.OpMod, dsl.OpFloorDiv, dsl.OpPow, dsl.OpBitAnd, dsl.OpBitOr, dsl.OpBitXor, dsl.OpShl, dsl.OpShr:
 				reason, found = "uses "+x.Op.String(), true
 			case dsl.OpMul:
 				reason, found = "multiplies by a variable", true

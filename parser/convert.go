@@ -209,7 +209,9 @@ const (
 	levelNot               // not x
 	levelCmp               // == != < <= > >=
 	levelBitOr             // |
+	levelBitXor            // ^
 	levelBitAnd            // &
+	levelShift             // << >>
 	levelAdd               // + -
 	levelMul               // * / // %
 	levelUnary             // -x +x ~x
@@ -219,12 +221,12 @@ const (
 var binaryLevel = map[string]int{
 	"if": levelCond, "else": levelCond, "or": levelOr, "and": levelAnd,
 	"==": levelCmp, "!=": levelCmp, "<": levelCmp, "<=": levelCmp, ">": levelCmp, ">=": levelCmp, "is": levelCmp, "is not": levelCmp,
-	"|": levelBitOr, "&": levelBitAnd, "+": levelAdd, "-": levelAdd,
+	"|": levelBitOr, "^": levelBitXor, "&": levelBitAnd, "<<": levelShift, ">>": levelShift, "+": levelAdd, "-": levelAdd,
 	"*": levelMul, "/": levelMul, "//": levelMul, "%": levelMul, "**": levelPow,
 }
 
 var binaryOps = map[string]dsl.Op{
-	"or": dsl.OpOr, "and": dsl.OpAnd, "|": dsl.OpBitOr, "&": dsl.OpBitAnd,
+	"or": dsl.OpOr, "and": dsl.OpAnd, "|": dsl.OpBitOr, "^": dsl.OpBitXor, "&": dsl.OpBitAnd, "<<": dsl.OpShl, ">>": dsl.OpShr,
 	"+": dsl.OpAdd, "-": dsl.OpSub, "*": dsl.OpMul, "/": dsl.OpDiv, "//": dsl.OpFloorDiv, "%": dsl.OpMod, "**": dsl.OpPow,
 	"==": dsl.OpEQ, "!=": dsl.OpNE, "<": dsl.OpLT, "<=": dsl.OpLE, ">": dsl.OpGT, ">=": dsl.OpGE,
 	"is": dsl.OpIs, "is not": dsl.OpIsNot,

@@ -183,7 +183,7 @@ var diagnosticCases = []struct {
 		"t.flex:1:25: error[E001]: invalid character `$` (U+0024)\n" +
 			" 1 | mask m(b, h, q, kv) = q $ kv\n" +
 			"   |                         ^\n" +
-			"   = hint: expressions use Python operators: + - * / // % ** == != < <= > >= & | ~ and or not\n",
+			"   = hint: expressions use Python operators: + - * / // % ** == != < <= > >= & | ^ ~ << >> and or not\n",
 	},
 	{
 		"param A = 1 \\ 2\n",

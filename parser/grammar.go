@@ -61,7 +61,7 @@ type defBodyG struct {
 type assignG struct {
 	Name  lexer.Token `parser:"@Ident"`
 	More  []*targetG  `parser:"( ',' @@ )*"`
-	Op    lexer.Token `parser:"@('=' | '+=' | '-=' | '*=' | '/=' | '//=' | '%=')"`
+	Op    lexer.Token `parser:"@('=' | '+=' | '-=' | '*=' | '/=' | '//=' | '%=' | '&=' | '|=' | '^=' | '<<=' | '>>=')"`
 	Value *exprG      `parser:"@@"`
 	Rest  []*exprG    `parser:"( ',' @@ )*"`
 }

@@ -18,7 +18,7 @@ const (
 	tokIdent    lexer.TokenType = iota + 1
 	tokLiteral                  // numbers (1024, 0x7f, 30.0, .5) and True False true false
 	tokKeyword                  // param buffer attention let
-	tokOp                       // binary operators: * / // % ** comparisons | & and or if else, and + - after an operand
+	tokOp                       // binary operators: * / // % ** comparisons | ^ & << >> and or if else, and + - after an operand
 	tokPrefix                   // prefix operators: ~ not, and + - where an operand is expected
 	tokPunct                    // = : , and brackets
 	tokNewline                  // a `;`, or the end of a line outside ( ) and [ ]
@@ -48,13 +48,14 @@ var declKeywords = map[string]bool{"param": true, "buffer": true, "mask": true, 
 var moduleRoots = map[string]bool{"torch": true, "math": true}
 
 // twoCharPunct are the operators spelled with two characters.
-var twoCharPunct = map[string]bool{"**": true, "//": true, "==": true, "!=": true, "<=": true, ">=": true}
+var twoCharPunct = map[string]bool{"**": true, "//": true, "==": true, "!=": true, "<=": true, ">=": true, "<<": true, ">>": true}
 
 // augAssign are the augmented assignments of a def body, `x += e`.
-var augAssign = map[string]bool{"+=": true, "-=": true, "*=": true, "/=": true, "//=": true, "%=": true}
+var augAssign = map[string]bool{"+=": true, "-=": true, "*=": true, "/=": true, "//=": true, "%=": true,
+	"&=": true, "|=": true, "^=": true, "<<=": true, ">>=": true}
 
 // oneCharPunct are the single-character operators and delimiters.
-const oneCharPunct = "+-*/%&|~<>=:,;()[]{}"
+const oneCharPunct = "+-*/%&|^~<>=:,;()[]{}"
 
 const (
 	// MaxNesting is the deepest bracket nesting accepted.
@@ -576,7 +577,7 @@ func (s *scanner) bareStarFirst(start int) bool {
 // punctType is the token type of a one-character operator or delimiter.
 func punctType(c byte) lexer.TokenType {
 	switch c {
-	case '+', '-', '*', '/', '%', '<', '>', '|', '&':
+	case '+', '-', '*', '/', '%', '<', '>', '|', '&', '^':
 		return tokOp
 	case '~':
 		return tokPrefix
@@ -614,7 +615,7 @@ func (s *scanner) invalidChar() {
 	case '.':
 		hint = "a `.` selects a method after a value, as in `(q_idx - kv_idx).abs()`"
 	case '$', '@', '?', '`':
-		hint = "expressions use Python operators: + - * / // % ** == != < <= > >= & | ~ and or not"
+		hint = "expressions use Python operators: + - * / // % ** == != < <= > >= & | ^ ~ << >> and or not"
 	default:
 		hint = "names are ASCII letters, digits and `_`; comments start with `#`"
 	}
