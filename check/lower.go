@@ -294,13 +294,17 @@ func (l *lowering) exprNoRecord(f *frame, e dsl.Expr) result {
 	case *dsl.ParenExpr:
 		return l.expr(f, x.X)
 	case *dsl.TupleExpr:
-		t := result{typ: dsl.TypeTuple}
+		// Every element is lowered, also after one that is not known (a
+		// helper's parameter while its declaration is checked): each
+		// counts its names' uses.
+		t, ok := result{typ: dsl.TypeTuple}, true
 		for _, el := range x.Elems {
 			r := l.expr(f, el)
-			if !r.ok() && r.fn == "" {
-				return result{}
-			}
+			ok = ok && (r.ok() || r.fn != "")
 			t.elems = append(t.elems, r)
+		}
+		if !ok {
+			return result{}
 		}
 		return t
 	case *dsl.UnaryExpr:

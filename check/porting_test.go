@@ -138,6 +138,19 @@ func TestPortingFmodFloatRefused(t *testing.T) {
 	assert.Contains(t, diags.Render(), "2:23: error[E056]: torch.fmod of a float")
 }
 
+// TestPortingTupleHelperUses: every element of a helper's returned tuple
+// counts as a use of its names, also when the helper's declaration is
+// checked alone (its parameter unknown there): no W004 on the second
+// element's local, in either order.
+func TestPortingTupleHelperUses(t *testing.T) {
+	for _, ret := range []string{"x, y", "y, x", "(x, y)"} {
+		src := "def dec(z):\n    x = z // 64\n    y = z % 64\n    return " + ret + "\n\n" +
+			"def m(b, h, q_idx, kv_idx):\n    qx, qy = dec(q_idx)\n    kx, ky = dec(kv_idx)\n    return ((qx - kx).abs() <= 3) & ((qy - ky).abs() <= 3)\n"
+		_, diags := checkSource(t, src, nil)
+		assert.Empty(t, diags, "return %s: %s", ret, diags.Render())
+	}
+}
+
 // evalLowered evaluates a lowered score with dsl's Python operations, at
 // score and (b, h) = (0, 0).
 func evalLowered(t *testing.T, low *dsl.Lowered, score float64, q, kv int64) float64 {
