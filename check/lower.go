@@ -652,15 +652,10 @@ func (l *lowering) binaryOf(f *frame, x *dsl.BinaryExpr, a, b result) result {
 		}
 		typ = dsl.TypeBool
 	case dsl.OpShl, dsl.OpShr:
-		for _, o := range []struct {
-			e dsl.Expr
-			r result
-		}{{x.X, a}, {x.Y, b}} {
-			if o.r.typ == dsl.TypeFloat {
-				l.errorf(f, o.e.Span(), CodeBitwiseOperand, "`%s` needs int operands, got float", x.Op).
-					WithHint("`%s` shifts the bits of an int; for a float write a product with a power of two", x.Op)
-				return result{}
-			}
+		if e := floatOperand(x, a, b); e != nil {
+			l.errorf(f, e.Span(), CodeBitwiseOperand, "`%s` needs int operands, got float", x.Op).
+				WithHint("`%s` shifts the bits of an int; for a float write a product with a power of two", x.Op)
+			return result{}
 		}
 		if b.isConst() && b.val.I < 0 && !a.isConst() {
 			l.errorf(f, x.Y.Span(), CodeFoldError, "negative shift count %d", b.val.I).
@@ -669,15 +664,10 @@ func (l *lowering) binaryOf(f *frame, x *dsl.BinaryExpr, a, b result) result {
 		}
 		typ = dsl.TypeInt
 	case dsl.OpBitAnd, dsl.OpBitOr, dsl.OpBitXor:
-		for _, o := range []struct {
-			e dsl.Expr
-			r result
-		}{{x.X, a}, {x.Y, b}} {
-			if o.r.typ == dsl.TypeFloat {
-				l.errorf(f, o.e.Span(), CodeBitwiseOperand, "`%s` needs bool or int operands, got float", x.Op).
-					WithHint("`%s` is logical on bools and bitwise on ints; it has no meaning on floats", x.Op)
-				return result{}
-			}
+		if e := floatOperand(x, a, b); e != nil {
+			l.errorf(f, e.Span(), CodeBitwiseOperand, "`%s` needs bool or int operands, got float", x.Op).
+				WithHint("`%s` is logical on bools and bitwise on ints; it has no meaning on floats", x.Op)
+			return result{}
 		}
 		if a.typ != b.typ {
 			l.errorf(f, x.OpSp, CodeBitwiseOperand, "`%s` mixes %s and %s", x.Op, a.typ, b.typ).
@@ -735,6 +725,18 @@ func (l *lowering) binaryOf(f *frame, x *dsl.BinaryExpr, a, b result) result {
 	}
 	node := &dsl.BinaryExpr{Sp: l.span(f, x.Sp), Op: x.Op, OpSp: l.span(f, x.OpSp), X: a.node, Y: b.node}
 	return l.add(f, node, typ, a.size+b.size+1)
+}
+
+// floatOperand is the first operand of x that is a float (a and b its
+// lowered operands), or nil.
+func floatOperand(x *dsl.BinaryExpr, a, b result) dsl.Expr {
+	switch {
+	case a.typ == dsl.TypeFloat:
+		return x.X
+	case b.typ == dsl.TypeFloat:
+		return x.Y
+	}
+	return nil
 }
 
 // branchType is the common type of two branches: bool only when both are.
