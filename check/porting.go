@@ -28,6 +28,8 @@ var torchFuncs = map[string]int{
 	"minimum": 2, "maximum": 2, "remainder": 2, "fmod": 2, "floor_divide": 2, "div": 2, "clamp": 1,
 	"eq": 2, "ne": 2, "lt": 2, "le": 2, "gt": 2, "ge": 2,
 	"full_like": 2, "zeros_like": 1, "ones_like": 1,
+	"bitwise_and": 2, "bitwise_or": 2, "bitwise_xor": 2, "bitwise_not": 1,
+	"bitwise_left_shift": 2, "bitwise_right_shift": 2,
 }
 
 // tensorMethods are the tensor methods lowered here, with the number of
@@ -52,6 +54,8 @@ var otherMethods = map[string]int{
 	"logical_and": 1, "logical_or": 1, "logical_xor": 1, "logical_not": 0,
 	"minimum": 1, "maximum": 1, "remainder": 1, "fmod": 1, "floor_divide": 1, "div": 1,
 	"eq": 1, "ne": 1, "lt": 1, "le": 1, "gt": 1, "ge": 1,
+	"bitwise_and": 1, "bitwise_or": 1, "bitwise_xor": 1, "bitwise_not": 0,
+	"bitwise_left_shift": 1, "bitwise_right_shift": 1,
 }
 
 // torchCall lowers x when it is a method call or a torch function that
@@ -225,6 +229,10 @@ func (l *lowering) operation(f *frame, x *dsl.CallExpr, what, name string, a cal
 		return l.cmp(f, x, op, a.exprs[0], a.exprs[1], v[0], v[1])
 	case "full_like", "zeros_like", "ones_like":
 		return l.fullLike(f, x, name, a)
+	case "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift":
+		return l.binop(f, x, bitwiseOps[name], a.exprs[0], a.exprs[1], v[0], v[1])
+	case "bitwise_not":
+		return l.unaryOf(f, &dsl.UnaryExpr{Sp: x.Sp, Op: dsl.OpInvert, X: a.exprs[0]}, v[0])
 	case "logical_not":
 		t := l.truth(f, x, a.exprs[0], v[0])
 		return l.unaryOf(f, &dsl.UnaryExpr{Sp: x.Sp, Op: dsl.OpNot, X: a.exprs[0]}, t)
@@ -240,6 +248,10 @@ func (l *lowering) operation(f *frame, x *dsl.CallExpr, what, name string, a cal
 	}
 	return l.cmp(f, x, dsl.OpNE, a.exprs[0], a.exprs[1], p, q)
 }
+
+// bitwiseOps are the operators torch's bitwise functions are.
+var bitwiseOps = map[string]dsl.Op{"bitwise_and": dsl.OpBitAnd, "bitwise_or": dsl.OpBitOr, "bitwise_xor": dsl.OpBitXor,
+	"bitwise_left_shift": dsl.OpShl, "bitwise_right_shift": dsl.OpShr}
 
 // operationMeaning says what each operation lowers to, for hovers.
 // (A built-in's own method, x.sin(), lowers to sin(x).)
@@ -268,6 +280,8 @@ var otherMeanings = map[string]string{
 	"floor_divide": "x // y", "div": "x / y; rounding_mode=\"floor\": x // y; \"trunc\": toward zero",
 	"full_like": "the constant v in x's dtype", "zeros_like": "0 in x's dtype", "ones_like": "1 in x's dtype",
 	"eq": "x == y", "ne": "x != y", "lt": "x < y", "le": "x <= y", "gt": "x > y", "ge": "x >= y",
+	"bitwise_and": "x & y", "bitwise_or": "x | y", "bitwise_xor": "x ^ y", "bitwise_not": "~x",
+	"bitwise_left_shift": "x << y", "bitwise_right_shift": "x >> y",
 }
 
 // PortingDoc describes a tensor method (name ".abs") or a torch function
