@@ -873,7 +873,7 @@ func (l *lowering) body(f *frame, m *Mod) result {
 	}
 	if f.record && !l.aborted && !l.partial { // after an abort (E055) or a partial run uses were not all counted
 		for _, bd := range lets {
-			if bd.uses == 0 {
+			if bd.uses == 0 && !throwaway(bd) {
 				what := "let"
 				if b.Def {
 					what = "assignment to"
@@ -887,6 +887,18 @@ func (l *lowering) body(f *frame, m *Mod) result {
 		return r // a helper gives a value of any type
 	}
 	return l.checkResult(f, m, r, resultExpr)
+}
+
+// throwaway reports whether an unused binding is one Python code leaves
+// unused on purpose, which W004 does not report: a name starting with `_`,
+// or a target of an unpacking (`q_col, q_row = decode(q_idx)` using only
+// q_row), as Python's linters treat them.
+func throwaway(bd *binding) bool {
+	if strings.HasPrefix(bd.ident.Name, "_") {
+		return true
+	}
+	let, ok := bd.sym.Decl.(*dsl.LetStmt)
+	return ok && let.UnpackTarget()
 }
 
 // assign lowers one let or assignment of m's body in frame f, appending

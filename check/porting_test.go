@@ -155,6 +155,23 @@ func TestPortingTupleHelperUses(t *testing.T) {
 	}
 }
 
+// TestPortingThrowawayNames: W004 leaves out what Python code leaves unused
+// on purpose, an unpacking's other targets and names starting with `_`,
+// and still reports a plain unused assignment.
+func TestPortingThrowawayNames(t *testing.T) {
+	helper := "def dec(z):\n    return z // 64, z % 64\n\n"
+	for _, body := range []string{
+		"    q_col, q_row = dec(q_idx)\n    return q_row >= kv_idx\n",
+		"    _, q_row = dec(q_idx)\n    return q_row >= kv_idx\n",
+		"    _unused = q_idx * 2\n    return q_idx >= kv_idx\n",
+	} {
+		_, diags := checkSource(t, helper+"def m(b, h, q_idx, kv_idx):\n"+body, nil)
+		assert.Empty(t, diags, "%s: %s", body, diags.Render())
+	}
+	_, diags := checkSource(t, helper+"def m(b, h, q_idx, kv_idx):\n    unused = q_idx * 2\n    return q_idx >= kv_idx\n", nil)
+	assert.Contains(t, diags.Render(), "warning[W004]: assignment to unused is never used")
+}
+
 // evalLowered evaluates a lowered score with dsl's Python operations, at
 // score and (b, h) = (0, 0).
 func evalLowered(t *testing.T, low *dsl.Lowered, score float64, q, kv int64) float64 {

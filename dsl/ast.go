@@ -328,6 +328,21 @@ type LetStmt struct {
 // Span implements Node.
 func (s *LetStmt) Span() Span { return s.Sp }
 
+// UnpackPrefix begins the name of an unpacking's hidden first assignment
+// (LetStmt.Unpack), which no source can write.
+const UnpackPrefix = ".unpack"
+
+// UnpackTarget reports whether s assigns one target of an unpacking: its
+// value indexes the hidden first assignment (`a = .unpackN[0]`).
+func (s *LetStmt) UnpackTarget() bool {
+	ix, ok := s.Value.(*IndexExpr)
+	if !ok {
+		return false
+	}
+	id, ok := ix.X.(*Ident)
+	return ok && strings.HasPrefix(id.Name, UnpackPrefix)
+}
+
 // AttentionDecl declares one attention layer configuration, the unit that
 // is classified and compiled:
 //

@@ -477,7 +477,7 @@ func (c *converter) assignments(a *assignG) []*dsl.LetStmt {
 				WithHint("Python allows it to one name only")
 			return nil
 		}
-		tmp := &dsl.Ident{Sp: span(a.Name), Name: fmt.Sprintf(".unpack%d", a.Name.Pos.Offset)}
+		tmp := &dsl.Ident{Sp: span(a.Name), Name: fmt.Sprintf("%s%d", dsl.UnpackPrefix, a.Name.Pos.Offset)}
 		sp := span(a.Name).Join(v.Span())
 		out := []*dsl.LetStmt{{Sp: sp, Assign: true, Name: tmp, Value: v, Unpack: 1 + len(a.More)}}
 		targets := []lexer.Token{a.Name}
