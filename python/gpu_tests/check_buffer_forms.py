@@ -20,17 +20,12 @@ a final PASS or FAIL line, exit 1 on FAIL:
             refused before any kernel runs (E410), and at S = 1024 it runs
             and matches the reference.
 """
-import argparse
-import os
-import sys
-import tempfile
-import time
-import traceback
-
 import torch
 
-import maskc.torch as mt
 from maskc.diagnostics import MaskcError
+
+import flexcheck
+from flexcheck import poison, rel_err
 
 TOL = 1e-2
 
@@ -82,11 +77,6 @@ def reference(q, k, v, keep):
     return qd, kd, vd, out, torch.where(any_key, lse.detach(), torch.full_like(lse, float("-inf")))
 
 
-def rel_err(out, ref):
-    out, ref = out.double(), ref.double()
-    if torch.isnan(out).any():
-        return float("inf")
-    return ((out - ref).norm() / ref.norm().clamp_min(1e-30)).item()
 
 
 def lse_err(lse, ref):
@@ -99,11 +89,6 @@ def lse_err(lse, ref):
     return rel_err(lse[fin], ref[fin]) if fin.any() else 0.0
 
 
-def poison(nbytes):
-    """Fills the allocator block the next allocation of nbytes reuses with
-    NaN: an output no kernel writes stays NaN."""
-    t = torch.full((nbytes // 2 + 8,), float("nan"), dtype=torch.float16, device="cuda")
-    del t
 
 
 def run_case(attn, buffers, keep, B, S, H, gen, log, name):
@@ -177,42 +162,6 @@ def check_floor(prog, gen, log):
     return refused and fits
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=None)
-    args = ap.parse_args()
-    lines = []
-
-    def log(s):
-        print(s, flush=True)
-        lines.append(s)
-
-    seed = int.from_bytes(os.urandom(4), "little")
-    gen = torch.Generator(device="cuda").manual_seed(seed)
-    log("seed %d, %s, torch %s" % (seed, torch.cuda.get_device_name(), torch.__version__))
-    failed = []
-    with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "forms.flex")
-        with open(path, "w") as f:
-            f.write(FLEX)
-        prog = mt.load(path)
-        for name, fn in (("scalar", check_scalar), ("blocks", check_blocks), ("floor", check_floor)):
-            t0 = time.time()
-            try:
-                ok = fn(prog, gen, log)
-            except Exception:
-                log(traceback.format_exc())
-                ok = False
-            log("%s: %s (%.1f s)" % (name, "PASS" if ok else "FAIL", time.time() - t0))
-            if not ok:
-                failed.append(name)
-    log("PASS" if not failed else "FAIL: " + ", ".join(failed))
-    if args.out:
-        os.makedirs(args.out, exist_ok=True)
-        with open(os.path.join(args.out, "buffer_forms.txt"), "w") as f:
-            f.write("\n".join(lines) + "\n")
-    sys.exit(1 if failed else 0)
-
 
 if __name__ == "__main__":
-    main()
+    flexcheck.main("forms.flex", FLEX, (("scalar", check_scalar), ("blocks", check_blocks), ("floor", check_floor)), "buffer_forms.txt")

@@ -19,17 +19,12 @@ printed), every result compared, a final PASS or FAIL line, exit 1 on FAIL:
             and the result is the reference with those reads as 0.0, the
             documented value.
 """
-import argparse
-import os
-import sys
-import tempfile
-import time
-import traceback
-
 import torch
 
-import maskc.torch as mt
 from maskc.diagnostics import MaskcError
+
+import flexcheck
+from flexcheck import poison, rel_err
 
 TOL = 1e-2
 
@@ -81,18 +76,8 @@ def reference(q, k, v, bias, causal):
     return out, lse
 
 
-def rel_err(out, ref):
-    out, ref = out.double(), ref.double()
-    if torch.isnan(out).any():
-        return float("inf")
-    return ((out - ref).norm() / ref.norm()).item()
 
 
-def poison(nbytes):
-    """Fills the allocator block the next allocation of nbytes reuses with
-    NaN: an output no kernel writes stays NaN."""
-    t = torch.full((nbytes // 2 + 8,), float("nan"), dtype=torch.float16, device="cuda")
-    del t
 
 
 def qkv(B, S, H, D, gen):
@@ -177,41 +162,6 @@ def check_flag(prog, gen, log):
     return ok
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=None)
-    args = ap.parse_args()
-    lines = []
-
-    def log(s):
-        print(s, flush=True)
-        lines.append(s)
-
-    seed = int.from_bytes(os.urandom(4), "little")
-    gen = torch.Generator(device="cuda").manual_seed(seed)
-    log("seed %d, %s, torch %s" % (seed, torch.cuda.get_device_name(), torch.__version__))
-    with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "reads.flex")
-        with open(path, "w") as f:
-            f.write(FLEX)
-        prog = mt.load(path)
-        results = {}
-        for name, fn in (("fits", check_fits), ("refused", check_refused), ("flag", check_flag)):
-            t0 = time.time()
-            try:
-                results[name] = bool(fn(prog, gen, log))
-            except Exception:
-                log(traceback.format_exc())
-                results[name] = False
-            log("%s: %s (%.1f s)" % (name, "ok" if results[name] else "FAILED", time.time() - t0))
-    ok = all(results.values())
-    log("%s: %s" % ("PASS" if ok else "FAIL", ", ".join("%s %s" % (k, "ok" if v else "FAILED") for k, v in results.items())))
-    if args.out:
-        os.makedirs(args.out, exist_ok=True)
-        with open(os.path.join(args.out, "check_reads.txt"), "w") as f:
-            f.write("\n".join(lines) + "\n")
-    sys.exit(0 if ok else 1)
-
 
 if __name__ == "__main__":
-    main()
+    flexcheck.main("reads.flex", FLEX, (("fits", check_fits), ("refused", check_refused), ("flag", check_flag)), "check_reads.txt")
