@@ -46,17 +46,14 @@ func TestInPlaceSetup(t *testing.T) {
 	}, got)
 	assert.Equal(t, src, string(format.Source(f)))
 
-	for _, bad := range []string{
+	assertSyntaxErrors(t,
 		// in the inner def
 		"def f(ids):\n    def m(b, h, q_idx, kv_idx):\n        ids.fill_(0)\n        return q_idx >= kv_idx\n    return m\n",
 		// a def that is no factory
 		"def m(b, h, q_idx, kv_idx):\n    kv_idx[0] = 1\n    return q_idx >= kv_idx\n",
 		// not an in-place method
 		"def f(ids):\n    ids.fill(0)\n    def m(b, h, q_idx, kv_idx):\n        return q_idx >= kv_idx\n    return m\n",
-	} {
-		_, diags := parser.ParseFile("t.flex", []byte(bad))
-		assert.True(t, diags.HasErrors(), "no syntax error for:\n%s", bad)
-	}
+	)
 }
 
 // TestSetupBuildLine: an assignment in a factory's set-up whose value holds
@@ -92,15 +89,21 @@ func TestSetupBuildLine(t *testing.T) {
 	assert.True(t, isLet, "one = sizes[0] is an ordinary assignment")
 	assert.Equal(t, src, string(format.Source(f)))
 
-	for _, bad := range []string{
+	assertSyntaxErrors(t,
 		// in the inner def
 		"def f(ids):\n    def m(b, h, q_idx, kv_idx):\n        x = ids[1:]\n        return q_idx >= kv_idx\n    return m\n",
 		// a def that is no factory
 		"def g(ids):\n    x = [1, 2]\n    return x\n",
 		// at the top of the file
 		"marks = [0, 4]\n",
-	} {
-		_, diags := parser.ParseFile("t.flex", []byte(bad))
-		assert.True(t, diags.HasErrors(), "no syntax error for:\n%s", bad)
+	)
+}
+
+// assertSyntaxErrors asserts that each source is refused by the parser.
+func assertSyntaxErrors(t *testing.T, srcs ...string) {
+	t.Helper()
+	for _, src := range srcs {
+		_, diags := parser.ParseFile("t.flex", []byte(src))
+		assert.True(t, diags.HasErrors(), "no syntax error for:\n%s", src)
 	}
 }
