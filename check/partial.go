@@ -351,25 +351,10 @@ func walkFileExprs(file *dsl.File, visit func(dsl.Expr)) {
 // assignments' values too (dsl.Body.Exprs lists those of Body.Lets only).
 func stmtExprs(stmts []dsl.Stmt) []dsl.Expr {
 	out := (&dsl.Body{Stmts: stmts}).Exprs()
-	eachStmt(stmts, func(st dsl.Stmt) {
+	dsl.EachStmt(stmts, func(st dsl.Stmt) {
 		if let, ok := st.(*dsl.LetStmt); ok {
 			out = append(out, let.Value)
 		}
 	})
 	return out
-}
-
-// eachStmt calls fn on every statement of stmts in order, the statements
-// of if and for blocks included (after the block's own statement).
-func eachStmt(stmts []dsl.Stmt, fn func(dsl.Stmt)) {
-	for _, st := range stmts {
-		fn(st)
-		switch st := st.(type) {
-		case *dsl.IfStmt:
-			eachStmt(st.Then, fn)
-			eachStmt(st.Else, fn)
-		case *dsl.ForStmt:
-			eachStmt(st.Body, fn)
-		}
-	}
 }

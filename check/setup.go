@@ -243,7 +243,7 @@ func (l *lowering) setupFrame(m *Mod) *frame {
 // nil.
 func letOf(stmts []dsl.Stmt, e dsl.Expr) *dsl.LetStmt {
 	var found *dsl.LetStmt
-	eachStmt(stmts, func(st dsl.Stmt) {
+	dsl.EachStmt(stmts, func(st dsl.Stmt) {
 		if let, ok := st.(*dsl.LetStmt); ok && let.Value == e && found == nil {
 			found = let
 		}
@@ -337,54 +337,32 @@ func takeIt(m *Mod, names ...string) string {
 // filledBy returns the first tensor that an in-place statement of stmts
 // (blocks included) changes, or nil.
 func filledBy(stmts []dsl.Stmt) *dsl.Ident {
-	for _, st := range stmts {
-		switch st := st.(type) {
-		case *dsl.InPlaceStmt:
-			return st.Target
-		case *dsl.ForStmt:
-			if t := filledBy(st.Body); t != nil {
-				return t
-			}
-		case *dsl.IfStmt:
-			if t := filledBy(st.Then); t != nil {
-				return t
-			}
-			if t := filledBy(st.Else); t != nil {
-				return t
-			}
-		}
+	st, _ := dsl.FirstStmt(stmts, func(st dsl.Stmt) bool {
+		_, ok := st.(*dsl.InPlaceStmt)
+		return ok
+	}).(*dsl.InPlaceStmt)
+	if st == nil {
+		return nil
 	}
-	return nil
+	return st.Target
 }
 
 // firstSetupWork returns the first statement of stmts (blocks included)
 // that is tensor work (setupWork) by its shape alone, or nil.
 func (l *lowering) firstSetupWork(f *frame, stmts []dsl.Stmt) dsl.Stmt {
-	for _, st := range stmts {
+	return dsl.FirstStmt(stmts, func(st dsl.Stmt) bool {
 		switch st := st.(type) {
 		case *dsl.LetStmt:
-			if c, _ := l.builderCall(f, st.Value); c != nil {
-				return st
-			}
+			c, _ := l.builderCall(f, st.Value)
+			return c != nil
 		case *dsl.InPlaceStmt:
-			return st
+			return true
 		case *dsl.ForStmt:
-			if c, _ := l.builderCall(f, st.Iter); c != nil || filledBy(st.Body) != nil {
-				return st
-			}
-			if w := l.firstSetupWork(f, st.Body); w != nil {
-				return w
-			}
-		case *dsl.IfStmt:
-			if w := l.firstSetupWork(f, st.Then); w != nil {
-				return w
-			}
-			if w := l.firstSetupWork(f, st.Else); w != nil {
-				return w
-			}
+			c, _ := l.builderCall(f, st.Iter)
+			return c != nil || filledBy(st.Body) != nil
 		}
-	}
-	return nil
+		return false
+	})
 }
 
 // uncalledSetups reports, for each user factory whose set-up does tensor

@@ -57,3 +57,32 @@ func Inspect(e Expr, f func(Expr) bool) {
 		Inspect(x.Iter, f)
 	}
 }
+
+// FirstStmt returns the first statement of stmts for which match holds, or
+// nil: in source order, the statements of an if's or a for's blocks right
+// after the if or for itself.
+func FirstStmt(stmts []Stmt, match func(Stmt) bool) Stmt {
+	for _, st := range stmts {
+		if match(st) {
+			return st
+		}
+		var inner Stmt
+		switch st := st.(type) {
+		case *IfStmt:
+			if inner = FirstStmt(st.Then, match); inner == nil {
+				inner = FirstStmt(st.Else, match)
+			}
+		case *ForStmt:
+			inner = FirstStmt(st.Body, match)
+		}
+		if inner != nil {
+			return inner
+		}
+	}
+	return nil
+}
+
+// EachStmt calls fn on every statement of stmts in FirstStmt's order.
+func EachStmt(stmts []Stmt, fn func(Stmt)) {
+	FirstStmt(stmts, func(st Stmt) bool { fn(st); return false })
+}

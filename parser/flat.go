@@ -422,24 +422,11 @@ func blockSpan(sp dsl.Span, block []dsl.Stmt) dsl.Span {
 
 // firstReturn returns the first `return` in stmts, blocks included, or nil.
 func firstReturn(stmts []dsl.Stmt) *dsl.ReturnStmt {
-	for _, st := range stmts {
-		switch st := st.(type) {
-		case *dsl.ReturnStmt:
-			return st
-		case *dsl.ForStmt:
-			if r := firstReturn(st.Body); r != nil {
-				return r
-			}
-		case *dsl.IfStmt:
-			if r := firstReturn(st.Then); r != nil {
-				return r
-			}
-			if r := firstReturn(st.Else); r != nil {
-				return r
-			}
-		}
-	}
-	return nil
+	r, _ := dsl.FirstStmt(stmts, func(st dsl.Stmt) bool {
+		_, ok := st.(*dsl.ReturnStmt)
+		return ok
+	}).(*dsl.ReturnStmt)
+	return r
 }
 
 // localDef converts a factory's inner def after its first one (see
