@@ -199,6 +199,9 @@ func (l *lowering) operation(f *frame, x *dsl.CallExpr, what, name string, a cal
 	if b := dsl.Builtins[name]; b != nil && b.Method {
 		return l.builtinOf(f, x, b, a.exprs, v)
 	}
+	if op, ok := bitwiseOps[name]; ok {
+		return l.binop(f, x, op, a.exprs[0], a.exprs[1], v[0], v[1])
+	}
 	switch name {
 	case "float", "double":
 		return l.toFloat(f, x, a.exprs[0], v[0])
@@ -229,8 +232,6 @@ func (l *lowering) operation(f *frame, x *dsl.CallExpr, what, name string, a cal
 		return l.cmp(f, x, op, a.exprs[0], a.exprs[1], v[0], v[1])
 	case "full_like", "zeros_like", "ones_like":
 		return l.fullLike(f, x, name, a)
-	case "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift":
-		return l.binop(f, x, bitwiseOps[name], a.exprs[0], a.exprs[1], v[0], v[1])
 	case "bitwise_not":
 		return l.unaryOf(f, &dsl.UnaryExpr{Sp: x.Sp, Op: dsl.OpInvert, X: a.exprs[0]}, v[0])
 	case "logical_not":
