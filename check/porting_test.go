@@ -86,28 +86,17 @@ func checkScoreLowers(t *testing.T, decls, expr, want string) {
 func TestPortingTruncDiv(t *testing.T) {
 	src := "def s(score, b, h, q_idx, kv_idx):\n    return score + torch.div(q_idx - 7, kv_idx - 3, rounding_mode=\"trunc\").float()\n" +
 		"def f(score, b, h, q_idx, kv_idx):\n    return torch.div(score, kv_idx - 3.0, rounding_mode=\"trunc\")\n"
-	p, diags := checkSource(t, src, nil)
-	require.False(t, diags.HasErrors(), diags.Render())
-	for _, name := range []string{"s", "f"} {
-		low, diags := p.LowerMod(name)
-		require.False(t, diags.HasErrors(), diags.Render())
-		for q := int64(0); q < 15; q++ {
-			for kv := int64(0); kv < 7; kv++ {
-				if kv == 3 {
-					continue
-				}
-				score := float64(q) - 6.5
-				got := evalLowered(t, low, score, q, kv)
-				var want float64
-				if name == "s" {
-					want = score + float64((q-7)/(kv-3)) // Go's / truncates toward zero
-				} else {
-					want = math.Trunc(score / float64(kv-3))
-				}
-				assert.Equal(t, want, got, "%s at q=%d kv=%d", name, q, kv)
-			}
+	eachSignPair(t, src, []string{"s", "f"}, func(name string, low *dsl.Lowered, q, kv int64) {
+		score := float64(q) - 6.5
+		got := evalLowered(t, low, score, q, kv)
+		var want float64
+		if name == "s" {
+			want = score + float64((q-7)/(kv-3)) // Go's / truncates toward zero
+		} else {
+			want = math.Trunc(score / float64(kv-3))
 		}
-	}
+		assert.Equal(t, want, got, "%s at q=%d kv=%d", name, q, kv)
+	})
 }
 
 // TestPortingFmod checks torch.fmod and .fmod() of ints against the
@@ -116,18 +105,27 @@ func TestPortingTruncDiv(t *testing.T) {
 func TestPortingFmod(t *testing.T) {
 	src := "def s(score, b, h, q_idx, kv_idx):\n    return score + torch.fmod(q_idx - 7, kv_idx - 3).float()\n" +
 		"def m(score, b, h, q_idx, kv_idx):\n    return score + (q_idx - 7).fmod(kv_idx - 3).float()\n"
+	eachSignPair(t, src, []string{"s", "m"}, func(name string, low *dsl.Lowered, q, kv int64) {
+		want := float64((q - 7) % (kv - 3)) // Go's % truncates toward zero
+		assert.Equal(t, want, evalLowered(t, low, 0, q, kv), "%s at q=%d kv=%d", name, q, kv)
+	})
+}
+
+// eachSignPair checks src, lowers each of its score mods names and calls
+// check at every q in [0, 15) and kv in [0, 7) but kv = 3: q - 7 and kv - 3
+// then take every sign combination, the divisor never zero.
+func eachSignPair(t *testing.T, src string, names []string, check func(name string, low *dsl.Lowered, q, kv int64)) {
+	t.Helper()
 	p, diags := checkSource(t, src, nil)
 	require.False(t, diags.HasErrors(), diags.Render())
-	for _, name := range []string{"s", "m"} {
+	for _, name := range names {
 		low, diags := p.LowerMod(name)
 		require.False(t, diags.HasErrors(), diags.Render())
 		for q := int64(0); q < 15; q++ {
 			for kv := int64(0); kv < 7; kv++ {
-				if kv == 3 {
-					continue
+				if kv != 3 {
+					check(name, low, q, kv)
 				}
-				want := float64((q - 7) % (kv - 3)) // Go's % truncates toward zero
-				assert.Equal(t, want, evalLowered(t, low, 0, q, kv), "%s at q=%d kv=%d", name, q, kv)
 			}
 		}
 	}
