@@ -94,9 +94,6 @@ func shiftRange(op dsl.Op, p, q interval) (interval, bool) {
 	if q.Lo < 0 {
 		return fullRange, false
 	}
-	if op == dsl.OpShl && p.Lo == 0 && p.Hi == 0 {
-		return point(0), true
-	}
 	r := iv(math.MaxInt64, math.MinInt64)
 	for _, x := range []int64{p.Lo, p.Hi} {
 		for _, n := range []int64{q.Lo, q.Hi} {
