@@ -922,16 +922,18 @@ func (l *lowering) assign(f *frame, m *Mod, let *dsl.LetStmt, lets *[]*binding) 
 			prev = nil // the first assignment of a def's local
 			delete(f.names, let.Name.Name)
 		}
-		fresh, shared := l.freshValue(f, r), false
+		var fresh, refused bool
 		if let.AugOp != dsl.OpInvalid && prev != nil && b.Def && runtimeTensor(prev.res) {
 			// In place: the same tensor, changed (a Python number is
 			// rebound instead, to the new value r).
 			fresh = prev.fresh
-			if !prev.fresh {
+			if !fresh {
 				l.errorf(f, let.Name.Sp, CodeInPlaceShared, "`%s %s= ...` changes the tensor %s holds in place under torch, and that tensor may be another name's too (%s): torch would change it there as well", let.Name.Name, let.AugOp, let.Name.Name, sharedWhy(prev)).
 					WithHint("write %s = %s %s ..., which makes a new tensor and leaves the other names as they are", let.Name.Name, let.Name.Name, let.AugOp)
-				r, shared = result{}, true
+				r, refused = result{}, true
 			}
+		} else {
+			fresh = freshValue(f, r)
 		}
 		switch {
 		case prev != nil && b.Def:
@@ -953,7 +955,7 @@ func (l *lowering) assign(f *frame, m *Mod, let *dsl.LetStmt, lets *[]*binding) 
 			bd.kind = bindUnknown
 		}
 		f.names[let.Name.Name] = bd
-		if !shared { // after E083, no W004 as well
+		if !refused { // after E083, no W004 as well
 			*lets = append(*lets, bd)
 		}
 		if f.record {
@@ -974,7 +976,7 @@ func runtimeTensor(r result) bool {
 // tensors read as VarRefs) nor the very node another binding holds (`y =
 // x`, a helper that returns its argument, a tuple's element). A binding
 // that shares r's node stops being fresh too.
-func (l *lowering) freshValue(f *frame, r result) bool {
+func freshValue(f *frame, r result) bool {
 	if !runtimeTensor(r) {
 		return false
 	}
