@@ -297,7 +297,6 @@ func readDiagnostics(src *dsl.Source, p *check.Program, bufs []BufferABI, reads 
 		order = append(order, f)
 	}
 	for i, r := range reads {
-		r := r
 		ext := ConstExtents(p, bufs[r.Slot].Decl)
 		if valueDependent(r) {
 			proved := ext != nil
